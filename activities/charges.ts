@@ -1,0 +1,74 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Charge, Customer } from '../db/entities/index.ts';
+import { newId } from '../domain/ids.ts';
+import type { PaymentProcessor } from './processor.ts';
+
+export interface ChargeInput {
+  /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
+  idempotencyKey: string;
+  customerId: string;
+  amount: number;
+  currency: string;
+  description: string;
+  livemode: boolean;
+}
+
+export type ChargeOutcome =
+  | { status: 'succeeded'; chargeId: string }
+  | { status: 'failed'; chargeId: string | null; failureCode: string; failureMessage: string };
+
+/**
+ * Charges a customer's current payment method once per idempotency key.
+ *
+ * Three layers keep money right when this runs more than once (activity retry,
+ * worker crash between the processor call and our write, workflow replay):
+ * an existing charge row answers at once; the processor itself honours the key;
+ * the charge row's unique key makes a racing second insert a no-op.
+ * A declined card is an outcome, not an error: the workflow decides what follows.
+ */
+export async function chargeCustomer(em: EntityManager, processor: PaymentProcessor, input: ChargeInput): Promise<ChargeOutcome> {
+  const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
+  if (existing) return toOutcome(existing);
+
+  const customer = await em.findOne(Customer, { id: input.customerId });
+  if (!customer?.paymentMethod) {
+    return { status: 'failed', chargeId: null, failureCode: 'no_payment_method', failureMessage: 'The customer has no payment method.' };
+  }
+  const result = await processor.charge({
+    idempotencyKey: input.idempotencyKey,
+    amount: input.amount,
+    currency: input.currency,
+    paymentMethod: customer.paymentMethod,
+    description: input.description,
+  });
+  await em
+    .createQueryBuilder(Charge)
+    .insert({
+      id: newId('charge'),
+      idempotencyKey: input.idempotencyKey,
+      customerId: input.customerId,
+      amount: input.amount,
+      currency: input.currency,
+      paymentMethod: customer.paymentMethod,
+      status: result.status,
+      failureCode: result.status === 'failed' ? result.failureCode : null,
+      failureMessage: result.status === 'failed' ? result.failureMessage : null,
+      livemode: input.livemode,
+      createdAt: new Date(),
+    })
+    .onConflict('idempotencyKey')
+    .ignore()
+    .execute();
+  return toOutcome(await em.findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
+}
+
+function toOutcome(charge: Charge): ChargeOutcome {
+  return charge.status === 'succeeded'
+    ? { status: 'succeeded', chargeId: charge.id }
+    : {
+        status: 'failed',
+        chargeId: charge.id,
+        failureCode: charge.failureCode ?? 'card_declined',
+        failureMessage: charge.failureMessage ?? 'The charge was declined.',
+      };
+}

@@ -1,0 +1,40 @@
+import { Context } from '@temporalio/activity';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import { chargeCustomer, type ChargeInput, type ChargeOutcome } from './charges.ts';
+import { openInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
+import { SandboxProcessor, type PaymentProcessor } from './processor.ts';
+import { projectSubscription } from './projections.ts';
+
+export interface ActivityDeps {
+  orm: MikroORM;
+  /** Defaults to the sandbox processor on the same database. */
+  processor?: PaymentProcessor;
+}
+
+/**
+ * Every side effect the workflows can ask for. Built by a factory so the worker
+ * wires real dependencies and tests can wrap them (a crashing processor, say).
+ * Each call works on its own fork of the entity manager.
+ */
+export function createActivities(deps: ActivityDeps) {
+  const em = () => deps.orm.em.fork();
+  const processor = deps.processor ?? new SandboxProcessor(em);
+  return {
+    async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
+      await projectSubscription(em(), snapshot);
+    },
+    async openInvoice(input: OpenInvoiceInput): Promise<OpenedInvoice> {
+      return openInvoice(em(), input);
+    },
+    async charge(input: ChargeInput): Promise<ChargeOutcome> {
+      Context.current().log.info('charging', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
+      return chargeCustomer(em(), processor, input);
+    },
+    async settleInvoice(invoiceId: string, charge: ChargeOutcome): Promise<void> {
+      await settleInvoice(em(), invoiceId, charge);
+    },
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,95 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { SandboxProcessorCharge } from '../db/entities/index.ts';
+import { newId } from '../domain/ids.ts';
+
+/** What we ask a payment processor to do: take `amount` from a payment method, once per key. */
+export interface ProcessorChargeRequest {
+  idempotencyKey: string;
+  amount: number;
+  currency: string;
+  paymentMethod: string;
+  description: string;
+}
+
+export type ProcessorChargeResult =
+  | { status: 'succeeded'; processorChargeId: string }
+  | { status: 'failed'; processorChargeId: string; failureCode: string; failureMessage: string };
+
+/**
+ * The seam to a payment processor. A live adapter (Stripe, Adyen...) implements
+ * this with the processor's own idempotency keys; the sandbox one ships here.
+ * Implementations must return the first outcome again for a repeated key.
+ */
+export interface PaymentProcessor {
+  charge(request: ProcessorChargeRequest): Promise<ProcessorChargeResult>;
+}
+
+/**
+ * Sandbox test payment methods, in the spirit of Stripe's test cards. Any other
+ * value is declined as `invalid_payment_method`.
+ */
+export const sandboxPaymentMethods = {
+  pm_card_visa: { outcome: 'succeeded' },
+  pm_card_mastercard: { outcome: 'succeeded' },
+  pm_card_chargeDeclined: { outcome: 'failed', code: 'card_declined', message: 'Your card was declined.' },
+  pm_card_insufficientFunds: { outcome: 'failed', code: 'insufficient_funds', message: 'Your card has insufficient funds.' },
+  pm_card_expired: { outcome: 'failed', code: 'expired_card', message: 'Your card has expired.' },
+} as const satisfies Record<string, { outcome: 'succeeded' } | { outcome: 'failed'; code: string; message: string }>;
+
+export type SandboxPaymentMethod = keyof typeof sandboxPaymentMethods;
+
+export function isSandboxPaymentMethod(value: string): value is SandboxPaymentMethod {
+  return Object.hasOwn(sandboxPaymentMethods, value);
+}
+
+export class IdempotencyKeyReuseError extends Error {
+  constructor(key: string) {
+    super(`Idempotency key ${key} was already used for a different charge.`);
+    this.name = 'IdempotencyKeyReuseError';
+  }
+}
+
+/** The built-in processor: outcomes chosen by the test payment method, kept in its own table. */
+export class SandboxProcessor implements PaymentProcessor {
+  private readonly em: () => EntityManager;
+
+  constructor(em: () => EntityManager) {
+    this.em = em;
+  }
+
+  async charge(request: ProcessorChargeRequest): Promise<ProcessorChargeResult> {
+    const em = this.em();
+    const method = isSandboxPaymentMethod(request.paymentMethod) ? sandboxPaymentMethods[request.paymentMethod] : undefined;
+    const failure =
+      method === undefined
+        ? { code: 'invalid_payment_method', message: `Unknown sandbox payment method ${request.paymentMethod}.` }
+        : method.outcome === 'failed'
+          ? { code: method.code, message: method.message }
+          : undefined;
+    // Insert-or-keep on the key: concurrent or repeated calls all see the first row.
+    await em
+      .createQueryBuilder(SandboxProcessorCharge)
+      .insert({
+        id: newId('sandboxProcessorCharge'),
+        idempotencyKey: request.idempotencyKey,
+        amount: request.amount,
+        currency: request.currency,
+        paymentMethod: request.paymentMethod,
+        status: failure ? 'failed' : 'succeeded',
+        failureCode: failure?.code ?? null,
+        failureMessage: failure?.message ?? null,
+        createdAt: new Date(),
+      })
+      .onConflict('idempotencyKey')
+      .ignore()
+      .execute();
+    const row = await em.findOneOrFail(SandboxProcessorCharge, { idempotencyKey: request.idempotencyKey });
+    if (row.amount !== request.amount || row.currency !== request.currency) {
+      // Same key, different charge: a bug upstream. Refuse rather than guess which one is meant.
+      throw new IdempotencyKeyReuseError(request.idempotencyKey);
+    }
+    return row.status === 'succeeded'
+      ? { status: 'succeeded', processorChargeId: row.id }
+      : { status: 'failed', processorChargeId: row.id, failureCode: row.failureCode ?? 'card_declined', failureMessage: row.failureMessage ?? 'Declined.' };
+  }
+}

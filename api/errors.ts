@@ -1,0 +1,43 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { z } from 'zod';
+import { ApiError, errorStatus, isErrorCode, type ErrorCode } from '../domain/errors.ts';
+import type { Logger } from '../logger.ts';
+
+export function errorBody(code: ErrorCode, message: string) {
+  return { error: code, message };
+}
+
+export function sendError(c: Context, code: ErrorCode, message: string) {
+  return c.json(errorBody(code, message), errorStatus[code] as 400);
+}
+
+/** "field.path: problem; other: problem" from a zod error, for `invalid_request`. */
+export function describeZodError(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length ? issue.path.join('.') : 'body'}: ${issue.message}`)
+    .join('; ');
+}
+
+/**
+ * The single error handler: known errors keep their code, a refused workflow
+ * update keeps the code its validator gave, anything else is a 500 whose body
+ * says nothing of the cause (the log has it, under the request id).
+ */
+export function handleError(error: Error, c: Context, logger: Logger) {
+  if (error instanceof ApiError) return sendError(c, error.code, error.message);
+  if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
+    const type = error.cause.type;
+    if (isErrorCode(type)) return sendError(c, type, error.cause.message);
+  }
+  if (error instanceof HTTPException) {
+    const status = error.status;
+    const code: ErrorCode = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 404 ? 'not_found' : status < 500 ? 'invalid_request' : 'internal_error';
+    return sendError(c, code, error.message || 'Request refused.');
+  }
+  logger.error({ err: error, requestId: c.get('requestId') }, 'unhandled error');
+  return sendError(c, 'internal_error', `Something went wrong on our side. Request id: ${c.get('requestId') ?? 'unknown'}.`);
+}

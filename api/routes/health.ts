@@ -1,0 +1,38 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { ApiDeps } from '../deps.ts';
+import { newOpenApiApp } from '../openapi-app.ts';
+
+const Check = z.object({ ok: z.boolean(), latency_ms: z.number(), error: z.string().optional() });
+const HealthSchema = z.object({ status: z.enum(['ok', 'degraded']), database: Check, temporal: Check }).openapi('Health');
+
+const health = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['Operations'],
+  summary: 'Database and Temporal reachability',
+  responses: {
+    200: { description: 'Both reachable', content: { 'application/json': { schema: HealthSchema } } },
+    503: { description: 'One is not', content: { 'application/json': { schema: HealthSchema } } },
+  },
+});
+
+async function check(probe: () => Promise<unknown>, timeoutMs = 3_000): Promise<z.infer<typeof Check>> {
+  const started = performance.now();
+  try {
+    await Promise.race([probe(), new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs).unref())]);
+    return { ok: true, latency_ms: Math.round(performance.now() - started) };
+  } catch (error) {
+    return { ok: false, latency_ms: Math.round(performance.now() - started), error: (error as Error).message.split('\n')[0] };
+  }
+}
+
+export function healthApp({ orm, temporal }: ApiDeps) {
+  return newOpenApiApp().openapi(health, async (c) => {
+    const [database, temporalCheck] = await Promise.all([
+      check(() => orm.em.fork().execute('select 1')),
+      check(() => temporal.connection.workflowService.getSystemInfo({})),
+    ]);
+    const ok = database.ok && temporalCheck.ok;
+    return c.json({ status: ok ? 'ok' : 'degraded', database, temporal: temporalCheck } as const, ok ? 200 : 503);
+  });
+}

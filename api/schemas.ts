@@ -1,0 +1,74 @@
+import { z } from '@hono/zod-openapi';
+import { intervalUnits } from '../domain/billing-calendar.ts';
+import { isCurrencyCode } from '../domain/money.ts';
+import { subscriptionStatuses } from '../domain/subscription.ts';
+
+/** zod schemas shared by validation and the OpenAPI document. */
+export const ErrorSchema = z
+  .object({ error: z.string().openapi({ example: 'invalid_request' }), message: z.string() })
+  .openapi('Error');
+
+export const currency = z
+  .string()
+  .transform((value) => value.toUpperCase())
+  .refine(isCurrencyCode, { message: 'must be an ISO 4217 currency code' })
+  .openapi({ example: 'USD' });
+
+/** Minor units, positive, within JavaScript's exact integer range. */
+/** Minor units, positive, at most 99,999,999 (as Stripe caps a single charge). */
+export const amount = z.number().int().positive().max(99_999_999).openapi({ example: 2000 });
+export const timestamp = z.string().openapi({ format: 'date-time', example: '2026-01-31T00:00:00.000Z' });
+export const idParam = (prefix: string) =>
+  z.object({ id: z.string().min(1).max(64).openapi({ param: { name: 'id', in: 'path' }, example: `${prefix}_01jd3x5k8q0m2v7c9r4t6y1w3e` }) });
+
+export const CustomerSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('customer'),
+    email: z.string(),
+    name: z.string().nullable(),
+    payment_method: z.string().nullable(),
+    livemode: z.boolean(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .openapi('Customer');
+
+export const PlanSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('plan'),
+    name: z.string(),
+    amount: z.number().int(),
+    currency: z.string(),
+    interval: z.enum(intervalUnits),
+    interval_count: z.number().int(),
+    trial_period_days: z.number().int(),
+    active: z.boolean(),
+    livemode: z.boolean(),
+    created_at: timestamp,
+  })
+  .openapi('Plan');
+
+export const SubscriptionSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('subscription'),
+    status: z.enum(subscriptionStatuses),
+    customer_id: z.string(),
+    plan: z.string(),
+    livemode: z.boolean(),
+    trial_start: timestamp.nullable(),
+    trial_end: timestamp.nullable(),
+    current_period_start: timestamp.nullable(),
+    current_period_end: timestamp.nullable(),
+    billing_cycle: z.number().int().openapi({ description: '0-based index of the current paid period' }),
+    latest_invoice: z.string().nullable(),
+    canceled_at: timestamp.nullable(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .openapi('Subscription');
+
+export const errorResponses = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((status) => [status, { description: 'Error', content: { 'application/json': { schema: ErrorSchema } } }]));

@@ -1,0 +1,65 @@
+/**
+ * The HTTP API process. Production runs it on its own (`npm run api`, or
+ * `node api/server.ts`) with DATABASE_URL and TEMPORAL_ADDRESS; `npm start`
+ * runs it in-process beside the worker for development.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve, type ServerType } from '@hono/node-server';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../config.ts';
+import { openOrm } from '../db/orm.ts';
+import { createLogger } from '../logger.ts';
+import { createApp } from './app.ts';
+import type { ApiDeps } from './deps.ts';
+
+export interface RunningApi {
+  port: number;
+  /** Stops accepting connections and waits for in-flight requests. */
+  close(): Promise<void>;
+}
+
+export async function startApiServer(deps: ApiDeps, port: number, hostname = '0.0.0.0'): Promise<RunningApi> {
+  const app = createApp(deps);
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port, hostname }, () => resolve(s));
+  });
+  const address = server.address();
+  return {
+    port: typeof address === 'object' && address ? address.port : port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Idle keep-alive sockets would hold close() open.
+        if ('closeIdleConnections' in server) server.closeIdleConnections();
+      }),
+  };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, { process: 'api' });
+  if (!config.databaseUrl || !config.temporalAddress) {
+    logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS must be set for a standalone API (npm start runs everything locally).');
+    process.exit(1);
+  }
+  const orm = await openOrm(config.databaseUrl);
+  const connection = await Connection.connect({ address: config.temporalAddress });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const api = await startApiServer({ orm, temporal, config, logger }, config.port);
+  logger.info({ port: api.port }, 'api listening');
+  const stop = async () => {
+    await api.close();
+    await connection.close();
+    await orm.close();
+    logger.info('api stopped');
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stop());
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,25 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+/**
+ * A charge attempt against a customer's payment method, as the payment processor
+ * answered it. `idempotencyKey` is unique: a second attempt with the same key is
+ * answered from this row and never reaches the processor again.
+ */
+export const Charge = defineEntity({
+  name: 'Charge',
+  tableName: 'charges',
+  properties: {
+    id: p.string().primary(),
+    idempotencyKey: p.string().unique(),
+    customerId: p.string().index(),
+    amount: p.integer(),
+    currency: p.string().length(3),
+    paymentMethod: p.string(),
+    status: p.string().$type<'succeeded' | 'failed'>(),
+    failureCode: p.string().nullable(),
+    failureMessage: p.string().nullable(),
+    livemode: p.boolean().default(false),
+    createdAt: p.datetime().onCreate(() => new Date()),
+  },
+});
+export type Charge = InferEntity<typeof Charge>;

@@ -1,0 +1,17 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+/** A person or business that is billed. `paymentMethod` is a sandbox test method (see activities/processor). */
+export const Customer = defineEntity({
+  name: 'Customer',
+  tableName: 'customers',
+  properties: {
+    id: p.string().primary(),
+    email: p.string(),
+    name: p.string().nullable(),
+    paymentMethod: p.string().nullable(),
+    livemode: p.boolean().default(false),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type Customer = InferEntity<typeof Customer>;

@@ -1,0 +1,29 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { SubscriptionStatus } from '../../domain/subscription.ts';
+
+/**
+ * Projection of a subscriptionWorkflow's state, written only by its activities.
+ * `version` orders the writes: an older write never overwrites a newer one.
+ */
+export const Subscription = defineEntity({
+  name: 'Subscription',
+  tableName: 'subscriptions',
+  properties: {
+    id: p.string().primary(),
+    customerId: p.string().index(),
+    planId: p.string(),
+    status: p.string().$type<SubscriptionStatus>().index(),
+    trialStart: p.datetime().nullable(),
+    trialEnd: p.datetime().nullable(),
+    currentPeriodStart: p.datetime().nullable(),
+    currentPeriodEnd: p.datetime().nullable(),
+    billingCycle: p.integer().default(0),
+    latestInvoiceId: p.string().nullable(),
+    canceledAt: p.datetime().nullable(),
+    livemode: p.boolean().default(false),
+    version: p.integer(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+export type Subscription = InferEntity<typeof Subscription>;

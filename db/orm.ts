@@ -1,0 +1,40 @@
+import { defineConfig, MikroORM, type Options } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import pg from 'pg';
+import { entities } from './entities/index.ts';
+import { migrations } from './migrations/index.ts';
+
+/** ORM options for a database URL. Migrations are listed explicitly (no folder scan), so they run the same from source and tests. */
+export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {
+  return defineConfig({
+    clientUrl: databaseUrl,
+    entities,
+    extensions: [Migrator],
+    migrations: { migrationsList: migrations, transactional: true, allOrNothing: true },
+    debug: false,
+    pool: { min: 0, max: 10 },
+    ...overrides,
+  });
+}
+
+export async function openOrm(databaseUrl: string, overrides: Partial<Options> = {}): Promise<MikroORM> {
+  return MikroORM.init(ormOptions(databaseUrl, overrides));
+}
+
+const migrationLockId = 7_233_001;
+
+/**
+ * Brings the schema up to date. Safe when several processes start at once (two
+ * workers, say): they queue on a PostgreSQL advisory lock held on a connection
+ * of its own, and the later ones find nothing pending.
+ */
+export async function migrate(orm: MikroORM, databaseUrl: string): Promise<void> {
+  const lock = new pg.Client({ connectionString: databaseUrl });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [migrationLockId]);
+    await orm.migrator.up();
+  } finally {
+    await lock.end();
+  }
+}

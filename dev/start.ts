@@ -1,0 +1,106 @@
+/**
+ * `npm start`: the whole engine on one machine, with nothing to configure.
+ *
+ * Without DATABASE_URL it runs an embedded PostgreSQL (data in DATA_DIR/postgres);
+ * without TEMPORAL_ADDRESS a Temporal dev server (SQLite in DATA_DIR/temporal, Web
+ * UI on TEMPORAL_UI_PORT). Then it migrates the database and runs the worker and
+ * the API in this process. Ctrl-C or SIGTERM stops everything, in reverse order.
+ */
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { startApiServer, type RunningApi } from '../api/server.ts';
+import { loadConfig } from '../config.ts';
+import { migrate, openOrm } from '../db/orm.ts';
+import { createLogger } from '../logger.ts';
+import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
+import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
+import { startTemporalDevServer } from './temporal-dev-server.ts';
+import { MissingToolError } from './tools.ts';
+
+const config = loadConfig();
+const logger = createLogger(config.logLevel, { process: 'start' });
+const say = (message: string) => process.stdout.write(`${message}\n`);
+const stops: { name: string; stop: () => Promise<unknown> }[] = [];
+let stopping = false;
+
+async function shutdown(reason: string, exitCode = 0): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  say(`\nStopping (${reason})...`);
+  for (const { name, stop } of stops.reverse()) {
+    try {
+      await stop();
+    } catch (error) {
+      logger.warn({ err: error }, `stopping ${name} failed`);
+    }
+  }
+  say('Stopped.');
+  process.exit(exitCode);
+}
+
+async function main(): Promise<void> {
+  installTemporalRuntime(config.logLevel);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
+
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    const pgPort = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
+    say(`Starting embedded PostgreSQL on port ${pgPort} (data: ${path.join(config.dataDir, 'postgres')})...`);
+    const postgres = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: pgPort, log: (m) => logger.debug(m) });
+    stops.push({ name: 'postgres', stop: () => postgres.stop() });
+    await ensureDatabase(postgres.url('postgres'), 'billing');
+    databaseUrl = postgres.url('billing');
+  }
+
+  let temporalAddress = config.temporalAddress;
+  let temporalUi = process.env.TEMPORAL_UI_URL;
+  if (!temporalAddress) {
+    const port = Number(process.env.TEMPORAL_PORT ?? 7233);
+    const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
+    say(`Starting Temporal dev server on port ${port} (data: ${path.join(config.dataDir, 'temporal')})...`);
+    const temporal = await startTemporalDevServer({ dataDir: path.join(config.dataDir, 'temporal'), port, uiPort, namespace: config.temporalNamespace, log: say });
+    stops.push({ name: 'temporal', stop: () => temporal.stop() });
+    temporalAddress = temporal.address;
+    temporalUi = temporal.uiUrl;
+  }
+
+  const orm = await openOrm(databaseUrl);
+  stops.push({ name: 'orm', stop: () => orm.close() });
+  say('Migrating the database...');
+  await migrate(orm, databaseUrl);
+
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+  stops.push({ name: 'worker connection', stop: () => nativeConnection.close() });
+  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm });
+  const workerRun = worker.run();
+  stops.push({ name: 'worker', stop: async () => { worker.shutdown(); await workerRun; } });
+  workerRun.catch((error) => {
+    logger.fatal({ err: error }, 'worker failed');
+    void shutdown('worker failed', 1);
+  });
+
+  const connection = await Connection.connect({ address: temporalAddress });
+  stops.push({ name: 'client connection', stop: () => connection.close() });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const api: RunningApi = await startApiServer({ orm, temporal, config, logger }, config.port);
+  stops.push({ name: 'api', stop: () => api.close() });
+
+  say('');
+  say('Billing engine is running.');
+  say(`  API          ${config.publicUrl}`);
+  say(`  API docs     ${config.publicUrl}/docs`);
+  say(`  Health       ${config.publicUrl}/health`);
+  if (temporalUi) say(`  Temporal UI  ${temporalUi}`);
+  say(`  Temporal     ${temporalAddress} (namespace ${config.temporalNamespace}, task queue ${config.taskQueue})`);
+  say('Press Ctrl-C to stop.');
+}
+
+main().catch(async (error) => {
+  if (error instanceof MissingToolError) {
+    process.stderr.write(`\n${error.message}\n`);
+  } else {
+    logger.fatal({ err: error }, 'start failed');
+  }
+  await shutdown('start failed', 1);
+});

@@ -1,0 +1,182 @@
+/**
+ * Finds the two Temporal binaries the engine needs locally, without the
+ * internet: the Temporal CLI (its dev server backs `npm start`) and the
+ * time-skipping test server (backs `npm test`).
+ *
+ * Order, for each: an explicit path from the environment; one on PATH or in the
+ * project's ignored `.tools/`; one built or fetched earlier into the per-user
+ * cache (`~/.cache/billing-engine/tools`, shared by every clone on the machine);
+ * else build or fetch it from a registry this machine reaches (the CLI with
+ * `go install`, the test server as a Maven artifact); and only then the SDK's own
+ * download, which needs the internet. A tool that cannot be had ends with
+ * `MissingToolError`, whose message says what to install.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const temporalCliVersion = 'v1.5.1';
+export const testServerVersion = '1.37.0';
+
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const projectToolsDir = path.join(projectRoot, '.tools');
+
+export function toolsCacheDir(): string {
+  if (process.env.BILLING_TOOLS_CACHE) return path.resolve(process.env.BILLING_TOOLS_CACHE);
+  const cacheHome = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(cacheHome, 'billing-engine', 'tools');
+}
+
+export class MissingToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MissingToolError';
+  }
+}
+
+type Log = (message: string) => void;
+const defaultLog: Log = (message) => process.stderr.write(`[tools] ${message}\n`);
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function fromEnv(variable: string): string | undefined {
+  const value = process.env[variable];
+  if (!value) return undefined;
+  if (!isExecutable(value)) throw new MissingToolError(`${variable}=${value} is not an executable file. Point it at the binary, or unset it.`);
+  return value;
+}
+
+/**
+ * Runs a long build step with its output in a log file, printing a line every
+ * 15 s so a person sees that it is working (the first CLI build takes minutes).
+ */
+async function runWithProgress(what: string, command: string, args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; logFile: string; log: Log }): Promise<void> {
+  fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
+  const out = fs.openSync(options.logFile, 'w');
+  const started = Date.now();
+  options.log(`${what}: running \`${command} ${args.join(' ')}\` (log: ${options.logFile})`);
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', out, out] });
+  const ticker = setInterval(() => options.log(`${what}: still working, ${Math.round((Date.now() - started) / 1000)} s so far...`), 15_000);
+  try {
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', resolve);
+    });
+    if (code !== 0) {
+      const tail = fs.readFileSync(options.logFile, 'utf8').split('\n').slice(-15).join('\n');
+      throw new MissingToolError(`${what} failed (exit ${code}). Last lines of ${options.logFile}:\n${tail}`);
+    }
+    options.log(`${what}: done in ${Math.round((Date.now() - started) / 1000)} s`);
+  } finally {
+    clearInterval(ticker);
+    fs.closeSync(out);
+  }
+}
+
+/** `{ path }` of a Temporal CLI binary, or `{ sdkDownload: true }` when only the SDK's download is left. */
+export type TemporalCli = { path: string } | { sdkDownload: true };
+
+export async function resolveTemporalCli(options: { log?: Log; allowBuild?: boolean } = {}): Promise<TemporalCli> {
+  const log = options.log ?? defaultLog;
+  const explicit = fromEnv('TEMPORAL_CLI_PATH');
+  if (explicit) return { path: explicit };
+  const found = onPath('temporal') ?? [path.join(projectToolsDir, 'temporal'), path.join(toolsCacheDir(), 'bin', 'temporal')].find(isExecutable);
+  if (found) return { path: found };
+
+  if (options.allowBuild !== false && onPath('go')) {
+    const binDir = path.join(toolsCacheDir(), 'bin');
+    fs.mkdirSync(binDir, { recursive: true });
+    log(`Temporal CLI not found; building it with Go into ${binDir} (first time only: about 5 minutes on 2 cores).`);
+    await runWithProgress('building the Temporal CLI', 'go', ['install', `github.com/temporalio/cli/cmd/temporal@${temporalCliVersion}`], {
+      env: { ...process.env, GOBIN: binDir, GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' ') },
+      logFile: path.join(toolsCacheDir(), 'logs', 'go-install-temporal.log'),
+      log,
+    });
+    const built = path.join(binDir, 'temporal');
+    if (isExecutable(built)) return { path: built };
+  }
+  return { sdkDownload: true };
+}
+
+export const temporalCliHelp =
+  'No Temporal CLI could be found or built. Install Go (apt-get install golang, or https://go.dev/dl) so it can be built ' +
+  `with \`go install github.com/temporalio/cli/cmd/temporal@${temporalCliVersion}\`, or put a \`temporal\` binary on PATH, ` +
+  'or set TEMPORAL_CLI_PATH to one, or set TEMPORAL_ADDRESS to use a Temporal server you already run.';
+
+/** How to launch the time-skipping test server on a port: `[command, ...args]` before the port, or the SDK's download. */
+export type TestServer = { command: string; args: string[] } | { sdkDownload: true };
+
+export async function resolveTestServer(options: { log?: Log; allowBuild?: boolean } = {}): Promise<TestServer> {
+  const log = options.log ?? defaultLog;
+  const explicit = fromEnv('TEMPORAL_TEST_SERVER_PATH');
+  if (explicit) return { command: explicit, args: [] };
+  const native =
+    onPath('temporal-test-server') ??
+    [path.join(projectToolsDir, 'temporal-test-server'), path.join(toolsCacheDir(), 'bin', 'temporal-test-server')].find(isExecutable);
+  if (native) return { command: native, args: [] };
+
+  const java = onPath('java');
+  const jarDir = path.join(toolsCacheDir(), `temporal-test-server-${testServerVersion}`, 'lib');
+  const javaLaunch = (): TestServer => ({ command: java!, args: ['-Xss1m', '-XX:+UseSerialGC', '-cp', path.join(jarDir, '*'), 'io.temporal.testserver.TestServer'] });
+  const haveJars = () => fs.existsSync(jarDir) && fs.readdirSync(jarDir).some((f) => f.startsWith('temporal-test-server'));
+  if (java && haveJars()) return javaLaunch();
+
+  const mvn = onPath('mvn');
+  if (options.allowBuild !== false && java && mvn) {
+    const projectDir = path.dirname(jarDir);
+    fs.mkdirSync(projectDir, { recursive: true });
+    fs.writeFileSync(
+      path.join(projectDir, 'pom.xml'),
+      `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.billing-engine</groupId>
+  <artifactId>temporal-test-server-runtime</artifactId>
+  <version>1</version>
+  <dependencies>
+    <dependency><groupId>io.temporal</groupId><artifactId>temporal-test-server</artifactId><version>${testServerVersion}</version></dependency>
+  </dependencies>
+</project>
+`,
+    );
+    log(`Time-skipping test server not found; fetching io.temporal:temporal-test-server:${testServerVersion} with Maven into ${jarDir}.`);
+    await runWithProgress('fetching the test server', mvn, ['-B', '-q', 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${jarDir}`], {
+      cwd: projectDir,
+      logFile: path.join(toolsCacheDir(), 'logs', 'mvn-temporal-test-server.log'),
+      log,
+    });
+    if (haveJars()) return javaLaunch();
+  }
+  return { sdkDownload: true };
+}
+
+export const testServerHelp =
+  'No time-skipping test server could be found or fetched. Install a JDK and Maven (apt-get install default-jdk maven) so ' +
+  `io.temporal:temporal-test-server:${testServerVersion} can be fetched from Maven Central, or set TEMPORAL_TEST_SERVER_PATH ` +
+  'to a temporal-test-server binary.';
+
+/** Version line of a CLI binary, for logs. */
+export function describeCli(cliPath: string): string {
+  try {
+    return execFileSync(cliPath, ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    return cliPath;
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * Error codes of the API and the one place that maps them to HTTP statuses.
+ * SPEC.md names most codes; the ones it leaves open are marked "ours".
+ */
+export const errorStatus = {
+  invalid_request: 400,
+  invalid_credentials: 401,
+  unauthorized: 401,
+  invalid_grant: 400,
+  invalid_session: 404,
+  forbidden: 403,
+  not_found: 404,
+  account_not_found: 404,
+  email_exists: 409,
+  insufficient_funds: 402,
+  currency_mismatch: 400,
+  conflict: 409,
+  not_cancellable: 409,
+  active_subscriptions: 409,
+  // ours: the HTTP edge
+  unsupported_media_type: 415,
+  payload_too_large: 413,
+  rate_limited: 429,
+  // ours: a message a subscription cannot take in its current state
+  invalid_state: 409,
+  // ours: a dependency (database, Temporal) is down
+  service_unavailable: 503,
+  internal_error: 500,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+/** An error the API answers with as `{ error, message }`. Anything else becomes internal_error. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: unknown;
+  constructor(code: ErrorCode, message: string, details?: unknown) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.details = details;
+  }
+  get status(): number {
+    return errorStatus[this.code];
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(errorStatus, value);
+}

@@ -1,0 +1,72 @@
+/**
+ * The Temporal worker: runs workflows and activities. Production runs it as its
+ * own process (`npm run worker`, or `node worker.ts`), beside one or more API
+ * processes; `npm start` runs it in-process for development.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { createActivities } from './activities/index.ts';
+import type { PaymentProcessor } from './activities/processor.ts';
+import { loadConfig } from './config.ts';
+import { migrate, openOrm } from './db/orm.ts';
+import { createLogger } from './logger.ts';
+
+export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
+
+export interface BillingWorkerDeps {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  orm: MikroORM;
+  processor?: PaymentProcessor;
+  /** A prebuilt workflow bundle (tests build it once per run); else the worker bundles `workflows/`. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  identity?: string;
+}
+
+export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
+    activities: createActivities({ orm: deps.orm, processor: deps.processor }),
+    identity: deps.identity,
+  });
+}
+
+/** Quiets the SDK's Rust core to warnings, unless LOG_LEVEL asks for more. */
+export function installTemporalRuntime(logLevel: string): void {
+  const level = logLevel === 'debug' || logLevel === 'trace' ? 'INFO' : 'WARN';
+  // shutdownSignals: [] because our entry points stop things themselves, in order.
+  Runtime.install({ shutdownSignals: [], telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }) } } });
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, { process: 'worker' });
+  if (!config.databaseUrl || !config.temporalAddress) {
+    logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS must be set for a standalone worker (npm start runs everything locally).');
+    process.exit(1);
+  }
+  installTemporalRuntime(config.logLevel);
+  const orm = await openOrm(config.databaseUrl);
+  await migrate(orm, config.databaseUrl);
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
+  logger.info({ taskQueue: config.taskQueue, temporal: config.temporalAddress }, 'worker running');
+  await worker.run();
+  await connection.close();
+  await orm.close();
+  logger.info('worker stopped');
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

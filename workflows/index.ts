@@ -1,0 +1,1 @@
+export { subscriptionWorkflow } from './subscription.ts';
