@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
 import type { PaymentProcessor } from './activities/processor.ts';
@@ -33,15 +33,19 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     taskQueue: deps.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
     activities: createActivities({ orm: deps.orm, processor: deps.processor }),
-    identity: deps.identity,
+    ...(deps.identity ? { identity: deps.identity } : {}),
   });
 }
 
-/** Quiets the SDK's Rust core to warnings, unless LOG_LEVEL asks for more. */
+/** Quiets the SDK (its bundler output, its Rust core) to warnings, unless LOG_LEVEL asks for more. */
 export function installTemporalRuntime(logLevel: string): void {
-  const level = logLevel === 'debug' || logLevel === 'trace' ? 'INFO' : 'WARN';
+  const level = logLevel === 'debug' || logLevel === 'trace' ? 'INFO' : logLevel === 'error' || logLevel === 'silent' ? 'ERROR' : 'WARN';
   // shutdownSignals: [] because our entry points stop things themselves, in order.
-  Runtime.install({ shutdownSignals: [], telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }) } } });
+  Runtime.install({
+    shutdownSignals: [],
+    logger: new DefaultLogger(level),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }) } },
+  });
 }
 
 async function main(): Promise<void> {

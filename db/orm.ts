@@ -12,6 +12,8 @@ export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}
     extensions: [Migrator],
     migrations: { migrationsList: migrations, transactional: true, allOrNothing: true },
     debug: false,
+    // The migrator narrates every step on stdout; our entry points report what matters.
+    logger: () => {},
     pool: { min: 0, max: 10 },
     ...overrides,
   });

