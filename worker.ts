@@ -24,6 +24,8 @@ export interface BillingWorkerDeps {
   /** A prebuilt workflow bundle (tests build it once per run); else the worker bundles `workflows/`. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   identity?: string;
+  /** Worker tuning beyond the defaults (tests use maxCachedWorkflows). */
+  overrides?: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
 }
 
 export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
@@ -34,6 +36,7 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
     activities: createActivities({ orm: deps.orm, processor: deps.processor }),
     ...(deps.identity ? { identity: deps.identity } : {}),
+    ...deps.overrides,
   });
 }
 
