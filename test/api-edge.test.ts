@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestEngine, type TestEngine, seedCustomerAndPlan } from './helpers/engine.ts';
+import { Customer, Subscription } from '../db/entities/index.ts';
+import { createApp } from '../api/app.ts';
+import { openOrm } from '../db/orm.ts';
+import { freePort } from '../dev/processes.ts';
+import { createLogger } from '../logger.ts';
+
+/** The cross-cutting behaviour of the HTTP edge: every refusal in the one error shape, nothing written. */
+describe('HTTP edge', () => {
+  let engine: TestEngine;
+  beforeAll(async () => {
+    engine = await startTestEngine();
+  });
+  afterAll(() => engine?.close());
+
+  const customers = () => engine.db.orm.em.fork().count(Customer);
+  const expectError = (response: { status: number; body: any }, status: number, code: string) => {
+    expect(response.status).toBe(status);
+    expect(Object.keys(response.body).sort()).toEqual(['error', 'message']);
+    expect(response.body.error).toBe(code);
+    expect(response.body.message).toEqual(expect.any(String));
+  };
+
+  it('malformed JSON is invalid_request (400) and writes nothing', async () => {
+    const before = await customers();
+    expectError(await engine.call('POST', '/v1/customers', '{"email": "a@example.com",'), 400, 'invalid_request');
+    expect(await customers()).toBe(before);
+  });
+
+  it('a body that is not JSON is unsupported_media_type (415)', async () => {
+    expectError(await engine.call('POST', '/v1/customers', 'email=a@example.com', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type');
+  });
+
+  it('an unknown route is not_found (404)', async () => {
+    expectError(await engine.call('GET', '/v1/nothing-here'), 404, 'not_found');
+    expectError(await engine.call('DELETE', '/v1/customers'), 404, 'not_found');
+  });
+
+  it('an oversized body is payload_too_large (413)', async () => {
+    const big = JSON.stringify({ email: 'a@example.com', name: 'x'.repeat(engine.config.bodyLimitBytes) });
+    expectError(await engine.call('POST', '/v1/customers', big), 413, 'payload_too_large');
+  });
+
+  it('fields that fail validation are invalid_request naming the field', async () => {
+    const response = await engine.call('POST', '/v1/plans', { name: 'P', amount: -5, currency: 'XYZ', interval: 'fortnight' });
+    expectError(response, 400, 'invalid_request');
+    expect(response.body.message).toMatch(/amount/);
+    expectError(await engine.call('POST', '/v1/plans', { name: 'P', amount: 10.5, currency: 'USD', interval: 'month' }), 400, 'invalid_request');
+    expectError(await engine.call('POST', '/v1/customers', { email: 'not-an-email' }), 400, 'invalid_request');
+    expectError(await engine.call('POST', '/v1/customers', { email: 'a@example.com', surprise: true }), 400, 'invalid_request');
+  });
+
+  it('a subscription for an unknown customer or plan is not_found and starts nothing', async () => {
+    const { customerId, planId } = await seedCustomerAndPlan(engine);
+    expectError(await engine.call('POST', '/v1/subscriptions', { customer_id: 'cus_missing', plan: planId }), 404, 'not_found');
+    expectError(await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: 'plan_missing' }), 404, 'not_found');
+    expectError(await engine.call('GET', '/v1/subscriptions/sub_missing'), 404, 'not_found');
+    expect(await engine.db.orm.em.fork().count(Subscription, { customerId })).toBe(0);
+  });
+
+  it('every response carries a request id', async () => {
+    const response = await engine.call('GET', '/v1/nothing-here');
+    expect(response.headers.get('x-request-id')).toMatch(/\S+/);
+  });
+
+  it('serves the OpenAPI document and interactive docs', async () => {
+    const doc = await engine.call('GET', '/openapi.json');
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/v1/subscriptions', '/v1/subscriptions/{id}', '/v1/customers', '/v1/plans', '/health']));
+    expect(doc.body.components.schemas).toHaveProperty('Subscription');
+    expect(doc.body.components.schemas).toHaveProperty('Error');
+    const docs = await engine.app.request('/docs');
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('/openapi.json');
+    const asset = await engine.app.request('/docs/assets/swagger-ui-bundle.js');
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toContain('javascript');
+  });
+
+  it('health reports database and Temporal reachability', async () => {
+    const health = await engine.call('GET', '/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ status: 'ok', database: { ok: true }, temporal: { ok: true } });
+  });
+});
+
+describe('HTTP edge when a dependency is down', () => {
+  it('answers 500 without leaking a stack, and health says degraded (503)', async () => {
+    const engine = await startTestEngine({ startWorker: false });
+    // An ORM pointed at a port where no database listens.
+    const deadOrm = await openOrm(`postgres://postgres:postgres@127.0.0.1:${await freePort()}/nothing`, { connect: false });
+    const app = createApp({ orm: deadOrm, temporal: engine.env.client, config: engine.config, logger: createLogger('silent') });
+    const call = async (path: string) => {
+      const response = await app.request(path);
+      return { status: response.status, body: (await response.json()) as any };
+    };
+    try {
+      const response = await call('/v1/customers/cus_anything');
+      expect(response.status).toBe(500);
+      expect(response.body.error).toBe('internal_error');
+      expect(JSON.stringify(response.body)).not.toMatch(/at .*\.ts|Error:|stack/i);
+      const health = await call('/health');
+      expect(health.status).toBe(503);
+      expect(health.body).toMatchObject({ status: 'degraded', database: { ok: false }, temporal: { ok: true } });
+    } finally {
+      await engine.close();
+    }
+  });
+});
