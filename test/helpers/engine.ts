@@ -92,6 +92,11 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
     invoices: (subscriptionId) => db.orm.em.fork().find(Invoice, { subscriptionId }, { orderBy: { periodStart: 'asc' } }),
     subscription: (id) => db.orm.em.fork().findOne(Subscription, { id }),
     async close() {
+      // Workflows left running would wake up later with no worker to serve them,
+      // and the test server stops skipping time while a task waits: the next
+      // file on this server would hang. So every file ends its workflows.
+      const subscriptions = await db.orm.em.fork().find(Subscription, {}, { fields: ['id'] }).catch(() => []);
+      await Promise.all(subscriptions.map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
       await engine.stopWorker();
       await env.teardown();
       await db.close();

@@ -1,0 +1,19 @@
+/**
+ * `npm run tools`: finds, builds or fetches the Temporal CLI and the
+ * time-skipping test server now, with progress, instead of on first use.
+ */
+import { describeCli, MissingToolError, resolveTemporalCli, resolveTestServer, temporalCliHelp, testServerHelp, toolsCacheDir } from './tools.ts';
+
+try {
+  console.log(`tools cache: ${toolsCacheDir()}`);
+  const cli = await resolveTemporalCli();
+  if (!('path' in cli)) throw new MissingToolError(temporalCliHelp);
+  console.log(`Temporal CLI: ${cli.path} (${describeCli(cli.path)})`);
+  const testServer = await resolveTestServer();
+  if (!('command' in testServer)) throw new MissingToolError(testServerHelp);
+  console.log(`time-skipping test server: ${[testServer.command, ...testServer.args].join(' ')} <port>`);
+} catch (error) {
+  if (!(error instanceof MissingToolError)) throw error;
+  console.error(`\n${error.message}`);
+  process.exit(1);
+}

@@ -1,0 +1,116 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, isAlive } from '../dev/processes.ts';
+import { resolveTemporalCli } from '../dev/tools.ts';
+import { eventually } from './helpers/temporal.ts';
+
+/**
+ * `npm start` as a user runs it: real processes, real ports, a terminal's Ctrl-C
+ * (SIGINT to the whole process group), and a second start on the same data.
+ */
+describe('npm start', () => {
+  let cli: string;
+  let dataDir: string;
+  let ports: { api: number; pg: number; temporal: number; ui: number };
+  const running: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    const resolved = await resolveTemporalCli();
+    if (!('path' in resolved)) throw new Error('no Temporal CLI for the npm start test');
+    cli = resolved.path;
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-start-'));
+    fs.chmodSync(dataDir, 0o755);
+    ports = { api: await freePort(), pg: await freePort(), temporal: await freePort(), ui: await freePort() };
+  }, 900_000);
+
+  afterAll(() => {
+    for (const child of running) {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* the group is gone: nothing left behind */
+      }
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  function npmStart() {
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(ports.api), EMBEDDED_PG_PORT: String(ports.pg), TEMPORAL_PORT: String(ports.temporal), TEMPORAL_UI_PORT: String(ports.ui), NODE_ENV: 'development', LOG_LEVEL: 'warn' };
+    delete env.DATABASE_URL;
+    delete env.TEMPORAL_ADDRESS;
+    // Its own process group, as a terminal gives it, so a "Ctrl-C" reaches npm and everything under it.
+    const child = spawn('npm', ['start', '--silent'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.push(child);
+    let output = '';
+    child.stdout!.on('data', (chunk) => (output += chunk));
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    return { child, exit, output: () => output };
+  }
+
+  /** Pids still alive in a process group (ps, as a person would check). */
+  const groupMembers = (pgid: number) =>
+    execFileSync('ps', ['-eo', 'pid=,pgid=,stat=,comm='], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/))
+      .filter(([, group, stat]) => Number(group) === pgid && !stat?.startsWith('Z'))
+      .map(([pid, , , comm]) => `${pid} ${comm}`);
+  const api = (p: string, init?: RequestInit) => fetch(`http://127.0.0.1:${ports.api}${p}`, init);
+  const post = async (p: string, body: unknown) => {
+    const response = await api(p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+  const healthy = async () => (await api('/health').then((r) => r.status, () => 0)) === 200;
+  const temporal = (...args: string[]) => execFileSync(cli, [...args, '--address', `127.0.0.1:${ports.temporal}`], { encoding: 'utf8' });
+
+  it('runs the engine, survives Ctrl-C and a restart with its subscription and workflow intact', { timeout: 300_000 }, async () => {
+    const first = npmStart();
+    const started = Date.now();
+    await eventually(healthy, (ok) => ok, 60_000);
+    const secondsToHealthy = (Date.now() - started) / 1000;
+    console.log(`npm start: /health 200 after ${secondsToHealthy.toFixed(1)} s`);
+    expect(secondsToHealthy).toBeLessThan(60);
+    expect(first.output()).toContain(`API docs     http://localhost:${ports.api}/docs`);
+    expect(first.output()).toContain(`Temporal UI  http://localhost:${ports.ui}`);
+    expect((await api('/docs')).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${ports.ui}/`)).status).toBe(200);
+
+    const customer = await post('/v1/customers', { email: 'grace@example.com', payment_method: 'pm_card_visa' });
+    const plan = await post('/v1/plans', { name: 'Team', amount: 4900, currency: 'EUR', interval: 'month', trial_period_days: 14 });
+    const created = await post('/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id });
+    expect(created.status).toBe(201);
+    expect(created.body.status).toBe('trialing');
+    const id: string = created.body.id;
+
+    const listed = temporal('workflow', 'list', '--query', `SubscriptionStatus = "trialing" AND CustomerId = "${customer.body.id}"`);
+    expect(listed).toContain(id);
+    expect(listed).toContain('Running');
+
+    // Ctrl-C: SIGINT to the process group. Everything stops, nothing is left behind.
+    const temporalPid = Number(fs.readFileSync(path.join(dataDir, 'temporal', 'temporal.pid'), 'utf8'));
+    const postgresPid = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    // (npm itself dies of the SIGINT at once, as in a terminal; the engine under it shuts down in order.)
+    process.kill(-first.child.pid!, 'SIGINT');
+    await eventually(async () => first.output(), (out) => out.includes('Stopped.'), 30_000);
+    await eventually(async () => [isAlive(temporalPid), isAlive(postgresPid), await healthy()], (alive) => alive.every((a) => !a), 15_000);
+    await eventually(async () => groupMembers(first.child.pid!), (members) => members.length === 0, 15_000);
+
+    // A second start on the same data: the subscription is readable, its workflow still running.
+    const second = npmStart();
+    await eventually(healthy, (ok) => ok, 60_000);
+    const read = await api(`/v1/subscriptions/${id}`);
+    expect(read.status).toBe(200);
+    expect(await read.json()).toEqual(created.body);
+    const described = temporal('workflow', 'describe', '--workflow-id', id, '--output', 'json');
+    expect(JSON.parse(described).workflowExecutionInfo.status).toMatch(/RUNNING/);
+
+    // SIGTERM to the group, as systemd or a container runtime stops a service.
+    process.kill(-second.child.pid!, 'SIGTERM');
+    await second.exit;
+    await eventually(async () => second.output(), (out) => out.includes('Stopped.'), 30_000);
+    await eventually(async () => groupMembers(second.child.pid!), (members) => members.length === 0, 15_000);
+  });
+});
