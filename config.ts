@@ -20,10 +20,42 @@ export interface Config {
   logLevel: string;
   /** Largest request body the API reads, in bytes. */
   bodyLimitBytes: number;
+  auth: AuthConfig;
 }
 
-function integer(name: string, fallback: number): number {
-  const raw = process.env[name];
+export interface AuthConfig {
+  /** HMAC key for access tokens. Development has a fixed, documented default; production must set AUTH_SECRET. */
+  secret: string;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  adminEmail: string;
+  adminPassword: string;
+  /** POST /v1/accounts without a token (public sign-up). */
+  signupEnabled: boolean;
+  /** Failed logins allowed per email, and per IP, in the throttle window before 429. */
+  maxFailedLoginsPerEmail: number;
+  maxFailedLoginsPerIp: number;
+  loginThrottleWindowSeconds: number;
+  /** Read the client IP from X-Forwarded-For (only behind a proxy you run). */
+  trustProxy: boolean;
+}
+
+/** Development defaults, printed in the README. Never used when NODE_ENV=production. */
+export const developmentAuthDefaults = {
+  secret: 'development-only-secret-do-not-use-in-production',
+  adminEmail: 'admin@example.com',
+  adminPassword: 'Admin!2345',
+};
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function integer(name: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
@@ -32,7 +64,13 @@ function integer(name: string, fallback: number): number {
 
 export function loadConfig(env = process.env): Config {
   const mode = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
-  const port = integer('PORT', 3000);
+  const port = integer('PORT', 3000, env);
+  const production = mode === 'production';
+  if (production) {
+    const missing = ['AUTH_SECRET', 'ADMIN_EMAIL', 'ADMIN_PASSWORD'].filter((name) => !env[name]);
+    if (missing.length) throw new ConfigError(`${missing.join(', ')} must be set when NODE_ENV=production.`);
+    if (env.AUTH_SECRET!.length < 32) throw new ConfigError('AUTH_SECRET must be at least 32 characters.');
+  }
   return {
     env: mode,
     port,
@@ -43,6 +81,18 @@ export function loadConfig(env = process.env): Config {
     temporalNamespace: env.TEMPORAL_NAMESPACE ?? 'default',
     taskQueue: env.TEMPORAL_TASK_QUEUE ?? 'billing',
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'warn' : 'info'),
-    bodyLimitBytes: integer('BODY_LIMIT_BYTES', 100 * 1024),
+    bodyLimitBytes: integer('BODY_LIMIT_BYTES', 100 * 1024, env),
+    auth: {
+      secret: env.AUTH_SECRET ?? developmentAuthDefaults.secret,
+      accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 15 * 60, env),
+      refreshTokenTtlSeconds: integer('REFRESH_TOKEN_TTL_SECONDS', 30 * 24 * 3600, env),
+      adminEmail: (env.ADMIN_EMAIL ?? developmentAuthDefaults.adminEmail).toLowerCase(),
+      adminPassword: env.ADMIN_PASSWORD ?? developmentAuthDefaults.adminPassword,
+      signupEnabled: env.SIGNUP_ENABLED !== 'false',
+      maxFailedLoginsPerEmail: integer('LOGIN_MAX_FAILURES_PER_EMAIL', 5, env),
+      maxFailedLoginsPerIp: integer('LOGIN_MAX_FAILURES_PER_IP', 20, env),
+      loginThrottleWindowSeconds: integer('LOGIN_THROTTLE_WINDOW_SECONDS', 15 * 60, env),
+      trustProxy: env.TRUST_PROXY === 'true',
+    },
   };
 }

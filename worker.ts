@@ -9,7 +9,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterSt
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
 import type { PaymentProcessor } from './activities/processor.ts';
-import { loadConfig } from './config.ts';
+import { ConfigError, loadConfig } from './config.ts';
 import { migrate, openOrm } from './db/orm.ts';
 import { createLogger } from './logger.ts';
 
@@ -73,7 +73,8 @@ async function main(): Promise<void> {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main().catch((error) => {
-    console.error(error);
+    // A configuration mistake gets its message, not a stack trace.
+    console.error(error instanceof ConfigError ? `Configuration: ${error.message}` : error);
     process.exit(1);
   });
 }

@@ -6,6 +6,7 @@ import type { PaymentProcessor } from './processor.ts';
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
   idempotencyKey: string;
+  accountId: string;
   customerId: string;
   amount: number;
   currency: string;
@@ -30,7 +31,7 @@ export async function chargeCustomer(em: EntityManager, processor: PaymentProces
   const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) return toOutcome(existing);
 
-  const customer = await em.findOne(Customer, { id: input.customerId });
+  const customer = await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
   if (!customer?.paymentMethod) {
     return { status: 'failed', chargeId: null, failureCode: 'no_payment_method', failureMessage: 'The customer has no payment method.' };
   }
@@ -46,6 +47,7 @@ export async function chargeCustomer(em: EntityManager, processor: PaymentProces
     .insert({
       id: newId('charge'),
       idempotencyKey: input.idempotencyKey,
+      accountId: input.accountId,
       customerId: input.customerId,
       amount: input.amount,
       currency: input.currency,

@@ -7,6 +7,7 @@ export interface OpenInvoiceInput {
   /** subscription + cycle: one invoice per billing cycle, whatever happens to the activity. */
   billingKey: string;
   subscriptionId: string;
+  accountId: string;
   customerId: string;
   currency: string;
   lines: InvoiceLine[];
@@ -35,6 +36,7 @@ export async function openInvoice(em: EntityManager, input: OpenInvoiceInput): P
     number: `INV-${String(nextval).padStart(6, '0')}`,
     billingKey: input.billingKey,
     subscriptionId: input.subscriptionId,
+    accountId: input.accountId,
     customerId: input.customerId,
     status: 'open',
     currency: input.currency,

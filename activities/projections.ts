@@ -12,6 +12,7 @@ const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
 export async function projectSubscription(em: EntityManager, snapshot: SubscriptionSnapshot): Promise<void> {
   const row = {
     id: snapshot.id,
+    accountId: snapshot.accountId,
     customerId: snapshot.customerId,
     planId: snapshot.planId,
     status: snapshot.status,
@@ -27,7 +28,7 @@ export async function projectSubscription(em: EntityManager, snapshot: Subscript
     createdAt: new Date(snapshot.createdAt),
     updatedAt: new Date(snapshot.updatedAt),
   };
-  const { id: _id, createdAt: _createdAt, ...changes } = row;
+  const { id: _id, accountId: _accountId, createdAt: _createdAt, ...changes } = row;
   await em
     .createQueryBuilder(Subscription)
     .insert(row)

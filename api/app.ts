@@ -1,16 +1,22 @@
 import { bodyLimit } from 'hono/body-limit';
 import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
+import { authenticate } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';
 import { handleError, sendError } from './errors.ts';
 import { jsonBodies } from './middleware/body.ts';
 import { requestLogging } from './middleware/logging.ts';
 import { newOpenApiApp } from './openapi-app.ts';
+import { accountApp } from './routes/account.ts';
+import { accountsApp } from './routes/accounts.ts';
+import { apiKeysApp } from './routes/api-keys.ts';
+import { authApp } from './routes/auth.ts';
 import { customersApp } from './routes/customers.ts';
 import { docsApp } from './routes/docs.ts';
 import { healthApp } from './routes/health.ts';
 import { plansApp } from './routes/plans.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
+import { usersApp } from './routes/users.ts';
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
 export function createApp(deps: ApiDeps) {
@@ -25,14 +31,26 @@ export function createApp(deps: ApiDeps) {
     }),
   );
   app.use('/v1/*', jsonBodies());
+  app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
 
   app.route('/health', healthApp(deps));
+  app.route('/v1/auth', authApp(deps));
+  app.route('/v1/accounts', accountsApp(deps));
+  app.route('/v1/account', accountApp(deps));
+  app.route('/v1/users', usersApp(deps));
+  app.route('/v1/api_keys', apiKeysApp(deps));
   app.route('/v1/customers', customersApp(deps));
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
 
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An access token from POST /v1/auth/login, or an API key (sk_test_… / sk_live_…).',
+  });
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
+    security: [{ bearer: [] }],
     info: {
       title: 'Billing engine API',
       version: '1',

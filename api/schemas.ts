@@ -72,3 +72,63 @@ export const SubscriptionSchema = z
 
 export const errorResponses = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((status) => [status, { description: 'Error', content: { 'application/json': { schema: ErrorSchema } } }]));
+
+export const UserSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('user'),
+    email: z.string(),
+    name: z.string().nullable(),
+    role: z.enum(['admin', 'owner', 'member']),
+    status: z.enum(['active', 'suspended', 'pending']),
+    account_id: z.string().nullable(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .openapi('User');
+
+export const AccountSettingsSchema = z
+  .object({ currency: z.string(), timezone: z.string(), language: z.string() })
+  .openapi('AccountSettings');
+
+export const AccountSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('account'),
+    email: z.string(),
+    name: z.string(),
+    type: z.enum(['individual', 'business']),
+    status: z.enum(['active', 'suspended', 'pending', 'closed']),
+    created_at: timestamp,
+    updated_at: timestamp,
+    closed_at: timestamp.optional(),
+    settings: AccountSettingsSchema.optional(),
+  })
+  .openapi('Account');
+
+export const ApiKeySchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('api_key'),
+    name: z.string().nullable(),
+    livemode: z.boolean(),
+    redacted_secret: z.string(),
+    created_at: timestamp,
+    last_used_at: timestamp.nullable(),
+    secret: z.string().optional().openapi({ description: 'Only in the response that creates the key' }),
+  })
+  .openapi('ApiKey');
+
+/** Page-number query parameters: out-of-range values are refused, never clamped. */
+export const pageQuery = {
+  page: z.coerce.number().int().min(1).max(1_000_000).default(1),
+  limit: z.coerce.number().int().min(1).max(100).default(25),
+};
+
+/** An email as a login name: trimmed, lower-case. */
+export const emailField = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.email().max(254))
+  .openapi({ example: 'ada@example.com' });

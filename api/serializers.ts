@@ -1,5 +1,5 @@
 import type { z } from '@hono/zod-openapi';
-import type { Customer, Plan, Subscription } from '../db/entities/index.ts';
+import type { Account, ApiKey, Customer, Plan, Subscription, User } from '../db/entities/index.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { CustomerSchema, PlanSchema, SubscriptionSchema } from './schemas.ts';
 
@@ -67,5 +67,46 @@ export function serializeSubscription(subscription: SubscriptionLike | Subscript
     canceled_at: isoOrNull(s.canceledAt),
     created_at: new Date(s.createdAt).toISOString(),
     updated_at: new Date(s.updatedAt).toISOString(),
+  };
+}
+
+export function serializeUser(user: User) {
+  return {
+    id: user.id,
+    object: 'user' as const,
+    email: user.email,
+    name: user.name ?? null,
+    role: user.role,
+    status: user.status,
+    account_id: user.accountId ?? null,
+    created_at: user.createdAt.toISOString(),
+    updated_at: user.updatedAt.toISOString(),
+  };
+}
+
+export function serializeAccount(account: Account, { withSettings = true } = {}) {
+  return {
+    id: account.id,
+    object: 'account' as const,
+    email: account.email,
+    name: account.name,
+    type: account.type,
+    status: account.status,
+    created_at: account.createdAt.toISOString(),
+    updated_at: account.updatedAt.toISOString(),
+    ...(account.closedAt ? { closed_at: account.closedAt.toISOString() } : {}),
+    ...(withSettings ? { settings: account.settings } : {}),
+  };
+}
+
+export function serializeApiKey(key: ApiKey) {
+  return {
+    id: key.id,
+    object: 'api_key' as const,
+    name: key.name ?? null,
+    livemode: key.livemode,
+    redacted_secret: `${key.livemode ? 'sk_live_' : 'sk_test_'}…${key.last4}`,
+    created_at: key.createdAt.toISOString(),
+    last_used_at: key.lastUsedAt?.toISOString() ?? null,
   };
 }

@@ -7,10 +7,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
-import { loadConfig } from '../config.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 import { openOrm } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { createApp } from './app.ts';
+import { ensureAdmin } from './auth/bootstrap.ts';
 import type { ApiDeps } from './deps.ts';
 
 export interface RunningApi {
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const orm = await openOrm(config.databaseUrl);
+  await ensureAdmin(orm, config.auth);
   const connection = await Connection.connect({ address: config.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const api = await startApiServer({ orm, temporal, config, logger }, config.port);
@@ -59,7 +61,8 @@ async function main(): Promise<void> {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main().catch((error) => {
-    console.error(error);
+    // A configuration mistake gets its message, not a stack trace.
+    console.error(error instanceof ConfigError ? `Configuration: ${error.message}` : error);
     process.exit(1);
   });
 }

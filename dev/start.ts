@@ -9,8 +9,9 @@
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+import { ensureAdmin } from '../api/auth/bootstrap.ts';
 import { startApiServer, type RunningApi } from '../api/server.ts';
-import { loadConfig } from '../config.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
@@ -18,7 +19,15 @@ import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
 import { startTemporalDevServer } from './temporal-dev-server.ts';
 import { MissingToolError } from './tools.ts';
 
-const config = loadConfig();
+const config = (() => {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`Configuration: ${error.message}\n`);
+    process.exit(1);
+  }
+})();
 const logger = createLogger(config.logLevel, { process: 'start' });
 const say = (message: string) => process.stdout.write(`${message}\n`);
 const stops: { name: string; stop: () => Promise<unknown> }[] = [];
@@ -76,6 +85,7 @@ async function main(): Promise<void> {
   stops.push({ name: 'orm', stop: () => orm.close() });
   say('Migrating the database...');
   await migrate(orm, databaseUrl);
+  await ensureAdmin(orm, config.auth);
 
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   stops.push({ name: 'worker connection', stop: () => nativeConnection.close() });
@@ -104,7 +114,7 @@ async function main(): Promise<void> {
 }
 
 main().catch(async (error) => {
-  if (error instanceof MissingToolError) {
+  if (error instanceof MissingToolError || error instanceof ConfigError) {
     process.stderr.write(`\n${error.message}\n`);
   } else {
     logger.fatal({ err: error }, 'start failed');

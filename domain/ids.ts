@@ -7,6 +7,11 @@ export const idPrefixes = {
   subscription: 'sub',
   invoice: 'inv',
   charge: 'ch',
+  account: 'acct',
+  user: 'usr',
+  session: 'ses',
+  refreshToken: 'rt',
+  apiKey: 'key',
   sandboxProcessorCharge: 'sbch',
 } as const;
 

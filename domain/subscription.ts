@@ -22,6 +22,7 @@ export interface PlanTerms {
  */
 export interface SubscriptionSnapshot {
   id: string;
+  accountId: string;
   customerId: string;
   planId: string;
   status: SubscriptionStatus;

@@ -93,7 +93,7 @@ describe('HTTP edge when a dependency is down', () => {
     const deadOrm = await openOrm(`postgres://postgres:postgres@127.0.0.1:${await freePort()}/nothing`);
     const app = createApp({ orm: deadOrm, temporal: engine.env.client, config: engine.config, logger: createLogger('silent') });
     const call = async (path: string) => {
-      const response = await app.request(path);
+      const response = await app.request(path, { headers: engine.tenant.headers });
       return { status: response.status, body: (await response.json()) as any };
     };
     try {

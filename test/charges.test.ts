@@ -15,15 +15,16 @@ describe('charge activity', () => {
     db = await createTestDatabase();
     activities = createActivities({ orm: db.orm });
     const em = db.orm.em.fork();
-    em.create(Customer, { id: 'cus_visa', email: 'a@example.com', paymentMethod: 'pm_card_visa' });
-    em.create(Customer, { id: 'cus_declined', email: 'b@example.com', paymentMethod: 'pm_card_chargeDeclined' });
-    em.create(Customer, { id: 'cus_none', email: 'c@example.com', paymentMethod: null });
+    const tenant = { accountId: 'acct_test', livemode: false };
+    em.create(Customer, { id: 'cus_visa', email: 'a@example.com', paymentMethod: 'pm_card_visa', ...tenant });
+    em.create(Customer, { id: 'cus_declined', email: 'b@example.com', paymentMethod: 'pm_card_chargeDeclined', ...tenant });
+    em.create(Customer, { id: 'cus_none', email: 'c@example.com', paymentMethod: null, ...tenant });
     await em.flush();
   });
   afterAll(() => db?.close());
 
   const charge = (key: string, customerId = 'cus_visa', amount = 1500) =>
-    activityEnv.run(activities.charge, { idempotencyKey: key, customerId, amount, currency: 'USD', description: 'test', livemode: false }) as Promise<ChargeOutcome>;
+    activityEnv.run(activities.charge, { idempotencyKey: key, accountId: 'acct_test', customerId, amount, currency: 'USD', description: 'test', livemode: false }) as Promise<ChargeOutcome>;
   const count = async (key: string) => ({
     ours: await db.orm.em.fork().count(Charge, { idempotencyKey: key }),
     processor: await db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: key }),
@@ -63,7 +64,7 @@ describe('charge activity', () => {
     const processorOnly = createActivities({ orm: db.orm });
     await db.orm.em.fork().nativeDelete(Charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1' });
     await expect(
-      activityEnv.run(processorOnly.charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1', customerId: 'cus_visa', amount: 9999, currency: 'USD', description: 't', livemode: false }),
+      activityEnv.run(processorOnly.charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1', accountId: 'acct_test', customerId: 'cus_visa', amount: 9999, currency: 'USD', description: 't', livemode: false }),
     ).rejects.toThrow(/already used for a different charge/);
   });
 });

@@ -59,8 +59,10 @@ describe('npm start', () => {
       .filter(([, group, stat]) => Number(group) === pgid && !stat?.startsWith('Z'))
       .map(([pid, , , comm]) => `${pid} ${comm}`);
   const api = (p: string, init?: RequestInit) => fetch(`http://127.0.0.1:${ports.api}${p}`, init);
+  let authorization = '';
   const post = async (p: string, body: unknown) => {
-    const response = await api(p, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) };
+    const response = await api(p, { method: 'POST', headers, body: JSON.stringify(body) });
     return { status: response.status, body: (await response.json()) as any };
   };
   const healthy = async () => (await api('/health').then((r) => r.status, () => 0)) === 200;
@@ -78,6 +80,9 @@ describe('npm start', () => {
     expect((await api('/docs')).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${ports.ui}/`)).status).toBe(200);
 
+    expect((await post('/v1/accounts', { email: 'owner@grace.example', name: 'Grace Ltd', type: 'business', password: 'Grace!2345' })).status).toBe(201);
+    const login = await post('/v1/auth/login', { email: 'owner@grace.example', password: 'Grace!2345' });
+    authorization = `Bearer ${login.body.access_token}`;
     const customer = await post('/v1/customers', { email: 'grace@example.com', payment_method: 'pm_card_visa' });
     const plan = await post('/v1/plans', { name: 'Team', amount: 4900, currency: 'EUR', interval: 'month', trial_period_days: 14 });
     const created = await post('/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id });
@@ -101,7 +106,8 @@ describe('npm start', () => {
     // A second start on the same data: the subscription is readable, its workflow still running.
     const second = npmStart();
     await eventually(healthy, (ok) => ok, 60_000);
-    const read = await api(`/v1/subscriptions/${id}`);
+    // The access token from before the restart still works: sessions live in the database.
+    const read = await api(`/v1/subscriptions/${id}`, { headers: { authorization } });
     expect(read.status).toBe(200);
     expect(await read.json()).toEqual(created.body);
     const described = temporal('workflow', 'describe', '--workflow-id', id, '--output', 'json');

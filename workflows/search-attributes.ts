@@ -7,8 +7,9 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
  * needs `temporal operator search-attribute create` once (README).
  */
 export const SubscriptionStatusKey = defineSearchAttributeKey('SubscriptionStatus', SearchAttributeType.KEYWORD);
+export const AccountIdKey = defineSearchAttributeKey('AccountId', SearchAttributeType.KEYWORD);
 export const CustomerIdKey = defineSearchAttributeKey('CustomerId', SearchAttributeType.KEYWORD);
 export const PlanIdKey = defineSearchAttributeKey('PlanId', SearchAttributeType.KEYWORD);
 export const LivemodeKey = defineSearchAttributeKey('Livemode', SearchAttributeType.BOOL);
 
-export const customSearchAttributes = [SubscriptionStatusKey, CustomerIdKey, PlanIdKey, LivemodeKey];
+export const customSearchAttributes = [SubscriptionStatusKey, AccountIdKey, CustomerIdKey, PlanIdKey, LivemodeKey];

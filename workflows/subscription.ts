@@ -104,6 +104,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     const invoice = await activities.openInvoice({
       billingKey,
       subscriptionId: subscription.id,
+      accountId: subscription.accountId,
       customerId: subscription.customerId,
       currency: plan.currency,
       lines: [{ description: `Subscription to ${plan.planId}`, amount: plan.amount, quantity: 1, period_start: iso(period.start), period_end: iso(period.end) }],
@@ -114,6 +115,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     });
     const outcome = await activities.charge({
       idempotencyKey: `${billingKey}:attempt:1`,
+      accountId: subscription.accountId,
       customerId: subscription.customerId,
       amount: invoice.amountDue,
       currency: plan.currency,

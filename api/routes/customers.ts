@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { Customer } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { CustomerSchema, errorResponses, idParam } from '../schemas.ts';
@@ -37,19 +38,22 @@ export function customersApp({ orm }: ApiDeps) {
   return newOpenApiApp()
     .openapi(createCustomer, async (c) => {
       const body = c.req.valid('json');
+      const { accountId, livemode } = await accountScope(c, orm);
       const em = orm.em.fork();
       const customer = em.create(Customer, {
         id: newId('customer'),
+        accountId,
         email: body.email,
         name: body.name ?? null,
         paymentMethod: body.payment_method ?? null,
-        livemode: false,
+        livemode,
       });
       await em.flush();
       return c.json(serializeCustomer(customer), 201);
     })
     .openapi(getCustomer, async (c) => {
-      const customer = await orm.em.fork().findOne(Customer, { id: c.req.valid('param').id });
+      const { accountId, livemode } = await accountScope(c, orm);
+      const customer = await orm.em.fork().findOne(Customer, { id: c.req.valid('param').id, accountId, livemode });
       if (!customer) throw new ApiError('not_found', 'No such customer.');
       return c.json(serializeCustomer(customer), 200);
     });

@@ -3,6 +3,7 @@ import { Plan } from '../../db/entities/index.ts';
 import { intervalUnits } from '../../domain/billing-calendar.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { amount, currency, errorResponses, idParam, PlanSchema } from '../schemas.ts';
@@ -41,9 +42,11 @@ export function plansApp({ orm }: ApiDeps) {
   return newOpenApiApp()
     .openapi(createPlan, async (c) => {
       const body = c.req.valid('json');
+      const { accountId, livemode } = await accountScope(c, orm);
       const em = orm.em.fork();
       const plan = em.create(Plan, {
         id: newId('plan'),
+        accountId,
         name: body.name,
         amount: body.amount,
         currency: body.currency,
@@ -51,13 +54,14 @@ export function plansApp({ orm }: ApiDeps) {
         intervalCount: body.interval_count,
         trialPeriodDays: body.trial_period_days,
         active: true,
-        livemode: false,
+        livemode,
       });
       await em.flush();
       return c.json(serializePlan(plan), 201);
     })
     .openapi(getPlan, async (c) => {
-      const plan = await orm.em.fork().findOne(Plan, { id: c.req.valid('param').id });
+      const { accountId, livemode } = await accountScope(c, orm);
+      const plan = await orm.em.fork().findOne(Plan, { id: c.req.valid('param').id, accountId, livemode });
       if (!plan) throw new ApiError('not_found', 'No such plan.');
       return c.json(serializePlan(plan), 200);
     });

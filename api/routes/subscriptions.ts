@@ -4,8 +4,9 @@ import { Customer, Plan, Subscription } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import type { SubscriptionSnapshot } from '../../domain/subscription.ts';
-import { CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
+import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
 import { subscriptionCreatedUpdate, subscriptionWorkflow, type SubscriptionWorkflowInput } from '../../workflows/subscription.ts';
+import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses, idParam, SubscriptionSchema } from '../schemas.ts';
@@ -44,14 +45,18 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
   return newOpenApiApp()
     .openapi(createSubscription, async (c) => {
       const body = c.req.valid('json');
+      const { accountId, livemode } = await accountScope(c, orm);
       const em = orm.em.fork();
-      const [customer, plan] = await Promise.all([em.findOne(Customer, { id: body.customer_id }), em.findOne(Plan, { id: body.plan })]);
+      const [customer, plan] = await Promise.all([
+        em.findOne(Customer, { id: body.customer_id, accountId, livemode }),
+        em.findOne(Plan, { id: body.plan, accountId, livemode }),
+      ]);
       if (!customer) throw new ApiError('not_found', `No such customer: ${body.customer_id}.`);
       if (!plan || !plan.active) throw new ApiError('not_found', `No such plan: ${body.plan}.`);
 
       const id = newId('subscription');
       const input: SubscriptionWorkflowInput = {
-        snapshot: initialSnapshot(id, customer.id, plan.id, customer.livemode),
+        snapshot: initialSnapshot(id, accountId, customer.id, plan.id, livemode),
         plan: { planId: plan.id, amount: plan.amount, currency: plan.currency, interval: { unit: plan.interval, count: plan.intervalCount } },
         trialPeriodDays: body.trial_period_days ?? plan.trialPeriodDays,
       };
@@ -66,26 +71,29 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
           staticSummary: `Subscription of ${customer.id} to ${plan.id}`,
           typedSearchAttributes: [
             { key: SubscriptionStatusKey, value: 'trialing' },
+            { key: AccountIdKey, value: accountId },
             { key: CustomerIdKey, value: customer.id },
             { key: PlanIdKey, value: plan.id },
-            { key: LivemodeKey, value: customer.livemode },
+            { key: LivemodeKey, value: livemode },
           ],
         }),
       });
       return c.json(serializeSubscription(snapshot), 201);
     })
     .openapi(getSubscription, async (c) => {
-      const subscription = await orm.em.fork().findOne(Subscription, { id: c.req.valid('param').id });
+      const { accountId, livemode } = await accountScope(c, orm);
+      const subscription = await orm.em.fork().findOne(Subscription, { id: c.req.valid('param').id, accountId, livemode });
       if (!subscription) throw new ApiError('not_found', 'No such subscription.');
       return c.json(serializeSubscription(subscription), 200);
     });
 }
 
-function initialSnapshot(id: string, customerId: string, planId: string, livemode: boolean): SubscriptionSnapshot {
+function initialSnapshot(id: string, accountId: string, customerId: string, planId: string, livemode: boolean): SubscriptionSnapshot {
   // Times are set by the workflow from workflow time; these are placeholders it overwrites.
   const epoch = new Date(0).toISOString();
   return {
     id,
+    accountId,
     customerId,
     planId,
     status: 'trialing',

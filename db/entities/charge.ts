@@ -18,7 +18,8 @@ export const Charge = defineEntity({
     status: p.string().$type<'succeeded' | 'failed'>(),
     failureCode: p.string().nullable(),
     failureMessage: p.string().nullable(),
-    livemode: p.boolean().default(false),
+    accountId: p.string().index(),
+    livemode: p.boolean(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
 });

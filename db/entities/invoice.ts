@@ -30,7 +30,8 @@ export const Invoice = defineEntity({
     periodStart: p.datetime(),
     periodEnd: p.datetime(),
     chargeId: p.string().nullable(),
-    livemode: p.boolean().default(false),
+    accountId: p.string().index(),
+    livemode: p.boolean(),
     createdAt: p.datetime(),
   },
 });

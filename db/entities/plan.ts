@@ -14,7 +14,8 @@ export const Plan = defineEntity({
     intervalCount: p.integer().default(1),
     trialPeriodDays: p.integer().default(0),
     active: p.boolean().default(true),
-    livemode: p.boolean().default(false),
+    accountId: p.string().index(),
+    livemode: p.boolean(),
     createdAt: p.datetime().onCreate(() => new Date()),
   },
 });

@@ -4,6 +4,7 @@ import type { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { PaymentProcessor } from '../../activities/processor.ts';
 import { createApp, type App } from '../../api/app.ts';
+import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config } from '../../config.ts';
 import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
@@ -13,13 +14,34 @@ import { createTimeSkippingEnv } from './temporal.ts';
 
 let runtimeInstalled = false;
 
+export interface Tenant {
+  accountId: string;
+  email: string;
+  password: string;
+  accessToken: string;
+  refreshToken: string;
+  sessionId: string;
+  /** Authorization header for the owner's session (live mode). */
+  headers: Record<string, string>;
+}
+
+let tenantCounter = 0;
+export const testPassword = 'Test!pass1';
+
 export interface TestEngine {
   db: TestDatabase;
   env: TestWorkflowEnvironment;
   app: App;
   config: Config;
   taskQueue: string;
-  /** Calls the API in-process (Hono's app.request), JSON in and out. */
+  /** The account every call acts in unless it sends its own Authorization header. */
+  tenant: Tenant;
+  /** Signs up an account and logs its owner in. */
+  signUp(options?: { email?: string; name?: string; password?: string; type?: 'individual' | 'business' }): Promise<Tenant>;
+  login(email: string, password: string, headers?: Record<string, string>): Promise<{ accessToken: string; refreshToken: string; sessionId: string; headers: Record<string, string> }>;
+  /** Logs the platform admin in. */
+  admin(): Promise<{ accessToken: string; headers: Record<string, string> }>;
+  /** Calls the API in-process (Hono's app.request), JSON in and out, as `tenant` unless headers say otherwise. */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   startWorker(options?: { processor?: PaymentProcessor }): Promise<Worker>;
   stopWorker(): Promise<void>;
@@ -43,6 +65,7 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
   const env = await createTimeSkippingEnv();
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const config: Config = { ...loadConfig({ NODE_ENV: 'test' }), taskQueue };
+  await ensureAdmin(db.orm, config.auth);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const app = createApp({ orm: db.orm, temporal: env.client, config, logger });
   let worker: Worker | undefined;
@@ -54,8 +77,31 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
     app,
     config,
     taskQueue,
+    tenant: undefined as unknown as Tenant,
+    async signUp(options = {}) {
+      const n = ++tenantCounter;
+      const email = options.email ?? `owner${n}-${randomBytes(3).toString('hex')}@example.com`;
+      const password = options.password ?? testPassword;
+      const created = await engine.call('POST', '/v1/accounts', { email, name: options.name ?? `Tenant ${n}`, type: options.type ?? 'business', password }, { authorization: '' });
+      if (created.status !== 201) throw new Error(`sign-up failed: ${JSON.stringify(created.body)}`);
+      const session = await engine.login(email, password);
+      return { accountId: created.body.id, email, password, ...session };
+    },
+    async login(email, password, headers = {}) {
+      const response = await engine.call('POST', '/v1/auth/login', { email, password }, { authorization: '', ...headers });
+      if (response.status !== 200) throw new Error(`login failed: ${JSON.stringify(response.body)}`);
+      const { access_token: accessToken, refresh_token: refreshToken, session_id: sessionId } = response.body;
+      return { accessToken, refreshToken, sessionId, headers: { authorization: `Bearer ${accessToken}` } };
+    },
+    async admin() {
+      const session = await engine.login(config.auth.adminEmail, config.auth.adminPassword);
+      return { accessToken: session.accessToken, headers: session.headers };
+    },
     async call(method, path, body, headers = {}) {
-      const init: RequestInit = { method, headers: { ...headers } };
+      const merged: Record<string, string> = { ...(engine.tenant ? engine.tenant.headers : {}), ...headers };
+      // An empty authorization header means "no credentials at all".
+      if (merged.authorization === '') delete merged.authorization;
+      const init: RequestInit = { method, headers: merged };
       if (body !== undefined) {
         init.body = typeof body === 'string' ? body : JSON.stringify(body);
         (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
@@ -102,6 +148,7 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
       await db.close();
     },
   };
+  engine.tenant = await engine.signUp({ name: 'Acme' });
   if (options.startWorker !== false) await engine.startWorker();
   return engine;
 }

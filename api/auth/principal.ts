@@ -1,0 +1,121 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { AuthConfig } from '../../config.ts';
+import type { UserRole } from '../../db/entities/index.ts';
+import { ApiError, type ErrorCode } from '../../domain/errors.ts';
+import { secretKey, sha256, verifyAccessToken } from './tokens.ts';
+
+/** Who is calling. Set by `authenticate` on every request that carries credentials. */
+export type Principal =
+  | { kind: 'user'; userId: string; role: UserRole; accountId: string | null; sessionId: string; livemode: boolean }
+  | { kind: 'api_key'; apiKeyId: string; accountId: string; livemode: boolean };
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    principal: Principal | undefined;
+  }
+}
+
+interface SessionRow {
+  user_id: string;
+  role: UserRole;
+  user_status: string;
+  account_id: string | null;
+  account_status: string | null;
+}
+
+/**
+ * Resolves `Authorization: Bearer ...` into a principal, or leaves it unset when
+ * there is no header. A key or token that is present but not valid now (expired,
+ * revoked session, deleted or suspended user, closed account) is `unauthorized`
+ * at once: one SQL query per request checks all of it.
+ */
+export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler {
+  const key = secretKey(auth.secret);
+  return async (c, next) => {
+    const header = c.req.header('authorization');
+    if (!header) {
+      c.set('principal', undefined);
+      return next();
+    }
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    if (!match) throw new ApiError('unauthorized', 'Authorization must be "Bearer <token>".');
+    const token = match[1]!;
+    const sandboxHeader = c.req.header('x-sandbox-mode');
+    if (sandboxHeader !== undefined && sandboxHeader !== 'true' && sandboxHeader !== 'false') {
+      throw new ApiError('invalid_request', 'x-sandbox-mode must be "true" or "false".');
+    }
+    const connection = orm.em.getConnection();
+
+    if (token.startsWith('sk_test_') || token.startsWith('sk_live_')) {
+      const [row] = await connection.execute<{ id: string; account_id: string; livemode: boolean }[]>(
+        `select k.id, k.account_id, k.livemode from api_keys k join accounts a on a.id = k.account_id
+          where k.secret_hash = ? and k.revoked_at is null and a.status <> 'closed'`,
+        [sha256(token)],
+      );
+      if (!row) throw new ApiError('unauthorized', 'Invalid or revoked API key.');
+      if (sandboxHeader !== undefined && (sandboxHeader === 'true') === row.livemode) {
+        throw new ApiError('invalid_request', `A ${row.livemode ? 'live' : 'test'} key cannot ${row.livemode ? 'use' : 'leave'} sandbox mode.`);
+      }
+      c.set('principal', { kind: 'api_key', apiKeyId: row.id, accountId: row.account_id, livemode: row.livemode });
+      return next();
+    }
+
+    const claims = await verifyAccessToken(key, token);
+    if (!claims) throw new ApiError('unauthorized', 'Invalid or expired access token.');
+    const [row] = await connection.execute<SessionRow[]>(
+      `select u.id as user_id, u.role, u.status as user_status, u.account_id, a.status as account_status
+         from sessions s join users u on u.id = s.user_id left join accounts a on a.id = u.account_id
+        where s.id = ? and s.user_id = ? and s.revoked_at is null and s.expires_at > now()`,
+      [claims.sessionId, claims.userId],
+    );
+    if (!row || row.user_status !== 'active' || row.account_status === 'closed') {
+      throw new ApiError('unauthorized', 'This session is no longer valid.');
+    }
+    c.set('principal', {
+      kind: 'user',
+      userId: row.user_id,
+      role: row.role,
+      accountId: row.account_id,
+      sessionId: claims.sessionId,
+      livemode: sandboxHeader !== 'true',
+    });
+    return next();
+  };
+}
+
+/** The caller, or `unauthorized` when the request carried no credentials. */
+export function principalOf(c: Context): Principal {
+  const principal = c.get('principal');
+  if (!principal) throw new ApiError('unauthorized', 'This endpoint needs Authorization: Bearer <token>.');
+  return principal;
+}
+
+export type Actor = 'admin' | 'owner' | 'member' | 'api_key';
+
+export function actorOf(principal: Principal): Actor {
+  return principal.kind === 'api_key' ? 'api_key' : principal.role;
+}
+
+/** Refuses callers outside `allowed` with the code the endpoint's spec names (forbidden or unauthorized). */
+export function requireActor(c: Context, allowed: Actor[], code: ErrorCode = 'forbidden'): Principal {
+  const principal = principalOf(c);
+  if (!allowed.includes(actorOf(principal))) {
+    throw new ApiError(code, principal.kind === 'api_key' ? 'API keys cannot call this endpoint.' : `The ${actorOf(principal)} role may not do this.`);
+  }
+  return principal;
+}
+
+/**
+ * The tenant a request works in: the caller's own account, or for a platform
+ * admin the account named by the `x-account-id` header.
+ */
+export async function accountScope(c: Context, orm: MikroORM): Promise<{ accountId: string; livemode: boolean; principal: Principal }> {
+  const principal = principalOf(c);
+  if (principal.accountId) return { accountId: principal.accountId, livemode: principal.livemode, principal };
+  const named = c.req.header('x-account-id');
+  if (!named) throw new ApiError('invalid_request', 'Admin tokens name the account to act on with the x-account-id header.');
+  const [account] = await orm.em.getConnection().execute<{ id: string }[]>(`select id from accounts where id = ?`, [named]);
+  if (!account) throw new ApiError('not_found', 'No such account.');
+  return { accountId: named, livemode: principal.livemode, principal };
+}

@@ -1,0 +1,99 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { Account, ApiKey, Session, Subscription, User } from '../../db/entities/index.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { isBcp47Tag, isIanaTimezone } from '../../domain/locale.ts';
+import { accountScope, requireActor } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { newOpenApiApp } from '../openapi-app.ts';
+import { AccountSchema, currency, emailField, errorResponses, timestamp } from '../schemas.ts';
+import { serializeAccount } from '../serializers.ts';
+
+/** Settings as sent: each key optional, merged key by key into what the account has. */
+export const SettingsPatch = z
+  .object({
+    currency,
+    timezone: z.string().refine(isIanaTimezone, { message: 'must be an IANA time zone such as Europe/Paris' }),
+    language: z.string().refine(isBcp47Tag, { message: 'must be a BCP 47 language tag such as en or pt-BR' }),
+  })
+  .partial()
+  .strict();
+
+const PatchAccountBody = z.object({ name: z.string().trim().min(1).max(200).optional(), email: emailField.optional(), settings: SettingsPatch.optional() }).strict();
+
+const getAccount = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['Accounts'],
+  summary: 'The account of the token',
+  description: 'Admins name the account with x-account-id.',
+  responses: { 200: { description: 'The account', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(401, 403) },
+});
+
+const patchAccount = createRoute({
+  method: 'patch',
+  path: '/',
+  tags: ['Accounts'],
+  summary: 'Update the account (partial)',
+  description: 'Owner or admin. Omitted fields stay as they are; settings merge key by key.',
+  request: { body: { content: { 'application/json': { schema: PatchAccountBody } }, required: true } },
+  responses: { 200: { description: 'Updated', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(400, 401, 409) },
+});
+
+const closeAccount = createRoute({
+  method: 'delete',
+  path: '/',
+  tags: ['Accounts'],
+  summary: 'Close the account (irreversible)',
+  description:
+    'Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key and suspends every user.',
+  responses: {
+    200: {
+      description: 'Closed',
+      content: { 'application/json': { schema: z.object({ id: z.string(), status: z.literal('closed'), closed_at: timestamp, message: z.string() }) } },
+    },
+    ...errorResponses(401, 403, 409),
+  },
+});
+
+export function accountApp({ orm }: ApiDeps) {
+  return newOpenApiApp()
+    .openapi(getAccount, async (c) => {
+      const { accountId } = await accountScope(c, orm);
+      const account = await orm.em.fork().findOne(Account, { id: accountId });
+      if (!account) throw new ApiError('not_found', 'No such account.');
+      return c.json(serializeAccount(account), 200);
+    })
+    .openapi(patchAccount, async (c) => {
+      requireActor(c, ['admin', 'owner'], 'unauthorized');
+      const { accountId } = await accountScope(c, orm);
+      const body = c.req.valid('json');
+      const em = orm.em.fork();
+      const account = await em.findOneOrFail(Account, { id: accountId });
+      if (body.name !== undefined) account.name = body.name;
+      if (body.email !== undefined) account.email = body.email;
+      if (body.settings) account.settings = { ...account.settings, ...body.settings };
+      try {
+        await em.flush();
+      } catch (error) {
+        if (error instanceof UniqueConstraintViolationException) throw new ApiError('email_exists', 'Another account uses this email.');
+        throw error;
+      }
+      return c.json(serializeAccount(account), 200);
+    })
+    .openapi(closeAccount, async (c) => {
+      requireActor(c, ['admin', 'owner'], 'forbidden');
+      const { accountId } = await accountScope(c, orm);
+      const em = orm.em.fork();
+      const open = await em.count(Subscription, { accountId, status: { $in: ['trialing', 'active', 'past_due'] } });
+      if (open > 0) throw new ApiError('active_subscriptions', `The account has ${open} active subscription(s); cancel them first.`);
+      const closedAt = new Date();
+      await em.transactional(async (tx) => {
+        await tx.nativeUpdate(Account, { id: accountId }, { status: 'closed', closedAt });
+        await tx.nativeUpdate(ApiKey, { accountId, revokedAt: null }, { revokedAt: closedAt });
+        await tx.nativeUpdate(User, { accountId }, { status: 'suspended' });
+        await tx.nativeUpdate(Session, { accountId, revokedAt: null }, { revokedAt: closedAt, revokedReason: 'account_closed' });
+      });
+      return c.json({ id: accountId, status: 'closed' as const, closed_at: closedAt.toISOString(), message: 'Account closed.' }, 200);
+    });
+}

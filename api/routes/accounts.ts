@@ -1,0 +1,125 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import { Account, accountStatuses, accountTypes, User } from '../../db/entities/index.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { newId } from '../../domain/ids.ts';
+import { passwordPolicyProblem } from '../../domain/passwords.ts';
+import { hashPassword } from '../auth/passwords.ts';
+import { requireActor } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { newOpenApiApp } from '../openapi-app.ts';
+import { AccountSchema, emailField, errorResponses, pageQuery } from '../schemas.ts';
+import { serializeAccount } from '../serializers.ts';
+import { SettingsPatch } from './account.ts';
+
+const CreateAccountBody = z
+  .object({
+    email: emailField,
+    name: z.string().trim().min(1).max(200),
+    type: z.enum(accountTypes),
+    password: z.string().max(256).superRefine((value, ctx) => {
+      const problem = passwordPolicyProblem(value);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+    settings: SettingsPatch.optional(),
+  })
+  .strict();
+
+const isoInstant = z.iso.datetime({ offset: true }).transform((value) => new Date(value));
+const ListQuery = z
+  .object({
+    ...pageQuery,
+    status: z.enum(['active', 'suspended', 'closed']).optional(),
+    type: z.enum(accountTypes).optional(),
+    created_after: isoInstant.optional().openapi({ format: 'date-time' }),
+    created_before: isoInstant.optional().openapi({ format: 'date-time' }),
+  })
+  .strict();
+
+const createAccount = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['Accounts'],
+  summary: 'Create an account (sign up, or admin-created)',
+  description:
+    'Without a token this is public sign-up (SIGNUP_ENABLED, on by default); with a token it must be an admin\'s. ' +
+    "Creates the account and its owner login: the account's email and password work at POST /v1/auth/login at once.",
+  request: { body: { content: { 'application/json': { schema: CreateAccountBody } }, required: true } },
+  responses: { 201: { description: 'Created', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(400, 401, 409) },
+});
+
+const listAccounts = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['Accounts'],
+  summary: 'List accounts (admin)',
+  request: { query: ListQuery },
+  responses: {
+    200: {
+      description: 'A page of accounts, without settings',
+      content: {
+        'application/json': {
+          schema: z.object({
+            data: z.array(AccountSchema),
+            pagination: z.object({ page: z.number().int(), limit: z.number().int(), total: z.number().int(), has_next: z.boolean() }),
+          }),
+        },
+      },
+    },
+    ...errorResponses(400, 401, 403),
+  },
+});
+
+export const defaultSettings = { currency: 'USD', timezone: 'UTC', language: 'en' };
+
+export function accountsApp({ orm, config }: ApiDeps) {
+  return newOpenApiApp()
+    .openapi(createAccount, async (c) => {
+      if (c.get('principal')) requireActor(c, ['admin'], 'unauthorized');
+      else if (!config.auth.signupEnabled) throw new ApiError('unauthorized', 'Sign-up is closed: an admin token is required.');
+      const body = c.req.valid('json');
+      const em = orm.em.fork();
+      const passwordHash = await hashPassword(body.password);
+      let account: Account | undefined;
+      try {
+        await em.transactional(async (tx) => {
+          account = tx.create(Account, {
+            id: newId('account'),
+            email: body.email,
+            name: body.name,
+            type: body.type,
+            status: 'active',
+            settings: { ...defaultSettings, ...body.settings },
+            closedAt: null,
+          });
+          tx.create(User, { id: newId('user'), accountId: account.id, email: body.email, name: body.name, role: 'owner', status: 'active', passwordHash });
+        });
+      } catch (error) {
+        if (error instanceof UniqueConstraintViolationException) throw new ApiError('email_exists', 'An account or user with this email already exists.');
+        throw error;
+      }
+      return c.json(serializeAccount(account!), 201);
+    })
+    .openapi(listAccounts, async (c) => {
+      requireActor(c, ['admin'], 'forbidden');
+      const query = c.req.valid('query');
+      const where: Record<string, unknown> = {};
+      if (query.status) where.status = query.status;
+      if (query.type) where.type = query.type;
+      if (query.created_after || query.created_before) {
+        where.createdAt = { ...(query.created_after ? { $gt: query.created_after } : {}), ...(query.created_before ? { $lt: query.created_before } : {}) };
+      }
+      const [accounts, total] = await orm.em.fork().findAndCount(Account, where as FilterQuery<Account>, {
+        orderBy: { createdAt: 'asc', id: 'asc' },
+        limit: query.limit,
+        offset: (query.page - 1) * query.limit,
+      });
+      return c.json(
+        {
+          data: accounts.map((a) => serializeAccount(a, { withSettings: false })),
+          pagination: { page: query.page, limit: query.limit, total, has_next: query.page * query.limit < total },
+        },
+        200,
+      );
+    });
+}

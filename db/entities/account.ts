@@ -1,0 +1,30 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+export interface AccountSettings {
+  currency: string;
+  timezone: string;
+  language: string;
+}
+
+export const accountTypes = ['individual', 'business'] as const;
+export const accountStatuses = ['active', 'suspended', 'pending', 'closed'] as const;
+export type AccountType = (typeof accountTypes)[number];
+export type AccountStatus = (typeof accountStatuses)[number];
+
+/** A tenant. Every customer, plan, subscription, user and key belongs to one. */
+export const Account = defineEntity({
+  name: 'Account',
+  tableName: 'accounts',
+  properties: {
+    id: p.string().primary(),
+    email: p.string().unique(),
+    name: p.string(),
+    type: p.string().$type<AccountType>(),
+    status: p.string().$type<AccountStatus>().index(),
+    settings: p.json<AccountSettings>(),
+    createdAt: p.datetime().onCreate(() => new Date()).index(),
+    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    closedAt: p.datetime().nullable(),
+  },
+});
+export type Account = InferEntity<typeof Account>;
