@@ -30,11 +30,14 @@ interface SessionRow {
  * revoked session, deleted or suspended user, closed account) is `unauthorized`
  * at once: one SQL query per request checks all of it.
  */
+/** Endpoints whose Authorization header is not an access credential: login needs none, refresh carries a refresh token. */
+const credentialFreePaths = new Set(['/v1/auth/login', '/v1/auth/refresh']);
+
 export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler {
   const key = secretKey(auth.secret);
   return async (c, next) => {
     const header = c.req.header('authorization');
-    if (!header) {
+    if (!header || credentialFreePaths.has(c.req.path)) {
       c.set('principal', undefined);
       return next();
     }

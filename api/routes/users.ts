@@ -166,12 +166,13 @@ export function usersApp({ orm }: ApiDeps) {
       return c.json(serializeUser(user), 201);
     })
     .openapi(getUser, async (c) => {
-      const { user } = await findVisible(principalOf(c), c.req.valid('param').id);
+      const principal = requireActor(c, ['admin', 'owner', 'member'], 'unauthorized');
+      const { user } = await findVisible(principal, c.req.valid('param').id);
       return c.json(serializeUser(user), 200);
     })
     .openapi(patchUser, async (c) => {
-      const principal = principalOf(c);
-      if (principal.kind === 'api_key') throw new ApiError('unauthorized', 'API keys cannot manage users.');
+      const principal = requireActor(c, ['admin', 'owner', 'member'], 'unauthorized');
+      if (principal.kind !== 'user') throw new ApiError('unauthorized', 'API keys cannot manage users.');
       const body = c.req.valid('json');
       const { em, user } = await findVisible(principal, c.req.valid('param').id);
       const self = user.id === principal.userId;
