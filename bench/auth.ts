@@ -139,7 +139,7 @@ async function main(): Promise<number> {
   const stopAll = () =>
     (stopping ??= (async () => {
       for (const { name, stop } of stops.reverse()) {
-        await stop().catch((error) => say(`stopping ${name}: ${String(error)}`));
+        const t0 = Date.now(); await stop().catch((error) => say(`stopping ${name}: ${String(error)}`)); say(`DEBUG stopped ${name} ${Date.now() - t0} ms`);
       }
     })());
   const onSignal = (signal: NodeJS.Signals) => {
@@ -164,7 +164,7 @@ async function main(): Promise<number> {
     const orm = await openOrm(databaseUrl);
     stops.push({ name: 'ORM', stop: () => orm.close() });
     await migrate(orm, databaseUrl);
-    const [{ version: pgVersion }] = await orm.em.getConnection().execute<{ version: string }[]>('show server_version');
+    const [{ server_version: pgVersion }] = await orm.em.getConnection().execute<{ server_version: string }[]>('show server_version');
 
     const config = loadConfig({ NODE_ENV: 'test' });
     await ensureAdmin(orm, config.auth);
@@ -330,3 +330,5 @@ async function main(): Promise<number> {
 
 // No process.exit on success: the run must end by itself once everything is stopped.
 process.exitCode = await main();
+console.log('DEBUG active', process.getActiveResourcesInfo());
+setTimeout(() => console.log('DEBUG active 2s', process.getActiveResourcesInfo()), 2000).unref();

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestEngine, testPassword, type TestEngine } from './helpers/engine.ts';
+
+/**
+ * Who may do what: every cell of the README's access table, each run against a
+ * fresh account so that destructive cells (closing the account, deleting a user)
+ * cannot disturb the others.
+ */
+type Actor = 'admin' | 'owner' | 'member' | 'api_key' | 'none';
+const actors: Actor[] = ['admin', 'owner', 'member', 'api_key', 'none'];
+
+interface World {
+  accountId: string;
+  headers: Record<Actor, Record<string, string>>;
+  memberId: string;
+  otherMemberId: string;
+  keyId: string;
+  customerId: string;
+}
+
+type Action = { name: string; request: (w: World) => [method: string, path: string, body?: unknown]; expected: Record<Actor, number> };
+
+const unique = () => Math.random().toString(36).slice(2, 10);
+export const accessTable: Action[] = [
+  { name: 'POST /v1/accounts', request: () => ['POST', '/v1/accounts', { email: `new-${unique()}@example.com`, name: 'N', type: 'business', password: testPassword }], expected: { admin: 201, owner: 401, member: 401, api_key: 401, none: 201 } },
+  { name: 'GET /v1/accounts', request: () => ['GET', '/v1/accounts'], expected: { admin: 200, owner: 403, member: 403, api_key: 403, none: 401 } },
+  { name: 'GET /v1/account', request: () => ['GET', '/v1/account'], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'PATCH /v1/account', request: () => ['PATCH', '/v1/account', { name: 'Renamed' }], expected: { admin: 200, owner: 200, member: 401, api_key: 401, none: 401 } },
+  { name: 'DELETE /v1/account', request: () => ['DELETE', '/v1/account'], expected: { admin: 200, owner: 200, member: 403, api_key: 403, none: 401 } },
+  { name: 'GET /v1/users', request: () => ['GET', '/v1/users'], expected: { admin: 200, owner: 200, member: 403, api_key: 403, none: 401 } },
+  { name: 'POST /v1/users', request: (w) => ['POST', '/v1/users', { email: `u-${unique()}@example.com`, password: testPassword, account_id: w.accountId }], expected: { admin: 201, owner: 201, member: 401, api_key: 401, none: 401 } },
+  { name: 'GET /v1/users/{another member}', request: (w) => ['GET', `/v1/users/${w.otherMemberId}`], expected: { admin: 200, owner: 200, member: 404, api_key: 401, none: 401 } },
+  { name: 'GET /v1/users/{the member}', request: (w) => ['GET', `/v1/users/${w.memberId}`], expected: { admin: 200, owner: 200, member: 200, api_key: 401, none: 401 } },
+  { name: 'PATCH /v1/users/{the member} name', request: (w) => ['PATCH', `/v1/users/${w.memberId}`, { name: 'New Name' }], expected: { admin: 200, owner: 200, member: 200, api_key: 401, none: 401 } },
+  { name: 'PATCH /v1/users/{the member} status', request: (w) => ['PATCH', `/v1/users/${w.memberId}`, { status: 'pending' }], expected: { admin: 200, owner: 200, member: 401, api_key: 401, none: 401 } },
+  { name: 'PATCH /v1/users/{another member}', request: (w) => ['PATCH', `/v1/users/${w.otherMemberId}`, { name: 'X' }], expected: { admin: 200, owner: 200, member: 404, api_key: 401, none: 401 } },
+  { name: 'DELETE /v1/users/{another member}', request: (w) => ['DELETE', `/v1/users/${w.otherMemberId}`], expected: { admin: 200, owner: 200, member: 403, api_key: 403, none: 401 } },
+  { name: 'POST /v1/api_keys', request: () => ['POST', '/v1/api_keys', { name: 'k' }], expected: { admin: 201, owner: 201, member: 403, api_key: 403, none: 401 } },
+  { name: 'GET /v1/api_keys', request: () => ['GET', '/v1/api_keys'], expected: { admin: 200, owner: 200, member: 403, api_key: 403, none: 401 } },
+  { name: 'DELETE /v1/api_keys/{id}', request: (w) => ['DELETE', `/v1/api_keys/${w.keyId}`], expected: { admin: 200, owner: 200, member: 403, api_key: 403, none: 401 } },
+  { name: 'POST /v1/customers', request: () => ['POST', '/v1/customers', { email: 'c@example.com' }], expected: { admin: 201, owner: 201, member: 201, api_key: 201, none: 401 } },
+  { name: 'GET /v1/customers/{id}', request: (w) => ['GET', `/v1/customers/${w.customerId}`], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'DELETE /v1/auth/session', request: () => ['DELETE', '/v1/auth/session'], expected: { admin: 200, owner: 200, member: 200, api_key: 400, none: 401 } },
+];
+
+describe('access table', () => {
+  let engine: TestEngine;
+  beforeAll(async () => {
+    engine = await startTestEngine({ startWorker: false });
+  });
+  afterAll(() => engine?.close());
+
+  async function world(): Promise<World> {
+    const owner = await engine.signUp();
+    const addMember = async () => {
+      const email = `m-${unique()}@example.com`;
+      const created = await engine.call('POST', '/v1/users', { email, password: testPassword }, owner.headers);
+      return { id: created.body.id as string, email };
+    };
+    const [member, other, key, customer, admin] = await Promise.all([
+      addMember(),
+      addMember(),
+      engine.call('POST', '/v1/api_keys', { mode: 'live' }, owner.headers),
+      engine.call('POST', '/v1/customers', { email: 'seen@example.com' }, owner.headers),
+      engine.admin(),
+    ]);
+    const memberSession = await engine.login(member.email, testPassword);
+    return {
+      accountId: owner.accountId,
+      memberId: member.id,
+      otherMemberId: other.id,
+      keyId: key.body.id,
+      customerId: customer.body.id,
+      headers: {
+        admin: { ...admin.headers, 'x-account-id': owner.accountId },
+        owner: owner.headers,
+        member: memberSession.headers,
+        api_key: { authorization: `Bearer ${key.body.secret}` },
+        none: { authorization: '' },
+      },
+    };
+  }
+
+  for (const action of accessTable) {
+    it(action.name, async () => {
+      const results: Record<string, number> = {};
+      for (const actor of actors) {
+        const w = await world();
+        const [method, path, body] = action.request(w);
+        const response = await engine.call(method, path, body, w.headers[actor]);
+        results[actor] = response.status;
+        if (response.status >= 400) expect(Object.keys(response.body).sort(), `${actor} error shape`).toEqual(['error', 'message']);
+      }
+      expect(results).toEqual(action.expected);
+    });
+  }
+});
