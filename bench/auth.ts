@@ -332,3 +332,8 @@ async function main(): Promise<number> {
 process.exitCode = await main();
 console.log('DEBUG active', process.getActiveResourcesInfo());
 setTimeout(() => console.log('DEBUG active 2s', process.getActiveResourcesInfo()), 2000).unref();
+{
+  const { execSync } = await import('node:child_process');
+  console.log('DEBUG children', execSync(`ps -eo pid,ppid,etime,args | awk '$2==${process.pid}'`).toString());
+  console.log('DEBUG fds', execSync(`ls -l /proc/${process.pid}/fd | grep pipe || true`).toString());
+}

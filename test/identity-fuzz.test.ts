@@ -259,6 +259,10 @@ const badTokens = fc.constantFrom(
   'Token abc',
 );
 
+/** IDENTITY_FUZZ_SCALE=10 runs ten times as many cases (and prints the seed to replay with IDENTITY_FUZZ_SEED). */
+const runs = (n: number) => Math.round(n * Number(process.env.IDENTITY_FUZZ_SCALE ?? 1));
+const fuzzOptions = (n: number) => ({ numRuns: runs(n), ...(process.env.IDENTITY_FUZZ_SEED ? { seed: Number(process.env.IDENTITY_FUZZ_SEED) } : {}) });
+
 const role = (...roles: Role[]) => fc.constantFrom(...roles);
 
 /** The identity endpoints with bodies (every method that may carry one). */
@@ -479,27 +483,27 @@ describe('identity endpoints under malformed input', () => {
     expect(await snapshot(), `a refused request wrote: ${label}`).toEqual(before);
   }
 
-  it('bodies: malformed JSON, wrong types and values, wrong content types, as every caller', { timeout: 120_000 }, async () => {
+  it('bodies: malformed JSON, wrong types and values, wrong content types, as every caller', { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) }, async () => {
     await fc.assert(
       fc.asyncProperty(bodyRequests, badTokens, async (req, token) => {
         badToken = token;
         await check(req);
       }),
-      { numRuns: 100 },
+      fuzzOptions(100),
     );
   });
 
-  it('query strings and path ids: junk values, repeated keys, percent-encoding, as every caller', { timeout: 120_000 }, async () => {
+  it('query strings and path ids: junk values, repeated keys, percent-encoding, as every caller', { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) }, async () => {
     await fc.assert(
       fc.asyncProperty(queryRequests, badTokens, async (req, token) => {
         badToken = token;
         await check(req);
       }),
-      { numRuns: 50 },
+      fuzzOptions(50),
     );
   });
 
-  it('the destructive calls stay refused for whoever may not make them', { timeout: 120_000 }, async () => {
+  it('the destructive calls stay refused for whoever may not make them', { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) }, async () => {
     // Closing the account and deleting the owner, by every caller that may not, whatever the body.
     const refused = fc.oneof(
       fc.record({ role: role('member', 'admin', 'bad_token', 'anonymous'), body: bodyFor(fields.none) }).map((r) => ({ ...r, method: 'DELETE', path: '/v1/account', mustRefuse: true })),
@@ -510,7 +514,7 @@ describe('identity endpoints under malformed input', () => {
         badToken = token;
         await check(req);
       }),
-      { numRuns: 20 },
+      fuzzOptions(20),
     );
     // And the tenant is whole afterwards.
     const account = await engine.call('GET', '/v1/account', undefined, { authorization: `Bearer ${sessions.owner.token}` });
