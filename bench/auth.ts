@@ -330,10 +330,6 @@ async function main(): Promise<number> {
 
 // No process.exit on success: the run must end by itself once everything is stopped.
 process.exitCode = await main();
-console.log('DEBUG active', process.getActiveResourcesInfo());
-setTimeout(() => console.log('DEBUG active 2s', process.getActiveResourcesInfo()), 2000).unref();
-{
-  const { execSync } = await import('node:child_process');
-  console.log('DEBUG children', execSync(`ps -eo pid,ppid,etime,args | awk '$2==${process.pid}'`).toString());
-  console.log('DEBUG fds', execSync(`ls -l /proc/${process.pid}/fd | grep pipe || true`).toString());
-}
+const tEnd = Date.now();
+process.on('exit', () => console.log('DEBUG exit after', Date.now() - tEnd, 'ms'));
+setInterval(() => console.log('DEBUG tick', Date.now() - tEnd, process.getActiveResourcesInfo()), 1000).unref();
