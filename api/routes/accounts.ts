@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
-import { Account, accountStatuses, accountTypes, User } from '../../db/entities/index.ts';
+import { Account, accountTypes, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { passwordPolicyProblem } from '../../domain/passwords.ts';

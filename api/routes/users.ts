@@ -6,7 +6,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { passwordPolicyProblem } from '../../domain/passwords.ts';
 import { hashPassword } from '../auth/passwords.ts';
-import { principalOf, requireActor, type Principal } from '../auth/principal.ts';
+import { requireActor, type Principal } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses, idParam, pageQuery, UserSchema } from '../schemas.ts';
