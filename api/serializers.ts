@@ -1,6 +1,7 @@
 import type { z } from '@hono/zod-openapi';
 import type { Account, ApiKey, Customer, Plan, Subscription, User } from '../db/entities/index.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { CallerAccountRow } from './auth/principal.ts';
 import type { CustomerSchema, PlanSchema, SubscriptionSchema } from './schemas.ts';
 
 /** Entities and workflow snapshots as the API shows them: snake_case, ISO timestamps. */
@@ -96,6 +97,22 @@ export function serializeAccount(account: Account, { withSettings = true } = {})
     updated_at: account.updatedAt.toISOString(),
     ...(account.closedAt ? { closed_at: account.closedAt.toISOString() } : {}),
     ...(withSettings ? { settings: account.settings } : {}),
+  };
+}
+
+/** The same shape from the raw row the authentication query reads. */
+export function serializeAccountRow(row: CallerAccountRow) {
+  return {
+    id: row.id,
+    object: 'account' as const,
+    email: row.email,
+    name: row.name,
+    type: row.type,
+    status: row.status,
+    created_at: new Date(row.created_at).toISOString(),
+    updated_at: new Date(row.updated_at).toISOString(),
+    ...(row.closed_at ? { closed_at: new Date(row.closed_at).toISOString() } : {}),
+    settings: row.settings,
   };
 }
 

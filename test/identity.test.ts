@@ -279,6 +279,11 @@ describe('identity and access', () => {
       const tenant = await engine.signUp({ name: 'Patchable' });
       const read = await engine.call('GET', '/v1/account', undefined, tenant.headers);
       expect(read.body).toMatchObject({ id: tenant.accountId, name: 'Patchable', settings: { currency: 'USD', timezone: 'UTC', language: 'en' } });
+      // The owner's read comes from the credential query, the admin's from the ORM: the same document.
+      const admin = await engine.admin();
+      expect((await engine.call('GET', '/v1/account', undefined, { ...admin.headers, 'x-account-id': tenant.accountId })).body).toEqual(read.body);
+      const key = await engine.call('POST', '/v1/api_keys', {}, tenant.headers);
+      expect((await engine.call('GET', '/v1/account', undefined, { authorization: `Bearer ${key.body.secret}` })).body).toEqual(read.body);
       const patched = await engine.call('PATCH', '/v1/account', { settings: { timezone: 'America/New_York' } }, tenant.headers);
       expect(patched.status).toBe(200);
       expect(patched.body).toMatchObject({ name: 'Patchable', email: tenant.email, settings: { currency: 'USD', timezone: 'America/New_York', language: 'en' } });

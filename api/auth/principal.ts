@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AuthConfig } from '../../config.ts';
-import type { UserRole } from '../../db/entities/index.ts';
+import type { AccountSettings, AccountStatus, AccountType, UserRole } from '../../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
 import { secretKey, sha256, verifyAccessToken } from './tokens.ts';
 
@@ -10,18 +10,54 @@ export type Principal =
   | { kind: 'user'; userId: string; role: UserRole; accountId: string | null; sessionId: string; livemode: boolean }
   | { kind: 'api_key'; apiKeyId: string; accountId: string; livemode: boolean };
 
+/** The caller's account as the authentication query read it (null for an admin). */
+export interface CallerAccountRow {
+  id: string;
+  email: string;
+  name: string;
+  type: AccountType;
+  status: AccountStatus;
+  settings: AccountSettings;
+  /** Raw driver values: the driver may hand timestamps over as strings. */
+  created_at: Date | string;
+  updated_at: Date | string;
+  closed_at: Date | string | null;
+}
+
 declare module 'hono' {
   interface ContextVariableMap {
     principal: Principal | undefined;
+    /** Read with the principal, so a request about the caller's own account needs no second query. */
+    callerAccount: CallerAccountRow | undefined;
   }
 }
 
-interface SessionRow {
+/** Account columns selected beside the credential check. */
+const accountColumns = `a.id as a_id, a.email as a_email, a.name as a_name, a.type as a_type, a.status as a_status,
+  a.settings as a_settings, a.created_at as a_created_at, a.updated_at as a_updated_at, a.closed_at as a_closed_at`;
+
+type AccountColumns = { [K in keyof CallerAccountRow as `a_${K & string}`]: CallerAccountRow[K] | null };
+
+function callerAccount(row: AccountColumns): CallerAccountRow | undefined {
+  if (row.a_id === null) return undefined;
+  return {
+    id: row.a_id,
+    email: row.a_email!,
+    name: row.a_name!,
+    type: row.a_type!,
+    status: row.a_status!,
+    settings: typeof row.a_settings === 'string' ? JSON.parse(row.a_settings) : row.a_settings!,
+    created_at: row.a_created_at!,
+    updated_at: row.a_updated_at!,
+    closed_at: row.a_closed_at,
+  };
+}
+
+interface SessionRow extends AccountColumns {
   user_id: string;
   role: UserRole;
   user_status: string;
   account_id: string | null;
-  account_status: string | null;
 }
 
 /**
@@ -51,8 +87,8 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
     const connection = orm.em.getConnection();
 
     if (token.startsWith('sk_test_') || token.startsWith('sk_live_')) {
-      const [row] = await connection.execute<{ id: string; account_id: string; livemode: boolean }[]>(
-        `select k.id, k.account_id, k.livemode from api_keys k join accounts a on a.id = k.account_id
+      const [row] = await connection.execute<({ id: string; account_id: string; livemode: boolean } & AccountColumns)[]>(
+        `select k.id, k.account_id, k.livemode, ${accountColumns} from api_keys k join accounts a on a.id = k.account_id
           where k.secret_hash = ? and k.revoked_at is null and a.status <> 'closed'`,
         [sha256(token)],
       );
@@ -61,18 +97,19 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
         throw new ApiError('invalid_request', `A ${row.livemode ? 'live' : 'test'} key cannot ${row.livemode ? 'use' : 'leave'} sandbox mode.`);
       }
       c.set('principal', { kind: 'api_key', apiKeyId: row.id, accountId: row.account_id, livemode: row.livemode });
+      c.set('callerAccount', callerAccount(row));
       return next();
     }
 
     const claims = await verifyAccessToken(key, token);
     if (!claims) throw new ApiError('unauthorized', 'Invalid or expired access token.');
     const [row] = await connection.execute<SessionRow[]>(
-      `select u.id as user_id, u.role, u.status as user_status, u.account_id, a.status as account_status
+      `select u.id as user_id, u.role, u.status as user_status, u.account_id, ${accountColumns}
          from sessions s join users u on u.id = s.user_id left join accounts a on a.id = u.account_id
         where s.id = ? and s.user_id = ? and s.revoked_at is null and s.expires_at > now()`,
       [claims.sessionId, claims.userId],
     );
-    if (!row || row.user_status !== 'active' || row.account_status === 'closed') {
+    if (!row || row.user_status !== 'active' || row.a_status === 'closed') {
       throw new ApiError('unauthorized', 'This session is no longer valid.');
     }
     c.set('principal', {
@@ -83,6 +120,7 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
       sessionId: claims.sessionId,
       livemode: sandboxHeader !== 'true',
     });
+    c.set('callerAccount', callerAccount(row));
     return next();
   };
 }

@@ -7,7 +7,7 @@ import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { AccountSchema, currency, emailField, errorResponses, timestamp } from '../schemas.ts';
-import { serializeAccount } from '../serializers.ts';
+import { serializeAccount, serializeAccountRow } from '../serializers.ts';
 
 /** Settings as sent: each key optional, merged key by key into what the account has. */
 export const SettingsPatch = z
@@ -60,6 +60,9 @@ export function accountApp({ orm }: ApiDeps) {
   return newOpenApiApp()
     .openapi(getAccount, async (c) => {
       const { accountId } = await accountScope(c, orm);
+      // The caller's own account came with the credential check: no second query.
+      const own = c.get('callerAccount');
+      if (own?.id === accountId) return c.json(serializeAccountRow(own), 200);
       const account = await orm.em.fork().findOne(Account, { id: accountId });
       if (!account) throw new ApiError('not_found', 'No such account.');
       return c.json(serializeAccount(account), 200);
