@@ -25,7 +25,11 @@ const CreateAccountBody = z
   })
   .strict();
 
-const isoInstant = z.iso.datetime({ offset: true }).transform((value) => new Date(value));
+/** An ISO 8601 instant within years 1970 to 9999 (PostgreSQL refuses year 0 and far offsets past 9999). */
+const isoInstant = z.iso
+  .datetime({ offset: true })
+  .transform((value) => new Date(value))
+  .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, { message: 'must be between 1970 and 9999' });
 const ListQuery = z
   .object({
     ...pageQuery,

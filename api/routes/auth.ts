@@ -33,7 +33,12 @@ const login = createRoute({
     body: {
       content: {
         'application/json': {
-          schema: z.object({ email: z.string().min(1).max(254), password: z.string().min(1).max(256), device_fingerprint: z.string().max(256).optional() }),
+          schema: z.object({
+            // Lower-cased before the length check: some letters grow when lower-cased.
+            email: z.string().trim().toLowerCase().pipe(z.string().min(1).max(254)),
+            password: z.string().min(1).max(256),
+            device_fingerprint: z.string().max(255).optional(),
+          }),
         },
       },
       required: true,
@@ -119,7 +124,7 @@ export function authApp({ orm, config }: ApiDeps) {
   return newOpenApiApp()
     .openapi(login, async (c) => {
       const body = c.req.valid('json');
-      const email = body.email.trim().toLowerCase();
+      const email = body.email;
       const ip = clientIp(c, auth.trustProxy);
       const wait = await throttledFor(email, ip);
       if (wait > 0) {
@@ -141,7 +146,7 @@ export function authApp({ orm, config }: ApiDeps) {
         id: newId('session'),
         userId: user.id,
         accountId: user.accountId ?? null,
-        deviceFingerprint: body.device_fingerprint ?? c.req.header('x-device-fingerprint') ?? null,
+        deviceFingerprint: body.device_fingerprint ?? c.req.header('x-device-fingerprint')?.slice(0, 255) ?? null,
         ip,
         userAgent: c.req.header('user-agent')?.slice(0, 512) ?? null,
         expiresAt: new Date(Date.now() + auth.refreshTokenTtlSeconds * 1000),
