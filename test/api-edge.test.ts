@@ -32,6 +32,14 @@ describe('HTTP edge', () => {
     expectError(await engine.call('POST', '/v1/customers', 'email=a@example.com', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type');
   });
 
+  it('NUL characters and absurdly nested JSON are invalid_request, found by the fuzz test', async () => {
+    const before = await customers();
+    expectError(await engine.call('POST', '/v1/customers', { email: 'a@example.com', name: 'a\u0000b' }), 400, 'invalid_request');
+    expectError(await engine.call('GET', '/v1/customers/cus_%00'), 400, 'invalid_request');
+    expectError(await engine.call('POST', '/v1/customers', '['.repeat(20_000) + ']'.repeat(20_000)), 400, 'invalid_request');
+    expect(await customers()).toBe(before);
+  });
+
   it('an unknown route is not_found (404)', async () => {
     expectError(await engine.call('GET', '/v1/nothing-here'), 404, 'not_found');
     expectError(await engine.call('DELETE', '/v1/customers'), 404, 'not_found');

@@ -3,18 +3,34 @@ import { ApiError } from '../../domain/errors.ts';
 
 const methodsWithBody = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** True when a NUL character hides anywhere in a parsed JSON value. PostgreSQL text cannot hold one. */
-function containsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (Array.isArray(value)) return value.some(containsNul);
-  if (value !== null && typeof value === 'object') return Object.entries(value).some(([key, inner]) => key.includes('\u0000') || containsNul(inner));
-  return false;
+const maxDepth = 32;
+
+/**
+ * Why a parsed JSON value is refused, or null: a NUL character anywhere (PostgreSQL
+ * text cannot hold one) or nesting deeper than any endpoint takes. Iterative, so a
+ * hostile body of ten thousand brackets cannot overflow the stack.
+ */
+function bodyProblem(root: unknown): string | null {
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length) {
+    const [value, depth] = stack.pop()!;
+    if (depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels.`;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return 'Strings may not contain NUL characters.';
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, inner] of Object.entries(value)) {
+        if (key.includes('\u0000')) return 'Strings may not contain NUL characters.';
+        stack.push([inner, depth + 1]);
+      }
+    }
+  }
+  return null;
 }
 
 /**
  * Every request body must be JSON (an empty body is allowed: endpoints whose
  * parameters are all optional). Refuses other content types with 415, malformed
- * JSON with 400, and NUL characters in the URL or the body with 400, all before
+ * JSON with 400, and NUL characters or absurd nesting with 400, all before
  * any handler runs, so nothing changes.
  */
 export function jsonBodies(): MiddlewareHandler {
@@ -33,7 +49,8 @@ export function jsonBodies(): MiddlewareHandler {
     } catch (error) {
       throw new ApiError('invalid_request', `Malformed JSON body: ${(error as Error).message}`);
     }
-    if (containsNul(parsed)) throw new ApiError('invalid_request', 'Strings may not contain NUL characters.');
+    const problem = bodyProblem(parsed);
+    if (problem) throw new ApiError('invalid_request', problem);
     return next();
   };
 }
