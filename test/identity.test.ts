@@ -99,6 +99,19 @@ describe('identity and access', () => {
       expect(Math.abs(wrongPassword.ms - unknownEmail.ms)).toBeLessThan(Math.max(wrongPassword.ms, unknownEmail.ms) * 0.75 + 15);
     });
 
+    it('a suspended user with the right password is unauthorized, and their open sessions end', async () => {
+      const email = `suspended-${Date.now()}@example.com`;
+      const created = await engine.call('POST', '/v1/users', { email, password: testPassword });
+      const session = await engine.login(email, testPassword);
+      await engine.call('PATCH', `/v1/users/${created.body.id}`, { status: 'suspended' });
+      const login = await engine.call('POST', '/v1/auth/login', { email, password: testPassword }, { authorization: '' });
+      expect(login.status).toBe(401);
+      expect(login.body).toEqual(errorShape('unauthorized'));
+      expect((await engine.call('GET', '/v1/account', undefined, session.headers)).status).toBe(401);
+      await engine.call('PATCH', `/v1/users/${created.body.id}`, { status: 'active' });
+      expect((await engine.call('POST', '/v1/auth/login', { email, password: testPassword }, { authorization: '' })).status).toBe(200);
+    });
+
     it('missing fields are invalid_request', async () => {
       const response = await engine.call('POST', '/v1/auth/login', { email: 'a@example.com' }, { authorization: '' });
       expect(response.status).toBe(400);
