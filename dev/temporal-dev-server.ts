@@ -5,7 +5,7 @@ import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { customSearchAttributes } from '../workflows/search-attributes.ts';
 import { stopLeftoverFromPidFile, stopPid, waitForPort } from './processes.ts';
-import { MissingToolError, resolveTemporalCli, temporalCliHelp } from './tools.ts';
+import { MissingToolError, resolveTemporalCli, sdkDownloadAllowed, temporalCliHelp } from './tools.ts';
 
 export interface RunningTemporal {
   address: string;
@@ -97,6 +97,7 @@ export async function waitUntilServing(address: string, timeoutMs: number): Prom
 
 /** Last resort: the SDK downloads a CLI from the internet (works on a laptop, not offline). */
 async function startWithSdkDownload(options: DevServerOptions): Promise<RunningTemporal> {
+  if (!sdkDownloadAllowed()) throw new MissingToolError(temporalCliHelp);
   options.log('no Temporal CLI on this machine; trying the SDK download (needs the internet)');
   const { TestWorkflowEnvironment } = await import('@temporalio/testing').catch(() => {
     throw new MissingToolError(temporalCliHelp);

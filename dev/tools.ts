@@ -91,6 +91,11 @@ async function runWithProgress(what: string, command: string, args: string[], op
   }
 }
 
+/** False when TEMPORAL_SDK_DOWNLOAD=false: never try the SDK's internet download (offline machines, CI). */
+export function sdkDownloadAllowed(): boolean {
+  return process.env.TEMPORAL_SDK_DOWNLOAD !== 'false';
+}
+
 /** `{ path }` of a Temporal CLI binary, or `{ sdkDownload: true }` when only the SDK's download is left. */
 export type TemporalCli = { path: string } | { sdkDownload: true };
 
@@ -117,7 +122,7 @@ export async function resolveTemporalCli(options: { log?: Log; allowBuild?: bool
 }
 
 export const temporalCliHelp =
-  'No Temporal CLI could be found or built. Install Go (apt-get install golang, or https://go.dev/dl) so it can be built ' +
+  'No Temporal CLI could be found or built. Install Go 1.23 or newer (https://go.dev/dl; Debian 12\'s golang package is too old) so it can be built ' +
   `with \`go install github.com/temporalio/cli/cmd/temporal@${temporalCliVersion}\`, or put a \`temporal\` binary on PATH, ` +
   'or set TEMPORAL_CLI_PATH to one, or set TEMPORAL_ADDRESS to use a Temporal server you already run.';
 

@@ -10,7 +10,7 @@ import { inject } from 'vitest';
  */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
   const addresses = inject('testServerAddresses');
-  if (addresses.length === 0) return TestWorkflowEnvironment.createTimeSkipping();
+  if (addresses.length === 0) return TestWorkflowEnvironment.createTimeSkipping(); // the SDK's download
   const poolId = Number(process.env.VITEST_POOL_ID ?? 1);
   const address = addresses[(poolId - 1) % addresses.length];
   const attach = (TestWorkflowEnvironment as unknown as { create(options: object): Promise<TestWorkflowEnvironment> }).create;

@@ -15,7 +15,7 @@ import { migrate, openOrm } from '../../db/orm.ts';
 import { freePort } from '../../dev/processes.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../../dev/postgres.ts';
 import { startTestServer, type RunningTestServer } from '../../dev/test-server.ts';
-import { MissingToolError, resolveTestServer, testServerHelp } from '../../dev/tools.ts';
+import { MissingToolError, resolveTestServer, sdkDownloadAllowed, testServerHelp } from '../../dev/tools.ts';
 import { workflowsPath } from '../../worker.ts';
 
 declare module 'vitest' {
@@ -62,7 +62,7 @@ export default async function setup(project: TestProject) {
     );
     stops.push(() => Promise.all(testServers.map((s) => s.stop())));
     log(`${testServers.length} time-skipping test server(s) up; slowest start ${Math.max(...testServers.map((s) => s.startupMs))} ms`);
-  } else if (process.env.CI) {
+  } else if (process.env.CI || !sdkDownloadAllowed()) {
     throw new MissingToolError(testServerHelp);
   }
   log(`infrastructure ready in ${Date.now() - started} ms`);
