@@ -16,6 +16,7 @@ import { docsApp } from './routes/docs.ts';
 import { healthApp } from './routes/health.ts';
 import { plansApp } from './routes/plans.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
+import { transactionsApp } from './routes/transactions.ts';
 import { usersApp } from './routes/users.ts';
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
@@ -42,6 +43,7 @@ export function createApp(deps: ApiDeps) {
   app.route('/v1/customers', customersApp(deps));
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
+  app.route('/v1/transactions', transactionsApp(deps));
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',

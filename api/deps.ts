@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
+import type { PaymentProcessor } from '../activities/processor.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 
@@ -9,4 +10,6 @@ export interface ApiDeps {
   temporal: Client;
   config: Config;
   logger: Logger;
+  /** The payment processor for direct payments; the sandbox one when unset. */
+  processor?: PaymentProcessor;
 }

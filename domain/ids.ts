@@ -7,6 +7,7 @@ export const idPrefixes = {
   subscription: 'sub',
   invoice: 'inv',
   charge: 'ch',
+  transaction: 'txn',
   account: 'acct',
   user: 'usr',
   session: 'ses',

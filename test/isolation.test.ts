@@ -11,7 +11,7 @@ interface Side {
   tenant: Tenant;
   member: { id: string; headers: Record<string, string> };
   keys: { test: string; live: string; testId: string; liveId: string };
-  records: Record<'live' | 'test', { customer: string; plan: string; subscription: string }>;
+  records: Record<'live' | 'test', { customer: string; plan: string; subscription: string; transaction: string }>;
 }
 
 describe('tenant and mode isolation', () => {
@@ -34,7 +34,8 @@ describe('tenant and mode isolation', () => {
       const subscription = await engine.call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id }, headers);
       expect(subscription.status).toBe(201);
       expect(subscription.body.livemode).toBe(mode === 'live');
-      records[mode] = { customer: customer.body.id, plan: plan.body.id, subscription: subscription.body.id };
+      const transaction = await engine.call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 500, currency: 'USD', type: 'credit' }, headers);
+      records[mode] = { customer: customer.body.id, plan: plan.body.id, subscription: subscription.body.id, transaction: transaction.body.id };
     }
     return {
       tenant,
@@ -56,6 +57,7 @@ describe('tenant and mode isolation', () => {
     `/v1/customers/${s.records[mode].customer}`,
     `/v1/plans/${s.records[mode].plan}`,
     `/v1/subscriptions/${s.records[mode].subscription}`,
+    `/v1/transactions/${s.records[mode].transaction}`,
   ];
 
   it('each side reads its own records in their own mode', async () => {
@@ -88,6 +90,13 @@ describe('tenant and mode isolation', () => {
     expect((await engine.call('PATCH', `/v1/users/${a.member.id}`, { name: 'pwned' }, b.tenant.headers)).body.error).toBe('not_found');
     expect((await engine.call('DELETE', `/v1/users/${a.member.id}`, undefined, b.tenant.headers)).body.error).toBe('not_found');
     expect((await engine.call('GET', `/v1/users/${a.member.id}`, undefined, a.tenant.headers)).body.name).toBeNull();
+    // Nor move A's money, nor see it in a list.
+    const foreignRefund = await engine.call('POST', '/v1/transactions', { account_id: a.tenant.accountId, amount: 100, currency: 'USD', type: 'refund' }, b.tenant.headers);
+    expect(foreignRefund.body.error).toBe('not_found');
+    expect((await engine.call('PATCH', `/v1/transactions/${a.records.live.transaction}`, { reference: 'x' }, b.tenant.headers)).body.error).toBe('not_found');
+    expect((await engine.call('DELETE', `/v1/transactions/${a.records.live.transaction}`, undefined, b.tenant.headers)).body.error).toBe('not_found');
+    const listed = await engine.call('GET', '/v1/transactions?limit=100', undefined, b.tenant.headers);
+    expect(listed.body.data.map((t: { id: string }) => t.id)).not.toContain(a.records.live.transaction);
     const list = await engine.call('GET', '/v1/users?limit=100', undefined, b.tenant.headers);
     expect(list.body.data.map((u: { account_id: string }) => u.account_id)).toEqual(expect.arrayContaining([b.tenant.accountId]));
     expect(list.body.data.every((u: { account_id: string }) => u.account_id === b.tenant.accountId)).toBe(true);

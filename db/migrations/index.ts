@@ -1,4 +1,8 @@
 import { Migration20261122000000_initial } from './Migration20261122000000_initial.ts';
+import { Migration20261122125633_ledger } from './Migration20261122125633_ledger.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
-export const migrations = [{ name: 'Migration20261122000000_initial', class: Migration20261122000000_initial }];
+export const migrations = [
+  { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
+  { name: 'Migration20261122125633_ledger', class: Migration20261122125633_ledger },
+];

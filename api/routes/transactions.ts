@@ -1,0 +1,294 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { post } from '../../activities/ledger.ts';
+import { SandboxProcessor, type PaymentProcessor } from '../../activities/processor.ts';
+import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { newId } from '../../domain/ids.ts';
+import { scoreRisk } from '../../domain/risk.ts';
+import { accountScope } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { newOpenApiApp } from '../openapi-app.ts';
+import { amount, currency, errorResponses, idParam, timestamp } from '../schemas.ts';
+
+/** Metadata limits (Stripe's): 50 keys, keys up to 40 characters, values up to 500. */
+export const metadataLimits = { keys: 50, keyLength: 40, valueLength: 500 };
+const metadata = z
+  .record(z.string().min(1).max(metadataLimits.keyLength), z.string().max(metadataLimits.valueLength))
+  .refine((value) => Object.keys(value).length <= metadataLimits.keys, { message: `at most ${metadataLimits.keys} keys` });
+
+export const TransactionSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('transaction'),
+    account_id: z.string(),
+    amount: z.number().int(),
+    currency: z.string(),
+    type: z.enum(transactionTypes),
+    status: z.enum(transactionStatuses),
+    reference: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()),
+    risk_level: z.enum(['low', 'medium', 'high']),
+    failure_code: z.string().nullable(),
+    failure_message: z.string().nullable(),
+    livemode: z.boolean(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    canceled_at: timestamp.nullable(),
+  })
+  .openapi('Transaction');
+
+export function serializeTransaction(t: Transaction): z.infer<typeof TransactionSchema> {
+  return {
+    id: t.id,
+    object: 'transaction',
+    account_id: t.accountId,
+    amount: t.amount,
+    currency: t.currency,
+    type: t.type,
+    status: t.status,
+    reference: t.reference ?? null,
+    metadata: t.metadata,
+    risk_level: t.riskLevel,
+    failure_code: t.failureCode ?? null,
+    failure_message: t.failureMessage ?? null,
+    livemode: t.livemode,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+    canceled_at: t.canceledAt?.toISOString() ?? null,
+  };
+}
+
+const CreateBody = z
+  .object({
+    account_id: z.string().min(1).max(64),
+    amount,
+    currency,
+    type: z.enum(transactionTypes),
+    reference: z.string().max(500).optional(),
+    metadata: metadata.optional(),
+    payment_method: z.string().min(1).max(100).optional().openapi({ description: 'For payments: the sandbox test method to charge (see README)' }),
+  })
+  .strict();
+
+const isoInstant = z.iso
+  .datetime({ offset: true })
+  .transform((value) => new Date(value))
+  .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, { message: 'must be between 1970 and 9999' });
+const cursor = z.string().regex(/^txn_[0-9a-z]{26}$/, 'must be a transaction id');
+const ListQuery = z
+  .object({
+    status: z.enum(transactionStatuses).optional(),
+    type: z.enum(transactionTypes).optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    starting_after: cursor.optional(),
+    ending_before: cursor.optional(),
+    date_from: isoInstant.optional().openapi({ format: 'date-time' }),
+    date_to: isoInstant.optional().openapi({ format: 'date-time' }),
+  })
+  .strict()
+  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
+
+const PatchBody = z
+  .object({
+    reference: z.string().max(500).nullable().optional(),
+    metadata: z.record(z.string().min(1).max(metadataLimits.keyLength), z.string().max(metadataLimits.valueLength)).optional(),
+    amount: z.unknown().optional(),
+    currency: z.unknown().optional(),
+    type: z.unknown().optional(),
+  })
+  .strict();
+
+const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
+
+const createTransaction = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['Transactions'],
+  summary: 'Create a payment, credit or refund',
+  description:
+    'credit adds to the balance; refund takes from it (insufficient_funds when it does not cover the amount); payment charges `payment_method` ' +
+    'through the payment processor and adds to the balance when it succeeds. The currency must be the account\'s (settings.currency).',
+  request: { body: { ...json(CreateBody), required: true } },
+  responses: { 201: { description: 'Created', ...json(TransactionSchema) }, ...errorResponses(400, 401, 402, 404) },
+});
+const listTransactions = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['Transactions'],
+  summary: 'List transactions, newest first',
+  request: { query: ListQuery },
+  responses: {
+    200: { description: 'A page', ...json(z.object({ object: z.literal('list'), data: z.array(TransactionSchema), has_more: z.boolean() })) },
+    ...errorResponses(400, 401),
+  },
+});
+const getTransaction = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: ['Transactions'],
+  summary: 'Retrieve a transaction',
+  request: { params: idParam('txn') },
+  responses: { 200: { description: 'The transaction', ...json(TransactionSchema) }, ...errorResponses(401, 404) },
+});
+const patchTransaction = createRoute({
+  method: 'patch',
+  path: '/{id}',
+  tags: ['Transactions'],
+  summary: 'Update reference and metadata',
+  description:
+    'metadata merges key by key; a key set to "" is removed. Sending amount, currency or type is a conflict (409) and changes nothing: ' +
+    'correct with a refund or a new transaction.',
+  request: { params: idParam('txn'), body: { ...json(PatchBody), required: true } },
+  responses: { 200: { description: 'Updated', ...json(TransactionSchema) }, ...errorResponses(400, 401, 404, 409) },
+});
+const cancelTransaction = createRoute({
+  method: 'delete',
+  path: '/{id}',
+  tags: ['Transactions'],
+  summary: 'Cancel a pending transaction',
+  request: { params: idParam('txn') },
+  responses: {
+    200: { description: 'Canceled', ...json(z.object({ id: z.string(), status: z.literal('canceled'), canceled_at: timestamp, message: z.string() })) },
+    ...errorResponses(401, 404, 409),
+  },
+});
+
+export function transactionsApp(deps: ApiDeps) {
+  const { orm } = deps;
+  const processor: PaymentProcessor = deps.processor ?? new SandboxProcessor(() => orm.em.fork());
+
+  async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
+    const transaction = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
+    if (!transaction) throw new ApiError('not_found', 'No such transaction.');
+    return transaction;
+  }
+
+  return newOpenApiApp()
+    .openapi(createTransaction, async (c) => {
+      const body = c.req.valid('json');
+      const scope = await accountScope(c, orm);
+      // Another account's id answers exactly like an unknown one.
+      if (body.account_id !== scope.accountId) throw new ApiError('not_found', 'No such account.');
+      const em = orm.em.fork();
+      const account = await em.findOneOrFail(Account, { id: scope.accountId });
+      if (body.currency !== account.settings.currency) {
+        throw new ApiError('currency_mismatch', `The account's currency is ${account.settings.currency}, not ${body.currency}.`);
+      }
+      if (body.type === 'payment' && !body.payment_method) throw new ApiError('invalid_request', 'payment_method: required for a payment.');
+      if (body.type !== 'payment' && body.payment_method) throw new ApiError('invalid_request', 'payment_method: only payments take one.');
+
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      const recent = await em.count(Transaction, { accountId: scope.accountId, createdAt: { $gt: hourAgo } });
+      const risk = scoreRisk({ amount: body.amount, currency: body.currency, type: body.type, accountAgeMs: Date.now() - account.createdAt.getTime(), transactionsLastHour: recent });
+      const now = new Date();
+      const fields = {
+        id: newId('transaction'),
+        accountId: scope.accountId,
+        livemode: scope.livemode,
+        amount: body.amount,
+        currency: body.currency,
+        type: body.type,
+        reference: body.reference ?? null,
+        metadata: body.metadata ?? {},
+        riskLevel: risk.level,
+        riskScore: risk.score,
+        paymentMethod: body.payment_method ?? null,
+        failureCode: null,
+        failureMessage: null,
+        createdAt: now,
+        updatedAt: now,
+        canceledAt: null,
+      };
+
+      if (body.type !== 'payment') {
+        const transaction = await em.transactional(async (tx) => {
+          const row = tx.create(Transaction, { ...fields, status: 'succeeded' });
+          await tx.flush();
+          await post(tx, { ...scope, currency: body.currency, transactionId: row.id, availableDelta: body.type === 'credit' ? body.amount : -body.amount });
+          return row;
+        });
+        return c.json(serializeTransaction(transaction), 201);
+      }
+
+      // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled.
+      const pending = em.create(Transaction, { ...fields, status: 'pending' });
+      await em.flush();
+      const outcome = await processor.charge({
+        idempotencyKey: `${pending.id}:payment`,
+        amount: body.amount,
+        currency: body.currency,
+        paymentMethod: body.payment_method!,
+        description: body.reference ?? `Payment ${pending.id}`,
+      });
+      const settled = await em.transactional(async (tx) => {
+        const row = await tx.findOneOrFail(Transaction, { id: pending.id });
+        row.updatedAt = new Date();
+        if (outcome.status === 'succeeded') {
+          row.status = 'succeeded';
+          await post(tx, { ...scope, currency: body.currency, transactionId: row.id, availableDelta: body.amount });
+        } else {
+          row.status = 'failed';
+          row.failureCode = outcome.failureCode;
+          row.failureMessage = outcome.failureMessage;
+        }
+        await tx.flush();
+        return row;
+      });
+      return c.json(serializeTransaction(settled), 201);
+    })
+    .openapi(listTransactions, async (c) => {
+      const query = c.req.valid('query');
+      const scope = await accountScope(c, orm);
+      const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };
+      if (query.status) where.status = query.status;
+      if (query.type) where.type = query.type;
+      if (query.date_from || query.date_to) where.createdAt = { ...(query.date_from ? { $gte: query.date_from } : {}), ...(query.date_to ? { $lte: query.date_to } : {}) };
+      // Keyset pages on the time-sortable id: rows that arrive between calls never shift a page.
+      const backwards = Boolean(query.ending_before);
+      if (query.starting_after) where.id = { $lt: query.starting_after };
+      if (query.ending_before) where.id = { $gt: query.ending_before };
+      const rows = await orm.em.fork().find(Transaction, where as FilterQuery<Transaction>, { orderBy: { id: backwards ? 'asc' : 'desc' }, limit: query.limit + 1 });
+      const hasMore = rows.length > query.limit;
+      const page = rows.slice(0, query.limit);
+      if (backwards) page.reverse();
+      return c.json({ object: 'list' as const, data: page.map(serializeTransaction), has_more: hasMore }, 200);
+    })
+    .openapi(getTransaction, async (c) => {
+      const scope = await accountScope(c, orm);
+      return c.json(serializeTransaction(await findOwn(orm.em.fork(), c.req.valid('param').id, scope)), 200);
+    })
+    .openapi(patchTransaction, async (c) => {
+      const body = c.req.valid('json');
+      const scope = await accountScope(c, orm);
+      const em = orm.em.fork();
+      const transaction = await findOwn(em, c.req.valid('param').id, scope);
+      const restricted = (['amount', 'currency', 'type'] as const).filter((field) => field in body);
+      if (restricted.length) throw new ApiError('conflict', `${restricted.join(', ')} cannot be changed; use a refund or a new transaction.`);
+      if (body.reference !== undefined) transaction.reference = body.reference;
+      if (body.metadata) {
+        const merged = { ...transaction.metadata };
+        for (const [key, value] of Object.entries(body.metadata)) {
+          if (value === '') delete merged[key];
+          else merged[key] = value;
+        }
+        if (Object.keys(merged).length > metadataLimits.keys) throw new ApiError('invalid_request', `metadata: at most ${metadataLimits.keys} keys.`);
+        transaction.metadata = merged;
+      }
+      transaction.updatedAt = new Date();
+      await em.flush();
+      return c.json(serializeTransaction(transaction), 200);
+    })
+    .openapi(cancelTransaction, async (c) => {
+      const scope = await accountScope(c, orm);
+      const id = c.req.valid('param').id;
+      const em = orm.em.fork();
+      await findOwn(em, id, scope);
+      const canceledAt = new Date();
+      // Only a pending transaction moves; the condition makes a racing settlement win cleanly.
+      const changed = await em.nativeUpdate(Transaction, { id, status: 'pending' }, { status: 'canceled', canceledAt, updatedAt: canceledAt });
+      if (changed === 0) throw new ApiError('not_cancellable', 'Only a pending transaction can be canceled; refund it instead.');
+      return c.json({ id, status: 'canceled' as const, canceled_at: canceledAt.toISOString(), message: 'Transaction canceled.' }, 200);
+    });
+}

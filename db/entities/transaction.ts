@@ -1,0 +1,37 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+export const transactionTypes = ['payment', 'credit', 'refund'] as const;
+export const transactionStatuses = ['pending', 'succeeded', 'failed', 'canceled'] as const;
+export const riskLevels = ['low', 'medium', 'high'] as const;
+export type TransactionType = (typeof transactionTypes)[number];
+export type TransactionStatus = (typeof transactionStatuses)[number];
+export type RiskLevel = (typeof riskLevels)[number];
+
+/**
+ * A money movement on an account's balance. Amount, currency and type never
+ * change after creation; the money itself lives in the ledger entries it wrote.
+ */
+export const Transaction = defineEntity({
+  name: 'Transaction',
+  tableName: 'transactions',
+  properties: {
+    id: p.string().primary(),
+    accountId: p.string().index(),
+    livemode: p.boolean(),
+    amount: p.integer(),
+    currency: p.string().length(3),
+    type: p.string().$type<TransactionType>(),
+    status: p.string().$type<TransactionStatus>(),
+    reference: p.string().length(500).nullable(),
+    metadata: p.json<Record<string, string>>(),
+    riskLevel: p.string().$type<RiskLevel>(),
+    riskScore: p.integer(),
+    paymentMethod: p.string().nullable(),
+    failureCode: p.string().nullable(),
+    failureMessage: p.string().nullable(),
+    createdAt: p.datetime().index(),
+    updatedAt: p.datetime(),
+    canceledAt: p.datetime().nullable(),
+  },
+});
+export type Transaction = InferEntity<typeof Transaction>;
