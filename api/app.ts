@@ -5,6 +5,7 @@ import { authenticate } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';
 import { handleError, sendError } from './errors.ts';
 import { jsonBodies } from './middleware/body.ts';
+import { idempotencyKeys } from './middleware/idempotency.ts';
 import { requestLogging } from './middleware/logging.ts';
 import { newOpenApiApp } from './openapi-app.ts';
 import { accountApp } from './routes/account.ts';
@@ -33,6 +34,7 @@ export function createApp(deps: ApiDeps) {
   );
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
+  app.use('/v1/*', idempotencyKeys(deps.orm));
 
   app.route('/health', healthApp(deps));
   app.route('/v1/auth', authApp(deps));

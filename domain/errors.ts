@@ -23,6 +23,9 @@ export const errorStatus = {
   rate_limited: 429,
   // ours: a message a subscription cannot take in its current state
   invalid_state: 409,
+  // ours: Idempotency-Key misuse (another body with the same key; a retry while the first runs)
+  idempotency_key_reused: 422,
+  idempotency_in_progress: 409,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

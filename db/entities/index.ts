@@ -2,6 +2,7 @@ import { Account } from './account.ts';
 import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
 import { Customer } from './customer.ts';
+import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice } from './invoice.ts';
 import { AccountBalance, LedgerEntry } from './ledger.ts';
 import { Plan } from './plan.ts';
@@ -11,7 +12,7 @@ import { Subscription } from './subscription.ts';
 import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
 
-export { Account, AccountBalance, ApiKey, Charge, LedgerEntry, Transaction, Customer, Invoice, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, Session, Subscription, User };
+export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, Session, Subscription, User };
 export type { AccountSettings, AccountStatus, AccountType } from './account.ts';
 export { accountStatuses, accountTypes } from './account.ts';
 export type { UserRole, UserStatus } from './user.ts';
@@ -35,4 +36,5 @@ export const entities = [
   Transaction,
   LedgerEntry,
   AccountBalance,
+  IdempotencyKey,
 ];
