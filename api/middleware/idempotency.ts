@@ -10,7 +10,7 @@ export const idempotencyKeyTtlMs = 24 * 3_600_000;
 export const abandonedAfterMs = 5 * 60_000;
 
 /**
- * `Idempotency-Key` on any POST: the first request with a key runs; a retry with
+ * `Idempotency-Key` on any POST but login and refresh: the first request with a key runs; a retry with
  * the same key and the same body gets the first response again (with
  * `Idempotent-Replayed: true`) and runs nothing, so a lost response never moves
  * money twice. The same key with another body is refused
@@ -20,7 +20,8 @@ export const abandonedAfterMs = 5 * 60_000;
 export function idempotencyKeys(orm: MikroORM): MiddlewareHandler {
   return async (c, next) => {
     const key = c.req.header('idempotency-key');
-    if (c.req.method !== 'POST' || key === undefined) return next();
+    // Session endpoints hand out fresh secrets: a replay must never give them out again.
+    if (c.req.method !== 'POST' || key === undefined || c.req.path.startsWith('/v1/auth/')) return next();
     if (key.length === 0 || key.length > 255) throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 characters.');
     const principal = c.get('principal');
     const scope = !principal ? 'anonymous' : principal.kind === 'api_key' || principal.accountId ? `${principal.accountId}:${principal.livemode}` : principal.userId;
