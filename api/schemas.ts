@@ -132,3 +132,9 @@ export const emailField = z
   .toLowerCase()
   .pipe(z.email().max(254))
   .openapi({ example: 'ada@example.com' });
+
+/** An ISO 8601 instant within years 1970 to 9999 (PostgreSQL refuses year 0 and far offsets past 9999). */
+export const isoInstant = z.iso
+  .datetime({ offset: true })
+  .transform((value) => new Date(value))
+  .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, { message: 'must be between 1970 and 9999' });

@@ -20,9 +20,10 @@ import { isDeepStrictEqual } from 'node:util';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Client } from '@temporalio/client';
 import { Hono } from 'hono';
-import { createApp } from '../api/app.ts';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
+import type { CallerAccountRow } from '../api/auth/principal.ts';
 import { secretKey, verifyAccessToken } from '../api/auth/tokens.ts';
+import { serializeAccountRow } from '../api/serializers.ts';
 import { startApiServer } from '../api/server.ts';
 import { loadConfig } from '../config.ts';
 import { migrate, openOrm } from '../db/orm.ts';
@@ -50,33 +51,6 @@ const bareQuery = `
    where s.id = ? and s.user_id = ? and s.revoked_at is null and s.expires_at > now()
      and u.status = 'active' and a.status <> 'closed'`;
 
-interface AccountRow {
-  id: string;
-  email: string;
-  name: string;
-  type: string;
-  status: string;
-  settings: unknown;
-  created_at: Date | string;
-  updated_at: Date | string;
-  closed_at: Date | string | null;
-}
-
-/** The same JSON the engine answers (api/serializers.ts serializeAccount), key for key. */
-function accountJson(row: AccountRow) {
-  return {
-    id: row.id,
-    object: 'account' as const,
-    email: row.email,
-    name: row.name,
-    type: row.type,
-    status: row.status,
-    created_at: new Date(row.created_at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
-    ...(row.closed_at ? { closed_at: new Date(row.closed_at).toISOString() } : {}),
-    settings: row.settings,
-  };
-}
 
 interface LoadResult {
   requestsPerSecond: number;
@@ -214,9 +188,9 @@ async function main(): Promise<number> {
       const match = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
       const claims = match ? await verifyAccessToken(key, match[1]!) : null;
       if (!claims) return c.json({ error: 'unauthorized', message: 'Invalid or expired access token.' }, 401);
-      const [row] = await orm.em.getConnection().execute<AccountRow[]>(bareQuery, [claims.sessionId, claims.userId]);
+      const [row] = await orm.em.getConnection().execute<CallerAccountRow[]>(bareQuery, [claims.sessionId, claims.userId]);
       if (!row) return c.json({ error: 'unauthorized', message: 'This session is no longer valid.' }, 401);
-      return c.json(accountJson(row));
+      return c.json(serializeAccountRow(row));
     });
     const barePort = await freePort();
     const bareServer: ServerType = await new Promise((resolve) => {

@@ -8,7 +8,7 @@ import { hashPassword } from '../auth/passwords.ts';
 import { requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
-import { AccountSchema, emailField, errorResponses, pageQuery } from '../schemas.ts';
+import { AccountSchema, emailField, errorResponses, isoInstant, pageQuery } from '../schemas.ts';
 import { serializeAccount } from '../serializers.ts';
 import { SettingsPatch } from './account.ts';
 
@@ -26,10 +26,6 @@ const CreateAccountBody = z
   .strict();
 
 /** An ISO 8601 instant within years 1970 to 9999 (PostgreSQL refuses year 0 and far offsets past 9999). */
-const isoInstant = z.iso
-  .datetime({ offset: true })
-  .transform((value) => new Date(value))
-  .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, { message: 'must be between 1970 and 9999' });
 const ListQuery = z
   .object({
     ...pageQuery,

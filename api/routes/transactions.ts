@@ -10,7 +10,7 @@ import { scoreRisk } from '../../domain/risk.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
-import { amount, currency, errorResponses, idParam, timestamp } from '../schemas.ts';
+import { amount, currency, errorResponses, idParam, isoInstant, timestamp } from '../schemas.ts';
 
 /** Metadata limits (Stripe's): 50 keys, keys up to 40 characters, values up to 500. */
 export const metadataLimits = { keys: 50, keyLength: 40, valueLength: 500 };
@@ -72,10 +72,6 @@ const CreateBody = z
   })
   .strict();
 
-const isoInstant = z.iso
-  .datetime({ offset: true })
-  .transform((value) => new Date(value))
-  .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, { message: 'must be between 1970 and 9999' });
 const cursor = z.string().regex(/^txn_[0-9a-z]{26}$/, 'must be a transaction id');
 const ListQuery = z
   .object({
