@@ -35,13 +35,18 @@ export async function chargeCustomer(em: EntityManager, processor: PaymentProces
   if (!customer?.paymentMethod) {
     return { status: 'failed', chargeId: null, failureCode: 'no_payment_method', failureMessage: 'The customer has no payment method.' };
   }
-  const result = await processor.charge({
+  const answer = await processor.charge({
     idempotencyKey: input.idempotencyKey,
     amount: input.amount,
     currency: input.currency,
     paymentMethod: customer.paymentMethod,
     description: input.description,
   });
+  // Subscriptions need the money now: a method that only settles later cannot pay them (yet).
+  const result =
+    answer.status === 'pending'
+      ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later and cannot pay subscriptions.' }
+      : answer;
   await em
     .createQueryBuilder(Charge)
     .insert({

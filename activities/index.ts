@@ -3,6 +3,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { chargeCustomer, type ChargeInput, type ChargeOutcome } from './charges.ts';
 import { openInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
+import { settlePendingPayment } from './payments.ts';
 import { SandboxProcessor, type PaymentProcessor } from './processor.ts';
 import { projectSubscription } from './projections.ts';
 
@@ -33,6 +34,9 @@ export function createActivities(deps: ActivityDeps) {
     },
     async settleInvoice(invoiceId: string, charge: ChargeOutcome): Promise<void> {
       await settleInvoice(em(), invoiceId, charge);
+    },
+    async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
+      return settlePendingPayment(em(), processor, transactionId, processorChargeId);
     },
   };
 }

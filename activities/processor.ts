@@ -13,7 +13,13 @@ export interface ProcessorChargeRequest {
 
 export type ProcessorChargeResult =
   | { status: 'succeeded'; processorChargeId: string }
+  | { status: 'pending'; processorChargeId: string }
   | { status: 'failed'; processorChargeId: string; failureCode: string; failureMessage: string };
+
+/** How a pending charge ended, when asked after its settlement delay. */
+export type ProcessorSettlement =
+  | { status: 'succeeded' }
+  | { status: 'failed'; failureCode: string; failureMessage: string };
 
 /**
  * The seam to a payment processor. A live adapter (Stripe, Adyen...) implements
@@ -22,7 +28,12 @@ export type ProcessorChargeResult =
  */
 export interface PaymentProcessor {
   charge(request: ProcessorChargeRequest): Promise<ProcessorChargeResult>;
+  /** The final outcome of a charge that answered `pending` (bank debits, some wallets). */
+  settlement(processorChargeId: string): Promise<ProcessorSettlement>;
 }
+
+/** How long a sandbox pending charge takes to settle: the settlement workflow sleeps this long. */
+export const sandboxSettlementDelayMs = 24 * 3_600_000;
 
 /**
  * Sandbox test payment methods, in the spirit of Stripe's test cards. Any other
@@ -34,7 +45,14 @@ export const sandboxPaymentMethods = {
   pm_card_chargeDeclined: { outcome: 'failed', code: 'card_declined', message: 'Your card was declined.' },
   pm_card_insufficientFunds: { outcome: 'failed', code: 'insufficient_funds', message: 'Your card has insufficient funds.' },
   pm_card_expired: { outcome: 'failed', code: 'expired_card', message: 'Your card has expired.' },
-} as const satisfies Record<string, { outcome: 'succeeded' } | { outcome: 'failed'; code: string; message: string }>;
+  /** Pending for a day (like a bank debit), then succeeds. */
+  pm_bank_pendingSettles: { outcome: 'pending', settles: 'succeeded' },
+  /** Pending for a day, then fails as a bank debit does. */
+  pm_bank_pendingFails: { outcome: 'pending', settles: 'failed', code: 'debit_failed', message: 'The bank refused the debit.' },
+} as const satisfies Record<
+  string,
+  { outcome: 'succeeded' } | { outcome: 'failed'; code: string; message: string } | { outcome: 'pending'; settles: 'succeeded' | 'failed'; code?: string; message?: string }
+>;
 
 export type SandboxPaymentMethod = keyof typeof sandboxPaymentMethods;
 
@@ -66,6 +84,7 @@ export class SandboxProcessor implements PaymentProcessor {
         : method.outcome === 'failed'
           ? { code: method.code, message: method.message }
           : undefined;
+    const status = failure ? 'failed' : method!.outcome === 'pending' ? 'pending' : 'succeeded';
     // Insert-or-keep on the key: concurrent or repeated calls all see the first row.
     await em
       .createQueryBuilder(SandboxProcessorCharge)
@@ -75,7 +94,7 @@ export class SandboxProcessor implements PaymentProcessor {
         amount: request.amount,
         currency: request.currency,
         paymentMethod: request.paymentMethod,
-        status: failure ? 'failed' : 'succeeded',
+        status,
         failureCode: failure?.code ?? null,
         failureMessage: failure?.message ?? null,
         createdAt: new Date(),
@@ -88,8 +107,28 @@ export class SandboxProcessor implements PaymentProcessor {
       // Same key, different charge: a bug upstream. Refuse rather than guess which one is meant.
       throw new IdempotencyKeyReuseError(request.idempotencyKey);
     }
+    if (row.status === 'failed') {
+      return { status: 'failed', processorChargeId: row.id, failureCode: row.failureCode ?? 'card_declined', failureMessage: row.failureMessage ?? 'Declined.' };
+    }
+    return { status: row.status, processorChargeId: row.id };
+  }
+
+  /** A pending sandbox charge ends as its test method says; asking again answers the same. */
+  async settlement(processorChargeId: string): Promise<ProcessorSettlement> {
+    const em = this.em();
+    const row = await em.findOneOrFail(SandboxProcessorCharge, { id: processorChargeId });
+    if (row.status === 'pending') {
+      const method = sandboxPaymentMethods[row.paymentMethod as SandboxPaymentMethod];
+      const fails = method.outcome === 'pending' && method.settles === 'failed';
+      await em.nativeUpdate(
+        SandboxProcessorCharge,
+        { id: row.id, status: 'pending' },
+        fails ? { status: 'failed', failureCode: method.code, failureMessage: method.message } : { status: 'succeeded' },
+      );
+      return this.settlement(processorChargeId);
+    }
     return row.status === 'succeeded'
-      ? { status: 'succeeded', processorChargeId: row.id }
-      : { status: 'failed', processorChargeId: row.id, failureCode: row.failureCode ?? 'card_declined', failureMessage: row.failureMessage ?? 'Declined.' };
+      ? { status: 'succeeded' }
+      : { status: 'failed', failureCode: row.failureCode ?? 'debit_failed', failureMessage: row.failureMessage ?? 'The charge failed.' };
   }
 }

@@ -1,1 +1,2 @@
 export { subscriptionWorkflow } from './subscription.ts';
+export { paymentSettlementWorkflow } from './payment-settlement.ts';

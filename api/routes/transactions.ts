@@ -2,7 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { post } from '../../activities/ledger.ts';
-import { SandboxProcessor, type PaymentProcessor } from '../../activities/processor.ts';
+import { sandboxSettlementDelayMs, SandboxProcessor, type PaymentProcessor } from '../../activities/processor.ts';
+import { paymentSettlementWorkflow } from '../../workflows/payment-settlement.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
@@ -218,6 +219,16 @@ export function transactionsApp(deps: ApiDeps) {
         paymentMethod: body.payment_method!,
         description: body.reference ?? `Payment ${pending.id}`,
       });
+      if (outcome.status === 'pending') {
+        // Settles later: a workflow waits out the processor's delay on a durable timer.
+        await deps.temporal.workflow.start(paymentSettlementWorkflow, {
+          workflowId: pending.id,
+          taskQueue: deps.config.taskQueue,
+          args: [{ transactionId: pending.id, processorChargeId: outcome.processorChargeId, settleAfterMs: sandboxSettlementDelayMs }],
+          staticSummary: `Settlement of ${pending.id}`,
+        });
+        return c.json(serializeTransaction(pending), 201);
+      }
       const settled = await em.transactional(async (tx) => {
         const row = await tx.findOneOrFail(Transaction, { id: pending.id });
         row.updatedAt = new Date();

@@ -15,7 +15,7 @@ export const SandboxProcessorCharge = defineEntity({
     amount: p.integer(),
     currency: p.string().length(3),
     paymentMethod: p.string(),
-    status: p.string().$type<'succeeded' | 'failed'>(),
+    status: p.string().$type<'succeeded' | 'pending' | 'failed'>(),
     failureCode: p.string().nullable(),
     failureMessage: p.string().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),

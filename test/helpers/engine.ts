@@ -6,7 +6,7 @@ import type { PaymentProcessor } from '../../activities/processor.ts';
 import { createApp, type App } from '../../api/app.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config } from '../../config.ts';
-import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
+import { Charge, Invoice, Subscription, Transaction } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -141,8 +141,10 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
       // Workflows left running would wake up later with no worker to serve them,
       // and the test server stops skipping time while a task waits: the next
       // file on this server would hang. So every file ends its workflows.
-      const subscriptions = await db.orm.em.fork().find(Subscription, {}, { fields: ['id'] }).catch(() => []);
-      await Promise.all(subscriptions.map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
+      const em = db.orm.em.fork();
+      const subscriptions = await em.find(Subscription, {}, { fields: ['id'] }).catch(() => []);
+      const settling = await em.find(Transaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
+      await Promise.all([...subscriptions, ...settling].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
       await engine.stopWorker();
       await env.teardown();
       await db.close();

@@ -1,0 +1,28 @@
+/**
+ * paymentSettlementWorkflow: one per payment that the processor left pending,
+ * workflow id = transaction id. It sleeps through the processor's settlement
+ * delay on a durable timer (no poller), then records the outcome. A payment
+ * canceled meanwhile stays canceled: the activity only settles a pending one.
+ */
+import { proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+
+export interface PaymentSettlementInput {
+  transactionId: string;
+  processorChargeId: string;
+  settleAfterMs: number;
+}
+
+const activities = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+export async function paymentSettlementWorkflow(input: PaymentSettlementInput): Promise<string> {
+  const settlesAt = new Date(Date.now() + input.settleAfterMs).toISOString();
+  setCurrentDetails(`Waiting for the processor to settle ${input.transactionId} (at ${settlesAt}).`);
+  await sleep(input.settleAfterMs, { summary: 'Processor settlement delay' });
+  const status = await activities.settlePendingPayment(input.transactionId, input.processorChargeId);
+  setCurrentDetails(`Settled: ${status}.`);
+  return status;
+}
