@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { eventually } from './helpers/temporal.ts';
+
+/**
+ * Histories of real runs, kept under test/histories/ and replayed against the
+ * current workflow code: a change that would break running subscriptions (a
+ * command added, removed or reordered without `patched()`) fails here.
+ *
+ * Re-record after an intended, patched change: RECORD_HISTORIES=1 npx vitest run test/replay.test.ts
+ */
+const historiesDir = path.join(import.meta.dirname, 'histories');
+
+/** Runs dev/histories.ts, the same command a deploy check would run. The last argument may be extra environment. */
+function histories(...args: (string | Record<string, string>)[]) {
+  const env = typeof args.at(-1) === 'object' ? (args.pop() as Record<string, string>) : {};
+  return spawnSync(process.execPath, ['dev/histories.ts', ...(args as string[])], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
+}
+const day = 86_400_000;
+
+describe('workflow histories', () => {
+  if (process.env.RECORD_HISTORIES === '1') {
+    let engine: TestEngine;
+    beforeAll(async () => {
+      engine = await startTestEngine();
+    });
+    afterAll(() => engine?.close());
+
+    it('records a subscription: trial run, then a renewal run', async () => {
+      const { customerId, planId } = await seedCustomerAndPlan(engine);
+      const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, trial_period_days: 30 });
+      const id: string = created.body.id;
+      const firstRun = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(31 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 0 && s.status === 'active');
+      const secondRun = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(31 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      fs.mkdirSync(historiesDir, { recursive: true });
+      for (const [name, runId] of [['subscription-trial-to-first-charge', firstRun], ['subscription-renewal', secondRun]] as const) {
+        const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
+        expect(recorded.status, recorded.stderr).toBe(0);
+      }
+      expect(secondRun).not.toBe(firstRun);
+    });
+  }
+
+  const files = () => fs.readdirSync(historiesDir).filter((f) => f.endsWith('.json')).sort().map((f) => path.join(historiesDir, f));
+
+  it('replay against the current workflow code', () => {
+    expect(files().map((f) => path.basename(f))).toEqual(['subscription-renewal.json', 'subscription-trial-to-first-charge.json']);
+    const replay = histories('replay', ...files());
+    expect(replay.stdout).not.toContain('FAILED');
+    expect(replay.status, replay.stdout + replay.stderr).toBe(0);
+  });
+
+  it('fail against workflow code changed incompatibly without a patch', () => {
+    const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
+    expect(replay.status).toBe(1);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(2);
+  });
+});
