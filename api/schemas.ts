@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { intervalUnits } from '../domain/billing-calendar.ts';
 import { isCurrencyCode } from '../domain/money.ts';
+import { passwordPolicyProblem } from '../domain/passwords.ts';
 import { subscriptionStatuses } from '../domain/subscription.ts';
 
 /** zod schemas shared by validation and the OpenAPI document. */
@@ -138,3 +139,9 @@ export const isoInstant = z.iso
   .datetime({ offset: true })
   .transform((value) => new Date(value))
   .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, { message: 'must be between 1970 and 9999' });
+
+/** A new password: SPEC.md's policy, with what is missing in the message. */
+export const passwordField = z.string().max(256).superRefine((value, ctx) => {
+  const problem = passwordPolicyProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});

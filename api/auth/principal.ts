@@ -53,7 +53,7 @@ function callerAccount(row: AccountColumns): CallerAccountRow | undefined {
   };
 }
 
-interface SessionRow extends AccountColumns {
+export interface SessionRow extends AccountColumns {
   user_id: string;
   role: UserRole;
   user_status: string;
@@ -66,6 +66,21 @@ interface SessionRow extends AccountColumns {
  * revoked session, deleted or suspended user, closed account) is `unauthorized`
  * at once: one SQL query per request checks all of it.
  */
+/**
+ * The one definition of a session that still works: not revoked, not expired,
+ * its user active and its account (if any) not closed. Also reads the account,
+ * so requests about the caller's own account need no second query.
+ */
+export async function findLiveSession(orm: MikroORM, sessionId: string): Promise<SessionRow | undefined> {
+  const [row] = await orm.em.getConnection().execute<SessionRow[]>(
+    `select u.id as user_id, u.role, u.status as user_status, u.account_id, ${accountColumns}
+       from sessions s join users u on u.id = s.user_id left join accounts a on a.id = u.account_id
+      where s.id = ? and s.revoked_at is null and s.expires_at > now()`,
+    [sessionId],
+  );
+  return row && row.user_status === 'active' && row.a_status !== 'closed' ? row : undefined;
+}
+
 /** Endpoints whose Authorization header is not an access credential: login needs none, refresh carries a refresh token. */
 const credentialFreePaths = new Set(['/v1/auth/login', '/v1/auth/refresh']);
 
@@ -103,15 +118,8 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
 
     const claims = await verifyAccessToken(key, token);
     if (!claims) throw new ApiError('unauthorized', 'Invalid or expired access token.');
-    const [row] = await connection.execute<SessionRow[]>(
-      `select u.id as user_id, u.role, u.status as user_status, u.account_id, ${accountColumns}
-         from sessions s join users u on u.id = s.user_id left join accounts a on a.id = u.account_id
-        where s.id = ? and s.user_id = ? and s.revoked_at is null and s.expires_at > now()`,
-      [claims.sessionId, claims.userId],
-    );
-    if (!row || row.user_status !== 'active' || row.a_status === 'closed') {
-      throw new ApiError('unauthorized', 'This session is no longer valid.');
-    }
+    const row = await findLiveSession(orm, claims.sessionId);
+    if (!row || row.user_id !== claims.userId) throw new ApiError('unauthorized', 'This session is no longer valid.');
     c.set('principal', {
       kind: 'user',
       userId: row.user_id,

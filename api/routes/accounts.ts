@@ -3,12 +3,11 @@ import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm
 import { Account, accountTypes, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { passwordPolicyProblem } from '../../domain/passwords.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
-import { AccountSchema, emailField, errorResponses, isoInstant, pageQuery } from '../schemas.ts';
+import { AccountSchema, emailField, errorResponses, isoInstant, pageQuery, passwordField } from '../schemas.ts';
 import { serializeAccount } from '../serializers.ts';
 import { SettingsPatch } from './account.ts';
 
@@ -17,10 +16,7 @@ const CreateAccountBody = z
     email: emailField,
     name: z.string().trim().min(1).max(200),
     type: z.enum(accountTypes),
-    password: z.string().max(256).superRefine((value, ctx) => {
-      const problem = passwordPolicyProblem(value);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    }),
+    password: passwordField,
     settings: SettingsPatch.optional(),
   })
   .strict();

@@ -5,9 +5,11 @@ import { newId } from '../../domain/ids.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import { newApiKeySecret, sha256 } from '../auth/tokens.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { ApiKeySchema, errorResponses, idParam } from '../schemas.ts';
 import { serializeApiKey } from '../serializers.ts';
+
+const CreateKeyBody = z.object({ name: z.string().trim().min(1).max(100).optional(), mode: z.enum(['test', 'live']).optional() }).strict();
 
 const createKey = createRoute({
   method: 'post',
@@ -19,7 +21,7 @@ const createKey = createRoute({
     'by default it follows the request (x-sandbox-mode: true gives a test key).',
   request: {
     body: {
-      content: { 'application/json': { schema: z.object({ name: z.string().trim().min(1).max(100).optional(), mode: z.enum(['test', 'live']).optional() }).strict() } },
+      content: { 'application/json': { schema: CreateKeyBody } },
       required: false,
     },
   },
@@ -52,18 +54,15 @@ export function apiKeysApp({ orm }: ApiDeps) {
     .openapi(createKey, async (c) => {
       const principal = requireActor(c, ['admin', 'owner'], 'forbidden');
       const { accountId, livemode: requestLivemode } = await accountScope(c, orm);
-      const text = await c.req.text();
-      const body = text.trim() ? (JSON.parse(text) as { name?: string; mode?: 'test' | 'live' }) : {};
-      const parsed = createKey.request.body.content['application/json'].schema.safeParse(body);
-      if (!parsed.success) throw new ApiError('invalid_request', parsed.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
-      const livemode = parsed.data.mode ? parsed.data.mode === 'live' : requestLivemode;
+      const body = await optionalJsonBody(c, CreateKeyBody);
+      const livemode = body.mode ? body.mode === 'live' : requestLivemode;
       const secret = newApiKeySecret(livemode);
       const em = orm.em.fork();
       const key = em.create(ApiKey, {
         id: newId('apiKey'),
         accountId,
         livemode,
-        name: parsed.data.name ?? null,
+        name: body.name ?? null,
         secretHash: sha256(secret),
         last4: secret.slice(-4),
         createdByUserId: principal.kind === 'user' ? principal.userId : null,

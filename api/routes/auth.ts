@@ -5,10 +5,10 @@ import { LoginAttempt, RefreshToken, Session, User } from '../../db/entities/ind
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { verifyPassword } from '../auth/passwords.ts';
-import { principalOf } from '../auth/principal.ts';
+import { findLiveSession, principalOf } from '../auth/principal.ts';
 import { newRefreshToken, secretKey, sha256, signAccessToken } from '../auth/tokens.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
 const TokenResponse = z
@@ -59,13 +59,15 @@ const refresh = createRoute({
   responses: { 200: { description: 'New tokens', content: { 'application/json': { schema: TokenResponse } } }, ...errorResponses(400, 401) },
 });
 
+const EndSessionBody = z.object({ session_id: z.string().max(64).optional() }).strict();
+
 const endSession = createRoute({
   method: 'delete',
   path: '/session',
   tags: ['Authentication'],
   summary: 'Invalidate a session',
   description: 'Without a body, the current session; with `session_id`, that session of the same user (an admin may end any).',
-  request: { body: { content: { 'application/json': { schema: z.object({ session_id: z.string().max(64).optional() }) } }, required: false } },
+  request: { body: { content: { 'application/json': { schema: EndSessionBody } }, required: false } },
   responses: {
     200: { description: 'Ended', content: { 'application/json': { schema: z.object({ message: z.string(), session_id: z.string() }) } } },
     ...errorResponses(401, 404),
@@ -171,22 +173,14 @@ export function authApp({ orm, config }: ApiDeps) {
         await em.nativeUpdate(Session, { id: stored.sessionId, revokedAt: null }, { revokedAt: new Date(), revokedReason: 'refresh_token_reuse' });
         throw new ApiError('invalid_grant', 'This refresh token was already used; the session has been revoked.');
       }
-      const [row] = await em.getConnection().execute<{ user_id: string; user_status: string; account_status: string | null }[]>(
-        `select u.id as user_id, u.status as user_status, a.status as account_status
-           from sessions s join users u on u.id = s.user_id left join accounts a on a.id = u.account_id
-          where s.id = ? and s.revoked_at is null and s.expires_at > now()`,
-        [stored.sessionId],
-      );
-      if (!row || row.user_status !== 'active' || row.account_status === 'closed') throw new ApiError('invalid_grant', 'The session has ended.');
+      const row = await findLiveSession(orm, stored.sessionId);
+      if (!row) throw new ApiError('invalid_grant', 'The session has ended.');
       return c.json(await issueTokens(stored.sessionId, row.user_id), 200);
     })
     .openapi(endSession, async (c) => {
       const principal = principalOf(c);
       if (principal.kind !== 'user') throw new ApiError('invalid_request', 'API keys have no session; delete the key instead.');
-      const text = await c.req.text();
-      const requested = text.trim() ? (JSON.parse(text) as { session_id?: unknown }).session_id : undefined;
-      if (requested !== undefined && typeof requested !== 'string') throw new ApiError('invalid_request', 'session_id must be a string.');
-      const sessionId = requested ?? principal.sessionId;
+      const sessionId = (await optionalJsonBody(c, EndSessionBody)).session_id ?? principal.sessionId;
       const em = orm.em.fork();
       const session = await em.findOne(Session, { id: sessionId });
       const visible = session && (session.userId === principal.userId || principal.role === 'admin');

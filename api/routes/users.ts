@@ -4,18 +4,12 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Account, Session, User, userStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { passwordPolicyProblem } from '../../domain/passwords.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { requireActor, type Principal } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
-import { emailField, errorResponses, idParam, pageQuery, UserSchema } from '../schemas.ts';
+import { emailField, errorResponses, idParam, pageQuery, passwordField as password, UserSchema } from '../schemas.ts';
 import { serializeUser } from '../serializers.ts';
-
-const password = z.string().max(256).superRefine((value, ctx) => {
-  const problem = passwordPolicyProblem(value);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
 
 const CreateUserBody = z
   .object({
