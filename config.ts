@@ -20,6 +20,10 @@ export interface Config {
   logLevel: string;
   /** Largest request body the API reads, in bytes. */
   bodyLimitBytes: number;
+  /** Unset: emails are written as .eml files to DATA_DIR/mail (development). */
+  smtpUrl: string | undefined;
+  /** The From header of every email. */
+  mailFrom: string;
   auth: AuthConfig;
 }
 
@@ -82,6 +86,8 @@ export function loadConfig(env = process.env): Config {
     taskQueue: env.TEMPORAL_TASK_QUEUE ?? 'billing',
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'warn' : 'info'),
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 100 * 1024, env),
+    smtpUrl: env.SMTP_URL || undefined,
+    mailFrom: env.MAIL_FROM ?? 'Billing <billing@localhost>',
     auth: {
       secret: env.AUTH_SECRET ?? developmentAuthDefaults.secret,
       accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 15 * 60, env),

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
+import { createMailer, type Mailer } from './activities/mailer.ts';
 import type { PaymentProcessor } from './activities/processor.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { migrate, openOrm } from './db/orm.ts';
@@ -21,6 +22,7 @@ export interface BillingWorkerDeps {
   taskQueue: string;
   orm: MikroORM;
   processor?: PaymentProcessor;
+  mailer: Mailer;
   /** A prebuilt workflow bundle (tests build it once per run); else the worker bundles `workflows/`. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   identity?: string;
@@ -34,7 +36,7 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ orm: deps.orm, processor: deps.processor }),
+    activities: createActivities({ orm: deps.orm, processor: deps.processor, mailer: deps.mailer }),
     ...(deps.identity ? { identity: deps.identity } : {}),
     ...deps.overrides,
   });
@@ -62,11 +64,13 @@ async function main(): Promise<void> {
   const orm = await openOrm(config.databaseUrl);
   await migrate(orm, config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm });
+  const mailer = createMailer(config);
+  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
   logger.info({ taskQueue: config.taskQueue, temporal: config.temporalAddress }, 'worker running');
   await worker.run();
   await connection.close();
+  mailer.close();
   await orm.close();
   logger.info('worker stopped');
 }

@@ -2,6 +2,8 @@ import { Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { chargeCustomer, type ChargeInput, type ChargeOutcome } from './charges.ts';
+import { sendEmailOnce, type EmailInput } from './email.ts';
+import type { Mailer } from './mailer.ts';
 import { openInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
 import { settlePendingPayment } from './payments.ts';
 import { SandboxProcessor, type PaymentProcessor } from './processor.ts';
@@ -11,6 +13,8 @@ export interface ActivityDeps {
   orm: MikroORM;
   /** Defaults to the sandbox processor on the same database. */
   processor?: PaymentProcessor;
+  /** Where customer emails go (SMTP, or .eml files in development). */
+  mailer: Mailer;
 }
 
 /**
@@ -34,6 +38,9 @@ export function createActivities(deps: ActivityDeps) {
     },
     async settleInvoice(invoiceId: string, charge: ChargeOutcome): Promise<void> {
       await settleInvoice(em(), invoiceId, charge);
+    },
+    async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
+      return sendEmailOnce(em(), deps.mailer, input);
     },
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
       return settlePendingPayment(em(), processor, transactionId, processorChargeId);

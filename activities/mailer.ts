@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import nodemailer, { type Transporter } from 'nodemailer';
 
 export interface OutgoingMail {
@@ -17,6 +19,29 @@ export interface Mailer {
 /** nodemailer over SMTP_URL (smtp://user:pass@host:port, or smtps://...). */
 export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
   const transport: Transporter = nodemailer.createTransport(smtpUrl);
+  return fromTransport(transport, from);
+}
+
+/**
+ * Development without SMTP_URL: nodemailer builds the real message and it is
+ * written to `dir` as an .eml file (open it in any mail client, or read it as
+ * text). Nothing leaves the machine.
+ */
+export function createFileMailer(dir: string, from: string): Mailer {
+  fs.mkdirSync(dir, { recursive: true });
+  const transport: Transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    async send(mail) {
+      const info = await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: mail.messageId });
+      const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^a-zA-Z0-9._-]/g, '')}.eml`;
+      fs.writeFileSync(path.join(dir, name), info.message as Buffer);
+      return { messageId: info.messageId };
+    },
+    close: () => transport.close(),
+  };
+}
+
+function fromTransport(transport: Transporter, from: string): Mailer {
   return {
     async send(mail) {
       const info = await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: mail.messageId });
@@ -24,4 +49,9 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
     },
     close: () => transport.close(),
   };
+}
+
+/** SMTP when SMTP_URL is set, else .eml files under DATA_DIR/mail. */
+export function createMailer(config: { smtpUrl: string | undefined; mailFrom: string; dataDir: string }): Mailer {
+  return config.smtpUrl ? createSmtpMailer(config.smtpUrl, config.mailFrom) : createFileMailer(path.join(config.dataDir, 'mail'), config.mailFrom);
 }

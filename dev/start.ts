@@ -14,6 +14,7 @@ import { startApiServer, type RunningApi } from '../api/server.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
+import { createMailer } from '../activities/mailer.ts';
 import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
 import { startTemporalDevServer } from './temporal-dev-server.ts';
@@ -89,7 +90,9 @@ async function main(): Promise<void> {
 
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   stops.push({ name: 'worker connection', stop: () => nativeConnection.close() });
-  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm });
+  const mailer = createMailer(config);
+  stops.push({ name: 'mailer', stop: async () => mailer.close() });
+  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer });
   const workerRun = worker.run();
   stops.push({ name: 'worker', stop: async () => { worker.shutdown(); await workerRun; } });
   workerRun.catch((error) => {

@@ -4,16 +4,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities/index.ts';
 import type { ChargeOutcome } from '../activities/charges.ts';
 import { Charge, Customer, SandboxProcessorCharge } from '../db/entities/index.ts';
+import { createSmtpMailer, type Mailer } from '../activities/mailer.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { startSmtpCapture, type SmtpCapture } from './helpers/smtp.ts';
 
 describe('charge activity', () => {
   let db: TestDatabase;
+  let smtp: SmtpCapture;
+  let mailer: Mailer;
   let activities: ReturnType<typeof createActivities>;
   const activityEnv = new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    activities = createActivities({ orm: db.orm });
+    smtp = await startSmtpCapture();
+    mailer = createSmtpMailer(smtp.url, 'Billing <billing@test.example>');
+    activities = createActivities({ orm: db.orm, mailer });
     const em = db.orm.em.fork();
     const tenant = { accountId: 'acct_test', livemode: false };
     em.create(Customer, { id: 'cus_visa', email: 'a@example.com', paymentMethod: 'pm_card_visa', ...tenant });
@@ -21,7 +27,11 @@ describe('charge activity', () => {
     em.create(Customer, { id: 'cus_none', email: 'c@example.com', paymentMethod: null, ...tenant });
     await em.flush();
   });
-  afterAll(() => db?.close());
+  afterAll(async () => {
+    mailer?.close();
+    await smtp?.close();
+    await db?.close();
+  });
 
   const charge = (key: string, customerId = 'cus_visa', amount = 1500) =>
     activityEnv.run(activities.charge, { idempotencyKey: key, accountId: 'acct_test', customerId, amount, currency: 'USD', description: 'test', livemode: false }) as Promise<ChargeOutcome>;
@@ -61,10 +71,27 @@ describe('charge activity', () => {
   });
 
   it('refuses to reuse a key for a different amount', async () => {
-    const processorOnly = createActivities({ orm: db.orm });
+    const processorOnly = createActivities({ orm: db.orm, mailer });
     await db.orm.em.fork().nativeDelete(Charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1' });
     await expect(
       activityEnv.run(processorOnly.charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1', accountId: 'acct_test', customerId: 'cus_visa', amount: 9999, currency: 'USD', description: 't', livemode: false }),
     ).rejects.toThrow(/already used for a different charge/);
+  });
+
+  it('sends an email once per dedupe key, over real SMTP, however often the activity runs', async () => {
+    const email = { dedupeKey: 'test:receipt:1', to: 'ada@example.com', subject: 'Your receipt', text: 'Thanks.' };
+    const send = () => activityEnv.run(activities.sendEmail, email) as Promise<{ sent: boolean; messageId: string }>;
+    // Three attempts at once: one sends, the others are told to retry later.
+    const runs = await Promise.allSettled([send(), send(), send()]);
+    const sent = runs.filter((r) => r.status === 'fulfilled' && r.value.sent);
+    expect(sent).toHaveLength(1);
+    for (const r of runs) if (r.status === 'rejected') expect(String(r.reason)).toMatch(/being sent by another attempt/);
+    await smtp.waitFor(1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(smtp.messages).toHaveLength(1);
+    expect(smtp.messages[0]!.parsed.subject).toBe('Your receipt');
+    expect(smtp.messages[0]!.envelopeTo).toEqual(['ada@example.com']);
+    // The retry after the send finds it sent.
+    expect(await send()).toEqual({ sent: false, messageId: smtp.messages[0]!.parsed.messageId });
   });
 });

@@ -6,13 +6,14 @@ import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice } from './invoice.ts';
 import { AccountBalance, LedgerEntry } from './ledger.ts';
 import { Plan } from './plan.ts';
+import { SentEmail } from './sent-email.ts';
 import { SandboxProcessorCharge } from './sandbox-processor-charge.ts';
 import { LoginAttempt, RefreshToken, Session } from './session.ts';
 import { Subscription } from './subscription.ts';
 import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
 
-export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, Session, Subscription, User };
+export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export type { AccountSettings, AccountStatus, AccountType } from './account.ts';
 export { accountStatuses, accountTypes } from './account.ts';
 export type { UserRole, UserStatus } from './user.ts';
@@ -37,4 +38,5 @@ export const entities = [
   LedgerEntry,
   AccountBalance,
   IdempotencyKey,
+  SentEmail,
 ];

@@ -1,10 +1,12 @@
 import { Migration20261122000000_initial } from './Migration20261122000000_initial.ts';
 import { Migration20261122125633_ledger } from './Migration20261122125633_ledger.ts';
 import { Migration20261122130024_idempotency } from './Migration20261122130024_idempotency.ts';
+import { Migration20261122133500_sent_emails } from './Migration20261122133500_sent_emails.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
   { name: 'Migration20261122000000_initial', class: Migration20261122000000_initial },
   { name: 'Migration20261122125633_ledger', class: Migration20261122125633_ledger },
   { name: 'Migration20261122130024_idempotency', class: Migration20261122130024_idempotency },
+  { name: 'Migration20261122133500_sent_emails', class: Migration20261122133500_sent_emails },
 ];

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
+import { createSmtpMailer } from '../../activities/mailer.ts';
 import type { PaymentProcessor } from '../../activities/processor.ts';
 import { createApp, type App } from '../../api/app.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
@@ -10,6 +11,7 @@ import { Charge, Invoice, Subscription, Transaction } from '../../db/entities/in
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
+import { startSmtpCapture, type SmtpCapture } from './smtp.ts';
 import { createTimeSkippingEnv } from './temporal.ts';
 
 let runtimeInstalled = false;
@@ -34,6 +36,8 @@ export interface TestEngine {
   app: App;
   config: Config;
   taskQueue: string;
+  /** A real SMTP server in this process: every email the worker sends arrives here, parsed. */
+  mail: SmtpCapture;
   /** The account every call acts in unless it sends its own Authorization header. */
   tenant: Tenant;
   /** Signs up an account and logs its owner in. */
@@ -64,7 +68,9 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
   const db = await createTestDatabase();
   const env = await createTimeSkippingEnv();
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
-  const config: Config = { ...loadConfig({ NODE_ENV: 'test' }), taskQueue };
+  const mail = await startSmtpCapture();
+  const config: Config = { ...loadConfig({ NODE_ENV: 'test' }), taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>' };
+  const mailer = createSmtpMailer(mail.url, config.mailFrom);
   await ensureAdmin(db.orm, config.auth);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const app = createApp({ orm: db.orm, temporal: env.client, config, logger });
@@ -77,6 +83,7 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
     app,
     config,
     taskQueue,
+    mail,
     tenant: undefined as unknown as Tenant,
     async signUp(options = {}) {
       const n = ++tenantCounter;
@@ -123,6 +130,7 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
         taskQueue,
         orm: db.orm,
         processor: workerOptions.processor ?? options.processor,
+        mailer,
         workflowBundle: { codePath: inject('workflowBundlePath') },
       });
       workerRun = worker.run();
@@ -147,6 +155,8 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
       await Promise.all([...subscriptions, ...settling].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
       await engine.stopWorker();
       await env.teardown();
+      mailer.close();
+      await mail.close();
       await db.close();
     },
   };

@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { SentEmail } from '../db/entities/index.ts';
+import type { Mailer } from './mailer.ts';
+
+export interface EmailInput {
+  /** What this message is about, unique per message: the same key is never sent twice. */
+  dedupeKey: string;
+  accountId?: string | null;
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+}
+
+/** Longer than the email activity's start-to-close timeout: a claim this old belongs to a dead attempt. */
+const staleClaimMs = 60_000;
+
+export class EmailBeingSentError extends Error {
+  constructor(key: string) {
+    super(`Email ${key} is being sent by another attempt.`);
+    this.name = 'EmailBeingSentError';
+  }
+}
+
+/**
+ * Sends one email once per dedupe key. An attempt first claims the key (insert,
+ * or take over a claim older than `staleClaimMs`), sends, then marks it `sent`;
+ * a retried activity, a replay or a second worker finds it sent or claimed and
+ * sends nothing. The one window left (the process dies after the SMTP server
+ * accepted the message but before the row says so) resends with the same
+ * Message-ID, which receiving systems use to drop duplicates.
+ */
+export async function sendEmailOnce(em: EntityManager, mailer: Mailer, input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
+  const messageId = `<${createHash('sha256').update(input.dedupeKey).digest('hex').slice(0, 32)}@billing-engine>`;
+  const now = new Date();
+  const inserted = await em
+    .createQueryBuilder(SentEmail)
+    .insert({
+      dedupeKey: input.dedupeKey,
+      accountId: input.accountId ?? null,
+      to: input.to,
+      subject: input.subject.slice(0, 300),
+      status: 'sending',
+      messageId,
+      createdAt: now,
+      claimedAt: now,
+      sentAt: null,
+    })
+    .onConflict('dedupeKey')
+    .ignore()
+    .execute('run');
+  const row = await em.findOneOrFail(SentEmail, { dedupeKey: input.dedupeKey });
+  if (row.status === 'sent') return { sent: false, messageId: row.messageId };
+  if (inserted.affectedRows === 0) {
+    const takenOver = await em.nativeUpdate(SentEmail, { id: row.id, status: 'sending', claimedAt: { $lt: new Date(now.getTime() - staleClaimMs) } }, { claimedAt: now });
+    // Retryable: the activity comes back after the other attempt finished or went stale.
+    if (takenOver === 0) throw new EmailBeingSentError(input.dedupeKey);
+  }
+  await mailer.send({ to: input.to, subject: input.subject, text: input.text, html: input.html, messageId });
+  await em.nativeUpdate(SentEmail, { id: row.id }, { status: 'sent', sentAt: new Date() });
+  return { sent: true, messageId };
+}

@@ -1,0 +1,27 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+/**
+ * One email the engine decided to send, keyed by what it is about (for example
+ * `sub_..:dunning:cycle:3:attempt:2`). The unique key is what makes sending
+ * durable and single: an activity retry or a replay finds the row already
+ * `sent` and sends nothing.
+ */
+export const SentEmail = defineEntity({
+  name: 'SentEmail',
+  tableName: 'sent_emails',
+  properties: {
+    id: p.bigint().primary().autoincrement(),
+    dedupeKey: p.string().length(200).unique(),
+    accountId: p.string().nullable().index(),
+    to: p.string().length(320),
+    subject: p.string().length(300),
+    /** `sending` until the SMTP server accepted it. */
+    status: p.string().$type<'sending' | 'sent'>(),
+    messageId: p.string().length(300),
+    createdAt: p.datetime(),
+    /** When the attempt that is sending it started; a stale claim (crashed sender) may be taken over. */
+    claimedAt: p.datetime(),
+    sentAt: p.datetime().nullable(),
+  },
+});
+export type SentEmail = InferEntity<typeof SentEmail>;
