@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Charge, Customer } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
+import { recordInvoiceAttempt } from './invoices.ts';
 import type { PaymentProcessor } from './processor.ts';
 
 export interface ChargeInput {
@@ -28,6 +29,7 @@ export type ChargeOutcome =
  * A declined card is an outcome, not an error: the workflow decides what follows.
  */
 export async function chargeCustomer(em: EntityManager, processor: PaymentProcessor, input: ChargeInput): Promise<ChargeOutcome> {
+  await recordInvoiceAttempt(em, input.idempotencyKey);
   const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) return toOutcome(existing);
 

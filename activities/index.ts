@@ -4,7 +4,15 @@ import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { chargeCustomer, type ChargeInput, type ChargeOutcome } from './charges.ts';
 import { sendEmailOnce, type EmailInput } from './email.ts';
 import type { Mailer } from './mailer.ts';
-import { openInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
+import {
+  invoiceState,
+  openInvoice,
+  settleInvoice,
+  transitionInvoice,
+  type InvoiceState,
+  type OpenInvoiceInput,
+  type OpenedInvoice,
+} from './invoices.ts';
 import { settlePendingPayment } from './payments.ts';
 import { SandboxProcessor, type PaymentProcessor } from './processor.ts';
 import { projectSubscription } from './projections.ts';
@@ -36,8 +44,23 @@ export function createActivities(deps: ActivityDeps) {
       Context.current().log.info('charging', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
       return chargeCustomer(em(), processor, input);
     },
-    async settleInvoice(invoiceId: string, charge: ChargeOutcome): Promise<void> {
-      await settleInvoice(em(), invoiceId, charge);
+    /** `paidAt`: the workflow's time of payment (optional; see settleInvoice). */
+    async settleInvoice(invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
+      await settleInvoice(em(), invoiceId, charge, paidAt);
+    },
+    /** For dunning: whether the invoice is still open (it may have been voided, marked uncollectible or paid meanwhile). */
+    async getInvoice(invoiceId: string): Promise<InvoiceState> {
+      return invoiceState(em(), invoiceId);
+    },
+    /** Voids an open or uncollectible invoice (e.g. when its subscription is canceled). Returns the resulting state either way. */
+    async voidInvoice(invoiceId: string, at: string): Promise<InvoiceState> {
+      await transitionInvoice(em(), invoiceId, 'void', new Date(at));
+      return invoiceState(em(), invoiceId);
+    },
+    /** Marks an open invoice uncollectible (e.g. when dunning gives up). Returns the resulting state either way. */
+    async markInvoiceUncollectible(invoiceId: string, at: string): Promise<InvoiceState> {
+      await transitionInvoice(em(), invoiceId, 'uncollectible', new Date(at));
+      return invoiceState(em(), invoiceId);
     },
     async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
       return sendEmailOnce(em(), deps.mailer, input);

@@ -1,6 +1,8 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Invoice, type InvoiceLine } from '../db/entities/index.ts';
+import { Account, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
+import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
 import type { ChargeOutcome } from './charges.ts';
 
 export interface OpenInvoiceInput {
@@ -10,6 +12,7 @@ export interface OpenInvoiceInput {
   accountId: string;
   customerId: string;
   currency: string;
+  /** `amount` is per unit (negative for a credit); `proration: true` marks a plan change's lines. */
   lines: InvoiceLine[];
   periodStart: string;
   periodEnd: string;
@@ -21,45 +24,156 @@ export interface OpenInvoiceInput {
 export interface OpenedInvoice {
   invoiceId: string;
   number: string;
+  /** What to charge: the total, or 0 when the lines add up to a credit. */
   amountDue: number;
 }
 
-/** Records an open invoice for a billing cycle, or returns the one already recorded for it. */
-export async function openInvoice(em: EntityManager, input: OpenInvoiceInput): Promise<OpenedInvoice> {
-  const existing = await em.findOne(Invoice, { billingKey: input.billingKey });
-  if (existing) return { invoiceId: existing.id, number: existing.number, amountDue: existing.amountDue };
-
-  const amountDue = input.lines.reduce((sum, line) => sum + line.amount * line.quantity, 0);
-  const [{ nextval }] = await em.execute<{ nextval: string }[]>(`select nextval('invoice_number_seq') as nextval`);
-  const invoice = em.create(Invoice, {
-    id: newId('invoice'),
-    number: `INV-${String(nextval).padStart(6, '0')}`,
-    billingKey: input.billingKey,
-    subscriptionId: input.subscriptionId,
-    accountId: input.accountId,
-    customerId: input.customerId,
-    status: 'open',
-    currency: input.currency,
-    amountDue,
-    amountPaid: 0,
-    lines: input.lines,
-    periodStart: new Date(input.periodStart),
-    periodEnd: new Date(input.periodEnd),
-    chargeId: null,
-    livemode: input.livemode,
-    createdAt: new Date(input.issuedAt),
-  });
-  await em.flush();
-  return { invoiceId: invoice.id, number: invoice.number, amountDue };
+/** An invoice as the workflow needs to know it before it charges again (dunning) or gives up. */
+export interface InvoiceState {
+  invoiceId: string;
+  number: string;
+  status: InvoiceStatus;
+  amountDue: number;
+  amountPaid: number;
+  attemptCount: number;
 }
 
-/** Marks an invoice paid by a successful charge. Repeating it changes nothing. */
-export async function settleInvoice(em: EntityManager, invoiceId: string, charge: ChargeOutcome): Promise<void> {
+const opened = (invoice: Invoice): OpenedInvoice => ({ invoiceId: invoice.id, number: invoice.number, amountDue: invoice.amountDue });
+
+/**
+ * Records an open invoice for a billing cycle, or returns the one already recorded for it.
+ *
+ * Its number is the next of the account's sequence in this mode: the counter row is
+ * incremented (`insert ... on conflict do update ... returning`, which locks the row)
+ * in the same database transaction that inserts the invoice. Concurrent invoices of
+ * one account queue on that lock and get consecutive numbers; an insert that fails
+ * (two calls racing with one billing key) rolls the increment back, so a retry never
+ * uses up a number and the sequence has no gaps.
+ */
+export async function openInvoice(em: EntityManager, input: OpenInvoiceInput): Promise<OpenedInvoice> {
+  const existing = await em.findOne(Invoice, { billingKey: input.billingKey });
+  if (existing) return opened(existing);
+
+  const [account, customer] = await Promise.all([
+    em.findOneOrFail(Account, { id: input.accountId }),
+    em.findOne(Customer, { id: input.customerId, accountId: input.accountId }),
+  ]);
+  const lines = input.lines.map((line) => ({ ...line, proration: line.proration ?? false }));
+  const subtotal = lines.reduce((sum, line) => sum + line.amount * line.quantity, 0);
+  const total = subtotal;
+  try {
+    return await em.transactional(async (tx) => {
+      const [counter] = await tx.execute<{ prefix: string; last_number: number }[]>(
+        `insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)
+         on conflict (account_id, livemode) do update set last_number = invoice_number_counters.last_number + 1
+         returning prefix, last_number`,
+        [input.accountId, input.livemode, invoicePrefix(account.name, account.id)],
+      );
+      const invoice = tx.create(Invoice, {
+        id: newId('invoice'),
+        number: formatInvoiceNumber(counter!.prefix, Number(counter!.last_number)),
+        billingKey: input.billingKey,
+        subscriptionId: input.subscriptionId,
+        accountId: input.accountId,
+        customerId: input.customerId,
+        customerEmail: customer?.email ?? null,
+        customerName: customer?.name ?? null,
+        status: 'open',
+        currency: input.currency,
+        subtotal,
+        total,
+        amountDue: Math.max(0, total),
+        amountPaid: 0,
+        attemptCount: 0,
+        lines,
+        periodStart: new Date(input.periodStart),
+        periodEnd: new Date(input.periodEnd),
+        chargeId: null,
+        livemode: input.livemode,
+        createdAt: new Date(input.issuedAt),
+        paidAt: null,
+        voidedAt: null,
+        markedUncollectibleAt: null,
+      });
+      await tx.flush();
+      return opened(invoice);
+    });
+  } catch (error) {
+    // Another call with this billing key won the race; its invoice (and number) is the one.
+    if (error instanceof UniqueConstraintViolationException) {
+      const winner = await em.fork().findOne(Invoice, { billingKey: input.billingKey });
+      if (winner) return opened(winner);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Marks an invoice paid by a successful charge. Repeating it changes nothing.
+ * An uncollectible invoice that gets paid after all becomes paid; a void one stays void.
+ * `paidAt` is the workflow's time of payment; without it, the later of the issue
+ * time and now.
+ */
+export async function settleInvoice(em: EntityManager, invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
   if (charge.status !== 'succeeded') return;
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
-  if (invoice.status !== 'open') return;
-  invoice.status = 'paid';
-  invoice.amountPaid = invoice.amountDue;
-  invoice.chargeId = charge.chargeId;
-  await em.flush();
+  const at = paidAt ? new Date(paidAt) : new Date(Math.max(Date.now(), invoice.createdAt.getTime()));
+  await em.getConnection().execute(
+    `update invoices set status = 'paid', amount_paid = amount_due, charge_id = ?, paid_at = ?
+      where id = ? and status in ('open', 'uncollectible')`,
+    [charge.chargeId, at, invoiceId],
+  );
+}
+
+/** Which statuses each manual transition starts from (Stripe's rules). */
+export const invoiceTransitions = {
+  void: ['open', 'uncollectible'],
+  uncollectible: ['open'],
+} as const satisfies Record<string, readonly InvoiceStatus[]>;
+export type InvoiceTransition = keyof typeof invoiceTransitions;
+
+export type TransitionResult = { outcome: 'changed'; invoice: Invoice } | { outcome: 'refused'; invoice: Invoice } | { outcome: 'not_found' };
+
+/**
+ * Voids an invoice or marks it uncollectible, with the status check in the UPDATE's
+ * WHERE: a payment settling at the same moment either lands first (and the
+ * transition is refused) or finds the invoice no longer payable.
+ * `scope` limits it to one account and mode (the API); the workflow passes none.
+ */
+export async function transitionInvoice(
+  em: EntityManager,
+  invoiceId: string,
+  to: InvoiceTransition,
+  at: Date,
+  scope?: { accountId: string; livemode: boolean },
+): Promise<TransitionResult> {
+  const where = { id: invoiceId, ...(scope ?? {}) };
+  const changes = to === 'void' ? { status: 'void' as const, voidedAt: at } : { status: 'uncollectible' as const, markedUncollectibleAt: at };
+  const changed = await em.nativeUpdate(Invoice, { ...where, status: { $in: [...invoiceTransitions[to]] } }, changes);
+  const invoice = await em.findOne(Invoice, where, { refresh: true });
+  if (!invoice) return { outcome: 'not_found' };
+  return { outcome: changed > 0 ? 'changed' : 'refused', invoice };
+}
+
+/** The invoice's current state, for a workflow deciding whether to charge again. */
+export async function invoiceState(em: EntityManager, invoiceId: string): Promise<InvoiceState> {
+  const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
+  return {
+    invoiceId: invoice.id,
+    number: invoice.number,
+    status: invoice.status,
+    amountDue: invoice.amountDue,
+    amountPaid: invoice.amountPaid,
+    attemptCount: invoice.attemptCount,
+  };
+}
+
+/**
+ * Counts a payment attempt on the invoice whose billing key starts the charge's
+ * idempotency key (`<billingKey>:attempt:<n>`). Idempotent: the count only rises to n.
+ */
+export async function recordInvoiceAttempt(em: EntityManager, idempotencyKey: string): Promise<void> {
+  const match = /^(.+):attempt:(\d+)$/.exec(idempotencyKey);
+  if (!match) return;
+  await em.getConnection().execute(`update invoices set attempt_count = greatest(attempt_count, ?) where billing_key = ?`, [Number(match[2]), match[1]]);
 }

@@ -15,6 +15,7 @@ import { authApp } from './routes/auth.ts';
 import { customersApp } from './routes/customers.ts';
 import { docsApp } from './routes/docs.ts';
 import { healthApp } from './routes/health.ts';
+import { invoicesApps } from './routes/invoices.ts';
 import { plansApp } from './routes/plans.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
@@ -35,6 +36,8 @@ export function createApp(deps: ApiDeps) {
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
   app.use('/v1/*', idempotencyKeys(deps.orm));
+  // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
+  app.use('/invoices', authenticate(deps.orm, deps.config.auth));
 
   app.route('/health', healthApp(deps));
   app.route('/v1/auth', authApp(deps));
@@ -46,6 +49,9 @@ export function createApp(deps: ApiDeps) {
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
   app.route('/v1/transactions', transactionsApp(deps));
+  const invoices = invoicesApps(deps);
+  app.route('/v1/invoices', invoices.v1);
+  app.route('/invoices', invoices.root);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',

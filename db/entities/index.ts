@@ -3,7 +3,7 @@ import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
 import { Customer } from './customer.ts';
 import { IdempotencyKey } from './idempotency-key.ts';
-import { Invoice } from './invoice.ts';
+import { Invoice, InvoiceNumberCounter } from './invoice.ts';
 import { AccountBalance, LedgerEntry } from './ledger.ts';
 import { Plan } from './plan.ts';
 import { SentEmail } from './sent-email.ts';
@@ -13,12 +13,13 @@ import { Subscription } from './subscription.ts';
 import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
 
-export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
+export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export type { AccountSettings, AccountStatus, AccountType } from './account.ts';
 export { accountStatuses, accountTypes } from './account.ts';
 export type { UserRole, UserStatus } from './user.ts';
 export { userRoles, userStatuses } from './user.ts';
-export type { InvoiceLine } from './invoice.ts';
+export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
+export { invoiceStatuses } from './invoice.ts';
 export type { RiskLevel, TransactionStatus, TransactionType } from './transaction.ts';
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
 export const entities = [
@@ -32,6 +33,7 @@ export const entities = [
   Plan,
   Subscription,
   Invoice,
+  InvoiceNumberCounter,
   Charge,
   SandboxProcessorCharge,
   Transaction,

@@ -1,31 +1,50 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 
+export const invoiceStatuses = ['open', 'paid', 'void', 'uncollectible'] as const;
+export type InvoiceStatus = (typeof invoiceStatuses)[number];
+
+/** One line as the workflow records it. `amount` is the unit amount in minor units (negative for a credit). */
 export interface InvoiceLine {
   description: string;
   amount: number;
   quantity: number;
   period_start: string;
   period_end: string;
+  /** A line that prorates a plan change (the unused part of the old plan, the rest of the period on the new one). Absent means false. */
+  proration?: boolean;
 }
 
 /**
  * One invoice per charge attempt series of a billing cycle. `billingKey` is the
  * deterministic key of the cycle (subscription + cycle), so recording the same
  * invoice twice (activity retry, worker crash) finds the first one.
+ * `number` is the account's own sequence (`ACME-0001`), unique per account and mode.
  */
 export const Invoice = defineEntity({
   name: 'Invoice',
   tableName: 'invoices',
+  uniques: [{ properties: ['accountId', 'livemode', 'number'] }],
+  indexes: [{ properties: ['accountId', 'livemode', 'id'] }],
   properties: {
     id: p.string().primary(),
-    number: p.string().unique(),
+    number: p.string(),
     billingKey: p.string().unique(),
     subscriptionId: p.string().index(),
-    customerId: p.string(),
-    status: p.string().$type<'open' | 'paid' | 'void' | 'uncollectible'>(),
+    customerId: p.string().index(),
+    /** The customer's email and name when the invoice was issued: an issued invoice does not change with the customer. */
+    customerEmail: p.string().nullable(),
+    customerName: p.string().nullable(),
+    status: p.string().$type<InvoiceStatus>(),
     currency: p.string().length(3),
+    /** Sum of the lines. */
+    subtotal: p.integer(),
+    /** Subtotal after discounts and tax (none yet, so equal to it). */
+    total: p.integer(),
+    /** What the customer is asked to pay: the total, or 0 when the total is a credit. */
     amountDue: p.integer(),
     amountPaid: p.integer(),
+    /** Payment attempts started for this invoice (charges keyed `<billingKey>:attempt:<n>`). */
+    attemptCount: p.integer().default(0),
     lines: p.json<InvoiceLine[]>(),
     periodStart: p.datetime(),
     periodEnd: p.datetime(),
@@ -33,6 +52,27 @@ export const Invoice = defineEntity({
     accountId: p.string().index(),
     livemode: p.boolean(),
     createdAt: p.datetime(),
+    paidAt: p.datetime().nullable(),
+    voidedAt: p.datetime().nullable(),
+    markedUncollectibleAt: p.datetime().nullable(),
   },
 });
 export type Invoice = InferEntity<typeof Invoice>;
+
+/**
+ * The last invoice number given out per account and mode, and the prefix its
+ * numbers carry. Incremented with `insert ... on conflict do update ... returning`
+ * in the database transaction that inserts the invoice: the row lock makes
+ * concurrent invoices queue, and a rolled-back insert gives its number back.
+ */
+export const InvoiceNumberCounter = defineEntity({
+  name: 'InvoiceNumberCounter',
+  tableName: 'invoice_number_counters',
+  properties: {
+    accountId: p.string().primary(),
+    livemode: p.boolean().primary(),
+    prefix: p.string(),
+    lastNumber: p.integer(),
+  },
+});
+export type InvoiceNumberCounter = InferEntity<typeof InvoiceNumberCounter>;

@@ -1,0 +1,317 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createRoute, z } from '@hono/zod-openapi';
+import type { FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Context } from 'hono';
+import { transitionInvoice, type InvoiceTransition } from '../../activities/invoices.ts';
+import { Account, Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
+import { accountScope } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { errorResponses, idParam, timestamp } from '../schemas.ts';
+
+const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
+
+export const InvoiceLineSchema = z
+  .object({
+    object: z.literal('line_item'),
+    description: z.string(),
+    quantity: z.number().int(),
+    unit_amount: z.number().int().openapi({ description: 'Per unit, in minor units; negative for a credit' }),
+    amount: z.number().int().openapi({ description: 'unit_amount × quantity' }),
+    period_start: timestamp,
+    period_end: timestamp,
+    proration: z.boolean().openapi({ description: 'A line of a plan change, prorated by the unused fraction of the period' }),
+  })
+  .openapi('InvoiceLine');
+
+export const InvoiceSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('invoice'),
+    number: z.string().openapi({ example: 'ACME-0001', description: "The account's own sequence in this mode, without gaps" }),
+    account_id: z.string(),
+    customer_id: z.string(),
+    customer_email: z.string().nullable().openapi({ description: "The customer's email when the invoice was issued" }),
+    customer_name: z.string().nullable(),
+    subscription_id: z.string().nullable(),
+    status: z.enum(invoiceStatuses),
+    currency: z.string(),
+    lines: z.array(InvoiceLineSchema),
+    subtotal: z.number().int(),
+    total: z.number().int(),
+    amount_due: z.number().int().openapi({ description: 'What the customer is asked to pay (the total, or 0 for a credit)' }),
+    amount_paid: z.number().int(),
+    amount_remaining: z.number().int().openapi({ description: 'amount_due − amount_paid (0 once void)' }),
+    attempt_count: z.number().int().openapi({ description: 'Payment attempts made' }),
+    period_start: timestamp,
+    period_end: timestamp,
+    created_at: timestamp,
+    paid_at: timestamp.nullable(),
+    voided_at: timestamp.nullable(),
+    marked_uncollectible_at: timestamp.nullable(),
+    pdf: z.string().openapi({
+      description:
+        "SPEC.md's `invoice.pdf`: a link to the invoice as a PDF. Signed, so it opens without an API key (from an email, say); " +
+        'GET /v1/invoices/{id}/pdf serves the same file with normal authentication.',
+      example: 'http://localhost:3000/invoices/inv_01jd3x5k8q0m2v7c9r4t6y1w3e/pdf?token=…',
+    }),
+    livemode: z.boolean(),
+  })
+  .openapi('Invoice');
+type InvoiceBody = z.infer<typeof InvoiceSchema>;
+
+/** HMAC-SHA256 of the invoice id under a key of its own, derived from AUTH_SECRET. Never expires; rotating AUTH_SECRET revokes every link. */
+export function invoicePdfToken(secret: string, invoiceId: string): string {
+  const key = createHmac('sha256', secret).update('invoice-pdf-links').digest();
+  return createHmac('sha256', key).update(invoiceId).digest('base64url');
+}
+
+function tokenMatches(secret: string, invoiceId: string, token: string): boolean {
+  const expected = Buffer.from(invoicePdfToken(secret, invoiceId));
+  const given = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+export function invoicePdfUrl(config: { publicUrl: string; auth: { secret: string } }, invoiceId: string): string {
+  return `${config.publicUrl}/invoices/${invoiceId}/pdf?token=${invoicePdfToken(config.auth.secret, invoiceId)}`;
+}
+
+const remaining = (invoice: Invoice) => (invoice.status === 'void' ? 0 : invoice.amountDue - invoice.amountPaid);
+
+export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
+  return {
+    id: invoice.id,
+    object: 'invoice',
+    number: invoice.number,
+    account_id: invoice.accountId,
+    customer_id: invoice.customerId,
+    customer_email: invoice.customerEmail ?? null,
+    customer_name: invoice.customerName ?? null,
+    subscription_id: invoice.subscriptionId ?? null,
+    status: invoice.status,
+    currency: invoice.currency,
+    lines: invoice.lines.map((line) => ({
+      object: 'line_item' as const,
+      description: line.description,
+      quantity: line.quantity,
+      unit_amount: line.amount,
+      amount: line.amount * line.quantity,
+      period_start: new Date(line.period_start).toISOString(),
+      period_end: new Date(line.period_end).toISOString(),
+      proration: line.proration ?? false,
+    })),
+    subtotal: invoice.subtotal,
+    total: invoice.total,
+    amount_due: invoice.amountDue,
+    amount_paid: invoice.amountPaid,
+    amount_remaining: remaining(invoice),
+    attempt_count: invoice.attemptCount,
+    period_start: invoice.periodStart.toISOString(),
+    period_end: invoice.periodEnd.toISOString(),
+    created_at: invoice.createdAt.toISOString(),
+    paid_at: invoice.paidAt?.toISOString() ?? null,
+    voided_at: invoice.voidedAt?.toISOString() ?? null,
+    marked_uncollectible_at: invoice.markedUncollectibleAt?.toISOString() ?? null,
+    pdf,
+    livemode: invoice.livemode,
+  };
+}
+
+/** The PDF of an invoice: its account as seller, the customer as billed (falling back to the customer now for invoices issued before names were kept). */
+async function invoicePdf(em: EntityManager, invoice: Invoice): Promise<Buffer> {
+  const [account, customer] = await Promise.all([
+    em.findOneOrFail(Account, { id: invoice.accountId }),
+    invoice.customerEmail ? null : em.findOne(Customer, { id: invoice.customerId }),
+  ]);
+  return renderInvoicePdf({
+    id: invoice.id,
+    number: invoice.number,
+    status: invoice.status,
+    currency: invoice.currency,
+    livemode: invoice.livemode,
+    issuedAt: invoice.createdAt,
+    paidAt: invoice.paidAt ?? null,
+    voidedAt: invoice.voidedAt ?? null,
+    markedUncollectibleAt: invoice.markedUncollectibleAt ?? null,
+    periodStart: invoice.periodStart,
+    periodEnd: invoice.periodEnd,
+    subscriptionId: invoice.subscriptionId,
+    lines: invoice.lines.map((line) => ({
+      description: line.description,
+      quantity: line.quantity,
+      unitAmount: line.amount,
+      amount: line.amount * line.quantity,
+      periodStart: new Date(line.period_start),
+      periodEnd: new Date(line.period_end),
+      proration: line.proration ?? false,
+    })),
+    subtotal: invoice.subtotal,
+    total: invoice.total,
+    amountDue: invoice.amountDue,
+    amountPaid: invoice.amountPaid,
+    amountRemaining: remaining(invoice),
+    seller: { name: account.name, email: account.email },
+    billTo: { name: invoice.customerName ?? customer?.name ?? null, email: invoice.customerEmail ?? customer?.email ?? null },
+    timeZone: account.settings.timezone || 'UTC',
+  });
+}
+
+function pdfResponse(c: Context, invoice: Invoice, pdf: Buffer): Response {
+  return c.body(new Uint8Array(pdf), 200, {
+    'content-type': 'application/pdf',
+    'content-disposition': `inline; filename="${invoice.number.replace(/[^A-Za-z0-9-]/g, '_')}.pdf"`,
+    'cache-control': 'private, no-store',
+  });
+}
+
+const cursor = z.string().regex(/^inv_[0-9a-z]{26}$/, 'must be an invoice id');
+const ListQuery = z
+  .object({
+    customer: z.string().min(1).max(64).optional().openapi({ description: 'Only this customer' }),
+    subscription: z.string().min(1).max(64).optional().openapi({ description: 'Only this subscription' }),
+    status: z.enum(invoiceStatuses).optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    starting_after: cursor.optional(),
+    ending_before: cursor.optional(),
+  })
+  .strict()
+  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
+const InvoiceList = z.object({ object: z.literal('list'), data: z.array(InvoiceSchema), has_more: z.boolean() });
+const pdfContent = { content: { 'application/pdf': { schema: z.string().openapi({ format: 'binary' }) } } };
+
+const listDescription =
+  'Newest first. Cursor pages on the time-sortable ids (`starting_after` the last id of a page for the next, `ending_before` the first for the previous), ' +
+  'so invoices issued between calls never shift a page.';
+const listRoute = (path: string, summary: string) =>
+  createRoute({
+    method: 'get',
+    path,
+    tags: ['Invoices'],
+    summary,
+    description: listDescription,
+    request: { query: ListQuery },
+    responses: { 200: { description: 'A page', ...json(InvoiceList) }, ...errorResponses(400, 401) },
+  });
+const getInvoice = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: ['Invoices'],
+  summary: 'Retrieve an invoice',
+  request: { params: idParam('inv') },
+  responses: { 200: { description: 'The invoice', ...json(InvoiceSchema) }, ...errorResponses(401, 404) },
+});
+const getInvoicePdf = createRoute({
+  method: 'get',
+  path: '/{id}/pdf',
+  tags: ['Invoices'],
+  summary: 'The invoice as a PDF',
+  request: { params: idParam('inv') },
+  responses: { 200: { description: 'application/pdf', ...pdfContent }, ...errorResponses(401, 404) },
+});
+const transitionRoute = (path: string, summary: string, description: string) =>
+  createRoute({
+    method: 'post',
+    path,
+    tags: ['Invoices'],
+    summary,
+    description,
+    request: { params: idParam('inv') },
+    responses: { 200: { description: 'The invoice', ...json(InvoiceSchema) }, ...errorResponses(400, 401, 404, 409) },
+  });
+const voidInvoice = transitionRoute(
+  '/{id}/void',
+  'Void an invoice',
+  'An open or uncollectible invoice becomes `void`: nothing is due and no payment is attempted for it again. A paid or void invoice answers 409 `invalid_state`.',
+);
+const markUncollectible = transitionRoute(
+  '/{id}/mark_uncollectible',
+  'Mark an invoice uncollectible',
+  'An open invoice becomes `uncollectible` (a bad debt); a payment that succeeds later still marks it paid. Any other status answers 409 `invalid_state`.',
+);
+const publicPdf = createRoute({
+  method: 'get',
+  path: '/{id}/pdf',
+  tags: ['Invoices'],
+  summary: 'The invoice as a PDF, by its signed link',
+  description: 'The `pdf` link of an invoice: no Authorization header, the `token` in the link is the credential. A wrong token answers 404 like an unknown invoice.',
+  security: [],
+  request: { params: idParam('inv'), query: z.object({ token: z.string().max(200).optional() }) },
+  responses: { 200: { description: 'application/pdf', ...pdfContent }, ...errorResponses(404) },
+});
+
+export function invoicesApps({ orm, config }: ApiDeps) {
+  const pdfUrl = (id: string) => invoicePdfUrl(config, id);
+
+  async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
+    const invoice = await em.findOne(Invoice, { id, accountId: scope.accountId, livemode: scope.livemode });
+    if (!invoice) throw new ApiError('not_found', 'No such invoice.');
+    return invoice;
+  }
+
+  async function list(c: Context, query: z.infer<typeof ListQuery>) {
+    const scope = await accountScope(c, orm);
+    const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };
+    if (query.customer) where.customerId = query.customer;
+    if (query.subscription) where.subscriptionId = query.subscription;
+    if (query.status) where.status = query.status;
+    const backwards = Boolean(query.ending_before);
+    if (query.starting_after) where.id = { $lt: query.starting_after };
+    if (query.ending_before) where.id = { $gt: query.ending_before };
+    const rows = await orm.em.fork().find(Invoice, where as FilterQuery<Invoice>, { orderBy: { id: backwards ? 'asc' : 'desc' }, limit: query.limit + 1 });
+    const hasMore = rows.length > query.limit;
+    const page = rows.slice(0, query.limit);
+    if (backwards) page.reverse();
+    return c.json({ object: 'list' as const, data: page.map((invoice) => serializeInvoice(invoice, pdfUrl(invoice.id))), has_more: hasMore }, 200);
+  }
+
+  async function transition(c: Context, id: string, to: InvoiceTransition) {
+    await optionalJsonBody(c, z.object({}).strict());
+    const scope = await accountScope(c, orm);
+    const result = await transitionInvoice(orm.em.fork(), id, to, new Date(), { accountId: scope.accountId, livemode: scope.livemode });
+    if (result.outcome === 'not_found') throw new ApiError('not_found', 'No such invoice.');
+    if (result.outcome === 'refused') {
+      const verb = to === 'void' ? 'voided' : 'marked uncollectible';
+      throw new ApiError('invalid_state', `Invoice ${result.invoice.number} is ${result.invoice.status} and cannot be ${verb}.`);
+    }
+    return c.json(serializeInvoice(result.invoice, pdfUrl(result.invoice.id)), 200);
+  }
+
+  /** Mounted at /v1/invoices, behind the API's authentication. */
+  const v1 = newOpenApiApp()
+    .openapi(listRoute('/', 'List invoices, newest first'), (c) => list(c, c.req.valid('query')))
+    .openapi(getInvoice, async (c) => {
+      const scope = await accountScope(c, orm);
+      const invoice = await findOwn(orm.em.fork(), c.req.valid('param').id, scope);
+      return c.json(serializeInvoice(invoice, pdfUrl(invoice.id)), 200);
+    })
+    .openapi(getInvoicePdf, async (c) => {
+      const scope = await accountScope(c, orm);
+      const em = orm.em.fork();
+      const invoice = await findOwn(em, c.req.valid('param').id, scope);
+      return pdfResponse(c, invoice, await invoicePdf(em, invoice)) as never;
+    })
+    .openapi(voidInvoice, (c) => transition(c, c.req.valid('param').id, 'void'))
+    .openapi(markUncollectible, (c) => transition(c, c.req.valid('param').id, 'uncollectible'));
+
+  /**
+   * Mounted at /invoices: SPEC.md's `GET /invoices` (the same list, with the same
+   * authentication, which app.ts applies to that path) and the signed PDF links.
+   */
+  const root = newOpenApiApp()
+    .openapi(listRoute('/', 'List invoices (SPEC.md\'s name for GET /v1/invoices)'), (c) => list(c, c.req.valid('query')))
+    .openapi(publicPdf, async (c) => {
+      const { id } = c.req.valid('param');
+      const { token } = c.req.valid('query');
+      // A wrong or missing token answers exactly like an unknown invoice.
+      if (!token || !tokenMatches(config.auth.secret, id, token)) throw new ApiError('not_found', 'No such invoice.');
+      const em = orm.em.fork();
+      const invoice = await em.findOne(Invoice, { id });
+      if (!invoice) throw new ApiError('not_found', 'No such invoice.');
+      return pdfResponse(c, invoice, await invoicePdf(em, invoice)) as never;
+    });
+
+  return { v1, root };
+}

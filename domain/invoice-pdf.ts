@@ -1,0 +1,253 @@
+/**
+ * The invoice as a PDF a person files: seller, bill-to, number, dates, status,
+ * lines, totals. Rendered with pdfkit in DejaVu Sans (embedded, subset), so names
+ * and currency symbols in Latin, Greek and Cyrillic scripts print as written.
+ * Data in, bytes out: the caller reads the invoice, its account and customer.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import PDFDocument from 'pdfkit';
+import { formatMoney } from './money.ts';
+
+export interface InvoicePdfLine {
+  description: string;
+  quantity: number;
+  /** Per unit, minor units. */
+  unitAmount: number;
+  /** unitAmount × quantity. */
+  amount: number;
+  periodStart: Date;
+  periodEnd: Date;
+  proration: boolean;
+}
+
+export interface InvoicePdfInput {
+  id: string;
+  number: string;
+  status: 'open' | 'paid' | 'void' | 'uncollectible';
+  currency: string;
+  livemode: boolean;
+  issuedAt: Date;
+  paidAt: Date | null;
+  voidedAt: Date | null;
+  markedUncollectibleAt: Date | null;
+  periodStart: Date;
+  periodEnd: Date;
+  subscriptionId: string | null;
+  lines: InvoicePdfLine[];
+  subtotal: number;
+  total: number;
+  amountDue: number;
+  amountPaid: number;
+  amountRemaining: number;
+  seller: { name: string; email: string | null; addressLines?: string[] };
+  billTo: { name: string | null; email: string | null };
+  /** IANA zone the dates are written in (the account's). */
+  timeZone: string;
+}
+
+const require = createRequire(import.meta.url);
+let fonts: { regular: Buffer; bold: Buffer } | undefined;
+function loadFonts() {
+  fonts ??= {
+    regular: readFileSync(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf')),
+    bold: readFileSync(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans-Bold.ttf')),
+  };
+  return fonts;
+}
+
+const ink = '#1a1a1a';
+const muted = '#6b6b6b';
+const rule = '#d9d9d9';
+const statusStyle = {
+  open: { label: 'OPEN', color: '#1d4ed8' },
+  paid: { label: 'PAID', color: '#15803d' },
+  void: { label: 'VOID', color: '#6b7280' },
+  uncollectible: { label: 'UNCOLLECTIBLE', color: '#b91c1c' },
+} as const;
+
+export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
+  const { regular, bold } = loadFonts();
+  const margin = 50;
+  const doc = new PDFDocument({
+    size: 'A4',
+    margins: { top: margin, bottom: margin, left: margin, right: margin },
+    bufferPages: true,
+    info: {
+      Title: `Invoice ${invoice.number}`,
+      Author: invoice.seller.name,
+      Subject: `Invoice ${invoice.number} from ${invoice.seller.name}`,
+      CreationDate: invoice.issuedAt,
+    },
+  });
+  doc.registerFont('Regular', regular);
+  doc.registerFont('Bold', bold);
+  const chunks: Buffer[] = [];
+  doc.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const finished = new Promise<Buffer>((resolve, reject) => {
+    doc.on('end', () => resolve(Buffer.concat(chunks)));
+    doc.on('error', reject);
+  });
+
+  const money = (amount: number) => formatMoney(amount, invoice.currency);
+  const date = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: invoice.timeZone });
+  const shortDate = new Intl.DateTimeFormat('en-US', { dateStyle: 'medium', timeZone: invoice.timeZone });
+  const period = (start: Date, end: Date) => shortDate.formatRange(start, end);
+  const left = margin;
+  const width = doc.page.width - 2 * margin;
+  const right = left + width;
+  const footerHeight = 50;
+  const bottom = () => doc.page.height - margin - footerHeight;
+
+  // Header: title, status badge, test-mode tag; the seller on the right.
+  doc.font('Bold').fontSize(24).fillColor(ink).text('Invoice', left, margin, { lineBreak: false });
+  const badge = statusStyle[invoice.status];
+  const titleWidth = doc.widthOfString('Invoice');
+  doc.font('Bold').fontSize(8);
+  const badgeWidth = doc.widthOfString(badge.label) + 14;
+  doc.roundedRect(left + titleWidth + 12, margin + 8, badgeWidth, 16, 3).fill(badge.color);
+  doc.fillColor('#ffffff').text(badge.label, left + titleWidth + 12, margin + 12.5, { width: badgeWidth, align: 'center', lineBreak: false });
+  if (!invoice.livemode) {
+    const x = left + titleWidth + 12 + badgeWidth + 6;
+    const label = 'TEST MODE';
+    const w = doc.widthOfString(label) + 14;
+    doc.roundedRect(x, margin + 8, w, 16, 3).fill('#f59e0b');
+    doc.fillColor('#ffffff').text(label, x, margin + 12.5, { width: w, align: 'center', lineBreak: false });
+  }
+  // The seller's name as a letterhead; its details follow under "From".
+  doc.font('Bold').fontSize(13).fillColor(ink).text(invoice.seller.name, left + width / 2, margin + 8, { width: width / 2, align: 'right' });
+
+  // Facts: number and dates.
+  let y = Math.max(doc.y, margin + 40) + 22;
+  const facts: [string, string][] = [
+    ['Invoice number', invoice.number],
+    ['Date of issue', date.format(invoice.issuedAt)],
+    ['Date due', date.format(invoice.issuedAt)],
+  ];
+  if (invoice.paidAt) facts.push(['Date paid', date.format(invoice.paidAt)]);
+  if (invoice.voidedAt) facts.push(['Date voided', date.format(invoice.voidedAt)]);
+  if (invoice.markedUncollectibleAt) facts.push(['Marked uncollectible', date.format(invoice.markedUncollectibleAt)]);
+  facts.push(['Status', invoice.status === 'uncollectible' ? 'Uncollectible' : invoice.status[0]!.toUpperCase() + invoice.status.slice(1)]);
+  doc.fontSize(9.5);
+  for (const [label, value] of facts) {
+    doc.font('Regular').fillColor(muted).text(label, left, y, { width: 120, lineBreak: false });
+    doc.font('Bold').fillColor(ink).text(value, left + 120, y, { width: width / 2 - 120 });
+    y += 15;
+  }
+
+  // Parties.
+  y += 14;
+  const column = (x: number, heading: string, lines: string[]) => {
+    doc.font('Bold').fontSize(8).fillColor(muted).text(heading.toUpperCase(), x, y, { width: width / 2 - 10, characterSpacing: 0.6 });
+    doc.moveDown(0.3);
+    lines.forEach((line, index) => {
+      doc.font(index === 0 ? 'Bold' : 'Regular').fontSize(10).fillColor(index === 0 ? ink : muted).text(line, x, doc.y, { width: width / 2 - 10 });
+    });
+    return doc.y;
+  };
+  const fromEnd = column(left, 'From', [invoice.seller.name, ...(invoice.seller.addressLines ?? []), ...(invoice.seller.email ? [invoice.seller.email] : [])]);
+  const billToLines = [invoice.billTo.name, invoice.billTo.email].filter((line): line is string => Boolean(line));
+  const toEnd = column(left + width / 2, 'Bill to', billToLines.length ? billToLines : ['(no name on file)']);
+  y = Math.max(fromEnd, toEnd) + 22;
+
+  // The sentence a reader looks for first.
+  const headline = {
+    paid: `${money(invoice.amountPaid)} paid on ${invoice.paidAt ? date.format(invoice.paidAt) : date.format(invoice.issuedAt)}`,
+    open: `${money(invoice.amountRemaining)} due ${date.format(invoice.issuedAt)}`,
+    void: `This invoice was voided${invoice.voidedAt ? ` on ${date.format(invoice.voidedAt)}` : ''}; nothing is due`,
+    uncollectible: `${money(invoice.amountRemaining)} due ${date.format(invoice.issuedAt)} (marked uncollectible)`,
+  }[invoice.status];
+  doc.font('Bold').fontSize(15).fillColor(ink).text(headline, left, y, { width });
+  doc.font('Regular').fontSize(9.5).fillColor(muted).text(`Billing period ${period(invoice.periodStart, invoice.periodEnd)}`, left, doc.y + 4, { width });
+  y = doc.y + 22;
+
+  // Lines.
+  const cols = {
+    description: { x: left, w: width - 150 - 30 - 72 - 76 },
+    period: { x: 0, w: 150 },
+    quantity: { x: 0, w: 30 },
+    unit: { x: 0, w: 72 },
+    amount: { x: 0, w: 76 },
+  };
+  cols.period.x = cols.description.x + cols.description.w;
+  cols.quantity.x = cols.period.x + cols.period.w;
+  cols.unit.x = cols.quantity.x + cols.quantity.w;
+  cols.amount.x = cols.unit.x + cols.unit.w;
+  const tableHeader = () => {
+    doc.font('Bold').fontSize(8).fillColor(muted);
+    const head = (text: string, col: { x: number; w: number }, align: 'left' | 'right') =>
+      doc.text(text.toUpperCase(), col.x + (align === 'left' ? 0 : 0), y, { width: col.w - (align === 'left' ? 8 : 0), align, characterSpacing: 0.5, lineBreak: false });
+    head('Description', cols.description, 'left');
+    head('Period', cols.period, 'left');
+    head('Qty', cols.quantity, 'right');
+    head('Unit price', cols.unit, 'right');
+    head('Amount', cols.amount, 'right');
+    y += 14;
+    doc.moveTo(left, y).lineTo(right, y).lineWidth(0.8).strokeColor(ink).stroke();
+    y += 8;
+  };
+  tableHeader();
+  for (const line of invoice.lines) {
+    doc.font('Regular').fontSize(9.5);
+    const descriptionHeight = doc.heightOfString(line.description, { width: cols.description.w - 8 }) + (line.proration ? 12 : 0);
+    const periodText = period(line.periodStart, line.periodEnd);
+    const periodHeight = doc.heightOfString(periodText, { width: cols.period.w - 8 });
+    const rowHeight = Math.max(descriptionHeight, periodHeight) + 10;
+    if (y + rowHeight > bottom()) {
+      doc.addPage();
+      y = margin;
+      tableHeader();
+    }
+    doc.font('Regular').fontSize(9.5).fillColor(ink).text(line.description, cols.description.x, y, { width: cols.description.w - 8 });
+    if (line.proration) doc.fontSize(8).fillColor(muted).text('Proration', cols.description.x, doc.y + 1, { width: cols.description.w - 8 });
+    doc.fontSize(9.5).fillColor(muted).text(periodText, cols.period.x, y, { width: cols.period.w - 8 });
+    doc.fillColor(ink);
+    doc.text(String(line.quantity), cols.quantity.x, y, { width: cols.quantity.w, align: 'right', lineBreak: false });
+    doc.text(money(line.unitAmount), cols.unit.x, y, { width: cols.unit.w, align: 'right', lineBreak: false });
+    doc.text(money(line.amount), cols.amount.x, y, { width: cols.amount.w, align: 'right', lineBreak: false });
+    y += rowHeight;
+    doc.moveTo(left, y - 5).lineTo(right, y - 5).lineWidth(0.5).strokeColor(rule).stroke();
+  }
+
+  // Totals, right-aligned under the amounts.
+  const totals: { label: string; value: string; strong?: boolean; ruleAbove?: boolean }[] = [
+    { label: 'Subtotal', value: money(invoice.subtotal) },
+    { label: 'Total', value: money(invoice.total), ruleAbove: true },
+    { label: 'Amount paid', value: money(invoice.amountPaid) },
+    { label: 'Amount due', value: money(invoice.status === 'void' ? 0 : invoice.amountRemaining), strong: true, ruleAbove: true },
+  ];
+  if (y + totals.length * 20 + 10 > bottom()) {
+    doc.addPage();
+    y = margin;
+  }
+  y += 6;
+  const labelX = right - 250;
+  for (const row of totals) {
+    if (row.ruleAbove) doc.moveTo(labelX, y - 4).lineTo(right, y - 4).lineWidth(0.5).strokeColor(rule).stroke();
+    doc.font(row.strong ? 'Bold' : 'Regular').fontSize(row.strong ? 11 : 9.5).fillColor(row.strong ? ink : muted);
+    doc.text(row.label, labelX, y, { width: 150, lineBreak: false });
+    doc.fillColor(ink).text(row.value, right - 100, y, { width: 100, align: 'right', lineBreak: false });
+    y += row.strong ? 22 : 18;
+  }
+
+  // Footer on every page.
+  const range = doc.bufferedPageRange();
+  for (let index = range.start; index < range.start + range.count; index += 1) {
+    doc.switchToPage(index);
+    const savedBottom = doc.page.margins.bottom;
+    doc.page.margins.bottom = 0;
+    const footerY = doc.page.height - margin - footerHeight + 8;
+    doc.moveTo(left, footerY).lineTo(right, footerY).lineWidth(0.5).strokeColor(rule).stroke();
+    doc.font('Regular').fontSize(8).fillColor(muted);
+    const summary = `${invoice.number} · ${headline}`;
+    doc.text(summary, left, footerY + 8, { width: width - 80, lineBreak: false, ellipsis: true });
+    doc.text(`Page ${index - range.start + 1} of ${range.count}`, right - 80, footerY + 8, { width: 80, align: 'right', lineBreak: false });
+    if (invoice.seller.email) {
+      doc.text(`Questions about this invoice? Contact ${invoice.seller.name} at ${invoice.seller.email}.`, left, footerY + 19, { width, lineBreak: false, ellipsis: true });
+    }
+    doc.text(`Amounts in ${invoice.currency}; dates in ${invoice.timeZone}. Invoice ${invoice.id}.`, left, footerY + 30, { width, lineBreak: false, ellipsis: true });
+    doc.page.margins.bottom = savedBottom;
+  }
+  doc.end();
+  return finished;
+}
