@@ -14,6 +14,7 @@ export const idPrefixes = {
   refreshToken: 'rt',
   apiKey: 'key',
   sandboxProcessorCharge: 'sbch',
+  event: 'evt',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

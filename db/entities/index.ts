@@ -2,6 +2,7 @@ import { Account } from './account.ts';
 import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
 import { Customer } from './customer.ts';
+import { Event } from './event.ts';
 import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice, InvoiceNumberCounter } from './invoice.ts';
 import { AccountBalance, LedgerEntry } from './ledger.ts';
@@ -14,6 +15,7 @@ import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
 
 export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
+export { Event };
 export type { AccountSettings, AccountStatus, AccountType } from './account.ts';
 export { accountStatuses, accountTypes } from './account.ts';
 export type { UserRole, UserStatus } from './user.ts';
@@ -41,4 +43,5 @@ export const entities = [
   AccountBalance,
   IdempotencyKey,
   SentEmail,
+  Event,
 ];

@@ -3,6 +3,7 @@ import { Migration20261122125633_ledger } from './Migration20261122125633_ledger
 import { Migration20261122130024_idempotency } from './Migration20261122130024_idempotency.ts';
 import { Migration20261122133500_sent_emails } from './Migration20261122133500_sent_emails.ts';
 import { Migration20261122133600_invoice_numbers } from './Migration20261122133600_invoice_numbers.ts';
+import { Migration20261122134146_events } from './Migration20261122134146_events.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -11,4 +12,5 @@ export const migrations = [
   { name: 'Migration20261122130024_idempotency', class: Migration20261122130024_idempotency },
   { name: 'Migration20261122133500_sent_emails', class: Migration20261122133500_sent_emails },
   { name: 'Migration20261122133600_invoice_numbers', class: Migration20261122133600_invoice_numbers },
+  { name: 'Migration20261122134146_events', class: Migration20261122134146_events },
 ];

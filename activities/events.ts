@@ -1,0 +1,35 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Event } from '../db/entities/event.ts';
+import type { EventType } from '../domain/events.ts';
+import { newId } from '../domain/ids.ts';
+
+export interface EventInput {
+  accountId: string;
+  livemode: boolean;
+  type: EventType;
+  /** The resource as the API returns it (a serializer's output). */
+  object: object;
+  /** The transaction the change involved, or null (the payload always carries the key). */
+  transactionId?: string | null;
+}
+
+/**
+ * Records one event on `em`, which must be the EntityManager of the transaction
+ * that makes the change (an outbox): the row is inserted right away, inside that
+ * transaction, so it commits or rolls back with the change. Usable from API
+ * routes and activities alike. Returns the row.
+ */
+export async function recordEvent(em: EntityManager, input: EventInput): Promise<Event> {
+  const row = {
+    id: newId('event'),
+    accountId: input.accountId,
+    livemode: input.livemode,
+    type: input.type,
+    transactionId: input.transactionId ?? null,
+    data: { object: JSON.parse(JSON.stringify(input.object)) as Record<string, unknown> },
+    createdAt: new Date(),
+    dispatchedAt: null,
+  };
+  await em.insert(Event, row);
+  return row as Event;
+}
