@@ -17,6 +17,7 @@ import { docsApp } from './routes/docs.ts';
 import { healthApp } from './routes/health.ts';
 import { invoicesApps } from './routes/invoices.ts';
 import { plansApp } from './routes/plans.ts';
+import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
 import { usersApp } from './routes/users.ts';
@@ -46,6 +47,7 @@ export function createApp(deps: ApiDeps) {
   app.route('/v1/users', usersApp(deps));
   app.route('/v1/api_keys', apiKeysApp(deps));
   app.route('/v1/customers', customersApp(deps));
+  app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
   app.route('/v1/transactions', transactionsApp(deps));

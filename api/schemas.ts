@@ -40,6 +40,7 @@ export const PlanSchema = z
     id: z.string(),
     object: z.literal('plan'),
     name: z.string(),
+    product: z.string().nullable().openapi({ description: 'The product this plan prices, or null' }),
     amount: z.number().int(),
     currency: z.string(),
     interval: z.enum(intervalUnits),
@@ -50,6 +51,20 @@ export const PlanSchema = z
     created_at: timestamp,
   })
   .openapi('Plan');
+
+export const ProductSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('product'),
+    name: z.string(),
+    description: z.string().nullable(),
+    active: z.boolean(),
+    metadata: z.record(z.string(), z.string()),
+    livemode: z.boolean(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .openapi('Product');
 
 export const SubscriptionSchema = z
   .object({

@@ -1,8 +1,8 @@
 import type { z } from '@hono/zod-openapi';
-import type { Account, ApiKey, Customer, Plan, Subscription, User } from '../db/entities/index.ts';
+import type { Account, ApiKey, Customer, Plan, Product, Subscription, User } from '../db/entities/index.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { CallerAccountRow } from './auth/principal.ts';
-import type { CustomerSchema, PlanSchema, SubscriptionSchema } from './schemas.ts';
+import type { CustomerSchema, PlanSchema, ProductSchema, SubscriptionSchema } from './schemas.ts';
 
 /** Entities and workflow snapshots as the API shows them: snake_case, ISO timestamps. */
 const isoOrNull = (value: Date | string | null | undefined) => (value == null ? null : new Date(value).toISOString());
@@ -25,6 +25,7 @@ export function serializePlan(plan: Plan): z.infer<typeof PlanSchema> {
     id: plan.id,
     object: 'plan',
     name: plan.name,
+    product: plan.productId ?? null,
     amount: plan.amount,
     currency: plan.currency,
     interval: plan.interval,
@@ -33,6 +34,20 @@ export function serializePlan(plan: Plan): z.infer<typeof PlanSchema> {
     active: plan.active,
     livemode: plan.livemode,
     created_at: plan.createdAt.toISOString(),
+  };
+}
+
+export function serializeProduct(product: Product): z.infer<typeof ProductSchema> {
+  return {
+    id: product.id,
+    object: 'product',
+    name: product.name,
+    description: product.description ?? null,
+    active: product.active,
+    metadata: product.metadata,
+    livemode: product.livemode,
+    created_at: product.createdAt.toISOString(),
+    updated_at: product.updatedAt.toISOString(),
   };
 }
 

@@ -21,6 +21,8 @@ export const errorStatus = {
   unsupported_media_type: 415,
   payload_too_large: 413,
   rate_limited: 429,
+  // ours: a new subscription (or plan change) to a plan that was archived
+  plan_archived: 409,
   // ours: a message a subscription cannot take in its current state
   invalid_state: 409,
   // ours: Idempotency-Key misuse (another body with the same key; a retry while the first runs)

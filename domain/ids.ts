@@ -4,6 +4,7 @@ import { monotonicFactory } from 'ulidx';
 export const idPrefixes = {
   customer: 'cus',
   plan: 'plan',
+  product: 'prod',
   subscription: 'sub',
   invoice: 'inv',
   charge: 'ch',

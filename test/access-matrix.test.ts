@@ -16,6 +16,8 @@ interface World {
   otherMemberId: string;
   keyId: string;
   customerId: string;
+  productId: string;
+  planId: string;
 }
 
 type Action = { name: string; request: (w: World) => [method: string, path: string, body?: unknown]; expected: Record<Actor, number> };
@@ -40,6 +42,16 @@ export const accessTable: Action[] = [
   { name: 'DELETE /v1/api_keys/{id}', request: (w) => ['DELETE', `/v1/api_keys/${w.keyId}`], expected: { admin: 200, owner: 200, member: 403, api_key: 403, none: 401 } },
   { name: 'POST /v1/customers', request: () => ['POST', '/v1/customers', { email: 'c@example.com' }], expected: { admin: 201, owner: 201, member: 201, api_key: 201, none: 401 } },
   { name: 'GET /v1/customers/{id}', request: (w) => ['GET', `/v1/customers/${w.customerId}`], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'GET /v1/customers', request: () => ['GET', '/v1/customers'], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'PATCH /v1/customers/{id}', request: (w) => ['PATCH', `/v1/customers/${w.customerId}`, { payment_method: 'pm_card_visa' }], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'POST /v1/products', request: () => ['POST', '/v1/products', { name: 'P' }], expected: { admin: 201, owner: 201, member: 201, api_key: 201, none: 401 } },
+  { name: 'GET /v1/products', request: () => ['GET', '/v1/products'], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'GET /v1/products/{id}', request: (w) => ['GET', `/v1/products/${w.productId}`], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'PATCH /v1/products/{id}', request: (w) => ['PATCH', `/v1/products/${w.productId}`, { active: false }], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'POST /v1/plans', request: (w) => ['POST', '/v1/plans', { name: 'P', product: w.productId, amount: 100, currency: 'USD', interval: 'month' }], expected: { admin: 201, owner: 201, member: 201, api_key: 201, none: 401 } },
+  { name: 'GET /v1/plans', request: () => ['GET', '/v1/plans'], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'PATCH /v1/plans/{id}', request: (w) => ['PATCH', `/v1/plans/${w.planId}`, { name: 'Renamed' }], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
+  { name: 'DELETE /v1/plans/{id} (archive)', request: (w) => ['DELETE', `/v1/plans/${w.planId}`], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
   { name: 'DELETE /v1/auth/session', request: () => ['DELETE', '/v1/auth/session'], expected: { admin: 200, owner: 200, member: 200, api_key: 400, none: 401 } },
 ];
 
@@ -57,13 +69,15 @@ describe('access table', () => {
       const created = await engine.call('POST', '/v1/users', { email, password: testPassword }, owner.headers);
       return { id: created.body.id as string, email };
     };
-    const [member, other, key, customer, admin] = await Promise.all([
+    const [member, other, key, customer, admin, product] = await Promise.all([
       addMember(),
       addMember(),
       engine.call('POST', '/v1/api_keys', { mode: 'live' }, owner.headers),
       engine.call('POST', '/v1/customers', { email: 'seen@example.com' }, owner.headers),
       engine.admin(),
+      engine.call('POST', '/v1/products', { name: 'Seen' }, owner.headers),
     ]);
+    const plan = await engine.call('POST', '/v1/plans', { name: 'Seen', amount: 100, currency: 'USD', interval: 'month' }, owner.headers);
     const memberSession = await engine.login(member.email, testPassword);
     return {
       accountId: owner.accountId,
@@ -71,6 +85,8 @@ describe('access table', () => {
       otherMemberId: other.id,
       keyId: key.body.id,
       customerId: customer.body.id,
+      productId: product.body.id,
+      planId: plan.body.id,
       headers: {
         admin: { ...admin.headers, 'x-account-id': owner.accountId },
         owner: owner.headers,

@@ -1,28 +1,72 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { isSandboxPaymentMethod, sandboxPaymentMethods } from '../../activities/processor.ts';
 import { Customer } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
+import { notifyPaymentMethodUpdated } from '../customer-events.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
+import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { CustomerSchema, errorResponses, idParam } from '../schemas.ts';
 import { serializeCustomer } from '../serializers.ts';
+
+const methods = Object.keys(sandboxPaymentMethods);
+
+/**
+ * A payment method the processor knows. Every mode charges through the sandbox
+ * processor today, so live and test customers alike take its test methods; a live
+ * processor brings its own check here.
+ */
+const paymentMethod = z
+  .string()
+  .min(1)
+  .max(100)
+  .refine(isSandboxPaymentMethod, { message: `unknown payment method; the sandbox takes ${methods.join(', ')}` })
+  .openapi({ description: 'A sandbox test payment method (see README)', example: 'pm_card_visa', enum: methods });
 
 const CreateCustomerBody = z
   .object({
     email: z.email().max(254),
     name: z.string().min(1).max(200).optional(),
-    payment_method: z.string().min(1).max(100).optional().openapi({ description: 'A sandbox test payment method such as pm_card_visa', example: 'pm_card_visa' }),
+    payment_method: paymentMethod.optional(),
   })
   .strict();
+
+const UpdateCustomerBody = z
+  .object({
+    email: z.email().max(254).optional(),
+    name: z.string().min(1).max(200).nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
+    payment_method: paymentMethod.nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
+  })
+  .strict();
+
+const ListQuery = z
+  .object({ ...cursorQuery('customer'), email: z.string().min(1).max(254).optional().openapi({ description: 'Exact, case-sensitive (as Stripe)' }) })
+  .strict()
+  .refine(...oneCursor);
+
+const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
+const forms = 'Takes JSON or an `application/x-www-form-urlencoded` body.';
 
 const createCustomer = createRoute({
   method: 'post',
   path: '/',
   tags: ['Customers'],
   summary: 'Create a customer',
-  request: { body: { content: { 'application/json': { schema: CreateCustomerBody } }, required: true } },
-  responses: { 201: { description: 'Created', content: { 'application/json': { schema: CustomerSchema } } }, ...errorResponses(400) },
+  description: forms,
+  request: { body: { ...json(CreateCustomerBody), required: true } },
+  responses: { 201: { description: 'Created', ...json(CustomerSchema) }, ...errorResponses(400, 401) },
+});
+
+const listCustomers = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['Customers'],
+  summary: 'List customers, newest first',
+  request: { query: ListQuery },
+  responses: { 200: { description: 'A page', ...json(listSchema(CustomerSchema)) }, ...errorResponses(400, 401) },
 });
 
 const getCustomer = createRoute({
@@ -31,10 +75,42 @@ const getCustomer = createRoute({
   tags: ['Customers'],
   summary: 'Retrieve a customer',
   request: { params: idParam('cus') },
-  responses: { 200: { description: 'The customer', content: { 'application/json': { schema: CustomerSchema } } }, ...errorResponses(404) },
+  responses: { 200: { description: 'The customer', ...json(CustomerSchema) }, ...errorResponses(401, 404) },
 });
 
-export function customersApp({ orm }: ApiDeps) {
+const updateRoute = (method: 'post' | 'patch') =>
+  createRoute({
+    method,
+    path: '/{id}',
+    tags: ['Customers'],
+    summary: method === 'patch' ? 'Update a customer' : 'Update a customer (POST, as Stripe does)',
+    description:
+      'email, name, payment_method; fields left out stay as they are. Setting payment_method (even to the same one) ' +
+      `retries the customer's past-due subscriptions at once. PATCH and POST do the same. ${forms}`,
+    request: { params: idParam('cus'), body: { ...json(UpdateCustomerBody), required: true } },
+    responses: { 200: { description: 'Updated', ...json(CustomerSchema) }, ...errorResponses(400, 401, 404) },
+  });
+
+async function findOwnCustomer(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
+  const customer = await em.findOne(Customer, { id, accountId: scope.accountId, livemode: scope.livemode });
+  if (!customer) throw new ApiError('not_found', 'No such customer.');
+  return customer;
+}
+
+export function customersApp(deps: ApiDeps) {
+  const { orm } = deps;
+  const update = async (id: string, body: z.infer<typeof UpdateCustomerBody>, scope: { accountId: string; livemode: boolean }) => {
+    const em = orm.em.fork();
+    const customer = await findOwnCustomer(em, id, scope);
+    if (body.email !== undefined) customer.email = body.email;
+    if (body.name !== undefined) customer.name = body.name;
+    if (body.payment_method !== undefined) customer.paymentMethod = body.payment_method;
+    customer.updatedAt = new Date();
+    await em.flush();
+    if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
+    return serializeCustomer(customer);
+  };
+
   return newOpenApiApp()
     .openapi(createCustomer, async (c) => {
       const body = c.req.valid('json');
@@ -51,10 +127,18 @@ export function customersApp({ orm }: ApiDeps) {
       await em.flush();
       return c.json(serializeCustomer(customer), 201);
     })
-    .openapi(getCustomer, async (c) => {
+    .openapi(listCustomers, async (c) => {
+      const query = c.req.valid('query');
       const { accountId, livemode } = await accountScope(c, orm);
-      const customer = await orm.em.fork().findOne(Customer, { id: c.req.valid('param').id, accountId, livemode });
-      if (!customer) throw new ApiError('not_found', 'No such customer.');
-      return c.json(serializeCustomer(customer), 200);
-    });
+      const where: Record<string, unknown> = { accountId, livemode };
+      if (query.email !== undefined) where.email = query.email;
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Customer, where, query);
+      return c.json({ object: 'list' as const, data: page.map(serializeCustomer), has_more: hasMore }, 200);
+    })
+    .openapi(getCustomer, async (c) => {
+      const scope = await accountScope(c, orm);
+      return c.json(serializeCustomer(await findOwnCustomer(orm.em.fork(), c.req.valid('param').id, scope)), 200);
+    })
+    .openapi(updateRoute('patch'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200))
+    .openapi(updateRoute('post'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200));
 }

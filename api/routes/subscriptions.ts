@@ -29,7 +29,7 @@ const createSubscription = createRoute({
     'Starts the subscription\'s workflow and answers once it has recorded its first state: `trialing` with a trial, ' +
     'otherwise the outcome of the first charge (`active` or `past_due`).',
   request: { body: { content: { 'application/json': { schema: CreateSubscriptionBody } }, required: true } },
-  responses: { 201: { description: 'Created', content: { 'application/json': { schema: SubscriptionSchema } } }, ...errorResponses(400, 404) },
+  responses: { 201: { description: 'Created', content: { 'application/json': { schema: SubscriptionSchema } } }, ...errorResponses(400, 404, 409) },
 });
 
 const getSubscription = createRoute({
@@ -52,7 +52,9 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         em.findOne(Plan, { id: body.plan, accountId, livemode }),
       ]);
       if (!customer) throw new ApiError('not_found', `No such customer: ${body.customer_id}.`);
-      if (!plan || !plan.active) throw new ApiError('not_found', `No such plan: ${body.plan}.`);
+      if (!plan) throw new ApiError('not_found', `No such plan: ${body.plan}.`);
+      // Archived plans keep billing their subscriptions but take no new ones.
+      if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived: it takes no new subscriptions.`);
 
       const id = newId('subscription');
       const input: SubscriptionWorkflowInput = {

@@ -4,6 +4,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 export const Customer = defineEntity({
   name: 'Customer',
   tableName: 'customers',
+  indexes: [{ properties: ['accountId', 'livemode', 'id'] }, { properties: ['accountId', 'livemode', 'email'] }],
   properties: {
     id: p.string().primary(),
     email: p.string(),

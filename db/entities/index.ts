@@ -7,6 +7,7 @@ import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice, InvoiceNumberCounter } from './invoice.ts';
 import { AccountBalance, LedgerEntry } from './ledger.ts';
 import { Plan } from './plan.ts';
+import { Product } from './product.ts';
 import { SentEmail } from './sent-email.ts';
 import { SandboxProcessorCharge } from './sandbox-processor-charge.ts';
 import { LoginAttempt, RefreshToken, Session } from './session.ts';
@@ -16,6 +17,7 @@ import { User } from './user.ts';
 
 export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export { Event };
+export { Product };
 export type { AccountSettings, AccountStatus, AccountType } from './account.ts';
 export { accountStatuses, accountTypes } from './account.ts';
 export type { UserRole, UserStatus } from './user.ts';
@@ -33,6 +35,7 @@ export const entities = [
   ApiKey,
   Customer,
   Plan,
+  Product,
   Subscription,
   Invoice,
   InvoiceNumberCounter,

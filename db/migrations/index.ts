@@ -4,6 +4,7 @@ import { Migration20261122130024_idempotency } from './Migration20261122130024_i
 import { Migration20261122133500_sent_emails } from './Migration20261122133500_sent_emails.ts';
 import { Migration20261122133600_invoice_numbers } from './Migration20261122133600_invoice_numbers.ts';
 import { Migration20261122134146_events } from './Migration20261122134146_events.ts';
+import { Migration20261122134000_catalog } from './Migration20261122134000_catalog.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   { name: 'Migration20261122133500_sent_emails', class: Migration20261122133500_sent_emails },
   { name: 'Migration20261122133600_invoice_numbers', class: Migration20261122133600_invoice_numbers },
   { name: 'Migration20261122134146_events', class: Migration20261122134146_events },
+  { name: 'Migration20261122134000_catalog', class: Migration20261122134000_catalog },
 ];

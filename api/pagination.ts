@@ -1,0 +1,48 @@
+import { z } from '@hono/zod-openapi';
+import type { EntityName, FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { idPrefixes, type IdKind } from '../domain/ids.ts';
+
+/**
+ * Cursor lists as GET /v1/transactions has them: newest first, keyset pages on the
+ * time-sortable ids (rows that arrive between calls never shift a page), `limit` 1 to
+ * 100 (default 20), `starting_after` (the next, older page) or `ending_before` (the
+ * previous, newer page), and `{ object: "list", data, has_more }`.
+ */
+export function cursorQuery(kind: IdKind) {
+  const cursor = z.string().regex(new RegExp(`^${idPrefixes[kind]}_[0-9a-z]{26}$`), `must be a ${idPrefixes[kind]}_ id`);
+  return {
+    limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: '1 to 100' }),
+    starting_after: cursor.optional().openapi({ description: 'An id from the previous page: the page of older items after it' }),
+    ending_before: cursor.optional().openapi({ description: 'An id from the current page: the page of newer items before it' }),
+  };
+}
+
+/** For `.refine` on a list query: only one cursor at a time. */
+export const oneCursor = [
+  (q: { starting_after?: string; ending_before?: string }) => !(q.starting_after && q.ending_before),
+  { message: 'use starting_after or ending_before, not both' },
+] as const;
+
+/** A query-string boolean: exactly "true" or "false". */
+export const queryBoolean = z.enum(['true', 'false']).transform((value) => value === 'true');
+
+export const listSchema = <T extends z.ZodType>(item: T) => z.object({ object: z.literal('list'), data: z.array(item), has_more: z.boolean() });
+
+/** One page of `entity` matching `where`, newest first; `has_more` says whether the walk in that direction goes on. */
+export async function keysetPage<T extends { id: string }>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  where: Record<string, unknown>,
+  query: { limit: number; starting_after?: string; ending_before?: string },
+): Promise<{ page: T[]; hasMore: boolean }> {
+  const backwards = Boolean(query.ending_before);
+  const filter = { ...where };
+  if (query.starting_after) filter.id = { $lt: query.starting_after };
+  if (query.ending_before) filter.id = { $gt: query.ending_before };
+  const rows = (await em.find(entity, filter as FilterQuery<T>, { orderBy: { id: backwards ? 'asc' : 'desc' } as never, limit: query.limit + 1 })) as T[];
+  const hasMore = rows.length > query.limit;
+  const page = rows.slice(0, query.limit);
+  if (backwards) page.reverse();
+  return { page, hasMore };
+}
