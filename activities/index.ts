@@ -1,6 +1,8 @@
 import { Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { chargeCustomer, type ChargeInput, type ChargeOutcome } from './charges.ts';
 import { sendEmailOnce, type EmailInput } from './email.ts';
 import type { Mailer } from './mailer.ts';
@@ -13,6 +15,15 @@ import {
   type OpenInvoiceInput,
   type OpenedInvoice,
 } from './invoices.ts';
+import {
+  allocatePaymentRequest,
+  chargePaymentRequest,
+  issuePaymentRequest,
+  projectPaymentRequest,
+  projectRecurringPaymentRequest,
+  type PaymentRequestChargeInput,
+  type PaymentRequestChargeOutcome,
+} from './payment-requests.ts';
 import { settlePendingPayment } from './payments.ts';
 import { SandboxProcessor, type PaymentProcessor } from './processor.ts';
 import { projectSubscription } from './projections.ts';
@@ -64,6 +75,25 @@ export function createActivities(deps: ActivityDeps) {
     },
     async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
       return sendEmailOnce(em(), deps.mailer, input);
+    },
+    /** A new payment request's id and link secret (random: an activity, so a replay reads the recorded result). */
+    async allocatePaymentRequest(): Promise<{ id: string; token: string }> {
+      return allocatePaymentRequest();
+    },
+    async projectPaymentRequest(snapshot: PaymentRequestSnapshot): Promise<void> {
+      await projectPaymentRequest(em(), snapshot);
+    },
+    async projectRecurringPaymentRequest(snapshot: RecurringPaymentRequestSnapshot): Promise<void> {
+      await projectRecurringPaymentRequest(em(), snapshot);
+    },
+    /** Starts a payment request's own workflow (for a recurring request) and waits until it has recorded itself. */
+    async issuePaymentRequest(input: PaymentRequestWorkflowInput): Promise<void> {
+      const context = Context.current();
+      await issuePaymentRequest(em(), context.client, context.info.taskQueue, input);
+    },
+    async chargePaymentRequest(input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
+      Context.current().log.info('charging payment request', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
+      return chargePaymentRequest(em(), processor, input);
     },
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
       return settlePendingPayment(em(), processor, transactionId, processorChargeId);

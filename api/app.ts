@@ -15,6 +15,9 @@ import { authApp } from './routes/auth.ts';
 import { customersApp } from './routes/customers.ts';
 import { docsApp } from './routes/docs.ts';
 import { healthApp } from './routes/health.ts';
+import { payPageApp } from './routes/pay-page.ts';
+import { paymentRequestsApp } from './routes/payment-requests.ts';
+import { paymentsApp } from './routes/payments.ts';
 import { invoicesApps } from './routes/invoices.ts';
 import { plansApp } from './routes/plans.ts';
 import { productsApp } from './routes/products.ts';
@@ -37,6 +40,10 @@ export function createApp(deps: ApiDeps) {
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
   app.use('/v1/*', idempotencyKeys(deps.orm));
+  // SPEC.md's POST /api/v1/payment-requests: the same JSON bodies, credentials and Idempotency-Key as /v1.
+  app.use('/api/v1/*', jsonBodies());
+  app.use('/api/v1/*', authenticate(deps.orm, deps.config.auth));
+  app.use('/api/v1/*', idempotencyKeys(deps.orm));
   // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
   app.use('/invoices', authenticate(deps.orm, deps.config.auth));
 
@@ -51,6 +58,10 @@ export function createApp(deps: ApiDeps) {
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
   app.route('/v1/transactions', transactionsApp(deps));
+  app.route('/v1/payments', paymentsApp(deps));
+  app.route('/api/v1/payment-requests', paymentRequestsApp(deps));
+  // The hosted pay page (payment_url): no API credentials, the token in the link is the credential.
+  app.route('/pay', payPageApp(deps));
   const invoices = invoicesApps(deps);
   app.route('/v1/invoices', invoices.v1);
   app.route('/invoices', invoices.root);

@@ -15,6 +15,8 @@ export const idPrefixes = {
   refreshToken: 'rt',
   apiKey: 'key',
   sandboxProcessorCharge: 'sbch',
+  paymentRequest: 'pay',
+  recurringPaymentRequest: 'preq',
   event: 'evt',
 } as const;
 

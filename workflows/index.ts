@@ -1,2 +1,4 @@
 export { subscriptionWorkflow } from './subscription.ts';
 export { paymentSettlementWorkflow } from './payment-settlement.ts';
+export { paymentRequestWorkflow } from './payment-request.ts';
+export { recurringPaymentRequestWorkflow } from './recurring-payment-request.ts';

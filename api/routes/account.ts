@@ -1,12 +1,16 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { Account, ApiKey, Session, Subscription, User } from '../../db/entities/index.ts';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { Account, ApiKey, PaymentRequest, RecurringPaymentRequest, Session, Subscription, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { isBcp47Tag, isIanaTimezone } from '../../domain/locale.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { AccountSchema, currency, emailField, errorResponses, timestamp } from '../schemas.ts';
+import { cancelRecurring } from './payment-requests.ts';
+import { cancelPaymentRequest } from './payments.ts';
 import { serializeAccount, serializeAccountRow } from '../serializers.ts';
 
 /** Settings as sent: each key optional, merged key by key into what the account has. */
@@ -56,7 +60,8 @@ const closeAccount = createRoute({
   },
 });
 
-export function accountApp({ orm }: ApiDeps) {
+export function accountApp(deps: ApiDeps) {
+  const { orm } = deps;
   return newOpenApiApp()
     .openapi(getAccount, async (c) => {
       const { accountId } = await accountScope(c, orm);
@@ -97,6 +102,31 @@ export function accountApp({ orm }: ApiDeps) {
         await tx.nativeUpdate(User, { accountId }, { status: 'suspended' });
         await tx.nativeUpdate(Session, { accountId, revokedAt: null }, { revokedAt: closedAt, revokedReason: 'account_closed' });
       });
+      // Its payments end with it: every pending payment request and every recurring one is canceled (links then say so).
+      await cancelOpenPaymentRequests(deps, accountId);
       return c.json({ id: accountId, status: 'closed' as const, closed_at: closedAt.toISOString(), message: 'Account closed.' }, 200);
     });
+}
+
+/**
+ * Cancels an account's recurring payment requests first (so none issues another),
+ * then its pending payment requests, in both modes, a few at a time. A request that
+ * ends meanwhile (paid, expired) is left as it ended.
+ */
+async function cancelOpenPaymentRequests(deps: ApiDeps, accountId: string): Promise<void> {
+  const em = deps.orm.em.fork();
+  // The account is closed already, so the answer stays 200; a request whose cancel fails here is
+  // still refused by the pay page, which takes no payment for a closed account.
+  const ignoreEnded = (error: unknown) => {
+    const ended = error instanceof ApiError ? error.code === 'invalid_state' : error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === 'invalid_state';
+    if (!ended) deps.logger.warn({ err: error, accountId }, 'closing an account: a payment request could not be canceled');
+  };
+  const recurring = await em.find(RecurringPaymentRequest, { accountId, status: 'active' });
+  await inBatches(recurring, (row) => cancelRecurring(deps, row, 'account_closed').catch(ignoreEnded));
+  const pending = await em.find(PaymentRequest, { accountId, status: 'pending' });
+  await inBatches(pending, (row) => cancelPaymentRequest(deps, row, 'account_closed').catch(ignoreEnded));
+}
+
+async function inBatches<T>(items: T[], run: (item: T) => Promise<unknown>, size = 10): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(run));
 }

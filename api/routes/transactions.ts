@@ -1,12 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
+import type { FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { post } from '../../activities/ledger.ts';
 import { sandboxSettlementDelayMs, SandboxProcessor, type PaymentProcessor } from '../../activities/processor.ts';
+import { newTransactionFields, recordSucceededTransaction } from '../../activities/transactions.ts';
 import { paymentSettlementWorkflow } from '../../workflows/payment-settlement.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { newId } from '../../domain/ids.ts';
-import { scoreRisk } from '../../domain/risk.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
@@ -14,7 +14,7 @@ import { amount, currency, errorResponses, idParam, isoInstant, timestamp } from
 
 /** Metadata limits (Stripe's): 50 keys, keys up to 40 characters, values up to 500. */
 export const metadataLimits = { keys: 50, keyLength: 40, valueLength: 500 };
-const metadata = z
+export const metadata = z
   .record(z.string().min(1).max(metadataLimits.keyLength), z.string().max(metadataLimits.valueLength))
   .refine((value) => Object.keys(value).length <= metadataLimits.keys, { message: `at most ${metadataLimits.keys} keys` });
 
@@ -168,45 +168,30 @@ export function transactionsApp(deps: ApiDeps) {
       // Another account's id answers exactly like an unknown one.
       if (body.account_id !== scope.accountId) throw new ApiError('not_found', 'No such account.');
       const em = orm.em.fork();
-      // The caller's own account was read with the credential (api/auth/principal.ts); an admin's named account is read here.
-      const own = c.get('callerAccount');
-      const account = own?.id === scope.accountId ? { settings: own.settings, createdAt: new Date(own.created_at) } : await em.findOneOrFail(Account, { id: scope.accountId });
+      const account = await em.findOneOrFail(Account, { id: scope.accountId });
       if (body.currency !== account.settings.currency) {
         throw new ApiError('currency_mismatch', `The account's currency is ${account.settings.currency}, not ${body.currency}.`);
       }
       if (body.type === 'payment' && !body.payment_method) throw new ApiError('invalid_request', 'payment_method: required for a payment.');
       if (body.type !== 'payment' && body.payment_method) throw new ApiError('invalid_request', 'payment_method: only payments take one.');
 
-      const hourAgo = new Date(Date.now() - 3_600_000);
-      const recent = await em.count(Transaction, { accountId: scope.accountId, createdAt: { $gt: hourAgo } });
-      const risk = scoreRisk({ amount: body.amount, currency: body.currency, type: body.type, accountAgeMs: Date.now() - account.createdAt.getTime(), transactionsLastHour: recent });
-      const now = new Date();
-      const fields = {
-        id: newId('transaction'),
-        accountId: scope.accountId,
-        livemode: scope.livemode,
-        amount: body.amount,
-        currency: body.currency,
-        type: body.type,
-        reference: body.reference ?? null,
-        metadata: body.metadata ?? {},
-        riskLevel: risk.level,
-        riskScore: risk.score,
-        paymentMethod: body.payment_method ?? null,
-        failureCode: null,
-        failureMessage: null,
-        createdAt: now,
-        updatedAt: now,
-        canceledAt: null,
-      };
+      const fields = await newTransactionFields(
+        em,
+        {
+          accountId: scope.accountId,
+          livemode: scope.livemode,
+          amount: body.amount,
+          currency: body.currency,
+          type: body.type,
+          reference: body.reference ?? null,
+          metadata: body.metadata ?? {},
+          paymentMethod: body.payment_method ?? null,
+        },
+        account,
+      );
 
       if (body.type !== 'payment') {
-        const transaction = await em.transactional(async (tx) => {
-          const row = tx.create(Transaction, { ...fields, status: 'succeeded' });
-          await tx.flush();
-          await post(tx, { ...scope, currency: body.currency, transactionId: row.id, availableDelta: body.type === 'credit' ? body.amount : -body.amount });
-          return row;
-        });
+        const transaction = await em.transactional((tx) => recordSucceededTransaction(tx, fields));
         return c.json(serializeTransaction(transaction), 201);
       }
 
@@ -257,16 +242,7 @@ export function transactionsApp(deps: ApiDeps) {
       const backwards = Boolean(query.ending_before);
       if (query.starting_after) where.id = { $lt: query.starting_after };
       if (query.ending_before) where.id = { $gt: query.ending_before };
-      // Plain rows (the entity's property names and types), not managed entities: a page is only read, and
-      // hydrating 21 managed entities cost more CPU than the rest of the request (bench/RESULTS.md).
-      const rows = await orm.em
-        .fork()
-        .createQueryBuilder(Transaction)
-        .select('*')
-        .where(where as QBFilterQuery<Transaction>)
-        .orderBy({ id: backwards ? 'asc' : 'desc' })
-        .limit(query.limit + 1)
-        .execute<Transaction[]>('all');
+      const rows = await orm.em.fork().find(Transaction, where as FilterQuery<Transaction>, { orderBy: { id: backwards ? 'asc' : 'desc' }, limit: query.limit + 1 });
       const hasMore = rows.length > query.limit;
       const page = rows.slice(0, query.limit);
       if (backwards) page.reverse();

@@ -6,6 +6,7 @@ import { Event } from './event.ts';
 import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice, InvoiceNumberCounter } from './invoice.ts';
 import { AccountBalance, LedgerEntry } from './ledger.ts';
+import { PaymentRequest, RecurringPaymentRequest } from './payment-request.ts';
 import { Plan } from './plan.ts';
 import { Product } from './product.ts';
 import { SentEmail } from './sent-email.ts';
@@ -26,6 +27,7 @@ export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
 export { invoiceStatuses } from './invoice.ts';
 export type { RiskLevel, TransactionStatus, TransactionType } from './transaction.ts';
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
+export { PaymentRequest, RecurringPaymentRequest };
 export const entities = [
   Account,
   User,
@@ -47,4 +49,6 @@ export const entities = [
   IdempotencyKey,
   SentEmail,
   Event,
+  PaymentRequest,
+  RecurringPaymentRequest,
 ];

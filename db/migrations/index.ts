@@ -5,6 +5,7 @@ import { Migration20261122133500_sent_emails } from './Migration20261122133500_s
 import { Migration20261122133600_invoice_numbers } from './Migration20261122133600_invoice_numbers.ts';
 import { Migration20261122134146_events } from './Migration20261122134146_events.ts';
 import { Migration20261122134000_catalog } from './Migration20261122134000_catalog.ts';
+import { Migration20261122134500_payment_requests } from './Migration20261122134500_payment_requests.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   { name: 'Migration20261122133600_invoice_numbers', class: Migration20261122133600_invoice_numbers },
   { name: 'Migration20261122134146_events', class: Migration20261122134146_events },
   { name: 'Migration20261122134000_catalog', class: Migration20261122134000_catalog },
+  { name: 'Migration20261122134500_payment_requests', class: Migration20261122134500_payment_requests },
 ];

@@ -7,7 +7,7 @@ import type { PaymentProcessor } from '../../activities/processor.ts';
 import { createApp, type App } from '../../api/app.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config } from '../../config.ts';
-import { Charge, Invoice, Subscription, Transaction } from '../../db/entities/index.ts';
+import { Charge, Invoice, PaymentRequest, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -152,7 +152,11 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
       const em = db.orm.em.fork();
       const subscriptions = await em.find(Subscription, {}, { fields: ['id'] }).catch(() => []);
       const settling = await em.find(Transaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      await Promise.all([...subscriptions, ...settling].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
+      // Recurring ones first: a live one would start another payment request.
+      const recurring = await em.find(RecurringPaymentRequest, { status: 'active' }, { fields: ['id'] }).catch(() => []);
+      await Promise.all(recurring.map((r) => env.client.workflow.getHandle(r.id).terminate('test finished').catch(() => undefined)));
+      const requests = await em.find(PaymentRequest, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
+      await Promise.all([...subscriptions, ...settling, ...requests].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
       await engine.stopWorker();
       await env.teardown();
       mailer.close();

@@ -1,0 +1,175 @@
+import { randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { PaymentRequest, RecurringPaymentRequest } from '../db/entities/index.ts';
+import { newId } from '../domain/ids.ts';
+import { formatMoney } from '../domain/money.ts';
+import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
+import { paymentRequestCreatedUpdate, paymentRequestWorkflow, type PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
+import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
+import type { PaymentProcessor } from './processor.ts';
+import { newTransactionFields, recordSucceededTransaction } from './transactions.ts';
+
+const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
+
+/** A new payment request's id and the secret of its link: 32 random bytes, base64url (256 bits). */
+export function allocatePaymentRequest(): { id: string; token: string } {
+  return { id: newId('paymentRequest'), token: randomBytes(32).toString('base64url') };
+}
+
+/**
+ * Writes a payment request's projection row. Idempotent and ordered: the row only
+ * changes when the snapshot's version is newer than the stored one.
+ */
+export async function projectPaymentRequest(em: EntityManager, s: PaymentRequestSnapshot): Promise<void> {
+  const row = {
+    id: s.id,
+    accountId: s.accountId,
+    livemode: s.livemode,
+    amount: s.amount,
+    currency: s.currency,
+    status: s.status,
+    customerEmail: s.customerEmail,
+    reference: s.reference,
+    metadata: s.metadata,
+    token: s.token,
+    expiresAt: new Date(s.expiresAt),
+    transactionId: s.transactionId,
+    paidAt: toDate(s.paidAt),
+    failureReason: s.failureReason,
+    canceledAt: toDate(s.canceledAt),
+    cancellationReason: s.cancellationReason,
+    lastPaymentError: s.lastPaymentError,
+    attempts: s.attempts,
+    recurringPaymentRequestId: s.recurringPaymentRequestId,
+    period: s.period,
+    version: s.version,
+    createdAt: new Date(s.createdAt),
+    updatedAt: new Date(s.updatedAt),
+  };
+  const { id: _id, accountId: _accountId, token: _token, createdAt: _createdAt, ...changes } = row;
+  await em.createQueryBuilder(PaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute();
+}
+
+export async function projectRecurringPaymentRequest(em: EntityManager, s: RecurringPaymentRequestSnapshot): Promise<void> {
+  const row = {
+    id: s.id,
+    accountId: s.accountId,
+    livemode: s.livemode,
+    amount: s.amount,
+    currency: s.currency,
+    status: s.status,
+    customerEmail: s.customerEmail,
+    reference: s.reference,
+    metadata: s.metadata,
+    interval: s.interval.unit,
+    intervalCount: s.interval.count,
+    expiresInMs: s.expiresInMs,
+    period: s.period,
+    issuedPeriods: s.issuedPeriods,
+    latestPaymentRequestId: s.latestPaymentRequestId,
+    nextPaymentRequestAt: toDate(s.nextPaymentRequestAt),
+    canceledAt: toDate(s.canceledAt),
+    cancellationReason: s.cancellationReason,
+    version: s.version,
+    createdAt: new Date(s.createdAt),
+    updatedAt: new Date(s.updatedAt),
+  };
+  const { id: _id, accountId: _accountId, createdAt: _createdAt, ...changes } = row;
+  await em.createQueryBuilder(RecurringPaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute();
+}
+
+export interface PaymentRequestChargeInput {
+  paymentRequestId: string;
+  /** `${paymentRequestId}:attempt:${n}`: one processor charge per attempt, however often this runs. */
+  idempotencyKey: string;
+  accountId: string;
+  livemode: boolean;
+  amount: number;
+  currency: string;
+  paymentMethod: string;
+  reference: string | null;
+  metadata: Record<string, string>;
+}
+
+export type PaymentRequestChargeOutcome =
+  | { status: 'succeeded'; transactionId: string; processorChargeId: string }
+  | { status: 'failed'; failureCode: string; failureMessage: string };
+
+/**
+ * Charges one attempt at paying a request and, when it succeeds, records the
+ * `payment` transaction on the ledger. Safe to run again (activity retry, a worker
+ * that died after the processor answered): the processor answers a repeated key
+ * with its first outcome, and the ledger write happens under a lock on the
+ * request's row, which keeps the transaction id once written, so the money is
+ * recorded once.
+ */
+export async function chargePaymentRequest(em: EntityManager, processor: PaymentProcessor, input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
+  const answer = await processor.charge({
+    idempotencyKey: input.idempotencyKey,
+    amount: input.amount,
+    currency: input.currency,
+    paymentMethod: input.paymentMethod,
+    description: input.reference ?? `Payment request ${input.paymentRequestId}`,
+  });
+  if (answer.status === 'failed') return { status: 'failed', failureCode: answer.failureCode, failureMessage: answer.failureMessage };
+  if (answer.status === 'pending') {
+    // The pay page offers only methods that answer at once; a processor that leaves one pending is not settled here.
+    return { status: 'failed', failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later; pay with a card.' };
+  }
+  const transactionId = await em.transactional(async (tx) => {
+    const [locked] = await tx
+      .getConnection()
+      .execute<{ transaction_id: string | null }[]>(`select transaction_id from payment_requests where id = ? for update`, [input.paymentRequestId], 'all', tx.getTransactionContext());
+    if (!locked) throw new Error(`payment request ${input.paymentRequestId} has no projection row`);
+    if (locked.transaction_id) return locked.transaction_id;
+    const fields = await newTransactionFields(tx, {
+      accountId: input.accountId,
+      livemode: input.livemode,
+      amount: input.amount,
+      currency: input.currency,
+      type: 'payment',
+      reference: input.reference,
+      metadata: input.metadata,
+      paymentMethod: input.paymentMethod,
+    });
+    const transaction = await recordSucceededTransaction(tx, fields);
+    await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: transaction.id });
+    return transaction.id;
+  });
+  return { status: 'succeeded', transactionId, processorChargeId: answer.processorChargeId };
+}
+
+/**
+ * Starts the workflow of a payment request that a recurring request issues, and
+ * returns once it has recorded itself (its projection row exists). A top-level
+ * workflow, not a child: a payment request outlives the run that issued it (the
+ * recurring workflow continues as new every period), and it is a resource of its
+ * own. Safe to run again: the id is fixed by the caller and a second start of it
+ * is refused (REJECT_DUPLICATE), which means it is already there.
+ */
+export async function issuePaymentRequest(em: EntityManager, client: Client, taskQueue: string, input: PaymentRequestWorkflowInput): Promise<void> {
+  const { request } = input;
+  try {
+    await client.workflow.start(paymentRequestWorkflow, {
+      workflowId: request.id,
+      taskQueue,
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `Payment request of ${formatMoney(request.amount, request.currency)} to ${request.customerEmail} (period ${request.period} of ${request.recurringPaymentRequestId})`,
+      typedSearchAttributes: [
+        { key: AccountIdKey, value: request.accountId },
+        { key: LivemodeKey, value: request.livemode },
+      ],
+    });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  }
+  try {
+    await client.workflow.getHandle(request.id).executeUpdate(paymentRequestCreatedUpdate);
+  } catch (error) {
+    // Already recorded and ended (canceled at once, say): its row is there, which is all this waits for.
+    if (!(await em.findOne(PaymentRequest, { id: request.id }, { fields: ['id'] }))) throw error;
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * POST /api/v1/payment-requests (SPEC.md, "Other named interfaces"): `type:
+ * one_time` is POST /v1/payments by another name; `type: recurring` starts one
+ * long-lived recurringPaymentRequestWorkflow that issues a payment request every
+ * interval until canceled.
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { RecurringPaymentRequest } from '../../db/entities/index.ts';
+import { intervalUnits } from '../../domain/billing-calendar.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { hasPrefix, newId } from '../../domain/ids.ts';
+import { formatMoney } from '../../domain/money.ts';
+import { defaultExpiryMs, recurringStatuses, type CancellationReason, type RecurringPaymentRequestSnapshot } from '../../domain/payment-requests.ts';
+import {
+  cancelRecurringPaymentRequestUpdate,
+  recurringPaymentRequestCreatedUpdate,
+  recurringPaymentRequestWorkflow,
+  type RecurringPaymentRequestWorkflowInput,
+} from '../../workflows/recurring-payment-request.ts';
+import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
+import { accountScope } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { errorResponses, idParam, timestamp } from '../schemas.ts';
+import {
+  cancelPaymentRequest,
+  createPaymentRequest,
+  findOwnPaymentRequest,
+  paymentRequestFields,
+  PaymentRequestSchema,
+  requestingAccount,
+  serializePaymentRequest,
+} from './payments.ts';
+
+export const RecurringPaymentRequestSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('recurring_payment_request'),
+    type: z.literal('recurring'),
+    account_id: z.string(),
+    amount: z.number().int(),
+    currency: z.string(),
+    customer_email: z.string(),
+    reference: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()),
+    interval: z.enum(intervalUnits),
+    interval_count: z.number().int(),
+    expires_in: z.number().int().openapi({ description: 'Seconds each issued request stays payable' }),
+    status: z.enum(recurringStatuses),
+    periods_issued: z.number().int().openapi({ description: 'Payment requests issued so far, one per period' }),
+    latest_payment_request_id: z.string().nullable(),
+    next_payment_request_at: timestamp.nullable(),
+    canceled_at: timestamp.nullable(),
+    cancellation_reason: z.enum(['requested', 'account_closed']).nullable(),
+    livemode: z.boolean(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .openapi('RecurringPaymentRequest');
+
+type RecurringLike = RecurringPaymentRequestSnapshot | RecurringPaymentRequest;
+
+export function serializeRecurringPaymentRequest(r: RecurringLike): z.infer<typeof RecurringPaymentRequestSchema> {
+  const interval = 'intervalCount' in r ? { unit: r.interval, count: r.intervalCount } : r.interval;
+  return {
+    id: r.id,
+    object: 'recurring_payment_request',
+    type: 'recurring',
+    account_id: r.accountId,
+    amount: r.amount,
+    currency: r.currency,
+    customer_email: r.customerEmail,
+    reference: r.reference ?? null,
+    metadata: r.metadata,
+    interval: interval.unit,
+    interval_count: interval.count,
+    expires_in: Math.round(r.expiresInMs / 1000),
+    status: r.status,
+    periods_issued: r.issuedPeriods,
+    latest_payment_request_id: r.latestPaymentRequestId ?? null,
+    next_payment_request_at: r.nextPaymentRequestAt ? new Date(r.nextPaymentRequestAt).toISOString() : null,
+    canceled_at: r.canceledAt ? new Date(r.canceledAt).toISOString() : null,
+    cancellation_reason: r.cancellationReason ?? null,
+    livemode: r.livemode,
+    created_at: new Date(r.createdAt).toISOString(),
+    updated_at: new Date(r.updatedAt).toISOString(),
+  };
+}
+
+const CreateBody = z
+  .object({
+    type: z.enum(['one_time', 'recurring']),
+    account_id: z.string().min(1).max(64).optional().openapi({ description: "Defaults to the caller's account" }),
+    ...paymentRequestFields,
+    interval: z.enum(intervalUnits).optional().openapi({ description: 'recurring: how often a new request is sent' }),
+    interval_count: z.number().int().min(1).max(365).optional().openapi({ description: 'recurring: intervals between requests (default 1)' }),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    if (body.expires_at && body.expires_in !== undefined) ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'use expires_at or expires_in, not both' });
+    if (body.type === 'recurring') {
+      if (!body.interval) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'required for a recurring request' });
+      if (body.expires_at) ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'a recurring request takes expires_in (per issued request)' });
+    } else {
+      for (const field of ['interval', 'interval_count'] as const) {
+        if (body[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'only for type recurring' });
+      }
+    }
+  });
+
+const Created = z.union([PaymentRequestSchema, RecurringPaymentRequestSchema]);
+const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
+
+const createRequest = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['Payment requests'],
+  summary: 'Create a one-time or recurring payment request',
+  description:
+    '`one_time` behaves exactly as POST /v1/payments (account_id defaults to the caller\'s). `recurring` (with `interval` and ' +
+    '`interval_count`) sends a new payment request now and at the start of every later period, calendar-correct, until canceled.',
+  request: { body: { ...json(CreateBody), required: true } },
+  responses: { 201: { description: 'Created', ...json(Created) }, ...errorResponses(400, 401, 404) },
+});
+const getRequest = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: ['Payment requests'],
+  summary: 'Retrieve a payment request (pay_…) or a recurring one (preq_…)',
+  request: { params: idParam('preq') },
+  responses: { 200: { description: 'The request', ...json(Created) }, ...errorResponses(401, 404) },
+});
+const cancelRequest = createRoute({
+  method: 'post',
+  path: '/{id}/cancel',
+  tags: ['Payment requests'],
+  summary: 'Cancel a payment request, or stop a recurring one',
+  description: 'Canceling a recurring request stops further requests; one already sent stays payable until it is canceled itself or expires.',
+  request: { params: idParam('preq') },
+  responses: { 200: { description: 'Canceled', ...json(Created) }, ...errorResponses(401, 404, 409) },
+});
+
+export async function findOwnRecurring(deps: ApiDeps, scope: { accountId: string; livemode: boolean }, id: string): Promise<RecurringPaymentRequest> {
+  const row = await deps.orm.em.fork().findOne(RecurringPaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
+  if (!row) throw new ApiError('not_found', 'No such payment request.');
+  return row;
+}
+
+/** Stops a recurring request through its workflow; `invalid_state` when already canceled. */
+export async function cancelRecurring(deps: ApiDeps, row: RecurringPaymentRequest, reason: CancellationReason): Promise<RecurringPaymentRequestSnapshot> {
+  if (row.status !== 'active') throw new ApiError('invalid_state', 'This recurring payment request is already canceled.');
+  return deps.temporal.workflow.getHandle(row.id).executeUpdate(cancelRecurringPaymentRequestUpdate, { args: [{ reason }] });
+}
+
+export function paymentRequestsApp(deps: ApiDeps) {
+  const { orm, config } = deps;
+  return newOpenApiApp()
+    .openapi(createRequest, async (c) => {
+      const body = c.req.valid('json');
+      if (body.type === 'one_time') {
+        return c.json(serializePaymentRequest(await createPaymentRequest(deps, c, body), config.publicUrl), 201);
+      }
+      const { scope, account } = await requestingAccount(deps, c, body);
+      const id = newId('recurringPaymentRequest');
+      const epoch = new Date(0).toISOString();
+      const interval = { unit: body.interval!, count: body.interval_count ?? 1 };
+      const snapshot: RecurringPaymentRequestSnapshot = {
+        id,
+        accountId: scope.accountId,
+        livemode: scope.livemode,
+        amount: body.amount,
+        currency: body.currency,
+        customerEmail: body.customer_email,
+        reference: body.reference ?? null,
+        metadata: body.metadata ?? {},
+        interval,
+        expiresInMs: body.expires_in !== undefined ? body.expires_in * 1000 : defaultExpiryMs,
+        status: 'active',
+        anchor: null,
+        period: 0,
+        issuedPeriods: 0,
+        latestPaymentRequestId: null,
+        nextPaymentRequestAt: null,
+        createdAt: epoch,
+        updatedAt: epoch,
+        canceledAt: null,
+        cancellationReason: null,
+        version: 0,
+      };
+      const input: RecurringPaymentRequestWorkflowInput = { snapshot, accountName: account.name, locale: account.settings.language, publicUrl: config.publicUrl };
+      const created = await deps.temporal.workflow.executeUpdateWithStart(recurringPaymentRequestCreatedUpdate, {
+        startWorkflowOperation: new WithStartWorkflowOperation(recurringPaymentRequestWorkflow, {
+          workflowId: id,
+          taskQueue: config.taskQueue,
+          args: [input],
+          workflowIdConflictPolicy: 'FAIL',
+          staticSummary: `Recurring request of ${formatMoney(body.amount, body.currency)} to ${body.customer_email} every ${interval.count} ${interval.unit}(s)`,
+          typedSearchAttributes: [
+            { key: AccountIdKey, value: scope.accountId },
+            { key: LivemodeKey, value: scope.livemode },
+          ],
+        }),
+      });
+      return c.json(serializeRecurringPaymentRequest(created), 201);
+    })
+    .openapi(getRequest, async (c) => {
+      const id = c.req.valid('param').id;
+      if (hasPrefix(id, 'recurringPaymentRequest')) {
+        return c.json(serializeRecurringPaymentRequest(await findOwnRecurring(deps, await accountScope(c, orm), id)), 200);
+      }
+      return c.json(serializePaymentRequest(await findOwnPaymentRequest(deps, c, id), config.publicUrl), 200);
+    })
+    .openapi(cancelRequest, async (c) => {
+      await optionalJsonBody(c, z.object({}).strict());
+      const id = c.req.valid('param').id;
+      if (hasPrefix(id, 'recurringPaymentRequest')) {
+        const row = await findOwnRecurring(deps, await accountScope(c, orm), id);
+        return c.json(serializeRecurringPaymentRequest(await cancelRecurring(deps, row, 'requested')), 200);
+      }
+      const request = await findOwnPaymentRequest(deps, c, id);
+      return c.json(serializePaymentRequest(await cancelPaymentRequest(deps, request, 'requested'), config.publicUrl), 200);
+    });
+}

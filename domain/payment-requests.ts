@@ -1,0 +1,173 @@
+/**
+ * Payment requests: an amount asked of a customer by email, paid on the hosted
+ * pay page. Pure shapes and rules shared by the API, the workflows (so no clock
+ * reads, no I/O here) and the activities.
+ */
+import type { BillingInterval } from './billing-calendar.ts';
+import { formatMoney } from './money.ts';
+
+/** SPEC.md's states: pending until paid; failed when it expired; canceled by the account. */
+export const paymentRequestStatuses = ['pending', 'succeeded', 'failed', 'canceled'] as const;
+export type PaymentRequestStatus = (typeof paymentRequestStatuses)[number];
+
+export const cancellationReasons = ['requested', 'account_closed'] as const;
+export type CancellationReason = (typeof cancellationReasons)[number];
+
+export const recurringStatuses = ['active', 'canceled'] as const;
+export type RecurringStatus = (typeof recurringStatuses)[number];
+
+const dayMs = 86_400_000;
+/** How long a link stays payable unless the request says otherwise. */
+export const defaultExpiryMs = 7 * dayMs;
+/** The longest a link may stay payable. */
+export const maxExpiryMs = 30 * dayMs;
+/** The shortest: a link that expires within a minute is a mistake. */
+export const minExpiryMs = 60_000;
+/** Declined attempts a request takes before the page stops charging (card testing on a leaked link). */
+export const maxPayAttempts = 10;
+
+/**
+ * The test payment methods the pay page offers: cards, which answer at once.
+ * Bank debits (pm_bank_*) settle a day later and are refused on the page.
+ */
+export const payPageMethods = [
+  { id: 'pm_card_visa', label: 'Visa •••• 4242', outcome: 'succeeds' },
+  { id: 'pm_card_mastercard', label: 'Mastercard •••• 4444', outcome: 'succeeds' },
+  { id: 'pm_card_chargeDeclined', label: 'Visa •••• 0002', outcome: 'declined: card_declined' },
+  { id: 'pm_card_insufficientFunds', label: 'Visa •••• 9995', outcome: 'declined: insufficient_funds' },
+  { id: 'pm_card_expired', label: 'Visa •••• 0069', outcome: 'declined: expired_card' },
+] as const;
+export type PayPageMethod = (typeof payPageMethods)[number]['id'];
+
+export function isPayPageMethod(value: string): value is PayPageMethod {
+  return payPageMethods.some((method) => method.id === value);
+}
+
+export interface PaymentError {
+  code: string;
+  message: string;
+  paymentMethod: string;
+  /** Workflow time of the attempt. */
+  at: string;
+}
+
+/**
+ * A payment request as its workflow knows it: the one shape the workflow returns
+ * from updates, writes to the projection, and the API serializes. Instants are
+ * ISO strings so it crosses Temporal's JSON payloads unchanged.
+ */
+export interface PaymentRequestSnapshot {
+  id: string;
+  accountId: string;
+  livemode: boolean;
+  amount: number;
+  currency: string;
+  customerEmail: string;
+  reference: string | null;
+  metadata: Record<string, string>;
+  /** The secret part of payment_url (256 random bits, base64url). */
+  token: string;
+  status: PaymentRequestStatus;
+  expiresAt: string;
+  createdAt: string;
+  /** Workflow time of the latest change. */
+  updatedAt: string;
+  /** The ledger transaction that recorded the money, once paid. */
+  transactionId: string | null;
+  paidAt: string | null;
+  /** `expired` when the link lapsed unpaid. */
+  failureReason: 'expired' | null;
+  canceledAt: string | null;
+  cancellationReason: CancellationReason | null;
+  /** The latest declined attempt, kept after a later success for the record. */
+  lastPaymentError: PaymentError | null;
+  /** Charge attempts made so far (each with its own processor idempotency key). */
+  attempts: number;
+  /** Set when a recurring request issued this one, with the period it is for (0-based). */
+  recurringPaymentRequestId: string | null;
+  period: number | null;
+  /** Grows with every state change; orders projection writes. */
+  version: number;
+}
+
+/** A recurring payment request: one long-lived workflow issuing a payment request each period. */
+export interface RecurringPaymentRequestSnapshot {
+  id: string;
+  accountId: string;
+  livemode: boolean;
+  amount: number;
+  currency: string;
+  customerEmail: string;
+  reference: string | null;
+  metadata: Record<string, string>;
+  interval: BillingInterval;
+  /** How long each issued request stays payable. */
+  expiresInMs: number;
+  status: RecurringStatus;
+  /** Periods are counted from here (see billing-calendar): period n starts at anchor + n intervals. */
+  anchor: string | null;
+  /** The period whose request is issued next (or was just issued, see issuedPeriods). */
+  period: number;
+  /** How many periods have had their request issued. */
+  issuedPeriods: number;
+  latestPaymentRequestId: string | null;
+  nextPaymentRequestAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  canceledAt: string | null;
+  cancellationReason: CancellationReason | null;
+  version: number;
+}
+
+/** What a `pay` update answers: the page shows a receipt, the decline, or the state the request is in. */
+export interface PayResult {
+  outcome: 'succeeded' | 'declined' | 'already_paid' | 'not_payable';
+  request: PaymentRequestSnapshot;
+  error: { code: string; message: string } | null;
+}
+
+export function paymentUrl(publicUrl: string, token: string): string {
+  return `${publicUrl}/pay/${token}`;
+}
+
+/** A token as payment_url carries it: 43 base64url characters (32 random bytes). */
+export const tokenPattern = /^[A-Za-z0-9_-]{43}$/;
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
+}
+
+export interface EmailContent {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/** The email that asks the customer to pay, with the link. */
+export function requestEmail(request: PaymentRequestSnapshot, accountName: string, link: string, locale = 'en'): EmailContent {
+  const amount = formatMoney(request.amount, request.currency, locale);
+  const reference = request.reference ? `Reference: ${request.reference}\n` : '';
+  const expires = `This link works until ${request.expiresAt.replace('T', ' ').slice(0, 16)} UTC.`;
+  return {
+    subject: `${accountName} requests ${amount}`,
+    text: `${accountName} requests a payment of ${amount}.\n${reference}\nPay here: ${link}\n\n${expires}\n`,
+    html:
+      `<p><strong>${escapeHtml(accountName)}</strong> requests a payment of <strong>${escapeHtml(amount)}</strong>.</p>` +
+      (request.reference ? `<p>Reference: ${escapeHtml(request.reference)}</p>` : '') +
+      `<p><a href="${escapeHtml(link)}">Pay ${escapeHtml(amount)}</a></p><p>${escapeHtml(expires)}</p>`,
+  };
+}
+
+/** The receipt after a successful payment. */
+export function receiptEmail(request: PaymentRequestSnapshot, accountName: string, locale = 'en'): EmailContent {
+  const amount = formatMoney(request.amount, request.currency, locale);
+  const reference = request.reference ? `Reference: ${request.reference}\n` : '';
+  return {
+    subject: `Receipt: ${amount} paid to ${accountName}`,
+    text: `You paid ${amount} to ${accountName}.\n${reference}Payment: ${request.id}\nPaid at: ${request.paidAt}\n`,
+    html:
+      `<p>You paid <strong>${escapeHtml(amount)}</strong> to <strong>${escapeHtml(accountName)}</strong>.</p>` +
+      (request.reference ? `<p>Reference: ${escapeHtml(request.reference)}</p>` : '') +
+      `<p>Payment: ${escapeHtml(request.id)}<br>Paid at: ${escapeHtml(request.paidAt ?? '')}</p>`,
+  };
+}

@@ -1,0 +1,201 @@
+/**
+ * paymentRequestWorkflow: one per payment request, workflow id = payment request
+ * id (`pay_...`). It owns the request's life: it records `pending`, emails the
+ * customer the link, then waits for the first of
+ * - a `pay` update from the pay page: one charge through the processor per
+ *   attempt; a success records the payment on the ledger (`succeeded`), a decline
+ *   keeps the request payable and answers with the reason;
+ * - a `cancel` update (`canceled`);
+ * - its expiry timer (`failed`, reason `expired`).
+ *
+ * Paying twice charges once: the validator refuses a pay once the request is no
+ * longer pending, and every message that can change the state runs one at a time
+ * (a promise-chain lock), so a second pay that arrives while a charge is in flight
+ * waits for it and then finds the request paid. A replayed pay (same attempt key,
+ * from the same rendered form) is answered with the first attempt's result.
+ *
+ * Deterministic code only: time is workflow time, every side effect is an activity.
+ */
+import { allHandlersFinished, ApplicationFailure, condition, defineQuery, defineUpdate, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+import { formatMoney } from '../domain/money.ts';
+import {
+  isPayPageMethod,
+  maxPayAttempts,
+  paymentUrl,
+  receiptEmail,
+  requestEmail,
+  type CancellationReason,
+  type PaymentRequestSnapshot,
+  type PayResult,
+} from '../domain/payment-requests.ts';
+
+export interface PaymentRequestWorkflowInput {
+  /** Version 0: id, account, amount, customer, token set; times are placeholders the workflow fills in. */
+  request: PaymentRequestSnapshot;
+  /** Who asks, as the emails name them. */
+  accountName: string;
+  /** BCP 47 tag for formatting amounts in emails (the account's language). */
+  locale: string;
+  /** Base of the pay link in the email (PUBLIC_URL). */
+  publicUrl: string;
+  /** Payable for this long from the start, unless `expiresAt` is given. */
+  expiresInMs: number;
+  /** An exact expiry instant the caller asked for. */
+  expiresAt: string | null;
+}
+
+export interface PayInput {
+  /** A test payment method the pay page offers (cards only). */
+  paymentMethod: string;
+  /** One per rendered form and method: a replay of the same form gets the first answer. */
+  attemptKey: string;
+}
+
+/** Resolves once the request is recorded as pending: the API's read-your-write. */
+export const paymentRequestCreatedUpdate = defineUpdate<PaymentRequestSnapshot>('paymentRequestCreated');
+/** Pays with a method from the pay page. Refused (`invalid_state`) once the request is no longer pending. */
+export const payUpdate = defineUpdate<PayResult, [PayInput]>('pay');
+/** Cancels a pending request. Refused (`invalid_state`) otherwise. */
+export const cancelPaymentRequestUpdate = defineUpdate<PaymentRequestSnapshot, [{ reason: CancellationReason }]>('cancelPaymentRequest');
+export const paymentRequestQuery = defineQuery<PaymentRequestSnapshot>('paymentRequest');
+
+const activities = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['IdempotencyKeyReuseError'] },
+});
+
+const iso = (instant: Date | number) => new Date(instant).toISOString();
+
+function refuse(type: 'invalid_state' | 'invalid_request', message: string): never {
+  throw ApplicationFailure.create({ type, message, nonRetryable: true });
+}
+
+export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput): Promise<PaymentRequestSnapshot> {
+  let request = input.request;
+  let created = false;
+  const amount = formatMoney(request.amount, request.currency, input.locale);
+  /** Answers by attempt key, so a replayed form never charges again. */
+  const answered = new Map<string, PayResult>();
+
+  // One state-changing step at a time, in arrival order.
+  let tail: Promise<unknown> = Promise.resolve();
+  function serialized<T>(step: () => Promise<T>): Promise<T> {
+    const run = tail.then(step);
+    tail = run.catch(() => undefined);
+    return run;
+  }
+
+  async function record(changes: Partial<PaymentRequestSnapshot>): Promise<void> {
+    request = { ...request, ...changes, updatedAt: iso(Date.now()), version: request.version + 1 };
+    await activities.projectPaymentRequest(request);
+    describe();
+  }
+
+  function describe(): void {
+    const lastError = request.lastPaymentError ? ` Last attempt declined: ${request.lastPaymentError.code}.` : '';
+    const details = {
+      pending: `Waiting for ${request.customerEmail} to pay ${amount} (link expires at ${request.expiresAt}); ${request.attempts} attempt(s).${lastError}`,
+      succeeded: `Paid ${amount} at ${request.paidAt}; transaction ${request.transactionId}.`,
+      failed: `Expired unpaid at ${request.expiresAt}.`,
+      canceled: `Canceled (${request.cancellationReason}) at ${request.canceledAt}.`,
+    }[request.status];
+    setCurrentDetails(details);
+  }
+
+  async function attempt(pay: PayInput): Promise<PayResult> {
+    const earlier = answered.get(pay.attemptKey);
+    if (earlier) return earlier;
+    if (request.status === 'succeeded') return { outcome: 'already_paid', request, error: null };
+    if (request.status !== 'pending') return { outcome: 'not_payable', request, error: null };
+    const n = request.attempts + 1;
+    setCurrentDetails(`Charging attempt ${n} with ${pay.paymentMethod}.`);
+    const outcome = await activities.chargePaymentRequest({
+      paymentRequestId: request.id,
+      idempotencyKey: `${request.id}:attempt:${n}`,
+      accountId: request.accountId,
+      livemode: request.livemode,
+      amount: request.amount,
+      currency: request.currency,
+      paymentMethod: pay.paymentMethod,
+      reference: request.reference,
+      metadata: request.metadata,
+    });
+    let result: PayResult;
+    if (outcome.status === 'succeeded') {
+      await record({ status: 'succeeded', attempts: n, transactionId: outcome.transactionId, paidAt: iso(Date.now()) });
+      result = { outcome: 'succeeded', request, error: null };
+    } else {
+      const error = { code: outcome.failureCode, message: outcome.failureMessage };
+      await record({ attempts: n, lastPaymentError: { ...error, paymentMethod: pay.paymentMethod, at: iso(Date.now()) } });
+      result = { outcome: 'declined', request, error };
+    }
+    answered.set(pay.attemptKey, result);
+    return result;
+  }
+
+  setHandler(paymentRequestQuery, () => request);
+  setHandler(paymentRequestCreatedUpdate, async () => {
+    await condition(() => created);
+    return request;
+  });
+  setHandler(payUpdate, (pay) => serialized(() => attempt(pay)), {
+    validator: (pay) => {
+      if (typeof pay?.attemptKey !== 'string' || pay.attemptKey.length === 0 || pay.attemptKey.length > 200) refuse('invalid_request', 'attemptKey: 1 to 200 characters.');
+      if (typeof pay.paymentMethod !== 'string' || !isPayPageMethod(pay.paymentMethod)) {
+        refuse('invalid_request', 'Only the test cards of the pay page are accepted here; bank debits settle later and are not offered.');
+      }
+      if (!created) refuse('invalid_state', 'This payment request is being created; try again in a moment.');
+      if (request.status !== 'pending') refuse('invalid_state', `This payment request is ${request.status}.`);
+      if (request.attempts >= maxPayAttempts && !answered.has(pay.attemptKey)) {
+        refuse('invalid_state', `This payment request has had ${maxPayAttempts} declined attempts; ask for a new one.`);
+      }
+    },
+  });
+  setHandler(
+    cancelPaymentRequestUpdate,
+    ({ reason }) =>
+      serialized(async () => {
+        // A pay that was in flight when the cancel arrived may have succeeded.
+        if (request.status !== 'pending') refuse('invalid_state', `This payment request is already ${request.status}.`);
+        await record({ status: 'canceled', canceledAt: iso(Date.now()), cancellationReason: reason });
+        return request;
+      }),
+    {
+      validator: (_cancel: { reason: CancellationReason }) => {
+        if (request.status !== 'pending') refuse('invalid_state', `This payment request is already ${request.status}.`);
+      },
+    },
+  );
+
+  const start = Date.now();
+  const expiresAt = input.expiresAt ?? iso(start + input.expiresInMs);
+  await serialized(() => record({ status: 'pending', createdAt: iso(start), expiresAt }));
+  created = true;
+
+  await activities.sendEmail({
+    dedupeKey: `${request.id}:request-email`,
+    accountId: request.accountId,
+    to: request.customerEmail,
+    ...requestEmail(request, input.accountName, paymentUrl(input.publicUrl, request.token), input.locale),
+  });
+
+  const remaining = Date.parse(request.expiresAt) - Date.now();
+  const ended = remaining > 0 ? await condition(() => request.status !== 'pending', remaining, { summary: 'Link expires' }) : request.status !== 'pending';
+  if (!ended) {
+    // Behind any charge still in flight: a payment that lands first wins.
+    await serialized(async () => {
+      if (request.status === 'pending') await record({ status: 'failed', failureReason: 'expired' });
+    });
+  }
+  if (request.status === 'succeeded') {
+    await activities.sendEmail({
+      dedupeKey: `${request.id}:receipt`,
+      accountId: request.accountId,
+      to: request.customerEmail,
+      ...receiptEmail(request, input.accountName, input.locale),
+    });
+  }
+  await condition(allHandlersFinished);
+  return request;
+}
