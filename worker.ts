@@ -8,10 +8,13 @@ import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
+import { wakeDispatchAfterActivities } from './activities/webhook-wake.ts';
 import { createMailer, type Mailer } from './activities/mailer.ts';
 import type { PaymentProcessor } from './activities/processor.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { migrate, openOrm } from './db/orm.ts';
+import { createCustomerLinks, type CustomerLinks } from './domain/customer-links.ts';
+import { createSecretBox, type SecretBox } from './domain/secret-box.ts';
 import { createLogger } from './logger.ts';
 
 export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
@@ -23,6 +26,9 @@ export interface BillingWorkerDeps {
   orm: MikroORM;
   processor?: PaymentProcessor;
   mailer: Mailer;
+  links: CustomerLinks;
+  /** Opens webhook signing secrets: createSecretBox(AUTH_SECRET), the same key the API seals them with. */
+  secretBox?: SecretBox;
   /** A prebuilt workflow bundle (tests build it once per run); else the worker bundles `workflows/`. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   identity?: string;
@@ -36,7 +42,9 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ orm: deps.orm, processor: deps.processor, mailer: deps.mailer }),
+    activities: createActivities({ orm: deps.orm, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox }),
+    // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
+    interceptors: { activity: [wakeDispatchAfterActivities(deps.orm)] },
     ...(deps.identity ? { identity: deps.identity } : {}),
     ...deps.overrides,
   });
@@ -65,7 +73,7 @@ async function main(): Promise<void> {
   await migrate(orm, config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const mailer = createMailer(config);
-  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer });
+  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
   logger.info({ taskQueue: config.taskQueue, temporal: config.temporalAddress }, 'worker running');
   await worker.run();

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Charge, Customer } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
-import { recordInvoiceAttempt } from './invoices.ts';
+import type { InvoiceLinks } from './invoice-events.ts';
+import { recordInvoiceAttempt, recordInvoicePaymentFailed } from './invoices.ts';
 import type { PaymentProcessor } from './processor.ts';
 
 export interface ChargeInput {
@@ -27,21 +28,31 @@ export type ChargeOutcome =
  * an existing charge row answers at once; the processor itself honours the key;
  * the charge row's unique key makes a racing second insert a no-op.
  * A declined card is an outcome, not an error: the workflow decides what follows.
+ * A declined charge of an invoice records `invoice.payment_failed` and
+ * `payment.failed` once, in the transaction that records the charge.
  */
-export async function chargeCustomer(em: EntityManager, processor: PaymentProcessor, input: ChargeInput): Promise<ChargeOutcome> {
-  await recordInvoiceAttempt(em, input.idempotencyKey);
+export async function chargeCustomer(em: EntityManager, processor: PaymentProcessor, input: ChargeInput, links: InvoiceLinks): Promise<ChargeOutcome> {
   const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
-  if (existing) return toOutcome(existing);
+  if (existing) {
+    await recordInvoiceAttempt(em, input.idempotencyKey);
+    return toOutcome(existing);
+  }
 
   const customer = await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
   if (!customer?.paymentMethod) {
+    // No charge row is written, so the attempt count tells a first call from a retry: only the first records the failure's events.
+    await em.transactional(async (tx) => {
+      if (await recordInvoiceAttempt(tx, input.idempotencyKey)) await recordInvoicePaymentFailed(tx, links, input.idempotencyKey);
+    });
     return { status: 'failed', chargeId: null, failureCode: 'no_payment_method', failureMessage: 'The customer has no payment method.' };
   }
+  const paymentMethod = customer.paymentMethod;
+  await recordInvoiceAttempt(em, input.idempotencyKey);
   const answer = await processor.charge({
     idempotencyKey: input.idempotencyKey,
     amount: input.amount,
     currency: input.currency,
-    paymentMethod: customer.paymentMethod,
+    paymentMethod,
     description: input.description,
   });
   // Subscriptions need the money now: a method that only settles later cannot pay them (yet).
@@ -49,25 +60,29 @@ export async function chargeCustomer(em: EntityManager, processor: PaymentProces
     answer.status === 'pending'
       ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later and cannot pay subscriptions.' }
       : answer;
-  await em
-    .createQueryBuilder(Charge)
-    .insert({
-      id: newId('charge'),
-      idempotencyKey: input.idempotencyKey,
-      accountId: input.accountId,
-      customerId: input.customerId,
-      amount: input.amount,
-      currency: input.currency,
-      paymentMethod: customer.paymentMethod,
-      status: result.status,
-      failureCode: result.status === 'failed' ? result.failureCode : null,
-      failureMessage: result.status === 'failed' ? result.failureMessage : null,
-      livemode: input.livemode,
-      createdAt: new Date(),
-    })
-    .onConflict('idempotencyKey')
-    .ignore()
-    .execute();
+  await em.transactional(async (tx) => {
+    const inserted = await tx
+      .createQueryBuilder(Charge)
+      .insert({
+        id: newId('charge'),
+        idempotencyKey: input.idempotencyKey,
+        accountId: input.accountId,
+        customerId: input.customerId,
+        amount: input.amount,
+        currency: input.currency,
+        paymentMethod,
+        status: result.status,
+        failureCode: result.status === 'failed' ? result.failureCode : null,
+        failureMessage: result.status === 'failed' ? result.failureMessage : null,
+        livemode: input.livemode,
+        createdAt: new Date(),
+      })
+      .onConflict('idempotencyKey')
+      .ignore()
+      .execute('run');
+    // The charge row and the events of a decline commit together; a racing second insert records neither.
+    if (inserted.affectedRows > 0 && result.status === 'failed') await recordInvoicePaymentFailed(tx, links, input.idempotencyKey);
+  });
   return toOutcome(await em.findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
 }
 

@@ -25,8 +25,30 @@ import {
   type PaymentRequestChargeOutcome,
 } from './payment-requests.ts';
 import { settlePendingPayment } from './payments.ts';
+import { completePayout, notifyPayoutPaid, sandboxPayoutRail, type PayoutRail } from './payouts.ts';
+import {
+  loadBillingSettings,
+  notifyPaymentFailed,
+  notifyPaymentRecovered,
+  notifySubscriptionEnded,
+  sendInvoiceReceipt,
+  settleInvoiceWithoutCharge,
+  type BillingSettings,
+} from './subscription-billing.ts';
+import type { CustomerLinks } from '../domain/customer-links.ts';
 import { SandboxProcessor, type PaymentProcessor } from './processor.ts';
 import { projectSubscription } from './projections.ts';
+import type { SecretBox } from '../domain/secret-box.ts';
+import type { Resolver } from '../domain/webhook-url.ts';
+import {
+  attemptWebhookDelivery,
+  dispatchEventsActivity,
+  finishWebhookDelivery,
+  webhookDisabledEmail,
+  type AttemptInput,
+  type AttemptOutcome,
+  type DispatchResult,
+} from './webhooks.ts';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -34,6 +56,14 @@ export interface ActivityDeps {
   processor?: PaymentProcessor;
   /** Where customer emails go (SMTP, or .eml files in development). */
   mailer: Mailer;
+  /** Opens webhook signing secrets (sealed with a key from AUTH_SECRET); without it webhook attempts fail. */
+  secretBox?: SecretBox;
+  /** DNS for webhook urls; the system's by default. */
+  webhookResolver?: Resolver;
+  /** Signs the links customers follow from emails (billing details page, invoice PDFs). */
+  links: CustomerLinks;
+  /** Where payouts go; defaults to the sandbox rail (activities/payouts.ts). */
+  payoutRail?: PayoutRail;
 }
 
 /**
@@ -49,15 +79,20 @@ export function createActivities(deps: ActivityDeps) {
       await projectSubscription(em(), snapshot);
     },
     async openInvoice(input: OpenInvoiceInput): Promise<OpenedInvoice> {
-      return openInvoice(em(), input);
+      return openInvoice(em(), deps.links, input);
     },
     async charge(input: ChargeInput): Promise<ChargeOutcome> {
       Context.current().log.info('charging', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
-      return chargeCustomer(em(), processor, input);
+      return chargeCustomer(em(), processor, input, deps.links);
     },
-    /** `paidAt`: the workflow's time of payment (optional; see settleInvoice). */
+    /**
+     * `paidAt`: the workflow's time of payment (optional; see settleInvoice). Then the
+     * receipt email (an invoice paid on its first attempt); a retry after a failed send
+     * finds the invoice paid already and only sends.
+     */
     async settleInvoice(invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
-      await settleInvoice(em(), invoiceId, charge, paidAt);
+      await settleInvoice(em(), deps.links, invoiceId, charge, paidAt);
+      if (charge.status === 'succeeded') await sendInvoiceReceipt(em(), deps, invoiceId);
     },
     /** For dunning: whether the invoice is still open (it may have been voided, marked uncollectible or paid meanwhile). */
     async getInvoice(invoiceId: string): Promise<InvoiceState> {
@@ -65,23 +100,52 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** Voids an open or uncollectible invoice (e.g. when its subscription is canceled). Returns the resulting state either way. */
     async voidInvoice(invoiceId: string, at: string): Promise<InvoiceState> {
-      await transitionInvoice(em(), invoiceId, 'void', new Date(at));
+      await transitionInvoice(em(), deps.links, invoiceId, 'void', new Date(at));
       return invoiceState(em(), invoiceId);
     },
     /** Marks an open invoice uncollectible (e.g. when dunning gives up). Returns the resulting state either way. */
     async markInvoiceUncollectible(invoiceId: string, at: string): Promise<InvoiceState> {
-      await transitionInvoice(em(), invoiceId, 'uncollectible', new Date(at));
+      await transitionInvoice(em(), deps.links, invoiceId, 'uncollectible', new Date(at));
       return invoiceState(em(), invoiceId);
+    },
+    async settleInvoiceWithoutCharge(invoiceId: string, paidAt: string): Promise<void> {
+      await settleInvoiceWithoutCharge(em(), deps.links, invoiceId, paidAt);
+    },
+    async loadBillingSettings(accountId: string): Promise<BillingSettings> {
+      return loadBillingSettings(em(), accountId);
+    },
+    async notifyPaymentFailed(input: { subscription: SubscriptionSnapshot; attempt: number }): Promise<void> {
+      await notifyPaymentFailed(em(), deps, input.subscription, input.attempt);
+    },
+    async notifyPaymentRecovered(input: { subscription: SubscriptionSnapshot; invoiceId: string }): Promise<void> {
+      await notifyPaymentRecovered(em(), deps, input.subscription, input.invoiceId);
+    },
+    async notifySubscriptionEnded(input: { subscription: SubscriptionSnapshot; kind: 'canceled' | 'paused' }): Promise<void> {
+      await notifySubscriptionEnded(em(), deps, input.subscription, input.kind);
     },
     async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
       return sendEmailOnce(em(), deps.mailer, input);
+    },
+    /** The webhook dispatcher's pass: undispatched events → delivery workflows (activities/webhooks.ts). */
+    async dispatchWebhookEvents(limit: number): Promise<DispatchResult> {
+      return dispatchEventsActivity(em(), limit);
+    },
+    /** One HTTP attempt of a webhook delivery, recorded. */
+    async attemptWebhookDelivery(input: AttemptInput): Promise<AttemptOutcome> {
+      return attemptWebhookDelivery(em(), { secretBox: deps.secretBox, resolver: deps.webhookResolver }, input);
+    },
+    async finishWebhookDelivery(input: { deliveryId: string; at: string }): Promise<void> {
+      await finishWebhookDelivery(em(), input);
+    },
+    async webhookDisabledEmail(input: { endpointId: string; disabledAt: string }): Promise<EmailInput | null> {
+      return webhookDisabledEmail(em(), input);
     },
     /** A new payment request's id and link secret (random: an activity, so a replay reads the recorded result). */
     async allocatePaymentRequest(): Promise<{ id: string; token: string }> {
       return allocatePaymentRequest();
     },
     async projectPaymentRequest(snapshot: PaymentRequestSnapshot): Promise<void> {
-      await projectPaymentRequest(em(), snapshot);
+      await projectPaymentRequest(em(), snapshot, deps.links);
     },
     async projectRecurringPaymentRequest(snapshot: RecurringPaymentRequestSnapshot): Promise<void> {
       await projectRecurringPaymentRequest(em(), snapshot);
@@ -97,6 +161,14 @@ export function createActivities(deps: ActivityDeps) {
     },
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
       return settlePendingPayment(em(), processor, transactionId, processorChargeId);
+    },
+    /** Sends a pending payout through the rail and records paid or failed (with its event). */
+    async completePayout(payoutId: string): Promise<string> {
+      return completePayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId);
+    },
+    /** The payout confirmation email, once, if the account wants it. */
+    async notifyPayoutPaid(payoutId: string): Promise<void> {
+      await notifyPayoutPaid(em(), deps.mailer, payoutId);
     },
   };
 }

@@ -4,6 +4,7 @@ import { Account, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from
 import { newId } from '../domain/ids.ts';
 import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
 import type { ChargeOutcome } from './charges.ts';
+import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 
 export interface OpenInvoiceInput {
   /** subscription + cycle: one invoice per billing cycle, whatever happens to the activity. */
@@ -48,9 +49,10 @@ const opened = (invoice: Invoice): OpenedInvoice => ({ invoiceId: invoice.id, nu
  * in the same database transaction that inserts the invoice. Concurrent invoices of
  * one account queue on that lock and get consecutive numbers; an insert that fails
  * (two calls racing with one billing key) rolls the increment back, so a retry never
- * uses up a number and the sequence has no gaps.
+ * uses up a number and the sequence has no gaps. `invoice.created` is recorded in
+ * that same transaction.
  */
-export async function openInvoice(em: EntityManager, input: OpenInvoiceInput): Promise<OpenedInvoice> {
+export async function openInvoice(em: EntityManager, links: InvoiceLinks, input: OpenInvoiceInput): Promise<OpenedInvoice> {
   const existing = await em.findOne(Invoice, { billingKey: input.billingKey });
   if (existing) return opened(existing);
 
@@ -96,6 +98,7 @@ export async function openInvoice(em: EntityManager, input: OpenInvoiceInput): P
         markedUncollectibleAt: null,
       });
       await tx.flush();
+      await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
       return opened(invoice);
     });
   } catch (error) {
@@ -112,17 +115,21 @@ export async function openInvoice(em: EntityManager, input: OpenInvoiceInput): P
  * Marks an invoice paid by a successful charge. Repeating it changes nothing.
  * An uncollectible invoice that gets paid after all becomes paid; a void one stays void.
  * `paidAt` is the workflow's time of payment; without it, the later of the issue
- * time and now.
+ * time and now. The change records `invoice.paid` and `payment.succeeded`.
  */
-export async function settleInvoice(em: EntityManager, invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
+export async function settleInvoice(em: EntityManager, links: InvoiceLinks, invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
   if (charge.status !== 'succeeded') return;
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
   const at = paidAt ? new Date(paidAt) : new Date(Math.max(Date.now(), invoice.createdAt.getTime()));
-  await em.getConnection().execute(
-    `update invoices set status = 'paid', amount_paid = amount_due, charge_id = ?, paid_at = ?
-      where id = ? and status in ('open', 'uncollectible')`,
-    [charge.chargeId, at, invoiceId],
-  );
+  await em.transactional(async (tx) => {
+    const changed = await tx.nativeUpdate(
+      Invoice,
+      { id: invoiceId, status: { $in: ['open', 'uncollectible'] } },
+      { status: 'paid', amountPaid: invoice.amountDue, chargeId: charge.chargeId, paidAt: at },
+    );
+    // Only the call that made it paid records the events: a retry changes nothing and records nothing.
+    if (changed > 0) await recordInvoiceEvents(tx, links, await tx.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }), ['invoice.paid', 'payment.succeeded']);
+  });
 }
 
 /** Which statuses each manual transition starts from (Stripe's rules). */
@@ -139,9 +146,11 @@ export type TransitionResult = { outcome: 'changed'; invoice: Invoice } | { outc
  * WHERE: a payment settling at the same moment either lands first (and the
  * transition is refused) or finds the invoice no longer payable.
  * `scope` limits it to one account and mode (the API); the workflow passes none.
+ * A change records `invoice.voided` or `invoice.marked_uncollectible` with it.
  */
 export async function transitionInvoice(
   em: EntityManager,
+  links: InvoiceLinks,
   invoiceId: string,
   to: InvoiceTransition,
   at: Date,
@@ -149,10 +158,13 @@ export async function transitionInvoice(
 ): Promise<TransitionResult> {
   const where = { id: invoiceId, ...(scope ?? {}) };
   const changes = to === 'void' ? { status: 'void' as const, voidedAt: at } : { status: 'uncollectible' as const, markedUncollectibleAt: at };
-  const changed = await em.nativeUpdate(Invoice, { ...where, status: { $in: [...invoiceTransitions[to]] } }, changes);
-  const invoice = await em.findOne(Invoice, where, { refresh: true });
-  if (!invoice) return { outcome: 'not_found' };
-  return { outcome: changed > 0 ? 'changed' : 'refused', invoice };
+  return em.transactional(async (tx) => {
+    const changed = await tx.nativeUpdate(Invoice, { ...where, status: { $in: [...invoiceTransitions[to]] } }, changes);
+    const invoice = await tx.findOne(Invoice, where, { refresh: true });
+    if (!invoice) return { outcome: 'not_found' as const };
+    if (changed > 0) await recordInvoiceEvents(tx, links, invoice, [to === 'void' ? 'invoice.voided' : 'invoice.marked_uncollectible']);
+    return { outcome: changed > 0 ? ('changed' as const) : ('refused' as const), invoice };
+  });
 }
 
 /** The invoice's current state, for a workflow deciding whether to charge again. */
@@ -171,9 +183,22 @@ export async function invoiceState(em: EntityManager, invoiceId: string): Promis
 /**
  * Counts a payment attempt on the invoice whose billing key starts the charge's
  * idempotency key (`<billingKey>:attempt:<n>`). Idempotent: the count only rises to n.
+ * Answers whether this call raised it (false for a repeat). Runs on `em`'s transaction.
  */
-export async function recordInvoiceAttempt(em: EntityManager, idempotencyKey: string): Promise<void> {
+export async function recordInvoiceAttempt(em: EntityManager, idempotencyKey: string): Promise<boolean> {
   const match = /^(.+):attempt:(\d+)$/.exec(idempotencyKey);
-  if (!match) return;
-  await em.getConnection().execute(`update invoices set attempt_count = greatest(attempt_count, ?) where billing_key = ?`, [Number(match[2]), match[1]]);
+  if (!match) return false;
+  const changed = await em.nativeUpdate(Invoice, { billingKey: match[1], attemptCount: { $lt: Number(match[2]) } }, { attemptCount: Number(match[2]) });
+  return changed > 0;
+}
+
+/**
+ * The events of a failed charge for an invoice (`invoice.payment_failed` and
+ * `payment.failed`, with the invoice), on `em`'s transaction. Charges that pay no
+ * invoice record nothing.
+ */
+export async function recordInvoicePaymentFailed(em: EntityManager, links: InvoiceLinks, idempotencyKey: string): Promise<void> {
+  const match = /^(.+):attempt:(\d+)$/.exec(idempotencyKey);
+  const invoice = match ? await em.findOne(Invoice, { billingKey: match[1] }, { refresh: true }) : null;
+  if (invoice) await recordInvoiceEvents(em, links, invoice, ['invoice.payment_failed', 'payment.failed']);
 }

@@ -6,6 +6,9 @@ import { PaymentRequest, RecurringPaymentRequest } from '../db/entities/index.ts
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
+import { paymentRequestEventTypes, recurringPaymentRequestEventType } from '../domain/events.ts';
+import { apiObjects } from './api-objects.ts';
+import { recordEvent } from './events.ts';
 import { paymentRequestCreatedUpdate, paymentRequestWorkflow, type PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import type { PaymentProcessor } from './processor.ts';
@@ -20,9 +23,11 @@ export function allocatePaymentRequest(): { id: string; token: string } {
 
 /**
  * Writes a payment request's projection row. Idempotent and ordered: the row only
- * changes when the snapshot's version is newer than the stored one.
+ * changes when the snapshot's version is newer than the stored one. A write that
+ * changes the row records its events (domain/events.ts paymentRequestEventTypes) in
+ * the same database transaction; `links.publicUrl` builds the payment_url they show.
  */
-export async function projectPaymentRequest(em: EntityManager, s: PaymentRequestSnapshot): Promise<void> {
+export async function projectPaymentRequest(em: EntityManager, s: PaymentRequestSnapshot, links: { publicUrl: string }): Promise<void> {
   const row = {
     id: s.id,
     accountId: s.accountId,
@@ -49,7 +54,16 @@ export async function projectPaymentRequest(em: EntityManager, s: PaymentRequest
     updatedAt: new Date(s.updatedAt),
   };
   const { id: _id, accountId: _accountId, token: _token, createdAt: _createdAt, ...changes } = row;
-  await em.createQueryBuilder(PaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute();
+  await em.transactional(async (tx) => {
+    // The row as it was, locked until commit, names the events; a write that changes nothing (a retry) records none.
+    const [previous] = await tx.execute<{ status: string; attempts: number }[]>(`select status, attempts from payment_requests where id = ? for update`, [s.id]);
+    const written = await tx.createQueryBuilder(PaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute('run');
+    if (written.affectedRows === 0) return;
+    const object = (await apiObjects.payments()).serializePaymentRequest(s, links.publicUrl);
+    for (const type of paymentRequestEventTypes(previous ?? null, s)) {
+      await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object, transactionId: s.transactionId });
+    }
+  });
 }
 
 export async function projectRecurringPaymentRequest(em: EntityManager, s: RecurringPaymentRequestSnapshot): Promise<void> {
@@ -77,7 +91,13 @@ export async function projectRecurringPaymentRequest(em: EntityManager, s: Recur
     updatedAt: new Date(s.updatedAt),
   };
   const { id: _id, accountId: _accountId, createdAt: _createdAt, ...changes } = row;
-  await em.createQueryBuilder(RecurringPaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute();
+  await em.transactional(async (tx) => {
+    const [previous] = await tx.execute<{ status: string }[]>(`select status from recurring_payment_requests where id = ? for update`, [s.id]);
+    const written = await tx.createQueryBuilder(RecurringPaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute('run');
+    if (written.affectedRows === 0) return;
+    const type = recurringPaymentRequestEventType(previous ?? null, s);
+    await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object: (await apiObjects.paymentRequests()).serializeRecurringPaymentRequest(s), transactionId: null });
+  });
 }
 
 export interface PaymentRequestChargeInput {

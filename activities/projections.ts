@@ -1,13 +1,18 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Subscription } from '../db/entities/index.ts';
+import { serializeSubscription } from '../api/serializers.ts';
+import { subscriptionEventType } from '../domain/events.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import { recordEvent } from './events.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
 
 /**
  * Writes a subscription's projection row. Idempotent and ordered: the row only
  * changes when the snapshot's version is newer than the stored one, so a retried
- * or late activity never rolls the projection back.
+ * or late activity never rolls the projection back. A write that changes the row
+ * records its one event (domain/events.ts subscriptionEventType) in the same
+ * database transaction; a write that changes nothing records none.
  */
 export async function projectSubscription(em: EntityManager, snapshot: SubscriptionSnapshot): Promise<void> {
   const row = {
@@ -23,17 +28,41 @@ export async function projectSubscription(em: EntityManager, snapshot: Subscript
     billingCycle: snapshot.billingCycle,
     latestInvoiceId: snapshot.latestInvoiceId,
     canceledAt: toDate(snapshot.canceledAt),
+    trialDays: snapshot.trialDays,
+    billingCycleMode: snapshot.billingCycleMode,
+    billingAnchor: toDate(snapshot.billingAnchor),
+    cancelAtPeriodEnd: snapshot.cancelAtPeriodEnd,
+    endedReason: snapshot.endedReason,
+    pausedAt: toDate(snapshot.pausedAt),
+    pauseUntil: toDate(snapshot.pauseUntil),
+    pauseReason: snapshot.pauseReason,
+    pendingPlanId: snapshot.pendingPlanId,
+    gracePeriodDays: snapshot.gracePeriodDays,
+    dunning: snapshot.dunning,
     livemode: snapshot.livemode,
     version: snapshot.version,
     createdAt: new Date(snapshot.createdAt),
     updatedAt: new Date(snapshot.updatedAt),
   };
   const { id: _id, accountId: _accountId, createdAt: _createdAt, ...changes } = row;
-  await em
-    .createQueryBuilder(Subscription)
-    .insert(row)
-    .onConflict('id')
-    .merge(changes)
-    .where({ version: { $lt: snapshot.version } })
-    .execute();
+  await em.transactional(async (tx) => {
+    // The row as it was (locked until commit), to name the event of this write.
+    const [previous] = await tx.execute<{ status: string; plan_id: string }[]>(`select status, plan_id from subscriptions where id = ? for update`, [snapshot.id]);
+    const written = await tx
+      .createQueryBuilder(Subscription)
+      .insert(row)
+      .onConflict('id')
+      .merge(changes)
+      .where({ version: { $lt: snapshot.version } })
+      .execute('run');
+    // A retried or late write changes no row, and so records no event.
+    if (written.affectedRows === 0) return;
+    await recordEvent(tx, {
+      accountId: snapshot.accountId,
+      livemode: snapshot.livemode,
+      type: subscriptionEventType(previous ? { status: previous.status, planId: previous.plan_id } : null, snapshot),
+      object: serializeSubscription(snapshot),
+      transactionId: null,
+    });
+  });
 }

@@ -3,6 +3,7 @@ import { Account, Transaction, type TransactionType } from '../db/entities/index
 import { newId } from '../domain/ids.ts';
 import { scoreRisk } from '../domain/risk.ts';
 import { post } from './ledger.ts';
+import { recordTransactionEvents } from './transaction-events.ts';
 
 export interface NewTransaction {
   accountId: string;
@@ -55,6 +56,8 @@ export async function newTransactionFields(em: EntityManager, input: NewTransact
  * Records a transaction that has succeeded and posts its money on the ledger, inside
  * the caller's database transaction: credits and payments add to the available
  * balance, refunds take from it (insufficient_funds when it does not cover them).
+ * Its events (transaction.created, transaction.succeeded, payment.succeeded for a
+ * payment) are recorded in the same database transaction.
  */
 export async function recordSucceededTransaction(tx: EntityManager, fields: TransactionFields): Promise<Transaction> {
   const row = tx.create(Transaction, { ...fields, status: 'succeeded' });
@@ -66,5 +69,6 @@ export async function recordSucceededTransaction(tx: EntityManager, fields: Tran
     transactionId: row.id,
     availableDelta: fields.type === 'refund' ? -fields.amount : fields.amount,
   });
+  await recordTransactionEvents(tx, row, 'created');
   return row;
 }

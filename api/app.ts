@@ -14,16 +14,22 @@ import { apiKeysApp } from './routes/api-keys.ts';
 import { authApp } from './routes/auth.ts';
 import { customersApp } from './routes/customers.ts';
 import { docsApp } from './routes/docs.ts';
+import { eventsApp } from './routes/events.ts';
 import { healthApp } from './routes/health.ts';
 import { payPageApp } from './routes/pay-page.ts';
 import { paymentRequestsApp } from './routes/payment-requests.ts';
 import { paymentsApp } from './routes/payments.ts';
 import { invoicesApps } from './routes/invoices.ts';
+import { notificationSettingsApp } from './routes/notification-settings.ts';
+import { payoutsApp } from './routes/payouts.ts';
 import { plansApp } from './routes/plans.ts';
+import { settingsApp } from './routes/settings.ts';
+import { billingDetailsPage } from './pages/billing-details.ts';
 import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
 import { usersApp } from './routes/users.ts';
+import { webhookWake, webhooksApps } from './routes/webhooks.ts';
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
 export function createApp(deps: ApiDeps) {
@@ -40,10 +46,14 @@ export function createApp(deps: ApiDeps) {
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
   app.use('/v1/*', idempotencyKeys(deps.orm));
+  // After each write on an account with webhook endpoints: wake the event dispatcher (routes/webhooks.ts).
+  const wake = webhookWake(deps);
+  app.use('/v1/*', wake.middleware);
   // SPEC.md's POST /api/v1/payment-requests: the same JSON bodies, credentials and Idempotency-Key as /v1.
   app.use('/api/v1/*', jsonBodies());
   app.use('/api/v1/*', authenticate(deps.orm, deps.config.auth));
   app.use('/api/v1/*', idempotencyKeys(deps.orm));
+  app.use('/api/v1/*', wake.middleware);
   // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
   app.use('/invoices', authenticate(deps.orm, deps.config.auth));
 
@@ -57,8 +67,19 @@ export function createApp(deps: ApiDeps) {
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
+  // Before /v1/settings, whose sub-app answers unknown paths under it.
+  app.route('/v1/settings/notifications', notificationSettingsApp(deps));
+  app.route('/v1/settings', settingsApp(deps));
+  // Customer-facing page linked from failed-payment emails; the signed token is the credential.
+  app.route('/billing', billingDetailsPage(deps));
   app.route('/v1/transactions', transactionsApp(deps));
+  const webhooks = webhooksApps(deps, wake);
+  app.route('/v1/webhooks', webhooks.webhooks);
+  // POST /v1/events/{id}/redeliver, beside the events routes.
+  app.route('/v1/events', webhooks.events);
   app.route('/v1/payments', paymentsApp(deps));
+  app.route('/v1/payouts', payoutsApp(deps));
+  app.route('/v1/events', eventsApp(deps));
   app.route('/api/v1/payment-requests', paymentRequestsApp(deps));
   // The hosted pay page (payment_url): no API credentials, the token in the link is the credential.
   app.route('/pay', payPageApp(deps));

@@ -1,4 +1,5 @@
-import type { Customer } from '../db/entities/index.ts';
+import { Subscription, type Customer } from '../db/entities/index.ts';
+import { paymentMethodUpdatedSignal } from '../workflows/subscription.ts';
 import type { ApiDeps } from './deps.ts';
 
 /**
@@ -8,14 +9,16 @@ import type { ApiDeps } from './deps.ts';
  * (funds added, bank called) re-enters the same method and expects a retry.
  * `customer.paymentMethod` is the new method; it may be null (removed).
  *
- * THE PLACE for "updating the payment method retries at once" (issue 5, dunning):
- * signal every past-due subscription of this customer so that its workflow charges
- * now instead of at the next scheduled retry. For now it signals nothing.
+ * Updating the payment method retries at once: every past-due subscription of
+ * this customer is signalled, and its workflow charges now instead of at the
+ * next scheduled retry (a signal, not an update: the caller does not wait for
+ * the charge; the subscription's record shows the outcome).
  *
  * It runs inside the request: an error thrown here answers 500 although the update
  * is saved (a retry of the same PATCH calls it again, see above).
  */
 export async function notifyPaymentMethodUpdated(deps: ApiDeps, customer: Customer): Promise<void> {
-  void deps;
-  void customer;
+  if (!customer.paymentMethod) return;
+  const pastDue = await deps.orm.em.fork().find(Subscription, { customerId: customer.id, accountId: customer.accountId, status: 'past_due' }, { fields: ['id'] });
+  await Promise.all(pastDue.map((s) => deps.temporal.workflow.getHandle(s.id).signal(paymentMethodUpdatedSignal)));
 }

@@ -2,7 +2,7 @@ import { z } from '@hono/zod-openapi';
 import { intervalUnits } from '../domain/billing-calendar.ts';
 import { isCurrencyCode } from '../domain/money.ts';
 import { passwordPolicyProblem } from '../domain/passwords.ts';
-import { subscriptionStatuses } from '../domain/subscription.ts';
+import { billingCycleModes, subscriptionStatuses } from '../domain/subscription.ts';
 
 /** zod schemas shared by validation and the OpenAPI document. */
 export const ErrorSchema = z
@@ -73,14 +73,36 @@ export const SubscriptionSchema = z
     status: z.enum(subscriptionStatuses),
     customer_id: z.string(),
     plan: z.string(),
+    pending_plan: z.string().nullable().openapi({ description: 'A downgrade that takes effect at the next renewal' }),
     livemode: z.boolean(),
+    billing_cycle_anchor: timestamp.nullable().openapi({ description: 'Periods are counted from here' }),
+    billing_cycle_mode: z.enum(billingCycleModes),
     trial_start: timestamp.nullable(),
     trial_end: timestamp.nullable(),
     current_period_start: timestamp.nullable(),
     current_period_end: timestamp.nullable(),
-    billing_cycle: z.number().int().openapi({ description: '0-based index of the current paid period' }),
+    billing_cycle: z.number().int().openapi({ description: '0-based index of the current (or first) billing period' }),
     latest_invoice: z.string().nullable(),
+    cancel_at_period_end: z.boolean(),
     canceled_at: timestamp.nullable(),
+    ended_reason: z.string().nullable().openapi({ description: 'requested, payment_failed, trial_without_payment_method, account_closed' }),
+    pause_collection: z
+      .object({ paused_at: timestamp, resumes_at: timestamp.nullable(), reason: z.string() })
+      .nullable()
+      .openapi({ description: 'Set while paused; resumes_at null means until resumed' }),
+    grace_period_days: z.number().int().nullable().openapi({ description: "Overrides the account's grace period" }),
+    dunning: z
+      .object({
+        invoice: z.string(),
+        attempt_count: z.number().int(),
+        first_failed_at: timestamp.openapi({ description: 'Retries are scheduled from here' }),
+        next_payment_attempt: timestamp.nullable(),
+        grace_period_ends_at: timestamp.nullable(),
+        final_action: z.enum(['cancel', 'pause']),
+        last_payment_error: z.object({ code: z.string(), message: z.string() }),
+      })
+      .nullable()
+      .openapi({ description: 'Set while past due' }),
     created_at: timestamp,
     updated_at: timestamp,
   })

@@ -51,15 +51,32 @@ export function serializeProduct(product: Product): z.infer<typeof ProductSchema
   };
 }
 
+type Instant = Date | string | null;
 type SubscriptionLike = Pick<
   SubscriptionSnapshot,
-  'id' | 'status' | 'customerId' | 'planId' | 'livemode' | 'billingCycle' | 'latestInvoiceId'
+  | 'id'
+  | 'status'
+  | 'customerId'
+  | 'planId'
+  | 'pendingPlanId'
+  | 'livemode'
+  | 'billingCycle'
+  | 'billingCycleMode'
+  | 'latestInvoiceId'
+  | 'cancelAtPeriodEnd'
+  | 'endedReason'
+  | 'pauseReason'
+  | 'gracePeriodDays'
+  | 'dunning'
 > & {
-  trialStart: Date | string | null;
-  trialEnd: Date | string | null;
-  currentPeriodStart: Date | string | null;
-  currentPeriodEnd: Date | string | null;
-  canceledAt: Date | string | null;
+  billingAnchor: Instant;
+  trialStart: Instant;
+  trialEnd: Instant;
+  currentPeriodStart: Instant;
+  currentPeriodEnd: Instant;
+  canceledAt: Instant;
+  pausedAt: Instant;
+  pauseUntil: Instant;
   createdAt: Date | string;
   updatedAt: Date | string;
 };
@@ -67,20 +84,40 @@ type SubscriptionLike = Pick<
 /** Works on the projection row and on the workflow's own snapshot alike. */
 export function serializeSubscription(subscription: SubscriptionLike | Subscription | SubscriptionSnapshot): z.infer<typeof SubscriptionSchema> {
   const s = subscription as SubscriptionLike;
+  const d = s.dunning ?? null;
   return {
     id: s.id,
     object: 'subscription',
     status: s.status,
     customer_id: s.customerId,
     plan: s.planId,
+    pending_plan: s.pendingPlanId ?? null,
     livemode: s.livemode,
+    billing_cycle_anchor: isoOrNull(s.billingAnchor),
+    billing_cycle_mode: s.billingCycleMode,
     trial_start: isoOrNull(s.trialStart),
     trial_end: isoOrNull(s.trialEnd),
     current_period_start: isoOrNull(s.currentPeriodStart),
     current_period_end: isoOrNull(s.currentPeriodEnd),
     billing_cycle: s.billingCycle,
     latest_invoice: s.latestInvoiceId ?? null,
+    cancel_at_period_end: s.cancelAtPeriodEnd,
     canceled_at: isoOrNull(s.canceledAt),
+    ended_reason: s.endedReason ?? null,
+    pause_collection:
+      s.status === 'paused' && s.pausedAt ? { paused_at: isoOrNull(s.pausedAt)!, resumes_at: isoOrNull(s.pauseUntil), reason: s.pauseReason ?? 'requested' } : null,
+    grace_period_days: s.gracePeriodDays ?? null,
+    dunning: d
+      ? {
+          invoice: d.invoiceId,
+          attempt_count: d.attempts,
+          first_failed_at: d.firstFailedAt,
+          next_payment_attempt: d.nextRetryAt,
+          grace_period_ends_at: d.graceEndsAt,
+          final_action: d.finalAction,
+          last_payment_error: { code: d.lastFailureCode, message: d.lastFailureMessage },
+        }
+      : null,
     created_at: new Date(s.createdAt).toISOString(),
     updated_at: new Date(s.updatedAt).toISOString(),
   };
@@ -140,5 +177,21 @@ export function serializeApiKey(key: ApiKey) {
     redacted_secret: `${key.livemode ? 'sk_live_' : 'sk_test_'}…${key.last4}`,
     created_at: key.createdAt.toISOString(),
     last_used_at: key.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
+/**
+ * An event as GET /v1/events shows it and as a webhook's body carries it:
+ * `transaction_id` is always present (null when no transaction is involved) and
+ * `data.object` is the resource as the API returned it at the change.
+ */
+export function serializeEvent(event: { id: string; type: string; createdAt: Date | string; livemode: boolean; transactionId?: string | null; data: { object: Record<string, unknown> } }) {
+  return {
+    id: event.id,
+    type: event.type,
+    created_at: new Date(event.createdAt).toISOString(),
+    livemode: event.livemode,
+    transaction_id: event.transactionId ?? null,
+    data: { object: event.data.object },
   };
 }

@@ -15,10 +15,12 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { createMailer } from '../activities/mailer.ts';
+import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
 import { startTemporalDevServer } from './temporal-dev-server.ts';
 import { MissingToolError } from './tools.ts';
+import { createSecretBox } from '../domain/secret-box.ts';
 
 const config = (() => {
   try {
@@ -92,7 +94,7 @@ async function main(): Promise<void> {
   stops.push({ name: 'worker connection', stop: () => nativeConnection.close() });
   const mailer = createMailer(config);
   stops.push({ name: 'mailer', stop: async () => mailer.close() });
-  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer });
+  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
   const workerRun = worker.run();
   stops.push({ name: 'worker', stop: async () => { worker.shutdown(); await workerRun; } });
   workerRun.catch((error) => {

@@ -58,3 +58,58 @@ export function billingPeriod(anchor: Date, interval: BillingInterval, index: nu
 export function addDays(instant: Date, days: number): Date {
   return new Date(instant.getTime() + days * dayMs);
 }
+
+/** The first calendar boundary of `unit` strictly after `instant` (UTC): next midnight, Monday, 1st, or January 1st. */
+export function nextCalendarBoundary(instant: Date, unit: IntervalUnit): Date {
+  const y = instant.getUTCFullYear();
+  const m = instant.getUTCMonth();
+  const d = instant.getUTCDate();
+  switch (unit) {
+    case 'day':
+      return new Date(Date.UTC(y, m, d + 1));
+    case 'week': {
+      const daysToMonday = ((8 - instant.getUTCDay()) % 7) || 7;
+      return new Date(Date.UTC(y, m, d + daysToMonday));
+    }
+    case 'month':
+      return new Date(Date.UTC(y, m + 1, 1));
+    case 'year':
+      return new Date(Date.UTC(y + 1, 0, 1));
+  }
+}
+
+/** The calendar boundary of `unit` at or before `instant` (UTC). */
+export function calendarBoundaryAtOrBefore(instant: Date, unit: IntervalUnit): Date {
+  const y = instant.getUTCFullYear();
+  const m = instant.getUTCMonth();
+  const d = instant.getUTCDate();
+  switch (unit) {
+    case 'day':
+      return new Date(Date.UTC(y, m, d));
+    case 'week':
+      return new Date(Date.UTC(y, m, d - ((instant.getUTCDay() + 6) % 7)));
+    case 'month':
+      return new Date(Date.UTC(y, m, 1));
+    case 'year':
+      return new Date(Date.UTC(y, 0, 1));
+  }
+}
+
+/** Where a subscription's periods are counted from (the fields of SubscriptionSnapshot that say so). */
+export interface PeriodAnchor {
+  billingAnchor: string;
+  anchorCycle: number;
+  /** Start of a partial period just before the anchor (calendar billing), or null. */
+  stubStart: string | null;
+}
+
+/** Period `cycle` of a subscription: the stub before the anchor, or a full period counted from it. */
+export function subscriptionPeriod(anchor: PeriodAnchor, interval: BillingInterval, cycle: number): BillingPeriod {
+  const start = new Date(anchor.billingAnchor);
+  if (cycle < anchor.anchorCycle) {
+    if (anchor.stubStart === null || cycle !== anchor.anchorCycle - 1) throw new RangeError(`cycle ${cycle} comes before the anchor`);
+    return { index: cycle, start: new Date(anchor.stubStart), end: start };
+  }
+  const period = billingPeriod(start, interval, cycle - anchor.anchorCycle);
+  return { ...period, index: cycle };
+}

@@ -23,11 +23,15 @@ export const errorStatus = {
   rate_limited: 429,
   // ours: a new subscription (or plan change) to a plan that was archived
   plan_archived: 409,
+  // ours: a charge that had to succeed for the request to take effect was declined (plan upgrade)
+  payment_failed: 402,
   // ours: a message a subscription cannot take in its current state
   invalid_state: 409,
   // ours: Idempotency-Key misuse (another body with the same key; a retry while the first runs)
   idempotency_key_reused: 422,
   idempotency_in_progress: 409,
+  // ours: a webhook url that may not receive webhooks in this mode (SSRF rules)
+  url_not_allowed: 400,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

@@ -9,33 +9,33 @@ export const eventCatalog = [
   { type: 'transaction.failed', description: 'A transaction reached failed (declined payment, or a pending payment that failed to settle).' },
   { type: 'transaction.canceled', description: 'A pending transaction was canceled before it settled.' },
   { type: 'transaction.updated', description: "A transaction's editable fields (reference, metadata) changed." },
-  { type: 'payment.succeeded', description: 'A payment (a payment transaction, from the API, a subscription invoice or a payment request) succeeded.' },
-  { type: 'payment.failed', description: 'A payment failed: a payment transaction that failed, or a declined attempt on a payment request.' },
-  { type: 'payment_request.created', description: 'A payment request was created and its pay link issued.' },
-  { type: 'payment_request.updated', description: 'A payment request changed without reaching an end state (for example a declined attempt).' },
-  { type: 'payment_request.succeeded', description: 'A payment request was paid.' },
-  { type: 'payment_request.failed', description: 'A payment request ended unpaid (it expired).' },
-  { type: 'payment_request.canceled', description: 'A payment request was canceled.' },
+  { type: 'payment.succeeded', description: 'A payment succeeded: a payment transaction, from the API or a paid payment request (data.object is the transaction), or a subscription charge (the invoice).' },
+  { type: 'payment.failed', description: 'A payment failed: a payment transaction (data.object is the transaction), a declined pay-page attempt (the payment request) or a declined subscription charge (the invoice).' },
+  { type: 'payment_request.created', description: 'A payment request was created: pending, its pay link emailed.' },
+  { type: 'payment_request.updated', description: 'A payment request changed without ending (a declined attempt on the pay page).' },
+  { type: 'payment_request.succeeded', description: 'A payment request was paid (its transaction_id names the payment).' },
+  { type: 'payment_request.failed', description: 'A payment request ended unpaid: its link expired.' },
+  { type: 'payment_request.canceled', description: 'A payment request was canceled (on request, or because the account closed).' },
   { type: 'recurring_payment_request.created', description: 'A recurring payment request was created.' },
-  { type: 'recurring_payment_request.updated', description: 'A recurring payment request changed (a period issued, paused, resumed).' },
-  { type: 'recurring_payment_request.canceled', description: 'A recurring payment request was canceled or completed its last period.' },
+  { type: 'recurring_payment_request.updated', description: "A recurring payment request issued a period's payment request." },
+  { type: 'recurring_payment_request.canceled', description: 'A recurring payment request was canceled.' },
   { type: 'subscription.created', description: 'A subscription was created (trialing, active or incomplete).' },
-  { type: 'subscription.updated', description: 'A subscription changed without a status change below (renewal, cancel at period end set or cleared, trial ended).' },
-  { type: 'subscription.past_due', description: 'A subscription charge failed and the subscription entered dunning.' },
-  { type: 'subscription.canceled', description: 'A subscription ended (canceled now, at period end, or after dunning).' },
-  { type: 'subscription.paused', description: 'A subscription was paused (by request or as the end of dunning).' },
-  { type: 'subscription.resumed', description: 'A paused or past-due subscription became active again.' },
-  { type: 'subscription.plan_changed', description: "A subscription's plan changed (now, or a scheduled change that took effect)." },
+  { type: 'subscription.updated', description: 'A subscription changed in any other way: a renewal, a trial that converted, cancel at period end, a failed retry, a recovered payment, a downgrade scheduled.' },
+  { type: 'subscription.past_due', description: 'A charge of the subscription failed: it is past due and dunning started.' },
+  { type: 'subscription.canceled', description: 'A subscription ended: canceled now, at period end, or when dunning gave up.' },
+  { type: 'subscription.expired', description: 'A trial ended with no payment method to charge: the subscription expired.' },
+  { type: 'subscription.paused', description: 'A subscription was paused (on request, or when dunning ended in a pause).' },
+  { type: 'subscription.resumed', description: 'A paused subscription resumed (trialing or active again).' },
+  { type: 'subscription.plan_changed', description: "A subscription's plan changed: an upgrade now, or a downgrade taking effect at renewal." },
   { type: 'invoice.created', description: 'An invoice was opened.' },
   { type: 'invoice.paid', description: 'An invoice was paid.' },
   { type: 'invoice.payment_failed', description: "A charge for an open invoice failed; the invoice stays open while dunning retries." },
   { type: 'invoice.voided', description: 'An invoice was voided.' },
   { type: 'invoice.marked_uncollectible', description: 'An invoice was marked uncollectible.' },
-  { type: 'account.updated', description: "The account's profile or settings changed." },
-  { type: 'account.closed', description: 'The account was closed.' },
+  { type: 'account.updated', description: "The account's profile or settings changed (recorded in both modes)." },
+  { type: 'account.closed', description: 'The account was closed (recorded in both modes).' },
   { type: 'customer.created', description: 'A customer was created.' },
-  { type: 'customer.updated', description: 'A customer was updated.' },
-  { type: 'customer.deleted', description: 'A customer was deleted.' },
+  { type: 'customer.updated', description: 'A customer was updated (email, name or payment method).' },
   { type: 'payout.created', description: 'A payout was created; its amount left the available balance.' },
   { type: 'payout.paid', description: 'A payout arrived at its destination.' },
   { type: 'payout.failed', description: 'A payout failed; its amount returned to the balance.' },
@@ -49,4 +49,49 @@ export const eventTypes = eventCatalog.map((entry) => entry.type) as readonly Ev
 const known = new Set<string>(eventTypes);
 export function isEventType(value: string): value is EventType {
   return known.has(value);
+}
+
+/**
+ * The one event of a subscription's projection write, from the row before and the
+ * snapshot after: the first write is `subscription.created`; a status change names
+ * its new state (`past_due`, `canceled`, `expired`, `paused`, and `resumed` when a
+ * paused subscription bills again); otherwise a new plan is `plan_changed`;
+ * anything else (a renewal, a trial that converted, cancel at period end, a retry
+ * that failed or recovered) is `subscription.updated`.
+ */
+export function subscriptionEventType(previous: { status: string; planId: string } | null, next: { status: string; planId: string }): EventType {
+  if (!previous) return 'subscription.created';
+  if (previous.status !== next.status) {
+    if (next.status === 'past_due') return 'subscription.past_due';
+    if (next.status === 'canceled') return 'subscription.canceled';
+    if (next.status === 'expired') return 'subscription.expired';
+    if (next.status === 'paused') return 'subscription.paused';
+    if (previous.status === 'paused') return 'subscription.resumed';
+  }
+  if (previous.planId !== next.planId) return 'subscription.plan_changed';
+  return 'subscription.updated';
+}
+
+/**
+ * The events of a payment request's projection write: the first is `created`; an
+ * end state names itself (`succeeded`, `failed` when it expired, `canceled`); a
+ * declined attempt on the pay page is `payment_request.updated` and
+ * `payment.failed`; anything else `updated`.
+ */
+export function paymentRequestEventTypes(previous: { status: string; attempts: number } | null, next: { status: string; attempts: number }): EventType[] {
+  if (!previous) return ['payment_request.created'];
+  if (previous.status !== next.status) {
+    if (next.status === 'succeeded') return ['payment_request.succeeded'];
+    if (next.status === 'failed') return ['payment_request.failed'];
+    if (next.status === 'canceled') return ['payment_request.canceled'];
+  }
+  if (next.status === 'pending' && next.attempts > previous.attempts) return ['payment_request.updated', 'payment.failed'];
+  return ['payment_request.updated'];
+}
+
+/** A recurring payment request's write: `created` first, `canceled` when it ends, else `updated` (a period issued). */
+export function recurringPaymentRequestEventType(previous: { status: string } | null, next: { status: string }): EventType {
+  if (!previous) return 'recurring_payment_request.created';
+  if (previous.status !== next.status && next.status === 'canceled') return 'recurring_payment_request.canceled';
+  return 'recurring_payment_request.updated';
 }

@@ -18,6 +18,9 @@ export const idPrefixes = {
   paymentRequest: 'pay',
   recurringPaymentRequest: 'preq',
   event: 'evt',
+  webhookEndpoint: 'we',
+  webhookAttempt: 'wha',
+  payout: 'po',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

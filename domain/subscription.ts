@@ -1,4 +1,5 @@
 import type { BillingInterval } from './billing-calendar.ts';
+import type { RetryPolicy } from './dunning.ts';
 
 /**
  * Subscription states of SPEC.md. `paused` is our name for the state the spec
@@ -6,13 +7,52 @@ import type { BillingInterval } from './billing-calendar.ts';
  */
 export const subscriptionStatuses = ['trialing', 'active', 'past_due', 'paused', 'canceled', 'expired'] as const;
 export type SubscriptionStatus = (typeof subscriptionStatuses)[number];
+export const endedStatuses: readonly SubscriptionStatus[] = ['canceled', 'expired'];
 
-/** The plan terms a subscription bills by, copied into the workflow at start. */
+/**
+ * `anniversary`: periods start at the moment billing began (Stripe's default).
+ * `calendar`: periods start on the calendar boundary of the plan's unit in UTC
+ * (midnight, Monday, the 1st, January 1st); the first, partial period is billed
+ * prorated.
+ */
+export const billingCycleModes = ['anniversary', 'calendar'] as const;
+export type BillingCycleMode = (typeof billingCycleModes)[number];
+
+/** What a failed payment ends in once retries and the grace period are spent. */
+export const dunningFinalActions = ['cancel', 'pause'] as const;
+export type DunningFinalAction = (typeof dunningFinalActions)[number];
+
+/** The plan terms a subscription bills by, copied into the workflow when chosen. */
 export interface PlanTerms {
   planId: string;
+  name: string;
   amount: number;
   currency: string;
   interval: BillingInterval;
+}
+
+/** The failed-payment state of a past-due subscription. */
+export interface DunningState {
+  invoiceId: string;
+  invoiceNumber: string;
+  /** The billing key of the unpaid invoice; attempts are keyed `${billingKey}:attempt:${n}`. */
+  billingKey: string;
+  amount: number;
+  currency: string;
+  /** Charge attempts made so far (scheduled and on payment-method updates). */
+  attempts: number;
+  /** Scheduled attempts made so far; the policy's intervals count from the first failure. */
+  scheduledAttempts: number;
+  firstFailedAt: string;
+  /** The next scheduled retry; null once the schedule is spent. */
+  nextRetryAt: string | null;
+  /** Set when the last scheduled attempt failed: the subscription ends (or pauses) then. */
+  graceEndsAt: string | null;
+  gracePeriodDays: number;
+  finalAction: DunningFinalAction;
+  policy: RetryPolicy;
+  lastFailureCode: string;
+  lastFailureMessage: string;
 }
 
 /**
@@ -30,16 +70,39 @@ export interface SubscriptionSnapshot {
   createdAt: string;
   /** Workflow time of the latest change. */
   updatedAt: string;
+  /** Trial length asked for at creation (used when billing starts). */
+  trialDays: number;
   trialStart: string | null;
   trialEnd: string | null;
-  /** Start of billing: periods are counted from here (see billing-calendar). */
+  billingCycleMode: BillingCycleMode;
+  /**
+   * Periods are counted from here: period n (n >= anchorCycle) is
+   * billingPeriod(billingAnchor, interval, n - anchorCycle). Set when billing
+   * starts and again when a resume or an interval change restarts the period.
+   */
   billingAnchor: string | null;
-  /** 0-based index of the current paid period. */
+  anchorCycle: number;
+  /** Calendar mode: start of the partial first period (cycle anchorCycle - 1). */
+  stubStart: string | null;
+  /** 0-based index of the current paid period; -1 before the first. */
   billingCycle: number;
   currentPeriodStart: string | null;
   currentPeriodEnd: string | null;
   latestInvoiceId: string | null;
+  cancelAtPeriodEnd: boolean;
   canceledAt: string | null;
+  /** Why it ended: requested, payment_failed, trial_without_payment_method, account_closed. */
+  endedReason: string | null;
+  pausedAt: string | null;
+  /** Resumes by itself at this instant; null: until /resume. */
+  pauseUntil: string | null;
+  /** Why it is paused: requested, payment_failed. */
+  pauseReason: string | null;
+  /** A downgrade waiting for the next renewal. */
+  pendingPlanId: string | null;
+  /** Overrides the account's grace period when set. */
+  gracePeriodDays: number | null;
+  dunning: DunningState | null;
   /** Grows with every state change; orders projection writes. */
   version: number;
 }

@@ -5,6 +5,7 @@ import { createActivities } from '../activities/index.ts';
 import type { ChargeOutcome } from '../activities/charges.ts';
 import { Charge, Customer, SandboxProcessorCharge } from '../db/entities/index.ts';
 import { createSmtpMailer, type Mailer } from '../activities/mailer.ts';
+import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startSmtpCapture, type SmtpCapture } from './helpers/smtp.ts';
 
@@ -19,7 +20,7 @@ describe('charge activity', () => {
     db = await createTestDatabase();
     smtp = await startSmtpCapture();
     mailer = createSmtpMailer(smtp.url, 'Billing <billing@test.example>');
-    activities = createActivities({ orm: db.orm, mailer });
+    activities = createActivities({ orm: db.orm, mailer, links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' }) });
     const em = db.orm.em.fork();
     const tenant = { accountId: 'acct_test', livemode: false };
     em.create(Customer, { id: 'cus_visa', email: 'a@example.com', paymentMethod: 'pm_card_visa', ...tenant });
@@ -71,7 +72,7 @@ describe('charge activity', () => {
   });
 
   it('refuses to reuse a key for a different amount', async () => {
-    const processorOnly = createActivities({ orm: db.orm, mailer });
+    const processorOnly = createActivities({ orm: db.orm, mailer, links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' }) });
     await db.orm.em.fork().nativeDelete(Charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1' });
     await expect(
       activityEnv.run(processorOnly.charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1', accountId: 'acct_test', customerId: 'cus_visa', amount: 9999, currency: 'USD', description: 't', livemode: false }),

@@ -2,12 +2,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openInvoice, settleInvoice, type OpenInvoiceInput } from '../activities/invoices.ts';
+import { invoicePdfUrl } from '../api/routes/invoices.ts';
 import { Invoice, InvoiceNumberCounter } from '../db/entities/index.ts';
 import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
 import { eventually } from './helpers/temporal.ts';
 import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
 
 const day = 86_400_000;
+/** What the invoice activities need to show an invoice in its events (the signed PDF link). */
+const linksOf = (engine: TestEngine) => ({ invoicePdfUrl: (id: string) => invoicePdfUrl(engine.config, id) });
 
 /** A customer (Ada) and a plan in the tenant and mode the headers name, through the API. */
 async function seed(engine: TestEngine, headers: Record<string, string> = {}, plan: Record<string, unknown> = {}) {
@@ -238,7 +241,7 @@ describe('invoices', () => {
       issuedAt: '2026-01-31T00:00:00.000Z',
       livemode: true,
     });
-    const open = (billingKey: string) => openInvoice(engine.db.orm.em.fork(), input(billingKey));
+    const open = (billingKey: string) => openInvoice(engine.db.orm.em.fork(), linksOf(engine), input(billingKey));
 
     beforeAll(async () => {
       tenant = await engine.signUp({ name: 'Initech' });
@@ -285,12 +288,12 @@ describe('invoices', () => {
         expect(refused.body.error).toBe('invalid_state');
       }
       // A late payment does not revive a void invoice.
-      await settleInvoice(engine.db.orm.em.fork(), a!.invoiceId, { status: 'succeeded', chargeId: 'ch_late' });
+      await settleInvoice(engine.db.orm.em.fork(), linksOf(engine), a!.invoiceId, { status: 'succeeded', chargeId: 'ch_late' });
       expect((await engine.call('GET', `/v1/invoices/${a!.invoiceId}`, undefined, headers)).body.status).toBe('void');
 
       // An uncollectible invoice that gets paid after all is paid; a paid one cannot be voided.
       expect((await post(b!.invoiceId, 'mark_uncollectible')).status).toBe(200);
-      await settleInvoice(engine.db.orm.em.fork(), b!.invoiceId, { status: 'succeeded', chargeId: 'ch_recovered' }, '2026-02-03T00:00:00.000Z');
+      await settleInvoice(engine.db.orm.em.fork(), linksOf(engine), b!.invoiceId, { status: 'succeeded', chargeId: 'ch_recovered' }, '2026-02-03T00:00:00.000Z');
       const paid = await engine.call('GET', `/v1/invoices/${b!.invoiceId}`, undefined, headers);
       expect(paid.body).toMatchObject({ status: 'paid', amount_paid: 3000, amount_remaining: 0, paid_at: '2026-02-03T00:00:00.000Z' });
       for (const action of ['void', 'mark_uncollectible']) {
@@ -391,7 +394,7 @@ describe('invoices', () => {
       const hooli = await engine.signUp({ name: 'Hooli' });
       const sandbox = { ...hooli.headers, 'x-sandbox-mode': 'true' };
       const customer = await engine.call('POST', '/v1/customers', { email: 'gavin@example.jp', name: 'Gavin Belson', payment_method: 'pm_card_visa' }, sandbox);
-      const opened = await openInvoice(engine.db.orm.em.fork(), {
+      const opened = await openInvoice(engine.db.orm.em.fork(), linksOf(engine), {
         billingKey: 'jpy:1',
         subscriptionId: 'sub_jpy',
         accountId: hooli.accountId,

@@ -39,19 +39,52 @@ describe('workflow histories', () => {
       const secondRun = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(31 * day);
       await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
-      fs.mkdirSync(historiesDir, { recursive: true });
-      for (const [name, runId] of [['subscription-trial-to-first-charge', firstRun], ['subscription-renewal', secondRun]] as const) {
-        const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
-        expect(recorded.status, recorded.stderr).toBe(0);
-      }
+      record(id, firstRun, 'subscription-trial-to-first-charge');
+      record(id, secondRun, 'subscription-renewal');
       expect(secondRun).not.toBe(firstRun);
     });
+
+    it('records a run with an upgrade, a downgrade, a pause and a resume', async () => {
+      const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
+      const bigger = await engine.call('POST', '/v1/plans', { name: 'Max', amount: 6000, currency: 'USD', interval: 'month' });
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(5 * day);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/update`, { plan: bigger.body.id })).status).toBe(200);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/update`, { plan: planId })).status).toBe(200);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/pause`)).status).toBe(200);
+      await engine.env.sleep(2 * day);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/resume`)).status).toBe(200);
+      await engine.env.sleep(30 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      record(id, run, 'subscription-plan-changes-and-pause');
+    });
+
+    it('records dunning: four failed attempts, the grace period and the cancel', async () => {
+      const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 }, 'pm_card_chargeDeclined');
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(15 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.status === 'canceled');
+      record(id, run, 'subscription-dunning-to-cancel');
+    });
+
+    function record(id: string, runId: string, name: string) {
+      fs.mkdirSync(historiesDir, { recursive: true });
+      const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
+      expect(recorded.status, recorded.stderr).toBe(0);
+    }
   }
 
   const files = () => fs.readdirSync(historiesDir).filter((f) => f.endsWith('.json')).sort().map((f) => path.join(historiesDir, f));
 
   it('replay against the current workflow code', () => {
-    expect(files().map((f) => path.basename(f))).toEqual(['subscription-renewal.json', 'subscription-trial-to-first-charge.json']);
+    expect(files().map((f) => path.basename(f))).toEqual([
+      'subscription-dunning-to-cancel.json',
+      'subscription-plan-changes-and-pause.json',
+      'subscription-renewal.json',
+      'subscription-trial-to-first-charge.json',
+    ]);
     const replay = histories('replay', ...files());
     expect(replay.stdout).not.toContain('FAILED');
     expect(replay.status, replay.stdout + replay.stderr).toBe(0);
@@ -60,6 +93,6 @@ describe('workflow histories', () => {
   it('fail against workflow code changed incompatibly without a patch', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(2);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(4);
   });
 });

@@ -3,6 +3,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Account, ApiKey, PaymentRequest, RecurringPaymentRequest, Session, Subscription, User } from '../../db/entities/index.ts';
+import { recordAccountEvent } from '../../activities/account-events.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { isBcp47Tag, isIanaTimezone } from '../../domain/locale.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
@@ -11,6 +12,7 @@ import { newOpenApiApp } from '../openapi-app.ts';
 import { AccountSchema, currency, emailField, errorResponses, timestamp } from '../schemas.ts';
 import { cancelRecurring } from './payment-requests.ts';
 import { cancelPaymentRequest } from './payments.ts';
+import { accountClosedSignal } from '../../workflows/subscription.ts';
 import { serializeAccount, serializeAccountRow } from '../serializers.ts';
 
 /** Settings as sent: each key optional, merged key by key into what the account has. */
@@ -50,7 +52,7 @@ const closeAccount = createRoute({
   tags: ['Accounts'],
   summary: 'Close the account (irreversible)',
   description:
-    'Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key and suspends every user.',
+    'Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key, suspends every user, cancels paused subscriptions and open payment requests.',
   responses: {
     200: {
       description: 'Closed',
@@ -82,7 +84,10 @@ export function accountApp(deps: ApiDeps) {
       if (body.email !== undefined) account.email = body.email;
       if (body.settings) account.settings = { ...account.settings, ...body.settings };
       try {
-        await em.flush();
+        await em.transactional(async (tx) => {
+          await tx.flush();
+          await recordAccountEvent(tx, account, 'account.updated');
+        });
       } catch (error) {
         if (error instanceof UniqueConstraintViolationException) throw new ApiError('email_exists', 'Another account uses this email.');
         throw error;
@@ -101,9 +106,18 @@ export function accountApp(deps: ApiDeps) {
         await tx.nativeUpdate(ApiKey, { accountId, revokedAt: null }, { revokedAt: closedAt });
         await tx.nativeUpdate(User, { accountId }, { status: 'suspended' });
         await tx.nativeUpdate(Session, { accountId, revokedAt: null }, { revokedAt: closedAt, revokedReason: 'account_closed' });
+        await recordAccountEvent(tx, await tx.findOneOrFail(Account, { id: accountId }, { refresh: true }), 'account.closed');
       });
       // Its payments end with it: every pending payment request and every recurring one is canceled (links then say so).
       await cancelOpenPaymentRequests(deps, accountId);
+      // Paused subscriptions do not block closing; they end with the account (their workflows cancel them).
+      const paused = await em.find(Subscription, { accountId, status: 'paused' }, { fields: ['id'] });
+      await inBatches(paused, (s) =>
+        deps.temporal.workflow
+          .getHandle(s.id)
+          .signal(accountClosedSignal)
+          .catch((error: unknown) => deps.logger.warn({ err: error, accountId, subscriptionId: s.id }, 'closing an account: a paused subscription could not be told')),
+      );
       return c.json({ id: accountId, status: 'closed' as const, closed_at: closedAt.toISOString(), message: 'Account closed.' }, 200);
     });
 }

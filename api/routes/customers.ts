@@ -11,6 +11,7 @@ import { newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { CustomerSchema, errorResponses, idParam } from '../schemas.ts';
 import { serializeCustomer } from '../serializers.ts';
+import { recordEvent } from '../../activities/events.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 
@@ -106,7 +107,10 @@ export function customersApp(deps: ApiDeps) {
     if (body.name !== undefined) customer.name = body.name;
     if (body.payment_method !== undefined) customer.paymentMethod = body.payment_method;
     customer.updatedAt = new Date();
-    await em.flush();
+    await em.transactional(async (tx) => {
+      await tx.flush();
+      await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object: serializeCustomer(customer), transactionId: null });
+    });
     if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
     return serializeCustomer(customer);
   };
@@ -124,7 +128,10 @@ export function customersApp(deps: ApiDeps) {
         paymentMethod: body.payment_method ?? null,
         livemode,
       });
-      await em.flush();
+      await em.transactional(async (tx) => {
+        await tx.flush();
+        await recordEvent(tx, { accountId, livemode, type: 'customer.created', object: serializeCustomer(customer), transactionId: null });
+      });
       return c.json(serializeCustomer(customer), 201);
     })
     .openapi(listCustomers, async (c) => {

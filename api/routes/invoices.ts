@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -6,6 +6,7 @@ import type { Context } from 'hono';
 import { transitionInvoice, type InvoiceTransition } from '../../activities/invoices.ts';
 import { Account, Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { invoicePdfToken, signedInvoicePdfUrl } from '../../domain/invoice-links.ts';
 import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -63,11 +64,7 @@ export const InvoiceSchema = z
   .openapi('Invoice');
 type InvoiceBody = z.infer<typeof InvoiceSchema>;
 
-/** HMAC-SHA256 of the invoice id under a key of its own, derived from AUTH_SECRET. Never expires; rotating AUTH_SECRET revokes every link. */
-export function invoicePdfToken(secret: string, invoiceId: string): string {
-  const key = createHmac('sha256', secret).update('invoice-pdf-links').digest();
-  return createHmac('sha256', key).update(invoiceId).digest('base64url');
-}
+export { invoicePdfToken };
 
 function tokenMatches(secret: string, invoiceId: string, token: string): boolean {
   const expected = Buffer.from(invoicePdfToken(secret, invoiceId));
@@ -76,7 +73,7 @@ function tokenMatches(secret: string, invoiceId: string, token: string): boolean
 }
 
 export function invoicePdfUrl(config: { publicUrl: string; auth: { secret: string } }, invoiceId: string): string {
-  return `${config.publicUrl}/invoices/${invoiceId}/pdf?token=${invoicePdfToken(config.auth.secret, invoiceId)}`;
+  return signedInvoicePdfUrl(config.publicUrl, config.auth.secret, invoiceId);
 }
 
 const remaining = (invoice: Invoice) => (invoice.status === 'void' ? 0 : invoice.amountDue - invoice.amountPaid);
@@ -270,7 +267,7 @@ export function invoicesApps({ orm, config }: ApiDeps) {
   async function transition(c: Context, id: string, to: InvoiceTransition) {
     await optionalJsonBody(c, z.object({}).strict());
     const scope = await accountScope(c, orm);
-    const result = await transitionInvoice(orm.em.fork(), id, to, new Date(), { accountId: scope.accountId, livemode: scope.livemode });
+    const result = await transitionInvoice(orm.em.fork(), { invoicePdfUrl: pdfUrl }, id, to, new Date(), { accountId: scope.accountId, livemode: scope.livemode });
     if (result.outcome === 'not_found') throw new ApiError('not_found', 'No such invoice.');
     if (result.outcome === 'refused') {
       const verb = to === 'void' ? 'voided' : 'marked uncollectible';

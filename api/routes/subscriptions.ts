@@ -1,24 +1,61 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { WithStartWorkflowOperation } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import type { Context } from 'hono';
 import { Customer, Plan, Subscription } from '../../db/entities/index.ts';
+import { maxGracePeriodDays } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import type { SubscriptionSnapshot } from '../../domain/subscription.ts';
+import { billingCycleModes, endedStatuses, subscriptionStatuses, type PlanTerms, type SubscriptionSnapshot } from '../../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
-import { subscriptionCreatedUpdate, subscriptionWorkflow, type SubscriptionWorkflowInput } from '../../workflows/subscription.ts';
+import {
+  cancelSubscriptionUpdate,
+  changePlanUpdate,
+  pauseSubscriptionUpdate,
+  resumeSubscriptionUpdate,
+  subscriptionCreatedUpdate,
+  subscriptionWorkflow,
+  type SubscriptionWorkflowInput,
+} from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
-import { errorResponses, idParam, SubscriptionSchema } from '../schemas.ts';
+import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { errorResponses, idParam, isoInstant, SubscriptionSchema } from '../schemas.ts';
 import { serializeSubscription } from '../serializers.ts';
+
+const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
+const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 
 const CreateSubscriptionBody = z
   .object({
     customer_id: z.string().min(1).max(64),
-    plan: z.string().min(1).max(64).openapi({ description: 'Plan id' }),
+    plan: planField,
     trial_period_days: z.number().int().min(0).max(730).optional().openapi({ description: "Defaults to the plan's trial_period_days" }),
+    pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Start paused: billing (and the trial) begin at this instant' }),
+    billing_cycle: z.enum(billingCycleModes).default('anniversary').openapi({
+      description: 'anniversary: periods start when billing starts; calendar: on the 1st (month), Monday (week), January 1st (year) or midnight (day) UTC, the first partial period prorated',
+    }),
+    grace_period_days: z.number().int().min(0).max(maxGracePeriodDays).optional().openapi({ description: "Overrides the account's grace period after the last failed retry" }),
   })
   .strict();
+
+const ChangePlanBody = z.object({ plan: planField }).strict();
+const PauseBody = z.object({ pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Resume by itself at this instant' }) }).strict();
+const CancelBody = z
+  .object({ at_period_end: z.boolean().default(false).openapi({ description: 'true: at the end of the current period (or trial); otherwise now' }) })
+  .strict();
+
+const ListQuery = z
+  .object({
+    status: z.enum(subscriptionStatuses).optional(),
+    customer: z.string().max(64).optional(),
+    plan: z.string().max(64).optional(),
+    ...cursorQuery('subscription'),
+  })
+  .strict()
+  .refine(...oneCursor);
+
+const subscriptionAnswer = (description: string) => ({ description, ...json(SubscriptionSchema) });
 
 const createSubscription = createRoute({
   method: 'post',
@@ -26,22 +63,97 @@ const createSubscription = createRoute({
   tags: ['Subscriptions'],
   summary: 'Create a subscription',
   description:
-    'Starts the subscription\'s workflow and answers once it has recorded its first state: `trialing` with a trial, ' +
-    'otherwise the outcome of the first charge (`active` or `past_due`).',
-  request: { body: { content: { 'application/json': { schema: CreateSubscriptionBody } }, required: true } },
-  responses: { 201: { description: 'Created', content: { 'application/json': { schema: SubscriptionSchema } } }, ...errorResponses(400, 404, 409) },
+    "Starts the subscription's workflow and answers once it has recorded its first state: `trialing` with a trial, `paused` with pause_until, " +
+    'otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way).',
+  request: { body: { ...json(CreateSubscriptionBody), required: true } },
+  responses: { 201: subscriptionAnswer('Created'), ...errorResponses(400, 401, 404, 409) },
 });
-
+const listSubscriptions = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['Subscriptions'],
+  summary: 'List subscriptions, newest first',
+  request: { query: ListQuery },
+  responses: { 200: { description: 'A page', ...json(listSchema(SubscriptionSchema)) }, ...errorResponses(400, 401) },
+});
 const getSubscription = createRoute({
   method: 'get',
   path: '/{id}',
   tags: ['Subscriptions'],
   summary: 'Retrieve a subscription',
   request: { params: idParam('sub') },
-  responses: { 200: { description: 'The subscription', content: { 'application/json': { schema: SubscriptionSchema } } }, ...errorResponses(404) },
+  responses: { 200: subscriptionAnswer('The subscription'), ...errorResponses(401, 404) },
+});
+const changePlan = createRoute({
+  method: 'post',
+  path: '/{id}/update',
+  tags: ['Subscriptions'],
+  summary: 'Change the plan',
+  description:
+    'An upgrade (a higher price per day) takes effect now: the unused part of the current period on the old plan is credited and the rest on the new plan ' +
+    'charged, on one invoice with proration lines (a decline answers 402 payment_failed and changes nothing). A plan with another interval starts a new ' +
+    'period now. A downgrade takes effect at the next renewal and shows as `pending_plan`; choosing the current plan again drops it. In a trial the plan ' +
+    'changes at once, with no charge.',
+  request: { params: idParam('sub'), body: { ...json(ChangePlanBody), required: true } },
+  responses: { 200: subscriptionAnswer('Updated'), ...errorResponses(400, 401, 402, 404, 409) },
+});
+const pauseSubscription = createRoute({
+  method: 'post',
+  path: '/{id}/pause',
+  tags: ['Subscriptions'],
+  summary: 'Pause billing',
+  description:
+    'Only an active subscription pauses. Nothing is charged while paused; the period already paid for stays paid. With pause_until it resumes by itself then. ' +
+    'Resuming before the paid period ends continues it; resuming after starts a new period at once and charges it.',
+  request: { params: idParam('sub'), body: { ...json(PauseBody), required: false } },
+  responses: { 200: subscriptionAnswer('Paused'), ...errorResponses(400, 401, 404, 409) },
+});
+const resumeSubscription = createRoute({
+  method: 'post',
+  path: '/{id}/resume',
+  tags: ['Subscriptions'],
+  summary: 'Resume a paused subscription now',
+  request: { params: idParam('sub') },
+  responses: { 200: subscriptionAnswer('Resumed'), ...errorResponses(401, 402, 404, 409) },
+});
+const cancelSubscription = createRoute({
+  method: 'post',
+  path: '/{id}/cancel',
+  tags: ['Subscriptions'],
+  summary: 'Cancel now or at period end',
+  description:
+    'Immediate by default (nothing more is charged; an unpaid invoice is marked uncollectible). at_period_end=true sets cancel_at_period_end and ends the ' +
+    'subscription when the current period or trial ends, with no further charge. Canceling twice is 409 invalid_state.',
+  request: { params: idParam('sub'), body: { ...json(CancelBody), required: false } },
+  responses: { 200: subscriptionAnswer('Canceled (or set to cancel at period end)'), ...errorResponses(400, 401, 404, 409) },
 });
 
+export function planTerms(plan: Plan): PlanTerms {
+  return { planId: plan.id, name: plan.name, amount: plan.amount, currency: plan.currency, interval: { unit: plan.interval, count: plan.intervalCount } };
+}
+
 export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
+  /** The caller's subscription (404 otherwise) and a handle on its workflow; an ended one takes no messages. */
+  async function ownLiveSubscription(c: Context, id: string): Promise<{ subscription: Subscription; handle: WorkflowHandle }> {
+    const { accountId, livemode } = await accountScope(c, orm);
+    const subscription = await orm.em.fork().findOne(Subscription, { id, accountId, livemode });
+    if (!subscription) throw new ApiError('not_found', 'No such subscription.');
+    if (endedStatuses.includes(subscription.status)) throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
+    return { subscription, handle: temporal.workflow.getHandle(id) };
+  }
+
+  /** Runs a workflow update; a workflow that finished meanwhile answers like an ended subscription. */
+  async function send<T>(update: () => Promise<T>): Promise<T> {
+    try {
+      return await update();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed/i.test(error.message))) {
+        throw new ApiError('invalid_state', 'The subscription has ended.');
+      }
+      throw error;
+    }
+  }
+
   return newOpenApiApp()
     .openapi(createSubscription, async (c) => {
       const body = c.req.valid('json');
@@ -53,14 +165,23 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       ]);
       if (!customer) throw new ApiError('not_found', `No such customer: ${body.customer_id}.`);
       if (!plan) throw new ApiError('not_found', `No such plan: ${body.plan}.`);
-      // Archived plans keep billing their subscriptions but take no new ones.
-      if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived: it takes no new subscriptions.`);
+      if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new subscriptions cannot use it.`);
+      if (body.pause_until && body.pause_until.getTime() <= Date.now()) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
 
       const id = newId('subscription');
       const input: SubscriptionWorkflowInput = {
-        snapshot: initialSnapshot(id, accountId, customer.id, plan.id, livemode),
-        plan: { planId: plan.id, amount: plan.amount, currency: plan.currency, interval: { unit: plan.interval, count: plan.intervalCount } },
-        trialPeriodDays: body.trial_period_days ?? plan.trialPeriodDays,
+        snapshot: initialSnapshot({
+          id,
+          accountId,
+          customerId: customer.id,
+          planId: plan.id,
+          livemode,
+          trialDays: body.trial_period_days ?? plan.trialPeriodDays,
+          billingCycleMode: body.billing_cycle,
+          pauseUntil: body.pause_until?.toISOString() ?? null,
+          gracePeriodDays: body.grace_period_days ?? null,
+        }),
+        plan: planTerms(plan),
       };
       // Update-with-start: one round trip starts the workflow and waits for its
       // first recorded state, so the 201 carries what a GET will read next.
@@ -82,34 +203,87 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       });
       return c.json(serializeSubscription(snapshot), 201);
     })
+    .openapi(listSubscriptions, async (c) => {
+      const query = c.req.valid('query');
+      const { accountId, livemode } = await accountScope(c, orm);
+      const where: Record<string, unknown> = { accountId, livemode };
+      if (query.status) where.status = query.status;
+      if (query.customer) where.customerId = query.customer;
+      if (query.plan) where.planId = query.plan;
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Subscription, where, query);
+      return c.json({ object: 'list' as const, data: page.map(serializeSubscription), has_more: hasMore }, 200);
+    })
     .openapi(getSubscription, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
       const subscription = await orm.em.fork().findOne(Subscription, { id: c.req.valid('param').id, accountId, livemode });
       if (!subscription) throw new ApiError('not_found', 'No such subscription.');
       return c.json(serializeSubscription(subscription), 200);
+    })
+    .openapi(changePlan, async (c) => {
+      const { subscription, handle } = await ownLiveSubscription(c, c.req.valid('param').id);
+      const planId = c.req.valid('json').plan;
+      const plan = await orm.em.fork().findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode });
+      if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
+      if (!plan.active && plan.id !== subscription.planId) throw new ApiError('plan_archived', `Plan ${plan.id} is archived.`);
+      const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: planTerms(plan) }] }));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(pauseSubscription, async (c) => {
+      const body = await optionalJsonBody(c, PauseBody);
+      if (body.pause_until && body.pause_until.getTime() <= Date.now()) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
+      const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
+      const snapshot = await send(() => handle.executeUpdate(pauseSubscriptionUpdate, { args: [{ pauseUntil: body.pause_until?.toISOString() ?? null }] }));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(resumeSubscription, async (c) => {
+      const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
+      const snapshot = await send(() => handle.executeUpdate(resumeSubscriptionUpdate));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(cancelSubscription, async (c) => {
+      const body = await optionalJsonBody(c, CancelBody);
+      const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
+      const snapshot = await send(() => handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: body.at_period_end }] }));
+      return c.json(serializeSubscription(snapshot), 200);
     });
 }
 
-function initialSnapshot(id: string, accountId: string, customerId: string, planId: string, livemode: boolean): SubscriptionSnapshot {
+interface NewSubscription {
+  id: string;
+  accountId: string;
+  customerId: string;
+  planId: string;
+  livemode: boolean;
+  trialDays: number;
+  billingCycleMode: SubscriptionSnapshot['billingCycleMode'];
+  pauseUntil: string | null;
+  gracePeriodDays: number | null;
+}
+
+function initialSnapshot(s: NewSubscription): SubscriptionSnapshot {
   // Times are set by the workflow from workflow time; these are placeholders it overwrites.
   const epoch = new Date(0).toISOString();
   return {
-    id,
-    accountId,
-    customerId,
-    planId,
-    status: 'trialing',
-    livemode,
+    ...s,
+    status: s.pauseUntil ? 'paused' : 'trialing',
     createdAt: epoch,
     updatedAt: epoch,
     trialStart: null,
     trialEnd: null,
     billingAnchor: null,
+    anchorCycle: 0,
+    stubStart: null,
     billingCycle: 0,
     currentPeriodStart: null,
     currentPeriodEnd: null,
     latestInvoiceId: null,
+    cancelAtPeriodEnd: false,
     canceledAt: null,
+    endedReason: null,
+    pausedAt: null,
+    pauseReason: null,
+    pendingPlanId: null,
+    dunning: null,
     version: 0,
   };
 }

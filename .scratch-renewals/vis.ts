@@ -1,0 +1,27 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { startTemporalDevServer } from '/work/main/dev/temporal-dev-server.ts';
+import { freePort } from '/work/main/dev/processes.ts';
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'vis-'));
+const t = await startTemporalDevServer({ dataDir: tmp, port: await freePort(), uiPort: await freePort(), namespace: 'default', log: console.log });
+const pid = Number(fs.readFileSync(path.join(tmp, 'temporal.pid'), 'utf8'));
+const cpu = () => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8'); const x = f.slice(f.lastIndexOf(')') + 2).split(' '); return (Number(x[11]) + Number(x[12])) / 100; };
+const connection = await Connection.connect({ address: t.address });
+const client = new Client({ connection });
+let c0 = cpu(); let w0 = Date.now();
+const ids = Array.from({ length: 1000 }, (_, i) => `w${i}`);
+let next = 0;
+await Promise.all(Array.from({ length: 32 }, async () => { while (next < ids.length) { const id = ids[next++]!; await client.workflow.start('nothing', { workflowId: id, taskQueue: 'tq' }); } }));
+console.log(`start 1000: ${(Date.now() - w0) / 1000} s wall, ${(cpu() - c0).toFixed(2)} CPU-s`);
+await new Promise((r) => setTimeout(r, 3000));
+c0 = cpu(); w0 = Date.now();
+await new Promise((r) => setTimeout(r, 10000));
+console.log(`idle 10 s: ${(cpu() - c0).toFixed(2)} CPU-s`);
+c0 = cpu(); w0 = Date.now();
+for (let i = 0; i < 50; i++) { await client.workflow.count(`TaskQueue = 'tq' AND ExecutionStatus = 'Completed'`); await new Promise((r) => setTimeout(r, 200)); }
+console.log(`50 counts: ${(Date.now() - w0) / 1000} s wall, ${(cpu() - c0).toFixed(2)} CPU-s`);
+await connection.close();
+await t.stop();
+fs.rmSync(tmp, { recursive: true, force: true });

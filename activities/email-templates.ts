@@ -1,0 +1,162 @@
+/**
+ * Customer emails, as text and HTML. Each template takes plain values (already
+ * formatted money and dates) and returns subject, text and html; everything
+ * interpolated into HTML is escaped.
+ */
+export interface RenderedEmail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+/** A date as customers read it: "March 31, 2027" (UTC, with the time when it matters). */
+export function formatDate(instant: Date, withTime = false): string {
+  return new Intl.DateTimeFormat('en-US', {
+    timeZone: 'UTC',
+    year: 'numeric',
+    month: 'long',
+    day: 'numeric',
+    ...(withTime ? { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' } : {}),
+  }).format(instant);
+}
+
+/** One layout for every email: a heading, paragraphs, an optional button, the sender's name. */
+function layout(from: string, heading: string, paragraphs: string[], action?: { label: string; url: string }): string {
+  const button = action
+    ? `<p style="margin:24px 0"><a href="${escapeHtml(action.url)}" style="background:#1a56db;color:#fff;padding:12px 20px;border-radius:6px;text-decoration:none;display:inline-block">${escapeHtml(action.label)}</a></p>`
+    : '';
+  return `<!doctype html><html><body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1f2937;background:#f3f4f6;padding:24px">
+<div style="max-width:560px;margin:0 auto;background:#fff;border-radius:8px;padding:32px">
+<h1 style="font-size:20px;margin:0 0 16px">${escapeHtml(heading)}</h1>
+${paragraphs.map((p) => `<p style="line-height:1.5">${escapeHtml(p)}</p>`).join('\n')}
+${button}
+<p style="color:#6b7280;font-size:13px;margin-top:32px">${escapeHtml(from)}</p>
+</div></body></html>`;
+}
+
+export interface PaymentFailedEmail {
+  accountName: string;
+  customerName: string | null;
+  amount: string;
+  invoiceNumber: string;
+  planName: string;
+  reason: string;
+  attempt: number;
+  updateUrl: string;
+  /** The next automatic retry, or null when none is left. */
+  nextRetryAt: Date | null;
+  /** When the subscription ends (or pauses) unless paid, once retries are spent. */
+  graceEndsAt: Date | null;
+  finalAction: 'cancel' | 'pause';
+}
+
+export function paymentFailedEmail(e: PaymentFailedEmail): RenderedEmail {
+  const greeting = `Hello${e.customerName ? ` ${e.customerName}` : ''},`;
+  const what = `We could not collect ${e.amount} for invoice ${e.invoiceNumber} (${e.planName}) from ${e.accountName}.`;
+  const reason = `Reason: ${e.reason}`;
+  const next = e.nextRetryAt
+    ? `We will try again on ${formatDate(e.nextRetryAt, true)}.`
+    : `There are no more automatic retries. Unless the invoice is paid by ${formatDate(e.graceEndsAt!, true)}, your subscription will be ${e.finalAction === 'pause' ? 'paused' : 'canceled'}.`;
+  const ask = 'Please update your billing details; we retry as soon as you do.';
+  const paragraphs = [greeting, what, reason, next, ask];
+  return {
+    subject: `Payment failed for invoice ${e.invoiceNumber} (attempt ${e.attempt})`,
+    text: `${paragraphs.join('\n\n')}\n\nUpdate your billing details: ${e.updateUrl}\n\n${e.accountName}\n`,
+    html: layout(e.accountName, 'Your payment failed', paragraphs, { label: 'Update billing details', url: e.updateUrl }),
+  };
+}
+
+export function paymentRecoveredEmail(e: { accountName: string; customerName: string | null; amount: string; invoiceNumber: string }): RenderedEmail {
+  const paragraphs = [`Hello${e.customerName ? ` ${e.customerName}` : ''},`, `Thank you: ${e.amount} for invoice ${e.invoiceNumber} has been paid and your subscription is active again.`];
+  return {
+    subject: `Payment received for invoice ${e.invoiceNumber}`,
+    text: `${paragraphs.join('\n\n')}\n\n${e.accountName}\n`,
+    html: layout(e.accountName, 'Payment received', paragraphs),
+  };
+}
+
+export function subscriptionEndedEmail(e: { accountName: string; customerName: string | null; planName: string; kind: 'canceled' | 'paused'; reason: string | null }): RenderedEmail {
+  const because = e.reason === 'payment_failed' ? ' because its payment could not be collected' : '';
+  const paragraphs = [
+    `Hello${e.customerName ? ` ${e.customerName}` : ''},`,
+    `Your ${e.planName} subscription with ${e.accountName} has been ${e.kind}${because}.`,
+    e.kind === 'paused' ? 'You will not be billed while it is paused. Contact us to resume it.' : 'You will not be billed again.',
+  ];
+  return {
+    subject: `Your subscription has been ${e.kind}`,
+    text: `${paragraphs.join('\n\n')}\n\n${e.accountName}\n`,
+    html: layout(e.accountName, `Subscription ${e.kind}`, paragraphs),
+  };
+}
+
+/** The receipt for an invoice paid on its first attempt (a recovered payment has paymentRecoveredEmail instead). */
+export function invoiceReceiptEmail(e: {
+  accountName: string;
+  customerName: string | null;
+  amount: string;
+  invoiceNumber: string;
+  paidAt: Date;
+  /** What was bought, one entry per invoice line: description and formatted amount. */
+  lines: { description: string; amount: string }[];
+  pdfUrl: string;
+}): RenderedEmail {
+  const paragraphs = [
+    `Hello${e.customerName ? ` ${e.customerName}` : ''},`,
+    `Thank you for your payment of ${e.amount} to ${e.accountName} on ${formatDate(e.paidAt)}.`,
+    `Invoice ${e.invoiceNumber}:`,
+    ...e.lines.map((line) => `${line.description}: ${line.amount}`),
+    `Total paid: ${e.amount}`,
+  ];
+  return {
+    subject: `Receipt for invoice ${e.invoiceNumber} (${e.amount})`,
+    text: `${paragraphs.join('\n\n')}\n\nYour invoice as a PDF: ${e.pdfUrl}\n\n${e.accountName}\n`,
+    html: layout(e.accountName, 'Payment receipt', paragraphs, { label: 'Download the invoice (PDF)', url: e.pdfUrl }),
+  };
+}
+
+/** To the account: its payout arrived. */
+export function payoutPaidEmail(e: { accountName: string; amount: string; method: string; payoutId: string; paidAt: Date; description: string | null }): RenderedEmail {
+  const methods: Record<string, string> = { bank_transfer: 'bank transfer', paypal: 'PayPal', wire: 'wire transfer' };
+  const paragraphs = [
+    `Hello ${e.accountName},`,
+    `Your payout of ${e.amount} by ${methods[e.method] ?? e.method} was paid on ${formatDate(e.paidAt, true)}.`,
+    ...(e.description ? [`Description: ${e.description}`] : []),
+    `Payout: ${e.payoutId}`,
+    'You can turn these emails off with PATCH /v1/settings/notifications {"payout_confirmations": false}.',
+  ];
+  return {
+    subject: `Payout of ${e.amount} paid`,
+    text: `${paragraphs.join('\n\n')}\n\nBilling engine\n`,
+    html: layout('Billing engine', 'Payout paid', paragraphs),
+  };
+}
+
+/** To the account: a webhook endpoint kept failing and was disabled (sent by the webhooks delivery code). */
+export function webhookEndpointDisabledEmail(e: {
+  accountName: string;
+  endpointId: string;
+  url: string;
+  /** The first failure of the run of failures that ended in disabling it. */
+  failingSince: Date;
+  disabledAt: Date;
+  /** What the last attempt got: "HTTP 500", "timeout after 10 s", ... */
+  lastError: string | null;
+  livemode: boolean;
+}): RenderedEmail {
+  const paragraphs = [
+    `Hello ${e.accountName},`,
+    `Your ${e.livemode ? 'live' : 'sandbox'} webhook endpoint ${e.url} (${e.endpointId}) has failed every delivery since ${formatDate(e.failingSince, true)}, so it was disabled on ${formatDate(e.disabledAt, true)}.`,
+    ...(e.lastError ? [`Last error: ${e.lastError}`] : []),
+    'Events are still recorded: GET /v1/events lists them. Once the endpoint answers with a 2xx again, enable it with ' +
+      `PATCH /v1/webhooks/${e.endpointId} {"enabled": true} and redeliver what it missed with POST /v1/events/{id}/redeliver.`,
+  ];
+  return {
+    subject: `Webhook endpoint disabled: ${e.url}`,
+    text: `${paragraphs.join('\n\n')}\n\nBilling engine\n`,
+    html: layout('Billing engine', 'Webhook endpoint disabled', paragraphs),
+  };
+}

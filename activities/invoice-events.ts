@@ -1,0 +1,22 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Invoice } from '../db/entities/index.ts';
+import type { EventType } from '../domain/events.ts';
+import { apiObjects } from './api-objects.ts';
+import { recordEvent } from './events.ts';
+
+/** What an invoice's events need to show it as the API does (its signed `pdf` link). */
+export interface InvoiceLinks {
+  invoicePdfUrl(invoiceId: string): string;
+}
+
+/**
+ * Records events about an invoice on the caller's database transaction, with the
+ * invoice as GET /v1/invoices/{id} shows it. Subscription charges are not ledger
+ * transactions, so `transaction_id` is null.
+ */
+export async function recordInvoiceEvents(em: EntityManager, links: InvoiceLinks, invoice: Invoice, types: EventType[]): Promise<void> {
+  const object = (await apiObjects.invoices()).serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
+  for (const type of types) {
+    await recordEvent(em, { accountId: invoice.accountId, livemode: invoice.livemode, type, object, transactionId: null });
+  }
+}

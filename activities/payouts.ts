@@ -1,0 +1,114 @@
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Account, Payout, type PayoutMethod, type PayoutStatus } from '../db/entities/index.ts';
+import type { EventType } from '../domain/events.ts';
+import { newId } from '../domain/ids.ts';
+import { formatMoney } from '../domain/money.ts';
+import { notificationPreferences } from '../domain/notifications.ts';
+import { sendEmailOnce } from './email.ts';
+import { payoutPaidEmail } from './email-templates.ts';
+import { apiObjects } from './api-objects.ts';
+import { recordEvent } from './events.ts';
+import { post } from './ledger.ts';
+import type { Mailer } from './mailer.ts';
+
+/**
+ * The seam for a real payout rail (a bank's ACH/SEPA API, PayPal Payouts, a wire
+ * provider): send the money, keyed by the payout id so a retried activity never
+ * sends twice, and say how it ended. Today every payout, in either mode, goes
+ * through the sandbox rail, which pays at once.
+ */
+export interface PayoutRail {
+  send(payout: { idempotencyKey: string; amount: number; currency: string; method: PayoutMethod }): Promise<{ status: 'paid' } | { status: 'failed'; failureCode: string; failureMessage: string }>;
+}
+
+export const sandboxPayoutRail: PayoutRail = {
+  async send() {
+    return { status: 'paid' };
+  },
+};
+
+async function recordPayoutEvent(em: EntityManager, payout: Payout, type: EventType): Promise<void> {
+  await recordEvent(em, { accountId: payout.accountId, livemode: payout.livemode, type, object: (await apiObjects.payouts()).serializePayout(payout), transactionId: null });
+}
+
+export interface NewPayout {
+  accountId: string;
+  livemode: boolean;
+  amount: number;
+  currency: string;
+  method: PayoutMethod;
+  description: string | null;
+}
+
+/**
+ * Records a pending payout and takes its amount from the available balance (a
+ * ledger posting available -> external, keyed by the payout id), with its
+ * `payout.created` event, in one database transaction: `insufficient_funds` when
+ * the balance does not cover it, and then nothing is written.
+ */
+export async function createPayout(em: EntityManager, input: NewPayout): Promise<Payout> {
+  return em.transactional(async (tx) => {
+    const now = new Date();
+    const payout = tx.create(Payout, {
+      id: newId('payout'),
+      ...input,
+      status: 'pending',
+      failureCode: null,
+      failureMessage: null,
+      createdAt: now,
+      updatedAt: now,
+      paidAt: null,
+    });
+    await post(tx, { accountId: input.accountId, livemode: input.livemode, currency: input.currency, transactionId: payout.id, availableDelta: -input.amount });
+    await tx.flush();
+    await recordPayoutEvent(tx, payout, 'payout.created');
+    return payout;
+  });
+}
+
+/**
+ * Sends a pending payout through the rail and records how it ended, under a row
+ * lock: `paid` (payout.paid), or `failed` (payout.failed), which posts the amount
+ * back to the available balance. A payout no longer pending is left alone, so a
+ * retried activity changes nothing.
+ */
+export async function completePayout(em: EntityManager, rail: PayoutRail, payoutId: string, at = new Date()): Promise<PayoutStatus> {
+  const payout = await em.findOneOrFail(Payout, { id: payoutId });
+  if (payout.status !== 'pending') return payout.status;
+  const outcome = await rail.send({ idempotencyKey: payout.id, amount: payout.amount, currency: payout.currency, method: payout.method });
+  return em.transactional(async (tx) => {
+    const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (row.status !== 'pending') return row.status;
+    row.updatedAt = at;
+    if (outcome.status === 'paid') {
+      row.status = 'paid';
+      row.paidAt = at;
+    } else {
+      row.status = 'failed';
+      row.failureCode = outcome.failureCode;
+      row.failureMessage = outcome.failureMessage;
+      await post(tx, { accountId: row.accountId, livemode: row.livemode, currency: row.currency, transactionId: row.id, availableDelta: row.amount });
+    }
+    await tx.flush();
+    await recordPayoutEvent(tx, row, row.status === 'paid' ? 'payout.paid' : 'payout.failed');
+    return row.status;
+  });
+}
+
+/** The payout confirmation email to the account's email, once per payout, unless it turned `payout_confirmations` off. */
+export async function notifyPayoutPaid(em: EntityManager, mailer: Mailer, payoutId: string): Promise<void> {
+  const payout = await em.findOneOrFail(Payout, { id: payoutId });
+  if (payout.status !== 'paid') return;
+  const account = await em.findOneOrFail(Account, { id: payout.accountId });
+  if (!notificationPreferences(account.settings).payout_confirmations) return;
+  const email = payoutPaidEmail({
+    accountName: account.name,
+    amount: formatMoney(payout.amount, payout.currency),
+    method: payout.method,
+    payoutId: payout.id,
+    paidAt: payout.paidAt ?? payout.updatedAt,
+    description: payout.description ?? null,
+  });
+  await sendEmailOnce(em, mailer, { dedupeKey: `${payout.id}:payout_paid`, accountId: account.id, to: account.email, ...email });
+}

@@ -1,0 +1,118 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Account, Customer, Invoice, Plan } from '../db/entities/index.ts';
+import type { CustomerLinks } from '../domain/customer-links.ts';
+import { defaultGracePeriodDays, defaultRetryPolicy, type RetryPolicy } from '../domain/dunning.ts';
+import { formatMoney } from '../domain/money.ts';
+import { notificationPreferences } from '../domain/notifications.ts';
+import type { DunningFinalAction, SubscriptionSnapshot } from '../domain/subscription.ts';
+import { sendEmailOnce } from './email.ts';
+import { invoiceReceiptEmail, paymentFailedEmail, paymentRecoveredEmail, subscriptionEndedEmail } from './email-templates.ts';
+import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
+import type { Mailer } from './mailer.ts';
+
+export interface BillingSettings {
+  retryPolicy: RetryPolicy;
+  gracePeriodDays: number;
+  finalAction: DunningFinalAction;
+}
+
+/** The account's dunning settings, with SPEC.md's defaults where it set none. Read when dunning starts. */
+export async function loadBillingSettings(em: EntityManager, accountId: string): Promise<BillingSettings> {
+  const account = await em.findOneOrFail(Account, { id: accountId });
+  return {
+    retryPolicy: account.settings.retry_policy ?? defaultRetryPolicy,
+    gracePeriodDays: account.settings.grace_period_days ?? defaultGracePeriodDays,
+    finalAction: account.settings.dunning_final_action ?? 'cancel',
+  };
+}
+
+/** Marks an invoice with nothing to pay (a credit covered it) as paid, with its `invoice.paid` event (once). */
+export async function settleInvoiceWithoutCharge(em: EntityManager, links: InvoiceLinks, invoiceId: string, paidAt: string): Promise<void> {
+  await em.transactional(async (tx) => {
+    const changed = await tx.nativeUpdate(Invoice, { id: invoiceId, status: 'open', amountDue: 0 }, { status: 'paid', paidAt: new Date(paidAt) });
+    if (changed > 0) await recordInvoiceEvents(tx, links, await tx.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }), ['invoice.paid']);
+  });
+}
+
+export interface NotifyDeps {
+  mailer: Mailer;
+  links: CustomerLinks;
+}
+
+async function parties(em: EntityManager, subscription: SubscriptionSnapshot) {
+  const [account, customer, plan] = await Promise.all([
+    em.findOneOrFail(Account, { id: subscription.accountId }),
+    em.findOneOrFail(Customer, { id: subscription.customerId }),
+    em.findOne(Plan, { id: subscription.planId }),
+  ]);
+  return { account, customer, planName: plan?.name ?? subscription.planId };
+}
+
+/**
+ * Emails the customer about failed attempt `attempt` of the subscription's unpaid
+ * invoice: the reason, a link to update billing details, and the next retry date
+ * (or when the grace period ends). Sent once per (invoice, attempt), unless the
+ * account turned `failed_payments` notifications off.
+ */
+export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, attempt: number): Promise<void> {
+  const dunning = subscription.dunning;
+  if (!dunning) return;
+  const { account, customer, planName } = await parties(em, subscription);
+  if (!notificationPreferences(account.settings).failed_payments) return;
+  const updateUrl = await deps.links.billingDetailsUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode });
+  const email = paymentFailedEmail({
+    accountName: account.name,
+    customerName: customer.name ?? null,
+    amount: formatMoney(dunning.amount, dunning.currency),
+    invoiceNumber: dunning.invoiceNumber,
+    planName,
+    reason: dunning.lastFailureMessage,
+    attempt,
+    updateUrl,
+    nextRetryAt: dunning.nextRetryAt ? new Date(dunning.nextRetryAt) : null,
+    graceEndsAt: dunning.graceEndsAt ? new Date(dunning.graceEndsAt) : null,
+    finalAction: dunning.finalAction,
+  });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`, accountId: account.id, to: customer.email, ...email });
+}
+
+export async function notifyPaymentRecovered(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, invoiceId: string): Promise<void> {
+  const { account, customer } = await parties(em, subscription);
+  const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
+  const email = paymentRecoveredEmail({ accountName: account.name, customerName: customer.name ?? null, amount: formatMoney(invoice.amountPaid, invoice.currency), invoiceNumber: invoice.number });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, to: customer.email, ...email });
+}
+
+/** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off. */
+export async function notifySubscriptionEnded(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, kind: 'canceled' | 'paused'): Promise<void> {
+  const { account, customer, planName } = await parties(em, subscription);
+  if (!notificationPreferences(account.settings).subscription_cancellations) return;
+  const reason = kind === 'canceled' ? subscription.endedReason : subscription.pauseReason;
+  const email = subscriptionEndedEmail({ accountName: account.name, customerName: customer.name ?? null, planName, kind, reason });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, to: customer.email, ...email });
+}
+
+/**
+ * The receipt for a subscription invoice paid on its first attempt, to the
+ * customer it was issued to, with the signed PDF link; once per invoice. An
+ * invoice paid after failed attempts gets paymentRecoveredEmail from the
+ * workflow instead, and one that cost nothing (a credit covered it) gets none.
+ */
+export async function sendInvoiceReceipt(em: EntityManager, deps: NotifyDeps, invoiceId: string): Promise<void> {
+  const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
+  if (invoice.status !== 'paid' || invoice.amountPaid <= 0 || invoice.attemptCount > 1) return;
+  const [account, customer] = await Promise.all([em.findOneOrFail(Account, { id: invoice.accountId }), em.findOne(Customer, { id: invoice.customerId })]);
+  const to = invoice.customerEmail ?? customer?.email;
+  if (!to) return;
+  const money = (amount: number) => formatMoney(amount, invoice.currency);
+  const email = invoiceReceiptEmail({
+    accountName: account.name,
+    customerName: invoice.customerName ?? customer?.name ?? null,
+    amount: money(invoice.amountPaid),
+    invoiceNumber: invoice.number,
+    paidAt: invoice.paidAt ?? new Date(),
+    lines: invoice.lines.map((line) => ({ description: line.description, amount: money(line.amount * line.quantity) })),
+    pdfUrl: deps.links.invoicePdfUrl(invoice.id),
+  });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, to, ...email });
+}

@@ -1,0 +1,31 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Transaction } from '../db/entities/index.ts';
+import type { EventType } from '../domain/events.ts';
+import { apiObjects } from './api-objects.ts';
+import { recordEvent } from './events.ts';
+
+/**
+ * The events of one change of a transaction, recorded on the caller's database
+ * transaction (see recordEvent):
+ * - `created`: `transaction.created`, and, when it was born in a final status (a
+ *   credit, a refund, a payment answered at once), that status's events too;
+ * - `status`: a pending payment reached its final status (succeeded, failed, or
+ *   canceled by DELETE);
+ * - `updated`: reference or metadata changed.
+ * A final status emits `transaction.<status>`, and for a payment also
+ * `payment.succeeded` or `payment.failed`.
+ */
+export async function recordTransactionEvents(em: EntityManager, transaction: Transaction, change: 'created' | 'status' | 'updated'): Promise<void> {
+  const types: EventType[] = [];
+  if (change === 'created') types.push('transaction.created');
+  if (change === 'updated') types.push('transaction.updated');
+  else if (transaction.status !== 'pending') {
+    types.push(`transaction.${transaction.status}`);
+    if (transaction.type === 'payment' && transaction.status === 'succeeded') types.push('payment.succeeded');
+    if (transaction.type === 'payment' && transaction.status === 'failed') types.push('payment.failed');
+  }
+  const object = (await apiObjects.transactions()).serializeTransaction(transaction);
+  for (const type of types) {
+    await recordEvent(em, { accountId: transaction.accountId, livemode: transaction.livemode, type, object, transactionId: transaction.id });
+  }
+}

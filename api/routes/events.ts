@@ -1,0 +1,81 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { Event } from '../../db/entities/index.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { eventCatalog, eventTypes } from '../../domain/events.ts';
+import { accountScope } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { newOpenApiApp } from '../openapi-app.ts';
+import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { errorResponses, idParam, timestamp } from '../schemas.ts';
+import { serializeEvent } from '../serializers.ts';
+
+const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
+
+const catalogTable = eventCatalog.map((entry) => `- \`${entry.type}\`: ${entry.description}`).join('\n');
+
+/** The event as GET /v1/events shows it; a webhook delivery's body is the same (api/serializers.ts serializeEvent). */
+export const EventSchema = z
+  .object({
+    id: z.string().openapi({ example: 'evt_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+    type: z.string().openapi({ enum: [...eventTypes], description: `One of the catalog:\n\n${catalogTable}` }),
+    created_at: timestamp,
+    livemode: z.boolean(),
+    transaction_id: z.string().nullable().openapi({ description: 'The transaction the change involved; null where none (always present)' }),
+    data: z.object({
+      object: z.record(z.string(), z.unknown()).openapi({ description: 'The resource as the API returns it, at the time of the change' }),
+    }),
+  })
+  .openapi('Event');
+
+/** `type`: an exact name of the catalog, or a family such as `subscription.*`. */
+const typeFilter = z
+  .string()
+  .max(100)
+  .refine((value) => (value.endsWith('.*') ? eventTypes.some((t) => t.startsWith(value.slice(0, -1))) : (eventTypes as readonly string[]).includes(value)), {
+    message: 'must be an event type of the catalog, or a family such as subscription.*',
+  })
+  .openapi({ description: 'An event type (`invoice.paid`) or a family (`invoice.*`)', example: 'subscription.*' });
+
+const ListQuery = z
+  .object({ ...cursorQuery('event'), type: typeFilter.optional() })
+  .strict()
+  .refine(...oneCursor);
+
+const listEvents = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['Events'],
+  summary: 'List events, newest first',
+  description:
+    'Every state change of a transaction, payment, payment request, subscription, invoice, customer, account and payout, ' +
+    `recorded in the same database transaction as the change. Cursor pages on the time-sortable ids.\n\nThe catalog:\n\n${catalogTable}`,
+  request: { query: ListQuery },
+  responses: { 200: { description: 'A page', ...json(listSchema(EventSchema)) }, ...errorResponses(400, 401) },
+});
+
+const getEvent = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: ['Events'],
+  summary: 'Retrieve an event',
+  request: { params: idParam('evt') },
+  responses: { 200: { description: 'The event', ...json(EventSchema) }, ...errorResponses(401, 404) },
+});
+
+export function eventsApp({ orm }: ApiDeps) {
+  return newOpenApiApp()
+    .openapi(listEvents, async (c) => {
+      const query = c.req.valid('query');
+      const { accountId, livemode } = await accountScope(c, orm);
+      const where: Record<string, unknown> = { accountId, livemode };
+      if (query.type) where.type = query.type.endsWith('.*') ? { $like: `${query.type.slice(0, -1)}%` } : query.type;
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Event, where, query);
+      return c.json({ object: 'list' as const, data: page.map(serializeEvent), has_more: hasMore }, 200);
+    })
+    .openapi(getEvent, async (c) => {
+      const { accountId, livemode } = await accountScope(c, orm);
+      const event = await orm.em.fork().findOne(Event, { id: c.req.valid('param').id, accountId, livemode });
+      if (!event) throw new ApiError('not_found', 'No such event.');
+      return c.json(serializeEvent(event), 200);
+    });
+}

@@ -1,0 +1,35 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+/** SPEC.md's payout methods: bank transfer (ACH/SEPA), PayPal, wire transfer. */
+export const payoutMethods = ['bank_transfer', 'paypal', 'wire'] as const;
+export type PayoutMethod = (typeof payoutMethods)[number];
+export const payoutStatuses = ['pending', 'paid', 'failed'] as const;
+export type PayoutStatus = (typeof payoutStatuses)[number];
+
+/**
+ * Money leaving an account's available balance for its own bank (or PayPal)
+ * account. Created `pending` with its ledger posting (available -> external) in the
+ * same database transaction; a payoutWorkflow then hands it to the payout rail and
+ * records `paid` (or `failed`, which posts the amount back).
+ */
+export const Payout = defineEntity({
+  name: 'Payout',
+  tableName: 'payouts',
+  indexes: [{ properties: ['accountId', 'livemode', 'id'] }],
+  properties: {
+    id: p.string().primary(),
+    accountId: p.string(),
+    livemode: p.boolean(),
+    amount: p.integer(),
+    currency: p.string().length(3),
+    method: p.string().$type<PayoutMethod>(),
+    status: p.string().$type<PayoutStatus>(),
+    description: p.string().length(500).nullable(),
+    failureCode: p.string().nullable(),
+    failureMessage: p.string().nullable(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+    paidAt: p.datetime().nullable(),
+  },
+});
+export type Payout = InferEntity<typeof Payout>;

@@ -1,0 +1,12 @@
+import { createHmac } from 'node:crypto';
+
+/** HMAC-SHA256 of the invoice id under a key of its own, derived from AUTH_SECRET. Never expires; rotating AUTH_SECRET revokes every link. */
+export function invoicePdfToken(secret: string, invoiceId: string): string {
+  const key = createHmac('sha256', secret).update('invoice-pdf-links').digest();
+  return createHmac('sha256', key).update(invoiceId).digest('base64url');
+}
+
+/** The signed link of an invoice's PDF (the `pdf` field of an invoice): it opens without an API key. */
+export function signedInvoicePdfUrl(publicUrl: string, secret: string, invoiceId: string): string {
+  return `${publicUrl}/invoices/${invoiceId}/pdf?token=${invoicePdfToken(secret, invoiceId)}`;
+}

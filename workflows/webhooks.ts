@@ -1,0 +1,106 @@
+/**
+ * Webhook delivery as workflows.
+ *
+ * eventDispatchWorkflow: one per deployment (workflow id
+ * `event-dispatch-<task queue>`), started by the first webhook endpoint and
+ * living on (continue-as-new keeps its history short). Each pass runs the
+ * dispatchEvents activity over the oldest undispatched events (see
+ * activities/webhooks.ts for why that loses nothing and starts each delivery
+ * once). Woken by the `wake` signal (signal-with-start) that the API sends
+ * after each write and a worker interceptor sends after each activity (the fast
+ * paths: api/routes/webhooks.ts, activities/webhook-wake.ts), and by its own
+ * timer as the safety net against a lost wake-up: 5 s after a pass that found
+ * events, doubling while idle up to 60 s.
+ *
+ * webhookDeliveryWorkflow: one per delivery (workflow id = delivery id,
+ * `whd_<event>_<endpoint>`). Each attempt is one run of the
+ * attemptWebhookDelivery activity, which is never retried by Temporal: the
+ * workflow owns the schedule (domain/webhooks.ts), with durable timers between
+ * attempts, so a worker restart or a deploy resumes the schedule where it was.
+ */
+import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setHandler, setCurrentDetails, sleep, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+import type { AttemptOutcome } from '../activities/webhooks.ts';
+import { retrySchedule } from '../domain/webhook-schedule.ts';
+
+export const wakeSignal = defineSignal('wake');
+
+const dispatch = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/** One HTTP attempt per activity run: no retries here, the workflow's schedule is the retry policy. */
+const attempt = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 1 },
+});
+
+const bookkeeping = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+export const dispatchBatchSize = 200;
+export const dispatchTimer = { busyMs: 5_000, idleMaxMs: 60_000 };
+
+export interface EventDispatchInput {
+  /** The idle timer carried over a continue-as-new. */
+  idleMs?: number;
+  /** The longest idle wait (default dispatchTimer.idleMaxMs); tests that skip days of time raise it. */
+  idleMaxMs?: number;
+}
+
+export async function eventDispatchWorkflow(input: EventDispatchInput = {}): Promise<void> {
+  let wakeups = 0;
+  setHandler(wakeSignal, () => {
+    wakeups++;
+  });
+  let idleMs = input.idleMs ?? dispatchTimer.busyMs;
+  const idleMaxMs = input.idleMaxMs ?? dispatchTimer.idleMaxMs;
+  for (let pass = 1; ; pass++) {
+    const seen = wakeups;
+    const result = await dispatch.dispatchWebhookEvents(dispatchBatchSize);
+    setCurrentDetails(`Last pass: ${result.events} events, ${result.deliveries} deliveries started.`);
+    if (!result.more) {
+      idleMs = result.events > 0 ? dispatchTimer.busyMs : Math.min(idleMs * 2, idleMaxMs);
+      const woken = await condition(() => wakeups > seen, idleMs);
+      if (woken) idleMs = dispatchTimer.busyMs;
+    }
+    if (pass >= 500 || workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof eventDispatchWorkflow>({ idleMs, idleMaxMs });
+    }
+  }
+}
+
+export interface WebhookDeliveryInput {
+  deliveryId: string;
+  livemode: boolean;
+}
+
+export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<AttemptOutcome['outcome']> {
+  const schedule = retrySchedule(input.livemode);
+  for (let n = 1; ; n++) {
+    const now = Date.now();
+    const wait = schedule[n - 1];
+    const nextAttemptAt = wait === undefined ? null : new Date(now + wait).toISOString();
+    let result: AttemptOutcome;
+    try {
+      result = await attempt.attemptWebhookDelivery({ deliveryId: input.deliveryId, attempt: n, attemptedAt: new Date(now).toISOString(), nextAttemptAt });
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      // The attempt itself broke (worker lost, database down): it counts as a failed attempt.
+      result = { outcome: 'failed' };
+      if (nextAttemptAt === null) await bookkeeping.finishWebhookDelivery({ deliveryId: input.deliveryId, at: new Date(Date.now()).toISOString() });
+    }
+    if (result.outcome !== 'failed') return result.outcome;
+    if (result.disabled) {
+      const email = await bookkeeping.webhookDisabledEmail(result.disabled);
+      if (email) await bookkeeping.sendEmail(email);
+      return 'failed';
+    }
+    if (nextAttemptAt === null) return 'failed';
+    setCurrentDetails(`Attempt ${n} failed; attempt ${n + 1} at ${nextAttemptAt}.`);
+    await sleep(wait!, { summary: `Backoff before attempt ${n + 1}` });
+  }
+}
