@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
 import { post } from '../../activities/ledger.ts';
 import { sandboxSettlementDelayMs, SandboxProcessor, type PaymentProcessor } from '../../activities/processor.ts';
+import { recordTransactionEvents } from '../../activities/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../activities/transactions.ts';
 import { paymentSettlementWorkflow } from '../../workflows/payment-settlement.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
@@ -197,8 +198,12 @@ export function transactionsApp(deps: ApiDeps) {
       }
 
       // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled.
-      const pending = em.create(Transaction, { ...fields, status: 'pending' });
-      await em.flush();
+      const pending = await em.transactional(async (tx) => {
+        const row = tx.create(Transaction, { ...fields, status: 'pending' });
+        await tx.flush();
+        await recordTransactionEvents(tx, row, 'created');
+        return row;
+      });
       const outcome = await processor.charge({
         idempotencyKey: `${pending.id}:payment`,
         amount: body.amount,
@@ -228,6 +233,7 @@ export function transactionsApp(deps: ApiDeps) {
           row.failureMessage = outcome.failureMessage;
         }
         await tx.flush();
+        await recordTransactionEvents(tx, row, 'status');
         return row;
       });
       return c.json(serializeTransaction(settled), 201);
@@ -280,7 +286,10 @@ export function transactionsApp(deps: ApiDeps) {
         transaction.metadata = merged;
       }
       transaction.updatedAt = new Date();
-      await em.flush();
+      await em.transactional(async (tx) => {
+        await tx.flush();
+        await recordTransactionEvents(tx, transaction, 'updated');
+      });
       return c.json(serializeTransaction(transaction), 200);
     })
     .openapi(cancelTransaction, async (c) => {
@@ -290,8 +299,11 @@ export function transactionsApp(deps: ApiDeps) {
       await findOwn(em, id, scope);
       const canceledAt = new Date();
       // Only a pending transaction moves; the condition makes a racing settlement win cleanly.
-      const changed = await em.nativeUpdate(Transaction, { id, status: 'pending' }, { status: 'canceled', canceledAt, updatedAt: canceledAt });
-      if (changed === 0) throw new ApiError('not_cancellable', 'Only a pending transaction can be canceled; refund it instead.');
+      await em.transactional(async (tx) => {
+        const changed = await tx.nativeUpdate(Transaction, { id, status: 'pending' }, { status: 'canceled', canceledAt, updatedAt: canceledAt });
+        if (changed === 0) throw new ApiError('not_cancellable', 'Only a pending transaction can be canceled; refund it instead.');
+        await recordTransactionEvents(tx, await tx.findOneOrFail(Transaction, { id }, { refresh: true }), 'status');
+      });
       return c.json({ id, status: 'canceled' as const, canceled_at: canceledAt.toISOString(), message: 'Transaction canceled.' }, 200);
     });
 }
