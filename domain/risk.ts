@@ -21,6 +21,9 @@ export interface RiskInput {
   transactionsLastHour: number;
 }
 
+/** Transactions beyond this many in the past hour add nothing more (10 free + 15 × 2 points = the 30-point cap). */
+export const velocityCountCap = 25;
+
 export function scoreRisk(input: RiskInput): { score: number; level: 'low' | 'medium' | 'high' } {
   const major = input.amount / 10 ** currencyExponent(input.currency);
   let score = 0;
