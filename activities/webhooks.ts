@@ -167,9 +167,16 @@ export async function attemptWebhookDelivery(em: EntityManager, deps: WebhookDel
   if (!deps.secretBox) throw new Error('This worker has no secret box (createActivities needs secretBox to sign webhooks).');
 
   const body = JSON.stringify(serializeEvent(event));
-  const secrets = [deps.secretBox.open(endpoint.secret)];
-  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > attemptedAt) {
-    secrets.push(deps.secretBox.open(endpoint.previousSecret));
+  const secrets: string[] = [];
+  let secretError: string | null = null;
+  try {
+    secrets.push(deps.secretBox.open(endpoint.secret));
+    if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > attemptedAt) {
+      secrets.push(deps.secretBox.open(endpoint.previousSecret));
+    }
+  } catch {
+    // Sealed under another key: AUTH_SECRET changed since. Recorded as the attempt's error; rotating the secret fixes it.
+    secretError = 'the signing secret cannot be opened (was AUTH_SECRET changed?); rotate the secret';
   }
   let riskScore: number | null = null;
   if (event.transactionId) {
@@ -187,13 +194,15 @@ export async function attemptWebhookDelivery(em: EntityManager, deps: WebhookDel
     'x-risk-score': riskScoreHeader(riskScore),
   };
 
-  let response: WebhookResponse;
-  try {
-    const target = await checkWebhookUrl(endpoint.url, endpoint.livemode, deps.resolver ?? systemResolver);
-    response = await postWebhook(target, headers, body);
-  } catch (error) {
-    if (!(error instanceof UrlNotAllowedError)) throw error;
-    response = { statusCode: null, latencyMs: 0, body: null, error: `url not allowed: ${error.message}` };
+  let response: WebhookResponse = { statusCode: null, latencyMs: 0, body: null, error: secretError };
+  if (!secretError) {
+    try {
+      const target = await checkWebhookUrl(endpoint.url, endpoint.livemode, deps.resolver ?? systemResolver);
+      response = await postWebhook(target, headers, body);
+    } catch (error) {
+      if (!(error instanceof UrlNotAllowedError)) throw error;
+      response = { statusCode: null, latencyMs: 0, body: null, error: `url not allowed: ${error.message}` };
+    }
   }
   const succeeded = response.statusCode !== null && response.statusCode >= 200 && response.statusCode < 300;
   const error = succeeded ? null : describeFailure(response);

@@ -251,5 +251,14 @@ describe('through the engine', () => {
       error: 'url not allowed: rebind.example resolves to 10.0.0.7: 10.0.0.7 is a private address, which live mode webhooks may not target',
     });
     expect(await engine.db.orm.em.fork().findOneOrFail(WebhookDelivery, { id })).toMatchObject({ status: 'pending', attemptCount: 1 });
+
+    // A secret sealed under another AUTH_SECRET cannot be opened: the attempt records why, and sends nothing.
+    await engine.db.orm.em.fork().nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { secret: createSecretBox('another-auth-secret').seal(newWebhookSecret()) });
+    const second = await attemptWebhookDelivery(engine.db.orm.em.fork(), { secretBox: box, resolver: rebinding }, { deliveryId: id, attempt: 2, attemptedAt: new Date(now.getTime() + 5000).toISOString(), nextAttemptAt: null });
+    expect(second).toEqual({ outcome: 'failed' });
+    expect(lookups).toBe(1);
+    const attempts = await engine.db.orm.em.fork().find(WebhookAttempt, { deliveryId: id }, { orderBy: { attempt: 'asc' } });
+    expect(attempts[1]).toMatchObject({ attempt: 2, statusCode: null, error: 'the signing secret cannot be opened (was AUTH_SECRET changed?); rotate the secret' });
+    expect(await engine.db.orm.em.fork().findOneOrFail(WebhookDelivery, { id })).toMatchObject({ status: 'failed', attemptCount: 2, nextAttemptAt: null });
   });
 });
