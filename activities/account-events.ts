@@ -9,7 +9,7 @@ import { recordEvent } from './events.ts';
  * webhooks both hear about it. `data.object` is the account as GET /v1/account
  * shows it (with its settings).
  */
-export async function recordAccountEvent(em: EntityManager, account: Account, type: 'account.updated' | 'account.closed'): Promise<void> {
+export async function recordAccountEvent(em: EntityManager, account: Account, type: 'account.created' | 'account.updated' | 'account.closed'): Promise<void> {
   const object = serializeAccount(account);
   for (const livemode of [true, false]) {
     await recordEvent(em, { accountId: account.id, livemode, type, object, transactionId: null });

@@ -32,6 +32,7 @@ export const eventCatalog = [
   { type: 'invoice.payment_failed', description: "A charge for an open invoice failed; the invoice stays open while dunning retries." },
   { type: 'invoice.voided', description: 'An invoice was voided.' },
   { type: 'invoice.marked_uncollectible', description: 'An invoice was marked uncollectible.' },
+  { type: 'account.created', description: 'An account was opened (sign-up or by an admin; recorded in both modes).' },
   { type: 'account.updated', description: "The account's profile or settings changed (recorded in both modes)." },
   { type: 'account.closed', description: 'The account was closed (recorded in both modes).' },
   { type: 'customer.created', description: 'A customer was created.' },

@@ -547,9 +547,10 @@ describe('events', () => {
         'customer.created',
         'customer.updated',
         'customer.created',
+        'account.created',
       ]);
       for (const event of all.body.data) expect(event).toHaveProperty('transaction_id');
-      expect(all.body.data.filter((e: { transaction_id: string | null }) => e.transaction_id === null)).toHaveLength(6);
+      expect(all.body.data.filter((e: { transaction_id: string | null }) => e.transaction_id === null)).toHaveLength(7);
       expect(all.body.data[2].data.object).toMatchObject({ object: 'customer', name: 'Customer 3' });
     });
 
@@ -590,24 +591,30 @@ describe('events', () => {
       expect((await as('GET', `/v1/events/${mine.id}`, undefined, { 'x-sandbox-mode': 'true' })).status).toBe(404);
       expect((await as('GET', '/v1/events/evt_00000000000000000000000000')).status).toBe(404);
       const sandbox = await as('GET', '/v1/events', undefined, { 'x-sandbox-mode': 'true' });
-      expect(sandbox.body.data.map((e: { type: string; livemode: boolean }) => [e.type, e.livemode])).toEqual([['customer.created', false]]);
+      expect(sandbox.body.data.map((e: { type: string; livemode: boolean }) => [e.type, e.livemode])).toEqual([
+        ['customer.created', false],
+        ['account.created', false],
+      ]);
       expect((await call('GET', '/v1/events', undefined, { authorization: '' })).status).toBe(401);
     });
 
-    it('PATCH /v1/account and DELETE /v1/account record account.updated and account.closed in both modes', async () => {
+    it('sign-up, PATCH /v1/account and DELETE /v1/account record account.created, .updated and .closed in both modes', async () => {
       const closing = await engine.signUp({ name: 'Closing Ltd' });
       tenantsById.set(closing.accountId, closing);
       expect((await call('PATCH', '/v1/account', { name: 'Closing Limited' }, closing.headers)).status).toBe(200);
       expect((await call('DELETE', '/v1/account', undefined, closing.headers)).status).toBe(200);
       const rows = await engine.db.orm.em.fork().find(Event, { accountId: closing.accountId }, { orderBy: { id: 'asc' } });
       expect(rows.map((r) => [r.type, r.livemode])).toEqual([
+        ['account.created', true],
+        ['account.created', false],
         ['account.updated', true],
         ['account.updated', false],
         ['account.closed', true],
         ['account.closed', false],
       ]);
-      expect(rows[0]!.data.object).toMatchObject({ id: closing.accountId, name: 'Closing Limited', status: 'active' });
-      expect(rows[2]!.data.object).toMatchObject({ status: 'closed', closed_at: expect.any(String) });
+      expect(rows[0]!.data.object).toMatchObject({ id: closing.accountId, name: 'Closing Ltd', status: 'active' });
+      expect(rows[2]!.data.object).toMatchObject({ id: closing.accountId, name: 'Closing Limited', status: 'active' });
+      expect(rows[4]!.data.object).toMatchObject({ status: 'closed', closed_at: expect.any(String) });
     });
 
     it('publishes the catalog in the OpenAPI document', async () => {

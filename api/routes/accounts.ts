@@ -10,6 +10,7 @@ import { newOpenApiApp } from '../openapi-app.ts';
 import { AccountSchema, emailField, errorResponses, isoInstant, pageQuery, passwordField } from '../schemas.ts';
 import { serializeAccount } from '../serializers.ts';
 import { SettingsPatch } from './account.ts';
+import { recordAccountEvent } from '../../activities/account-events.ts';
 
 const CreateAccountBody = z
   .object({
@@ -89,6 +90,8 @@ export function accountsApp({ orm, config }: ApiDeps) {
             closedAt: null,
           });
           tx.create(User, { id: newId('user'), accountId: account.id, email: body.email, name: body.name, role: 'owner', status: 'active', passwordHash });
+          await tx.flush();
+          await recordAccountEvent(tx, account, 'account.created');
         });
       } catch (error) {
         if (error instanceof UniqueConstraintViolationException) throw new ApiError('email_exists', 'An account or user with this email already exists.');
