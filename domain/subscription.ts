@@ -106,3 +106,48 @@ export interface SubscriptionSnapshot {
   /** Grows with every state change; orders projection writes. */
   version: number;
 }
+
+/** What a new subscription is created with; the rest of its first snapshot is filled in here. */
+export interface NewSubscription {
+  id: string;
+  accountId: string;
+  customerId: string;
+  planId: string;
+  livemode: boolean;
+  trialDays: number;
+  billingCycleMode: BillingCycleMode;
+  /** Start paused until then (billing and the trial begin at this instant). */
+  pauseUntil: string | null;
+  gracePeriodDays: number | null;
+}
+
+/**
+ * The snapshot a subscription workflow starts from (version 0). Times are set by the
+ * workflow from workflow time; the epoch values here are placeholders it overwrites.
+ */
+export function initialSnapshot(s: NewSubscription): SubscriptionSnapshot {
+  const epoch = new Date(0).toISOString();
+  return {
+    ...s,
+    status: s.pauseUntil ? 'paused' : 'trialing',
+    createdAt: epoch,
+    updatedAt: epoch,
+    trialStart: null,
+    trialEnd: null,
+    billingAnchor: null,
+    anchorCycle: 0,
+    stubStart: null,
+    billingCycle: 0,
+    currentPeriodStart: null,
+    currentPeriodEnd: null,
+    latestInvoiceId: null,
+    cancelAtPeriodEnd: false,
+    canceledAt: null,
+    endedReason: null,
+    pausedAt: null,
+    pauseReason: null,
+    pendingPlanId: null,
+    dunning: null,
+    version: 0,
+  };
+}

@@ -6,7 +6,7 @@ import { projectSubscription } from '../activities/projections.ts';
 import { invoicePdfUrl } from '../api/routes/invoices.ts';
 import { AccountBalance, Event, Payout } from '../db/entities/index.ts';
 import { eventTypes, subscriptionEventType } from '../domain/events.ts';
-import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import { initialSnapshot, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -162,34 +162,21 @@ describe('events', () => {
 
   describe('subscriptions and invoices', () => {
     const snapshot = (changes: Partial<SubscriptionSnapshot>): SubscriptionSnapshot => ({
-      id: 'sub_projection_retries',
-      accountId: engine.tenant.accountId,
-      customerId: 'cus_x',
-      planId: 'plan_a',
-      status: 'trialing',
-      livemode: true,
+      ...initialSnapshot({
+        id: 'sub_projection_retries',
+        accountId: engine.tenant.accountId,
+        customerId: 'cus_x',
+        planId: 'plan_a',
+        livemode: true,
+        trialDays: 14,
+        billingCycleMode: 'anniversary',
+        pauseUntil: null,
+        gracePeriodDays: null,
+      }),
       createdAt: '2026-01-01T00:00:00.000Z',
       updatedAt: '2026-01-01T00:00:00.000Z',
-      trialDays: 14,
       trialStart: '2026-01-01T00:00:00.000Z',
       trialEnd: '2026-01-15T00:00:00.000Z',
-      billingCycleMode: 'anniversary',
-      billingAnchor: null,
-      anchorCycle: 0,
-      stubStart: null,
-      billingCycle: 0,
-      currentPeriodStart: null,
-      currentPeriodEnd: null,
-      latestInvoiceId: null,
-      cancelAtPeriodEnd: false,
-      canceledAt: null,
-      endedReason: null,
-      pausedAt: null,
-      pauseUntil: null,
-      pauseReason: null,
-      pendingPlanId: null,
-      gracePeriodDays: null,
-      dunning: null,
       version: 1,
       ...changes,
     });

@@ -5,7 +5,7 @@ import { Customer, Plan, Subscription } from '../../db/entities/index.ts';
 import { maxGracePeriodDays } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { billingCycleModes, endedStatuses, subscriptionStatuses, type PlanTerms, type SubscriptionSnapshot } from '../../domain/subscription.ts';
+import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionStatuses, type PlanTerms } from '../../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
 import {
   cancelSubscriptionUpdate,
@@ -246,44 +246,4 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const snapshot = await send(() => handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: body.at_period_end }] }));
       return c.json(serializeSubscription(snapshot), 200);
     });
-}
-
-interface NewSubscription {
-  id: string;
-  accountId: string;
-  customerId: string;
-  planId: string;
-  livemode: boolean;
-  trialDays: number;
-  billingCycleMode: SubscriptionSnapshot['billingCycleMode'];
-  pauseUntil: string | null;
-  gracePeriodDays: number | null;
-}
-
-function initialSnapshot(s: NewSubscription): SubscriptionSnapshot {
-  // Times are set by the workflow from workflow time; these are placeholders it overwrites.
-  const epoch = new Date(0).toISOString();
-  return {
-    ...s,
-    status: s.pauseUntil ? 'paused' : 'trialing',
-    createdAt: epoch,
-    updatedAt: epoch,
-    trialStart: null,
-    trialEnd: null,
-    billingAnchor: null,
-    anchorCycle: 0,
-    stubStart: null,
-    billingCycle: 0,
-    currentPeriodStart: null,
-    currentPeriodEnd: null,
-    latestInvoiceId: null,
-    cancelAtPeriodEnd: false,
-    canceledAt: null,
-    endedReason: null,
-    pausedAt: null,
-    pauseReason: null,
-    pendingPlanId: null,
-    dunning: null,
-    version: 0,
-  };
 }
