@@ -15,6 +15,9 @@ const formType = 'application/x-www-form-urlencoded';
  * Validation itself is declared for JSON only: the jsonBodies middleware has already
  * rewritten a form into a JSON request by the time the validator runs.
  */
+/** A JSON request or response body for createRoute: `{ ...json(Schema) }`. */
+export const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
+
 export function newOpenApiApp() {
   const app = new OpenAPIHono({
     defaultHook: (result, c) => {

@@ -7,7 +7,7 @@ import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
 import { notifyPaymentMethodUpdated } from '../customer-events.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { CustomerSchema, errorResponses, idParam } from '../schemas.ts';
 import { serializeCustomer } from '../serializers.ts';
@@ -48,7 +48,6 @@ const ListQuery = z
   .strict()
   .refine(...oneCursor);
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 const forms = 'Takes JSON or an `application/x-www-form-urlencoded` body.';
 
 const createCustomer = createRoute({

@@ -4,12 +4,11 @@ import { ApiError } from '../../domain/errors.ts';
 import { eventCatalog, eventTypes } from '../../domain/events.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, timestamp } from '../schemas.ts';
 import { serializeEvent } from '../serializers.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 
 const catalogTable = eventCatalog.map((entry) => `- \`${entry.type}\`: ${entry.description}`).join('\n');
 

@@ -10,10 +10,9 @@ import { invoicePdfToken, signedInvoicePdfUrl } from '../../domain/invoice-links
 import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam, timestamp } from '../schemas.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 
 export const InvoiceLineSchema = z
   .object({

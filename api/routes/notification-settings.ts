@@ -5,10 +5,9 @@ import { Account } from '../../db/entities/index.ts';
 import { notificationPreferences, type NotificationPreferences } from '../../domain/notifications.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 
 const NotificationSettingsSchema = z
   .object({

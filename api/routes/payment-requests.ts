@@ -21,7 +21,7 @@ import {
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam, timestamp } from '../schemas.ts';
 import {
   cancelPaymentRequest,
@@ -110,7 +110,6 @@ const CreateBody = z
   });
 
 const Created = z.union([PaymentRequestSchema, RecurringPaymentRequestSchema]);
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 
 const createRequest = createRoute({
   method: 'post',

@@ -19,7 +19,7 @@ import { cancelPaymentRequestUpdate, paymentRequestCreatedUpdate, paymentRequest
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { amount, currency, emailField, errorResponses, idParam, isoInstant, timestamp } from '../schemas.ts';
 import { metadata } from './transactions.ts';
 
@@ -222,7 +222,6 @@ export async function cancelPaymentRequest(deps: ApiDeps, request: PaymentReques
   }
 }
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 
 const cursor = z.string().regex(/^pay_[0-9a-z]{26}$/, 'must be a payment request id');
 const ListQuery = z

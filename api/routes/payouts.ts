@@ -1,16 +1,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { createPayout } from '../../activities/payouts.ts';
+import { createPayout, startPayoutWorkflow } from '../../activities/payouts.ts';
 import { Account, Payout, payoutMethods, payoutStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { payoutCurrencyProblem, sandboxPayoutArrivalMs } from '../../domain/payouts.ts';
-import { payoutWorkflow } from '../../workflows/payout.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { amount, currency, errorResponses, idParam, timestamp } from '../schemas.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 
 export const PayoutSchema = z
   .object({
@@ -116,12 +114,8 @@ export function payoutsApp(deps: ApiDeps) {
         method: body.method,
         description: body.description ?? null,
       });
-      await deps.temporal.workflow.start(payoutWorkflow, {
-        workflowId: payout.id,
-        taskQueue: deps.config.taskQueue,
-        args: [{ payoutId: payout.id, arrivalMs: sandboxPayoutArrivalMs }],
-        staticSummary: `Payout ${payout.id}`,
-      });
+      // A crash before this start leaves the payout pending: the maintenance workflow starts it (activities/maintenance.ts).
+      await startPayoutWorkflow(deps.temporal, deps.config.taskQueue, payout.id);
       return c.json(serializePayout(payout), 201);
     })
     .openapi(listPayouts, async (c) => {

@@ -6,7 +6,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
 import { amount, currency, errorResponses, idParam, PlanSchema } from '../schemas.ts';
 import { serializePlan } from '../serializers.ts';
@@ -40,7 +40,6 @@ const ListQuery = z
   .strict()
   .refine(...oneCursor);
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 const forms = 'Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`).';
 const archiving =
   'A plan is never deleted: subscriptions and invoices name it. An archived plan (active false) stays readable and its ' +

@@ -5,7 +5,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam, ProductSchema } from '../schemas.ts';
 import { serializeProduct } from '../serializers.ts';
@@ -39,7 +39,6 @@ const ListQuery = z
   .strict()
   .refine(...oneCursor);
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 const forms = 'Takes JSON or an `application/x-www-form-urlencoded` body (`metadata[key]=value`).';
 
 const createProduct = createRoute({

@@ -6,10 +6,9 @@ import { ApiError } from '../../domain/errors.ts';
 import { dunningFinalActions } from '../../domain/subscription.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 
 const RetryPolicySchema = z
   .object({

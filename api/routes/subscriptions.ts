@@ -18,12 +18,11 @@ import {
 } from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant, SubscriptionSchema } from '../schemas.ts';
 import { serializeSubscription } from '../serializers.ts';
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 
 const CreateSubscriptionBody = z

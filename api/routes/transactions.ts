@@ -1,15 +1,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
-import { post } from '../../activities/ledger.ts';
-import { sandboxSettlementDelayMs, SandboxProcessor, type PaymentProcessor } from '../../activities/processor.ts';
+import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../activities/payments.ts';
+import { SandboxProcessor, type PaymentProcessor } from '../../activities/processor.ts';
 import { recordTransactionEvents } from '../../activities/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../activities/transactions.ts';
-import { paymentSettlementWorkflow } from '../../workflows/payment-settlement.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { newOpenApiApp } from '../openapi-app.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
 import { amount, currency, errorResponses, idParam, isoInstant, timestamp } from '../schemas.ts';
 
 /** Metadata limits (Stripe's): 50 keys, keys up to 40 characters, values up to 500. */
@@ -96,7 +95,6 @@ const PatchBody = z
   })
   .strict();
 
-const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 
 const createTransaction = createRoute({
   method: 'post',
@@ -197,46 +195,13 @@ export function transactionsApp(deps: ApiDeps) {
         return c.json(serializeTransaction(transaction), 201);
       }
 
-      // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled.
-      const pending = await em.transactional(async (tx) => {
-        const row = tx.create(Transaction, { ...fields, status: 'pending' });
-        await tx.flush();
-        await recordTransactionEvents(tx, row, 'created');
-        return row;
-      });
-      const outcome = await processor.charge({
-        idempotencyKey: `${pending.id}:payment`,
-        amount: body.amount,
-        currency: body.currency,
-        paymentMethod: body.payment_method!,
-        description: body.reference ?? `Payment ${pending.id}`,
-      });
-      if (outcome.status === 'pending') {
-        // Settles later: a workflow waits out the processor's delay on a durable timer.
-        await deps.temporal.workflow.start(paymentSettlementWorkflow, {
-          workflowId: pending.id,
-          taskQueue: deps.config.taskQueue,
-          args: [{ transactionId: pending.id, processorChargeId: outcome.processorChargeId, settleAfterMs: sandboxSettlementDelayMs }],
-          staticSummary: `Settlement of ${pending.id}`,
-        });
-        return c.json(serializeTransaction(pending), 201);
-      }
-      const settled = await em.transactional(async (tx) => {
-        const row = await tx.findOneOrFail(Transaction, { id: pending.id });
-        row.updatedAt = new Date();
-        if (outcome.status === 'succeeded') {
-          row.status = 'succeeded';
-          await post(tx, { ...scope, currency: body.currency, transactionId: row.id, availableDelta: body.amount });
-        } else {
-          row.status = 'failed';
-          row.failureCode = outcome.failureCode;
-          row.failureMessage = outcome.failureMessage;
-        }
-        await tx.flush();
-        await recordTransactionEvents(tx, row, 'status');
-        return row;
-      });
-      return c.json(serializeTransaction(settled), 201);
+      // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled:
+      // at once, or by a workflow when the processor answers pending (activities/payments.ts). If this process
+      // dies in between, the maintenance workflow finishes the job (activities/maintenance.ts).
+      const pending = await recordPendingPayment(em, fields);
+      const outcome = await processor.charge(paymentChargeRequest(pending));
+      const result = await continuePayment(em, deps.temporal, deps.config.taskQueue, pending, outcome);
+      return c.json(serializeTransaction(result), 201);
     })
     .openapi(listTransactions, async (c) => {
       const query = c.req.valid('query');
