@@ -1,12 +1,16 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { Account, Payout, type PayoutMethod, type PayoutStatus } from '../db/entities/index.ts';
 import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
 import { notificationPreferences } from '../domain/notifications.ts';
+import { sandboxPayoutArrivalMs } from '../domain/payouts.ts';
+import { payoutWorkflow } from '../workflows/payout.ts';
 import { sendEmailOnce } from './email.ts';
-import { payoutPaidEmail } from './email-templates.ts';
+import { payoutPaidEmail } from '../domain/email-templates.ts';
 import { apiObjects } from './api-objects.ts';
 import { recordEvent } from './events.ts';
 import { post } from './ledger.ts';
@@ -65,6 +69,28 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
     await recordPayoutEvent(tx, payout, 'payout.created');
     return payout;
   });
+}
+
+/**
+ * Starts a pending payout's payoutWorkflow (workflow id = payout id), as the API
+ * does right after createPayout, and as the maintenance reconciler does for a
+ * payout whose API process died in between. Idempotent: when a workflow with that
+ * id exists, running or closed, it is left alone (`false`).
+ */
+export async function startPayoutWorkflow(client: Client, taskQueue: string, payoutId: string): Promise<boolean> {
+  try {
+    await client.workflow.start(payoutWorkflow, {
+      workflowId: payoutId,
+      taskQueue,
+      args: [{ payoutId, arrivalMs: sandboxPayoutArrivalMs }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `Payout ${payoutId}`,
+    });
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw error;
+  }
 }
 
 /**

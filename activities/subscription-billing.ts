@@ -6,7 +6,7 @@ import { formatMoney } from '../domain/money.ts';
 import { notificationPreferences } from '../domain/notifications.ts';
 import type { DunningFinalAction, SubscriptionSnapshot } from '../domain/subscription.ts';
 import { sendEmailOnce } from './email.ts';
-import { invoiceReceiptEmail, paymentFailedEmail, paymentRecoveredEmail, subscriptionEndedEmail } from './email-templates.ts';
+import { invoiceReceiptEmail, paymentFailedEmail, paymentRecoveredEmail, subscriptionEndedEmail } from '../domain/email-templates.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 import type { Mailer } from './mailer.ts';
 

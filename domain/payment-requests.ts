@@ -5,6 +5,7 @@
  */
 import type { BillingInterval } from './billing-calendar.ts';
 import { formatMoney } from './money.ts';
+import { paymentRequestEmail, paymentRequestReceiptEmail, type RenderedEmail } from './email-templates.ts';
 
 /** SPEC.md's states: pending until paid; failed when it expired; canceled by the account. */
 export const paymentRequestStatuses = ['pending', 'succeeded', 'failed', 'canceled'] as const;
@@ -133,41 +134,24 @@ export function paymentUrl(publicUrl: string, token: string): string {
 /** A token as payment_url carries it: 43 base64url characters (32 random bytes). */
 export const tokenPattern = /^[A-Za-z0-9_-]{43}$/;
 
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
-}
-
-export interface EmailContent {
-  subject: string;
-  text: string;
-  html: string;
-}
-
 /** The email that asks the customer to pay, with the link. */
-export function requestEmail(request: PaymentRequestSnapshot, accountName: string, link: string, locale = 'en'): EmailContent {
-  const amount = formatMoney(request.amount, request.currency, locale);
-  const reference = request.reference ? `Reference: ${request.reference}\n` : '';
-  const expires = `This link works until ${request.expiresAt.replace('T', ' ').slice(0, 16)} UTC.`;
-  return {
-    subject: `${accountName} requests ${amount}`,
-    text: `${accountName} requests a payment of ${amount}.\n${reference}\nPay here: ${link}\n\n${expires}\n`,
-    html:
-      `<p><strong>${escapeHtml(accountName)}</strong> requests a payment of <strong>${escapeHtml(amount)}</strong>.</p>` +
-      (request.reference ? `<p>Reference: ${escapeHtml(request.reference)}</p>` : '') +
-      `<p><a href="${escapeHtml(link)}">Pay ${escapeHtml(amount)}</a></p><p>${escapeHtml(expires)}</p>`,
-  };
+export function requestEmail(request: PaymentRequestSnapshot, accountName: string, link: string, locale = 'en'): RenderedEmail {
+  return paymentRequestEmail({
+    accountName,
+    amount: formatMoney(request.amount, request.currency, locale),
+    reference: request.reference,
+    link,
+    expiresAt: new Date(request.expiresAt),
+  });
 }
 
 /** The receipt after a successful payment. */
-export function receiptEmail(request: PaymentRequestSnapshot, accountName: string, locale = 'en'): EmailContent {
-  const amount = formatMoney(request.amount, request.currency, locale);
-  const reference = request.reference ? `Reference: ${request.reference}\n` : '';
-  return {
-    subject: `Receipt: ${amount} paid to ${accountName}`,
-    text: `You paid ${amount} to ${accountName}.\n${reference}Payment: ${request.id}\nPaid at: ${request.paidAt}\n`,
-    html:
-      `<p>You paid <strong>${escapeHtml(amount)}</strong> to <strong>${escapeHtml(accountName)}</strong>.</p>` +
-      (request.reference ? `<p>Reference: ${escapeHtml(request.reference)}</p>` : '') +
-      `<p>Payment: ${escapeHtml(request.id)}<br>Paid at: ${escapeHtml(request.paidAt ?? '')}</p>`,
-  };
+export function receiptEmail(request: PaymentRequestSnapshot, accountName: string, locale = 'en'): RenderedEmail {
+  return paymentRequestReceiptEmail({
+    accountName,
+    amount: formatMoney(request.amount, request.currency, locale),
+    reference: request.reference,
+    paymentId: request.id,
+    paidAt: request.paidAt ? new Date(request.paidAt) : null,
+  });
 }

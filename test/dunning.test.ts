@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDate } from '../activities/email-templates.ts';
+import { formatDate } from '../domain/email-templates.ts';
 import { Charge, Customer } from '../db/entities/index.ts';
 import type { CapturedMail } from './helpers/smtp.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';

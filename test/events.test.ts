@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { webhookEndpointDisabledEmail } from '../activities/email-templates.ts';
+import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
 import { recordEvent } from '../activities/events.ts';
 import { openInvoice } from '../activities/invoices.ts';
 import { projectSubscription } from '../activities/projections.ts';

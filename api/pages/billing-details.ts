@@ -7,7 +7,7 @@
  */
 import { Hono, type Context } from 'hono';
 import { html } from 'hono/html';
-import { formatDate } from '../../activities/email-templates.ts';
+import { formatDate } from '../../domain/email-templates.ts';
 import { Account, Customer, Subscription } from '../../db/entities/index.ts';
 import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { formatMoney } from '../../domain/money.ts';

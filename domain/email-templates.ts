@@ -160,3 +160,26 @@ export function webhookEndpointDisabledEmail(e: {
     html: layout('Billing engine', 'Webhook endpoint disabled', paragraphs),
   };
 }
+
+export function paymentRequestEmail(e: { accountName: string; amount: string; reference: string | null; link: string; expiresAt: Date }): RenderedEmail {
+  const paragraphs = [`${e.accountName} requests a payment of ${e.amount}.`, ...(e.reference ? [`Reference: ${e.reference}`] : []), `This link works until ${formatDate(e.expiresAt, true)}.`];
+  return {
+    subject: `${e.accountName} requests ${e.amount}`,
+    text: `${paragraphs.join('\n\n')}\n\nPay here: ${e.link}\n\n${e.accountName}\n`,
+    html: layout(e.accountName, `Payment request: ${e.amount}`, paragraphs, { label: `Pay ${e.amount}`, url: e.link }),
+  };
+}
+
+export function paymentRequestReceiptEmail(e: { accountName: string; amount: string; reference: string | null; paymentId: string; paidAt: Date | null }): RenderedEmail {
+  const paragraphs = [
+    `You paid ${e.amount} to ${e.accountName}.`,
+    ...(e.reference ? [`Reference: ${e.reference}`] : []),
+    `Payment: ${e.paymentId}`,
+    ...(e.paidAt ? [`Paid on ${formatDate(e.paidAt, true)}.`] : []),
+  ];
+  return {
+    subject: `Receipt: ${e.amount} paid to ${e.accountName}`,
+    text: `${paragraphs.join('\n\n')}\n\n${e.accountName}\n`,
+    html: layout(e.accountName, 'Receipt', paragraphs),
+  };
+}
