@@ -145,7 +145,7 @@ describe('subscription lifecycle', () => {
     const basic = await plan(3000);
     const sub = await subscribe({ customer_id: await customer(), plan: pro, trial_period_days: 0 });
     await engine.env.sleep(4 * day);
-    const changed = await post(`/v1/subscriptions/${sub.id}/update`, { plan: basic });
+    const changed = await engine.call('POST', `/v1/subscriptions/${sub.id}/update`, `plan=${basic}`, { 'content-type': 'application/x-www-form-urlencoded' });
     expect(changed.body).toMatchObject({ plan: pro, pending_plan: basic });
     expect(await engine.charges(sub.id)).toHaveLength(1);
     await skipTo(Date.parse(sub.current_period_end) + hour);
@@ -190,7 +190,8 @@ describe('subscription lifecycle', () => {
   it('cancel at period end stays active until then, then ends with no further charge', async () => {
     const sub = await subscribe({ customer_id: await customer(), plan: await plan(4000), trial_period_days: 0 });
     await engine.env.sleep(3 * day);
-    const set = await post(`/v1/subscriptions/${sub.id}/cancel`, { at_period_end: true });
+    // As SPEC shows it: key=value parameters.
+    const set = await engine.call('POST', `/v1/subscriptions/${sub.id}/cancel`, 'at_period_end=true', { 'content-type': 'application/x-www-form-urlencoded' });
     expect(set.body).toMatchObject({ status: 'active', cancel_at_period_end: true });
     expect((await post(`/v1/subscriptions/${sub.id}/cancel`, { at_period_end: true })).body).toEqual(errorShape('invalid_state'));
     await skipTo(Date.parse(sub.current_period_end) + day);
