@@ -5,9 +5,11 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
+import { ensureMaintenanceWorkflow } from './activities/maintenance.ts';
 import { wakeDispatchAfterActivities } from './activities/webhook-wake.ts';
 import { createMailer, type Mailer } from './activities/mailer.ts';
 import type { PaymentProcessor } from './activities/processor.ts';
@@ -75,7 +77,10 @@ async function main(): Promise<void> {
   const mailer = createMailer(config);
   const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
-  logger.info({ taskQueue: config.taskQueue, temporal: config.temporalAddress }, 'worker running');
+  // One maintenance workflow per task queue (workflows/maintenance.ts): the first worker starts it, the others find it.
+  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const maintenance = await ensureMaintenanceWorkflow(client, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
+  logger.info({ taskQueue: config.taskQueue, temporal: config.temporalAddress, maintenance: maintenance.workflowId }, 'worker running');
   await worker.run();
   await connection.close();
   mailer.close();

@@ -24,6 +24,7 @@ import {
   type PaymentRequestChargeInput,
   type PaymentRequestChargeOutcome,
 } from './payment-requests.ts';
+import { pruneExpiredRows, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from './maintenance.ts';
 import { settlePendingPayment } from './payments.ts';
 import { completePayout, notifyPayoutPaid, sandboxPayoutRail, type PayoutRail } from './payouts.ts';
 import {
@@ -169,6 +170,20 @@ export function createActivities(deps: ActivityDeps) {
     /** The payout confirmation email, once, if the account wants it. */
     async notifyPayoutPaid(payoutId: string): Promise<void> {
       await notifyPayoutPaid(em(), deps.mailer, payoutId);
+    },
+    /** Maintenance (workflows/maintenance.ts): pending payments with no settlement workflow, carried on as the API would have. */
+    async reconcileStuckPayments(olderThanMs: number): Promise<ReconcileResult> {
+      const context = Context.current();
+      return reconcileStuckPayments(em(), processor, context.client, context.info.taskQueue, olderThanMs, context.log);
+    },
+    /** Maintenance: pending payouts with no payoutWorkflow get one. */
+    async reconcileStuckPayouts(olderThanMs: number): Promise<ReconcileResult> {
+      const context = Context.current();
+      return reconcileStuckPayouts(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
+    },
+    /** Maintenance: expired idempotency keys, and login attempts older than the throttle window. */
+    async pruneExpiredRows(loginThrottleWindowSeconds: number): Promise<PruneResult> {
+      return pruneExpiredRows(em(), loginThrottleWindowSeconds);
     },
   };
 }

@@ -1,21 +1,78 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { Transaction, type TransactionStatus } from '../db/entities/index.ts';
+import { paymentSettlementWorkflow } from '../workflows/payment-settlement.ts';
 import { post } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
-import type { PaymentProcessor } from './processor.ts';
+import { sandboxSettlementDelayMs, type PaymentProcessor, type ProcessorChargeRequest, type ProcessorChargeResult, type ProcessorSettlement } from './processor.ts';
+import type { TransactionFields } from './transactions.ts';
+
+/*
+ * A direct payment (POST /v1/transactions, type payment) in three steps, shared by
+ * the API and the maintenance workflow's reconciler (activities/maintenance.ts):
+ * 1. recordPendingPayment: the row, `pending`, with its transaction.created event;
+ * 2. the processor charge, keyed `<transaction id>:payment` (paymentChargeRequest);
+ * 3. continuePayment: a pending outcome starts paymentSettlementWorkflow, a final
+ *    one is recorded at once (recordPaymentOutcome).
+ * A process that dies between 1 and 3 leaves the row pending; the reconciler
+ * repeats 2 (the repeated key returns the first outcome) and 3.
+ */
+
+/** Step 1: the pending row of a payment and its transaction.created event, in one database transaction. */
+export async function recordPendingPayment(em: EntityManager, fields: TransactionFields): Promise<Transaction> {
+  return em.transactional(async (tx) => {
+    const row = tx.create(Transaction, { ...fields, status: 'pending' });
+    await tx.flush();
+    await recordTransactionEvents(tx, row, 'created');
+    return row;
+  });
+}
+
+/** Step 2's request: the same for the API and the reconciler, so the processor sees one charge. */
+export function paymentChargeRequest(transaction: Pick<Transaction, 'id' | 'amount' | 'currency' | 'paymentMethod' | 'reference'>): ProcessorChargeRequest {
+  if (!transaction.paymentMethod) throw new Error(`Payment ${transaction.id} has no payment method.`);
+  return {
+    idempotencyKey: `${transaction.id}:payment`,
+    amount: transaction.amount,
+    currency: transaction.currency,
+    paymentMethod: transaction.paymentMethod,
+    description: transaction.reference ?? `Payment ${transaction.id}`,
+  };
+}
 
 /**
- * Settles a payment that the processor left pending: asks the processor how it
- * ended and, if the transaction is still pending (not canceled meanwhile),
- * records the outcome and posts the money, under a row lock. Running it twice
- * changes nothing the second time. Its events are recorded with the outcome.
+ * Starts the settlement workflow of a payment the processor left pending (workflow
+ * id = transaction id). Idempotent: when a workflow with that id exists, running or
+ * closed, it is left alone (`false`).
  */
-export async function settlePendingPayment(em: EntityManager, processor: PaymentProcessor, transactionId: string, processorChargeId: string): Promise<TransactionStatus> {
-  const outcome = await processor.settlement(processorChargeId);
+export async function startPaymentSettlement(client: Client, taskQueue: string, transactionId: string, processorChargeId: string): Promise<boolean> {
+  try {
+    await client.workflow.start(paymentSettlementWorkflow, {
+      workflowId: transactionId,
+      taskQueue,
+      args: [{ transactionId, processorChargeId, settleAfterMs: sandboxSettlementDelayMs }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      staticSummary: `Settlement of ${transactionId}`,
+    });
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw error;
+  }
+}
+
+/**
+ * Records how a payment ended (succeeded: the money posted to the available
+ * balance; failed: the processor's reason) with its events, under a row lock, and
+ * only if the transaction is still pending: a second call (a racing reconciler, a
+ * retried activity) or a payment canceled meanwhile changes nothing. Returns the row.
+ */
+export async function recordPaymentOutcome(em: EntityManager, transactionId: string, outcome: ProcessorSettlement): Promise<Transaction> {
   return em.transactional(async (tx) => {
-    const transaction = await tx.findOneOrFail(Transaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-    if (transaction.status !== 'pending') return transaction.status;
+    const transaction = await tx.findOneOrFail(Transaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (transaction.status !== 'pending') return transaction;
     transaction.updatedAt = new Date();
     if (outcome.status === 'succeeded') {
       transaction.status = 'succeeded';
@@ -27,6 +84,30 @@ export async function settlePendingPayment(em: EntityManager, processor: Payment
     }
     await tx.flush();
     await recordTransactionEvents(tx, transaction, 'status');
-    return transaction.status;
+    return transaction;
   });
+}
+
+/**
+ * Step 3: what follows the processor's answer. Pending: the settlement workflow
+ * takes over and the row is returned as it is; final: recorded now. Returns the
+ * transaction as it stands afterwards.
+ */
+export async function continuePayment(em: EntityManager, client: Client, taskQueue: string, transaction: Transaction, outcome: ProcessorChargeResult): Promise<Transaction> {
+  if (outcome.status === 'pending') {
+    await startPaymentSettlement(client, taskQueue, transaction.id, outcome.processorChargeId);
+    return transaction;
+  }
+  return recordPaymentOutcome(em, transaction.id, outcome);
+}
+
+/**
+ * Settles a payment that the processor left pending: asks the processor how it
+ * ended and, if the transaction is still pending (not canceled meanwhile),
+ * records the outcome and posts the money, under a row lock. Running it twice
+ * changes nothing the second time. Its events are recorded with the outcome.
+ */
+export async function settlePendingPayment(em: EntityManager, processor: PaymentProcessor, transactionId: string, processorChargeId: string): Promise<TransactionStatus> {
+  const outcome = await processor.settlement(processorChargeId);
+  return (await recordPaymentOutcome(em, transactionId, outcome)).status;
 }

@@ -17,6 +17,7 @@ import { createLogger } from '../logger.ts';
 import { createMailer } from '../activities/mailer.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
+import { ensureMaintenanceWorkflow } from '../activities/maintenance.ts';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
 import { startTemporalDevServer } from './temporal-dev-server.ts';
 import { MissingToolError } from './tools.ts';
@@ -105,6 +106,8 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: temporalAddress });
   stops.push({ name: 'client connection', stop: () => connection.close() });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  // The worker's maintenance workflow (stuck payments and payouts, expired rows), started once per task queue.
+  await ensureMaintenanceWorkflow(temporal, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
   const api: RunningApi = await startApiServer({ orm, temporal, config, logger }, config.port);
   stops.push({ name: 'api', stop: () => api.close() });
 

@@ -4,3 +4,4 @@ export { paymentRequestWorkflow } from './payment-request.ts';
 export { recurringPaymentRequestWorkflow } from './recurring-payment-request.ts';
 export { eventDispatchWorkflow, webhookDeliveryWorkflow } from './webhooks.ts';
 export { payoutWorkflow } from './payout.ts';
+export { maintenanceWorkflow } from './maintenance.ts';

@@ -15,7 +15,10 @@ export type PayoutStatus = (typeof payoutStatuses)[number];
 export const Payout = defineEntity({
   name: 'Payout',
   tableName: 'payouts',
-  indexes: [{ properties: ['accountId', 'livemode', 'id'] }],
+  indexes: [
+    { properties: ['accountId', 'livemode', 'id'] },
+    { name: 'payouts_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" },
+  ],
   properties: {
     id: p.string().primary(),
     accountId: p.string(),
@@ -30,6 +33,8 @@ export const Payout = defineEntity({
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
     paidAt: p.datetime().nullable(),
+    /** Set by the maintenance workflow once it has seen, or started, this pending payout's payoutWorkflow. */
+    workflowConfirmedAt: p.datetime().nullable(),
   },
 });
 export type Payout = InferEntity<typeof Payout>;

@@ -14,6 +14,7 @@ export type RiskLevel = (typeof riskLevels)[number];
 export const Transaction = defineEntity({
   name: 'Transaction',
   tableName: 'transactions',
+  indexes: [{ name: 'transactions_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" }],
   properties: {
     id: p.string().primary(),
     accountId: p.string().index(),
@@ -32,6 +33,12 @@ export const Transaction = defineEntity({
     createdAt: p.datetime().index(),
     updatedAt: p.datetime(),
     canceledAt: p.datetime().nullable(),
+    /**
+     * Set by the maintenance workflow (workflows/maintenance.ts) once it has seen, or
+     * started, the settlement workflow of a payment still pending after a few minutes;
+     * null: not checked yet (or never needed: most payments are final at once).
+     */
+    workflowConfirmedAt: p.datetime().nullable(),
   },
 });
 export type Transaction = InferEntity<typeof Transaction>;

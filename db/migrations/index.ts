@@ -9,6 +9,7 @@ import { Migration20261122134432_payouts } from './Migration20261122134432_payou
 import { Migration20261122134500_payment_requests } from './Migration20261122134500_payment_requests.ts';
 import { Migration20261122141000_subscription_lifecycle } from './Migration20261122141000_subscription_lifecycle.ts';
 import { Migration20261122134700_webhooks } from './Migration20261122134700_webhooks.ts';
+import { Migration20261122142417_maintenance } from './Migration20261122142417_maintenance.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -23,4 +24,5 @@ export const migrations = [
   { name: 'Migration20261122134500_payment_requests', class: Migration20261122134500_payment_requests },
   { name: 'Migration20261122141000_subscription_lifecycle', class: Migration20261122141000_subscription_lifecycle },
   { name: 'Migration20261122134700_webhooks', class: Migration20261122134700_webhooks },
+  { name: 'Migration20261122142417_maintenance', class: Migration20261122142417_maintenance },
 ];

@@ -4,6 +4,8 @@ import type { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createSmtpMailer } from '../../activities/mailer.ts';
 import { eventDispatchWorkflowId } from '../../activities/webhooks.ts';
+import { ensureMaintenanceWorkflow, maintenanceWorkflowId } from '../../activities/maintenance.ts';
+import type { MaintenanceSettings } from '../../workflows/maintenance.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
 import { WebhookDelivery } from '../../db/entities/webhook.ts';
 import { createCustomerLinks } from '../../domain/customer-links.ts';
@@ -63,7 +65,17 @@ export interface TestEngine {
  * The engine as a test uses it: a fresh database, a time-skipping Temporal, a
  * worker on a task queue of its own, and the real Hono app on top.
  */
-export async function startTestEngine(options: { processor?: PaymentProcessor; startWorker?: boolean } = {}): Promise<TestEngine> {
+export async function startTestEngine(
+  options: {
+    processor?: PaymentProcessor;
+    startWorker?: boolean;
+    /**
+     * Also start the maintenance workflow, as a worker process does at boot (off by default: in
+     * skipped time its timer would wake it every 5 minutes of every day another test skips).
+     */
+    maintenance?: boolean | Partial<MaintenanceSettings>;
+  } = {},
+): Promise<TestEngine> {
   if (!runtimeInstalled) {
     // ERROR: the Java test server lacks a capability the SDK warns about on every worker start.
     installTemporalRuntime('error');
@@ -155,6 +167,8 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
       // Workflows left running would wake up later with no worker to serve them,
       // and the test server stops skipping time while a task waits: the next
       // file on this server would hang. So every file ends its workflows.
+      // The maintenance workflow first: it starts settlement and payout workflows.
+      await env.client.workflow.getHandle(maintenanceWorkflowId(taskQueue)).terminate('test finished').catch(() => undefined);
       const em = db.orm.em.fork();
       const subscriptions = await em.find(Subscription, {}, { fields: ['id'] }).catch(() => []);
       const settling = await em.find(Transaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
@@ -178,6 +192,10 @@ export async function startTestEngine(options: { processor?: PaymentProcessor; s
   };
   engine.tenant = await engine.signUp({ name: 'Acme' });
   if (options.startWorker !== false) await engine.startWorker();
+  if (options.maintenance) {
+    const settings = options.maintenance === true ? {} : options.maintenance;
+    await ensureMaintenanceWorkflow(env.client, taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds, ...settings });
+  }
   return engine;
 }
 

@@ -1,0 +1,199 @@
+/**
+ * The maintenance workflow's activities (workflows/maintenance.ts): close the
+ * "committed, but the process died before the workflow started" gaps, and prune
+ * rows nobody reads any more.
+ *
+ * A payment or payout that is still `pending` a few minutes after it was created
+ * (`olderThanMs`, 2 minutes by default, so the API's own path is never raced) and
+ * has not been checked yet is looked up in Temporal by its workflow id (= its own
+ * id). A workflow that exists (running or closed) is left alone; none means the
+ * API died between its commit and its workflow start, and the reconciler does what
+ * the API would have done next, with the API's own code (activities/payments.ts,
+ * activities/payouts.ts). Either way the row is then marked `workflow_confirmed_at`,
+ * so each pending row costs one lookup, once, however long it stays pending (a bank
+ * debit: a day). A row that fails is logged, left unmarked and tried again on the
+ * next run.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
+import { IdempotencyKey, LoginAttempt, Payout, Transaction } from '../db/entities/index.ts';
+import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
+import { continuePayment, paymentChargeRequest } from './payments.ts';
+import { startPayoutWorkflow } from './payouts.ts';
+import type { PaymentProcessor } from './processor.ts';
+
+/** Defaults of the maintenance workflow (its input can change them). */
+export const maintenanceDefaults = {
+  /** How often the maintenance workflow runs its activities. */
+  intervalMs: 5 * 60_000,
+  /** How old a pending payment or payout must be before the reconciler looks at it. */
+  stuckAfterMs: 2 * 60_000,
+};
+
+export const maintenanceWorkflowId = (taskQueue: string) => `maintenance-${taskQueue}`;
+
+/**
+ * Starts the maintenance workflow of this task queue unless it runs already, and
+ * hands it these settings either way (signal-with-start: atomic, so N workers
+ * booting at once start it once, and a worker booted with a changed configuration,
+ * e.g. LOGIN_THROTTLE_WINDOW_SECONDS, updates the running one). Called by every
+ * worker process at boot (worker.ts, dev/start.ts).
+ */
+export async function ensureMaintenanceWorkflow(
+  client: Client,
+  taskQueue: string,
+  settings: Pick<MaintenanceSettings, 'loginThrottleWindowSeconds'> & Partial<MaintenanceSettings>,
+): Promise<{ workflowId: string; runId: string }> {
+  const full: MaintenanceSettings = { intervalMs: maintenanceDefaults.intervalMs, stuckAfterMs: maintenanceDefaults.stuckAfterMs, ...settings };
+  const signalWithStart = () =>
+    client.workflow.signalWithStart(maintenanceWorkflow, {
+      workflowId: maintenanceWorkflowId(taskQueue),
+      taskQueue,
+      args: [{ settings: full }],
+      signal: maintenanceSettingsSignal,
+      signalArgs: [full],
+      staticSummary: `Maintenance of task queue ${taskQueue}: stuck payments and payouts, expired rows`,
+    });
+  let handle;
+  try {
+    handle = await signalWithStart();
+  } catch (error) {
+    // Another worker started it a moment ago (a server may answer a concurrent signal-with-start so): signal that one.
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    handle = await signalWithStart();
+  }
+  return { workflowId: handle.workflowId, runId: handle.signaledRunId };
+}
+
+/** Rows per reconcile run (the next run continues) and per prune statement (pruning loops until done). */
+export const reconcileBatchSize = 100;
+export const pruneBatchSize = 1000;
+
+export interface ReconcileResult {
+  /** Pending rows looked up in Temporal this run. */
+  checked: number;
+  /** Of those, the ones with no workflow, which the reconciler took over (a charge recorded, a workflow started). */
+  reconciled: number;
+  /** Rows that failed (logged; tried again on the next run). */
+  failed: number;
+}
+
+export interface PruneResult {
+  idempotencyKeys: number;
+  loginAttempts: number;
+}
+
+interface Log {
+  warn(message: string, meta?: Record<string, unknown>): void;
+  info(message: string, meta?: Record<string, unknown>): void;
+}
+
+/** Whether a workflow with this id exists in the namespace (running or closed, within retention). */
+async function workflowExists(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    await client.workflow.getHandle(workflowId).describe();
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
+/**
+ * Payments (`type payment`) still pending after `olderThanMs` with no settlement
+ * workflow. The charge is made again with the SAME idempotency key
+ * (`<transaction id>:payment`): the PaymentProcessor contract returns the first
+ * outcome for a repeated key (the sandbox processor keeps its own book), so a charge
+ * the API made is not made twice. A charge that never reached the processor (the API
+ * died right after its commit) is made now: that is exactly what the API would have
+ * done next. Then, like the API: a pending outcome starts paymentSettlementWorkflow
+ * (idempotently), a final one is recorded (money posted once, under a row lock).
+ * Every pending payment row comes from that one path (recordPendingPayment: payment
+ * requests and subscriptions record only final outcomes), so the key is always right.
+ */
+export async function reconcileStuckPayments(
+  em: EntityManager,
+  processor: PaymentProcessor,
+  client: Client,
+  taskQueue: string,
+  olderThanMs: number,
+  log?: Log,
+): Promise<ReconcileResult> {
+  const rows = await em.find(
+    Transaction,
+    { status: 'pending', type: 'payment', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
+    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize },
+  );
+  const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
+  for (const row of rows) {
+    try {
+      if (!(await workflowExists(client, row.id))) {
+        const outcome = await processor.charge(paymentChargeRequest(row));
+        const after = await continuePayment(em.fork(), client, taskQueue, row, outcome);
+        result.reconciled++;
+        log?.info('reconciled a stuck payment', { transactionId: row.id, outcome: outcome.status, status: after.status });
+      }
+      // A payment recorded final just now leaves the partial index by its status; one still pending is marked.
+      await em.nativeUpdate(Transaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });
+    } catch (error) {
+      result.failed++;
+      log?.warn('could not reconcile a stuck payment', { transactionId: row.id, error: String(error) });
+    }
+  }
+  return result;
+}
+
+/** Payouts still pending after `olderThanMs` with no payoutWorkflow: started now (idempotently), as the API would have. */
+export async function reconcileStuckPayouts(em: EntityManager, client: Client, taskQueue: string, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+  const rows = await em.find(
+    Payout,
+    { status: 'pending', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
+    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id'] },
+  );
+  const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
+  for (const row of rows) {
+    try {
+      if (!(await workflowExists(client, row.id))) {
+        await startPayoutWorkflow(client, taskQueue, row.id);
+        result.reconciled++;
+        log?.info('reconciled a stuck payout', { payoutId: row.id });
+      }
+      await em.nativeUpdate(Payout, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });
+    } catch (error) {
+      result.failed++;
+      log?.warn('could not reconcile a stuck payout', { payoutId: row.id, error: String(error) });
+    }
+  }
+  return result;
+}
+
+/**
+ * Deletes idempotency keys past their expiry (the middleware would only overwrite
+ * them) and login attempts older than the login throttle window (the throttle only
+ * counts attempts inside it), `batchSize` rows per statement so no statement holds
+ * many locks or runs long. The outer `expires_at` condition is re-checked on a row a
+ * request renewed meanwhile (PostgreSQL re-evaluates it on the newer row version),
+ * so a key reused at that moment is kept.
+ */
+export async function pruneExpiredRows(em: EntityManager, loginThrottleWindowSeconds: number, batchSize = pruneBatchSize): Promise<PruneResult> {
+  const connection = em.getConnection();
+  const deleteAll = async (sql: string, params: unknown[]) => {
+    let total = 0;
+    for (;;) {
+      const result = await connection.execute<{ affectedRows: number }>(sql, [...params, batchSize, ...params], 'run');
+      total += result.affectedRows;
+      if (result.affectedRows < batchSize) return total;
+    }
+  };
+  const now = new Date();
+  const keys = em.getMetadata(IdempotencyKey).tableName;
+  const attempts = em.getMetadata(LoginAttempt).tableName;
+  return {
+    idempotencyKeys: await deleteAll(`delete from ${keys} where id in (select id from ${keys} where expires_at < ? limit ?) and expires_at < ?`, [now]),
+    loginAttempts: await deleteAll(
+      `delete from ${attempts} where id in (select id from ${attempts} where created_at < ? limit ?) and created_at < ?`,
+      [new Date(now.getTime() - loginThrottleWindowSeconds * 1000)],
+    ),
+  };
+}

@@ -1,0 +1,289 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../activities/index.ts';
+import { ensureMaintenanceWorkflow, maintenanceWorkflowId, pruneExpiredRows } from '../activities/maintenance.ts';
+import { createSmtpMailer, type Mailer } from '../activities/mailer.ts';
+import { paymentChargeRequest, recordPaymentOutcome, recordPendingPayment } from '../activities/payments.ts';
+import { createPayout } from '../activities/payouts.ts';
+import { SandboxProcessor } from '../activities/processor.ts';
+import { newTransactionFields } from '../activities/transactions.ts';
+import { AccountBalance, Event, IdempotencyKey, LedgerEntry, LoginAttempt, Payout, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
+import { createCustomerLinks } from '../domain/customer-links.ts';
+import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { eventually } from './helpers/temporal.ts';
+
+const minute = 60_000;
+const hour = 60 * minute;
+const stuckAfterMs = 2 * minute;
+
+/**
+ * The gaps between a committed row and the workflow that should watch it: the API
+ * process "crashes" after its commit (and, for a payment, after or before its
+ * processor charge), and the maintenance reconciler finishes the job exactly once.
+ */
+describe('maintenance', () => {
+  let engine: TestEngine;
+  let mailer: Mailer;
+  let activities: ReturnType<typeof createActivities>;
+  let activityEnv: MockActivityEnvironment;
+  let processor: SandboxProcessor;
+
+  beforeAll(async () => {
+    engine = await startTestEngine();
+    mailer = createSmtpMailer(engine.mail.url, engine.config.mailFrom);
+    activities = createActivities({ orm: engine.db.orm, mailer, links: createCustomerLinks({ publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret }) });
+    // The activities as the worker runs them: Context.current().client and the task queue come from the activity context.
+    activityEnv = new MockActivityEnvironment({ taskQueue: engine.taskQueue }, { client: engine.env.client, logger: new DefaultLogger('WARN') });
+    processor = new SandboxProcessor(() => engine.db.orm.em.fork());
+  });
+  afterAll(async () => {
+    await engine?.close();
+    mailer?.close();
+  });
+
+  const em = () => engine.db.orm.em.fork();
+  const reconcilePayments = () => activityEnv.run(activities.reconcileStuckPayments, stuckAfterMs);
+  const reconcilePayouts = () => activityEnv.run(activities.reconcileStuckPayouts, stuckAfterMs);
+  /** Time passes after the crash (the reconciler only looks at rows older than 2 minutes of wall-clock time). */
+  const backdate = (entity: typeof Transaction | typeof Payout, id: string, minutes: number) =>
+    entity === Transaction
+      ? em().nativeUpdate(Transaction, { id }, { createdAt: new Date(Date.now() - minutes * minute) })
+      : em().nativeUpdate(Payout, { id }, { createdAt: new Date(Date.now() - minutes * minute) });
+  const transaction = async (id: string) => (await engine.call('GET', `/v1/transactions/${id}`)).body;
+  const entries = (id: string) => em().count(LedgerEntry, { transactionId: id });
+  const processorCharges = (id: string) => em().count(SandboxProcessorCharge, { idempotencyKey: `${id}:payment` });
+  const events = async (id: string) => (await em().find(Event, { transactionId: id }, { orderBy: { id: 'asc' } })).map((e) => e.type);
+  const workflowRun = async (id: string) => {
+    try {
+      const described = await engine.env.client.workflow.getHandle(id).describe();
+      return { runId: described.runId, status: described.status.name, type: described.type };
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return null;
+      throw error;
+    }
+  };
+
+  /**
+   * POST /v1/transactions up to the crash: the pending row (as the API writes it), then
+   * the processor charge with the API's key unless the crash came first. Then nothing more.
+   */
+  async function crashedPayment(paymentMethod: string, options: { charged?: boolean; amount?: number } = {}): Promise<string> {
+    const fields = await newTransactionFields(em(), {
+      accountId: engine.tenant.accountId,
+      livemode: true,
+      amount: options.amount ?? 4200,
+      currency: 'USD',
+      type: 'payment',
+      reference: null,
+      metadata: {},
+      paymentMethod,
+    });
+    const pending = await recordPendingPayment(em(), fields);
+    if (options.charged !== false) await processor.charge(paymentChargeRequest(pending));
+    return pending.id;
+  }
+
+  it('starts the settlement workflow of a bank payment whose API died after the charge, once; it settles a day later', async () => {
+    const id = await crashedPayment('pm_bank_pendingSettles');
+    const fresh = await crashedPayment('pm_bank_pendingSettles', { amount: 1234 });
+    await backdate(Transaction, id, 10);
+    expect(await workflowRun(id)).toBeNull();
+
+    const first = await reconcilePayments();
+    // The fresh one (younger than 2 minutes) is the API's business still: not even looked at.
+    expect(first).toEqual({ checked: 1, reconciled: 1, failed: 0 });
+    const started = await workflowRun(id);
+    expect(started).toMatchObject({ status: 'RUNNING', type: 'paymentSettlementWorkflow' });
+    expect(await processorCharges(id)).toBe(1);
+    expect((await transaction(id)).status).toBe('pending');
+    expect(await workflowRun(fresh)).toBeNull();
+    expect((await em().findOneOrFail(Transaction, { id: fresh })).workflowConfirmedAt).toBeNull();
+
+    // Again: the row is marked, nothing is looked at.
+    expect(await reconcilePayments()).toEqual({ checked: 0, reconciled: 0, failed: 0 });
+    // And with the mark erased, the existing workflow is found and left alone: no new charge, no new run.
+    await em().nativeUpdate(Transaction, { id }, { workflowConfirmedAt: null });
+    expect(await reconcilePayments()).toEqual({ checked: 1, reconciled: 0, failed: 0 });
+    expect(await workflowRun(id)).toEqual(started);
+    expect(await processorCharges(id)).toBe(1);
+    expect(await em().count(SandboxProcessorCharge, {})).toBe(2);
+
+    // The fresh one is canceled, so it cannot age into a later test's run.
+    expect((await engine.call('DELETE', `/v1/transactions/${fresh}`)).status).toBe(200);
+
+    await engine.env.sleep(23 * hour);
+    expect((await transaction(id)).status).toBe('pending');
+    await engine.env.sleep(2 * hour);
+    expect(await engine.env.client.workflow.getHandle(id).result()).toBe('succeeded');
+    expect((await transaction(id)).status).toBe('succeeded');
+    expect(await entries(id)).toBe(2);
+    expect(await events(id)).toEqual(['transaction.created', 'transaction.succeeded', 'payment.succeeded']);
+    expect(await workflowRun(id)).toEqual({ ...started, status: 'COMPLETED' });
+  });
+
+  it('finalizes a card payment whose API died after the charge, with its ledger entries exactly once', async () => {
+    const balance = async () => (await em().findOne(AccountBalance, { accountId: engine.tenant.accountId, livemode: true, currency: 'USD' }))?.available ?? 0;
+    const before = await balance();
+    const id = await crashedPayment('pm_card_visa', { amount: 5100 });
+    await backdate(Transaction, id, 3);
+    expect(await entries(id)).toBe(0);
+
+    expect(await reconcilePayments()).toEqual({ checked: 1, reconciled: 1, failed: 0 });
+    const settled = await transaction(id);
+    expect(settled).toMatchObject({ status: 'succeeded', amount: 5100, failure_code: null });
+    expect(await entries(id)).toBe(2);
+    expect(await balance()).toBe(before + 5100);
+    // A card needs no workflow: none was started.
+    expect(await workflowRun(id)).toBeNull();
+
+    expect(await reconcilePayments()).toEqual({ checked: 0, reconciled: 0, failed: 0 });
+    // The API and the reconciler racing to record the same outcome: the second changes nothing.
+    const again = await recordPaymentOutcome(em(), id, { status: 'succeeded' });
+    expect(again.status).toBe('succeeded');
+    expect(await processorCharges(id)).toBe(1);
+    expect(await entries(id)).toBe(2);
+    expect(await balance()).toBe(before + 5100);
+    expect(await events(id)).toEqual(['transaction.created', 'transaction.succeeded', 'payment.succeeded']);
+  });
+
+  it('charges a payment whose API died before the charge reached the processor (what the API would have done), once', async () => {
+    const id = await crashedPayment('pm_card_mastercard', { charged: false, amount: 700 });
+    await backdate(Transaction, id, 3);
+    expect(await processorCharges(id)).toBe(0);
+    expect(await reconcilePayments()).toEqual({ checked: 1, reconciled: 1, failed: 0 });
+    expect(await reconcilePayments()).toEqual({ checked: 0, reconciled: 0, failed: 0 });
+    expect(await processorCharges(id)).toBe(1);
+    expect((await transaction(id)).status).toBe('succeeded');
+    expect(await entries(id)).toBe(2);
+  });
+
+  it('records a declined card as failed with the processor\'s reason and no money moved', async () => {
+    const id = await crashedPayment('pm_card_chargeDeclined');
+    await backdate(Transaction, id, 3);
+    expect(await reconcilePayments()).toEqual({ checked: 1, reconciled: 1, failed: 0 });
+    expect(await transaction(id)).toMatchObject({ status: 'failed', failure_code: 'card_declined', failure_message: 'Your card was declined.' });
+    expect(await entries(id)).toBe(0);
+    expect(await events(id)).toEqual(['transaction.created', 'transaction.failed', 'payment.failed']);
+  });
+
+  it('leaves alone a pending payment whose API started its workflow, and marks it so it is looked up once', async () => {
+    const created = await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 900, currency: 'USD', type: 'payment', payment_method: 'pm_bank_pendingFails' });
+    expect(created.status).toBe(201);
+    const id: string = created.body.id;
+    const started = await workflowRun(id);
+    expect(started).toMatchObject({ status: 'RUNNING' });
+    await backdate(Transaction, id, 60);
+    expect(await reconcilePayments()).toEqual({ checked: 1, reconciled: 0, failed: 0 });
+    expect(await reconcilePayments()).toEqual({ checked: 0, reconciled: 0, failed: 0 });
+    expect(await workflowRun(id)).toEqual(started);
+    expect(await processorCharges(id)).toBe(1);
+    expect((await em().findOneOrFail(Transaction, { id })).workflowConfirmedAt).toBeInstanceOf(Date);
+    await engine.env.sleep(25 * hour);
+    expect(await engine.env.client.workflow.getHandle(id).result()).toBe('failed');
+    expect(await transaction(id)).toMatchObject({ status: 'failed', failure_code: 'debit_failed' });
+  });
+
+  it('starts the payoutWorkflow of a payout whose API died after its commit, once; the payout is paid', async () => {
+    expect((await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' })).status).toBe(201);
+    // POST /v1/payouts up to the crash: the pending payout with its ledger posting, committed.
+    const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 2500, currency: 'USD', method: 'bank_transfer', description: null });
+    // One the API started normally, as old: found and left alone.
+    const normal = await engine.call('POST', '/v1/payouts', { amount: 1500, currency: 'USD', method: 'paypal' });
+    expect(normal.status).toBe(201);
+    const normalRun = await workflowRun(normal.body.id);
+    expect(normalRun).toMatchObject({ status: 'RUNNING', type: 'payoutWorkflow' });
+    await backdate(Payout, payout.id, 5);
+    await backdate(Payout, normal.body.id, 5);
+    expect(await workflowRun(payout.id)).toBeNull();
+
+    expect(await reconcilePayouts()).toEqual({ checked: 2, reconciled: 1, failed: 0 });
+    const started = await workflowRun(payout.id);
+    expect(started).toMatchObject({ status: 'RUNNING', type: 'payoutWorkflow' });
+    expect(await reconcilePayouts()).toEqual({ checked: 0, reconciled: 0, failed: 0 });
+    await em().nativeUpdate(Payout, { id: payout.id }, { workflowConfirmedAt: null });
+    expect(await reconcilePayouts()).toEqual({ checked: 1, reconciled: 0, failed: 0 });
+    expect(await workflowRun(payout.id)).toEqual(started);
+    expect(await workflowRun(normal.body.id)).toEqual(normalRun);
+
+    await engine.env.sleep(61_000);
+    expect(await engine.env.client.workflow.getHandle(payout.id).result()).toBe('paid');
+    expect((await engine.call('GET', `/v1/payouts/${payout.id}`)).body).toMatchObject({ status: 'paid', amount: 2500 });
+    expect(await engine.env.client.workflow.getHandle(normal.body.id).result()).toBe('paid');
+    // The money left once: one posting (two entries) per payout.
+    expect(await entries(payout.id)).toBe(2);
+  });
+
+  it('prunes expired idempotency keys and login attempts older than the throttle window, in batches, and keeps the rest', async () => {
+    const windowSeconds = engine.config.auth.loginThrottleWindowSeconds;
+    const now = Date.now();
+    const keys = em();
+    for (const [n, expiresIn] of [[1, -hour], [2, -minute], [3, -1000], [4, hour]] as const) {
+      keys.create(IdempotencyKey, { scope: 'test:maintenance', key: `key-${n}`, requestHash: 'h', state: 'completed', responseStatus: 200, responseBody: '{}', createdAt: new Date(now - 25 * hour), expiresAt: new Date(now + expiresIn) });
+    }
+    for (const [n, age] of [[1, windowSeconds * 1000 + minute], [2, windowSeconds * 1000 + hour], [3, 30 * 24 * hour], [4, windowSeconds * 1000 - minute]] as const) {
+      keys.create(LoginAttempt, { email: `pruned-${n}@example.com`, ip: '203.0.113.9', succeeded: false, createdAt: new Date(now - age) });
+    }
+    await keys.flush();
+    const attemptsBefore = await em().count(LoginAttempt, {});
+    const keysBefore = await em().count(IdempotencyKey, {});
+
+    // Two rows per statement: three expired rows take two statements each.
+    expect(await pruneExpiredRows(em(), windowSeconds, 2)).toEqual({ idempotencyKeys: 3, loginAttempts: 3 });
+    expect((await em().find(IdempotencyKey, { scope: 'test:maintenance' })).map((k) => k.key)).toEqual(['key-4']);
+    expect((await em().find(LoginAttempt, { email: { $like: 'pruned-%' } })).map((a) => a.email)).toEqual(['pruned-4@example.com']);
+    expect(await em().count(LoginAttempt, {})).toBe(attemptsBefore - 3);
+    expect(await em().count(IdempotencyKey, {})).toBe(keysBefore - 3);
+    // The activity the workflow runs: nothing left to prune.
+    expect(await activityEnv.run(activities.pruneExpiredRows, windowSeconds)).toEqual({ idempotencyKeys: 0, loginAttempts: 0 });
+  });
+
+  it('runs as one workflow per task queue, on its timer in skipped time, reconciles and prunes, and continues as new', async () => {
+    const client = engine.env.client;
+    const settings = { loginThrottleWindowSeconds: engine.config.auth.loginThrottleWindowSeconds, intervalMs: 10 * minute, runsPerExecution: 2 };
+    // Three workers booting at once: one workflow.
+    const boots = await Promise.all([1, 2, 3].map(() => ensureMaintenanceWorkflow(client, engine.taskQueue, settings)));
+    expect(new Set(boots.map((b) => b.workflowId))).toEqual(new Set([maintenanceWorkflowId(engine.taskQueue)]));
+    expect(new Set(boots.map((b) => b.runId)).size).toBe(1);
+    const handle = client.workflow.getHandle(maintenanceWorkflowId(engine.taskQueue));
+    const details = async () => ((await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '');
+    const firstRun = boots[0]!.runId;
+    await eventually(details, (d) => /^Last run at \S+ \(run 1\): reconciled 0 payments, 0 payouts, pruned 0 rows/.test(d));
+
+    // Crashes after that run: a payout without its workflow, a card payment never finalized, an expired key.
+    const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 300, currency: 'USD', method: 'wire', description: null });
+    await backdate(Payout, payout.id, 5);
+    const payment = await crashedPayment('pm_card_visa', { amount: 800 });
+    await backdate(Transaction, payment, 5);
+    const keys = em();
+    keys.create(IdempotencyKey, { scope: 'test:maintenance', key: 'timer', requestHash: 'h', state: 'completed', responseStatus: 200, responseBody: '{}', createdAt: new Date(Date.now() - 25 * hour), expiresAt: new Date(Date.now() - hour) });
+    await keys.flush();
+
+    // Nothing happens before the timer; then the next run (on the timer, in skipped time) takes them over.
+    expect(await workflowRun(payout.id)).toBeNull();
+    await engine.env.sleep(10 * minute + 1000);
+    await eventually(() => workflowRun(payout.id), (run) => run !== null, 20_000);
+    await eventually(() => transaction(payment), (t) => t.status === 'succeeded', 20_000);
+    expect(await entries(payment)).toBe(2);
+    expect(await em().count(IdempotencyKey, { scope: 'test:maintenance', key: 'timer' })).toBe(0);
+    expect((await handle.describe()).runId).toBe(firstRun);
+
+    // runsPerExecution 2: after the second run's wait, the workflow continues as new and runs at once (run 3).
+    await engine.env.sleep(10 * minute + 1000);
+    await eventually(async () => (await handle.describe()).runId, (runId) => runId !== firstRun, 20_000);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, pruned 0 rows \(0 idempotency keys, 0 login attempts\); next at /.test(d), 20_000);
+    // The payout's own workflow (60 s) ran meanwhile; the payment was charged once.
+    expect(await client.workflow.getHandle(payout.id).result()).toBe('paid');
+    expect(await processorCharges(payment)).toBe(1);
+
+    // A worker booted with a changed configuration hands it over: a run at once, then the new interval.
+    const third = await ensureMaintenanceWorkflow(client, engine.taskQueue, { ...settings, intervalMs: 30 * minute });
+    expect(third.runId).toBe((await handle.describe()).runId);
+    const latest = await eventually(details, (d) => /\(run 4\)/.test(d), 20_000);
+    const [, lastAt, nextAt] = /^Last run at (\S+) .*; next at (\S+)\.$/.exec(latest)!;
+    expect(Date.parse(nextAt!) - Date.parse(lastAt!)).toBeGreaterThanOrEqual(30 * minute - 1000);
+    expect(Date.parse(nextAt!) - Date.parse(lastAt!)).toBeLessThanOrEqual(30 * minute + 1000);
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * maintenanceWorkflow: one per namespace and task queue (workflow id
+ * `maintenance-<task queue>`), started by every worker process at boot with
+ * signal-with-start (ensureMaintenanceWorkflow in activities/maintenance.ts):
+ * the first boot starts it, later boots only hand it their current settings. Every
+ * `intervalMs` (5 minutes by default) it runs three activities (see
+ * activities/maintenance.ts):
+ * - reconcileStuckPayments: payments left pending with no settlement workflow (the
+ *   API died between its commit and the workflow start) are charged again with the
+ *   same idempotency key and carried on exactly as the API would have;
+ * - reconcileStuckPayouts: pending payouts with no payoutWorkflow get one;
+ * - pruneExpiredRows: expired idempotency keys and login attempts older than the
+ *   login throttle window are deleted.
+ * Its current details (Temporal UI) say what the last run did and when the next is.
+ * It continues as new every 100 runs (or when Temporal suggests it). A failing
+ * activity is retried a few times, then reported in the details and tried again on
+ * the next run: one broken step never stops the others. Deterministic code only.
+ */
+import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+
+export interface MaintenanceSettings {
+  /** Time between runs; default 5 minutes (maintenanceDefaults in activities/maintenance.ts). */
+  intervalMs: number;
+  /** A pending payment or payout younger than this is left to the API; default 2 minutes. */
+  stuckAfterMs: number;
+  /** LOGIN_THROTTLE_WINDOW_SECONDS: login attempts older than this are deleted. */
+  loginThrottleWindowSeconds: number;
+  /** Runs before continue-as-new; default 100. */
+  runsPerExecution?: number;
+}
+
+export interface MaintenanceInput {
+  settings: MaintenanceSettings;
+  /** Runs so far, carried over continue-as-new (for the details). */
+  runs?: number;
+}
+
+/** A worker's settings at boot; different ones (a changed configuration) are used from a run that starts at once. */
+export const maintenanceSettingsSignal = defineSignal<[MaintenanceSettings]>('settings');
+
+const activities = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+});
+
+async function attempt<T>(step: () => Promise<T>): Promise<T | string> {
+  try {
+    return await step();
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    return error.cause?.message ?? error.message;
+  }
+}
+
+export async function maintenanceWorkflow(input: MaintenanceInput): Promise<never> {
+  let settings = input.settings;
+  let changes = 0;
+  setHandler(maintenanceSettingsSignal, (next) => {
+    // Every worker boot sends its settings; only a change wakes the loop (and the next run uses them).
+    if (JSON.stringify(next) === JSON.stringify(settings)) return;
+    settings = next;
+    changes++;
+  });
+  let runs = input.runs ?? 0;
+  for (let run = 1; ; run++) {
+    const payments = await attempt(() => activities.reconcileStuckPayments(settings.stuckAfterMs));
+    const payouts = await attempt(() => activities.reconcileStuckPayouts(settings.stuckAfterMs));
+    const pruned = await attempt(() => activities.pruneExpiredRows(settings.loginThrottleWindowSeconds));
+    runs++;
+    const next = new Date(Date.now() + settings.intervalMs).toISOString();
+    const part = <T>(value: T | string, text: (v: T) => string) => (typeof value === 'string' ? `FAILED (${value})` : text(value));
+    setCurrentDetails(
+      `Last run at ${new Date(Date.now()).toISOString()} (run ${runs}): ` +
+        `reconciled ${part(payments, (r) => `${r.reconciled} payments${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
+        `${part(payouts, (r) => `${r.reconciled} payouts${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
+        `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
+        `next at ${next}.`,
+    );
+    const seen = changes;
+    await condition(() => changes !== seen, settings.intervalMs);
+    if (run >= (settings.runsPerExecution ?? 100) || workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof maintenanceWorkflow>({ settings, runs });
+    }
+  }
+}
