@@ -93,6 +93,10 @@ describe('npm start', () => {
     const listed = temporal('workflow', 'list', '--query', `SubscriptionStatus = "trialing" AND CustomerId = "${customer.body.id}"`);
     expect(listed).toContain(id);
     expect(listed).toContain('Running');
+    // The worker started its maintenance workflow (one per task queue).
+    const maintenance = JSON.parse(temporal('workflow', 'describe', '--workflow-id', 'maintenance-billing', '--output', 'json'));
+    expect(maintenance.workflowExecutionInfo.status).toMatch(/RUNNING/);
+    const maintenanceRun: string = maintenance.workflowExecutionInfo.execution.runId;
 
     // Ctrl-C: SIGINT to the process group. Everything stops, nothing is left behind.
     const temporalPid = Number(fs.readFileSync(path.join(dataDir, 'temporal', 'temporal.pid'), 'utf8'));
@@ -112,6 +116,10 @@ describe('npm start', () => {
     expect(await read.json()).toEqual(created.body);
     const described = temporal('workflow', 'describe', '--workflow-id', id, '--output', 'json');
     expect(JSON.parse(described).workflowExecutionInfo.status).toMatch(/RUNNING/);
+    // The second boot found the maintenance workflow running and started no other.
+    const maintenanceAgain = JSON.parse(temporal('workflow', 'describe', '--workflow-id', 'maintenance-billing', '--output', 'json'));
+    expect(maintenanceAgain.workflowExecutionInfo.execution.runId).toBe(maintenanceRun);
+    expect(maintenanceAgain.workflowExecutionInfo.status).toMatch(/RUNNING/);
 
     // SIGTERM to the group, as systemd or a container runtime stops a service.
     process.kill(-second.child.pid!, 'SIGTERM');
