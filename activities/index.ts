@@ -127,9 +127,9 @@ export function createActivities(deps: ActivityDeps) {
     async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
       return sendEmailOnce(em(), deps.mailer, input);
     },
-    /** The webhook dispatcher's pass: undispatched events → delivery workflows (activities/webhooks.ts). */
+    /** The webhook dispatcher's pass: undispatched events → first attempts, and delivery workflows for those that failed (activities/webhooks.ts). */
     async dispatchWebhookEvents(limit: number): Promise<DispatchResult> {
-      return dispatchEventsActivity(em(), limit);
+      return dispatchEventsActivity(em(), { secretBox: deps.secretBox, resolver: deps.webhookResolver }, limit);
     },
     /** One HTTP attempt of a webhook delivery, recorded. */
     async attemptWebhookDelivery(input: AttemptInput): Promise<AttemptOutcome> {

@@ -5,6 +5,7 @@
  * reference implementation), not with the engine's own signing code.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
 import { eventDispatchWorkflowId } from '../activities/webhooks.ts';
 // Through the package's export, as a receiver written in TypeScript would import it.
@@ -40,6 +41,15 @@ afterAll(async () => {
 const as = (t: Tenant, extra: Record<string, string> = sandbox) => ({ ...t.headers, ...extra });
 const at = (path: string) => (r: Received) => r.path === path;
 const payload = (r: Received) => JSON.parse(r.body) as { id: string; type: string; created_at: string; livemode: boolean; transaction_id: string | null; data: { object: Record<string, unknown> } };
+/** The type of the workflow with this id, or null if there is none. */
+async function workflowType(id: string): Promise<string | null> {
+  try {
+    return (await engine.env.client.workflow.getHandle(id).describe()).type;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return null;
+    throw error;
+  }
+}
 /** The independent check: the reference library, with its own HMAC and its 5-minute tolerance. */
 const verified = (secret: string, r: Received) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { id: string };
 
@@ -239,6 +249,8 @@ describe('delivery', () => {
       ]);
     }
     expect(list.body.data.map((d: { event_type: string }) => d.event_type).sort()).toEqual(['transaction.created', 'transaction.succeeded']);
+    // Delivered by the dispatcher's own first attempt: no delivery workflow was needed.
+    for (const delivery of list.body.data) expect(await workflowType(delivery.id)).toBeNull();
     // Cursors both ways.
     const first = await engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries?limit=1`, undefined, as(t));
     expect(first.body).toMatchObject({ data: [{ id: newer.id }], has_more: true });
@@ -268,7 +280,10 @@ describe('delivery', () => {
       () => engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries`, undefined, as(t)),
       (r) => r.body.data.length === 4 && r.body.data.every((d: { status: string }) => d.status === 'succeeded'),
     );
-    expect(after.body.data.filter((d: { redelivery: boolean }) => d.redelivery)).toHaveLength(2);
+    const redeliveries = after.body.data.filter((d: { redelivery: boolean }) => d.redelivery);
+    expect(redeliveries).toHaveLength(2);
+    // A redelivery is its own workflow, which makes the first attempt.
+    for (const r of redeliveries) expect(await engine.env.client.workflow.getHandle(r.id).result()).toBe('succeeded');
     expect(txn.id).toMatch(/^txn_/);
 
     const unknown = await engine.call('POST', '/v1/events/evt_01jd3x5k8q0m2v7c9r4t6y1w3e/redeliver', {}, as(t));
@@ -352,6 +367,9 @@ describe('retries in skipped time', () => {
       (r) => r.body.data.length === events && r.body.data.every((d: { status: string }) => d.status === 'succeeded'),
     );
     for (const delivery of list.body.data) {
+      // Attempt 1 was the dispatcher's; its failure started the delivery workflow, which made attempts 2-4.
+      expect(await engine.env.client.workflow.getHandle(delivery.id).result()).toBe('succeeded');
+      expect(await workflowType(delivery.id)).toBe('webhookDeliveryWorkflow');
       expect(delivery.attempt_count).toBe(4);
       const attempts = delivery.attempts as { attempt: number; attempted_at: string; status_code: number; succeeded: boolean; response_body: string; error: string | null }[];
       expect(attempts.map((a) => [a.attempt, a.status_code, a.succeeded, a.response_body, a.error])).toEqual([

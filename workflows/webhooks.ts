@@ -4,29 +4,35 @@
  * eventDispatchWorkflow: one per deployment (workflow id
  * `event-dispatch-<task queue>`), started by the first webhook endpoint and
  * living on (continue-as-new keeps its history short). Each pass runs the
- * dispatchEvents activity over the oldest undispatched events (see
- * activities/webhooks.ts for why that loses nothing and starts each delivery
- * once). Woken by the `wake` signal (signal-with-start) that the API sends
- * after each write and a worker interceptor sends after each activity (the fast
- * paths: api/routes/webhooks.ts, activities/webhook-wake.ts), and by its own
- * timer as the safety net against a lost wake-up: 5 s after a pass that found
- * events, doubling while idle up to 60 s.
+ * dispatchWebhookEvents activity over the oldest undispatched events: it makes
+ * each delivery's first attempt itself and starts a delivery workflow only for
+ * what failed (see activities/webhooks.ts for why that loses nothing). Woken by
+ * the `wake` signal (signal-with-start) that the API sends after each write and
+ * a worker interceptor sends after each activity (the fast paths:
+ * api/routes/webhooks.ts, activities/webhook-wake.ts); wake-ups that arrive
+ * during a pass make one more pass. Its own timer is the safety net against a
+ * lost wake-up: 5 s after a pass that found events, doubling while idle up to 60 s.
  *
- * webhookDeliveryWorkflow: one per delivery (workflow id = delivery id,
- * `whd_<event>_<endpoint>`). Each attempt is one run of the
- * attemptWebhookDelivery activity, which is never retried by Temporal: the
+ * webhookDeliveryWorkflow: one per delivery that needs more than the
+ * dispatcher's first attempt (workflow id = delivery id,
+ * `whd_<event>_<endpoint>`), and one per redelivery. Each attempt is one run of
+ * the attemptWebhookDelivery activity, which is never retried by Temporal: the
  * workflow owns the schedule (domain/webhooks.ts), with durable timers between
  * attempts, so a worker restart or a deploy resumes the schedule where it was.
+ * Started after the dispatcher's failed first attempt (`after`), it waits for
+ * attempt 2 from that attempt's time.
  */
 import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setHandler, setCurrentDetails, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import type { AttemptOutcome } from '../activities/webhooks.ts';
+import type { AttemptOutcome, DeliveryInput } from '../activities/webhooks.ts';
 import { retrySchedule } from '../domain/webhook-schedule.ts';
 
 export const wakeSignal = defineSignal('wake');
 
+/** A pass makes HTTP attempts (10 s each at most) and heartbeats every 2 s and per delivery: a dead worker is noticed in 15 s. */
 const dispatch = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '15 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
@@ -41,7 +47,7 @@ const bookkeeping = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
-export const dispatchBatchSize = 200;
+export const dispatchBatchSize = 100;
 export const dispatchTimer = { busyMs: 5_000, idleMaxMs: 60_000 };
 
 export interface EventDispatchInput {
@@ -61,7 +67,7 @@ export async function eventDispatchWorkflow(input: EventDispatchInput = {}): Pro
   for (let pass = 1; ; pass++) {
     const seen = wakeups;
     const result = await dispatch.dispatchWebhookEvents(dispatchBatchSize);
-    setCurrentDetails(`Last pass: ${result.events} events, ${result.deliveries} deliveries started.`);
+    setCurrentDetails(`Last pass: ${result.dispatched} of ${result.events} events dispatched, ${result.inline} first attempts (${result.inlineSucceeded} succeeded), ${result.workflows} delivery workflows started.`);
     if (!result.more) {
       idleMs = result.events > 0 ? dispatchTimer.busyMs : Math.min(idleMs * 2, idleMaxMs);
       const woken = await condition(() => wakeups > seen, idleMs);
@@ -73,14 +79,23 @@ export async function eventDispatchWorkflow(input: EventDispatchInput = {}): Pro
   }
 }
 
-export interface WebhookDeliveryInput {
-  deliveryId: string;
-  livemode: boolean;
-}
+export type WebhookDeliveryInput = DeliveryInput;
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<AttemptOutcome['outcome']> {
   const schedule = retrySchedule(input.livemode);
-  for (let n = 1; ; n++) {
+  let first = 1;
+  if (input.after) {
+    // The dispatcher made attempts 1..after.attempt and recorded them; the last one failed.
+    const made = input.after;
+    if (made.disabled) return notifyDisabled(made.disabled);
+    const wait = schedule[made.attempt - 1];
+    if (wait === undefined) return 'failed';
+    first = made.attempt + 1;
+    const due = Date.parse(made.attemptedAt) + wait;
+    setCurrentDetails(`Attempt ${made.attempt} failed; attempt ${first} at ${new Date(due).toISOString()}.`);
+    if (due > Date.now()) await sleep(due - Date.now(), { summary: `Backoff before attempt ${first}` });
+  }
+  for (let n = first; ; n++) {
     const now = Date.now();
     const wait = schedule[n - 1];
     const nextAttemptAt = wait === undefined ? null : new Date(now + wait).toISOString();
@@ -94,13 +109,16 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       if (nextAttemptAt === null) await bookkeeping.finishWebhookDelivery({ deliveryId: input.deliveryId, at: new Date(Date.now()).toISOString() });
     }
     if (result.outcome !== 'failed') return result.outcome;
-    if (result.disabled) {
-      const email = await bookkeeping.webhookDisabledEmail(result.disabled);
-      if (email) await bookkeeping.sendEmail(email);
-      return 'failed';
-    }
+    if (result.disabled) return notifyDisabled(result.disabled);
     if (nextAttemptAt === null) return 'failed';
     setCurrentDetails(`Attempt ${n} failed; attempt ${n + 1} at ${nextAttemptAt}.`);
     await sleep(wait!, { summary: `Backoff before attempt ${n + 1}` });
   }
+}
+
+/** The owner's email about the endpoint an attempt of this delivery disabled. */
+async function notifyDisabled(disabled: { endpointId: string; disabledAt: string }): Promise<'failed'> {
+  const email = await bookkeeping.webhookDisabledEmail(disabled);
+  if (email) await bookkeeping.sendEmail(email);
+  return 'failed';
 }

@@ -35,10 +35,11 @@ export const webhookDeliveryStatuses = ['pending', 'succeeded', 'failed', 'cance
 export type WebhookDeliveryStatus = (typeof webhookDeliveryStatuses)[number];
 
 /**
- * One event sent to one endpoint: its id is the workflow id of the
- * webhookDeliveryWorkflow that owns its retries (`whd_<event>_<endpoint>`, with
- * `_r<ulid>` for a redelivery). `canceled`: the endpoint was deleted or disabled
- * before an attempt succeeded.
+ * One event sent to one endpoint (`whd_<event>_<endpoint>`, with `_r<ulid>` for
+ * a redelivery). The dispatcher makes the first attempt; if it fails, the
+ * webhookDeliveryWorkflow with the same id owns the retries (a redelivery is
+ * such a workflow from its first attempt). `canceled`: the endpoint was deleted
+ * or disabled before an attempt succeeded.
  */
 export const WebhookDelivery = defineEntity({
   name: 'WebhookDelivery',

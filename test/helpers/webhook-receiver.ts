@@ -12,8 +12,8 @@ export interface Received {
 export interface WebhookReceiver {
   url(path?: string): string;
   received: Received[];
-  /** Decides the status of each request (default 200). */
-  respond: (request: Omit<Received, 'status'>) => number;
+  /** Decides the status of each request (default 200); a promise holds the response until it settles. */
+  respond: (request: Omit<Received, 'status'>) => number | Promise<number>;
   /** Resolves once `count` requests matched `filter` (or rejects after timeoutMs of real time). */
   waitFor(count: number, filter?: (r: Received) => boolean, timeoutMs?: number): Promise<Received[]>;
   close(): Promise<void>;
@@ -25,10 +25,11 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const request = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      const status = receiver.respond(request);
+      const status = await receiver.respond(request);
       received.push({ ...request, status });
+      if (res.destroyed) return;
       res.writeHead(status, { 'content-type': 'text/plain' });
       res.end(status < 300 ? 'ok' : `failing with ${status}`);
     });
