@@ -151,7 +151,8 @@ describe('the HTTP client', () => {
 describe('through the engine', () => {
   let engine: TestEngine;
   beforeAll(async () => {
-    engine = await startTestEngine();
+    // No worker: these checks call the delivery code directly.
+    engine = await startTestEngine({ startWorker: false });
   });
   afterAll(async () => {
     await engine?.close();

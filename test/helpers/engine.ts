@@ -18,7 +18,7 @@ import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { startSmtpCapture, type SmtpCapture } from './smtp.ts';
-import { createTimeSkippingEnv } from './temporal.ts';
+import { createTimeSkippingEnv, releaseLeakedTimeLocks } from './temporal.ts';
 
 let runtimeInstalled = false;
 
@@ -184,6 +184,7 @@ export async function startTestEngine(
       const deliveries = await em.find(WebhookDelivery, { status: { $in: ['pending', 'failed'] } }, { fields: ['id'] }).catch(() => []);
       await Promise.all(deliveries.map((d) => env.client.workflow.getHandle(d.id).terminate('test finished').catch(() => undefined)));
       await engine.stopWorker();
+      await releaseLeakedTimeLocks(env);
       await env.teardown();
       mailer.close();
       await mail.close();

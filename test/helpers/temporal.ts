@@ -27,3 +27,23 @@ export async function eventually<T>(probe: () => Promise<T>, done: (value: T) =>
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * The Java test server keeps time skipping locked for a workflow task that no
+ * worker ever polled, even after the workflow is terminated (a dispatcher woken by
+ * the API just before a file's teardown, say), and the next file on that server
+ * then waits in real time. A file's teardown calls this last: with nothing left
+ * running, an hour of skipped time must pass at once; while it does not, one
+ * leaked lock is released.
+ */
+export async function releaseLeakedTimeLocks(env: TestWorkflowEnvironment): Promise<number> {
+  const testService = (env.connection as unknown as { testService?: { unlockTimeSkipping(request: object): Promise<unknown> } }).testService;
+  if (!testService) return 0;
+  let released = 0;
+  for (; released < 10; released++) {
+    const skipped = await Promise.race([env.sleep(3_600_000).then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3_000))]);
+    if (skipped) break;
+    await testService.unlockTimeSkipping({});
+  }
+  return released;
+}
