@@ -336,7 +336,7 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
 export interface AttemptInput {
   deliveryId: string;
   attempt: number;
-  /** The workflow's time of this attempt (ISO): recorded, and the clock of the failure window and the secret overlap. */
+  /** The workflow's time of this attempt (ISO): recorded, and the clock of the failure window. */
   attemptedAt: string;
   /** When the next attempt is due if this one fails, or null when this is the last one. */
   nextAttemptAt: string | null;
@@ -381,8 +381,8 @@ async function riskScores(em: EntityManager, transactionIds: string[]): Promise<
 /** Opened signing secrets by sealed value, for a pass that signs many deliveries to the same endpoints. */
 type OpenedSecrets = Map<string, string | null>;
 
-/** The secrets that sign at `at`: the current one, and the previous one during a rotation's overlap; or why they cannot be opened. */
-function signingSecrets(deps: WebhookDeliveryDeps, endpoint: WebhookEndpoint, at: Date, opened: OpenedSecrets): { secrets: string[] } | { error: string } {
+/** The secrets that sign now: the current one, and the previous one during a rotation's overlap; or why they cannot be opened. */
+function signingSecrets(deps: WebhookDeliveryDeps, endpoint: WebhookEndpoint, opened: OpenedSecrets): { secrets: string[] } | { error: string } {
   const box = deps.secretBox;
   if (!box) throw new Error('This worker has no secret box (createActivities needs secretBox to sign webhooks).');
   const open = (sealed: string) => {
@@ -396,7 +396,9 @@ function signingSecrets(deps: WebhookDeliveryDeps, endpoint: WebhookEndpoint, at
     return opened.get(sealed)!;
   };
   const secrets: (string | null)[] = [open(endpoint.secret)];
-  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > at) secrets.push(open(endpoint.previousSecret));
+  // The overlap is judged on the wall clock, the clock the API stamped the rotation with
+  // (in production it and the workflow's clock agree; a time-skipping test server runs ahead).
+  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > Date.now()) secrets.push(open(endpoint.previousSecret));
   // Recorded as the attempt's error; rotating the secret fixes it.
   if (secrets.includes(null)) return { error: 'the signing secret cannot be opened (was AUTH_SECRET changed?); rotate the secret' };
   return { secrets: secrets as string[] };
@@ -409,7 +411,7 @@ function signingSecrets(deps: WebhookDeliveryDeps, endpoint: WebhookEndpoint, at
  */
 async function send(deps: WebhookDeliveryDeps, p: Prepared, at: Date, opened: OpenedSecrets = new Map()): Promise<WebhookResponse> {
   const { endpoint, event, body } = p;
-  const secrets = signingSecrets(deps, endpoint, at, opened);
+  const secrets = signingSecrets(deps, endpoint, opened);
   if ('error' in secrets) return { statusCode: null, latencyMs: 0, body: null, error: secrets.error };
   // The receiver checks webhook-timestamp against its own clock: the real time of sending.
   const timestamp = Math.floor(Date.now() / 1000);
