@@ -44,11 +44,16 @@ export interface WorkerStatusReport {
   at: number;
   inFlightWorkflowActivations: number;
   inFlightActivities: number;
+  /** Clients of the worker's pg pools that are checked out, and requests waiting for one. */
+  poolBusy: number;
+  poolWaiting: number;
   queries: number;
+  /** Queries by their first word (select, insert, update, begin, commit...). */
+  queryKinds: Record<string, number>;
   activityCalls: Record<string, number>;
 }
 
-export type FromWorker = { type: 'ready'; pid: number } | WorkerStatusReport | { type: 'stopped'; samples: MemorySample[]; status: WorkerStatusReport } | { type: 'failed'; error: string };
+export type FromWorker = { type: 'ready'; pid: number } | WorkerStatusReport | { type: 'stopped'; samples: MemorySample[]; status: WorkerStatusReport; queryTexts: [string, number][] } | { type: 'failed'; error: string };
 export type ToWorker = { type: 'status' } | { type: 'stop' };
 
 const send = (message: FromWorker) =>
@@ -66,11 +71,34 @@ async function main(): Promise<void> {
 
   // Count what reaches PostgreSQL: every query of every pool client (MikroORM uses pg's Pool).
   let queries = 0;
+  const queryKinds: Record<string, number> = {};
+  const queryTexts = new Map<string, number>();
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     queries++;
+    const text = typeof args[0] === 'string' ? args[0] : String((args[0] as { text?: string } | undefined)?.text ?? '');
+    const kind = /^\s*(\w+)/.exec(text)?.[1]?.toLowerCase() ?? 'other';
+    queryKinds[kind] = (queryKinds[kind] ?? 0) + 1;
+    // BENCH_QUERY_LOG=1: the parent prints the most frequent statements.
+    if (process.env.BENCH_QUERY_LOG === '1') {
+      const key = text
+        .replace(/'(?:[^']|'')*'/g, '?')
+        .replace(/\b\d+\b/g, '?')
+        .replace(/\s+/g, ' ')
+        .trim()
+        .slice(0, 200);
+      queryTexts.set(key, (queryTexts.get(key) ?? 0) + 1);
+    }
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof query;
+
+  // Find the pools MikroORM creates, to report how busy they are.
+  const pools = new Set<pg.Pool>();
+  const connect = pg.Pool.prototype.connect;
+  pg.Pool.prototype.connect = function (this: pg.Pool, ...args: unknown[]) {
+    pools.add(this);
+    return (connect as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof connect;
 
   installTemporalRuntime('error');
   const orm = await openOrm(options.databaseUrl, options.dbPool ? { pool: { min: 0, max: options.dbPool } } : {});
@@ -115,7 +143,10 @@ async function main(): Promise<void> {
       at: Date.now(),
       inFlightWorkflowActivations: s.numInFlightWorkflowActivations,
       inFlightActivities: s.numInFlightActivities,
+      poolBusy: [...pools].reduce((sum, p) => sum + p.totalCount - p.idleCount, 0),
+      poolWaiting: [...pools].reduce((sum, p) => sum + p.waitingCount, 0),
       queries,
+      queryKinds: { ...queryKinds },
       activityCalls: { ...activityCalls },
     };
   };
@@ -130,7 +161,7 @@ async function main(): Promise<void> {
     const final = status();
     worker.shutdown();
     await running;
-    await send({ type: 'stopped', samples, status: final });
+    await send({ type: 'stopped', samples, status: final, queryTexts: [...queryTexts].sort((a, b) => b[1] - a[1]).slice(0, 40) });
     await connection.close();
     mailer.close();
     await orm.close();

@@ -34,11 +34,13 @@
  * and per renewal: activities, SQL queries, workflow tasks and history events.
  *
  * Settings (environment): BENCH_N (default 2000), BENCH_ROUNDS (default 2: baseline,
- * engine, baseline, engine), BENCH_TIMEOUT (seconds per round after T, default 600),
+ * engine, baseline, engine), BENCH_TIMEOUT (seconds per round after T, default 1800),
  * and worker tuning, the same for both targets: BENCH_ACTIVITY_SLOTS
  * (maxConcurrentActivityTaskExecutions), BENCH_WORKFLOW_SLOTS
  * (maxConcurrentWorkflowTaskExecutions), BENCH_DB_POOL (the MikroORM pool's size).
- * Unset, they are the production defaults; a tuned run writes a section of its own.
+ * Unset, they are the production defaults. BENCH_SQLITE_PRAGMAS (e.g.
+ * `journal_mode=wal,synchronous=normal`) passes `--sqlite-pragma`s to the dev server,
+ * to see how much of the limit is its SQLite file. A tuned run writes a section of its own.
  * BENCH_WRITE=0 prints the section instead of writing it to bench/RESULTS.md.
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
@@ -60,13 +62,15 @@ import { newId } from '../domain/ids.ts';
 import type { PlanTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
 import { mean, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
-import type { FromWorker, MemorySample, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
+import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
 
 type Target = 'baseline' | 'engine';
 const namespace = 'default';
 const planAmount = 1500;
 const mb = (bytes: number) => bytes / 1024 / 1024;
+/** Per-second rates: one decimal below 100. */
+const rate = (perSecond: number) => (perSecond < 100 ? perSecond.toFixed(1) : String(Math.round(perSecond)));
 
 const positive = (name: string): number | undefined => {
   const raw = process.env[name];
@@ -79,12 +83,23 @@ const positive = (name: string): number | undefined => {
 const settings = {
   n: positive('BENCH_N') ?? 2000,
   rounds: positive('BENCH_ROUNDS') ?? 2,
-  timeoutSeconds: positive('BENCH_TIMEOUT') ?? 600,
+  timeoutSeconds: positive('BENCH_TIMEOUT') ?? 1800,
   activitySlots: positive('BENCH_ACTIVITY_SLOTS'),
   workflowSlots: positive('BENCH_WORKFLOW_SLOTS'),
   dbPool: positive('BENCH_DB_POOL'),
+  sqlitePragmas: (process.env.BENCH_SQLITE_PRAGMAS ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean),
 };
-const tuned = settings.activitySlots !== undefined || settings.workflowSlots !== undefined || settings.dbPool !== undefined;
+const tunings = [
+  settings.activitySlots !== undefined && `BENCH_ACTIVITY_SLOTS=${settings.activitySlots}`,
+  settings.workflowSlots !== undefined && `BENCH_WORKFLOW_SLOTS=${settings.workflowSlots}`,
+  settings.dbPool !== undefined && `BENCH_DB_POOL=${settings.dbPool}`,
+  settings.sqlitePragmas.length > 0 && `BENCH_SQLITE_PRAGMAS=${settings.sqlitePragmas.join(',')}`,
+].filter((t): t is string => typeof t === 'string');
+/** The rollback journal shows when the server writes; in WAL mode it is not there to see. */
+const journalObservable = !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
 const workerSettings = () =>
   `maxConcurrentActivityTaskExecutions ${settings.activitySlots ?? '100 (SDK default)'}, maxConcurrentWorkflowTaskExecutions ${settings.workflowSlots ?? '40 (SDK default)'}, ` +
   `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}`;
@@ -248,7 +263,7 @@ class WorkerProcess {
     return answer;
   }
 
-  async stop(): Promise<{ samples: MemorySample[]; status: WorkerStatusReport }> {
+  async stop(): Promise<Extract<FromWorker, { type: 'stopped' }>> {
     const answer = this.#next('stopped', 60_000);
     this.#send({ type: 'stop' });
     const stopped = await answer;
@@ -275,6 +290,16 @@ class WorkerProcess {
 
 // ---- Rounds ------------------------------------------------------------------
 
+interface Slots {
+  workflowTasksPeak: number;
+  workflowTasksMean: number;
+  activitiesPeak: number;
+  activitiesMean: number;
+  poolBusyMean: number;
+  poolWaitingPeak: number;
+  poolWaitingMean: number;
+}
+
 interface RoundResult {
   target: Target;
   round: number;
@@ -295,6 +320,11 @@ interface RoundResult {
   cpu: CpuSpent;
   activities: Record<string, number>;
   queries: number;
+  queryKinds: Record<string, number>;
+  /** The worker's slots and DB pool, sampled with each 200 ms poll from T to the last completion. */
+  slots: Slots;
+  /** Share of the polls that found the dev server's SQLite journal, i.e. a write transaction open. */
+  serverWriteShare: number;
   /** From one sampled workflow's history: workflow tasks and events from T on (for the engine, with the new run's). */
   workflowTasks: number;
   historyEvents: number;
@@ -309,6 +339,8 @@ interface Context {
   bundlePath: string;
   tmpDir: string;
   pids: Omit<Pids, 'worker'>;
+  /** The dev server's SQLite rollback journal: it exists while a write transaction is open. */
+  serverJournal: string;
   say: Say;
   stops: Stops;
 }
@@ -556,10 +588,14 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   let cpuAtDone: CpuSnapshot | undefined;
   let statusAtDone: WorkerStatusReport | undefined;
   let lastSaid = Date.now();
+  const busy: WorkerStatusReport[] = [];
+  const journal: boolean[] = [];
   const deadline = at.getTime() + settings.timeoutSeconds * 1000;
   while (doneAt === undefined || closedAt === undefined) {
     const tick = Date.now();
     if (doneAt === undefined) {
+      busy.push(await worker.status());
+      journal.push(fs.existsSync(ctx.serverJournal));
       done = await countDone();
       const now = Date.now();
       if (done > 0) firstAt ??= now;
@@ -577,16 +613,22 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     if (Date.now() - lastSaid >= 2000 || (doneAt !== undefined && closedAt !== undefined)) {
       lastSaid = Date.now();
       const what = target === 'engine' ? `${done}/${n} renewed, ${closed}/${n} continued as new` : `${done}/${n} completed`;
-      say(`${label}: ${what} (${((Date.now() - at.getTime()) / 1000).toFixed(1)} s after T)`);
+      const b = busy.at(-1)!;
+      say(
+        `${label}: ${what} (${((Date.now() - at.getTime()) / 1000).toFixed(1)} s after T; worker: ${b.inFlightWorkflowActivations} workflow tasks, ` +
+          `${b.inFlightActivities} activities, ${b.poolBusy} DB connections busy, ${b.poolWaiting} waiting)`,
+      );
     }
     if (worker.failure) throw new Error(`${label}: ${worker.failure}`);
     if (Date.now() > deadline) throw new Error(`${label}: only ${done}/${n} done ${settings.timeoutSeconds} s after T (BENCH_TIMEOUT)`);
     await sleep(Math.max(0, 200 - (Date.now() - tick)));
   }
 
-  // A moment for the worker to settle, then its memory at the end.
+  // A moment for the worker to settle (and, for a subscription, its new run to set its next timer), then its memory at the end.
   await sleep(2000);
-  const { samples } = await worker.stop();
+  const { workflowTasks, historyEvents } = await sampleHistory(client, handles[0]!, at);
+  const { samples, queryTexts } = await worker.stop();
+  for (const [text, count] of queryTexts) say(`${label}: ${count}× ${text}`);
   const afterT = samples.filter((s) => s.at >= at.getTime());
   const beforeT = samples.filter((s) => s.at < at.getTime());
   const atT = beforeT.at(-1) ?? samples[0]!;
@@ -606,7 +648,6 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     if (diff > 0) activities[name] = diff;
   }
 
-  const { workflowTasks, historyEvents } = await sampleHistory(client, handles[0]!, at);
   if (target === 'engine') await checkEngineMoney(orm, seed!.accountId, n);
 
   const wallSeconds = (doneAt - at.getTime()) / 1000;
@@ -626,6 +667,21 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     cpu: cpuSpent(cpuAtT, cpuAtDone!),
     activities,
     queries: statusAtDone!.queries - statusAtT.queries,
+    serverWriteShare: journal.filter(Boolean).length / journal.length,
+    slots: {
+      workflowTasksPeak: Math.max(...busy.map((b) => b.inFlightWorkflowActivations)),
+      workflowTasksMean: mean(busy.map((b) => b.inFlightWorkflowActivations)),
+      activitiesPeak: Math.max(...busy.map((b) => b.inFlightActivities)),
+      activitiesMean: mean(busy.map((b) => b.inFlightActivities)),
+      poolBusyMean: mean(busy.map((b) => b.poolBusy)),
+      poolWaitingPeak: Math.max(...busy.map((b) => b.poolWaiting)),
+      poolWaitingMean: mean(busy.map((b) => b.poolWaiting)),
+    },
+    queryKinds: Object.fromEntries(
+      Object.entries(statusAtDone!.queryKinds)
+        .map(([kind, count]) => [kind, count - (statusAtT.queryKinds[kind] ?? 0)] as const)
+        .filter(([, count]) => count > 0),
+    ),
     workflowTasks,
     historyEvents,
     loadAtStart,
@@ -634,15 +690,29 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   return result;
 }
 
-/** Workflow tasks and history events from T on, in one workflow's history (and, for a subscription, its next run's). */
+/**
+ * Workflow tasks and history events from T on, in one workflow's history and, for
+ * a subscription, its next run's, once that run's first task (which sets its timer) is done.
+ */
 async function sampleHistory(client: Client, handle: SampledRun, at: Date): Promise<{ workflowTasks: number; historyEvents: number }> {
-  const runs = [client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId)];
+  const first = client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
   const latest = await client.workflow.getHandle(handle.workflowId).describe();
-  if (latest.runId !== handle.firstExecutionRunId) runs.push(client.workflow.getHandle(handle.workflowId, latest.runId));
+  const histories = [await first.fetchHistory()];
+  if (latest.runId !== handle.firstExecutionRunId) {
+    const next = client.workflow.getHandle(handle.workflowId, latest.runId);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const history = await next.fetchHistory();
+      if ((history.events ?? []).some((e) => e.workflowTaskCompletedEventAttributes) || Date.now() > deadline) {
+        histories.push(history);
+        break;
+      }
+      await sleep(200);
+    }
+  }
   let workflowTasks = 0;
   let historyEvents = 0;
-  for (const run of runs) {
-    const history = await run.fetchHistory();
+  for (const history of histories) {
     for (const event of history.events ?? []) {
       const time = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
       if (time < at.getTime()) continue;
@@ -677,7 +747,7 @@ async function checkEngineMoney(orm: MikroORM, accountId: string, n: number): Pr
 }
 
 const describeRound = (r: RoundResult) =>
-  `${r.n} in ${r.wallSeconds.toFixed(1)} s after T (${Math.round(r.perSecond)}/s; first ${r.firstSeconds.toFixed(1)} s, half ${r.medianSeconds.toFixed(1)} s` +
+  `${r.n} in ${r.wallSeconds.toFixed(1)} s after T (${rate(r.perSecond)}/s; first ${r.firstSeconds.toFixed(1)} s, half ${r.medianSeconds.toFixed(1)} s` +
   `${r.closedSeconds === null ? '' : `, all continued as new ${r.closedSeconds.toFixed(1)} s`}); worker RSS ${Math.round(r.memory.rssAtT)} MB at T, ` +
   `peak ${Math.round(r.memory.peakRss)} MB, heap peak ${Math.round(r.memory.peakHeap)} MB; CPU s worker ${r.cpu.worker.toFixed(1)}, ` +
   `server ${r.cpu.server.toFixed(1)}, postgres ${r.cpu.postgres.toFixed(1)}, bench ${r.cpu.bench.toFixed(1)}, others ${r.cpu.others.toFixed(1)}`;
@@ -696,6 +766,11 @@ interface TargetSummary {
   cpu: CpuSpent;
   activities: Record<string, number>;
   queries: number;
+  queryKinds: Record<string, number>;
+  slots: Slots;
+  /** Mean per round of the server's CPU seconds per second of wall time (1 = one core). */
+  serverCores: number;
+  serverWriteShare: number;
   workflowTasks: number;
   historyEvents: number;
 }
@@ -706,6 +781,8 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
   const cpuKeys = ['worker', 'server', 'postgres', 'bench', 'others', 'machine'] as const;
   const activities: Record<string, number> = {};
   for (const r of rounds) for (const [name, count] of Object.entries(r.activities)) activities[name] = (activities[name] ?? 0) + count / r.n / rounds.length;
+  const queryKinds: Record<string, number> = {};
+  for (const r of rounds) for (const [kind, count] of Object.entries(r.queryKinds)) queryKinds[kind] = (queryKinds[kind] ?? 0) + count / r.n / rounds.length;
   return {
     target,
     rounds,
@@ -718,6 +795,18 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
     cpu: Object.fromEntries(cpuKeys.map((k) => [k, per((r) => r.cpu[k])])) as unknown as CpuSpent,
     activities,
     queries: per((r) => r.queries / r.n),
+    queryKinds,
+    slots: {
+      workflowTasksPeak: Math.max(...rounds.map((r) => r.slots.workflowTasksPeak)),
+      workflowTasksMean: per((r) => r.slots.workflowTasksMean),
+      activitiesPeak: Math.max(...rounds.map((r) => r.slots.activitiesPeak)),
+      activitiesMean: per((r) => r.slots.activitiesMean),
+      poolBusyMean: per((r) => r.slots.poolBusyMean),
+      poolWaitingPeak: Math.max(...rounds.map((r) => r.slots.poolWaitingPeak)),
+      poolWaitingMean: per((r) => r.slots.poolWaitingMean),
+    },
+    serverCores: per((r) => r.cpu.server / r.wallSeconds),
+    serverWriteShare: per((r) => r.serverWriteShare),
     workflowTasks: per((r) => r.workflowTasks),
     historyEvents: per((r) => r.historyEvents),
   };
@@ -732,12 +821,12 @@ function table(results: RoundResult[], engine: TargetSummary, baseline: TargetSu
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...results.map(
       (r) =>
-        `| ${names[r.target]} | ${r.round} | ${r.n} | ${r.wallSeconds.toFixed(1)} | ${Math.round(r.perSecond)} | ${r.firstSeconds.toFixed(1)} / ${r.medianSeconds.toFixed(1)} | ` +
+        `| ${names[r.target]} | ${r.round} | ${r.n} | ${r.wallSeconds.toFixed(1)} | ${rate(r.perSecond)} | ${r.firstSeconds.toFixed(1)} / ${r.medianSeconds.toFixed(1)} | ` +
         `${Math.round(r.memory.peakRss)} | ${Math.round(r.memory.peakHeap)} | ${Math.round(r.memory.rssAtT)} / ${Math.round(r.memory.rssAfter)} | ${cpu(r.cpu)} |`,
     ),
     ...[baseline, engine].map(
       (s) =>
-        `| **${names[s.target]}, mean** | | ${settings.n} | **${s.wall.toFixed(1)}** | **${Math.round(s.perSecond)}** | | ${Math.round(s.peakRss)} (max) | ${Math.round(s.peakHeap)} (max) | ` +
+        `| **${names[s.target]}, mean** | | ${settings.n} | **${s.wall.toFixed(1)}** | **${rate(s.perSecond)}** | | ${Math.round(s.peakRss)} (max) | ${Math.round(s.peakHeap)} (max) | ` +
         `${Math.round(s.rssAtT)} / ${Math.round(s.rssAfter)} | ${cpu(s.cpu)} |`,
     ),
   ];
@@ -749,33 +838,82 @@ const activityList = (a: Record<string, number>) =>
     .join(', ');
 
 function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): string[] {
-  const share = (s: TargetSummary) => {
-    const capacity = cores * s.wall;
-    const pct = (v: number) => `${Math.round((100 * v) / capacity)}%`;
-    return (
-      `${pct(s.cpu.machine)} of the ${cores} cores' ${capacity.toFixed(0)} CPU-s busy (worker ${pct(s.cpu.worker)}, Temporal server ${pct(s.cpu.server)}, ` +
-      `PostgreSQL ${pct(s.cpu.postgres)}, this script and everything else on the machine ${pct(s.cpu.bench + s.cpu.others)})`
-    );
-  };
-  const perRenewalMs = (s: TargetSummary, v: number) => ((1000 * v) / settings.n).toFixed(1);
+  const ms = (seconds: number) => `${((1000 * seconds) / settings.n).toFixed(1)} ms`;
+  const own = (s: TargetSummary) => s.cpu.worker + s.cpu.server + s.cpu.postgres;
+  const busyShare = (s: TargetSummary) => s.cpu.machine / (cores * s.wall);
+  const pct = (v: number) => `${Math.round(100 * v)}%`;
   const activitiesPer = (a: Record<string, number>) => Object.values(a).reduce((sum, v) => sum + v, 0);
+  const activitySlots = settings.activitySlots ?? 100;
+  const workflowSlots = settings.workflowSlots ?? 40;
+  const pool = settings.dbPool ?? 10;
+  const ratio = engine.perSecond / baseline.perSecond;
+  const cpuRatio = own(baseline) / own(engine);
+  const serverRatio = baseline.cpu.server / engine.cpu.server;
+  const workerIdle = engine.slots.activitiesMean + engine.slots.workflowTasksMean < 5;
+  // The worker waits (few tasks in hand) and PostgreSQL is nearly idle: what the renewals wait for is the server.
+  const serverBound = workerIdle;
+  const slotsFull = engine.slots.activitiesPeak >= activitySlots || engine.slots.workflowTasksPeak >= workflowSlots;
+  const poolQueued = engine.slots.poolWaitingMean >= 1;
   return [
-    `Per renewal, measured: the engine ran ${round1(activitiesPer(engine.activities))} activities (${activityList(engine.activities)}), ` +
-      `sent ${round1(engine.queries)} SQL queries to PostgreSQL (each a round trip; counted on the worker's pg clients), ` +
-      `and its history gained ${round1(engine.historyEvents)} events with ${round1(engine.workflowTasks)} workflow tasks from T on (the trial-end timer, ` +
-      'one task after each activity, the continue-as-new, and the new run\'s first task). ' +
-      `The baseline ran ${round1(activitiesPer(baseline.activities))} activity (${activityList(baseline.activities)}), ${round1(baseline.queries)} queries, ` +
-      `and ${round1(baseline.historyEvents)} events with ${round1(baseline.workflowTasks)} workflow tasks.`,
+    '### What bounds it',
     '',
-    `CPU from T to the last completion, mean of the rounds: engine ${shareLine(engine)}; that is ${share(engine)}, or per renewal ` +
-      `${perRenewalMs(engine, engine.cpu.worker)} ms of worker, ${perRenewalMs(engine, engine.cpu.server)} ms of Temporal server and ` +
-      `${perRenewalMs(engine, engine.cpu.postgres)} ms of PostgreSQL CPU. Baseline ${shareLine(baseline)}; ${share(baseline)}, or per workflow ` +
-      `${perRenewalMs(baseline, baseline.cpu.worker)} ms of worker and ${perRenewalMs(baseline, baseline.cpu.server)} ms of Temporal server CPU.`,
+    `**Work per renewal.** Measured from T on: the engine's renewal ran ${round1(activitiesPer(engine.activities))} activities ` +
+      `(${activityList(engine.activities)}) and ${round1(engine.workflowTasks)} workflow tasks (on the trial-end timer, after each activity, the last ` +
+      `of which continues as new, and the new run's first), ${round1(engine.historyEvents)} history events, and sent ${round1(engine.queries)} SQL ` +
+      `statements to PostgreSQL, each a round trip (${activityList(engine.queryKinds)}; counted on the worker's pg clients). The baseline ran ` +
+      `${round1(activitiesPer(baseline.activities))} activity and ${round1(baseline.workflowTasks)} workflow tasks, ${round1(baseline.historyEvents)} ` +
+      `history events, ${round1(baseline.queries)} statements. Every workflow task and activity is a round trip worker → Temporal server → its ` +
+      'SQLite file → worker, and each waits for the one before it: a renewal is a chain of about ten such hops, the baseline of three.',
+    '',
+    `**CPU.** From T to the last completion (mean of the rounds), per renewal: engine ${ms(engine.cpu.server)} of Temporal server, ` +
+      `${ms(engine.cpu.worker)} of worker and ${ms(engine.cpu.postgres)} of PostgreSQL CPU (${ms(own(engine))} in all); baseline ` +
+      `${ms(baseline.cpu.server)} of server, ${ms(baseline.cpu.worker)} of worker, ${ms(baseline.cpu.postgres)} of PostgreSQL (${ms(own(baseline))}). ` +
+      `The machine's ${cores} cores were ${pct(busyShare(engine))} busy during the engine's rounds and ${pct(busyShare(baseline))} during the baseline's; ` +
+      `work outside the benchmark's processes (other people's, and this script's polling) took ` +
+      `${pct((engine.cpu.others + engine.cpu.bench) / (cores * engine.wall))} and ${pct((baseline.cpu.others + baseline.cpu.bench) / (cores * baseline.wall))} of them.`,
+    '',
+    `**${serverBound ? 'The Temporal server is the bottleneck' : 'The Temporal server'}.** The dev server keeps all its state (histories, timers, ` +
+      'task queues, visibility) in one SQLite file, opened through a single connection (one descriptor on temporal.db), ' +
+      (journalObservable
+        ? 'in rollback-journal mode, so its writes happen one transaction at a time, each with its fsyncs. Polled every 200 ms, its journal file ' +
+          `(present while a write transaction is open) was there ${pct(engine.serverWriteShare)} of the time during the engine's rounds and ` +
+          `${pct(baseline.serverWriteShare)} during the baseline's. `
+        : `here with ${settings.sqlitePragmas.join(', ')}, so its writes still happen one transaction at a time. `) +
+      `The server process used ${round1(engine.serverCores)} cores on average during the engine's rounds and ${round1(baseline.serverCores)} during the ` +
+      `baseline's, while the engine's worker had on average ${round1(engine.slots.activitiesMean)} activities and ${round1(engine.slots.workflowTasksMean)} ` +
+      'workflow tasks in hand (below). ' +
+      (serverBound
+        ? "So throughput is the server's serial work per renewal: "
+        : 'The worker had work waiting too, so the server is not the only limit; for comparison, ') +
+      `the server's CPU per renewal alone predicts a ratio of ${pct(serverRatio)} ` +
+      `(baseline server CPU per workflow / engine server CPU per renewal), all three processes' CPU ${pct(cpuRatio)}, against the ${pct(ratio)} measured. ` +
+      `The engine asks the server for ${round1(engine.historyEvents / baseline.historyEvents)}× the history events per renewal: ` +
+      `${round1(engine.workflowTasks)} workflow tasks instead of ${round1(baseline.workflowTasks)}, ${round1(activitiesPer(engine.activities))} activities ` +
+      `instead of ${round1(activitiesPer(baseline.activities))}, a search-attribute upsert (a visibility write) and a continue-as-new, which starts a new ` +
+      'run. A production Temporal cluster (PostgreSQL, MySQL or Cassandra persistence over many history shards) writes in parallel; there the ' +
+      "worker's and PostgreSQL's costs per renewal, the other figures here, weigh more." +
+      (settings.sqlitePragmas.length === 0
+        ? ' How much of the limit is the SQLite file: `BENCH_SQLITE_PRAGMAS=journal_mode=wal,synchronous=normal npm run bench:renewals` ' +
+          'measures the same with the dev server in WAL mode, into a section of its own.'
+        : ''),
+    '',
+    `**Worker slots and connections.** Sampled with each poll: the engine's worker had at most ${engine.slots.activitiesPeak} activities in flight ` +
+      `(mean ${round1(engine.slots.activitiesMean)}) of its ${activitySlots} activity slots, and at most ${engine.slots.workflowTasksPeak} workflow ` +
+      `activations (mean ${round1(engine.slots.workflowTasksMean)}) of its ${workflowSlots} workflow task slots; its MikroORM pool of ${pool} had ` +
+      `${round1(engine.slots.poolBusyMean)} connections checked out on average, with at most ${engine.slots.poolWaitingPeak} requests waiting ` +
+      `(mean ${round1(engine.slots.poolWaitingMean)}). ` +
+      (slotsFull
+        ? 'A slot limit was reached, so raising it (BENCH_ACTIVITY_SLOTS, BENCH_WORKFLOW_SLOTS) is worth measuring. '
+        : 'No slot limit was reached: the server did not hand out tasks faster than the worker took them, so more slots would not help. ') +
+      (poolQueued
+        ? 'Activities did queue for database connections, so a larger pool (BENCH_DB_POOL) is worth measuring.'
+        : 'Activities rarely waited for a database connection, so the pool is not the limit either.'),
+    '',
+    `**Memory.** The worker held the ${settings.n} sleeping workflows in its cache at T with ${Math.round(engine.rssAtT)} MB RSS (engine) and ` +
+      `${Math.round(baseline.rssAtT)} MB (baseline); renewing took it to a peak of ${Math.round(engine.peakRss)} MB (engine: activities, ` +
+      `MikroORM entity managers and the new runs) against ${Math.round(baseline.peakRss)} MB.`,
   ];
 }
-
-const shareLine = (s: TargetSummary) =>
-  `worker ${s.cpu.worker.toFixed(1)} s, Temporal server ${s.cpu.server.toFixed(1)} s, PostgreSQL ${s.cpu.postgres.toFixed(1)} s, other ${(s.cpu.bench + s.cpu.others).toFixed(1)} s in ${s.wall.toFixed(1)} s`;
 
 // ---- Main ----------------------------------------------------------------------
 
@@ -797,7 +935,14 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   const [postgres, temporal, bundle] = await Promise.all([
     freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
     Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
-      startTemporalDevServer({ dataDir: path.join(tmpDir, 'temporal'), port, uiPort, namespace, log: say }),
+      startTemporalDevServer({
+        dataDir: path.join(tmpDir, 'temporal'),
+        port,
+        uiPort,
+        namespace,
+        log: say,
+        extraArgs: settings.sqlitePragmas.flatMap((pragma) => ['--sqlite-pragma', pragma]),
+      }),
     ),
     bundleWorkflowCode({
       workflowsPath: fileURLToPath(new URL('./workflows/index.ts', import.meta.url)),
@@ -829,12 +974,15 @@ await runBenchmark('bench:renewals', async (stops, say) => {
     bundlePath,
     tmpDir,
     pids: { server: pidOf(path.join(tmpDir, 'temporal', 'temporal.pid')), postgres: pidOf(path.join(tmpDir, 'postgres', 'postmaster.pid')) },
+    serverJournal: path.join(tmpDir, 'temporal', 'temporal.db-journal'),
     say,
     stops,
   };
   const cli = await resolveTemporalCli({ log: () => {}, allowBuild: false });
   const serverVersion = 'path' in cli ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim() : 'unknown';
   say(`ready in ${((Date.now() - began) / 1000).toFixed(1)} s (PostgreSQL ${pgVersion}; ${serverVersion})`);
+  const code = codeState();
+  say(`measuring ${code}`);
 
   // Lead time from the start of a round to T: a guess for the first round, then
   // what the previous rounds needed to start their workflows, with room to spare.
@@ -844,7 +992,7 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   for (let round = 1; round <= settings.rounds; round++) {
     for (const target of ['baseline', 'engine'] as const) {
       results.push(await runRound(ctx, target, round, settings.rounds, lead));
-      lead = Math.max(...results.map((r) => r.settleSeconds)) * 2 + 10;
+      lead = Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
     }
   }
 
@@ -852,15 +1000,15 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   const baseline = summarize('baseline', results);
   const ratio = engine.perSecond / baseline.perSecond;
 
-  const heading = tuned ? '## Renewals at one instant (tuned worker)' : `## Renewals: ${settings.n.toLocaleString('en')} subscriptions at one instant`;
+  const heading = `## Renewals: ${settings.n.toLocaleString('en')} subscriptions at one instant${tunings.length > 0 ? ` (tuned: ${tunings.join(' ')})` : ''}`;
   const cpus = os.cpus();
   const section = [
     heading,
     '',
-    `Written by \`npm run bench:renewals\` (bench/renewals.ts) on ${new Date().toISOString()}.`,
+    `Written by \`npm run bench:renewals\` (bench/renewals.ts) on ${new Date().toISOString()}, measuring ${code}.`,
     '',
     `Machine: ${cores} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${os.type()} ${os.release()}, Node ${process.version}; ` +
-      `the Temporal CLI's dev server (\`temporal server start-dev\`, ${serverVersion}, SQLite in a temporary folder), embedded PostgreSQL ${pgVersion}, ` +
+      `the Temporal CLI's dev server (\`temporal server start-dev\`, ${serverVersion}, SQLite in a temporary folder${settings.sqlitePragmas.length > 0 ? `, with --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}, ` +
       `the worker and this script all on the same machine, load average ${loadAtStart.toFixed(2)} at the start (other people's work shares it; see "other" CPU below). ` +
       `Worker: one fresh process per round, ${workerSettings()}, the same for both targets. ` +
       `${settings.rounds} rounds per target, alternating baseline and engine, each on a fresh task queue. In a round N workflows are started ` +
@@ -874,7 +1022,7 @@ await runBenchmark('bench:renewals', async (stops, say) => {
     ...table(results, engine, baseline),
     '',
     `**Ratio engine/baseline: ${(ratio * 100).toFixed(1)}%** of the baseline's renewals per second ` +
-      `(${Math.round(engine.perSecond)}/s against ${Math.round(baseline.perSecond)}/s; wall time ${(engine.wall / baseline.wall).toFixed(1)}× as long).` +
+      `(${rate(engine.perSecond)}/s against ${rate(baseline.perSecond)}/s; wall time ${(engine.wall / baseline.wall).toFixed(1)}× as long).` +
       ` The engine's first runs had all continued as new ${round1(mean(engine.rounds.map((r) => r.closedSeconds!)))} s after T (visibility), ` +
       `against ${engine.wall.toFixed(1)} s for the last recorded renewal. Every engine round checked its money afterwards: ${settings.n} paid invoices ` +
       `numbered 1 to ${settings.n}, ${settings.n} succeeded charges of ${planAmount} each.`,
@@ -884,18 +1032,26 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   ];
   const text = section.join('\n');
   fs.writeFileSync(path.join(tmpDir, 'section.md'), text);
-  if (process.env.BENCH_WRITE !== '0') writeSection(resultsFile, heading, text + boundsNote());
+  if (process.env.BENCH_WRITE !== '0') writeSection(resultsFile, heading, text);
 
   say('');
   for (const s of [baseline, engine]) {
-    say(`${s.target.padEnd(8)} ${s.wall.toFixed(1)} s, ${Math.round(s.perSecond)}/s, peak RSS ${Math.round(s.peakRss)} MB, peak heap ${Math.round(s.peakHeap)} MB`);
+    say(`${s.target.padEnd(8)} ${s.wall.toFixed(1)} s, ${rate(s.perSecond)}/s, peak RSS ${Math.round(s.peakRss)} MB, peak heap ${Math.round(s.peakHeap)} MB`);
   }
   say(`ratio engine/baseline ${(ratio * 100).toFixed(1)}%`);
   say(process.env.BENCH_WRITE === '0' ? `not written (BENCH_WRITE=0):\n${text}` : `written to ${path.relative(process.cwd(), resultsFile) || resultsFile}`);
   return 0;
 });
 
-/** What bounds the ratio, as read from the numbers above on this machine (kept with the script, so a rerun keeps it). */
-function boundsNote(): string {
-  return '';
+
+/** Which code was measured: the commit, and whether the engine's files differed from it. */
+function codeState(): string {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' }).trim();
+  try {
+    const commit = git('rev-parse', '--short', 'HEAD');
+    const changed = git('status', '--porcelain', '--', 'workflows', 'activities', 'domain', 'db', 'worker.ts').split('\n').filter(Boolean).length;
+    return changed === 0 ? `commit ${commit}` : `the working tree of commit ${commit} (${changed} uncommitted files under workflows/, activities/, domain/, db/)`;
+  } catch {
+    return 'code outside a git checkout';
+  }
 }

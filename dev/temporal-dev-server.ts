@@ -19,6 +19,8 @@ export interface DevServerOptions {
   uiPort: number;
   namespace: string;
   log: (message: string) => void;
+  /** More `temporal server start-dev` flags (the renewals benchmark passes `--sqlite-pragma`s). */
+  extraArgs?: string[];
 }
 
 /** `--search-attribute Name=Type` pairs for the project's custom search attributes. */
@@ -48,6 +50,7 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     '--namespace', options.namespace,
     '--log-level', 'error',
     ...searchAttributeArgs(),
+    ...(options.extraArgs ?? []),
   ];
   const logFile = fs.openSync(path.join(options.dataDir, 'temporal-server.log'), 'a');
   const child: ChildProcess = spawn(cli.path, args, { detached: true, stdio: ['ignore', logFile, logFile] });
