@@ -59,7 +59,7 @@ import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { resolveTemporalCli } from '../dev/tools.ts';
 import { newId } from '../domain/ids.ts';
-import type { PlanTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
+import { initialSnapshot, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
 import { mean, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
 import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
@@ -416,37 +416,18 @@ async function seedEngine(orm: MikroORM, n: number, round: number): Promise<Engi
 /** Carried-over state: trialing since 14 days before T, the trial ending at T. */
 function trialingSnapshot(seed: EngineSeed, customerId: string, at: Date): SubscriptionSnapshot {
   const now = new Date().toISOString();
-  return {
+  const fresh = initialSnapshot({
     id: newId('subscription'),
     accountId: seed.accountId,
     customerId,
     planId: seed.plan.planId,
-    status: 'trialing',
     livemode: false,
-    createdAt: now,
-    updatedAt: now,
     trialDays: 14,
-    trialStart: new Date(at.getTime() - 14 * 86_400_000).toISOString(),
-    trialEnd: at.toISOString(),
     billingCycleMode: 'anniversary',
-    billingAnchor: null,
-    anchorCycle: 0,
-    stubStart: null,
-    billingCycle: 0,
-    currentPeriodStart: null,
-    currentPeriodEnd: null,
-    latestInvoiceId: null,
-    cancelAtPeriodEnd: false,
-    canceledAt: null,
-    endedReason: null,
-    pausedAt: null,
     pauseUntil: null,
-    pauseReason: null,
-    pendingPlanId: null,
     gracePeriodDays: null,
-    dunning: null,
-    version: 1,
-  };
+  });
+  return { ...fresh, createdAt: now, updatedAt: now, trialStart: new Date(at.getTime() - 14 * 86_400_000).toISOString(), trialEnd: at.toISOString(), version: 1 };
 }
 
 /** The projection rows the engine would have written when these subscriptions were created. */
