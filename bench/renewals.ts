@@ -295,6 +295,9 @@ interface Slots {
   workflowTasksMean: number;
   activitiesPeak: number;
   activitiesMean: number;
+  /** Share of the polls that found every activity (or workflow task) slot in use. */
+  activitiesFullShare: number;
+  workflowTasksFullShare: number;
   poolBusyMean: number;
   poolWaitingPeak: number;
   poolWaitingMean: number;
@@ -654,6 +657,8 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
       workflowTasksMean: mean(busy.map((b) => b.inFlightWorkflowActivations)),
       activitiesPeak: Math.max(...busy.map((b) => b.inFlightActivities)),
       activitiesMean: mean(busy.map((b) => b.inFlightActivities)),
+      activitiesFullShare: busy.filter((b) => b.inFlightActivities >= (settings.activitySlots ?? 100)).length / busy.length,
+      workflowTasksFullShare: busy.filter((b) => b.inFlightWorkflowActivations >= (settings.workflowSlots ?? 40)).length / busy.length,
       poolBusyMean: mean(busy.map((b) => b.poolBusy)),
       poolWaitingPeak: Math.max(...busy.map((b) => b.poolWaiting)),
       poolWaitingMean: mean(busy.map((b) => b.poolWaiting)),
@@ -782,6 +787,8 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
       workflowTasksMean: per((r) => r.slots.workflowTasksMean),
       activitiesPeak: Math.max(...rounds.map((r) => r.slots.activitiesPeak)),
       activitiesMean: per((r) => r.slots.activitiesMean),
+      activitiesFullShare: per((r) => r.slots.activitiesFullShare),
+      workflowTasksFullShare: per((r) => r.slots.workflowTasksFullShare),
       poolBusyMean: per((r) => r.slots.poolBusyMean),
       poolWaitingPeak: Math.max(...rounds.map((r) => r.slots.poolWaitingPeak)),
       poolWaitingMean: per((r) => r.slots.poolWaitingMean),
@@ -833,7 +840,8 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
   const workerIdle = engine.slots.activitiesMean + engine.slots.workflowTasksMean < 5;
   // The worker waits (few tasks in hand) and PostgreSQL is nearly idle: what the renewals wait for is the server.
   const serverBound = workerIdle;
-  const slotsFull = engine.slots.activitiesPeak >= activitySlots || engine.slots.workflowTasksPeak >= workflowSlots;
+  // A limit binds when the slots are all in use for a good part of the rounds, not in the burst at T alone.
+  const slotsFull = Math.max(engine.slots.activitiesFullShare, engine.slots.workflowTasksFullShare) >= 0.2;
   const poolQueued = engine.slots.poolWaitingMean >= 1;
   return [
     '### What bounds it',
@@ -860,7 +868,7 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
           `(present while a write transaction is open) was there ${pct(engine.serverWriteShare)} of the time during the engine's rounds and ` +
           `${pct(baseline.serverWriteShare)} during the baseline's. `
         : `here with ${settings.sqlitePragmas.join(', ')}, so its writes still happen one transaction at a time. `) +
-      `The server process used ${round1(engine.serverCores)} cores on average during the engine's rounds and ${round1(baseline.serverCores)} during the ` +
+      `The server process used ${engine.serverCores.toFixed(1)} cores on average during the engine's rounds and ${baseline.serverCores.toFixed(1)} during the ` +
       `baseline's, while the engine's worker had on average ${round1(engine.slots.activitiesMean)} activities and ${round1(engine.slots.workflowTasksMean)} ` +
       'workflow tasks in hand (below). ' +
       (serverBound
@@ -879,20 +887,23 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
         : ''),
     '',
     `**Worker slots and connections.** Sampled with each poll: the engine's worker had at most ${engine.slots.activitiesPeak} activities in flight ` +
-      `(mean ${round1(engine.slots.activitiesMean)}) of its ${activitySlots} activity slots, and at most ${engine.slots.workflowTasksPeak} workflow ` +
-      `activations (mean ${round1(engine.slots.workflowTasksMean)}) of its ${workflowSlots} workflow task slots; its MikroORM pool of ${pool} had ` +
+      `(mean ${round1(engine.slots.activitiesMean)}) of its ${activitySlots} activity slots, all of them in use in ${pct(engine.slots.activitiesFullShare)} ` +
+      `of the polls, and at most ${engine.slots.workflowTasksPeak} workflow activations (mean ${round1(engine.slots.workflowTasksMean)}) of its ` +
+      `${workflowSlots} workflow task slots, all in use in ${pct(engine.slots.workflowTasksFullShare)} of the polls; its MikroORM pool of ${pool} had ` +
       `${round1(engine.slots.poolBusyMean)} connections checked out on average, with at most ${engine.slots.poolWaitingPeak} requests waiting ` +
       `(mean ${round1(engine.slots.poolWaitingMean)}). ` +
       (slotsFull
-        ? 'A slot limit was reached, so raising it (BENCH_ACTIVITY_SLOTS, BENCH_WORKFLOW_SLOTS) is worth measuring. '
-        : 'No slot limit was reached: the server did not hand out tasks faster than the worker took them, so more slots would not help. ') +
+        ? 'The slots were often all in use, so raising them (BENCH_ACTIVITY_SLOTS, BENCH_WORKFLOW_SLOTS) is worth measuring. '
+        : 'The slots were seldom all in use: the worker mostly took tasks as fast as the server handed them out, so more slots would not help much. ') +
       (poolQueued
         ? 'Activities did queue for database connections, so a larger pool (BENCH_DB_POOL) is worth measuring.'
-        : 'Activities rarely waited for a database connection, so the pool is not the limit either.'),
+        : 'On average fewer than one activity waited for a database connection, so the pool is not the limit either.'),
     '',
     `**Memory.** The worker held the ${settings.n} sleeping workflows in its cache at T with ${Math.round(engine.rssAtT)} MB RSS (engine) and ` +
-      `${Math.round(baseline.rssAtT)} MB (baseline); renewing took it to a peak of ${Math.round(engine.peakRss)} MB (engine: activities, ` +
-      `MikroORM entity managers and the new runs) against ${Math.round(baseline.peakRss)} MB.`,
+      `${Math.round(baseline.rssAtT)} MB (baseline), means of the rounds; renewing took it to a peak of ${Math.round(engine.peakRss)} MB against ` +
+      `${Math.round(baseline.peakRss)} MB, with the main thread's heap (activities, MikroORM, the SDK) peaking at ${Math.round(engine.peakHeap)} MB ` +
+      `against ${Math.round(baseline.peakHeap)} MB. RSS moves by a hundred MB or more between rounds of the same target (the table), so read the ` +
+      'memory figures as sizes, not as small differences.',
   ];
 }
 
