@@ -3,9 +3,9 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
-import { chargeCustomer, type ChargeInput, type ChargeOutcome } from './charges.ts';
-import { sendEmailOnce, type EmailInput } from './email.ts';
-import type { Mailer } from './mailer.ts';
+import { chargeCustomer, type ChargeInput, type ChargeOutcome } from '../services/charges.ts';
+import { sendEmailOnce, type EmailInput } from '../services/email.ts';
+import type { Mailer } from '../services/mailer.ts';
 import {
   invoiceState,
   openInvoice,
@@ -14,7 +14,7 @@ import {
   type InvoiceState,
   type OpenInvoiceInput,
   type OpenedInvoice,
-} from './invoices.ts';
+} from '../services/invoices.ts';
 import {
   allocatePaymentRequest,
   chargePaymentRequest,
@@ -23,10 +23,10 @@ import {
   projectRecurringPaymentRequest,
   type PaymentRequestChargeInput,
   type PaymentRequestChargeOutcome,
-} from './payment-requests.ts';
-import { pruneExpiredRows, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from './maintenance.ts';
-import { settlePendingPayment } from './payments.ts';
-import { completePayout, notifyPayoutPaid, sandboxPayoutRail, type PayoutRail } from './payouts.ts';
+} from '../services/payment-requests.ts';
+import { pruneExpiredRows, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
+import { settlePendingPayment } from '../services/payments.ts';
+import { completePayout, notifyPayoutPaid, sandboxPayoutRail, type PayoutRail } from '../services/payouts.ts';
 import {
   loadBillingSettings,
   notifyPaymentFailed,
@@ -35,10 +35,10 @@ import {
   sendInvoiceReceipt,
   settleInvoiceWithoutCharge,
   type BillingSettings,
-} from './subscription-billing.ts';
+} from '../services/subscription-billing.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
-import { SandboxProcessor, type PaymentProcessor } from './processor.ts';
-import { projectSubscription } from './projections.ts';
+import { SandboxProcessor, type PaymentProcessor } from '../services/processors/sandbox.ts';
+import { projectSubscription } from '../services/projections.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { Resolver } from '../domain/webhook-url.ts';
 import {
@@ -49,7 +49,7 @@ import {
   type AttemptInput,
   type AttemptOutcome,
   type DispatchResult,
-} from './webhooks.ts';
+} from '../services/webhooks.ts';
 
 export interface ActivityDeps {
   orm: MikroORM;

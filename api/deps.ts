@@ -1,6 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
-import type { PaymentProcessor } from '../activities/processor.ts';
+import type { PaymentProcessor } from '../services/processors/sandbox.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 

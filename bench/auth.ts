@@ -18,7 +18,6 @@ import { isDeepStrictEqual } from 'node:util';
 import { Hono } from 'hono';
 import type { CallerAccountRow } from '../api/auth/principal.ts';
 import { secretKey, verifyAccessToken } from '../api/auth/tokens.ts';
-import { serializeAccountRow } from '../api/serializers.ts';
 import {
   allSucceeded,
   comparisonLines,
@@ -32,6 +31,7 @@ import {
   startEnvironment,
   writeSection,
 } from './harness.ts';
+import { serializeAccountRow } from '../objects/account.ts';
 
 const goal = 0.7;
 const sectionHeading = '## Authenticated GET /v1/account';

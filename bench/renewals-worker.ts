@@ -13,7 +13,7 @@
 import pg from 'pg';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
-import { createFileMailer } from '../activities/mailer.ts';
+import { createFileMailer } from '../services/mailer.ts';
 import { openOrm } from '../db/orm.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { installTemporalRuntime } from '../worker.ts';

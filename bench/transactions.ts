@@ -19,7 +19,6 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { sha256 } from '../api/auth/tokens.ts';
-import { serializeTransaction } from '../api/routes/transactions.ts';
 import type { AccountSettings, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { scoreRisk } from '../domain/risk.ts';
@@ -38,6 +37,7 @@ import {
   writeSection,
   type Say,
 } from './harness.ts';
+import { serializeTransaction } from '../objects/transaction.ts';
 
 const sectionHeading = '## Transactions: POST /v1/transactions (credit) and GET /v1/transactions?limit=20';
 const seeded = 1_000;

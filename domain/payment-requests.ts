@@ -91,6 +91,57 @@ export interface PaymentRequestSnapshot {
   version: number;
 }
 
+/** What a new payment request is made of; everything else starts empty. */
+export type NewPaymentRequestFields = Pick<
+  PaymentRequestSnapshot,
+  'id' | 'accountId' | 'livemode' | 'amount' | 'currency' | 'customerEmail' | 'reference' | 'metadata' | 'token' | 'recurringPaymentRequestId' | 'period'
+>;
+
+/**
+ * The first snapshot of a payment request (version 0), for the API and the
+ * recurring workflow alike. Its times are placeholders: the request's own
+ * workflow sets them from workflow time when it records itself.
+ */
+export function initialPaymentRequestSnapshot(fields: NewPaymentRequestFields): PaymentRequestSnapshot {
+  const placeholder = new Date(0).toISOString();
+  return {
+    ...fields,
+    status: 'pending',
+    expiresAt: placeholder,
+    createdAt: placeholder,
+    updatedAt: placeholder,
+    transactionId: null,
+    paidAt: null,
+    failureReason: null,
+    canceledAt: null,
+    cancellationReason: null,
+    lastPaymentError: null,
+    attempts: 0,
+    version: 0,
+  };
+}
+
+/** The first snapshot of a recurring request (version 0); its workflow sets the anchor and times when it records itself. */
+export function initialRecurringPaymentRequestSnapshot(
+  fields: Pick<RecurringPaymentRequestSnapshot, 'id' | 'accountId' | 'livemode' | 'amount' | 'currency' | 'customerEmail' | 'reference' | 'metadata' | 'interval' | 'expiresInMs'>,
+): RecurringPaymentRequestSnapshot {
+  const placeholder = new Date(0).toISOString();
+  return {
+    ...fields,
+    status: 'active',
+    anchor: null,
+    period: 0,
+    issuedPeriods: 0,
+    latestPaymentRequestId: null,
+    nextPaymentRequestAt: null,
+    createdAt: placeholder,
+    updatedAt: placeholder,
+    canceledAt: null,
+    cancellationReason: null,
+    version: 0,
+  };
+}
+
 /** A recurring payment request: one long-lived workflow issuing a payment request each period. */
 export interface RecurringPaymentRequestSnapshot {
   id: string;

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
-import { recordEvent } from '../activities/events.ts';
-import { openInvoice } from '../activities/invoices.ts';
-import { projectSubscription } from '../activities/projections.ts';
-import { invoicePdfUrl } from '../api/routes/invoices.ts';
+import { recordEvent } from '../services/events.ts';
+import { openInvoice } from '../services/invoices.ts';
+import { projectSubscription } from '../services/projections.ts';
 import { AccountBalance, Event, Payout } from '../db/entities/index.ts';
 import { eventTypes, subscriptionEventType } from '../domain/events.ts';
 import { initialSnapshot, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
+import { invoicePdfUrl } from '../objects/invoice.ts';
 
 const minute = 60_000;
 const hour = 60 * minute;

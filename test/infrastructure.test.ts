@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSmtpMailer } from '../activities/mailer.ts';
+import { createSmtpMailer } from '../services/mailer.ts';
 import { createTimeSkippingEnv } from './helpers/temporal.ts';
 import { startSmtpCapture, type SmtpCapture } from './helpers/smtp.ts';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';

@@ -1,12 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openInvoice, settleInvoice, type OpenInvoiceInput } from '../activities/invoices.ts';
-import { invoicePdfUrl } from '../api/routes/invoices.ts';
+import { openInvoice, settleInvoice, type OpenInvoiceInput } from '../services/invoices.ts';
 import { Invoice, InvoiceNumberCounter } from '../db/entities/index.ts';
 import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
 import { eventually } from './helpers/temporal.ts';
 import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
+import { invoicePdfUrl } from '../objects/invoice.ts';
 
 const day = 86_400_000;
 /** What the invoice activities need to show an invoice in its events (the signed PDF link). */

@@ -8,8 +8,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postWebhook } from '../activities/webhook-http.ts';
-import { attemptWebhookDelivery } from '../activities/webhooks.ts';
+import { postWebhook } from '../services/webhook-http.ts';
+import { attemptWebhookDelivery } from '../services/webhooks.ts';
 import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../db/entities/index.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { addressRefusal, checkWebhookUrl, classifyAddress, UrlNotAllowedError, type Resolver } from '../domain/webhook-url.ts';

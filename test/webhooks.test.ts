@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
-import { eventDispatchWorkflowId } from '../activities/webhooks.ts';
+import { eventDispatchWorkflowId } from '../services/webhooks.ts';
 // Through the package's export, as a receiver written in TypeScript would import it.
 import { verifyWebhook } from 'billing-engine/verify-webhook';
 import { Event, WebhookDelivery, WebhookEndpoint } from '../db/entities/index.ts';

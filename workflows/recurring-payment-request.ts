@@ -18,7 +18,7 @@ import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, defi
 import type { Activities } from '../activities/index.ts';
 import { addIntervals } from '../domain/billing-calendar.ts';
 import { formatMoney } from '../domain/money.ts';
-import type { CancellationReason, PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
+import { initialPaymentRequestSnapshot, type CancellationReason, type RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
 
 export interface RecurringPaymentRequestWorkflowInput {
   /** On the first run: version 0 with the terms set. Later runs: the state carried over. */
@@ -79,7 +79,7 @@ export async function recurringPaymentRequestWorkflow(input: RecurringPaymentReq
   async function issue(n: number): Promise<void> {
     setCurrentDetails(`Issuing the request for period ${n}.`);
     const { id, token } = await activities.allocatePaymentRequest();
-    const request: PaymentRequestSnapshot = {
+    const request = initialPaymentRequestSnapshot({
       id,
       accountId: recurring.accountId,
       livemode: recurring.livemode,
@@ -89,21 +89,9 @@ export async function recurringPaymentRequestWorkflow(input: RecurringPaymentReq
       reference: recurring.reference,
       metadata: recurring.metadata,
       token,
-      status: 'pending',
-      expiresAt: iso(0),
-      createdAt: iso(0),
-      updatedAt: iso(0),
-      transactionId: null,
-      paidAt: null,
-      failureReason: null,
-      canceledAt: null,
-      cancellationReason: null,
-      lastPaymentError: null,
-      attempts: 0,
       recurringPaymentRequestId: recurring.id,
       period: n,
-      version: 0,
-    };
+    });
     await activities.issuePaymentRequest({ request, accountName: input.accountName, locale: input.locale, publicUrl: input.publicUrl, expiresInMs: recurring.expiresInMs, expiresAt: null });
     await record({ issuedPeriods: n + 1, latestPaymentRequestId: id, nextPaymentRequestAt: iso(periodStart(n + 1)) });
   }

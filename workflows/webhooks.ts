@@ -22,9 +22,19 @@
  * Started after the dispatcher's failed first attempt (`after`), it waits for
  * attempt 2 from that attempt's time.
  */
-import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setHandler, setCurrentDetails, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  condition,
+  continueAsNew,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+  setCurrentDetails,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import type { AttemptOutcome, DeliveryInput } from '../activities/webhooks.ts';
+import type { AttemptOutcome, DeliveryInput } from '../services/webhooks.ts';
 import { retrySchedule } from '../domain/webhook-schedule.ts';
 
 export const wakeSignal = defineSignal('wake');

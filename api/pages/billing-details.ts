@@ -12,7 +12,7 @@ import { Account, Customer, Subscription } from '../../db/entities/index.ts';
 import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods } from '../../domain/payment-requests.ts';
-import { notifyPaymentMethodUpdated } from '../customer-events.ts';
+import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
 import type { ApiDeps } from '../deps.ts';
 import { isCrossSitePost, page, stateCard } from './layout.ts';
 

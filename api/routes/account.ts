@@ -3,27 +3,17 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Account, ApiKey, PaymentRequest, RecurringPaymentRequest, Session, Subscription, User } from '../../db/entities/index.ts';
-import { recordAccountEvent } from '../../activities/account-events.ts';
+import { recordAccountEvent } from '../../services/account-events.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { isBcp47Tag, isIanaTimezone } from '../../domain/locale.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
-import { AccountSchema, currency, emailField, errorResponses, timestamp } from '../schemas.ts';
-import { cancelRecurring } from './payment-requests.ts';
-import { cancelPaymentRequest } from './payments.ts';
+import { emailField, errorResponses } from '../schemas.ts';
+import { cancelPaymentRequest, cancelRecurringPaymentRequest } from '../../services/payment-request-commands.ts';
 import { accountClosedSignal } from '../../workflows/subscription.ts';
-import { serializeAccount, serializeAccountRow } from '../serializers.ts';
+import { AccountSchema, SettingsPatch, serializeAccount, serializeAccountRow } from '../../objects/account.ts';
+import { timestamp } from '../../objects/common.ts';
 
-/** Settings as sent: each key optional, merged key by key into what the account has. */
-export const SettingsPatch = z
-  .object({
-    currency,
-    timezone: z.string().refine(isIanaTimezone, { message: 'must be an IANA time zone such as Europe/Paris' }),
-    language: z.string().refine(isBcp47Tag, { message: 'must be a BCP 47 language tag such as en or pt-BR' }),
-  })
-  .partial()
-  .strict();
 
 const PatchAccountBody = z.object({ name: z.string().trim().min(1).max(200).optional(), email: emailField.optional(), settings: SettingsPatch.optional() }).strict();
 
@@ -136,7 +126,7 @@ async function cancelOpenPaymentRequests(deps: ApiDeps, accountId: string): Prom
     if (!ended) deps.logger.warn({ err: error, accountId }, 'closing an account: a payment request could not be canceled');
   };
   const recurring = await em.find(RecurringPaymentRequest, { accountId, status: 'active' });
-  await inBatches(recurring, (row) => cancelRecurring(deps, row, 'account_closed').catch(ignoreEnded));
+  await inBatches(recurring, (row) => cancelRecurringPaymentRequest(deps, row, 'account_closed').catch(ignoreEnded));
   const pending = await em.find(PaymentRequest, { accountId, status: 'pending' });
   await inBatches(pending, (row) => cancelPaymentRequest(deps, row, 'account_closed').catch(ignoreEnded));
 }

@@ -7,10 +7,9 @@ import { hashPassword } from '../auth/passwords.ts';
 import { requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
-import { AccountSchema, emailField, errorResponses, isoInstant, pageQuery, passwordField } from '../schemas.ts';
-import { serializeAccount } from '../serializers.ts';
-import { SettingsPatch } from './account.ts';
-import { recordAccountEvent } from '../../activities/account-events.ts';
+import { emailField, errorResponses, isoInstant, pageQuery, passwordField } from '../schemas.ts';
+import { recordAccountEvent } from '../../services/account-events.ts';
+import { AccountSchema, SettingsPatch, serializeAccount } from '../../objects/account.ts';
 
 const CreateAccountBody = z
   .object({

@@ -6,8 +6,8 @@ import { accountScope, requireActor } from '../auth/principal.ts';
 import { newApiKeySecret, sha256 } from '../auth/tokens.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { ApiKeySchema, errorResponses, idParam } from '../schemas.ts';
-import { serializeApiKey } from '../serializers.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { ApiKeySchema, serializeApiKey } from '../../objects/api-key.ts';
 
 const CreateKeyBody = z.object({ name: z.string().trim().min(1).max(100).optional(), mode: z.enum(['test', 'live']).optional() }).strict();
 

@@ -1,17 +1,17 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { isSandboxPaymentMethod, sandboxPaymentMethods } from '../../activities/processor.ts';
+import { isSandboxPaymentMethod, sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
 import { Customer } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
-import { notifyPaymentMethodUpdated } from '../customer-events.ts';
+import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { CustomerSchema, errorResponses, idParam } from '../schemas.ts';
-import { serializeCustomer } from '../serializers.ts';
-import { recordEvent } from '../../activities/events.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { recordEvent } from '../../services/events.ts';
+import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 

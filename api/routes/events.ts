@@ -1,32 +1,15 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { Event } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { eventCatalog, eventTypes } from '../../domain/events.ts';
+import { eventTypes } from '../../domain/events.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { errorResponses, idParam, timestamp } from '../schemas.ts';
-import { serializeEvent } from '../serializers.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { EventSchema, catalogTable, serializeEvent } from '../../objects/event.ts';
 
 
-const catalogTable = eventCatalog.map((entry) => `- \`${entry.type}\`: ${entry.description}`).join('\n');
-
-/** The event as GET /v1/events shows it; a webhook delivery's body is the same (api/serializers.ts serializeEvent). */
-export const EventSchema = z
-  .object({
-    id: z.string().openapi({ example: 'evt_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
-    type: z.string().openapi({ enum: [...eventTypes], description: `One of the catalog:\n\n${catalogTable}` }),
-    created_at: timestamp,
-    livemode: z.boolean(),
-    transaction_id: z.string().nullable().openapi({ description: 'The transaction the change involved; null where none (always present)' }),
-    data: z.object({
-      object: z.record(z.string(), z.unknown()).openapi({ description: 'The resource as the API returns it, at the time of the change' }),
-    }),
-  })
-  .openapi('Event');
-
-/** `type`: an exact name of the catalog, or a family such as `subscription.*`. */
 const typeFilter = z
   .string()
   .max(100)

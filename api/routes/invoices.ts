@@ -3,65 +3,18 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
-import { transitionInvoice, type InvoiceTransition } from '../../activities/invoices.ts';
+import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
 import { Account, Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { invoicePdfToken, signedInvoicePdfUrl } from '../../domain/invoice-links.ts';
+import { invoicePdfToken } from '../../domain/invoice-links.ts';
 import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { errorResponses, idParam, timestamp } from '../schemas.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { amountRemaining, InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
 
 
-export const InvoiceLineSchema = z
-  .object({
-    object: z.literal('line_item'),
-    description: z.string(),
-    quantity: z.number().int(),
-    unit_amount: z.number().int().openapi({ description: 'Per unit, in minor units; negative for a credit' }),
-    amount: z.number().int().openapi({ description: 'unit_amount × quantity' }),
-    period_start: timestamp,
-    period_end: timestamp,
-    proration: z.boolean().openapi({ description: 'A line of a plan change, prorated by the unused fraction of the period' }),
-  })
-  .openapi('InvoiceLine');
-
-export const InvoiceSchema = z
-  .object({
-    id: z.string(),
-    object: z.literal('invoice'),
-    number: z.string().openapi({ example: 'ACME-0001', description: "The account's own sequence in this mode, without gaps" }),
-    account_id: z.string(),
-    customer_id: z.string(),
-    customer_email: z.string().nullable().openapi({ description: "The customer's email when the invoice was issued" }),
-    customer_name: z.string().nullable(),
-    subscription_id: z.string().nullable(),
-    status: z.enum(invoiceStatuses),
-    currency: z.string(),
-    lines: z.array(InvoiceLineSchema),
-    subtotal: z.number().int(),
-    total: z.number().int(),
-    amount_due: z.number().int().openapi({ description: 'What the customer is asked to pay (the total, or 0 for a credit)' }),
-    amount_paid: z.number().int(),
-    amount_remaining: z.number().int().openapi({ description: 'amount_due − amount_paid (0 once void)' }),
-    attempt_count: z.number().int().openapi({ description: 'Payment attempts made' }),
-    period_start: timestamp,
-    period_end: timestamp,
-    created_at: timestamp,
-    paid_at: timestamp.nullable(),
-    voided_at: timestamp.nullable(),
-    marked_uncollectible_at: timestamp.nullable(),
-    pdf: z.string().openapi({
-      description:
-        "SPEC.md's `invoice.pdf`: a link to the invoice as a PDF. Signed, so it opens without an API key (from an email, say); " +
-        'GET /v1/invoices/{id}/pdf serves the same file with normal authentication.',
-      example: 'http://localhost:3000/invoices/inv_01jd3x5k8q0m2v7c9r4t6y1w3e/pdf?token=…',
-    }),
-    livemode: z.boolean(),
-  })
-  .openapi('Invoice');
-type InvoiceBody = z.infer<typeof InvoiceSchema>;
 
 export { invoicePdfToken };
 
@@ -71,50 +24,6 @@ function tokenMatches(secret: string, invoiceId: string, token: string): boolean
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-export function invoicePdfUrl(config: { publicUrl: string; auth: { secret: string } }, invoiceId: string): string {
-  return signedInvoicePdfUrl(config.publicUrl, config.auth.secret, invoiceId);
-}
-
-const remaining = (invoice: Invoice) => (invoice.status === 'void' ? 0 : invoice.amountDue - invoice.amountPaid);
-
-export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
-  return {
-    id: invoice.id,
-    object: 'invoice',
-    number: invoice.number,
-    account_id: invoice.accountId,
-    customer_id: invoice.customerId,
-    customer_email: invoice.customerEmail ?? null,
-    customer_name: invoice.customerName ?? null,
-    subscription_id: invoice.subscriptionId ?? null,
-    status: invoice.status,
-    currency: invoice.currency,
-    lines: invoice.lines.map((line) => ({
-      object: 'line_item' as const,
-      description: line.description,
-      quantity: line.quantity,
-      unit_amount: line.amount,
-      amount: line.amount * line.quantity,
-      period_start: new Date(line.period_start).toISOString(),
-      period_end: new Date(line.period_end).toISOString(),
-      proration: line.proration ?? false,
-    })),
-    subtotal: invoice.subtotal,
-    total: invoice.total,
-    amount_due: invoice.amountDue,
-    amount_paid: invoice.amountPaid,
-    amount_remaining: remaining(invoice),
-    attempt_count: invoice.attemptCount,
-    period_start: invoice.periodStart.toISOString(),
-    period_end: invoice.periodEnd.toISOString(),
-    created_at: invoice.createdAt.toISOString(),
-    paid_at: invoice.paidAt?.toISOString() ?? null,
-    voided_at: invoice.voidedAt?.toISOString() ?? null,
-    marked_uncollectible_at: invoice.markedUncollectibleAt?.toISOString() ?? null,
-    pdf,
-    livemode: invoice.livemode,
-  };
-}
 
 /** The PDF of an invoice: its account as seller, the customer as billed (falling back to the customer now for invoices issued before names were kept). */
 async function invoicePdf(em: EntityManager, invoice: Invoice): Promise<Buffer> {
@@ -148,7 +57,7 @@ async function invoicePdf(em: EntityManager, invoice: Invoice): Promise<Buffer> 
     total: invoice.total,
     amountDue: invoice.amountDue,
     amountPaid: invoice.amountPaid,
-    amountRemaining: remaining(invoice),
+    amountRemaining: amountRemaining(invoice),
     seller: { name: account.name, email: account.email },
     billTo: { name: invoice.customerName ?? customer?.name ?? null, email: invoice.customerEmail ?? customer?.email ?? null },
     timeZone: account.settings.timezone || 'UTC',

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { LockMode } from '@mikro-orm/core';
-import { recordAccountEvent } from '../../activities/account-events.ts';
+import { recordAccountEvent } from '../../services/account-events.ts';
 import { Account } from '../../db/entities/index.ts';
 import { notificationPreferences, type NotificationPreferences } from '../../domain/notifications.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';

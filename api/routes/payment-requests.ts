@@ -5,88 +5,24 @@
  * interval until canceled.
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import { RecurringPaymentRequest } from '../../db/entities/index.ts';
 import { intervalUnits } from '../../domain/billing-calendar.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { hasPrefix, newId } from '../../domain/ids.ts';
-import { formatMoney } from '../../domain/money.ts';
-import { defaultExpiryMs, recurringStatuses, type CancellationReason, type RecurringPaymentRequestSnapshot } from '../../domain/payment-requests.ts';
-import {
-  cancelRecurringPaymentRequestUpdate,
-  recurringPaymentRequestCreatedUpdate,
-  recurringPaymentRequestWorkflow,
-  type RecurringPaymentRequestWorkflowInput,
-} from '../../workflows/recurring-payment-request.ts';
-import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
+import { hasPrefix } from '../../domain/ids.ts';
+import { defaultExpiryMs } from '../../domain/payment-requests.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { errorResponses, idParam, timestamp } from '../schemas.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields, requestingAccount } from '../payment-request-input.ts';
+import { cancelPaymentRequest, cancelRecurringPaymentRequest, startRecurringPaymentRequest } from '../../services/payment-request-commands.ts';
 import {
-  cancelPaymentRequest,
-  createPaymentRequest,
-  findOwnPaymentRequest,
-  paymentRequestFields,
   PaymentRequestSchema,
-  requestingAccount,
+  RecurringPaymentRequestSchema,
   serializePaymentRequest,
-} from './payments.ts';
+  serializeRecurringPaymentRequest,
+} from '../../objects/payment-request.ts';
 
-export const RecurringPaymentRequestSchema = z
-  .object({
-    id: z.string(),
-    object: z.literal('recurring_payment_request'),
-    type: z.literal('recurring'),
-    account_id: z.string(),
-    amount: z.number().int(),
-    currency: z.string(),
-    customer_email: z.string(),
-    reference: z.string().nullable(),
-    metadata: z.record(z.string(), z.string()),
-    interval: z.enum(intervalUnits),
-    interval_count: z.number().int(),
-    expires_in: z.number().int().openapi({ description: 'Seconds each issued request stays payable' }),
-    status: z.enum(recurringStatuses),
-    periods_issued: z.number().int().openapi({ description: 'Payment requests issued so far, one per period' }),
-    latest_payment_request_id: z.string().nullable(),
-    next_payment_request_at: timestamp.nullable(),
-    canceled_at: timestamp.nullable(),
-    cancellation_reason: z.enum(['requested', 'account_closed']).nullable(),
-    livemode: z.boolean(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .openapi('RecurringPaymentRequest');
-
-type RecurringLike = RecurringPaymentRequestSnapshot | RecurringPaymentRequest;
-
-export function serializeRecurringPaymentRequest(r: RecurringLike): z.infer<typeof RecurringPaymentRequestSchema> {
-  const interval = 'intervalCount' in r ? { unit: r.interval, count: r.intervalCount } : r.interval;
-  return {
-    id: r.id,
-    object: 'recurring_payment_request',
-    type: 'recurring',
-    account_id: r.accountId,
-    amount: r.amount,
-    currency: r.currency,
-    customer_email: r.customerEmail,
-    reference: r.reference ?? null,
-    metadata: r.metadata,
-    interval: interval.unit,
-    interval_count: interval.count,
-    expires_in: Math.round(r.expiresInMs / 1000),
-    status: r.status,
-    periods_issued: r.issuedPeriods,
-    latest_payment_request_id: r.latestPaymentRequestId ?? null,
-    next_payment_request_at: r.nextPaymentRequestAt ? new Date(r.nextPaymentRequestAt).toISOString() : null,
-    canceled_at: r.canceledAt ? new Date(r.canceledAt).toISOString() : null,
-    cancellation_reason: r.cancellationReason ?? null,
-    livemode: r.livemode,
-    created_at: new Date(r.createdAt).toISOString(),
-    updated_at: new Date(r.updatedAt).toISOString(),
-  };
-}
 
 const CreateBody = z
   .object({
@@ -140,17 +76,12 @@ const cancelRequest = createRoute({
   responses: { 200: { description: 'Canceled', ...json(Created) }, ...errorResponses(401, 404, 409) },
 });
 
-export async function findOwnRecurring(deps: ApiDeps, scope: { accountId: string; livemode: boolean }, id: string): Promise<RecurringPaymentRequest> {
+async function findOwnRecurring(deps: ApiDeps, scope: { accountId: string; livemode: boolean }, id: string): Promise<RecurringPaymentRequest> {
   const row = await deps.orm.em.fork().findOne(RecurringPaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
   if (!row) throw new ApiError('not_found', 'No such payment request.');
   return row;
 }
 
-/** Stops a recurring request through its workflow; `invalid_state` when already canceled. */
-export async function cancelRecurring(deps: ApiDeps, row: RecurringPaymentRequest, reason: CancellationReason): Promise<RecurringPaymentRequestSnapshot> {
-  if (row.status !== 'active') throw new ApiError('invalid_state', 'This recurring payment request is already canceled.');
-  return deps.temporal.workflow.getHandle(row.id).executeUpdate(cancelRecurringPaymentRequestUpdate, { args: [{ reason }] });
-}
 
 export function paymentRequestsApp(deps: ApiDeps) {
   const { orm, config } = deps;
@@ -161,45 +92,17 @@ export function paymentRequestsApp(deps: ApiDeps) {
         return c.json(serializePaymentRequest(await createPaymentRequest(deps, c, body), config.publicUrl), 201);
       }
       const { scope, account } = await requestingAccount(deps, c, body);
-      const id = newId('recurringPaymentRequest');
-      const epoch = new Date(0).toISOString();
-      const interval = { unit: body.interval!, count: body.interval_count ?? 1 };
-      const snapshot: RecurringPaymentRequestSnapshot = {
-        id,
+      const created = await startRecurringPaymentRequest(deps, {
         accountId: scope.accountId,
         livemode: scope.livemode,
+        account: { name: account.name, language: account.settings.language },
         amount: body.amount,
         currency: body.currency,
         customerEmail: body.customer_email,
         reference: body.reference ?? null,
         metadata: body.metadata ?? {},
-        interval,
+        interval: { unit: body.interval!, count: body.interval_count ?? 1 },
         expiresInMs: body.expires_in !== undefined ? body.expires_in * 1000 : defaultExpiryMs,
-        status: 'active',
-        anchor: null,
-        period: 0,
-        issuedPeriods: 0,
-        latestPaymentRequestId: null,
-        nextPaymentRequestAt: null,
-        createdAt: epoch,
-        updatedAt: epoch,
-        canceledAt: null,
-        cancellationReason: null,
-        version: 0,
-      };
-      const input: RecurringPaymentRequestWorkflowInput = { snapshot, accountName: account.name, locale: account.settings.language, publicUrl: config.publicUrl };
-      const created = await deps.temporal.workflow.executeUpdateWithStart(recurringPaymentRequestCreatedUpdate, {
-        startWorkflowOperation: new WithStartWorkflowOperation(recurringPaymentRequestWorkflow, {
-          workflowId: id,
-          taskQueue: config.taskQueue,
-          args: [input],
-          workflowIdConflictPolicy: 'FAIL',
-          staticSummary: `Recurring request of ${formatMoney(body.amount, body.currency)} to ${body.customer_email} every ${interval.count} ${interval.unit}(s)`,
-          typedSearchAttributes: [
-            { key: AccountIdKey, value: scope.accountId },
-            { key: LivemodeKey, value: scope.livemode },
-          ],
-        }),
       });
       return c.json(serializeRecurringPaymentRequest(created), 201);
     })
@@ -215,7 +118,7 @@ export function paymentRequestsApp(deps: ApiDeps) {
       const id = c.req.valid('param').id;
       if (hasPrefix(id, 'recurringPaymentRequest')) {
         const row = await findOwnRecurring(deps, await accountScope(c, orm), id);
-        return c.json(serializeRecurringPaymentRequest(await cancelRecurring(deps, row, 'requested')), 200);
+        return c.json(serializeRecurringPaymentRequest(await cancelRecurringPaymentRequest(deps, row, 'requested')), 200);
       }
       const request = await findOwnPaymentRequest(deps, c, id);
       return c.json(serializePaymentRequest(await cancelPaymentRequest(deps, request, 'requested'), config.publicUrl), 200);

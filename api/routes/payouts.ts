@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { createPayout, startPayoutWorkflow } from '../../activities/payouts.ts';
+import { createPayout, startPayoutWorkflow } from '../../services/payouts.ts';
 import { Account, Payout, payoutMethods, payoutStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { payoutCurrencyProblem, sandboxPayoutArrivalMs } from '../../domain/payouts.ts';
@@ -7,46 +7,11 @@ import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { amount, currency, errorResponses, idParam, timestamp } from '../schemas.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { amount, currency } from '../../objects/common.ts';
+import { PayoutSchema, serializePayout } from '../../objects/payout.ts';
 
 
-export const PayoutSchema = z
-  .object({
-    id: z.string().openapi({ example: 'po_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
-    object: z.literal('payout'),
-    account_id: z.string(),
-    amount: z.number().int(),
-    currency: z.string(),
-    method: z.enum(payoutMethods),
-    status: z.enum(payoutStatuses),
-    description: z.string().nullable(),
-    failure_code: z.string().nullable(),
-    failure_message: z.string().nullable(),
-    livemode: z.boolean(),
-    created_at: timestamp,
-    updated_at: timestamp,
-    paid_at: timestamp.nullable(),
-  })
-  .openapi('Payout');
-
-export function serializePayout(p: Payout): z.infer<typeof PayoutSchema> {
-  return {
-    id: p.id,
-    object: 'payout',
-    account_id: p.accountId,
-    amount: p.amount,
-    currency: p.currency,
-    method: p.method,
-    status: p.status,
-    description: p.description ?? null,
-    failure_code: p.failureCode ?? null,
-    failure_message: p.failureMessage ?? null,
-    livemode: p.livemode,
-    created_at: p.createdAt.toISOString(),
-    updated_at: p.updatedAt.toISOString(),
-    paid_at: p.paidAt?.toISOString() ?? null,
-  };
-}
 
 const CreateBody = z
   .object({

@@ -8,9 +8,10 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
-import { amount, currency, errorResponses, idParam, PlanSchema } from '../schemas.ts';
-import { serializePlan } from '../serializers.ts';
-import { findOwnProduct } from './products.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { findOwnProduct } from '../../services/catalog.ts';
+import { amount, currency } from '../../objects/common.ts';
+import { PlanSchema, serializePlan } from '../../objects/plan.ts';
 
 const CreatePlanBody = z
   .object({

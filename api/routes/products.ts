@@ -1,15 +1,15 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { Product } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
+import { findOwnProduct } from '../../services/catalog.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
-import { errorResponses, idParam, ProductSchema } from '../schemas.ts';
-import { serializeProduct } from '../serializers.ts';
-import { metadataLimits } from './transactions.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { metadataLimits } from '../../objects/common.ts';
+import { ProductSchema, serializeProduct } from '../../objects/product.ts';
 
 const metadataKey = z.string().min(1).max(metadataLimits.keyLength);
 const metadataValue = z.string().max(metadataLimits.valueLength);
@@ -77,11 +77,6 @@ const updateRoute = (method: 'post' | 'patch') =>
     responses: { 200: { description: 'Updated', ...json(ProductSchema) }, ...errorResponses(400, 401, 404) },
   });
 
-export async function findOwnProduct(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
-  const product = await em.findOne(Product, { id, accountId: scope.accountId, livemode: scope.livemode });
-  if (!product) throw new ApiError('not_found', `No such product: ${id}.`);
-  return product;
-}
 
 export function productsApp({ orm }: ApiDeps) {
   const update = async (id: string, body: z.infer<typeof UpdateBody>, scope: { accountId: string; livemode: boolean }) => {

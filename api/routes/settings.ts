@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { recordAccountEvent } from '../../activities/account-events.ts';
+import { recordAccountEvent } from '../../services/account-events.ts';
 import { Account } from '../../db/entities/index.ts';
 import { defaultGracePeriodDays, defaultRetryPolicy, maxGracePeriodDays, retryPolicyProblem } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';

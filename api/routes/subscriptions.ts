@@ -20,8 +20,8 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { errorResponses, idParam, isoInstant, SubscriptionSchema } from '../schemas.ts';
-import { serializeSubscription } from '../serializers.ts';
+import { errorResponses, idParam, isoInstant } from '../schemas.ts';
+import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
 
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 

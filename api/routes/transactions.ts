@@ -1,63 +1,19 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
-import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../activities/payments.ts';
-import { SandboxProcessor, type PaymentProcessor } from '../../activities/processor.ts';
-import { recordTransactionEvents } from '../../activities/transaction-events.ts';
-import { newTransactionFields, recordSucceededTransaction } from '../../activities/transactions.ts';
+import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
+import { SandboxProcessor, type PaymentProcessor } from '../../services/processors/sandbox.ts';
+import { recordTransactionEvents } from '../../services/transaction-events.ts';
+import { newTransactionFields, recordSucceededTransaction } from '../../services/transactions.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { amount, currency, errorResponses, idParam, isoInstant, timestamp } from '../schemas.ts';
+import { errorResponses, idParam, isoInstant } from '../schemas.ts';
+import { amount, currency, metadata, metadataLimits, timestamp } from '../../objects/common.ts';
+import { TransactionSchema, serializeTransaction } from '../../objects/transaction.ts';
 
-/** Metadata limits (Stripe's): 50 keys, keys up to 40 characters, values up to 500. */
-export const metadataLimits = { keys: 50, keyLength: 40, valueLength: 500 };
-export const metadata = z
-  .record(z.string().min(1).max(metadataLimits.keyLength), z.string().max(metadataLimits.valueLength))
-  .refine((value) => Object.keys(value).length <= metadataLimits.keys, { message: `at most ${metadataLimits.keys} keys` });
 
-export const TransactionSchema = z
-  .object({
-    id: z.string(),
-    object: z.literal('transaction'),
-    account_id: z.string(),
-    amount: z.number().int(),
-    currency: z.string(),
-    type: z.enum(transactionTypes),
-    status: z.enum(transactionStatuses),
-    reference: z.string().nullable(),
-    metadata: z.record(z.string(), z.string()),
-    risk_level: z.enum(['low', 'medium', 'high']),
-    failure_code: z.string().nullable(),
-    failure_message: z.string().nullable(),
-    livemode: z.boolean(),
-    created_at: timestamp,
-    updated_at: timestamp,
-    canceled_at: timestamp.nullable(),
-  })
-  .openapi('Transaction');
-
-export function serializeTransaction(t: Transaction): z.infer<typeof TransactionSchema> {
-  return {
-    id: t.id,
-    object: 'transaction',
-    account_id: t.accountId,
-    amount: t.amount,
-    currency: t.currency,
-    type: t.type,
-    status: t.status,
-    reference: t.reference ?? null,
-    metadata: t.metadata,
-    risk_level: t.riskLevel,
-    failure_code: t.failureCode ?? null,
-    failure_message: t.failureMessage ?? null,
-    livemode: t.livemode,
-    created_at: t.createdAt.toISOString(),
-    updated_at: t.updatedAt.toISOString(),
-    canceled_at: t.canceledAt?.toISOString() ?? null,
-  };
-}
 
 const CreateBody = z
   .object({

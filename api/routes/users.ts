@@ -8,8 +8,8 @@ import { hashPassword } from '../auth/passwords.ts';
 import { requireActor, type Principal } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
-import { emailField, errorResponses, idParam, pageQuery, passwordField as password, UserSchema } from '../schemas.ts';
-import { serializeUser } from '../serializers.ts';
+import { emailField, errorResponses, idParam, pageQuery, passwordField as password } from '../schemas.ts';
+import { UserSchema, serializeUser } from '../../objects/user.ts';
 
 const CreateUserBody = z
   .object({

@@ -9,7 +9,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { MiddlewareHandler } from 'hono';
 import { ulid } from 'ulidx';
-import { startDelivery, wakeEventDispatch } from '../../activities/webhooks.ts';
+import { startDelivery, wakeEventDispatch } from '../../services/webhooks.ts';
 import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
@@ -21,7 +21,8 @@ import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { errorResponses, idParam, timestamp } from '../schemas.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+import { DeliverySchema, WebhookEndpointSchema, WithSecretSchema, serializeDelivery, serializeWebhookEndpoint } from '../../objects/webhook-endpoint.ts';
 
 const known = new Set<string>(eventTypes);
 const eventsField = z
@@ -60,57 +61,6 @@ const RedeliverBody = z
   .object({ endpoint_id: z.string().regex(/^we_[0-9a-z]{26}$/, 'must be a we_ id').optional() })
   .strict();
 
-const WebhookEndpointSchema = z
-  .object({
-    id: z.string(),
-    object: z.literal('webhook_endpoint'),
-    url: z.string(),
-    description: z.string().nullable(),
-    events: z.array(z.string()),
-    enabled: z.boolean(),
-    disabled_reason: z.enum(['failing', 'manual']).nullable().openapi({ description: 'failing: disabled after failing for the whole window; manual: PATCH enabled=false' }),
-    disabled_at: timestamp.nullable(),
-    failing_since: timestamp.nullable().openapi({ description: 'The first failed attempt since the last success' }),
-    previous_secret_expires_at: timestamp.nullable().openapi({ description: 'Until then the secret before the last rotation signs too' }),
-    livemode: z.boolean(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .openapi('WebhookEndpoint');
-
-const WithSecretSchema = WebhookEndpointSchema.extend({
-  secret: z.string().openapi({ description: 'The signing secret (whsec_...). Shown only in this response.', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
-}).openapi('WebhookEndpointWithSecret');
-
-const AttemptSchema = z.object({
-  attempt: z.number().int(),
-  attempted_at: timestamp,
-  url: z.string(),
-  succeeded: z.boolean(),
-  status_code: z.number().int().nullable(),
-  latency_ms: z.number().int().nullable(),
-  response_body: z.string().nullable().openapi({ description: 'The first 1 KB of the response' }),
-  error: z.string().nullable(),
-});
-
-const DeliverySchema = z
-  .object({
-    id: z.string().openapi({ description: 'Also the id of the webhookDeliveryWorkflow in Temporal' }),
-    object: z.literal('webhook_delivery'),
-    endpoint_id: z.string(),
-    event_id: z.string(),
-    event_type: z.string(),
-    redelivery: z.boolean(),
-    status: z.enum(['pending', 'succeeded', 'failed', 'canceled']),
-    attempt_count: z.number().int(),
-    last_attempt_at: timestamp.nullable(),
-    next_attempt_at: timestamp.nullable(),
-    completed_at: timestamp.nullable(),
-    livemode: z.boolean(),
-    created_at: timestamp,
-    attempts: z.array(AttemptSchema),
-  })
-  .openapi('WebhookDelivery');
 
 const deliveryCursor = z.string().regex(deliveryIdPattern, 'must be a whd_ delivery id');
 const DeliveriesQuery = z
@@ -129,53 +79,7 @@ const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json
 const tags = ['Webhooks'];
 const who = 'The account owner, an admin (x-account-id) or an API key; members get 403.';
 
-const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
-export function serializeWebhookEndpoint(endpoint: WebhookEndpoint): z.infer<typeof WebhookEndpointSchema> {
-  return {
-    id: endpoint.id,
-    object: 'webhook_endpoint',
-    url: endpoint.url,
-    description: endpoint.description ?? null,
-    events: endpoint.events,
-    enabled: endpoint.enabled,
-    disabled_reason: (endpoint.disabledReason as 'failing' | 'manual' | null) ?? null,
-    disabled_at: iso(endpoint.disabledAt),
-    failing_since: iso(endpoint.failingSince),
-    previous_secret_expires_at: endpoint.previousSecret ? iso(endpoint.previousSecretExpiresAt) : null,
-    livemode: endpoint.livemode,
-    created_at: iso(endpoint.createdAt)!,
-    updated_at: iso(endpoint.updatedAt)!,
-  };
-}
-
-function serializeDelivery(delivery: WebhookDelivery, attempts: WebhookAttempt[]): z.infer<typeof DeliverySchema> {
-  return {
-    id: delivery.id,
-    object: 'webhook_delivery',
-    endpoint_id: delivery.endpointId,
-    event_id: delivery.eventId,
-    event_type: delivery.eventType,
-    redelivery: delivery.redelivery,
-    status: delivery.status,
-    attempt_count: delivery.attemptCount,
-    last_attempt_at: iso(delivery.lastAttemptAt),
-    next_attempt_at: iso(delivery.nextAttemptAt),
-    completed_at: iso(delivery.completedAt),
-    livemode: delivery.livemode,
-    created_at: iso(delivery.createdAt)!,
-    attempts: attempts.map((a) => ({
-      attempt: a.attempt,
-      attempted_at: iso(a.attemptedAt)!,
-      url: a.url,
-      succeeded: a.succeeded,
-      status_code: a.statusCode ?? null,
-      latency_ms: a.latencyMs ?? null,
-      response_body: a.responseBody ?? null,
-      error: a.error ?? null,
-    })),
-  };
-}
 
 async function withAttempts(em: EntityManager, deliveries: WebhookDelivery[]) {
   const attempts = deliveries.length ? await em.find(WebhookAttempt, { deliveryId: { $in: deliveries.map((d) => d.id) } }, { orderBy: { attempt: 'asc', attemptedAt: 'asc' } }) : [];

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SandboxProcessorCharge } from '../db/entities/index.ts';
-import { newId } from '../domain/ids.ts';
+import { SandboxProcessorCharge } from '../../db/entities/index.ts';
+import { newId } from '../../domain/ids.ts';
 
 /** What we ask a payment processor to do: take `amount` from a payment method, once per key. */
 export interface ProcessorChargeRequest {

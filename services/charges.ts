@@ -3,7 +3,7 @@ import { Charge, Customer } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import type { InvoiceLinks } from './invoice-events.ts';
 import { recordInvoiceAttempt, recordInvoicePaymentFailed } from './invoices.ts';
-import type { PaymentProcessor } from './processor.ts';
+import type { PaymentProcessor } from './processors/sandbox.ts';
 
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Invoice } from '../db/entities/index.ts';
 import type { EventType } from '../domain/events.ts';
-import { apiObjects } from './api-objects.ts';
+import { serializeInvoice } from '../objects/invoice.ts';
 import { recordEvent } from './events.ts';
 
 /** What an invoice's events need to show it as the API does (its signed `pdf` link). */
@@ -15,7 +15,7 @@ export interface InvoiceLinks {
  * transactions, so `transaction_id` is null.
  */
 export async function recordInvoiceEvents(em: EntityManager, links: InvoiceLinks, invoice: Invoice, types: EventType[]): Promise<void> {
-  const object = (await apiObjects.invoices()).serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
+  const object = serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
   for (const type of types) {
     await recordEvent(em, { accountId: invoice.accountId, livemode: invoice.livemode, type, object, transactionId: null });
   }

@@ -1,6 +1,7 @@
 import { Subscription, type Customer } from '../db/entities/index.ts';
 import { paymentMethodUpdatedSignal } from '../workflows/subscription.ts';
-import type { ApiDeps } from './deps.ts';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
 
 /**
  * Called by the customer update endpoints (PATCH and POST /v1/customers/{id}) after
@@ -17,7 +18,7 @@ import type { ApiDeps } from './deps.ts';
  * It runs inside the request: an error thrown here answers 500 although the update
  * is saved (a retry of the same PATCH calls it again, see above).
  */
-export async function notifyPaymentMethodUpdated(deps: ApiDeps, customer: Customer): Promise<void> {
+export async function notifyPaymentMethodUpdated(deps: { orm: MikroORM; temporal: Client }, customer: Customer): Promise<void> {
   if (!customer.paymentMethod) return;
   const pastDue = await deps.orm.em.fork().find(Subscription, { customerId: customer.id, accountId: customer.accountId, status: 'past_due' }, { fields: ['id'] });
   await Promise.all(pastDue.map((s) => deps.temporal.workflow.getHandle(s.id).signal(paymentMethodUpdatedSignal)));

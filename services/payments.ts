@@ -6,7 +6,13 @@ import { Transaction, type TransactionStatus } from '../db/entities/index.ts';
 import { paymentSettlementWorkflow } from '../workflows/payment-settlement.ts';
 import { post } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
-import { sandboxSettlementDelayMs, type PaymentProcessor, type ProcessorChargeRequest, type ProcessorChargeResult, type ProcessorSettlement } from './processor.ts';
+import {
+  sandboxSettlementDelayMs,
+  type PaymentProcessor,
+  type ProcessorChargeRequest,
+  type ProcessorChargeResult,
+  type ProcessorSettlement,
+} from './processors/sandbox.ts';
 import type { TransactionFields } from './transactions.ts';
 
 /*

@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Subscription } from '../db/entities/index.ts';
-import { serializeSubscription } from '../api/serializers.ts';
 import { subscriptionEventType } from '../domain/events.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { recordEvent } from './events.ts';
+import { serializeSubscription } from '../objects/subscription.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
 

@@ -7,11 +7,11 @@ import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import { paymentRequestEventTypes, recurringPaymentRequestEventType } from '../domain/events.ts';
-import { apiObjects } from './api-objects.ts';
+import { serializePaymentRequest, serializeRecurringPaymentRequest } from '../objects/payment-request.ts';
 import { recordEvent } from './events.ts';
 import { paymentRequestCreatedUpdate, paymentRequestWorkflow, type PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
-import type { PaymentProcessor } from './processor.ts';
+import type { PaymentProcessor } from './processors/sandbox.ts';
 import { newTransactionFields, recordSucceededTransaction } from './transactions.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
@@ -59,7 +59,7 @@ export async function projectPaymentRequest(em: EntityManager, s: PaymentRequest
     const [previous] = await tx.execute<{ status: string; attempts: number }[]>(`select status, attempts from payment_requests where id = ? for update`, [s.id]);
     const written = await tx.createQueryBuilder(PaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute('run');
     if (written.affectedRows === 0) return;
-    const object = (await apiObjects.payments()).serializePaymentRequest(s, links.publicUrl);
+    const object = serializePaymentRequest(s, links.publicUrl);
     for (const type of paymentRequestEventTypes(previous ?? null, s)) {
       await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object, transactionId: s.transactionId });
     }
@@ -96,7 +96,7 @@ export async function projectRecurringPaymentRequest(em: EntityManager, s: Recur
     const written = await tx.createQueryBuilder(RecurringPaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute('run');
     if (written.affectedRows === 0) return;
     const type = recurringPaymentRequestEventType(previous ?? null, s);
-    await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object: (await apiObjects.paymentRequests()).serializeRecurringPaymentRequest(s), transactionId: null });
+    await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object: serializeRecurringPaymentRequest(s), transactionId: null });
   });
 }
 

@@ -34,7 +34,6 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { serializeEvent } from '../api/serializers.ts';
 import { Account, Event, Transaction, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, type WebhookDeliveryStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
@@ -43,6 +42,7 @@ import { deliveryId, disableWindowMs, endpointWants, retrySchedule, riskScoreHea
 import type { EmailInput } from './email.ts';
 import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
 import { postWebhook, type WebhookResponse } from './webhook-http.ts';
+import { serializeEvent } from '../objects/event.ts';
 
 /** The dispatcher's workflow id on a task queue (one dispatcher per deployment). */
 export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${taskQueue}`;

@@ -21,7 +21,7 @@ import { IdempotencyKey, LoginAttempt, Payout, Transaction } from '../db/entitie
 import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
 import { continuePayment, paymentChargeRequest } from './payments.ts';
 import { startPayoutWorkflow } from './payouts.ts';
-import type { PaymentProcessor } from './processor.ts';
+import type { PaymentProcessor } from './processors/sandbox.ts';
 
 /** Defaults of the maintenance workflow (its input can change them). */
 export const maintenanceDefaults = {

@@ -11,7 +11,7 @@ import { sandboxPayoutArrivalMs } from '../domain/payouts.ts';
 import { payoutWorkflow } from '../workflows/payout.ts';
 import { sendEmailOnce } from './email.ts';
 import { payoutPaidEmail } from '../domain/email-templates.ts';
-import { apiObjects } from './api-objects.ts';
+import { serializePayout } from '../objects/payout.ts';
 import { recordEvent } from './events.ts';
 import { post } from './ledger.ts';
 import type { Mailer } from './mailer.ts';
@@ -33,7 +33,7 @@ export const sandboxPayoutRail: PayoutRail = {
 };
 
 async function recordPayoutEvent(em: EntityManager, payout: Payout, type: EventType): Promise<void> {
-  await recordEvent(em, { accountId: payout.accountId, livemode: payout.livemode, type, object: (await apiObjects.payouts()).serializePayout(payout), transactionId: null });
+  await recordEvent(em, { accountId: payout.accountId, livemode: payout.livemode, type, object: serializePayout(payout), transactionId: null });
 }
 
 export interface NewPayout {

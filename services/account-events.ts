@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { serializeAccount } from '../api/serializers.ts';
 import type { Account } from '../db/entities/index.ts';
 import { recordEvent } from './events.ts';
+import { serializeAccount } from '../objects/account.ts';
 
 /**
  * Records an account event on the caller's database transaction. An account spans

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Transaction } from '../db/entities/index.ts';
 import type { EventType } from '../domain/events.ts';
-import { apiObjects } from './api-objects.ts';
+import { serializeTransaction } from '../objects/transaction.ts';
 import { recordEvent } from './events.ts';
 
 /**
@@ -24,7 +24,7 @@ export async function recordTransactionEvents(em: EntityManager, transaction: Tr
     if (transaction.type === 'payment' && transaction.status === 'succeeded') types.push('payment.succeeded');
     if (transaction.type === 'payment' && transaction.status === 'failed') types.push('payment.failed');
   }
-  const object = (await apiObjects.transactions()).serializeTransaction(transaction);
+  const object = serializeTransaction(transaction);
   for (const type of types) {
     await recordEvent(em, { accountId: transaction.accountId, livemode: transaction.livemode, type, object, transactionId: transaction.id });
   }

@@ -1,0 +1,120 @@
+/**
+ * The repository's import rules, checked by test/import-rules.test.ts:
+ * arrows point inward only, and no module cycle.
+ *
+ *   api → services, objects, workflows, domain, db
+ *   activities → services, workflows, domain, db
+ *   services → objects, workflows, domain, db
+ *   objects → domain, db
+ *   workflows → domain, workflows; `import type` of activities and services only
+ *   domain → domain;  db → db, domain (db/migrate.ts also reads config.ts)
+ *
+ * Route files (api/routes/) do not import each other. Nothing but entry points
+ * (dev/, bench/, test/, sdk/) imports api/. Type-only imports count for the
+ * direction rules, not for cycles (they vanish at run time).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface ImportEdge {
+  from: string;
+  to: string;
+  typeOnly: boolean;
+}
+
+/** Folders whose files the rules cover, and what each may import (besides itself). */
+const allowed: Record<string, string[]> = {
+  api: ['services', 'objects', 'workflows', 'domain', 'db', 'config.ts', 'logger.ts'],
+  activities: ['services', 'workflows', 'domain', 'db', 'objects'],
+  services: ['objects', 'workflows', 'domain', 'db', 'config.ts', 'logger.ts'],
+  objects: ['domain', 'db'],
+  workflows: ['domain'],
+  domain: [],
+  db: ['domain', 'config.ts', 'logger.ts'],
+  'worker.ts': ['activities', 'services', 'workflows', 'domain', 'db', 'config.ts', 'logger.ts'],
+};
+/** Imported for their types only, where a value import is not allowed. */
+const typeOnlyAllowed: Record<string, string[]> = { workflows: ['activities', 'services'] };
+
+const skipDirs = new Set(['node_modules', '.git', 'dashboard', 'test-results']);
+const importPattern = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+
+/** Every relative import of every .ts file under `root` (paths relative to root). */
+export function readImports(root: string): ImportEdge[] {
+  const edges: ImportEdge[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.') || skipDirs.has(entry.name)) continue;
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (/\.tsx?$/.test(entry.name)) {
+        const from = path.relative(root, full);
+        for (const m of fs.readFileSync(full, 'utf8').matchAll(importPattern)) {
+          const spec = m[3] ?? m[4]!;
+          const to = path.normalize(path.join(path.dirname(from), spec));
+          edges.push({ from, to, typeOnly: Boolean(m[2]) });
+        }
+      }
+    }
+  };
+  walk(root);
+  return edges;
+}
+
+const roomOf = (file: string) => file.split(path.sep)[0]!;
+
+/** What breaks the rules: one line per offending import, and one per cycle. */
+export function checkImportRules(root: string): string[] {
+  const edges = readImports(root);
+  const problems: string[] = [];
+  for (const { from, to, typeOnly } of edges) {
+    const source = roomOf(from);
+    const target = roomOf(to);
+    if (source === 'api' && target === 'api' && from.startsWith(`api${path.sep}routes${path.sep}`) && to.startsWith(`api${path.sep}routes${path.sep}`)) {
+      problems.push(`${from} imports ${to}: a route file imports another route file (share through services/, objects/ or an api/ helper)`);
+      continue;
+    }
+    if (source === target || !(source in allowed)) continue;
+    if (allowed[source]!.includes(target)) continue;
+    if (typeOnly && typeOnlyAllowed[source]?.includes(target)) continue;
+    problems.push(`${from} imports ${to}: ${source}/ may not import ${target}${target.endsWith('.ts') ? '' : '/'}${typeOnlyAllowed[source]?.includes(target) ? ' except with `import type`' : ''}`);
+  }
+  for (const cycle of findCycles(edges.filter((e) => !e.typeOnly))) problems.push(`import cycle: ${cycle.join(' → ')} → ${cycle[0]}`);
+  return problems;
+}
+
+/** Strongly connected components of more than one file (Tarjan), each as a list of files. */
+export function findCycles(edges: ImportEdge[]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const e of edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) cycles.push(component.sort());
+    }
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
+  return cycles;
+}

@@ -1,0 +1,44 @@
+import { z } from '@hono/zod-openapi';
+import { payoutMethods, payoutStatuses, type Payout } from '../db/entities/index.ts';
+import { timestamp } from './common.ts';
+
+/** A payout of the balance. */
+
+
+export const PayoutSchema = z
+  .object({
+    id: z.string().openapi({ example: 'po_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+    object: z.literal('payout'),
+    account_id: z.string(),
+    amount: z.number().int(),
+    currency: z.string(),
+    method: z.enum(payoutMethods),
+    status: z.enum(payoutStatuses),
+    description: z.string().nullable(),
+    failure_code: z.string().nullable(),
+    failure_message: z.string().nullable(),
+    livemode: z.boolean(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    paid_at: timestamp.nullable(),
+  })
+  .openapi('Payout');
+
+export function serializePayout(p: Payout): z.infer<typeof PayoutSchema> {
+  return {
+    id: p.id,
+    object: 'payout',
+    account_id: p.accountId,
+    amount: p.amount,
+    currency: p.currency,
+    method: p.method,
+    status: p.status,
+    description: p.description ?? null,
+    failure_code: p.failureCode ?? null,
+    failure_message: p.failureMessage ?? null,
+    livemode: p.livemode,
+    created_at: p.createdAt.toISOString(),
+    updated_at: p.updatedAt.toISOString(),
+    paid_at: p.paidAt?.toISOString() ?? null,
+  };
+}

@@ -1,0 +1,121 @@
+import { z } from '@hono/zod-openapi';
+import type { Subscription } from '../db/entities/index.ts';
+import { billingCycleModes, subscriptionStatuses, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import { isoOrNull, timestamp } from './common.ts';
+
+/** A subscription, from its projection row or from the workflow's own snapshot. */
+
+
+export const SubscriptionSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('subscription'),
+    status: z.enum(subscriptionStatuses),
+    customer_id: z.string(),
+    plan: z.string(),
+    pending_plan: z.string().nullable().openapi({ description: 'A downgrade that takes effect at the next renewal' }),
+    livemode: z.boolean(),
+    billing_cycle_anchor: timestamp.nullable().openapi({ description: 'Periods are counted from here' }),
+    billing_cycle_mode: z.enum(billingCycleModes),
+    trial_start: timestamp.nullable(),
+    trial_end: timestamp.nullable(),
+    current_period_start: timestamp.nullable(),
+    current_period_end: timestamp.nullable(),
+    billing_cycle: z.number().int().openapi({ description: '0-based index of the current (or first) billing period' }),
+    latest_invoice: z.string().nullable(),
+    cancel_at_period_end: z.boolean(),
+    canceled_at: timestamp.nullable(),
+    ended_reason: z.string().nullable().openapi({ description: 'requested, payment_failed, trial_without_payment_method, account_closed' }),
+    pause_collection: z
+      .object({ paused_at: timestamp, resumes_at: timestamp.nullable(), reason: z.string() })
+      .nullable()
+      .openapi({ description: 'Set while paused; resumes_at null means until resumed' }),
+    grace_period_days: z.number().int().nullable().openapi({ description: "Overrides the account's grace period" }),
+    dunning: z
+      .object({
+        invoice: z.string(),
+        attempt_count: z.number().int(),
+        first_failed_at: timestamp.openapi({ description: 'Retries are scheduled from here' }),
+        next_payment_attempt: timestamp.nullable(),
+        grace_period_ends_at: timestamp.nullable(),
+        final_action: z.enum(['cancel', 'pause']),
+        last_payment_error: z.object({ code: z.string(), message: z.string() }),
+      })
+      .nullable()
+      .openapi({ description: 'Set while past due' }),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .openapi('Subscription');
+
+type Instant = Date | string | null;
+type SubscriptionLike = Pick<
+  SubscriptionSnapshot,
+  | 'id'
+  | 'status'
+  | 'customerId'
+  | 'planId'
+  | 'pendingPlanId'
+  | 'livemode'
+  | 'billingCycle'
+  | 'billingCycleMode'
+  | 'latestInvoiceId'
+  | 'cancelAtPeriodEnd'
+  | 'endedReason'
+  | 'pauseReason'
+  | 'gracePeriodDays'
+  | 'dunning'
+> & {
+  billingAnchor: Instant;
+  trialStart: Instant;
+  trialEnd: Instant;
+  currentPeriodStart: Instant;
+  currentPeriodEnd: Instant;
+  canceledAt: Instant;
+  pausedAt: Instant;
+  pauseUntil: Instant;
+  createdAt: Date | string;
+  updatedAt: Date | string;
+};
+
+/** Works on the projection row and on the workflow's own snapshot alike. */
+export function serializeSubscription(subscription: SubscriptionLike | Subscription | SubscriptionSnapshot): z.infer<typeof SubscriptionSchema> {
+  const s = subscription as SubscriptionLike;
+  const d = s.dunning ?? null;
+  return {
+    id: s.id,
+    object: 'subscription',
+    status: s.status,
+    customer_id: s.customerId,
+    plan: s.planId,
+    pending_plan: s.pendingPlanId ?? null,
+    livemode: s.livemode,
+    billing_cycle_anchor: isoOrNull(s.billingAnchor),
+    billing_cycle_mode: s.billingCycleMode,
+    trial_start: isoOrNull(s.trialStart),
+    trial_end: isoOrNull(s.trialEnd),
+    current_period_start: isoOrNull(s.currentPeriodStart),
+    current_period_end: isoOrNull(s.currentPeriodEnd),
+    billing_cycle: s.billingCycle,
+    latest_invoice: s.latestInvoiceId ?? null,
+    cancel_at_period_end: s.cancelAtPeriodEnd,
+    canceled_at: isoOrNull(s.canceledAt),
+    ended_reason: s.endedReason ?? null,
+    pause_collection:
+      s.status === 'paused' && s.pausedAt ? { paused_at: isoOrNull(s.pausedAt)!, resumes_at: isoOrNull(s.pauseUntil), reason: s.pauseReason ?? 'requested' } : null,
+    grace_period_days: s.gracePeriodDays ?? null,
+    dunning: d
+      ? {
+          invoice: d.invoiceId,
+          attempt_count: d.attempts,
+          first_failed_at: d.firstFailedAt,
+          next_payment_attempt: d.nextRetryAt,
+          grace_period_ends_at: d.graceEndsAt,
+          final_action: d.finalAction,
+          last_payment_error: { code: d.lastFailureCode, message: d.lastFailureMessage },
+        }
+      : null,
+    created_at: new Date(s.createdAt).toISOString(),
+    updated_at: new Date(s.updatedAt).toISOString(),
+  };
+}

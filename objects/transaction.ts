@@ -1,0 +1,48 @@
+import { z } from '@hono/zod-openapi';
+import { transactionStatuses, transactionTypes, type Transaction } from '../db/entities/index.ts';
+import { timestamp } from './common.ts';
+
+/** A transaction of the ledger. */
+
+
+export const TransactionSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('transaction'),
+    account_id: z.string(),
+    amount: z.number().int(),
+    currency: z.string(),
+    type: z.enum(transactionTypes),
+    status: z.enum(transactionStatuses),
+    reference: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()),
+    risk_level: z.enum(['low', 'medium', 'high']),
+    failure_code: z.string().nullable(),
+    failure_message: z.string().nullable(),
+    livemode: z.boolean(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    canceled_at: timestamp.nullable(),
+  })
+  .openapi('Transaction');
+
+export function serializeTransaction(t: Transaction): z.infer<typeof TransactionSchema> {
+  return {
+    id: t.id,
+    object: 'transaction',
+    account_id: t.accountId,
+    amount: t.amount,
+    currency: t.currency,
+    type: t.type,
+    status: t.status,
+    reference: t.reference ?? null,
+    metadata: t.metadata,
+    risk_level: t.riskLevel,
+    failure_code: t.failureCode ?? null,
+    failure_message: t.failureMessage ?? null,
+    livemode: t.livemode,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+    canceled_at: t.canceledAt?.toISOString() ?? null,
+  };
+}

@@ -1,0 +1,133 @@
+/**
+ * Commands on payment-request workflows that the API gives (create, cancel, stop a
+ * recurring one), and the account closure: start or update the workflow, answer
+ * with its recorded state.
+ */
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { PaymentRequest, type RecurringPaymentRequest } from '../db/entities/index.ts';
+import { ApiError } from '../domain/errors.ts';
+import { newId } from '../domain/ids.ts';
+import { formatMoney } from '../domain/money.ts';
+import type { BillingInterval } from '../domain/billing-calendar.ts';
+import { initialPaymentRequestSnapshot, initialRecurringPaymentRequestSnapshot, type CancellationReason, type PaymentRequestSnapshot, type RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
+import { cancelPaymentRequestUpdate, paymentRequestCreatedUpdate, paymentRequestWorkflow } from '../workflows/payment-request.ts';
+import { cancelRecurringPaymentRequestUpdate, recurringPaymentRequestCreatedUpdate, recurringPaymentRequestWorkflow } from '../workflows/recurring-payment-request.ts';
+import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
+import { allocatePaymentRequest } from './payment-requests.ts';
+
+/** What a command needs: Temporal to start or message workflows, the task queue, the public URL for links, the database to re-read. */
+export interface WorkflowCommandDeps {
+  orm: MikroORM;
+  temporal: Client;
+  config: { taskQueue: string; publicUrl: string };
+}
+
+export interface StartPaymentRequest {
+  accountId: string;
+  livemode: boolean;
+  account: { name: string; language: string };
+  amount: number;
+  currency: string;
+  customerEmail: string;
+  reference: string | null;
+  metadata: Record<string, string>;
+  /** An explicit expiry (ISO), or null to expire `expiresInMs` after the workflow records the request. */
+  expiresAt: string | null;
+  expiresInMs: number;
+}
+
+/** Starts a payment request's workflow and answers with its first recorded state (update-with-start). */
+export async function startPaymentRequest(deps: WorkflowCommandDeps, request: StartPaymentRequest): Promise<PaymentRequestSnapshot> {
+  const { id, token } = allocatePaymentRequest();
+  const snapshot = initialPaymentRequestSnapshot({
+    id,
+    accountId: request.accountId,
+    livemode: request.livemode,
+    amount: request.amount,
+    currency: request.currency,
+    customerEmail: request.customerEmail,
+    reference: request.reference,
+    metadata: request.metadata,
+    token,
+    recurringPaymentRequestId: null,
+    period: null,
+  });
+  return deps.temporal.workflow.executeUpdateWithStart(paymentRequestCreatedUpdate, {
+    startWorkflowOperation: new WithStartWorkflowOperation(paymentRequestWorkflow, {
+      workflowId: id,
+      taskQueue: deps.config.taskQueue,
+      args: [
+        {
+          request: snapshot,
+          accountName: request.account.name,
+          locale: request.account.language,
+          publicUrl: deps.config.publicUrl,
+          expiresInMs: request.expiresInMs,
+          expiresAt: request.expiresAt,
+        },
+      ],
+      workflowIdConflictPolicy: 'FAIL',
+      staticSummary: `Payment request of ${formatMoney(request.amount, request.currency)} to ${request.customerEmail}`,
+      typedSearchAttributes: [
+        { key: AccountIdKey, value: request.accountId },
+        { key: LivemodeKey, value: request.livemode },
+      ],
+    }),
+  });
+}
+
+/** Starts a recurring request's workflow (it sends the first request at once) and answers with its first recorded state. */
+export async function startRecurringPaymentRequest(
+  deps: WorkflowCommandDeps,
+  request: Omit<StartPaymentRequest, 'expiresAt'> & { interval: BillingInterval },
+): Promise<RecurringPaymentRequestSnapshot> {
+  const snapshot = initialRecurringPaymentRequestSnapshot({
+    id: newId('recurringPaymentRequest'),
+    accountId: request.accountId,
+    livemode: request.livemode,
+    amount: request.amount,
+    currency: request.currency,
+    customerEmail: request.customerEmail,
+    reference: request.reference,
+    metadata: request.metadata,
+    interval: request.interval,
+    expiresInMs: request.expiresInMs,
+  });
+  const { interval } = request;
+  return deps.temporal.workflow.executeUpdateWithStart(recurringPaymentRequestCreatedUpdate, {
+    startWorkflowOperation: new WithStartWorkflowOperation(recurringPaymentRequestWorkflow, {
+      workflowId: snapshot.id,
+      taskQueue: deps.config.taskQueue,
+      args: [{ snapshot, accountName: request.account.name, locale: request.account.language, publicUrl: deps.config.publicUrl }],
+      workflowIdConflictPolicy: 'FAIL',
+      staticSummary: `Recurring request of ${formatMoney(request.amount, request.currency)} to ${request.customerEmail} every ${interval.count} ${interval.unit}(s)`,
+      typedSearchAttributes: [
+        { key: AccountIdKey, value: request.accountId },
+        { key: LivemodeKey, value: request.livemode },
+      ],
+    }),
+  });
+}
+
+/**
+ * Cancels a pending request through its workflow, which refuses (`invalid_state`)
+ * one that is no longer pending; the answer comes after the projection says canceled.
+ */
+export async function cancelPaymentRequest(deps: WorkflowCommandDeps, request: PaymentRequest, reason: CancellationReason): Promise<PaymentRequestSnapshot> {
+  if (request.status !== 'pending') throw new ApiError('invalid_state', `This payment request is already ${request.status}.`);
+  try {
+    return await deps.temporal.workflow.getHandle(request.id).executeUpdate(cancelPaymentRequestUpdate, { args: [{ reason }] });
+  } catch (error) {
+    // The workflow may have ended (paid, expired) after the projection was read.
+    const now = await deps.orm.em.fork().findOne(PaymentRequest, { id: request.id });
+    if (now && now.status !== 'pending') throw new ApiError('invalid_state', `This payment request is already ${now.status}.`);
+    throw error;
+  }
+}
+
+/** Stops a recurring request through its workflow; `invalid_state` when already canceled. */
+export async function cancelRecurringPaymentRequest(deps: WorkflowCommandDeps, row: RecurringPaymentRequest, reason: CancellationReason): Promise<RecurringPaymentRequestSnapshot> {
+  if (row.status !== 'active') throw new ApiError('invalid_state', 'This recurring payment request is already canceled.');
+  return deps.temporal.workflow.getHandle(row.id).executeUpdate(cancelRecurringPaymentRequestUpdate, { args: [{ reason }] });
+}
