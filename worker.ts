@@ -10,7 +10,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterSt
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
 import { ensureMaintenanceWorkflow } from './services/maintenance.ts';
-import { wakeDispatchAfterActivities } from './services/webhook-wake.ts';
+import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
 import { createMailer, type Mailer } from './services/mailer.ts';
 import type { PaymentProcessor } from './services/processors/sandbox.ts';
 import { ConfigError, loadConfig } from './config.ts';

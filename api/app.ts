@@ -29,7 +29,9 @@ import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
 import { usersApp } from './routes/users.ts';
-import { webhookWake, webhooksApps } from './routes/webhooks.ts';
+import { webhooksApps } from './routes/webhooks.ts';
+import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
+import { createDispatchWaker } from '../services/webhook-wake.ts';
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
 export function createApp(deps: ApiDeps) {
@@ -46,14 +48,19 @@ export function createApp(deps: ApiDeps) {
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
   app.use('/v1/*', idempotencyKeys(deps.orm));
-  // After each write on an account with webhook endpoints: wake the event dispatcher (routes/webhooks.ts).
-  const wake = webhookWake(deps);
-  app.use('/v1/*', wake.middleware);
+  // After each write on an account with webhook endpoints: wake the event dispatcher (services/webhook-wake.ts).
+  const wake = createDispatchWaker({
+    orm: deps.orm,
+    client: () => deps.temporal,
+    taskQueue: deps.config.taskQueue,
+    onError: (error) => deps.logger.warn({ err: error }, 'could not wake the webhook dispatcher; its timer will pick the events up'),
+  });
+  app.use('/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's POST /api/v1/payment-requests: the same JSON bodies, credentials and Idempotency-Key as /v1.
   app.use('/api/v1/*', jsonBodies());
   app.use('/api/v1/*', authenticate(deps.orm, deps.config.auth));
   app.use('/api/v1/*', idempotencyKeys(deps.orm));
-  app.use('/api/v1/*', wake.middleware);
+  app.use('/api/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
   app.use('/invoices', authenticate(deps.orm, deps.config.auth));
 

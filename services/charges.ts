@@ -8,6 +8,9 @@ import type { PaymentProcessor } from './processors/sandbox.ts';
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
   idempotencyKey: string;
+  /** The invoice this charge pays, and which attempt at it this is (1-based). */
+  invoiceId: string;
+  attempt: number;
   accountId: string;
   customerId: string;
   amount: number;
@@ -34,7 +37,7 @@ export type ChargeOutcome =
 export async function chargeCustomer(em: EntityManager, processor: PaymentProcessor, input: ChargeInput, links: InvoiceLinks): Promise<ChargeOutcome> {
   const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) {
-    await recordInvoiceAttempt(em, input.idempotencyKey);
+    await recordInvoiceAttempt(em, input.invoiceId, input.attempt);
     return toOutcome(existing);
   }
 
@@ -42,12 +45,12 @@ export async function chargeCustomer(em: EntityManager, processor: PaymentProces
   if (!customer?.paymentMethod) {
     // No charge row is written, so the attempt count tells a first call from a retry: only the first records the failure's events.
     await em.transactional(async (tx) => {
-      if (await recordInvoiceAttempt(tx, input.idempotencyKey)) await recordInvoicePaymentFailed(tx, links, input.idempotencyKey);
+      if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt)) await recordInvoicePaymentFailed(tx, links, input.invoiceId);
     });
     return { status: 'failed', chargeId: null, failureCode: 'no_payment_method', failureMessage: 'The customer has no payment method.' };
   }
   const paymentMethod = customer.paymentMethod;
-  await recordInvoiceAttempt(em, input.idempotencyKey);
+  await recordInvoiceAttempt(em, input.invoiceId, input.attempt);
   const answer = await processor.charge({
     idempotencyKey: input.idempotencyKey,
     amount: input.amount,
@@ -81,7 +84,7 @@ export async function chargeCustomer(em: EntityManager, processor: PaymentProces
       .ignore()
       .execute('run');
     // The charge row and the events of a decline commit together; a racing second insert records neither.
-    if (inserted.affectedRows > 0 && result.status === 'failed') await recordInvoicePaymentFailed(tx, links, input.idempotencyKey);
+    if (inserted.affectedRows > 0 && result.status === 'failed') await recordInvoicePaymentFailed(tx, links, input.invoiceId);
   });
   return toOutcome(await em.findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
 }

@@ -181,14 +181,12 @@ export async function invoiceState(em: EntityManager, invoiceId: string): Promis
 }
 
 /**
- * Counts a payment attempt on the invoice whose billing key starts the charge's
- * idempotency key (`<billingKey>:attempt:<n>`). Idempotent: the count only rises to n.
- * Answers whether this call raised it (false for a repeat). Runs on `em`'s transaction.
+ * Counts payment attempt `attempt` on an invoice. Idempotent: the count only rises
+ * to `attempt`. Answers whether this call raised it (false for a repeat). Runs on
+ * `em`'s transaction.
  */
-export async function recordInvoiceAttempt(em: EntityManager, idempotencyKey: string): Promise<boolean> {
-  const match = /^(.+):attempt:(\d+)$/.exec(idempotencyKey);
-  if (!match) return false;
-  const changed = await em.nativeUpdate(Invoice, { billingKey: match[1], attemptCount: { $lt: Number(match[2]) } }, { attemptCount: Number(match[2]) });
+export async function recordInvoiceAttempt(em: EntityManager, invoiceId: string, attempt: number): Promise<boolean> {
+  const changed = await em.nativeUpdate(Invoice, { id: invoiceId, attemptCount: { $lt: attempt } }, { attemptCount: attempt });
   return changed > 0;
 }
 
@@ -197,8 +195,7 @@ export async function recordInvoiceAttempt(em: EntityManager, idempotencyKey: st
  * `payment.failed`, with the invoice), on `em`'s transaction. Charges that pay no
  * invoice record nothing.
  */
-export async function recordInvoicePaymentFailed(em: EntityManager, links: InvoiceLinks, idempotencyKey: string): Promise<void> {
-  const match = /^(.+):attempt:(\d+)$/.exec(idempotencyKey);
-  const invoice = match ? await em.findOne(Invoice, { billingKey: match[1] }, { refresh: true }) : null;
+export async function recordInvoicePaymentFailed(em: EntityManager, links: InvoiceLinks, invoiceId: string): Promise<void> {
+  const invoice = await em.findOne(Invoice, { id: invoiceId }, { refresh: true });
   if (invoice) await recordInvoiceEvents(em, links, invoice, ['invoice.payment_failed', 'payment.failed']);
 }

@@ -9,6 +9,7 @@ import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '..
 import { paymentRequestEventTypes, recurringPaymentRequestEventType } from '../domain/events.ts';
 import { serializePaymentRequest, serializeRecurringPaymentRequest } from '../objects/payment-request.ts';
 import { recordEvent } from './events.ts';
+import { writeVersioned } from './versioned-write.ts';
 import { paymentRequestCreatedUpdate, paymentRequestWorkflow, type PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import type { PaymentProcessor } from './processors/sandbox.ts';
@@ -53,12 +54,13 @@ export async function projectPaymentRequest(em: EntityManager, s: PaymentRequest
     createdAt: new Date(s.createdAt),
     updatedAt: new Date(s.updatedAt),
   };
-  const { id: _id, accountId: _accountId, token: _token, createdAt: _createdAt, ...changes } = row;
   await em.transactional(async (tx) => {
-    // The row as it was, locked until commit, names the events; a write that changes nothing (a retry) records none.
-    const [previous] = await tx.execute<{ status: string; attempts: number }[]>(`select status, attempts from payment_requests where id = ? for update`, [s.id]);
-    const written = await tx.createQueryBuilder(PaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute('run');
-    if (written.affectedRows === 0) return;
+    // The row as it was names the events; a write that changes nothing (a retry) records none.
+    const { written, previous } = await writeVersioned<typeof row, { status: string; attempts: number }>(tx, PaymentRequest, 'payment_requests', row, {
+      insertOnly: ['accountId', 'token', 'createdAt'],
+      previousColumns: ['status', 'attempts'],
+    });
+    if (!written) return;
     const object = serializePaymentRequest(s, links.publicUrl);
     for (const type of paymentRequestEventTypes(previous ?? null, s)) {
       await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object, transactionId: s.transactionId });
@@ -90,11 +92,12 @@ export async function projectRecurringPaymentRequest(em: EntityManager, s: Recur
     createdAt: new Date(s.createdAt),
     updatedAt: new Date(s.updatedAt),
   };
-  const { id: _id, accountId: _accountId, createdAt: _createdAt, ...changes } = row;
   await em.transactional(async (tx) => {
-    const [previous] = await tx.execute<{ status: string }[]>(`select status from recurring_payment_requests where id = ? for update`, [s.id]);
-    const written = await tx.createQueryBuilder(RecurringPaymentRequest).insert(row).onConflict('id').merge(changes).where({ version: { $lt: s.version } }).execute('run');
-    if (written.affectedRows === 0) return;
+    const { written, previous } = await writeVersioned<typeof row, { status: string }>(tx, RecurringPaymentRequest, 'recurring_payment_requests', row, {
+      insertOnly: ['accountId', 'createdAt'],
+      previousColumns: ['status'],
+    });
+    if (!written) return;
     const type = recurringPaymentRequestEventType(previous ?? null, s);
     await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object: serializeRecurringPaymentRequest(s), transactionId: null });
   });

@@ -3,6 +3,7 @@ import { Subscription } from '../db/entities/index.ts';
 import { subscriptionEventType } from '../domain/events.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { recordEvent } from './events.ts';
+import { writeVersioned } from './versioned-write.ts';
 import { serializeSubscription } from '../objects/subscription.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
@@ -44,19 +45,13 @@ export async function projectSubscription(em: EntityManager, snapshot: Subscript
     createdAt: new Date(snapshot.createdAt),
     updatedAt: new Date(snapshot.updatedAt),
   };
-  const { id: _id, accountId: _accountId, createdAt: _createdAt, ...changes } = row;
   await em.transactional(async (tx) => {
-    // The row as it was (locked until commit), to name the event of this write.
-    const [previous] = await tx.execute<{ status: string; plan_id: string }[]>(`select status, plan_id from subscriptions where id = ? for update`, [snapshot.id]);
-    const written = await tx
-      .createQueryBuilder(Subscription)
-      .insert(row)
-      .onConflict('id')
-      .merge(changes)
-      .where({ version: { $lt: snapshot.version } })
-      .execute('run');
+    const { written, previous } = await writeVersioned<typeof row, { status: string; plan_id: string }>(tx, Subscription, 'subscriptions', row, {
+      insertOnly: ['accountId', 'createdAt'],
+      previousColumns: ['status', 'plan_id'],
+    });
     // A retried or late write changes no row, and so records no event.
-    if (written.affectedRows === 0) return;
+    if (!written) return;
     await recordEvent(tx, {
       accountId: snapshot.accountId,
       livemode: snapshot.livemode,

@@ -1,53 +1,83 @@
 /**
- * The dispatcher's fast path for changes made by workflows (renewals, settled
- * payments, dunning...): their activities record events too, and this worker
- * interceptor wakes the dispatcher after each activity completes (after its
- * database transaction committed), so those events go out at once instead of
- * at the dispatcher's next timer. Only while the deployment has an enabled
- * webhook endpoint (checked at most every 5 s), and at most one wake-up per
- * 200 ms per worker (a trailing one follows a burst), never for the webhook
- * activities themselves.
+ * The one wake-up of the webhook dispatcher. Every change records its events in
+ * the outbox; the dispatcher (workflows/webhooks.ts) delivers them on its own
+ * timer, and a wake-up right after a change makes that immediate. Used by the
+ * API after each write (api/middleware/webhook-wake.ts) and by the worker after
+ * each activity (events recorded by workflow-driven changes).
+ *
+ * It only wakes while the account (or, for the worker, the deployment) has an
+ * enabled endpoint: that is cached for 5 s per process, and forgotten when an
+ * endpoint changes. Wake-ups are at most one per 200 ms per process, with a
+ * trailing one after a burst. Best effort: a lost wake-up only delays delivery
+ * until the dispatcher's timer.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import { wakeEventDispatch } from './webhooks.ts';
 
-const webhookActivities = new Set(['dispatchWebhookEvents', 'attemptWebhookDelivery', 'finishWebhookDelivery', 'webhookDisabledEmail', 'sendEmail']);
+export interface DispatchWaker {
+  /** After a change: wakes the dispatcher if `scope` (or, without it, any account) has an enabled endpoint. Not awaited; never throws. */
+  afterChange(scope?: { accountId: string; livemode: boolean }): void;
+  /** Starts the dispatcher if needed and wakes it now; awaited (errors are reported, not thrown). */
+  wake(): Promise<void>;
+  /** Forgets what is cached about an account's endpoints (after one was created, changed or deleted). */
+  forget(accountId: string): void;
+}
 
-export function wakeDispatchAfterActivities(orm: MikroORM): ActivityInterceptorsFactory {
-  let hasEndpoints = false;
-  let checkedAt = 0;
+export interface DispatchWakerDeps {
+  orm: MikroORM;
+  /** The Temporal client; a function because the worker only has one inside an activity. */
+  client: () => Client;
+  taskQueue: string;
+  onError: (error: unknown) => void;
+}
+
+const cacheMs = 5_000;
+const minGapMs = 200;
+
+export function createDispatchWaker({ orm, client, taskQueue, onError }: DispatchWakerDeps): DispatchWaker {
+  const cache = new Map<string, { has: boolean; until: number }>();
   let lastWake = 0;
   let trailing: NodeJS.Timeout | undefined;
-  const check = async () => {
-    if (Date.now() - checkedAt < 5_000) return hasEndpoints;
-    checkedAt = Date.now();
-    const rows = await orm.em.getConnection().execute<unknown[]>('select 1 from webhook_endpoints where enabled limit 1');
-    hasEndpoints = rows.length > 0;
-    return hasEndpoints;
+
+  const hasEndpoints = async (scope?: { accountId: string; livemode: boolean }) => {
+    const key = scope ? `${scope.accountId}:${scope.livemode}` : '*';
+    const hit = cache.get(key);
+    if (hit && hit.until > Date.now()) return hit.has;
+    const rows = scope
+      ? await orm.em.getConnection().execute<unknown[]>('select 1 from webhook_endpoints where account_id = ? and livemode = ? and enabled limit 1', [scope.accountId, scope.livemode])
+      : await orm.em.getConnection().execute<unknown[]>('select 1 from webhook_endpoints where enabled limit 1');
+    if (cache.size > 10_000) cache.clear();
+    cache.set(key, { has: rows.length > 0, until: Date.now() + cacheMs });
+    return rows.length > 0;
   };
-  return (ctx) => ({
-    inbound: {
-      async execute(input, next) {
-        const result = await next(input);
-        if (webhookActivities.has(ctx.info.activityType)) return result;
-        const wake = () => {
-          lastWake = Date.now();
-          wakeEventDispatch(ctx.client, ctx.info.taskQueue).catch(() => undefined);
-        };
-        void check()
-          .then((has) => {
-            if (!has) return;
-            const since = Date.now() - lastWake;
-            if (since >= 200) wake();
-            else trailing ??= setTimeout(() => {
-              trailing = undefined;
-              wake();
-            }, 200 - since);
-          })
-          .catch(() => undefined);
-        return result;
-      },
+
+  const wake = async () => {
+    lastWake = Date.now();
+    await wakeEventDispatch(client(), taskQueue).catch(onError);
+  };
+
+  const throttledWake = () => {
+    const since = Date.now() - lastWake;
+    if (since >= minGapMs) void wake();
+    else
+      trailing ??= setTimeout(() => {
+        trailing = undefined;
+        void wake();
+      }, minGapMs - since);
+  };
+
+  return {
+    wake,
+    afterChange(scope) {
+      void hasEndpoints(scope)
+        .then((has) => (has ? throttledWake() : undefined))
+        .catch(onError);
     },
-  });
+    forget(accountId) {
+      cache.delete(`${accountId}:true`);
+      cache.delete(`${accountId}:false`);
+      cache.delete('*');
+    },
+  };
 }

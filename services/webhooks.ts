@@ -43,6 +43,7 @@ import type { EmailInput } from './email.ts';
 import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
 import { postWebhook, type WebhookResponse } from './webhook-http.ts';
 import { serializeEvent } from '../objects/event.ts';
+import { eventDispatchWorkflow, wakeSignal, webhookDeliveryWorkflow, type WebhookDeliveryInput } from '../workflows/webhooks.ts';
 
 /** The dispatcher's workflow id on a task queue (one dispatcher per deployment). */
 export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${taskQueue}`;
@@ -53,11 +54,11 @@ export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${
  * until the dispatcher's own timer (see workflows/webhooks.ts).
  */
 export async function wakeEventDispatch(client: Client, taskQueue: string): Promise<void> {
-  await client.workflow.signalWithStart('eventDispatchWorkflow', {
+  await client.workflow.signalWithStart(eventDispatchWorkflow, {
     workflowId: eventDispatchWorkflowId(taskQueue),
     taskQueue,
     args: [{}],
-    signal: 'wake',
+    signal: wakeSignal,
     signalArgs: [],
   });
 }
@@ -88,21 +89,14 @@ export interface AttemptMade {
   disabled?: { endpointId: string; disabledAt: string };
 }
 
-/** webhookDeliveryWorkflow's input. */
-export interface DeliveryInput {
-  deliveryId: string;
-  livemode: boolean;
-  /** Absent: the workflow makes the first attempt. */
-  after?: AttemptMade;
-}
 
 /** Starts a delivery's workflow; a start of an id Temporal already has counts as done. Returns whether it started one. */
 export async function startDelivery(client: Client, taskQueue: string, delivery: { id: string; livemode: boolean }, after?: AttemptMade): Promise<boolean> {
   try {
-    await client.workflow.start('webhookDeliveryWorkflow', {
+    await client.workflow.start(webhookDeliveryWorkflow, {
       workflowId: delivery.id,
       taskQueue,
-      args: [{ deliveryId: delivery.id, livemode: delivery.livemode, ...(after ? { after } : {}) } satisfies DeliveryInput],
+      args: [{ deliveryId: delivery.id, livemode: delivery.livemode, ...(after ? { after } : {}) } satisfies WebhookDeliveryInput],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
     return true;

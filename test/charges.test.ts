@@ -35,7 +35,7 @@ describe('charge activity', () => {
   });
 
   const charge = (key: string, customerId = 'cus_visa', amount = 1500) =>
-    activityEnv.run(activities.charge, { idempotencyKey: key, accountId: 'acct_test', customerId, amount, currency: 'USD', description: 'test', livemode: false }) as Promise<ChargeOutcome>;
+    activityEnv.run(activities.charge, { idempotencyKey: key, invoiceId: 'in_none', attempt: 1, accountId: 'acct_test', customerId, amount, currency: 'USD', description: 'test', livemode: false }) as Promise<ChargeOutcome>;
   const count = async (key: string) => ({
     ours: await db.orm.em.fork().count(Charge, { idempotencyKey: key }),
     processor: await db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: key }),
@@ -75,7 +75,7 @@ describe('charge activity', () => {
     const processorOnly = createActivities({ orm: db.orm, mailer, links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' }) });
     await db.orm.em.fork().nativeDelete(Charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1' });
     await expect(
-      activityEnv.run(processorOnly.charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1', accountId: 'acct_test', customerId: 'cus_visa', amount: 9999, currency: 'USD', description: 't', livemode: false }),
+      activityEnv.run(processorOnly.charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1', invoiceId: 'in_none', attempt: 1, accountId: 'acct_test', customerId: 'cus_visa', amount: 9999, currency: 'USD', description: 't', livemode: false }),
     ).rejects.toThrow(/already used for a different charge/);
   });
 

@@ -257,6 +257,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     }
     const outcome = await activities.charge({
       idempotencyKey: `${key}:attempt:1`,
+      invoiceId: invoice.invoiceId,
+      attempt: 1,
       ...customer(),
       amount: invoice.amountDue,
       currency: plan.currency,
@@ -327,6 +329,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     setCurrentDetails(`Payment retry ${attempt} for invoice ${dunning.invoiceNumber}.`);
     const outcome = await activities.charge({
       idempotencyKey: `${dunning.billingKey}:attempt:${attempt}`,
+      invoiceId: dunning.invoiceId,
+      attempt,
       ...customer(),
       amount: dunning.amount,
       currency: dunning.currency,
@@ -474,6 +478,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     if (invoice.amountDue > 0) {
       const outcome = await activities.charge({
         idempotencyKey: `${changeKey}:attempt:1`,
+        invoiceId: invoice.invoiceId,
+        attempt: 1,
         ...customer(),
         amount: invoice.amountDue,
         currency: plan.currency,

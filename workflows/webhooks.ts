@@ -34,7 +34,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import type { AttemptOutcome, DeliveryInput } from '../services/webhooks.ts';
+import type { AttemptMade, AttemptOutcome } from '../services/webhooks.ts';
 import { retrySchedule } from '../domain/webhook-schedule.ts';
 
 export const wakeSignal = defineSignal('wake');
@@ -89,7 +89,13 @@ export async function eventDispatchWorkflow(input: EventDispatchInput = {}): Pro
   }
 }
 
-export type WebhookDeliveryInput = DeliveryInput;
+/** webhookDeliveryWorkflow's input. */
+export interface WebhookDeliveryInput {
+  deliveryId: string;
+  livemode: boolean;
+  /** Absent: the workflow makes the first attempt. */
+  after?: AttemptMade;
+}
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<AttemptOutcome['outcome']> {
   const schedule = retrySchedule(input.livemode);

@@ -1,6 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
-import type { FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
 import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
@@ -10,6 +9,7 @@ import { invoicePdfToken } from '../../domain/invoice-links.ts';
 import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
+import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 import { amountRemaining, InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
@@ -162,13 +162,7 @@ export function invoicesApps({ orm, config }: ApiDeps) {
     if (query.customer) where.customerId = query.customer;
     if (query.subscription) where.subscriptionId = query.subscription;
     if (query.status) where.status = query.status;
-    const backwards = Boolean(query.ending_before);
-    if (query.starting_after) where.id = { $lt: query.starting_after };
-    if (query.ending_before) where.id = { $gt: query.ending_before };
-    const rows = await orm.em.fork().find(Invoice, where as FilterQuery<Invoice>, { orderBy: { id: backwards ? 'asc' : 'desc' }, limit: query.limit + 1 });
-    const hasMore = rows.length > query.limit;
-    const page = rows.slice(0, query.limit);
-    if (backwards) page.reverse();
+    const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, where, query);
     return c.json({ object: 'list' as const, data: page.map((invoice) => serializeInvoice(invoice, pdfUrl(invoice.id))), has_more: hasMore }, 200);
   }
 

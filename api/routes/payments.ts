@@ -1,5 +1,4 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { FilterQuery } from '@mikro-orm/core';
 import { PaymentRequest } from '../../db/entities/index.ts';
 import { paymentRequestStatuses } from '../../domain/payment-requests.ts';
 import { timestamp } from '../../objects/common.ts';
@@ -7,6 +6,7 @@ import { PaymentRequestSchema, serializePaymentRequest } from '../../objects/pay
 import { cancelPaymentRequest } from '../../services/payment-request-commands.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
+import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields } from '../payment-request-input.ts';
 import { errorResponses, idParam } from '../schemas.ts';
@@ -95,14 +95,7 @@ export function paymentsApp(deps: ApiDeps) {
       const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };
       if (query.status) where.status = query.status;
       if (query.recurring_payment_request_id) where.recurringPaymentRequestId = query.recurring_payment_request_id;
-      // Keyset pages on the time-sortable id: rows that arrive between calls never shift a page.
-      const backwards = Boolean(query.ending_before);
-      if (query.starting_after) where.id = { $lt: query.starting_after };
-      if (query.ending_before) where.id = { $gt: query.ending_before };
-      const rows = await orm.em.fork().find(PaymentRequest, where as FilterQuery<PaymentRequest>, { orderBy: { id: backwards ? 'asc' : 'desc' }, limit: query.limit + 1 });
-      const hasMore = rows.length > query.limit;
-      const page = rows.slice(0, query.limit);
-      if (backwards) page.reverse();
+      const { page, hasMore } = await keysetPage(orm.em.fork(), PaymentRequest, where, query);
       return c.json({ object: 'list' as const, data: page.map((r) => serializePaymentRequest(r, config.publicUrl)), has_more: hasMore }, 200);
     })
     .openapi(getRoute, async (c) => {

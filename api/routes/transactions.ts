@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
 import { SandboxProcessor, type PaymentProcessor } from '../../services/processors/sandbox.ts';
 import { recordTransactionEvents } from '../../services/transaction-events.ts';
@@ -8,6 +8,7 @@ import { Account, Transaction, transactionStatuses, transactionTypes } from '../
 import { ApiError } from '../../domain/errors.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
+import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
 import { amount, currency, metadata, metadataLimits, timestamp } from '../../objects/common.ts';
@@ -166,23 +167,7 @@ export function transactionsApp(deps: ApiDeps) {
       if (query.status) where.status = query.status;
       if (query.type) where.type = query.type;
       if (query.date_from || query.date_to) where.createdAt = { ...(query.date_from ? { $gte: query.date_from } : {}), ...(query.date_to ? { $lte: query.date_to } : {}) };
-      // Keyset pages on the time-sortable id: rows that arrive between calls never shift a page.
-      const backwards = Boolean(query.ending_before);
-      if (query.starting_after) where.id = { $lt: query.starting_after };
-      if (query.ending_before) where.id = { $gt: query.ending_before };
-      // Plain rows (the entity's property names and types), not managed entities: a page is only read, and
-      // hydrating 21 managed entities cost more CPU than the rest of the request (bench/RESULTS.md).
-      const rows = await orm.em
-        .fork()
-        .createQueryBuilder(Transaction)
-        .select('*')
-        .where(where as QBFilterQuery<Transaction>)
-        .orderBy({ id: backwards ? 'asc' : 'desc' })
-        .limit(query.limit + 1)
-        .execute<Transaction[]>('all');
-      const hasMore = rows.length > query.limit;
-      const page = rows.slice(0, query.limit);
-      if (backwards) page.reverse();
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Transaction, where, query, { rows: 'plain' });
       return c.json({ object: 'list' as const, data: page.map(serializeTransaction), has_more: hasMore }, 200);
     })
     .openapi(getTransaction, async (c) => {

@@ -7,9 +7,9 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { MiddlewareHandler } from 'hono';
 import { ulid } from 'ulidx';
-import { startDelivery, wakeEventDispatch } from '../../services/webhooks.ts';
+import { startDelivery } from '../../services/webhooks.ts';
+import type { DispatchWaker } from '../../services/webhook-wake.ts';
 import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
@@ -166,58 +166,7 @@ async function findOwnEndpoint(em: EntityManager, id: string, scope: { accountId
   return endpoint;
 }
 
-export interface WebhookWake {
-  /** After a change on an account with enabled endpoints: wakes the dispatcher (not awaited). */
-  middleware: MiddlewareHandler;
-  /** Starts the dispatcher if needed and wakes it; awaited, errors logged. */
-  wake(): Promise<void>;
-  /** Forget what is cached about an account's endpoints. */
-  forget(accountId: string): void;
-}
-
-/**
- * The dispatcher's fast path from the API: after every write (POST, PATCH, PUT,
- * DELETE) by a caller whose account has enabled endpoints in the mode, a
- * signal-with-start wakes the dispatcher. Whether an account has endpoints is
- * cached for 5 s per process (a wake-up missed meanwhile waits for the
- * dispatcher's timer).
- */
-export function webhookWake({ orm, temporal, config, logger }: ApiDeps): WebhookWake {
-  const cache = new Map<string, { has: boolean; until: number }>();
-  const wake = () =>
-    wakeEventDispatch(temporal, config.taskQueue).catch((error: unknown) => {
-      logger.warn({ err: error }, 'could not wake the webhook dispatcher; its timer will pick the events up');
-    });
-  const hasEndpoints = async (accountId: string, livemode: boolean) => {
-    const key = `${accountId}:${livemode}`;
-    const hit = cache.get(key);
-    if (hit && hit.until > Date.now()) return hit.has;
-    const rows = await orm.em.getConnection().execute<unknown[]>('select 1 from webhook_endpoints where account_id = ? and livemode = ? and enabled limit 1', [accountId, livemode]);
-    if (cache.size > 10_000) cache.clear();
-    cache.set(key, { has: rows.length > 0, until: Date.now() + 5_000 });
-    return rows.length > 0;
-  };
-  return {
-    wake,
-    forget(accountId) {
-      cache.delete(`${accountId}:true`);
-      cache.delete(`${accountId}:false`);
-    },
-    async middleware(c, next) {
-      await next();
-      const method = c.req.method;
-      if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || c.res.status >= 500) return;
-      const principal = c.get('principal');
-      const accountId = principal?.accountId ?? (principal ? c.req.header('x-account-id') : undefined);
-      if (!principal || !accountId) return;
-      void hasEndpoints(accountId, principal.livemode)
-        .then((has) => (has ? wake() : undefined))
-        .catch((error: unknown) => logger.warn({ err: error }, 'webhook wake-up check failed'));
-    },
-  };
-}
-
-export function webhooksApps(deps: ApiDeps, wake: WebhookWake, resolver?: Resolver) {
+export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Resolver) {
   const { orm, temporal, config } = deps;
   const box = createSecretBox(config.auth.secret);
   const checkUrl = async (url: string, livemode: boolean) => {
