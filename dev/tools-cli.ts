@@ -1,8 +1,8 @@
 /**
- * `npm run tools`: finds, builds or fetches the Temporal CLI and the
- * time-skipping test server now, with progress, instead of on first use.
+ * `npm run tools`: finds, builds or fetches the Temporal CLI, the time-skipping
+ * test server and stripe-mock now, with progress, instead of on first use.
  */
-import { describeCli, MissingToolError, resolveTemporalCli, resolveTestServer, temporalCliHelp, testServerHelp, toolsCacheDir } from './tools.ts';
+import { describeCli, MissingToolError, resolveStripeMock, resolveTemporalCli, resolveTestServer, temporalCliHelp, testServerHelp, toolsCacheDir } from './tools.ts';
 
 try {
   console.log(`tools cache: ${toolsCacheDir()}`);
@@ -12,6 +12,7 @@ try {
   const testServer = await resolveTestServer();
   if (!('command' in testServer)) throw new MissingToolError(testServerHelp);
   console.log(`time-skipping test server: ${[testServer.command, ...testServer.args].join(' ')} <port>`);
+  console.log(`stripe-mock: ${await resolveStripeMock()}`);
 } catch (error) {
   if (!(error instanceof MissingToolError)) throw error;
   console.error(`\n${error.message}`);

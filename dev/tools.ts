@@ -1,7 +1,8 @@
 /**
- * Finds the two Temporal binaries the engine needs locally, without the
- * internet: the Temporal CLI (its dev server backs `npm start`) and the
- * time-skipping test server (backs `npm test`).
+ * Finds the binaries the engine needs locally, without the internet: the
+ * Temporal CLI (its dev server backs `npm start`), the time-skipping test
+ * server (backs `npm test`) and stripe-mock (Stripe's API schema, for the
+ * Stripe adapter's contract tests).
  *
  * Order, for each: an explicit path from the environment; one on PATH or in the
  * project's ignored `.tools/`; one built or fetched earlier into the per-user
@@ -19,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 
 export const temporalCliVersion = 'v1.5.1';
 export const testServerVersion = '1.37.0';
+export const stripeMockVersion = 'v0.203.0';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const projectToolsDir = path.join(projectRoot, '.tools');
@@ -176,6 +178,44 @@ export const testServerHelp =
   'No time-skipping test server could be found or fetched. Install a JDK and Maven (apt-get install default-jdk maven) so ' +
   `io.temporal:temporal-test-server:${testServerVersion} can be fetched from Maven Central, or set TEMPORAL_TEST_SERVER_PATH ` +
   'to a temporal-test-server binary.';
+
+/**
+ * stripe-mock, found like the Temporal CLI: STRIPE_MOCK_PATH, PATH or `.tools/`,
+ * the per-user cache, else built with `go install` (a few seconds). There is no
+ * download to fall back on, so when none of that works this throws
+ * `MissingToolError` with `stripeMockHelp`.
+ */
+export async function resolveStripeMock(options: { log?: Log; allowBuild?: boolean } = {}): Promise<string> {
+  const log = options.log ?? defaultLog;
+  const explicit = fromEnv('STRIPE_MOCK_PATH');
+  if (explicit) return explicit;
+  const binDir = path.join(toolsCacheDir(), 'bin');
+  const found = onPath('stripe-mock') ?? [path.join(projectToolsDir, 'stripe-mock'), path.join(binDir, 'stripe-mock')].find(isExecutable);
+  if (found) return found;
+
+  if (options.allowBuild !== false && onPath('go')) {
+    fs.mkdirSync(binDir, { recursive: true });
+    log(`stripe-mock not found; building it with Go into ${binDir} (first time only).`);
+    try {
+      await runWithProgress('building stripe-mock', 'go', ['install', `github.com/stripe/stripe-mock@${stripeMockVersion}`], {
+        env: { ...process.env, GOBIN: binDir, GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' ') },
+        logFile: path.join(toolsCacheDir(), 'logs', 'go-install-stripe-mock.log'),
+        log,
+      });
+    } catch (error) {
+      if (error instanceof MissingToolError) throw new MissingToolError(`${error.message}\n\n${stripeMockHelp}`);
+      throw error;
+    }
+    const built = path.join(binDir, 'stripe-mock');
+    if (isExecutable(built)) return built;
+  }
+  throw new MissingToolError(stripeMockHelp);
+}
+
+export const stripeMockHelp =
+  'No stripe-mock could be found or built. Install Go 1.22 or newer (https://go.dev/dl) so it can be built ' +
+  `with \`go install github.com/stripe/stripe-mock@${stripeMockVersion}\` (or run \`npm run tools\`), ` +
+  'or put a `stripe-mock` binary on PATH, or set STRIPE_MOCK_PATH to one.';
 
 /** Version line of a CLI binary, for logs. */
 export function describeCli(cliPath: string): string {
