@@ -8,6 +8,7 @@ import type { PaymentProcessor } from './processor.ts';
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
   idempotencyKey: string;
+  invoiceId?: string;
   accountId: string;
   customerId: string;
   amount: number;
