@@ -12,6 +12,11 @@
  * Each run ends after a renewal or when Temporal suggests it and continues as
  * new, so the history of a subscription that lives for ten years stays small.
  *
+ * The decisions (which message is allowed, what to wait for next, what each
+ * invoice holds, what follows a failed charge) are pure functions in
+ * domain/subscription-decisions.ts; this file handles messages, timers,
+ * activities and state.
+ *
  * Deterministic code only: time is workflow time (`Date.now()` is replay-safe
  * here), every side effect is an activity.
  */
@@ -30,10 +35,26 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import { addDays, calendarBoundaryAtOrBefore, nextCalendarBoundary, subscriptionPeriod } from '../domain/billing-calendar.ts';
-import { scheduledAttemptAt } from '../domain/dunning.ts';
-import { dailyRate, prorate } from '../domain/proration.ts';
-import { endedStatuses, type DunningState, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import { addDays } from '../domain/billing-calendar.ts';
+import {
+  billingAnchorFrom,
+  commandProblem,
+  cycleInvoice,
+  failedRetry,
+  isEnded,
+  nextWake,
+  planChangeKind,
+  refusal,
+  resumeKind,
+  startDunning,
+  upgradeInvoice,
+  waitingDetails,
+  wakeDelayMs,
+  type SubscriptionCommand,
+  type SubscriptionState,
+  type WakeAction,
+} from '../domain/subscription-decisions.ts';
+import type { DunningState, PlanTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
 import { SubscriptionStatusKey } from './search-attributes.ts';
 
 export interface SubscriptionWorkflowInput {
@@ -73,22 +94,14 @@ const activities = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['IdempotencyKeyReuseError'] },
 });
 
-type Command =
-  | { kind: 'cancel'; atPeriodEnd: boolean; reason: string }
-  | { kind: 'pause'; pauseUntil: string | null }
-  | { kind: 'resume' }
-  | { kind: 'changePlan'; plan: PlanTerms }
-  | { kind: 'retryPayment' };
-
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
 interface Queued {
-  command: Command;
+  command: SubscriptionCommand;
   done: (outcome: Outcome) => void;
 }
 
 const iso = (instant: Date) => instant.toISOString();
-const isEnded = (s: SubscriptionSnapshot) => endedStatuses.includes(s.status);
 const refuse = (type: string, message: string): Outcome => ({ ok: false, type, message });
 
 export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Promise<SubscriptionSnapshot> {
@@ -99,45 +112,17 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   const queue: Queued[] = [];
   /** Set after a billing date (trial end or renewal): this run's work is done, carry the state into a new one. */
   let renewed = false;
+  const state = (): SubscriptionState => ({ subscription, plan, pendingPlan });
 
   // ---- Messages -----------------------------------------------------------
 
-  /** Why `command` cannot be applied now, or null. Used by validators and again when the command runs. */
-  function problem(command: Command): string | null {
-    const s = subscription.status;
-    if (isEnded(subscription)) return `The subscription is ${s}.`;
-    switch (command.kind) {
-      case 'cancel':
-        if (command.atPeriodEnd && s !== 'active' && s !== 'trialing') return `Only an active or trialing subscription can be canceled at period end; it is ${s}. Cancel it now instead.`;
-        if (command.atPeriodEnd && subscription.cancelAtPeriodEnd) return 'The subscription is already set to cancel at period end.';
-        return null;
-      case 'pause':
-        if (s !== 'active') return `Only an active subscription can be paused; it is ${s}.`;
-        if (subscription.cancelAtPeriodEnd) return 'The subscription cancels at period end; it cannot be paused.';
-        return null;
-      case 'resume':
-        return s === 'paused' ? null : `Only a paused subscription can be resumed; it is ${s}.`;
-      case 'changePlan':
-        if (s !== 'active' && s !== 'trialing') return `The plan of a ${s} subscription cannot change.`;
-        if (command.plan.planId === plan.planId && !pendingPlan) return `The subscription is already on ${plan.planId}.`;
-        if (command.plan.currency !== plan.currency) return `The new plan bills in ${command.plan.currency}, the subscription in ${plan.currency}.`;
-        return null;
-      case 'retryPayment':
-        return s === 'past_due' ? null : 'Nothing to retry.';
-    }
-  }
-
-  function validated(command: Command): void {
-    // A cancel already queued wins over whatever follows it.
-    if (queue.some((q) => q.command.kind === 'cancel' && !q.command.atPeriodEnd)) {
-      throw ApplicationFailure.create({ type: 'invalid_state', message: 'The subscription is being canceled.', nonRetryable: true });
-    }
-    const reason = problem(command);
-    if (reason) throw ApplicationFailure.create({ type: 'invalid_state', message: reason, nonRetryable: true });
+  function validated(command: SubscriptionCommand): void {
+    const refused = refusal(state(), queue.map((q) => q.command), command, new Date());
+    if (refused) throw ApplicationFailure.create({ type: refused.type, message: refused.message, nonRetryable: true });
   }
 
   /** Queues a command for the main loop and answers with the subscription once it is applied. */
-  async function enqueue(command: Command): Promise<SubscriptionSnapshot> {
+  async function enqueue(command: SubscriptionCommand): Promise<SubscriptionSnapshot> {
     const outcome = await new Promise<Outcome>((done) => queue.push({ command, done }));
     if (!outcome.ok) throw ApplicationFailure.create({ type: outcome.type, message: outcome.message, nonRetryable: true });
     return subscription;
@@ -152,12 +137,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     validator: ({ atPeriodEnd }) => validated({ kind: 'cancel', atPeriodEnd, reason: 'requested' }),
   });
   setHandler(pauseSubscriptionUpdate, ({ pauseUntil }) => enqueue({ kind: 'pause', pauseUntil }), {
-    validator: ({ pauseUntil }) => {
-      validated({ kind: 'pause', pauseUntil });
-      if (pauseUntil !== null && Date.parse(pauseUntil) <= Date.now()) {
-        throw ApplicationFailure.create({ type: 'invalid_request', message: 'pause_until must be in the future.', nonRetryable: true });
-      }
-    },
+    validator: ({ pauseUntil }) => validated({ kind: 'pause', pauseUntil }),
   });
   setHandler(resumeSubscriptionUpdate, () => enqueue({ kind: 'resume' }), { validator: () => validated({ kind: 'resume' }) });
   setHandler(changePlanUpdate, ({ plan: next }) => enqueue({ kind: 'changePlan', plan: next }), {
@@ -180,7 +160,6 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     await activities.projectSubscription(subscription);
   }
 
-  const billingKey = (cycle: number) => `${subscription.id}:cycle:${cycle}`;
   const customer = () => ({ accountId: subscription.accountId, customerId: subscription.customerId, livemode: subscription.livemode });
 
   // ---- Billing ------------------------------------------------------------
@@ -197,51 +176,16 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Anchors the periods at `from` (or its next calendar boundary) and bills the first one. */
   async function beginBilling(from: Date): Promise<void> {
-    if (subscription.billingCycleMode === 'calendar') {
-      const boundary = nextCalendarBoundary(from, plan.interval.unit);
-      const aligned = calendarBoundaryAtOrBefore(from, plan.interval.unit).getTime() === from.getTime();
-      subscription = aligned
-        ? { ...subscription, billingAnchor: iso(from), anchorCycle: 0, stubStart: null }
-        : { ...subscription, billingAnchor: iso(boundary), anchorCycle: 1, stubStart: iso(from) };
-    } else {
-      subscription = { ...subscription, billingAnchor: iso(from), anchorCycle: 0, stubStart: null };
-    }
+    subscription = { ...subscription, ...billingAnchorFrom(subscription.billingCycleMode, from, plan.interval.unit) };
     await bill(0);
   }
 
-  const periodOf = (cycle: number) =>
-    subscriptionPeriod({ billingAnchor: subscription.billingAnchor!, anchorCycle: subscription.anchorCycle, stubStart: subscription.stubStart }, plan.interval, cycle);
-
   /** Invoices and charges billing cycle `cycle`; a decline starts dunning. */
   async function bill(cycle: number): Promise<void> {
-    const period = periodOf(cycle);
-    const key = billingKey(cycle);
+    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, new Date());
+    const key = invoiceInput.billingKey;
     setCurrentDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
-    // The partial first period of calendar billing is prorated against the full calendar period.
-    const isStub = cycle < subscription.anchorCycle;
-    const fullStart = isStub ? calendarBoundaryAtOrBefore(period.start, plan.interval.unit) : period.start;
-    const amount = isStub ? prorate(plan.amount, period.end.getTime() - period.start.getTime(), period.end.getTime() - fullStart.getTime()) : plan.amount;
-    const invoice = await activities.openInvoice({
-      billingKey: key,
-      subscriptionId: subscription.id,
-      accountId: subscription.accountId,
-      customerId: subscription.customerId,
-      currency: plan.currency,
-      lines: [
-        {
-          description: `${plan.name}${isStub ? ' (partial period)' : ''}`,
-          amount,
-          quantity: 1,
-          period_start: iso(period.start),
-          period_end: iso(period.end),
-          proration: isStub,
-        },
-      ],
-      periodStart: iso(period.start),
-      periodEnd: iso(period.end),
-      issuedAt: iso(new Date()),
-      livemode: subscription.livemode,
-    });
+    const invoice = await activities.openInvoice(invoiceInput);
     const periodFields = {
       billingCycle: cycle,
       currentPeriodStart: iso(period.start),
@@ -275,45 +219,18 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       await record({ status: 'expired', endedReason: 'trial_without_payment_method', latestInvoiceId: invoice.invoiceId, canceledAt: iso(new Date()) });
       return;
     }
-    await startDunning({ ...periodFields }, { invoiceId: invoice.invoiceId, number: invoice.number, billingKey: key, amount: invoice.amountDue }, outcome);
+    // Dunning starts: retries on the account's schedule, then the grace period.
+    const settings = await activities.loadBillingSettings(subscription.accountId);
+    const dunning = startDunning(state(), { invoiceId: invoice.invoiceId, number: invoice.number, billingKey: key, amount: invoice.amountDue }, outcome, settings, new Date());
+    await recordFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
   }
 
   // ---- Dunning ------------------------------------------------------------
 
-  async function startDunning(
-    periodFields: Partial<SubscriptionSnapshot>,
-    invoice: { invoiceId: string; number: string; billingKey: string; amount: number },
-    failure: { failureCode: string; failureMessage: string },
-  ): Promise<void> {
-    const settings = await activities.loadBillingSettings(subscription.accountId);
-    const firstFailedAt = new Date();
-    const dunning: DunningState = {
-      invoiceId: invoice.invoiceId,
-      invoiceNumber: invoice.number,
-      billingKey: invoice.billingKey,
-      amount: invoice.amount,
-      currency: plan.currency,
-      attempts: 1,
-      scheduledAttempts: 1,
-      firstFailedAt: iso(firstFailedAt),
-      nextRetryAt: null,
-      graceEndsAt: null,
-      gracePeriodDays: subscription.gracePeriodDays ?? settings.gracePeriodDays,
-      finalAction: settings.finalAction,
-      policy: settings.retryPolicy,
-      lastFailureCode: failure.failureCode,
-      lastFailureMessage: failure.failureMessage,
-    };
-    await afterFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
-  }
-
-  /** Schedules what follows a failed attempt, records it, and emails the customer. */
-  async function afterFailedAttempt(changes: Partial<SubscriptionSnapshot>, dunning: DunningState): Promise<void> {
-    const next = scheduledAttemptAt(dunning.policy, new Date(dunning.firstFailedAt), dunning.scheduledAttempts + 1);
-    const graceEndsAt = next === null ? (dunning.graceEndsAt ?? iso(addDays(new Date(), dunning.gracePeriodDays))) : null;
-    const updated: DunningState = { ...dunning, nextRetryAt: next ? iso(next) : null, graceEndsAt };
-    await record({ ...changes, dunning: updated });
-    await activities.notifyPaymentFailed({ subscription, attempt: updated.attempts });
+  /** Records a failed attempt with what follows it scheduled, and emails the customer. */
+  async function recordFailedAttempt(changes: Partial<SubscriptionSnapshot>, dunning: DunningState): Promise<void> {
+    await record({ ...changes, dunning });
+    await activities.notifyPaymentFailed({ subscription, attempt: dunning.attempts });
   }
 
   /** One more charge of the unpaid invoice: scheduled, or because the payment method changed. */
@@ -342,16 +259,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       await activities.notifyPaymentRecovered({ subscription, invoiceId: dunning.invoiceId });
       return;
     }
-    await afterFailedAttempt(
-      {},
-      {
-        ...dunning,
-        attempts: attempt,
-        scheduledAttempts: dunning.scheduledAttempts + (scheduled ? 1 : 0),
-        lastFailureCode: outcome.failureCode,
-        lastFailureMessage: outcome.failureMessage,
-      },
-    );
+    await recordFailedAttempt({}, failedRetry(dunning, scheduled, outcome, new Date()));
   }
 
   /** Retries and grace are spent: cancel or pause, as the account's settings say. */
@@ -375,8 +283,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   // ---- Commands -----------------------------------------------------------
 
-  async function apply(command: Command): Promise<Outcome> {
-    const reason = problem(command);
+  async function apply(command: SubscriptionCommand): Promise<Outcome> {
+    const reason = commandProblem(state(), command);
     if (reason) return refuse('invalid_state', reason);
     switch (command.kind) {
       case 'cancel':
@@ -397,87 +305,56 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     }
   }
 
-  /**
-   * Back to billing. Before the paid period ends, the period simply continues; after
-   * it (or when it was never paid, as after a dunning pause), a new period starts now
-   * and is charged at once.
-   */
+  /** Back to billing: the paid period goes on, or a new one starts now and is charged at once (domain: resumeKind). */
   async function resume(): Promise<void> {
     const now = new Date();
-    const unpaid = subscription.pauseReason === 'payment_failed';
     const resumed = { pausedAt: null, pauseUntil: null, pauseReason: null };
-    if (subscription.billingAnchor === null) {
-      subscription = { ...subscription, ...resumed };
-      await start();
-    } else if (!unpaid && subscription.currentPeriodEnd && Date.parse(subscription.currentPeriodEnd) > now.getTime()) {
-      await record({ status: 'active', ...resumed });
-    } else {
-      const nextCycle = subscription.billingCycle + 1;
-      subscription = { ...subscription, ...resumed, billingAnchor: iso(now), anchorCycle: nextCycle, stubStart: null };
-      await bill(nextCycle);
+    switch (resumeKind(subscription, now)) {
+      case 'start':
+        subscription = { ...subscription, ...resumed };
+        await start();
+        return;
+      case 'continue':
+        await record({ status: 'active', ...resumed });
+        return;
+      case 'newPeriod': {
+        const nextCycle = subscription.billingCycle + 1;
+        subscription = { ...subscription, ...resumed, billingAnchor: iso(now), anchorCycle: nextCycle, stubStart: null };
+        await bill(nextCycle);
+        return;
+      }
     }
   }
 
   /**
-   * An upgrade (higher price per day) takes effect now: the unused part of the old
-   * plan is credited and the rest of the period on the new plan charged, on one
-   * invoice with proration lines; a decline leaves everything as it was. A change
-   * of interval starts a new period now instead. A downgrade waits for the next
-   * renewal. In a trial the plan simply changes.
+   * An upgrade takes effect now, on one invoice with proration lines; a decline
+   * leaves everything as it was. A downgrade waits for the next renewal; in a trial
+   * the plan simply changes (domain: planChangeKind, upgradeInvoice).
    */
   async function changePlan(next: PlanTerms): Promise<Outcome> {
-    if (next.planId === plan.planId) {
-      // Back to the current plan: drop the pending downgrade.
-      pendingPlan = null;
-      await record({ pendingPlanId: null });
-      return { ok: true };
+    switch (planChangeKind(state(), next)) {
+      case 'revert':
+        // Back to the current plan: drop the pending downgrade.
+        pendingPlan = null;
+        await record({ pendingPlanId: null });
+        return { ok: true };
+      case 'trial':
+        plan = next;
+        pendingPlan = null;
+        await record({ planId: next.planId, pendingPlanId: null });
+        return { ok: true };
+      case 'downgrade':
+        pendingPlan = next;
+        await record({ pendingPlanId: next.planId });
+        return { ok: true };
+      case 'upgrade':
+        break;
     }
-    if (subscription.status === 'trialing') {
-      plan = next;
-      pendingPlan = null;
-      await record({ planId: next.planId, pendingPlanId: null });
-      return { ok: true };
-    }
-    if (dailyRate(next.amount, next.interval) <= dailyRate(plan.amount, plan.interval)) {
-      pendingPlan = next;
-      await record({ pendingPlanId: next.planId });
-      return { ok: true };
-    }
-    const now = new Date();
-    const start = new Date(subscription.currentPeriodStart!);
-    const end = new Date(subscription.currentPeriodEnd!);
-    const periodMs = end.getTime() - start.getTime();
-    const remainingMs = end.getTime() - now.getTime();
-    const sameInterval = next.interval.unit === plan.interval.unit && next.interval.count === plan.interval.count;
-    const credit = -prorate(plan.amount, remainingMs, periodMs);
-    const newPeriod = sameInterval ? { start, end } : { start: now, end: null as Date | null };
-    const lines = [
-      { description: `Unused time on ${plan.name} after ${iso(now)}`, amount: credit, quantity: 1, period_start: iso(now), period_end: iso(end), proration: true },
-    ];
-    let newPeriodEnd = end;
-    if (sameInterval) {
-      lines.push({ description: `Remaining time on ${next.name} after ${iso(now)}`, amount: prorate(next.amount, remainingMs, periodMs), quantity: 1, period_start: iso(now), period_end: iso(end), proration: true });
-    } else {
-      const anchored = subscriptionPeriod({ billingAnchor: iso(now), anchorCycle: 0, stubStart: null }, next.interval, 0);
-      newPeriodEnd = anchored.end;
-      lines.push({ description: `${next.name}`, amount: next.amount, quantity: 1, period_start: iso(now), period_end: iso(newPeriodEnd), proration: false });
-    }
-    const changeKey = `${subscription.id}:plan_change:${subscription.version}`;
-    const invoice = await activities.openInvoice({
-      billingKey: changeKey,
-      subscriptionId: subscription.id,
-      accountId: subscription.accountId,
-      customerId: subscription.customerId,
-      currency: plan.currency,
-      lines,
-      periodStart: iso(newPeriod.start),
-      periodEnd: iso(newPeriodEnd),
-      issuedAt: iso(now),
-      livemode: subscription.livemode,
-    });
+    const upgrade = upgradeInvoice(state(), next, new Date());
+    const invoice = await activities.openInvoice(upgrade.invoice);
     if (invoice.amountDue > 0) {
       const outcome = await activities.charge({
-        idempotencyKey: `${changeKey}:attempt:1`,
+        idempotencyKey: `${upgrade.billingKey}:attempt:1`,
         invoiceId: invoice.invoiceId,
         attempt: 1,
         ...customer(),
@@ -495,18 +372,18 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     }
     plan = next;
     pendingPlan = null;
-    if (sameInterval) {
+    if (upgrade.sameInterval) {
       await record({ planId: next.planId, pendingPlanId: null, latestInvoiceId: invoice.invoiceId });
     } else {
       await record({
         planId: next.planId,
         pendingPlanId: null,
         latestInvoiceId: invoice.invoiceId,
-        billingAnchor: iso(now),
+        billingAnchor: upgrade.periodStart,
         anchorCycle: subscription.billingCycle,
         stubStart: null,
-        currentPeriodStart: iso(now),
-        currentPeriodEnd: iso(newPeriodEnd),
+        currentPeriodStart: upgrade.periodStart,
+        currentPeriodEnd: upgrade.periodEnd,
       });
     }
     return { ok: true };
@@ -514,45 +391,29 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   // ---- Time ---------------------------------------------------------------
 
-  type Wake = { at: string; what: string; run: () => Promise<void> };
-
-  /** The next thing this subscription waits for, by state. */
-  function nextWake(): Wake | null {
-    const s = subscription;
-    switch (s.status) {
-      case 'trialing':
-        return {
-          at: s.trialEnd!,
-          what: s.cancelAtPeriodEnd ? 'Trial ends; cancels (cancel at period end)' : 'Trial ends; first charge',
-          run: async () => {
-            if (s.cancelAtPeriodEnd) return endNow('requested');
-            await beginBilling(new Date(s.trialEnd!));
-            renewed = true;
-          },
-        };
-      case 'active':
-        return {
-          at: s.currentPeriodEnd!,
-          what: s.cancelAtPeriodEnd ? 'Period ends; cancels (cancel at period end)' : `Renewal, cycle ${s.billingCycle + 1}${pendingPlan ? ` on ${pendingPlan.planId}` : ''}`,
-          run: async () => {
-            if (s.cancelAtPeriodEnd) return endNow('requested');
-            if (pendingPlan) {
-              plan = pendingPlan;
-              pendingPlan = null;
-            }
-            await bill(s.billingCycle + 1);
-            renewed = true;
-          },
-        };
-      case 'past_due': {
-        const d = s.dunning!;
-        if (d.nextRetryAt) return { at: d.nextRetryAt, what: `Payment retry ${d.attempts + 1} of invoice ${d.invoiceNumber}`, run: () => retryPayment(true) };
-        return { at: d.graceEndsAt!, what: `Grace period ends; then ${d.finalAction === 'pause' ? 'pauses' : 'cancels'}`, run: endDunning };
-      }
-      case 'paused':
-        return s.pauseUntil ? { at: s.pauseUntil, what: 'Pause ends; resumes', run: resume } : null;
-      default:
-        return null;
+  /** What a wake-up's timer firing does (domain: nextWake decides which). */
+  async function run(action: WakeAction): Promise<void> {
+    switch (action.kind) {
+      case 'endAtPeriodEnd':
+        return endNow('requested');
+      case 'endTrial':
+        await beginBilling(new Date(action.billingFrom));
+        renewed = true;
+        return;
+      case 'renew':
+        if (pendingPlan) {
+          plan = pendingPlan;
+          pendingPlan = null;
+        }
+        await bill(action.cycle);
+        renewed = true;
+        return;
+      case 'retryPayment':
+        return retryPayment(true);
+      case 'endDunning':
+        return endDunning();
+      case 'resume':
+        return resume();
     }
   }
 
@@ -571,21 +432,21 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   }
 
   while (!isEnded(subscription)) {
-    const wake = nextWake();
-    setCurrentDetails(wake ? `${wake.what} (at ${wake.at}).` : subscription.status === 'paused' ? 'Paused until resumed.' : 'Waiting.');
+    const wake = nextWake(state());
+    setCurrentDetails(waitingDetails(wake, subscription));
     let woken: boolean;
     if (!wake) {
       await condition(() => queue.length > 0);
       woken = true;
     } else {
-      const remaining = Date.parse(wake.at) - Date.now();
+      const remaining = wakeDelayMs(wake, new Date());
       woken = remaining > 0 ? await condition(() => queue.length > 0, remaining, { summary: wake.what }) : queue.length > 0;
     }
     if (woken) {
       const { command, done } = queue.shift()!;
       done(await apply(command));
     } else {
-      await wake!.run();
+      await run(wake!.action);
     }
     if ((renewed || workflowInfo().continueAsNewSuggested) && !isEnded(subscription)) {
       // Let accepted messages finish first; one that arrives meanwhile is applied in this run.

@@ -1,0 +1,379 @@
+/**
+ * The subscription workflow's decisions, as pure functions of its state: which
+ * message may be applied now, what the main loop waits for next, how a billing
+ * cycle or an upgrade is invoiced, and what follows a failed charge.
+ * workflows/subscription.ts keeps the messages, timers, activities and state
+ * updates and asks this module what to do. No clock reads and no framework here:
+ * every instant comes in as an argument (workflow time, in the workflow).
+ */
+import { addDays, calendarBoundaryAtOrBefore, nextCalendarBoundary, subscriptionPeriod, type BillingPeriod, type PeriodAnchor } from './billing-calendar.ts';
+import { scheduledAttemptAt } from './dunning.ts';
+import { dailyRate, prorate } from './proration.ts';
+import { endedStatuses, type BillingCycleMode, type DunningState, type PlanTerms, type SubscriptionSnapshot } from './subscription.ts';
+
+const iso = (instant: Date) => instant.toISOString();
+
+/** What the workflow knows: the subscription, the plan it bills by, and a downgrade waiting for the next renewal. */
+export interface SubscriptionState {
+  subscription: SubscriptionSnapshot;
+  plan: PlanTerms;
+  pendingPlan: PlanTerms | null;
+}
+
+export const isEnded = (s: SubscriptionSnapshot): boolean => endedStatuses.includes(s.status);
+
+// ---- Commands ---------------------------------------------------------------
+
+/** A message the main loop applies between timers. */
+export type SubscriptionCommand =
+  | { kind: 'cancel'; atPeriodEnd: boolean; reason: string }
+  | { kind: 'pause'; pauseUntil: string | null }
+  | { kind: 'resume' }
+  | { kind: 'changePlan'; plan: PlanTerms }
+  | { kind: 'retryPayment' };
+
+/** Why `command` cannot be applied now, or null. Asked by the update validators and again when the command runs. */
+export function commandProblem(state: SubscriptionState, command: SubscriptionCommand): string | null {
+  const { subscription, plan, pendingPlan } = state;
+  const s = subscription.status;
+  if (isEnded(subscription)) return `The subscription is ${s}.`;
+  switch (command.kind) {
+    case 'cancel':
+      if (command.atPeriodEnd && s !== 'active' && s !== 'trialing') return `Only an active or trialing subscription can be canceled at period end; it is ${s}. Cancel it now instead.`;
+      if (command.atPeriodEnd && subscription.cancelAtPeriodEnd) return 'The subscription is already set to cancel at period end.';
+      return null;
+    case 'pause':
+      if (s !== 'active') return `Only an active subscription can be paused; it is ${s}.`;
+      if (subscription.cancelAtPeriodEnd) return 'The subscription cancels at period end; it cannot be paused.';
+      return null;
+    case 'resume':
+      return s === 'paused' ? null : `Only a paused subscription can be resumed; it is ${s}.`;
+    case 'changePlan':
+      if (s !== 'active' && s !== 'trialing') return `The plan of a ${s} subscription cannot change.`;
+      if (command.plan.planId === plan.planId && !pendingPlan) return `The subscription is already on ${plan.planId}.`;
+      if (command.plan.currency !== plan.currency) return `The new plan bills in ${command.plan.currency}, the subscription in ${plan.currency}.`;
+      return null;
+    case 'retryPayment':
+      return s === 'past_due' ? null : 'Nothing to retry.';
+  }
+}
+
+/** Why an update's validator refuses a message: the error type it answers with and why. */
+export interface Refusal {
+  type: 'invalid_state' | 'invalid_request';
+  message: string;
+}
+
+/**
+ * The validators' check, before anything is written to history: a cancel already
+ * queued wins over whatever follows it; then the state (commandProblem); then, for
+ * a pause with an end, that the end is after `now`.
+ */
+export function refusal(state: SubscriptionState, queued: readonly SubscriptionCommand[], command: SubscriptionCommand, now: Date): Refusal | null {
+  if (queued.some((q) => q.kind === 'cancel' && !q.atPeriodEnd)) return { type: 'invalid_state', message: 'The subscription is being canceled.' };
+  const reason = commandProblem(state, command);
+  if (reason) return { type: 'invalid_state', message: reason };
+  if (command.kind === 'pause' && command.pauseUntil !== null && Date.parse(command.pauseUntil) <= now.getTime()) {
+    return { type: 'invalid_request', message: 'pause_until must be in the future.' };
+  }
+  return null;
+}
+
+// ---- Time -------------------------------------------------------------------
+
+/** What the main loop does when the timer of a wake-up fires. */
+export type WakeAction =
+  /** Cancel at period end (or at the end of the trial): the subscription ends now. */
+  | { kind: 'endAtPeriodEnd' }
+  /** The trial is over: billing starts at its end. */
+  | { kind: 'endTrial'; billingFrom: string }
+  /** The period is over: bill the next cycle, on the pending plan if there is one. */
+  | { kind: 'renew'; cycle: number }
+  | { kind: 'retryPayment' }
+  /** Retries and grace are spent. */
+  | { kind: 'endDunning' }
+  /** A pause with an end is over. */
+  | { kind: 'resume' };
+
+export interface Wake {
+  /** ISO instant of the timer. */
+  at: string;
+  /** For people: the timer's summary and the workflow's current details. */
+  what: string;
+  action: WakeAction;
+}
+
+/** The next thing this subscription waits for, by state; null: only a message moves it. */
+export function nextWake(state: SubscriptionState): Wake | null {
+  const { subscription: s, pendingPlan } = state;
+  switch (s.status) {
+    case 'trialing':
+      return s.cancelAtPeriodEnd
+        ? { at: s.trialEnd!, what: 'Trial ends; cancels (cancel at period end)', action: { kind: 'endAtPeriodEnd' } }
+        : { at: s.trialEnd!, what: 'Trial ends; first charge', action: { kind: 'endTrial', billingFrom: s.trialEnd! } };
+    case 'active':
+      return s.cancelAtPeriodEnd
+        ? { at: s.currentPeriodEnd!, what: 'Period ends; cancels (cancel at period end)', action: { kind: 'endAtPeriodEnd' } }
+        : {
+            at: s.currentPeriodEnd!,
+            what: `Renewal, cycle ${s.billingCycle + 1}${pendingPlan ? ` on ${pendingPlan.planId}` : ''}`,
+            action: { kind: 'renew', cycle: s.billingCycle + 1 },
+          };
+    case 'past_due': {
+      const d = s.dunning!;
+      if (d.nextRetryAt) return { at: d.nextRetryAt, what: `Payment retry ${d.attempts + 1} of invoice ${d.invoiceNumber}`, action: { kind: 'retryPayment' } };
+      return { at: d.graceEndsAt!, what: `Grace period ends; then ${d.finalAction === 'pause' ? 'pauses' : 'cancels'}`, action: { kind: 'endDunning' } };
+    }
+    case 'paused':
+      return s.pauseUntil ? { at: s.pauseUntil, what: 'Pause ends; resumes', action: { kind: 'resume' } } : null;
+    default:
+      return null;
+  }
+}
+
+/** How long the main loop waits for `wake` from `now`; 0 or less: it is due. */
+export const wakeDelayMs = (wake: Wake, now: Date): number => Date.parse(wake.at) - now.getTime();
+
+/** The workflow's current details while it waits. */
+export function waitingDetails(wake: Wake | null, subscription: SubscriptionSnapshot): string {
+  if (wake) return `${wake.what} (at ${wake.at}).`;
+  return subscription.status === 'paused' ? 'Paused until resumed.' : 'Waiting.';
+}
+
+// ---- Invoices ---------------------------------------------------------------
+
+/** One invoice line as the invoice activity takes it (db's InvoiceLine, with `proration` always said). */
+export interface InvoiceLineInput {
+  description: string;
+  /** Per unit, in minor units; negative for a credit. */
+  amount: number;
+  quantity: number;
+  period_start: string;
+  period_end: string;
+  /** A line that prorates: a plan change's lines, or the partial first period of calendar billing. */
+  proration: boolean;
+}
+
+/** What the workflow asks the openInvoice activity for (the shape of its OpenInvoiceInput). */
+export interface InvoiceInput {
+  /** One invoice per key, whatever happens to the activity: `${subscription}:cycle:${n}` or `${subscription}:plan_change:${version}`. */
+  billingKey: string;
+  subscriptionId: string;
+  accountId: string;
+  customerId: string;
+  currency: string;
+  lines: InvoiceLineInput[];
+  periodStart: string;
+  periodEnd: string;
+  issuedAt: string;
+  livemode: boolean;
+}
+
+export const cycleBillingKey = (subscription: Pick<SubscriptionSnapshot, 'id'>, cycle: number): string => `${subscription.id}:cycle:${cycle}`;
+
+/**
+ * Where billing that starts at `from` counts its periods from. Anniversary billing:
+ * from `from`. Calendar billing: from `from` when it is on a boundary of the plan's
+ * unit, else from the next boundary, with a partial first period (cycle 0) from
+ * `from` to it.
+ */
+export function billingAnchorFrom(mode: BillingCycleMode, from: Date, unit: PlanTerms['interval']['unit']): PeriodAnchor {
+  if (mode === 'calendar') {
+    const aligned = calendarBoundaryAtOrBefore(from, unit).getTime() === from.getTime();
+    return aligned ? { billingAnchor: iso(from), anchorCycle: 0, stubStart: null } : { billingAnchor: iso(nextCalendarBoundary(from, unit)), anchorCycle: 1, stubStart: iso(from) };
+  }
+  return { billingAnchor: iso(from), anchorCycle: 0, stubStart: null };
+}
+
+/** The period of billing cycle `cycle` of a subscription whose billing has started. */
+export const periodOf = (subscription: SubscriptionSnapshot, plan: PlanTerms, cycle: number): BillingPeriod =>
+  subscriptionPeriod({ billingAnchor: subscription.billingAnchor!, anchorCycle: subscription.anchorCycle, stubStart: subscription.stubStart }, plan.interval, cycle);
+
+/**
+ * The line of billing cycle `cycle`: the plan's amount, or for the partial first
+ * period of calendar billing, that amount prorated against the full calendar period.
+ */
+export function cycleLine(subscription: SubscriptionSnapshot, plan: PlanTerms, period: BillingPeriod): InvoiceLineInput {
+  const isStub = period.index < subscription.anchorCycle;
+  const fullStart = isStub ? calendarBoundaryAtOrBefore(period.start, plan.interval.unit) : period.start;
+  const amount = isStub ? prorate(plan.amount, period.end.getTime() - period.start.getTime(), period.end.getTime() - fullStart.getTime()) : plan.amount;
+  return {
+    description: `${plan.name}${isStub ? ' (partial period)' : ''}`,
+    amount,
+    quantity: 1,
+    period_start: iso(period.start),
+    period_end: iso(period.end),
+    proration: isStub,
+  };
+}
+
+/** The invoice of billing cycle `cycle` (the first charge after a trial, a renewal, a resume), issued at `issuedAt`. */
+export function cycleInvoice(state: SubscriptionState, cycle: number, issuedAt: Date): { period: BillingPeriod; invoice: InvoiceInput } {
+  const { subscription, plan } = state;
+  const period = periodOf(subscription, plan, cycle);
+  return {
+    period,
+    invoice: {
+      billingKey: cycleBillingKey(subscription, cycle),
+      subscriptionId: subscription.id,
+      accountId: subscription.accountId,
+      customerId: subscription.customerId,
+      currency: plan.currency,
+      lines: [cycleLine(subscription, plan, period)],
+      periodStart: iso(period.start),
+      periodEnd: iso(period.end),
+      issuedAt: iso(issuedAt),
+      livemode: subscription.livemode,
+    },
+  };
+}
+
+// ---- Plan changes -----------------------------------------------------------
+
+/**
+ * What a plan change (already allowed by commandProblem) does:
+ * - `revert`: back to the current plan, the pending downgrade is dropped;
+ * - `trial`: in a trial the plan simply changes;
+ * - `downgrade`: a lower or equal price per day waits for the next renewal;
+ * - `upgrade`: a higher price per day takes effect now, prorated (upgradeInvoice).
+ */
+export function planChangeKind(state: SubscriptionState, next: PlanTerms): 'revert' | 'trial' | 'downgrade' | 'upgrade' {
+  const { subscription, plan } = state;
+  if (next.planId === plan.planId) return 'revert';
+  if (subscription.status === 'trialing') return 'trial';
+  if (dailyRate(next.amount, next.interval) <= dailyRate(plan.amount, plan.interval)) return 'downgrade';
+  return 'upgrade';
+}
+
+/**
+ * The proration lines of an upgrade at `now` from `plan` to `next` within the
+ * current period [start, end): the unused rest of the old plan as a credit, then
+ * either the rest of the period on the new plan (same interval) or a full new
+ * period of the new plan from `now` to `newPeriodEnd` (interval change).
+ */
+export function upgradeLines(
+  plan: PlanTerms,
+  next: PlanTerms,
+  current: { start: Date; end: Date },
+  now: Date,
+  newPeriodEnd: Date | null,
+): InvoiceLineInput[] {
+  const { start, end } = current;
+  const periodMs = end.getTime() - start.getTime();
+  const remainingMs = end.getTime() - now.getTime();
+  const lines: InvoiceLineInput[] = [
+    { description: `Unused time on ${plan.name} after ${iso(now)}`, amount: -prorate(plan.amount, remainingMs, periodMs), quantity: 1, period_start: iso(now), period_end: iso(end), proration: true },
+  ];
+  if (newPeriodEnd === null) {
+    lines.push({ description: `Remaining time on ${next.name} after ${iso(now)}`, amount: prorate(next.amount, remainingMs, periodMs), quantity: 1, period_start: iso(now), period_end: iso(end), proration: true });
+  } else {
+    lines.push({ description: `${next.name}`, amount: next.amount, quantity: 1, period_start: iso(now), period_end: iso(newPeriodEnd), proration: false });
+  }
+  return lines;
+}
+
+export interface Upgrade {
+  /** `${subscription}:plan_change:${version}`; the charge is keyed `${billingKey}:attempt:1`. */
+  billingKey: string;
+  /** Same interval: the current period goes on. Otherwise a new period starts at the upgrade. */
+  sameInterval: boolean;
+  periodStart: string;
+  periodEnd: string;
+  invoice: InvoiceInput;
+}
+
+/** The invoice of an upgrade to `next` at `now`, and the period the subscription is in after it. */
+export function upgradeInvoice(state: SubscriptionState, next: PlanTerms, now: Date): Upgrade {
+  const { subscription, plan } = state;
+  const start = new Date(subscription.currentPeriodStart!);
+  const end = new Date(subscription.currentPeriodEnd!);
+  const sameInterval = next.interval.unit === plan.interval.unit && next.interval.count === plan.interval.count;
+  const newPeriodStart = sameInterval ? start : now;
+  const newPeriodEnd = sameInterval ? end : subscriptionPeriod({ billingAnchor: iso(now), anchorCycle: 0, stubStart: null }, next.interval, 0).end;
+  const billingKey = `${subscription.id}:plan_change:${subscription.version}`;
+  return {
+    billingKey,
+    sameInterval,
+    periodStart: iso(newPeriodStart),
+    periodEnd: iso(newPeriodEnd),
+    invoice: {
+      billingKey,
+      subscriptionId: subscription.id,
+      accountId: subscription.accountId,
+      customerId: subscription.customerId,
+      currency: plan.currency,
+      lines: upgradeLines(plan, next, { start, end }, now, sameInterval ? null : newPeriodEnd),
+      periodStart: iso(newPeriodStart),
+      periodEnd: iso(newPeriodEnd),
+      issuedAt: iso(now),
+      livemode: subscription.livemode,
+    },
+  };
+}
+
+// ---- Dunning ----------------------------------------------------------------
+
+/** What follows a failed attempt: the next scheduled retry, or once the schedule is spent, the end of the grace period (kept once set). */
+export function afterFailedAttempt(dunning: DunningState, now: Date): DunningState {
+  const next = scheduledAttemptAt(dunning.policy, new Date(dunning.firstFailedAt), dunning.scheduledAttempts + 1);
+  const graceEndsAt = next === null ? (dunning.graceEndsAt ?? iso(addDays(now, dunning.gracePeriodDays))) : null;
+  return { ...dunning, nextRetryAt: next ? iso(next) : null, graceEndsAt };
+}
+
+/** The dunning state after the first failed charge of an invoice, with its next step scheduled (afterFailedAttempt). */
+export function startDunning(
+  state: SubscriptionState,
+  invoice: { invoiceId: string; number: string; billingKey: string; amount: number },
+  failure: { failureCode: string; failureMessage: string },
+  settings: { gracePeriodDays: number; finalAction: DunningState['finalAction']; retryPolicy: DunningState['policy'] },
+  now: Date,
+): DunningState {
+  return afterFailedAttempt(
+    {
+      invoiceId: invoice.invoiceId,
+      invoiceNumber: invoice.number,
+      billingKey: invoice.billingKey,
+      amount: invoice.amount,
+      currency: state.plan.currency,
+      attempts: 1,
+      scheduledAttempts: 1,
+      firstFailedAt: iso(now),
+      nextRetryAt: null,
+      graceEndsAt: null,
+      gracePeriodDays: state.subscription.gracePeriodDays ?? settings.gracePeriodDays,
+      finalAction: settings.finalAction,
+      policy: settings.retryPolicy,
+      lastFailureCode: failure.failureCode,
+      lastFailureMessage: failure.failureMessage,
+    },
+    now,
+  );
+}
+
+/** The dunning state after retry number `dunning.attempts + 1` failed too. */
+export function failedRetry(dunning: DunningState, scheduled: boolean, failure: { failureCode: string; failureMessage: string }, now: Date): DunningState {
+  return afterFailedAttempt(
+    {
+      ...dunning,
+      attempts: dunning.attempts + 1,
+      scheduledAttempts: dunning.scheduledAttempts + (scheduled ? 1 : 0),
+      lastFailureCode: failure.failureCode,
+      lastFailureMessage: failure.failureMessage,
+    },
+    now,
+  );
+}
+
+// ---- Resume -----------------------------------------------------------------
+
+/**
+ * What a resume at `now` does: `start` billing (it never started: created paused);
+ * `continue` the paid period, which has not ended; or a `newPeriod` from now, charged
+ * at once (the period is over, or was never paid, as after a dunning pause).
+ */
+export function resumeKind(subscription: SubscriptionSnapshot, now: Date): 'start' | 'continue' | 'newPeriod' {
+  if (subscription.billingAnchor === null) return 'start';
+  const unpaid = subscription.pauseReason === 'payment_failed';
+  if (!unpaid && subscription.currentPeriodEnd && Date.parse(subscription.currentPeriodEnd) > now.getTime()) return 'continue';
+  return 'newPeriod';
+}
