@@ -1,6 +1,6 @@
 /**
  * The catalog of event types: every state change the engine records in `events`
- * (see db/entities/event.ts) and serves at GET /v1/events. The README and the
+ * (see db/entities/event.ts) and serves at GET /v1/events. docs/events-and-webhooks.md and the
  * OpenAPI document publish this list; a new emitter adds its type here first.
  */
 export const eventCatalog = [

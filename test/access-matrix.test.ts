@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestEngine, testPassword, type TestEngine } from './helpers/engine.ts';
 
 /**
- * Who may do what: every cell of the README's access table, each run against a
+ * Who may do what: every cell of the access table in docs/identity-and-access.md, each run against a
  * fresh account so that destructive cells (closing the account, deleting a user)
  * cannot disturb the others.
  */

@@ -6,7 +6,7 @@ import { customSearchAttributes } from '../workflows/search-attributes.ts';
 /**
  * No Docker engine runs where the tests run, so the compose file is checked as
  * data: the services users expect, from official images, wired to each other,
- * with health checks and the published ports the README names.
+ * with health checks and the published ports docs/operations.md names.
  */
 describe('docker-compose.yml', () => {
   const compose = parse(fs.readFileSync('docker-compose.yml', 'utf8'), { merge: true });
@@ -24,7 +24,7 @@ describe('docker-compose.yml', () => {
     expect(fs.readFileSync('Dockerfile', 'utf8')).toMatch(/^FROM node:24/m);
   });
 
-  it('publishes the ports the README names', () => {
+  it('publishes the ports docs/operations.md names', () => {
     const published = (name: string) => (services[name].ports ?? []).map((p: string) => p.split(':')[0]);
     expect(published('api')).toEqual(['3000']);
     expect(published('temporal-ui')).toEqual(['8233']);

@@ -6,7 +6,7 @@ import type { CancellationReason, PaymentError, PaymentRequestStatus, RecurringS
  * Projection of a paymentRequestWorkflow's state, written only by its activities.
  * `version` orders the writes: an older write never overwrites a newer one.
  * `token` is the secret of the pay link, kept as is so that a GET can show
- * payment_url again (see README, "Payment requests").
+ * payment_url again (see docs/payment-requests.md, "The pay page").
  */
 export const PaymentRequest = defineEntity({
   name: 'PaymentRequest',
