@@ -25,7 +25,7 @@ const paymentMethod = z
   .min(1)
   .max(100)
   .refine(isSandboxPaymentMethod, { message: `unknown payment method; the sandbox takes ${methods.join(', ')}` })
-  .openapi({ description: 'A sandbox test payment method (see README)', example: 'pm_card_visa', enum: methods });
+  .openapi({ description: 'A sandbox test payment method (docs/money-and-ledger.md lists them)', example: 'pm_card_visa', enum: methods });
 
 const CreateCustomerBody = z
   .object({

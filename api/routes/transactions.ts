@@ -24,7 +24,7 @@ const CreateBody = z
     type: z.enum(transactionTypes),
     reference: z.string().max(500).optional(),
     metadata: metadata.optional(),
-    payment_method: z.string().min(1).max(100).optional().openapi({ description: 'For payments: the sandbox test method to charge (see README)' }),
+    payment_method: z.string().min(1).max(100).optional().openapi({ description: 'For payments: the sandbox test method to charge (docs/money-and-ledger.md lists them)' }),
   })
   .strict();
 

@@ -31,7 +31,7 @@ const eventsField = z
   .max(100)
   .superRefine((names, ctx) => {
     const unknown = names.filter((n) => n !== '*' && !known.has(n));
-    if (unknown.length) ctx.addIssue({ code: 'custom', message: `unknown event types: ${unknown.join(', ')} (GET /openapi.json and the README list them)` });
+    if (unknown.length) ctx.addIssue({ code: 'custom', message: `unknown event types: ${unknown.join(', ')} (GET /openapi.json and docs/events-and-webhooks.md list them)` });
     if (names.includes('*') && names.length > 1) ctx.addIssue({ code: 'custom', message: 'use ["*"] alone for every event' });
   })
   .transform((names) => [...new Set(names)])
