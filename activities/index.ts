@@ -39,6 +39,7 @@ import {
 import type { CustomerLinks } from '../domain/customer-links.ts';
 import { SandboxProcessor, type PaymentProcessor } from '../services/processors/sandbox.ts';
 import { projectSubscription } from '../services/projections.ts';
+import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { Resolver } from '../domain/webhook-url.ts';
 import {
@@ -180,6 +181,11 @@ export function createActivities(deps: ActivityDeps) {
     async reconcileStuckPayouts(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
       return reconcileStuckPayouts(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
+    },
+    /** Maintenance: the next batch of live subscriptions whose workflow closed without ending them (services/subscription-watch.ts). */
+    async sweepOrphanedSubscriptions(input: { after: string | null; limit: number }): Promise<SweepResult> {
+      const context = Context.current();
+      return sweepOrphanedSubscriptions(em(), context.client, input.after, input.limit, context.log);
     },
     /** Maintenance: expired idempotency keys, and login attempts older than the throttle window. */
     async pruneExpiredRows(loginThrottleWindowSeconds: number): Promise<PruneResult> {

@@ -125,13 +125,15 @@ export interface NewSubscription {
  * The snapshot a subscription workflow starts from (version 0). Times are set by the
  * workflow from workflow time; the epoch values here are placeholders it overwrites.
  */
-export function initialSnapshot(s: NewSubscription): SubscriptionSnapshot {
-  const epoch = new Date(0).toISOString();
+export function initialSnapshot(s: NewSubscription, requestedAt: Date = new Date(0)): SubscriptionSnapshot {
+  // What the first run's input shows in the Temporal UI: the time of the request and the
+  // status it is about to take. The workflow records its own times and status at once.
+  const at = requestedAt.toISOString();
   return {
     ...s,
-    status: s.pauseUntil ? 'paused' : 'trialing',
-    createdAt: epoch,
-    updatedAt: epoch,
+    status: s.pauseUntil ? 'paused' : s.trialDays > 0 ? 'trialing' : 'active',
+    createdAt: at,
+    updatedAt: at,
     trialStart: null,
     trialEnd: null,
     billingAnchor: null,

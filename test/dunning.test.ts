@@ -100,7 +100,9 @@ describe('dunning', () => {
     await engine.env.sleep(40 * day);
     expect(await attempts(id)).toHaveLength(4);
     expect(mailTo('four-failures@example.com')).toHaveLength(5);
-    expect(Date.now() - wall).toBeLessThan(10_000);
+    // Months of skipped time in seconds of wall time: a year of real waiting could never pass this. The bound is
+    // loose on purpose (a loaded 2-core machine took 17 s); speed itself is measured by the benchmarks.
+    expect(Date.now() - wall).toBeLessThan(60_000);
   });
 
   it('ends in a pause when the account says so, after its own grace period', async () => {

@@ -273,7 +273,7 @@ describe('maintenance', () => {
     await engine.env.sleep(10 * minute + 1000);
     await eventually(async () => (await handle.describe()).runId, (runId) => runId !== firstRun, 20_000);
     expect((await handle.describe()).status.name).toBe('RUNNING');
-    await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, pruned 0 rows \(0 idempotency keys, 0 login attempts\); next at /.test(d), 20_000);
+    await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, pruned 0 rows \(0 idempotency keys, 0 login attempts\); checked \d+ subscriptions, 0 marked canceled \(workflow closed\); next at /.test(d), 20_000);
     // The payout's own workflow (60 s) ran meanwhile; the payment was charged once.
     expect(await client.workflow.getHandle(payout.id).result()).toBe('paid');
     expect(await processorCharges(payment)).toBe(1);

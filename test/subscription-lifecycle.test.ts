@@ -6,7 +6,7 @@ const hour = 3_600_000;
 const day = 24 * hour;
 const errorShape = (code: string) => ({ error: code, message: expect.any(String) });
 
-/** The whole life of subscriptions, driven by workflow timers in skipped time. Each test stays well under 10 s of wall time. */
+/** The whole life of subscriptions, driven by workflow timers in skipped time. Each takes seconds of wall time on a quiet machine. */
 describe('subscription lifecycle', () => {
   let engine: TestEngine;
   beforeAll(async () => {
@@ -65,7 +65,9 @@ describe('subscription lifecycle', () => {
     expect(invoices.map((i) => i.periodStart.toISOString())).toEqual(expectedStarts);
     expect(invoices.every((i) => i.status === 'paid')).toBe(true);
     expect(s!.currentPeriodEnd!.toISOString()).toBe(new Date(Date.UTC(year + 1, 0, 31) + timeOfDay).toISOString());
-    expect(Date.now() - wall).toBeLessThan(10_000);
+    // Months of skipped time in seconds of wall time: a year of real waiting could never pass this. The bound is
+    // loose on purpose (a loaded 2-core machine took 17 s); speed itself is measured by the benchmarks.
+    expect(Date.now() - wall).toBeLessThan(60_000);
   });
 
   it('a trial canceled before it ends: canceled, nothing charged; canceling again is 409', async () => {

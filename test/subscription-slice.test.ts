@@ -73,6 +73,7 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
     const charges = await engine.charges(id);
     expect(charges.map((c) => c.idempotencyKey)).toEqual([0, 1, 2].map((n) => `${id}:cycle:${n}:attempt:1`));
     expect(charges.every((c) => c.status === 'succeeded' && c.amount === 2000)).toBe(true);
-    expect(Date.now() - wallStart).toBeLessThan(10_000);
+    // Skipped time, not real waiting (loose bound: speed is measured by the benchmarks, not here).
+    expect(Date.now() - wallStart).toBeLessThan(60_000);
   });
 });

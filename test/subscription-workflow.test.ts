@@ -200,7 +200,7 @@ describe('subscriptionWorkflow with fake activities', () => {
       lines: [{ description: 'Pro', amount: 3000, quantity: 1, period_start: first.trialEnd, proration: false }],
     });
     expect(f.charges).toEqual([
-      { idempotencyKey: `${id}:cycle:0:attempt:1`, invoiceId: invoice!.invoiceId, accountId: 'acct_1', customerId: 'cus_1', livemode: false, amount: 3000, currency: 'USD', description: `Invoice INV-${invoice!.invoiceId}` },
+      { idempotencyKey: `${id}:cycle:0:attempt:1`, invoiceId: invoice!.invoiceId, attempt: 1, accountId: 'acct_1', customerId: 'cus_1', livemode: false, amount: 3000, currency: 'USD', description: `Invoice INV-${invoice!.invoiceId}` },
     ]);
     expect(f.calls).toEqual([`openInvoice ${id}:cycle:0`, `charge ${id}:cycle:0:attempt:1`, `settleInvoice ${invoice!.invoiceId} succeeded`]);
     expect(active).toMatchObject({ billingCycle: 0, currentPeriodStart: first.trialEnd, currentPeriodEnd: invoice!.periodEnd, latestInvoiceId: invoice!.invoiceId, dunning: null });

@@ -10,13 +10,15 @@
  *   same idempotency key and carried on exactly as the API would have;
  * - reconcileStuckPayouts: pending payouts with no payoutWorkflow get one;
  * - pruneExpiredRows: expired idempotency keys and login attempts older than the
- *   login throttle window are deleted.
+ *   login throttle window are deleted;
+ * - sweepOrphanedSubscriptions: the next batch of live subscriptions whose workflow
+ *   was terminated, failed or timed out are marked canceled (services/subscription-watch.ts).
  * Its current details (Temporal UI) say what the last run did and when the next is.
  * It continues as new every 100 runs (or when Temporal suggests it). A failing
  * activity is retried a few times, then reported in the details and tried again on
  * the next run: one broken step never stops the others. Deterministic code only.
  */
-import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, defineSignal, patched, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 
 export interface MaintenanceSettings {
@@ -34,7 +36,12 @@ export interface MaintenanceInput {
   settings: MaintenanceSettings;
   /** Runs so far, carried over continue-as-new (for the details). */
   runs?: number;
+  /** Where the sweep of live subscriptions goes on (carried over continue-as-new). */
+  subscriptionCursor?: string | null;
 }
+
+/** Live subscriptions checked per run for a closed workflow. */
+export const subscriptionSweepBatch = 200;
 
 /** A worker's settings at boot; different ones (a changed configuration) are used from a run that starts at once. */
 export const maintenanceSettingsSignal = defineSignal<[MaintenanceSettings]>('settings');
@@ -63,10 +70,16 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     changes++;
   });
   let runs = input.runs ?? 0;
+  let subscriptionCursor = input.subscriptionCursor ?? null;
   for (let run = 1; ; run++) {
     const payments = await attempt(() => activities.reconcileStuckPayments(settings.stuckAfterMs));
     const payouts = await attempt(() => activities.reconcileStuckPayouts(settings.stuckAfterMs));
     const pruned = await attempt(() => activities.pruneExpiredRows(settings.loginThrottleWindowSeconds));
+    // Added after the first release of this workflow: runs recorded before it go on without the sweep.
+    const swept = patched('sweep-orphaned-subscriptions')
+      ? await attempt(() => activities.sweepOrphanedSubscriptions({ after: subscriptionCursor, limit: subscriptionSweepBatch }))
+      : null;
+    if (swept && typeof swept !== 'string') subscriptionCursor = swept.nextCursor;
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
     const part = <T>(value: T | string, text: (v: T) => string) => (typeof value === 'string' ? `FAILED (${value})` : text(value));
@@ -75,12 +88,13 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
         `reconciled ${part(payments, (r) => `${r.reconciled} payments${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         `${part(payouts, (r) => `${r.reconciled} payouts${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
+        (swept === null ? '' : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
         `next at ${next}.`,
     );
     const seen = changes;
     await condition(() => changes !== seen, settings.intervalMs);
     if (run >= (settings.runsPerExecution ?? 100) || workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof maintenanceWorkflow>({ settings, runs });
+      await continueAsNew<typeof maintenanceWorkflow>({ settings, runs, subscriptionCursor });
     }
   }
 }

@@ -23,11 +23,13 @@
 import {
   allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
   condition,
   continueAsNew,
   defineQuery,
   defineSignal,
   defineUpdate,
+  isCancellation,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -419,49 +421,70 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   // ---- The life -----------------------------------------------------------
 
-  if (subscription.version === 0) {
-    const now = new Date();
-    subscription = { ...subscription, createdAt: iso(now) };
-    if (subscription.pauseUntil) {
-      // Created paused: billing (and any trial) starts when the pause ends.
-      await record({ status: 'paused', pausedAt: iso(now), pauseReason: 'requested' });
-    } else {
-      await start();
+  /** From creation to the end (or to continue-as-new, which throws out of it). */
+  async function live(): Promise<void> {
+    if (subscription.version === 0) {
+      const now = new Date();
+      subscription = { ...subscription, createdAt: iso(now) };
+      if (subscription.pauseUntil) {
+        // Created paused: billing (and any trial) starts when the pause ends.
+        await record({ status: 'paused', pausedAt: iso(now), pauseReason: 'requested' });
+      } else {
+        await start();
+      }
+      created = true;
     }
-    created = true;
-  }
 
-  while (!isEnded(subscription)) {
-    const wake = nextWake(state());
-    setCurrentDetails(waitingDetails(wake, subscription));
-    let woken: boolean;
-    if (!wake) {
-      await condition(() => queue.length > 0);
-      woken = true;
-    } else {
-      const remaining = wakeDelayMs(wake, new Date());
-      woken = remaining > 0 ? await condition(() => queue.length > 0, remaining, { summary: wake.what }) : queue.length > 0;
-    }
-    if (woken) {
-      const { command, done } = queue.shift()!;
-      done(await apply(command));
-    } else {
-      await run(wake!.action);
-    }
-    if ((renewed || workflowInfo().continueAsNewSuggested) && !isEnded(subscription)) {
-      // Let accepted messages finish first; one that arrives meanwhile is applied in this run.
-      await condition(() => queue.length > 0 || allHandlersFinished());
-      if (queue.length === 0) {
-        return continueAsNew<typeof subscriptionWorkflow>({ snapshot: subscription, plan, pendingPlan });
+    while (!isEnded(subscription)) {
+      const wake = nextWake(state());
+      setCurrentDetails(waitingDetails(wake, subscription));
+      let woken: boolean;
+      if (!wake) {
+        await condition(() => queue.length > 0);
+        woken = true;
+      } else {
+        const remaining = wakeDelayMs(wake, new Date());
+        woken = remaining > 0 ? await condition(() => queue.length > 0, remaining, { summary: wake.what }) : queue.length > 0;
+      }
+      if (woken) {
+        const { command, done } = queue.shift()!;
+        done(await apply(command));
+      } else {
+        await run(wake!.action);
+      }
+      if ((renewed || workflowInfo().continueAsNewSuggested) && !isEnded(subscription)) {
+        // Let accepted messages finish first; one that arrives meanwhile is applied in this run.
+        await condition(() => queue.length > 0 || allHandlersFinished());
+        if (queue.length === 0) {
+          return continueAsNew<typeof subscriptionWorkflow>({ snapshot: subscription, plan, pendingPlan });
+        }
       }
     }
   }
-  setCurrentDetails(`${subscription.status === 'expired' ? 'Expired' : 'Canceled'}. Nothing more to do.`);
-  // Answer messages still queued (they find the subscription ended) before the run closes.
-  while (queue.length > 0) {
-    const { command, done } = queue.shift()!;
-    done(await apply(command));
+
+  /** Answers messages still queued (they find the subscription ended) before the run closes. */
+  async function close(): Promise<SubscriptionSnapshot> {
+    const ended = subscription.status === 'expired' ? 'Expired' : subscription.endedReason === 'canceled_by_operator' ? 'Canceled by an operator through Temporal' : 'Canceled';
+    setCurrentDetails(`${ended}. Nothing more to do.`);
+    while (queue.length > 0) {
+      const { command, done } = queue.shift()!;
+      done(await apply(command));
+    }
+    await condition(allHandlersFinished);
+    return subscription;
   }
-  await condition(allHandlersFinished);
-  return subscription;
+
+  try {
+    await live();
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    // An operator asked Temporal to cancel this workflow (Temporal UI "Request Cancellation",
+    // `temporal workflow cancel`): end the subscription now, as an immediate cancel that says
+    // who did it, so the API and the projection agree. Cleanup runs outside the canceled scope.
+    return CancellationScope.nonCancellable(async () => {
+      if (!isEnded(subscription)) await endNow('canceled_by_operator');
+      return close();
+    });
+  }
+  return close();
 }

@@ -1,10 +1,11 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import type { Context } from 'hono';
-import { Customer, Plan, Subscription } from '../../db/entities/index.ts';
+import { Account, Customer, Plan, Subscription } from '../../db/entities/index.ts';
 import { maxGracePeriodDays } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { formatMoney } from '../../domain/money.ts';
 import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionStatuses, type PlanTerms } from '../../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
 import {
@@ -158,9 +159,10 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const body = c.req.valid('json');
       const { accountId, livemode } = await accountScope(c, orm);
       const em = orm.em.fork();
-      const [customer, plan] = await Promise.all([
+      const [customer, plan, account] = await Promise.all([
         em.findOne(Customer, { id: body.customer_id, accountId, livemode }),
         em.findOne(Plan, { id: body.plan, accountId, livemode }),
+        em.findOne(Account, { id: accountId }, { fields: ['name', 'email'] }),
       ]);
       if (!customer) throw new ApiError('not_found', `No such customer: ${body.customer_id}.`);
       if (!plan) throw new ApiError('not_found', `No such plan: ${body.plan}.`);
@@ -179,7 +181,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
           billingCycleMode: body.billing_cycle,
           pauseUntil: body.pause_until?.toISOString() ?? null,
           gracePeriodDays: body.grace_period_days ?? null,
-        }),
+        }, new Date()),
         plan: planTerms(plan),
       };
       // Update-with-start: one round trip starts the workflow and waits for its
@@ -190,9 +192,11 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
           taskQueue: config.taskQueue,
           args: [input],
           workflowIdConflictPolicy: 'FAIL',
-          staticSummary: `Subscription of ${customer.id} to ${plan.id}`,
+          // What ops read in the Temporal UI: who and what, not only ids.
+          staticSummary: `${customer.name ? `${customer.name} <${customer.email}>` : customer.email} on ${plan.name} (${formatMoney(plan.amount, plan.currency)} every ${plan.intervalCount} ${plan.interval}${plan.intervalCount === 1 ? '' : 's'})`,
+          memo: { account: account ? `${account.name} <${account.email}>` : accountId, customerEmail: customer.email, planName: plan.name },
           typedSearchAttributes: [
-            { key: SubscriptionStatusKey, value: 'trialing' },
+            { key: SubscriptionStatusKey, value: input.snapshot.status },
             { key: AccountIdKey, value: accountId },
             { key: CustomerIdKey, value: customer.id },
             { key: PlanIdKey, value: plan.id },
