@@ -285,7 +285,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     invoice: { invoiceId: string; number: string; billingKey: string; amount: number },
     failure: { failureCode: string; failureMessage: string },
   ): Promise<void> {
-    const settings = await activities.loadBillingSettings(subscription.accountId);
+    const settings = await activities.loadBillingSettings(subscription.accountId, subscription.livemode);
     const firstFailedAt = new Date();
     const dunning: DunningState = {
       invoiceId: invoice.invoiceId,
