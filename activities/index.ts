@@ -113,8 +113,12 @@ export function createActivities(deps: ActivityDeps) {
     async settleInvoiceWithoutCharge(invoiceId: string, paidAt: string): Promise<void> {
       await settleInvoiceWithoutCharge(em(), deps.links, invoiceId, paidAt);
     },
-    async loadBillingSettings(accountId: string): Promise<BillingSettings> {
-      return loadBillingSettings(em(), accountId);
+    /**
+     * The billing settings of the subscription's mode. `livemode` is undefined only for a call a
+     * workflow scheduled before settings were per mode: those read live's (what every mode had then).
+     */
+    async loadBillingSettings(accountId: string, livemode?: boolean): Promise<BillingSettings> {
+      return loadBillingSettings(em(), accountId, livemode ?? true);
     },
     async notifyPaymentFailed(input: { subscription: SubscriptionSnapshot; attempt: number }): Promise<void> {
       await notifyPaymentFailed(em(), deps, input.subscription, input.attempt);

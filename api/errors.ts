@@ -14,11 +14,33 @@ export function sendError(c: Context, code: ErrorCode, message: string) {
   return c.json(errorBody(code, message), errorStatus[code] as 400);
 }
 
-/** "field.path: problem; other: problem" from a zod error, for `invalid_request`. */
-export function describeZodError(error: z.ZodError): string {
+/** Where a validated value came from (hono's validation targets; a form body is validated as JSON). */
+export type RequestPart = 'json' | 'form' | 'query' | 'param' | 'header' | 'cookie';
+
+const partNames: Record<RequestPart, string> = { json: 'body', form: 'body', query: 'query', param: 'path', header: 'header', cookie: 'cookie' };
+
+/** An issue's message in the API's words: "required", a date with an example, unknown keys by name. */
+function issueMessage(issue: z.core.$ZodIssue, part: RequestPart): string {
+  if (issue.code === 'unrecognized_keys') {
+    const what = part === 'query' ? 'parameter' : part === 'json' || part === 'form' ? 'field' : 'key';
+    return `unknown ${what}${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
+  }
+  // zod says "Invalid input: expected string, received undefined" for a field that is not there.
+  if (issue.code === 'invalid_type' && / received undefined$/.test(issue.message)) return 'required';
+  if (issue.code === 'invalid_format' && issue.format === 'datetime') return 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z';
+  if (issue.code === 'invalid_format' && issue.format === 'date') return 'must be an ISO 8601 date such as 2026-01-31';
+  return issue.message;
+}
+
+/**
+ * "field.path: problem; other: problem" from a zod error, for `invalid_request`. A
+ * problem with the whole value (an unknown key, say) is named by the part of the
+ * request it is in: `query: unknown parameter foo`, `body: unknown field bar`.
+ */
+export function describeZodError(error: z.ZodError, part: RequestPart = 'json'): string {
   return error.issues
     .slice(0, 5)
-    .map((issue) => `${issue.path.length ? issue.path.join('.') : 'body'}: ${issue.message}`)
+    .map((issue) => `${issue.path.length ? issue.path.join('.') : partNames[part]}: ${issueMessage(issue, part)}`)
     .join('; ');
 }
 

@@ -21,7 +21,7 @@ export const json = <T extends z.ZodType>(schema: T) => ({ content: { 'applicati
 export function newOpenApiApp() {
   const app = new OpenAPIHono({
     defaultHook: (result, c) => {
-      if (!result.success) return c.json(errorBody('invalid_request', describeZodError(result.error)), 400);
+      if (!result.success) return c.json(errorBody('invalid_request', describeZodError(result.error, result.target)), 400);
     },
   });
   const register = app.openapi;

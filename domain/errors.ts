@@ -25,6 +25,8 @@ export const errorStatus = {
   plan_archived: 409,
   // ours: a charge that had to succeed for the request to take effect was declined (plan upgrade)
   payment_failed: 402,
+  // ours: a subscription whose first charge is due at once (no trial) for a customer with no payment method
+  payment_method_required: 402,
   // ours: a message a subscription cannot take in its current state
   invalid_state: 409,
   // ours: Idempotency-Key misuse (another body with the same key; a retry while the first runs)

@@ -15,3 +15,12 @@ export async function recordAccountEvent(em: EntityManager, account: Account, ty
     await recordEvent(em, { accountId: account.id, livemode, type, object, transactionId: null });
   }
 }
+
+/**
+ * `account.updated` for a change of one mode's billing or notification settings:
+ * recorded in that mode only, so live webhooks never hear of a sandbox change (and
+ * the reverse). `data.object` is the account as GET /v1/account shows it.
+ */
+export async function recordModeSettingsEvent(em: EntityManager, account: Account, livemode: boolean): Promise<void> {
+  await recordEvent(em, { accountId: account.id, livemode, type: 'account.updated', object: serializeAccount(account), transactionId: null });
+}

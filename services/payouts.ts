@@ -6,7 +6,6 @@ import { Account, Payout, type PayoutMethod, type PayoutStatus } from '../db/ent
 import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
-import { notificationPreferences } from '../domain/notifications.ts';
 import { sandboxPayoutArrivalMs } from '../domain/payouts.ts';
 import { payoutWorkflow } from '../workflows/payout.ts';
 import { sendEmailOnce } from './email.ts';
@@ -15,6 +14,7 @@ import { serializePayout } from '../objects/payout.ts';
 import { recordEvent } from './events.ts';
 import { post } from './ledger.ts';
 import type { Mailer } from './mailer.ts';
+import { loadModeSettings } from './mode-settings.ts';
 
 /**
  * The seam for a real payout rail (a bank's ACH/SEPA API, PayPal Payouts, a wire
@@ -122,12 +122,12 @@ export async function completePayout(em: EntityManager, rail: PayoutRail, payout
   });
 }
 
-/** The payout confirmation email to the account's email, once per payout, unless it turned `payout_confirmations` off. */
+/** The payout confirmation email to the account's email, once per payout, unless it turned `payout_confirmations` off in the payout's mode. */
 export async function notifyPayoutPaid(em: EntityManager, mailer: Mailer, payoutId: string): Promise<void> {
   const payout = await em.findOneOrFail(Payout, { id: payoutId });
   if (payout.status !== 'paid') return;
   const account = await em.findOneOrFail(Account, { id: payout.accountId });
-  if (!notificationPreferences(account.settings).payout_confirmations) return;
+  if (!(await loadModeSettings(em, account.id, payout.livemode)).notifications.payout_confirmations) return;
   const email = payoutPaidEmail({
     accountName: account.name,
     amount: formatMoney(payout.amount, payout.currency),

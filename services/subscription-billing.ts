@@ -1,29 +1,22 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Customer, Invoice, Plan } from '../db/entities/index.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
-import { defaultGracePeriodDays, defaultRetryPolicy, type RetryPolicy } from '../domain/dunning.ts';
 import { formatMoney } from '../domain/money.ts';
-import { notificationPreferences } from '../domain/notifications.ts';
-import type { DunningFinalAction, SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { sendEmailOnce } from './email.ts';
 import { invoiceReceiptEmail, paymentFailedEmail, paymentRecoveredEmail, subscriptionEndedEmail } from '../domain/email-templates.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 import type { Mailer } from './mailer.ts';
+import { loadModeSettings, type BillingSettings } from './mode-settings.ts';
 
-export interface BillingSettings {
-  retryPolicy: RetryPolicy;
-  gracePeriodDays: number;
-  finalAction: DunningFinalAction;
-}
+export type { BillingSettings } from './mode-settings.ts';
 
-/** The account's dunning settings, with SPEC.md's defaults where it set none. Read when dunning starts. */
-export async function loadBillingSettings(em: EntityManager, accountId: string): Promise<BillingSettings> {
-  const account = await em.findOneOrFail(Account, { id: accountId });
-  return {
-    retryPolicy: account.settings.retry_policy ?? defaultRetryPolicy,
-    gracePeriodDays: account.settings.grace_period_days ?? defaultGracePeriodDays,
-    finalAction: account.settings.dunning_final_action ?? 'cancel',
-  };
+/**
+ * The dunning settings of the account in the subscription's mode (live or sandbox), with
+ * SPEC.md's defaults where it set none. Read when dunning starts.
+ */
+export async function loadBillingSettings(em: EntityManager, accountId: string, livemode: boolean): Promise<BillingSettings> {
+  return (await loadModeSettings(em, accountId, livemode)).billing;
 }
 
 /** Marks an invoice with nothing to pay (a credit covered it) as paid, with its `invoice.paid` event (once). */
@@ -52,13 +45,13 @@ async function parties(em: EntityManager, subscription: SubscriptionSnapshot) {
  * Emails the customer about failed attempt `attempt` of the subscription's unpaid
  * invoice: the reason, a link to update billing details, and the next retry date
  * (or when the grace period ends). Sent once per (invoice, attempt), unless the
- * account turned `failed_payments` notifications off.
+ * account turned `failed_payments` notifications off in the subscription's mode.
  */
 export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, attempt: number): Promise<void> {
   const dunning = subscription.dunning;
   if (!dunning) return;
   const { account, customer, planName } = await parties(em, subscription);
-  if (!notificationPreferences(account.settings).failed_payments) return;
+  if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.failed_payments) return;
   const updateUrl = await deps.links.billingDetailsUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode });
   const email = paymentFailedEmail({
     accountName: account.name,
@@ -83,10 +76,10 @@ export async function notifyPaymentRecovered(em: EntityManager, deps: NotifyDeps
   await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, to: customer.email, ...email });
 }
 
-/** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off. */
+/** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off in the subscription's mode. */
 export async function notifySubscriptionEnded(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, kind: 'canceled' | 'paused'): Promise<void> {
   const { account, customer, planName } = await parties(em, subscription);
-  if (!notificationPreferences(account.settings).subscription_cancellations) return;
+  if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.subscription_cancellations) return;
   const reason = kind === 'canceled' ? subscription.endedReason : subscription.pauseReason;
   const email = subscriptionEndedEmail({ accountName: account.name, customerName: customer.name ?? null, planName, kind, reason });
   await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, to: customer.email, ...email });

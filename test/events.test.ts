@@ -307,7 +307,7 @@ describe('events', () => {
       tenantsById.set(tenant.accountId, tenant);
     });
 
-    it('defaults every preference to on; PATCH changes only what it names and records account.updated in both modes', async () => {
+    it("defaults every preference to on; PATCH changes only what it names and records account.updated in the caller's mode only", async () => {
       expect((await as('GET', '/v1/settings/notifications')).body).toEqual({
         object: 'notification_settings',
         payout_confirmations: true,
@@ -319,15 +319,14 @@ describe('events', () => {
       expect((await as('GET', '/v1/settings/notifications')).body).toEqual(patched.body);
       expect((await as('PATCH', '/v1/settings/notifications', { failed_payments: 'no' })).status).toBe(400);
       expect((await as('PATCH', '/v1/settings/notifications', { sms: true })).status).toBe(400);
-      // Billing settings are untouched, and the account shows the preferences in its settings.
+      // Billing settings are untouched; the preferences are the live mode's (settings per mode), not the account's.
       expect((await as('GET', '/v1/settings')).body.grace_period_days).toBe(7);
-      expect((await as('GET', '/v1/account')).body.settings.notifications).toEqual({ payout_confirmations: true, failed_payments: false, subscription_cancellations: false });
+      expect((await as('GET', '/v1/account')).body.settings).toEqual({ currency: 'USD', timezone: 'UTC', language: 'en' });
       const live = await as('GET', '/v1/events?type=account.updated');
       const sandbox = await call('GET', '/v1/events?type=account.updated', undefined, { ...tenant.headers, 'x-sandbox-mode': 'true' });
       expect(live.body.data).toHaveLength(1);
-      expect(sandbox.body.data).toHaveLength(1);
-      expect(live.body.data[0].data.object).toMatchObject({ id: tenant.accountId, object: 'account', settings: { notifications: { failed_payments: false } } });
-      expect(sandbox.body.data[0].livemode).toBe(false);
+      expect(sandbox.body.data).toHaveLength(0);
+      expect(live.body.data[0]).toMatchObject({ livemode: true, data: { object: { id: tenant.accountId, object: 'account' } } });
     });
 
     it('failed_payments off: dunning runs and records its events, but the customer gets no email until it is on again', async () => {

@@ -222,7 +222,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       return;
     }
     // Dunning starts: retries on the account's schedule, then the grace period.
-    const settings = await activities.loadBillingSettings(subscription.accountId);
+    const settings = await activities.loadBillingSettings(subscription.accountId, subscription.livemode);
     const dunning = startDunning(state(), { invoiceId: invoice.invoiceId, number: invoice.number, billingKey: key, amount: invoice.amountDue }, outcome, settings, new Date());
     await recordFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
   }

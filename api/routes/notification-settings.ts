@@ -1,8 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { LockMode } from '@mikro-orm/core';
-import { recordAccountEvent } from '../../services/account-events.ts';
+import { recordModeSettingsEvent } from '../../services/account-events.ts';
+import { changeModeSettings, loadModeSettings } from '../../services/mode-settings.ts';
 import { Account } from '../../db/entities/index.ts';
-import { notificationPreferences, type NotificationPreferences } from '../../domain/notifications.ts';
+import type { NotificationPreferences } from '../../domain/notifications.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -26,8 +26,8 @@ const getRoute = createRoute({
   method: 'get',
   path: '/',
   tags: ['Settings'],
-  summary: "The account's email notification preferences",
-  description: 'Every key defaults to true. Account-wide (both modes).',
+  summary: "The account's email notification preferences in the caller's mode",
+  description: "Every key defaults to true. Live and sandbox each have their own: a sandbox key (or x-sandbox-mode: true) reads the sandbox ones, which govern emails about sandbox subscriptions and payouts.",
   responses: { 200: { description: 'Preferences', ...json(NotificationSettingsSchema) }, ...errorResponses(401) },
 });
 const patchRoute = createRoute({
@@ -35,32 +35,31 @@ const patchRoute = createRoute({
   path: '/',
   tags: ['Settings'],
   summary: 'Change email notification preferences',
-  description: 'Keys left out stay as they are. Every sender reads them when it is about to send, so a change applies to the next email. Records `account.updated`.',
+  description:
+    "Changes the caller's mode only (a sandbox change never changes live, and the reverse). Keys left out stay as they are. " +
+    "Every sender reads the preferences of the mode of what it is about to send about, so a change applies to the next email. Records `account.updated` in that mode.",
   request: { body: { ...json(PatchBody), required: true } },
   responses: { 200: { description: 'Preferences', ...json(NotificationSettingsSchema) }, ...errorResponses(400, 401, 403) },
 });
 
 const serialize = (prefs: NotificationPreferences): z.infer<typeof NotificationSettingsSchema> => ({ object: 'notification_settings', ...prefs });
 
-/** GET/PATCH /v1/settings/notifications, kept in Account.settings.notifications. */
+/** GET/PATCH /v1/settings/notifications: the caller's mode's preferences (services/mode-settings.ts). */
 export function notificationSettingsApp({ orm }: ApiDeps) {
   return newOpenApiApp()
     .openapi(getRoute, async (c) => {
-      const { accountId } = await accountScope(c, orm);
-      const account = await orm.em.fork().findOneOrFail(Account, { id: accountId });
-      return c.json(serialize(notificationPreferences(account.settings)), 200);
+      const { accountId, livemode } = await accountScope(c, orm);
+      return c.json(serialize((await loadModeSettings(orm.em.fork(), accountId, livemode)).notifications), 200);
     })
     .openapi(patchRoute, async (c) => {
       requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
       const body = c.req.valid('json');
-      const { accountId } = await accountScope(c, orm);
-      const account = await orm.em.fork().transactional(async (tx) => {
-        const row = await tx.findOneOrFail(Account, { id: accountId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-        row.settings = { ...row.settings, notifications: { ...notificationPreferences(row.settings), ...body } };
-        await tx.flush();
-        await recordAccountEvent(tx, row, 'account.updated');
-        return row;
+      const { accountId, livemode } = await accountScope(c, orm);
+      const settings = await orm.em.fork().transactional(async (tx) => {
+        const changed = await changeModeSettings(tx, accountId, livemode, { notifications: body });
+        await recordModeSettingsEvent(tx, await tx.findOneOrFail(Account, { id: accountId }), livemode);
+        return changed;
       });
-      return c.json(serialize(notificationPreferences(account.settings)), 200);
+      return c.json(serialize(settings.notifications), 200);
     });
 }

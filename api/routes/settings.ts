@@ -1,7 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { recordAccountEvent } from '../../services/account-events.ts';
+import { recordModeSettingsEvent } from '../../services/account-events.ts';
+import { changeModeSettings, loadModeSettings, type BillingSettings } from '../../services/mode-settings.ts';
 import { Account } from '../../db/entities/index.ts';
-import { defaultGracePeriodDays, defaultRetryPolicy, maxGracePeriodDays, retryPolicyProblem } from '../../domain/dunning.ts';
+import { defaultGracePeriodDays, maxGracePeriodDays, retryPolicyProblem } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { dunningFinalActions } from '../../domain/subscription.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
@@ -40,7 +41,8 @@ const getSettings = createRoute({
   method: 'get',
   path: '/',
   tags: ['Settings'],
-  summary: "The account's billing settings",
+  summary: "The account's billing settings in the caller's mode",
+  description: 'Live and sandbox each have their own: a sandbox key (or x-sandbox-mode: true) reads the sandbox settings.',
   responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(401) },
 });
 const patchSettings = createRoute({
@@ -49,7 +51,8 @@ const patchSettings = createRoute({
   tags: ['Settings'],
   summary: 'Change billing settings',
   description:
-    'Dunning reads these when a payment first fails: a subscription already past due keeps the policy it started with. ' +
+    "Changes the caller's mode only: a change made with a sandbox key (or x-sandbox-mode: true) never changes live, and the reverse. " +
+    "Dunning reads the subscription's mode's settings when a payment first fails: a subscription already past due keeps the policy it started with. " +
     'dunning_final_action: what happens when the grace period after the last retry ends (cancel, or pause).',
   request: { body: { ...json(PatchBody), required: true } },
   responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401) },
@@ -59,21 +62,21 @@ const setGracePeriod = createRoute({
   path: '/grace_period',
   tags: ['Settings'],
   summary: 'Set the grace period (days)',
-  description: `Days a subscription stays past due after its last failed retry before it is canceled or paused. 0 to ${maxGracePeriodDays}; SPEC recommends 3 to 7; default ${defaultGracePeriodDays}.`,
+  description: `In the caller's mode only. Days a subscription stays past due after its last failed retry before it is canceled or paused. 0 to ${maxGracePeriodDays}; SPEC recommends 3 to 7; default ${defaultGracePeriodDays}.`,
   request: { body: { ...json(z.object({ days: gracePeriodDays }).strict()), required: true } },
   responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401) },
 });
 
-function serialize(account: Account): z.infer<typeof BillingSettingsSchema> {
+function serialize(settings: BillingSettings): z.infer<typeof BillingSettingsSchema> {
   return {
     object: 'billing_settings',
-    grace_period_days: account.settings.grace_period_days ?? defaultGracePeriodDays,
-    retry_policy: account.settings.retry_policy ?? defaultRetryPolicy,
-    dunning_final_action: account.settings.dunning_final_action ?? 'cancel',
+    grace_period_days: settings.gracePeriodDays,
+    retry_policy: settings.retryPolicy,
+    dunning_final_action: settings.finalAction,
   };
 }
 
-/** Account-wide billing settings (both modes): grace period, retry policy, what ends dunning. */
+/** Billing settings of the caller's mode (live and sandbox each have their own): grace period, retry policy, what ends dunning. */
 export function settingsApp({ orm }: ApiDeps) {
   async function change(c: Parameters<typeof accountScope>[0], changes: z.infer<typeof PatchBody>) {
     requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
@@ -81,21 +84,22 @@ export function settingsApp({ orm }: ApiDeps) {
       const problem = retryPolicyProblem(changes.retry_policy);
       if (problem) throw new ApiError('invalid_request', `retry_policy: ${problem}.`);
     }
-    const { accountId } = await accountScope(c, orm);
-    const em = orm.em.fork();
-    const account = await em.findOneOrFail(Account, { id: accountId });
-    account.settings = { ...account.settings, ...changes };
-    await em.transactional(async (tx) => {
-      await tx.flush();
-      await recordAccountEvent(tx, account, 'account.updated');
+    const { accountId, livemode } = await accountScope(c, orm);
+    return orm.em.fork().transactional(async (tx) => {
+      const settings = await changeModeSettings(tx, accountId, livemode, {
+        gracePeriodDays: changes.grace_period_days,
+        retryPolicy: changes.retry_policy,
+        finalAction: changes.dunning_final_action,
+      });
+      await recordModeSettingsEvent(tx, await tx.findOneOrFail(Account, { id: accountId }), livemode);
+      return serialize(settings.billing);
     });
-    return serialize(account);
   }
 
   return newOpenApiApp()
     .openapi(getSettings, async (c) => {
-      const { accountId } = await accountScope(c, orm);
-      return c.json(serialize(await orm.em.fork().findOneOrFail(Account, { id: accountId })), 200);
+      const { accountId, livemode } = await accountScope(c, orm);
+      return c.json(serialize((await loadModeSettings(orm.em.fork(), accountId, livemode)).billing), 200);
     })
     .openapi(patchSettings, async (c) => c.json(await change(c, c.req.valid('json')), 200))
     .openapi(setGracePeriod, async (c) => c.json(await change(c, { grace_period_days: c.req.valid('json').days }), 200));

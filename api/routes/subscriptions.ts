@@ -26,9 +26,18 @@ import { SubscriptionSchema, serializeSubscription } from '../../objects/subscri
 
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 
+const customerField = z.string().min(1).max(64).openapi({ description: 'Customer id; `customer` is accepted as the same field (give one of the two)' });
+
+/** `customer_id` and `customer` name the same thing on create and list: one of them, not both. */
+const oneCustomerName = [
+  (value: { customer_id?: string; customer?: string }) => !(value.customer_id !== undefined && value.customer !== undefined),
+  { message: 'customer and customer_id name the same thing: give one of them, not both' },
+] as const;
+
 const CreateSubscriptionBody = z
   .object({
-    customer_id: z.string().min(1).max(64),
+    customer_id: customerField.optional(),
+    customer: customerField.optional(),
     plan: planField,
     trial_period_days: z.number().int().min(0).max(730).optional().openapi({ description: "Defaults to the plan's trial_period_days" }),
     pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Start paused: billing (and the trial) begin at this instant' }),
@@ -37,7 +46,9 @@ const CreateSubscriptionBody = z
     }),
     grace_period_days: z.number().int().min(0).max(maxGracePeriodDays).optional().openapi({ description: "Overrides the account's grace period after the last failed retry" }),
   })
-  .strict();
+  .strict()
+  .refine(...oneCustomerName)
+  .refine((value) => value.customer_id !== undefined || value.customer !== undefined, { message: 'required', path: ['customer_id'] });
 
 const ChangePlanBody = z.object({ plan: planField }).strict();
 const PauseBody = z.object({ pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Resume by itself at this instant' }) }).strict();
@@ -48,12 +59,14 @@ const CancelBody = z
 const ListQuery = z
   .object({
     status: z.enum(subscriptionStatuses).optional(),
-    customer: z.string().max(64).optional(),
+    customer: z.string().max(64).optional().openapi({ description: 'Customer id; `customer_id` is accepted as the same filter (give one of the two)' }),
+    customer_id: z.string().max(64).optional().openapi({ description: 'Same as `customer`' }),
     plan: z.string().max(64).optional(),
     ...cursorQuery('subscription'),
   })
   .strict()
-  .refine(...oneCursor);
+  .refine(...oneCursor)
+  .refine(...oneCustomerName);
 
 const subscriptionAnswer = (description: string) => ({ description, ...json(SubscriptionSchema) });
 
@@ -64,9 +77,11 @@ const createSubscription = createRoute({
   summary: 'Create a subscription',
   description:
     "Starts the subscription's workflow and answers once it has recorded its first state: `trialing` with a trial, `paused` with pause_until, " +
-    'otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way).',
+    'otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way). ' +
+    'Without a trial (and without pause_until) the first charge is made at once, so a customer with no payment method is refused with ' +
+    '402 `payment_method_required` and nothing is created; with a trial it is allowed (a trial that ends with no payment method expires).',
   request: { body: { ...json(CreateSubscriptionBody), required: true } },
-  responses: { 201: subscriptionAnswer('Created'), ...errorResponses(400, 401, 404, 409) },
+  responses: { 201: subscriptionAnswer('Created'), ...errorResponses(400, 401, 402, 404, 409) },
 });
 const listSubscriptions = createRoute({
   method: 'get',
@@ -159,15 +174,24 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const body = c.req.valid('json');
       const { accountId, livemode } = await accountScope(c, orm);
       const em = orm.em.fork();
+      const customerId = (body.customer_id ?? body.customer)!;
       const [customer, plan, account] = await Promise.all([
-        em.findOne(Customer, { id: body.customer_id, accountId, livemode }),
+        em.findOne(Customer, { id: customerId, accountId, livemode }),
         em.findOne(Plan, { id: body.plan, accountId, livemode }),
         em.findOne(Account, { id: accountId }, { fields: ['name', 'email'] }),
       ]);
-      if (!customer) throw new ApiError('not_found', `No such customer: ${body.customer_id}.`);
+      if (!customer) throw new ApiError('not_found', `No such customer: ${customerId}.`);
       if (!plan) throw new ApiError('not_found', `No such plan: ${body.plan}.`);
       if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new subscriptions cannot use it.`);
       if (body.pause_until && body.pause_until.getTime() <= Date.now()) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
+      const trialDays = body.trial_period_days ?? plan.trialPeriodDays;
+      // Without a trial or a paused start the workflow charges at once: a customer with nothing to charge is refused before anything starts.
+      if (trialDays === 0 && !body.pause_until && !customer.paymentMethod) {
+        throw new ApiError(
+          'payment_method_required',
+          `Customer ${customer.id} has no payment method, and without a trial the first charge is made at once: add a payment method first, or give trial_period_days.`,
+        );
+      }
 
       const id = newId('subscription');
       const input: SubscriptionWorkflowInput = {
@@ -177,7 +201,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
           customerId: customer.id,
           planId: plan.id,
           livemode,
-          trialDays: body.trial_period_days ?? plan.trialPeriodDays,
+          trialDays,
           billingCycleMode: body.billing_cycle,
           pauseUntil: body.pause_until?.toISOString() ?? null,
           gracePeriodDays: body.grace_period_days ?? null,
@@ -211,7 +235,8 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const { accountId, livemode } = await accountScope(c, orm);
       const where: Record<string, unknown> = { accountId, livemode };
       if (query.status) where.status = query.status;
-      if (query.customer) where.customerId = query.customer;
+      const customer = query.customer ?? query.customer_id;
+      if (customer) where.customerId = customer;
       if (query.plan) where.planId = query.plan;
       const { page, hasMore } = await keysetPage(orm.em.fork(), Subscription, where, query);
       return c.json({ object: 'list' as const, data: page.map(serializeSubscription), has_more: hasMore }, 200);

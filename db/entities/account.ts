@@ -1,20 +1,13 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { RetryPolicy } from '../../domain/dunning.ts';
-import type { NotificationPreferences } from '../../domain/notifications.ts';
-import type { DunningFinalAction } from '../../domain/subscription.ts';
 
+/**
+ * The account-wide settings. Billing and notification settings belong to a mode
+ * and live in account_mode_settings (AccountModeSettings), one row per mode.
+ */
 export interface AccountSettings {
   currency: string;
   timezone: string;
   language: string;
-  /** Days a subscription stays past due after its last failed retry (default 7). */
-  grace_period_days?: number;
-  /** Failed-payment retries (default SPEC.md's 4 attempts: immediate, 24h, 3d, 7d). */
-  retry_policy?: RetryPolicy;
-  /** What ends dunning: cancel (default) or pause the subscription. */
-  dunning_final_action?: DunningFinalAction;
-  /** Email notification preferences; a key left out is on (domain/notifications.ts). */
-  notifications?: Partial<NotificationPreferences>;
 }
 
 export const accountTypes = ['individual', 'business'] as const;

@@ -1,4 +1,5 @@
 import { Account } from './account.ts';
+import { AccountModeSettings } from './account-mode-settings.ts';
 import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
 import { Customer } from './customer.ts';
@@ -18,7 +19,7 @@ import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
 import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from './webhook.ts';
 
-export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
+export { Account, AccountModeSettings, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export { Product };
 export { Event };
 export { WebhookAttempt, WebhookDelivery, WebhookEndpoint };
@@ -37,6 +38,7 @@ export type { RiskLevel, TransactionStatus, TransactionType } from './transactio
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
 export const entities = [
   Account,
+  AccountModeSettings,
   User,
   Session,
   RefreshToken,
