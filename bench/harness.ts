@@ -123,6 +123,17 @@ export interface Environment {
  * the engine (createApp, logging silenced, no Temporal) and the bare app that
  * `bare` builds on the same ORM, each on a free local port.
  */
+/** The benchmark's database on the embedded server: created, migrated, with the ORM closed on stop. */
+export async function openBenchDatabase(postgres: { url(database: string): string }, stops: Stops): Promise<{ databaseUrl: string; orm: MikroORM; pgVersion: string }> {
+  const databaseUrl = postgres.url('billing_bench');
+  await ensureDatabase(postgres.url('postgres'), 'billing_bench');
+  const orm = await openOrm(databaseUrl);
+  stops.add('ORM', () => orm.close());
+  await migrate(orm, databaseUrl);
+  const [{ server_version: pgVersion }] = await orm.em.getConnection().execute<{ server_version: string }[]>('show server_version');
+  return { databaseUrl, orm, pgVersion: pgVersion! };
+}
+
 export async function startEnvironment(stops: Stops, say: Say, bare: (deps: { orm: MikroORM; config: Config }) => Hono): Promise<Environment> {
   const loadAtStart = os.loadavg()[0]!;
   if (loadAtStart > os.cpus().length / 2) {
@@ -139,12 +150,7 @@ export async function startEnvironment(stops: Stops, say: Say, bare: (deps: { or
 
   const postgres = await startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port: await freePort() });
   stops.add('PostgreSQL', () => postgres.stop());
-  const databaseUrl = postgres.url('billing_bench');
-  await ensureDatabase(postgres.url('postgres'), 'billing_bench');
-  const orm = await openOrm(databaseUrl);
-  stops.add('ORM', () => orm.close());
-  await migrate(orm, databaseUrl);
-  const [{ server_version: pgVersion }] = await orm.em.getConnection().execute<{ server_version: string }[]>('show server_version');
+  const { orm, pgVersion } = await openBenchDatabase(postgres, stops);
 
   const config = loadConfig({ NODE_ENV: 'test' });
   await ensureAdmin(orm, config.auth);

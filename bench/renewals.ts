@@ -53,15 +53,14 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Account, Customer, Plan, Subscription } from '../db/entities/index.ts';
-import { migrate, openOrm } from '../db/orm.ts';
-import { ensureDatabase, startEmbeddedPostgres } from '../dev/postgres.ts';
+import { startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { resolveTemporalCli } from '../dev/tools.ts';
 import { newId } from '../domain/ids.ts';
 import { initialSnapshot, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
-import { mean, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
+import { mean, openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
 import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
 
@@ -946,12 +945,7 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
   fs.writeFileSync(bundlePath, bundle.code);
 
-  const databaseUrl = postgres.url('billing_bench');
-  await ensureDatabase(postgres.url('postgres'), 'billing_bench');
-  const orm = await openOrm(databaseUrl);
-  stops.add('ORM', () => orm.close());
-  await migrate(orm, databaseUrl);
-  const [{ server_version: pgVersion }] = await orm.em.getConnection().execute<{ server_version: string }[]>('show server_version');
+  const { databaseUrl, orm, pgVersion } = await openBenchDatabase(postgres, stops);
 
   const connection = await Connection.connect({ address: temporal.address });
   stops.add('client connection', () => connection.close());

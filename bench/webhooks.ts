@@ -48,18 +48,17 @@ import { createApp } from '../api/app.ts';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
 import { loadConfig, type Config } from '../config.ts';
 import { Event, WebhookAttempt, WebhookDelivery } from '../db/entities/index.ts';
-import { migrate, openOrm } from '../db/orm.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { checkWebhookUrl, type CheckedUrl } from '../domain/webhook-url.ts';
 import { riskScoreHeader, signWebhook } from '../domain/webhooks.ts';
-import { ensureDatabase, startEmbeddedPostgres } from '../dev/postgres.ts';
+import { startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort, stopPid } from '../dev/processes.ts';
 import { searchAttributeArgs, startTemporalDevServer, waitUntilServing } from '../dev/temporal-dev-server.ts';
 import { resolveTemporalCli } from '../dev/tools.ts';
 import { createLogger } from '../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
-import { mean, resultsFile, round1, runBenchmark, sleep, writeSection, type Say } from './harness.ts';
+import { mean, openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection, type Say } from './harness.ts';
 import { serializeEvent } from '../objects/event.ts';
 
 const sectionHeading = '## Webhooks: events delivered per second to 10 endpoints';
@@ -228,12 +227,7 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     const node = process.cpuUsage(before.node);
     return { node: (node.user + node.system) / 1e6, temporal: cpuSeconds(temporalPid) - before.temporal, postgres: postgresCpuSeconds(pgDataDir) - before.postgres };
   };
-  const databaseUrl = postgres.url('billing_bench');
-  await ensureDatabase(postgres.url('postgres'), 'billing_bench');
-  const orm = await openOrm(databaseUrl);
-  stops.add('ORM', () => orm.close());
-  await migrate(orm, databaseUrl);
-  const [{ server_version: pgVersion }] = await orm.em.getConnection().execute<{ server_version: string }[]>('show server_version');
+  const { orm, pgVersion } = await openBenchDatabase(postgres, stops);
 
   const connection = await Connection.connect({ address: temporal.address });
   stops.add('client connection', () => connection.close());

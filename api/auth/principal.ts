@@ -1,7 +1,8 @@
+import type { AccountRow } from '../../objects/account.ts';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AuthConfig } from '../../config.ts';
-import type { AccountSettings, AccountStatus, AccountType, UserRole } from '../../db/entities/index.ts';
+import type { UserRole } from '../../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
 import { secretKey, sha256, verifyAccessToken } from './tokens.ts';
 
@@ -11,18 +12,7 @@ export type Principal =
   | { kind: 'api_key'; apiKeyId: string; accountId: string; livemode: boolean };
 
 /** The caller's account as the authentication query read it (null for an admin). */
-export interface CallerAccountRow {
-  id: string;
-  email: string;
-  name: string;
-  type: AccountType;
-  status: AccountStatus;
-  settings: AccountSettings;
-  /** Raw driver values: the driver may hand timestamps over as strings. */
-  created_at: Date | string;
-  updated_at: Date | string;
-  closed_at: Date | string | null;
-}
+export type CallerAccountRow = AccountRow;
 
 declare module 'hono' {
   interface ContextVariableMap {
