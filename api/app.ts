@@ -32,9 +32,12 @@ import { usersApp } from './routes/users.ts';
 import { webhooksApps } from './routes/webhooks.ts';
 import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
 import { createDispatchWaker } from '../services/webhook-wake.ts';
+import { resolveProcessors } from '../services/processors/index.ts';
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
-export function createApp(deps: ApiDeps) {
+export function createApp(given: ApiDeps) {
+  // Each mode's processor, once for every route (services/processors/index.ts).
+  const deps: ApiDeps = { ...given, processors: resolveProcessors(given, given.config.processors, () => given.orm.em.fork()) };
   const app = newOpenApiApp();
   app.use(requestId());
   app.use(requestLogging(deps.logger));
