@@ -15,6 +15,10 @@ export const ProcessorEvent = defineEntity({
     processorEventId: p.string(),
     type: p.string(),
     livemode: p.boolean(),
+    /** The processor's charge (Stripe: pi_...) the event is about, when it names one. */
+    processorChargeId: p.string().nullable().index(),
+    /** The engine's transaction it was matched to, when found. */
+    transactionId: p.string().nullable(),
     payload: p.json<Record<string, unknown>>(),
     processedAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
