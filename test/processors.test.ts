@@ -247,6 +247,9 @@ describe('processors in the engine (test mode on Stripe through stripe-mock, liv
       const back = await engine.app.request(`${pathOf(created.body.payment_url)}?checkout=success`);
       expect(back.status).toBe(200);
       expect(await back.text()).toContain('being confirmed');
+      const canceled = await engine.app.request(`${pathOf(created.body.payment_url)}?checkout=canceled`);
+      expect(canceled.status).toBe(200);
+      expect(await canceled.text()).toMatch(/Nothing was charged[\s\S]*<form method="post"/);
       // The request email of a test mode says so.
       expect((await mailTo('stripe-payer@example.com'))[0]!.parsed.subject).toMatch(/^\[TEST\] .* requests \$15\.00$/);
     });

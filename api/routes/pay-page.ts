@@ -8,7 +8,9 @@
  *
  * Each rendered form carries a fresh attempt nonce: the workflow answers a
  * replayed form (double click, refresh, resubmission) with the first result and
- * never charges again. Every value shown is escaped (hono/html); each page sends
+ * never charges again. In a mode on Stripe (docs/processors.md) the page sends a
+ * payable request to its Stripe Checkout Session (303) instead of the test-card form.
+ * Every value shown is escaped (hono/html); each page sends
  * its own Content-Security-Policy with a per-response nonce for its style and
  * script, `form-action 'self'` and no framing.
  */
@@ -165,16 +167,24 @@ export function payPageApp(deps: ApiDeps) {
       return page(c, 200, `Pay ${amountOf(view)} to ${nameOf(view)}`, again, null, view.testMode);
     }
     const here = `${config.publicUrl}/pay/${request.token}`;
-    const session = await processor.createCheckout({
-      idempotencyKey: `${request.id}:checkout`,
-      amount: request.amount,
-      currency: request.currency,
-      description: request.reference ?? `Payment to ${nameOf(view)}`,
-      successUrl: `${here}?checkout=success`,
-      cancelUrl: `${here}?checkout=canceled`,
-      metadata: { payment_request_id: request.id },
-      mode: 'payment',
-    });
+    const session = await processor
+      .createCheckout({
+        idempotencyKey: `${request.id}:checkout`,
+        amount: request.amount,
+        currency: request.currency,
+        description: request.reference ?? `Payment to ${nameOf(view)}`,
+        successUrl: `${here}?checkout=success`,
+        cancelUrl: `${here}?checkout=canceled`,
+        metadata: { payment_request_id: request.id },
+        mode: 'payment',
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: error, paymentRequestId: request.id }, 'pay page: could not create the checkout');
+        return 'unavailable' as const;
+      });
+    if (session === 'unavailable') {
+      return page(c, 503, 'Try again', stateCard('bad', '!', 'We could not open the payment page just now', [html`Nothing was charged. Please try again in a minute.`]), null, view.testMode);
+    }
     return session ? c.redirect(session.url, 303) : null;
   }
 
