@@ -25,6 +25,26 @@ export interface Config {
   /** The From header of every email. */
   mailFrom: string;
   auth: AuthConfig;
+  processors: ProcessorsConfig;
+}
+
+export type ProcessorName = 'sandbox' | 'stripe';
+
+export interface StripeModeConfig {
+  secretKey: string;
+  webhookSecret: string;
+}
+
+/** Which payment processor each mode charges through (docs/processors.md). */
+export interface ProcessorsConfig {
+  /** LIVE_PROCESSOR (default sandbox; production refuses sandbox unless ALLOW_SANDBOX_LIVE=true). */
+  live: ProcessorName;
+  /** SANDBOX_PROCESSOR: the processor of test mode (default sandbox). */
+  test: ProcessorName;
+  /** STRIPE_SECRET_KEY_LIVE / STRIPE_WEBHOOK_SECRET_LIVE and the _TEST pair; null when unset. */
+  stripe: { live: StripeModeConfig | null; test: StripeModeConfig | null; apiBase: string | undefined };
+  /** ALLOW_SANDBOX_LIVE=true: production may run live mode on the sandbox (demos; no real money moves). */
+  allowSandboxLive: boolean;
 }
 
 export interface AuthConfig {
@@ -58,6 +78,32 @@ export class ConfigError extends Error {
   }
 }
 
+function processorName(name: string, env: NodeJS.ProcessEnv): ProcessorName {
+  const raw = env[name] || 'sandbox';
+  if (raw !== 'sandbox' && raw !== 'stripe') throw new ConfigError(`${name} must be sandbox or stripe, got "${raw}".`);
+  return raw;
+}
+
+function loadProcessorsConfig(env: NodeJS.ProcessEnv, production: boolean): ProcessorsConfig {
+  const live = processorName('LIVE_PROCESSOR', env);
+  const test = processorName('SANDBOX_PROCESSOR', env);
+  const stripeMode = (suffix: 'LIVE' | 'TEST'): StripeModeConfig | null => {
+    const secretKey = env[`STRIPE_SECRET_KEY_${suffix}`];
+    const webhookSecret = env[`STRIPE_WEBHOOK_SECRET_${suffix}`];
+    return secretKey && webhookSecret ? { secretKey, webhookSecret } : null;
+  };
+  const stripe = { live: stripeMode('LIVE'), test: stripeMode('TEST'), apiBase: env.STRIPE_API_BASE || undefined };
+  if (live === 'stripe' && !stripe.live) throw new ConfigError('LIVE_PROCESSOR=stripe needs STRIPE_SECRET_KEY_LIVE and STRIPE_WEBHOOK_SECRET_LIVE.');
+  if (test === 'stripe' && !stripe.test) throw new ConfigError('SANDBOX_PROCESSOR=stripe needs STRIPE_SECRET_KEY_TEST and STRIPE_WEBHOOK_SECRET_TEST.');
+  const allowSandboxLive = env.ALLOW_SANDBOX_LIVE === 'true';
+  if (production && live === 'sandbox' && !allowSandboxLive) {
+    throw new ConfigError(
+      'Live mode would charge through the sandbox processor (no real money moves) with NODE_ENV=production. Set LIVE_PROCESSOR=stripe with STRIPE_SECRET_KEY_LIVE and STRIPE_WEBHOOK_SECRET_LIVE, or ALLOW_SANDBOX_LIVE=true for a demo.',
+    );
+  }
+  return { live, test, stripe, allowSandboxLive };
+}
+
 function integer(name: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -75,6 +121,7 @@ export function loadConfig(env = process.env): Config {
     if (missing.length) throw new ConfigError(`${missing.join(', ')} must be set when NODE_ENV=production.`);
     if (env.AUTH_SECRET!.length < 32) throw new ConfigError('AUTH_SECRET must be at least 32 characters.');
   }
+  const processors = loadProcessorsConfig(env, production);
   return {
     env: mode,
     port,
@@ -100,5 +147,6 @@ export function loadConfig(env = process.env): Config {
       loginThrottleWindowSeconds: integer('LOGIN_THROTTLE_WINDOW_SECONDS', 15 * 60, env),
       trustProxy: env.TRUST_PROXY === 'true',
     },
+    processors,
   };
 }

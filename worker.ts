@@ -12,7 +12,8 @@ import { createActivities } from './activities/index.ts';
 import { ensureMaintenanceWorkflow } from './services/maintenance.ts';
 import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
 import { createMailer, type Mailer } from './services/mailer.ts';
-import type { PaymentProcessor } from './services/processors/sandbox.ts';
+import { createProcessors, type Processors } from './services/processors/index.ts';
+import type { PaymentProcessor } from './services/processors/types.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { migrate, openOrm } from './db/orm.ts';
 import { createCustomerLinks, type CustomerLinks } from './domain/customer-links.ts';
@@ -26,6 +27,9 @@ export interface BillingWorkerDeps {
   namespace: string;
   taskQueue: string;
   orm: MikroORM;
+  /** Each mode's processor, built once from the configuration (services/processors/index.ts); the sandbox for both when unset. */
+  processors?: Processors;
+  /** One processor for both modes, over `processors` (tests). */
   processor?: PaymentProcessor;
   mailer: Mailer;
   links: CustomerLinks;
@@ -44,7 +48,7 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ orm: deps.orm, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox }),
+    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
     interceptors: { activity: [wakeDispatchAfterActivities(deps.orm)] },
     ...(deps.identity ? { identity: deps.identity } : {}),
@@ -75,7 +79,8 @@ async function main(): Promise<void> {
   await migrate(orm, config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const mailer = createMailer(config);
-  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
+  const processors = createProcessors(config.processors, () => orm.em.fork());
+  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
   // One maintenance workflow per task queue (workflows/maintenance.ts): the first worker starts it, the others find it.
   const client = new Client({ connection, namespace: config.temporalNamespace });

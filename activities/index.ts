@@ -37,7 +37,8 @@ import {
   type BillingSettings,
 } from '../services/subscription-billing.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
-import { SandboxProcessor, type PaymentProcessor } from '../services/processors/sandbox.ts';
+import { createProcessors, sandboxOnlyConfig, sandboxProcessors, type Processors } from '../services/processors/index.ts';
+import type { PaymentProcessor } from '../services/processors/types.ts';
 import { projectSubscription } from '../services/projections.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
@@ -54,7 +55,9 @@ import {
 
 export interface ActivityDeps {
   orm: MikroORM;
-  /** Defaults to the sandbox processor on the same database. */
+  /** Each mode's processor (built once by the worker from the configuration); the sandbox for both when unset. */
+  processors?: Processors;
+  /** One processor for both modes, over `processors` (tests: a crashing processor, say). */
   processor?: PaymentProcessor;
   /** Where customer emails go (SMTP, or .eml files in development). */
   mailer: Mailer;
@@ -75,7 +78,9 @@ export interface ActivityDeps {
  */
 export function createActivities(deps: ActivityDeps) {
   const em = () => deps.orm.em.fork();
-  const processor = deps.processor ?? new SandboxProcessor(em);
+  const processors: Processors = deps.processor ? createProcessors(sandboxOnlyConfig, em, { both: deps.processor }) : (deps.processors ?? sandboxProcessors(em));
+  // Emails of a mode that moves no real money say [TEST] (services/email.ts).
+  const notify = { mailer: deps.mailer, links: deps.links, processors };
   return {
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);
@@ -85,7 +90,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     async charge(input: ChargeInput): Promise<ChargeOutcome> {
       Context.current().log.info('charging', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
-      return chargeCustomer(em(), processor, input, deps.links);
+      return chargeCustomer(em(), processors, input, deps.links);
     },
     /**
      * `paidAt`: the workflow's time of payment (optional; see settleInvoice). Then the
@@ -94,7 +99,7 @@ export function createActivities(deps: ActivityDeps) {
      */
     async settleInvoice(invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
       await settleInvoice(em(), deps.links, invoiceId, charge, paidAt);
-      if (charge.status === 'succeeded') await sendInvoiceReceipt(em(), deps, invoiceId);
+      if (charge.status === 'succeeded') await sendInvoiceReceipt(em(), notify, invoiceId);
     },
     /** For dunning: whether the invoice is still open (it may have been voided, marked uncollectible or paid meanwhile). */
     async getInvoice(invoiceId: string): Promise<InvoiceState> {
@@ -121,16 +126,16 @@ export function createActivities(deps: ActivityDeps) {
       return loadBillingSettings(em(), accountId, livemode ?? true);
     },
     async notifyPaymentFailed(input: { subscription: SubscriptionSnapshot; attempt: number }): Promise<void> {
-      await notifyPaymentFailed(em(), deps, input.subscription, input.attempt);
+      await notifyPaymentFailed(em(), notify, input.subscription, input.attempt);
     },
     async notifyPaymentRecovered(input: { subscription: SubscriptionSnapshot; invoiceId: string }): Promise<void> {
-      await notifyPaymentRecovered(em(), deps, input.subscription, input.invoiceId);
+      await notifyPaymentRecovered(em(), notify, input.subscription, input.invoiceId);
     },
     async notifySubscriptionEnded(input: { subscription: SubscriptionSnapshot; kind: 'canceled' | 'paused' }): Promise<void> {
-      await notifySubscriptionEnded(em(), deps, input.subscription, input.kind);
+      await notifySubscriptionEnded(em(), notify, input.subscription, input.kind);
     },
     async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
-      return sendEmailOnce(em(), deps.mailer, input);
+      return sendEmailOnce(em(), deps.mailer, input, processors);
     },
     /** The webhook dispatcher's pass: undispatched events → first attempts, and delivery workflows for those that failed (activities/webhooks.ts). */
     async dispatchWebhookEvents(limit: number): Promise<DispatchResult> {
@@ -163,10 +168,10 @@ export function createActivities(deps: ActivityDeps) {
     },
     async chargePaymentRequest(input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
       Context.current().log.info('charging payment request', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
-      return chargePaymentRequest(em(), processor, input);
+      return chargePaymentRequest(em(), processors, input);
     },
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
-      return settlePendingPayment(em(), processor, transactionId, processorChargeId);
+      return settlePendingPayment(em(), processors, transactionId, processorChargeId);
     },
     /** Sends a pending payout through the rail and records paid or failed (with its event). */
     async completePayout(payoutId: string): Promise<string> {
@@ -174,12 +179,12 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** The payout confirmation email, once, if the account wants it. */
     async notifyPayoutPaid(payoutId: string): Promise<void> {
-      await notifyPayoutPaid(em(), deps.mailer, payoutId);
+      await notifyPayoutPaid(em(), deps.mailer, payoutId, processors);
     },
     /** Maintenance (workflows/maintenance.ts): pending payments with no settlement workflow, carried on as the API would have. */
     async reconcileStuckPayments(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
-      return reconcileStuckPayments(em(), processor, context.client, context.info.taskQueue, olderThanMs, context.log);
+      return reconcileStuckPayments(em(), processors, context.client, context.info.taskQueue, olderThanMs, context.log);
     },
     /** Maintenance: pending payouts with no payoutWorkflow get one. */
     async reconcileStuckPayouts(olderThanMs: number): Promise<ReconcileResult> {

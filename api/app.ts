@@ -32,9 +32,13 @@ import { usersApp } from './routes/users.ts';
 import { webhooksApps } from './routes/webhooks.ts';
 import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
 import { createDispatchWaker } from '../services/webhook-wake.ts';
+import { resolveProcessors } from '../services/processors/index.ts';
+import { processorWebhooksApp } from './routes/processor-webhooks.ts';
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
-export function createApp(deps: ApiDeps) {
+export function createApp(given: ApiDeps) {
+  // Each mode's processor, once for every route (services/processors/index.ts).
+  const deps = { ...given, processors: resolveProcessors(given, given.config.processors, () => given.orm.em.fork()) };
   const app = newOpenApiApp();
   app.use(requestId());
   app.use(requestLogging(deps.logger));
@@ -90,6 +94,8 @@ export function createApp(deps: ApiDeps) {
   app.route('/api/v1/payment-requests', paymentRequestsApp(deps));
   // The hosted pay page (payment_url): no API credentials, the token in the link is the credential.
   app.route('/pay', payPageApp(deps));
+  // Processor webhooks (Stripe): the signature over the raw body is the credential.
+  app.route('/webhooks', processorWebhooksApp(deps));
   const invoices = invoicesApps(deps);
   app.route('/v1/invoices', invoices.v1);
   app.route('/invoices', invoices.root);

@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
-import type { PaymentProcessor } from '../services/processors/sandbox.ts';
+import type { Processors } from '../services/processors/index.ts';
+import type { PaymentProcessor } from '../services/processors/types.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 
@@ -10,6 +11,8 @@ export interface ApiDeps {
   temporal: Client;
   config: Config;
   logger: Logger;
-  /** The payment processor for direct payments; the sandbox one when unset. */
+  /** Each mode's processor, built once by the entry point (services/processors/index.ts); from `config.processors` when unset. */
+  processors?: Processors;
+  /** One processor for both modes, over `processors` (tests). */
   processor?: PaymentProcessor;
 }

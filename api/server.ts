@@ -9,6 +9,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError, loadConfig } from '../config.ts';
 import { openOrm } from '../db/orm.ts';
+import { createProcessors } from '../services/processors/index.ts';
 import { createLogger } from '../logger.ts';
 import { createApp } from './app.ts';
 import { ensureAdmin } from './auth/bootstrap.ts';
@@ -48,7 +49,7 @@ async function main(): Promise<void> {
   await ensureAdmin(orm, config.auth);
   const connection = await Connection.connect({ address: config.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
-  const api = await startApiServer({ orm, temporal, config, logger }, config.port);
+  const api = await startApiServer({ orm, temporal, config, logger, processors: createProcessors(config.processors, () => orm.em.fork()) }, config.port);
   logger.info({ port: api.port }, 'api listening');
   const stop = async () => {
     await api.close();

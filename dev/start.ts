@@ -22,6 +22,7 @@ import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
 import { startTemporalDevServer } from './temporal-dev-server.ts';
 import { MissingToolError } from './tools.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
+import { createProcessors } from '../services/processors/index.ts';
 
 const config = (() => {
   try {
@@ -95,7 +96,9 @@ async function main(): Promise<void> {
   stops.push({ name: 'worker connection', stop: () => nativeConnection.close() });
   const mailer = createMailer(config);
   stops.push({ name: 'mailer', stop: async () => mailer.close() });
-  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
+  // Each mode's processor, once for the worker and the API (LIVE_PROCESSOR, SANDBOX_PROCESSOR; docs/processors.md).
+  const processors = createProcessors(config.processors, () => orm.em.fork());
+  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
   const workerRun = worker.run();
   stops.push({ name: 'worker', stop: async () => { worker.shutdown(); await workerRun; } });
   workerRun.catch((error) => {
@@ -108,7 +111,7 @@ async function main(): Promise<void> {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   // The worker's maintenance workflow (stuck payments and payouts, expired rows), started once per task queue.
   await ensureMaintenanceWorkflow(temporal, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
-  const api: RunningApi = await startApiServer({ orm, temporal, config, logger }, config.port);
+  const api: RunningApi = await startApiServer({ orm, temporal, config, logger, processors }, config.port);
   stops.push({ name: 'api', stop: () => api.close() });
 
   say('');

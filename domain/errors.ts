@@ -34,6 +34,8 @@ export const errorStatus = {
   idempotency_in_progress: 409,
   // ours: a webhook url that may not receive webhooks in this mode (SSRF rules)
   url_not_allowed: 400,
+  // ours: a processor webhook (POST /webhooks/stripe) whose signature does not verify with either mode's secret
+  invalid_signature: 400,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

@@ -15,6 +15,8 @@ export const idPrefixes = {
   refreshToken: 'rt',
   apiKey: 'key',
   sandboxProcessorCharge: 'sbch',
+  sandboxProcessorRefund: 'sbre',
+  processorEvent: 'pev',
   paymentRequest: 'pay',
   recurringPaymentRequest: 'preq',
   event: 'evt',

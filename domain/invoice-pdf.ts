@@ -27,6 +27,8 @@ export interface InvoicePdfInput {
   status: 'open' | 'paid' | 'void' | 'uncollectible';
   currency: string;
   livemode: boolean;
+  /** The mode moves no real money (test mode, or live on the sandbox processor): a TEST MODE mark and line. Default: !livemode. */
+  testMode?: boolean;
   issuedAt: Date;
   paidAt: Date | null;
   voidedAt: Date | null;
@@ -107,7 +109,8 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   const badgeWidth = doc.widthOfString(badge.label) + 14;
   doc.roundedRect(left + titleWidth + 12, margin + 8, badgeWidth, 16, 3).fill(badge.color);
   doc.fillColor('#ffffff').text(badge.label, left + titleWidth + 12, margin + 12.5, { width: badgeWidth, align: 'center', lineBreak: false });
-  if (!invoice.livemode) {
+  const testMode = invoice.testMode ?? !invoice.livemode;
+  if (testMode) {
     const x = left + titleWidth + 12 + badgeWidth + 6;
     const label = 'TEST MODE';
     const w = doc.widthOfString(label) + 14;
@@ -239,7 +242,15 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     const footerY = doc.page.height - margin - footerHeight + 8;
     doc.moveTo(left, footerY).lineTo(right, footerY).lineWidth(0.5).strokeColor(rule).stroke();
     doc.font('Regular').fontSize(8).fillColor(muted);
-    const summary = `${invoice.number} · ${headline}`;
+    const summary = `${testMode ? 'TEST MODE — no real money moves · ' : ''}${invoice.number} · ${headline}`;
+    if (testMode) {
+      // A watermark across the page, under nothing that matters: a test invoice cannot pass for a real one.
+      doc.save();
+      doc.rotate(-30, { origin: [doc.page.width / 2, doc.page.height / 2] });
+      doc.font('Bold').fontSize(110).fillColor('#f59e0b', 0.12).text('TEST', 0, doc.page.height / 2 - 60, { width: doc.page.width, align: 'center', lineBreak: false });
+      doc.restore();
+      doc.font('Regular').fontSize(8).fillColor(muted);
+    }
     doc.text(summary, left, footerY + 8, { width: width - 80, lineBreak: false, ellipsis: true });
     doc.text(`Page ${index - range.start + 1} of ${range.count}`, right - 80, footerY + 8, { width: 80, align: 'right', lineBreak: false });
     if (invoice.seller.email) {

@@ -3,7 +3,7 @@ import { Charge, Customer } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import type { InvoiceLinks } from './invoice-events.ts';
 import { recordInvoiceAttempt, recordInvoicePaymentFailed } from './invoices.ts';
-import type { PaymentProcessor } from './processors/sandbox.ts';
+import type { Processors } from './processors/index.ts';
 
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
@@ -34,7 +34,8 @@ export type ChargeOutcome =
  * A declined charge of an invoice records `invoice.payment_failed` and
  * `payment.failed` once, in the transaction that records the charge.
  */
-export async function chargeCustomer(em: EntityManager, processor: PaymentProcessor, input: ChargeInput, links: InvoiceLinks): Promise<ChargeOutcome> {
+export async function chargeCustomer(em: EntityManager, processors: Processors, input: ChargeInput, links: InvoiceLinks): Promise<ChargeOutcome> {
+  const processor = processors.forMode(input.livemode);
   const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) {
     await recordInvoiceAttempt(em, input.invoiceId, input.attempt);

@@ -11,6 +11,20 @@ export interface EmailInput {
   subject: string;
   text: string;
   html?: string;
+  /** The mode the message is about: a mode that moves no real money gets `[TEST] ` before its subject. Unset: no mark. */
+  livemode?: boolean;
+}
+
+/** Tells which modes move no real money (services/processors/index.ts Processors). */
+export interface TestModes {
+  isTestMode(livemode: boolean): boolean;
+}
+
+/** The subject as sent: `[TEST] ` first for a mode that moves no real money. */
+export function emailSubject(input: Pick<EmailInput, 'subject' | 'livemode'>, modes?: TestModes): string {
+  if (input.livemode === undefined) return input.subject;
+  const test = modes ? modes.isTestMode(input.livemode) : !input.livemode;
+  return test ? `[TEST] ${input.subject}` : input.subject;
 }
 
 /** Longer than the email activity's start-to-close timeout: a claim this old belongs to a dead attempt. */
@@ -31,7 +45,8 @@ export class EmailBeingSentError extends Error {
  * accepted the message but before the row says so) resends with the same
  * Message-ID, which receiving systems use to drop duplicates.
  */
-export async function sendEmailOnce(em: EntityManager, mailer: Mailer, input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
+export async function sendEmailOnce(em: EntityManager, mailer: Mailer, email: EmailInput, modes?: TestModes): Promise<{ sent: boolean; messageId: string }> {
+  const input = { ...email, subject: emailSubject(email, modes) };
   const messageId = `<${createHash('sha256').update(input.dedupeKey).digest('hex').slice(0, 32)}@billing-engine>`;
   const now = new Date();
   const inserted = await em

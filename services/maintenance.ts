@@ -21,7 +21,7 @@ import { IdempotencyKey, LoginAttempt, Payout, Transaction } from '../db/entitie
 import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
 import { continuePayment, paymentChargeRequest } from './payments.ts';
 import { startPayoutWorkflow } from './payouts.ts';
-import type { PaymentProcessor } from './processors/sandbox.ts';
+import type { Processors } from './processors/index.ts';
 
 /** Defaults of the maintenance workflow (its input can change them). */
 export const maintenanceDefaults = {
@@ -114,7 +114,7 @@ async function workflowExists(client: Client, workflowId: string): Promise<boole
  */
 export async function reconcileStuckPayments(
   em: EntityManager,
-  processor: PaymentProcessor,
+  processors: Processors,
   client: Client,
   taskQueue: string,
   olderThanMs: number,
@@ -129,7 +129,7 @@ export async function reconcileStuckPayments(
   for (const row of rows) {
     try {
       if (!(await workflowExists(client, row.id))) {
-        const outcome = await processor.charge(paymentChargeRequest(row));
+        const outcome = await processors.forMode(row.livemode).charge(paymentChargeRequest(row));
         const after = await continuePayment(em.fork(), client, taskQueue, row, outcome);
         result.reconciled++;
         log?.info('reconciled a stuck payment', { transactionId: row.id, outcome: outcome.status, status: after.status });

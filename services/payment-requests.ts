@@ -12,7 +12,7 @@ import { recordEvent } from './events.ts';
 import { writeVersioned } from './versioned-write.ts';
 import { paymentRequestCreatedUpdate, paymentRequestWorkflow, type PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
-import type { PaymentProcessor } from './processors/sandbox.ts';
+import type { Processors } from './processors/index.ts';
 import { newTransactionFields, recordSucceededTransaction } from './transactions.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
@@ -128,7 +128,8 @@ export type PaymentRequestChargeOutcome =
  * request's row, which keeps the transaction id once written, so the money is
  * recorded once.
  */
-export async function chargePaymentRequest(em: EntityManager, processor: PaymentProcessor, input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
+export async function chargePaymentRequest(em: EntityManager, processors: Processors, input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
+  const processor = processors.forMode(input.livemode);
   const answer = await processor.charge({
     idempotencyKey: input.idempotencyKey,
     amount: input.amount,

@@ -6,13 +6,9 @@ import { Transaction, type TransactionStatus } from '../db/entities/index.ts';
 import { paymentSettlementWorkflow } from '../workflows/payment-settlement.ts';
 import { post } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
-import {
-  sandboxSettlementDelayMs,
-  type PaymentProcessor,
-  type ProcessorChargeRequest,
-  type ProcessorChargeResult,
-  type ProcessorSettlement,
-} from './processors/sandbox.ts';
+import type { Processors } from './processors/index.ts';
+import { sandboxSettlementDelayMs } from './processors/sandbox.ts';
+import type { ProcessorChargeRequest, ProcessorChargeResult, ProcessorSettlement } from './processors/types.ts';
 import type { TransactionFields } from './transactions.ts';
 
 /*
@@ -45,6 +41,8 @@ export function paymentChargeRequest(transaction: Pick<Transaction, 'id' | 'amou
     currency: transaction.currency,
     paymentMethod: transaction.paymentMethod,
     description: transaction.reference ?? `Payment ${transaction.id}`,
+    // The processor's webhooks (charge.succeeded/failed) find the payment by it (api/routes/processor-webhooks.ts).
+    metadata: { transaction_id: transaction.id },
   };
 }
 
@@ -75,7 +73,7 @@ export async function startPaymentSettlement(client: Client, taskQueue: string, 
  * only if the transaction is still pending: a second call (a racing reconciler, a
  * retried activity) or a payment canceled meanwhile changes nothing. Returns the row.
  */
-export async function recordPaymentOutcome(em: EntityManager, transactionId: string, outcome: ProcessorSettlement): Promise<Transaction> {
+export async function recordPaymentOutcome(em: EntityManager, transactionId: string, outcome: Exclude<ProcessorSettlement, { status: 'pending' }>): Promise<Transaction> {
   return em.transactional(async (tx) => {
     const transaction = await tx.findOneOrFail(Transaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (transaction.status !== 'pending') return transaction;
@@ -113,7 +111,10 @@ export async function continuePayment(em: EntityManager, client: Client, taskQue
  * records the outcome and posts the money, under a row lock. Running it twice
  * changes nothing the second time. Its events are recorded with the outcome.
  */
-export async function settlePendingPayment(em: EntityManager, processor: PaymentProcessor, transactionId: string, processorChargeId: string): Promise<TransactionStatus> {
+export async function settlePendingPayment(em: EntityManager, processors: Processors, transactionId: string, processorChargeId: string): Promise<TransactionStatus> {
+  const processor = processors.forMode((await em.findOneOrFail(Transaction, { id: transactionId }, { fields: ['livemode'] })).livemode);
   const outcome = await processor.settlement(processorChargeId);
+  // Still pending at the processor (a slow bank debit): thrown, so the activity retries later.
+  if (outcome.status === 'pending') throw new Error(`Charge ${processorChargeId} of ${transactionId} is still pending at the processor.`);
   return (await recordPaymentOutcome(em, transactionId, outcome)).status;
 }

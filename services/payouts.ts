@@ -8,7 +8,7 @@ import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
 import { sandboxPayoutArrivalMs } from '../domain/payouts.ts';
 import { payoutWorkflow } from '../workflows/payout.ts';
-import { sendEmailOnce } from './email.ts';
+import { sendEmailOnce, type TestModes } from './email.ts';
 import { payoutPaidEmail } from '../domain/email-templates.ts';
 import { serializePayout } from '../objects/payout.ts';
 import { recordEvent } from './events.ts';
@@ -123,7 +123,7 @@ export async function completePayout(em: EntityManager, rail: PayoutRail, payout
 }
 
 /** The payout confirmation email to the account's email, once per payout, unless it turned `payout_confirmations` off in the payout's mode. */
-export async function notifyPayoutPaid(em: EntityManager, mailer: Mailer, payoutId: string): Promise<void> {
+export async function notifyPayoutPaid(em: EntityManager, mailer: Mailer, payoutId: string, modes?: TestModes): Promise<void> {
   const payout = await em.findOneOrFail(Payout, { id: payoutId });
   if (payout.status !== 'paid') return;
   const account = await em.findOneOrFail(Account, { id: payout.accountId });
@@ -136,5 +136,5 @@ export async function notifyPayoutPaid(em: EntityManager, mailer: Mailer, payout
     paidAt: payout.paidAt ?? payout.updatedAt,
     description: payout.description ?? null,
   });
-  await sendEmailOnce(em, mailer, { dedupeKey: `${payout.id}:payout_paid`, accountId: account.id, to: account.email, ...email });
+  await sendEmailOnce(em, mailer, { dedupeKey: `${payout.id}:payout_paid`, accountId: account.id, to: account.email, livemode: payout.livemode, ...email }, modes);
 }

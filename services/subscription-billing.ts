@@ -3,7 +3,7 @@ import { Account, Customer, Invoice, Plan } from '../db/entities/index.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
-import { sendEmailOnce } from './email.ts';
+import { sendEmailOnce, type TestModes } from './email.ts';
 import { invoiceReceiptEmail, paymentFailedEmail, paymentRecoveredEmail, subscriptionEndedEmail } from '../domain/email-templates.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 import type { Mailer } from './mailer.ts';
@@ -30,6 +30,8 @@ export async function settleInvoiceWithoutCharge(em: EntityManager, links: Invoi
 export interface NotifyDeps {
   mailer: Mailer;
   links: CustomerLinks;
+  /** Marks emails of a mode that moves no real money with [TEST]; without it only test mode is marked. */
+  processors?: TestModes;
 }
 
 async function parties(em: EntityManager, subscription: SubscriptionSnapshot) {
@@ -66,14 +68,14 @@ export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, s
     graceEndsAt: dunning.graceEndsAt ? new Date(dunning.graceEndsAt) : null,
     finalAction: dunning.finalAction,
   });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`, accountId: account.id, to: customer.email, ...email });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`, accountId: account.id, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 export async function notifyPaymentRecovered(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, invoiceId: string): Promise<void> {
   const { account, customer } = await parties(em, subscription);
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
   const email = paymentRecoveredEmail({ accountName: account.name, customerName: customer.name ?? null, amount: formatMoney(invoice.amountPaid, invoice.currency), invoiceNumber: invoice.number });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, to: customer.email, ...email });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 /** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off in the subscription's mode. */
@@ -82,7 +84,7 @@ export async function notifySubscriptionEnded(em: EntityManager, deps: NotifyDep
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.subscription_cancellations) return;
   const reason = kind === 'canceled' ? subscription.endedReason : subscription.pauseReason;
   const email = subscriptionEndedEmail({ accountName: account.name, customerName: customer.name ?? null, planName, kind, reason });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, to: customer.email, ...email });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 /**
@@ -107,5 +109,5 @@ export async function sendInvoiceReceipt(em: EntityManager, deps: NotifyDeps, in
     lines: invoice.lines.map((line) => ({ description: line.description, amount: money(line.amount * line.quantity) })),
     pdfUrl: deps.links.invoicePdfUrl(invoice.id),
   });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, to, ...email });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, to, livemode: invoice.livemode, ...email }, deps.processors);
 }

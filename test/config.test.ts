@@ -7,7 +7,16 @@ import { User } from '../db/entities/index.ts';
 import { createLogger } from '../logger.ts';
 import { startTestEngine, testPassword, type TestEngine } from './helpers/engine.ts';
 
-const production = { NODE_ENV: 'production', AUTH_SECRET: 'x'.repeat(32), ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'Root!2345' };
+// Live mode on Stripe: production refuses a sandbox live mode (test/processors.test.ts).
+const production = {
+  NODE_ENV: 'production',
+  AUTH_SECRET: 'x'.repeat(32),
+  ADMIN_EMAIL: 'root@example.com',
+  ADMIN_PASSWORD: 'Root!2345',
+  LIVE_PROCESSOR: 'stripe',
+  STRIPE_SECRET_KEY_LIVE: 'sk_live_x',
+  STRIPE_WEBHOOK_SECRET_LIVE: 'whsec_x',
+};
 
 describe('configuration of identity', () => {
   it('production refuses to start without AUTH_SECRET, ADMIN_EMAIL or ADMIN_PASSWORD, or with a short secret', () => {

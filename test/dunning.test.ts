@@ -40,7 +40,7 @@ describe('dunning', () => {
   const attempts = (id: string) => engine.db.orm.em.fork().find(Charge, { idempotencyKey: { $like: `${id}:%` } }, { orderBy: { createdAt: 'asc' } });
 
   function expectFailureEmail(mail: CapturedMail, attempt: number, next: { retryAt?: number; graceEndsAt?: number }) {
-    expect(mail.parsed.subject).toBe(`Payment failed for invoice ${mail.parsed.subject!.match(/invoice (\S+)/)![1]} (attempt ${attempt})`);
+    expect(mail.parsed.subject).toBe(`[TEST] Payment failed for invoice ${mail.parsed.subject!.match(/invoice (\S+)/)![1]} (attempt ${attempt})`);
     const text = mail.parsed.text!;
     expect(text).toContain('$49.00');
     expect(text).toContain('Reason: Your card was declined.');
@@ -94,7 +94,7 @@ describe('dunning', () => {
     expect((await attempts(id)).map((c) => c.idempotencyKey)).toEqual([1, 2, 3, 4].map((n) => `${id}:cycle:0:attempt:${n}`));
     expect((await engine.invoices(id)).map((i) => [i.status, i.attemptCount])).toEqual([['uncollectible', 4]]);
     const ended = await waitForMail('four-failures@example.com', 5);
-    expect(ended[4]!.parsed.subject).toBe('Your subscription has been canceled');
+    expect(ended[4]!.parsed.subject).toBe('[TEST] Your subscription has been canceled');
     expect(ended[4]!.parsed.text).toContain('because its payment could not be collected');
     // Nothing more, ever.
     await engine.env.sleep(40 * day);
@@ -124,7 +124,7 @@ describe('dunning', () => {
     expect(paused).toMatchObject({ pause_collection: { reason: 'payment_failed', resumes_at: null }, dunning: null });
     const mails = await waitForMail('pauses@example.com', 3);
     expect(mails[0]!.parsed.text).toContain('Reason: Your card has insufficient funds.');
-    expect(mails[2]!.parsed.subject).toBe('Your subscription has been paused');
+    expect(mails[2]!.parsed.subject).toBe('[TEST] Your subscription has been paused');
     // Bad settings change nothing.
     for (const body of [{ retry_policy: { max_attempts: 2, intervals: ['1d', '2d'] } }, { retry_policy: { max_attempts: 3, intervals: ['immediate', '2d'] } }, { dunning_final_action: 'delete' }, { grace_period_days: -1 }]) {
       expect((await asOther('PATCH', '/v1/settings', body)).status, JSON.stringify(body)).toBe(400);
@@ -148,7 +148,7 @@ describe('dunning', () => {
     expect(mails.map((m) => m.parsed.subject)).toEqual([
       expect.stringMatching(/attempt 1\)$/),
       expect.stringMatching(/attempt 2\)$/),
-      expect.stringMatching(/^Payment received for invoice/),
+      expect.stringMatching(/^\[TEST\] Payment received for invoice/),
     ]);
     // And it renews at its period end as usual.
     await skipTo(Date.parse(recovered.current_period_end) + hour);

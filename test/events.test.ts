@@ -232,7 +232,7 @@ describe('events', () => {
       expect(await typesAbout(customer.body.id)).toEqual(['customer.created']);
 
       const [receipt] = await eventually(async () => mailTo('receipt@example.com'), (m) => m.length >= 1);
-      expect(receipt!.parsed.subject).toBe(`Receipt for invoice ${invoice.number} ($15.00)`);
+      expect(receipt!.parsed.subject).toBe(`[TEST] Receipt for invoice ${invoice.number} ($15.00)`);
       expect(receipt!.parsed.text).toContain('Thank you for your payment of $15.00 to Acme');
       expect(receipt!.parsed.text).toContain('Starter: $15.00');
       const link = receipt!.parsed.text!.match(/http:\/\/\S+\/invoices\/\S+/)![0];
@@ -268,7 +268,7 @@ describe('events', () => {
       // The upgrade's prorated invoice: opened, paid.
       expect(await typesAbout(upgraded.body.latest_invoice)).toEqual(['invoice.created', 'invoice.paid', 'payment.succeeded']);
       // The customer heard about the cancellation (preferences on by default).
-      await eventually(async () => mailTo('lifecycle@example.com'), (m) => m.some((mail) => mail.parsed.subject === 'Your subscription has been canceled'));
+      await eventually(async () => mailTo('lifecycle@example.com'), (m) => m.some((mail) => mail.parsed.subject === '[TEST] Your subscription has been canceled'));
     });
 
     it('void and mark_uncollectible through the API record invoice.voided / invoice.marked_uncollectible; a refused one nothing', async () => {
@@ -353,7 +353,7 @@ describe('events', () => {
       await as('PATCH', '/v1/settings/notifications', { failed_payments: true });
       await skipTo(firstFailedAt + 3 * day + minute);
       const [mail] = await eventually(async () => mailTo('quiet@example.com'), (m) => m.length >= 1);
-      expect(mail!.parsed.subject).toMatch(/^Payment failed for invoice \S+ \(attempt 3\)$/);
+      expect(mail!.parsed.subject).toMatch(/^\[TEST\] Payment failed for invoice \S+ \(attempt 3\)$/);
       expect(mailTo('quiet@example.com')).toHaveLength(1);
 
       // subscription_cancellations is still off: canceling sends nothing.
@@ -427,7 +427,7 @@ describe('events', () => {
       expect(events[1]!.body.data.object).toEqual(paid);
 
       const [mail] = await eventually(async () => mailTo(tenant.email), (m) => m.length >= 1);
-      expect(mail!.parsed.subject).toBe('Payout of $40.00 paid');
+      expect(mail!.parsed.subject).toBe('[TEST] Payout of $40.00 paid');
       expect(mail!.parsed.text).toContain('Your payout of $40.00 by bank transfer was paid on');
       expect(mail!.parsed.text).toContain('Description: November');
       expect(mail!.parsed.text).toContain(created.body.id);

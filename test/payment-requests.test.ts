@@ -88,7 +88,7 @@ describe('payment requests', () => {
     const email = customer();
     const created = await create({ amount: 123456, customer_email: email, reference: 'Order <77> & co' });
     const [message] = await mailTo(email);
-    expect(message!.parsed.subject).toBe('Acme requests $1,234.56');
+    expect(message!.parsed.subject).toBe('[TEST] Acme requests $1,234.56');
     const text = message!.parsed.text!;
     expect(text).toContain('Acme requests a payment of $1,234.56.');
     expect(text).toContain('Reference: Order <77> & co');
@@ -128,7 +128,7 @@ describe('payment requests', () => {
     expect(txn.body).toMatchObject({ type: 'payment', amount: 990, status: 'succeeded' });
     expect(await processorCharges(created.body.id)).toBe(1);
     const mails = await mailTo(email, 2);
-    expect(mails.map((m) => m.parsed.subject)).toEqual(['Globex requests $9.90', 'Receipt: $9.90 paid to Globex']);
+    expect(mails.map((m) => m.parsed.subject)).toEqual(['[TEST] Globex requests $9.90', '[TEST] Receipt: $9.90 paid to Globex']);
     // The link now says it is paid (200), and a new form post charges nothing.
     const again = await open(created.body.payment_url);
     expect(again.status).toBe(200);
@@ -538,7 +538,7 @@ describe('payment requests', () => {
     const children = async () => (await engine.call('GET', `/v1/payments?recurring_payment_request_id=${id}`, undefined, tenant.headers)).body.data as any[];
     const firstChild = await eventually(children, (list) => list.length === 1);
     expect(firstChild[0]).toMatchObject({ id: created.body.latest_payment_request_id, status: 'pending', amount: 1200, reference: 'rent', recurring_payment_request_id: id });
-    expect((await mailTo(email, 1))[0]!.parsed.subject).toBe('Initech requests $12.00');
+    expect((await mailTo(email, 1))[0]!.parsed.subject).toBe('[TEST] Initech requests $12.00');
 
     // Period 1 and 2, two days apart each, each with its own request and email.
     await engine.env.sleep(2 * day + 60_000);

@@ -201,7 +201,7 @@ describe('subscription lifecycle', () => {
     expect(Math.abs(Date.parse(ended.canceled_at) - Date.parse(sub.current_period_end))).toBeLessThan(60_000);
     expect(await engine.charges(sub.id)).toHaveLength(1);
     // The customer was told.
-    const mail = await eventually(async () => engine.mail.messages.filter((m) => m.parsed.subject === 'Your subscription has been canceled'), (m) => m.length > 0);
+    const mail = await eventually(async () => engine.mail.messages.filter((m) => m.parsed.subject === '[TEST] Your subscription has been canceled'), (m) => m.length > 0);
     expect(mail[0]!.parsed.text).toContain('has been canceled');
   });
 

@@ -176,6 +176,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
   await activities.sendEmail({
     dedupeKey: `${request.id}:request-email`,
     accountId: request.accountId,
+    livemode: request.livemode,
     to: request.customerEmail,
     ...requestEmail(request, input.accountName, paymentUrl(input.publicUrl, request.token), input.locale),
   });
@@ -192,6 +193,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
     await activities.sendEmail({
       dedupeKey: `${request.id}:receipt`,
       accountId: request.accountId,
+      livemode: request.livemode,
       to: request.customerEmail,
       ...receiptEmail(request, input.accountName, input.locale),
     });

@@ -13,6 +13,7 @@ import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods } from '../../domain/payment-requests.ts';
 import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
+import { resolveProcessors } from '../../services/processors/index.ts';
 import type { ApiDeps } from '../deps.ts';
 import { isCrossSitePost, page, stateCard } from './layout.ts';
 
@@ -20,6 +21,8 @@ interface View {
   customer: Customer;
   account: Account;
   pastDue: Subscription[];
+  /** The customer's mode moves no real money: the page says so. */
+  testMode: boolean;
 }
 
 function invalidLink(c: Context) {
@@ -38,7 +41,7 @@ function form(c: Context, view: View, status = 200, error: string | null = null)
       return html`<div class="alert error" role="alert"><strong>${formatMoney(d.amount, d.currency)}</strong> due on invoice ${d.invoiceNumber}: ${d.lastFailureMessage} ${next}</div>`;
     });
   const body = html`
-<p class="from"><strong>${account.name}</strong>${customer.livemode ? '' : html`<span class="badge">TEST MODE</span>`}</p>
+<p class="from"><strong>${account.name}</strong>${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
 <h1>Billing details</h1>
 <p class="muted">${customer.email}</p>
 ${due}
@@ -53,11 +56,12 @@ ${payPageMethods.map(
 </fieldset>
 <button type="submit">${pastDue.length ? 'Save and pay now' : 'Save'}</button>
 </form>`;
-  return page(c, status, `Billing details for ${account.name}`, body);
+  return page(c, status, `Billing details for ${account.name}`, body, null, view.testMode);
 }
 
 export function billingDetailsPage(deps: ApiDeps) {
   const links = createCustomerLinks({ publicUrl: deps.config.publicUrl, secret: deps.config.auth.secret });
+  const processors = resolveProcessors(deps, deps.config.processors, () => deps.orm.em.fork());
 
   async function load(token: string): Promise<View | null> {
     const claims = await links.verifyBillingDetailsToken(token);
@@ -69,13 +73,31 @@ export function billingDetailsPage(deps: ApiDeps) {
     ]);
     if (!customer || !account) return null;
     const pastDue = await em.find(Subscription, { customerId: customer.id, status: 'past_due' });
-    return { customer, account, pastDue };
+    return { customer, account, pastDue, testMode: processors.isTestMode(customer.livemode) };
   }
 
   return new Hono()
     .get('/:token', async (c) => {
       const view = await load(c.req.param('token'));
-      return view ? form(c, view) : invalidLink(c);
+      if (!view) return invalidLink(c);
+      const processor = processors.forMode(view.customer.livemode);
+      if (processor.name === 'sandbox') return form(c, view);
+      // A processor with a hosted checkout (Stripe): its setup page collects the card (303 there).
+      if (c.req.query('checkout') === 'success') {
+        return page(c, 200, 'Billing details saved', stateCard('ok', '✓', 'Thank you', [html`Your new payment method is being confirmed.`]), null, view.testMode);
+      }
+      const here = `${deps.config.publicUrl}/billing/${c.req.param('token')}`;
+      const session = await processor.createCheckout({
+        idempotencyKey: `${view.customer.id}:setup:${new Date().toISOString().slice(0, 10)}`,
+        amount: 0,
+        currency: view.pastDue[0]?.dunning?.currency ?? view.account.settings.currency,
+        description: `Payment method for ${view.account.name}`,
+        successUrl: `${here}?checkout=success`,
+        cancelUrl: here,
+        metadata: { customer_id: view.customer.id },
+        mode: 'setup',
+      });
+      return session ? c.redirect(session.url, 303) : form(c, view);
     })
     .post('/:token', async (c) => {
       if (isCrossSitePost(c, deps.config.publicUrl)) {
@@ -83,6 +105,8 @@ export function billingDetailsPage(deps: ApiDeps) {
       }
       const view = await load(c.req.param('token'));
       if (!view) return invalidLink(c);
+      // The test cards are the sandbox's: a Stripe-backed mode collects the card on Stripe's page.
+      if (processors.forMode(view.customer.livemode).name !== 'sandbox') return c.redirect(`/billing/${c.req.param('token')}`, 303);
       const body = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
       const method = typeof body.payment_method === 'string' ? body.payment_method : '';
       if (!isPayPageMethod(method)) return form(c, view, 400, 'Choose one of the payment methods below.');

@@ -40,10 +40,14 @@ h1{font-size:1.35rem;margin:0 0 .5rem}
 p{margin:.25rem 0}
 .muted{color:#697386;font-size:.92rem}
 .badge{display:inline-block;background:#fff4e5;color:#9a5b00;border-radius:6px;padding:.1rem .5rem;font-size:.75rem;font-weight:600;margin-left:.4rem;vertical-align:middle}
+.test-mode{width:100%;max-width:440px;background:#fff4e5;color:#9a5b00;border:1px solid #f5d49a;border-radius:10px;padding:.55rem 1rem;margin:0 0 1rem;text-align:center;font-weight:600;font-size:.9rem}
 footer{margin-top:1.25rem;color:#8792a2;font-size:.8rem}
 `;
 
-export function page(c: Context, status: number, title: string, body: Html, script: string | null = null) {
+/** What every page of a mode that moves no real money says first (test mode, or live mode on the sandbox processor). */
+export const testModeBanner = 'TEST MODE — no real money moves';
+
+export function page(c: Context, status: number, title: string, body: Html, script: string | null = null, testMode = false) {
   const nonce = randomBytes(16).toString('base64');
   c.header(
     'Content-Security-Policy',
@@ -64,6 +68,7 @@ export function page(c: Context, status: number, title: string, body: Html, scri
 <style nonce="${nonce}">${raw(styles)}</style>
 </head>
 <body>
+${testMode ? html`<div class="test-mode" role="note">${testModeBanner}</div>` : ''}
 <main>
 ${body}
 </main>

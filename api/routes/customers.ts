@@ -16,9 +16,9 @@ import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
 const methods = Object.keys(sandboxPaymentMethods);
 
 /**
- * A payment method the processor knows. Every mode charges through the sandbox
- * processor today, so live and test customers alike take its test methods; a live
- * processor brings its own check here.
+ * A payment method the processor knows. Customers still take the sandbox's test
+ * methods in every mode; a mode on Stripe (docs/processors.md) collects cards on
+ * Stripe's Checkout instead, and its check belongs here once customers are synced.
  */
 const paymentMethod = z
   .string()

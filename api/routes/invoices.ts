@@ -8,6 +8,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { invoicePdfToken } from '../../domain/invoice-links.ts';
 import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
 import { accountScope } from '../auth/principal.ts';
+import { resolveProcessors } from '../../services/processors/index.ts';
 import type { ApiDeps } from '../deps.ts';
 import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
@@ -26,7 +27,7 @@ function tokenMatches(secret: string, invoiceId: string, token: string): boolean
 
 
 /** The PDF of an invoice: its account as seller, the customer as billed (falling back to the customer now for invoices issued before names were kept). */
-async function invoicePdf(em: EntityManager, invoice: Invoice): Promise<Buffer> {
+async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: boolean): Promise<Buffer> {
   const [account, customer] = await Promise.all([
     em.findOneOrFail(Account, { id: invoice.accountId }),
     invoice.customerEmail ? null : em.findOne(Customer, { id: invoice.customerId }),
@@ -37,6 +38,7 @@ async function invoicePdf(em: EntityManager, invoice: Invoice): Promise<Buffer> 
     status: invoice.status,
     currency: invoice.currency,
     livemode: invoice.livemode,
+    testMode,
     issuedAt: invoice.createdAt,
     paidAt: invoice.paidAt ?? null,
     voidedAt: invoice.voidedAt ?? null,
@@ -147,7 +149,9 @@ const publicPdf = createRoute({
   responses: { 200: { description: 'application/pdf', ...pdfContent }, ...errorResponses(404) },
 });
 
-export function invoicesApps({ orm, config }: ApiDeps) {
+export function invoicesApps(deps: ApiDeps) {
+  const { orm, config } = deps;
+  const processors = resolveProcessors(deps, config.processors, () => orm.em.fork());
   const pdfUrl = (id: string) => invoicePdfUrl(config, id);
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
@@ -190,7 +194,7 @@ export function invoicesApps({ orm, config }: ApiDeps) {
       const scope = await accountScope(c, orm);
       const em = orm.em.fork();
       const invoice = await findOwn(em, c.req.valid('param').id, scope);
-      return pdfResponse(c, invoice, await invoicePdf(em, invoice)) as never;
+      return pdfResponse(c, invoice, await invoicePdf(em, invoice, processors.isTestMode(invoice.livemode))) as never;
     })
     .openapi(voidInvoice, (c) => transition(c, c.req.valid('param').id, 'void'))
     .openapi(markUncollectible, (c) => transition(c, c.req.valid('param').id, 'uncollectible'));
@@ -209,7 +213,7 @@ export function invoicesApps({ orm, config }: ApiDeps) {
       const em = orm.em.fork();
       const invoice = await em.findOne(Invoice, { id });
       if (!invoice) throw new ApiError('not_found', 'No such invoice.');
-      return pdfResponse(c, invoice, await invoicePdf(em, invoice)) as never;
+      return pdfResponse(c, invoice, await invoicePdf(em, invoice, processors.isTestMode(invoice.livemode))) as never;
     });
 
   return { v1, root };

@@ -8,7 +8,9 @@
  *
  * Each rendered form carries a fresh attempt nonce: the workflow answers a
  * replayed form (double click, refresh, resubmission) with the first result and
- * never charges again. Every value shown is escaped (hono/html); each page sends
+ * never charges again. In a mode on Stripe (docs/processors.md) the page sends a
+ * payable request to its Stripe Checkout Session (303) instead of the test-card form.
+ * Every value shown is escaped (hono/html); each page sends
  * its own Content-Security-Policy with a per-response nonce for its style and
  * script, `form-action 'self'` and no framing.
  */
@@ -21,12 +23,15 @@ import { Account, PaymentRequest } from '../../db/entities/index.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods, tokenPattern, type PayResult } from '../../domain/payment-requests.ts';
 import { payUpdate } from '../../workflows/payment-request.ts';
+import { resolveProcessors } from '../../services/processors/index.ts';
 import type { ApiDeps } from '../deps.ts';
 import { isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 
 interface View {
   request: PaymentRequest;
   account: Pick<Account, 'name' | 'settings' | 'status'> | null;
+  /** The request's mode moves no real money: every page says so (api/pages/layout.ts). */
+  testMode: boolean;
 }
 
 const attemptPattern = /^[A-Za-z0-9_-]{16,64}$/;
@@ -61,11 +66,13 @@ function statusPage(c: Context, view: View) {
           html`${amount} was paid to ${name}${request.paidAt ? html` on ${when(view, request.paidAt)}` : ''}.`,
           html`There is nothing more to do.`,
         ]),
+        null,
+        view.testMode,
       );
     case 'canceled':
-      return page(c, 410, 'Payment request canceled', stateCard('off', '×', 'This payment request was canceled', [html`${name} canceled this request for ${amount}.`, html`Nothing was charged. Contact ${name} if you think this is a mistake.`]));
+      return page(c, 410, 'Payment request canceled', stateCard('off', '×', 'This payment request was canceled', [html`${name} canceled this request for ${amount}.`, html`Nothing was charged. Contact ${name} if you think this is a mistake.`]), null, view.testMode);
     case 'failed':
-      return page(c, 410, 'Payment link expired', stateCard('off', '!', 'This payment link has expired', [html`It expired on ${when(view, request.expiresAt)}. Nothing was charged.`, html`Ask ${name} to send you a new one.`]));
+      return page(c, 410, 'Payment link expired', stateCard('off', '!', 'This payment link has expired', [html`It expired on ${when(view, request.expiresAt)}. Nothing was charged.`, html`Ask ${name} to send you a new one.`]), null, view.testMode);
     default:
       return payForm(c, view, null, 200);
   }
@@ -80,7 +87,7 @@ function payForm(c: Context, view: View, error: string | null, status: number) {
   const amount = amountOf(view);
   const attempt = randomBytes(18).toString('base64url');
   const body = html`
-<p class="from"><strong>${nameOf(view)}</strong> requests${request.livemode ? '' : html`<span class="badge">TEST MODE</span>`}</p>
+<p class="from"><strong>${nameOf(view)}</strong> requests${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
 <p class="amount">${amount}</p>
 <dl>
 ${request.reference ? html`<dt>Reference</dt><dd>${request.reference}</dd>` : ''}
@@ -101,7 +108,7 @@ ${payPageMethods.map(
 </form>`;
   // Works without it; with it, a second click cannot send the form again while the first is on its way.
   const script = `document.getElementById('pay-form').addEventListener('submit',function(){var b=this.querySelector('button');setTimeout(function(){b.disabled=true;b.textContent='Processing…';},0);});`;
-  return page(c, status, `Pay ${amount} to ${nameOf(view)}`, body, script);
+  return page(c, status, `Pay ${amount} to ${nameOf(view)}`, body, script, view.testMode);
 }
 
 function successPage(c: Context, view: View) {
@@ -115,23 +122,77 @@ function successPage(c: Context, view: View) {
       html`A receipt is on its way to ${request.customerEmail}.`,
       ...(request.reference ? [html`Reference: ${request.reference}`] : []),
     ]),
+    null,
+    view.testMode,
   );
 }
 
-export function payPageApp({ orm, temporal, config, logger }: ApiDeps) {
+/** Back from a hosted checkout that took the payment: the processor's webhook settles the request shortly. */
+function checkoutReturnPage(c: Context, view: View) {
+  return page(
+    c,
+    200,
+    'Payment processing',
+    stateCard('ok', '…', 'Your payment is being confirmed', [html`Thank you. ${nameOf(view)} will send a receipt to ${view.request.customerEmail} once it is confirmed.`, html`You can close this page.`]),
+    null,
+    view.testMode,
+  );
+}
+
+export function payPageApp(deps: ApiDeps) {
+  const { orm, temporal, config, logger } = deps;
+  const processors = resolveProcessors(deps, config.processors, () => orm.em.fork());
   async function load(token: string): Promise<View | null> {
     if (!tokenPattern.test(token)) return null;
     const em = orm.em.fork();
     const request = await em.findOne(PaymentRequest, { token });
     if (!request) return null;
     const account = await em.findOne(Account, { id: request.accountId }, { fields: ['name', 'settings', 'status'] });
-    return { request, account };
+    return { request, account, testMode: processors.isTestMode(request.livemode) };
+  }
+
+  /**
+   * A mode on a processor with a hosted checkout (Stripe): a payable request goes there (303).
+   * One Checkout Session per request (the idempotency key), back to this page either way.
+   */
+  async function hostedCheckout(c: Context, view: View): Promise<Response | null> {
+    const { request } = view;
+    if (request.status !== 'pending' || view.account?.status === 'closed') return null;
+    const processor = processors.forMode(request.livemode);
+    if (processor.name === 'sandbox') return null;
+    if (c.req.method === 'GET' && c.req.query('checkout') === 'success') return checkoutReturnPage(c, view);
+    if (c.req.method === 'GET' && c.req.query('checkout') === 'canceled') {
+      // Back from the checkout without paying: offer it again rather than sending them straight back.
+      const again = html`${stateCard('off', '×', 'Payment not completed', [html`Nothing was charged.`])}<form method="post" action="/pay/${request.token}"><button type="submit">Pay ${amountOf(view)}</button></form>`;
+      return page(c, 200, `Pay ${amountOf(view)} to ${nameOf(view)}`, again, null, view.testMode);
+    }
+    const here = `${config.publicUrl}/pay/${request.token}`;
+    const session = await processor
+      .createCheckout({
+        idempotencyKey: `${request.id}:checkout`,
+        amount: request.amount,
+        currency: request.currency,
+        description: request.reference ?? `Payment to ${nameOf(view)}`,
+        successUrl: `${here}?checkout=success`,
+        cancelUrl: `${here}?checkout=canceled`,
+        metadata: { payment_request_id: request.id },
+        mode: 'payment',
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: error, paymentRequestId: request.id }, 'pay page: could not create the checkout');
+        return 'unavailable' as const;
+      });
+    if (session === 'unavailable') {
+      return page(c, 503, 'Try again', stateCard('bad', '!', 'We could not open the payment page just now', [html`Nothing was charged. Please try again in a minute.`]), null, view.testMode);
+    }
+    return session ? c.redirect(session.url, 303) : null;
   }
 
   const app = new Hono();
   app.get('/:token', async (c) => {
     const view = await load(c.req.param('token'));
-    return view ? statusPage(c, view) : notFoundPage(c);
+    if (!view) return notFoundPage(c);
+    return (await hostedCheckout(c, view)) ?? statusPage(c, view);
   });
 
   app.post('/:token', async (c) => {
@@ -141,6 +202,8 @@ export function payPageApp({ orm, temporal, config, logger }: ApiDeps) {
       return page(c, 403, 'Not allowed', stateCard('bad', '!', 'This form was sent from another site', [html`Open the payment link from your email and pay there.`]));
     }
     if (view.request.status !== 'pending' || view.account?.status === 'closed') return statusPage(c, view);
+    const hosted = await hostedCheckout(c, view);
+    if (hosted) return hosted;
 
     const type = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     const form = type === 'application/x-www-form-urlencoded' || type === 'multipart/form-data' ? await c.req.parseBody() : {};

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
-import { SandboxProcessor, type PaymentProcessor } from '../../services/processors/sandbox.ts';
+import { resolveProcessors } from '../../services/processors/index.ts';
 import { recordTransactionEvents } from '../../services/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../services/transactions.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
@@ -108,7 +108,7 @@ const cancelTransaction = createRoute({
 
 export function transactionsApp(deps: ApiDeps) {
   const { orm } = deps;
-  const processor: PaymentProcessor = deps.processor ?? new SandboxProcessor(() => orm.em.fork());
+  const processors = resolveProcessors(deps, deps.config.processors, () => orm.em.fork());
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
     const transaction = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
@@ -156,7 +156,7 @@ export function transactionsApp(deps: ApiDeps) {
       // at once, or by a workflow when the processor answers pending (activities/payments.ts). If this process
       // dies in between, the maintenance workflow finishes the job (activities/maintenance.ts).
       const pending = await recordPendingPayment(em, fields);
-      const outcome = await processor.charge(paymentChargeRequest(pending));
+      const outcome = await processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
       const result = await continuePayment(em, deps.temporal, deps.config.taskQueue, pending, outcome);
       return c.json(serializeTransaction(result), 201);
     })

@@ -13,6 +13,8 @@ import { Plan } from './plan.ts';
 import { Product } from './product.ts';
 import { SentEmail } from './sent-email.ts';
 import { SandboxProcessorCharge } from './sandbox-processor-charge.ts';
+import { SandboxProcessorRefund } from './sandbox-processor-refund.ts';
+import { ProcessorEvent } from './processor-event.ts';
 import { LoginAttempt, RefreshToken, Session } from './session.ts';
 import { Subscription } from './subscription.ts';
 import { Transaction } from './transaction.ts';
@@ -21,6 +23,7 @@ import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from './webhook.ts';
 
 export { Account, AccountModeSettings, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export { Product };
+export { ProcessorEvent, SandboxProcessorRefund };
 export { Event };
 export { WebhookAttempt, WebhookDelivery, WebhookEndpoint };
 export type { WebhookDeliveryStatus } from './webhook.ts';
@@ -52,6 +55,8 @@ export const entities = [
   InvoiceNumberCounter,
   Charge,
   SandboxProcessorCharge,
+  SandboxProcessorRefund,
+  ProcessorEvent,
   Transaction,
   LedgerEntry,
   AccountBalance,

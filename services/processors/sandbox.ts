@@ -1,36 +1,24 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SandboxProcessorCharge } from '../../db/entities/index.ts';
+import { SandboxProcessorCharge, SandboxProcessorRefund } from '../../db/entities/index.ts';
 import { newId } from '../../domain/ids.ts';
+import {
+  ProcessorSignatureError,
+  type CheckoutRequest,
+  type PaymentProcessor,
+  type ProcessorChargeRequest,
+  type ProcessorChargeResult,
+  type ProcessorCustomerRequest,
+  type ProcessorEvent,
+  type ProcessorRefundRequest,
+  type ProcessorRefundResult,
+  type ProcessorSettlement,
+} from './types.ts';
 
-/** What we ask a payment processor to do: take `amount` from a payment method, once per key. */
-export interface ProcessorChargeRequest {
-  idempotencyKey: string;
-  amount: number;
-  currency: string;
-  paymentMethod: string;
-  description: string;
-}
-
-export type ProcessorChargeResult =
-  | { status: 'succeeded'; processorChargeId: string }
-  | { status: 'pending'; processorChargeId: string }
-  | { status: 'failed'; processorChargeId: string; failureCode: string; failureMessage: string };
-
-/** How a pending charge ended, when asked after its settlement delay. */
-export type ProcessorSettlement =
-  | { status: 'succeeded' }
-  | { status: 'failed'; failureCode: string; failureMessage: string };
-
-/**
- * The seam to a payment processor. A live adapter (Stripe, Adyen...) implements
- * this with the processor's own idempotency keys; the sandbox one ships here.
- * Implementations must return the first outcome again for a repeated key.
+/*
+ * The built-in processor: no money moves. Every mode can run on it (development,
+ * demos, the test mode of a Stripe-backed live mode); docs/processors.md.
  */
-export interface PaymentProcessor {
-  charge(request: ProcessorChargeRequest): Promise<ProcessorChargeResult>;
-  /** The final outcome of a charge that answered `pending` (bank debits, some wallets). */
-  settlement(processorChargeId: string): Promise<ProcessorSettlement>;
-}
 
 /** How long a sandbox pending charge takes to settle: the settlement workflow sleeps this long. */
 export const sandboxSettlementDelayMs = 24 * 3_600_000;
@@ -62,13 +50,14 @@ export function isSandboxPaymentMethod(value: string): value is SandboxPaymentMe
 
 export class IdempotencyKeyReuseError extends Error {
   constructor(key: string) {
-    super(`Idempotency key ${key} was already used for a different charge.`);
+    super(`Idempotency key ${key} was already used for a different charge or refund.`);
     this.name = 'IdempotencyKeyReuseError';
   }
 }
 
 /** The built-in processor: outcomes chosen by the test payment method, kept in its own table. */
 export class SandboxProcessor implements PaymentProcessor {
+  readonly name = 'sandbox' as const;
   private readonly em: () => EntityManager;
 
   constructor(em: () => EntityManager) {
@@ -130,5 +119,71 @@ export class SandboxProcessor implements PaymentProcessor {
     return row.status === 'succeeded'
       ? { status: 'succeeded' }
       : { status: 'failed', failureCode: row.failureCode ?? 'debit_failed', failureMessage: row.failureMessage ?? 'The charge failed.' };
+  }
+
+  /**
+   * Refunds (part of) a succeeded sandbox charge, once per idempotency key (insert-or-keep,
+   * like charge). Refused with `amount_too_large` when it exceeds the charge's amount minus
+   * its earlier refunds; the charge row is locked meanwhile, so two racing refunds cannot
+   * both fit into the same remainder. A repeated key answers the first outcome.
+   */
+  async refund(request: ProcessorRefundRequest): Promise<ProcessorRefundResult> {
+    const row = await this.em().transactional(async (tx) => {
+      const existing = await tx.findOne(SandboxProcessorRefund, { idempotencyKey: request.idempotencyKey });
+      if (existing) return existing;
+      const charge = await tx.findOne(SandboxProcessorCharge, { id: request.processorChargeId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      let failure: { code: string; message: string } | undefined;
+      if (!charge || charge.status !== 'succeeded') {
+        failure = { code: 'charge_not_refundable', message: `Sandbox charge ${request.processorChargeId} does not exist or has not succeeded.` };
+      } else if (charge.currency !== request.currency) {
+        failure = { code: 'currency_mismatch', message: `The charge is in ${charge.currency}, not ${request.currency}.` };
+      } else if (!Number.isInteger(request.amount) || request.amount <= 0) {
+        failure = { code: 'invalid_amount', message: 'A refund must be a positive amount.' };
+      } else {
+        const earlier = await tx.find(SandboxProcessorRefund, { chargeId: charge.id, status: 'succeeded' }, { fields: ['amount'] });
+        const remaining = charge.amount - earlier.reduce((sum, refund) => sum + refund.amount, 0);
+        if (request.amount > remaining) {
+          failure = { code: 'amount_too_large', message: `Refund of ${request.amount} exceeds the ${remaining} left to refund on the charge.` };
+        }
+      }
+      await tx
+        .createQueryBuilder(SandboxProcessorRefund)
+        .insert({
+          id: newId('sandboxProcessorRefund'),
+          idempotencyKey: request.idempotencyKey,
+          chargeId: request.processorChargeId,
+          amount: request.amount,
+          currency: request.currency,
+          status: failure ? 'failed' : 'succeeded',
+          failureCode: failure?.code ?? null,
+          failureMessage: failure?.message ?? null,
+          createdAt: new Date(),
+        })
+        .onConflict('idempotencyKey')
+        .ignore()
+        .execute();
+      return tx.findOneOrFail(SandboxProcessorRefund, { idempotencyKey: request.idempotencyKey });
+    });
+    if (row.chargeId !== request.processorChargeId || row.amount !== request.amount || row.currency !== request.currency) {
+      throw new IdempotencyKeyReuseError(request.idempotencyKey);
+    }
+    return row.status === 'succeeded'
+      ? { status: 'succeeded', processorRefundId: row.id }
+      : { status: 'failed', processorRefundId: row.id, failureCode: row.failureCode ?? 'refund_failed', failureMessage: row.failureMessage ?? 'The refund failed.' };
+  }
+
+  /** The sandbox keeps no customers of its own: payment methods live on the engine's customer. */
+  async upsertCustomer(_request: ProcessorCustomerRequest): Promise<null> {
+    return null;
+  }
+
+  /** No hosted checkout: the engine's own pay page and billing-details page take the sandbox's test methods. */
+  async createCheckout(_request: CheckoutRequest): Promise<null> {
+    return null;
+  }
+
+  /** The sandbox sends no webhooks, so none can verify. */
+  parseWebhook(_rawBody: string, _headers: Record<string, string | undefined>): ProcessorEvent {
+    throw new ProcessorSignatureError('The sandbox processor sends no webhooks.');
   }
 }

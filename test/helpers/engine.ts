@@ -9,10 +9,11 @@ import type { MaintenanceSettings } from '../../workflows/maintenance.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
 import { WebhookDelivery } from '../../db/entities/webhook.ts';
 import { createCustomerLinks } from '../../domain/customer-links.ts';
-import type { PaymentProcessor } from '../../services/processors/sandbox.ts';
+import type { PaymentProcessor } from '../../services/processors/types.ts';
+import { resolveProcessors, type Processors } from '../../services/processors/index.ts';
 import { createApp, type App } from '../../api/app.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
-import { loadConfig, type Config } from '../../config.ts';
+import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
 import { Charge, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
@@ -67,7 +68,10 @@ export interface TestEngine {
  */
 export async function startTestEngine(
   options: {
+    /** One processor for both modes, for the API and the worker. */
     processor?: PaymentProcessor;
+    /** Which processor each mode uses (config.processors); the sandbox for both when unset. */
+    processorsConfig?: ProcessorsConfig;
     startWorker?: boolean;
     /**
      * Also start the maintenance workflow, as a worker process does at boot (off by default: in
@@ -85,11 +89,14 @@ export async function startTestEngine(
   const env = await createTimeSkippingEnv();
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const mail = await startSmtpCapture();
-  const config: Config = { ...loadConfig({ NODE_ENV: 'test' }), taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>' };
+  const base = loadConfig({ NODE_ENV: 'test' });
+  const config: Config = { ...base, taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors };
+  // Built once, like an entry point does, and shared by the API and the worker.
+  const processors: Processors = resolveProcessors(options, config.processors, () => db.orm.em.fork());
   const mailer = createSmtpMailer(mail.url, config.mailFrom);
   await ensureAdmin(db.orm, config.auth);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-  const app = createApp({ orm: db.orm, temporal: env.client, config, logger });
+  const app = createApp({ orm: db.orm, temporal: env.client, config, logger, processors });
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
 
@@ -145,7 +152,8 @@ export async function startTestEngine(
         namespace: 'default',
         taskQueue,
         orm: db.orm,
-        processor: workerOptions.processor ?? options.processor,
+        processor: workerOptions.processor,
+        processors,
         mailer,
         links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
         secretBox: createSecretBox(config.auth.secret),

@@ -1,0 +1,54 @@
+/**
+ * POST /webhooks/stripe: Stripe's webhooks (docs/processors.md). No API credentials:
+ * the Stripe-Signature header over the raw body is the credential. It is checked
+ * with the live mode's signing secret, then the test mode's (each mode whose
+ * processor is Stripe); the event's own `livemode` must be the mode whose secret
+ * verified it. 400 `invalid_signature` otherwise, and nothing is recorded.
+ * A verified event answers 200 once it is recorded (and acted on:
+ * services/processor-events.ts); Stripe retries anything else.
+ */
+import { Hono } from 'hono';
+import { handleProcessorEvent } from '../../services/processor-events.ts';
+import type { Processors } from '../../services/processors/index.ts';
+import { ProcessorSignatureError, type ProcessorEvent } from '../../services/processors/types.ts';
+import { ApiError } from '../../domain/errors.ts';
+import type { ApiDeps } from '../deps.ts';
+
+export function processorWebhooksApp(deps: ApiDeps & { processors: Processors }) {
+  const { orm, processors, logger } = deps;
+  return new Hono().post('/stripe', async (c) => {
+    // The exact bytes Stripe signed: read as text, never re-serialized.
+    const raw = await c.req.text();
+    const headers: Record<string, string> = {};
+    c.req.raw.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    let verified: { livemode: boolean; event: ProcessorEvent } | null = null;
+    for (const livemode of [true, false]) {
+      const processor = processors.forMode(livemode);
+      if (processor.name !== 'stripe') continue;
+      try {
+        verified = { livemode, event: processor.parseWebhook(raw, headers) };
+        break;
+      } catch (error) {
+        if (!(error instanceof ProcessorSignatureError)) throw error;
+      }
+    }
+    if (!verified) throw new ApiError('invalid_signature', 'The Stripe-Signature header does not verify with the webhook signing secret of a Stripe-backed mode.');
+    const payload = JSON.parse(raw) as { id?: unknown; type?: unknown; livemode?: unknown };
+    if (payload.livemode !== verified.livemode) {
+      throw new ApiError('invalid_signature', `A ${payload.livemode ? 'live' : 'test'} mode event signed with the ${verified.livemode ? 'live' : 'test'} mode secret.`);
+    }
+    if (typeof payload.id !== 'string' || typeof payload.type !== 'string') throw new ApiError('invalid_request', 'Not a Stripe event.');
+    const result = await handleProcessorEvent(orm.em.fork(), {
+      processor: 'stripe',
+      eventId: payload.id,
+      type: payload.type,
+      livemode: verified.livemode,
+      payload: payload as Record<string, unknown>,
+      event: verified.event,
+    });
+    logger.info({ eventId: payload.id, type: payload.type, livemode: verified.livemode, ...result }, 'stripe webhook');
+    return c.json({ received: true, duplicate: result.duplicate, action: result.action }, 200);
+  });
+}

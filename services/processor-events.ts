@@ -1,0 +1,135 @@
+/**
+ * What the engine does with a verified processor webhook (POST /webhooks/stripe,
+ * api/routes/processor-webhooks.ts). Each processor event is recorded once in
+ * `processor_events` (unique per processor and event id) and acted on under a lock
+ * on that row, so a redelivery (Stripe retries until it gets a 2xx, and may send
+ * an event twice) or two racing deliveries act once. `processed_at` says the
+ * engine has acted on it; a row without it is recorded, waiting for what can act
+ * on it (see docs/processors.md), and a redelivery tries again.
+ */
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ProcessorEvent as ProcessorEventRow, Transaction } from '../db/entities/index.ts';
+import { newId } from '../domain/ids.ts';
+import { serializeTransaction } from '../objects/transaction.ts';
+import { recordEvent } from './events.ts';
+import { recordPaymentOutcome } from './payments.ts';
+import type { ProcessorEvent } from './processors/types.ts';
+
+export interface IncomingProcessorEvent {
+  processor: 'sandbox' | 'stripe';
+  /** The processor's event id (Stripe: evt_...). */
+  eventId: string;
+  /** The processor's own event type (payment_intent.succeeded...). */
+  type: string;
+  /** The mode whose webhook secret verified it. */
+  livemode: boolean;
+  /** The event as the processor sent it. */
+  payload: Record<string, unknown>;
+  /** The adapter's reading of it. */
+  event: ProcessorEvent;
+}
+
+export type ProcessorEventAction =
+  /** a pending payment recorded as succeeded or failed */
+  | 'settled'
+  /** payment.disputed raised on the transaction */
+  | 'disputed'
+  /** kept in processor_events; nothing more to do now (refunds, checkouts, payments already final, unknown charges) */
+  | 'recorded'
+  /** an event type the engine does not act on */
+  | 'ignored';
+
+export interface ProcessorEventResult {
+  /** The event had been acted on already (a redelivery). */
+  duplicate: boolean;
+  action: ProcessorEventAction;
+  transactionId: string | null;
+}
+
+function chargeIdOf(event: ProcessorEvent): string | null {
+  return 'processorChargeId' in event && event.processorChargeId ? event.processorChargeId : null;
+}
+
+/** The engine's payment a processor charge belongs to: named by the charge's metadata, else by an earlier event about that charge. */
+async function findPayment(tx: EntityManager, incoming: IncomingProcessorEvent): Promise<Transaction | null> {
+  const metadata = 'metadata' in incoming.event ? incoming.event.metadata : {};
+  let transactionId: string | null = metadata.transaction_id ?? null;
+  const chargeId = chargeIdOf(incoming.event);
+  if (!transactionId && chargeId) {
+    const earlier = await tx.findOne(
+      ProcessorEventRow,
+      { processor: incoming.processor, processorChargeId: chargeId, livemode: incoming.livemode, transactionId: { $ne: null } },
+      { fields: ['transactionId'] },
+    );
+    transactionId = earlier?.transactionId ?? null;
+  }
+  if (!transactionId) return null;
+  // A charge of the other mode, or anything but a payment, is not this event's.
+  return tx.findOne(Transaction, { id: transactionId, livemode: incoming.livemode, type: 'payment' });
+}
+
+export async function handleProcessorEvent(em: EntityManager, incoming: IncomingProcessorEvent): Promise<ProcessorEventResult> {
+  return em.transactional(async (tx) => {
+    await tx
+      .createQueryBuilder(ProcessorEventRow)
+      .insert({
+        id: newId('processorEvent'),
+        processor: incoming.processor,
+        processorEventId: incoming.eventId,
+        type: incoming.type,
+        livemode: incoming.livemode,
+        processorChargeId: chargeIdOf(incoming.event),
+        transactionId: null,
+        payload: incoming.payload,
+        processedAt: null,
+        createdAt: new Date(),
+      })
+      .onConflict(['processor', 'processorEventId'])
+      .ignore()
+      .execute();
+    // Locked: a racing delivery of the same event waits here and then finds it processed.
+    const row = await tx.findOneOrFail(ProcessorEventRow, { processor: incoming.processor, processorEventId: incoming.eventId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (row.processedAt) return { duplicate: true, action: 'recorded' as const, transactionId: row.transactionId ?? null };
+
+    const event = incoming.event;
+    const done = async (action: ProcessorEventAction, transactionId: string | null, processed: boolean): Promise<ProcessorEventResult> => {
+      await tx.nativeUpdate(ProcessorEventRow, { id: row.id }, { transactionId, ...(processed && { processedAt: new Date() }) });
+      return { duplicate: false, action, transactionId };
+    };
+    switch (event.type) {
+      case 'charge.succeeded':
+      case 'charge.failed': {
+        const payment = await findPayment(tx, incoming);
+        // Not ours (a charge made outside the engine) or not known yet: kept, a redelivery tries again.
+        if (!payment) return done('recorded', null, false);
+        if (payment.status !== 'pending') return done('recorded', payment.id, true);
+        await recordPaymentOutcome(
+          tx,
+          payment.id,
+          event.type === 'charge.succeeded'
+            ? { status: 'succeeded' }
+            : { status: 'failed', failureCode: event.failureCode ?? 'payment_failed', failureMessage: event.failureMessage ?? 'The payment failed at the processor.' },
+        );
+        return done('settled', payment.id, true);
+      }
+      case 'dispute.created': {
+        const payment = await findPayment(tx, incoming);
+        if (!payment) return done('recorded', null, false);
+        await recordEvent(tx, { accountId: payment.accountId, livemode: payment.livemode, type: 'payment.disputed', object: serializeTransaction(payment), transactionId: payment.id });
+        return done('disputed', payment.id, true);
+      }
+      case 'refund.created': {
+        // A refund made at the processor (Stripe's dashboard): kept as the processor-side record of it;
+        // recording it on the ledger (payment.refunded) is for the refunds feature.
+        const payment = await findPayment(tx, incoming);
+        return done('recorded', payment?.id ?? null, false);
+      }
+      case 'checkout.completed':
+        // A pay-page Checkout Session finished: kept; settling its payment request is not wired yet (docs/processors.md).
+        return done('recorded', null, false);
+      default:
+        return done('ignored', null, true);
+    }
+  });
+}
