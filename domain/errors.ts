@@ -32,6 +32,8 @@ export const errorStatus = {
   idempotency_in_progress: 409,
   // ours: a webhook url that may not receive webhooks in this mode (SSRF rules)
   url_not_allowed: 400,
+  // ours: the account was closed (a subscription created while it closed; a charge of a closed account)
+  account_closed: 409,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,
