@@ -8,7 +8,7 @@ import { clientIp } from './client-ip.ts';
 
 /** Keys are kept this long; a retry within it replays the first response. */
 export const idempotencyKeyTtlMs = 24 * 3_600_000;
-/** The lease of a request in progress, refreshed while it runs: a key whose lease lapsed lost its process and is taken over by the next retry. */
+/** The default lease (IDEMPOTENCY_LEASE_MS) of a request in progress, refreshed while it runs: a key whose lease lapsed lost its process and is taken over by the next retry. */
 export const idempotencyLeaseMs = 30_000;
 
 /** The key a request runs under, for routes that bind what they create to it (derivedId). */
@@ -74,7 +74,7 @@ function scopeOf(c: Context, trustProxy: boolean): string {
  * retry takes the key over and runs the route again, which finds what the first run
  * created through ids derived from the key (resourceId, operationId).
  */
-export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean } = { trustProxy: false }): MiddlewareHandler {
+export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean; leaseMs?: number } = { trustProxy: false }): MiddlewareHandler {
   return async (c, next) => {
     c.set('idempotency', undefined);
     const key = c.req.header('idempotency-key');
@@ -85,7 +85,8 @@ export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean } 
     const requestHash = sha256(`${c.req.method} ${c.req.path}\n${await c.req.text()}`);
     const connection = orm.em.getConnection();
     const now = new Date();
-    const leaseEnd = () => new Date(Date.now() + idempotencyLeaseMs);
+    const leaseMs = options.leaseMs ?? idempotencyLeaseMs;
+    const leaseEnd = () => new Date(Date.now() + leaseMs);
 
     let claim = await connection.execute<{ id: string; created_at: Date | string; takeover: boolean }[]>(
       `insert into idempotency_keys (scope, key, request_hash, state, locked_until, created_at, expires_at) values (?, ?, ?, 'in_progress', ?, ?, ?)
@@ -136,7 +137,7 @@ export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean } 
       em.fork()
         .nativeUpdate(IdempotencyKey, { id, state: 'in_progress' }, { lockedUntil: leaseEnd() })
         .catch(() => {});
-    }, idempotencyLeaseMs / 3);
+    }, leaseMs / 3);
     renew.unref();
     try {
       await next();
