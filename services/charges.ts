@@ -43,7 +43,7 @@ export async function chargeCustomer(em: EntityManager, processor: PaymentProces
 
   // A closed account is charged no more (a subscription may still be winding down): refused, with no processor call.
   const account = await em.findOne(Account, { id: input.accountId }, { fields: ['status'] });
-  if (!account || account.status === 'closed') {
+  if (account?.status === 'closed') {
     await em.transactional(async (tx) => {
       if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt)) await recordInvoicePaymentFailed(tx, links, input.invoiceId);
     });

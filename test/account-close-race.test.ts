@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Account, Subscription } from '../db/entities/index.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
+import { chargeCustomer } from '../services/charges.ts';
+import { createCustomerLinks } from '../domain/customer-links.ts';
 
 describe('closing an account while subscriptions are being created', () => {
   let engine: TestEngine;
@@ -19,7 +21,6 @@ describe('closing an account while subscriptions are being created', () => {
     await new Promise((resolve) => setTimeout(resolve, 30));
     const close = await engine.call('DELETE', '/v1/account', undefined, { ...admin.headers, 'x-account-id': accountId });
     const results = await Promise.all(creates);
-    console.log("RACE", close.status, results.map((r) => r.status).join(","));
     for (const r of results) expect([201, 401, 409]).toContain(r.status);
     for (const r of results.filter((r) => r.status === 409)) expect(r.body.error).toBe('account_closed');
 
@@ -38,5 +39,24 @@ describe('closing an account while subscriptions are being created', () => {
       expect(close.body.error).toBe('active_subscriptions');
       expect(account.status).not.toBe('closed');
     }
+  });
+});
+
+describe('a charge of a closed account', () => {
+  let engine: TestEngine;
+  beforeAll(async () => {
+    engine = await startTestEngine({ startWorker: false });
+  });
+  afterAll(() => engine?.close());
+
+  it('is refused as failed account_closed, with no processor call', async () => {
+    const { customerId } = await seedCustomerAndPlan(engine);
+    const processor = { calls: 0, async charge() { this.calls++; throw new Error('the processor must not be called'); }, async settlement() { throw new Error('unused'); } };
+    const input = { idempotencyKey: 'sub_closed:cycle:0:attempt:1', invoiceId: 'in_none', attempt: 1, accountId: engine.tenant.accountId, customerId, amount: 1500, currency: 'USD', description: 'test', livemode: true };
+    const links = createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' });
+    await engine.db.orm.em.fork().nativeUpdate(Account, { id: engine.tenant.accountId }, { status: 'closed', closedAt: new Date() });
+    const outcome = await chargeCustomer(engine.db.orm.em.fork(), processor as never, input, links);
+    expect(outcome).toMatchObject({ status: 'failed', failureCode: 'account_closed' });
+    expect(processor.calls).toBe(0);
   });
 });
