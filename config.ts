@@ -20,6 +20,8 @@ export interface Config {
   logLevel: string;
   /** Largest request body the API reads, in bytes. */
   bodyLimitBytes: number;
+  /** How long a request holds its Idempotency-Key (renewed while it runs); a key whose holder died is taken over this soon. */
+  idempotencyLeaseMs: number;
   /** Unset: emails are written as .eml files to DATA_DIR/mail (development). */
   smtpUrl: string | undefined;
   /** The From header of every email. */
@@ -133,6 +135,7 @@ export function loadConfig(env = process.env): Config {
     taskQueue: env.TEMPORAL_TASK_QUEUE ?? 'billing',
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'warn' : 'info'),
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 100 * 1024, env),
+    idempotencyLeaseMs: Math.max(1000, integer('IDEMPOTENCY_LEASE_MS', 30_000, env)),
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM ?? 'Billing <billing@localhost>',
     auth: {

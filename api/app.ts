@@ -51,7 +51,7 @@ export function createApp(given: ApiDeps) {
   );
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
-  app.use('/v1/*', idempotencyKeys(deps.orm));
+  app.use('/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
   // After each write on an account with webhook endpoints: wake the event dispatcher (services/webhook-wake.ts).
   const wake = createDispatchWaker({
     orm: deps.orm,
@@ -63,7 +63,7 @@ export function createApp(given: ApiDeps) {
   // SPEC.md's POST /api/v1/payment-requests: the same JSON bodies, credentials and Idempotency-Key as /v1.
   app.use('/api/v1/*', jsonBodies());
   app.use('/api/v1/*', authenticate(deps.orm, deps.config.auth));
-  app.use('/api/v1/*', idempotencyKeys(deps.orm));
+  app.use('/api/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
   app.use('/api/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
   app.use('/invoices', authenticate(deps.orm, deps.config.auth));

@@ -3,6 +3,7 @@
  * body fields, the requesting account's checks, and reading a request the caller
  * owns. The workflow commands themselves are in services/payment-request-commands.ts.
  */
+import { resourceId } from './middleware/idempotency.ts';
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { Account, PaymentRequest } from '../db/entities/index.ts';
@@ -83,6 +84,7 @@ export async function createPaymentRequest(deps: ApiDeps, c: Context, body: NewP
     metadata: body.metadata ?? {},
     expiresAt,
     expiresInMs,
+    ...(c.get('idempotency') ? { id: resourceId(c, 'paymentRequest') } : {}),
   });
 }
 

@@ -36,6 +36,8 @@ export const errorStatus = {
   url_not_allowed: 400,
   // ours: a processor webhook (POST /webhooks/stripe) whose signature does not verify with either mode's secret
   invalid_signature: 400,
+  // ours: the account was closed (a subscription created while it closed; a charge of a closed account)
+  account_closed: 409,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

@@ -1,4 +1,5 @@
 import { monotonicFactory } from 'ulidx';
+import { createHash } from 'node:crypto';
 
 /** Prefixes of every resource id: the prefix tells a reader what the id names. */
 export const idPrefixes = {
@@ -39,4 +40,37 @@ export function newId(kind: IdKind): string {
 
 export function hasPrefix(id: string, kind: IdKind): boolean {
   return id.startsWith(`${idPrefixes[kind]}_`);
+}
+
+const crockford = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/**
+ * An id shaped like newId's, but a function of `seed`: its time part is `time`
+ * (so it still sorts by creation), its random part the seed's SHA-256. The same
+ * seed and time always give the same id; used for resources bound to an
+ * Idempotency-Key, so a retry after a crash reaches what the first request made.
+ */
+export function derivedId(kind: IdKind, seed: string, time: Date): string {
+  let ms = Math.max(0, Math.floor(time.getTime()));
+  let timePart = '';
+  for (let i = 0; i < 10; i++) {
+    timePart = crockford[ms % 32] + timePart;
+    ms = Math.floor(ms / 32);
+  }
+  const hash = createHash('sha256').update(seed).digest();
+  let randomPart = '';
+  // 16 characters of 5 bits each, from the hash's first 80 bits.
+  let bits = 0;
+  let value = 0;
+  for (const byte of hash) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5 && randomPart.length < 16) {
+      randomPart += crockford[(value >> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    value &= (1 << bits) - 1;
+    if (randomPart.length === 16) break;
+  }
+  return `${idPrefixes[kind]}_${timePart}${randomPart}`;
 }

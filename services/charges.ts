@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Charge, Customer } from '../db/entities/index.ts';
+import { Account, Charge, Customer } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import type { InvoiceLinks } from './invoice-events.ts';
 import { recordInvoiceAttempt, recordInvoicePaymentFailed } from './invoices.ts';
@@ -42,6 +42,14 @@ export async function chargeCustomer(em: EntityManager, processors: Processors, 
     return toOutcome(existing);
   }
 
+  // A closed account is charged no more (a subscription may still be winding down): refused, with no processor call.
+  const account = await em.findOne(Account, { id: input.accountId }, { fields: ['status'] });
+  if (account?.status === 'closed') {
+    await em.transactional(async (tx) => {
+      if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt)) await recordInvoicePaymentFailed(tx, links, input.invoiceId);
+    });
+    return { status: 'failed', chargeId: null, failureCode: 'account_closed', failureMessage: 'The account is closed.' };
+  }
   const customer = await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
   if (!customer?.paymentMethod) {
     // No charge row is written, so the attempt count tells a first call from a retry: only the first records the failure's events.

@@ -35,11 +35,15 @@ export interface StartPaymentRequest {
   /** An explicit expiry (ISO), or null to expire `expiresInMs` after the workflow records the request. */
   expiresAt: string | null;
   expiresInMs: number;
+  /** The id bound to the request's Idempotency-Key: a retry after a crash reaches the workflow the first try started (its first state answers), never a second one. */
+  id?: string;
 }
 
 /** Starts a payment request's workflow and answers with its first recorded state (update-with-start). */
 export async function startPaymentRequest(deps: WorkflowCommandDeps, request: StartPaymentRequest): Promise<PaymentRequestSnapshot> {
-  const { id, token } = allocatePaymentRequest();
+  const allocated = allocatePaymentRequest();
+  const id = request.id ?? allocated.id;
+  const token = allocated.token;
   const snapshot = initialPaymentRequestSnapshot({
     id,
     accountId: request.accountId,
@@ -67,7 +71,8 @@ export async function startPaymentRequest(deps: WorkflowCommandDeps, request: St
           expiresAt: request.expiresAt,
         },
       ],
-      workflowIdConflictPolicy: 'FAIL',
+      workflowIdConflictPolicy: request.id ? 'USE_EXISTING' : 'FAIL',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Payment request of ${formatMoney(request.amount, request.currency)} to ${request.customerEmail}`,
       typedSearchAttributes: [
         { key: AccountIdKey, value: request.accountId },

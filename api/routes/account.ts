@@ -4,6 +4,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Account, ApiKey, PaymentRequest, RecurringPaymentRequest, Session, Subscription, User } from '../../db/entities/index.ts';
 import { recordAccountEvent } from '../../services/account-events.ts';
+import { lockAccount } from '../../services/account-lock.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -88,10 +89,12 @@ export function accountApp(deps: ApiDeps) {
       requireActor(c, ['admin', 'owner'], 'forbidden');
       const { accountId } = await accountScope(c, orm);
       const em = orm.em.fork();
-      const open = await em.count(Subscription, { accountId, status: { $in: ['trialing', 'active', 'past_due'] } });
-      if (open > 0) throw new ApiError('active_subscriptions', `The account has ${open} active subscription(s); cancel them first.`);
       const closedAt = new Date();
       await em.transactional(async (tx) => {
+        // Serialized with subscription creates on the account's row (services/account-lock.ts): none slips in between the count and the close.
+        await lockAccount(tx, accountId, 'update');
+        const open = await tx.count(Subscription, { accountId, status: { $in: ['trialing', 'active', 'past_due'] } });
+        if (open > 0) throw new ApiError('active_subscriptions', `The account has ${open} active subscription(s); cancel them first.`);
         await tx.nativeUpdate(Account, { id: accountId }, { status: 'closed', closedAt });
         await tx.nativeUpdate(ApiKey, { accountId, revokedAt: null }, { revokedAt: closedAt });
         await tx.nativeUpdate(User, { accountId }, { status: 'suspended' });

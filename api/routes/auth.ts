@@ -1,6 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { getConnInfo } from '@hono/node-server/conninfo';
-import type { Context } from 'hono';
+import { clientIp } from '../middleware/client-ip.ts';
 import { LoginAttempt, RefreshToken, Session, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
@@ -73,18 +72,6 @@ const endSession = createRoute({
     ...errorResponses(401, 404),
   },
 });
-
-function clientIp(c: Context, trustProxy: boolean): string | null {
-  if (trustProxy) {
-    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
-    if (forwarded) return forwarded;
-  }
-  try {
-    return getConnInfo(c).remote.address ?? null;
-  } catch {
-    return null; // not a node-server request (tests through app.request)
-  }
-}
 
 export function authApp({ orm, config }: ApiDeps) {
   const key = secretKey(config.auth.secret);

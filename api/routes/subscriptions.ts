@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Context } from 'hono';
 import { Account, Customer, Plan, Subscription } from '../../db/entities/index.ts';
 import { maxGracePeriodDays } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { newId } from '../../domain/ids.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionStatuses, type PlanTerms } from '../../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
@@ -15,9 +15,12 @@ import {
   resumeSubscriptionUpdate,
   subscriptionCreatedUpdate,
   subscriptionWorkflow,
+  accountClosedSignal,
   type SubscriptionWorkflowInput,
 } from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
+import { operationId, resourceId } from '../middleware/idempotency.ts';
+import { lockAccount } from '../../services/account-lock.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
@@ -143,6 +146,12 @@ const cancelSubscription = createRoute({
   responses: { 200: subscriptionAnswer('Canceled (or set to cancel at period end)'), ...errorResponses(400, 401, 404, 409) },
 });
 
+/** A workflow update refused because of the subscription's state (or an ApiError saying so). */
+function isInvalidState(error: unknown): boolean {
+  if (error instanceof ApiError) return error.code === 'invalid_state';
+  return error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === 'invalid_state';
+}
+
 export function planTerms(plan: Plan): PlanTerms {
   return { planId: plan.id, name: plan.name, amount: plan.amount, currency: plan.currency, interval: { unit: plan.interval, count: plan.intervalCount } };
 }
@@ -193,7 +202,14 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         );
       }
 
-      const id = newId('subscription');
+      // With an Idempotency-Key the id (and so the workflow id) is derived from it: a retry after a crash finds the workflow the first try started.
+      const idem = c.get('idempotency');
+      const id = resourceId(c, 'subscription');
+      if (idem?.takeover) {
+        // A retry whose subscription exists answers with it (its workflow may have ended since).
+        const existing = await em.findOne(Subscription, { id, accountId, livemode });
+        if (existing) return c.json(serializeSubscription(existing), 201);
+      }
       const input: SubscriptionWorkflowInput = {
         snapshot: initialSnapshot({
           id,
@@ -210,24 +226,43 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       };
       // Update-with-start: one round trip starts the workflow and waits for its
       // first recorded state, so the 201 carries what a GET will read next.
-      const snapshot = await temporal.workflow.executeUpdateWithStart(subscriptionCreatedUpdate, {
-        startWorkflowOperation: new WithStartWorkflowOperation(subscriptionWorkflow, {
-          workflowId: id,
-          taskQueue: config.taskQueue,
-          args: [input],
-          workflowIdConflictPolicy: 'FAIL',
-          // What ops read in the Temporal UI: who and what, not only ids.
-          staticSummary: `${customer.name ? `${customer.name} <${customer.email}>` : customer.email} on ${plan.name} (${formatMoney(plan.amount, plan.currency)} every ${plan.intervalCount} ${plan.interval}${plan.intervalCount === 1 ? '' : 's'})`,
-          memo: { account: account ? `${account.name} <${account.email}>` : accountId, customerEmail: customer.email, planName: plan.name },
-          typedSearchAttributes: [
-            { key: SubscriptionStatusKey, value: input.snapshot.status },
-            { key: AccountIdKey, value: accountId },
-            { key: CustomerIdKey, value: customer.id },
-            { key: PlanIdKey, value: plan.id },
-            { key: LivemodeKey, value: livemode },
-          ],
-        }),
+      // The account is checked open under its row lock (services/account-lock.ts), before and after.
+      await em.transactional(async (tx) => {
+        if ((await lockAccount(tx, accountId, 'share')) === 'closed') throw new ApiError('account_closed', 'The account is closed.');
       });
+      let snapshot;
+      try {
+        snapshot = await temporal.workflow.executeUpdateWithStart(subscriptionCreatedUpdate, {
+          startWorkflowOperation: new WithStartWorkflowOperation(subscriptionWorkflow, {
+            workflowId: id,
+            taskQueue: config.taskQueue,
+            args: [input],
+            // A retried key reaches the workflow its first try started; a closed one is never started again.
+            workflowIdConflictPolicy: idem ? 'USE_EXISTING' : 'FAIL',
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            // What ops read in the Temporal UI: who and what, not only ids.
+            staticSummary: `${customer.name ? `${customer.name} <${customer.email}>` : customer.email} on ${plan.name} (${formatMoney(plan.amount, plan.currency)} every ${plan.intervalCount} ${plan.interval}${plan.intervalCount === 1 ? '' : 's'})`,
+            memo: { account: account ? `${account.name} <${account.email}>` : accountId, customerEmail: customer.email, planName: plan.name },
+            typedSearchAttributes: [
+              { key: SubscriptionStatusKey, value: input.snapshot.status },
+              { key: AccountIdKey, value: accountId },
+              { key: CustomerIdKey, value: customer.id },
+              { key: PlanIdKey, value: plan.id },
+              { key: LivemodeKey, value: livemode },
+            ],
+          }),
+        });
+      } catch (error) {
+        const ended = idem ? await orm.em.fork().findOne(Subscription, { id, accountId, livemode }) : null;
+        if (ended) return c.json(serializeSubscription(ended), 201);
+        throw error;
+      }
+      const closed = await em.transactional(async (tx) => (await lockAccount(tx, accountId, 'share')) === 'closed');
+      if (closed) {
+        // The account closed while the workflow started: the subscription ends with it.
+        await temporal.workflow.getHandle(id).signal(accountClosedSignal);
+        throw new ApiError('account_closed', 'The account was closed; the subscription was canceled.');
+      }
       return c.json(serializeSubscription(snapshot), 201);
     })
     .openapi(listSubscriptions, async (c) => {
@@ -253,8 +288,20 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const plan = await orm.em.fork().findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode });
       if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
       if (!plan.active && plan.id !== subscription.planId) throw new ApiError('plan_archived', `Plan ${plan.id} is archived.`);
-      const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: planTerms(plan) }] }));
-      return c.json(serializeSubscription(snapshot), 200);
+      // Keyed by the Idempotency-Key: a retry after a crash gets the first change's answer from Temporal instead of changing again.
+      const updateId = operationId(c, `changePlan:${subscription.id}`);
+      try {
+        const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: planTerms(plan) }], ...(updateId ? { updateId } : {}) }));
+        return c.json(serializeSubscription(snapshot), 200);
+      } catch (error) {
+        // A retry of a change that already happened (its run has since continued as new, so Temporal no longer knows the update id):
+        // the subscription is on the plan (or has it pending) as the first try left it, and that is the answer.
+        if (c.get('idempotency')?.takeover && isInvalidState(error)) {
+          const now = await orm.em.fork().findOne(Subscription, { id: subscription.id });
+          if (now && (now.planId === plan.id || now.pendingPlanId === plan.id)) return c.json(serializeSubscription(now), 200);
+        }
+        throw error;
+      }
     })
     .openapi(pauseSubscription, async (c) => {
       const body = await optionalJsonBody(c, PauseBody);

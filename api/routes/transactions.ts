@@ -6,6 +6,7 @@ import { recordTransactionEvents } from '../../services/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../services/transactions.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { resourceId } from '../middleware/idempotency.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { keysetPage } from '../pagination.ts';
@@ -132,7 +133,18 @@ export function transactionsApp(deps: ApiDeps) {
       if (body.type === 'payment' && !body.payment_method) throw new ApiError('invalid_request', 'payment_method: required for a payment.');
       if (body.type !== 'payment' && body.payment_method) throw new ApiError('invalid_request', 'payment_method: only payments take one.');
 
-      const fields = await newTransactionFields(
+      // With an Idempotency-Key the id is derived from it: a retry that takes over the key after a crash finds the
+      // transaction the first try recorded (and, for a payment, repeats its charge under the same processor key).
+      const id = resourceId(c, 'transaction');
+      if (c.get('idempotency')?.takeover) {
+        const existing = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
+        if (existing && (existing.type !== 'payment' || existing.status !== 'pending')) return c.json(serializeTransaction(existing), 201);
+        if (existing) {
+          const outcome = await processors.forMode(existing.livemode).charge(paymentChargeRequest(existing));
+          return c.json(serializeTransaction(await continuePayment(em, deps.temporal, deps.config.taskQueue, existing, outcome)), 201);
+        }
+      }
+      const computed = await newTransactionFields(
         em,
         {
           accountId: scope.accountId,
@@ -146,6 +158,7 @@ export function transactionsApp(deps: ApiDeps) {
         },
         account,
       );
+      const fields = { ...computed, id };
 
       if (body.type !== 'payment') {
         const transaction = await em.transactional((tx) => recordSucceededTransaction(tx, fields));

@@ -10,13 +10,15 @@ export const IdempotencyKey = defineEntity({
   uniques: [{ properties: ['scope', 'key'] }],
   properties: {
     id: p.bigint().primary().autoincrement(),
-    /** Who used it: account + mode, or the user, or "anonymous"; keys of different callers never meet. */
+    /** Who used it: the principal (user and role, or API key), the account it acted on and the mode; unauthenticated callers by client IP. Keys of different callers never meet. */
     scope: p.string(),
     key: p.string(),
     requestHash: p.string(),
     state: p.string().$type<'in_progress' | 'completed'>(),
     responseStatus: p.integer().nullable(),
     responseBody: p.text().nullable(),
+    /** While in progress: the lease of the request running it, refreshed as it runs; once past, a retry takes the key over. */
+    lockedUntil: p.datetime().nullable(),
     createdAt: p.datetime(),
     expiresAt: p.datetime().index(),
   },

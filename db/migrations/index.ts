@@ -12,6 +12,7 @@ import { Migration20261122134700_webhooks } from './Migration20261122134700_webh
 import { Migration20261122142417_maintenance } from './Migration20261122142417_maintenance.ts';
 import { Migration20261123103000_processor } from './Migration20261123103000_processor.ts';
 import { Migration20261123110000_settings_per_mode } from './Migration20261123110000_settings_per_mode.ts';
+import { Migration20261123120000_idempotency_scope } from './Migration20261123120000_idempotency_scope.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -29,4 +30,5 @@ export const migrations = [
   { name: 'Migration20261122142417_maintenance', class: Migration20261122142417_maintenance },
   { name: 'Migration20261123103000_processor', class: Migration20261123103000_processor },
   { name: 'Migration20261123110000_settings_per_mode', class: Migration20261123110000_settings_per_mode },
+  { name: 'Migration20261123120000_idempotency_scope', class: Migration20261123120000_idempotency_scope },
 ];
