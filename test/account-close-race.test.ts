@@ -55,7 +55,7 @@ describe('a charge of a closed account', () => {
     const input = { idempotencyKey: 'sub_closed:cycle:0:attempt:1', invoiceId: 'in_none', attempt: 1, accountId: engine.tenant.accountId, customerId, amount: 1500, currency: 'USD', description: 'test', livemode: true };
     const links = createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' });
     await engine.db.orm.em.fork().nativeUpdate(Account, { id: engine.tenant.accountId }, { status: 'closed', closedAt: new Date() });
-    const outcome = await chargeCustomer(engine.db.orm.em.fork(), processor as never, input, links);
+    const outcome = await chargeCustomer(engine.db.orm.em.fork(), { forMode: () => processor, isTestMode: () => true } as never, input, links);
     expect(outcome).toMatchObject({ status: 'failed', failureCode: 'account_closed' });
     expect(processor.calls).toBe(0);
   });
