@@ -4,7 +4,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import { authenticate } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';
 import { handleError, sendError } from './errors.ts';
-import { jsonBodies } from './middleware/body.ts';
+import { jsonBodies, urlGuard } from './middleware/body.ts';
 import { idempotencyKeys } from './middleware/idempotency.ts';
 import { requestLogging } from './middleware/logging.ts';
 import { newOpenApiApp } from './openapi-app.ts';
@@ -38,6 +38,7 @@ export function createApp(deps: ApiDeps) {
   const app = newOpenApiApp();
   app.use(requestId());
   app.use(requestLogging(deps.logger));
+  app.use(urlGuard());
   app.use(secureHeaders({ contentSecurityPolicy: undefined }));
   app.use(
     bodyLimit({

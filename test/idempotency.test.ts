@@ -11,7 +11,7 @@ describe('Idempotency-Key', () => {
   afterAll(() => engine?.close());
 
   const credit = (key: string, amount = 100, headers: Record<string, string> = {}, accountId = engine.tenant.accountId) =>
-    engine.call('POST', '/v1/transactions', { account_id: accountId, amount, currency: 'USD', type: 'credit' }, { 'idempotency-key': key, ...headers });
+    engine.call('POST', '/v1/transactions', { account_id: accountId, amount, currency: 'USD', type: 'credit' }, { 'idempotency-key': key, 'x-sandbox-mode': 'true', ...headers });
   const count = () => engine.db.orm.em.fork().count(Transaction, { accountId: engine.tenant.accountId });
 
   it('a retry with the same key and body replays the first response and moves no money', async () => {
