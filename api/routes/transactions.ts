@@ -6,6 +6,7 @@ import { recordTransactionEvents } from '../../services/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../services/transactions.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { accountScope, actorOf, type Actor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { keysetPage } from '../pagination.ts';
@@ -130,7 +131,7 @@ export function transactionsApp(deps: ApiDeps) {
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
     const transaction = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
-    if (!transaction) throw new ApiError('not_found', 'No such transaction.');
+    if (!transaction) throw await notFoundInMode(em, Transaction, id, scope, 'transaction');
     return transaction;
   }
 
