@@ -48,7 +48,7 @@ describe('Idempotency-Key', () => {
   it('a request still running answers idempotency_in_progress (409)', async () => {
     const em = engine.db.orm.em.fork();
     const now = new Date();
-    em.create(IdempotencyKey, { scope: `${engine.tenant.accountId}:true`, key: 'k-running', requestHash: 'x', state: 'in_progress', createdAt: now, expiresAt: new Date(now.getTime() + 3_600_000) });
+    em.create(IdempotencyKey, { scope: `${engine.tenant.accountId}:false`, key: 'k-running', requestHash: 'x', state: 'in_progress', createdAt: now, expiresAt: new Date(now.getTime() + 3_600_000) });
     await em.flush();
     const response = await credit('k-running');
     // The hash is compared first: this stored row was for another body.
