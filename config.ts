@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { allowEntryProblem, type WebhookUrlPolicy } from './domain/webhook-url.ts';
 
 /**
  * Configuration from the environment, read in one place. Every variable is
@@ -28,6 +29,13 @@ export interface Config {
   mailFrom: string;
   auth: AuthConfig;
   processors: ProcessorsConfig;
+  /**
+   * Where sandbox webhook endpoints may point (docs/security.md): development and test allow loopback
+   * and private networks; production follows live's rules except WEBHOOK_ALLOWED_PRIVATE_HOSTS.
+   */
+  webhookUrlPolicy: WebhookUrlPolicy;
+  /** Unauthenticated sign-ups (POST /v1/accounts) allowed per client IP per hour, per API process. */
+  signupsPerIpPerHour: number;
 }
 
 export type ProcessorName = 'sandbox' | 'stripe';
@@ -114,6 +122,19 @@ function integer(name: string, fallback: number, env: NodeJS.ProcessEnv = proces
   return value;
 }
 
+/** The webhook address policy from NODE_ENV and WEBHOOK_ALLOWED_PRIVATE_HOSTS (comma-separated host names, IPs, CIDRs). */
+export function webhookUrlPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): WebhookUrlPolicy {
+  const allowedPrivateHosts = (env.WEBHOOK_ALLOWED_PRIVATE_HOSTS ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const entry of allowedPrivateHosts) {
+    const problem = allowEntryProblem(entry);
+    if (problem) throw new ConfigError(`WEBHOOK_ALLOWED_PRIVATE_HOSTS: ${problem}.`);
+  }
+  return { sandboxPrivateNetworks: env.NODE_ENV !== 'production', allowedPrivateHosts };
+}
+
 export function loadConfig(env = process.env): Config {
   const mode = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const port = integer('PORT', 3000, env);
@@ -138,6 +159,8 @@ export function loadConfig(env = process.env): Config {
     idempotencyLeaseMs: Math.max(1000, integer('IDEMPOTENCY_LEASE_MS', 30_000, env)),
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM ?? 'Billing <billing@localhost>',
+    webhookUrlPolicy: webhookUrlPolicyFromEnv(env),
+    signupsPerIpPerHour: integer('SIGNUPS_PER_IP_PER_HOUR', 10, env),
     auth: {
       secret: env.AUTH_SECRET ?? developmentAuthDefaults.secret,
       accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 15 * 60, env),

@@ -4,7 +4,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import { authenticate } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';
 import { handleError, sendError } from './errors.ts';
-import { jsonBodies } from './middleware/body.ts';
+import { jsonBodies, urlGuard } from './middleware/body.ts';
 import { idempotencyKeys } from './middleware/idempotency.ts';
 import { requestLogging } from './middleware/logging.ts';
 import { newOpenApiApp } from './openapi-app.ts';
@@ -35,6 +35,18 @@ import { createDispatchWaker } from '../services/webhook-wake.ts';
 import { resolveProcessors } from '../services/processors/index.ts';
 import { processorWebhooksApp } from './routes/processor-webhooks.ts';
 
+/** POST paths whose answers carry a secret: login, refresh, API key creation, webhook endpoint creation and secret rotation. */
+const secretBearingPaths = [/^\/v1\/auth\/(login|refresh)\/?$/, /^\/v1\/api_keys\/?$/, /^\/v1\/webhooks\/?$/, /^\/v1\/webhooks\/[^/]+\/rotate_secret\/?$/];
+
+/** Every POST under /v1 and /api/v1 but login and refresh takes an Idempotency-Key header (api/middleware/idempotency.ts): listed on each. */
+function withIdempotencyKeys<T extends { paths?: object }>(document: T): T {
+  for (const [path, item] of Object.entries((document.paths ?? {}) as Record<string, { post?: { parameters?: unknown[] } }>)) {
+    if (!/^\/(api\/)?v1\//.test(path) || path === '/v1/auth/login' || path === '/v1/auth/refresh' || !item.post) continue;
+    item.post.parameters = [...(item.post.parameters ?? []), { $ref: '#/components/parameters/IdempotencyKey' }];
+  }
+  return document;
+}
+
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
 export function createApp(given: ApiDeps) {
   // Each mode's processor, once for every route (services/processors/index.ts).
@@ -42,6 +54,7 @@ export function createApp(given: ApiDeps) {
   const app = newOpenApiApp();
   app.use(requestId());
   app.use(requestLogging(deps.logger));
+  app.use(urlGuard());
   app.use(secureHeaders({ contentSecurityPolicy: undefined }));
   app.use(
     bodyLimit({
@@ -49,6 +62,11 @@ export function createApp(given: ApiDeps) {
       onError: (c) => sendError(c, 'payload_too_large', `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`),
     }),
   );
+  // Answers that carry secrets (tokens, API key and webhook secrets) are never stored by a cache.
+  app.use('/v1/*', async (c, next) => {
+    await next();
+    if (c.req.method === 'POST' && secretBearingPaths.some((pattern) => pattern.test(c.req.path))) c.header('Cache-Control', 'no-store');
+  });
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
   app.use('/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
@@ -103,18 +121,44 @@ export function createApp(given: ApiDeps) {
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',
     scheme: 'bearer',
-    description: 'An access token from POST /v1/auth/login, or an API key (sk_test_… / sk_live_…).',
+    description: 'An access token from POST /v1/auth/login, or an API key (sk_test_… / sk_live_…; also as HTTP Basic user name with an empty password).',
   });
-  app.doc31('/openapi.json', {
+  app.openAPIRegistry.registerComponent('securitySchemes', 'sandboxMode', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-sandbox-mode',
+    description: 'Optional, with a user access token: `true` works in the sandbox (test data), `false` or absent in live mode. API keys carry their mode.',
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'accountId', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-account-id',
+    description: 'Platform admin tokens only: the account (acct_…) the request acts on.',
+  });
+  app.openAPIRegistry.registerComponent('parameters', 'IdempotencyKey', {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    schema: { type: 'string', maxLength: 255 },
+    description: 'Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours).',
+  });
+  // A bearer credential, with the optional mode and account headers alongside.
+  const security: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], sandboxMode: [] }, { bearer: [], accountId: [] }, { bearer: [], sandboxMode: [], accountId: [] }];
+  const openApiConfig = {
     openapi: '3.1.0',
-    security: [{ bearer: [] }],
+    security,
     info: {
       title: 'Billing engine API',
       version: '1',
       description: 'Recurring billing and payments on Temporal workflows. Errors are `{ "error": "<code>", "message": "..." }`.',
     },
-  });
+  };
+  app.get('/openapi.json', (c) => c.json(withIdempotencyKeys(app.getOpenAPI31Document(openApiConfig))));
   app.route('/docs', docsApp());
+  // A browser opening the server's root lands on the interactive docs.
+  app.get('/', (c) =>
+    (c.req.header('accept') ?? '').includes('text/html') ? c.redirect('/docs', 302) : c.json({ docs: '/docs', openapi: '/openapi.json', health: '/health' }),
+  );
 
   app.notFound((c) => sendError(c, 'not_found', `No route for ${c.req.method} ${c.req.path}.`));
   app.onError((error, c) => handleError(error, c, deps.logger));

@@ -8,6 +8,7 @@ import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { Account, PaymentRequest } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
+import { notFoundInMode } from './not-found.ts';
 import { defaultExpiryMs, maxExpiryMs, minExpiryMs, type PaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import { amount, currency, metadata } from '../objects/common.ts';
 import { startPaymentRequest } from '../services/payment-request-commands.ts';
@@ -91,6 +92,6 @@ export async function createPaymentRequest(deps: ApiDeps, c: Context, body: NewP
 export async function findOwnPaymentRequest(deps: ApiDeps, c: Context, id: string): Promise<PaymentRequest> {
   const scope = await accountScope(c, deps.orm);
   const request = await deps.orm.em.fork().findOne(PaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
-  if (!request) throw new ApiError('not_found', 'No such payment request.');
+  if (!request) throw await notFoundInMode(deps.orm.em, PaymentRequest, id, scope, 'payment request');
   return request;
 }

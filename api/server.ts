@@ -21,20 +21,36 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-export async function startApiServer(deps: ApiDeps, port: number, hostname = '0.0.0.0'): Promise<RunningApi> {
+export async function startApiServer(deps: ApiDeps, port: number, hostname = '0.0.0.0', options: { shutdownGraceMs?: number } = {}): Promise<RunningApi> {
   const app = createApp(deps);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port, hostname }, () => resolve(s));
   });
   const address = server.address();
+  let closing: Promise<void> | undefined;
+  // While closing, a connection whose response is done is closed at once instead of idling in keep-alive.
+  server.on('request', (_req, res: { once(event: 'finish', listener: () => void): void; setHeader?(name: string, value: string): void }) => {
+    if (closing) res.setHeader?.('connection', 'close');
+    res.once('finish', () => {
+      if (closing && 'closeIdleConnections' in server) server.closeIdleConnections();
+    });
+  });
   return {
     port: typeof address === 'object' && address ? address.port : port,
     close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
+      (closing ??= new Promise<void>((resolve) => {
+        const grace = setTimeout(() => {
+          // Requests still running after the grace period are cut off rather than holding the process.
+          if ('closeAllConnections' in server) server.closeAllConnections();
+        }, options.shutdownGraceMs ?? 25_000);
+        grace.unref();
+        server.close(() => {
+          clearTimeout(grace);
+          resolve();
+        });
         // Idle keep-alive sockets would hold close() open.
         if ('closeIdleConnections' in server) server.closeIdleConnections();
-      }),
+      })),
   };
 }
 
@@ -51,13 +67,30 @@ async function main(): Promise<void> {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const api = await startApiServer({ orm, temporal, config, logger, processors: createProcessors(config.processors, () => orm.em.fork()) }, config.port);
   logger.info({ port: api.port }, 'api listening');
-  const stop = async () => {
-    await api.close();
-    await connection.close();
-    await orm.close();
+  // Graceful: stop accepting, let requests in flight finish (up to 25 s), then close Temporal and the database.
+  // Every failure on the way is logged, never thrown: a signal must not end in an uncaught error.
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'api stopping: finishing requests in flight');
+    let failed = false;
+    for (const [what, close] of [
+      ['http server', () => api.close()],
+      ['temporal connection', () => connection.close()],
+      ['database', () => orm.close()],
+    ] as const) {
+      try {
+        await close();
+      } catch (error) {
+        failed = true;
+        logger.error({ err: error }, `api stopping: closing the ${what} failed`);
+      }
+    }
     logger.info('api stopped');
+    process.exit(failed ? 1 : 0);
   };
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stop());
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void stop(signal));
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -183,7 +183,8 @@ function bareApp(orm: MikroORM): Hono {
 /** A tenant with an API key (what a server-side client of the API uses). */
 async function tenantWithKey(engineBase: string, name: string) {
   const tenant = await signUp(engineBase, name);
-  const key = await call('POST', `${engineBase}/v1/api_keys`, { name: 'bench' }, { authorization: `Bearer ${tenant.accessToken}` });
+  // A test key: live credits are a platform admin's only (docs/security.md); sandbox credits take the same path.
+  const key = await call('POST', `${engineBase}/v1/api_keys`, { name: 'bench', mode: 'test' }, { authorization: `Bearer ${tenant.accessToken}` });
   if (key.status !== 201) throw new Error(`API key failed (${key.status}): ${JSON.stringify(key.body)}`);
   return { accountId: tenant.accountId, headers: { authorization: `Bearer ${String(key.body!.secret)}` } };
 }
@@ -212,7 +213,7 @@ function booksAddUp(label: string, b: Awaited<ReturnType<typeof books>>, say: Sa
 
 /** What differs between the two targets, and what the profiles showed (static: update it when the code changes). */
 const explanation = [
-  '**Both targets** authenticate with the same API key (`Authorization: Bearer sk_live_…`: a SHA-256 of the key looked up ' +
+  '**Both targets** authenticate with the same API key (`Authorization: Bearer sk_test_…`: a SHA-256 of the key looked up ' +
     "joined with its account; the engine's `authenticate` also selects the account's other columns), use the same MikroORM " +
     'connection pool (10 connections) and answer the same JSON through the same serializer (`serializeTransaction`); the ' +
     'benchmark checks before measuring that they list the same page and answer a credit alike. No `Idempotency-Key` is sent, ' +

@@ -8,11 +8,17 @@
  * (RFC 1918), shared/CGNAT (100.64/10), link-local (169.254/16, fe80::/10, so no
  * cloud metadata endpoint), unspecified, multicast, broadcast/reserved,
  * documentation or benchmarking ranges, or IPv6 unique-local (fc00::/7); IPv4
- * inside IPv6 (::ffff:a.b.c.d, 64:ff9b::a.b.c.d, ::a.b.c.d) is judged as IPv4.
- * Sandbox: http or https, and loopback and private networks are allowed (a
- * receiver on the developer's machine), but link-local, unspecified, multicast
- * and reserved addresses are still refused.
- * Both: no user:password in the url, at most 2048 characters.
+ * inside IPv6 (::ffff:a.b.c.d in any spelling, 64:ff9b::a.b.c.d, ::a.b.c.d, and the
+ * 6to4 prefix 2002:a.b.c.d::/48) is judged as IPv4; the local-use NAT64 prefix
+ * 64:ff9b:1::/48 is refused outright (it reaches networks the operator translates to).
+ * Sandbox: http or https. With `sandboxPrivateNetworks` (development and test)
+ * loopback and private networks are allowed (a receiver on the developer's
+ * machine); without it (NODE_ENV=production) sandbox follows live's address rules
+ * except for the hosts, addresses and CIDRs the operator lists in
+ * WEBHOOK_ALLOWED_PRIVATE_HOSTS, which may be loopback or private (never
+ * link-local, unspecified, multicast or reserved).
+ * Both: no user:password, no control characters in the url, at most 2048 characters.
+ * Refusals never say what a name resolves to.
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -57,6 +63,7 @@ const v4Ranges: [string, number, AddressKind][] = [
 
 const v6Ranges: [string, number, AddressKind][] = [
   ['::', 128, 'unspecified'],
+  ['64:ff9b:1::', 48, 'reserved'], // local-use NAT64 (RFC 8215): translates into the operator's networks
   ['::1', 128, 'loopback'],
   ['100::', 64, 'reserved'], // discard
   ['2001:db8::', 32, 'reserved'], // documentation
@@ -113,8 +120,15 @@ export function classifyAddress(ip: string): AddressKind | null {
     const zero = (from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
     // ::ffff:a.b.c.d (mapped), 64:ff9b::a.b.c.d (NAT64), ::a.b.c.d (compatible, but not :: or ::1)
     if (zero(0, 10) && bytes[10] === 0xff && bytes[11] === 0xff) return classifyAddress(embeddedV4);
+    // ::ffff:0:a.b.c.d (IPv4-translated, RFC 2765): also an IPv4 address in disguise.
+    if (zero(0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zero(10, 12)) return classifyAddress(embeddedV4);
     if (inRange(bytes, v6Bytes('64:ff9b::'), 96)) return classifyAddress(embeddedV4);
     if (zero(0, 12) && !zero(12, 15)) return classifyAddress(embeddedV4);
+    // 6to4 (2002:a.b.c.d::/48): a relay delivers it to the embedded IPv4 address.
+    if (bytes[0] === 0x20 && bytes[1] === 0x02) {
+      const kind = classifyAddress(bytes.slice(2, 6).join('.'));
+      if (kind) return kind;
+    }
     for (const [base, prefix, kind] of v6Ranges) if (inRange(bytes, v6Bytes(base), prefix)) return kind;
     return null;
   }
@@ -123,12 +137,67 @@ export function classifyAddress(ip: string): AddressKind | null {
 
 const sandboxAllowed = new Set<AddressKind>(['loopback', 'private']);
 
-/** Null when `ip` may receive webhooks in this mode, else why not. */
-export function addressRefusal(ip: string, livemode: boolean): string | null {
+/** What the operator allows sandbox endpoints beyond live's rules (config.ts builds it from the environment). */
+export interface WebhookUrlPolicy {
+  /** Sandbox endpoints may target any loopback or private address (development and test; off when NODE_ENV=production). */
+  sandboxPrivateNetworks: boolean;
+  /** Host names, IP addresses and CIDRs (`10.1.0.0/16`) sandbox endpoints may target although loopback or private. */
+  allowedPrivateHosts: readonly string[];
+}
+
+/** Development's rules: the sandbox may reach this machine and private networks. */
+export const developmentUrlPolicy: WebhookUrlPolicy = { sandboxPrivateNetworks: true, allowedPrivateHosts: [] };
+/** Production's rules without exceptions: sandbox follows live's address rules. */
+export const strictUrlPolicy: WebhookUrlPolicy = { sandboxPrivateNetworks: false, allowedPrivateHosts: [] };
+
+/** Null when `entry` is a valid WEBHOOK_ALLOWED_PRIVATE_HOSTS entry (host name, IP, or IP/prefix), else why not. */
+export function allowEntryProblem(entry: string): string | null {
+  const [ip, prefix, extra] = entry.split('/');
+  if (extra !== undefined) return `"${entry}" is not a host name, an IP address or a CIDR`;
+  if (prefix !== undefined) {
+    const family = isIP(ip!);
+    const bits = Number(prefix);
+    if (!family || !/^\d{1,3}$/.test(prefix) || bits > (family === 4 ? 32 : 128)) return `"${entry}" is not a valid CIDR`;
+    return null;
+  }
+  if (isIP(entry)) return null;
+  return /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/i.test(entry) ? null : `"${entry}" is not a host name, an IP address or a CIDR`;
+}
+
+function addressBytes(ip: string): number[] {
+  return isIP(ip) === 4 ? v4Bytes(ip) : v6Bytes(ip);
+}
+
+/** Whether the operator listed this host name, or an address or CIDR holding this address. */
+function operatorAllows(policy: WebhookUrlPolicy, hostname: string, ip: string): boolean {
+  const host = hostname.toLowerCase();
+  for (const entry of policy.allowedPrivateHosts) {
+    const [base, prefix] = entry.split('/');
+    if (prefix === undefined) {
+      if (entry.toLowerCase() === host) return true;
+      if (isIP(entry) && isIP(entry) === isIP(ip) && addressBytes(entry).join('.') === addressBytes(ip).join('.')) return true;
+      continue;
+    }
+    if (isIP(base!) === isIP(ip) && inRange(addressBytes(ip), addressBytes(base!), Number(prefix))) return true;
+  }
+  return false;
+}
+
+/**
+ * Null when `ip` may receive webhooks in this mode, else its kind. `hostname` is the
+ * url's host (for the operator's list of allowed names).
+ */
+export function addressKindRefused(ip: string, livemode: boolean, policy: WebhookUrlPolicy = developmentUrlPolicy, hostname: string = ip): AddressKind | null {
   const kind = classifyAddress(ip);
   if (kind === null) return null;
-  if (!livemode && sandboxAllowed.has(kind)) return null;
-  return `${ip} is a ${kind} address`;
+  if (!livemode && sandboxAllowed.has(kind) && (policy.sandboxPrivateNetworks || operatorAllows(policy, hostname, ip))) return null;
+  return kind;
+}
+
+/** Null when `ip` may receive webhooks in this mode, else why not. */
+export function addressRefusal(ip: string, livemode: boolean, policy: WebhookUrlPolicy = developmentUrlPolicy): string | null {
+  const kind = addressKindRefused(ip, livemode, policy);
+  return kind === null ? null : `${ip} is a ${kind} address`;
 }
 
 export interface CheckedUrl {
@@ -140,8 +209,15 @@ export interface CheckedUrl {
 }
 
 /** Throws UrlNotAllowedError with the reason, or returns the url and the addresses that were checked. */
-export async function checkWebhookUrl(raw: string, livemode: boolean, resolve: Resolver = systemResolver): Promise<CheckedUrl> {
+export async function checkWebhookUrl(
+  raw: string,
+  livemode: boolean,
+  resolve: Resolver = systemResolver,
+  policy: WebhookUrlPolicy = developmentUrlPolicy,
+): Promise<CheckedUrl> {
   if (raw.length > 2048) throw new UrlNotAllowedError('url is longer than 2048 characters');
+  // The URL parser would drop tabs and newlines silently; a url is stored as sent, so refuse them.
+  if (/[\u0000-\u001f\u007f]/.test(raw)) throw new UrlNotAllowedError('url may not contain control characters (CR, LF, tab, NUL...)');
   let url: URL;
   try {
     url = new URL(raw);
@@ -161,13 +237,17 @@ export async function checkWebhookUrl(raw: string, livemode: boolean, resolve: R
     try {
       addresses = await resolve(hostname);
     } catch (error) {
-      throw new UrlNotAllowedError(`${hostname} does not resolve (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new UrlNotAllowedError(`${hostname} does not resolve${code && /^[A-Z_]+$/.test(code) ? ` (${code})` : ''}`);
     }
     if (addresses.length === 0) throw new UrlNotAllowedError(`${hostname} does not resolve`);
   }
   for (const { address } of addresses) {
-    const refusal = addressRefusal(address, livemode);
-    if (refusal) throw new UrlNotAllowedError(`${literal ? '' : `${hostname} resolves to ${address}: `}${refusal}, which ${mode} webhooks may not target`);
+    const kind = addressKindRefused(address, livemode, policy, hostname);
+    if (kind === null) continue;
+    // An address the caller typed may be named; what a name resolves to is not told (it maps internal networks).
+    if (literal) throw new UrlNotAllowedError(`${address} is a ${kind} address, which ${mode} webhooks may not target`);
+    throw new UrlNotAllowedError(`${hostname} resolves to an address ${mode} webhooks may not target (loopback, private, link-local or reserved)`);
   }
   return { url, hostname, addresses };
 }

@@ -31,6 +31,32 @@ function pinnedLookup(addresses: CheckedUrl['addresses']): LookupFunction {
   }) as unknown as LookupFunction;
 }
 
+/** Connection failures by code, in words that name no address, port or internal host (the log is the account's to read). */
+const connectionErrors: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset by the receiver',
+  EPIPE: 'connection closed by the receiver',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connection timed out',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  HPE_INVALID_CONSTANT: 'the response is not valid HTTP',
+};
+
+/**
+ * What an attempt's log says about a failed connection: a fixed phrase and the error code,
+ * never the system's message (which carries the resolved address and port).
+ */
+export function connectionErrorMessage(error: NodeJS.ErrnoException, timeoutMs: number): string {
+  if (error.message === `timed out after ${timeoutMs} ms`) return error.message;
+  const code = typeof error.code === 'string' && /^[A-Z0-9_]+$/.test(error.code) ? error.code : undefined;
+  if (code && connectionErrors[code]) return `${connectionErrors[code]} (${code})`;
+  if (code && /CERT|TLS|SSL/.test(code)) return `TLS error (${code})`;
+  if (code?.startsWith('HPE_')) return `the response is not valid HTTP (${code})`;
+  return code ? `connection failed (${code})` : 'connection failed';
+}
+
 export function postWebhook(
   target: CheckedUrl,
   headers: Record<string, string>,
@@ -91,7 +117,7 @@ export function postWebhook(
       request.destroy(new Error(`timed out after ${timeoutMs} ms`));
     }, timeoutMs);
     request.on('error', (error: NodeJS.ErrnoException) => {
-      finish({ statusCode: null, body: null, error: error.code && !error.message.includes(error.code) ? `${error.code}: ${error.message}` : error.message });
+      finish({ statusCode: null, body: null, error: connectionErrorMessage(error, timeoutMs) });
     });
     request.end(body);
   });

@@ -37,7 +37,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Event, Transaction, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, type WebhookDeliveryStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
-import { checkWebhookUrl, systemResolver, UrlNotAllowedError, type Resolver } from '../domain/webhook-url.ts';
+import { checkWebhookUrl, systemResolver, UrlNotAllowedError, type Resolver, type WebhookUrlPolicy } from '../domain/webhook-url.ts';
+import { webhookUrlPolicyFromEnv } from '../config.ts';
 import { deliveryId, disableWindowMs, endpointWants, retrySchedule, riskScoreHeader, signWebhook } from '../domain/webhooks.ts';
 import type { EmailInput } from './email.ts';
 import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
@@ -346,6 +347,8 @@ export interface AttemptOutcome {
 export interface WebhookDeliveryDeps {
   secretBox?: SecretBox;
   resolver?: Resolver;
+  /** Where sandbox endpoints may point; by default from NODE_ENV and WEBHOOK_ALLOWED_PRIVATE_HOSTS (config.ts). */
+  urlPolicy?: WebhookUrlPolicy;
 }
 
 function describeFailure(response: WebhookResponse): string {
@@ -418,7 +421,7 @@ async function send(deps: WebhookDeliveryDeps, p: Prepared, at: Date, opened: Op
     'x-risk-score': riskScoreHeader(p.riskScore),
   };
   try {
-    const target = await checkWebhookUrl(endpoint.url, endpoint.livemode, deps.resolver ?? systemResolver);
+    const target = await checkWebhookUrl(endpoint.url, endpoint.livemode, deps.resolver ?? systemResolver, deps.urlPolicy ?? webhookUrlPolicyFromEnv());
     return await postWebhook(target, headers, body);
   } catch (error) {
     if (!(error instanceof UrlNotAllowedError)) throw error;

@@ -27,6 +27,8 @@ describe('events', () => {
   afterAll(() => engine?.close());
 
   const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => engine.call(method, path, body, headers);
+  /** The platform admin acting on one account: the only caller that may make a live credit. */
+  const adminFor = async (accountId: string) => ({ ...(await engine.admin()).headers, 'x-account-id': accountId });
   /** Every event about one resource (by data.object.id), oldest first, as the API shows them. */
   async function eventsAbout(objectId: string) {
     const rows = await engine.db.orm.em
@@ -87,7 +89,9 @@ describe('events', () => {
   });
 
   describe('transactions', () => {
-    const create = (body: Record<string, unknown>) => call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, currency: 'USD', ...body });
+    // In live mode only a platform admin may credit (docs/security.md).
+    const create = async (body: Record<string, unknown>) =>
+      call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, currency: 'USD', ...body }, body.type === 'credit' ? await adminFor(engine.tenant.accountId) : undefined);
 
     it('a credit records transaction.created and transaction.succeeded with the transaction as GET shows it', async () => {
       const credit = await create({ amount: 10_000, type: 'credit', reference: 'seed' });
@@ -394,7 +398,7 @@ describe('events', () => {
     });
 
     it('takes the amount off the balance at once, is paid by its workflow, records payout.created and payout.paid, and emails a confirmation', async () => {
-      const credit = await as('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' });
+      const credit = await call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, await adminFor(tenant.accountId));
       expect(credit.status).toBe(201);
       const created = await as('POST', '/v1/payouts', { amount: 4000, currency: 'USD', method: 'bank_transfer', description: 'November' });
       expect(created.status).toBe(201);
@@ -516,7 +520,7 @@ describe('events', () => {
         const customer = await as('POST', '/v1/customers', { email: `c${n}@example.com` });
         await as('PATCH', `/v1/customers/${customer.body.id}`, { name: `Customer ${n}` });
       }
-      await as('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 100, currency: 'USD', type: 'credit' });
+      await call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 100, currency: 'USD', type: 'credit' }, await adminFor(tenant.accountId));
       await as('POST', '/v1/customers', { email: 'sandbox@example.com' }, { 'x-sandbox-mode': 'true' });
     });
 

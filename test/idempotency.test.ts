@@ -11,7 +11,7 @@ describe('Idempotency-Key', () => {
   afterAll(() => engine?.close());
 
   const credit = (key: string, amount = 100, headers: Record<string, string> = {}, accountId = engine.tenant.accountId) =>
-    engine.call('POST', '/v1/transactions', { account_id: accountId, amount, currency: 'USD', type: 'credit' }, { 'idempotency-key': key, ...headers });
+    engine.call('POST', '/v1/transactions', { account_id: accountId, amount, currency: 'USD', type: 'credit' }, { 'idempotency-key': key, 'x-sandbox-mode': 'true', ...headers });
   let members = 0;
   async function newMember() {
     const email = `member-${++members}-${Date.now()}@example.com`;

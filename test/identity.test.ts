@@ -280,7 +280,7 @@ describe('identity and access', () => {
       const tenant = await engine.signUp();
       const other = await engine.login(tenant.email, tenant.password);
       const me = (await engine.call('GET', '/v1/users', undefined, tenant.headers)).body.data[0].id;
-      expect((await engine.call('PATCH', `/v1/users/${me}`, { password: 'Changed!pass2' }, tenant.headers)).status).toBe(200);
+      expect((await engine.call('PATCH', `/v1/users/${me}`, { password: 'Changed!pass2', current_password: tenant.password }, tenant.headers)).status).toBe(200);
       expect((await engine.call('GET', '/v1/account', undefined, other.headers)).status).toBe(401);
       expect((await engine.call('GET', '/v1/account', undefined, tenant.headers)).status).toBe(200);
       expect((await engine.call('POST', '/v1/auth/login', { email: tenant.email, password: 'Changed!pass2' }, { authorization: '' })).status).toBe(200);
@@ -300,14 +300,14 @@ describe('identity and access', () => {
       const patched = await engine.call('PATCH', '/v1/account', { settings: { timezone: 'America/New_York' } }, tenant.headers);
       expect(patched.status).toBe(200);
       expect(patched.body).toMatchObject({ name: 'Patchable', email: tenant.email, settings: { currency: 'USD', timezone: 'America/New_York', language: 'en' } });
-      const renamed = await engine.call('PATCH', '/v1/account', { name: 'Renamed Co', email: `billing-${tenant.accountId}@example.com` }, tenant.headers);
+      const renamed = await engine.call('PATCH', '/v1/account', { name: 'Renamed Co', email: `billing-${tenant.accountId}@example.com`, current_password: tenant.password }, tenant.headers);
       expect(renamed.body).toMatchObject({ name: 'Renamed Co', email: `billing-${tenant.accountId}@example.com`, settings: { timezone: 'America/New_York' } });
       for (const body of [{ settings: { currency: 'XXXX' } }, { settings: { timezone: 'Nowhere/Land' } }, { settings: { language: '12' } }, { email: 'nope' }, { name: '' }, { plan: 'x' }]) {
         const bad = await engine.call('PATCH', '/v1/account', body, tenant.headers);
         expect(bad.status, JSON.stringify(body)).toBe(400);
         expect(bad.body).toEqual(errorShape('invalid_request'));
       }
-      const taken = await engine.call('PATCH', '/v1/account', { email: engine.tenant.email }, tenant.headers);
+      const taken = await engine.call('PATCH', '/v1/account', { email: engine.tenant.email, current_password: tenant.password }, tenant.headers);
       expect(taken.status).toBe(409);
       expect(taken.body).toEqual(errorShape('email_exists'));
       expect((await engine.call('GET', '/v1/account', undefined, tenant.headers)).body.name).toBe('Renamed Co');

@@ -34,7 +34,9 @@ describe('tenant and mode isolation', () => {
       const subscription = await engine.call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id }, headers);
       expect(subscription.status).toBe(201);
       expect(subscription.body.livemode).toBe(mode === 'live');
-      const transaction = await engine.call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 500, currency: 'USD', type: 'credit' }, headers);
+      // A live credit is the platform admin's to make (docs/security.md).
+      const creditor = mode === 'test' ? headers : { ...(await engine.admin()).headers, 'x-account-id': tenant.accountId };
+      const transaction = await engine.call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 500, currency: 'USD', type: 'credit' }, creditor);
       records[mode] = { customer: customer.body.id, plan: plan.body.id, subscription: subscription.body.id, transaction: transaction.body.id };
     }
     return {

@@ -186,7 +186,8 @@ describe('maintenance', () => {
   });
 
   it('starts the payoutWorkflow of a payout whose API died after its commit, once; the payout is paid', async () => {
-    expect((await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' })).status).toBe(201);
+    const admin = { ...(await engine.admin()).headers, 'x-account-id': engine.tenant.accountId };
+    expect((await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, admin)).status).toBe(201);
     // POST /v1/payouts up to the crash: the pending payout with its ledger posting, committed.
     const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 2500, currency: 'USD', method: 'bank_transfer', description: null });
     // One the API started normally, as old: found and left alone.

@@ -4,7 +4,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { AuthConfig } from '../../config.ts';
 import type { UserRole } from '../../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
-import { secretKey, sha256, verifyAccessToken } from './tokens.ts';
+import { checkAccessToken, secretKey, sha256 } from './tokens.ts';
 
 /** Who is calling. Set by `authenticate` on every request that carries credentials. */
 export type Principal =
@@ -74,6 +74,25 @@ export async function findLiveSession(orm: MikroORM, sessionId: string): Promise
 /** Endpoints whose Authorization header is not an access credential: login needs none, refresh carries a refresh token. */
 const credentialFreePaths = new Set(['/v1/auth/login', '/v1/auth/refresh']);
 
+/**
+ * The credential in an Authorization header: `Bearer <token>`, or, as Stripe takes it,
+ * HTTP Basic with an API key as the user name and an empty password (`curl -u sk_test_...:`).
+ */
+function credentialOf(header: string): string {
+  const bearer = /^Bearer\s+(\S+)$/i.exec(header);
+  if (bearer) return bearer[1]!;
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header);
+  if (basic) {
+    const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    const user = colon === -1 ? decoded : decoded.slice(0, colon);
+    const password = colon === -1 ? '' : decoded.slice(colon + 1);
+    if ((user.startsWith('sk_test_') || user.startsWith('sk_live_')) && password === '') return user;
+    throw new ApiError('unauthorized', 'HTTP Basic takes an API key as the user name and an empty password (curl -u sk_test_...:).');
+  }
+  throw new ApiError('unauthorized', 'Authorization must be "Bearer <token>" (or Basic with an API key as the user name).');
+}
+
 export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler {
   const key = secretKey(auth.secret);
   return async (c, next) => {
@@ -82,9 +101,7 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
       c.set('principal', undefined);
       return next();
     }
-    const match = /^Bearer\s+(\S+)$/i.exec(header);
-    if (!match) throw new ApiError('unauthorized', 'Authorization must be "Bearer <token>".');
-    const token = match[1]!;
+    const token = credentialOf(header);
     const sandboxHeader = c.req.header('x-sandbox-mode');
     if (sandboxHeader !== undefined && sandboxHeader !== 'true' && sandboxHeader !== 'false') {
       throw new ApiError('invalid_request', 'x-sandbox-mode must be "true" or "false".');
@@ -106,8 +123,11 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
       return next();
     }
 
-    const claims = await verifyAccessToken(key, token);
-    if (!claims) throw new ApiError('unauthorized', 'Invalid or expired access token.');
+    const claims = await checkAccessToken(key, token);
+    if (claims === 'expired') {
+      throw new ApiError('unauthorized', 'The access token has expired: get a new one with POST /v1/auth/refresh (your refresh token in Authorization: Bearer and in the body).');
+    }
+    if (!claims) throw new ApiError('unauthorized', 'Invalid access token.');
     const row = await findLiveSession(orm, claims.sessionId);
     if (!row || row.user_id !== claims.userId) throw new ApiError('unauthorized', 'This session is no longer valid.');
     c.set('principal', {

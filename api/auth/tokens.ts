@@ -25,12 +25,21 @@ export async function signAccessToken(secret: Uint8Array, claims: AccessClaims, 
 
 /** The claims of a valid, unexpired access token, or null. */
 export async function verifyAccessToken(secret: Uint8Array, token: string): Promise<AccessClaims | null> {
+  const result = await checkAccessToken(secret, token);
+  return result === 'expired' ? null : result;
+}
+
+/**
+ * Like verifyAccessToken, but tells an expired token (signature good, `exp` past: refresh it)
+ * from an invalid one. jose checks the signature before the claims, so 'expired' is never a forgery.
+ */
+export async function checkAccessToken(secret: Uint8Array, token: string): Promise<AccessClaims | 'expired' | null> {
   try {
     const { payload } = await jwtVerify(token, secret, { issuer, algorithms: ['HS256'] });
     if (payload.typ !== 'access' || typeof payload.sub !== 'string' || typeof payload.sid !== 'string') return null;
     return { userId: payload.sub, sessionId: payload.sid };
-  } catch {
-    return null;
+  } catch (error) {
+    return (error as { code?: string }).code === 'ERR_JWT_EXPIRED' ? 'expired' : null;
   }
 }
 

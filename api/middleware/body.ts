@@ -18,6 +18,12 @@ const maxDepth = 32;
  * text cannot hold one) or nesting deeper than any endpoint takes. Iterative, so a
  * hostile body of ten thousand brackets cannot overflow the stack.
  */
+/** A high surrogate without its low half, or a low one without its high half (String#isWellFormed, before es2024). */
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+function hasLoneSurrogate(text: string): boolean {
+  return loneSurrogate.test(text);
+}
+
 function bodyProblem(root: unknown): string | null {
   const stack: [unknown, number][] = [[root, 0]];
   while (stack.length) {
@@ -25,9 +31,12 @@ function bodyProblem(root: unknown): string | null {
     if (depth > maxDepth) return `JSON nested deeper than ${maxDepth} levels.`;
     if (typeof value === 'string') {
       if (value.includes('\u0000')) return 'Strings may not contain NUL characters.';
+      // "\ud800" alone is valid JSON but not Unicode: PostgreSQL (UTF-8) cannot store it.
+      if (hasLoneSurrogate(value)) return 'Strings may not contain lone UTF-16 surrogates (\\ud800-\\udfff without their pair).';
     } else if (value !== null && typeof value === 'object') {
       for (const [key, inner] of Object.entries(value)) {
         if (key.includes('\u0000')) return 'Strings may not contain NUL characters.';
+        if (hasLoneSurrogate(key)) return 'Strings may not contain lone UTF-16 surrogates (\\ud800-\\udfff without their pair).';
         stack.push([inner, depth + 1]);
       }
     }
@@ -201,6 +210,14 @@ function replaceWithJson(c: Context, value: unknown) {
  * into the numbers and booleans its schema expects (formCoercion, wired into every
  * route by newOpenApiApp, and optionalJsonBody), so the schemas stay strict for JSON.
  */
+/** Every path, /v1 or not (GET /invoices, /pay, /billing): a NUL in the URL is a 400, never a database error. */
+export function urlGuard(): MiddlewareHandler {
+  return async (c, next) => {
+    if (/%00|\u0000/i.test(c.req.url)) throw new ApiError('invalid_request', 'The URL may not contain NUL characters.');
+    return next();
+  };
+}
+
 export function jsonBodies(): MiddlewareHandler {
   return async (c, next) => {
     if (/%00|\u0000/i.test(c.req.url)) throw new ApiError('invalid_request', 'The URL may not contain NUL characters.');

@@ -6,6 +6,7 @@ import { Account, ApiKey, PaymentRequest, RecurringPaymentRequest, Session, Subs
 import { recordAccountEvent } from '../../services/account-events.ts';
 import { lockAccount } from '../../services/account-lock.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { requireCurrentPassword } from '../auth/passwords.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
@@ -16,7 +17,14 @@ import { AccountSchema, SettingsPatch, serializeAccount, serializeAccountRow } f
 import { timestamp } from '../../objects/common.ts';
 
 
-const PatchAccountBody = z.object({ name: z.string().trim().min(1).max(200).optional(), email: emailField.optional(), settings: SettingsPatch.optional() }).strict();
+const PatchAccountBody = z
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    email: emailField.optional(),
+    settings: SettingsPatch.optional(),
+    current_password: z.string().min(1).max(256).optional().openapi({ description: "Required when an owner changes the account's email: the owner's password" }),
+  })
+  .strict();
 
 const getAccount = createRoute({
   method: 'get',
@@ -32,7 +40,9 @@ const patchAccount = createRoute({
   path: '/',
   tags: ['Accounts'],
   summary: 'Update the account (partial)',
-  description: 'Owner or admin. Omitted fields stay as they are; settings merge key by key.',
+  description:
+    'Owner or admin. Omitted fields stay as they are; settings merge key by key. An owner changing the email sends their `current_password` ' +
+    '(400 `invalid_request` without it, 401 `invalid_credentials` when wrong).',
   request: { body: { content: { 'application/json': { schema: PatchAccountBody } }, required: true } },
   responses: { 200: { description: 'Updated', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(400, 401, 409) },
 });
@@ -66,11 +76,17 @@ export function accountApp(deps: ApiDeps) {
       return c.json(serializeAccount(account), 200);
     })
     .openapi(patchAccount, async (c) => {
-      requireActor(c, ['admin', 'owner'], 'unauthorized');
+      const principal = requireActor(c, ['admin', 'owner'], 'unauthorized');
       const { accountId } = await accountScope(c, orm);
       const body = c.req.valid('json');
       const em = orm.em.fork();
       const account = await em.findOneOrFail(Account, { id: accountId });
+      if (body.current_password !== undefined && body.email === undefined) throw new ApiError('invalid_request', 'current_password: only sent with a new email.');
+      // The sign-in identity of the account: an owner re-authenticates to change it (a stolen access token alone cannot).
+      if (body.email !== undefined && body.email !== account.email && principal.kind === 'user' && principal.role === 'owner') {
+        const me = await em.findOneOrFail(User, { id: principal.userId });
+        await requireCurrentPassword(me.passwordHash, body.current_password);
+      }
       if (body.name !== undefined) account.name = body.name;
       if (body.email !== undefined) account.email = body.email;
       if (body.settings) account.settings = { ...account.settings, ...body.settings };

@@ -1,6 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
 import { Account, accountTypes, User } from '../../db/entities/index.ts';
+import { SlidingWindowLimiter } from '../auth/rate-limit.ts';
+import { clientIp } from '../middleware/client-ip.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { hashPassword } from '../auth/passwords.ts';
@@ -39,9 +41,12 @@ const createAccount = createRoute({
   summary: 'Create an account (sign up, or admin-created)',
   description:
     'Without a token this is public sign-up (SIGNUP_ENABLED, on by default); with a token it must be an admin\'s. ' +
-    "Creates the account and its owner login: the account's email and password work at POST /v1/auth/login at once.",
+    "Creates the account and its owner login: the account's email and password work at POST /v1/auth/login at once. " +
+    'Sign-ups without a token are limited per client IP (SIGNUPS_PER_IP_PER_HOUR, default 10, per API process): 429 `rate_limited` with Retry-After.',
+  // Public: sign-up needs no credential (an admin may still send one).
+  security: [],
   request: { body: { content: { 'application/json': { schema: CreateAccountBody } }, required: true } },
-  responses: { 201: { description: 'Created', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(400, 401, 409) },
+  responses: { 201: { description: 'Created', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(400, 401, 409, 429) },
 });
 
 const listAccounts = createRoute({
@@ -69,10 +74,20 @@ const listAccounts = createRoute({
 export const defaultSettings = { currency: 'USD', timezone: 'UTC', language: 'en' };
 
 export function accountsApp({ orm, config }: ApiDeps) {
+  // Unauthenticated sign-ups per client IP, in this process's memory (docs/security.md).
+  const signups = new SlidingWindowLimiter(config.signupsPerIpPerHour, 3600_000);
   return newOpenApiApp()
     .openapi(createAccount, async (c) => {
       if (c.get('principal')) requireActor(c, ['admin'], 'unauthorized');
       else if (!config.auth.signupEnabled) throw new ApiError('unauthorized', 'Sign-up is closed: an admin token is required.');
+      else {
+        const ip = clientIp(c, config.auth.trustProxy);
+        const wait = ip === null ? 0 : signups.take(ip);
+        if (wait > 0) {
+          c.header('Retry-After', String(wait));
+          throw new ApiError('rate_limited', `Too many sign-ups from this address. Try again in ${wait} seconds.`);
+        }
+      }
       const body = c.req.valid('json');
       const em = orm.em.fork();
       const passwordHash = await hashPassword(body.password);

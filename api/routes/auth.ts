@@ -1,9 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { clientIp } from '../middleware/client-ip.ts';
-import { LoginAttempt, RefreshToken, Session, User } from '../../db/entities/index.ts';
+import { RefreshToken, Session, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { verifyPassword } from '../auth/passwords.ts';
+import { verifyPassword, warmPasswordDecoy } from '../auth/passwords.ts';
 import { findLiveSession, principalOf } from '../auth/principal.ts';
 import { newRefreshToken, secretKey, sha256, signAccessToken } from '../auth/tokens.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -43,6 +43,8 @@ const login = createRoute({
       required: true,
     },
   },
+  // Public: no credential (no lock icon in the docs).
+  security: [],
   responses: { 200: { description: 'Logged in', content: { 'application/json': { schema: TokenResponse } } }, ...errorResponses(400, 401, 429) },
 });
 
@@ -76,6 +78,7 @@ const endSession = createRoute({
 export function authApp({ orm, config }: ApiDeps) {
   const key = secretKey(config.auth.secret);
   const { auth } = config;
+  void warmPasswordDecoy();
 
   async function issueTokens(sessionId: string, userId: string) {
     const refreshToken = newRefreshToken();
@@ -91,23 +94,42 @@ export function authApp({ orm, config }: ApiDeps) {
     };
   }
 
-  /** Seconds until the caller may try again, or 0 when under both limits. */
-  async function throttledFor(email: string, ip: string | null): Promise<number> {
-    const since = new Date(Date.now() - auth.loginThrottleWindowSeconds * 1000);
-    const em = orm.em.fork();
-    const windows = await Promise.all([
-      em.find(LoginAttempt, { email, succeeded: false, createdAt: { $gt: since } }, { orderBy: { createdAt: 'desc' }, limit: auth.maxFailedLoginsPerEmail }),
-      ip ? em.find(LoginAttempt, { ip, succeeded: false, createdAt: { $gt: since } }, { orderBy: { createdAt: 'desc' }, limit: auth.maxFailedLoginsPerIp }) : [],
-    ]);
-    const limits = [auth.maxFailedLoginsPerEmail, auth.maxFailedLoginsPerIp];
-    let wait = 0;
-    windows.forEach((failures, i) => {
-      if (failures.length >= limits[i]!) {
-        const oldest = failures[failures.length - 1]!.createdAt.getTime();
-        wait = Math.max(wait, Math.ceil((oldest + auth.loginThrottleWindowSeconds * 1000 - Date.now()) / 1000));
+  /**
+   * Reserves one login attempt before the password is verified: under a per-email and a
+   * per-IP advisory lock, counts the recent failures (reservations in flight count as
+   * failures) and, when under both limits, inserts the attempt as failed. Concurrent
+   * guesses therefore queue on the lock and at most the limit of them reach the
+   * password check. Returns the reserved row's id, or the seconds to wait.
+   */
+  async function reserveAttempt(email: string, ip: string | null): Promise<{ attemptId: string } | { wait: number }> {
+    const windowMs = auth.loginThrottleWindowSeconds * 1000;
+    return orm.em.fork().transactional(async (tx) => {
+      const ctx = tx.getTransactionContext();
+      const run = <T extends object[]>(sql: string, params: unknown[]) => tx.getConnection().execute<T>(sql, params as never[], 'all', ctx);
+      // Always the email first, then the IP: one order, so no two logins deadlock.
+      await run(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`login:email:${email}`]);
+      if (ip) await run(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`login:ip:${ip}`]);
+      const since = new Date(Date.now() - windowMs);
+      const limits: [string, string | null, number][] = [
+        ['email', email, auth.maxFailedLoginsPerEmail],
+        ['ip', ip, auth.maxFailedLoginsPerIp],
+      ];
+      let wait = 0;
+      for (const [column, value, limit] of limits) {
+        if (value === null) continue;
+        const failures = await run<{ created_at: Date | string }[]>(
+          `select created_at from login_attempts where ${column} = ? and succeeded = false and created_at > ? order by created_at desc limit ?`,
+          [value, since, limit],
+        );
+        if (failures.length >= limit) {
+          const oldest = new Date(failures[failures.length - 1]!.created_at).getTime();
+          wait = Math.max(wait, Math.max(1, Math.ceil((oldest + windowMs - Date.now()) / 1000)));
+        }
       }
+      if (wait > 0) return { wait };
+      const [row] = await run<{ id: string }[]>(`insert into login_attempts (email, ip, succeeded, created_at) values (?, ?, false, now()) returning id`, [email, ip]);
+      return { attemptId: String(row!.id) };
     });
-    return wait;
   }
 
   return newOpenApiApp()
@@ -115,16 +137,16 @@ export function authApp({ orm, config }: ApiDeps) {
       const body = c.req.valid('json');
       const email = body.email;
       const ip = clientIp(c, auth.trustProxy);
-      const wait = await throttledFor(email, ip);
-      if (wait > 0) {
-        c.header('Retry-After', String(wait));
-        throw new ApiError('rate_limited', `Too many failed logins. Try again in ${wait} seconds.`);
+      // The attempt is reserved (counted as a failure) before the password is checked.
+      const reserved = await reserveAttempt(email, ip);
+      if ('wait' in reserved) {
+        c.header('Retry-After', String(reserved.wait));
+        throw new ApiError('rate_limited', `Too many failed logins. Try again in ${reserved.wait} seconds.`);
       }
       const em = orm.em.fork();
       const user = await em.findOne(User, { email });
       const ok = await verifyPassword(user?.passwordHash ?? null, body.password);
-      em.create(LoginAttempt, { email, ip, succeeded: ok });
-      await em.flush();
+      if (ok) await em.getConnection().execute(`update login_attempts set succeeded = true where id = ?`, [reserved.attemptId], 'run');
       if (!user || !ok) throw new ApiError('invalid_credentials', 'Wrong email or password.');
       if (user.status !== 'active') throw new ApiError('unauthorized', `This user is ${user.status}.`);
       if (user.accountId) {

@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isSandboxPaymentMethod, sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
 import { Customer } from '../../db/entities/index.ts';
-import { ApiError } from '../../domain/errors.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
 import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
@@ -93,7 +93,7 @@ const updateRoute = (method: 'post' | 'patch') =>
 
 async function findOwnCustomer(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
   const customer = await em.findOne(Customer, { id, accountId: scope.accountId, livemode: scope.livemode });
-  if (!customer) throw new ApiError('not_found', 'No such customer.');
+  if (!customer) throw await notFoundInMode(em, Customer, id, scope, 'customer');
   return customer;
 }
 

@@ -9,6 +9,8 @@ const health = createRoute({
   method: 'get',
   path: '/',
   tags: ['Operations'],
+  // Public: probes call it without credentials.
+  security: [],
   summary: 'Database and Temporal reachability',
   responses: {
     200: { description: 'Both reachable', content: { 'application/json': { schema: HealthSchema } } },

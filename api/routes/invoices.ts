@@ -5,6 +5,7 @@ import type { Context } from 'hono';
 import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
 import { Account, Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { invoicePdfToken } from '../../domain/invoice-links.ts';
 import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
 import { accountScope } from '../auth/principal.ts';
@@ -156,7 +157,7 @@ export function invoicesApps(deps: ApiDeps) {
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
     const invoice = await em.findOne(Invoice, { id, accountId: scope.accountId, livemode: scope.livemode });
-    if (!invoice) throw new ApiError('not_found', 'No such invoice.');
+    if (!invoice) throw await notFoundInMode(em, Invoice, id, scope, 'invoice');
     return invoice;
   }
 

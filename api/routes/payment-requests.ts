@@ -7,7 +7,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { RecurringPaymentRequest } from '../../db/entities/index.ts';
 import { intervalUnits } from '../../domain/billing-calendar.ts';
-import { ApiError } from '../../domain/errors.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { hasPrefix } from '../../domain/ids.ts';
 import { defaultExpiryMs } from '../../domain/payment-requests.ts';
 import { accountScope } from '../auth/principal.ts';
@@ -78,7 +78,7 @@ const cancelRequest = createRoute({
 
 async function findOwnRecurring(deps: ApiDeps, scope: { accountId: string; livemode: boolean }, id: string): Promise<RecurringPaymentRequest> {
   const row = await deps.orm.em.fork().findOne(RecurringPaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
-  if (!row) throw new ApiError('not_found', 'No such payment request.');
+  if (!row) throw await notFoundInMode(deps.orm.em, RecurringPaymentRequest, id, scope, 'payment request');
   return row;
 }
 

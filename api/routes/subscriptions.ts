@@ -6,6 +6,7 @@ import { Account, Customer, Plan, Subscription } from '../../db/entities/index.t
 import { maxGracePeriodDays } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { formatMoney } from '../../domain/money.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionStatuses, type PlanTerms } from '../../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
 import {
@@ -51,7 +52,9 @@ const CreateSubscriptionBody = z
   })
   .strict()
   .refine(...oneCustomerName)
-  .refine((value) => value.customer_id !== undefined || value.customer !== undefined, { message: 'required', path: ['customer_id'] });
+  .refine((value) => value.customer_id !== undefined || value.customer !== undefined, { message: 'required', path: ['customer_id'] })
+  // The interactive docs' "Try it out" body: an ordinary subscription (the generated one would be a paused 730-day trial).
+  .openapi({ example: { customer_id: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e', plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e', trial_period_days: 14, billing_cycle: 'anniversary' } });
 
 const ChangePlanBody = z.object({ plan: planField }).strict();
 const PauseBody = z.object({ pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Resume by itself at this instant' }) }).strict();
@@ -161,7 +164,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
   async function ownLiveSubscription(c: Context, id: string): Promise<{ subscription: Subscription; handle: WorkflowHandle }> {
     const { accountId, livemode } = await accountScope(c, orm);
     const subscription = await orm.em.fork().findOne(Subscription, { id, accountId, livemode });
-    if (!subscription) throw new ApiError('not_found', 'No such subscription.');
+    if (!subscription) throw await notFoundInMode(orm.em, Subscription, id, { accountId, livemode }, 'subscription');
     if (endedStatuses.includes(subscription.status)) throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
     return { subscription, handle: temporal.workflow.getHandle(id) };
   }
@@ -279,7 +282,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
     .openapi(getSubscription, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
       const subscription = await orm.em.fork().findOne(Subscription, { id: c.req.valid('param').id, accountId, livemode });
-      if (!subscription) throw new ApiError('not_found', 'No such subscription.');
+      if (!subscription) throw await notFoundInMode(orm.em, Subscription, c.req.valid('param').id, { accountId, livemode }, 'subscription');
       return c.json(serializeSubscription(subscription), 200);
     })
     .openapi(changePlan, async (c) => {

@@ -7,7 +7,8 @@ import { newTransactionFields, recordSucceededTransaction } from '../../services
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { resourceId } from '../middleware/idempotency.ts';
-import { accountScope } from '../auth/principal.ts';
+import { notFoundInMode } from '../not-found.ts';
+import { accountScope, actorOf, type Actor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -61,9 +62,10 @@ const createTransaction = createRoute({
   summary: 'Create a payment, credit or refund',
   description:
     'credit adds to the balance; refund takes from it (insufficient_funds when it does not cover the amount); payment charges `payment_method` ' +
-    'through the payment processor and adds to the balance when it succeeds. The currency must be the account\'s (settings.currency).',
+    'through the payment processor and adds to the balance when it succeeds. The currency must be the account\'s (settings.currency). ' +
+    'In live mode only a platform admin may create a credit, and members may not refund (403 `forbidden`); sandbox credits and refunds are open to owners, members and API keys.',
   request: { body: { ...json(CreateBody), required: true } },
-  responses: { 201: { description: 'Created', ...json(TransactionSchema) }, ...errorResponses(400, 401, 402, 404) },
+  responses: { 201: { description: 'Created', ...json(TransactionSchema) }, ...errorResponses(400, 401, 402, 403, 404) },
 });
 const listTransactions = createRoute({
   method: 'get',
@@ -107,13 +109,30 @@ const cancelTransaction = createRoute({
   },
 });
 
+/**
+ * Who may move live money without a charge (docs/security.md): a live credit adds payable
+ * balance from nothing, so only a platform admin makes one; members make neither live
+ * credits nor live refunds. Sandbox money is not payable: owners, members and keys may.
+ * Checked before anything is written.
+ */
+function refuseLiveMoneyFromNothing(actor: Actor, livemode: boolean, type: (typeof transactionTypes)[number]): void {
+  if (!livemode || actor === 'admin') return;
+  if (type === 'credit') {
+    throw new ApiError(
+      'forbidden',
+      'In live mode only a platform admin can create a credit: a credit adds payable balance without a payment. Use a sandbox credential to test credits.',
+    );
+  }
+  if (type === 'refund' && actor === 'member') throw new ApiError('forbidden', 'Members cannot refund in live mode; ask an owner.');
+}
+
 export function transactionsApp(deps: ApiDeps) {
   const { orm } = deps;
   const processors = resolveProcessors(deps, deps.config.processors, () => orm.em.fork());
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
     const transaction = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
-    if (!transaction) throw new ApiError('not_found', 'No such transaction.');
+    if (!transaction) throw await notFoundInMode(em, Transaction, id, scope, 'transaction');
     return transaction;
   }
 
@@ -123,6 +142,7 @@ export function transactionsApp(deps: ApiDeps) {
       const scope = await accountScope(c, orm);
       // Another account's id answers exactly like an unknown one.
       if (body.account_id !== scope.accountId) throw new ApiError('not_found', 'No such account.');
+      refuseLiveMoneyFromNothing(actorOf(scope.principal), scope.livemode, body.type);
       const em = orm.em.fork();
       // The caller's own account was read with the credential (api/auth/principal.ts); an admin's named account is read here.
       const own = c.get('callerAccount');

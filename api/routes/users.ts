@@ -4,7 +4,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { Account, Session, User, userStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { hashPassword } from '../auth/passwords.ts';
+import { hashPassword, requireCurrentPassword } from '../auth/passwords.ts';
 import { requireActor, type Principal } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
@@ -22,7 +22,17 @@ const CreateUserBody = z
   .strict();
 
 const PatchUserBody = z
-  .object({ name: z.string().trim().min(1).max(200).optional(), status: z.enum(userStatuses).optional(), password: password.optional() })
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    status: z.enum(userStatuses).optional(),
+    password: password.optional(),
+    current_password: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .openapi({ description: 'Required to change your own password: the password you have now' }),
+  })
   .strict();
 
 const ListQuery = z
@@ -69,9 +79,12 @@ const patchUser = createRoute({
   path: '/{id}',
   tags: ['Users'],
   summary: 'Update a user (partial)',
-  description: 'A member may change their own name and password. A new password ends every other session of that user.',
+  description:
+    'A member may change their own name and password. Changing your own password needs `current_password` (400 `invalid_request` without it, ' +
+    '401 `invalid_credentials` when it is wrong). Another owner\'s password or status can be changed only by a platform admin (403 `forbidden`). ' +
+    'A new password ends every other session of that user.',
   request: { params: idParam('usr'), body: { content: { 'application/json': { schema: PatchUserBody } }, required: true } },
-  responses: { 200: { description: 'Updated', content: { 'application/json': { schema: UserSchema } } }, ...errorResponses(400, 401, 404) },
+  responses: { 200: { description: 'Updated', content: { 'application/json': { schema: UserSchema } } }, ...errorResponses(400, 401, 403, 404) },
 });
 const deleteUser = createRoute({
   method: 'delete',
@@ -170,6 +183,14 @@ export function usersApp({ orm }: ApiDeps) {
       const body = c.req.valid('json');
       const { em, user } = await findVisible(principal, c.req.valid('param').id);
       const self = user.id === principal.userId;
+      if (body.current_password !== undefined && body.password === undefined) {
+        throw new ApiError('invalid_request', 'current_password: only sent with a new password.');
+      }
+      // One owner cannot take over another: only a platform admin, or the owner themself, changes an owner's password or status.
+      if (!self && user.role === 'owner' && principal.role !== 'admin' && (body.password !== undefined || body.status !== undefined)) {
+        throw new ApiError('forbidden', "Only a platform admin can change another owner's password or status.");
+      }
+      if (body.password !== undefined && self) await requireCurrentPassword(user.passwordHash, body.current_password);
       if (body.status !== undefined) {
         if (principal.role === 'member') throw new ApiError('unauthorized', 'Members cannot change a status.');
         if (self) throw new ApiError('invalid_request', 'status: you cannot change your own status.');

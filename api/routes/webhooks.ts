@@ -169,9 +169,10 @@ async function findOwnEndpoint(em: EntityManager, id: string, scope: { accountId
 export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Resolver) {
   const { orm, temporal, config } = deps;
   const box = createSecretBox(config.auth.secret);
-  const checkUrl = async (url: string, livemode: boolean) => {
+  /** The url as checked and normalized (what is stored), or url_not_allowed. */
+  const checkUrl = async (url: string, livemode: boolean): Promise<string> => {
     try {
-      await checkWebhookUrl(url, livemode, resolver);
+      return (await checkWebhookUrl(url, livemode, resolver, config.webhookUrlPolicy)).url.href;
     } catch (error) {
       if (error instanceof UrlNotAllowedError) throw new ApiError('url_not_allowed', `url: ${error.message}.`);
       throw error;
@@ -186,7 +187,7 @@ export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Reso
     .openapi(createRoute_, async (c) => {
       const body = c.req.valid('json');
       const { accountId, livemode } = await scope(c);
-      await checkUrl(body.url, livemode);
+      const url = await checkUrl(body.url, livemode);
       const secret = newWebhookSecret();
       const now = new Date();
       const em = orm.em.fork();
@@ -194,7 +195,7 @@ export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Reso
         id: newId('webhookEndpoint'),
         accountId,
         livemode,
-        url: body.url,
+        url,
         description: body.description || null,
         events: body.events,
         enabled: body.enabled,
@@ -229,8 +230,7 @@ export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Reso
       const em = orm.em.fork();
       const endpoint = await findOwnEndpoint(em, c.req.valid('param').id, s);
       if (body.url !== undefined) {
-        await checkUrl(body.url, s.livemode);
-        endpoint.url = body.url;
+        endpoint.url = await checkUrl(body.url, s.livemode);
       }
       if (body.events !== undefined) endpoint.events = body.events;
       if (body.description !== undefined) endpoint.description = body.description || null;
