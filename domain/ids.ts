@@ -21,6 +21,8 @@ export const idPrefixes = {
   webhookEndpoint: 'we',
   webhookAttempt: 'wha',
   payout: 'po',
+  balanceTransaction: 'btxn',
+  sandboxProcessorRefund: 'sbre',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -9,6 +9,8 @@
  *   API died between its commit and the workflow start) are charged again with the
  *   same idempotency key and carried on exactly as the API would have;
  * - reconcileStuckPayouts: pending payouts with no payoutWorkflow get one;
+ * - reconcileMissingAvailability: pending balance transactions (a payment's money)
+ *   older than a minute with no fundsAvailabilityWorkflow get one;
  * - pruneExpiredRows: expired idempotency keys and login attempts older than the
  *   login throttle window are deleted.
  * Its current details (Temporal UI) say what the last run did and when the next is.
@@ -16,7 +18,7 @@
  * activity is retried a few times, then reported in the details and tried again on
  * the next run: one broken step never stops the others. Deterministic code only.
  */
-import { ActivityFailure, condition, continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, continueAsNew, defineSignal, patched, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 
 export interface MaintenanceSettings {
@@ -37,6 +39,9 @@ export interface MaintenanceInput {
 }
 
 /** A worker's settings at boot; different ones (a changed configuration) are used from a run that starts at once. */
+/** How old a pending balance transaction must be before the reconciler looks for its availability workflow. */
+export const availabilityStuckAfterMs = 60_000;
+
 export const maintenanceSettingsSignal = defineSignal<[MaintenanceSettings]>('settings');
 
 const activities = proxyActivities<Activities>({
@@ -67,6 +72,10 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     const payments = await attempt(() => activities.reconcileStuckPayments(settings.stuckAfterMs));
     const payouts = await attempt(() => activities.reconcileStuckPayouts(settings.stuckAfterMs));
     const pruned = await attempt(() => activities.pruneExpiredRows(settings.loginThrottleWindowSeconds));
+    // Pending balance movements whose availability workflow was never started (a crash after the commit): at most a minute old.
+    const funds = patched('funds-availability-reconcile')
+      ? await attempt(() => activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)))
+      : null;
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
     const part = <T>(value: T | string, text: (v: T) => string) => (typeof value === 'string' ? `FAILED (${value})` : text(value));
@@ -74,6 +83,7 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
       `Last run at ${new Date(Date.now()).toISOString()} (run ${runs}): ` +
         `reconciled ${part(payments, (r) => `${r.reconciled} payments${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         `${part(payouts, (r) => `${r.reconciled} payouts${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
+        (funds === null ? '' : `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
         `next at ${next}.`,
     );

@@ -5,19 +5,22 @@ import { Customer } from './customer.ts';
 import { Event } from './event.ts';
 import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice, InvoiceNumberCounter } from './invoice.ts';
-import { AccountBalance, LedgerEntry } from './ledger.ts';
+import { AccountBalance, BalanceTransaction, LedgerEntry } from './ledger.ts';
 import { PaymentRequest, RecurringPaymentRequest } from './payment-request.ts';
 import { Payout } from './payout.ts';
 import { Plan } from './plan.ts';
 import { Product } from './product.ts';
 import { SentEmail } from './sent-email.ts';
-import { SandboxProcessorCharge } from './sandbox-processor-charge.ts';
+import { SandboxProcessorCharge, SandboxProcessorRefund } from './sandbox-processor-charge.ts';
 import { LoginAttempt, RefreshToken, Session } from './session.ts';
 import { Subscription } from './subscription.ts';
 import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
 import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from './webhook.ts';
 
+export { BalanceTransaction, SandboxProcessorRefund };
+export type { BalanceTransactionStatus, BalanceTransactionType, LedgerAccount } from './ledger.ts';
+export { balanceTransactionStatuses, balanceTransactionTypes } from './ledger.ts';
 export { Account, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export { Product };
 export { Event };
@@ -53,6 +56,8 @@ export const entities = [
   Transaction,
   LedgerEntry,
   AccountBalance,
+  BalanceTransaction,
+  SandboxProcessorRefund,
   IdempotencyKey,
   SentEmail,
   Event,

@@ -12,7 +12,7 @@ export const SandboxProcessorCharge = defineEntity({
   properties: {
     id: p.string().primary(),
     idempotencyKey: p.string().unique(),
-    amount: p.integer(),
+    amount: p.bigint('number'),
     currency: p.string().length(3),
     paymentMethod: p.string(),
     status: p.string().$type<'succeeded' | 'pending' | 'failed'>(),
@@ -22,3 +22,18 @@ export const SandboxProcessorCharge = defineEntity({
   },
 });
 export type SandboxProcessorCharge = InferEntity<typeof SandboxProcessorCharge>;
+
+/** A refund in the sandbox processor's book, once per idempotency key. */
+export const SandboxProcessorRefund = defineEntity({
+  name: 'SandboxProcessorRefund',
+  tableName: 'sandbox_processor_refunds',
+  properties: {
+    id: p.string().primary(),
+    idempotencyKey: p.string().unique(),
+    chargeId: p.string().index(),
+    amount: p.bigint('number'),
+    currency: p.string().length(3),
+    createdAt: p.datetime(),
+  },
+});
+export type SandboxProcessorRefund = InferEntity<typeof SandboxProcessorRefund>;

@@ -10,6 +10,7 @@ import { Migration20261122134500_payment_requests } from './Migration20261122134
 import { Migration20261122141000_subscription_lifecycle } from './Migration20261122141000_subscription_lifecycle.ts';
 import { Migration20261122134700_webhooks } from './Migration20261122134700_webhooks.ts';
 import { Migration20261122142417_maintenance } from './Migration20261122142417_maintenance.ts';
+import { Migration20261123100000_balances } from './Migration20261123100000_balances.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -25,4 +26,5 @@ export const migrations = [
   { name: 'Migration20261122141000_subscription_lifecycle', class: Migration20261122141000_subscription_lifecycle },
   { name: 'Migration20261122134700_webhooks', class: Migration20261122134700_webhooks },
   { name: 'Migration20261122142417_maintenance', class: Migration20261122142417_maintenance },
+  { name: 'Migration20261123100000_balances', class: Migration20261123100000_balances },
 ];

@@ -1,6 +1,10 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SandboxProcessorCharge } from '../../db/entities/index.ts';
+import { SandboxProcessorCharge, SandboxProcessorRefund } from '../../db/entities/index.ts';
 import { newId } from '../../domain/ids.ts';
+import type { ProcessorRefundRequest, ProcessorRefundResult } from './types.ts';
+
+export type { ProcessorRefundRequest, ProcessorRefundResult } from './types.ts';
 
 /** What we ask a payment processor to do: take `amount` from a payment method, once per key. */
 export interface ProcessorChargeRequest {
@@ -27,9 +31,13 @@ export type ProcessorSettlement =
  * Implementations must return the first outcome again for a repeated key.
  */
 export interface PaymentProcessor {
+  /** Which processor this is (how long its payments' money stays pending: domain/balance-availability.ts); sandbox when absent. */
+  readonly name?: 'sandbox' | 'stripe';
   charge(request: ProcessorChargeRequest): Promise<ProcessorChargeResult>;
   /** The final outcome of a charge that answered `pending` (bank debits, some wallets). */
   settlement(processorChargeId: string): Promise<ProcessorSettlement>;
+  /** Gives back part or all of a succeeded charge, once per idempotency key. */
+  refund(request: ProcessorRefundRequest): Promise<ProcessorRefundResult>;
 }
 
 /** How long a sandbox pending charge takes to settle: the settlement workflow sleeps this long. */
@@ -69,6 +77,7 @@ export class IdempotencyKeyReuseError extends Error {
 
 /** The built-in processor: outcomes chosen by the test payment method, kept in its own table. */
 export class SandboxProcessor implements PaymentProcessor {
+  readonly name = 'sandbox' as const;
   private readonly em: () => EntityManager;
 
   constructor(em: () => EntityManager) {
@@ -130,5 +139,42 @@ export class SandboxProcessor implements PaymentProcessor {
     return row.status === 'succeeded'
       ? { status: 'succeeded' }
       : { status: 'failed', failureCode: row.failureCode ?? 'debit_failed', failureMessage: row.failureMessage ?? 'The charge failed.' };
+  }
+
+  /**
+   * Refunds a succeeded sandbox charge, once per idempotency key (a repeated key
+   * answers the first refund). Refused (`failed`) for an unknown or unpaid charge,
+   * and for more than what is left of it: the sandbox keeps its own book of refunds
+   * as a real processor does, under a lock on the charge's row.
+   */
+  async refund(request: ProcessorRefundRequest): Promise<ProcessorRefundResult> {
+    return this.em().transactional(async (tx) => {
+      const existing = await tx.findOne(SandboxProcessorRefund, { idempotencyKey: request.idempotencyKey });
+      if (existing) return { status: 'succeeded', processorRefundId: existing.id };
+      const charge = await tx.findOne(SandboxProcessorCharge, { id: request.processorChargeId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!charge || charge.status !== 'succeeded') {
+        return { status: 'failed', processorRefundId: null, failureCode: 'charge_not_refundable', failureMessage: `No succeeded charge ${request.processorChargeId}.` };
+      }
+      // Locked above: a racing refund with the same key waits here and finds this one's row.
+      const again = await tx.findOne(SandboxProcessorRefund, { idempotencyKey: request.idempotencyKey }, { refresh: true });
+      if (again) return { status: 'succeeded', processorRefundId: again.id };
+      const [row] = await tx
+        .getConnection()
+        .execute<{ total: string | number }[]>(`select coalesce(sum(amount), 0) as total from sandbox_processor_refunds where charge_id = ?`, [charge.id], 'all', tx.getTransactionContext());
+      const refunded = Number(row!.total);
+      if (request.currency !== charge.currency || refunded + request.amount > charge.amount) {
+        return { status: 'failed', processorRefundId: null, failureCode: 'amount_too_large', failureMessage: `At most ${charge.amount - refunded} ${charge.currency} of ${charge.id} is left to refund.` };
+      }
+      const refund = tx.create(SandboxProcessorRefund, {
+        id: newId('sandboxProcessorRefund'),
+        idempotencyKey: request.idempotencyKey,
+        chargeId: charge.id,
+        amount: request.amount,
+        currency: request.currency,
+        createdAt: new Date(),
+      });
+      await tx.flush();
+      return { status: 'succeeded', processorRefundId: refund.id };
+    });
   }
 }
