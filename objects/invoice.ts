@@ -61,7 +61,7 @@ export function invoicePdfUrl(config: { publicUrl: string; auth: { secret: strin
 }
 
 /** What is left to pay: 0 once void. */
-export const amountRemaining = (invoice: Invoice) => (invoice.status === 'void' ? 0 : invoice.amountDue - invoice.amountPaid);
+export const amountRemaining = (invoice: Invoice) => (invoice.status === 'void' ? 0 : Number(invoice.amountDue) - Number(invoice.amountPaid));
 
 export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
   return {
@@ -85,14 +85,14 @@ export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
       period_end: new Date(line.period_end).toISOString(),
       proration: line.proration ?? false,
     })),
-    subtotal: invoice.subtotal,
-    total: invoice.total,
-    amount_due: invoice.amountDue,
-    amount_paid: invoice.amountPaid,
+    subtotal: Number(invoice.subtotal),
+    total: Number(invoice.total),
+    amount_due: Number(invoice.amountDue),
+    amount_paid: Number(invoice.amountPaid),
     amount_remaining: amountRemaining(invoice),
     attempt_count: invoice.attemptCount,
     transaction: invoice.transactionId ?? null,
-    amount_refunded: invoice.amountRefunded ?? 0,
+    amount_refunded: Number(invoice.amountRefunded ?? 0),
     period_start: invoice.periodStart.toISOString(),
     period_end: invoice.periodEnd.toISOString(),
     created_at: invoice.createdAt.toISOString(),

@@ -30,7 +30,7 @@ export function serializePayout(p: Payout): z.infer<typeof PayoutSchema> {
     id: p.id,
     object: 'payout',
     account_id: p.accountId,
-    amount: p.amount,
+    amount: Number(p.amount),
     currency: p.currency,
     method: p.method,
     status: p.status,

@@ -39,7 +39,7 @@ export function serializeTransaction(t: Transaction): z.infer<typeof Transaction
     id: t.id,
     object: 'transaction',
     account_id: t.accountId,
-    amount: t.amount,
+    amount: Number(t.amount),
     currency: t.currency,
     type: t.type,
     status: t.status,
@@ -58,7 +58,7 @@ export function serializeTransaction(t: Transaction): z.infer<typeof Transaction
     customer: t.customerId ?? null,
     processor_charge_id: t.processorChargeId ?? null,
     source_transaction: t.sourceTransactionId ?? null,
-    amount_refunded: t.amountRefunded ?? 0,
-    refunded: t.type === 'payment' && t.amount > 0 && (t.amountRefunded ?? 0) >= t.amount,
+    amount_refunded: Number(t.amountRefunded ?? 0),
+    refunded: t.type === 'payment' && Number(t.amountRefunded ?? 0) >= Number(t.amount),
   };
 }

@@ -170,6 +170,14 @@ export async function postPayoutFailure(tx: EntityManager, payout: Payout): Prom
   return btxn;
 }
 
+/** A correction: `amount` (signed) into the available balance from outside, e.g. a refund the processor refused gives its money back. */
+export async function postAdjustment(tx: EntityManager, source: Transaction, amount: number): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(source), type: 'adjustment', source: source.id, amount, pending: false, availableOn: new Date() });
+  await tx.flush();
+  await move(tx, { ...scopeOf(source), transactionId: source.id, balanceTransactionId: btxn.id, legs: { available: btxn.net } });
+  return btxn;
+}
+
 /**
  * Moves a pending balance transaction's money to available (less what refunds
  * took from it while pending), under a lock on it, only if it is still pending:
