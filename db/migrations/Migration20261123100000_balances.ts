@@ -65,7 +65,7 @@ export class Migration20261123100000_balances extends Migration {
       "workflow_confirmed_at" timestamptz null,
       "created_at" timestamptz not null,
       primary key ("id"),
-      constraint "balance_transactions_refunded_from_pending_range" check (refunded_from_pending >= 0 and refunded_from_pending <= net));`);
+      constraint "balance_transactions_refunded_from_pending_range" check (refunded_from_pending >= 0 and (type <> 'payment' or refunded_from_pending <= net)));`);
     this.addSql(`create index "balance_transactions_account_id_livemode_id_index" on "balance_transactions" ("account_id", "livemode", "id");`);
     this.addSql(`create index "balance_transactions_source_index" on "balance_transactions" ("source");`);
     this.addSql(`create index "balance_transactions_unconfirmed_pending_index" on "balance_transactions" ("created_at") where status = 'pending' and workflow_confirmed_at is null;`);
