@@ -89,8 +89,10 @@ async function move(tx: EntityManager, m: Movement): Promise<{ available: number
 
 function newBalanceTransaction(
   tx: EntityManager,
-  input: { accountId: string; livemode: boolean; currency: string; type: BalanceTransactionType; source: string; amount: number; pending: boolean; availableOn: Date },
+  input: { accountId: string; livemode: boolean; currency: string; type: BalanceTransactionType; source: string; amount: number; delayMs?: number },
 ): BalanceTransaction {
+  const now = new Date();
+  const delayMs = input.delayMs ?? 0;
   return tx.create(BalanceTransaction, {
     id: newId('balanceTransaction'),
     accountId: input.accountId,
@@ -101,18 +103,17 @@ function newBalanceTransaction(
     fee,
     net: input.amount - fee,
     currency: input.currency,
-    status: input.pending ? 'pending' : 'available',
-    availableOn: input.availableOn,
+    status: delayMs > 0 ? 'pending' : 'available',
+    availableOn: new Date(now.getTime() + delayMs),
     refundedFromPending: 0,
     workflowConfirmedAt: null,
-    createdAt: new Date(),
+    createdAt: now,
   });
 }
 
 /** A succeeded payment: its money arrives pending (external → pending), available `delayMs` from now. */
 export async function postPayment(tx: EntityManager, payment: Transaction, delayMs: number): Promise<BalanceTransaction> {
-  const now = Date.now();
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(payment), type: 'payment', source: payment.id, amount: payment.amount, pending: delayMs > 0, availableOn: new Date(now + delayMs) });
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(payment), type: 'payment', source: payment.id, amount: payment.amount, delayMs });
   await tx.flush();
   await move(tx, { ...scopeOf(payment), transactionId: payment.id, balanceTransactionId: btxn.id, legs: delayMs > 0 ? { pending: btxn.net } : { available: btxn.net } });
   return btxn;
@@ -120,7 +121,7 @@ export async function postPayment(tx: EntityManager, payment: Transaction, delay
 
 /** A credit: external → available, at once. */
 export async function postCredit(tx: EntityManager, credit: Transaction): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(credit), type: 'credit', source: credit.id, amount: credit.amount, pending: false, availableOn: new Date() });
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(credit), type: 'credit', source: credit.id, amount: credit.amount });
   await tx.flush();
   await move(tx, { ...scopeOf(credit), transactionId: credit.id, balanceTransactionId: btxn.id, legs: { available: btxn.net } });
   return btxn;
@@ -148,7 +149,7 @@ export async function postRefund(tx: EntityManager, refund: Transaction, source:
       }
     }
   }
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(refund), type: 'refund', source: refund.id, amount: -refund.amount, pending: false, availableOn: new Date() });
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(refund), type: 'refund', source: refund.id, amount: -refund.amount });
   await tx.flush();
   await move(tx, { ...scopeOf(refund), transactionId: refund.id, balanceTransactionId: btxn.id, legs: { pending: -fromPending, available: -(refund.amount - fromPending) } });
   return btxn;
@@ -156,7 +157,7 @@ export async function postRefund(tx: EntityManager, refund: Transaction, source:
 
 /** A payout: available → external (insufficient_funds when the available balance does not cover it). */
 export async function postPayout(tx: EntityManager, payout: Payout): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type: 'payout', source: payout.id, amount: -payout.amount, pending: false, availableOn: new Date() });
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type: 'payout', source: payout.id, amount: -payout.amount });
   await tx.flush();
   await move(tx, { ...scopeOf(payout), transactionId: payout.id, balanceTransactionId: btxn.id, legs: { available: -payout.amount } });
   return btxn;
@@ -164,7 +165,7 @@ export async function postPayout(tx: EntityManager, payout: Payout): Promise<Bal
 
 /** A failed payout gives its amount back: external → available. */
 export async function postPayoutFailure(tx: EntityManager, payout: Payout): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type: 'payout_failure', source: payout.id, amount: payout.amount, pending: false, availableOn: new Date() });
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type: 'payout_failure', source: payout.id, amount: payout.amount });
   await tx.flush();
   await move(tx, { ...scopeOf(payout), transactionId: payout.id, balanceTransactionId: btxn.id, legs: { available: payout.amount } });
   return btxn;
@@ -172,7 +173,7 @@ export async function postPayoutFailure(tx: EntityManager, payout: Payout): Prom
 
 /** A correction: `amount` (signed) into the available balance from outside, e.g. a refund the processor refused gives its money back. */
 export async function postAdjustment(tx: EntityManager, source: Transaction, amount: number): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(source), type: 'adjustment', source: source.id, amount, pending: false, availableOn: new Date() });
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(source), type: 'adjustment', source: source.id, amount });
   await tx.flush();
   await move(tx, { ...scopeOf(source), transactionId: source.id, balanceTransactionId: btxn.id, legs: { available: btxn.net } });
   return btxn;
