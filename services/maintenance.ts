@@ -22,6 +22,7 @@ import { startFundsAvailability } from './balances.ts';
 import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
 import { continuePayment, paymentChargeRequest } from './payments.ts';
 import { startPayoutWorkflow } from './payouts.ts';
+import { completeRefund } from './refunds.ts';
 import type { PaymentProcessor } from './processors/sandbox.ts';
 
 /** Defaults of the maintenance workflow (its input can change them). */
@@ -140,6 +141,24 @@ export async function reconcileStuckPayments(
     } catch (error) {
       result.failed++;
       log?.warn('could not reconcile a stuck payment', { transactionId: row.id, error: String(error) });
+    }
+  }
+  // Refunds of a charge left pending (the process died between reserving and recording them): the processor's
+  // refund again with the same key (`<refund id>:refund`: the first answer comes back), then recorded (services/refunds.ts).
+  const refunds = await em.find(
+    Transaction,
+    { status: 'pending', type: 'refund', sourceTransactionId: { $ne: null }, workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
+    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize },
+  );
+  result.checked += refunds.length;
+  for (const row of refunds) {
+    try {
+      const after = await completeRefund(em.fork(), processor, row.id);
+      result.reconciled++;
+      log?.info('reconciled a stuck refund', { transactionId: row.id, status: after.status });
+    } catch (error) {
+      result.failed++;
+      log?.warn('could not reconcile a stuck refund', { transactionId: row.id, error: String(error) });
     }
   }
   return result;

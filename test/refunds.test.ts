@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BalanceTransaction, Transaction } from '../db/entities/index.ts';
+import { BalanceTransaction, SandboxProcessorRefund, Transaction } from '../db/entities/index.ts';
 import { makeFundsAvailable } from '../services/ledger.ts';
-import { reconcileMissingAvailability } from '../services/maintenance.ts';
+import { reconcileMissingAvailability, reconcileStuckPayments } from '../services/maintenance.ts';
+import { reserveRefund } from '../services/refunds.ts';
 import { SandboxProcessor } from '../services/processors/sandbox.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../services/transactions.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
@@ -197,5 +198,31 @@ describe('refunds of a charge and balances', () => {
     const described = await client.workflow.getHandle(btxn.id).describe();
     expect(described.type).toBe('fundsAvailabilityWorkflow');
     expect((await reconcileMissingAvailability(engine.db.orm.em.fork(), client, engine.taskQueue, 60_000)).checked).toBe(0);
+  });
+});
+
+describe('a refund left pending by a crash', () => {
+  let engine: TestEngine;
+  beforeAll(async () => {
+    engine = await startTestEngine({ startWorker: false });
+  });
+  afterAll(() => engine?.close());
+
+  it('is finished by the maintenance reconciler with the same processor key, once', async () => {
+    const tenant = engine.tenant;
+    const payment = (await engine.call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 3000, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa' })).body;
+    const em = engine.db.orm.em.fork();
+    const fields = await newTransactionFields(em, { accountId: tenant.accountId, livemode: true, amount: 1200, currency: 'USD', type: 'refund', reference: null, metadata: {}, paymentMethod: null });
+    // Step 1 committed, then the process died before the processor's refund.
+    const reserved = await reserveRefund(em, fields, { sourceTransactionId: payment.id, scope: { accountId: tenant.accountId, livemode: true } });
+    expect(reserved.status).toBe('pending');
+    await em.getConnection().execute(`update transactions set created_at = created_at - interval '5 minutes' where id = ?`, [reserved.id]);
+    const processor = new SandboxProcessor(() => engine.db.orm.em.fork());
+    const result = await reconcileStuckPayments(engine.db.orm.em.fork(), processor, engine.env.client, engine.taskQueue, 60_000);
+    expect(result).toMatchObject({ reconciled: 1, failed: 0 });
+    expect((await engine.call('GET', `/v1/transactions/${reserved.id}`)).body).toMatchObject({ status: 'succeeded', source_transaction: payment.id });
+    expect(await engine.db.orm.em.fork().count(SandboxProcessorRefund, { idempotencyKey: `${reserved.id}:refund` })).toBe(1);
+    expect((await reconcileStuckPayments(engine.db.orm.em.fork(), processor, engine.env.client, engine.taskQueue, 60_000)).checked).toBe(0);
+    expect((await engine.call('GET', `/v1/transactions/${payment.id}`)).body.amount_refunded).toBe(1200);
   });
 });
