@@ -81,7 +81,7 @@ export function createActivities(deps: ActivityDeps) {
   const starter = (): WorkflowStarter | undefined => {
     try {
       const context = Context.current();
-      return { client: context.client, taskQueue: context.info.taskQueue };
+      return context.client ? { client: context.client, taskQueue: context.info.taskQueue } : undefined;
     } catch {
       return undefined; // called outside an activity (a test): the maintenance reconciler starts them
     }
