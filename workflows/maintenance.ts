@@ -38,10 +38,10 @@ export interface MaintenanceInput {
   runs?: number;
 }
 
-/** A worker's settings at boot; different ones (a changed configuration) are used from a run that starts at once. */
 /** How old a pending balance transaction must be before the reconciler looks for its availability workflow. */
 export const availabilityStuckAfterMs = 60_000;
 
+/** A worker's settings at boot; different ones (a changed configuration) are used from a run that starts at once. */
 export const maintenanceSettingsSignal = defineSignal<[MaintenanceSettings]>('settings');
 
 const activities = proxyActivities<Activities>({
