@@ -216,6 +216,8 @@ describe('a refund left pending by a crash', () => {
     // Step 1 committed, then the process died before the processor's refund.
     const reserved = await reserveRefund(em, fields, { sourceTransactionId: payment.id, scope: { accountId: tenant.accountId, livemode: true } });
     expect(reserved.status).toBe('pending');
+    // Its money is reserved: it cannot be canceled meanwhile.
+    expect((await engine.call('DELETE', `/v1/transactions/${reserved.id}`)).body.error).toBe('not_cancellable');
     await em.getConnection().execute(`update transactions set created_at = created_at - interval '5 minutes' where id = ?`, [reserved.id]);
     const processor = new SandboxProcessor(() => engine.db.orm.em.fork());
     const result = await reconcileStuckPayments(engine.db.orm.em.fork(), processor, engine.env.client, engine.taskQueue, 60_000);

@@ -222,7 +222,8 @@ export function transactionsApp(deps: ApiDeps) {
       const canceledAt = new Date();
       // Only a pending transaction moves; the condition makes a racing settlement win cleanly.
       await em.transactional(async (tx) => {
-        const changed = await tx.nativeUpdate(Transaction, { id, status: 'pending' }, { status: 'canceled', canceledAt, updatedAt: canceledAt });
+        // A refund of a charge is pending only while the processor answers, its money already reserved: it cannot be canceled.
+        const changed = await tx.nativeUpdate(Transaction, { id, status: 'pending', type: 'payment' }, { status: 'canceled', canceledAt, updatedAt: canceledAt });
         if (changed === 0) throw new ApiError('not_cancellable', 'Only a pending transaction can be canceled; refund it instead.');
         await recordTransactionEvents(tx, await tx.findOneOrFail(Transaction, { id }, { refresh: true }), 'status');
       });
