@@ -24,7 +24,9 @@ import {
   type PaymentRequestChargeInput,
   type PaymentRequestChargeOutcome,
 } from '../services/payment-requests.ts';
-import { pruneExpiredRows, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
+import { pruneExpiredRows, reconcileMissingAvailability, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
+import { makeFundsAvailable } from '../services/ledger.ts';
+import type { WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
 import { completePayout, notifyPayoutPaid, sandboxPayoutRail, type PayoutRail } from '../services/payouts.ts';
 import {
@@ -81,6 +83,15 @@ export function createActivities(deps: ActivityDeps) {
   const processors: Processors = deps.processor ? createProcessors(sandboxOnlyConfig, em, { both: deps.processor }) : (deps.processors ?? sandboxProcessors(em));
   // Emails of a mode that moves no real money say [TEST] (services/email.ts).
   const notify = { mailer: deps.mailer, links: deps.links, processors };
+  /** The running activity's Temporal client and task queue: availability workflows of the money it records start there. */
+  const starter = (): WorkflowStarter | undefined => {
+    try {
+      const context = Context.current();
+      return context.client ? { client: context.client, taskQueue: context.info.taskQueue } : undefined;
+    } catch {
+      return undefined; // called outside an activity (a test): the maintenance reconciler starts them
+    }
+  };
   return {
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);
@@ -90,7 +101,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     async charge(input: ChargeInput): Promise<ChargeOutcome> {
       Context.current().log.info('charging', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
-      return chargeCustomer(em(), processors, input, deps.links);
+      return chargeCustomer(em(), processors, input, deps.links, starter());
     },
     /**
      * `paidAt`: the workflow's time of payment (optional; see settleInvoice). Then the
@@ -168,10 +179,10 @@ export function createActivities(deps: ActivityDeps) {
     },
     async chargePaymentRequest(input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
       Context.current().log.info('charging payment request', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
-      return chargePaymentRequest(em(), processors, input);
+      return chargePaymentRequest(em(), processors, input, starter());
     },
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
-      return settlePendingPayment(em(), processors, transactionId, processorChargeId);
+      return settlePendingPayment(em(), processors, transactionId, processorChargeId, starter());
     },
     /** Sends a pending payout through the rail and records paid or failed (with its event). */
     async completePayout(payoutId: string): Promise<string> {
@@ -185,6 +196,15 @@ export function createActivities(deps: ActivityDeps) {
     async reconcileStuckPayments(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
       return reconcileStuckPayments(em(), processors, context.client, context.info.taskQueue, olderThanMs, context.log);
+    },
+    /** fundsAvailabilityWorkflow: a pending balance transaction's money becomes available (once; false when it no longer was pending). */
+    async makeFundsAvailable(balanceTransactionId: string): Promise<boolean> {
+      return makeFundsAvailable(em(), balanceTransactionId);
+    },
+    /** Maintenance: pending balance transactions with no availability workflow get one. */
+    async reconcileMissingAvailability(olderThanMs: number): Promise<ReconcileResult> {
+      const context = Context.current();
+      return reconcileMissingAvailability(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
     },
     /** Maintenance: pending payouts with no payoutWorkflow get one. */
     async reconcileStuckPayouts(olderThanMs: number): Promise<ReconcileResult> {

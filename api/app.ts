@@ -22,6 +22,7 @@ import { paymentsApp } from './routes/payments.ts';
 import { invoicesApps } from './routes/invoices.ts';
 import { notificationSettingsApp } from './routes/notification-settings.ts';
 import { payoutsApp } from './routes/payouts.ts';
+import { balanceApp, balanceTransactionsApp } from './routes/balance.ts';
 import { plansApp } from './routes/plans.ts';
 import { settingsApp } from './routes/settings.ts';
 import { billingDetailsPage } from './pages/billing-details.ts';
@@ -108,6 +109,8 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/events', webhooks.events);
   app.route('/v1/payments', paymentsApp(deps));
   app.route('/v1/payouts', payoutsApp(deps));
+  app.route('/v1/balance', balanceApp(deps));
+  app.route('/v1/balance_transactions', balanceTransactionsApp(deps));
   app.route('/v1/events', eventsApp(deps));
   app.route('/api/v1/payment-requests', paymentRequestsApp(deps));
   // The hosted pay page (payment_url): no API credentials, the token in the link is the credential.

@@ -12,6 +12,7 @@ export const eventCatalog = [
   { type: 'payment.succeeded', description: 'A payment succeeded: a payment transaction, from the API or a paid payment request (data.object is the transaction), or a subscription charge (the invoice).' },
   { type: 'payment.disputed', description: 'The customer disputed a payment at the processor (a chargeback; Stripe charge.dispute.created): data.object is the transaction.' },
   { type: 'payment.failed', description: 'A payment failed: a payment transaction (data.object is the transaction), a declined pay-page attempt (the payment request) or a declined subscription charge (the invoice).' },
+  { type: 'payment.refunded', description: 'A payment was refunded, in part or in full (data.object is the payment transaction, with amount_refunded; the refund is its own transaction, source_transaction naming the payment).' },
   { type: 'payment_request.created', description: 'A payment request was created: pending, its pay link emailed.' },
   { type: 'payment_request.updated', description: 'A payment request changed without ending (a declined attempt on the pay page).' },
   { type: 'payment_request.succeeded', description: 'A payment request was paid (its transaction_id names the payment).' },

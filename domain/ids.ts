@@ -24,6 +24,7 @@ export const idPrefixes = {
   webhookEndpoint: 'we',
   webhookAttempt: 'wha',
   payout: 'po',
+  balanceTransaction: 'btxn',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

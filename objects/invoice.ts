@@ -37,6 +37,8 @@ export const InvoiceSchema = z
     amount_paid: z.number().int(),
     amount_remaining: z.number().int().openapi({ description: 'amount_due − amount_paid (0 once void)' }),
     attempt_count: z.number().int().openapi({ description: 'Payment attempts made' }),
+    transaction: z.string().nullable().openapi({ description: 'The succeeded payment transaction that paid it' }),
+    amount_refunded: z.number().int().openapi({ description: 'Refunded of amount_paid, through refunds of that payment' }),
     period_start: timestamp,
     period_end: timestamp,
     created_at: timestamp,
@@ -59,7 +61,7 @@ export function invoicePdfUrl(config: { publicUrl: string; auth: { secret: strin
 }
 
 /** What is left to pay: 0 once void. */
-export const amountRemaining = (invoice: Invoice) => (invoice.status === 'void' ? 0 : invoice.amountDue - invoice.amountPaid);
+export const amountRemaining = (invoice: Invoice) => (invoice.status === 'void' ? 0 : Number(invoice.amountDue) - Number(invoice.amountPaid));
 
 export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
   return {
@@ -83,12 +85,14 @@ export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
       period_end: new Date(line.period_end).toISOString(),
       proration: line.proration ?? false,
     })),
-    subtotal: invoice.subtotal,
-    total: invoice.total,
-    amount_due: invoice.amountDue,
-    amount_paid: invoice.amountPaid,
+    subtotal: Number(invoice.subtotal),
+    total: Number(invoice.total),
+    amount_due: Number(invoice.amountDue),
+    amount_paid: Number(invoice.amountPaid),
     amount_remaining: amountRemaining(invoice),
     attempt_count: invoice.attemptCount,
+    transaction: invoice.transactionId ?? null,
+    amount_refunded: Number(invoice.amountRefunded ?? 0),
     period_start: invoice.periodStart.toISOString(),
     period_end: invoice.periodEnd.toISOString(),
     created_at: invoice.createdAt.toISOString(),

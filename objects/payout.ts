@@ -21,6 +21,7 @@ export const PayoutSchema = z
     created_at: timestamp,
     updated_at: timestamp,
     paid_at: timestamp.nullable(),
+    balance_transaction: z.string().nullable().openapi({ description: 'Its movement on the balance (a `payout` balance transaction, btxn_…)' }),
   })
   .openapi('Payout');
 
@@ -29,7 +30,7 @@ export function serializePayout(p: Payout): z.infer<typeof PayoutSchema> {
     id: p.id,
     object: 'payout',
     account_id: p.accountId,
-    amount: p.amount,
+    amount: Number(p.amount),
     currency: p.currency,
     method: p.method,
     status: p.status,
@@ -40,5 +41,6 @@ export function serializePayout(p: Payout): z.infer<typeof PayoutSchema> {
     created_at: p.createdAt.toISOString(),
     updated_at: p.updatedAt.toISOString(),
     paid_at: p.paidAt?.toISOString() ?? null,
+    balance_transaction: p.balanceTransactionId ?? null,
   };
 }

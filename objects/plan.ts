@@ -29,7 +29,7 @@ export function serializePlan(plan: Plan): z.infer<typeof PlanSchema> {
     object: 'plan',
     name: plan.name,
     product: plan.productId ?? null,
-    amount: plan.amount,
+    amount: Number(plan.amount),
     currency: plan.currency,
     interval: plan.interval,
     interval_count: plan.intervalCount,

@@ -23,6 +23,14 @@ export const TransactionSchema = z
     created_at: timestamp,
     updated_at: timestamp,
     canceled_at: timestamp.nullable(),
+    invoice: z.string().nullable().openapi({ description: 'A subscription charge: the invoice it paid or tried to pay' }),
+    subscription: z.string().nullable(),
+    payment_request: z.string().nullable().openapi({ description: 'A pay-page charge: the payment request' }),
+    customer: z.string().nullable(),
+    processor_charge_id: z.string().nullable().openapi({ description: "The payment processor's id of the charge" }),
+    source_transaction: z.string().nullable().openapi({ description: 'A refund of a charge: the payment it refunds' }),
+    amount_refunded: z.number().int().openapi({ description: 'A payment: how much of it has been refunded' }),
+    refunded: z.boolean().openapi({ description: 'A payment refunded in full' }),
   })
   .openapi('Transaction');
 
@@ -31,7 +39,7 @@ export function serializeTransaction(t: Transaction): z.infer<typeof Transaction
     id: t.id,
     object: 'transaction',
     account_id: t.accountId,
-    amount: t.amount,
+    amount: Number(t.amount),
     currency: t.currency,
     type: t.type,
     status: t.status,
@@ -44,5 +52,13 @@ export function serializeTransaction(t: Transaction): z.infer<typeof Transaction
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
     canceled_at: t.canceledAt?.toISOString() ?? null,
+    invoice: t.invoiceId ?? null,
+    subscription: t.subscriptionId ?? null,
+    payment_request: t.paymentRequestId ?? null,
+    customer: t.customerId ?? null,
+    processor_charge_id: t.processorChargeId ?? null,
+    source_transaction: t.sourceTransactionId ?? null,
+    amount_refunded: Number(t.amountRefunded ?? 0),
+    refunded: t.type === 'payment' && Number(t.amountRefunded ?? 0) >= Number(t.amount),
   };
 }

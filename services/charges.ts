@@ -1,9 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Charge, Customer } from '../db/entities/index.ts';
+import { Account, Charge, Customer, Invoice } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
+import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
 import type { InvoiceLinks } from './invoice-events.ts';
 import { recordInvoiceAttempt, recordInvoicePaymentFailed } from './invoices.ts';
 import type { Processors } from './processors/index.ts';
+import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
 
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
@@ -19,9 +21,10 @@ export interface ChargeInput {
   livemode: boolean;
 }
 
+/** `transactionId`: the payment transaction of the attempt (absent in outcomes recorded before there was one; null when no charge was made). */
 export type ChargeOutcome =
-  | { status: 'succeeded'; chargeId: string }
-  | { status: 'failed'; chargeId: string | null; failureCode: string; failureMessage: string };
+  | { status: 'succeeded'; chargeId: string; transactionId?: string | null }
+  | { status: 'failed'; chargeId: string | null; failureCode: string; failureMessage: string; transactionId?: string | null };
 
 /**
  * Charges a customer's current payment method once per idempotency key.
@@ -31,14 +34,24 @@ export type ChargeOutcome =
  * an existing charge row answers at once; the processor itself honours the key;
  * the charge row's unique key makes a racing second insert a no-op.
  * A declined card is an outcome, not an error: the workflow decides what follows.
- * A declined charge of an invoice records `invoice.payment_failed` and
- * `payment.failed` once, in the transaction that records the charge.
+ *
+ * Every attempt that reached the processor is a `payment` transaction of the
+ * account, linked to the invoice, subscription and customer, written in the SAME
+ * database transaction as the charge row (whose unique key is the exactly-once
+ * guard): `succeeded` with its ledger entries (money pending until available_on),
+ * or `failed` with the decline reason and no entries. A retry (activity retry, a
+ * crash between the processor and the database) finds the charge row and its
+ * transaction; a racing second insert writes neither. A declined charge of an
+ * invoice records `invoice.payment_failed` and `payment.failed` (with the
+ * invoice, and the failed transaction's id) once, in that same transaction.
+ * After the commit, `starter` starts the availability workflow of the money.
  */
-export async function chargeCustomer(em: EntityManager, processors: Processors, input: ChargeInput, links: InvoiceLinks): Promise<ChargeOutcome> {
+export async function chargeCustomer(em: EntityManager, processors: Processors, input: ChargeInput, links: InvoiceLinks, starter?: WorkflowStarter): Promise<ChargeOutcome> {
   const processor = processors.forMode(input.livemode);
   const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) {
     await recordInvoiceAttempt(em, input.invoiceId, input.attempt);
+    if (existing.status === 'succeeded' && existing.transactionId) await startAvailabilityOf(em, starter, existing.transactionId);
     return toOutcome(existing);
   }
 
@@ -92,18 +105,39 @@ export async function chargeCustomer(em: EntityManager, processors: Processors, 
       .onConflict('idempotencyKey')
       .ignore()
       .execute('run');
-    // The charge row and the events of a decline commit together; a racing second insert records neither.
-    if (inserted.affectedRows > 0 && result.status === 'failed') await recordInvoicePaymentFailed(tx, links, input.invoiceId);
+    // The charge row, its transaction and the events of a decline commit together; a racing second insert records none of them.
+    if (inserted.affectedRows === 0) return;
+    const invoice = await tx.findOne(Invoice, { id: input.invoiceId });
+    const fields = await newTransactionFields(tx, {
+      accountId: input.accountId,
+      livemode: input.livemode,
+      amount: input.amount,
+      currency: input.currency,
+      type: 'payment',
+      reference: input.description.slice(0, 500),
+      metadata: {},
+      paymentMethod,
+      links: { invoiceId: input.invoiceId, subscriptionId: invoice?.subscriptionId ?? null, customerId: input.customerId, processorChargeId: answer.processorChargeId },
+    });
+    const transaction =
+      result.status === 'succeeded'
+        ? await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processor.name, input.livemode), paymentEvents: false })
+        : await recordFailedPayment(tx, fields, result, { paymentEvents: false });
+    await tx.nativeUpdate(Charge, { idempotencyKey: input.idempotencyKey }, { transactionId: transaction.id });
+    if (result.status === 'failed') await recordInvoicePaymentFailed(tx, links, input.invoiceId, transaction.id);
   });
-  return toOutcome(await em.findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
+  const charge = await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey });
+  if (charge.status === 'succeeded' && charge.transactionId) await startAvailabilityOf(em.fork(), starter, charge.transactionId);
+  return toOutcome(charge);
 }
 
 function toOutcome(charge: Charge): ChargeOutcome {
   return charge.status === 'succeeded'
-    ? { status: 'succeeded', chargeId: charge.id }
+    ? { status: 'succeeded', chargeId: charge.id, transactionId: charge.transactionId ?? null }
     : {
         status: 'failed',
         chargeId: charge.id,
+        transactionId: charge.transactionId ?? null,
         failureCode: charge.failureCode ?? 'card_declined',
         failureMessage: charge.failureMessage ?? 'The charge was declined.',
       };

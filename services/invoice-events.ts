@@ -11,12 +11,13 @@ export interface InvoiceLinks {
 
 /**
  * Records events about an invoice on the caller's database transaction, with the
- * invoice as GET /v1/invoices/{id} shows it. Subscription charges are not ledger
- * transactions, so `transaction_id` is null.
+ * invoice as GET /v1/invoices/{id} shows it. `transaction_id` is the payment
+ * transaction the event is about: by default the one that paid the invoice (null
+ * before it is paid); a failed attempt's events pass the failed transaction.
  */
-export async function recordInvoiceEvents(em: EntityManager, links: InvoiceLinks, invoice: Invoice, types: EventType[]): Promise<void> {
+export async function recordInvoiceEvents(em: EntityManager, links: InvoiceLinks, invoice: Invoice, types: EventType[], transactionId?: string | null): Promise<void> {
   const object = serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
   for (const type of types) {
-    await recordEvent(em, { accountId: invoice.accountId, livemode: invoice.livemode, type, object, transactionId: null });
+    await recordEvent(em, { accountId: invoice.accountId, livemode: invoice.livemode, type, object, transactionId: transactionId === undefined ? (invoice.transactionId ?? null) : transactionId });
   }
 }

@@ -1,6 +1,6 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
+import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
 import type { ChargeOutcome } from './charges.ts';
@@ -91,6 +91,8 @@ export async function openInvoice(em: EntityManager, links: InvoiceLinks, input:
         periodStart: new Date(input.periodStart),
         periodEnd: new Date(input.periodEnd),
         chargeId: null,
+        transactionId: null,
+        amountRefunded: 0,
         livemode: input.livemode,
         createdAt: new Date(input.issuedAt),
         paidAt: null,
@@ -115,17 +117,20 @@ export async function openInvoice(em: EntityManager, links: InvoiceLinks, input:
  * Marks an invoice paid by a successful charge. Repeating it changes nothing.
  * An uncollectible invoice that gets paid after all becomes paid; a void one stays void.
  * `paidAt` is the workflow's time of payment; without it, the later of the issue
- * time and now. The change records `invoice.paid` and `payment.succeeded`.
+ * time and now. `transaction` becomes the charge's payment transaction. The change
+ * records `invoice.paid` and `payment.succeeded`, with that transaction's id.
  */
 export async function settleInvoice(em: EntityManager, links: InvoiceLinks, invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
   if (charge.status !== 'succeeded') return;
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
   const at = paidAt ? new Date(paidAt) : new Date(Math.max(Date.now(), invoice.createdAt.getTime()));
+  // An outcome recorded before charges had transactions carries no id: the charge row knows it.
+  const transactionId = charge.transactionId ?? (await em.findOne(Charge, { id: charge.chargeId }))?.transactionId ?? null;
   await em.transactional(async (tx) => {
     const changed = await tx.nativeUpdate(
       Invoice,
       { id: invoiceId, status: { $in: ['open', 'uncollectible'] } },
-      { status: 'paid', amountPaid: invoice.amountDue, chargeId: charge.chargeId, paidAt: at },
+      { status: 'paid', amountPaid: invoice.amountDue, chargeId: charge.chargeId, transactionId, paidAt: at },
     );
     // Only the call that made it paid records the events: a retry changes nothing and records nothing.
     if (changed > 0) await recordInvoiceEvents(tx, links, await tx.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }), ['invoice.paid', 'payment.succeeded']);
@@ -195,7 +200,7 @@ export async function recordInvoiceAttempt(em: EntityManager, invoiceId: string,
  * `payment.failed`, with the invoice), on `em`'s transaction. Charges that pay no
  * invoice record nothing.
  */
-export async function recordInvoicePaymentFailed(em: EntityManager, links: InvoiceLinks, invoiceId: string): Promise<void> {
+export async function recordInvoicePaymentFailed(em: EntityManager, links: InvoiceLinks, invoiceId: string, transactionId: string | null = null): Promise<void> {
   const invoice = await em.findOne(Invoice, { id: invoiceId }, { refresh: true });
-  if (invoice) await recordInvoiceEvents(em, links, invoice, ['invoice.payment_failed', 'payment.failed']);
+  if (invoice) await recordInvoiceEvents(em, links, invoice, ['invoice.payment_failed', 'payment.failed'], transactionId);
 }

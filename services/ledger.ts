@@ -1,45 +1,210 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AccountBalance, LedgerEntry } from '../db/entities/index.ts';
+import { BalanceTransaction, LedgerEntry, type BalanceTransactionType, type Payout, type Transaction } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
+import { newId } from '../domain/ids.ts';
 
-export interface Posting {
+/*
+ * The ledger: three accounts per (account, mode, currency): `available`, `pending`
+ * and `external` (the world outside). Every movement writes entries that sum to
+ * zero, a balance transaction (the movement as GET /v1/balance_transactions shows
+ * it) and the cached balance row (account_balances: available and pending), all
+ * inside the caller's database transaction, with the balance row locked first, so
+ * concurrent movements of one account and currency queue and never overdraw. The
+ * CHECK constraints (available >= 0, pending >= 0) back this up.
+ *
+ * - payment: external → pending (available at `available_on`, fundsAvailabilityWorkflow)
+ * - pending → available: makeFundsAvailable
+ * - credit: external → available
+ * - refund: available → external; a refund of a charge takes from that charge's
+ *   own pending money first, then from available
+ * - payout: available → external; payout failure: external → available
+ */
+
+/** Fee of a movement: 0 for the sandbox processor (it charges none); a real processor's fee would be recorded here. */
+const fee = 0;
+
+interface Legs {
+  available?: number;
+  pending?: number;
+}
+
+interface Movement {
   accountId: string;
   livemode: boolean;
   currency: string;
+  /** The transaction or payout the money belongs to. */
   transactionId: string;
-  /** Signed change of the available balance: + for a credit or payment, - for a refund. */
-  availableDelta: number;
+  balanceTransactionId: string;
+  legs: Legs;
 }
 
-/**
- * Posts one movement: two entries that sum to zero (available and external), and
- * the cached balance, all inside the caller's database transaction. The balance
- * row is locked first, so concurrent postings on one account run one after the
- * other; a posting that would take the balance below zero is refused with
- * insufficient_funds and writes nothing (the CHECK constraint backs this up).
- */
-export async function post(tx: EntityManager, posting: Posting): Promise<{ available: number }> {
+/** The balance row of (account, mode, currency), created at 0 when missing, locked until the caller's transaction ends. */
+export async function lockBalance(tx: EntityManager, accountId: string, livemode: boolean, currency: string): Promise<{ available: number; pending: number }> {
   const connection = tx.getConnection();
   const ctx = tx.getTransactionContext();
   await connection.execute(
-    `insert into account_balances (account_id, livemode, currency, available, updated_at) values (?, ?, ?, 0, now())
+    `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, 0, 0, now())
      on conflict (account_id, livemode, currency) do nothing`,
-    [posting.accountId, posting.livemode, posting.currency],
+    [accountId, livemode, currency],
     'run',
     ctx,
   );
-  const [balance] = await connection.execute<{ available: number }[]>(
-    `select available from account_balances where account_id = ? and livemode = ? and currency = ? for update`,
-    [posting.accountId, posting.livemode, posting.currency],
+  const [row] = await connection.execute<{ available: string | number; pending: string | number }[]>(
+    `select available, pending from account_balances where account_id = ? and livemode = ? and currency = ? for update`,
+    [accountId, livemode, currency],
     'all',
     ctx,
   );
-  const available = Number(balance!.available) + posting.availableDelta;
-  if (available < 0) throw new ApiError('insufficient_funds', `The available balance (${balance!.available}) does not cover ${-posting.availableDelta}.`);
-  await tx.nativeUpdate(AccountBalance, { accountId: posting.accountId, livemode: posting.livemode, currency: posting.currency }, { available, updatedAt: new Date() });
-  const entry = { accountId: posting.accountId, livemode: posting.livemode, transactionId: posting.transactionId, currency: posting.currency };
-  tx.create(LedgerEntry, { ...entry, ledgerAccount: 'available', amount: posting.availableDelta });
-  tx.create(LedgerEntry, { ...entry, ledgerAccount: 'external', amount: -posting.availableDelta });
+  return { available: Number(row!.available), pending: Number(row!.pending) };
+}
+
+async function move(tx: EntityManager, m: Movement): Promise<{ available: number; pending: number }> {
+  const balance = await lockBalance(tx, m.accountId, m.livemode, m.currency);
+  const available = balance.available + (m.legs.available ?? 0);
+  const pending = balance.pending + (m.legs.pending ?? 0);
+  if (available < 0) {
+    throw new ApiError('insufficient_funds', `The available balance (${balance.available} ${m.currency}) does not cover ${-(m.legs.available ?? 0)}.`);
+  }
+  if (pending < 0) throw new Error(`Ledger bug: the pending balance of ${m.accountId} would go below zero.`);
+  await tx
+    .getConnection()
+    .execute(
+      `update account_balances set available = ?, pending = ?, updated_at = now() where account_id = ? and livemode = ? and currency = ?`,
+      [available, pending, m.accountId, m.livemode, m.currency],
+      'run',
+      tx.getTransactionContext(),
+    );
+  const entry = { accountId: m.accountId, livemode: m.livemode, transactionId: m.transactionId, balanceTransactionId: m.balanceTransactionId, currency: m.currency };
+  let external = 0;
+  for (const ledgerAccount of ['available', 'pending'] as const) {
+    const amount = m.legs[ledgerAccount] ?? 0;
+    if (amount === 0) continue;
+    external -= amount;
+    tx.create(LedgerEntry, { ...entry, ledgerAccount, amount });
+  }
+  if (external !== 0) tx.create(LedgerEntry, { ...entry, ledgerAccount: 'external', amount: external });
   await tx.flush();
-  return { available };
+  return { available, pending };
+}
+
+function newBalanceTransaction(
+  tx: EntityManager,
+  input: { accountId: string; livemode: boolean; currency: string; type: BalanceTransactionType; source: string; amount: number; delayMs?: number },
+): BalanceTransaction {
+  const now = new Date();
+  const delayMs = input.delayMs ?? 0;
+  return tx.create(BalanceTransaction, {
+    id: newId('balanceTransaction'),
+    accountId: input.accountId,
+    livemode: input.livemode,
+    type: input.type,
+    source: input.source,
+    amount: input.amount,
+    fee,
+    net: input.amount - fee,
+    currency: input.currency,
+    status: delayMs > 0 ? 'pending' : 'available',
+    availableOn: new Date(now.getTime() + delayMs),
+    refundedFromPending: 0,
+    workflowConfirmedAt: null,
+    createdAt: now,
+  });
+}
+
+/** A succeeded payment: its money arrives pending (external → pending), available `delayMs` from now. */
+export async function postPayment(tx: EntityManager, payment: Transaction, delayMs: number): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(payment), type: 'payment', source: payment.id, amount: payment.amount, delayMs });
+  await tx.flush();
+  await move(tx, { ...scopeOf(payment), transactionId: payment.id, balanceTransactionId: btxn.id, legs: delayMs > 0 ? { pending: btxn.net } : { available: btxn.net } });
+  return btxn;
+}
+
+/** A credit: external → available, at once. */
+export async function postCredit(tx: EntityManager, credit: Transaction): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(credit), type: 'credit', source: credit.id, amount: credit.amount });
+  await tx.flush();
+  await move(tx, { ...scopeOf(credit), transactionId: credit.id, balanceTransactionId: btxn.id, legs: { available: btxn.net } });
+  return btxn;
+}
+
+/**
+ * A refund: money out at once. Without a source, from the available balance
+ * (insufficient_funds when it does not cover it). Of a charge: first from what is
+ * still pending of that charge's own payment movement (locked), then from available.
+ */
+export async function postRefund(tx: EntityManager, refund: Transaction, source: Transaction | null): Promise<BalanceTransaction> {
+  let fromPending = 0;
+  if (source) {
+    const connection = tx.getConnection();
+    const [payment] = await connection.execute<{ id: string; net: string | number; refunded_from_pending: string | number }[]>(
+      `select id, net, refunded_from_pending from balance_transactions where source = ? and type = 'payment' and status = 'pending' for update`,
+      [source.id],
+      'all',
+      tx.getTransactionContext(),
+    );
+    if (payment) {
+      fromPending = Math.min(refund.amount, Number(payment.net) - Number(payment.refunded_from_pending));
+      if (fromPending > 0) {
+        await connection.execute(`update balance_transactions set refunded_from_pending = refunded_from_pending + ? where id = ?`, [fromPending, payment.id], 'run', tx.getTransactionContext());
+      }
+    }
+  }
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(refund), type: 'refund', source: refund.id, amount: -refund.amount });
+  await tx.flush();
+  await move(tx, { ...scopeOf(refund), transactionId: refund.id, balanceTransactionId: btxn.id, legs: { pending: -fromPending, available: -(refund.amount - fromPending) } });
+  return btxn;
+}
+
+/** A payout: available → external (insufficient_funds when the available balance does not cover it). */
+export async function postPayout(tx: EntityManager, payout: Payout): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type: 'payout', source: payout.id, amount: -payout.amount });
+  await tx.flush();
+  await move(tx, { ...scopeOf(payout), transactionId: payout.id, balanceTransactionId: btxn.id, legs: { available: -payout.amount } });
+  return btxn;
+}
+
+/** A failed payout gives its amount back: external → available. */
+export async function postPayoutFailure(tx: EntityManager, payout: Payout): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type: 'payout_failure', source: payout.id, amount: payout.amount });
+  await tx.flush();
+  await move(tx, { ...scopeOf(payout), transactionId: payout.id, balanceTransactionId: btxn.id, legs: { available: payout.amount } });
+  return btxn;
+}
+
+/** A correction: `amount` (signed) into the available balance from outside, e.g. a refund the processor refused gives its money back. */
+export async function postAdjustment(tx: EntityManager, source: Transaction, amount: number): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(source), type: 'adjustment', source: source.id, amount });
+  await tx.flush();
+  await move(tx, { ...scopeOf(source), transactionId: source.id, balanceTransactionId: btxn.id, legs: { available: btxn.net } });
+  return btxn;
+}
+
+/**
+ * Moves a pending balance transaction's money to available (less what refunds
+ * took from it while pending), under a lock on it, only if it is still pending:
+ * running it again changes nothing. Answers whether this call moved it.
+ */
+export async function makeFundsAvailable(em: EntityManager, balanceTransactionId: string): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    const [row] = await tx
+      .getConnection()
+      .execute<{ id: string; status: string; net: string | number; refunded_from_pending: string | number; source: string; account_id: string; livemode: boolean; currency: string }[]>(
+        `select * from balance_transactions where id = ? for update`,
+        [balanceTransactionId],
+        'all',
+        tx.getTransactionContext(),
+      );
+    if (!row) throw new Error(`No balance transaction ${balanceTransactionId}.`);
+    if (row.status !== 'pending') return false;
+    const amount = Number(row.net) - Number(row.refunded_from_pending);
+    await tx.getConnection().execute(`update balance_transactions set status = 'available' where id = ?`, [row.id], 'run', tx.getTransactionContext());
+    if (amount > 0) {
+      await move(tx, { accountId: row.account_id, livemode: row.livemode, currency: row.currency, transactionId: row.source, balanceTransactionId: row.id, legs: { pending: -amount, available: amount } });
+    }
+    return true;
+  });
+}
+
+function scopeOf(row: { accountId: string; livemode: boolean; currency: string }) {
+  return { accountId: row.accountId, livemode: row.livemode, currency: row.currency };
 }

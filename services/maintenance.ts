@@ -17,11 +17,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
-import { IdempotencyKey, LoginAttempt, Payout, Transaction } from '../db/entities/index.ts';
+import { BalanceTransaction, IdempotencyKey, LoginAttempt, Payout, Transaction } from '../db/entities/index.ts';
+import { startFundsAvailability } from './balances.ts';
 import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
 import { continuePayment, paymentChargeRequest } from './payments.ts';
 import { startPayoutWorkflow } from './payouts.ts';
 import type { Processors } from './processors/index.ts';
+import { completeRefund } from './refunds.ts';
 
 /** Defaults of the maintenance workflow (its input can change them). */
 export const maintenanceDefaults = {
@@ -141,6 +143,24 @@ export async function reconcileStuckPayments(
       log?.warn('could not reconcile a stuck payment', { transactionId: row.id, error: String(error) });
     }
   }
+  // Refunds of a charge left pending (the process died between reserving and recording them): the processor's
+  // refund again with the same key (`<refund id>:refund`: the first answer comes back), then recorded (services/refunds.ts).
+  const refunds = await em.find(
+    Transaction,
+    { status: 'pending', type: 'refund', sourceTransactionId: { $ne: null }, workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
+    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize },
+  );
+  result.checked += refunds.length;
+  for (const row of refunds) {
+    try {
+      const after = await completeRefund(em.fork(), processors.forMode(row.livemode), row.id);
+      result.reconciled++;
+      log?.info('reconciled a stuck refund', { transactionId: row.id, status: after.status });
+    } catch (error) {
+      result.failed++;
+      log?.warn('could not reconcile a stuck refund', { transactionId: row.id, error: String(error) });
+    }
+  }
   return result;
 }
 
@@ -163,6 +183,36 @@ export async function reconcileStuckPayouts(em: EntityManager, client: Client, t
     } catch (error) {
       result.failed++;
       log?.warn('could not reconcile a stuck payout', { payoutId: row.id, error: String(error) });
+    }
+  }
+  return result;
+}
+
+/**
+ * Pending balance transactions (a payment's money waiting for its available_on)
+ * older than `olderThanMs` whose fundsAvailabilityWorkflow does not exist: the
+ * process that committed them died before starting it. Started now
+ * (idempotently, REJECT_DUPLICATE), sleeping only what is left until available_on.
+ * Each row is then marked `workflow_confirmed_at`, so it costs one lookup, once.
+ */
+export async function reconcileMissingAvailability(em: EntityManager, client: Client, taskQueue: string, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+  const rows = await em.find(
+    BalanceTransaction,
+    { status: 'pending', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
+    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'availableOn'] },
+  );
+  const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
+  for (const row of rows) {
+    try {
+      if (!(await workflowExists(client, row.id))) {
+        await startFundsAvailability({ client, taskQueue }, row);
+        result.reconciled++;
+        log?.info('started a missing availability workflow', { balanceTransactionId: row.id });
+      }
+      await em.nativeUpdate(BalanceTransaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });
+    } catch (error) {
+      result.failed++;
+      log?.warn('could not reconcile a pending balance transaction', { balanceTransactionId: row.id, error: String(error) });
     }
   }
   return result;

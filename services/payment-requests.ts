@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { PaymentRequest, RecurringPaymentRequest } from '../db/entities/index.ts';
+import { PaymentRequest, RecurringPaymentRequest, Transaction } from '../db/entities/index.ts';
+import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
@@ -13,7 +14,7 @@ import { writeVersioned } from './versioned-write.ts';
 import { paymentRequestCreatedUpdate, paymentRequestWorkflow, type PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import type { Processors } from './processors/index.ts';
-import { newTransactionFields, recordSucceededTransaction } from './transactions.ts';
+import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
 
@@ -121,14 +122,24 @@ export type PaymentRequestChargeOutcome =
   | { status: 'failed'; failureCode: string; failureMessage: string };
 
 /**
- * Charges one attempt at paying a request and, when it succeeds, records the
- * `payment` transaction on the ledger. Safe to run again (activity retry, a worker
- * that died after the processor answered): the processor answers a repeated key
- * with its first outcome, and the ledger write happens under a lock on the
- * request's row, which keeps the transaction id once written, so the money is
- * recorded once.
+ * Charges one attempt at paying a request and records it as a `payment`
+ * transaction linked to the request (`payment_request`): `succeeded` with its
+ * ledger entries (the money pending until available_on), or `failed` with the
+ * decline reason and no entries. Safe to run again (activity retry, a worker that
+ * died after the processor answered): the processor answers a repeated key with
+ * its first outcome (the same processor charge id), and the write happens under a
+ * lock on the request's row and finds the transaction of that processor charge
+ * when there is one, so each attempt is recorded once. A succeeded attempt's
+ * transaction is the request's `transaction_id`. The events of a failed attempt:
+ * transaction.created and transaction.failed here; payment.failed comes with the
+ * payment request (its projection).
  */
-export async function chargePaymentRequest(em: EntityManager, processors: Processors, input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
+export async function chargePaymentRequest(
+  em: EntityManager,
+  processors: Processors,
+  input: PaymentRequestChargeInput,
+  starter?: WorkflowStarter,
+): Promise<PaymentRequestChargeOutcome> {
   const processor = processors.forMode(input.livemode);
   const answer = await processor.charge({
     idempotencyKey: input.idempotencyKey,
@@ -137,17 +148,19 @@ export async function chargePaymentRequest(em: EntityManager, processors: Proces
     paymentMethod: input.paymentMethod,
     description: input.reference ?? `Payment request ${input.paymentRequestId}`,
   });
-  if (answer.status === 'failed') return { status: 'failed', failureCode: answer.failureCode, failureMessage: answer.failureMessage };
-  if (answer.status === 'pending') {
-    // The pay page offers only methods that answer at once; a processor that leaves one pending is not settled here.
-    return { status: 'failed', failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later; pay with a card.' };
-  }
+  // The pay page offers only methods that answer at once; a processor that leaves one pending is not settled here.
+  const result =
+    answer.status === 'pending'
+      ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later; pay with a card.' }
+      : answer;
   const transactionId = await em.transactional(async (tx) => {
     const [locked] = await tx
       .getConnection()
       .execute<{ transaction_id: string | null }[]>(`select transaction_id from payment_requests where id = ? for update`, [input.paymentRequestId], 'all', tx.getTransactionContext());
     if (!locked) throw new Error(`payment request ${input.paymentRequestId} has no projection row`);
-    if (locked.transaction_id) return locked.transaction_id;
+    if (result.status === 'succeeded' && locked.transaction_id) return locked.transaction_id;
+    const recorded = await tx.findOne(Transaction, { processorChargeId: answer.processorChargeId, type: 'payment' });
+    if (recorded) return recorded.id;
     const fields = await newTransactionFields(tx, {
       accountId: input.accountId,
       livemode: input.livemode,
@@ -157,11 +170,15 @@ export async function chargePaymentRequest(em: EntityManager, processors: Proces
       reference: input.reference,
       metadata: input.metadata,
       paymentMethod: input.paymentMethod,
+      links: { paymentRequestId: input.paymentRequestId, processorChargeId: answer.processorChargeId },
     });
-    const transaction = await recordSucceededTransaction(tx, fields);
+    if (result.status === 'failed') return (await recordFailedPayment(tx, fields, result, { paymentEvents: false })).id;
+    const transaction = await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processor.name, input.livemode) });
     await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: transaction.id });
     return transaction.id;
   });
+  if (result.status === 'failed') return { status: 'failed', failureCode: result.failureCode, failureMessage: result.failureMessage };
+  await startAvailabilityOf(em.fork(), starter, transactionId);
   return { status: 'succeeded', transactionId, processorChargeId: answer.processorChargeId };
 }
 

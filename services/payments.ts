@@ -4,7 +4,9 @@ import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { Transaction, type TransactionStatus } from '../db/entities/index.ts';
 import { paymentSettlementWorkflow } from '../workflows/payment-settlement.ts';
-import { post } from './ledger.ts';
+import type { ProcessorName } from '../domain/balance-availability.ts';
+import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { postPayment } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
 import type { Processors } from './processors/index.ts';
 import { sandboxSettlementDelayMs } from './processors/sandbox.ts';
@@ -67,29 +69,51 @@ export async function startPaymentSettlement(client: Client, taskQueue: string, 
   }
 }
 
+/** Optional context of recordPaymentOutcome (its first three parameters are the seam the processor webhooks call). */
+export interface PaymentOutcomeOptions {
+  /** Which processor settled it: sets how long its money stays pending (domain/balance-availability.ts). Default sandbox. */
+  processor?: ProcessorName;
+  /** The processor's charge id, recorded on the transaction when not already. */
+  processorChargeId?: string;
+  /** Starts the availability workflow of its pending money after the commit; without it the maintenance reconciler does. */
+  starter?: WorkflowStarter;
+}
+
 /**
- * Records how a payment ended (succeeded: the money posted to the available
- * balance; failed: the processor's reason) with its events, under a row lock, and
- * only if the transaction is still pending: a second call (a racing reconciler, a
- * retried activity) or a payment canceled meanwhile changes nothing. Returns the row.
+ * Records how a payment ended (succeeded: the money posted to the pending balance,
+ * available after the processor's delay; failed: the processor's reason) with its
+ * events, under a row lock, and only if the transaction is still pending: a second
+ * call (a racing reconciler, a retried activity) or a payment canceled meanwhile
+ * changes nothing. Returns the row.
  */
-export async function recordPaymentOutcome(em: EntityManager, transactionId: string, outcome: Exclude<ProcessorSettlement, { status: 'pending' }>): Promise<Transaction> {
-  return em.transactional(async (tx) => {
+export async function recordPaymentOutcome(
+  em: EntityManager,
+  transactionId: string,
+  outcome: Exclude<ProcessorSettlement, { status: 'pending' }>,
+  options: PaymentOutcomeOptions = {},
+): Promise<Transaction> {
+  const result = await em.transactional(async (tx) => {
     const transaction = await tx.findOneOrFail(Transaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (transaction.status !== 'pending') return transaction;
     transaction.updatedAt = new Date();
+    if (options.processorChargeId && !transaction.processorChargeId) transaction.processorChargeId = options.processorChargeId;
     if (outcome.status === 'succeeded') {
       transaction.status = 'succeeded';
-      await post(tx, { accountId: transaction.accountId, livemode: transaction.livemode, currency: transaction.currency, transactionId, availableDelta: transaction.amount });
-    } else {
+      await tx.flush();
+      await postPayment(tx, transaction, paymentAvailabilityDelayMs(options.processor, transaction.livemode));
+    } else if (outcome.status === 'failed') {
       transaction.status = 'failed';
       transaction.failureCode = outcome.failureCode;
       transaction.failureMessage = outcome.failureMessage;
+    } else {
+      return transaction;
     }
     await tx.flush();
     await recordTransactionEvents(tx, transaction, 'status');
     return transaction;
   });
+  if (result.status === 'succeeded') await startAvailabilityOf(em, options.starter, result.id);
+  return result;
 }
 
 /**
@@ -102,7 +126,7 @@ export async function continuePayment(em: EntityManager, client: Client, taskQue
     await startPaymentSettlement(client, taskQueue, transaction.id, outcome.processorChargeId);
     return transaction;
   }
-  return recordPaymentOutcome(em, transaction.id, outcome);
+  return recordPaymentOutcome(em, transaction.id, outcome, { processorChargeId: outcome.processorChargeId, starter: { client, taskQueue } });
 }
 
 /**
@@ -111,10 +135,16 @@ export async function continuePayment(em: EntityManager, client: Client, taskQue
  * records the outcome and posts the money, under a row lock. Running it twice
  * changes nothing the second time. Its events are recorded with the outcome.
  */
-export async function settlePendingPayment(em: EntityManager, processors: Processors, transactionId: string, processorChargeId: string): Promise<TransactionStatus> {
+export async function settlePendingPayment(
+  em: EntityManager,
+  processors: Processors,
+  transactionId: string,
+  processorChargeId: string,
+  starter?: WorkflowStarter,
+): Promise<TransactionStatus> {
   const processor = processors.forMode((await em.findOneOrFail(Transaction, { id: transactionId }, { fields: ['livemode'] })).livemode);
   const outcome = await processor.settlement(processorChargeId);
   // Still pending at the processor (a slow bank debit): thrown, so the activity retries later.
   if (outcome.status === 'pending') throw new Error(`Charge ${processorChargeId} of ${transactionId} is still pending at the processor.`);
-  return (await recordPaymentOutcome(em, transactionId, outcome)).status;
+  return (await recordPaymentOutcome(em, transactionId, outcome, { processorChargeId, starter, processor: processor.name })).status;
 }

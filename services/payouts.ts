@@ -12,7 +12,7 @@ import { sendEmailOnce, type TestModes } from './email.ts';
 import { payoutPaidEmail } from '../domain/email-templates.ts';
 import { serializePayout } from '../objects/payout.ts';
 import { recordEvent } from './events.ts';
-import { post } from './ledger.ts';
+import { postPayout, postPayoutFailure } from './ledger.ts';
 import type { Mailer } from './mailer.ts';
 import { loadModeSettings } from './mode-settings.ts';
 
@@ -32,6 +32,11 @@ export const sandboxPayoutRail: PayoutRail = {
   },
 };
 
+/**
+ * A payout is not a transaction (it moves the account's own money out, it charges
+ * nobody), so its events carry `transaction_id: null`; its movement on the balance
+ * is its `balance_transaction`.
+ */
 async function recordPayoutEvent(em: EntityManager, payout: Payout, type: EventType): Promise<void> {
   await recordEvent(em, { accountId: payout.accountId, livemode: payout.livemode, type, object: serializePayout(payout), transactionId: null });
 }
@@ -47,7 +52,7 @@ export interface NewPayout {
 
 /**
  * Records a pending payout and takes its amount from the available balance (a
- * ledger posting available -> external, keyed by the payout id), with its
+ * `payout` balance transaction, available -> external, sourced by the payout id), with its
  * `payout.created` event, in one database transaction: `insufficient_funds` when
  * the balance does not cover it, and then nothing is written.
  */
@@ -63,8 +68,11 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
       createdAt: now,
       updatedAt: now,
       paidAt: null,
+      workflowConfirmedAt: null,
+      balanceTransactionId: null,
     });
-    await post(tx, { accountId: input.accountId, livemode: input.livemode, currency: input.currency, transactionId: payout.id, availableDelta: -input.amount });
+    await tx.flush();
+    payout.balanceTransactionId = (await postPayout(tx, payout)).id;
     await tx.flush();
     await recordPayoutEvent(tx, payout, 'payout.created');
     return payout;
@@ -114,7 +122,7 @@ export async function completePayout(em: EntityManager, rail: PayoutRail, payout
       row.status = 'failed';
       row.failureCode = outcome.failureCode;
       row.failureMessage = outcome.failureMessage;
-      await post(tx, { accountId: row.accountId, livemode: row.livemode, currency: row.currency, transactionId: row.id, availableDelta: row.amount });
+      await postPayoutFailure(tx, row);
     }
     await tx.flush();
     await recordPayoutEvent(tx, row, row.status === 'paid' ? 'payout.paid' : 'payout.failed');

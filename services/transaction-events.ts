@@ -13,16 +13,23 @@ import { recordEvent } from './events.ts';
  *   canceled by DELETE);
  * - `updated`: reference or metadata changed.
  * A final status emits `transaction.<status>`, and for a payment also
- * `payment.succeeded` or `payment.failed`.
+ * `payment.succeeded` or `payment.failed` (unless `paymentEvents` is false: a
+ * subscription charge's payment events carry the invoice, see services/charges.ts).
  */
-export async function recordTransactionEvents(em: EntityManager, transaction: Transaction, change: 'created' | 'status' | 'updated'): Promise<void> {
+export async function recordTransactionEvents(
+  em: EntityManager,
+  transaction: Transaction,
+  change: 'created' | 'status' | 'updated',
+  options: { paymentEvents?: boolean } = {},
+): Promise<void> {
+  const paymentEvents = options.paymentEvents ?? true;
   const types: EventType[] = [];
   if (change === 'created') types.push('transaction.created');
   if (change === 'updated') types.push('transaction.updated');
   else if (transaction.status !== 'pending') {
     types.push(`transaction.${transaction.status}`);
-    if (transaction.type === 'payment' && transaction.status === 'succeeded') types.push('payment.succeeded');
-    if (transaction.type === 'payment' && transaction.status === 'failed') types.push('payment.failed');
+    if (paymentEvents && transaction.type === 'payment' && transaction.status === 'succeeded') types.push('payment.succeeded');
+    if (paymentEvents && transaction.type === 'payment' && transaction.status === 'failed') types.push('payment.failed');
   }
   const object = serializeTransaction(transaction);
   for (const type of types) {

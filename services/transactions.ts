@@ -2,7 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Transaction, type TransactionType } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { scoreRisk, velocityCountCap } from '../domain/risk.ts';
-import { post } from './ledger.ts';
+import { paymentAvailabilityDelayMs } from './balances.ts';
+import { postCredit, postPayment, postRefund } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
 
 export interface NewTransaction {
@@ -14,6 +15,17 @@ export interface NewTransaction {
   reference: string | null;
   metadata: Record<string, string>;
   paymentMethod: string | null;
+  /** What a charge paid: an invoice (with its subscription and customer) or a payment request. */
+  links?: TransactionLinks;
+}
+
+export interface TransactionLinks {
+  invoiceId?: string | null;
+  subscriptionId?: string | null;
+  paymentRequestId?: string | null;
+  customerId?: string | null;
+  processorChargeId?: string | null;
+  sourceTransactionId?: string | null;
 }
 
 export type TransactionFields = ReturnType<typeof fieldsOf>;
@@ -36,6 +48,13 @@ function fieldsOf(input: NewTransaction, risk: { score: number; level: 'low' | '
     createdAt: now,
     updatedAt: now,
     canceledAt: null,
+    invoiceId: input.links?.invoiceId ?? null,
+    subscriptionId: input.links?.subscriptionId ?? null,
+    paymentRequestId: input.links?.paymentRequestId ?? null,
+    customerId: input.links?.customerId ?? null,
+    processorChargeId: input.links?.processorChargeId ?? null,
+    sourceTransactionId: input.links?.sourceTransactionId ?? null,
+    amountRefunded: 0,
   };
 }
 
@@ -63,21 +82,38 @@ export async function newTransactionFields(em: EntityManager, input: NewTransact
 
 /**
  * Records a transaction that has succeeded and posts its money on the ledger, inside
- * the caller's database transaction: credits and payments add to the available
- * balance, refunds take from it (insufficient_funds when it does not cover them).
- * Its events (transaction.created, transaction.succeeded, payment.succeeded for a
- * payment) are recorded in the same database transaction.
+ * the caller's database transaction (services/ledger.ts): a payment's money arrives
+ * pending (available after the processor's delay, `delayMs`), a credit's is
+ * available at once, a plain refund takes from the available balance
+ * (insufficient_funds when it does not cover it). Its events (transaction.created,
+ * transaction.succeeded, and payment.succeeded for a payment unless
+ * `paymentEvents` is false: an invoice's charge has that event on the invoice) are
+ * recorded in the same database transaction. The caller starts the availability
+ * workflow of a payment after its commit (services/balances.ts startAvailabilityOf).
  */
-export async function recordSucceededTransaction(tx: EntityManager, fields: TransactionFields): Promise<Transaction> {
+export async function recordSucceededTransaction(
+  tx: EntityManager,
+  fields: TransactionFields,
+  options: { delayMs?: number; paymentEvents?: boolean } = {},
+): Promise<Transaction> {
   const row = tx.create(Transaction, { ...fields, status: 'succeeded' });
   await tx.flush();
-  await post(tx, {
-    accountId: fields.accountId,
-    livemode: fields.livemode,
-    currency: fields.currency,
-    transactionId: row.id,
-    availableDelta: fields.type === 'refund' ? -fields.amount : fields.amount,
-  });
-  await recordTransactionEvents(tx, row, 'created');
+  if (fields.type === 'payment') await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode));
+  else if (fields.type === 'credit') await postCredit(tx, row);
+  else await postRefund(tx, row, null);
+  await recordTransactionEvents(tx, row, 'created', { paymentEvents: options.paymentEvents });
+  return row;
+}
+
+/** Records a declined payment attempt: `failed` with the processor's reason, no ledger entries; its events in the same database transaction. */
+export async function recordFailedPayment(
+  tx: EntityManager,
+  fields: TransactionFields,
+  failure: { failureCode: string; failureMessage: string },
+  options: { paymentEvents?: boolean } = {},
+): Promise<Transaction> {
+  const row = tx.create(Transaction, { ...fields, status: 'failed', failureCode: failure.failureCode, failureMessage: failure.failureMessage });
+  await tx.flush();
+  await recordTransactionEvents(tx, row, 'created', { paymentEvents: options.paymentEvents });
   return row;
 }

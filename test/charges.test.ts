@@ -3,7 +3,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities/index.ts';
 import type { ChargeOutcome } from '../services/charges.ts';
-import { Charge, Customer, SandboxProcessorCharge } from '../db/entities/index.ts';
+import { Account, Charge, Customer, SandboxProcessorCharge } from '../db/entities/index.ts';
 import { createSmtpMailer, type Mailer } from '../services/mailer.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -23,6 +23,8 @@ describe('charge activity', () => {
     activities = createActivities({ orm: db.orm, mailer, links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' }) });
     const em = db.orm.em.fork();
     const tenant = { accountId: 'acct_test', livemode: false };
+    // Every charge attempt is a payment transaction of the account: the account exists.
+    em.create(Account, { id: 'acct_test', email: 'owner@example.com', name: 'Test', type: 'business', status: 'active', settings: { currency: 'USD', timezone: 'UTC', language: 'en' } });
     em.create(Customer, { id: 'cus_visa', email: 'a@example.com', paymentMethod: 'pm_card_visa', ...tenant });
     em.create(Customer, { id: 'cus_declined', email: 'b@example.com', paymentMethod: 'pm_card_chargeDeclined', ...tenant });
     em.create(Customer, { id: 'cus_none', email: 'c@example.com', paymentMethod: null, ...tenant });

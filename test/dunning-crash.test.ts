@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { Charge, SandboxProcessorCharge } from '../db/entities/index.ts';
+import { Charge, LedgerEntry, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
+import { expectLedgerInvariants } from './helpers/ledger.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -64,7 +65,15 @@ describe('a worker killed during dunning', () => {
     const keys = [1, 2, 3, 4].map((n) => `${id}:cycle:0:attempt:${n}`);
     const processorCharges = await em().find(SandboxProcessorCharge, { idempotencyKey: { $like: `${id}:%` } }, { orderBy: { createdAt: 'asc' } });
     expect(processorCharges.map((c) => c.idempotencyKey)).toEqual(keys);
-    expect((await em().find(Charge, { idempotencyKey: { $like: `${id}:%` } }, { orderBy: { createdAt: 'asc' } })).map((c) => c.idempotencyKey)).toEqual(keys);
+    const charges = await em().find(Charge, { idempotencyKey: { $like: `${id}:%` } }, { orderBy: { createdAt: 'asc' } });
+    expect(charges.map((c) => c.idempotencyKey)).toEqual(keys);
+    // One failed payment transaction per attempt (the one the crash interrupted included, recorded once), each its charge's, with no ledger entries.
+    const payments = await em().find(Transaction, { subscriptionId: id, type: 'payment' }, { orderBy: { createdAt: 'asc' } });
+    expect(payments.map((t) => [t.id, t.status, t.failureCode, t.processorChargeId])).toEqual(
+      charges.map((c, n) => [c.transactionId, 'failed', 'card_declined', processorCharges[n]!.id]),
+    );
+    expect(await em().count(LedgerEntry, { transactionId: { $in: payments.map((t) => t.id) } })).toBe(0);
+    await expectLedgerInvariants(em(), created.body.account_id ?? payments[0]!.accountId);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(engine.mail.messages.map((m) => m.parsed.subject!.replace(/^.*\(attempt (\d)\)$/, '$1'))).toEqual(['1', '2', '3', '4']);
   });

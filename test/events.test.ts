@@ -231,7 +231,9 @@ describe('events', () => {
       expect(invoiceEvents.map((e) => e.body.type)).toEqual(['invoice.created', 'invoice.paid', 'payment.succeeded']);
       expect(invoiceEvents[0]!.body.data.object).toMatchObject({ status: 'open', amount_paid: 0, pdf: invoice.pdf });
       expect(invoiceEvents[1]!.body.data.object).toEqual(invoice);
-      expect(invoiceEvents.every((e) => e.body.transaction_id === null)).toBe(true);
+      // The charge is a payment transaction: invoice.paid and payment.succeeded name it (issue #11); invoice.created came before it.
+      expect(invoice.transaction).toMatch(/^txn_/);
+      expect(invoiceEvents.map((e) => e.body.transaction_id)).toEqual([null, invoice.transaction, invoice.transaction]);
       expect(await typesAbout(sub.body.id)).toEqual(['subscription.created']);
       expect(await typesAbout(customer.body.id)).toEqual(['customer.created']);
 
@@ -342,7 +344,10 @@ describe('events', () => {
       await eventually(() => activityCompletions(sub.body.id, 'notifyPaymentFailed'), (n) => n >= 1);
       expect(await typesAbout(invoiceId)).toEqual(['invoice.created', 'invoice.payment_failed', 'payment.failed']);
       const failed = (await eventsAbout(invoiceId))[2]!.body;
-      expect(failed).toMatchObject({ transaction_id: null, data: { object: { id: invoiceId, status: 'open', attempt_count: 1 } } });
+      // The declined attempt is a failed payment transaction, named by the events of the failure.
+      const [declined] = (await as('GET', '/v1/transactions?status=failed')).body.data.filter((t: { invoice: string }) => t.invoice === invoiceId);
+      expect(declined).toMatchObject({ type: 'payment', failure_code: 'card_declined' });
+      expect(failed).toMatchObject({ transaction_id: declined.id, data: { object: { id: invoiceId, status: 'open', attempt_count: 1 } } });
 
       // Attempt 2, 24 hours later: still declined, still no email.
       const firstFailedAt = Date.parse(sub.body.dunning.first_failed_at);

@@ -118,6 +118,8 @@ describe('invoices', () => {
       amount_paid: 2000,
       amount_remaining: 0,
       attempt_count: 1,
+      transaction: expect.stringMatching(/^txn_[0-9a-z]{26}$/),
+      amount_refunded: 0,
       period_start: issued,
       period_end: expect.any(String),
       created_at: issued,

@@ -9,7 +9,7 @@ import { paymentChargeRequest, recordPaymentOutcome, recordPendingPayment } from
 import { createPayout } from '../services/payouts.ts';
 import { SandboxProcessor } from '../services/processors/sandbox.ts';
 import { newTransactionFields } from '../services/transactions.ts';
-import { AccountBalance, Event, IdempotencyKey, LedgerEntry, LoginAttempt, Payout, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
+import { AccountBalance, BalanceTransaction, Event, IdempotencyKey, LedgerEntry, LoginAttempt, Payout, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -52,7 +52,12 @@ describe('maintenance', () => {
       ? em().nativeUpdate(Transaction, { id }, { createdAt: new Date(Date.now() - minutes * minute) })
       : em().nativeUpdate(Payout, { id }, { createdAt: new Date(Date.now() - minutes * minute) });
   const transaction = async (id: string) => (await engine.call('GET', `/v1/transactions/${id}`)).body;
-  const entries = (id: string) => em().count(LedgerEntry, { transactionId: id });
+  /**
+   * Entries that moved money in or out for `id`. A payment's money arrives pending; its later pending → available
+   * move (two more entries, when skipped time reaches available_on) only changes which balance holds it, and is not counted.
+   */
+  const entries = async (id: string) =>
+    (await em().count(LedgerEntry, { transactionId: id })) - 2 * (await em().count(BalanceTransaction, { source: id, type: 'payment', status: 'available' }));
   const processorCharges = (id: string) => em().count(SandboxProcessorCharge, { idempotencyKey: `${id}:payment` });
   const events = async (id: string) => (await em().find(Event, { transactionId: id }, { orderBy: { id: 'asc' } })).map((e) => e.type);
   const workflowRun = async (id: string) => {
@@ -124,7 +129,11 @@ describe('maintenance', () => {
   });
 
   it('finalizes a card payment whose API died after the charge, with its ledger entries exactly once', async () => {
-    const balance = async () => (await em().findOne(AccountBalance, { accountId: engine.tenant.accountId, livemode: true, currency: 'USD' }))?.available ?? 0;
+    // A payment's money arrives pending (available two days later): the balance here is available + pending.
+    const balance = async () => {
+      const row = await em().findOne(AccountBalance, { accountId: engine.tenant.accountId, livemode: true, currency: 'USD' });
+      return (row?.available ?? 0) + (row?.pending ?? 0);
+    };
     const before = await balance();
     const id = await crashedPayment('pm_card_visa', { amount: 5100 });
     await backdate(Transaction, id, 3);
@@ -250,7 +259,7 @@ describe('maintenance', () => {
     const handle = client.workflow.getHandle(maintenanceWorkflowId(engine.taskQueue));
     const details = async () => ((await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '');
     const firstRun = boots[0]!.runId;
-    await eventually(details, (d) => /^Last run at \S+ \(run 1\): reconciled 0 payments, 0 payouts, pruned 0 rows/.test(d));
+    await eventually(details, (d) => /^Last run at \S+ \(run 1\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows/.test(d));
 
     // Crashes after that run: a payout without its workflow, a card payment never finalized, an expired key.
     const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 300, currency: 'USD', method: 'wire', description: null });
@@ -274,7 +283,7 @@ describe('maintenance', () => {
     await engine.env.sleep(10 * minute + 1000);
     await eventually(async () => (await handle.describe()).runId, (runId) => runId !== firstRun, 20_000);
     expect((await handle.describe()).status.name).toBe('RUNNING');
-    await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, pruned 0 rows \(0 idempotency keys, 0 login attempts\); checked \d+ subscriptions, 0 marked canceled \(workflow closed\); next at /.test(d), 20_000);
+    await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows \(0 idempotency keys, 0 login attempts\); checked \d+ subscriptions, 0 marked canceled \(workflow closed\); next at /.test(d), 20_000);
     // The payout's own workflow (60 s) ran meanwhile; the payment was charged once.
     expect(await client.workflow.getHandle(payout.id).result()).toBe('paid');
     expect(await processorCharges(payment)).toBe(1);

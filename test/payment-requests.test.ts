@@ -123,7 +123,8 @@ describe('payment requests', () => {
     const [transaction] = await paymentsOf(tenant);
     expect(transaction).toMatchObject({ id: after.transaction_id, amount: 990, currency: 'USD', status: 'succeeded', reference: 'R-1', paymentMethod: 'pm_card_visa' });
     const entries = await engine.db.orm.em.fork().find(LedgerEntry, { transactionId: after.transaction_id });
-    expect(entries.map((e) => [e.ledgerAccount, e.amount]).sort()).toEqual([['available', 990], ['external', -990]]);
+    // The money arrives pending (available two days later, fundsAvailabilityWorkflow).
+    expect(entries.map((e) => [e.ledgerAccount, e.amount]).sort()).toEqual([['external', -990], ['pending', 990]]);
     const txn = await engine.call('GET', `/v1/transactions/${after.transaction_id}`, undefined, tenant.headers);
     expect(txn.body).toMatchObject({ type: 'payment', amount: 990, status: 'succeeded' });
     expect(await processorCharges(created.body.id)).toBe(1);
@@ -157,7 +158,12 @@ describe('payment requests', () => {
     expect(poor.html).toContain('Your card has insufficient funds.');
     const expired = await pay(created.body.payment_url, 'pm_card_expired');
     expect(expired.html).toContain('Your card has expired.');
-    expect(await paymentsOf(tenant)).toHaveLength(0);
+    // Every declined attempt is a failed payment transaction of the request, with its reason, and nothing succeeded.
+    expect((await paymentsOf(tenant)).map((p) => [p.status, p.failureCode, p.paymentRequestId]).sort()).toEqual([
+      ['failed', 'card_declined', created.body.id],
+      ['failed', 'expired_card', created.body.id],
+      ['failed', 'insufficient_funds', created.body.id],
+    ]);
     const paid = await pay(created.body.payment_url, 'pm_card_mastercard');
     expect(paid.status).toBe(200);
     expect(paid.html).toContain('Payment successful');
@@ -165,8 +171,8 @@ describe('payment requests', () => {
     // The last decline stays on record after the success.
     expect(after).toMatchObject({ status: 'succeeded', attempts: 4, last_payment_error: { code: 'expired_card' } });
     expect(await processorCharges(created.body.id)).toBe(4);
-    const payments = await paymentsOf(tenant);
-    expect(payments.map((p) => [p.id, p.amount])).toEqual([[after.transaction_id, 2000]]);
+    const payments = (await paymentsOf(tenant)).filter((p) => p.status === 'succeeded');
+    expect(payments.map((p) => [p.id, p.amount, p.paymentRequestId])).toEqual([[after.transaction_id, 2000, created.body.id]]);
   });
 
   it('ten parallel posts of the same form charge once; a replayed declined form is answered without a new charge', async () => {

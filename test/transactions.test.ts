@@ -20,11 +20,14 @@ describe('transactions and the ledger', () => {
   });
   const create = (tenant: Tenant, body: Record<string, unknown>) =>
     engine.call('POST', '/v1/transactions', { account_id: tenant.accountId, currency: 'USD', ...body }, body.type === 'credit' ? { ...adminHeaders, 'x-account-id': tenant.accountId } : tenant.headers);
-  /** The cached balance, the sum of `available` entries, and the sum of all entries (must be 0). */
+  /** The cached balance (available + pending), the sum of `available` and `pending` entries, and the sum of all entries (must be 0). */
   async function books(tenant: Tenant) {
     const sql = engine.db.orm.em.fork().getConnection();
-    const [cached] = await sql.execute(`select coalesce(sum(available), 0)::int as v from account_balances where account_id = ? and livemode = true`, [tenant.accountId]);
-    const [available] = await sql.execute(`select coalesce(sum(amount), 0)::int as v from ledger_entries where account_id = ? and livemode = true and ledger_account = 'available'`, [tenant.accountId]);
+    const [cached] = await sql.execute(`select coalesce(sum(available + pending), 0)::int as v from account_balances where account_id = ? and livemode = true`, [tenant.accountId]);
+    const [available] = await sql.execute(
+      `select coalesce(sum(amount), 0)::int as v from ledger_entries where account_id = ? and livemode = true and ledger_account in ('available', 'pending')`,
+      [tenant.accountId],
+    );
     const [all] = await sql.execute(`select coalesce(sum(amount), 0)::int as v from ledger_entries where account_id = ?`, [tenant.accountId]);
     return { cached: cached!.v as number, ledger: available!.v as number, imbalance: all!.v as number };
   }
@@ -50,6 +53,14 @@ describe('transactions and the ledger', () => {
       created_at: iso,
       updated_at: iso,
       canceled_at: null,
+      invoice: null,
+      subscription: null,
+      payment_request: null,
+      customer: null,
+      processor_charge_id: null,
+      source_transaction: null,
+      amount_refunded: 0,
+      refunded: false,
     });
     expect(await books(tenant)).toEqual({ cached: 5000, ledger: 5000, imbalance: 0 });
     expect((await engine.call('GET', `/v1/transactions/${created.body.id}`, undefined, tenant.headers)).body).toEqual(created.body);

@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { Charge, SandboxProcessorCharge } from '../db/entities/index.ts';
+import { Charge, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
+import { expectLedgerInvariants, expectOnePaymentPerPaidInvoice } from './helpers/ledger.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -56,5 +57,9 @@ describe('a worker killed in the middle of the slice', () => {
     await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
     expect(await em().count(SandboxProcessorCharge, { idempotencyKey: { $like: `${id}:%` } })).toBe(2);
     expect(await engine.invoices(id)).toHaveLength(2);
+    // Each paid invoice has exactly one succeeded payment transaction (the crash lost none and doubled none), and the ledger adds up.
+    expect(await expectOnePaymentPerPaidInvoice(em(), { subscriptionId: id })).toBe(2);
+    expect(await em().count(Transaction, { subscriptionId: id, type: 'payment' })).toBe(2);
+    await expectLedgerInvariants(em(), active!.accountId);
   });
 });

@@ -5,3 +5,4 @@ export { recurringPaymentRequestWorkflow } from './recurring-payment-request.ts'
 export { eventDispatchWorkflow, webhookDeliveryWorkflow } from './webhooks.ts';
 export { payoutWorkflow } from './payout.ts';
 export { maintenanceWorkflow } from './maintenance.ts';
+export { fundsAvailabilityWorkflow } from './funds-availability.ts';

@@ -9,6 +9,8 @@
  *   API died between its commit and the workflow start) are charged again with the
  *   same idempotency key and carried on exactly as the API would have;
  * - reconcileStuckPayouts: pending payouts with no payoutWorkflow get one;
+ * - reconcileMissingAvailability: pending balance transactions (a payment's money)
+ *   older than a minute with no fundsAvailabilityWorkflow get one;
  * - pruneExpiredRows: expired idempotency keys and login attempts older than the
  *   login throttle window are deleted;
  * - sweepOrphanedSubscriptions: the next batch of live subscriptions whose workflow
@@ -42,6 +44,9 @@ export interface MaintenanceInput {
 
 /** Live subscriptions checked per run for a closed workflow. */
 export const subscriptionSweepBatch = 200;
+
+/** How old a pending balance transaction must be before the reconciler looks for its availability workflow. */
+export const availabilityStuckAfterMs = 60_000;
 
 /** A worker's settings at boot; different ones (a changed configuration) are used from a run that starts at once. */
 export const maintenanceSettingsSignal = defineSignal<[MaintenanceSettings]>('settings');
@@ -80,6 +85,10 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
       ? await attempt(() => activities.sweepOrphanedSubscriptions({ after: subscriptionCursor, limit: subscriptionSweepBatch }))
       : null;
     if (swept && typeof swept !== 'string') subscriptionCursor = swept.nextCursor;
+    // Pending balance movements whose availability workflow was never started (a crash after the commit): at most a minute old.
+    const funds = patched('funds-availability-reconcile')
+      ? await attempt(() => activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)))
+      : null;
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
     const part = <T>(value: T | string, text: (v: T) => string) => (typeof value === 'string' ? `FAILED (${value})` : text(value));
@@ -87,6 +96,7 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
       `Last run at ${new Date(Date.now()).toISOString()} (run ${runs}): ` +
         `reconciled ${part(payments, (r) => `${r.reconciled} payments${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         `${part(payouts, (r) => `${r.reconciled} payouts${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
+        (funds === null ? '' : `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
         (swept === null ? '' : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
         `next at ${next}.`,

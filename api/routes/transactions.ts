@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
+import { completeRefund, reserveRefund } from '../../services/refunds.ts';
 import { recordTransactionEvents } from '../../services/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../services/transactions.ts';
 import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
@@ -27,6 +28,11 @@ const CreateBody = z
     reference: z.string().max(500).optional(),
     metadata: metadata.optional(),
     payment_method: z.string().min(1).max(100).optional().openapi({ description: 'For payments: the sandbox test method to charge (docs/money-and-ledger.md lists them)' }),
+    source_transaction: z
+      .string()
+      .regex(/^txn_[0-9a-z]{26}$/, 'must be a transaction id')
+      .optional()
+      .openapi({ description: 'For refunds: the succeeded payment to refund, in part or in full (through the payment processor)' }),
   })
   .strict();
 
@@ -62,7 +68,10 @@ const createTransaction = createRoute({
   summary: 'Create a payment, credit or refund',
   description:
     'credit adds to the balance; refund takes from it (insufficient_funds when it does not cover the amount); payment charges `payment_method` ' +
-    'through the payment processor and adds to the balance when it succeeds. The currency must be the account\'s (settings.currency). ' +
+    'through the payment processor and adds to the pending balance when it succeeds (available after the processor\'s delay). ' +
+    'A refund with `source_transaction` gives back part or all of that payment through the processor (several refunds up to the amount paid; ' +
+    'more is `invalid_request` naming what is left), taking the money from that payment\'s own pending funds first, then from available. ' +
+    'The currency must be the account\'s (settings.currency). ' +
     'In live mode only a platform admin may create a credit, and members may not refund (403 `forbidden`); sandbox credits and refunds are open to owners, members and API keys.',
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Created', ...json(TransactionSchema) }, ...errorResponses(400, 401, 402, 403, 404) },
@@ -152,6 +161,7 @@ export function transactionsApp(deps: ApiDeps) {
       }
       if (body.type === 'payment' && !body.payment_method) throw new ApiError('invalid_request', 'payment_method: required for a payment.');
       if (body.type !== 'payment' && body.payment_method) throw new ApiError('invalid_request', 'payment_method: only payments take one.');
+      if (body.type !== 'refund' && body.source_transaction) throw new ApiError('invalid_request', 'source_transaction: only refunds take one.');
 
       // With an Idempotency-Key the id is derived from it: a retry that takes over the key after a crash finds the
       // transaction the first try recorded (and, for a payment, repeats its charge under the same processor key).
@@ -179,6 +189,12 @@ export function transactionsApp(deps: ApiDeps) {
         account,
       );
       const fields = { ...computed, id };
+
+      if (body.type === 'refund' && body.source_transaction) {
+        // A refund of a charge: reserved under a lock on the payment, refunded by the processor, then recorded (services/refunds.ts).
+        const reserved = await reserveRefund(em, fields, { sourceTransactionId: body.source_transaction, scope });
+        return c.json(serializeTransaction(await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), reserved.id)), 201);
+      }
 
       if (body.type !== 'payment') {
         const transaction = await em.transactional((tx) => recordSucceededTransaction(tx, fields));
@@ -239,7 +255,8 @@ export function transactionsApp(deps: ApiDeps) {
       const canceledAt = new Date();
       // Only a pending transaction moves; the condition makes a racing settlement win cleanly.
       await em.transactional(async (tx) => {
-        const changed = await tx.nativeUpdate(Transaction, { id, status: 'pending' }, { status: 'canceled', canceledAt, updatedAt: canceledAt });
+        // A refund of a charge is pending only while the processor answers, its money already reserved: it cannot be canceled.
+        const changed = await tx.nativeUpdate(Transaction, { id, status: 'pending', type: 'payment' }, { status: 'canceled', canceledAt, updatedAt: canceledAt });
         if (changed === 0) throw new ApiError('not_cancellable', 'Only a pending transaction can be canceled; refund it instead.');
         await recordTransactionEvents(tx, await tx.findOneOrFail(Transaction, { id }, { refresh: true }), 'status');
       });

@@ -12,7 +12,7 @@ export const Charge = defineEntity({
     id: p.string().primary(),
     idempotencyKey: p.string().unique(),
     customerId: p.string().index(),
-    amount: p.integer(),
+    amount: p.bigint('number'),
     currency: p.string().length(3),
     paymentMethod: p.string(),
     status: p.string().$type<'succeeded' | 'failed'>(),
@@ -21,6 +21,8 @@ export const Charge = defineEntity({
     accountId: p.string().index(),
     livemode: p.boolean(),
     createdAt: p.datetime().onCreate(() => new Date()),
+    /** The payment transaction of this attempt, written in the same database transaction as this row. */
+    transactionId: p.string().nullable(),
   },
 });
 export type Charge = InferEntity<typeof Charge>;

@@ -6,7 +6,7 @@ import { Customer } from './customer.ts';
 import { Event } from './event.ts';
 import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice, InvoiceNumberCounter } from './invoice.ts';
-import { AccountBalance, LedgerEntry } from './ledger.ts';
+import { AccountBalance, BalanceTransaction, LedgerEntry } from './ledger.ts';
 import { PaymentRequest, RecurringPaymentRequest } from './payment-request.ts';
 import { Payout } from './payout.ts';
 import { Plan } from './plan.ts';
@@ -21,6 +21,9 @@ import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
 import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from './webhook.ts';
 
+export { BalanceTransaction };
+export type { BalanceTransactionStatus, BalanceTransactionType, LedgerAccount } from './ledger.ts';
+export { balanceTransactionStatuses, balanceTransactionTypes } from './ledger.ts';
 export { Account, AccountModeSettings, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export { Product };
 export { ProcessorEvent, SandboxProcessorRefund };
@@ -60,6 +63,8 @@ export const entities = [
   Transaction,
   LedgerEntry,
   AccountBalance,
+  BalanceTransaction,
+  SandboxProcessorRefund,
   IdempotencyKey,
   SentEmail,
   Event,

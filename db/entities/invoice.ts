@@ -37,18 +37,22 @@ export const Invoice = defineEntity({
     status: p.string().$type<InvoiceStatus>(),
     currency: p.string().length(3),
     /** Sum of the lines. */
-    subtotal: p.integer(),
+    subtotal: p.bigint('number'),
     /** Subtotal after discounts and tax (none yet, so equal to it). */
-    total: p.integer(),
+    total: p.bigint('number'),
     /** What the customer is asked to pay: the total, or 0 when the total is a credit. */
-    amountDue: p.integer(),
-    amountPaid: p.integer(),
+    amountDue: p.bigint('number'),
+    amountPaid: p.bigint('number'),
     /** Payment attempts started for this invoice (charges keyed `<billingKey>:attempt:<n>`). */
     attemptCount: p.integer().default(0),
     lines: p.json<InvoiceLine[]>(),
     periodStart: p.datetime(),
     periodEnd: p.datetime(),
     chargeId: p.string().nullable(),
+    /** The succeeded payment transaction that paid it. */
+    transactionId: p.string().nullable(),
+    /** Refunded of amountPaid, through refunds of that payment. */
+    amountRefunded: p.bigint('number').default(0),
     accountId: p.string().index(),
     livemode: p.boolean(),
     createdAt: p.datetime(),

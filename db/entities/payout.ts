@@ -23,7 +23,7 @@ export const Payout = defineEntity({
     id: p.string().primary(),
     accountId: p.string(),
     livemode: p.boolean(),
-    amount: p.integer(),
+    amount: p.bigint('number'),
     currency: p.string().length(3),
     method: p.string().$type<PayoutMethod>(),
     status: p.string().$type<PayoutStatus>(),
@@ -35,6 +35,8 @@ export const Payout = defineEntity({
     paidAt: p.datetime().nullable(),
     /** Set by the maintenance workflow once it has seen, or started, this pending payout's payoutWorkflow. */
     workflowConfirmedAt: p.datetime().nullable(),
+    /** Its movement on the balance (`payout`, available → external). */
+    balanceTransactionId: p.string().nullable(),
   },
 });
 export type Payout = InferEntity<typeof Payout>;

@@ -9,7 +9,7 @@ export const Plan = defineEntity({
   properties: {
     id: p.string().primary(),
     name: p.string(),
-    amount: p.integer(),
+    amount: p.bigint('number'),
     currency: p.string().length(3),
     interval: p.string().$type<IntervalUnit>(),
     intervalCount: p.integer().default(1),

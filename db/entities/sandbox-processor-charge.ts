@@ -12,7 +12,7 @@ export const SandboxProcessorCharge = defineEntity({
   properties: {
     id: p.string().primary(),
     idempotencyKey: p.string().unique(),
-    amount: p.integer(),
+    amount: p.bigint('number'),
     currency: p.string().length(3),
     paymentMethod: p.string(),
     status: p.string().$type<'succeeded' | 'pending' | 'failed'>(),

@@ -8,7 +8,7 @@ export const SandboxProcessorRefund = defineEntity({
     id: p.string().primary(),
     idempotencyKey: p.string().unique(),
     chargeId: p.string().index(),
-    amount: p.integer(),
+    amount: p.bigint('number'),
     currency: p.string().length(3),
     status: p.string().$type<'succeeded' | 'failed'>(),
     failureCode: p.string().nullable(),

@@ -14,12 +14,16 @@ export type RiskLevel = (typeof riskLevels)[number];
 export const Transaction = defineEntity({
   name: 'Transaction',
   tableName: 'transactions',
-  indexes: [{ name: 'transactions_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" }],
+  indexes: [
+    { properties: ['invoiceId'] },
+    { properties: ['sourceTransactionId'] },
+    { name: 'transactions_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" },
+  ],
   properties: {
     id: p.string().primary(),
     accountId: p.string().index(),
     livemode: p.boolean(),
-    amount: p.integer(),
+    amount: p.bigint('number'),
     currency: p.string().length(3),
     type: p.string().$type<TransactionType>(),
     status: p.string().$type<TransactionStatus>(),
@@ -39,6 +43,18 @@ export const Transaction = defineEntity({
      * null: not checked yet (or never needed: most payments are final at once).
      */
     workflowConfirmedAt: p.datetime().nullable(),
+    /** A subscription charge: the invoice it paid (or tried to), its subscription and customer. */
+    invoiceId: p.string().nullable(),
+    subscriptionId: p.string().nullable(),
+    /** A pay-page charge: the payment request it paid (or tried to). */
+    paymentRequestId: p.string().nullable(),
+    customerId: p.string().nullable(),
+    /** The processor's id of the charge (sandbox `sbch_…`, Stripe `pi_…`); unique among payments. */
+    processorChargeId: p.string().nullable(),
+    /** A refund of a charge: the payment it gives money back from. */
+    sourceTransactionId: p.string().nullable(),
+    /** A payment: how much of it has been refunded (never more than `amount`). */
+    amountRefunded: p.bigint('number').default(0),
   },
 });
 export type Transaction = InferEntity<typeof Transaction>;

@@ -10,6 +10,7 @@ import { Migration20261122134500_payment_requests } from './Migration20261122134
 import { Migration20261122141000_subscription_lifecycle } from './Migration20261122141000_subscription_lifecycle.ts';
 import { Migration20261122134700_webhooks } from './Migration20261122134700_webhooks.ts';
 import { Migration20261122142417_maintenance } from './Migration20261122142417_maintenance.ts';
+import { Migration20261123100000_balances } from './Migration20261123100000_balances.ts';
 import { Migration20261123103000_processor } from './Migration20261123103000_processor.ts';
 import { Migration20261123110000_settings_per_mode } from './Migration20261123110000_settings_per_mode.ts';
 import { Migration20261123120000_idempotency_scope } from './Migration20261123120000_idempotency_scope.ts';
@@ -28,6 +29,7 @@ export const migrations = [
   { name: 'Migration20261122141000_subscription_lifecycle', class: Migration20261122141000_subscription_lifecycle },
   { name: 'Migration20261122134700_webhooks', class: Migration20261122134700_webhooks },
   { name: 'Migration20261122142417_maintenance', class: Migration20261122142417_maintenance },
+  { name: 'Migration20261123100000_balances', class: Migration20261123100000_balances },
   { name: 'Migration20261123103000_processor', class: Migration20261123103000_processor },
   { name: 'Migration20261123110000_settings_per_mode', class: Migration20261123110000_settings_per_mode },
   { name: 'Migration20261123120000_idempotency_scope', class: Migration20261123120000_idempotency_scope },
