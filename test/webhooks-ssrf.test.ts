@@ -131,7 +131,7 @@ describe('address rules', () => {
     expect(await outcome('http://169.254.169.254/x', false, allowed)).not.toBe('ok');
     expect(await outcome('https://hooks.internal/x', true, allowed, resolvesTo('10.1.2.3'))).not.toBe('ok');
 
-    const production = { NODE_ENV: 'production', AUTH_SECRET: 'x'.repeat(32), ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'Admin!2345' };
+    const production = { NODE_ENV: 'production', AUTH_SECRET: 'x'.repeat(32), ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'Admin!2345', ALLOW_SANDBOX_LIVE: 'true' };
     expect(loadConfig(production).webhookUrlPolicy).toEqual({ sandboxPrivateNetworks: false, allowedPrivateHosts: [] });
     expect(loadConfig({ ...production, WEBHOOK_ALLOWED_PRIVATE_HOSTS: ' hooks.internal, 10.0.0.0/8 ' }).webhookUrlPolicy).toEqual({
       sandboxPrivateNetworks: false,
