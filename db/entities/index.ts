@@ -64,7 +64,6 @@ export const entities = [
   LedgerEntry,
   AccountBalance,
   BalanceTransaction,
-  SandboxProcessorRefund,
   IdempotencyKey,
   SentEmail,
   Event,
