@@ -34,14 +34,21 @@ import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
 import { createDispatchWaker } from '../services/webhook-wake.ts';
 import { resolveProcessors } from '../services/processors/index.ts';
 import { processorWebhooksApp } from './routes/processor-webhooks.ts';
+import { cliApp } from './routes/cli.ts';
+import { streamsApp } from './routes/streams.ts';
+import { cliApprovePage } from './pages/cli-approve.ts';
+import { restrictCliKeys } from './auth/cli-scope.ts';
+import { RequestLogBuffer } from './request-log-buffer.ts';
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
 export function createApp(given: ApiDeps) {
   // Each mode's processor, once for every route (services/processors/index.ts).
   const deps = { ...given, processors: resolveProcessors(given, given.config.processors, () => given.orm.em.fork()) };
   const app = newOpenApiApp();
+  // The last requests of each account and mode, for GET /v1/logs/stream (billing logs tail).
+  const requestLogs = new RequestLogBuffer();
   app.use(requestId());
-  app.use(requestLogging(deps.logger));
+  app.use(requestLogging(deps.logger, requestLogs));
   app.use(secureHeaders({ contentSecurityPolicy: undefined }));
   app.use(
     bodyLimit({
@@ -51,6 +58,8 @@ export function createApp(given: ApiDeps) {
   );
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
+  // What a CLI key (x-cli-key) may not do, in one place.
+  app.use('/v1/*', restrictCliKeys());
   app.use('/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
   // After each write on an account with webhook endpoints: wake the event dispatcher (services/webhook-wake.ts).
   const wake = createDispatchWaker({
@@ -63,6 +72,7 @@ export function createApp(given: ApiDeps) {
   // SPEC.md's POST /api/v1/payment-requests: the same JSON bodies, credentials and Idempotency-Key as /v1.
   app.use('/api/v1/*', jsonBodies());
   app.use('/api/v1/*', authenticate(deps.orm, deps.config.auth));
+  app.use('/api/v1/*', restrictCliKeys());
   app.use('/api/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
   app.use('/api/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
@@ -74,6 +84,10 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/account', accountApp(deps));
   app.route('/v1/users', usersApp(deps));
   app.route('/v1/api_keys', apiKeysApp(deps));
+  // The CLI: device login, CLI keys, whoami; the event and request-log streams (before /v1/events/{id}).
+  app.route('/v1', cliApp(deps));
+  app.route('/v1', streamsApp(deps, requestLogs));
+  app.route('/cli', cliApprovePage(deps));
   app.route('/v1/customers', customersApp(deps));
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
@@ -104,6 +118,12 @@ export function createApp(given: ApiDeps) {
     type: 'http',
     scheme: 'bearer',
     description: 'An access token from POST /v1/auth/login, or an API key (sk_test_… / sk_live_…).',
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'cliKey', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-cli-key',
+    description: 'A CLI key (ck_test_… / ck_live_…) minted by `billing login`; restricted (docs/cli.md).',
   });
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

@@ -24,6 +24,8 @@ export const idPrefixes = {
   webhookEndpoint: 'we',
   webhookAttempt: 'wha',
   payout: 'po',
+  cliKey: 'ck',
+  cliDevice: 'dev',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;
