@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { Command, CommanderError, Option } from 'commander';
-import { endpointWants, signWebhook } from '../domain/webhooks.ts';
+import { signWebhook } from '../domain/webhooks.ts';
 import { request, readSse, type ClientOptions } from './client.ts';
 import { configPath, ensureWebhookSecret, keyFor, keyMode, readConfig, resolveApiBase, resolveMode, writeConfig, type CliConfig, type Mode } from './config.ts';
 import { CliError, exitCodes } from './exit-codes.ts';
@@ -243,7 +243,6 @@ async function listen(cmd: Command): Promise<void> {
   while (!controller.signal.aborted) {
     await readSse(client, '/v1/events/stream', events.length ? { types: events.join(',') } : {}, controller.signal, async ({ id, data }) => {
       const event = JSON.parse(data) as { id: string; type: string };
-      if (events.length && !endpointWants(events, event.type)) return;
       const timestamp = Math.floor(Date.now() / 1000);
       const headers = {
         'content-type': 'application/json',

@@ -143,7 +143,7 @@ describe('the billing CLI against the real engine', () => {
     const live = await engine.call('GET', `/v1/customers/${customer.id}`);
     expect(live.status).toBe(404);
     const human = await run(home, ['customers', 'list']);
-    expect(human.stdout).toContain(`${customer.id}  cli@example.com`);
+    expect(human.stdout).toContain(`${customer.id}  From the CLI  cli@example.com  ${customer.created_at}`);
   });
 
   it('exit codes: not found 4, usage 2, auth 3, help 0', async () => {
