@@ -88,7 +88,7 @@ describe('the billing CLI against the real engine', () => {
   let home: string;
 
   it('cli/operations.json is what the live OpenAPI document gives (npm run cli:generate)', async () => {
-    const doc = await (await fetch(`${base}/openapi.json`)).json();
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as Record<string, unknown>;
     const snapshot = JSON.parse(fs.readFileSync('cli/operations.json', 'utf8'));
     expect(snapshot).toEqual(deriveOperations(doc));
     expect(snapshot.map((op: { resource: string; action: string }) => `${op.resource} ${op.action}`)).toEqual(
