@@ -16,7 +16,7 @@ export const cliKeyDenied: { method: string; path: RegExp; liveOnly?: boolean; w
   { method: 'POST', path: /^\/v1\/cli_keys\/?$/, why: 'minting keys' },
   { method: '*', path: /^\/v1\/cli\/device\/approve$/, why: 'approving logins' },
   { method: '*', path: /^\/v1\/settings(\/|$)/, why: 'account settings' },
-  { method: '*', path: /^\/v1\/auth\/(sessions|logout)/, why: 'sessions' },
+  { method: '*', path: /^\/v1\/auth\/session(\/|$)/, why: 'sessions' },
   { method: '*', path: /^\/v1\/payouts(\/|$)/, liveOnly: true, why: 'live payouts' },
 ];
 
