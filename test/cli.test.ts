@@ -298,6 +298,90 @@ describe('the billing CLI against the real engine', () => {
     expect((await engine.call('GET', '/v1/customers', undefined, { authorization: '', 'x-cli-key': otherKey.secret })).status).toBe(401);
   });
 
+  it('the approve page: a form for the code, approved with an owner access token posted from the same origin', async () => {
+    const pending = await engine.call('POST', '/v1/cli/device', { name: 'page' }, { authorization: '' });
+    const code = pending.body.user_code as string;
+    const form = await engine.app.request(`/cli/approve?code=${code.toLowerCase()}`);
+    expect(form.status).toBe(200);
+    const page = await form.text();
+    expect(page).toContain(`value="${code}"`);
+    expect(page).toContain('name="access_token"');
+    const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      engine.app.request('/cli/approve', { method: 'POST', body: new URLSearchParams(fields), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+    expect((await post({ user_code: code, mode: 'test', access_token: 'not-a-token' })).status).toBe(401);
+    const member = await engine.call('POST', '/v1/users', { email: `member-${Date.now()}@example.com`, password: 'Member!pass1', role: 'member' });
+    expect(member.status).toBe(201);
+    const memberSession = await engine.login(member.body.email, 'Member!pass1');
+    expect((await post({ user_code: code, mode: 'test', access_token: memberSession.accessToken })).status).toBe(401);
+    expect((await post({ user_code: code, mode: 'test', access_token: engine.tenant.accessToken }, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' })).body.error).toBe('authorization_pending');
+    const approved = await post({ user_code: code, mode: 'test', access_token: engine.tenant.accessToken });
+    expect(approved.status).toBe(200);
+    expect(await approved.text()).toContain('CLI login approved');
+    const key = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    expect(key.status).toBe(200);
+    expect(key.body).toMatchObject({ type: 'cli', livemode: false, name: `${engine.tenant.email} on page`, secret: expect.stringMatching(/^ck_test_/) });
+    // A member may not approve through the API either.
+    const again = await engine.call('POST', '/v1/cli/device', {}, { authorization: '' });
+    expect((await engine.call('POST', '/v1/cli/device/approve', { user_code: again.body.user_code }, memberSession.headers)).status).toBe(403);
+  });
+
+  it('CLI keys: expired keys are refused, use is noted, sessions and settings are out of reach', async () => {
+    const minted = await engine.call('POST', '/v1/cli_keys', { name: 'box', mode: 'test' });
+    expect(minted.status).toBe(201);
+    const asCli = { authorization: '', 'x-cli-key': minted.body.secret };
+    expect((await engine.call('GET', '/v1/settings', undefined, asCli)).status).toBe(403);
+    expect((await engine.call('DELETE', '/v1/auth/session', undefined, asCli)).status).toBe(403);
+    expect((await engine.call('GET', '/v1/customers', undefined, { ...asCli, 'x-sandbox-mode': 'false' })).status).toBe(400);
+    expect((await engine.call('GET', '/v1/customers', undefined, { ...asCli, authorization: engine.tenant.headers.authorization! })).status).toBe(400);
+    expect((await engine.call('GET', '/v1/customers', undefined, asCli)).status).toBe(200);
+    const sql = engine.db.orm.em.fork().getConnection();
+    const [row] = await sql.execute(`select last_used_at, expires_at - created_at as lifetime from cli_keys where id = ?`, [minted.body.id]);
+    expect(row.last_used_at).not.toBeNull();
+    expect(new Date(minted.body.expires_at).getTime() - new Date(minted.body.created_at).getTime()).toBe(90 * 86_400_000);
+    await sql.execute(`update cli_keys set expires_at = now() - interval '1 second' where id = ?`, [minted.body.id]);
+    expect((await engine.call('GET', '/v1/customers', undefined, asCli)).status).toBe(401);
+  });
+
+  it('streams: the request log of another account or mode is not seen; at most 10 streams per account and mode', async () => {
+    const key = (await engine.call('POST', '/v1/cli_keys', { name: 'streams', mode: 'test' })).body.secret as string;
+    const controllers: AbortController[] = [];
+    const open = async (path: string, headers: Record<string, string>) => {
+      const controller = new AbortController();
+      controllers.push(controller);
+      return fetch(`${base}${path}`, { headers, signal: controller.signal });
+    };
+    try {
+      const logs = await open('/v1/logs/stream', { 'x-cli-key': key });
+      expect(logs.headers.get('content-type')).toContain('text/event-stream');
+      const reader = logs.body!.getReader();
+      let text = '';
+      const reading = (async () => {
+        for (;;) {
+          const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+          if (done) return;
+          text += new TextDecoder().decode(value);
+        }
+      })();
+      const other = await engine.signUp();
+      await engine.call('GET', '/v1/customers?limit=7', undefined, { ...other.headers, ...sandbox });
+      await engine.call('GET', '/v1/customers?limit=8', undefined);
+      await engine.call('GET', '/v1/customers?limit=9', undefined, sandbox);
+      await until('the own request', () => text.includes('"path":"/v1/customers"'));
+      expect(text.match(/event: request/g)).toHaveLength(1);
+      expect(text).toContain('"source":"session"');
+      for (let i = 0; i < 9; i++) expect((await open('/v1/events/stream', { 'x-cli-key': key })).status).toBe(200);
+      const eleventh = await open('/v1/events/stream', { 'x-cli-key': key });
+      expect(eleventh.status).toBe(200);
+      const refused = await open('/v1/events/stream', { 'x-cli-key': key });
+      expect(refused.status).toBe(429);
+      expect((await open('/v1/events/stream?types=nothing.real', { 'x-cli-key': key })).status).toBe(400);
+      void reading;
+    } finally {
+      for (const c of controllers) c.abort();
+    }
+  });
+
   it('interactive login in a terminal (tmux): the code on screen, approved, "Logged in"', async () => {
     const tmuxHome = newHome();
     const session = `billing-cli-${process.pid}`;
