@@ -313,6 +313,15 @@ async function trigger(event: string, cmd: Command): Promise<void> {
   const ctx = context(cmd);
   if (ctx.mode !== 'test') usage('trigger creates objects in the sandbox only: use --env test.');
   const client = authed(ctx);
+  const spin = spinner(`Triggering ${event}…`);
+  try {
+    await runTrigger(ctx, client, event);
+  } finally {
+    spin.stop();
+  }
+}
+
+async function runTrigger(ctx: Context, client: ClientOptions & { accountId: string }, event: string): Promise<void> {
   const stamp = Date.now().toString(36);
   const created: Record<string, string> = {};
   const customer = async (paymentMethod?: string) => {
