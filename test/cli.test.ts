@@ -7,7 +7,10 @@ import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ulid } from 'ulidx';
+import { createApp } from '../api/app.ts';
 import { deriveOperations } from '../cli/operations.ts';
+import { createLogger } from '../logger.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 const cliEntry = path.resolve('cli/index.ts');
@@ -379,6 +382,45 @@ describe('the billing CLI against the real engine', () => {
       void reading;
     } finally {
       for (const c of controllers) c.abort();
+    }
+  });
+
+  it('the event stream sends an event committed late by another process once, and heartbeats while idle', async () => {
+    const key = (await engine.call('POST', '/v1/cli_keys', { name: 'late', mode: 'test' })).body.secret as string;
+    // The same engine, with a 100 ms heartbeat.
+    const app = createApp({ orm: engine.db.orm, temporal: engine.env.client, config: engine.config, logger: createLogger('silent'), sseHeartbeatMs: 100 });
+    const controller = new AbortController();
+    const response = await app.request('/v1/events/stream', { headers: { 'x-cli-key': key }, signal: controller.signal });
+    const reader = response.body!.getReader();
+    let text = '';
+    const reading = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done) return;
+        text += new TextDecoder().decode(value);
+      }
+    })();
+    try {
+      await until('a heartbeat', () => text.includes(': heartbeat'));
+      const created = await engine.call('POST', '/v1/customers', { email: 'late@example.com' }, sandbox);
+      const [first] = (await engine.call('GET', '/v1/events?type=customer.created&limit=1', undefined, sandbox)).body.data;
+      expect(first.data.object.id).toBe(created.body.id);
+      await until('the first event', () => text.includes(`id: ${first.id}`));
+      // Stamped a second before the one sent, committed now (as a worker's event can be).
+      const lateId = `evt_${ulid(Date.parse(first.created_at) - 1000).toLowerCase()}`;
+      expect(lateId < first.id).toBe(true);
+      await engine.db.orm.em.getConnection().execute(
+        `insert into events (id, account_id, livemode, type, transaction_id, data, created_at) values (?, ?, false, 'customer.updated', null, ?, now())`,
+        [lateId, engine.tenant.accountId, JSON.stringify({ object: { ...created.body, name: 'Late' } })],
+      );
+      await until('the late event', () => text.includes(`id: ${lateId}`));
+      await new Promise((r) => setTimeout(r, 600));
+      expect(text.split(`id: ${lateId}`)).toHaveLength(2);
+      expect(text.split(`id: ${first.id}`)).toHaveLength(2);
+    } finally {
+      controller.abort();
+      await reader.cancel().catch(() => undefined);
+      await reading;
     }
   });
 

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
+import { decodeTime, encodeTime } from 'ulidx';
 import { Event } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
@@ -10,7 +11,12 @@ import { newOpenApiApp } from '../openapi-app.ts';
 import type { RequestLogBuffer, RequestLogLine } from '../request-log-buffer.ts';
 
 export const streamPollMs = 250;
-export const heartbeatMs = 15_000;
+export const defaultHeartbeatMs = 15_000;
+/**
+ * How far back each poll looks again: an event another process stamped a moment
+ * before the last one sent, but committed after it, is still sent (once).
+ */
+export const lateEventWindowMs = 5_000;
 /** Open streams per account and mode, per API process. */
 const maxStreamsPerTenant = 10;
 
@@ -38,7 +44,8 @@ const sseDoc = (path: string, summary: string, description: string, query: z.Zod
  * GET /v1/events/stream and GET /v1/logs/stream: server-sent events for `billing listen`
  * and `billing logs tail`, in the caller's account and mode only.
  */
-export function streamsApp({ orm }: ApiDeps, logs: RequestLogBuffer) {
+export function streamsApp({ orm, sseHeartbeatMs }: ApiDeps, logs: RequestLogBuffer) {
+  const heartbeatMs = sseHeartbeatMs ?? defaultHeartbeatMs;
   const open = new Map<string, number>();
   const claim = (key: string) => {
     const n = open.get(key) ?? 0;
@@ -57,7 +64,7 @@ export function streamsApp({ orm }: ApiDeps, logs: RequestLogBuffer) {
       '/events/stream',
       'Stream events as they are recorded (server-sent events)',
       'Each event of the caller\'s account and mode recorded after the stream opened is sent as `event: <type>`, `id: <event id>`, ' +
-        '`data: <the event as GET /v1/events/{id} returns it>`. `types` filters (comma-separated types or families such as `invoice.*`). ' +
+        '`data: <the event as GET /v1/events/{id} returns it>`, each once, also when another process commits it up to 5 s late. `types` filters (comma-separated types or families such as `invoice.*`). ' +
         'A comment line (`: heartbeat`) every 15 s. Used by `billing listen`.',
       z.object({ types: z.string().optional() }),
     ),
@@ -78,26 +85,40 @@ export function streamsApp({ orm }: ApiDeps, logs: RequestLogBuffer) {
     const matches = typeMatcher(c.req.query('types'));
     const release = claim(`${accountId}|${livemode}`);
     const [latest] = await orm.em.fork().find(Event, { accountId, livemode }, { orderBy: { id: 'desc' }, limit: 1, fields: ['id'] });
-    let lastId = latest?.id ?? '';
+    // Events up to the latest one at connection time are not sent.
+    const floor = latest?.id ?? '';
     return streamSSE(c, async (stream) => {
       let closed = false;
       stream.onAbort(() => {
         closed = true;
       });
+      /** Ids sent within the window, with their time. */
+      const sent = new Map<string, number>();
+      let newest = floor ? decodeTime(floor.slice(floor.indexOf('_') + 1).toUpperCase()) : Date.now();
       try {
         await stream.write(': connected\n\n');
         let lastBeat = Date.now();
         while (!closed) {
-          const batch = await orm.em.fork().find(Event, { accountId, livemode, id: { $gt: lastId } }, { orderBy: { id: 'asc' }, limit: 100 });
-          for (const event of batch) {
-            lastId = event.id;
-            if (matches(event.type)) await stream.writeSSE({ event: event.type, id: event.id, data: JSON.stringify(serializeEvent(event)) });
+          const windowStart = `evt_${encodeTime(Math.max(newest - lateEventWindowMs, 0), 10).toLowerCase()}`;
+          let cursor = windowStart > floor ? windowStart : floor;
+          for (;;) {
+            const batch = await orm.em.fork().find(Event, { accountId, livemode, id: { $gt: cursor } }, { orderBy: { id: 'asc' }, limit: 100 });
+            for (const event of batch) {
+              cursor = event.id;
+              if (sent.has(event.id)) continue;
+              const time = decodeTime(event.id.slice(event.id.indexOf('_') + 1).toUpperCase());
+              sent.set(event.id, time);
+              newest = Math.max(newest, time);
+              if (matches(event.type)) await stream.writeSSE({ event: event.type, id: event.id, data: JSON.stringify(serializeEvent(event)) });
+            }
+            if (batch.length < 100 || closed) break;
           }
+          for (const [id, time] of sent) if (time < newest - 2 * lateEventWindowMs) sent.delete(id);
           if (Date.now() - lastBeat >= heartbeatMs) {
             await stream.write(': heartbeat\n\n');
             lastBeat = Date.now();
           }
-          if (batch.length < 100) await stream.sleep(streamPollMs);
+          await stream.sleep(Math.min(streamPollMs, heartbeatMs));
         }
       } finally {
         release();
