@@ -127,7 +127,7 @@ export function createApp(given: ApiDeps) {
   });
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
-    security: [{ bearer: [] }],
+    security: [{ bearer: [] }, { cliKey: [] }],
     info: {
       title: 'Billing engine API',
       version: '1',

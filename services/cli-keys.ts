@@ -9,23 +9,13 @@ import { createHash, randomBytes, randomInt } from 'node:crypto';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
+import type { CliKeyRow } from '../objects/cli-key.ts';
+
+export { serializeCliKey, type CliKeyRow } from '../objects/cli-key.ts';
 
 export const cliKeyLifetimeDays = 90;
 export const deviceCodeTtlSeconds = 600;
 export const devicePollIntervalSeconds = 2;
-
-export interface CliKeyRow {
-  id: string;
-  account_id: string;
-  user_id: string;
-  livemode: boolean;
-  name: string;
-  last4: string;
-  created_at: Date;
-  expires_at: Date;
-  last_used_at: Date | null;
-  revoked_at: Date | null;
-}
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
@@ -35,21 +25,6 @@ export function isCliKeySecret(value: string): boolean {
 
 export function hashCliKey(secret: string): string {
   return sha256(secret);
-}
-
-export function serializeCliKey(row: CliKeyRow) {
-  return {
-    id: row.id,
-    object: 'api_key' as const,
-    type: 'cli' as const,
-    name: row.name,
-    livemode: row.livemode,
-    redacted_secret: `${row.livemode ? 'ck_live_' : 'ck_test_'}…${row.last4}`,
-    user_id: row.user_id,
-    created_at: new Date(row.created_at).toISOString(),
-    expires_at: new Date(row.expires_at).toISOString(),
-    last_used_at: row.last_used_at ? new Date(row.last_used_at).toISOString() : null,
-  };
 }
 
 /** Mints a key; the secret is returned here only. */

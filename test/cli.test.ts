@@ -81,8 +81,7 @@ describe('the billing CLI against the real engine', () => {
   /** A home logged in with the device flow, approved through the API by the owner (test mode). */
   async function deviceLogin(home: string): Promise<Run> {
     const login = start(home, ['login', '--name', 'ci-laptop']);
-    const code = await until('the login code', () => /login code is ([A-Z]{4}-[A-Z]{4})/.exec(login.err())?.[1]);
-    expect(login.err()).toContain(`/cli/approve?code=${code}`);
+    const code = await until('the login code and link', () => /login code is ([A-Z]{4}-[A-Z]{4})\nOpen \S+\/cli\/approve\?code=\1 /.exec(login.err())?.[1]);
     const approved = await engine.call('POST', '/v1/cli/device/approve', { user_code: code, livemode: false });
     expect(approved.status).toBe(200);
     return login.done;
@@ -216,7 +215,7 @@ describe('the billing CLI against the real engine', () => {
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
     const listen = start(home, ['listen', '--forward-to', url, '--events', 'customer.*']);
     try {
-      await until('listen to be ready', () => listen.err().includes('Ready!'));
+      await until('listen to be ready', () => listen.err().includes('^C to quit'));
       const secret = configOf(home).webhook_secret as string;
       expect(secret).toMatch(/^whsec_/);
       expect(listen.err()).toContain(secret);
@@ -245,7 +244,7 @@ describe('the billing CLI against the real engine', () => {
     // The secret is stable across runs.
     const before = configOf(home).webhook_secret;
     const again = start(home, ['listen', '--forward-to', url]);
-    await until('listen to be ready again', () => again.err().includes('Ready!'));
+    await until('listen to be ready again', () => again.err().includes('^C to quit'));
     again.kill('SIGINT');
     await again.done;
     expect(configOf(home).webhook_secret).toBe(before);

@@ -4,6 +4,7 @@ import { accountScope, principalOf, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
+import { CliKeySchema } from '../../objects/cli-key.ts';
 import {
   approveDeviceLogin,
   collectDeviceLogin,
@@ -16,21 +17,6 @@ import {
   startDeviceLogin,
 } from '../../services/cli-keys.ts';
 
-const CliKeySchema = z
-  .object({
-    id: z.string(),
-    object: z.literal('api_key'),
-    type: z.literal('cli'),
-    name: z.string(),
-    livemode: z.boolean(),
-    redacted_secret: z.string(),
-    user_id: z.string(),
-    created_at: z.string(),
-    expires_at: z.string(),
-    last_used_at: z.string().nullable(),
-    secret: z.string().optional().openapi({ description: 'Only in the response that mints the key' }),
-  })
-  .openapi('CliKey');
 
 const DeviceBody = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict();
 const ApproveBody = z.object({ user_code: z.string().max(20), livemode: z.boolean().optional() }).strict();
