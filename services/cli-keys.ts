@@ -80,6 +80,8 @@ export function normalizeUserCode(input: string): string | null {
 export async function startDeviceLogin(orm: MikroORM, deviceName: string): Promise<{ deviceCode: string; userCode: string }> {
   const deviceCode = `dc_${randomBytes(32).toString('base64url')}`;
   const userCode = newUserCode();
+  // Codes a day past their expiry are of no use to anyone: each new login sweeps them.
+  await orm.em.getConnection().execute(`delete from cli_device_codes where expires_at < now() - interval '1 day'`);
   await orm.em.getConnection().execute(
     `insert into cli_device_codes (id, device_code_hash, user_code, device_name, created_at, expires_at)
      values (?, ?, ?, ?, now(), now() + interval '${deviceCodeTtlSeconds} seconds')`,

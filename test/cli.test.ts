@@ -99,8 +99,11 @@ describe('the billing CLI against the real engine', () => {
   });
 
   it('device login: pending until the owner approves, then one CLI key stored with mode 0600', async () => {
+    const sql = engine.db.orm.em.getConnection();
+    await sql.execute(`insert into cli_device_codes (id, device_code_hash, user_code, device_name, created_at, expires_at) values ('dev_stale', 'stale', 'BBBB-BBBB', 'old', now() - interval '3 days', now() - interval '2 days')`);
     const pending = await engine.call('POST', '/v1/cli/device', { name: 'probe' }, { authorization: '' });
     expect(pending.status).toBe(201);
+    expect(await sql.execute(`select id from cli_device_codes where id = 'dev_stale'`)).toEqual([]);
     expect(pending.body).toMatchObject({ user_code: expect.stringMatching(/^[A-Z]{4}-[A-Z]{4}$/), expires_in: 600, interval: 2 });
     const poll = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
     expect(poll).toMatchObject({ status: 400, body: { error: 'authorization_pending' } });
@@ -263,6 +266,25 @@ describe('the billing CLI against the real engine', () => {
     const paid = await engine.call('GET', '/v1/events?type=payment.succeeded', undefined, sandbox);
     expect(paid.body.data.some((e: { transaction_id: string | null; data: { object: { id: string } } }) => e.transaction_id === txn || e.data.object.id === txn)).toBe(true);
     expect((await run(home, ['trigger', 'nothing.happened'])).code).toBe(2);
+    const live = await run(home, ['trigger', 'customer.created', '--env', 'live']);
+    expect(live.code).toBe(2);
+    expect(live.stderr).toContain('sandbox only');
+  });
+
+  it('trigger invoice.paid: a subscription whose first invoice is paid by the worker', async () => {
+    await engine.startWorker();
+    try {
+      const result = await run(home, ['trigger', 'invoice.paid', '--json']);
+      expect(result.code).toBe(0);
+      const { created } = JSON.parse(result.stdout);
+      expect(created).toMatchObject({ customer: expect.stringMatching(/^cus_/), plan: expect.stringMatching(/^plan_/), subscription: expect.stringMatching(/^sub_/), invoice: expect.stringMatching(/^inv_/) });
+      const paid = await engine.call('GET', '/v1/events?type=invoice.paid', undefined, sandbox);
+      expect(paid.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(created.invoice);
+      const subs = await engine.call('GET', '/v1/events?type=subscription.created', undefined, sandbox);
+      expect(subs.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(created.subscription);
+    } finally {
+      await engine.stopWorker();
+    }
   });
 
   it('logs tail streams the account\'s requests with their source, filtered', async () => {
