@@ -35,6 +35,11 @@ import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
 import { createDispatchWaker } from '../services/webhook-wake.ts';
 import { resolveProcessors } from '../services/processors/index.ts';
 import { processorWebhooksApp } from './routes/processor-webhooks.ts';
+import { cliApp } from './routes/cli.ts';
+import { streamsApp } from './routes/streams.ts';
+import { cliApprovePage } from './pages/cli-approve.ts';
+import { restrictCliKeys } from './auth/cli-scope.ts';
+import { RequestLogBuffer } from './request-log-buffer.ts';
 
 /** POST paths whose answers carry a secret: login, refresh, API key creation, webhook endpoint creation and secret rotation. */
 const secretBearingPaths = [/^\/v1\/auth\/(login|refresh)\/?$/, /^\/v1\/api_keys\/?$/, /^\/v1\/webhooks\/?$/, /^\/v1\/webhooks\/[^/]+\/rotate_secret\/?$/];
@@ -53,8 +58,10 @@ export function createApp(given: ApiDeps) {
   // Each mode's processor, once for every route (services/processors/index.ts).
   const deps = { ...given, processors: resolveProcessors(given, given.config.processors, () => given.orm.em.fork()) };
   const app = newOpenApiApp();
+  // The last requests of each account and mode, for GET /v1/logs/stream (billing logs tail).
+  const requestLogs = new RequestLogBuffer();
   app.use(requestId());
-  app.use(requestLogging(deps.logger));
+  app.use(requestLogging(deps.logger, requestLogs));
   app.use(urlGuard());
   app.use(secureHeaders({ contentSecurityPolicy: undefined }));
   app.use(
@@ -70,6 +77,8 @@ export function createApp(given: ApiDeps) {
   });
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
+  // What a CLI key (x-cli-key) may not do, in one place.
+  app.use('/v1/*', restrictCliKeys());
   app.use('/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
   // After each write on an account with webhook endpoints: wake the event dispatcher (services/webhook-wake.ts).
   const wake = createDispatchWaker({
@@ -82,6 +91,7 @@ export function createApp(given: ApiDeps) {
   // SPEC.md's POST /api/v1/payment-requests: the same JSON bodies, credentials and Idempotency-Key as /v1.
   app.use('/api/v1/*', jsonBodies());
   app.use('/api/v1/*', authenticate(deps.orm, deps.config.auth));
+  app.use('/api/v1/*', restrictCliKeys());
   app.use('/api/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
   app.use('/api/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
@@ -93,6 +103,10 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/account', accountApp(deps));
   app.route('/v1/users', usersApp(deps));
   app.route('/v1/api_keys', apiKeysApp(deps));
+  // The CLI: device login, CLI keys, whoami; the event and request-log streams (before /v1/events/{id}).
+  app.route('/v1', cliApp(deps));
+  app.route('/v1', streamsApp(deps, requestLogs));
+  app.route('/cli', cliApprovePage(deps));
   app.route('/v1/customers', customersApp(deps));
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
@@ -145,8 +159,20 @@ export function createApp(given: ApiDeps) {
     schema: { type: 'string', maxLength: 255 },
     description: 'Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours).',
   });
-  // A bearer credential, with the optional mode and account headers alongside.
-  const security: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], sandboxMode: [] }, { bearer: [], accountId: [] }, { bearer: [], sandboxMode: [], accountId: [] }];
+  app.openAPIRegistry.registerComponent('securitySchemes', 'cliKey', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-cli-key',
+    description: 'A CLI key (ck_test_… / ck_live_…) minted by `billing login`; restricted (docs/cli.md).',
+  });
+  // A bearer credential, with the optional mode and account headers alongside; or a CLI key.
+  const security: Record<string, string[]>[] = [
+    { bearer: [] },
+    { bearer: [], sandboxMode: [] },
+    { bearer: [], accountId: [] },
+    { bearer: [], sandboxMode: [], accountId: [] },
+    { cliKey: [] },
+  ];
   const openApiConfig = {
     openapi: '3.1.0',
     security,

@@ -13,6 +13,8 @@ export interface ApiDeps {
   logger: Logger;
   /** Each mode's processor, built once by the entry point (services/processors/index.ts); from `config.processors` when unset. */
   processors?: Processors;
+  /** Heartbeat period of the server-sent-event streams (GET /v1/events/stream, /v1/logs/stream); 15 s when unset. */
+  sseHeartbeatMs?: number;
   /** One processor for both modes, over `processors` (tests). */
   processor?: PaymentProcessor;
 }

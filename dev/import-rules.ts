@@ -8,6 +8,7 @@
  *   objects → domain, db
  *   workflows → domain, workflows; `import type` of activities and services only
  *   domain → domain;  db → db, domain (db/migrate.ts also reads config.ts)
+ *   cli → domain, objects (a client of the HTTP API only)
  *
  * Route files (api/routes/) do not import each other. Nothing but entry points
  * (dev/, bench/, test/, sdk/) imports api/. Type-only imports count for the
@@ -30,6 +31,8 @@ const allowed: Record<string, string[]> = {
   objects: ['domain', 'db'],
   workflows: ['domain'],
   domain: [],
+  // The CLI is a client of the public HTTP API: pure helpers and object types only.
+  cli: ['domain', 'objects'],
   db: ['domain', 'config.ts', 'logger.ts'],
   'worker.ts': ['activities', 'services', 'workflows', 'domain', 'db', 'config.ts', 'logger.ts'],
 };

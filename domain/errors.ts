@@ -38,6 +38,9 @@ export const errorStatus = {
   invalid_signature: 400,
   // ours: the account was closed (a subscription created while it closed; a charge of a closed account)
   account_closed: 409,
+  // ours: the CLI device login (POST /v1/cli/token): not approved yet; the device code expired or was used
+  authorization_pending: 400,
+  expired_token: 400,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

@@ -25,6 +25,8 @@ export const idPrefixes = {
   webhookAttempt: 'wha',
   payout: 'po',
   balanceTransaction: 'btxn',
+  cliKey: 'ck',
+  cliDevice: 'dev',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -9,11 +9,14 @@ export const ApiKeySchema = z
   .object({
     id: z.string(),
     object: z.literal('api_key'),
+    type: z.enum(['secret', 'cli']).openapi({ description: '`secret` (sk_…, x-api-key or Bearer) or `cli` (ck_…, x-cli-key, see docs/cli.md)' }),
     name: z.string().nullable(),
     livemode: z.boolean(),
     redacted_secret: z.string(),
     created_at: timestamp,
     last_used_at: timestamp.nullable(),
+    user_id: z.string().optional().openapi({ description: 'CLI keys: the user who logged in' }),
+    expires_at: timestamp.optional().openapi({ description: 'CLI keys: 90 days after minting' }),
     secret: z.string().optional().openapi({ description: 'Only in the response that creates the key' }),
   })
   .openapi('ApiKey');
@@ -22,6 +25,7 @@ export function serializeApiKey(key: ApiKey) {
   return {
     id: key.id,
     object: 'api_key' as const,
+    type: 'secret' as const,
     name: key.name ?? null,
     livemode: key.livemode,
     redacted_secret: `${key.livemode ? 'sk_live_' : 'sk_test_'}…${key.last4}`,

@@ -380,6 +380,7 @@ describe('identity and access', () => {
       expect(issued.body).toEqual({
         id: expect.stringMatching(/^key_/),
         object: 'api_key',
+        type: 'secret',
         name: 'server',
         livemode: false,
         redacted_secret: expect.stringMatching(/^sk_test_….{4}$/),

@@ -5,11 +5,14 @@ import type { AuthConfig } from '../../config.ts';
 import type { UserRole } from '../../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
 import { checkAccessToken, secretKey, sha256 } from './tokens.ts';
+import { hashCliKey } from '../../services/cli-keys.ts';
 
 /** Who is calling. Set by `authenticate` on every request that carries credentials. */
 export type Principal =
   | { kind: 'user'; userId: string; role: UserRole; accountId: string | null; sessionId: string; livemode: boolean }
-  | { kind: 'api_key'; apiKeyId: string; accountId: string; livemode: boolean };
+  | { kind: 'api_key'; apiKeyId: string; accountId: string; livemode: boolean }
+  /** A CLI key (x-cli-key): acts like an API key of its mode, restricted by api/auth/cli-scope.ts. */
+  | { kind: 'cli_key'; cliKeyId: string; userId: string; accountId: string; livemode: boolean };
 
 /** The caller's account as the authentication query read it (null for an admin). */
 export type CallerAccountRow = AccountRow;
@@ -96,6 +99,27 @@ function credentialOf(header: string): string {
 export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler {
   const key = secretKey(auth.secret);
   return async (c, next) => {
+    const cliKey = c.req.header('x-cli-key');
+    if (cliKey !== undefined && !credentialFreePaths.has(c.req.path)) {
+      if (c.req.header('authorization')) throw new ApiError('invalid_request', 'Send either x-cli-key or Authorization, not both.');
+      if (!/^ck_(test|live)_/.test(cliKey)) throw new ApiError('unauthorized', 'x-cli-key must be a CLI key (ck_test_… or ck_live_…).');
+      const sandboxHeader = c.req.header('x-sandbox-mode');
+      // One statement checks the key (not revoked, not expired, its user active, its account open) and notes its use.
+      const [row] = await orm.em.getConnection().execute<({ id: string; account_id: string; user_id: string; livemode: boolean } & AccountColumns)[]>(
+        `update cli_keys k set last_used_at = now() from users u, accounts a
+          where k.secret_hash = ? and k.revoked_at is null and k.expires_at > now()
+            and u.id = k.user_id and u.status = 'active' and a.id = k.account_id and a.status <> 'closed'
+        returning k.id, k.account_id, k.user_id, k.livemode, ${accountColumns}`,
+        [hashCliKey(cliKey)],
+      );
+      if (!row) throw new ApiError('unauthorized', 'Invalid, expired or revoked CLI key; run `billing login`.');
+      if (sandboxHeader !== undefined && (sandboxHeader === 'true') === row.livemode) {
+        throw new ApiError('invalid_request', `A ${row.livemode ? 'live' : 'test'} key cannot ${row.livemode ? 'use' : 'leave'} sandbox mode.`);
+      }
+      c.set('principal', { kind: 'cli_key', cliKeyId: row.id, userId: row.user_id, accountId: row.account_id, livemode: row.livemode });
+      c.set('callerAccount', callerAccount(row));
+      return next();
+    }
     const header = c.req.header('authorization');
     if (!header || credentialFreePaths.has(c.req.path)) {
       c.set('principal', undefined);
@@ -153,14 +177,15 @@ export function principalOf(c: Context): Principal {
 export type Actor = 'admin' | 'owner' | 'member' | 'api_key';
 
 export function actorOf(principal: Principal): Actor {
-  return principal.kind === 'api_key' ? 'api_key' : principal.role;
+  // A CLI key acts as an API key of its account and mode (and is further restricted by cli-scope.ts).
+  return principal.kind === 'user' ? principal.role : 'api_key';
 }
 
 /** Refuses callers outside `allowed` with the code the endpoint's spec names (forbidden or unauthorized). */
 export function requireActor(c: Context, allowed: Actor[], code: ErrorCode = 'forbidden'): Principal {
   const principal = principalOf(c);
   if (!allowed.includes(actorOf(principal))) {
-    throw new ApiError(code, principal.kind === 'api_key' ? 'API keys cannot call this endpoint.' : `The ${actorOf(principal)} role may not do this.`);
+    throw new ApiError(code, principal.kind !== 'user' ? 'API keys cannot call this endpoint.' : `The ${actorOf(principal)} role may not do this.`);
   }
   return principal;
 }

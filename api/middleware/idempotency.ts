@@ -60,6 +60,7 @@ function scopeOf(c: Context, trustProxy: boolean): string {
   }
   const account = principal.accountId ?? c.req.header('x-account-id') ?? '-';
   const mode = principal.livemode ? 'live' : 'test';
+  if (principal.kind === 'cli_key') return `cli:${principal.cliKeyId}|${account}|${mode}`;
   return principal.kind === 'api_key' ? `key:${principal.apiKeyId}|${account}|${mode}` : `user:${principal.userId}:${principal.role}|${account}|${mode}`;
 }
 

@@ -8,6 +8,7 @@ import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 import { ApiKeySchema, serializeApiKey } from '../../objects/api-key.ts';
+import { listCliKeys, revokeCliKey, serializeCliKey } from '../../services/cli-keys.ts';
 
 const CreateKeyBody = z.object({ name: z.string().trim().min(1).max(100).optional(), mode: z.enum(['test', 'live']).optional() }).strict();
 
@@ -32,6 +33,7 @@ const listKeys = createRoute({
   path: '/',
   tags: ['API keys'],
   summary: 'List API keys, masked (owner)',
+  description: 'Secret keys (`type: "secret"`) then CLI keys (`type: "cli"`, minted by `billing login`, docs/cli.md).',
   responses: {
     200: { description: 'Keys', content: { 'application/json': { schema: z.object({ object: z.literal('list'), data: z.array(ApiKeySchema) }) } } },
     ...errorResponses(401, 403),
@@ -41,7 +43,7 @@ const revokeKey = createRoute({
   method: 'delete',
   path: '/{id}',
   tags: ['API keys'],
-  summary: 'Revoke an API key (owner)',
+  summary: 'Revoke an API key or a CLI key (ck_…) (owner)',
   request: { params: idParam('key') },
   responses: {
     200: { description: 'Revoked', content: { 'application/json': { schema: z.object({ id: z.string(), object: z.literal('api_key'), revoked: z.literal(true) }) } } },
@@ -76,12 +78,17 @@ export function apiKeysApp({ orm }: ApiDeps) {
       requireActor(c, ['admin', 'owner'], 'forbidden');
       const { accountId } = await accountScope(c, orm);
       const keys = await orm.em.fork().find(ApiKey, { accountId, revokedAt: null }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-      return c.json({ object: 'list' as const, data: keys.map(serializeApiKey) }, 200);
+      const cliKeys = await listCliKeys(orm, accountId);
+      return c.json({ object: 'list' as const, data: [...keys.map(serializeApiKey), ...cliKeys.map(serializeCliKey)] }, 200);
     })
     .openapi(revokeKey, async (c) => {
       requireActor(c, ['admin', 'owner'], 'forbidden');
       const { accountId } = await accountScope(c, orm);
       const id = c.req.valid('param').id;
+      if (id.startsWith('ck_')) {
+        if (!(await revokeCliKey(orm, accountId, id))) throw new ApiError('not_found', 'No such API key.');
+        return c.json({ id, object: 'api_key' as const, revoked: true as const }, 200);
+      }
       const revoked = await orm.em.fork().nativeUpdate(ApiKey, { id, accountId, revokedAt: null }, { revokedAt: new Date() });
       if (revoked === 0) throw new ApiError('not_found', 'No such API key.');
       return c.json({ id, object: 'api_key' as const, revoked: true as const }, 200);

@@ -1,0 +1,466 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { serve, type ServerType } from '@hono/node-server';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ulid } from 'ulidx';
+import { createApp } from '../api/app.ts';
+import { deriveOperations } from '../cli/operations.ts';
+import { createLogger } from '../logger.ts';
+import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+
+const cliEntry = path.resolve('cli/index.ts');
+const sandbox = { 'x-sandbox-mode': 'true' };
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+describe('the billing CLI against the real engine', () => {
+  let engine: TestEngine;
+  let server: ServerType;
+  let base: string;
+  const homes: string[] = [];
+
+  beforeAll(async () => {
+    engine = await startTestEngine({ startWorker: false });
+    await new Promise<void>((resolve) => {
+      server = serve({ fetch: engine.app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
+        base = `http://127.0.0.1:${info.port}`;
+        resolve();
+      });
+    });
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+    await engine?.close();
+    for (const home of homes) fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  function newHome(): string {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-cli-'));
+    homes.push(home);
+    return home;
+  }
+
+  const childEnv = (home: string, extra: Record<string, string> = {}) => {
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), BILLING_API_BASE: base, ...extra };
+    return env;
+  };
+
+  function start(home: string, args: string[], extra: Record<string, string> = {}): ChildProcess & { out: () => string; err: () => string; done: Promise<Run> } {
+    const child = spawn(process.execPath, [cliEntry, ...args], { env: childEnv(home, extra), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    const done = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+    return Object.assign(child, { out: () => stdout, err: () => stderr, done });
+  }
+
+  const run = (home: string, args: string[], extra: Record<string, string> = {}) => start(home, args, extra).done;
+
+  async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  const configOf = (home: string) => JSON.parse(fs.readFileSync(path.join(home, 'config', 'billing', 'config.json'), 'utf8'));
+
+  /** A home logged in with the device flow, approved through the API by the owner (test mode). */
+  async function deviceLogin(home: string): Promise<Run> {
+    const login = start(home, ['login', '--name', 'ci-laptop']);
+    const code = await until('the login code and link', () => /login code is ([A-Z]{4}-[A-Z]{4})\nOpen \S+\/cli\/approve\?code=\1 /.exec(login.err())?.[1]);
+    const approved = await engine.call('POST', '/v1/cli/device/approve', { user_code: code, livemode: false });
+    expect(approved.status).toBe(200);
+    return login.done;
+  }
+
+  let home: string;
+
+  it('cli/operations.json is what the live OpenAPI document gives (npm run cli:generate)', async () => {
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as Record<string, unknown>;
+    const snapshot = JSON.parse(fs.readFileSync('cli/operations.json', 'utf8'));
+    expect(snapshot).toEqual(deriveOperations(doc));
+    expect(snapshot.map((op: { resource: string; action: string }) => `${op.resource} ${op.action}`)).toEqual(
+      expect.arrayContaining(['customers list', 'customers get', 'customers create', 'subscriptions cancel', 'invoices void', 'transactions delete', 'events list']),
+    );
+  });
+
+  it('device login: pending until the owner approves, then one CLI key stored with mode 0600', async () => {
+    const sql = engine.db.orm.em.getConnection();
+    await sql.execute(`insert into cli_device_codes (id, device_code_hash, user_code, device_name, created_at, expires_at) values ('dev_stale', 'stale', 'BBBB-BBBB', 'old', now() - interval '3 days', now() - interval '2 days')`);
+    const pending = await engine.call('POST', '/v1/cli/device', { name: 'probe' }, { authorization: '' });
+    expect(pending.status).toBe(201);
+    expect(await sql.execute(`select id from cli_device_codes where id = 'dev_stale'`)).toEqual([]);
+    expect(pending.body).toMatchObject({ user_code: expect.stringMatching(/^[A-Z]{4}-[A-Z]{4}$/), expires_in: 600, interval: 2 });
+    const poll = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    expect(poll).toMatchObject({ status: 400, body: { error: 'authorization_pending' } });
+
+    home = newHome();
+    const result = await deviceLogin(home);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`Logged in as ${engine.tenant.email}`);
+    const file = path.join(home, 'config', 'billing', 'config.json');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const config = configOf(home);
+    expect(config.key.secret).toMatch(/^ck_test_/);
+    expect(config.key.name).toBe(`${engine.tenant.email} on ci-laptop`);
+    expect(config.env).toBe('test');
+
+    const who = await run(home, ['whoami', '--json']);
+    expect(who.code).toBe(0);
+    expect(JSON.parse(who.stdout)).toMatchObject({ account: { id: engine.tenant.accountId }, livemode: false, kind: 'cli_key', user: { email: engine.tenant.email } });
+  });
+
+  it('a device code gives its key once', async () => {
+    const pending = await engine.call('POST', '/v1/cli/device', {}, { authorization: '' });
+    await engine.call('POST', '/v1/cli/device/approve', { user_code: pending.body.user_code.toLowerCase(), livemode: false });
+    const first = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    expect(first.status).toBe(200);
+    expect(first.body.secret).toMatch(/^ck_test_/);
+    const again = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    expect(again).toMatchObject({ status: 400, body: { error: 'expired_token' } });
+  });
+
+  it('resource commands: create, get and list with --json, body fields as --field and -d key=value', async () => {
+    const created = await run(home, ['customers', 'create', '--email', 'cli@example.com', '-d', 'name=From the CLI', '--json']);
+    expect(created.code).toBe(0);
+    const customer = JSON.parse(created.stdout);
+    expect(customer).toMatchObject({ id: expect.stringMatching(/^cus_/), email: 'cli@example.com', name: 'From the CLI', livemode: false });
+    const got = await run(home, ['customers', 'get', customer.id, '--json']);
+    expect(got.code).toBe(0);
+    expect(JSON.parse(got.stdout)).toEqual(customer);
+    const listed = await run(home, ['customers', 'list', '--json']);
+    expect(JSON.parse(listed.stdout).data.map((c: { id: string }) => c.id)).toContain(customer.id);
+    // In test mode only: the live side of the account does not see it.
+    const live = await engine.call('GET', `/v1/customers/${customer.id}`);
+    expect(live.status).toBe(404);
+    const human = await run(home, ['customers', 'list']);
+    expect(human.stdout).toContain(`${customer.id}  From the CLI  cli@example.com  ${customer.created_at}`);
+  });
+
+  it('exit codes: not found 4, usage 2, auth 3, help 0', async () => {
+    const missing = await run(home, ['customers', 'get', 'cus_00000000000000000000000000', '--json']);
+    expect(missing.code).toBe(4);
+    expect(JSON.parse(missing.stdout)).toMatchObject({ error: 'not_found' });
+    expect((await run(home, ['customers', 'create', '--name', 'no email'])).code).toBe(2);
+    expect((await run(home, ['customers', 'list', '--bogus'])).code).toBe(2);
+    expect((await run(home, ['nope'])).code).toBe(2);
+    expect((await run(home, ['customers', 'create', '--email', 'x@example.com', '-d', 'oops'])).code).toBe(2);
+    expect((await run(newHome(), ['customers', 'list'])).code).toBe(3);
+    const help = await run(home, ['customers', 'create', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--email <value>');
+  });
+
+  it('a stored key of the other mode is refused before any request is sent', async () => {
+    // The API base is a closed port: had the CLI sent a request it would exit with the network code (8).
+    const closed = `http://127.0.0.1:9`;
+    const refused = await run(home, ['customers', 'list', '--api-base', closed], { FINTECH_ENV: 'live' });
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain('[LIVE]');
+    expect(refused.stderr).toContain('test-mode key but the mode is live');
+    // The flag beats the environment.
+    expect((await run(home, ['customers', 'list', '--env', 'live', '--api-base', closed], { FINTECH_ENV: 'test' })).code).toBe(3);
+    expect((await run(home, ['customers', 'list', '--env', 'test', '--api-base', closed], { FINTECH_ENV: 'live' })).code).toBe(8);
+    expect((await run(home, ['customers', 'list'], { FINTECH_ENV: 'staging' })).code).toBe(2);
+  });
+
+  it('live mode: login with email and password, [LIVE] on stderr, destructive commands need --confirm <id>', async () => {
+    const liveHome = newHome();
+    const login = await run(liveHome, ['login', '--email', engine.tenant.email, '--password', engine.tenant.password, '--name', 'ci-live', '--env', 'live']);
+    expect(login.code).toBe(0);
+    expect(configOf(liveHome).key.secret).toMatch(/^ck_live_/);
+    const id = 'sub_00000000000000000000000000';
+    const unconfirmed = await run(liveHome, ['subscriptions', 'cancel', id]);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toContain('[LIVE]');
+    expect(unconfirmed.stderr).toContain(`--confirm ${id}`);
+    expect((await run(liveHome, ['subscriptions', 'cancel', id, '--confirm', 'sub_other'])).code).toBe(2);
+    // Confirmed: the request is sent (and the subscription does not exist).
+    expect((await run(liveHome, ['subscriptions', 'cancel', id, '--confirm', id])).code).toBe(4);
+    // Test mode needs no confirmation.
+    expect((await run(home, ['subscriptions', 'cancel', id])).code).toBe(4);
+    // A CLI key may not touch live payouts, users or API keys.
+    const secret = configOf(liveHome).key.secret;
+    const asCli = { authorization: '', 'x-cli-key': secret };
+    expect((await engine.call('GET', '/v1/payouts', undefined, asCli)).status).toBe(403);
+    expect((await engine.call('GET', '/v1/users', undefined, asCli)).status).toBe(403);
+    expect((await engine.call('POST', '/v1/api_keys', {}, asCli)).status).toBe(403);
+    expect((await engine.call('POST', '/v1/cli_keys', { name: 'x' }, asCli)).status).toBe(403);
+    expect((await engine.call('GET', '/v1/customers', undefined, asCli)).status).toBe(200);
+    expect((await engine.call('GET', '/v1/payouts', undefined, { authorization: '', 'x-cli-key': configOf(home).key.secret })).status).toBe(200);
+  });
+
+  it('listen forwards each event of the account and mode, signed with the stable local secret, within a second', async () => {
+    const received: { at: number; body: string; headers: IncomingHttpHeaders }[] = [];
+    const receiver: Server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        received.push({ at: Date.now(), body, headers: req.headers });
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    const listen = start(home, ['listen', '--forward-to', url, '--events', 'customer.*']);
+    try {
+      await until('listen to be ready', () => listen.err().includes('^C to quit'));
+      const secret = configOf(home).webhook_secret as string;
+      expect(secret).toMatch(/^whsec_/);
+      expect(listen.err()).toContain(secret);
+      // Noise: the live side of the account, another account, and a type not asked for.
+      await engine.call('POST', '/v1/customers', { email: 'live@example.com' });
+      const other = await engine.signUp();
+      await engine.call('POST', '/v1/customers', { email: 'other@example.com' }, { ...other.headers, ...sandbox });
+      await engine.call('POST', '/v1/plans', { name: 'Noise', amount: 100, currency: 'USD', interval: 'month' }, sandbox);
+      const t0 = Date.now();
+      const created = await engine.call('POST', '/v1/customers', { email: 'listened@example.com' }, sandbox);
+      expect(created.status).toBe(201);
+      const delivery = await until('the forwarded event', () => received[0], 5000);
+      expect(delivery.at - t0).toBeLessThan(1000);
+      const event = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as { type: string; data: { object: { id: string } } };
+      expect(event.type).toBe('customer.created');
+      expect(event.data.object.id).toBe(created.body.id);
+      await until('the forward line', () => listen.out().includes('[200]'));
+      expect(listen.out()).toContain(`customer.created`);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(received).toHaveLength(1);
+    } finally {
+      listen.kill('SIGINT');
+      await listen.done;
+      receiver.close();
+    }
+    // The secret is stable across runs.
+    const before = configOf(home).webhook_secret;
+    const again = start(home, ['listen', '--forward-to', url]);
+    await until('listen to be ready again', () => again.err().includes('^C to quit'));
+    again.kill('SIGINT');
+    await again.done;
+    expect(configOf(home).webhook_secret).toBe(before);
+  });
+
+  it('trigger creates sandbox objects that record the real event', async () => {
+    const customer = await run(home, ['trigger', 'customer.created', '--json']);
+    expect(customer.code).toBe(0);
+    const { created } = JSON.parse(customer.stdout);
+    const events = await engine.call('GET', '/v1/events?type=customer.created', undefined, sandbox);
+    expect(events.body.data.some((e: { data: { object: { id: string } } }) => e.data.object.id === created.customer)).toBe(true);
+
+    const payment = await run(home, ['trigger', 'payment.succeeded', '--json']);
+    expect(payment.code).toBe(0);
+    const txn = JSON.parse(payment.stdout).created.transaction;
+    const paid = await engine.call('GET', '/v1/events?type=payment.succeeded', undefined, sandbox);
+    expect(paid.body.data.some((e: { transaction_id: string | null; data: { object: { id: string } } }) => e.transaction_id === txn || e.data.object.id === txn)).toBe(true);
+    expect((await run(home, ['trigger', 'nothing.happened'])).code).toBe(2);
+    const live = await run(home, ['trigger', 'customer.created', '--env', 'live']);
+    expect(live.code).toBe(2);
+    expect(live.stderr).toContain('sandbox only');
+  });
+
+  it('trigger invoice.paid: a subscription whose first invoice is paid by the worker', async () => {
+    await engine.startWorker();
+    try {
+      const result = await run(home, ['trigger', 'invoice.paid', '--json']);
+      expect(result.code).toBe(0);
+      const { created } = JSON.parse(result.stdout);
+      expect(created).toMatchObject({ customer: expect.stringMatching(/^cus_/), plan: expect.stringMatching(/^plan_/), subscription: expect.stringMatching(/^sub_/), invoice: expect.stringMatching(/^inv_/) });
+      const paid = await engine.call('GET', '/v1/events?type=invoice.paid', undefined, sandbox);
+      expect(paid.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(created.invoice);
+      const subs = await engine.call('GET', '/v1/events?type=subscription.created', undefined, sandbox);
+      expect(subs.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(created.subscription);
+    } finally {
+      await engine.stopWorker();
+    }
+  });
+
+  it('logs tail streams the account\'s requests with their source, filtered', async () => {
+    const tail = start(home, ['logs', 'tail', '--path', '/v1/customers', '--status', '2xx']);
+    try {
+      await until('the tail to start', () => tail.err().includes('Tailing'));
+      await engine.call('GET', '/v1/plans', undefined, sandbox);
+      await engine.call('GET', '/v1/customers/cus_00000000000000000000000000', undefined, sandbox);
+      expect((await run(home, ['customers', 'list'])).code).toBe(0);
+      const line = await until('a request line', () => tail.out().split('\n').find((l) => l.includes('/v1/customers')));
+      expect(line).toMatch(/ 200 {2}GET +\/v1\/customers {2}\S+ {2}\d+ ms {2}\[cli\]/);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(tail.out()).not.toContain('/v1/plans');
+      expect(tail.out()).not.toContain(' 404 ');
+    } finally {
+      tail.kill('SIGINT');
+      await tail.done;
+    }
+  });
+
+  it('the CLI key is listed with the API keys and revocable there; logout revokes its own key', async () => {
+    const keyId = configOf(home).key.id as string;
+    const listed = await engine.call('GET', '/v1/api_keys');
+    expect(listed.body.data).toContainEqual(expect.objectContaining({ id: keyId, type: 'cli', name: `${engine.tenant.email} on ci-laptop`, redacted_secret: expect.stringMatching(/^ck_test_…/) }));
+    expect((await engine.call('DELETE', `/v1/api_keys/${keyId}`)).status).toBe(200);
+    const after = await run(home, ['whoami']);
+    expect(after.code).toBe(3);
+    expect((await engine.call('GET', '/v1/api_keys')).body.data.map((k: { id: string }) => k.id)).not.toContain(keyId);
+
+    const other = newHome();
+    expect((await deviceLogin(other)).code).toBe(0);
+    const otherKey = configOf(other).key;
+    expect((await run(other, ['logout'])).code).toBe(0);
+    expect(configOf(other).key).toBeUndefined();
+    expect((await engine.call('GET', '/v1/customers', undefined, { authorization: '', 'x-cli-key': otherKey.secret })).status).toBe(401);
+  });
+
+  it('the approve page: a form for the code, approved with an owner access token posted from the same origin', async () => {
+    const pending = await engine.call('POST', '/v1/cli/device', { name: 'page' }, { authorization: '' });
+    const code = pending.body.user_code as string;
+    const form = await engine.app.request(`/cli/approve?code=${code.toLowerCase()}`);
+    expect(form.status).toBe(200);
+    const page = await form.text();
+    expect(page).toContain(`value="${code}"`);
+    expect(page).toContain('name="access_token"');
+    const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+      engine.app.request('/cli/approve', { method: 'POST', body: new URLSearchParams(fields), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+    expect((await post({ user_code: code, mode: 'test', access_token: 'not-a-token' })).status).toBe(401);
+    const member = await engine.call('POST', '/v1/users', { email: `member-${Date.now()}@example.com`, password: 'Member!pass1', role: 'member' });
+    expect(member.status).toBe(201);
+    const memberSession = await engine.login(member.body.email, 'Member!pass1');
+    expect((await post({ user_code: code, mode: 'test', access_token: memberSession.accessToken })).status).toBe(401);
+    expect((await post({ user_code: code, mode: 'test', access_token: engine.tenant.accessToken }, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' })).body.error).toBe('authorization_pending');
+    const approved = await post({ user_code: code, mode: 'test', access_token: engine.tenant.accessToken });
+    expect(approved.status).toBe(200);
+    expect(await approved.text()).toContain('CLI login approved');
+    const key = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    expect(key.status).toBe(200);
+    expect(key.body).toMatchObject({ type: 'cli', livemode: false, name: `${engine.tenant.email} on page`, secret: expect.stringMatching(/^ck_test_/) });
+    // A member may not approve through the API either.
+    const again = await engine.call('POST', '/v1/cli/device', {}, { authorization: '' });
+    expect((await engine.call('POST', '/v1/cli/device/approve', { user_code: again.body.user_code }, memberSession.headers)).status).toBe(403);
+  });
+
+  it('CLI keys: expired keys are refused, use is noted, sessions and settings are out of reach', async () => {
+    const minted = await engine.call('POST', '/v1/cli_keys', { name: 'box', mode: 'test' });
+    expect(minted.status).toBe(201);
+    const asCli = { authorization: '', 'x-cli-key': minted.body.secret };
+    expect((await engine.call('GET', '/v1/settings', undefined, asCli)).status).toBe(403);
+    expect((await engine.call('DELETE', '/v1/auth/session', undefined, asCli)).status).toBe(403);
+    expect((await engine.call('GET', '/v1/customers', undefined, { ...asCli, 'x-sandbox-mode': 'false' })).status).toBe(400);
+    expect((await engine.call('GET', '/v1/customers', undefined, { ...asCli, authorization: engine.tenant.headers.authorization! })).status).toBe(400);
+    expect((await engine.call('GET', '/v1/customers', undefined, asCli)).status).toBe(200);
+    const sql = engine.db.orm.em.fork().getConnection();
+    const [row] = await sql.execute(`select last_used_at, expires_at - created_at as lifetime from cli_keys where id = ?`, [minted.body.id]);
+    expect(row.last_used_at).not.toBeNull();
+    expect(new Date(minted.body.expires_at).getTime() - new Date(minted.body.created_at).getTime()).toBe(90 * 86_400_000);
+    await sql.execute(`update cli_keys set expires_at = now() - interval '1 second' where id = ?`, [minted.body.id]);
+    expect((await engine.call('GET', '/v1/customers', undefined, asCli)).status).toBe(401);
+  });
+
+  it('streams: the request log of another account or mode is not seen; at most 10 streams per account and mode', async () => {
+    const key = (await engine.call('POST', '/v1/cli_keys', { name: 'streams', mode: 'test' })).body.secret as string;
+    const controllers: AbortController[] = [];
+    const open = async (path: string, headers: Record<string, string>) => {
+      const controller = new AbortController();
+      controllers.push(controller);
+      return fetch(`${base}${path}`, { headers, signal: controller.signal });
+    };
+    try {
+      const logs = await open('/v1/logs/stream', { 'x-cli-key': key });
+      expect(logs.headers.get('content-type')).toContain('text/event-stream');
+      const reader = logs.body!.getReader();
+      let text = '';
+      const reading = (async () => {
+        for (;;) {
+          const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+          if (done) return;
+          text += new TextDecoder().decode(value);
+        }
+      })();
+      const other = await engine.signUp();
+      await engine.call('GET', '/v1/customers?limit=7', undefined, { ...other.headers, ...sandbox });
+      await engine.call('GET', '/v1/customers?limit=8', undefined);
+      await engine.call('GET', '/v1/customers?limit=9', undefined, sandbox);
+      await until('the own request', () => text.includes('"path":"/v1/customers"'));
+      expect(text.match(/event: request/g)).toHaveLength(1);
+      expect(text).toContain('"source":"session"');
+      for (let i = 0; i < 9; i++) expect((await open('/v1/events/stream', { 'x-cli-key': key })).status).toBe(200);
+      const eleventh = await open('/v1/events/stream', { 'x-cli-key': key });
+      expect(eleventh.status).toBe(200);
+      const refused = await open('/v1/events/stream', { 'x-cli-key': key });
+      expect(refused.status).toBe(429);
+      expect((await open('/v1/events/stream?types=nothing.real', { 'x-cli-key': key })).status).toBe(400);
+      void reading;
+    } finally {
+      for (const c of controllers) c.abort();
+    }
+  });
+
+  it('the event stream sends an event committed late by another process once, and heartbeats while idle', async () => {
+    const key = (await engine.call('POST', '/v1/cli_keys', { name: 'late', mode: 'test' })).body.secret as string;
+    // The same engine, with a 100 ms heartbeat.
+    const app = createApp({ orm: engine.db.orm, temporal: engine.env.client, config: engine.config, logger: createLogger('silent'), sseHeartbeatMs: 100 });
+    const controller = new AbortController();
+    const response = await app.request('/v1/events/stream', { headers: { 'x-cli-key': key }, signal: controller.signal });
+    const reader = response.body!.getReader();
+    let text = '';
+    const reading = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done) return;
+        text += new TextDecoder().decode(value);
+      }
+    })();
+    try {
+      await until('a heartbeat', () => text.includes(': heartbeat'));
+      const created = await engine.call('POST', '/v1/customers', { email: 'late@example.com' }, sandbox);
+      const [first] = (await engine.call('GET', '/v1/events?type=customer.created&limit=1', undefined, sandbox)).body.data;
+      expect(first.data.object.id).toBe(created.body.id);
+      await until('the first event', () => text.includes(`id: ${first.id}`));
+      // Stamped a second before the one sent, committed now (as a worker's event can be).
+      const lateId = `evt_${ulid(Date.parse(first.created_at) - 1000).toLowerCase()}`;
+      expect(lateId < first.id).toBe(true);
+      await engine.db.orm.em.getConnection().execute(
+        `insert into events (id, account_id, livemode, type, transaction_id, data, created_at) values (?, ?, false, 'customer.updated', null, ?, now())`,
+        [lateId, engine.tenant.accountId, JSON.stringify({ object: { ...created.body, name: 'Late' } })],
+      );
+      await until('the late event', () => text.includes(`id: ${lateId}`));
+      await new Promise((r) => setTimeout(r, 600));
+      expect(text.split(`id: ${lateId}`)).toHaveLength(2);
+      expect(text.split(`id: ${first.id}`)).toHaveLength(2);
+    } finally {
+      controller.abort();
+      await reader.cancel().catch(() => undefined);
+      await reading;
+    }
+  });
+
+  it('interactive login in a terminal (tmux): the code on screen, approved, "Logged in"', async () => {
+    const tmuxHome = newHome();
+    const session = `billing-cli-${process.pid}`;
+    const env = childEnv(tmuxHome);
+    const command = `${Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ')} '${process.execPath}' '${cliEntry}' login; sleep 30`;
+    execFileSync('tmux', ['new-session', '-d', '-s', session, '-x', '160', '-y', '30', command]);
+    try {
+      const pane = () => execFileSync('tmux', ['capture-pane', '-p', '-t', session], { encoding: 'utf8' });
+      const code = await until('the code on the pane', () => /login code is ([A-Z]{4}-[A-Z]{4})/.exec(pane())?.[1]);
+      await until('the spinner', () => pane().includes('Waiting for approval'));
+      expect((await engine.call('POST', '/v1/cli/device/approve', { user_code: code, livemode: false })).status).toBe(200);
+      const screen = await until('"Logged in" on the pane', () => (pane().includes('Logged in') ? pane() : undefined));
+      expect(screen).toContain(`Logged in as ${engine.tenant.email}`);
+      expect(screen).toContain('Approved');
+    } finally {
+      execFileSync('tmux', ['kill-session', '-t', session]);
+    }
+  });
+});
