@@ -14,7 +14,7 @@ import { resolveProcessors, type Processors } from '../../services/processors/in
 import { createApp, type App } from '../../api/app.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
-import { Charge, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
+import { BalanceTransaction, Charge, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -185,7 +185,9 @@ export async function startTestEngine(
       await Promise.all(recurring.map((r) => env.client.workflow.getHandle(r.id).terminate('test finished').catch(() => undefined)));
       const requests = await em.find(PaymentRequest, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
       const payouts = await em.find(Payout, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      await Promise.all([...subscriptions, ...settling, ...requests, ...payouts].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
+      // Money waiting to become available: each has a fundsAvailabilityWorkflow (workflow id = the btxn id).
+      const availability = await em.find(BalanceTransaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
+      await Promise.all([...subscriptions, ...settling, ...requests, ...payouts, ...availability].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
       // Webhooks: the dispatcher first (it starts deliveries), then deliveries still retrying
       // or still sending their disabled-endpoint email.
       await env.client.workflow.getHandle(eventDispatchWorkflowId(taskQueue)).terminate('test finished').catch(() => undefined);
