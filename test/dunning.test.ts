@@ -98,6 +98,7 @@ describe('dunning', () => {
     const ended = await waitForMail('four-failures@example.com', 5);
     expect(ended[4]!.parsed.subject).toBe('[TEST] Your subscription has been canceled');
     expect(ended[4]!.parsed.text).toContain('because its payment could not be collected');
+    expect(ended[4]!.parsed.from!.value).toEqual([{ name: 'Acme', address: 'billing@test.example' }]);
     // Nothing more, ever.
     await engine.env.sleep(40 * day);
     expect(await attempts(id)).toHaveLength(4);
