@@ -32,10 +32,21 @@ LOG="${DATA_DIR}/engine.log"
 
 ENGINE_PID=""
 cleanup() {
-  if [[ -n "$ENGINE_PID" ]] && kill -0 "$ENGINE_PID" 2>/dev/null; then
-    kill -TERM "$ENGINE_PID" 2>/dev/null || true
-    for _ in $(seq 1 60); do kill -0 "$ENGINE_PID" 2>/dev/null || break; sleep 1; done
-    kill -KILL "$ENGINE_PID" 2>/dev/null || true
+  if [[ -n "$ENGINE_PID" ]]; then
+    # The engine's whole session (setsid below): npm, node and embedded PostgreSQL; node stops them in order.
+    kill -TERM -- "-$ENGINE_PID" 2>/dev/null || true
+    for _ in $(seq 1 60); do pgrep -s "$ENGINE_PID" >/dev/null || break; sleep 1; done
+    kill -KILL -- "-$ENGINE_PID" 2>/dev/null || true
+  fi
+  # The Temporal dev server runs detached (its own group); its pid file says which process it is.
+  local pid_file="${DATA_DIR}/temporal/temporal.pid"
+  if [[ -f "$pid_file" ]]; then
+    local pid; pid="$(cat "$pid_file")"
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 1 15); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
   fi
   rm -rf "$DATA_DIR"
 }
