@@ -116,6 +116,9 @@ describe('HTTP edge', () => {
     }
     // Route-specific statuses stay: a refused role, a state conflict.
     expect(Object.keys(doc.paths['/v1/api_keys'].post.responses)).toContain('403');
+    // Members may not change billing settings (403 forbidden).
+    expect(Object.keys(doc.paths['/v1/settings'].patch.responses)).toContain('403');
+    expect(Object.keys(doc.paths['/v1/settings/grace_period'].post.responses)).toContain('403');
     expect(doc.paths['/v1/subscriptions/{id}'].get.responses['404'].content['application/json'].example.error).toBe('not_found');
   });
 
