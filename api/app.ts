@@ -7,7 +7,7 @@ import { handleError, sendError } from './errors.ts';
 import { jsonBodies, urlGuard } from './middleware/body.ts';
 import { idempotencyKeys } from './middleware/idempotency.ts';
 import { requestLogging } from './middleware/logging.ts';
-import { newOpenApiApp } from './openapi-app.ts';
+import { newOpenApiApp, withCommonStatuses } from './openapi-app.ts';
 import { accountApp } from './routes/account.ts';
 import { accountsApp } from './routes/accounts.ts';
 import { apiKeysApp } from './routes/api-keys.ts';
@@ -182,7 +182,7 @@ export function createApp(given: ApiDeps) {
       description: 'Recurring billing and payments on Temporal workflows. Errors are `{ "error": "<code>", "message": "..." }`.',
     },
   };
-  app.get('/openapi.json', (c) => c.json(withIdempotencyKeys(app.getOpenAPI31Document(openApiConfig))));
+  app.get('/openapi.json', (c) => c.json(withCommonStatuses(withIdempotencyKeys(app.getOpenAPI31Document(openApiConfig)))));
   app.route('/docs', docsApp());
   // A browser opening the server's root lands on the interactive docs.
   app.get('/', (c) =>

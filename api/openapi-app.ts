@@ -1,6 +1,6 @@
 import { OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import { ApiError } from '../domain/errors.ts';
+import { ApiError, type ErrorCode } from '../domain/errors.ts';
 import { errorBody, describeZodError } from './errors.ts';
 import { coerceFormValue, formCoercion } from './middleware/body.ts';
 
@@ -54,4 +54,70 @@ export async function optionalJsonBody<T extends z.ZodType>(c: Context, schema: 
   const parsed = schema.safeParse(c.get('formBody') ? coerceFormValue(schema, value) : value);
   if (!parsed.success) throw new ApiError('invalid_request', describeZodError(parsed.error));
   return parsed.data;
+}
+
+/** The example code shown for each error status: the general code of the status (domain/errors.ts maps codes to statuses). */
+const exampleCodes: Record<number, { error: ErrorCode; message: string; description: string }> = {
+  400: { error: 'invalid_request', message: 'limit: must be at most 100', description: 'Invalid request (a body, query or path parameter the schema refuses)' },
+  401: { error: 'unauthorized', message: 'This endpoint needs Authorization: Bearer <token>.', description: 'No, an invalid or an expired credential' },
+  402: { error: 'payment_failed', message: 'Your card was declined.', description: 'A charge the request needed was declined' },
+  403: { error: 'forbidden', message: 'The member role may not do this.', description: 'The caller\'s role may not do this' },
+  404: { error: 'not_found', message: 'No such resource.', description: 'Not found (also an id of the other mode)' },
+  409: { error: 'conflict', message: 'The resource changed; retry.', description: 'Conflict with the current state (or a retry while the first request with its Idempotency-Key runs)' },
+  413: { error: 'payload_too_large', message: 'Request bodies are limited to 1048576 bytes.', description: 'Body too large' },
+  415: { error: 'unsupported_media_type', message: 'Content-Type must be application/json or application/x-www-form-urlencoded, got "text/plain".', description: 'Body neither JSON nor a form' },
+  422: { error: 'idempotency_key_reused', message: 'This Idempotency-Key was used with another request.', description: 'Idempotency-Key reused with another body' },
+  429: { error: 'rate_limited', message: 'Too many requests. Try again in 60 seconds.', description: 'Throttled (Retry-After says when to retry)' },
+  500: { error: 'internal_error', message: 'Something went wrong on our side.', description: 'Internal error' },
+  503: { error: 'service_unavailable', message: 'A dependency is unavailable; retry later.', description: 'A dependency (database, Temporal) is down' },
+};
+
+interface OperationObject {
+  security?: unknown[];
+  parameters?: { $ref?: string; in?: string }[];
+  requestBody?: unknown;
+  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown; example?: unknown }> }>;
+}
+
+const errorContent = (status: number) => ({
+  'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: { error: exampleCodes[status]!.error, message: exampleCodes[status]!.message } },
+});
+
+/**
+ * The statuses every operation can answer, added to each operation of the generated
+ * document so that no route has to list them (route definitions list their own:
+ * 402, 403, 404 of a lookup, 409 of a state): 400 (bad parameters, over-long ids,
+ * NUL in the URL) and 500/503 everywhere; 401 and 404 (x-account-id of an unknown
+ * account) wherever a credential is required; 404 where the path has an id; 413 and
+ * 415 on methods that take a body (the body middleware answers them before the
+ * route); 409 and 422 on the POSTs that take an Idempotency-Key; 429 everywhere
+ * (sign-up and login throttles; a proxy's limits). Every error response, listed here
+ * or by its route, gets an example whose code belongs to its status.
+ */
+export function withCommonStatuses<T extends { paths?: object }>(document: T): T {
+  for (const [path, item] of Object.entries((document.paths ?? {}) as Record<string, Record<string, OperationObject>>)) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (!['get', 'post', 'put', 'patch', 'delete'].includes(method) || typeof operation !== 'object') continue;
+      const responses = (operation.responses ??= {});
+      const statuses = new Set([400, 429, 500, 503]);
+      const secured = !(Array.isArray(operation.security) && operation.security.length === 0);
+      if (secured && /^\/(api\/)?v1\//.test(path)) statuses.add(401).add(404);
+      if (path.includes('{')) statuses.add(404);
+      if (method !== 'get' && method !== 'delete') statuses.add(413).add(415);
+      if (method === 'delete' && operation.requestBody) statuses.add(413).add(415);
+      if (method === 'post' && operation.parameters?.some((p) => p.$ref === '#/components/parameters/IdempotencyKey')) statuses.add(409).add(422);
+      for (const status of statuses) {
+        if (!responses[status]) responses[status] = { description: exampleCodes[status]!.description, content: errorContent(status) };
+      }
+      for (const [key, response] of Object.entries(responses)) {
+        const status = Number(key);
+        if (!(status >= 400) || !exampleCodes[status]) continue;
+        const media = response.content?.['application/json'];
+        if (!media) response.content = { ...response.content, ...errorContent(status) };
+        else if (media.example === undefined) media.example = errorContent(status)['application/json'].example;
+        if (!response.description || response.description === 'Error') response.description = exampleCodes[status]!.description;
+      }
+    }
+  }
+  return document;
 }

@@ -70,12 +70,12 @@ export function paymentFailedEmail(e: PaymentFailedEmail): RenderedEmail {
   };
 }
 
-export function paymentRecoveredEmail(e: { accountName: string; customerName: string | null; amount: string; invoiceNumber: string }): RenderedEmail {
+export function paymentRecoveredEmail(e: { accountName: string; customerName: string | null; amount: string; invoiceNumber: string; pdfUrl?: string }): RenderedEmail {
   const paragraphs = [`Hello${e.customerName ? ` ${e.customerName}` : ''},`, `Thank you: ${e.amount} for invoice ${e.invoiceNumber} has been paid and your subscription is active again.`];
   return {
     subject: `Payment received for invoice ${e.invoiceNumber}`,
-    text: `${paragraphs.join('\n\n')}\n\n${e.accountName}\n`,
-    html: layout(e.accountName, 'Payment received', paragraphs),
+    text: `${paragraphs.join('\n\n')}${e.pdfUrl ? `\n\nYour invoice as a PDF: ${e.pdfUrl}` : ''}\n\n${e.accountName}\n`,
+    html: layout(e.accountName, 'Payment received', paragraphs, e.pdfUrl ? { label: 'Download the invoice (PDF)', url: e.pdfUrl } : undefined),
   };
 }
 
@@ -100,15 +100,15 @@ export function invoiceReceiptEmail(e: {
   amount: string;
   invoiceNumber: string;
   paidAt: Date;
-  /** What was bought, one entry per invoice line: description and formatted amount. */
-  lines: { description: string; amount: string }[];
+  /** What was bought, one entry per invoice line: description, its period as people read it ("Jan 31, 2027 – Feb 28, 2027") and formatted amount. */
+  lines: { description: string; period?: string; amount: string }[];
   pdfUrl: string;
 }): RenderedEmail {
   const paragraphs = [
     `Hello${e.customerName ? ` ${e.customerName}` : ''},`,
     `Thank you for your payment of ${e.amount} to ${e.accountName} on ${formatDate(e.paidAt)}.`,
     `Invoice ${e.invoiceNumber}:`,
-    ...e.lines.map((line) => `${line.description}: ${line.amount}`),
+    ...e.lines.map((line) => `${line.description}${line.period ? ` (${line.period})` : ''}: ${line.amount}`),
     `Total paid: ${e.amount}`,
   ];
   return {
@@ -171,10 +171,10 @@ export function paymentRequestEmail(e: { accountName: string; amount: string; re
 }
 
 export function paymentRequestReceiptEmail(e: { accountName: string; amount: string; reference: string | null; paymentId: string; paidAt: Date | null }): RenderedEmail {
+  // The payer knows the request by its reference; the internal id only when it has none.
   const paragraphs = [
     `You paid ${e.amount} to ${e.accountName}.`,
-    ...(e.reference ? [`Reference: ${e.reference}`] : []),
-    `Payment: ${e.paymentId}`,
+    e.reference ? `Reference: ${e.reference}` : `Payment: ${e.paymentId}`,
     ...(e.paidAt ? [`Paid on ${formatDate(e.paidAt, true)}.`] : []),
   ];
   return {

@@ -4,6 +4,7 @@
  * and currency symbols in Latin, Greek and Cyrillic scripts print as written.
  * Data in, bytes out: the caller reads the invoice, its account and customer.
  */
+import { formatPeriod, humanizeInstants } from './locale.ts';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import PDFDocument from 'pdfkit';
@@ -46,6 +47,8 @@ export interface InvoicePdfInput {
   billTo: { name: string | null; email: string | null };
   /** IANA zone the dates are written in (the account's). */
   timeZone: string;
+  /** The account's language (settings.language) for dates; default en-US. */
+  locale?: string;
 }
 
 const require = createRequire(import.meta.url);
@@ -93,8 +96,8 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
 
   const money = (amount: number) => formatMoney(amount, invoice.currency);
   const date = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: invoice.timeZone });
-  const shortDate = new Intl.DateTimeFormat('en-US', { dateStyle: 'medium', timeZone: invoice.timeZone });
-  const period = (start: Date, end: Date) => shortDate.formatRange(start, end);
+  const style = { timeZone: invoice.timeZone, locale: invoice.locale };
+  const period = (start: Date, end: Date) => formatPeriod(start, end, style);
   const left = margin;
   const width = doc.page.width - 2 * margin;
   const right = left + width;
@@ -192,7 +195,7 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   tableHeader();
   for (const line of invoice.lines) {
     doc.font('Regular').fontSize(9.5);
-    const descriptionHeight = doc.heightOfString(line.description, { width: cols.description.w - 8 }) + (line.proration ? 12 : 0);
+    const descriptionHeight = doc.heightOfString(humanizeInstants(line.description, style), { width: cols.description.w - 8 }) + (line.proration ? 12 : 0);
     const periodText = period(line.periodStart, line.periodEnd);
     const periodHeight = doc.heightOfString(periodText, { width: cols.period.w - 8 });
     const rowHeight = Math.max(descriptionHeight, periodHeight) + 10;
@@ -201,7 +204,7 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
       y = margin;
       tableHeader();
     }
-    doc.font('Regular').fontSize(9.5).fillColor(ink).text(line.description, cols.description.x, y, { width: cols.description.w - 8 });
+    doc.font('Regular').fontSize(9.5).fillColor(ink).text(humanizeInstants(line.description, style), cols.description.x, y, { width: cols.description.w - 8 });
     if (line.proration) doc.fontSize(8).fillColor(muted).text('Proration', cols.description.x, doc.y + 1, { width: cols.description.w - 8 });
     doc.fontSize(9.5).fillColor(muted).text(periodText, cols.period.x, y, { width: cols.period.w - 8 });
     doc.fillColor(ink);

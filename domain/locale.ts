@@ -19,3 +19,42 @@ export function isBcp47Tag(value: string): boolean {
     return false;
   }
 }
+
+/** How a reader sees dates: the account's timezone and language (settings.timezone, settings.language). */
+export interface DateStyle {
+  timeZone?: string;
+  locale?: string;
+}
+
+function dateFormat(style: DateStyle): Intl.DateTimeFormat {
+  try {
+    return new Intl.DateTimeFormat(style.locale || 'en-US', { dateStyle: 'medium', timeZone: style.timeZone || 'UTC' });
+  } catch {
+    return new Intl.DateTimeFormat('en-US', { dateStyle: 'medium', timeZone: 'UTC' });
+  }
+}
+
+/** A human date: "Jan 31, 2027" (en-US), "31 janv. 2027" (fr). */
+export function formatHumanDate(instant: Date, style: DateStyle = {}): string {
+  return dateFormat(style).format(instant);
+}
+
+/** A billing period as people read it: "Jan 31, 2027 – Feb 28, 2027", both ends in full. */
+export function formatPeriod(start: Date, end: Date, style: DateStyle = {}): string {
+  const format = dateFormat(style);
+  return `${format.format(start)} – ${format.format(end)}`;
+}
+
+const isoInstant = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})/g;
+
+/**
+ * Text stored with ISO instants in it (an invoice line's "Unused time on Pro after
+ * 2027-01-31T00:00:00.000Z") as customers read it: each instant as a human date.
+ * The stored line keeps its ISO text (the API returns it); emails and PDFs show this.
+ */
+export function humanizeInstants(text: string, style: DateStyle = {}): string {
+  return text.replace(isoInstant, (match) => {
+    const instant = new Date(match);
+    return Number.isNaN(instant.getTime()) ? match : formatHumanDate(instant, style);
+  });
+}

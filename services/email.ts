@@ -13,6 +13,8 @@ export interface EmailInput {
   html?: string;
   /** The mode the message is about: a mode that moves no real money gets `[TEST] ` before its subject. Unset: no mark. */
   livemode?: boolean;
+  /** The From display name: the merchant's account name for customer-facing emails (services/mailer.ts fromHeader). */
+  fromName?: string;
 }
 
 /** Tells which modes move no real money (services/processors/index.ts Processors). */
@@ -72,7 +74,7 @@ export async function sendEmailOnce(em: EntityManager, mailer: Mailer, email: Em
     // Retryable: the activity comes back after the other attempt finished or went stale.
     if (takenOver === 0) throw new EmailBeingSentError(input.dedupeKey);
   }
-  await mailer.send({ to: input.to, subject: input.subject, text: input.text, html: input.html, messageId });
+  await mailer.send({ fromName: input.fromName, to: input.to, subject: input.subject, text: input.text, html: input.html, messageId });
   await em.nativeUpdate(SentEmail, { id: row.id }, { status: 'sent', sentAt: new Date() });
   return { sent: true, messageId };
 }

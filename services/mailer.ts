@@ -9,6 +9,16 @@ export interface OutgoingMail {
   html?: string;
   /** Stable per message (event id + template): a resend of the same message carries the same Message-ID. */
   messageId?: string;
+  /** The From display name (the merchant's account name): MAIL_FROM's address with this name. Unset: MAIL_FROM as configured. */
+  fromName?: string;
+}
+
+/** The From header: MAIL_FROM's address under `name` (e.g. `"Acme" <billing@localhost>`), or MAIL_FROM itself. */
+export function fromHeader(mailFrom: string, name?: string): string | { name: string; address: string } {
+  if (!name) return mailFrom;
+  const address = mailFrom.match(/<([^<>]+)>\s*$/)?.[1] ?? mailFrom.trim();
+  // One line: a name with CR/LF or control characters cannot add a header.
+  return { name: name.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim(), address };
 }
 
 export interface Mailer {
@@ -32,7 +42,7 @@ export function createFileMailer(dir: string, from: string): Mailer {
   const transport: Transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async send(mail) {
-      const info = await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: mail.messageId });
+      const info = await transport.sendMail({ from: fromHeader(from, mail.fromName), to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: mail.messageId });
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^a-zA-Z0-9._-]/g, '')}.eml`;
       fs.writeFileSync(path.join(dir, name), info.message as Buffer);
       return { messageId: info.messageId };
@@ -44,7 +54,7 @@ export function createFileMailer(dir: string, from: string): Mailer {
 function fromTransport(transport: Transporter, from: string): Mailer {
   return {
     async send(mail) {
-      const info = await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: mail.messageId });
+      const info = await transport.sendMail({ from: fromHeader(from, mail.fromName), to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: mail.messageId });
       return { messageId: info.messageId };
     },
     close: () => transport.close(),

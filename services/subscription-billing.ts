@@ -1,3 +1,4 @@
+import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Customer, Invoice, Plan } from '../db/entities/index.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
@@ -68,14 +69,14 @@ export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, s
     graceEndsAt: dunning.graceEndsAt ? new Date(dunning.graceEndsAt) : null,
     finalAction: dunning.finalAction,
   });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`, accountId: account.id, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`, accountId: account.id, fromName: account.name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 export async function notifyPaymentRecovered(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, invoiceId: string): Promise<void> {
   const { account, customer } = await parties(em, subscription);
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
-  const email = paymentRecoveredEmail({ accountName: account.name, customerName: customer.name ?? null, amount: formatMoney(invoice.amountPaid, invoice.currency), invoiceNumber: invoice.number });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  const email = paymentRecoveredEmail({ accountName: account.name, customerName: customer.name ?? null, amount: formatMoney(invoice.amountPaid, invoice.currency), invoiceNumber: invoice.number, pdfUrl: deps.links.invoicePdfUrl(invoice.id) });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, fromName: account.name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 /** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off in the subscription's mode. */
@@ -84,7 +85,7 @@ export async function notifySubscriptionEnded(em: EntityManager, deps: NotifyDep
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.subscription_cancellations) return;
   const reason = kind === 'canceled' ? subscription.endedReason : subscription.pauseReason;
   const email = subscriptionEndedEmail({ accountName: account.name, customerName: customer.name ?? null, planName, kind, reason });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, fromName: account.name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 /**
@@ -100,14 +101,19 @@ export async function sendInvoiceReceipt(em: EntityManager, deps: NotifyDeps, in
   const to = invoice.customerEmail ?? customer?.email;
   if (!to) return;
   const money = (amount: number) => formatMoney(amount, invoice.currency);
+  const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
   const email = invoiceReceiptEmail({
     accountName: account.name,
     customerName: invoice.customerName ?? customer?.name ?? null,
     amount: money(invoice.amountPaid),
     invoiceNumber: invoice.number,
     paidAt: invoice.paidAt ?? new Date(),
-    lines: invoice.lines.map((line) => ({ description: line.description, amount: money(line.amount * line.quantity) })),
+    lines: invoice.lines.map((line) => ({
+      description: humanizeInstants(line.description, dateStyle),
+      period: formatPeriod(new Date(line.period_start), new Date(line.period_end), dateStyle),
+      amount: money(line.amount * line.quantity),
+    })),
     pdfUrl: deps.links.invoicePdfUrl(invoice.id),
   });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, to, livemode: invoice.livemode, ...email }, deps.processors);
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, fromName: account.name, to, livemode: invoice.livemode, ...email }, deps.processors);
 }

@@ -5,6 +5,7 @@ import { createApp } from '../api/app.ts';
 import { openOrm } from '../db/orm.ts';
 import { freePort } from '../dev/processes.ts';
 import { createLogger } from '../logger.ts';
+import { errorStatus, type ErrorCode } from '../domain/errors.ts';
 
 /** The cross-cutting behaviour of the HTTP edge: every refusal in the one error shape, nothing written. */
 describe('HTTP edge', () => {
@@ -85,6 +86,40 @@ describe('HTTP edge', () => {
     const asset = await engine.app.request('/docs/assets/swagger-ui-bundle.js');
     expect(asset.status).toBe(200);
     expect(asset.headers.get('content-type')).toContain('javascript');
+  });
+
+  it('the OpenAPI document lists the statuses every operation can answer, each error with an example of its status', async () => {
+    const doc = (await engine.call('GET', '/openapi.json')).body;
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+        .map(([method, operation]) => ({ path, method, operation })),
+    );
+    expect(operations.length).toBeGreaterThan(70);
+    for (const { path, method, operation } of operations) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const statuses = Object.keys(operation.responses);
+      expect(statuses, where).toEqual(expect.arrayContaining(['400', '429', '500']));
+      const secured = !(Array.isArray(operation.security) && operation.security.length === 0);
+      if (secured && path.startsWith('/v1/')) expect(statuses, where).toEqual(expect.arrayContaining(['401']));
+      if (path.includes('{')) expect(statuses, where).toEqual(expect.arrayContaining(['404']));
+      if (method === 'post' || method === 'patch') expect(statuses, where).toEqual(expect.arrayContaining(['413', '415']));
+      if (method === 'post' && operation.parameters?.some((p: any) => p.$ref === '#/components/parameters/IdempotencyKey')) {
+        expect(statuses, where).toEqual(expect.arrayContaining(['409', '422']));
+      }
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
+        if (Number(status) < 400) continue;
+        const example = response.content?.['application/json']?.example;
+        expect(example, `${where} ${status}`).toMatchObject({ error: expect.any(String), message: expect.any(String) });
+        expect(errorStatus[example.error as ErrorCode], `${where} ${status}: ${example.error}`).toBe(Number(status));
+      }
+    }
+    // Route-specific statuses stay: a refused role, a state conflict.
+    expect(Object.keys(doc.paths['/v1/api_keys'].post.responses)).toContain('403');
+    // Members may not change billing settings (403 forbidden).
+    expect(Object.keys(doc.paths['/v1/settings'].patch.responses)).toContain('403');
+    expect(Object.keys(doc.paths['/v1/settings/grace_period'].post.responses)).toContain('403');
+    expect(doc.paths['/v1/subscriptions/{id}'].get.responses['404'].content['application/json'].example.error).toBe('not_found');
   });
 
   it('health reports database and Temporal reachability', async () => {

@@ -47,6 +47,8 @@ describe('dunning', () => {
     if (next.retryAt) expect(text).toContain(`We will try again on ${formatDate(new Date(next.retryAt), true)}.`);
     if (next.graceEndsAt) expect(text).toContain(`Unless the invoice is paid by ${formatDate(new Date(next.graceEndsAt), true)}`);
     expect(mail.parsed.html).toContain('Update billing details');
+    // From the merchant: the account's name with MAIL_FROM's address.
+    expect(mail.parsed.from!.value).toEqual([{ name: 'Acme', address: 'billing@test.example' }]);
     return text.match(/http:\/\/\S+\/billing\/\S+/)![0];
   }
 
@@ -96,6 +98,7 @@ describe('dunning', () => {
     const ended = await waitForMail('four-failures@example.com', 5);
     expect(ended[4]!.parsed.subject).toBe('[TEST] Your subscription has been canceled');
     expect(ended[4]!.parsed.text).toContain('because its payment could not be collected');
+    expect(ended[4]!.parsed.from!.value).toEqual([{ name: 'Acme', address: 'billing@test.example' }]);
     // Nothing more, ever.
     await engine.env.sleep(40 * day);
     expect(await attempts(id)).toHaveLength(4);
@@ -150,24 +153,43 @@ describe('dunning', () => {
       expect.stringMatching(/attempt 2\)$/),
       expect.stringMatching(/^\[TEST\] Payment received for invoice/),
     ]);
+    // The receipt of the recovered invoice links its PDF (signed), from the merchant's name.
+    const [invoice] = await engine.invoices(id);
+    expect(mails[2]!.parsed.text).toMatch(new RegExp(`Your invoice as a PDF: http://\\S+/invoices/${invoice!.id}/pdf\\?token=[A-Za-z0-9_-]{43}`));
+    expect(mails[2]!.parsed.from!.value).toEqual([{ name: 'Acme', address: 'billing@test.example' }]);
     // And it renews at its period end as usual.
     await skipTo(Date.parse(recovered.current_period_end) + hour);
     await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
   });
 
   it('a new payment method during the grace period retries at once', async () => {
-    const { id, firstFailedAt } = await pastDueSubscription('grace@example.com');
+    const { id, firstFailedAt, customerId } = await pastDueSubscription('grace@example.com');
     await skipTo(firstFailedAt + 7 * day + minute);
     const inGrace = await eventually(() => get(id), (s) => s.dunning?.attempt_count === 4);
     expect(inGrace.dunning.grace_period_ends_at).not.toBeNull();
     const mails = await waitForMail('grace@example.com', 4);
     const link = new URL(mails[3]!.parsed.text!.match(/http:\/\/\S+\/billing\/\S+/)![0]).pathname;
+    const form = (method: string) =>
+      engine.app.request(link, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `payment_method=${method}` });
+    // A card that declines is refused on the page, with the reason, and the form offered again; nothing saved or charged.
+    const declined = await form('pm_card_insufficientFunds');
+    expect(declined.status).toBe(402);
+    const declinedHtml = await declined.text();
+    expect(declinedHtml).not.toContain('Saved');
+    expect(declinedHtml).toContain('was declined: Your card has insufficient funds. (insufficient_funds)');
+    expect(declinedHtml).toContain('<form method="post">');
+    expect((await engine.call('GET', `/v1/customers/${customerId}`)).body.payment_method).toBe('pm_card_chargeDeclined');
+    expect(await attempts(id)).toHaveLength(4);
+    const updatedEvents = async () => (await engine.call('GET', '/v1/events?type=customer.updated&limit=100')).body.data.filter((e: any) => e.data.object.id === customerId);
+    expect(await updatedEvents()).toHaveLength(0);
     // The customer follows the link and picks a working card: saved, charged now.
     const saved = await engine.app.request(link, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'payment_method=pm_card_visa' });
     expect(saved.status).toBe(200);
     expect(await saved.text()).toContain('Saved');
     const active = await eventually(() => get(id), (s) => s.status === 'active');
     expect(active.dunning).toBeNull();
+    // Changing the card there is a customer update like PATCH /v1/customers/{id}.
+    expect((await updatedEvents()).map((e: any) => e.data.object.payment_method)).toEqual(['pm_card_visa']);
     expect((await attempts(id)).map((c) => [c.idempotencyKey.split(':').at(-1), c.status])).toEqual([
       ['1', 'failed'],
       ['2', 'failed'],

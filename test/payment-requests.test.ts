@@ -130,6 +130,10 @@ describe('payment requests', () => {
     expect(await processorCharges(created.body.id)).toBe(1);
     const mails = await mailTo(email, 2);
     expect(mails.map((m) => m.parsed.subject)).toEqual(['[TEST] Globex requests $9.90', '[TEST] Receipt: $9.90 paid to Globex']);
+    // From the merchant's name; the receipt names the request's reference, not an internal id.
+    expect(mails.map((m) => m.parsed.from!.value[0]!.name)).toEqual(['Globex', 'Globex']);
+    expect(mails[1]!.parsed.text).toContain('Reference: R-1');
+    expect(mails[1]!.parsed.text).not.toContain(created.body.id);
     // The link now says it is paid (200), and a new form post charges nothing.
     const again = await open(created.body.payment_url);
     expect(again.status).toBe(200);

@@ -177,6 +177,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
     dedupeKey: `${request.id}:request-email`,
     accountId: request.accountId,
     livemode: request.livemode,
+    fromName: input.accountName,
     to: request.customerEmail,
     ...requestEmail(request, input.accountName, paymentUrl(input.publicUrl, request.token), input.locale),
   });
@@ -194,6 +195,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
       dedupeKey: `${request.id}:receipt`,
       accountId: request.accountId,
       livemode: request.livemode,
+      fromName: input.accountName,
       to: request.customerEmail,
       ...receiptEmail(request, input.accountName, input.locale),
     });

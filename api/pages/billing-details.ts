@@ -13,6 +13,9 @@ import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods } from '../../domain/payment-requests.ts';
 import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
+import { recordEvent } from '../../services/events.ts';
+import { serializeCustomer } from '../../objects/customer.ts';
+import { sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import type { ApiDeps } from '../deps.ts';
 import { isCrossSitePost, page, stateCard } from './layout.ts';
@@ -110,10 +113,23 @@ export function billingDetailsPage(deps: ApiDeps) {
       const body = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
       const method = typeof body.payment_method === 'string' ? body.payment_method : '';
       if (!isPayPageMethod(method)) return form(c, view, 400, 'Choose one of the payment methods below.');
+      // The sandbox checks the card at once, as a processor's setup does: a card that
+      // declines is not saved (the customer's method stays as it was), and the page says
+      // why and offers the form again. No retry is started for a card known to decline.
+      const check = sandboxPaymentMethods[method];
+      if (check.outcome === 'failed') {
+        const label = payPageMethods.find((m) => m.id === method)!.label;
+        return form(c, view, 402, `${label} was declined: ${check.message} (${check.code}). It was not saved; choose another card.`);
+      }
       const em = deps.orm.em.fork();
       const customer = await em.findOneOrFail(Customer, { id: view.customer.id });
       customer.paymentMethod = method;
-      await em.flush();
+      customer.updatedAt = new Date();
+      // The same event PATCH /v1/customers/{id} records.
+      await em.transactional(async (tx) => {
+        await tx.flush();
+        await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object: serializeCustomer(customer), transactionId: null });
+      });
       await notifyPaymentMethodUpdated(deps, customer);
       const label = payPageMethods.find((m) => m.id === method)!.label;
       const lines = [html`Your payment method is now ${label}.`];

@@ -64,6 +64,7 @@ async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: boolean
     seller: { name: account.name, email: account.email },
     billTo: { name: invoice.customerName ?? customer?.name ?? null, email: invoice.customerEmail ?? customer?.email ?? null },
     timeZone: account.settings.timezone || 'UTC',
+    locale: account.settings.language || 'en-US',
   });
 }
 

@@ -55,7 +55,7 @@ const patchSettings = createRoute({
     "Dunning reads the subscription's mode's settings when a payment first fails: a subscription already past due keeps the policy it started with. " +
     'dunning_final_action: what happens when the grace period after the last retry ends (cancel, or pause).',
   request: { body: { ...json(PatchBody), required: true } },
-  responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401) },
+  responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401, 403) },
 });
 const setGracePeriod = createRoute({
   method: 'post',
@@ -64,7 +64,7 @@ const setGracePeriod = createRoute({
   summary: 'Set the grace period (days)',
   description: `In the caller's mode only. Days a subscription stays past due after its last failed retry before it is canceled or paused. 0 to ${maxGracePeriodDays}; SPEC recommends 3 to 7; default ${defaultGracePeriodDays}.`,
   request: { body: { ...json(z.object({ days: gracePeriodDays }).strict()), required: true } },
-  responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401) },
+  responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401, 403) },
 });
 
 function serialize(settings: BillingSettings): z.infer<typeof BillingSettingsSchema> {
