@@ -29,6 +29,7 @@ import { billingDetailsPage } from './pages/billing-details.ts';
 import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
+import { transactionSearchApp } from './routes/transaction-search.ts';
 import { usersApp } from './routes/users.ts';
 import { webhooksApps } from './routes/webhooks.ts';
 import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
@@ -102,6 +103,8 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/settings', settingsApp(deps));
   // Customer-facing page linked from failed-payment emails; the signed token is the credential.
   app.route('/billing', billingDetailsPage(deps));
+  // Before /v1/transactions, whose /{id} would otherwise take `search`.
+  app.route('/v1/transactions/search', transactionSearchApp(deps));
   app.route('/v1/transactions', transactionsApp(deps));
   const webhooks = webhooksApps(deps, wake);
   app.route('/v1/webhooks', webhooks.webhooks);

@@ -14,6 +14,7 @@ import { Migration20261123100000_balances } from './Migration20261123100000_bala
 import { Migration20261123103000_processor } from './Migration20261123103000_processor.ts';
 import { Migration20261123110000_settings_per_mode } from './Migration20261123110000_settings_per_mode.ts';
 import { Migration20261123120000_idempotency_scope } from './Migration20261123120000_idempotency_scope.ts';
+import { Migration20261123150000_exports } from './Migration20261123150000_exports.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -33,4 +34,5 @@ export const migrations = [
   { name: 'Migration20261123103000_processor', class: Migration20261123103000_processor },
   { name: 'Migration20261123110000_settings_per_mode', class: Migration20261123110000_settings_per_mode },
   { name: 'Migration20261123120000_idempotency_scope', class: Migration20261123120000_idempotency_scope },
+  { name: 'Migration20261123150000_exports', class: Migration20261123150000_exports },
 ];
