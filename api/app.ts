@@ -30,6 +30,7 @@ import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
 import { transactionSearchApp } from './routes/transaction-search.ts';
+import { exportsApps } from './routes/exports.ts';
 import { usersApp } from './routes/users.ts';
 import { webhooksApps } from './routes/webhooks.ts';
 import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
@@ -123,6 +124,10 @@ export function createApp(given: ApiDeps) {
   const invoices = invoicesApps(deps);
   app.route('/v1/invoices', invoices.v1);
   app.route('/invoices', invoices.root);
+  const exports = exportsApps(deps);
+  app.route('/v1/exports', exports.v1);
+  // The signed `url` of an export: no API credentials, the signature is the credential.
+  app.route('/exports', exports.root);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',

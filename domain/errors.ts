@@ -38,6 +38,10 @@ export const errorStatus = {
   invalid_signature: 400,
   // ours: the account was closed (a subscription created while it closed; a charge of a closed account)
   account_closed: 409,
+  // ours: a signed link (an export's file) past its expiry
+  link_expired: 410,
+  // ours: an export's file asked for before it succeeded, or after it expired
+  export_not_ready: 409,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

@@ -25,6 +25,7 @@ export const idPrefixes = {
   webhookAttempt: 'wha',
   payout: 'po',
   balanceTransaction: 'btxn',
+  export: 'exp',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
@@ -12,6 +15,7 @@ import { createCustomerLinks } from '../../domain/customer-links.ts';
 import type { PaymentProcessor } from '../../services/processors/types.ts';
 import { resolveProcessors, type Processors } from '../../services/processors/index.ts';
 import { createApp, type App } from '../../api/app.ts';
+import { localExportStorage } from '../../services/export-storage.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
 import { Charge, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
@@ -90,7 +94,7 @@ export async function startTestEngine(
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const mail = await startSmtpCapture();
   const base = loadConfig({ NODE_ENV: 'test' });
-  const config: Config = { ...base, taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors };
+  const config: Config = { ...base, taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors, dataDir: mkdtempSync(path.join(tmpdir(), 'billing-data-')) };
   // Built once, like an entry point does, and shared by the API and the worker.
   const processors: Processors = resolveProcessors(options, config.processors, () => db.orm.em.fork());
   const mailer = createSmtpMailer(mail.url, config.mailFrom);
@@ -157,6 +161,7 @@ export async function startTestEngine(
         mailer,
         links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
         secretBox: createSecretBox(config.auth.secret),
+        exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
         workflowBundle: { codePath: inject('workflowBundlePath') },
       });
       workerRun = worker.run();
