@@ -5,7 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Event, Export, Transaction } from '../db/entities/index.ts';
 import { exportFileSignature } from '../domain/export-links.ts';
 import { newId } from '../domain/ids.ts';
-import { csvCell, formatTime } from '../services/exports.ts';
+import { localExportStorage, type ExportStorage } from '../services/export-storage.ts';
+import { csvCell, formatTime, pageSize, runExport } from '../services/exports.ts';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 
 const references = ['=HYPERLINK("http://evil")', '+1+2', '-2+3', '@SUM(A1)', 'plain, with "quotes"'];
@@ -166,6 +170,62 @@ describe('exports', () => {
     await bad({ resource: 'transactions', format: 'csv', query: 'status:nope' }, 'character 8');
     await bad({ resource: 'customers', format: 'csv', query: 'status:failed' }, 'only transactions');
     await bad({ resource: 'transactions', format: 'csv', time_zone: 'Mars/Olympus' }, 'time zone');
+  });
+
+  it('pages by keyset with progress after each page; a writer that dies leaves no file and the retry starts over', async () => {
+    const tenant = await engine.signUp();
+    const em = engine.db.orm.em.fork();
+    const total = pageSize * 2 + 37;
+    const rows = Array.from({ length: total }, (_, i) => ({
+      id: newId('transaction'),
+      accountId: tenant.accountId,
+      livemode: true,
+      amount: i,
+      currency: 'USD',
+      type: 'credit',
+      status: 'succeeded',
+      reference: null,
+      metadata: {},
+      riskLevel: 'low',
+      riskScore: 0,
+      createdAt: new Date(),
+      updatedAt: new Date(),
+      amountRefunded: 0,
+    }));
+    await em.insertMany(Transaction, rows as never);
+    const id = newId('export');
+    const now = new Date();
+    await em.insert(Export, { id, accountId: tenant.accountId, livemode: true, resource: 'transactions', format: 'csv', timeZone: 'UTC', status: 'pending', rowsWritten: 0, createdAt: now, updatedAt: now } as never);
+    const root = mkdtempSync(path.join(tmpdir(), 'exports-'));
+    const storage = localExportStorage(root);
+    // A storage whose stream breaks after the first page: the attempt fails and leaves nothing behind.
+    const breaking: ExportStorage = {
+      ...storage,
+      create(key) {
+        const file = storage.create(key);
+        let bytes = 0;
+        const write = file.stream.write.bind(file.stream);
+        file.stream.write = ((chunk: string, ...rest: never[]) => {
+          bytes += chunk.length;
+          if (bytes > 20_000) throw new Error('disk gone');
+          return write(chunk, ...rest);
+        }) as never;
+        return file;
+      },
+    };
+    await expect(runExport(engine.db.orm.em.fork(), breaking, id)).rejects.toThrow('disk gone');
+    expect(readdirSync(root)).toEqual([]);
+    const progress: number[] = [];
+    expect(await runExport(engine.db.orm.em.fork(), storage, id, (n) => progress.push(n))).toBe('succeeded');
+    expect(progress).toEqual([pageSize, pageSize * 2, total]);
+    expect(readdirSync(root)).toEqual([`${id}.csv`]);
+    const lines = readFileSync(path.join(root, `${id}.csv`), 'utf8').trimEnd().split('\r\n');
+    expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(rows.map((r) => r.id));
+    const saved = await engine.db.orm.em.fork().findOneOrFail(Export, { id });
+    expect(saved).toMatchObject({ status: 'succeeded', rowsWritten: total, rowsExpected: total, rowCount: total });
+    // A finished export is left as it is by a late retry.
+    expect(await runExport(engine.db.orm.em.fork(), storage, id)).toBe('succeeded');
+    expect(readdirSync(root)).toEqual([`${id}.csv`]);
   });
 
   it('csv cells and time zones (unit)', () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -18,7 +18,7 @@ import { createApp, type App } from '../../api/app.ts';
 import { localExportStorage } from '../../services/export-storage.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
-import { Charge, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
+import { Charge, Export, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -190,7 +190,8 @@ export async function startTestEngine(
       await Promise.all(recurring.map((r) => env.client.workflow.getHandle(r.id).terminate('test finished').catch(() => undefined)));
       const requests = await em.find(PaymentRequest, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
       const payouts = await em.find(Payout, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      await Promise.all([...subscriptions, ...settling, ...requests, ...payouts].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
+      const exports = await em.find(Export, { status: { $in: ['pending', 'running'] } }, { fields: ['id'] }).catch(() => []);
+      await Promise.all([...subscriptions, ...settling, ...requests, ...payouts, ...exports].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
       // Webhooks: the dispatcher first (it starts deliveries), then deliveries still retrying
       // or still sending their disabled-endpoint email.
       await env.client.workflow.getHandle(eventDispatchWorkflowId(taskQueue)).terminate('test finished').catch(() => undefined);
@@ -202,6 +203,7 @@ export async function startTestEngine(
       mailer.close();
       await mail.close();
       await db.close();
+      rmSync(config.dataDir, { recursive: true, force: true });
     },
   };
   engine.tenant = await engine.signUp({ name: 'Acme' });
