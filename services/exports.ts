@@ -58,8 +58,54 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'email', sql: 't.email', kind: 'text' },
     { name: 'name', sql: 't.name', kind: 'text' },
   ],
+  invoices: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'number', sql: 't.number', kind: 'text' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'customer', sql: 't.customer_id', kind: 'text' },
+    { name: 'customer_email', sql: 't.customer_email', kind: 'text' },
+    { name: 'subscription', sql: 't.subscription_id', kind: 'text' },
+    { name: 'total', sql: 't.total', kind: 'int' },
+    { name: 'amount_paid', sql: 't.amount_paid', kind: 'int' },
+    { name: 'amount_due', sql: 't.amount_due', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'total_formatted', sql: '', kind: 'text' },
+    { name: 'period_start', sql: 't.period_start', kind: 'time' },
+    { name: 'period_end', sql: 't.period_end', kind: 'time' },
+    { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
+  ],
+  subscriptions: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'customer', sql: 't.customer_id', kind: 'text' },
+    { name: 'plan', sql: 't.plan_id', kind: 'text' },
+    { name: 'current_period_start', sql: 't.current_period_start', kind: 'time' },
+    { name: 'current_period_end', sql: 't.current_period_end', kind: 'time' },
+    { name: 'cancel_at_period_end', sql: 't.cancel_at_period_end', kind: 'text' },
+    { name: 'canceled_at', sql: 't.canceled_at', kind: 'time' },
+  ],
+  payouts: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'method', sql: 't.method', kind: 'text' },
+    { name: 'amount', sql: 't.amount', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'amount_formatted', sql: '', kind: 'text' },
+    { name: 'description', sql: 't.description', kind: 'text' },
+    { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
+  ],
 };
-const tables: Record<ExportResource, string> = { transactions: 'transactions', balance_transactions: 'balance_transactions', customers: 'customers' };
+const tables: Record<ExportResource, string> = {
+  transactions: 'transactions',
+  balance_transactions: 'balance_transactions',
+  customers: 'customers',
+  invoices: 'invoices',
+  subscriptions: 'subscriptions',
+  payouts: 'payouts',
+};
 export const contentTypes: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
   json: 'application/json',
@@ -158,10 +204,11 @@ function writerFor(format: ExportFormat, stream: Writable, title: string): Write
 
 function cellsOf(row: Record<string, unknown>, columns: Column[], timeZone: string): Cell[] {
   return columns.map((column) => {
-    if (column.name === 'amount_formatted') {
+    if (column.name.endsWith('_formatted')) {
+      // `<amount>_formatted`: that amount in major units, as a plain decimal.
       const currency = String(row.currency);
       const exponent = currencyExponent(currency);
-      return (Number(row.amount) / 10 ** exponent).toFixed(exponent);
+      return (Number(row[column.name.slice(0, -'_formatted'.length)]) / 10 ** exponent).toFixed(exponent);
     }
     const value = row[column.name];
     if (value === null || value === undefined) return null;
@@ -210,8 +257,9 @@ export async function runExport(em: EntityManager, storage: ExportStorage, expor
   await em.nativeUpdate(Export, { id: exp.id }, { status: 'running', rowsWritten: 0, rowsExpected: Number(counted!.n), updatedAt: new Date() });
 
   const columns = selectedColumns(exp.resource, exp.columns);
-  // The row carries what cellsOf needs even when a column is not selected (amount_formatted needs amount and currency).
-  const needed = [...new Set([...columns, ...exportColumns[exp.resource].filter((c) => c.name === 'amount' || c.name === 'currency')])].filter((c) => c.sql);
+  // The row carries what cellsOf needs even when a column is not selected (x_formatted needs x and currency).
+  const sources = new Set(['currency', ...columns.filter((c) => c.name.endsWith('_formatted')).map((c) => c.name.slice(0, -'_formatted'.length))]);
+  const needed = [...columns, ...exportColumns[exp.resource].filter((c) => sources.has(c.name))].filter((c) => c.sql);
   const select = [...new Map(needed.map((c) => [c.name, `${c.sql} as "${c.name}"`])).values()].join(', ');
   const file = storage.create(storageKey(exp));
   const writer = writerFor(exp.format, file.stream, `${exp.resource} ${exp.id}`);

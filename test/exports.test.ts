@@ -2,11 +2,11 @@ import ExcelJS from 'exceljs';
 import { createHash } from 'node:crypto';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Event, Export, Transaction } from '../db/entities/index.ts';
+import { Event, Export, Payout, Transaction } from '../db/entities/index.ts';
 import { exportFileSignature } from '../domain/export-links.ts';
 import { newId } from '../domain/ids.ts';
 import { localExportStorage, type ExportStorage } from '../services/export-storage.ts';
-import { csvCell, formatTime, pageSize, runExport } from '../services/exports.ts';
+import { csvCell, failExport, formatTime, pageSize, runExport } from '../services/exports.ts';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -117,12 +117,50 @@ describe('exports', () => {
     expect(text).toContain('5005');
   });
 
-  it('other resources: customers, balance_transactions (empty but well-formed)', async () => {
+  it('every other resource: balance_transactions, customers, invoices, subscriptions (empty but well-formed), payouts', async () => {
     const { done, bytes } = await exportOf({ resource: 'balance_transactions', format: 'json' });
     expect(done.row_count).toBe(0);
     expect(JSON.parse(bytes.toString('utf8'))).toEqual([]);
     const customers = await exportOf({ resource: 'customers', format: 'csv' });
     expect(customers.bytes.toString('utf8').split('\r\n')[0]).toBe('id,created,email,name');
+    const invoices = await exportOf({ resource: 'invoices', format: 'csv' });
+    expect(invoices.bytes.toString('utf8')).toBe(
+      'id,created,number,status,customer,customer_email,subscription,total,amount_paid,amount_due,currency,total_formatted,period_start,period_end,paid_at\r\n',
+    );
+    const subscriptions = await exportOf({ resource: 'subscriptions', format: 'csv' });
+    expect(subscriptions.bytes.toString('utf8')).toBe('id,created,status,customer,plan,current_period_start,current_period_end,cancel_at_period_end,canceled_at\r\n');
+    const payoutId = newId('payout');
+    const at = new Date(Date.UTC(2026, 10, 5, 12));
+    await engine.db.orm.em.fork().insert(Payout, {
+      id: payoutId,
+      accountId: owner.accountId,
+      livemode: true,
+      amount: 123456,
+      currency: 'USD',
+      method: 'bank_transfer',
+      status: 'paid',
+      description: '-cmd',
+      createdAt: at,
+      updatedAt: at,
+      paidAt: at,
+    } as never);
+    const payouts = await exportOf({ resource: 'payouts', format: 'json', columns: ['id', 'amount_formatted', 'description', 'paid_at'] });
+    expect(JSON.parse(payouts.bytes.toString('utf8'))).toEqual([{ id: payoutId, amount_formatted: '1234.56', description: '-cmd', paid_at: '2026-11-05T12:00:00+00:00' }]);
+  });
+
+  it("the file of an unfinished or failed export is export_not_ready; a failed export has its error and event", async () => {
+    const id = newId('export');
+    const now = new Date();
+    const em = engine.db.orm.em.fork();
+    await em.insert(Export, { id, accountId: owner.accountId, livemode: true, resource: 'customers', format: 'csv', timeZone: 'UTC', status: 'running', rowsWritten: 0, createdAt: now, updatedAt: now } as never);
+    const notReady = await engine.call('GET', `/v1/exports/${id}/file`);
+    expect(notReady.status).toBe(409);
+    expect(notReady.body).toEqual({ error: 'export_not_ready', message: expect.stringContaining('running') });
+    await failExport(engine.db.orm.em.fork(), id, 'disk full');
+    expect((await engine.call('GET', `/v1/exports/${id}`)).body).toMatchObject({ status: 'failed', error: 'disk full', file: null, url: null });
+    expect((await engine.call('GET', `/v1/exports/${id}/file`)).status).toBe(409);
+    const events = await engine.db.orm.em.fork().find(Event, { accountId: owner.accountId, type: 'export.failed' });
+    expect(events.map((e) => (e.data.object as { id: string; error: string }).error)).toEqual(['disk full']);
   });
 
   it('isolation across accounts and modes; an export.succeeded event', async () => {
