@@ -266,6 +266,13 @@ describe('exports', () => {
     expect(readdirSync(root)).toEqual([`${id}.csv`]);
   });
 
+  it('is documented in the OpenAPI document; the signed file route needs no credential', async () => {
+    const doc = (await engine.call('GET', '/openapi.json', undefined, { authorization: '' })).body;
+    for (const path of ['/v1/exports', '/v1/exports/{id}', '/v1/exports/{id}/file']) expect(doc.paths[path], path).toBeDefined();
+    expect(doc.paths['/exports/{id}/file'].get.security).toEqual([]);
+    expect(doc.components.schemas.Event.properties.type.enum).toEqual(expect.arrayContaining(['export.succeeded', 'export.failed']));
+  });
+
   it('csv cells and time zones (unit)', () => {
     expect(['=1', '+1', '-1', '@a', '\tx', 'ok', 'a,b'].map(csvCell)).toEqual(["'=1", "'+1", "'-1", "'@a", "'\tx", 'ok', '"a,b"']);
     expect(csvCell(-500)).toBe('-500');

@@ -145,6 +145,12 @@ describe('GET /v1/transactions/search', () => {
     ]);
   });
 
+  it('is documented in the OpenAPI document, beside /v1/transactions/{id}', async () => {
+    const doc = await engine.call('GET', '/openapi.json', undefined, { authorization: '' });
+    expect(doc.body.paths['/v1/transactions/search'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['limit', 'page', 'query']);
+    expect(doc.body.paths['/v1/transactions/{id}']).toBeDefined();
+  });
+
   it('equality on every field', async () => {
     const r = rows[5]!;
     expect(await ids(`id:${r.id}`)).toEqual([r.id]);
