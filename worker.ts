@@ -9,6 +9,7 @@ import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
+import { localExportStorage, type ExportStorage } from './services/export-storage.ts';
 import { ensureMaintenanceWorkflow } from './services/maintenance.ts';
 import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
 import { createMailer, type Mailer } from './services/mailer.ts';
@@ -38,6 +39,8 @@ export interface BillingWorkerDeps {
   /** A prebuilt workflow bundle (tests build it once per run); else the worker bundles `workflows/`. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   identity?: string;
+  /** Where export files are written (services/export-storage.ts): DATA_DIR/exports by default. */
+  exportStorage?: ExportStorage;
   /** Worker tuning beyond the defaults (tests use maxCachedWorkflows). */
   overrides?: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
 }
@@ -48,7 +51,7 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox }),
+    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
     interceptors: { activity: [wakeDispatchAfterActivities(deps.orm)] },
     ...(deps.identity ? { identity: deps.identity } : {}),
@@ -80,7 +83,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const mailer = createMailer(config);
   const processors = createProcessors(config.processors, () => orm.em.fork());
-  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
+  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), exportStorage: localExportStorage(path.join(config.dataDir, 'exports')) });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
   // One maintenance workflow per task queue (workflows/maintenance.ts): the first worker starts it, the others find it.
   const client = new Client({ connection, namespace: config.temporalNamespace });

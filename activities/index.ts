@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
@@ -44,6 +44,8 @@ import type { PaymentProcessor } from '../services/processors/types.ts';
 import { projectSubscription } from '../services/projections.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
+import type { ExportStorage } from '../services/export-storage.ts';
+import { failExport, runExport } from '../services/exports.ts';
 import type { Resolver } from '../domain/webhook-url.ts';
 import {
   attemptWebhookDelivery,
@@ -71,6 +73,8 @@ export interface ActivityDeps {
   links: CustomerLinks;
   /** Where payouts go; defaults to the sandbox rail (activities/payouts.ts). */
   payoutRail?: PayoutRail;
+  /** Where export files are written (services/export-storage.ts); exports fail without it. */
+  exportStorage?: ExportStorage;
 }
 
 /**
@@ -185,6 +189,16 @@ export function createActivities(deps: ActivityDeps) {
       return settlePendingPayment(em(), processors, transactionId, processorChargeId, starter());
     },
     /** Sends a pending payout through the rail and records paid or failed (with its event). */
+    /** Writes an export's file from its first row, heartbeating the rows written (services/exports.ts). */
+    async writeExport(exportId: string): Promise<string> {
+      if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
+      const context = Context.current();
+      return runExport(em(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows));
+    },
+    /** An export whose writing failed for good: status failed and its event. */
+    async failExport(exportId: string, message: string): Promise<void> {
+      await failExport(em(), exportId, message);
+    },
     async completePayout(payoutId: string): Promise<string> {
       return completePayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId);
     },

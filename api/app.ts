@@ -29,6 +29,8 @@ import { billingDetailsPage } from './pages/billing-details.ts';
 import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
+import { transactionSearchApp } from './routes/transaction-search.ts';
+import { exportsApps } from './routes/exports.ts';
 import { usersApp } from './routes/users.ts';
 import { webhooksApps } from './routes/webhooks.ts';
 import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
@@ -116,6 +118,8 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/settings', settingsApp(deps));
   // Customer-facing page linked from failed-payment emails; the signed token is the credential.
   app.route('/billing', billingDetailsPage(deps));
+  // Before /v1/transactions, whose /{id} would otherwise take `search`.
+  app.route('/v1/transactions/search', transactionSearchApp(deps));
   app.route('/v1/transactions', transactionsApp(deps));
   const webhooks = webhooksApps(deps, wake);
   app.route('/v1/webhooks', webhooks.webhooks);
@@ -134,6 +138,10 @@ export function createApp(given: ApiDeps) {
   const invoices = invoicesApps(deps);
   app.route('/v1/invoices', invoices.v1);
   app.route('/invoices', invoices.root);
+  const exports = exportsApps(deps);
+  app.route('/v1/exports', exports.v1);
+  // The signed `url` of an export: no API credentials, the signature is the credential.
+  app.route('/exports', exports.root);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',

@@ -4,6 +4,7 @@ import type { Processors } from '../services/processors/index.ts';
 import type { PaymentProcessor } from '../services/processors/types.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import type { ExportStorage } from '../services/export-storage.ts';
 
 /** What the HTTP edge needs: projections to read, Temporal to command, configuration and a logger. */
 export interface ApiDeps {
@@ -17,4 +18,6 @@ export interface ApiDeps {
   sseHeartbeatMs?: number;
   /** One processor for both modes, over `processors` (tests). */
   processor?: PaymentProcessor;
+  /** Where export files are read from; DATA_DIR/exports when unset. */
+  exportStorage?: ExportStorage;
 }

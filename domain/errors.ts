@@ -41,6 +41,10 @@ export const errorStatus = {
   // ours: the CLI device login (POST /v1/cli/token): not approved yet; the device code expired or was used
   authorization_pending: 400,
   expired_token: 400,
+  // ours: a signed link (an export's file) past its expiry
+  link_expired: 410,
+  // ours: an export's file asked for before it succeeded, or after it expired
+  export_not_ready: 409,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

@@ -42,6 +42,8 @@ export const eventCatalog = [
   { type: 'payout.created', description: 'A payout was created; its amount left the available balance.' },
   { type: 'payout.paid', description: 'A payout arrived at its destination.' },
   { type: 'payout.failed', description: 'A payout failed; its amount returned to the balance.' },
+  { type: 'export.succeeded', description: 'An export finished: its file can be downloaded until expires_at.' },
+  { type: 'export.failed', description: 'An export failed; `error` says why.' },
 ] as const;
 
 export type EventType = (typeof eventCatalog)[number]['type'];

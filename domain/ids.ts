@@ -27,6 +27,7 @@ export const idPrefixes = {
   balanceTransaction: 'btxn',
   cliKey: 'ck',
   cliDevice: 'dev',
+  export: 'exp',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -240,7 +240,8 @@ describe('events', () => {
       const [receipt] = await eventually(async () => mailTo('receipt@example.com'), (m) => m.length >= 1);
       expect(receipt!.parsed.subject).toBe(`[TEST] Receipt for invoice ${invoice.number} ($15.00)`);
       expect(receipt!.parsed.text).toContain('Thank you for your payment of $15.00 to Acme');
-      expect(receipt!.parsed.text).toContain('Starter: $15.00');
+      // The line names its period in the account's language (human dates, issue #12).
+      expect(receipt!.parsed.text).toMatch(/Starter \([A-Z][a-z]{2} \d{1,2}, \d{4} – [A-Z][a-z]{2} \d{1,2}, \d{4}\): \$15\.00/);
       const link = receipt!.parsed.text!.match(/http:\/\/\S+\/invoices\/\S+/)![0];
       expect(link).toBe(invoice.pdf);
       const pdf = await engine.app.request(new URL(link).pathname + new URL(link).search);

@@ -6,3 +6,4 @@ export { eventDispatchWorkflow, webhookDeliveryWorkflow } from './webhooks.ts';
 export { payoutWorkflow } from './payout.ts';
 export { maintenanceWorkflow } from './maintenance.ts';
 export { fundsAvailabilityWorkflow } from './funds-availability.ts';
+export { exportWorkflow } from './export.ts';

@@ -4,6 +4,7 @@ import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
 import { Customer } from './customer.ts';
 import { Event } from './event.ts';
+import { Export } from './export.ts';
 import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice, InvoiceNumberCounter } from './invoice.ts';
 import { AccountBalance, BalanceTransaction, LedgerEntry } from './ledger.ts';
@@ -42,6 +43,7 @@ export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
 export { invoiceStatuses } from './invoice.ts';
 export type { RiskLevel, TransactionStatus, TransactionType } from './transaction.ts';
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
+export { Export, exportFormats, exportResources, exportStatuses, type ExportFormat, type ExportResource, type ExportStatus } from './export.ts';
 export const entities = [
   Account,
   AccountModeSettings,
@@ -73,4 +75,5 @@ export const entities = [
   Payout,
   PaymentRequest,
   RecurringPaymentRequest,
+  Export,
 ];

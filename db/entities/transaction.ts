@@ -17,6 +17,9 @@ export const Transaction = defineEntity({
   indexes: [
     { properties: ['invoiceId'] },
     { properties: ['sourceTransactionId'] },
+    // Search (services/search.ts): scoped to an account and mode, keyset by id or filtered by time.
+    { properties: ['accountId', 'livemode', 'id'] },
+    { properties: ['accountId', 'livemode', 'createdAt'] },
     { name: 'transactions_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" },
   ],
   properties: {

@@ -15,6 +15,7 @@ import { Migration20261123103000_processor } from './Migration20261123103000_pro
 import { Migration20261123110000_settings_per_mode } from './Migration20261123110000_settings_per_mode.ts';
 import { Migration20261123120000_idempotency_scope } from './Migration20261123120000_idempotency_scope.ts';
 import { Migration20261123140000_cli_keys } from './Migration20261123140000_cli_keys.ts';
+import { Migration20261123150000_exports } from './Migration20261123150000_exports.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -35,4 +36,5 @@ export const migrations = [
   { name: 'Migration20261123110000_settings_per_mode', class: Migration20261123110000_settings_per_mode },
   { name: 'Migration20261123120000_idempotency_scope', class: Migration20261123120000_idempotency_scope },
   { name: 'Migration20261123140000_cli_keys', class: Migration20261123140000_cli_keys },
+  { name: 'Migration20261123150000_exports', class: Migration20261123150000_exports },
 ];

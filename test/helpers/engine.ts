@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
@@ -12,9 +15,10 @@ import { createCustomerLinks } from '../../domain/customer-links.ts';
 import type { PaymentProcessor } from '../../services/processors/types.ts';
 import { resolveProcessors, type Processors } from '../../services/processors/index.ts';
 import { createApp, type App } from '../../api/app.ts';
+import { localExportStorage } from '../../services/export-storage.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
-import { BalanceTransaction, Charge, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
+import { BalanceTransaction, Charge, Export, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -90,7 +94,7 @@ export async function startTestEngine(
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const mail = await startSmtpCapture();
   const base = loadConfig({ NODE_ENV: 'test' });
-  const config: Config = { ...base, taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors };
+  const config: Config = { ...base, taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors, dataDir: mkdtempSync(path.join(tmpdir(), 'billing-data-')) };
   // Built once, like an entry point does, and shared by the API and the worker.
   const processors: Processors = resolveProcessors(options, config.processors, () => db.orm.em.fork());
   const mailer = createSmtpMailer(mail.url, config.mailFrom);
@@ -157,6 +161,7 @@ export async function startTestEngine(
         mailer,
         links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
         secretBox: createSecretBox(config.auth.secret),
+        exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
         workflowBundle: { codePath: inject('workflowBundlePath') },
       });
       workerRun = worker.run();
@@ -187,7 +192,8 @@ export async function startTestEngine(
       const payouts = await em.find(Payout, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
       // Money waiting to become available: each has a fundsAvailabilityWorkflow (workflow id = the btxn id).
       const availability = await em.find(BalanceTransaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      await Promise.all([...subscriptions, ...settling, ...requests, ...payouts, ...availability].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
+      const exports = await em.find(Export, { status: { $in: ['pending', 'running'] } }, { fields: ['id'] }).catch(() => []);
+      await Promise.all([...subscriptions, ...settling, ...requests, ...payouts, ...availability, ...exports].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
       // Webhooks: the dispatcher first (it starts deliveries), then deliveries still retrying
       // or still sending their disabled-endpoint email.
       await env.client.workflow.getHandle(eventDispatchWorkflowId(taskQueue)).terminate('test finished').catch(() => undefined);
@@ -199,6 +205,7 @@ export async function startTestEngine(
       mailer.close();
       await mail.close();
       await db.close();
+      rmSync(config.dataDir, { recursive: true, force: true });
     },
   };
   engine.tenant = await engine.signUp({ name: 'Acme' });

@@ -1,0 +1,189 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { Export, exportFormats, exportResources } from '../../db/entities/index.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { checkExportFileSignature, signedExportFileUrl } from '../../domain/export-links.ts';
+import { newId } from '../../domain/ids.ts';
+import { localExportStorage } from '../../services/export-storage.ts';
+import { exportColumns, storageKey } from '../../services/exports.ts';
+import { parseForApi } from '../../services/search.ts';
+import { ExportSchema, serializeExport } from '../../objects/export.ts';
+import { exportWorkflow } from '../../workflows/export.ts';
+import { accountScope } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { notFoundInMode } from '../not-found.ts';
+import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
+import { errorResponses, idParam, isoInstant } from '../schemas.ts';
+
+const CreateBody = z
+  .object({
+    resource: z.enum(exportResources),
+    format: z.enum(exportFormats),
+    query: z.string().min(1).max(2000).optional().openapi({ description: 'transactions only: a search query (docs/exports-and-search.md)' }),
+    created: z.object({ gte: isoInstant.optional(), lte: isoInstant.optional() }).strict().optional(),
+    columns: z.array(z.string().min(1).max(64)).min(1).max(50).optional(),
+    time_zone: z
+      .string()
+      .max(64)
+      .refine((tz) => {
+        try {
+          new Intl.DateTimeFormat('en-US', { timeZone: tz });
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'must be an IANA time zone such as Europe/Paris')
+      .default('UTC'),
+  })
+  .strict();
+
+const fileContent = { content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } };
+const createExport = createRoute({
+  method: 'post',
+  path: '/',
+  tags: ['Exports'],
+  summary: 'Start an export',
+  description: 'Answers 202 with the export, `pending`; a workflow writes the file. Poll GET /v1/exports/{id} or listen for export.succeeded / export.failed.',
+  request: { body: { ...json(CreateBody), required: true } },
+  responses: { 202: { description: 'Accepted', ...json(ExportSchema) }, ...errorResponses(400, 401) },
+});
+const listExports = createRoute({
+  method: 'get',
+  path: '/',
+  tags: ['Exports'],
+  summary: 'List exports, newest first',
+  request: { query: z.object(cursorQuery('export')).strict().refine(...oneCursor) },
+  responses: { 200: { description: 'A page', ...json(listSchema(ExportSchema)) }, ...errorResponses(400, 401) },
+});
+const getExport = createRoute({
+  method: 'get',
+  path: '/{id}',
+  tags: ['Exports'],
+  summary: 'Retrieve an export',
+  request: { params: idParam('exp') },
+  responses: { 200: { description: 'The export', ...json(ExportSchema) }, ...errorResponses(401, 404) },
+});
+const getFile = createRoute({
+  method: 'get',
+  path: '/{id}/file',
+  tags: ['Exports'],
+  summary: "Download an export's file",
+  request: { params: idParam('exp') },
+  responses: { 200: { description: 'The file', ...fileContent }, ...errorResponses(401, 404, 409) },
+});
+const publicFile = createRoute({
+  method: 'get',
+  path: '/{id}/file',
+  tags: ['Exports'],
+  summary: "An export's file, by its signed link",
+  description: 'The `url` of an export: no Authorization header, the signature in the link is the credential until `expires`. A wrong signature answers 404; an expired one 410 `link_expired`.',
+  security: [],
+  request: { params: idParam('exp'), query: z.object({ expires: z.coerce.number().int().min(0), signature: z.string().max(200) }) },
+  responses: { 200: { description: 'The file', ...fileContent }, ...errorResponses(404, 409, 410) },
+});
+
+export function exportsApps(deps: ApiDeps) {
+  const { orm, config } = deps;
+  const storage = deps.exportStorage ?? localExportStorage(path.join(config.dataDir, 'exports'));
+  const urlOf = (e: Export) =>
+    e.status === 'succeeded' && e.expiresAt ? signedExportFileUrl(config.publicUrl, config.auth.secret, e.id, Math.floor(e.expiresAt.getTime() / 1000)) : null;
+  const serialize = (e: Export) => serializeExport(e, urlOf(e));
+
+  function fileResponse(c: Context, e: Export): Response {
+    const current = serializeExport(e);
+    if (current.status === 'expired') throw new ApiError('link_expired', 'This export expired; its file was deleted. Start a new export.');
+    if (current.status !== 'succeeded') throw new ApiError('export_not_ready', `The export is ${current.status}; its file is ready once it succeeded.`);
+    const body = Readable.toWeb(storage.open(storageKey(e))) as ReadableStream;
+    return c.body(body, 200, {
+      'content-type': e.fileContentType!,
+      'content-length': String(e.fileSize),
+      'content-disposition': `attachment; filename="${e.resource}-${e.id}.${e.format}"`,
+      'x-content-sha256': e.fileSha256!,
+    });
+  }
+
+  const v1 = newOpenApiApp()
+    .openapi(createExport, async (c) => {
+      const body = c.req.valid('json');
+      const scope = await accountScope(c, orm);
+      if (body.query !== undefined) {
+        if (body.resource !== 'transactions') throw new ApiError('invalid_request', 'query: only transactions exports take a search query.');
+        parseForApi(body.query);
+      }
+      if (body.columns) {
+        const known = exportColumns[body.resource].map((col) => col.name);
+        const unknown = body.columns.filter((col) => !known.includes(col));
+        if (unknown.length) throw new ApiError('invalid_request', `columns: ${unknown.join(', ')} not among ${body.resource}'s columns (${known.join(', ')}).`);
+      }
+      const now = new Date();
+      const em = orm.em.fork();
+      const e = em.create(Export, {
+        id: newId('export'),
+        accountId: scope.accountId,
+        livemode: scope.livemode,
+        resource: body.resource,
+        format: body.format,
+        query: body.query ?? null,
+        createdGte: body.created?.gte ?? null,
+        createdLte: body.created?.lte ?? null,
+        columns: body.columns ?? null,
+        timeZone: body.time_zone,
+        status: 'pending',
+        rowsWritten: 0,
+        rowsExpected: null,
+        rowCount: null,
+        fileSize: null,
+        fileContentType: null,
+        fileSha256: null,
+        expiresAt: null,
+        error: null,
+        createdAt: now,
+        updatedAt: now,
+      });
+      await em.flush();
+      await deps.temporal.workflow.start(exportWorkflow, {
+        workflowId: e.id,
+        taskQueue: config.taskQueue,
+        args: [{ exportId: e.id }],
+        staticSummary: `Export ${e.id}`,
+      });
+      return c.json(serialize(e), 202);
+    })
+    .openapi(listExports, async (c) => {
+      const query = c.req.valid('query');
+      const scope = await accountScope(c, orm);
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Export, { accountId: scope.accountId, livemode: scope.livemode }, query);
+      return c.json({ object: 'list' as const, data: page.map(serialize), has_more: hasMore }, 200);
+    })
+    .openapi(getExport, async (c) => {
+      const scope = await accountScope(c, orm);
+      const em = orm.em.fork();
+      const id = c.req.valid('param').id;
+      const e = await em.findOne(Export, { id, accountId: scope.accountId, livemode: scope.livemode });
+      if (!e) throw await notFoundInMode(em, Export, id, scope, 'export');
+      return c.json(serialize(e), 200);
+    })
+    .openapi(getFile, async (c) => {
+      const scope = await accountScope(c, orm);
+      const em = orm.em.fork();
+      const id = c.req.valid('param').id;
+      const e = await em.findOne(Export, { id, accountId: scope.accountId, livemode: scope.livemode });
+      if (!e) throw await notFoundInMode(em, Export, id, scope, 'export');
+      return fileResponse(c, e) as never;
+    });
+
+  const root = newOpenApiApp().openapi(publicFile, async (c) => {
+    const { id } = c.req.valid('param');
+    const { expires, signature } = c.req.valid('query');
+    const check = checkExportFileSignature(config.auth.secret, id, expires, signature, Date.now());
+    if (check === 'invalid') throw new ApiError('not_found', 'No such export.');
+    if (check === 'expired') throw new ApiError('link_expired', 'This link expired; fetch the export again for a fresh one.');
+    const e = await orm.em.fork().findOne(Export, { id });
+    if (!e) throw new ApiError('not_found', 'No such export.');
+    return fileResponse(c, e) as never;
+  });
+  return { v1, root };
+}

@@ -1,0 +1,314 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import ExcelJS from 'exceljs';
+import PDFDocument from 'pdfkit';
+import type { Writable } from 'node:stream';
+import { Export, type ExportFormat, type ExportResource } from '../db/entities/index.ts';
+import { currencyExponent } from '../domain/money.ts';
+import { parseSearchQuery } from '../domain/search-query.ts';
+import { serializeExport } from '../objects/export.ts';
+import type { ExportStorage } from './export-storage.ts';
+import { recordEvent } from './events.ts';
+import { compileSearch } from './search.ts';
+
+/**
+ * Exports (docs/exports-and-search.md): an account's rows of one resource, paged by
+ * keyset (id ascending) and streamed into a file of the asked format, so memory stays
+ * flat however many rows. Run by exportWorkflow's activity; each attempt writes a new
+ * temporary file from the first row and publishes it only when complete, so a worker
+ * killed mid-export leaves no corrupt file: the retry starts over.
+ */
+
+type Kind = 'text' | 'int' | 'time' | 'json';
+type Column = { name: string; sql: string; kind: Kind };
+
+/** Columns per resource, in file order. An amount column is followed by `currency` and its `_formatted` twin (computed). */
+export const exportColumns: Record<ExportResource, Column[]> = {
+  transactions: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'type', sql: 't.type', kind: 'text' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'amount', sql: 't.amount', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'amount_formatted', sql: '', kind: 'text' },
+    { name: 'amount_refunded', sql: 't.amount_refunded', kind: 'int' },
+    { name: 'reference', sql: 't.reference', kind: 'text' },
+    { name: 'customer', sql: 't.customer_id', kind: 'text' },
+    { name: 'invoice', sql: 't.invoice_id', kind: 'text' },
+    { name: 'subscription', sql: 't.subscription_id', kind: 'text' },
+    { name: 'risk_level', sql: 't.risk_level', kind: 'text' },
+    { name: 'metadata', sql: 't.metadata', kind: 'json' },
+  ],
+  balance_transactions: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'type', sql: 't.type', kind: 'text' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'source', sql: 't.source', kind: 'text' },
+    { name: 'amount', sql: 't.amount', kind: 'int' },
+    { name: 'fee', sql: 't.fee', kind: 'int' },
+    { name: 'net', sql: 't.net', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'amount_formatted', sql: '', kind: 'text' },
+    { name: 'available_on', sql: 't.available_on', kind: 'time' },
+  ],
+  customers: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'email', sql: 't.email', kind: 'text' },
+    { name: 'name', sql: 't.name', kind: 'text' },
+  ],
+  invoices: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'number', sql: 't.number', kind: 'text' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'customer', sql: 't.customer_id', kind: 'text' },
+    { name: 'customer_email', sql: 't.customer_email', kind: 'text' },
+    { name: 'subscription', sql: 't.subscription_id', kind: 'text' },
+    { name: 'total', sql: 't.total', kind: 'int' },
+    { name: 'amount_paid', sql: 't.amount_paid', kind: 'int' },
+    { name: 'amount_due', sql: 't.amount_due', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'total_formatted', sql: '', kind: 'text' },
+    { name: 'period_start', sql: 't.period_start', kind: 'time' },
+    { name: 'period_end', sql: 't.period_end', kind: 'time' },
+    { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
+  ],
+  subscriptions: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'customer', sql: 't.customer_id', kind: 'text' },
+    { name: 'plan', sql: 't.plan_id', kind: 'text' },
+    { name: 'current_period_start', sql: 't.current_period_start', kind: 'time' },
+    { name: 'current_period_end', sql: 't.current_period_end', kind: 'time' },
+    { name: 'cancel_at_period_end', sql: 't.cancel_at_period_end', kind: 'text' },
+    { name: 'canceled_at', sql: 't.canceled_at', kind: 'time' },
+  ],
+  payouts: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'method', sql: 't.method', kind: 'text' },
+    { name: 'amount', sql: 't.amount', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'amount_formatted', sql: '', kind: 'text' },
+    { name: 'description', sql: 't.description', kind: 'text' },
+    { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
+  ],
+};
+const tables: Record<ExportResource, string> = {
+  transactions: 'transactions',
+  balance_transactions: 'balance_transactions',
+  customers: 'customers',
+  invoices: 'invoices',
+  subscriptions: 'subscriptions',
+  payouts: 'payouts',
+};
+export const contentTypes: Record<ExportFormat, string> = {
+  csv: 'text/csv; charset=utf-8',
+  json: 'application/json',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  pdf: 'application/pdf',
+};
+export const pageSize = 500;
+
+export const storageKey = (exp: { id: string; format: ExportFormat }) => `${exp.id}.${exp.format}`;
+
+/** The columns an export writes: its `columns` (validated by the API) in resource order, or all. */
+export function selectedColumns(resource: ExportResource, columns: string[] | null | undefined): Column[] {
+  const all = exportColumns[resource];
+  return columns?.length ? all.filter((c) => columns.includes(c.name)) : all;
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** A time in `timeZone` as `2026-11-01T10:00:00+01:00`. One formatter per zone: building one per cell is slow and holds native memory. */
+export function formatTime(date: Date, timeZone: string): string {
+  let formatter = formatters.get(timeZone);
+  if (!formatter) {
+    formatter = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'longOffset' });
+    if (formatters.size > 100) formatters.clear();
+    formatters.set(timeZone, formatter);
+  }
+  const parts = Object.fromEntries(formatter.formatToParts(date).map((p) => [p.type, p.value]));
+  const offset = parts.timeZoneName === 'GMT' ? '+00:00' : String(parts.timeZoneName).replace('GMT', '');
+  return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${offset}`;
+}
+
+/** A csv cell that a spreadsheet would run as a formula (=, +, -, @, tab, CR) is prefixed with `'`. Numbers are written as numbers. */
+export function csvCell(value: string | number | null): string {
+  if (value === null) return '';
+  if (typeof value === 'number') return String(value);
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+type Cell = string | number | null;
+interface Writer {
+  header(names: string[]): Promise<void>;
+  row(values: Cell[]): Promise<void>;
+  end(): Promise<void>;
+}
+
+function write(stream: Writable, text: string): Promise<void> {
+  return stream.write(text) ? Promise.resolve() : new Promise((resolve) => stream.once('drain', () => resolve()));
+}
+
+function writerFor(format: ExportFormat, stream: Writable, title: string): Writer {
+  if (format === 'csv') {
+    return {
+      header: (names) => write(stream, `${names.map(csvCell).join(',')}\r\n`),
+      row: (values) => write(stream, `${values.map(csvCell).join(',')}\r\n`),
+      end: async () => void stream.end(),
+    };
+  }
+  if (format === 'json') {
+    let names: string[] = [];
+    let first = true;
+    return {
+      header: async (n) => {
+        names = n;
+        await write(stream, '[');
+      },
+      row: async (values) => {
+        await write(stream, `${first ? '\n' : ',\n'}${JSON.stringify(Object.fromEntries(names.map((n, i) => [n, values[i]])))}`);
+        first = false;
+      },
+      end: async () => {
+        await write(stream, first ? ']\n' : '\n]\n');
+        stream.end();
+      },
+    };
+  }
+  if (format === 'xlsx') {
+    // The streaming writer commits each row to the zip as it goes (memory stays flat).
+    const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream, useStyles: false, useSharedStrings: false });
+    const sheet = workbook.addWorksheet(title.slice(0, 31));
+    return {
+      header: async (names) => sheet.addRow(names).commit(),
+      row: async (values) => sheet.addRow(values).commit(),
+      end: async () => {
+        sheet.commit();
+        await workbook.commit();
+      },
+    };
+  }
+  // pdf: one document listing the rows, a line per row.
+  const doc = new PDFDocument({ size: 'A4', layout: 'landscape', margin: 30, compress: true });
+  doc.pipe(stream);
+  doc.fontSize(12).text(title).moveDown(0.5).fontSize(7);
+  return {
+    header: async (names) => void doc.font('Helvetica-Bold').text(names.join(' | ')).font('Helvetica'),
+    row: async (values) => void doc.text(values.map((v) => (v === null ? '' : String(v))).join(' | ')),
+    end: async () => void doc.end(),
+  };
+}
+
+function cellsOf(row: Record<string, unknown>, columns: Column[], timeZone: string): Cell[] {
+  return columns.map((column) => {
+    if (column.name.endsWith('_formatted')) {
+      // `<amount>_formatted`: that amount in major units, as a plain decimal.
+      const currency = String(row.currency);
+      const exponent = currencyExponent(currency);
+      return (Number(row[column.name.slice(0, -'_formatted'.length)]) / 10 ** exponent).toFixed(exponent);
+    }
+    const value = row[column.name];
+    if (value === null || value === undefined) return null;
+    if (column.kind === 'int') return Number(value);
+    if (column.kind === 'time') return formatTime(value instanceof Date ? value : new Date(String(value)), timeZone);
+    if (column.kind === 'json') return JSON.stringify(typeof value === 'string' ? JSON.parse(value) : value);
+    return String(value);
+  });
+}
+
+/** The SQL of one keyset page (ids above `after`) and of the count, with their parameters. */
+function pageQuery(exp: Export): { from: string; params: unknown[] } {
+  const params: unknown[] = [exp.accountId, exp.livemode];
+  let from = `from ${tables[exp.resource]} t`;
+  let where = ' where t.account_id = ? and t.livemode = ?';
+  if (exp.createdGte) {
+    where += ' and t.created_at >= ?';
+    params.push(exp.createdGte);
+  }
+  if (exp.createdLte) {
+    where += ' and t.created_at <= ?';
+    params.push(exp.createdLte);
+  }
+  if (exp.resource === 'transactions' && exp.query) {
+    const compiled = compileSearch(parseSearchQuery(exp.query));
+    if (compiled.joinCustomers) from += ' left join customers c on c.id = t.customer_id and c.account_id = t.account_id';
+    where += ` and ${compiled.sql}`;
+    params.push(...compiled.params);
+  }
+  return { from: from + where, params };
+}
+
+/** Expiry of a finished export's file (and of its signed link). */
+export const exportRetentionMs = 7 * 24 * 3600 * 1000;
+
+/**
+ * Writes an export's file. `progress` is called after each page with the rows written
+ * (the activity heartbeats it). Returns the final status; a finished export is left as it is.
+ */
+export async function runExport(em: EntityManager, storage: ExportStorage, exportId: string, progress: (rows: number) => void = () => {}): Promise<string> {
+  const exp = await em.findOneOrFail(Export, { id: exportId });
+  if (exp.status !== 'pending' && exp.status !== 'running') return exp.status;
+  const { from, params } = pageQuery(exp);
+  const connection = em.getConnection();
+  const [counted] = await connection.execute<{ n: string }[]>(`select count(*) as n ${from}`, params);
+  await em.nativeUpdate(Export, { id: exp.id }, { status: 'running', rowsWritten: 0, rowsExpected: Number(counted!.n), updatedAt: new Date() });
+
+  const columns = selectedColumns(exp.resource, exp.columns);
+  // The row carries what cellsOf needs even when a column is not selected (x_formatted needs x and currency).
+  const sources = new Set(['currency', ...columns.filter((c) => c.name.endsWith('_formatted')).map((c) => c.name.slice(0, -'_formatted'.length))]);
+  const needed = [...columns, ...exportColumns[exp.resource].filter((c) => sources.has(c.name))].filter((c) => c.sql);
+  const select = [...new Map(needed.map((c) => [c.name, `${c.sql} as "${c.name}"`])).values()].join(', ');
+  const file = storage.create(storageKey(exp));
+  const writer = writerFor(exp.format, file.stream, `${exp.resource} ${exp.id}`);
+  let rows = 0;
+  try {
+    await writer.header(columns.map((c) => c.name));
+    let after = '';
+    for (;;) {
+      const page = await connection.execute<Record<string, unknown>[]>(`select t.id as "__id", ${select} ${from} and t.id > ? order by t.id limit ?`, [...params, after, pageSize]);
+      for (const row of page) await writer.row(cellsOf(row, columns, exp.timeZone));
+      rows += page.length;
+      if (page.length) {
+        after = String(page[page.length - 1]!.__id);
+        await em.nativeUpdate(Export, { id: exp.id }, { rowsWritten: rows, updatedAt: new Date() });
+        progress(rows);
+      }
+      if (page.length < pageSize) break;
+    }
+    await writer.end();
+  } catch (error) {
+    await file.abort();
+    throw error;
+  }
+  const { size, sha256 } = await file.commit();
+  const now = new Date();
+  await em.transactional(async (tx) => {
+    const changed = await tx.nativeUpdate(
+      Export,
+      { id: exp.id, status: 'running' },
+      { status: 'succeeded', rowsWritten: rows, rowCount: rows, fileSize: size, fileSha256: sha256, fileContentType: contentTypes[exp.format], expiresAt: new Date(now.getTime() + exportRetentionMs), updatedAt: now },
+    );
+    if (changed) await recordEvent(tx, { accountId: exp.accountId, livemode: exp.livemode, type: 'export.succeeded', object: serializeExport(await tx.findOneOrFail(Export, { id: exp.id }, { refresh: true })) });
+  });
+  return 'succeeded';
+}
+
+/** Records an export that could not be written (its retries exhausted) as failed, with its event. */
+export async function failExport(em: EntityManager, exportId: string, message: string): Promise<void> {
+  await em.transactional(async (tx) => {
+    const exp = await tx.findOneOrFail(Export, { id: exportId });
+    if (exp.status === 'succeeded' || exp.status === 'failed') return;
+    exp.status = 'failed';
+    exp.error = message.slice(0, 1000);
+    exp.updatedAt = new Date();
+    await tx.flush();
+    await recordEvent(tx, { accountId: exp.accountId, livemode: exp.livemode, type: 'export.failed', object: serializeExport(exp) });
+  });
+}

@@ -1,0 +1,35 @@
+/**
+ * exportWorkflow: one per export, workflow id = export id (`exp_...`). Its activity
+ * writes the whole file, heartbeating the rows written; a worker that dies mid-file
+ * lets the heartbeat time out and the retry write a fresh file from the first row
+ * (services/exports.ts publishes a file only once complete). When the retries are
+ * spent the export is recorded failed. Deterministic code only.
+ */
+import { ActivityFailure, ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+
+const writer = proxyActivities<Activities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
+});
+const bookkeeping = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export async function exportWorkflow(input: { exportId: string }): Promise<string> {
+  setCurrentDetails(`Export ${input.exportId}.`);
+  try {
+    const status = await writer.writeExport(input.exportId);
+    setCurrentDetails(`Export ${status}.`);
+    return status;
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    const cause = error.cause;
+    const message = cause instanceof ApplicationFailure || cause instanceof Error ? cause.message : 'the export could not be written';
+    await bookkeeping.failExport(input.exportId, message);
+    setCurrentDetails('Export failed.');
+    return 'failed';
+  }
+}
