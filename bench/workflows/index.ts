@@ -7,6 +7,8 @@
 import { proxyActivities, sleep } from '@temporalio/workflow';
 
 export { subscriptionWorkflow } from '../../workflows/subscription.ts';
+// Each paid renewal starts a funds-availability workflow (pending money becomes available at available_on).
+export { fundsAvailabilityWorkflow } from '../../workflows/funds-availability.ts';
 
 /** The baseline's activity, added to the worker's activities by bench/renewals-worker.ts. */
 export interface NoopActivities {
