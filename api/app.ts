@@ -22,6 +22,7 @@ import { paymentsApp } from './routes/payments.ts';
 import { invoicesApps } from './routes/invoices.ts';
 import { notificationSettingsApp } from './routes/notification-settings.ts';
 import { payoutsApp } from './routes/payouts.ts';
+import { bankAccountsApp } from './routes/bank-accounts.ts';
 import { balanceApp, balanceTransactionsApp } from './routes/balance.ts';
 import { plansApp } from './routes/plans.ts';
 import { settingsApp } from './routes/settings.ts';
@@ -127,6 +128,7 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/events', webhooks.events);
   app.route('/v1/payments', paymentsApp(deps));
   app.route('/v1/payouts', payoutsApp(deps));
+  app.route('/v1/bank_accounts', bankAccountsApp(deps));
   app.route('/v1/balance', balanceApp(deps));
   app.route('/v1/balance_transactions', balanceTransactionsApp(deps));
   app.route('/v1/events', eventsApp(deps));
