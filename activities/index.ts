@@ -28,7 +28,7 @@ import { pruneExpiredRows, reconcileMissingAvailability, reconcileStuckPayments,
 import { makeFundsAvailable } from '../services/ledger.ts';
 import type { WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
-import { completePayout, notifyPayoutPaid, sandboxPayoutRail, type PayoutRail } from '../services/payouts.ts';
+import { completePayout, notifyPayoutPaid, sandboxPayoutRail, settlePayout, submitPayout, type PayoutRail, type SubmitResult } from '../services/payouts.ts';
 import {
   loadBillingSettings,
   notifyPaymentFailed,
@@ -188,7 +188,6 @@ export function createActivities(deps: ActivityDeps) {
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
       return settlePendingPayment(em(), processors, transactionId, processorChargeId, starter());
     },
-    /** Sends a pending payout through the rail and records paid or failed (with its event). */
     /** Writes an export's file from its first row, heartbeating the rows written (services/exports.ts). */
     async writeExport(exportId: string): Promise<string> {
       if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
@@ -199,10 +198,19 @@ export function createActivities(deps: ActivityDeps) {
     async failExport(exportId: string, message: string): Promise<void> {
       await failExport(em(), exportId, message);
     },
+    /** Sends a pending payout through the rail and records paid or failed (workflows started before payouts had states). */
     async completePayout(payoutId: string): Promise<string> {
       return completePayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId);
     },
-    /** The payout confirmation email, once, if the account wants it. */
+    /** A payout's pending time is over (at: the workflow's clock): held, or in transit with its arrival date. */
+    async submitPayout(payoutId: string, atMs: number): Promise<SubmitResult> {
+      return submitPayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId, new Date(atMs));
+    },
+    /** A payout in transit arrives: paid or failed (with its events and balance transaction). */
+    async settlePayout(payoutId: string, atMs: number): Promise<string> {
+      return settlePayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId, new Date(atMs));
+    },
+    /** The payout confirmation (paid) or failure email, once, if the account wants it. */
     async notifyPayoutPaid(payoutId: string): Promise<void> {
       await notifyPayoutPaid(em(), deps.mailer, payoutId, processors);
     },

@@ -189,7 +189,7 @@ export async function startTestEngine(
       const recurring = await em.find(RecurringPaymentRequest, { status: 'active' }, { fields: ['id'] }).catch(() => []);
       await Promise.all(recurring.map((r) => env.client.workflow.getHandle(r.id).terminate('test finished').catch(() => undefined)));
       const requests = await em.find(PaymentRequest, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      const payouts = await em.find(Payout, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
+      const payouts = await em.find(Payout, { status: { $in: ['pending', 'in_transit'] } }, { fields: ['id'] }).catch(() => []);
       // Money waiting to become available: each has a fundsAvailabilityWorkflow (workflow id = the btxn id).
       const availability = await em.find(BalanceTransaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
       const exports = await em.find(Export, { status: { $in: ['pending', 'running'] } }, { fields: ['id'] }).catch(() => []);
