@@ -28,6 +28,7 @@ import { pruneExpiredRows, reconcileMissingAvailability, reconcileStuckPayments,
 import { makeFundsAvailable } from '../services/ledger.ts';
 import type { WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
+import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payout-schedule.ts';
 import { completePayout, notifyPayoutPaid, sandboxPayoutRail, settlePayout, submitPayout, type PayoutRail, type SubmitResult } from '../services/payouts.ts';
 import {
   loadBillingSettings,
@@ -209,6 +210,15 @@ export function createActivities(deps: ActivityDeps) {
     /** A payout in transit arrives: paid or failed (with its events and balance transaction). */
     async settlePayout(payoutId: string, atMs: number): Promise<string> {
       return settlePayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId, new Date(atMs));
+    },
+    /** payoutScheduleWorkflow: the next run of the account's payout schedules after atMs, and what it will do. */
+    async nextScheduledPayout(accountId: string, livemode: boolean, atMs: number): Promise<{ nextMs: number | null; summary: string }> {
+      return nextScheduledPayout(em(), { accountId, livemode }, atMs);
+    },
+    /** payoutScheduleWorkflow: one run, paying out each due currency's available balance (idempotent per run). */
+    async runScheduledPayouts(accountId: string, livemode: boolean, runAtMs: number): Promise<ScheduledRunResult[]> {
+      const context = Context.current();
+      return runScheduledPayouts(em(), context.client, context.info.taskQueue, { accountId, livemode }, runAtMs);
     },
     /** The payout confirmation (paid) or failure email, once, if the account wants it. */
     async notifyPayoutPaid(payoutId: string): Promise<void> {

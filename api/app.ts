@@ -23,6 +23,8 @@ import { invoicesApps } from './routes/invoices.ts';
 import { notificationSettingsApp } from './routes/notification-settings.ts';
 import { payoutsApp } from './routes/payouts.ts';
 import { bankAccountsApp } from './routes/bank-accounts.ts';
+import { payoutHoldsApp } from './routes/payout-holds.ts';
+import { payoutSettingsApp } from './routes/payout-settings.ts';
 import { balanceApp, balanceTransactionsApp } from './routes/balance.ts';
 import { plansApp } from './routes/plans.ts';
 import { settingsApp } from './routes/settings.ts';
@@ -129,6 +131,8 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/payments', paymentsApp(deps));
   app.route('/v1/payouts', payoutsApp(deps));
   app.route('/v1/bank_accounts', bankAccountsApp(deps));
+  app.route('/v1/payout_holds', payoutHoldsApp(deps));
+  app.route('/v1/payout_settings', payoutSettingsApp(deps));
   app.route('/v1/balance', balanceApp(deps));
   app.route('/v1/balance_transactions', balanceTransactionsApp(deps));
   app.route('/v1/events', eventsApp(deps));
