@@ -29,7 +29,7 @@ import { makeFundsAvailable } from '../services/ledger.ts';
 import type { WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
 import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payout-schedule.ts';
-import { completePayout, notifyPayoutPaid, sandboxPayoutRail, settlePayout, submitPayout, type PayoutRail, type SubmitResult } from '../services/payouts.ts';
+import { completePayout, createSandboxPayoutRail, notifyPayoutPaid, settlePayout, submitPayout, type PayoutRail, type SubmitResult } from '../services/payouts.ts';
 import {
   loadBillingSettings,
   notifyPaymentFailed,
@@ -201,15 +201,15 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** Sends a pending payout through the rail and records paid or failed (workflows started before payouts had states). */
     async completePayout(payoutId: string): Promise<string> {
-      return completePayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId);
+      return completePayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId);
     },
     /** A payout's pending time is over (at: the workflow's clock): held, or in transit with its arrival date. */
     async submitPayout(payoutId: string, atMs: number): Promise<SubmitResult> {
-      return submitPayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId, new Date(atMs));
+      return submitPayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId, new Date(atMs));
     },
     /** A payout in transit arrives: paid or failed (with its events and balance transaction). */
     async settlePayout(payoutId: string, atMs: number): Promise<string> {
-      return settlePayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId, new Date(atMs));
+      return settlePayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId, new Date(atMs));
     },
     /** payoutScheduleWorkflow: the next run of the account's payout schedules after atMs, and what it will do. */
     async nextScheduledPayout(accountId: string, livemode: boolean, atMs: number): Promise<{ nextMs: number | null; summary: string }> {

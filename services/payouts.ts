@@ -39,6 +39,25 @@ export interface PayoutRail {
   outcome(payout: RailPayout): Promise<{ status: 'paid' } | { status: 'failed'; failureCode: PayoutFailureCode; failureMessage: string }>;
 }
 
+/** The sandbox rail: records each payout it is sent once (sandbox_payout_transfers, keyed by the payout id); outcomes by test account numbers. */
+export function createSandboxPayoutRail(em: EntityManager): PayoutRail {
+  return {
+    async send(payout) {
+      await em
+        .getConnection()
+        .execute(`insert into sandbox_payout_transfers (idempotency_key, amount, currency, destination, created_at) values (?, ?, ?, ?, now()) on conflict (idempotency_key) do nothing`, [
+          payout.idempotencyKey,
+          payout.amount,
+          payout.currency,
+          payout.destination ? `${payout.destination.type}:${payout.destination.last4}` : null,
+        ]);
+      return { transitMs: sandboxOutcome(payout.destination?.last4 ?? '', payout.livemode).transitMs };
+    },
+    outcome: sandboxPayoutRail.outcome,
+  };
+}
+
+/** The sandbox rail's decisions without its record (for a rail that wraps it). */
 export const sandboxPayoutRail: PayoutRail = {
   async send(payout) {
     return { transitMs: sandboxOutcome(payout.destination?.last4 ?? '', payout.livemode).transitMs };

@@ -11,7 +11,7 @@ import { AccountBalance, BalanceTransaction, LedgerEntry } from './ledger.ts';
 import { PaymentRequest, RecurringPaymentRequest } from './payment-request.ts';
 import { Payout } from './payout.ts';
 import { BankAccount } from './bank-account.ts';
-import { PayoutHold, PayoutSettings } from './payout-settings.ts';
+import { PayoutHold, PayoutSettings, SandboxPayoutTransfer } from './payout-settings.ts';
 import { Plan } from './plan.ts';
 import { Product } from './product.ts';
 import { SentEmail } from './sent-email.ts';
@@ -33,7 +33,7 @@ export { ProcessorEvent, SandboxProcessorRefund };
 export { Event };
 export { WebhookAttempt, WebhookDelivery, WebhookEndpoint };
 export type { WebhookDeliveryStatus } from './webhook.ts';
-export { Payout, BankAccount, PayoutHold, PayoutSettings };
+export { Payout, BankAccount, PayoutHold, PayoutSettings, SandboxPayoutTransfer };
 export type { BankAccountStatus } from './bank-account.ts';
 export { bankAccountStatuses } from './bank-account.ts';
 export type { PayoutMethod, PayoutStatus } from './payout.ts';
@@ -80,6 +80,7 @@ export const entities = [
   BankAccount,
   PayoutSettings,
   PayoutHold,
+  SandboxPayoutTransfer,
   PaymentRequest,
   RecurringPaymentRequest,
   Export,

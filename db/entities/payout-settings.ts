@@ -44,3 +44,21 @@ export const PayoutHold = defineEntity({
   },
 });
 export type PayoutHold = InferEntity<typeof PayoutHold>;
+
+/**
+ * The sandbox payout rail's own record of what it was asked to send, keyed by
+ * the payout id (its idempotency key): a retried send finds it and sends nothing
+ * more, as a real rail's idempotency key would. Tests count these.
+ */
+export const SandboxPayoutTransfer = defineEntity({
+  name: 'SandboxPayoutTransfer',
+  tableName: 'sandbox_payout_transfers',
+  properties: {
+    idempotencyKey: p.string().primary(),
+    amount: p.bigint('number'),
+    currency: p.string().length(3),
+    destination: p.string().nullable(),
+    createdAt: p.datetime(),
+  },
+});
+export type SandboxPayoutTransfer = InferEntity<typeof SandboxPayoutTransfer>;

@@ -27,9 +27,13 @@ export class Migration20261123160000_payout_destinations extends Migration {
       `create table "payout_holds" ("id" varchar(255) not null, "account_id" varchar(255) not null, "livemode" boolean not null, "payout_id" varchar(255) null, "reason" varchar(500) not null, "until" timestamptz null, "created_by" varchar(255) not null, "created_at" timestamptz not null, "released_at" timestamptz null, primary key ("id"));`,
     );
     this.addSql(`create index "payout_holds_account_id_livemode_id_index" on "payout_holds" ("account_id", "livemode", "id");`);
+    this.addSql(
+      `create table "sandbox_payout_transfers" ("idempotency_key" varchar(255) not null, "amount" bigint not null, "currency" varchar(3) not null, "destination" varchar(255) null, "created_at" timestamptz not null, primary key ("idempotency_key"));`,
+    );
   }
 
   override down(): void | Promise<void> {
+    this.addSql(`drop table if exists "sandbox_payout_transfers";`);
     this.addSql(`drop table if exists "payout_holds";`);
     this.addSql(`drop table if exists "payout_settings";`);
     this.addSql(`alter table "payouts" drop column "destination_id", drop column "arrival_date", drop column "canceled_at", drop column "failure_balance_transaction_id", drop column "automatic", drop column "hold_id", drop column "hold_reason";`);
