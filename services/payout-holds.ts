@@ -15,7 +15,7 @@ export interface Scope {
  * must still be pending (`not_cancellable` otherwise: it was sent). A held payout
  * shows the hold when its pending time ends; a held schedule skips its runs.
  */
-export async function placeHold(em: EntityManager, scope: Scope, input: { reason: string; until?: Date | undefined; payoutId?: string | undefined; createdBy: string; now?: Date }): Promise<PayoutHold> {
+export async function placeHold(em: EntityManager, scope: Scope, input: { id?: string; reason: string; until?: Date | undefined; payoutId?: string | undefined; createdBy: string; now?: Date }): Promise<PayoutHold> {
   const now = input.now ?? new Date();
   if (input.until && input.until <= now) throw new ApiError('invalid_request', 'until: must be in the future.');
   return em.transactional(async (tx) => {
@@ -24,7 +24,7 @@ export async function placeHold(em: EntityManager, scope: Scope, input: { reason
       if (!payout) throw new ApiError('not_found', `No such payout: ${input.payoutId}.`);
       if (payout.status !== 'pending') throw new ApiError('invalid_state', `The payout is ${payout.status}; only a pending payout can be held.`);
     }
-    const hold = tx.create(PayoutHold, { id: newId('payoutHold'), ...scope, payoutId: input.payoutId ?? null, reason: input.reason, until: input.until ?? null, createdBy: input.createdBy, createdAt: now, releasedAt: null });
+    const hold = tx.create(PayoutHold, { id: input.id ?? newId('payoutHold'), ...scope, payoutId: input.payoutId ?? null, reason: input.reason, until: input.until ?? null, createdBy: input.createdBy, createdAt: now, releasedAt: null });
     await tx.flush();
     return hold;
   });

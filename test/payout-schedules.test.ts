@@ -215,6 +215,14 @@ describe('payout schedules', () => {
     expect((await call('DELETE', `/v1/payout_holds/${adminHold.body.id}`, undefined, admin)).status).toBe(200);
     await eventually(async () => (await api('GET', `/v1/payouts/${caught.body.id}`)).body.status, (s) => s === 'in_transit', 20_000);
 
+    // A hold with `until` lapses by itself: the payout it caught is sent then, with no release.
+    const timed = await api('POST', '/v1/payout_holds', { reason: 'Cooling off', until: new Date((await now()) + day).toISOString() });
+    const waiting = await api('POST', '/v1/payouts', { amount: 300, currency: 'USD' });
+    await skipTo((await now()) + 2 * minute);
+    await eventually(async () => (await api('GET', `/v1/payouts/${waiting.body.id}`)).body.hold, (h) => h?.id === timed.body.id);
+    await skipTo(new Date(timed.body.until).getTime() + minute);
+    await eventually(async () => (await api('GET', `/v1/payouts/${waiting.body.id}`)).body, (p) => p.status === 'in_transit' && p.hold === null, 20_000);
+
     // Errors and isolation.
     expect((await api('POST', '/v1/payout_holds', { reason: '' })).status).toBe(400);
     expect((await api('POST', '/v1/payout_holds', { reason: 'x', until: '2001-01-01T00:00:00Z' })).body).toEqual({ error: 'invalid_request', message: 'until: must be in the future.' });

@@ -4,6 +4,7 @@ import { PayoutHoldSchema, serializePayoutHold } from '../../objects/payout-hold
 import { placeHold, releaseHold } from '../../services/payout-holds.ts';
 import { accountScope, actorOf, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
+import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
@@ -58,7 +59,11 @@ export function payoutHoldsApp(deps: ApiDeps) {
       const principal = requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
       const body = c.req.valid('json');
       const scope = await accountScope(c, orm);
-      const hold = await placeHold(orm.em.fork(), { accountId: scope.accountId, livemode: scope.livemode }, { reason: body.reason, until: body.until, payoutId: body.payout, createdBy: actorOf(principal) });
+      const id = resourceId(c, 'payoutHold');
+      // A retry that takes over the key after a crash finds the hold the first request placed.
+      const existing = c.get('idempotency')?.takeover ? await orm.em.fork().findOne(PayoutHold, { id, accountId: scope.accountId, livemode: scope.livemode }) : null;
+      if (existing) return c.json(serializePayoutHold(existing), 201);
+      const hold = await placeHold(orm.em.fork(), { accountId: scope.accountId, livemode: scope.livemode }, { id, reason: body.reason, until: body.until, payoutId: body.payout, createdBy: actorOf(principal) });
       return c.json(serializePayoutHold(hold), 201);
     })
     .openapi(list, async (c) => {
