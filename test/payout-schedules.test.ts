@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Payout } from '../db/entities/index.ts';
 import { nextRunAfter, defaultScheduleSettings, type ScheduleSettings } from '../domain/payout-schedule.ts';
-import { payoutScheduleWorkflowId } from '../services/payout-schedule.ts';
+import { patchSchedule, payoutScheduleWorkflowId } from '../services/payout-schedule.ts';
 import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -144,6 +144,28 @@ describe('payout schedules', () => {
     // Every scheduled payout reaches paid.
     await skipTo((await now()) + day + 2 * minute);
     await eventually(() => automatic(t), (all) => all.every((p) => p.status === 'paid'), 20_000);
+  });
+
+  it('continues as new after runsPerExecution runs, carrying the last run, paying each run once', async () => {
+    const { t, api } = await newTenant();
+    // The settings as PATCH writes them, and the workflow as PATCH starts it but with a short execution (the default is 30 runs).
+    await patchSchedule(engine.db.orm.em.fork(), { accountId: t.accountId, livemode: false }, { currency: 'USD', interval: 'daily' });
+    expect((await api('GET', '/v1/payout_settings')).body.schedules[0].interval).toBe('daily');
+    const workflowId = payoutScheduleWorkflowId({ accountId: t.accountId, livemode: false });
+    await engine.env.client.workflow.start('payoutScheduleWorkflow', { workflowId, taskQueue: engine.taskQueue, args: [{ accountId: t.accountId, livemode: false, runsPerExecution: 2 }] });
+    const firstRun = (await engine.env.client.workflow.getHandle(workflowId).describe()).runId;
+    const settings: ScheduleSettings = { ...defaultScheduleSettings, interval: 'daily' };
+    let run = nextRunAfter(settings, new Date(await now()))!;
+    for (let i = 1; i <= 3; i++) {
+      await fund(t, 10 * i);
+      const rows = await runAndExpect(t, run, i);
+      expect(rows[i - 1]!.amount).toBe(10 * i);
+      if (i < 3) run = nextRunAfter(settings, run)!;
+    }
+    const described = await engine.env.client.workflow.getHandle(workflowId).describe();
+    expect(described.runId).not.toBe(firstRun);
+    expect(described.status.name).toBe('RUNNING');
+    await eventually(() => details(t), (d) => d.includes(`Last run: ${run.toISOString()}: USD 30 in `), 20_000);
   });
 
   it('weekly: pays on the anchor day only', async () => {
