@@ -9,6 +9,7 @@ import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
+import type { PayoutRail } from './services/payouts.ts';
 import { localExportStorage, type ExportStorage } from './services/export-storage.ts';
 import { ensureMaintenanceWorkflow } from './services/maintenance.ts';
 import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
@@ -41,6 +42,8 @@ export interface BillingWorkerDeps {
   identity?: string;
   /** Where export files are written (services/export-storage.ts): DATA_DIR/exports by default. */
   exportStorage?: ExportStorage;
+  /** Where payouts go: the sandbox rail (services/payouts.ts) when unset. */
+  payoutRail?: PayoutRail;
   /** Worker tuning beyond the defaults (tests use maxCachedWorkflows). */
   overrides?: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
 }
@@ -51,7 +54,7 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage }),
+    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage, payoutRail: deps.payoutRail }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
     interceptors: { activity: [wakeDispatchAfterActivities(deps.orm)] },
     ...(deps.identity ? { identity: deps.identity } : {}),

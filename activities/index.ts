@@ -28,7 +28,8 @@ import { pruneExpiredRows, reconcileMissingAvailability, reconcileStuckPayments,
 import { makeFundsAvailable } from '../services/ledger.ts';
 import type { WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
-import { completePayout, notifyPayoutPaid, sandboxPayoutRail, type PayoutRail } from '../services/payouts.ts';
+import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payout-schedule.ts';
+import { completePayout, createSandboxPayoutRail, notifyPayoutPaid, settlePayout, submitPayout, type PayoutRail, type SubmitResult } from '../services/payouts.ts';
 import {
   loadBillingSettings,
   notifyPaymentFailed,
@@ -188,7 +189,6 @@ export function createActivities(deps: ActivityDeps) {
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
       return settlePendingPayment(em(), processors, transactionId, processorChargeId, starter());
     },
-    /** Sends a pending payout through the rail and records paid or failed (with its event). */
     /** Writes an export's file from its first row, heartbeating the rows written (services/exports.ts). */
     async writeExport(exportId: string): Promise<string> {
       if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
@@ -199,10 +199,28 @@ export function createActivities(deps: ActivityDeps) {
     async failExport(exportId: string, message: string): Promise<void> {
       await failExport(em(), exportId, message);
     },
+    /** Sends a pending payout through the rail and records paid or failed (workflows started before payouts had states). */
     async completePayout(payoutId: string): Promise<string> {
-      return completePayout(em(), deps.payoutRail ?? sandboxPayoutRail, payoutId);
+      return completePayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId);
     },
-    /** The payout confirmation email, once, if the account wants it. */
+    /** A payout's pending time is over (at: the workflow's clock): held, or in transit with its arrival date. */
+    async submitPayout(payoutId: string, atMs: number): Promise<SubmitResult> {
+      return submitPayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId, new Date(atMs));
+    },
+    /** A payout in transit arrives: paid or failed (with its events and balance transaction). */
+    async settlePayout(payoutId: string, atMs: number): Promise<string> {
+      return settlePayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId, new Date(atMs));
+    },
+    /** payoutScheduleWorkflow: the next run of the account's payout schedules after atMs, and what it will do. */
+    async nextScheduledPayout(accountId: string, livemode: boolean, atMs: number): Promise<{ nextMs: number | null; summary: string }> {
+      return nextScheduledPayout(em(), { accountId, livemode }, atMs);
+    },
+    /** payoutScheduleWorkflow: one run, paying out each due currency's available balance (idempotent per run). */
+    async runScheduledPayouts(accountId: string, livemode: boolean, runAtMs: number): Promise<ScheduledRunResult[]> {
+      const context = Context.current();
+      return runScheduledPayouts(em(), context.client, context.info.taskQueue, { accountId, livemode }, runAtMs);
+    },
+    /** The payout confirmation (paid) or failure email, once, if the account wants it. */
     async notifyPayoutPaid(payoutId: string): Promise<void> {
       await notifyPayoutPaid(em(), deps.mailer, payoutId, processors);
     },

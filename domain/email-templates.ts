@@ -135,6 +135,22 @@ export function payoutPaidEmail(e: { accountName: string; amount: string; method
   };
 }
 
+/** To the account: its payout failed and the money is back on its available balance. */
+export function payoutFailedEmail(e: { accountName: string; amount: string; destination: string; payoutId: string; failureCode: string; failureMessage: string }): RenderedEmail {
+  const paragraphs = [
+    `Hello ${e.accountName},`,
+    `Your payout of ${e.amount} to ${e.destination} failed: ${e.failureMessage} (${e.failureCode}).`,
+    `The ${e.amount} are back on your available balance. Check the destination's details, or add another one, then pay out again.`,
+    `Payout: ${e.payoutId}`,
+    'You can turn these emails off with PATCH /v1/settings/notifications {"payout_confirmations": false}.',
+  ];
+  return {
+    subject: `Payout of ${e.amount} failed`,
+    text: `${paragraphs.join('\n\n')}\n\nBilling engine\n`,
+    html: layout('Billing engine', 'Payout failed', paragraphs),
+  };
+}
+
 /** To the account: a webhook endpoint kept failing and was disabled (sent by the webhooks delivery code). */
 export function webhookEndpointDisabledEmail(e: {
   accountName: string;

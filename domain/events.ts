@@ -41,7 +41,12 @@ export const eventCatalog = [
   { type: 'customer.updated', description: 'A customer was updated (email, name or payment method).' },
   { type: 'payout.created', description: 'A payout was created; its amount left the available balance.' },
   { type: 'payout.paid', description: 'A payout arrived at its destination.' },
-  { type: 'payout.failed', description: 'A payout failed; its amount returned to the balance.' },
+  { type: 'payout.updated', description: 'A payout changed without ending: sent (in_transit, with its arrival_date), caught by a hold or released.' },
+  { type: 'payout.failed', description: 'A payout failed; its amount returned to the balance (transaction_id: that payout_failure balance transaction).' },
+  { type: 'payout.canceled', description: 'A pending payout was canceled; its amount returned to the balance (transaction_id: that balance transaction).' },
+  { type: 'bank_account.created', description: 'A payout destination (bank account or PayPal receiver) was added.' },
+  { type: 'bank_account.updated', description: 'A payout destination changed: holder, default for its currency, status (verified by a paid payout, errored by a failed one).' },
+  { type: 'bank_account.deleted', description: 'A payout destination was deleted.' },
   { type: 'export.succeeded', description: 'An export finished: its file can be downloaded until expires_at.' },
   { type: 'export.failed', description: 'An export failed; `error` says why.' },
 ] as const;

@@ -24,6 +24,8 @@ export const idPrefixes = {
   webhookEndpoint: 'we',
   webhookAttempt: 'wha',
   payout: 'po',
+  bankAccount: 'ba',
+  payoutHold: 'ph',
   balanceTransaction: 'btxn',
   cliKey: 'ck',
   cliDevice: 'dev',

@@ -12,8 +12,9 @@ export interface SecretBox {
   open(sealed: string): string;
 }
 
-export function createSecretBox(authSecret: string): SecretBox {
-  const key = createHash('sha256').update(`webhook-secrets:${authSecret}`).digest();
+/** `purpose` keeps keys apart: webhook secrets (the default) and bank account numbers (`bank-accounts`) are sealed under different keys. */
+export function createSecretBox(authSecret: string, purpose = 'webhook-secrets'): SecretBox {
+  const key = createHash('sha256').update(`${purpose}:${authSecret}`).digest();
   return {
     seal(plain) {
       const iv = randomBytes(12);

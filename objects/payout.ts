@@ -22,6 +22,12 @@ export const PayoutSchema = z
     updated_at: timestamp,
     paid_at: timestamp.nullable(),
     balance_transaction: z.string().nullable().openapi({ description: 'Its movement on the balance (a `payout` balance transaction, btxn_…)' }),
+    destination: z.string().nullable().openapi({ description: 'The bank account or PayPal destination (ba_…)' }),
+    arrival_date: timestamp.nullable().openapi({ description: 'When it is expected (in_transit) or arrived (paid)' }),
+    canceled_at: timestamp.nullable(),
+    failure_balance_transaction: z.string().nullable().openapi({ description: 'failed or canceled: the balance transaction that gave the money back (payout_failure or payout_cancel)' }),
+    automatic: z.boolean().openapi({ description: 'Made by the payout schedule' }),
+    hold: z.object({ id: z.string(), reason: z.string() }).nullable().openapi({ description: 'While a hold keeps it pending: which, and why' }),
   })
   .openapi('Payout');
 
@@ -42,5 +48,11 @@ export function serializePayout(p: Payout): z.infer<typeof PayoutSchema> {
     updated_at: p.updatedAt.toISOString(),
     paid_at: p.paidAt?.toISOString() ?? null,
     balance_transaction: p.balanceTransactionId ?? null,
+    destination: p.destinationId ?? null,
+    arrival_date: p.arrivalDate?.toISOString() ?? null,
+    canceled_at: p.canceledAt?.toISOString() ?? null,
+    failure_balance_transaction: p.failureBalanceTransactionId ?? null,
+    automatic: p.automatic ?? false,
+    hold: p.holdId ? { id: p.holdId, reason: p.holdReason ?? '' } : null,
   };
 }

@@ -163,9 +163,9 @@ export async function postPayout(tx: EntityManager, payout: Payout): Promise<Bal
   return btxn;
 }
 
-/** A failed payout gives its amount back: external → available. */
-export async function postPayoutFailure(tx: EntityManager, payout: Payout): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type: 'payout_failure', source: payout.id, amount: payout.amount });
+/** A failed (`payout_failure`) or canceled (`payout_cancel`) payout gives its amount back: external → available. */
+export async function postPayoutFailure(tx: EntityManager, payout: Payout, type: 'payout_failure' | 'payout_cancel' = 'payout_failure'): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type, source: payout.id, amount: payout.amount });
   await tx.flush();
   await move(tx, { ...scopeOf(payout), transactionId: payout.id, balanceTransactionId: btxn.id, legs: { available: payout.amount } });
   return btxn;

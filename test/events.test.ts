@@ -385,20 +385,22 @@ describe('events', () => {
     beforeAll(async () => {
       tenant = await engine.signUp({ name: 'Payee Inc' });
       tenantsById.set(tenant.accountId, tenant);
+      const destination = await as('POST', '/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Payee Inc', currency: 'USD', routing_number: '110000000', account_number: '000123456789' });
+      expect(destination.status).toBe(201);
     });
 
     it('refuses what the balance does not cover, other currencies and bad bodies, writing nothing', async () => {
       const before = await countEvents(tenant.accountId);
-      const uncovered = await as('POST', '/v1/payouts', { amount: 100, currency: 'USD', method: 'bank_transfer' });
+      const uncovered = await as('POST', '/v1/payouts', { amount: 100, currency: 'USD' });
       expect(uncovered.status).toBe(402);
       expect(uncovered.body.error).toBe('insufficient_funds');
-      const jpy = await as('POST', '/v1/payouts', { amount: 100, currency: 'JPY', method: 'wire' });
+      const jpy = await as('POST', '/v1/payouts', { amount: 100, currency: 'JPY' });
       expect(jpy.status).toBe(400);
       expect(jpy.body).toEqual({ error: 'invalid_request', message: 'currency: Payouts go out in USD, EUR, GBP only, not JPY.' });
-      const eur = await as('POST', '/v1/payouts', { amount: 100, currency: 'EUR', method: 'wire' });
-      expect(eur.body.error).toBe('currency_mismatch');
+      const eur = await as('POST', '/v1/payouts', { amount: 100, currency: 'EUR' });
+      expect(eur.body).toEqual({ error: 'invalid_request', message: 'destination: there is no default destination for EUR; add one with POST /v1/bank_accounts or name one.' });
       expect((await as('POST', '/v1/payouts', { amount: 100, currency: 'USD', method: 'cheque' })).status).toBe(400);
-      expect((await as('POST', '/v1/payouts', { amount: -5, currency: 'USD', method: 'wire' })).status).toBe(400);
+      expect((await as('POST', '/v1/payouts', { amount: -5, currency: 'USD' })).status).toBe(400);
       expect(await engine.db.orm.em.fork().count(Payout, { accountId: tenant.accountId })).toBe(0);
       expect(await countEvents(tenant.accountId)).toBe(before);
     });
@@ -406,7 +408,7 @@ describe('events', () => {
     it('takes the amount off the balance at once, is paid by its workflow, records payout.created and payout.paid, and emails a confirmation', async () => {
       const credit = await call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, await adminFor(tenant.accountId));
       expect(credit.status).toBe(201);
-      const created = await as('POST', '/v1/payouts', { amount: 4000, currency: 'USD', method: 'bank_transfer', description: 'November' });
+      const created = await as('POST', '/v1/payouts', { amount: 4000, currency: 'USD', description: 'November' });
       expect(created.status).toBe(201);
       expect(created.body).toMatchObject({
         object: 'payout',
@@ -422,19 +424,22 @@ describe('events', () => {
       expect(created.body.id).toMatch(/^po_/);
       expect(await balance()).toBe(6000);
       // More than what is left is refused.
-      expect((await as('POST', '/v1/payouts', { amount: 6001, currency: 'USD', method: 'paypal' })).status).toBe(402);
+      expect((await as('POST', '/v1/payouts', { amount: 6001, currency: 'USD' })).status).toBe(402);
       expect(await balance()).toBe(6000);
 
-      await engine.env.sleep(61_000);
+      // Pending 60 s, then in transit for a day.
+      await engine.env.sleep(61_000 + day);
       expect(await engine.env.client.workflow.getHandle(created.body.id).result()).toBe('paid');
       const paid = (await as('GET', `/v1/payouts/${created.body.id}`)).body;
       expect(paid).toMatchObject({ status: 'paid', amount: 4000 });
       expect(paid.paid_at).not.toBeNull();
       expect(await balance()).toBe(6000);
       const events = await eventsAbout(created.body.id);
-      expect(events.map((e) => e.body.type)).toEqual(['payout.created', 'payout.paid']);
-      expect(events[0]!.body).toMatchObject({ transaction_id: null, data: { object: created.body } });
-      expect(events[1]!.body.data.object).toEqual(paid);
+      expect(events.map((e) => e.body.type)).toEqual(['payout.created', 'payout.updated', 'payout.paid']);
+      expect(events[0]!.body).toMatchObject({ transaction_id: created.body.balance_transaction, data: { object: created.body } });
+      expect(events[1]!.body.data.object).toMatchObject({ status: 'in_transit' });
+      expect(events[2]!.body.data.object).toEqual(paid);
+      expect(events[2]!.body.transaction_id).toBe(created.body.balance_transaction);
 
       const [mail] = await eventually(async () => mailTo(tenant.email), (m) => m.length >= 1);
       expect(mail!.parsed.subject).toBe('[TEST] Payout of $40.00 paid');
@@ -454,12 +459,12 @@ describe('events', () => {
     it('payout_confirmations off: paid, with its events, and no email', async () => {
       await as('PATCH', '/v1/settings/notifications', { payout_confirmations: false });
       const mailsBefore = mailTo(tenant.email).length;
-      const created = await as('POST', '/v1/payouts', { amount: 1000, currency: 'USD', method: 'wire' });
-      await engine.env.sleep(61_000);
+      const created = await as('POST', '/v1/payouts', { amount: 1000, currency: 'USD' });
+      await engine.env.sleep(61_000 + day);
       expect(await engine.env.client.workflow.getHandle(created.body.id).result()).toBe('paid');
       expect(await activityCompletions(created.body.id, 'notifyPayoutPaid')).toBe(1);
       expect(mailTo(tenant.email)).toHaveLength(mailsBefore);
-      expect(await typesAbout(created.body.id)).toEqual(['payout.created', 'payout.paid']);
+      expect(await typesAbout(created.body.id)).toEqual(['payout.created', 'payout.updated', 'payout.paid']);
       expect(await balance()).toBe(5000);
     });
 
@@ -467,7 +472,7 @@ describe('events', () => {
       const member = await as('POST', '/v1/users', { email: `member-${Date.now()}@example.com`, password: 'Member!pass1', name: 'M' });
       expect(member.status).toBe(201);
       const session = await engine.login(member.body.email, 'Member!pass1');
-      const refused = await call('POST', '/v1/payouts', { amount: 100, currency: 'USD', method: 'wire' }, session.headers);
+      const refused = await call('POST', '/v1/payouts', { amount: 100, currency: 'USD' }, session.headers);
       expect(refused.status).toBe(403);
       expect((await call('GET', '/v1/payouts', undefined, session.headers)).status).toBe(200);
     });

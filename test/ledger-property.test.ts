@@ -50,6 +50,8 @@ describe('property: the ledger adds up under concurrent charges, declines, refun
         for (const pm of ['pm_card_visa', 'pm_card_chargeDeclined']) {
           customers[pm] = (await call('POST', '/v1/customers', { email: `${pm}@example.com`, payment_method: pm })).body.id;
         }
+        // Payouts go to the default USD destination.
+        expect((await call('POST', '/v1/bank_accounts', { type: 'paypal', account_holder_name: 'Prop', currency: 'USD', email: 'prop@example.com' })).status).toBe(201);
         let invoiceNo = 0;
         const payments = async () => engine.db.orm.em.fork().find(Transaction, { accountId: tenant.accountId, type: 'payment', status: 'succeeded' }, { orderBy: { id: 'asc' } });
         // Rounds run one after the other; the operations of a round run concurrently.
@@ -71,7 +73,7 @@ describe('property: the ledger adds up under concurrent charges, declines, refun
                   return call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: op.amount, currency: 'USD', type: 'refund', source_transaction: source.id });
                 }
                 case 'payout':
-                  return call('POST', '/v1/payouts', { amount: op.amount, currency: 'USD', method: 'wire' });
+                  return call('POST', '/v1/payouts', { amount: op.amount, currency: 'USD' });
                 case 'available': {
                   const btxn = pending[op.pick % Math.max(1, pending.length)];
                   if (btxn) await makeFundsAvailable(engine.db.orm.em.fork(), btxn.id);

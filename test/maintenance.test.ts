@@ -44,6 +44,11 @@ describe('maintenance', () => {
   });
 
   const em = () => engine.db.orm.em.fork();
+  /** The tenant's default USD payout destination (a PayPal receiver), added once. */
+  const ensureDestination = async () => {
+    const added = await engine.call('POST', '/v1/bank_accounts', { type: 'paypal', account_holder_name: 'Maintenance', currency: 'USD', email: 'payouts@example.com' });
+    if (added.status !== 201 && added.status !== 409) throw new Error(JSON.stringify(added.body));
+  };
   const reconcilePayments = () => activityEnv.run(activities.reconcileStuckPayments, stuckAfterMs);
   const reconcilePayouts = () => activityEnv.run(activities.reconcileStuckPayouts, stuckAfterMs);
   /** Time passes after the crash (the reconciler only looks at rows older than 2 minutes of wall-clock time). */
@@ -197,10 +202,11 @@ describe('maintenance', () => {
   it('starts the payoutWorkflow of a payout whose API died after its commit, once; the payout is paid', async () => {
     const admin = { ...(await engine.admin()).headers, 'x-account-id': engine.tenant.accountId };
     expect((await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, admin)).status).toBe(201);
+    await ensureDestination();
     // POST /v1/payouts up to the crash: the pending payout with its ledger posting, committed.
-    const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 2500, currency: 'USD', method: 'bank_transfer', description: null });
+    const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 2500, currency: 'USD', description: null });
     // One the API started normally, as old: found and left alone.
-    const normal = await engine.call('POST', '/v1/payouts', { amount: 1500, currency: 'USD', method: 'paypal' });
+    const normal = await engine.call('POST', '/v1/payouts', { amount: 1500, currency: 'USD' });
     expect(normal.status).toBe(201);
     const normalRun = await workflowRun(normal.body.id);
     expect(normalRun).toMatchObject({ status: 'RUNNING', type: 'payoutWorkflow' });
@@ -217,7 +223,8 @@ describe('maintenance', () => {
     expect(await workflowRun(payout.id)).toEqual(started);
     expect(await workflowRun(normal.body.id)).toEqual(normalRun);
 
-    await engine.env.sleep(61_000);
+    // Pending 60 s, then in transit for a day.
+    await engine.env.sleep(61_000 + 24 * hour);
     expect(await engine.env.client.workflow.getHandle(payout.id).result()).toBe('paid');
     expect((await engine.call('GET', `/v1/payouts/${payout.id}`)).body).toMatchObject({ status: 'paid', amount: 2500 });
     expect(await engine.env.client.workflow.getHandle(normal.body.id).result()).toBe('paid');
@@ -262,7 +269,8 @@ describe('maintenance', () => {
     await eventually(details, (d) => /^Last run at \S+ \(run 1\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows/.test(d));
 
     // Crashes after that run: a payout without its workflow, a card payment never finalized, an expired key.
-    const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 300, currency: 'USD', method: 'wire', description: null });
+    await ensureDestination();
+    const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 300, currency: 'USD', description: null });
     await backdate(Payout, payout.id, 5);
     const payment = await crashedPayment('pm_card_visa', { amount: 800 });
     await backdate(Transaction, payment, 5);
@@ -284,8 +292,8 @@ describe('maintenance', () => {
     await eventually(async () => (await handle.describe()).runId, (runId) => runId !== firstRun, 20_000);
     expect((await handle.describe()).status.name).toBe('RUNNING');
     await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows \(0 idempotency keys, 0 login attempts\); checked \d+ subscriptions, 0 marked canceled \(workflow closed\); next at /.test(d), 20_000);
-    // The payout's own workflow (60 s) ran meanwhile; the payment was charged once.
-    expect(await client.workflow.getHandle(payout.id).result()).toBe('paid');
+    // The payout's own workflow ran meanwhile (pending 60 s, then sent: in transit for a day); the payment was charged once.
+    await eventually(async () => (await engine.call('GET', `/v1/payouts/${payout.id}`)).body.status, (status) => status === 'in_transit', 20_000);
     expect(await processorCharges(payment)).toBe(1);
 
     // A worker booted with a changed configuration hands it over: a run at once, then the new interval.

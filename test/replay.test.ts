@@ -69,6 +69,17 @@ describe('workflow histories', () => {
       record(id, run, 'subscription-dunning-to-cancel');
     });
 
+    it('records a payout: pending, in transit, paid', async () => {
+      const admin = { ...(await engine.admin()).headers, 'x-account-id': engine.tenant.accountId };
+      expect((await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, admin)).status).toBe(201);
+      expect((await engine.call('POST', '/v1/bank_accounts', { type: 'paypal', account_holder_name: 'Rec', currency: 'USD', email: 'rec@example.com' })).status).toBe(201);
+      const id: string = (await engine.call('POST', '/v1/payouts', { amount: 4000, currency: 'USD' })).body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(61_000 + day);
+      expect(await engine.env.client.workflow.getHandle(id).result()).toBe('paid');
+      record(id, run, 'payout-states-paid');
+    });
+
     function record(id: string, runId: string, name: string) {
       fs.mkdirSync(historiesDir, { recursive: true });
       const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
@@ -80,6 +91,9 @@ describe('workflow histories', () => {
 
   it('replay against the current workflow code', () => {
     expect(files().map((f) => path.basename(f))).toEqual([
+      // Recorded with the payoutWorkflow of before payout states (commit a26a08e): replays through patched('payout-states').
+      'payout-legacy-paid.json',
+      'payout-states-paid.json',
       'subscription-dunning-to-cancel.json',
       'subscription-plan-changes-and-pause.json',
       'subscription-renewal.json',

@@ -4,6 +4,7 @@ export { paymentRequestWorkflow } from './payment-request.ts';
 export { recurringPaymentRequestWorkflow } from './recurring-payment-request.ts';
 export { eventDispatchWorkflow, webhookDeliveryWorkflow } from './webhooks.ts';
 export { payoutWorkflow } from './payout.ts';
+export { payoutScheduleWorkflow } from './payout-schedule.ts';
 export { maintenanceWorkflow } from './maintenance.ts';
 export { fundsAvailabilityWorkflow } from './funds-availability.ts';
 export { exportWorkflow } from './export.ts';

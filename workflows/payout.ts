@@ -1,28 +1,88 @@
 /**
  * payoutWorkflow: one per payout, workflow id = payout id (`po_...`). The payout
  * was recorded `pending` (its amount already off the available balance) by the
- * API; this waits out the rail's arrival time on a durable timer, has the rail
- * send it and records `paid` (or `failed`, which gives the money back), then
- * emails the account its confirmation. Deterministic code only.
+ * API or the payout schedule. This workflow owns its time:
+ *
+ * 1. pending for `arrivalMs` (it can be canceled; a `payoutChanged` signal wakes
+ *    it at once), then submitPayout: under a hold it stays pending, showing the
+ *    hold, until the hold is released (signal) or its `until` passes; otherwise the
+ *    rail takes it, `in_transit` with its arrival_date;
+ * 2. at the arrival date, settlePayout: `paid`, or `failed` (money back);
+ * 3. the confirmation or failure email.
+ *
+ * Workflows started before these states (recorded histories) took the old path:
+ * one timer, completePayout, the email. patched('payout-states') keeps them
+ * replaying. Deterministic code only.
  */
-import { proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
+import { condition, defineSignal, patched, proxyActivities, setCurrentDetails, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 
 export interface PayoutWorkflowInput {
   payoutId: string;
+  /** How long the payout stays pending (cancelable) before it is sent. */
   arrivalMs: number;
 }
+
+/** The payout's row changed (canceled, a hold released): look again now. */
+export const payoutChangedSignal = defineSignal('payoutChanged');
 
 const activities = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
+/**
+ * Waits until `instant` (ms since the epoch, on the workflow's clock), or until
+ * `wake()` turns true, whichever comes first: the one place this workflow waits
+ * on time, so a test clock can stand in for it.
+ */
+export async function waitUntil(instant: number | null, wake: () => boolean = () => false): Promise<void> {
+  if (instant === null) {
+    await condition(wake);
+    return;
+  }
+  const ms = instant - Date.now();
+  if (ms <= 0) return;
+  await condition(wake, ms);
+}
+
 export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<string> {
-  setCurrentDetails(`Payout ${input.payoutId} arrives at ${new Date(Date.now() + input.arrivalMs).toISOString()}.`);
-  await sleep(input.arrivalMs, { summary: 'Payout arrival' });
-  const status = await activities.completePayout(input.payoutId);
+  if (!patched('payout-states')) {
+    setCurrentDetails(`Payout ${input.payoutId} arrives at ${new Date(Date.now() + input.arrivalMs).toISOString()}.`);
+    await sleep(input.arrivalMs, { summary: 'Payout arrival' });
+    const status = await activities.completePayout(input.payoutId);
+    setCurrentDetails(`Payout ${status}.`);
+    if (status === 'paid') await activities.notifyPayoutPaid(input.payoutId);
+    return status;
+  }
+
+  let changed = false;
+  setHandler(payoutChangedSignal, () => {
+    changed = true;
+  });
+  const woken = () => changed;
+
+  setCurrentDetails(`Payout ${input.payoutId}: pending (cancelable) until ${new Date(Date.now() + input.arrivalMs).toISOString()}.`);
+  await waitUntil(Date.now() + input.arrivalMs, woken);
+  let arrivalMs: number;
+  for (;;) {
+    changed = false;
+    const submitted = await activities.submitPayout(input.payoutId, Date.now());
+    if (submitted.status === 'in_transit') {
+      arrivalMs = submitted.arrivalMs;
+      break;
+    }
+    if (submitted.status !== 'held') {
+      setCurrentDetails(`Payout ${submitted.status}.`);
+      return submitted.status;
+    }
+    setCurrentDetails(`Payout held by ${submitted.holdId}: ${submitted.reason}${submitted.untilMs ? ` (until ${new Date(submitted.untilMs).toISOString()})` : ' (until released)'}.`);
+    await waitUntil(submitted.untilMs, woken);
+  }
+  setCurrentDetails(`Payout in transit, arrives at ${new Date(arrivalMs).toISOString()}.`);
+  await waitUntil(arrivalMs);
+  const status = await activities.settlePayout(input.payoutId, Date.now());
   setCurrentDetails(`Payout ${status}.`);
-  if (status === 'paid') await activities.notifyPayoutPaid(input.payoutId);
+  if (status === 'paid' || status === 'failed') await activities.notifyPayoutPaid(input.payoutId);
   return status;
 }

@@ -1,49 +1,49 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { createPayout, startPayoutWorkflow } from '../../services/payouts.ts';
-import { Account, Payout, payoutMethods, payoutStatuses } from '../../db/entities/index.ts';
-import { ApiError } from '../../domain/errors.ts';
-import { payoutCurrencyProblem, sandboxPayoutArrivalMs } from '../../domain/payouts.ts';
+import { cancelPayout, createPayout, startPayoutWorkflow, wakePayoutWorkflow } from '../../services/payouts.ts';
+import { Payout, payoutStatuses } from '../../db/entities/index.ts';
+import { payoutPendingMs } from '../../domain/payouts.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
+import { resourceId } from '../middleware/idempotency.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 import { amount, currency } from '../../objects/common.ts';
 import { PayoutSchema, serializePayout } from '../../objects/payout.ts';
 
-
-
 const CreateBody = z
   .object({
     amount,
     currency,
-    method: z.enum(payoutMethods).openapi({ description: 'bank_transfer (ACH/SEPA), paypal or wire (SPEC.md)' }),
+    destination: z.string().min(1).max(64).optional().openapi({ description: 'A bank account or PayPal destination (ba_…) in this currency; omitted: the default destination of the currency' }),
     description: z.string().min(1).max(500).optional(),
   })
   .strict();
 
 const ListQuery = z
-  .object({ ...cursorQuery('payout'), status: z.enum(payoutStatuses).optional() })
+  .object({ ...cursorQuery('payout'), status: z.enum(payoutStatuses).optional(), destination: z.string().max(64).optional(), currency: z.string().length(3).transform((c) => c.toUpperCase()).optional() })
   .strict()
   .refine(...oneCursor);
 
+const tags = ['Payouts'];
 const createPayoutRoute = createRoute({
   method: 'post',
   path: '/',
-  tags: ['Payouts'],
+  tags,
   summary: 'Pay out from the available balance',
   description:
-    "Takes `amount` from the available balance at once (`insufficient_funds`, 402, when it does not cover it) and answers the payout `pending`. The currency must be the account's " +
-    '(`currency_mismatch`) and one of USD, EUR, GBP (`invalid_request`). A payoutWorkflow records it `paid` when the rail has sent it ' +
-    `(the sandbox rail: after ${sandboxPayoutArrivalMs / 1000} s) and emails the account a confirmation. Events: payout.created, payout.paid (payout.failed gives the money back). ` +
-    'Owners, admins and API keys only.',
+    'Takes `amount` from the available balance of `currency` at once (`insufficient_funds`, 402, when it does not cover it) and answers the payout `pending`. ' +
+    'The currency is USD, EUR or GBP (`invalid_request`) and the destination\'s (`currency_mismatch`); without `destination`, the default destination of the currency (`invalid_request` when there is none). ' +
+    `A payoutWorkflow owns its time: pending (cancelable) for ${payoutPendingMs / 1000} s, then in_transit until its arrival_date (sandbox: 1 day, 4 for the slow test account), then paid or failed ` +
+    '(the money back on the balance). A hold keeps it pending. Idempotency-Key honoured. Events: payout.created, payout.updated, payout.paid | payout.failed | payout.canceled. Owners, admins and API keys only.',
   request: { body: { ...json(CreateBody), required: true } },
-  responses: { 201: { description: 'Created, pending', ...json(PayoutSchema) }, ...errorResponses(400, 401, 402, 403) },
+  responses: { 201: { description: 'Created, pending', ...json(PayoutSchema) }, ...errorResponses(400, 401, 402, 403, 404) },
 });
 const listPayouts = createRoute({
   method: 'get',
   path: '/',
-  tags: ['Payouts'],
+  tags,
   summary: 'List payouts, newest first',
   request: { query: ListQuery },
   responses: { 200: { description: 'A page', ...json(listSchema(PayoutSchema)) }, ...errorResponses(400, 401) },
@@ -51,10 +51,19 @@ const listPayouts = createRoute({
 const getPayout = createRoute({
   method: 'get',
   path: '/{id}',
-  tags: ['Payouts'],
+  tags,
   summary: 'Retrieve a payout',
   request: { params: idParam('po') },
   responses: { 200: { description: 'The payout', ...json(PayoutSchema) }, ...errorResponses(401, 404) },
+});
+const cancelRoute = createRoute({
+  method: 'post',
+  path: '/{id}/cancel',
+  tags,
+  summary: 'Cancel a pending payout',
+  description: 'Only while `pending` (else `not_cancellable`, 409): its amount returns to the available balance with a `payout_cancel` balance transaction. Event: payout.canceled.',
+  request: { params: idParam('po') },
+  responses: { 200: { description: 'Canceled', ...json(PayoutSchema) }, ...errorResponses(401, 403, 404, 409) },
 });
 
 export function payoutsApp(deps: ApiDeps) {
@@ -65,20 +74,20 @@ export function payoutsApp(deps: ApiDeps) {
       const body = c.req.valid('json');
       const scope = await accountScope(c, orm);
       const em = orm.em.fork();
-      const account = await em.findOneOrFail(Account, { id: scope.accountId });
-      const problem = payoutCurrencyProblem(body.currency);
-      if (problem) throw new ApiError('invalid_request', `currency: ${problem}`);
-      if (body.currency !== account.settings.currency) {
-        throw new ApiError('currency_mismatch', `The account's currency is ${account.settings.currency}, not ${body.currency}.`);
-      }
-      const payout = await createPayout(em, {
-        accountId: scope.accountId,
-        livemode: scope.livemode,
-        amount: body.amount,
-        currency: body.currency,
-        method: body.method,
-        description: body.description ?? null,
-      });
+      const id = resourceId(c, 'payout');
+      // A retry that takes over the key after a crash finds what the first request recorded, and makes sure its workflow runs.
+      const existing = c.get('idempotency')?.takeover ? await em.findOne(Payout, { id, accountId: scope.accountId, livemode: scope.livemode }) : null;
+      const payout =
+        existing ??
+        (await createPayout(em, {
+          id,
+          accountId: scope.accountId,
+          livemode: scope.livemode,
+          amount: body.amount,
+          currency: body.currency,
+          destinationId: body.destination ?? null,
+          description: body.description ?? null,
+        }));
       // A crash before this start leaves the payout pending: the maintenance workflow starts it (activities/maintenance.ts).
       await startPayoutWorkflow(deps.temporal, deps.config.taskQueue, payout.id);
       return c.json(serializePayout(payout), 201);
@@ -88,13 +97,25 @@ export function payoutsApp(deps: ApiDeps) {
       const { accountId, livemode } = await accountScope(c, orm);
       const where: Record<string, unknown> = { accountId, livemode };
       if (query.status) where.status = query.status;
+      if (query.destination) where.destinationId = query.destination;
+      if (query.currency) where.currency = query.currency;
       const { page, hasMore } = await keysetPage(orm.em.fork(), Payout, where, query);
       return c.json({ object: 'list' as const, data: page.map(serializePayout), has_more: hasMore }, 200);
     })
     .openapi(getPayout, async (c) => {
-      const { accountId, livemode } = await accountScope(c, orm);
-      const payout = await orm.em.fork().findOne(Payout, { id: c.req.valid('param').id, accountId, livemode });
-      if (!payout) throw new ApiError('not_found', 'No such payout.');
+      const scope = await accountScope(c, orm);
+      const id = c.req.valid('param').id;
+      const payout = await orm.em.fork().findOne(Payout, { id, accountId: scope.accountId, livemode: scope.livemode });
+      if (!payout) throw await notFoundInMode(orm.em, Payout, id, scope, 'payout');
+      return c.json(serializePayout(payout), 200);
+    })
+    .openapi(cancelRoute, async (c) => {
+      requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
+      const scope = await accountScope(c, orm);
+      const id = c.req.valid('param').id;
+      const payout = await cancelPayout(orm.em.fork(), { accountId: scope.accountId, livemode: scope.livemode }, id);
+      if (!payout) throw await notFoundInMode(orm.em, Payout, id, scope, 'payout');
+      await wakePayoutWorkflow(deps.temporal, payout.id);
       return c.json(serializePayout(payout), 200);
     });
 }

@@ -10,6 +10,8 @@ import { Invoice, InvoiceNumberCounter } from './invoice.ts';
 import { AccountBalance, BalanceTransaction, LedgerEntry } from './ledger.ts';
 import { PaymentRequest, RecurringPaymentRequest } from './payment-request.ts';
 import { Payout } from './payout.ts';
+import { BankAccount } from './bank-account.ts';
+import { PayoutHold, PayoutSettings, SandboxPayoutTransfer } from './payout-settings.ts';
 import { Plan } from './plan.ts';
 import { Product } from './product.ts';
 import { SentEmail } from './sent-email.ts';
@@ -31,7 +33,9 @@ export { ProcessorEvent, SandboxProcessorRefund };
 export { Event };
 export { WebhookAttempt, WebhookDelivery, WebhookEndpoint };
 export type { WebhookDeliveryStatus } from './webhook.ts';
-export { Payout };
+export { Payout, BankAccount, PayoutHold, PayoutSettings, SandboxPayoutTransfer };
+export type { BankAccountStatus } from './bank-account.ts';
+export { bankAccountStatuses } from './bank-account.ts';
 export type { PayoutMethod, PayoutStatus } from './payout.ts';
 export { payoutMethods, payoutStatuses } from './payout.ts';
 export { PaymentRequest, RecurringPaymentRequest };
@@ -73,6 +77,10 @@ export const entities = [
   WebhookDelivery,
   WebhookAttempt,
   Payout,
+  BankAccount,
+  PayoutSettings,
+  PayoutHold,
+  SandboxPayoutTransfer,
   PaymentRequest,
   RecurringPaymentRequest,
   Export,

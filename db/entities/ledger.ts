@@ -52,7 +52,7 @@ export const AccountBalance = defineEntity({
 });
 export type AccountBalance = InferEntity<typeof AccountBalance>;
 
-export const balanceTransactionTypes = ['payment', 'refund', 'credit', 'payout', 'payout_failure', 'adjustment'] as const;
+export const balanceTransactionTypes = ['payment', 'refund', 'credit', 'payout', 'payout_failure', 'payout_cancel', 'adjustment'] as const;
 export type BalanceTransactionType = (typeof balanceTransactionTypes)[number];
 export const balanceTransactionStatuses = ['pending', 'available'] as const;
 export type BalanceTransactionStatus = (typeof balanceTransactionStatuses)[number];

@@ -3,7 +3,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 /** SPEC.md's payout methods: bank transfer (ACH/SEPA), PayPal, wire transfer. */
 export const payoutMethods = ['bank_transfer', 'paypal', 'wire'] as const;
 export type PayoutMethod = (typeof payoutMethods)[number];
-export const payoutStatuses = ['pending', 'paid', 'failed'] as const;
+export const payoutStatuses = ['pending', 'in_transit', 'paid', 'failed', 'canceled'] as const;
 export type PayoutStatus = (typeof payoutStatuses)[number];
 
 /**
@@ -37,6 +37,18 @@ export const Payout = defineEntity({
     workflowConfirmedAt: p.datetime().nullable(),
     /** Its movement on the balance (`payout`, available → external). */
     balanceTransactionId: p.string().nullable(),
+    /** The bank account or PayPal destination (`ba_…`); null for payouts made before destinations existed. */
+    destinationId: p.string().nullable(),
+    /** When the money is expected (in_transit) or arrived (paid). */
+    arrivalDate: p.datetime().nullable(),
+    canceledAt: p.datetime().nullable(),
+    /** The `payout_failure` balance transaction that gave the money back (failed or canceled). */
+    failureBalanceTransactionId: p.string().nullable(),
+    /** Made by the account's payout schedule rather than by a request. */
+    automatic: p.boolean().default(false),
+    /** The hold that keeps it pending, while one does. */
+    holdId: p.string().nullable(),
+    holdReason: p.string().length(500).nullable(),
   },
 });
 export type Payout = InferEntity<typeof Payout>;

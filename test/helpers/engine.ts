@@ -18,7 +18,8 @@ import { createApp, type App } from '../../api/app.ts';
 import { localExportStorage } from '../../services/export-storage.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
-import { BalanceTransaction, Charge, Export, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
+import { BalanceTransaction, Charge, Export, Invoice, PaymentRequest, Payout, PayoutSettings, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
+import { payoutScheduleWorkflowId } from '../../services/payout-schedule.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
@@ -189,7 +190,10 @@ export async function startTestEngine(
       const recurring = await em.find(RecurringPaymentRequest, { status: 'active' }, { fields: ['id'] }).catch(() => []);
       await Promise.all(recurring.map((r) => env.client.workflow.getHandle(r.id).terminate('test finished').catch(() => undefined)));
       const requests = await em.find(PaymentRequest, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      const payouts = await em.find(Payout, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
+      // Payout schedules first: a run would start more payouts.
+      const schedules = await em.find(PayoutSettings, {}, { fields: ['accountId', 'livemode'] }).catch(() => []);
+      await Promise.all(schedules.map((s) => env.client.workflow.getHandle(payoutScheduleWorkflowId(s)).terminate('test finished').catch(() => undefined)));
+      const payouts = await em.find(Payout, { status: { $in: ['pending', 'in_transit'] } }, { fields: ['id'] }).catch(() => []);
       // Money waiting to become available: each has a fundsAvailabilityWorkflow (workflow id = the btxn id).
       const availability = await em.find(BalanceTransaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
       const exports = await em.find(Export, { status: { $in: ['pending', 'running'] } }, { fields: ['id'] }).catch(() => []);
