@@ -14,9 +14,19 @@ export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}
     debug: false,
     // The migrator narrates every step on stdout; our entry points report what matters.
     logger: () => {},
-    pool: { min: 0, max: 10 },
+    // DATABASE_POOL_MAX: size it with the worker's activity slots (docs/scaling.md).
+    pool: { min: 0, max: databasePoolMax() },
     ...overrides,
   });
+}
+
+/** Connections per process: DATABASE_POOL_MAX, default 10. */
+export function databasePoolMax(): number {
+  const raw = process.env.DATABASE_POOL_MAX;
+  if (raw === undefined || raw === '') return 10;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 1000) throw new Error(`DATABASE_POOL_MAX must be an integer from 1 to 1000, not ${raw}`);
+  return value;
 }
 
 export async function openOrm(databaseUrl: string, overrides: Partial<Options> = {}): Promise<MikroORM> {
