@@ -35,6 +35,9 @@ export const cliResources = [
   'payments',
   'payment-requests',
   'payouts',
+  'bank-accounts',
+  'payout-holds',
+  'payout-settings',
   'webhooks',
   'events',
   'exports',
@@ -79,7 +82,8 @@ function objectFields(doc: Json, schema: Json | undefined): FieldSpec[] {
 }
 
 function actionOf(method: string, rest: string[], hasPatch: boolean): string | null {
-  if (rest.length === 0) return method === 'GET' ? 'list' : method === 'POST' ? 'create' : null;
+  // A collection path with PATCH is a singleton (GET/PATCH /v1/payout_settings): get and update.
+  if (rest.length === 0) return method === 'GET' ? (hasPatch ? 'get' : 'list') : method === 'POST' ? 'create' : method === 'PATCH' ? 'update' : null;
   if (rest.length === 1) {
     // A literal segment is an action of the collection (GET /v1/transactions/search → `transactions search`).
     if (!rest[0]!.startsWith('{')) return method === 'GET' || method === 'POST' ? rest[0]!.replace(/_/g, '-') : null;
