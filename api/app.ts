@@ -40,6 +40,7 @@ import { processorWebhooksApp } from './routes/processor-webhooks.ts';
 import { cliApp } from './routes/cli.ts';
 import { streamsApp } from './routes/streams.ts';
 import { cliApprovePage } from './pages/cli-approve.ts';
+import { dashboardPage } from './pages/dashboard.ts';
 import { restrictCliKeys } from './auth/cli-scope.ts';
 import { RequestLogBuffer } from './request-log-buffer.ts';
 
@@ -192,9 +193,13 @@ export function createApp(given: ApiDeps) {
   };
   app.get('/openapi.json', (c) => c.json(withCommonStatuses(withIdempotencyKeys(app.getOpenAPI31Document(openApiConfig)))));
   app.route('/docs', docsApp());
-  // A browser opening the server's root lands on the interactive docs.
+  // The owners' dashboard (dashboard/, built by npm start and npm test): a client of this API with a cookie session.
+  app.route('/dashboard', dashboardPage());
+  // A browser opening the server's root lands on the dashboard.
   app.get('/', (c) =>
-    (c.req.header('accept') ?? '').includes('text/html') ? c.redirect('/docs', 302) : c.json({ docs: '/docs', openapi: '/openapi.json', health: '/health' }),
+    (c.req.header('accept') ?? '').includes('text/html')
+      ? c.redirect('/dashboard', 302)
+      : c.json({ dashboard: '/dashboard', docs: '/docs', openapi: '/openapi.json', health: '/health' }),
   );
 
   app.notFound((c) => sendError(c, 'not_found', `No route for ${c.req.method} ${c.req.path}.`));

@@ -23,6 +23,7 @@ import { startTemporalDevServer } from './temporal-dev-server.ts';
 import { MissingToolError } from './tools.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { createProcessors } from '../services/processors/index.ts';
+import { dashboardIsFresh, ensureDashboardBuilt } from './dashboard-build.ts';
 
 const config = (() => {
   try {
@@ -63,6 +64,10 @@ async function main(): Promise<void> {
     process.removeAllListeners(signal);
     process.on(signal, () => void shutdown(signal));
   }
+
+  // The dashboard served at /dashboard: built from dashboard/ when missing or its sources changed.
+  if (!dashboardIsFresh()) say('Building the dashboard...');
+  await ensureDashboardBuilt({ log: (m) => logger.debug(m) });
 
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -117,6 +122,7 @@ async function main(): Promise<void> {
   say('');
   say('Billing engine is running.');
   say(`  API          ${config.publicUrl}`);
+  say(`  Dashboard    ${config.publicUrl}/dashboard`);
   say(`  API docs     ${config.publicUrl}/docs`);
   say(`  Health       ${config.publicUrl}/health`);
   if (temporalUi) say(`  Temporal UI  ${temporalUi}`);
