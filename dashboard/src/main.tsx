@@ -34,9 +34,8 @@ const nav: { to: string; label: string; manage?: boolean }[] = [
   { to: '/team', label: 'Team', manage: true },
 ];
 
-function ModeSwitch() {
+function ModeSwitch({ mode, onChange }: { mode: Mode; onChange: (mode: Mode) => void }) {
   const client = useQueryClient();
-  const [mode, setLocal] = useState<Mode>(currentMode());
   return (
     <fieldset className="mode-switch">
       <legend className="visually-hidden">Mode</legend>
@@ -49,7 +48,7 @@ function ModeSwitch() {
             checked={mode === value}
             onChange={() => {
               setMode(value);
-              setLocal(value);
+              onChange(value);
               client.removeQueries({ predicate: (query) => query.queryKey[0] !== 'session' });
             }}
           />
@@ -64,7 +63,8 @@ function Shell() {
   const session = useSession();
   const client = useQueryClient();
   const [menuOpen, setMenuOpen] = useState(false);
-  const sandbox = currentMode() === 'test';
+  const [mode, setLocalMode] = useState<Mode>(currentMode());
+  const sandbox = mode === 'test';
   return (
     <div className={`shell ${sandbox ? 'is-sandbox' : 'is-live'}`}>
       {sandbox ? (
@@ -77,7 +77,7 @@ function Shell() {
           Menu
         </button>
         <span className="brand">{session.account?.name ?? 'Billing'}</span>
-        <ModeSwitch />
+        <ModeSwitch mode={mode} onChange={setLocalMode} />
         <span className="who">
           {session.user.email} <span className="role">({session.user.role})</span>
         </span>
@@ -106,7 +106,7 @@ function Shell() {
           </ul>
         </nav>
         <main id="content">
-          <Outlet key={currentMode()} />
+          <Outlet key={mode} />
         </main>
       </div>
     </div>

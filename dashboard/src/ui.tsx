@@ -30,7 +30,7 @@ export function PagedTable<T extends { id: string }>(props: {
   return (
     <section aria-label={props.label}>
       {query.error ? <ErrorNote error={query.error} /> : null}
-      <div className="table-wrap">
+      <div className="table-wrap" tabIndex={0} role="region" aria-label={`${props.label} table`}>
         <table>
           <caption className="visually-hidden">{props.label}</caption>
           <thead>

@@ -125,7 +125,7 @@ export function Transactions() {
       {query ? (
         <section aria-label="Search results">
           <ErrorNote error={search.error} />
-          <div className="table-wrap">
+          <div className="table-wrap" tabIndex={0} role="region" aria-label="Search results table">
             <table>
               <caption className="visually-hidden">Search results</caption>
               <thead>

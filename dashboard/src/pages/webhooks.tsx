@@ -64,7 +64,7 @@ function DeliveryDetail({ delivery, onClose }: { delivery: Schemas['WebhookDeliv
         Close delivery
       </button>
       <h3>Request body</h3>
-      <pre className="code">{event.data ? JSON.stringify(event.data, null, 2) : '…'}</pre>
+      <pre className="code" tabIndex={0} aria-label="Request body">{event.data ? JSON.stringify(event.data, null, 2) : '…'}</pre>
       <h3>Attempts</h3>
       <ol>
         {delivery.attempts.map((a) => (
@@ -73,7 +73,7 @@ function DeliveryDetail({ delivery, onClose }: { delivery: Schemas['WebhookDeliv
             {a.response_body ? (
               <>
                 <h4>Response body</h4>
-                <pre className="code">{a.response_body}</pre>
+                <pre className="code" tabIndex={0} aria-label={`Response body of attempt ${a.attempt}`}>{a.response_body}</pre>
               </>
             ) : null}
           </li>
