@@ -41,6 +41,7 @@ import { cliApp } from './routes/cli.ts';
 import { streamsApp } from './routes/streams.ts';
 import { cliApprovePage } from './pages/cli-approve.ts';
 import { dashboardPage } from './pages/dashboard.ts';
+import { customerPortalApp } from './routes/customer-portal.ts';
 import { restrictCliKeys } from './auth/cli-scope.ts';
 import { RequestLogBuffer } from './request-log-buffer.ts';
 
@@ -110,6 +111,8 @@ export function createApp(given: ApiDeps) {
   app.route('/v1', cliApp(deps));
   app.route('/v1', streamsApp(deps, requestLogs));
   app.route('/cli', cliApprovePage(deps));
+  // The customer portal's API, portal links and the portal setting (before /v1/customers and /v1/settings).
+  app.route('/v1', customerPortalApp(deps));
   app.route('/v1/customers', customersApp(deps));
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
@@ -167,6 +170,12 @@ export function createApp(given: ApiDeps) {
     required: false,
     schema: { type: 'string', maxLength: 255 },
     description: 'Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours).',
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'portalToken', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-portal-token',
+    description: "The customer portal only: the token of a portal link (POST /v1/customers/{id}/portal_link).",
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'cliKey', {
     type: 'apiKey',

@@ -82,7 +82,7 @@ describe('the dashboard in chromium', () => {
     await page.screenshot({ path: path.join(screenshots, `dashboard-${name}-desktop.png`), fullPage: true });
     await page.setViewportSize({ width: 390, height: 844 });
     await page.screenshot({ path: path.join(screenshots, `dashboard-${name}-390.png`), fullPage: true });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
     expect(overflow, `${name} scrolls sideways at 390 px`).toBeLessThanOrEqual(1);
     await page.setViewportSize({ width: 1280, height: 900 });
     const result = await new AxeBuilder({ page }).analyze();
@@ -107,8 +107,8 @@ describe('the dashboard in chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Home', level: 1 }).waitFor();
     // No token readable by scripts: the session cookie is httpOnly, localStorage holds only the mode.
-    expect(await page.evaluate(() => document.cookie)).not.toContain('billing_session');
-    expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toMatch(/token|ey[A-Za-z0-9_-]{20,}/);
+    expect(await page.evaluate<string>('document.cookie')).not.toContain('billing_session');
+    expect(await page.evaluate<string>('JSON.stringify(localStorage)')).not.toMatch(/token|ey[A-Za-z0-9_-]{20,}/);
     const banner = page.getByText('Sandbox: test data');
     await banner.waitFor();
     await page.getByText('Live', { exact: true }).click();
@@ -195,7 +195,7 @@ describe('the dashboard in chromium', () => {
     await check('webhooks');
     await page.getByRole('link', { name: receiver.url('/dash-hook') }).click();
     const inspect = page.getByRole('button', { name: /^Inspect delivery of customer\.created/ });
-    await expect.poll(async () => (await inspect.count()) > 0 || (await page.reload(), false), { timeout: 20_000, intervals: [1000] }).toBe(true);
+    await expect.poll(async () => (await inspect.count()) > 0 || (await page.reload(), false), { timeout: 20_000, interval: 1000 }).toBe(true);
     await inspect.first().click();
     await page.getByRole('heading', { name: 'Request body' }).waitFor();
     expect(await page.locator('pre.code').first().textContent()).toContain('hook@example.com');

@@ -79,7 +79,9 @@ export async function findLiveSession(orm: MikroORM, sessionId: string): Promise
 /** Endpoints whose Authorization header is not an access credential: login needs none, refresh carries a refresh token. */
 const credentialFreePaths = new Set(['/v1/auth/login', '/v1/auth/refresh']);
 /** Signing in to the dashboard (POST) needs no credential either; ending that session (DELETE) does. */
-const isCredentialFree = (c: Context) => credentialFreePaths.has(c.req.path) || (c.req.path === '/v1/auth/browser_session' && c.req.method === 'POST');
+/** The customer portal's calls carry the portal link's token (api/routes/customer-portal.ts), never the owner's credentials. */
+const isCredentialFree = (c: Context) =>
+  credentialFreePaths.has(c.req.path) || (c.req.path === '/v1/auth/browser_session' && c.req.method === 'POST') || /^\/v1\/portal(\/|$)/.test(c.req.path);
 
 /**
  * The credential in an Authorization header: `Bearer <token>`, or, as Stripe takes it,

@@ -17,6 +17,7 @@ import { Webhooks, WebhookDetail } from './pages/webhooks.tsx';
 import { ApiKeys } from './pages/api-keys.tsx';
 import { Settings } from './pages/settings.tsx';
 import { Team } from './pages/team.tsx';
+import { Portal } from './portal.tsx';
 import './styles.css';
 
 const nav: { to: string; label: string; manage?: boolean }[] = [
@@ -125,9 +126,14 @@ function Root() {
   );
 }
 
-const rootRoute = createRootRoute({ component: Root });
-const page = <P extends string>(path: P, component: () => React.ReactNode) => createRoute({ getParentRoute: () => rootRoute, path, component });
+const rootRoute = createRootRoute({ component: Outlet });
+// The owners' pages need a signed-in session; the customer portal has its own credential (the link's token).
+const appRoute = createRoute({ getParentRoute: () => rootRoute, id: 'app', component: Root });
+const portalRoute = createRoute({ getParentRoute: () => rootRoute, path: '/portal', component: Portal });
+const page = <P extends string>(path: P, component: () => React.ReactNode) => createRoute({ getParentRoute: () => appRoute, path, component });
 const routeTree = rootRoute.addChildren([
+  portalRoute,
+  appRoute.addChildren([
   page('/', Home),
   page('/customers', Customers),
   page('/plans', Plans),
@@ -142,6 +148,7 @@ const routeTree = rootRoute.addChildren([
   page('/api-keys', ApiKeys),
   page('/settings', Settings),
   page('/team', Team),
+  ]),
 ]);
 const router = createRouter({ routeTree, basepath: '/dashboard' });
 declare module '@tanstack/react-router' {

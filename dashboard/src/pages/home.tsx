@@ -72,7 +72,7 @@ export function Home() {
               <XAxis dataKey="day" />
               <YAxis />
               <Tooltip />
-              <Bar dataKey="amount" fill="#4f46e5" name="Revenue" />
+              <Bar dataKey="amount" fill="#4f46e5" name="Revenue" isAnimationActive={false} />
             </BarChart>
           </ResponsiveContainer>
         </figure>
@@ -84,7 +84,7 @@ export function Home() {
               <XAxis dataKey="day" />
               <YAxis />
               <Tooltip />
-              <Line dataKey="mrr" stroke="#0f766e" name="MRR" />
+              <Line dataKey="mrr" stroke="#0f766e" name="MRR" isAnimationActive={false} />
             </LineChart>
           </ResponsiveContainer>
         </figure>

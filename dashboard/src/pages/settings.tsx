@@ -8,6 +8,7 @@ export function Settings() {
   const session = useSession();
   const billing = useQuery({ queryKey: [mode, 'settings'], queryFn: () => unwrap(api.GET('/v1/settings')) });
   const notifications = useQuery({ queryKey: [mode, 'notification-settings'], queryFn: () => unwrap(api.GET('/v1/settings/notifications')) });
+  const portal = useQuery({ queryKey: [mode, 'portal-settings'], queryFn: () => unwrap(api.GET('/v1/settings/customer_portal')) });
   const readOnly = !canManage(session);
   return (
     <>
@@ -48,6 +49,33 @@ export function Settings() {
           ))}
         </ActionForm>
       ) : null}
+      {portal.data ? (
+        <ActionForm
+          key={JSON.stringify(portal.data)}
+          title="Customer portal"
+          submit="Save portal settings"
+          action={(v) =>
+            unwrap(api.PATCH('/v1/settings/customer_portal', { body: { plan_changes: v.plan_changes === 'on', cancellation: v.cancellation === 'on', resume: v.resume === 'on' } }))
+          }
+        >
+          {(
+            [
+              ['plan_changes', 'Customers may change plans'],
+              ['cancellation', 'Customers may cancel at period end'],
+              ['resume', 'Customers may resume'],
+            ] as const
+          ).map(([name, label]) => (
+            <div className="field checkbox" key={name}>
+              <input id={`p-${name}`} type="checkbox" name={name} defaultChecked={portal.data[name]} />
+              <label htmlFor={`p-${name}`}>{label}</label>
+            </div>
+          ))}
+        </ActionForm>
+      ) : null}
+      <section className="card" aria-label="Branding">
+        <h2>Branding</h2>
+        <p>The account name ({session.account?.name ?? '—'}) heads pages, emails and PDFs. A logo and colour setting does not exist in the API yet.</p>
+      </section>
     </>
   );
 }
