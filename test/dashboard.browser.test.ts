@@ -77,7 +77,8 @@ describe('the dashboard in chromium', () => {
   };
 
   /** A screenshot at desktop width and at 390 px, and an axe-core check with no serious or critical violation. */
-  async function check(name: string) {
+  async function check(name: string, on: Page = page) {
+    const page = on;
     await page.waitForLoadState('networkidle');
     await page.screenshot({ path: path.join(screenshots, `dashboard-${name}-desktop.png`), fullPage: true });
     await page.setViewportSize({ width: 390, height: 844 });
@@ -219,6 +220,43 @@ describe('the dashboard in chromium', () => {
     }
     await go('Home');
     await check('home-with-data');
+    expect(problems).toEqual([]);
+  });
+
+  it('as a customer: opens the portal link, changes the card on the processor page, and cancels at period end', async () => {
+    // Over the served HTTP API, whose PUBLIC_URL is this server's address.
+    const response = await fetch(`${baseUrl}/v1/customers/${customerId}/portal_link`, {
+      method: 'POST',
+      headers: { ...engine.tenant.headers, ...sandbox, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const link = (await response.json()) as { url: string };
+    expect(link.url).toContain(`${baseUrl}/dashboard/portal#`);
+    // The customer's own browser: no owner cookie.
+    const customerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const portal = await customerContext.newPage();
+    portal.on('dialog', (dialog) => void dialog.accept());
+    portal.on('pageerror', (error) => problems.push(error.message));
+    await portal.goto(link.url);
+    await portal.getByRole('heading', { name: 'Acme billing' }).waitFor();
+    await portal.getByText('Test mode: no real money moves.').waitFor();
+    await portal.getByRole('article', { name: 'Subscription to Pro' }).waitFor();
+    await portal.getByRole('link', { name: /^Receipt PDF/ }).first().waitFor();
+    await check('portal', portal);
+
+    await portal.getByRole('link', { name: 'Update payment method' }).click();
+    await portal.getByRole('heading', { name: 'Billing details' }).waitFor();
+    await portal.check('input[value="pm_card_mastercard"]');
+    await portal.getByRole('button', { name: /^Save/ }).click();
+    await expect.poll(async () => (await callApi('GET', `/v1/customers/${customerId}`)).payment_method, { timeout: 15_000 }).toBe('pm_card_mastercard');
+
+    await portal.goto(link.url);
+    await portal.getByText('pm_card_mastercard').waitFor();
+    await portal.getByRole('button', { name: 'Cancel at period end' }).click();
+    await portal.getByText('cancels at period end').waitFor();
+    expect((await callApi('GET', `/v1/subscriptions/${subscriptionId}`)).cancel_at_period_end).toBe(true);
+    await check('portal-canceled', portal);
+    await customerContext.close();
     expect(problems).toEqual([]);
   });
 });

@@ -63,7 +63,7 @@ export function Subscriptions() {
 }
 
 export function SubscriptionDetail() {
-  const { id } = useParams({ from: '/subscriptions/$id' });
+  const { id } = useParams({ strict: false }) as { id: string };
   const mode = currentMode();
   const subscription = useQuery({ queryKey: [mode, 'subscription', id], queryFn: () => unwrap(api.GET('/v1/subscriptions/{id}', { params: { path: { id } } })) });
   const events = useQuery({ queryKey: [mode, 'subscription-events', id], queryFn: () => unwrap(api.GET('/v1/events', { params: { query: { limit: 100 } } })) });

@@ -88,7 +88,7 @@ function DeliveryDetail({ delivery, onClose }: { delivery: Schemas['WebhookDeliv
 }
 
 export function WebhookDetail() {
-  const { id } = useParams({ from: '/webhooks/$id' });
+  const { id } = useParams({ strict: false }) as { id: string };
   const [secret, setSecret] = useState<string | null>(null);
   const [open, setOpen] = useState<Schemas['WebhookDelivery'] | null>(null);
   const endpoint = useQuery({ queryKey: [currentMode(), 'webhook', id], queryFn: () => unwrap(api.GET('/v1/webhooks/{id}', { params: { path: { id } } })) });
