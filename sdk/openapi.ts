@@ -659,12 +659,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description Error */
+                /** @description A signed link past its expiry */
                 410: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "error": "link_expired",
+                         *       "message": "This link expired; ask for a new one."
+                         *     }
+                         */
                         "application/json": components["schemas"]["Error"];
                     };
                 };
