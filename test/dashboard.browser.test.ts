@@ -259,4 +259,28 @@ describe('the dashboard in chromium', () => {
     await customerContext.close();
     expect(problems).toEqual([]);
   });
+
+  it('a member signs in by keyboard alone and sees only what the access table lets members see', async () => {
+    const member = await engine.call('POST', '/v1/users', { email: 'member@example.com', password: 'Member!2345-secret', role: 'member' }, engine.tenant.headers);
+    expect(member.status).toBe(201);
+    const memberContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const view = await memberContext.newPage();
+    view.on('pageerror', (error) => problems.push(error.message));
+    await view.goto(`${baseUrl}/dashboard`);
+    await view.getByRole('heading', { name: 'Sign in' }).waitFor();
+    // Keyboard only: the first Tab reaches the email field, then the password, then Enter submits.
+    await view.keyboard.press('Tab');
+    await view.keyboard.type('member@example.com');
+    await view.keyboard.press('Tab');
+    await view.keyboard.type('Member!2345-secret');
+    await view.keyboard.press('Enter');
+    await view.getByRole('heading', { name: 'Home', level: 1 }).waitFor();
+    const nav = view.getByRole('navigation', { name: 'Main' });
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Home', 'Customers', 'Plans', 'Subscriptions', 'Invoices', 'Transactions', 'Payment requests', 'Payouts', 'Settings']);
+    await nav.getByRole('link', { name: 'Settings' }).click();
+    await view.getByText('Members can read the settings; an owner changes them.').waitFor();
+    await check('member-settings', view);
+    await memberContext.close();
+    expect(problems).toEqual([]);
+  });
 });
