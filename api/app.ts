@@ -43,6 +43,8 @@ import { processorWebhooksApp } from './routes/processor-webhooks.ts';
 import { cliApp } from './routes/cli.ts';
 import { streamsApp } from './routes/streams.ts';
 import { cliApprovePage } from './pages/cli-approve.ts';
+import { dashboardPage } from './pages/dashboard.ts';
+import { customerPortalApp } from './routes/customer-portal.ts';
 import { restrictCliKeys } from './auth/cli-scope.ts';
 import { RequestLogBuffer } from './request-log-buffer.ts';
 
@@ -112,6 +114,8 @@ export function createApp(given: ApiDeps) {
   app.route('/v1', cliApp(deps));
   app.route('/v1', streamsApp(deps, requestLogs));
   app.route('/cli', cliApprovePage(deps));
+  // The customer portal's API, portal links and the portal setting (before /v1/customers and /v1/settings).
+  app.route('/v1', customerPortalApp(deps));
   app.route('/v1/customers', customersApp(deps));
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
@@ -173,6 +177,12 @@ export function createApp(given: ApiDeps) {
     schema: { type: 'string', maxLength: 255 },
     description: 'Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours).',
   });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'portalToken', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-portal-token',
+    description: "The customer portal only: the token of a portal link (POST /v1/customers/{id}/portal_link).",
+  });
   app.openAPIRegistry.registerComponent('securitySchemes', 'cliKey', {
     type: 'apiKey',
     in: 'header',
@@ -198,9 +208,13 @@ export function createApp(given: ApiDeps) {
   };
   app.get('/openapi.json', (c) => c.json(withCommonStatuses(withIdempotencyKeys(app.getOpenAPI31Document(openApiConfig)))));
   app.route('/docs', docsApp());
-  // A browser opening the server's root lands on the interactive docs.
+  // The owners' dashboard (dashboard/, built by npm start and npm test): a client of this API with a cookie session.
+  app.route('/dashboard', dashboardPage());
+  // A browser opening the server's root lands on the dashboard.
   app.get('/', (c) =>
-    (c.req.header('accept') ?? '').includes('text/html') ? c.redirect('/docs', 302) : c.json({ docs: '/docs', openapi: '/openapi.json', health: '/health' }),
+    (c.req.header('accept') ?? '').includes('text/html')
+      ? c.redirect('/dashboard', 302)
+      : c.json({ dashboard: '/dashboard', docs: '/docs', openapi: '/openapi.json', health: '/health' }),
   );
 
   app.notFound((c) => sendError(c, 'not_found', `No route for ${c.req.method} ${c.req.path}.`));

@@ -25,6 +25,7 @@ import { defaultHistoryShards, startTemporalServer } from './temporal-server.ts'
 import { MissingToolError } from './tools.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { createProcessors } from '../services/processors/index.ts';
+import { dashboardIsFresh, ensureDashboardBuilt } from './dashboard-build.ts';
 
 const config = (() => {
   try {
@@ -71,6 +72,10 @@ async function main(): Promise<void> {
   if (serverKind === 'postgres' && (config.databaseUrl || config.temporalAddress)) {
     throw new ConfigError('TEMPORAL_SERVER=postgres runs Temporal on the embedded PostgreSQL: unset DATABASE_URL and TEMPORAL_ADDRESS, or leave TEMPORAL_SERVER unset.');
   }
+  // The dashboard served at /dashboard: built from dashboard/ when missing or its sources changed.
+  if (!dashboardIsFresh()) say('Building the dashboard...');
+  await ensureDashboardBuilt({ log: (m) => logger.debug(m) });
+
   let databaseUrl = config.databaseUrl;
   let embeddedPgPort: number | undefined;
   if (!databaseUrl) {
@@ -142,6 +147,7 @@ async function main(): Promise<void> {
   say('');
   say('Billing engine is running.');
   say(`  API          ${config.publicUrl}`);
+  say(`  Dashboard    ${config.publicUrl}/dashboard`);
   say(`  API docs     ${config.publicUrl}/docs`);
   say(`  Health       ${config.publicUrl}/health`);
   if (temporalUi) say(`  Temporal UI  ${temporalUi}`);

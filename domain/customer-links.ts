@@ -15,13 +15,19 @@ export interface CustomerLinkClaims {
 }
 
 export const billingLinkTtlDays = 30;
+/** The customer portal's link (portalUrl) lasts a week: a new one is a request (or an email) away. */
+export const portalLinkTtlDays = 7;
 const issuer = 'billing-engine';
 const audience = 'billing-details';
+const portalAudience = 'customer-portal';
 
 export interface CustomerLinks {
   /** The page where the customer updates their payment method. */
   billingDetailsUrl(claims: CustomerLinkClaims): Promise<string>;
   verifyBillingDetailsToken(token: string): Promise<CustomerLinkClaims | null>;
+  /** The customer portal (the dashboard's /dashboard/portal): the token rides in the fragment, so it reaches no server log. */
+  portalUrl(claims: CustomerLinkClaims): Promise<{ url: string; token: string; expiresAt: Date }>;
+  verifyPortalToken(token: string): Promise<CustomerLinkClaims | null>;
   /** The signed link of an invoice's PDF, as the invoice's `pdf` field has it (events and receipts carry it). */
   invoicePdfUrl(invoiceId: string): string;
   /** PUBLIC_URL, for links built elsewhere (payment_url in payment request events). */
@@ -42,16 +48,35 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
         .sign(key);
       return `${config.publicUrl}/billing/${token}`;
     },
+    async portalUrl(claims) {
+      const expiresAt = new Date(Date.now() + portalLinkTtlDays * 86_400_000);
+      const token = await new SignJWT({ acct: claims.accountId, lm: claims.livemode })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(claims.customerId)
+        .setIssuer(issuer)
+        .setAudience(portalAudience)
+        .setIssuedAt()
+        .setExpirationTime(Math.floor(expiresAt.getTime() / 1000))
+        .sign(key);
+      return { url: `${config.publicUrl}/dashboard/portal#${token}`, token, expiresAt };
+    },
+    async verifyPortalToken(token) {
+      return verify(token, portalAudience);
+    },
     invoicePdfUrl: (invoiceId) => signedInvoicePdfUrl(config.publicUrl, config.secret, invoiceId),
     publicUrl: config.publicUrl,
     async verifyBillingDetailsToken(token) {
-      try {
-        const { payload } = await jwtVerify(token, key, { issuer, audience, algorithms: ['HS256'] });
-        if (typeof payload.sub !== 'string' || typeof payload.acct !== 'string' || typeof payload.lm !== 'boolean') return null;
-        return { customerId: payload.sub, accountId: payload.acct, livemode: payload.lm };
-      } catch {
-        return null;
-      }
+      return verify(token, audience);
     },
   };
+
+  async function verify(token: string, expected: string): Promise<CustomerLinkClaims | null> {
+    try {
+      const { payload } = await jwtVerify(token, key, { issuer, audience: expected, algorithms: ['HS256'] });
+      if (typeof payload.sub !== 'string' || typeof payload.acct !== 'string' || typeof payload.lm !== 'boolean') return null;
+      return { customerId: payload.sub, accountId: payload.acct, livemode: payload.lm };
+    } catch {
+      return null;
+    }
+  }
 }

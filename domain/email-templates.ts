@@ -47,6 +47,8 @@ export interface PaymentFailedEmail {
   reason: string;
   attempt: number;
   updateUrl: string;
+  /** The customer portal (subscriptions, invoices, payment method), when the sender has one. */
+  portalUrl?: string;
   /** The next automatic retry, or null when none is left. */
   nextRetryAt: Date | null;
   /** When the subscription ends (or pauses) unless paid, once retries are spent. */
@@ -65,8 +67,8 @@ export function paymentFailedEmail(e: PaymentFailedEmail): RenderedEmail {
   const paragraphs = [greeting, what, reason, next, ask];
   return {
     subject: `Payment failed for invoice ${e.invoiceNumber} (attempt ${e.attempt})`,
-    text: `${paragraphs.join('\n\n')}\n\nUpdate your billing details: ${e.updateUrl}\n\n${e.accountName}\n`,
-    html: layout(e.accountName, 'Your payment failed', paragraphs, { label: 'Update billing details', url: e.updateUrl }),
+    text: `${paragraphs.join('\n\n')}\n\nUpdate your billing details: ${e.updateUrl}\n${e.portalUrl ? `Manage your subscription: ${e.portalUrl}\n` : ''}\n${e.accountName}\n`,
+    html: layout(e.accountName, 'Your payment failed', e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs, { label: 'Update billing details', url: e.updateUrl }),
   };
 }
 
@@ -103,6 +105,8 @@ export function invoiceReceiptEmail(e: {
   /** What was bought, one entry per invoice line: description, its period as people read it ("Jan 31, 2027 – Feb 28, 2027") and formatted amount. */
   lines: { description: string; period?: string; amount: string }[];
   pdfUrl: string;
+  /** The customer portal, when the sender has one. */
+  portalUrl?: string;
 }): RenderedEmail {
   const paragraphs = [
     `Hello${e.customerName ? ` ${e.customerName}` : ''},`,
@@ -113,8 +117,8 @@ export function invoiceReceiptEmail(e: {
   ];
   return {
     subject: `Receipt for invoice ${e.invoiceNumber} (${e.amount})`,
-    text: `${paragraphs.join('\n\n')}\n\nYour invoice as a PDF: ${e.pdfUrl}\n\n${e.accountName}\n`,
-    html: layout(e.accountName, 'Payment receipt', paragraphs, { label: 'Download the invoice (PDF)', url: e.pdfUrl }),
+    text: `${paragraphs.join('\n\n')}\n\nYour invoice as a PDF: ${e.pdfUrl}\n${e.portalUrl ? `Manage your subscription: ${e.portalUrl}\n` : ''}\n${e.accountName}\n`,
+    html: layout(e.accountName, 'Payment receipt', e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs, { label: 'Download the invoice (PDF)', url: e.pdfUrl }),
   };
 }
 

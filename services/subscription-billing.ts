@@ -65,6 +65,7 @@ export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, s
     reason: dunning.lastFailureMessage,
     attempt,
     updateUrl,
+    portalUrl: (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode })).url,
     nextRetryAt: dunning.nextRetryAt ? new Date(dunning.nextRetryAt) : null,
     graceEndsAt: dunning.graceEndsAt ? new Date(dunning.graceEndsAt) : null,
     finalAction: dunning.finalAction,
@@ -114,6 +115,7 @@ export async function sendInvoiceReceipt(em: EntityManager, deps: NotifyDeps, in
       amount: money(line.amount * line.quantity),
     })),
     pdfUrl: deps.links.invoicePdfUrl(invoice.id),
+    portalUrl: customer ? (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: invoice.livemode })).url : undefined,
   });
   await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, fromName: account.name, to, livemode: invoice.livemode, ...email }, deps.processors);
 }

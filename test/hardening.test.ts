@@ -306,13 +306,13 @@ describe('hardening', () => {
   });
 
   describe('rough edges', () => {
-    it('GET / in a browser redirects to /docs', async () => {
+    it('GET / in a browser redirects to the dashboard', async () => {
       const browser = await engine.app.request('/', { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
       expect(browser.status).toBe(302);
-      expect(browser.headers.get('location')).toBe('/docs');
+      expect(browser.headers.get('location')).toBe('/dashboard');
       const api = await engine.call('GET', '/', undefined, { authorization: '' });
       expect(api.status).toBe(200);
-      expect(api.body).toMatchObject({ docs: '/docs', openapi: '/openapi.json' });
+      expect(api.body).toMatchObject({ dashboard: '/dashboard', docs: '/docs', openapi: '/openapi.json' });
     });
 
     it('an expired access token says to refresh with POST /v1/auth/refresh', async () => {

@@ -78,6 +78,11 @@ describe('npm start', () => {
     expect(first.output()).toContain(`API docs     http://localhost:${ports.api}/docs`);
     expect(first.output()).toContain(`Temporal UI  http://localhost:${ports.ui}`);
     expect((await api('/docs')).status).toBe(200);
+    // The dashboard npm start built (or found fresh), served with its CSP.
+    expect(first.output()).toContain(`Dashboard    http://localhost:${ports.api}/dashboard`);
+    const dashboard = await api('/dashboard');
+    expect(dashboard.status).toBe(200);
+    expect(dashboard.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect((await fetch(`http://127.0.0.1:${ports.ui}/`)).status).toBe(200);
 
     expect((await post('/v1/accounts', { email: 'owner@grace.example', name: 'Grace Ltd', type: 'business', password: 'Grace!2345' })).status).toBe(201);

@@ -6,6 +6,8 @@ import type { UserRole } from '../../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
 import { checkAccessToken, secretKey, sha256 } from './tokens.ts';
 import { hashCliKey } from '../../services/cli-keys.ts';
+import { getCookie } from 'hono/cookie';
+import { csrfHeaderName, csrfTokenMatches, safeMethods, sessionCookieName, verifyBrowserToken } from './browser-session.ts';
 
 /** Who is calling. Set by `authenticate` on every request that carries credentials. */
 export type Principal =
@@ -76,6 +78,10 @@ export async function findLiveSession(orm: MikroORM, sessionId: string): Promise
 
 /** Endpoints whose Authorization header is not an access credential: login needs none, refresh carries a refresh token. */
 const credentialFreePaths = new Set(['/v1/auth/login', '/v1/auth/refresh']);
+/** Signing in to the dashboard (POST) needs no credential either; ending that session (DELETE) does. */
+/** The customer portal's calls carry the portal link's token (api/routes/customer-portal.ts), never the owner's credentials. */
+const isCredentialFree = (c: Context) =>
+  credentialFreePaths.has(c.req.path) || (c.req.path === '/v1/auth/browser_session' && c.req.method === 'POST') || /^\/v1\/portal(\/|$)/.test(c.req.path);
 
 /**
  * The credential in an Authorization header: `Bearer <token>`, or, as Stripe takes it,
@@ -100,7 +106,7 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
   const key = secretKey(auth.secret);
   return async (c, next) => {
     const cliKey = c.req.header('x-cli-key');
-    if (cliKey !== undefined && !credentialFreePaths.has(c.req.path)) {
+    if (cliKey !== undefined && !isCredentialFree(c)) {
       if (c.req.header('authorization')) throw new ApiError('invalid_request', 'Send either x-cli-key or Authorization, not both.');
       if (!/^ck_(test|live)_/.test(cliKey)) throw new ApiError('unauthorized', 'x-cli-key must be a CLI key (ck_test_… or ck_live_…).');
       const sandboxHeader = c.req.header('x-sandbox-mode');
@@ -121,15 +127,32 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
       return next();
     }
     const header = c.req.header('authorization');
-    if (!header || credentialFreePaths.has(c.req.path)) {
+    const cookie = header ? undefined : getCookie(c, sessionCookieName);
+    if ((!header && !cookie) || isCredentialFree(c)) {
       c.set('principal', undefined);
       return next();
     }
-    const token = credentialOf(header);
     const sandboxHeader = c.req.header('x-sandbox-mode');
     if (sandboxHeader !== undefined && sandboxHeader !== 'true' && sandboxHeader !== 'false') {
       throw new ApiError('invalid_request', 'x-sandbox-mode must be "true" or "false".');
     }
+    if (!header) {
+      // The dashboard's cookie session (api/auth/browser-session.ts): anything but a read needs the CSRF header.
+      const claims = await verifyBrowserToken(key, cookie!);
+      if (!claims) throw new ApiError('unauthorized', 'The dashboard session has expired; sign in again.');
+      if (!safeMethods.has(c.req.method)) {
+        if (c.req.header('sec-fetch-site') === 'cross-site') throw new ApiError('forbidden', 'Cross-site requests cannot use the dashboard session.');
+        if (!csrfTokenMatches(auth.secret, claims.sessionId, c.req.header(csrfHeaderName))) {
+          throw new ApiError('forbidden', `A request with the dashboard's session cookie needs its ${csrfHeaderName} header.`);
+        }
+      }
+      const row = await findLiveSession(orm, claims.sessionId);
+      if (!row || row.user_id !== claims.userId) throw new ApiError('unauthorized', 'This session is no longer valid; sign in again.');
+      c.set('principal', { kind: 'user', userId: row.user_id, role: row.role, accountId: row.account_id, sessionId: claims.sessionId, livemode: sandboxHeader !== 'true' });
+      c.set('callerAccount', callerAccount(row));
+      return next();
+    }
+    const token = credentialOf(header);
     const connection = orm.em.getConnection();
 
     if (token.startsWith('sk_test_') || token.startsWith('sk_live_')) {

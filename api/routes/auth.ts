@@ -9,6 +9,8 @@ import { newRefreshToken, secretKey, sha256, signAccessToken } from '../auth/tok
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
+import { clearBrowserCookies, csrfTokenFor, setBrowserCookies, signBrowserToken } from '../auth/browser-session.ts';
+import type { Context } from 'hono';
 
 const TokenResponse = z
   .object({
@@ -21,6 +23,52 @@ const TokenResponse = z
   })
   .openapi('Tokens');
 
+const LoginBody = z.object({
+  // Lower-cased before the length check: some letters grow when lower-cased.
+  email: z.string().trim().toLowerCase().pipe(z.string().min(1).max(254)),
+  password: z.string().min(1).max(256),
+  device_fingerprint: z.string().max(255).optional(),
+});
+
+const BrowserSession = z
+  .object({
+    user: z.object({ id: z.string(), email: z.string(), name: z.string().nullable(), role: z.enum(['admin', 'owner', 'member']) }),
+    account: z.object({ id: z.string(), name: z.string() }).nullable(),
+    csrf_token: z.string(),
+    session_id: z.string(),
+  })
+  .openapi('BrowserSession');
+
+const startBrowserSession = createRoute({
+  method: 'post',
+  path: '/browser_session',
+  tags: ['Authentication'],
+  summary: 'Sign in to the dashboard (cookie session)',
+  description:
+    'Like login, but the session comes back as an httpOnly, SameSite=Strict cookie (`billing_session`) and a readable `billing_csrf` cookie. ' +
+    'Requests with the cookie send `x-csrf-token` (the `csrf_token` here) on anything but GET/HEAD/OPTIONS; Bearer credentials keep working as before.',
+  request: { body: { content: { 'application/json': { schema: LoginBody } }, required: true } },
+  security: [],
+  responses: { 200: { description: 'Signed in', content: { 'application/json': { schema: BrowserSession } } }, ...errorResponses(400, 401, 429) },
+});
+
+const readBrowserSession = createRoute({
+  method: 'get',
+  path: '/browser_session',
+  tags: ['Authentication'],
+  summary: 'The signed-in user, role, account and CSRF token',
+  responses: { 200: { description: 'The session', content: { 'application/json': { schema: BrowserSession } } }, ...errorResponses(401) },
+});
+
+const endBrowserSession = createRoute({
+  method: 'delete',
+  path: '/browser_session',
+  tags: ['Authentication'],
+  summary: 'Sign out of the dashboard',
+  description: 'Revokes the session and clears its cookies.',
+  responses: { 200: { description: 'Signed out', content: { 'application/json': { schema: z.object({ message: z.string() }) } } }, ...errorResponses(401) },
+});
+
 const login = createRoute({
   method: 'post',
   path: '/login',
@@ -32,12 +80,7 @@ const login = createRoute({
     body: {
       content: {
         'application/json': {
-          schema: z.object({
-            // Lower-cased before the length check: some letters grow when lower-cased.
-            email: z.string().trim().toLowerCase().pipe(z.string().min(1).max(254)),
-            password: z.string().min(1).max(256),
-            device_fingerprint: z.string().max(255).optional(),
-          }),
+          schema: LoginBody,
         },
       },
       required: true,
@@ -132,39 +175,56 @@ export function authApp({ orm, config }: ApiDeps) {
     });
   }
 
+  /** Checks the password (throttled) and starts a session: shared by login and the dashboard's sign-in. */
+  async function startSession(c: Context, body: z.infer<typeof LoginBody>) {
+    const email = body.email;
+    const ip = clientIp(c, auth.trustProxy);
+    // The attempt is reserved (counted as a failure) before the password is checked.
+    const reserved = await reserveAttempt(email, ip);
+    if ('wait' in reserved) {
+      c.header('Retry-After', String(reserved.wait));
+      throw new ApiError('rate_limited', `Too many failed logins. Try again in ${reserved.wait} seconds.`);
+    }
+    const em = orm.em.fork();
+    const user = await em.findOne(User, { email });
+    const ok = await verifyPassword(user?.passwordHash ?? null, body.password);
+    if (ok) await em.getConnection().execute(`update login_attempts set succeeded = true where id = ?`, [reserved.attemptId], 'run');
+    if (!user || !ok) throw new ApiError('invalid_credentials', 'Wrong email or password.');
+    if (user.status !== 'active') throw new ApiError('unauthorized', `This user is ${user.status}.`);
+    if (user.accountId) {
+      const [account] = await em.getConnection().execute<{ status: string }[]>('select status from accounts where id = ?', [user.accountId]);
+      if (account?.status === 'closed') throw new ApiError('unauthorized', 'This account is closed.');
+    }
+    const session = em.create(Session, {
+      id: newId('session'),
+      userId: user.id,
+      accountId: user.accountId ?? null,
+      deviceFingerprint: body.device_fingerprint ?? c.req.header('x-device-fingerprint')?.slice(0, 255) ?? null,
+      ip,
+      userAgent: c.req.header('user-agent')?.slice(0, 512) ?? null,
+      expiresAt: new Date(Date.now() + auth.refreshTokenTtlSeconds * 1000),
+      revokedAt: null,
+      revokedReason: null,
+    });
+    await em.flush();
+    return { session, user };
+  }
+
+  async function browserSessionOf(sessionId: string, userId: string) {
+    const row = await findLiveSession(orm, sessionId);
+    if (!row || row.user_id !== userId) throw new ApiError('unauthorized', 'This session is no longer valid; sign in again.');
+    const [user] = await orm.em.getConnection().execute<{ id: string; email: string; name: string | null }[]>(`select id, email, name from users where id = ?`, [userId]);
+    return {
+      user: { id: user!.id, email: user!.email, name: user!.name ?? null, role: row.role },
+      account: row.a_id ? { id: row.a_id, name: row.a_name! } : null,
+      csrf_token: csrfTokenFor(auth.secret, sessionId),
+      session_id: sessionId,
+    };
+  }
+
   return newOpenApiApp()
     .openapi(login, async (c) => {
-      const body = c.req.valid('json');
-      const email = body.email;
-      const ip = clientIp(c, auth.trustProxy);
-      // The attempt is reserved (counted as a failure) before the password is checked.
-      const reserved = await reserveAttempt(email, ip);
-      if ('wait' in reserved) {
-        c.header('Retry-After', String(reserved.wait));
-        throw new ApiError('rate_limited', `Too many failed logins. Try again in ${reserved.wait} seconds.`);
-      }
-      const em = orm.em.fork();
-      const user = await em.findOne(User, { email });
-      const ok = await verifyPassword(user?.passwordHash ?? null, body.password);
-      if (ok) await em.getConnection().execute(`update login_attempts set succeeded = true where id = ?`, [reserved.attemptId], 'run');
-      if (!user || !ok) throw new ApiError('invalid_credentials', 'Wrong email or password.');
-      if (user.status !== 'active') throw new ApiError('unauthorized', `This user is ${user.status}.`);
-      if (user.accountId) {
-        const [account] = await em.getConnection().execute<{ status: string }[]>('select status from accounts where id = ?', [user.accountId]);
-        if (account?.status === 'closed') throw new ApiError('unauthorized', 'This account is closed.');
-      }
-      const session = em.create(Session, {
-        id: newId('session'),
-        userId: user.id,
-        accountId: user.accountId ?? null,
-        deviceFingerprint: body.device_fingerprint ?? c.req.header('x-device-fingerprint')?.slice(0, 255) ?? null,
-        ip,
-        userAgent: c.req.header('user-agent')?.slice(0, 512) ?? null,
-        expiresAt: new Date(Date.now() + auth.refreshTokenTtlSeconds * 1000),
-        revokedAt: null,
-        revokedReason: null,
-      });
-      await em.flush();
+      const { session, user } = await startSession(c, c.req.valid('json'));
       const tokens = await issueTokens(session.id, user.id);
       return c.json({ ...tokens, user: { id: user.id, email: user.email, name: user.name ?? null } }, 200);
     })
@@ -198,5 +258,26 @@ export function authApp({ orm, config }: ApiDeps) {
       session.revokedReason = 'logout';
       await em.flush();
       return c.json({ message: 'Session invalidated.', session_id: session.id }, 200);
+    })
+    .openapi(startBrowserSession, async (c) => {
+      const { session, user } = await startSession(c, c.req.valid('json'));
+      const maxAgeSeconds = Math.max(1, Math.floor((session.expiresAt.getTime() - Date.now()) / 1000));
+      const token = await signBrowserToken(key, { userId: user.id, sessionId: session.id }, maxAgeSeconds);
+      setBrowserCookies(c, { token, csrf: csrfTokenFor(auth.secret, session.id), maxAgeSeconds, secure: config.publicUrl.startsWith('https:') });
+      c.header('Cache-Control', 'no-store');
+      return c.json(await browserSessionOf(session.id, user.id), 200);
+    })
+    .openapi(readBrowserSession, async (c) => {
+      const principal = principalOf(c);
+      if (principal.kind !== 'user') throw new ApiError('invalid_request', 'Only a signed-in user has a dashboard session.');
+      c.header('Cache-Control', 'no-store');
+      return c.json(await browserSessionOf(principal.sessionId, principal.userId), 200);
+    })
+    .openapi(endBrowserSession, async (c) => {
+      const principal = principalOf(c);
+      if (principal.kind !== 'user') throw new ApiError('invalid_request', 'API keys have no session; delete the key instead.');
+      await orm.em.fork().nativeUpdate(Session, { id: principal.sessionId, revokedAt: null }, { revokedAt: new Date(), revokedReason: 'logout' });
+      clearBrowserCookies(c);
+      return c.json({ message: 'Signed out.' }, 200);
     });
 }

@@ -8,6 +8,14 @@ export interface AccountSettings {
   currency: string;
   timezone: string;
   language: string;
+  /** What customers may do in the customer portal (api/routes/customer-portal.ts); defaults when unset. */
+  customer_portal?: CustomerPortalPermissions;
+}
+
+export interface CustomerPortalPermissions {
+  plan_changes: boolean;
+  cancellation: boolean;
+  resume: boolean;
 }
 
 export const accountTypes = ['individual', 'business'] as const;

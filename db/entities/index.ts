@@ -39,7 +39,7 @@ export { bankAccountStatuses } from './bank-account.ts';
 export type { PayoutMethod, PayoutStatus } from './payout.ts';
 export { payoutMethods, payoutStatuses } from './payout.ts';
 export { PaymentRequest, RecurringPaymentRequest };
-export type { AccountSettings, AccountStatus, AccountType } from './account.ts';
+export type { AccountSettings, AccountStatus, AccountType, CustomerPortalPermissions } from './account.ts';
 export { accountStatuses, accountTypes } from './account.ts';
 export type { UserRole, UserStatus } from './user.ts';
 export { userRoles, userStatuses } from './user.ts';

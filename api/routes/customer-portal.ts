@@ -1,0 +1,279 @@
+/**
+ * The customer portal's API and how owners hand it out (docs/dashboard.md).
+ *
+ * - POST /v1/customers/{id}/portal_link: a signed link, valid 7 days, for one customer
+ *   (domain/customer-links.ts); with `send_email` it is also emailed to the customer.
+ * - GET/PATCH /v1/settings/customer_portal: what customers may do there (an account setting).
+ * - /v1/portal/*: what the portal page calls. The credential is the link's token in the
+ *   `x-portal-token` header: it names one customer of one account in one mode, and every
+ *   query is scoped to that customer. Subscription changes go to the subscription's
+ *   workflow as the owner's calls do, and only when the setting allows them.
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Context } from 'hono';
+import { Account, Customer, Invoice, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
+import { createCustomerLinks, type CustomerLinkClaims } from '../../domain/customer-links.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { formatMoney } from '../../domain/money.ts';
+import { endedStatuses } from '../../domain/subscription.ts';
+import { serializeInvoice } from '../../objects/invoice.ts';
+import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
+import { createMailer } from '../../services/mailer.ts';
+import { cancelSubscriptionUpdate, changePlanUpdate, resumeSubscriptionUpdate } from '../../workflows/subscription.ts';
+import { accountScope, requireActor } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { cursorQuery, keysetPage, oneCursor } from '../pagination.ts';
+import { errorResponses, idParam } from '../schemas.ts';
+
+export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true };
+
+const Permissions = z
+  .object({
+    plan_changes: z.boolean().openapi({ description: 'Customers may switch their subscription to another active plan of the same currency' }),
+    cancellation: z.boolean().openapi({ description: 'Customers may cancel at the end of the period' }),
+    resume: z.boolean().openapi({ description: 'Customers may resume a paused subscription' }),
+  })
+  .openapi('CustomerPortalSettings');
+
+const PortalLink = z
+  .object({ object: z.literal('customer_portal_link'), url: z.string(), expires_at: z.string(), emailed: z.boolean() })
+  .openapi('CustomerPortalLink');
+
+const PortalPlan = z.object({ id: z.string(), name: z.string(), amount: z.number().int(), currency: z.string(), interval: z.string(), interval_count: z.number().int(), price: z.string() });
+
+const PortalSession = z
+  .object({
+    object: z.literal('customer_portal'),
+    account: z.object({ name: z.string() }),
+    customer: z.object({ id: z.string(), email: z.string(), name: z.string().nullable(), payment_method: z.string().nullable() }),
+    livemode: z.boolean(),
+    permissions: Permissions,
+    subscriptions: z.array(SubscriptionSchema.extend({ plan_details: PortalPlan.nullable() })),
+    plans: z.array(PortalPlan).openapi({ description: 'Plans a subscription may change to (empty unless plan_changes is allowed)' }),
+    payment_method_url: z.string().openapi({ description: "The mode's processor page where the customer updates the payment method" }),
+  })
+  .openapi('CustomerPortal');
+
+const portalSecurity = [{ portalToken: [] }];
+const portalTag = ['Customer portal'];
+
+const createLink = createRoute({
+  method: 'post',
+  path: '/customers/{id}/portal_link',
+  tags: ['Customers'],
+  summary: "A signed link to the customer's portal",
+  description: 'Valid 7 days. With `send_email: true` the link is also emailed to the customer. Members may create links.',
+  request: {
+    params: idParam('cus'),
+    body: { content: { 'application/json': { schema: z.object({ send_email: z.boolean().default(false) }).strict() } }, required: false },
+  },
+  responses: { 201: { description: 'The link', ...json(PortalLink) }, ...errorResponses(400, 401, 404) },
+});
+
+const getPermissions = createRoute({
+  method: 'get',
+  path: '/settings/customer_portal',
+  tags: ['Settings'],
+  summary: 'What customers may do in the portal',
+  responses: { 200: { description: 'The setting', ...json(Permissions) }, ...errorResponses(401) },
+});
+
+const patchPermissions = createRoute({
+  method: 'patch',
+  path: '/settings/customer_portal',
+  tags: ['Settings'],
+  summary: 'Change what customers may do in the portal',
+  description: 'Owners and admins. Omitted fields stay as they are.',
+  request: { body: { content: { 'application/json': { schema: Permissions.partial().strict() } }, required: true } },
+  responses: { 200: { description: 'The setting', ...json(Permissions) }, ...errorResponses(400, 401, 403) },
+});
+
+const readPortal = createRoute({
+  method: 'get',
+  path: '/portal',
+  tags: portalTag,
+  summary: "The portal: the customer's subscriptions, what they may do, and where to update the card",
+  security: portalSecurity,
+  responses: { 200: { description: 'The portal', ...json(PortalSession) }, ...errorResponses(401) },
+});
+
+const portalInvoices = createRoute({
+  method: 'get',
+  path: '/portal/invoices',
+  tags: portalTag,
+  summary: "The customer's invoices and receipts (paid invoices), newest first, with signed PDF links",
+  security: portalSecurity,
+  request: { query: z.object({ ...cursorQuery('invoice'), status: z.enum(['open', 'paid', 'void', 'uncollectible']).optional() }).refine(...oneCursor) },
+  responses: {
+    200: {
+      description: 'A page of invoices',
+      ...json(
+        z.object({
+          object: z.literal('list'),
+          data: z.array(z.object({ id: z.string(), number: z.string().nullable(), status: z.string(), total: z.number().int(), currency: z.string(), created_at: z.string(), paid_at: z.string().nullable(), pdf: z.string() })),
+          has_more: z.boolean(),
+        }),
+      ),
+    },
+    ...errorResponses(400, 401),
+  },
+});
+
+const subscriptionAnswers = { 200: { description: 'The subscription', ...json(SubscriptionSchema) }, ...errorResponses(400, 401, 403, 404, 409) };
+const subscriptionAction = <P extends string>(path: P, summary: string) =>
+  createRoute({ method: 'post', path, tags: portalTag, summary, security: portalSecurity, request: { params: idParam('sub') }, responses: subscriptionAnswers });
+const portalCancel = subscriptionAction('/portal/subscriptions/{id}/cancel', 'Cancel at the end of the current period');
+const portalResume = subscriptionAction('/portal/subscriptions/{id}/resume', 'Resume a paused subscription');
+const portalChangePlan = createRoute({
+  method: 'post',
+  path: '/portal/subscriptions/{id}/change_plan',
+  tags: portalTag,
+  summary: 'Switch to another plan (when the account allows plan changes)',
+  security: portalSecurity,
+  request: { params: idParam('sub'), body: { content: { 'application/json': { schema: z.object({ plan: z.string().min(1).max(64) }).strict() } }, required: true } },
+  responses: subscriptionAnswers,
+});
+
+function portalPlan(plan: Plan) {
+  return {
+    id: plan.id,
+    name: plan.name,
+    amount: plan.amount,
+    currency: plan.currency,
+    interval: plan.interval,
+    interval_count: plan.intervalCount,
+    price: `${formatMoney(plan.amount, plan.currency)} every ${plan.intervalCount === 1 ? plan.interval : `${plan.intervalCount} ${plan.interval}s`}`,
+  };
+}
+
+export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
+  const links = createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret });
+  const permissionsOf = (account: Account | null | undefined): CustomerPortalPermissions => ({ ...defaultPortalPermissions, ...(account?.settings.customer_portal ?? {}) });
+
+  /** The customer the portal token names; unauthorized when it is missing, forged, expired, or its customer or account is gone. */
+  async function portalCaller(c: Context): Promise<{ claims: CustomerLinkClaims; customer: Customer; account: Account }> {
+    const token = c.req.header('x-portal-token');
+    if (!token) throw new ApiError('unauthorized', 'The portal needs its link token in x-portal-token.');
+    const claims = await links.verifyPortalToken(token);
+    if (!claims) throw new ApiError('unauthorized', 'This portal link is not valid or has expired; ask for a new one.');
+    const em = orm.em.fork();
+    const [customer, account] = await Promise.all([
+      em.findOne(Customer, { id: claims.customerId, accountId: claims.accountId, livemode: claims.livemode }),
+      em.findOne(Account, { id: claims.accountId }),
+    ]);
+    if (!customer || !account || account.status === 'closed') throw new ApiError('unauthorized', 'This portal link is no longer valid.');
+    return { claims, customer, account };
+  }
+
+  async function ownSubscription(c: Context, id: string) {
+    const caller = await portalCaller(c);
+    const subscription = await orm.em.fork().findOne(Subscription, { id, customerId: caller.customer.id, accountId: caller.claims.accountId, livemode: caller.claims.livemode });
+    if (!subscription) throw new ApiError('not_found', `No such subscription: ${id}.`);
+    if (endedStatuses.includes(subscription.status)) throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
+    return { ...caller, subscription, permissions: permissionsOf(caller.account), handle: temporal.workflow.getHandle(id) };
+  }
+
+  async function send<T>(update: () => Promise<T>): Promise<T> {
+    try {
+      return await update();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed/i.test(error.message))) {
+        throw new ApiError('invalid_state', 'The subscription has ended.');
+      }
+      throw error;
+    }
+  }
+
+  return newOpenApiApp()
+    .openapi(createLink, async (c) => {
+      const { accountId, livemode } = await accountScope(c, orm);
+      const body = await optionalJsonBody(c, z.object({ send_email: z.boolean().default(false) }).strict());
+      const em = orm.em.fork();
+      const customer = await em.findOne(Customer, { id: c.req.valid('param').id, accountId, livemode });
+      if (!customer) throw new ApiError('not_found', `No such customer: ${c.req.valid('param').id}.`);
+      const account = await em.findOne(Account, { id: accountId });
+      const link = await links.portalUrl({ customerId: customer.id, accountId, livemode });
+      if (body.send_email) {
+        await createMailer(config).send({
+          to: customer.email,
+          fromName: account?.name,
+          subject: `Manage your ${account?.name ?? ''} subscription`.replace('  ', ' '),
+          text: `Hello${customer.name ? ` ${customer.name}` : ''},\n\nManage your subscriptions, invoices and payment method here (the link works for 7 days):\n${link.url}\n`,
+        });
+      }
+      return c.json({ object: 'customer_portal_link' as const, url: link.url, expires_at: link.expiresAt.toISOString(), emailed: body.send_email }, 201);
+    })
+    .openapi(getPermissions, async (c) => {
+      const { accountId } = await accountScope(c, orm);
+      return c.json(permissionsOf(await orm.em.fork().findOne(Account, { id: accountId })), 200);
+    })
+    .openapi(patchPermissions, async (c) => {
+      requireActor(c, ['admin', 'owner']);
+      const { accountId } = await accountScope(c, orm);
+      const em = orm.em.fork();
+      const account = await em.findOneOrFail(Account, { id: accountId });
+      const next = { ...permissionsOf(account), ...c.req.valid('json') };
+      account.settings = { ...account.settings, customer_portal: next };
+      await em.flush();
+      return c.json(next, 200);
+    })
+    .openapi(readPortal, async (c) => {
+      const { claims, customer, account } = await portalCaller(c);
+      const em = orm.em.fork();
+      const permissions = permissionsOf(account);
+      const subscriptions = await em.find(Subscription, { customerId: customer.id, accountId: claims.accountId, livemode: claims.livemode }, { orderBy: { id: 'desc' }, limit: 50 });
+      const plans = await em.find(Plan, { accountId: claims.accountId, livemode: claims.livemode }, { orderBy: { id: 'desc' }, limit: 100 });
+      const byId = new Map(plans.map((p) => [p.id, p]));
+      const missing = subscriptions.map((s) => s.planId).filter((id) => !byId.has(id));
+      if (missing.length) for (const p of await em.find(Plan, { id: { $in: missing } })) byId.set(p.id, p);
+      return c.json(
+        {
+          object: 'customer_portal' as const,
+          account: { name: account.name },
+          customer: { id: customer.id, email: customer.email, name: customer.name ?? null, payment_method: customer.paymentMethod ?? null },
+          livemode: claims.livemode,
+          permissions,
+          subscriptions: subscriptions.map((s) => ({ ...serializeSubscription(s), plan_details: byId.has(s.planId) ? portalPlan(byId.get(s.planId)!) : null })),
+          plans: permissions.plan_changes ? plans.filter((p) => p.active).map(portalPlan) : [],
+          payment_method_url: await links.billingDetailsUrl(claims),
+        },
+        200,
+      );
+    })
+    .openapi(portalInvoices, async (c) => {
+      const { claims, customer } = await portalCaller(c);
+      const query = c.req.valid('query');
+      const where: Record<string, unknown> = { customerId: customer.id, accountId: claims.accountId, livemode: claims.livemode };
+      if (query.status) where.status = query.status;
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, where, query);
+      const data = page.map((invoice) => {
+        const full = serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
+        return { id: full.id, number: full.number, status: full.status, total: full.total, currency: full.currency, created_at: full.created_at, paid_at: full.paid_at, pdf: full.pdf };
+      });
+      return c.json({ object: 'list' as const, data, has_more: hasMore }, 200);
+    })
+    .openapi(portalCancel, async (c) => {
+      const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
+      if (!permissions.cancellation) throw new ApiError('forbidden', 'This account does not let customers cancel in the portal.');
+      const snapshot = await send(() => handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: true }] }));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(portalResume, async (c) => {
+      const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
+      if (!permissions.resume) throw new ApiError('forbidden', 'This account does not let customers resume in the portal.');
+      const snapshot = await send(() => handle.executeUpdate(resumeSubscriptionUpdate));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(portalChangePlan, async (c) => {
+      const { permissions, handle, subscription } = await ownSubscription(c, c.req.valid('param').id);
+      if (!permissions.plan_changes) throw new ApiError('forbidden', 'This account does not let customers change plans in the portal.');
+      const planId = c.req.valid('json').plan;
+      const plan = await orm.em.fork().findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode, active: true });
+      if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
+      const terms = { planId: plan.id, name: plan.name, amount: plan.amount, currency: plan.currency, interval: { unit: plan.interval, count: plan.intervalCount } };
+      const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
+      return c.json(serializeSubscription(snapshot), 200);
+    });
+}

@@ -1,0 +1,77 @@
+/**
+ * The dashboard's API client: openapi-fetch typed by sdk/openapi.ts (generated from the
+ * engine's OpenAPI document), so a renamed field fails `tsc`, not a page. Credentials are
+ * the httpOnly session cookie; writes carry the CSRF token from the readable
+ * `billing_csrf` cookie. Nothing is kept in localStorage but the chosen mode.
+ */
+import createClient from 'openapi-fetch';
+import type { components, paths } from '../../sdk/openapi.ts';
+
+export type Schemas = components['schemas'];
+export type Mode = 'live' | 'test';
+
+const modeKey = 'billing.mode';
+let mode: Mode = (typeof localStorage !== 'undefined' && localStorage.getItem(modeKey) === 'live' ? 'live' : 'test') as Mode;
+export const currentMode = () => mode;
+export function setMode(next: Mode) {
+  mode = next;
+  localStorage.setItem(modeKey, next);
+}
+
+export function readCookie(name: string): string | undefined {
+  return document.cookie
+    .split('; ')
+    .find((part) => part.startsWith(`${name}=`))
+    ?.slice(name.length + 1);
+}
+
+export const api = createClient<paths>({ baseUrl: '', credentials: 'same-origin' });
+api.use({
+  onRequest({ request }) {
+    request.headers.set('x-sandbox-mode', String(mode === 'test'));
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      const csrf = readCookie('billing_csrf');
+      if (csrf) request.headers.set('x-csrf-token', decodeURIComponent(csrf));
+    }
+    return request;
+  },
+});
+
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The data of an openapi-fetch answer, or throws its `{ error, message }` as an ApiFailure. */
+export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (error !== undefined || data === undefined) {
+    const body = (error ?? {}) as { error?: string; message?: string };
+    throw new ApiFailure(response.status, body.error ?? 'error', body.message ?? `The request failed (${response.status}).`);
+  }
+  return data;
+}
+
+/** A binary answer (a PDF) fetched with the session and mode, as an object URL. */
+export async function blobUrl(path: string): Promise<string> {
+  const response = await fetch(path, { credentials: 'same-origin', headers: { 'x-sandbox-mode': String(mode === 'test') } });
+  if (!response.ok) throw new ApiFailure(response.status, 'error', `Could not fetch ${path} (${response.status}).`);
+  return URL.createObjectURL(await response.blob());
+}
+
+export function money(amount: number, currency: string): string {
+  try {
+    return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(amount / 100);
+  } catch {
+    return `${(amount / 100).toFixed(2)} ${currency}`;
+  }
+}
+
+export function date(value: string | null | undefined): string {
+  return value ? new Date(value).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
+}

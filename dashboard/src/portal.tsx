@@ -1,0 +1,161 @@
+/**
+ * The customer portal (/dashboard/portal#<token>): a customer's subscriptions, invoices,
+ * receipts and payment method, from a signed link the account sends (emailed on request,
+ * linked from dunning emails and receipts). The token stays in the URL fragment and in
+ * memory: it is sent as x-portal-token, never with cookies, never stored.
+ */
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import createClient from 'openapi-fetch';
+import { useState } from 'react';
+import type { paths } from '../../sdk/openapi.ts';
+import { date, money, unwrap, type Schemas } from './api.ts';
+import { ActionButton, ErrorNote, Status } from './ui.tsx';
+
+const token = typeof location !== 'undefined' ? decodeURIComponent(location.hash.replace(/^#/, '')) : '';
+const portalApi = createClient<paths>({ baseUrl: '', credentials: 'omit', headers: { 'x-portal-token': token } });
+
+type PortalSubscription = Schemas['CustomerPortal']['subscriptions'][number];
+
+function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schemas['CustomerPortal'] }) {
+  const [plan, setPlan] = useState('');
+  const client = useQueryClient();
+  const [error, setError] = useState<unknown>(null);
+  const ended = s.status === 'canceled' || s.status === 'expired';
+  const others = portal.plans.filter((p) => p.id !== s.plan && p.currency === s.plan_details?.currency);
+  const path = { params: { path: { id: s.id } } };
+  return (
+    <article className="card" aria-label={`Subscription to ${s.plan_details?.name ?? s.plan}`}>
+      <h3>
+        {s.plan_details?.name ?? s.plan} <Status value={s.cancel_at_period_end && !ended ? 'cancels_at_period_end' : s.status} />
+      </h3>
+      <dl className="facts">
+        <dt>Price</dt>
+        <dd>{s.plan_details?.price ?? '—'}</dd>
+        {!ended ? (
+          <>
+            <dt>{s.cancel_at_period_end ? 'Ends on' : 'Next charge'}</dt>
+            <dd>{date(s.current_period_end)}</dd>
+          </>
+        ) : null}
+      </dl>
+      {!ended ? (
+        <div className="actions">
+          {portal.permissions.cancellation && !s.cancel_at_period_end && s.status !== 'paused' ? (
+            <ActionButton label="Cancel at period end" confirm="Cancel at the end of the current period?" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/cancel', path))} />
+          ) : null}
+          {portal.permissions.resume && s.status === 'paused' ? (
+            <ActionButton label="Resume subscription" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/resume', path))} />
+          ) : null}
+        </div>
+      ) : null}
+      {!ended && portal.permissions.plan_changes && others.length > 0 ? (
+        <form
+          className="filters"
+          aria-label="Change plan"
+          onSubmit={async (event) => {
+            event.preventDefault();
+            setError(null);
+            try {
+              await unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/change_plan', { ...path, body: { plan } }));
+              await client.invalidateQueries();
+            } catch (failure) {
+              setError(failure);
+            }
+          }}
+        >
+          <div className="field">
+            <label htmlFor={`plan-${s.id}`}>Change plan</label>
+            <select id={`plan-${s.id}`} value={plan} onChange={(e) => setPlan(e.target.value)} required>
+              <option value="">Choose a plan</option>
+              {others.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name} · {p.price}
+                </option>
+              ))}
+            </select>
+          </div>
+          <button type="submit">Switch plan</button>
+          <ErrorNote error={error} />
+        </form>
+      ) : null}
+    </article>
+  );
+}
+
+function InvoiceTable({ label, status }: { label: string; status?: 'paid' }) {
+  const [cursor, setCursor] = useState<string | undefined>(undefined);
+  const invoices = useQuery({
+    queryKey: ['portal-invoices', status, cursor],
+    queryFn: () => unwrap(portalApi.GET('/v1/portal/invoices', { params: { query: { limit: 10, status, starting_after: cursor } } })),
+  });
+  const rows = invoices.data?.data ?? [];
+  return (
+    <section className="card" aria-label={label}>
+      <h2>{label}</h2>
+      <ErrorNote error={invoices.error} />
+      {rows.length === 0 && !invoices.isLoading ? <p>None yet.</p> : null}
+      <ul className="plain">
+        {rows.map((i) => (
+          <li key={i.id}>
+            {i.number ?? i.id} · {money(i.total, i.currency)} · <Status value={i.status} /> · {date(status === 'paid' ? i.paid_at : i.created_at)} ·{' '}
+            <a href={i.pdf} target="_blank" rel="noopener">
+              {status === 'paid' ? 'Receipt' : 'Invoice'} PDF<span className="visually-hidden"> {i.number ?? i.id}</span>
+            </a>
+          </li>
+        ))}
+      </ul>
+      {invoices.data?.has_more ? (
+        <button type="button" onClick={() => setCursor(rows[rows.length - 1]!.id)}>
+          Older {label.toLowerCase()}
+        </button>
+      ) : null}
+    </section>
+  );
+}
+
+export function Portal() {
+  const portal = useQuery({ queryKey: ['portal'], retry: false, queryFn: () => unwrap(portalApi.GET('/v1/portal')) });
+  if (!token) {
+    return (
+      <main className="portal">
+        <h1>Billing portal</h1>
+        <p>Open the link from your email to manage your subscription.</p>
+      </main>
+    );
+  }
+  const p = portal.data;
+  return (
+    <div className={p && !p.livemode ? 'is-sandbox' : ''}>
+      {p && !p.livemode ? (
+        <div className="sandbox-banner" role="status">
+          Test mode: no real money moves.
+        </div>
+      ) : null}
+      <main className="portal">
+        <h1>{p ? `${p.account.name} billing` : 'Billing portal'}</h1>
+        <ErrorNote error={portal.error} />
+        {p ? (
+          <>
+            <p>{p.customer.name ? `${p.customer.name} · ${p.customer.email}` : p.customer.email}</p>
+            <section aria-label="Subscriptions">
+              <h2>Subscriptions</h2>
+              {p.subscriptions.length === 0 ? <p>No subscriptions.</p> : null}
+              {p.subscriptions.map((s) => (
+                <SubscriptionCard key={s.id} s={s} portal={p} />
+              ))}
+            </section>
+            <section className="card" aria-label="Payment method">
+              <h2>Payment method</h2>
+              <p>{p.customer.payment_method ? <code>{p.customer.payment_method}</code> : 'None on file.'}</p>
+              <a className="button" href={p.payment_method_url}>
+                Update payment method
+              </a>
+            </section>
+            <InvoiceTable label="Invoices" />
+            <InvoiceTable label="Receipts" status="paid" />
+          </>
+        ) : null}
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,95 @@
+/**
+ * The customer portal's API (api/routes/customer-portal.ts): a signed link per customer
+ * (emailed on request), every call scoped to that customer, actions gated by the
+ * account's portal setting, and cancel at period end / resume / plan change going to
+ * the subscription's workflow.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
+
+describe('customer portal', () => {
+  let engine: TestEngine;
+  let customerId: string;
+  let planId: string;
+  let subscriptionId: string;
+  let token: string;
+  beforeAll(async () => {
+    engine = await startTestEngine();
+    ({ customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 }));
+    const subscription = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId });
+    expect(subscription.status).toBe(201);
+    subscriptionId = subscription.body.id;
+  });
+  afterAll(async () => engine?.close());
+
+  const portal = (method: string, path: string, body?: unknown, portalToken = token) =>
+    engine.call(method, path, body, { authorization: '', 'x-portal-token': portalToken });
+
+  it('an owner makes a signed 7-day link and can have it emailed to the customer', async () => {
+    const link = await engine.call('POST', `/v1/customers/${customerId}/portal_link`, { send_email: true });
+    expect(link.status).toBe(201);
+    expect(link.body.url).toMatch(/\/dashboard\/portal#ey/);
+    expect(new Date(link.body.expires_at).getTime() - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+    token = link.body.url.split('#')[1];
+    await expect.poll(() => engine.mail.messages.some((m) => m.parsed.subject?.startsWith('Manage your'))).toBe(true);
+    const mail = engine.mail.messages.find((m) => m.parsed.subject?.startsWith('Manage your'));
+    expect(mail!.envelopeTo).toEqual(['ada@example.com']);
+    expect(mail!.parsed.text).toContain(link.body.url);
+    expect((await engine.call('POST', '/v1/customers/cus_01jd3x5k8q0m2v7c9r4t6y1w3e/portal_link', {})).status).toBe(404);
+  });
+
+  it('the token is the credential: missing, forged or another purpose\'s token is refused', async () => {
+    expect((await portal('GET', '/v1/portal', undefined, '')).status).toBe(401);
+    expect((await portal('GET', '/v1/portal', undefined, `${token.slice(0, -3)}abc`)).status).toBe(401);
+    // An owner's access token is not a portal token.
+    expect((await portal('GET', '/v1/portal', undefined, engine.tenant.accessToken)).status).toBe(401);
+    const read = await portal('GET', '/v1/portal');
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({
+      customer: { id: customerId, email: 'ada@example.com', payment_method: 'pm_card_visa' },
+      permissions: { plan_changes: false, cancellation: true, resume: true },
+      plans: [],
+      subscriptions: [{ id: subscriptionId, plan_details: { id: planId, price: expect.stringContaining('20.00') } }],
+    });
+    expect(read.body.payment_method_url).toMatch(/\/billing\//);
+    const invoices = await portal('GET', '/v1/portal/invoices');
+    expect(invoices.status).toBe(200);
+    expect(invoices.body.data[0]).toMatchObject({ status: 'paid', pdf: expect.stringContaining('/invoices/') });
+    expect((await fetchPdf(invoices.body.data[0].pdf)).status).toBe(200);
+  });
+
+  async function fetchPdf(url: string) {
+    return engine.app.request(url.replace(engine.config.publicUrl, ''));
+  }
+
+  it("another customer's subscription is not reachable with this token", async () => {
+    const other = await engine.call('POST', '/v1/customers', { email: 'grace@example.com', payment_method: 'pm_card_visa' });
+    const theirs = await engine.call('POST', '/v1/subscriptions', { customer_id: other.body.id, plan: planId });
+    const attempt = await portal('POST', `/v1/portal/subscriptions/${theirs.body.id}/cancel`);
+    expect(attempt.status).toBe(404);
+    expect((await engine.call('GET', `/v1/subscriptions/${theirs.body.id}`)).body.cancel_at_period_end).toBe(false);
+  });
+
+  it('resumes a paused subscription and cancels at period end; plan changes only once the account allows them', async () => {
+    expect((await engine.call('POST', `/v1/subscriptions/${subscriptionId}/pause`, {})).body.status).toBe('paused');
+    const resumed = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/resume`);
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.status).toBe('active');
+
+    const premium = await engine.call('POST', '/v1/plans', { name: 'Premium', amount: 5000, currency: 'USD', interval: 'month' });
+    const refused = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: premium.body.id });
+    expect(refused.status).toBe(403);
+    const setting = await engine.call('PATCH', '/v1/settings/customer_portal', { plan_changes: true, cancellation: false });
+    expect(setting.body).toEqual({ plan_changes: true, cancellation: false, resume: true });
+    expect((await portal('GET', '/v1/portal')).body.plans.map((p: { id: string }) => p.id)).toContain(premium.body.id);
+    const changed = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: premium.body.id });
+    expect(changed.status).toBe(200);
+    expect([changed.body.plan, changed.body.pending_plan]).toContain(premium.body.id);
+    expect((await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/cancel`)).status).toBe(403);
+    await engine.call('PATCH', '/v1/settings/customer_portal', { cancellation: true });
+    const canceled = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/cancel`);
+    expect(canceled.status).toBe(200);
+    expect(canceled.body).toMatchObject({ cancel_at_period_end: true, status: 'active' });
+    expect((await engine.call('GET', `/v1/subscriptions/${subscriptionId}`)).body.cancel_at_period_end).toBe(true);
+  });
+});
