@@ -19,6 +19,8 @@ import {
   allocatePaymentRequest,
   chargePaymentRequest,
   issuePaymentRequest,
+  recordCheckoutPayment,
+  type CheckoutPaymentInput,
   projectPaymentRequest,
   projectRecurringPaymentRequest,
   type PaymentRequestChargeInput,
@@ -184,6 +186,10 @@ export function createActivities(deps: ActivityDeps) {
     async chargePaymentRequest(input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
       Context.current().log.info('charging payment request', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
       return chargePaymentRequest(em(), processors, input, starter());
+    },
+    /** A hosted checkout paid a request: its payment transaction, once per processor charge. */
+    async recordCheckoutPayment(input: CheckoutPaymentInput): Promise<string> {
+      return recordCheckoutPayment(em(), processors, input, { markPaid: true }, starter());
     },
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
       return settlePendingPayment(em(), processors, transactionId, processorChargeId, starter());

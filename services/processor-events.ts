@@ -9,7 +9,7 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ProcessorEvent as ProcessorEventRow, Transaction } from '../db/entities/index.ts';
+import { PaymentRequest, ProcessorEvent as ProcessorEventRow, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
 import { recordEvent } from './events.ts';
@@ -30,9 +30,17 @@ export interface IncomingProcessorEvent {
   event: ProcessorEvent;
 }
 
+/** What acting on an event needs beyond the database (the API passes them; see api/routes/processor-webhooks.ts). */
+export interface ProcessorEventActions {
+  /** A hosted checkout paid a payment request: pays it (services/payment-request-commands.ts settleCheckoutPayment). */
+  settleCheckout?(input: { paymentRequestId: string; processorChargeId: string; paymentMethod: string }): Promise<{ transactionId: string; paid: boolean }>;
+}
+
 export type ProcessorEventAction =
   /** a pending payment recorded as succeeded or failed */
   | 'settled'
+  /** a payment request paid through a hosted checkout */
+  | 'paid'
   /** payment.disputed raised on the transaction */
   | 'disputed'
   /** kept in processor_events; nothing more to do now (refunds, checkouts, payments already final, unknown charges) */
@@ -69,7 +77,7 @@ async function findPayment(tx: EntityManager, incoming: IncomingProcessorEvent):
   return tx.findOne(Transaction, { id: transactionId, livemode: incoming.livemode, type: 'payment' });
 }
 
-export async function handleProcessorEvent(em: EntityManager, incoming: IncomingProcessorEvent): Promise<ProcessorEventResult> {
+export async function handleProcessorEvent(em: EntityManager, incoming: IncomingProcessorEvent, actions: ProcessorEventActions = {}): Promise<ProcessorEventResult> {
   return em.transactional(async (tx) => {
     await tx
       .createQueryBuilder(ProcessorEventRow)
@@ -125,9 +133,23 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
         const payment = await findPayment(tx, incoming);
         return done('recorded', payment?.id ?? null, false);
       }
-      case 'checkout.completed':
-        // A pay-page Checkout Session finished: kept; settling its payment request is not wired yet (docs/processors.md).
-        return done('recorded', null, false);
+      case 'checkout.completed': {
+        const paymentRequestId = event.metadata.payment_request_id;
+        // A setup session (billing details) or a checkout made outside the engine: kept.
+        if (!paymentRequestId) return done('recorded', null, true);
+        const request = await tx.findOne(PaymentRequest, { id: paymentRequestId, livemode: incoming.livemode });
+        if (!request) return done('recorded', null, true);
+        // Paid later (a bank debit at the checkout): its payment_intent.succeeded does not name the request; kept until then.
+        if (event.paymentStatus !== 'paid' || !event.processorChargeId) return done('recorded', null, false);
+        if (event.amount !== null && (event.amount !== request.amount || event.currency !== request.currency)) {
+          throw new Error(`checkout ${event.checkoutId} paid ${event.amount} ${event.currency} for payment request ${request.id} of ${request.amount} ${request.currency}`);
+        }
+        if (!actions.settleCheckout) throw new Error('settling a checkout needs the settleCheckout action');
+        // Under the event row's lock: a racing redelivery waits, then finds it processed. The workflow and
+        // the ledger write are idempotent on their own too (one transaction per processor charge).
+        const settled = await actions.settleCheckout({ paymentRequestId: request.id, processorChargeId: event.processorChargeId, paymentMethod: event.paymentMethod ?? event.checkoutId });
+        return done(settled.paid ? 'paid' : 'recorded', settled.transactionId, true);
+      }
       default:
         return done('ignored', null, true);
     }

@@ -244,6 +244,9 @@ export class StripeProcessor implements PaymentProcessor {
           paymentMethod: idOf(intent?.payment_method),
           processorCustomerId: idOf(session.customer),
           metadata: session.metadata ?? {},
+          paymentStatus: session.payment_status ?? null,
+          amount: session.amount_total !== null && session.currency ? fromStripeAmount(session.amount_total, session.currency) : null,
+          currency: session.currency ? session.currency.toUpperCase() : null,
         };
       }
       default:
