@@ -47,7 +47,7 @@ import { projectSubscription } from '../services/projections.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
-import { failExport, runExport } from '../services/exports.ts';
+import { failExport, pruneExpiredExports, runExport, type ExportPruneResult } from '../services/exports.ts';
 import type { Resolver } from '../domain/webhook-url.ts';
 import {
   attemptWebhookDelivery,
@@ -235,6 +235,11 @@ export function createActivities(deps: ActivityDeps) {
     async sweepOrphanedSubscriptions(input: { after: string | null; limit: number }): Promise<SweepResult> {
       const context = Context.current();
       return sweepOrphanedSubscriptions(em(), context.client, input.after, input.limit, context.log);
+    },
+    /** Maintenance: the files of expired exports, and temporary files of writers that died (services/exports.ts). */
+    async pruneExpiredExports(): Promise<ExportPruneResult> {
+      if (!deps.exportStorage) return { files: 0, temporary: 0 };
+      return pruneExpiredExports(em(), deps.exportStorage);
     },
     /** Maintenance: expired idempotency keys, and login attempts older than the throttle window. */
     async pruneExpiredRows(loginThrottleWindowSeconds: number): Promise<PruneResult> {

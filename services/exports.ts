@@ -312,3 +312,34 @@ export async function failExport(em: EntityManager, exportId: string, message: s
     await recordEvent(tx, { accountId: exp.accountId, livemode: exp.livemode, type: 'export.failed', object: serializeExport(exp) });
   });
 }
+
+/** A temporary export file not written to for this long belongs to a writer that died (the heartbeat timeout is a minute). */
+export const abandonedTemporaryAfterMs = 60 * 60_000;
+
+export interface ExportPruneResult {
+  /** Expired exports whose file was deleted (now `expired` in the database too). */
+  files: number;
+  /** Temporary files of writers that died. */
+  temporary: number;
+}
+
+/**
+ * Maintenance (workflows/maintenance.ts): deletes the files of exports past `expires_at`
+ * and marks them `expired`, in batches until none is left, then drops abandoned temporary
+ * files. The file goes first: a crash between the two leaves an export still `succeeded`
+ * (past expiry, so it already reads `expired` and serves nothing) that the next run deletes
+ * again (deleting a missing file is no error).
+ */
+export async function pruneExpiredExports(em: EntityManager, storage: ExportStorage, batchSize = 100, now = new Date()): Promise<ExportPruneResult> {
+  let files = 0;
+  for (;;) {
+    const due = await em.fork().find(Export, { status: 'succeeded', expiresAt: { $lte: now } }, { fields: ['id', 'format'], orderBy: { expiresAt: 'asc', id: 'asc' }, limit: batchSize });
+    for (const exp of due) {
+      await storage.remove(storageKey(exp));
+      files += await em.fork().nativeUpdate(Export, { id: exp.id, status: 'succeeded' }, { status: 'expired', updatedAt: new Date() });
+    }
+    if (due.length < batchSize) break;
+  }
+  const temporary = await storage.sweepTemporary(new Date(now.getTime() - abandonedTemporaryAfterMs));
+  return { files, temporary };
+}
