@@ -199,7 +199,7 @@ export function createActivities(deps: ActivityDeps) {
     async writeExport(exportId: string): Promise<string> {
       if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
       const context = Context.current();
-      return runExport(em(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows));
+      return runExport(em(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows), { isTestMode: processors.isTestMode });
     },
     /** An export whose writing failed for good: status failed and its event. */
     async failExport(exportId: string, message: string): Promise<void> {

@@ -7,7 +7,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { checkExportFileSignature, signedExportFileUrl } from '../../domain/export-links.ts';
 import { newId } from '../../domain/ids.ts';
 import { localExportStorage } from '../../services/export-storage.ts';
-import { exportColumns, storageKey } from '../../services/exports.ts';
+import { exportColumns, fileExtension, storageKey } from '../../services/exports.ts';
 import { parseForApi } from '../../services/search.ts';
 import { ExportSchema, serializeExport } from '../../objects/export.ts';
 import { exportWorkflow } from '../../workflows/export.ts';
@@ -100,7 +100,7 @@ export function exportsApps(deps: ApiDeps) {
     return c.body(body, 200, {
       'content-type': e.fileContentType!,
       'content-length': String(e.fileSize),
-      'content-disposition': `attachment; filename="${e.resource}-${e.id}.${e.format}"`,
+      'content-disposition': `attachment; filename="${e.resource}-${e.id}.${fileExtension(e)}"`,
       'x-content-sha256': e.fileSha256!,
     });
   }
