@@ -3,7 +3,20 @@ import archiver from 'archiver';
 import ExcelJS from 'exceljs';
 import PDFDocument from 'pdfkit';
 import type { Writable } from 'node:stream';
-import { Export, Invoice, type ExportFormat, type ExportResource } from '../db/entities/index.ts';
+import {
+  balanceTransactionStatuses,
+  balanceTransactionTypes,
+  Export,
+  Invoice,
+  invoiceStatuses,
+  payoutMethods,
+  payoutStatuses,
+  transactionStatuses,
+  transactionTypes,
+  type ExportFormat,
+  type ExportResource,
+} from '../db/entities/index.ts';
+import { subscriptionStatuses } from '../domain/subscription.ts';
 import { currencyExponent } from '../domain/money.ts';
 import { parseSearchQuery } from '../domain/search-query.ts';
 import { serializeExport } from '../objects/export.ts';
@@ -100,6 +113,35 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
   ],
 };
+/**
+ * The list filters each resource's export takes (`filters` in POST /v1/exports), as
+ * equalities on a column; those with a closed set of values are checked against it.
+ */
+export const exportFilters: Record<ExportResource, Record<string, { sql: string; values?: readonly string[] }>> = {
+  transactions: { status: { sql: 't.status', values: transactionStatuses }, type: { sql: 't.type', values: transactionTypes }, currency: { sql: 't.currency' }, customer: { sql: 't.customer_id' } },
+  balance_transactions: {
+    type: { sql: 't.type', values: balanceTransactionTypes },
+    status: { sql: 't.status', values: balanceTransactionStatuses },
+    source: { sql: 't.source' },
+    currency: { sql: 't.currency' },
+  },
+  invoices: { status: { sql: 't.status', values: invoiceStatuses }, customer: { sql: 't.customer_id' }, subscription: { sql: 't.subscription_id' }, currency: { sql: 't.currency' } },
+  customers: { email: { sql: 't.email' } },
+  subscriptions: { status: { sql: 't.status', values: subscriptionStatuses }, customer: { sql: 't.customer_id' }, plan: { sql: 't.plan_id' } },
+  payouts: { status: { sql: 't.status', values: payoutStatuses }, method: { sql: 't.method', values: payoutMethods }, currency: { sql: 't.currency' } },
+};
+
+/** What is wrong with an export's `filters` for its resource, or null. */
+export function filtersProblem(resource: ExportResource, filters: Record<string, string>): string | null {
+  const known = exportFilters[resource];
+  for (const [name, value] of Object.entries(filters)) {
+    const filter = known[name];
+    if (!filter) return `filters: ${resource} exports take ${Object.keys(known).join(', ')}; not ${name}.`;
+    if (filter.values && !filter.values.includes(value)) return `filters.${name}: one of ${filter.values.join(', ')}.`;
+  }
+  return null;
+}
+
 const tables: Record<ExportResource, string> = {
   transactions: 'transactions',
   balance_transactions: 'balance_transactions',
@@ -278,6 +320,13 @@ function pageQuery(exp: Export): { from: string; params: unknown[] } {
   if (exp.createdLte) {
     where += ' and t.created_at <= ?';
     params.push(exp.createdLte);
+  }
+  for (const [name, value] of Object.entries(exp.filters ?? {})) {
+    const filter = exportFilters[exp.resource][name];
+    if (!filter) throw new Error(`export ${exp.id}: unknown filter ${name}`);
+    // Column names come from exportFilters only; the value is a parameter.
+    where += ` and ${filter.sql} = ?`;
+    params.push(value);
   }
   if (exp.resource === 'transactions' && exp.query) {
     const compiled = compileSearch(parseSearchQuery(exp.query));

@@ -147,6 +147,8 @@ describe('exports', () => {
     } as never);
     const payouts = await exportOf({ resource: 'payouts', format: 'json', columns: ['id', 'amount_formatted', 'description', 'paid_at'] });
     expect(JSON.parse(payouts.bytes.toString('utf8'))).toEqual([{ id: payoutId, amount_formatted: '1234.56', description: '-cmd', paid_at: '2026-11-05T12:00:00+00:00' }]);
+    expect((await exportOf({ resource: 'payouts', format: 'csv', filters: { status: 'pending' } })).done.row_count).toBe(0);
+    expect((await exportOf({ resource: 'payouts', format: 'csv', filters: { status: 'paid', method: 'bank_transfer', currency: 'USD' } })).done.row_count).toBe(1);
   });
 
   it('invoices as pdf: a zip with each invoice\'s own PDF, read back', async () => {
@@ -195,7 +197,13 @@ describe('exports', () => {
       // Live mode on the sandbox processor moves no real money: the PDF says so.
       expect(text).toContain('TEST MODE');
     }
-    expect(invoiceIds).toHaveLength(3);
+    // The list's filters choose the rows, on any resource.
+    const paid = await exportOf({ resource: 'invoices', format: 'json', filters: { status: 'paid', customer: 'cus_zip' }, columns: ['id'] }, tenant.headers);
+    expect(JSON.parse(paid.bytes.toString('utf8')).map((r: { id: string }) => r.id)).toEqual([...invoiceIds].sort());
+    expect(paid.done.filters).toEqual({ status: 'paid', customer: 'cus_zip' });
+    const none = await exportOf({ resource: 'invoices', format: 'pdf', filters: { status: 'void' } }, tenant.headers);
+    expect(none.done.row_count).toBe(0);
+    expect(Object.keys((await JSZip.loadAsync(none.bytes)).files)).toEqual([]);
     // Another account's zip holds none of them.
     const stranger = await engine.signUp();
     const others = await exportOf({ resource: 'invoices', format: 'pdf' }, stranger.headers);
@@ -262,6 +270,9 @@ describe('exports', () => {
     await bad({ resource: 'transactions', format: 'csv', query: 'status:nope' }, 'character 8');
     await bad({ resource: 'customers', format: 'csv', query: 'status:failed' }, 'only transactions');
     await bad({ resource: 'transactions', format: 'csv', time_zone: 'Mars/Olympus' }, 'time zone');
+    await bad({ resource: 'customers', format: 'csv', filters: { status: 'paid' } }, 'customers exports take email; not status');
+    await bad({ resource: 'invoices', format: 'csv', filters: { status: 'settled' } }, 'filters.status: one of open, paid, void, uncollectible');
+    await bad({ resource: 'payouts', format: 'csv', filters: { "method') or 1=1 --": 'x' } }, 'payouts exports take status, method, currency');
   });
 
   it('pages by keyset with progress after each page; a writer that dies leaves no file and the retry starts over', async () => {
