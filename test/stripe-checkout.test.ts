@@ -1,7 +1,10 @@
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProcessorsConfig } from '../config.ts';
-import { Event, LedgerEntry, PaymentRequest, ProcessorEvent, Transaction } from '../db/entities/index.ts';
+import { Customer, Event, LedgerEntry, PaymentRequest, ProcessorEvent, Transaction } from '../db/entities/index.ts';
+import { newId } from '../domain/ids.ts';
+import { chargeCustomer } from '../services/charges.ts';
+import { createProcessors } from '../services/processors/index.ts';
 import { startStripeMock, type RunningStripeMock } from '../dev/stripe-mock.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -15,6 +18,7 @@ import { eventually } from './helpers/temporal.ts';
 describe('Stripe Checkout pays a payment request (checkout.session.completed)', () => {
   const webhookSecret = 'whsec_checkout_test';
   let mock: RunningStripeMock;
+  let stopped = false;
   let engine: TestEngine;
   const signer = new Stripe('sk_test_signer');
   const test = { 'x-sandbox-mode': 'true' };
@@ -32,7 +36,7 @@ describe('Stripe Checkout pays a payment request (checkout.session.completed)', 
   });
   afterAll(async () => {
     await engine?.close();
-    await mock?.stop();
+    if (!stopped) await mock?.stop();
   });
 
   const eventBody = (id: string, object: object) =>
@@ -132,5 +136,51 @@ describe('Stripe Checkout pays a payment request (checkout.session.completed)', 
     expect((await deliver(eventBody('evt_cs_live', session('cs_live', live.body.id)))).body).toMatchObject({ action: 'recorded' });
     expect(await em().count(Transaction, { paymentRequestId: { $in: [request.id, live.body.id] } })).toBe(0);
     expect((await engine.call('GET', `/v1/payments/${request.id}`, undefined, test)).body.status).toBe('pending');
+  });
+
+  describe('customers get their Stripe customer', () => {
+    it('when created with a card in a Stripe mode (id stored), not on the sandbox', async () => {
+      const created = await engine.call('POST', '/v1/customers', { email: 'stripe-cus@example.com', name: 'Ada', payment_method: 'pm_card_visa' }, test);
+      expect(created.status).toBe(201);
+      const row = await em().findOneOrFail(Customer, { id: created.body.id });
+      expect(row.processorCustomerId).toMatch(/^cus_/);
+      // Without a card there is nothing to hold yet; live mode runs on the sandbox, which has no customers.
+      const bare = await engine.call('POST', '/v1/customers', { email: 'no-card@example.com' }, test);
+      expect((await em().findOneOrFail(Customer, { id: bare.body.id })).processorCustomerId).toBeNull();
+      const live = await engine.call('POST', '/v1/customers', { email: 'live-cus@example.com', payment_method: 'pm_card_visa' });
+      expect((await em().findOneOrFail(Customer, { id: live.body.id })).processorCustomerId).toBeNull();
+      // A card attached later makes it.
+      const attached = await engine.call('PATCH', `/v1/customers/${bare.body.id}`, { payment_method: 'pm_card_mastercard' }, test);
+      expect(attached.status).toBe(200);
+      expect((await em().findOneOrFail(Customer, { id: bare.body.id })).processorCustomerId).toMatch(/^cus_/);
+    });
+
+    it('when charged, for a customer from before (and the charge names it)', async () => {
+      const id = newId('customer');
+      await em().insert(Customer, { id, email: 'older@example.com', name: null, paymentMethod: 'pm_card_visa', processorCustomerId: null, accountId: engine.tenant.accountId, livemode: false, createdAt: new Date(), updatedAt: new Date() } as never);
+      const processors = createProcessors(engine.config.processors, em);
+      const outcome = await chargeCustomer(
+        em(),
+        processors,
+        { idempotencyKey: `${id}:charge-test`, invoiceId: 'in_none', attempt: 1, accountId: engine.tenant.accountId, customerId: id, amount: 700, currency: 'USD', description: 'test charge', livemode: false },
+        { publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret } as never,
+      );
+      const stored = (await em().findOneOrFail(Customer, { id })).processorCustomerId;
+      expect(stored).toMatch(/^cus_/);
+      // stripe-mock's PaymentIntent is never succeeded: the charge is recorded as a failed attempt with its transaction.
+      expect(outcome).toMatchObject({ status: 'failed', transactionId: expect.stringMatching(/^txn_/) });
+      expect(await em().findOneOrFail(Transaction, { id: outcome.transactionId! })).toMatchObject({ customerId: id, processorChargeId: expect.stringMatching(/^pi_/) });
+    });
+
+    it('a processor that refuses the customer answers processor_error and writes nothing', async () => {
+      // Stripe unreachable (stripe-mock stopped; the last test of this file).
+      await mock.stop();
+      stopped = true;
+      const before = await em().count(Customer, {});
+      const refused = await engine.call('POST', '/v1/customers', { email: 'down@example.com', payment_method: 'pm_card_visa' }, test);
+      expect(refused.status).toBe(502);
+      expect(refused.body).toEqual({ error: 'processor_error', message: expect.stringContaining('stripe') });
+      expect(await em().count(Customer, {})).toBe(before);
+    });
   });
 });
