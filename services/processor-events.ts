@@ -14,6 +14,9 @@ import { newId } from '../domain/ids.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
 import { recordEvent } from './events.ts';
 import { recordPaymentOutcome } from './payments.ts';
+import { finishRefund, reserveRefund } from './refunds.ts';
+import { newTransactionFields } from './transactions.ts';
+import { ApiError } from '../domain/errors.ts';
 import type { ProcessorEvent } from './processors/types.ts';
 
 export interface IncomingProcessorEvent {
@@ -43,6 +46,8 @@ export type ProcessorEventAction =
   | 'paid'
   /** payment.disputed raised on the transaction */
   | 'disputed'
+  /** a refund made at the processor (Stripe's dashboard) recorded on the ledger */
+  | 'refunded'
   /** kept in processor_events; nothing more to do now (refunds, checkouts, payments already final, unknown charges) */
   | 'recorded'
   /** an event type the engine does not act on */
@@ -71,6 +76,11 @@ async function findPayment(tx: EntityManager, incoming: IncomingProcessorEvent):
       { fields: ['transactionId'] },
     );
     transactionId = earlier?.transactionId ?? null;
+  }
+  if (!transactionId && chargeId) {
+    // The payment's own processor charge id (card payments, checkouts, subscription charges).
+    const byCharge = await tx.findOne(Transaction, { processorChargeId: chargeId, livemode: incoming.livemode, type: 'payment' }, { fields: ['id'] });
+    transactionId = byCharge?.id ?? null;
   }
   if (!transactionId) return null;
   // A charge of the other mode, or anything but a payment, is not this event's.
@@ -118,6 +128,8 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
           event.type === 'charge.succeeded'
             ? { status: 'succeeded' }
             : { status: 'failed', failureCode: event.failureCode ?? 'payment_failed', failureMessage: event.failureMessage ?? 'The payment failed at the processor.' },
+          // The processor's charge id goes on the payment (refunds and disputes find it by it); its money's delay is the processor's.
+          { processorChargeId: event.processorChargeId, processor: incoming.processor },
         );
         return done('settled', payment.id, true);
       }
@@ -128,10 +140,41 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
         return done('disputed', payment.id, true);
       }
       case 'refund.created': {
-        // A refund made at the processor (Stripe's dashboard): kept as the processor-side record of it;
-        // recording it on the ledger (payment.refunded) is for the refunds feature.
         const payment = await findPayment(tx, incoming);
-        return done('recorded', payment?.id ?? null, false);
+        // A charge the engine does not know (yet): kept.
+        if (!payment) return done('recorded', null, false);
+        // A refund the engine asked for names its own transaction: it is on the ledger already.
+        if (event.metadata.refund_transaction_id) return done('recorded', event.metadata.refund_transaction_id, true);
+        // The same Stripe refund under another event id: once.
+        const [existing] = await tx
+          .getConnection()
+          .execute<{ id: string }[]>(
+            `select id from transactions where type = 'refund' and source_transaction_id = ? and metadata ->> 'processor_refund_id' = ?`,
+            [payment.id, event.processorRefundId],
+            'all',
+            tx.getTransactionContext(),
+          );
+        if (existing) return done('recorded', existing.id, true);
+        // Made in Stripe's dashboard: the money has left; it goes on the ledger as a succeeded refund of the payment.
+        const fields = await newTransactionFields(tx, {
+          accountId: payment.accountId,
+          livemode: payment.livemode,
+          amount: event.amount,
+          currency: event.currency,
+          type: 'refund',
+          reference: 'Refunded at the processor',
+          metadata: { processor_refund_id: event.processorRefundId },
+          paymentMethod: null,
+        });
+        try {
+          const refund = await reserveRefund(tx, fields, { sourceTransactionId: payment.id, scope: { accountId: payment.accountId, livemode: payment.livemode } });
+          await finishRefund(tx, refund.id, { status: 'succeeded' });
+          return done('refunded', refund.id, true);
+        } catch (error) {
+          // More than the engine thinks is left, another currency, not enough balance: kept unprocessed for a person to look at.
+          if (error instanceof ApiError) return done('recorded', payment.id, false);
+          throw error;
+        }
       }
       case 'checkout.completed': {
         const paymentRequestId = event.metadata.payment_request_id;

@@ -114,7 +114,7 @@ export class StripeProcessor implements PaymentProcessor {
           payment_intent: request.processorChargeId,
           amount: toStripeAmount(request.amount, request.currency),
           reason,
-          metadata: request.reason && !reason ? { reason: request.reason } : undefined,
+          metadata: request.metadata || (request.reason && !reason) ? { ...request.metadata, ...(request.reason && !reason && { reason: request.reason }) } : undefined,
         },
         { idempotencyKey: request.idempotencyKey },
       );

@@ -27,6 +27,8 @@ export interface ProcessorRefundRequest {
   amount: number;
   currency: string;
   reason?: string;
+  /** Kept on the processor's refund (Stripe: metadata), so its webhook is known as the engine's own. */
+  metadata?: Record<string, string>;
 }
 
 export type ProcessorRefundResult =
