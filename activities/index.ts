@@ -19,6 +19,8 @@ import {
   allocatePaymentRequest,
   chargePaymentRequest,
   issuePaymentRequest,
+  recordCheckoutPayment,
+  type CheckoutPaymentInput,
   projectPaymentRequest,
   projectRecurringPaymentRequest,
   type PaymentRequestChargeInput,
@@ -46,7 +48,7 @@ import { projectSubscription } from '../services/projections.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
-import { failExport, runExport } from '../services/exports.ts';
+import { failExport, pruneExpiredExports, runExport, type ExportPruneResult } from '../services/exports.ts';
 import type { Resolver } from '../domain/webhook-url.ts';
 import {
   attemptWebhookDelivery,
@@ -186,6 +188,10 @@ export function createActivities(deps: ActivityDeps) {
       Context.current().log.info('charging payment request', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
       return chargePaymentRequest(em(), processors, input, starter());
     },
+    /** A hosted checkout paid a request: its payment transaction, once per processor charge. */
+    async recordCheckoutPayment(input: CheckoutPaymentInput): Promise<string> {
+      return recordCheckoutPayment(em(), processors, input, { markPaid: true }, starter());
+    },
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
       return settlePendingPayment(em(), processors, transactionId, processorChargeId, starter());
     },
@@ -193,7 +199,7 @@ export function createActivities(deps: ActivityDeps) {
     async writeExport(exportId: string): Promise<string> {
       if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
       const context = Context.current();
-      return runExport(em(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows));
+      return runExport(em(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows), { isTestMode: processors.isTestMode });
     },
     /** An export whose writing failed for good: status failed and its event. */
     async failExport(exportId: string, message: string): Promise<void> {
@@ -247,6 +253,11 @@ export function createActivities(deps: ActivityDeps) {
     async sweepOrphanedSubscriptions(input: { after: string | null; limit: number }): Promise<SweepResult> {
       const context = Context.current();
       return sweepOrphanedSubscriptions(em(), context.client, input.after, input.limit, context.log);
+    },
+    /** Maintenance: the files of expired exports, and temporary files of writers that died (services/exports.ts). */
+    async pruneExpiredExports(): Promise<ExportPruneResult> {
+      if (!deps.exportStorage) return { files: 0, temporary: 0 };
+      return pruneExpiredExports(em(), deps.exportStorage);
     },
     /** Maintenance: expired idempotency keys, and login attempts older than the throttle window. */
     async pruneExpiredRows(loginThrottleWindowSeconds: number): Promise<PruneResult> {

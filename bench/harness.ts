@@ -134,7 +134,13 @@ export async function openBenchDatabase(postgres: { url(database: string): strin
   return { databaseUrl, orm, pgVersion: pgVersion! };
 }
 
-export async function startEnvironment(stops: Stops, say: Say, bare: (deps: { orm: MikroORM; config: Config }) => Hono): Promise<Environment> {
+export async function startEnvironment(
+  stops: Stops,
+  say: Say,
+  bare: (deps: { orm: MikroORM; config: Config; temporal: Client }) => Hono,
+  /** A real Temporal client for benchmarks whose requests start workflows (bench/payments.ts); an empty stand-in otherwise. */
+  options: { temporal?: Client } = {},
+): Promise<Environment> {
   const loadAtStart = os.loadavg()[0]!;
   if (loadAtStart > os.cpus().length / 2) {
     say(`note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${os.cpus().length} cores); the numbers will be noisy`);
@@ -173,10 +179,11 @@ export async function startEnvironment(stops: Stops, say: Say, bare: (deps: { or
   // not connect either (its connection is lazy), but an empty stand-in makes any
   // unexpected use fail loudly (a 500, so a non-2xx, so a failed run) instead of
   // waiting on a server that is not there.
-  const engine = await startApiServer({ orm, temporal: {} as Client, config, logger: createLogger('silent') }, await freePort(), '127.0.0.1');
+  const temporal = options.temporal ?? ({} as Client);
+  const engine = await startApiServer({ orm, temporal, config, logger: createLogger('silent') }, await freePort(), '127.0.0.1');
   stops.add('engine server', () => engine.close());
 
-  const bareApp = bare({ orm, config });
+  const bareApp = bare({ orm, config, temporal });
   const barePort = await freePort();
   const bareServer: ServerType = await new Promise((resolve) => {
     const fetch = async (...args: Parameters<typeof bareApp.fetch>) => {

@@ -32,6 +32,26 @@ export async function request(options: ClientOptions, method: string, path: stri
   return parsed;
 }
 
+/** Downloads a binary answer (an invoice's PDF); non-2xx answers become CliError as for `request`. */
+export async function download(options: ClientOptions, path: string, accept: string): Promise<{ bytes: Buffer; filename: string | null; contentType: string }> {
+  const headers: Record<string, string> = { 'user-agent': userAgent, accept };
+  if (options.cliKey) headers['x-cli-key'] = options.cliKey;
+  if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
+  let response: Response;
+  try {
+    response = await fetch(new URL(options.apiBase + path), { headers });
+  } catch (error) {
+    throw new CliError(exitCodes.network, 'network_error', `Cannot reach ${options.apiBase}: ${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message}`);
+  }
+  const contentType = response.headers.get('content-type') ?? '';
+  if (!response.ok) {
+    const parsed = contentType.includes('json') ? ((await response.json().catch(() => undefined)) as { error?: string; message?: string } | undefined) : undefined;
+    throw new CliError(exitCodeForStatus(response.status), parsed?.error ?? `http_${response.status}`, parsed?.message ?? `HTTP ${response.status}`, parsed);
+  }
+  const filename = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? null;
+  return { bytes: Buffer.from(await response.arrayBuffer()), filename, contentType };
+}
+
 /**
  * Reads a server-sent-events response, calling `onEvent` per event, until `signal`
  * aborts or the server closes the stream.

@@ -3,11 +3,13 @@
  * `billing`: the engine's command-line tool (docs/cli.md). A client of the public
  * HTTP API only: it imports nothing from api/, services/ or db/.
  */
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { accessSync, constants as fsConstants, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import { Command, CommanderError, Option } from 'commander';
 import { signWebhook } from '../domain/webhooks.ts';
-import { request, readSse, type ClientOptions } from './client.ts';
+import { download, request, readSse, type ClientOptions } from './client.ts';
 import { configPath, ensureWebhookSecret, keyFor, keyMode, readConfig, resolveApiBase, resolveMode, writeConfig, type CliConfig, type Mode } from './config.ts';
 import { CliError, exitCodes } from './exit-codes.ts';
 import type { FieldSpec, Operation } from './operations.ts';
@@ -97,6 +99,82 @@ function requireConfirm(ctx: Context, id: string | undefined, confirm: string | 
   if (!id || confirm !== id) usage(`${what} in live mode needs --confirm ${id ?? '<id>'}.`);
 }
 
+// ---- open a browser, download a PDF ---------------------------------------
+
+/** An executable named `name` on PATH, or null. */
+function onPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/**
+ * The command that opens a link in the user's browser: $BROWSER (the first of its
+ * `:`-separated list, as xdg-utils reads it) first, then the platform's opener
+ * (xdg-open, open, or start on Windows). Null when there is none.
+ */
+export function browserCommand(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): { command: string; args: string[] } | null {
+  const chosen = env.BROWSER?.split(':').find((entry) => entry.trim() !== '');
+  if (chosen) {
+    const [command, ...args] = chosen.trim().split(/\s+/);
+    return { command: command!, args };
+  }
+  if (platform === 'darwin') return onPath('open') ? { command: 'open', args: [] } : null;
+  if (platform === 'win32') return { command: 'cmd', args: ['/c', 'start', '""'] };
+  const xdg = onPath('xdg-open');
+  return xdg ? { command: xdg, args: [] } : null;
+}
+
+/** Launches the browser on `url` without waiting for it; false when none could be started. */
+async function launchBrowser(url: string): Promise<boolean> {
+  const opener = browserCommand();
+  if (!opener) return false;
+  // $BROWSER may name %s for the link (xdg-utils' convention); otherwise the link is the last argument.
+  const args = opener.args.some((a) => a.includes('%s')) ? opener.args.map((a) => a.replace('%s', url)) : [...opener.args, url];
+  return new Promise((resolve) => {
+    const child = spawn(opener.command, args, { detached: true, stdio: 'ignore' });
+    child.once('error', () => resolve(false));
+    child.once('spawn', () => {
+      child.unref();
+      resolve(true);
+    });
+  });
+}
+
+async function openLink(ctx: Context, url: string, print: boolean): Promise<void> {
+  const launched = print ? false : await launchBrowser(url);
+  if (ctx.json) return out(JSON.stringify({ url, opened: launched }));
+  if (launched) err(`Opened ${url} in your browser.`);
+  else if (!print) err('No browser to open (set $BROWSER, or install xdg-open); the link:');
+  out(url);
+}
+
+async function invoicePdf(cmd: Command, id: string): Promise<void> {
+  const opts = cmd.opts<{ output?: string }>();
+  const ctx = context(cmd);
+  const client = authed(ctx);
+  const pdf = await download(client, `/v1/invoices/${encodeURIComponent(id)}/pdf`, 'application/pdf');
+  if (opts.output === '-') {
+    process.stdout.write(pdf.bytes);
+    return;
+  }
+  const file = path.resolve(opts.output ?? (pdf.filename ?? `${id}.pdf`).replace(/[\/\\]/g, '_'));
+  writeFileSync(file, pdf.bytes);
+  if (ctx.json) out(JSON.stringify({ file, bytes: pdf.bytes.length, content_type: pdf.contentType }));
+  else out(`Saved ${file} (${pdf.bytes.length} bytes).`);
+}
+
+/** Operations the generic command cannot serve (a binary answer): their own commands below. */
+const ownCommands = new Set(['invoices pdf']);
+
 function addResourceCommands(program: Command): void {
   const groups = new Map<string, Command>();
   for (const op of operations) {
@@ -104,6 +182,17 @@ function addResourceCommands(program: Command): void {
     if (!group) {
       group = program.command(op.resource).description(`${op.resource.replace(/-/g, ' ')} (from the API's OpenAPI document)`);
       groups.set(op.resource, group);
+    }
+    if (ownCommands.has(`${op.resource} ${op.action}`)) {
+      if (op.resource === 'invoices' && op.action === 'pdf') {
+        group
+          .command('pdf')
+          .description(`${op.summary}, saved to a file — ${op.method} ${op.path}`)
+          .argument('<id>')
+          .option('-o, --output <file>', 'where to save it (default: the invoice number .pdf in this folder; - for stdout)')
+          .action((id: string, _opts, command: Command) => invoicePdf(command, id));
+      }
+      continue;
     }
     const cmd = group.command(op.action).description(`${op.summary} — ${op.method} ${op.path}`);
     for (const param of op.pathParams) cmd.argument(`<${param}>`);
@@ -420,9 +509,10 @@ export function buildProgram(): Command {
     .action((_opts, cmd: Command) => logsTail(cmd));
   program
     .command('open')
-    .description('Print the link to the API docs, the OpenAPI document or the Temporal UI')
+    .description('Open the API docs, the OpenAPI document or the Temporal UI in your browser ($BROWSER, else xdg-open); prints the link')
     .argument('<what>', 'docs | openapi | temporal')
-    .action((what: string, _opts, cmd: Command) => {
+    .option('--print', 'only print the link')
+    .action((what: string, opts: { print?: boolean }, cmd: Command) => {
       const ctx = context(cmd);
       const links: Record<string, string> = {
         docs: `${ctx.apiBase}/docs`,
@@ -430,7 +520,7 @@ export function buildProgram(): Command {
         temporal: process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
       };
       if (!links[what]) usage(`open takes ${Object.keys(links).join(', ')}.`);
-      out(ctx.json ? JSON.stringify({ url: links[what] }) : links[what]!);
+      return openLink(ctx, links[what]!, Boolean(opts.print));
     });
   addResourceCommands(program);
   return program;

@@ -45,6 +45,8 @@ export const errorStatus = {
   link_expired: 410,
   // ours: an export's file asked for before it succeeded, or after it expired
   export_not_ready: 409,
+  // ours: the mode's payment processor refused or could not be reached (a customer's card sent to Stripe)
+  processor_error: 502,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

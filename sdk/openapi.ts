@@ -7806,6 +7806,10 @@ export interface paths {
                             /** Format: date-time */
                             lte?: string;
                         };
+                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan; payouts status, method, currency */
+                        filters?: {
+                            [key: string]: string;
+                        };
                         /** @enum {string} */
                         format: "csv" | "xlsx" | "json" | "pdf";
                         /** @description transactions only: a search query (docs/exports-and-search.md) */
@@ -7822,6 +7826,10 @@ export interface paths {
                             gte?: string;
                             /** Format: date-time */
                             lte?: string;
+                        };
+                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan; payouts status, method, currency */
+                        filters?: {
+                            [key: string]: string;
                         };
                         /** @enum {string} */
                         format: "csv" | "xlsx" | "json" | "pdf";
@@ -20049,6 +20057,9 @@ export interface components {
                 content_type: string;
                 sha256: string;
                 size: number;
+            } | null;
+            filters: {
+                [key: string]: string;
             } | null;
             /** @enum {string} */
             format: "csv" | "xlsx" | "json" | "pdf";

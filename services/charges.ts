@@ -5,6 +5,7 @@ import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter }
 import type { InvoiceLinks } from './invoice-events.ts';
 import { recordInvoiceAttempt, recordInvoicePaymentFailed } from './invoices.ts';
 import type { Processors } from './processors/index.ts';
+import { ensureProcessorCustomer } from './processor-customers.ts';
 import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
 
 export interface ChargeInput {
@@ -73,12 +74,15 @@ export async function chargeCustomer(em: EntityManager, processors: Processors, 
   }
   const paymentMethod = customer.paymentMethod;
   await recordInvoiceAttempt(em, input.invoiceId, input.attempt);
+  // On Stripe the card is charged through its Stripe customer (made now for customers from before there was one).
+  const processorCustomerId = await ensureProcessorCustomer(em, processors, customer);
   const answer = await processor.charge({
     idempotencyKey: input.idempotencyKey,
     amount: input.amount,
     currency: input.currency,
     paymentMethod,
     description: input.description,
+    processorCustomerId,
   });
   // Subscriptions need the money now: a method that only settles later cannot pay them (yet).
   const result =

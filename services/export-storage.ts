@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
-import { rename, rm, stat } from 'node:fs/promises';
+import { readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 
@@ -17,6 +17,12 @@ export interface ExportStorage {
   create(key: string): { stream: Writable; commit(): Promise<{ size: number; sha256: string }>; abort(): Promise<void> };
   open(key: string): Readable;
   remove(key: string): Promise<void>;
+  /**
+   * Drops temporary objects not written to since `before` (left by a writer that died:
+   * a worker killed mid-export). A live writer touches its object every page, well
+   * within the heartbeat timeout. Returns how many were dropped.
+   */
+  sweepTemporary(before: Date): Promise<number>;
 }
 
 export function localExportStorage(root: string): ExportStorage {
@@ -62,5 +68,23 @@ export function localExportStorage(root: string): ExportStorage {
     },
     open: (key) => createReadStream(file(key)),
     remove: (key) => rm(file(key), { force: true }),
+    async sweepTemporary(before) {
+      let names: string[];
+      try {
+        names = await readdir(root);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+        throw error;
+      }
+      let dropped = 0;
+      for (const name of names) {
+        if (!name.endsWith('.partial')) continue;
+        const info = await stat(path.join(root, name)).catch(() => null);
+        if (!info || info.mtime >= before) continue;
+        await rm(path.join(root, name), { force: true });
+        dropped++;
+      }
+      return dropped;
+    },
   };
 }

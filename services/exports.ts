@@ -1,13 +1,28 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import archiver from 'archiver';
 import ExcelJS from 'exceljs';
 import PDFDocument from 'pdfkit';
 import type { Writable } from 'node:stream';
-import { Export, type ExportFormat, type ExportResource } from '../db/entities/index.ts';
+import {
+  balanceTransactionStatuses,
+  balanceTransactionTypes,
+  Export,
+  Invoice,
+  invoiceStatuses,
+  payoutMethods,
+  payoutStatuses,
+  transactionStatuses,
+  transactionTypes,
+  type ExportFormat,
+  type ExportResource,
+} from '../db/entities/index.ts';
+import { subscriptionStatuses } from '../domain/subscription.ts';
 import { currencyExponent } from '../domain/money.ts';
 import { parseSearchQuery } from '../domain/search-query.ts';
 import { serializeExport } from '../objects/export.ts';
 import type { ExportStorage } from './export-storage.ts';
 import { recordEvent } from './events.ts';
+import { invoicePdf } from './invoice-pdf.ts';
 import { compileSearch } from './search.ts';
 
 /**
@@ -98,6 +113,35 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
   ],
 };
+/**
+ * The list filters each resource's export takes (`filters` in POST /v1/exports), as
+ * equalities on a column; those with a closed set of values are checked against it.
+ */
+export const exportFilters: Record<ExportResource, Record<string, { sql: string; values?: readonly string[] }>> = {
+  transactions: { status: { sql: 't.status', values: transactionStatuses }, type: { sql: 't.type', values: transactionTypes }, currency: { sql: 't.currency' }, customer: { sql: 't.customer_id' } },
+  balance_transactions: {
+    type: { sql: 't.type', values: balanceTransactionTypes },
+    status: { sql: 't.status', values: balanceTransactionStatuses },
+    source: { sql: 't.source' },
+    currency: { sql: 't.currency' },
+  },
+  invoices: { status: { sql: 't.status', values: invoiceStatuses }, customer: { sql: 't.customer_id' }, subscription: { sql: 't.subscription_id' }, currency: { sql: 't.currency' } },
+  customers: { email: { sql: 't.email' } },
+  subscriptions: { status: { sql: 't.status', values: subscriptionStatuses }, customer: { sql: 't.customer_id' }, plan: { sql: 't.plan_id' } },
+  payouts: { status: { sql: 't.status', values: payoutStatuses }, method: { sql: 't.method', values: payoutMethods }, currency: { sql: 't.currency' } },
+};
+
+/** What is wrong with an export's `filters` for its resource, or null. */
+export function filtersProblem(resource: ExportResource, filters: Record<string, string>): string | null {
+  const known = exportFilters[resource];
+  for (const [name, value] of Object.entries(filters)) {
+    const filter = known[name];
+    if (!filter) return `filters: ${resource} exports take ${Object.keys(known).join(', ')}; not ${name}.`;
+    if (filter.values && !filter.values.includes(value)) return `filters.${name}: one of ${filter.values.join(', ')}.`;
+  }
+  return null;
+}
+
 const tables: Record<ExportResource, string> = {
   transactions: 'transactions',
   balance_transactions: 'balance_transactions',
@@ -114,7 +158,11 @@ export const contentTypes: Record<ExportFormat, string> = {
 };
 export const pageSize = 500;
 
-export const storageKey = (exp: { id: string; format: ExportFormat }) => `${exp.id}.${exp.format}`;
+/** Invoices as `pdf` are a zip of their own PDFs (one per invoice); everything else is one file of its format. */
+export const isInvoiceZip = (exp: { resource: ExportResource; format: ExportFormat }) => exp.resource === 'invoices' && exp.format === 'pdf';
+export const fileExtension = (exp: { resource: ExportResource; format: ExportFormat }) => (isInvoiceZip(exp) ? 'zip' : exp.format);
+export const contentTypeOf = (exp: { resource: ExportResource; format: ExportFormat }) => (isInvoiceZip(exp) ? 'application/zip' : contentTypes[exp.format]);
+export const storageKey = (exp: { id: string; resource: ExportResource; format: ExportFormat }) => `${exp.id}.${fileExtension(exp)}`;
 
 /** The columns an export writes: its `columns` (validated by the API) in resource order, or all. */
 export function selectedColumns(resource: ExportResource, columns: string[] | null | undefined): Column[] {
@@ -148,8 +196,45 @@ export function csvCell(value: string | number | null): string {
 type Cell = string | number | null;
 interface Writer {
   header(names: string[]): Promise<void>;
-  row(values: Cell[]): Promise<void>;
+  /** `id`: the row's id (the invoice zip renders that invoice). */
+  row(values: Cell[], id: string): Promise<void>;
   end(): Promise<void>;
+}
+
+export interface ExportOptions {
+  /** Whether a mode moves no real money (Processors.isTestMode): invoice PDFs say TEST. Test mode only when unset. */
+  isTestMode?: (livemode: boolean) => boolean;
+}
+
+/**
+ * The invoice zip: each row's invoice rendered as its PDF (services/invoice-pdf.ts) and
+ * added as `<number>.pdf`, one at a time, waiting for the zip to take each entry before
+ * the next is rendered, so memory holds one PDF whatever the count.
+ */
+function invoiceZipWriter(em: EntityManager, stream: Writable, testMode: boolean): Writer {
+  const archive = archiver('zip', { zlib: { level: 6 } });
+  archive.pipe(stream);
+  const failed = new Promise<never>((_, reject) => archive.once('error', reject));
+  failed.catch(() => undefined);
+  const names = new Set<string>();
+  return {
+    header: async () => {},
+    row: async (_values, id) => {
+      const invoice = await em.fork().findOneOrFail(Invoice, { id });
+      const pdf = await invoicePdf(em.fork(), invoice, testMode);
+      const base = invoice.number.replace(/[^A-Za-z0-9._-]/g, '_');
+      const name = names.has(`${base}.pdf`) ? `${base}-${invoice.id}.pdf` : `${base}.pdf`;
+      names.add(name);
+      const added = new Promise<void>((resolve) => archive.once('entry', () => resolve()));
+      archive.append(pdf, { name, date: invoice.createdAt });
+      await Promise.race([added, failed]);
+    },
+    end: async () => {
+      const ended = new Promise<void>((resolve) => archive.once('end', () => resolve()));
+      await Promise.race([archive.finalize(), failed]);
+      await Promise.race([ended, failed]);
+    },
+  };
 }
 
 function write(stream: Writable, text: string): Promise<void> {
@@ -236,6 +321,13 @@ function pageQuery(exp: Export): { from: string; params: unknown[] } {
     where += ' and t.created_at <= ?';
     params.push(exp.createdLte);
   }
+  for (const [name, value] of Object.entries(exp.filters ?? {})) {
+    const filter = exportFilters[exp.resource][name];
+    if (!filter) throw new Error(`export ${exp.id}: unknown filter ${name}`);
+    // Column names come from exportFilters only; the value is a parameter.
+    where += ` and ${filter.sql} = ?`;
+    params.push(value);
+  }
   if (exp.resource === 'transactions' && exp.query) {
     const compiled = compileSearch(parseSearchQuery(exp.query));
     if (compiled.joinCustomers) from += ' left join customers c on c.id = t.customer_id and c.account_id = t.account_id';
@@ -252,7 +344,7 @@ export const exportRetentionMs = 7 * 24 * 3600 * 1000;
  * Writes an export's file. `progress` is called after each page with the rows written
  * (the activity heartbeats it). Returns the final status; a finished export is left as it is.
  */
-export async function runExport(em: EntityManager, storage: ExportStorage, exportId: string, progress: (rows: number) => void = () => {}): Promise<string> {
+export async function runExport(em: EntityManager, storage: ExportStorage, exportId: string, progress: (rows: number) => void = () => {}, options: ExportOptions = {}): Promise<string> {
   const exp = await em.findOneOrFail(Export, { id: exportId });
   if (exp.status !== 'pending' && exp.status !== 'running') return exp.status;
   const { from, params } = pageQuery(exp);
@@ -266,14 +358,14 @@ export async function runExport(em: EntityManager, storage: ExportStorage, expor
   const needed = [...columns, ...exportColumns[exp.resource].filter((c) => sources.has(c.name))].filter((c) => c.sql);
   const select = [...new Map(needed.map((c) => [c.name, `${c.sql} as "${c.name}"`])).values()].join(', ');
   const file = storage.create(storageKey(exp));
-  const writer = writerFor(exp.format, file.stream, `${exp.resource} ${exp.id}`);
+  const writer = isInvoiceZip(exp) ? invoiceZipWriter(em, file.stream, options.isTestMode?.(exp.livemode) ?? !exp.livemode) : writerFor(exp.format, file.stream, `${exp.resource} ${exp.id}`);
   let rows = 0;
   try {
     await writer.header(columns.map((c) => c.name));
     let after = '';
     for (;;) {
       const page = await connection.execute<Record<string, unknown>[]>(`select t.id as "__id", ${select} ${from} and t.id > ? order by t.id limit ?`, [...params, after, pageSize]);
-      for (const row of page) await writer.row(cellsOf(row, columns, exp.timeZone));
+      for (const row of page) await writer.row(cellsOf(row, columns, exp.timeZone), String(row.__id));
       rows += page.length;
       if (page.length) {
         after = String(page[page.length - 1]!.__id);
@@ -293,7 +385,7 @@ export async function runExport(em: EntityManager, storage: ExportStorage, expor
     const changed = await tx.nativeUpdate(
       Export,
       { id: exp.id, status: 'running' },
-      { status: 'succeeded', rowsWritten: rows, rowCount: rows, fileSize: size, fileSha256: sha256, fileContentType: contentTypes[exp.format], expiresAt: new Date(now.getTime() + exportRetentionMs), updatedAt: now },
+      { status: 'succeeded', rowsWritten: rows, rowCount: rows, fileSize: size, fileSha256: sha256, fileContentType: contentTypeOf(exp), expiresAt: new Date(now.getTime() + exportRetentionMs), updatedAt: now },
     );
     if (changed) await recordEvent(tx, { accountId: exp.accountId, livemode: exp.livemode, type: 'export.succeeded', object: serializeExport(await tx.findOneOrFail(Export, { id: exp.id }, { refresh: true })) });
   });
@@ -311,4 +403,35 @@ export async function failExport(em: EntityManager, exportId: string, message: s
     await tx.flush();
     await recordEvent(tx, { accountId: exp.accountId, livemode: exp.livemode, type: 'export.failed', object: serializeExport(exp) });
   });
+}
+
+/** A temporary export file not written to for this long belongs to a writer that died (the heartbeat timeout is a minute). */
+export const abandonedTemporaryAfterMs = 60 * 60_000;
+
+export interface ExportPruneResult {
+  /** Expired exports whose file was deleted (now `expired` in the database too). */
+  files: number;
+  /** Temporary files of writers that died. */
+  temporary: number;
+}
+
+/**
+ * Maintenance (workflows/maintenance.ts): deletes the files of exports past `expires_at`
+ * and marks them `expired`, in batches until none is left, then drops abandoned temporary
+ * files. The file goes first: a crash between the two leaves an export still `succeeded`
+ * (past expiry, so it already reads `expired` and serves nothing) that the next run deletes
+ * again (deleting a missing file is no error).
+ */
+export async function pruneExpiredExports(em: EntityManager, storage: ExportStorage, batchSize = 100, now = new Date()): Promise<ExportPruneResult> {
+  let files = 0;
+  for (;;) {
+    const due = await em.fork().find(Export, { status: 'succeeded', expiresAt: { $lte: now } }, { fields: ['id', 'resource', 'format'], orderBy: { expiresAt: 'asc', id: 'asc' }, limit: batchSize });
+    for (const exp of due) {
+      await storage.remove(storageKey(exp));
+      files += await em.fork().nativeUpdate(Export, { id: exp.id, status: 'succeeded' }, { status: 'expired', updatedAt: new Date() });
+    }
+    if (due.length < batchSize) break;
+  }
+  const temporary = await storage.sweepTemporary(new Date(now.getTime() - abandonedTemporaryAfterMs));
+  return { files, temporary };
 }

@@ -11,10 +11,11 @@ import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { BillingInterval } from '../domain/billing-calendar.ts';
 import { initialPaymentRequestSnapshot, initialRecurringPaymentRequestSnapshot, type CancellationReason, type PaymentRequestSnapshot, type RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
-import { cancelPaymentRequestUpdate, paymentRequestCreatedUpdate, paymentRequestWorkflow } from '../workflows/payment-request.ts';
+import { cancelPaymentRequestUpdate, checkoutPaidUpdate, paymentRequestCreatedUpdate, paymentRequestWorkflow } from '../workflows/payment-request.ts';
 import { cancelRecurringPaymentRequestUpdate, recurringPaymentRequestCreatedUpdate, recurringPaymentRequestWorkflow } from '../workflows/recurring-payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
-import { allocatePaymentRequest } from './payment-requests.ts';
+import { allocatePaymentRequest, recordCheckoutPayment, type CheckoutPaymentInput } from './payment-requests.ts';
+import type { Processors } from './processors/index.ts';
 
 /** What a command needs: Temporal to start or message workflows, the task queue, the public URL for links, the database to re-read. */
 export interface WorkflowCommandDeps {
@@ -135,4 +136,29 @@ export async function cancelPaymentRequest(deps: WorkflowCommandDeps, request: P
 export async function cancelRecurringPaymentRequest(deps: WorkflowCommandDeps, row: RecurringPaymentRequest, reason: CancellationReason): Promise<RecurringPaymentRequestSnapshot> {
   if (row.status !== 'active') throw new ApiError('invalid_state', 'This recurring payment request is already canceled.');
   return deps.temporal.workflow.getHandle(row.id).executeUpdate(cancelRecurringPaymentRequestUpdate, { args: [{ reason }] });
+}
+
+/**
+ * A hosted checkout (Stripe Checkout) took a request's payment (the processor's webhook).
+ * A pending request is paid through its workflow (the `checkoutPaid` update), which records
+ * the payment transaction once and the request `succeeded` (receipt email, events). Money
+ * for a request that is no longer payable (expired or canceled while the customer was on the
+ * checkout page; its workflow may have ended) still moved: it goes on the ledger as a
+ * payment linked to the request, which keeps its status (`paid: false`). Safe to repeat:
+ * every path finds the transaction of the same processor charge.
+ */
+export async function settleCheckoutPayment(deps: WorkflowCommandDeps & { processors: Processors }, input: CheckoutPaymentInput): Promise<{ transactionId: string; paid: boolean }> {
+  try {
+    const result = await deps.temporal.workflow
+      .getHandle(input.paymentRequestId)
+      .executeUpdate(checkoutPaidUpdate, { args: [{ processorChargeId: input.processorChargeId, paymentMethod: input.paymentMethod }] });
+    if (result.outcome === 'succeeded' && result.request.transactionId) return { transactionId: result.request.transactionId, paid: true };
+  } catch (error) {
+    // The workflow ended (expired, canceled, paid and done) after the request stopped being pending.
+    const now = await deps.orm.em.fork().findOne(PaymentRequest, { id: input.paymentRequestId });
+    if (!now || now.status === 'pending') throw error;
+  }
+  const transactionId = await recordCheckoutPayment(deps.orm.em.fork(), deps.processors, input, { markPaid: false }, { client: deps.temporal, taskQueue: deps.config.taskQueue });
+  const request = await deps.orm.em.fork().findOneOrFail(PaymentRequest, { id: input.paymentRequestId });
+  return { transactionId, paid: request.transactionId === transactionId };
 }

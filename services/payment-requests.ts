@@ -153,14 +153,39 @@ export async function chargePaymentRequest(
     answer.status === 'pending'
       ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later; pay with a card.' }
       : answer;
-  const transactionId = await em.transactional(async (tx) => {
+  const transactionId = await recordPaymentRequestPayment(em, processor.name, input, answer.processorChargeId, result, { markPaid: true });
+  if (result.status === 'failed') return { status: 'failed', failureCode: result.failureCode, failureMessage: result.failureMessage };
+  await startAvailabilityOf(em.fork(), starter, transactionId);
+  return { status: 'succeeded', transactionId, processorChargeId: answer.processorChargeId };
+}
+
+/**
+ * Records one attempt at paying a request as a `payment` transaction (once per processor
+ * charge): under a lock on the request's row, a succeeded attempt of a request that already
+ * has its transaction answers that one, and a transaction of the same processor charge
+ * answers itself. `markPaid` makes a succeeded one the request's `transaction_id` (not for
+ * money that arrived for a request no longer payable: it is on the ledger, the request
+ * keeps its status).
+ */
+export async function recordPaymentRequestPayment(
+  em: EntityManager,
+  processorName: 'sandbox' | 'stripe',
+  input: Pick<PaymentRequestChargeInput, 'paymentRequestId' | 'accountId' | 'livemode' | 'amount' | 'currency' | 'paymentMethod' | 'reference' | 'metadata'>,
+  processorChargeId: string,
+  result: { status: 'succeeded' } | { status: 'failed'; failureCode: string; failureMessage: string },
+  options: { markPaid: boolean },
+): Promise<string> {
+  return em.transactional(async (tx) => {
     const [locked] = await tx
       .getConnection()
       .execute<{ transaction_id: string | null }[]>(`select transaction_id from payment_requests where id = ? for update`, [input.paymentRequestId], 'all', tx.getTransactionContext());
     if (!locked) throw new Error(`payment request ${input.paymentRequestId} has no projection row`);
-    if (result.status === 'succeeded' && locked.transaction_id) return locked.transaction_id;
-    const recorded = await tx.findOne(Transaction, { processorChargeId: answer.processorChargeId, type: 'payment' });
-    if (recorded) return recorded.id;
+    if (options.markPaid && result.status === 'succeeded' && locked.transaction_id) return locked.transaction_id;
+    const recorded = await tx.findOne(Transaction, { processorChargeId, type: 'payment', livemode: input.livemode });
+    if (recorded) {
+      if (options.markPaid && result.status === 'succeeded' && recorded.status === 'succeeded') await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: recorded.id });
+      return recorded.id;
+    }
     const fields = await newTransactionFields(tx, {
       accountId: input.accountId,
       livemode: input.livemode,
@@ -170,16 +195,41 @@ export async function chargePaymentRequest(
       reference: input.reference,
       metadata: input.metadata,
       paymentMethod: input.paymentMethod,
-      links: { paymentRequestId: input.paymentRequestId, processorChargeId: answer.processorChargeId },
+      links: { paymentRequestId: input.paymentRequestId, processorChargeId },
     });
     if (result.status === 'failed') return (await recordFailedPayment(tx, fields, result, { paymentEvents: false })).id;
-    const transaction = await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processor.name, input.livemode) });
-    await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: transaction.id });
+    const transaction = await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processorName, input.livemode) });
+    if (options.markPaid) await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: transaction.id });
     return transaction.id;
   });
-  if (result.status === 'failed') return { status: 'failed', failureCode: result.failureCode, failureMessage: result.failureMessage };
+}
+
+export interface CheckoutPaymentInput {
+  paymentRequestId: string;
+  /** The processor's charge of the completed checkout (Stripe: the Checkout Session's PaymentIntent). */
+  processorChargeId: string;
+  /** The payment method the customer paid with, when the processor said; else the checkout's id. */
+  paymentMethod: string;
+}
+
+/**
+ * A hosted checkout (Stripe Checkout) took the payment of a request: its `payment`
+ * transaction, succeeded with its ledger entries, once per processor charge however
+ * often this runs (the webhook redelivered, an activity retried). `markPaid` as above.
+ */
+export async function recordCheckoutPayment(em: EntityManager, processors: Processors, input: CheckoutPaymentInput, options: { markPaid: boolean }, starter?: WorkflowStarter): Promise<string> {
+  const request = await em.findOneOrFail(PaymentRequest, { id: input.paymentRequestId });
+  const processor = processors.forMode(request.livemode);
+  const transactionId = await recordPaymentRequestPayment(
+    em,
+    processor.name,
+    { paymentRequestId: request.id, accountId: request.accountId, livemode: request.livemode, amount: request.amount, currency: request.currency, paymentMethod: input.paymentMethod, reference: request.reference ?? null, metadata: request.metadata },
+    input.processorChargeId,
+    { status: 'succeeded' },
+    options,
+  );
   await startAvailabilityOf(em.fork(), starter, transactionId);
-  return { status: 'succeeded', transactionId, processorChargeId: answer.processorChargeId };
+  return transactionId;
 }
 
 /**

@@ -9,11 +9,14 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ProcessorEvent as ProcessorEventRow, Transaction } from '../db/entities/index.ts';
+import { PaymentRequest, ProcessorEvent as ProcessorEventRow, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
 import { recordEvent } from './events.ts';
 import { recordPaymentOutcome } from './payments.ts';
+import { finishRefund, reserveRefund } from './refunds.ts';
+import { newTransactionFields } from './transactions.ts';
+import { ApiError } from '../domain/errors.ts';
 import type { ProcessorEvent } from './processors/types.ts';
 
 export interface IncomingProcessorEvent {
@@ -30,11 +33,21 @@ export interface IncomingProcessorEvent {
   event: ProcessorEvent;
 }
 
+/** What acting on an event needs beyond the database (the API passes them; see api/routes/processor-webhooks.ts). */
+export interface ProcessorEventActions {
+  /** A hosted checkout paid a payment request: pays it (services/payment-request-commands.ts settleCheckoutPayment). */
+  settleCheckout?(input: { paymentRequestId: string; processorChargeId: string; paymentMethod: string }): Promise<{ transactionId: string; paid: boolean }>;
+}
+
 export type ProcessorEventAction =
   /** a pending payment recorded as succeeded or failed */
   | 'settled'
+  /** a payment request paid through a hosted checkout */
+  | 'paid'
   /** payment.disputed raised on the transaction */
   | 'disputed'
+  /** a refund made at the processor (Stripe's dashboard) recorded on the ledger */
+  | 'refunded'
   /** kept in processor_events; nothing more to do now (refunds, checkouts, payments already final, unknown charges) */
   | 'recorded'
   /** an event type the engine does not act on */
@@ -64,12 +77,17 @@ async function findPayment(tx: EntityManager, incoming: IncomingProcessorEvent):
     );
     transactionId = earlier?.transactionId ?? null;
   }
+  if (!transactionId && chargeId) {
+    // The payment's own processor charge id (card payments, checkouts, subscription charges).
+    const byCharge = await tx.findOne(Transaction, { processorChargeId: chargeId, livemode: incoming.livemode, type: 'payment' }, { fields: ['id'] });
+    transactionId = byCharge?.id ?? null;
+  }
   if (!transactionId) return null;
   // A charge of the other mode, or anything but a payment, is not this event's.
   return tx.findOne(Transaction, { id: transactionId, livemode: incoming.livemode, type: 'payment' });
 }
 
-export async function handleProcessorEvent(em: EntityManager, incoming: IncomingProcessorEvent): Promise<ProcessorEventResult> {
+export async function handleProcessorEvent(em: EntityManager, incoming: IncomingProcessorEvent, actions: ProcessorEventActions = {}): Promise<ProcessorEventResult> {
   return em.transactional(async (tx) => {
     await tx
       .createQueryBuilder(ProcessorEventRow)
@@ -110,6 +128,8 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
           event.type === 'charge.succeeded'
             ? { status: 'succeeded' }
             : { status: 'failed', failureCode: event.failureCode ?? 'payment_failed', failureMessage: event.failureMessage ?? 'The payment failed at the processor.' },
+          // The processor's charge id goes on the payment (refunds and disputes find it by it); its money's delay is the processor's.
+          { processorChargeId: event.processorChargeId, processor: incoming.processor },
         );
         return done('settled', payment.id, true);
       }
@@ -120,14 +140,59 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
         return done('disputed', payment.id, true);
       }
       case 'refund.created': {
-        // A refund made at the processor (Stripe's dashboard): kept as the processor-side record of it;
-        // recording it on the ledger (payment.refunded) is for the refunds feature.
         const payment = await findPayment(tx, incoming);
-        return done('recorded', payment?.id ?? null, false);
+        // A charge the engine does not know (yet): kept.
+        if (!payment) return done('recorded', null, false);
+        // A refund the engine asked for names its own transaction: it is on the ledger already.
+        if (event.metadata.refund_transaction_id) return done('recorded', event.metadata.refund_transaction_id, true);
+        // The same Stripe refund under another event id: once.
+        const [existing] = await tx
+          .getConnection()
+          .execute<{ id: string }[]>(
+            `select id from transactions where type = 'refund' and source_transaction_id = ? and metadata ->> 'processor_refund_id' = ?`,
+            [payment.id, event.processorRefundId],
+            'all',
+            tx.getTransactionContext(),
+          );
+        if (existing) return done('recorded', existing.id, true);
+        // Made in Stripe's dashboard: the money has left; it goes on the ledger as a succeeded refund of the payment.
+        const fields = await newTransactionFields(tx, {
+          accountId: payment.accountId,
+          livemode: payment.livemode,
+          amount: event.amount,
+          currency: event.currency,
+          type: 'refund',
+          reference: 'Refunded at the processor',
+          metadata: { processor_refund_id: event.processorRefundId },
+          paymentMethod: null,
+        });
+        try {
+          const refund = await reserveRefund(tx, fields, { sourceTransactionId: payment.id, scope: { accountId: payment.accountId, livemode: payment.livemode } });
+          await finishRefund(tx, refund.id, { status: 'succeeded' });
+          return done('refunded', refund.id, true);
+        } catch (error) {
+          // More than the engine thinks is left, another currency, not enough balance: kept unprocessed for a person to look at.
+          if (error instanceof ApiError) return done('recorded', payment.id, false);
+          throw error;
+        }
       }
-      case 'checkout.completed':
-        // A pay-page Checkout Session finished: kept; settling its payment request is not wired yet (docs/processors.md).
-        return done('recorded', null, false);
+      case 'checkout.completed': {
+        const paymentRequestId = event.metadata.payment_request_id;
+        // A setup session (billing details) or a checkout made outside the engine: kept.
+        if (!paymentRequestId) return done('recorded', null, true);
+        const request = await tx.findOne(PaymentRequest, { id: paymentRequestId, livemode: incoming.livemode });
+        if (!request) return done('recorded', null, true);
+        // Paid later (a bank debit at the checkout): its payment_intent.succeeded does not name the request; kept until then.
+        if (event.paymentStatus !== 'paid' || !event.processorChargeId) return done('recorded', null, false);
+        if (event.amount !== null && (event.amount !== request.amount || event.currency !== request.currency)) {
+          throw new Error(`checkout ${event.checkoutId} paid ${event.amount} ${event.currency} for payment request ${request.id} of ${request.amount} ${request.currency}`);
+        }
+        if (!actions.settleCheckout) throw new Error('settling a checkout needs the settleCheckout action');
+        // Under the event row's lock: a racing redelivery waits, then finds it processed. The workflow and
+        // the ledger write are idempotent on their own too (one transaction per processor charge).
+        const settled = await actions.settleCheckout({ paymentRequestId: request.id, processorChargeId: event.processorChargeId, paymentMethod: event.paymentMethod ?? event.checkoutId });
+        return done(settled.paid ? 'paid' : 'recorded', settled.transactionId, true);
+      }
       default:
         return done('ignored', null, true);
     }

@@ -73,6 +73,8 @@ export async function completeRefund(em: EntityManager, processor: PaymentProces
     amount: refund.amount,
     currency: refund.currency,
     reason: refund.reference ?? undefined,
+    // Its refund.created webhook then names this refund and is not recorded a second time (services/processor-events.ts).
+    metadata: { refund_transaction_id: refund.id },
   });
   return finishRefund(em, refundId, outcome.status === 'failed' ? { status: 'failed', failureCode: outcome.failureCode, failureMessage: outcome.failureMessage } : { status: 'succeeded' });
 }

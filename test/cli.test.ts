@@ -165,6 +165,77 @@ describe('the billing CLI against the real engine', () => {
     expect(help.stdout).toContain('--email <value>');
   });
 
+  it('open launches the browser ($BROWSER, else xdg-open) with the link, and prints the link when there is none', async () => {
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-cli-bin-'));
+    homes.push(bin);
+    const opened = path.join(bin, 'opened.txt');
+    // A stand-in browser: records what it was asked to open.
+    const fake = path.join(bin, 'fake-browser');
+    fs.writeFileSync(fake, `#!/bin/sh\nprintf '%s\\n' "$@" >> '${opened}'\n`, { mode: 0o755 });
+    const viaBrowser = await run(home, ['open', 'docs'], { BROWSER: fake });
+    expect(viaBrowser.code).toBe(0);
+    expect(viaBrowser.stdout.trim()).toBe(`${base}/docs`);
+    expect(viaBrowser.stderr).toContain('Opened');
+    await until('the browser to be launched', () => fs.existsSync(opened) && fs.readFileSync(opened, 'utf8').includes(`${base}/docs`));
+
+    // No $BROWSER: xdg-open found on PATH.
+    const xdg = path.join(bin, 'xdg-open');
+    fs.copyFileSync(fake, xdg);
+    fs.chmodSync(xdg, 0o755);
+    const viaXdg = await run(home, ['open', 'openapi', '--json'], { PATH: `${bin}:${path.dirname(process.execPath)}` });
+    expect(viaXdg.code).toBe(0);
+    expect(JSON.parse(viaXdg.stdout)).toEqual({ url: `${base}/openapi.json`, opened: true });
+    await until('xdg-open to be launched', () => fs.readFileSync(opened, 'utf8').includes(`${base}/openapi.json`));
+
+    // Neither: the link is printed, with a hint, and it is no error.
+    const none = await run(home, ['open', 'temporal'], { PATH: path.dirname(process.execPath), TEMPORAL_UI_URL: 'http://127.0.0.1:8233' });
+    expect(none.code).toBe(0);
+    expect(none.stdout.trim()).toBe('http://127.0.0.1:8233');
+    expect(none.stderr).toContain('No browser to open');
+    // --print never launches anything.
+    const lines = fs.readFileSync(opened, 'utf8');
+    expect((await run(home, ['open', 'docs', '--print'], { BROWSER: fake })).stdout.trim()).toBe(`${base}/docs`);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(fs.readFileSync(opened, 'utf8')).toBe(lines);
+    expect((await run(home, ['open', 'nowhere'])).code).toBe(2);
+  });
+
+  it('invoices pdf downloads the PDF to a file (its number by default, -o elsewhere, - to stdout)', async () => {
+    const id = `inv_${ulid().toLowerCase()}`;
+    const at = new Date(Date.UTC(2026, 10, 2));
+    await engine.db.orm.em.getConnection().execute(
+      `insert into invoices (id, number, billing_key, subscription_id, customer_id, customer_email, customer_name, status, currency, subtotal, total, amount_due, amount_paid, attempt_count, lines, period_start, period_end, account_id, livemode, created_at, amount_refunded)
+       values (?, 'CLI-0001', ?, 'sub_cli', 'cus_cli', 'cli@example.com', 'Cli Buyer', 'open', 'USD', 4200, 4200, 4200, 0, 0, ?, ?, ?, ?, false, ?, 0)`,
+      [id, `cli-${id}`, JSON.stringify([{ description: 'CLI plan', quantity: 1, amount: 4200, period_start: at.toISOString(), period_end: at.toISOString() }]), at, at, engine.tenant.accountId, at],
+    );
+    const folder = newHome();
+    const saved = await new Promise<Run>((resolve) => {
+      const child = spawn(process.execPath, [cliEntry, 'invoices', 'pdf', id], { cwd: folder, env: childEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(saved.code, saved.stderr).toBe(0);
+    const file = path.join(folder, 'CLI-0001.pdf');
+    expect(saved.stdout).toContain(`Saved ${file}`);
+    const bytes = fs.readFileSync(file);
+    expect(bytes.subarray(0, 5).toString()).toBe('%PDF-');
+    const chosen = path.join(folder, 'chosen.pdf');
+    const explicit = await run(home, ['invoices', 'pdf', id, '-o', chosen, '--json']);
+    expect(explicit.code).toBe(0);
+    expect(JSON.parse(explicit.stdout)).toMatchObject({ file: chosen, content_type: 'application/pdf', bytes: fs.statSync(chosen).size });
+    // (Not execFileSync: it would block this process, which serves the API.)
+    const piped = await run(home, ['invoices', 'pdf', id, '-o', '-']);
+    expect(piped.code).toBe(0);
+    expect(piped.stdout.startsWith('%PDF-')).toBe(true);
+    // Another account's (or no) invoice: not found, exit 4, no file.
+    const missing = await run(home, ['invoices', 'pdf', 'inv_00000000000000000000000000', '-o', path.join(folder, 'missing.pdf')]);
+    expect(missing.code).toBe(4);
+    expect(fs.existsSync(path.join(folder, 'missing.pdf'))).toBe(false);
+  });
+
   it('a stored key of the other mode is refused before any request is sent', async () => {
     // The API base is a closed port: had the CLI sent a request it would exit with the network code (8).
     const closed = `http://127.0.0.1:9`;

@@ -2,7 +2,8 @@ import ExcelJS from 'exceljs';
 import { createHash } from 'node:crypto';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Event, Export, Payout, Transaction } from '../db/entities/index.ts';
+import JSZip from 'jszip';
+import { Event, Export, Invoice, Payout, Transaction } from '../db/entities/index.ts';
 import { exportFileSignature } from '../domain/export-links.ts';
 import { newId } from '../domain/ids.ts';
 import { localExportStorage, type ExportStorage } from '../services/export-storage.ts';
@@ -146,6 +147,67 @@ describe('exports', () => {
     } as never);
     const payouts = await exportOf({ resource: 'payouts', format: 'json', columns: ['id', 'amount_formatted', 'description', 'paid_at'] });
     expect(JSON.parse(payouts.bytes.toString('utf8'))).toEqual([{ id: payoutId, amount_formatted: '1234.56', description: '-cmd', paid_at: '2026-11-05T12:00:00+00:00' }]);
+    expect((await exportOf({ resource: 'payouts', format: 'csv', filters: { status: 'pending' } })).done.row_count).toBe(0);
+    expect((await exportOf({ resource: 'payouts', format: 'csv', filters: { status: 'paid', method: 'bank_transfer', currency: 'USD' } })).done.row_count).toBe(1);
+  });
+
+  it('invoices as pdf: a zip with each invoice\'s own PDF, read back', async () => {
+    const tenant = await engine.signUp();
+    const em = engine.db.orm.em.fork();
+    const at = new Date(Date.UTC(2026, 10, 3, 9));
+    const invoiceIds = ['ACME-0001', 'ACME-0002', 'ACME-0003'].map((number, i) => {
+      const id = newId('invoice');
+      em.create(Invoice, {
+        id,
+        number,
+        billingKey: `zip-test-${id}`,
+        subscriptionId: 'sub_zip',
+        customerId: 'cus_zip',
+        customerEmail: `buyer${i}@example.com`,
+        customerName: `Buyer ${i}`,
+        status: 'paid',
+        currency: 'EUR',
+        subtotal: 1000 * (i + 1),
+        total: 1000 * (i + 1),
+        amountDue: 1000 * (i + 1),
+        amountPaid: 1000 * (i + 1),
+        lines: [{ description: `Pro plan ${i}`, quantity: 1, amount: 1000 * (i + 1), period_start: at.toISOString(), period_end: new Date(at.getTime() + 30 * 86_400_000).toISOString() }],
+        periodStart: at,
+        periodEnd: new Date(at.getTime() + 30 * 86_400_000),
+        accountId: tenant.accountId,
+        livemode: true,
+        createdAt: new Date(at.getTime() + i * 1000),
+        paidAt: at,
+      } as never);
+      return id;
+    });
+    await em.flush();
+    const { done, bytes } = await exportOf({ resource: 'invoices', format: 'pdf' }, tenant.headers);
+    expect(done).toMatchObject({ row_count: 3, file: { content_type: 'application/zip' } });
+    const file = await engine.app.request(`/v1/exports/${done.id}/file`, { headers: tenant.headers });
+    expect(file.headers.get('content-disposition')).toBe(`attachment; filename="invoices-${done.id}.zip"`);
+    const zip = await JSZip.loadAsync(bytes);
+    expect(Object.keys(zip.files).sort()).toEqual(['ACME-0001.pdf', 'ACME-0002.pdf', 'ACME-0003.pdf']);
+    for (const [i, number] of ['ACME-0001', 'ACME-0002', 'ACME-0003'].entries()) {
+      const pdf = await zip.file(`${number}.pdf`)!.async('uint8array');
+      const { text } = await extractText(await getDocumentProxy(pdf), { mergePages: true });
+      expect(text).toContain(number);
+      expect(text).toContain(`Buyer ${i}`);
+      expect(text).toContain(`Pro plan ${i}`);
+      // Live mode on the sandbox processor moves no real money: the PDF says so.
+      expect(text).toContain('TEST MODE');
+    }
+    // The list's filters choose the rows, on any resource.
+    const paid = await exportOf({ resource: 'invoices', format: 'json', filters: { status: 'paid', customer: 'cus_zip' }, columns: ['id'] }, tenant.headers);
+    expect(JSON.parse(paid.bytes.toString('utf8')).map((r: { id: string }) => r.id)).toEqual([...invoiceIds].sort());
+    expect(paid.done.filters).toEqual({ status: 'paid', customer: 'cus_zip' });
+    const none = await exportOf({ resource: 'invoices', format: 'pdf', filters: { status: 'void' } }, tenant.headers);
+    expect(none.done.row_count).toBe(0);
+    expect(Object.keys((await JSZip.loadAsync(none.bytes)).files)).toEqual([]);
+    // Another account's zip holds none of them.
+    const stranger = await engine.signUp();
+    const others = await exportOf({ resource: 'invoices', format: 'pdf' }, stranger.headers);
+    expect(Object.keys((await JSZip.loadAsync(others.bytes)).files)).toEqual([]);
   });
 
   it("the file of an unfinished or failed export is export_not_ready; a failed export has its error and event", async () => {
@@ -208,6 +270,9 @@ describe('exports', () => {
     await bad({ resource: 'transactions', format: 'csv', query: 'status:nope' }, 'character 8');
     await bad({ resource: 'customers', format: 'csv', query: 'status:failed' }, 'only transactions');
     await bad({ resource: 'transactions', format: 'csv', time_zone: 'Mars/Olympus' }, 'time zone');
+    await bad({ resource: 'customers', format: 'csv', filters: { status: 'paid' } }, 'customers exports take email; not status');
+    await bad({ resource: 'invoices', format: 'csv', filters: { status: 'settled' } }, 'filters.status: one of open, paid, void, uncollectible');
+    await bad({ resource: 'payouts', format: 'csv', filters: { "method') or 1=1 --": 'x' } }, 'payouts exports take status, method, currency');
   });
 
   it('pages by keyset with progress after each page; a writer that dies leaves no file and the retry starts over', async () => {

@@ -9,7 +9,13 @@ import { paymentChargeRequest, recordPaymentOutcome, recordPendingPayment } from
 import { createPayout } from '../services/payouts.ts';
 import { SandboxProcessor } from '../services/processors/sandbox.ts';
 import { newTransactionFields } from '../services/transactions.ts';
-import { AccountBalance, BalanceTransaction, Event, IdempotencyKey, LedgerEntry, LoginAttempt, Payout, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { newId } from '../domain/ids.ts';
+import { localExportStorage } from '../services/export-storage.ts';
+import { pruneExpiredExports } from '../services/exports.ts';
+import { Export, AccountBalance, BalanceTransaction, Event, IdempotencyKey, LedgerEntry, LoginAttempt, Payout, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -256,6 +262,43 @@ describe('maintenance', () => {
     expect(await activityEnv.run(activities.pruneExpiredRows, windowSeconds)).toEqual({ idempotencyKeys: 0, loginAttempts: 0 });
   });
 
+  it('deletes the files of expired exports and abandoned temporary files, in batches, once', async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'exports-prune-'));
+    const storage = localExportStorage(root);
+    const now = new Date();
+    const rows = Array.from({ length: 5 }, (_, i) => ({
+      id: newId('export'),
+      accountId: engine.tenant.accountId,
+      livemode: true,
+      resource: 'transactions',
+      format: 'csv',
+      timeZone: 'UTC',
+      status: 'succeeded',
+      rowsWritten: 1,
+      rowCount: 1,
+      fileSize: 2,
+      // Two are still within their retention.
+      expiresAt: new Date(now.getTime() + (i < 3 ? -hour : hour)),
+      createdAt: now,
+      updatedAt: now,
+    }));
+    await em().insertMany(Export, rows as never);
+    for (const row of rows) writeFileSync(path.join(root, `${row.id}.csv`), 'x\n');
+    // A writer that died an hour and a half ago, and one writing now.
+    writeFileSync(path.join(root, 'exp_dead.csv.abc.partial'), 'half');
+    utimesSync(path.join(root, 'exp_dead.csv.abc.partial'), new Date(now.getTime() - 90 * minute), new Date(now.getTime() - 90 * minute));
+    writeFileSync(path.join(root, 'exp_live.csv.def.partial'), 'half');
+    // Batches of 2: the loop goes on until none is due.
+    expect(await pruneExpiredExports(em(), storage, 2, now)).toEqual({ files: 3, temporary: 1 });
+    expect(readdirSync(root).sort()).toEqual([...rows.slice(3).map((r) => `${r.id}.csv`), 'exp_live.csv.def.partial'].sort());
+    for (const row of rows) expect((await em().findOneOrFail(Export, { id: row.id })).status).toBe(rows.indexOf(row) < 3 ? 'expired' : 'succeeded');
+    const api = await engine.call('GET', `/v1/exports/${rows[0]!.id}`);
+    expect(api.body).toMatchObject({ status: 'expired', file: null, url: null });
+    expect((await engine.call('GET', `/v1/exports/${rows[0]!.id}/file`)).status).toBe(410);
+    // Again: nothing more to do.
+    expect(await pruneExpiredExports(em(), storage, 2, now)).toEqual({ files: 0, temporary: 0 });
+  });
+
   it('runs as one workflow per task queue, on its timer in skipped time, reconciles and prunes, and continues as new', async () => {
     const client = engine.env.client;
     const settings = { loginThrottleWindowSeconds: engine.config.auth.loginThrottleWindowSeconds, intervalMs: 10 * minute, runsPerExecution: 2 };
@@ -277,6 +320,13 @@ describe('maintenance', () => {
     const keys = em();
     keys.create(IdempotencyKey, { scope: 'test:maintenance', key: 'timer', requestHash: 'h', state: 'completed', responseStatus: 200, responseBody: '{}', createdAt: new Date(Date.now() - 25 * hour), expiresAt: new Date(Date.now() - hour) });
     await keys.flush();
+    // An export whose file has expired (and one that has not), with their files in the worker's storage.
+    const exportsDir = path.join(engine.config.dataDir, 'exports');
+    mkdirSync(exportsDir, { recursive: true });
+    const exportRow = (id: string, expiresAt: Date) => ({ id, accountId: engine.tenant.accountId, livemode: true, resource: 'transactions', format: 'csv', timeZone: 'UTC', status: 'succeeded', rowsWritten: 1, rowCount: 1, fileSize: 2, expiresAt, createdAt: new Date(), updatedAt: new Date() });
+    const [expiredExport, liveExport] = [newId('export'), newId('export')];
+    await em().insertMany(Export, [exportRow(expiredExport, new Date(Date.now() - 1000)), exportRow(liveExport, new Date(Date.now() + 7 * 24 * hour))] as never);
+    for (const id of [expiredExport, liveExport]) writeFileSync(path.join(exportsDir, `${id}.csv`), 'x\n');
 
     // Nothing happens before the timer; then the next run (on the timer, in skipped time) takes them over.
     expect(await workflowRun(payout.id)).toBeNull();
@@ -285,13 +335,18 @@ describe('maintenance', () => {
     await eventually(() => transaction(payment), (t) => t.status === 'succeeded', 20_000);
     expect(await entries(payment)).toBe(2);
     expect(await em().count(IdempotencyKey, { scope: 'test:maintenance', key: 'timer' })).toBe(0);
+    expect(existsSync(path.join(exportsDir, `${expiredExport}.csv`))).toBe(false);
+    expect(existsSync(path.join(exportsDir, `${liveExport}.csv`))).toBe(true);
+    expect((await em().findOneOrFail(Export, { id: expiredExport })).status).toBe('expired');
+    expect((await em().findOneOrFail(Export, { id: liveExport })).status).toBe('succeeded');
+    expect(await details()).toMatch(/\(run 2\): .*deleted 1 expired export files, 0 abandoned temporary files; next at/);
     expect((await handle.describe()).runId).toBe(firstRun);
 
     // runsPerExecution 2: after the second run's wait, the workflow continues as new and runs at once (run 3).
     await engine.env.sleep(10 * minute + 1000);
     await eventually(async () => (await handle.describe()).runId, (runId) => runId !== firstRun, 20_000);
     expect((await handle.describe()).status.name).toBe('RUNNING');
-    await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows \(0 idempotency keys, 0 login attempts\); checked \d+ subscriptions, 0 marked canceled \(workflow closed\); next at /.test(d), 20_000);
+    await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows \(0 idempotency keys, 0 login attempts\); checked \d+ subscriptions, 0 marked canceled \(workflow closed\); deleted 0 expired export files, 0 abandoned temporary files; next at /.test(d), 20_000);
     // The payout's own workflow ran meanwhile (pending 60 s, then sent: in transit for a day); the payment was charged once.
     await eventually(async () => (await engine.call('GET', `/v1/payouts/${payout.id}`)).body.status, (status) => status === 'in_transit', 20_000);
     expect(await processorCharges(payment)).toBe(1);

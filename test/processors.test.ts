@@ -208,14 +208,32 @@ describe('processors in the engine (test mode on Stripe through stripe-mock, liv
       expect(events[0]).toMatchObject({ accountId: engine.tenant.accountId, livemode: false, data: { object: { id: payment.id, status: 'succeeded' } } });
     });
 
-    it('keeps a refund made in Stripe\'s dashboard as a processor event, once', async () => {
+    it('records a refund made in Stripe\'s dashboard on the ledger as a refund of the payment, once', async () => {
       const refund = { id: 're_dash_1', object: 'refund', amount: 500, currency: 'usd', payment_intent: 'pi_paid_1', charge: 'ch_1', status: 'succeeded', metadata: {} };
       const body = eventBody('evt_re_1', 'refund.created', refund);
-      expect((await deliver(body)).body).toMatchObject({ action: 'recorded' });
-      expect((await deliver(body)).status).toBe(200);
+      expect((await deliver(body)).body).toMatchObject({ action: 'refunded', duplicate: false });
+      expect((await deliver(body)).body).toMatchObject({ duplicate: true });
+      // Stripe may send the same refund under another event id: still one.
+      expect((await deliver(eventBody('evt_re_1b', 'refund.created', refund))).body).toMatchObject({ action: 'recorded' });
       const rows = await em().find(ProcessorEvent, { processorEventId: 'evt_re_1' });
       expect(rows).toHaveLength(1);
       expect(rows[0]).toMatchObject({ type: 'refund.created', processorChargeId: 'pi_paid_1', payload: { data: { object: { id: 're_dash_1' } } } });
+      const payment = await em().findOneOrFail(Transaction, { processorChargeId: 'pi_paid_1' });
+      expect(payment.amountRefunded).toBe(500);
+      const refunds = await em().find(Transaction, { type: 'refund', sourceTransactionId: payment.id });
+      expect(refunds).toHaveLength(1);
+      expect(refunds[0]).toMatchObject({ status: 'succeeded', amount: 500, currency: 'USD', metadata: { processor_refund_id: 're_dash_1' } });
+      expect(await em().count(LedgerEntry, { transactionId: refunds[0]!.id })).toBeGreaterThan(0);
+      expect(await em().count(Event, { type: 'payment.refunded', transactionId: payment.id })).toBe(1);
+      // The webhook of a refund the engine made itself names it: nothing more is recorded.
+      const own = { ...refund, id: 're_own_1', metadata: { refund_transaction_id: refunds[0]!.id } };
+      expect((await deliver(eventBody('evt_re_own', 'refund.created', own))).body).toMatchObject({ action: 'recorded' });
+      expect(await em().count(Transaction, { type: 'refund', sourceTransactionId: payment.id })).toBe(1);
+      // More than is left to refund (the engine's books disagree): kept for a person, nothing recorded.
+      const tooMuch = { ...refund, id: 're_dash_2', amount: 999_999 };
+      expect((await deliver(eventBody('evt_re_2', 'refund.created', tooMuch))).body).toMatchObject({ action: 'recorded' });
+      expect(await em().findOneOrFail(ProcessorEvent, { processorEventId: 'evt_re_2' })).toMatchObject({ processedAt: null });
+      expect(await em().count(Transaction, { type: 'refund', sourceTransactionId: payment.id })).toBe(1);
     });
 
     it('answers 200 and ignores events the engine does not act on', async () => {

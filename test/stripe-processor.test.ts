@@ -312,13 +312,18 @@ describe('StripeProcessor against stripe-mock', () => {
     });
 
     it('maps checkout.session.completed', () => {
-      expect(parse('checkout.session.completed', { ...fixtures.session, id: 'cs_A', payment_intent: 'pi_A', customer: 'cus_A', metadata: { invoice_id: 'in_1' } })).toEqual({
+      expect(
+        parse('checkout.session.completed', { ...fixtures.session, id: 'cs_A', payment_intent: 'pi_A', customer: 'cus_A', metadata: { invoice_id: 'in_1' }, payment_status: 'paid', amount_total: 50_000, currency: 'isk' }),
+      ).toEqual({
         type: 'checkout.completed',
         checkoutId: 'cs_A',
         processorChargeId: 'pi_A',
         paymentMethod: null,
         processorCustomerId: 'cus_A',
         metadata: { invoice_id: 'in_1' },
+        paymentStatus: 'paid',
+        amount: 500,
+        currency: 'ISK',
       });
       const setup = parse('checkout.session.completed', { ...fixtures.session, mode: 'setup', payment_intent: null, setup_intent: { id: 'seti_A', object: 'setup_intent', payment_method: 'pm_A' } });
       expect(setup).toMatchObject({ processorChargeId: null, paymentMethod: 'pm_A' });

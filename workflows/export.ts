@@ -10,7 +10,8 @@ import type { Activities } from '../activities/index.ts';
 
 const writer = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '1 minute',
+  // The activity heartbeats after every page of 500 rows (milliseconds apart); a worker that died is noticed after this.
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
 });
 const bookkeeping = proxyActivities<Activities>({

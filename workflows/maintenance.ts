@@ -14,7 +14,9 @@
  * - pruneExpiredRows: expired idempotency keys and login attempts older than the
  *   login throttle window are deleted;
  * - sweepOrphanedSubscriptions: the next batch of live subscriptions whose workflow
- *   was terminated, failed or timed out are marked canceled (services/subscription-watch.ts).
+ *   was terminated, failed or timed out are marked canceled (services/subscription-watch.ts);
+ * - pruneExpiredExports: the files of exports past their expiry are deleted from storage
+ *   (the export becomes `expired`), and temporary files of writers that died are dropped.
  * Its current details (Temporal UI) say what the last run did and when the next is.
  * It continues as new every 100 runs (or when Temporal suggests it). A failing
  * activity is retried a few times, then reported in the details and tried again on
@@ -89,6 +91,8 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     const funds = patched('funds-availability-reconcile')
       ? await attempt(() => activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)))
       : null;
+    // Added with export expiry: runs recorded before it go on without it.
+    const exportFiles = patched('prune-expired-exports') ? await attempt(() => activities.pruneExpiredExports()) : null;
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
     const part = <T>(value: T | string, text: (v: T) => string) => (typeof value === 'string' ? `FAILED (${value})` : text(value));
@@ -99,6 +103,7 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
         (funds === null ? '' : `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
         (swept === null ? '' : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
+        (exportFiles === null ? '' : `deleted ${part(exportFiles, (e) => `${e.files} expired export files, ${e.temporary} abandoned temporary files`)}; `) +
         `next at ${next}.`,
     );
     const seen = changes;

@@ -58,6 +58,17 @@ export const paymentRequestCreatedUpdate = defineUpdate<PaymentRequestSnapshot>(
 export const payUpdate = defineUpdate<PayResult, [PayInput]>('pay');
 /** Cancels a pending request. Refused (`invalid_state`) otherwise. */
 export const cancelPaymentRequestUpdate = defineUpdate<PaymentRequestSnapshot, [{ reason: CancellationReason }]>('cancelPaymentRequest');
+/**
+ * A hosted checkout (Stripe Checkout, docs/processors.md) took the payment: sent by the
+ * processor webhook. Records the payment once and the request `succeeded`; a request
+ * already paid answers `already_paid`, one no longer payable `not_payable` (the caller
+ * puts that money on the ledger without the request).
+ */
+export const checkoutPaidUpdate = defineUpdate<PayResult, [CheckoutPaid]>('checkoutPaid');
+export interface CheckoutPaid {
+  processorChargeId: string;
+  paymentMethod: string;
+}
 export const paymentRequestQuery = defineQuery<PaymentRequestSnapshot>('paymentRequest');
 
 const activities = proxyActivities<Activities>({
@@ -152,6 +163,25 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
       }
     },
   });
+  // Added with Stripe Checkout: only new histories carry this update, so replays of older ones are unchanged.
+  setHandler(
+    checkoutPaidUpdate,
+    (paid) =>
+      serialized(async (): Promise<PayResult> => {
+        if (request.status === 'succeeded') return { outcome: 'already_paid', request, error: null };
+        if (request.status !== 'pending') return { outcome: 'not_payable', request, error: null };
+        setCurrentDetails(`Recording the checkout payment ${paid.processorChargeId}.`);
+        const transactionId = await activities.recordCheckoutPayment({ paymentRequestId: request.id, processorChargeId: paid.processorChargeId, paymentMethod: paid.paymentMethod });
+        await record({ status: 'succeeded', attempts: request.attempts + 1, transactionId, paidAt: iso(Date.now()) });
+        return { outcome: 'succeeded', request, error: null };
+      }),
+    {
+      validator: (paid: CheckoutPaid) => {
+        if (typeof paid?.processorChargeId !== 'string' || paid.processorChargeId.length === 0 || typeof paid.paymentMethod !== 'string') refuse('invalid_request', 'processorChargeId and paymentMethod are required.');
+        if (!created) refuse('invalid_state', 'This payment request is being created; try again in a moment.');
+      },
+    },
+  );
   setHandler(
     cancelPaymentRequestUpdate,
     ({ reason }) =>

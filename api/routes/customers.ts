@@ -1,8 +1,11 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isSandboxPaymentMethod, sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
+import { resolveProcessors } from '../../services/processors/index.ts';
+import { ProcessorCustomerError, upsertProcessorCustomer } from '../../services/processor-customers.ts';
 import { Customer } from '../../db/entities/index.ts';
 import { notFoundInMode } from '../not-found.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
 import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
@@ -99,12 +102,25 @@ async function findOwnCustomer(em: EntityManager, id: string, scope: { accountId
 
 export function customersApp(deps: ApiDeps) {
   const { orm } = deps;
+  const processors = resolveProcessors(deps, deps.config.processors, () => orm.em.fork());
+  const toProcessor = async (customer: Customer) => {
+    try {
+      return await upsertProcessorCustomer(processors, customer);
+    } catch (error) {
+      if (error instanceof ProcessorCustomerError) throw new ApiError('processor_error', error.message);
+      throw error;
+    }
+  };
   const update = async (id: string, body: z.infer<typeof UpdateCustomerBody>, scope: { accountId: string; livemode: boolean }) => {
     const em = orm.em.fork();
     const customer = await findOwnCustomer(em, id, scope);
     if (body.email !== undefined) customer.email = body.email;
     if (body.name !== undefined) customer.name = body.name;
     if (body.payment_method !== undefined) customer.paymentMethod = body.payment_method;
+    // A mode on Stripe: the Stripe customer follows (the card attached), before anything is written.
+    if (customer.paymentMethod && (customer.processorCustomerId || body.payment_method !== undefined)) {
+      customer.processorCustomerId = (await toProcessor(customer)) ?? customer.processorCustomerId ?? null;
+    }
     customer.updatedAt = new Date();
     await em.transactional(async (tx) => {
       await tx.flush();
@@ -125,8 +141,11 @@ export function customersApp(deps: ApiDeps) {
         email: body.email,
         name: body.name ?? null,
         paymentMethod: body.payment_method ?? null,
+        processorCustomerId: null,
         livemode,
       });
+      // A mode on Stripe: a customer given a card gets its Stripe customer holding it, before anything is written.
+      if (customer.paymentMethod) customer.processorCustomerId = await toProcessor(customer);
       await em.transactional(async (tx) => {
         await tx.flush();
         await recordEvent(tx, { accountId, livemode, type: 'customer.created', object: serializeCustomer(customer), transactionId: null });

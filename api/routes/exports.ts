@@ -7,7 +7,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { checkExportFileSignature, signedExportFileUrl } from '../../domain/export-links.ts';
 import { newId } from '../../domain/ids.ts';
 import { localExportStorage } from '../../services/export-storage.ts';
-import { exportColumns, storageKey } from '../../services/exports.ts';
+import { exportColumns, fileExtension, filtersProblem, storageKey } from '../../services/exports.ts';
 import { parseForApi } from '../../services/search.ts';
 import { ExportSchema, serializeExport } from '../../objects/export.ts';
 import { exportWorkflow } from '../../workflows/export.ts';
@@ -25,6 +25,10 @@ const CreateBody = z
     query: z.string().min(1).max(2000).optional().openapi({ description: 'transactions only: a search query (docs/exports-and-search.md)' }),
     created: z.object({ gte: isoInstant.optional(), lte: isoInstant.optional() }).strict().optional(),
     columns: z.array(z.string().min(1).max(64)).min(1).max(50).optional(),
+    filters: z
+      .record(z.string().max(64), z.string().min(1).max(255))
+      .optional()
+      .openapi({ description: "The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan; payouts status, method, currency" }),
     time_zone: z
       .string()
       .max(64)
@@ -100,7 +104,7 @@ export function exportsApps(deps: ApiDeps) {
     return c.body(body, 200, {
       'content-type': e.fileContentType!,
       'content-length': String(e.fileSize),
-      'content-disposition': `attachment; filename="${e.resource}-${e.id}.${e.format}"`,
+      'content-disposition': `attachment; filename="${e.resource}-${e.id}.${fileExtension(e)}"`,
       'x-content-sha256': e.fileSha256!,
     });
   }
@@ -112,6 +116,10 @@ export function exportsApps(deps: ApiDeps) {
       if (body.query !== undefined) {
         if (body.resource !== 'transactions') throw new ApiError('invalid_request', 'query: only transactions exports take a search query.');
         parseForApi(body.query);
+      }
+      if (body.filters) {
+        const problem = filtersProblem(body.resource, body.filters);
+        if (problem) throw new ApiError('invalid_request', problem);
       }
       if (body.columns) {
         const known = exportColumns[body.resource].map((col) => col.name);
@@ -130,6 +138,7 @@ export function exportsApps(deps: ApiDeps) {
         createdGte: body.created?.gte ?? null,
         createdLte: body.created?.lte ?? null,
         columns: body.columns ?? null,
+        filters: body.filters && Object.keys(body.filters).length ? body.filters : null,
         timeZone: body.time_zone,
         status: 'pending',
         rowsWritten: 0,

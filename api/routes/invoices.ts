@@ -3,18 +3,18 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
 import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
-import { Account, Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
+import { Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { invoicePdfToken } from '../../domain/invoice-links.ts';
-import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
+import { invoicePdf } from '../../services/invoice-pdf.ts';
 import { accountScope } from '../auth/principal.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import type { ApiDeps } from '../deps.ts';
 import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { amountRemaining, InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
+import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
 
 
 
@@ -26,47 +26,6 @@ function tokenMatches(secret: string, invoiceId: string, token: string): boolean
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-
-/** The PDF of an invoice: its account as seller, the customer as billed (falling back to the customer now for invoices issued before names were kept). */
-async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: boolean): Promise<Buffer> {
-  const [account, customer] = await Promise.all([
-    em.findOneOrFail(Account, { id: invoice.accountId }),
-    invoice.customerEmail ? null : em.findOne(Customer, { id: invoice.customerId }),
-  ]);
-  return renderInvoicePdf({
-    id: invoice.id,
-    number: invoice.number,
-    status: invoice.status,
-    currency: invoice.currency,
-    livemode: invoice.livemode,
-    testMode,
-    issuedAt: invoice.createdAt,
-    paidAt: invoice.paidAt ?? null,
-    voidedAt: invoice.voidedAt ?? null,
-    markedUncollectibleAt: invoice.markedUncollectibleAt ?? null,
-    periodStart: invoice.periodStart,
-    periodEnd: invoice.periodEnd,
-    subscriptionId: invoice.subscriptionId,
-    lines: invoice.lines.map((line) => ({
-      description: line.description,
-      quantity: line.quantity,
-      unitAmount: line.amount,
-      amount: line.amount * line.quantity,
-      periodStart: new Date(line.period_start),
-      periodEnd: new Date(line.period_end),
-      proration: line.proration ?? false,
-    })),
-    subtotal: invoice.subtotal,
-    total: invoice.total,
-    amountDue: invoice.amountDue,
-    amountPaid: invoice.amountPaid,
-    amountRemaining: amountRemaining(invoice),
-    seller: { name: account.name, email: account.email },
-    billTo: { name: invoice.customerName ?? customer?.name ?? null, email: invoice.customerEmail ?? customer?.email ?? null },
-    timeZone: account.settings.timezone || 'UTC',
-    locale: account.settings.language || 'en-US',
-  });
-}
 
 function pdfResponse(c: Context, invoice: Invoice, pdf: Buffer): Response {
   return c.body(new Uint8Array(pdf), 200, {

@@ -9,6 +9,7 @@
  */
 import { Hono } from 'hono';
 import { handleProcessorEvent } from '../../services/processor-events.ts';
+import { settleCheckoutPayment } from '../../services/payment-request-commands.ts';
 import type { Processors } from '../../services/processors/index.ts';
 import { ProcessorSignatureError, type ProcessorEvent } from '../../services/processors/types.ts';
 import { ApiError } from '../../domain/errors.ts';
@@ -47,7 +48,7 @@ export function processorWebhooksApp(deps: ApiDeps & { processors: Processors })
       livemode: verified.livemode,
       payload: payload as Record<string, unknown>,
       event: verified.event,
-    });
+    }, { settleCheckout: (input) => settleCheckoutPayment({ orm, temporal: deps.temporal, config: deps.config, processors }, input) });
     logger.info({ eventId: payload.id, type: payload.type, livemode: verified.livemode, ...result }, 'stripe webhook');
     return c.json({ received: true, duplicate: result.duplicate, action: result.action }, 200);
   });

@@ -10,6 +10,8 @@ export const Customer = defineEntity({
     email: p.string(),
     name: p.string().nullable(),
     paymentMethod: p.string().nullable(),
+    /** The customer at its mode's processor (Stripe: cus_…); null on the sandbox (services/processor-customers.ts). */
+    processorCustomerId: p.string().nullable(),
     accountId: p.string().index(),
     livemode: p.boolean(),
     createdAt: p.datetime().onCreate(() => new Date()),

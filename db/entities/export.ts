@@ -23,6 +23,8 @@ export const Export = defineEntity({
     createdGte: p.datetime().nullable(),
     createdLte: p.datetime().nullable(),
     columns: p.json<string[]>().nullable(),
+    /** Equality filters of the resource's list (exportFilters in services/exports.ts). */
+    filters: p.json<Record<string, string>>().nullable(),
     timeZone: p.string(),
     status: p.string().$type<ExportStatus>(),
     rowsWritten: p.integer().default(0),

@@ -17,6 +17,8 @@ import { Migration20261123120000_idempotency_scope } from './Migration2026112312
 import { Migration20261123140000_cli_keys } from './Migration20261123140000_cli_keys.ts';
 import { Migration20261123150000_exports } from './Migration20261123150000_exports.ts';
 import { Migration20261123160000_payout_destinations } from './Migration20261123160000_payout_destinations.ts';
+import { Migration20261123180000_export_filters } from './Migration20261123180000_export_filters.ts';
+import { Migration20261123181000_processor_customers } from './Migration20261123181000_processor_customers.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -39,4 +41,6 @@ export const migrations = [
   { name: 'Migration20261123140000_cli_keys', class: Migration20261123140000_cli_keys },
   { name: 'Migration20261123150000_exports', class: Migration20261123150000_exports },
   { name: 'Migration20261123160000_payout_destinations', class: Migration20261123160000_payout_destinations },
+  { name: 'Migration20261123180000_export_filters', class: Migration20261123180000_export_filters },
+  { name: 'Migration20261123181000_processor_customers', class: Migration20261123181000_processor_customers },
 ];

@@ -114,7 +114,7 @@ export class StripeProcessor implements PaymentProcessor {
           payment_intent: request.processorChargeId,
           amount: toStripeAmount(request.amount, request.currency),
           reason,
-          metadata: request.reason && !reason ? { reason: request.reason } : undefined,
+          metadata: request.metadata || (request.reason && !reason) ? { ...request.metadata, ...(request.reason && !reason && { reason: request.reason }) } : undefined,
         },
         { idempotencyKey: request.idempotencyKey },
       );
@@ -244,6 +244,9 @@ export class StripeProcessor implements PaymentProcessor {
           paymentMethod: idOf(intent?.payment_method),
           processorCustomerId: idOf(session.customer),
           metadata: session.metadata ?? {},
+          paymentStatus: session.payment_status ?? null,
+          amount: session.amount_total !== null && session.currency ? fromStripeAmount(session.amount_total, session.currency) : null,
+          currency: session.currency ? session.currency.toUpperCase() : null,
         };
       }
       default:

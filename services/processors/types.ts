@@ -27,6 +27,8 @@ export interface ProcessorRefundRequest {
   amount: number;
   currency: string;
   reason?: string;
+  /** Kept on the processor's refund (Stripe: metadata), so its webhook is known as the engine's own. */
+  metadata?: Record<string, string>;
 }
 
 export type ProcessorRefundResult =
@@ -59,7 +61,19 @@ export type ProcessorEvent =
   | { type: 'charge.succeeded' | 'charge.failed'; processorChargeId: string; failureCode?: string; failureMessage?: string; metadata: Record<string, string> }
   | { type: 'refund.created'; processorChargeId: string; processorRefundId: string; amount: number; currency: string; metadata: Record<string, string> }
   | { type: 'dispute.created'; processorChargeId: string; processorDisputeId: string; amount: number; currency: string; reason: string }
-  | { type: 'checkout.completed'; checkoutId: string; processorChargeId: string | null; paymentMethod: string | null; processorCustomerId: string | null; metadata: Record<string, string> }
+  | {
+      type: 'checkout.completed';
+      checkoutId: string;
+      processorChargeId: string | null;
+      paymentMethod: string | null;
+      processorCustomerId: string | null;
+      metadata: Record<string, string>;
+      /** 'paid' once the money is taken; 'unpaid' for a payment that settles later; 'no_payment_required' for setup sessions. */
+      paymentStatus: string | null;
+      /** What the checkout charged, in the engine's minor units (null for setup sessions). */
+      amount: number | null;
+      currency: string | null;
+    }
   | { type: 'ignored'; processorType: string };
 
 export interface PaymentProcessor {

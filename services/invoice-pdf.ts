@@ -1,0 +1,50 @@
+/**
+ * An invoice's PDF (domain/invoice-pdf.ts) with its account as seller: for the API
+ * (api/routes/invoices.ts) and the invoice-PDF zip export (services/exports.ts).
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Account, Customer, type Invoice } from '../db/entities/index.ts';
+import { renderInvoicePdf } from '../domain/invoice-pdf.ts';
+import { amountRemaining } from '../objects/invoice.ts';
+
+/** The PDF of an invoice: its account as seller, the customer as billed (falling back to the customer now for invoices issued before names were kept). */
+export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: boolean): Promise<Buffer> {
+  const [account, customer] = await Promise.all([
+    em.findOneOrFail(Account, { id: invoice.accountId }),
+    invoice.customerEmail ? null : em.findOne(Customer, { id: invoice.customerId }),
+  ]);
+  return renderInvoicePdf({
+    id: invoice.id,
+    number: invoice.number,
+    status: invoice.status,
+    currency: invoice.currency,
+    livemode: invoice.livemode,
+    testMode,
+    issuedAt: invoice.createdAt,
+    paidAt: invoice.paidAt ?? null,
+    voidedAt: invoice.voidedAt ?? null,
+    markedUncollectibleAt: invoice.markedUncollectibleAt ?? null,
+    periodStart: invoice.periodStart,
+    periodEnd: invoice.periodEnd,
+    subscriptionId: invoice.subscriptionId,
+    lines: invoice.lines.map((line) => ({
+      description: line.description,
+      quantity: line.quantity,
+      unitAmount: line.amount,
+      amount: line.amount * line.quantity,
+      periodStart: new Date(line.period_start),
+      periodEnd: new Date(line.period_end),
+      proration: line.proration ?? false,
+    })),
+    subtotal: invoice.subtotal,
+    total: invoice.total,
+    amountDue: invoice.amountDue,
+    amountPaid: invoice.amountPaid,
+    amountRemaining: amountRemaining(invoice),
+    seller: { name: account.name, email: account.email },
+    billTo: { name: invoice.customerName ?? customer?.name ?? null, email: invoice.customerEmail ?? customer?.email ?? null },
+    timeZone: account.settings.timezone || 'UTC',
+    locale: account.settings.language || 'en-US',
+  });
+}
+
