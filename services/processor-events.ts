@@ -9,8 +9,9 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { PaymentRequest, ProcessorEvent as ProcessorEventRow, Transaction } from '../db/entities/index.ts';
+import { Customer, PaymentRequest, ProcessorEvent as ProcessorEventRow, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
+import { serializeCustomer } from '../objects/customer.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
 import { recordEvent } from './events.ts';
 import { recordPaymentOutcome } from './payments.ts';
@@ -48,6 +49,8 @@ export type ProcessorEventAction =
   | 'disputed'
   /** a refund made at the processor (Stripe's dashboard) recorded on the ledger */
   | 'refunded'
+  /** a setup checkout (billing-details page) saved its card as the customer's payment method */
+  | 'payment_method_saved'
   /** kept in processor_events; nothing more to do now (refunds, checkouts, payments already final, unknown charges) */
   | 'recorded'
   /** an event type the engine does not act on */
@@ -58,6 +61,8 @@ export interface ProcessorEventResult {
   duplicate: boolean;
   action: ProcessorEventAction;
   transactionId: string | null;
+  /** The customer whose payment method changed ('payment_method_saved'): the caller wakes its subscriptions after the commit. */
+  customerId?: string;
 }
 
 function chargeIdOf(event: ProcessorEvent): string | null {
@@ -178,7 +183,19 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
       }
       case 'checkout.completed': {
         const paymentRequestId = event.metadata.payment_request_id;
-        // A setup session (billing details) or a checkout made outside the engine: kept.
+        // A setup session of the billing-details page: its card becomes the customer's payment method,
+        // as the sandbox form saves one (the same customer.updated event as PATCH /v1/customers).
+        if (!paymentRequestId && event.metadata.customer_id && event.paymentMethod) {
+          const customer = await tx.findOne(Customer, { id: event.metadata.customer_id, livemode: incoming.livemode });
+          if (!customer) return done('recorded', null, true);
+          if (customer.paymentMethod === event.paymentMethod) return { ...(await done('recorded', null, true)), customerId: customer.id };
+          customer.paymentMethod = event.paymentMethod;
+          customer.updatedAt = new Date();
+          await tx.flush();
+          await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object: serializeCustomer(customer), transactionId: null });
+          return { ...(await done('payment_method_saved', null, true)), customerId: customer.id };
+        }
+        // A checkout made outside the engine: kept.
         if (!paymentRequestId) return done('recorded', null, true);
         const request = await tx.findOne(PaymentRequest, { id: paymentRequestId, livemode: incoming.livemode });
         if (!request) return done('recorded', null, true);

@@ -444,6 +444,8 @@ describe('invoices', () => {
       '/v1/invoices/{id}/mark_uncollectible',
       '/v1/invoices/{id}/pdf',
       '/v1/invoices/{id}/void',
+      // The customer portal's own list (its link's customer only: test/customer-portal.test.ts).
+      '/v1/portal/invoices',
     ]);
     expect(doc.body.components.schemas.Invoice.properties.pdf).toBeDefined();
   });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Payout } from '../db/entities/index.ts';
 import { nextRunAfter, defaultScheduleSettings, type ScheduleSettings } from '../domain/payout-schedule.ts';
 import { patchSchedule, payoutScheduleWorkflowId } from '../services/payout-schedule.ts';
@@ -23,8 +23,17 @@ describe('payout schedules', () => {
   afterAll(() => engine?.close());
   const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => engine.call(method, path, body, headers);
   const as = (t: Tenant) => (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => call(method, path, body, { ...t.headers, ...sandbox, ...headers });
+  // Each test's schedules go manual when it ends: a daily schedule left running would run on every
+  // skipped day of the later tests (the monthly test skips a year).
+  const tenants: Tenant[] = [];
+  afterEach(async () => {
+    for (const t of tenants.splice(0)) {
+      for (const currency of ['USD', 'EUR']) await as(t)('PATCH', '/v1/payout_settings', { currency, interval: 'manual' });
+    }
+  });
   async function newTenant() {
     const t = await engine.signUp();
+    tenants.push(t);
     const api = as(t);
     expect((await api('POST', '/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Sched', currency: 'USD', routing_number: '110000000', account_number: '000123456789' })).status).toBe(201);
     return { t, api };
@@ -188,6 +197,9 @@ describe('payout schedules', () => {
 
   it('monthly on the 31st: every month end, Jan 31 then Feb 28, each the balance then available', async () => {
     const { t, api } = await newTenant();
+    // Skip to the next Jan 20 first, so the runs that matter (Jan 31, then February's end) come within three.
+    const today = new Date(await now());
+    await skipTo(Date.UTC(today.getUTCFullYear() + 1, 0, 20));
     const settings: ScheduleSettings = { ...defaultScheduleSettings, interval: 'monthly', monthlyAnchor: 31 };
     expect((await api('PATCH', '/v1/payout_settings', { currency: 'USD', interval: 'monthly', monthly_anchor: 31 })).status).toBe(200);
     let run = nextRunAfter(settings, new Date(await now()))!;

@@ -138,6 +138,39 @@ describe('Stripe Checkout pays a payment request (checkout.session.completed)', 
     expect((await engine.call('GET', `/v1/payments/${request.id}`, undefined, test)).body.status).toBe('pending');
   });
 
+  it('a setup checkout of the billing-details page saves its card as the customer\'s payment method, once', async () => {
+    const created = await engine.call('POST', '/v1/customers', { email: 'setup-card@example.com', payment_method: 'pm_card_visa' }, test);
+    const customerId: string = created.body.id;
+    const setupSession = (id: string, setupIntent: unknown) => ({
+      id,
+      object: 'checkout.session',
+      mode: 'setup',
+      status: 'complete',
+      payment_status: 'no_payment_required',
+      amount_total: null,
+      currency: null,
+      customer: 'cus_stripe_1',
+      payment_intent: null,
+      setup_intent: setupIntent,
+      metadata: { customer_id: customerId },
+    });
+    // The SetupIntent as Stripe expands it: its card becomes the customer's method, with customer.updated.
+    const expandedIntent = { id: 'seti_saved', object: 'setup_intent', status: 'succeeded', payment_method: 'pm_1SetupCard' };
+    const saved = await deliver(eventBody('evt_setup_1', setupSession('cs_setup_1', expandedIntent)));
+    expect(saved).toEqual({ status: 200, body: { received: true, duplicate: false, action: 'payment_method_saved' } });
+    expect((await engine.call('GET', `/v1/customers/${customerId}`, undefined, test)).body.payment_method).toBe('pm_1SetupCard');
+    const updates = async () => (await em().find(Event, { type: 'customer.updated', livemode: false })).filter((e) => e.data.object.id === customerId).length;
+    expect(await updates()).toBe(1);
+    // The same card again (another event id): nothing changes, no second event.
+    expect((await deliver(eventBody('evt_setup_1b', setupSession('cs_setup_1', expandedIntent)))).body).toMatchObject({ action: 'recorded' });
+    expect(await updates()).toBe(1);
+    // Not expanded (as webhooks arrive): the engine reads the SetupIntent from Stripe. stripe-mock's
+    // fixture has no payment method yet (requires_payment_method), so nothing is saved.
+    const unexpanded = await deliver(eventBody('evt_setup_2', setupSession('cs_setup_2', 'seti_from_stripe')));
+    expect(unexpanded.body).toMatchObject({ action: 'recorded' });
+    expect((await engine.call('GET', `/v1/customers/${customerId}`, undefined, test)).body.payment_method).toBe('pm_1SetupCard');
+  });
+
   describe('customers get their Stripe customer', () => {
     it('when created with a card in a Stripe mode (id stored), not on the sandbox', async () => {
       const created = await engine.call('POST', '/v1/customers', { email: 'stripe-cus@example.com', name: 'Ada', payment_method: 'pm_card_visa' }, test);

@@ -8,6 +8,8 @@
  * services/processor-events.ts); Stripe retries anything else.
  */
 import { Hono } from 'hono';
+import { Customer } from '../../db/entities/index.ts';
+import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
 import { handleProcessorEvent } from '../../services/processor-events.ts';
 import { settleCheckoutPayment } from '../../services/payment-request-commands.ts';
 import type { Processors } from '../../services/processors/index.ts';
@@ -41,15 +43,25 @@ export function processorWebhooksApp(deps: ApiDeps & { processors: Processors })
       throw new ApiError('invalid_signature', `A ${payload.livemode ? 'live' : 'test'} mode event signed with the ${verified.livemode ? 'live' : 'test'} mode secret.`);
     }
     if (typeof payload.id !== 'string' || typeof payload.type !== 'string') throw new ApiError('invalid_request', 'Not a Stripe event.');
+    let event = verified.event;
+    // Webhook objects are not expanded: a setup session's card is read from its SetupIntent.
+    if (event.type === 'checkout.completed' && !event.paymentMethod && event.setupIntentId) {
+      event = { ...event, paymentMethod: await processors.forMode(verified.livemode).setupPaymentMethod(event.setupIntentId) };
+    }
     const result = await handleProcessorEvent(orm.em.fork(), {
       processor: 'stripe',
       eventId: payload.id,
       type: payload.type,
       livemode: verified.livemode,
       payload: payload as Record<string, unknown>,
-      event: verified.event,
+      event,
     }, { settleCheckout: (input) => settleCheckoutPayment({ orm, temporal: deps.temporal, config: deps.config, processors }, input) });
     logger.info({ eventId: payload.id, type: payload.type, livemode: verified.livemode, ...result }, 'stripe webhook');
+    // A new card from the billing-details page: past-due invoices are retried with it now, as after PATCH /v1/customers.
+    if (result.action === 'payment_method_saved' && result.customerId) {
+      const customer = await orm.em.fork().findOne(Customer, { id: result.customerId });
+      if (customer) await notifyPaymentMethodUpdated({ orm, temporal: deps.temporal }, customer);
+    }
     return c.json({ received: true, duplicate: result.duplicate, action: result.action }, 200);
   });
 }

@@ -178,6 +178,11 @@ export class SandboxProcessor implements PaymentProcessor {
   }
 
   /** No hosted checkout: the engine's own pay page and billing-details page take the sandbox's test methods. */
+  /** The sandbox has no hosted setup: its billing-details form saves the card itself. */
+  async setupPaymentMethod(_setupIntentId: string): Promise<null> {
+    return null;
+  }
+
   async createCheckout(_request: CheckoutRequest): Promise<null> {
     return null;
   }

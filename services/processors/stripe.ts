@@ -160,6 +160,11 @@ export class StripeProcessor implements PaymentProcessor {
     return customerId;
   }
 
+  async setupPaymentMethod(setupIntentId: string): Promise<string | null> {
+    const intent = await this.stripe.setupIntents.retrieve(setupIntentId);
+    return intent.status === 'succeeded' ? idOf(intent.payment_method) : null;
+  }
+
   async createCheckout(request: CheckoutRequest): Promise<{ id: string; url: string }> {
     const common = {
       success_url: request.successUrl,
@@ -242,6 +247,7 @@ export class StripeProcessor implements PaymentProcessor {
           checkoutId: session.id,
           processorChargeId: idOf(session.payment_intent),
           paymentMethod: idOf(intent?.payment_method),
+          setupIntentId: idOf(session.setup_intent),
           processorCustomerId: idOf(session.customer),
           metadata: session.metadata ?? {},
           paymentStatus: session.payment_status ?? null,

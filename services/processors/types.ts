@@ -66,6 +66,8 @@ export type ProcessorEvent =
       checkoutId: string;
       processorChargeId: string | null;
       paymentMethod: string | null;
+      /** A setup session's SetupIntent: its payment method is read from the processor when the event does not carry it. */
+      setupIntentId: string | null;
       processorCustomerId: string | null;
       metadata: Record<string, string>;
       /** 'paid' once the money is taken; 'unpaid' for a payment that settles later; 'no_payment_required' for setup sessions. */
@@ -87,6 +89,8 @@ export interface PaymentProcessor {
   upsertCustomer(request: ProcessorCustomerRequest): Promise<string | null>;
   /** A hosted checkout page (Stripe Checkout Session); null when the processor has none (sandbox uses the engine's own pay page). */
   createCheckout(request: CheckoutRequest): Promise<{ id: string; url: string } | null>;
+  /** The payment method a completed setup (Stripe: SetupIntent) saved, or null. */
+  setupPaymentMethod(setupIntentId: string): Promise<string | null>;
   /** Verifies a processor webhook's signature and parses it; throws ProcessorSignatureError when it does not verify. */
   parseWebhook(rawBody: string, headers: Record<string, string | undefined>): ProcessorEvent;
 }
