@@ -128,7 +128,9 @@ describe('the Payouts page in chromium', () => {
     await form.getByLabel('Account number').fill('000000007777');
     await form.getByRole('button', { name: 'Add bank account' }).click();
     await table.getByText('Ada Ltd •••• 7777').waitFor();
-    await page.getByRole('button', { name: 'Make •••• 7777 the USD default' }).click();
+    // By keyboard: the button takes focus and Enter presses it.
+    await page.getByRole('button', { name: 'Make •••• 7777 the USD default' }).focus();
+    await page.keyboard.press('Enter');
     await page.getByRole('button', { name: 'Make •••• 6789 the USD default' }).waitFor();
     const accounts = (await callApi('GET', '/v1/bank_accounts')).data as any[];
     secondId = accounts.find((a) => a.last4 === '7777').id;
@@ -154,7 +156,7 @@ describe('the Payouts page in chromium', () => {
     await schedule.getByLabel('USD delay (days)').fill('2');
     await schedule.getByLabel('USD minimum').fill('50');
     await schedule.getByRole('button', { name: 'Save USD schedule' }).click();
-    await page.getByRole('form', { name: 'USD schedule' }).getByText(/^Next payout /).waitFor();
+    await page.getByRole('form', { name: 'USD schedule' }).getByText(/^Next payout .+, 00:00 UTC$/).waitFor();
     const usd = (await callApi('GET', '/v1/payout_settings')).schedules.find((s: any) => s.currency === 'USD');
     expect(usd).toMatchObject({ interval: 'weekly', weekly_anchor: 'friday', delay_days: 2, minimum_amount: 5000 });
     expect(new Date(usd.next_payout_at).getUTCDay()).toBe(5);

@@ -20,6 +20,8 @@ const weekdays = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'satur
 
 const describeAccount = (b: BankAccount) => `${b.type === 'paypal' ? (b.email ?? 'PayPal') : `•••• ${b.last4}`}`;
 /** Minor units from a typed amount ("49.00" → 4900). */
+/** A run's day: runs are at 00:00 UTC, so the day is read in UTC. */
+const utcDay = (value: string) => new Date(value).toLocaleDateString(undefined, { timeZone: 'UTC', weekday: 'short', day: 'numeric', month: 'short', year: 'numeric' });
 const minor = (value: string | undefined) => Math.round(Number(value ?? 0) * 100);
 
 export function Payouts() {
@@ -79,7 +81,7 @@ export function Payouts() {
       <Schedules readOnly={readOnly} />
 
       <section aria-labelledby="payouts-title">
-        <h2 id="payouts-title">Payouts</h2>
+        <h2 id="payouts-title">Payouts made</h2>
         {readOnly ? null : <NewPayout destinations={destinations.data?.data ?? []} />}
         <PagedTable
           label="Payouts"
@@ -233,7 +235,7 @@ function Schedules({ readOnly }: { readOnly: boolean }) {
 function ScheduleForm({ schedule, readOnly }: { schedule: Schedule; readOnly: boolean }) {
   const [interval, setInterval] = useState(schedule.interval);
   const intervalId = useId();
-  const next = schedule.next_payout_at ? `Next payout ${date(schedule.next_payout_at)}` : 'Manual: payouts only when you make them';
+  const next = schedule.next_payout_at ? `Next payout ${utcDay(schedule.next_payout_at)}, 00:00 UTC` : 'Manual: payouts only when you make them';
   if (readOnly) {
     return (
       <section className="card" aria-label={`${schedule.currency} schedule`}>
