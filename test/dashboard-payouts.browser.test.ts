@@ -30,6 +30,8 @@ describe('the Payouts page in chromium', () => {
   const problems: string[] = [];
   /** The API answers the page is expected to get: the refused routing number. */
   const expectedRefusals: string[] = [];
+  /** What each confirmation dialog asked (all are accepted). */
+  const dialogs: string[] = [];
 
   beforeAll(async () => {
     if (!fs.existsSync(executablePath)) {
@@ -69,7 +71,10 @@ describe('the Payouts page in chromium', () => {
       else problems.push(line);
     });
     view.on('pageerror', (error) => problems.push(error.message));
-    view.on('dialog', (dialog) => void dialog.accept());
+    view.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.accept();
+    });
     return view;
   }
   const callApi = async (method: string, apiPath: string, body?: unknown) => (await engine.call(method, apiPath, body, { ...engine.tenant.headers, ...sandbox })).body as any;
@@ -138,13 +143,34 @@ describe('the Payouts page in chromium', () => {
     expect(accounts.find((a) => a.id === firstId).default_for_currency).toBe(false);
     await page.getByRole('button', { name: 'Delete •••• 6789' }).click();
     await table.getByText('Ada Lovelace •••• 6789').waitFor({ state: 'detached' });
+    expect(dialogs).toEqual(['Delete the USD destination •••• 6789? Payouts keep naming it.']);
     expect((await callApi('GET', '/v1/bank_accounts')).data.map((a: any) => a.id)).toEqual([secondId]);
 
-    // The rail decides the fields: SEPA asks for an IBAN and takes EUR only.
+
+    // The rail decides the fields: SEPA asks for an IBAN (and BIC) and takes EUR only; a wrong check digit is refused with the API's words.
     await form.getByLabel('Rail').selectOption('sepa');
-    expect(await form.getByLabel('Currency').locator('option').allTextContents()).toEqual(['EUR']);
-    await form.getByLabel('IBAN').waitFor();
+    expect(await form.getByLabel('Currency', { exact: true }).locator('option').allTextContents()).toEqual(['EUR']);
     expect(await form.getByLabel('Routing number').count()).toBe(0);
+    await form.getByLabel('Holder name').fill('Ada GmbH');
+    await form.getByLabel('IBAN').fill('DE89 3704 0044 0532 0130 01');
+    await form.getByLabel('BIC (optional)').fill('COBADEFFXXX');
+    expectedRefusals.push('POST /v1/bank_accounts answered 400');
+    await form.getByRole('button', { name: 'Add bank account' }).click();
+    await form.getByRole('alert').filter({ hasText: 'iban: the IBAN check digits (ISO 7064 mod 97-10) do not match' }).waitFor();
+    await form.getByLabel('IBAN').fill('DE95370400440000006789');
+    await form.getByRole('button', { name: 'Add bank account' }).click();
+    await table.getByText('Ada GmbH •••• 6789').waitFor();
+    await table.getByText('Default for EUR').waitFor();
+
+    // PayPal: an email, in GBP; the list shows it masked.
+    await form.getByLabel('Rail').selectOption('paypal');
+    await form.getByLabel('Currency', { exact: true }).selectOption('GBP');
+    await form.getByLabel('Holder name').fill('Ada');
+    await form.getByLabel('PayPal email').fill('ada@example.com');
+    await form.getByRole('button', { name: 'Add bank account' }).click();
+    await table.getByText('Ada a***@example.com').waitFor();
+    const byCurrency = Object.fromEntries(((await callApi('GET', '/v1/bank_accounts')).data as any[]).map((a) => [a.currency, a.type]));
+    expect(byCurrency).toEqual({ USD: 'us_ach', EUR: 'sepa', GBP: 'paypal' });
     await form.getByLabel('Rail').selectOption('us_ach');
   });
 
