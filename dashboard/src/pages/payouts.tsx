@@ -238,7 +238,7 @@ function ScheduleForm({ schedule, readOnly }: { schedule: Schedule; readOnly: bo
   const next = schedule.next_payout_at ? `Next payout ${utcDay(schedule.next_payout_at)}, 00:00 UTC` : 'Manual: payouts only when you make them';
   if (readOnly) {
     return (
-      <section className="card" aria-label={`${schedule.currency} schedule`}>
+      <section className="card schedule-card" aria-label={`${schedule.currency} schedule`}>
         <h3>{schedule.currency}</h3>
         <dl className="facts">
           <dt>Interval</dt>
