@@ -7,3 +7,4 @@ export { payoutWorkflow } from './payout.ts';
 export { maintenanceWorkflow } from './maintenance.ts';
 export { fundsAvailabilityWorkflow } from './funds-availability.ts';
 export { exportWorkflow } from './export.ts';
+export { testClockWorkflow } from './test-clock.ts';

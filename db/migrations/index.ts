@@ -16,6 +16,7 @@ import { Migration20261123110000_settings_per_mode } from './Migration2026112311
 import { Migration20261123120000_idempotency_scope } from './Migration20261123120000_idempotency_scope.ts';
 import { Migration20261123140000_cli_keys } from './Migration20261123140000_cli_keys.ts';
 import { Migration20261123150000_exports } from './Migration20261123150000_exports.ts';
+import { Migration20261123170000_test_clocks } from './Migration20261123170000_test_clocks.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -37,4 +38,5 @@ export const migrations = [
   { name: 'Migration20261123120000_idempotency_scope', class: Migration20261123120000_idempotency_scope },
   { name: 'Migration20261123140000_cli_keys', class: Migration20261123140000_cli_keys },
   { name: 'Migration20261123150000_exports', class: Migration20261123150000_exports },
+  { name: 'Migration20261123170000_test_clocks', class: Migration20261123170000_test_clocks },
 ];

@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+
+const day = 86_400_000;
+
+/**
+ * Test clocks, as a user's own test drives them: only HTTP calls to the API. Nothing
+ * here skips Temporal's time (no env.sleep): the clocks move because they are advanced,
+ * which is how they work on the dev server and in production sandboxes too.
+ */
+describe('test clocks', () => {
+  let engine: TestEngine;
+  let sandbox: Record<string, string>;
+  beforeAll(async () => {
+    engine = await startTestEngine();
+    sandbox = { ...engine.tenant.headers, 'x-sandbox-mode': 'true' };
+  });
+  afterAll(() => engine?.close());
+
+  const call = (method: string, path: string, body?: unknown) => engine.call(method, path, body, sandbox);
+  async function created(path: string, body: unknown) {
+    const response = await call('POST', path, body);
+    expect(response.status, JSON.stringify(response.body)).toBe(201);
+    return response.body;
+  }
+  /** Advances and polls until ready; returns the wall time it took (ms). */
+  async function advance(clockId: string, to: string | number): Promise<number> {
+    const started = Date.now();
+    const answer = await call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: to });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body.status).toBe('advancing');
+    for (;;) {
+      const clock = (await call('GET', `/v1/test_clocks/${clockId}`)).body;
+      if (clock.status === 'ready') {
+        expect(clock.frozen_time).toBe(new Date(to).toISOString());
+        return Date.now() - started;
+      }
+      expect(clock.status, JSON.stringify(clock)).toBe('advancing');
+      if (Date.now() - started > 20_000) throw new Error(`clock ${clockId} still advancing after 20 s`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  const subscription = async (id: string) => (await call('GET', `/v1/subscriptions/${id}`)).body;
+
+  it('live mode has no test clocks', async () => {
+    const live = await engine.call('POST', '/v1/test_clocks', { frozen_time: '2027-01-01T00:00:00Z' });
+    expect(live.status).toBe(400);
+    expect(live.body.error).toBe('livemode_not_allowed');
+    expect((await engine.call('GET', '/v1/test_clocks')).body.error).toBe('livemode_not_allowed');
+  });
+
+  it('runs a trial, 12 monthly renewals, then dunning to cancel, by advancing a clock', async () => {
+    const wallStart = Date.now();
+    const clock = await created('/v1/test_clocks', { frozen_time: '2027-01-01T00:00:00Z', name: 'A year of Pro' });
+    expect(clock).toMatchObject({ object: 'test_clock', status: 'ready', frozen_time: '2027-01-01T00:00:00.000Z', name: 'A year of Pro', livemode: false });
+    expect(Date.parse(clock.deletes_after)).toBeGreaterThan(Date.now());
+    const customer = await created('/v1/customers', { email: 'clocked@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    expect(customer.test_clock).toBe(clock.id);
+    const plan = await created('/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 30 });
+    const sub = await created('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    expect(sub).toMatchObject({ status: 'trialing', trial_start: '2027-01-01T00:00:00.000Z', trial_end: '2027-01-31T00:00:00.000Z', created_at: '2027-01-01T00:00:00.000Z' });
+
+    // Objects on a clock stay out of lists unless asked for.
+    expect((await call('GET', '/v1/subscriptions')).body.data.map((s: { id: string }) => s.id)).not.toContain(sub.id);
+    expect((await call('GET', '/v1/customers')).body.data.map((c: { id: string }) => c.id)).not.toContain(customer.id);
+    expect((await call('GET', `/v1/subscriptions?test_clock=${clock.id}`)).body.data.map((s: { id: string }) => s.id)).toEqual([sub.id]);
+    expect((await call('GET', `/v1/customers?test_clock=${clock.id}`)).body.data.map((c: { id: string }) => c.id)).toEqual([customer.id]);
+
+    // A month before the trial ends: nothing happens.
+    const timings: number[] = [];
+    timings.push(await advance(clock.id, '2027-01-15T00:00:00Z'));
+    expect(await subscription(sub.id)).toMatchObject({ status: 'trialing' });
+
+    // Trial end (January 31st), then the 12 renewals: Feb 28, Mar 31, Apr 30, ... Jan 31.
+    const dates = ['2027-01-31'];
+    for (let m = 1; m <= 12; m++) {
+      const last = new Date(Date.UTC(2027, m + 1, 0)); // the last day of month m (0-based), 2027-02-28 first
+      dates.push(last.toISOString().slice(0, 10));
+    }
+    expect(dates.slice(0, 4)).toEqual(['2027-01-31', '2027-02-28', '2027-03-31', '2027-04-30']);
+    expect(dates.at(-1)).toBe('2028-01-31');
+    for (const [cycle, date] of dates.entries()) {
+      timings.push(await advance(clock.id, `${date}T00:00:00Z`));
+      const s = await subscription(sub.id);
+      expect(s, date).toMatchObject({ status: 'active', billing_cycle: cycle, current_period_start: `${date}T00:00:00.000Z` });
+      expect(s.updated_at).toBe(`${date}T00:00:00.000Z`);
+    }
+    const invoices = (await call('GET', `/v1/invoices?subscription=${sub.id}&limit=100`)).body;
+    const paid = (invoices.data ?? []).filter((i: { status: string }) => i.status === 'paid');
+    expect(paid.length, JSON.stringify(invoices).slice(0, 500)).toBe(13);
+    expect(paid.map((i: { created_at: string }) => i.created_at.slice(0, 10)).sort()).toEqual(dates);
+
+    // The card starts declining: the February 29th renewal fails, four attempts, then the grace period, then cancel.
+    expect((await call('POST', `/v1/customers/${customer.id}`, { payment_method: 'pm_card_chargeDeclined' })).status).toBe(200);
+    const failed = () => engine.mail.messages.filter((m) => m.envelopeTo.includes('clocked@example.com') && /Payment failed/.test(m.parsed.subject ?? ''));
+    timings.push(await advance(clock.id, '2028-02-29T00:00:00Z'));
+    expect(await subscription(sub.id)).toMatchObject({ status: 'past_due', billing_cycle: 13 });
+    expect(failed()).toHaveLength(1);
+    const retries = [
+      ['2028-03-01T00:00:00Z', 2], // 24 h
+      ['2028-03-03T00:00:00Z', 3], // 3 d
+      ['2028-03-07T00:00:00Z', 4], // 7 d
+    ] as const;
+    for (const [at, attempts] of retries) {
+      timings.push(await advance(clock.id, at));
+      expect((await subscription(sub.id)).status).toBe('past_due');
+      expect(failed().length, at).toBe(attempts);
+    }
+    // The grace period (7 days by default) after the last attempt: canceled on March 14th.
+    timings.push(await advance(clock.id, '2028-03-13T23:00:00Z'));
+    expect((await subscription(sub.id)).status).toBe('past_due');
+    timings.push(await advance(clock.id, '2028-03-14T00:00:00Z'));
+    expect(await subscription(sub.id)).toMatchObject({ status: 'canceled', canceled_at: '2028-03-14T00:00:00.000Z' });
+    expect(engine.mail.messages.some((m) => m.envelopeTo.includes('clocked@example.com') && /has been canceled/.test(m.parsed.subject ?? ''))).toBe(true);
+
+    const wall = Date.now() - wallStart;
+    console.log(`test clock: ${timings.length} advances, each ready in ${Math.min(...timings)}-${Math.max(...timings)} ms (mean ${Math.round(timings.reduce((a, b) => a + b, 0) / timings.length)} ms); the whole run ${wall} ms`);
+    for (const t of timings) expect(t).toBeLessThan(2_000);
+    expect(wall).toBeLessThan(15_000);
+  }, 60_000);
+
+  it('two clocks advanced at the same time do not see each other\'s time', async () => {
+    const plan = await created('/v1/plans', { name: 'Basic', amount: 900, currency: 'USD', interval: 'month', trial_period_days: 10 });
+    const clocks = await Promise.all(['2030-06-01T00:00:00Z', '2031-01-01T00:00:00Z'].map((t) => created('/v1/test_clocks', { frozen_time: t })));
+    const subs = [];
+    for (const clock of clocks) {
+      const customer = await created('/v1/customers', { email: `${clock.id}@example.com`, payment_method: 'pm_card_visa', test_clock: clock.id });
+      subs.push(await created('/v1/subscriptions', { customer_id: customer.id, plan: plan.id }));
+    }
+    expect(subs.map((s) => s.trial_end)).toEqual(['2030-06-11T00:00:00.000Z', '2031-01-11T00:00:00.000Z']);
+    const targets = [Date.parse('2030-06-11T00:00:00Z') + 40 * day, Date.parse('2031-01-11T00:00:00Z') + 5 * day];
+    await Promise.all(clocks.map((clock, i) => advance(clock.id, new Date(targets[i]!).toISOString())));
+    const [a, b] = await Promise.all(subs.map((s) => subscription(s.id)));
+    // The first: trial end June 11th, renewed July 11th; the second: trial end only.
+    expect(a).toMatchObject({ status: 'active', billing_cycle: 1, current_period_start: '2030-07-11T00:00:00.000Z', updated_at: '2030-07-11T00:00:00.000Z' });
+    expect(b).toMatchObject({ status: 'active', billing_cycle: 0, current_period_start: '2031-01-11T00:00:00.000Z', updated_at: '2031-01-11T00:00:00.000Z' });
+  }, 30_000);
+
+  it('moves forward only, one advance at a time, and deletes with everything on it', async () => {
+    const clock = await created('/v1/test_clocks', { frozen_time: 1893456000 }); // 2030-01-01, Unix seconds as Stripe takes it
+    expect(clock.frozen_time).toBe('2030-01-01T00:00:00.000Z');
+    const back = await call('POST', `/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2029-12-31T00:00:00Z' });
+    expect(back.status).toBe(400);
+    expect(back.body.error).toBe('invalid_request');
+    const listed = (await call('GET', '/v1/test_clocks')).body.data.map((c: { id: string }) => c.id);
+    expect(listed).toContain(clock.id);
+    const customer = await created('/v1/customers', { email: 'gone@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const plan = await created('/v1/plans', { name: 'Gone', amount: 500, currency: 'USD', interval: 'month' });
+    const sub = await created('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    expect(sub.status).toBe('active');
+    const deleted = await call('DELETE', `/v1/test_clocks/${clock.id}`);
+    expect(deleted.body).toEqual({ id: clock.id, object: 'test_clock', deleted: true });
+    expect((await call('GET', `/v1/test_clocks/${clock.id}`)).status).toBe(404);
+    expect((await call('GET', `/v1/customers/${customer.id}`)).status).toBe(404);
+    expect((await call('GET', `/v1/subscriptions/${sub.id}`)).status).toBe(404);
+    // Another account never sees a clock.
+    const other = await engine.signUp();
+    const theirs = await created('/v1/test_clocks', { frozen_time: '2030-01-01T00:00:00Z' });
+    expect((await engine.call('GET', `/v1/test_clocks/${theirs.id}`, undefined, { ...other.headers, 'x-sandbox-mode': 'true' })).status).toBe(404);
+  }, 30_000);
+});
