@@ -7,11 +7,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { Customer, TestClock } from '../db/entities/index.ts';
+import { Customer, Invoice, Subscription, TestClock } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeTestClock } from '../objects/test-clock.ts';
-import { clockRegisterSignal, type ClockBinding } from '../workflows/clock-sleep.ts';
+import { clockRegisterSignal, clockReportSignal, type ClockBinding } from '../workflows/clock-sleep.ts';
 import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../workflows/test-clock.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { recordEvent } from './events.ts';
@@ -120,6 +120,11 @@ export async function bindToClock(client: Client, binding: ClockBinding, workflo
   await client.workflow.getHandle(binding.id).signal(clockRegisterSignal, { workflowId, known: binding.now });
 }
 
+/** Undoes bindToClock when the workflow did not start (it existed already): the clock stops waiting for it. A live one re-registers at its next wait. */
+export async function unbindFromClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
+  await client.workflow.getHandle(binding.id).signal(clockReportSignal, { workflowId, wakeAt: null, known: binding.now, done: true });
+}
+
 /** Ids of the customers on `clockId` (the list filter), or of all customers on any clock of the account (what lists leave out). */
 export async function clockCustomerIds(em: EntityManager, accountId: string, clockId?: string): Promise<string[]> {
   const rows = await em.find(Customer, clockId ? { accountId, livemode: false, testClockId: clockId } : { accountId, livemode: false, testClockId: { $ne: null } }, { fields: ['id'] });
@@ -150,14 +155,11 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
   await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test clock deleted').catch(() => undefined)));
   const customerIds = await clockCustomerIds(em, clock.accountId, clock.id);
   await em.transactional(async (tx) => {
-    const conn = tx.getConnection();
     if (customerIds.length > 0) {
-      const ids = customerIds;
       // Money stays: transactions, charges and the ledger keep what moved on the sandbox balance.
-      for (const table of ['subscriptions', 'invoices']) {
-        await conn.execute(`delete from "${table}" where customer_id = any(?)`, [ids]);
-      }
-      await conn.execute(`delete from customers where id = any(?)`, [ids]);
+      await tx.nativeDelete(Subscription, { customerId: { $in: customerIds } });
+      await tx.nativeDelete(Invoice, { customerId: { $in: customerIds } });
+      await tx.nativeDelete(Customer, { id: { $in: customerIds } });
     }
     const row = await tx.findOne(TestClock, { id: clock.id });
     if (row) {

@@ -71,6 +71,17 @@ export interface WorkflowClock {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** The activity header that carries a workflow's test clock (workflows/test-clock-interceptors.ts). */
+export const testClockHeader = 'billing-test-clock';
+
+/** Per workflow (globalThis is each workflow's own in the sandbox): the binding of the clock it lives on. */
+const slot = globalThis as { __billingTestClock?: () => ClockBinding };
+
+/** The test clock of the running workflow, with its current time, or undefined. */
+export function currentClockBinding(): ClockBinding | undefined {
+  return slot.__billingTestClock?.();
+}
+
 export function workflowClock(binding: ClockBinding | null | undefined): WorkflowClock {
   if (!binding) {
     return {
@@ -119,6 +130,7 @@ export function workflowClock(binding: ClockBinding | null | undefined): Workflo
     }
   }
 
+  slot.__billingTestClock = () => ({ id: clockId, now: iso(known) });
   return {
     binding: () => ({ id: clockId, now: iso(known) }),
     now: () => new Date(known),

@@ -19,7 +19,7 @@
  * The run continues as new between instants when Temporal suggests it (an advance over
  * many subscriptions or many months writes many signals), carrying its state.
  */
-import { condition, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { clockRegisterSignal, clockReportSignal, clockTickSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
 
@@ -56,7 +56,7 @@ export interface TestClockState {
 export const advanceClockSignal = defineSignal<[AdvanceRequest]>('advanceTestClock');
 export const testClockQuery = defineQuery<TestClockState>('testClock');
 
-const activities = proxyActivities<Activities>({
+const activities = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
