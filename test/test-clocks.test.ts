@@ -158,4 +158,65 @@ describe('test clocks', () => {
     const theirs = await created('/v1/test_clocks', { frozen_time: '2030-01-01T00:00:00Z' });
     expect((await engine.call('GET', `/v1/test_clocks/${theirs.id}`, undefined, { ...other.headers, 'x-sandbox-mode': 'true' })).status).toBe(404);
   }, 30_000);
+  it('payment requests expire, recurring requests issue and money becomes available on the clock', async () => {
+    const tenant = await engine.signUp({ name: 'Clocked Ltd' });
+    const headers = { ...tenant.headers, 'x-sandbox-mode': 'true' };
+    const as = (method: string, path: string, body?: unknown) => engine.call(method, path, body, headers);
+    const make = async (path: string, body: unknown) => {
+      const response = await as('POST', path, body);
+      expect(response.status, JSON.stringify(response.body)).toBe(201);
+      return response.body;
+    };
+    const balance = async () => {
+      const body = (await as('GET', '/v1/balance')).body;
+      const of = (list: { amount: number; currency: string }[]) => list.find((m) => m.currency === 'USD')?.amount ?? 0;
+      return { available: of(body.available), pending: of(body.pending) };
+    };
+    const clock = await make('/v1/test_clocks', { frozen_time: '2032-03-01T00:00:00Z' });
+    const run = async (to: string) => {
+      const answer = await as('POST', `/v1/test_clocks/${clock.id}/advance`, { frozen_time: to });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      for (let i = 0; i < 500; i++) {
+        const c = (await as('GET', `/v1/test_clocks/${clock.id}`)).body;
+        if (c.status === 'ready') return c;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('not ready');
+    };
+
+    // A one-off request that expires in an hour, on the clock.
+    const request = await make('/api/v1/payment-requests', { type: 'one_time', amount: 1200, currency: 'USD', customer_email: 'payer@example.com', expires_in: 3600, test_clock: clock.id });
+    expect(request).toMatchObject({ status: 'pending', created_at: '2032-03-01T00:00:00.000Z', expires_at: '2032-03-01T01:00:00.000Z' });
+    // A recurring one, monthly.
+    const recurring = await make('/api/v1/payment-requests', { type: 'recurring', interval: 'month', amount: 500, currency: 'USD', customer_email: 'monthly@example.com', test_clock: clock.id });
+    // A subscription without a trial, charged at once: its money is pending for two days (of the clock).
+    const customer = await make('/v1/customers', { email: 'card@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const plan = await make('/v1/plans', { name: 'Bank plan', amount: 3000, currency: 'USD', interval: 'month' });
+    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    expect(sub.created_at).toBe('2032-03-01T00:00:00.000Z');
+
+    await run('2032-03-01T00:59:00Z');
+    expect((await as('GET', `/v1/payments/${request.id}`)).body.status).toBe('pending');
+    await run('2032-03-01T01:00:00Z');
+    expect((await as('GET', `/v1/payments/${request.id}`)).body).toMatchObject({ status: 'failed', updated_at: '2032-03-01T01:00:00.000Z' });
+
+    expect(await balance()).toEqual({ available: 0, pending: 3000 });
+    await run('2032-03-02T23:59:00Z');
+    expect(await balance()).toEqual({ available: 0, pending: 3000 });
+    await run('2032-03-03T00:00:00Z'); // available two days after the charge
+    expect(await balance()).toEqual({ available: 3000, pending: 0 });
+
+    await run('2032-04-01T00:00:00Z'); // a month later: the recurring request's second period, the subscription's renewal
+    const r = (await as('GET', `/api/v1/payment-requests/${recurring.id}`)).body;
+    expect(r, JSON.stringify(r)).toMatchObject({ status: 'active' });
+    expect(r.latest_payment_request_id).not.toBeNull();
+    const latest = (await as('GET', `/v1/payments/${r.latest_payment_request_id}`)).body;
+    expect(latest).toMatchObject({ status: 'pending', created_at: '2032-04-01T00:00:00.000Z' });
+    expect((await as('GET', `/v1/subscriptions/${sub.id}`)).body).toMatchObject({ billing_cycle: 1, current_period_start: '2032-04-01T00:00:00.000Z' });
+    // Events of objects on the clock carry its time.
+    const events = (await as('GET', '/v1/events?limit=100')).body.data as { type: string; created_at: string; data: { object: { id: string } } }[];
+    const failedEvent = events.find((e) => e.type === 'payment_request.failed' && e.data.object.id === request.id);
+    expect(failedEvent?.created_at).toBe('2032-03-01T01:00:00.000Z');
+    expect(events.filter((e) => e.type === 'test_clock.ready').length).toBeGreaterThanOrEqual(5);
+  }, 40_000);
 });
