@@ -19,7 +19,7 @@
  * The run continues as new between instants when Temporal suggests it (an advance over
  * many subscriptions or many months writes many signals), carrying its state.
  */
-import { condition, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, ContinueAsNew, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { clockRegisterSignal, clockReportSignal, clockTickSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
 
@@ -110,7 +110,7 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
     );
   }
 
-  /** One advance to `target`, instant by instant; returns false when it continued as new. */
+  /** One advance to `to`, instant by instant (it may continue as new between instants, carrying the advance). */
   async function advance(to: number): Promise<void> {
     for (;;) {
       setCurrentDetails(`Advancing to ${iso(to)}: at ${iso(time)}, waiting for ${busyIds().length} workflow(s).`);
@@ -146,7 +146,7 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
       await advance(to);
       await activities.testClockAdvanced({ clockId: input.clockId, frozenTime: iso(time), failure: null });
     } catch (error) {
-      if (error instanceof Error && error.name === 'ContinueAsNew') throw error;
+      if (error instanceof ContinueAsNew) throw error;
       await activities.testClockAdvanced({ clockId: input.clockId, frozenTime: iso(time), failure: error instanceof Error ? error.message : String(error) });
     }
     if (target === to) target = null;
