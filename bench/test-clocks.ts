@@ -83,7 +83,7 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     worker.shutdown();
     await running;
   });
-  const app = createApp({ orm, temporal: client, config, logger: createLogger('silent') });
+  const app = createApp({ orm, temporal: client, config, logger: createLogger(process.env.BENCH_API_LOG_LEVEL ?? 'error') });
 
   let headers: Record<string, string> = { 'content-type': 'application/json' };
   const call = async (method: string, url: string, body?: unknown) => {

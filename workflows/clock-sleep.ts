@@ -16,6 +16,13 @@
  *
  * Nothing here depends on Temporal's time-skipping server: the clock moves only when
  * asked to, on any Temporal server.
+ *
+ * To put another workflow on clocks (payouts and their schedules, webhook retries):
+ * give its input an optional `testClock: ClockBinding`, replace its `sleep`/`condition`
+ * timers and `Date.now()` by this helper's (same commands without a clock), call
+ * `finished()` before it returns, carry `binding()` into a continue-as-new, and have
+ * whoever starts it call services/test-clocks.ts `bindToClock` first (an activity on
+ * a clock finds the binding in services/clock-context.ts `currentTestClock()`).
  */
 import { condition, defineSignal, getExternalWorkflowHandle, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 

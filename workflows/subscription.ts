@@ -18,7 +18,10 @@
  * activities and state.
  *
  * Deterministic code only: time is workflow time (`Date.now()` is replay-safe
- * here), every side effect is an activity.
+ * here), every side effect is an activity. A subscription of a customer on a test
+ * clock takes its time from the clock instead (`clock.now()`, `clock.sleepUntil`:
+ * workflows/clock-sleep.ts) and runs its activities as local activities; without a
+ * clock, every command is what it always was.
  */
 import {
   allHandlersFinished,
