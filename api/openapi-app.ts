@@ -64,6 +64,7 @@ const exampleCodes: Record<number, { error: ErrorCode; message: string; descript
   403: { error: 'forbidden', message: 'The member role may not do this.', description: 'The caller\'s role may not do this' },
   404: { error: 'not_found', message: 'No such resource.', description: 'Not found (also an id of the other mode)' },
   409: { error: 'conflict', message: 'The resource changed; retry.', description: 'Conflict with the current state (or a retry while the first request with its Idempotency-Key runs)' },
+  410: { error: 'link_expired', message: 'This link expired; ask for a new one.', description: 'A signed link past its expiry' },
   413: { error: 'payload_too_large', message: 'Request bodies are limited to 1048576 bytes.', description: 'Body too large' },
   415: { error: 'unsupported_media_type', message: 'Content-Type must be application/json or application/x-www-form-urlencoded, got "text/plain".', description: 'Body neither JSON nor a form' },
   422: { error: 'idempotency_key_reused', message: 'This Idempotency-Key was used with another request.', description: 'Idempotency-Key reused with another body' },

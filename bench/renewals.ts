@@ -41,6 +41,9 @@
  * Unset, they are the production defaults. BENCH_SQLITE_PRAGMAS (e.g.
  * `journal_mode=wal,synchronous=normal`) passes `--sqlite-pragma`s to the dev server,
  * to see how much of the limit is its SQLite file. A tuned run writes a section of its own.
+ * BENCH_TEMPORAL=postgres runs the real Temporal server (v1.29.1, persisted in the
+ * same embedded PostgreSQL, BENCH_HISTORY_SHARDS shards, default 4; dev/temporal-server.ts)
+ * instead of the dev server, into a section of its own.
  * BENCH_WRITE=0 prints the section instead of writing it to bench/RESULTS.md.
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
@@ -54,9 +57,10 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Account, Customer, Plan, Subscription } from '../db/entities/index.ts';
 import { startEmbeddedPostgres } from '../dev/postgres.ts';
-import { freePort } from '../dev/processes.ts';
+import { freePort, freePortRun } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
-import { resolveTemporalCli } from '../dev/tools.ts';
+import { defaultHistoryShards, startTemporalServer } from '../dev/temporal-server.ts';
+import { resolveTemporalCli, temporalServerVersion } from '../dev/tools.ts';
 import { newId } from '../domain/ids.ts';
 import { initialSnapshot, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
@@ -86,6 +90,12 @@ const settings = {
   activitySlots: positive('BENCH_ACTIVITY_SLOTS'),
   workflowSlots: positive('BENCH_WORKFLOW_SLOTS'),
   dbPool: positive('BENCH_DB_POOL'),
+  temporal: ((): 'dev' | 'postgres' => {
+    const kind = process.env.BENCH_TEMPORAL ?? 'dev';
+    if (kind !== 'dev' && kind !== 'postgres') throw new Error(`BENCH_TEMPORAL must be dev or postgres, not ${kind}`);
+    return kind;
+  })(),
+  historyShards: positive('BENCH_HISTORY_SHARDS') ?? defaultHistoryShards,
   sqlitePragmas: (process.env.BENCH_SQLITE_PRAGMAS ?? '')
     .split(',')
     .map((p) => p.trim())
@@ -98,7 +108,7 @@ const tunings = [
   settings.sqlitePragmas.length > 0 && `BENCH_SQLITE_PRAGMAS=${settings.sqlitePragmas.join(',')}`,
 ].filter((t): t is string => typeof t === 'string');
 /** The rollback journal shows when the server writes; in WAL mode it is not there to see. */
-const journalObservable = !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
+const journalObservable = settings.temporal === 'dev' && !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
 const workerSettings = () =>
   `maxConcurrentActivityTaskExecutions ${settings.activitySlots ?? '100 (SDK default)'}, maxConcurrentWorkflowTaskExecutions ${settings.workflowSlots ?? '40 (SDK default)'}, ` +
   `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}`;
@@ -860,9 +870,13 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
       `work outside the benchmark's processes (other people's, and this script's polling) took ` +
       `${pct((engine.cpu.others + engine.cpu.bench) / (cores * engine.wall))} and ${pct((baseline.cpu.others + baseline.cpu.bench) / (cores * baseline.wall))} of them.`,
     '',
-    `**${serverBound ? 'The Temporal server is the bottleneck' : 'The Temporal server'}.** The dev server keeps all its state (histories, timers, ` +
-      'task queues, visibility) in one SQLite file, opened through a single connection (one descriptor on temporal.db), ' +
-      (journalObservable
+    `**${serverBound ? 'The Temporal server is the bottleneck' : 'The Temporal server'}.** ` +
+      (settings.temporal === 'postgres'
+        ? `The server persists histories, timers, task queues and visibility in PostgreSQL over ${settings.historyShards} history shards, each shard writing in parallel; ` +
+          'the PostgreSQL process serves both Temporal and the engine here. '
+        : 'The dev server keeps all its state (histories, timers, ' +
+      'task queues, visibility) in one SQLite file, opened through a single connection (one descriptor on temporal.db), ') +
+      (settings.temporal === 'postgres' ? '' : journalObservable
         ? 'in rollback-journal mode, so its writes happen one transaction at a time, each with its fsyncs. Polled every 200 ms, its journal file ' +
           `(present while a write transaction is open) was there ${pct(engine.serverWriteShare)} of the time during the engine's rounds and ` +
           `${pct(baseline.serverWriteShare)} during the baseline's. `
@@ -880,7 +894,7 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
       `instead of ${round1(activitiesPer(baseline.activities))}, a search-attribute upsert (a visibility write) and a continue-as-new, which starts a new ` +
       'run. A production Temporal cluster (PostgreSQL, MySQL or Cassandra persistence over many history shards) writes in parallel; there the ' +
       "worker's and PostgreSQL's costs per renewal, the other figures here, weigh more." +
-      (settings.sqlitePragmas.length === 0
+      (settings.sqlitePragmas.length === 0 && settings.temporal === 'dev'
         ? ' How much of the limit is the SQLite file: `BENCH_SQLITE_PRAGMAS=journal_mode=wal,synchronous=normal npm run bench:renewals` ' +
           'measures the same with the dev server in WAL mode, into a section of its own.'
         : ''),
@@ -922,26 +936,39 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   stops.add('temp folder', async () => removeTmpDir());
   process.once('exit', removeTmpDir);
 
-  say('starting PostgreSQL and the Temporal dev server, bundling the workflows');
+  const onPostgres = settings.temporal === 'postgres';
+  say(`starting PostgreSQL and the Temporal ${onPostgres ? `server on PostgreSQL (${settings.historyShards} history shards)` : 'dev server'}, bundling the workflows`);
+  const startingPostgres = freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port }));
   const [postgres, temporal, bundle] = await Promise.all([
-    freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
-    Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
-      startTemporalDevServer({
-        dataDir: path.join(tmpDir, 'temporal'),
-        port,
-        uiPort,
-        namespace,
-        log: say,
-        extraArgs: settings.sqlitePragmas.flatMap((pragma) => ['--sqlite-pragma', pragma]),
-      }),
-    ),
+    startingPostgres,
+    onPostgres
+      ? Promise.all([startingPostgres, freePortRun(9)]).then(([pg, port]) =>
+          startTemporalServer({
+            dataDir: path.join(tmpDir, 'temporal-server'),
+            port,
+            namespace,
+            postgres: { host: '127.0.0.1', port: pg.port, user: 'postgres', password: 'postgres' },
+            historyShards: settings.historyShards,
+            log: say,
+          }),
+        )
+      : Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
+          startTemporalDevServer({
+            dataDir: path.join(tmpDir, 'temporal'),
+            port,
+            uiPort,
+            namespace,
+            log: say,
+            extraArgs: settings.sqlitePragmas.flatMap((pragma) => ['--sqlite-pragma', pragma]),
+          }),
+        ),
     bundleWorkflowCode({
       workflowsPath: fileURLToPath(new URL('./workflows/index.ts', import.meta.url)),
       logger: { trace() {}, debug() {}, info() {}, warn: say, error: say, log() {} } as never,
     }),
   ]);
   stops.add('PostgreSQL', () => postgres.stop());
-  stops.add('Temporal dev server', () => temporal.stop());
+  stops.add('Temporal server', () => temporal.stop());
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
   fs.writeFileSync(bundlePath, bundle.code);
 
@@ -959,13 +986,13 @@ await runBenchmark('bench:renewals', async (stops, say) => {
     temporalAddress: temporal.address,
     bundlePath,
     tmpDir,
-    pids: { server: pidOf(path.join(tmpDir, 'temporal', 'temporal.pid')), postgres: pidOf(path.join(tmpDir, 'postgres', 'postmaster.pid')) },
+    pids: { server: pidOf(onPostgres ? path.join(tmpDir, 'temporal-server', 'temporal-server.pid') : path.join(tmpDir, 'temporal', 'temporal.pid')), postgres: pidOf(path.join(tmpDir, 'postgres', 'postmaster.pid')) },
     serverJournal: path.join(tmpDir, 'temporal', 'temporal.db-journal'),
     say,
     stops,
   };
   const cli = await resolveTemporalCli({ log: () => {}, allowBuild: false });
-  const serverVersion = 'path' in cli ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim() : 'unknown';
+  const serverVersion = onPostgres ? `temporal-server ${temporalServerVersion}` : 'path' in cli ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim() : 'unknown';
   say(`ready in ${((Date.now() - began) / 1000).toFixed(1)} s (PostgreSQL ${pgVersion}; ${serverVersion})`);
   const code = codeState();
   say(`measuring ${code}`);
@@ -986,7 +1013,7 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   const baseline = summarize('baseline', results);
   const ratio = engine.perSecond / baseline.perSecond;
 
-  const heading = `## Renewals: ${settings.n.toLocaleString('en')} subscriptions at one instant${tunings.length > 0 ? ` (tuned: ${tunings.join(' ')})` : ''}`;
+  const heading = `## Renewals: ${settings.n.toLocaleString('en')} subscriptions at one instant${onPostgres ? ', Temporal server on PostgreSQL' : ''}${tunings.length > 0 ? ` (tuned: ${tunings.join(' ')})` : ''}`;
   const cpus = os.cpus();
   const section = [
     heading,
@@ -994,7 +1021,9 @@ await runBenchmark('bench:renewals', async (stops, say) => {
     `Written by \`npm run bench:renewals\` (bench/renewals.ts) on ${new Date().toISOString()}, measuring ${code}.`,
     '',
     `Machine: ${cores} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${os.type()} ${os.release()}, Node ${process.version}; ` +
-      `the Temporal CLI's dev server (\`temporal server start-dev\`, ${serverVersion}, SQLite in a temporary folder${settings.sqlitePragmas.length > 0 ? `, with --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}, ` +
+      (onPostgres
+        ? `the real Temporal server (${serverVersion}, all four services in one process, ${settings.historyShards} history shards, persistence and visibility in the same embedded PostgreSQL ${pgVersion} as the engine, so "PostgreSQL" CPU below includes Temporal's own statements; dev/temporal-server.ts), `
+        : `the Temporal CLI's dev server (\`temporal server start-dev\`, ${serverVersion}, SQLite in a temporary folder${settings.sqlitePragmas.length > 0 ? `, with --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}, `) +
       `the worker and this script all on the same machine, load average ${loadAtStart.toFixed(2)} at the start (other people's work shares it; see "other" CPU below). ` +
       `Worker: one fresh process per round, ${workerSettings()}, the same for both targets. ` +
       `${settings.rounds} rounds per target, alternating baseline and engine, each on a fresh task queue. In a round N workflows are started ` +

@@ -37,6 +37,7 @@ export const cliResources = [
   'payouts',
   'webhooks',
   'events',
+  'exports',
 ] as const;
 
 const destructiveActions = new Set(['cancel', 'refund', 'delete', 'void']);
@@ -80,6 +81,8 @@ function objectFields(doc: Json, schema: Json | undefined): FieldSpec[] {
 function actionOf(method: string, rest: string[], hasPatch: boolean): string | null {
   if (rest.length === 0) return method === 'GET' ? 'list' : method === 'POST' ? 'create' : null;
   if (rest.length === 1) {
+    // A literal segment is an action of the collection (GET /v1/transactions/search → `transactions search`).
+    if (!rest[0]!.startsWith('{')) return method === 'GET' || method === 'POST' ? rest[0]!.replace(/_/g, '-') : null;
     if (method === 'GET') return 'get';
     if (method === 'PATCH') return 'update';
     if (method === 'POST') return hasPatch ? null : 'update';

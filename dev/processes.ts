@@ -58,6 +58,30 @@ export async function freePort(): Promise<number> {
   });
 }
 
+async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * The first of `count` consecutive TCP ports that were all free a moment ago
+ * (the Temporal server takes nine), below 32768: Temporal's SQL schema keeps
+ * membership ports in a smallint.
+ */
+export async function freePortRun(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = 20_000 + Math.floor(Math.random() * (12_000 - count));
+    let free = true;
+    for (let port = first; port < first + count && free; port++) free = await portIsFree(port);
+    if (free) return first;
+  }
+  throw new Error(`no run of ${count} free ports found`);
+}
+
 /** Resolves once something accepts TCP connections on host:port. */
 export async function waitForPort(port: number, host = '127.0.0.1', timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

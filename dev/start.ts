@@ -3,7 +3,8 @@
  *
  * Without DATABASE_URL it runs an embedded PostgreSQL (data in DATA_DIR/postgres);
  * without TEMPORAL_ADDRESS a Temporal dev server (SQLite in DATA_DIR/temporal, Web
- * UI on TEMPORAL_UI_PORT). Then it migrates the database and runs the worker and
+ * UI on TEMPORAL_UI_PORT), or with TEMPORAL_SERVER=postgres the real Temporal
+ * server persisted in PostgreSQL (dev/temporal-server.ts; docs/scaling.md). Then it migrates the database and runs the worker and
  * the API in this process. Ctrl-C or SIGTERM stops everything, in reverse order.
  */
 import path from 'node:path';
@@ -20,6 +21,7 @@ import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
 import { ensureMaintenanceWorkflow } from '../services/maintenance.ts';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
 import { startTemporalDevServer } from './temporal-dev-server.ts';
+import { defaultHistoryShards, startTemporalServer } from './temporal-server.ts';
 import { MissingToolError } from './tools.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { createProcessors } from '../services/processors/index.ts';
@@ -64,9 +66,16 @@ async function main(): Promise<void> {
     process.on(signal, () => void shutdown(signal));
   }
 
+  const serverKind = process.env.TEMPORAL_SERVER ?? 'dev';
+  if (serverKind !== 'dev' && serverKind !== 'postgres') throw new ConfigError(`TEMPORAL_SERVER must be dev or postgres, not "${serverKind}"`);
+  if (serverKind === 'postgres' && (config.databaseUrl || config.temporalAddress)) {
+    throw new ConfigError('TEMPORAL_SERVER=postgres runs Temporal on the embedded PostgreSQL: unset DATABASE_URL and TEMPORAL_ADDRESS, or leave TEMPORAL_SERVER unset.');
+  }
   let databaseUrl = config.databaseUrl;
+  let embeddedPgPort: number | undefined;
   if (!databaseUrl) {
     const pgPort = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
+    embeddedPgPort = pgPort;
     say(`Starting embedded PostgreSQL on port ${pgPort} (data: ${path.join(config.dataDir, 'postgres')})...`);
     const postgres = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: pgPort, log: (m) => logger.debug(m) });
     stops.push({ name: 'postgres', stop: () => postgres.stop() });
@@ -76,6 +85,22 @@ async function main(): Promise<void> {
 
   let temporalAddress = config.temporalAddress;
   let temporalUi = process.env.TEMPORAL_UI_URL;
+  if (!temporalAddress && serverKind === 'postgres') {
+    const port = Number(process.env.TEMPORAL_PORT ?? 7233);
+    {
+      say(`Starting the Temporal server on PostgreSQL on ports ${port}-${port + 8} (config and log: ${path.join(config.dataDir, 'temporal-server')})...`);
+      const temporal = await startTemporalServer({
+        dataDir: path.join(config.dataDir, 'temporal-server'),
+        port,
+        namespace: config.temporalNamespace,
+        postgres: { host: '127.0.0.1', port: embeddedPgPort!, user: 'postgres', password: 'postgres' },
+        historyShards: Number(process.env.TEMPORAL_HISTORY_SHARDS ?? defaultHistoryShards),
+        log: say,
+      });
+      stops.push({ name: 'temporal', stop: () => temporal.stop() });
+      temporalAddress = temporal.address;
+    }
+  }
   if (!temporalAddress) {
     const port = Number(process.env.TEMPORAL_PORT ?? 7233);
     const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);

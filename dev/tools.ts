@@ -21,6 +21,8 @@ import { fileURLToPath } from 'node:url';
 export const temporalCliVersion = 'v1.5.1';
 export const testServerVersion = '1.37.0';
 export const stripeMockVersion = 'v0.203.0';
+/** The real Temporal server, as in docker-compose.yml (temporalio/auto-setup:1.29.1). */
+export const temporalServerVersion = 'v1.29.1';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const projectToolsDir = path.join(projectRoot, '.tools');
@@ -225,3 +227,59 @@ export function describeCli(cliPath: string): string {
     return cliPath;
   }
 }
+
+/** Binaries of the real Temporal server: the server itself and its SQL schema tool. */
+export interface TemporalServerTools {
+  server: string;
+  sqlTool: string;
+}
+
+/**
+ * The real Temporal server (`temporal-server`) and its schema tool
+ * (`temporal-sql-tool`), the pair docker-compose.yml runs as
+ * temporalio/auto-setup. Found like the others: TEMPORAL_SERVER_PATH and
+ * TEMPORAL_SQL_TOOL_PATH, PATH or `.tools/`, the per-user cache; else built
+ * with `go install` from the Go module proxy (first time: several minutes on 2
+ * cores; `go install` names the binaries `server` and `sql`, renamed here).
+ */
+export async function resolveTemporalServer(options: { log?: Log; allowBuild?: boolean } = {}): Promise<TemporalServerTools> {
+  const log = options.log ?? defaultLog;
+  const binDir = path.join(toolsCacheDir(), 'bin');
+  const find = (name: string, variable: string) =>
+    fromEnv(variable) ?? onPath(name) ?? [path.join(projectToolsDir, name), path.join(binDir, name)].find(isExecutable);
+  const wanted = [
+    { name: 'temporal-server', variable: 'TEMPORAL_SERVER_PATH', pkg: 'go.temporal.io/server/cmd/server', built: 'server' },
+    { name: 'temporal-sql-tool', variable: 'TEMPORAL_SQL_TOOL_PATH', pkg: 'go.temporal.io/server/cmd/tools/sql', built: 'sql' },
+  ];
+  const found: Record<string, string | undefined> = Object.fromEntries(wanted.map((w) => [w.name, find(w.name, w.variable)]));
+  for (const tool of wanted) {
+    if (found[tool.name]) continue;
+    if (options.allowBuild === false || !onPath('go')) throw new MissingToolError(temporalServerHelp);
+    // A scratch GOBIN: `go install` names the binary after its package folder.
+    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-server-build-'));
+    try {
+      log(`${tool.name} not found; building it with Go into ${binDir} (first time only: several minutes on 2 cores).`);
+      await runWithProgress(`building ${tool.name}`, 'go', ['install', `${tool.pkg}@${temporalServerVersion}`], {
+        env: { ...process.env, GOBIN: scratch, GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' ') },
+        logFile: path.join(toolsCacheDir(), 'logs', `go-install-${tool.name}.log`),
+        log,
+      });
+      fs.mkdirSync(binDir, { recursive: true });
+      fs.copyFileSync(path.join(scratch, tool.built), path.join(binDir, tool.name));
+      fs.chmodSync(path.join(binDir, tool.name), 0o755);
+      found[tool.name] = path.join(binDir, tool.name);
+    } catch (error) {
+      if (error instanceof MissingToolError) throw new MissingToolError(`${error.message}\n\n${temporalServerHelp}`);
+      throw error;
+    } finally {
+      fs.rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+  return { server: found['temporal-server']!, sqlTool: found['temporal-sql-tool']! };
+}
+
+export const temporalServerHelp =
+  'The real Temporal server could not be found or built. Install Go 1.23 or newer (https://go.dev/dl) so it can be built with ' +
+  `\`go install go.temporal.io/server/cmd/server@${temporalServerVersion}\` and \`go install go.temporal.io/server/cmd/tools/sql@${temporalServerVersion}\` ` +
+  '(or run `npm run tools -- --server`), or put `temporal-server` and `temporal-sql-tool` binaries on PATH, or set TEMPORAL_SERVER_PATH and ' +
+  'TEMPORAL_SQL_TOOL_PATH. Without it, use the dev server (TEMPORAL_SERVER=dev, the default).';
