@@ -21,8 +21,11 @@ import { migrate, openOrm } from './db/orm.ts';
 import { createCustomerLinks, type CustomerLinks } from './domain/customer-links.ts';
 import { createSecretBox, type SecretBox } from './domain/secret-box.ts';
 import { createLogger } from './logger.ts';
+import { testClockContext } from './activities/test-clock-context.ts';
 
 export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
+/** Workflow interceptor modules, for the worker's bundle and prebuilt ones (bundleWorkflowCode's workflowInterceptorModules). */
+export const workflowInterceptorModules = [fileURLToPath(new URL('./workflows/test-clock-interceptors.ts', import.meta.url))];
 
 export interface BillingWorkerDeps {
   connection: NativeConnection;
@@ -37,7 +40,7 @@ export interface BillingWorkerDeps {
   links: CustomerLinks;
   /** Opens webhook signing secrets: createSecretBox(AUTH_SECRET), the same key the API seals them with. */
   secretBox?: SecretBox;
-  /** A prebuilt workflow bundle (tests build it once per run); else the worker bundles `workflows/`. */
+  /** A prebuilt workflow bundle (tests build it once per run; with workflowInterceptorModules); else the worker bundles `workflows/`. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   identity?: string;
   /** Where export files are written (services/export-storage.ts): DATA_DIR/exports by default. */
@@ -56,7 +59,8 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
     activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage, payoutRail: deps.payoutRail }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
-    interceptors: { activity: [wakeDispatchAfterActivities(deps.orm)] },
+    // Activities of workflows on a test clock run on its time (services/clock-context.ts).
+    interceptors: { activity: [testClockContext, wakeDispatchAfterActivities(deps.orm)], ...(deps.workflowBundle ? {} : { workflowModules: workflowInterceptorModules }) },
     ...(deps.identity ? { identity: deps.identity } : {}),
     ...deps.overrides,
   });

@@ -45,6 +45,7 @@ import type { CustomerLinks } from '../domain/customer-links.ts';
 import { createProcessors, sandboxOnlyConfig, sandboxProcessors, type Processors } from '../services/processors/index.ts';
 import type { PaymentProcessor } from '../services/processors/types.ts';
 import { projectSubscription } from '../services/projections.ts';
+import { recordTestClockAdvanced } from '../services/test-clocks.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
@@ -100,6 +101,10 @@ export function createActivities(deps: ActivityDeps) {
     }
   };
   return {
+    /** The test clock workflow reached its time (ready), or failed on the way (internal_failure). */
+    async testClockAdvanced(input: { clockId: string; frozenTime: string; failure: string | null }): Promise<void> {
+      await recordTestClockAdvanced(em(), input);
+    },
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);
     },

@@ -34,6 +34,7 @@ import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
 import { transactionSearchApp } from './routes/transaction-search.ts';
 import { exportsApps } from './routes/exports.ts';
+import { testClocksApp } from './routes/test-clocks.ts';
 import { usersApp } from './routes/users.ts';
 import { webhooksApps } from './routes/webhooks.ts';
 import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
@@ -120,6 +121,7 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
+  app.route('/v1/test_clocks', testClocksApp(deps));
   // Before /v1/settings, whose sub-app answers unknown paths under it.
   app.route('/v1/settings/notifications', notificationSettingsApp(deps));
   app.route('/v1/settings', settingsApp(deps));

@@ -13,6 +13,8 @@ import { defaultExpiryMs, maxExpiryMs, minExpiryMs, type PaymentRequestSnapshot 
 import { amount, currency, metadata } from '../objects/common.ts';
 import { startPaymentRequest } from '../services/payment-request-commands.ts';
 import { accountScope } from './auth/principal.ts';
+import { clockBindingOf, findOwnTestClock } from '../services/test-clocks.ts';
+import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import type { ApiDeps } from './deps.ts';
 import { emailField, isoInstant } from './schemas.ts';
 
@@ -31,6 +33,7 @@ export const paymentRequestFields = {
     .max(maxExpiryMs / 1000)
     .optional()
     .openapi({ description: 'Seconds the link stays payable (60 to 2592000); default 604800 (7 days)' }),
+  test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md)' }),
 };
 
 export interface NewPaymentRequest {
@@ -42,6 +45,7 @@ export interface NewPaymentRequest {
   metadata?: Record<string, string> | undefined;
   expires_at?: Date | undefined;
   expires_in?: number | undefined;
+  test_clock?: string | undefined;
 }
 
 /**
@@ -64,10 +68,11 @@ export async function requestingAccount(deps: ApiDeps, c: Context, body: Pick<Ne
 /** Checks the caller's account, works out the expiry, and starts the request's workflow. */
 export async function createPaymentRequest(deps: ApiDeps, c: Context, body: NewPaymentRequest): Promise<PaymentRequestSnapshot> {
   const { scope, account } = await requestingAccount(deps, c, body);
+  const testClock = await testClockOf(deps, scope, body.test_clock);
   let expiresAt: string | null = null;
   let expiresInMs = defaultExpiryMs;
   if (body.expires_at) {
-    const ahead = body.expires_at.getTime() - Date.now();
+    const ahead = body.expires_at.getTime() - (testClock ? Date.parse(testClock.now) : Date.now());
     if (ahead < minExpiryMs) throw new ApiError('invalid_request', 'expires_at: must be at least a minute in the future.');
     if (ahead > maxExpiryMs) throw new ApiError('invalid_request', 'expires_at: must be at most 30 days ahead.');
     expiresAt = body.expires_at.toISOString();
@@ -85,8 +90,17 @@ export async function createPaymentRequest(deps: ApiDeps, c: Context, body: NewP
     metadata: body.metadata ?? {},
     expiresAt,
     expiresInMs,
+    ...(testClock ? { testClock } : {}),
     ...(c.get('idempotency') ? { id: resourceId(c, 'paymentRequest') } : {}),
   });
+}
+
+/** The binding of a new request to the caller's test clock `id` (sandbox only), or undefined. */
+export async function testClockOf(deps: ApiDeps, scope: { accountId: string; livemode: boolean }, id: string | undefined): Promise<ClockBinding | undefined> {
+  if (!id) return undefined;
+  const em = deps.orm.em.fork();
+  const clock = await findOwnTestClock(em, id, scope);
+  return clockBindingOf(em, { testClockId: clock.id });
 }
 
 export async function findOwnPaymentRequest(deps: ApiDeps, c: Context, id: string): Promise<PaymentRequest> {

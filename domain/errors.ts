@@ -29,6 +29,8 @@ export const errorStatus = {
   payment_method_required: 402,
   // ours: a message a subscription cannot take in its current state
   invalid_state: 409,
+  // as Stripe: test clocks exist only in the sandbox
+  livemode_not_allowed: 400,
   // ours: Idempotency-Key misuse (another body with the same key; a retry while the first runs)
   idempotency_key_reused: 422,
   idempotency_in_progress: 409,

@@ -49,6 +49,11 @@ export const eventCatalog = [
   { type: 'bank_account.deleted', description: 'A payout destination was deleted.' },
   { type: 'export.succeeded', description: 'An export finished: its file can be downloaded until expires_at.' },
   { type: 'export.failed', description: 'An export failed; `error` says why.' },
+  { type: 'test_clock.created', description: 'A test clock was created (sandbox).' },
+  { type: 'test_clock.advancing', description: 'A test clock started advancing to a new time.' },
+  { type: 'test_clock.ready', description: 'A test clock finished advancing: every piece of work due up to its time has run.' },
+  { type: 'test_clock.internal_failure', description: 'A test clock failed to advance; `failure` says why.' },
+  { type: 'test_clock.deleted', description: 'A test clock was deleted, with every object on it.' },
 ] as const;
 
 export type EventType = (typeof eventCatalog)[number]['type'];

@@ -30,6 +30,7 @@ export const idPrefixes = {
   cliKey: 'ck',
   cliDevice: 'dev',
   export: 'exp',
+  testClock: 'clock',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

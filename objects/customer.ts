@@ -13,6 +13,7 @@ export const CustomerSchema = z
     name: z.string().nullable(),
     payment_method: z.string().nullable(),
     livemode: z.boolean(),
+    test_clock: z.string().nullable().openapi({ description: 'The test clock the customer lives on (sandbox), or null' }),
     created_at: timestamp,
     updated_at: timestamp,
   })
@@ -26,6 +27,7 @@ export function serializeCustomer(customer: Customer): z.infer<typeof CustomerSc
     name: customer.name ?? null,
     payment_method: customer.paymentMethod ?? null,
     livemode: customer.livemode,
+    test_clock: customer.testClockId ?? null,
     created_at: customer.createdAt.toISOString(),
     updated_at: customer.updatedAt.toISOString(),
   };

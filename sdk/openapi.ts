@@ -55,6 +55,8 @@ export interface paths {
                             [key: string]: string;
                         };
                         reference?: string;
+                        /** @description A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md) */
+                        test_clock?: string;
                         /** @enum {string} */
                         type: "one_time" | "recurring";
                     };
@@ -85,6 +87,8 @@ export interface paths {
                             [key: string]: string;
                         };
                         reference?: string;
+                        /** @description A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md) */
+                        test_clock?: string;
                         /** @enum {string} */
                         type: "one_time" | "recurring";
                     };
@@ -847,6 +851,8 @@ export interface paths {
                     status?: "open" | "paid" | "void" | "uncollectible";
                     /** @description Only this subscription */
                     subscription?: string;
+                    /** @description Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe) */
+                    test_clock?: string;
                 };
                 header?: never;
                 path?: never;
@@ -5946,6 +5952,8 @@ export interface paths {
                     limit?: number;
                     /** @description An id from the previous page: the page of older items after it */
                     starting_after?: string;
+                    /** @description Only the customers on this test clock; without it, customers on test clocks are left out (as Stripe) */
+                    test_clock?: string;
                 };
                 header?: never;
                 path?: never;
@@ -6086,6 +6094,8 @@ export interface paths {
                          * @enum {string}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
+                        /** @description A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md) */
+                        test_clock?: string;
                     };
                     "application/x-www-form-urlencoded": {
                         /** Format: email */
@@ -6097,6 +6107,8 @@ export interface paths {
                          * @enum {string}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
+                        /** @description A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md) */
+                        test_clock?: string;
                     };
                 };
             };
@@ -7036,6 +7048,11 @@ export interface paths {
          *     - `bank_account.deleted`: A payout destination was deleted.
          *     - `export.succeeded`: An export finished: its file can be downloaded until expires_at.
          *     - `export.failed`: An export failed; `error` says why.
+         *     - `test_clock.created`: A test clock was created (sandbox).
+         *     - `test_clock.advancing`: A test clock started advancing to a new time.
+         *     - `test_clock.ready`: A test clock finished advancing: every piece of work due up to its time has run.
+         *     - `test_clock.internal_failure`: A test clock failed to advance; `failure` says why.
+         *     - `test_clock.deleted`: A test clock was deleted, with every object on it.
          */
         get: {
             parameters: {
@@ -8303,6 +8320,8 @@ export interface paths {
                     status?: "open" | "paid" | "void" | "uncollectible";
                     /** @description Only this subscription */
                     subscription?: string;
+                    /** @description Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe) */
+                    test_clock?: string;
                 };
                 header?: never;
                 path?: never;
@@ -9364,6 +9383,8 @@ export interface paths {
                             [key: string]: string;
                         };
                         reference?: string;
+                        /** @description A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md) */
+                        test_clock?: string;
                     };
                     "application/x-www-form-urlencoded": {
                         account_id: string;
@@ -9384,6 +9405,8 @@ export interface paths {
                             [key: string]: string;
                         };
                         reference?: string;
+                        /** @description A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md) */
+                        test_clock?: string;
                     };
                 };
             };
@@ -15363,6 +15386,8 @@ export interface paths {
                     /** @description An id from the previous page: the page of older items after it */
                     starting_after?: string;
                     status?: "trialing" | "active" | "past_due" | "paused" | "canceled" | "expired";
+                    /** @description Only subscriptions on this test clock; without it (and without a customer), those on test clocks are left out (as Stripe) */
+                    test_clock?: string;
                 };
                 header?: never;
                 path?: never;
@@ -16567,6 +16592,805 @@ export interface paths {
                          * @example {
                          *       "error": "payment_failed",
                          *       "message": "Your card was declined."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test_clocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List test clocks, newest first
+         * @description Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description An id from the current page: the page of newer items before it */
+                    ending_before?: string;
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    /** @description An id from the previous page: the page of older items after it */
+                    starting_after?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["TestClock"][];
+                            has_more: boolean;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create a test clock
+         * @description A clock at `frozen_time`. Customers created with `test_clock` live on it: their subscriptions, invoices and payments take its time, and move only when it is advanced. Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description ISO 8601 (2027-01-01T00:00:00Z) or Unix seconds
+                         * @example 2027-01-01T00:00:00Z
+                         */
+                        frozen_time: string | number;
+                        name?: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /**
+                         * @description ISO 8601 (2027-01-01T00:00:00Z) or Unix seconds
+                         * @example 2027-01-01T00:00:00Z
+                         */
+                        frozen_time: string | number;
+                        name?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TestClock"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test_clocks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a test clock
+         * @description Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The test clock */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TestClock"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Delete a test clock
+         * @description Deletes the clock and every object on it: its customers, their subscriptions and invoices; their workflows end. Money that moved stays on the sandbox ledger. Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            deleted: true;
+                            id: string;
+                            /** @enum {string} */
+                            object: "test_clock";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test_clocks/{id}/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Advance a test clock
+         * @description Moves the clock forward to `frozen_time`. Answers at once with status `advancing`; the clock becomes `ready` once every piece of work due up to the new time has run, in time order (trial ends, renewals, payment retries and their emails, grace periods, pauses that end, pending payments settling, payment requests expiring, recurring requests, webhook retries). Poll the clock, or listen for `test_clock.ready`. Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description ISO 8601 (2027-01-01T00:00:00Z) or Unix seconds
+                         * @example 2027-01-01T00:00:00Z
+                         */
+                        frozen_time: string | number;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /**
+                         * @description ISO 8601 (2027-01-01T00:00:00Z) or Unix seconds
+                         * @example 2027-01-01T00:00:00Z
+                         */
+                        frozen_time: string | number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Advancing */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TestClock"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -19895,6 +20719,8 @@ export interface components {
             /** @enum {string} */
             object: "customer";
             payment_method: string | null;
+            /** @description The test clock the customer lives on (sandbox), or null */
+            test_clock: string | null;
             /**
              * Format: date-time
              * @example 2026-01-31T00:00:00.000Z
@@ -20024,9 +20850,14 @@ export interface components {
              *     - `bank_account.deleted`: A payout destination was deleted.
              *     - `export.succeeded`: An export finished: its file can be downloaded until expires_at.
              *     - `export.failed`: An export failed; `error` says why.
+             *     - `test_clock.created`: A test clock was created (sandbox).
+             *     - `test_clock.advancing`: A test clock started advancing to a new time.
+             *     - `test_clock.ready`: A test clock finished advancing: every piece of work due up to its time has run.
+             *     - `test_clock.internal_failure`: A test clock failed to advance; `failure` says why.
+             *     - `test_clock.deleted`: A test clock was deleted, with every object on it.
              * @enum {string}
              */
-            type: "transaction.created" | "transaction.succeeded" | "transaction.failed" | "transaction.canceled" | "transaction.updated" | "payment.succeeded" | "payment.disputed" | "payment.failed" | "payment.refunded" | "payment_request.created" | "payment_request.updated" | "payment_request.succeeded" | "payment_request.failed" | "payment_request.canceled" | "recurring_payment_request.created" | "recurring_payment_request.updated" | "recurring_payment_request.canceled" | "subscription.created" | "subscription.updated" | "subscription.past_due" | "subscription.canceled" | "subscription.expired" | "subscription.paused" | "subscription.resumed" | "subscription.plan_changed" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "invoice.marked_uncollectible" | "account.created" | "account.updated" | "account.closed" | "customer.created" | "customer.updated" | "payout.created" | "payout.paid" | "payout.updated" | "payout.failed" | "payout.canceled" | "bank_account.created" | "bank_account.updated" | "bank_account.deleted" | "export.succeeded" | "export.failed";
+            type: "transaction.created" | "transaction.succeeded" | "transaction.failed" | "transaction.canceled" | "transaction.updated" | "payment.succeeded" | "payment.disputed" | "payment.failed" | "payment.refunded" | "payment_request.created" | "payment_request.updated" | "payment_request.succeeded" | "payment_request.failed" | "payment_request.canceled" | "recurring_payment_request.created" | "recurring_payment_request.updated" | "recurring_payment_request.canceled" | "subscription.created" | "subscription.updated" | "subscription.past_due" | "subscription.canceled" | "subscription.expired" | "subscription.paused" | "subscription.resumed" | "subscription.plan_changed" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "invoice.marked_uncollectible" | "account.created" | "account.updated" | "account.closed" | "customer.created" | "customer.updated" | "payout.created" | "payout.paid" | "payout.updated" | "payout.failed" | "payout.canceled" | "bank_account.created" | "bank_account.updated" | "bank_account.deleted" | "export.succeeded" | "export.failed" | "test_clock.created" | "test_clock.advancing" | "test_clock.ready" | "test_clock.internal_failure" | "test_clock.deleted";
         };
         Export: {
             columns: string[] | null;
@@ -20586,6 +21417,47 @@ export interface components {
              * @example 2026-01-31T00:00:00.000Z
              */
             updated_at: string;
+        };
+        TestClock: {
+            /**
+             * Format: date-time
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description The clock and every object on it are deleted after this (wall time)
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            deletes_after: string;
+            /**
+             * Format: date-time
+             * @description The clock's time: what every object on it takes as now
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            frozen_time: string;
+            id: string;
+            livemode: boolean;
+            name: string | null;
+            /** @enum {string} */
+            object: "test_clock";
+            /**
+             * @description advancing: work due up to `status_details.advancing.target_frozen_time` is running; ready: all of it has run
+             * @enum {string}
+             */
+            status: "ready" | "advancing" | "internal_failure";
+            status_details: {
+                advancing?: {
+                    /**
+                     * Format: date-time
+                     * @example 2026-01-31T00:00:00.000Z
+                     */
+                    target_frozen_time: string;
+                };
+                internal_failure?: {
+                    message: string;
+                };
+            };
         };
         Tokens: {
             access_token: string;

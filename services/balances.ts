@@ -1,3 +1,5 @@
+import { currentTestClock, currentTime } from './clock-context.ts';
+import { bindToClock, unbindFromClock } from './test-clocks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
@@ -22,16 +24,20 @@ export interface WorkflowStarter {
  * running or closed, is left alone (`false`).
  */
 export async function startFundsAvailability(starter: WorkflowStarter, btxn: Pick<BalanceTransaction, 'id' | 'availableOn'>): Promise<boolean> {
+  // Money of an object on a test clock becomes available on the clock's time.
+  const testClock = currentTestClock();
+  if (testClock) await bindToClock(starter.client, testClock, btxn.id);
   try {
     await starter.client.workflow.start(fundsAvailabilityWorkflow, {
       workflowId: btxn.id,
       taskQueue: starter.taskQueue,
-      args: [{ balanceTransactionId: btxn.id, availableAfterMs: Math.max(0, btxn.availableOn.getTime() - Date.now()) }],
+      args: [{ balanceTransactionId: btxn.id, availableAfterMs: Math.max(0, btxn.availableOn.getTime() - currentTime().getTime()), ...(testClock ? { testClock } : {}) }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Funds of ${btxn.id} become available`,
     });
     return true;
   } catch (error) {
+    if (testClock) await unbindFromClock(starter.client, testClock, btxn.id);
     if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
     throw error;
   }

@@ -1,3 +1,4 @@
+import { currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Charge, Customer, Invoice } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
@@ -104,7 +105,7 @@ export async function chargeCustomer(em: EntityManager, processors: Processors, 
         failureCode: result.status === 'failed' ? result.failureCode : null,
         failureMessage: result.status === 'failed' ? result.failureMessage : null,
         livemode: input.livemode,
-        createdAt: new Date(),
+        createdAt: currentTime(),
       })
       .onConflict('idempotencyKey')
       .ignore()

@@ -1,3 +1,4 @@
+import { currentTime } from './clock-context.ts';
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { SentEmail } from '../db/entities/index.ts';
@@ -51,6 +52,7 @@ export async function sendEmailOnce(em: EntityManager, mailer: Mailer, email: Em
   const input = { ...email, subject: emailSubject(email, modes) };
   const messageId = `<${createHash('sha256').update(input.dedupeKey).digest('hex').slice(0, 32)}@billing-engine>`;
   const now = new Date();
+  const at = currentTime();
   const inserted = await em
     .createQueryBuilder(SentEmail)
     .insert({
@@ -60,7 +62,7 @@ export async function sendEmailOnce(em: EntityManager, mailer: Mailer, email: Em
       subject: input.subject.slice(0, 300),
       status: 'sending',
       messageId,
-      createdAt: now,
+      createdAt: at,
       claimedAt: now,
       sentAt: null,
     })
@@ -75,6 +77,6 @@ export async function sendEmailOnce(em: EntityManager, mailer: Mailer, email: Em
     if (takenOver === 0) throw new EmailBeingSentError(input.dedupeKey);
   }
   await mailer.send({ fromName: input.fromName, to: input.to, subject: input.subject, text: input.text, html: input.html, messageId });
-  await em.nativeUpdate(SentEmail, { id: row.id }, { status: 'sent', sentAt: new Date() });
+  await em.nativeUpdate(SentEmail, { id: row.id }, { status: 'sent', sentAt: currentTime() });
   return { sent: true, messageId };
 }

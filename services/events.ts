@@ -1,3 +1,4 @@
+import { currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Event } from '../db/entities/event.ts';
 import type { EventType } from '../domain/events.ts';
@@ -27,7 +28,7 @@ export async function recordEvent(em: EntityManager, input: EventInput): Promise
     type: input.type,
     transactionId: input.transactionId ?? null,
     data: { object: JSON.parse(JSON.stringify(input.object)) as Record<string, unknown> },
-    createdAt: new Date(),
+    createdAt: currentTime(),
     dispatchedAt: null,
   };
   await em.insert(Event, row);

@@ -1,3 +1,4 @@
+import { currentTime } from './clock-context.ts';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
@@ -123,7 +124,7 @@ export async function openInvoice(em: EntityManager, links: InvoiceLinks, input:
 export async function settleInvoice(em: EntityManager, links: InvoiceLinks, invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
   if (charge.status !== 'succeeded') return;
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
-  const at = paidAt ? new Date(paidAt) : new Date(Math.max(Date.now(), invoice.createdAt.getTime()));
+  const at = paidAt ? new Date(paidAt) : new Date(Math.max(currentTime().getTime(), invoice.createdAt.getTime()));
   // An outcome recorded before charges had transactions carries no id: the charge row knows it.
   const transactionId = charge.transactionId ?? (await em.findOne(Charge, { id: charge.chargeId }))?.transactionId ?? null;
   await em.transactional(async (tx) => {

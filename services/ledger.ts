@@ -1,3 +1,4 @@
+import { currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { BalanceTransaction, LedgerEntry, type BalanceTransactionType, type Payout, type Transaction } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -91,7 +92,7 @@ function newBalanceTransaction(
   tx: EntityManager,
   input: { accountId: string; livemode: boolean; currency: string; type: BalanceTransactionType; source: string; amount: number; delayMs?: number },
 ): BalanceTransaction {
-  const now = new Date();
+  const now = currentTime();
   const delayMs = input.delayMs ?? 0;
   return tx.create(BalanceTransaction, {
     id: newId('balanceTransaction'),

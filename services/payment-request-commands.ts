@@ -16,6 +16,8 @@ import { cancelRecurringPaymentRequestUpdate, recurringPaymentRequestCreatedUpda
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { allocatePaymentRequest, recordCheckoutPayment, type CheckoutPaymentInput } from './payment-requests.ts';
 import type { Processors } from './processors/index.ts';
+import { bindToClock } from './test-clocks.ts';
+import type { ClockBinding } from '../workflows/clock-sleep.ts';
 
 /** What a command needs: Temporal to start or message workflows, the task queue, the public URL for links, the database to re-read. */
 export interface WorkflowCommandDeps {
@@ -36,6 +38,8 @@ export interface StartPaymentRequest {
   /** An explicit expiry (ISO), or null to expire `expiresInMs` after the workflow records the request. */
   expiresAt: string | null;
   expiresInMs: number;
+  /** The test clock the request lives on (sandbox), from services/test-clocks.ts clockBindingOf. */
+  testClock?: ClockBinding;
   /** The id bound to the request's Idempotency-Key: a retry after a crash reaches the workflow the first try started (its first state answers), never a second one. */
   id?: string;
 }
@@ -58,6 +62,7 @@ export async function startPaymentRequest(deps: WorkflowCommandDeps, request: St
     recurringPaymentRequestId: null,
     period: null,
   });
+  if (request.testClock) await bindToClock(deps.temporal, request.testClock, id);
   return deps.temporal.workflow.executeUpdateWithStart(paymentRequestCreatedUpdate, {
     startWorkflowOperation: new WithStartWorkflowOperation(paymentRequestWorkflow, {
       workflowId: id,
@@ -70,6 +75,7 @@ export async function startPaymentRequest(deps: WorkflowCommandDeps, request: St
           publicUrl: deps.config.publicUrl,
           expiresInMs: request.expiresInMs,
           expiresAt: request.expiresAt,
+          ...(request.testClock ? { testClock: request.testClock } : {}),
         },
       ],
       workflowIdConflictPolicy: request.id ? 'USE_EXISTING' : 'FAIL',
@@ -101,11 +107,12 @@ export async function startRecurringPaymentRequest(
     expiresInMs: request.expiresInMs,
   });
   const { interval } = request;
+  if (request.testClock) await bindToClock(deps.temporal, request.testClock, snapshot.id);
   return deps.temporal.workflow.executeUpdateWithStart(recurringPaymentRequestCreatedUpdate, {
     startWorkflowOperation: new WithStartWorkflowOperation(recurringPaymentRequestWorkflow, {
       workflowId: snapshot.id,
       taskQueue: deps.config.taskQueue,
-      args: [{ snapshot, accountName: request.account.name, locale: request.account.language, publicUrl: deps.config.publicUrl }],
+      args: [{ snapshot, accountName: request.account.name, locale: request.account.language, publicUrl: deps.config.publicUrl, ...(request.testClock ? { testClock: request.testClock } : {}) }],
       workflowIdConflictPolicy: 'FAIL',
       staticSummary: `Recurring request of ${formatMoney(request.amount, request.currency)} to ${request.customerEmail} every ${interval.count} ${interval.unit}(s)`,
       typedSearchAttributes: [

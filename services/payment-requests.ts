@@ -1,3 +1,4 @@
+import { bindToClock, unbindFromClock } from './test-clocks.ts';
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
@@ -242,6 +243,8 @@ export async function recordCheckoutPayment(em: EntityManager, processors: Proce
  */
 export async function issuePaymentRequest(em: EntityManager, client: Client, taskQueue: string, input: PaymentRequestWorkflowInput): Promise<void> {
   const { request } = input;
+  // Issued by a recurring request on a test clock: the clock waits for it too.
+  if (input.testClock) await bindToClock(client, input.testClock, request.id);
   try {
     await client.workflow.start(paymentRequestWorkflow, {
       workflowId: request.id,
@@ -255,6 +258,7 @@ export async function issuePaymentRequest(em: EntityManager, client: Client, tas
       ],
     });
   } catch (error) {
+    if (input.testClock) await unbindFromClock(client, input.testClock, request.id);
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }
   try {

@@ -1,3 +1,5 @@
+import { currentTestClock, currentTime } from './clock-context.ts';
+import { bindToClock, unbindFromClock } from './test-clocks.ts';
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
@@ -54,16 +56,20 @@ export function paymentChargeRequest(transaction: Pick<Transaction, 'id' | 'amou
  * closed, it is left alone (`false`).
  */
 export async function startPaymentSettlement(client: Client, taskQueue: string, transactionId: string, processorChargeId: string): Promise<boolean> {
+  // A payment of an object on a test clock settles on the clock's time.
+  const testClock = currentTestClock();
+  if (testClock) await bindToClock(client, testClock, transactionId);
   try {
     await client.workflow.start(paymentSettlementWorkflow, {
       workflowId: transactionId,
       taskQueue,
-      args: [{ transactionId, processorChargeId, settleAfterMs: sandboxSettlementDelayMs }],
+      args: [{ transactionId, processorChargeId, settleAfterMs: sandboxSettlementDelayMs, ...(testClock ? { testClock } : {}) }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Settlement of ${transactionId}`,
     });
     return true;
   } catch (error) {
+    if (testClock) await unbindFromClock(client, testClock, transactionId);
     if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
     throw error;
   }
@@ -95,7 +101,7 @@ export async function recordPaymentOutcome(
   const result = await em.transactional(async (tx) => {
     const transaction = await tx.findOneOrFail(Transaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (transaction.status !== 'pending') return transaction;
-    transaction.updatedAt = new Date();
+    transaction.updatedAt = currentTime();
     if (options.processorChargeId && !transaction.processorChargeId) transaction.processorChargeId = options.processorChargeId;
     if (outcome.status === 'succeeded') {
       transaction.status = 'succeeded';

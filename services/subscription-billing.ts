@@ -1,3 +1,4 @@
+import { currentTime } from './clock-context.ts';
 import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Customer, Invoice, Plan } from '../db/entities/index.ts';
@@ -108,7 +109,7 @@ export async function sendInvoiceReceipt(em: EntityManager, deps: NotifyDeps, in
     customerName: invoice.customerName ?? customer?.name ?? null,
     amount: money(invoice.amountPaid),
     invoiceNumber: invoice.number,
-    paidAt: invoice.paidAt ?? new Date(),
+    paidAt: invoice.paidAt ?? currentTime(),
     lines: invoice.lines.map((line) => ({
       description: humanizeInstants(line.description, dateStyle),
       period: formatPeriod(new Date(line.period_start), new Date(line.period_end), dateStyle),

@@ -1,3 +1,4 @@
+import { currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Transaction, type TransactionType } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
@@ -65,7 +66,7 @@ function fieldsOf(input: NewTransaction, risk: { score: number; level: 'low' | '
  */
 export async function newTransactionFields(em: EntityManager, input: NewTransaction, account?: Pick<Account, 'createdAt'>): Promise<TransactionFields> {
   const owner = account ?? (await em.findOneOrFail(Account, { id: input.accountId }, { fields: ['createdAt'] }));
-  const now = new Date();
+  const now = currentTime();
   // The scorer stops counting at velocityCountCap, so the query does too: constant cost however busy the account.
   const [row] = await em
     .getConnection()

@@ -8,3 +8,4 @@ export { payoutScheduleWorkflow } from './payout-schedule.ts';
 export { maintenanceWorkflow } from './maintenance.ts';
 export { fundsAvailabilityWorkflow } from './funds-availability.ts';
 export { exportWorkflow } from './export.ts';
+export { testClockWorkflow } from './test-clock.ts';

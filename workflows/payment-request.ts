@@ -18,6 +18,7 @@
  */
 import { allHandlersFinished, ApplicationFailure, condition, defineQuery, defineUpdate, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import { formatMoney } from '../domain/money.ts';
 import {
   isPayPageMethod,
@@ -43,6 +44,8 @@ export interface PaymentRequestWorkflowInput {
   expiresInMs: number;
   /** An exact expiry instant the caller asked for. */
   expiresAt: string | null;
+  /** The test clock the request lives on (sandbox): its time is the request's. */
+  testClock?: ClockBinding;
 }
 
 export interface PayInput {
@@ -85,6 +88,9 @@ function refuse(type: 'invalid_state' | 'invalid_request', message: string): nev
 export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput): Promise<PaymentRequestSnapshot> {
   let request = input.request;
   let created = false;
+  /** Workflow time, or the test clock's (workflows/clock-sleep.ts). */
+  const clock = workflowClock(input.testClock);
+  const now = () => clock.now().getTime();
   const amount = formatMoney(request.amount, request.currency, input.locale);
   /** Answers by attempt key, so a replayed form never charges again. */
   const answered = new Map<string, PayResult>();
@@ -98,7 +104,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
   }
 
   async function record(changes: Partial<PaymentRequestSnapshot>): Promise<void> {
-    request = { ...request, ...changes, updatedAt: iso(Date.now()), version: request.version + 1 };
+    request = { ...request, ...changes, updatedAt: iso(now()), version: request.version + 1 };
     await activities.projectPaymentRequest(request);
     describe();
   }
@@ -134,11 +140,11 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
     });
     let result: PayResult;
     if (outcome.status === 'succeeded') {
-      await record({ status: 'succeeded', attempts: n, transactionId: outcome.transactionId, paidAt: iso(Date.now()) });
+      await record({ status: 'succeeded', attempts: n, transactionId: outcome.transactionId, paidAt: iso(now()) });
       result = { outcome: 'succeeded', request, error: null };
     } else {
       const error = { code: outcome.failureCode, message: outcome.failureMessage };
-      await record({ attempts: n, lastPaymentError: { ...error, paymentMethod: pay.paymentMethod, at: iso(Date.now()) } });
+      await record({ attempts: n, lastPaymentError: { ...error, paymentMethod: pay.paymentMethod, at: iso(now()) } });
       result = { outcome: 'declined', request, error };
     }
     answered.set(pay.attemptKey, result);
@@ -188,7 +194,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
       serialized(async () => {
         // A pay that was in flight when the cancel arrived may have succeeded.
         if (request.status !== 'pending') refuse('invalid_state', `This payment request is already ${request.status}.`);
-        await record({ status: 'canceled', canceledAt: iso(Date.now()), cancellationReason: reason });
+        await record({ status: 'canceled', canceledAt: iso(now()), cancellationReason: reason });
         return request;
       }),
     {
@@ -198,7 +204,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
     },
   );
 
-  const start = Date.now();
+  const start = now();
   const expiresAt = input.expiresAt ?? iso(start + input.expiresInMs);
   await serialized(() => record({ status: 'pending', createdAt: iso(start), expiresAt }));
   created = true;
@@ -212,8 +218,8 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
     ...requestEmail(request, input.accountName, paymentUrl(input.publicUrl, request.token), input.locale),
   });
 
-  const remaining = Date.parse(request.expiresAt) - Date.now();
-  const ended = remaining > 0 ? await condition(() => request.status !== 'pending', remaining, { summary: 'Link expires' }) : request.status !== 'pending';
+  // Without a clock: condition(..., expiresAt - now, { summary }), as always.
+  const ended = await clock.sleepUntil(new Date(request.expiresAt), () => request.status !== 'pending', { summary: 'Link expires' });
   if (!ended) {
     // Behind any charge still in flight: a payment that lands first wins.
     await serialized(async () => {
@@ -231,5 +237,6 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
     });
   }
   await condition(allHandlersFinished);
+  await clock.finished();
   return request;
 }

@@ -4,13 +4,16 @@
  * delay on a durable timer (no poller), then records the outcome. A payment
  * canceled meanwhile stays canceled: the activity only settles a pending one.
  */
-import { proxyActivities, setCurrentDetails, sleep } from '@temporalio/workflow';
+import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 
 export interface PaymentSettlementInput {
   transactionId: string;
   processorChargeId: string;
   settleAfterMs: number;
+  /** A payment of an object on a test clock: it settles on the clock's time. */
+  testClock?: ClockBinding;
 }
 
 const activities = proxyActivities<Activities>({
@@ -19,10 +22,12 @@ const activities = proxyActivities<Activities>({
 });
 
 export async function paymentSettlementWorkflow(input: PaymentSettlementInput): Promise<string> {
-  const settlesAt = new Date(Date.now() + input.settleAfterMs).toISOString();
+  const clock = workflowClock(input.testClock);
+  const settlesAt = new Date(clock.now().getTime() + input.settleAfterMs).toISOString();
   setCurrentDetails(`Waiting for the processor to settle ${input.transactionId} (at ${settlesAt}).`);
-  await sleep(input.settleAfterMs, { summary: 'Processor settlement delay' });
+  await clock.sleepFor(input.settleAfterMs, { summary: 'Processor settlement delay' });
   const status = await activities.settlePendingPayment(input.transactionId, input.processorChargeId);
   setCurrentDetails(`Settled: ${status}.`);
+  await clock.finished();
   return status;
 }

@@ -16,6 +16,7 @@
  */
 import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, defineQuery, defineUpdate, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import { addIntervals } from '../domain/billing-calendar.ts';
 import { formatMoney } from '../domain/money.ts';
 import { initialPaymentRequestSnapshot, type CancellationReason, type RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
@@ -26,6 +27,8 @@ export interface RecurringPaymentRequestWorkflowInput {
   accountName: string;
   locale: string;
   publicUrl: string;
+  /** The test clock the recurring request lives on (sandbox): its periods follow the clock. */
+  testClock?: ClockBinding;
 }
 
 /** Resolves once the first period's request is issued and recorded: the API's read-your-write. */
@@ -43,6 +46,9 @@ const iso = (instant: Date | number) => new Date(instant).toISOString();
 
 export async function recurringPaymentRequestWorkflow(input: RecurringPaymentRequestWorkflowInput): Promise<RecurringPaymentRequestSnapshot> {
   let recurring = input.snapshot;
+  /** Workflow time, or the test clock's (workflows/clock-sleep.ts). */
+  const clock = workflowClock(input.testClock);
+  const now = () => clock.now().getTime();
   let created = recurring.version > 0;
   let cancelReason: CancellationReason | null = null;
   const amount = formatMoney(recurring.amount, recurring.currency, input.locale);
@@ -69,7 +75,7 @@ export async function recurringPaymentRequestWorkflow(input: RecurringPaymentReq
   );
 
   async function record(changes: Partial<RecurringPaymentRequestSnapshot>): Promise<void> {
-    recurring = { ...recurring, ...changes, updatedAt: iso(Date.now()), version: recurring.version + 1 };
+    recurring = { ...recurring, ...changes, updatedAt: iso(now()), version: recurring.version + 1 };
     await activities.projectRecurringPaymentRequest(recurring);
   }
 
@@ -92,20 +98,21 @@ export async function recurringPaymentRequestWorkflow(input: RecurringPaymentReq
       recurringPaymentRequestId: recurring.id,
       period: n,
     });
-    await activities.issuePaymentRequest({ request, accountName: input.accountName, locale: input.locale, publicUrl: input.publicUrl, expiresInMs: recurring.expiresInMs, expiresAt: null });
+    await activities.issuePaymentRequest({ request, accountName: input.accountName, locale: input.locale, publicUrl: input.publicUrl, expiresInMs: recurring.expiresInMs, expiresAt: null, ...(input.testClock ? { testClock: clock.binding() } : {}) });
     await record({ issuedPeriods: n + 1, latestPaymentRequestId: id, nextPaymentRequestAt: iso(periodStart(n + 1)) });
   }
 
   async function cancelNow(): Promise<RecurringPaymentRequestSnapshot> {
-    await record({ status: 'canceled', canceledAt: iso(Date.now()), cancellationReason: cancelReason, nextPaymentRequestAt: null });
+    await record({ status: 'canceled', canceledAt: iso(now()), cancellationReason: cancelReason, nextPaymentRequestAt: null });
     setCurrentDetails(`Canceled (${cancelReason}); no more requests.`);
     await condition(allHandlersFinished);
+    await clock.finished();
     return recurring;
   }
 
   if (recurring.version === 0) {
-    const now = iso(Date.now());
-    recurring = { ...recurring, status: 'active', anchor: now, createdAt: now, period: 0, issuedPeriods: 0 };
+    const started = iso(now());
+    recurring = { ...recurring, status: 'active', anchor: started, createdAt: started, period: 0, issuedPeriods: 0 };
   }
   if (recurring.issuedPeriods <= recurring.period) await issue(recurring.period);
   created = true;
@@ -113,11 +120,11 @@ export async function recurringPaymentRequestWorkflow(input: RecurringPaymentReq
 
   const next = periodStart(recurring.period + 1);
   setCurrentDetails(`Sending ${amount} requests to ${recurring.customerEmail} every ${recurring.interval.count} ${recurring.interval.unit}(s); next at ${iso(next)}.`);
-  const remaining = next.getTime() - Date.now();
-  if (remaining > 0) await condition(() => cancelReason !== null, remaining, { summary: `Period ${recurring.period + 1} starts` });
+  // Without a clock: condition(..., next - now, { summary }) when ahead, as always.
+  await clock.sleepUntil(next, () => cancelReason !== null, { summary: `Period ${recurring.period + 1} starts` });
   if (cancelReason) return cancelNow();
 
   // One period per run: carry the state into a fresh history.
   await condition(allHandlersFinished);
-  return continueAsNew<typeof recurringPaymentRequestWorkflow>({ ...input, snapshot: { ...recurring, period: recurring.period + 1 } });
+  return continueAsNew<typeof recurringPaymentRequestWorkflow>({ ...input, snapshot: { ...recurring, period: recurring.period + 1 }, ...(input.testClock ? { testClock: clock.binding() } : {}) });
 }

@@ -18,7 +18,10 @@
  * activities and state.
  *
  * Deterministic code only: time is workflow time (`Date.now()` is replay-safe
- * here), every side effect is an activity.
+ * here), every side effect is an activity. A subscription of a customer on a test
+ * clock takes its time from the clock instead (`clock.now()`, `clock.sleepUntil`:
+ * workflows/clock-sleep.ts) and runs its activities as local activities; without a
+ * clock, every command is what it always was.
  */
 import {
   allHandlersFinished,
@@ -31,11 +34,13 @@ import {
   defineUpdate,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities/index.ts';
 import { addDays } from '../domain/billing-calendar.ts';
 import {
@@ -51,12 +56,12 @@ import {
   startDunning,
   upgradeInvoice,
   waitingDetails,
-  wakeDelayMs,
   type SubscriptionCommand,
   type SubscriptionState,
   type WakeAction,
 } from '../domain/subscription-decisions.ts';
 import type { DunningState, PlanTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
+import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import { SubscriptionStatusKey } from './search-attributes.ts';
 
 export interface SubscriptionWorkflowInput {
@@ -65,6 +70,8 @@ export interface SubscriptionWorkflowInput {
   plan: PlanTerms;
   /** A downgrade waiting for the next renewal. */
   pendingPlan?: PlanTerms | null;
+  /** The test clock the customer lives on (sandbox): its time is this subscription's time. */
+  testClock?: ClockBinding;
 }
 
 export interface CancelRequest {
@@ -91,10 +98,13 @@ export const paymentMethodUpdatedSignal = defineSignal('paymentMethodUpdated');
 export const accountClosedSignal = defineSignal('accountClosed');
 export const subscriptionQuery = defineQuery<SubscriptionSnapshot>('subscription');
 
-const activities = proxyActivities<Activities>({
+const activityOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['IdempotencyKeyReuseError'] },
-});
+};
+const remoteActivities = proxyActivities<Activities>(activityOptions);
+/** On a test clock: the same activities run as local activities, with no round trip through the server for each (an advance is waited for). */
+const localActivities = proxyLocalActivities<Activities>(activityOptions);
 
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
@@ -115,11 +125,14 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** Set after a billing date (trial end or renewal): this run's work is done, carry the state into a new one. */
   let renewed = false;
   const state = (): SubscriptionState => ({ subscription, plan, pendingPlan });
+  /** Workflow time, or the test clock's (workflows/clock-sleep.ts). */
+  const clock = workflowClock(input.testClock);
+  const activities = input.testClock ? localActivities : remoteActivities;
 
   // ---- Messages -----------------------------------------------------------
 
   function validated(command: SubscriptionCommand): void {
-    const refused = refusal(state(), queue.map((q) => q.command), command, new Date());
+    const refused = refusal(state(), queue.map((q) => q.command), command, clock.now());
     if (refused) throw ApplicationFailure.create({ type: refused.type, message: refused.message, nonRetryable: true });
   }
 
@@ -157,7 +170,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Applies a change, bumps the version, and writes the projection and search attributes. */
   async function record(changes: Partial<SubscriptionSnapshot>): Promise<void> {
-    subscription = { ...subscription, ...changes, updatedAt: iso(new Date()), version: subscription.version + 1 };
+    subscription = { ...subscription, ...changes, updatedAt: iso(clock.now()), version: subscription.version + 1 };
     upsertSearchAttributes([{ key: SubscriptionStatusKey, value: subscription.status }]);
     await activities.projectSubscription(subscription);
   }
@@ -168,7 +181,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Starts billing now: a trial if one was asked for, else the first charge. */
   async function start(): Promise<void> {
-    const now = new Date();
+    const now = clock.now();
     if (subscription.trialDays > 0) {
       await record({ status: 'trialing', trialStart: iso(now), trialEnd: iso(addDays(now, subscription.trialDays)), pausedAt: null, pauseUntil: null, pauseReason: null });
     } else {
@@ -184,7 +197,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Invoices and charges billing cycle `cycle`; a decline starts dunning. */
   async function bill(cycle: number): Promise<void> {
-    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, new Date());
+    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now());
     const key = invoiceInput.billingKey;
     setCurrentDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
     const invoice = await activities.openInvoice(invoiceInput);
@@ -197,7 +210,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       pendingPlanId: pendingPlan?.planId ?? null,
     };
     if (invoice.amountDue === 0) {
-      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(new Date()));
+      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
       await record({ status: 'active', ...periodFields });
       return;
     }
@@ -211,19 +224,19 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       description: `Invoice ${invoice.number}`,
     });
     if (outcome.status === 'succeeded') {
-      await activities.settleInvoice(invoice.invoiceId, outcome, iso(new Date()));
+      await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
       await record({ status: 'active', ...periodFields, dunning: null });
       return;
     }
     if (cycle === 0 && subscription.status === 'trialing' && outcome.failureCode === 'no_payment_method') {
       // A trial that ends with nothing to charge does not convert: it expires.
-      await activities.voidInvoice(invoice.invoiceId, iso(new Date()));
-      await record({ status: 'expired', endedReason: 'trial_without_payment_method', latestInvoiceId: invoice.invoiceId, canceledAt: iso(new Date()) });
+      await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
+      await record({ status: 'expired', endedReason: 'trial_without_payment_method', latestInvoiceId: invoice.invoiceId, canceledAt: iso(clock.now()) });
       return;
     }
     // Dunning starts: retries on the account's schedule, then the grace period.
     const settings = await activities.loadBillingSettings(subscription.accountId, subscription.livemode);
-    const dunning = startDunning(state(), { invoiceId: invoice.invoiceId, number: invoice.number, billingKey: key, amount: invoice.amountDue }, outcome, settings, new Date());
+    const dunning = startDunning(state(), { invoiceId: invoice.invoiceId, number: invoice.number, billingKey: key, amount: invoice.amountDue }, outcome, settings, clock.now());
     await recordFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
   }
 
@@ -256,20 +269,20 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       description: `Invoice ${dunning.invoiceNumber} (attempt ${attempt})`,
     });
     if (outcome.status === 'succeeded') {
-      await activities.settleInvoice(dunning.invoiceId, outcome, iso(new Date()));
+      await activities.settleInvoice(dunning.invoiceId, outcome, iso(clock.now()));
       await record({ status: 'active', dunning: null });
       await activities.notifyPaymentRecovered({ subscription, invoiceId: dunning.invoiceId });
       return;
     }
-    await recordFailedAttempt({}, failedRetry(dunning, scheduled, outcome, new Date()));
+    await recordFailedAttempt({}, failedRetry(dunning, scheduled, outcome, clock.now()));
   }
 
   /** Retries and grace are spent: cancel or pause, as the account's settings say. */
   async function endDunning(): Promise<void> {
     const dunning = subscription.dunning!;
-    await activities.markInvoiceUncollectible(dunning.invoiceId, iso(new Date()));
+    await activities.markInvoiceUncollectible(dunning.invoiceId, iso(clock.now()));
     if (dunning.finalAction === 'pause') {
-      await record({ status: 'paused', pausedAt: iso(new Date()), pauseUntil: null, pauseReason: 'payment_failed', dunning: null });
+      await record({ status: 'paused', pausedAt: iso(clock.now()), pauseUntil: null, pauseReason: 'payment_failed', dunning: null });
       await activities.notifySubscriptionEnded({ subscription, kind: 'paused' });
     } else {
       await endNow('payment_failed');
@@ -278,8 +291,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   async function endNow(reason: string): Promise<void> {
     // An unpaid invoice stays payable, but nobody will ask for it any more.
-    if (subscription.dunning) await activities.markInvoiceUncollectible(subscription.dunning.invoiceId, iso(new Date()));
-    await record({ status: 'canceled', canceledAt: iso(new Date()), endedReason: reason, cancelAtPeriodEnd: false, pauseUntil: null, dunning: null });
+    if (subscription.dunning) await activities.markInvoiceUncollectible(subscription.dunning.invoiceId, iso(clock.now()));
+    await record({ status: 'canceled', canceledAt: iso(clock.now()), endedReason: reason, cancelAtPeriodEnd: false, pauseUntil: null, dunning: null });
     await activities.notifySubscriptionEnded({ subscription, kind: 'canceled' });
   }
 
@@ -294,7 +307,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         else await endNow(command.reason);
         return { ok: true };
       case 'pause':
-        await record({ status: 'paused', pausedAt: iso(new Date()), pauseUntil: command.pauseUntil, pauseReason: 'requested' });
+        await record({ status: 'paused', pausedAt: iso(clock.now()), pauseUntil: command.pauseUntil, pauseReason: 'requested' });
         return { ok: true };
       case 'resume':
         await resume();
@@ -309,7 +322,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Back to billing: the paid period goes on, or a new one starts now and is charged at once (domain: resumeKind). */
   async function resume(): Promise<void> {
-    const now = new Date();
+    const now = clock.now();
     const resumed = { pausedAt: null, pauseUntil: null, pauseReason: null };
     switch (resumeKind(subscription, now)) {
       case 'start':
@@ -352,7 +365,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       case 'upgrade':
         break;
     }
-    const upgrade = upgradeInvoice(state(), next, new Date());
+    const upgrade = upgradeInvoice(state(), next, clock.now());
     const invoice = await activities.openInvoice(upgrade.invoice);
     if (invoice.amountDue > 0) {
       const outcome = await activities.charge({
@@ -365,12 +378,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         description: `Invoice ${invoice.number} (plan change)`,
       });
       if (outcome.status === 'failed') {
-        await activities.voidInvoice(invoice.invoiceId, iso(new Date()));
+        await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
         return refuse('payment_failed', `The upgrade needs a payment of ${invoice.amountDue} now, and it failed: ${outcome.failureMessage} Nothing changed.`);
       }
-      await activities.settleInvoice(invoice.invoiceId, outcome, iso(new Date()));
+      await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
     } else {
-      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(new Date()));
+      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
     }
     plan = next;
     pendingPlan = null;
@@ -424,7 +437,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** From creation to the end (or to continue-as-new, which throws out of it). */
   async function live(): Promise<void> {
     if (subscription.version === 0) {
-      const now = new Date();
+      const now = clock.now();
       subscription = { ...subscription, createdAt: iso(now) };
       if (subscription.pauseUntil) {
         // Created paused: billing (and any trial) starts when the pause ends.
@@ -440,11 +453,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       setCurrentDetails(waitingDetails(wake, subscription));
       let woken: boolean;
       if (!wake) {
-        await condition(() => queue.length > 0);
+        await clock.sleepUntil(null, () => queue.length > 0);
         woken = true;
       } else {
-        const remaining = wakeDelayMs(wake, new Date());
-        woken = remaining > 0 ? await condition(() => queue.length > 0, remaining, { summary: wake.what }) : queue.length > 0;
+        // Without a clock: condition(..., wakeDelayMs(wake, now), { summary }), as always.
+        woken = await clock.sleepUntil(new Date(wake.at), () => queue.length > 0, { summary: wake.what });
       }
       if (woken) {
         const { command, done } = queue.shift()!;
@@ -456,7 +469,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         // Let accepted messages finish first; one that arrives meanwhile is applied in this run.
         await condition(() => queue.length > 0 || allHandlersFinished());
         if (queue.length === 0) {
-          return continueAsNew<typeof subscriptionWorkflow>({ snapshot: subscription, plan, pendingPlan });
+          return continueAsNew<typeof subscriptionWorkflow>({ snapshot: subscription, plan, pendingPlan, ...(input.testClock ? { testClock: clock.binding() } : {}) });
         }
       }
     }
@@ -471,6 +484,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       done(await apply(command));
     }
     await condition(allHandlersFinished);
+    await clock.finished();
     return subscription;
   }
 

@@ -15,6 +15,7 @@ import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts
 import { errorResponses, idParam } from '../schemas.ts';
 import { recordEvent } from '../../services/events.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
+import { findOwnTestClock } from '../../services/test-clocks.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 
@@ -35,6 +36,7 @@ const CreateCustomerBody = z
     email: z.email().max(254),
     name: z.string().min(1).max(200).optional(),
     payment_method: paymentMethod.optional(),
+    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md)' }),
   })
   .strict();
 
@@ -47,7 +49,9 @@ const UpdateCustomerBody = z
   .strict();
 
 const ListQuery = z
-  .object({ ...cursorQuery('customer'), email: z.string().min(1).max(254).optional().openapi({ description: 'Exact, case-sensitive (as Stripe)' }) })
+  .object({ ...cursorQuery('customer'), email: z.string().min(1).max(254).optional().openapi({ description: 'Exact, case-sensitive (as Stripe)' }),
+    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: "Only the customers on this test clock; without it, customers on test clocks are left out (as Stripe)" }),
+  })
   .strict()
   .refine(...oneCursor);
 
@@ -135,9 +139,12 @@ export function customersApp(deps: ApiDeps) {
       const body = c.req.valid('json');
       const { accountId, livemode } = await accountScope(c, orm);
       const em = orm.em.fork();
+      const clock = body.test_clock ? await findOwnTestClock(em, body.test_clock, { accountId, livemode }) : null;
       const customer = em.create(Customer, {
         id: newId('customer'),
         accountId,
+        testClockId: clock?.id ?? null,
+        ...(clock ? { createdAt: clock.frozenTime, updatedAt: clock.frozenTime } : {}),
         email: body.email,
         name: body.name ?? null,
         paymentMethod: body.payment_method ?? null,
@@ -157,6 +164,8 @@ export function customersApp(deps: ApiDeps) {
       const { accountId, livemode } = await accountScope(c, orm);
       const where: Record<string, unknown> = { accountId, livemode };
       if (query.email !== undefined) where.email = query.email;
+      if (query.test_clock) where.testClockId = query.test_clock;
+      else if (!livemode) where.testClockId = null;
       const { page, hasMore } = await keysetPage(orm.em.fork(), Customer, where, query);
       return c.json({ object: 'list' as const, data: page.map(serializeCustomer), has_more: hasMore }, 200);
     })

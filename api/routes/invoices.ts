@@ -1,3 +1,4 @@
+import { clockFilter } from '../../services/test-clocks.ts';
 import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -41,6 +42,7 @@ const ListQuery = z
     customer: z.string().min(1).max(64).optional().openapi({ description: 'Only this customer' }),
     subscription: z.string().min(1).max(64).optional().openapi({ description: 'Only this subscription' }),
     status: z.enum(invoiceStatuses).optional(),
+    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe)' }),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     starting_after: cursor.optional(),
     ending_before: cursor.optional(),
@@ -127,6 +129,10 @@ export function invoicesApps(deps: ApiDeps) {
     if (query.customer) where.customerId = query.customer;
     if (query.subscription) where.subscriptionId = query.subscription;
     if (query.status) where.status = query.status;
+    if (query.test_clock || (!query.customer && !query.subscription)) {
+      const onClocks = await clockFilter(orm.em.fork(), scope, query.test_clock);
+      if (onClocks) where.customerId = query.customer ? { $in: ((onClocks.$in as string[] | undefined) ?? []).filter((id) => id === query.customer) } : onClocks;
+    }
     const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, where, query);
     return c.json({ object: 'list' as const, data: page.map((invoice) => serializeInvoice(invoice, pdfUrl(invoice.id))), has_more: hasMore }, 200);
   }

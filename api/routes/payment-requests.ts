@@ -14,7 +14,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields, requestingAccount } from '../payment-request-input.ts';
+import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields, requestingAccount, testClockOf } from '../payment-request-input.ts';
 import { cancelPaymentRequest, cancelRecurringPaymentRequest, startRecurringPaymentRequest } from '../../services/payment-request-commands.ts';
 import {
   PaymentRequestSchema,
@@ -92,7 +92,9 @@ export function paymentRequestsApp(deps: ApiDeps) {
         return c.json(serializePaymentRequest(await createPaymentRequest(deps, c, body), config.publicUrl), 201);
       }
       const { scope, account } = await requestingAccount(deps, c, body);
+      const testClock = await testClockOf(deps, scope, body.test_clock);
       const created = await startRecurringPaymentRequest(deps, {
+        ...(testClock ? { testClock } : {}),
         accountId: scope.accountId,
         livemode: scope.livemode,
         account: { name: account.name, language: account.settings.language },

@@ -1,3 +1,4 @@
+import { bindToClock, clockBindingOf, clockFilter } from '../../services/test-clocks.ts';
 import { createRoute, z } from '@hono/zod-openapi';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -68,6 +69,7 @@ const ListQuery = z
     customer: z.string().max(64).optional().openapi({ description: 'Customer id; `customer_id` is accepted as the same filter (give one of the two)' }),
     customer_id: z.string().max(64).optional().openapi({ description: 'Same as `customer`' }),
     plan: z.string().max(64).optional(),
+    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only subscriptions on this test clock; without it (and without a customer), those on test clocks are left out (as Stripe)' }),
     ...cursorQuery('subscription'),
   })
   .strict()
@@ -195,7 +197,9 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       if (!customer) throw new ApiError('not_found', `No such customer: ${customerId}.`);
       if (!plan) throw new ApiError('not_found', `No such plan: ${body.plan}.`);
       if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new subscriptions cannot use it.`);
-      if (body.pause_until && body.pause_until.getTime() <= Date.now()) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
+      // A customer on a test clock: the subscription lives on the clock's time.
+      const testClock = await clockBindingOf(em, customer);
+      if (body.pause_until && body.pause_until.getTime() <= (testClock ? Date.parse(testClock.now) : Date.now())) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
       const trialDays = body.trial_period_days ?? plan.trialPeriodDays;
       // Without a trial or a paused start the workflow charges at once: a customer with nothing to charge is refused before anything starts.
       if (trialDays === 0 && !body.pause_until && !customer.paymentMethod) {
@@ -224,8 +228,9 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
           billingCycleMode: body.billing_cycle,
           pauseUntil: body.pause_until?.toISOString() ?? null,
           gracePeriodDays: body.grace_period_days ?? null,
-        }, new Date()),
+        }, testClock ? new Date(testClock.now) : new Date()),
         plan: planTerms(plan),
+        ...(testClock ? { testClock } : {}),
       };
       // Update-with-start: one round trip starts the workflow and waits for its
       // first recorded state, so the 201 carries what a GET will read next.
@@ -233,6 +238,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       await em.transactional(async (tx) => {
         if ((await lockAccount(tx, accountId, 'share')) === 'closed') throw new ApiError('account_closed', 'The account is closed.');
       });
+      if (testClock) await bindToClock(temporal, testClock, id);
       let snapshot;
       try {
         snapshot = await temporal.workflow.executeUpdateWithStart(subscriptionCreatedUpdate, {
@@ -276,6 +282,10 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const customer = query.customer ?? query.customer_id;
       if (customer) where.customerId = customer;
       if (query.plan) where.planId = query.plan;
+      if (!customer || query.test_clock) {
+        const onClocks = await clockFilter(orm.em.fork(), { accountId, livemode }, query.test_clock);
+        if (onClocks) where.customerId = customer ? { $in: (onClocks.$in as string[]).filter((id) => id === customer) } : onClocks;
+      }
       const { page, hasMore } = await keysetPage(orm.em.fork(), Subscription, where, query);
       return c.json({ object: 'list' as const, data: page.map(serializeSubscription), has_more: hasMore }, 200);
     })
@@ -308,8 +318,10 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
     })
     .openapi(pauseSubscription, async (c) => {
       const body = await optionalJsonBody(c, PauseBody);
-      if (body.pause_until && body.pause_until.getTime() <= Date.now()) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
-      const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
+      const { subscription, handle } = await ownLiveSubscription(c, c.req.valid('param').id);
+      // On a test clock, "the future" is the clock's (its workflow's validator checks it).
+      const onClock = !subscription.livemode && (await orm.em.fork().count(Customer, { id: subscription.customerId, testClockId: { $ne: null } })) > 0;
+      if (!onClock && body.pause_until && body.pause_until.getTime() <= Date.now()) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
       const snapshot = await send(() => handle.executeUpdate(pauseSubscriptionUpdate, { args: [{ pauseUntil: body.pause_until?.toISOString() ?? null }] }));
       return c.json(serializeSubscription(snapshot), 200);
     })

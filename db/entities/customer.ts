@@ -4,7 +4,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 export const Customer = defineEntity({
   name: 'Customer',
   tableName: 'customers',
-  indexes: [{ properties: ['accountId', 'livemode', 'id'] }, { properties: ['accountId', 'livemode', 'email'] }],
+  indexes: [{ properties: ['accountId', 'livemode', 'id'] }, { properties: ['accountId', 'livemode', 'email'] }, { properties: ['testClockId'] }],
   properties: {
     id: p.string().primary(),
     email: p.string(),
@@ -14,6 +14,8 @@ export const Customer = defineEntity({
     processorCustomerId: p.string().nullable(),
     accountId: p.string().index(),
     livemode: p.boolean(),
+    /** The test clock the customer lives on (sandbox), or null. */
+    testClockId: p.string().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
   },

@@ -20,6 +20,7 @@ import { SandboxProcessorRefund } from './sandbox-processor-refund.ts';
 import { ProcessorEvent } from './processor-event.ts';
 import { LoginAttempt, RefreshToken, Session } from './session.ts';
 import { Subscription } from './subscription.ts';
+import { TestClock } from './test-clock.ts';
 import { Transaction } from './transaction.ts';
 import { User } from './user.ts';
 import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from './webhook.ts';
@@ -48,6 +49,7 @@ export { invoiceStatuses } from './invoice.ts';
 export type { RiskLevel, TransactionStatus, TransactionType } from './transaction.ts';
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
 export { Export, exportFormats, exportResources, exportStatuses, type ExportFormat, type ExportResource, type ExportStatus } from './export.ts';
+export { TestClock, testClockStatuses, type TestClockStatus } from './test-clock.ts';
 export const entities = [
   Account,
   AccountModeSettings,
@@ -84,4 +86,5 @@ export const entities = [
   PaymentRequest,
   RecurringPaymentRequest,
   Export,
+  TestClock,
 ];

@@ -17,6 +17,7 @@ import { Migration20261123120000_idempotency_scope } from './Migration2026112312
 import { Migration20261123140000_cli_keys } from './Migration20261123140000_cli_keys.ts';
 import { Migration20261123150000_exports } from './Migration20261123150000_exports.ts';
 import { Migration20261123160000_payout_destinations } from './Migration20261123160000_payout_destinations.ts';
+import { Migration20261123170000_test_clocks } from './Migration20261123170000_test_clocks.ts';
 import { Migration20261123180000_export_filters } from './Migration20261123180000_export_filters.ts';
 import { Migration20261123181000_processor_customers } from './Migration20261123181000_processor_customers.ts';
 
@@ -41,6 +42,7 @@ export const migrations = [
   { name: 'Migration20261123140000_cli_keys', class: Migration20261123140000_cli_keys },
   { name: 'Migration20261123150000_exports', class: Migration20261123150000_exports },
   { name: 'Migration20261123160000_payout_destinations', class: Migration20261123160000_payout_destinations },
+  { name: 'Migration20261123170000_test_clocks', class: Migration20261123170000_test_clocks },
   { name: 'Migration20261123180000_export_filters', class: Migration20261123180000_export_filters },
   { name: 'Migration20261123181000_processor_customers', class: Migration20261123181000_processor_customers },
 ];

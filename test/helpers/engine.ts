@@ -18,7 +18,7 @@ import { createApp, type App } from '../../api/app.ts';
 import { localExportStorage } from '../../services/export-storage.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
-import { BalanceTransaction, Charge, Export, Invoice, PaymentRequest, Payout, PayoutSettings, RecurringPaymentRequest, Subscription, Transaction } from '../../db/entities/index.ts';
+import { BalanceTransaction, Charge, Export, Invoice, PaymentRequest, Payout, PayoutSettings, RecurringPaymentRequest, Subscription, TestClock, Transaction } from '../../db/entities/index.ts';
 import { payoutScheduleWorkflowId } from '../../services/payout-schedule.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
@@ -197,6 +197,9 @@ export async function startTestEngine(
       // Money waiting to become available: each has a fundsAvailabilityWorkflow (workflow id = the btxn id).
       const availability = await em.find(BalanceTransaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
       const exports = await em.find(Export, { status: { $in: ['pending', 'running'] } }, { fields: ['id'] }).catch(() => []);
+      // Test clocks: the clock workflow first (it wakes the workflows on it).
+      const clocks = await em.find(TestClock, {}, { fields: ['id'] }).catch(() => []);
+      await Promise.all(clocks.map((c) => env.client.workflow.getHandle(c.id).terminate('test finished').catch(() => undefined)));
       await Promise.all([...subscriptions, ...settling, ...requests, ...payouts, ...availability, ...exports].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
       // Webhooks: the dispatcher first (it starts deliveries), then deliveries still retrying
       // or still sending their disabled-endpoint email.

@@ -17,7 +17,7 @@ import { freePort } from '../../dev/processes.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../../dev/postgres.ts';
 import { startTestServer, type RunningTestServer } from '../../dev/test-server.ts';
 import { MissingToolError, resolveTestServer, sdkDownloadAllowed, testServerHelp } from '../../dev/tools.ts';
-import { workflowsPath } from '../../worker.ts';
+import { workflowInterceptorModules, workflowsPath } from '../../worker.ts';
 import { ensureDashboardBuilt } from '../../dev/dashboard-build.ts';
 
 declare module 'vitest' {
@@ -44,7 +44,7 @@ export default async function setup(project: TestProject) {
   const [postgres, launch, bundle] = await Promise.all([
     freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
     resolveTestServer({ log }),
-    bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } as never }),
+    bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } as never }),
     // The dashboard the engine serves at /dashboard, rebuilt only when its sources changed (dev/dashboard-build.ts).
     ensureDashboardBuilt({ log }),
   ]);

@@ -1,0 +1,170 @@
+/**
+ * Benchmark: one advance of a test clock over N subscriptions (default 1,000) on
+ * the Temporal dev server, as a user runs it with `npm start`: no time skipping.
+ *
+ *   npm run bench:test-clocks        (or: node bench/test-clocks.ts)
+ *
+ * It starts an embedded PostgreSQL (migrated) and `temporal server start-dev` in a
+ * temporary folder, a worker and the Hono app in this process (emails go to .eml
+ * files), and works over the app's HTTP interface only: a sandbox account, a clock
+ * on 2027-01-01, N customers on it (pm_card_visa) subscribed to a plan with a
+ * 30-day trial (created 20 at a time). Then:
+ *  1. advance to the trial end (2027-01-31): N trials convert (invoice, charge,
+ *     receipt email, projection, continue-as-new) and N funds-availability
+ *     workflows start on the clock;
+ *  2. advance to 2027-02-28: the money of the first charges becomes available
+ *     (2 days later, on the way), then N renewals.
+ * Measured: seconds from the advance call to `ready` (polled every 100 ms), and the
+ * work checked afterwards (paid invoices, active subscriptions).
+ *
+ * Settings: BENCH_N (default 1000); BENCH_SECOND_ADVANCE=0 stops after the first
+ * advance. BENCH_WRITE=0 prints the section instead of
+ * writing it to bench/RESULTS.md.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { createApp } from '../api/app.ts';
+import { ensureAdmin } from '../api/auth/bootstrap.ts';
+import { loadConfig } from '../config.ts';
+import { Invoice, Subscription } from '../db/entities/index.ts';
+import { createCustomerLinks } from '../domain/customer-links.ts';
+import { startEmbeddedPostgres } from '../dev/postgres.ts';
+import { freePort } from '../dev/processes.ts';
+import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
+import { createLogger } from '../logger.ts';
+import { createFileMailer } from '../services/mailer.ts';
+import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
+import { openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection } from './harness.ts';
+
+const n = Number(process.env.BENCH_N ?? 1000);
+const namespace = 'default';
+const heading = `## Test clocks: one advance over ${n.toLocaleString('en-US')} subscriptions`;
+
+await runBenchmark('bench:test-clocks', async (stops, say) => {
+  const loadAtStart = os.loadavg()[0]!;
+  const cores = os.cpus().length;
+  if (loadAtStart > cores / 2) say(`note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`);
+  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-bench-clocks-'));
+  fs.chmodSync(tmpDir, 0o755);
+  const removeTmpDir = () => fs.rmSync(tmpDir, { recursive: true, force: true });
+  stops.add('temp folder', async () => removeTmpDir());
+  process.once('exit', removeTmpDir);
+
+  say('starting PostgreSQL and the Temporal dev server');
+  const [postgres, temporal] = await Promise.all([
+    freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
+    Promise.all([freePort(), freePort()]).then(([port, uiPort]) => startTemporalDevServer({ dataDir: path.join(tmpDir, 'temporal'), port, uiPort, namespace, log: say })),
+  ]);
+  stops.add('PostgreSQL', () => postgres.stop());
+  stops.add('Temporal dev server', () => temporal.stop());
+  const { orm, pgVersion } = await openBenchDatabase(postgres, stops);
+
+  installTemporalRuntime(process.env.BENCH_LOG_LEVEL ?? 'error');
+  const config = { ...loadConfig({ NODE_ENV: 'test' }), taskQueue: 'bench-clocks', dataDir: tmpDir };
+  await ensureAdmin(orm, config.auth);
+  const connection = await Connection.connect({ address: temporal.address });
+  stops.add('client connection', () => connection.close());
+  const client = new Client({ connection, namespace });
+  const { NativeConnection } = await import('@temporalio/worker');
+  const workerConnection = await NativeConnection.connect({ address: temporal.address });
+  stops.add('worker connection', () => workerConnection.close());
+  say('bundling the workflows, starting the worker');
+  const worker = await createBillingWorker({
+    connection: workerConnection,
+    namespace,
+    taskQueue: config.taskQueue,
+    orm,
+    mailer: createFileMailer(path.join(tmpDir, 'mail'), config.mailFrom),
+    links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+  });
+  const running = worker.run();
+  stops.add('worker', async () => {
+    worker.shutdown();
+    await running;
+  });
+  const app = createApp({ orm, temporal: client, config, logger: createLogger(process.env.BENCH_API_LOG_LEVEL ?? 'error') });
+
+  let headers: Record<string, string> = { 'content-type': 'application/json' };
+  const call = async (method: string, url: string, body?: unknown) => {
+    const response = await app.request(url, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const json = (await response.json()) as Record<string, any>;
+    if (response.status >= 400) throw new Error(`${method} ${url}: ${response.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  await call('POST', '/v1/accounts', { email: 'bench@clocks.example', name: 'Bench', type: 'business', password: 'Bench!2345x' });
+  const login = await call('POST', '/v1/auth/login', { email: 'bench@clocks.example', password: 'Bench!2345x' });
+  headers = { ...headers, authorization: `Bearer ${login.access_token}` };
+  // A test key, as a user's test suite would use (an access token expires within the run).
+  const key = await call('POST', '/v1/api_keys', { mode: 'test' });
+  headers = { 'content-type': 'application/json', authorization: `Bearer ${key.secret}` };
+
+  const clock = await call('POST', '/v1/test_clocks', { frozen_time: '2027-01-01T00:00:00Z', name: 'bench' });
+  const plan = await call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 30 });
+  say(`creating ${n} customers and subscriptions on ${clock.id}`);
+  const setupStarted = Date.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      while (next < n) {
+        const i = next++;
+        const customer = await call('POST', '/v1/customers', { email: `c${i}@clocks.example`, payment_method: 'pm_card_visa', test_clock: clock.id });
+        await call('POST', '/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+      }
+    }),
+  );
+  const setupSeconds = (Date.now() - setupStarted) / 1000;
+  say(`created in ${round1(setupSeconds)} s`);
+
+  async function advance(to: string): Promise<number> {
+    const started = Date.now();
+    await call('POST', `/v1/test_clocks/${clock.id}/advance`, { frozen_time: to });
+    for (;;) {
+      const c = await call('GET', `/v1/test_clocks/${clock.id}`);
+      if (c.status === 'ready') return (Date.now() - started) / 1000;
+      if (c.status === 'internal_failure') throw new Error(`internal_failure: ${c.status_details.internal_failure.message}`);
+      if (Date.now() - started > 1_800_000) throw new Error('not ready after 30 minutes');
+      await sleep(100);
+    }
+  }
+  const em = () => orm.em.fork();
+  say('advance 1: to the trial end, 2027-01-31');
+  const first = await advance('2027-01-31T00:00:00Z');
+  const active1 = await em().count(Subscription, { status: 'active', billingCycle: 0 });
+  const paid1 = await em().count(Invoice, { status: 'paid' });
+  say(`ready in ${round1(first)} s: ${active1} active, ${paid1} paid invoices`);
+  let second: number | null = null;
+  let active2 = 0;
+  let paid2 = 0;
+  let available = 0;
+  if (process.env.BENCH_SECOND_ADVANCE !== '0') {
+    say('advance 2: to 2027-02-28 (money available on the 2nd, renewals on the 28th)');
+    second = await advance('2027-02-28T00:00:00Z');
+    active2 = await em().count(Subscription, { status: 'active', billingCycle: 1 });
+    paid2 = await em().count(Invoice, { status: 'paid' });
+    const balance = await call('GET', '/v1/balance');
+    available = (balance.available as { amount: number; currency: string }[]).find((m) => m.currency === 'USD')?.amount ?? 0;
+    say(`ready in ${round1(second)} s: ${active2} renewed, ${paid2} paid invoices, ${available} available`);
+  }
+  const ok = active1 === n && paid1 === n && (second === null || (active2 === n && paid2 === 2 * n && available === 2000 * n));
+  const section = [
+    heading,
+    '',
+    `\`node bench/test-clocks.ts\` (BENCH_N=${n}), ${new Date().toISOString().slice(0, 10)}: the Temporal dev server (no time skipping), PostgreSQL ${pgVersion}, the worker and the API in one process, on ${cores} cores (load average ${loadAtStart.toFixed(2)} at the start, shared with other work).`,
+    '',
+    '| Advance | Work due | Seconds until `ready` | Per subscription |',
+    '|---|---|---|---|',
+    `| 2027-01-01 → 01-31 | ${n} trial ends: invoice, charge, receipt email, continue-as-new; ${n} availability workflows start | ${round1(first)} | ${round1((first * 1000) / n)} ms |`,
+    ...(second === null ? [] : [`| 01-31 → 02-28 | ${n} payments become available (02-02), then ${n} renewals | ${round1(second)} | ${round1((second * 1000) / n)} ms |`]),
+    '',
+    second === null
+      ? `Checked afterwards: ${active1} of ${n} subscriptions active, ${paid1} paid invoices${ok ? '' : ' (NOT what was expected)'} (the second advance was skipped: BENCH_SECOND_ADVANCE=0). Setting up (${n} customers and subscriptions through the API, 20 at a time) took ${round1(setupSeconds)} s.`
+      : `Checked afterwards: ${active2} of ${n} subscriptions renewed, ${paid2} paid invoices, ${available} available on the sandbox balance${ok ? '' : ' (NOT what was expected)'}. Setting up (${n} customers and subscriptions through the API, 20 at a time) took ${round1(setupSeconds)} s.`,
+    '',
+    'What bounds it: every due workflow is woken by a signal from the clock workflow and reports back with a signal, and each advance step waits for the slowest; the subscriptions on a clock run their activities as local activities, so the server sees one workflow task per wake-up rather than one per activity.',
+  ].join('\n');
+  if (process.env.BENCH_WRITE !== '0') writeSection(resultsFile, heading, section);
+  say(section);
+  return ok ? 0 : 1;
+});

@@ -1,0 +1,171 @@
+/**
+ * Test clocks (sandbox): create, advance, delete, and binding work to a clock.
+ * The clock's time lives in its workflow (workflows/test-clock.ts); its row here is
+ * what the API reads (`frozen_time`, `status`), written in one transaction with its
+ * event. Workflows on a clock take their time from it (workflows/clock-sleep.ts).
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { Customer, Invoice, Subscription, TestClock } from '../db/entities/index.ts';
+import { ApiError } from '../domain/errors.ts';
+import { newId } from '../domain/ids.ts';
+import { serializeTestClock } from '../objects/test-clock.ts';
+import { clockRegisterSignal, clockReportSignal, type ClockBinding } from '../workflows/clock-sleep.ts';
+import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../workflows/test-clock.ts';
+import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
+import { recordEvent } from './events.ts';
+
+/** A clock and everything on it is deleted this long after its creation (as Stripe: 30 days). */
+export const testClockLifetimeMs = 30 * 86_400_000;
+
+export interface ClockStarter {
+  client: Client;
+  taskQueue: string;
+}
+
+export async function createTestClock(em: EntityManager, starter: ClockStarter, input: { accountId: string; livemode: boolean; frozenTime: Date; name: string | null }): Promise<TestClock> {
+  if (input.livemode) throw new ApiError('livemode_not_allowed', 'Test clocks exist only in the sandbox: send x-sandbox-mode: true, or use a test key.');
+  const now = new Date();
+  const clock = em.create(TestClock, {
+    id: newId('testClock'),
+    accountId: input.accountId,
+    livemode: false,
+    name: input.name,
+    frozenTime: input.frozenTime,
+    status: 'ready',
+    advancingTo: null,
+    failure: null,
+    deletesAfter: new Date(now.getTime() + testClockLifetimeMs),
+    createdAt: now,
+    updatedAt: now,
+  });
+  await em.transactional(async (tx) => {
+    tx.persist(clock);
+    await tx.flush();
+    await recordEvent(tx, { accountId: clock.accountId, livemode: false, type: 'test_clock.created', object: serializeTestClock(clock) });
+  });
+  await starter.client.workflow.start(testClockWorkflow, {
+    workflowId: clock.id,
+    taskQueue: starter.taskQueue,
+    args: [{ clockId: clock.id, accountId: clock.accountId, frozenTime: clock.frozenTime.toISOString() }],
+    staticSummary: `Test clock${clock.name ? ` "${clock.name}"` : ''}`,
+    typedSearchAttributes: [
+      { key: AccountIdKey, value: clock.accountId },
+      { key: LivemodeKey, value: false },
+    ],
+  });
+  return clock;
+}
+
+export async function findOwnTestClock(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }): Promise<TestClock> {
+  if (scope.livemode) throw new ApiError('livemode_not_allowed', 'Test clocks exist only in the sandbox: send x-sandbox-mode: true, or use a test key.');
+  const clock = await em.findOne(TestClock, { id, accountId: scope.accountId, livemode: false });
+  if (!clock) throw new ApiError('not_found', `No such test clock: ${id}.`);
+  return clock;
+}
+
+/** Moves a ready clock forward: recorded `advancing` (with its event), then the clock workflow walks the work due. */
+export async function advanceTestClock(em: EntityManager, starter: ClockStarter, clock: TestClock, to: Date): Promise<TestClock> {
+  if (clock.status === 'advancing') throw new ApiError('invalid_state', `Test clock ${clock.id} is already advancing; wait until it is ready.`);
+  if (clock.status === 'internal_failure') throw new ApiError('invalid_state', `Test clock ${clock.id} failed to advance (${clock.failure}); delete it and start another.`);
+  if (to.getTime() <= clock.frozenTime.getTime()) throw new ApiError('invalid_request', `frozen_time: a test clock only moves forward; it is at ${clock.frozenTime.toISOString()}.`);
+  await em.transactional(async (tx) => {
+    const row = await tx.findOneOrFail(TestClock, { id: clock.id }, { lockMode: 4 /* pessimistic write */ });
+    if (row.status !== 'ready') throw new ApiError('invalid_state', `Test clock ${clock.id} is already advancing; wait until it is ready.`);
+    row.status = 'advancing';
+    row.advancingTo = to;
+    row.updatedAt = new Date();
+    await tx.flush();
+    await recordEvent(tx, { accountId: row.accountId, livemode: false, type: 'test_clock.advancing', object: serializeTestClock(row) });
+    Object.assign(clock, row);
+  });
+  await starter.client.workflow.getHandle(clock.id).signal(advanceClockSignal, { frozenTime: to.toISOString() });
+  return clock;
+}
+
+/** The clock workflow's report: it reached `frozenTime` (ready), or failed on the way. */
+export async function recordTestClockAdvanced(em: EntityManager, input: { clockId: string; frozenTime: string; failure: string | null }): Promise<void> {
+  await em.transactional(async (tx) => {
+    const row = await tx.findOne(TestClock, { id: input.clockId });
+    if (!row) return; // deleted meanwhile
+    row.frozenTime = new Date(input.frozenTime);
+    row.status = input.failure ? 'internal_failure' : 'ready';
+    row.advancingTo = null;
+    row.failure = input.failure ? input.failure.slice(0, 2000) : null;
+    row.updatedAt = new Date();
+    await tx.flush();
+    await recordEvent(tx, { accountId: row.accountId, livemode: false, type: input.failure ? 'test_clock.internal_failure' : 'test_clock.ready', object: serializeTestClock(row) });
+  });
+}
+
+/**
+ * The binding of new work for `customer` (its clock's id and time), or undefined for a
+ * customer not on a clock. Refuses while the clock advances: work created then would
+ * start at a time the clock has already left.
+ */
+export async function clockBindingOf(em: EntityManager, customer: { testClockId?: string | null }): Promise<ClockBinding | undefined> {
+  if (!customer.testClockId) return undefined;
+  const clock = await em.findOne(TestClock, { id: customer.testClockId });
+  if (!clock) throw new ApiError('not_found', `No such test clock: ${customer.testClockId}.`);
+  if (clock.status !== 'ready') throw new ApiError('invalid_state', `Test clock ${clock.id} is ${clock.status}; wait until it is ready.`);
+  return { id: clock.id, now: clock.frozenTime.toISOString() };
+}
+
+/**
+ * Tells the clock that `workflowId` is about to start on it: the clock waits for it
+ * to report before moving on. Call before starting the workflow.
+ */
+export async function bindToClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
+  await client.workflow.getHandle(binding.id).signal(clockRegisterSignal, { workflowId, known: binding.now });
+}
+
+/** Undoes bindToClock when the workflow did not start (it existed already): the clock stops waiting for it. A live one re-registers at its next wait. */
+export async function unbindFromClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
+  await client.workflow.getHandle(binding.id).signal(clockReportSignal, { workflowId, wakeAt: null, known: binding.now, done: true });
+}
+
+/** Ids of the customers on `clockId` (the list filter), or of all customers on any clock of the account (what lists leave out). */
+export async function clockCustomerIds(em: EntityManager, accountId: string, clockId?: string): Promise<string[]> {
+  const rows = await em.find(Customer, clockId ? { accountId, livemode: false, testClockId: clockId } : { accountId, livemode: false, testClockId: { $ne: null } }, { fields: ['id'] });
+  return rows.map((r) => r.id);
+}
+
+/**
+ * A list's filter on `customerId` for objects on clocks: with `test_clock`, only that
+ * clock's; without, none on any clock (as Stripe). Live mode has no clocks.
+ */
+export async function clockFilter(em: EntityManager, scope: { accountId: string; livemode: boolean }, testClock: string | undefined): Promise<Record<string, unknown> | null> {
+  if (scope.livemode) return testClock ? { $in: [] } : null;
+  if (testClock) return { $in: await clockCustomerIds(em, scope.accountId, testClock) };
+  const ids = await clockCustomerIds(em, scope.accountId);
+  return ids.length > 0 ? { $nin: ids } : null;
+}
+
+/** Deletes the clock and every object on it: its workflows end, its customers, subscriptions and invoices go (the sandbox ledger keeps the money that moved). */
+export async function deleteTestClock(em: EntityManager, client: Client, clock: TestClock): Promise<void> {
+  const handle = client.workflow.getHandle(clock.id);
+  let workflowIds: string[] = [];
+  try {
+    workflowIds = (await handle.query(testClockQuery)).workflowIds;
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+  await handle.terminate('test clock deleted').catch(() => undefined);
+  await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test clock deleted').catch(() => undefined)));
+  const customerIds = await clockCustomerIds(em, clock.accountId, clock.id);
+  await em.transactional(async (tx) => {
+    if (customerIds.length > 0) {
+      // Money stays: transactions, charges and the ledger keep what moved on the sandbox balance.
+      await tx.nativeDelete(Subscription, { customerId: { $in: customerIds } });
+      await tx.nativeDelete(Invoice, { customerId: { $in: customerIds } });
+      await tx.nativeDelete(Customer, { id: { $in: customerIds } });
+    }
+    const row = await tx.findOne(TestClock, { id: clock.id });
+    if (row) {
+      await recordEvent(tx, { accountId: clock.accountId, livemode: false, type: 'test_clock.deleted', object: { ...serializeTestClock(row), deleted: true } });
+      tx.remove(row);
+      await tx.flush();
+    }
+  });
+}

@@ -1,0 +1,171 @@
+/**
+ * testClockWorkflow: one per test clock, workflow id = clock id (`clock_...`).
+ * It holds the clock's time and the wake-ups of every workflow living on the clock
+ * (workflows/clock-sleep.ts), and moves time only when advanced:
+ *
+ * 1. take the earliest wake-up at or before the target; the clock's time becomes it;
+ * 2. tell every workflow due by then ("tick" with ack) and wait until each has
+ *    reported back, having seen that time: it has done its work and registered its
+ *    next wake-up, or finished. A workflow that work started meanwhile (a payment's
+ *    settlement, a webhook retry) was registered by its starter and is waited for too;
+ * 3. repeat until nothing is due up to the target; then the time becomes the target,
+ *    every bound workflow hears it (no ack), and the clock is recorded `ready`.
+ *
+ * So work runs in time order, each instant's work finished before the next starts.
+ * A workflow that does not go quiet within `quietTimeoutMs` of wall time makes the
+ * advance end in `internal_failure`, naming it. No timer of the bound workflows is a
+ * Temporal timer, so none of this needs the time-skipping test server.
+ *
+ * The run continues as new between instants when Temporal suggests it (an advance over
+ * many subscriptions or many months writes many signals), carrying its state.
+ */
+import { condition, ContinueAsNew, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
+import { clockRegisterSignal, clockReportSignal, clockTickSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
+
+export interface TestClockWorkflowInput {
+  clockId: string;
+  accountId: string;
+  /** The clock's time (ISO). */
+  frozenTime: string;
+  /** Carried over a continue-as-new: the bound workflows, and an advance under way. */
+  entries?: Array<[string, ClockEntry]>;
+  target?: string | null;
+  /** How long (wall time) a due workflow may take to go quiet; default 5 minutes. */
+  quietTimeoutMs?: number;
+}
+
+export interface ClockEntry {
+  /** When the workflow wants to wake (epoch ms), or null: only a message wakes it. */
+  wakeAt: number | null;
+  /** Set while the clock waits for it to report having seen this time (epoch ms). */
+  busyAt: number | null;
+}
+
+export interface AdvanceRequest {
+  frozenTime: string;
+}
+
+export interface TestClockState {
+  frozenTime: string;
+  target: string | null;
+  workflowIds: string[];
+  busy: string[];
+}
+
+export const advanceClockSignal = defineSignal<[AdvanceRequest]>('advanceTestClock');
+export const testClockQuery = defineQuery<TestClockState>('testClock');
+
+const activities = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
+  let time = Date.parse(input.frozenTime);
+  let target: number | null = input.target ? Date.parse(input.target) : null;
+  const entries = new Map<string, ClockEntry>(input.entries ?? []);
+  const quietTimeoutMs = input.quietTimeoutMs ?? 5 * 60_000;
+
+  setHandler(testClockQuery, () => ({
+    frozenTime: iso(time),
+    target: target === null ? null : iso(target),
+    workflowIds: [...entries.keys()],
+    busy: [...entries].filter(([, e]) => e.busyAt !== null).map(([id]) => id),
+  }));
+  setHandler(clockRegisterSignal, ({ workflowId, known }: ClockRegistration) => {
+    const entry = entries.get(workflowId);
+    entries.set(workflowId, { wakeAt: entry?.wakeAt ?? null, busyAt: Date.parse(known) });
+  });
+  setHandler(clockReportSignal, (report: ClockReport) => {
+    if (report.done) {
+      entries.delete(report.workflowId);
+      return;
+    }
+    const entry = entries.get(report.workflowId) ?? { wakeAt: null, busyAt: null };
+    entry.wakeAt = report.wakeAt === null ? null : Date.parse(report.wakeAt);
+    if (entry.busyAt !== null && Date.parse(report.known) >= entry.busyAt) entry.busyAt = null;
+    entries.set(report.workflowId, entry);
+  });
+  setHandler(advanceClockSignal, ({ frozenTime }: AdvanceRequest) => {
+    const at = Date.parse(frozenTime);
+    if (at > (target ?? time)) target = at;
+  });
+
+  const quiet = () => [...entries.values()].every((e) => e.busyAt === null);
+  const busyIds = () => [...entries].filter(([, e]) => e.busyAt !== null).map(([id]) => id);
+
+  /** Signals each workflow; one that no longer exists leaves the clock. */
+  async function tell(ids: string[], ack: boolean): Promise<void> {
+    await Promise.all(
+      ids.map((id) =>
+        getExternalWorkflowHandle(id)
+          .signal(clockTickSignal, { now: iso(time), ack })
+          .catch(() => {
+            entries.delete(id);
+          }),
+      ),
+    );
+  }
+
+  /** One advance to `to`, instant by instant (it may continue as new between instants, carrying the advance). */
+  async function advance(to: number): Promise<void> {
+    for (;;) {
+      setCurrentDetails(`Advancing to ${iso(to)}: at ${iso(time)}, waiting for ${busyIds().length} workflow(s).`);
+      // Waits for the due workflows to go quiet; every 30 s, the ones still busy hear the time again
+      // (a tick only raises a workflow's known time, so a second one is harmless; one seen lost on a
+      // loaded dev server left the clock advancing for good).
+      let waited = 0;
+      while (!quiet() && waited < quietTimeoutMs) {
+        if (await condition(quiet, 30_000)) break;
+        waited += 30_000;
+        const again = [...entries].filter(([, e]) => e.busyAt !== null && e.wakeAt !== null && e.busyAt === time).map(([id]) => id);
+        await Promise.all(again.map((id) => getExternalWorkflowHandle(id).signal(clockTickSignal, { now: iso(time), ack: true }).catch(() => undefined)));
+      }
+      if (!quiet()) {
+        const stuck = busyIds();
+        throw new Error(`${stuck.length} workflow(s) did not finish the work due at ${iso(time)} within ${quietTimeoutMs / 1000} s: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', ...' : ''}.`);
+      }
+      let next: number | null = null;
+      for (const entry of entries.values()) if (entry.wakeAt !== null && entry.wakeAt <= to && (next === null || entry.wakeAt < next)) next = entry.wakeAt;
+      if (next === null) break;
+      if (workflowInfo().continueAsNewSuggested) {
+        await continueAsNew<typeof testClockWorkflow>({ ...input, frozenTime: iso(time), entries: [...entries], target: iso(to) });
+      }
+      time = Math.max(time, next);
+      const due: string[] = [];
+      for (const [id, entry] of entries) {
+        if (entry.wakeAt !== null && entry.wakeAt <= time) {
+          entry.busyAt = time;
+          due.push(id);
+        }
+      }
+      await tell(due, true);
+    }
+    time = to;
+    await tell([...entries.keys()], false);
+  }
+
+  for (;;) {
+    setCurrentDetails(`At ${iso(time)}; ${entries.size} workflow(s) on the clock.`);
+    await condition(() => target !== null || workflowInfo().continueAsNewSuggested);
+    if (target === null) {
+      // Idle, with a long history (many workflows joined or reported): carry the state into a fresh one.
+      await continueAsNew<typeof testClockWorkflow>({ ...input, frozenTime: iso(time), entries: [...entries], target: null });
+    }
+    const to = target!;
+    try {
+      await advance(to);
+      await activities.testClockAdvanced({ clockId: input.clockId, frozenTime: iso(time), failure: null });
+    } catch (error) {
+      if (error instanceof ContinueAsNew) throw error;
+      await activities.testClockAdvanced({ clockId: input.clockId, frozenTime: iso(time), failure: error instanceof Error ? error.message : String(error) });
+    }
+    if (target === to) target = null;
+    if (workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof testClockWorkflow>({ ...input, frozenTime: iso(time), entries: [...entries], target: target === null ? null : iso(target) });
+    }
+  }
+}
