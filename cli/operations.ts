@@ -41,6 +41,7 @@ export const cliResources = [
   'webhooks',
   'events',
   'exports',
+  'test-clocks',
 ] as const;
 
 const destructiveActions = new Set(['cancel', 'refund', 'delete', 'void']);

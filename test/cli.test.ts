@@ -358,6 +358,31 @@ describe('the billing CLI against the real engine', () => {
     }
   });
 
+  it('test clocks: create, advance until ready, list and delete from the terminal', async () => {
+    // The clock's own workflow needs the worker (started for this test, as trigger invoice.paid does).
+    await engine.startWorker();
+    try {
+      const created = await run(home, ['test-clocks', 'create', '-d', 'frozen_time=2027-01-01T00:00:00Z', '-d', 'name=CLI clock', '--json']);
+      expect(created.code, created.stderr).toBe(0);
+      const clock = JSON.parse(created.stdout);
+      expect(clock).toMatchObject({ id: expect.any(String), name: 'CLI clock', status: 'ready', livemode: false });
+      const customer = JSON.parse((await run(home, ['customers', 'create', '--email', 'clock@example.com', '-d', `test_clock=${clock.id}`, '--json'])).stdout);
+      expect(customer.test_clock).toBe(clock.id);
+      const advanced = await run(home, ['test-clocks', 'advance', clock.id, '-d', 'frozen_time=2027-02-01T00:00:00Z', '--json']);
+      expect(advanced.code, advanced.stderr).toBe(0);
+      expect(JSON.parse(advanced.stdout).status).toMatch(/advancing|ready/);
+      const deadline = Date.now() + 30_000;
+      let now = JSON.parse((await run(home, ['test-clocks', 'get', clock.id, '--json'])).stdout);
+      while (now.status !== 'ready' && Date.now() < deadline) now = JSON.parse((await run(home, ['test-clocks', 'get', clock.id, '--json'])).stdout);
+      expect(now).toMatchObject({ status: 'ready', frozen_time: '2027-02-01T00:00:00.000Z' });
+      expect(JSON.parse((await run(home, ['test-clocks', 'list', '--json'])).stdout).data.map((c: { id: string }) => c.id)).toContain(clock.id);
+      expect((await run(home, ['test-clocks', 'delete', clock.id, '--json'])).code).toBe(0);
+      expect((await run(home, ['test-clocks', 'get', clock.id, '--json'])).code).toBe(4);
+    } finally {
+      await engine.stopWorker();
+    }
+  });
+
   it('logs tail streams the account\'s requests with their source, filtered', async () => {
     const tail = start(home, ['logs', 'tail', '--path', '/v1/customers', '--status', '2xx']);
     try {
