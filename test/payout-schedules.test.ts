@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Payout } from '../db/entities/index.ts';
 import { nextRunAfter, defaultScheduleSettings, type ScheduleSettings } from '../domain/payout-schedule.ts';
-import { patchSchedule, payoutScheduleWorkflowId } from '../services/payout-schedule.ts';
+import { patchSchedule, payoutScheduleWorkflowId, runScheduledPayouts } from '../services/payout-schedule.ts';
 import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -217,6 +217,27 @@ describe('payout schedules', () => {
     const jan = seen.findIndex((d) => d.endsWith('-01-31'));
     expect(jan).toBeGreaterThanOrEqual(0);
     expect(seen[jan + 1]).toMatch(/-02-(28|29)$/);
+    expect(await available(t)).toBe(0);
+  });
+
+  it('delay_days: money available for less than the delay stays for a later run', async () => {
+    // The run itself, as the schedule's activity makes it (the workflow's own clock is the test
+    // server's, which earlier files may have moved far from the wall clock that dates the money).
+    const { t } = await newTenant();
+    const scope = { accountId: t.accountId, livemode: false };
+    await patchSchedule(engine.db.orm.em.fork(), scope, { currency: 'USD', interval: 'daily', delay_days: 2 });
+    await fund(t, 1_000);
+    const midnight = (daysAhead: number) => {
+      const d = new Date();
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + daysAhead);
+    };
+    const run = (at: number) => runScheduledPayouts(engine.db.orm.em.fork(), engine.env.client, engine.taskQueue, scope, at);
+    // Tomorrow's run: the credit became available today, within the 2-day delay.
+    expect(await run(midnight(1))).toEqual([{ currency: 'USD', skipped: '$0.00 to pay out' }]);
+    // Three days on it is old enough: paid out whole, once however often the run is retried.
+    const [paid] = await run(midnight(3));
+    expect(paid).toMatchObject({ currency: 'USD', amount: 1_000, payoutId: expect.stringMatching(/^po_/) });
+    expect(await run(midnight(3))).toEqual([paid]);
     expect(await available(t)).toBe(0);
   });
 
