@@ -319,6 +319,7 @@ describe('StripeProcessor against stripe-mock', () => {
         checkoutId: 'cs_A',
         processorChargeId: 'pi_A',
         paymentMethod: null,
+        setupIntentId: null,
         processorCustomerId: 'cus_A',
         metadata: { invoice_id: 'in_1' },
         paymentStatus: 'paid',
