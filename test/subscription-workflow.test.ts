@@ -256,7 +256,10 @@ describe('subscriptionWorkflow with fake activities', () => {
     const end = Date.parse(first.currentPeriodEnd!);
     const at = invoice.issuedAt;
     const remaining = end - Date.parse(at);
-    expect(remaining).toBeGreaterThan(20 * day);
+    // Mid-period, at least 10 days in. (Not an exact day: the time-skipping server may move on
+    // while the update is delivered; the lines are checked against the instant it was issued.)
+    expect(remaining).toBeGreaterThan(0);
+    expect(remaining).toBeLessThanOrEqual(end - start - 10 * day);
     expect(invoice.lines).toEqual([
       { description: `Unused time on Pro after ${at}`, amount: -prorate(3000, remaining, end - start), quantity: 1, period_start: at, period_end: first.currentPeriodEnd, proration: true },
       { description: `Remaining time on Max after ${at}`, amount: prorate(6000, remaining, end - start), quantity: 1, period_start: at, period_end: first.currentPeriodEnd, proration: true },
