@@ -91,7 +91,7 @@ function parseJson(name: string, raw: string): unknown {
   }
 }
 
-const reservedOptions = new Set(['json', 'env', 'api-base', 'confirm', 'data', 'help', 'd']);
+const reservedOptions = new Set(['json', 'env', 'api-base', 'confirm', 'data', 'help', 'd', 'wait']);
 
 /** The destructive-command guard: in live mode the id must be repeated with --confirm. */
 function requireConfirm(ctx: Context, id: string | undefined, confirm: string | undefined, what: string): void {
@@ -172,6 +172,42 @@ async function invoicePdf(cmd: Command, id: string): Promise<void> {
   else out(`Saved ${file} (${pdf.bytes.length} bytes).`);
 }
 
+/**
+ * Long work the CLI can wait for with `--wait`: it polls the object every half second,
+ * shows its progress on stderr, and prints the object once it is done (exit 0), or
+ * failed (the server exit code, 7).
+ */
+const waitable: Record<string, { getPath(id: string): string; done(o: any): boolean; failed(o: any): boolean; progress(o: any): string }> = {
+  'exports create': {
+    getPath: (id) => `/v1/exports/${encodeURIComponent(id)}`,
+    done: (o) => o.status !== 'pending' && o.status !== 'running',
+    failed: (o) => o.status === 'failed' || o.status === 'expired',
+    progress: (o) => `export ${o.id} ${o.status}: ${o.progress?.rows_written ?? 0}${o.progress?.rows_expected != null ? ` of ${o.progress.rows_expected}` : ''} rows`,
+  },
+  'test-clocks advance': {
+    getPath: (id) => `/v1/test_clocks/${encodeURIComponent(id)}`,
+    done: (o) => o.status !== 'advancing',
+    failed: (o) => o.status === 'internal_failure',
+    progress: (o) => `test clock ${o.id} ${o.status} to ${o.status_details?.advancing?.target_frozen_time ?? o.frozen_time}`,
+  },
+};
+
+async function waitFor(ctx: Context, client: Parameters<typeof request>[0], spec: (typeof waitable)[string], first: any): Promise<void> {
+  let current = first;
+  let last = '';
+  const started = Date.now();
+  while (!spec.done(current)) {
+    const line = spec.progress(current);
+    if (line !== last) err(`${line} (${Math.round((Date.now() - started) / 1000)} s)`);
+    last = line;
+    await new Promise((r) => setTimeout(r, 500));
+    current = await request(client, 'GET', spec.getPath(current.id));
+  }
+  err(spec.progress(current));
+  printResult(ctx, current);
+  if (spec.failed(current)) throw new CliError(exitCodes.server, 'failed', `${current.id} ended ${current.status}${current.error ? `: ${current.error}` : ''}.`);
+}
+
 /** Operations the generic command cannot serve (a binary answer): their own commands below. */
 const ownCommands = new Set(['invoices pdf']);
 
@@ -203,6 +239,8 @@ function addResourceCommands(program: Command): void {
     }
     if (op.body.length > 0) cmd.option('-d, --data <key=value...>', 'a body field, Stripe-CLI style (repeatable; numbers, booleans and JSON parsed by the field type)');
     if (op.destructive) cmd.option('--confirm <id>', 'in live mode: repeat the id to confirm this destructive command');
+    const wait = waitable[`${op.resource} ${op.action}`];
+    if (wait) cmd.option('--wait', 'wait until it is done, showing progress on stderr');
     cmd.action(async (...args: unknown[]) => {
       const command = args[args.length - 1] as Command;
       const opts = command.opts<Record<string, string | string[] | undefined>>();
@@ -230,7 +268,9 @@ function addResourceCommands(program: Command): void {
         const missing = op.body.filter((f) => f.required && body![f.name] === undefined).map((f) => `--${f.name}`);
         if (missing.length > 0) usage(`${op.resource} ${op.action} needs ${missing.join(', ')}.`);
       }
-      printResult(ctx, await request(client, op.method, path, body, query));
+      const result = await request(client, op.method, path, body, query);
+      if (wait && opts.wait) return waitFor(ctx, client, wait, result);
+      printResult(ctx, result);
     });
   }
 }

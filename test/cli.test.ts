@@ -368,13 +368,17 @@ describe('the billing CLI against the real engine', () => {
       expect(clock).toMatchObject({ id: expect.any(String), name: 'CLI clock', status: 'ready', livemode: false });
       const customer = JSON.parse((await run(home, ['customers', 'create', '--email', 'clock@example.com', '-d', `test_clock=${clock.id}`, '--json'])).stdout);
       expect(customer.test_clock).toBe(clock.id);
-      const advanced = await run(home, ['test-clocks', 'advance', clock.id, '-d', 'frozen_time=2027-02-01T00:00:00Z', '--json']);
+      // --wait: progress on stderr until the clock is ready, then the clock on stdout.
+      const advanced = await run(home, ['test-clocks', 'advance', clock.id, '-d', 'frozen_time=2027-02-01T00:00:00Z', '--wait', '--json']);
       expect(advanced.code, advanced.stderr).toBe(0);
-      expect(JSON.parse(advanced.stdout).status).toMatch(/advancing|ready/);
-      const deadline = Date.now() + 30_000;
-      let now = JSON.parse((await run(home, ['test-clocks', 'get', clock.id, '--json'])).stdout);
-      while (now.status !== 'ready' && Date.now() < deadline) now = JSON.parse((await run(home, ['test-clocks', 'get', clock.id, '--json'])).stdout);
-      expect(now).toMatchObject({ status: 'ready', frozen_time: '2027-02-01T00:00:00.000Z' });
+      expect(advanced.stderr).toContain(`test clock ${clock.id} advancing to 2027-02-01T00:00:00.000Z`);
+      expect(JSON.parse(advanced.stdout)).toMatchObject({ status: 'ready', frozen_time: '2027-02-01T00:00:00.000Z' });
+      expect(JSON.parse((await run(home, ['test-clocks', 'get', clock.id, '--json'])).stdout)).toMatchObject({ status: 'ready', frozen_time: '2027-02-01T00:00:00.000Z' });
+      // An export waited for the same way, its rows counted on stderr.
+      const exported = await run(home, ['exports', 'create', '-d', 'resource=customers', '-d', 'format=csv', '--wait', '--json']);
+      expect(exported.code, exported.stderr).toBe(0);
+      expect(exported.stderr).toMatch(/export exp_\w+ succeeded: \d+ of \d+ rows/);
+      expect(JSON.parse(exported.stdout)).toMatchObject({ status: 'succeeded', row_count: expect.any(Number) });
       expect(JSON.parse((await run(home, ['test-clocks', 'list', '--json'])).stdout).data.map((c: { id: string }) => c.id)).toContain(clock.id);
       expect((await run(home, ['test-clocks', 'delete', clock.id, '--json'])).code).toBe(0);
       expect((await run(home, ['test-clocks', 'get', clock.id, '--json'])).code).toBe(4);
