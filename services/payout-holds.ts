@@ -4,11 +4,8 @@ import { Payout, PayoutHold } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { recordPayoutEvent, wakePayoutWorkflow } from './payouts.ts';
-
-export interface Scope {
-  accountId: string;
-  livemode: boolean;
-}
+import type { Scope } from './bank-accounts.ts';
+export type { Scope };
 
 /**
  * Places a hold on the account (in this mode) or on one of its payouts, which

@@ -9,11 +9,8 @@ import { payoutCurrencies } from '../domain/payouts.ts';
 import { payoutScheduleSettingsSignal, payoutScheduleWorkflow } from '../workflows/payout-schedule.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { activeHold, createPayout, startPayoutWorkflow } from './payouts.ts';
-
-export interface Scope {
-  accountId: string;
-  livemode: boolean;
-}
+import type { Scope } from './bank-accounts.ts';
+export type { Scope };
 
 export type CurrencySchedule = ScheduleSettings & { currency: string };
 

@@ -9,8 +9,10 @@
  * under the minimum). After `runsPerExecution` runs it continues as new, so its
  * history stays short. Deterministic code only.
  */
-import { condition, continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+// The schedule's only wait on time, shared with each payout's workflow (where a test clock can stand in).
+import { waitUntil } from './payout.ts';
 
 export interface PayoutScheduleInput {
   accountId: string;
@@ -28,20 +30,6 @@ const activities = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
-
-/**
- * Waits until `instant` (ms since the epoch on the workflow's clock; null: no
- * end) or until `wake()` turns true. The schedule's only wait on time: a test
- * clock can stand in for it here.
- */
-export async function waitUntil(instant: number | null, wake: () => boolean): Promise<void> {
-  if (instant === null) {
-    await condition(wake);
-    return;
-  }
-  const ms = instant - Date.now();
-  if (ms > 0) await condition(wake, ms);
-}
 
 export async function payoutScheduleWorkflow(input: PayoutScheduleInput): Promise<void> {
   let changed = false;
