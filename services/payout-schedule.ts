@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { AccountBalance, BankAccount, Payout, PayoutSettings } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { derivedId } from '../domain/ids.ts';
@@ -73,6 +73,21 @@ export async function ensurePayoutSchedule(client: Client, taskQueue: string, sc
       { key: LivemodeKey, value: scope.livemode },
     ],
   });
+}
+
+/**
+ * Stops the account's payout schedules in both modes (the account closed): each
+ * schedule workflow is canceled and ends there, so no payout is scheduled for a
+ * closed account. A mode that never had a schedule has nothing to stop.
+ */
+export async function stopPayoutSchedules(client: Client, accountId: string): Promise<void> {
+  for (const livemode of [false, true]) {
+    try {
+      await client.workflow.getHandle(payoutScheduleWorkflowId({ accountId, livemode })).cancel();
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    }
+  }
 }
 
 /** The schedule's next run after `at` (ms) and what it will do, for the workflow's memo and details. */

@@ -112,6 +112,19 @@ describe('payout schedules', () => {
     expect((await call('PATCH', '/v1/payout_settings', { currency: 'USD', interval: 'daily' }, { ...session.headers, ...sandbox })).status).toBe(403);
   });
 
+  it('closing the account stops its payout schedule: the workflow is canceled and pays nothing more', async () => {
+    const { t, api } = await newTenant();
+    expect((await api('PATCH', '/v1/payout_settings', { currency: 'USD', interval: 'daily' })).status).toBe(200);
+    const handle = engine.env.client.workflow.getHandle(payoutScheduleWorkflowId({ accountId: t.accountId, livemode: false }));
+    await eventually(() => details(t), (d) => d.startsWith('Next payout '));
+    await fund(t, 5_000);
+    expect((await call('DELETE', '/v1/account', undefined, t.headers)).status).toBe(200);
+    tenants.splice(tenants.indexOf(t), 1); // closed: nothing left to set manual
+    await eventually(() => handle.describe(), (d) => d.status.name === 'CANCELLED');
+    await skipTo((await now()) + 2 * day);
+    expect(await automatic(t)).toEqual([]);
+  });
+
   it('daily: each run pays out exactly the available balance; an empty run pays nothing; a hold skips and its release resumes', async () => {
     const { t, api } = await newTenant();
     await fund(t, 1000);

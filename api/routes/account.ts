@@ -12,6 +12,7 @@ import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses } from '../schemas.ts';
 import { cancelPaymentRequest, cancelRecurringPaymentRequest } from '../../services/payment-request-commands.ts';
+import { stopPayoutSchedules } from '../../services/payout-schedule.ts';
 import { accountClosedSignal } from '../../workflows/subscription.ts';
 import { AccountSchema, SettingsPatch, serializeAccount, serializeAccountRow } from '../../objects/account.ts';
 import { timestamp } from '../../objects/common.ts';
@@ -53,7 +54,7 @@ const closeAccount = createRoute({
   tags: ['Accounts'],
   summary: 'Close the account (irreversible)',
   description:
-    'Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key, suspends every user, cancels paused subscriptions and open payment requests.',
+    'Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key, suspends every user, cancels paused subscriptions and open payment requests, and stops its payout schedules.',
   responses: {
     200: {
       description: 'Closed',
@@ -119,6 +120,8 @@ export function accountApp(deps: ApiDeps) {
       });
       // Its payments end with it: every pending payment request and every recurring one is canceled (links then say so).
       await cancelOpenPaymentRequests(deps, accountId);
+      // No payout is scheduled for a closed account (its balance stays on the ledger).
+      await stopPayoutSchedules(deps.temporal, accountId).catch((error: unknown) => deps.logger.warn({ err: error, accountId }, 'closing an account: its payout schedule could not be stopped'));
       // Paused subscriptions do not block closing; they end with the account (their workflows cancel them).
       const paused = await em.find(Subscription, { accountId, status: 'paused' }, { fields: ['id'] });
       await inBatches(paused, (s) =>
