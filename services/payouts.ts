@@ -288,7 +288,8 @@ export async function completePayout(em: EntityManager, rail: PayoutRail, payout
 /**
  * Cancels a pending payout (`not_cancellable` once it was sent or ended): the
  * amount goes back to the available balance with a `payout_cancel` balance
- * transaction, and payout.canceled, in one database transaction.
+ * transaction, and payout.canceled, in one database transaction; a hold placed on
+ * this payout is released with it.
  */
 export async function cancelPayout(em: EntityManager, scope: { accountId: string; livemode: boolean }, payoutId: string): Promise<Payout | null> {
   return em.transactional(async (tx) => {
@@ -299,6 +300,8 @@ export async function cancelPayout(em: EntityManager, scope: { accountId: string
     row.canceledAt = new Date();
     row.updatedAt = row.canceledAt;
     row.failureBalanceTransactionId = (await postPayoutFailure(tx, row, 'payout_cancel')).id;
+    // A hold on this payout alone has nothing left to hold: it ends with it (an account-wide hold stays).
+    await tx.nativeUpdate(PayoutHold, { payoutId: row.id, releasedAt: null }, { releasedAt: row.canceledAt });
     await tx.flush();
     await recordPayoutEvent(tx, row, 'payout.canceled');
     return row;

@@ -298,6 +298,13 @@ describe('payout schedules', () => {
     expect((await api('POST', '/v1/payout_holds', { reason: 'x', payout: caught.body.id })).body.error).toBe('invalid_state');
     const other = await engine.signUp();
     expect((await call('DELETE', `/v1/payout_holds/${hold.body.id}`, undefined, { ...other.headers, ...sandbox })).status).toBe(404);
+
+    // Canceling a held payout ends its hold too: nothing is left for it to hold.
+    const another = await api('POST', '/v1/payouts', { amount: 200, currency: 'USD' });
+    const onIt = await api('POST', '/v1/payout_holds', { reason: 'Look first', payout: another.body.id });
+    expect((await api('GET', '/v1/payout_holds?active=true')).body.data.map((h: { id: string }) => h.id)).toContain(onIt.body.id);
+    expect((await api('POST', `/v1/payouts/${another.body.id}/cancel`)).status).toBe(200);
+    expect((await api('GET', '/v1/payout_holds?active=true')).body.data.map((h: { id: string }) => h.id)).not.toContain(onIt.body.id);
     expect((await call('GET', '/v1/payout_holds', undefined, { ...other.headers, ...sandbox })).body.data).toEqual([]);
     expect((await call('GET', '/v1/payout_holds', undefined, t.headers)).body.data).toEqual([]);
   });
