@@ -1,10 +1,10 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, isAlive } from '../dev/processes.ts';
 import { resolveTemporalCli } from '../dev/tools.ts';
+import { apiClient, npmStartSandbox, temporalCli, type NpmStartSandbox } from './helpers/npm-start.ts';
 import { eventually } from './helpers/temporal.ts';
 
 /**
@@ -12,44 +12,25 @@ import { eventually } from './helpers/temporal.ts';
  * (SIGINT to the whole process group), and a second start on the same data.
  */
 describe('npm start', () => {
-  let cli: string;
+  let sandbox: NpmStartSandbox;
   let dataDir: string;
   let ports: { api: number; pg: number; temporal: number; ui: number };
-  const running: ChildProcess[] = [];
+  let temporal: (...args: string[]) => string;
+  let client: ReturnType<typeof apiClient>;
 
   beforeAll(async () => {
     const resolved = await resolveTemporalCli();
     if (!('path' in resolved)) throw new Error('no Temporal CLI for the npm start test');
-    cli = resolved.path;
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-start-'));
-    fs.chmodSync(dataDir, 0o755);
+    sandbox = npmStartSandbox('billing-start-');
+    dataDir = sandbox.dataDir;
     ports = { api: await freePort(), pg: await freePort(), temporal: await freePort(), ui: await freePort() };
+    temporal = temporalCli(resolved.path, ports.temporal);
+    client = apiClient(ports.api);
   }, 900_000);
 
-  afterAll(() => {
-    for (const child of running) {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        /* the group is gone: nothing left behind */
-      }
-    }
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => sandbox?.cleanUp());
 
-  function npmStart() {
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(ports.api), EMBEDDED_PG_PORT: String(ports.pg), TEMPORAL_PORT: String(ports.temporal), TEMPORAL_UI_PORT: String(ports.ui), NODE_ENV: 'development', LOG_LEVEL: 'warn' };
-    delete env.DATABASE_URL;
-    delete env.TEMPORAL_ADDRESS;
-    // Its own process group, as a terminal gives it, so a "Ctrl-C" reaches npm and everything under it.
-    const child = spawn('npm', ['start', '--silent'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    running.push(child);
-    let output = '';
-    child.stdout!.on('data', (chunk) => (output += chunk));
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    return { child, exit, output: () => output };
-  }
+  const npmStart = () => sandbox.start({ PORT: String(ports.api), EMBEDDED_PG_PORT: String(ports.pg), TEMPORAL_PORT: String(ports.temporal), TEMPORAL_UI_PORT: String(ports.ui) });
 
   /** Pids still alive in a process group (ps, as a person would check). */
   const groupMembers = (pgid: number) =>
@@ -58,15 +39,9 @@ describe('npm start', () => {
       .map((line) => line.trim().split(/\s+/))
       .filter(([, group, stat]) => Number(group) === pgid && !stat?.startsWith('Z'))
       .map(([pid, , , comm]) => `${pid} ${comm}`);
-  const api = (p: string, init?: RequestInit) => fetch(`http://127.0.0.1:${ports.api}${p}`, init);
-  let authorization = '';
-  const post = async (p: string, body: unknown) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) };
-    const response = await api(p, { method: 'POST', headers, body: JSON.stringify(body) });
-    return { status: response.status, body: (await response.json()) as any };
-  };
-  const healthy = async () => (await api('/health').then((r) => r.status, () => 0)) === 200;
-  const temporal = (...args: string[]) => execFileSync(cli, [...args, '--address', `127.0.0.1:${ports.temporal}`], { encoding: 'utf8' });
+  const api = (p: string, init?: RequestInit) => client.api(p, init);
+  const post = (p: string, body: unknown) => client.call('POST', p, body);
+  const healthy = () => client.healthy();
 
   it('runs the engine, survives Ctrl-C and a restart with its subscription and workflow intact', { timeout: 300_000 }, async () => {
     const first = npmStart();
@@ -86,8 +61,7 @@ describe('npm start', () => {
     expect((await fetch(`http://127.0.0.1:${ports.ui}/`)).status).toBe(200);
 
     expect((await post('/v1/accounts', { email: 'owner@grace.example', name: 'Grace Ltd', type: 'business', password: 'Grace!2345' })).status).toBe(201);
-    const login = await post('/v1/auth/login', { email: 'owner@grace.example', password: 'Grace!2345' });
-    authorization = `Bearer ${login.body.access_token}`;
+    await client.signIn('owner@grace.example', 'Grace!2345');
     const customer = await post('/v1/customers', { email: 'grace@example.com', payment_method: 'pm_card_visa' });
     const plan = await post('/v1/plans', { name: 'Team', amount: 4900, currency: 'EUR', interval: 'month', trial_period_days: 14 });
     const created = await post('/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id });
@@ -116,7 +90,7 @@ describe('npm start', () => {
     const second = npmStart();
     await eventually(healthy, (ok) => ok, 60_000);
     // The access token from before the restart still works: sessions live in the database.
-    const read = await api(`/v1/subscriptions/${id}`, { headers: { authorization } });
+    const read = await api(`/v1/subscriptions/${id}`, { headers: { authorization: client.authorization() } });
     expect(read.status).toBe(200);
     expect(await read.json()).toEqual(created.body);
     const described = temporal('workflow', 'describe', '--workflow-id', id, '--output', 'json');

@@ -1,10 +1,9 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, freePortRun, isAlive } from '../dev/processes.ts';
 import { resolveTemporalCli, resolveTemporalServer } from '../dev/tools.ts';
+import { apiClient, npmStartSandbox, temporalCli, type NpmStartSandbox } from './helpers/npm-start.ts';
 import { eventually } from './helpers/temporal.ts';
 
 /**
@@ -16,64 +15,29 @@ import { eventually } from './helpers/temporal.ts';
  * start on the same data.
  */
 describe('npm start with the Temporal server on PostgreSQL', () => {
-  let cli: string;
+  let sandbox: NpmStartSandbox;
   let dataDir: string;
   let ports: { api: number; pg: number; temporal: number };
-  const running: ChildProcess[] = [];
+  let temporal: (...args: string[]) => string;
+  let client: ReturnType<typeof apiClient>;
 
   beforeAll(async () => {
     // Built once per machine into the tools cache when missing (several minutes on 2 cores).
     await resolveTemporalServer();
     const resolved = await resolveTemporalCli();
     if (!('path' in resolved)) throw new Error('no Temporal CLI for the test');
-    cli = resolved.path;
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-start-pg-'));
-    fs.chmodSync(dataDir, 0o755);
+    sandbox = npmStartSandbox('billing-start-pg-');
+    dataDir = sandbox.dataDir;
     ports = { api: await freePort(), pg: await freePort(), temporal: await freePortRun(9) };
+    temporal = temporalCli(resolved.path, ports.temporal);
+    client = apiClient(ports.api);
   }, 1_800_000);
 
-  afterAll(() => {
-    for (const child of running) {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        /* the group is gone */
-      }
-    }
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => sandbox?.cleanUp());
 
-  function npmStart() {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      TEMPORAL_SERVER: 'postgres',
-      DATA_DIR: dataDir,
-      PORT: String(ports.api),
-      EMBEDDED_PG_PORT: String(ports.pg),
-      TEMPORAL_PORT: String(ports.temporal),
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'warn',
-    };
-    delete env.DATABASE_URL;
-    delete env.TEMPORAL_ADDRESS;
-    const child = spawn('npm', ['start', '--silent'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    running.push(child);
-    let output = '';
-    child.stdout!.on('data', (chunk) => (output += chunk));
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    return { child, exit, output: () => output };
-  }
-
-  const api = (p: string, init?: RequestInit) => fetch(`http://127.0.0.1:${ports.api}${p}`, init);
-  let authorization = '';
-  const call = async (method: string, p: string, body?: unknown) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) };
-    const response = await api(p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    return { status: response.status, body: (await response.json()) as any };
-  };
-  const healthy = async () => (await api('/health').then((r) => r.status, () => 0)) === 200;
-  const temporal = (...args: string[]) => execFileSync(cli, [...args, '--address', `127.0.0.1:${ports.temporal}`], { encoding: 'utf8' });
+  const npmStart = () => sandbox.start({ TEMPORAL_SERVER: 'postgres', PORT: String(ports.api), EMBEDDED_PG_PORT: String(ports.pg), TEMPORAL_PORT: String(ports.temporal) });
+  const call = (method: string, p: string, body?: unknown) => client.call(method, p, body);
+  const healthy = () => client.healthy();
 
   it('sets Temporal up in PostgreSQL, charges a subscription, stops on Ctrl-C and restarts on the same data', { timeout: 300_000 }, async () => {
     const first = npmStart();
@@ -88,8 +52,7 @@ describe('npm start with the Temporal server on PostgreSQL', () => {
     expect(Number(cluster.historyShardCount)).toBe(4);
 
     expect((await call('POST', '/v1/accounts', { email: 'owner@pg.example', name: 'PG Ltd', type: 'business', password: 'Grace!2345' })).status).toBe(201);
-    const login = await call('POST', '/v1/auth/login', { email: 'owner@pg.example', password: 'Grace!2345' });
-    authorization = `Bearer ${login.body.access_token}`;
+    await client.signIn('owner@pg.example', 'Grace!2345');
     const customer = await call('POST', '/v1/customers', { email: 'pg@example.com', payment_method: 'pm_card_visa' });
     const plan = await call('POST', '/v1/plans', { name: 'Team', amount: 4900, currency: 'EUR', interval: 'month' });
     const created = await call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id });
