@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { localExportStorage } from '../services/export-storage.ts';
 import { pageSize } from '../services/exports.ts';
+import { startCrashingWorker } from './helpers/crashing-worker.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -49,30 +47,18 @@ describe('a worker killed mid-export', () => {
       })) as never,
     );
     const exportsDir = path.join(engine.config.dataDir, 'exports');
-    const child = spawn(process.execPath, ['test/fixtures/export-crashing-worker.ts'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: engine.db.url,
-        TEMPORAL_ADDRESS: engine.env.address,
-        TASK_QUEUE: engine.taskQueue,
-        WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-        EXPORTS_DIR: exportsDir,
-        // Past the first pages (about 80 bytes a row), well before the last.
-        CRASH_AFTER_BYTES: String(80 * pageSize * 2),
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
+    const worker = await startCrashingWorker(engine, 'export-crashing-worker.ts', {
+      EXPORTS_DIR: exportsDir,
+      // Past the first pages (about 80 bytes a row), well before the last.
+      CRASH_AFTER_BYTES: String(80 * pageSize * 2),
     });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    const exited = once(child, 'exit');
-    await eventually(async () => output, (o) => o.includes('ready'), 30_000);
 
     const created = await engine.call('POST', '/v1/exports', { resource: 'transactions', format: 'csv' });
     expect(created.status).toBe(202);
     const id: string = created.body.id;
-    const [, signal] = await exited;
+    const [, signal] = await worker.exited;
     expect(signal).toBe('SIGKILL');
-    expect(output).toContain(`of ${id}.csv; crashing`);
+    expect(worker.output()).toContain(`of ${id}.csv; crashing`);
     // Killed mid-file: some pages recorded, not all; only a temporary file on disk, nothing published.
     const midway = (await engine.call('GET', `/v1/exports/${id}`)).body;
     expect(midway.status).toBe('running');

@@ -1,8 +1,6 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { BalanceTransaction, Event, Payout, SandboxPayoutTransfer } from '../db/entities/index.ts';
+import { startCrashingWorker } from './helpers/crashing-worker.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -16,14 +14,7 @@ describe('a worker killed in the middle of a payout', () => {
   afterAll(() => engine?.close());
 
   it('is replaced by a new worker and the payout is sent once, debited once and paid once', { timeout: 120_000 }, async () => {
-    const child = spawn(process.execPath, ['test/fixtures/crashing-payout-worker.ts'], {
-      env: { ...process.env, DATABASE_URL: engine.db.url, TEMPORAL_ADDRESS: engine.env.address, TASK_QUEUE: engine.taskQueue, WORKFLOW_BUNDLE: inject('workflowBundlePath') },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    const exited = once(child, 'exit');
-    await eventually(async () => output, (o) => o.includes('ready'), 30_000);
+    const worker = await startCrashingWorker(engine, 'crashing-payout-worker.ts');
 
     const tenant = engine.tenant;
     const admin = { ...(await engine.admin()).headers, 'x-account-id': tenant.accountId };
@@ -35,9 +26,9 @@ describe('a worker killed in the middle of a payout', () => {
 
     // Its pending minute passes; the child hands it to the rail and dies before recording in_transit.
     const later = engine.env.sleep(61_000);
-    const [, signal] = await exited;
+    const [, signal] = await worker.exited;
     expect(signal).toBe('SIGKILL');
-    expect(output).toContain(`sent ${id}; crashing`);
+    expect(worker.output()).toContain(`sent ${id}; crashing`);
     const em = () => engine.db.orm.em.fork();
     expect(await em().count(SandboxPayoutTransfer, { idempotencyKey: id })).toBe(1);
     expect((await em().findOneOrFail(Payout, { id })).status).toBe('pending');

@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { Charge, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
 import { expectLedgerInvariants, expectOnePaymentPerPaidInvoice } from './helpers/ledger.ts';
+import { startCrashingWorker } from './helpers/crashing-worker.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -17,14 +15,7 @@ describe('a worker killed in the middle of the slice', () => {
   afterAll(() => engine?.close());
 
   it('is replaced by a new worker and the subscription finishes with no duplicate charge', { timeout: 120_000 }, async () => {
-    const child = spawn(process.execPath, ['test/fixtures/crashing-worker.ts'], {
-      env: { ...process.env, DATABASE_URL: engine.db.url, TEMPORAL_ADDRESS: engine.env.address, TASK_QUEUE: engine.taskQueue, WORKFLOW_BUNDLE: inject('workflowBundlePath') },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    const exited = once(child, 'exit');
-    await eventually(async () => output, (o) => o.includes('ready'), 30_000);
+    const worker = await startCrashingWorker(engine, 'crashing-worker.ts');
 
     const { customerId, planId } = await seedCustomerAndPlan(engine);
     const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, trial_period_days: 14 });
@@ -36,9 +27,9 @@ describe('a worker killed in the middle of the slice', () => {
     // lost activity's 30 s start-to-close timeout passes in real time: this test
     // takes about half a minute by design.
     const pastTrialEnd = engine.env.sleep(15 * day);
-    const [, signal] = await exited;
+    const [, signal] = await worker.exited;
     expect(signal).toBe('SIGKILL');
-    expect(output).toContain(`charged ${id}:cycle:0:attempt:1; crashing`);
+    expect(worker.output()).toContain(`charged ${id}:cycle:0:attempt:1; crashing`);
     const em = () => engine.db.orm.em.fork();
     expect(await em().count(SandboxProcessorCharge, { idempotencyKey: { $like: `${id}:%` } })).toBe(1);
     expect(await em().count(Charge, { idempotencyKey: { $like: `${id}:%` } })).toBe(0);
