@@ -15,7 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
+import { sha256 } from '../api/auth/tokens.ts';
+import type { AccountSettings } from '../db/entities/index.ts';
 import autocannon from 'autocannon';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
 import { startApiServer } from '../api/server.ts';
@@ -413,4 +415,23 @@ export function writeSection(file: string, heading: string, section: string): vo
     next = `${before ? `${before}\n\n` : ''}${section.trimEnd()}\n${after ? `\n${after}\n` : ''}`;
   }
   fs.writeFileSync(file, next);
+}
+
+/** The API key check of the bare routes: the engine's `authenticate` makes the same lookup (and also reads the account's other columns). */
+const apiKeyQuery = `select k.account_id, k.livemode, a.settings, a.created_at from api_keys k join accounts a on a.id = k.account_id
+  where k.secret_hash = ? and k.revoked_at is null and a.status <> 'closed'`;
+
+export interface BareCaller {
+  account_id: string;
+  livemode: boolean;
+  settings: AccountSettings | string;
+  created_at: Date | string;
+}
+
+/** The key's account for a bare route's request (`Authorization: Bearer <key>`), in one query; undefined when there is none. */
+export async function bareCaller(orm: MikroORM, c: Context): Promise<BareCaller | undefined> {
+  const match = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
+  if (!match) return undefined;
+  const [row] = await orm.em.getConnection().execute<BareCaller[]>(apiKeyQuery, [sha256(match[1]!)]);
+  return row;
 }

@@ -32,7 +32,6 @@ import type { Context } from 'hono';
 import { Hono } from 'hono';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client, Connection } from '@temporalio/client';
-import { sha256 } from '../api/auth/tokens.ts';
 import type { Config } from '../config.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { freePort } from '../dev/processes.ts';
@@ -43,6 +42,7 @@ import { sandboxProcessors } from '../services/processors/index.ts';
 import { newTransactionFields } from '../services/transactions.ts';
 import {
   allSucceeded,
+  bareCaller,
   call,
   compare,
   comparisonLines,
@@ -60,19 +60,12 @@ import {
 const sectionHeading = '## Payments and balance: POST /v1/transactions (payment, pm_card_visa) and GET /v1/balance';
 const paymentAmount = 500;
 
-const apiKeyQuery = `select k.account_id, k.livemode, a.settings, a.created_at from api_keys k join accounts a on a.id = k.account_id
-  where k.secret_hash = ? and k.revoked_at is null and a.status <> 'closed'`;
 const balanceSql = `select currency, available, pending from account_balances where account_id = ? and livemode = ?`;
 
 function bareApp(orm: MikroORM, config: Config, temporal: Client): Hono {
   const app = new Hono();
   const processors = sandboxProcessors(() => orm.em.fork());
-  const caller = async (c: Context) => {
-    const match = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
-    if (!match) return undefined;
-    const [row] = await orm.em.getConnection().execute<{ account_id: string; livemode: boolean; created_at: Date | string }[]>(apiKeyQuery, [sha256(match[1]!)]);
-    return row;
-  };
+  const caller = (c: Context) => bareCaller(orm, c);
   const unauthorized = (c: Context) => c.json({ error: 'unauthorized', message: 'Invalid or revoked API key.' }, 401);
 
   app.post('/v1/transactions', async (c) => {

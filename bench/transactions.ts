@@ -18,12 +18,12 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { sha256 } from '../api/auth/tokens.ts';
 import type { AccountSettings, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { scoreRisk } from '../domain/risk.ts';
 import {
   allSucceeded,
+  bareCaller,
   call,
   compare,
   comparisonLines,
@@ -43,9 +43,6 @@ const sectionHeading = '## Transactions: POST /v1/transactions (credit) and GET 
 const seeded = 1_000;
 const creditAmount = 100;
 
-/** The API key check: the engine's `authenticate` makes the same lookup (and also reads the account's other columns). */
-const apiKeyQuery = `select k.account_id, k.livemode, a.settings, a.created_at from api_keys k join accounts a on a.id = k.account_id
-  where k.secret_hash = ? and k.revoked_at is null and a.status <> 'closed'`;
 
 /** The statements the engine's credit runs in its database transaction (api/routes/transactions.ts, activities/ledger.ts). */
 const creditSql = {
@@ -110,15 +107,7 @@ function fromRow(row: TransactionRow): Transaction {
 function bareApp(orm: MikroORM): Hono {
   const app = new Hono();
   const connection = () => orm.em.getConnection();
-  const caller = async (c: Context) => {
-    const match = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
-    if (!match) return undefined;
-    const [row] = await connection().execute<{ account_id: string; livemode: boolean; settings: AccountSettings | string; created_at: Date | string }[]>(
-      apiKeyQuery,
-      [sha256(match[1]!)],
-    );
-    return row;
-  };
+  const caller = (c: Context) => bareCaller(orm, c);
   const unauthorized = (c: Context) => c.json({ error: 'unauthorized', message: 'Invalid or revoked API key.' }, 401);
 
   app.post('/v1/transactions', async (c) => {
