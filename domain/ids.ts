@@ -1,5 +1,5 @@
 import { monotonicFactory } from 'ulidx';
-import { createHash } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 
 /** Prefixes of every resource id: the prefix tells a reader what the id names. */
 export const idPrefixes = {
@@ -35,7 +35,21 @@ export const idPrefixes = {
 
 export type IdKind = keyof typeof idPrefixes;
 
-const ulid = monotonicFactory();
+/**
+ * ulidx draws a fresh crypto random value per character (16 calls per id); this
+ * hands it numbers from a pool refilled by the same CSPRNG 1,024 at a time.
+ */
+const randomPool = new Uint32Array(1024);
+let randomAt = randomPool.length;
+function pooledRandom(): number {
+  if (randomAt === randomPool.length) {
+    randomFillSync(randomPool);
+    randomAt = 0;
+  }
+  return randomPool[randomAt++]! / 0x1_0000_0000;
+}
+
+const ulid = monotonicFactory(pooledRandom);
 
 /**
  * A new time-sortable id such as `sub_01JD3...`: ULIDs sort by creation time, so

@@ -21,16 +21,24 @@ export interface EventInput {
  * routes and activities alike. Returns the row.
  */
 export async function recordEvent(em: EntityManager, input: EventInput): Promise<Event> {
-  const row = {
+  const [row] = await recordEvents(em, [input]);
+  return row!;
+}
+
+/** Records several events of one change in one statement (see recordEvent), in the order given. */
+export async function recordEvents(em: EntityManager, inputs: EventInput[]): Promise<Event[]> {
+  const createdAt = currentTime();
+  const rows = inputs.map((input) => ({
     id: newId('event'),
     accountId: input.accountId,
     livemode: input.livemode,
     type: input.type,
     transactionId: input.transactionId ?? null,
     data: { object: JSON.parse(JSON.stringify(input.object)) as Record<string, unknown> },
-    createdAt: currentTime(),
+    createdAt,
     dispatchedAt: null,
-  };
-  await em.insert(Event, row);
-  return row as Event;
+  }));
+  if (rows.length === 1) await em.insert(Event, rows[0]!);
+  else if (rows.length > 1) await em.insertMany(Event, rows);
+  return rows as Event[];
 }

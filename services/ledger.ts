@@ -59,22 +59,62 @@ export async function lockBalance(tx: EntityManager, accountId: string, livemode
   return { available: Number(row!.available), pending: Number(row!.pending) };
 }
 
-async function move(tx: EntityManager, m: Movement): Promise<{ available: number; pending: number }> {
-  const balance = await lockBalance(tx, m.accountId, m.livemode, m.currency);
-  const available = balance.available + (m.legs.available ?? 0);
-  const pending = balance.pending + (m.legs.pending ?? 0);
-  if (available < 0) {
-    throw new ApiError('insufficient_funds', `The available balance (${balance.available} ${m.currency}) does not cover ${-(m.legs.available ?? 0)}.`);
-  }
-  if (pending < 0) throw new Error(`Ledger bug: the pending balance of ${m.accountId} would go below zero.`);
-  await tx
-    .getConnection()
-    .execute(
-      `update account_balances set available = ?, pending = ?, updated_at = now() where account_id = ? and livemode = ? and currency = ?`,
-      [available, pending, m.accountId, m.livemode, m.currency],
-      'run',
-      tx.getTransactionContext(),
+/**
+ * Applies a movement's legs to the cached balance row in one statement, which also
+ * locks the row until the caller's transaction ends (concurrent movements of one
+ * account and currency queue on it; READ COMMITTED re-checks the condition after
+ * the wait, so they never overdraw). Money in only: an upsert (the row is created
+ * on the first movement). Money out: an update that applies only when it covers
+ * the legs; when it does not (or there is no row yet), the row is locked and read,
+ * and the movement applied or refused on what it holds then.
+ */
+async function applyLegs(tx: EntityManager, m: Movement): Promise<{ available: number; pending: number }> {
+  const connection = tx.getConnection();
+  const ctx = tx.getTransactionContext();
+  const available = m.legs.available ?? 0;
+  const pending = m.legs.pending ?? 0;
+  type Row = { available: string | number; pending: string | number };
+  const asNumbers = (row: Row) => ({ available: Number(row.available), pending: Number(row.pending) });
+  if (available >= 0 && pending >= 0) {
+    const [row] = await connection.execute<Row[]>(
+      `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, ?, ?, now())
+       on conflict (account_id, livemode, currency) do update
+         set available = account_balances.available + excluded.available, pending = account_balances.pending + excluded.pending, updated_at = now()
+       returning available, pending`,
+      [m.accountId, m.livemode, m.currency, available, pending],
+      'all',
+      ctx,
     );
+    return asNumbers(row!);
+  }
+  const [row] = await connection.execute<Row[]>(
+    `update account_balances set available = available + ?, pending = pending + ?, updated_at = now()
+      where account_id = ? and livemode = ? and currency = ? and available + ? >= 0 and pending + ? >= 0
+      returning available, pending`,
+    [available, pending, m.accountId, m.livemode, m.currency, available, pending],
+    'all',
+    ctx,
+  );
+  if (row) return asNumbers(row);
+  // Not covered, no row yet, or covered only since the update read the row (an unmatched
+  // update takes no lock): lock the row, then decide on what it holds now.
+  const balance = await lockBalance(tx, m.accountId, m.livemode, m.currency);
+  const after = { available: balance.available + available, pending: balance.pending + pending };
+  if (after.available < 0) {
+    throw new ApiError('insufficient_funds', `The available balance (${balance.available} ${m.currency}) does not cover ${-available}.`);
+  }
+  if (after.pending < 0) throw new Error(`Ledger bug: the pending balance of ${m.accountId} would go below zero.`);
+  await connection.execute(
+    `update account_balances set available = ?, pending = ?, updated_at = now() where account_id = ? and livemode = ? and currency = ?`,
+    [after.available, after.pending, m.accountId, m.livemode, m.currency],
+    'run',
+    ctx,
+  );
+  return after;
+}
+
+async function move(tx: EntityManager, m: Movement): Promise<{ available: number; pending: number }> {
+  const { available, pending } = await applyLegs(tx, m);
   const entry = { accountId: m.accountId, livemode: m.livemode, transactionId: m.transactionId, balanceTransactionId: m.balanceTransactionId, currency: m.currency };
   let external = 0;
   for (const ledgerAccount of ['available', 'pending'] as const) {

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Transaction } from '../db/entities/index.ts';
 import type { EventType } from '../domain/events.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
-import { recordEvent } from './events.ts';
+import { recordEvents } from './events.ts';
 
 /**
  * The events of one change of a transaction, recorded on the caller's database
@@ -32,7 +32,8 @@ export async function recordTransactionEvents(
     if (paymentEvents && transaction.type === 'payment' && transaction.status === 'failed') types.push('payment.failed');
   }
   const object = serializeTransaction(transaction);
-  for (const type of types) {
-    await recordEvent(em, { accountId: transaction.accountId, livemode: transaction.livemode, type, object, transactionId: transaction.id });
-  }
+  await recordEvents(
+    em,
+    types.map((type) => ({ accountId: transaction.accountId, livemode: transaction.livemode, type, object, transactionId: transaction.id })),
+  );
 }
