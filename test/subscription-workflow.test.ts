@@ -61,6 +61,7 @@ type Used = Pick<
   | 'notifyPaymentFailed'
   | 'notifyPaymentRecovered'
   | 'notifySubscriptionEnded'
+  | 'renewCycle'
 >;
 const invoiceState = (invoiceId: string) => {
   const i = invoiceById(invoiceId);
@@ -117,6 +118,22 @@ const activities: Used = {
   },
   async notifySubscriptionEnded({ subscription, kind }) {
     fake(subscription.id).calls.push(`notifySubscriptionEnded ${kind}`);
+  },
+  /** The engine's renewCycle (services/renew-cycle.ts) over these fakes: the same steps, recorded as the separate calls they replace. */
+  async renewCycle(input) {
+    const invoice = await activities.openInvoice(input.invoice);
+    if (invoice.amountDue === 0) {
+      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, input.paidAt);
+      const snapshot = { ...input.free, latestInvoiceId: invoice.invoiceId };
+      await activities.projectSubscription(snapshot);
+      return { status: 'paid', invoice, snapshot };
+    }
+    const outcome = await activities.charge({ ...input.charge, invoiceId: invoice.invoiceId, attempt: 1, amount: invoice.amountDue, description: `Invoice ${invoice.number}` });
+    if (outcome.status === 'failed') return { status: 'unpaid', invoice, outcome };
+    await activities.settleInvoice(invoice.invoiceId, outcome, input.paidAt);
+    const snapshot = { ...input.paid, latestInvoiceId: invoice.invoiceId };
+    await activities.projectSubscription(snapshot);
+    return { status: 'paid', invoice, snapshot };
   },
 };
 
