@@ -51,6 +51,17 @@ export interface BillingWorkerDeps {
   overrides?: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
 }
 
+/**
+ * The worker's workflow cache. Every subscription is a workflow that sleeps until its next
+ * billing date, so a deployment has as many open workflows as live subscriptions; the SDK's
+ * default cache size follows the machine's memory (about 600 per GB of heap), which holds
+ * them all and grows the worker past 1 GiB at a few thousand. A sleeping workflow need not
+ * stay cached: one evicted is rebuilt from its history when its timer fires, and a
+ * subscription's run is short (it continues as new after each renewal: a dozen events),
+ * so the replay is cheap. bench/RESULTS.md (engine only, 10,000 subscriptions) measures it.
+ */
+export const workerCacheDefaults = { maxCachedWorkflows: 1000 } satisfies Partial<WorkerOptions>;
+
 export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
   return Worker.create({
     connection: deps.connection,
@@ -62,6 +73,7 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     // Activities of workflows on a test clock run on its time (services/clock-context.ts).
     interceptors: { activity: [testClockContext, wakeDispatchAfterActivities(deps.orm)], ...(deps.workflowBundle ? {} : { workflowModules: workflowInterceptorModules }) },
     ...(deps.identity ? { identity: deps.identity } : {}),
+    ...workerCacheDefaults,
     ...deps.overrides,
   });
 }

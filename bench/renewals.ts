@@ -71,6 +71,7 @@ import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatus
 import { mean, openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
 import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
+import { workerCacheDefaults } from '../worker.ts';
 
 type Target = 'baseline' | 'engine';
 const namespace = 'default';
@@ -122,7 +123,7 @@ const tunings = [
 const journalObservable = settings.temporal === 'dev' && !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
 const workerSettings = () =>
   `maxConcurrentActivityTaskExecutions ${settings.activitySlots ?? '100 (SDK default)'}, maxConcurrentWorkflowTaskExecutions ${settings.workflowSlots ?? '40 (SDK default)'}, ` +
-  `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}`;
+  `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}, maxCachedWorkflows ${settings.cachedWorkflows ?? `${workerCacheDefaults.maxCachedWorkflows} (worker.ts default)`}`;
 
 // ---- CPU accounting from /proc ------------------------------------------------
 
@@ -864,16 +865,19 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
   // A limit binds when the slots are all in use for a good part of the rounds, not in the burst at T alone.
   const slotsFull = Math.max(engine.slots.activitiesFullShare, engine.slots.workflowTasksFullShare) >= 0.2;
   const poolQueued = engine.slots.poolWaitingMean >= 1;
+  /** The renew-cycle path (workflows/subscription.ts): one local activity per renewal. */
+  const local = (engine.activities.renewCycle ?? 0) > 0;
   return [
     '### What bounds it',
     '',
     `**Work per renewal.** Measured from T on: the engine's renewal ran ${round1(activitiesPer(engine.activities))} activities ` +
-      `(${activityList(engine.activities)}) and ${round1(engine.workflowTasks)} workflow tasks (on the trial-end timer, after each activity, the last ` +
-      `of which continues as new, and the new run's first), ${round1(engine.historyEvents)} history events, and sent ${round1(engine.queries)} SQL ` +
+      `(${activityList(engine.activities)}${local ? ', a local activity: it runs inside its workflow task, with no round trip of its own' : ''}) and ` +
+      `${round1(engine.workflowTasks)} workflow tasks (${local ? 'the one on the trial-end timer, which runs renewCycle and continues as new, and the new run\'s first' : 'on the trial-end timer, after each activity, the last of which continues as new, and the new run\'s first'}), ` +
+      `${round1(engine.historyEvents)} history events, and sent ${round1(engine.queries)} SQL ` +
       `statements to PostgreSQL, each a round trip (${activityList(engine.queryKinds)}; counted on the worker's pg clients). The baseline ran ` +
       `${round1(activitiesPer(baseline.activities))} activity and ${round1(baseline.workflowTasks)} workflow tasks, ${round1(baseline.historyEvents)} ` +
-      `history events, ${round1(baseline.queries)} statements. Every workflow task and activity is a round trip worker → Temporal server → its ` +
-      'SQLite file → worker, and each waits for the one before it: a renewal is a chain of about ten such hops, the baseline of three.',
+      `history events, ${round1(baseline.queries)} statements. Every workflow task and (remote) activity is a round trip worker → Temporal server → its ` +
+      `persistence → worker, and each waits for the one before it: ${local ? 'a renewal is a chain of two such hops and a workflow start (its new run), the baseline of three' : 'a renewal is a chain of about ten such hops, the baseline of three'}.`,
     '',
     `**CPU.** From T to the last completion (mean of the rounds), per renewal: engine ${ms(engine.cpu.server)} of Temporal server, ` +
       `${ms(engine.cpu.worker)} of worker and ${ms(engine.cpu.postgres)} of PostgreSQL CPU (${ms(own(engine))} in all); baseline ` +
@@ -903,7 +907,7 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
       `(baseline server CPU per workflow / engine server CPU per renewal), all three processes' CPU ${pct(cpuRatio)}, against the ${pct(ratio)} measured. ` +
       `The engine asks the server for ${round1(engine.historyEvents / baseline.historyEvents)}× the history events per renewal: ` +
       `${round1(engine.workflowTasks)} workflow tasks instead of ${round1(baseline.workflowTasks)}, ${round1(activitiesPer(engine.activities))} activities ` +
-      `instead of ${round1(activitiesPer(baseline.activities))}, a search-attribute upsert (a visibility write) and a continue-as-new, which starts a new ` +
+      `instead of ${round1(activitiesPer(baseline.activities))}${local ? ' (a local one, recorded as a marker)' : ', a search-attribute upsert (a visibility write)'} and a continue-as-new, which starts a new ` +
       'run. A production Temporal cluster (PostgreSQL, MySQL or Cassandra persistence over many history shards) writes in parallel; there the ' +
       "worker's and PostgreSQL's costs per renewal, the other figures here, weigh more." +
       (settings.sqlitePragmas.length === 0 && settings.temporal === 'dev'
@@ -971,7 +975,8 @@ await runBenchmark('bench:renewals', async (stops, say) => {
             uiPort,
             namespace,
             log: say,
-            extraArgs: settings.sqlitePragmas.flatMap((pragma) => ['--sqlite-pragma', pragma]),
+            // Explicit: [] is SQLite's rollback journal (this section's texts say which), not npm start's default.
+            sqlitePragmas: settings.sqlitePragmas,
           }),
         ),
     bundleWorkflowCode({
@@ -1094,7 +1099,7 @@ function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: 
     `Written by \`BENCH_TARGETS=engine npm run bench:renewals\` (bench/renewals.ts) on ${new Date().toISOString()}, measuring ${code}.`,
     '',
     `Machine: ${cores} cores, Node ${process.version}; ${onPostgres ? `the real Temporal server (${serverVersion}, ${settings.historyShards} history shards, on the same embedded PostgreSQL ${pgVersion})` : `the Temporal dev server (${serverVersion}${settings.sqlitePragmas.length > 0 ? `, --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}`}, ` +
-      `load average ${loadAtStart.toFixed(2)} at the start. Worker: one fresh process per round, ${workerSettings()}, maxCachedWorkflows ${settings.cachedWorkflows ?? 'worker default'}. ` +
+      `load average ${loadAtStart.toFixed(2)} at the start. Worker: one fresh process per round, ${workerSettings()}. ` +
       'The same rounds as the comparison above, without the baseline: N subscriptions all renewing at the same instant T; RSS is the worker process\'s.',
     '',
     '| round | N | wall s | renewals/s | first / half done s | peak RSS MB | peak heap MB | RSS at T / after MB | CPU s worker / server / PostgreSQL / other |',
