@@ -123,7 +123,7 @@ const tunings = [
 const journalObservable = settings.temporal === 'dev' && !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
 const workerSettings = () =>
   `maxConcurrentActivityTaskExecutions ${settings.activitySlots ?? '100 (SDK default)'}, maxConcurrentWorkflowTaskExecutions ${settings.workflowSlots ?? '40 (SDK default)'}, ` +
-  `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}, maxCachedWorkflows ${settings.cachedWorkflows ?? `${workerCacheDefaults.maxCachedWorkflows} (worker.ts default)`}`;
+  `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}, maxCachedWorkflows ${settings.cachedWorkflows ?? workerCacheDefaults.maxCachedWorkflows ?? 'SDK default'}`;
 
 // ---- CPU accounting from /proc ------------------------------------------------
 
