@@ -51,6 +51,21 @@ export interface BillingWorkerDeps {
   overrides?: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
 }
 
+/**
+ * The worker's workflow cache: the SDK's default size (it follows the machine's memory,
+ * about 600 workflows per GB of heap), on purpose. Every subscription is a workflow that
+ * sleeps until its next billing date, and a sleeping workflow need not stay cached (one
+ * evicted is rebuilt from its short history when its timer fires), so a cap looked like
+ * the way to keep 10,000 subscriptions under 1 GiB. Measured, it is not safe yet: with
+ * maxCachedWorkflows 1,000 and 3,000 subscriptions started for one wave, the first
+ * workflow task of 17 of them waited in the queue for 10 minutes while the worker sat
+ * idle, then timed out while running renewCycle (their renewals were charged and recorded
+ * once), and the retried task was never picked up again: the runs did not continue. The
+ * SDK core buffers workflow tasks while its cache is full (temporalio/sdk-rust#886 reports
+ * the same with local activities). docs/scaling.md; BENCH_CACHED_WORKFLOWS measures a cap.
+ */
+export const workerCacheDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows'>> = {};
+
 export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
   return Worker.create({
     connection: deps.connection,
@@ -62,6 +77,7 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     // Activities of workflows on a test clock run on its time (services/clock-context.ts).
     interceptors: { activity: [testClockContext, wakeDispatchAfterActivities(deps.orm)], ...(deps.workflowBundle ? {} : { workflowModules: workflowInterceptorModules }) },
     ...(deps.identity ? { identity: deps.identity } : {}),
+    ...workerCacheDefaults,
     ...deps.overrides,
   });
 }

@@ -45,6 +45,7 @@ import type { CustomerLinks } from '../domain/customer-links.ts';
 import { createProcessors, sandboxOnlyConfig, sandboxProcessors, type Processors } from '../services/processors/index.ts';
 import type { PaymentProcessor } from '../services/processors/types.ts';
 import { projectSubscription } from '../services/projections.ts';
+import { renewCycle, type RenewCycleInput, type RenewCycleResult } from '../services/renew-cycle.ts';
 import { recordTestClockAdvanced } from '../services/test-clocks.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
@@ -107,6 +108,14 @@ export function createActivities(deps: ActivityDeps) {
     },
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);
+    },
+    /**
+     * A due billing cycle in one call (run as a local activity): invoice, first charge, settle,
+     * projection and receipt, each step idempotent (services/renew-cycle.ts). A decline comes back
+     * unpaid, with nothing projected.
+     */
+    async renewCycle(input: RenewCycleInput): Promise<RenewCycleResult> {
+      return renewCycle(em, { processors, links: deps.links, notify, starter: starter() }, input);
     },
     async openInvoice(input: OpenInvoiceInput): Promise<OpenedInvoice> {
       return openInvoice(em(), deps.links, input);

@@ -16,7 +16,7 @@ import { createActivities } from '../activities/index.ts';
 import { createFileMailer } from '../services/mailer.ts';
 import { openOrm } from '../db/orm.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
-import { installTemporalRuntime } from '../worker.ts';
+import { installTemporalRuntime, workerCacheDefaults } from '../worker.ts';
 
 export interface WorkerProcessOptions {
   databaseUrl: string;
@@ -126,6 +126,7 @@ async function main(): Promise<void> {
     taskQueue: options.taskQueue,
     workflowBundle: { codePath: options.bundlePath },
     activities: counted(activities),
+    ...workerCacheDefaults,
     ...options.overrides,
   });
 

@@ -45,6 +45,10 @@
  * same embedded PostgreSQL, BENCH_HISTORY_SHARDS shards, default 4; dev/temporal-server.ts)
  * instead of the dev server, into a section of its own.
  * BENCH_WRITE=0 prints the section instead of writing it to bench/RESULTS.md.
+ * BENCH_CACHED_WORKFLOWS sets the worker's maxCachedWorkflows (unset: worker.ts's default,
+ * as production). BENCH_TARGETS=engine runs the engine's rounds only (no baseline, no ratio:
+ * for memory and wave time at large N, e.g. BENCH_N=10000 BENCH_ROUNDS=1), into a section
+ * of its own.
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -67,6 +71,7 @@ import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatus
 import { mean, openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
 import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
+import { workerCacheDefaults } from '../worker.ts';
 
 type Target = 'baseline' | 'engine';
 const namespace = 'default';
@@ -90,6 +95,12 @@ const settings = {
   activitySlots: positive('BENCH_ACTIVITY_SLOTS'),
   workflowSlots: positive('BENCH_WORKFLOW_SLOTS'),
   dbPool: positive('BENCH_DB_POOL'),
+  cachedWorkflows: positive('BENCH_CACHED_WORKFLOWS'),
+  engineOnly: ((): boolean => {
+    const targets = process.env.BENCH_TARGETS ?? 'baseline,engine';
+    if (targets !== 'engine' && targets !== 'baseline,engine') throw new Error(`BENCH_TARGETS must be engine or baseline,engine, not ${targets}`);
+    return targets === 'engine';
+  })(),
   temporal: ((): 'dev' | 'postgres' => {
     const kind = process.env.BENCH_TEMPORAL ?? 'dev';
     if (kind !== 'dev' && kind !== 'postgres') throw new Error(`BENCH_TEMPORAL must be dev or postgres, not ${kind}`);
@@ -105,13 +116,14 @@ const tunings = [
   settings.activitySlots !== undefined && `BENCH_ACTIVITY_SLOTS=${settings.activitySlots}`,
   settings.workflowSlots !== undefined && `BENCH_WORKFLOW_SLOTS=${settings.workflowSlots}`,
   settings.dbPool !== undefined && `BENCH_DB_POOL=${settings.dbPool}`,
+  settings.cachedWorkflows !== undefined && `BENCH_CACHED_WORKFLOWS=${settings.cachedWorkflows}`,
   settings.sqlitePragmas.length > 0 && `BENCH_SQLITE_PRAGMAS=${settings.sqlitePragmas.join(',')}`,
 ].filter((t): t is string => typeof t === 'string');
 /** The rollback journal shows when the server writes; in WAL mode it is not there to see. */
 const journalObservable = settings.temporal === 'dev' && !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
 const workerSettings = () =>
   `maxConcurrentActivityTaskExecutions ${settings.activitySlots ?? '100 (SDK default)'}, maxConcurrentWorkflowTaskExecutions ${settings.workflowSlots ?? '40 (SDK default)'}, ` +
-  `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}`;
+  `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}, maxCachedWorkflows ${settings.cachedWorkflows ?? workerCacheDefaults.maxCachedWorkflows ?? 'SDK default'}`;
 
 // ---- CPU accounting from /proc ------------------------------------------------
 
@@ -491,6 +503,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     overrides: {
       ...(settings.activitySlots ? { maxConcurrentActivityTaskExecutions: settings.activitySlots } : {}),
       ...(settings.workflowSlots ? { maxConcurrentWorkflowTaskExecutions: settings.workflowSlots } : {}),
+      ...(settings.cachedWorkflows ? { maxCachedWorkflows: settings.cachedWorkflows } : {}),
     },
     dbPool: settings.dbPool,
   });
@@ -852,16 +865,19 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
   // A limit binds when the slots are all in use for a good part of the rounds, not in the burst at T alone.
   const slotsFull = Math.max(engine.slots.activitiesFullShare, engine.slots.workflowTasksFullShare) >= 0.2;
   const poolQueued = engine.slots.poolWaitingMean >= 1;
+  /** The renew-cycle path (workflows/subscription.ts): one local activity per renewal. */
+  const local = (engine.activities.renewCycle ?? 0) > 0;
   return [
     '### What bounds it',
     '',
     `**Work per renewal.** Measured from T on: the engine's renewal ran ${round1(activitiesPer(engine.activities))} activities ` +
-      `(${activityList(engine.activities)}) and ${round1(engine.workflowTasks)} workflow tasks (on the trial-end timer, after each activity, the last ` +
-      `of which continues as new, and the new run's first), ${round1(engine.historyEvents)} history events, and sent ${round1(engine.queries)} SQL ` +
+      `(${activityList(engine.activities)}${local ? ', a local activity: it runs inside its workflow task, with no round trip of its own' : ''}) and ` +
+      `${round1(engine.workflowTasks)} workflow tasks (${local ? 'the one on the trial-end timer, which runs renewCycle and continues as new, and the new run\'s first' : 'on the trial-end timer, after each activity, the last of which continues as new, and the new run\'s first'}), ` +
+      `${round1(engine.historyEvents)} history events, and sent ${round1(engine.queries)} SQL ` +
       `statements to PostgreSQL, each a round trip (${activityList(engine.queryKinds)}; counted on the worker's pg clients). The baseline ran ` +
       `${round1(activitiesPer(baseline.activities))} activity and ${round1(baseline.workflowTasks)} workflow tasks, ${round1(baseline.historyEvents)} ` +
-      `history events, ${round1(baseline.queries)} statements. Every workflow task and activity is a round trip worker → Temporal server → its ` +
-      'SQLite file → worker, and each waits for the one before it: a renewal is a chain of about ten such hops, the baseline of three.',
+      `history events, ${round1(baseline.queries)} statements. Every workflow task and (remote) activity is a round trip worker → Temporal server → its ` +
+      `persistence → worker, and each waits for the one before it: ${local ? 'a renewal is a chain of two such hops and a workflow start (its new run), the baseline of three' : 'a renewal is a chain of about ten such hops, the baseline of three'}.`,
     '',
     `**CPU.** From T to the last completion (mean of the rounds), per renewal: engine ${ms(engine.cpu.server)} of Temporal server, ` +
       `${ms(engine.cpu.worker)} of worker and ${ms(engine.cpu.postgres)} of PostgreSQL CPU (${ms(own(engine))} in all); baseline ` +
@@ -891,7 +907,7 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
       `(baseline server CPU per workflow / engine server CPU per renewal), all three processes' CPU ${pct(cpuRatio)}, against the ${pct(ratio)} measured. ` +
       `The engine asks the server for ${round1(engine.historyEvents / baseline.historyEvents)}× the history events per renewal: ` +
       `${round1(engine.workflowTasks)} workflow tasks instead of ${round1(baseline.workflowTasks)}, ${round1(activitiesPer(engine.activities))} activities ` +
-      `instead of ${round1(activitiesPer(baseline.activities))}, a search-attribute upsert (a visibility write) and a continue-as-new, which starts a new ` +
+      `instead of ${round1(activitiesPer(baseline.activities))}${local ? ' (a local one, recorded as a marker)' : ', a search-attribute upsert (a visibility write)'} and a continue-as-new, which starts a new ` +
       'run. A production Temporal cluster (PostgreSQL, MySQL or Cassandra persistence over many history shards) writes in parallel; there the ' +
       "worker's and PostgreSQL's costs per renewal, the other figures here, weigh more." +
       (settings.sqlitePragmas.length === 0 && settings.temporal === 'dev'
@@ -959,7 +975,8 @@ await runBenchmark('bench:renewals', async (stops, say) => {
             uiPort,
             namespace,
             log: say,
-            extraArgs: settings.sqlitePragmas.flatMap((pragma) => ['--sqlite-pragma', pragma]),
+            // Explicit: [] is SQLite's rollback journal (this section's texts say which), not npm start's default.
+            sqlitePragmas: settings.sqlitePragmas,
           }),
         ),
     bundleWorkflowCode({
@@ -1003,13 +1020,14 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   let lead = 15 + settings.n * 0.04;
   const results: RoundResult[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
-    for (const target of ['baseline', 'engine'] as const) {
+    for (const target of settings.engineOnly ? (['engine'] as const) : (['baseline', 'engine'] as const)) {
       results.push(await runRound(ctx, target, round, settings.rounds, lead));
       lead = Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
     }
   }
 
   const engine = summarize('engine', results);
+  if (settings.engineOnly) return engineOnlySection(engine, results, code, loadAtStart, cores, onPostgres, serverVersion, pgVersion);
   const baseline = summarize('baseline', results);
   const ratio = engine.perSecond / baseline.perSecond;
 
@@ -1069,4 +1087,36 @@ function codeState(): string {
   } catch {
     return 'code outside a git checkout';
   }
+}
+
+/** BENCH_TARGETS=engine: the engine's rounds alone (memory and wave time at a size the baseline need not repeat). */
+function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: string, loadAtStart: number, cores: number, onPostgres: boolean, serverVersion: string, pgVersion: string): number {
+  const cpu = (c: CpuSpent) => `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
+  const heading = `## Renewals: ${settings.n.toLocaleString('en')} subscriptions at one instant, engine only${onPostgres ? ', Temporal server on PostgreSQL' : ''}${tunings.length > 0 ? ` (tuned: ${tunings.join(' ')})` : ''}`;
+  const section = [
+    heading,
+    '',
+    `Written by \`BENCH_TARGETS=engine npm run bench:renewals\` (bench/renewals.ts) on ${new Date().toISOString()}, measuring ${code}.`,
+    '',
+    `Machine: ${cores} cores, Node ${process.version}; ${onPostgres ? `the real Temporal server (${serverVersion}, ${settings.historyShards} history shards, on the same embedded PostgreSQL ${pgVersion})` : `the Temporal dev server (${serverVersion}${settings.sqlitePragmas.length > 0 ? `, --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}`}, ` +
+      `load average ${loadAtStart.toFixed(2)} at the start. Worker: one fresh process per round, ${workerSettings()}. ` +
+      'The same rounds as the comparison above, without the baseline: N subscriptions all renewing at the same instant T; RSS is the worker process\'s.',
+    '',
+    '| round | N | wall s | renewals/s | first / half done s | peak RSS MB | peak heap MB | RSS at T / after MB | CPU s worker / server / PostgreSQL / other |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map(
+      (r) =>
+        `| ${r.round} | ${r.n} | ${r.wallSeconds.toFixed(1)} | ${rate(r.perSecond)} | ${r.firstSeconds.toFixed(1)} / ${r.medianSeconds.toFixed(1)} | ` +
+        `${Math.round(r.memory.peakRss)} | ${Math.round(r.memory.peakHeap)} | ${Math.round(r.memory.rssAtT)} / ${Math.round(r.memory.rssAfter)} | ${cpu(r.cpu)} |`,
+    ),
+    '',
+    `Per renewal: ${round1(Object.values(engine.activities).reduce((a, b) => a + b, 0))} activities (${activityList(engine.activities)}), ${round1(engine.workflowTasks)} workflow tasks, ` +
+      `${round1(engine.historyEvents)} history events, ${round1(engine.queries)} SQL statements (${activityList(engine.queryKinds)}). Every round checked its money: ` +
+      `${settings.n} paid invoices, ${settings.n} succeeded charges.`,
+    '',
+  ];
+  const text = section.join('\n');
+  if (process.env.BENCH_WRITE !== '0') writeSection(resultsFile, heading, text);
+  console.log(text);
+  return 0;
 }

@@ -94,9 +94,14 @@ describe('workflow histories', () => {
       // Recorded with the payoutWorkflow of before payout states (commit a26a08e): replays through patched('payout-states').
       'payout-legacy-paid.json',
       'payout-states-paid.json',
+      // Recorded before a due billing cycle ran as one local activity (commit abec835): replay the four activities through patched('renew-cycle').
+      'subscription-dunning-to-cancel-before-renew-cycle.json',
       'subscription-dunning-to-cancel.json',
+      'subscription-plan-changes-and-pause-before-renew-cycle.json',
       'subscription-plan-changes-and-pause.json',
+      'subscription-renewal-before-renew-cycle.json',
       'subscription-renewal.json',
+      'subscription-trial-to-first-charge-before-renew-cycle.json',
       'subscription-trial-to-first-charge.json',
     ]);
     const replay = histories('replay', ...files());
@@ -107,6 +112,6 @@ describe('workflow histories', () => {
   it('fail against workflow code changed incompatibly without a patch', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(4);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(8);
   });
 });

@@ -19,6 +19,7 @@ import {
   subscriptionQuery,
   subscriptionWorkflow,
 } from '../workflows/subscription.ts';
+import { SubscriptionStatusKey } from '../workflows/search-attributes.ts';
 import { installTemporalRuntime } from '../worker.ts';
 import { createTimeSkippingEnv, eventually, releaseLeakedTimeLocks } from './helpers/temporal.ts';
 
@@ -61,6 +62,7 @@ type Used = Pick<
   | 'notifyPaymentFailed'
   | 'notifyPaymentRecovered'
   | 'notifySubscriptionEnded'
+  | 'renewCycle'
 >;
 const invoiceState = (invoiceId: string) => {
   const i = invoiceById(invoiceId);
@@ -117,6 +119,22 @@ const activities: Used = {
   },
   async notifySubscriptionEnded({ subscription, kind }) {
     fake(subscription.id).calls.push(`notifySubscriptionEnded ${kind}`);
+  },
+  /** The engine's renewCycle (services/renew-cycle.ts) over these fakes: the same steps, recorded as the separate calls they replace. */
+  async renewCycle(input) {
+    const invoice = await activities.openInvoice(input.invoice);
+    if (invoice.amountDue === 0) {
+      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, input.paidAt);
+      const snapshot = { ...input.free, latestInvoiceId: invoice.invoiceId };
+      await activities.projectSubscription(snapshot);
+      return { status: 'paid', invoice, snapshot };
+    }
+    const outcome = await activities.charge({ ...input.charge, invoiceId: invoice.invoiceId, attempt: 1, amount: invoice.amountDue, description: `Invoice ${invoice.number}` });
+    if (outcome.status === 'failed') return { status: 'unpaid', invoice, outcome };
+    await activities.settleInvoice(invoice.invoiceId, outcome, input.paidAt);
+    const snapshot = { ...input.paid, latestInvoiceId: invoice.invoiceId };
+    await activities.projectSubscription(snapshot);
+    return { status: 'paid', invoice, snapshot };
   },
 };
 
@@ -183,6 +201,22 @@ describe('subscriptionWorkflow with fake activities', () => {
     expect(cause).toBeInstanceOf(ApplicationFailure);
     return { type: (cause as ApplicationFailure).type ?? undefined, message: (cause as ApplicationFailure).message };
   }
+
+  it('a due cycle runs as one local activity (renew-cycle) and the next run starts with the new status as its search attribute', async () => {
+    const { id, handle } = await subscribe({ trialDays: 3 });
+    const firstRun = (await handle.describe()).runId;
+    await env.sleep(3 * day + minute);
+    await until(id, (s) => s.status === 'active' && s.billingCycle === 0);
+    const next = await eventually(() => handle.describe(), (d) => d.runId !== firstRun);
+    // No upsert in the first run for trialing -> active: the status travels with the continue-as-new.
+    expect(next.typedSearchAttributes.get(SubscriptionStatusKey)).toBe('active');
+    const events = (await env.client.workflow.getHandle(id, firstRun).fetchHistory()).events ?? [];
+    // The only activity task of the run is the trial's projection; the cycle is a local activity (a marker) and a patch marker.
+    expect(events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [])).toEqual(['projectSubscription']);
+    expect(events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []).sort()).toEqual(['core_local_activity', 'core_patch']);
+    expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    expect(fake(id).calls).toEqual([`openInvoice ${id}:cycle:0`, `charge ${id}:cycle:0:attempt:1`, expect.stringMatching(/^settleInvoice inv_1_.* succeeded$/)]);
+  });
 
   it('charges the first period when the trial ends', async () => {
     const { id, first, f } = await subscribe({ trialDays: 14 });

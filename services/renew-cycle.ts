@@ -1,0 +1,78 @@
+/**
+ * One billing cycle of a subscription in one call: open the cycle's invoice, charge it
+ * (first attempt), settle it and write the subscription's projection. The subscription
+ * workflow runs it as ONE local activity when a renewal (or a trial's first charge) comes
+ * due, instead of four activities each with its own round trip through Temporal
+ * (workflows/subscription.ts, patch `renew-cycle`; docs/scaling.md).
+ *
+ * Every step is idempotent on its own key, so a retried local activity (a worker that
+ * died mid-way, a workflow task that timed out and is replayed) never doubles money:
+ * - the invoice: one per billing key (openInvoice returns the one already recorded);
+ * - the charge: one per idempotency key `<billing key>:attempt:1` (chargeCustomer finds
+ *   the charge row; the processor honours the key too);
+ * - settling: only an open invoice becomes paid, once, with its events once;
+ * - the receipt: one email per invoice (dedupe key);
+ * - the projection: versioned, a retry with the same version writes nothing.
+ *
+ * A declined charge (or one that cannot be made) writes no projection: the workflow takes
+ * it from there on the path it always had (dunning, or a trial that expires), with the
+ * invoice and outcome this call returns.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { CustomerLinks } from '../domain/customer-links.ts';
+import type { WorkflowStarter } from './balances.ts';
+import { chargeCustomer, type ChargeOutcome } from './charges.ts';
+import { openInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
+import type { Processors } from './processors/index.ts';
+import { projectSubscription } from './projections.ts';
+import { sendInvoiceReceipt, settleInvoiceWithoutCharge, type NotifyDeps } from './subscription-billing.ts';
+
+export interface RenewCycleInput {
+  invoice: OpenInvoiceInput;
+  /** The first attempt's charge: idempotency key `<billing key>:attempt:1`; invoice, amount and description come from the invoice. */
+  charge: { idempotencyKey: string; accountId: string; customerId: string; currency: string; livemode: boolean };
+  /** The workflow's time of payment. */
+  paidAt: string;
+  /** The subscription once this cycle is paid (its `latestInvoiceId` is filled in here); projected when paid. */
+  paid: SubscriptionSnapshot;
+  /** The same when the invoice costs nothing (a credit covered it): no charge, and no receipt. */
+  free: SubscriptionSnapshot;
+}
+
+export type RenewCycleResult =
+  | { status: 'paid'; invoice: OpenedInvoice; snapshot: SubscriptionSnapshot }
+  /** Not paid: nothing projected; the workflow decides what follows (dunning, or the trial expires). */
+  | { status: 'unpaid'; invoice: OpenedInvoice; outcome: Extract<ChargeOutcome, { status: 'failed' }> };
+
+export interface RenewCycleDeps {
+  processors: Processors;
+  links: CustomerLinks;
+  notify: NotifyDeps;
+  starter?: WorkflowStarter;
+}
+
+/** `em`: a factory of entity managers; each step works on a fork of its own, as the separate activities did. */
+export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, input: RenewCycleInput): Promise<RenewCycleResult> {
+  const invoice = await openInvoice(em(), deps.links, input.invoice);
+  if (invoice.amountDue === 0) {
+    await settleInvoiceWithoutCharge(em(), deps.links, invoice.invoiceId, input.paidAt);
+    const snapshot = { ...input.free, latestInvoiceId: invoice.invoiceId };
+    await projectSubscription(em(), snapshot);
+    return { status: 'paid', invoice, snapshot };
+  }
+  const outcome = await chargeCustomer(
+    em(),
+    deps.processors,
+    { ...input.charge, invoiceId: invoice.invoiceId, attempt: 1, amount: invoice.amountDue, description: `Invoice ${invoice.number}` },
+    deps.links,
+    deps.starter,
+  );
+  if (outcome.status !== 'succeeded') return { status: 'unpaid', invoice, outcome };
+  await settleInvoice(em(), deps.links, invoice.invoiceId, outcome, input.paidAt);
+  const snapshot = { ...input.paid, latestInvoiceId: invoice.invoiceId };
+  await projectSubscription(em(), snapshot);
+  // The receipt goes last: the money and the projection are recorded even when the mail server is down (a retry sends it once).
+  await sendInvoiceReceipt(em(), deps.notify, invoice.invoiceId);
+  return { status: 'paid', invoice, snapshot };
+}
