@@ -44,17 +44,23 @@ const seeded = 1_000;
 const creditAmount = 100;
 
 
-/** The statements the engine's credit runs in its database transaction (api/routes/transactions.ts, activities/ledger.ts). */
+/** The statements the engine's credit runs in its database transaction (services/transactions.ts recordSucceededTransaction, services/ledger.ts, services/events.ts). */
 const creditSql = {
   insertTransaction: `insert into transactions (id, account_id, livemode, amount, currency, type, status, reference, metadata, risk_level, risk_score,
       payment_method, failure_code, failure_message, created_at, updated_at, canceled_at)
     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ensureBalance: `insert into account_balances (account_id, livemode, currency, available, updated_at) values (?, ?, ?, 0, now())
-    on conflict (account_id, livemode, currency) do nothing`,
-  lockBalance: `select available from account_balances where account_id = ? and livemode = ? and currency = ? for update`,
-  updateBalance: `update account_balances set available = ?, updated_at = ? where account_id = ? and livemode = ? and currency = ?`,
-  insertEntries: `insert into ledger_entries (account_id, livemode, transaction_id, ledger_account, amount, currency, created_at)
-    values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?) returning id`,
+  insertBalanceTransaction: `insert into balance_transactions (id, account_id, livemode, type, source, amount, fee, net, currency, status, available_on, created_at)
+    values (?, ?, ?, 'credit', ?, ?, 0, ?, ?, 'available', ?, ?)`,
+  /** Money in: the balance row created or added to, and locked, in one statement (services/ledger.ts applyLegs). */
+  moveBalance: `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, ?, 0, now())
+    on conflict (account_id, livemode, currency) do update
+      set available = account_balances.available + excluded.available, pending = account_balances.pending + excluded.pending, updated_at = now()
+    returning available, pending`,
+  insertEntries: `insert into ledger_entries (account_id, livemode, transaction_id, balance_transaction_id, ledger_account, amount, currency, created_at)
+    values (?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?) returning id`,
+  /** transaction.created and transaction.succeeded, in one insert (the outbox: services/events.ts recordEvents). */
+  insertEvents: `insert into events (id, account_id, livemode, type, transaction_id, data, created_at, dispatched_at)
+    values (?, ?, ?, 'transaction.created', ?, ?, ?, null), (?, ?, ?, 'transaction.succeeded', ?, ?, ?, null)`,
 };
 
 /** The engine's list query for one page, newest first (MikroORM's `find` with limit + 1 to know has_more). */
@@ -149,12 +155,13 @@ function bareApp(orm: MikroORM): Hono {
         'run',
         trx,
       );
-      const balanceKey = [t.account_id, t.livemode, t.currency];
-      await sql.execute(creditSql.ensureBalance, balanceKey, 'run', trx);
-      const [balance] = await sql.execute<{ available: number }[]>(creditSql.lockBalance, balanceKey, 'all', trx);
-      await sql.execute(creditSql.updateBalance, [Number(balance!.available) + t.amount, new Date(), ...balanceKey], 'run', trx);
-      const entry = (ledgerAccount: string, amount: number) => [t.account_id, t.livemode, t.id, ledgerAccount, amount, t.currency, new Date()];
+      const btxnId = newId('balanceTransaction');
+      await sql.execute(creditSql.insertBalanceTransaction, [btxnId, t.account_id, t.livemode, t.id, t.amount, t.amount, t.currency, now, now], 'run', trx);
+      await sql.execute(creditSql.moveBalance, [t.account_id, t.livemode, t.currency, t.amount], 'all', trx);
+      const entry = (ledgerAccount: string, amount: number) => [t.account_id, t.livemode, t.id, btxnId, ledgerAccount, amount, t.currency, new Date()];
       await sql.execute(creditSql.insertEntries, [...entry('available', t.amount), ...entry('external', -t.amount)], 'all', trx);
+      const data = JSON.stringify({ object: serializeTransaction(fromRow(t)) });
+      await sql.execute(creditSql.insertEvents, [newId('event'), t.account_id, t.livemode, t.id, data, now, newId('event'), t.account_id, t.livemode, t.id, data, now], 'run', trx);
     });
     return c.json(serializeTransaction(fromRow(t)), 201);
   });
@@ -213,33 +220,24 @@ const explanation = [
     '`@hono/zod-openapi` routing and zod validation of the query or body.',
   '',
   `**The list** reads the first page (20 of the ${seeded.toLocaleString('en-US')} credits seeded through the engine on one account) with the same ` +
-    'keyset select, `select t0.* from transactions as t0 where t0.account_id = ? and t0.livemode = ? order by t0.id desc limit 21` ' +
-    "(the extra row tells has_more). The engine builds it with MikroORM's query builder and maps the rows to property names and " +
-    'types without making entities. Until this benchmark the route used `em.fork().find(Transaction, …)`, which makes 21 managed ' +
-    'entities (identity map, change-tracking accessors defined on each instance): a CPU profile of the engine under this load ' +
-    'showed that as its largest cost of its own. Timed alone, one page cost about 1 ms of CPU with `find`, 0.4 ms with the query ' +
-    "builder's plain rows and 0.2 to 0.3 ms as the raw query; under load, in two runs one after the other, the engine's CPU per " +
-    'list request was 1.43 ms before the change and 1.03 ms after (the bare route: 0.47 and 0.51 ms), and the ratio, 33 to 51% in ' +
-    'four runs before, was 46 to 82% in six runs after (see the note on noise below). The route now reads plain rows.',
+    'keyset select, `select * from "transactions" where "account_id" = ? and "livemode" = ? order by "id" desc limit 21` ' +
+    "(the extra row tells has_more). The engine builds that statement from the entity's metadata (api/pagination.ts, for the " +
+    "filters lists use) and maps the rows with MikroORM's own result mapper, without making entities. History: the route first " +
+    'used `em.fork().find(Transaction, …)` (21 managed entities: about 1 ms of CPU a page), then the query builder with plain ' +
+    'rows (0.4 ms; its SQL building alone was about 0.3 ms a request in a profile of the engine under load); test/pagination.test.ts ' +
+    "checks that the pages equal the query builder's.",
   '',
-  '**The credits** go to one account per target (two new tenants), 100 each, 16 connections at once; every credit takes the ' +
-    "account's balance row lock (`select … for update`) and holds it to the commit, so on one account credits run one after " +
-    'the other, for both targets alike: throughput is bounded by how long each transaction holds the lock. The bare route runs ' +
-    'the credential query, then in one database transaction (BEGIN … COMMIT) the same statements as the engine: the insert of ' +
-    'the transaction row, the balance upsert (`insert … on conflict do nothing`), the `select … for update`, the update of the ' +
-    'balance and the two ledger entries in one insert. The engine also: (1) counts the transactions of the account in the past ' +
-    'hour for the velocity part of the risk score (`select count(*) from transactions where account_id = ? and created_at > ?`; ' +
-    'the bare route scores with 0); (2) runs these statements through the unit of work (`em.transactional`, `create` + `flush`, ' +
-    'change sets computed at each flush), JavaScript that runs while the row lock is held and, with the event loop busy with ' +
-    'other requests, stretches it. Timed alone, the five statements in `em.transactional` cost 1.3 to 1.9 ms of CPU against ' +
-    '0.8 to 0.9 ms sent raw, and `em.count` 0.3 to 0.4 ms, which with the middleware and zod accounts for most of the difference in ' +
-    'the CPU column. Until this benchmark the engine also read the account again (`em.findOneOrFail(Account)`, 0.4 ms of CPU and a ' +
-    'round trip) for its currency and age; it now takes them from the row the credential check read (an admin acting with ' +
-    '`x-account-id` still reads it). Open finding: the velocity count reads every transaction of the account in the past hour, about 1 ms of ' +
-    'PostgreSQL time per credit at 3,000 of them (EXPLAIN ANALYZE) plus 0.35 ms of CPU in `em.count`, growing with the ' +
-    "account's hourly volume; in this benchmark the engine's account gains thousands of credits during the run. The score uses " +
-    'the count only up to 25 (domain/risk.ts: 2 points for each transaction beyond 10, at most 30), so a bounded count ' +
-    '(`select count(*) from (select 1 … limit 26) t`) would give the same scores at a constant cost.',
+  '**The credits** go to one account per target (two new tenants), 100 each, 16 connections at once; every credit locks the ' +
+    "account's balance row and holds it to the commit, so on one account credits run one after the other, for both targets " +
+    'alike: throughput is bounded by how long each transaction holds the lock. Both targets run the same statements in one ' +
+    'database transaction (BEGIN … COMMIT): the insert of the transaction row, the insert of its balance transaction, the ' +
+    'balance movement in one statement (`insert … on conflict do update … returning`, which also takes the row lock), the two ' +
+    'ledger entries in one insert, and the `transaction.created` and `transaction.succeeded` events in one insert (the outbox). ' +
+    'The engine also counts the recent transactions of the account for the velocity part of the risk score (bounded: ' +
+    '`select count(*) from (select 1 … limit 25)`; the bare route scores with 0), and runs the transaction and balance ' +
+    'transaction inserts through the unit of work (`create` + `flush`, change sets computed at each flush), JavaScript that runs ' +
+    'while the row lock is held. Until this session a movement took three statements (`insert … on conflict do nothing`, ' +
+    '`select … for update`, `update`) and each event its own insert.',
   '',
   "In the engine's profiles the largest single item of the main thread, for both requests, was writing each statement to " +
     "PostgreSQL's socket (`pg` → `Socket.write`, 16 to 19% of the samples): on this machine every extra statement costs CPU, " +
