@@ -46,6 +46,7 @@ import { streamsApp } from './routes/streams.ts';
 import { cliApprovePage } from './pages/cli-approve.ts';
 import { dashboardPage } from './pages/dashboard.ts';
 import { customerPortalApp } from './routes/customer-portal.ts';
+import { reportsApp } from './routes/reports.ts';
 import { restrictCliKeys } from './auth/cli-scope.ts';
 import { RequestLogBuffer } from './request-log-buffer.ts';
 
@@ -140,6 +141,7 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/payout_holds', payoutHoldsApp(deps));
   app.route('/v1/payout_settings', payoutSettingsApp(deps));
   app.route('/v1/balance', balanceApp(deps));
+  app.route('/v1/reports', reportsApp(deps));
   app.route('/v1/balance_transactions', balanceTransactionsApp(deps));
   app.route('/v1/events', eventsApp(deps));
   app.route('/api/v1/payment-requests', paymentRequestsApp(deps));

@@ -20,7 +20,7 @@ import { endedStatuses } from '../../domain/subscription.ts';
 import { serializeInvoice } from '../../objects/invoice.ts';
 import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
 import { createMailer } from '../../services/mailer.ts';
-import { cancelSubscriptionUpdate, changePlanUpdate, resumeSubscriptionUpdate } from '../../workflows/subscription.ts';
+import { cancelSubscriptionUpdate, changePlanUpdate, resumeSubscriptionUpdate, undoCancelAtPeriodEndUpdate } from '../../workflows/subscription.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
@@ -126,6 +126,7 @@ const subscriptionAction = <P extends string>(path: P, summary: string) =>
   createRoute({ method: 'post', path, tags: portalTag, summary, security: portalSecurity, request: { params: idParam('sub') }, responses: subscriptionAnswers });
 const portalCancel = subscriptionAction('/portal/subscriptions/{id}/cancel', 'Cancel at the end of the current period');
 const portalResume = subscriptionAction('/portal/subscriptions/{id}/resume', 'Resume a paused subscription');
+const portalUndoCancel = subscriptionAction('/portal/subscriptions/{id}/undo_cancel', 'Keep a subscription set to cancel at period end (when the account allows cancellation)');
 const portalChangePlan = createRoute({
   method: 'post',
   path: '/portal/subscriptions/{id}/change_plan',
@@ -264,6 +265,12 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
       if (!permissions.resume) throw new ApiError('forbidden', 'This account does not let customers resume in the portal.');
       const snapshot = await send(() => handle.executeUpdate(resumeSubscriptionUpdate));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(portalUndoCancel, async (c) => {
+      const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
+      if (!permissions.cancellation) throw new ApiError('forbidden', 'This account does not let customers cancel or keep subscriptions in the portal.');
+      const snapshot = await send(() => handle.executeUpdate(undoCancelAtPeriodEndUpdate));
       return c.json(serializeSubscription(snapshot), 200);
     })
     .openapi(portalChangePlan, async (c) => {

@@ -43,6 +43,9 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
           {portal.permissions.cancellation && !s.cancel_at_period_end && s.status !== 'paused' ? (
             <ActionButton label="Cancel at period end" confirm="Cancel at the end of the current period?" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/cancel', path))} />
           ) : null}
+          {portal.permissions.cancellation && s.cancel_at_period_end ? (
+            <ActionButton label="Resume" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/undo_cancel', path))} />
+          ) : null}
           {portal.permissions.resume && s.status === 'paused' ? (
             <ActionButton label="Resume subscription" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/resume', path))} />
           ) : null}
