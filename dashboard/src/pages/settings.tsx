@@ -74,7 +74,7 @@ export function Settings() {
           ))}
         </ActionForm>
       ) : null}
-      {branding.data ? <BrandingForm key={JSON.stringify(branding.data)} branding={branding.data} readOnly={readOnly} /> : null}
+      {branding.data ? <BrandingForm branding={branding.data} readOnly={readOnly} /> : null}
     </>
   );
 }
@@ -122,7 +122,7 @@ function BrandingForm({ branding, readOnly }: { branding: Schemas['Branding']; r
         {branding.effective.logo_url ? <img src={branding.effective.logo_url} alt="Current logo" /> : null}
         <span>{branding.effective.name}</span>
       </div>
-      <fieldset disabled={readOnly || busy}>
+      <fieldset className="plain-fieldset" disabled={readOnly || busy}>
         <div className="field">
           <label htmlFor="brand-name">Business name</label>
           <input id="brand-name" name="business_name" maxLength={100} defaultValue={branding.business_name ?? ''} placeholder={branding.effective.name} />
