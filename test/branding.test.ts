@@ -60,6 +60,11 @@ describe('branding', () => {
     const key = await engine.call('POST', '/v1/api_keys', { name: 'k' });
     const byKey = await engine.call('PATCH', '/v1/settings/branding', { brand_color: '#000000' }, { authorization: `Bearer ${key.body.secret}` });
     expect(byKey.status).toBe(403);
+    const member = await engine.call('POST', '/v1/users', { email: 'member@example.com', password: 'Member!2345-secret', role: 'member' });
+    expect(member.status).toBe(201);
+    const memberSession = await engine.login('member@example.com', 'Member!2345-secret');
+    expect((await engine.call('PATCH', '/v1/settings/branding', { brand_color: '#000000' }, memberSession.headers)).status).toBe(403);
+    expect((await engine.call('GET', '/v1/settings/branding', undefined, memberSession.headers)).status).toBe(200);
 
     const saved = await engine.call('PATCH', '/v1/settings/branding', { business_name: 'Acme Rockets', brand_color: '#C2185B', logo: png.toString('base64') });
     expect(saved.status).toBe(200);
@@ -122,5 +127,8 @@ describe('branding', () => {
     expect(body).toContain('button{background:#c2185b;color:#ffffff}');
     expect(body).toMatch(/<header class="brand" data-brand-color="#c2185b"><img src="\/branding\/[^"]+\/logo\/[0-9a-f]{16}" alt="Acme Rockets Ltd logo">/);
     expect(page.headers.get('content-security-policy')).toContain("img-src 'self'");
+    // The request's email names the business too.
+    const mail = await eventually(async () => engine.mail.messages.find((m) => m.envelopeTo.includes('payer@example.com')), (m) => m !== undefined, 15_000);
+    expect(mail!.parsed.subject).toContain('Acme Rockets Ltd requests');
   });
 });
