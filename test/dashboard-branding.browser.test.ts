@@ -93,7 +93,7 @@ describe('branding, charts and resume in chromium', () => {
     await form.getByRole('button', { name: 'Save branding' }).click();
     await form.getByText('Branding saved.').waitFor();
     await form.getByRole('img', { name: 'Current logo' }).waitFor();
-    expect(await form.getByRole('img', { name: 'Current logo' }).evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(96);
+    expect(await form.getByRole('img', { name: 'Current logo' }).evaluate((img: any) => img.complete && img.naturalWidth)).toBe(96);
     const saved = await callApi('GET', '/v1/settings/branding');
     expect(saved).toMatchObject({ business_name: 'Rocket Supply Co', brand_color: '#0f766e', logo_url: expect.stringContaining('/branding/') });
     await check('settings-branding', page);
@@ -130,10 +130,10 @@ describe('branding, charts and resume in chromium', () => {
     await portal.getByRole('heading', { name: 'Rocket Supply Co billing' }).waitFor();
     const header = portal.locator('header.portal-brand');
     expect(await header.getAttribute('data-brand-color')).toBe('#0f766e');
-    expect(await header.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe('rgb(15, 118, 110)');
+    expect(await header.evaluate((el: any) => (globalThis as any).getComputedStyle(el).backgroundColor)).toBe('rgb(15, 118, 110)');
     const logo = portal.getByRole('img', { name: 'Rocket Supply Co logo' });
     await logo.waitFor();
-    expect(await logo.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(96);
+    expect(await logo.evaluate((img: any) => img.complete && img.naturalWidth)).toBe(96);
 
     const card = portal.getByRole('article', { name: 'Subscription to Team' });
     await card.getByText('Ends on').waitFor();
