@@ -9,6 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, AccountLogo } from '../db/entities/index.ts';
 import { brandColorPattern, maxLogoBytes, sniffLogo, type BrandingSettings } from '../domain/branding.ts';
 import { ApiError } from '../domain/errors.ts';
+import { recordAccountEvent } from './account-events.ts';
 
 export interface BrandingChange {
   business_name?: string | null;
@@ -49,6 +50,8 @@ export async function changeBranding(em: EntityManager, accountId: string, chang
     }
     account.settings = { ...account.settings, branding };
     await tx.flush();
+    // Account-wide, like the account itself: account.updated in both modes, on the same transaction.
+    await recordAccountEvent(tx, account, 'account.updated');
     return account;
   });
 }

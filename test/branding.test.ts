@@ -78,6 +78,9 @@ describe('branding', () => {
     expect(served.headers.get('cross-origin-resource-policy')).toBe('cross-origin');
     expect(Buffer.from(await served.arrayBuffer()).equals(png)).toBe(true);
 
+    const events = (await engine.call('GET', '/v1/events?type=account.updated')).body.data;
+    expect(events[0].data.object.settings.branding).toMatchObject({ business_name: 'Acme Rockets', brand_color: '#c2185b', logo: { content_type: 'image/png', size: png.length } });
+
     // Omitted fields stay; another account's branding and logo are its own.
     expect((await engine.call('PATCH', '/v1/settings/branding', { business_name: 'Acme Rockets Ltd' })).body).toMatchObject({ brand_color: '#c2185b', logo_url: logoUrl });
     const theirs = await branding(other);
