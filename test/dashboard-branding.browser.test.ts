@@ -145,4 +145,18 @@ describe('branding, charts and resume in chromium', () => {
     await customerContext.close();
     expect(problems).toEqual([]);
   });
+
+  it("an owner takes a cancel back on the subscription's page", async () => {
+    const customer = await callApi('POST', '/v1/customers', { email: 'lin@example.com', payment_method: 'pm_card_visa' });
+    const plan = await callApi('POST', '/v1/plans', { name: 'Solo', amount: 900, currency: 'USD', interval: 'month' });
+    const subscription = await callApi('POST', '/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    await page.goto(`${baseUrl}/dashboard/subscriptions/${subscription.id}`);
+    await page.getByRole('button', { name: 'Cancel at period end' }).click();
+    await page.getByText('(cancels at period end)').waitFor();
+    await page.getByRole('button', { name: 'Keep subscription (undo cancel)' }).click();
+    await page.getByRole('button', { name: 'Cancel at period end' }).waitFor();
+    expect(await page.getByText('(cancels at period end)').count()).toBe(0);
+    expect((await callApi('GET', `/v1/subscriptions/${subscription.id}`)).cancel_at_period_end).toBe(false);
+    expect(problems).toEqual([]);
+  });
 });
