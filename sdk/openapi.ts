@@ -1217,7 +1217,7 @@ export interface paths {
         post?: never;
         /**
          * Close the account (irreversible)
-         * @description Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key, suspends every user, cancels paused subscriptions and open payment requests.
+         * @description Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key, suspends every user, cancels paused subscriptions and open payment requests, and stops its payout schedules.
          */
         delete: {
             parameters: {
