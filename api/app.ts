@@ -46,6 +46,8 @@ import { streamsApp } from './routes/streams.ts';
 import { cliApprovePage } from './pages/cli-approve.ts';
 import { dashboardPage } from './pages/dashboard.ts';
 import { customerPortalApp } from './routes/customer-portal.ts';
+import { reportsApp } from './routes/reports.ts';
+import { brandingApp, brandingPublicApp } from './routes/branding.ts';
 import { restrictCliKeys } from './auth/cli-scope.ts';
 import { RequestLogBuffer } from './request-log-buffer.ts';
 
@@ -71,6 +73,11 @@ export function createApp(given: ApiDeps) {
   app.use(requestId());
   app.use(requestLogging(deps.logger, requestLogs));
   app.use(urlGuard());
+  // A logo is shown by pages and emails of other origins (webmail): it may be loaded cross-origin (set after secureHeaders' same-origin).
+  app.use('/branding/*', async (c, next) => {
+    await next();
+    c.res.headers.set('cross-origin-resource-policy', 'cross-origin');
+  });
   app.use(secureHeaders({ contentSecurityPolicy: undefined }));
   app.use(
     bodyLimit({
@@ -124,6 +131,7 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/test_clocks', testClocksApp(deps));
   // Before /v1/settings, whose sub-app answers unknown paths under it.
   app.route('/v1/settings/notifications', notificationSettingsApp(deps));
+  app.route('/v1/settings/branding', brandingApp(deps));
   app.route('/v1/settings', settingsApp(deps));
   // Customer-facing page linked from failed-payment emails; the signed token is the credential.
   app.route('/billing', billingDetailsPage(deps));
@@ -140,11 +148,13 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/payout_holds', payoutHoldsApp(deps));
   app.route('/v1/payout_settings', payoutSettingsApp(deps));
   app.route('/v1/balance', balanceApp(deps));
+  app.route('/v1/reports', reportsApp(deps));
   app.route('/v1/balance_transactions', balanceTransactionsApp(deps));
   app.route('/v1/events', eventsApp(deps));
   app.route('/api/v1/payment-requests', paymentRequestsApp(deps));
   // The hosted pay page (payment_url): no API credentials, the token in the link is the credential.
   app.route('/pay', payPageApp(deps));
+  app.route('/branding', brandingPublicApp(deps));
   // Processor webhooks (Stripe): the signature over the raw body is the credential.
   app.route('/webhooks', processorWebhooksApp(deps));
   const invoices = invoicesApps(deps);

@@ -3,6 +3,7 @@
  * body fields, the requesting account's checks, and reading a request the caller
  * owns. The workflow commands themselves are in services/payment-request-commands.ts.
  */
+import { brandOf } from '../domain/branding.ts';
 import { resourceId } from './middleware/idempotency.ts';
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
@@ -82,7 +83,7 @@ export async function createPaymentRequest(deps: ApiDeps, c: Context, body: NewP
   return startPaymentRequest(deps, {
     accountId: scope.accountId,
     livemode: scope.livemode,
-    account: { name: account.name, language: account.settings.language },
+    account: { name: brandOf(account, '').name, language: account.settings.language },
     amount: body.amount,
     currency: body.currency,
     customerEmail: body.customer_email,

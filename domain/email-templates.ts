@@ -3,6 +3,8 @@
  * formatted money and dates) and returns subject, text and html; everything
  * interpolated into HTML is escaped.
  */
+import type { Brand } from './branding.ts';
+
 export interface RenderedEmail {
   subject: string;
   text: string;
@@ -24,22 +26,36 @@ export function formatDate(instant: Date, withTime = false): string {
   }).format(instant);
 }
 
-/** One layout for every email: a heading, paragraphs, an optional button, the sender's name. */
-function layout(from: string, heading: string, paragraphs: string[], action?: { label: string; url: string }): string {
+/**
+ * One layout for every email: a heading, paragraphs, an optional button, the sender's name.
+ * With the account's brand (domain/branding.ts): its logo and name on a band of its colour, and the button in it.
+ */
+function layout(from: string | Brand, heading: string, paragraphs: string[], action?: { label: string; url: string }): string {
+  const brand = typeof from === 'string' ? null : from;
+  const name = typeof from === 'string' ? from : from.name;
+  const color = brand?.color ?? '#1a56db';
+  const onColor = brand?.onColor ?? '#fff';
   const button = action
-    ? `<p style="margin:24px 0"><a href="${escapeHtml(action.url)}" style="background:#1a56db;color:#fff;padding:12px 20px;border-radius:6px;text-decoration:none;display:inline-block">${escapeHtml(action.label)}</a></p>`
+    ? `<p style="margin:24px 0"><a href="${escapeHtml(action.url)}" style="background:${escapeHtml(color)};color:${escapeHtml(onColor)};padding:12px 20px;border-radius:6px;text-decoration:none;display:inline-block">${escapeHtml(action.label)}</a></p>`
+    : '';
+  const header = brand
+    ? `<div style="background:${escapeHtml(brand.color)};color:${escapeHtml(brand.onColor)};border-radius:8px 8px 0 0;padding:16px 32px;font-weight:bold;font-size:18px">${
+        brand.logoUrl ? `<img src="${escapeHtml(brand.logoUrl)}" alt="${escapeHtml(brand.name)}" height="32" style="height:32px;vertical-align:middle;margin-right:12px">` : ''
+      }<span style="vertical-align:middle">${escapeHtml(brand.name)}</span></div>`
     : '';
   return `<!doctype html><html><body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1f2937;background:#f3f4f6;padding:24px">
-<div style="max-width:560px;margin:0 auto;background:#fff;border-radius:8px;padding:32px">
+<div style="max-width:560px;margin:0 auto;background:#fff;border-radius:8px">${header}<div style="padding:32px">
 <h1 style="font-size:20px;margin:0 0 16px">${escapeHtml(heading)}</h1>
 ${paragraphs.map((p) => `<p style="line-height:1.5">${escapeHtml(p)}</p>`).join('\n')}
 ${button}
-<p style="color:#6b7280;font-size:13px;margin-top:32px">${escapeHtml(from)}</p>
-</div></body></html>`;
+<p style="color:#6b7280;font-size:13px;margin-top:32px">${escapeHtml(name)}</p>
+</div></div></body></html>`;
 }
 
 export interface PaymentFailedEmail {
   accountName: string;
+  /** The account's branding; without it, the plain layout. */
+  brand?: Brand;
   customerName: string | null;
   amount: string;
   invoiceNumber: string;
@@ -68,20 +84,20 @@ export function paymentFailedEmail(e: PaymentFailedEmail): RenderedEmail {
   return {
     subject: `Payment failed for invoice ${e.invoiceNumber} (attempt ${e.attempt})`,
     text: `${paragraphs.join('\n\n')}\n\nUpdate your billing details: ${e.updateUrl}\n${e.portalUrl ? `Manage your subscription: ${e.portalUrl}\n` : ''}\n${e.accountName}\n`,
-    html: layout(e.accountName, 'Your payment failed', e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs, { label: 'Update billing details', url: e.updateUrl }),
+    html: layout(e.brand ?? e.accountName, 'Your payment failed', e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs, { label: 'Update billing details', url: e.updateUrl }),
   };
 }
 
-export function paymentRecoveredEmail(e: { accountName: string; customerName: string | null; amount: string; invoiceNumber: string; pdfUrl?: string }): RenderedEmail {
+export function paymentRecoveredEmail(e: { accountName: string; brand?: Brand; customerName: string | null; amount: string; invoiceNumber: string; pdfUrl?: string }): RenderedEmail {
   const paragraphs = [`Hello${e.customerName ? ` ${e.customerName}` : ''},`, `Thank you: ${e.amount} for invoice ${e.invoiceNumber} has been paid and your subscription is active again.`];
   return {
     subject: `Payment received for invoice ${e.invoiceNumber}`,
     text: `${paragraphs.join('\n\n')}${e.pdfUrl ? `\n\nYour invoice as a PDF: ${e.pdfUrl}` : ''}\n\n${e.accountName}\n`,
-    html: layout(e.accountName, 'Payment received', paragraphs, e.pdfUrl ? { label: 'Download the invoice (PDF)', url: e.pdfUrl } : undefined),
+    html: layout(e.brand ?? e.accountName, 'Payment received', paragraphs, e.pdfUrl ? { label: 'Download the invoice (PDF)', url: e.pdfUrl } : undefined),
   };
 }
 
-export function subscriptionEndedEmail(e: { accountName: string; customerName: string | null; planName: string; kind: 'canceled' | 'paused'; reason: string | null }): RenderedEmail {
+export function subscriptionEndedEmail(e: { accountName: string; brand?: Brand; customerName: string | null; planName: string; kind: 'canceled' | 'paused'; reason: string | null }): RenderedEmail {
   const because = e.reason === 'payment_failed' ? ' because its payment could not be collected' : '';
   const paragraphs = [
     `Hello${e.customerName ? ` ${e.customerName}` : ''},`,
@@ -91,13 +107,14 @@ export function subscriptionEndedEmail(e: { accountName: string; customerName: s
   return {
     subject: `Your subscription has been ${e.kind}`,
     text: `${paragraphs.join('\n\n')}\n\n${e.accountName}\n`,
-    html: layout(e.accountName, `Subscription ${e.kind}`, paragraphs),
+    html: layout(e.brand ?? e.accountName, `Subscription ${e.kind}`, paragraphs),
   };
 }
 
 /** The receipt for an invoice paid on its first attempt (a recovered payment has paymentRecoveredEmail instead). */
 export function invoiceReceiptEmail(e: {
   accountName: string;
+  brand?: Brand;
   customerName: string | null;
   amount: string;
   invoiceNumber: string;
@@ -118,7 +135,7 @@ export function invoiceReceiptEmail(e: {
   return {
     subject: `Receipt for invoice ${e.invoiceNumber} (${e.amount})`,
     text: `${paragraphs.join('\n\n')}\n\nYour invoice as a PDF: ${e.pdfUrl}\n${e.portalUrl ? `Manage your subscription: ${e.portalUrl}\n` : ''}\n${e.accountName}\n`,
-    html: layout(e.accountName, 'Payment receipt', e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs, { label: 'Download the invoice (PDF)', url: e.pdfUrl }),
+    html: layout(e.brand ?? e.accountName, 'Payment receipt', e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs, { label: 'Download the invoice (PDF)', url: e.pdfUrl }),
   };
 }
 
@@ -181,16 +198,16 @@ export function webhookEndpointDisabledEmail(e: {
   };
 }
 
-export function paymentRequestEmail(e: { accountName: string; amount: string; reference: string | null; link: string; expiresAt: Date }): RenderedEmail {
+export function paymentRequestEmail(e: { accountName: string; brand?: Brand; amount: string; reference: string | null; link: string; expiresAt: Date }): RenderedEmail {
   const paragraphs = [`${e.accountName} requests a payment of ${e.amount}.`, ...(e.reference ? [`Reference: ${e.reference}`] : []), `This link works until ${formatDate(e.expiresAt, true)}.`];
   return {
     subject: `${e.accountName} requests ${e.amount}`,
     text: `${paragraphs.join('\n\n')}\n\nPay here: ${e.link}\n\n${e.accountName}\n`,
-    html: layout(e.accountName, `Payment request: ${e.amount}`, paragraphs, { label: `Pay ${e.amount}`, url: e.link }),
+    html: layout(e.brand ?? e.accountName, `Payment request: ${e.amount}`, paragraphs, { label: `Pay ${e.amount}`, url: e.link }),
   };
 }
 
-export function paymentRequestReceiptEmail(e: { accountName: string; amount: string; reference: string | null; paymentId: string; paidAt: Date | null }): RenderedEmail {
+export function paymentRequestReceiptEmail(e: { accountName: string; brand?: Brand; amount: string; reference: string | null; paymentId: string; paidAt: Date | null }): RenderedEmail {
   // The payer knows the request by its reference; the internal id only when it has none.
   const paragraphs = [
     `You paid ${e.amount} to ${e.accountName}.`,
@@ -200,6 +217,6 @@ export function paymentRequestReceiptEmail(e: { accountName: string; amount: str
   return {
     subject: `Receipt: ${e.amount} paid to ${e.accountName}`,
     text: `${paragraphs.join('\n\n')}\n\n${e.accountName}\n`,
-    html: layout(e.accountName, 'Receipt', paragraphs),
+    html: layout(e.brand ?? e.accountName, 'Receipt', paragraphs),
   };
 }

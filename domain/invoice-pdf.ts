@@ -44,6 +44,8 @@ export interface InvoicePdfInput {
   amountPaid: number;
   amountRemaining: number;
   seller: { name: string; email: string | null; addressLines?: string[] };
+  /** The account's branding (domain/branding.ts): a band and the letterhead in its colour, its logo (PNG or JPEG bytes) above the name. */
+  brand?: { color: string; logo?: Buffer | null };
   billTo: { name: string | null; email: string | null };
   /** IANA zone the dates are written in (the account's). */
   timeZone: string;
@@ -120,8 +122,18 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     doc.roundedRect(x, margin + 8, w, 16, 3).fill('#f59e0b');
     doc.fillColor('#ffffff').text(label, x, margin + 12.5, { width: w, align: 'center', lineBreak: false });
   }
-  // The seller's name as a letterhead; its details follow under "From".
-  doc.font('Bold').fontSize(13).fillColor(ink).text(invoice.seller.name, left + width / 2, margin + 8, { width: width / 2, align: 'right' });
+  // The seller's name as a letterhead (under its logo, in its colour); its details follow under "From".
+  let letterheadY = margin + 8;
+  if (invoice.brand) doc.rect(0, 0, doc.page.width, 8).fill(invoice.brand.color);
+  if (invoice.brand?.logo) {
+    try {
+      doc.image(invoice.brand.logo, left + width / 2, margin - 10, { fit: [width / 2, 34], align: 'right' });
+      letterheadY = margin + 30;
+    } catch {
+      // A logo pdfkit cannot read (it was checked on upload) leaves the name alone.
+    }
+  }
+  doc.font('Bold').fontSize(13).fillColor(invoice.brand?.color ?? ink).text(invoice.seller.name, left + width / 2, letterheadY, { width: width / 2, align: 'right' });
 
   // Facts: number and dates.
   let y = Math.max(doc.y, margin + 40) + 22;

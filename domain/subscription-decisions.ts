@@ -30,7 +30,9 @@ export type SubscriptionCommand =
   | { kind: 'pause'; pauseUntil: string | null }
   | { kind: 'resume' }
   | { kind: 'changePlan'; plan: PlanTerms }
-  | { kind: 'retryPayment' };
+  | { kind: 'retryPayment' }
+  /** Take back a cancel at period end before the period ends. */
+  | { kind: 'undoCancel' };
 
 /** Why `command` cannot be applied now, or null. Asked by the update validators and again when the command runs. */
 export function commandProblem(state: SubscriptionState, command: SubscriptionCommand): string | null {
@@ -55,6 +57,8 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
       return null;
     case 'retryPayment':
       return s === 'past_due' ? null : 'Nothing to retry.';
+    case 'undoCancel':
+      return subscription.cancelAtPeriodEnd ? null : 'The subscription is not set to cancel at period end.';
   }
 }
 

@@ -1217,7 +1217,7 @@ export interface paths {
         post?: never;
         /**
          * Close the account (irreversible)
-         * @description Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key, suspends every user, cancels paused subscriptions and open payment requests.
+         * @description Refused with active_subscriptions while any subscription is trialing, active or past due. Closing revokes every session and API key, suspends every user, cancels paused subscriptions and open payment requests, and stops its payout schedules.
          */
         delete: {
             parameters: {
@@ -13405,6 +13405,212 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/portal/subscriptions/{id}/undo_cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Keep a subscription set to cancel at period end (when the account allows cancellation) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The subscription */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Subscription"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The caller's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "forbidden",
+                         *       "message": "The member role may not do this."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/products": {
         parameters: {
             query?: never;
@@ -14242,6 +14448,278 @@ export interface paths {
         };
         trace?: never;
     };
+    "/v1/reports/mrr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Monthly recurring revenue over time, per currency
+         * @description At the end of each bucket: the subscriptions billing then (trial over, not yet ended), each at its current plan brought to a month (year ÷ 12, week × 52 ÷ 12, day × 365 ÷ 12, ÷ interval count). Customers on a test clock are left out.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start (inclusive; its bucket is the first). Default: 30 days (interval=day) or 12 months (interval=month) before `to` */
+                    from?: string;
+                    /** @description Bucket size, in UTC */
+                    interval?: "day" | "month";
+                    /** @description End (exclusive). Default: now */
+                    to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The report */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["MrrReport"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/revenue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Revenue per day or month, per currency
+         * @description From the ledger's balance transactions of this mode: payments, refunds and fees per UTC bucket. Customers on a test clock are left out.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start (inclusive; its bucket is the first). Default: 30 days (interval=day) or 12 months (interval=month) before `to` */
+                    from?: string;
+                    /** @description Bucket size, in UTC */
+                    interval?: "day" | "month";
+                    /** @description End (exclusive). Default: now */
+                    to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The report */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RevenueReport"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/settings": {
         parameters: {
             query?: never;
@@ -14403,6 +14881,310 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["BillingSettings"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The caller's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "forbidden",
+                         *       "message": "The member role may not do this."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/v1/settings/branding": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Branding customers see: business name, colour and logo
+         * @description Used on the pay page, the customer portal, customer emails and invoice PDFs, in both modes.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Branding */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Branding"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the branding
+         * @description Owners and admins. Omitted fields stay as they are; null resets one. The logo is checked by its bytes (PNG or JPEG), at most 64 KB.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A hex colour like #1a56db; null: the default */
+                        brand_color?: string | null;
+                        business_name?: string | null;
+                        /** @description A PNG or JPEG of at most 64 KB, in base64 or as a data: URL (SVG is refused: it can carry scripts); null removes the logo */
+                        logo?: string | null;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description A hex colour like #1a56db; null: the default */
+                        brand_color?: string | null;
+                        business_name?: string | null;
+                        /** @description A PNG or JPEG of at most 64 KB, in base64 or as a data: URL (SVG is refused: it can carry scripts); null removes the logo */
+                        logo?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Branding */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Branding"];
                     };
                 };
                 /** @description Invalid request (a body, query or path parameter the schema refuses) */
@@ -16372,6 +17154,200 @@ export interface paths {
                          * @example {
                          *       "error": "payment_failed",
                          *       "message": "Your card was declined."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}/undo_cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take back a cancel at period end
+         * @description Before the period (or trial) ends, a subscription set to cancel at period end goes on as before: cancel_at_period_end becomes false and it renews. A subscription not set to cancel at period end, or already ended, is 409 invalid_state.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description No longer cancels at period end */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Subscription"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -20675,6 +21651,22 @@ export interface components {
             object: "billing_settings";
             retry_policy: components["schemas"]["RetryPolicy"];
         };
+        Branding: {
+            /** @description #rrggbb; null: the default */
+            brand_color: string | null;
+            /** @description Shown to customers; null: the account's name */
+            business_name: string | null;
+            /** @description What customers see, defaults applied */
+            effective: {
+                color: string;
+                logo_url: string | null;
+                name: string;
+            };
+            /** @description Where the engine serves the uploaded logo (public), or null */
+            logo_url: string | null;
+            /** @enum {string} */
+            object: "branding";
+        };
         BrowserSession: {
             account: {
                 id: string;
@@ -20728,7 +21720,11 @@ export interface components {
             updated_at: string;
         };
         CustomerPortal: {
+            /** @description The account as its customers know it: branding's business name, colour (and a text colour readable on it) and logo */
             account: {
+                brand_color: string;
+                brand_text_color: string;
+                logo_url: string | null;
                 name: string;
             };
             customer: {
@@ -21022,6 +22018,30 @@ export interface components {
             /** @description Per unit, in minor units; negative for a credit */
             unit_amount: number;
         };
+        MrrReport: {
+            /** @description One series per currency, every bucket present */
+            data: {
+                currency: string;
+                points: {
+                    /** @description The instant MRR is measured at: the end of the bucket, or `to` for the last one */
+                    at: string;
+                    /** @description Monthly recurring revenue, minor units */
+                    mrr: number;
+                    period_start: string;
+                    /** @description Subscriptions counted */
+                    subscriptions: number;
+                }[];
+            }[];
+            from: string;
+            /** @enum {string} */
+            interval: "day" | "month";
+            livemode: boolean;
+            /** @enum {string} */
+            object: "report";
+            /** @enum {string} */
+            report: "mrr";
+            to: string;
+        };
         NotificationSettings: {
             /** @description Email customers at each failed subscription charge (reason, billing-details link, next retry) */
             failed_payments: boolean;
@@ -21313,6 +22333,33 @@ export interface components {
             /** @description "immediate" first, then growing offsets from the first failure: 30m, 24h, 3d... */
             intervals: string[];
             max_attempts: number;
+        };
+        RevenueReport: {
+            /** @description One series per currency, every bucket present */
+            data: {
+                currency: string;
+                points: {
+                    fees: number;
+                    /** @description Payments, minor units */
+                    gross: number;
+                    /** @description gross − refunded − fees */
+                    net: number;
+                    /** @description How many payments */
+                    payments: number;
+                    period_start: string;
+                    /** @description Refunds, minor units, positive */
+                    refunded: number;
+                }[];
+            }[];
+            from: string;
+            /** @enum {string} */
+            interval: "day" | "month";
+            livemode: boolean;
+            /** @enum {string} */
+            object: "report";
+            /** @enum {string} */
+            report: "revenue";
+            to: string;
         };
         Subscription: {
             /** @description 0-based index of the current (or first) billing period */

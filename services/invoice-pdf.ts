@@ -4,15 +4,19 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Customer, type Invoice } from '../db/entities/index.ts';
+import { brandOf } from '../domain/branding.ts';
 import { renderInvoicePdf } from '../domain/invoice-pdf.ts';
+import { loadLogo } from './branding.ts';
 import { amountRemaining } from '../objects/invoice.ts';
 
 /** The PDF of an invoice: its account as seller, the customer as billed (falling back to the customer now for invoices issued before names were kept). */
 export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: boolean): Promise<Buffer> {
-  const [account, customer] = await Promise.all([
+  const [account, customer, logo] = await Promise.all([
     em.findOneOrFail(Account, { id: invoice.accountId }),
     invoice.customerEmail ? null : em.findOne(Customer, { id: invoice.customerId }),
+    loadLogo(em, invoice.accountId),
   ]);
+  const brand = brandOf(account, '');
   return renderInvoicePdf({
     id: invoice.id,
     number: invoice.number,
@@ -41,7 +45,8 @@ export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: 
     amountDue: invoice.amountDue,
     amountPaid: invoice.amountPaid,
     amountRemaining: amountRemaining(invoice),
-    seller: { name: account.name, email: account.email },
+    seller: { name: brand.name, email: account.email },
+    ...(account.settings.branding ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } } : {}),
     billTo: { name: invoice.customerName ?? customer?.name ?? null, email: invoice.customerEmail ?? customer?.email ?? null },
     timeZone: account.settings.timezone || 'UTC',
     locale: account.settings.language || 'en-US',

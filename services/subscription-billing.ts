@@ -1,3 +1,4 @@
+import { brandOf } from '../domain/branding.ts';
 import { currentTime } from './clock-context.ts';
 import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -45,6 +46,12 @@ async function parties(em: EntityManager, subscription: SubscriptionSnapshot) {
   return { account, customer, planName: plan?.name ?? subscription.planId };
 }
 
+/** The name customers know the account by, and its branding for the email's layout (domain/branding.ts). */
+function sender(account: Account, deps: NotifyDeps) {
+  const brand = brandOf(account, deps.links.publicUrl);
+  return { accountName: brand.name, ...(account.settings.branding ? { brand } : {}) };
+}
+
 /**
  * Emails the customer about failed attempt `attempt` of the subscription's unpaid
  * invoice: the reason, a link to update billing details, and the next retry date
@@ -58,7 +65,7 @@ export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, s
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.failed_payments) return;
   const updateUrl = await deps.links.billingDetailsUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode });
   const email = paymentFailedEmail({
-    accountName: account.name,
+    ...sender(account, deps),
     customerName: customer.name ?? null,
     amount: formatMoney(dunning.amount, dunning.currency),
     invoiceNumber: dunning.invoiceNumber,
@@ -71,14 +78,14 @@ export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, s
     graceEndsAt: dunning.graceEndsAt ? new Date(dunning.graceEndsAt) : null,
     finalAction: dunning.finalAction,
   });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`, accountId: account.id, fromName: account.name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`, accountId: account.id, fromName: brandOf(account, '').name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 export async function notifyPaymentRecovered(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, invoiceId: string): Promise<void> {
   const { account, customer } = await parties(em, subscription);
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
-  const email = paymentRecoveredEmail({ accountName: account.name, customerName: customer.name ?? null, amount: formatMoney(invoice.amountPaid, invoice.currency), invoiceNumber: invoice.number, pdfUrl: deps.links.invoicePdfUrl(invoice.id) });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, fromName: account.name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  const email = paymentRecoveredEmail({ ...sender(account, deps), customerName: customer.name ?? null, amount: formatMoney(invoice.amountPaid, invoice.currency), invoiceNumber: invoice.number, pdfUrl: deps.links.invoicePdfUrl(invoice.id) });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, fromName: brandOf(account, '').name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 /** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off in the subscription's mode. */
@@ -86,8 +93,8 @@ export async function notifySubscriptionEnded(em: EntityManager, deps: NotifyDep
   const { account, customer, planName } = await parties(em, subscription);
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.subscription_cancellations) return;
   const reason = kind === 'canceled' ? subscription.endedReason : subscription.pauseReason;
-  const email = subscriptionEndedEmail({ accountName: account.name, customerName: customer.name ?? null, planName, kind, reason });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, fromName: account.name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  const email = subscriptionEndedEmail({ ...sender(account, deps), customerName: customer.name ?? null, planName, kind, reason });
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, fromName: brandOf(account, '').name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
 }
 
 /**
@@ -105,7 +112,7 @@ export async function sendInvoiceReceipt(em: EntityManager, deps: NotifyDeps, in
   const money = (amount: number) => formatMoney(amount, invoice.currency);
   const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
   const email = invoiceReceiptEmail({
-    accountName: account.name,
+    ...sender(account, deps),
     customerName: invoice.customerName ?? customer?.name ?? null,
     amount: money(invoice.amountPaid),
     invoiceNumber: invoice.number,
@@ -118,5 +125,5 @@ export async function sendInvoiceReceipt(em: EntityManager, deps: NotifyDeps, in
     pdfUrl: deps.links.invoicePdfUrl(invoice.id),
     portalUrl: customer ? (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: invoice.livemode })).url : undefined,
   });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, fromName: account.name, to, livemode: invoice.livemode, ...email }, deps.processors);
+  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, fromName: brandOf(account, '').name, to, livemode: invoice.livemode, ...email }, deps.processors);
 }

@@ -60,6 +60,18 @@ describe('workflow histories', () => {
       record(id, run, 'subscription-plan-changes-and-pause');
     });
 
+    it('records a cancel at period end taken back, then the renewal', async () => {
+      const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(3 * day);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/cancel`, { at_period_end: true })).status).toBe(200);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/undo_cancel`)).status).toBe(200);
+      await engine.env.sleep(30 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      record(id, run, 'subscription-undo-cancel-at-period-end');
+    });
+
     it('records dunning: four failed attempts, the grace period and the cancel', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 }, 'pm_card_chargeDeclined');
       const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
@@ -103,6 +115,8 @@ describe('workflow histories', () => {
       'subscription-renewal.json',
       'subscription-trial-to-first-charge-before-renew-cycle.json',
       'subscription-trial-to-first-charge.json',
+      // Recorded with patched('undo-cancel-at-period-end'): the cancel at period end taken back, then the renewal.
+      'subscription-undo-cancel-at-period-end.json',
     ]);
     const replay = histories('replay', ...files());
     expect(replay.stdout).not.toContain('FAILED');
@@ -112,6 +126,6 @@ describe('workflow histories', () => {
   it('fail against workflow code changed incompatibly without a patch', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(8);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(9);
   });
 });

@@ -94,6 +94,8 @@ export const subscriptionCreatedUpdate = defineUpdate<SubscriptionSnapshot>('sub
 export const cancelSubscriptionUpdate = defineUpdate<SubscriptionSnapshot, [CancelRequest]>('cancelSubscription');
 export const pauseSubscriptionUpdate = defineUpdate<SubscriptionSnapshot, [PauseRequest]>('pauseSubscription');
 export const resumeSubscriptionUpdate = defineUpdate<SubscriptionSnapshot>('resumeSubscription');
+/** Takes back a cancel at period end before the period ends: the subscription renews as before (patched('undo-cancel-at-period-end')). */
+export const undoCancelAtPeriodEndUpdate = defineUpdate<SubscriptionSnapshot>('undoCancelAtPeriodEnd');
 /** Upgrade now (prorated charge; a decline refuses it with type `payment_failed`) or downgrade at the next renewal. */
 export const changePlanUpdate = defineUpdate<SubscriptionSnapshot, [ChangePlanRequest]>('changePlan');
 /** The customer's payment method changed: a past-due subscription retries at once. */
@@ -169,6 +171,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     validator: ({ pauseUntil }) => validated({ kind: 'pause', pauseUntil }),
   });
   setHandler(resumeSubscriptionUpdate, () => enqueue({ kind: 'resume' }), { validator: () => validated({ kind: 'resume' }) });
+  setHandler(undoCancelAtPeriodEndUpdate, () => enqueue({ kind: 'undoCancel' }), { validator: () => validated({ kind: 'undoCancel' }) });
   setHandler(changePlanUpdate, ({ plan: next }) => enqueue({ kind: 'changePlan', plan: next }), {
     validator: ({ plan: next }) => validated({ kind: 'changePlan', plan: next }),
   });
@@ -355,6 +358,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return changePlan(command.plan);
       case 'retryPayment':
         await retryPayment(false);
+        return { ok: true };
+      case 'undoCancel':
+        // New in this version: only runs that accepted this update (which older code never registered) reach here.
+        if (!patched('undo-cancel-at-period-end')) return refuse('invalid_state', 'This subscription cannot undo its cancel.');
+        await record({ cancelAtPeriodEnd: false });
         return { ok: true };
     }
   }

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'hono';
 import { html, raw } from 'hono/html';
+import type { Brand } from '../../domain/branding.ts';
 
 export type Html = ReturnType<typeof html>;
 
@@ -47,7 +48,16 @@ footer{margin-top:1.25rem;color:#8792a2;font-size:.8rem}
 /** What every page of a mode that moves no real money says first (test mode, or live mode on the sandbox processor). */
 export const testModeBanner = 'TEST MODE — no real money moves';
 
-export function page(c: Context, status: number, title: string, body: Html, script: string | null = null, testMode = false) {
+/** The account's colours over the defaults (domain/branding.ts: the colour is checked as #rrggbb when saved and again here). */
+function brandStyles(brand: Brand): string {
+  if (!/^#[0-9a-f]{6}$/i.test(brand.color) || !/^#[0-9a-f]{3,6}$/i.test(brand.onColor)) return '';
+  return `button{background:${brand.color};color:${brand.onColor}}button:hover{background:${brand.color};filter:brightness(.92)}button:disabled{background:${brand.color};opacity:.6}
+.method:has(input:checked){border-color:${brand.color};box-shadow:0 0 0 1px ${brand.color};background:#fff}.method input{accent-color:${brand.color}}
+.brand{width:100%;max-width:440px;display:flex;align-items:center;gap:.75rem;margin:0 0 1rem;padding:.75rem 1rem;border-radius:10px;background:${brand.color};color:${brand.onColor};font-weight:700}
+.brand img{height:32px;width:auto;max-width:160px;object-fit:contain}`;
+}
+
+export function page(c: Context, status: number, title: string, body: Html, script: string | null = null, testMode = false, brand?: Brand) {
   const nonce = randomBytes(16).toString('base64');
   c.header(
     'Content-Security-Policy',
@@ -65,10 +75,11 @@ export function page(c: Context, status: number, title: string, body: Html, scri
 <meta name="robots" content="noindex">
 <link rel="icon" href="data:,">
 <title>${title}</title>
-<style nonce="${nonce}">${raw(styles)}</style>
+<style nonce="${nonce}">${raw(styles)}${raw(brand ? brandStyles(brand) : '')}</style>
 </head>
 <body>
 ${testMode ? html`<div class="test-mode" role="note">${testModeBanner}</div>` : ''}
+${brand ? html`<header class="brand" data-brand-color="${brand.color}">${brand.logoUrl ? html`<img src="${brand.logoUrl}" alt="${brand.name} logo">` : ''}<span>${brand.name}</span></header>` : ''}
 <main>
 ${body}
 </main>

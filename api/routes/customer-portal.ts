@@ -15,12 +15,13 @@ import type { Context } from 'hono';
 import { Account, Customer, Invoice, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
 import { createCustomerLinks, type CustomerLinkClaims } from '../../domain/customer-links.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { brandOf } from '../../domain/branding.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { endedStatuses } from '../../domain/subscription.ts';
 import { serializeInvoice } from '../../objects/invoice.ts';
 import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
 import { createMailer } from '../../services/mailer.ts';
-import { cancelSubscriptionUpdate, changePlanUpdate, resumeSubscriptionUpdate } from '../../workflows/subscription.ts';
+import { cancelSubscriptionUpdate, changePlanUpdate, resumeSubscriptionUpdate, undoCancelAtPeriodEndUpdate } from '../../workflows/subscription.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
@@ -46,7 +47,7 @@ const PortalPlan = z.object({ id: z.string(), name: z.string(), amount: z.number
 const PortalSession = z
   .object({
     object: z.literal('customer_portal'),
-    account: z.object({ name: z.string() }),
+    account: z.object({ name: z.string(), brand_color: z.string(), brand_text_color: z.string(), logo_url: z.string().nullable() }).openapi({ description: "The account as its customers know it: branding's business name, colour (and a text colour readable on it) and logo" }),
     customer: z.object({ id: z.string(), email: z.string(), name: z.string().nullable(), payment_method: z.string().nullable() }),
     livemode: z.boolean(),
     permissions: Permissions,
@@ -126,6 +127,7 @@ const subscriptionAction = <P extends string>(path: P, summary: string) =>
   createRoute({ method: 'post', path, tags: portalTag, summary, security: portalSecurity, request: { params: idParam('sub') }, responses: subscriptionAnswers });
 const portalCancel = subscriptionAction('/portal/subscriptions/{id}/cancel', 'Cancel at the end of the current period');
 const portalResume = subscriptionAction('/portal/subscriptions/{id}/resume', 'Resume a paused subscription');
+const portalUndoCancel = subscriptionAction('/portal/subscriptions/{id}/undo_cancel', 'Keep a subscription set to cancel at period end (when the account allows cancellation)');
 const portalChangePlan = createRoute({
   method: 'post',
   path: '/portal/subscriptions/{id}/change_plan',
@@ -196,10 +198,11 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const account = await em.findOne(Account, { id: accountId });
       const link = await links.portalUrl({ customerId: customer.id, accountId, livemode });
       if (body.send_email) {
+        const name = account ? brandOf(account, '').name : undefined;
         await createMailer(config).send({
           to: customer.email,
-          fromName: account?.name,
-          subject: `Manage your ${account?.name ?? ''} subscription`.replace('  ', ' '),
+          fromName: name,
+          subject: `Manage your ${name ?? ''} subscription`.replace('  ', ' '),
           text: `Hello${customer.name ? ` ${customer.name}` : ''},\n\nManage your subscriptions, invoices and payment method here (the link works for 7 days):\n${link.url}\n`,
         });
       }
@@ -231,7 +234,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       return c.json(
         {
           object: 'customer_portal' as const,
-          account: { name: account.name },
+          account: (({ name, color, onColor, logoUrl }) => ({ name, brand_color: color, brand_text_color: onColor, logo_url: logoUrl }))(brandOf(account, '')),
           customer: { id: customer.id, email: customer.email, name: customer.name ?? null, payment_method: customer.paymentMethod ?? null },
           livemode: claims.livemode,
           permissions,
@@ -264,6 +267,12 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
       if (!permissions.resume) throw new ApiError('forbidden', 'This account does not let customers resume in the portal.');
       const snapshot = await send(() => handle.executeUpdate(resumeSubscriptionUpdate));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(portalUndoCancel, async (c) => {
+      const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
+      if (!permissions.cancellation) throw new ApiError('forbidden', 'This account does not let customers cancel or keep subscriptions in the portal.');
+      const snapshot = await send(() => handle.executeUpdate(undoCancelAtPeriodEndUpdate));
       return c.json(serializeSubscription(snapshot), 200);
     })
     .openapi(portalChangePlan, async (c) => {

@@ -20,6 +20,7 @@ import { html } from 'hono/html';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Account, PaymentRequest } from '../../db/entities/index.ts';
+import { brandOf } from '../../domain/branding.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods, tokenPattern, type PayResult } from '../../domain/payment-requests.ts';
 import { payUpdate } from '../../workflows/payment-request.ts';
@@ -29,7 +30,7 @@ import { isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 
 interface View {
   request: PaymentRequest;
-  account: Pick<Account, 'name' | 'settings' | 'status'> | null;
+  account: Pick<Account, 'id' | 'name' | 'settings' | 'status'> | null;
   /** The request's mode moves no real money: every page says so (api/pages/layout.ts). */
   testMode: boolean;
 }
@@ -47,7 +48,9 @@ function when(view: View, instant: Date): string {
 }
 
 const amountOf = (view: View) => formatMoney(view.request.amount, view.request.currency, view.account?.settings.language ?? 'en');
-const nameOf = (view: View) => view.account?.name ?? 'The merchant';
+const nameOf = (view: View) => (view.account ? brandOf(view.account, '').name : 'The merchant');
+/** The account's branding when it set some (the logo from this origin: img-src 'self'). */
+const brandFor = (view: View) => (view.account?.settings.branding ? brandOf(view.account, '') : undefined);
 
 /** The page for a request that cannot be paid (any more), with its HTTP status. */
 function statusPage(c: Context, view: View) {
@@ -68,11 +71,12 @@ function statusPage(c: Context, view: View) {
         ]),
         null,
         view.testMode,
+        brandFor(view),
       );
     case 'canceled':
-      return page(c, 410, 'Payment request canceled', stateCard('off', '×', 'This payment request was canceled', [html`${name} canceled this request for ${amount}.`, html`Nothing was charged. Contact ${name} if you think this is a mistake.`]), null, view.testMode);
+      return page(c, 410, 'Payment request canceled', stateCard('off', '×', 'This payment request was canceled', [html`${name} canceled this request for ${amount}.`, html`Nothing was charged. Contact ${name} if you think this is a mistake.`]), null, view.testMode, brandFor(view));
     case 'failed':
-      return page(c, 410, 'Payment link expired', stateCard('off', '!', 'This payment link has expired', [html`It expired on ${when(view, request.expiresAt)}. Nothing was charged.`, html`Ask ${name} to send you a new one.`]), null, view.testMode);
+      return page(c, 410, 'Payment link expired', stateCard('off', '!', 'This payment link has expired', [html`It expired on ${when(view, request.expiresAt)}. Nothing was charged.`, html`Ask ${name} to send you a new one.`]), null, view.testMode, brandFor(view));
     default:
       return payForm(c, view, null, 200);
   }
@@ -108,7 +112,7 @@ ${payPageMethods.map(
 </form>`;
   // Works without it; with it, a second click cannot send the form again while the first is on its way.
   const script = `document.getElementById('pay-form').addEventListener('submit',function(){var b=this.querySelector('button');setTimeout(function(){b.disabled=true;b.textContent='Processing…';},0);});`;
-  return page(c, status, `Pay ${amount} to ${nameOf(view)}`, body, script, view.testMode);
+  return page(c, status, `Pay ${amount} to ${nameOf(view)}`, body, script, view.testMode, brandFor(view));
 }
 
 function successPage(c: Context, view: View) {
@@ -124,6 +128,7 @@ function successPage(c: Context, view: View) {
     ]),
     null,
     view.testMode,
+    brandFor(view),
   );
 }
 
@@ -136,6 +141,7 @@ function checkoutReturnPage(c: Context, view: View) {
     stateCard('ok', '…', 'Your payment is being confirmed', [html`Thank you. ${nameOf(view)} will send a receipt to ${view.request.customerEmail} once it is confirmed.`, html`You can close this page.`]),
     null,
     view.testMode,
+    brandFor(view),
   );
 }
 
@@ -147,7 +153,7 @@ export function payPageApp(deps: ApiDeps) {
     const em = orm.em.fork();
     const request = await em.findOne(PaymentRequest, { token });
     if (!request) return null;
-    const account = await em.findOne(Account, { id: request.accountId }, { fields: ['name', 'settings', 'status'] });
+    const account = await em.findOne(Account, { id: request.accountId }, { fields: ['id', 'name', 'settings', 'status'] });
     return { request, account, testMode: processors.isTestMode(request.livemode) };
   }
 
@@ -164,7 +170,7 @@ export function payPageApp(deps: ApiDeps) {
     if (c.req.method === 'GET' && c.req.query('checkout') === 'canceled') {
       // Back from the checkout without paying: offer it again rather than sending them straight back.
       const again = html`${stateCard('off', '×', 'Payment not completed', [html`Nothing was charged.`])}<form method="post" action="/pay/${request.token}"><button type="submit">Pay ${amountOf(view)}</button></form>`;
-      return page(c, 200, `Pay ${amountOf(view)} to ${nameOf(view)}`, again, null, view.testMode);
+      return page(c, 200, `Pay ${amountOf(view)} to ${nameOf(view)}`, again, null, view.testMode, brandFor(view));
     }
     const here = `${config.publicUrl}/pay/${request.token}`;
     const session = await processor
@@ -183,7 +189,7 @@ export function payPageApp(deps: ApiDeps) {
         return 'unavailable' as const;
       });
     if (session === 'unavailable') {
-      return page(c, 503, 'Try again', stateCard('bad', '!', 'We could not open the payment page just now', [html`Nothing was charged. Please try again in a minute.`]), null, view.testMode);
+      return page(c, 503, 'Try again', stateCard('bad', '!', 'We could not open the payment page just now', [html`Nothing was charged. Please try again in a minute.`]), null, view.testMode, brandFor(view));
     }
     return session ? c.redirect(session.url, 303) : null;
   }

@@ -4,6 +4,7 @@
  * long-lived recurringPaymentRequestWorkflow that issues a payment request every
  * interval until canceled.
  */
+import { brandOf } from '../../domain/branding.ts';
 import { createRoute, z } from '@hono/zod-openapi';
 import { RecurringPaymentRequest } from '../../db/entities/index.ts';
 import { intervalUnits } from '../../domain/billing-calendar.ts';
@@ -97,7 +98,7 @@ export function paymentRequestsApp(deps: ApiDeps) {
         ...(testClock ? { testClock } : {}),
         accountId: scope.accountId,
         livemode: scope.livemode,
-        account: { name: account.name, language: account.settings.language },
+        account: { name: brandOf(account, '').name, language: account.settings.language },
         amount: body.amount,
         currency: body.currency,
         customerEmail: body.customer_email,

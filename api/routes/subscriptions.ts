@@ -17,6 +17,7 @@ import {
   resumeSubscriptionUpdate,
   subscriptionCreatedUpdate,
   subscriptionWorkflow,
+  undoCancelAtPeriodEndUpdate,
   accountClosedSignal,
   type SubscriptionWorkflowInput,
 } from '../../workflows/subscription.ts';
@@ -149,6 +150,17 @@ const cancelSubscription = createRoute({
     'subscription when the current period or trial ends, with no further charge. Canceling twice is 409 invalid_state.',
   request: { params: idParam('sub'), body: { ...json(CancelBody), required: false } },
   responses: { 200: subscriptionAnswer('Canceled (or set to cancel at period end)'), ...errorResponses(400, 401, 404, 409) },
+});
+const undoCancelSubscription = createRoute({
+  method: 'post',
+  path: '/{id}/undo_cancel',
+  tags: ['Subscriptions'],
+  summary: 'Take back a cancel at period end',
+  description:
+    'Before the period (or trial) ends, a subscription set to cancel at period end goes on as before: cancel_at_period_end becomes false and it renews. ' +
+    'A subscription not set to cancel at period end, or already ended, is 409 invalid_state.',
+  request: { params: idParam('sub') },
+  responses: { 200: subscriptionAnswer('No longer cancels at period end'), ...errorResponses(401, 404, 409) },
 });
 
 /** A workflow update refused because of the subscription's state (or an ApiError saying so). */
@@ -334,6 +346,11 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const body = await optionalJsonBody(c, CancelBody);
       const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
       const snapshot = await send(() => handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: body.at_period_end }] }));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(undoCancelSubscription, async (c) => {
+      const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
+      const snapshot = await send(() => handle.executeUpdate(undoCancelAtPeriodEndUpdate));
       return c.json(serializeSubscription(snapshot), 200);
     });
 }

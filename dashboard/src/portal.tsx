@@ -6,7 +6,7 @@
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import createClient from 'openapi-fetch';
-import { useState } from 'react';
+import { useState, type CSSProperties } from 'react';
 import type { paths } from '../../sdk/openapi.ts';
 import { date, money, unwrap, type Schemas } from './api.ts';
 import { ActionButton, ErrorNote, Status } from './ui.tsx';
@@ -42,6 +42,9 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
         <div className="actions">
           {portal.permissions.cancellation && !s.cancel_at_period_end && s.status !== 'paused' ? (
             <ActionButton label="Cancel at period end" confirm="Cancel at the end of the current period?" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/cancel', path))} />
+          ) : null}
+          {portal.permissions.cancellation && s.cancel_at_period_end ? (
+            <ActionButton label="Resume" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/undo_cancel', path))} />
           ) : null}
           {portal.permissions.resume && s.status === 'paused' ? (
             <ActionButton label="Resume subscription" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/resume', path))} />
@@ -124,12 +127,20 @@ export function Portal() {
     );
   }
   const p = portal.data;
+  // The account's branding (GET /v1/portal: business name, colour, a text colour readable on it, logo), set through CSSOM (CSP allows it).
+  const brand = p ? ({ '--brand': p.account.brand_color, '--brand-text': p.account.brand_text_color } as CSSProperties) : undefined;
   return (
-    <div className={p && !p.livemode ? 'is-sandbox' : ''}>
+    <div className={`${p && !p.livemode ? 'is-sandbox' : ''} ${p ? 'branded' : ''}`} style={brand}>
       {p && !p.livemode ? (
         <div className="sandbox-banner" role="status">
           Test mode: no real money moves.
         </div>
+      ) : null}
+      {p ? (
+        <header className="portal-brand" data-brand-color={p.account.brand_color}>
+          {p.account.logo_url ? <img src={p.account.logo_url} alt={`${p.account.name} logo`} /> : null}
+          <span>{p.account.name}</span>
+        </header>
       ) : null}
       <main className="portal">
         <h1>{p ? `${p.account.name} billing` : 'Billing portal'}</h1>

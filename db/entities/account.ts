@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { BrandingSettings } from '../../domain/branding.ts';
 
 /**
  * The account-wide settings. Billing and notification settings belong to a mode
@@ -10,6 +11,8 @@ export interface AccountSettings {
   language: string;
   /** What customers may do in the customer portal (api/routes/customer-portal.ts); defaults when unset. */
   customer_portal?: CustomerPortalPermissions;
+  /** Business name, brand colour and logo customers see (domain/branding.ts); defaults when unset. */
+  branding?: BrandingSettings;
 }
 
 export interface CustomerPortalPermissions {

@@ -1,4 +1,5 @@
 import { Account } from './account.ts';
+import { AccountLogo } from './account-logo.ts';
 import { AccountModeSettings } from './account-mode-settings.ts';
 import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
@@ -30,6 +31,7 @@ export type { BalanceTransactionStatus, BalanceTransactionType, LedgerAccount } 
 export { balanceTransactionStatuses, balanceTransactionTypes } from './ledger.ts';
 export { Account, AccountModeSettings, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export { Product };
+export { AccountLogo };
 export { ProcessorEvent, SandboxProcessorRefund };
 export { Event };
 export { WebhookAttempt, WebhookDelivery, WebhookEndpoint };
@@ -52,6 +54,7 @@ export { Export, exportFormats, exportResources, exportStatuses, type ExportForm
 export { TestClock, testClockStatuses, type TestClockStatus } from './test-clock.ts';
 export const entities = [
   Account,
+  AccountLogo,
   AccountModeSettings,
   User,
   Session,

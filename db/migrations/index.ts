@@ -1,3 +1,4 @@
+import { Migration20261124120000_account_logos } from './Migration20261124120000_account_logos.ts';
 import { Migration20261122000000_initial } from './Migration20261122000000_initial.ts';
 import { Migration20261122125633_ledger } from './Migration20261122125633_ledger.ts';
 import { Migration20261122130024_idempotency } from './Migration20261122130024_idempotency.ts';
@@ -45,4 +46,5 @@ export const migrations = [
   { name: 'Migration20261123170000_test_clocks', class: Migration20261123170000_test_clocks },
   { name: 'Migration20261123180000_export_filters', class: Migration20261123180000_export_filters },
   { name: 'Migration20261123181000_processor_customers', class: Migration20261123181000_processor_customers },
+  { name: 'Migration20261124120000_account_logos', class: Migration20261124120000_account_logos },
 ];

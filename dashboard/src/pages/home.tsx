@@ -1,36 +1,14 @@
 import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
 import { Link } from '@tanstack/react-router';
 import { Bar, BarChart, CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
-import { api, currentMode, date, money, unwrap, type Schemas } from '../api.ts';
+import { api, currentMode, date, money, unwrap } from '../api.ts';
 import { ErrorNote, PageTitle, Status } from '../ui.tsx';
 
-const monthlyFactor: Record<string, number> = { day: 30, week: 30 / 7, month: 1, year: 1 / 12 };
-
-/** Revenue per day from the latest succeeded payments (up to 100), in the first currency seen. */
-function revenueSeries(transactions: Schemas['Transaction'][]) {
-  const byDay = new Map<string, number>();
-  for (const t of transactions) {
-    if (t.type !== 'payment' || t.status !== 'succeeded') continue;
-    const day = t.created_at.slice(0, 10);
-    byDay.set(day, (byDay.get(day) ?? 0) + (t.amount - t.amount_refunded) / 100);
-  }
-  return [...byDay.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([day, amount]) => ({ day, amount }));
-}
-
-/** MRR over time: each subscription's plan normalized to a month, from its start until it ended. */
-function mrrSeries(subscriptions: Schemas['Subscription'][], plans: Map<string, Schemas['Plan']>) {
-  const days = new Set(subscriptions.map((s) => s.created_at.slice(0, 10)));
-  for (const s of subscriptions) if (s.canceled_at) days.add(s.canceled_at.slice(0, 10));
-  return [...days].sort().map((day) => ({
-    day,
-    mrr:
-      subscriptions
-        .filter((s) => s.created_at.slice(0, 10) <= day && (!s.canceled_at || s.canceled_at.slice(0, 10) > day) && s.status !== 'trialing')
-        .reduce((sum, s) => {
-          const plan = plans.get(s.plan);
-          return plan ? sum + (plan.amount * (monthlyFactor[plan.interval] ?? 1)) / Math.max(1, plan.interval_count ?? 1) : sum;
-        }, 0) / 100,
-  }));
+/** The chart of one currency: its series from a report of the API (GET /v1/reports/revenue, /v1/reports/mrr: aggregated in SQL), in major units. */
+function seriesOf<P extends { period_start: string }, K extends keyof P>(report: { data: { currency: string; points: P[] }[] } | undefined, currency: string, key: K) {
+  const series = report?.data.find((d) => d.currency === currency);
+  return (series?.points ?? []).map((p) => ({ day: p.period_start.slice(0, 10), value: Number(p[key]) / 100 }));
 }
 
 export function Home() {
@@ -38,12 +16,17 @@ export function Home() {
   const balance = useQuery({ queryKey: [mode, 'balance'], queryFn: () => unwrap(api.GET('/v1/balance')) });
   const transactions = useQuery({ queryKey: [mode, 'home-transactions'], queryFn: () => unwrap(api.GET('/v1/transactions', { params: { query: { limit: 100 } } })) });
   const subscriptions = useQuery({ queryKey: [mode, 'home-subscriptions'], queryFn: () => unwrap(api.GET('/v1/subscriptions', { params: { query: { limit: 100 } } })) });
-  const plans = useQuery({ queryKey: [mode, 'home-plans'], queryFn: () => unwrap(api.GET('/v1/plans', { params: { query: { limit: 100 } } })) });
+  const [interval, setChartInterval] = useState<'day' | 'month'>('day');
+  const revenueReport = useQuery({ queryKey: [mode, 'report-revenue', interval], queryFn: () => unwrap(api.GET('/v1/reports/revenue', { params: { query: { interval } } })) });
+  const mrrReport = useQuery({ queryKey: [mode, 'report-mrr', interval], queryFn: () => unwrap(api.GET('/v1/reports/mrr', { params: { query: { interval } } })) });
+  const currencies = [...new Set([...(revenueReport.data?.data ?? []), ...(mrrReport.data?.data ?? [])].map((d) => d.currency))].sort();
+  const [chosen, setChosen] = useState('');
+  const currency = currencies.includes(chosen) ? chosen : (currencies[0] ?? '');
   const payouts = useQuery({ queryKey: [mode, 'home-payouts'], queryFn: () => unwrap(api.GET('/v1/payouts', { params: { query: { limit: 5 } } })) });
   const failed = (transactions.data?.data ?? []).filter((t) => t.status === 'failed').slice(0, 5);
   const dunning = (subscriptions.data?.data ?? []).filter((s) => s.status === 'past_due' || s.dunning);
-  const revenue = revenueSeries(transactions.data?.data ?? []);
-  const mrr = mrrSeries(subscriptions.data?.data ?? [], new Map((plans.data?.data ?? []).map((p) => [p.id, p])));
+  const revenue = seriesOf(revenueReport.data, currency, 'net');
+  const mrr = seriesOf(mrrReport.data, currency, 'mrr');
   return (
     <>
       <PageTitle>Home</PageTitle>
@@ -63,28 +46,51 @@ export function Home() {
         ))}
         {balance.data && balance.data.available.length + balance.data.pending.length === 0 ? <p className="card">No balance yet.</p> : null}
       </section>
+      <form className="filters" aria-label="Charts" onSubmit={(e) => e.preventDefault()}>
+        <div className="field">
+          <label htmlFor="chart-interval">Per</label>
+          <select id="chart-interval" value={interval} onChange={(e) => setChartInterval(e.target.value as 'day' | 'month')}>
+            <option value="day">Day (last 30 days)</option>
+            <option value="month">Month (last 12 months)</option>
+          </select>
+        </div>
+        {currencies.length > 1 ? (
+          <div className="field">
+            <label htmlFor="chart-currency">Currency</label>
+            <select id="chart-currency" value={currency} onChange={(e) => setChosen(e.target.value)}>
+              {currencies.map((c) => (
+                <option key={c}>{c}</option>
+              ))}
+            </select>
+          </div>
+        ) : null}
+      </form>
+      <ErrorNote error={revenueReport.error ?? mrrReport.error} />
       <section className="charts">
-        <figure className="card chart" aria-label="Revenue per day">
-          <figcaption>Revenue per day (latest payments)</figcaption>
+        <figure className="card chart" aria-label={`Net revenue per ${interval}`} data-currency={currency} data-points={revenue.map((p) => p.value).join(',')}>
+          <figcaption>
+            Net revenue per {interval}
+            {currency ? ` (${currency})` : ''}
+          </figcaption>
           <ResponsiveContainer width="100%" height={220}>
             <BarChart data={revenue}>
               <CartesianGrid strokeDasharray="3 3" />
               <XAxis dataKey="day" />
               <YAxis />
               <Tooltip />
-              <Bar dataKey="amount" fill="#4f46e5" name="Revenue" isAnimationActive={false} />
+              <Bar dataKey="value" fill="#4f46e5" name="Net revenue" isAnimationActive={false} />
             </BarChart>
           </ResponsiveContainer>
         </figure>
-        <figure className="card chart" aria-label="Monthly recurring revenue">
-          <figcaption>Monthly recurring revenue</figcaption>
+        <figure className="card chart" aria-label="Monthly recurring revenue" data-currency={currency} data-points={mrr.map((p) => p.value).join(',')}>
+          <figcaption>Monthly recurring revenue{currency ? ` (${currency})` : ''}</figcaption>
           <ResponsiveContainer width="100%" height={220}>
             <LineChart data={mrr}>
               <CartesianGrid strokeDasharray="3 3" />
               <XAxis dataKey="day" />
               <YAxis />
               <Tooltip />
-              <Line dataKey="mrr" stroke="#0f766e" name="MRR" isAnimationActive={false} />
+              <Line dataKey="value" stroke="#0f766e" name="MRR" isAnimationActive={false} />
             </LineChart>
           </ResponsiveContainer>
         </figure>

@@ -1,5 +1,6 @@
-import { useQuery } from '@tanstack/react-query';
-import { api, currentMode, unwrap } from '../api.ts';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { api, currentMode, unwrap, type Schemas } from '../api.ts';
 import { canManage, useSession } from '../session.tsx';
 import { ActionForm, ErrorNote, Field, PageTitle } from '../ui.tsx';
 
@@ -9,6 +10,7 @@ export function Settings() {
   const billing = useQuery({ queryKey: [mode, 'settings'], queryFn: () => unwrap(api.GET('/v1/settings')) });
   const notifications = useQuery({ queryKey: [mode, 'notification-settings'], queryFn: () => unwrap(api.GET('/v1/settings/notifications')) });
   const portal = useQuery({ queryKey: [mode, 'portal-settings'], queryFn: () => unwrap(api.GET('/v1/settings/customer_portal')) });
+  const branding = useQuery({ queryKey: ['branding'], queryFn: () => unwrap(api.GET('/v1/settings/branding')) });
   const readOnly = !canManage(session);
   return (
     <>
@@ -72,10 +74,77 @@ export function Settings() {
           ))}
         </ActionForm>
       ) : null}
-      <section className="card" aria-label="Branding">
-        <h2>Branding</h2>
-        <p>The account name ({session.account?.name ?? '—'}) heads pages, emails and PDFs. A logo and colour setting does not exist in the API yet.</p>
-      </section>
+      {branding.data ? <BrandingForm branding={branding.data} readOnly={readOnly} /> : null}
     </>
+  );
+}
+
+const readAsDataUrl = (file: File) =>
+  new Promise<string>((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result));
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+
+/** Business name, brand colour and logo (PATCH /v1/settings/branding): used on the pay page, the portal, emails and invoice PDFs. */
+function BrandingForm({ branding, readOnly }: { branding: Schemas['Branding']; readOnly: boolean }) {
+  const client = useQueryClient();
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const [saved, setSaved] = useState(false);
+  async function onSubmit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    const file = form.get('logo');
+    setBusy(true);
+    setError(null);
+    setSaved(false);
+    try {
+      const name = String(form.get('business_name') ?? '').trim();
+      const body: { business_name: string | null; brand_color: string; logo?: string | null } = { business_name: name || null, brand_color: String(form.get('brand_color')) };
+      if (form.get('remove_logo') === 'on') body.logo = null;
+      else if (file instanceof File && file.size > 0) body.logo = await readAsDataUrl(file);
+      await unwrap(api.PATCH('/v1/settings/branding', { body }));
+      await client.invalidateQueries();
+      setSaved(true);
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <form className="card form" onSubmit={onSubmit} aria-label="Branding">
+      <h2>Branding</h2>
+      <p>What customers see on the pay page, the customer portal, emails and invoice PDFs (both modes).</p>
+      <div className="brand-preview" data-brand-color={branding.effective.color}>
+        {branding.effective.logo_url ? <img src={branding.effective.logo_url} alt="Current logo" /> : null}
+        <span>{branding.effective.name}</span>
+      </div>
+      <fieldset className="plain-fieldset" disabled={readOnly || busy}>
+        <div className="field">
+          <label htmlFor="brand-name">Business name</label>
+          <input id="brand-name" name="business_name" maxLength={100} defaultValue={branding.business_name ?? ''} placeholder={branding.effective.name} />
+        </div>
+        <div className="field">
+          <label htmlFor="brand-color">Brand colour</label>
+          <input id="brand-color" name="brand_color" type="color" defaultValue={branding.effective.color} />
+        </div>
+        <div className="field">
+          <label htmlFor="brand-logo">Logo (PNG or JPEG, up to 64 KB)</label>
+          <input id="brand-logo" name="logo" type="file" accept="image/png,image/jpeg" />
+        </div>
+        {branding.logo_url ? (
+          <div className="field checkbox">
+            <input id="brand-remove-logo" type="checkbox" name="remove_logo" />
+            <label htmlFor="brand-remove-logo">Remove the logo</label>
+          </div>
+        ) : null}
+        {readOnly ? null : <button type="submit">Save branding</button>}
+      </fieldset>
+      {saved ? <p role="status">Branding saved.</p> : null}
+      <ErrorNote error={error} />
+    </form>
   );
 }

@@ -101,10 +101,14 @@ export function SubscriptionDetail() {
             ) : (
               <ActionButton label="Pause" action={() => unwrap(api.POST('/v1/subscriptions/{id}/pause', { params: { path: { id } }, body: {} }))} />
             )}
-            <ActionButton
-              label="Cancel at period end"
-              action={() => unwrap(api.POST('/v1/subscriptions/{id}/cancel', { params: { path: { id } }, body: { at_period_end: true } }))}
-            />
+            {s.cancel_at_period_end ? (
+              <ActionButton label="Keep subscription (undo cancel)" action={() => unwrap(api.POST('/v1/subscriptions/{id}/undo_cancel', { params: { path: { id } } }))} />
+            ) : (
+              <ActionButton
+                label="Cancel at period end"
+                action={() => unwrap(api.POST('/v1/subscriptions/{id}/cancel', { params: { path: { id } }, body: { at_period_end: true } }))}
+              />
+            )}
             <ActionButton
               label="Cancel now"
               className="danger"

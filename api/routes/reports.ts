@@ -1,0 +1,96 @@
+/**
+ * GET /v1/reports/revenue and /v1/reports/mrr: the home page's charts, aggregated in
+ * PostgreSQL (services/reports.ts) instead of from the latest rows in the browser.
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../../domain/errors.ts';
+import { bucketStarts, maxReportBuckets, mrrReport, revenueReport, type ReportRange } from '../../services/reports.ts';
+import { accountScope } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { json, newOpenApiApp } from '../openapi-app.ts';
+import { errorResponses, isoInstant } from '../schemas.ts';
+
+const ReportQuery = z
+  .object({
+    interval: z.enum(['day', 'month']).default('day').openapi({ description: 'Bucket size, in UTC' }),
+    from: isoInstant.optional().openapi({ format: 'date-time', description: 'Start (inclusive; its bucket is the first). Default: 30 days (interval=day) or 12 months (interval=month) before `to`' }),
+    to: isoInstant.optional().openapi({ format: 'date-time', description: 'End (exclusive). Default: now' }),
+  })
+  .strict();
+
+const RevenuePoint = z.object({
+  period_start: z.string(),
+  gross: z.number().int().openapi({ description: 'Payments, minor units' }),
+  refunded: z.number().int().openapi({ description: 'Refunds, minor units, positive' }),
+  fees: z.number().int(),
+  net: z.number().int().openapi({ description: 'gross − refunded − fees' }),
+  payments: z.number().int().openapi({ description: 'How many payments' }),
+});
+const MrrPoint = z.object({
+  period_start: z.string(),
+  at: z.string().openapi({ description: 'The instant MRR is measured at: the end of the bucket, or `to` for the last one' }),
+  mrr: z.number().int().openapi({ description: 'Monthly recurring revenue, minor units' }),
+  subscriptions: z.number().int().openapi({ description: 'Subscriptions counted' }),
+});
+const report = <T extends z.ZodTypeAny>(name: string, kind: 'revenue' | 'mrr', point: T) =>
+  z
+    .object({
+      object: z.literal('report'),
+      report: z.literal(kind),
+      interval: z.enum(['day', 'month']),
+      from: z.string(),
+      to: z.string(),
+      livemode: z.boolean(),
+      data: z.array(z.object({ currency: z.string(), points: z.array(point) })).openapi({ description: 'One series per currency, every bucket present' }),
+    })
+    .openapi(name);
+
+const revenueRoute = createRoute({
+  method: 'get',
+  path: '/revenue',
+  tags: ['Reports'],
+  summary: 'Revenue per day or month, per currency',
+  description: "From the ledger's balance transactions of this mode: payments, refunds and fees per UTC bucket. Customers on a test clock are left out.",
+  request: { query: ReportQuery },
+  responses: { 200: { description: 'The report', ...json(report('RevenueReport', 'revenue', RevenuePoint)) }, ...errorResponses(400, 401) },
+});
+const mrrRoute = createRoute({
+  method: 'get',
+  path: '/mrr',
+  tags: ['Reports'],
+  summary: 'Monthly recurring revenue over time, per currency',
+  description:
+    'At the end of each bucket: the subscriptions billing then (trial over, not yet ended), each at its current plan brought to a month ' +
+    '(year ÷ 12, week × 52 ÷ 12, day × 365 ÷ 12, ÷ interval count). Customers on a test clock are left out.',
+  request: { query: ReportQuery },
+  responses: { 200: { description: 'The report', ...json(report('MrrReport', 'mrr', MrrPoint)) }, ...errorResponses(400, 401) },
+});
+
+function range(query: z.infer<typeof ReportQuery>): ReportRange {
+  const to = query.to ?? new Date();
+  const from =
+    query.from ?? (query.interval === 'day' ? new Date(to.getTime() - 30 * 86_400_000) : new Date(Date.UTC(to.getUTCFullYear(), to.getUTCMonth() - 11, 1)));
+  if (from >= to) throw new ApiError('invalid_request', 'from: must be before to.');
+  const r = { interval: query.interval, from, to };
+  if (bucketStarts(r).length > maxReportBuckets[query.interval]) {
+    throw new ApiError('invalid_request', `from/to: at most ${maxReportBuckets[query.interval]} ${query.interval}s per report.`);
+  }
+  return r;
+}
+
+export function reportsApp({ orm }: ApiDeps) {
+  return newOpenApiApp()
+    .openapi(revenueRoute, async (c) => {
+      const r = range(c.req.valid('query'));
+      const scope = await accountScope(c, orm);
+      const data = await revenueReport(orm.em.fork() as EntityManager, scope, r);
+      return c.json({ object: 'report' as const, report: 'revenue' as const, interval: r.interval, from: r.from.toISOString(), to: r.to.toISOString(), livemode: scope.livemode, data }, 200);
+    })
+    .openapi(mrrRoute, async (c) => {
+      const r = range(c.req.valid('query'));
+      const scope = await accountScope(c, orm);
+      const data = await mrrReport(orm.em.fork() as EntityManager, scope, r);
+      return c.json({ object: 'report' as const, report: 'mrr' as const, interval: r.interval, from: r.from.toISOString(), to: r.to.toISOString(), livemode: scope.livemode, data }, 200);
+    });
+}

@@ -1,0 +1,146 @@
+/**
+ * Aggregates for the dashboard's home charts, computed in PostgreSQL (docs/dashboard.md#reports):
+ *
+ * - revenue per day or month from the ledger's balance transactions: `gross` the payments,
+ *   `refunded` the refunds (as a positive number), `fees`, `net` = gross − refunded − fees;
+ * - MRR at the end of each day or month from the subscriptions and their plans: every
+ *   subscription that had started billing (its trial over) and had not ended then, its
+ *   plan's amount brought to a month (year ÷ 12, week × 52 ÷ 12, day × 365 ÷ 12, ÷ the
+ *   interval count), rounded once per point.
+ *
+ * One account, one mode, per currency, buckets in UTC, every bucket present (zero when
+ * nothing happened). Objects of customers on a test clock are left out, as lists leave them.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+export type ReportInterval = 'day' | 'month';
+export interface ReportScope {
+  accountId: string;
+  livemode: boolean;
+}
+export interface ReportRange {
+  interval: ReportInterval;
+  from: Date;
+  to: Date;
+}
+
+/** At most this many buckets per report. */
+export const maxReportBuckets = { day: 400, month: 120 } as const;
+
+/** The start of the UTC bucket holding `at`. */
+export function bucketStart(at: Date, interval: ReportInterval): Date {
+  return interval === 'day' ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate())) : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+}
+
+/** Bucket starts from the one holding `from` to the one holding the instant before `to`. */
+export function bucketStarts({ interval, from, to }: ReportRange): Date[] {
+  const starts: Date[] = [];
+  const last = new Date(to.getTime() - 1);
+  for (let at = bucketStart(from, interval); at <= last; ) {
+    starts.push(at);
+    at = interval === 'day' ? new Date(at.getTime() + 86_400_000) : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
+    if (starts.length > maxReportBuckets[interval]) break;
+  }
+  return starts;
+}
+
+export interface RevenuePoint {
+  period_start: string;
+  gross: number;
+  refunded: number;
+  fees: number;
+  net: number;
+  payments: number;
+}
+export interface MrrPoint {
+  period_start: string;
+  /** The instant MRR is measured at: the end of the bucket, or `to` for the last one. */
+  at: string;
+  mrr: number;
+  subscriptions: number;
+}
+export interface CurrencySeries<P> {
+  currency: string;
+  points: P[];
+}
+
+const iso = (d: Date | string) => new Date(d).toISOString();
+
+/** Fills every bucket of every currency seen, zero where nothing was. */
+function densify<P extends { period_start: string }>(starts: Date[], rows: (P & { currency: string })[], zero: (start: Date) => P): CurrencySeries<P>[] {
+  const currencies = [...new Set(rows.map((r) => r.currency))].sort();
+  return currencies.map((currency) => {
+    const byStart = new Map(rows.filter((r) => r.currency === currency).map((r) => [r.period_start, r]));
+    return {
+      currency,
+      points: starts.map((start) => {
+        const row = byStart.get(start.toISOString());
+        if (!row) return zero(start);
+        const { currency: _, ...point } = row;
+        return point as unknown as P;
+      }),
+    };
+  });
+}
+
+const notOnClock = (customerIdColumn: string) => `not exists (select 1 from customers c where c.id = ${customerIdColumn} and c.test_clock_id is not null)`;
+
+export async function revenueReport(em: EntityManager, scope: ReportScope, range: ReportRange): Promise<CurrencySeries<RevenuePoint>[]> {
+  const starts = bucketStarts(range);
+  const rows: { period_start: Date; currency: string; gross: string; refunded: string; fees: string; payments: string }[] = await em.getConnection().execute(
+    `select date_trunc(?, bt.created_at at time zone 'UTC') at time zone 'UTC' as period_start,
+            bt.currency,
+            coalesce(sum(bt.amount) filter (where bt.type = 'payment'), 0) as gross,
+            coalesce(-sum(bt.amount) filter (where bt.type = 'refund'), 0) as refunded,
+            coalesce(sum(bt.fee), 0) as fees,
+            count(*) filter (where bt.type = 'payment') as payments
+       from balance_transactions bt
+      where bt.account_id = ? and bt.livemode = ? and bt.type in ('payment', 'refund')
+        and bt.created_at >= ? and bt.created_at < ?
+        and not exists (select 1 from transactions t join customers c on c.id = t.customer_id
+                         where t.id = bt.source and c.test_clock_id is not null)
+      group by 1, 2`,
+    [range.interval, scope.accountId, scope.livemode, starts[0] ?? range.from, range.to],
+  );
+  return densify(
+    starts,
+    rows.map((r) => {
+      const gross = Number(r.gross);
+      const refunded = Number(r.refunded);
+      const fees = Number(r.fees);
+      return { currency: r.currency, period_start: iso(r.period_start), gross, refunded, fees, net: gross - refunded - fees, payments: Number(r.payments) };
+    }),
+    (start) => ({ period_start: start.toISOString(), gross: 0, refunded: 0, fees: 0, net: 0, payments: 0 }),
+  );
+}
+
+export async function mrrReport(em: EntityManager, scope: ReportScope, range: ReportRange): Promise<CurrencySeries<MrrPoint>[]> {
+  const starts = bucketStarts(range);
+  if (starts.length === 0) return [];
+  const step = range.interval === 'day' ? '1 day' : '1 month';
+  const rows: { period_start: Date; at: Date; currency: string; mrr: string; subscriptions: string }[] = await em.getConnection().execute(
+    `with points as (
+       select s as period_start, least(s + interval '${step}', ?::timestamptz) as at
+         from unnest(?::timestamptz[]) as s
+     )
+     select pt.period_start, pt.at, p.currency,
+            round(sum(p.amount::numeric * case p.interval when 'month' then 1 when 'year' then 1.0 / 12 when 'week' then 52.0 / 12 when 'day' then 365.0 / 12 end
+                      / greatest(p.interval_count, 1))) as mrr,
+            count(*) as subscriptions
+       from points pt
+       join subscriptions s on s.account_id = ? and s.livemode = ?
+        and greatest(s.created_at, coalesce(s.trial_end, s.created_at)) <= pt.at
+        and (s.canceled_at is null or s.canceled_at > pt.at)
+        and s.status <> 'expired'
+        and ${notOnClock('s.customer_id')}
+       join plans p on p.id = s.plan_id
+      group by 1, 2, 3`,
+    [range.to, `{${starts.map((s) => s.toISOString()).join(',')}}`, scope.accountId, scope.livemode],
+  );
+  const ends = new Map(starts.map((s, i) => [s.toISOString(), new Date(Math.min((starts[i + 1] ?? range.to).getTime(), range.to.getTime()))]));
+  return densify(
+    starts,
+    rows.map((r) => ({ currency: r.currency, period_start: iso(r.period_start), at: iso(r.at), mrr: Number(r.mrr), subscriptions: Number(r.subscriptions) })),
+    (start) => ({ period_start: start.toISOString(), at: ends.get(start.toISOString())!.toISOString(), mrr: 0, subscriptions: 0 }),
+  );
+}
