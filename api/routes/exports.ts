@@ -156,7 +156,8 @@ export function exportsApps(deps: ApiDeps) {
       await deps.temporal.workflow.start(exportWorkflow, {
         workflowId: e.id,
         taskQueue: config.taskQueue,
-        args: [{ exportId: e.id }],
+        // Dedicated exports workers (EXPORTS_TASK_QUEUE) write the file; otherwise the workflow's own queue does.
+        args: [config.exportsTaskQueue && config.exportsTaskQueue !== config.taskQueue ? { exportId: e.id, taskQueue: config.exportsTaskQueue } : { exportId: e.id }],
         staticSummary: `Export ${e.id}`,
       });
       return c.json(serialize(e), 202);
