@@ -24,6 +24,8 @@ export interface Config {
    * writes exports. Set it to give exports workers of their own (`npm run worker:exports`, export-worker.ts).
    */
   exportsTaskQueue: string | undefined;
+  /** WORKER_EXPORTS=false: with EXPORTS_TASK_QUEUE set, `npm run worker` leaves exports to dedicated exports workers. */
+  workerExports: boolean;
   logLevel: string;
   /** Largest request body the API reads, in bytes. */
   bodyLimitBytes: number;
@@ -160,6 +162,7 @@ export function loadConfig(env = process.env): Config {
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE ?? 'default',
     taskQueue: env.TEMPORAL_TASK_QUEUE ?? 'billing',
+    workerExports: env.WORKER_EXPORTS !== 'false',
     exportsTaskQueue: env.EXPORTS_TASK_QUEUE && env.EXPORTS_TASK_QUEUE !== (env.TEMPORAL_TASK_QUEUE ?? 'billing') ? env.EXPORTS_TASK_QUEUE : undefined,
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'warn' : 'info'),
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 100 * 1024, env),

@@ -86,7 +86,7 @@ async function main(): Promise<void> {
   // EXPORTS_TASK_QUEUE set: this worker writes exports too, on that queue, unless WORKER_EXPORTS=false leaves them to
   // dedicated exports workers (export-worker.ts).
   const exportsWorker =
-    config.exportsTaskQueue && process.env.WORKER_EXPORTS !== 'false'
+    config.exportsTaskQueue && config.workerExports
       ? await createExportsWorker({ connection, namespace: config.temporalNamespace, exportsTaskQueue: config.exportsTaskQueue, taskQueue: config.taskQueue, orm, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), processors: config.processors })
       : undefined;
   for (const signal of ['SIGINT', 'SIGTERM'] as const)

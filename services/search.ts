@@ -85,6 +85,9 @@ export const customerSearch: SearchTable = {
   columns: { id: 't.id', email: 't.email', name: 't.name', created: 't.created_at' },
 };
 
+/** The resources with a search, by name (exports of these take a `query` too). */
+export const searchTables: Readonly<Partial<Record<string, SearchTable>>> = { transactions: transactionSearch, invoices: invoiceSearch, customers: customerSearch };
+
 const comparisons = { '>': '>', '<': '<', '>=': '>=', '<=': '<=' } as const;
 
 /** `\`, `%` and `_` taken literally in a LIKE pattern (escape character `\`). */
