@@ -7971,7 +7971,7 @@ export interface paths {
                         };
                         /** @enum {string} */
                         format: "csv" | "xlsx" | "json" | "pdf";
-                        /** @description transactions only: a search query (docs/exports-and-search.md) */
+                        /** @description transactions, invoices and customers: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
                         resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts";
@@ -7992,7 +7992,7 @@ export interface paths {
                         };
                         /** @enum {string} */
                         format: "csv" | "xlsx" | "json" | "pdf";
-                        /** @description transactions only: a search query (docs/exports-and-search.md) */
+                        /** @description transactions, invoices and customers: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
                         resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts";
