@@ -206,7 +206,8 @@ try {
       "the file (csv as a stream, xlsx with exceljs's streaming writer), written by a worker process: `exports` is the dedicated exports worker " +
       '(export-worker.ts, `npm run worker:exports`, polling EXPORTS_TASK_QUEUE: the export activity only, no workflows), `all-in-one` the engine\'s ' +
       'worker (worker.ts: every workflow and activity) writing the file itself. Seconds from starting the workflow to its result. RSS is the worker ' +
-      "process's, from /proc: before the export, and the kernel's high-water mark (VmHWM, reset just before the export) for its peak.",
+      "process's, from /proc: before the export, and the kernel's high-water mark (VmHWM, reset just before the export) for its peak. " +
+      `Commands: ${shapes.map((shape) => `${shape} \`${commands[shape]}\``).join(', ')}.`,
     '',
     '| worker | format | rows | seconds | file MB | RSS before MB | peak RSS MB |',
     '|---|---|---:|---:|---:|---:|---:|',
