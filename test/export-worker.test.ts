@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../config.ts';
 import { Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { createExportsWorker } from '../export-worker.ts';
@@ -90,6 +91,13 @@ describe('exports on a task queue of their own', () => {
     // The export.succeeded event was recorded by the exports worker's activity.
     const events = await engine.call('GET', '/v1/events?type=export.succeeded');
     expect(events.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(id);
+  });
+
+  it('EXPORTS_TASK_QUEUE and WORKER_EXPORTS in the configuration', () => {
+    expect(loadConfig({ NODE_ENV: 'test' })).toMatchObject({ exportsTaskQueue: undefined, workerExports: true });
+    expect(loadConfig({ NODE_ENV: 'test', EXPORTS_TASK_QUEUE: 'billing-exports', WORKER_EXPORTS: 'false' })).toMatchObject({ exportsTaskQueue: 'billing-exports', workerExports: false });
+    // The workflows' own queue is no separate exports queue.
+    expect(loadConfig({ NODE_ENV: 'test', TEMPORAL_TASK_QUEUE: 'q', EXPORTS_TASK_QUEUE: 'q' }).exportsTaskQueue).toBeUndefined();
   });
 
   it('`npm run worker:exports` refuses to start without EXPORTS_TASK_QUEUE, saying what is missing', () => {
