@@ -1,4 +1,4 @@
-# The engine's image: one image, two entry points (api and worker), from the official Node.js image.
+# The engine's image: one image, three entry points (api, worker and the exports worker), from the official Node.js image.
 # Stage 1 builds the dashboard (dashboard/, React + Vite) with the dev dependencies; the runtime image gets only dashboard/dist.
 FROM node:24-bookworm-slim AS dashboard
 WORKDIR /app
@@ -16,6 +16,8 @@ COPY dashboard/package.json dashboard/
 RUN npm ci --omit=dev && npm cache clean --force
 COPY . .
 COPY --from=dashboard /app/dashboard/dist dashboard/dist
+# DATA_DIR (./data): export files (a volume shared by the API and the workers in docker-compose.yml), owned by the user that writes them.
+RUN mkdir -p data/exports && chown -R node:node data
 USER node
 EXPOSE 3000
 CMD ["node", "api/server.ts"]

@@ -18,6 +18,14 @@ export interface Config {
   temporalAddress: string | undefined;
   temporalNamespace: string;
   taskQueue: string;
+  /**
+   * EXPORTS_TASK_QUEUE: the task queue of the export activity (the heavy, file-writing part of an export;
+   * docs/exports-and-search.md). Unset (or equal to TEMPORAL_TASK_QUEUE): the workflows' queue, so every worker
+   * writes exports. Set it to give exports workers of their own (`npm run worker:exports`, export-worker.ts).
+   */
+  exportsTaskQueue: string | undefined;
+  /** WORKER_EXPORTS=false: with EXPORTS_TASK_QUEUE set, `npm run worker` leaves exports to dedicated exports workers. */
+  workerExports: boolean;
   logLevel: string;
   /** Largest request body the API reads, in bytes. */
   bodyLimitBytes: number;
@@ -154,6 +162,8 @@ export function loadConfig(env = process.env): Config {
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE ?? 'default',
     taskQueue: env.TEMPORAL_TASK_QUEUE ?? 'billing',
+    workerExports: env.WORKER_EXPORTS !== 'false',
+    exportsTaskQueue: env.EXPORTS_TASK_QUEUE && env.EXPORTS_TASK_QUEUE !== (env.TEMPORAL_TASK_QUEUE ?? 'billing') ? env.EXPORTS_TASK_QUEUE : undefined,
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'warn' : 'info'),
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 100 * 1024, env),
     idempotencyLeaseMs: Math.max(1000, integer('IDEMPOTENCY_LEASE_MS', 30_000, env)),

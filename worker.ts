@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
 import type { PayoutRail } from './services/payouts.ts';
@@ -22,6 +22,9 @@ import { createCustomerLinks, type CustomerLinks } from './domain/customer-links
 import { createSecretBox, type SecretBox } from './domain/secret-box.ts';
 import { createLogger } from './logger.ts';
 import { testClockContext } from './activities/test-clock-context.ts';
+import { createExportsWorker, installTemporalRuntime } from './export-worker.ts';
+
+export { installTemporalRuntime };
 
 export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
 /** Workflow interceptor modules, for the worker's bundle and prebuilt ones (bundleWorkflowCode's workflowInterceptorModules). */
@@ -82,17 +85,6 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
   });
 }
 
-/** Quiets the SDK (its bundler output, its Rust core) to warnings, unless LOG_LEVEL asks for more. */
-export function installTemporalRuntime(logLevel: string): void {
-  const level = logLevel === 'debug' || logLevel === 'trace' ? 'INFO' : logLevel === 'error' || logLevel === 'silent' ? 'ERROR' : 'WARN';
-  // shutdownSignals: [] because our entry points stop things themselves, in order.
-  Runtime.install({
-    shutdownSignals: [],
-    logger: new DefaultLogger(level),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }) } },
-  });
-}
-
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { process: 'worker' });
@@ -107,12 +99,22 @@ async function main(): Promise<void> {
   const mailer = createMailer(config);
   const processors = createProcessors(config.processors, () => orm.em.fork());
   const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), exportStorage: localExportStorage(path.join(config.dataDir, 'exports')) });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
+  // EXPORTS_TASK_QUEUE set: this worker writes exports too, on that queue, unless WORKER_EXPORTS=false leaves them to
+  // dedicated exports workers (export-worker.ts).
+  const exportsWorker =
+    config.exportsTaskQueue && config.workerExports
+      ? await createExportsWorker({ connection, namespace: config.temporalNamespace, exportsTaskQueue: config.exportsTaskQueue, taskQueue: config.taskQueue, orm, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), processors: config.processors })
+      : undefined;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => {
+      worker.shutdown();
+      exportsWorker?.shutdown();
+    });
   // One maintenance workflow per task queue (workflows/maintenance.ts): the first worker starts it, the others find it.
   const client = new Client({ connection, namespace: config.temporalNamespace });
   const maintenance = await ensureMaintenanceWorkflow(client, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
   logger.info({ taskQueue: config.taskQueue, temporal: config.temporalAddress, maintenance: maintenance.workflowId }, 'worker running');
-  await worker.run();
+  await Promise.all([worker.run(), exportsWorker?.run()]);
   await connection.close();
   mailer.close();
   await orm.close();

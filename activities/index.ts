@@ -1,4 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
@@ -50,7 +50,8 @@ import { recordTestClockAdvanced } from '../services/test-clocks.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
-import { failExport, pruneExpiredExports, runExport, type ExportPruneResult } from '../services/exports.ts';
+import { failExport, pruneExpiredExports, type ExportPruneResult } from '../services/exports.ts';
+import { createExportActivities } from './export.ts';
 import type { Resolver } from '../domain/webhook-url.ts';
 import {
   attemptWebhookDelivery,
@@ -209,12 +210,8 @@ export function createActivities(deps: ActivityDeps) {
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
       return settlePendingPayment(em(), processors, transactionId, processorChargeId, starter());
     },
-    /** Writes an export's file from its first row, heartbeating the rows written (services/exports.ts). */
-    async writeExport(exportId: string): Promise<string> {
-      if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
-      const context = Context.current();
-      return runExport(em(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows), { isTestMode: processors.isTestMode });
-    },
+    // writeExport: also what a dedicated exports worker runs alone (export-worker.ts).
+    ...createExportActivities({ orm: deps.orm, exportStorage: deps.exportStorage, isTestMode: processors.isTestMode }),
     /** An export whose writing failed for good: status failed and its event. */
     async failExport(exportId: string, message: string): Promise<void> {
       await failExport(em(), exportId, message);

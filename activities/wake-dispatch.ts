@@ -10,7 +10,8 @@ import { createDispatchWaker, type DispatchWaker } from '../services/webhook-wak
 
 const webhookActivities = new Set(['dispatchWebhookEvents', 'attemptWebhookDelivery', 'finishWebhookDelivery', 'webhookDisabledEmail', 'sendEmail']);
 
-export function wakeDispatchAfterActivities(orm: MikroORM): ActivityInterceptorsFactory {
+/** `taskQueue`: the dispatcher's queue when it is not the activity's own (a dedicated exports worker's activities). */
+export function wakeDispatchAfterActivities(orm: MikroORM, taskQueue?: string): ActivityInterceptorsFactory {
   let waker: DispatchWaker | undefined;
   return (ctx) => ({
     inbound: {
@@ -18,7 +19,7 @@ export function wakeDispatchAfterActivities(orm: MikroORM): ActivityInterceptors
         const result = await next(input);
         if (webhookActivities.has(ctx.info.activityType)) return result;
         // One waker per worker (one task queue, one client): built on the first activity, which brings the client.
-        waker ??= createDispatchWaker({ orm, client: () => ctx.client, taskQueue: ctx.info.taskQueue, onError: () => undefined });
+        waker ??= createDispatchWaker({ orm, client: () => ctx.client, taskQueue: taskQueue ?? ctx.info.taskQueue, onError: () => undefined });
         waker.afterChange();
         return result;
       },

@@ -32,7 +32,7 @@ import { billingDetailsPage } from './pages/billing-details.ts';
 import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { transactionsApp } from './routes/transactions.ts';
-import { transactionSearchApp } from './routes/transaction-search.ts';
+import { customerSearchApp, invoiceSearchApp, transactionSearchApp } from './routes/transaction-search.ts';
 import { exportsApps } from './routes/exports.ts';
 import { testClocksApp } from './routes/test-clocks.ts';
 import { usersApp } from './routes/users.ts';
@@ -124,6 +124,7 @@ export function createApp(given: ApiDeps) {
   app.route('/cli', cliApprovePage(deps));
   // The customer portal's API, portal links and the portal setting (before /v1/customers and /v1/settings).
   app.route('/v1', customerPortalApp(deps));
+  app.route('/v1/customers/search', customerSearchApp(deps));
   app.route('/v1/customers', customersApp(deps));
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
@@ -158,6 +159,7 @@ export function createApp(given: ApiDeps) {
   // Processor webhooks (Stripe): the signature over the raw body is the credential.
   app.route('/webhooks', processorWebhooksApp(deps));
   const invoices = invoicesApps(deps);
+  app.route('/v1/invoices/search', invoiceSearchApp(deps));
   app.route('/v1/invoices', invoices.v1);
   app.route('/invoices', invoices.root);
   const exports = exportsApps(deps);

@@ -34,7 +34,9 @@ const allowed: Record<string, string[]> = {
   // The CLI is a client of the public HTTP API: pure helpers and object types only.
   cli: ['domain', 'objects'],
   db: ['domain', 'config.ts', 'logger.ts'],
-  'worker.ts': ['activities', 'services', 'workflows', 'domain', 'db', 'config.ts', 'logger.ts'],
+  'worker.ts': ['activities', 'services', 'workflows', 'domain', 'db', 'config.ts', 'logger.ts', 'export-worker.ts'],
+  // The exports worker: the export activity only (none of the workflows).
+  'export-worker.ts': ['activities', 'services', 'domain', 'db', 'config.ts', 'logger.ts'],
 };
 /** Imported for their types only, where a value import is not allowed. */
 const typeOnlyAllowed: Record<string, string[]> = { workflows: ['activities', 'services'] };

@@ -18,6 +18,8 @@ import { createLogger } from '../logger.ts';
 import { createMailer } from '../services/mailer.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
+import { createExportsWorker } from '../export-worker.ts';
+import { localExportStorage } from '../services/export-storage.ts';
 import { ensureMaintenanceWorkflow } from '../services/maintenance.ts';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
 import { startTemporalDevServer } from './temporal-dev-server.ts';
@@ -128,13 +130,25 @@ async function main(): Promise<void> {
   stops.push({ name: 'mailer', stop: async () => mailer.close() });
   // Each mode's processor, once for the worker and the API (LIVE_PROCESSOR, SANDBOX_PROCESSOR; docs/processors.md).
   const processors = createProcessors(config.processors, () => orm.em.fork());
-  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret) });
+  // Export files in DATA_DIR/exports, where the API serves them from.
+  const exportStorage = localExportStorage(path.join(config.dataDir, 'exports'));
+  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), exportStorage });
   const workerRun = worker.run();
   stops.push({ name: 'worker', stop: async () => { worker.shutdown(); await workerRun; } });
   workerRun.catch((error) => {
     logger.fatal({ err: error }, 'worker failed');
     void shutdown('worker failed', 1);
   });
+  // EXPORTS_TASK_QUEUE set: the exports queue's worker too, in this process (npm start runs everything; export-worker.ts).
+  if (config.exportsTaskQueue) {
+    const exportsWorker = await createExportsWorker({ connection: nativeConnection, namespace: config.temporalNamespace, exportsTaskQueue: config.exportsTaskQueue, taskQueue: config.taskQueue, orm, exportStorage, processors: config.processors });
+    const exportsRun = exportsWorker.run();
+    stops.push({ name: 'exports worker', stop: async () => { exportsWorker.shutdown(); await exportsRun; } });
+    exportsRun.catch((error) => {
+      logger.fatal({ err: error }, 'exports worker failed');
+      void shutdown('exports worker failed', 1);
+    });
+  }
 
   const connection = await Connection.connect({ address: temporalAddress });
   stops.push({ name: 'client connection', stop: () => connection.close() });

@@ -1,5 +1,5 @@
 /**
- * The transactions search language (docs/exports-and-search.md), pure: a tokenizer and
+ * The search language of transactions, invoices and customers (docs/exports-and-search.md), pure: a tokenizer and
  * a parser from the query string to a typed AST. Every value is checked here (known
  * field, operator the field takes, enum values, integers, dates), so a bad query fails
  * with the 1-based character position and what was expected, before any SQL exists.
@@ -11,32 +11,83 @@
  *   value   := string | bare                        -- string: "…" with \" and \\ escapes
  */
 
-export const searchFields = [
-  'id',
-  'status',
-  'type',
-  'amount',
-  'currency',
-  'reference',
-  'customer',
-  'invoice',
-  'subscription',
-  'created',
-  'risk_level',
-  'email',
-] as const;
-export type SearchField = (typeof searchFields)[number];
-export type SearchOp = ':' | '>' | '<' | '>=' | '<=' | '~';
-
-const enumValues: Partial<Record<SearchField, readonly string[]>> = {
-  status: ['pending', 'succeeded', 'failed', 'canceled'],
-  type: ['payment', 'credit', 'refund'],
-  risk_level: ['low', 'medium', 'high'],
+/**
+ * One searchable field: what its values are and which operators it takes.
+ * `id`/`text`: strings (`~` too when `substring`); `enum`: one of `values`;
+ * `amount`: an integer in minor units; `time`: a date, ISO time or unix seconds;
+ * `currency`: a three-letter code (any case). `amount` and `time` compare (`>`, `<`, `>=`, `<=`);
+ * `nullable` fields also take a bare `null` (the field is unset).
+ */
+export type SearchFieldSpec = {
+  type: 'id' | 'text' | 'enum' | 'amount' | 'time' | 'currency';
+  values?: readonly string[];
+  substring?: boolean;
+  nullable?: boolean;
 };
-const comparable: readonly SearchField[] = ['amount', 'created'];
-const substring: readonly SearchField[] = ['reference', 'email'];
-/** Fields whose column may be null: `field:null` (a bare null) matches the rows without one. */
-const nullable: readonly SearchField[] = ['reference', 'customer', 'invoice', 'subscription', 'email'];
+
+/** A resource's field table: the same language, its own fields (docs/exports-and-search.md). */
+export type SearchSchema = {
+  resource: string;
+  fields: Readonly<Record<string, SearchFieldSpec>>;
+  /** Whether `metadata["key"]:"value"` is a field of this resource. */
+  metadata: boolean;
+};
+
+export const transactionSearchSchema: SearchSchema = {
+  resource: 'transactions',
+  metadata: true,
+  fields: {
+    id: { type: 'id' },
+    status: { type: 'enum', values: ['pending', 'succeeded', 'failed', 'canceled'] },
+    type: { type: 'enum', values: ['payment', 'credit', 'refund'] },
+    amount: { type: 'amount' },
+    currency: { type: 'currency' },
+    reference: { type: 'text', substring: true, nullable: true },
+    customer: { type: 'id', nullable: true },
+    invoice: { type: 'id', nullable: true },
+    subscription: { type: 'id', nullable: true },
+    created: { type: 'time' },
+    risk_level: { type: 'enum', values: ['low', 'medium', 'high'] },
+    email: { type: 'text', substring: true, nullable: true },
+  },
+};
+
+export const invoiceSearchSchema: SearchSchema = {
+  resource: 'invoices',
+  metadata: false,
+  fields: {
+    id: { type: 'id' },
+    number: { type: 'text', substring: true },
+    status: { type: 'enum', values: ['open', 'paid', 'void', 'uncollectible'] },
+    customer: { type: 'id' },
+    email: { type: 'text', substring: true, nullable: true },
+    subscription: { type: 'id', nullable: true },
+    total: { type: 'amount' },
+    amount_due: { type: 'amount' },
+    amount_paid: { type: 'amount' },
+    currency: { type: 'currency' },
+    created: { type: 'time' },
+    period_start: { type: 'time' },
+    period_end: { type: 'time' },
+    paid_at: { type: 'time', nullable: true },
+  },
+};
+
+export const customerSearchSchema: SearchSchema = {
+  resource: 'customers',
+  metadata: false,
+  fields: {
+    id: { type: 'id' },
+    email: { type: 'text', substring: true },
+    name: { type: 'text', substring: true, nullable: true },
+    created: { type: 'time' },
+  },
+};
+
+/** The transactions' field names (the first search; kept for callers that list them). */
+export const searchFields = Object.keys(transactionSearchSchema.fields) as readonly string[];
+export type SearchField = string;
+export type SearchOp = ':' | '>' | '<' | '>=' | '<=' | '~';
 
 export const maxClauses = 20;
 export const maxQueryLength = 2000;
@@ -51,7 +102,8 @@ export type SearchValue =
 
 export type SearchClause = {
   negated: boolean;
-  field: SearchField | 'metadata';
+  /** A field of the schema's table, or `metadata`. */
+  field: string;
   /** For metadata: the key. */
   key?: string;
   op: SearchOp;
@@ -169,7 +221,8 @@ function describe(token: Token): string {
 }
 
 /** Parses a query into its AST, or throws SearchQueryError. Never throws anything else. */
-export function parseSearchQuery(input: string): SearchQuery {
+export function parseSearchQuery(input: string, schema: SearchSchema = transactionSearchSchema): SearchQuery {
+  const fieldNames = [...Object.keys(schema.fields), ...(schema.metadata ? ['metadata["key"]'] : [])].join(', ');
   if (input.length > maxQueryLength) throw new SearchQueryError(maxQueryLength + 1, `a query of at most ${maxQueryLength} characters`);
   const tokens = tokenize(input);
   let at = 0;
@@ -205,10 +258,11 @@ export function parseSearchQuery(input: string): SearchQuery {
       negated = true;
       token = next();
     }
-    if (token.type !== 'word' || !/^[a-z_]+$/.test(token.text)) throw new SearchQueryError(token.pos, `a field (${[...searchFields, 'metadata["key"]'].join(', ')})`, describe(token));
+    if (token.type !== 'word' || !/^[a-z_]+$/.test(token.text)) throw new SearchQueryError(token.pos, `a field (${fieldNames})`, describe(token));
     let key: string | undefined;
-    const field = token.text as SearchField | 'metadata';
-    if (field === 'metadata') {
+    const field = token.text;
+    const spec = Object.hasOwn(schema.fields, field) ? schema.fields[field] : undefined;
+    if (field === 'metadata' && schema.metadata) {
       const open = next();
       if (open.type !== 'punct' || open.text !== '[') throw new SearchQueryError(open.pos, '[ after metadata', describe(open));
       const name = next();
@@ -216,37 +270,36 @@ export function parseSearchQuery(input: string): SearchQuery {
       key = name.text;
       const close = next();
       if (close.type !== 'punct' || close.text !== ']') throw new SearchQueryError(close.pos, ']', describe(close));
-    } else if (!(searchFields as readonly string[]).includes(field)) {
-      throw new SearchQueryError(token.pos, `a field (${[...searchFields, 'metadata["key"]'].join(', ')})`, describe(token));
+    } else if (!spec) {
+      throw new SearchQueryError(token.pos, `a field (${fieldNames})`, describe(token));
     }
     const opToken = next();
     if (opToken.type !== 'op') throw new SearchQueryError(opToken.pos, 'an operator (:, >, <, >=, <=, ~)', describe(opToken));
     const op = opToken.text;
     const allowed: SearchOp[] =
-      field === 'metadata' ? [':'] : comparable.includes(field) ? [':', '>', '<', '>=', '<='] : substring.includes(field) ? [':', '~'] : [':'];
+      !spec ? [':'] : spec.type === 'amount' || spec.type === 'time' ? [':', '>', '<', '>=', '<='] : spec.substring ? [':', '~'] : [':'];
     if (!allowed.includes(op)) throw new SearchQueryError(opToken.pos, `${allowed.join(' or ')} after ${field}`, JSON.stringify(op));
     const valueToken = next();
     if (valueToken.type !== 'word' && valueToken.type !== 'string') throw new SearchQueryError(valueToken.pos, `a value for ${field}`, describe(valueToken));
-    const value = typedValue(field, op, valueToken);
+    const value = typedValue(field, spec, op, valueToken);
     return { negated, field, ...(key === undefined ? {} : { key }), op, value, position };
   }
 }
 
-function typedValue(field: SearchField | 'metadata', op: SearchOp, token: { type: 'word' | 'string'; text: string; pos: number }): SearchValue {
+function typedValue(field: string, spec: SearchFieldSpec | undefined, op: SearchOp, token: { type: 'word' | 'string'; text: string; pos: number }): SearchValue {
   const { text, pos } = token;
-  if (token.type === 'word' && text === 'null' && op === ':' && (nullable as readonly string[]).includes(field)) return { kind: 'null' };
-  if (field === 'amount') {
-    if (!/^-?\d{1,15}$/.test(text)) throw new SearchQueryError(pos, 'an integer amount in minor units', JSON.stringify(text));
+  if (token.type === 'word' && text === 'null' && op === ':' && spec?.nullable) return { kind: 'null' };
+  if (spec?.type === 'amount') {
+    if (!/^-?\d{1,15}$/.test(text)) throw new SearchQueryError(pos, `an integer ${field} in minor units`, JSON.stringify(text));
     return { kind: 'number', value: Number(text) };
   }
-  if (field === 'created') {
+  if (spec?.type === 'time') {
     const span = timeSpan(text);
     if (!span) throw new SearchQueryError(pos, 'a date (2026-11-01), an ISO time (2026-11-01T10:00:00Z) or unix seconds', JSON.stringify(text));
     return { kind: 'time', ...span };
   }
-  const values = field === 'metadata' ? undefined : enumValues[field];
-  if (values && !values.includes(text)) throw new SearchQueryError(pos, `one of ${values.join(', ')}`, JSON.stringify(text));
-  if (field === 'currency') {
+  if (spec?.type === 'enum' && !spec.values!.includes(text)) throw new SearchQueryError(pos, `one of ${spec.values!.join(', ')}`, JSON.stringify(text));
+  if (spec?.type === 'currency') {
     if (!/^[A-Za-z]{3}$/.test(text)) throw new SearchQueryError(pos, 'a three-letter currency code', JSON.stringify(text));
     return { kind: 'string', value: text.toUpperCase() };
   }

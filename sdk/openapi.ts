@@ -6990,6 +6990,148 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/customers/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search customers
+         * @description The transactions search language with the customer fields: id, email and name (`:` exact, `~` substring, case-insensitive; `name:null`), created. Newest first, read-your-writes. A bad query is `invalid_request` naming the character position.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    /** @description The next_page of the previous result */
+                    page?: string;
+                    /** @description The search language: docs/exports-and-search.md (e.g. `email~"@example.com"`) */
+                    query: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of results */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["Customer"][];
+                            has_more: boolean;
+                            next_page: string | null;
+                            /** @enum {string} */
+                            object: "search_result";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -7829,7 +7971,7 @@ export interface paths {
                         };
                         /** @enum {string} */
                         format: "csv" | "xlsx" | "json" | "pdf";
-                        /** @description transactions only: a search query (docs/exports-and-search.md) */
+                        /** @description transactions, invoices and customers: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
                         resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts";
@@ -7850,7 +7992,7 @@ export interface paths {
                         };
                         /** @enum {string} */
                         format: "csv" | "xlsx" | "json" | "pdf";
-                        /** @description transactions only: a search query (docs/exports-and-search.md) */
+                        /** @description transactions, invoices and customers: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
                         resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts";
@@ -9081,6 +9223,148 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invoices/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search invoices
+         * @description The transactions search language with the invoice fields: id, number (`~` too), status, customer, email (the customer email on the invoice, `~` too), subscription, total, amount_due, amount_paid (compare with `>`, `<`, `>=`, `<=`), currency, created, period_start, period_end, paid_at (dates; `paid_at:null` for unpaid). Newest first, read-your-writes. A bad query is `invalid_request` naming the character position.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    /** @description The next_page of the previous result */
+                    page?: string;
+                    /** @description The search language: docs/exports-and-search.md (e.g. `status:open AND amount_due>=1000`) */
+                    query: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of results */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["Invoice"][];
+                            has_more: boolean;
+                            next_page: string | null;
+                            /** @enum {string} */
+                            object: "search_result";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

@@ -23,7 +23,7 @@ import { serializeExport } from '../objects/export.ts';
 import type { ExportStorage } from './export-storage.ts';
 import { recordEvent } from './events.ts';
 import { invoicePdf } from './invoice-pdf.ts';
-import { compileSearch } from './search.ts';
+import { compileSearch, searchTables } from './search.ts';
 
 /**
  * Exports (docs/exports-and-search.md): an account's rows of one resource, paged by
@@ -328,9 +328,11 @@ function pageQuery(exp: Export): { from: string; params: unknown[] } {
     where += ` and ${filter.sql} = ?`;
     params.push(value);
   }
-  if (exp.resource === 'transactions' && exp.query) {
-    const compiled = compileSearch(parseSearchQuery(exp.query));
-    if (compiled.joinCustomers) from += ' left join customers c on c.id = t.customer_id and c.account_id = t.account_id';
+  const searchTable = Object.hasOwn(searchTables, exp.resource) ? searchTables[exp.resource] : undefined;
+  if (exp.query) {
+    if (!searchTable) throw new Error(`export ${exp.id}: ${exp.resource} has no search`);
+    const compiled = compileSearch(parseSearchQuery(exp.query, searchTable.schema), searchTable);
+    if (compiled.joinCustomers && searchTable.join) from += searchTable.join.sql;
     where += ` and ${compiled.sql}`;
     params.push(...compiled.params);
   }

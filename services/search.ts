@@ -1,15 +1,37 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Transaction } from '../db/entities/index.ts';
+import { Customer, Invoice, Transaction } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
-import { parseSearchQuery, SearchQueryError, type SearchClause, type SearchQuery } from '../domain/search-query.ts';
+import {
+  customerSearchSchema,
+  invoiceSearchSchema,
+  parseSearchQuery,
+  SearchQueryError,
+  transactionSearchSchema,
+  type SearchClause,
+  type SearchQuery,
+  type SearchSchema,
+} from '../domain/search-query.ts';
 
 /**
- * The transactions search (docs/exports-and-search.md): the AST of domain/search-query.ts
- * compiled to one parameterized SQL condition. Every value travels as a `?` parameter;
- * the SQL text is built only from this file's constants (column names, operators).
+ * Search of transactions, invoices and customers (docs/exports-and-search.md): the AST of
+ * domain/search-query.ts compiled to one parameterized SQL condition. Every value travels
+ * as a `?` parameter; the SQL text is built only from this file's constants (table and
+ * column names, operators).
  */
 
-const columns = {
+/** How a resource's search runs: its table (aliased `t`), each field's column, the joins some fields need. */
+export type SearchTable = {
+  schema: SearchSchema;
+  table: string;
+  idPattern: RegExp;
+  columns: Readonly<Record<string, string>>;
+  /** The jsonb column of `metadata["key"]`, when the schema has it. */
+  metadata?: string;
+  /** A join (alias `c`) needed by some fields, added only when one of them is used. */
+  join?: { fields: readonly string[]; sql: string };
+};
+
+const transactionColumns = {
   id: 't.id',
   status: 't.status',
   type: 't.type',
@@ -24,19 +46,63 @@ const columns = {
   email: 'c.email',
 } as const;
 
+export const transactionSearch: SearchTable = {
+  schema: transactionSearchSchema,
+  table: 'transactions',
+  idPattern: /^txn_[0-9a-z]{26}$/,
+  columns: transactionColumns,
+  metadata: 't.metadata',
+  join: { fields: ['email'], sql: ' left join customers c on c.id = t.customer_id and c.account_id = t.account_id' },
+};
+
+export const invoiceSearch: SearchTable = {
+  schema: invoiceSearchSchema,
+  table: 'invoices',
+  idPattern: /^inv_[0-9a-z]{26}$/,
+  columns: {
+    id: 't.id',
+    number: 't.number',
+    status: 't.status',
+    customer: 't.customer_id',
+    // The customer's email when the invoice was issued (an issued invoice does not follow the customer).
+    email: 't.customer_email',
+    subscription: 't.subscription_id',
+    total: 't.total',
+    amount_due: 't.amount_due',
+    amount_paid: 't.amount_paid',
+    currency: 't.currency',
+    created: 't.created_at',
+    period_start: 't.period_start',
+    period_end: 't.period_end',
+    paid_at: 't.paid_at',
+  },
+};
+
+export const customerSearch: SearchTable = {
+  schema: customerSearchSchema,
+  table: 'customers',
+  idPattern: /^cus_[0-9a-z]{26}$/,
+  columns: { id: 't.id', email: 't.email', name: 't.name', created: 't.created_at' },
+};
+
+/** The resources with a search, by name (exports of these take a `query` too). */
+export const searchTables: Readonly<Partial<Record<string, SearchTable>>> = { transactions: transactionSearch, invoices: invoiceSearch, customers: customerSearch };
+
 const comparisons = { '>': '>', '<': '<', '>=': '>=', '<=': '<=' } as const;
 
 /** `\`, `%` and `_` taken literally in a LIKE pattern (escape character `\`). */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-function clauseSql(clause: SearchClause, params: unknown[]): string {
+function clauseSql(table: SearchTable, clause: SearchClause, params: unknown[]): string {
   const { value } = clause;
   let sql: string;
-  if (clause.field === 'metadata') {
+  if (clause.field === 'metadata' && table.metadata) {
     params.push(clause.key, (value as { value: string }).value);
-    sql = `(t.metadata ->> ?) = ?`;
+    sql = `(${table.metadata} ->> ?) = ?`;
   } else {
-    const column = columns[clause.field];
+    const column = table.columns[clause.field];
+    // The parser only lets the schema's fields through; a table missing one is a programming error.
+    if (!column) throw new Error(`search: no column for ${table.table}.${clause.field}`);
     if (value.kind === 'null') sql = `${column} is null`;
     else if (value.kind === 'time') {
       const [start, end] = [new Date(value.start), new Date(value.end)];
@@ -66,10 +132,11 @@ function clauseSql(clause: SearchClause, params: unknown[]): string {
 }
 
 /** The WHERE condition of a parsed query, its parameters, and whether it needs the customers join. */
-export function compileSearch(query: SearchQuery): { sql: string; params: unknown[]; joinCustomers: boolean } {
+export function compileSearch(query: SearchQuery, table: SearchTable = transactionSearch): { sql: string; params: unknown[]; joinCustomers: boolean } {
   const params: unknown[] = [];
-  const parts = query.clauses.map((clause) => clauseSql(clause, params));
-  return { sql: `(${parts.join(query.combinator === 'or' ? ' or ' : ' and ')})`, params, joinCustomers: query.clauses.some((c) => c.field === 'email') };
+  const parts = query.clauses.map((clause) => clauseSql(table, clause, params));
+  const join = table.join;
+  return { sql: `(${parts.join(query.combinator === 'or' ? ' or ' : ' and ')})`, params, joinCustomers: !!join && query.clauses.some((c) => join.fields.includes(c.field)) };
 }
 
 /** The opaque `next_page` cursor: the last id of the page, so the next page starts below it (ids sort by time). */
@@ -77,10 +144,10 @@ export function encodeSearchPage(lastId: string): string {
   return Buffer.from(JSON.stringify({ after: lastId }), 'utf8').toString('base64url');
 }
 
-export function decodeSearchPage(page: string): string {
+export function decodeSearchPage(page: string, table: SearchTable = transactionSearch): string {
   try {
     const decoded = JSON.parse(Buffer.from(page, 'base64url').toString('utf8')) as { after?: unknown };
-    if (typeof decoded.after === 'string' && /^txn_[0-9a-z]{26}$/.test(decoded.after)) return decoded.after;
+    if (typeof decoded.after === 'string' && table.idPattern.test(decoded.after)) return decoded.after;
   } catch {
     // answered below
   }
@@ -88,13 +155,43 @@ export function decodeSearchPage(page: string): string {
 }
 
 /** Parses a query for the API: a bad one is `invalid_request` naming the position and what was expected. */
-export function parseForApi(query: string): SearchQuery {
+export function parseForApi(query: string, schema: SearchSchema = transactionSearchSchema): SearchQuery {
   try {
-    return parseSearchQuery(query);
+    return parseSearchQuery(query, schema);
   } catch (error) {
     if (error instanceof SearchQueryError) throw new ApiError('invalid_request', `query: ${error.message}`, { position: error.position, expected: error.expected });
     throw error;
   }
+}
+
+/** One page of rows of `table` matching `query` in the account and mode, newest first (raw rows, the caller maps them). */
+async function searchRows(
+  em: EntityManager,
+  table: SearchTable,
+  scope: { accountId: string; livemode: boolean },
+  query: SearchQuery,
+  options: { limit: number; after?: string | undefined },
+): Promise<Record<string, unknown>[]> {
+  const compiled = compileSearch(query, table);
+  const params: unknown[] = [scope.accountId, scope.livemode];
+  let sql = `select t.* from ${table.table} t`;
+  if (compiled.joinCustomers && table.join) sql += table.join.sql;
+  sql += ' where t.account_id = ? and t.livemode = ?';
+  if (options.after) {
+    sql += ' and t.id < ?';
+    params.push(options.after);
+  }
+  sql += ` and ${compiled.sql} order by t.id desc limit ?`;
+  params.push(...compiled.params, options.limit + 1);
+  return em.getConnection().execute<Record<string, unknown>[]>(sql, params);
+}
+
+type SearchPage<T> = { rows: T[]; hasMore: boolean; nextPage: string | null };
+
+function page<T extends { id: string }>(raw: Record<string, unknown>[], limit: number, map: (row: Record<string, unknown>) => T): SearchPage<T> {
+  const hasMore = raw.length > limit;
+  const rows = raw.slice(0, limit).map(map);
+  return { rows, hasMore, nextPage: hasMore && rows.length ? encodeSearchPage(rows[rows.length - 1]!.id) : null };
 }
 
 /**
@@ -107,20 +204,26 @@ export async function searchTransactions(
   scope: { accountId: string; livemode: boolean },
   query: SearchQuery,
   options: { limit: number; after?: string | undefined },
-): Promise<{ rows: Transaction[]; hasMore: boolean; nextPage: string | null }> {
-  const compiled = compileSearch(query);
-  const params: unknown[] = [scope.accountId, scope.livemode];
-  let sql = 'select t.* from transactions t';
-  if (compiled.joinCustomers) sql += ' left join customers c on c.id = t.customer_id and c.account_id = t.account_id';
-  sql += ' where t.account_id = ? and t.livemode = ?';
-  if (options.after) {
-    sql += ' and t.id < ?';
-    params.push(options.after);
-  }
-  sql += ` and ${compiled.sql} order by t.id desc limit ?`;
-  params.push(...compiled.params, options.limit + 1);
-  const raw = await em.getConnection().execute<Record<string, unknown>[]>(sql, params);
-  const hasMore = raw.length > options.limit;
-  const rows = raw.slice(0, options.limit).map((row) => em.map(Transaction, row));
-  return { rows, hasMore, nextPage: hasMore && rows.length ? encodeSearchPage(rows[rows.length - 1]!.id) : null };
+): Promise<SearchPage<Transaction>> {
+  return page(await searchRows(em, transactionSearch, scope, query, options), options.limit, (row) => em.map(Transaction, row));
+}
+
+/** The same for invoices (invoiceSearchSchema's fields). */
+export async function searchInvoices(
+  em: EntityManager,
+  scope: { accountId: string; livemode: boolean },
+  query: SearchQuery,
+  options: { limit: number; after?: string | undefined },
+): Promise<SearchPage<Invoice>> {
+  return page(await searchRows(em, invoiceSearch, scope, query, options), options.limit, (row) => em.map(Invoice, row));
+}
+
+/** The same for customers (customerSearchSchema's fields). */
+export async function searchCustomers(
+  em: EntityManager,
+  scope: { accountId: string; livemode: boolean },
+  query: SearchQuery,
+  options: { limit: number; after?: string | undefined },
+): Promise<SearchPage<Customer>> {
+  return page(await searchRows(em, customerSearch, scope, query, options), options.limit, (row) => em.map(Customer, row));
 }

@@ -13,7 +13,7 @@ describe('docker-compose.yml', () => {
   const services = compose.services as Record<string, any>;
 
   it('has every part of the engine', () => {
-    expect(Object.keys(services).sort()).toEqual(['api', 'mailpit', 'postgres', 'temporal', 'temporal-search-attributes', 'temporal-ui', 'worker']);
+    expect(Object.keys(services).sort()).toEqual(['api', 'exports-worker', 'mailpit', 'postgres', 'temporal', 'temporal-search-attributes', 'temporal-ui', 'worker']);
   });
 
   it('uses official images with pinned tags, and builds the engine from its Dockerfile', () => {
@@ -43,7 +43,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('points the API and the worker at the database, Temporal and SMTP services', () => {
-    for (const name of ['api', 'worker']) {
+    for (const name of ['api', 'worker', 'exports-worker']) {
       const env = services[name].environment;
       expect(env.DATABASE_URL).toMatch(/@postgres:5432\//);
       expect(env.TEMPORAL_ADDRESS).toBe('temporal:7233');
@@ -51,6 +51,16 @@ describe('docker-compose.yml', () => {
     }
     expect(services.api.command).toEqual(['node', 'api/server.ts']);
     expect(services.worker.command).toEqual(['node', 'worker.ts']);
+  });
+
+  it('runs exports on their own worker, as `npm run worker:exports` does, with the files shared with the API', () => {
+    const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>;
+    expect(services['exports-worker'].command.join(' ')).toBe(scripts['worker:exports']);
+    expect(services['exports-worker'].build).toBe('.');
+    expect(services['exports-worker'].environment.EXPORTS_TASK_QUEUE).toBe('billing-exports');
+    expect(services.worker.environment.WORKER_EXPORTS).toBe('false');
+    for (const name of ['api', 'worker', 'exports-worker']) expect(services[name].volumes).toContain('export-files:/app/data/exports');
+    expect(Object.keys(compose.volumes as object)).toContain('export-files');
   });
 
   it('registers exactly the search attributes the workflows use', () => {

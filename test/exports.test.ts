@@ -268,11 +268,25 @@ describe('exports', () => {
     };
     await bad({ resource: 'transactions', format: 'csv', columns: ['id', 'secret'] }, 'secret');
     await bad({ resource: 'transactions', format: 'csv', query: 'status:nope' }, 'character 8');
-    await bad({ resource: 'customers', format: 'csv', query: 'status:failed' }, 'only transactions');
+    await bad({ resource: 'customers', format: 'csv', query: 'status:failed' }, 'character 1: expected a field (id, email, name, created)');
+    await bad({ resource: 'payouts', format: 'csv', query: 'status:paid' }, 'only transactions, invoices and customers exports');
     await bad({ resource: 'transactions', format: 'csv', time_zone: 'Mars/Olympus' }, 'time zone');
     await bad({ resource: 'customers', format: 'csv', filters: { status: 'paid' } }, 'customers exports take email; not status');
     await bad({ resource: 'invoices', format: 'csv', filters: { status: 'settled' } }, 'filters.status: one of open, paid, void, uncollectible');
     await bad({ resource: 'payouts', format: 'csv', filters: { "method') or 1=1 --": 'x' } }, 'payouts exports take status, method, currency');
+  });
+
+  it('customers and invoices exports take a search query in their own fields', async () => {
+    const tenant = await engine.signUp();
+    for (const email of ['ada@lovelace.example', 'grace@navy.example', 'alan@lovelace.example']) {
+      const res = await engine.call('POST', '/v1/customers', { email, name: email.split('@')[0] }, tenant.headers);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+    }
+    const { done, bytes } = await exportOf({ resource: 'customers', format: 'csv', columns: ['email'], query: 'email~"LOVELACE" AND -name:alan' }, tenant.headers);
+    expect(done.row_count).toBe(1);
+    expect(bytes.toString('utf8')).toBe('email\r\nada@lovelace.example\r\n');
+    const invoices = await exportOf({ resource: 'invoices', format: 'csv', query: 'status:paid AND amount_due>0' }, tenant.headers);
+    expect(invoices.done.row_count).toBe(0);
   });
 
   it('pages by keyset with progress after each page; a writer that dies leaves no file and the retry starts over', async () => {

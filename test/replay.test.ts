@@ -103,6 +103,9 @@ describe('workflow histories', () => {
 
   it('replay against the current workflow code', () => {
     expect(files().map((f) => path.basename(f))).toEqual([
+      // Recorded with the exportWorkflow of before EXPORTS_TASK_QUEUE (stand-in activities on a dev server): the activity's queue is now an input.
+      'export-failed.json',
+      'export-succeeded.json',
       // Recorded with the payoutWorkflow of before payout states (commit a26a08e): replays through patched('payout-states').
       'payout-legacy-paid.json',
       'payout-states-paid.json',

@@ -8,21 +8,28 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 
-const writer = proxyActivities<Activities>({
+const writerOptions = {
   startToCloseTimeout: '2 hours',
   // The activity heartbeats after every page of 500 rows (milliseconds apart); a worker that died is noticed after this.
   heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 3 },
-});
+} as const;
+const writer = proxyActivities<Activities>(writerOptions);
 const bookkeeping = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-export async function exportWorkflow(input: { exportId: string }): Promise<string> {
+/**
+ * `taskQueue`: where the file-writing activity runs when it is not the workflow's own queue
+ * (EXPORTS_TASK_QUEUE: dedicated exports workers, export-worker.ts). Exports started without
+ * it (all recorded histories) schedule the activity exactly as before.
+ */
+export async function exportWorkflow(input: { exportId: string; taskQueue?: string }): Promise<string> {
   setCurrentDetails(`Export ${input.exportId}.`);
   try {
-    const status = await writer.writeExport(input.exportId);
+    const write = input.taskQueue ? proxyActivities<Activities>({ ...writerOptions, taskQueue: input.taskQueue }) : writer;
+    const status = await write.writeExport(input.exportId);
     setCurrentDetails(`Export ${status}.`);
     return status;
   } catch (error) {

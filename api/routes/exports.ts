@@ -8,7 +8,7 @@ import { checkExportFileSignature, signedExportFileUrl } from '../../domain/expo
 import { newId } from '../../domain/ids.ts';
 import { localExportStorage } from '../../services/export-storage.ts';
 import { exportColumns, fileExtension, filtersProblem, storageKey } from '../../services/exports.ts';
-import { parseForApi } from '../../services/search.ts';
+import { parseForApi, searchTables } from '../../services/search.ts';
 import { ExportSchema, serializeExport } from '../../objects/export.ts';
 import { exportWorkflow } from '../../workflows/export.ts';
 import { accountScope } from '../auth/principal.ts';
@@ -22,7 +22,7 @@ const CreateBody = z
   .object({
     resource: z.enum(exportResources),
     format: z.enum(exportFormats),
-    query: z.string().min(1).max(2000).optional().openapi({ description: 'transactions only: a search query (docs/exports-and-search.md)' }),
+    query: z.string().min(1).max(2000).optional().openapi({ description: 'transactions, invoices and customers: a search query in the resource\'s fields (docs/exports-and-search.md)' }),
     created: z.object({ gte: isoInstant.optional(), lte: isoInstant.optional() }).strict().optional(),
     columns: z.array(z.string().min(1).max(64)).min(1).max(50).optional(),
     filters: z
@@ -114,8 +114,9 @@ export function exportsApps(deps: ApiDeps) {
       const body = c.req.valid('json');
       const scope = await accountScope(c, orm);
       if (body.query !== undefined) {
-        if (body.resource !== 'transactions') throw new ApiError('invalid_request', 'query: only transactions exports take a search query.');
-        parseForApi(body.query);
+        const table = Object.hasOwn(searchTables, body.resource) ? searchTables[body.resource] : undefined;
+        if (!table) throw new ApiError('invalid_request', 'query: only transactions, invoices and customers exports take a search query.');
+        parseForApi(body.query, table.schema);
       }
       if (body.filters) {
         const problem = filtersProblem(body.resource, body.filters);
@@ -156,7 +157,8 @@ export function exportsApps(deps: ApiDeps) {
       await deps.temporal.workflow.start(exportWorkflow, {
         workflowId: e.id,
         taskQueue: config.taskQueue,
-        args: [{ exportId: e.id }],
+        // Dedicated exports workers (EXPORTS_TASK_QUEUE) write the file; otherwise the workflow's own queue does.
+        args: [config.exportsTaskQueue && config.exportsTaskQueue !== config.taskQueue ? { exportId: e.id, taskQueue: config.exportsTaskQueue } : { exportId: e.id }],
         staticSummary: `Export ${e.id}`,
       });
       return c.json(serialize(e), 202);

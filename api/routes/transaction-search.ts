@@ -1,47 +1,116 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { parseForApi, decodeSearchPage, searchTransactions } from '../../services/search.ts';
+import {
+  customerSearch,
+  decodeSearchPage,
+  invoiceSearch,
+  parseForApi,
+  searchCustomers,
+  searchInvoices,
+  searchTransactions,
+  transactionSearch,
+} from '../../services/search.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 import { TransactionSchema, serializeTransaction } from '../../objects/transaction.ts';
+import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
+import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
 
-const SearchQuery = z
-  .object({
-    query: z.string().min(1).max(2000).openapi({ description: 'The search language: docs/exports-and-search.md (e.g. `status:succeeded AND amount>=1000`)' }),
-    limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: '1 to 100' }),
-    page: z.string().min(1).max(200).optional().openapi({ description: 'The next_page of the previous result' }),
-  })
-  .strict();
+/**
+ * GET /v1/transactions/search, /v1/invoices/search and /v1/customers/search: one query
+ * language (domain/search-query.ts), each resource with its own field table. Each app is
+ * mounted before its resource's routes so `search` is never read as an id.
+ */
 
-const searchRoute = createRoute({
-  method: 'get',
-  path: '/',
-  tags: ['Transactions'],
-  summary: 'Search transactions',
-  description:
-    'Clauses `field:value`, `field>value`, `>=`, `<`, `<=` (amount, created), `-field:value`, `AND` or `OR` (not both), quoted strings, ' +
+const SearchQuery = (example: string) =>
+  z
+    .object({
+      query: z.string().min(1).max(2000).openapi({ description: `The search language: docs/exports-and-search.md (e.g. \`${example}\`)` }),
+      limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: '1 to 100' }),
+      page: z.string().min(1).max(200).optional().openapi({ description: 'The next_page of the previous result' }),
+    })
+    .strict();
+
+const searchRoute = <S extends z.ZodType>(tag: string, summary: string, description: string, example: string, item: S) =>
+  createRoute({
+    method: 'get',
+    path: '/',
+    tags: [tag],
+    summary,
+    description,
+    request: { query: SearchQuery(example) },
+    responses: {
+      200: {
+        description: 'A page of results',
+        ...json(z.object({ object: z.literal('search_result'), data: z.array(item), has_more: z.boolean(), next_page: z.string().nullable() })),
+      },
+      ...errorResponses(400, 401),
+    },
+  });
+
+const transactionsRoute = searchRoute(
+  'Transactions',
+  'Search transactions',
+  'Clauses `field:value`, `field>value`, `>=`, `<`, `<=` (amount, created), `-field:value`, `AND` or `OR` (not both), quoted strings, ' +
     '`metadata["key"]:"value"`, `reference~"text"` and `email~"text"` (substring, case-insensitive). Newest first; read-your-writes: ' +
     'a transaction is found as soon as the request that wrote it has answered. A bad query is `invalid_request` naming the character position.',
-  request: { query: SearchQuery },
-  responses: {
-    200: {
-      description: 'A page of results',
-      ...json(z.object({ object: z.literal('search_result'), data: z.array(TransactionSchema), has_more: z.boolean(), next_page: z.string().nullable() })),
-    },
-    ...errorResponses(400, 401),
-  },
-});
+  'status:succeeded AND amount>=1000',
+  TransactionSchema,
+);
 
-/** GET /v1/transactions/search, mounted before /v1/transactions so `search` is never read as an id. */
+const invoicesRoute = searchRoute(
+  'Invoices',
+  'Search invoices',
+  'The transactions search language with the invoice fields: id, number (`~` too), status, customer, email (the customer email on the invoice, `~` too), ' +
+    'subscription, total, amount_due, amount_paid (compare with `>`, `<`, `>=`, `<=`), currency, created, period_start, period_end, paid_at (dates; ' +
+    '`paid_at:null` for unpaid). Newest first, read-your-writes. A bad query is `invalid_request` naming the character position.',
+  'status:open AND amount_due>=1000',
+  InvoiceSchema,
+);
+
+const customersRoute = searchRoute(
+  'Customers',
+  'Search customers',
+  'The transactions search language with the customer fields: id, email and name (`:` exact, `~` substring, case-insensitive; `name:null`), created. ' +
+    'Newest first, read-your-writes. A bad query is `invalid_request` naming the character position.',
+  'email~"@example.com"',
+  CustomerSchema,
+);
+
 export function transactionSearchApp(deps: ApiDeps) {
   const { orm } = deps;
-  return newOpenApiApp().openapi(searchRoute, async (c) => {
+  return newOpenApiApp().openapi(transactionsRoute, async (c) => {
     const params = c.req.valid('query');
-    const parsed = parseForApi(params.query);
-    const after = params.page === undefined ? undefined : decodeSearchPage(params.page);
+    const parsed = parseForApi(params.query, transactionSearch.schema);
+    const after = params.page === undefined ? undefined : decodeSearchPage(params.page, transactionSearch);
     const scope = await accountScope(c, orm);
     const result = await searchTransactions(orm.em.fork(), scope, parsed, { limit: params.limit, after });
     return c.json({ object: 'search_result' as const, data: result.rows.map(serializeTransaction), has_more: result.hasMore, next_page: result.nextPage }, 200);
+  });
+}
+
+export function invoiceSearchApp(deps: ApiDeps) {
+  const { orm, config } = deps;
+  return newOpenApiApp().openapi(invoicesRoute, async (c) => {
+    const params = c.req.valid('query');
+    const parsed = parseForApi(params.query, invoiceSearch.schema);
+    const after = params.page === undefined ? undefined : decodeSearchPage(params.page, invoiceSearch);
+    const scope = await accountScope(c, orm);
+    const result = await searchInvoices(orm.em.fork(), scope, parsed, { limit: params.limit, after });
+    const data = result.rows.map((invoice) => serializeInvoice(invoice, invoicePdfUrl(config, invoice.id)));
+    return c.json({ object: 'search_result' as const, data, has_more: result.hasMore, next_page: result.nextPage }, 200);
+  });
+}
+
+export function customerSearchApp(deps: ApiDeps) {
+  const { orm } = deps;
+  return newOpenApiApp().openapi(customersRoute, async (c) => {
+    const params = c.req.valid('query');
+    const parsed = parseForApi(params.query, customerSearch.schema);
+    const after = params.page === undefined ? undefined : decodeSearchPage(params.page, customerSearch);
+    const scope = await accountScope(c, orm);
+    const result = await searchCustomers(orm.em.fork(), scope, parsed, { limit: params.limit, after });
+    return c.json({ object: 'search_result' as const, data: result.rows.map(serializeCustomer), has_more: result.hasMore, next_page: result.nextPage }, 200);
   });
 }

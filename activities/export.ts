@@ -1,0 +1,29 @@
+/**
+ * The export-writing activity on its own: what a dedicated exports worker registers
+ * (export-worker.ts, EXPORTS_TASK_QUEUE) without the rest of the engine's activities and
+ * their libraries, and what createActivities (activities/index.ts) includes for the
+ * all-in-one worker. Thin: services/exports.ts does the work.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { ExportStorage } from '../services/export-storage.ts';
+import { runExport } from '../services/exports.ts';
+
+export interface ExportActivityDeps {
+  orm: MikroORM;
+  /** Where export files are written (services/export-storage.ts); exports fail without it. */
+  exportStorage?: ExportStorage | undefined;
+  /** Processors.isTestMode: invoice PDFs in a zip say TEST for a mode that moves no real money. */
+  isTestMode: (livemode: boolean) => boolean;
+}
+
+export function createExportActivities(deps: ExportActivityDeps) {
+  return {
+    /** Writes an export's file from its first row, heartbeating the rows written (services/exports.ts). */
+    async writeExport(exportId: string): Promise<string> {
+      if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
+      const context = Context.current();
+      return runExport(deps.orm.em.fork(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows), { isTestMode: deps.isTestMode });
+    },
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * The exports worker: a Temporal worker for the heavy part of exports only (docs/exports-and-search.md,
+ * "Where exports run"). It polls EXPORTS_TASK_QUEUE with one activity, `writeExport` (activities/export.ts),
+ * and registers no workflows: no workflow bundle, no V8 isolates, none of the other activities' libraries
+ * (Stripe, nodemailer...). Run it as its own process beside the workers of TEMPORAL_TASK_QUEUE:
+ *
+ *   EXPORTS_TASK_QUEUE=billing-exports npm run worker:exports
+ *
+ * The API then starts each exportWorkflow with that queue for its activity. The workflow itself stays
+ * on TEMPORAL_TASK_QUEUE; `npm run worker` and `npm start` also run createExportsWorker in-process
+ * when EXPORTS_TASK_QUEUE is set, unless WORKER_EXPORTS=false (then only dedicated exports workers write
+ * files).
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { createExportActivities } from './activities/export.ts';
+import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
+import { localExportStorage, type ExportStorage } from './services/export-storage.ts';
+import { ConfigError, loadConfig, type ProcessorsConfig } from './config.ts';
+import { openOrm } from './db/orm.ts';
+import { createLogger } from './logger.ts';
+
+export interface ExportsWorkerDeps {
+  connection: NativeConnection;
+  namespace: string;
+  /** EXPORTS_TASK_QUEUE: where exportWorkflow schedules writeExport. */
+  exportsTaskQueue: string;
+  /** TEMPORAL_TASK_QUEUE: the workflows' queue, where the webhook dispatcher is woken after an export is recorded. */
+  taskQueue: string;
+  orm: MikroORM;
+  exportStorage: ExportStorage;
+  processors: Pick<ProcessorsConfig, 'live'>;
+  identity?: string;
+  /** Exports written at once by this worker (each streams one file; default 2). */
+  maxConcurrentExports?: number;
+}
+
+/** An activity-only worker on the exports queue. */
+export async function createExportsWorker(deps: ExportsWorkerDeps): Promise<Worker> {
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: deps.exportsTaskQueue,
+    // Live mode on the sandbox processor moves no real money (Processors.isTestMode): invoice PDFs say TEST.
+    activities: createExportActivities({ orm: deps.orm, exportStorage: deps.exportStorage, isTestMode: (livemode) => !livemode || deps.processors.live === 'sandbox' }),
+    interceptors: { activity: [wakeDispatchAfterActivities(deps.orm, deps.taskQueue)] },
+    maxConcurrentActivityTaskExecutions: deps.maxConcurrentExports ?? 2,
+    ...(deps.identity ? { identity: deps.identity } : {}),
+  });
+}
+
+/** Quiets the SDK (its bundler output, its Rust core) to warnings, unless LOG_LEVEL asks for more. */
+export function installTemporalRuntime(logLevel: string): void {
+  const level = logLevel === 'debug' || logLevel === 'trace' ? 'INFO' : logLevel === 'error' || logLevel === 'silent' ? 'ERROR' : 'WARN';
+  // shutdownSignals: [] because our entry points stop things themselves, in order.
+  Runtime.install({
+    shutdownSignals: [],
+    logger: new DefaultLogger(level),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }) } },
+  });
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, { process: 'exports-worker' });
+  if (!config.databaseUrl || !config.temporalAddress || !config.exportsTaskQueue) {
+    logger.fatal('DATABASE_URL, TEMPORAL_ADDRESS and EXPORTS_TASK_QUEUE (not the same as TEMPORAL_TASK_QUEUE) must be set for an exports worker.');
+    process.exit(1);
+  }
+  installTemporalRuntime(config.logLevel);
+  // No migration here: the API and `npm run worker` migrate; this process only reads rows and updates exports.
+  const orm = await openOrm(config.databaseUrl);
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const worker = await createExportsWorker({
+    connection,
+    namespace: config.temporalNamespace,
+    exportsTaskQueue: config.exportsTaskQueue,
+    taskQueue: config.taskQueue,
+    orm,
+    exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
+    processors: config.processors,
+  });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
+  logger.info({ taskQueue: config.exportsTaskQueue, temporal: config.temporalAddress }, 'exports worker running');
+  await worker.run();
+  await connection.close();
+  await orm.close();
+  logger.info('exports worker stopped');
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((error) => {
+    console.error(error instanceof ConfigError ? `Configuration: ${error.message}` : error);
+    process.exit(1);
+  });
+}
