@@ -108,7 +108,7 @@ describe('branding, charts and resume in chromium', () => {
     expect(subscription.status).toBe('active');
     // The time-skipping test server's workflow clock may run a little ahead of the wall clock the
     // report is asked at: wait until the API counts the subscription, then open the page.
-    await expect.poll(async () => (await callApi('GET', '/v1/reports/mrr')).data[0]?.points.at(-1)?.mrr, { timeout: 20_000 }).toBe(2000);
+    await expect.poll(async () => (await callApi('GET', '/v1/reports/mrr')).data[0]?.points.at(-1)?.mrr, { timeout: 60_000 }).toBe(2000);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Home', exact: true }).click();
     const revenue = page.getByRole('figure', { name: 'Net revenue per day' });
     // 42.00 paid, then 20.00 for the subscription's first invoice: 62 today, in major units.

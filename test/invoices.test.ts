@@ -440,6 +440,7 @@ describe('invoices', () => {
       '/invoices',
       '/invoices/{id}/pdf',
       '/v1/invoices',
+      '/v1/invoices/search',
       '/v1/invoices/{id}',
       '/v1/invoices/{id}/mark_uncollectible',
       '/v1/invoices/{id}/pdf',

@@ -160,7 +160,7 @@ describe('reports', () => {
     expect(usd.slice(0, -1).every((p: { gross: number }) => p.gross === 0)).toBe(true);
 
     // The time-skipping test server's workflow clock (the subscription's created_at) may run a little ahead of the wall clock `to` defaults to.
-    await expect.poll(async () => (await call('GET', '/v1/reports/mrr')).body.data[0]?.points.at(-1)?.mrr, { timeout: 20_000 }).toBe(2500);
+    await expect.poll(async () => (await call('GET', '/v1/reports/mrr')).body.data[0]?.points.at(-1)?.mrr, { timeout: 60_000 }).toBe(2500);
     const mrr = await call('GET', '/v1/reports/mrr');
     expect(mrr.body.data).toHaveLength(1);
     expect(mrr.body.data[0].points.at(-1)).toMatchObject({ mrr: 2500, subscriptions: 1 });
