@@ -45,7 +45,8 @@ import type { CustomerLinks } from '../domain/customer-links.ts';
 import { createProcessors, sandboxOnlyConfig, sandboxProcessors, type Processors } from '../services/processors/index.ts';
 import type { PaymentProcessor } from '../services/processors/types.ts';
 import { projectSubscription } from '../services/projections.ts';
-import { recordTestClockAdvanced } from '../services/test-clocks.ts';
+import { recordTestClockAdvanced, reportToClock, tickClockWorkflows } from '../services/test-clocks.ts';
+import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
@@ -104,6 +105,14 @@ export function createActivities(deps: ActivityDeps) {
     /** The test clock workflow reached its time (ready), or failed on the way (internal_failure). */
     async testClockAdvanced(input: { clockId: string; frozenTime: string; failure: string | null }): Promise<void> {
       await recordTestClockAdvanced(em(), input);
+    },
+    /** The clock workflow's tick to the workflows on it (direct signals); returns the ids of workflows that no longer exist. */
+    async tickClockWorkflows(input: { ids: string[]; tick: ClockTick }): Promise<string[]> {
+      return tickClockWorkflows(Context.current().client, input.ids, input.tick);
+    },
+    /** A workflow on a clock reports to it (a direct signal). */
+    async reportToClock(input: { clockId: string; report: ClockReport }): Promise<void> {
+      await reportToClock(Context.current().client, input.clockId, input.report);
     },
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);

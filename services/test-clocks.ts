@@ -11,7 +11,7 @@ import { Customer, Invoice, Subscription, TestClock } from '../db/entities/index
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeTestClock } from '../objects/test-clock.ts';
-import { clockRegisterSignal, clockReportSignal, type ClockBinding } from '../workflows/clock-sleep.ts';
+import { clockRegisterSignal, clockReportSignal, clockTickSignal, type ClockBinding, type ClockReport, type ClockTick } from '../workflows/clock-sleep.ts';
 import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../workflows/test-clock.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { recordEvent } from './events.ts';
@@ -168,4 +168,40 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
       await tx.flush();
     }
   });
+}
+
+/**
+ * The clock's "tick" to the workflows on it, sent by an activity of the clock workflow
+ * as direct signals (not signal-external commands: each of those is a transfer task
+ * on the server, answered by one more event and one more workflow task of the clock,
+ * and a workflow may have only 2,000 of them pending, so an advance over 1,000
+ * subscriptions and their availability workflows stalled). Returns the ids of the
+ * workflows that no longer exist (they leave the clock).
+ */
+export async function tickClockWorkflows(client: Client, ids: string[], tick: ClockTick, concurrency = 32): Promise<string[]> {
+  const gone: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, ids.length) }, async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        try {
+          await client.workflow.getHandle(id).signal(clockTickSignal, tick);
+        } catch (error) {
+          if (error instanceof WorkflowNotFoundError) gone.push(id);
+          else throw error;
+        }
+      }
+    }),
+  );
+  return gone;
+}
+
+/** A bound workflow's report to its clock (by a local activity, for the same reason); a clock deleted meanwhile hears nothing. */
+export async function reportToClock(client: Client, clockId: string, report: ClockReport): Promise<void> {
+  try {
+    await client.workflow.getHandle(clockId).signal(clockReportSignal, report);
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
 }
