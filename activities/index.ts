@@ -54,6 +54,7 @@ import { failExport, pruneExpiredExports, runExport, type ExportPruneResult } fr
 import type { Resolver } from '../domain/webhook-url.ts';
 import {
   attemptWebhookDelivery,
+  awaitClockEventsDispatched,
   dispatchEventsActivity,
   finishWebhookDelivery,
   webhookDisabledEmail,
@@ -113,6 +114,11 @@ export function createActivities(deps: ActivityDeps) {
     /** A workflow on a clock reports to it (a direct signal). */
     async reportToClock(input: { clockId: string; report: ClockReport }): Promise<void> {
       await reportToClock(Context.current().client, input.clockId, input.report);
+    },
+    /** Between two instants of a test clock: the events recorded on it handed to the webhook dispatcher (returns how many are left after `timeoutMs`). */
+    async awaitClockEventsDispatched(input: { clockId: string; timeoutMs: number }): Promise<number> {
+      const context = Context.current();
+      return awaitClockEventsDispatched(em(), context.client, context.info.taskQueue, input.clockId, input.timeoutMs);
     },
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);

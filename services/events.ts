@@ -1,4 +1,4 @@
-import { currentTime } from './clock-context.ts';
+import { currentTestClock, currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Event } from '../db/entities/event.ts';
 import type { EventType } from '../domain/events.ts';
@@ -29,6 +29,7 @@ export async function recordEvent(em: EntityManager, input: EventInput): Promise
     transactionId: input.transactionId ?? null,
     data: { object: JSON.parse(JSON.stringify(input.object)) as Record<string, unknown> },
     createdAt: currentTime(),
+    testClockId: currentTestClock()?.id ?? null,
     dispatchedAt: null,
   };
   await em.insert(Event, row);

@@ -60,6 +60,11 @@ const activities = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
+/** Waits (polling the database) while the dispatcher hands the clock's events on: as long as the quiet timeout, and then some. */
+const local = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
 
 /**
  * Ticks go out by an activity sending direct signals, many at a time (services/test-clocks.ts
@@ -154,6 +159,13 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
       if (!quiet()) {
         const stuck = busyIds();
         throw new Error(`${stuck.length} workflow(s) did not finish the work due at ${iso(time)} within ${quietTimeoutMs / 1000} s: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', ...' : ''}.`);
+      }
+      if (patched('test-clock-webhooks')) {
+        // The events this instant's work recorded reach the webhook dispatcher first: a delivery that
+        // failed is registered on the clock (its retries are due work), and the clock waits for it too.
+        const left = await local.awaitClockEventsDispatched({ clockId: input.clockId, timeoutMs: quietTimeoutMs });
+        if (left > 0) throw new Error(`${left} event(s) recorded at ${iso(time)} were not handed to the webhook dispatcher within ${quietTimeoutMs / 1000} s.`);
+        if (!quiet()) continue;
       }
       let next: number | null = null;
       for (const entry of entries.values()) if (entry.wakeAt !== null && entry.wakeAt <= to && (next === null || entry.wakeAt < next)) next = entry.wakeAt;

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
+
+/**
+ * Test clocks, the parts test/test-clocks.test.ts does not drive: webhook retries on a
+ * clock, ... Only HTTP calls to the API and a real webhook receiver; no Temporal time is
+ * skipped (the clocks move because they are advanced).
+ */
+describe('test clocks (webhooks, ...)', () => {
+  let engine: TestEngine;
+  let receiver: WebhookReceiver;
+  beforeAll(async () => {
+    engine = await startTestEngine();
+    receiver = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await engine?.close();
+  });
+
+  async function tenant(name: string) {
+    const t = await engine.signUp({ name });
+    const headers = { ...t.headers, 'x-sandbox-mode': 'true' };
+    const call = (method: string, path: string, body?: unknown) => engine.call(method, path, body, headers);
+    const make = async (path: string, body: unknown) => {
+      const response = await call('POST', path, body);
+      expect(response.status, JSON.stringify(response.body)).toBe(201);
+      return response.body;
+    };
+    /** Advances and polls until ready; returns the clock. */
+    const advance = async (clockId: string, to: string) => {
+      const answer = await call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: to });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      const started = Date.now();
+      for (;;) {
+        const clock = (await call('GET', `/v1/test_clocks/${clockId}`)).body;
+        if (clock.status === 'ready') return clock;
+        expect(clock.status, JSON.stringify(clock)).toBe('advancing');
+        if (Date.now() - started > 30_000) throw new Error(`clock ${clockId} still advancing after 30 s`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    };
+    return { call, make, advance };
+  }
+
+  it('retries a failed webhook delivery on the clock\'s time, and the clock waits for the retries', async () => {
+    const { call, make, advance } = await tenant('Hooked on a clock');
+    // The receiver fails the first three deliveries of this path, then takes them.
+    let seen = 0;
+    receiver.respond = (r) => (r.path === '/clocked' ? (++seen <= 3 ? 500 : 200) : 200);
+    const endpoint = await make('/v1/webhooks', { url: receiver.url('/clocked'), events: ['invoice.paid'] });
+    const clock = await make('/v1/test_clocks', { frozen_time: '2033-05-01T00:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'hooked@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const plan = await make('/v1/plans', { name: 'Hooked', amount: 1500, currency: 'USD', interval: 'month' });
+    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    expect(sub).toMatchObject({ status: 'active', created_at: '2033-05-01T00:00:00.000Z' });
+
+    // The first attempt goes at once (at the clock's time) and fails; the retry waits for the clock, however long the wall clock runs.
+    await receiver.waitFor(1, (r) => r.path === '/clocked');
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(receiver.received.filter((r) => r.path === '/clocked')).toHaveLength(1);
+
+    // An hour on: attempts 2 (5 s later), 3 (1 min after that) and 4 (5 min after that, which succeeds), all before `ready`.
+    await advance(clock.id, '2033-05-01T01:00:00Z');
+    const got = receiver.received.filter((r) => r.path === '/clocked');
+    expect(got.map((r) => r.status)).toEqual([500, 500, 500, 200]);
+    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(1);
+    const deliveries = (await call('GET', `/v1/webhooks/${endpoint.id}/deliveries`)).body.data as { status: string; attempts: { attempt: number; attempted_at: string; status_code: number | null }[] }[];
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]!.status).toBe('succeeded');
+    expect(deliveries[0]!.attempts.map((a) => [a.attempt, a.attempted_at, a.status_code])).toEqual([
+      [1, '2033-05-01T00:00:00.000Z', 500],
+      [2, '2033-05-01T00:00:05.000Z', 500],
+      [3, '2033-05-01T00:01:05.000Z', 500],
+      [4, '2033-05-01T00:06:05.000Z', 200],
+    ]);
+    // Nothing more is due: the next advance sends nothing.
+    await advance(clock.id, '2033-05-02T00:00:00Z');
+    expect(receiver.received.filter((r) => r.path === '/clocked')).toHaveLength(4);
+  }, 60_000);
+});
