@@ -45,7 +45,7 @@ import type { CustomerLinks } from '../domain/customer-links.ts';
 import { createProcessors, sandboxOnlyConfig, sandboxProcessors, type Processors } from '../services/processors/index.ts';
 import type { PaymentProcessor } from '../services/processors/types.ts';
 import { projectSubscription } from '../services/projections.ts';
-import { recordTestClockAdvanced, reportToClock, tickClockWorkflows } from '../services/test-clocks.ts';
+import { deleteExpiredTestClocks, recordTestClockAdvanced, reportToClock, tickClockWorkflows } from '../services/test-clocks.ts';
 import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
@@ -119,6 +119,10 @@ export function createActivities(deps: ActivityDeps) {
     async awaitClockEventsDispatched(input: { clockId: string; timeoutMs: number }): Promise<number> {
       const context = Context.current();
       return awaitClockEventsDispatched(em(), context.client, context.info.taskQueue, input.clockId, input.timeoutMs);
+    },
+    /** Maintenance: test clocks past their `deletes_after` are deleted with everything on them. */
+    async deleteExpiredTestClocks(): Promise<{ deleted: number }> {
+      return { deleted: await deleteExpiredTestClocks(em(), Context.current().client) };
     },
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);

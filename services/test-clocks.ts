@@ -84,11 +84,18 @@ export async function advanceTestClock(em: EntityManager, starter: ClockStarter,
   return clock;
 }
 
-/** The clock workflow's report: it reached `frozenTime` (ready), or failed on the way. */
+/**
+ * The clock workflow's report: it reached `frozenTime` (ready), or failed on the way.
+ * Only for the advance under way: a report of an earlier one arriving late (its local
+ * activity retried after a timeout on a loaded machine, when the next advance had
+ * begun) would mark the next advance `ready` before its work had run.
+ */
 export async function recordTestClockAdvanced(em: EntityManager, input: { clockId: string; frozenTime: string; failure: string | null }): Promise<void> {
   await em.transactional(async (tx) => {
-    const row = await tx.findOne(TestClock, { id: input.clockId });
+    const row = await tx.findOne(TestClock, { id: input.clockId }, { lockMode: 4 /* pessimistic write */ });
     if (!row) return; // deleted meanwhile
+    if (row.status !== 'advancing') return; // reported already
+    if (!input.failure && row.advancingTo?.getTime() !== Date.parse(input.frozenTime)) return; // an earlier advance's report
     row.frozenTime = new Date(input.frozenTime);
     row.status = input.failure ? 'internal_failure' : 'ready';
     row.advancingTo = null;
@@ -204,4 +211,15 @@ export async function reportToClock(client: Client, clockId: string, report: Clo
   } catch (error) {
     if (!(error instanceof WorkflowNotFoundError)) throw error;
   }
+}
+
+/**
+ * Enforces `deletes_after` (the maintenance workflow, every run): each clock past it is
+ * deleted with everything on it, as DELETE /v1/test_clocks/{id} does. At most `limit`
+ * clocks per call, oldest first. Returns how many were deleted.
+ */
+export async function deleteExpiredTestClocks(em: EntityManager, client: Client, now = new Date(), limit = 20): Promise<number> {
+  const expired = await em.find(TestClock, { deletesAfter: { $lt: now } }, { orderBy: { deletesAfter: 'asc' }, limit });
+  for (const clock of expired) await deleteTestClock(em.fork(), client, clock);
+  return expired.length;
 }

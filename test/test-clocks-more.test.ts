@@ -1,10 +1,14 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../db/entities/index.ts';
+import { deleteExpiredTestClocks, testClockLifetimeMs } from '../services/test-clocks.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
 /**
  * Test clocks, the parts test/test-clocks.test.ts does not drive: webhook retries on a
- * clock, ... Only HTTP calls to the API and a real webhook receiver; no Temporal time is
+ * clock, deletes_after, ... Only HTTP calls (and, for deletes_after, the maintenance step
+ * called directly with the wall clock 30 days on) to the API and a real webhook receiver; no Temporal time is
  * skipped (the clocks move because they are advanced).
  */
 describe('test clocks (webhooks, ...)', () => {
@@ -79,4 +83,32 @@ describe('test clocks (webhooks, ...)', () => {
     await advance(clock.id, '2033-05-02T00:00:00Z');
     expect(receiver.received.filter((r) => r.path === '/clocked')).toHaveLength(4);
   }, 60_000);
+
+  it('deletes a clock and everything on it once deletes_after has passed', async () => {
+    const { call, make } = await tenant('Expiring clocks');
+    const old = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z', name: 'old' });
+    const customer = await make('/v1/customers', { email: 'expiring@example.com', payment_method: 'pm_card_visa', test_clock: old.id });
+    const plan = await make('/v1/plans', { name: 'Expiring', amount: 700, currency: 'USD', interval: 'month' });
+    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    // The documented period: 30 days of wall time after the clock was made.
+    expect(Date.parse(old.deletes_after) - Date.parse(old.created_at)).toBe(testClockLifetimeMs);
+    expect(testClockLifetimeMs).toBe(30 * 86_400_000);
+    // A second clock, made later, whose deletes_after has not come yet when the first one's has.
+    const young = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z', name: 'young' });
+    await engine.db.orm.em.fork().nativeUpdate(TestClock, { id: young.id }, { deletesAfter: new Date(Date.parse(old.deletes_after) + 60_000) });
+
+    // Nothing is due a second before.
+    expect(await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) - 1_000))).toBe(0);
+    expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(200);
+    // Past it: the old clock goes with its customer, subscription (and its workflow); the young one stays.
+    expect(await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) + 1_000))).toBe(1);
+    expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(404);
+    expect((await call('GET', `/v1/customers/${customer.id}`)).status).toBe(404);
+    expect((await call('GET', `/v1/subscriptions/${sub.id}`)).status).toBe(404);
+    const described = await engine.env.client.workflow.getHandle(sub.id).describe().catch((error) => (error instanceof WorkflowNotFoundError ? null : Promise.reject(error)));
+    expect(described?.status.name).toBe('TERMINATED');
+    expect((await call('GET', `/v1/test_clocks/${young.id}`)).body).toMatchObject({ id: young.id, status: 'ready' });
+    const events = (await call('GET', '/v1/events?limit=100')).body.data as { type: string; data: { object: { id: string } } }[];
+    expect(events.some((e) => e.type === 'test_clock.deleted' && e.data.object.id === old.id)).toBe(true);
+  }, 30_000);
 });

@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { clockFilter } from '../../services/test-clocks.ts';
 import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { completeRefund, reserveRefund } from '../../services/refunds.ts';
@@ -46,6 +47,7 @@ const ListQuery = z
     ending_before: cursor.optional(),
     date_from: isoInstant.optional().openapi({ format: 'date-time' }),
     date_to: isoInstant.optional().openapi({ format: 'date-time' }),
+    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only transactions of customers on this test clock; without it, those are left out (as Stripe)' }),
   })
   .strict()
   .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
@@ -216,6 +218,10 @@ export function transactionsApp(deps: ApiDeps) {
       if (query.status) where.status = query.status;
       if (query.type) where.type = query.type;
       if (query.date_from || query.date_to) where.createdAt = { ...(query.date_from ? { $gte: query.date_from } : {}), ...(query.date_to ? { $lte: query.date_to } : {}) };
+      // Transactions of customers on test clocks only when asked for; those of no customer stay.
+      const onClocks = await clockFilter(orm.em.fork(), scope, query.test_clock);
+      if (onClocks && '$nin' in onClocks) where.$or = [{ customerId: null }, { customerId: onClocks }];
+      else if (onClocks) where.customerId = onClocks;
       const { page, hasMore } = await keysetPage(orm.em.fork(), Transaction, where, query, { rows: 'plain' });
       return c.json({ object: 'list' as const, data: page.map(serializeTransaction), has_more: hasMore }, 200);
     })
