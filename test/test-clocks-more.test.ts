@@ -45,7 +45,7 @@ describe('test clocks (webhooks, ...)', () => {
         await new Promise((r) => setTimeout(r, 25));
       }
     };
-    return { call, make, advance };
+    return { call, make, advance, accountId: t.accountId, liveHeaders: t.headers };
   }
 
   it('retries a failed webhook delivery on the clock\'s time, and the clock waits for the retries', async () => {
@@ -97,8 +97,8 @@ describe('test clocks (webhooks, ...)', () => {
     const young = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z', name: 'young' });
     await engine.db.orm.em.fork().nativeUpdate(TestClock, { id: young.id }, { deletesAfter: new Date(Date.parse(old.deletes_after) + 60_000) });
 
-    // Nothing is due a second before.
-    expect(await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) - 1_000))).toBe(0);
+    // A second before, it stays (clocks of the earlier tests here, made before it, go).
+    await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) - 1_000));
     expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(200);
     // Past it: the old clock goes with its customer, subscription (and its workflow); the young one stays.
     expect(await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) + 1_000))).toBe(1);
@@ -110,5 +110,29 @@ describe('test clocks (webhooks, ...)', () => {
     expect((await call('GET', `/v1/test_clocks/${young.id}`)).body).toMatchObject({ id: young.id, status: 'ready' });
     const events = (await call('GET', '/v1/events?limit=100')).body.data as { type: string; data: { object: { id: string } } }[];
     expect(events.some((e) => e.type === 'test_clock.deleted' && e.data.object.id === old.id)).toBe(true);
+  }, 30_000);
+
+  it('lists of payment requests and transactions leave clock objects out unless test_clock is given', async () => {
+    const { call, make, accountId, liveHeaders } = await tenant('Listed on a clock');
+    const clock = await make('/v1/test_clocks', { frozen_time: '2035-02-01T00:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'listed@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const plan = await make('/v1/plans', { name: 'Listed', amount: 1100, currency: 'USD', interval: 'month' });
+    await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    const onClock = await make('/api/v1/payment-requests', { type: 'one_time', amount: 800, currency: 'USD', customer_email: 'clocked-payer@example.com', test_clock: clock.id });
+    const offClock = await make('/api/v1/payment-requests', { type: 'one_time', amount: 900, currency: 'USD', customer_email: 'payer@example.com' });
+    const payment = await make('/v1/transactions', { account_id: accountId, amount: 2500, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa' });
+    const ids = async (path: string) => ((await call('GET', path)).body.data as { id: string }[]).map((x) => x.id);
+
+    expect(await ids('/v1/payments')).toEqual([offClock.id]);
+    expect(await ids(`/v1/payments?test_clock=${clock.id}`)).toEqual([onClock.id]);
+    const clockTransactions = await ids(`/v1/transactions?test_clock=${clock.id}`);
+    expect(clockTransactions.length).toBeGreaterThanOrEqual(1); // the subscription's first charge
+    const listed = await ids('/v1/transactions');
+    expect(listed).toContain(payment.id);
+    expect(listed.filter((id) => clockTransactions.includes(id))).toEqual([]);
+    // Live mode has no clocks: the filter finds nothing there.
+    const live = await engine.call('GET', `/v1/transactions?test_clock=${clock.id}`, undefined, liveHeaders);
+    expect(live.status).toBe(200);
+    expect(live.body.data).toEqual([]);
   }, 30_000);
 });
