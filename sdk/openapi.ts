@@ -9234,6 +9234,8 @@ export interface paths {
                     recurring_payment_request_id?: string;
                     starting_after?: string;
                     status?: "pending" | "succeeded" | "failed" | "canceled";
+                    /** @description Only payment requests on this test clock; without it, those on test clocks are left out (as Stripe) */
+                    test_clock?: string;
                 };
                 header?: never;
                 path?: never;
@@ -17541,6 +17543,8 @@ export interface paths {
                     limit?: number;
                     starting_after?: string;
                     status?: "pending" | "succeeded" | "failed" | "canceled";
+                    /** @description Only transactions of customers on this test clock; without it, those are left out (as Stripe) */
+                    test_clock?: string;
                     type?: "payment" | "credit" | "refund";
                 };
                 header?: never;
