@@ -19,7 +19,7 @@
  * The run continues as new between instants when Temporal suggests it (an advance over
  * many subscriptions or many months writes many signals), carrying its state.
  */
-import { condition, ContinueAsNew, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, patched, proxyActivities, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, ContinueAsNew, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, patched, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { clockRegisterSignal, clockReportSignal, clockTickSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
 
@@ -67,12 +67,12 @@ const local = proxyLocalActivities<Activities>({
 });
 
 /**
- * Ticks go out by an activity sending direct signals, many at a time (services/test-clocks.ts
+ * Ticks go out by a local activity sending direct signals, many at a time (services/test-clocks.ts
  * tickClockWorkflows): as signal-external commands they were transfer tasks answered one by
  * one with an event and a workflow task of the clock each (~1 per second on a loaded dev
  * server), and over 2,000 pending ones fail the clock's workflow task for good.
  */
-const ticks = proxyActivities<Activities>({
+const ticks = proxyLocalActivities<Activities>({
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
