@@ -17682,6 +17682,8 @@ export interface paths {
                         amount: number;
                         /** @example USD */
                         currency: string;
+                        /** @description For payments: the paying customer. A customer on a test clock puts the payment on the clock: its timestamps are the clock's, and its pending settlement and funds availability wait for the clock's time (docs/testing-your-integration.md) */
+                        customer?: string;
                         metadata?: {
                             [key: string]: string;
                         };
@@ -17699,6 +17701,8 @@ export interface paths {
                         amount: number;
                         /** @example USD */
                         currency: string;
+                        /** @description For payments: the paying customer. A customer on a test clock puts the payment on the clock: its timestamps are the clock's, and its pending settlement and funds availability wait for the clock's time (docs/testing-your-integration.md) */
+                        customer?: string;
                         metadata?: {
                             [key: string]: string;
                         };

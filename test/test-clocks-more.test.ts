@@ -135,4 +135,33 @@ describe('test clocks (webhooks, ...)', () => {
     expect(live.status).toBe(200);
     expect(live.body.data).toEqual([]);
   }, 30_000);
+
+  it('a payment made with POST /v1/transactions for a customer on a clock takes the clock\'s time', async () => {
+    const { call, make, advance, accountId } = await tenant('Paid on a clock');
+    const clock = await make('/v1/test_clocks', { frozen_time: '2036-07-01T12:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'payer-on-clock@example.com', test_clock: clock.id });
+    const balance = async () => {
+      const body = (await call('GET', '/v1/balance')).body;
+      const of = (list: { amount: number; currency: string }[]) => list.find((m) => m.currency === 'USD')?.amount ?? 0;
+      return { available: of(body.available), pending: of(body.pending) };
+    };
+    const payment = await make('/v1/transactions', { account_id: accountId, amount: 4200, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa', customer: customer.id });
+    expect(payment).toMatchObject({ status: 'succeeded', created_at: '2036-07-01T12:00:00.000Z' });
+    expect((await call('GET', `/v1/transactions?test_clock=${clock.id}`)).body.data.map((t: { id: string }) => t.id)).toEqual([payment.id]);
+    // Pending for two days of the clock, however long the wall clock runs.
+    expect(await balance()).toEqual({ available: 0, pending: 4200 });
+    await advance(clock.id, '2036-07-03T11:59:00Z');
+    expect(await balance()).toEqual({ available: 0, pending: 4200 });
+    await advance(clock.id, '2036-07-03T12:00:00Z');
+    expect(await balance()).toEqual({ available: 4200, pending: 0 });
+    // Bad input changes nothing: another account's customer, a customer on a non-payment.
+    const other = await engine.signUp({ name: 'Someone else' });
+    const theirs = (await engine.call('POST', '/v1/customers', { email: 'theirs@example.com' }, { ...other.headers, 'x-sandbox-mode': 'true' })).body;
+    const refused = await call('POST', '/v1/transactions', { account_id: accountId, amount: 100, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa', customer: theirs.id });
+    expect(refused.status).toBe(404);
+    expect(refused.body.error).toBe('not_found');
+    const credit = await call('POST', '/v1/transactions', { account_id: accountId, amount: 100, currency: 'USD', type: 'credit', customer: customer.id });
+    expect(credit.status).toBe(400);
+    expect(await balance()).toEqual({ available: 4200, pending: 0 });
+  }, 40_000);
 });
