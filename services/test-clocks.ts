@@ -7,7 +7,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { Customer, Invoice, Subscription, TestClock } from '../db/entities/index.ts';
+import { Customer, Invoice, PaymentRequest, RecurringPaymentRequest, Subscription, TestClock } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeTestClock } from '../objects/test-clock.ts';
@@ -156,7 +156,14 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
   try {
     workflowIds = (await handle.query(testClockQuery)).workflowIds;
   } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    if (!(error instanceof WorkflowNotFoundError)) {
+      // The clock is busy (a long advance holds its workflow task): its subscriptions and payment requests are found in the database instead.
+      const customers = await clockCustomerIds(em, clock.accountId, clock.id);
+      const subscriptions = customers.length > 0 ? await em.find(Subscription, { customerId: { $in: customers } }, { fields: ['id'] }) : [];
+      const requests = await em.find(PaymentRequest, { testClockId: clock.id }, { fields: ['id'] });
+      const recurring = await em.find(RecurringPaymentRequest, { testClockId: clock.id }, { fields: ['id'] });
+      workflowIds = [...subscriptions, ...requests, ...recurring].map((r) => r.id);
+    }
   }
   await handle.terminate('test clock deleted').catch(() => undefined);
   await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test clock deleted').catch(() => undefined)));
