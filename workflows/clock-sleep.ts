@@ -54,6 +54,8 @@ export interface ClockRegistration {
 export const clockTickSignal = defineSignal<[ClockTick]>('testClockTick');
 export const clockReportSignal = defineSignal<[ClockReport]>('testClockReport');
 export const clockRegisterSignal = defineSignal<[ClockRegistration]>('testClockRegister');
+/** Whoever registered a workflow that then did not start (it existed already) → clock. */
+export const clockUnregisterSignal = defineSignal<[{ workflowId: string }]>('testClockUnregister');
 
 export interface SleepOptions {
   /** The timer's summary (Temporal UI), without a clock. */

@@ -21,7 +21,7 @@
  */
 import { condition, ContinueAsNew, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, patched, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import { clockRegisterSignal, clockReportSignal, clockTickSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
+import { clockRegisterSignal, clockReportSignal, clockTickSignal, clockUnregisterSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
 
 export interface TestClockWorkflowInput {
   clockId: string;
@@ -92,8 +92,13 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
     busy: [...entries].filter(([, e]) => e.busyAt !== null).map(([id]) => id),
   }));
   setHandler(clockRegisterSignal, ({ workflowId, known }: ClockRegistration) => {
-    const entry = entries.get(workflowId);
-    entries.set(workflowId, { wakeAt: entry?.wakeAt ?? null, busyAt: Date.parse(known) });
+    // A workflow the clock knows already exists (its starter is retrying after a timeout): its start will be refused.
+    if (entries.has(workflowId)) return;
+    entries.set(workflowId, { wakeAt: null, busyAt: Date.parse(known) });
+  });
+  setHandler(clockUnregisterSignal, ({ workflowId }: { workflowId: string }) => {
+    // Only a registration that never became a workflow: one that has reported a wake-up stays (and one that reports later comes back).
+    if (entries.get(workflowId)?.wakeAt === null) entries.delete(workflowId);
   });
   /** Reports heard so far: while they keep coming, the due work is progressing. */
   let reports = 0;
