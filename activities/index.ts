@@ -46,7 +46,8 @@ import { createProcessors, sandboxOnlyConfig, sandboxProcessors, type Processors
 import type { PaymentProcessor } from '../services/processors/types.ts';
 import { projectSubscription } from '../services/projections.ts';
 import { renewCycle, type RenewCycleInput, type RenewCycleResult } from '../services/renew-cycle.ts';
-import { recordTestClockAdvanced } from '../services/test-clocks.ts';
+import { deleteExpiredTestClocks, recordTestClockAdvanced, reportToClock, tickClockWorkflows } from '../services/test-clocks.ts';
+import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
@@ -55,6 +56,7 @@ import { createExportActivities } from './export.ts';
 import type { Resolver } from '../domain/webhook-url.ts';
 import {
   attemptWebhookDelivery,
+  awaitClockEventsDispatched,
   dispatchEventsActivity,
   finishWebhookDelivery,
   webhookDisabledEmail,
@@ -106,6 +108,23 @@ export function createActivities(deps: ActivityDeps) {
     /** The test clock workflow reached its time (ready), or failed on the way (internal_failure). */
     async testClockAdvanced(input: { clockId: string; frozenTime: string; failure: string | null }): Promise<void> {
       await recordTestClockAdvanced(em(), input);
+    },
+    /** The clock workflow's tick to the workflows on it (direct signals); returns the ids of workflows that no longer exist. */
+    async tickClockWorkflows(input: { ids: string[]; tick: ClockTick }): Promise<string[]> {
+      return tickClockWorkflows(Context.current().client, input.ids, input.tick);
+    },
+    /** A workflow on a clock reports to it (a direct signal). */
+    async reportToClock(input: { clockId: string; report: ClockReport }): Promise<void> {
+      await reportToClock(Context.current().client, input.clockId, input.report);
+    },
+    /** Between two instants of a test clock: the events recorded on it handed to the webhook dispatcher (returns how many are left after `timeoutMs`). */
+    async awaitClockEventsDispatched(input: { clockId: string; timeoutMs: number }): Promise<number> {
+      const context = Context.current();
+      return awaitClockEventsDispatched(em(), context.client, context.info.taskQueue, input.clockId, input.timeoutMs);
+    },
+    /** Maintenance: test clocks past their `deletes_after` are deleted with everything on them. */
+    async deleteExpiredTestClocks(): Promise<{ deleted: number }> {
+      return { deleted: await deleteExpiredTestClocks(em(), Context.current().client) };
     },
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);

@@ -122,7 +122,10 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     await call('POST', `/v1/test_clocks/${clock.id}/advance`, { frozen_time: to });
     for (;;) {
       const c = await call('GET', `/v1/test_clocks/${clock.id}`);
-      if (c.status === 'ready') return (Date.now() - started) / 1000;
+      if (c.status === 'ready') {
+        if (c.frozen_time !== new Date(to).toISOString()) throw new Error(`ready at ${c.frozen_time}, not at ${to}`);
+        return (Date.now() - started) / 1000;
+      }
       if (c.status === 'internal_failure') throw new Error(`internal_failure: ${c.status_details.internal_failure.message}`);
       if (Date.now() - started > 1_800_000) throw new Error('not ready after 30 minutes');
       await sleep(100);

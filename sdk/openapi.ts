@@ -9518,6 +9518,8 @@ export interface paths {
                     recurring_payment_request_id?: string;
                     starting_after?: string;
                     status?: "pending" | "succeeded" | "failed" | "canceled";
+                    /** @description Only payment requests on this test clock; without it, those on test clocks are left out (as Stripe) */
+                    test_clock?: string;
                 };
                 header?: never;
                 path?: never;
@@ -18801,6 +18803,8 @@ export interface paths {
                     limit?: number;
                     starting_after?: string;
                     status?: "pending" | "succeeded" | "failed" | "canceled";
+                    /** @description Only transactions of customers on this test clock; without it, those are left out (as Stripe) */
+                    test_clock?: string;
                     type?: "payment" | "credit" | "refund";
                 };
                 header?: never;
@@ -18938,6 +18942,8 @@ export interface paths {
                         amount: number;
                         /** @example USD */
                         currency: string;
+                        /** @description For payments: the paying customer. A customer on a test clock puts the payment on the clock: its timestamps are the clock's, and its pending settlement and funds availability wait for the clock's time (docs/testing-your-integration.md) */
+                        customer?: string;
                         metadata?: {
                             [key: string]: string;
                         };
@@ -18955,6 +18961,8 @@ export interface paths {
                         amount: number;
                         /** @example USD */
                         currency: string;
+                        /** @description For payments: the paying customer. A customer on a test clock puts the payment on the clock: its timestamps are the clock's, and its pending settlement and funds availability wait for the clock's time (docs/testing-your-integration.md) */
+                        customer?: string;
                         metadata?: {
                             [key: string]: string;
                         };

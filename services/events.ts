@@ -1,4 +1,4 @@
-import { currentTime } from './clock-context.ts';
+import { currentTestClock, currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Event } from '../db/entities/event.ts';
 import type { EventType } from '../domain/events.ts';
@@ -36,6 +36,7 @@ export async function recordEvents(em: EntityManager, inputs: EventInput[]): Pro
     transactionId: input.transactionId ?? null,
     data: { object: JSON.parse(JSON.stringify(input.object)) as Record<string, unknown> },
     createdAt,
+    testClockId: currentTestClock()?.id ?? null,
     dispatchedAt: null,
   }));
   if (rows.length === 1) await em.insert(Event, rows[0]!);

@@ -1,4 +1,5 @@
 import { bindToClock, unbindFromClock } from './test-clocks.ts';
+import { currentTestClock } from './clock-context.ts';
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
@@ -35,6 +36,8 @@ export async function projectPaymentRequest(em: EntityManager, s: PaymentRequest
     id: s.id,
     accountId: s.accountId,
     livemode: s.livemode,
+    // Projections are written by the request's workflow, on its clock if it has one (services/clock-context.ts).
+    testClockId: currentTestClock()?.id ?? null,
     amount: s.amount,
     currency: s.currency,
     status: s.status,
@@ -59,7 +62,7 @@ export async function projectPaymentRequest(em: EntityManager, s: PaymentRequest
   await em.transactional(async (tx) => {
     // The row as it was names the events; a write that changes nothing (a retry) records none.
     const { written, previous } = await writeVersioned<typeof row, { status: string; attempts: number }>(tx, PaymentRequest, 'payment_requests', row, {
-      insertOnly: ['accountId', 'token', 'createdAt'],
+      insertOnly: ['accountId', 'testClockId', 'token', 'createdAt'],
       previousColumns: ['status', 'attempts'],
     });
     if (!written) return;
@@ -75,6 +78,7 @@ export async function projectRecurringPaymentRequest(em: EntityManager, s: Recur
     id: s.id,
     accountId: s.accountId,
     livemode: s.livemode,
+    testClockId: currentTestClock()?.id ?? null,
     amount: s.amount,
     currency: s.currency,
     status: s.status,
@@ -96,7 +100,7 @@ export async function projectRecurringPaymentRequest(em: EntityManager, s: Recur
   };
   await em.transactional(async (tx) => {
     const { written, previous } = await writeVersioned<typeof row, { status: string }>(tx, RecurringPaymentRequest, 'recurring_payment_requests', row, {
-      insertOnly: ['accountId', 'createdAt'],
+      insertOnly: ['accountId', 'testClockId', 'createdAt'],
       previousColumns: ['status'],
     });
     if (!written) return;

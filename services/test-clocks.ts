@@ -7,11 +7,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { Customer, Invoice, Subscription, TestClock } from '../db/entities/index.ts';
+import { Customer, Invoice, PaymentRequest, RecurringPaymentRequest, Subscription, TestClock } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeTestClock } from '../objects/test-clock.ts';
-import { clockRegisterSignal, clockReportSignal, type ClockBinding } from '../workflows/clock-sleep.ts';
+import { clockRegisterSignal, clockReportSignal, clockTickSignal, clockUnregisterSignal, type ClockBinding, type ClockReport, type ClockTick } from '../workflows/clock-sleep.ts';
 import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../workflows/test-clock.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { recordEvent } from './events.ts';
@@ -84,11 +84,18 @@ export async function advanceTestClock(em: EntityManager, starter: ClockStarter,
   return clock;
 }
 
-/** The clock workflow's report: it reached `frozenTime` (ready), or failed on the way. */
+/**
+ * The clock workflow's report: it reached `frozenTime` (ready), or failed on the way.
+ * Only for the advance under way: a report of an earlier one arriving late (its local
+ * activity retried after a timeout on a loaded machine, when the next advance had
+ * begun) would mark the next advance `ready` before its work had run.
+ */
 export async function recordTestClockAdvanced(em: EntityManager, input: { clockId: string; frozenTime: string; failure: string | null }): Promise<void> {
   await em.transactional(async (tx) => {
-    const row = await tx.findOne(TestClock, { id: input.clockId });
+    const row = await tx.findOne(TestClock, { id: input.clockId }, { lockMode: 4 /* pessimistic write */ });
     if (!row) return; // deleted meanwhile
+    if (row.status !== 'advancing') return; // reported already
+    if (!input.failure && row.advancingTo?.getTime() !== Date.parse(input.frozenTime)) return; // an earlier advance's report
     row.frozenTime = new Date(input.frozenTime);
     row.status = input.failure ? 'internal_failure' : 'ready';
     row.advancingTo = null;
@@ -120,9 +127,15 @@ export async function bindToClock(client: Client, binding: ClockBinding, workflo
   await client.workflow.getHandle(binding.id).signal(clockRegisterSignal, { workflowId, known: binding.now });
 }
 
-/** Undoes bindToClock when the workflow did not start (it existed already): the clock stops waiting for it. A live one re-registers at its next wait. */
+/**
+ * Undoes bindToClock when the workflow did not start (it existed already): the clock
+ * forgets a registration that never reported. (It used to send a "done" report, which
+ * also removed the live workflow of an activity retried after a timeout: that
+ * workflow then never heard the clock again; seen as 85 of 1,000 payments never
+ * becoming available in bench:test-clocks.)
+ */
 export async function unbindFromClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
-  await client.workflow.getHandle(binding.id).signal(clockReportSignal, { workflowId, wakeAt: null, known: binding.now, done: true });
+  await client.workflow.getHandle(binding.id).signal(clockUnregisterSignal, { workflowId });
 }
 
 /** Ids of the customers on `clockId` (the list filter), or of all customers on any clock of the account (what lists leave out). */
@@ -149,7 +162,14 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
   try {
     workflowIds = (await handle.query(testClockQuery)).workflowIds;
   } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    if (!(error instanceof WorkflowNotFoundError)) {
+      // The clock is busy (a long advance holds its workflow task): its subscriptions and payment requests are found in the database instead.
+      const customers = await clockCustomerIds(em, clock.accountId, clock.id);
+      const subscriptions = customers.length > 0 ? await em.find(Subscription, { customerId: { $in: customers } }, { fields: ['id'] }) : [];
+      const requests = await em.find(PaymentRequest, { testClockId: clock.id }, { fields: ['id'] });
+      const recurring = await em.find(RecurringPaymentRequest, { testClockId: clock.id }, { fields: ['id'] });
+      workflowIds = [...subscriptions, ...requests, ...recurring].map((r) => r.id);
+    }
   }
   await handle.terminate('test clock deleted').catch(() => undefined);
   await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test clock deleted').catch(() => undefined)));
@@ -168,4 +188,51 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
       await tx.flush();
     }
   });
+}
+
+/**
+ * The clock's "tick" to the workflows on it, sent by an activity of the clock workflow
+ * as direct signals (not signal-external commands: each of those is a transfer task
+ * on the server, answered by one more event and one more workflow task of the clock,
+ * and a workflow may have only 2,000 of them pending, so an advance over 1,000
+ * subscriptions and their availability workflows stalled). Returns the ids of the
+ * workflows that no longer exist (they leave the clock).
+ */
+export async function tickClockWorkflows(client: Client, ids: string[], tick: ClockTick, concurrency = 32): Promise<string[]> {
+  const gone: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, ids.length) }, async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        try {
+          await client.workflow.getHandle(id).signal(clockTickSignal, tick);
+        } catch (error) {
+          if (error instanceof WorkflowNotFoundError) gone.push(id);
+          else throw error;
+        }
+      }
+    }),
+  );
+  return gone;
+}
+
+/** A bound workflow's report to its clock (by a local activity, for the same reason); a clock deleted meanwhile hears nothing. */
+export async function reportToClock(client: Client, clockId: string, report: ClockReport): Promise<void> {
+  try {
+    await client.workflow.getHandle(clockId).signal(clockReportSignal, report);
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+}
+
+/**
+ * Enforces `deletes_after` (the maintenance workflow, every run): each clock past it is
+ * deleted with everything on it, as DELETE /v1/test_clocks/{id} does. At most `limit`
+ * clocks per call, oldest first. Returns how many were deleted.
+ */
+export async function deleteExpiredTestClocks(em: EntityManager, client: Client, now = new Date(), limit = 20): Promise<number> {
+  const expired = await em.find(TestClock, { deletesAfter: { $lt: now } }, { orderBy: { deletesAfter: 'asc' }, limit });
+  for (const clock of expired) await deleteTestClock(em.fork(), client, clock);
+  return expired.length;
 }

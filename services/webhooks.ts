@@ -32,7 +32,9 @@
  * wanted it at the time, and each delivery has at most one workflow.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { ClockBinding } from '../workflows/clock-sleep.ts';
+import { bindToClock, unbindFromClock } from './test-clocks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Event, Transaction, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, type WebhookDeliveryStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
@@ -64,6 +66,28 @@ export async function wakeEventDispatch(client: Client, taskQueue: string): Prom
   });
 }
 
+/**
+ * For a test clock between two instants: waits until the dispatcher has handled every
+ * event recorded on `clockId` that an endpoint may want (waking it at once and every
+ * 2 s), so their failed deliveries are registered on the clock before it moves on.
+ * Returns how many are left after `timeoutMs` (0: all dispatched).
+ */
+export async function awaitClockEventsDispatched(em: EntityManager, client: Client, taskQueue: string, clockId: string, timeoutMs: number): Promise<number> {
+  const started = Date.now();
+  let pause = 50;
+  let lastWake = 0;
+  for (;;) {
+    const left = await undispatchedClockEvents(em, clockId);
+    if (left === 0 || Date.now() - started > timeoutMs) return left;
+    if (Date.now() - lastWake > 2_000) {
+      await wakeEventDispatch(client, taskQueue);
+      lastWake = Date.now();
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    pause = Math.min(pause * 2, 500);
+  }
+}
+
 export interface DispatchResult {
   /** Undispatched events read. */
   events: number;
@@ -92,19 +116,48 @@ export interface AttemptMade {
 
 
 /** Starts a delivery's workflow; a start of an id Temporal already has counts as done. Returns whether it started one. */
-export async function startDelivery(client: Client, taskQueue: string, delivery: { id: string; livemode: boolean }, after?: AttemptMade): Promise<boolean> {
+export async function startDelivery(client: Client, taskQueue: string, delivery: { id: string; livemode: boolean }, after?: AttemptMade, testClock?: ClockBinding): Promise<boolean> {
+  // A delivery of an event on a test clock retries on the clock: registered first, so the clock waits for it (a clock deleted meanwhile: on the wall clock).
+  let binding = testClock;
+  if (binding) {
+    try {
+      await bindToClock(client, binding, delivery.id);
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      binding = undefined;
+    }
+  }
   try {
     await client.workflow.start(webhookDeliveryWorkflow, {
       workflowId: delivery.id,
       taskQueue,
-      args: [{ deliveryId: delivery.id, livemode: delivery.livemode, ...(after ? { after } : {}) } satisfies WebhookDeliveryInput],
+      args: [{ deliveryId: delivery.id, livemode: delivery.livemode, ...(after ? { after } : {}), ...(binding ? { testClock: binding } : {}) } satisfies WebhookDeliveryInput],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
     return true;
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    if (binding) await unbindFromClock(client, binding, delivery.id);
     return false;
   }
+}
+
+/** The binding of an event's delivery workflow: the clock it was recorded on, at the event's time. */
+const eventClock = (event: { testClockId?: string | null; createdAt: Date }): ClockBinding | undefined =>
+  event.testClockId ? { id: event.testClockId, now: new Date(event.createdAt).toISOString() } : undefined;
+
+/**
+ * How many events recorded on `clockId` still wait for the dispatcher, counting only
+ * those that an enabled sandbox endpoint of their account may want (the clock waits
+ * for them: their deliveries' retries are work on the clock).
+ */
+export async function undispatchedClockEvents(em: EntityManager, clockId: string): Promise<number> {
+  const rows = await em.getConnection().execute<{ count: string }[]>(
+    `select count(*) as count from events e where e.test_clock_id = ? and e.dispatched_at is null
+       and exists (select 1 from webhook_endpoints w where w.account_id = e.account_id and w.livemode = false and w.enabled)`,
+    [clockId],
+  );
+  return Number(rows[0]?.count ?? 0);
 }
 
 /** Runs `task` over `items`, `width` at a time. */
@@ -213,7 +266,8 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
   for (const event of events) {
     for (const endpoint of endpoints) {
       // An endpoint gets the events of its account and mode recorded after it was made.
-      if (endpoint.accountId !== event.accountId || endpoint.livemode !== event.livemode || endpoint.createdAt > event.createdAt) continue;
+      // (An event on a test clock carries the clock's time, not the wall clock's: only the account and mode count.)
+      if (endpoint.accountId !== event.accountId || endpoint.livemode !== event.livemode || (!event.testClockId && endpoint.createdAt > event.createdAt)) continue;
       if (!endpointWants(endpoint.events, event.type)) continue;
       const id = deliveryId(event.id, endpoint.id);
       if (known.has(id)) continue;
@@ -285,7 +339,7 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
   const failingNow = new Set<string>();
   const opened: OpenedSecrets = new Map();
   const start = async (row: DeliveryRow, after?: AttemptMade) => {
-    if (await startDelivery(client, taskQueue, row, after)) result.workflows++;
+    if (await startDelivery(client, taskQueue, row, after, eventClock(eventById.get(row.eventId)!))) result.workflows++;
     settle(row);
   };
   const windowMs = options.inlineWindowMs ?? inlineAttempts.windowMs;
@@ -296,7 +350,8 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
       const endpoint = endpointById.get(row.endpointId)!;
       if (failingNow.has(endpoint.id)) return start(row);
       const event = eventById.get(row.eventId)!;
-      const attemptedAt = now();
+      // An event on a test clock is sent at its own (the clock's) time: the retries count from there.
+      const attemptedAt = event.testClockId ? new Date(event.createdAt) : now();
       const prepared: Prepared = { deliveryId: row.id, endpoint, event, body: body(event), riskScore: event.transactionId ? (scores.get(event.transactionId) ?? null) : null };
       const input = { attempt: 1, attemptedAt, nextAttemptAt: new Date(attemptedAt.getTime() + retrySchedule(endpoint.livemode)[0]!) };
       let outcome: AttemptOutcome;

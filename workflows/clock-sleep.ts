@@ -24,7 +24,8 @@
  * whoever starts it call services/test-clocks.ts `bindToClock` first (an activity on
  * a clock finds the binding in services/clock-context.ts `currentTestClock()`).
  */
-import { condition, defineSignal, getExternalWorkflowHandle, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, defineSignal, getExternalWorkflowHandle, patched, proxyLocalActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.ts';
 
 /** A workflow's test clock: the clock's id (its workflow id) and its time when this run started. */
 export interface ClockBinding {
@@ -53,6 +54,8 @@ export interface ClockRegistration {
 export const clockTickSignal = defineSignal<[ClockTick]>('testClockTick');
 export const clockReportSignal = defineSignal<[ClockReport]>('testClockReport');
 export const clockRegisterSignal = defineSignal<[ClockRegistration]>('testClockRegister');
+/** Whoever registered a workflow that then did not start (it existed already) → clock. */
+export const clockUnregisterSignal = defineSignal<[{ workflowId: string }]>('testClockUnregister');
 
 export interface SleepOptions {
   /** The timer's summary (Temporal UI), without a clock. */
@@ -77,6 +80,12 @@ export interface WorkflowClock {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Reports go to the clock by a local activity (a direct signal), not a signal-external command (services/test-clocks.ts tickClockWorkflows says why). */
+const clockActivities = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+});
 
 /** The activity header that carries a workflow's test clock (workflows/test-clock-interceptors.ts). */
 export const testClockHeader = 'billing-test-clock';
@@ -121,7 +130,9 @@ export function workflowClock(binding: ClockBinding | null | undefined): Workflo
 
   async function report(wakeAt: number | null, done = false): Promise<void> {
     ackWanted = false;
-    await clock.signal(clockReportSignal, { workflowId: workflowInfo().workflowId, wakeAt: wakeAt === null ? null : iso(wakeAt), known: iso(known), ...(done ? { done } : {}) });
+    const message: ClockReport = { workflowId: workflowInfo().workflowId, wakeAt: wakeAt === null ? null : iso(wakeAt), known: iso(known), ...(done ? { done } : {}) };
+    if (patched('test-clock-report-by-activity')) await clockActivities.reportToClock({ clockId, report: message });
+    else await clock.signal(clockReportSignal, message);
   }
 
   async function sleepUntil(instant: Date | null, wake: () => boolean): Promise<boolean> {

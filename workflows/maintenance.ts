@@ -16,7 +16,9 @@
  * - sweepOrphanedSubscriptions: the next batch of live subscriptions whose workflow
  *   was terminated, failed or timed out are marked canceled (services/subscription-watch.ts);
  * - pruneExpiredExports: the files of exports past their expiry are deleted from storage
- *   (the export becomes `expired`), and temporary files of writers that died are dropped.
+ *   (the export becomes `expired`), and temporary files of writers that died are dropped;
+ * - deleteExpiredTestClocks: test clocks past their `deletes_after` are deleted with
+ *   everything on them (services/test-clocks.ts).
  * Its current details (Temporal UI) say what the last run did and when the next is.
  * It continues as new every 100 runs (or when Temporal suggests it). A failing
  * activity is retried a few times, then reported in the details and tried again on
@@ -93,6 +95,8 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
       : null;
     // Added with export expiry: runs recorded before it go on without it.
     const exportFiles = patched('prune-expired-exports') ? await attempt(() => activities.pruneExpiredExports()) : null;
+    // Added with test clocks' deletes_after: runs recorded before it go on without it.
+    const clocks = patched('delete-expired-test-clocks') ? await attempt(() => activities.deleteExpiredTestClocks()) : null;
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
     const part = <T>(value: T | string, text: (v: T) => string) => (typeof value === 'string' ? `FAILED (${value})` : text(value));
@@ -104,6 +108,7 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
         (swept === null ? '' : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
         (exportFiles === null ? '' : `deleted ${part(exportFiles, (e) => `${e.files} expired export files, ${e.temporary} abandoned temporary files`)}; `) +
+        (clocks === null || (typeof clocks !== 'string' && clocks.deleted === 0) ? '' : `deleted ${part(clocks, (c) => `${c.deleted} expired test clocks`)}; `) +
         `next at ${next}.`,
     );
     const seen = changes;

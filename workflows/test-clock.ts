@@ -12,16 +12,16 @@
  *    every bound workflow hears it (no ack), and the clock is recorded `ready`.
  *
  * So work runs in time order, each instant's work finished before the next starts.
- * A workflow that does not go quiet within `quietTimeoutMs` of wall time makes the
- * advance end in `internal_failure`, naming it. No timer of the bound workflows is a
+ * When the due workflows stop reporting for `quietTimeoutMs` of wall time with some still
+ * busy, the advance ends in `internal_failure`, naming them. No timer of the bound workflows is a
  * Temporal timer, so none of this needs the time-skipping test server.
  *
  * The run continues as new between instants when Temporal suggests it (an advance over
  * many subscriptions or many months writes many signals), carrying its state.
  */
-import { condition, ContinueAsNew, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, ContinueAsNew, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, patched, proxyLocalActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-import { clockRegisterSignal, clockReportSignal, clockTickSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
+import { clockRegisterSignal, clockReportSignal, clockTickSignal, clockUnregisterSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
 
 export interface TestClockWorkflowInput {
   clockId: string;
@@ -60,6 +60,22 @@ const activities = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
+/** Waits (polling the database) while the dispatcher hands the clock's events on: as long as the quiet timeout, and then some. */
+const local = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/**
+ * Ticks go out by a local activity sending direct signals, many at a time (services/test-clocks.ts
+ * tickClockWorkflows): as signal-external commands they were transfer tasks answered one by
+ * one with an event and a workflow task of the clock each (~1 per second on a loaded dev
+ * server), and over 2,000 pending ones fail the clock's workflow task for good.
+ */
+const ticks = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -76,10 +92,18 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
     busy: [...entries].filter(([, e]) => e.busyAt !== null).map(([id]) => id),
   }));
   setHandler(clockRegisterSignal, ({ workflowId, known }: ClockRegistration) => {
-    const entry = entries.get(workflowId);
-    entries.set(workflowId, { wakeAt: entry?.wakeAt ?? null, busyAt: Date.parse(known) });
+    // A workflow the clock knows already exists (its starter is retrying after a timeout): its start will be refused.
+    if (entries.has(workflowId)) return;
+    entries.set(workflowId, { wakeAt: null, busyAt: Date.parse(known) });
   });
+  setHandler(clockUnregisterSignal, ({ workflowId }: { workflowId: string }) => {
+    // Only a registration that never became a workflow: one that has reported a wake-up stays (and one that reports later comes back).
+    if (entries.get(workflowId)?.wakeAt === null) entries.delete(workflowId);
+  });
+  /** Reports heard so far: while they keep coming, the due work is progressing. */
+  let reports = 0;
   setHandler(clockReportSignal, (report: ClockReport) => {
+    reports++;
     if (report.done) {
       entries.delete(report.workflowId);
       return;
@@ -99,6 +123,12 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
 
   /** Signals each workflow; one that no longer exists leaves the clock. */
   async function tell(ids: string[], ack: boolean): Promise<void> {
+    if (ids.length === 0) return;
+    if (patched('test-clock-tick-by-activity')) {
+      const gone = await ticks.tickClockWorkflows({ ids, tick: { now: iso(time), ack } });
+      for (const id of gone) entries.delete(id);
+      return;
+    }
     await Promise.all(
       ids.map((id) =>
         getExternalWorkflowHandle(id)
@@ -117,16 +147,30 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
       // Waits for the due workflows to go quiet; every 30 s, the ones still busy hear the time again
       // (a tick only raises a workflow's known time, so a second one is harmless; one seen lost on a
       // loaded dev server left the clock advancing for good).
+      // `quietTimeoutMs` counts wall time without a single report (an instant with 1,000 due renewals takes minutes on a busy machine, reporting all along).
       let waited = 0;
+      let heard = reports;
       while (!quiet() && waited < quietTimeoutMs) {
         if (await condition(quiet, 30_000)) break;
         waited += 30_000;
+        if (reports !== heard && patched('test-clock-tick-by-activity')) waited = 0;
+        heard = reports;
         const again = [...entries].filter(([, e]) => e.busyAt !== null && e.wakeAt !== null && e.busyAt === time).map(([id]) => id);
-        await Promise.all(again.map((id) => getExternalWorkflowHandle(id).signal(clockTickSignal, { now: iso(time), ack: true }).catch(() => undefined)));
+        if (again.length > 0) {
+          if (patched('test-clock-tick-by-activity')) await ticks.tickClockWorkflows({ ids: again, tick: { now: iso(time), ack: true } });
+          else await Promise.all(again.map((id) => getExternalWorkflowHandle(id).signal(clockTickSignal, { now: iso(time), ack: true }).catch(() => undefined)));
+        }
       }
       if (!quiet()) {
         const stuck = busyIds();
         throw new Error(`${stuck.length} workflow(s) did not finish the work due at ${iso(time)} within ${quietTimeoutMs / 1000} s: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', ...' : ''}.`);
+      }
+      if (patched('test-clock-webhooks')) {
+        // The events this instant's work recorded reach the webhook dispatcher first: a delivery that
+        // failed is registered on the clock (its retries are due work), and the clock waits for it too.
+        const left = await local.awaitClockEventsDispatched({ clockId: input.clockId, timeoutMs: quietTimeoutMs });
+        if (left > 0) throw new Error(`${left} event(s) recorded at ${iso(time)} were not handed to the webhook dispatcher within ${quietTimeoutMs / 1000} s.`);
+        if (!quiet()) continue;
       }
       let next: number | null = null;
       for (const entry of entries.values()) if (entry.wakeAt !== null && entry.wakeAt <= to && (next === null || entry.wakeAt < next)) next = entry.wakeAt;

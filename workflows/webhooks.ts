@@ -30,12 +30,12 @@ import {
   proxyActivities,
   setHandler,
   setCurrentDetails,
-  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import type { AttemptMade, AttemptOutcome } from '../services/webhooks.ts';
 import { retrySchedule } from '../domain/webhook-schedule.ts';
+import { workflowClock, type ClockBinding, type WorkflowClock } from './clock-sleep.ts';
 
 export const wakeSignal = defineSignal('wake');
 
@@ -95,9 +95,19 @@ export interface WebhookDeliveryInput {
   livemode: boolean;
   /** Absent: the workflow makes the first attempt. */
   after?: AttemptMade;
+  /** A delivery of an event recorded on a test clock: its attempts wait for the clock's time (workflows/clock-sleep.ts). */
+  testClock?: ClockBinding;
 }
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<AttemptOutcome['outcome']> {
+  // Without a clock: Date.now() and sleep(), the same commands as always; on one, the clock's time.
+  const clock = workflowClock(input.testClock);
+  const outcome = await deliver(input, clock);
+  await clock.finished();
+  return outcome;
+}
+
+async function deliver(input: WebhookDeliveryInput, clock: WorkflowClock): Promise<AttemptOutcome['outcome']> {
   const schedule = retrySchedule(input.livemode);
   let first = 1;
   if (input.after) {
@@ -109,10 +119,10 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     first = made.attempt + 1;
     const due = Date.parse(made.attemptedAt) + wait;
     setCurrentDetails(`Attempt ${made.attempt} failed; attempt ${first} at ${new Date(due).toISOString()}.`);
-    if (due > Date.now()) await sleep(due - Date.now(), { summary: `Backoff before attempt ${first}` });
+    if (due > clock.now().getTime()) await clock.sleepFor(due - clock.now().getTime(), { summary: `Backoff before attempt ${first}` });
   }
   for (let n = first; ; n++) {
-    const now = Date.now();
+    const now = clock.now().getTime();
     const wait = schedule[n - 1];
     const nextAttemptAt = wait === undefined ? null : new Date(now + wait).toISOString();
     let result: AttemptOutcome;
@@ -122,13 +132,13 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       if (!(error instanceof ActivityFailure)) throw error;
       // The attempt itself broke (worker lost, database down): it counts as a failed attempt.
       result = { outcome: 'failed' };
-      if (nextAttemptAt === null) await bookkeeping.finishWebhookDelivery({ deliveryId: input.deliveryId, at: new Date(Date.now()).toISOString() });
+      if (nextAttemptAt === null) await bookkeeping.finishWebhookDelivery({ deliveryId: input.deliveryId, at: new Date(clock.now().getTime()).toISOString() });
     }
     if (result.outcome !== 'failed') return result.outcome;
     if (result.disabled) return notifyDisabled(result.disabled);
     if (nextAttemptAt === null) return 'failed';
     setCurrentDetails(`Attempt ${n} failed; attempt ${n + 1} at ${nextAttemptAt}.`);
-    await sleep(wait!, { summary: `Backoff before attempt ${n + 1}` });
+    await clock.sleepFor(wait!, { summary: `Backoff before attempt ${n + 1}` });
   }
 }
 

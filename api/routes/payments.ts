@@ -22,6 +22,7 @@ const ListQuery = z
   .object({
     status: z.enum(paymentRequestStatuses).optional(),
     recurring_payment_request_id: z.string().min(1).max(64).optional(),
+    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only payment requests on this test clock; without it, those on test clocks are left out (as Stripe)' }),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     starting_after: cursor.optional(),
     ending_before: cursor.optional(),
@@ -95,6 +96,8 @@ export function paymentsApp(deps: ApiDeps) {
       const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };
       if (query.status) where.status = query.status;
       if (query.recurring_payment_request_id) where.recurringPaymentRequestId = query.recurring_payment_request_id;
+      // Requests on a test clock only when asked for (live mode has no clocks: none then).
+      where.testClockId = query.test_clock ?? null;
       const { page, hasMore } = await keysetPage(orm.em.fork(), PaymentRequest, where, query);
       return c.json({ object: 'list' as const, data: page.map((r) => serializePaymentRequest(r, config.publicUrl)), has_more: hasMore }, 200);
     })

@@ -1,11 +1,13 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { clockBindingOf, clockFilter } from '../../services/test-clocks.ts';
+import { onTestClock } from '../../services/clock-context.ts';
 import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { completeRefund, reserveRefund } from '../../services/refunds.ts';
 import { recordTransactionEvents } from '../../services/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../services/transactions.ts';
-import { Account, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
+import { Account, Customer, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
@@ -28,6 +30,11 @@ const CreateBody = z
     reference: z.string().max(500).optional(),
     metadata: metadata.optional(),
     payment_method: z.string().min(1).max(100).optional().openapi({ description: 'For payments: the sandbox test method to charge (docs/money-and-ledger.md lists them)' }),
+    customer: z
+      .string()
+      .regex(/^cus_[0-9a-z]{26}$/, 'must be a customer id')
+      .optional()
+      .openapi({ description: "For payments: the paying customer. A customer on a test clock puts the payment on the clock: its timestamps are the clock's, and its pending settlement and funds availability wait for the clock's time (docs/testing-your-integration.md)" }),
     source_transaction: z
       .string()
       .regex(/^txn_[0-9a-z]{26}$/, 'must be a transaction id')
@@ -46,6 +53,7 @@ const ListQuery = z
     ending_before: cursor.optional(),
     date_from: isoInstant.optional().openapi({ format: 'date-time' }),
     date_to: isoInstant.optional().openapi({ format: 'date-time' }),
+    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only transactions of customers on this test clock; without it, those are left out (as Stripe)' }),
   })
   .strict()
   .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
@@ -163,51 +171,59 @@ export function transactionsApp(deps: ApiDeps) {
       if (body.type !== 'payment' && body.payment_method) throw new ApiError('invalid_request', 'payment_method: only payments take one.');
       if (body.type !== 'refund' && body.source_transaction) throw new ApiError('invalid_request', 'source_transaction: only refunds take one.');
 
-      // With an Idempotency-Key the id is derived from it: a retry that takes over the key after a crash finds the
-      // transaction the first try recorded (and, for a payment, repeats its charge under the same processor key).
-      const id = resourceId(c, 'transaction');
-      if (c.get('idempotency')?.takeover) {
-        const existing = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
-        if (existing && (existing.type !== 'payment' || existing.status !== 'pending')) return c.json(serializeTransaction(existing), 201);
-        if (existing) {
-          const outcome = await processors.forMode(existing.livemode).charge(paymentChargeRequest(existing));
-          return c.json(serializeTransaction(await continuePayment(em, deps.temporal, deps.config.taskQueue, existing, outcome)), 201);
+      if (body.customer && body.type !== 'payment') throw new ApiError('invalid_request', 'customer: only payments take one.');
+      const customer = body.customer ? await em.findOne(Customer, { id: body.customer, accountId: scope.accountId, livemode: scope.livemode }) : null;
+      if (body.customer && !customer) throw new ApiError('not_found', `No such customer: ${body.customer}.`);
+      // A customer on a test clock: everything below runs on the clock's time (services/clock-context.ts).
+      const testClock = customer ? await clockBindingOf(em, customer) : undefined;
+      return onTestClock(testClock, async () => {
+        // With an Idempotency-Key the id is derived from it: a retry that takes over the key after a crash finds the
+        // transaction the first try recorded (and, for a payment, repeats its charge under the same processor key).
+        const id = resourceId(c, 'transaction');
+        if (c.get('idempotency')?.takeover) {
+          const existing = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
+          if (existing && (existing.type !== 'payment' || existing.status !== 'pending')) return c.json(serializeTransaction(existing), 201);
+          if (existing) {
+            const outcome = await processors.forMode(existing.livemode).charge(paymentChargeRequest(existing));
+            return c.json(serializeTransaction(await continuePayment(em, deps.temporal, deps.config.taskQueue, existing, outcome)), 201);
+          }
         }
-      }
-      const computed = await newTransactionFields(
-        em,
-        {
-          accountId: scope.accountId,
-          livemode: scope.livemode,
-          amount: body.amount,
-          currency: body.currency,
-          type: body.type,
-          reference: body.reference ?? null,
-          metadata: body.metadata ?? {},
-          paymentMethod: body.payment_method ?? null,
-        },
-        account,
-      );
-      const fields = { ...computed, id };
+        const computed = await newTransactionFields(
+          em,
+          {
+            accountId: scope.accountId,
+            livemode: scope.livemode,
+            amount: body.amount,
+            currency: body.currency,
+            type: body.type,
+            reference: body.reference ?? null,
+            metadata: body.metadata ?? {},
+            paymentMethod: body.payment_method ?? null,
+            ...(customer ? { links: { customerId: customer.id } } : {}),
+          },
+          account,
+        );
+        const fields = { ...computed, id };
 
-      if (body.type === 'refund' && body.source_transaction) {
-        // A refund of a charge: reserved under a lock on the payment, refunded by the processor, then recorded (services/refunds.ts).
-        const reserved = await reserveRefund(em, fields, { sourceTransactionId: body.source_transaction, scope });
-        return c.json(serializeTransaction(await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), reserved.id)), 201);
-      }
+        if (body.type === 'refund' && body.source_transaction) {
+          // A refund of a charge: reserved under a lock on the payment, refunded by the processor, then recorded (services/refunds.ts).
+          const reserved = await reserveRefund(em, fields, { sourceTransactionId: body.source_transaction, scope });
+          return c.json(serializeTransaction(await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), reserved.id)), 201);
+        }
 
-      if (body.type !== 'payment') {
-        const transaction = await em.transactional((tx) => recordSucceededTransaction(tx, fields));
-        return c.json(serializeTransaction(transaction), 201);
-      }
+        if (body.type !== 'payment') {
+          const transaction = await em.transactional((tx) => recordSucceededTransaction(tx, fields));
+          return c.json(serializeTransaction(transaction), 201);
+        }
 
-      // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled:
-      // at once, or by a workflow when the processor answers pending (activities/payments.ts). If this process
-      // dies in between, the maintenance workflow finishes the job (activities/maintenance.ts).
-      const pending = await recordPendingPayment(em, fields);
-      const outcome = await processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
-      const result = await continuePayment(em, deps.temporal, deps.config.taskQueue, pending, outcome);
-      return c.json(serializeTransaction(result), 201);
+        // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled:
+        // at once, or by a workflow when the processor answers pending (activities/payments.ts). If this process
+        // dies in between, the maintenance workflow finishes the job (activities/maintenance.ts).
+        const pending = await recordPendingPayment(em, fields);
+        const outcome = await processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
+        const result = await continuePayment(em, deps.temporal, deps.config.taskQueue, pending, outcome);
+        return c.json(serializeTransaction(result), 201);
+      });
     })
     .openapi(listTransactions, async (c) => {
       const query = c.req.valid('query');
@@ -216,6 +232,10 @@ export function transactionsApp(deps: ApiDeps) {
       if (query.status) where.status = query.status;
       if (query.type) where.type = query.type;
       if (query.date_from || query.date_to) where.createdAt = { ...(query.date_from ? { $gte: query.date_from } : {}), ...(query.date_to ? { $lte: query.date_to } : {}) };
+      // Transactions of customers on test clocks only when asked for; those of no customer stay.
+      const onClocks = await clockFilter(orm.em.fork(), scope, query.test_clock);
+      if (onClocks && '$nin' in onClocks) where.$or = [{ customerId: null }, { customerId: onClocks }];
+      else if (onClocks) where.customerId = onClocks;
       const { page, hasMore } = await keysetPage(orm.em.fork(), Transaction, where, query, { rows: 'plain' });
       return c.json({ object: 'list' as const, data: page.map(serializeTransaction), has_more: hasMore }, 200);
     })

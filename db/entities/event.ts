@@ -13,6 +13,7 @@ export const Event = defineEntity({
   indexes: [
     { properties: ['accountId', 'livemode', 'id'] },
     { name: 'events_undispatched_index', properties: ['id'], where: 'dispatched_at is null' },
+    { name: 'events_clock_undispatched_index', properties: ['testClockId'], where: 'dispatched_at is null and test_clock_id is not null' },
   ],
   properties: {
     id: p.string().primary(),
@@ -22,6 +23,8 @@ export const Event = defineEntity({
     transactionId: p.string().nullable(),
     data: p.json<{ object: Record<string, unknown> }>(),
     createdAt: p.datetime(),
+    /** The test clock whose work recorded it (services/clock-context.ts), or null. */
+    testClockId: p.string().nullable(),
     dispatchedAt: p.datetime().nullable(),
   },
 });

@@ -15,6 +15,8 @@ export const PaymentRequest = defineEntity({
     id: p.string().primary(),
     accountId: p.string().index(),
     livemode: p.boolean(),
+    /** The test clock it lives on (sandbox), or null; lists leave clock objects out unless asked for. */
+    testClockId: p.string().nullable(),
     amount: p.bigint('number'),
     currency: p.string().length(3),
     status: p.string().$type<PaymentRequestStatus>().index(),
@@ -47,6 +49,8 @@ export const RecurringPaymentRequest = defineEntity({
     id: p.string().primary(),
     accountId: p.string().index(),
     livemode: p.boolean(),
+    /** The test clock it lives on (sandbox), or null; lists leave clock objects out unless asked for. */
+    testClockId: p.string().nullable(),
     amount: p.bigint('number'),
     currency: p.string().length(3),
     status: p.string().$type<RecurringStatus>().index(),

@@ -21,6 +21,7 @@ import { Migration20261123160000_payout_destinations } from './Migration20261123
 import { Migration20261123170000_test_clocks } from './Migration20261123170000_test_clocks.ts';
 import { Migration20261123180000_export_filters } from './Migration20261123180000_export_filters.ts';
 import { Migration20261123181000_processor_customers } from './Migration20261123181000_processor_customers.ts';
+import { Migration20261124100000_test_clock_links } from './Migration20261124100000_test_clock_links.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -46,5 +47,6 @@ export const migrations = [
   { name: 'Migration20261123170000_test_clocks', class: Migration20261123170000_test_clocks },
   { name: 'Migration20261123180000_export_filters', class: Migration20261123180000_export_filters },
   { name: 'Migration20261123181000_processor_customers', class: Migration20261123181000_processor_customers },
+  { name: 'Migration20261124100000_test_clock_links', class: Migration20261124100000_test_clock_links },
   { name: 'Migration20261124120000_account_logos', class: Migration20261124120000_account_logos },
 ];

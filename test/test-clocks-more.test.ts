@@ -1,0 +1,167 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestClock } from '../db/entities/index.ts';
+import { deleteExpiredTestClocks, testClockLifetimeMs } from '../services/test-clocks.ts';
+import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
+
+/**
+ * Test clocks, the parts test/test-clocks.test.ts does not drive: webhook retries on a
+ * clock, deletes_after, ... Only HTTP calls (and, for deletes_after, the maintenance step
+ * called directly with the wall clock 30 days on) to the API and a real webhook receiver; no Temporal time is
+ * skipped (the clocks move because they are advanced).
+ */
+describe('test clocks (webhooks, ...)', () => {
+  let engine: TestEngine;
+  let receiver: WebhookReceiver;
+  beforeAll(async () => {
+    engine = await startTestEngine();
+    receiver = await startWebhookReceiver();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await engine?.close();
+  });
+
+  async function tenant(name: string) {
+    const t = await engine.signUp({ name });
+    const headers = { ...t.headers, 'x-sandbox-mode': 'true' };
+    const call = (method: string, path: string, body?: unknown) => engine.call(method, path, body, headers);
+    const make = async (path: string, body: unknown) => {
+      const response = await call('POST', path, body);
+      expect(response.status, JSON.stringify(response.body)).toBe(201);
+      return response.body;
+    };
+    /** Advances and polls until ready; returns the clock. */
+    const advance = async (clockId: string, to: string) => {
+      const answer = await call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: to });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      const started = Date.now();
+      for (;;) {
+        const clock = (await call('GET', `/v1/test_clocks/${clockId}`)).body;
+        if (clock.status === 'ready') return clock;
+        expect(clock.status, JSON.stringify(clock)).toBe('advancing');
+        if (Date.now() - started > 30_000) throw new Error(`clock ${clockId} still advancing after 30 s`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    };
+    return { call, make, advance, accountId: t.accountId, liveHeaders: t.headers };
+  }
+
+  it('retries a failed webhook delivery on the clock\'s time, and the clock waits for the retries', async () => {
+    const { call, make, advance } = await tenant('Hooked on a clock');
+    // The receiver fails the first three deliveries of this path, then takes them.
+    let seen = 0;
+    receiver.respond = (r) => (r.path === '/clocked' ? (++seen <= 3 ? 500 : 200) : 200);
+    const endpoint = await make('/v1/webhooks', { url: receiver.url('/clocked'), events: ['invoice.paid'] });
+    const clock = await make('/v1/test_clocks', { frozen_time: '2033-05-01T00:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'hooked@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const plan = await make('/v1/plans', { name: 'Hooked', amount: 1500, currency: 'USD', interval: 'month' });
+    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    expect(sub).toMatchObject({ status: 'active', created_at: '2033-05-01T00:00:00.000Z' });
+
+    // The first attempt goes at once (at the clock's time) and fails; the retry waits for the clock, however long the wall clock runs.
+    await receiver.waitFor(1, (r) => r.path === '/clocked');
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(receiver.received.filter((r) => r.path === '/clocked')).toHaveLength(1);
+
+    // An hour on: attempts 2 (5 s later), 3 (1 min after that) and 4 (5 min after that, which succeeds), all before `ready`.
+    await advance(clock.id, '2033-05-01T01:00:00Z');
+    const got = receiver.received.filter((r) => r.path === '/clocked');
+    expect(got.map((r) => r.status)).toEqual([500, 500, 500, 200]);
+    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(1);
+    const deliveries = (await call('GET', `/v1/webhooks/${endpoint.id}/deliveries`)).body.data as { status: string; attempts: { attempt: number; attempted_at: string; status_code: number | null }[] }[];
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]!.status).toBe('succeeded');
+    expect(deliveries[0]!.attempts.map((a) => [a.attempt, a.attempted_at, a.status_code])).toEqual([
+      [1, '2033-05-01T00:00:00.000Z', 500],
+      [2, '2033-05-01T00:00:05.000Z', 500],
+      [3, '2033-05-01T00:01:05.000Z', 500],
+      [4, '2033-05-01T00:06:05.000Z', 200],
+    ]);
+    // Nothing more is due: the next advance sends nothing.
+    await advance(clock.id, '2033-05-02T00:00:00Z');
+    expect(receiver.received.filter((r) => r.path === '/clocked')).toHaveLength(4);
+  }, 60_000);
+
+  it('deletes a clock and everything on it once deletes_after has passed', async () => {
+    const { call, make } = await tenant('Expiring clocks');
+    const old = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z', name: 'old' });
+    const customer = await make('/v1/customers', { email: 'expiring@example.com', payment_method: 'pm_card_visa', test_clock: old.id });
+    const plan = await make('/v1/plans', { name: 'Expiring', amount: 700, currency: 'USD', interval: 'month' });
+    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    // The documented period: 30 days of wall time after the clock was made.
+    expect(Date.parse(old.deletes_after) - Date.parse(old.created_at)).toBe(testClockLifetimeMs);
+    expect(testClockLifetimeMs).toBe(30 * 86_400_000);
+    // A second clock, made later, whose deletes_after has not come yet when the first one's has.
+    const young = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z', name: 'young' });
+    await engine.db.orm.em.fork().nativeUpdate(TestClock, { id: young.id }, { deletesAfter: new Date(Date.parse(old.deletes_after) + 60_000) });
+
+    // A second before, it stays (clocks of the earlier tests here, made before it, go).
+    await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) - 1_000));
+    expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(200);
+    // Past it: the old clock goes with its customer, subscription (and its workflow); the young one stays.
+    expect(await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) + 1_000))).toBe(1);
+    expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(404);
+    expect((await call('GET', `/v1/customers/${customer.id}`)).status).toBe(404);
+    expect((await call('GET', `/v1/subscriptions/${sub.id}`)).status).toBe(404);
+    const described = await engine.env.client.workflow.getHandle(sub.id).describe().catch((error) => (error instanceof WorkflowNotFoundError ? null : Promise.reject(error)));
+    expect(described?.status.name).toBe('TERMINATED');
+    expect((await call('GET', `/v1/test_clocks/${young.id}`)).body).toMatchObject({ id: young.id, status: 'ready' });
+    const events = (await call('GET', '/v1/events?limit=100')).body.data as { type: string; data: { object: { id: string } } }[];
+    expect(events.some((e) => e.type === 'test_clock.deleted' && e.data.object.id === old.id)).toBe(true);
+  }, 30_000);
+
+  it('lists of payment requests and transactions leave clock objects out unless test_clock is given', async () => {
+    const { call, make, accountId, liveHeaders } = await tenant('Listed on a clock');
+    const clock = await make('/v1/test_clocks', { frozen_time: '2035-02-01T00:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'listed@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const plan = await make('/v1/plans', { name: 'Listed', amount: 1100, currency: 'USD', interval: 'month' });
+    await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    const onClock = await make('/api/v1/payment-requests', { type: 'one_time', amount: 800, currency: 'USD', customer_email: 'clocked-payer@example.com', test_clock: clock.id });
+    const offClock = await make('/api/v1/payment-requests', { type: 'one_time', amount: 900, currency: 'USD', customer_email: 'payer@example.com' });
+    const payment = await make('/v1/transactions', { account_id: accountId, amount: 2500, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa' });
+    const ids = async (path: string) => ((await call('GET', path)).body.data as { id: string }[]).map((x) => x.id);
+
+    expect(await ids('/v1/payments')).toEqual([offClock.id]);
+    expect(await ids(`/v1/payments?test_clock=${clock.id}`)).toEqual([onClock.id]);
+    const clockTransactions = await ids(`/v1/transactions?test_clock=${clock.id}`);
+    expect(clockTransactions.length).toBeGreaterThanOrEqual(1); // the subscription's first charge
+    const listed = await ids('/v1/transactions');
+    expect(listed).toContain(payment.id);
+    expect(listed.filter((id) => clockTransactions.includes(id))).toEqual([]);
+    // Live mode has no clocks: the filter finds nothing there.
+    const live = await engine.call('GET', `/v1/transactions?test_clock=${clock.id}`, undefined, liveHeaders);
+    expect(live.status).toBe(200);
+    expect(live.body.data).toEqual([]);
+  }, 30_000);
+
+  it('a payment made with POST /v1/transactions for a customer on a clock takes the clock\'s time', async () => {
+    const { call, make, advance, accountId } = await tenant('Paid on a clock');
+    const clock = await make('/v1/test_clocks', { frozen_time: '2036-07-01T12:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'payer-on-clock@example.com', test_clock: clock.id });
+    const balance = async () => {
+      const body = (await call('GET', '/v1/balance')).body;
+      const of = (list: { amount: number; currency: string }[]) => list.find((m) => m.currency === 'USD')?.amount ?? 0;
+      return { available: of(body.available), pending: of(body.pending) };
+    };
+    const payment = await make('/v1/transactions', { account_id: accountId, amount: 4200, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa', customer: customer.id });
+    expect(payment).toMatchObject({ status: 'succeeded', created_at: '2036-07-01T12:00:00.000Z' });
+    expect((await call('GET', `/v1/transactions?test_clock=${clock.id}`)).body.data.map((t: { id: string }) => t.id)).toEqual([payment.id]);
+    // Pending for two days of the clock, however long the wall clock runs.
+    expect(await balance()).toEqual({ available: 0, pending: 4200 });
+    await advance(clock.id, '2036-07-03T11:59:00Z');
+    expect(await balance()).toEqual({ available: 0, pending: 4200 });
+    await advance(clock.id, '2036-07-03T12:00:00Z');
+    expect(await balance()).toEqual({ available: 4200, pending: 0 });
+    // Bad input changes nothing: another account's customer, a customer on a non-payment.
+    const other = await engine.signUp({ name: 'Someone else' });
+    const theirs = (await engine.call('POST', '/v1/customers', { email: 'theirs@example.com' }, { ...other.headers, 'x-sandbox-mode': 'true' })).body;
+    const refused = await call('POST', '/v1/transactions', { account_id: accountId, amount: 100, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa', customer: theirs.id });
+    expect(refused.status).toBe(404);
+    expect(refused.body.error).toBe('not_found');
+    const credit = await call('POST', '/v1/transactions', { account_id: accountId, amount: 100, currency: 'USD', type: 'credit', customer: customer.id });
+    expect(credit.status).toBe(400);
+    expect(await balance()).toEqual({ available: 4200, pending: 0 });
+  }, 40_000);
+});
