@@ -9,15 +9,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApiServer, type RunningApi } from '../api/server.ts';
-import { createLogger } from '../logger.ts';
-import { freePort } from '../dev/processes.ts';
+import type { RunningApi } from '../api/server.ts';
+import { launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const screenshots = path.resolve('test-results');
 const sandbox = { 'x-sandbox-mode': 'true' };
 
@@ -32,23 +30,11 @@ describe('the dashboard in chromium', () => {
   const problems: string[] = [];
 
   beforeAll(async () => {
-    if (!fs.existsSync(executablePath)) {
-      throw new Error(`Chromium is not installed at ${executablePath}: apt-get install -y chromium, or set CHROMIUM_PATH.`);
-    }
     fs.mkdirSync(screenshots, { recursive: true });
     engine = await startTestEngine();
     receiver = await startWebhookReceiver();
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    api = await startApiServer(
-      { orm: engine.db.orm, temporal: engine.env.client, config: { ...engine.config, publicUrl: baseUrl }, logger: createLogger('silent') },
-      port,
-      '127.0.0.1',
-    );
-    browser = await chromium.launch({
-      executablePath,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    ({ api, baseUrl } = await servePublicApi(engine));
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
     page = await context.newPage();
     page.on('console', (message) => {

@@ -5,15 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApiServer, type RunningApi } from '../api/server.ts';
+import type { RunningApi } from '../api/server.ts';
 import { SandboxProcessorCharge } from '../db/entities/index.ts';
-import { createLogger } from '../logger.ts';
-import { freePort } from '../dev/processes.ts';
+import { launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
-const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const screenshots = path.resolve('test-results');
 
 describe('the pay page in chromium', () => {
@@ -23,25 +21,10 @@ describe('the pay page in chromium', () => {
   let baseUrl: string;
 
   beforeAll(async () => {
-    if (!fs.existsSync(executablePath)) {
-      throw new Error(
-        `Chromium is not installed at ${executablePath}. The browser test drives Debian's chromium with playwright-core and downloads no browser: ` +
-          'install it with `apt-get install -y chromium` (as root; .ci/run does this), or set CHROMIUM_PATH to a Chromium or Chrome binary.',
-      );
-    }
     fs.mkdirSync(screenshots, { recursive: true });
     engine = await startTestEngine();
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    api = await startApiServer(
-      { orm: engine.db.orm, temporal: engine.env.client, config: { ...engine.config, publicUrl: baseUrl }, logger: createLogger('silent') },
-      port,
-      '127.0.0.1',
-    );
-    browser = await chromium.launch({
-      executablePath,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    ({ api, baseUrl } = await servePublicApi(engine));
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
