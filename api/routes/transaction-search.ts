@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import {
   customerSearch,
   decodeSearchPage,
@@ -8,6 +9,7 @@ import {
   searchInvoices,
   searchTransactions,
   transactionSearch,
+  type SearchTable,
 } from '../../services/search.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -78,14 +80,19 @@ const customersRoute = searchRoute(
   CustomerSchema,
 );
 
+/** What every search handler starts with: the query parsed by the resource's field table, its page token read, the caller's scope. */
+async function searchRequest(c: Context, orm: ApiDeps['orm'], table: SearchTable, params: { query: string; limit: number; page?: string | undefined }) {
+  const parsed = parseForApi(params.query, table.schema);
+  const after = params.page === undefined ? undefined : decodeSearchPage(params.page, table);
+  const scope = await accountScope(c, orm);
+  return { scope, parsed, options: { limit: params.limit, after } };
+}
+
 export function transactionSearchApp(deps: ApiDeps) {
   const { orm } = deps;
   return newOpenApiApp().openapi(transactionsRoute, async (c) => {
-    const params = c.req.valid('query');
-    const parsed = parseForApi(params.query, transactionSearch.schema);
-    const after = params.page === undefined ? undefined : decodeSearchPage(params.page, transactionSearch);
-    const scope = await accountScope(c, orm);
-    const result = await searchTransactions(orm.em.fork(), scope, parsed, { limit: params.limit, after });
+    const { scope, parsed, options } = await searchRequest(c, orm, transactionSearch, c.req.valid('query'));
+    const result = await searchTransactions(orm.em.fork(), scope, parsed, options);
     return c.json({ object: 'search_result' as const, data: result.rows.map(serializeTransaction), has_more: result.hasMore, next_page: result.nextPage }, 200);
   });
 }
@@ -93,11 +100,8 @@ export function transactionSearchApp(deps: ApiDeps) {
 export function invoiceSearchApp(deps: ApiDeps) {
   const { orm, config } = deps;
   return newOpenApiApp().openapi(invoicesRoute, async (c) => {
-    const params = c.req.valid('query');
-    const parsed = parseForApi(params.query, invoiceSearch.schema);
-    const after = params.page === undefined ? undefined : decodeSearchPage(params.page, invoiceSearch);
-    const scope = await accountScope(c, orm);
-    const result = await searchInvoices(orm.em.fork(), scope, parsed, { limit: params.limit, after });
+    const { scope, parsed, options } = await searchRequest(c, orm, invoiceSearch, c.req.valid('query'));
+    const result = await searchInvoices(orm.em.fork(), scope, parsed, options);
     const data = result.rows.map((invoice) => serializeInvoice(invoice, invoicePdfUrl(config, invoice.id)));
     return c.json({ object: 'search_result' as const, data, has_more: result.hasMore, next_page: result.nextPage }, 200);
   });
@@ -106,11 +110,8 @@ export function invoiceSearchApp(deps: ApiDeps) {
 export function customerSearchApp(deps: ApiDeps) {
   const { orm } = deps;
   return newOpenApiApp().openapi(customersRoute, async (c) => {
-    const params = c.req.valid('query');
-    const parsed = parseForApi(params.query, customerSearch.schema);
-    const after = params.page === undefined ? undefined : decodeSearchPage(params.page, customerSearch);
-    const scope = await accountScope(c, orm);
-    const result = await searchCustomers(orm.em.fork(), scope, parsed, { limit: params.limit, after });
+    const { scope, parsed, options } = await searchRequest(c, orm, customerSearch, c.req.valid('query'));
+    const result = await searchCustomers(orm.em.fork(), scope, parsed, options);
     return c.json({ object: 'search_result' as const, data: result.rows.map(serializeCustomer), has_more: result.hasMore, next_page: result.nextPage }, 200);
   });
 }
