@@ -579,7 +579,8 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   const statusAtT = await worker.status();
 
   // Poll every 200 ms until all N are done.
-  const doneQuery = target === 'engine' ? `ExecutionStatus = 'ContinuedAsNew'` : `ExecutionStatus = 'Completed'`;
+  // Engine: the renewal's workflow task completed (it upserts the status `active`, in the same run since renew-in-place).
+  const doneQuery = target === 'engine' ? `SubscriptionStatus = 'active'` : `ExecutionStatus = 'Completed'`;
   const visibilityQuery = `TaskQueue = '${taskQueue}' AND ${doneQuery}`;
   const countDone = async () =>
     target === 'engine'
@@ -618,7 +619,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     }
     if (Date.now() - lastSaid >= 2000 || (doneAt !== undefined && closedAt !== undefined)) {
       lastSaid = Date.now();
-      const what = target === 'engine' ? `${done}/${n} renewed, ${closed}/${n} continued as new` : `${done}/${n} completed`;
+      const what = target === 'engine' ? `${done}/${n} renewed, ${closed}/${n} active in Temporal` : `${done}/${n} completed`;
       const b = busy.at(-1)!;
       say(
         `${label}: ${what} (${((Date.now() - at.getTime()) / 1000).toFixed(1)} s after T; worker: ${b.inFlightWorkflowActivations} workflow tasks, ` +
@@ -756,7 +757,7 @@ async function checkEngineMoney(orm: MikroORM, accountId: string, n: number): Pr
 
 const describeRound = (r: RoundResult) =>
   `${r.n} in ${r.wallSeconds.toFixed(1)} s after T (${rate(r.perSecond)}/s; first ${r.firstSeconds.toFixed(1)} s, half ${r.medianSeconds.toFixed(1)} s` +
-  `${r.closedSeconds === null ? '' : `, all continued as new ${r.closedSeconds.toFixed(1)} s`}); worker RSS ${Math.round(r.memory.rssAtT)} MB at T, ` +
+  `${r.closedSeconds === null ? '' : `, all active in Temporal's visibility ${r.closedSeconds.toFixed(1)} s`}); worker RSS ${Math.round(r.memory.rssAtT)} MB at T, ` +
   `peak ${Math.round(r.memory.peakRss)} MB, heap peak ${Math.round(r.memory.peakHeap)} MB; CPU s worker ${r.cpu.worker.toFixed(1)}, ` +
   `server ${r.cpu.server.toFixed(1)}, postgres ${r.cpu.postgres.toFixed(1)}, bench ${r.cpu.bench.toFixed(1)}, others ${r.cpu.others.toFixed(1)}`;
 

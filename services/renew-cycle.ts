@@ -14,11 +14,18 @@
  * - the receipt: one email per invoice (dedupe key);
  * - the projection: versioned, a retry with the same version writes nothing.
  *
+ * The paid money's availability: with `ownFunds` (patch `funds-in-subscription`) the
+ * subscription workflow itself waits for its available_on, so no workflow is started per
+ * payment; this call marks the pending balance transactions as owned by a workflow (the
+ * maintenance reconciler leaves them alone) and returns them. Without it, a
+ * fundsAvailabilityWorkflow is started for them, as before.
+ *
  * A declined charge (or one that cannot be made) writes no projection: the workflow takes
  * it from there on the path it always had (dunning, or a trial that expires), with the
  * invoice and outcome this call returns.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { currentTime } from './clock-context.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
 import type { WorkflowStarter } from './balances.ts';
@@ -38,10 +45,22 @@ export interface RenewCycleInput {
   paid: SubscriptionSnapshot;
   /** The same when the invoice costs nothing (a credit covered it): no charge, and no receipt. */
   free: SubscriptionSnapshot;
+  /** The workflow waits for the paid money's available_on itself (returned as `funds`) instead of a workflow started for it. */
+  ownFunds?: boolean;
+}
+
+/**
+ * A payment's money still pending: the balance transactions that become available
+ * `availableAfterMs` from now. Relative, as for fundsAvailabilityWorkflow: the workflow
+ * adds it to its own time (a test server's skipped time, or a test clock's).
+ */
+export interface PendingFunds {
+  balanceTransactionIds: string[];
+  availableAfterMs: number;
 }
 
 export type RenewCycleResult =
-  | { status: 'paid'; invoice: OpenedInvoice; snapshot: SubscriptionSnapshot }
+  | { status: 'paid'; invoice: OpenedInvoice; snapshot: SubscriptionSnapshot; funds?: PendingFunds[] }
   /** Not paid: nothing projected; the workflow decides what follows (dunning, or the trial expires). */
   | { status: 'unpaid'; invoice: OpenedInvoice; outcome: Extract<ChargeOutcome, { status: 'failed' }> };
 
@@ -66,13 +85,35 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
     deps.processors,
     { ...input.charge, invoiceId: invoice.invoiceId, attempt: 1, amount: invoice.amountDue, description: `Invoice ${invoice.number}` },
     deps.links,
-    deps.starter,
+    input.ownFunds ? undefined : deps.starter,
   );
   if (outcome.status !== 'succeeded') return { status: 'unpaid', invoice, outcome };
   await settleInvoice(em(), deps.links, invoice.invoiceId, outcome, input.paidAt);
   const snapshot = { ...input.paid, latestInvoiceId: invoice.invoiceId };
   await projectSubscription(em(), snapshot);
+  const funds = input.ownFunds && outcome.transactionId ? await claimPendingFunds(em(), outcome.transactionId) : undefined;
   // The receipt goes last: the money and the projection are recorded even when the mail server is down (a retry sends it once).
   await sendInvoiceReceipt(em(), deps.notify, invoice.invoiceId);
-  return { status: 'paid', invoice, snapshot };
+  return { status: 'paid', invoice, snapshot, ...(funds ? { funds } : {}) };
+}
+
+/**
+ * The pending balance transactions of a payment, marked as owned by a workflow
+ * (`workflow_confirmed_at`: the maintenance reconciler starts no availability workflow
+ * for them), grouped by available_on. One statement; a retry finds them again.
+ */
+async function claimPendingFunds(em: EntityManager, transactionId: string): Promise<PendingFunds[]> {
+  const rows = await em
+    .getConnection()
+    .execute<{ id: string; available_on: Date }[]>(
+      `update balance_transactions set workflow_confirmed_at = coalesce(workflow_confirmed_at, now()) where source = ? and status = 'pending' returning id, available_on`,
+      [transactionId],
+    );
+  const now = currentTime().getTime();
+  const byDelay = new Map<number, string[]>();
+  for (const row of rows) {
+    const afterMs = Math.max(0, new Date(row.available_on).getTime() - now);
+    byDelay.set(afterMs, [...(byDelay.get(afterMs) ?? []), row.id]);
+  }
+  return [...byDelay].map(([availableAfterMs, balanceTransactionIds]) => ({ availableAfterMs, balanceTransactionIds: balanceTransactionIds.sort() }));
 }

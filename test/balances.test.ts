@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerEntry } from '../db/entities/index.ts';
+import { BalanceTransaction, LedgerEntry } from '../db/entities/index.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants, expectOnePaymentPerPaidInvoice } from './helpers/ledger.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -10,7 +10,7 @@ const day = 86_400_000;
 /**
  * Subscription charges as payment transactions and the pending → available
  * balance, end to end in skipped time: the subscription workflow charges, the
- * fundsAvailabilityWorkflow makes the money available two days later.
+ * subscription workflow makes the money available two days later (its own timer).
  */
 describe('subscription payments on the balance, in skipped time', () => {
   let engine: TestEngine;
@@ -88,7 +88,9 @@ describe('subscription payments on the balance, in skipped time', () => {
     await engine.env.sleep(day + minute);
     // (Polled, not awaited through the workflow's result: awaiting a result lets the test server skip on to the renewal.)
     expect(await eventually(() => balance(tenant), (b) => b.available === 4000)).toEqual({ available: 4000, pending: 0 });
-    expect((await engine.env.client.workflow.getHandle(btxn.id).describe()).status.name).toBe('COMPLETED');
+    // The subscription's own timer made it available (funds-in-subscription): no workflow was started for the payment.
+    await expect(engine.env.client.workflow.getHandle(btxn.id).describe()).rejects.toThrow(/not found/i);
+    expect(await em().count(BalanceTransaction, { id: btxn.id, workflowConfirmedAt: { $ne: null } })).toBe(1);
     expect((await call(tenant, 'GET', `/v1/balance_transactions/${btxn.id}`)).body.status).toBe('available');
 
     const over = await call(tenant, 'POST', '/v1/transactions', { account_id: tenant.accountId, amount: 4001, currency: 'USD', type: 'refund', source_transaction: payment.id });
@@ -134,6 +136,21 @@ describe('subscription payments on the balance, in skipped time', () => {
     // The first payment became available meanwhile (two days after it); the decline moved nothing.
     expect(await balance(tenant)).toEqual({ available: 4900, pending: 0 });
     expect(await expectOnePaymentPerPaidInvoice(em(), { subscriptionId: sub.id })).toBe(1);
+    await expectLedgerInvariants(em(), tenant.accountId);
+  });
+  it('a subscription canceled while its payment is pending still makes the money available on time, then its workflow ends', async () => {
+    const tenant = await engine.signUp();
+    const { sub } = await subscribe(tenant, 'pm_card_visa', 0);
+    expect(await balance(tenant)).toEqual({ available: 0, pending: 4900 });
+    expect((await call(tenant, 'POST', `/v1/subscriptions/${sub.id}/cancel`, {})).body.status).toBe('canceled');
+    const handle = engine.env.client.workflow.getHandle(sub.id);
+    // Canceled, and still running: it holds the money's timer.
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    await engine.env.sleep(day);
+    expect(await balance(tenant)).toEqual({ available: 0, pending: 4900 });
+    await engine.env.sleep(day + minute);
+    expect(await eventually(() => balance(tenant), (b) => b.available === 4900)).toEqual({ available: 4900, pending: 0 });
+    expect((await eventually(() => handle.describe(), (d) => d.status.name === 'COMPLETED')).status.name).toBe('COMPLETED');
     await expectLedgerInvariants(em(), tenant.accountId);
   });
 });

@@ -2,7 +2,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities/index.ts';
-import { Account, Charge, Customer, Event, Invoice, SandboxProcessorCharge, SentEmail, Subscription, Transaction } from '../db/entities/index.ts';
+import { Account, BalanceTransaction, Charge, Customer, Event, Invoice, SandboxProcessorCharge, SentEmail, Subscription, Transaction } from '../db/entities/index.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { initialSnapshot, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { RenewCycleInput, RenewCycleResult } from '../services/renew-cycle.ts';
@@ -134,6 +134,22 @@ describe('renewCycle activity', () => {
     await smtp.waitFor(before + 1);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(smtp.messages.length).toBe(before + 1);
+  });
+
+  it('ownFunds: the paid money is handed to the workflow (pending, two days) and marked owned, so no availability workflow is needed; a retry answers the same', async () => {
+    const first = await renew({ ...input('sub_r5', 'cus_r_visa'), ownFunds: true });
+    if (first.status !== 'paid') throw new Error('not paid');
+    expect(first.funds).toHaveLength(1);
+    const [funds] = first.funds!;
+    expect(funds!.availableAfterMs).toBeGreaterThan(2 * 86_400_000 - 60_000);
+    expect(funds!.availableAfterMs).toBeLessThanOrEqual(2 * 86_400_000);
+    const em = db.orm.em.fork();
+    const payment = await em.findOneOrFail(Transaction, { accountId, type: 'payment', subscriptionId: 'sub_r5' });
+    const pending = await em.find(BalanceTransaction, { source: payment.id });
+    expect(pending.map((b) => ({ id: b.id, status: b.status, owned: b.workflowConfirmedAt !== null }))).toEqual([{ id: funds!.balanceTransactionIds[0], status: 'pending', owned: true }]);
+    const again = await renew({ ...input('sub_r5', 'cus_r_visa'), ownFunds: true });
+    expect(again.status === 'paid' && again.funds!.map((f) => f.balanceTransactionIds)).toEqual([funds!.balanceTransactionIds]);
+    expect(await written('sub_r5')).toMatchObject({ charges: 1, payments: 1, receipts: 1 });
   });
 
   it('declined: the invoice stays open, nothing is projected, and the workflow gets the outcome; a retry answers the same', async () => {

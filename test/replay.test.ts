@@ -29,19 +29,18 @@ describe('workflow histories', () => {
     });
     afterAll(() => engine?.close());
 
-    it('records a subscription: trial run, then a renewal run', async () => {
+    it('records a subscription: the trial, its first charge, the money made available and a renewal, in one run', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine);
       const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, trial_period_days: 30 });
       const id: string = created.body.id;
       const firstRun = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(31 * day);
       await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 0 && s.status === 'active');
-      const secondRun = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(31 * day);
       await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
-      record(id, firstRun, 'subscription-trial-to-first-charge');
-      record(id, secondRun, 'subscription-renewal');
-      expect(secondRun).not.toBe(firstRun);
+      // Renew in place: still the first run.
+      expect((await engine.env.client.workflow.getHandle(id).describe()).runId).toBe(firstRun);
+      record(id, firstRun, 'subscription-trial-to-renewals-in-place');
     });
 
     it('records a run with an upgrade, a downgrade, a pause and a resume', async () => {
@@ -111,14 +110,21 @@ describe('workflow histories', () => {
       'payout-states-paid.json',
       // Recorded before a due billing cycle ran as one local activity (commit abec835): replay the four activities through patched('renew-cycle').
       'subscription-dunning-to-cancel-before-renew-cycle.json',
+      // Recorded before a run renewed in place and owned its money's availability (commit 50c42bb): they continue as new after each
+      // billing date and start a funds-availability workflow per payment, through patched('renew-in-place') and patched('funds-in-subscription').
+      'subscription-dunning-to-cancel-before-renew-in-place.json',
       'subscription-dunning-to-cancel.json',
       'subscription-plan-changes-and-pause-before-renew-cycle.json',
+      'subscription-plan-changes-and-pause-before-renew-in-place.json',
       'subscription-plan-changes-and-pause.json',
       'subscription-renewal-before-renew-cycle.json',
-      'subscription-renewal.json',
+      'subscription-renewal-before-renew-in-place.json',
       'subscription-trial-to-first-charge-before-renew-cycle.json',
-      'subscription-trial-to-first-charge.json',
+      'subscription-trial-to-first-charge-before-renew-in-place.json',
+      // The current code: the trial, its first charge, the money made available and a renewal, all in one run.
+      'subscription-trial-to-renewals-in-place.json',
       // Recorded with patched('undo-cancel-at-period-end'): the cancel at period end taken back, then the renewal.
+      'subscription-undo-cancel-at-period-end-before-renew-in-place.json',
       'subscription-undo-cancel-at-period-end.json',
     ]);
     const replay = histories('replay', ...files());
@@ -129,6 +135,6 @@ describe('workflow histories', () => {
   it('fail against workflow code changed incompatibly without a patch', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(9);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(13);
   });
 });

@@ -202,20 +202,45 @@ describe('subscriptionWorkflow with fake activities', () => {
     return { type: (cause as ApplicationFailure).type ?? undefined, message: (cause as ApplicationFailure).message };
   }
 
-  it('a due cycle runs as one local activity (renew-cycle) and the next run starts with the new status as its search attribute', async () => {
+  it('a due cycle runs as one local activity (renew-cycle) in the same run (renew-in-place), which upserts the new status', async () => {
     const { id, handle } = await subscribe({ trialDays: 3 });
     const firstRun = (await handle.describe()).runId;
     await env.sleep(3 * day + minute);
     await until(id, (s) => s.status === 'active' && s.billingCycle === 0);
-    const next = await eventually(() => handle.describe(), (d) => d.runId !== firstRun);
-    // No upsert in the first run for trialing -> active: the status travels with the continue-as-new.
-    expect(next.typedSearchAttributes.get(SubscriptionStatusKey)).toBe('active');
+    const described = await eventually(() => handle.describe(), (d) => d.typedSearchAttributes.get(SubscriptionStatusKey) === 'active');
+    // No new run: the renewal was one workflow task (timer fired, renewCycle, the next timer).
+    expect(described.runId).toBe(firstRun);
     const events = (await env.client.workflow.getHandle(id, firstRun).fetchHistory()).events ?? [];
-    // The only activity task of the run is the trial's projection; the cycle is a local activity (a marker) and a patch marker.
+    // The only activity task of the run is the trial's projection; the cycle is a local activity (a marker) and three patch markers.
     expect(events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [])).toEqual(['projectSubscription']);
-    expect(events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []).sort()).toEqual(['core_local_activity', 'core_patch']);
-    expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    expect(events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []).sort()).toEqual(['core_local_activity', 'core_patch', 'core_patch', 'core_patch']);
+    expect(events.some((e) => e.workflowExecutionContinuedAsNewEventAttributes)).toBe(false);
+    const fired = events.findIndex((e) => e.timerFiredEventAttributes);
+    const statusUpsert = (e: (typeof events)[number]) => Boolean(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.[SubscriptionStatusKey.name]);
+    const afterFire = events.slice(fired).filter((e) => e.workflowTaskCompletedEventAttributes || e.timerStartedEventAttributes || statusUpsert(e));
+    // One workflow task after the trial-end timer: it completes with the status upsert and the next renewal's timer (the patches' own upserts aside).
+    expect(afterFire.map((e) => (e.workflowTaskCompletedEventAttributes ? 'completed' : e.timerStartedEventAttributes ? 'timer' : 'upsert'))).toEqual(['completed', 'upsert', 'timer']);
     expect(fake(id).calls).toEqual([`openInvoice ${id}:cycle:0`, `charge ${id}:cycle:0:attempt:1`, expect.stringMatching(/^settleInvoice inv_1_.* succeeded$/)]);
+  });
+
+  it('continues as new after twelve billing dates in one run, carrying the state', async () => {
+    const { id, handle } = await subscribe({ trialDays: 0 });
+    const firstRun = (await handle.describe()).runId;
+    // Cycle 0 was charged at creation; cycles 1 to 12 are twelve billing dates of the first run.
+    for (let month = 1; month <= 12; month++) {
+      await env.sleep(31 * day);
+      await until(id, (s) => s.billingCycle >= month);
+    }
+    const next = await eventually(() => handle.describe(), (d) => d.runId !== firstRun);
+    const events = (await env.client.workflow.getHandle(id, firstRun).fetchHistory()).events ?? [];
+    expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    // The first charge at creation, then the twelve renewals.
+    expect(events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(13);
+    expect(next.status.name).toBe('RUNNING');
+    expect(await handle.query(subscriptionQuery)).toMatchObject({ status: 'active', billingCycle: 12 });
+    await env.sleep(31 * day);
+    await until(id, (s) => s.billingCycle === 13);
+    expect(fake(id).charges.map((c) => c.idempotencyKey)).toEqual(Array.from({ length: 14 }, (_, cycle) => `${id}:cycle:${cycle}:attempt:1`));
   });
 
   it('charges the first period when the trial ends', async () => {

@@ -9,8 +9,12 @@
  * the current state (ApplicationFailure type `invalid_state`) before anything is
  * written to history.
  *
- * Each run ends after a renewal or when Temporal suggests it and continues as
- * new, so the history of a subscription that lives for ten years stays small.
+ * A run renews in place (patch `renew-in-place`): after a billing date it goes on
+ * waiting in the same run, and continues as new only after `renewalsPerRun` billing
+ * dates, past `maxRunHistory` events, or when Temporal suggests it, so the history of
+ * a subscription that lives for ten years stays small while a renewal costs one
+ * workflow task instead of two and no new run (docs/scaling.md). Histories recorded
+ * before it continued as new after every billing date, and still replay that way.
  *
  * The decisions (which message is allowed, what to wait for next, what each
  * invoice holds, what follows a failed charge) are pure functions in
@@ -76,6 +80,14 @@ export interface SubscriptionWorkflowInput {
   pendingPlan?: PlanTerms | null;
   /** The test clock the customer lives on (sandbox): its time is this subscription's time. */
   testClock?: ClockBinding;
+  /** Money this subscription collected that is still pending: made available at its available_on by this workflow (funds-in-subscription). */
+  pendingFunds?: DueFunds[];
+}
+
+/** Balance transactions of a paid cycle that become available at `at` (ISO, this workflow's time). */
+export interface DueFunds {
+  balanceTransactionIds: string[];
+  at: string;
 }
 
 export interface CancelRequest {
@@ -120,6 +132,23 @@ const localActivities = proxyLocalActivities<Activities>(activityOptions);
  */
 export const renewCyclePatch = 'renew-cycle';
 
+/**
+ * After a billing date the run goes on instead of continuing as new at once: a new run
+ * (a workflow start and its first workflow task) cost as much as the renewal itself.
+ * Histories recorded before this patch continue as new after every billing date.
+ */
+export const renewInPlacePatch = 'renew-in-place';
+/** Billing dates one run handles before it continues as new (monthly: about a year); a replay of an evicted run stays short. */
+export const renewalsPerRun = 12;
+/** Events past which a run continues as new at its next quiet moment, whatever it did (long dunning, many messages). */
+export const maxRunHistory = 1000;
+/**
+ * The money a renewal collects becomes available at its available_on by this workflow's own
+ * timer (a local activity then), instead of a fundsAvailabilityWorkflow started for each
+ * payment: a workflow start and its first task per renewal, as much as the renewal itself.
+ */
+export const fundsInSubscriptionPatch = 'funds-in-subscription';
+
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
 interface Queued {
@@ -134,10 +163,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   let plan = input.plan;
   let pendingPlan = input.pendingPlan ?? null;
   let subscription = input.snapshot;
+  /** Pending money of paid cycles, earliest first (only ever filled under funds-in-subscription). */
+  let pendingFunds: DueFunds[] = input.pendingFunds ?? [];
   let created = subscription.version > 0;
   const queue: Queued[] = [];
-  /** Set after a billing date (trial end or renewal): this run's work is done, carry the state into a new one. */
-  let renewed = false;
+  /** Billing dates (trial end or renewal) this run has handled; each used to end the run (before renew-in-place). */
+  let billingDates = 0;
   const state = (): SubscriptionState => ({ subscription, plan, pendingPlan });
   /** Workflow time, or the test clock's (workflows/clock-sleep.ts). */
   const clock = workflowClock(input.testClock);
@@ -233,16 +264,23 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     if (patched(renewCyclePatch)) {
       // One local activity; each of its steps is idempotent, so a retry never doubles money (services/renew-cycle.ts).
       const unset = { ...cycleFields, latestInvoiceId: null };
+      // Asked here, with renew-cycle's, so a run records both patches in the same workflow task (runIsLong asks again).
+      const inPlace = patched(renewInPlacePatch);
+      const ownFunds = inPlace && patched(fundsInSubscriptionPatch);
       const result = await localActivities.renewCycle({
         invoice: invoiceInput,
         charge: { idempotencyKey: `${key}:attempt:1`, ...customer(), currency: plan.currency },
         paidAt: iso(clock.now()),
         paid: recorded({ status: 'active', ...unset, dunning: null }),
         free: recorded({ status: 'active', ...unset }),
+        ...(ownFunds ? { ownFunds } : {}),
       });
       if (result.status === 'paid') {
         if (result.snapshot.status !== subscription.status) searchStatusStale = true;
         subscription = result.snapshot;
+        const now = clock.now().getTime();
+        const due = (result.funds ?? []).map((f) => ({ balanceTransactionIds: f.balanceTransactionIds, at: iso(new Date(now + f.availableAfterMs)) }));
+        if (due.length > 0) pendingFunds = [...pendingFunds, ...due].sort((a, b) => a.at.localeCompare(b.at));
         return;
       }
       invoice = result.invoice;
@@ -460,7 +498,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return endNow('requested');
       case 'endTrial':
         await beginBilling(new Date(action.billingFrom));
-        renewed = true;
+        billingDates++;
         return;
       case 'renew':
         if (pendingPlan) {
@@ -468,7 +506,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
           pendingPlan = null;
         }
         await bill(action.cycle);
-        renewed = true;
+        billingDates++;
         return;
       case 'retryPayment':
         return retryPayment(true);
@@ -479,7 +517,31 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     }
   }
 
+  // ---- Pending money --------------------------------------------------------
+
+  /** When the earliest pending money becomes available, if any. */
+  const fundsDue = (): Date | null => (pendingFunds.length > 0 ? new Date(pendingFunds[0]!.at) : null);
+
+  /** Makes the money due by now available (a local activity per balance transaction; each moves it once). */
+  async function releaseDueFunds(): Promise<void> {
+    const now = clock.now().getTime();
+    while (pendingFunds.length > 0 && Date.parse(pendingFunds[0]!.at) <= now) {
+      for (const id of pendingFunds[0]!.balanceTransactionIds) await localActivities.makeFundsAvailable(id);
+      pendingFunds = pendingFunds.slice(1);
+    }
+  }
+
   // ---- The life -----------------------------------------------------------
+
+  /** Time to carry the state into a new run: after each billing date before renew-in-place; now after many, or a long history. */
+  function runIsLong(): boolean {
+    const info = workflowInfo();
+    if (info.continueAsNewSuggested) return true;
+    if (billingDates === 0 && info.historyLength <= maxRunHistory) return false;
+    // A run recorded before renew-in-place decides as it did then: after every billing date.
+    if (!patched(renewInPlacePatch)) return billingDates > 0;
+    return billingDates >= renewalsPerRun || info.historyLength > maxRunHistory;
+  }
 
   /** From creation to the end (or to continue-as-new, which throws out of it). */
   async function live(): Promise<void> {
@@ -503,8 +565,16 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       }
       const wake = nextWake(state());
       setCurrentDetails(waitingDetails(wake, subscription));
+      const funds = fundsDue();
       let woken: boolean;
-      if (!wake) {
+      if (funds && (!wake || funds.getTime() < Date.parse(wake.at))) {
+        // Collected money comes due before the next billing event (funds-in-subscription).
+        woken = await clock.sleepUntil(funds, () => queue.length > 0, { summary: 'Until the collected money is available' });
+        if (!woken) {
+          await releaseDueFunds();
+          continue;
+        }
+      } else if (!wake) {
         await clock.sleepUntil(null, () => queue.length > 0);
         woken = true;
       } else {
@@ -517,11 +587,17 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       } else {
         await run(wake!.action);
       }
-      if ((renewed || workflowInfo().continueAsNewSuggested) && !isEnded(subscription)) {
+      if (runIsLong() && !isEnded(subscription)) {
         // Let accepted messages finish first; one that arrives meanwhile is applied in this run.
         await condition(() => queue.length > 0 || allHandlersFinished());
         if (queue.length === 0) {
-          const args = { snapshot: subscription, plan, pendingPlan, ...(input.testClock ? { testClock: clock.binding() } : {}) };
+          const args = {
+            snapshot: subscription,
+            plan,
+            pendingPlan,
+            ...(input.testClock ? { testClock: clock.binding() } : {}),
+            ...(pendingFunds.length > 0 ? { pendingFunds } : {}),
+          };
           if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.
           const typedSearchAttributes = workflowInfo().typedSearchAttributes.updateCopy([{ key: SubscriptionStatusKey, value: subscription.status }]);
@@ -540,6 +616,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       done(await apply(command));
     }
     await condition(allHandlersFinished);
+    // The money already collected still becomes available on time, after the end too.
+    for (let funds = fundsDue(); funds; funds = fundsDue()) {
+      setCurrentDetails(`${ended}. The money collected becomes available at ${funds.toISOString()}.`);
+      await clock.sleepUntil(funds, () => false, { summary: 'Until the collected money is available' });
+      await releaseDueFunds();
+    }
     await clock.finished();
     return subscription;
   }
