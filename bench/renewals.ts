@@ -234,6 +234,8 @@ class WorkerProcess {
   constructor(options: WorkerProcessOptions) {
     this.child = fork(fileURLToPath(new URL('./renewals-worker.ts', import.meta.url)), [JSON.stringify(options)], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // BENCH_WORKER_PROFILE=<folder>: a V8 CPU profile of each worker process (where its CPU per renewal goes).
+      ...(process.env.BENCH_WORKER_PROFILE ? { execArgv: [...process.execArgv, '--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROFILE] } : {}),
     });
     this.child.on('message', (message: FromWorker) => {
       if (message.type === 'failed') this.#failure = message.error;

@@ -48,7 +48,28 @@ export type ChargeOutcome =
  * invoice, and the failed transaction's id) once, in that same transaction.
  * After the commit, `starter` starts the availability workflow of the money.
  */
-export async function chargeCustomer(em: EntityManager, processors: Processors, input: ChargeInput, links: InvoiceLinks, starter?: WorkflowStarter): Promise<ChargeOutcome> {
+/**
+ * What a caller that has them already can pass chargeCustomer, to spare it the reads
+ * (renewCycle: services/renew-cycle.ts), and what it runs inside the charge's database
+ * transaction when the charge succeeded and was recorded by this call.
+ */
+export interface ChargeContext {
+  account?: Pick<Account, 'status' | 'createdAt'>;
+  customer?: Customer | null;
+  /** The invoice's subscription (null: none); unset, it is read from the invoice. */
+  subscriptionId?: string | null;
+  /** Runs in the charge's database transaction, after the payment is recorded: what must commit with it. */
+  onRecorded?: (tx: EntityManager, paid: { chargeId: string; transactionId: string }) => Promise<void>;
+}
+
+export async function chargeCustomer(
+  em: EntityManager,
+  processors: Processors,
+  input: ChargeInput,
+  links: InvoiceLinks,
+  starter?: WorkflowStarter,
+  context: ChargeContext = {},
+): Promise<ChargeOutcome> {
   const processor = processors.forMode(input.livemode);
   const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) {
@@ -58,14 +79,14 @@ export async function chargeCustomer(em: EntityManager, processors: Processors, 
   }
 
   // A closed account is charged no more (a subscription may still be winding down): refused, with no processor call.
-  const account = await em.findOne(Account, { id: input.accountId }, { fields: ['status'] });
+  const account = context.account ?? (await em.findOne(Account, { id: input.accountId }, { fields: ['status'] }));
   if (account?.status === 'closed') {
     await em.transactional(async (tx) => {
       if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt)) await recordInvoicePaymentFailed(tx, links, input.invoiceId);
     });
     return { status: 'failed', chargeId: null, failureCode: 'account_closed', failureMessage: 'The account is closed.' };
   }
-  const customer = await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
+  const customer = context.customer !== undefined ? context.customer : await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
   if (!customer?.paymentMethod) {
     // No charge row is written, so the attempt count tells a first call from a retry: only the first records the failure's events.
     await em.transactional(async (tx) => {
@@ -90,11 +111,13 @@ export async function chargeCustomer(em: EntityManager, processors: Processors, 
     answer.status === 'pending'
       ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later and cannot pay subscriptions.' }
       : answer;
+  const chargeId = newId('charge');
+  let recorded: ChargeOutcome | undefined;
   await em.transactional(async (tx) => {
     const inserted = await tx
       .createQueryBuilder(Charge)
       .insert({
-        id: newId('charge'),
+        id: chargeId,
         idempotencyKey: input.idempotencyKey,
         accountId: input.accountId,
         customerId: input.customerId,
@@ -112,7 +135,8 @@ export async function chargeCustomer(em: EntityManager, processors: Processors, 
       .execute('run');
     // The charge row, its transaction and the events of a decline commit together; a racing second insert records none of them.
     if (inserted.affectedRows === 0) return;
-    const invoice = await tx.findOne(Invoice, { id: input.invoiceId });
+    const subscriptionId = context.subscriptionId !== undefined ? context.subscriptionId : ((await tx.findOne(Invoice, { id: input.invoiceId }))?.subscriptionId ?? null);
+    const owner = context.account?.createdAt ? context.account : undefined;
     const fields = await newTransactionFields(tx, {
       accountId: input.accountId,
       livemode: input.livemode,
@@ -122,18 +146,25 @@ export async function chargeCustomer(em: EntityManager, processors: Processors, 
       reference: input.description.slice(0, 500),
       metadata: {},
       paymentMethod,
-      links: { invoiceId: input.invoiceId, subscriptionId: invoice?.subscriptionId ?? null, customerId: input.customerId, processorChargeId: answer.processorChargeId },
-    });
+      links: { invoiceId: input.invoiceId, subscriptionId, customerId: input.customerId, processorChargeId: answer.processorChargeId },
+    }, owner);
     const transaction =
       result.status === 'succeeded'
         ? await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processor.name, input.livemode), paymentEvents: false })
         : await recordFailedPayment(tx, fields, result, { paymentEvents: false });
     await tx.nativeUpdate(Charge, { idempotencyKey: input.idempotencyKey }, { transactionId: transaction.id });
-    if (result.status === 'failed') await recordInvoicePaymentFailed(tx, links, input.invoiceId, transaction.id);
+    if (result.status === 'failed') {
+      await recordInvoicePaymentFailed(tx, links, input.invoiceId, transaction.id);
+      recorded = { status: 'failed', chargeId, transactionId: transaction.id, failureCode: result.failureCode, failureMessage: result.failureMessage };
+    } else {
+      await context.onRecorded?.(tx, { chargeId, transactionId: transaction.id });
+      recorded = { status: 'succeeded', chargeId, transactionId: transaction.id };
+    }
   });
-  const charge = await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey });
-  if (charge.status === 'succeeded' && charge.transactionId) await startAvailabilityOf(em.fork(), starter, charge.transactionId);
-  return toOutcome(charge);
+  // Recorded by this call: its outcome is known. Otherwise a racing call recorded the charge: read what it wrote.
+  const outcome = recorded ?? toOutcome(await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
+  if (outcome.status === 'succeeded' && outcome.transactionId) await startAvailabilityOf(em.fork(), starter, outcome.transactionId);
+  return outcome;
 }
 
 function toOutcome(charge: Charge): ChargeOutcome {

@@ -69,14 +69,15 @@ export async function sendEmailOnce(em: EntityManager, mailer: Mailer, email: Em
     .onConflict('dedupeKey')
     .ignore()
     .execute('run');
-  const row = await em.findOneOrFail(SentEmail, { dedupeKey: input.dedupeKey });
-  if (row.status === 'sent') return { sent: false, messageId: row.messageId };
+  // Inserted: the claim is this call's (no need to read the row back). Otherwise someone claimed it first.
   if (inserted.affectedRows === 0) {
+    const row = await em.findOneOrFail(SentEmail, { dedupeKey: input.dedupeKey });
+    if (row.status === 'sent') return { sent: false, messageId: row.messageId };
     const takenOver = await em.nativeUpdate(SentEmail, { id: row.id, status: 'sending', claimedAt: { $lt: new Date(now.getTime() - staleClaimMs) } }, { claimedAt: now });
     // Retryable: the activity comes back after the other attempt finished or went stale.
     if (takenOver === 0) throw new EmailBeingSentError(input.dedupeKey);
   }
   await mailer.send({ fromName: input.fromName, to: input.to, subject: input.subject, text: input.text, html: input.html, messageId });
-  await em.nativeUpdate(SentEmail, { id: row.id }, { status: 'sent', sentAt: currentTime() });
+  await em.nativeUpdate(SentEmail, { dedupeKey: input.dedupeKey }, { status: 'sent', sentAt: currentTime() });
   return { sent: true, messageId };
 }

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Invoice } from '../db/entities/index.ts';
 import type { EventType } from '../domain/events.ts';
 import { serializeInvoice } from '../objects/invoice.ts';
-import { recordEvent } from './events.ts';
+import { recordEvents } from './events.ts';
 
 /** What an invoice's events need to show it as the API does (its signed `pdf` link). */
 export interface InvoiceLinks {
@@ -17,7 +17,7 @@ export interface InvoiceLinks {
  */
 export async function recordInvoiceEvents(em: EntityManager, links: InvoiceLinks, invoice: Invoice, types: EventType[], transactionId?: string | null): Promise<void> {
   const object = serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
-  for (const type of types) {
-    await recordEvent(em, { accountId: invoice.accountId, livemode: invoice.livemode, type, object, transactionId: transactionId === undefined ? (invoice.transactionId ?? null) : transactionId });
-  }
+  const about = { accountId: invoice.accountId, livemode: invoice.livemode, object, transactionId: transactionId === undefined ? (invoice.transactionId ?? null) : transactionId };
+  // One insert for all of them.
+  await recordEvents(em, types.map((type) => ({ ...about, type })));
 }

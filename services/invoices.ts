@@ -53,14 +53,13 @@ const opened = (invoice: Invoice): OpenedInvoice => ({ invoiceId: invoice.id, nu
  * uses up a number and the sequence has no gaps. `invoice.created` is recorded in
  * that same transaction.
  */
-export async function openInvoice(em: EntityManager, links: InvoiceLinks, input: OpenInvoiceInput): Promise<OpenedInvoice> {
+export async function openInvoice(em: EntityManager, links: InvoiceLinks, input: OpenInvoiceInput, loaded?: { account: Account; customer: Customer | null }): Promise<OpenedInvoice> {
   const existing = await em.findOne(Invoice, { billingKey: input.billingKey });
   if (existing) return opened(existing);
 
-  const [account, customer] = await Promise.all([
-    em.findOneOrFail(Account, { id: input.accountId }),
-    em.findOne(Customer, { id: input.customerId, accountId: input.accountId }),
-  ]);
+  const [account, customer] = loaded
+    ? [loaded.account, loaded.customer]
+    : await Promise.all([em.findOneOrFail(Account, { id: input.accountId }), em.findOne(Customer, { id: input.customerId, accountId: input.accountId })]);
   const lines = input.lines.map((line) => ({ ...line, proration: line.proration ?? false }));
   const subtotal = lines.reduce((sum, line) => sum + line.amount * line.quantity, 0);
   const total = subtotal;
@@ -123,19 +122,38 @@ export async function openInvoice(em: EntityManager, links: InvoiceLinks, input:
  */
 export async function settleInvoice(em: EntityManager, links: InvoiceLinks, invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
   if (charge.status !== 'succeeded') return;
-  const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
-  const at = paidAt ? new Date(paidAt) : new Date(Math.max(currentTime().getTime(), invoice.createdAt.getTime()));
   // An outcome recorded before charges had transactions carries no id: the charge row knows it.
   const transactionId = charge.transactionId ?? (await em.findOne(Charge, { id: charge.chargeId }))?.transactionId ?? null;
-  await em.transactional(async (tx) => {
-    const changed = await tx.nativeUpdate(
-      Invoice,
-      { id: invoiceId, status: { $in: ['open', 'uncollectible'] } },
-      { status: 'paid', amountPaid: invoice.amountDue, chargeId: charge.chargeId, transactionId, paidAt: at },
+  await em.transactional((tx) => markInvoicePaid(tx, links, invoiceId, { chargeId: charge.chargeId, transactionId }, paidAt));
+}
+
+/**
+ * settleInvoice's change on `tx` (the caller's database transaction): one UPDATE that
+ * answers with the row, then its events. Answers the paid invoice, or null when it was
+ * not payable (already paid: a retry; or void), which records nothing.
+ */
+export async function markInvoicePaid(
+  tx: EntityManager,
+  links: InvoiceLinks,
+  invoiceId: string,
+  paid: { chargeId: string; transactionId: string | null },
+  paidAt?: string,
+): Promise<Invoice | null> {
+  const table = tx.getMetadata(Invoice).tableName;
+  // Without the workflow's time: the later of the issue time and now.
+  const at = paidAt ? '?' : 'greatest(?, created_at)';
+  const rows = await tx
+    .getConnection()
+    .execute<Record<string, unknown>[]>(
+      `update ${table} set status = 'paid', amount_paid = amount_due, charge_id = ?, transaction_id = ?, paid_at = ${at} where id = ? and status in ('open', 'uncollectible') returning *`,
+      [paid.chargeId, paid.transactionId, paidAt ? new Date(paidAt) : currentTime(), invoiceId],
+      'all',
+      tx.getTransactionContext(),
     );
-    // Only the call that made it paid records the events: a retry changes nothing and records nothing.
-    if (changed > 0) await recordInvoiceEvents(tx, links, await tx.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }), ['invoice.paid', 'payment.succeeded']);
-  });
+  if (rows.length === 0) return null;
+  const invoice = tx.map(Invoice, rows[0]!, { schema: undefined });
+  await recordInvoiceEvents(tx, links, invoice, ['invoice.paid', 'payment.succeeded']);
+  return invoice;
 }
 
 /** Which statuses each manual transition starts from (Stripe's rules). */

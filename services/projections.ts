@@ -16,6 +16,11 @@ const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
  * database transaction; a write that changes nothing records none.
  */
 export async function projectSubscription(em: EntityManager, snapshot: SubscriptionSnapshot): Promise<void> {
+  await em.transactional((tx) => projectSubscriptionOn(tx, snapshot));
+}
+
+/** projectSubscription on `tx`, the caller's database transaction. */
+export async function projectSubscriptionOn(tx: EntityManager, snapshot: SubscriptionSnapshot): Promise<void> {
   const row = {
     id: snapshot.id,
     accountId: snapshot.accountId,
@@ -45,19 +50,17 @@ export async function projectSubscription(em: EntityManager, snapshot: Subscript
     createdAt: new Date(snapshot.createdAt),
     updatedAt: new Date(snapshot.updatedAt),
   };
-  await em.transactional(async (tx) => {
-    const { written, previous } = await writeVersioned<typeof row, { status: string; plan_id: string }>(tx, Subscription, 'subscriptions', row, {
-      insertOnly: ['accountId', 'createdAt'],
-      previousColumns: ['status', 'plan_id'],
-    });
-    // A retried or late write changes no row, and so records no event.
-    if (!written) return;
-    await recordEvent(tx, {
-      accountId: snapshot.accountId,
-      livemode: snapshot.livemode,
-      type: subscriptionEventType(previous ? { status: previous.status, planId: previous.plan_id } : null, snapshot),
-      object: serializeSubscription(snapshot),
-      transactionId: null,
-    });
+  const { written, previous } = await writeVersioned<typeof row, { status: string; plan_id: string }>(tx, Subscription, 'subscriptions', row, {
+    insertOnly: ['accountId', 'createdAt'],
+    previousColumns: ['status', 'plan_id'],
+  });
+  // A retried or late write changes no row, and so records no event.
+  if (!written) return;
+  await recordEvent(tx, {
+    accountId: snapshot.accountId,
+    livemode: snapshot.livemode,
+    type: subscriptionEventType(previous ? { status: previous.status, planId: previous.plan_id } : null, snapshot),
+    object: serializeSubscription(snapshot),
+    transactionId: null,
   });
 }

@@ -25,14 +25,15 @@
  * invoice and outcome this call returns.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { Account, Customer, type Invoice } from '../db/entities/index.ts';
 import { currentTime } from './clock-context.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
 import type { WorkflowStarter } from './balances.ts';
 import { chargeCustomer, type ChargeOutcome } from './charges.ts';
-import { openInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
+import { markInvoicePaid, openInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
 import type { Processors } from './processors/index.ts';
-import { projectSubscription } from './projections.ts';
+import { projectSubscription, projectSubscriptionOn } from './projections.ts';
 import { sendInvoiceReceipt, settleInvoiceWithoutCharge, type NotifyDeps } from './subscription-billing.ts';
 
 export interface RenewCycleInput {
@@ -71,30 +72,56 @@ export interface RenewCycleDeps {
   starter?: WorkflowStarter;
 }
 
-/** `em`: a factory of entity managers; each step works on a fork of its own, as the separate activities did. */
+/**
+ * `em`: a factory of entity managers; each step works on a fork of its own, as the separate
+ * activities did. On the first run of a cycle the payment, the paid invoice, the projection
+ * and the claim on the money commit in ONE database transaction with the charge (the charge
+ * row's unique key guards them all); the account and customer are read once for every step.
+ * A retry that finds the charge recorded settles and projects again, each a no-op when done.
+ */
 export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, input: RenewCycleInput): Promise<RenewCycleResult> {
-  const invoice = await openInvoice(em(), deps.links, input.invoice);
+  const reads = em();
+  const [account, customer] = await Promise.all([
+    reads.findOneOrFail(Account, { id: input.invoice.accountId }),
+    reads.findOne(Customer, { id: input.invoice.customerId, accountId: input.invoice.accountId }),
+  ]);
+  const invoice = await openInvoice(em(), deps.links, input.invoice, { account, customer });
   if (invoice.amountDue === 0) {
     await settleInvoiceWithoutCharge(em(), deps.links, invoice.invoiceId, input.paidAt);
     const snapshot = { ...input.free, latestInvoiceId: invoice.invoiceId };
     await projectSubscription(em(), snapshot);
     return { status: 'paid', invoice, snapshot };
   }
+  const snapshot = { ...input.paid, latestInvoiceId: invoice.invoiceId };
+  let paid: { invoice: Invoice | null; funds?: PendingFunds[] } | undefined;
   const outcome = await chargeCustomer(
     em(),
     deps.processors,
     { ...input.charge, invoiceId: invoice.invoiceId, attempt: 1, amount: invoice.amountDue, description: `Invoice ${invoice.number}` },
     deps.links,
     input.ownFunds ? undefined : deps.starter,
+    {
+      account,
+      customer,
+      subscriptionId: input.invoice.subscriptionId,
+      // With the charge, in its database transaction: the invoice paid, the projection, the claim on the money.
+      onRecorded: async (tx, charge) => {
+        const settled = await markInvoicePaid(tx, deps.links, invoice.invoiceId, charge, input.paidAt);
+        await projectSubscriptionOn(tx, snapshot);
+        paid = { invoice: settled, ...(input.ownFunds ? { funds: await claimPendingFunds(tx, charge.transactionId) } : {}) };
+      },
+    },
   );
   if (outcome.status !== 'succeeded') return { status: 'unpaid', invoice, outcome };
-  await settleInvoice(em(), deps.links, invoice.invoiceId, outcome, input.paidAt);
-  const snapshot = { ...input.paid, latestInvoiceId: invoice.invoiceId };
-  await projectSubscription(em(), snapshot);
-  const funds = input.ownFunds && outcome.transactionId ? await claimPendingFunds(em(), outcome.transactionId) : undefined;
+  if (!paid) {
+    // A retry (or a race lost): the charge was recorded before; each of these is a no-op once done.
+    await settleInvoice(em(), deps.links, invoice.invoiceId, outcome, input.paidAt);
+    await projectSubscription(em(), snapshot);
+    paid = { invoice: null, ...(input.ownFunds && outcome.transactionId ? { funds: await claimPendingFunds(em(), outcome.transactionId) } : {}) };
+  }
   // The receipt goes last: the money and the projection are recorded even when the mail server is down (a retry sends it once).
-  await sendInvoiceReceipt(em(), deps.notify, invoice.invoiceId);
-  return { status: 'paid', invoice, snapshot, ...(funds ? { funds } : {}) };
+  await sendInvoiceReceipt(em(), deps.notify, invoice.invoiceId, paid.invoice ? { invoice: paid.invoice, account, customer } : undefined);
+  return { status: 'paid', invoice, snapshot, ...(paid.funds ? { funds: paid.funds } : {}) };
 }
 
 /**
@@ -108,6 +135,8 @@ async function claimPendingFunds(em: EntityManager, transactionId: string): Prom
     .execute<{ id: string; available_on: Date }[]>(
       `update balance_transactions set workflow_confirmed_at = coalesce(workflow_confirmed_at, now()) where source = ? and status = 'pending' returning id, available_on`,
       [transactionId],
+      'all',
+      em.getTransactionContext(),
     );
   const now = currentTime().getTime();
   const byDelay = new Map<number, string[]>();

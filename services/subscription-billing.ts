@@ -103,10 +103,18 @@ export async function notifySubscriptionEnded(em: EntityManager, deps: NotifyDep
  * invoice paid after failed attempts gets paymentRecoveredEmail from the
  * workflow instead, and one that cost nothing (a credit covered it) gets none.
  */
-export async function sendInvoiceReceipt(em: EntityManager, deps: NotifyDeps, invoiceId: string): Promise<void> {
-  const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
+export async function sendInvoiceReceipt(
+  em: EntityManager,
+  deps: NotifyDeps,
+  invoiceId: string,
+  /** The paid invoice, its account and customer, when the caller has just written or read them (renewCycle). */
+  loaded?: { invoice: Invoice; account: Account; customer: Customer | null },
+): Promise<void> {
+  const invoice = loaded?.invoice ?? (await em.findOneOrFail(Invoice, { id: invoiceId }));
   if (invoice.status !== 'paid' || invoice.amountPaid <= 0 || invoice.attemptCount > 1) return;
-  const [account, customer] = await Promise.all([em.findOneOrFail(Account, { id: invoice.accountId }), em.findOne(Customer, { id: invoice.customerId })]);
+  const [account, customer] = loaded
+    ? [loaded.account, loaded.customer]
+    : await Promise.all([em.findOneOrFail(Account, { id: invoice.accountId }), em.findOne(Customer, { id: invoice.customerId })]);
   const to = invoice.customerEmail ?? customer?.email;
   if (!to) return;
   const money = (amount: number) => formatMoney(amount, invoice.currency);

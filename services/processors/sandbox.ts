@@ -73,12 +73,13 @@ export class SandboxProcessor implements PaymentProcessor {
         : method.outcome === 'failed'
           ? { code: method.code, message: method.message }
           : undefined;
-    const status = failure ? 'failed' : method!.outcome === 'pending' ? 'pending' : 'succeeded';
-    // Insert-or-keep on the key: concurrent or repeated calls all see the first row.
-    await em
+    const status: 'failed' | 'pending' | 'succeeded' = failure ? 'failed' : method!.outcome === 'pending' ? 'pending' : 'succeeded';
+    // Insert-or-keep on the key: concurrent or repeated calls all see the first row (read back only when it was there already).
+    const id = newId('sandboxProcessorCharge');
+    const inserted = await em
       .createQueryBuilder(SandboxProcessorCharge)
       .insert({
-        id: newId('sandboxProcessorCharge'),
+        id,
         idempotencyKey: request.idempotencyKey,
         amount: request.amount,
         currency: request.currency,
@@ -90,8 +91,11 @@ export class SandboxProcessor implements PaymentProcessor {
       })
       .onConflict('idempotencyKey')
       .ignore()
-      .execute();
-    const row = await em.findOneOrFail(SandboxProcessorCharge, { idempotencyKey: request.idempotencyKey });
+      .execute('run');
+    const row =
+      inserted.affectedRows > 0
+        ? { id, amount: request.amount, currency: request.currency, status, failureCode: failure?.code ?? null, failureMessage: failure?.message ?? null }
+        : await em.findOneOrFail(SandboxProcessorCharge, { idempotencyKey: request.idempotencyKey });
     if (row.amount !== request.amount || row.currency !== request.currency) {
       // Same key, different charge: a bug upstream. Refuse rather than guess which one is meant.
       throw new IdempotencyKeyReuseError(request.idempotencyKey);
