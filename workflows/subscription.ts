@@ -626,6 +626,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     return subscription;
   }
 
+  // The run's patch markers (each with an upsert of TemporalChangeVersion) go into its first workflow
+  // task, not into a billing date's: a wave of renewals carries none. Replay-safe either way: while
+  // replaying a history that recorded them later, these answer false and command nothing.
+  for (const patch of [renewCyclePatch, renewInPlacePatch, fundsInSubscriptionPatch]) patched(patch);
+
   try {
     await live();
   } catch (error) {
