@@ -55,19 +55,18 @@ export interface BillingWorkerDeps {
 }
 
 /**
- * The worker's workflow cache: the SDK's default size (it follows the machine's memory,
- * about 600 workflows per GB of heap), on purpose. Every subscription is a workflow that
- * sleeps until its next billing date, and a sleeping workflow need not stay cached (one
- * evicted is rebuilt from its short history when its timer fires), so a cap looked like
- * the way to keep 10,000 subscriptions under 1 GiB. Measured, it is not safe yet: with
- * maxCachedWorkflows 1,000 and 3,000 subscriptions started for one wave, the first
- * workflow task of 17 of them waited in the queue for 10 minutes while the worker sat
- * idle, then timed out while running renewCycle (their renewals were charged and recorded
- * once), and the retried task was never picked up again: the runs did not continue. The
- * SDK core buffers workflow tasks while its cache is full (temporalio/sdk-rust#886 reports
- * the same with local activities). docs/scaling.md; BENCH_CACHED_WORKFLOWS measures a cap.
+ * The worker's workflow cache: at most 1,000 workflows. Every subscription is a workflow
+ * that sleeps until its next billing date, and a sleeping workflow need not stay cached:
+ * one evicted is rebuilt from its history (one run holds at most a year of billing dates,
+ * workflows/subscription.ts renewalsPerRun) when its timer fires. A cached workflow costs
+ * about 0.3 MB of the worker's RSS, so the SDK's default (it follows the machine's memory,
+ * about 600 workflows per GB of heap) let 10,000 subscriptions take 3 GB or more.
+ * The cap once stalled runs (3,000 subscriptions, a cap of 1,000: 17 retried workflow tasks
+ * never picked up, while every renewal continued as new into a run needing a cache slot of
+ * its own); since renew-in-place a renewal stays in its run, and the same wave of 3,000
+ * under the cap of 1,000 renewed every subscription once (bench/RESULTS.md, docs/scaling.md).
  */
-export const workerCacheDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows'>> = {};
+export const workerCacheDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows'>> = { maxCachedWorkflows: 1000 };
 
 export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
   return Worker.create({
