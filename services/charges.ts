@@ -58,6 +58,8 @@ export interface ChargeContext {
   customer?: Customer | null;
   /** The invoice's subscription (null: none); unset, it is read from the invoice. */
   subscriptionId?: string | null;
+  /** The caller created the invoice just now: no charge of it can exist yet, so none is looked for. */
+  newInvoice?: boolean;
   /** Runs in the charge's database transaction, after the payment is recorded: what must commit with it. */
   onRecorded?: (tx: EntityManager, paid: { chargeId: string; transactionId: string }) => Promise<void>;
 }
@@ -71,7 +73,7 @@ export async function chargeCustomer(
   context: ChargeContext = {},
 ): Promise<ChargeOutcome> {
   const processor = processors.forMode(input.livemode);
-  const existing = await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
+  const existing = context.newInvoice ? null : await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) {
     await recordInvoiceAttempt(em, input.invoiceId, input.attempt);
     if (existing.status === 'succeeded' && existing.transactionId) await startAvailabilityOf(em, starter, existing.transactionId);

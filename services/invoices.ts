@@ -54,8 +54,18 @@ const opened = (invoice: Invoice): OpenedInvoice => ({ invoiceId: invoice.id, nu
  * that same transaction.
  */
 export async function openInvoice(em: EntityManager, links: InvoiceLinks, input: OpenInvoiceInput, loaded?: { account: Account; customer: Customer | null }): Promise<OpenedInvoice> {
+  return (await openOrCreateInvoice(em, links, input, loaded)).invoice;
+}
+
+/** openInvoice, saying whether this call created the invoice (nothing can have been charged for it yet) or found it. */
+export async function openOrCreateInvoice(
+  em: EntityManager,
+  links: InvoiceLinks,
+  input: OpenInvoiceInput,
+  loaded?: { account: Account; customer: Customer | null },
+): Promise<{ invoice: OpenedInvoice; created: boolean }> {
   const existing = await em.findOne(Invoice, { billingKey: input.billingKey });
-  if (existing) return opened(existing);
+  if (existing) return { invoice: opened(existing), created: false };
 
   const [account, customer] = loaded
     ? [loaded.account, loaded.customer]
@@ -101,13 +111,13 @@ export async function openInvoice(em: EntityManager, links: InvoiceLinks, input:
       });
       await tx.flush();
       await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
-      return opened(invoice);
+      return { invoice: opened(invoice), created: true };
     });
   } catch (error) {
     // Another call with this billing key won the race; its invoice (and number) is the one.
     if (error instanceof UniqueConstraintViolationException) {
       const winner = await em.fork().findOne(Invoice, { billingKey: input.billingKey });
-      if (winner) return opened(winner);
+      if (winner) return { invoice: opened(winner), created: false };
     }
     throw error;
   }
