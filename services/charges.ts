@@ -114,6 +114,8 @@ export async function chargeCustomer(
       ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later and cannot pay subscriptions.' }
       : answer;
   const chargeId = newId('charge');
+  // The attempt's payment transaction, named up front so the charge row is written with it (no update after).
+  const transactionId = newId('transaction');
   let recorded: ChargeOutcome | undefined;
   await em.transactional(async (tx) => {
     const inserted = await tx
@@ -131,6 +133,7 @@ export async function chargeCustomer(
         failureMessage: result.status === 'failed' ? result.failureMessage : null,
         livemode: input.livemode,
         createdAt: currentTime(),
+        transactionId,
       })
       .onConflict('idempotencyKey')
       .ignore()
@@ -150,11 +153,11 @@ export async function chargeCustomer(
       paymentMethod,
       links: { invoiceId: input.invoiceId, subscriptionId, customerId: input.customerId, processorChargeId: answer.processorChargeId },
     }, owner);
+    fields.id = transactionId;
     const transaction =
       result.status === 'succeeded'
         ? await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processor.name, input.livemode), paymentEvents: false })
         : await recordFailedPayment(tx, fields, result, { paymentEvents: false });
-    await tx.nativeUpdate(Charge, { idempotencyKey: input.idempotencyKey }, { transactionId: transaction.id });
     if (result.status === 'failed') {
       await recordInvoicePaymentFailed(tx, links, input.invoiceId, transaction.id);
       recorded = { status: 'failed', chargeId, transactionId: transaction.id, failureCode: result.failureCode, failureMessage: result.failureMessage };
