@@ -31,6 +31,7 @@ import { makeFundsAvailable } from '../services/ledger.ts';
 import type { WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
 import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payout-schedule.ts';
+import { currentTestClock } from '../services/clock-context.ts';
 import { completePayout, createSandboxPayoutRail, notifyPayoutPaid, settlePayout, submitPayout, type PayoutRail, type SubmitResult } from '../services/payouts.ts';
 import {
   loadBillingSettings,
@@ -249,12 +250,13 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** payoutScheduleWorkflow: the next run of the account's payout schedules after atMs, and what it will do. */
     async nextScheduledPayout(accountId: string, livemode: boolean, atMs: number): Promise<{ nextMs: number | null; summary: string }> {
-      return nextScheduledPayout(em(), { accountId, livemode }, atMs);
+      // A clock's schedule (its activities run on the clock): the clock's own schedules.
+      return nextScheduledPayout(em(), { accountId, livemode, testClockId: currentTestClock()?.id }, atMs);
     },
     /** payoutScheduleWorkflow: one run, paying out each due currency's available balance (idempotent per run). */
     async runScheduledPayouts(accountId: string, livemode: boolean, runAtMs: number): Promise<ScheduledRunResult[]> {
       const context = Context.current();
-      return runScheduledPayouts(em(), context.client, context.info.taskQueue, { accountId, livemode }, runAtMs);
+      return runScheduledPayouts(em(), context.client, context.info.taskQueue, { accountId, livemode, testClockId: currentTestClock()?.id }, runAtMs);
     },
     /** The payout confirmation (paid) or failure email, once, if the account wants it. */
     async notifyPayoutPaid(payoutId: string): Promise<void> {

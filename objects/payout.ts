@@ -28,6 +28,7 @@ export const PayoutSchema = z
     failure_balance_transaction: z.string().nullable().openapi({ description: 'failed or canceled: the balance transaction that gave the money back (payout_failure or payout_cancel)' }),
     automatic: z.boolean().openapi({ description: 'Made by the payout schedule' }),
     hold: z.object({ id: z.string(), reason: z.string() }).nullable().openapi({ description: 'While a hold keeps it pending: which, and why' }),
+    test_clock: z.string().nullable().openapi({ description: 'The test clock it lives on (sandbox; docs/testing-your-integration.md), or null' }),
   })
   .openapi('Payout');
 
@@ -54,5 +55,6 @@ export function serializePayout(p: Payout): z.infer<typeof PayoutSchema> {
     failure_balance_transaction: p.failureBalanceTransactionId ?? null,
     automatic: p.automatic ?? false,
     hold: p.holdId ? { id: p.holdId, reason: p.holdReason ?? '' } : null,
+    test_clock: p.testClockId ?? null,
   };
 }

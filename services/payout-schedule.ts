@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { AccountBalance, BankAccount, Payout, PayoutSettings } from '../db/entities/index.ts';
+import { AccountBalance, BankAccount, Payout, PayoutSettings, TestClockPayoutSettings } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { derivedId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
@@ -8,15 +8,26 @@ import { defaultScheduleSettings, earliestRun, isRunAt, nextRunAfter, schedulePr
 import { payoutCurrencies } from '../domain/payouts.ts';
 import { payoutScheduleSettingsSignal, payoutScheduleWorkflow } from '../workflows/payout-schedule.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
+import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { activeHold, createPayout, startPayoutWorkflow } from './payouts.ts';
 import type { Scope } from './bank-accounts.ts';
+import { bindToClock } from './clock-binding.ts';
+import { currentTestClock } from './clock-context.ts';
 export type { Scope };
+
+/**
+ * The schedules of an account in one mode, or a test clock's own (sandbox, `testClockId`):
+ * a clock's schedules are apart from the account's, and run on the clock's time.
+ */
+export type ScheduleScope = Scope & { testClockId?: string | null | undefined };
 
 export type CurrencySchedule = ScheduleSettings & { currency: string };
 
 /** The schedule of each payout currency in one mode (a currency never set: manual). */
-export async function loadSchedules(em: EntityManager, scope: Scope): Promise<CurrencySchedule[]> {
-  const rows = await em.find(PayoutSettings, scope);
+export async function loadSchedules(em: EntityManager, scope: ScheduleScope): Promise<CurrencySchedule[]> {
+  const rows: Array<PayoutSettings | TestClockPayoutSettings> = scope.testClockId
+    ? await em.find(TestClockPayoutSettings, { testClockId: scope.testClockId, accountId: scope.accountId })
+    : await em.find(PayoutSettings, { accountId: scope.accountId, livemode: scope.livemode });
   return payoutCurrencies.map((currency) => {
     const row = rows.find((r) => r.currency === currency);
     return row
@@ -35,7 +46,7 @@ export interface SchedulePatch {
 }
 
 /** Merges a patch over one currency's schedule (a new interval drops the other interval's anchor), or says what is wrong. */
-export async function patchSchedule(em: EntityManager, scope: Scope, patch: SchedulePatch): Promise<CurrencySchedule[]> {
+export async function patchSchedule(em: EntityManager, scope: ScheduleScope, patch: SchedulePatch): Promise<CurrencySchedule[]> {
   const current = (await loadSchedules(em, scope)).find((s) => s.currency === patch.currency);
   if (!current) throw new ApiError('invalid_request', `currency: payouts go out in ${payoutCurrencies.join(', ')} only, not ${patch.currency}.`);
   const interval = patch.interval ?? current.interval;
@@ -48,11 +59,13 @@ export async function patchSchedule(em: EntityManager, scope: Scope, patch: Sche
   };
   const problem = scheduleProblem(next);
   if (problem) throw new ApiError('invalid_request', problem);
-  await em.upsert(PayoutSettings, { ...scope, currency: patch.currency, ...next, updatedAt: new Date() });
+  if (scope.testClockId) await em.upsert(TestClockPayoutSettings, { testClockId: scope.testClockId, accountId: scope.accountId, currency: patch.currency, ...next, updatedAt: new Date() });
+  else await em.upsert(PayoutSettings, { accountId: scope.accountId, livemode: scope.livemode, currency: patch.currency, ...next, updatedAt: new Date() });
   return loadSchedules(em, scope);
 }
 
-export function payoutScheduleWorkflowId(scope: Scope): string {
+export function payoutScheduleWorkflowId(scope: ScheduleScope): string {
+  if (scope.testClockId) return `payout-schedule-${scope.testClockId}`;
   return `payout-schedule-${scope.accountId}-${scope.livemode ? 'live' : 'test'}`;
 }
 
@@ -60,14 +73,18 @@ export function payoutScheduleWorkflowId(scope: Scope): string {
  * Starts the account's payoutScheduleWorkflow for this mode if it is not running,
  * and tells it the settings changed (signal-with-start: one per account and mode).
  */
-export async function ensurePayoutSchedule(client: Client, taskQueue: string, scope: Scope): Promise<void> {
+export async function ensurePayoutSchedule(client: Client, taskQueue: string, scope: Scope, testClock?: ClockBinding): Promise<void> {
+  const workflowId = payoutScheduleWorkflowId({ ...scope, testClockId: testClock?.id });
+  // A clock's schedule: registered on the clock first (it waits for the schedule to report its next run).
+  // A schedule running already reports too, woken by the signal, so the registration never dangles.
+  if (testClock) await bindToClock(client, testClock, workflowId);
   await client.workflow.signalWithStart(payoutScheduleWorkflow, {
-    workflowId: payoutScheduleWorkflowId(scope),
+    workflowId,
     taskQueue,
-    args: [{ ...scope }],
+    args: [{ accountId: scope.accountId, livemode: scope.livemode, ...(testClock ? { testClock } : {}) }],
     signal: payoutScheduleSettingsSignal,
     signalArgs: [],
-    staticSummary: `Payout schedule of ${scope.accountId} (${scope.livemode ? 'live' : 'sandbox'})`,
+    staticSummary: `Payout schedule of ${scope.accountId} (${testClock ? `test clock ${testClock.id}` : scope.livemode ? 'live' : 'sandbox'})`,
     typedSearchAttributes: [
       { key: AccountIdKey, value: scope.accountId },
       { key: LivemodeKey, value: scope.livemode },
@@ -91,7 +108,7 @@ export async function stopPayoutSchedules(client: Client, accountId: string): Pr
 }
 
 /** The schedule's next run after `at` (ms) and what it will do, for the workflow's memo and details. */
-export async function nextScheduledPayout(em: EntityManager, scope: Scope, atMs: number): Promise<{ nextMs: number | null; summary: string }> {
+export async function nextScheduledPayout(em: EntityManager, scope: ScheduleScope, atMs: number): Promise<{ nextMs: number | null; summary: string }> {
   const schedules = await loadSchedules(em, scope);
   const next = earliestRun(schedules, new Date(atMs));
   if (!next) return { nextMs: null, summary: 'No payout scheduled: every currency is manual.' };
@@ -114,16 +131,20 @@ export interface ScheduledRunResult {
  * amount is under `minimum_amount` or zero. The payout id is derived from
  * (account, mode, currency, run), so a retried activity makes no second payout.
  */
-export async function runScheduledPayouts(em: EntityManager, client: Client, taskQueue: string, scope: Scope, runAtMs: number): Promise<ScheduledRunResult[]> {
+export async function runScheduledPayouts(em: EntityManager, client: Client, taskQueue: string, scopeAndClock: ScheduleScope, runAtMs: number): Promise<ScheduledRunResult[]> {
   const runAt = new Date(runAtMs);
   const results: ScheduledRunResult[] = [];
-  for (const schedule of await loadSchedules(em, scope)) {
+  const scope = { accountId: scopeAndClock.accountId, livemode: scopeAndClock.livemode };
+  const testClockId = scopeAndClock.testClockId ?? null;
+  // A clock's schedule runs in an activity on the clock: its payouts go on the clock, registered at the run's time.
+  const binding = testClockId ? { id: testClockId, now: currentTestClock()?.now ?? runAt.toISOString() } : undefined;
+  for (const schedule of await loadSchedules(em, scopeAndClock)) {
     if (!isRunAt(schedule, runAt)) continue;
     const { currency } = schedule;
-    const id = derivedId('payout', `schedule\n${scope.accountId}\n${scope.livemode}\n${currency}\n${runAt.toISOString()}`, runAt);
+    const id = derivedId('payout', `schedule\n${scope.accountId}\n${scope.livemode}\n${currency}\n${runAt.toISOString()}${testClockId ? `\n${testClockId}` : ''}`, runAt);
     const existing = await em.findOne(Payout, { id });
     if (existing) {
-      await startPayoutWorkflow(client, taskQueue, existing.id);
+      await startPayoutWorkflow(client, taskQueue, existing.id, binding);
       results.push({ currency, payoutId: existing.id, amount: existing.amount });
       continue;
     }
@@ -156,8 +177,8 @@ export async function runScheduledPayouts(em: EntityManager, client: Client, tas
       continue;
     }
     try {
-      const payout = await createPayout(em, { id, ...scope, amount, currency, destinationId: destination.id, description: `Scheduled ${schedule.interval} payout of ${runAt.toISOString().slice(0, 10)}`, automatic: true });
-      await startPayoutWorkflow(client, taskQueue, payout.id);
+      const payout = await createPayout(em, { id, ...scope, amount, currency, destinationId: destination.id, description: `Scheduled ${schedule.interval} payout of ${runAt.toISOString().slice(0, 10)}`, automatic: true, testClockId });
+      await startPayoutWorkflow(client, taskQueue, payout.id, binding);
       results.push({ currency, payoutId: payout.id, amount });
     } catch (error) {
       // The balance moved between the read and the debit (a refund, a manual payout): the next run pays what is left.

@@ -9,7 +9,10 @@ import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
 import { payoutCurrencyProblem, payoutFailures, payoutPendingMs, sandboxOutcome, type PayoutFailureCode } from '../domain/payouts.ts';
+import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { payoutWorkflow } from '../workflows/payout.ts';
+import { bindToClock, unbindFromClock } from './clock-binding.ts';
+import { currentTime } from './clock-context.ts';
 import { sendEmailOnce, type TestModes } from './email.ts';
 import { payoutFailedEmail, payoutPaidEmail } from '../domain/email-templates.ts';
 import { serializePayout } from '../objects/payout.ts';
@@ -90,6 +93,8 @@ export interface NewPayout {
   destinationId?: string | null | undefined;
   description: string | null;
   automatic?: boolean;
+  /** The test clock it lives on (sandbox): run the call inside `onTestClock` so it is recorded at the clock's time. */
+  testClockId?: string | null;
 }
 
 /** The destination a payout goes to: the named one, or the default of its currency (errors in the API's words). */
@@ -127,7 +132,7 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
   const scope = { accountId: input.accountId, livemode: input.livemode };
   return em.transactional(async (tx) => {
     const destination = await payoutDestination(tx, scope, input.currency, input.destinationId);
-    const now = new Date();
+    const now = currentTime();
     const payout = tx.create(Payout, {
       id: input.id ?? newId('payout'),
       ...scope,
@@ -150,6 +155,7 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
       automatic: input.automatic ?? false,
       holdId: null,
       holdReason: null,
+      testClockId: input.testClockId ?? null,
     });
     await tx.flush();
     payout.balanceTransactionId = (await postPayout(tx, payout)).id;
@@ -165,18 +171,23 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
  * payout whose API process died in between. Idempotent: when a workflow with that
  * id exists, running or closed, it is left alone (`false`).
  */
-export async function startPayoutWorkflow(client: Client, taskQueue: string, payoutId: string): Promise<boolean> {
+export async function startPayoutWorkflow(client: Client, taskQueue: string, payoutId: string, testClock?: ClockBinding): Promise<boolean> {
+  // A payout on a test clock is registered on it first, so the clock waits for it (workflows/clock-sleep.ts).
+  if (testClock) await bindToClock(client, testClock, payoutId);
   try {
     await client.workflow.start(payoutWorkflow, {
       workflowId: payoutId,
       taskQueue,
-      args: [{ payoutId, arrivalMs: payoutPendingMs }],
+      args: [{ payoutId, arrivalMs: payoutPendingMs, ...(testClock ? { testClock } : {}) }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      staticSummary: `Payout ${payoutId}`,
+      staticSummary: `Payout ${payoutId}${testClock ? ` (test clock ${testClock.id})` : ''}`,
     });
     return true;
   } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
+    if (error instanceof WorkflowExecutionAlreadyStartedError) {
+      if (testClock) await unbindFromClock(client, testClock, payoutId);
+      return false;
+    }
     throw error;
   }
 }
@@ -219,7 +230,7 @@ export async function submitPayout(em: EntityManager, rail: PayoutRail, payoutId
       if (row.status !== 'pending' || row.holdId === hold.id) return;
       row.holdId = hold.id;
       row.holdReason = hold.reason;
-      row.updatedAt = new Date();
+      row.updatedAt = currentTime();
       await tx.flush();
       await recordPayoutEvent(tx, row, 'payout.updated');
     });
@@ -234,7 +245,7 @@ export async function submitPayout(em: EntityManager, rail: PayoutRail, payoutId
     row.arrivalDate = new Date(at.getTime() + sent.transitMs);
     row.holdId = null;
     row.holdReason = null;
-    row.updatedAt = new Date();
+    row.updatedAt = currentTime();
     await tx.flush();
     await recordPayoutEvent(tx, row, 'payout.updated');
     return { status: 'in_transit' as const, arrivalMs: row.arrivalDate.getTime() };
@@ -255,7 +266,7 @@ export async function settlePayout(em: EntityManager, rail: PayoutRail, payoutId
   return em.transactional(async (tx) => {
     const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (row.status !== 'in_transit') return row.status;
-    row.updatedAt = new Date();
+    row.updatedAt = currentTime();
     if (outcome.status === 'paid') {
       row.status = 'paid';
       row.paidAt = at;
@@ -297,7 +308,7 @@ export async function cancelPayout(em: EntityManager, scope: { accountId: string
     if (!row) return null;
     if (row.status !== 'pending') throw new ApiError('not_cancellable', `The payout is ${row.status}; only a pending payout can be canceled.`);
     row.status = 'canceled';
-    row.canceledAt = new Date();
+    row.canceledAt = currentTime();
     row.updatedAt = row.canceledAt;
     row.failureBalanceTransactionId = (await postPayoutFailure(tx, row, 'payout_cancel')).id;
     // A hold on this payout alone has nothing left to hold: it ends with it (an account-wide hold stays).
@@ -306,6 +317,32 @@ export async function cancelPayout(em: EntityManager, scope: { accountId: string
     await recordPayoutEvent(tx, row, 'payout.canceled');
     return row;
   });
+}
+
+/**
+ * A test clock is deleted: its payouts not yet ended (pending or in transit) are
+ * canceled, their amounts back on the available balance (`payout_cancel`), with
+ * payout.canceled, each in one database transaction; the ended ones stay as the
+ * money records they are. Their workflows were ended with the clock. Returns how many.
+ */
+export async function cancelClockPayouts(em: EntityManager, clockId: string): Promise<number> {
+  const open = await em.find(Payout, { testClockId: clockId, status: { $in: ['pending', 'in_transit'] } }, { fields: ['id'] });
+  let canceled = 0;
+  for (const { id } of open) {
+    await em.transactional(async (tx) => {
+      const row = await tx.findOne(Payout, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!row || (row.status !== 'pending' && row.status !== 'in_transit')) return;
+      row.status = 'canceled';
+      row.canceledAt = new Date();
+      row.updatedAt = row.canceledAt;
+      row.failureBalanceTransactionId = (await postPayoutFailure(tx, row, 'payout_cancel')).id;
+      await tx.nativeUpdate(PayoutHold, { payoutId: row.id, releasedAt: null }, { releasedAt: row.canceledAt });
+      await tx.flush();
+      await recordPayoutEvent(tx, row, 'payout.canceled');
+      canceled++;
+    });
+  }
+  return canceled;
 }
 
 /**

@@ -7,14 +7,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { Customer, Invoice, PaymentRequest, RecurringPaymentRequest, Subscription, TestClock } from '../db/entities/index.ts';
+import { Customer, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, TestClock, TestClockPayoutSettings } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeTestClock } from '../objects/test-clock.ts';
-import { clockRegisterSignal, clockReportSignal, clockTickSignal, clockUnregisterSignal, type ClockBinding, type ClockReport, type ClockTick } from '../workflows/clock-sleep.ts';
+import { clockReportSignal, clockTickSignal, type ClockBinding, type ClockReport, type ClockTick } from '../workflows/clock-sleep.ts';
 import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../workflows/test-clock.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { recordEvent } from './events.ts';
+import { cancelClockPayouts } from './payouts.ts';
 
 /** A clock and everything on it is deleted this long after its creation (as Stripe: 30 days). */
 export const testClockLifetimeMs = 30 * 86_400_000;
@@ -119,23 +120,27 @@ export async function clockBindingOf(em: EntityManager, customer: { testClockId?
   return { id: clock.id, now: clock.frozenTime.toISOString() };
 }
 
+export { bindToClock, unbindFromClock } from './clock-binding.ts';
+
 /**
- * Tells the clock that `workflowId` is about to start on it: the clock waits for it
- * to report before moving on. Call before starting the workflow.
+ * The binding of a change to an object already on `clockId` (an API call cancelling its payout, updating
+ * its customer): the clock's time, even while it advances (what is recorded then carries the time the clock
+ * had reached); undefined once the clock is gone (the wall clock then).
  */
-export async function bindToClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
-  await client.workflow.getHandle(binding.id).signal(clockRegisterSignal, { workflowId, known: binding.now });
+export async function clockTimeOf(em: EntityManager, clockId: string | null | undefined): Promise<ClockBinding | undefined> {
+  if (!clockId) return undefined;
+  const clock = await em.findOne(TestClock, { id: clockId });
+  return clock ? { id: clock.id, now: clock.frozenTime.toISOString() } : undefined;
 }
 
 /**
- * Undoes bindToClock when the workflow did not start (it existed already): the clock
- * forgets a registration that never reported. (It used to send a "done" report, which
- * also removed the live workflow of an activity retried after a timeout: that
- * workflow then never heard the clock again; seen as 85 of 1,000 payments never
- * becoming available in bench:test-clocks.)
+ * A customer on a test clock is updated at the clock's time: the entity's onUpdate stamps the wall
+ * clock's, so after the flush (in its transaction) a plain update, which runs no hooks, puts the
+ * clock's. The entity itself keeps its flushed value (a later flush would stamp it again): serialize
+ * with `updated_at` from the clock, and set `customer.updatedAt` once the transaction is over.
  */
-export async function unbindFromClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
-  await client.workflow.getHandle(binding.id).signal(clockUnregisterSignal, { workflowId });
+export async function stampClockTime(tx: EntityManager, customer: Customer, testClock: ClockBinding): Promise<void> {
+  await tx.nativeUpdate(Customer, { id: customer.id }, { updatedAt: new Date(testClock.now) });
 }
 
 /** Ids of the customers on `clockId` (the list filter), or of all customers on any clock of the account (what lists leave out). */
@@ -155,7 +160,10 @@ export async function clockFilter(em: EntityManager, scope: { accountId: string;
   return ids.length > 0 ? { $nin: ids } : null;
 }
 
-/** Deletes the clock and every object on it: its workflows end, its customers, subscriptions and invoices go (the sandbox ledger keeps the money that moved). */
+/**
+ * Deletes the clock and every object on it: its workflows end, its customers, subscriptions and invoices go,
+ * its payouts not yet ended are canceled and its payout schedules deleted (the sandbox ledger keeps the money that moved).
+ */
 export async function deleteTestClock(em: EntityManager, client: Client, clock: TestClock): Promise<void> {
   const handle = client.workflow.getHandle(clock.id);
   let workflowIds: string[] = [];
@@ -168,12 +176,18 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
       const subscriptions = customers.length > 0 ? await em.find(Subscription, { customerId: { $in: customers } }, { fields: ['id'] }) : [];
       const requests = await em.find(PaymentRequest, { testClockId: clock.id }, { fields: ['id'] });
       const recurring = await em.find(RecurringPaymentRequest, { testClockId: clock.id }, { fields: ['id'] });
-      workflowIds = [...subscriptions, ...requests, ...recurring].map((r) => r.id);
+      const payouts = await em.find(Payout, { testClockId: clock.id, status: { $in: ['pending', 'in_transit'] } }, { fields: ['id'] });
+      workflowIds = [...subscriptions, ...requests, ...recurring, ...payouts].map((r) => r.id);
     }
   }
+  // The clock's payout schedule (workflows/payout-schedule.ts), whether or not the clock still knew it.
+  workflowIds = [...new Set([...workflowIds, `payout-schedule-${clock.id}`])];
   await handle.terminate('test clock deleted').catch(() => undefined);
   await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test clock deleted').catch(() => undefined)));
   const customerIds = await clockCustomerIds(em, clock.accountId, clock.id);
+  // Payouts on the clock not yet ended are canceled (their money back on the balance); its payout schedules go.
+  await cancelClockPayouts(em, clock.id);
+  await em.nativeDelete(TestClockPayoutSettings, { testClockId: clock.id });
   await em.transactional(async (tx) => {
     if (customerIds.length > 0) {
       // Money stays: transactions, charges and the ledger keep what moved on the sandbox balance.

@@ -11,8 +11,8 @@
  */
 import { continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
-// The schedule's only wait on time, shared with each payout's workflow (where a test clock can stand in).
-import { waitUntil } from './payout.ts';
+// The schedule's only wait on time: a Temporal timer, or a test clock's time (the same commands without a clock).
+import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 
 export interface PayoutScheduleInput {
   accountId: string;
@@ -21,6 +21,11 @@ export interface PayoutScheduleInput {
   runsPerExecution?: number;
   /** What the last run did, carried over continue-as-new for the UI. */
   lastRun?: string;
+  /**
+   * A test clock's own schedule (sandbox; workflow id `payout-schedule-<clock id>`): its
+   * runs wait for the clock's time, and its activities take the clock's schedules and time.
+   */
+  testClock?: ClockBinding;
 }
 
 /** The account's payout settings changed (or it asks to be looked at again): re-plan now. */
@@ -32,6 +37,7 @@ const activities = proxyActivities<Activities>({
 });
 
 export async function payoutScheduleWorkflow(input: PayoutScheduleInput): Promise<void> {
+  const clock = workflowClock(input.testClock);
   let changed = false;
   setHandler(payoutScheduleSettingsSignal, () => {
     changed = true;
@@ -41,14 +47,14 @@ export async function payoutScheduleWorkflow(input: PayoutScheduleInput): Promis
   let runs = 0;
   while (runs < runsPerExecution && !workflowInfo().continueAsNewSuggested) {
     changed = false;
-    const plan = await activities.nextScheduledPayout(input.accountId, input.livemode, Date.now());
+    const plan = await activities.nextScheduledPayout(input.accountId, input.livemode, clock.now().getTime());
     upsertMemo({ nextPayoutAt: plan.nextMs === null ? null : new Date(plan.nextMs).toISOString() });
     setCurrentDetails(`${plan.summary}\nLast run: ${lastRun}`);
-    await waitUntil(plan.nextMs, () => changed);
+    await clock.sleepUntil(plan.nextMs === null ? null : new Date(plan.nextMs), () => changed);
     if (changed || plan.nextMs === null) continue;
     const results = await activities.runScheduledPayouts(input.accountId, input.livemode, plan.nextMs);
     lastRun = `${new Date(plan.nextMs).toISOString()}: ${results.length ? results.map((r) => (r.payoutId ? `${r.currency} ${r.amount} in ${r.payoutId}` : `${r.currency} skipped (${r.skipped})`)).join('; ') : 'nothing due'}`;
     runs++;
   }
-  await continueAsNew<typeof payoutScheduleWorkflow>({ ...input, lastRun });
+  await continueAsNew<typeof payoutScheduleWorkflow>({ ...input, lastRun, ...(input.testClock ? { testClock: clock.binding()! } : {}) });
 }

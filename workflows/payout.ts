@@ -13,14 +13,21 @@
  * Workflows started before these states (recorded histories) took the old path:
  * one timer, completePayout, the email. patched('payout-states') keeps them
  * replaying. Deterministic code only.
+ *
+ * Its waits go through workflowClock (workflows/clock-sleep.ts): without a test clock
+ * they are the same `condition` timers as before (recorded histories replay
+ * unchanged); on a clock (`testClock`), the clock's time.
  */
-import { condition, defineSignal, patched, proxyActivities, setCurrentDetails, setHandler, sleep } from '@temporalio/workflow';
+import { defineSignal, patched, proxyActivities, setCurrentDetails, setHandler, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
+import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 
 export interface PayoutWorkflowInput {
   payoutId: string;
   /** How long the payout stays pending (cancelable) before it is sent. */
   arrivalMs: number;
+  /** A payout on a test clock (sandbox): it waits for the clock's time, not timers (workflows/clock-sleep.ts). */
+  testClock?: ClockBinding;
 }
 
 /** The payout's row changed (canceled, a hold released): look again now. */
@@ -30,21 +37,6 @@ const activities = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
-
-/**
- * Waits until `instant` (ms since the epoch, on the workflow's clock), or until
- * `wake()` turns true, whichever comes first: the one place this workflow waits
- * on time, so a test clock can stand in for it.
- */
-export async function waitUntil(instant: number | null, wake: () => boolean = () => false): Promise<void> {
-  if (instant === null) {
-    await condition(wake);
-    return;
-  }
-  const ms = instant - Date.now();
-  if (ms <= 0) return;
-  await condition(wake, ms);
-}
 
 export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<string> {
   if (!patched('payout-states')) {
@@ -56,33 +48,37 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<string
     return status;
   }
 
+  const clock = workflowClock(input.testClock);
   let changed = false;
   setHandler(payoutChangedSignal, () => {
     changed = true;
   });
   const woken = () => changed;
+  const at = (ms: number | null) => (ms === null ? null : new Date(ms));
 
-  setCurrentDetails(`Payout ${input.payoutId}: pending (cancelable) until ${new Date(Date.now() + input.arrivalMs).toISOString()}.`);
-  await waitUntil(Date.now() + input.arrivalMs, woken);
+  setCurrentDetails(`Payout ${input.payoutId}: pending (cancelable) until ${new Date(clock.now().getTime() + input.arrivalMs).toISOString()}.`);
+  await clock.sleepUntil(at(clock.now().getTime() + input.arrivalMs), woken);
   let arrivalMs: number;
   for (;;) {
     changed = false;
-    const submitted = await activities.submitPayout(input.payoutId, Date.now());
+    const submitted = await activities.submitPayout(input.payoutId, clock.now().getTime());
     if (submitted.status === 'in_transit') {
       arrivalMs = submitted.arrivalMs;
       break;
     }
     if (submitted.status !== 'held') {
       setCurrentDetails(`Payout ${submitted.status}.`);
+      await clock.finished();
       return submitted.status;
     }
     setCurrentDetails(`Payout held by ${submitted.holdId}: ${submitted.reason}${submitted.untilMs ? ` (until ${new Date(submitted.untilMs).toISOString()})` : ' (until released)'}.`);
-    await waitUntil(submitted.untilMs, woken);
+    await clock.sleepUntil(at(submitted.untilMs), woken);
   }
   setCurrentDetails(`Payout in transit, arrives at ${new Date(arrivalMs).toISOString()}.`);
-  await waitUntil(arrivalMs);
-  const status = await activities.settlePayout(input.payoutId, Date.now());
+  await clock.sleepUntil(at(arrivalMs), () => false);
+  const status = await activities.settlePayout(input.payoutId, clock.now().getTime());
   setCurrentDetails(`Payout ${status}.`);
   if (status === 'paid' || status === 'failed') await activities.notifyPayoutPaid(input.payoutId);
+  await clock.finished();
   return status;
 }

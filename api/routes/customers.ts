@@ -14,8 +14,9 @@ import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 import { recordEvent } from '../../services/events.ts';
+import { onTestClock } from '../../services/clock-context.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
-import { findOwnTestClock } from '../../services/test-clocks.ts';
+import { clockTimeOf, findOwnTestClock, stampClockTime } from '../../services/test-clocks.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 
@@ -125,11 +126,18 @@ export function customersApp(deps: ApiDeps) {
     if (customer.paymentMethod && (customer.processorCustomerId || body.payment_method !== undefined)) {
       customer.processorCustomerId = (await toProcessor(customer)) ?? customer.processorCustomerId ?? null;
     }
+    // A customer on a test clock: updated at the clock's time, its event on the clock (its webhook retries follow the clock).
+    const testClock = await clockTimeOf(em, customer.testClockId);
     customer.updatedAt = new Date();
-    await em.transactional(async (tx) => {
-      await tx.flush();
-      await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object: serializeCustomer(customer), transactionId: null });
-    });
+    await onTestClock(testClock, () =>
+      em.transactional(async (tx) => {
+        await tx.flush();
+        if (testClock) await stampClockTime(tx, customer, testClock);
+        const object = { ...serializeCustomer(customer), ...(testClock ? { updated_at: testClock.now } : {}) };
+        await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object, transactionId: null });
+      }),
+    );
+    if (testClock) customer.updatedAt = new Date(testClock.now);
     if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
     return serializeCustomer(customer);
   };
@@ -153,10 +161,13 @@ export function customersApp(deps: ApiDeps) {
       });
       // A mode on Stripe: a customer given a card gets its Stripe customer holding it, before anything is written.
       if (customer.paymentMethod) customer.processorCustomerId = await toProcessor(customer);
-      await em.transactional(async (tx) => {
-        await tx.flush();
-        await recordEvent(tx, { accountId, livemode, type: 'customer.created', object: serializeCustomer(customer), transactionId: null });
-      });
+      // On a test clock: the event carries the clock's time and id, so its webhook retries follow the clock.
+      await onTestClock(clock ? { id: clock.id, now: clock.frozenTime.toISOString() } : undefined, () =>
+        em.transactional(async (tx) => {
+          await tx.flush();
+          await recordEvent(tx, { accountId, livemode, type: 'customer.created', object: serializeCustomer(customer), transactionId: null });
+        }),
+      );
       return c.json(serializeCustomer(customer), 201);
     })
     .openapi(listCustomers, async (c) => {

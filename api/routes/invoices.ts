@@ -1,10 +1,11 @@
-import { clockFilter } from '../../services/test-clocks.ts';
+import { clockFilter, clockTimeOf } from '../../services/test-clocks.ts';
+import { onTestClock } from '../../services/clock-context.ts';
 import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
 import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
-import { Invoice, invoiceStatuses } from '../../db/entities/index.ts';
+import { Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { invoicePdfToken } from '../../domain/invoice-links.ts';
@@ -140,7 +141,14 @@ export function invoicesApps(deps: ApiDeps) {
   async function transition(c: Context, id: string, to: InvoiceTransition) {
     await optionalJsonBody(c, z.object({}).strict());
     const scope = await accountScope(c, orm);
-    const result = await transitionInvoice(orm.em.fork(), { invoicePdfUrl: pdfUrl }, id, to, new Date(), { accountId: scope.accountId, livemode: scope.livemode });
+    const em = orm.em.fork();
+    // An invoice of a customer on a test clock changes at the clock's time, its event on the clock.
+    const invoice = await em.findOne(Invoice, { id, accountId: scope.accountId, livemode: scope.livemode }, { fields: ['customerId'] });
+    const customer = invoice?.customerId ? await em.findOne(Customer, { id: invoice.customerId }, { fields: ['testClockId'] }) : null;
+    const testClock = await clockTimeOf(em, customer?.testClockId);
+    const result = await onTestClock(testClock, () =>
+      transitionInvoice(em, { invoicePdfUrl: pdfUrl }, id, to, testClock ? new Date(testClock.now) : new Date(), { accountId: scope.accountId, livemode: scope.livemode }),
+    );
     if (result.outcome === 'not_found') throw new ApiError('not_found', 'No such invoice.');
     if (result.outcome === 'refused') {
       const verb = to === 'void' ? 'voided' : 'marked uncollectible';

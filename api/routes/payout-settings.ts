@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { payoutIntervals, weekdays } from '../../domain/payout-schedule.ts';
 import { ensurePayoutSchedule, loadSchedules, patchSchedule, withNextRuns, type CurrencySchedule } from '../../services/payout-schedule.ts';
+import { clockBindingOf, findOwnTestClock } from '../../services/test-clocks.ts';
 import { currency, timestamp } from '../../objects/common.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -8,6 +9,7 @@ import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
 const tags = ['Payouts'];
+const testClockField = z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional();
 const ScheduleSchema = z.object({
   currency: z.string(),
   interval: z.enum(payoutIntervals),
@@ -18,7 +20,12 @@ const ScheduleSchema = z.object({
   next_payout_at: timestamp.nullable().openapi({ description: 'The next run (00:00 UTC of its day); null when manual' }),
 });
 const SettingsSchema = z
-  .object({ object: z.literal('payout_settings'), livemode: z.boolean(), schedules: z.array(ScheduleSchema) })
+  .object({
+    object: z.literal('payout_settings'),
+    livemode: z.boolean(),
+    test_clock: z.string().optional().openapi({ description: "The test clock whose own schedules these are (sandbox); absent for the account's" }),
+    schedules: z.array(ScheduleSchema),
+  })
   .openapi('PayoutSettings');
 
 const PatchBody = z
@@ -29,14 +36,21 @@ const PatchBody = z
     monthly_anchor: z.number().int().min(1).max(31).nullable().optional().openapi({ description: '1-31; clamped to the last day of shorter months' }),
     delay_days: z.number().int().min(0).max(365).optional().openapi({ description: 'Money credited within the last N days stays out of a scheduled payout' }),
     minimum_amount: z.number().int().min(0).max(99_999_999).optional().openapi({ description: 'A run with less to pay out skips' }),
+    test_clock: testClockField.openapi({
+      description:
+        "A test clock (sandbox only: live mode answers `livemode_not_allowed`): this changes the clock's own schedule, apart from the account's, run on the clock's time (each run when the clock is advanced past it; its payouts live on the clock)",
+    }),
   })
   .strict();
+const GetQuery = z.object({ test_clock: testClockField.openapi({ description: "A test clock's own schedules (sandbox); without it, the account's" }) });
 
-function serialize(schedules: CurrencySchedule[], livemode: boolean): z.infer<typeof SettingsSchema> {
+/** `clock`: a test clock's schedules, their next runs from the clock's time. */
+function serialize(schedules: CurrencySchedule[], livemode: boolean, clock?: { id: string; frozenTime: Date } | null): z.infer<typeof SettingsSchema> {
   return {
     object: 'payout_settings',
     livemode,
-    schedules: withNextRuns(schedules, new Date()).map((s) => ({
+    ...(clock ? { test_clock: clock.id } : {}),
+    schedules: withNextRuns(schedules, clock?.frozenTime ?? new Date()).map((s) => ({
       currency: s.currency,
       interval: s.interval,
       weekly_anchor: s.weeklyAnchor,
@@ -53,6 +67,7 @@ const get = createRoute({
   path: '/',
   tags,
   summary: "The account's payout schedules in this mode, one per currency",
+  request: { query: GetQuery },
   responses: { 200: { description: 'Settings', ...json(SettingsSchema) }, ...errorResponses(401) },
 });
 const patch = createRoute({
@@ -62,7 +77,8 @@ const patch = createRoute({
   summary: "Change one currency's payout schedule",
   description:
     '`interval`: daily, weekly (with `weekly_anchor`), monthly (with `monthly_anchor` 1-31, clamped to the month end) or manual (the default). Each run, at 00:00 UTC, pays out the available balance of the currency ' +
-    'to its default destination. One long-lived payoutScheduleWorkflow per account and mode runs them. Owners, admins and API keys.',
+    'to its default destination. One long-lived payoutScheduleWorkflow per account and mode runs them. Owners, admins and API keys. ' +
+    "With `test_clock` (sandbox): the clock's own schedule, run by its own payoutScheduleWorkflow on the clock's time; it pays out the sandbox's available balance when the clock is advanced past a run (an unknown clock: `not_found`; a clock advancing: `invalid_state`).",
   request: { body: { ...json(PatchBody), required: true } },
   responses: { 200: { description: 'Settings', ...json(SettingsSchema) }, ...errorResponses(400, 401, 403) },
 });
@@ -72,13 +88,21 @@ export function payoutSettingsApp(deps: ApiDeps) {
   return newOpenApiApp()
     .openapi(get, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
-      return c.json(serialize(await loadSchedules(orm.em.fork(), { accountId, livemode }), livemode), 200);
+      const em = orm.em.fork();
+      const query = c.req.valid('query');
+      const clock = query.test_clock ? await findOwnTestClock(em, query.test_clock, { accountId, livemode }) : null;
+      return c.json(serialize(await loadSchedules(em, { accountId, livemode, testClockId: clock?.id }), livemode, clock), 200);
     })
     .openapi(patch, async (c) => {
       requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
       const { accountId, livemode } = await accountScope(c, orm);
-      const schedules = await patchSchedule(orm.em.fork(), { accountId, livemode }, c.req.valid('json'));
-      await ensurePayoutSchedule(deps.temporal, deps.config.taskQueue, { accountId, livemode });
-      return c.json(serialize(schedules, livemode), 200);
+      const em = orm.em.fork();
+      const { test_clock: clockId, ...body } = c.req.valid('json');
+      // A clock's schedule: only while the clock is ready (its schedule joins the clock at the clock's time).
+      const clock = clockId ? await findOwnTestClock(em, clockId, { accountId, livemode }) : null;
+      const testClock = clock ? await clockBindingOf(em, { testClockId: clock.id }) : undefined;
+      const schedules = await patchSchedule(em, { accountId, livemode, testClockId: clock?.id }, body);
+      await ensurePayoutSchedule(deps.temporal, deps.config.taskQueue, { accountId, livemode }, testClock);
+      return c.json(serialize(schedules, livemode, clock), 200);
     });
 }

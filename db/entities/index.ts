@@ -12,7 +12,7 @@ import { AccountBalance, BalanceTransaction, LedgerEntry } from './ledger.ts';
 import { PaymentRequest, RecurringPaymentRequest } from './payment-request.ts';
 import { Payout } from './payout.ts';
 import { BankAccount } from './bank-account.ts';
-import { PayoutHold, PayoutSettings, SandboxPayoutTransfer } from './payout-settings.ts';
+import { PayoutHold, PayoutSettings, SandboxPayoutTransfer, TestClockPayoutSettings } from './payout-settings.ts';
 import { Plan } from './plan.ts';
 import { Product } from './product.ts';
 import { SentEmail } from './sent-email.ts';
@@ -36,7 +36,7 @@ export { ProcessorEvent, SandboxProcessorRefund };
 export { Event };
 export { WebhookAttempt, WebhookDelivery, WebhookEndpoint };
 export type { WebhookDeliveryStatus } from './webhook.ts';
-export { Payout, BankAccount, PayoutHold, PayoutSettings, SandboxPayoutTransfer };
+export { Payout, BankAccount, PayoutHold, PayoutSettings, SandboxPayoutTransfer, TestClockPayoutSettings };
 export type { BankAccountStatus } from './bank-account.ts';
 export { bankAccountStatuses } from './bank-account.ts';
 export type { PayoutMethod, PayoutStatus } from './payout.ts';
@@ -84,6 +84,7 @@ export const entities = [
   Payout,
   BankAccount,
   PayoutSettings,
+  TestClockPayoutSettings,
   PayoutHold,
   SandboxPayoutTransfer,
   PaymentRequest,

@@ -23,6 +23,28 @@ export const PayoutSettings = defineEntity({
 export type PayoutSettings = InferEntity<typeof PayoutSettings>;
 
 /**
+ * A test clock's own payout schedule for one currency (PATCH /v1/payout_settings with
+ * `test_clock`): run on the clock's time by the clock's payoutScheduleWorkflow, apart
+ * from the account's. Deleted with the clock.
+ */
+export const TestClockPayoutSettings = defineEntity({
+  name: 'TestClockPayoutSettings',
+  tableName: 'test_clock_payout_settings',
+  properties: {
+    testClockId: p.string().primary(),
+    currency: p.string().length(3).primary(),
+    accountId: p.string(),
+    interval: p.string().$type<PayoutInterval>(),
+    weeklyAnchor: p.string().$type<Weekday>().nullable(),
+    monthlyAnchor: p.integer().nullable(),
+    delayDays: p.integer().default(0),
+    minimumAmount: p.bigint('number').default(0),
+    updatedAt: p.datetime(),
+  },
+});
+export type TestClockPayoutSettings = InferEntity<typeof TestClockPayoutSettings>;
+
+/**
  * A payout hold (`ph_…`): on the whole account in one mode (`payoutId` null), or on
  * one payout. Active while `releasedAt` is null and `until` (if any) is ahead.
  */

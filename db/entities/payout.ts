@@ -17,6 +17,7 @@ export const Payout = defineEntity({
   tableName: 'payouts',
   indexes: [
     { properties: ['accountId', 'livemode', 'id'] },
+    { properties: ['testClockId'] },
     { name: 'payouts_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" },
   ],
   properties: {
@@ -49,6 +50,8 @@ export const Payout = defineEntity({
     /** The hold that keeps it pending, while one does. */
     holdId: p.string().nullable(),
     holdReason: p.string().length(500).nullable(),
+    /** The test clock it lives on (sandbox; docs/testing-your-integration.md), or null. */
+    testClockId: p.string().nullable(),
   },
 });
 export type Payout = InferEntity<typeof Payout>;
