@@ -10838,7 +10838,10 @@ export interface paths {
         /** The account's payout schedules in this mode, one per currency */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description A test clock's own schedules (sandbox); without it, the account's */
+                    test_clock?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -10953,7 +10956,7 @@ export interface paths {
         head?: never;
         /**
          * Change one currency's payout schedule
-         * @description `interval`: daily, weekly (with `weekly_anchor`), monthly (with `monthly_anchor` 1-31, clamped to the month end) or manual (the default). Each run, at 00:00 UTC, pays out the available balance of the currency to its default destination. One long-lived payoutScheduleWorkflow per account and mode runs them. Owners, admins and API keys.
+         * @description `interval`: daily, weekly (with `weekly_anchor`), monthly (with `monthly_anchor` 1-31, clamped to the month end) or manual (the default). Each run, at 00:00 UTC, pays out the available balance of the currency to its default destination. One long-lived payoutScheduleWorkflow per account and mode runs them. Owners, admins and API keys. With `test_clock` (sandbox): the clock's own schedule, run by its own payoutScheduleWorkflow on the clock's time; it pays out the sandbox's available balance when the clock is advanced past a run (an unknown clock: `not_found`; a clock advancing: `invalid_state`).
          */
         patch: {
             parameters: {
@@ -10975,6 +10978,8 @@ export interface paths {
                         minimum_amount?: number;
                         /** @description 1-31; clamped to the last day of shorter months */
                         monthly_anchor?: number | null;
+                        /** @description A test clock (sandbox only: live mode answers `livemode_not_allowed`): this changes the clock's own schedule, apart from the account's, run on the clock's time (each run when the clock is advanced past it; its payouts live on the clock) */
+                        test_clock?: string;
                         /** @enum {string|null} */
                         weekly_anchor?: "sunday" | "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | null;
                     };
@@ -10989,6 +10994,8 @@ export interface paths {
                         minimum_amount?: number;
                         /** @description 1-31; clamped to the last day of shorter months */
                         monthly_anchor?: number | null;
+                        /** @description A test clock (sandbox only: live mode answers `livemode_not_allowed`): this changes the clock's own schedule, apart from the account's, run on the clock's time (each run when the clock is advanced past it; its payouts live on the clock) */
+                        test_clock?: string;
                         /** @enum {string|null} */
                         weekly_anchor?: "sunday" | "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | null;
                     };
@@ -11163,6 +11170,8 @@ export interface paths {
                     /** @description An id from the previous page: the page of older items after it */
                     starting_after?: string;
                     status?: "pending" | "in_transit" | "paid" | "failed" | "canceled";
+                    /** @description Only payouts on this test clock; without it, payouts on test clocks are left out (as Stripe) */
+                    test_clock?: string;
                 };
                 header?: never;
                 path?: never;
@@ -11279,7 +11288,7 @@ export interface paths {
         put?: never;
         /**
          * Pay out from the available balance
-         * @description Takes `amount` from the available balance of `currency` at once (`insufficient_funds`, 402, when it does not cover it) and answers the payout `pending`. The currency is USD, EUR or GBP (`invalid_request`) and the destination's (`currency_mismatch`); without `destination`, the default destination of the currency (`invalid_request` when there is none). A payoutWorkflow owns its time: pending (cancelable) for 60 s, then in_transit until its arrival_date (sandbox: 1 day, 4 for the slow test account), then paid or failed (the money back on the balance). A hold keeps it pending. Idempotency-Key honoured. Events: payout.created, payout.updated, payout.paid | payout.failed | payout.canceled. Owners, admins and API keys only.
+         * @description Takes `amount` from the available balance of `currency` at once (`insufficient_funds`, 402, when it does not cover it) and answers the payout `pending`. The currency is USD, EUR or GBP (`invalid_request`) and the destination's (`currency_mismatch`); without `destination`, the default destination of the currency (`invalid_request` when there is none). A payoutWorkflow owns its time: pending (cancelable) for 60 s, then in_transit until its arrival_date (sandbox: 1 day, 4 for the slow test account), then paid or failed (the money back on the balance). A hold keeps it pending. Idempotency-Key honoured. Events: payout.created, payout.updated, payout.paid | payout.failed | payout.canceled. Owners, admins and API keys only. With `test_clock` (sandbox): every one of those times is the clock's, and the payout moves only when the clock is advanced (an unknown clock: `not_found`; a clock advancing: `invalid_state`).
          */
         post: {
             parameters: {
@@ -11301,6 +11310,8 @@ export interface paths {
                         description?: string;
                         /** @description A bank account or PayPal destination (ba_…) in this currency; omitted: the default destination of the currency */
                         destination?: string;
+                        /** @description A test clock (sandbox only: live mode answers `livemode_not_allowed`): the payout is created at the clock's time and goes in_transit and paid (or failed) when the clock is advanced past those times (docs/testing-your-integration.md) */
+                        test_clock?: string;
                     };
                     "application/x-www-form-urlencoded": {
                         /** @example 2000 */
@@ -11310,6 +11321,8 @@ export interface paths {
                         description?: string;
                         /** @description A bank account or PayPal destination (ba_…) in this currency; omitted: the default destination of the currency */
                         destination?: string;
+                        /** @description A test clock (sandbox only: live mode answers `livemode_not_allowed`): the payout is created at the clock's time and goes in_transit and paid (or failed) when the clock is advanced past those times (docs/testing-your-integration.md) */
+                        test_clock?: string;
                     };
                 };
             };
@@ -22473,6 +22486,8 @@ export interface components {
             paid_at: string | null;
             /** @enum {string} */
             status: "pending" | "in_transit" | "paid" | "failed" | "canceled";
+            /** @description The test clock it lives on (sandbox; docs/testing-your-integration.md), or null */
+            test_clock: string | null;
             /**
              * Format: date-time
              * @example 2026-01-31T00:00:00.000Z
@@ -22529,6 +22544,8 @@ export interface components {
                 /** @enum {string|null} */
                 weekly_anchor: "sunday" | "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | null;
             }[];
+            /** @description The test clock whose own schedules these are (sandbox); absent for the account's */
+            test_clock?: string;
         };
         Plan: {
             active: boolean;
