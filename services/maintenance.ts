@@ -22,6 +22,7 @@ import { startFundsAvailability } from './balances.ts';
 import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
 import { continuePayment, paymentChargeRequest } from './payments.ts';
 import { startPayoutWorkflow } from './payouts.ts';
+import { clockTimeOf } from './test-clocks.ts';
 import type { Processors } from './processors/index.ts';
 import { completeRefund } from './refunds.ts';
 
@@ -169,13 +170,14 @@ export async function reconcileStuckPayouts(em: EntityManager, client: Client, t
   const rows = await em.find(
     Payout,
     { status: 'pending', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
-    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id'] },
+    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'testClockId'] },
   );
   const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
   for (const row of rows) {
     try {
       if (!(await workflowExists(client, row.id))) {
-        await startPayoutWorkflow(client, taskQueue, row.id);
+        // A payout on a test clock goes back on its clock (a deleted clock canceled its payouts: none left pending).
+        await startPayoutWorkflow(client, taskQueue, row.id, await clockTimeOf(em, row.testClockId));
         result.reconciled++;
         log?.info('reconciled a stuck payout', { payoutId: row.id });
       }
