@@ -206,5 +206,16 @@ describe('test clocks: payouts, and events recorded by the API', () => {
       ['customer.updated', '2039-06-01T00:10:00.000Z'],
       ['customer.created', '2039-06-01T00:00:00.000Z'],
     ]);
+
+    // A refund (by the API) of a payment on the clock: at the clock's time, listed with the clock's transactions.
+    const { accountId } = await (async () => ({ accountId: (await call('GET', '/v1/account')).body.id as string }))();
+    const payer = await make('/v1/customers', { email: 'refunded@example.com', test_clock: clock.id });
+    const payment = await make('/v1/transactions', { account_id: accountId, amount: 1000, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa', customer: payer.id });
+    const refund = await make('/v1/transactions', { account_id: accountId, amount: 300, currency: 'USD', type: 'refund', source_transaction: payment.id });
+    expect(refund.created_at).toBe('2039-06-01T00:10:00.000Z');
+    expect(((await call('GET', `/v1/transactions?test_clock=${clock.id}`)).body.data as { id: string }[]).map((t) => t.id)).toContain(refund.id);
+    const refundEvents = ((await call('GET', '/v1/events?limit=50')).body.data as { type: string; created_at: string; data: { object: { id: string } } }[]).filter((e) => e.data.object.id === refund.id);
+    expect(refundEvents.length).toBeGreaterThan(0);
+    expect(refundEvents.every((e) => e.created_at === '2039-06-01T00:10:00.000Z')).toBe(true);
   }, 40_000);
 });

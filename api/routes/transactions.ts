@@ -174,8 +174,11 @@ export function transactionsApp(deps: ApiDeps) {
       if (body.customer && body.type !== 'payment') throw new ApiError('invalid_request', 'customer: only payments take one.');
       const customer = body.customer ? await em.findOne(Customer, { id: body.customer, accountId: scope.accountId, livemode: scope.livemode }) : null;
       if (body.customer && !customer) throw new ApiError('not_found', `No such customer: ${body.customer}.`);
+      // A refund of a payment of a customer on a test clock goes on that clock too (its events retry on the clock).
+      const refunded = body.type === 'refund' && body.source_transaction ? await em.findOne(Transaction, { id: body.source_transaction, accountId: scope.accountId, livemode: scope.livemode }, { fields: ['customerId'] }) : null;
+      const refundedCustomer = refunded?.customerId ? await em.findOne(Customer, { id: refunded.customerId }, { fields: ['testClockId'] }) : null;
       // A customer on a test clock: everything below runs on the clock's time (services/clock-context.ts).
-      const testClock = customer ? await clockBindingOf(em, customer) : undefined;
+      const testClock = customer ? await clockBindingOf(em, customer) : refundedCustomer ? await clockBindingOf(em, refundedCustomer) : undefined;
       return onTestClock(testClock, async () => {
         // With an Idempotency-Key the id is derived from it: a retry that takes over the key after a crash finds the
         // transaction the first try recorded (and, for a payment, repeats its charge under the same processor key).
