@@ -107,6 +107,9 @@ describe('workflow histories', () => {
       'export-succeeded.json',
       // Recorded with the payoutWorkflow of before payout states (commit a26a08e): replays through patched('payout-states').
       'payout-legacy-paid.json',
+      // Recorded with the payoutScheduleWorkflow of before test clocks (main at 50c42bb: a daily schedule's empty run, a run paying out,
+      // a settings change cancelling the timer): its waits moved to workflowClock, the same commands without a clock.
+      'payout-schedule-daily.json',
       'payout-states-paid.json',
       // Recorded before a due billing cycle ran as one local activity (commit abec835): replay the four activities through patched('renew-cycle').
       'subscription-dunning-to-cancel-before-renew-cycle.json',
