@@ -13,12 +13,16 @@
  *     receipt email, projection, continue-as-new) and N funds-availability
  *     workflows start on the clock;
  *  2. advance to 2027-02-28: the money of the first charges becomes available
- *     (2 days later, on the way), then N renewals.
+ *     (2 days later, on the way), then N renewals;
+ *  3. a weekly payout schedule (Mondays) on the clock, then advance to 2027-03-03:
+ *     the Monday 03-01 run pays out the first charges' money (one payout, pending →
+ *     in_transit → paid on 03-02 00:01), and the renewals' money becomes available
+ *     on 03-02, in time order with it.
  * Measured: seconds from the advance call to `ready` (polled every 100 ms), and the
  * work checked afterwards (paid invoices, active subscriptions).
  *
  * Settings: BENCH_N (default 1000); BENCH_SECOND_ADVANCE=0 stops after the first
- * advance. BENCH_WRITE=0 prints the section instead of
+ * advance, BENCH_PAYOUT_ADVANCE=0 after the second. BENCH_WRITE=0 prints the section instead of
  * writing it to bench/RESULTS.md.
  */
 import fs from 'node:fs';
@@ -150,7 +154,32 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     available = (balance.available as { amount: number; currency: string }[]).find((m) => m.currency === 'USD')?.amount ?? 0;
     say(`ready in ${round1(second)} s: ${active2} renewed, ${paid2} paid invoices, ${available} available`);
   }
-  const ok = active1 === n && paid1 === n && (second === null || (active2 === n && paid2 === 2 * n && available === 2000 * n));
+  let third: number | null = null;
+  let payoutsOk = true;
+  let payoutLine = '';
+  if (second !== null && process.env.BENCH_PAYOUT_ADVANCE !== '0') {
+    say('advance 3: a weekly payout schedule on the clock (Mondays), to 2027-03-03');
+    await call('POST', '/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Bench', currency: 'USD', routing_number: '110000000', account_number: '000123456789' });
+    const settings = await call('PATCH', '/v1/payout_settings', { currency: 'USD', interval: 'weekly', weekly_anchor: 'monday', test_clock: clock.id });
+    const usd = (settings.schedules as { currency: string; next_payout_at: string | null }[]).find((s) => s.currency === 'USD');
+    if (usd?.next_payout_at !== '2027-03-01T00:00:00.000Z') throw new Error(`the clock's schedule runs next at ${usd?.next_payout_at}, not 2027-03-01`);
+    third = await advance('2027-03-03T00:00:00Z');
+    const payouts = (await call('GET', `/v1/payouts?test_clock=${clock.id}`)).data as { amount: number; status: string; created_at: string; paid_at: string | null }[];
+    const balance = await call('GET', '/v1/balance');
+    const of = (list: { amount: number; currency: string }[]) => list.find((m) => m.currency === 'USD')?.amount ?? 0;
+    const after = { available: of(balance.available), pending: of(balance.pending) };
+    payoutsOk =
+      payouts.length === 1 &&
+      payouts[0]!.amount === 2000 * n &&
+      payouts[0]!.status === 'paid' &&
+      payouts[0]!.created_at === '2027-03-01T00:00:00.000Z' &&
+      payouts[0]!.paid_at === '2027-03-02T00:01:00.000Z' &&
+      after.available === 2000 * n &&
+      after.pending === 0;
+    payoutLine = `${payouts.length} payout on the clock (${payouts.map((p) => `${p.amount} ${p.status}, created ${p.created_at}, paid ${p.paid_at}`).join('; ')}), then ${after.available} available and ${after.pending} pending`;
+    say(`ready in ${round1(third)} s: ${payoutLine}`);
+  }
+  const ok = payoutsOk && active1 === n && paid1 === n && (second === null || (active2 === n && paid2 === 2 * n && available === 2000 * n));
   const section = [
     heading,
     '',
@@ -160,10 +189,11 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     '|---|---|---|---|',
     `| 2027-01-01 → 01-31 | ${n} trial ends: invoice, charge, receipt email, continue-as-new; ${n} availability workflows start | ${round1(first)} | ${round1((first * 1000) / n)} ms |`,
     ...(second === null ? [] : [`| 01-31 → 02-28 | ${n} payments become available (02-02), then ${n} renewals | ${round1(second)} | ${round1((second * 1000) / n)} ms |`]),
+    ...(third === null ? [] : [`| 02-28 → 03-03 | the clock's weekly payout run (03-01) pays out ${2000 * n}: pending → in_transit → paid (03-02 00:01); ${n} renewals' money becomes available (03-02) | ${round1(third)} | ${round1((third * 1000) / n)} ms |`]),
     '',
     second === null
       ? `Checked afterwards: ${active1} of ${n} subscriptions active, ${paid1} paid invoices${ok ? '' : ' (NOT what was expected)'} (the second advance was skipped: BENCH_SECOND_ADVANCE=0). Setting up (${n} customers and subscriptions through the API, 20 at a time) took ${round1(setupSeconds)} s.`
-      : `Checked afterwards: ${active2} of ${n} subscriptions renewed, ${paid2} paid invoices, ${available} available on the sandbox balance${ok ? '' : ' (NOT what was expected)'}. Setting up (${n} customers and subscriptions through the API, 20 at a time) took ${round1(setupSeconds)} s.`,
+      : `Checked afterwards: ${active2} of ${n} subscriptions renewed, ${paid2} paid invoices, ${available} available on the sandbox balance${third === null ? '' : `; after the payout advance: ${payoutLine}`}${ok ? '' : ' (NOT what was expected)'}. Setting up (${n} customers and subscriptions through the API, 20 at a time) took ${round1(setupSeconds)} s.`,
     '',
     'What bounds it: every due workflow is woken by a signal from the clock workflow and reports back with a signal, and each advance step waits for the slowest; the subscriptions on a clock run their activities as local activities, so the server sees one workflow task per wake-up rather than one per activity.',
   ].join('\n');
