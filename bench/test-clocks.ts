@@ -10,8 +10,8 @@
  * on 2027-01-01, N customers on it (pm_card_visa) subscribed to a plan with a
  * 30-day trial (created 20 at a time). Then:
  *  1. advance to the trial end (2027-01-31): N trials convert (invoice, charge,
- *     receipt email, projection, continue-as-new) and N funds-availability
- *     workflows start on the clock;
+ *     receipt email, projection); each subscription's run then waits on the clock
+ *     for its money's availability (patch funds-in-subscription: no workflow per payment);
  *  2. advance to 2027-02-28: the money of the first charges becomes available
  *     (2 days later, on the way), then N renewals;
  *  3. a weekly payout schedule (Mondays) on the clock, then advance to 2027-03-03:
@@ -187,7 +187,7 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     '',
     '| Advance | Work due | Seconds until `ready` | Per subscription |',
     '|---|---|---|---|',
-    `| 2027-01-01 → 01-31 | ${n} trial ends: invoice, charge, receipt email, continue-as-new; ${n} availability workflows start | ${round1(first)} | ${round1((first * 1000) / n)} ms |`,
+    `| 2027-01-01 → 01-31 | ${n} trial ends: invoice, charge, receipt email, projection; each run then waits for its money's availability (02-02, in the subscription's own run since funds-in-subscription) | ${round1(first)} | ${round1((first * 1000) / n)} ms |`,
     ...(second === null ? [] : [`| 01-31 → 02-28 | ${n} payments become available (02-02), then ${n} renewals | ${round1(second)} | ${round1((second * 1000) / n)} ms |`]),
     ...(third === null ? [] : [`| 02-28 → 03-03 | the clock's weekly payout run (03-01) pays out ${2000 * n}: pending → in_transit → paid (03-02 00:01); ${n} renewals' money becomes available (03-02) | ${round1(third)} | ${round1((third * 1000) / n)} ms |`]),
     '',

@@ -68,7 +68,7 @@ const get = createRoute({
   tags,
   summary: "The account's payout schedules in this mode, one per currency",
   request: { query: GetQuery },
-  responses: { 200: { description: 'Settings', ...json(SettingsSchema) }, ...errorResponses(401) },
+  responses: { 200: { description: 'Settings', ...json(SettingsSchema) }, ...errorResponses(400, 401, 404) },
 });
 const patch = createRoute({
   method: 'patch',
@@ -80,7 +80,7 @@ const patch = createRoute({
     'to its default destination. One long-lived payoutScheduleWorkflow per account and mode runs them. Owners, admins and API keys. ' +
     "With `test_clock` (sandbox): the clock's own schedule, run by its own payoutScheduleWorkflow on the clock's time; it pays out the sandbox's available balance when the clock is advanced past a run (an unknown clock: `not_found`; a clock advancing: `invalid_state`).",
   request: { body: { ...json(PatchBody), required: true } },
-  responses: { 200: { description: 'Settings', ...json(SettingsSchema) }, ...errorResponses(400, 401, 403) },
+  responses: { 200: { description: 'Settings', ...json(SettingsSchema) }, ...errorResponses(400, 401, 403, 404, 409) },
 });
 
 export function payoutSettingsApp(deps: ApiDeps) {

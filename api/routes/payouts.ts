@@ -55,7 +55,7 @@ const createPayoutRoute = createRoute({
     '(the money back on the balance). A hold keeps it pending. Idempotency-Key honoured. Events: payout.created, payout.updated, payout.paid | payout.failed | payout.canceled. Owners, admins and API keys only. ' +
     'With `test_clock` (sandbox): every one of those times is the clock\'s, and the payout moves only when the clock is advanced (an unknown clock: `not_found`; a clock advancing: `invalid_state`).',
   request: { body: { ...json(CreateBody), required: true } },
-  responses: { 201: { description: 'Created, pending', ...json(PayoutSchema) }, ...errorResponses(400, 401, 402, 403, 404) },
+  responses: { 201: { description: 'Created, pending', ...json(PayoutSchema) }, ...errorResponses(400, 401, 402, 403, 404, 409) },
 });
 const listPayouts = createRoute({
   method: 'get',
