@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCustomerLinks } from '../domain/customer-links.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
@@ -207,6 +208,16 @@ describe('test clocks: payouts, and events recorded by the API', () => {
       ['customer.created', '2039-06-01T00:00:00.000Z'],
     ]);
 
+    // The hosted billing-details page (a failed-payment email's link) records customer.updated on the clock too.
+    const links = createCustomerLinks({ publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret });
+    const page = new URL(await links.billingDetailsUrl({ customerId: customer.id, accountId: (await call('GET', '/v1/account')).body.id, livemode: false })).pathname;
+    const saved = await engine.app.request(page, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'payment_method=pm_card_mastercard' });
+    expect(saved.status).toBe(200);
+    const afterPage = (await call('GET', `/v1/customers/${customer.id}`)).body;
+    expect(afterPage).toMatchObject({ payment_method: 'pm_card_mastercard', updated_at: '2039-06-01T00:10:00.000Z' });
+    const pageEvents = ((await call('GET', '/v1/events?type=customer.updated&limit=20')).body.data as { created_at: string; data: { object: { id: string } } }[]).filter((e) => e.data.object.id === customer.id);
+    expect(pageEvents.map((e) => e.created_at)).toEqual(['2039-06-01T00:10:00.000Z', '2039-06-01T00:10:00.000Z']);
+
     // A refund (by the API) of a payment on the clock: at the clock's time, listed with the clock's transactions.
     const { accountId } = await (async () => ({ accountId: (await call('GET', '/v1/account')).body.id as string }))();
     const payer = await make('/v1/customers', { email: 'refunded@example.com', test_clock: clock.id });
@@ -218,4 +229,23 @@ describe('test clocks: payouts, and events recorded by the API', () => {
     expect(refundEvents.length).toBeGreaterThan(0);
     expect(refundEvents.every((e) => e.created_at === '2039-06-01T00:10:00.000Z')).toBe(true);
   }, 40_000);
+
+  it("an invoice of a customer on a clock marked uncollectible by the API takes the clock's time", async () => {
+    const { call, make } = await tenant('Invoice on a clock');
+    const clock = await make('/v1/test_clocks', { frozen_time: '2040-01-01T00:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'declined-on-clock@example.com', payment_method: 'pm_card_chargeDeclined', test_clock: clock.id });
+    const plan = await make('/v1/plans', { name: 'Declined', amount: 900, currency: 'USD', interval: 'month' });
+    const created = await call('POST', '/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    expect([200, 201, 402], JSON.stringify(created.body)).toContain(created.status);
+    const invoices = (await call('GET', `/v1/invoices?test_clock=${clock.id}`)).body.data as { id: string; status: string }[];
+    const open = invoices.find((i) => i.status === 'open');
+    expect(open, JSON.stringify(invoices)).toBeDefined();
+    const marked = await call('POST', `/v1/invoices/${open!.id}/mark_uncollectible`);
+    expect(marked.status, JSON.stringify(marked.body)).toBe(200);
+    expect(marked.body).toMatchObject({ status: 'uncollectible', marked_uncollectible_at: '2040-01-01T00:00:00.000Z' });
+    const events = ((await call('GET', '/v1/events?limit=50')).body.data as { type: string; created_at: string; data: { object: { id: string } } }[]).filter(
+      (e) => e.data.object.id === open!.id && e.type === 'invoice.marked_uncollectible',
+    );
+    expect(events.map((e) => e.created_at)).toEqual(['2040-01-01T00:00:00.000Z']);
+  }, 30_000);
 });
