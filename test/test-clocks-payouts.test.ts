@@ -2,6 +2,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { eventually } from './helpers/temporal.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
 /**
@@ -157,6 +158,16 @@ describe('test clocks: payouts, and events recorded by the API', () => {
     const live = await engine.call('GET', `/v1/payouts?test_clock=${clock.id}`, undefined, liveHeaders);
     expect(live.status).toBe(200);
     expect(live.body.data).toEqual([]);
+
+    // A payout on the clock canceled by the API: at the clock's time, its workflow ends (and leaves the clock).
+    const canceledByApi = await make('/v1/payouts', { amount: 700, currency: 'USD', test_clock: clock.id });
+    const canceled = await call('POST', `/v1/payouts/${canceledByApi.id}/cancel`);
+    expect(canceled.status, JSON.stringify(canceled.body)).toBe(200);
+    expect(canceled.body).toMatchObject({ status: 'canceled', canceled_at: '2038-01-01T00:00:00.000Z', updated_at: '2038-01-01T00:00:00.000Z' });
+    // (Polled, not result(): the time-skipping client's result() lets the test server skip time, and with no timer
+    // anywhere it skips to the idle clock workflow's execution timeout: the clock then times out. No such thing outside tests.)
+    await eventually(() => engine.env.client.workflow.getHandle(canceledByApi.id).describe(), (d) => d.status.name === 'COMPLETED', 10_000);
+    expect(await balance()).toEqual({ available: 5000, pending: 0 });
 
     // A pending payout and a daily schedule on the clock; deleting the clock cancels the payout (money back) and ends the schedule.
     const open = await make('/v1/payouts', { amount: 1500, currency: 'USD', test_clock: clock.id });
