@@ -82,6 +82,12 @@ export interface SubscriptionWorkflowInput {
   testClock?: ClockBinding;
   /** Money this subscription collected that is still pending: made available at its available_on by this workflow (funds-in-subscription). */
   pendingFunds?: DueFunds[];
+  /**
+   * RENEWAL_SPREAD_MINUTES as the API read it at creation (unset or 0: off), carried by every continue-as-new:
+   * a calendar renewal wakes at the boundary plus this subscription's offset in the window and is invoiced at
+   * the boundary (domain/renewal-spread.ts; patched('renewal-spread')).
+   */
+  renewalSpreadMinutes?: number;
 }
 
 /** Balance transactions of a paid cycle that become available at `at` (ISO, this workflow's time). */
@@ -149,6 +155,9 @@ export const maxRunHistory = 1000;
  */
 export const fundsInSubscriptionPatch = 'funds-in-subscription';
 
+/** Calendar renewals wake at the boundary plus the subscription's offset (input.renewalSpreadMinutes): a changed timer. */
+export const renewalSpreadPatch = 'renewal-spread';
+
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
 interface Queued {
@@ -175,6 +184,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   const activities = input.testClock ? localActivities : remoteActivities;
   /** The status changed without an upsert of its search attribute (renew-cycle): sent with the continue-as-new, or upserted before the next wait. */
   let searchStatusStale = false;
+  /** The renewal spread window in minutes, 0 when off; asked only when the input has one, so older runs never record the patch. */
+  const spread = (): number => (input.renewalSpreadMinutes && patched(renewalSpreadPatch) ? input.renewalSpreadMinutes : 0);
 
   // ---- Messages -----------------------------------------------------------
 
@@ -249,7 +260,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Invoices and charges billing cycle `cycle`; a decline starts dunning. */
   async function bill(cycle: number): Promise<void> {
-    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now());
+    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now(), spread());
     const key = invoiceInput.billingKey;
     setCurrentDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
     const cycleFields = {
@@ -563,7 +574,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         upsertSearchAttributes([{ key: SubscriptionStatusKey, value: subscription.status }]);
         searchStatusStale = false;
       }
-      const wake = nextWake(state());
+      const wake = nextWake(state(), spread());
       setCurrentDetails(waitingDetails(wake, subscription));
       const funds = fundsDue();
       let woken: boolean;
@@ -597,6 +608,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
             pendingPlan,
             ...(input.testClock ? { testClock: clock.binding() } : {}),
             ...(pendingFunds.length > 0 ? { pendingFunds } : {}),
+            ...(input.renewalSpreadMinutes ? { renewalSpreadMinutes: input.renewalSpreadMinutes } : {}),
           };
           if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.
