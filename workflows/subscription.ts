@@ -60,6 +60,7 @@ import {
   nextWake,
   planChangeKind,
   refusal,
+  renewalSpreads,
   resumeKind,
   startDunning,
   upgradeInvoice,
@@ -184,8 +185,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   const activities = input.testClock ? localActivities : remoteActivities;
   /** The status changed without an upsert of its search attribute (renew-cycle): sent with the continue-as-new, or upserted before the next wait. */
   let searchStatusStale = false;
-  /** The renewal spread window in minutes, 0 when off; asked only when the input has one, so older runs never record the patch. */
-  const spread = (): number => (input.renewalSpreadMinutes && patched(renewalSpreadPatch) ? input.renewalSpreadMinutes : 0);
+  /**
+   * The renewal spread window in minutes, 0 when off. The patch is asked only when the window would move a renewal
+   * (calendar billing, a window in the input), so older runs and anniversary subscriptions never record it.
+   */
+  const spread = (): number => (renewalSpreads(subscription, input.renewalSpreadMinutes ?? 0) && patched(renewalSpreadPatch) ? input.renewalSpreadMinutes! : 0);
 
   // ---- Messages -----------------------------------------------------------
 
