@@ -172,7 +172,7 @@ describe('renewal spreading in the engine (RENEWAL_SPREAD_MINUTES=60)', () => {
     expect(plainInvoice.createdAt.getTime() - first).toBeLessThan(30_000);
     expect(plainInvoice.paidAt!.getTime() - first).toBeLessThan(30_000);
 
-    // The next month: the window travelled on (continue-as-new carries it), the same offsets.
+    // The next month: the same offsets.
     await skipTo(second + hour + minute);
     for (const id of [...spread, plain]) await eventually(() => cycleOf(id), (c) => c === 2);
     for (const [i, id] of spread.entries()) {
@@ -184,5 +184,22 @@ describe('renewal spreading in the engine (RENEWAL_SPREAD_MINUTES=60)', () => {
       expect((await engine.charges(id)).filter((c) => c.status === 'succeeded')).toHaveLength(3);
     }
     expect((await invoiceOf(plain, second))!.paidAt!.getTime() - second).toBeLessThan(30_000);
-  });
+
+    // A year on, past a continue-as-new (a run renews in place up to renewalsPerRun billing dates): the new run was
+    // given the window and renews at the same offset.
+    const handle = engine.env.client.workflow.getHandle(spread[0]!);
+    const firstRun = (await handle.describe()).runId;
+    const later = Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 14, 1);
+    await skipTo(later + hour + minute);
+    await eventually(() => cycleOf(spread[0]!), (c) => c === 14, 30_000);
+    const latest = await handle.describe();
+    expect(latest.runId).not.toBe(firstRun);
+    const runInput = (await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+    expect(JSON.parse(Buffer.from(runInput.data!).toString('utf8')).renewalSpreadMinutes).toBe(60);
+    const invoice = (await invoiceOf(spread[0]!, later))!;
+    expect(invoice.createdAt.getTime()).toBe(later);
+    expect(invoice.paidAt!.getTime() - (later + offsets[0]!)).toBeGreaterThanOrEqual(0);
+    expect(invoice.paidAt!.getTime() - (later + offsets[0]!)).toBeLessThan(30_000);
+    expect((await engine.charges(spread[0]!)).filter((c) => c.status === 'succeeded')).toHaveLength(15);
+  }, 120_000);
 });
