@@ -25,6 +25,8 @@
  *
  * Settings (environment): BENCH_N (renewals, default 500), BENCH_REQUESTS (credits per
  * configuration, default 2000), BENCH_CONNECTIONS (client concurrency, default 16),
+ * BENCH_ROUNDS (default 1; each round runs both sizes, the second round's in the
+ * other order: 2 then 1),
  * BENCH_TEMPORAL=postgres (the real Temporal server on PostgreSQL instead of the dev
  * server, as bench/renewals.ts; BENCH_HISTORY_SHARDS), BENCH_SQLITE_PRAGMAS (dev server;
  * default npm start's WAL), BENCH_WRITE=0 prints the section instead of writing it to
@@ -70,6 +72,7 @@ const settings = {
   n: positive('BENCH_N', 500),
   requests: positive('BENCH_REQUESTS', 2000),
   connections: positive('BENCH_CONNECTIONS', 16),
+  rounds: positive('BENCH_ROUNDS', 1),
   temporal: ((): 'dev' | 'postgres' => {
     const kind = process.env.BENCH_TEMPORAL ?? 'dev';
     if (kind !== 'dev' && kind !== 'postgres') throw new Error(`BENCH_TEMPORAL must be dev or postgres, not ${kind}`);
@@ -91,6 +94,7 @@ const rate = (perSecond: number) => (perSecond < 100 ? perSecond.toFixed(1) : St
 // ---- Renewals: one task queue, 1 or 2 worker processes --------------------------------
 
 interface WaveResult {
+  round: number;
   workers: number;
   n: number;
   wallSeconds: number;
@@ -100,12 +104,12 @@ interface WaveResult {
   checks: string;
 }
 
-async function renewalWave(infra: RenewalsInfrastructure, workers: number, say: Say, stops: Stops): Promise<WaveResult> {
+async function renewalWave(infra: RenewalsInfrastructure, workers: number, round: number, say: Say, stops: Stops): Promise<WaveResult> {
   const { orm, client } = infra;
   const n = settings.n;
-  const label = `renewals, ${workers} worker${workers === 1 ? '' : 's'}`;
+  const label = `renewals, ${workers} worker${workers === 1 ? '' : 's'}, round ${round}`;
   const taskQueue = `bench-scale-out-${workers}-${randomBytes(3).toString('hex')}`;
-  const seed = await seedEngine(orm, n, workers);
+  const seed = await seedEngine(orm, n, round * 10 + workers);
   const processes = Array.from(
     { length: workers },
     () =>
@@ -184,7 +188,7 @@ async function renewalWave(infra: RenewalsInfrastructure, workers: number, say: 
 
   await checkEngineMoney(orm, seed.accountId, n);
   const checks = await checkOnePerSubscription(orm, seed.accountId, n);
-  const result = { workers, n, wallSeconds, perSecond: n / wallSeconds, perWorker, checks };
+  const result = { round, workers, n, wallSeconds, perSecond: n / wallSeconds, perWorker, checks };
   say(`${label}: ${n} in ${wallSeconds.toFixed(1)} s (${rate(result.perSecond)}/s), renewCycle runs per process ${perWorker.join(' / ')}; ${checks}`);
   return result;
 }
@@ -260,6 +264,7 @@ async function startApiProcess(infra: RenewalsInfrastructure, index: number, say
 }
 
 interface CreditsResult {
+  round: number;
   processes: number;
   requests: number;
   keys: number;
@@ -275,10 +280,10 @@ interface CreditsResult {
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
-async function credits(orm: MikroORM, apis: ApiProcess[], processes: number, say: Say): Promise<CreditsResult> {
-  const label = `credits, ${processes} API process${processes === 1 ? '' : 'es'}`;
+async function credits(orm: MikroORM, apis: ApiProcess[], processes: number, round: number, say: Say): Promise<CreditsResult> {
+  const label = `credits, ${processes} API process${processes === 1 ? '' : 'es'}, round ${round}`;
   const bases = apis.slice(0, processes).map((a) => a.base);
-  const tenant = await signUp(bases[0]!, `Bench Scale-out ${processes}`);
+  const tenant = await signUp(bases[0]!, `Bench Scale-out ${processes} (${round})`);
   const key = await call('POST', `${bases[0]}/v1/api_keys`, { name: 'bench', mode: 'test' }, { authorization: `Bearer ${tenant.accessToken}` });
   if (key.status !== 201) throw new Error(`API key failed (${key.status}): ${JSON.stringify(key.body)}`);
   const headers = { authorization: `Bearer ${String(key.body!.secret)}`, 'content-type': 'application/json' };
@@ -348,6 +353,7 @@ async function credits(orm: MikroORM, apis: ApiProcess[], processes: number, say
   if (problems.length > 0) throw new Error(`${label}: ${problems.join('; ')}`);
   const checks = `${keys} keys → ${keys} transactions (each key's answers one transaction; ${replayed} replayed, ${inProgress} in-progress retries), balance ${b!.cached} = ${keys} × ${creditAmount}, entries sum to 0`;
   const result: CreditsResult = {
+    round,
     processes,
     requests: plan.length,
     keys,
@@ -382,18 +388,30 @@ await runBenchmark('bench:scale-out', async (stops, say) => {
   const code = codeState();
   say(`ready in ${((Date.now() - began) / 1000).toFixed(1)} s (PostgreSQL ${infra.pgVersion}); measuring ${code}`);
 
-  const waves = [await renewalWave(infra, 1, say, stops), await renewalWave(infra, 2, say, stops)];
+  /** Round 1: one process, then two; round 2: two, then one; and so on, so neither size always goes first. */
+  const sizes = (round: number) => (round % 2 === 1 ? [1, 2] : [2, 1]);
+  const waves: WaveResult[] = [];
+  for (let round = 1; round <= settings.rounds; round++) for (const workers of sizes(round)) waves.push(await renewalWave(infra, workers, round, say, stops));
   // Both API processes run through both configurations; with one, the second is idle.
   const apis = [await startApiProcess(infra, 1, say, stops), await startApiProcess(infra, 2, say, stops)];
-  const calls = [await credits(infra.orm, apis, 1, say), await credits(infra.orm, apis, 2, say)];
+  const calls: CreditsResult[] = [];
+  for (let round = 1; round <= settings.rounds; round++) for (const processes of sizes(round)) calls.push(await credits(infra.orm, apis, processes, round, say));
+  /** Over the rounds: all the work of one size over all its wall time. */
+  const pooled = <T extends { wallSeconds: number }>(results: T[], size: (r: T) => number, amount: (r: T) => number, wanted: number) => {
+    const mine = results.filter((r) => size(r) === wanted);
+    return mine.reduce((sum, r) => sum + amount(r), 0) / mine.reduce((sum, r) => sum + r.wallSeconds, 0);
+  };
+  const renewalRate = (workers: number) => pooled(waves, (w) => w.workers, (w) => w.n, workers);
+  const creditRate = (processes: number) => pooled(calls, (c) => c.processes, (c) => c.requests, processes);
+  const two = { wave: waves.filter((w) => w.workers === 2), calls: calls.filter((c) => c.processes === 2) };
 
   const onPostgres = infra.onPostgres;
   const heading = `## Scale-out: 1 vs 2 workers and 1 vs 2 API processes on one Temporal and one PostgreSQL${onPostgres ? ', Temporal server on PostgreSQL' : ''}`;
   const server = onPostgres
     ? `the real Temporal server (temporal-server ${temporalServerVersion}, ${settings.historyShards} history shards, persistence in the same embedded PostgreSQL ${infra.pgVersion} as the engine)`
     : `the Temporal CLI's dev server (SQLite${settings.sqlitePragmas.length > 0 ? `, --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${infra.pgVersion}`;
-  const renewalRatio = waves[1]!.perSecond / waves[0]!.perSecond;
-  const creditRatio = calls[1]!.perSecond / calls[0]!.perSecond;
+  const renewalRatio = renewalRate(2) / renewalRate(1);
+  const creditRatio = creditRate(2) / creditRate(1);
   const section = [
     heading,
     '',
@@ -407,28 +425,30 @@ await runBenchmark('bench:scale-out', async (stops, say) => {
       `round-robin from one client, ${settings.connections} at once, every ${duplicateEvery}th key sent twice at once (to both processes when there are two); ` +
       '"requests/s" counts the sends (a duplicate counts twice; a `409 idempotency_in_progress` retried after 20 ms counts once), p50/p99 are per HTTP exchange.',
     '',
-    '| what | processes | N | wall s | renewals/s | requests/s | p50 / p99 ms | checks |',
-    '|---|---:|---:|---:|---:|---:|---:|---|',
+    '| what | round | processes | N | wall s | renewals/s | requests/s | p50 / p99 ms | checks |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
     ...waves.map(
       (w) =>
-        `| renewals | ${w.workers} worker${w.workers === 1 ? '' : 's'} | ${w.n.toLocaleString('en')} | ${w.wallSeconds.toFixed(1)} | ${rate(w.perSecond)} | | | ` +
+        `| renewals | ${w.round} | ${w.workers} worker${w.workers === 1 ? '' : 's'} | ${w.n.toLocaleString('en')} | ${w.wallSeconds.toFixed(1)} | ${rate(w.perSecond)} | | | ` +
         `${w.checks}; renewCycle runs per process ${w.perWorker.join(' / ')} |`,
     ),
     ...calls.map(
       (c) =>
-        `| credits | ${c.processes} API | ${c.requests.toLocaleString('en')} | ${c.wallSeconds.toFixed(1)} | | ${rate(c.perSecond)} | ${c.p50Ms.toFixed(1)} / ${c.p99Ms.toFixed(1)} | ${c.checks} |`,
+        `| credits | ${c.round} | ${c.processes} API | ${c.requests.toLocaleString('en')} | ${c.wallSeconds.toFixed(1)} | | ${rate(c.perSecond)} | ${c.p50Ms.toFixed(1)} / ${c.p99Ms.toFixed(1)} | ${c.checks} |`,
     ),
     '',
-    `**Reading.** Two worker processes renewed at ${(renewalRatio * 100).toFixed(0)}% of one process's rate, and two API processes answered at ` +
-      `${(creditRatio * 100).toFixed(0)}% of one's. On ${cores} cores${cores <= 2 ? ', shared by PostgreSQL, Temporal and the client,' : ''} a second process ` +
+    `**Reading.** Two worker processes renewed at ${(renewalRatio * 100).toFixed(0)}% of one process's rate (${rate(renewalRate(2))}/s against ${rate(renewalRate(1))}/s), ` +
+      `and two API processes answered at ${(creditRatio * 100).toFixed(0)}% of one's (${rate(creditRate(2))}/s against ${rate(creditRate(1))}/s)` +
+      `${settings.rounds > 1 ? `, pooled over ${settings.rounds} rounds` : ', one round each, one process first'}. ` +
+      `On ${cores} cores${cores <= 2 ? ', shared by PostgreSQL, Temporal and the client,' : ''} a second process ` +
       `${cores <= 2 ? 'cannot add CPU: what this run proves is correctness, not a speed-up. ' : 'adds CPU where there is some to take. '}` +
-      (waves[1]!.perWorker.every((count) => count > 0)
+      (two.wave.every((w) => w.perWorker.every((count) => count > 0))
         ? 'Both worker processes took renewals from the one task queue (renewCycle runs per process in the table), '
         : 'One of the two worker processes took no renewal this time (renewCycle runs per process in the table), so the two-worker wave did not show sharing; ') +
       'and with two, every invoice was still ' +
       'paid once, every charge made once and the numbers stayed gapless: the invoice counter and the idempotency keys are in PostgreSQL, not in a process. ' +
-      `The credits sent under one key through both API processes at once became one transaction (${calls[1]!.inProgress} sends waited on \`409 idempotency_in_progress\`, ` +
-      `${calls[1]!.replayed} got the first answer replayed), and the balance equals the sum of the credits: the idempotency keys and the balance row lock are shared ` +
+      `The credits sent under one key through both API processes at once became one transaction (${two.calls.reduce((sum, c) => sum + c.inProgress, 0)} sends waited on \`409 idempotency_in_progress\`, ` +
+      `${two.calls.reduce((sum, c) => sum + c.replayed, 0)} got the first answer replayed), and the balance equals the sum of the credits: the idempotency keys and the balance row lock are shared ` +
       'through PostgreSQL. Credits of one account queue on its balance row, so even with spare cores two API processes would not double one ' +
       "account's credits per second; more accounts would. Where the cores are there, the per-renewal costs of docs/scaling.md say how far more " +
       'workers go before Temporal or PostgreSQL is the limit.',
