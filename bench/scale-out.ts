@@ -5,7 +5,8 @@
  *
  *   npm run bench:scale-out        (or: node bench/scale-out.ts)
  *
- *  - renewals: a wave of N subscriptions whose trials all end at the same instant T
+ *  - renewals: a wave of N active subscriptions (30-day plan) whose billing cycle 0 ends
+ *    at the same instant T, each renewing into cycle 1 (bench:renewals' default scenario)
  *    (the rows and workflows of bench/renewals.ts, bench/renewals-setup.ts), on one
  *    task queue served by 1, then by 2 worker processes (bench/renewals-worker.ts,
  *    the engine's worker). Afterwards: N paid invoices, one per subscription, numbered
@@ -54,7 +55,8 @@ import {
   planAmount,
   seedEngine,
   startRenewalsInfrastructure,
-  trialingSnapshot,
+  renewalInterval,
+  renewingSnapshot,
   WorkerProcess,
   type RenewalsInfrastructure,
 } from './renewals-setup.ts';
@@ -109,7 +111,7 @@ async function renewalWave(infra: RenewalsInfrastructure, workers: number, round
   const n = settings.n;
   const label = `renewals, ${workers} worker${workers === 1 ? '' : 's'}, round ${round}`;
   const taskQueue = `bench-scale-out-${workers}-${randomBytes(3).toString('hex')}`;
-  const seed = await seedEngine(orm, n, round * 10 + workers);
+  const seed = await seedEngine(orm, n, round * 10 + workers, renewalInterval);
   const processes = Array.from(
     { length: workers },
     () =>
@@ -130,8 +132,8 @@ async function renewalWave(infra: RenewalsInfrastructure, workers: number, round
   const lead = 15 + n * 0.04;
   const startedAt = Date.now();
   const at = new Date(startedAt + lead * 1000);
-  say(`${label}: starting ${n} subscriptions on ${taskQueue}, trials ending at T = ${at.toISOString()} (in ${lead.toFixed(0)} s)`);
-  const snapshots = seed.customers.map((customerId) => trialingSnapshot(seed, customerId, at));
+  say(`${label}: starting ${n} active subscriptions on ${taskQueue}, billing cycle 0 ending at T = ${at.toISOString()} (in ${lead.toFixed(0)} s)`);
+  const snapshots = seed.customers.map((customerId) => renewingSnapshot(seed, customerId, at));
   await insertProjections(orm, snapshots);
   await inParallel(snapshots, 32, async (snapshot) => {
     await client.workflow.start(subscriptionWorkflow, {
@@ -140,7 +142,7 @@ async function renewalWave(infra: RenewalsInfrastructure, workers: number, round
       args: [{ snapshot, plan: seed.plan }],
       workflowIdConflictPolicy: 'FAIL',
       typedSearchAttributes: [
-        { key: SubscriptionStatusKey, value: 'trialing' },
+        { key: SubscriptionStatusKey, value: 'active' },
         { key: AccountIdKey, value: snapshot.accountId },
         { key: CustomerIdKey, value: snapshot.customerId },
         { key: PlanIdKey, value: snapshot.planId },
@@ -170,7 +172,7 @@ async function renewalWave(infra: RenewalsInfrastructure, workers: number, round
   let done = 0;
   let lastSaid = Date.now();
   for (;;) {
-    done = (await orm.em.fork().getConnection().execute<{ n: number }[]>(engineDoneQuery, [seed.accountId]))[0]!.n;
+    done = (await orm.em.fork().getConnection().execute<{ n: number }[]>(engineDoneQuery, [seed.accountId, 1]))[0]!.n;
     if (done >= n) break;
     for (const p of processes) if (p.failure) throw new Error(`${label}: ${p.failure}`);
     if (Date.now() > deadline) throw new Error(`${label}: only ${done}/${n} renewed 900 s after T`);
@@ -418,7 +420,7 @@ await runBenchmark('bench:scale-out', async (stops, say) => {
     `Written by \`${onPostgres ? 'BENCH_TEMPORAL=postgres ' : ''}npm run bench:scale-out\` (bench/scale-out.ts) on ${new Date().toISOString()}, measuring ${code}.`,
     '',
     `Machine: ${cores} cores, Node ${process.version}, load average ${loadAtStart.toFixed(2)} at the start; ${server}. Everything runs on this machine: ` +
-      'PostgreSQL, Temporal, the worker or API processes and this client. Renewals: N subscriptions on one task queue, their trials ending at the same ' +
+      'PostgreSQL, Temporal, the worker or API processes and this client. Renewals: N active subscriptions on one task queue, their billing cycle 0 ending at the same ' +
       'instant T, served by 1 then 2 worker processes (bench/renewals-worker.ts, the engine\'s worker with its production options, a fresh process each, ' +
       'a MikroORM pool of 10 each); "wall s" is T to the last renewal recorded (projection `active` with its invoice paid, polled every 200 ms). ' +
       `Credits: \`POST /v1/transactions\` (a ${creditAmount} credit with an Idempotency-Key) through 1 then 2 \`node api/server.ts\` processes, ` +

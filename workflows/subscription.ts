@@ -646,6 +646,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   // task, not into a billing date's: a wave of renewals carries none. Replay-safe either way: while
   // replaying a history that recorded them later, these answer false and command nothing.
   for (const patch of [renewCyclePatch, renewInPlacePatch, fundsInSubscriptionPatch]) patched(patch);
+  // renewal-spread, after them, only where it can move a timer (a calendar subscription with a window).
+  if (renewalSpreads(input.snapshot, input.renewalSpreadMinutes ?? 0)) patched(renewalSpreadPatch);
 
   try {
     await live();
