@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { maxRenewalSpreadMinutes } from './domain/renewal-spread.ts';
 import { allowEntryProblem, type WebhookUrlPolicy } from './domain/webhook-url.ts';
 
 /**
@@ -44,6 +45,11 @@ export interface Config {
   webhookUrlPolicy: WebhookUrlPolicy;
   /** Unauthenticated sign-ups (POST /v1/accounts) allowed per client IP per hour, per API process. */
   signupsPerIpPerHour: number;
+  /**
+   * RENEWAL_SPREAD_MINUTES (0: off, at most 720): calendar renewals of subscriptions created from now on wake at
+   * the boundary plus a stable per-subscription offset in this window (docs/scaling.md#renewal-spreading).
+   */
+  renewalSpreadMinutes: number;
 }
 
 export type ProcessorName = 'sandbox' | 'stripe';
@@ -143,6 +149,17 @@ export function webhookUrlPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): W
   return { sandboxPrivateNetworks: env.NODE_ENV !== 'production', allowedPrivateHosts };
 }
 
+/** RENEWAL_SPREAD_MINUTES: an integer from 0 (off, the default) to maxRenewalSpreadMinutes. */
+function renewalSpreadMinutes(env: NodeJS.ProcessEnv): number {
+  const raw = env.RENEWAL_SPREAD_MINUTES;
+  if (raw === undefined || raw.trim() === '') return 0;
+  const value = Number(raw);
+  if (!/^\s*\d+\s*$/.test(raw) || !Number.isInteger(value) || value > maxRenewalSpreadMinutes) {
+    throw new ConfigError(`RENEWAL_SPREAD_MINUTES must be a whole number of minutes from 0 (off) to ${maxRenewalSpreadMinutes}, got "${raw}".`);
+  }
+  return value;
+}
+
 export function loadConfig(env = process.env): Config {
   const mode = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const port = integer('PORT', 3000, env);
@@ -171,6 +188,7 @@ export function loadConfig(env = process.env): Config {
     mailFrom: env.MAIL_FROM ?? 'Billing <billing@localhost>',
     webhookUrlPolicy: webhookUrlPolicyFromEnv(env),
     signupsPerIpPerHour: integer('SIGNUPS_PER_IP_PER_HOUR', 10, env),
+    renewalSpreadMinutes: renewalSpreadMinutes(env),
     auth: {
       secret: env.AUTH_SECRET ?? developmentAuthDefaults.secret,
       accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 15 * 60, env),

@@ -1,7 +1,8 @@
 /**
- * The worker process of `npm run bench:renewals`: bench/renewals.ts forks one
- * per round (a fresh process, so each round's memory is its own) and talks to
- * it over the IPC channel.
+ * The worker process of `npm run bench:renewals` and `npm run bench:scale-out`:
+ * bench/renewals.ts forks one per round (a fresh process, so each round's memory
+ * is its own), bench/scale-out.ts one or two per wave on the same task queue, and
+ * they talk to it over the IPC channel (WorkerProcess, bench/renewals-setup.ts).
  *
  * It is the engine's worker: the options createBillingWorker (worker.ts) passes,
  * the engine's activities (createActivities) on its own MikroORM pool, plus the

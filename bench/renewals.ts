@@ -53,32 +53,39 @@
  * for memory and wave time at large N, e.g. BENCH_N=10000 BENCH_ROUNDS=1), into a section
  * of its own.
  */
-import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { Account, Customer, Plan, Subscription } from '../db/entities/index.ts';
-import { startEmbeddedPostgres } from '../dev/postgres.ts';
-import { freePort, freePortRun } from '../dev/processes.ts';
-import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
-import { defaultHistoryShards, startTemporalServer } from '../dev/temporal-server.ts';
+import { defaultHistoryShards } from '../dev/temporal-server.ts';
 import { resolveTemporalCli, temporalServerVersion } from '../dev/tools.ts';
-import { newId } from '../domain/ids.ts';
-import { initialSnapshot, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
-import { mean, openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
-import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
+import { mean, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
+import {
+  checkEngineMoney,
+  codeState,
+  engineDoneQuery,
+  inParallel,
+  insertProjections,
+  namespace,
+  planAmount,
+  renewalInterval,
+  renewingSnapshot,
+  seedEngine,
+  startRenewalsInfrastructure,
+  trialingSnapshot,
+  WorkerProcess,
+  type EngineSeed,
+} from './renewals-setup.ts';
+import type { WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
 import { workerCacheDefaults } from '../worker.ts';
 
 type Target = 'baseline' | 'engine';
-const namespace = 'default';
-const planAmount = 1500;
 const mb = (bytes: number) => bytes / 1024 / 1024;
 /** Per-second rates: one decimal below 100. */
 const rate = (perSecond: number) => (perSecond < 100 ? perSecond.toFixed(1) : String(Math.round(perSecond)));
@@ -232,94 +239,6 @@ function cpuSpent(before: CpuSnapshot, after: CpuSnapshot): CpuSpent {
   };
 }
 
-// ---- The worker process --------------------------------------------------------
-
-class WorkerProcess {
-  readonly child: ChildProcess;
-  readonly #waiters: ((message: FromWorker) => boolean)[] = [];
-  #exited = false;
-  #failure: string | undefined;
-
-  constructor(options: WorkerProcessOptions) {
-    this.child = fork(fileURLToPath(new URL('./renewals-worker.ts', import.meta.url)), [JSON.stringify(options)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      // BENCH_WORKER_PROFILE=<folder>: a V8 CPU profile of each worker process (where its CPU per renewal goes).
-      ...(process.env.BENCH_WORKER_PROFILE ? { execArgv: [...process.execArgv, '--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROFILE] } : {}),
-    });
-    this.child.on('message', (message: FromWorker) => {
-      if (message.type === 'failed') this.#failure = message.error;
-      for (let i = 0; i < this.#waiters.length; i++) {
-        if (this.#waiters[i]!(message)) this.#waiters.splice(i--, 1);
-      }
-    });
-    this.child.once('exit', (code) => {
-      this.#exited = true;
-      this.#failure ??= code === 0 ? undefined : `the worker process exited with code ${code}`;
-      for (const waiter of this.#waiters.splice(0)) waiter({ type: 'failed', error: this.#failure ?? 'the worker process exited' });
-    });
-  }
-
-  get failure(): string | undefined {
-    return this.#failure;
-  }
-
-  #next<T extends FromWorker['type']>(type: T, timeoutMs: number): Promise<Extract<FromWorker, { type: T }>> {
-    return new Promise((resolve, reject) => {
-      if (this.#exited) return reject(new Error(this.#failure ?? 'the worker process has exited'));
-      const timer = setTimeout(() => reject(new Error(`the worker process did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
-      this.#waiters.push((message) => {
-        if (message.type === 'failed') {
-          clearTimeout(timer);
-          reject(new Error(`worker process: ${message.error}`));
-          return true;
-        }
-        if (message.type !== type) return false;
-        clearTimeout(timer);
-        resolve(message as Extract<FromWorker, { type: T }>);
-        return true;
-      });
-    });
-  }
-
-  #send(message: ToWorker): void {
-    if (!this.#exited && this.child.connected) this.child.send(message);
-  }
-
-  ready(): Promise<{ pid: number }> {
-    return this.#next('ready', 120_000);
-  }
-
-  async status(): Promise<WorkerStatusReport> {
-    const answer = this.#next('status', 30_000);
-    this.#send({ type: 'status' });
-    return answer;
-  }
-
-  async stop(): Promise<Extract<FromWorker, { type: 'stopped' }>> {
-    const answer = this.#next('stopped', 60_000);
-    this.#send({ type: 'stop' });
-    const stopped = await answer;
-    await this.exited(10_000);
-    return stopped;
-  }
-
-  /** Waits for the process to end; kills it after `timeoutMs`. */
-  async exited(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!this.#exited && Date.now() < deadline) await sleep(50);
-    if (!this.#exited) {
-      this.child.kill('SIGKILL');
-      while (!this.#exited) await sleep(50);
-    }
-  }
-
-  async kill(): Promise<void> {
-    if (this.#exited) return;
-    this.child.kill('SIGTERM');
-    await this.exited(15_000);
-  }
-}
-
 // ---- Rounds ------------------------------------------------------------------
 
 interface Slots {
@@ -386,75 +305,11 @@ interface SampledRun {
   firstExecutionRunId: string;
 }
 
-/** Runs `fn` over `items`, `concurrency` at a time. */
-async function inParallel<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
-}
-
-interface EngineSeed {
-  accountId: string;
-  plan: PlanTerms;
-  customers: string[];
-}
-
-/** One account, N customers paying with pm_card_visa, one monthly plan: inserted directly. */
-async function seedEngine(orm: MikroORM, n: number, round: number): Promise<EngineSeed> {
-  const em = orm.em.fork();
-  const now = new Date();
-  const accountId = newId('account');
-  em.create(Account, {
-    id: accountId,
-    email: `renewals-${round}-${randomBytes(3).toString('hex')}@example.com`,
-    name: `Bench Renewals ${round}`,
-    type: 'business',
-    status: 'active',
-    settings: { currency: 'USD', timezone: 'UTC', language: 'en' },
-    createdAt: now,
-    updatedAt: now,
-  });
-  const plan = em.create(Plan, {
-    id: newId('plan'),
-    name: 'Bench monthly',
-    amount: planAmount,
-    currency: 'USD',
-    interval: settings.scenario === 'renewal' ? renewalInterval.unit : 'month',
-    intervalCount: settings.scenario === 'renewal' ? renewalInterval.count : 1,
-    trialPeriodDays: 14,
-    accountId,
-    livemode: false,
-    createdAt: now,
-  });
-  await em.flush();
-  const customers = Array.from({ length: n }, (_, i) => ({
-    id: newId('customer'),
-    email: `customer${i}@renewals.example.com`,
-    name: `Customer ${i}`,
-    paymentMethod: 'pm_card_visa',
-    accountId,
-    livemode: false,
-    createdAt: now,
-    updatedAt: now,
-  }));
-  for (let i = 0; i < customers.length; i += 500) await em.insertMany(Customer, customers.slice(i, i + 500));
-  return {
-    accountId,
-    plan: { planId: plan.id, name: plan.name, amount: plan.amount, currency: plan.currency, interval: settings.scenario === 'renewal' ? renewalInterval : { unit: 'month', count: 1 } },
-    customers: customers.map((c) => c.id),
-  };
-}
-
 /** What the engine's subscriptions do at T, for the section's heading (the trial-end sections were written before renewal was the default). */
 const what = () => (settings.scenario === 'renewal' ? 'renewing' : 'ending their trials');
 
 /** The billing cycle each engine subscription is in once renewed at T. */
 const renewedCycle = () => (settings.scenario === 'renewal' ? 1 : 0);
-/** The renewal scenario's plan: 30-day periods, so period 0 can end exactly at T whatever the date. */
-const renewalInterval = { unit: 'day', count: 30 } as const;
 
 /**
  * Carried-over state (as a continue-as-new passes it), by scenario: `renewal`, active in
@@ -462,72 +317,8 @@ const renewalInterval = { unit: 'day', count: 30 } as const;
  * since 14 days before T, the trial ending at T (the first charge).
  */
 function carriedSnapshot(seed: EngineSeed, customerId: string, at: Date): SubscriptionSnapshot {
-  if (settings.scenario === 'trial-end') return trialingSnapshot(seed, customerId, at);
-  const now = new Date().toISOString();
-  const anchor = new Date(at.getTime() - renewalInterval.count * 86_400_000).toISOString();
-  const fresh = initialSnapshot({
-    id: newId('subscription'),
-    accountId: seed.accountId,
-    customerId,
-    planId: seed.plan.planId,
-    livemode: false,
-    trialDays: 0,
-    billingCycleMode: 'anniversary',
-    pauseUntil: null,
-    gracePeriodDays: null,
-  });
-  return { ...fresh, status: 'active', createdAt: now, updatedAt: now, billingAnchor: anchor, anchorCycle: 0, billingCycle: 0, currentPeriodStart: anchor, currentPeriodEnd: at.toISOString(), version: 2 };
+  return settings.scenario === 'trial-end' ? trialingSnapshot(seed, customerId, at) : renewingSnapshot(seed, customerId, at);
 }
-
-/** Carried-over state: trialing since 14 days before T, the trial ending at T. */
-function trialingSnapshot(seed: EngineSeed, customerId: string, at: Date): SubscriptionSnapshot {
-  const now = new Date().toISOString();
-  const fresh = initialSnapshot({
-    id: newId('subscription'),
-    accountId: seed.accountId,
-    customerId,
-    planId: seed.plan.planId,
-    livemode: false,
-    trialDays: 14,
-    billingCycleMode: 'anniversary',
-    pauseUntil: null,
-    gracePeriodDays: null,
-  });
-  return { ...fresh, createdAt: now, updatedAt: now, trialStart: new Date(at.getTime() - 14 * 86_400_000).toISOString(), trialEnd: at.toISOString(), version: 1 };
-}
-
-/** The projection rows the engine would have written when these subscriptions were created. */
-async function insertProjections(orm: MikroORM, snapshots: SubscriptionSnapshot[]): Promise<void> {
-  const date = (iso: string | null) => (iso === null ? null : new Date(iso));
-  const rows = snapshots.map((s) => ({
-    id: s.id,
-    accountId: s.accountId,
-    customerId: s.customerId,
-    planId: s.planId,
-    status: s.status,
-    trialStart: date(s.trialStart),
-    trialEnd: date(s.trialEnd),
-    currentPeriodStart: date(s.currentPeriodStart),
-    currentPeriodEnd: date(s.currentPeriodEnd),
-    billingAnchor: date(s.billingAnchor),
-    billingCycle: s.billingCycle,
-    trialDays: s.trialDays,
-    billingCycleMode: s.billingCycleMode,
-    cancelAtPeriodEnd: false,
-    livemode: s.livemode,
-    version: s.version,
-    createdAt: new Date(s.createdAt),
-    updatedAt: new Date(s.updatedAt),
-  }));
-  const em = orm.em.fork();
-  for (let i = 0; i < rows.length; i += 500) await em.insertMany(Subscription, rows.slice(i, i + 500));
-}
-
-const engineDoneQuery = `
-  select count(*)::int as n
-    from subscriptions s
-    join invoices i on i.id = s.latest_invoice_id
-   where s.account_id = ? and s.status = 'active' and s.billing_cycle = ? and i.status = 'paid'`;
 
 async function runRound(ctx: Context, target: Target, round: number, rounds: number, lead: number): Promise<RoundResult> {
   const { orm, client, say } = ctx;
@@ -536,7 +327,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   const loadAtStart = os.loadavg()[0]!;
   const taskQueue = `bench-renewals-${target}-${round}-${randomBytes(3).toString('hex')}`;
 
-  const seed = target === 'engine' ? await seedEngine(orm, n, round) : undefined;
+  const seed = target === 'engine' ? await seedEngine(orm, n, round, settings.scenario === 'renewal' ? renewalInterval : { unit: 'month', count: 1 }) : undefined;
 
   const worker = new WorkerProcess({
     databaseUrl: ctx.databaseUrl,
@@ -782,29 +573,6 @@ async function sampleHistory(client: Client, handle: SampledRun, at: Date): Prom
   return { workflowTasks, historyEvents };
 }
 
-/** The renewals must have billed right: N paid invoices, numbered 1..N without gaps, N succeeded charges of the plan's amount. */
-async function checkEngineMoney(orm: MikroORM, accountId: string, n: number): Promise<void> {
-  const [row] = await orm.em.fork().getConnection().execute<{ paid: number; numbers: number; charges: number; amount: string }[]>(
-    `select (select count(*)::int from invoices where account_id = ? and status = 'paid') as paid,
-            (select count(distinct number)::int from invoices where account_id = ?) as numbers,
-            (select count(*)::int from charges where account_id = ? and status = 'succeeded') as charges,
-            (select coalesce(sum(amount), 0)::text from charges where account_id = ?) as amount`,
-    [accountId, accountId, accountId, accountId],
-  );
-  const [counter] = await orm.em.fork().getConnection().execute<{ last_number: number }[]>(
-    'select last_number from invoice_number_counters where account_id = ? and livemode = false',
-    [accountId],
-  );
-  const problems = [
-    row!.paid !== n && `${row!.paid} paid invoices`,
-    row!.numbers !== n && `${row!.numbers} distinct invoice numbers`,
-    Number(counter?.last_number) !== n && `the invoice counter at ${counter?.last_number}`,
-    row!.charges !== n && `${row!.charges} succeeded charges`,
-    Number(row!.amount) !== n * planAmount && `charges summing to ${row!.amount}`,
-  ].filter(Boolean);
-  if (problems.length > 0) throw new Error(`the engine's renewals billed wrong: expected ${n} of each, found ${problems.join(', ')}`);
-}
-
 const describeRound = (r: RoundResult) =>
   `${r.n} in ${r.wallSeconds.toFixed(1)} s after T (${rate(r.perSecond)}/s; first ${r.firstSeconds.toFixed(1)} s, half ${r.medianSeconds.toFixed(1)} s` +
   `${r.closedSeconds === null ? '' : `, all recorded in Temporal ${r.closedSeconds.toFixed(1)} s`}); worker RSS ${Math.round(r.memory.rssAtT)} MB at T, ` +
@@ -999,55 +767,14 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   if (loadAtStart > cores / 2) say(`note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`);
   say(`N = ${settings.n}, ${settings.rounds} rounds per target; worker: ${workerSettings()}`);
 
-  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-bench-renewals-'));
-  // As root, PostgreSQL runs as the postgres user, which must reach its folder.
-  fs.chmodSync(tmpDir, 0o755);
-  const removeTmpDir = () => fs.rmSync(tmpDir, { recursive: true, force: true });
-  stops.add('temp folder', async () => removeTmpDir());
-  process.once('exit', removeTmpDir);
-
-  const onPostgres = settings.temporal === 'postgres';
-  say(`starting PostgreSQL and the Temporal ${onPostgres ? `server on PostgreSQL (${settings.historyShards} history shards)` : 'dev server'}, bundling the workflows`);
-  const startingPostgres = freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port }));
-  const [postgres, temporal, bundle] = await Promise.all([
-    startingPostgres,
-    onPostgres
-      ? Promise.all([startingPostgres, freePortRun(9)]).then(([pg, port]) =>
-          startTemporalServer({
-            dataDir: path.join(tmpDir, 'temporal-server'),
-            port,
-            namespace,
-            postgres: { host: '127.0.0.1', port: pg.port, user: 'postgres', password: 'postgres' },
-            historyShards: settings.historyShards,
-            log: say,
-          }),
-        )
-      : Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
-          startTemporalDevServer({
-            dataDir: path.join(tmpDir, 'temporal'),
-            port,
-            uiPort,
-            namespace,
-            log: say,
-            // Explicit: [] is SQLite's rollback journal (this section's texts say which), not npm start's default.
-            sqlitePragmas: settings.sqlitePragmas,
-          }),
-        ),
-    bundleWorkflowCode({
-      workflowsPath: fileURLToPath(new URL('./workflows/index.ts', import.meta.url)),
-      logger: { trace() {}, debug() {}, info() {}, warn: say, error: say, log() {} } as never,
-    }),
-  ]);
-  stops.add('PostgreSQL', () => postgres.stop());
-  stops.add('Temporal server', () => temporal.stop());
-  const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
-  fs.writeFileSync(bundlePath, bundle.code);
-
-  const { databaseUrl, orm, pgVersion } = await openBenchDatabase(postgres, stops);
-
-  const connection = await Connection.connect({ address: temporal.address });
-  stops.add('client connection', () => connection.close());
-  const client = new Client({ connection, namespace });
+  const { tmpDir, onPostgres, temporal, bundlePath, databaseUrl, orm, pgVersion, client } = await startRenewalsInfrastructure({
+    prefix: 'billing-bench-renewals-',
+    temporal: settings.temporal,
+    historyShards: settings.historyShards,
+    sqlitePragmas: settings.sqlitePragmas,
+    say,
+    stops,
+  });
 
   const pidOf = (file: string) => Number.parseInt(fs.readFileSync(file, 'utf8').split('\n')[0]!, 10);
   const ctx: Context = {
@@ -1131,18 +858,6 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   return 0;
 });
 
-
-/** Which code was measured: the commit, and whether the engine's files differed from it. */
-function codeState(): string {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' }).trim();
-  try {
-    const commit = git('rev-parse', '--short', 'HEAD');
-    const changed = git('status', '--porcelain', '--', 'workflows', 'activities', 'domain', 'db', 'worker.ts').split('\n').filter(Boolean).length;
-    return changed === 0 ? `commit ${commit}` : `the working tree of commit ${commit} (${changed} uncommitted files under workflows/, activities/, domain/, db/)`;
-  } catch {
-    return 'code outside a git checkout';
-  }
-}
 
 /** BENCH_TARGETS=engine: the engine's rounds alone (memory and wave time at a size the baseline need not repeat). */
 function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: string, loadAtStart: number, cores: number, onPostgres: boolean, serverVersion: string, pgVersion: string): number {

@@ -9,6 +9,7 @@
 import { addDays, calendarBoundaryAtOrBefore, nextCalendarBoundary, subscriptionPeriod, type BillingPeriod, type PeriodAnchor } from './billing-calendar.ts';
 import { scheduledAttemptAt } from './dunning.ts';
 import { dailyRate, prorate } from './proration.ts';
+import { renewalOffsetMs } from './renewal-spread.ts';
 import { endedStatuses, type BillingCycleMode, type DunningState, type PlanTerms, type SubscriptionSnapshot } from './subscription.ts';
 
 const iso = (instant: Date) => instant.toISOString();
@@ -107,8 +108,16 @@ export interface Wake {
   action: WakeAction;
 }
 
-/** The next thing this subscription waits for, by state; null: only a message moves it. */
-export function nextWake(state: SubscriptionState): Wake | null {
+/** Whether a renewal of `s` is spread over a window of `spreadMinutes`: calendar billing only (anniversaries are spread by nature). */
+export const renewalSpreads = (s: Pick<SubscriptionSnapshot, 'billingCycleMode'>, spreadMinutes: number): boolean => spreadMinutes > 0 && s.billingCycleMode === 'calendar';
+
+/**
+ * The next thing this subscription waits for, by state; null: only a message moves it.
+ * `spreadMinutes` (RENEWAL_SPREAD_MINUTES, 0: off): a calendar renewal wakes at the period's
+ * end plus the subscription's offset in that window (domain/renewal-spread.ts); trial ends,
+ * cancels at period end, retries, grace ends and pause ends are never spread.
+ */
+export function nextWake(state: SubscriptionState, spreadMinutes = 0): Wake | null {
   const { subscription: s, pendingPlan } = state;
   switch (s.status) {
     case 'trialing':
@@ -118,11 +127,17 @@ export function nextWake(state: SubscriptionState): Wake | null {
     case 'active':
       return s.cancelAtPeriodEnd
         ? { at: s.currentPeriodEnd!, what: 'Period ends; cancels (cancel at period end)', action: { kind: 'endAtPeriodEnd' } }
-        : {
-            at: s.currentPeriodEnd!,
-            what: `Renewal, cycle ${s.billingCycle + 1}${pendingPlan ? ` on ${pendingPlan.planId}` : ''}`,
-            action: { kind: 'renew', cycle: s.billingCycle + 1 },
-          };
+        : renewalSpreads(s, spreadMinutes)
+          ? {
+              at: iso(new Date(Date.parse(s.currentPeriodEnd!) + renewalOffsetMs(s.id, spreadMinutes))),
+              what: `Renewal, cycle ${s.billingCycle + 1}${pendingPlan ? ` on ${pendingPlan.planId}` : ''} (period ends ${s.currentPeriodEnd}; spread over ${spreadMinutes} min)`,
+              action: { kind: 'renew', cycle: s.billingCycle + 1 },
+            }
+          : {
+              at: s.currentPeriodEnd!,
+              what: `Renewal, cycle ${s.billingCycle + 1}${pendingPlan ? ` on ${pendingPlan.planId}` : ''}`,
+              action: { kind: 'renew', cycle: s.billingCycle + 1 },
+            };
     case 'past_due': {
       const d = s.dunning!;
       if (d.nextRetryAt) return { at: d.nextRetryAt, what: `Payment retry ${d.attempts + 1} of invoice ${d.invoiceNumber}`, action: { kind: 'retryPayment' } };
@@ -211,10 +226,16 @@ export function cycleLine(subscription: SubscriptionSnapshot, plan: PlanTerms, p
   };
 }
 
-/** The invoice of billing cycle `cycle` (the first charge after a trial, a renewal, a resume), issued at `issuedAt`. */
-export function cycleInvoice(state: SubscriptionState, cycle: number, issuedAt: Date): { period: BillingPeriod; invoice: InvoiceInput } {
+/**
+ * The invoice of billing cycle `cycle` (the first charge after a trial, a renewal, a resume), issued at `now`.
+ * With renewals spread (`spreadMinutes`, as nextWake takes it), a calendar renewal that runs within the window
+ * after its period starts is issued at the period's start, the boundary, not at the spread instant it runs.
+ */
+export function cycleInvoice(state: SubscriptionState, cycle: number, now: Date, spreadMinutes = 0): { period: BillingPeriod; invoice: InvoiceInput } {
   const { subscription, plan } = state;
   const period = periodOf(subscription, plan, cycle);
+  const late = now.getTime() - period.start.getTime();
+  const issuedAt = renewalSpreads(subscription, spreadMinutes) && late >= 0 && late < spreadMinutes * 60_000 ? period.start : now;
   return {
     period,
     invoice: {

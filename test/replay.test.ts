@@ -25,9 +25,22 @@ describe('workflow histories', () => {
   if (process.env.RECORD_HISTORIES === '1') {
     let engine: TestEngine;
     beforeAll(async () => {
-      engine = await startTestEngine();
+      // Spreading only moves calendar renewals: the other recordings (anniversary billing) are as without it.
+      engine = await startTestEngine({ env: { RENEWAL_SPREAD_MINUTES: '60' } });
     });
     afterAll(() => engine?.close());
+
+    it('records a spread calendar renewal (patched renewal-spread)', async () => {
+      const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
+      const now = new Date(await engine.env.currentTimeMs());
+      const mid = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 11);
+      await engine.env.sleep(mid - now.getTime());
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, billing_cycle: 'calendar' })).body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(22 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      record(id, run, 'subscription-calendar-renewal-spread');
+    });
 
     it('records a subscription: the trial, its first charge, the money made available and a renewal, in one run', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine);
@@ -111,6 +124,8 @@ describe('workflow histories', () => {
       // a settings change cancelling the timer): its waits moved to workflowClock, the same commands without a clock.
       'payout-schedule-daily.json',
       'payout-states-paid.json',
+      // Recorded with RENEWAL_SPREAD_MINUTES=60: the calendar renewal's timer at the boundary plus the offset, through patched('renewal-spread').
+      'subscription-calendar-renewal-spread.json',
       // Recorded before a due billing cycle ran as one local activity (commit abec835): replay the four activities through patched('renew-cycle').
       'subscription-dunning-to-cancel-before-renew-cycle.json',
       // Recorded before a run renewed in place and owned its money's availability (commit 50c42bb): they continue as new after each
@@ -138,6 +153,7 @@ describe('workflow histories', () => {
   it('fail against workflow code changed incompatibly without a patch', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(13);
+    // Every subscription history fails; the payout and export ones replay.
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(14);
   });
 });

@@ -60,6 +60,7 @@ import {
   nextWake,
   planChangeKind,
   refusal,
+  renewalSpreads,
   resumeKind,
   startDunning,
   upgradeInvoice,
@@ -82,6 +83,12 @@ export interface SubscriptionWorkflowInput {
   testClock?: ClockBinding;
   /** Money this subscription collected that is still pending: made available at its available_on by this workflow (funds-in-subscription). */
   pendingFunds?: DueFunds[];
+  /**
+   * RENEWAL_SPREAD_MINUTES as the API read it at creation (unset or 0: off), carried by every continue-as-new:
+   * a calendar renewal wakes at the boundary plus this subscription's offset in the window and is invoiced at
+   * the boundary (domain/renewal-spread.ts; patched('renewal-spread')).
+   */
+  renewalSpreadMinutes?: number;
 }
 
 /** Balance transactions of a paid cycle that become available at `at` (ISO, this workflow's time). */
@@ -149,6 +156,9 @@ export const maxRunHistory = 1000;
  */
 export const fundsInSubscriptionPatch = 'funds-in-subscription';
 
+/** Calendar renewals wake at the boundary plus the subscription's offset (input.renewalSpreadMinutes): a changed timer. */
+export const renewalSpreadPatch = 'renewal-spread';
+
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
 interface Queued {
@@ -175,6 +185,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   const activities = input.testClock ? localActivities : remoteActivities;
   /** The status changed without an upsert of its search attribute (renew-cycle): sent with the continue-as-new, or upserted before the next wait. */
   let searchStatusStale = false;
+  /**
+   * The renewal spread window in minutes, 0 when off. The patch is asked only when the window would move a renewal
+   * (calendar billing, a window in the input), so older runs and anniversary subscriptions never record it.
+   */
+  const spread = (): number => (renewalSpreads(subscription, input.renewalSpreadMinutes ?? 0) && patched(renewalSpreadPatch) ? input.renewalSpreadMinutes! : 0);
 
   // ---- Messages -----------------------------------------------------------
 
@@ -249,7 +264,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Invoices and charges billing cycle `cycle`; a decline starts dunning. */
   async function bill(cycle: number): Promise<void> {
-    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now());
+    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now(), spread());
     const key = invoiceInput.billingKey;
     setCurrentDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
     const cycleFields = {
@@ -563,7 +578,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         upsertSearchAttributes([{ key: SubscriptionStatusKey, value: subscription.status }]);
         searchStatusStale = false;
       }
-      const wake = nextWake(state());
+      const wake = nextWake(state(), spread());
       setCurrentDetails(waitingDetails(wake, subscription));
       const funds = fundsDue();
       let woken: boolean;
@@ -597,6 +612,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
             pendingPlan,
             ...(input.testClock ? { testClock: clock.binding() } : {}),
             ...(pendingFunds.length > 0 ? { pendingFunds } : {}),
+            ...(input.renewalSpreadMinutes ? { renewalSpreadMinutes: input.renewalSpreadMinutes } : {}),
           };
           if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.
@@ -630,6 +646,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   // task, not into a billing date's: a wave of renewals carries none. Replay-safe either way: while
   // replaying a history that recorded them later, these answer false and command nothing.
   for (const patch of [renewCyclePatch, renewInPlacePatch, fundsInSubscriptionPatch]) patched(patch);
+  // renewal-spread, after them, only where it can move a timer (a calendar subscription with a window).
+  if (renewalSpreads(input.snapshot, input.renewalSpreadMinutes ?? 0)) patched(renewalSpreadPatch);
 
   try {
     await live();

@@ -243,6 +243,8 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         }, testClock ? new Date(testClock.now) : new Date()),
         plan: planTerms(plan),
         ...(testClock ? { testClock } : {}),
+        // RENEWAL_SPREAD_MINUTES: workflow code cannot read the environment, so the window travels in the input.
+        ...(config.renewalSpreadMinutes > 0 ? { renewalSpreadMinutes: config.renewalSpreadMinutes } : {}),
       };
       // Update-with-start: one round trip starts the workflow and waits for its
       // first recorded state, so the 201 carries what a GET will read next.

@@ -83,6 +83,8 @@ export async function startTestEngine(
      * skipped time its timer would wake it every 5 minutes of every day another test skips).
      */
     maintenance?: boolean | Partial<MaintenanceSettings>;
+    /** More of the deployment's environment, read by loadConfig (e.g. RENEWAL_SPREAD_MINUTES). */
+    env?: Record<string, string>;
   } = {},
 ): Promise<TestEngine> {
   if (!runtimeInstalled) {
@@ -94,7 +96,7 @@ export async function startTestEngine(
   const env = await createTimeSkippingEnv();
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const mail = await startSmtpCapture();
-  const base = loadConfig({ NODE_ENV: 'test' });
+  const base = loadConfig({ ...options.env, NODE_ENV: 'test' });
   const config: Config = { ...base, taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors, dataDir: mkdtempSync(path.join(tmpdir(), 'billing-data-')) };
   // Built once, like an entry point does, and shared by the API and the worker.
   const processors: Processors = resolveProcessors(options, config.processors, () => db.orm.em.fork());
