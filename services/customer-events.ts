@@ -1,6 +1,10 @@
 import { Subscription, type Customer } from '../db/entities/index.ts';
 import { paymentMethodUpdatedSignal } from '../workflows/subscription.ts';
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { serializeCustomer } from '../objects/customer.ts';
+import { onTestClock } from './clock-context.ts';
+import { recordEvent } from './events.ts';
+import { clockTimeOf, stampClockTime } from './test-clocks.ts';
 import type { Client } from '@temporalio/client';
 
 /**
@@ -22,4 +26,24 @@ export async function notifyPaymentMethodUpdated(deps: { orm: MikroORM; temporal
   if (!customer.paymentMethod) return;
   const pastDue = await deps.orm.em.fork().find(Subscription, { customerId: customer.id, accountId: customer.accountId, status: 'past_due' }, { fields: ['id'] });
   await Promise.all(pastDue.map((s) => deps.temporal.workflow.getHandle(s.id).signal(paymentMethodUpdatedSignal)));
+}
+
+/**
+ * Saves a changed customer (a managed entity of `em`) with its `customer.updated` event in
+ * one database transaction, for every route that updates one (PATCH /v1/customers/{id},
+ * the hosted billing-details page). A customer on a test clock is updated at the clock's
+ * time and its event goes on the clock (its webhook retries follow the clock).
+ */
+export async function saveCustomerUpdate(em: EntityManager, customer: Customer): Promise<void> {
+  const testClock = await clockTimeOf(em, customer.testClockId);
+  customer.updatedAt = new Date();
+  await onTestClock(testClock, () =>
+    em.transactional(async (tx) => {
+      await tx.flush();
+      if (testClock) await stampClockTime(tx, customer, testClock);
+      const object = { ...serializeCustomer(customer), ...(testClock ? { updated_at: testClock.now } : {}) };
+      await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object, transactionId: null });
+    }),
+  );
+  if (testClock) customer.updatedAt = new Date(testClock.now);
 }

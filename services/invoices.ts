@@ -161,7 +161,7 @@ export async function markInvoicePaid(
       tx.getTransactionContext(),
     );
   if (rows.length === 0) return null;
-  const invoice = tx.map(Invoice, rows[0]!, { schema: undefined });
+  const invoice = tx.map(Invoice, rows[0]!);
   await recordInvoiceEvents(tx, links, invoice, ['invoice.paid', 'payment.succeeded']);
   return invoice;
 }

@@ -2,6 +2,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestClock } from '../db/entities/index.ts';
 import { deleteExpiredTestClocks, testClockLifetimeMs } from '../services/test-clocks.ts';
+import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
@@ -23,30 +24,7 @@ describe('test clocks (webhooks, ...)', () => {
     await engine?.close();
   });
 
-  async function tenant(name: string) {
-    const t = await engine.signUp({ name });
-    const headers = { ...t.headers, 'x-sandbox-mode': 'true' };
-    const call = (method: string, path: string, body?: unknown) => engine.call(method, path, body, headers);
-    const make = async (path: string, body: unknown) => {
-      const response = await call('POST', path, body);
-      expect(response.status, JSON.stringify(response.body)).toBe(201);
-      return response.body;
-    };
-    /** Advances and polls until ready; returns the clock. */
-    const advance = async (clockId: string, to: string) => {
-      const answer = await call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: to });
-      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-      const started = Date.now();
-      for (;;) {
-        const clock = (await call('GET', `/v1/test_clocks/${clockId}`)).body;
-        if (clock.status === 'ready') return clock;
-        expect(clock.status, JSON.stringify(clock)).toBe('advancing');
-        if (Date.now() - started > 30_000) throw new Error(`clock ${clockId} still advancing after 30 s`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    };
-    return { call, make, advance, accountId: t.accountId, liveHeaders: t.headers };
-  }
+  const tenant = (name: string) => clockTenant(engine, name);
 
   it('retries a failed webhook delivery on the clock\'s time, and the clock waits for the retries', async () => {
     const { call, make, advance } = await tenant('Hooked on a clock');

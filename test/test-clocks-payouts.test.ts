@@ -1,6 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomerLinks } from '../domain/customer-links.ts';
+import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
@@ -26,33 +27,15 @@ describe('test clocks: payouts, and events recorded by the API', () => {
   });
 
   async function tenant(name: string) {
-    const t = await engine.signUp({ name });
-    const headers = { ...t.headers, 'x-sandbox-mode': 'true' };
-    const call = (method: string, path: string, body?: unknown) => engine.call(method, path, body, headers);
-    const make = async (path: string, body: unknown, status = 201) => {
-      const response = await call('POST', path, body);
-      expect(response.status, JSON.stringify(response.body)).toBe(status);
-      return response.body;
-    };
-    const advance = async (clockId: string, to: string) => {
-      const answer = await call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: to });
-      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-      const started = Date.now();
-      for (;;) {
-        const clock = (await call('GET', `/v1/test_clocks/${clockId}`)).body;
-        if (clock.status === 'ready') return clock;
-        expect(clock.status, JSON.stringify(clock)).toBe('advancing');
-        if (Date.now() - started > 30_000) throw new Error(`clock ${clockId} still advancing after 30 s`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    };
+    const tenant = await clockTenant(engine, name);
+    const { call } = tenant;
     const balance = async () => {
       const body = (await call('GET', '/v1/balance')).body;
       const of = (list: { amount: number; currency: string }[]) => list.find((m) => m.currency === 'USD')?.amount ?? 0;
       return { available: of(body.available), pending: of(body.pending) };
     };
     const payouts = async (query = '') => (await call('GET', `/v1/payouts${query}`)).body.data as Record<string, any>[];
-    return { t, call, make, advance, balance, payouts, accountId: t.accountId, liveHeaders: t.headers };
+    return { ...tenant, balance, payouts };
   }
 
   it("a clock's daily payout schedule pays out what a customer on the clock paid, pending → in_transit → paid as the clock moves", async () => {

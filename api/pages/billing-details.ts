@@ -12,11 +12,7 @@ import { Account, Customer, Subscription } from '../../db/entities/index.ts';
 import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods } from '../../domain/payment-requests.ts';
-import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
-import { recordEvent } from '../../services/events.ts';
-import { onTestClock } from '../../services/clock-context.ts';
-import { clockTimeOf, stampClockTime } from '../../services/test-clocks.ts';
-import { serializeCustomer } from '../../objects/customer.ts';
+import { notifyPaymentMethodUpdated, saveCustomerUpdate } from '../../services/customer-events.ts';
 import { sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -126,18 +122,8 @@ export function billingDetailsPage(deps: ApiDeps) {
       const em = deps.orm.em.fork();
       const customer = await em.findOneOrFail(Customer, { id: view.customer.id });
       customer.paymentMethod = method;
-      // The same event PATCH /v1/customers/{id} records (on the customer's test clock, if any).
-      const testClock = await clockTimeOf(em, customer.testClockId);
-      customer.updatedAt = new Date();
-      await onTestClock(testClock, () =>
-        em.transactional(async (tx) => {
-          await tx.flush();
-          if (testClock) await stampClockTime(tx, customer, testClock);
-          const object = { ...serializeCustomer(customer), ...(testClock ? { updated_at: testClock.now } : {}) };
-          await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object, transactionId: null });
-        }),
-      );
-      if (testClock) customer.updatedAt = new Date(testClock.now);
+      // The same save and event as PATCH /v1/customers/{id} (on the customer's test clock, if any).
+      await saveCustomerUpdate(em, customer);
       await notifyPaymentMethodUpdated(deps, customer);
       const label = payPageMethods.find((m) => m.id === method)!.label;
       const lines = [html`Your payment method is now ${label}.`];

@@ -8,7 +8,7 @@ import { notFoundInMode } from '../not-found.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
-import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
+import { notifyPaymentMethodUpdated, saveCustomerUpdate } from '../../services/customer-events.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
@@ -16,7 +16,7 @@ import { errorResponses, idParam } from '../schemas.ts';
 import { recordEvent } from '../../services/events.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
-import { clockTimeOf, findOwnTestClock, stampClockTime } from '../../services/test-clocks.ts';
+import { findOwnTestClock } from '../../services/test-clocks.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 
@@ -126,18 +126,7 @@ export function customersApp(deps: ApiDeps) {
     if (customer.paymentMethod && (customer.processorCustomerId || body.payment_method !== undefined)) {
       customer.processorCustomerId = (await toProcessor(customer)) ?? customer.processorCustomerId ?? null;
     }
-    // A customer on a test clock: updated at the clock's time, its event on the clock (its webhook retries follow the clock).
-    const testClock = await clockTimeOf(em, customer.testClockId);
-    customer.updatedAt = new Date();
-    await onTestClock(testClock, () =>
-      em.transactional(async (tx) => {
-        await tx.flush();
-        if (testClock) await stampClockTime(tx, customer, testClock);
-        const object = { ...serializeCustomer(customer), ...(testClock ? { updated_at: testClock.now } : {}) };
-        await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object, transactionId: null });
-      }),
-    );
-    if (testClock) customer.updatedAt = new Date(testClock.now);
+    await saveCustomerUpdate(em, customer);
     if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
     return serializeCustomer(customer);
   };

@@ -1,6 +1,16 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { PayoutInterval, Weekday } from '../../domain/payout-schedule.ts';
 
+/** The schedule itself, the same for an account's settings and a test clock's own (fresh builders for each entity). */
+const scheduleColumns = () => ({
+  interval: p.string().$type<PayoutInterval>(),
+  weeklyAnchor: p.string().$type<Weekday>().nullable(),
+  monthlyAnchor: p.integer().nullable(),
+  delayDays: p.integer().default(0),
+  minimumAmount: p.bigint('number').default(0),
+  updatedAt: p.datetime(),
+});
+
 /**
  * An account's payout schedule for one mode and currency (GET/PATCH
  * /v1/payout_settings). No row: the default (docs/payouts.md).
@@ -12,12 +22,7 @@ export const PayoutSettings = defineEntity({
     accountId: p.string().primary(),
     livemode: p.boolean().primary(),
     currency: p.string().length(3).primary(),
-    interval: p.string().$type<PayoutInterval>(),
-    weeklyAnchor: p.string().$type<Weekday>().nullable(),
-    monthlyAnchor: p.integer().nullable(),
-    delayDays: p.integer().default(0),
-    minimumAmount: p.bigint('number').default(0),
-    updatedAt: p.datetime(),
+    ...scheduleColumns(),
   },
 });
 export type PayoutSettings = InferEntity<typeof PayoutSettings>;
@@ -34,12 +39,7 @@ export const TestClockPayoutSettings = defineEntity({
     testClockId: p.string().primary(),
     currency: p.string().length(3).primary(),
     accountId: p.string(),
-    interval: p.string().$type<PayoutInterval>(),
-    weeklyAnchor: p.string().$type<Weekday>().nullable(),
-    monthlyAnchor: p.integer().nullable(),
-    delayDays: p.integer().default(0),
-    minimumAmount: p.bigint('number').default(0),
-    updatedAt: p.datetime(),
+    ...scheduleColumns(),
   },
 });
 export type TestClockPayoutSettings = InferEntity<typeof TestClockPayoutSettings>;
