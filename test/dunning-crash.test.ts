@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Charge, LedgerEntry, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
+import { startCrashingWorker } from './helpers/crashing-worker.ts';
 
 const minute = 60_000;
 const day = 86_400_000;
@@ -17,22 +16,7 @@ describe('a worker killed during dunning', () => {
   afterAll(() => engine?.close());
 
   it('is replaced; the retry schedule holds, nothing is charged twice, no email is lost or doubled', { timeout: 120_000 }, async () => {
-    const child = spawn(process.execPath, ['test/fixtures/crashing-worker.ts'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: engine.db.url,
-        TEMPORAL_ADDRESS: engine.env.address,
-        TASK_QUEUE: engine.taskQueue,
-        WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-        SMTP_URL: engine.mail.url,
-        CRASH_ON: ':attempt:3',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    const exited = once(child, 'exit');
-    await eventually(async () => output, (o) => o.includes('ready'), 30_000);
+    const { exited, output } = await startCrashingWorker(engine, 'crashing-worker.ts', { SMTP_URL: engine.mail.url, CRASH_ON: ':attempt:3' });
 
     const customer = await engine.call('POST', '/v1/customers', { email: 'crash@example.com', payment_method: 'pm_card_chargeDeclined' });
     const plan = await engine.call('POST', '/v1/plans', { name: 'Team', amount: 4900, currency: 'USD', interval: 'month' });
@@ -49,7 +33,7 @@ describe('a worker killed during dunning', () => {
     const pastThirdAttempt = engine.env.sleep(2 * day);
     const [, signal] = await exited;
     expect(signal).toBe('SIGKILL');
-    expect(output).toContain(`charged ${id}:cycle:0:attempt:3; crashing`);
+    expect(output()).toContain(`charged ${id}:cycle:0:attempt:3; crashing`);
     expect(engine.mail.messages).toHaveLength(2);
 
     await engine.startWorker();

@@ -9,17 +9,16 @@
  * endpoint still gets the owner emailed. Signatures are checked with the
  * `standardwebhooks` package.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordEvent } from '../services/events.ts';
 import { wakeEventDispatch } from '../services/webhooks.ts';
 import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../db/entities/index.ts';
 import { deliveryId } from '../domain/webhooks.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
+import { startCrashingWorker } from './helpers/crashing-worker.ts';
 import { startWebhookReceiver, type Received, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
 let engine: TestEngine;
@@ -58,14 +57,7 @@ async function workflowType(id: string): Promise<string | null> {
 
 describe('a worker killed in the middle of a dispatcher pass', () => {
   it('is replaced; the next pass sends the unrecorded copy again with the same webhook-id, nothing recorded twice, and the failed one is retried on schedule', { timeout: 150_000 }, async () => {
-    const child = spawn(process.execPath, ['test/fixtures/crashing-worker.ts'], {
-      env: { ...process.env, DATABASE_URL: engine.db.url, TEMPORAL_ADDRESS: engine.env.address, TASK_QUEUE: engine.taskQueue, WORKFLOW_BUNDLE: inject('workflowBundlePath'), CRASH_ON: 'no charge in this test' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    const exited = once(child, 'exit');
-    await eventually(async () => output, (o) => o.includes('ready'), 30_000);
+    const { child, exited } = await startCrashingWorker(engine, 'crashing-worker.ts', { CRASH_ON: 'no charge in this test' });
 
     const ok = await register('/ok');
     const down = await register('/down');

@@ -14,7 +14,11 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
   const poolId = Number(process.env.VITEST_POOL_ID ?? 1);
   const address = addresses[(poolId - 1) % addresses.length];
   const attach = (TestWorkflowEnvironment as unknown as { create(options: object): Promise<TestWorkflowEnvironment> }).create;
-  return attach.call(TestWorkflowEnvironment, { server: { type: 'existing' }, address, namespace: 'default', supportsTimeSkipping: true });
+  const env: TestWorkflowEnvironment = await attach.call(TestWorkflowEnvironment, { server: { type: 'existing' }, address, namespace: 'default', supportsTimeSkipping: true });
+  // An earlier file on this server may have left time locked (see releaseLeakedTimeLocks).
+  const released = await releaseLeakedTimeLocks(env);
+  if (released > 0) console.warn(`test server ${address}: released ${released} time-skipping lock(s) an earlier file left`);
+  return env;
 }
 
 /** Polls `probe` until it returns a value that `done` accepts; for state that activities write after a timer fires. */
@@ -29,20 +33,32 @@ export async function eventually<T>(probe: () => Promise<T>, done: (value: T) =>
 }
 
 /**
- * The Java test server keeps time skipping locked for a workflow task that no
- * worker ever polled, even after the workflow is terminated (a dispatcher woken by
- * the API just before a file's teardown, say), and the next file on that server
- * then waits in real time. A file's teardown calls this last: with nothing left
- * running, an hour of skipped time must pass at once; while it does not, one
- * leaked lock is released.
+ * The Java test server keeps time skipping locked for a workflow task or activity
+ * that no worker will ever finish: one of a workflow terminated in the middle of
+ * it, or one scheduled after the file's worker stopped (a dispatcher woken by the
+ * API just before a file's teardown, say). The lock outlives the file, and the next
+ * file on that server then waits in real time wherever it means to skip time (CI
+ * once failed that way: test/transactions.test.ts's concurrent payments and
+ * cancels leave about ten). So a file releases them when it ends and again when it
+ * starts (createTimeSkippingEnv): with nothing of its own running, an hour of
+ * skipped time must pass at once; while it does not, one leaked lock is released.
+ * A slow answer is told from a lock by the server's clock (it moved the hour, or
+ * only real time), so the lock the server keeps for its clients is never released.
  */
-export async function releaseLeakedTimeLocks(env: TestWorkflowEnvironment): Promise<number> {
+export async function releaseLeakedTimeLocks(env: TestWorkflowEnvironment, { attempts = 100, probeMs = 1_000 } = {}): Promise<number> {
   const testService = (env.connection as unknown as { testService?: { unlockTimeSkipping(request: object): Promise<unknown> } }).testService;
   if (!testService) return 0;
+  const hour = 3_600_000;
   let released = 0;
-  for (; released < 10; released++) {
-    const skipped = await Promise.race([env.sleep(3_600_000).then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 3_000))]);
+  for (; released < attempts; released++) {
+    const from = await env.currentTimeMs();
+    const sleeping = env.sleep(hour);
+    const skipped = await Promise.race([sleeping.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), probeMs))]);
     if (skipped) break;
+    if ((await env.currentTimeMs()) >= from + hour) {
+      await sleeping; // skipped, only slow to answer
+      break;
+    }
     await testService.unlockTimeSkipping({});
   }
   return released;
