@@ -39,7 +39,40 @@ export async function recordEvents(em: EntityManager, inputs: EventInput[]): Pro
     testClockId: currentTestClock()?.id ?? null,
     dispatchedAt: null,
   }));
+  const batch = batches.get(em);
+  if (batch) batch.push(...rows);
+  else await insertEvents(em, rows);
+  return rows as Event[];
+}
+
+type EventRow = Parameters<typeof insertEvents>[1][number];
+
+async function insertEvents(em: EntityManager, rows: (Omit<Event, 'data'> & { data: Record<string, unknown> })[]): Promise<void> {
   if (rows.length === 1) await em.insert(Event, rows[0]!);
   else if (rows.length > 1) await em.insertMany(Event, rows);
-  return rows as Event[];
+}
+
+/** The events held back on a database transaction's EntityManager by withEventBatch. */
+const batches = new WeakMap<EntityManager, EventRow[]>();
+
+/**
+ * Runs `work` on `tx` (a database transaction's EntityManager) with the events it
+ * records held back and written in ONE insert when it is done, still inside the
+ * transaction: a change that records events from several services (a renewal's
+ * payment, its paid invoice and the subscription) pays one statement for them
+ * instead of one each. Nothing reads events back inside the transaction, and a
+ * failure rolls back the change with them either way. Their order is kept.
+ */
+export async function withEventBatch<T>(tx: EntityManager, work: () => Promise<T>): Promise<T> {
+  if (batches.has(tx)) return work();
+  const rows: EventRow[] = [];
+  batches.set(tx, rows);
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    batches.delete(tx);
+  }
+  await insertEvents(tx, rows);
+  return result;
 }

@@ -64,9 +64,7 @@ export async function openOrCreateInvoice(
   input: OpenInvoiceInput,
   loaded?: { account: Account; customer: Customer | null },
 ): Promise<{ invoice: OpenedInvoice; created: boolean }> {
-  const existing = await em.findOne(Invoice, { billingKey: input.billingKey });
-  if (existing) return { invoice: opened(existing), created: false };
-
+  // No lookup first: the billing key's unique index tells a repeat, whose insert (and number) rolls back.
   const [account, customer] = loaded
     ? [loaded.account, loaded.customer]
     : await Promise.all([em.findOneOrFail(Account, { id: input.accountId }), em.findOne(Customer, { id: input.customerId, accountId: input.accountId })]);
@@ -114,7 +112,7 @@ export async function openOrCreateInvoice(
       return { invoice: opened(invoice), created: true };
     });
   } catch (error) {
-    // Another call with this billing key won the race; its invoice (and number) is the one.
+    // The invoice exists (a retried activity), or another call with this billing key won the race: its invoice (and number) is the one.
     if (error instanceof UniqueConstraintViolationException) {
       const winner = await em.fork().findOne(Invoice, { billingKey: input.billingKey });
       if (winner) return { invoice: opened(winner), created: false };
@@ -146,7 +144,8 @@ export async function markInvoicePaid(
   tx: EntityManager,
   links: InvoiceLinks,
   invoiceId: string,
-  paid: { chargeId: string; transactionId: string | null },
+  /** `attempt`: the charge's attempt, counted here too (chargeCustomer's onRecorded: services/charges.ts). */
+  paid: { chargeId: string; transactionId: string | null; attempt?: number },
   paidAt?: string,
 ): Promise<Invoice | null> {
   const table = tx.getMetadata(Invoice).tableName;
@@ -155,8 +154,8 @@ export async function markInvoicePaid(
   const rows = await tx
     .getConnection()
     .execute<Record<string, unknown>[]>(
-      `update ${table} set status = 'paid', amount_paid = amount_due, charge_id = ?, transaction_id = ?, paid_at = ${at} where id = ? and status in ('open', 'uncollectible') returning *`,
-      [paid.chargeId, paid.transactionId, paidAt ? new Date(paidAt) : currentTime(), invoiceId],
+      `update ${table} set status = 'paid', amount_paid = amount_due, charge_id = ?, transaction_id = ?, paid_at = ${at}, attempt_count = greatest(attempt_count, ?) where id = ? and status in ('open', 'uncollectible') returning *`,
+      [paid.chargeId, paid.transactionId, paidAt ? new Date(paidAt) : currentTime(), paid.attempt ?? 0, invoiceId],
       'all',
       tx.getTransactionContext(),
     );

@@ -130,7 +130,7 @@ async function move(tx: EntityManager, m: Movement): Promise<{ available: number
 
 function newBalanceTransaction(
   tx: EntityManager,
-  input: { accountId: string; livemode: boolean; currency: string; type: BalanceTransactionType; source: string; amount: number; delayMs?: number },
+  input: { accountId: string; livemode: boolean; currency: string; type: BalanceTransactionType; source: string; amount: number; delayMs?: number; ownedByWorkflow?: boolean },
 ): BalanceTransaction {
   const now = currentTime();
   const delayMs = input.delayMs ?? 0;
@@ -147,14 +147,15 @@ function newBalanceTransaction(
     status: delayMs > 0 ? 'pending' : 'available',
     availableOn: new Date(now.getTime() + delayMs),
     refundedFromPending: 0,
-    workflowConfirmedAt: null,
+    // A workflow that waits for this money itself (the maintenance reconciler starts none for it).
+    workflowConfirmedAt: input.ownedByWorkflow ? now : null,
     createdAt: now,
   });
 }
 
 /** A succeeded payment: its money arrives pending (external → pending), available `delayMs` from now. */
-export async function postPayment(tx: EntityManager, payment: Transaction, delayMs: number): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(payment), type: 'payment', source: payment.id, amount: payment.amount, delayMs });
+export async function postPayment(tx: EntityManager, payment: Transaction, delayMs: number, options: { ownedByWorkflow?: boolean } = {}): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, { ...scopeOf(payment), type: 'payment', source: payment.id, amount: payment.amount, delayMs, ownedByWorkflow: options.ownedByWorkflow });
   await tx.flush();
   await move(tx, { ...scopeOf(payment), transactionId: payment.id, balanceTransactionId: btxn.id, legs: delayMs > 0 ? { pending: btxn.net } : { available: btxn.net } });
   return btxn;

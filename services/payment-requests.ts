@@ -203,7 +203,7 @@ export async function recordPaymentRequestPayment(
       links: { paymentRequestId: input.paymentRequestId, processorChargeId },
     });
     if (result.status === 'failed') return (await recordFailedPayment(tx, fields, result, { paymentEvents: false })).id;
-    const transaction = await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processorName, input.livemode) });
+    const { transaction } = await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processorName, input.livemode) });
     if (options.markPaid) await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: transaction.id });
     return transaction.id;
   });

@@ -33,7 +33,7 @@
  * invoice and outcome this call returns.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Customer, type Invoice } from '../db/entities/index.ts';
+import { Account, Customer, type BalanceTransaction, type Invoice } from '../db/entities/index.ts';
 import { currentTime } from './clock-context.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
@@ -113,11 +113,13 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
       customer,
       subscriptionId: input.invoice.subscriptionId,
       newInvoice: created,
-      // With the charge, in its database transaction: the invoice paid, the projection, the claim on the money.
+      // The money pending is written owned by this workflow, which waits for it (no workflow started for it).
+      ...(input.ownFunds ? { fundsOwnedByWorkflow: true } : {}),
+      // With the charge, in its database transaction: the invoice paid (and the attempt counted), the projection.
       onRecorded: async (tx, charge) => {
         const settled = await markInvoicePaid(tx, deps.links, invoice.invoiceId, charge, input.paidAt);
         await projectSubscriptionOn(tx, snapshot);
-        paid = { invoice: settled, ...(input.ownFunds ? { funds: await claimPendingFunds(tx, charge.transactionId) } : {}) };
+        paid = { invoice: settled, ...(input.ownFunds ? { funds: pendingFunds([charge.pending]) } : {}) };
       },
     },
   );
@@ -136,7 +138,8 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
 /**
  * The pending balance transactions of a payment, marked as owned by a workflow
  * (`workflow_confirmed_at`: the maintenance reconciler starts no availability workflow
- * for them), grouped by available_on. One statement; a retry finds them again.
+ * for them), grouped by available_on. One statement; a retry finds them again. (A first
+ * run writes them owned with the payment: chargeCustomer's `fundsOwnedByWorkflow`.)
  */
 async function claimPendingFunds(em: EntityManager, transactionId: string): Promise<PendingFunds[]> {
   const rows = await em
@@ -147,11 +150,17 @@ async function claimPendingFunds(em: EntityManager, transactionId: string): Prom
       'all',
       em.getTransactionContext(),
     );
+  return pendingFunds(rows.map((row) => ({ id: row.id, availableOn: new Date(row.available_on), status: 'pending' })));
+}
+
+/** Pending balance transactions grouped by how long from now they become available. */
+function pendingFunds(btxns: Pick<BalanceTransaction, 'id' | 'availableOn' | 'status'>[]): PendingFunds[] {
   const now = currentTime().getTime();
   const byDelay = new Map<number, string[]>();
-  for (const row of rows) {
-    const afterMs = Math.max(0, new Date(row.available_on).getTime() - now);
-    byDelay.set(afterMs, [...(byDelay.get(afterMs) ?? []), row.id]);
+  for (const btxn of btxns) {
+    if (btxn.status !== 'pending') continue;
+    const afterMs = Math.max(0, btxn.availableOn.getTime() - now);
+    byDelay.set(afterMs, [...(byDelay.get(afterMs) ?? []), btxn.id]);
   }
   return [...byDelay].map(([availableAfterMs, balanceTransactionIds]) => ({ availableAfterMs, balanceTransactionIds: balanceTransactionIds.sort() }));
 }

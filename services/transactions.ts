@@ -1,6 +1,6 @@
 import { currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Transaction, type TransactionType } from '../db/entities/index.ts';
+import { Account, Transaction, type BalanceTransaction, type TransactionType } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { scoreRisk, velocityCountCap } from '../domain/risk.ts';
 import { paymentAvailabilityDelayMs } from './balances.ts';
@@ -90,20 +90,25 @@ export async function newTransactionFields(em: EntityManager, input: NewTransact
  * transaction.succeeded, and payment.succeeded for a payment unless
  * `paymentEvents` is false: an invoice's charge has that event on the invoice) are
  * recorded in the same database transaction. The caller starts the availability
- * workflow of a payment after its commit (services/balances.ts startAvailabilityOf).
+ * workflow of a payment after its commit (services/balances.ts startAvailabilityOf),
+ * unless `fundsOwnedByWorkflow`: a subscription's renewal waits for its money itself,
+ * and its balance transaction is written owned (services/renew-cycle.ts).
  */
 export async function recordSucceededTransaction(
   tx: EntityManager,
   fields: TransactionFields,
-  options: { delayMs?: number; paymentEvents?: boolean } = {},
-): Promise<Transaction> {
+  options: { delayMs?: number; paymentEvents?: boolean; fundsOwnedByWorkflow?: boolean } = {},
+): Promise<{ transaction: Transaction; balanceTransaction: BalanceTransaction }> {
   const row = tx.create(Transaction, { ...fields, status: 'succeeded' });
   await tx.flush();
-  if (fields.type === 'payment') await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode));
-  else if (fields.type === 'credit') await postCredit(tx, row);
-  else await postRefund(tx, row, null);
+  const balanceTransaction =
+    fields.type === 'payment'
+      ? await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode), { ownedByWorkflow: options.fundsOwnedByWorkflow })
+      : fields.type === 'credit'
+        ? await postCredit(tx, row)
+        : await postRefund(tx, row, null);
   await recordTransactionEvents(tx, row, 'created', { paymentEvents: options.paymentEvents });
-  return row;
+  return { transaction: row, balanceTransaction };
 }
 
 /** Records a declined payment attempt: `failed` with the processor's reason, no ledger entries; its events in the same database transaction. */

@@ -193,7 +193,7 @@ describe('refunds of a charge and balances', () => {
     const fields = await newTransactionFields(em, {
       accountId: tenant.accountId, livemode: true, amount: 700, currency: 'USD', type: 'payment', reference: null, metadata: {}, paymentMethod: 'pm_card_visa',
     });
-    const payment = await em.transactional((tx) => recordSucceededTransaction(tx, fields, { delayMs: 3_600_000 }));
+    const { transaction: payment } = await em.transactional((tx) => recordSucceededTransaction(tx, fields, { delayMs: 3_600_000 }));
     const btxn = await paymentBtxn(payment.id);
     const client = engine.env.client;
     const none = await reconcileMissingAvailability(engine.db.orm.em.fork(), client, engine.taskQueue, 60_000);

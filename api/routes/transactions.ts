@@ -215,7 +215,7 @@ export function transactionsApp(deps: ApiDeps) {
         }
 
         if (body.type !== 'payment') {
-          const transaction = await em.transactional((tx) => recordSucceededTransaction(tx, fields));
+          const { transaction } = await em.transactional((tx) => recordSucceededTransaction(tx, fields));
           return c.json(serializeTransaction(transaction), 201);
         }
 
