@@ -4,6 +4,7 @@
  * interpolated into HTML is escaped.
  */
 import type { Brand } from './branding.ts';
+import { dateTimeFormat } from './intl-formats.ts';
 
 export interface RenderedEmail {
   subject: string;
@@ -17,7 +18,7 @@ export function escapeHtml(value: string): string {
 
 /** A date as customers read it: "March 31, 2027" (UTC, with the time when it matters). */
 export function formatDate(instant: Date, withTime = false): string {
-  return new Intl.DateTimeFormat('en-US', {
+  return dateTimeFormat('en-US', {
     timeZone: 'UTC',
     year: 'numeric',
     month: 'long',

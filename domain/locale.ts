@@ -1,4 +1,6 @@
 /** Validation of account settings, with the platform's own tables (Node ships full ICU). */
+import { dateTimeFormat } from './intl-formats.ts';
+
 const timezones = new Set(Intl.supportedValuesOf('timeZone'));
 
 export function isIanaTimezone(value: string): boolean {
@@ -28,9 +30,9 @@ export interface DateStyle {
 
 function dateFormat(style: DateStyle): Intl.DateTimeFormat {
   try {
-    return new Intl.DateTimeFormat(style.locale || 'en-US', { dateStyle: 'medium', timeZone: style.timeZone || 'UTC' });
+    return dateTimeFormat(style.locale || 'en-US', { dateStyle: 'medium', timeZone: style.timeZone || 'UTC' });
   } catch {
-    return new Intl.DateTimeFormat('en-US', { dateStyle: 'medium', timeZone: 'UTC' });
+    return dateTimeFormat('en-US', { dateStyle: 'medium', timeZone: 'UTC' });
   }
 }
 

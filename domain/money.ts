@@ -1,3 +1,5 @@
+import { numberFormat } from './intl-formats.ts';
+
 /**
  * Money is an integer amount in the currency's minor unit. The exponent (how many
  * minor units make one major unit) comes from ISO 4217; currencies not listed here
@@ -22,7 +24,7 @@ export function currencyExponent(currency: string): number {
 /** "USD 12.50" style text for emails, invoices and pages. */
 export function formatMoney(amount: number, currency: string, locale = 'en-US'): string {
   const exponent = currencyExponent(currency);
-  return new Intl.NumberFormat(locale, {
+  return numberFormat(locale, {
     style: 'currency',
     currency,
     minimumFractionDigits: exponent,
