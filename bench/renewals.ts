@@ -47,7 +47,8 @@
  * BENCH_TEMPORAL=postgres runs the real Temporal server (v1.29.1, persisted in the
  * same embedded PostgreSQL, BENCH_HISTORY_SHARDS shards, default 4; dev/temporal-server.ts)
  * instead of the dev server, into a section of its own.
- * BENCH_WRITE=0 prints the section instead of writing it to bench/RESULTS.md.
+ * BENCH_WRITE=0 prints the section instead of writing it to bench/RESULTS.md. BENCH_WARMUP
+ * (default 200, 0 for none): an unmeasured wave of that many per target before the rounds.
  * BENCH_CACHED_WORKFLOWS sets the worker's maxCachedWorkflows (unset: worker.ts's default,
  * as production). BENCH_TARGETS=engine runs the engine's rounds only (no baseline, no ratio:
  * for memory and wave time at large N, e.g. BENCH_N=10000 BENCH_ROUNDS=1), into a section
@@ -101,6 +102,9 @@ const positive = (name: string): number | undefined => {
 const settings = {
   n: positive('BENCH_N') ?? 2000,
   rounds: positive('BENCH_ROUNDS') ?? 2,
+  // A fresh Temporal server (and PostgreSQL) is slower on its first wave than on the next ones;
+  // the baseline, always first, paid for it alone. A small unmeasured wave of each target warms them.
+  warmup: process.env.BENCH_WARMUP === '0' ? 0 : (positive('BENCH_WARMUP') ?? 200),
   timeoutSeconds: positive('BENCH_TIMEOUT') ?? 1800,
   activitySlots: positive('BENCH_ACTIVITY_SLOTS'),
   workflowSlots: positive('BENCH_WORKFLOW_SLOTS'),
@@ -308,6 +312,12 @@ interface SampledRun {
 /** What the engine's subscriptions do at T, for the section's heading (the trial-end sections were written before renewal was the default). */
 const what = () => (settings.scenario === 'renewal' ? 'renewing' : 'ending their trials');
 
+/** How the servers were warmed before the measured rounds (BENCH_WARMUP). */
+const warmupText = () =>
+  settings.warmup > 0
+    ? `after an unmeasured warm-up wave of ${settings.warmup} per target (a fresh Temporal server and PostgreSQL are slower on their first wave, which the baseline, always first, used to pay for alone)`
+    : 'with no warm-up wave (BENCH_WARMUP=0: the first round meets a fresh Temporal server and PostgreSQL)';
+
 /** The billing cycle each engine subscription is in once renewed at T. */
 const renewedCycle = () => (settings.scenario === 'renewal' ? 1 : 0);
 
@@ -320,10 +330,9 @@ function carriedSnapshot(seed: EngineSeed, customerId: string, at: Date): Subscr
   return settings.scenario === 'trial-end' ? trialingSnapshot(seed, customerId, at) : renewingSnapshot(seed, customerId, at);
 }
 
-async function runRound(ctx: Context, target: Target, round: number, rounds: number, lead: number): Promise<RoundResult> {
+async function runRound(ctx: Context, target: Target, round: number, rounds: number, lead: number, n = settings.n): Promise<RoundResult> {
   const { orm, client, say } = ctx;
-  const n = settings.n;
-  const label = `${target} ${round}/${rounds}`;
+  const label = round === 0 ? `${target} warm-up` : `${target} ${round}/${rounds}`;
   const loadAtStart = os.loadavg()[0]!;
   const taskQueue = `bench-renewals-${target}-${round}-${randomBytes(3).toString('hex')}`;
 
@@ -799,6 +808,11 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   // what the previous rounds needed to start their workflows, with room to spare.
   // Starting workflows is the part most slowed by a busy machine, hence the generous margins.
   let lead = 15 + settings.n * 0.04;
+  if (settings.warmup > 0) {
+    for (const target of settings.engineOnly ? (['engine'] as const) : (['baseline', 'engine'] as const)) {
+      await runRound(ctx, target, 0, settings.rounds, 15 + settings.warmup * 0.04, settings.warmup);
+    }
+  }
   const results: RoundResult[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
     for (const target of settings.engineOnly ? (['engine'] as const) : (['baseline', 'engine'] as const)) {
@@ -825,7 +839,7 @@ await runBenchmark('bench:renewals', async (stops, say) => {
         : `the Temporal CLI's dev server (\`temporal server start-dev\`, ${serverVersion}, SQLite in a temporary folder${settings.sqlitePragmas.length > 0 ? `, with --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}, `) +
       `the worker and this script all on the same machine, load average ${loadAtStart.toFixed(2)} at the start (other people's work shares it; see "other" CPU below). ` +
       `Worker: one fresh process per round, ${workerSettings()}, the same for both targets. ` +
-      `${settings.rounds} rounds per target, alternating baseline and engine, each on a fresh task queue. In a round N workflows are started ` +
+      `${settings.rounds} rounds per target, alternating baseline and engine, each on a fresh task queue, ${warmupText()}. In a round N workflows are started ` +
       'through the Temporal client (32 at a time), all waking at the same instant T, a few seconds after they have all started and the worker is idle again; ' +
       '"wall s" is T to the last completion, found by polling every 200 ms (engine: a database count of projection rows that say `active`, billing cycle 0, ' +
       'with a paid latest invoice; baseline: a count of completed workflows in Temporal\'s visibility); "renewals/s" is N / wall. Memory is the worker ' +
@@ -869,7 +883,7 @@ function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: 
     `Written by \`BENCH_TARGETS=engine npm run bench:renewals\` (bench/renewals.ts) on ${new Date().toISOString()}, measuring ${code}.`,
     '',
     `Machine: ${cores} cores, Node ${process.version}; ${onPostgres ? `the real Temporal server (${serverVersion}, ${settings.historyShards} history shards, on the same embedded PostgreSQL ${pgVersion})` : `the Temporal dev server (${serverVersion}${settings.sqlitePragmas.length > 0 ? `, --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}`}, ` +
-      `load average ${loadAtStart.toFixed(2)} at the start. Worker: one fresh process per round, ${workerSettings()}. ` +
+      `load average ${loadAtStart.toFixed(2)} at the start. Worker: one fresh process per round, ${workerSettings()}; ${warmupText()}. ` +
       'The same rounds as the comparison above, without the baseline: N subscriptions all renewing at the same instant T; RSS is the worker process\'s.',
     '',
     '| round | N | wall s | renewals/s | first / half done s | peak RSS MB | peak heap MB | RSS at T / after MB | CPU s worker / server / PostgreSQL / other |',

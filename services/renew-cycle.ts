@@ -6,11 +6,12 @@
  * (workflows/subscription.ts, patch `renew-cycle`; docs/scaling.md).
  *
  * Database work: the account and customer are read once; the invoice is one transaction
- * (its number, row and event); then, after the processor answered, ONE transaction
- * records the charge, the payment with its ledger entries, the paid invoice, the
- * projection and the claim on the money (chargeCustomer's `onRecorded`); then the
- * receipt. About 28 statements where the four activities sent 35 and a first version
- * of this call 46 (docs/scaling.md).
+ * (its number, row and event; no lookup first: a repeat fails on the billing key and rolls
+ * back); then, after the processor answered, ONE transaction records the charge, the
+ * payment with its ledger entries and its pending money owned by the workflow, the paid
+ * invoice with the attempt counted, the projection, and all their events in one insert
+ * (chargeCustomer's `onRecorded`, withEventBatch); then the receipt. 22 statements where
+ * the four activities sent 35 and a first version of this call 46 (docs/scaling.md).
  *
  * Every step is idempotent on its own key, so a retried local activity (a worker that
  * died mid-way, a workflow task that timed out and is replayed) never doubles money:
@@ -24,8 +25,8 @@
  *
  * The paid money's availability: with `ownFunds` (patch `funds-in-subscription`) the
  * subscription workflow itself waits for its available_on, so no workflow is started per
- * payment; this call marks the pending balance transactions as owned by a workflow (the
- * maintenance reconciler leaves them alone) and returns them. Without it, a
+ * payment; the pending balance transactions are written owned by a workflow (the
+ * maintenance reconciler leaves them alone; a retry claims them) and returned. Without it, a
  * fundsAvailabilityWorkflow is started for them, as before.
  *
  * A declined charge (or one that cannot be made) writes no projection: the workflow takes
