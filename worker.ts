@@ -66,18 +66,7 @@ export interface BillingWorkerDeps {
  * its own); since renew-in-place a renewal stays in its run, and the same wave of 3,000
  * under the cap of 1,000 renewed every subscription once (bench/RESULTS.md, docs/scaling.md).
  */
-export const workerCacheDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'stickyQueueScheduleToStartTimeout'>> = {
-  maxCachedWorkflows: 1000,
-  // A workflow task sent to this worker's sticky queue and not started within this time goes
-  // back to the shared queue, with a timed-out task in its history. The SDK's 10 s made a
-  // renewal wave stall: at T every subscription's task went to the one worker's sticky queue,
-  // those still queued 10 s later all timed out at once, were rescheduled, and the worker sat
-  // idle for seconds while the server did it (1,000 renewals on the PostgreSQL-backed server:
-  // 23.6/s with a 2 to 3 s stall, 26.5/s with none at 60 s; bench/RESULTS.md). The cost: the
-  // tasks already on a worker that dies wait up to a minute for another (new tasks go to the
-  // shared queue once the server has seen no poller on the sticky queue for 10 s).
-  stickyQueueScheduleToStartTimeout: '60s',
-};
+export const workerCacheDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows'>> = { maxCachedWorkflows: 1000 };
 
 export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
   return Worker.create({

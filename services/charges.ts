@@ -91,7 +91,7 @@ export async function chargeCustomer(
   const existing = context.newInvoice ? null : await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) {
     await recordInvoiceAttempt(em, input.invoiceId, input.attempt);
-    if (existing.status === 'succeeded' && existing.transactionId) await startAvailabilityOf(em, starter, existing.transactionId);
+    if (existing.status === 'succeeded' && existing.transactionId && !context.fundsOwnedByWorkflow) await startAvailabilityOf(em, starter, existing.transactionId);
     return toOutcome(existing);
   }
 
@@ -185,7 +185,7 @@ export async function chargeCustomer(
   }));
   // Recorded by this call: its outcome is known. Otherwise a racing call recorded the charge: read what it wrote.
   const outcome = recorded ?? toOutcome(await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
-  if (outcome.status === 'succeeded' && outcome.transactionId) await startAvailabilityOf(em.fork(), starter, outcome.transactionId);
+  if (outcome.status === 'succeeded' && outcome.transactionId && !context.fundsOwnedByWorkflow) await startAvailabilityOf(em.fork(), starter, outcome.transactionId);
   return outcome;
 }
 

@@ -108,7 +108,7 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
     deps.processors,
     { ...input.charge, invoiceId: invoice.invoiceId, attempt: 1, amount: invoice.amountDue, description: `Invoice ${invoice.number}` },
     deps.links,
-    input.ownFunds ? undefined : deps.starter,
+    deps.starter,
     {
       account,
       customer,
