@@ -185,7 +185,8 @@ describe('the dashboard in chromium', () => {
     await expect.poll(async () => (await inspect.count()) > 0 || (await page.reload(), false), { timeout: 20_000, interval: 1000 }).toBe(true);
     await inspect.first().click();
     await page.getByRole('heading', { name: 'Request body' }).waitFor();
-    expect(await page.locator('pre.code').first().textContent()).toContain('hook@example.com');
+    // The body is fetched after the panel opens (it showed '…' for a moment once in CI): wait for it.
+    await page.locator('pre.code', { hasText: 'hook@example.com' }).first().waitFor({ timeout: 10_000 });
     await page.getByRole('heading', { name: 'Response body' }).first().waitFor();
     await check('webhook');
     await page.getByRole('button', { name: 'Redeliver' }).click();
