@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import PDFDocument from 'pdfkit';
 import { formatMoney } from './money.ts';
+import { dateTimeFormat } from './intl-formats.ts';
 
 export interface InvoicePdfLine {
   description: string;
@@ -97,7 +98,7 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   });
 
   const money = (amount: number) => formatMoney(amount, invoice.currency);
-  const date = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: invoice.timeZone });
+  const date = dateTimeFormat('en-US', { dateStyle: 'long', timeZone: invoice.timeZone });
   const style = { timeZone: invoice.timeZone, locale: invoice.locale };
   const period = (start: Date, end: Date) => formatPeriod(start, end, style);
   const left = margin;

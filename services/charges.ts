@@ -71,12 +71,12 @@ export interface ChargeContext {
   fundsOwnedByWorkflow?: boolean;
 }
 
-/** What onRecorded gets: the charge, its payment transaction, the invoice's attempt it was and the money still pending. */
+/** What onRecorded gets: the charge, its payment transaction, the invoice's attempt it was and its money still pending (null: available at once). */
 export interface RecordedPayment {
   chargeId: string;
   transactionId: string;
   attempt: number;
-  pending: Pick<BalanceTransaction, 'id' | 'availableOn' | 'status'>;
+  pending: Pick<BalanceTransaction, 'id' | 'availableOn'> | null;
 }
 
 export async function chargeCustomer(
@@ -179,7 +179,7 @@ export async function chargeCustomer(
     const delayMs = paymentAvailabilityDelayMs(processor.name, input.livemode);
     const { transaction, balanceTransaction } = await recordSucceededTransaction(tx, fields, { delayMs, paymentEvents: false, fundsOwnedByWorkflow: context.fundsOwnedByWorkflow });
     // The attempt is counted with its charge (by onRecorded's markInvoicePaid when there is one).
-    if (context.onRecorded) await context.onRecorded(tx, { chargeId, transactionId: transaction.id, attempt: input.attempt, pending: balanceTransaction });
+    if (context.onRecorded) await context.onRecorded(tx, { chargeId, transactionId: transaction.id, attempt: input.attempt, pending: balanceTransaction.status === 'pending' ? balanceTransaction : null });
     else await recordInvoiceAttempt(tx, input.invoiceId, input.attempt);
     recorded = { status: 'succeeded', chargeId, transactionId: transaction.id };
   }));

@@ -18,6 +18,7 @@ import {
 } from '../db/entities/index.ts';
 import { subscriptionStatuses } from '../domain/subscription.ts';
 import { currencyExponent } from '../domain/money.ts';
+import { dateTimeFormat } from '../domain/intl-formats.ts';
 import { parseSearchQuery } from '../domain/search-query.ts';
 import { serializeExport } from '../objects/export.ts';
 import type { ExportStorage } from './export-storage.ts';
@@ -170,16 +171,13 @@ export function selectedColumns(resource: ExportResource, columns: string[] | nu
   return columns?.length ? all.filter((c) => columns.includes(c.name)) : all;
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
 /** A time in `timeZone` as `2026-11-01T10:00:00+01:00`. One formatter per zone: building one per cell is slow and holds native memory. */
 export function formatTime(date: Date, timeZone: string): string {
-  let formatter = formatters.get(timeZone);
-  if (!formatter) {
-    formatter = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'longOffset' });
-    if (formatters.size > 100) formatters.clear();
-    formatters.set(timeZone, formatter);
-  }
+  const formatter = dateTimeFormat(
+    'en-US',
+    { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'longOffset' },
+    `export-time|${timeZone}`,
+  );
   const parts = Object.fromEntries(formatter.formatToParts(date).map((p) => [p.type, p.value]));
   const offset = parts.timeZoneName === 'GMT' ? '+00:00' : String(parts.timeZoneName).replace('GMT', '');
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${offset}`;

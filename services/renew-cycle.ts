@@ -115,12 +115,12 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
       subscriptionId: input.invoice.subscriptionId,
       newInvoice: created,
       // The money pending is written owned by this workflow, which waits for it (no workflow started for it).
-      ...(input.ownFunds ? { fundsOwnedByWorkflow: true } : {}),
+      fundsOwnedByWorkflow: input.ownFunds,
       // With the charge, in its database transaction: the invoice paid (and the attempt counted), the projection.
       onRecorded: async (tx, charge) => {
         const settled = await markInvoicePaid(tx, deps.links, invoice.invoiceId, charge, input.paidAt);
         await projectSubscriptionOn(tx, snapshot);
-        paid = { invoice: settled, ...(input.ownFunds ? { funds: pendingFunds([charge.pending]) } : {}) };
+        paid = { invoice: settled, ...(input.ownFunds ? { funds: pendingFunds(charge.pending ? [charge.pending] : []) } : {}) };
       },
     },
   );
@@ -151,15 +151,14 @@ async function claimPendingFunds(em: EntityManager, transactionId: string): Prom
       'all',
       em.getTransactionContext(),
     );
-  return pendingFunds(rows.map((row) => ({ id: row.id, availableOn: new Date(row.available_on), status: 'pending' })));
+  return pendingFunds(rows.map((row) => ({ id: row.id, availableOn: new Date(row.available_on) })));
 }
 
 /** Pending balance transactions grouped by how long from now they become available. */
-function pendingFunds(btxns: Pick<BalanceTransaction, 'id' | 'availableOn' | 'status'>[]): PendingFunds[] {
+function pendingFunds(btxns: Pick<BalanceTransaction, 'id' | 'availableOn'>[]): PendingFunds[] {
   const now = currentTime().getTime();
   const byDelay = new Map<number, string[]>();
   for (const btxn of btxns) {
-    if (btxn.status !== 'pending') continue;
     const afterMs = Math.max(0, btxn.availableOn.getTime() - now);
     byDelay.set(afterMs, [...(byDelay.get(afterMs) ?? []), btxn.id]);
   }
