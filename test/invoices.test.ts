@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openInvoice, settleInvoice, type OpenInvoiceInput } from '../services/invoices.ts';
 import { Invoice, InvoiceNumberCounter } from '../db/entities/index.ts';
 import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
+import { oneMonthAfter } from './helpers/calendar.ts';
 import { eventually } from './helpers/temporal.ts';
 import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
 import { invoicePdfUrl } from '../objects/invoice.ts';
@@ -134,9 +135,7 @@ describe('invoices', () => {
     const renewal = acme.find((i) => i.number === 'ACME-0003');
     expect(renewal.subscription_id).toBe(acmeSubscriptions[0]);
     expect(renewal.period_start).toBe(oldest.period_end);
-    const end = new Date(oldest.period_start);
-    end.setUTCMonth(end.getUTCMonth() + 1);
-    expect(oldest.period_end).toBe(end.toISOString());
+    expect(oldest.period_end).toBe(oneMonthAfter(oldest.period_start).toISOString());
 
     const one = await engine.call('GET', `/v1/invoices/${oldest.id}`);
     expect(one.status).toBe(200);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CustomerIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
+import { oneMonthAfter } from './helpers/calendar.ts';
 import { eventually } from './helpers/temporal.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 
@@ -48,9 +49,7 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
     await engine.env.sleep(2 * day);
     const first = await eventually(() => engine.subscription(id), (s) => s?.status === 'active');
     expect(first!.currentPeriodStart!.getTime()).toBe(trialEnd);
-    const firstPeriodEnd = new Date(trialEnd);
-    firstPeriodEnd.setUTCMonth(firstPeriodEnd.getUTCMonth() + 1);
-    expect(first!.currentPeriodEnd!.getTime()).toBe(firstPeriodEnd.getTime());
+    expect(first!.currentPeriodEnd!.getTime()).toBe(oneMonthAfter(trialEnd).getTime());
     expect(await engine.charges(id)).toHaveLength(1);
     expect(await engine.invoices(id)).toHaveLength(1);
     const [invoice] = await engine.invoices(id);
