@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT } from 'jose';
 import { createApp } from '../api/app.ts';
 import { secretKey } from '../api/auth/tokens.ts';
@@ -258,7 +258,7 @@ describe('hardening', () => {
     it('SIGTERM while a request is in flight: the request is answered and the API exits 0 without an uncaught error', { timeout: 60_000 }, async () => {
       const db = await createTestDatabase();
       const child = spawn(process.execPath, ['api/server.ts'], {
-        env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: db.url, TEMPORAL_ADDRESS: inject('testServerAddresses')[0]!, PORT: '0', LOG_LEVEL: 'info' },
+        env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: db.url, TEMPORAL_ADDRESS: engine.env.address, PORT: '0', LOG_LEVEL: 'info' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';

@@ -21,7 +21,7 @@ import {
 } from '../workflows/subscription.ts';
 import { SubscriptionStatusKey } from '../workflows/search-attributes.ts';
 import { installTemporalRuntime } from '../worker.ts';
-import { createTimeSkippingEnv, eventually, releaseLeakedTimeLocks } from './helpers/temporal.ts';
+import { createTimeSkippingEnv, eventually } from './helpers/temporal.ts';
 
 /**
  * The subscription workflow against fake activities in skipped time: no database,
@@ -162,10 +162,7 @@ describe('subscriptionWorkflow with fake activities', () => {
     await Promise.all(started.map((id) => env.client.workflow.getHandle(id).terminate('test finished').catch(() => undefined)));
     worker?.shutdown();
     await running;
-    if (env) {
-      await releaseLeakedTimeLocks(env);
-      await env.teardown();
-    }
+    await env?.teardown();
   });
 
   let counter = 0;

@@ -6,11 +6,9 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createSmtpMailer } from '../../services/mailer.ts';
-import { eventDispatchWorkflowId } from '../../services/webhooks.ts';
-import { ensureMaintenanceWorkflow, maintenanceWorkflowId } from '../../services/maintenance.ts';
+import { ensureMaintenanceWorkflow } from '../../services/maintenance.ts';
 import type { MaintenanceSettings } from '../../workflows/maintenance.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
-import { WebhookDelivery } from '../../db/entities/webhook.ts';
 import { createCustomerLinks } from '../../domain/customer-links.ts';
 import type { PaymentProcessor } from '../../services/processors/types.ts';
 import { resolveProcessors, type Processors } from '../../services/processors/index.ts';
@@ -18,13 +16,12 @@ import { createApp, type App } from '../../api/app.ts';
 import { localExportStorage } from '../../services/export-storage.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
-import { BalanceTransaction, Charge, Export, Invoice, PaymentRequest, Payout, PayoutSettings, RecurringPaymentRequest, Subscription, TestClock, Transaction } from '../../db/entities/index.ts';
-import { payoutScheduleWorkflowId } from '../../services/payout-schedule.ts';
+import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
 import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { startSmtpCapture, type SmtpCapture } from './smtp.ts';
-import { createTimeSkippingEnv, releaseLeakedTimeLocks } from './temporal.ts';
+import { createTimeSkippingEnv } from './temporal.ts';
 
 let runtimeInstalled = false;
 
@@ -180,36 +177,9 @@ export async function startTestEngine(
     invoices: (subscriptionId) => db.orm.em.fork().find(Invoice, { subscriptionId }, { orderBy: { periodStart: 'asc' } }),
     subscription: (id) => db.orm.em.fork().findOne(Subscription, { id }),
     async close() {
-      // Workflows left running would wake up later with no worker to serve them,
-      // and the test server stops skipping time while a task waits: the next
-      // file on this server would hang. So every file ends its workflows.
-      // The maintenance workflow first: it starts settlement and payout workflows.
-      await env.client.workflow.getHandle(maintenanceWorkflowId(taskQueue)).terminate('test finished').catch(() => undefined);
-      const em = db.orm.em.fork();
-      const subscriptions = await em.find(Subscription, {}, { fields: ['id'] }).catch(() => []);
-      const settling = await em.find(Transaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      // Recurring ones first: a live one would start another payment request.
-      const recurring = await em.find(RecurringPaymentRequest, { status: 'active' }, { fields: ['id'] }).catch(() => []);
-      await Promise.all(recurring.map((r) => env.client.workflow.getHandle(r.id).terminate('test finished').catch(() => undefined)));
-      const requests = await em.find(PaymentRequest, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      // Payout schedules first: a run would start more payouts.
-      const schedules = await em.find(PayoutSettings, {}, { fields: ['accountId', 'livemode'] }).catch(() => []);
-      await Promise.all(schedules.map((s) => env.client.workflow.getHandle(payoutScheduleWorkflowId(s)).terminate('test finished').catch(() => undefined)));
-      const payouts = await em.find(Payout, { status: { $in: ['pending', 'in_transit'] } }, { fields: ['id'] }).catch(() => []);
-      // Money waiting to become available: each has a fundsAvailabilityWorkflow (workflow id = the btxn id).
-      const availability = await em.find(BalanceTransaction, { status: 'pending' }, { fields: ['id'] }).catch(() => []);
-      const exports = await em.find(Export, { status: { $in: ['pending', 'running'] } }, { fields: ['id'] }).catch(() => []);
-      // Test clocks: the clock workflow first (it wakes the workflows on it).
-      const clocks = await em.find(TestClock, {}, { fields: ['id'] }).catch(() => []);
-      await Promise.all(clocks.map((c) => env.client.workflow.getHandle(c.id).terminate('test finished').catch(() => undefined)));
-      await Promise.all([...subscriptions, ...settling, ...requests, ...payouts, ...availability, ...exports].map((s) => env.client.workflow.getHandle(s.id).terminate('test finished').catch(() => undefined)));
-      // Webhooks: the dispatcher first (it starts deliveries), then deliveries still retrying
-      // or still sending their disabled-endpoint email.
-      await env.client.workflow.getHandle(eventDispatchWorkflowId(taskQueue)).terminate('test finished').catch(() => undefined);
-      const deliveries = await em.find(WebhookDelivery, { status: { $in: ['pending', 'failed'] } }, { fields: ['id'] }).catch(() => []);
-      await Promise.all(deliveries.map((d) => env.client.workflow.getHandle(d.id).terminate('test finished').catch(() => undefined)));
+      // Workflows still running need no ending here: the file's test server stops with
+      // the environment (test/helpers/temporal.ts), and nothing of this file outlives it.
       await engine.stopWorker();
-      await releaseLeakedTimeLocks(env);
       await env.teardown();
       mailer.close();
       await mail.close();

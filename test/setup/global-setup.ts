@@ -2,8 +2,11 @@
  * Once per `npm test`: the real infrastructure every test file shares.
  * - one embedded PostgreSQL, with a migrated template database that each test
  *   file copies into a fresh database of its own (test/helpers/db.ts);
- * - one time-skipping test server per vitest worker, because skipped time is
- *   global to a server and two files skipping at once would disturb each other;
+ * - how to launch the time-skipping test server: each test file starts its own
+ *   (test/helpers/temporal.ts createTimeSkippingEnv), because skipped time is global
+ *   to a server. Files once shared one per vitest worker, and whatever an earlier
+ *   file left there (a workflow whose timer fired later, a task no worker would
+ *   finish) locked time for the next one: CI failed on it three times;
  * - one workflow bundle, so workers in tests start without re-bundling.
  */
 import fs from 'node:fs';
@@ -15,7 +18,7 @@ import type { TestProject } from 'vitest/node';
 import { migrate, openOrm } from '../../db/orm.ts';
 import { freePort } from '../../dev/processes.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../../dev/postgres.ts';
-import { startTestServer, type RunningTestServer } from '../../dev/test-server.ts';
+import { startTestServer } from '../../dev/test-server.ts';
 import { MissingToolError, resolveTestServer, sdkDownloadAllowed, testServerHelp } from '../../dev/tools.ts';
 import { workflowInterceptorModules, workflowsPath } from '../../worker.ts';
 import { ensureDashboardBuilt } from '../../dev/dashboard-build.ts';
@@ -24,8 +27,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     postgresAdminUrl: string;
     templateDatabase: string;
-    /** Addresses of our own test servers, one per worker; empty when the SDK must download its own. */
-    testServerAddresses: string[];
+    /** How to start our own test server (one per test file); null when the SDK must download its own. */
+    testServerLaunch: { command: string; args: string[] } | null;
     workflowBundlePath: string;
     tmpDir: string;
   }
@@ -62,14 +65,11 @@ export default async function setup(project: TestProject) {
   const workflowBundlePath = path.join(tmpDir, 'workflow-bundle.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);
 
-  const testServers: RunningTestServer[] = [];
   if ('command' in launch) {
-    const workers = Math.max(1, Number(project.config.maxWorkers) || 1);
-    testServers.push(
-      ...(await Promise.all(Array.from({ length: workers }, (_, i) => startTestServer(launch, path.join(tmpDir, `test-server-${i}.log`))))),
-    );
-    stops.push(() => Promise.all(testServers.map((s) => s.stop())));
-    log(`${testServers.length} time-skipping test server(s) up; slowest start ${Math.max(...testServers.map((s) => s.startupMs))} ms`);
+    // Started once here to prove the launch works (a missing JVM fails the run at once, not in every file).
+    const probe = await startTestServer(launch, path.join(tmpDir, 'test-server-probe.log'));
+    await probe.stop();
+    log(`time-skipping test server starts in ${probe.startupMs} ms (one per test file)`);
   } else if (process.env.CI || !sdkDownloadAllowed()) {
     throw new MissingToolError(testServerHelp);
   }
@@ -77,7 +77,7 @@ export default async function setup(project: TestProject) {
 
   project.provide('postgresAdminUrl', postgres.url('postgres'));
   project.provide('templateDatabase', templateDatabase);
-  project.provide('testServerAddresses', testServers.map((s) => s.address));
+  project.provide('testServerLaunch', 'command' in launch ? { command: launch.command, args: launch.args } : null);
   project.provide('workflowBundlePath', workflowBundlePath);
   project.provide('tmpDir', tmpDir);
 
