@@ -286,6 +286,8 @@ interface RoundResult {
   /** From one sampled workflow's history: workflow tasks and events from T on (for the engine, with the new run's). */
   workflowTasks: number;
   historyEvents: number;
+  /** Of the workflow tasks sampled, the share that timed out (a sticky task not picked up in time, then scheduled again). */
+  timedOutTasks: number;
   loadAtStart: number;
 }
 
@@ -483,7 +485,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
 
   // A moment for the worker to settle (and, for a subscription, its new run to set its next timer), then its memory at the end.
   await sleep(2000);
-  const { workflowTasks, historyEvents } = await sampleHistory(client, handles[0]!, at);
+  const { workflowTasks, historyEvents, timedOutTasks } = await sampleHistories(client, handles, at);
   const { samples, queryTexts } = await worker.stop();
   for (const [text, count] of queryTexts) say(`${label}: ${count}× ${text}`);
   const afterT = samples.filter((s) => s.at >= at.getTime());
@@ -543,17 +545,36 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     ),
     workflowTasks,
     historyEvents,
+    timedOutTasks,
     loadAtStart,
   };
   say(`${label}: ${describeRound(result)}`);
   return result;
 }
 
+/** How many workflows' histories are read per round (spread over the order they were started in). */
+const historySamples = 20;
+
+/**
+ * Workflow tasks and history events from T on, per workflow, averaged over `historySamples`
+ * workflows spread over the round (one that renewed first says little about the queue's
+ * tail: a workflow task that waited past the sticky queue's timeout times out and is
+ * scheduled again, with two more events); and the share of the sampled tasks that timed out.
+ */
+async function sampleHistories(client: Client, handles: SampledRun[], at: Date): Promise<{ workflowTasks: number; historyEvents: number; timedOutTasks: number }> {
+  const step = Math.max(1, Math.floor(handles.length / historySamples));
+  const sampled = handles.filter((_, i) => i % step === 0).slice(0, historySamples);
+  const counts = await Promise.all(sampled.map((handle) => sampleHistory(client, handle, at)));
+  const total = (key: 'workflowTasks' | 'historyEvents' | 'timedOut') => counts.reduce((sum, c) => sum + c[key], 0);
+  const tasks = total('workflowTasks');
+  return { workflowTasks: tasks / counts.length, historyEvents: total('historyEvents') / counts.length, timedOutTasks: tasks + total('timedOut') > 0 ? total('timedOut') / (tasks + total('timedOut')) : 0 };
+}
+
 /**
  * Workflow tasks and history events from T on, in one workflow's history and, for
- * a subscription, its next run's, once that run's first task (which sets its timer) is done.
+ * a subscription that continued as new, its next run's, once that run's first task (which sets its timer) is done.
  */
-async function sampleHistory(client: Client, handle: SampledRun, at: Date): Promise<{ workflowTasks: number; historyEvents: number }> {
+async function sampleHistory(client: Client, handle: SampledRun, at: Date): Promise<{ workflowTasks: number; historyEvents: number; timedOut: number }> {
   const first = client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
   const latest = await client.workflow.getHandle(handle.workflowId).describe();
   const histories = [await first.fetchHistory()];
@@ -571,22 +592,25 @@ async function sampleHistory(client: Client, handle: SampledRun, at: Date): Prom
   }
   let workflowTasks = 0;
   let historyEvents = 0;
+  let timedOut = 0;
   for (const history of histories) {
     for (const event of history.events ?? []) {
       const time = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
       if (time < at.getTime()) continue;
       historyEvents++;
       if (event.workflowTaskCompletedEventAttributes) workflowTasks++;
+      if (event.workflowTaskTimedOutEventAttributes) timedOut++;
     }
   }
-  return { workflowTasks, historyEvents };
+  return { workflowTasks, historyEvents, timedOut };
 }
 
 const describeRound = (r: RoundResult) =>
   `${r.n} in ${r.wallSeconds.toFixed(1)} s after T (${rate(r.perSecond)}/s; first ${r.firstSeconds.toFixed(1)} s, half ${r.medianSeconds.toFixed(1)} s` +
   `${r.closedSeconds === null ? '' : `, all recorded in Temporal ${r.closedSeconds.toFixed(1)} s`}); worker RSS ${Math.round(r.memory.rssAtT)} MB at T, ` +
   `peak ${Math.round(r.memory.peakRss)} MB, heap peak ${Math.round(r.memory.peakHeap)} MB; CPU s worker ${r.cpu.worker.toFixed(1)}, ` +
-  `server ${r.cpu.server.toFixed(1)}, postgres ${r.cpu.postgres.toFixed(1)}, bench ${r.cpu.bench.toFixed(1)}, others ${r.cpu.others.toFixed(1)}`;
+  `server ${r.cpu.server.toFixed(1)}, postgres ${r.cpu.postgres.toFixed(1)}, bench ${r.cpu.bench.toFixed(1)}, others ${r.cpu.others.toFixed(1)}; ` +
+  `per workflow (${historySamples} sampled) ${round1(r.workflowTasks)} workflow tasks, ${round1(r.historyEvents)} history events, ${Math.round(r.timedOutTasks * 100)}% of tasks timed out`;
 
 // ---- Report ------------------------------------------------------------------
 
@@ -609,6 +633,7 @@ interface TargetSummary {
   serverWriteShare: number;
   workflowTasks: number;
   historyEvents: number;
+  timedOutTasks: number;
 }
 
 function summarize(target: Target, results: RoundResult[]): TargetSummary {
@@ -647,6 +672,7 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
     serverWriteShare: per((r) => r.serverWriteShare),
     workflowTasks: per((r) => r.workflowTasks),
     historyEvents: per((r) => r.historyEvents),
+    timedOutTasks: per((r) => r.timedOutTasks),
   };
 }
 
@@ -704,7 +730,7 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
     `**Work per renewal.** Measured from T on: the engine's renewal ran ${round1(activitiesPer(engine.activities))} activities ` +
       `(${activityList(engine.activities)}${local ? ', a local activity: it runs inside its workflow task, with no round trip of its own' : ''}) and ` +
       `${round1(engine.workflowTasks)} workflow tasks (${inPlace ? `the one on the ${timer} timer, which runs renewCycle and sets the next timer in the same run` : local ? `the one on the ${timer} timer, which runs renewCycle and continues as new, and the new run's first` : `on the ${timer} timer, after each activity, the last of which continues as new, and the new run's first`}), ` +
-      `${round1(engine.historyEvents)} history events, and sent ${round1(engine.queries)} SQL ` +
+      `${round1(engine.historyEvents)} history events (mean of ${historySamples} workflows per round, spread over the wave; ${Math.round(engine.timedOutTasks * 100)}% of their workflow tasks timed out waiting on the sticky queue and were scheduled again), and sent ${round1(engine.queries)} SQL ` +
       `statements to PostgreSQL, each a round trip (${activityList(engine.queryKinds)}; counted on the worker's pg clients). The baseline ran ` +
       `${round1(activitiesPer(baseline.activities))} activity and ${round1(baseline.workflowTasks)} workflow tasks, ${round1(baseline.historyEvents)} ` +
       `history events, ${round1(baseline.queries)} statements. Every workflow task and (remote) activity is a round trip worker → Temporal server → its ` +
