@@ -55,7 +55,9 @@ export interface BillingWorkerDeps {
 }
 
 /**
- * The worker's workflow cache: at most 1,000 workflows. Every subscription is a workflow
+ * Worker settings that differ from the SDK's defaults.
+ *
+ * The workflow cache: at most 1,000 workflows. Every subscription is a workflow
  * that sleeps until its next billing date, and a sleeping workflow need not stay cached:
  * one evicted is rebuilt from its history (one run holds at most a year of billing dates,
  * workflows/subscription.ts renewalsPerRun) when its timer fires. A cached workflow costs
@@ -65,8 +67,21 @@ export interface BillingWorkerDeps {
  * never picked up, while every renewal continued as new into a run needing a cache slot of
  * its own); since renew-in-place a renewal stays in its run, and the same wave of 3,000
  * under the cap of 1,000 renewed every subscription once (bench/RESULTS.md, docs/scaling.md).
+ *
+ * The sticky queue's schedule-to-start timeout: 5 minutes, not 10 s. A workflow task of a
+ * cached workflow goes to this worker's own (sticky) queue; if it waits there longer than
+ * this, Temporal times it out and schedules it again on the shared queue, with two more
+ * history events, and the worker that picks it up is sent the whole history. On the 1st,
+ * when a wave of renewals fires at once, the queue is a backlog of up to N / rate seconds:
+ * with 10 s, half the tasks of a wave of 1,000 timed out and were scheduled twice
+ * (bench/RESULTS.md). A worker that is gone is no reason to wait: the server stops sending
+ * to a sticky queue nobody polled for 10 s, and a worker that shuts down says so; only the
+ * tasks already queued for a worker that crashed wait out the timeout.
  */
-export const workerCacheDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows'>> = { maxCachedWorkflows: 1000 };
+export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'stickyQueueScheduleToStartTimeout'>> = {
+  maxCachedWorkflows: 1000,
+  stickyQueueScheduleToStartTimeout: '5 minutes',
+};
 
 export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
   return Worker.create({
@@ -79,7 +94,7 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
     // Activities of workflows on a test clock run on its time (services/clock-context.ts).
     interceptors: { activity: [testClockContext, wakeDispatchAfterActivities(deps.orm)], ...(deps.workflowBundle ? {} : { workflowModules: workflowInterceptorModules }) },
     ...(deps.identity ? { identity: deps.identity } : {}),
-    ...workerCacheDefaults,
+    ...workerDefaults,
     ...deps.overrides,
   });
 }

@@ -17,7 +17,7 @@ import { createActivities } from '../activities/index.ts';
 import { createFileMailer } from '../services/mailer.ts';
 import { openOrm } from '../db/orm.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
-import { installTemporalRuntime, workerCacheDefaults } from '../worker.ts';
+import { installTemporalRuntime, workerDefaults } from '../worker.ts';
 
 export interface WorkerProcessOptions {
   databaseUrl: string;
@@ -27,7 +27,7 @@ export interface WorkerProcessOptions {
   bundlePath: string;
   mailDir: string;
   /** Worker tuning (BENCH_ACTIVITY_SLOTS, BENCH_WORKFLOW_SLOTS); empty: the SDK's defaults, as production. */
-  overrides: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
+  overrides: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'stickyQueueScheduleToStartTimeout'>>;
   /** The MikroORM pool's size (BENCH_DB_POOL); undefined: db/orm.ts's default, as production. */
   dbPool: number | undefined;
 }
@@ -127,7 +127,7 @@ async function main(): Promise<void> {
     taskQueue: options.taskQueue,
     workflowBundle: { codePath: options.bundlePath },
     activities: counted(activities),
-    ...workerCacheDefaults,
+    ...workerDefaults,
     ...options.overrides,
   });
 

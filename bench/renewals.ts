@@ -84,7 +84,7 @@ import {
 } from './renewals-setup.ts';
 import type { WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
-import { workerCacheDefaults } from '../worker.ts';
+import { workerDefaults } from '../worker.ts';
 
 type Target = 'baseline' | 'engine';
 const mb = (bytes: number) => bytes / 1024 / 1024;
@@ -110,6 +110,8 @@ const settings = {
   workflowSlots: positive('BENCH_WORKFLOW_SLOTS'),
   dbPool: positive('BENCH_DB_POOL'),
   cachedWorkflows: positive('BENCH_CACHED_WORKFLOWS'),
+  /** Seconds a workflow task may wait on the worker's sticky queue (worker.ts's default unless set). */
+  stickySeconds: positive('BENCH_STICKY_SECONDS'),
   engineOnly: ((): boolean => {
     const targets = process.env.BENCH_TARGETS ?? 'baseline,engine';
     if (targets !== 'engine' && targets !== 'baseline,engine') throw new Error(`BENCH_TARGETS must be engine or baseline,engine, not ${targets}`);
@@ -137,13 +139,15 @@ const tunings = [
   settings.workflowSlots !== undefined && `BENCH_WORKFLOW_SLOTS=${settings.workflowSlots}`,
   settings.dbPool !== undefined && `BENCH_DB_POOL=${settings.dbPool}`,
   settings.cachedWorkflows !== undefined && `BENCH_CACHED_WORKFLOWS=${settings.cachedWorkflows}`,
+  settings.stickySeconds !== undefined && `BENCH_STICKY_SECONDS=${settings.stickySeconds}`,
   settings.sqlitePragmas.length > 0 && `BENCH_SQLITE_PRAGMAS=${settings.sqlitePragmas.join(',')}`,
 ].filter((t): t is string => typeof t === 'string');
 /** The rollback journal shows when the server writes; in WAL mode it is not there to see. */
 const journalObservable = settings.temporal === 'dev' && !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
 const workerSettings = () =>
   `maxConcurrentActivityTaskExecutions ${settings.activitySlots ?? '100 (SDK default)'}, maxConcurrentWorkflowTaskExecutions ${settings.workflowSlots ?? '40 (SDK default)'}, ` +
-  `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}, maxCachedWorkflows ${settings.cachedWorkflows ?? workerCacheDefaults.maxCachedWorkflows ?? 'SDK default'}`;
+  `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}, maxCachedWorkflows ${settings.cachedWorkflows ?? workerDefaults.maxCachedWorkflows ?? 'SDK default'}, ` +
+  `stickyQueueScheduleToStartTimeout ${settings.stickySeconds !== undefined ? `${settings.stickySeconds} s` : (workerDefaults.stickyQueueScheduleToStartTimeout ?? '10 s (SDK default)')}`;
 
 // ---- CPU accounting from /proc ------------------------------------------------
 
@@ -351,6 +355,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
       ...(settings.activitySlots ? { maxConcurrentActivityTaskExecutions: settings.activitySlots } : {}),
       ...(settings.workflowSlots ? { maxConcurrentWorkflowTaskExecutions: settings.workflowSlots } : {}),
       ...(settings.cachedWorkflows ? { maxCachedWorkflows: settings.cachedWorkflows } : {}),
+      ...(settings.stickySeconds ? { stickyQueueScheduleToStartTimeout: `${settings.stickySeconds}s` } : {}),
     },
     dbPool: settings.dbPool,
   });
@@ -385,14 +390,14 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
             { key: LivemodeKey, value: false },
           ],
         });
-        if (handles.length === 0) handles.push(handle);
+        handles.push(handle);
         started++;
       });
     } else {
       const ids = Array.from({ length: n }, (_, i) => `${taskQueue}-${i}`);
       await inParallel(ids, 32, async (workflowId) => {
         const handle = await client.workflow.start(noopRenewalWorkflow, { workflowId, taskQueue, args: [at.toISOString()] });
-        if (handles.length === 0) handles.push(handle);
+        handles.push(handle);
         started++;
       });
     }
