@@ -8,6 +8,7 @@ import { waitUntilServing } from './temporal-dev-server.ts';
 
 export interface RunningTestServer {
   address: string;
+  pid: number;
   /** Milliseconds from spawn to the first answered RPC (measured: JVM start on this machine). */
   startupMs: number;
   stop(): Promise<void>;
@@ -33,7 +34,7 @@ export async function startTestServer(launch: { command: string; args: string[] 
     await stopPid(child.pid!, 'SIGKILL');
     throw error;
   }
-  return { address, startupMs: Date.now() - started, stop: () => stopPid(child.pid!, 'SIGTERM', 5_000) };
+  return { address, pid: child.pid!, startupMs: Date.now() - started, stop: () => stopPid(child.pid!, 'SIGTERM', 5_000) };
 }
 
 /** The proto enum values of IndexedValueType for the attribute types we use. */

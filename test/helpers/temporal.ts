@@ -1,4 +1,5 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import fs from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { startTestServer } from '../../dev/test-server.ts';
@@ -20,7 +21,16 @@ import { startTestServer } from '../../dev/test-server.ts';
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
   const launch = inject('testServerLaunch');
   if (!launch) return TestWorkflowEnvironment.createTimeSkipping(); // the SDK's download
-  const server = await startTestServer(launch, path.join(inject('tmpDir'), `test-server-${process.pid}-${Date.now()}.log`));
+  const name = `test-server-${process.pid}-${Date.now()}`;
+  const server = await startTestServer(launch, path.join(inject('tmpDir'), `${name}.log`));
+  // A file that never reaches its teardown (a killed vitest worker) leaves the JVM running:
+  // the global teardown stops every server whose pid file is still there.
+  const pidFile = path.join(inject('tmpDir'), `${name}.pid`);
+  fs.writeFileSync(pidFile, String(server.pid));
+  const stop = async () => {
+    await server.stop();
+    fs.rmSync(pidFile, { force: true });
+  };
   try {
     const attach = (TestWorkflowEnvironment as unknown as { create(options: object): Promise<TestWorkflowEnvironment> }).create;
     const env: TestWorkflowEnvironment = await attach.call(TestWorkflowEnvironment, { server: { type: 'existing' }, address: server.address, namespace: 'default', supportsTimeSkipping: true });
@@ -29,12 +39,12 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
       try {
         await teardown();
       } finally {
-        await server.stop();
+        await stop();
       }
     };
     return env;
   } catch (error) {
-    await server.stop();
+    await stop();
     throw error;
   }
 }

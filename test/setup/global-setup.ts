@@ -16,7 +16,7 @@ import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { migrate, openOrm } from '../../db/orm.ts';
-import { freePort } from '../../dev/processes.ts';
+import { freePort, stopPid } from '../../dev/processes.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../../dev/postgres.ts';
 import { startTestServer } from '../../dev/test-server.ts';
 import { MissingToolError, resolveTestServer, sdkDownloadAllowed, testServerHelp } from '../../dev/tools.ts';
@@ -82,6 +82,10 @@ export default async function setup(project: TestProject) {
   project.provide('tmpDir', tmpDir);
 
   return async () => {
+    // Test servers whose file never reached its teardown (test/helpers/temporal.ts writes their pid files).
+    for (const file of fs.readdirSync(tmpDir).filter((f) => f.startsWith('test-server-') && f.endsWith('.pid'))) {
+      await stopPid(Number(fs.readFileSync(path.join(tmpDir, file), 'utf8')), 'SIGKILL').catch(() => undefined);
+    }
     for (const stop of stops.reverse()) await stop().catch((error) => log(`teardown: ${String(error)}`));
     fs.rmSync(tmpDir, { recursive: true, force: true });
   };
