@@ -287,7 +287,7 @@ interface RoundResult {
   slots: Slots;
   /** Share of the polls that found the dev server's SQLite journal, i.e. a write transaction open. */
   serverWriteShare: number;
-  /** From one sampled workflow's history: workflow tasks and events from T on (for the engine, with the new run's). */
+  /** Per workflow, from the histories of `historySamples` workflows: workflow tasks and events from T on (with a new run's, if one continued as new). */
   workflowTasks: number;
   historyEvents: number;
   /** Of the workflow tasks sampled, the share that timed out (a sticky task not picked up in time, then scheduled again). */
@@ -571,8 +571,8 @@ async function sampleHistories(client: Client, handles: SampledRun[], at: Date):
   const sampled = handles.filter((_, i) => i % step === 0).slice(0, historySamples);
   const counts = await Promise.all(sampled.map((handle) => sampleHistory(client, handle, at)));
   const total = (key: 'workflowTasks' | 'historyEvents' | 'timedOut') => counts.reduce((sum, c) => sum + c[key], 0);
-  const tasks = total('workflowTasks');
-  return { workflowTasks: tasks / counts.length, historyEvents: total('historyEvents') / counts.length, timedOutTasks: tasks + total('timedOut') > 0 ? total('timedOut') / (tasks + total('timedOut')) : 0 };
+  const [tasks, timedOut] = [total('workflowTasks'), total('timedOut')];
+  return { workflowTasks: tasks / counts.length, historyEvents: total('historyEvents') / counts.length, timedOutTasks: timedOut / Math.max(1, tasks + timedOut) };
 }
 
 /**
@@ -838,15 +838,15 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   // Lead time from the start of a round to T: a guess for the first round, then
   // what the previous rounds needed to start their workflows, with room to spare.
   // Starting workflows is the part most slowed by a busy machine, hence the generous margins.
-  let lead = 15 + settings.n * 0.04;
+  const firstLead = (n: number) => 15 + n * 0.04;
+  const targets = settings.engineOnly ? (['engine'] as const) : (['baseline', 'engine'] as const);
   if (settings.warmup > 0) {
-    for (const target of settings.engineOnly ? (['engine'] as const) : (['baseline', 'engine'] as const)) {
-      await runRound(ctx, target, 0, settings.rounds, 15 + settings.warmup * 0.04, settings.warmup);
-    }
+    for (const target of targets) await runRound(ctx, target, 0, settings.rounds, firstLead(settings.warmup), settings.warmup);
   }
+  let lead = firstLead(settings.n);
   const results: RoundResult[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
-    for (const target of settings.engineOnly ? (['engine'] as const) : (['baseline', 'engine'] as const)) {
+    for (const target of targets) {
       results.push(await runRound(ctx, target, round, settings.rounds, lead));
       lead = Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
     }

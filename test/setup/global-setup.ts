@@ -18,7 +18,6 @@ import type { TestProject } from 'vitest/node';
 import { migrate, openOrm } from '../../db/orm.ts';
 import { freePort, stopPid } from '../../dev/processes.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../../dev/postgres.ts';
-import { startTestServer } from '../../dev/test-server.ts';
 import { MissingToolError, resolveTestServer, sdkDownloadAllowed, testServerHelp } from '../../dev/tools.ts';
 import { workflowInterceptorModules, workflowsPath } from '../../worker.ts';
 import { ensureDashboardBuilt } from '../../dev/dashboard-build.ts';
@@ -65,14 +64,8 @@ export default async function setup(project: TestProject) {
   const workflowBundlePath = path.join(tmpDir, 'workflow-bundle.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);
 
-  if ('command' in launch) {
-    // Started once here to prove the launch works (a missing JVM fails the run at once, not in every file).
-    const probe = await startTestServer(launch, path.join(tmpDir, 'test-server-probe.log'));
-    await probe.stop();
-    log(`time-skipping test server starts in ${probe.startupMs} ms (one per test file)`);
-  } else if (process.env.CI || !sdkDownloadAllowed()) {
-    throw new MissingToolError(testServerHelp);
-  }
+  // Each test file starts its own test server (test/helpers/temporal.ts); without a launch, only the SDK's download can.
+  if (!('command' in launch) && (process.env.CI || !sdkDownloadAllowed())) throw new MissingToolError(testServerHelp);
   log(`infrastructure ready in ${Date.now() - started} ms`);
 
   project.provide('postgresAdminUrl', postgres.url('postgres'));
