@@ -8,6 +8,7 @@ import { recordInvoiceAttempt, recordInvoicePaymentFailed } from './invoices.ts'
 import type { Processors } from './processors/index.ts';
 import { ensureProcessorCustomer } from './processor-customers.ts';
 import { withEventBatch } from './events.ts';
+import { withBalanceUpdatesLast } from './ledger.ts';
 import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
 
 export interface ChargeInput {
@@ -132,7 +133,8 @@ export async function chargeCustomer(
   const transactionId = newId('transaction');
   let recorded: ChargeOutcome | undefined;
   // The payment's, the invoice's and the caller's events (onRecorded) in one insert at the end.
-  await em.transactional((tx) => withEventBatch(tx, async () => {
+  // The money's balance row is updated last (withBalanceUpdatesLast): a wave of one account's renewals queues on it for a statement, not the transaction.
+  await em.transactional((tx) => withBalanceUpdatesLast(tx, () => withEventBatch(tx, async () => {
     const inserted = await tx
       .createQueryBuilder(Charge)
       .insert({
@@ -182,7 +184,7 @@ export async function chargeCustomer(
     if (context.onRecorded) await context.onRecorded(tx, { chargeId, transactionId: transaction.id, attempt: input.attempt, pending: balanceTransaction.status === 'pending' ? balanceTransaction : null });
     else await recordInvoiceAttempt(tx, input.invoiceId, input.attempt);
     recorded = { status: 'succeeded', chargeId, transactionId: transaction.id };
-  }));
+  })));
   // Recorded by this call: its outcome is known. Otherwise a racing call recorded the charge: read what it wrote.
   const outcome = recorded ?? toOutcome(await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
   if (outcome.status === 'succeeded' && outcome.transactionId && !context.fundsOwnedByWorkflow) await startAvailabilityOf(em.fork(), starter, outcome.transactionId);

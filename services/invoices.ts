@@ -3,7 +3,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
-import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
+import { invoicePrefix } from '../domain/invoice-number.ts';
 import type { ChargeOutcome } from './charges.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 
@@ -52,9 +52,40 @@ const opened = (invoice: Invoice): OpenedInvoice => ({ invoiceId: invoice.id, nu
  * (two calls racing with one billing key) rolls the increment back, so a retry never
  * uses up a number and the sequence has no gaps. `invoice.created` is recorded in
  * that same transaction.
+ *
+ * The number is given last (numberInvoice): the invoice and its event are written first
+ * with the invoice's id in its place, and one statement then takes the number and puts it
+ * in both, just before the commit. Taken first, the counter's lock was held through the
+ * invoice's and the event's inserts, and a wave of one account's renewals queued on it
+ * (bench/RESULTS.md, docs/scaling.md); now each holds it for one statement and the commit.
  */
 export async function openInvoice(em: EntityManager, links: InvoiceLinks, input: OpenInvoiceInput, loaded?: { account: Account; customer: Customer | null }): Promise<OpenedInvoice> {
   return (await openOrCreateInvoice(em, links, input, loaded)).invoice;
+}
+
+/**
+ * Takes the invoice's number from the account's counter (which locks the counter row until
+ * the commit) and writes it into the invoice and its `invoice.created` event, written with the
+ * invoice id in its place: one statement, the last before the commit (openOrCreateInvoice).
+ * The number is formatted as domain/invoice-number.ts formatInvoiceNumber does (at least four digits).
+ */
+async function numberInvoice(tx: EntityManager, ids: { invoiceId: string; eventId: string; accountId: string; livemode: boolean; prefix: string }): Promise<string> {
+  const [row] = await tx.execute<{ number: string }[]>(
+    `with counter as (
+       insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)
+       on conflict (account_id, livemode) do update set last_number = invoice_number_counters.last_number + 1
+       returning prefix, last_number::text as sequence
+     ), numbered as (
+       update invoices set number = counter.prefix || '-' || lpad(counter.sequence, greatest(4, length(counter.sequence)), '0')
+       from counter where invoices.id = ? returning invoices.number
+     )
+     update events set data = jsonb_set(events.data, '{object,number}', to_jsonb(numbered.number))
+     from numbered where events.id = ? returning numbered.number`,
+    [ids.accountId, ids.livemode, ids.prefix, ids.invoiceId, ids.eventId],
+  );
+  // No row: the event was not written yet (held back in a batch?); the transaction must not commit half-numbered.
+  if (!row) throw new Error(`Invoice ${ids.invoiceId}: its invoice.created event ${ids.eventId} was not found to number.`);
+  return row.number;
 }
 
 /** openInvoice, saying whether this call created the invoice (nothing can have been charged for it yet) or found it. */
@@ -73,15 +104,11 @@ export async function openOrCreateInvoice(
   const total = subtotal;
   try {
     return await em.transactional(async (tx) => {
-      const [counter] = await tx.execute<{ prefix: string; last_number: number }[]>(
-        `insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)
-         on conflict (account_id, livemode) do update set last_number = invoice_number_counters.last_number + 1
-         returning prefix, last_number`,
-        [input.accountId, input.livemode, invoicePrefix(account.name, account.id)],
-      );
+      const id = newId('invoice');
       const invoice = tx.create(Invoice, {
-        id: newId('invoice'),
-        number: formatInvoiceNumber(counter!.prefix, Number(counter!.last_number)),
+        id,
+        // Unique until numberInvoice gives the real number, before the commit: nobody sees it.
+        number: id,
         billingKey: input.billingKey,
         subscriptionId: input.subscriptionId,
         accountId: input.accountId,
@@ -108,8 +135,9 @@ export async function openOrCreateInvoice(
         markedUncollectibleAt: null,
       });
       await tx.flush();
-      await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
-      return { invoice: opened(invoice), created: true };
+      const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
+      const number = await numberInvoice(tx, { invoiceId: id, eventId: created!.id, accountId: input.accountId, livemode: input.livemode, prefix: invoicePrefix(account.name, account.id) });
+      return { invoice: { ...opened(invoice), number }, created: true };
     });
   } catch (error) {
     // The invoice exists (a retried activity), or another call with this billing key won the race: its invoice (and number) is the one.

@@ -9,9 +9,10 @@ import { newId } from '../domain/ids.ts';
  * and `external` (the world outside). Every movement writes entries that sum to
  * zero, a balance transaction (the movement as GET /v1/balance_transactions shows
  * it) and the cached balance row (account_balances: available and pending), all
- * inside the caller's database transaction, with the balance row locked first, so
+ * inside the caller's database transaction, with the balance row locked, so
  * concurrent movements of one account and currency queue and never overdraw. The
- * CHECK constraints (available >= 0, pending >= 0) back this up.
+ * CHECK constraints (available >= 0, pending >= 0) back this up. Money in (which can
+ * never overdraw) may wait until the end of the transaction: withBalanceUpdatesLast.
  *
  * - payment: external → pending (available at `available_on`, fundsAvailabilityWorkflow)
  * - pending → available: makeFundsAvailable
@@ -39,8 +40,67 @@ interface Movement {
   legs: Legs;
 }
 
+type BalanceKey = Pick<Movement, 'accountId' | 'livemode' | 'currency'>;
+type HeldIncrement = BalanceKey & { available: number; pending: number };
+
+/** Money in held back on a database transaction's EntityManager by withBalanceUpdatesLast, by balance row. */
+const heldIncrements = new WeakMap<EntityManager, Map<string, HeldIncrement>>();
+const balanceKey = (b: BalanceKey) => `${b.accountId}:${b.livemode}:${b.currency}`;
+
+/**
+ * Runs `work` on `tx` (a database transaction's EntityManager) with its money in (payments,
+ * credits: legs that only add) held back and applied to the balance rows as the last
+ * statements of `work`, one per row, just before the caller commits.
+ *
+ * Why: applying a movement locks the account's balance row until the transaction ends, and
+ * every movement of that account and currency waits for it. Applied first, the lock was held
+ * through the rest of the transaction (a renewal's ledger entries, paid invoice, projection
+ * and events: six round trips), and a wave of one merchant's renewals queued on it: in a wave
+ * of 2,000 the upsert waited 90 ms on average (bench/RESULTS.md, docs/scaling.md). Applied
+ * last, the row is held for one statement and the commit. An increment can never overdraw, so
+ * applying it later changes no outcome; money out in the same transaction (and lockBalance)
+ * applies what is held for its row first, so it decides on the same balance as before.
+ */
+export async function withBalanceUpdatesLast<T>(tx: EntityManager, work: () => Promise<T>): Promise<T> {
+  if (heldIncrements.has(tx)) return work();
+  const held = new Map<string, HeldIncrement>();
+  heldIncrements.set(tx, held);
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    heldIncrements.delete(tx);
+  }
+  for (const increment of held.values()) await addToBalance(tx, increment);
+  return result;
+}
+
+/** Applies what withBalanceUpdatesLast holds for this row now: money out and reads of the row must see it. */
+async function applyHeld(tx: EntityManager, key: BalanceKey): Promise<void> {
+  const held = heldIncrements.get(tx);
+  const increment = held?.get(balanceKey(key));
+  if (!increment) return;
+  held!.delete(balanceKey(key));
+  await addToBalance(tx, increment);
+}
+
+/** Money in: one upsert (the row is created on the first movement), which locks the row until the transaction ends. */
+async function addToBalance(tx: EntityManager, increment: HeldIncrement): Promise<{ available: number; pending: number }> {
+  const [row] = await tx.getConnection().execute<{ available: string | number; pending: string | number }[]>(
+    `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, ?, ?, now())
+     on conflict (account_id, livemode, currency) do update
+       set available = account_balances.available + excluded.available, pending = account_balances.pending + excluded.pending, updated_at = now()
+     returning available, pending`,
+    [increment.accountId, increment.livemode, increment.currency, increment.available, increment.pending],
+    'all',
+    tx.getTransactionContext(),
+  );
+  return { available: Number(row!.available), pending: Number(row!.pending) };
+}
+
 /** The balance row of (account, mode, currency), created at 0 when missing, locked until the caller's transaction ends. */
 export async function lockBalance(tx: EntityManager, accountId: string, livemode: boolean, currency: string): Promise<{ available: number; pending: number }> {
+  await applyHeld(tx, { accountId, livemode, currency });
   const connection = tx.getConnection();
   const ctx = tx.getTransactionContext();
   await connection.execute(
@@ -64,29 +124,29 @@ export async function lockBalance(tx: EntityManager, accountId: string, livemode
  * locks the row until the caller's transaction ends (concurrent movements of one
  * account and currency queue on it; READ COMMITTED re-checks the condition after
  * the wait, so they never overdraw). Money in only: an upsert (the row is created
- * on the first movement). Money out: an update that applies only when it covers
+ * on the first movement), held back to the transaction's end inside
+ * withBalanceUpdatesLast. Money out: an update that applies only when it covers
  * the legs; when it does not (or there is no row yet), the row is locked and read,
  * and the movement applied or refused on what it holds then.
  */
-async function applyLegs(tx: EntityManager, m: Movement): Promise<{ available: number; pending: number }> {
+async function applyLegs(tx: EntityManager, m: Movement): Promise<void> {
   const connection = tx.getConnection();
   const ctx = tx.getTransactionContext();
   const available = m.legs.available ?? 0;
   const pending = m.legs.pending ?? 0;
   type Row = { available: string | number; pending: string | number };
-  const asNumbers = (row: Row) => ({ available: Number(row.available), pending: Number(row.pending) });
   if (available >= 0 && pending >= 0) {
-    const [row] = await connection.execute<Row[]>(
-      `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, ?, ?, now())
-       on conflict (account_id, livemode, currency) do update
-         set available = account_balances.available + excluded.available, pending = account_balances.pending + excluded.pending, updated_at = now()
-       returning available, pending`,
-      [m.accountId, m.livemode, m.currency, available, pending],
-      'all',
-      ctx,
-    );
-    return asNumbers(row!);
+    const held = heldIncrements.get(tx);
+    if (!held) {
+      await addToBalance(tx, { accountId: m.accountId, livemode: m.livemode, currency: m.currency, available, pending });
+      return;
+    }
+    const key = balanceKey(m);
+    const before = held.get(key) ?? { accountId: m.accountId, livemode: m.livemode, currency: m.currency, available: 0, pending: 0 };
+    held.set(key, { ...before, available: before.available + available, pending: before.pending + pending });
+    return;
   }
+  await applyHeld(tx, m);
   const [row] = await connection.execute<Row[]>(
     `update account_balances set available = available + ?, pending = pending + ?, updated_at = now()
       where account_id = ? and livemode = ? and currency = ? and available + ? >= 0 and pending + ? >= 0
@@ -95,7 +155,7 @@ async function applyLegs(tx: EntityManager, m: Movement): Promise<{ available: n
     'all',
     ctx,
   );
-  if (row) return asNumbers(row);
+  if (row) return;
   // Not covered, no row yet, or covered only since the update read the row (an unmatched
   // update takes no lock): lock the row, then decide on what it holds now.
   const balance = await lockBalance(tx, m.accountId, m.livemode, m.currency);
@@ -110,11 +170,10 @@ async function applyLegs(tx: EntityManager, m: Movement): Promise<{ available: n
     'run',
     ctx,
   );
-  return after;
 }
 
-async function move(tx: EntityManager, m: Movement): Promise<{ available: number; pending: number }> {
-  const { available, pending } = await applyLegs(tx, m);
+async function move(tx: EntityManager, m: Movement): Promise<void> {
+  await applyLegs(tx, m);
   const entry = { accountId: m.accountId, livemode: m.livemode, transactionId: m.transactionId, balanceTransactionId: m.balanceTransactionId, currency: m.currency };
   let external = 0;
   for (const ledgerAccount of ['available', 'pending'] as const) {
@@ -125,7 +184,6 @@ async function move(tx: EntityManager, m: Movement): Promise<{ available: number
   }
   if (external !== 0) tx.create(LedgerEntry, { ...entry, ledgerAccount: 'external', amount: external });
   await tx.flush();
-  return { available, pending };
 }
 
 function newBalanceTransaction(

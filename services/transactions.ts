@@ -4,7 +4,7 @@ import { Account, Transaction, type BalanceTransaction, type TransactionType } f
 import { newId } from '../domain/ids.ts';
 import { scoreRisk, velocityCountCap } from '../domain/risk.ts';
 import { paymentAvailabilityDelayMs } from './balances.ts';
-import { postCredit, postPayment, postRefund } from './ledger.ts';
+import { postCredit, postPayment, postRefund, withBalanceUpdatesLast } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
 
 export interface NewTransaction {
@@ -99,16 +99,19 @@ export async function recordSucceededTransaction(
   fields: TransactionFields,
   options: { delayMs?: number; paymentEvents?: boolean; fundsOwnedByWorkflow?: boolean } = {},
 ): Promise<{ transaction: Transaction; balanceTransaction: BalanceTransaction }> {
-  const row = tx.create(Transaction, { ...fields, status: 'succeeded' });
-  await tx.flush();
-  const balanceTransaction =
-    fields.type === 'payment'
-      ? await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode), { ownedByWorkflow: options.fundsOwnedByWorkflow })
-      : fields.type === 'credit'
-        ? await postCredit(tx, row)
-        : await postRefund(tx, row, null);
-  await recordTransactionEvents(tx, row, 'created', { paymentEvents: options.paymentEvents });
-  return { transaction: row, balanceTransaction };
+  // Money in reaches the balance row after the events (withBalanceUpdatesLast), or at the end of the caller's scope.
+  return withBalanceUpdatesLast(tx, async () => {
+    const row = tx.create(Transaction, { ...fields, status: 'succeeded' });
+    await tx.flush();
+    const balanceTransaction =
+      fields.type === 'payment'
+        ? await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode), { ownedByWorkflow: options.fundsOwnedByWorkflow })
+        : fields.type === 'credit'
+          ? await postCredit(tx, row)
+          : await postRefund(tx, row, null);
+    await recordTransactionEvents(tx, row, 'created', { paymentEvents: options.paymentEvents });
+    return { transaction: row, balanceTransaction };
+  });
 }
 
 /** Records a declined payment attempt: `failed` with the processor's reason, no ledger entries; its events in the same database transaction. */

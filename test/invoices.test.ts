@@ -316,6 +316,23 @@ describe('invoices', () => {
       const statuses = await engine.call('GET', '/v1/invoices?status=void', undefined, headers);
       expect(statuses.body.data.map((i: any) => i.id).sort()).toEqual([a!.invoiceId, c!.invoiceId].sort());
     });
+
+    it('numbers past 9999 grow a digit; the number is in the invoice, its invoice.created event and the API, never the placeholder', async () => {
+      // The number is taken last, in SQL (services/invoices.ts numberInvoice): it must read as formatInvoiceNumber writes it.
+      const em = engine.db.orm.em.fork();
+      await em.nativeUpdate(InvoiceNumberCounter, { accountId: tenant.accountId, livemode: true }, { lastNumber: 9998 });
+      const [first, second] = [await open('digits:a'), await open('digits:b')];
+      expect([first.number, second.number]).toEqual([formatInvoiceNumber('INITEC', 9999), formatInvoiceNumber('INITEC', 10000)]);
+      for (const opened of [first, second]) {
+        expect((await em.fork().findOneOrFail(Invoice, { id: opened.invoiceId })).number).toBe(opened.number);
+        const [event] = await em.getConnection().execute<{ number: string }[]>(
+          `select data->'object'->>'number' as number from events where type = 'invoice.created' and data->'object'->>'id' = ?`,
+          [opened.invoiceId],
+        );
+        expect(event?.number).toBe(opened.number);
+        expect((await engine.call('GET', `/v1/invoices/${opened.invoiceId}`, undefined, tenant.headers)).body.number).toBe(opened.number);
+      }
+    });
   });
 
   describe('the PDF', () => {
