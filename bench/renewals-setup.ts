@@ -37,6 +37,8 @@ export interface RenewalsInfrastructureOptions {
   historyShards: number;
   /** The dev server's --sqlite-pragma values ([]: SQLite's rollback journal). */
   sqlitePragmas: string[];
+  /** PostgreSQL with pg_stat_statements loaded and created in the engine's database (BENCH_PGSS). */
+  statementStats?: boolean;
   say: Say;
   stops: Stops;
 }
@@ -64,7 +66,8 @@ export async function startRenewalsInfrastructure(options: RenewalsInfrastructur
 
   const onPostgres = options.temporal === 'postgres';
   options.say(`starting PostgreSQL and the Temporal ${onPostgres ? `server on PostgreSQL (${options.historyShards} history shards)` : 'dev server'}, bundling the workflows`);
-  const startingPostgres = freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port }));
+  const statementStats = options.statementStats ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : undefined;
+  const startingPostgres = freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port, settings: statementStats }));
   const [postgres, temporal, bundle] = await Promise.all([
     startingPostgres,
     onPostgres
@@ -100,6 +103,7 @@ export async function startRenewalsInfrastructure(options: RenewalsInfrastructur
   fs.writeFileSync(bundlePath, bundle.code);
 
   const { databaseUrl, orm, pgVersion } = await openBenchDatabase(postgres, options.stops);
+  if (options.statementStats) await orm.em.fork().getConnection().execute('create extension if not exists pg_stat_statements');
 
   const connection = await Connection.connect({ address: temporal.address });
   options.stops.add('client connection', () => connection.close());

@@ -133,6 +133,8 @@ const settings = {
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean),
+  /** BENCH_PGSS=1: pg_stat_statements from T to the last renewal, the statements that took longest (lock waits included). */
+  statementStats: process.env.BENCH_PGSS === '1',
 };
 const tunings = [
   settings.activitySlots !== undefined && `BENCH_ACTIVITY_SLOTS=${settings.activitySlots}`,
@@ -315,6 +317,19 @@ interface SampledRun {
   firstExecutionRunId: string;
 }
 
+/**
+ * The statements of both databases (the engine's and, on the PostgreSQL-backed server, Temporal's)
+ * that took the most time since T, from pg_stat_statements: execution time includes waiting for
+ * row locks, which is how one account's renewals queueing on a row shows (docs/scaling.md).
+ */
+async function sayStatementStats(ctx: Context, label: string): Promise<void> {
+  const rows = await ctx.orm.em.fork().getConnection().execute<{ db: string; calls: number; ms: number; query: string }[]>(
+    `select d.datname as db, s.calls::int as calls, round(s.total_exec_time)::int as ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 150) as query
+       from pg_stat_statements s join pg_database d on d.oid = s.dbid order by s.total_exec_time desc limit 12`,
+  );
+  for (const row of rows) ctx.say(`${label}: pg_stat_statements ${row.db}: ${row.calls} calls, ${row.ms} ms in all (${(row.ms / Math.max(1, row.calls)).toFixed(2)} ms each): ${row.query}`);
+}
+
 /** What the engine's subscriptions do at T, for the section's heading (the trial-end sections were written before renewal was the default). */
 const what = () => (settings.scenario === 'renewal' ? 'renewing' : 'ending their trials');
 
@@ -426,6 +441,10 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     throw new Error(`${label}: the workflows were not all started and settled before T (${slackSeconds.toFixed(1)} s left); this machine is slower than the lead time assumes`);
   }
 
+  if (settings.statementStats) {
+    await sleep(at.getTime() - Date.now() - 300);
+    await ctx.orm.em.fork().getConnection().execute('select pg_stat_statements_reset()');
+  }
   await sleep(at.getTime() - Date.now());
   const cpuAtT = cpuSnapshot(pids);
   const statusAtT = await worker.status();
@@ -488,6 +507,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     await sleep(Math.max(0, 200 - (Date.now() - tick)));
   }
 
+  if (settings.statementStats) await sayStatementStats(ctx, label);
   // A moment for the worker to settle (and, for a subscription, its new run to set its next timer), then its memory at the end.
   await sleep(2000);
   const { workflowTasks, historyEvents, timedOutTasks } = await sampleHistories(client, handles, at);
@@ -812,6 +832,7 @@ await runBenchmark('bench:renewals', async (stops, say) => {
     temporal: settings.temporal,
     historyShards: settings.historyShards,
     sqlitePragmas: settings.sqlitePragmas,
+    statementStats: settings.statementStats,
     say,
     stops,
   });

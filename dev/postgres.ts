@@ -23,7 +23,8 @@ const password = 'postgres';
  * `postgres` user (created if missing), so `dataDir` is handed to that user and
  * every folder above it must be searchable by it.
  */
-export async function startEmbeddedPostgres(options: { dataDir: string; port: number; log?: (message: string) => void }): Promise<RunningPostgres> {
+/** `settings`: server settings (`-c name=value`) beyond the defaults, e.g. bench:renewals' pg_stat_statements. */
+export async function startEmbeddedPostgres(options: { dataDir: string; port: number; log?: (message: string) => void; settings?: Record<string, string> }): Promise<RunningPostgres> {
   const log = options.log ?? (() => {});
   const isRoot = os.userInfo().uid === 0;
   fs.mkdirSync(path.dirname(options.dataDir), { recursive: true });
@@ -37,6 +38,7 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
     password,
     persistent: true,
     createPostgresUser: isRoot,
+    postgresFlags: Object.entries(options.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     onLog: (message: string) => log(String(message).trim()),
     onError: (error: unknown) => log(`postgres: ${String(error)}`),
   });
