@@ -57,7 +57,7 @@ const opened = (invoice: Invoice): OpenedInvoice => ({ invoiceId: invoice.id, nu
  * with the invoice's id in its place, and one statement then takes the number and puts it
  * in both, just before the commit. Taken first, the counter's lock was held through the
  * invoice's and the event's inserts, and a wave of one account's renewals queued on it
- * (bench/RESULTS.md, docs/scaling.md); now each holds it for one statement and the commit.
+ * (docs/scaling.md); now each holds it for one statement and the commit.
  */
 export async function openInvoice(em: EntityManager, links: InvoiceLinks, input: OpenInvoiceInput, loaded?: { account: Account; customer: Customer | null }): Promise<OpenedInvoice> {
   return (await openOrCreateInvoice(em, links, input, loaded)).invoice;
@@ -137,7 +137,10 @@ export async function openOrCreateInvoice(
       await tx.flush();
       const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
       const number = await numberInvoice(tx, { invoiceId: id, eventId: created!.id, accountId: input.accountId, livemode: input.livemode, prefix: invoicePrefix(account.name, account.id) });
-      return { invoice: { ...opened(invoice), number }, created: true };
+      const result = { invoice: { ...opened(invoice), number }, created: true };
+      // The managed entity still holds the placeholder: detached, it is neither flushed nor merged into the caller's EntityManager.
+      tx.clear();
+      return result;
     });
   } catch (error) {
     // The invoice exists (a retried activity), or another call with this billing key won the race: its invoice (and number) is the one.

@@ -56,7 +56,7 @@ const balanceKey = (b: BalanceKey) => `${b.accountId}:${b.livemode}:${b.currency
  * every movement of that account and currency waits for it. Applied first, the lock was held
  * through the rest of the transaction (a renewal's ledger entries, paid invoice, projection
  * and events: six round trips), and a wave of one merchant's renewals queued on it: in a wave
- * of 2,000 the upsert waited 90 ms on average (bench/RESULTS.md, docs/scaling.md). Applied
+ * of 2,000 the upsert waited 90 ms on average (docs/scaling.md, pg_stat_statements). Applied
  * last, the row is held for one statement and the commit. An increment can never overdraw, so
  * applying it later changes no outcome; money out in the same transaction (and lockBalance)
  * applies what is held for its row first, so it decides on the same balance as before.
@@ -79,23 +79,21 @@ export async function withBalanceUpdatesLast<T>(tx: EntityManager, work: () => P
 async function applyHeld(tx: EntityManager, key: BalanceKey): Promise<void> {
   const held = heldIncrements.get(tx);
   const increment = held?.get(balanceKey(key));
-  if (!increment) return;
-  held!.delete(balanceKey(key));
+  if (!held || !increment) return;
+  held.delete(balanceKey(key));
   await addToBalance(tx, increment);
 }
 
 /** Money in: one upsert (the row is created on the first movement), which locks the row until the transaction ends. */
-async function addToBalance(tx: EntityManager, increment: HeldIncrement): Promise<{ available: number; pending: number }> {
-  const [row] = await tx.getConnection().execute<{ available: string | number; pending: string | number }[]>(
+async function addToBalance(tx: EntityManager, increment: HeldIncrement): Promise<void> {
+  await tx.getConnection().execute(
     `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, ?, ?, now())
      on conflict (account_id, livemode, currency) do update
-       set available = account_balances.available + excluded.available, pending = account_balances.pending + excluded.pending, updated_at = now()
-     returning available, pending`,
+       set available = account_balances.available + excluded.available, pending = account_balances.pending + excluded.pending, updated_at = now()`,
     [increment.accountId, increment.livemode, increment.currency, increment.available, increment.pending],
-    'all',
+    'run',
     tx.getTransactionContext(),
   );
-  return { available: Number(row!.available), pending: Number(row!.pending) };
 }
 
 /** The balance row of (account, mode, currency), created at 0 when missing, locked until the caller's transaction ends. */

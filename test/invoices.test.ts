@@ -332,6 +332,10 @@ describe('invoices', () => {
         expect(event?.number).toBe(opened.number);
         expect((await engine.call('GET', `/v1/invoices/${opened.invoiceId}`, undefined, tenant.headers)).body.number).toBe(opened.number);
       }
+      // The EntityManager it was given does not keep the placeholder in its identity map.
+      const shared = engine.db.orm.em.fork();
+      const third = await openInvoice(shared, linksOf(engine), input('digits:c'));
+      expect((await shared.findOneOrFail(Invoice, { id: third.invoiceId })).number).toBe(formatInvoiceNumber('INITEC', 10001));
     });
   });
 

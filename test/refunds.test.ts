@@ -1,7 +1,7 @@
 import { sandboxProcessors } from '../services/processors/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BalanceTransaction, SandboxProcessorRefund, Transaction } from '../db/entities/index.ts';
-import { makeFundsAvailable } from '../services/ledger.ts';
+import { makeFundsAvailable, withBalanceUpdatesLast } from '../services/ledger.ts';
 import { reconcileMissingAvailability, reconcileStuckPayments } from '../services/maintenance.ts';
 import { reserveRefund } from '../services/refunds.ts';
 import { SandboxProcessor } from '../services/processors/sandbox.ts';
@@ -183,6 +183,27 @@ describe('refunds of a charge and balances', () => {
     expect((await call(other, 'GET', `/v1/balance_transactions/${list.data[2].id}`)).status).toBe(404);
     expect((await call(other, 'GET', '/v1/balance_transactions')).body.data).toEqual([]);
     expect((await call(other, 'GET', '/v1/balance')).body).toEqual({ object: 'balance', available: [], pending: [], livemode: true });
+    await expectBalancedBooks(tenant);
+  });
+
+  it('money in held to the end of its transaction (withBalanceUpdatesLast) is there for money out in that transaction, and lands once', async () => {
+    const tenant = await engine.signUp();
+    const em = engine.db.orm.em.fork();
+    const movement = (type: 'credit' | 'refund', amount: number) =>
+      newTransactionFields(em, { accountId: tenant.accountId, livemode: true, amount, currency: 'USD', type, reference: null, metadata: {}, paymentMethod: null });
+    const [credit, moreCredit, refund] = [await movement('credit', 5000), await movement('credit', 700), await movement('refund', 3000)];
+    const balanceRow = (tx: typeof em) =>
+      tx.getConnection().execute<{ available: string }[]>(`select available from account_balances where account_id = ? and livemode = true and currency = 'USD'`, [tenant.accountId], 'all', tx.getTransactionContext());
+    await em.transactional((tx) =>
+      withBalanceUpdatesLast(tx, async () => {
+        await recordSucceededTransaction(tx, credit);
+        await recordSucceededTransaction(tx, moreCredit);
+        expect(await balanceRow(tx)).toEqual([]); // held: the row is not touched (nor locked) yet
+        // Money out in the same transaction decides on the held money too: without it, 3000 would be refused.
+        await recordSucceededTransaction(tx, refund);
+      }),
+    );
+    expect((await call(tenant, 'GET', '/v1/balance')).body.available).toEqual([{ amount: 2700, currency: 'USD' }]);
     await expectBalancedBooks(tenant);
   });
 
