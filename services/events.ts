@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Event } from '../db/entities/event.ts';
 import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
+import { transactionBatch } from './transaction-batch.ts';
 
 export interface EventInput {
   accountId: string;
@@ -39,7 +40,7 @@ export async function recordEvents(em: EntityManager, inputs: EventInput[]): Pro
     testClockId: currentTestClock()?.id ?? null,
     dispatchedAt: null,
   }));
-  const batch = batches.get(em);
+  const batch = eventBatch.heldOn(em);
   if (batch) batch.push(...rows);
   else await insertEvents(em, rows);
   return rows as Event[];
@@ -53,7 +54,7 @@ async function insertEvents(em: EntityManager, rows: (Omit<Event, 'data'> & { da
 }
 
 /** The events held back on a database transaction's EntityManager by withEventBatch. */
-const batches = new WeakMap<EntityManager, EventRow[]>();
+const eventBatch = transactionBatch<EventRow[]>(() => [], insertEvents);
 
 /**
  * Runs `work` on `tx` (a database transaction's EntityManager) with the events it
@@ -63,16 +64,6 @@ const batches = new WeakMap<EntityManager, EventRow[]>();
  * instead of one each. Nothing reads events back inside the transaction, and a
  * failure rolls back the change with them either way. Their order is kept.
  */
-export async function withEventBatch<T>(tx: EntityManager, work: () => Promise<T>): Promise<T> {
-  if (batches.has(tx)) return work();
-  const rows: EventRow[] = [];
-  batches.set(tx, rows);
-  let result: T;
-  try {
-    result = await work();
-  } finally {
-    batches.delete(tx);
-  }
-  await insertEvents(tx, rows);
-  return result;
+export function withEventBatch<T>(tx: EntityManager, work: () => Promise<T>): Promise<T> {
+  return eventBatch.run(tx, work);
 }

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { BalanceTransaction, LedgerEntry, type BalanceTransactionType, type Payout, type Transaction } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
+import { transactionBatch } from './transaction-batch.ts';
 
 /*
  * The ledger: three accounts per (account, mode, currency): `available`, `pending`
@@ -44,7 +45,12 @@ type BalanceKey = Pick<Movement, 'accountId' | 'livemode' | 'currency'>;
 type HeldIncrement = BalanceKey & { available: number; pending: number };
 
 /** Money in held back on a database transaction's EntityManager by withBalanceUpdatesLast, by balance row. */
-const heldIncrements = new WeakMap<EntityManager, Map<string, HeldIncrement>>();
+const heldIncrements = transactionBatch<Map<string, HeldIncrement>>(
+  () => new Map(),
+  async (tx, held) => {
+    for (const increment of held.values()) await addToBalance(tx, increment);
+  },
+);
 const balanceKey = (b: BalanceKey) => `${b.accountId}:${b.livemode}:${b.currency}`;
 
 /**
@@ -61,23 +67,13 @@ const balanceKey = (b: BalanceKey) => `${b.accountId}:${b.livemode}:${b.currency
  * applying it later changes no outcome; money out in the same transaction (and lockBalance)
  * applies what is held for its row first, so it decides on the same balance as before.
  */
-export async function withBalanceUpdatesLast<T>(tx: EntityManager, work: () => Promise<T>): Promise<T> {
-  if (heldIncrements.has(tx)) return work();
-  const held = new Map<string, HeldIncrement>();
-  heldIncrements.set(tx, held);
-  let result: T;
-  try {
-    result = await work();
-  } finally {
-    heldIncrements.delete(tx);
-  }
-  for (const increment of held.values()) await addToBalance(tx, increment);
-  return result;
+export function withBalanceUpdatesLast<T>(tx: EntityManager, work: () => Promise<T>): Promise<T> {
+  return heldIncrements.run(tx, work);
 }
 
 /** Applies what withBalanceUpdatesLast holds for this row now: money out and reads of the row must see it. */
 async function applyHeld(tx: EntityManager, key: BalanceKey): Promise<void> {
-  const held = heldIncrements.get(tx);
+  const held = heldIncrements.heldOn(tx);
   const increment = held?.get(balanceKey(key));
   if (!held || !increment) return;
   held.delete(balanceKey(key));
@@ -134,7 +130,7 @@ async function applyLegs(tx: EntityManager, m: Movement): Promise<void> {
   const pending = m.legs.pending ?? 0;
   type Row = { available: string | number; pending: string | number };
   if (available >= 0 && pending >= 0) {
-    const held = heldIncrements.get(tx);
+    const held = heldIncrements.heldOn(tx);
     if (!held) {
       await addToBalance(tx, { accountId: m.accountId, livemode: m.livemode, currency: m.currency, available, pending });
       return;
