@@ -79,12 +79,12 @@ export function createApp(given: ApiDeps) {
     c.res.headers.set('cross-origin-resource-policy', 'cross-origin');
   });
   app.use(secureHeaders({ contentSecurityPolicy: undefined }));
-  app.use(
-    bodyLimit({
-      maxSize: deps.config.bodyLimitBytes,
-      onError: (c) => sendError(c, 'payload_too_large', `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`),
-    }),
-  );
+  const limitBodies = bodyLimit({
+    maxSize: deps.config.bodyLimitBytes,
+    onError: (c) => sendError(c, 'payload_too_large', `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`),
+  });
+  // GET and HEAD requests carry no body (the Node adapter drops one); asking for it would build a whole Request object per read.
+  app.use((c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBodies(c, next)));
   // Answers that carry secrets (tokens, API key and webhook secrets) are never stored by a cache.
   app.use('/v1/*', async (c, next) => {
     await next();

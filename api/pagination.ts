@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import type { EntityMetadata, EntityName, EntityProperty, FilterQuery } from '@mikro-orm/core';
+import { Raw, type EntityMetadata, type EntityName, type EntityProperty, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
 import { idPrefixes, type IdKind } from '../domain/ids.ts';
 
@@ -59,12 +59,15 @@ export async function keysetPage<T extends { id: string }>(
   return { page, hasMore };
 }
 
+/** What `raw((alias) => ...)` puts where the query builder writes the table's alias; plainRows' statement has none. */
+const ALIAS_PLACEHOLDER = '[::alias::]';
+
 const comparisons: Record<string, string> = { $lt: '<', $lte: '<=', $gt: '>', $gte: '>=' };
 
 /**
  * The page as plain rows in one parameterized statement built from the entity's
  * metadata, for the filters lists use (equality, null, and $lt/$lte/$gt/$gte on a
- * column); undefined for any other filter, which then goes through the query
+ * column, and raw fragments without an alias); undefined for any other filter, which then goes through the query
  * builder. Building the SQL through MikroORM's query builder cost more CPU than the
  * rest of a list request (bench/RESULTS.md); the rows go through MikroORM's own
  * result mapper, so they equal the query builder's (test/pagination.test.ts).
@@ -92,6 +95,14 @@ async function plainRows<T>(em: EntityManager, entity: EntityName<T>, filter: Re
         params.push(operand);
       }
     } else return undefined;
+  }
+  // Raw SQL fragments keyed into the filter (services/test-clocks.ts clockCondition): as the query builder takes them.
+  for (const key of Object.getOwnPropertySymbols(filter)) {
+    const fragment = Raw.getKnownFragment(key);
+    const value = (filter as Record<symbol, unknown>)[key];
+    if (!fragment || !Array.isArray(value) || value.length > 0 || fragment.sql.includes(ALIAS_PLACEHOLDER)) return undefined;
+    clauses.push(`(${fragment.sql})`);
+    params.push(...fragment.params);
   }
   const idColumn = column('id');
   if (!idColumn) return undefined;

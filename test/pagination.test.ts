@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { QBFilterQuery } from '@mikro-orm/postgresql';
 import { keysetPage } from '../api/pagination.ts';
-import { Transaction } from '../db/entities/index.ts';
+import { Customer, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
+import { clockCondition } from '../services/test-clocks.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 /**
@@ -18,6 +19,16 @@ describe('keysetPage plain rows', () => {
     db = await createTestDatabase();
     const em = db.orm.em.fork();
     const base = Date.parse('2026-01-01T00:00:00Z');
+    // Customers of the account: two on clock A, one on clock B, one on none; and one of another account on clock A.
+    const customer = (id: string, testClockId: string | null, owner = accountId) =>
+      em.create(Customer, { id, email: `${id}@example.com`, name: null, paymentMethod: null, processorCustomerId: null, accountId: owner, livemode: false, testClockId });
+    customer('cus_a1', 'clock_a');
+    customer('cus_a2', 'clock_a');
+    customer('cus_b1', 'clock_b');
+    customer('cus_none', null);
+    customer('cus_other', 'clock_a', 'acct_01other00000000000000000000');
+    // (The other account's transactions, i % 7 === 0, are its customer's.)
+    const customerOf = ['cus_other', 'cus_a1', 'cus_a2', 'cus_b1', 'cus_none', null, null];
     for (let i = 0; i < 30; i++) {
       em.create(Transaction, {
         id: newId('transaction'),
@@ -38,6 +49,7 @@ describe('keysetPage plain rows', () => {
         updatedAt: new Date(base + i * 3_600_000 + 1),
         canceledAt: i % 6 === 0 ? new Date(base) : null,
         amountRefunded: i,
+        customerId: customerOf[i % customerOf.length]!,
       });
     }
     await em.flush();
@@ -73,6 +85,32 @@ describe('keysetPage plain rows', () => {
     expect(Number(sample.amount)).toBe(9_007_199_254_740 + 29);
     expect(sample.createdAt).toBeInstanceOf(Date);
     expect(sample.metadata).toEqual({ order: expect.any(String), note: 'ünïcode "quoted"' });
+  });
+
+  it("compiles a list's test clock condition (a subquery) into its one statement, and pages like the query builder", async () => {
+    const scope = { accountId, livemode: false };
+    const conditions = [clockCondition(scope, undefined), clockCondition(scope, 'clock_a'), clockCondition(scope, 'clock_b'), clockCondition(scope, 'clock_none')];
+    const customersOf = async (condition: Record<symbol, unknown[]> | null) =>
+      new Set((await viaQueryBuilder({ ...scope, ...condition }, 'desc', 100)).map((t) => t.customerId));
+    // What each condition lets through: off clocks, objects of no customer stay; a clock lists its own customers' only.
+    expect(await customersOf(conditions[0]!)).toEqual(new Set(['cus_none', null]));
+    expect(await customersOf(conditions[1]!)).toEqual(new Set(['cus_a1', 'cus_a2']));
+    expect(await customersOf(conditions[2]!)).toEqual(new Set(['cus_b1']));
+    expect(await customersOf(conditions[3]!)).toEqual(new Set());
+    for (const condition of conditions) {
+      const where = { ...scope, ...condition };
+      const all = await viaQueryBuilder(where, 'desc', 100);
+      const em = db.orm.em.fork();
+      const builder = vi.spyOn(em, 'createQueryBuilder');
+      const first = await keysetPage(em, Transaction, where, { limit: 2 }, { rows: 'plain' });
+      expect(first.page).toEqual(all.slice(0, 2));
+      expect(first.hasMore).toBe(all.length > 2);
+      if (all.length > 2) expect((await keysetPage(em, Transaction, where, { limit: 2, starting_after: all[1]!.id }, { rows: 'plain' })).page).toEqual(all.slice(2, 4));
+      expect(builder).not.toHaveBeenCalled();
+    }
+    // Live mode has no clocks: nothing is on one, and no condition applies without test_clock.
+    expect(clockCondition({ accountId, livemode: true }, undefined)).toBeNull();
+    expect((await keysetPage(db.orm.em.fork(), Transaction, { accountId, livemode: true, ...clockCondition({ accountId, livemode: true }, 'clock_a') }, { limit: 5 }, { rows: 'plain' })).page).toEqual([]);
   });
 
   it('a filter it does not compile ($in, $ne) goes through the query builder and answers the same', async () => {

@@ -1,4 +1,4 @@
-import { clockFilter, clockTimeOf } from '../../services/test-clocks.ts';
+import { clockCondition, clockTimeOf } from '../../services/test-clocks.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { timingSafeEqual } from 'node:crypto';
 import { createRoute, z } from '@hono/zod-openapi';
@@ -130,11 +130,8 @@ export function invoicesApps(deps: ApiDeps) {
     if (query.customer) where.customerId = query.customer;
     if (query.subscription) where.subscriptionId = query.subscription;
     if (query.status) where.status = query.status;
-    if (query.test_clock || (!query.customer && !query.subscription)) {
-      const onClocks = await clockFilter(orm.em.fork(), scope, query.test_clock);
-      if (onClocks) where.customerId = query.customer ? { $in: ((onClocks.$in as string[] | undefined) ?? []).filter((id) => id === query.customer) } : onClocks;
-    }
-    const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, where, query);
+    const onClocks = query.test_clock || (!query.customer && !query.subscription) ? clockCondition(scope, query.test_clock) : null;
+    const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, { ...where, ...onClocks }, query);
     return c.json({ object: 'list' as const, data: page.map((invoice) => serializeInvoice(invoice, pdfUrl(invoice.id))), has_more: hasMore }, 200);
   }
 

@@ -1,4 +1,4 @@
-import { bindToClock, clockBindingOf, clockFilter } from '../../services/test-clocks.ts';
+import { bindToClock, clockBindingOf, clockCondition } from '../../services/test-clocks.ts';
 import { createRoute, z } from '@hono/zod-openapi';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -296,11 +296,9 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const customer = query.customer ?? query.customer_id;
       if (customer) where.customerId = customer;
       if (query.plan) where.planId = query.plan;
-      if (!customer || query.test_clock) {
-        const onClocks = await clockFilter(orm.em.fork(), { accountId, livemode }, query.test_clock);
-        if (onClocks) where.customerId = customer ? { $in: (onClocks.$in as string[]).filter((id) => id === customer) } : onClocks;
-      }
-      const { page, hasMore } = await keysetPage(orm.em.fork(), Subscription, where, query);
+      // A customer's subscriptions are theirs whatever their clock; without a customer, those on clocks only when asked for.
+      const onClocks = !customer || query.test_clock ? clockCondition({ accountId, livemode }, query.test_clock) : null;
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Subscription, { ...where, ...onClocks }, query);
       return c.json({ object: 'list' as const, data: page.map(serializeSubscription), has_more: hasMore }, 200);
     })
     .openapi(getSubscription, async (c) => {

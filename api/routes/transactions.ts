@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { clockBindingOf, clockFilter } from '../../services/test-clocks.ts';
+import { clockBindingOf, clockCondition } from '../../services/test-clocks.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
@@ -236,10 +236,7 @@ export function transactionsApp(deps: ApiDeps) {
       if (query.type) where.type = query.type;
       if (query.date_from || query.date_to) where.createdAt = { ...(query.date_from ? { $gte: query.date_from } : {}), ...(query.date_to ? { $lte: query.date_to } : {}) };
       // Transactions of customers on test clocks only when asked for; those of no customer stay.
-      const onClocks = await clockFilter(orm.em.fork(), scope, query.test_clock);
-      if (onClocks && '$nin' in onClocks) where.$or = [{ customerId: null }, { customerId: onClocks }];
-      else if (onClocks) where.customerId = onClocks;
-      const { page, hasMore } = await keysetPage(orm.em.fork(), Transaction, where, query, { rows: 'plain' });
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Transaction, { ...where, ...clockCondition(scope, query.test_clock) }, query, { rows: 'plain' });
       return c.json({ object: 'list' as const, data: page.map(serializeTransaction), has_more: hasMore }, 200);
     })
     .openapi(getTransaction, async (c) => {
