@@ -37,6 +37,9 @@ const minGapMs = 200;
 
 export function createDispatchWaker({ orm, client, taskQueue, onError }: DispatchWakerDeps): DispatchWaker {
   const cache = new Map<string, { has: boolean; until: number }>();
+  // Bumped by forget(): a read that began before an endpoint changed must not cache its stale answer
+  // (an account's first endpoint would otherwise go unwoken for up to 5 s).
+  let generation = 0;
   let lastWake = 0;
   let trailing: NodeJS.Timeout | undefined;
 
@@ -44,11 +47,12 @@ export function createDispatchWaker({ orm, client, taskQueue, onError }: Dispatc
     const key = scope ? `${scope.accountId}:${scope.livemode}` : '*';
     const hit = cache.get(key);
     if (hit && hit.until > Date.now()) return hit.has;
+    const began = generation;
     const rows = scope
       ? await orm.em.getConnection().execute<unknown[]>('select 1 from webhook_endpoints where account_id = ? and livemode = ? and enabled limit 1', [scope.accountId, scope.livemode])
       : await orm.em.getConnection().execute<unknown[]>('select 1 from webhook_endpoints where enabled limit 1');
     if (cache.size > 10_000) cache.clear();
-    cache.set(key, { has: rows.length > 0, until: Date.now() + cacheMs });
+    if (began === generation) cache.set(key, { has: rows.length > 0, until: Date.now() + cacheMs });
     return rows.length > 0;
   };
 
@@ -75,6 +79,7 @@ export function createDispatchWaker({ orm, client, taskQueue, onError }: Dispatc
         .catch(onError);
     },
     forget(accountId) {
+      generation++;
       cache.delete(`${accountId}:true`);
       cache.delete(`${accountId}:false`);
       cache.delete('*');

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { eventDispatchWorkflowId } from '../services/webhooks.ts';
 // Through the package's export, as a receiver written in TypeScript would import it.
@@ -32,6 +33,7 @@ beforeAll(async () => {
     args: [{ idleMaxMs: 30 * 60_000 }],
   });
   receiver.respond = (r) => statusByPath.get(r.path) ?? 200;
+  receiver.diagnose = dispatcherState;
 });
 afterAll(async () => {
   await receiver?.close();
@@ -50,6 +52,39 @@ async function workflowType(id: string): Promise<string | null> {
     throw error;
   }
 }
+/**
+ * Where the dispatcher is when a wait times out: its workflow (pending activity, the last events of
+ * its history), the events it has not dispatched, and what the database's connections are doing
+ * (read on a connection of its own, in case the pool is what is stuck).
+ */
+async function dispatcherState(): Promise<string> {
+  const handle = engine.env.client.workflow.getHandle(eventDispatchWorkflowId(engine.taskQueue));
+  const described = await handle.describe();
+  const history = (await handle.fetchHistory()).events ?? [];
+  const tail = history.slice(-12).map((e) => {
+    const failure = e.activityTaskFailedEventAttributes?.failure ?? e.workflowTaskFailedEventAttributes?.failure;
+    // eventType is temporal.api.enums.v1.EventType's number (10 activity scheduled, 11 started, 12 completed, 14 timed out...).
+    return `event ${String(e.eventId)} at ${new Date(Number(e.eventTime?.seconds ?? 0) * 1000).toISOString()}: type ${String(e.eventType)}${failure ? ` ${failure.message}` : ''}`;
+  });
+  const database = new pg.Client({ connectionString: engine.db.url });
+  await database.connect();
+  try {
+    const undispatched = await database.query('select id, type from events where dispatched_at is null order by id limit 10');
+    const sessions = await database.query(
+      `select state, wait_event_type, wait_event, round(extract(epoch from now() - xact_start)::numeric, 1) as xact_s, left(query, 120) as query
+         from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state <> 'idle'`,
+    );
+    return [
+      `dispatcher ${described.status.name} run ${described.runId}, pending activities ${JSON.stringify(described.raw.pendingActivities?.map((a) => ({ type: a.activityType?.name, state: a.state, attempt: a.attempt, lastFailure: a.lastFailure?.message })))}`,
+      ...tail,
+      `undispatched events ${JSON.stringify(undispatched.rows)}`,
+      `busy database sessions ${JSON.stringify(sessions.rows)}`,
+    ].join('\n');
+  } finally {
+    await database.end();
+  }
+}
+
 /** The independent check: the reference library, with its own HMAC and its 5-minute tolerance. */
 const verified = (secret: string, r: Received) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { id: string };
 

@@ -14,8 +14,10 @@ export interface WebhookReceiver {
   received: Received[];
   /** Decides the status of each request (default 200); a promise holds the response until it settles. */
   respond: (request: Omit<Received, 'status'>) => number | Promise<number>;
-  /** Resolves once `count` requests matched `filter` (or rejects after timeoutMs of real time). */
+  /** Resolves once `count` requests matched `filter` (or rejects after timeoutMs of real time, with what `diagnose` tells). */
   waitFor(count: number, filter?: (r: Received) => boolean, timeoutMs?: number): Promise<Received[]>;
+  /** What a test knows of the sender's state when a wait times out (the dispatcher workflow, say): added to the error. */
+  diagnose?: () => Promise<string>;
   close(): Promise<void>;
 }
 
@@ -45,7 +47,10 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
       for (;;) {
         const matching = received.filter(filter);
         if (matching.length >= count) return matching;
-        if (Date.now() > deadline) throw new Error(`expected ${count} webhooks, got ${matching.length}: ${JSON.stringify(matching.map((m) => [m.path, m.body.slice(0, 120)]))}`);
+        if (Date.now() > deadline) {
+          const state = receiver.diagnose ? await receiver.diagnose().catch((error: unknown) => `(diagnose failed: ${String(error)})`) : '';
+          throw new Error(`expected ${count} webhooks, got ${matching.length}: ${JSON.stringify(matching.map((m) => [m.path, m.body.slice(0, 120)]))}${state ? `\n${state}` : ''}`);
+        }
         await new Promise((r) => setTimeout(r, 25));
       }
     },
