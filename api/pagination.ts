@@ -67,10 +67,11 @@ const comparisons: Record<string, string> = { $lt: '<', $lte: '<=', $gt: '>', $g
 /**
  * The page as plain rows in one parameterized statement built from the entity's
  * metadata, for the filters lists use (equality, null, and $lt/$lte/$gt/$gte on a
- * column, and raw fragments without an alias); undefined for any other filter, which then goes through the query
- * builder. Building the SQL through MikroORM's query builder cost more CPU than the
- * rest of a list request (bench/RESULTS.md); the rows go through MikroORM's own
- * result mapper, so they equal the query builder's (test/pagination.test.ts).
+ * column; raw fragments without an alias); undefined for any other filter, which
+ * then goes through the query builder. Building the SQL through MikroORM's query
+ * builder cost more CPU than the rest of a list request (bench/RESULTS.md); the rows
+ * go through MikroORM's own result mapper, so they equal the query builder's
+ * (test/pagination.test.ts).
  */
 async function plainRows<T>(em: EntityManager, entity: EntityName<T>, filter: Record<string, unknown>, ascending: boolean, limit: number): Promise<T[] | undefined> {
   const meta = em.getMetadata().get(entity) as EntityMetadata<T>;

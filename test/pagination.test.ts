@@ -110,7 +110,10 @@ describe('keysetPage plain rows', () => {
     }
     // Live mode has no clocks: nothing is on one, and no condition applies without test_clock.
     expect(clockCondition({ accountId, livemode: true }, undefined)).toBeNull();
-    expect((await keysetPage(db.orm.em.fork(), Transaction, { accountId, livemode: true, ...clockCondition({ accountId, livemode: true }, 'clock_a') }, { limit: 5 }, { rows: 'plain' })).page).toEqual([]);
+    const liveOnClock = { accountId, livemode: true, ...clockCondition({ accountId, livemode: true }, 'clock_a') };
+    expect(await viaQueryBuilder({ accountId, livemode: true }, 'desc', 5)).not.toEqual([]);
+    expect(await viaQueryBuilder(liveOnClock, 'desc', 5)).toEqual([]);
+    expect((await keysetPage(db.orm.em.fork(), Transaction, liveOnClock, { limit: 5 }, { rows: 'plain' })).page).toEqual([]);
   });
 
   it('a filter it does not compile ($in, $ne) goes through the query builder and answers the same', async () => {
