@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { Raw, type EntityMetadata, type EntityName, type EntityProperty, type FilterQuery } from '@mikro-orm/core';
+import { ALIAS_REPLACEMENT, Raw, type EntityMetadata, type EntityName, type EntityProperty, type FilterQuery } from '@mikro-orm/core';
 import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
 import { idPrefixes, type IdKind } from '../domain/ids.ts';
 
@@ -59,9 +59,6 @@ export async function keysetPage<T extends { id: string }>(
   return { page, hasMore };
 }
 
-/** What `raw((alias) => ...)` puts where the query builder writes the table's alias; plainRows' statement has none. */
-const ALIAS_PLACEHOLDER = '[::alias::]';
-
 const comparisons: Record<string, string> = { $lt: '<', $lte: '<=', $gt: '>', $gte: '>=' };
 
 /**
@@ -101,7 +98,7 @@ async function plainRows<T>(em: EntityManager, entity: EntityName<T>, filter: Re
   for (const key of Object.getOwnPropertySymbols(filter)) {
     const fragment = Raw.getKnownFragment(key);
     const value = (filter as Record<symbol, unknown>)[key];
-    if (!fragment || !Array.isArray(value) || value.length > 0 || fragment.sql.includes(ALIAS_PLACEHOLDER)) return undefined;
+    if (!fragment || !Array.isArray(value) || value.length > 0 || fragment.sql.includes(ALIAS_REPLACEMENT)) return undefined; // an alias plainRows' statement does not have
     clauses.push(`(${fragment.sql})`);
     params.push(...fragment.params);
   }

@@ -143,9 +143,9 @@ export async function stampClockTime(tx: EntityManager, customer: Customer, test
   await tx.nativeUpdate(Customer, { id: customer.id }, { updatedAt: new Date(testClock.now) });
 }
 
-/** Ids of the customers on `clockId`, or of all customers on any clock of the account. */
-export async function clockCustomerIds(em: EntityManager, accountId: string, clockId?: string): Promise<string[]> {
-  const rows = await em.find(Customer, clockId ? { accountId, livemode: false, testClockId: clockId } : { accountId, livemode: false, testClockId: { $ne: null } }, { fields: ['id'] });
+/** Ids of the customers on `clockId` (what deleting the clock deletes). */
+async function clockCustomerIds(em: EntityManager, accountId: string, clockId: string): Promise<string[]> {
+  const rows = await em.find(Customer, { accountId, livemode: false, testClockId: clockId }, { fields: ['id'] });
   return rows.map((r) => r.id);
 }
 
