@@ -25,7 +25,8 @@ const PatchAccountBody = z
     settings: SettingsPatch.optional(),
     current_password: z.string().min(1).max(256).optional().openapi({ description: "Required when an owner changes the account's email: the owner's password" }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { name: 'Acme Studio', settings: { timezone: 'Europe/Paris', language: 'fr' } } });
 
 const getAccount = createRoute({
   method: 'get',

@@ -21,7 +21,10 @@ const CreateAccountBody = z
     password: passwordField,
     settings: SettingsPatch.optional(),
   })
-  .strict();
+  .strict()
+  .openapi({
+    example: { email: 'ada@example.com', name: 'Acme Studio', type: 'business', password: 'Correct-Horse-42!', settings: { currency: 'USD', timezone: 'America/New_York', language: 'en' } },
+  });
 
 /** An ISO 8601 instant within years 1970 to 9999 (PostgreSQL refuses year 0 and far offsets past 9999). */
 const ListQuery = z

@@ -10,7 +10,7 @@ import { errorResponses, idParam } from '../schemas.ts';
 import { ApiKeySchema, serializeApiKey } from '../../objects/api-key.ts';
 import { listCliKeys, revokeCliKey, serializeCliKey } from '../../services/cli-keys.ts';
 
-const CreateKeyBody = z.object({ name: z.string().trim().min(1).max(100).optional(), mode: z.enum(['test', 'live']).optional() }).strict();
+const CreateKeyBody = z.object({ name: z.string().trim().min(1).max(100).optional(), mode: z.enum(['test', 'live']).optional() }).strict().openapi({ example: { name: 'Production server', mode: 'live' } });
 
 const createKey = createRoute({
   method: 'post',

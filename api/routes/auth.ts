@@ -28,7 +28,7 @@ const LoginBody = z.object({
   email: z.string().trim().toLowerCase().pipe(z.string().min(1).max(254)),
   password: z.string().min(1).max(256),
   device_fingerprint: z.string().max(255).optional(),
-});
+}).openapi({ example: { email: 'ada@example.com', password: 'Correct-Horse-42!' } });
 
 const BrowserSession = z
   .object({
@@ -99,11 +99,11 @@ const refresh = createRoute({
   description:
     'The refresh token goes in `Authorization: Bearer` and in the body, and must match. Each refresh token works once: a new one comes back. ' +
     'Presenting one that was already used revokes the whole session (it was copied) and answers `invalid_grant`.',
-  request: { body: { content: { 'application/json': { schema: z.object({ refresh_token: z.string().min(1).max(512) }) } }, required: true } },
+  request: { body: { content: { 'application/json': { schema: z.object({ refresh_token: z.string().min(1).max(512) }).openapi({ example: { refresh_token: 'rt_Yq3kV9xP2mT7wL5nB8cR1dF4gH6jK0sA3eU9iO2pZ7' } }) } }, required: true } },
   responses: { 200: { description: 'New tokens', content: { 'application/json': { schema: TokenResponse } } }, ...errorResponses(400, 401) },
 });
 
-const EndSessionBody = z.object({ session_id: z.string().max(64).optional() }).strict();
+const EndSessionBody = z.object({ session_id: z.string().max(64).optional() }).strict().openapi({ example: { session_id: 'ses_01jd3x5k8q0m2v7c9r4t6y1w3e' } });
 
 const endSession = createRoute({
   method: 'delete',

@@ -32,7 +32,10 @@ const CreateBody = z
     default_for_currency: z.boolean().optional(),
     metadata: metadata.optional(),
   })
-  .strict();
+  .strict()
+  .openapi({
+    example: { type: 'us_ach', account_holder_name: 'Acme Studio LLC', account_holder_type: 'company', country: 'US', currency: 'USD', routing_number: '110000000', account_number: '000123456789', default_for_currency: true },
+  });
 
 const UpdateBody = z
   .object({
@@ -41,7 +44,8 @@ const UpdateBody = z
     default_for_currency: z.boolean().optional(),
     metadata: metadata.optional(),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { account_holder_name: 'Acme Studio LLC', default_for_currency: true } });
 
 const ListQuery = z
   .object({ ...cursorQuery('bankAccount'), currency: z.string().length(3).transform((c) => c.toUpperCase()).optional(), default_for_currency: queryBoolean.optional() })

@@ -34,7 +34,8 @@ const PatchBody = z
       .optional()
       .openapi({ description: 'A PNG or JPEG of at most 64 KB, in base64 or as a data: URL (SVG is refused: it can carry scripts); null removes the logo' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { business_name: 'Acme Studio', brand_color: '#1a56db' } });
 
 const getBranding = createRoute({
   method: 'get',

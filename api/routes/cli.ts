@@ -18,10 +18,10 @@ import {
 } from '../../services/cli-keys.ts';
 
 
-const DeviceBody = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict();
-const ApproveBody = z.object({ user_code: z.string().max(20), livemode: z.boolean().optional() }).strict();
-const TokenBody = z.object({ device_code: z.string().min(1).max(200) }).strict();
-const MintBody = z.object({ name: z.string().trim().min(1).max(200), mode: z.enum(['test', 'live']).optional() }).strict();
+const DeviceBody = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict().openapi({ example: { name: "Ada's laptop" } });
+const ApproveBody = z.object({ user_code: z.string().max(20), livemode: z.boolean().optional() }).strict().openapi({ example: { user_code: 'WDJB-MJHT', livemode: false } });
+const TokenBody = z.object({ device_code: z.string().min(1).max(200) }).strict().openapi({ example: { device_code: 'dc_Qm9yZ2V0LW1lLW5vdC1hLXJlYWwtZGV2aWNlLWNvZGU' } });
+const MintBody = z.object({ name: z.string().trim().min(1).max(200), mode: z.enum(['test', 'live']).optional() }).strict().openapi({ example: { name: 'CI pipeline', mode: 'test' } });
 
 const startDevice = createRoute({
   method: 'post',

@@ -68,7 +68,7 @@ const createLink = createRoute({
   description: 'Valid 7 days. With `send_email: true` the link is also emailed to the customer. Members may create links.',
   request: {
     params: idParam('cus'),
-    body: { content: { 'application/json': { schema: z.object({ send_email: z.boolean().default(false) }).strict() } }, required: false },
+    body: { content: { 'application/json': { schema: z.object({ send_email: z.boolean().default(false) }).strict().openapi({ example: { send_email: true } }) } }, required: false },
   },
   responses: { 201: { description: 'The link', ...json(PortalLink) }, ...errorResponses(400, 401, 404) },
 });
@@ -87,7 +87,7 @@ const patchPermissions = createRoute({
   tags: ['Settings'],
   summary: 'Change what customers may do in the portal',
   description: 'Owners and admins. Omitted fields stay as they are.',
-  request: { body: { content: { 'application/json': { schema: Permissions.partial().strict() } }, required: true } },
+  request: { body: { content: { 'application/json': { schema: Permissions.partial().strict().openapi({ example: { plan_changes: true, cancellation: true, resume: false } }) } }, required: true } },
   responses: { 200: { description: 'The setting', ...json(Permissions) }, ...errorResponses(400, 401, 403) },
 });
 
@@ -134,7 +134,7 @@ const portalChangePlan = createRoute({
   tags: portalTag,
   summary: 'Switch to another plan (when the account allows plan changes)',
   security: portalSecurity,
-  request: { params: idParam('sub'), body: { content: { 'application/json': { schema: z.object({ plan: z.string().min(1).max(64) }).strict() } }, required: true } },
+  request: { params: idParam('sub'), body: { content: { 'application/json': { schema: z.object({ plan: z.string().min(1).max(64) }).strict().openapi({ example: { plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } }) } }, required: true } },
   responses: subscriptionAnswers,
 });
 

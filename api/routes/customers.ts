@@ -39,7 +39,8 @@ const CreateCustomerBody = z
     payment_method: paymentMethod.optional(),
     test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md)' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { email: 'jane.doe@example.com', name: 'Jane Doe', payment_method: 'pm_card_visa' } });
 
 const UpdateCustomerBody = z
   .object({
@@ -47,7 +48,8 @@ const UpdateCustomerBody = z
     name: z.string().min(1).max(200).nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
     payment_method: paymentMethod.nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { name: 'Jane Smith', payment_method: 'pm_card_mastercard' } });
 
 const ListQuery = z
   .object({ ...cursorQuery('customer'), email: z.string().min(1).max(254).optional().openapi({ description: 'Exact, case-sensitive (as Stripe)' }),

@@ -42,7 +42,10 @@ const CreateBody = z
       }, 'must be an IANA time zone such as Europe/Paris')
       .default('UTC'),
   })
-  .strict();
+  .strict()
+  .openapi({
+    example: { resource: 'transactions', format: 'csv', query: 'status:succeeded AND amount>=1000', created: { gte: '2026-10-01T00:00:00Z', lte: '2026-10-31T23:59:59Z' }, time_zone: 'Europe/Paris' },
+  });
 
 const fileContent = { content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } };
 const createExport = createRoute({

@@ -20,7 +20,8 @@ const NotificationSettingsSchema = z
 
 const PatchBody = z
   .object({ payout_confirmations: z.boolean().optional(), failed_payments: z.boolean().optional(), subscription_cancellations: z.boolean().optional() })
-  .strict();
+  .strict()
+  .openapi({ example: { failed_payments: true, payout_confirmations: false } });
 
 const getRoute = createRoute({
   method: 'get',

@@ -44,7 +44,8 @@ const CreateBody = z
         if (body[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'only for type recurring' });
       }
     }
-  });
+  })
+  .openapi({ example: { type: 'one_time', amount: 4900, currency: 'USD', customer_email: 'jane.doe@example.com', reference: 'order_1042', expires_in: 604800 } });
 
 const Created = z.union([PaymentRequestSchema, RecurringPaymentRequestSchema]);
 

@@ -15,7 +15,10 @@ import { errorResponses, idParam } from '../schemas.ts';
 const CreateBody = z
   .object({ account_id: z.string().min(1).max(64), ...paymentRequestFields })
   .strict()
-  .refine((body) => !(body.expires_at && body.expires_in !== undefined), { message: 'use expires_at or expires_in, not both' });
+  .refine((body) => !(body.expires_at && body.expires_in !== undefined), { message: 'use expires_at or expires_in, not both' })
+  .openapi({
+    example: { account_id: 'acct_01jd3x5k8q0m2v7c9r4t6y1w3e', amount: 4900, currency: 'USD', customer_email: 'jane.doe@example.com', reference: 'order_1042', expires_in: 86400 },
+  });
 
 const cursor = z.string().regex(/^pay_[0-9a-z]{26}$/, 'must be a payment request id');
 const ListQuery = z

@@ -17,7 +17,8 @@ const CreateBody = z
     until: isoInstant.optional().openapi({ description: 'ISO 8601; omitted: until released' }),
     payout: z.string().min(1).max(64).optional().openapi({ description: 'Hold one pending payout (po_…); omitted: the whole account in this mode' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { reason: 'Reviewing a disputed charge', until: '2027-01-15T00:00:00Z' } });
 const ListQuery = z
   .object({ ...cursorQuery('payoutHold'), active: queryBoolean.optional() })
   .strict()

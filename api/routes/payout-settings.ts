@@ -41,7 +41,8 @@ const PatchBody = z
         "A test clock (sandbox only: live mode answers `livemode_not_allowed`): this changes the clock's own schedule, apart from the account's, run on the clock's time (each run when the clock is advanced past it; its payouts live on the clock)",
     }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { currency: 'USD', interval: 'weekly', weekly_anchor: 'friday', delay_days: 2, minimum_amount: 10000 } });
 const GetQuery = z.object({ test_clock: testClockField.openapi({ description: "A test clock's own schedules (sandbox); without it, the account's" }) });
 
 /** `clock`: a test clock's schedules, their next runs from the clock's time. */

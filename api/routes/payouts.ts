@@ -29,7 +29,8 @@ const CreateBody = z
           'A test clock (sandbox only: live mode answers `livemode_not_allowed`): the payout is created at the clock\'s time and goes in_transit and paid (or failed) when the clock is advanced past those times (docs/testing-your-integration.md)',
       }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { amount: 50000, currency: 'USD', destination: 'ba_01jd3x5k8q0m2v7c9r4t6y1w3e', description: 'November payout' } });
 
 const ListQuery = z
   .object({

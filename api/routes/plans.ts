@@ -23,14 +23,16 @@ const CreatePlanBody = z
     interval_count: z.number().int().min(1).max(365).default(1),
     trial_period_days: z.number().int().min(0).max(730).default(0),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { name: 'Pro monthly', product: 'prod_01jd3x5k8q0m2v7c9r4t6y1w3e', amount: 2000, currency: 'USD', interval: 'month' } });
 
 const UpdatePlanBody = z
   .object({
     name: z.string().min(1).max(200).optional(),
     active: z.boolean().optional().openapi({ description: 'false archives the plan, true takes it out of the archive' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { name: 'Pro monthly (2026 price)' } });
 
 const ListQuery = z
   .object({

@@ -23,7 +23,8 @@ const CreateBody = z
     active: z.boolean().default(true),
     metadata: metadata.optional(),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { name: 'Pro', metadata: { tier: 'pro' } } });
 
 const UpdateBody = z
   .object({
@@ -32,7 +33,8 @@ const UpdateBody = z
     active: z.boolean().optional().openapi({ description: 'false archives the product, true restores it' }),
     metadata: z.record(metadataKey, metadataValue).optional().openapi({ description: 'Merged key by key; a key set to "" is removed' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { name: 'Pro (2027)', metadata: { tier: 'pro' } } });
 
 const ListQuery = z
   .object({ ...cursorQuery('product'), active: queryBoolean.optional().openapi({ type: 'string', enum: ['true', 'false'] }) })

@@ -35,7 +35,8 @@ const PatchBody = z
     retry_policy: RetryPolicySchema.optional(),
     dunning_final_action: z.enum(dunningFinalActions).optional(),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { grace_period_days: 7, retry_policy: { max_attempts: 4, intervals: ['immediate', '24h', '3d', '7d'] }, dunning_final_action: 'cancel' } });
 
 const getSettings = createRoute({
   method: 'get',
@@ -63,7 +64,7 @@ const setGracePeriod = createRoute({
   tags: ['Settings'],
   summary: 'Set the grace period (days)',
   description: `In the caller's mode only. Days a subscription stays past due after its last failed retry before it is canceled or paused. 0 to ${maxGracePeriodDays}; SPEC recommends 3 to 7; default ${defaultGracePeriodDays}.`,
-  request: { body: { ...json(z.object({ days: gracePeriodDays }).strict()), required: true } },
+  request: { body: { ...json(z.object({ days: gracePeriodDays }).strict().openapi({ example: { days: 7 } })), required: true } },
   responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401, 403) },
 });
 

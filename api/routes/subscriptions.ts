@@ -55,14 +55,18 @@ const CreateSubscriptionBody = z
   .strict()
   .refine(...oneCustomerName)
   .refine((value) => value.customer_id !== undefined || value.customer !== undefined, { message: 'required', path: ['customer_id'] })
-  // The interactive docs' "Try it out" body: an ordinary subscription (the generated one would be a paused 730-day trial).
-  .openapi({ example: { customer_id: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e', plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e', trial_period_days: 14, billing_cycle: 'anniversary' } });
+  // The interactive docs' "Try it out" body: a plain monthly subscription, billed now (the generated one would be a paused 730-day trial).
+  .openapi({ example: { customer_id: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e', plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } });
 
-const ChangePlanBody = z.object({ plan: planField }).strict();
-const PauseBody = z.object({ pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Resume by itself at this instant' }) }).strict();
+const ChangePlanBody = z.object({ plan: planField }).strict().openapi({ example: { plan: 'plan_01jd3y0w2c5m8q1t4v7x9z3b6d' } });
+const PauseBody = z
+  .object({ pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Resume by itself at this instant' }) })
+  .strict()
+  .openapi({ example: { pause_until: '2027-03-01T00:00:00Z' } });
 const CancelBody = z
   .object({ at_period_end: z.boolean().default(false).openapi({ description: 'true: at the end of the current period (or trial); otherwise now' }) })
-  .strict();
+  .strict()
+  .openapi({ example: { at_period_end: true } });
 
 const ListQuery = z
   .object({

@@ -14,8 +14,11 @@ const instant = z
   .union([isoInstant, z.number().int().min(0).max(253_402_300_799).transform((seconds) => new Date(seconds * 1000))])
   .openapi({ description: 'ISO 8601 (2027-01-01T00:00:00Z) or Unix seconds', example: '2027-01-01T00:00:00Z' });
 
-const CreateBody = z.object({ frozen_time: instant, name: z.string().min(1).max(300).optional() }).strict();
-const AdvanceBody = z.object({ frozen_time: instant }).strict();
+const CreateBody = z
+  .object({ frozen_time: instant, name: z.string().min(1).max(300).optional() })
+  .strict()
+  .openapi({ example: { frozen_time: '2027-01-01T00:00:00Z', name: 'Monthly renewal, declined card' } });
+const AdvanceBody = z.object({ frozen_time: instant }).strict().openapi({ example: { frozen_time: '2027-02-01T00:00:00Z' } });
 const ListQuery = z.object({ ...cursorQuery('testClock') }).strict().refine(...oneCursor);
 
 const tags = ['Test clocks'];

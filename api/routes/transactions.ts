@@ -41,7 +41,10 @@ const CreateBody = z
       .optional()
       .openapi({ description: 'For refunds: the succeeded payment to refund, in part or in full (through the payment processor)' }),
   })
-  .strict();
+  .strict()
+  .openapi({
+    example: { account_id: 'acct_01jd3x5k8q0m2v7c9r4t6y1w3e', amount: 2000, currency: 'USD', type: 'payment', reference: 'order_1042', payment_method: 'pm_card_visa', metadata: { order_id: '1042' } },
+  });
 
 const cursor = z.string().regex(/^txn_[0-9a-z]{26}$/, 'must be a transaction id');
 const ListQuery = z
@@ -66,7 +69,8 @@ const PatchBody = z
     currency: z.unknown().optional(),
     type: z.unknown().optional(),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { reference: 'order_1042', metadata: { note: 'paid by phone' } } });
 
 
 const createTransaction = createRoute({

@@ -19,7 +19,8 @@ const CreateUserBody = z
     role: z.enum(['owner', 'member']).default('member'),
     account_id: z.string().max(64).optional().openapi({ description: 'Admins only: the account the user joins' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { email: 'grace@example.com', password: 'Correct-Horse-42!', name: 'Grace Hopper', role: 'member' } });
 
 const PatchUserBody = z
   .object({
@@ -33,7 +34,8 @@ const PatchUserBody = z
       .optional()
       .openapi({ description: 'Required to change your own password: the password you have now' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { name: 'Grace B. Hopper' } });
 
 const ListQuery = z
   .object({

@@ -46,7 +46,8 @@ const CreateBody = z
     description: z.string().max(500).optional(),
     enabled: z.boolean().default(true),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { url: 'https://example.com/webhooks/billing', events: ['invoice.paid', 'payment.failed'] } });
 
 const UpdateBody = z
   .object({
@@ -55,11 +56,13 @@ const UpdateBody = z
     description: z.string().max(500).nullable().optional().openapi({ description: 'null or "" removes it' }),
     enabled: z.boolean().optional().openapi({ description: 'true also clears disabled_reason and the run of failures' }),
   })
-  .strict();
+  .strict()
+  .openapi({ example: { events: ['invoice.paid', 'invoice.payment_failed', 'payment.failed'], enabled: true } });
 
 const RedeliverBody = z
   .object({ endpoint_id: z.string().regex(/^we_[0-9a-z]{26}$/, 'must be a we_ id').optional() })
-  .strict();
+  .strict()
+  .openapi({ example: { endpoint_id: 'we_01jd3x5k8q0m2v7c9r4t6y1w3e' } });
 
 
 const deliveryCursor = z.string().regex(deliveryIdPattern, 'must be a whd_ delivery id');
