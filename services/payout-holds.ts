@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { Payout, PayoutHold } from '../db/entities/index.ts';
@@ -16,10 +17,15 @@ export async function placeHold(em: EntityManager, scope: Scope, input: { id?: s
   const now = input.now ?? new Date();
   if (input.until && input.until <= now) throw new ApiError('invalid_request', 'until: must be in the future.');
   return em.transactional(async (tx) => {
+    // The payouts it would hold are locked as the rail's claim locks them (services/payouts.ts claimForRail): a
+    // payout claimed first is being sent and is not held; one locked here first sees this hold when claimed.
     if (input.payoutId) {
-      const payout = await tx.findOne(Payout, { id: input.payoutId, ...scope });
+      const payout = await tx.findOne(Payout, { id: input.payoutId, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!payout) throw new ApiError('not_found', `No such payout: ${input.payoutId}.`);
       if (payout.status !== 'pending') throw new ApiError('invalid_state', `The payout is ${payout.status}; only a pending payout can be held.`);
+      if (payout.submittedAt) throw new ApiError('invalid_state', 'The payout is being handed to its bank rail; it can no longer be held.');
+    } else {
+      await tx.find(Payout, { ...scope, status: 'pending', submittedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE, fields: ['id'] });
     }
     const hold = tx.create(PayoutHold, { id: input.id ?? newId('payoutHold'), ...scope, payoutId: input.payoutId ?? null, reason: input.reason, until: input.until ?? null, createdBy: input.createdBy, createdAt: now, releasedAt: null });
     await tx.flush();

@@ -149,6 +149,7 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
       paidAt: null,
       arrivalDate: null,
       canceledAt: null,
+      submittedAt: null,
       workflowConfirmedAt: null,
       balanceTransactionId: null,
       failureBalanceTransactionId: null,
@@ -157,6 +158,12 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
       holdReason: null,
       testClockId: input.testClockId ?? null,
     });
+    // Under an account-wide hold it shows the hold from the start (its workflow keeps it pending until released).
+    const hold = await activeHold(tx, payout, now);
+    if (hold) {
+      payout.holdId = hold.id;
+      payout.holdReason = hold.reason;
+    }
     await tx.flush();
     payout.balanceTransactionId = (await postPayout(tx, payout)).id;
     await tx.flush();
@@ -211,35 +218,66 @@ async function railPayout(em: EntityManager, payout: Payout): Promise<RailPayout
   };
 }
 
-export type SubmitResult = { status: 'in_transit'; arrivalMs: number } | { status: 'held'; holdId: string; reason: string; untilMs: number | null } | { status: Exclude<PayoutStatus, 'in_transit' | 'pending'> };
+export type SubmitResult =
+  | { status: 'in_transit'; arrivalMs: number }
+  | { status: 'held'; holdId: string; reason: string; untilMs: number | null }
+  /** Woken before its pending (cancelable) time ended, e.g. by a hold released in its first minute: wait until `untilMs`. */
+  | { status: 'pending'; untilMs: number }
+  | { status: Exclude<PayoutStatus, 'in_transit' | 'pending'> };
+
+/** The claim's answer: the payout is ours to send (`claimed`), or why it is not sent now. */
+type Claim = { status: 'claimed'; payout: Payout } | SubmitResult;
 
 /**
- * The end of a payout's pending time (`at`: the workflow's clock): under a hold it
- * stays pending and shows the hold (payout.updated once per hold); otherwise the
- * rail takes it and it is `in_transit` with its `arrival_date` (payout.updated).
- * Anything but pending is answered as it is, so a retried activity changes nothing.
+ * The one decision between sending a payout and canceling or holding it: under the
+ * payout's row lock, a pending payout with no hold in force is claimed for its rail
+ * (`submitted_at`), committed before the rail sees it. cancelPayout and placeHold
+ * take the same lock and refuse a claimed payout, so a payout is either canceled
+ * (never handed over) or sent (never given back). A claimed payout is claimed again
+ * by a retried activity (a worker that died between claim and rail), which then
+ * hands it over: the rail is idempotent on the payout id.
  */
-export async function submitPayout(em: EntityManager, rail: PayoutRail, payoutId: string, at = new Date()): Promise<SubmitResult> {
-  const current = await em.findOneOrFail(Payout, { id: payoutId });
-  if (current.status === 'in_transit') return { status: 'in_transit', arrivalMs: current.arrivalDate!.getTime() };
-  if (current.status !== 'pending') return { status: current.status };
-  const hold = await activeHold(em, current, at);
-  if (hold) {
-    await em.transactional(async (tx) => {
-      const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-      if (row.status !== 'pending' || row.holdId === hold.id) return;
-      row.holdId = hold.id;
-      row.holdReason = hold.reason;
-      row.updatedAt = currentTime();
-      await tx.flush();
-      await recordPayoutEvent(tx, row, 'payout.updated');
-    });
-    return { status: 'held', holdId: hold.id, reason: hold.reason, untilMs: hold.until?.getTime() ?? null };
-  }
-  const sent = await rail.send(await railPayout(em, current));
+async function claimForRail(em: EntityManager, payoutId: string, at: Date): Promise<Claim> {
   return em.transactional(async (tx) => {
     const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (row.status === 'in_transit') return { status: 'in_transit' as const, arrivalMs: row.arrivalDate!.getTime() };
+    if (row.status !== 'pending') return { status: row.status as Exclude<PayoutStatus, 'in_transit' | 'pending'> };
+    if (row.submittedAt) return { status: 'claimed' as const, payout: row };
+    const cancelableUntil = row.createdAt.getTime() + payoutPendingMs;
+    if (at.getTime() < cancelableUntil) return { status: 'pending' as const, untilMs: cancelableUntil };
+    // Read after the lock: a hold whose transaction locked this row first is seen (placeHold).
+    const hold = await activeHold(tx, row, at);
+    if (hold) {
+      if (row.holdId !== hold.id) {
+        row.holdId = hold.id;
+        row.holdReason = hold.reason;
+        row.updatedAt = currentTime();
+        await tx.flush();
+        await recordPayoutEvent(tx, row, 'payout.updated');
+      }
+      return { status: 'held' as const, holdId: hold.id, reason: hold.reason, untilMs: hold.until?.getTime() ?? null };
+    }
+    row.submittedAt = currentTime();
+    await tx.flush();
+    return { status: 'claimed' as const, payout: row };
+  });
+}
+
+/**
+ * The end of a payout's pending time (`at`: the workflow's clock): under a hold it
+ * stays pending and shows the hold (payout.updated once per hold); otherwise it is
+ * claimed (claimForRail), the rail takes it, and it is `in_transit` with its
+ * `arrival_date` (payout.updated). Anything but pending is answered as it is, so a
+ * retried activity changes nothing.
+ */
+export async function submitPayout(em: EntityManager, rail: PayoutRail, payoutId: string, at = new Date()): Promise<SubmitResult> {
+  const claim = await claimForRail(em, payoutId, at);
+  if (claim.status !== 'claimed') return claim;
+  const sent = await rail.send(await railPayout(em, claim.payout));
+  return em.transactional(async (tx) => {
+    const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (row.status === 'in_transit') return { status: 'in_transit' as const, arrivalMs: row.arrivalDate!.getTime() };
+    // Only a deleted test clock ends a claimed payout otherwise (cancelClockPayouts).
     if (row.status !== 'pending') return { status: row.status as Exclude<PayoutStatus, 'in_transit' | 'pending'> };
     row.status = 'in_transit';
     row.arrivalDate = new Date(at.getTime() + sent.transitMs);
@@ -297,7 +335,8 @@ export async function completePayout(em: EntityManager, rail: PayoutRail, payout
 }
 
 /**
- * Cancels a pending payout (`not_cancellable` once it was sent or ended): the
+ * Cancels a pending payout (`not_cancellable` once it was claimed for its rail,
+ * sent or ended; the claim takes the same row lock, claimForRail): the
  * amount goes back to the available balance with a `payout_cancel` balance
  * transaction, and payout.canceled, in one database transaction; a hold placed on
  * this payout is released with it.
@@ -307,6 +346,8 @@ export async function cancelPayout(em: EntityManager, scope: { accountId: string
     const row = await tx.findOne(Payout, { id: payoutId, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!row) return null;
     if (row.status !== 'pending') throw new ApiError('not_cancellable', `The payout is ${row.status}; only a pending payout can be canceled.`);
+    // Claimed for the rail under this same lock (claimForRail): it is being sent, and the money with it.
+    if (row.submittedAt) throw new ApiError('not_cancellable', 'The payout is being handed to its bank rail; it can no longer be canceled.');
     row.status = 'canceled';
     row.canceledAt = currentTime();
     row.updatedAt = row.canceledAt;

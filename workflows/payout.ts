@@ -66,6 +66,11 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<string
       arrivalMs = submitted.arrivalMs;
       break;
     }
+    if (submitted.status === 'pending') {
+      // Woken inside its cancelable time (a hold released in its first minute): the rest of that time first.
+      await clock.sleepUntil(at(submitted.untilMs), woken);
+      continue;
+    }
     if (submitted.status !== 'held') {
       setCurrentDetails(`Payout ${submitted.status}.`);
       await clock.finished();

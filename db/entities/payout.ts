@@ -43,6 +43,12 @@ export const Payout = defineEntity({
     /** When the money is expected (in_transit) or arrived (paid). */
     arrivalDate: p.datetime().nullable(),
     canceledAt: p.datetime().nullable(),
+    /**
+     * When the payout was claimed for its rail (services/payouts.ts submitPayout), under its row lock and
+     * before the rail saw it: from then on it cannot be canceled or held. Still `pending` until the rail
+     * answered (`in_transit`).
+     */
+    submittedAt: p.datetime().nullable(),
     /** The `payout_failure` balance transaction that gave the money back (failed or canceled). */
     failureBalanceTransactionId: p.string().nullable(),
     /** Made by the account's payout schedule rather than by a request. */

@@ -1,5 +1,6 @@
 import { Migration20261124120000_account_logos } from './Migration20261124120000_account_logos.ts';
 import { Migration20261125100000_test_clock_payouts } from './Migration20261125100000_test_clock_payouts.ts';
+import { Migration20261126210000_payout_claims } from './Migration20261126210000_payout_claims.ts';
 import { Migration20261122000000_initial } from './Migration20261122000000_initial.ts';
 import { Migration20261122125633_ledger } from './Migration20261122125633_ledger.ts';
 import { Migration20261122130024_idempotency } from './Migration20261122130024_idempotency.ts';
@@ -51,4 +52,5 @@ export const migrations = [
   { name: 'Migration20261124100000_test_clock_links', class: Migration20261124100000_test_clock_links },
   { name: 'Migration20261124120000_account_logos', class: Migration20261124120000_account_logos },
   { name: 'Migration20261125100000_test_clock_payouts', class: Migration20261125100000_test_clock_payouts },
+  { name: 'Migration20261126210000_payout_claims', class: Migration20261126210000_payout_claims },
 ];
