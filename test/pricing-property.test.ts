@@ -1,0 +1,240 @@
+/**
+ * domain/pricing.ts against a reference written apart from it: the engine sums tiers in
+ * scaled bigints; the reference walks the quantity unit by unit in exact fractions
+ * (numerator/denominator bigints), adds each tier's flat amount at the first unit that
+ * enters it, and rounds the fraction half away from zero. Random schemes and quantities
+ * (fast-check), then worked examples with the numbers docs/pricing.md shows.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { priceFor, pricingProblems, type Pricing, type Tier } from '../domain/pricing.ts';
+
+// ---- The reference: fractions, unit by unit -----------------------------------
+
+interface Fraction {
+  n: bigint;
+  d: bigint;
+}
+const gcd = (a: bigint, b: bigint): bigint => (b === 0n ? (a < 0n ? -a : a) : gcd(b, a % b));
+const frac = (n: bigint, d = 1n): Fraction => {
+  const g = gcd(n, d) || 1n;
+  return { n: n / g, d: d / g };
+};
+const add = (a: Fraction, b: Fraction): Fraction => frac(a.n * b.d + b.n * a.d, a.d * b.d);
+const times = (a: Fraction, k: number): Fraction => frac(a.n * BigInt(k), a.d);
+/** "12.345" as 12345/1000, written without the engine's parser. */
+function fractionOf(decimal: string): Fraction {
+  const dot = decimal.indexOf('.');
+  if (dot < 0) return frac(BigInt(decimal));
+  const places = decimal.length - dot - 1;
+  return frac(BigInt(decimal.replace('.', '')), 10n ** BigInt(places));
+}
+/** Half away from zero, on a non-negative fraction: floor(x + 1/2). */
+const roundFraction = (x: Fraction): number => Number((2n * x.n + x.d) / (2n * x.d));
+
+const unitOf = (tier: Tier): Fraction => (tier.unit_amount_decimal != null ? fractionOf(tier.unit_amount_decimal) : frac(BigInt(tier.unit_amount ?? 0)));
+/** The 0-based tier that unit number `u` (1-based) falls in. */
+const tierOfUnit = (tiers: Tier[], u: number): number => tiers.findIndex((t) => t.up_to === 'inf' || u <= t.up_to);
+
+function reference(pricing: Pricing, quantity: number): Fraction {
+  let total = frac(0n);
+  if (quantity === 0) return total;
+  switch (pricing.scheme) {
+    case 'per_unit':
+      for (let u = 1; u <= quantity; u++) total = add(total, frac(BigInt(pricing.amount)));
+      return total;
+    case 'package': {
+      // Count packages by walking the units: a package is complete every package_size units; a started one counts when rounding up.
+      let packages = 0;
+      let inPackage = 0;
+      for (let u = 1; u <= quantity; u++) {
+        inPackage++;
+        if (inPackage === pricing.package_size) {
+          packages++;
+          inPackage = 0;
+        }
+      }
+      if (inPackage > 0 && pricing.round === 'up') packages++;
+      return times(frac(BigInt(pricing.amount)), packages);
+    }
+    case 'tiered': {
+      if (pricing.tiers_mode === 'volume') {
+        const tier = pricing.tiers[tierOfUnit(pricing.tiers, quantity)]!;
+        return add(times(unitOf(tier), quantity), frac(BigInt(tier.flat_amount ?? 0)));
+      }
+      let entered = -1;
+      for (let u = 1; u <= quantity; u++) {
+        const index = tierOfUnit(pricing.tiers, u);
+        if (index !== entered) {
+          total = add(total, frac(BigInt(pricing.tiers[index]!.flat_amount ?? 0)));
+          entered = index;
+        }
+        total = add(total, unitOf(pricing.tiers[index]!));
+      }
+      return total;
+    }
+  }
+}
+
+// ---- Random schemes ---------------------------------------------------------
+
+const decimalUnit = fc
+  .tuple(fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 0, max: 12 }), fc.bigInt({ min: 0n, max: 10n ** 12n - 1n }))
+  .map(([whole, places, digits]) => (places === 0 ? String(whole) : `${whole}.${digits.toString().padStart(12, '0').slice(0, places)}`));
+
+const tier = fc.record({
+  unit: fc.oneof(fc.integer({ min: 0, max: 5000 }).map((n) => ({ unit_amount: n })), decimalUnit.map((d) => ({ unit_amount_decimal: d }))),
+  flat: fc.option(fc.integer({ min: 0, max: 10_000 }), { nil: undefined }),
+});
+
+/** 1 to 5 tiers, up_to strictly ascending, the last "inf". */
+const tiers = fc
+  .tuple(fc.uniqueArray(fc.integer({ min: 1, max: 80 }), { minLength: 0, maxLength: 4 }), fc.array(tier, { minLength: 5, maxLength: 5 }))
+  .map(([bounds, shapes]): Tier[] => {
+    const ups: (number | 'inf')[] = [...bounds.sort((a, b) => a - b), 'inf'];
+    return ups.map((up_to, i) => ({ up_to, ...shapes[i]!.unit, ...(shapes[i]!.flat !== undefined ? { flat_amount: shapes[i]!.flat } : {}) }));
+  });
+
+const tieredPricing = (mode: 'graduated' | 'volume') => tiers.map((t): Pricing => ({ scheme: 'tiered', tiers_mode: mode, tiers: t }));
+const pricing: fc.Arbitrary<Pricing> = fc.oneof(
+  fc.integer({ min: 0, max: 1_000_000 }).map((amount): Pricing => ({ scheme: 'per_unit', amount })),
+  fc
+    .tuple(fc.integer({ min: 0, max: 1_000_000 }), fc.integer({ min: 1, max: 50 }), fc.constantFrom('up' as const, 'down' as const))
+    .map(([amount, size, round]): Pricing => ({ scheme: 'package', amount, package_size: size, round })),
+  tieredPricing('graduated'),
+  tieredPricing('volume'),
+);
+const quantity = fc.integer({ min: 0, max: 200 });
+
+describe('property: prices match a reference computed unit by unit in fractions', () => {
+  it('random schemes are valid to the engine', () => {
+    fc.assert(
+      fc.property(pricing, (p) => {
+        expect(pricingProblems(p)).toEqual([]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('graduated and volume tiers, per_unit and package: the amount is the reference rounded half away from zero, an integer', () => {
+    fc.assert(
+      fc.property(pricing, quantity, (p, q) => {
+        const result = priceFor(p, q);
+        const exact = reference(p, q);
+        expect(Number.isSafeInteger(result.amount)).toBe(true);
+        expect(result.amount).toBe(roundFraction(exact));
+        // The exact amount the engine shows is the reference's fraction, digit for digit.
+        const shown = fractionOf(result.amount_decimal);
+        expect(shown.n * exact.d).toBe(exact.n * shown.d);
+        // Its rows add up to it, and price every unit once (packages: every package).
+        const rows = result.rows.reduce((sum, row) => add(sum, fractionOf(row.amount_decimal)), frac(0n));
+        expect(rows.n * exact.d).toBe(exact.n * rows.d);
+        if (p.scheme === 'tiered' && p.tiers_mode === 'graduated') expect(result.rows.reduce((sum, row) => sum + row.quantity, 0)).toBe(q);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('a graduated amount never falls as the quantity grows', () => {
+    fc.assert(
+      fc.property(tieredPricing('graduated'), fc.integer({ min: 0, max: 199 }), (p, q) => {
+        expect(priceFor(p, q + 1).amount).toBeGreaterThanOrEqual(priceFor(p, q).amount);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('quantity 0 costs 0 in every scheme', () => {
+    fc.assert(
+      fc.property(pricing, (p) => {
+        expect(priceFor(p, 0)).toMatchObject({ amount: 0, rows: [] });
+      }),
+    );
+  });
+});
+
+describe('worked examples (docs/pricing.md)', () => {
+  it('per_unit: 12 seats × 15.00 = 180.00', () => {
+    expect(priceFor({ scheme: 'per_unit', amount: 1500 }, 12)).toEqual({
+      quantity: 12,
+      amount: 18000,
+      amount_decimal: '18000',
+      rows: [{ tier: null, from_unit: 1, up_to: 12, quantity: 12, unit_amount_decimal: '1500', flat_amount: 0, amount_decimal: '18000' }],
+    });
+  });
+
+  const apiTiers: Tier[] = [
+    { up_to: 10, unit_amount: 1000 },
+    { up_to: 'inf', unit_amount_decimal: '750.5', flat_amount: 500 },
+  ];
+
+  it('graduated: 15 units = 10 × 10.00 + (5 × 7.505 + 5.00 flat) = 142.525, rounded once to 142.53', () => {
+    const result = priceFor({ scheme: 'tiered', tiers_mode: 'graduated', tiers: apiTiers }, 15);
+    expect(result.amount_decimal).toBe('14252.5');
+    expect(result.amount).toBe(14253);
+    expect(result.rows).toEqual([
+      { tier: 0, from_unit: 1, up_to: 10, quantity: 10, unit_amount_decimal: '1000', flat_amount: 0, amount_decimal: '10000' },
+      { tier: 1, from_unit: 11, up_to: null, quantity: 5, unit_amount_decimal: '750.5', flat_amount: 500, amount_decimal: '4252.5' },
+    ]);
+    // The flat amount of a tier is charged once the quantity reaches it: 10 units do not.
+    expect(priceFor({ scheme: 'tiered', tiers_mode: 'graduated', tiers: apiTiers }, 10).amount).toBe(10000);
+    expect(priceFor({ scheme: 'tiered', tiers_mode: 'graduated', tiers: apiTiers }, 11).amount).toBe(11251); // 10000 + 750.5 + 500 = 11250.5
+  });
+
+  it('volume: 15 units all at the second tier: 15 × 7.505 + 5.00 = 117.575 → 117.58; 10 units at the first: 100.00', () => {
+    const volume: Pricing = { scheme: 'tiered', tiers_mode: 'volume', tiers: apiTiers };
+    expect(priceFor(volume, 15)).toMatchObject({ amount: 11758, amount_decimal: '11757.5' });
+    expect(priceFor(volume, 10)).toMatchObject({ amount: 10000, rows: [{ tier: 0, quantity: 10 }] });
+    // A volume price may fall as the quantity crosses into a cheaper tier (11 units cost less than 10 at a steep first tier).
+    const steep: Pricing = { scheme: 'tiered', tiers_mode: 'volume', tiers: [{ up_to: 10, unit_amount: 2000 }, { up_to: 'inf', unit_amount: 1000 }] };
+    expect(priceFor(steep, 11).amount).toBeLessThan(priceFor(steep, 10).amount);
+  });
+
+  it('package: 5.00 per 100 messages; 250 messages are 3 packs rounded up (15.00), 2 rounded down (10.00)', () => {
+    expect(priceFor({ scheme: 'package', amount: 500, package_size: 100, round: 'up' }, 250)).toMatchObject({ amount: 1500, rows: [{ quantity: 3, up_to: 300 }] });
+    expect(priceFor({ scheme: 'package', amount: 500, package_size: 100, round: 'down' }, 250)).toMatchObject({ amount: 1000, rows: [{ quantity: 2, up_to: 200 }] });
+    expect(priceFor({ scheme: 'package', amount: 500, package_size: 100, round: 'down' }, 99)).toMatchObject({ amount: 0, rows: [] });
+  });
+
+  it('sub-minor units round once per line, half away from zero: 3 × 0.5 = 1.5 → 2, 1 × 0.5 → 1, 1 × 0.4999 → 0', () => {
+    const half = (unit: string): Pricing => ({ scheme: 'tiered', tiers_mode: 'volume', tiers: [{ up_to: 'inf', unit_amount_decimal: unit }] });
+    expect(priceFor(half('0.5'), 3).amount).toBe(2);
+    expect(priceFor(half('0.5'), 1).amount).toBe(1);
+    expect(priceFor(half('0.4999'), 1).amount).toBe(0);
+    // Rounding per tier would make 1 + 1 = 2 here; the line rounds once: 0.5 + 0.5 = 1.
+    const twoHalves: Pricing = { scheme: 'tiered', tiers_mode: 'graduated', tiers: [{ up_to: 1, unit_amount_decimal: '0.5' }, { up_to: 'inf', unit_amount_decimal: '0.5' }] };
+    expect(priceFor(twoHalves, 2).amount).toBe(1);
+    // A millionth of a cent per API call, for a billion calls: exactly 10.00.
+    expect(priceFor(half('0.000001'), 1_000_000_000).amount).toBe(1000);
+  });
+});
+
+describe('validation names each problem', () => {
+  const tiered = (t: Tier[], mode: 'graduated' | 'volume' = 'graduated'): Pricing => ({ scheme: 'tiered', tiers_mode: mode, tiers: t });
+
+  it('tiers ascend, only the last is "inf", and it must be', () => {
+    expect(pricingProblems(tiered([{ up_to: 10, unit_amount: 1 }, { up_to: 5, unit_amount: 1 }, { up_to: 'inf', unit_amount: 1 }]))).toEqual([
+      "tiers[1].up_to: tiers must ascend; 5 is not above the previous tier's 10.",
+    ]);
+    expect(pricingProblems(tiered([{ up_to: 'inf', unit_amount: 1 }, { up_to: 'inf', unit_amount: 1 }]))).toEqual(['tiers[0].up_to: only the last tier may be "inf".']);
+    expect(pricingProblems(tiered([{ up_to: 10, unit_amount: 1 }]))).toEqual(['tiers[0].up_to: the last tier must be "inf" (it takes every quantity above 0); got 10.']);
+    expect(pricingProblems(tiered([]))).toEqual(['tiers: a tiered price needs at least one tier, the last with up_to "inf".']);
+  });
+
+  it('exactly one of unit_amount and unit_amount_decimal, a decimal of at most 12 places', () => {
+    expect(pricingProblems(tiered([{ up_to: 'inf', unit_amount: 1, unit_amount_decimal: '1.5' }]))).toEqual(['tiers[0]: give exactly one of unit_amount and unit_amount_decimal, not both.']);
+    expect(pricingProblems(tiered([{ up_to: 'inf', flat_amount: 100 }]))).toEqual([
+      'tiers[0]: give exactly one of unit_amount and unit_amount_decimal (0 for a tier of only a flat_amount).',
+    ]);
+    expect(pricingProblems(tiered([{ up_to: 'inf', unit_amount_decimal: '0.0000000000001' }]))).toEqual([
+      'tiers[0].unit_amount_decimal: must be a decimal string of minor units, like "0.125", with at most 12 decimal places.',
+    ]);
+    expect(pricingProblems(tiered([{ up_to: 'inf', unit_amount_decimal: '-1' }]))[0]).toMatch(/^tiers\[0\]\.unit_amount_decimal: must be a decimal string/);
+    expect(pricingProblems(tiered([{ up_to: 'inf', unit_amount: -1 }]))).toEqual(['tiers[0].unit_amount: must be an integer of minor units from 0 to 99999999.']);
+  });
+
+  it('package size and rounding', () => {
+    expect(pricingProblems({ scheme: 'package', amount: 500, package_size: 0, round: 'up' })).toEqual(['package_size: must be an integer from 1 to 1000000000.']);
+    expect(pricingProblems({ scheme: 'package', amount: 500, package_size: 10, round: 'sideways' as 'up' })).toEqual(['package_round: must be "up" or "down".']);
+  });
+});
