@@ -63,6 +63,42 @@ function withIdempotencyKeys<T extends { paths?: object }>(document: T): T {
   return document;
 }
 
+/** A Hono route path (`/v1/customers/:id`, `:id{[0-9]+}`, `*`) as a regular expression over request paths. */
+function routePattern(path: string): RegExp {
+  let source = '';
+  for (const part of path.split(/(:[A-Za-z0-9_]+(?:\{(?:[^{}]|\{[^{}]*\})*\})?\??|\*)/)) {
+    if (part === '*') source += '.*';
+    else if (part.startsWith(':')) {
+      const custom = /\{(.*)\}\??$/.exec(part);
+      source += `(?:${custom ? custom[1] : '[^/]+'})${part.endsWith('?') ? '?' : ''}`;
+    } else source += part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${source}$`);
+}
+
+/**
+ * Which methods the app's routes take on a path (middleware, registered for every method, does not
+ * count): `GET, HEAD, POST` for /v1/customers. Empty for a path no route knows (a 404 then).
+ */
+export function allowedMethods(routes: readonly { path: string; method: string }[]): (path: string) => string[] {
+  const order = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+  const table = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  for (const route of routes) {
+    const method = route.method.toUpperCase();
+    if (method === 'ALL') continue;
+    const entry = table.get(route.path) ?? { pattern: routePattern(route.path), methods: new Set<string>() };
+    entry.methods.add(method);
+    if (method === 'GET') entry.methods.add('HEAD');
+    table.set(route.path, entry);
+  }
+  const entries = [...table.values()];
+  return (path) => {
+    const methods = new Set<string>();
+    for (const entry of entries) if (entry.pattern.test(path)) for (const method of entry.methods) methods.add(method);
+    return [...methods].sort((a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99) || a.localeCompare(b));
+  };
+}
+
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
 export function createApp(given: ApiDeps) {
   // Each mode's processor, once for every route (services/processors/index.ts).
@@ -231,7 +267,15 @@ export function createApp(given: ApiDeps) {
       : c.json({ dashboard: '/dashboard', docs: '/docs', openapi: '/openapi.json', health: '/health' }),
   );
 
-  app.notFound((c) => sendError(c, 'not_found', `No route for ${c.req.method} ${c.req.path}.`));
+  // A known path asked with a method it does not take (TRACE, PUT, DELETE on a list): 405 with Allow, in the error shape.
+  let allowed: ((path: string) => string[]) | undefined;
+  app.notFound((c) => {
+    allowed ??= allowedMethods(app.routes);
+    const methods = allowed(c.req.path);
+    if (methods.length === 0 || methods.includes(c.req.method)) return sendError(c, 'not_found', `No route for ${c.req.method} ${c.req.path}.`);
+    c.header('Allow', methods.join(', '));
+    return sendError(c, 'method_not_allowed', `${c.req.method} is not allowed on ${c.req.path}; it takes ${methods.join(', ')}.`);
+  });
   app.onError((error, c) => handleError(error, c, deps.logger));
   return app;
 }

@@ -19,6 +19,12 @@ export const errorResponses = (...statuses: number[]) =>
 
 
 
+/** `customer_id` and `customer` name the same thing on creates and lists: one of them, not both (a zod `.refine(...oneCustomerName)`). */
+export const oneCustomerName = [
+  (value: { customer_id?: string; customer?: string }) => !(value.customer_id !== undefined && value.customer !== undefined),
+  { message: 'customer and customer_id name the same thing: give one of them, not both' },
+] as const;
+
 /** Page-number query parameters: out-of-range values are refused, never clamped. */
 export const pageQuery = {
   page: z.coerce.number().int().min(1).max(1_000_000).default(1),

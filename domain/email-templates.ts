@@ -208,7 +208,16 @@ export function paymentRequestEmail(e: { accountName: string; brand?: Brand; amo
   };
 }
 
-export function paymentRequestReceiptEmail(e: { accountName: string; brand?: Brand; amount: string; reference: string | null; paymentId: string; paidAt: Date | null }): RenderedEmail {
+export function paymentRequestReceiptEmail(e: {
+  accountName: string;
+  brand?: Brand;
+  amount: string;
+  reference: string | null;
+  paymentId: string;
+  paidAt: Date | null;
+  /** The receipt as a PDF (domain/payment-requests.ts receiptPdfUrl), as the invoice receipt links its invoice. */
+  pdfUrl: string;
+}): RenderedEmail {
   // The payer knows the request by its reference; the internal id only when it has none.
   const paragraphs = [
     `You paid ${e.amount} to ${e.accountName}.`,
@@ -217,7 +226,7 @@ export function paymentRequestReceiptEmail(e: { accountName: string; brand?: Bra
   ];
   return {
     subject: `Receipt: ${e.amount} paid to ${e.accountName}`,
-    text: `${paragraphs.join('\n\n')}\n\n${e.accountName}\n`,
-    html: layout(e.brand ?? e.accountName, 'Receipt', paragraphs),
+    text: `${paragraphs.join('\n\n')}\n\nYour receipt as a PDF: ${e.pdfUrl}\n\n${e.accountName}\n`,
+    html: layout(e.brand ?? e.accountName, 'Receipt', paragraphs, { label: 'Download the receipt (PDF)', url: e.pdfUrl }),
   };
 }

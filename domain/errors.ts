@@ -18,6 +18,7 @@ export const errorStatus = {
   not_cancellable: 409,
   active_subscriptions: 409,
   // ours: the HTTP edge
+  method_not_allowed: 405,
   unsupported_media_type: 415,
   payload_too_large: 413,
   rate_limited: 429,

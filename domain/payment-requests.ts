@@ -182,6 +182,15 @@ export function paymentUrl(publicUrl: string, token: string): string {
   return `${publicUrl}/pay/${token}`;
 }
 
+/**
+ * The receipt of a paid request as a PDF, linked from the receipt email and the pay page. The
+ * request's pay-link token is its credential, as for the pay page that shows the same receipt:
+ * a string the workflow can build (it computes no HMAC, unlike invoice links, domain/invoice-links.ts).
+ */
+export function receiptPdfUrl(publicUrl: string, token: string): string {
+  return `${publicUrl}/pay/${token}/receipt.pdf`;
+}
+
 /** A token as payment_url carries it: 43 base64url characters (32 random bytes). */
 export const tokenPattern = /^[A-Za-z0-9_-]{43}$/;
 
@@ -196,13 +205,14 @@ export function requestEmail(request: PaymentRequestSnapshot, accountName: strin
   });
 }
 
-/** The receipt after a successful payment. */
-export function receiptEmail(request: PaymentRequestSnapshot, accountName: string, locale = 'en'): RenderedEmail {
+/** The receipt after a successful payment, with the link to its PDF. */
+export function receiptEmail(request: PaymentRequestSnapshot, accountName: string, publicUrl: string, locale = 'en'): RenderedEmail {
   return paymentRequestReceiptEmail({
     accountName,
     amount: formatMoney(request.amount, request.currency, locale),
     reference: request.reference,
     paymentId: request.id,
     paidAt: request.paidAt ? new Date(request.paidAt) : null,
+    pdfUrl: receiptPdfUrl(publicUrl, request.token),
   });
 }

@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { invoicePrefix } from '../domain/invoice-number.ts';
+import { humanizeInstants } from '../domain/locale.ts';
 import type { ChargeOutcome } from './charges.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 
@@ -99,7 +100,11 @@ export async function openOrCreateInvoice(
   const [account, customer] = loaded
     ? [loaded.account, loaded.customer]
     : await Promise.all([em.findOneOrFail(Account, { id: input.accountId }), em.findOne(Customer, { id: input.customerId, accountId: input.accountId })]);
-  const lines = input.lines.map((line) => ({ ...line, proration: line.proration ?? false }));
+  // Lines as customers read them, here (the API), in emails and PDFs alike: an instant in a description
+  // (an upgrade's "Unused time on Pro after 2027-01-31T…", domain/subscription-decisions.ts) becomes a
+  // date in the account's language and time zone; period_start and period_end keep the exact instants.
+  const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
+  const lines = input.lines.map((line) => ({ ...line, description: humanizeInstants(line.description, dateStyle), proration: line.proration ?? false }));
   const subtotal = lines.reduce((sum, line) => sum + line.amount * line.quantity, 0);
   const total = subtotal;
   try {

@@ -41,9 +41,11 @@ describe('HTTP edge', () => {
     expect(await customers()).toBe(before);
   });
 
-  it('an unknown route is not_found (404)', async () => {
+  it('an unknown route is not_found (404); a method a known path does not take is method_not_allowed (405, with Allow)', async () => {
     expectError(await engine.call('GET', '/v1/nothing-here'), 404, 'not_found');
-    expectError(await engine.call('DELETE', '/v1/customers'), 404, 'not_found');
+    const wrongMethod = await engine.call('DELETE', '/v1/customers');
+    expectError(wrongMethod, 405, 'method_not_allowed');
+    expect(wrongMethod.headers.get('allow')).toBe('GET, HEAD, POST');
   });
 
   it('an oversized body is payload_too_large (413)', async () => {

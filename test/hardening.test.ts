@@ -404,7 +404,8 @@ describe('hardening', () => {
       }
       expect(doc.paths['/v1/customers'].get.security).toBeUndefined();
       const example = doc.paths['/v1/subscriptions'].post.requestBody.content['application/json'].schema.example ?? doc.components.schemas;
-      expect(JSON.stringify(example)).toContain('"trial_period_days":14');
+      // A plain monthly subscription billed now (issue #24): no trial, no paused start.
+      expect(Object.keys(example).sort()).toEqual(['customer_id', 'plan']);
       expect(JSON.stringify(example)).not.toContain('pause_until');
     });
   });

@@ -233,7 +233,8 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
       livemode: request.livemode,
       fromName: input.accountName,
       to: request.customerEmail,
-      ...receiptEmail(request, input.accountName, input.locale),
+      // The PDF link changes only this activity's input, not the commands: replay-safe.
+      ...receiptEmail(request, input.accountName, input.publicUrl, input.locale),
     });
   }
   await condition(allHandlersFinished);

@@ -201,7 +201,8 @@ function replaceWithJson(c: Context, value: unknown) {
 
 /**
  * Every request body must be JSON or `application/x-www-form-urlencoded` (an empty
- * body is allowed: endpoints whose parameters are all optional). Refuses other
+ * body is allowed: endpoints whose parameters are all optional; not on a PATCH, which
+ * must name what it changes). Refuses other
  * content types with 415, malformed JSON or forms with 400, and NUL characters or
  * absurd nesting with 400, all before any handler runs, so nothing changes.
  *
@@ -225,6 +226,11 @@ export function jsonBodies(): MiddlewareHandler {
     const text = await c.req.text();
     const [essence, ...params] = (c.req.header('content-type') ?? '').split(';').map((part) => part.trim().toLowerCase());
     const type = essence!;
+    // A PATCH changes what its body names: without one it would answer 200 having changed nothing, which reads as
+    // success to a client that lost its body on the way. `{}` stays a valid (empty) update, as SPEC.md's bodies are all optional.
+    if (c.req.method === 'PATCH' && text.trim() === '') {
+      throw new ApiError('invalid_request', 'This PATCH has no body: send a JSON object (or a form) with the fields to change; fields left out stay as they are.');
+    }
     if (text.trim() === '' && type !== 'application/x-www-form-urlencoded') return next();
     if (type === 'application/x-www-form-urlencoded') {
       // An empty form (curl -d '') is a form without fields: `{}` to the routes.

@@ -102,7 +102,8 @@ const whoami = createRoute({
           livemode: z.boolean(),
           kind: z.string(),
           user: z.object({ id: z.string(), email: z.string() }).nullable(),
-          key: CliKeySchema.nullable(),
+          // Not CliKeySchema.nullable(): on a $ref that became allOf [CliKey, object|null], which null fails.
+          key: z.union([CliKeySchema, z.null()]).openapi({ description: 'The CLI key of the call; null for other credentials' }),
         }),
       ),
     },

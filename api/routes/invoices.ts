@@ -15,7 +15,7 @@ import { resolveProcessors } from '../../services/processors/index.ts';
 import type { ApiDeps } from '../deps.ts';
 import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { errorResponses, idParam } from '../schemas.ts';
+import { errorResponses, idParam, oneCustomerName } from '../schemas.ts';
 import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
 
 
@@ -40,7 +40,8 @@ function pdfResponse(c: Context, invoice: Invoice, pdf: Buffer): Response {
 const cursor = z.string().regex(/^inv_[0-9a-z]{26}$/, 'must be an invoice id');
 const ListQuery = z
   .object({
-    customer: z.string().min(1).max(64).optional().openapi({ description: 'Only this customer' }),
+    customer: z.string().min(1).max(64).optional().openapi({ description: 'Only this customer; `customer_id` is accepted as the same filter (give one of the two)' }),
+    customer_id: z.string().min(1).max(64).optional().openapi({ description: 'Same as `customer`' }),
     subscription: z.string().min(1).max(64).optional().openapi({ description: 'Only this subscription' }),
     status: z.enum(invoiceStatuses).optional(),
     test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe)' }),
@@ -49,7 +50,8 @@ const ListQuery = z
     ending_before: cursor.optional(),
   })
   .strict()
-  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
+  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' })
+  .refine(...oneCustomerName);
 const InvoiceList = z.object({ object: z.literal('list'), data: z.array(InvoiceSchema), has_more: z.boolean() });
 const pdfContent = { content: { 'application/pdf': { schema: z.string().openapi({ format: 'binary' }) } } };
 
@@ -127,10 +129,11 @@ export function invoicesApps(deps: ApiDeps) {
   async function list(c: Context, query: z.infer<typeof ListQuery>) {
     const scope = await accountScope(c, orm);
     const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };
-    if (query.customer) where.customerId = query.customer;
+    const customer = query.customer ?? query.customer_id;
+    if (customer) where.customerId = customer;
     if (query.subscription) where.subscriptionId = query.subscription;
     if (query.status) where.status = query.status;
-    const onClocks = query.test_clock || (!query.customer && !query.subscription) ? clockCondition(scope, query.test_clock) : null;
+    const onClocks = query.test_clock || (!customer && !query.subscription) ? clockCondition(scope, query.test_clock) : null;
     const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, { ...where, ...onClocks }, query);
     return c.json({ object: 'list' as const, data: page.map((invoice) => serializeInvoice(invoice, pdfUrl(invoice.id))), has_more: hasMore }, 200);
   }

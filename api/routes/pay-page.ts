@@ -24,6 +24,8 @@ import { brandOf } from '../../domain/branding.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods, tokenPattern, type PayResult } from '../../domain/payment-requests.ts';
 import { payUpdate } from '../../workflows/payment-request.ts';
+import { renderReceiptPdf } from '../../domain/receipt-pdf.ts';
+import { loadLogo } from '../../services/branding.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import type { ApiDeps } from '../deps.ts';
 import { isCrossSitePost, page, stateCard } from '../pages/layout.ts';
@@ -68,6 +70,7 @@ function statusPage(c: Context, view: View) {
         stateCard('ok', '✓', 'This request has been paid', [
           html`${amount} was paid to ${name}${request.paidAt ? html` on ${when(view, request.paidAt)}` : ''}.`,
           html`There is nothing more to do.`,
+          html`<a href="/pay/${request.token}/receipt.pdf">Download the receipt (PDF)</a>`,
         ]),
         null,
         view.testMode,
@@ -125,6 +128,7 @@ function successPage(c: Context, view: View) {
       html`You paid ${amountOf(view)} to ${nameOf(view)}.`,
       html`A receipt is on its way to ${request.customerEmail}.`,
       ...(request.reference ? [html`Reference: ${request.reference}`] : []),
+      html`<a href="/pay/${request.token}/receipt.pdf">Download the receipt (PDF)</a>`,
     ]),
     null,
     view.testMode,
@@ -199,6 +203,35 @@ export function payPageApp(deps: ApiDeps) {
     const view = await load(c.req.param('token'));
     if (!view) return notFoundPage(c);
     return (await hostedCheckout(c, view)) ?? statusPage(c, view);
+  });
+
+  // The receipt of a paid request as a PDF (the receipt email links it): the token is the credential, as for the page.
+  app.get('/:token/receipt.pdf', async (c) => {
+    const view = await load(c.req.param('token'));
+    if (!view) return notFoundPage(c);
+    const { request } = view;
+    if (request.status !== 'succeeded') return page(c, 404, 'No receipt yet', stateCard('off', '?', 'No receipt yet', [html`This request has not been paid, so it has no receipt.`]));
+    const em = orm.em.fork();
+    const [account, logo] = await Promise.all([em.findOne(Account, { id: request.accountId }), loadLogo(em, request.accountId)]);
+    const brand = account ? brandOf(account, '') : null;
+    const pdf = await renderReceiptPdf({
+      id: request.id,
+      amount: request.amount,
+      currency: request.currency,
+      reference: request.reference ?? null,
+      paidAt: request.paidAt ?? request.updatedAt,
+      paidBy: request.customerEmail,
+      seller: { name: brand?.name ?? 'The merchant', email: account?.email ?? null },
+      ...(account?.settings.branding && brand ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } } : {}),
+      testMode: view.testMode,
+      timeZone: account?.settings.timezone || 'UTC',
+      locale: account?.settings.language || 'en-US',
+    });
+    return c.body(new Uint8Array(pdf), 200, {
+      'content-type': 'application/pdf',
+      'content-disposition': `inline; filename="receipt-${request.id}.pdf"`,
+      'cache-control': 'private, no-store',
+    });
   });
 
   app.post('/:token', async (c) => {

@@ -27,18 +27,12 @@ import { lockAccount } from '../../services/account-lock.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { errorResponses, idParam, isoInstant } from '../schemas.ts';
+import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas.ts';
 import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
 
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 
 const customerField = z.string().min(1).max(64).openapi({ description: 'Customer id; `customer` is accepted as the same field (give one of the two)' });
-
-/** `customer_id` and `customer` name the same thing on create and list: one of them, not both. */
-const oneCustomerName = [
-  (value: { customer_id?: string; customer?: string }) => !(value.customer_id !== undefined && value.customer !== undefined),
-  { message: 'customer and customer_id name the same thing: give one of them, not both' },
-] as const;
 
 const CreateSubscriptionBody = z
   .object({
