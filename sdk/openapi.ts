@@ -843,8 +843,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description Only this customer */
+                    /** @description Only this customer; `customer_id` is accepted as the same filter (give one of the two) */
                     customer?: string;
+                    /** @description Same as `customer` */
+                    customer_id?: string;
                     ending_before?: string;
                     limit?: number;
                     starting_after?: string;
@@ -5823,7 +5825,8 @@ export interface paths {
                                 id: string;
                                 name: string;
                             };
-                            key: components["schemas"]["CliKey"] & (Record<string, never> | null);
+                            /** @description The CLI key of the call; null for other credentials */
+                            key: components["schemas"]["CliKey"] | null;
                             kind: string;
                             livemode: boolean;
                             user: {
@@ -8454,8 +8457,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description Only this customer */
+                    /** @description Only this customer; `customer_id` is accepted as the same filter (give one of the two) */
                     customer?: string;
+                    /** @description Same as `customer` */
+                    customer_id?: string;
                     ending_before?: string;
                     limit?: number;
                     starting_after?: string;
