@@ -33,7 +33,9 @@ export type SubscriptionCommand =
   | { kind: 'changePlan'; plan: PlanTerms }
   | { kind: 'retryPayment' }
   /** Take back a cancel at period end before the period ends. */
-  | { kind: 'undoCancel' };
+  | { kind: 'undoCancel' }
+  /** Void one of its invoices between the workflow's own steps, so no charge of it is in flight (services/invoice-void.ts). */
+  | { kind: 'voidInvoice'; invoiceId: string };
 
 /** Why `command` cannot be applied now, or null. Asked by the update validators and again when the command runs. */
 export function commandProblem(state: SubscriptionState, command: SubscriptionCommand): string | null {
@@ -60,6 +62,8 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
       return s === 'past_due' ? null : 'Nothing to retry.';
     case 'undoCancel':
       return subscription.cancelAtPeriodEnd ? null : 'The subscription is not set to cancel at period end.';
+    case 'voidInvoice':
+      return null;
   }
 }
 
@@ -75,7 +79,8 @@ export interface Refusal {
  * a pause with an end, that the end is after `now`.
  */
 export function refusal(state: SubscriptionState, queued: readonly SubscriptionCommand[], command: SubscriptionCommand, now: Date): Refusal | null {
-  if (queued.some((q) => q.kind === 'cancel' && !q.atPeriodEnd)) return { type: 'invalid_state', message: 'The subscription is being canceled.' };
+  // A void still goes through: until the cancel is applied a charge of the invoice may be in flight.
+  if (command.kind !== 'voidInvoice' && queued.some((q) => q.kind === 'cancel' && !q.atPeriodEnd)) return { type: 'invalid_state', message: 'The subscription is being canceled.' };
   const reason = commandProblem(state, command);
   if (reason) return { type: 'invalid_state', message: reason };
   if (command.kind === 'pause' && command.pauseUntil !== null && Date.parse(command.pauseUntil) <= now.getTime()) {

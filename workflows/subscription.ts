@@ -117,6 +117,12 @@ export const resumeSubscriptionUpdate = defineUpdate<SubscriptionSnapshot>('resu
 export const undoCancelAtPeriodEndUpdate = defineUpdate<SubscriptionSnapshot>('undoCancelAtPeriodEnd');
 /** Upgrade now (prorated charge; a decline refuses it with type `payment_failed`) or downgrade at the next renewal. */
 export const changePlanUpdate = defineUpdate<SubscriptionSnapshot, [ChangePlanRequest]>('changePlan');
+/**
+ * Voids one of its invoices (the API's POST /v1/invoices/{id}/void): applied between the workflow's own steps, so
+ * a dunning retry's charge of that invoice and the void are one decision. Refused (invalid_state) when the invoice
+ * is no longer open or uncollectible; an unpaid invoice in dunning ends the dunning.
+ */
+export const voidInvoiceUpdate = defineUpdate<SubscriptionSnapshot, [{ invoiceId: string }]>('voidInvoice');
 /** The customer's payment method changed: a past-due subscription retries at once. */
 export const paymentMethodUpdatedSignal = defineSignal('paymentMethodUpdated');
 /** The account is closing: end now, whatever the state. */
@@ -220,6 +226,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   setHandler(undoCancelAtPeriodEndUpdate, () => enqueue({ kind: 'undoCancel' }), { validator: () => validated({ kind: 'undoCancel' }) });
   setHandler(changePlanUpdate, ({ plan: next }) => enqueue({ kind: 'changePlan', plan: next }), {
     validator: ({ plan: next }) => validated({ kind: 'changePlan', plan: next }),
+  });
+  // Added with invoice voids through the workflow: only new histories carry this update, so older ones replay unchanged.
+  setHandler(voidInvoiceUpdate, ({ invoiceId }) => enqueue({ kind: 'voidInvoice', invoiceId }), {
+    validator: ({ invoiceId }) => validated({ kind: 'voidInvoice', invoiceId }),
   });
   setHandler(paymentMethodUpdatedSignal, () => {
     const queued = queue.some((q) => q.command.kind === 'retryPayment');
@@ -417,7 +427,19 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         if (!patched('undo-cancel-at-period-end')) return refuse('invalid_state', 'This subscription cannot undo its cancel.');
         await record({ cancelAtPeriodEnd: false });
         return { ok: true };
+      case 'voidInvoice':
+        return voidOwnInvoice(command.invoiceId);
     }
+  }
+
+  /** The voidInvoice command: no charge of this workflow is in flight while it runs. */
+  async function voidOwnInvoice(invoiceId: string): Promise<Outcome> {
+    const before = await activities.getInvoice(invoiceId);
+    if (before.status !== 'open' && before.status !== 'uncollectible') return refuse('invalid_state', `Invoice ${before.number} is ${before.status} and cannot be voided.`);
+    await activities.voidInvoice(invoiceId, iso(clock.now()));
+    // Nothing left to collect, as a retry finding it void would decide (retryPayment).
+    if (subscription.dunning?.invoiceId === invoiceId) await record({ status: 'active', dunning: null });
+    return { ok: true };
   }
 
   /** Back to billing: the paid period goes on, or a new one starts now and is charged at once (domain: resumeKind). */

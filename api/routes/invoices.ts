@@ -5,6 +5,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
 import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
+import { voidInvoiceThroughOwner } from '../../services/invoice-void.ts';
 import { Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { notFoundInMode } from '../not-found.ts';
@@ -146,9 +147,10 @@ export function invoicesApps(deps: ApiDeps) {
     const invoice = await em.findOne(Invoice, { id, accountId: scope.accountId, livemode: scope.livemode }, { fields: ['customerId'] });
     const customer = invoice?.customerId ? await em.findOne(Customer, { id: invoice.customerId }, { fields: ['testClockId'] }) : null;
     const testClock = await clockTimeOf(em, customer?.testClockId);
-    const result = await onTestClock(testClock, () =>
-      transitionInvoice(em, { invoicePdfUrl: pdfUrl }, id, to, testClock ? new Date(testClock.now) : new Date(), { accountId: scope.accountId, livemode: scope.livemode }),
-    );
+    const direct = () =>
+      onTestClock(testClock, () => transitionInvoice(em, { invoicePdfUrl: pdfUrl }, id, to, testClock ? new Date(testClock.now) : new Date(), { accountId: scope.accountId, livemode: scope.livemode }));
+    // A void goes through the invoice's subscription workflow while it runs: it may be charging the invoice (services/invoice-void.ts).
+    const result = to === 'void' ? await voidInvoiceThroughOwner(deps.temporal, em, id, { accountId: scope.accountId, livemode: scope.livemode }, direct) : await direct();
     if (result.outcome === 'not_found') throw new ApiError('not_found', 'No such invoice.');
     if (result.outcome === 'refused') {
       const verb = to === 'void' ? 'voided' : 'marked uncollectible';
