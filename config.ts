@@ -20,6 +20,14 @@ export interface Config {
   temporalNamespace: string;
   taskQueue: string;
   /**
+   * TEMPORAL_CLOCK_TASK_QUEUE (default `<TEMPORAL_TASK_QUEUE>-clocks`): the task queue of test clock work (every
+   * workflow bound to a test clock, the clock's own, and their activities), served by the worker process's second
+   * Worker with modest limits, so an advance never holds a slot live traffic waits for (docs/scaling.md#test-clocks).
+   */
+  clockTaskQueue: string;
+  /** Test clock limits (docs/testing-your-integration.md#limits). */
+  testClocks: TestClockLimits;
+  /**
    * EXPORTS_TASK_QUEUE: the task queue of the export activity (the heavy, file-writing part of an export;
    * docs/exports-and-search.md). Unset (or equal to TEMPORAL_TASK_QUEUE): the workflows' queue, so every worker
    * writes exports. Set it to give exports workers of their own (`npm run worker:exports`, export-worker.ts).
@@ -53,6 +61,43 @@ export interface Config {
 }
 
 export type ProcessorName = 'sandbox' | 'stripe';
+
+/** How much a sandbox may put on test clocks (docs/testing-your-integration.md#limits). */
+export interface TestClockLimits {
+  /** TEST_CLOCKS_PER_ACCOUNT (default 100, as Stripe): clocks an account may have at once. */
+  perAccount: number;
+  /** TEST_CLOCK_CUSTOMERS (default 3, as Stripe): customers on one clock. */
+  customersPerClock: number;
+  /** TEST_CLOCK_SUBSCRIPTIONS (default 3, as Stripe): subscriptions not canceled of one customer on a clock. */
+  subscriptionsPerCustomer: number;
+  /** TEST_CLOCK_PAYMENT_REQUESTS (default 10): payment requests (one-time and recurring) on one clock. */
+  paymentRequestsPerClock: number;
+}
+
+export const defaultTestClockLimits: TestClockLimits = { perAccount: 100, customersPerClock: 3, subscriptionsPerCustomer: 3, paymentRequestsPerClock: 10 };
+
+function testClockLimits(env: NodeJS.ProcessEnv): TestClockLimits {
+  const positive = (name: string, fallback: number) => {
+    const value = integer(name, fallback, env);
+    if (value < 1) throw new ConfigError(`${name} must be at least 1, got "${env[name]}".`);
+    return value;
+  };
+  return {
+    perAccount: positive('TEST_CLOCKS_PER_ACCOUNT', defaultTestClockLimits.perAccount),
+    customersPerClock: positive('TEST_CLOCK_CUSTOMERS', defaultTestClockLimits.customersPerClock),
+    subscriptionsPerCustomer: positive('TEST_CLOCK_SUBSCRIPTIONS', defaultTestClockLimits.subscriptionsPerCustomer),
+    paymentRequestsPerClock: positive('TEST_CLOCK_PAYMENT_REQUESTS', defaultTestClockLimits.paymentRequestsPerClock),
+  };
+}
+
+/** TEMPORAL_CLOCK_TASK_QUEUE: a queue of its own, not the live or the exports queue. */
+function clockTaskQueue(env: NodeJS.ProcessEnv, taskQueue: string, exportsTaskQueue: string | undefined): string {
+  const queue = env.TEMPORAL_CLOCK_TASK_QUEUE || `${taskQueue}-clocks`;
+  if (queue === taskQueue || queue === exportsTaskQueue) {
+    throw new ConfigError(`TEMPORAL_CLOCK_TASK_QUEUE must differ from TEMPORAL_TASK_QUEUE and EXPORTS_TASK_QUEUE (test clock work runs apart from live work), got "${queue}".`);
+  }
+  return queue;
+}
 
 export interface StripeModeConfig {
   secretKey: string;
@@ -170,6 +215,8 @@ export function loadConfig(env = process.env): Config {
     if (env.AUTH_SECRET!.length < 32) throw new ConfigError('AUTH_SECRET must be at least 32 characters.');
   }
   const processors = loadProcessorsConfig(env, production);
+  const taskQueue = env.TEMPORAL_TASK_QUEUE ?? 'billing';
+  const exportsTaskQueue = env.EXPORTS_TASK_QUEUE && env.EXPORTS_TASK_QUEUE !== taskQueue ? env.EXPORTS_TASK_QUEUE : undefined;
   return {
     env: mode,
     port,
@@ -178,9 +225,11 @@ export function loadConfig(env = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     temporalAddress: env.TEMPORAL_ADDRESS || undefined,
     temporalNamespace: env.TEMPORAL_NAMESPACE ?? 'default',
-    taskQueue: env.TEMPORAL_TASK_QUEUE ?? 'billing',
+    taskQueue,
+    clockTaskQueue: clockTaskQueue(env, taskQueue, exportsTaskQueue),
+    testClocks: testClockLimits(env),
     workerExports: env.WORKER_EXPORTS !== 'false',
-    exportsTaskQueue: env.EXPORTS_TASK_QUEUE && env.EXPORTS_TASK_QUEUE !== (env.TEMPORAL_TASK_QUEUE ?? 'billing') ? env.EXPORTS_TASK_QUEUE : undefined,
+    exportsTaskQueue,
     logLevel: env.LOG_LEVEL ?? (mode === 'test' ? 'warn' : 'info'),
     bodyLimitBytes: integer('BODY_LIMIT_BYTES', 100 * 1024, env),
     idempotencyLeaseMs: Math.max(1000, integer('IDEMPOTENCY_LEASE_MS', 30_000, env)),

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { createActivities } from './activities/index.ts';
 import type { PayoutRail } from './services/payouts.ts';
@@ -22,6 +22,8 @@ import { createCustomerLinks, type CustomerLinks } from './domain/customer-links
 import { createSecretBox, type SecretBox } from './domain/secret-box.ts';
 import { createLogger } from './logger.ts';
 import { testClockContext } from './activities/test-clock-context.ts';
+import { registerClockTaskQueue } from './services/clock-binding.ts';
+import type { WebhookUrlPolicy } from './domain/webhook-url.ts';
 import { createExportsWorker, installTemporalRuntime } from './export-worker.ts';
 
 export { installTemporalRuntime };
@@ -34,7 +36,14 @@ export interface BillingWorkerDeps {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
+  /**
+   * The queue of test clock work (config.clockTaskQueue): workflows started with a clock binding go there
+   * (services/clock-binding.ts taskQueueFor), served by createClockWorker. Default `<taskQueue>-clocks`.
+   */
+  clockTaskQueue?: string;
   orm: MikroORM;
+  /** Where sandbox webhook endpoints may point (config.webhookUrlPolicy): the rule the API checked at creation. */
+  urlPolicy?: WebhookUrlPolicy;
   /** Each mode's processor, built once from the configuration (services/processors/index.ts); the sandbox for both when unset. */
   processors?: Processors;
   /** One processor for both modes, over `processors` (tests). */
@@ -83,20 +92,52 @@ export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 
   stickyQueueScheduleToStartTimeout: '5 minutes',
 };
 
-export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
-  return Worker.create({
+/**
+ * The test clock worker's limits (createClockWorker): modest, and its own. A clock advance over hundreds
+ * of renewals queues its work on the clock queue, where at most these many tasks run at once in the
+ * worker process; the live queue's worker (createBillingWorker) never waits behind them
+ * (docs/scaling.md#test-clocks).
+ */
+export const clockWorkerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentLocalActivityExecutions' | 'stickyQueueScheduleToStartTimeout'>> = {
+  maxCachedWorkflows: 300,
+  maxConcurrentWorkflowTaskExecutions: 4,
+  maxConcurrentActivityTaskExecutions: 8,
+  maxConcurrentLocalActivityExecutions: 16,
+  stickyQueueScheduleToStartTimeout: '5 minutes',
+};
+
+/** The workflow code, bundled once for a process's workers (the live one and the test clock one). */
+export async function bundleBillingWorkflows(): Promise<NonNullable<WorkerOptions['workflowBundle']>> {
+  return bundleWorkflowCode({ workflowsPath, workflowInterceptorModules });
+}
+
+function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): WorkerOptions {
+  registerClockTaskQueue(deps.taskQueue, deps.clockTaskQueue ?? `${deps.taskQueue}-clocks`);
+  return {
     connection: deps.connection,
     namespace: deps.namespace,
-    taskQueue: deps.taskQueue,
+    taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage, payoutRail: deps.payoutRail }),
+    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage, payoutRail: deps.payoutRail, urlPolicy: deps.urlPolicy }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
     // Activities of workflows on a test clock run on its time (services/clock-context.ts).
     interceptors: { activity: [testClockContext, wakeDispatchAfterActivities(deps.orm)], ...(deps.workflowBundle ? {} : { workflowModules: workflowInterceptorModules }) },
     ...(deps.identity ? { identity: deps.identity } : {}),
-    ...workerDefaults,
-    ...deps.overrides,
-  });
+  };
+}
+
+/** The live queue's worker: every workflow not on a test clock, and its activities. */
+export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
+  return Worker.create({ ...billingWorkerOptions(deps, deps.taskQueue), ...workerDefaults, ...deps.overrides });
+}
+
+/**
+ * The test clock queue's worker (deps.clockTaskQueue): the clocks' workflows, every workflow bound to a
+ * clock, and their activities, with clockWorkerDefaults' limits. The worker process, `npm start` and the
+ * tests' engine run it beside createBillingWorker's.
+ */
+export async function createClockWorker(deps: BillingWorkerDeps): Promise<Worker> {
+  return Worker.create({ ...billingWorkerOptions(deps, deps.clockTaskQueue ?? `${deps.taskQueue}-clocks`), ...clockWorkerDefaults });
 }
 
 async function main(): Promise<void> {
@@ -112,7 +153,10 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const mailer = createMailer(config);
   const processors = createProcessors(config.processors, () => orm.em.fork());
-  const worker = await createBillingWorker({ connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), exportStorage: localExportStorage(path.join(config.dataDir, 'exports')) });
+  // One bundle for both workers: the live queue's and the test clocks' (docs/scaling.md#test-clocks).
+  const workerDeps: BillingWorkerDeps = { connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), workflowBundle: await bundleBillingWorkflows() };
+  const worker = await createBillingWorker(workerDeps);
+  const clockWorker = await createClockWorker(workerDeps);
   // EXPORTS_TASK_QUEUE set: this worker writes exports too, on that queue, unless WORKER_EXPORTS=false leaves them to
   // dedicated exports workers (export-worker.ts).
   const exportsWorker =
@@ -122,13 +166,14 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
       worker.shutdown();
+      clockWorker.shutdown();
       exportsWorker?.shutdown();
     });
   // One maintenance workflow per task queue (workflows/maintenance.ts): the first worker starts it, the others find it.
   const client = new Client({ connection, namespace: config.temporalNamespace });
   const maintenance = await ensureMaintenanceWorkflow(client, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
-  logger.info({ taskQueue: config.taskQueue, temporal: config.temporalAddress, maintenance: maintenance.workflowId }, 'worker running');
-  await Promise.all([worker.run(), exportsWorker?.run()]);
+  logger.info({ taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, temporal: config.temporalAddress, maintenance: maintenance.workflowId }, 'worker running');
+  await Promise.all([worker.run(), clockWorker.run(), exportsWorker?.run()]);
   await connection.close();
   mailer.close();
   await orm.close();

@@ -54,7 +54,7 @@ import type { SecretBox } from '../domain/secret-box.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
 import { failExport, pruneExpiredExports, type ExportPruneResult } from '../services/exports.ts';
 import { createExportActivities } from './export.ts';
-import type { Resolver } from '../domain/webhook-url.ts';
+import type { Resolver, WebhookUrlPolicy } from '../domain/webhook-url.ts';
 import {
   attemptWebhookDelivery,
   awaitClockEventsDispatched,
@@ -78,6 +78,8 @@ export interface ActivityDeps {
   secretBox?: SecretBox;
   /** DNS for webhook urls; the system's by default. */
   webhookResolver?: Resolver;
+  /** Where sandbox webhook endpoints may point: the configuration's (config.webhookUrlPolicy), the rule the API checks at creation. */
+  urlPolicy?: WebhookUrlPolicy;
   /** Signs the links customers follow from emails (billing details page, invoice PDFs). */
   links: CustomerLinks;
   /** Where payouts go; defaults to the sandbox rail (activities/payouts.ts). */
@@ -192,11 +194,11 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** The webhook dispatcher's pass: undispatched events → first attempts, and delivery workflows for those that failed (activities/webhooks.ts). */
     async dispatchWebhookEvents(limit: number): Promise<DispatchResult> {
-      return dispatchEventsActivity(em(), { secretBox: deps.secretBox, resolver: deps.webhookResolver }, limit);
+      return dispatchEventsActivity(em(), { secretBox: deps.secretBox, resolver: deps.webhookResolver, urlPolicy: deps.urlPolicy }, limit);
     },
     /** One HTTP attempt of a webhook delivery, recorded. */
     async attemptWebhookDelivery(input: AttemptInput): Promise<AttemptOutcome> {
-      return attemptWebhookDelivery(em(), { secretBox: deps.secretBox, resolver: deps.webhookResolver }, input);
+      return attemptWebhookDelivery(em(), { secretBox: deps.secretBox, resolver: deps.webhookResolver, urlPolicy: deps.urlPolicy }, input);
     },
     async finishWebhookDelivery(input: { deliveryId: string; at: string }): Promise<void> {
       await finishWebhookDelivery(em(), input);

@@ -1,4 +1,5 @@
 import { bodyLimit } from 'hono/body-limit';
+import { registerClockTaskQueue } from '../services/clock-binding.ts';
 import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
 import { authenticate } from './auth/principal.ts';
@@ -101,6 +102,8 @@ export function allowedMethods(routes: readonly { path: string; method: string }
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
 export function createApp(given: ApiDeps) {
+  // Workflows this API starts on a test clock go to the clock queue (services/clock-binding.ts).
+  if (given.config.clockTaskQueue) registerClockTaskQueue(given.config.taskQueue, given.config.clockTaskQueue);
   // Each mode's processor, once for every route (services/processors/index.ts).
   const deps = { ...given, processors: resolveProcessors(given, given.config.processors, () => given.orm.em.fork()) };
   const app = newOpenApiApp();

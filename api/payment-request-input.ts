@@ -14,7 +14,7 @@ import { defaultExpiryMs, maxExpiryMs, minExpiryMs, type PaymentRequestSnapshot 
 import { amount, currency, metadata } from '../objects/common.ts';
 import { startPaymentRequest } from '../services/payment-request-commands.ts';
 import { accountScope } from './auth/principal.ts';
-import { clockBindingOf, findOwnTestClock } from '../services/test-clocks.ts';
+import { checkClockPaymentRequestRoom, clockBindingOf, findOwnTestClock } from '../services/test-clocks.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import type { ApiDeps } from './deps.ts';
 import { emailField, isoInstant } from './schemas.ts';
@@ -101,7 +101,10 @@ export async function testClockOf(deps: ApiDeps, scope: { accountId: string; liv
   if (!id) return undefined;
   const em = deps.orm.em.fork();
   const clock = await findOwnTestClock(em, id, scope);
-  return clockBindingOf(em, { testClockId: clock.id });
+  const binding = await clockBindingOf(em, { testClockId: clock.id });
+  // At most config.testClocks.paymentRequestsPerClock on one clock (docs/testing-your-integration.md#limits).
+  await checkClockPaymentRequestRoom(em, clock.id, deps.config.testClocks);
+  return binding;
 }
 
 export async function findOwnPaymentRequest(deps: ApiDeps, c: Context, id: string): Promise<PaymentRequest> {

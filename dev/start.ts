@@ -17,7 +17,7 @@ import { migrate, openOrm } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { createMailer } from '../services/mailer.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
-import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
+import { bundleBillingWorkflows, createBillingWorker, createClockWorker, installTemporalRuntime, type BillingWorkerDeps } from '../worker.ts';
 import { createExportsWorker } from '../export-worker.ts';
 import { localExportStorage } from '../services/export-storage.ts';
 import { ensureMaintenanceWorkflow } from '../services/maintenance.ts';
@@ -132,12 +132,21 @@ async function main(): Promise<void> {
   const processors = createProcessors(config.processors, () => orm.em.fork());
   // Export files in DATA_DIR/exports, where the API serves them from.
   const exportStorage = localExportStorage(path.join(config.dataDir, 'exports'));
-  const worker = await createBillingWorker({ connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), exportStorage });
+  // Two workers on one bundle: the live queue's, and the test clocks' with its own modest limits (docs/scaling.md#test-clocks).
+  const workerDeps: BillingWorkerDeps = { connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage, workflowBundle: await bundleBillingWorkflows() };
+  const worker = await createBillingWorker(workerDeps);
   const workerRun = worker.run();
   stops.push({ name: 'worker', stop: async () => { worker.shutdown(); await workerRun; } });
   workerRun.catch((error) => {
     logger.fatal({ err: error }, 'worker failed');
     void shutdown('worker failed', 1);
+  });
+  const clockWorker = await createClockWorker(workerDeps);
+  const clockWorkerRun = clockWorker.run();
+  stops.push({ name: 'test clock worker', stop: async () => { clockWorker.shutdown(); await clockWorkerRun; } });
+  clockWorkerRun.catch((error) => {
+    logger.fatal({ err: error }, 'test clock worker failed');
+    void shutdown('test clock worker failed', 1);
   });
   // EXPORTS_TASK_QUEUE set: the exports queue's worker too, in this process (npm start runs everything; export-worker.ts).
   if (config.exportsTaskQueue) {
@@ -165,7 +174,7 @@ async function main(): Promise<void> {
   say(`  API docs     ${config.publicUrl}/docs`);
   say(`  Health       ${config.publicUrl}/health`);
   if (temporalUi) say(`  Temporal UI  ${temporalUi}`);
-  say(`  Temporal     ${temporalAddress} (namespace ${config.temporalNamespace}, task queue ${config.taskQueue})`);
+  say(`  Temporal     ${temporalAddress} (namespace ${config.temporalNamespace}, task queue ${config.taskQueue}; test clocks ${config.clockTaskQueue})`);
   say('Press Ctrl-C to stop.');
 }
 

@@ -1,5 +1,5 @@
 import { currentTestClock, currentTime } from './clock-context.ts';
-import { bindToClock, unbindFromClock } from './test-clocks.ts';
+import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
@@ -30,7 +30,7 @@ export async function startFundsAvailability(starter: WorkflowStarter, btxn: Pic
   try {
     await starter.client.workflow.start(fundsAvailabilityWorkflow, {
       workflowId: btxn.id,
-      taskQueue: starter.taskQueue,
+      taskQueue: taskQueueFor(starter.taskQueue, testClock),
       args: [{ balanceTransactionId: btxn.id, availableAfterMs: Math.max(0, btxn.availableOn.getTime() - currentTime().getTime()), ...(testClock ? { testClock } : {}) }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Funds of ${btxn.id} become available`,

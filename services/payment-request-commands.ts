@@ -16,7 +16,7 @@ import { cancelRecurringPaymentRequestUpdate, recurringPaymentRequestCreatedUpda
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { allocatePaymentRequest, recordCheckoutPayment, type CheckoutPaymentInput } from './payment-requests.ts';
 import type { Processors } from './processors/index.ts';
-import { bindToClock } from './test-clocks.ts';
+import { bindToClock, taskQueueFor } from './test-clocks.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 
 /** What a command needs: Temporal to start or message workflows, the task queue, the public URL for links, the database to re-read. */
@@ -66,7 +66,7 @@ export async function startPaymentRequest(deps: WorkflowCommandDeps, request: St
   return deps.temporal.workflow.executeUpdateWithStart(paymentRequestCreatedUpdate, {
     startWorkflowOperation: new WithStartWorkflowOperation(paymentRequestWorkflow, {
       workflowId: id,
-      taskQueue: deps.config.taskQueue,
+      taskQueue: taskQueueFor(deps.config.taskQueue, request.testClock),
       args: [
         {
           request: snapshot,
@@ -111,7 +111,7 @@ export async function startRecurringPaymentRequest(
   return deps.temporal.workflow.executeUpdateWithStart(recurringPaymentRequestCreatedUpdate, {
     startWorkflowOperation: new WithStartWorkflowOperation(recurringPaymentRequestWorkflow, {
       workflowId: snapshot.id,
-      taskQueue: deps.config.taskQueue,
+      taskQueue: taskQueueFor(deps.config.taskQueue, request.testClock),
       args: [{ snapshot, accountName: request.account.name, locale: request.account.language, publicUrl: deps.config.publicUrl, ...(request.testClock ? { testClock: request.testClock } : {}) }],
       workflowIdConflictPolicy: 'FAIL',
       staticSummary: `Recurring request of ${formatMoney(request.amount, request.currency)} to ${request.customerEmail} every ${interval.count} ${interval.unit}(s)`,

@@ -1,4 +1,4 @@
-import { bindToClock, unbindFromClock } from './test-clocks.ts';
+import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 import { currentTestClock } from './clock-context.ts';
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -252,7 +252,7 @@ export async function issuePaymentRequest(em: EntityManager, client: Client, tas
   try {
     await client.workflow.start(paymentRequestWorkflow, {
       workflowId: request.id,
-      taskQueue,
+      taskQueue: taskQueueFor(taskQueue, input.testClock),
       args: [input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Payment request of ${formatMoney(request.amount, request.currency)} to ${request.customerEmail} (period ${request.period} of ${request.recurringPaymentRequestId})`,

@@ -1,5 +1,5 @@
 import { currentTestClock, currentTime } from './clock-context.ts';
-import { bindToClock, unbindFromClock } from './test-clocks.ts';
+import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
@@ -62,7 +62,7 @@ export async function startPaymentSettlement(client: Client, taskQueue: string, 
   try {
     await client.workflow.start(paymentSettlementWorkflow, {
       workflowId: transactionId,
-      taskQueue,
+      taskQueue: taskQueueFor(taskQueue, testClock),
       args: [{ transactionId, processorChargeId, settleAfterMs: sandboxSettlementDelayMs, ...(testClock ? { testClock } : {}) }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Settlement of ${transactionId}`,

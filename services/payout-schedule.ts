@@ -11,7 +11,7 @@ import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { activeHold, createPayout, startPayoutWorkflow } from './payouts.ts';
 import type { Scope } from './bank-accounts.ts';
-import { bindToClock } from './clock-binding.ts';
+import { bindToClock, taskQueueFor } from './clock-binding.ts';
 import { currentTestClock } from './clock-context.ts';
 export type { Scope };
 
@@ -80,7 +80,7 @@ export async function ensurePayoutSchedule(client: Client, taskQueue: string, sc
   if (testClock) await bindToClock(client, testClock, workflowId);
   await client.workflow.signalWithStart(payoutScheduleWorkflow, {
     workflowId,
-    taskQueue,
+    taskQueue: taskQueueFor(taskQueue, testClock),
     args: [{ accountId: scope.accountId, livemode: scope.livemode, ...(testClock ? { testClock } : {}) }],
     signal: payoutScheduleSettingsSignal,
     signalArgs: [],

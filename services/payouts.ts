@@ -11,7 +11,7 @@ import { formatMoney } from '../domain/money.ts';
 import { payoutCurrencyProblem, payoutFailures, payoutPendingMs, sandboxOutcome, type PayoutFailureCode } from '../domain/payouts.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { payoutWorkflow } from '../workflows/payout.ts';
-import { bindToClock, unbindFromClock } from './clock-binding.ts';
+import { bindToClock, taskQueueFor, unbindFromClock } from './clock-binding.ts';
 import { currentTime } from './clock-context.ts';
 import { sendEmailOnce, type TestModes } from './email.ts';
 import { payoutFailedEmail, payoutPaidEmail } from '../domain/email-templates.ts';
@@ -184,7 +184,7 @@ export async function startPayoutWorkflow(client: Client, taskQueue: string, pay
   try {
     await client.workflow.start(payoutWorkflow, {
       workflowId: payoutId,
-      taskQueue,
+      taskQueue: taskQueueFor(taskQueue, testClock),
       args: [{ payoutId, arrivalMs: payoutPendingMs, ...(testClock ? { testClock } : {}) }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Payout ${payoutId}${testClock ? ` (test clock ${testClock.id})` : ''}`,

@@ -7,7 +7,10 @@
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { Customer, Invoice, PaymentRequest, Payout, RecurringPaymentRequest, Subscription, TestClock, TestClockPayoutSettings } from '../db/entities/index.ts';
+import { Customer, Invoice, PaymentRequest, Payout, Plan, RecurringPaymentRequest, Subscription, TestClock, TestClockPayoutSettings } from '../db/entities/index.ts';
+import { defaultTestClockLimits, type TestClockLimits } from '../config.ts';
+import { addIntervals, type BillingInterval } from '../domain/billing-calendar.ts';
+import { endedStatuses } from '../domain/subscription.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeTestClock } from '../objects/test-clock.ts';
@@ -16,6 +19,7 @@ import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../workfl
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { recordEvent } from './events.ts';
 import { cancelClockPayouts } from './payouts.ts';
+import { clockTaskQueueOf } from './clock-binding.ts';
 
 /** A clock and everything on it is deleted this long after its creation (as Stripe: 30 days). */
 export const testClockLifetimeMs = 30 * 86_400_000;
@@ -23,10 +27,99 @@ export const testClockLifetimeMs = 30 * 86_400_000;
 export interface ClockStarter {
   client: Client;
   taskQueue: string;
+  /** config.testClocks; the defaults when unset. */
+  limits?: TestClockLimits;
 }
+
+/**
+ * Limits (docs/testing-your-integration.md#limits), so that one sandbox's clocks cannot keep the
+ * worker busy for minutes: how many clocks an account has, what lives on a clock (customers, their
+ * subscriptions, payment requests), and how far one advance goes (advanceSpanLimit). Each is
+ * refused with 400 `invalid_request` naming the limit, and changes nothing.
+ */
+const limitsOf = (starter: { limits?: TestClockLimits }) => starter.limits ?? defaultTestClockLimits;
+
+/** Holds the clock's row for the rest of `tx`: objects joining a clock are counted one at a time. */
+async function lockClockRow(tx: EntityManager, clockId: string): Promise<void> {
+  await tx.getConnection().execute(`select id from test_clocks where id = ? for update`, [clockId], 'all', tx.getTransactionContext());
+}
+
+/**
+ * Refuses a new customer on a full clock (`customersPerClock`, 3 as Stripe). Call inside the
+ * transaction that writes the customer: the clock's row stays locked until it commits.
+ */
+export async function reserveClockCustomer(tx: EntityManager, clockId: string, limits: TestClockLimits = defaultTestClockLimits): Promise<void> {
+  await lockClockRow(tx, clockId);
+  const count = await tx.count(Customer, { testClockId: clockId });
+  if (count >= limits.customersPerClock) {
+    throw new ApiError('invalid_request', `test_clock: a test clock holds at most ${limits.customersPerClock} customers, and ${clockId} has ${count}; create another clock for more.`);
+  }
+}
+
+/** Refuses a subscription for a customer on a clock that already has `subscriptionsPerCustomer` not ended (3 as Stripe). */
+export async function checkClockSubscriptionRoom(em: EntityManager, customer: { id: string; testClockId?: string | null }, limits: TestClockLimits = defaultTestClockLimits): Promise<void> {
+  if (!customer.testClockId) return;
+  const count = await em.count(Subscription, { customerId: customer.id, status: { $nin: [...endedStatuses] } });
+  if (count >= limits.subscriptionsPerCustomer) {
+    throw new ApiError('invalid_request', `customer: a customer on a test clock has at most ${limits.subscriptionsPerCustomer} subscriptions that have not ended, and ${customer.id} has ${count}; cancel one or use another customer.`);
+  }
+}
+
+/** Refuses a payment request (one-time or recurring) on a clock that already holds `paymentRequestsPerClock` of them (those a recurring request issued are its own). */
+export async function checkClockPaymentRequestRoom(em: EntityManager, clockId: string, limits: TestClockLimits = defaultTestClockLimits): Promise<void> {
+  const [oneTime, recurring] = await Promise.all([
+    em.count(PaymentRequest, { testClockId: clockId, recurringPaymentRequestId: null }),
+    em.count(RecurringPaymentRequest, { testClockId: clockId }),
+  ]);
+  if (oneTime + recurring >= limits.paymentRequestsPerClock) {
+    throw new ApiError('invalid_request', `test_clock: a test clock holds at most ${limits.paymentRequestsPerClock} payment requests (one-time and recurring), and ${clockId} has ${oneTime + recurring}; create another clock for more.`);
+  }
+}
+
+const approxMs: Record<BillingInterval['unit'], number> = { day: 86_400_000, week: 7 * 86_400_000, month: 30 * 86_400_000, year: 365 * 86_400_000 };
+const payoutIntervalOf: Record<string, BillingInterval | undefined> = { daily: { unit: 'day', count: 1 }, weekly: { unit: 'week', count: 1 }, monthly: { unit: 'month', count: 1 } };
+
+/** With nothing recurring on a clock, an advance goes at most two years (two intervals of a yearly price). */
+export const advanceSpanWithoutPrices: BillingInterval = { unit: 'year', count: 1 };
+
+/**
+ * The longest recurring interval on the clock: the plans of its customers' subscriptions not ended
+ * (and a plan change they wait for), its recurring payment requests still active, its payout schedules;
+ * null when nothing on it recurs.
+ */
+export async function longestClockInterval(em: EntityManager, clock: Pick<TestClock, 'id' | 'accountId'>): Promise<BillingInterval | null> {
+  const customers = await clockCustomerIds(em, clock.accountId, clock.id);
+  const subscriptions = customers.length > 0 ? await em.find(Subscription, { customerId: { $in: customers }, status: { $nin: [...endedStatuses] } }, { fields: ['planId', 'pendingPlanId'] }) : [];
+  const planIds = [...new Set(subscriptions.flatMap((s) => [s.planId, s.pendingPlanId]).filter((id): id is string => !!id))];
+  const plans = planIds.length > 0 ? await em.find(Plan, { id: { $in: planIds } }, { fields: ['interval', 'intervalCount'] }) : [];
+  const recurring = await em.find(RecurringPaymentRequest, { testClockId: clock.id, status: 'active' }, { fields: ['interval', 'intervalCount'] });
+  const payoutSchedules = await em.find(TestClockPayoutSettings, { testClockId: clock.id }, { fields: ['interval'] });
+  const intervals: BillingInterval[] = [
+    // A plan without an interval (a one-off price) recurs not.
+    ...plans.filter((p) => !!p.interval).map((p) => ({ unit: p.interval as BillingInterval['unit'], count: p.intervalCount ?? 1 })),
+    ...recurring.map((r) => ({ unit: r.interval, count: r.intervalCount })),
+    ...payoutSchedules.map((s) => payoutIntervalOf[s.interval]).filter((i): i is BillingInterval => !!i),
+  ];
+  let longest: BillingInterval | null = null;
+  for (const interval of intervals) if (!longest || approxMs[interval.unit] * interval.count > approxMs[longest.unit] * longest.count) longest = interval;
+  return longest;
+}
+
+/**
+ * How far one advance may go (as Stripe): two intervals of the longest recurring price on the clock past
+ * its time, or two years when nothing on it recurs. Returns the latest instant and what it was judged on.
+ */
+export async function advanceSpanLimit(em: EntityManager, clock: Pick<TestClock, 'id' | 'accountId' | 'frozenTime'>): Promise<{ latest: Date; interval: BillingInterval; fromPrice: boolean }> {
+  const longest = await longestClockInterval(em, clock);
+  const interval = longest ?? advanceSpanWithoutPrices;
+  return { latest: addIntervals(clock.frozenTime, interval, 2), interval, fromPrice: longest !== null };
+}
+
+const describeInterval = (i: BillingInterval) => (i.count === 1 ? i.unit : `${i.count} ${i.unit}s`);
 
 export async function createTestClock(em: EntityManager, starter: ClockStarter, input: { accountId: string; livemode: boolean; frozenTime: Date; name: string | null }): Promise<TestClock> {
   if (input.livemode) throw new ApiError('livemode_not_allowed', 'Test clocks exist only in the sandbox: send x-sandbox-mode: true, or use a test key.');
+  const { perAccount } = limitsOf(starter);
   const now = new Date();
   const clock = em.create(TestClock, {
     id: newId('testClock'),
@@ -42,13 +135,20 @@ export async function createTestClock(em: EntityManager, starter: ClockStarter, 
     updatedAt: now,
   });
   await em.transactional(async (tx) => {
+    // One create at a time per account, so two at once cannot both take the last place.
+    await tx.getConnection().execute(`select pg_advisory_xact_lock(hashtext(?))`, [`test_clocks:${input.accountId}`], 'all', tx.getTransactionContext());
+    const count = await tx.count(TestClock, { accountId: input.accountId, livemode: false });
+    if (count >= perAccount) {
+      throw new ApiError('invalid_request', `An account may have at most ${perAccount} test clocks at once, and this one has ${count}: delete one (DELETE /v1/test_clocks/{id}) before creating another (each is deleted 30 days after its creation anyway).`);
+    }
     tx.persist(clock);
     await tx.flush();
     await recordEvent(tx, { accountId: clock.accountId, livemode: false, type: 'test_clock.created', object: serializeTestClock(clock) });
   });
   await starter.client.workflow.start(testClockWorkflow, {
     workflowId: clock.id,
-    taskQueue: starter.taskQueue,
+    // The clock's own workflow runs with the work it moves, on the test clock queue (services/clock-binding.ts).
+    taskQueue: clockTaskQueueOf(starter.taskQueue),
     args: [{ clockId: clock.id, accountId: clock.accountId, frozenTime: clock.frozenTime.toISOString() }],
     staticSummary: `Test clock${clock.name ? ` "${clock.name}"` : ''}`,
     typedSearchAttributes: [
@@ -71,6 +171,13 @@ export async function advanceTestClock(em: EntityManager, starter: ClockStarter,
   if (clock.status === 'advancing') throw new ApiError('invalid_state', `Test clock ${clock.id} is already advancing; wait until it is ready.`);
   if (clock.status === 'internal_failure') throw new ApiError('invalid_state', `Test clock ${clock.id} failed to advance (${clock.failure}); delete it and start another.`);
   if (to.getTime() <= clock.frozenTime.getTime()) throw new ApiError('invalid_request', `frozen_time: a test clock only moves forward; it is at ${clock.frozenTime.toISOString()}.`);
+  const span = await advanceSpanLimit(em, clock);
+  if (to.getTime() > span.latest.getTime()) {
+    throw new ApiError(
+      'invalid_request',
+      `frozen_time: one advance may move a test clock at most two intervals of the longest recurring price on it (${span.fromPrice ? `every ${describeInterval(span.interval)}` : 'none: two years'}), so to ${span.latest.toISOString()} at the latest from ${clock.frozenTime.toISOString()}; advance in steps.`,
+    );
+  }
   await em.transactional(async (tx) => {
     const row = await tx.findOneOrFail(TestClock, { id: clock.id }, { lockMode: 4 /* pessimistic write */ });
     if (row.status !== 'ready') throw new ApiError('invalid_state', `Test clock ${clock.id} is already advancing; wait until it is ready.`);
@@ -120,7 +227,7 @@ export async function clockBindingOf(em: EntityManager, customer: { testClockId?
   return { id: clock.id, now: clock.frozenTime.toISOString() };
 }
 
-export { bindToClock, unbindFromClock } from './clock-binding.ts';
+export { bindToClock, clockTaskQueueOf, mainTaskQueueOf, taskQueueFor, unbindFromClock } from './clock-binding.ts';
 
 /**
  * The binding of a change to an object already on `clockId` (an API call cancelling its payout, updating

@@ -34,7 +34,7 @@
 import { CancelledFailure, Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
-import { bindToClock, unbindFromClock } from './test-clocks.ts';
+import { bindToClock, mainTaskQueueOf, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Event, Transaction, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, type WebhookDeliveryStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
@@ -48,8 +48,8 @@ import { postWebhook, type WebhookResponse } from './webhook-http.ts';
 import { serializeEvent } from '../objects/event.ts';
 import { eventDispatchWorkflow, wakeSignal, webhookDeliveryWorkflow, type WebhookDeliveryInput } from '../workflows/webhooks.ts';
 
-/** The dispatcher's workflow id on a task queue (one dispatcher per deployment). */
-export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${taskQueue}`;
+/** The dispatcher's workflow id on a task queue (one dispatcher per deployment, on the live queue: a clock queue's is its live queue's). */
+export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${mainTaskQueueOf(taskQueue)}`;
 
 /**
  * The fast path: wakes the dispatcher (starting it if it is not running) right
@@ -59,7 +59,7 @@ export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${
 export async function wakeEventDispatch(client: Client, taskQueue: string): Promise<void> {
   await client.workflow.signalWithStart(eventDispatchWorkflow, {
     workflowId: eventDispatchWorkflowId(taskQueue),
-    taskQueue,
+    taskQueue: mainTaskQueueOf(taskQueue),
     args: [{}],
     signal: wakeSignal,
     signalArgs: [],
@@ -130,7 +130,7 @@ export async function startDelivery(client: Client, taskQueue: string, delivery:
   try {
     await client.workflow.start(webhookDeliveryWorkflow, {
       workflowId: delivery.id,
-      taskQueue,
+      taskQueue: taskQueueFor(taskQueue, binding),
       args: [{ deliveryId: delivery.id, livemode: delivery.livemode, ...(after ? { after } : {}), ...(binding ? { testClock: binding } : {}) } satisfies WebhookDeliveryInput],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });

@@ -16,7 +16,7 @@ import { errorResponses, idParam } from '../schemas.ts';
 import { recordEvent } from '../../services/events.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
-import { findOwnTestClock } from '../../services/test-clocks.ts';
+import { findOwnTestClock, reserveClockCustomer } from '../../services/test-clocks.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 
@@ -155,6 +155,8 @@ export function customersApp(deps: ApiDeps) {
       // On a test clock: the event carries the clock's time and id, so its webhook retries follow the clock.
       await onTestClock(clock ? { id: clock.id, now: clock.frozenTime.toISOString() } : undefined, () =>
         em.transactional(async (tx) => {
+          // At most config.testClocks.customersPerClock on one clock (docs/testing-your-integration.md#limits): counted under the clock's row lock.
+          if (clock) await reserveClockCustomer(tx, clock.id, deps.config.testClocks);
           await tx.flush();
           await recordEvent(tx, { accountId, livemode, type: 'customer.created', object: serializeCustomer(customer), transactionId: null });
         }),

@@ -1,4 +1,4 @@
-import { bindToClock, clockBindingOf, clockCondition } from '../../services/test-clocks.ts';
+import { bindToClock, checkClockSubscriptionRoom, clockBindingOf, clockCondition, taskQueueFor } from '../../services/test-clocks.ts';
 import { createRoute, z } from '@hono/zod-openapi';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -209,6 +209,8 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new subscriptions cannot use it.`);
       // A customer on a test clock: the subscription lives on the clock's time.
       const testClock = await clockBindingOf(em, customer);
+      // A customer on a test clock has at most config.testClocks.subscriptionsPerCustomer not ended (docs/testing-your-integration.md#limits).
+      await checkClockSubscriptionRoom(em, customer, config.testClocks);
       if (body.pause_until && body.pause_until.getTime() <= (testClock ? Date.parse(testClock.now) : Date.now())) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
       const trialDays = body.trial_period_days ?? plan.trialPeriodDays;
       // Without a trial or a paused start the workflow charges at once: a customer with nothing to charge is refused before anything starts.
@@ -256,7 +258,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         snapshot = await temporal.workflow.executeUpdateWithStart(subscriptionCreatedUpdate, {
           startWorkflowOperation: new WithStartWorkflowOperation(subscriptionWorkflow, {
             workflowId: id,
-            taskQueue: config.taskQueue,
+            taskQueue: taskQueueFor(config.taskQueue, testClock),
             args: [input],
             // A retried key reaches the workflow its first try started; a closed one is never started again.
             workflowIdConflictPolicy: idem ? 'USE_EXISTING' : 'FAIL',

@@ -76,7 +76,7 @@ const deleteClock = createRoute({
 });
 
 export function testClocksApp({ orm, temporal, config }: ApiDeps) {
-  const starter = { client: temporal, taskQueue: config.taskQueue };
+  const starter = { client: temporal, taskQueue: config.taskQueue, limits: config.testClocks };
   return newOpenApiApp()
     .openapi(createClock, async (c) => {
       const body = c.req.valid('json');

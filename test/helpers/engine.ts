@@ -18,7 +18,7 @@ import { ensureAdmin } from '../../api/auth/bootstrap.ts';
 import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
 import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
 import { createLogger } from '../../logger.ts';
-import { createBillingWorker, installTemporalRuntime } from '../../worker.ts';
+import { createBillingWorker, createClockWorker, installTemporalRuntime, type BillingWorkerDeps } from '../../worker.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { startSmtpCapture, type SmtpCapture } from './smtp.ts';
 import { createTimeSkippingEnv } from './temporal.ts';
@@ -94,7 +94,7 @@ export async function startTestEngine(
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const mail = await startSmtpCapture();
   const base = loadConfig({ ...options.env, NODE_ENV: 'test' });
-  const config: Config = { ...base, taskQueue, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors, dataDir: mkdtempSync(path.join(tmpdir(), 'billing-data-')) };
+  const config: Config = { ...base, taskQueue, clockTaskQueue: `${taskQueue}-clocks`, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors, dataDir: mkdtempSync(path.join(tmpdir(), 'billing-data-')) };
   // Built once, like an entry point does, and shared by the API and the worker.
   const processors: Processors = resolveProcessors(options, config.processors, () => db.orm.em.fork());
   const mailer = createSmtpMailer(mail.url, config.mailFrom);
@@ -103,6 +103,9 @@ export async function startTestEngine(
   const app = createApp({ orm: db.orm, temporal: env.client, config, logger, processors });
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
+  // The test clock queue's worker (worker.ts createClockWorker), started and stopped with the live one.
+  let clockWorker: Worker | undefined;
+  let clockWorkerRun: Promise<void> | undefined;
 
   const engine: TestEngine = {
     db,
@@ -151,10 +154,12 @@ export async function startTestEngine(
       return { status: response.status, body: parsed, headers: response.headers };
     },
     async startWorker(workerOptions = {}) {
-      worker = await createBillingWorker({
+      const deps: BillingWorkerDeps = {
         connection: env.nativeConnection,
         namespace: 'default',
         taskQueue,
+        clockTaskQueue: config.clockTaskQueue,
+        urlPolicy: config.webhookUrlPolicy,
         orm: db.orm,
         processor: workerOptions.processor,
         processors,
@@ -163,14 +168,19 @@ export async function startTestEngine(
         secretBox: createSecretBox(config.auth.secret),
         exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
         workflowBundle: { codePath: inject('workflowBundlePath') },
-      });
+      };
+      worker = await createBillingWorker(deps);
+      clockWorker = await createClockWorker(deps);
       workerRun = worker.run();
+      clockWorkerRun = clockWorker.run();
       return worker;
     },
     async stopWorker() {
       if (worker && worker.getState() === 'RUNNING') worker.shutdown();
-      await workerRun;
+      if (clockWorker && clockWorker.getState() === 'RUNNING') clockWorker.shutdown();
+      await Promise.all([workerRun, clockWorkerRun]);
       worker = undefined;
+      clockWorker = undefined;
     },
     charges: (subscriptionId) =>
       db.orm.em.fork().find(Charge, subscriptionId ? { idempotencyKey: { $like: `${subscriptionId}:%` } } : {}, { orderBy: { createdAt: 'asc', id: 'asc' } }),
