@@ -12,6 +12,8 @@ export interface CustomerLinkClaims {
   customerId: string;
   accountId: string;
   livemode: boolean;
+  /** When the token these claims were read from expires (verify* set it): a link minted from them never outlives it. */
+  expiresAt?: Date;
 }
 
 export const billingLinkTtlDays = 30;
@@ -22,7 +24,11 @@ const audience = 'billing-details';
 const portalAudience = 'customer-portal';
 
 export interface CustomerLinks {
-  /** The page where the customer updates their payment method. */
+  /**
+   * The page where the customer updates their payment method: for billingLinkTtlDays, or
+   * until `claims.expiresAt` when that is sooner (a link minted from a 7-day portal
+   * session ends with the session).
+   */
   billingDetailsUrl(claims: CustomerLinkClaims): Promise<string>;
   verifyBillingDetailsToken(token: string): Promise<CustomerLinkClaims | null>;
   /** The customer portal (the dashboard's /dashboard/portal): the token rides in the fragment, so it reaches no server log. */
@@ -38,13 +44,15 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
   const key = createHash('sha256').update(`customer-links:${config.secret}`).digest();
   return {
     async billingDetailsUrl(claims) {
+      const ownTtl = Math.floor(Date.now() / 1000) + billingLinkTtlDays * 86_400;
+      const expires = claims.expiresAt ? Math.min(ownTtl, Math.floor(claims.expiresAt.getTime() / 1000)) : ownTtl;
       const token = await new SignJWT({ acct: claims.accountId, lm: claims.livemode })
         .setProtectedHeader({ alg: 'HS256' })
         .setSubject(claims.customerId)
         .setIssuer(issuer)
         .setAudience(audience)
         .setIssuedAt()
-        .setExpirationTime(`${billingLinkTtlDays}d`)
+        .setExpirationTime(expires)
         .sign(key);
       return `${config.publicUrl}/billing/${token}`;
     },
@@ -74,7 +82,7 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
     try {
       const { payload } = await jwtVerify(token, key, { issuer, audience: expected, algorithms: ['HS256'] });
       if (typeof payload.sub !== 'string' || typeof payload.acct !== 'string' || typeof payload.lm !== 'boolean') return null;
-      return { customerId: payload.sub, accountId: payload.acct, livemode: payload.lm };
+      return { customerId: payload.sub, accountId: payload.acct, livemode: payload.lm, ...(typeof payload.exp === 'number' ? { expiresAt: new Date(payload.exp * 1000) } : {}) };
     } catch {
       return null;
     }

@@ -9,6 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, AccountLogo } from '../db/entities/index.ts';
 import { brandColorPattern, maxLogoBytes, sniffLogo, type BrandingSettings } from '../domain/branding.ts';
 import { ApiError } from '../domain/errors.ts';
+import { checkLogoImage } from '../domain/logo-image.ts';
 import { recordAccountEvent } from './account-events.ts';
 
 export interface BrandingChange {
@@ -18,7 +19,7 @@ export interface BrandingChange {
   logo?: string | null;
 }
 
-/** Decodes and checks an uploaded logo: base64 or a data: URL, PNG or JPEG by its bytes, at most maxLogoBytes. */
+/** Decodes and checks an uploaded logo: base64 or a data: URL, PNG or JPEG by its bytes (decoding whole), at most maxLogoBytes. */
 export function decodeLogo(value: string): { bytes: Buffer; contentType: 'image/png' | 'image/jpeg' } {
   const dataUrl = /^data:([\w/+.-]+);base64,(.*)$/s.exec(value);
   const base64 = (dataUrl ? dataUrl[2]! : value).replace(/\s+/g, '');
@@ -28,6 +29,9 @@ export function decodeLogo(value: string): { bytes: Buffer; contentType: 'image/
   const contentType = sniffLogo(bytes);
   if (!contentType) throw new ApiError('invalid_request', 'logo: must be a PNG or JPEG image (SVG and other types are not accepted).');
   if (dataUrl && dataUrl[1] !== contentType) throw new ApiError('invalid_request', `logo: the data URL says ${dataUrl[1]} but the bytes are ${contentType}.`);
+  // The signature is only the first bytes: the whole image must decode (domain/logo-image.ts).
+  const image = checkLogoImage(bytes, contentType);
+  if (!image.ok) throw new ApiError('invalid_request', `logo: not a valid ${contentType === 'image/png' ? 'PNG' : 'JPEG'} image: ${image.problem}.`);
   return { bytes, contentType };
 }
 

@@ -132,11 +132,20 @@ export const exportFilters: Record<ExportResource, Record<string, { sql: string;
   payouts: { status: { sql: 't.status', values: payoutStatuses }, method: { sql: 't.method', values: payoutMethods }, currency: { sql: 't.currency' } },
 };
 
+/**
+ * A filter of a resource by its name: an own key of exportFilters only, so a name such as
+ * `constructor`, `toString` or `__proto__` (inherited from Object.prototype) is unknown.
+ */
+export function exportFilterOf(resource: ExportResource, name: string): { sql: string; values?: readonly string[] } | undefined {
+  const known = exportFilters[resource];
+  return Object.hasOwn(known, name) ? known[name] : undefined;
+}
+
 /** What is wrong with an export's `filters` for its resource, or null. */
 export function filtersProblem(resource: ExportResource, filters: Record<string, string>): string | null {
   const known = exportFilters[resource];
   for (const [name, value] of Object.entries(filters)) {
-    const filter = known[name];
+    const filter = exportFilterOf(resource, name);
     if (!filter) return `filters: ${resource} exports take ${Object.keys(known).join(', ')}; not ${name}.`;
     if (filter.values && !filter.values.includes(value)) return `filters.${name}: one of ${filter.values.join(', ')}.`;
   }
@@ -183,12 +192,38 @@ export function formatTime(date: Date, timeZone: string): string {
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${offset}`;
 }
 
-/** A csv cell that a spreadsheet would run as a formula (=, +, -, @, tab, CR) is prefixed with `'`. Numbers are written as numbers. */
+/**
+ * What a spreadsheet skips before it looks for a formula: whitespace (Unicode spaces, tab,
+ * CR, LF, NBSP, BOM), other control characters, and invisible format characters (zero-width
+ * space and joiners, word joiner, direction marks).
+ */
+const trimmedChars = '\\s\\u0000-\\u001f\\u007f\\u00ad\\u180e\\u200b-\\u200f\\u2060-\\u2064\\ufeff';
+/** What starts a formula (or DDE): = + - @, and the forms NFKC folds to them (full-width ＝ ＋ － ＠, small ﹦ ﹢ ﹣ ﹫, super- and subscript). */
+const formulaChars = '=+\\-@\\uff1d\\ufe66\\u207c\\u208c\\uff0b\\ufe62\\u207a\\u208a\\uff0d\\ufe63\\uff20\\ufe6b';
+const riskyStart = new RegExp(`^[${trimmedChars}]*[${formulaChars}]`, 'u');
+/** A delimiter of a common locale (, ; tab) or a line break inside a cell, followed by a formula start: where a reader splitting on another delimiter starts a cell. */
+const riskyInside = new RegExp(`([,;\\t\\r\\n])(?=[${trimmedChars}]*[${formulaChars}])`, 'gu');
+/** A cell holding a quote, a line break or the list separator of a common locale (comma; semicolon where the comma is the decimal mark; tab) is quoted. */
+const needsQuotes = /[",;\t\r\n]/;
+
+/** Whether a spreadsheet could read a text cell as a formula: the OWASP CSV-injection cases (= + - @ tab CR) and what they miss (LF, spaces and zero-width characters before them, full-width forms). */
+export function csvFormulaRisk(value: string): boolean {
+  return /^[\t\r\n]/.test(value) || riskyStart.test(value);
+}
+
+/**
+ * A csv cell. A text that a spreadsheet could run as a formula (csvFormulaRisk) is prefixed
+ * with `'`. A cell holding the delimiter of any common locale (, ; tab), a quote or a line
+ * break is quoted, so that `x;=cmd|…` stays one cell where `;` separates; and since a
+ * reader splitting on `;` or tab sees this file's quotes mid-field, a formula start after
+ * such a delimiter or line break inside the cell gets its own `'` too (`x;'=cmd|…`).
+ * Numbers are written as numbers.
+ */
 export function csvCell(value: string | number | null): string {
   if (value === null) return '';
   if (typeof value === 'number') return String(value);
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  const safe = (csvFormulaRisk(value) ? `'${value}` : value).replace(riskyInside, "$1'");
+  return needsQuotes.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
 type Cell = string | number | null;
@@ -320,7 +355,7 @@ function pageQuery(exp: Export): { from: string; params: unknown[] } {
     params.push(exp.createdLte);
   }
   for (const [name, value] of Object.entries(exp.filters ?? {})) {
-    const filter = exportFilters[exp.resource][name];
+    const filter = exportFilterOf(exp.resource, name);
     if (!filter) throw new Error(`export ${exp.id}: unknown filter ${name}`);
     // Column names come from exportFilters only; the value is a parameter.
     where += ` and ${filter.sql} = ?`;

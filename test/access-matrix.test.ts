@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliKeyScope, cliScopeRowOf } from '../api/auth/cli-scope.ts';
 import { startTestEngine, testPassword, type TestEngine } from './helpers/engine.ts';
 
 /**
@@ -108,6 +109,82 @@ describe('access table', () => {
         if (response.status >= 400) expect(Object.keys(response.body).sort(), `${actor} error shape`).toEqual(['error', 'message']);
       }
       expect(results).toEqual(action.expected);
+    });
+  }
+});
+
+/**
+ * Every route of the OpenAPI document, one row each: the CLI key scope of
+ * api/auth/cli-scope.ts must have exactly the document's operations (a new route without a
+ * row fails here), and each row is tried with a live and a test CLI key, and without any
+ * credential (401 unless the document marks the route public).
+ */
+describe('every route of the OpenAPI document', () => {
+  let engine: TestEngine;
+  let operations: Map<string, { public: boolean }>;
+  beforeAll(async () => {
+    engine = await startTestEngine({ startWorker: false });
+    const doc = (await engine.call('GET', '/openapi.json')).body as { paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>> };
+    operations = new Map();
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
+        // Public: no credential at all (security: []). The portal's routes take a portal token instead of a key.
+        operations.set(`${method.toUpperCase()} ${path}`, { public: Array.isArray(operation.security) && operation.security.length === 0 });
+      }
+    }
+  });
+  afterAll(() => engine?.close());
+
+  it('the CLI key scope has one row per operation, and only those', () => {
+    const rows = Object.keys(cliKeyScope);
+    expect(rows.filter((row) => !operations.has(row)), 'rows of no route').toEqual([]);
+    expect([...operations.keys()].filter((operation) => !Object.hasOwn(cliKeyScope, operation)), 'routes without a row in api/auth/cli-scope.ts').toEqual([]);
+    expect(operations.size).toBe(rows.length);
+  });
+
+  /** A request answered without reading a streamed body (the event and log streams never end). */
+  async function request(method: string, path: string, headers: Record<string, string>): Promise<{ status: number; message?: string }> {
+    const init: RequestInit = { method, headers: { ...headers } };
+    if (method === 'POST' || method === 'PATCH') {
+      init.body = '{}';
+      (init.headers as Record<string, string>)['content-type'] = 'application/json';
+    }
+    const response = await engine.app.request(path, init);
+    if (!(response.headers.get('content-type') ?? '').includes('application/json')) {
+      await response.body?.cancel();
+      return { status: response.status };
+    }
+    const body = (await response.json()) as { message?: string };
+    return { status: response.status, message: body.message };
+  }
+
+  const scopeRefusal = /^CLI keys cannot be used for /;
+  const concrete = (path: string) => path.replace(/\{\w+\}/g, 'x_00000000000000000000000000');
+  for (const [row, rule] of Object.entries(cliKeyScope)) {
+    it(`${row}: CLI keys ${rule.scope === 'allowed' ? 'allowed' : rule.scope === 'test_only' ? 'test mode only' : 'refused'}`, async () => {
+      const [method, template] = row.split(' ') as [string, string];
+      const path = concrete(template);
+      expect(cliScopeRowOf(method, path)?.row, 'the row a request falls under').toBe(row);
+      const mint = async (mode: 'live' | 'test') => {
+        const minted = await engine.call('POST', '/v1/cli_keys', { name: `matrix ${mode}`, mode });
+        expect(minted.status).toBe(201);
+        return minted.body.secret as string;
+      };
+      const [live, test] = await Promise.all([mint('live'), mint('test')]);
+      expect(live).toMatch(/^ck_live_/);
+      expect(test).toMatch(/^ck_test_/);
+      const asLive = await request(method, path, { 'x-cli-key': live });
+      const asTest = await request(method, path, { 'x-cli-key': test });
+      const refused = (answer: { status: number; message?: string }) => answer.status === 403 && scopeRefusal.test(answer.message ?? '');
+      expect({ live: refused(asLive), test: refused(asTest) }, JSON.stringify({ asLive, asTest })).toEqual({
+        live: rule.scope !== 'allowed',
+        test: rule.scope === 'denied',
+      });
+      // Without any credential: refused wherever the document asks for one (401; 400 when the empty body or query is refused first).
+      const anonymous = await request(method, path, {});
+      if (operations.get(row)?.public) expect(anonymous.status, 'a public route').not.toBe(401);
+      else expect([400, 401], JSON.stringify(anonymous)).toContain(anonymous.status);
     });
   }
 });

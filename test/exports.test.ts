@@ -353,7 +353,7 @@ describe('exports', () => {
   });
 
   it('csv cells and time zones (unit)', () => {
-    expect(['=1', '+1', '-1', '@a', '\tx', 'ok', 'a,b'].map(csvCell)).toEqual(["'=1", "'+1", "'-1", "'@a", "'\tx", 'ok', '"a,b"']);
+    expect(['=1', '+1', '-1', '@a', '\tx', 'ok', 'a,b'].map(csvCell)).toEqual(["'=1", "'+1", "'-1", "'@a", '"\'\tx"', 'ok', '"a,b"']);
     expect(csvCell(-500)).toBe('-500');
     expect(formatTime(new Date(Date.UTC(2026, 6, 1, 12)), 'America/New_York')).toBe('2026-07-01T08:00:00-04:00');
     expect(formatTime(new Date(Date.UTC(2026, 6, 1, 12)), 'UTC')).toBe('2026-07-01T12:00:00+00:00');

@@ -11,6 +11,7 @@ import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 import { clearBrowserCookies, csrfTokenFor, setBrowserCookies, signBrowserToken } from '../auth/browser-session.ts';
 import type { Context } from 'hono';
+import { isCrossSitePost } from '../pages/layout.ts';
 
 const TokenResponse = z
   .object({
@@ -46,10 +47,11 @@ const startBrowserSession = createRoute({
   summary: 'Sign in to the dashboard (cookie session)',
   description:
     'Like login, but the session comes back as an httpOnly, SameSite=Strict cookie (`billing_session`) and a readable `billing_csrf` cookie. ' +
-    'Requests with the cookie send `x-csrf-token` (the `csrf_token` here) on anything but GET/HEAD/OPTIONS; Bearer credentials keep working as before.',
+    'Requests with the cookie send `x-csrf-token` (the `csrf_token` here) on anything but GET/HEAD/OPTIONS; Bearer credentials keep working as before. ' +
+    'A cross-site request (`Sec-Fetch-Site` other than same-origin or none, or a foreign `Origin`) answers 403 `forbidden` and sets no cookie (login CSRF).',
   request: { body: { content: { 'application/json': { schema: LoginBody } }, required: true } },
   security: [],
-  responses: { 200: { description: 'Signed in', content: { 'application/json': { schema: BrowserSession } } }, ...errorResponses(400, 401, 429) },
+  responses: { 200: { description: 'Signed in', content: { 'application/json': { schema: BrowserSession } } }, ...errorResponses(400, 401, 403, 429) },
 });
 
 const readBrowserSession = createRoute({
@@ -260,6 +262,9 @@ export function authApp({ orm, config }: ApiDeps) {
       return c.json({ message: 'Session invalidated.', session_id: session.id }, 200);
     })
     .openapi(startBrowserSession, async (c) => {
+      // Login CSRF: another site must not sign a browser into an account (its own, to watch what is typed there).
+      // Refused as cookie-authenticated writes are, before the password is checked or an attempt is counted.
+      if (isCrossSitePost(c, config.publicUrl)) throw new ApiError('forbidden', 'Cross-site requests cannot start a dashboard session; sign in from the dashboard itself.');
       const { session, user } = await startSession(c, c.req.valid('json'));
       const maxAgeSeconds = Math.max(1, Math.floor((session.expiresAt.getTime() - Date.now()) / 1000));
       const token = await signBrowserToken(key, { userId: user.id, sessionId: session.id }, maxAgeSeconds);

@@ -82,19 +82,22 @@ export function brandingApp({ orm, config }: ApiDeps) {
     });
 }
 
-/** GET /branding/{account}/logo/{version}: the current logo, public (pages and emails show it); an old version's address answers the current one. */
+/**
+ * GET /branding/{account}/logo/{version}: the logo, public (pages and emails show it), only
+ * under the version it names (the first 16 hex digits of its SHA-256): an old or wrong
+ * version answers 404, so an address always shows the bytes it was made for.
+ */
 export function brandingPublicApp({ orm }: ApiDeps) {
   return new Hono().get('/:accountId/logo/:version', async (c) => {
     const accountId = c.req.param('accountId');
-    if (!/^[\w-]{1,64}$/.test(accountId)) return c.text('Not found', 404);
+    if (!/^[\w-]{1,64}$/.test(accountId) || !/^[0-9a-f]{16}$/.test(c.req.param('version'))) return c.text('Not found', 404);
     const logo = await loadLogo(orm.em.fork(), accountId);
-    if (!logo) return c.text('Not found', 404);
-    const current = logoPath(accountId, logo.sha256).endsWith(`/${c.req.param('version')}`);
+    if (!logo || logoPath(accountId, logo.sha256) !== `/branding/${accountId}/logo/${c.req.param('version')}`) return c.text('Not found', 404);
     return c.body(new Uint8Array(logo.data), 200, {
       'content-type': logo.contentType,
       'x-content-type-options': 'nosniff',
       'content-security-policy': "default-src 'none'",
-      'cache-control': current ? 'public, max-age=31536000, immutable' : 'public, max-age=300',
+      'cache-control': 'public, max-age=31536000, immutable',
     });
   });
 }

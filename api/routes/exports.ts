@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { Export, exportFormats, exportResources } from '../../db/entities/index.ts';
+import { Account, Export, exportFormats, exportResources } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { checkExportFileSignature, signedExportFileUrl } from '../../domain/export-links.ts';
 import { newId } from '../../domain/ids.ts';
@@ -86,7 +86,7 @@ const publicFile = createRoute({
   path: '/{id}/file',
   tags: ['Exports'],
   summary: "An export's file, by its signed link",
-  description: 'The `url` of an export: no Authorization header, the signature in the link is the credential until `expires`. A wrong signature answers 404; an expired one 410 `link_expired`.',
+  description: 'The `url` of an export: no Authorization header, the signature in the link is the credential until `expires`. A wrong signature answers 404; an expired one, or one of a closed account, 410 `link_expired`.',
   security: [],
   request: { params: idParam('exp'), query: z.object({ expires: z.coerce.number().int().min(0), signature: z.string().max(200) }) },
   responses: { 200: { description: 'The file', ...fileContent }, ...errorResponses(404, 409, 410) },
@@ -121,8 +121,11 @@ export function exportsApps(deps: ApiDeps) {
         if (!table) throw new ApiError('invalid_request', 'query: only transactions, invoices and customers exports take a search query.');
         parseForApi(body.query, table.schema);
       }
-      if (body.filters) {
-        const problem = filtersProblem(body.resource, body.filters);
+      // zod's record drops a "__proto__" key silently: the raw body's own keys are checked too, so it is an unknown filter like any other.
+      const raw = (await c.req.json().catch(() => null)) as { filters?: unknown } | null;
+      const rawNames = raw && typeof raw === 'object' && raw.filters && typeof raw.filters === 'object' ? Object.keys(raw.filters) : [];
+      if (body.filters || rawNames.length) {
+        const problem = filtersProblem(body.resource, { ...Object.fromEntries(rawNames.map((name) => [name, ''])), ...body.filters });
         if (problem) throw new ApiError('invalid_request', problem);
       }
       if (body.columns) {
@@ -195,8 +198,12 @@ export function exportsApps(deps: ApiDeps) {
     const check = checkExportFileSignature(config.auth.secret, id, expires, signature, Date.now());
     if (check === 'invalid') throw new ApiError('not_found', 'No such export.');
     if (check === 'expired') throw new ApiError('link_expired', 'This link expired; fetch the export again for a fresh one.');
-    const e = await orm.em.fork().findOne(Export, { id });
+    const em = orm.em.fork();
+    const e = await em.findOne(Export, { id });
     if (!e) throw new ApiError('not_found', 'No such export.');
+    // Closing an account revokes its signed links, like its portal and pay links.
+    const account = await em.findOne(Account, { id: e.accountId }, { fields: ['status'] });
+    if (!account || account.status === 'closed') throw new ApiError('link_expired', 'This link was revoked: the account that made the export is closed.');
     return fileResponse(c, e) as never;
   });
   return { v1, root };
