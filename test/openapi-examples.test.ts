@@ -1,10 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { z } from '@hono/zod-openapi';
 import { createApp } from '../api/app.ts';
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
+import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 /**
  * Issue #24: every request body in the OpenAPI document has one realistic example, the
@@ -137,5 +138,43 @@ describe('OpenAPI request body examples', () => {
     // A body that only a refinement refuses (a recurring request without an interval).
     const request = { type: 'recurring', amount: 4900, currency: 'USD', customer_email: 'jane.doe@example.com' };
     expect(zodBodies(app).get('post /api/v1/payment-requests')!.safeParse(request).success).toBe(false);
+  });
+
+  describe('against the real API', () => {
+    let engine: TestEngine;
+    beforeAll(async () => {
+      engine = await startTestEngine();
+    });
+    afterAll(() => engine?.close());
+
+    /**
+     * An example that names other records (an id like `cus_01jd…`) or a login would fail on a fresh
+     * account for that reason alone. POST /v1/webhooks resolves its url's host (example.com) in DNS,
+     * which a test machine without a network lacks; its example is still checked by the schemas above.
+     */
+    const selfContained = (method: string, path: string, example: unknown) =>
+      !path.includes('{') &&
+      !/^\/v1\/(auth|cli)\//.test(path) &&
+      !(method === 'post' && path === '/v1/webhooks') &&
+      !/"[a-z]+_[0-9a-z]{26}"/.test(JSON.stringify(example));
+
+    it('every example that names no other record is taken as it stands (2xx) by a fresh sandbox account', async () => {
+      const { doc } = await documentAndApp();
+      const sandbox = { ...engine.tenant.headers, 'x-sandbox-mode': 'true' };
+      const refused: string[] = [];
+      const sent: string[] = [];
+      for (const { method, path, content } of operationsWithBodies(doc)) {
+        const [example] = examplesOf(doc, content['application/json']!);
+        if (!selfContained(method, path, example)) continue;
+        sent.push(`${method.toUpperCase()} ${path}`);
+        // POST /v1/accounts signs up a new account: no credentials.
+        const headers = path === '/v1/accounts' ? { authorization: '' } : sandbox;
+        const response = await engine.call(method.toUpperCase(), path, example, headers);
+        if (response.status >= 300) refused.push(`${method.toUpperCase()} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
+      }
+      // Sanity: most bodies are tried this way (customers, products, webhooks, settings, bank accounts, exports, ...).
+      expect(sent.length, sent.join(', ')).toBeGreaterThanOrEqual(15);
+      expect(refused).toEqual([]);
+    });
   });
 });
