@@ -48,9 +48,10 @@ async function lockClockRow(tx: EntityManager, clockId: string): Promise<void> {
  * Refuses a new customer on a full clock (`customersPerClock`, 3 as Stripe). Call inside the
  * transaction that writes the customer: the clock's row stays locked until it commits.
  */
-export async function reserveClockCustomer(tx: EntityManager, clockId: string, limits: TestClockLimits = defaultTestClockLimits): Promise<void> {
+export async function reserveClockCustomer(tx: EntityManager, clockId: string, customerId: string, limits: TestClockLimits = defaultTestClockLimits): Promise<void> {
   await lockClockRow(tx, clockId);
-  const count = await tx.count(Customer, { testClockId: clockId });
+  // Not counting the customer being created (persisted already, it may be flushed before the count).
+  const count = await tx.count(Customer, { testClockId: clockId, id: { $ne: customerId } });
   if (count >= limits.customersPerClock) {
     throw new ApiError('invalid_request', `test_clock: a test clock holds at most ${limits.customersPerClock} customers, and ${clockId} has ${count}; create another clock for more.`);
   }
@@ -137,7 +138,7 @@ export async function createTestClock(em: EntityManager, starter: ClockStarter, 
   await em.transactional(async (tx) => {
     // One create at a time per account, so two at once cannot both take the last place.
     await tx.getConnection().execute(`select pg_advisory_xact_lock(hashtext(?))`, [`test_clocks:${input.accountId}`], 'all', tx.getTransactionContext());
-    const count = await tx.count(TestClock, { accountId: input.accountId, livemode: false });
+    const count = await tx.count(TestClock, { accountId: input.accountId, livemode: false, id: { $ne: clock.id } });
     if (count >= perAccount) {
       throw new ApiError('invalid_request', `An account may have at most ${perAccount} test clocks at once, and this one has ${count}: delete one (DELETE /v1/test_clocks/{id}) before creating another (each is deleted 30 days after its creation anyway).`);
     }

@@ -156,7 +156,7 @@ export function customersApp(deps: ApiDeps) {
       await onTestClock(clock ? { id: clock.id, now: clock.frozenTime.toISOString() } : undefined, () =>
         em.transactional(async (tx) => {
           // At most config.testClocks.customersPerClock on one clock (docs/testing-your-integration.md#limits): counted under the clock's row lock.
-          if (clock) await reserveClockCustomer(tx, clock.id, deps.config.testClocks);
+          if (clock) await reserveClockCustomer(tx, clock.id, customer.id, deps.config.testClocks);
           await tx.flush();
           await recordEvent(tx, { accountId, livemode, type: 'customer.created', object: serializeCustomer(customer), transactionId: null });
         }),

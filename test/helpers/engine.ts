@@ -56,7 +56,10 @@ export interface TestEngine {
   admin(): Promise<{ accessToken: string; headers: Record<string, string> }>;
   /** Calls the API in-process (Hono's app.request), JSON in and out, as `tenant` unless headers say otherwise. */
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
-  startWorker(options?: { processor?: PaymentProcessor }): Promise<Worker>;
+  /** Starts the live queue's worker and (unless `clocks: false`) the test clock queue's (worker.ts createClockWorker). */
+  startWorker(options?: { processor?: PaymentProcessor; clocks?: boolean }): Promise<Worker>;
+  /** Starts the test clock queue's worker alone (after startWorker({ clocks: false })). */
+  startClockWorker(): Promise<Worker>;
   stopWorker(): Promise<void>;
   charges(subscriptionId?: string): Promise<Charge[]>;
   invoices(subscriptionId: string): Promise<Invoice[]>;
@@ -106,6 +109,7 @@ export async function startTestEngine(
   // The test clock queue's worker (worker.ts createClockWorker), started and stopped with the live one.
   let clockWorker: Worker | undefined;
   let clockWorkerRun: Promise<void> | undefined;
+  let workerDeps: BillingWorkerDeps | undefined;
 
   const engine: TestEngine = {
     db,
@@ -169,11 +173,17 @@ export async function startTestEngine(
         exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
         workflowBundle: { codePath: inject('workflowBundlePath') },
       };
+      workerDeps = deps;
       worker = await createBillingWorker(deps);
-      clockWorker = await createClockWorker(deps);
       workerRun = worker.run();
-      clockWorkerRun = clockWorker.run();
+      if (workerOptions.clocks !== false) await engine.startClockWorker();
       return worker;
+    },
+    async startClockWorker() {
+      if (!workerDeps) throw new Error('startWorker first');
+      clockWorker = await createClockWorker(workerDeps);
+      clockWorkerRun = clockWorker.run();
+      return clockWorker;
     },
     async stopWorker() {
       if (worker && worker.getState() === 'RUNNING') worker.shutdown();
