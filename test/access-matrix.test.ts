@@ -21,7 +21,9 @@ interface World {
   planId: string;
 }
 
-type Action = { name: string; request: (w: World) => [method: string, path: string, body?: unknown]; expected: Record<Actor, number> };
+type Request = [method: string, path: string, body?: unknown];
+/** `request` may first create, as the owner, what the actor then acts on. */
+type Action = { name: string; request: (w: World) => Request | Promise<Request>; expected: Record<Actor, number> };
 
 const unique = () => Math.random().toString(36).slice(2, 10);
 export const accessTable: Action[] = [
@@ -54,12 +56,31 @@ export const accessTable: Action[] = [
   { name: 'PATCH /v1/plans/{id}', request: (w) => ['PATCH', `/v1/plans/${w.planId}`, { name: 'Renamed' }], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
   { name: 'DELETE /v1/plans/{id} (archive)', request: (w) => ['DELETE', `/v1/plans/${w.planId}`], expected: { admin: 200, owner: 200, member: 200, api_key: 200, none: 401 } },
   { name: 'DELETE /v1/auth/session', request: () => ['DELETE', '/v1/auth/session'], expected: { admin: 200, owner: 200, member: 200, api_key: 400, none: 401 } },
+  // Where and when live money goes (issue #24): members may not; a live CLI key may not either (the CLI key scope below).
+  { name: 'POST /v1/bank_accounts', request: () => ['POST', '/v1/bank_accounts', bankAccountBody()], expected: { admin: 201, owner: 201, member: 403, api_key: 201, none: 401 } },
+  { name: 'DELETE /v1/bank_accounts/{id}', request: async (w) => ['DELETE', `/v1/bank_accounts/${await ownersBankAccount(w)}`], expected: { admin: 200, owner: 200, member: 403, api_key: 200, none: 401 } },
+  { name: 'PATCH /v1/payout_settings', request: () => ['PATCH', '/v1/payout_settings', { currency: 'USD', interval: 'daily' }], expected: { admin: 200, owner: 200, member: 403, api_key: 200, none: 401 } },
+  { name: 'DELETE /v1/payout_holds/{id}', request: async (w) => ['DELETE', `/v1/payout_holds/${await ownersHold(w)}`], expected: { admin: 200, owner: 200, member: 403, api_key: 200, none: 401 } },
 ];
+
+let matrixEngine: TestEngine | undefined;
+const bankAccountBody = () => ({ type: 'us_ach', account_holder_name: 'Acme Studio LLC', account_holder_type: 'company', country: 'US', currency: 'USD', routing_number: '110000000', account_number: `0001${Math.floor(Math.random() * 1e8)}`, default_for_currency: true });
+async function ownersBankAccount(w: World): Promise<string> {
+  const created = await matrixEngine!.call('POST', '/v1/bank_accounts', bankAccountBody(), w.headers.owner);
+  if (created.status !== 201) throw new Error(`bank account: ${JSON.stringify(created.body)}`);
+  return created.body.id;
+}
+async function ownersHold(w: World): Promise<string> {
+  const created = await matrixEngine!.call('POST', '/v1/payout_holds', { reason: 'Reviewing a disputed charge' }, w.headers.owner);
+  if (created.status !== 201) throw new Error(`payout hold: ${JSON.stringify(created.body)}`);
+  return created.body.id;
+}
 
 describe('access table', () => {
   let engine: TestEngine;
   beforeAll(async () => {
     engine = await startTestEngine({ startWorker: false });
+    matrixEngine = engine;
   });
   afterAll(() => engine?.close());
 
@@ -103,7 +124,7 @@ describe('access table', () => {
       const results: Record<string, number> = {};
       for (const actor of actors) {
         const w = await world();
-        const [method, path, body] = action.request(w);
+        const [method, path, body] = await action.request(w);
         const response = await engine.call(method, path, body, w.headers[actor]);
         results[actor] = response.status;
         if (response.status >= 400) expect(Object.keys(response.body).sort(), `${actor} error shape`).toEqual(['error', 'message']);
