@@ -32,7 +32,7 @@ const PatchBody = z
       .max(120_000)
       .nullable()
       .optional()
-      .openapi({ description: 'A PNG or JPEG of at most 64 KB, in base64 or as a data: URL (SVG is refused: it can carry scripts); null removes the logo' }),
+      .openapi({ description: 'A PNG or JPEG of at most 64 KB and 2048×2048 pixels, in base64 or as a data: URL, that decodes whole (SVG is refused: it can carry scripts); null removes the logo' }),
   })
   .strict()
   .openapi({ example: { business_name: 'Acme Studio', brand_color: '#1a56db' } });
@@ -50,7 +50,7 @@ const patchBranding = createRoute({
   path: '/',
   tags: ['Settings'],
   summary: 'Change the branding',
-  description: 'Owners and admins. Omitted fields stay as they are; null resets one. The logo is checked by its bytes (PNG or JPEG), at most 64 KB.',
+  description: 'Owners and admins. Omitted fields stay as they are; null resets one. The logo is checked by its bytes (PNG or JPEG) and decoded whole (a corrupt file is 400), at most 64 KB and 2048×2048 pixels.',
   request: { body: { ...json(PatchBody), required: true } },
   responses: { 200: { description: 'Branding', ...json(BrandingSchema) }, ...errorResponses(400, 401, 403) },
 });
