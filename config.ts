@@ -54,8 +54,9 @@ export interface Config {
   /** Unauthenticated sign-ups (POST /v1/accounts) allowed per client IP per hour, per API process. */
   signupsPerIpPerHour: number;
   /**
-   * RENEWAL_SPREAD_MINUTES (0: off, at most 720): calendar renewals of subscriptions created from now on wake at
-   * the boundary plus a stable per-subscription offset in this window (docs/scaling.md#renewal-spreading).
+   * RENEWAL_SPREAD_MINUTES (0: off, at most 720): calendar renewals wake at the boundary plus a stable
+   * per-subscription offset in this window. The API gives it to subscriptions it creates; the worker hands it to
+   * running ones at each renewal, for their next ones (docs/scaling.md#renewal-spreading).
    */
   renewalSpreadMinutes: number;
 }

@@ -59,6 +59,8 @@ export interface BillingWorkerDeps {
   exportStorage?: ExportStorage;
   /** Where payouts go: the sandbox rail (services/payouts.ts) when unset. */
   payoutRail?: PayoutRail;
+  /** RENEWAL_SPREAD_MINUTES now (config.renewalSpreadMinutes): handed to each renewing subscription (activities/index.ts). */
+  renewalSpreadMinutes?: () => number;
   /** Worker tuning beyond the defaults (tests use maxCachedWorkflows). */
   overrides?: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
 }
@@ -118,7 +120,7 @@ function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): Worke
     namespace: deps.namespace,
     taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage, payoutRail: deps.payoutRail, urlPolicy: deps.urlPolicy }),
+    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage, payoutRail: deps.payoutRail, urlPolicy: deps.urlPolicy, renewalSpreadMinutes: deps.renewalSpreadMinutes }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
     // Activities of workflows on a test clock run on its time (services/clock-context.ts).
     interceptors: { activity: [testClockContext, wakeDispatchAfterActivities(deps.orm)], ...(deps.workflowBundle ? {} : { workflowModules: workflowInterceptorModules }) },
@@ -154,7 +156,7 @@ async function main(): Promise<void> {
   const mailer = createMailer(config);
   const processors = createProcessors(config.processors, () => orm.em.fork());
   // One bundle for both workers: the live queue's and the test clocks' (docs/scaling.md#test-clocks).
-  const workerDeps: BillingWorkerDeps = { connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), workflowBundle: await bundleBillingWorkflows() };
+  const workerDeps: BillingWorkerDeps = { connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), workflowBundle: await bundleBillingWorkflows(), renewalSpreadMinutes: () => config.renewalSpreadMinutes };
   const worker = await createBillingWorker(workerDeps);
   const clockWorker = await createClockWorker(workerDeps);
   // EXPORTS_TASK_QUEUE set: this worker writes exports too, on that queue, unless WORKER_EXPORTS=false leaves them to

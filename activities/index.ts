@@ -26,9 +26,9 @@ import {
   type PaymentRequestChargeInput,
   type PaymentRequestChargeOutcome,
 } from '../services/payment-requests.ts';
-import { pruneExpiredRows, reconcileMissingAvailability, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
+import { pruneExpiredRows, reconcileMissingAvailability, reconcileOrphanedFunds, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
 import { makeFundsAvailable } from '../services/ledger.ts';
-import type { WorkflowStarter } from '../services/balances.ts';
+import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
 import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payout-schedule.ts';
 import { currentTestClock } from '../services/clock-context.ts';
@@ -86,6 +86,12 @@ export interface ActivityDeps {
   payoutRail?: PayoutRail;
   /** Where export files are written (services/export-storage.ts); exports fail without it. */
   exportStorage?: ExportStorage;
+  /**
+   * RENEWAL_SPREAD_MINUTES as this worker has it now (config.ts): each renewal hands it to its
+   * subscription workflow, which spreads its next renewals with it (docs/scaling.md#renewal-spreading).
+   * Unset: renewals hand nothing, and a subscription keeps the window it was created with.
+   */
+  renewalSpreadMinutes?: () => number;
 }
 
 /**
@@ -137,15 +143,25 @@ export function createActivities(deps: ActivityDeps) {
      * projection and receipt, each step idempotent (services/renew-cycle.ts). A decline comes back
      * unpaid, with nothing projected.
      */
-    async renewCycle(input: RenewCycleInput): Promise<RenewCycleResult> {
-      return renewCycle(em, { processors, links: deps.links, notify, starter: starter() }, input);
+    async renewCycle(input: RenewCycleInput): Promise<RenewCycleResult & { renewalSpreadMinutes?: number }> {
+      const result = await renewCycle(em, { processors, links: deps.links, notify, starter: starter() }, input);
+      // The deployment's window now, for the workflow's next renewals (it may differ from the one it was created with).
+      return deps.renewalSpreadMinutes ? { ...result, renewalSpreadMinutes: deps.renewalSpreadMinutes() } : result;
     },
     async openInvoice(input: OpenInvoiceInput): Promise<OpenedInvoice> {
       return openInvoice(em(), deps.links, input);
     },
-    async charge(input: ChargeInput): Promise<ChargeOutcome> {
+    /**
+     * `ownFunds` (a subscription workflow's dunning retry or upgrade, patch `funds-of-charges`): the money
+     * stays pending owned by the calling workflow, which makes it available on its own timer, so no
+     * fundsAvailabilityWorkflow is started; returned as `funds` (claimed again by a retry).
+     */
+    async charge(input: ChargeInput, options: { ownFunds?: boolean } = {}): Promise<ChargeOutcome & { funds?: PendingFunds[] }> {
       Context.current().log.info('charging', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
-      return chargeCustomer(em(), processors, input, deps.links, starter());
+      if (!options.ownFunds) return chargeCustomer(em(), processors, input, deps.links, starter());
+      const outcome = await chargeCustomer(em(), processors, input, deps.links, starter(), { fundsOwnedByWorkflow: true });
+      if (outcome.status !== 'succeeded' || !outcome.transactionId) return outcome;
+      return { ...outcome, funds: await claimPendingFunds(em(), outcome.transactionId) };
     },
     /**
      * `paidAt`: the workflow's time of payment (optional; see settleInvoice). Then the
@@ -282,6 +298,11 @@ export function createActivities(deps: ActivityDeps) {
     async reconcileStuckPayouts(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
       return reconcileStuckPayouts(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
+    },
+    /** Maintenance: pending money owned by a workflow that no longer runs (terminated), made available once due. */
+    async reconcileOrphanedFunds(olderThanMs: number): Promise<ReconcileResult> {
+      const context = Context.current();
+      return reconcileOrphanedFunds(em(), context.client, olderThanMs, context.log);
     },
     /** Maintenance: the next batch of live subscriptions whose workflow closed without ending them (services/subscription-watch.ts). */
     async sweepOrphanedSubscriptions(input: { after: string | null; limit: number }): Promise<SweepResult> {

@@ -133,7 +133,7 @@ async function main(): Promise<void> {
   // Export files in DATA_DIR/exports, where the API serves them from.
   const exportStorage = localExportStorage(path.join(config.dataDir, 'exports'));
   // Two workers on one bundle: the live queue's, and the test clocks' with its own modest limits (docs/scaling.md#test-clocks).
-  const workerDeps: BillingWorkerDeps = { connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage, workflowBundle: await bundleBillingWorkflows() };
+  const workerDeps: BillingWorkerDeps = { connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage, workflowBundle: await bundleBillingWorkflows(), renewalSpreadMinutes: () => config.renewalSpreadMinutes };
   const worker = await createBillingWorker(workerDeps);
   const workerRun = worker.run();
   stops.push({ name: 'worker', stop: async () => { worker.shutdown(); await workerRun; } });

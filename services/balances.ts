@@ -53,3 +53,44 @@ export async function startAvailabilityOf(em: EntityManager, starter: WorkflowSt
   const pending = await em.find(BalanceTransaction, { source: sourceId, status: 'pending' }, { fields: ['id', 'availableOn'] });
   for (const btxn of pending) await startFundsAvailability(starter, btxn);
 }
+
+/**
+ * A payment's money still pending: the balance transactions that become available
+ * `availableAfterMs` from now. Relative, as for fundsAvailabilityWorkflow: the workflow
+ * that owns it adds it to its own time (a test server's skipped time, or a test clock's).
+ */
+export interface PendingFunds {
+  balanceTransactionIds: string[];
+  availableAfterMs: number;
+}
+
+/**
+ * The pending balance transactions of a payment, marked as owned by a workflow
+ * (`workflow_confirmed_at`: the maintenance reconciler starts no availability workflow
+ * for them), grouped by available_on. One statement; a retry finds them again. (A first
+ * run writes them owned with the payment: chargeCustomer's `fundsOwnedByWorkflow`.)
+ * Used by the subscription workflow's renewals (services/renew-cycle.ts) and its other
+ * charges (a dunning retry, an upgrade: the `charge` activity with `ownFunds`).
+ */
+export async function claimPendingFunds(em: EntityManager, transactionId: string): Promise<PendingFunds[]> {
+  const rows = await em
+    .getConnection()
+    .execute<{ id: string; available_on: Date }[]>(
+      `update balance_transactions set workflow_confirmed_at = coalesce(workflow_confirmed_at, now()) where source = ? and status = 'pending' returning id, available_on`,
+      [transactionId],
+      'all',
+      em.getTransactionContext(),
+    );
+  return pendingFunds(rows.map((row) => ({ id: row.id, availableOn: new Date(row.available_on) })));
+}
+
+/** Pending balance transactions grouped by how long from now (the wall clock's, or the test clock's) they become available. */
+export function pendingFunds(btxns: Pick<BalanceTransaction, 'id' | 'availableOn'>[]): PendingFunds[] {
+  const now = currentTime().getTime();
+  const byDelay = new Map<number, string[]>();
+  for (const btxn of btxns) {
+    const afterMs = Math.max(0, btxn.availableOn.getTime() - now);
+    byDelay.set(afterMs, [...(byDelay.get(afterMs) ?? []), btxn.id]);
+  }
+  return [...byDelay].map(([availableAfterMs, balanceTransactionIds]) => ({ availableAfterMs, balanceTransactionIds: balanceTransactionIds.sort() }));
+}

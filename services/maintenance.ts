@@ -22,7 +22,12 @@ import { startFundsAvailability } from './balances.ts';
 import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
 import { continuePayment, paymentChargeRequest } from './payments.ts';
 import { startPayoutWorkflow } from './payouts.ts';
+import { payoutPendingMs } from '../domain/payouts.ts';
+import { idPrefixes } from '../domain/ids.ts';
+import { encodeTime } from 'ulidx';
 import { clockTimeOf } from './test-clocks.ts';
+import { onTestClock } from './clock-context.ts';
+import { makeFundsAvailable } from './ledger.ts';
 import type { Processors } from './processors/index.ts';
 import { completeRefund } from './refunds.ts';
 
@@ -165,19 +170,38 @@ export async function reconcileStuckPayments(
   return result;
 }
 
-/** Payouts still pending after `olderThanMs` with no payoutWorkflow: started now (idempotently), as the API would have. */
+/**
+ * Payouts still pending after `olderThanMs` with no payoutWorkflow: started now (idempotently), as the API would
+ * have, pending only for what is left of their cancelable window (payoutPendingMs from `created_at`), so a payout
+ * is sent when it would have been.
+ *
+ * A payout on a test clock is stamped with the clock's time (`created_at` may be a year ahead of the wall clock,
+ * or behind it), so its age is read from its id instead (a ULID: the wall clock's time of its creation), the same
+ * `olderThanMs` as any payout. It goes back on its clock at the clock's current time, and its window is the
+ * clock's: a clock advanced past it meanwhile sends it at once; one not yet past waits on the clock for the rest.
+ * (A deleted clock canceled its payouts: none are left pending.)
+ */
 export async function reconcileStuckPayouts(em: EntityManager, client: Client, taskQueue: string, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+  const cutoff = Date.now() - olderThanMs;
   const rows = await em.find(
     Payout,
-    { status: 'pending', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
-    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'testClockId'] },
+    {
+      status: 'pending',
+      workflowConfirmedAt: null,
+      $or: [
+        { testClockId: null, createdAt: { $lt: new Date(cutoff) } },
+        { testClockId: { $ne: null }, id: { $lt: `${idPrefixes.payout}_${encodeTime(Math.max(cutoff, 0), 10).toLowerCase()}` } },
+      ],
+    },
+    { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'testClockId', 'createdAt'] },
   );
   const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
   for (const row of rows) {
     try {
       if (!(await workflowExists(client, row.id))) {
-        // A payout on a test clock goes back on its clock (a deleted clock canceled its payouts: none left pending).
-        await startPayoutWorkflow(client, taskQueue, row.id, await clockTimeOf(em, row.testClockId));
+        const testClock = await clockTimeOf(em, row.testClockId);
+        const now = testClock ? Date.parse(testClock.now) : Date.now();
+        await startPayoutWorkflow(client, taskQueue, row.id, testClock, Math.max(0, row.createdAt.getTime() + payoutPendingMs - now));
         result.reconciled++;
         log?.info('reconciled a stuck payout', { payoutId: row.id });
       }
@@ -218,6 +242,79 @@ export async function reconcileMissingAvailability(em: EntityManager, client: Cl
     }
   }
   return result;
+}
+
+/**
+ * Pending money owned by a workflow that no longer runs. A subscription's workflow makes the money it collected
+ * (renewals, dunning retries, upgrades) available on its own timer, and the rows are written owned
+ * (`workflow_confirmed_at`), so reconcileMissingAvailability leaves them alone. An operator who terminates that
+ * workflow (`temporal workflow terminate`), or a workflow that fails or times out, takes the timer with it; so
+ * does a fundsAvailabilityWorkflow terminated before its time. This finds such money once it is due and makes it
+ * available.
+ *
+ * Only rows past due are read (their available_on more than `olderThanMs` ago; on a test clock, at or before the
+ * clock's time), through a partial index, so money waiting for its day costs nothing however much there is. Each
+ * is checked against its owners: its fundsAvailabilityWorkflow (workflow id = its id) and the subscription
+ * workflow of its payment (workflow id = the subscription id). While either runs, it is theirs (a workflow late
+ * on its timer, a worker that was down). Otherwise makeFundsAvailable moves it, under its row lock and only while
+ * it is still pending: a second run, or a second reconciler on another task queue, finds it available and
+ * changes nothing. Money on a test clock is moved on the clock's time. Money that is not yet due stays pending
+ * until a run after its available_on.
+ */
+export async function reconcileOrphanedFunds(em: EntityManager, client: Client, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+  // Money off clocks, due by the wall clock (a range of the partial index); money on a clock, due by the clock's
+  // time (a clock's account's sandbox rows, through the account's index: clocks are few and small).
+  const rows = await em.getConnection().execute<{ id: string; subscription_id: string | null; test_clock_id: string | null }[]>(
+    `(select b.id, t.subscription_id, null::text as test_clock_id
+        from balance_transactions b
+        left join transactions t on t.id = b.source
+        left join customers c on c.id = t.customer_id
+       where b.status = 'pending' and b.workflow_confirmed_at is not null and b.available_on <= ? and c.test_clock_id is null
+       order by b.available_on, b.id
+       limit ?)
+     union all
+     (select b.id, t.subscription_id, k.id as test_clock_id
+        from test_clocks k
+        join balance_transactions b on b.account_id = k.account_id and b.livemode = false
+        join transactions t on t.id = b.source
+        join customers c on c.id = t.customer_id and c.test_clock_id = k.id
+       where b.status = 'pending' and b.workflow_confirmed_at is not null and b.available_on <= k.frozen_time
+       order by b.available_on, b.id
+       limit ?)`,
+    [new Date(Date.now() - olderThanMs), reconcileBatchSize, reconcileBatchSize],
+  );
+  const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
+  // A subscription's rows share its workflow: described once per run.
+  const running = new Map<string, Promise<boolean>>();
+  const isRunning = (workflowId: string) => {
+    if (!running.has(workflowId)) running.set(workflowId, workflowRunning(client, workflowId));
+    return running.get(workflowId)!;
+  };
+  for (const row of rows) {
+    try {
+      if (await isRunning(row.id)) continue;
+      if (row.subscription_id && (await isRunning(row.subscription_id))) continue;
+      const moved = await onTestClock(await clockTimeOf(em, row.test_clock_id), () => makeFundsAvailable(em.fork(), row.id));
+      if (moved) {
+        result.reconciled++;
+        log?.warn('made pending money available: the workflow that owned it is no longer running', { balanceTransactionId: row.id, subscriptionId: row.subscription_id });
+      }
+    } catch (error) {
+      result.failed++;
+      log?.warn('could not reconcile pending money of a closed workflow', { balanceTransactionId: row.id, error: String(error) });
+    }
+  }
+  return result;
+}
+
+/** Whether a workflow with this id runs now (its latest run); false when closed or unknown. */
+async function workflowRunning(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
 }
 
 /**

@@ -176,16 +176,17 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
  * Starts a pending payout's payoutWorkflow (workflow id = payout id), as the API
  * does right after createPayout, and as the maintenance reconciler does for a
  * payout whose API process died in between. Idempotent: when a workflow with that
- * id exists, running or closed, it is left alone (`false`).
+ * id exists, running or closed, it is left alone (`false`). `pendingMs`: how long it stays
+ * pending from now (the reconciler passes what is left of its window, in its own time).
  */
-export async function startPayoutWorkflow(client: Client, taskQueue: string, payoutId: string, testClock?: ClockBinding): Promise<boolean> {
+export async function startPayoutWorkflow(client: Client, taskQueue: string, payoutId: string, testClock?: ClockBinding, pendingMs: number = payoutPendingMs): Promise<boolean> {
   // A payout on a test clock is registered on it first, so the clock waits for it (workflows/clock-sleep.ts).
   if (testClock) await bindToClock(client, testClock, payoutId);
   try {
     await client.workflow.start(payoutWorkflow, {
       workflowId: payoutId,
       taskQueue: taskQueueFor(taskQueue, testClock),
-      args: [{ payoutId, arrivalMs: payoutPendingMs, ...(testClock ? { testClock } : {}) }],
+      args: [{ payoutId, arrivalMs: pendingMs, ...(testClock ? { testClock } : {}) }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Payout ${payoutId}${testClock ? ` (test clock ${testClock.id})` : ''}`,
     });

@@ -34,11 +34,10 @@
  * invoice and outcome this call returns.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Customer, type BalanceTransaction, type Invoice } from '../db/entities/index.ts';
-import { currentTime } from './clock-context.ts';
+import { Account, Customer, type Invoice } from '../db/entities/index.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
-import type { WorkflowStarter } from './balances.ts';
+import { claimPendingFunds, pendingFunds, type PendingFunds, type WorkflowStarter } from './balances.ts';
 import { chargeCustomer, type ChargeOutcome } from './charges.ts';
 import { markInvoicePaid, openOrCreateInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
 import type { Processors } from './processors/index.ts';
@@ -59,15 +58,8 @@ export interface RenewCycleInput {
   ownFunds?: boolean;
 }
 
-/**
- * A payment's money still pending: the balance transactions that become available
- * `availableAfterMs` from now. Relative, as for fundsAvailabilityWorkflow: the workflow
- * adds it to its own time (a test server's skipped time, or a test clock's).
- */
-export interface PendingFunds {
-  balanceTransactionIds: string[];
-  availableAfterMs: number;
-}
+/** A payment's money still pending, owned by the workflow (services/balances.ts). */
+export type { PendingFunds } from './balances.ts';
 
 export type RenewCycleResult =
   | { status: 'paid'; invoice: OpenedInvoice; snapshot: SubscriptionSnapshot; funds?: PendingFunds[] }
@@ -134,33 +126,4 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
   // The receipt goes last: the money and the projection are recorded even when the mail server is down (a retry sends it once).
   await sendInvoiceReceipt(em(), deps.notify, invoice.invoiceId, paid.invoice ? { invoice: paid.invoice, account, customer } : undefined);
   return { status: 'paid', invoice, snapshot, ...(paid.funds ? { funds: paid.funds } : {}) };
-}
-
-/**
- * The pending balance transactions of a payment, marked as owned by a workflow
- * (`workflow_confirmed_at`: the maintenance reconciler starts no availability workflow
- * for them), grouped by available_on. One statement; a retry finds them again. (A first
- * run writes them owned with the payment: chargeCustomer's `fundsOwnedByWorkflow`.)
- */
-async function claimPendingFunds(em: EntityManager, transactionId: string): Promise<PendingFunds[]> {
-  const rows = await em
-    .getConnection()
-    .execute<{ id: string; available_on: Date }[]>(
-      `update balance_transactions set workflow_confirmed_at = coalesce(workflow_confirmed_at, now()) where source = ? and status = 'pending' returning id, available_on`,
-      [transactionId],
-      'all',
-      em.getTransactionContext(),
-    );
-  return pendingFunds(rows.map((row) => ({ id: row.id, availableOn: new Date(row.available_on) })));
-}
-
-/** Pending balance transactions grouped by how long from now they become available. */
-function pendingFunds(btxns: Pick<BalanceTransaction, 'id' | 'availableOn'>[]): PendingFunds[] {
-  const now = currentTime().getTime();
-  const byDelay = new Map<number, string[]>();
-  for (const btxn of btxns) {
-    const afterMs = Math.max(0, btxn.availableOn.getTime() - now);
-    byDelay.set(afterMs, [...(byDelay.get(afterMs) ?? []), btxn.id]);
-  }
-  return [...byDelay].map(([availableAfterMs, balanceTransactionIds]) => ({ availableAfterMs, balanceTransactionIds: balanceTransactionIds.sort() }));
 }

@@ -11,6 +11,8 @@
  * - reconcileStuckPayouts: pending payouts with no payoutWorkflow get one;
  * - reconcileMissingAvailability: pending balance transactions (a payment's money)
  *   older than a minute with no fundsAvailabilityWorkflow get one;
+ * - reconcileOrphanedFunds: pending money owned by a workflow that no longer runs (a
+ *   subscription terminated by an operator) is made available once due;
  * - pruneExpiredRows: expired idempotency keys and login attempts older than the
  *   login throttle window are deleted;
  * - sweepOrphanedSubscriptions: the next batch of live subscriptions whose workflow
@@ -93,6 +95,8 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     const funds = patched('funds-availability-reconcile')
       ? await attempt(() => activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)))
       : null;
+    // Pending money whose owning workflow was terminated: made available once due (added later: runs recorded before go on without it).
+    const orphaned = patched('orphaned-funds-reconcile') ? await attempt(() => activities.reconcileOrphanedFunds(settings.stuckAfterMs)) : null;
     // Added with export expiry: runs recorded before it go on without it.
     const exportFiles = patched('prune-expired-exports') ? await attempt(() => activities.pruneExpiredExports()) : null;
     // Added with test clocks' deletes_after: runs recorded before it go on without it.
@@ -105,6 +109,7 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
         `reconciled ${part(payments, (r) => `${r.reconciled} payments${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         `${part(payouts, (r) => `${r.reconciled} payouts${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         (funds === null ? '' : `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
+        (orphaned === null || (typeof orphaned !== 'string' && orphaned.reconciled + orphaned.failed === 0) ? '' : `${part(orphaned, (r) => `${r.reconciled} pending amounts of closed workflows${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
         (swept === null ? '' : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
         (exportFiles === null ? '' : `deleted ${part(exportFiles, (e) => `${e.files} expired export files, ${e.temporary} abandoned temporary files`)}; `) +

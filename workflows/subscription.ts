@@ -50,6 +50,7 @@ import type { ActivityOptions } from '@temporalio/common';
 import type { Activities } from '../activities/index.ts';
 import type { ChargeOutcome } from '../services/charges.ts';
 import type { OpenedInvoice } from '../services/invoices.ts';
+import type { PendingFunds } from '../services/balances.ts';
 import { addDays } from '../domain/billing-calendar.ts';
 import {
   billingAnchorFrom,
@@ -86,7 +87,9 @@ export interface SubscriptionWorkflowInput {
   /**
    * RENEWAL_SPREAD_MINUTES as the API read it at creation (unset or 0: off), carried by every continue-as-new:
    * a calendar renewal wakes at the boundary plus this subscription's offset in the window and is invoiced at
-   * the boundary (domain/renewal-spread.ts; patched('renewal-spread')).
+   * the boundary (domain/renewal-spread.ts; patched('renewal-spread')). Each renewal brings the worker's current
+   * setting (renewCycle's result), which the next renewals use (patched('renewal-spread-live')); carried on as
+   * the run's latest.
    */
   renewalSpreadMinutes?: number;
 }
@@ -165,6 +168,20 @@ export const fundsInSubscriptionPatch = 'funds-in-subscription';
 /** Calendar renewals wake at the boundary plus the subscription's offset (input.renewalSpreadMinutes): a changed timer. */
 export const renewalSpreadPatch = 'renewal-spread';
 
+/**
+ * A renewal's result carries the worker's RENEWAL_SPREAD_MINUTES now; when it differs from the window this run
+ * has, the next renewals wake with the new one (a changed timer). Asked only on such a change, so a run whose
+ * setting never changes records nothing.
+ */
+export const renewalSpreadLivePatch = 'renewal-spread-live';
+
+/**
+ * A dunning retry's charge and an upgrade's immediate charge leave their pending money to this workflow (the
+ * `charge` activity with `ownFunds`), as renewals do (funds-in-subscription), instead of a
+ * fundsAvailabilityWorkflow started for each. Histories recorded before it started one.
+ */
+export const fundsOfChargesPatch = 'funds-of-charges';
+
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
 interface Queued {
@@ -195,7 +212,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * The renewal spread window in minutes, 0 when off. The patch is asked only when the window would move a renewal
    * (calendar billing, a window in the input), so older runs and anniversary subscriptions never record it.
    */
-  const spread = (): number => (renewalSpreads(subscription, input.renewalSpreadMinutes ?? 0) && patched(renewalSpreadPatch) ? input.renewalSpreadMinutes! : 0);
+  let spreadWindow = input.renewalSpreadMinutes ?? 0;
+  const spread = (): number => (renewalSpreads(subscription, spreadWindow) && patched(renewalSpreadPatch) ? spreadWindow : 0);
 
   // ---- Messages -----------------------------------------------------------
 
@@ -300,12 +318,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         free: recorded({ status: 'active', ...unset }),
         ...(ownFunds ? { ownFunds } : {}),
       });
+      // The deployment's spread window now (RENEWAL_SPREAD_MINUTES): the next renewals wake with it.
+      const latestWindow = result.renewalSpreadMinutes;
+      if (latestWindow !== undefined && latestWindow !== spreadWindow && patched(renewalSpreadLivePatch)) spreadWindow = latestWindow;
       if (result.status === 'paid') {
         if (result.snapshot.status !== subscription.status) searchStatusStale = true;
         subscription = result.snapshot;
-        const now = clock.now().getTime();
-        const due = (result.funds ?? []).map((f) => ({ balanceTransactionIds: f.balanceTransactionIds, at: iso(new Date(now + f.availableAfterMs)) }));
-        if (due.length > 0) pendingFunds = [...pendingFunds, ...due].sort((a, b) => a.at.localeCompare(b.at));
+        holdFunds(result.funds);
         return;
       }
       invoice = result.invoice;
@@ -345,6 +364,18 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     await recordFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
   }
 
+  /**
+   * A charge outside a billing cycle (a dunning retry, an upgrade). Under funds-of-charges its pending money is
+   * this workflow's (held until its available_on, as a renewal's); before it, the activity started a
+   * fundsAvailabilityWorkflow. Answers the outcome without the funds.
+   */
+  async function chargeOwningFunds(input: Parameters<Activities['charge']>[0]): Promise<ChargeOutcome> {
+    if (!patched(fundsOfChargesPatch)) return activities.charge(input);
+    const { funds, ...outcome } = await activities.charge(input, { ownFunds: true });
+    holdFunds(funds);
+    return outcome;
+  }
+
   // ---- Dunning ------------------------------------------------------------
 
   /** Records a failed attempt with what follows it scheduled, and emails the customer. */
@@ -364,7 +395,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       return;
     }
     setCurrentDetails(`Payment retry ${attempt} for invoice ${dunning.invoiceNumber}.`);
-    const outcome = await activities.charge({
+    const outcome = await chargeOwningFunds({
       idempotencyKey: `${dunning.billingKey}:attempt:${attempt}`,
       invoiceId: dunning.invoiceId,
       attempt,
@@ -490,7 +521,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     const upgrade = upgradeInvoice(state(), next, clock.now());
     const invoice = await activities.openInvoice(upgrade.invoice);
     if (invoice.amountDue > 0) {
-      const outcome = await activities.charge({
+      const outcome = await chargeOwningFunds({
         idempotencyKey: `${upgrade.billingKey}:attempt:1`,
         invoiceId: invoice.invoiceId,
         attempt: 1,
@@ -555,6 +586,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   }
 
   // ---- Pending money --------------------------------------------------------
+
+  /** Takes money a charge left pending (relative to now) to make available at its time. */
+  function holdFunds(funds: PendingFunds[] | undefined): void {
+    const now = clock.now().getTime();
+    const due = (funds ?? []).map((f) => ({ balanceTransactionIds: f.balanceTransactionIds, at: iso(new Date(now + f.availableAfterMs)) }));
+    if (due.length > 0) pendingFunds = [...pendingFunds, ...due].sort((a, b) => a.at.localeCompare(b.at));
+  }
 
   /** When the earliest pending money becomes available, if any. */
   const fundsDue = (): Date | null => (pendingFunds.length > 0 ? new Date(pendingFunds[0]!.at) : null);
@@ -634,7 +672,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
             pendingPlan,
             ...(input.testClock ? { testClock: clock.binding() } : {}),
             ...(pendingFunds.length > 0 ? { pendingFunds } : {}),
-            ...(input.renewalSpreadMinutes ? { renewalSpreadMinutes: input.renewalSpreadMinutes } : {}),
+            ...(spreadWindow ? { renewalSpreadMinutes: spreadWindow } : {}),
           };
           if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.

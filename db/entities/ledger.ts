@@ -71,6 +71,8 @@ export const BalanceTransaction = defineEntity({
     { properties: ['accountId', 'livemode', 'id'] },
     { properties: ['source'] },
     { name: 'balance_transactions_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" },
+    // Money owned by a workflow, past due: what the reconciler of orphaned money reads (services/maintenance.ts).
+    { name: 'balance_transactions_owned_pending_index', properties: ['availableOn'], where: "status = 'pending' and workflow_confirmed_at is not null" },
   ],
   properties: {
     id: p.string().primary(),
@@ -86,7 +88,10 @@ export const BalanceTransaction = defineEntity({
     availableOn: p.datetime(),
     /** A payment's: what refunds took from it while it was pending (it makes that much less available). */
     refundedFromPending: p.bigint('number').default(0),
-    /** Set by the maintenance reconciler once it has seen, or started, this pending movement's availability workflow. */
+    /**
+     * Set once a workflow owns this pending movement: by the maintenance reconciler once it has seen, or started, its
+     * availability workflow, or at once when the subscription workflow that collected it makes it available itself.
+     */
     workflowConfirmedAt: p.datetime().nullable(),
     createdAt: p.datetime(),
   },

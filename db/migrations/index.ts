@@ -24,6 +24,7 @@ import { Migration20261123170000_test_clocks } from './Migration20261123170000_t
 import { Migration20261123180000_export_filters } from './Migration20261123180000_export_filters.ts';
 import { Migration20261123181000_processor_customers } from './Migration20261123181000_processor_customers.ts';
 import { Migration20261124100000_test_clock_links } from './Migration20261124100000_test_clock_links.ts';
+import { Migration20261126220000_owned_pending_funds } from './Migration20261126220000_owned_pending_funds.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -53,4 +54,5 @@ export const migrations = [
   { name: 'Migration20261124120000_account_logos', class: Migration20261124120000_account_logos },
   { name: 'Migration20261125100000_test_clock_payouts', class: Migration20261125100000_test_clock_payouts },
   { name: 'Migration20261126210000_payout_claims', class: Migration20261126210000_payout_claims },
+  { name: 'Migration20261126220000_owned_pending_funds', class: Migration20261126220000_owned_pending_funds },
 ];

@@ -171,6 +171,8 @@ export async function startTestEngine(
         links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
         secretBox: createSecretBox(config.auth.secret),
         exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
+        // Read at each renewal, as a worker has its configuration: a test may change engine.config meanwhile.
+        renewalSpreadMinutes: () => config.renewalSpreadMinutes,
         workflowBundle: { codePath: inject('workflowBundlePath') },
       };
       workerDeps = deps;
