@@ -14,10 +14,12 @@ import { dateTimeFormat } from './intl-formats.ts';
 export interface InvoicePdfLine {
   description: string;
   quantity: number;
-  /** Per unit, minor units. */
-  unitAmount: number;
-  /** unitAmount × quantity. */
+  /** Per unit, minor units; null when the amount is not a whole unit amount × quantity (tiered, package, prorated). */
+  unitAmount: number | null;
+  /** unitAmount × quantity, or the line's total. */
   amount: number;
+  /** How a tiered or package price made the amount, one row of text each ("Units 1–10: 10 × $1.50"). */
+  breakdown?: string[];
   periodStart: Date;
   periodEnd: Date;
   proration: boolean;
@@ -208,7 +210,12 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   tableHeader();
   for (const line of invoice.lines) {
     doc.font('Regular').fontSize(9.5);
-    const descriptionHeight = doc.heightOfString(humanizeInstants(line.description, style), { width: cols.description.w - 8 }) + (line.proration ? 12 : 0);
+    const breakdown = line.breakdown ?? [];
+    const descriptionHeight =
+      doc.heightOfString(humanizeInstants(line.description, style), { width: cols.description.w - 8 }) +
+      (line.proration ? 12 : 0) +
+      breakdown.reduce((sum, text) => sum + doc.fontSize(8).heightOfString(text, { width: cols.description.w - 8 }) + 1, 0);
+    doc.fontSize(9.5);
     const periodText = period(line.periodStart, line.periodEnd);
     const periodHeight = doc.heightOfString(periodText, { width: cols.period.w - 8 });
     const rowHeight = Math.max(descriptionHeight, periodHeight) + 10;
@@ -219,10 +226,11 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     }
     doc.font('Regular').fontSize(9.5).fillColor(ink).text(humanizeInstants(line.description, style), cols.description.x, y, { width: cols.description.w - 8 });
     if (line.proration) doc.fontSize(8).fillColor(muted).text('Proration', cols.description.x, doc.y + 1, { width: cols.description.w - 8 });
+    for (const text of breakdown) doc.fontSize(8).fillColor(muted).text(text, cols.description.x, doc.y + 1, { width: cols.description.w - 8 });
     doc.fontSize(9.5).fillColor(muted).text(periodText, cols.period.x, y, { width: cols.period.w - 8 });
     doc.fillColor(ink);
     doc.text(String(line.quantity), cols.quantity.x, y, { width: cols.quantity.w, align: 'right', lineBreak: false });
-    doc.text(money(line.unitAmount), cols.unit.x, y, { width: cols.unit.w, align: 'right', lineBreak: false });
+    if (line.unitAmount !== null) doc.text(money(line.unitAmount), cols.unit.x, y, { width: cols.unit.w, align: 'right', lineBreak: false });
     doc.text(money(line.amount), cols.amount.x, y, { width: cols.amount.w, align: 'right', lineBreak: false });
     y += rowHeight;
     doc.moveTo(left, y - 5).lineTo(right, y - 5).lineWidth(0.5).strokeColor(rule).stroke();

@@ -8,17 +8,27 @@
  */
 import { addDays, calendarBoundaryAtOrBefore, nextCalendarBoundary, subscriptionPeriod, type BillingPeriod, type PeriodAnchor } from './billing-calendar.ts';
 import { scheduledAttemptAt } from './dunning.ts';
+import { priceFor, type PriceResult, type PriceRow } from './pricing.ts';
 import { dailyRate, prorate } from './proration.ts';
 import { renewalOffsetMs } from './renewal-spread.ts';
-import { endedStatuses, type BillingCycleMode, type DunningState, type PlanTerms, type SubscriptionSnapshot } from './subscription.ts';
+import { endedStatuses, type BillingCycleMode, type DunningState, type PlanTerms, type PriceTerms, type SubscriptionSnapshot } from './subscription.ts';
 
 const iso = (instant: Date) => instant.toISOString();
 
-/** What the workflow knows: the subscription, the plan it bills by, and a downgrade waiting for the next renewal. */
+/**
+ * What the workflow knows: the subscription, the plan it bills by, a downgrade waiting for the
+ * next renewal, and one-time prices (setup fees) its next cycle invoice carries (the first).
+ */
 export interface SubscriptionState {
   subscription: SubscriptionSnapshot;
   plan: PlanTerms;
   pendingPlan: PlanTerms | null;
+  firstInvoiceItems?: PriceTerms[];
+}
+
+/** The price of terms at their quantity (domain/pricing.ts); terms from before pricing schemes are per_unit at `amount`, quantity 1. */
+export function termsPrice(terms: PriceTerms): PriceResult {
+  return priceFor(terms.pricing ?? { scheme: 'per_unit', amount: terms.amount }, terms.quantity ?? 1);
 }
 
 export const isEnded = (s: SubscriptionSnapshot): boolean => endedStatuses.includes(s.status);
@@ -169,9 +179,15 @@ export function waitingDetails(wake: Wake | null, subscription: SubscriptionSnap
 /** One invoice line as the invoice activity takes it (db's InvoiceLine, with `proration` always said). */
 export interface InvoiceLineInput {
   description: string;
-  /** Per unit, in minor units; negative for a credit. */
-  amount: number;
+  /** Per unit, in minor units; negative for a credit. Null when the line's amount is not a whole unit amount × quantity: then `total` is. */
+  amount: number | null;
   quantity: number;
+  /** The line's amount when `amount` is null (tiered, package or prorated prices of several units). */
+  total?: number;
+  /** The plan (price) the line bills. */
+  plan?: string;
+  /** How a tiered or package price made the amount (domain/pricing.ts rows); not on prorated lines. */
+  breakdown?: PriceRow[];
   period_start: string;
   period_end: string;
   /** A line that prorates: a plan change's lines, or the partial first period of calendar billing. */
@@ -220,15 +236,40 @@ export const periodOf = (subscription: SubscriptionSnapshot, plan: PlanTerms, cy
 export function cycleLine(subscription: SubscriptionSnapshot, plan: PlanTerms, period: BillingPeriod): InvoiceLineInput {
   const isStub = period.index < subscription.anchorCycle;
   const fullStart = isStub ? calendarBoundaryAtOrBefore(period.start, plan.interval.unit) : period.start;
-  const amount = isStub ? prorate(plan.amount, period.end.getTime() - period.start.getTime(), period.end.getTime() - fullStart.getTime()) : plan.amount;
+  const price = termsPrice(plan);
+  const amount = isStub ? prorate(price.amount, period.end.getTime() - period.start.getTime(), period.end.getTime() - fullStart.getTime()) : price.amount;
+  return priceLine(plan, `${plan.name}${isStub ? ' (partial period)' : ''}`, amount, { start: period.start, end: period.end }, isStub, isStub ? null : price);
+}
+
+/**
+ * A line of `amount` (the whole line, in minor units) for `terms` at their quantity. Its unit
+ * amount is amount ÷ quantity when that is whole (always at quantity 1, as every line before
+ * pricing schemes), else null with the amount in `total`. Terms from before pricing schemes
+ * make exactly the line they always made.
+ */
+export function priceLine(terms: PriceTerms, description: string, amount: number, period: { start: Date; end: Date }, proration: boolean, price: PriceResult | null): InvoiceLineInput {
+  const quantity = terms.quantity ?? 1;
+  const whole = quantity > 0 && amount % quantity === 0;
+  const priced = terms.pricing !== undefined;
   return {
-    description: `${plan.name}${isStub ? ' (partial period)' : ''}`,
-    amount,
-    quantity: 1,
+    description,
+    amount: whole ? amount / quantity : null,
+    quantity,
+    ...(whole ? {} : { total: amount }),
+    ...(priced ? { plan: terms.planId } : {}),
+    ...(priced && price && terms.pricing!.scheme !== 'per_unit' ? { breakdown: price.rows } : {}),
     period_start: iso(period.start),
     period_end: iso(period.end),
-    proration: isStub,
+    proration,
   };
+}
+
+/** The lines of one-time prices (setup fees) on the invoice issued at `issuedAt`: the price at its quantity, dated that instant. */
+export function oneTimeLines(items: readonly PriceTerms[], issuedAt: Date): InvoiceLineInput[] {
+  return items.map((item) => {
+    const price = termsPrice(item);
+    return priceLine(item, item.name, price.amount, { start: issuedAt, end: issuedAt }, false, price);
+  });
 }
 
 /**
@@ -249,7 +290,7 @@ export function cycleInvoice(state: SubscriptionState, cycle: number, now: Date,
       accountId: subscription.accountId,
       customerId: subscription.customerId,
       currency: plan.currency,
-      lines: [cycleLine(subscription, plan, period)],
+      lines: [cycleLine(subscription, plan, period), ...oneTimeLines(state.firstInvoiceItems ?? [], issuedAt)],
       periodStart: iso(period.start),
       periodEnd: iso(period.end),
       issuedAt: iso(issuedAt),
@@ -271,7 +312,7 @@ export function planChangeKind(state: SubscriptionState, next: PlanTerms): 'reve
   const { subscription, plan } = state;
   if (next.planId === plan.planId) return 'revert';
   if (subscription.status === 'trialing') return 'trial';
-  if (dailyRate(next.amount, next.interval) <= dailyRate(plan.amount, plan.interval)) return 'downgrade';
+  if (dailyRate(termsPrice(next).amount, next.interval) <= dailyRate(termsPrice(plan).amount, plan.interval)) return 'downgrade';
   return 'upgrade';
 }
 
@@ -291,13 +332,15 @@ export function upgradeLines(
   const { start, end } = current;
   const periodMs = end.getTime() - start.getTime();
   const remainingMs = end.getTime() - now.getTime();
+  // Each line prorates the price's whole (already rounded) amount at its quantity, rounded once more (domain/proration.ts).
   const lines: InvoiceLineInput[] = [
-    { description: `Unused time on ${plan.name} after ${iso(now)}`, amount: -prorate(plan.amount, remainingMs, periodMs), quantity: 1, period_start: iso(now), period_end: iso(end), proration: true },
+    priceLine(plan, `Unused time on ${plan.name} after ${iso(now)}`, -prorate(termsPrice(plan).amount, remainingMs, periodMs), { start: now, end }, true, null),
   ];
+  const price = termsPrice(next);
   if (newPeriodEnd === null) {
-    lines.push({ description: `Remaining time on ${next.name} after ${iso(now)}`, amount: prorate(next.amount, remainingMs, periodMs), quantity: 1, period_start: iso(now), period_end: iso(end), proration: true });
+    lines.push(priceLine(next, `Remaining time on ${next.name} after ${iso(now)}`, prorate(price.amount, remainingMs, periodMs), { start: now, end }, true, null));
   } else {
-    lines.push({ description: `${next.name}`, amount: next.amount, quantity: 1, period_start: iso(now), period_end: iso(newPeriodEnd), proration: false });
+    lines.push(priceLine(next, `${next.name}`, price.amount, { start: now, end: newPeriodEnd }, false, price));
   }
   return lines;
 }

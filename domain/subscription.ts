@@ -1,5 +1,6 @@
 import type { BillingInterval } from './billing-calendar.ts';
 import type { RetryPolicy } from './dunning.ts';
+import type { Pricing } from './pricing.ts';
 
 /**
  * Subscription states of SPEC.md. `paused` is our name for the state the spec
@@ -22,14 +23,30 @@ export type BillingCycleMode = (typeof billingCycleModes)[number];
 export const dunningFinalActions = ['cancel', 'pause'] as const;
 export type DunningFinalAction = (typeof dunningFinalActions)[number];
 
-/** The plan terms a subscription bills by, copied into the workflow when chosen. */
-export interface PlanTerms {
+/**
+ * A price as the workflow bills it, copied in when chosen, in the subscription's currency.
+ * Terms recorded before pricing schemes have neither `pricing` nor `quantity`: per_unit at
+ * `amount`, quantity 1 (domain/subscription-decisions.ts termsPrice).
+ */
+export interface PriceTerms {
   planId: string;
   name: string;
+  /** per_unit and package: the unit (package) amount; tiered: the amount of one unit. */
   amount: number;
   currency: string;
+  /** How the amount follows the quantity (domain/pricing.ts); absent: per_unit at `amount`. */
+  pricing?: Pricing;
+  /** Units billed; absent: 1. */
+  quantity?: number;
+}
+
+/** The recurring plan terms a subscription bills by. */
+export interface PlanTerms extends PriceTerms {
   interval: BillingInterval;
 }
+
+/** The id of a subscription's (one) recurring item: `si_` and the subscription's own ULID, so subscriptions made before items have it too. */
+export const subscriptionItemId = (subscriptionId: string): string => `si_${subscriptionId.slice(subscriptionId.indexOf('_') + 1)}`;
 
 /** The failed-payment state of a past-due subscription. */
 export interface DunningState {
@@ -100,6 +117,10 @@ export interface SubscriptionSnapshot {
   pauseReason: string | null;
   /** A downgrade waiting for the next renewal. */
   pendingPlanId: string | null;
+  /** Units of the plan billed each period; absent (subscriptions made before quantities): 1. */
+  quantity?: number;
+  /** The currency it bills in (the plan's, or one of its currency_options); absent in snapshots made before: its plan's currency. */
+  currency?: string;
   /** Overrides the account's grace period when set. */
   gracePeriodDays: number | null;
   dunning: DunningState | null;
@@ -119,6 +140,9 @@ export interface NewSubscription {
   /** Start paused until then (billing and the trial begin at this instant). */
   pauseUntil: string | null;
   gracePeriodDays: number | null;
+  /** Units of the plan; absent: 1. */
+  quantity?: number;
+  currency?: string;
 }
 
 /**

@@ -1,7 +1,9 @@
 import { z } from '@hono/zod-openapi';
 import { invoiceStatuses, type Invoice } from '../db/entities/index.ts';
 import { signedInvoicePdfUrl } from '../domain/invoice-links.ts';
+import { lineAmount } from '../domain/invoice-lines.ts';
 import { timestamp } from './common.ts';
+import { PriceRowSchema } from './plan.ts';
 
 /** An invoice with its lines; `pdf` is the signed link built by the caller. */
 
@@ -9,9 +11,18 @@ export const InvoiceLineSchema = z
   .object({
     object: z.literal('line_item'),
     description: z.string(),
+    plan: z.string().nullable().openapi({ description: 'The plan (price) the line bills; null on lines issued before lines named it' }),
     quantity: z.number().int(),
-    unit_amount: z.number().int().openapi({ description: 'Per unit, in minor units; negative for a credit' }),
-    amount: z.number().int().openapi({ description: 'unit_amount × quantity' }),
+    unit_amount: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: 'Per unit, in minor units; negative for a credit. null when the amount is not a whole unit amount × quantity (a tiered or package price, or a prorated line of several units): see `breakdown`' }),
+    amount: z.number().int().openapi({ description: 'The line: unit_amount × quantity, or the tiered, package or prorated amount' }),
+    breakdown: z
+      .array(PriceRowSchema)
+      .nullable()
+      .openapi({ description: 'How a tiered or package price made the amount, row by row (docs/pricing.md); null for per-unit and prorated lines' }),
     period_start: timestamp,
     period_end: timestamp,
     proration: z.boolean().openapi({ description: 'A line of a plan change, prorated by the unused fraction of the period' }),
@@ -78,9 +89,11 @@ export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
     lines: invoice.lines.map((line) => ({
       object: 'line_item' as const,
       description: line.description,
+      plan: line.plan ?? null,
       quantity: line.quantity,
-      unit_amount: line.amount,
-      amount: line.amount * line.quantity,
+      unit_amount: line.total === undefined ? line.amount : null,
+      amount: lineAmount(line),
+      breakdown: line.breakdown ?? null,
       period_start: new Date(line.period_start).toISOString(),
       period_end: new Date(line.period_end).toISOString(),
       proration: line.proration ?? false,

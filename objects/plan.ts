@@ -1,10 +1,42 @@
 import { z } from '@hono/zod-openapi';
 import type { Plan } from '../db/entities/index.ts';
 import { intervalUnits } from '../domain/billing-calendar.ts';
+import { maxDecimalPlaces, packageRoundings, planTypes, pricingSchemes, tiersModes, type Tier } from '../domain/pricing.ts';
 import { timestamp } from './common.ts';
 
-/** A plan (price and interval) of the catalog. */
+/** A plan (a price, and for a recurring one its interval) of the catalog. Pricing schemes: docs/pricing.md. */
 
+export const TierSchema = z
+  .object({
+    up_to: z.union([z.number().int(), z.literal('inf')]).openapi({ description: 'The last unit of this tier (inclusive); the last tier is "inf"', example: 10 }),
+    unit_amount: z.number().int().nullable().openapi({ description: 'Per unit, in minor units (exactly one of unit_amount and unit_amount_decimal)', example: 1500 }),
+    unit_amount_decimal: z
+      .string()
+      .nullable()
+      .openapi({ description: `Per unit, a decimal string of minor units with up to ${maxDecimalPlaces} decimal places ("0.125": an eighth of a cent)`, example: null }),
+    flat_amount: z.number().int().nullable().openapi({ description: 'Added once when the quantity reaches this tier (graduated) or falls in it (volume)', example: null }),
+  })
+  .openapi('PlanTier');
+
+export const CurrencyOptionSchema = z
+  .object({
+    amount: z.number().int().openapi({ description: 'As the plan\'s amount, in this currency' }),
+    tiers: z.array(TierSchema).nullable().openapi({ description: 'A tiered plan\'s tiers in this currency' }),
+  })
+  .openapi('PlanCurrencyOption');
+
+/** One row of a price's breakdown (domain/pricing.ts PriceRow), as invoice lines show it. */
+export const PriceRowSchema = z
+  .object({
+    tier: z.number().int().nullable().openapi({ description: "The tier's 0-based index (tiered prices), else null" }),
+    from_unit: z.number().int().openapi({ description: 'First unit this row prices (1-based)' }),
+    up_to: z.number().int().nullable().openapi({ description: 'Last unit this row prices; null: no upper bound' }),
+    quantity: z.number().int().openapi({ description: 'Units priced by this row; for a package price, the packages' }),
+    unit_amount_decimal: z.string().openapi({ description: 'Per unit (per package), exact, in minor units', example: '1500' }),
+    flat_amount: z.number().int(),
+    amount_decimal: z.string().openapi({ description: 'quantity × unit + flat, exact; the line rounds the sum of its rows once, half away from zero', example: '15000' }),
+  })
+  .openapi('PriceRow');
 
 export const PlanSchema = z
   .object({
@@ -12,27 +44,76 @@ export const PlanSchema = z
     object: z.literal('plan'),
     name: z.string(),
     product: z.string().nullable().openapi({ description: 'The product this plan prices, or null' }),
-    amount: z.number().int(),
+    type: z.enum(planTypes).openapi({ description: 'recurring (billed every interval) or one_time (a setup fee: on the first invoice only, no interval)' }),
+    pricing_scheme: z.enum(pricingSchemes).openapi({ description: 'per_unit: amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode' }),
+    amount: z.number().int().openapi({ description: 'per_unit: per unit; package: per package; tiered: what one unit costs under the tiers' }),
     currency: z.string(),
-    interval: z.enum(intervalUnits),
-    interval_count: z.number().int(),
+    tiers_mode: z.enum(tiersModes).nullable().openapi({ description: 'Tiered plans: graduated or volume' }),
+    tiers: z.array(TierSchema).nullable(),
+    package_size: z.number().int().nullable().openapi({ description: 'Package plans: units per package' }),
+    package_round: z.enum(packageRoundings).nullable().openapi({ description: 'Package plans: a started package is paid (up) or not (down)' }),
+    currency_options: z.record(z.string(), CurrencyOptionSchema).openapi({ description: 'The same price in other currencies, by ISO code; a subscription in one of them bills these amounts' }),
+    interval: z.enum(intervalUnits).nullable().openapi({ description: 'null for a one_time plan' }),
+    interval_count: z.number().int().nullable().openapi({ description: 'null for a one_time plan' }),
     trial_period_days: z.number().int(),
     active: z.boolean(),
     livemode: z.boolean(),
     created_at: timestamp,
   })
-  .openapi('Plan');
+  .openapi('Plan', {
+    example: {
+      id: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e',
+      object: 'plan',
+      name: 'API calls',
+      product: null,
+      type: 'recurring',
+      pricing_scheme: 'tiered',
+      amount: 1000,
+      currency: 'USD',
+      tiers_mode: 'graduated',
+      tiers: [
+        { up_to: 10, unit_amount: 1000, unit_amount_decimal: null, flat_amount: null },
+        { up_to: 'inf', unit_amount: null, unit_amount_decimal: '750.5', flat_amount: 500 },
+      ],
+      package_size: null,
+      package_round: null,
+      currency_options: {},
+      interval: 'month',
+      interval_count: 1,
+      trial_period_days: 0,
+      active: true,
+      livemode: false,
+      created_at: '2026-01-31T00:00:00.000Z',
+    },
+  });
+
+const tierOut = (tier: Tier): z.infer<typeof TierSchema> => ({
+  up_to: tier.up_to,
+  unit_amount: tier.unit_amount ?? null,
+  unit_amount_decimal: tier.unit_amount_decimal ?? null,
+  flat_amount: tier.flat_amount ?? null,
+});
 
 export function serializePlan(plan: Plan): z.infer<typeof PlanSchema> {
+  const oneTime = plan.type === 'one_time';
   return {
     id: plan.id,
     object: 'plan',
     name: plan.name,
     product: plan.productId ?? null,
+    type: plan.type ?? 'recurring',
+    pricing_scheme: plan.pricingScheme ?? 'per_unit',
     amount: Number(plan.amount),
     currency: plan.currency,
-    interval: plan.interval,
-    interval_count: plan.intervalCount,
+    tiers_mode: plan.tiersMode ?? null,
+    tiers: plan.tiers ? plan.tiers.map(tierOut) : null,
+    package_size: plan.packageSize ?? null,
+    package_round: plan.packageRound ?? null,
+    currency_options: Object.fromEntries(
+      Object.entries(plan.currencyOptions ?? {}).map(([code, option]) => [code, { amount: option.amount, tiers: option.tiers ? option.tiers.map(tierOut) : null }]),
+    ),
+    interval: oneTime ? null : (plan.interval ?? null),
+    interval_count: oneTime ? null : plan.intervalCount,
     trial_period_days: plan.trialPeriodDays,
     active: plan.active,
     livemode: plan.livemode,

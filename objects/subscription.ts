@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import type { Subscription } from '../db/entities/index.ts';
-import { billingCycleModes, subscriptionStatuses, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import { billingCycleModes, subscriptionItemId, subscriptionStatuses, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import { isoOrNull, timestamp } from './common.ts';
 
 /** A subscription, from its projection row or from the workflow's own snapshot. */
@@ -14,6 +14,18 @@ export const SubscriptionSchema = z
     customer_id: z.string(),
     plan: z.string(),
     pending_plan: z.string().nullable().openapi({ description: 'A downgrade that takes effect at the next renewal' }),
+    quantity: z.number().int().openapi({ description: "Units of the plan billed each period, priced by the plan's scheme (docs/pricing.md)" }),
+    currency: z.string().nullable().openapi({ description: "The currency it bills in: the plan's, or one of its currency_options" }),
+    items: z
+      .array(
+        z.object({
+          object: z.literal('subscription_item'),
+          id: z.string().openapi({ example: 'si_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+          plan: z.string(),
+          quantity: z.number().int(),
+        }),
+      )
+      .openapi({ description: 'What it bills each period: one recurring item today (its plan and quantity). One-time plans given on create are on the first invoice only, not here' }),
     livemode: z.boolean(),
     billing_cycle_anchor: timestamp.nullable().openapi({ description: 'Periods are counted from here' }),
     billing_cycle_mode: z.enum(billingCycleModes),
@@ -56,6 +68,8 @@ type SubscriptionLike = Pick<
   | 'customerId'
   | 'planId'
   | 'pendingPlanId'
+  | 'quantity'
+  | 'currency'
   | 'livemode'
   | 'billingCycle'
   | 'billingCycleMode'
@@ -89,6 +103,9 @@ export function serializeSubscription(subscription: SubscriptionLike | Subscript
     customer_id: s.customerId,
     plan: s.planId,
     pending_plan: s.pendingPlanId ?? null,
+    quantity: s.quantity ?? 1,
+    currency: s.currency ?? null,
+    items: [{ object: 'subscription_item', id: subscriptionItemId(s.id), plan: s.planId, quantity: s.quantity ?? 1 }],
     livemode: s.livemode,
     billing_cycle_anchor: isoOrNull(s.billingAnchor),
     billing_cycle_mode: s.billingCycleMode,

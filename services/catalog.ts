@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Product } from '../db/entities/index.ts';
+import { Product, type Plan } from '../db/entities/index.ts';
+import type { Pricing } from '../domain/pricing.ts';
 import { ApiError } from '../domain/errors.ts';
 
 /** A product of the caller's account and mode, or not_found. */
@@ -8,3 +9,28 @@ export async function findOwnProduct(em: EntityManager, id: string, scope: { acc
   if (!product) throw new ApiError('not_found', `No such product: ${id}.`);
   return product;
 }
+
+/**
+ * A plan's price in `currency` (its own, or one of its currency_options) as the workflow bills it:
+ * the 1-unit (per_unit: unit, package: package) `amount` and the pricing scheme; null when the plan
+ * has no price in that currency.
+ */
+export function planPricing(plan: Plan, currency: string = plan.currency): { amount: number; pricing: Pricing } | null {
+  const own = currency === plan.currency;
+  const option = own ? null : plan.currencyOptions?.[currency];
+  if (!own && !option) return null;
+  const amount = Number(own ? plan.amount : option!.amount);
+  switch (plan.pricingScheme ?? 'per_unit') {
+    case 'per_unit':
+      return { amount, pricing: { scheme: 'per_unit', amount } };
+    case 'package':
+      return { amount, pricing: { scheme: 'package', amount, package_size: plan.packageSize!, round: plan.packageRound! } };
+    case 'tiered':
+      return { amount, pricing: { scheme: 'tiered', tiers_mode: plan.tiersMode!, tiers: (own ? plan.tiers : option!.tiers) ?? [] } };
+    default:
+      throw new Error(`Plan ${plan.id} has an unknown pricing scheme ${String(plan.pricingScheme)}.`);
+  }
+}
+
+/** The currencies a plan is priced in: its own first, then its currency_options. */
+export const planCurrencies = (plan: Plan): string[] => [plan.currency, ...Object.keys(plan.currencyOptions ?? {})];

@@ -5,6 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Customer, type Invoice } from '../db/entities/index.ts';
 import { brandOf } from '../domain/branding.ts';
+import { breakdownText, lineAmount } from '../domain/invoice-lines.ts';
 import { renderInvoicePdf } from '../domain/invoice-pdf.ts';
 import { loadLogo } from './branding.ts';
 import { amountRemaining } from '../objects/invoice.ts';
@@ -34,8 +35,9 @@ export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: 
     lines: invoice.lines.map((line) => ({
       description: line.description,
       quantity: line.quantity,
-      unitAmount: line.amount,
-      amount: line.amount * line.quantity,
+      unitAmount: line.total === undefined ? line.amount : null,
+      amount: lineAmount(line),
+      ...(line.breakdown ? { breakdown: breakdownText(line.breakdown, invoice.currency) } : {}),
       periodStart: new Date(line.period_start),
       periodEnd: new Date(line.period_end),
       proration: line.proration ?? false,

@@ -3,6 +3,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
+import { lineAmount } from '../domain/invoice-lines.ts';
 import { invoicePrefix } from '../domain/invoice-number.ts';
 import { humanizeInstants } from '../domain/locale.ts';
 import type { ChargeOutcome } from './charges.ts';
@@ -105,7 +106,7 @@ export async function openOrCreateInvoice(
   // date in the account's language and time zone; period_start and period_end keep the exact instants.
   const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
   const lines = input.lines.map((line) => ({ ...line, description: humanizeInstants(line.description, dateStyle), proration: line.proration ?? false }));
-  const subtotal = lines.reduce((sum, line) => sum + line.amount * line.quantity, 0);
+  const subtotal = lines.reduce((sum, line) => sum + lineAmount(line), 0);
   const total = subtotal;
   try {
     return await em.transactional(async (tx) => {

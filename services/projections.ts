@@ -43,6 +43,9 @@ export async function projectSubscriptionOn(tx: EntityManager, snapshot: Subscri
     pauseUntil: toDate(snapshot.pauseUntil),
     pauseReason: snapshot.pauseReason,
     pendingPlanId: snapshot.pendingPlanId,
+    quantity: snapshot.quantity ?? 1,
+    // Snapshots of workflows started before currencies were recorded have none: the column keeps what the migration filled in.
+    ...(snapshot.currency ? { currency: snapshot.currency } : {}),
     gracePeriodDays: snapshot.gracePeriodDays,
     dunning: snapshot.dunning,
     livemode: snapshot.livemode,

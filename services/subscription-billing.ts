@@ -4,6 +4,7 @@ import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Customer, Invoice, Plan } from '../db/entities/index.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
+import { lineAmount } from '../domain/invoice-lines.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { sendEmailOnce, type TestModes } from './email.ts';
@@ -128,7 +129,7 @@ export async function sendInvoiceReceipt(
     lines: invoice.lines.map((line) => ({
       description: humanizeInstants(line.description, dateStyle),
       period: formatPeriod(new Date(line.period_start), new Date(line.period_end), dateStyle),
-      amount: money(line.amount * line.quantity),
+      amount: money(lineAmount(line)),
     })),
     pdfUrl: deps.links.invoicePdfUrl(invoice.id),
     portalUrl: customer ? (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: invoice.livemode })).url : undefined,

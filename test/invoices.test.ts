@@ -105,9 +105,11 @@ describe('invoices', () => {
         {
           object: 'line_item',
           description: expect.any(String),
+          plan: first.planId,
           quantity: 1,
           unit_amount: 2000,
           amount: 2000,
+          breakdown: null,
           period_start: oldest.period_start,
           period_end: oldest.period_end,
           proration: false,

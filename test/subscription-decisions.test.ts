@@ -280,8 +280,8 @@ describe('plan changes', () => {
         const end = new Date('2025-02-01T00:00:00.000Z');
         const lines = upgradeLines({ ...pro, amount: a }, { ...max, amount: b }, { start, end }, new Date(start.getTime() + elapsed), null);
         const exact = ((b - a) * (31 * day - elapsed)) / (31 * day);
-        expect(Math.abs(lines[0]!.amount + lines[1]!.amount - exact)).toBeLessThanOrEqual(1);
-        expect(lines[0]!.amount).toBeLessThanOrEqual(0);
+        expect(Math.abs(lines[0]!.amount! + lines[1]!.amount! - exact)).toBeLessThanOrEqual(1);
+        expect(lines[0]!.amount!).toBeLessThanOrEqual(0);
       }),
     );
   });

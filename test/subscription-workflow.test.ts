@@ -66,7 +66,7 @@ type Used = Pick<
 >;
 const invoiceState = (invoiceId: string) => {
   const i = invoiceById(invoiceId);
-  const amountDue = Math.max(0, i.lines.reduce((sum, l) => sum + l.amount * l.quantity, 0));
+  const amountDue = Math.max(0, i.lines.reduce((sum, l) => sum + (l.total ?? l.amount! * l.quantity), 0));
   return { invoiceId, number: `INV-${invoiceId}`, status: i.status as 'open', amountDue, amountPaid: 0, attemptCount: 0 };
 };
 const activities: Used = {
@@ -323,7 +323,7 @@ describe('subscriptionWorkflow with fake activities', () => {
     expect(f.charges.at(-1)).toMatchObject({
       idempotencyKey: `${id}:plan_change:${version}:attempt:1`,
       invoiceId: invoice.invoiceId,
-      amount: invoice.lines[0]!.amount + invoice.lines[1]!.amount,
+      amount: invoice.lines[0]!.amount! + invoice.lines[1]!.amount!,
       description: `Invoice INV-${invoice.invoiceId} (plan change)`,
     });
     expect(upgraded.latestInvoiceId).toBe(invoice.invoiceId);

@@ -70,7 +70,7 @@ import {
   type SubscriptionState,
   type WakeAction,
 } from '../domain/subscription-decisions.ts';
-import type { DunningState, PlanTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { DunningState, PlanTerms, PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
 import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import { SubscriptionStatusKey } from './search-attributes.ts';
 
@@ -80,6 +80,8 @@ export interface SubscriptionWorkflowInput {
   plan: PlanTerms;
   /** A downgrade waiting for the next renewal. */
   pendingPlan?: PlanTerms | null;
+  /** One-time prices (setup fees) the first cycle invoice carries; gone once it is made. */
+  firstInvoiceItems?: PriceTerms[];
   /** The test clock the customer lives on (sandbox): its time is this subscription's time. */
   testClock?: ClockBinding;
   /** Money this subscription collected that is still pending: made available at its available_on by this workflow (funds-in-subscription). */
@@ -195,14 +197,17 @@ const refuse = (type: string, message: string): Outcome => ({ ok: false, type, m
 export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Promise<SubscriptionSnapshot> {
   let plan = input.plan;
   let pendingPlan = input.pendingPlan ?? null;
-  let subscription = input.snapshot;
+  /** Setup fees for the first cycle invoice (pricing schemes; runs started before have none). */
+  let firstInvoiceItems = input.firstInvoiceItems ?? [];
+  // Snapshots from before currencies were recorded bill in their plan's currency.
+  let subscription = input.snapshot.currency === undefined ? { ...input.snapshot, currency: input.plan.currency } : input.snapshot;
   /** Pending money of paid cycles, earliest first (only ever filled under funds-in-subscription). */
   let pendingFunds: DueFunds[] = input.pendingFunds ?? [];
   let created = subscription.version > 0;
   const queue: Queued[] = [];
   /** Billing dates (trial end or renewal) this run has handled; each used to end the run (before renew-in-place). */
   let billingDates = 0;
-  const state = (): SubscriptionState => ({ subscription, plan, pendingPlan });
+  const state = (): SubscriptionState => ({ subscription, plan, pendingPlan, firstInvoiceItems });
   /** Workflow time, or the test clock's (workflows/clock-sleep.ts). */
   const clock = workflowClock(input.testClock);
   const activities = input.testClock ? localActivities : remoteActivities;
@@ -293,6 +298,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** Invoices and charges billing cycle `cycle`; a decline starts dunning. */
   async function bill(cycle: number): Promise<void> {
     const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now(), spread());
+    // The setup fees are on this invoice (a retried activity makes the same one); no later invoice carries them.
+    firstInvoiceItems = [];
     const key = invoiceInput.billingKey;
     setCurrentDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
     const cycleFields = {
@@ -670,6 +677,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
             snapshot: subscription,
             plan,
             pendingPlan,
+            ...(firstInvoiceItems.length > 0 ? { firstInvoiceItems } : {}),
             ...(input.testClock ? { testClock: clock.binding() } : {}),
             ...(pendingFunds.length > 0 ? { pendingFunds } : {}),
             ...(spreadWindow ? { renewalSpreadMinutes: spreadWindow } : {}),

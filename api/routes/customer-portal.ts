@@ -10,6 +10,7 @@
  *   workflow as the owner's calls do, and only when the setting allows them.
  */
 import { createRoute, z } from '@hono/zod-openapi';
+import { changedPlanTerms } from './subscriptions.ts';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Context } from 'hono';
 import { Account, Customer, Invoice, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
@@ -144,7 +145,7 @@ function portalPlan(plan: Plan) {
     name: plan.name,
     amount: plan.amount,
     currency: plan.currency,
-    interval: plan.interval,
+    interval: plan.interval ?? '',
     interval_count: plan.intervalCount,
     price: `${formatMoney(plan.amount, plan.currency)} every ${plan.intervalCount === 1 ? plan.interval : `${plan.intervalCount} ${plan.interval}s`}`,
   };
@@ -239,7 +240,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
           livemode: claims.livemode,
           permissions,
           subscriptions: subscriptions.map((s) => ({ ...serializeSubscription(s), plan_details: byId.has(s.planId) ? portalPlan(byId.get(s.planId)!) : null })),
-          plans: permissions.plan_changes ? plans.filter((p) => p.active).map(portalPlan) : [],
+          plans: permissions.plan_changes ? plans.filter((p) => p.active && p.type !== 'one_time').map(portalPlan) : [],
           payment_method_url: await links.billingDetailsUrl(claims),
         },
         200,
@@ -281,7 +282,8 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const planId = c.req.valid('json').plan;
       const plan = await orm.em.fork().findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode, active: true });
       if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
-      const terms = { planId: plan.id, name: plan.name, amount: plan.amount, currency: plan.currency, interval: { unit: plan.interval, count: plan.intervalCount } };
+      // The new plan in the subscription's currency at its quantity (a one_time plan is refused: 400).
+      const terms = changedPlanTerms(plan, subscription);
       const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
       return c.json(serializeSubscription(snapshot), 200);
     });

@@ -7,24 +7,137 @@ import { newId } from '../../domain/ids.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
+import { describeZodError } from '../errors.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 import { findOwnProduct } from '../../services/catalog.ts';
 import { amount, currency } from '../../objects/common.ts';
+import type { PlanCurrencyOption } from '../../db/entities/plan.ts';
+import { isCurrencyCode } from '../../domain/money.ts';
+import {
+  maxDecimalPlaces,
+  maxPriceAmount,
+  maxTiers,
+  packageRoundings,
+  planTypes,
+  priceFor,
+  pricingProblems,
+  pricingSchemes,
+  tiersModes,
+  type Pricing,
+  type PricingSchemeName,
+  type Tier,
+} from '../../domain/pricing.ts';
 import { PlanSchema, serializePlan } from '../../objects/plan.ts';
+
+const TierBody = z
+  .object({
+    up_to: z.union([z.number().int(), z.literal('inf')]).openapi({ description: 'The last unit of this tier (inclusive), ascending; the last tier is "inf"' }),
+    unit_amount: z.number().int().nullable().optional().openapi({ description: 'Per unit, minor units; exactly one of unit_amount and unit_amount_decimal' }),
+    unit_amount_decimal: z.string().max(32).nullable().optional().openapi({ description: `Per unit, a decimal string of minor units, up to ${maxDecimalPlaces} decimal places ("0.125")` }),
+    flat_amount: z.number().int().nullable().optional().openapi({ description: 'Added once when the quantity reaches the tier (graduated) or falls in it (volume)' }),
+  })
+  .strict();
+
+const CurrencyOptionBody = z
+  .object({
+    amount: z.number().int().optional().openapi({ description: 'per_unit and package plans: the amount in this currency' }),
+    tiers: z.array(TierBody).max(maxTiers).optional().openapi({ description: "tiered plans: the tiers in this currency (the plan's tiers_mode)" }),
+  })
+  .strict();
 
 const CreatePlanBody = z
   .object({
     name: z.string().min(1).max(200),
     product: z.string().min(1).max(64).optional().openapi({ description: 'A product id of the same account and mode (404 not_found otherwise)' }),
-    amount,
+    type: z.enum(planTypes).default('recurring').openapi({ description: 'recurring (default): billed every interval; one_time: a setup fee, charged on the first invoice of a subscription that names it in `items` (no interval)' }),
+    pricing_scheme: z.enum(pricingSchemes).default('per_unit').openapi({ description: 'per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode (docs/pricing.md)' }),
+    amount: amount.nullable().optional().openapi({ description: 'per_unit: per unit; package: per package (both required); tiered: leave out (the tiers price it)' }),
     currency,
-    interval: z.enum(intervalUnits),
-    interval_count: z.number().int().min(1).max(365).default(1),
+    tiers_mode: z.enum(tiersModes).optional().openapi({ description: 'tiered: graduated (each unit by the tier it falls in) or volume (every unit by the tier the quantity falls in)' }),
+    tiers: z.array(TierBody).max(maxTiers).optional().openapi({ description: 'tiered: ascending up_to, the last "inf"' }),
+    package_size: z.number().int().optional().openapi({ description: 'package: units per package' }),
+    package_round: z.enum(packageRoundings).optional().openapi({ description: 'package: up (default; a started package is paid) or down' }),
+    currency_options: z
+      .record(z.string(), CurrencyOptionBody)
+      .optional()
+      .openapi({ description: 'The same price in other currencies, by ISO code: `{"EUR": {"amount": 1800}}` (tiered: `{"EUR": {"tiers": [...]}}`). A subscription chooses with `currency`' }),
+    interval: z.enum(intervalUnits).optional().openapi({ description: 'recurring plans: required; one_time plans: none' }),
+    interval_count: z.number().int().min(1).max(365).optional().openapi({ description: 'Default 1' }),
     trial_period_days: z.number().int().min(0).max(730).default(0),
   })
   .strict()
   .openapi({ example: { name: 'Pro monthly', product: 'prod_01jd3x5k8q0m2v7c9r4t6y1w3e', amount: 2000, currency: 'USD', interval: 'month' } });
+
+type CreatePlanInput = z.infer<typeof CreatePlanBody>;
+type TierInput = z.infer<typeof TierBody>;
+
+const tierOf = (tier: TierInput): Tier => ({
+  up_to: tier.up_to,
+  ...(tier.unit_amount != null ? { unit_amount: tier.unit_amount } : {}),
+  ...(tier.unit_amount_decimal != null ? { unit_amount_decimal: tier.unit_amount_decimal } : {}),
+  ...(tier.flat_amount != null ? { flat_amount: tier.flat_amount } : {}),
+});
+
+/** Fields that only some schemes take: a body naming one for another scheme is refused, not ignored. */
+const schemeFields: Record<string, PricingSchemeName> = { tiers_mode: 'tiered', tiers: 'tiered', package_size: 'package', package_round: 'package' };
+
+/**
+ * The price a create body describes, checked whole: every problem in one 400 (invalid_request), named
+ * by its field. The plan's `amount` for a tiered price is what one unit costs under its tiers.
+ */
+function priceOf(body: CreatePlanInput): { amount: number; pricing: Pricing; currencyOptions: Record<string, PlanCurrencyOption> | null } {
+  const problems: string[] = [];
+  const scheme = body.pricing_scheme;
+  for (const [field, owner] of Object.entries(schemeFields)) {
+    if (body[field as keyof CreatePlanInput] !== undefined && owner !== scheme) problems.push(`${field}: only a ${owner} plan takes it (pricing_scheme is ${scheme}).`);
+  }
+  if (body.type === 'one_time') {
+    if (body.interval !== undefined || body.interval_count !== undefined) problems.push('interval: a one_time plan has no interval (it is charged once, on the first invoice).');
+    if (body.trial_period_days > 0) problems.push('trial_period_days: a one_time plan has no trial.');
+  } else if (body.interval === undefined) {
+    problems.push('interval: required for a recurring plan (day, week, month or year).');
+  }
+  let pricing: Pricing;
+  if (scheme === 'tiered') {
+    if (body.amount != null) problems.push('amount: a tiered plan is priced by its tiers; leave amount out.');
+    if (body.tiers_mode === undefined) problems.push('tiers_mode: required for a tiered plan (graduated or volume).');
+    pricing = { scheme: 'tiered', tiers_mode: body.tiers_mode ?? 'graduated', tiers: (body.tiers ?? []).map(tierOf) };
+  } else {
+    if (body.amount == null) problems.push(`amount: required for a ${scheme} plan.`);
+    pricing =
+      scheme === 'package'
+        ? { scheme: 'package', amount: body.amount ?? 0, package_size: body.package_size ?? 0, round: body.package_round ?? 'up' }
+        : { scheme: 'per_unit', amount: body.amount ?? 0 };
+    if (scheme === 'package' && body.package_size === undefined) problems.push('package_size: required for a package plan.');
+  }
+  problems.push(...pricingProblems(pricing).filter((problem) => !problem.startsWith('amount:') || body.amount != null));
+  const currencyOptions: Record<string, PlanCurrencyOption> = {};
+  const options = Object.entries(body.currency_options ?? {});
+  if (options.length > maxCurrencyOptions) problems.push(`currency_options: at most ${maxCurrencyOptions} currencies.`);
+  for (const [code, option] of options) {
+    const at = `currency_options.${code}`;
+    const upper = code.toUpperCase();
+    if (!isCurrencyCode(upper)) problems.push(`${at}: not an ISO 4217 currency code.`);
+    else if (upper === body.currency) problems.push(`${at}: the plan's own currency is priced by the plan itself.`);
+    else if (currencyOptions[upper]) problems.push(`${at}: ${upper} is given twice.`);
+    if (pricing.scheme === 'tiered') {
+      if (option.amount !== undefined) problems.push(`${at}.amount: a tiered plan is priced by its tiers; give tiers.`);
+      const tiers = (option.tiers ?? []).map(tierOf);
+      const optionPricing: Pricing = { ...pricing, tiers };
+      problems.push(...pricingProblems(optionPricing).map((problem) => `${at}.${problem}`));
+      if (problems.length === 0) currencyOptions[upper] = { amount: priceFor(optionPricing, 1).amount, tiers };
+    } else {
+      if (option.tiers !== undefined) problems.push(`${at}.tiers: only a tiered plan takes tiers.`);
+      if (option.amount === undefined) problems.push(`${at}.amount: required.`);
+      else if (!Number.isSafeInteger(option.amount) || option.amount < 1 || option.amount > maxPriceAmount) problems.push(`${at}.amount: must be an integer of minor units from 1 to ${maxPriceAmount}.`);
+      else currencyOptions[upper] = { amount: option.amount };
+    }
+  }
+  if (problems.length > 0) throw new ApiError('invalid_request', problems.join(' '));
+  const unit = pricing.scheme === 'tiered' ? priceFor(pricing, 1).amount : pricing.amount;
+  return { amount: unit, pricing, currencyOptions: options.length > 0 ? currencyOptions : null };
+}
 
 const UpdatePlanBody = z
   .object({
@@ -43,7 +156,9 @@ const ListQuery = z
   .strict()
   .refine(...oneCursor);
 
-const forms = 'Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`).';
+const forms = 'Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`; tiers and currency_options in JSON).';
+/** Currencies one plan may add in currency_options. */
+const maxCurrencyOptions = 20;
 const archiving =
   'A plan is never deleted: subscriptions and invoices name it. An archived plan (active false) stays readable and its ' +
   'subscriptions keep billing on it, but a new subscription on it is refused with plan_archived (409).';
@@ -53,8 +168,35 @@ const createPlan = createRoute({
   path: '/',
   tags: ['Plans'],
   summary: 'Create a plan',
-  description: forms,
-  request: { body: { ...json(CreatePlanBody), required: true } },
+  description:
+    'A price: `pricing_scheme` per_unit (default; `amount` × quantity), package (`amount` per `package_size` units, `package_round` up or down) or tiered ' +
+    '(`tiers_mode` graduated or volume, `tiers` of `up_to`, `unit_amount` or `unit_amount_decimal`, `flat_amount`); `type` recurring (default, with an ' +
+    '`interval`) or one_time (a setup fee); `currency_options` price it in more currencies. Amounts are integers of minor units; a tier\'s ' +
+    '`unit_amount_decimal` may carry sub-minor precision, and a line\'s amount is rounded once, half away from zero (docs/pricing.md). ' +
+    `The price never changes once created. ${forms}`,
+  request: {
+    body: {
+      content: {
+        'application/json': {
+          schema: CreatePlanBody,
+          // The interactive docs' "Try it out" body: a graduated tiered plan with a price in EUR (docs/pricing.md has one of each scheme).
+          example: {
+            name: 'API calls',
+            pricing_scheme: 'tiered',
+            tiers_mode: 'graduated',
+            tiers: [
+              { up_to: 10, unit_amount: 1000 },
+              { up_to: 'inf', unit_amount_decimal: '750.5', flat_amount: 500 },
+            ],
+            currency: 'USD',
+            interval: 'month',
+            currency_options: { EUR: { tiers: [{ up_to: 10, unit_amount: 900 }, { up_to: 'inf', unit_amount: 700, flat_amount: 450 }] } },
+          },
+        },
+      },
+      required: true,
+    },
+  },
   responses: { 201: { description: 'Created', ...json(PlanSchema) }, ...errorResponses(400, 401, 404) },
 });
 
@@ -82,7 +224,7 @@ const updateRoute = (method: 'post' | 'patch') =>
     path: '/{id}',
     tags: ['Plans'],
     summary: method === 'patch' ? 'Rename, archive or restore a plan' : 'Rename, archive or restore a plan (POST, as Stripe does)',
-    description: `Only name and active change: amount, currency and interval are fixed once subscriptions bill on them (make a new plan). ${archiving} ${forms}`,
+    description: `Only name and active change: the price (amount, currency, pricing_scheme, tiers, package, currency_options, type, interval) never changes, so subscriptions and invoices that named it stay true; to change a price make a new plan (400 invalid_request names the field). ${archiving} ${forms}`,
     request: { params: idParam('plan'), body: { ...json(UpdatePlanBody), required: true } },
     responses: { 200: { description: 'Updated', ...json(PlanSchema) }, ...errorResponses(400, 401, 404) },
   });
@@ -96,6 +238,23 @@ const archivePlan = createRoute({
   request: { params: idParam('plan') },
   responses: { 200: { description: 'Archived', ...json(PlanSchema) }, ...errorResponses(401, 404) },
 });
+
+/** Fields of a plan that never change: its price (and what bills by it). An update naming one is refused saying so. */
+const fixedPlanFields = new Set(['amount', 'currency', 'type', 'pricing_scheme', 'tiers_mode', 'tiers', 'package_size', 'package_round', 'currency_options', 'interval', 'interval_count', 'trial_period_days', 'product']);
+
+/** The update routes' validation answer: an attempt to change the price says why it cannot, instead of "unknown field". */
+const fixedFieldsHook = (result: { success: boolean; error?: z.ZodError; target?: string }): undefined => {
+  if (result.success) return;
+  const unknown = result.error!.issues.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys : []));
+  const fixed = unknown.filter((key) => fixedPlanFields.has(key));
+  if (fixed.length > 0) {
+    throw new ApiError(
+      'invalid_request',
+      `${fixed.join(', ')}: a plan's price never changes once created, so the subscriptions and invoices that name it stay true. Make a new plan (and archive this one); only name and active change.`,
+    );
+  }
+  throw new ApiError('invalid_request', describeZodError(result.error!, (result.target ?? 'json') as 'json'));
+};
 
 async function findOwnPlan(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
   const plan = await em.findOne(Plan, { id, accountId: scope.accountId, livemode: scope.livemode });
@@ -118,17 +277,26 @@ export function plansApp({ orm }: ApiDeps) {
       const body = c.req.valid('json');
       const scope = await accountScope(c, orm);
       const em = orm.em.fork();
+      const price = priceOf(body);
       if (body.product !== undefined) await findOwnProduct(em, body.product, scope);
+      const { pricing } = price;
       const plan = em.create(Plan, {
         id: newId('plan'),
         accountId: scope.accountId,
         productId: body.product ?? null,
         name: body.name,
-        amount: body.amount,
+        amount: price.amount,
         currency: body.currency,
-        interval: body.interval,
-        intervalCount: body.interval_count,
+        type: body.type,
+        interval: body.type === 'one_time' ? null : body.interval!,
+        intervalCount: body.interval_count ?? 1,
         trialPeriodDays: body.trial_period_days,
+        pricingScheme: pricing.scheme,
+        tiersMode: pricing.scheme === 'tiered' ? pricing.tiers_mode : null,
+        tiers: pricing.scheme === 'tiered' ? pricing.tiers : null,
+        packageSize: pricing.scheme === 'package' ? pricing.package_size : null,
+        packageRound: pricing.scheme === 'package' ? pricing.round : null,
+        currencyOptions: price.currencyOptions,
         active: true,
         livemode: scope.livemode,
       });
@@ -148,7 +316,7 @@ export function plansApp({ orm }: ApiDeps) {
       const scope = await accountScope(c, orm);
       return c.json(serializePlan(await findOwnPlan(orm.em.fork(), c.req.valid('param').id, scope)), 200);
     })
-    .openapi(updateRoute('patch'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200))
-    .openapi(updateRoute('post'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200))
+    .openapi(updateRoute('patch'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200), fixedFieldsHook)
+    .openapi(updateRoute('post'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200), fixedFieldsHook)
     .openapi(archivePlan, async (c) => c.json(await update(c.req.valid('param').id, { active: false }, await accountScope(c, orm)), 200));
 }

@@ -8,7 +8,12 @@ import { maxGracePeriodDays } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { notFoundInMode } from '../not-found.ts';
-import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionStatuses, type PlanTerms } from '../../domain/subscription.ts';
+import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionStatuses, type PlanTerms, type PriceTerms } from '../../domain/subscription.ts';
+import { maxPriceAmount, maxQuantity, PricingError } from '../../domain/pricing.ts';
+import { termsPrice } from '../../domain/subscription-decisions.ts';
+import { planCurrencies, planPricing } from '../../services/catalog.ts';
+import { currency } from '../../objects/common.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
 import {
   cancelSubscriptionUpdate,
@@ -31,6 +36,8 @@ import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas
 import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
 
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
+/** Plans one create names in `items` (one recurring, the rest one_time). */
+const maxSubscriptionItems = 20;
 
 const customerField = z.string().min(1).max(64).openapi({ description: 'Customer id; `customer` is accepted as the same field (give one of the two)' });
 
@@ -38,7 +45,26 @@ const CreateSubscriptionBody = z
   .object({
     customer_id: customerField.optional(),
     customer: customerField.optional(),
-    plan: planField,
+    plan: planField.optional().openapi({ description: 'The recurring plan; or give `items` instead' }),
+    quantity: z.number().int().min(1).max(maxQuantity).optional().openapi({ description: "Units of `plan` (seats, say) billed each period, priced by the plan's scheme; default 1" }),
+    items: z
+      .array(
+        z
+          .object({
+            plan: planField,
+            quantity: z.number().int().min(1).max(maxQuantity).default(1).openapi({ description: 'Default 1' }),
+          })
+          .strict(),
+      )
+      .min(1)
+      .max(maxSubscriptionItems)
+      .optional()
+      .openapi({
+        description:
+          'Instead of `plan`: exactly one recurring plan with its quantity, and any one_time plans (setup fees) billed on the first invoice only. ' +
+          'Several recurring items are not supported yet (400).',
+      }),
+    currency: currency.optional().openapi({ description: "The currency to bill in: the plan's own (default) or one of its currency_options" }),
     trial_period_days: z.number().int().min(0).max(730).optional().openapi({ description: "Defaults to the plan's trial_period_days" }),
     pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Start paused: billing (and the trial) begin at this instant' }),
     billing_cycle: z.enum(billingCycleModes).default('anniversary').openapi({
@@ -49,6 +75,9 @@ const CreateSubscriptionBody = z
   .strict()
   .refine(...oneCustomerName)
   .refine((value) => value.customer_id !== undefined || value.customer !== undefined, { message: 'required', path: ['customer_id'] })
+  .refine((value) => value.plan !== undefined || value.items !== undefined, { message: 'required', path: ['plan'] })
+  .refine((value) => value.plan === undefined || value.items === undefined, { message: 'give plan (with quantity) or items, not both', path: ['items'] })
+  .refine((value) => value.quantity === undefined || value.items === undefined, { message: "with items, each item's quantity says it", path: ['quantity'] })
   // The interactive docs' "Try it out" body: a plain monthly subscription, billed now (the generated one would be a paused 730-day trial).
   .openapi({ example: { customer_id: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e', plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } });
 
@@ -167,8 +196,78 @@ function isInvalidState(error: unknown): boolean {
   return error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === 'invalid_state';
 }
 
-export function planTerms(plan: Plan): PlanTerms {
-  return { planId: plan.id, name: plan.name, amount: plan.amount, currency: plan.currency, interval: { unit: plan.interval, count: plan.intervalCount } };
+/**
+ * The terms a subscription bills `plan` by: its price in `currency` (default: the plan's own; 400 when the
+ * plan has none in it) with its pricing scheme, at `quantity` (default 1), and for a recurring plan its interval.
+ */
+export function priceTerms(plan: Plan, { quantity = 1, currency = plan.currency }: { quantity?: number; currency?: string } = {}): PriceTerms {
+  const price = planPricing(plan, currency);
+  if (!price) throw new ApiError('invalid_request', `currency: plan ${plan.id} has no price in ${currency} (it bills in ${planCurrencies(plan).join(', ')}).`);
+  const terms: PriceTerms = { planId: plan.id, name: plan.name, amount: price.amount, currency, pricing: price.pricing, quantity };
+  let amount: number;
+  try {
+    amount = termsPrice(terms).amount;
+  } catch (error) {
+    if (error instanceof PricingError) throw new ApiError('invalid_request', `quantity: ${error.message}`);
+    throw error;
+  }
+  if (amount > maxPriceAmount) {
+    throw new ApiError('invalid_request', `quantity: ${quantity} of plan ${plan.id} amounts to ${formatMoney(amount, currency)}, above the largest charge (${formatMoney(maxPriceAmount, currency)}).`);
+  }
+  return terms;
+}
+
+export function planTerms(plan: Plan, options: { quantity?: number; currency?: string } = {}): PlanTerms {
+  if (plan.type === 'one_time' || !plan.interval) {
+    throw new ApiError('invalid_request', `plan: ${plan.id} is a one_time plan (a setup fee); a subscription bills a recurring plan. Give it in items beside a recurring plan.`);
+  }
+  return { ...priceTerms(plan, options), interval: { unit: plan.interval, count: plan.intervalCount } };
+}
+
+/**
+ * The terms a plan change moves `subscription` to: the new plan in the subscription's currency at its
+ * quantity (seats stay seats). A plan with no price in that currency keeps its own, and the workflow
+ * refuses the change (409 invalid_state, "The new plan bills in ...").
+ */
+export function changedPlanTerms(plan: Plan, subscription: Pick<Subscription, 'quantity' | 'currency'>): PlanTerms {
+  const currency = subscription.currency ?? plan.currency;
+  return planTerms(plan, { quantity: subscription.quantity ?? 1, ...(planPricing(plan, currency) ? { currency } : {}) });
+}
+
+/**
+ * What a create body subscribes to: `plan` (and `quantity`), or `items`: exactly one recurring plan with its
+ * quantity, and one_time plans (setup fees) for the first invoice. Every plan of the caller's account and mode
+ * (404), active (409 plan_archived), priced in the subscription's currency (400).
+ */
+async function subscriptionItems(
+  em: EntityManager,
+  body: { plan?: string; quantity?: number; items?: { plan: string; quantity: number }[]; currency?: string },
+  scope: { accountId: string; livemode: boolean },
+): Promise<{ plan: Plan; terms: PlanTerms; firstInvoiceItems: PriceTerms[] }> {
+  const wanted = body.items ?? [{ plan: body.plan!, quantity: body.quantity ?? 1 }];
+  const ids = wanted.map((item) => item.plan);
+  const repeated = ids.find((id, index) => ids.indexOf(id) !== index);
+  if (repeated) throw new ApiError('invalid_request', `items: plan ${repeated} is given twice; give it once with its quantity.`);
+  const found = await em.find(Plan, { id: { $in: ids }, accountId: scope.accountId, livemode: scope.livemode });
+  const plans = wanted.map((item) => {
+    const plan = found.find((p) => p.id === item.plan);
+    if (!plan) throw new ApiError('not_found', `No such plan: ${item.plan}.`);
+    if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new subscriptions cannot use it.`);
+    return { plan, quantity: item.quantity };
+  });
+  const recurring = plans.filter(({ plan }) => plan.type !== 'one_time');
+  if (recurring.length === 0) throw new ApiError('invalid_request', `${body.items ? 'items' : 'plan'}: a subscription needs one recurring plan; ${ids.join(', ')} ${ids.length === 1 ? 'is' : 'are'} one_time.`);
+  if (recurring.length > 1) {
+    throw new ApiError(
+      'invalid_request',
+      `items: multi-item subscriptions are not supported yet: give exactly one recurring plan (got ${recurring.map(({ plan }) => plan.id).join(', ')}), and any one_time plans for the first invoice.`,
+    );
+  }
+  const [main] = recurring;
+  const currency = body.currency ?? main!.plan.currency;
+  const terms = planTerms(main!.plan, { quantity: main!.quantity, currency });
+  const firstInvoiceItems = plans.filter(({ plan }) => plan.type === 'one_time').map(({ plan, quantity }) => priceTerms(plan, { quantity, currency }));
+  return { plan: main!.plan, terms, firstInvoiceItems };
 }
 
 export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
@@ -199,14 +298,13 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const { accountId, livemode } = await accountScope(c, orm);
       const em = orm.em.fork();
       const customerId = (body.customer_id ?? body.customer)!;
-      const [customer, plan, account] = await Promise.all([
+      const [customer, items, account] = await Promise.all([
         em.findOne(Customer, { id: customerId, accountId, livemode }),
-        em.findOne(Plan, { id: body.plan, accountId, livemode }),
+        subscriptionItems(em, body, { accountId, livemode }),
         em.findOne(Account, { id: accountId }, { fields: ['name', 'email'] }),
       ]);
       if (!customer) throw new ApiError('not_found', `No such customer: ${customerId}.`);
-      if (!plan) throw new ApiError('not_found', `No such plan: ${body.plan}.`);
-      if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new subscriptions cannot use it.`);
+      const { plan, terms, firstInvoiceItems } = items;
       // A customer on a test clock: the subscription lives on the clock's time.
       const testClock = await clockBindingOf(em, customer);
       // A customer on a test clock has at most config.testClocks.subscriptionsPerCustomer not ended (docs/testing-your-integration.md#limits).
@@ -236,12 +334,15 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
           customerId: customer.id,
           planId: plan.id,
           livemode,
+          quantity: terms.quantity!,
+          currency: terms.currency,
           trialDays,
           billingCycleMode: body.billing_cycle,
           pauseUntil: body.pause_until?.toISOString() ?? null,
           gracePeriodDays: body.grace_period_days ?? null,
         }, testClock ? new Date(testClock.now) : new Date()),
-        plan: planTerms(plan),
+        plan: terms,
+        ...(firstInvoiceItems.length > 0 ? { firstInvoiceItems } : {}),
         ...(testClock ? { testClock } : {}),
         // RENEWAL_SPREAD_MINUTES: workflow code cannot read the environment, so the window travels in the input.
         ...(config.renewalSpreadMinutes > 0 ? { renewalSpreadMinutes: config.renewalSpreadMinutes } : {}),
@@ -264,7 +365,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
             workflowIdConflictPolicy: idem ? 'USE_EXISTING' : 'FAIL',
             workflowIdReusePolicy: 'REJECT_DUPLICATE',
             // What ops read in the Temporal UI: who and what, not only ids.
-            staticSummary: `${customer.name ? `${customer.name} <${customer.email}>` : customer.email} on ${plan.name} (${formatMoney(plan.amount, plan.currency)} every ${plan.intervalCount} ${plan.interval}${plan.intervalCount === 1 ? '' : 's'})`,
+            staticSummary: `${customer.name ? `${customer.name} <${customer.email}>` : customer.email} on ${plan.name}${terms.quantity! > 1 ? ` × ${terms.quantity}` : ''} (${formatMoney(termsPrice(terms).amount, terms.currency)} every ${plan.intervalCount} ${plan.interval}${plan.intervalCount === 1 ? '' : 's'})`,
             memo: { account: account ? `${account.name} <${account.email}>` : accountId, customerEmail: customer.email, planName: plan.name },
             typedSearchAttributes: [
               { key: SubscriptionStatusKey, value: input.snapshot.status },
@@ -315,8 +416,9 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       if (!plan.active && plan.id !== subscription.planId) throw new ApiError('plan_archived', `Plan ${plan.id} is archived.`);
       // Keyed by the Idempotency-Key: a retry after a crash gets the first change's answer from Temporal instead of changing again.
       const updateId = operationId(c, `changePlan:${subscription.id}`);
+      const terms = changedPlanTerms(plan, subscription);
       try {
-        const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: planTerms(plan) }], ...(updateId ? { updateId } : {}) }));
+        const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }], ...(updateId ? { updateId } : {}) }));
         return c.json(serializeSubscription(snapshot), 200);
       } catch (error) {
         // A retry of a change that already happened (its run has since continued as new, so Temporal no longer knows the update id):

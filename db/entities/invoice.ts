@@ -1,13 +1,23 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { PriceRow } from '../../domain/pricing.ts';
 
 export const invoiceStatuses = ['open', 'paid', 'void', 'uncollectible'] as const;
 export type InvoiceStatus = (typeof invoiceStatuses)[number];
 
-/** One line as the workflow records it. `amount` is the unit amount in minor units (negative for a credit). */
+/**
+ * One line as the workflow records it. `amount` is the unit amount in minor units (negative for a credit),
+ * or null when the line's amount is not a whole unit amount × quantity; then `total` is the line's amount
+ * (domain/invoice-lines.ts lineAmount).
+ */
 export interface InvoiceLine {
   description: string;
-  amount: number;
+  amount: number | null;
   quantity: number;
+  total?: number;
+  /** The plan (price) the line bills; absent on lines recorded before pricing schemes. */
+  plan?: string;
+  /** How a tiered or package price made the amount (domain/pricing.ts PriceRow). */
+  breakdown?: PriceRow[];
   period_start: string;
   period_end: string;
   /** A line that prorates a plan change (the unused part of the old plan, the rest of the period on the new one). Absent means false. */

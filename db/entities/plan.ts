@@ -1,7 +1,17 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { IntervalUnit } from '../../domain/billing-calendar.ts';
+import type { PackageRounding, PlanType, PricingSchemeName, Tier, TiersMode } from '../../domain/pricing.ts';
 
-/** A price: amount per interval, with a default trial length, optionally of a product. */
+/** A plan's price in another currency: `amount` (per_unit, package; tiered: one unit's), and a tiered plan's tiers. */
+export interface PlanCurrencyOption {
+  amount: number;
+  tiers?: Tier[] | null;
+}
+
+/**
+ * A price: its scheme (domain/pricing.ts) and, when recurring, its interval; with a default trial
+ * length, optionally of a product. The price fields never change once created (docs/pricing.md).
+ */
 export const Plan = defineEntity({
   name: 'Plan',
   tableName: 'plans',
@@ -9,11 +19,22 @@ export const Plan = defineEntity({
   properties: {
     id: p.string().primary(),
     name: p.string(),
+    /** per_unit and package: the unit (package) amount; tiered: what one unit costs under the tiers. */
     amount: p.bigint('number'),
     currency: p.string().length(3),
-    interval: p.string().$type<IntervalUnit>(),
+    /** recurring, or one_time (a setup fee): then no interval. */
+    type: p.string().$type<PlanType>().default('recurring'),
+    /** Null for a one_time plan. */
+    interval: p.string().$type<IntervalUnit>().nullable(),
     intervalCount: p.integer().default(1),
     trialPeriodDays: p.integer().default(0),
+    pricingScheme: p.string().$type<PricingSchemeName>().default('per_unit'),
+    tiersMode: p.string().$type<TiersMode>().nullable(),
+    tiers: p.json<Tier[]>().nullable(),
+    packageSize: p.integer().nullable(),
+    packageRound: p.string().$type<PackageRounding>().nullable(),
+    /** The same price in other currencies, by ISO code (not the plan's own currency). */
+    currencyOptions: p.json<Record<string, PlanCurrencyOption>>().nullable(),
     /** Archived plans (false) stay readable and keep billing their subscriptions, but take no new ones. */
     active: p.boolean().default(true),
     /** The product this plan prices, of the same account and mode; null for a plan on its own. */

@@ -29,6 +29,10 @@ export const Subscription = defineEntity({
     pauseUntil: p.datetime().nullable(),
     pauseReason: p.string().nullable(),
     pendingPlanId: p.string().nullable(),
+    /** Units of the plan billed each period. */
+    quantity: p.integer().default(1),
+    /** The currency it bills in (the plan's, or one of its currency_options). */
+    currency: p.string().nullable(),
     gracePeriodDays: p.integer().nullable(),
     /** The failed-payment state while past due (attempts, next retry, grace end). */
     dunning: p.json<DunningState>().nullable(),

@@ -25,6 +25,7 @@ import { Migration20261123180000_export_filters } from './Migration2026112318000
 import { Migration20261123181000_processor_customers } from './Migration20261123181000_processor_customers.ts';
 import { Migration20261124100000_test_clock_links } from './Migration20261124100000_test_clock_links.ts';
 import { Migration20261126220000_owned_pending_funds } from './Migration20261126220000_owned_pending_funds.ts';
+import { Migration20261126223000_pricing_schemes } from './Migration20261126223000_pricing_schemes.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -55,4 +56,5 @@ export const migrations = [
   { name: 'Migration20261125100000_test_clock_payouts', class: Migration20261125100000_test_clock_payouts },
   { name: 'Migration20261126210000_payout_claims', class: Migration20261126210000_payout_claims },
   { name: 'Migration20261126220000_owned_pending_funds', class: Migration20261126220000_owned_pending_funds },
+  { name: 'Migration20261126223000_pricing_schemes', class: Migration20261126223000_pricing_schemes },
 ];
