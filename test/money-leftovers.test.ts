@@ -199,6 +199,34 @@ describe('money left waiting', () => {
     expect(await em().count(LedgerEntry, { balanceTransactionId: kept!.id })).toBe(entries);
   }, 60_000);
 
+  it("money of a terminated subscription on a test clock is due by the clock's time: available once the clock passes available_on, once", async () => {
+    const { call, make: post, advance } = await clockTenant(engine, 'Terminated on a clock');
+    const clock = await post('/v1/test_clocks', { frozen_time: '2036-02-10T08:00:00Z' });
+    const customer = await post('/v1/customers', { email: 'clocked-terminated@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const plan = await post('/v1/plans', { name: 'Team', amount: 2100, currency: 'USD', interval: 'month' });
+    const sub = await post('/v1/subscriptions', { customer_id: customer.id, plan: plan.id, trial_period_days: 0 });
+    expect(sub.status).toBe('active');
+    const [btxn] = (await moneyOf(sub.id)).btxns;
+    expect(btxn).toMatchObject({ status: 'pending', availableOn: new Date('2036-02-12T08:00:00.000Z') });
+    await engine.env.client.workflow.getHandle(sub.id).terminate('operator: terminate');
+    const reconcile = () => activityEnv.run(activities.reconcileOrphanedFunds, stuckAfterMs) as Promise<ReconcileResult>;
+
+    // Due in 2036 by the clock, whatever the wall clock says: not yet.
+    expect((await reconcile()).reconciled).toBe(0);
+    await advance(clock.id, '2036-02-12T07:59:00Z');
+    expect((await reconcile()).reconciled).toBe(0);
+    expect((await em().findOneOrFail(BalanceTransaction, { id: btxn!.id })).status).toBe('pending');
+    const entriesBefore = await em().count(LedgerEntry, { balanceTransactionId: btxn!.id });
+    // The clock passes available_on (its subscription no longer runs, so nothing else moves the money): available once.
+    await advance(clock.id, '2036-02-13T00:00:00Z');
+    expect((await reconcile()).reconciled).toBe(1);
+    expect((await reconcile()).reconciled).toBe(0);
+    const balance = (await call('GET', '/v1/balance')).body;
+    expect(balance.available.find((m: { currency: string }) => m.currency === 'USD').amount).toBe(btxn!.net);
+    expect(balance.pending.find((m: { currency: string }) => m.currency === 'USD')?.amount ?? 0).toBe(0);
+    expect(await em().count(LedgerEntry, { balanceTransactionId: btxn!.id })).toBe(entriesBefore + 2);
+  }, 60_000);
+
   describe('stuck payouts on test clocks', () => {
     const reconcilePayouts = (olderThanMs: number) => activityEnv.run(activities.reconcileStuckPayouts, olderThanMs) as Promise<ReconcileResult>;
     /** A payout id made `agoMs` ago by the wall clock (ids are ULIDs): a payout the API recorded then, and died before starting its workflow. */
