@@ -4,14 +4,18 @@
  * - revenue per day or month from the ledger's balance transactions: `gross` the payments,
  *   `refunded` the refunds (as a positive number), `fees`, `net` = gross − refunded − fees;
  * - MRR at the end of each day or month from the subscriptions and their plans: every
- *   subscription that had started billing (its trial over) and had not ended then, its
- *   plan's amount brought to a month (year ÷ 12, week × 52 ÷ 12, day × 365 ÷ 12, ÷ the
- *   interval count), rounded once per point.
+ *   subscription that had started billing (its trial over) and had not ended then, what its
+ *   plan charges a period at its quantity in its currency (domain/pricing.ts: seats, tiers,
+ *   packages, currency_options) brought to a month (year ÷ 12, week × 52 ÷ 12, day × 365 ÷ 12,
+ *   ÷ the interval count), rounded once per point.
  *
  * One account, one mode, per currency, buckets in UTC, every bucket present (zero when
  * nothing happened). Objects of customers on a test clock are left out, as lists leave them.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { Plan } from '../db/entities/index.ts';
+import { priceFor } from '../domain/pricing.ts';
+import { planPricing } from './catalog.ts';
 
 export type ReportInterval = 'day' | 'month';
 export interface ReportScope {
@@ -118,13 +122,27 @@ export async function mrrReport(em: EntityManager, scope: ReportScope, range: Re
   const starts = bucketStarts(range);
   if (starts.length === 0) return [];
   const step = range.interval === 'day' ? '1 day' : '1 month';
+  // What each (plan, quantity, currency) in use charges a period: priced here, summed in SQL below.
+  const inUse: { plan_id: string; quantity: number; currency: string }[] = await em.getConnection().execute(
+    `select distinct s.plan_id, s.quantity, coalesce(s.currency, p.currency) as currency
+       from subscriptions s join plans p on p.id = s.plan_id
+      where s.account_id = ? and s.livemode = ? and s.status <> 'expired' and ${notOnClock('s.customer_id')}`,
+    [scope.accountId, scope.livemode],
+  );
+  const plans = new Map((inUse.length > 0 ? await em.fork().find(Plan, { id: { $in: [...new Set(inUse.map((u) => u.plan_id))] } }) : []).map((p) => [p.id, p]));
+  const prices = inUse.flatMap((use) => {
+    const plan = plans.get(use.plan_id);
+    const price = plan ? planPricing(plan, use.currency) : null;
+    return price ? [{ ...use, amount: priceFor(price.pricing, use.quantity).amount }] : [];
+  });
+  const list = (values: (string | number)[]) => `{${values.join(',')}}`;
   const rows: { period_start: Date; at: Date; currency: string; mrr: string; subscriptions: string }[] = await em.getConnection().execute(
     `with points as (
        select s as period_start, least(s + interval '${step}', ?::timestamptz) as at
          from unnest(?::timestamptz[]) as s
      )
-     select pt.period_start, pt.at, p.currency,
-            round(sum(p.amount::numeric * case p.interval when 'month' then 1 when 'year' then 1.0 / 12 when 'week' then 52.0 / 12 when 'day' then 365.0 / 12 end
+     select pt.period_start, pt.at, pr.currency,
+            round(sum(pr.amount::numeric * case p.interval when 'month' then 1 when 'year' then 1.0 / 12 when 'week' then 52.0 / 12 when 'day' then 365.0 / 12 end
                       / greatest(p.interval_count, 1))) as mrr,
             count(*) as subscriptions
        from points pt
@@ -134,8 +152,19 @@ export async function mrrReport(em: EntityManager, scope: ReportScope, range: Re
         and s.status <> 'expired'
         and ${notOnClock('s.customer_id')}
        join plans p on p.id = s.plan_id
+       join unnest(?::text[], ?::int[], ?::text[], ?::bigint[]) as pr(plan_id, quantity, currency, amount)
+         on pr.plan_id = s.plan_id and pr.quantity = s.quantity and pr.currency = coalesce(s.currency, p.currency)
       group by 1, 2, 3`,
-    [range.to, `{${starts.map((s) => s.toISOString()).join(',')}}`, scope.accountId, scope.livemode],
+    [
+      range.to,
+      `{${starts.map((s) => s.toISOString()).join(',')}}`,
+      scope.accountId,
+      scope.livemode,
+      list(prices.map((p) => p.plan_id)),
+      list(prices.map((p) => p.quantity)),
+      list(prices.map((p) => p.currency)),
+      list(prices.map((p) => p.amount)),
+    ],
   );
   const ends = new Map(starts.map((s, i) => [s.toISOString(), new Date(Math.min((starts[i + 1] ?? range.to).getTime(), range.to.getTime()))]));
   return densify(

@@ -183,6 +183,30 @@ describe('pricing schemes on subscriptions', () => {
     expect(renewal.lines[0]).toMatchObject({ plan: pro.id, quantity: 12, unit_amount: 1500, amount: 18000 });
   });
 
+  it('MRR counts what a subscription bills: its quantity, its tiers and its currency', async () => {
+    // A fresh account: its MRR is only these subscriptions'.
+    const tenant = await engine.signUp({ email: 'mrr@example.com', name: 'Mrr Inc' });
+    const as = (path: string, body?: unknown) => engine.call(body === undefined ? 'GET' : 'POST', path, body, tenant.headers);
+    const made = async (path: string, body: unknown) => {
+      const created = await as(path, body);
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      return created.body.id as string;
+    };
+    const cus = await made('/v1/customers', { email: 'ops@example.com', payment_method: 'pm_card_visa' });
+    const seats = await made('/v1/plans', { name: 'Seats', amount: 1500, currency: 'USD', interval: 'month', currency_options: { EUR: { amount: 1800 } } });
+    const api = await made('/v1/plans', { name: 'API', pricing_scheme: 'tiered', tiers_mode: 'graduated', tiers: apiTiers, currency: 'USD', interval: 'year' });
+    await made('/v1/subscriptions', { customer_id: cus, plan: seats, quantity: 12 });
+    await made('/v1/subscriptions', { customer_id: cus, plan: seats, quantity: 2, currency: 'EUR' });
+    await made('/v1/subscriptions', { customer_id: cus, plan: api, quantity: 15 });
+    const now = await engine.env.currentTimeMs();
+    const report = await as(`/v1/reports/mrr?interval=day&from=${new Date(now - day).toISOString()}&to=${new Date(now + day).toISOString()}`);
+    expect(report.status).toBe(200);
+    const last = (currency: string) => report.body.data.find((series: any) => series.currency === currency)?.points.at(-1);
+    // 12 × 15.00 monthly, and 142.53 a year (15 units of the graduated tiers) ÷ 12 = 11.8775: 180.00 + 11.88.
+    expect(last('USD')).toMatchObject({ mrr: 18000 + 1188, subscriptions: 2 });
+    expect(last('EUR')).toMatchObject({ mrr: 3600, subscriptions: 1 });
+  });
+
   it('refuses what it does not bill, and changes nothing', async () => {
     const seats = await plan({ name: 'Seats', amount: 2000 });
     const addOn = await plan({ name: 'Add-on', amount: 500 });
