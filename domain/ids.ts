@@ -1,4 +1,4 @@
-import { monotonicFactory } from 'ulidx';
+import { decodeTime, monotonicFactory } from 'ulidx';
 import { createHash, randomFillSync } from 'node:crypto';
 
 /** Prefixes of every resource id: the prefix tells a reader what the id names. */
@@ -57,6 +57,19 @@ const ulid = monotonicFactory(pooledRandom);
  */
 export function newId(kind: IdKind): string {
   return `${idPrefixes[kind]}_${ulid().toLowerCase()}`;
+}
+
+/**
+ * When an id of newId was made (the wall clock's ms in its ULID): the real order of creation, whatever
+ * time the object carries (an event on a test clock is stamped with the clock's). Null for another shape.
+ */
+export function idCreatedAt(id: string): Date | null {
+  const ulidPart = id.slice(id.indexOf('_') + 1).toUpperCase();
+  try {
+    return new Date(decodeTime(ulidPart));
+  } catch {
+    return null;
+  }
 }
 
 export function hasPrefix(id: string, kind: IdKind): boolean {

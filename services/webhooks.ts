@@ -37,7 +37,7 @@ import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { bindToClock, mainTaskQueueOf, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Event, Transaction, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, type WebhookDeliveryStatus } from '../db/entities/index.ts';
-import { newId } from '../domain/ids.ts';
+import { idCreatedAt, newId } from '../domain/ids.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import { checkWebhookUrl, systemResolver, UrlNotAllowedError, type Resolver, type WebhookUrlPolicy } from '../domain/webhook-url.ts';
 import { webhookUrlPolicyFromEnv } from '../config.ts';
@@ -139,6 +139,29 @@ export async function startDelivery(client: Client, taskQueue: string, delivery:
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     if (binding) await unbindFromClock(client, binding, delivery.id);
     return false;
+  }
+}
+
+/**
+ * When an event was really recorded (wall clock): its `created_at`, except on a test clock, whose events carry
+ * the clock's time; there, its id's (issue #24: an endpoint made after a year-long clock run got the run's
+ * events the dispatcher had not handed on yet).
+ */
+export function recordedAt(event: Pick<Event, 'id' | 'createdAt' | 'testClockId'>): Date {
+  return (event.testClockId && idCreatedAt(event.id)) || new Date(event.createdAt);
+}
+
+/**
+ * The clock an endpoint's failure run is judged on (failing_since, disabled_at): the attempt's own time,
+ * except for an event on a test clock, whose attempts carry the clock's time (a year ahead, say), where it
+ * is Temporal's time now (the wall clock in production; see dispatchEventsActivity).
+ */
+function judgedNow(): Date {
+  try {
+    const info = Context.current().info;
+    return new Date(Math.max(Date.now(), info.currentAttemptScheduledTimestampMs));
+  } catch {
+    return new Date(); // outside an activity
   }
 }
 
@@ -265,9 +288,9 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
   const createdAt = new Date();
   for (const event of events) {
     for (const endpoint of endpoints) {
-      // An endpoint gets the events of its account and mode recorded after it was made.
-      // (An event on a test clock carries the clock's time, not the wall clock's: only the account and mode count.)
-      if (endpoint.accountId !== event.accountId || endpoint.livemode !== event.livemode || (!event.testClockId && endpoint.createdAt > event.createdAt)) continue;
+      // An endpoint gets the events of its account and mode recorded after it was made, in the real order of
+      // creation: an event on a test clock carries the clock's time (2027, say), so its id's time decides.
+      if (endpoint.accountId !== event.accountId || endpoint.livemode !== event.livemode || endpoint.createdAt > recordedAt(event)) continue;
       if (!endpointWants(endpoint.events, event.type)) continue;
       const id = deliveryId(event.id, endpoint.id);
       if (known.has(id)) continue;
@@ -356,7 +379,7 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
       const input = { attempt: 1, attemptedAt, nextAttemptAt: new Date(attemptedAt.getTime() + retrySchedule(endpoint.livemode)[0]!) };
       let outcome: AttemptOutcome;
       try {
-        outcome = await record(em, prepared, input, await send(deps, prepared, attemptedAt, opened));
+        outcome = await record(em, prepared, input, await send(deps, prepared, attemptedAt, opened), event.testClockId ? now() : attemptedAt);
       } catch (error) {
         // Not an HTTP failure (those are recorded): the attempt could not be recorded. Its workflow makes attempt 1
         // again (a copy may have gone: at least once), so one delivery's trouble does not hold up the others.
@@ -489,8 +512,13 @@ async function send(deps: WebhookDeliveryDeps, p: Prepared, at: Date, opened: Op
  * endpoint's run of failures. A success (the common case) is one statement; a
  * failure is a transaction that also disables the endpoint when its run of
  * failures reaches the mode's window.
+ *
+ * The run is judged at `judgedAt`: the attempt's time, or for an event on a test clock Temporal's time now
+ * (judgedNow), never the clock's. And a clock's events never start a run (issue #24): a failure of one does
+ * not set `failing_since`, so an endpoint that live (not clock) deliveries keep healthy is never disabled by
+ * them; it ends a run only that live failures began a whole window ago.
  */
-async function record(em: EntityManager, p: Prepared, input: { attempt: number; attemptedAt: Date; nextAttemptAt: Date | null }, response: WebhookResponse): Promise<AttemptOutcome> {
+async function record(em: EntityManager, p: Prepared, input: { attempt: number; attemptedAt: Date; nextAttemptAt: Date | null }, response: WebhookResponse, judgedAt: Date = input.attemptedAt): Promise<AttemptOutcome> {
   const { endpoint, event, deliveryId: id } = p;
   const { attemptedAt } = input;
   const succeeded = response.statusCode !== null && response.statusCode >= 200 && response.statusCode < 300;
@@ -528,14 +556,14 @@ async function record(em: EntityManager, p: Prepared, input: { attempt: number; 
   }
   return em.fork().transactional(async (tx) => {
     tx.create(WebhookAttempt, attempt);
-    await tx.nativeUpdate(WebhookEndpoint, { id: endpoint.id, failingSince: null }, { failingSince: attemptedAt });
-    const windowStart = new Date(attemptedAt.getTime() - disableWindowMs(endpoint.livemode));
+    if (!event.testClockId) await tx.nativeUpdate(WebhookEndpoint, { id: endpoint.id, failingSince: null }, { failingSince: judgedAt });
+    const windowStart = new Date(judgedAt.getTime() - disableWindowMs(endpoint.livemode));
     const disabled = await tx.nativeUpdate(
       WebhookEndpoint,
       { id: endpoint.id, enabled: true, failingSince: { $lte: windowStart } },
-      { enabled: false, disabledReason: 'failing', disabledAt: attemptedAt, updatedAt: attemptedAt },
+      { enabled: false, disabledReason: 'failing', disabledAt: judgedAt, updatedAt: judgedAt },
     );
-    const disabledAt = disabled > 0 ? attemptedAt : undefined;
+    const disabledAt = disabled > 0 ? judgedAt : undefined;
     const last = disabledAt !== undefined || input.nextAttemptAt === null;
     const status: WebhookDeliveryStatus = last ? 'failed' : 'pending';
     await tx.nativeUpdate(
@@ -574,7 +602,7 @@ export async function attemptWebhookDelivery(em: EntityManager, deps: WebhookDel
   const scores = await riskScores(em, event.transactionId ? [event.transactionId] : []);
   const prepared: Prepared = { deliveryId: delivery.id, endpoint, event, body: JSON.stringify(serializeEvent(event)), riskScore: event.transactionId ? (scores.get(event.transactionId) ?? null) : null };
   const response = await send(deps, prepared, attemptedAt);
-  return record(em, prepared, { attempt: input.attempt, attemptedAt, nextAttemptAt: input.nextAttemptAt === null ? null : new Date(input.nextAttemptAt) }, response);
+  return record(em, prepared, { attempt: input.attempt, attemptedAt, nextAttemptAt: input.nextAttemptAt === null ? null : new Date(input.nextAttemptAt) }, response, event.testClockId ? judgedNow() : attemptedAt);
 }
 
 /** Marks a delivery that ended without its last attempt being recorded (the attempt activity itself failed). */
