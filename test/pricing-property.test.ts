@@ -7,7 +7,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { lineAmount } from '../domain/invoice-lines.ts';
 import { priceFor, pricingProblems, type Pricing, type Tier } from '../domain/pricing.ts';
+import { billingAnchorFrom, cycleInvoice, cycleLine, oneTimeLines, planChangeKind, termsPrice, upgradeLines } from '../domain/subscription-decisions.ts';
+import { initialSnapshot, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
 
 // ---- The reference: fractions, unit by unit -----------------------------------
 
@@ -236,5 +239,79 @@ describe('validation names each problem', () => {
   it('package size and rounding', () => {
     expect(pricingProblems({ scheme: 'package', amount: 500, package_size: 0, round: 'up' })).toEqual(['package_size: must be an integer from 1 to 1000000000.']);
     expect(pricingProblems({ scheme: 'package', amount: 500, package_size: 10, round: 'sideways' as 'up' })).toEqual(['package_round: must be "up" or "down".']);
+  });
+});
+
+describe('invoice lines from the workflow terms (domain/subscription-decisions.ts)', () => {
+  const sub = (changes: Partial<SubscriptionSnapshot> = {}): SubscriptionSnapshot => ({
+    ...initialSnapshot({ id: 'sub_1', accountId: 'acct_1', customerId: 'cus_1', planId: 'plan_api', livemode: false, trialDays: 0, billingCycleMode: 'anniversary', pauseUntil: null, gracePeriodDays: null }),
+    status: 'active',
+    version: 3,
+    billingAnchor: '2025-01-01T00:00:00.000Z',
+    billingCycle: 0,
+    currentPeriodStart: '2025-01-01T00:00:00.000Z',
+    currentPeriodEnd: '2025-02-01T00:00:00.000Z',
+    ...changes,
+  });
+  const month = { unit: 'month' as const, count: 1 };
+  const legacy: PlanTerms = { planId: 'plan_pro', name: 'Pro', amount: 3000, currency: 'USD', interval: month };
+  const graduated: PlanTerms = {
+    planId: 'plan_api',
+    name: 'API calls',
+    amount: 1000,
+    currency: 'USD',
+    interval: month,
+    quantity: 15,
+    pricing: { scheme: 'tiered', tiers_mode: 'graduated', tiers: [{ up_to: 10, unit_amount: 1000 }, { up_to: 'inf', unit_amount_decimal: '750.5', flat_amount: 500 }] },
+  };
+  const seats = (amount: number, planId = 'plan_seats'): PlanTerms => ({ planId, name: planId, amount, currency: 'USD', interval: month, quantity: 12, pricing: { scheme: 'per_unit', amount } });
+  const jan = { start: new Date('2025-01-01T00:00:00.000Z'), end: new Date('2025-02-01T00:00:00.000Z'), index: 0 };
+
+  it('terms recorded before pricing schemes make exactly the line they always made', () => {
+    expect(cycleLine(sub(), legacy, jan)).toStrictEqual({ description: 'Pro', amount: 3000, quantity: 1, period_start: '2025-01-01T00:00:00.000Z', period_end: '2025-02-01T00:00:00.000Z', proration: false });
+    expect(termsPrice(legacy).amount).toBe(3000);
+  });
+
+  it('a tiered line: the whole amount in total, no unit amount, the tiers in the breakdown', () => {
+    const line = cycleLine(sub(), graduated, jan);
+    expect(line).toMatchObject({ description: 'API calls', plan: 'plan_api', quantity: 15, amount: null, total: 14253, proration: false });
+    expect(line.breakdown!.map((row) => row.amount_decimal)).toEqual(['10000', '4252.5']);
+    expect(lineAmount(line)).toBe(14253);
+  });
+
+  it("a calendar stub prorates the price's whole amount at its quantity once", () => {
+    // Jan 15 to Feb 1: 17 of January's 31 days of 12 × 1500.
+    const stub = sub({ billingCycleMode: 'calendar', ...billingAnchorFrom('calendar', new Date('2025-01-15T00:00:00.000Z'), 'month') });
+    const { invoice } = cycleInvoice({ subscription: stub, plan: seats(1500), pendingPlan: null }, 0, new Date('2025-01-15T00:00:00.000Z'));
+    const exact = (18000 * 17) / 31; // 9870.97…
+    expect(invoice.lines).toHaveLength(1);
+    expect(lineAmount(invoice.lines[0]!)).toBe(Math.round(exact));
+    expect(invoice.lines[0]).toMatchObject({ quantity: 12, proration: true });
+  });
+
+  it('setup fees ride on the cycle invoice the state carries them to, dated at its issue', () => {
+    const setup = { planId: 'plan_setup', name: 'Onboarding', amount: 5000, currency: 'USD', quantity: 1, pricing: { scheme: 'per_unit' as const, amount: 5000 } };
+    const now = new Date('2025-01-01T00:00:00.000Z');
+    const { invoice } = cycleInvoice({ subscription: sub(), plan: seats(1500), pendingPlan: null, firstInvoiceItems: [setup] }, 0, now);
+    expect(invoice.lines.map((l) => [l.plan, l.quantity, lineAmount(l)])).toEqual([
+      ['plan_seats', 12, 18000],
+      ['plan_setup', 1, 5000],
+    ]);
+    expect(invoice.lines[1]).toMatchObject({ period_start: now.toISOString(), period_end: now.toISOString(), proration: false });
+    expect(oneTimeLines([], now)).toEqual([]);
+  });
+
+  it('an upgrade is decided on the price at the quantity, and prorates each whole amount', () => {
+    const s = { subscription: sub(), plan: seats(1000, 'plan_basic'), pendingPlan: null };
+    expect(planChangeKind(s, seats(1500, 'plan_pro'))).toBe('upgrade');
+    // 15 API units cost 142.53 a month; 12 seats at 10.00 cost 120.00: the tiered plan is the upgrade, though its unit amount is the same.
+    expect(planChangeKind(s, { ...graduated, quantity: 15 })).toBe('upgrade');
+    expect(planChangeKind(s, { ...graduated, quantity: 11 })).toBe('downgrade'); // 112.51 a month
+    const half = new Date('2025-01-16T12:00:00.000Z'); // 15.5 of 31 days left
+    const lines = upgradeLines(seats(1000, 'plan_basic'), seats(1500, 'plan_pro'), { start: jan.start, end: jan.end }, half, null);
+    expect(lines.map((l) => [l.quantity, lineAmount(l), l.amount])).toEqual([
+      [12, -6000, -500],
+      [12, 9000, 750],
+    ]);
   });
 });
