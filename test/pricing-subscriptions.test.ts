@@ -225,6 +225,10 @@ describe('pricing schemes on subscriptions', () => {
       [{ customer_id: cus, items: [{ plan: seats.id }], quantity: 2 }, "quantity: with items, each item's quantity says it"],
       [{ customer_id: cus, plan: seats.id, quantity: 0 }, 'quantity: Too small: expected number to be >=1'],
       [{ customer_id: cus, plan: seats.id, quantity: 50_000 }, `quantity: 50000 of plan ${seats.id} amounts to $1,000,000.00, above the largest charge ($999,999.99).`],
+      [
+        { customer_id: cus, items: [{ plan: seats.id, quantity: 40_000 }, { plan: setup.id, quantity: 5_000 }] },
+        'items: the first invoice would be $1,050,000.00, above the largest charge ($999,999.99).',
+      ],
     ];
     for (const [body, message] of cases) {
       const refused = await post('/v1/subscriptions', body);

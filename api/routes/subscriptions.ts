@@ -267,6 +267,10 @@ async function subscriptionItems(
   const currency = body.currency ?? main!.plan.currency;
   const terms = planTerms(main!.plan, { quantity: main!.quantity, currency });
   const firstInvoiceItems = plans.filter(({ plan }) => plan.type === 'one_time').map(({ plan, quantity }) => priceTerms(plan, { quantity, currency }));
+  const first = [terms, ...firstInvoiceItems].reduce((sum, item) => sum + termsPrice(item).amount, 0);
+  if (first > maxPriceAmount) {
+    throw new ApiError('invalid_request', `items: the first invoice would be ${formatMoney(first, currency)}, above the largest charge (${formatMoney(maxPriceAmount, currency)}).`);
+  }
   return { plan: main!.plan, terms, firstInvoiceItems };
 }
 
