@@ -59,6 +59,11 @@ export interface Config {
    * running ones at each renewal, for their next ones (docs/scaling.md#renewal-spreading).
    */
   renewalSpreadMinutes: number;
+  /**
+   * WORKER_HEALTH_PORT: the port of a worker process's `GET /health` (worker.ts, export-worker.ts;
+   * services/worker-health.ts). Unset: none is served.
+   */
+  workerHealthPort: number | undefined;
 }
 
 export type ProcessorName = 'sandbox' | 'stripe';
@@ -141,6 +146,9 @@ export const developmentAuthDefaults = {
   adminPassword: 'Admin!2345',
 };
 
+/** Where a Docker Compose deployment sets what production requires (docker-compose.yml reads .env). */
+export const composeHint = 'With Docker Compose, set these in .env (cp .env.example .env, then fill it in; docs/operations.md#docker-compose).';
+
 export class ConfigError extends Error {
   constructor(message: string) {
     super(message);
@@ -168,7 +176,7 @@ function loadProcessorsConfig(env: NodeJS.ProcessEnv, production: boolean): Proc
   const allowSandboxLive = env.ALLOW_SANDBOX_LIVE === 'true';
   if (production && live === 'sandbox' && !allowSandboxLive) {
     throw new ConfigError(
-      'Live mode would charge through the sandbox processor (no real money moves) with NODE_ENV=production. Set LIVE_PROCESSOR=stripe with STRIPE_SECRET_KEY_LIVE and STRIPE_WEBHOOK_SECRET_LIVE, or ALLOW_SANDBOX_LIVE=true for a demo.',
+      'Live mode would charge through the sandbox processor (no real money moves) with NODE_ENV=production. Set LIVE_PROCESSOR=stripe with STRIPE_SECRET_KEY_LIVE and STRIPE_WEBHOOK_SECRET_LIVE, or ALLOW_SANDBOX_LIVE=true for a demo. ' + composeHint,
     );
   }
   return { live, test, stripe, allowSandboxLive };
@@ -212,8 +220,8 @@ export function loadConfig(env = process.env): Config {
   const production = mode === 'production';
   if (production) {
     const missing = ['AUTH_SECRET', 'ADMIN_EMAIL', 'ADMIN_PASSWORD'].filter((name) => !env[name]);
-    if (missing.length) throw new ConfigError(`${missing.join(', ')} must be set when NODE_ENV=production.`);
-    if (env.AUTH_SECRET!.length < 32) throw new ConfigError('AUTH_SECRET must be at least 32 characters.');
+    if (missing.length) throw new ConfigError(`${missing.join(', ')} must be set when NODE_ENV=production. ${composeHint}`);
+    if (env.AUTH_SECRET!.length < 32) throw new ConfigError(`AUTH_SECRET must be at least 32 characters. ${composeHint}`);
   }
   const processors = loadProcessorsConfig(env, production);
   const taskQueue = env.TEMPORAL_TASK_QUEUE ?? 'billing';
@@ -239,6 +247,7 @@ export function loadConfig(env = process.env): Config {
     webhookUrlPolicy: webhookUrlPolicyFromEnv(env),
     signupsPerIpPerHour: integer('SIGNUPS_PER_IP_PER_HOUR', 10, env),
     renewalSpreadMinutes: renewalSpreadMinutes(env),
+    workerHealthPort: env.WORKER_HEALTH_PORT ? integer('WORKER_HEALTH_PORT', 0, env) : undefined,
     auth: {
       secret: env.AUTH_SECRET ?? developmentAuthDefaults.secret,
       accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 15 * 60, env),

@@ -20,6 +20,7 @@ import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
 import { localExportStorage, type ExportStorage } from './services/export-storage.ts';
 import { ConfigError, loadConfig, type ProcessorsConfig } from './config.ts';
 import { openOrm } from './db/orm.ts';
+import { startWorkerHealthServer } from './services/worker-health.ts';
 import { createLogger } from './logger.ts';
 
 export interface ExportsWorkerDeps {
@@ -84,7 +85,11 @@ async function main(): Promise<void> {
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
   logger.info({ taskQueue: config.exportsTaskQueue, temporal: config.temporalAddress }, 'exports worker running');
+  // WORKER_HEALTH_PORT: GET /health, 200 while the activity poller polls and the database and Temporal answer (services/worker-health.ts).
+  const health = config.workerHealthPort === undefined ? undefined : await startWorkerHealthServer({ workers: [{ name: 'exports', worker, polls: ['activities'] }], orm, connection }, config.workerHealthPort);
+  if (health) logger.info({ port: health.port }, 'exports worker health on GET /health');
   await worker.run();
+  await health?.close();
   await connection.close();
   await orm.close();
   logger.info('exports worker stopped');

@@ -25,6 +25,7 @@ import { testClockContext } from './activities/test-clock-context.ts';
 import { registerClockTaskQueue } from './services/clock-binding.ts';
 import type { WebhookUrlPolicy } from './domain/webhook-url.ts';
 import { createExportsWorker, installTemporalRuntime } from './export-worker.ts';
+import { startWorkerHealthServer, type WorkerHealthTarget } from './services/worker-health.ts';
 
 export { installTemporalRuntime };
 
@@ -175,7 +176,17 @@ async function main(): Promise<void> {
   const client = new Client({ connection, namespace: config.temporalNamespace });
   const maintenance = await ensureMaintenanceWorkflow(client, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
   logger.info({ taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, temporal: config.temporalAddress, maintenance: maintenance.workflowId }, 'worker running');
+  // WORKER_HEALTH_PORT: GET /health answers 200 while every worker here polls and the database and Temporal answer
+  // (services/worker-health.ts; docker-compose.yml's health check). Up before run(): 503 until the workers run.
+  const healthTargets: WorkerHealthTarget[] = [
+    { name: 'billing', worker, polls: ['workflows', 'activities'] },
+    { name: 'clocks', worker: clockWorker, polls: ['workflows', 'activities'] },
+    ...(exportsWorker ? [{ name: 'exports', worker: exportsWorker, polls: ['activities'] } satisfies WorkerHealthTarget] : []),
+  ];
+  const health = config.workerHealthPort === undefined ? undefined : await startWorkerHealthServer({ workers: healthTargets, orm, connection }, config.workerHealthPort);
+  if (health) logger.info({ port: health.port }, 'worker health on GET /health');
   await Promise.all([worker.run(), clockWorker.run(), exportsWorker?.run()]);
+  await health?.close();
   await connection.close();
   mailer.close();
   await orm.close();

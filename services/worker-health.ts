@@ -1,0 +1,112 @@
+/**
+ * The health endpoint of a worker process (worker.ts, export-worker.ts): with WORKER_HEALTH_PORT set, the process
+ * answers `GET /health` on that port, as the API answers its own /health (docs/operations.md#health-and-logs).
+ *
+ * 200 `{"status":"ok"}` only when every Temporal Worker of the process is RUNNING with the pollers it needs still
+ * POLLING (the SDK's Worker.getStatus(): a poller whose loop ended or failed says SHUTDOWN or FAILED), and the
+ * database and Temporal answer (3 s each). Anything else is 503 `{"status":"degraded"}` with what failed. Before
+ * the workers run (a worker bundling its workflows, migrating) nothing listens, so a probe fails as it should.
+ * docker-compose.yml's health checks of `worker` and `exports-worker` call it.
+ */
+import http from 'node:http';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+
+export interface WorkerHealthTarget {
+  /** The name the answer reports it under (e.g. its task queue's role: `billing`, `clocks`, `exports`). */
+  name: string;
+  worker: Worker;
+  /** Which pollers must be live: a workflow worker polls both, an activity-only worker (exports) polls activities. */
+  polls: ('workflows' | 'activities')[];
+}
+
+export interface WorkerHealthDeps {
+  workers: WorkerHealthTarget[];
+  orm: MikroORM;
+  connection: NativeConnection;
+}
+
+interface Check {
+  ok: boolean;
+  latency_ms: number;
+  error?: string;
+}
+
+export interface WorkerHealth {
+  status: 'ok' | 'degraded';
+  workers: Record<string, { ok: boolean; state: string; workflow_poller?: string; activity_poller?: string }>;
+  database: Check;
+  temporal: Check;
+}
+
+async function check(probe: () => Promise<unknown>, timeoutMs = 3_000): Promise<Check> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([probe(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs)))]);
+    return { ok: true, latency_ms: Math.round(performance.now() - started) };
+  } catch (error) {
+    return { ok: false, latency_ms: Math.round(performance.now() - started), error: (error as Error).message.split('\n')[0] };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The process's health now: its workers' states and pollers, the database and Temporal. */
+export async function workerHealth(deps: WorkerHealthDeps): Promise<WorkerHealth> {
+  const workers: WorkerHealth['workers'] = {};
+  for (const { name, worker, polls } of deps.workers) {
+    const status = worker.getStatus();
+    const entry: WorkerHealth['workers'][string] = { ok: status.runState === 'RUNNING', state: status.runState };
+    if (polls.includes('workflows')) {
+      entry.workflow_poller = status.workflowPollerState;
+      entry.ok &&= status.workflowPollerState === 'POLLING';
+    }
+    if (polls.includes('activities')) {
+      entry.activity_poller = status.activityPollerState;
+      entry.ok &&= status.activityPollerState === 'POLLING';
+    }
+    workers[name] = entry;
+  }
+  const [database, temporal] = await Promise.all([
+    check(() => deps.orm.em.fork().execute('select 1')),
+    check(() => deps.connection.workflowService.getSystemInfo({})),
+  ]);
+  const ok = Object.values(workers).every((w) => w.ok) && database.ok && temporal.ok;
+  return { status: ok ? 'ok' : 'degraded', workers, database, temporal };
+}
+
+export interface RunningWorkerHealthServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Serves `GET /health` (and nothing else) on `port`. */
+export async function startWorkerHealthServer(deps: WorkerHealthDeps, port: number, hostname = '0.0.0.0'): Promise<RunningWorkerHealthServer> {
+  const server = http.createServer((req, res) => {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/health') return send(404, { error: 'not_found', message: 'Only GET /health is served here.' });
+    workerHealth(deps).then(
+      (health) => send(health.status === 'ok' ? 200 : 503, health),
+      (error: Error) => send(503, { status: 'degraded', error: error.message }),
+    );
+  });
+  // Probes come and go: no keep-alive socket may hold close() open.
+  server.keepAliveTimeout = 1_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, hostname, () => resolve());
+  });
+  const address = server.address();
+  return {
+    port: typeof address === 'object' && address ? address.port : port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
