@@ -78,15 +78,14 @@ export async function checkClockPaymentRequestRoom(em: EntityManager, clockId: s
 }
 
 const approxMs: Record<BillingInterval['unit'], number> = { day: 86_400_000, week: 7 * 86_400_000, month: 30 * 86_400_000, year: 365 * 86_400_000 };
-const payoutIntervalOf: Record<string, BillingInterval | undefined> = { daily: { unit: 'day', count: 1 }, weekly: { unit: 'week', count: 1 }, monthly: { unit: 'month', count: 1 } };
 
 /** With nothing recurring on a clock, an advance goes at most two years (two intervals of a yearly price). */
 export const advanceSpanWithoutPrices: BillingInterval = { unit: 'year', count: 1 };
 
 /**
- * The longest recurring interval on the clock: the plans of its customers' subscriptions not ended
- * (and a plan change they wait for), its recurring payment requests still active, its payout schedules;
- * null when nothing on it recurs.
+ * The longest recurring price on the clock: the plans of its customers' subscriptions not ended (and a
+ * plan change they wait for) and its recurring payment requests still active; null when it has none.
+ * (A payout schedule is no price: a daily one does not hold the clock to two days.)
  */
 export async function longestClockInterval(em: EntityManager, clock: Pick<TestClock, 'id' | 'accountId'>): Promise<BillingInterval | null> {
   const customers = await clockCustomerIds(em, clock.accountId, clock.id);
@@ -94,12 +93,10 @@ export async function longestClockInterval(em: EntityManager, clock: Pick<TestCl
   const planIds = [...new Set(subscriptions.flatMap((s) => [s.planId, s.pendingPlanId]).filter((id): id is string => !!id))];
   const plans = planIds.length > 0 ? await em.find(Plan, { id: { $in: planIds } }, { fields: ['interval', 'intervalCount'] }) : [];
   const recurring = await em.find(RecurringPaymentRequest, { testClockId: clock.id, status: 'active' }, { fields: ['interval', 'intervalCount'] });
-  const payoutSchedules = await em.find(TestClockPayoutSettings, { testClockId: clock.id }, { fields: ['interval'] });
   const intervals: BillingInterval[] = [
     // A plan without an interval (a one-off price) recurs not.
     ...plans.filter((p) => !!p.interval).map((p) => ({ unit: p.interval as BillingInterval['unit'], count: p.intervalCount ?? 1 })),
     ...recurring.map((r) => ({ unit: r.interval, count: r.intervalCount })),
-    ...payoutSchedules.map((s) => payoutIntervalOf[s.interval]).filter((i): i is BillingInterval => !!i),
   ];
   let longest: BillingInterval | null = null;
   for (const interval of intervals) if (!longest || approxMs[interval.unit] * interval.count > approxMs[longest.unit] * longest.count) longest = interval;
