@@ -39,7 +39,7 @@ import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { createLogger } from '../logger.ts';
 import { createFileMailer } from '../services/mailer.ts';
-import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
+import { bundleBillingWorkflows, createBillingWorker, createClockWorker, installTemporalRuntime } from '../worker.ts';
 import { openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection } from './harness.ts';
 
 const n = Number(process.env.BENCH_N ?? 1000);
@@ -66,7 +66,9 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
   const { orm, pgVersion } = await openBenchDatabase(postgres, stops);
 
   installTemporalRuntime(process.env.BENCH_LOG_LEVEL ?? 'error');
-  const config = { ...loadConfig({ NODE_ENV: 'test' }), taskQueue: 'bench-clocks', dataDir: tmpDir };
+  // N customers on one clock: over the sandbox's limit of 3 (config.testClocks), raised here as TEST_CLOCK_CUSTOMERS would.
+  const base = loadConfig({ NODE_ENV: 'test' });
+  const config = { ...base, taskQueue: 'bench-clocks', clockTaskQueue: 'bench-clocks-clocks', dataDir: tmpDir, testClocks: { ...base.testClocks, customersPerClock: Math.max(n, base.testClocks.customersPerClock) } };
   await ensureAdmin(orm, config.auth);
   const connection = await Connection.connect({ address: temporal.address });
   stops.add('client connection', () => connection.close());
@@ -75,17 +77,23 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
   const workerConnection = await NativeConnection.connect({ address: temporal.address });
   stops.add('worker connection', () => workerConnection.close());
   say('bundling the workflows, starting the worker');
-  const worker = await createBillingWorker({
+  // Both workers of a worker process: the live queue's and the test clock queue's (worker.ts createClockWorker, its own limits).
+  const workerDeps = {
     connection: workerConnection,
     namespace,
     taskQueue: config.taskQueue,
+    clockTaskQueue: config.clockTaskQueue,
     orm,
     mailer: createFileMailer(path.join(tmpDir, 'mail'), config.mailFrom),
     links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
-  });
-  const running = worker.run();
+    workflowBundle: await bundleBillingWorkflows(),
+  };
+  const worker = await createBillingWorker(workerDeps);
+  const clockWorker = await createClockWorker(workerDeps);
+  const running = Promise.all([worker.run(), clockWorker.run()]);
   stops.add('worker', async () => {
     worker.shutdown();
+    clockWorker.shutdown();
     await running;
   });
   const app = createApp({ orm, temporal: client, config, logger: createLogger(process.env.BENCH_API_LOG_LEVEL ?? 'error') });

@@ -37,7 +37,7 @@ const CreateCustomerBody = z
     email: z.email().max(254),
     name: z.string().min(1).max(200).optional(),
     payment_method: paymentMethod.optional(),
-    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md)' }),
+    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond)' }),
   })
   .strict()
   .openapi({ example: { email: 'jane.doe@example.com', name: 'Jane Doe', payment_method: 'pm_card_visa' } });

@@ -29,7 +29,7 @@ const createClock = createRoute({
   path: '/',
   tags,
   summary: 'Create a test clock',
-  description: `A clock at \`frozen_time\`. Customers created with \`test_clock\` live on it: their subscriptions, invoices and payments take its time, and move only when it is advanced. ${sandboxOnly}`,
+  description: `A clock at \`frozen_time\`. Customers created with \`test_clock\` live on it: their subscriptions, invoices and payments take its time, and move only when it is advanced. An account has at most 100 clocks at once (400 \`invalid_request\` beyond; delete one first); a clock holds at most 3 customers, each with at most 3 subscriptions not ended, and 10 payment requests (docs/testing-your-integration.md#limits). ${sandboxOnly}`,
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Created', ...json(TestClockSchema) }, ...errorResponses(400, 401) },
 });
@@ -57,7 +57,7 @@ const advanceClock = createRoute({
   tags,
   summary: 'Advance a test clock',
   description:
-    'Moves the clock forward to `frozen_time`. Answers at once with status `advancing`; the clock becomes `ready` once every piece of work due up to the new time has run, in time order (trial ends, renewals, payment retries and their emails, grace periods, pauses that end, pending payments settling, payment requests expiring, recurring requests, webhook retries). Poll the clock, or listen for `test_clock.ready`. ' +
+    'Moves the clock forward to `frozen_time`, at most two intervals of the longest recurring price on the clock (two days over a daily plan; two years with none), else 400 `invalid_request` naming the latest instant allowed: advance in steps. Answers at once with status `advancing`; the clock becomes `ready` once every piece of work due up to the new time has run, in time order (trial ends, renewals, payment retries and their emails, grace periods, pauses that end, pending payments settling, payment requests expiring, recurring requests, webhook retries). Poll the clock, or listen for `test_clock.ready`. ' +
     sandboxOnly,
   request: { params: idParam('clock'), body: { ...json(AdvanceBody), required: true } },
   responses: { 200: { description: 'Advancing', ...json(TestClockSchema) }, ...errorResponses(400, 401, 404, 409) },

@@ -94,7 +94,7 @@ const createRoute_ = createRoute({
   path: '/',
   tags,
   summary: 'Register a webhook endpoint',
-  description: `Returns the endpoint with its signing secret, shown only here. Live-mode urls must be https and may not resolve to a private, loopback, link-local or otherwise special address (url_not_allowed). ${who}`,
+  description: `Returns the endpoint with its signing secret, shown only here. Live-mode urls must be https and may not resolve to a private, loopback, link-local or otherwise special address (url_not_allowed). Sandbox urls follow the deployment's rule (development and test: loopback and private networks allowed; production: live's address rules unless WEBHOOK_ALLOWED_PRIVATE_HOSTS lists them), the same rule every delivery is checked with. The endpoint gets the events recorded after its creation (test clock events too, in the real order, whatever their clock time). ${who}`,
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Created', ...json(WithSecretSchema) }, ...errorResponses(400, 401, 403) },
 });
