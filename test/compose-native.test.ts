@@ -240,7 +240,7 @@ describe('docker compose up, natively: .env, health checks, and a subscription s
         }
       }
       for (const run of runs) timings[run.name] ??= await waitHealthy(run.name);
-      console.log(`compose-native: healthy after (ms, from each start) ${JSON.stringify(timings)}`);
+      console.log(`compose-native: ms waited for each health check to pass ${JSON.stringify(timings)}`);
 
       // The workers' health is a real signal: what polls, and what answers.
       const health = async (name: string) => (await (await fetch(`http://127.0.0.1:${envs[name]!.WORKER_HEALTH_PORT}/health`)).json()) as { status: string; workers: Record<string, unknown> };
