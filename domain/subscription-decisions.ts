@@ -26,6 +26,9 @@ export interface SubscriptionState {
   firstInvoiceItems?: PriceTerms[];
 }
 
+/** The same plan at the same quantity (terms from before quantities are at 1). */
+export const sameTerms = (a: PriceTerms, b: PriceTerms): boolean => a.planId === b.planId && (a.quantity ?? 1) === (b.quantity ?? 1);
+
 /** The price of terms at their quantity (domain/pricing.ts); terms from before pricing schemes are per_unit at `amount`, quantity 1. */
 export function termsPrice(terms: PriceTerms): PriceResult {
   return priceFor(terms.pricing ?? { scheme: 'per_unit', amount: terms.amount }, terms.quantity ?? 1);
@@ -65,7 +68,7 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
       return s === 'paused' ? null : `Only a paused subscription can be resumed; it is ${s}.`;
     case 'changePlan':
       if (s !== 'active' && s !== 'trialing') return `The plan of a ${s} subscription cannot change.`;
-      if (command.plan.planId === plan.planId && !pendingPlan) return `The subscription is already on ${plan.planId}.`;
+      if (sameTerms(command.plan, plan) && !pendingPlan) return `The subscription is already on ${plan.planId}${(plan.quantity ?? 1) === 1 ? '' : ` × ${plan.quantity}`}.`;
       if (command.plan.currency !== plan.currency) return `The new plan bills in ${command.plan.currency}, the subscription in ${plan.currency}.`;
       return null;
     case 'retryPayment':
@@ -107,7 +110,7 @@ export type WakeAction =
   | { kind: 'endAtPeriodEnd' }
   /** The trial is over: billing starts at its end. */
   | { kind: 'endTrial'; billingFrom: string }
-  /** The period is over: bill the next cycle, on the pending plan if there is one. */
+  /** The period is over: bill the next cycle, on the pending plan (and quantity) if there is one. */
   | { kind: 'renew'; cycle: number }
   | { kind: 'retryPayment' }
   /** Retries and grace are spent. */
@@ -302,15 +305,16 @@ export function cycleInvoice(state: SubscriptionState, cycle: number, now: Date,
 // ---- Plan changes -----------------------------------------------------------
 
 /**
- * What a plan change (already allowed by commandProblem) does:
- * - `revert`: back to the current plan, the pending downgrade is dropped;
+ * What a plan change (already allowed by commandProblem) does; a change of quantity is a plan change
+ * to the same plan at another quantity, priced at it:
+ * - `revert`: back to the current plan and quantity, the pending downgrade is dropped;
  * - `trial`: in a trial the plan simply changes;
  * - `downgrade`: a lower or equal price per day waits for the next renewal;
  * - `upgrade`: a higher price per day takes effect now, prorated (upgradeInvoice).
  */
 export function planChangeKind(state: SubscriptionState, next: PlanTerms): 'revert' | 'trial' | 'downgrade' | 'upgrade' {
   const { subscription, plan } = state;
-  if (next.planId === plan.planId) return 'revert';
+  if (sameTerms(next, plan)) return 'revert';
   if (subscription.status === 'trialing') return 'trial';
   if (dailyRate(termsPrice(next).amount, next.interval) <= dailyRate(termsPrice(plan).amount, plan.interval)) return 'downgrade';
   return 'upgrade';

@@ -119,6 +119,8 @@ export interface SubscriptionSnapshot {
   pendingPlanId: string | null;
   /** Units of the plan billed each period; absent (subscriptions made before quantities): 1. */
   quantity?: number;
+  /** The quantity a waiting downgrade (pendingPlanId) bills from the next renewal; null or absent: none waits. */
+  pendingQuantity?: number | null;
   /** The currency it bills in (the plan's, or one of its currency_options); absent in snapshots made before: its plan's currency. */
   currency?: string;
   /** Overrides the account's grace period when set. */

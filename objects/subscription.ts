@@ -15,6 +15,7 @@ export const SubscriptionSchema = z
     plan: z.string(),
     pending_plan: z.string().nullable().openapi({ description: 'A downgrade that takes effect at the next renewal' }),
     quantity: z.number().int().openapi({ description: "Units of the plan billed each period, priced by the plan's scheme (docs/pricing.md)" }),
+    pending_quantity: z.number().int().nullable().openapi({ description: 'With pending_plan: the quantity the next renewal bills (a lower quantity waits for it, as a downgrade does)' }),
     currency: z.string().nullable().openapi({ description: "The currency it bills in: the plan's, or one of its currency_options" }),
     items: z
       .array(
@@ -69,6 +70,7 @@ type SubscriptionLike = Pick<
   | 'planId'
   | 'pendingPlanId'
   | 'quantity'
+  | 'pendingQuantity'
   | 'currency'
   | 'livemode'
   | 'billingCycle'
@@ -104,6 +106,7 @@ export function serializeSubscription(subscription: SubscriptionLike | Subscript
     plan: s.planId,
     pending_plan: s.pendingPlanId ?? null,
     quantity: s.quantity ?? 1,
+    pending_quantity: s.pendingPlanId ? (s.pendingQuantity ?? s.quantity ?? 1) : null,
     currency: s.currency ?? null,
     items: [{ object: 'subscription_item', id: subscriptionItemId(s.id), plan: s.planId, quantity: s.quantity ?? 1 }],
     livemode: s.livemode,

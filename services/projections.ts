@@ -44,6 +44,7 @@ export async function projectSubscriptionOn(tx: EntityManager, snapshot: Subscri
     pauseReason: snapshot.pauseReason,
     pendingPlanId: snapshot.pendingPlanId,
     quantity: snapshot.quantity ?? 1,
+    pendingQuantity: snapshot.pendingQuantity ?? null,
     // Snapshots of workflows started before currencies were recorded have none: the column keeps what the migration filled in.
     ...(snapshot.currency ? { currency: snapshot.currency } : {}),
     gracePeriodDays: snapshot.gracePeriodDays,

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { lineAmount } from '../domain/invoice-lines.ts';
 import { priceFor, pricingProblems, type Pricing, type Tier } from '../domain/pricing.ts';
-import { billingAnchorFrom, cycleInvoice, cycleLine, oneTimeLines, planChangeKind, termsPrice, upgradeLines } from '../domain/subscription-decisions.ts';
+import { billingAnchorFrom, commandProblem, cycleInvoice, cycleLine, oneTimeLines, planChangeKind, termsPrice, upgradeLines } from '../domain/subscription-decisions.ts';
 import { initialSnapshot, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
 
 // ---- The reference: fractions, unit by unit -----------------------------------
@@ -307,6 +307,12 @@ describe('invoice lines from the workflow terms (domain/subscription-decisions.t
     // 15 API units cost 142.53 a month; 12 seats at 10.00 cost 120.00: the tiered plan is the upgrade, though its unit amount is the same.
     expect(planChangeKind(s, { ...graduated, quantity: 15 })).toBe('upgrade');
     expect(planChangeKind(s, { ...graduated, quantity: 11 })).toBe('downgrade'); // 112.51 a month
+    // A quantity alone: more is an upgrade, fewer a downgrade, the same plan and quantity a revert (or nothing to do).
+    expect(planChangeKind(s, seats(1000, 'plan_basic'))).toBe('revert');
+    expect(planChangeKind(s, { ...seats(1000, 'plan_basic'), quantity: 13 })).toBe('upgrade');
+    expect(planChangeKind(s, { ...seats(1000, 'plan_basic'), quantity: 11 })).toBe('downgrade');
+    expect(commandProblem(s, { kind: 'changePlan', plan: seats(1000, 'plan_basic') })).toBe('The subscription is already on plan_basic × 12.');
+    expect(commandProblem(s, { kind: 'changePlan', plan: { ...seats(1000, 'plan_basic'), quantity: 11 } })).toBeNull();
     const half = new Date('2025-01-16T12:00:00.000Z'); // 15.5 of 31 days left
     const lines = upgradeLines(seats(1000, 'plan_basic'), seats(1500, 'plan_pro'), { start: jan.start, end: jan.end }, half, null);
     expect(lines.map((l) => [l.quantity, lineAmount(l), l.amount])).toEqual([

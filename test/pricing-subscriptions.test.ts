@@ -183,6 +183,41 @@ describe('pricing schemes on subscriptions', () => {
     expect(renewal.lines[0]).toMatchObject({ plan: pro.id, quantity: 12, unit_amount: 1500, amount: 18000 });
   });
 
+  it('quantity changes: more seats now, prorated on one invoice; fewer at the renewal; the same again drops the wait', async () => {
+    const seats = await plan({ name: 'Seats', amount: 1000 });
+    const sub = await subscribe({ customer_id: await customer(), plan: seats.id, quantity: 12 });
+    await engine.env.sleep(10 * day);
+    const more = await post(`/v1/subscriptions/${sub.id}/update`, { quantity: 15 });
+    expect(more.status, JSON.stringify(more.body)).toBe(200);
+    expect(more.body).toMatchObject({ plan: seats.id, quantity: 15, pending_plan: null, pending_quantity: null, items: [{ plan: seats.id, quantity: 15 }] });
+    const [, change] = await invoicesOf(sub.id, 2);
+    const [credit, charge] = change.lines;
+    expect([credit.quantity, charge.quantity, credit.plan, charge.plan]).toEqual([12, 15, seats.id, seats.id]);
+    const fraction = (Date.parse(credit.period_end) - Date.parse(credit.period_start)) / (Date.parse(sub.current_period_end) - Date.parse(sub.current_period_start));
+    expect(Math.abs(credit.amount + 12000 * fraction)).toBeLessThanOrEqual(0.5);
+    expect(Math.abs(charge.amount - 15000 * fraction)).toBeLessThanOrEqual(0.5);
+    expect((await engine.charges(sub.id)).map((c) => c.amount)).toEqual([12000, credit.amount + charge.amount]);
+
+    // The same quantity again: nothing to change.
+    const same = await post(`/v1/subscriptions/${sub.id}/update`, { quantity: 15 });
+    expect(same.status).toBe(409);
+    expect(same.body).toEqual({ error: 'invalid_state', message: `The subscription is already on ${seats.id} × 15.` });
+    // Fewer seats wait for the renewal; asking for the current quantity drops the wait; fewer again waits again.
+    const fewer = await post(`/v1/subscriptions/${sub.id}/update`, { quantity: 5 });
+    expect(fewer.body).toMatchObject({ quantity: 15, pending_plan: seats.id, pending_quantity: 5 });
+    expect((await post(`/v1/subscriptions/${sub.id}/update`, { quantity: 15 })).body).toMatchObject({ quantity: 15, pending_plan: null, pending_quantity: null });
+    expect((await post(`/v1/subscriptions/${sub.id}/update`, { plan: seats.id, quantity: 5 })).body).toMatchObject({ pending_quantity: 5 });
+    expect((await engine.charges(sub.id)).length).toBe(2);
+
+    await engine.env.sleep(21 * day);
+    const [, , renewal] = await invoicesOf(sub.id, 3);
+    expect(renewal.lines).toEqual([expect.objectContaining({ plan: seats.id, quantity: 5, unit_amount: 1000, amount: 5000, proration: false })]);
+    expect((await engine.call('GET', `/v1/subscriptions/${sub.id}`)).body).toMatchObject({ quantity: 5, pending_plan: null, pending_quantity: null, items: [{ quantity: 5 }] });
+    const refused = await post(`/v1/subscriptions/${sub.id}/update`, {});
+    expect(refused.body).toEqual({ error: 'invalid_request', message: 'plan: required (or quantity)' });
+    await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
+  });
+
   it('MRR counts what a subscription bills: its quantity, its tiers and its currency', async () => {
     // A fresh account: its MRR is only these subscriptions'.
     const tenant = await engine.signUp({ email: 'mrr@example.com', name: 'Mrr Inc' });

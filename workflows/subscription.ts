@@ -308,6 +308,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       currentPeriodEnd: iso(period.end),
       planId: plan.planId,
       pendingPlanId: pendingPlan?.planId ?? null,
+      quantity: plan.quantity ?? 1,
+      pendingQuantity: pendingPlan ? (pendingPlan.quantity ?? 1) : null,
     };
     let invoice: OpenedInvoice;
     let outcome: ChargeOutcome;
@@ -511,16 +513,16 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       case 'revert':
         // Back to the current plan: drop the pending downgrade.
         pendingPlan = null;
-        await record({ pendingPlanId: null });
+        await record({ pendingPlanId: null, pendingQuantity: null });
         return { ok: true };
       case 'trial':
         plan = next;
         pendingPlan = null;
-        await record({ planId: next.planId, pendingPlanId: null });
+        await record({ planId: next.planId, pendingPlanId: null, quantity: next.quantity ?? 1, pendingQuantity: null });
         return { ok: true };
       case 'downgrade':
         pendingPlan = next;
-        await record({ pendingPlanId: next.planId });
+        await record({ pendingPlanId: next.planId, pendingQuantity: next.quantity ?? 1 });
         return { ok: true };
       case 'upgrade':
         break;
@@ -548,11 +550,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     plan = next;
     pendingPlan = null;
     if (upgrade.sameInterval) {
-      await record({ planId: next.planId, pendingPlanId: null, latestInvoiceId: invoice.invoiceId });
+      await record({ planId: next.planId, pendingPlanId: null, quantity: next.quantity ?? 1, pendingQuantity: null, latestInvoiceId: invoice.invoiceId });
     } else {
       await record({
         planId: next.planId,
         pendingPlanId: null,
+        quantity: next.quantity ?? 1,
+        pendingQuantity: null,
         latestInvoiceId: invoice.invoiceId,
         billingAnchor: upgrade.periodStart,
         anchorCycle: subscription.billingCycle,

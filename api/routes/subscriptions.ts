@@ -81,7 +81,14 @@ const CreateSubscriptionBody = z
   // The interactive docs' "Try it out" body: a plain monthly subscription, billed now (the generated one would be a paused 730-day trial).
   .openapi({ example: { customer_id: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e', plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } });
 
-const ChangePlanBody = z.object({ plan: planField }).strict().openapi({ example: { plan: 'plan_01jd3y0w2c5m8q1t4v7x9z3b6d' } });
+const ChangePlanBody = z
+  .object({
+    plan: planField.optional().openapi({ description: 'The new plan; left out: the current one (to change the quantity alone)' }),
+    quantity: z.number().int().min(1).max(maxQuantity).optional().openapi({ description: 'The new quantity; left out: the current one' }),
+  })
+  .strict()
+  .refine((value) => value.plan !== undefined || value.quantity !== undefined, { message: 'required (or quantity)', path: ['plan'] })
+  .openapi({ example: { plan: 'plan_01jd3y0w2c5m8q1t4v7x9z3b6d' } });
 const PauseBody = z
   .object({ pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Resume by itself at this instant' }) })
   .strict()
@@ -139,12 +146,12 @@ const changePlan = createRoute({
   method: 'post',
   path: '/{id}/update',
   tags: ['Subscriptions'],
-  summary: 'Change the plan',
+  summary: 'Change the plan or the quantity',
   description:
-    'An upgrade (a higher price per day) takes effect now: the unused part of the current period on the old plan is credited and the rest on the new plan ' +
+    'An upgrade (a higher price per day, at the quantity) takes effect now: the unused part of the current period on the old plan is credited and the rest on the new plan ' +
     'charged, on one invoice with proration lines (a decline answers 402 payment_failed and changes nothing). A plan with another interval starts a new ' +
-    'period now. A downgrade takes effect at the next renewal and shows as `pending_plan`; choosing the current plan again drops it. In a trial the plan ' +
-    'changes at once, with no charge.',
+    'period now. A downgrade takes effect at the next renewal and shows as `pending_plan` (and `pending_quantity`); choosing the current plan and quantity again drops it. ' +
+    'In a trial the plan changes at once, with no charge. `quantity` alone changes the seats of the current plan the same way: more now, prorated; fewer at the renewal.',
   request: { params: idParam('sub'), body: { ...json(ChangePlanBody), required: true } },
   responses: { 200: subscriptionAnswer('Updated'), ...errorResponses(400, 401, 402, 404, 409) },
 });
@@ -225,13 +232,13 @@ export function planTerms(plan: Plan, options: { quantity?: number; currency?: s
 }
 
 /**
- * The terms a plan change moves `subscription` to: the new plan in the subscription's currency at its
- * quantity (seats stay seats). A plan with no price in that currency keeps its own, and the workflow
+ * The terms a plan change moves `subscription` to: the new plan in the subscription's currency at `quantity`,
+ * or its current quantity (seats stay seats). A plan with no price in that currency keeps its own, and the workflow
  * refuses the change (409 invalid_state, "The new plan bills in ...").
  */
-export function changedPlanTerms(plan: Plan, subscription: Pick<Subscription, 'quantity' | 'currency'>): PlanTerms {
+export function changedPlanTerms(plan: Plan, subscription: Pick<Subscription, 'quantity' | 'currency'>, quantity?: number): PlanTerms {
   const currency = subscription.currency ?? plan.currency;
-  return planTerms(plan, { quantity: subscription.quantity ?? 1, ...(planPricing(plan, currency) ? { currency } : {}) });
+  return planTerms(plan, { quantity: quantity ?? subscription.quantity ?? 1, ...(planPricing(plan, currency) ? { currency } : {}) });
 }
 
 /**
@@ -414,13 +421,14 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
     })
     .openapi(changePlan, async (c) => {
       const { subscription, handle } = await ownLiveSubscription(c, c.req.valid('param').id);
-      const planId = c.req.valid('json').plan;
+      const body = c.req.valid('json');
+      const planId = body.plan ?? subscription.planId;
       const plan = await orm.em.fork().findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode });
       if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
       if (!plan.active && plan.id !== subscription.planId) throw new ApiError('plan_archived', `Plan ${plan.id} is archived.`);
       // Keyed by the Idempotency-Key: a retry after a crash gets the first change's answer from Temporal instead of changing again.
       const updateId = operationId(c, `changePlan:${subscription.id}`);
-      const terms = changedPlanTerms(plan, subscription);
+      const terms = changedPlanTerms(plan, subscription, body.quantity);
       try {
         const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }], ...(updateId ? { updateId } : {}) }));
         return c.json(serializeSubscription(snapshot), 200);
@@ -429,7 +437,10 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         // the subscription is on the plan (or has it pending) as the first try left it, and that is the answer.
         if (c.get('idempotency')?.takeover && isInvalidState(error)) {
           const now = await orm.em.fork().findOne(Subscription, { id: subscription.id });
-          if (now && (now.planId === plan.id || now.pendingPlanId === plan.id)) return c.json(serializeSubscription(now), 200);
+          const quantity = terms.quantity ?? 1;
+          if (now && ((now.planId === plan.id && now.quantity === quantity) || (now.pendingPlanId === plan.id && (now.pendingQuantity ?? now.quantity) === quantity))) {
+            return c.json(serializeSubscription(now), 200);
+          }
         }
         throw error;
       }

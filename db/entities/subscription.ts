@@ -31,6 +31,8 @@ export const Subscription = defineEntity({
     pendingPlanId: p.string().nullable(),
     /** Units of the plan billed each period. */
     quantity: p.integer().default(1),
+    /** The quantity a waiting downgrade bills from the next renewal. */
+    pendingQuantity: p.integer().nullable(),
     /** The currency it bills in (the plan's, or one of its currency_options). */
     currency: p.string().nullable(),
     gracePeriodDays: p.integer().nullable(),

@@ -26,6 +26,7 @@ import { Migration20261123181000_processor_customers } from './Migration20261123
 import { Migration20261124100000_test_clock_links } from './Migration20261124100000_test_clock_links.ts';
 import { Migration20261126220000_owned_pending_funds } from './Migration20261126220000_owned_pending_funds.ts';
 import { Migration20261126223000_pricing_schemes } from './Migration20261126223000_pricing_schemes.ts';
+import { Migration20261126224000_pending_quantity } from './Migration20261126224000_pending_quantity.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -57,4 +58,5 @@ export const migrations = [
   { name: 'Migration20261126210000_payout_claims', class: Migration20261126210000_payout_claims },
   { name: 'Migration20261126220000_owned_pending_funds', class: Migration20261126220000_owned_pending_funds },
   { name: 'Migration20261126223000_pricing_schemes', class: Migration20261126223000_pricing_schemes },
+  { name: 'Migration20261126224000_pending_quantity', class: Migration20261126224000_pending_quantity },
 ];
