@@ -147,6 +147,24 @@ describe('pricing schemes on subscriptions', () => {
     await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
   });
 
+  it('with a trial, the setup fee is on the invoice at the trial end, then never again', async () => {
+    const seats = await plan({ name: 'Seats', amount: 2000 });
+    const setup = await plan({ name: 'Onboarding', type: 'one_time', amount: 5000 });
+    const sub = await subscribe({ customer_id: await customer(), items: [{ plan: seats.id, quantity: 2 }, { plan: setup.id, quantity: 2 }], trial_period_days: 7 });
+    expect(sub).toMatchObject({ status: 'trialing', quantity: 2 });
+    expect(await engine.invoices(sub.id)).toEqual([]);
+    await engine.env.sleep(8 * day);
+    const [first] = await invoicesOf(sub.id, 1);
+    expect(first.lines.map((l: any) => [l.plan, l.quantity, l.amount])).toEqual([
+      [seats.id, 2, 4000],
+      [setup.id, 2, 10000],
+    ]);
+    await engine.env.sleep(31 * day);
+    const [, renewal] = await invoicesOf(sub.id, 2);
+    expect(renewal.lines.map((l: any) => [l.plan, l.amount])).toEqual([[seats.id, 4000]]);
+    expect((await engine.charges(sub.id)).map((c) => c.amount)).toEqual([14000, 4000]);
+  });
+
   it('a price in another currency: currency EUR bills the EUR amount', async () => {
     const seats = await plan({ name: 'Seats (USD, EUR)', amount: 2000, currency_options: { eur: { amount: 1800 } } });
     expect(seats.currency_options).toEqual({ EUR: { amount: 1800, tiers: null } });

@@ -122,7 +122,10 @@ const createSubscription = createRoute({
     "Starts the subscription's workflow and answers once it has recorded its first state: `trialing` with a trial, `paused` with pause_until, " +
     'otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way). ' +
     'Without a trial (and without pause_until) the first charge is made at once, so a customer with no payment method is refused with ' +
-    '402 `payment_method_required` and nothing is created; with a trial it is allowed (a trial that ends with no payment method expires).',
+    '402 `payment_method_required` and nothing is created; with a trial it is allowed (a trial that ends with no payment method expires). ' +
+    '`plan` with `quantity` (default 1) bills that many units each period, priced by the plan\'s scheme; or `items`: one recurring plan with its quantity ' +
+    'and one_time plans (setup fees) billed on the first invoice only, e.g. `{"customer_id": "cus_…", "items": [{"plan": "plan_seats", "quantity": 12}, ' +
+    '{"plan": "plan_onboarding"}]}`. Several recurring items are refused (400) for now. `currency` picks one of the plan\'s currency_options (docs/pricing.md).',
   request: { body: { ...json(CreateSubscriptionBody), required: true } },
   responses: { 201: subscriptionAnswer('Created'), ...errorResponses(400, 401, 402, 404, 409) },
 });
@@ -318,8 +321,6 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const { plan, terms, firstInvoiceItems } = items;
       // A customer on a test clock: the subscription lives on the clock's time.
       const testClock = await clockBindingOf(em, customer);
-      // A customer on a test clock has at most config.testClocks.subscriptionsPerCustomer not ended (docs/testing-your-integration.md#limits).
-      await checkClockSubscriptionRoom(em, customer, config.testClocks);
       if (body.pause_until && body.pause_until.getTime() <= (testClock ? Date.parse(testClock.now) : Date.now())) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
       const trialDays = body.trial_period_days ?? plan.trialPeriodDays;
       // Without a trial or a paused start the workflow charges at once: a customer with nothing to charge is refused before anything starts.
@@ -338,6 +339,8 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         const existing = await em.findOne(Subscription, { id, accountId, livemode });
         if (existing) return c.json(serializeSubscription(existing), 201);
       }
+      // A customer on a test clock has at most config.testClocks.subscriptionsPerCustomer not ended (docs/testing-your-integration.md#limits).
+      await checkClockSubscriptionRoom(em, customer, config.testClocks);
       const input: SubscriptionWorkflowInput = {
         snapshot: initialSnapshot({
           id,
