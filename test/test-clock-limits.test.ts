@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Customer, PaymentRequest, Subscription, TestClock } from '../db/entities/index.ts';
-import { defaultTestClockLimits } from '../config.ts';
+import { defaultTestClockLimits, loadConfig } from '../config.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 /**
@@ -72,6 +72,15 @@ describe('test clock limits (issue #24)', () => {
     const clockPlan = await created('/v1/plans', { name: 'Clocked', amount: 900, currency: 'USD', interval: 'month' });
     const bound = await created('/v1/subscriptions', { customer: onClock.id, plan: clockPlan.id });
     expect((await engine.env.client.workflow.getHandle(bound.id).describe()).taskQueue).toBe(`${engine.taskQueue}-clocks`);
+  });
+
+  it('the clock queue and the limits come from the configuration, checked at start', () => {
+    expect(loadConfig({ NODE_ENV: 'test' })).toMatchObject({ taskQueue: 'billing', clockTaskQueue: 'billing-clocks', testClocks: { perAccount: 100, customersPerClock: 3, subscriptionsPerCustomer: 3, paymentRequestsPerClock: 10 } });
+    expect(loadConfig({ NODE_ENV: 'test', TEMPORAL_TASK_QUEUE: 'live' }).clockTaskQueue).toBe('live-clocks');
+    expect(loadConfig({ NODE_ENV: 'test', TEMPORAL_CLOCK_TASK_QUEUE: 'sandbox-clocks', TEST_CLOCK_CUSTOMERS: '50' })).toMatchObject({ clockTaskQueue: 'sandbox-clocks', testClocks: { customersPerClock: 50 } });
+    expect(() => loadConfig({ NODE_ENV: 'test', TEMPORAL_CLOCK_TASK_QUEUE: 'billing' })).toThrow(/TEMPORAL_CLOCK_TASK_QUEUE must differ/);
+    expect(() => loadConfig({ NODE_ENV: 'test', EXPORTS_TASK_QUEUE: 'x', TEMPORAL_CLOCK_TASK_QUEUE: 'x' })).toThrow(/TEMPORAL_CLOCK_TASK_QUEUE must differ/);
+    expect(() => loadConfig({ NODE_ENV: 'test', TEST_CLOCKS_PER_ACCOUNT: '0' })).toThrow(/TEST_CLOCKS_PER_ACCOUNT must be at least 1/);
   });
 
   it(`an account has at most ${defaultTestClockLimits.perAccount} test clocks`, async () => {
