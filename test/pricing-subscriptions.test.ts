@@ -6,7 +6,8 @@
  * and any change to a plan's price.
  */
 import { extractText, getDocumentProxy } from 'unpdf';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Plan } from '../db/entities/index.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
@@ -36,6 +37,11 @@ describe('pricing schemes on subscriptions', () => {
     const created = await post('/v1/subscriptions', body);
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     return created.body;
+  }
+  /** Replays a subscription's whole history against this code: the new paths (setup fees, quantities) are deterministic. */
+  async function replays(subscriptionId: string) {
+    const history = await engine.env.client.workflow.getHandle(subscriptionId).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: subscriptionId }, history);
   }
   /** The subscription's invoices through the API, oldest first, once there are `count`, all paid. */
   async function invoicesOf(subscriptionId: string, count: number) {
@@ -163,6 +169,7 @@ describe('pricing schemes on subscriptions', () => {
     const [, renewal] = await invoicesOf(sub.id, 2);
     expect(renewal.lines.map((l: any) => [l.plan, l.amount])).toEqual([[seats.id, 4000]]);
     expect((await engine.charges(sub.id)).map((c) => c.amount)).toEqual([14000, 4000]);
+    await replays(sub.id);
   });
 
   it('a price in another currency: currency EUR bills the EUR amount', async () => {
@@ -234,6 +241,7 @@ describe('pricing schemes on subscriptions', () => {
     const refused = await post(`/v1/subscriptions/${sub.id}/update`, {});
     expect(refused.body).toEqual({ error: 'invalid_request', message: 'plan: required (or quantity)' });
     await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
+    await replays(sub.id);
   });
 
   it('MRR counts what a subscription bills: its quantity, its tiers and its currency', async () => {
