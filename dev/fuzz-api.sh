@@ -6,8 +6,10 @@
 # Starts the engine (`npm start`: embedded PostgreSQL + Temporal dev server) in a
 # temporary DATA_DIR on free ports, signs up an account, and runs
 # `schemathesis run <engine>/openapi.json` with the checks `not_a_server_error`
-# (no 5xx) and `status_code_conformance` (no status the document does not list)
-# as that account's owner, bounded by MAX_TIME seconds; then stops everything and
+# (no 5xx), `status_code_conformance` (no status the document does not list) and
+# `response_schema_conformance` (every answer matches its documented schema) as
+# that account's owner, in live mode and then in the sandbox (MODES="live sandbox"),
+# each bounded by MAX_TIME seconds; then stops everything and
 # removes the data. Exit status: Schemathesis's (0 = no failure). Needs
 # `pip install schemathesis` (4.x). The report lands in $REPORT_DIR
 # (default test-results/schemathesis).
@@ -72,20 +74,28 @@ TOKEN="$(curl -fsS -X POST "${BASE}/v1/auth/login" -H 'content-type: application
   -d "{\"email\":\"${EMAIL}\",\"password\":\"${PASSWORD}\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')"
 
 mkdir -p "$REPORT_DIR"
-echo "Running Schemathesis (max ${MAX_EXAMPLES} examples per operation, at most ${MAX_TIME} s)..."
-set +e
-# An access token lives 15 minutes by default: a run longer than that ends at 401s (documented, but less coverage).
-timeout --signal=INT "$((MAX_TIME + 60))" schemathesis run "${BASE}/openapi.json" \
-  --checks not_a_server_error,status_code_conformance \
-  --header "Authorization: Bearer ${TOKEN}" \
-  --max-examples "$MAX_EXAMPLES" \
-  --max-time "$MAX_TIME" \
-  --workers "${WORKERS:-2}" \
-  --exclude-path-regex '^/v1/(auth/session|account)$' \
-  --report junit --report-dir "$REPORT_DIR" \
-  ${SCHEMATHESIS_ARGS:-}
-STATUS=$?
-set -e
+# Both modes, one after the other: live as the owner, then the sandbox (x-sandbox-mode), each with its own report.
+STATUS=0
+for MODE in ${MODES:-live sandbox}; do
+  MODE_HEADER=()
+  [[ "$MODE" == sandbox ]] && MODE_HEADER=(--header "x-sandbox-mode: true")
+  echo "Running Schemathesis in ${MODE} mode (max ${MAX_EXAMPLES} examples per operation, at most ${MAX_TIME} s)..."
+  set +e
+  # An access token lives 15 minutes by default: a run longer than that ends at 401s (documented, but less coverage).
+  timeout --signal=INT "$((MAX_TIME + 60))" schemathesis run "${BASE}/openapi.json" \
+    --checks not_a_server_error,status_code_conformance,response_schema_conformance \
+    --header "Authorization: Bearer ${TOKEN}" "${MODE_HEADER[@]}" \
+    --max-examples "$MAX_EXAMPLES" \
+    --max-time "$MAX_TIME" \
+    --workers "${WORKERS:-2}" \
+    --exclude-path-regex '^/v1/(auth/session|account)$' \
+    --report junit --report-dir "${REPORT_DIR}/${MODE}" \
+    ${SCHEMATHESIS_ARGS:-}
+  MODE_STATUS=$?
+  set -e
+  echo "Schemathesis ${MODE} mode: exit ${MODE_STATUS}"
+  [[ "$MODE_STATUS" -ne 0 ]] && STATUS="$MODE_STATUS"
+done
 if grep -q '"level":\(50\|60\)' "$LOG" 2>/dev/null; then
   echo "Engine errors logged during the run (level error/fatal):"
   grep '"level":\(50\|60\)' "$LOG" | head -20
