@@ -47,7 +47,7 @@ describe('customer portal', () => {
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({
       customer: { id: customerId, email: 'ada@example.com', payment_method: 'pm_card_visa' },
-      permissions: { plan_changes: false, cancellation: true, resume: true },
+      permissions: { plan_changes: false, cancellation: true, resume: true, quantity_changes: false },
       plans: [],
       subscriptions: [{ id: subscriptionId, plan_details: { id: planId, price: expect.stringContaining('20.00') } }],
     });
@@ -80,7 +80,7 @@ describe('customer portal', () => {
     const refused = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: premium.body.id });
     expect(refused.status).toBe(403);
     const setting = await engine.call('PATCH', '/v1/settings/customer_portal', { plan_changes: true, cancellation: false });
-    expect(setting.body).toEqual({ plan_changes: true, cancellation: false, resume: true });
+    expect(setting.body).toEqual({ plan_changes: true, cancellation: false, resume: true, quantity_changes: false });
     expect((await portal('GET', '/v1/portal')).body.plans.map((p: { id: string }) => p.id)).toContain(premium.body.id);
     const changed = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: premium.body.id });
     expect(changed.status).toBe(200);

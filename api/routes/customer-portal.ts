@@ -7,7 +7,8 @@
  * - /v1/portal/*: what the portal page calls. The credential is the link's token in the
  *   `x-portal-token` header: it names one customer of one account in one mode, and every
  *   query is scoped to that customer. Subscription changes go to the subscription's
- *   workflow as the owner's calls do, and only when the setting allows them.
+ *   workflow as the owner's calls do, and only when the setting allows them (a quantity change
+ *   only with `quantity_changes`, off by default).
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import { changedPlanTerms } from './subscriptions.ts';
@@ -17,7 +18,9 @@ import { Account, Customer, Invoice, Plan, Subscription, type CustomerPortalPerm
 import { createCustomerLinks, type CustomerLinkClaims } from '../../domain/customer-links.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { brandOf } from '../../domain/branding.ts';
-import { formatMoney } from '../../domain/money.ts';
+import { priceText, type PriceDescribed } from '../../domain/price-text.ts';
+import { maxQuantity, priceFor } from '../../domain/pricing.ts';
+import { planPricing } from '../../services/catalog.ts';
 import { endedStatuses } from '../../domain/subscription.ts';
 import { serializeInvoice } from '../../objects/invoice.ts';
 import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
@@ -29,13 +32,17 @@ import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
-export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true };
+export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true, quantity_changes: false };
 
 const Permissions = z
   .object({
     plan_changes: z.boolean().openapi({ description: 'Customers may switch their subscription to another active plan of the same currency' }),
     cancellation: z.boolean().openapi({ description: 'Customers may cancel at the end of the period' }),
     resume: z.boolean().openapi({ description: 'Customers may resume a paused subscription' }),
+    quantity_changes: z.boolean().openapi({
+      description:
+        'Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default',
+    }),
   })
   .openapi('CustomerPortalSettings');
 
@@ -43,7 +50,20 @@ const PortalLink = z
   .object({ object: z.literal('customer_portal_link'), url: z.string(), expires_at: z.string(), emailed: z.boolean() })
   .openapi('CustomerPortalLink');
 
-const PortalPlan = z.object({ id: z.string(), name: z.string(), amount: z.number().int(), currency: z.string(), interval: z.string(), interval_count: z.number().int(), price: z.string() });
+const PortalPlan = z.object({
+  id: z.string(),
+  name: z.string(),
+  amount: z.number().int(),
+  currency: z.string(),
+  interval: z.string(),
+  interval_count: z.number().int(),
+  pricing_scheme: z.enum(['per_unit', 'tiered', 'package']),
+  price: z.string().openapi({ description: 'The price in words, its scheme included: "$20.00 every month", "Graduated: 1–10 at $10.00, 11+ at $8.00, every month"' }),
+});
+const PortalSubscriptionPlan = PortalPlan.extend({
+  price: z.string().openapi({ description: "The plan's price in words, in the subscription's currency" }),
+  amount_at_quantity: z.number().int().nullable().openapi({ description: "What the subscription's quantity costs each period, in minor units of its currency" }),
+});
 
 const PortalSession = z
   .object({
@@ -52,7 +72,7 @@ const PortalSession = z
     customer: z.object({ id: z.string(), email: z.string(), name: z.string().nullable(), payment_method: z.string().nullable() }),
     livemode: z.boolean(),
     permissions: Permissions,
-    subscriptions: z.array(SubscriptionSchema.extend({ plan_details: PortalPlan.nullable() })),
+    subscriptions: z.array(SubscriptionSchema.extend({ plan_details: PortalSubscriptionPlan.nullable() })),
     plans: z.array(PortalPlan).openapi({ description: 'Plans a subscription may change to (empty unless plan_changes is allowed)' }),
     payment_method_url: z.string().openapi({ description: "The mode's processor page where the customer updates the payment method" }),
   })
@@ -88,7 +108,7 @@ const patchPermissions = createRoute({
   tags: ['Settings'],
   summary: 'Change what customers may do in the portal',
   description: 'Owners and admins. Omitted fields stay as they are.',
-  request: { body: { content: { 'application/json': { schema: Permissions.partial().strict().openapi({ example: { plan_changes: true, cancellation: true, resume: false } }) } }, required: true } },
+  request: { body: { content: { 'application/json': { schema: Permissions.partial().strict().openapi({ example: { plan_changes: true, cancellation: true, resume: false, quantity_changes: true } }) } }, required: true } },
   responses: { 200: { description: 'The setting', ...json(Permissions) }, ...errorResponses(400, 401, 403) },
 });
 
@@ -139,16 +159,64 @@ const portalChangePlan = createRoute({
   responses: subscriptionAnswers,
 });
 
-function portalPlan(plan: Plan) {
+const portalQuantity = createRoute({
+  method: 'post',
+  path: '/portal/subscriptions/{id}/quantity',
+  tags: portalTag,
+  summary: 'Change the quantity (when the account allows quantity changes)',
+  description:
+    'The same change as POST /v1/subscriptions/{id}/update with `quantity`: more (a higher price) takes effect at once, the rest of the period prorated and charged now ' +
+    '(a decline answers 402 and changes nothing); fewer waits for the renewal and shows as `pending_quantity`; the current quantity again drops a waiting change. ' +
+    '403 forbidden unless the account\'s customer_portal setting has quantity_changes.',
+  security: portalSecurity,
+  request: {
+    params: idParam('sub'),
+    body: { content: { 'application/json': { schema: z.object({ quantity: z.number().int().min(1).max(maxQuantity) }).strict().openapi({ example: { quantity: 15 } }) } }, required: true },
+  },
+  responses: { ...subscriptionAnswers, ...errorResponses(400, 401, 402, 403, 404, 409) },
+});
+
+/** A plan as the portal shows it, in `currency` (the plan's own, or one of its currency_options) and for a subscription's `quantity`. */
+function portalPlan(plan: Plan, currency = plan.currency) {
+  // A currency the plan has no price in (its option removed, say) shows the plan's own price.
+  const inCurrency = planPricing(plan, currency);
+  const priced = inCurrency ?? planPricing(plan)!;
+  const shown = inCurrency ? currency : plan.currency;
+  const described: PriceDescribed = {
+    type: plan.type,
+    pricing_scheme: plan.pricingScheme ?? 'per_unit',
+    amount: priced.amount,
+    currency: shown,
+    tiers_mode: plan.tiersMode ?? null,
+    tiers: priced.pricing.scheme === 'tiered' ? priced.pricing.tiers : null,
+    package_size: plan.packageSize ?? null,
+    package_round: plan.packageRound ?? null,
+    interval: plan.interval ?? null,
+    interval_count: plan.intervalCount ?? null,
+  };
   return {
     id: plan.id,
     name: plan.name,
-    amount: plan.amount,
-    currency: plan.currency,
+    amount: priced.amount,
+    currency: shown,
     interval: plan.interval ?? '',
-    interval_count: plan.intervalCount,
-    price: `${formatMoney(plan.amount, plan.currency)} every ${plan.intervalCount === 1 ? plan.interval : `${plan.intervalCount} ${plan.interval}s`}`,
+    interval_count: plan.intervalCount ?? 1,
+    pricing_scheme: plan.pricingScheme ?? 'per_unit',
+    price: priceText(described),
   };
+}
+
+function subscriptionPlan(plan: Plan, subscription: Subscription) {
+  const currency = subscription.currency ?? plan.currency;
+  const shown = portalPlan(plan, currency);
+  const priced = planPricing(plan, currency);
+  let amountAtQuantity: number | null = null;
+  try {
+    amountAtQuantity = priced ? priceFor(priced.pricing, subscription.quantity ?? 1).amount : null;
+  } catch {
+    amountAtQuantity = null;
+  }
+  return { ...shown, amount_at_quantity: amountAtQuantity };
 }
 
 export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
@@ -239,8 +307,8 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
           customer: { id: customer.id, email: customer.email, name: customer.name ?? null, payment_method: customer.paymentMethod ?? null },
           livemode: claims.livemode,
           permissions,
-          subscriptions: subscriptions.map((s) => ({ ...serializeSubscription(s), plan_details: byId.has(s.planId) ? portalPlan(byId.get(s.planId)!) : null })),
-          plans: permissions.plan_changes ? plans.filter((p) => p.active && p.type !== 'one_time').map(portalPlan) : [],
+          subscriptions: subscriptions.map((s) => ({ ...serializeSubscription(s), plan_details: byId.has(s.planId) ? subscriptionPlan(byId.get(s.planId)!, s) : null })),
+          plans: permissions.plan_changes ? plans.filter((p) => p.active && p.type !== 'one_time').map((p) => portalPlan(p)) : [],
           payment_method_url: await links.billingDetailsUrl(claims),
         },
         200,
@@ -284,6 +352,16 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
       // The new plan in the subscription's currency at its quantity (a one_time plan is refused: 400).
       const terms = changedPlanTerms(plan, subscription);
+      const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
+      return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(portalQuantity, async (c) => {
+      const { permissions, handle, subscription } = await ownSubscription(c, c.req.valid('param').id);
+      if (!permissions.quantity_changes) throw new ApiError('forbidden', 'This account does not let customers change quantities in the portal.');
+      // The current plan (archived or not: the subscription stays on it) at the new quantity, in the subscription's currency.
+      const plan = await orm.em.fork().findOne(Plan, { id: subscription.planId, accountId: subscription.accountId, livemode: subscription.livemode });
+      if (!plan) throw new ApiError('not_found', `No such plan: ${subscription.planId}.`);
+      const terms = changedPlanTerms(plan, subscription, c.req.valid('json').quantity);
       const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
       return c.json(serializeSubscription(snapshot), 200);
     });

@@ -19,6 +19,8 @@ export interface CustomerPortalPermissions {
   plan_changes: boolean;
   cancellation: boolean;
   resume: boolean;
+  /** Customers may change their subscription's quantity (seats); off by default. */
+  quantity_changes: boolean;
 }
 
 export const accountTypes = ['individual', 'business'] as const;
