@@ -18,6 +18,7 @@ import {
 } from '../db/entities/index.ts';
 import { subscriptionStatuses } from '../domain/subscription.ts';
 import { currencyExponent } from '../domain/money.ts';
+import { planTypes, pricingSchemes } from '../domain/pricing.ts';
 import { dateTimeFormat } from '../domain/intl-formats.ts';
 import { parseSearchQuery } from '../domain/search-query.ts';
 import { serializeExport } from '../objects/export.ts';
@@ -90,6 +91,8 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'period_start', sql: 't.period_start', kind: 'time' },
     { name: 'period_end', sql: 't.period_end', kind: 'time' },
     { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
+    // Each line's plan, quantity, unit amount (null when the amount is not a whole unit amount × quantity) and amount, in order.
+    { name: 'lines', sql: "(select coalesce(jsonb_agg(jsonb_build_object('description', l->>'description', 'plan', l->'plan', 'quantity', (l->>'quantity')::int, 'unit_amount', l->'amount', 'amount', coalesce((l->>'total')::bigint, (l->>'amount')::bigint * (l->>'quantity')::int), 'proration', coalesce((l->>'proration')::boolean, false)) order by n), '[]'::jsonb) from jsonb_array_elements(t.lines) with ordinality as x(l, n))", kind: 'json' },
   ],
   subscriptions: [
     { name: 'id', sql: 't.id', kind: 'text' },
@@ -97,6 +100,11 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'status', sql: 't.status', kind: 'text' },
     { name: 'customer', sql: 't.customer_id', kind: 'text' },
     { name: 'plan', sql: 't.plan_id', kind: 'text' },
+    { name: 'quantity', sql: 'coalesce(t.quantity, 1)', kind: 'int' },
+    { name: 'pending_plan', sql: 't.pending_plan_id', kind: 'text' },
+    { name: 'pending_quantity', sql: 'case when t.pending_plan_id is null then null else coalesce(t.pending_quantity, t.quantity, 1) end', kind: 'int' },
+    // What it bills in: its own currency, or (made before subscriptions had one) its plan's.
+    { name: 'currency', sql: '(coalesce(t.currency, (select p.currency from plans p where p.id = t.plan_id)))', kind: 'text' },
     { name: 'current_period_start', sql: 't.current_period_start', kind: 'time' },
     { name: 'current_period_end', sql: 't.current_period_end', kind: 'time' },
     { name: 'cancel_at_period_end', sql: 't.cancel_at_period_end', kind: 'text' },
@@ -113,6 +121,24 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'description', sql: 't.description', kind: 'text' },
     { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
   ],
+  plans: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'name', sql: 't.name', kind: 'text' },
+    { name: 'active', sql: 't.active', kind: 'text' },
+    { name: 'type', sql: 't.type', kind: 'text' },
+    { name: 'pricing_scheme', sql: 't.pricing_scheme', kind: 'text' },
+    { name: 'amount', sql: 't.amount', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'amount_formatted', sql: '', kind: 'text' },
+    { name: 'interval', sql: "case when t.type = 'one_time' then null else t.interval end", kind: 'text' },
+    { name: 'interval_count', sql: "case when t.type = 'one_time' then null else t.interval_count end", kind: 'int' },
+    { name: 'tiers_mode', sql: 't.tiers_mode', kind: 'text' },
+    { name: 'tiers', sql: 't.tiers', kind: 'json' },
+    { name: 'package_size', sql: 't.package_size', kind: 'int' },
+    { name: 'package_round', sql: 't.package_round', kind: 'text' },
+    { name: 'currency_options', sql: "coalesce(t.currency_options, '{}'::jsonb)", kind: 'json' },
+  ],
 };
 /**
  * The list filters each resource's export takes (`filters` in POST /v1/exports), as
@@ -128,7 +154,18 @@ export const exportFilters: Record<ExportResource, Record<string, { sql: string;
   },
   invoices: { status: { sql: 't.status', values: invoiceStatuses }, customer: { sql: 't.customer_id' }, subscription: { sql: 't.subscription_id' }, currency: { sql: 't.currency' } },
   customers: { email: { sql: 't.email' } },
-  subscriptions: { status: { sql: 't.status', values: subscriptionStatuses }, customer: { sql: 't.customer_id' }, plan: { sql: 't.plan_id' } },
+  subscriptions: {
+    status: { sql: 't.status', values: subscriptionStatuses },
+    customer: { sql: 't.customer_id' },
+    plan: { sql: 't.plan_id' },
+    currency: { sql: '(coalesce(t.currency, (select p.currency from plans p where p.id = t.plan_id)))' },
+  },
+  plans: {
+    type: { sql: 't.type', values: planTypes },
+    pricing_scheme: { sql: 't.pricing_scheme', values: pricingSchemes },
+    currency: { sql: 't.currency' },
+    active: { sql: 't.active::text', values: ['true', 'false'] },
+  },
   payouts: { status: { sql: 't.status', values: payoutStatuses }, method: { sql: 't.method', values: payoutMethods }, currency: { sql: 't.currency' } },
 };
 
@@ -159,6 +196,7 @@ const tables: Record<ExportResource, string> = {
   invoices: 'invoices',
   subscriptions: 'subscriptions',
   payouts: 'payouts',
+  plans: 'plans',
 };
 export const contentTypes: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
