@@ -11,7 +11,7 @@
  *   only with `quantity_changes`, off by default).
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import { changedPlanTerms } from './subscriptions.ts';
+import { changedPlanTerms } from '../../services/subscription-terms.ts';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Context } from 'hono';
 import { Account, Customer, Invoice, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
