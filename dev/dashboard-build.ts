@@ -1,8 +1,8 @@
 /**
  * Builds the dashboard (dashboard/, React + Vite) into dashboard/dist when it is missing
  * or its sources changed: `npm start` and `npm test` call this, so no extra command is
- * needed. Stale means the SHA-256 over the dashboard's sources, its config and the
- * SDK's generated types differs from the one stamped in dist/.build-hash. Vite comes
+ * needed. Stale means the SHA-256 over the dashboard's sources, its config, the
+ * SDK's generated types and the domain modules it bundles differs from the one stamped in dist/.build-hash. Vite comes
  * from node_modules, so the build works offline. `npm run dashboard:build` forces it.
  */
 import { createHash } from 'node:crypto';
@@ -14,6 +14,8 @@ export const dashboardDir = fileURLToPath(new URL('../dashboard/', import.meta.u
 export const dashboardDist = path.join(dashboardDir, 'dist');
 const stampPath = path.join(dashboardDist, '.build-hash');
 const sdkTypes = fileURLToPath(new URL('../sdk/openapi.ts', import.meta.url));
+/** The pure domain modules the dashboard bundles (prices in words, the pricing rules it checks a plan with before sending it). */
+const sharedDomain = ['pricing.ts', 'price-text.ts', 'money.ts', 'intl-formats.ts'].map((name) => fileURLToPath(new URL(`../domain/${name}`, import.meta.url)));
 
 function filesUnder(dir: string): string[] {
   return fs
@@ -29,6 +31,7 @@ export function dashboardSourceHash(): string {
     ...['index.html', 'vite.config.ts', 'package.json', 'tsconfig.json'].map((name) => path.join(dashboardDir, name)),
     ...filesUnder(path.join(dashboardDir, 'src')),
     sdkTypes,
+    ...sharedDomain,
   ];
   for (const file of inputs) {
     hash.update(path.relative(dashboardDir, file)).update('\0').update(fs.readFileSync(file)).update('\0');

@@ -97,3 +97,18 @@ export function inCurrency<P extends PriceDescribed>(price: P, currency: string,
   if (!option || currency === price.currency) return price;
   return { ...price, currency, amount: option.amount, tiers: option.tiers ?? price.tiers };
 }
+
+/**
+ * What a person types ("7.505", major units) as minor units: a whole number ("750.5" is not),
+ * or a decimal string of minor units with the sub-minor digits (for `unit_amount_decimal`).
+ * null when the text is not a plain non-negative decimal number.
+ */
+export function majorToMinor(text: string, exponent: number): { minor: number } | { decimal: string } | null {
+  const match = /^(\d+)(?:\.(\d+))?$/.exec(text.trim());
+  if (!match) return null;
+  const [, whole, fraction = ''] = match;
+  const padded = fraction.padEnd(exponent, '0');
+  const integer = `${whole}${padded.slice(0, exponent)}`.replace(/^0+(?=\d)/, '');
+  const rest = padded.slice(exponent).replace(/0+$/, '');
+  return rest ? { decimal: `${integer}.${rest}` } : { minor: Number(integer) };
+}

@@ -593,7 +593,7 @@ export interface paths {
         };
         /**
          * An export's file, by its signed link
-         * @description The `url` of an export: no Authorization header, the signature in the link is the credential until `expires`. A wrong signature answers 404; an expired one 410 `link_expired`.
+         * @description The `url` of an export: no Authorization header, the signature in the link is the credential until `expires`. A wrong signature answers 404; an expired one, or one of a closed account, 410 `link_expired`.
          */
         get: {
             parameters: {
@@ -850,7 +850,7 @@ export interface paths {
                     ending_before?: string;
                     limit?: number;
                     starting_after?: string;
-                    status?: "open" | "paid" | "void" | "uncollectible";
+                    status?: "draft" | "open" | "paid" | "void" | "uncollectible";
                     /** @description Only this subscription */
                     subscription?: string;
                     /** @description Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe) */
@@ -2533,7 +2533,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in to the dashboard (cookie session)
-         * @description Like login, but the session comes back as an httpOnly, SameSite=Strict cookie (`billing_session`) and a readable `billing_csrf` cookie. Requests with the cookie send `x-csrf-token` (the `csrf_token` here) on anything but GET/HEAD/OPTIONS; Bearer credentials keep working as before.
+         * @description Like login, but the session comes back as an httpOnly, SameSite=Strict cookie (`billing_session`) and a readable `billing_csrf` cookie. Requests with the cookie send `x-csrf-token` (the `csrf_token` here) on anything but GET/HEAD/OPTIONS; Bearer credentials keep working as before. A cross-site request (`Sec-Fetch-Site` other than same-origin or none, or a foreign `Origin`) answers 403 `forbidden` and sets no cookie (login CSRF).
          */
         post: {
             parameters: {
@@ -2594,6 +2594,21 @@ export interface paths {
                          * @example {
                          *       "error": "unauthorized",
                          *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The caller's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "forbidden",
+                         *       "message": "The member role may not do this."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -6097,7 +6112,7 @@ export interface paths {
                          * @enum {string}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
-                        /** @description A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md) */
+                        /** @description A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond) */
                         test_clock?: string;
                     };
                     "application/x-www-form-urlencoded": {
@@ -6110,7 +6125,7 @@ export interface paths {
                          * @enum {string}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
-                        /** @description A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md) */
+                        /** @description A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond) */
                         test_clock?: string;
                     };
                 };
@@ -7178,6 +7193,11 @@ export interface paths {
          *     - `invoice.payment_failed`: A charge for an open invoice failed; the invoice stays open while dunning retries.
          *     - `invoice.voided`: An invoice was voided.
          *     - `invoice.marked_uncollectible`: An invoice was marked uncollectible.
+         *     - `invoice.finalized`: A draft one-off invoice was finalized: numbered, open, its collection started (a charge, or the email with its pay link).
+         *     - `invoice.reminder_sent`: A reminder of a send_invoice invoice was emailed (before, on or after its due date; data.object is the invoice).
+         *     - `invoiceitem.created`: An invoice item (a one-off charge) was created, pending until an invoice takes it.
+         *     - `invoiceitem.updated`: A pending invoice item changed (amount, quantity, description, or the draft invoice it is attached to).
+         *     - `invoiceitem.deleted`: A pending invoice item was deleted.
          *     - `account.created`: An account was opened (sign-up or by an admin; recorded in both modes).
          *     - `account.updated`: The account's profile or settings changed (recorded in both modes).
          *     - `account.closed`: The account was closed (recorded in both modes).
@@ -7968,7 +7988,7 @@ export interface paths {
                             /** Format: date-time */
                             lte?: string;
                         };
-                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan; payouts status, method, currency */
+                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false) */
                         filters?: {
                             [key: string]: string;
                         };
@@ -7977,7 +7997,7 @@ export interface paths {
                         /** @description transactions, invoices and customers: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
-                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts";
+                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans";
                         /** @default UTC */
                         time_zone?: string;
                     };
@@ -7989,7 +8009,7 @@ export interface paths {
                             /** Format: date-time */
                             lte?: string;
                         };
-                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan; payouts status, method, currency */
+                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false) */
                         filters?: {
                             [key: string]: string;
                         };
@@ -7998,7 +8018,7 @@ export interface paths {
                         /** @description transactions, invoices and customers: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
-                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts";
+                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans";
                         /** @default UTC */
                         time_zone?: string;
                     };
@@ -8464,7 +8484,7 @@ export interface paths {
                     ending_before?: string;
                     limit?: number;
                     starting_after?: string;
-                    status?: "open" | "paid" | "void" | "uncollectible";
+                    status?: "draft" | "open" | "paid" | "void" | "uncollectible";
                     /** @description Only this subscription */
                     subscription?: string;
                     /** @description Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe) */
@@ -12017,7 +12037,7 @@ export interface paths {
         put?: never;
         /**
          * Create a plan
-         * @description Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`).
+         * @description A price: `pricing_scheme` per_unit (default; `amount` × quantity), package (`amount` per `package_size` units, `package_round` up or down) or tiered (`tiers_mode` graduated or volume, `tiers` of `up_to`, `unit_amount` or `unit_amount_decimal`, `flat_amount`); `type` recurring (default, with an `interval`) or one_time (a setup fee); `currency_options` price it in more currencies. Amounts are integers of minor units; a tier's `unit_amount_decimal` may carry sub-minor precision, and a line's amount is rounded once, half away from zero (docs/pricing.md). The price never changes once created. Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`; tiers and currency_options in JSON).
          */
         post: {
             parameters: {
@@ -12031,35 +12051,188 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "API calls",
+                     *       "pricing_scheme": "tiered",
+                     *       "tiers_mode": "graduated",
+                     *       "tiers": [
+                     *         {
+                     *           "up_to": 10,
+                     *           "unit_amount": 1000
+                     *         },
+                     *         {
+                     *           "up_to": "inf",
+                     *           "unit_amount_decimal": "750.5",
+                     *           "flat_amount": 500
+                     *         }
+                     *       ],
+                     *       "currency": "USD",
+                     *       "interval": "month",
+                     *       "currency_options": {
+                     *         "EUR": {
+                     *           "tiers": [
+                     *             {
+                     *               "up_to": 10,
+                     *               "unit_amount": 900
+                     *             },
+                     *             {
+                     *               "up_to": "inf",
+                     *               "unit_amount": 700,
+                     *               "flat_amount": 450
+                     *             }
+                     *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
-                        /** @example 2000 */
-                        amount: number;
+                        /**
+                         * @description per_unit: per unit; package: per package (both required); tiered: leave out (the tiers price it)
+                         * @example 2000
+                         */
+                        amount?: number | null;
                         /** @example USD */
                         currency: string;
-                        /** @enum {string} */
-                        interval: "day" | "week" | "month" | "year";
-                        /** @default 1 */
+                        /** @description The same price in other currencies, by ISO code: `{"EUR": {"amount": 1800}}` (tiered: `{"EUR": {"tiers": [...]}}`). A subscription chooses with `currency` */
+                        currency_options?: {
+                            [key: string]: {
+                                /** @description per_unit and package plans: the amount in this currency */
+                                amount?: number;
+                                /** @description tiered plans: the tiers in this currency (the plan's tiers_mode) */
+                                tiers?: {
+                                    /** @description Added once when the quantity reaches the tier (graduated) or falls in it (volume) */
+                                    flat_amount?: number | null;
+                                    /** @description Per unit, minor units; exactly one of unit_amount and unit_amount_decimal */
+                                    unit_amount?: number | null;
+                                    /** @description Per unit, a decimal string of minor units, up to 12 decimal places ("0.125") */
+                                    unit_amount_decimal?: string | null;
+                                    /** @description The last unit of this tier (inclusive), ascending; the last tier is "inf" */
+                                    up_to: number | "inf";
+                                }[];
+                            };
+                        };
+                        /**
+                         * @description recurring plans: required; one_time plans: none
+                         * @enum {string}
+                         */
+                        interval?: "day" | "week" | "month" | "year";
+                        /** @description Default 1 */
                         interval_count?: number;
                         name: string;
+                        /**
+                         * @description package: up (default; a started package is paid) or down
+                         * @enum {string}
+                         */
+                        package_round?: "up" | "down";
+                        /** @description package: units per package */
+                        package_size?: number;
+                        /**
+                         * @description per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode (docs/pricing.md)
+                         * @default per_unit
+                         * @enum {string}
+                         */
+                        pricing_scheme?: "per_unit" | "tiered" | "package";
                         /** @description A product id of the same account and mode (404 not_found otherwise) */
                         product?: string;
+                        /** @description tiered: ascending up_to, the last "inf" */
+                        tiers?: {
+                            /** @description Added once when the quantity reaches the tier (graduated) or falls in it (volume) */
+                            flat_amount?: number | null;
+                            /** @description Per unit, minor units; exactly one of unit_amount and unit_amount_decimal */
+                            unit_amount?: number | null;
+                            /** @description Per unit, a decimal string of minor units, up to 12 decimal places ("0.125") */
+                            unit_amount_decimal?: string | null;
+                            /** @description The last unit of this tier (inclusive), ascending; the last tier is "inf" */
+                            up_to: number | "inf";
+                        }[];
+                        /**
+                         * @description tiered: graduated (each unit by the tier it falls in) or volume (every unit by the tier the quantity falls in)
+                         * @enum {string}
+                         */
+                        tiers_mode?: "graduated" | "volume";
                         /** @default 0 */
                         trial_period_days?: number;
+                        /**
+                         * @description recurring (default): billed every interval; one_time: a setup fee, charged on the first invoice of a subscription that names it in `items` (no interval)
+                         * @default recurring
+                         * @enum {string}
+                         */
+                        type?: "recurring" | "one_time";
                     };
                     "application/x-www-form-urlencoded": {
-                        /** @example 2000 */
-                        amount: number;
+                        /**
+                         * @description per_unit: per unit; package: per package (both required); tiered: leave out (the tiers price it)
+                         * @example 2000
+                         */
+                        amount?: number | null;
                         /** @example USD */
                         currency: string;
-                        /** @enum {string} */
-                        interval: "day" | "week" | "month" | "year";
-                        /** @default 1 */
+                        /** @description The same price in other currencies, by ISO code: `{"EUR": {"amount": 1800}}` (tiered: `{"EUR": {"tiers": [...]}}`). A subscription chooses with `currency` */
+                        currency_options?: {
+                            [key: string]: {
+                                /** @description per_unit and package plans: the amount in this currency */
+                                amount?: number;
+                                /** @description tiered plans: the tiers in this currency (the plan's tiers_mode) */
+                                tiers?: {
+                                    /** @description Added once when the quantity reaches the tier (graduated) or falls in it (volume) */
+                                    flat_amount?: number | null;
+                                    /** @description Per unit, minor units; exactly one of unit_amount and unit_amount_decimal */
+                                    unit_amount?: number | null;
+                                    /** @description Per unit, a decimal string of minor units, up to 12 decimal places ("0.125") */
+                                    unit_amount_decimal?: string | null;
+                                    /** @description The last unit of this tier (inclusive), ascending; the last tier is "inf" */
+                                    up_to: number | "inf";
+                                }[];
+                            };
+                        };
+                        /**
+                         * @description recurring plans: required; one_time plans: none
+                         * @enum {string}
+                         */
+                        interval?: "day" | "week" | "month" | "year";
+                        /** @description Default 1 */
                         interval_count?: number;
                         name: string;
+                        /**
+                         * @description package: up (default; a started package is paid) or down
+                         * @enum {string}
+                         */
+                        package_round?: "up" | "down";
+                        /** @description package: units per package */
+                        package_size?: number;
+                        /**
+                         * @description per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode (docs/pricing.md)
+                         * @default per_unit
+                         * @enum {string}
+                         */
+                        pricing_scheme?: "per_unit" | "tiered" | "package";
                         /** @description A product id of the same account and mode (404 not_found otherwise) */
                         product?: string;
+                        /** @description tiered: ascending up_to, the last "inf" */
+                        tiers?: {
+                            /** @description Added once when the quantity reaches the tier (graduated) or falls in it (volume) */
+                            flat_amount?: number | null;
+                            /** @description Per unit, minor units; exactly one of unit_amount and unit_amount_decimal */
+                            unit_amount?: number | null;
+                            /** @description Per unit, a decimal string of minor units, up to 12 decimal places ("0.125") */
+                            unit_amount_decimal?: string | null;
+                            /** @description The last unit of this tier (inclusive), ascending; the last tier is "inf" */
+                            up_to: number | "inf";
+                        }[];
+                        /**
+                         * @description tiered: graduated (each unit by the tier it falls in) or volume (every unit by the tier the quantity falls in)
+                         * @enum {string}
+                         */
+                        tiers_mode?: "graduated" | "volume";
                         /** @default 0 */
                         trial_period_days?: number;
+                        /**
+                         * @description recurring (default): billed every interval; one_time: a setup fee, charged on the first invoice of a subscription that names it in `items` (no interval)
+                         * @default recurring
+                         * @enum {string}
+                         */
+                        type?: "recurring" | "one_time";
                     };
                 };
             };
@@ -12354,7 +12527,7 @@ export interface paths {
         put?: never;
         /**
          * Rename, archive or restore a plan (POST, as Stripe does)
-         * @description Only name and active change: amount, currency and interval are fixed once subscriptions bill on them (make a new plan). A plan is never deleted: subscriptions and invoices name it. An archived plan (active false) stays readable and its subscriptions keep billing on it, but a new subscription on it is refused with plan_archived (409). Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`).
+         * @description Only name and active change: the price (amount, currency, pricing_scheme, tiers, package, currency_options, type, interval) never changes, so subscriptions and invoices that named it stay true; to change a price make a new plan (400 invalid_request names the field). A plan is never deleted: subscriptions and invoices name it. An archived plan (active false) stays readable and its subscriptions keep billing on it, but a new subscription on it is refused with plan_archived (409). Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`; tiers and currency_options in JSON).
          */
         post: {
             parameters: {
@@ -12664,7 +12837,7 @@ export interface paths {
         head?: never;
         /**
          * Rename, archive or restore a plan
-         * @description Only name and active change: amount, currency and interval are fixed once subscriptions bill on them (make a new plan). A plan is never deleted: subscriptions and invoices name it. An archived plan (active false) stays readable and its subscriptions keep billing on it, but a new subscription on it is refused with plan_archived (409). Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`).
+         * @description Only name and active change: the price (amount, currency, pricing_scheme, tiers, package, currency_options, type, interval) never changes, so subscriptions and invoices that named it stay true; to change a price make a new plan (400 invalid_request names the field). A plan is never deleted: subscriptions and invoices name it. An archived plan (active false) stays readable and its subscriptions keep billing on it, but a new subscription on it is refused with plan_archived (409). Takes JSON or an `application/x-www-form-urlencoded` body (`amount=2000&interval=month`; tiers and currency_options in JSON).
          */
         patch: {
             parameters: {
@@ -13370,6 +13543,239 @@ export interface paths {
                          * @example {
                          *       "error": "unauthorized",
                          *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The caller's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "forbidden",
+                         *       "message": "The member role may not do this."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (database, Temporal) is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "A dependency is unavailable; retry later."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/portal/subscriptions/{id}/quantity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the quantity (when the account allows quantity changes)
+         * @description The same change as POST /v1/subscriptions/{id}/update with `quantity`: more (a higher price) takes effect at once, the rest of the period prorated and charged now (a decline answers 402 and changes nothing); fewer waits for the renewal and shows as `pending_quantity`; the current quantity again drops a waiting change. 403 forbidden unless the account's customer_portal setting has quantity_changes.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        quantity: number;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        quantity: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description The subscription */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Subscription"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A charge the request needed was declined */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payment_failed",
+                         *       "message": "Your card was declined."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -15469,7 +15875,7 @@ export interface paths {
         head?: never;
         /**
          * Change the branding
-         * @description Owners and admins. Omitted fields stay as they are; null resets one. The logo is checked by its bytes (PNG or JPEG), at most 64 KB.
+         * @description Owners and admins. Omitted fields stay as they are; null resets one. The logo is checked by its bytes (PNG or JPEG) and decoded whole (a corrupt file is 400), at most 64 KB and 2048×2048 pixels.
          */
         patch: {
             parameters: {
@@ -15484,14 +15890,14 @@ export interface paths {
                         /** @description A hex colour like #1a56db; null: the default */
                         brand_color?: string | null;
                         business_name?: string | null;
-                        /** @description A PNG or JPEG of at most 64 KB, in base64 or as a data: URL (SVG is refused: it can carry scripts); null removes the logo */
+                        /** @description A PNG or JPEG of at most 64 KB and 2048×2048 pixels, in base64 or as a data: URL, that decodes whole (SVG is refused: it can carry scripts); null removes the logo */
                         logo?: string | null;
                     };
                     "application/x-www-form-urlencoded": {
                         /** @description A hex colour like #1a56db; null: the default */
                         brand_color?: string | null;
                         business_name?: string | null;
-                        /** @description A PNG or JPEG of at most 64 KB, in base64 or as a data: URL (SVG is refused: it can carry scripts); null removes the logo */
+                        /** @description A PNG or JPEG of at most 64 KB and 2048×2048 pixels, in base64 or as a data: URL, that decodes whole (SVG is refused: it can carry scripts); null removes the logo */
                         logo?: string | null;
                     };
                 };
@@ -15786,6 +16192,8 @@ export interface paths {
                         cancellation?: boolean;
                         /** @description Customers may switch their subscription to another active plan of the same currency */
                         plan_changes?: boolean;
+                        /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
+                        quantity_changes?: boolean;
                         /** @description Customers may resume a paused subscription */
                         resume?: boolean;
                     };
@@ -15794,6 +16202,8 @@ export interface paths {
                         cancellation?: boolean;
                         /** @description Customers may switch their subscription to another active plan of the same currency */
                         plan_changes?: boolean;
+                        /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
+                        quantity_changes?: boolean;
                         /** @description Customers may resume a paused subscription */
                         resume?: boolean;
                     };
@@ -16605,7 +17015,7 @@ export interface paths {
         put?: never;
         /**
          * Create a subscription
-         * @description Starts the subscription's workflow and answers once it has recorded its first state: `trialing` with a trial, `paused` with pause_until, otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way). Without a trial (and without pause_until) the first charge is made at once, so a customer with no payment method is refused with 402 `payment_method_required` and nothing is created; with a trial it is allowed (a trial that ends with no payment method expires).
+         * @description Starts the subscription's workflow and answers once it has recorded its first state: `trialing` with a trial, `paused` with pause_until, otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way). Without a trial (and without pause_until) the first charge is made at once, so a customer with no payment method is refused with 402 `payment_method_required` and nothing is created; with a trial it is allowed (a trial that ends with no payment method expires). `plan` with `quantity` (default 1) bills that many units each period, priced by the plan's scheme; or `items`: recurring plans with their quantities, one line each on every invoice, and one_time plans (setup fees) billed on the first invoice only, e.g. `{"customer_id": "cus_…", "items": [{"plan": "plan_seats", "quantity": 12}, {"plan": "plan_support"}, {"plan": "plan_onboarding"}]}`. Recurring plans of different intervals cannot share a billing period (400). `currency` picks one of the plans' currency_options (docs/pricing.md).
          */
         post: {
             parameters: {
@@ -16626,19 +17036,36 @@ export interface paths {
                          * @enum {string}
                          */
                         billing_cycle?: "anniversary" | "calendar";
+                        /**
+                         * @description The currency to bill in: the plan's own (default) or one of its currency_options
+                         * @example USD
+                         */
+                        currency?: string;
                         /** @description Customer id; `customer` is accepted as the same field (give one of the two) */
                         customer?: string;
                         /** @description Customer id; `customer` is accepted as the same field (give one of the two) */
                         customer_id?: string;
                         /** @description Overrides the account's grace period after the last failed retry */
                         grace_period_days?: number;
+                        /** @description Instead of `plan`: recurring plans with their quantities, all of one interval (they share the billing period; the first is `plan`), in the subscription's currency, and any one_time plans (setup fees) billed on the first invoice only. */
+                        items?: {
+                            /** @description Plan id */
+                            plan: string;
+                            /**
+                             * @description Default 1
+                             * @default 1
+                             */
+                            quantity?: number;
+                        }[];
                         /**
                          * Format: date-time
                          * @description Start paused: billing (and the trial) begin at this instant
                          */
                         pause_until?: string;
-                        /** @description Plan id */
-                        plan: string;
+                        /** @description The recurring plan; or give `items` instead */
+                        plan?: string;
+                        /** @description Units of `plan` (seats, say) billed each period, priced by the plan's scheme; default 1 */
+                        quantity?: number;
                         /** @description Defaults to the plan's trial_period_days */
                         trial_period_days?: number;
                     };
@@ -16649,19 +17076,36 @@ export interface paths {
                          * @enum {string}
                          */
                         billing_cycle?: "anniversary" | "calendar";
+                        /**
+                         * @description The currency to bill in: the plan's own (default) or one of its currency_options
+                         * @example USD
+                         */
+                        currency?: string;
                         /** @description Customer id; `customer` is accepted as the same field (give one of the two) */
                         customer?: string;
                         /** @description Customer id; `customer` is accepted as the same field (give one of the two) */
                         customer_id?: string;
                         /** @description Overrides the account's grace period after the last failed retry */
                         grace_period_days?: number;
+                        /** @description Instead of `plan`: recurring plans with their quantities, all of one interval (they share the billing period; the first is `plan`), in the subscription's currency, and any one_time plans (setup fees) billed on the first invoice only. */
+                        items?: {
+                            /** @description Plan id */
+                            plan: string;
+                            /**
+                             * @description Default 1
+                             * @default 1
+                             */
+                            quantity?: number;
+                        }[];
                         /**
                          * Format: date-time
                          * @description Start paused: billing (and the trial) begin at this instant
                          */
                         pause_until?: string;
-                        /** @description Plan id */
-                        plan: string;
+                        /** @description The recurring plan; or give `items` instead */
+                        plan?: string;
+                        /** @description Units of `plan` (seats, say) billed each period, priced by the plan's scheme; default 1 */
+                        quantity?: number;
                         /** @description Defaults to the plan's trial_period_days */
                         trial_period_days?: number;
                     };
@@ -17810,8 +18254,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Change the plan
-         * @description An upgrade (a higher price per day) takes effect now: the unused part of the current period on the old plan is credited and the rest on the new plan charged, on one invoice with proration lines (a decline answers 402 payment_failed and changes nothing). A plan with another interval starts a new period now. A downgrade takes effect at the next renewal and shows as `pending_plan`; choosing the current plan again drops it. In a trial the plan changes at once, with no charge.
+         * Change the plan or the quantity
+         * @description An upgrade (a higher price per day, at the quantity) takes effect now: the unused part of the current period on the old plan is credited and the rest on the new plan charged, on one invoice with proration lines (a decline answers 402 payment_failed and changes nothing). A plan with another interval starts a new period now. A downgrade takes effect at the next renewal and shows as `pending_plan` (and `pending_quantity`); choosing the current plan and quantity again drops it. In a trial the plan changes at once, with no charge. `quantity` alone changes the seats of the current plan the same way: more now, prorated; fewer at the renewal.
          */
         post: {
             parameters: {
@@ -17828,12 +18272,16 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Plan id */
-                        plan: string;
+                        /** @description The new plan; left out: the current one (to change the quantity alone) */
+                        plan?: string;
+                        /** @description The new quantity; left out: the current one */
+                        quantity?: number;
                     };
                     "application/x-www-form-urlencoded": {
-                        /** @description Plan id */
-                        plan: string;
+                        /** @description The new plan; left out: the current one (to change the quantity alone) */
+                        plan?: string;
+                        /** @description The new quantity; left out: the current one */
+                        quantity?: number;
                     };
                 };
             };
@@ -18156,7 +18604,7 @@ export interface paths {
         put?: never;
         /**
          * Create a test clock
-         * @description A clock at `frozen_time`. Customers created with `test_clock` live on it: their subscriptions, invoices and payments take its time, and move only when it is advanced. Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
+         * @description A clock at `frozen_time`. Customers created with `test_clock` live on it: their subscriptions, invoices and payments take its time, and move only when it is advanced. An account has at most 100 clocks at once (400 `invalid_request` beyond; delete one first); a clock holds at most 3 customers, each with at most 3 subscriptions not ended, and 10 payment requests (docs/testing-your-integration.md#limits). Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
          */
         post: {
             parameters: {
@@ -18619,7 +19067,7 @@ export interface paths {
         put?: never;
         /**
          * Advance a test clock
-         * @description Moves the clock forward to `frozen_time`. Answers at once with status `advancing`; the clock becomes `ready` once every piece of work due up to the new time has run, in time order (trial ends, renewals, payment retries and their emails, grace periods, pauses that end, pending payments settling, payment requests expiring, recurring requests, webhook retries). Poll the clock, or listen for `test_clock.ready`. Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
+         * @description Moves the clock forward to `frozen_time`, at most two intervals of the longest recurring price on the clock (two days over a daily plan; two years with none), else 400 `invalid_request` naming the latest instant allowed: advance in steps. Answers at once with status `advancing`; the clock becomes `ready` once every piece of work due up to the new time has run, in time order (trial ends, renewals, payment retries and their emails, grace periods, pauses that end, pending payments settling, payment requests expiring, recurring requests, webhook retries). Poll the clock, or listen for `test_clock.ready`. Sandbox only: in live mode it answers 400 `livemode_not_allowed`.
          */
         post: {
             parameters: {
@@ -20741,7 +21189,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Returns the endpoint with its signing secret, shown only here. Live-mode urls must be https and may not resolve to a private, loopback, link-local or otherwise special address (url_not_allowed). The account owner, an admin (x-account-id) or an API key; members get 403.
+         * @description Returns the endpoint with its signing secret, shown only here. Live-mode urls must be https and may not resolve to a private, loopback, link-local or otherwise special address (url_not_allowed). Sandbox urls follow the deployment's rule (development and test: loopback and private networks allowed; production: live's address rules unless WEBHOOK_ALLOWED_PRIVATE_HOSTS lists them), the same rule every delivery is checked with. The endpoint gets the events recorded after its creation (test clock events too, in the real order, whatever their clock time). The account owner, an admin (x-account-id) or an API key; members get 403.
          */
         post: {
             parameters: {
@@ -22072,17 +22520,25 @@ export interface components {
                 interval: string;
                 interval_count: number;
                 name: string;
+                /** @description The price in words, its scheme included: "$20.00 every month", "Graduated: 1–10 at $10.00, 11+ at $8.00, every month" */
                 price: string;
+                /** @enum {string} */
+                pricing_scheme: "per_unit" | "tiered" | "package";
             }[];
             subscriptions: (components["schemas"]["Subscription"] & {
                 plan_details: {
                     amount: number;
+                    /** @description What the subscription's quantity costs each period, in minor units of its currency */
+                    amount_at_quantity: number | null;
                     currency: string;
                     id: string;
                     interval: string;
                     interval_count: number;
                     name: string;
+                    /** @description The plan's price in words, in the subscription's currency */
                     price: string;
+                    /** @enum {string} */
+                    pricing_scheme: "per_unit" | "tiered" | "package";
                 } | null;
             })[];
         };
@@ -22098,6 +22554,8 @@ export interface components {
             cancellation: boolean;
             /** @description Customers may switch their subscription to another active plan of the same currency */
             plan_changes: boolean;
+            /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
+            quantity_changes: boolean;
             /** @description Customers may resume a paused subscription */
             resume: boolean;
         };
@@ -22156,6 +22614,11 @@ export interface components {
              *     - `invoice.payment_failed`: A charge for an open invoice failed; the invoice stays open while dunning retries.
              *     - `invoice.voided`: An invoice was voided.
              *     - `invoice.marked_uncollectible`: An invoice was marked uncollectible.
+             *     - `invoice.finalized`: A draft one-off invoice was finalized: numbered, open, its collection started (a charge, or the email with its pay link).
+             *     - `invoice.reminder_sent`: A reminder of a send_invoice invoice was emailed (before, on or after its due date; data.object is the invoice).
+             *     - `invoiceitem.created`: An invoice item (a one-off charge) was created, pending until an invoice takes it.
+             *     - `invoiceitem.updated`: A pending invoice item changed (amount, quantity, description, or the draft invoice it is attached to).
+             *     - `invoiceitem.deleted`: A pending invoice item was deleted.
              *     - `account.created`: An account was opened (sign-up or by an admin; recorded in both modes).
              *     - `account.updated`: The account's profile or settings changed (recorded in both modes).
              *     - `account.closed`: The account was closed (recorded in both modes).
@@ -22178,7 +22641,7 @@ export interface components {
              *     - `test_clock.deleted`: A test clock was deleted, with every object on it.
              * @enum {string}
              */
-            type: "transaction.created" | "transaction.succeeded" | "transaction.failed" | "transaction.canceled" | "transaction.updated" | "payment.succeeded" | "payment.disputed" | "payment.failed" | "payment.refunded" | "payment_request.created" | "payment_request.updated" | "payment_request.succeeded" | "payment_request.failed" | "payment_request.canceled" | "recurring_payment_request.created" | "recurring_payment_request.updated" | "recurring_payment_request.canceled" | "subscription.created" | "subscription.updated" | "subscription.past_due" | "subscription.canceled" | "subscription.expired" | "subscription.paused" | "subscription.resumed" | "subscription.plan_changed" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "invoice.marked_uncollectible" | "account.created" | "account.updated" | "account.closed" | "customer.created" | "customer.updated" | "payout.created" | "payout.paid" | "payout.updated" | "payout.failed" | "payout.canceled" | "bank_account.created" | "bank_account.updated" | "bank_account.deleted" | "export.succeeded" | "export.failed" | "test_clock.created" | "test_clock.advancing" | "test_clock.ready" | "test_clock.internal_failure" | "test_clock.deleted";
+            type: "transaction.created" | "transaction.succeeded" | "transaction.failed" | "transaction.canceled" | "transaction.updated" | "payment.succeeded" | "payment.disputed" | "payment.failed" | "payment.refunded" | "payment_request.created" | "payment_request.updated" | "payment_request.succeeded" | "payment_request.failed" | "payment_request.canceled" | "recurring_payment_request.created" | "recurring_payment_request.updated" | "recurring_payment_request.canceled" | "subscription.created" | "subscription.updated" | "subscription.past_due" | "subscription.canceled" | "subscription.expired" | "subscription.paused" | "subscription.resumed" | "subscription.plan_changed" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "invoice.marked_uncollectible" | "invoice.finalized" | "invoice.reminder_sent" | "invoiceitem.created" | "invoiceitem.updated" | "invoiceitem.deleted" | "account.created" | "account.updated" | "account.closed" | "customer.created" | "customer.updated" | "payout.created" | "payout.paid" | "payout.updated" | "payout.failed" | "payout.canceled" | "bank_account.created" | "bank_account.updated" | "bank_account.deleted" | "export.succeeded" | "export.failed" | "test_clock.created" | "test_clock.advancing" | "test_clock.ready" | "test_clock.internal_failure" | "test_clock.deleted";
         };
         Export: {
             columns: string[] | null;
@@ -22225,7 +22688,7 @@ export interface components {
             };
             query: string | null;
             /** @enum {string} */
-            resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts";
+            resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans";
             row_count: number | null;
             /** @enum {string} */
             status: "pending" | "running" | "succeeded" | "failed" | "expired";
@@ -22264,6 +22727,11 @@ export interface components {
             /** @description Payment attempts made */
             attempt_count: number;
             /**
+             * @description charge_automatically (the customer's payment method is charged, retried as dunning says; every subscription invoice) or send_invoice (emailed with a pay link and a due date)
+             * @enum {string}
+             */
+            collection_method: "charge_automatically" | "send_invoice";
+            /**
              * Format: date-time
              * @example 2026-01-31T00:00:00.000Z
              */
@@ -22273,6 +22741,22 @@ export interface components {
             customer_email: string | null;
             customer_id: string;
             customer_name: string | null;
+            /** @description send_invoice: days from finalize to the due date */
+            days_until_due: number | null;
+            /** @description A one-off invoice's note to the customer (emails and PDF) */
+            description: string | null;
+            /**
+             * Format: date-time
+             * @description One-off invoices: when payment is due, set at finalize (charge_automatically: at once); null on drafts and subscription invoices (due on issue)
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            due_date: string | null;
+            /**
+             * Format: date-time
+             * @description When a one-off invoice left draft; null on drafts and subscription invoices (open when issued)
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            finalized_at: string | null;
             id: string;
             lines: components["schemas"]["InvoiceLine"][];
             livemode: boolean;
@@ -22282,10 +22766,10 @@ export interface components {
              */
             marked_uncollectible_at: string | null;
             /**
-             * @description The account's own sequence in this mode, without gaps
+             * @description The account's own sequence in this mode, without gaps; null while the invoice is a draft (numbered at finalize)
              * @example ACME-0001
              */
-            number: string;
+            number: string | null;
             /** @enum {string} */
             object: "invoice";
             /**
@@ -22309,7 +22793,7 @@ export interface components {
              */
             period_start: string;
             /** @enum {string} */
-            status: "open" | "paid" | "void" | "uncollectible";
+            status: "draft" | "open" | "paid" | "void" | "uncollectible";
             subscription_id: string | null;
             subtotal: number;
             total: number;
@@ -22322,8 +22806,10 @@ export interface components {
             voided_at: string | null;
         };
         InvoiceLine: {
-            /** @description unit_amount × quantity */
+            /** @description The line: unit_amount × quantity, or the tiered, package or prorated amount */
             amount: number;
+            /** @description How a tiered or package price made the amount, row by row (docs/pricing.md); null for per-unit and prorated lines */
+            breakdown: components["schemas"]["PriceRow"][] | null;
             description: string;
             /** @enum {string} */
             object: "line_item";
@@ -22337,11 +22823,13 @@ export interface components {
              * @example 2026-01-31T00:00:00.000Z
              */
             period_start: string;
+            /** @description The plan (price) the line bills; null on lines issued before lines named it */
+            plan: string | null;
             /** @description A line of a plan change, prorated by the unused fraction of the period */
             proration: boolean;
             quantity: number;
-            /** @description Per unit, in minor units; negative for a credit */
-            unit_amount: number;
+            /** @description Per unit, in minor units; negative for a credit. null when the amount is not a whole unit amount × quantity (a tiered or package price, or a prorated line of several units): see `breakdown` */
+            unit_amount: number | null;
         };
         MrrReport: {
             /** @description One series per currency, every bucket present */
@@ -22567,8 +23055,45 @@ export interface components {
             /** @description The test clock whose own schedules these are (sandbox); absent for the account's */
             test_clock?: string;
         };
+        /**
+         * @example {
+         *       "id": "plan_01jd3x5k8q0m2v7c9r4t6y1w3e",
+         *       "object": "plan",
+         *       "name": "API calls",
+         *       "product": null,
+         *       "type": "recurring",
+         *       "pricing_scheme": "tiered",
+         *       "amount": 1000,
+         *       "currency": "USD",
+         *       "tiers_mode": "graduated",
+         *       "tiers": [
+         *         {
+         *           "up_to": 10,
+         *           "unit_amount": 1000,
+         *           "unit_amount_decimal": null,
+         *           "flat_amount": null
+         *         },
+         *         {
+         *           "up_to": "inf",
+         *           "unit_amount": null,
+         *           "unit_amount_decimal": "750.5",
+         *           "flat_amount": 500
+         *         }
+         *       ],
+         *       "package_size": null,
+         *       "package_round": null,
+         *       "currency_options": {},
+         *       "interval": "month",
+         *       "interval_count": 1,
+         *       "trial_period_days": 0,
+         *       "active": true,
+         *       "livemode": false,
+         *       "created_at": "2026-01-31T00:00:00.000Z"
+         *     }
+         */
         Plan: {
             active: boolean;
+            /** @description per_unit: per unit; package: per package; tiered: what one unit costs under the tiers */
             amount: number;
             /**
              * Format: date-time
@@ -22576,17 +23101,97 @@ export interface components {
              */
             created_at: string;
             currency: string;
+            /** @description The same price in other currencies, by ISO code; a subscription in one of them bills these amounts */
+            currency_options: {
+                [key: string]: components["schemas"]["PlanCurrencyOption"];
+            };
             id: string;
-            /** @enum {string} */
-            interval: "day" | "week" | "month" | "year";
-            interval_count: number;
+            /**
+             * @description null for a one_time plan
+             * @enum {string|null}
+             */
+            interval: "day" | "week" | "month" | "year" | null;
+            /** @description null for a one_time plan */
+            interval_count: number | null;
             livemode: boolean;
             name: string;
             /** @enum {string} */
             object: "plan";
+            /**
+             * @description Package plans: a started package is paid (up) or not (down)
+             * @enum {string|null}
+             */
+            package_round: "up" | "down" | null;
+            /** @description Package plans: units per package */
+            package_size: number | null;
+            /**
+             * @description per_unit: amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode
+             * @enum {string}
+             */
+            pricing_scheme: "per_unit" | "tiered" | "package";
             /** @description The product this plan prices, or null */
             product: string | null;
+            tiers: components["schemas"]["PlanTier"][] | null;
+            /**
+             * @description Tiered plans: graduated or volume
+             * @enum {string|null}
+             */
+            tiers_mode: "graduated" | "volume" | null;
             trial_period_days: number;
+            /**
+             * @description recurring (billed every interval) or one_time (a setup fee: on the first invoice only, no interval)
+             * @enum {string}
+             */
+            type: "recurring" | "one_time";
+        };
+        PlanCurrencyOption: {
+            /** @description As the plan's amount, in this currency */
+            amount: number;
+            /** @description A tiered plan's tiers in this currency */
+            tiers: components["schemas"]["PlanTier"][] | null;
+        };
+        PlanTier: {
+            /**
+             * @description Added once when the quantity reaches this tier (graduated) or falls in it (volume)
+             * @example null
+             */
+            flat_amount: number | null;
+            /**
+             * @description Per unit, in minor units (exactly one of unit_amount and unit_amount_decimal)
+             * @example 1500
+             */
+            unit_amount: number | null;
+            /**
+             * @description Per unit, a decimal string of minor units with up to 12 decimal places ("0.125": an eighth of a cent)
+             * @example null
+             */
+            unit_amount_decimal: string | null;
+            /**
+             * @description The last unit of this tier (inclusive); the last tier is "inf"
+             * @example 10
+             */
+            up_to: number | "inf";
+        };
+        PriceRow: {
+            /**
+             * @description quantity × unit + flat, exact; the line rounds the sum of its rows once, half away from zero
+             * @example 15000
+             */
+            amount_decimal: string;
+            flat_amount: number;
+            /** @description First unit this row prices (1-based) */
+            from_unit: number;
+            /** @description Units priced by this row; for a package price, the packages */
+            quantity: number;
+            /** @description The tier's 0-based index (tiered prices), else null */
+            tier: number | null;
+            /**
+             * @description Per unit (per package), exact, in minor units
+             * @example 1500
+             */
+            unit_amount_decimal: string;
+            /** @description Last unit this row prices; null: no upper bound */
+            up_to: number | null;
         };
         Product: {
             active: boolean;
@@ -22712,6 +23317,8 @@ export interface components {
              * @example 2026-01-31T00:00:00.000Z
              */
             created_at: string;
+            /** @description The currency it bills in: the plan's, or one of its currency_options */
+            currency: string | null;
             /**
              * Format: date-time
              * @example 2026-01-31T00:00:00.000Z
@@ -22755,6 +23362,15 @@ export interface components {
             /** @description Overrides the account's grace period */
             grace_period_days: number | null;
             id: string;
+            /** @description What it bills each period: its recurring items (plan and quantity), all on the one billing period; `plan` and `quantity` are the first. A subscription made with `plan` has one, `si_` plus its own id. One-time plans given on create are on the first invoice only, not here */
+            items: {
+                /** @example si_01jd3x5k8q0m2v7c9r4t6y1w3e */
+                id: string;
+                /** @enum {string} */
+                object: "subscription_item";
+                plan: string;
+                quantity: number;
+            }[];
             latest_invoice: string | null;
             livemode: boolean;
             /** @enum {string} */
@@ -22775,7 +23391,11 @@ export interface components {
             } | null;
             /** @description A downgrade that takes effect at the next renewal */
             pending_plan: string | null;
+            /** @description With pending_plan: the quantity the next renewal bills (a lower quantity waits for it, as a downgrade does) */
+            pending_quantity: number | null;
             plan: string;
+            /** @description Units of the plan billed each period, priced by the plan's scheme (docs/pricing.md) */
+            quantity: number;
             /** @enum {string} */
             status: "trialing" | "active" | "past_due" | "paused" | "canceled" | "expired";
             /**

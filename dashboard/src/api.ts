@@ -6,6 +6,7 @@
  */
 import createClient from 'openapi-fetch';
 import type { components, paths } from '../../sdk/openapi.ts';
+import { currencyExponent } from '../../domain/money.ts';
 
 export type Schemas = components['schemas'];
 export type Mode = 'live' | 'test';
@@ -64,11 +65,13 @@ export async function blobUrl(path: string): Promise<string> {
   return URL.createObjectURL(await response.blob());
 }
 
+/** Minor units as money, by the currency's own decimals (JPY has none). */
 export function money(amount: number, currency: string): string {
+  const exponent = currencyExponent(currency);
   try {
-    return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(amount / 100);
+    return new Intl.NumberFormat(undefined, { style: 'currency', currency, minimumFractionDigits: exponent, maximumFractionDigits: exponent }).format(amount / 10 ** exponent);
   } catch {
-    return `${(amount / 100).toFixed(2)} ${currency}`;
+    return `${(amount / 10 ** exponent).toFixed(exponent)} ${currency}`;
   }
 }
 

@@ -9,7 +9,7 @@ import { Home } from './pages/home.tsx';
 import { Customers } from './pages/customers.tsx';
 import { Plans } from './pages/plans.tsx';
 import { Subscriptions, SubscriptionDetail } from './pages/subscriptions.tsx';
-import { Invoices } from './pages/invoices.tsx';
+import { InvoiceDetail, Invoices } from './pages/invoices.tsx';
 import { Transactions } from './pages/transactions.tsx';
 import { PaymentRequests } from './pages/payment-requests.tsx';
 import { Payouts } from './pages/payouts.tsx';
@@ -140,6 +140,7 @@ const routeTree = rootRoute.addChildren([
   page('/subscriptions', Subscriptions),
   page('/subscriptions/$id', SubscriptionDetail),
   page('/invoices', Invoices),
+  page('/invoices/$id', InvoiceDetail),
   page('/transactions', Transactions),
   page('/payment-requests', PaymentRequests),
   page('/payouts', Payouts),

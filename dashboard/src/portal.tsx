@@ -16,6 +16,46 @@ const portalApi = createClient<paths>({ baseUrl: '', credentials: 'omit', header
 
 type PortalSubscription = Schemas['CustomerPortal']['subscriptions'][number];
 
+/** The customer's quantity change (when the account allows it): more now, prorated and charged; fewer at the renewal. */
+function QuantityForm({ s }: { s: PortalSubscription }) {
+  const client = useQueryClient();
+  const [quantity, setQuantity] = useState(String(s.quantity));
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const wanted = Number(quantity);
+  return (
+    <form
+      className="filters"
+      aria-label="Change quantity"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setError(null);
+        setDone(null);
+        try {
+          const changed = await unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/quantity', { params: { path: { id: s.id } }, body: { quantity: wanted } }));
+          setDone(
+            changed.pending_quantity !== null && changed.pending_quantity !== undefined
+              ? `From ${date(changed.current_period_end)} you will have ${changed.pending_quantity}.`
+              : `You now have ${changed.quantity}; the rest of this period was charged, prorated.`,
+          );
+          await client.invalidateQueries();
+        } catch (failure) {
+          setError(failure);
+        }
+      }}
+    >
+      <div className="field">
+        <label htmlFor={`quantity-${s.id}`}>Quantity</label>
+        <input id={`quantity-${s.id}`} type="number" min={1} step={1} required value={quantity} onChange={(e) => setQuantity(e.target.value)} />
+      </div>
+      <button type="submit">Update quantity</button>
+      <p className="muted">More takes effect now: the rest of this period is charged today, prorated. Fewer takes effect at the next renewal.</p>
+      {done ? <p role="status">{done}</p> : null}
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
 function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schemas['CustomerPortal'] }) {
   const [plan, setPlan] = useState('');
   const client = useQueryClient();
@@ -31,6 +71,17 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
       <dl className="facts">
         <dt>Price</dt>
         <dd>{s.plan_details?.price ?? '—'}</dd>
+        <dt>Quantity</dt>
+        <dd>
+          {s.quantity}
+          {s.pending_quantity !== null && s.pending_quantity !== undefined && s.pending_quantity !== s.quantity ? ` (${s.pending_quantity} from ${date(s.current_period_end)})` : ''}
+        </dd>
+        {s.plan_details?.amount_at_quantity !== null && s.plan_details?.amount_at_quantity !== undefined ? (
+          <>
+            <dt>Each period</dt>
+            <dd>{money(s.plan_details.amount_at_quantity, s.plan_details.currency)}</dd>
+          </>
+        ) : null}
         {!ended ? (
           <>
             <dt>{s.cancel_at_period_end ? 'Ends on' : 'Next charge'}</dt>
@@ -51,6 +102,7 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
           ) : null}
         </div>
       ) : null}
+      {!ended && portal.permissions.quantity_changes ? <QuantityForm key={s.id} s={s} /> : null}
       {!ended && portal.permissions.plan_changes && others.length > 0 ? (
         <form
           className="filters"

@@ -57,7 +57,7 @@ export function Settings() {
           title="Customer portal"
           submit="Save portal settings"
           action={(v) =>
-            unwrap(api.PATCH('/v1/settings/customer_portal', { body: { plan_changes: v.plan_changes === 'on', cancellation: v.cancellation === 'on', resume: v.resume === 'on' } }))
+            unwrap(api.PATCH('/v1/settings/customer_portal', { body: { plan_changes: v.plan_changes === 'on', cancellation: v.cancellation === 'on', resume: v.resume === 'on', quantity_changes: v.quantity_changes === 'on' } }))
           }
         >
           {(
@@ -65,6 +65,7 @@ export function Settings() {
               ['plan_changes', 'Customers may change plans'],
               ['cancellation', 'Customers may cancel at period end'],
               ['resume', 'Customers may resume'],
+              ['quantity_changes', 'Customers may change quantities (seats)'],
             ] as const
           ).map(([name, label]) => (
             <div className="field checkbox" key={name}>

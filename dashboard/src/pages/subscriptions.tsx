@@ -1,8 +1,79 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
-import { api, currentMode, date, unwrap } from '../api.ts';
+import { priceFor, type Pricing, type Tier } from '../../../domain/pricing.ts';
+import { api, currentMode, date, money, unwrap, type Schemas } from '../api.ts';
 import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
+import { InvoiceLines } from './invoices.tsx';
+import { describePlan } from './plans.tsx';
+
+/** A plan's price in `currency` (its own, or one of its currency_options), as domain/pricing.ts computes it; null when it has none there. */
+function pricingOf(plan: Schemas['Plan'], currency: string): Pricing | null {
+  const option = currency === plan.currency ? null : plan.currency_options?.[currency];
+  if (currency !== plan.currency && !option) return null;
+  const amount = option ? option.amount : plan.amount;
+  if (plan.pricing_scheme === 'tiered') return { scheme: 'tiered', tiers_mode: plan.tiers_mode ?? 'graduated', tiers: ((option?.tiers ?? plan.tiers) ?? []) as Tier[] };
+  if (plan.pricing_scheme === 'package') return { scheme: 'package', amount, package_size: plan.package_size ?? 1, round: plan.package_round ?? 'up' };
+  return { scheme: 'per_unit', amount };
+}
+
+const amountAt = (pricing: Pricing | null, quantity: number) => {
+  try {
+    return pricing ? priceFor(pricing, quantity).amount : null;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * What a quantity change will do, before it is sent (the rules of POST /v1/subscriptions/{id}/update,
+ * docs/pricing.md): more now, prorated; fewer at the renewal; in a trial, at once without a charge.
+ */
+export function quantityChangeText(s: Schemas['Subscription'], plan: Schemas['Plan'] | undefined, quantity: number, now = Date.now()): string {
+  if (!Number.isSafeInteger(quantity) || quantity < 1) return 'A quantity is a whole number from 1.';
+  const currency = s.currency ?? plan?.currency ?? 'USD';
+  const pricing = plan ? pricingOf(plan, currency) : null;
+  const current = amountAt(pricing, s.quantity);
+  const next = amountAt(pricing, quantity);
+  const per = (amount: number | null, q: number) => (amount === null ? `${q}` : `${q} (${money(amount, currency)} a period)`);
+  if (quantity === s.quantity && !s.pending_plan) return `${quantity} is the current quantity: nothing to change.`;
+  if (quantity === s.quantity) return `Back to ${quantity}: drops the change waiting for the renewal.`;
+  if (s.status === 'trialing') return `In the trial the quantity changes at once, with no charge: the first invoice bills ${per(next, quantity)}.`;
+  if (current !== null && next !== null && next > current) {
+    if (!s.current_period_start || !s.current_period_end) return `More: takes effect now, the rest of the period prorated and charged now; then ${per(next, quantity)}.`;
+    const start = Date.parse(s.current_period_start);
+    const end = Date.parse(s.current_period_end);
+    const left = Math.min(1, Math.max(0, (end - now) / (end - start)));
+    const days = Math.round((end - now) / 86_400_000);
+    const charge = Math.round(next * left) - Math.round(current * left);
+    return (
+      `More: takes effect now. The unused ${days} day${days === 1 ? '' : 's'} of this period at ${per(current, s.quantity)} are credited and the same days at ` +
+      `${per(next, quantity)} charged, about ${money(charge, currency)} today; the renewal on ${date(s.current_period_end)} bills ${money(next, currency)}.`
+    );
+  }
+  return `Fewer: waits for the renewal on ${date(s.current_period_end)} (shown as pending quantity); until then ${per(current, s.quantity)} stay billed, then ${per(next, quantity)}.`;
+}
+
+function QuantityChange({ s, plan }: { s: Schemas['Subscription']; plan: Schemas['Plan'] | undefined }) {
+  const [quantity, setQuantity] = useState(String(s.quantity));
+  const wanted = Number(quantity);
+  return (
+    <ActionForm
+      title="Change quantity"
+      submit="Change quantity"
+      action={() => unwrap(api.POST('/v1/subscriptions/{id}/update', { params: { path: { id: s.id } }, body: { quantity: wanted } }))}
+      done={() => setQuantity(String(wanted))}
+    >
+      <div className="field">
+        <label htmlFor="new-quantity">New quantity</label>
+        <input id="new-quantity" name="quantity" type="number" min={1} step={1} required value={quantity} onChange={(e) => setQuantity(e.target.value)} />
+      </div>
+      <p className="muted" aria-live="polite" data-testid="proration">
+        {quantityChangeText(s, plan, wanted)}
+      </p>
+    </ActionForm>
+  );
+}
 
 const statuses = ['trialing', 'active', 'past_due', 'paused', 'canceled', 'expired'] as const;
 type SubscriptionStatus = (typeof statuses)[number];
@@ -16,10 +87,29 @@ export function Subscriptions() {
       <ActionForm
         title="New subscription"
         submit="Create subscription"
-        action={(v) => unwrap(api.POST('/v1/subscriptions', { body: { customer_id: v.customer_id!, plan: v.plan! } }))}
+        action={(v) => {
+          const quantity = v.quantity ? Number(v.quantity) : 1;
+          const currency = v.currency || undefined;
+          // A setup fee (a one-time plan) rides on the first invoice: the body is then `items`.
+          const body = v.setup_fee
+            ? { customer_id: v.customer_id!, items: [{ plan: v.plan!, quantity }, { plan: v.setup_fee }], currency }
+            : { customer_id: v.customer_id!, plan: v.plan!, quantity, currency };
+          return unwrap(api.POST('/v1/subscriptions', { body }));
+        }}
       >
         <Field label="Customer ID" name="customer_id" required placeholder="cus_…" />
         <Field label="Plan ID" name="plan" required placeholder="plan_…" />
+        <Field label="Quantity" name="quantity" type="number" defaultValue={1} />
+        <div className="field">
+          <label htmlFor="new-sub-currency">Bill in</label>
+          <select id="new-sub-currency" name="currency" defaultValue="">
+            <option value="">the plan&apos;s currency</option>
+            {['USD', 'EUR', 'GBP', 'JPY', 'CAD', 'AUD', 'CHF'].map((c) => (
+              <option key={c}>{c}</option>
+            ))}
+          </select>
+        </div>
+        <Field label="Setup fee (a one-time plan, optional)" name="setup_fee" placeholder="plan_…" />
       </ActionForm>
       <div className="filters" role="search" aria-label="Filter subscriptions">
         <div className="field">
@@ -53,7 +143,16 @@ export function Subscriptions() {
             ),
           },
           { header: 'Customer', cell: (s) => <code>{s.customer_id}</code> },
-          { header: 'Plan', cell: (s) => <code>{s.plan}</code> },
+          {
+            header: 'Plan',
+            cell: (s) => (
+              <>
+                <code>{s.plan}</code>
+                {s.quantity !== 1 ? ` × ${s.quantity}` : ''}
+              </>
+            ),
+          },
+          { header: 'Currency', cell: (s) => s.currency ?? '—' },
           { header: 'Status', cell: (s) => <Status value={s.status} /> },
           { header: 'Period ends', cell: (s) => date(s.current_period_end) },
         ]}
@@ -68,6 +167,18 @@ export function SubscriptionDetail() {
   const subscription = useQuery({ queryKey: [mode, 'subscription', id], queryFn: () => unwrap(api.GET('/v1/subscriptions/{id}', { params: { path: { id } } })) });
   const events = useQuery({ queryKey: [mode, 'subscription-events', id], queryFn: () => unwrap(api.GET('/v1/events', { params: { query: { limit: 100 } } })) });
   const s = subscription.data;
+  const plan = useQuery({
+    queryKey: [mode, 'plan', s?.plan],
+    enabled: Boolean(s?.plan),
+    queryFn: () => unwrap(api.GET('/v1/plans/{id}', { params: { path: { id: s!.plan } } })),
+  });
+  const invoices = useQuery({
+    queryKey: [mode, 'subscription-invoices', id],
+    queryFn: () => unwrap(api.GET('/v1/invoices', { params: { query: { limit: 10, subscription: id } } })),
+  });
+  const p = plan.data;
+  const currency = s?.currency ?? p?.currency;
+  const perPeriod = s && p && currency ? amountAt(pricingOf(p, currency), s.quantity) : null;
   const timeline = (events.data?.data ?? []).filter((e) => JSON.stringify(e.data).includes(id));
   return (
     <>
@@ -87,8 +198,28 @@ export function SubscriptionDetail() {
             </dd>
             <dt>Plan</dt>
             <dd>
+              {p ? `${p.name}: ${describePlan(p).price}, ${describePlan(p).billing} ` : null}
               <code>{s.plan}</code>
-              {s.pending_plan ? ` → ${s.pending_plan}` : ''}
+              {s.pending_plan && s.pending_plan !== s.plan ? ` → ${s.pending_plan} at the renewal` : ''}
+            </dd>
+            <dt>Quantity</dt>
+            <dd>
+              {s.quantity}
+              {s.pending_quantity !== null && s.pending_quantity !== undefined ? ` → ${s.pending_quantity} at the renewal (pending quantity)` : ''}
+            </dd>
+            <dt>Currency</dt>
+            <dd>{currency ?? '—'}</dd>
+            <dt>Each period</dt>
+            <dd>{perPeriod !== null && currency ? money(perPeriod, currency) : '—'}</dd>
+            <dt>Items</dt>
+            <dd>
+              <ul className="plain">
+                {s.items.map((item) => (
+                  <li key={item.id}>
+                    <code>{item.plan}</code> × {item.quantity} <span className="muted">({item.id})</span>
+                  </li>
+                ))}
+              </ul>
             </dd>
             <dt>Current period</dt>
             <dd>
@@ -118,9 +249,26 @@ export function SubscriptionDetail() {
           </div>
         </section>
       ) : null}
+      {s && s.status !== 'canceled' && s.status !== 'expired' ? <QuantityChange key={`${s.quantity}:${s.pending_quantity}`} s={s} plan={p} /> : null}
       <ActionForm title="Change plan" submit="Change plan" action={(v) => unwrap(api.POST('/v1/subscriptions/{id}/update', { params: { path: { id } }, body: { plan: v.plan! } }))}>
         <Field label="New plan ID" name="plan" required placeholder="plan_…" />
       </ActionForm>
+      <section className="card" aria-label="Invoices of this subscription">
+        <h2>Invoices</h2>
+        <ErrorNote error={invoices.error} />
+        {(invoices.data?.data ?? []).length === 0 ? <p>No invoices yet.</p> : null}
+        {(invoices.data?.data ?? []).map((invoice) => (
+          <div key={invoice.id} className="invoice-block">
+            <h3>
+              <Link to="/invoices/$id" params={{ id: invoice.id }}>
+                {invoice.number ?? invoice.id}
+              </Link>{' '}
+              <Status value={invoice.status} /> {money(invoice.total, invoice.currency)} · {date(invoice.created_at)}
+            </h3>
+            <InvoiceLines invoice={invoice} />
+          </div>
+        ))}
+      </section>
       <section className="card" aria-label="Timeline">
         <h2>Timeline</h2>
         <ol className="timeline">
