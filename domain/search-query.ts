@@ -70,6 +70,9 @@ export const invoiceSearchSchema: SearchSchema = {
     period_start: { type: 'time' },
     period_end: { type: 'time' },
     paid_at: { type: 'time', nullable: true },
+    // An invoice with a line of this plan, or of this quantity (compare with > < >= <=): pricing phase 1.
+    plan: { type: 'id' },
+    quantity: { type: 'amount' },
   },
 };
 

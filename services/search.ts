@@ -29,6 +29,11 @@ export type SearchTable = {
   metadata?: string;
   /** A join (alias `c`) needed by some fields, added only when one of them is used. */
   join?: { fields: readonly string[]; sql: string };
+  /**
+   * Fields of one element of a jsonb array column (`lines`): the clause matches a row with
+   * at least one element for which it holds (`plan:plan_…`, `quantity>=10` on an invoice's lines).
+   */
+  elements?: { array: string; columns: Readonly<Record<string, string>> };
 };
 
 const transactionColumns = {
@@ -76,6 +81,7 @@ export const invoiceSearch: SearchTable = {
     period_end: 't.period_end',
     paid_at: 't.paid_at',
   },
+  elements: { array: 't.lines', columns: { plan: "(e.line ->> 'plan')", quantity: "((e.line ->> 'quantity')::bigint)" } },
 };
 
 export const customerSearch: SearchTable = {
@@ -100,7 +106,8 @@ function clauseSql(table: SearchTable, clause: SearchClause, params: unknown[]):
     params.push(clause.key, (value as { value: string }).value);
     sql = `(${table.metadata} ->> ?) = ?`;
   } else {
-    const column = table.columns[clause.field];
+    const element = table.elements && Object.hasOwn(table.elements.columns, clause.field) ? table.elements.columns[clause.field] : undefined;
+    const column = element ?? table.columns[clause.field];
     // The parser only lets the schema's fields through; a table missing one is a programming error.
     if (!column) throw new Error(`search: no column for ${table.table}.${clause.field}`);
     if (value.kind === 'null') sql = `${column} is null`;
@@ -126,6 +133,7 @@ function clauseSql(table: SearchTable, clause: SearchClause, params: unknown[]):
       params.push(value.value);
       sql = `${column} ${comparisons[clause.op]} ?`;
     }
+    if (element && table.elements) sql = `exists (select 1 from jsonb_array_elements(${table.elements.array}) as e(line) where ${sql})`;
   }
   // A negation matches the rows where the clause is false or unknown (a null column).
   return clause.negated ? `not coalesce(${sql}, false)` : sql;

@@ -131,4 +131,24 @@ describe('exports of pricing fields', () => {
     const api = await engine.call('GET', `/v1/invoices/${tiered.id}`);
     expect(api.body.lines.map((l: any) => [l.plan, l.quantity, l.unit_amount, l.amount])).toEqual(tiered.lines.map((l: any) => [l.plan, l.quantity, l.unit_amount, l.amount]));
   });
+
+  it('invoice search and a searched export find invoices by a line\'s plan and quantity', async () => {
+    const search = async (query: string) => {
+      const res = await engine.call('GET', `/v1/invoices/search?query=${encodeURIComponent(query)}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return (res.body.data as any[]).map((i) => i.subscription_id as string);
+    };
+    // The setup fee's plan is on the first seats invoice only.
+    expect(await search(`plan:${plans.setup.id}`)).toEqual([subs.seats.id]);
+    // 15 seats: the change's charge line and the tiered invoice; more than 12: the same two.
+    expect((await search('quantity:15')).sort()).toEqual([subs.seats.id, subs.tiered.id].sort());
+    expect((await search('quantity>=13')).sort()).toEqual([subs.seats.id, subs.tiered.id].sort());
+    expect(await search(`plan:${plans.seats.id} AND quantity:2`)).toEqual([subs.euro.id]);
+    // A negation: the invoices with no line of the seats plan.
+    expect(await search(`-plan:${plans.seats.id}`)).toEqual([subs.tiered.id]);
+    const bad = await engine.call('GET', `/v1/invoices/search?query=${encodeURIComponent('quantity~"1"')}`);
+    expect(bad.status).toBe(400);
+    const rows = JSON.parse(await exported({ resource: 'invoices', format: 'json', query: 'quantity>=13', columns: ['subscription'] }));
+    expect(rows.map((r: any) => r.subscription).sort()).toEqual([subs.seats.id, subs.tiered.id].sort());
+  });
 });

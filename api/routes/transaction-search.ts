@@ -66,7 +66,7 @@ const invoicesRoute = searchRoute(
   'Search invoices',
   'The transactions search language with the invoice fields: id, number (`~` too), status, customer, email (the customer email on the invoice, `~` too), ' +
     'subscription, total, amount_due, amount_paid (compare with `>`, `<`, `>=`, `<=`), currency, created, period_start, period_end, paid_at (dates; ' +
-    '`paid_at:null` for unpaid). Newest first, read-your-writes. A bad query is `invalid_request` naming the character position.',
+    '`paid_at:null` for unpaid), plan (an invoice with a line of that plan) and quantity (a line of that quantity; compares too). Newest first, read-your-writes. A bad query is `invalid_request` naming the character position.',
   'status:open AND amount_due>=1000',
   InvoiceSchema,
 );
