@@ -258,9 +258,12 @@ export function createActivities(deps: ActivityDeps) {
     async completePayout(payoutId: string): Promise<string> {
       return completePayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId);
     },
-    /** A payout's pending time is over (at: the workflow's clock): held, or in transit with its arrival date. */
-    async submitPayout(payoutId: string, atMs: number): Promise<SubmitResult> {
-      return submitPayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId, new Date(atMs));
+    /**
+     * A payout's pending time is over (at: the workflow's clock): held, or in transit with its arrival date.
+     * `notBeforeMs`: the end of its cancelable time on the workflow's clock; woken before it, it stays pending.
+     */
+    async submitPayout(payoutId: string, atMs: number, notBeforeMs?: number): Promise<SubmitResult> {
+      return submitPayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId, new Date(atMs), notBeforeMs === undefined ? undefined : new Date(notBeforeMs));
     },
     /** A payout in transit arrives: paid or failed (with its events and balance transaction). */
     async settlePayout(payoutId: string, atMs: number): Promise<string> {

@@ -238,14 +238,13 @@ type Claim = { status: 'claimed'; payout: Payout } | SubmitResult;
  * by a retried activity (a worker that died between claim and rail), which then
  * hands it over: the rail is idempotent on the payout id.
  */
-async function claimForRail(em: EntityManager, payoutId: string, at: Date): Promise<Claim> {
+async function claimForRail(em: EntityManager, payoutId: string, at: Date, notBefore?: Date): Promise<Claim> {
   return em.transactional(async (tx) => {
     const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (row.status === 'in_transit') return { status: 'in_transit' as const, arrivalMs: row.arrivalDate!.getTime() };
     if (row.status !== 'pending') return { status: row.status as Exclude<PayoutStatus, 'in_transit' | 'pending'> };
     if (row.submittedAt) return { status: 'claimed' as const, payout: row };
-    const cancelableUntil = row.createdAt.getTime() + payoutPendingMs;
-    if (at.getTime() < cancelableUntil) return { status: 'pending' as const, untilMs: cancelableUntil };
+    if (notBefore && at < notBefore) return { status: 'pending' as const, untilMs: notBefore.getTime() };
     // Read after the lock: a hold whose transaction locked this row first is seen (placeHold).
     const hold = await activeHold(tx, row, at);
     if (hold) {
@@ -268,11 +267,13 @@ async function claimForRail(em: EntityManager, payoutId: string, at: Date): Prom
  * The end of a payout's pending time (`at`: the workflow's clock): under a hold it
  * stays pending and shows the hold (payout.updated once per hold); otherwise it is
  * claimed (claimForRail), the rail takes it, and it is `in_transit` with its
- * `arrival_date` (payout.updated). Anything but pending is answered as it is, so a
- * retried activity changes nothing.
+ * `arrival_date` (payout.updated). Before `notBefore` (the end of its cancelable
+ * time, on the workflow's clock: a workflow woken early by a hold's release) it
+ * stays pending. Anything but pending is answered as it is, so a retried activity
+ * changes nothing.
  */
-export async function submitPayout(em: EntityManager, rail: PayoutRail, payoutId: string, at = new Date()): Promise<SubmitResult> {
-  const claim = await claimForRail(em, payoutId, at);
+export async function submitPayout(em: EntityManager, rail: PayoutRail, payoutId: string, at = new Date(), notBefore?: Date): Promise<SubmitResult> {
+  const claim = await claimForRail(em, payoutId, at, notBefore);
   if (claim.status !== 'claimed') return claim;
   const sent = await rail.send(await railPayout(em, claim.payout));
   return em.transactional(async (tx) => {

@@ -30,6 +30,9 @@ export interface PayoutWorkflowInput {
   testClock?: ClockBinding;
 }
 
+/** A hold released inside a payout's cancelable time does not send it before that time ends (issue #24). */
+export const payoutCancelWindowPatch = 'payout-cancel-window';
+
 /** The payout's row changed (canceled, a hold released): look again now. */
 export const payoutChangedSignal = defineSignal('payoutChanged');
 
@@ -56,12 +59,15 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<string
   const woken = () => changed;
   const at = (ms: number | null) => (ms === null ? null : new Date(ms));
 
-  setCurrentDetails(`Payout ${input.payoutId}: pending (cancelable) until ${new Date(clock.now().getTime() + input.arrivalMs).toISOString()}.`);
-  await clock.sleepUntil(at(clock.now().getTime() + input.arrivalMs), woken);
+  const cancelableUntil = clock.now().getTime() + input.arrivalMs;
+  setCurrentDetails(`Payout ${input.payoutId}: pending (cancelable) until ${new Date(cancelableUntil).toISOString()}.`);
+  await clock.sleepUntil(at(cancelableUntil), woken);
+  // Runs from before payout claims submitted whenever woken (a cancel then ended them); newer ones stay pending until the end of their cancelable time.
+  const notBefore = patched(payoutCancelWindowPatch) ? [cancelableUntil] : [];
   let arrivalMs: number;
   for (;;) {
     changed = false;
-    const submitted = await activities.submitPayout(input.payoutId, clock.now().getTime());
+    const submitted = await activities.submitPayout(input.payoutId, clock.now().getTime(), ...notBefore);
     if (submitted.status === 'in_transit') {
       arrivalMs = submitted.arrivalMs;
       break;
