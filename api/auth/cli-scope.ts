@@ -74,6 +74,7 @@ export const cliKeyScope: Record<string, CliScope> = {
   'POST /v1/portal/subscriptions/{id}/resume': allowed,
   'POST /v1/portal/subscriptions/{id}/undo_cancel': allowed,
   'POST /v1/portal/subscriptions/{id}/change_plan': allowed,
+  'POST /v1/portal/subscriptions/{id}/quantity': allowed,
   'GET /v1/customers/search': allowed,
   'POST /v1/customers': allowed,
   'GET /v1/customers': allowed,
