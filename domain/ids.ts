@@ -7,6 +7,7 @@ export const idPrefixes = {
   plan: 'plan',
   product: 'prod',
   subscription: 'sub',
+  subscriptionItem: 'si',
   invoice: 'inv',
   charge: 'ch',
   transaction: 'txn',

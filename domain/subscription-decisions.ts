@@ -11,7 +11,17 @@ import { scheduledAttemptAt } from './dunning.ts';
 import { priceFor, type PriceResult, type PriceRow } from './pricing.ts';
 import { dailyRate, prorate } from './proration.ts';
 import { renewalOffsetMs } from './renewal-spread.ts';
-import { endedStatuses, type BillingCycleMode, type DunningState, type PlanTerms, type PriceTerms, type SubscriptionSnapshot } from './subscription.ts';
+import {
+  endedStatuses,
+  subscriptionItemId,
+  type BillingCycleMode,
+  type DunningState,
+  type ItemTerms,
+  type PlanTerms,
+  type PriceTerms,
+  type SubscriptionItemSnapshot,
+  type SubscriptionSnapshot,
+} from './subscription.ts';
 
 const iso = (instant: Date) => instant.toISOString();
 
@@ -24,7 +34,25 @@ export interface SubscriptionState {
   plan: PlanTerms;
   pendingPlan: PlanTerms | null;
   firstInvoiceItems?: PriceTerms[];
+  /**
+   * Its recurring items when it has several, or had one added, changed or removed (phase 2 of #26); `plan` is then
+   * always the first. Absent or null: the one item `plan` (every subscription before items, and every one made with `plan`).
+   */
+  items?: ItemTerms[] | null;
+  /** Prorated lines of item changes made with `create_prorations`, waiting for the next invoice (renewalLines). */
+  pendingLines?: InvoiceLineInput[];
 }
+
+/** The recurring items a state bills: its items, or the one item of its plan. */
+export function itemsOf(state: Pick<SubscriptionState, 'subscription' | 'plan' | 'items'>): ItemTerms[] {
+  return state.items ?? [{ ...state.plan, itemId: subscriptionItemId(state.subscription.id) }];
+}
+
+/** The items as the snapshot shows them. */
+export const itemSnapshots = (items: readonly ItemTerms[]): SubscriptionItemSnapshot[] => items.map((item) => ({ id: item.itemId, planId: item.planId, quantity: item.quantity ?? 1 }));
+
+/** Whether two prices can share one billing period: the same interval unit and count. */
+export const sharesPeriod = (a: PlanTerms, b: PlanTerms): boolean => a.interval.unit === b.interval.unit && a.interval.count === b.interval.count;
 
 /** The same plan at the same quantity (terms from before quantities are at 1). */
 export const sameTerms = (a: PriceTerms, b: PriceTerms): boolean => a.planId === b.planId && (a.quantity ?? 1) === (b.quantity ?? 1);
@@ -48,7 +76,9 @@ export type SubscriptionCommand =
   /** Take back a cancel at period end before the period ends. */
   | { kind: 'undoCancel' }
   /** Void one of its invoices between the workflow's own steps, so no charge of it is in flight (services/invoice-void.ts). */
-  | { kind: 'voidInvoice'; invoiceId: string };
+  | { kind: 'voidInvoice'; invoiceId: string }
+  /** Add, change or remove a recurring item (/v1/subscription_items; patched('subscription-items')). */
+  | { kind: 'changeItems'; change: ItemChange };
 
 /** Why `command` cannot be applied now, or null. Asked by the update validators and again when the command runs. */
 export function commandProblem(state: SubscriptionState, command: SubscriptionCommand): string | null {
@@ -68,6 +98,7 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
       return s === 'paused' ? null : `Only a paused subscription can be resumed; it is ${s}.`;
     case 'changePlan':
       if (s !== 'active' && s !== 'trialing') return `The plan of a ${s} subscription cannot change.`;
+      if ((state.items?.length ?? 1) > 1) return `The subscription has ${state.items!.length} items: change each through /v1/subscription_items.`;
       if (sameTerms(command.plan, plan) && !pendingPlan) return `The subscription is already on ${plan.planId}${(plan.quantity ?? 1) === 1 ? '' : ` × ${plan.quantity}`}.`;
       if (command.plan.currency !== plan.currency) return `The new plan bills in ${command.plan.currency}, the subscription in ${plan.currency}.`;
       return null;
@@ -77,6 +108,8 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
       return subscription.cancelAtPeriodEnd ? null : 'The subscription is not set to cancel at period end.';
     case 'voidInvoice':
       return null;
+    case 'changeItems':
+      return itemChangeProblem(state, command.change);
   }
 }
 
@@ -276,6 +309,19 @@ export function oneTimeLines(items: readonly PriceTerms[], issuedAt: Date): Invo
 }
 
 /**
+ * THE lines of a subscription's cycle invoice (the first charge, a renewal, a resume), in order: one line per
+ * recurring item priced at its quantity (domain/pricing.ts; a calendar stub prorated), the one-time prices of the
+ * first invoice, the prorated lines item changes left for this invoice (create_prorations), then `pendingItems`:
+ * lines from outside the subscription (pending invoice items) that this invoice picks up. The workflow's invoice
+ * and the upcoming-invoice preview (upcomingInvoice) both come from here. A state with neither items nor pending
+ * lines makes exactly the lines it always made.
+ */
+export function renewalLines(state: SubscriptionState, period: BillingPeriod, issuedAt: Date, pendingItems: readonly InvoiceLineInput[] = []): InvoiceLineInput[] {
+  const recurring = state.items ? state.items.map((item) => cycleLine(state.subscription, item, period)) : [cycleLine(state.subscription, state.plan, period)];
+  return [...recurring, ...oneTimeLines(state.firstInvoiceItems ?? [], issuedAt), ...(state.pendingLines ?? []), ...pendingItems];
+}
+
+/**
  * The invoice of billing cycle `cycle` (the first charge after a trial, a renewal, a resume), issued at `now`.
  * With renewals spread (`spreadMinutes`, as nextWake takes it), a calendar renewal that runs within the window
  * after its period starts is issued at the period's start, the boundary, not at the spread instant it runs.
@@ -293,7 +339,7 @@ export function cycleInvoice(state: SubscriptionState, cycle: number, now: Date,
       accountId: subscription.accountId,
       customerId: subscription.customerId,
       currency: plan.currency,
-      lines: [cycleLine(subscription, plan, period), ...oneTimeLines(state.firstInvoiceItems ?? [], issuedAt)],
+      lines: renewalLines(state, period, issuedAt),
       periodStart: iso(period.start),
       periodEnd: iso(period.end),
       issuedAt: iso(issuedAt),
@@ -386,6 +432,177 @@ export function upgradeInvoice(state: SubscriptionState, next: PlanTerms, now: D
       livemode: subscription.livemode,
     },
   };
+}
+
+// ---- Item changes (/v1/subscription_items) ----------------------------------
+
+/**
+ * What an item change does with money (Stripe's `proration_behavior`):
+ * - `create_prorations` (default): prorated lines for the rest of the period, kept for the next invoice;
+ * - `always_invoice`: the same lines (and any already kept) invoiced and charged now; when they add up to
+ *   zero or a credit there is nothing to charge, and they are kept for the next invoice instead;
+ * - `none`: no proration; the next renewal bills the new items.
+ * Every change takes effect at once (Stripe's semantics); in a trial it simply changes, with no lines.
+ */
+export const prorationBehaviors = ['create_prorations', 'always_invoice', 'none'] as const;
+export type ProrationBehavior = (typeof prorationBehaviors)[number];
+
+/** Most recurring items one subscription has. */
+export const maxItems = 20;
+
+export type ItemChange =
+  | { action: 'add'; item: ItemTerms; prorationBehavior: ProrationBehavior }
+  /** `item` carries the existing item's id with its new plan and quantity. */
+  | { action: 'update'; item: ItemTerms; prorationBehavior: ProrationBehavior }
+  | { action: 'remove'; itemId: string; prorationBehavior: ProrationBehavior };
+
+const itemName = (item: PriceTerms): string => `${item.name}${(item.quantity ?? 1) === 1 ? '' : ` × ${item.quantity}`}`;
+
+/** Why `change` cannot be made now, or null (the validator's check, and again when the command runs). */
+export function itemChangeProblem(state: SubscriptionState, change: ItemChange): string | null {
+  const { subscription, plan, pendingPlan } = state;
+  const s = subscription.status;
+  if (s !== 'active' && s !== 'trialing') return `The items of a ${s} subscription cannot change.`;
+  if (pendingPlan) return `A plan change to ${pendingPlan.planId} waits for the renewal; drop it first (POST /v1/subscriptions/${subscription.id}/update with the current plan and quantity).`;
+  const items = itemsOf(state);
+  if (change.action === 'remove') {
+    if (!items.some((i) => i.itemId === change.itemId)) return `The subscription has no item ${change.itemId}.`;
+    if (items.length === 1) return `${change.itemId} is the subscription's last recurring item; cancel the subscription instead.`;
+    return null;
+  }
+  const next = change.item;
+  if (next.currency !== plan.currency) return `Plan ${next.planId} bills in ${next.currency}, the subscription in ${plan.currency}.`;
+  if (!sharesPeriod(next, plan)) {
+    return `Plan ${next.planId} bills every ${next.interval.count} ${next.interval.unit}(s) and the subscription every ${plan.interval.count} ${plan.interval.unit}(s): every item shares the subscription's billing period.`;
+  }
+  const other = items.find((i) => i.planId === next.planId && i.itemId !== next.itemId);
+  if (other) return `Plan ${next.planId} is already item ${other.itemId}; change its quantity instead.`;
+  if (change.action === 'add') {
+    if (items.some((i) => i.itemId === next.itemId)) return `The subscription already has an item ${next.itemId}.`;
+    if (items.length >= maxItems) return `A subscription has at most ${maxItems} recurring items.`;
+    return null;
+  }
+  const current = items.find((i) => i.itemId === next.itemId);
+  if (!current) return `The subscription has no item ${next.itemId}.`;
+  if (sameTerms(current, next)) return `Item ${next.itemId} is already ${next.planId} × ${next.quantity ?? 1}.`;
+  return null;
+}
+
+/**
+ * The prorated lines of replacing `from` by `to` (either may be absent: an add, a removal) at `at` within the
+ * current period [start, end), as a plan upgrade prorates (domain/proration.ts), each rounded once:
+ *   credit = −round(price(from) × remaining ÷ period),  charge = round(price(to) × remaining ÷ period).
+ */
+export function itemProrationLines(from: PriceTerms | null, to: PriceTerms | null, current: { start: Date; end: Date }, at: Date): InvoiceLineInput[] {
+  const { start, end } = current;
+  const periodMs = end.getTime() - start.getTime();
+  const remainingMs = end.getTime() - at.getTime();
+  const lines: InvoiceLineInput[] = [];
+  if (from) lines.push(priceLine(from, `Unused time on ${itemName(from)} after ${iso(at)}`, -prorate(termsPrice(from).amount, remainingMs, periodMs), { start: at, end }, true, null));
+  if (to) lines.push(priceLine(to, `Remaining time on ${itemName(to)} after ${iso(at)}`, prorate(termsPrice(to).amount, remainingMs, periodMs), { start: at, end }, true, null));
+  return lines;
+}
+
+export interface ItemChangeResult {
+  /** The items after the change; the first is the subscription's `plan`. */
+  items: ItemTerms[];
+  /** The change's prorated lines (none in a trial, or with proration_behavior none). */
+  lines: InvoiceLineInput[];
+  /** The prorated lines kept for the next invoice after it (state.pendingLines and, with create_prorations, these). */
+  pendingLines: InvoiceLineInput[];
+  /** always_invoice with something to charge: the invoice made now of every kept line and these; null otherwise. */
+  invoice: InvoiceInput | null;
+}
+
+/** What `change` (allowed by itemChangeProblem) does at `at`: the items after it, and where its prorated lines go. */
+export function applyItemChange(state: SubscriptionState, change: ItemChange, at: Date): ItemChangeResult {
+  const { subscription } = state;
+  const before = itemsOf(state);
+  const items =
+    change.action === 'add'
+      ? [...before, change.item]
+      : change.action === 'update'
+        ? before.map((i) => (i.itemId === change.item.itemId ? change.item : i))
+        : before.filter((i) => i.itemId !== change.itemId);
+  const kept = state.pendingLines ?? [];
+  if (subscription.status === 'trialing' || change.prorationBehavior === 'none' || !subscription.currentPeriodStart || !subscription.currentPeriodEnd) {
+    return { items, lines: [], pendingLines: kept, invoice: null };
+  }
+  const current = { start: new Date(subscription.currentPeriodStart), end: new Date(subscription.currentPeriodEnd) };
+  const when = new Date(Math.min(Math.max(at.getTime(), current.start.getTime()), current.end.getTime()));
+  const from = change.action === 'add' ? null : before.find((i) => i.itemId === (change.action === 'remove' ? change.itemId : change.item.itemId))!;
+  const to = change.action === 'remove' ? null : change.item;
+  const lines = itemProrationLines(from, to, current, when);
+  const all = [...kept, ...lines];
+  const owed = all.reduce((sum, line) => sum + lineTotal(line), 0);
+  if (change.prorationBehavior === 'create_prorations' || owed <= 0) return { items, lines, pendingLines: all, invoice: null };
+  const billingKey = `${subscription.id}:item_change:${subscription.version}`;
+  return {
+    items,
+    lines,
+    pendingLines: [],
+    invoice: {
+      billingKey,
+      subscriptionId: subscription.id,
+      accountId: subscription.accountId,
+      customerId: subscription.customerId,
+      currency: state.plan.currency,
+      lines: all,
+      periodStart: iso(when),
+      periodEnd: iso(current.end),
+      issuedAt: iso(at),
+      livemode: subscription.livemode,
+    },
+  };
+}
+
+/** A line's amount in minor units (amount × quantity, or its total): what the invoice adds up. */
+export const lineTotal = (line: InvoiceLineInput): number => line.total ?? (line.amount ?? 0) * line.quantity;
+
+/** The state a renewal bills from: a downgrade that waited for it takes effect (its one item follows). */
+export function stateAtRenewal(state: SubscriptionState): SubscriptionState {
+  if (!state.pendingPlan) return state;
+  const plan = state.pendingPlan;
+  const items = state.items ? [{ ...plan, itemId: state.items[0]!.itemId }] : state.items;
+  return { ...state, plan, pendingPlan: null, ...(items === undefined ? {} : { items }) };
+}
+
+// ---- The upcoming invoice ---------------------------------------------------
+
+/**
+ * The next invoice the workflow makes for `state` by itself, as it will make it (GET /v1/invoices/upcoming):
+ * a trialing subscription's first (at the trial's end), an active one's renewal (a waiting downgrade applied,
+ * stateAtRenewal), both through cycleInvoice and so renewalLines. With `changes`, proposed item changes at
+ * `at` are applied first (applyItemChange, each as its proration_behavior says; an always_invoice change's
+ * invoice is made at once, so it is not part of the next one). Null: no invoice is coming (a cancel at period
+ * end, past due, paused, ended). Its `issuedAt` is the instant the period starts.
+ */
+export function upcomingInvoice(state: SubscriptionState, spreadMinutes: number, changes: readonly ItemChange[] = [], at: Date = new Date(0)): InvoiceInput | null {
+  let next = state;
+  for (const change of changes) {
+    const problem = itemChangeProblem(next, change);
+    if (problem) throw new RangeError(problem);
+    const result = applyItemChange(next, change, at);
+    next = { ...next, items: result.items, plan: stripItemId(result.items[0]!), pendingLines: result.pendingLines };
+  }
+  const s = next.subscription;
+  if (s.cancelAtPeriodEnd) return null;
+  if (s.status === 'trialing') {
+    const from = new Date(s.trialEnd!);
+    const anchored = { ...next, subscription: { ...s, ...billingAnchorFrom(s.billingCycleMode, from, next.plan.interval.unit) } };
+    return cycleInvoice(anchored, 0, from, 0).invoice;
+  }
+  if (s.status !== 'active') return null;
+  const renewing = stateAtRenewal(next);
+  const cycle = s.billingCycle + 1;
+  const start = periodOf(s, renewing.plan, cycle).start;
+  return cycleInvoice(renewing, cycle, start, spreadMinutes).invoice;
+}
+
+/** An item's terms as the subscription's `plan` (the first item). */
+export function stripItemId(item: ItemTerms): PlanTerms {
+  const { itemId: _itemId, ...terms } = item;
+  return terms;
 }
 
 // ---- Dunning ----------------------------------------------------------------

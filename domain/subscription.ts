@@ -45,6 +45,21 @@ export interface PlanTerms extends PriceTerms {
   interval: BillingInterval;
 }
 
+/**
+ * One recurring item of a subscription with several (phase 2 of #26): its terms and its id. Every item shares the
+ * subscription's billing period (the same interval) and currency.
+ */
+export interface ItemTerms extends PlanTerms {
+  itemId: string;
+}
+
+/** An item as the snapshot (and so the projection and the API) shows it. */
+export interface SubscriptionItemSnapshot {
+  id: string;
+  planId: string;
+  quantity: number;
+}
+
 /** The id of a subscription's (one) recurring item: `si_` and the subscription's own ULID, so subscriptions made before items have it too. */
 export const subscriptionItemId = (subscriptionId: string): string => `si_${subscriptionId.slice(subscriptionId.indexOf('_') + 1)}`;
 
@@ -123,6 +138,11 @@ export interface SubscriptionSnapshot {
   pendingQuantity?: number | null;
   /** The currency it bills in (the plan's, or one of its currency_options); absent in snapshots made before: its plan's currency. */
   currency?: string;
+  /**
+   * Its recurring items, when it has been given several (or had one added, changed or removed through
+   * /v1/subscription_items); absent: the one item of planId × quantity (subscriptionItemId). planId and quantity are the first item's.
+   */
+  items?: SubscriptionItemSnapshot[];
   /** Overrides the account's grace period when set. */
   gracePeriodDays: number | null;
   dunning: DunningState | null;

@@ -26,7 +26,11 @@ export const SubscriptionSchema = z
           quantity: z.number().int(),
         }),
       )
-      .openapi({ description: 'What it bills each period: one recurring item today (its plan and quantity). One-time plans given on create are on the first invoice only, not here' }),
+      .openapi({
+        description:
+          'What it bills each period: its recurring items (plan and quantity), all on the one billing period; `plan` and `quantity` are the first. ' +
+          'A subscription made with `plan` has one, `si_` plus its own id. One-time plans given on create are on the first invoice only, not here',
+      }),
     livemode: z.boolean(),
     billing_cycle_anchor: timestamp.nullable().openapi({ description: 'Periods are counted from here' }),
     billing_cycle_mode: z.enum(billingCycleModes),
@@ -72,6 +76,7 @@ type SubscriptionLike = Pick<
   | 'quantity'
   | 'pendingQuantity'
   | 'currency'
+  | 'items'
   | 'livemode'
   | 'billingCycle'
   | 'billingCycleMode'
@@ -108,7 +113,9 @@ export function serializeSubscription(subscription: SubscriptionLike | Subscript
     quantity: s.quantity ?? 1,
     pending_quantity: s.pendingPlanId ? (s.pendingQuantity ?? s.quantity ?? 1) : null,
     currency: s.currency ?? null,
-    items: [{ object: 'subscription_item', id: subscriptionItemId(s.id), plan: s.planId, quantity: s.quantity ?? 1 }],
+    items: s.items
+      ? s.items.map((item) => ({ object: 'subscription_item' as const, id: item.id, plan: item.planId, quantity: item.quantity }))
+      : [{ object: 'subscription_item', id: subscriptionItemId(s.id), plan: s.planId, quantity: s.quantity ?? 1 }],
     livemode: s.livemode,
     billing_cycle_anchor: isoOrNull(s.billingAnchor),
     billing_cycle_mode: s.billingCycleMode,

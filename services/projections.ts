@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { Subscription } from '../db/entities/index.ts';
 import { subscriptionEventType } from '../domain/events.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
@@ -45,6 +45,8 @@ export async function projectSubscriptionOn(tx: EntityManager, snapshot: Subscri
     pendingPlanId: snapshot.pendingPlanId,
     quantity: snapshot.quantity ?? 1,
     pendingQuantity: snapshot.pendingQuantity ?? null,
+    // As jsonb from JSON text: the query builder would send a bare array as a PostgreSQL array (and a string as a JSON string).
+    items: snapshot.items ? (raw('?::jsonb', [JSON.stringify(snapshot.items)]) as unknown as SubscriptionSnapshot['items']) : null,
     // Snapshots of workflows started before currencies were recorded have none: the column keeps what the migration filled in.
     ...(snapshot.currency ? { currency: snapshot.currency } : {}),
     gracePeriodDays: snapshot.gracePeriodDays,

@@ -2,7 +2,7 @@
  * Pricing schemes billed by the subscription workflow, in skipped time, through the real API:
  * seats (per_unit × quantity), graduated and volume tiers, a setup fee on the first invoice
  * only, a price in another currency, a plan change that keeps the seats; and the 400s that
- * refuse what phase 1 does not bill (several recurring items, a one-time plan as the plan)
+ * refuse what is not billed (recurring items of different intervals, a one-time plan as the plan)
  * and any change to a plan's price.
  */
 import { extractText, getDocumentProxy } from 'unpdf';
@@ -270,14 +270,14 @@ describe('pricing schemes on subscriptions', () => {
 
   it('refuses what it does not bill, and changes nothing', async () => {
     const seats = await plan({ name: 'Seats', amount: 2000 });
-    const addOn = await plan({ name: 'Add-on', amount: 500 });
+    const yearly = await plan({ name: 'Yearly add-on', amount: 5000, interval: 'year' });
     const setup = await plan({ name: 'Setup', type: 'one_time', amount: 5000 });
     const cus = await customer();
     const before = (await engine.call('GET', '/v1/subscriptions?limit=100')).body.data.length;
     const cases: [Record<string, unknown>, string][] = [
       [
-        { customer_id: cus, items: [{ plan: seats.id, quantity: 2 }, { plan: addOn.id }] },
-        `items: multi-item subscriptions are not supported yet: give exactly one recurring plan (got ${seats.id}, ${addOn.id}), and any one_time plans for the first invoice.`,
+        { customer_id: cus, items: [{ plan: seats.id, quantity: 2 }, { plan: yearly.id }] },
+        `items: every recurring item shares the subscription's billing period, and ${yearly.id} bills every 1 year while ${seats.id} bills every 1 month. Make a subscription per interval.`,
       ],
       [{ customer_id: cus, plan: setup.id }, `plan: a subscription needs one recurring plan; ${setup.id} is one_time.`],
       [{ customer_id: cus, items: [{ plan: setup.id }] }, `items: a subscription needs one recurring plan; ${setup.id} is one_time.`],

@@ -53,8 +53,12 @@ import type { OpenedInvoice } from '../services/invoices.ts';
 import type { PendingFunds } from '../services/balances.ts';
 import { addDays } from '../domain/billing-calendar.ts';
 import {
+  applyItemChange,
   billingAnchorFrom,
   commandProblem,
+  itemSnapshots,
+  stateAtRenewal,
+  stripItemId,
   cycleInvoice,
   failedRetry,
   isEnded,
@@ -66,11 +70,13 @@ import {
   startDunning,
   upgradeInvoice,
   waitingDetails,
+  type InvoiceLineInput,
+  type ItemChange,
   type SubscriptionCommand,
   type SubscriptionState,
   type WakeAction,
 } from '../domain/subscription-decisions.ts';
-import type { DunningState, PlanTerms, PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { DunningState, ItemTerms, PlanTerms, PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
 import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import { SubscriptionStatusKey } from './search-attributes.ts';
 
@@ -94,6 +100,13 @@ export interface SubscriptionWorkflowInput {
    * the run's latest.
    */
   renewalSpreadMinutes?: number;
+  /**
+   * Its recurring items when it has several, or had one added, changed or removed (phase 2 of #26); `plan` is the
+   * first. Absent: the one item `plan`, as every run before items.
+   */
+  items?: ItemTerms[];
+  /** Prorated lines of item changes (create_prorations) waiting for the next invoice; carried by every continue-as-new. */
+  pendingLines?: InvoiceLineInput[];
 }
 
 /** Balance transactions of a paid cycle that become available at `at` (ISO, this workflow's time). */
@@ -127,6 +140,20 @@ export const changePlanUpdate = defineUpdate<SubscriptionSnapshot, [ChangePlanRe
  * a dunning retry's charge of that invoice and the void are one decision. Refused (invalid_state) when the invoice
  * is no longer open or uncollectible; an unpaid invoice in dunning ends the dunning.
  */
+/**
+ * Adds, changes or removes a recurring item (/v1/subscription_items), applied by the main loop between billing
+ * steps (so a change and a renewal are never at once), with its proration_behavior. An always_invoice change whose
+ * charge is declined is refused with type `payment_failed` and changes nothing.
+ */
+export const changeItemsUpdate = defineUpdate<SubscriptionSnapshot, [ItemChange]>('changeSubscriptionItems');
+/** What the workflow bills from (its state, the renewal spread window): the upcoming invoice is computed from it (domain: upcomingInvoice). */
+export interface BillingStateView {
+  state: SubscriptionState;
+  spreadMinutes: number;
+}
+export const billingStateQuery = defineQuery<BillingStateView>('billingState');
+/** Item changes through the workflow's queue (changeItemsUpdate): only runs that accepted one (which older code never registered) command anything for it. */
+export const subscriptionItemsPatch = 'subscription-items';
 export const voidInvoiceUpdate = defineUpdate<SubscriptionSnapshot, [{ invoiceId: string }]>('voidInvoice');
 /** The customer's payment method changed: a past-due subscription retries at once. */
 export const paymentMethodUpdatedSignal = defineSignal('paymentMethodUpdated');
@@ -199,6 +226,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   let pendingPlan = input.pendingPlan ?? null;
   /** Setup fees for the first cycle invoice (pricing schemes; runs started before have none). */
   let firstInvoiceItems = input.firstInvoiceItems ?? [];
+  /** Several items (phase 2 of #26); null: the one item `plan`. */
+  let items: ItemTerms[] | null = input.items ?? null;
+  /** Prorated lines waiting for the next cycle invoice. */
+  let pendingLines: InvoiceLineInput[] = input.pendingLines ?? [];
   // Snapshots from before currencies were recorded bill in their plan's currency.
   let subscription = input.snapshot.currency === undefined ? { ...input.snapshot, currency: input.plan.currency } : input.snapshot;
   /** Pending money of paid cycles, earliest first (only ever filled under funds-in-subscription). */
@@ -207,7 +238,14 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   const queue: Queued[] = [];
   /** Billing dates (trial end or renewal) this run has handled; each used to end the run (before renew-in-place). */
   let billingDates = 0;
-  const state = (): SubscriptionState => ({ subscription, plan, pendingPlan, firstInvoiceItems });
+  const state = (): SubscriptionState => ({ subscription, plan, pendingPlan, firstInvoiceItems, ...(items ? { items } : {}), ...(pendingLines.length > 0 ? { pendingLines } : {}) });
+  /** The terms the subscription bills by now: its plan, and its items follow when it has them (a plan change of a one-item subscription). */
+  function setPlan(next: PlanTerms): void {
+    plan = next;
+    if (items) items = [{ ...next, itemId: items[0]!.itemId }];
+  }
+  /** The snapshot's items, when the run has items (absent otherwise, as before). */
+  const itemFields = (): Partial<SubscriptionSnapshot> => (items ? { items: itemSnapshots(items) } : {});
   /** Workflow time, or the test clock's (workflows/clock-sleep.ts). */
   const clock = workflowClock(input.testClock);
   const activities = input.testClock ? localActivities : remoteActivities;
@@ -235,6 +273,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   }
 
   setHandler(subscriptionQuery, () => subscription);
+  setHandler(billingStateQuery, () => ({ state: state(), spreadMinutes: spread() }));
   setHandler(subscriptionCreatedUpdate, async () => {
     await condition(() => created);
     return subscription;
@@ -249,6 +288,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   setHandler(undoCancelAtPeriodEndUpdate, () => enqueue({ kind: 'undoCancel' }), { validator: () => validated({ kind: 'undoCancel' }) });
   setHandler(changePlanUpdate, ({ plan: next }) => enqueue({ kind: 'changePlan', plan: next }), {
     validator: ({ plan: next }) => validated({ kind: 'changePlan', plan: next }),
+  });
+  setHandler(changeItemsUpdate, (change) => enqueue({ kind: 'changeItems', change }), {
+    validator: (change) => validated({ kind: 'changeItems', change }),
   });
   // Added with invoice voids through the workflow: only new histories carry this update, so older ones replay unchanged.
   setHandler(voidInvoiceUpdate, ({ invoiceId }) => enqueue({ kind: 'voidInvoice', invoiceId }), {
@@ -266,14 +308,14 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Applies a change, bumps the version, and writes the projection and search attributes. */
   async function record(changes: Partial<SubscriptionSnapshot>): Promise<void> {
-    subscription = { ...subscription, ...changes, updatedAt: iso(clock.now()), version: subscription.version + 1 };
+    subscription = { ...subscription, ...itemFields(), ...changes, updatedAt: iso(clock.now()), version: subscription.version + 1 };
     upsertSearchAttributes([{ key: SubscriptionStatusKey, value: subscription.status }]);
     searchStatusStale = false;
     await activities.projectSubscription(subscription);
   }
 
   /** The snapshot `record(changes)` would write now, without writing it. */
-  const recorded = (changes: Partial<SubscriptionSnapshot>): SubscriptionSnapshot => ({ ...subscription, ...changes, updatedAt: iso(clock.now()), version: subscription.version + 1 });
+  const recorded = (changes: Partial<SubscriptionSnapshot>): SubscriptionSnapshot => ({ ...subscription, ...itemFields(), ...changes, updatedAt: iso(clock.now()), version: subscription.version + 1 });
 
   const customer = () => ({ accountId: subscription.accountId, customerId: subscription.customerId, livemode: subscription.livemode });
 
@@ -300,6 +342,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now(), spread());
     // The setup fees are on this invoice (a retried activity makes the same one); no later invoice carries them.
     firstInvoiceItems = [];
+    // So are the prorated lines item changes left for it.
+    pendingLines = [];
     const key = invoiceInput.billingKey;
     setCurrentDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
     const cycleFields = {
@@ -469,7 +513,48 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return { ok: true };
       case 'voidInvoice':
         return voidOwnInvoice(command.invoiceId);
+      case 'changeItems':
+        // New in this version: only runs that accepted this update (which older code never registered) reach here.
+        if (!patched(subscriptionItemsPatch)) return refuse('invalid_state', 'This subscription cannot change its items.');
+        return changeItems(command.change);
     }
+  }
+
+  /**
+   * An item change (domain: applyItemChange): the items change now; its prorated lines wait for the next invoice
+   * (create_prorations), are invoiced and charged now (always_invoice; a decline refuses it and changes nothing),
+   * or are not made (none).
+   */
+  async function changeItems(change: ItemChange): Promise<Outcome> {
+    const result = applyItemChange(state(), change, clock.now());
+    let latestInvoiceId = subscription.latestInvoiceId;
+    if (result.invoice) {
+      const invoice = await activities.openInvoice(result.invoice);
+      if (invoice.amountDue > 0) {
+        const outcome = await chargeOwningFunds({
+          idempotencyKey: `${result.invoice.billingKey}:attempt:1`,
+          invoiceId: invoice.invoiceId,
+          attempt: 1,
+          ...customer(),
+          amount: invoice.amountDue,
+          currency: plan.currency,
+          description: `Invoice ${invoice.number} (subscription items)`,
+        });
+        if (outcome.status === 'failed') {
+          await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
+          return refuse('payment_failed', `The change needs a payment of ${invoice.amountDue} now, and it failed: ${outcome.failureMessage} Nothing changed.`);
+        }
+        await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
+      } else {
+        await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
+      }
+      latestInvoiceId = invoice.invoiceId;
+    }
+    items = result.items;
+    plan = stripItemId(result.items[0]!);
+    pendingLines = result.pendingLines;
+    await record({ planId: plan.planId, quantity: plan.quantity ?? 1, latestInvoiceId });
+    return { ok: true };
   }
 
   /** The voidInvoice command: no charge of this workflow is in flight while it runs. */
@@ -516,7 +601,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         await record({ pendingPlanId: null, pendingQuantity: null });
         return { ok: true };
       case 'trial':
-        plan = next;
+        setPlan(next);
         pendingPlan = null;
         await record({ planId: next.planId, pendingPlanId: null, quantity: next.quantity ?? 1, pendingQuantity: null });
         return { ok: true };
@@ -547,7 +632,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     } else {
       await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
     }
-    plan = next;
+    setPlan(next);
     pendingPlan = null;
     if (upgrade.sameInterval) {
       await record({ planId: next.planId, pendingPlanId: null, quantity: next.quantity ?? 1, pendingQuantity: null, latestInvoiceId: invoice.invoiceId });
@@ -581,7 +666,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return;
       case 'renew':
         if (pendingPlan) {
-          plan = pendingPlan;
+          const renewing = stateAtRenewal(state());
+          plan = renewing.plan;
+          items = renewing.items ?? null;
           pendingPlan = null;
         }
         await bill(action.cycle);
@@ -685,6 +772,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
             ...(input.testClock ? { testClock: clock.binding() } : {}),
             ...(pendingFunds.length > 0 ? { pendingFunds } : {}),
             ...(spreadWindow ? { renewalSpreadMinutes: spreadWindow } : {}),
+            ...(items ? { items } : {}),
+            ...(pendingLines.length > 0 ? { pendingLines } : {}),
           };
           if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.

@@ -8,7 +8,8 @@ import { maxGracePeriodDays } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { notFoundInMode } from '../not-found.ts';
-import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionStatuses, type PlanTerms, type PriceTerms } from '../../domain/subscription.ts';
+import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionItemId, subscriptionStatuses, type PlanTerms, type PriceTerms } from '../../domain/subscription.ts';
+import { newId } from '../../domain/ids.ts';
 import { maxPriceAmount, maxQuantity } from '../../domain/pricing.ts';
 import { termsPrice } from '../../domain/subscription-decisions.ts';
 import { currency } from '../../objects/common.ts';
@@ -61,8 +62,8 @@ const CreateSubscriptionBody = z
       .optional()
       .openapi({
         description:
-          'Instead of `plan`: exactly one recurring plan with its quantity, and any one_time plans (setup fees) billed on the first invoice only. ' +
-          'Several recurring items are not supported yet (400).',
+          'Instead of `plan`: recurring plans with their quantities, all of one interval (they share the billing period; the first is `plan`), ' +
+          'in the subscription\'s currency, and any one_time plans (setup fees) billed on the first invoice only.',
       }),
     currency: currency.optional().openapi({ description: "The currency to bill in: the plan's own (default) or one of its currency_options" }),
     trial_period_days: z.number().int().min(0).max(730).optional().openapi({ description: "Defaults to the plan's trial_period_days" }),
@@ -123,9 +124,10 @@ const createSubscription = createRoute({
     'otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way). ' +
     'Without a trial (and without pause_until) the first charge is made at once, so a customer with no payment method is refused with ' +
     '402 `payment_method_required` and nothing is created; with a trial it is allowed (a trial that ends with no payment method expires). ' +
-    '`plan` with `quantity` (default 1) bills that many units each period, priced by the plan\'s scheme; or `items`: one recurring plan with its quantity ' +
-    'and one_time plans (setup fees) billed on the first invoice only, e.g. `{"customer_id": "cus_…", "items": [{"plan": "plan_seats", "quantity": 12}, ' +
-    '{"plan": "plan_onboarding"}]}`. Several recurring items are refused (400) for now. `currency` picks one of the plan\'s currency_options (docs/pricing.md).',
+    '`plan` with `quantity` (default 1) bills that many units each period, priced by the plan\'s scheme; or `items`: recurring plans with their quantities, ' +
+    'one line each on every invoice, and one_time plans (setup fees) billed on the first invoice only, e.g. `{"customer_id": "cus_…", "items": [{"plan": "plan_seats", "quantity": 12}, ' +
+    '{"plan": "plan_support"}, {"plan": "plan_onboarding"}]}`. Recurring plans of different intervals cannot share a billing period (400). ' +
+    '`currency` picks one of the plans\' currency_options (docs/pricing.md).',
   request: { body: { ...json(CreateSubscriptionBody), required: true } },
   responses: { 201: subscriptionAnswer('Created'), ...errorResponses(400, 401, 402, 404, 409) },
 });
@@ -207,15 +209,16 @@ function isInvalidState(error: unknown): boolean {
 }
 
 /**
- * What a create body subscribes to: `plan` (and `quantity`), or `items`: exactly one recurring plan with its
- * quantity, and one_time plans (setup fees) for the first invoice. Every plan of the caller's account and mode
+ * What a create body subscribes to: `plan` (and `quantity`), or `items`: recurring plans with their quantities
+ * (`terms`, the first, and `others`, all of one interval: the subscription's billing period), and one_time plans
+ * (setup fees) for the first invoice. Every plan of the caller's account and mode
  * (404), active (409 plan_archived), priced in the subscription's currency (400).
  */
 async function subscriptionItems(
   em: EntityManager,
   body: { plan?: string; quantity?: number; items?: { plan: string; quantity: number }[]; currency?: string },
   scope: { accountId: string; livemode: boolean },
-): Promise<{ plan: Plan; terms: PlanTerms; firstInvoiceItems: PriceTerms[] }> {
+): Promise<{ plan: Plan; terms: PlanTerms; others: PlanTerms[]; firstInvoiceItems: PriceTerms[] }> {
   const wanted = body.items ?? [{ plan: body.plan!, quantity: body.quantity ?? 1 }];
   const ids = wanted.map((item) => item.plan);
   const repeated = ids.find((id, index) => ids.indexOf(id) !== index);
@@ -229,21 +232,25 @@ async function subscriptionItems(
   });
   const recurring = plans.filter(({ plan }) => plan.type !== 'one_time');
   if (recurring.length === 0) throw new ApiError('invalid_request', `${body.items ? 'items' : 'plan'}: a subscription needs one recurring plan; ${ids.join(', ')} ${ids.length === 1 ? 'is' : 'are'} one_time.`);
-  if (recurring.length > 1) {
+  const [main] = recurring;
+  // Every item shares the subscription's one billing period: the first recurring plan's interval.
+  const apart = recurring.filter(({ plan }) => plan.interval !== main!.plan.interval || plan.intervalCount !== main!.plan.intervalCount);
+  if (apart.length > 0) {
+    const every = (plan: Plan) => `every ${plan.intervalCount} ${plan.interval}${plan.intervalCount === 1 ? '' : 's'}`;
     throw new ApiError(
       'invalid_request',
-      `items: multi-item subscriptions are not supported yet: give exactly one recurring plan (got ${recurring.map(({ plan }) => plan.id).join(', ')}), and any one_time plans for the first invoice.`,
+      `items: every recurring item shares the subscription's billing period, and ${apart.map(({ plan }) => `${plan.id} bills ${every(plan)}`).join(', ')} while ${main!.plan.id} bills ${every(main!.plan)}. Make a subscription per interval.`,
     );
   }
-  const [main] = recurring;
   const currency = body.currency ?? main!.plan.currency;
   const terms = planTerms(main!.plan, { quantity: main!.quantity, currency });
+  const others = recurring.slice(1).map(({ plan, quantity }) => planTerms(plan, { quantity, currency }));
   const firstInvoiceItems = plans.filter(({ plan }) => plan.type === 'one_time').map(({ plan, quantity }) => priceTerms(plan, { quantity, currency }));
-  const first = [terms, ...firstInvoiceItems].reduce((sum, item) => sum + termsPrice(item).amount, 0);
+  const first = [terms, ...others, ...firstInvoiceItems].reduce((sum, item) => sum + termsPrice(item).amount, 0);
   if (first > maxPriceAmount) {
     throw new ApiError('invalid_request', `items: the first invoice would be ${formatMoney(first, currency)}, above the largest charge (${formatMoney(maxPriceAmount, currency)}).`);
   }
-  return { plan: main!.plan, terms, firstInvoiceItems };
+  return { plan: main!.plan, terms, others, firstInvoiceItems };
 }
 
 export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
@@ -280,7 +287,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         em.findOne(Account, { id: accountId }, { fields: ['name', 'email'] }),
       ]);
       if (!customer) throw new ApiError('not_found', `No such customer: ${customerId}.`);
-      const { plan, terms, firstInvoiceItems } = items;
+      const { plan, terms, others, firstInvoiceItems } = items;
       // A customer on a test clock: the subscription lives on the clock's time.
       const testClock = await clockBindingOf(em, customer);
       if (body.pause_until && body.pause_until.getTime() <= (testClock ? Date.parse(testClock.now) : Date.now())) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
@@ -318,6 +325,8 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
           gracePeriodDays: body.grace_period_days ?? null,
         }, testClock ? new Date(testClock.now) : new Date()),
         plan: terms,
+        // Several recurring items: each with an id, the first's is the subscription's own (as a one-item subscription's).
+        ...(others.length > 0 ? { items: [{ ...terms, itemId: subscriptionItemId(id) }, ...others.map((other) => ({ ...other, itemId: newId('subscriptionItem') }))] } : {}),
         ...(firstInvoiceItems.length > 0 ? { firstInvoiceItems } : {}),
         ...(testClock ? { testClock } : {}),
         // RENEWAL_SPREAD_MINUTES: workflow code cannot read the environment, so the window travels in the input.

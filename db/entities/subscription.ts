@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { BillingCycleMode, DunningState, SubscriptionStatus } from '../../domain/subscription.ts';
+import type { BillingCycleMode, DunningState, SubscriptionItemSnapshot, SubscriptionStatus } from '../../domain/subscription.ts';
 
 /**
  * Projection of a subscriptionWorkflow's state, written only by its activities.
@@ -35,6 +35,8 @@ export const Subscription = defineEntity({
     pendingQuantity: p.integer().nullable(),
     /** The currency it bills in (the plan's, or one of its currency_options). */
     currency: p.string().nullable(),
+    /** Its recurring items when it has several (or had one changed through /v1/subscription_items); null: the one item of plan × quantity. */
+    items: p.json<SubscriptionItemSnapshot[]>().nullable(),
     gracePeriodDays: p.integer().nullable(),
     /** The failed-payment state while past due (attempts, next retry, grace end). */
     dunning: p.json<DunningState>().nullable(),

@@ -27,6 +27,7 @@ import { Migration20261124100000_test_clock_links } from './Migration20261124100
 import { Migration20261126220000_owned_pending_funds } from './Migration20261126220000_owned_pending_funds.ts';
 import { Migration20261126223000_pricing_schemes } from './Migration20261126223000_pricing_schemes.ts';
 import { Migration20261126224000_pending_quantity } from './Migration20261126224000_pending_quantity.ts';
+import { Migration20261126231000_subscription_items } from './Migration20261126231000_subscription_items.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -59,4 +60,5 @@ export const migrations = [
   { name: 'Migration20261126220000_owned_pending_funds', class: Migration20261126220000_owned_pending_funds },
   { name: 'Migration20261126223000_pricing_schemes', class: Migration20261126223000_pricing_schemes },
   { name: 'Migration20261126224000_pending_quantity', class: Migration20261126224000_pending_quantity },
+  { name: 'Migration20261126231000_subscription_items', class: Migration20261126231000_subscription_items },
 ];
