@@ -28,6 +28,8 @@ import {
 } from '../services/payment-requests.ts';
 import { pruneExpiredRows, reconcileMissingAvailability, reconcileOrphanedFunds, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
 import { makeFundsAvailable } from '../services/ledger.ts';
+import { finalizeOneOffInvoice, markPaidOutOfBand, sendOneOffInvoiceEmail, type FinalizedInvoice } from '../services/one-off-invoices.ts';
+import type { InvoiceEmailKind } from '../domain/one-off-invoices.ts';
 import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
 import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payout-schedule.ts';
@@ -185,6 +187,17 @@ export function createActivities(deps: ActivityDeps) {
     async markInvoiceUncollectible(invoiceId: string, at: string): Promise<InvoiceState> {
       await transitionInvoice(em(), deps.links, invoiceId, 'uncollectible', new Date(at));
       return invoiceState(em(), invoiceId);
+    },
+    /** One-off invoices (workflows/invoice.ts): finalizes the draft at the workflow's time (idempotent). */
+    async finalizeOneOffInvoice(invoiceId: string, at: string): Promise<FinalizedInvoice | { refused: string }> {
+      return finalizeOneOffInvoice(em(), deps.links, invoiceId, at);
+    },
+    async markInvoicePaidOutOfBand(invoiceId: string, at: string): Promise<boolean> {
+      return markPaidOutOfBand(em(), deps.links, invoiceId, at);
+    },
+    /** A send_invoice invoice's email (at finalize) or reminder, once per kind. */
+    async sendOneOffInvoiceEmail(input: { invoiceId: string; kind: InvoiceEmailKind; payUrl: string }): Promise<boolean> {
+      return sendOneOffInvoiceEmail(em(), { mailer: deps.mailer, links: deps.links, processors }, input);
     },
     async settleInvoiceWithoutCharge(invoiceId: string, paidAt: string): Promise<void> {
       await settleInvoiceWithoutCharge(em(), deps.links, invoiceId, paidAt);

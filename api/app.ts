@@ -21,6 +21,8 @@ import { payPageApp } from './routes/pay-page.ts';
 import { paymentRequestsApp } from './routes/payment-requests.ts';
 import { paymentsApp } from './routes/payments.ts';
 import { invoicesApps } from './routes/invoices.ts';
+import { oneOffInvoicesApps } from './routes/one-off-invoices.ts';
+import { invoiceItemsApp } from './routes/invoice-items.ts';
 import { notificationSettingsApp } from './routes/notification-settings.ts';
 import { payoutsApp } from './routes/payouts.ts';
 import { bankAccountsApp } from './routes/bank-accounts.ts';
@@ -206,6 +208,11 @@ export function createApp(given: ApiDeps) {
   // The signed `url` of an export: no API credentials, the signature is the credential.
   app.route('/exports', exports.root);
 
+  // One-off invoices (create, finalize, pay, delete a draft) and their hosted pay page; invoice items.
+  const oneOffInvoices = oneOffInvoicesApps(deps);
+  app.route('/v1/invoices', oneOffInvoices.v1);
+  app.route('/invoices', oneOffInvoices.root);
+  app.route('/v1/invoice_items', invoiceItemsApp(deps));
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',
     scheme: 'bearer',

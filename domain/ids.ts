@@ -9,6 +9,7 @@ export const idPrefixes = {
   subscription: 'sub',
   subscriptionItem: 'si',
   invoice: 'inv',
+  invoiceItem: 'ii',
   charge: 'ch',
   transaction: 'txn',
   account: 'acct',

@@ -10,3 +10,14 @@ export function invoicePdfToken(secret: string, invoiceId: string): string {
 export function signedInvoicePdfUrl(publicUrl: string, secret: string, invoiceId: string): string {
   return `${publicUrl}/invoices/${invoiceId}/pdf?token=${invoicePdfToken(secret, invoiceId)}`;
 }
+
+/** The pay link of a one-off send_invoice invoice: its own key (not the PDF's), so a PDF link never pays and a pay link never downloads. */
+export function invoicePayToken(secret: string, invoiceId: string): string {
+  const key = createHmac('sha256', secret).update('invoice-pay-links').digest();
+  return createHmac('sha256', key).update(invoiceId).digest('base64url');
+}
+
+/** The hosted page where the customer pays a one-off invoice (api/routes/one-off-invoices.ts), from its email. */
+export function signedInvoicePayUrl(publicUrl: string, secret: string, invoiceId: string): string {
+  return `${publicUrl}/invoices/${invoiceId}/pay?token=${invoicePayToken(secret, invoiceId)}`;
+}

@@ -28,8 +28,12 @@ export interface InvoicePdfLine {
 export interface InvoicePdfInput {
   id: string;
   number: string;
-  status: 'open' | 'paid' | 'void' | 'uncollectible';
+  status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
   currency: string;
+  /** A one-off invoice's due date (send_invoice: days_until_due after finalize); absent: due on issue, as subscription invoices. */
+  dueDate?: Date | null;
+  /** A one-off invoice's description, printed under the headline. */
+  description?: string | null;
   livemode: boolean;
   /** The mode moves no real money (test mode, or live on the sandbox processor): a TEST MODE mark and line. Default: !livemode. */
   testMode?: boolean;
@@ -70,6 +74,7 @@ const ink = '#1a1a1a';
 const muted = '#6b6b6b';
 const rule = '#d9d9d9';
 const statusStyle = {
+  draft: { label: 'DRAFT', color: '#6b7280' },
   open: { label: 'OPEN', color: '#1d4ed8' },
   paid: { label: 'PAID', color: '#15803d' },
   void: { label: 'VOID', color: '#6b7280' },
@@ -143,7 +148,7 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   const facts: [string, string][] = [
     ['Invoice number', invoice.number],
     ['Date of issue', date.format(invoice.issuedAt)],
-    ['Date due', date.format(invoice.issuedAt)],
+    ['Date due', date.format(invoice.dueDate ?? invoice.issuedAt)],
   ];
   if (invoice.paidAt) facts.push(['Date paid', date.format(invoice.paidAt)]);
   if (invoice.voidedAt) facts.push(['Date voided', date.format(invoice.voidedAt)]);
@@ -172,14 +177,17 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   y = Math.max(fromEnd, toEnd) + 22;
 
   // The sentence a reader looks for first.
+  const due = invoice.dueDate ?? invoice.issuedAt;
   const headline = {
+    draft: `Draft: ${money(invoice.total)}, not issued yet`,
     paid: `${money(invoice.amountPaid)} paid on ${invoice.paidAt ? date.format(invoice.paidAt) : date.format(invoice.issuedAt)}`,
-    open: `${money(invoice.amountRemaining)} due ${date.format(invoice.issuedAt)}`,
+    open: `${money(invoice.amountRemaining)} due ${date.format(due)}`,
     void: `This invoice was voided${invoice.voidedAt ? ` on ${date.format(invoice.voidedAt)}` : ''}; nothing is due`,
-    uncollectible: `${money(invoice.amountRemaining)} due ${date.format(invoice.issuedAt)} (marked uncollectible)`,
+    uncollectible: `${money(invoice.amountRemaining)} due ${date.format(due)} (marked uncollectible)`,
   }[invoice.status];
   doc.font('Bold').fontSize(15).fillColor(ink).text(headline, left, y, { width });
   doc.font('Regular').fontSize(9.5).fillColor(muted).text(`Billing period ${period(invoice.periodStart, invoice.periodEnd)}`, left, doc.y + 4, { width });
+  if (invoice.description) doc.font('Regular').fontSize(9.5).fillColor(ink).text(invoice.description, left, doc.y + 4, { width });
   y = doc.y + 22;
 
   // Lines.

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { invoiceStatuses, type Invoice } from '../db/entities/index.ts';
+import { collectionMethods, invoiceStatuses, type Invoice } from '../db/entities/index.ts';
 import { signedInvoicePdfUrl } from '../domain/invoice-links.ts';
 import { lineAmount } from '../domain/invoice-lines.ts';
 import { timestamp } from './common.ts';
@@ -33,7 +33,7 @@ export const InvoiceSchema = z
   .object({
     id: z.string(),
     object: z.literal('invoice'),
-    number: z.string().openapi({ example: 'ACME-0001', description: "The account's own sequence in this mode, without gaps" }),
+    number: z.string().nullable().openapi({ example: 'ACME-0001', description: "The account's own sequence in this mode, without gaps; null while the invoice is a draft (numbered at finalize)" }),
     account_id: z.string(),
     customer_id: z.string(),
     customer_email: z.string().nullable().openapi({ description: "The customer's email when the invoice was issued" }),
@@ -62,6 +62,11 @@ export const InvoiceSchema = z
         'GET /v1/invoices/{id}/pdf serves the same file with normal authentication.',
       example: 'http://localhost:3000/invoices/inv_01jd3x5k8q0m2v7c9r4t6y1w3e/pdf?token=…',
     }),
+    collection_method: z.enum(collectionMethods).openapi({ description: 'charge_automatically (the customer\'s payment method is charged, retried as dunning says; every subscription invoice) or send_invoice (emailed with a pay link and a due date)' }),
+    days_until_due: z.number().int().nullable().openapi({ description: 'send_invoice: days from finalize to the due date' }),
+    due_date: timestamp.nullable().openapi({ description: 'One-off invoices: when payment is due, set at finalize (charge_automatically: at once); null on drafts and subscription invoices (due on issue)' }),
+    description: z.string().nullable().openapi({ description: 'A one-off invoice\'s note to the customer (emails and PDF)' }),
+    finalized_at: timestamp.nullable().openapi({ description: 'When a one-off invoice left draft; null on drafts and subscription invoices (open when issued)' }),
     livemode: z.boolean(),
   })
   .openapi('Invoice');
@@ -78,7 +83,7 @@ export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
   return {
     id: invoice.id,
     object: 'invoice',
-    number: invoice.number,
+    number: invoice.status === 'draft' ? null : invoice.number,
     account_id: invoice.accountId,
     customer_id: invoice.customerId,
     customer_email: invoice.customerEmail ?? null,
@@ -113,6 +118,11 @@ export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
     voided_at: invoice.voidedAt?.toISOString() ?? null,
     marked_uncollectible_at: invoice.markedUncollectibleAt?.toISOString() ?? null,
     pdf,
+    collection_method: invoice.collectionMethod ?? 'charge_automatically',
+    days_until_due: invoice.daysUntilDue ?? null,
+    due_date: invoice.dueDate?.toISOString() ?? null,
+    description: invoice.description ?? null,
+    finalized_at: invoice.finalizedAt?.toISOString() ?? null,
     livemode: invoice.livemode,
   };
 }

@@ -23,6 +23,8 @@ export interface ChargeInput {
   currency: string;
   description: string;
   livemode: boolean;
+  /** A method given for this charge (a one-off invoice's hosted pay page), instead of the customer's own. */
+  paymentMethod?: string;
 }
 
 /** `transactionId`: the payment transaction of the attempt (absent in outcomes recorded before there was one; null when no charge was made). */
@@ -105,16 +107,16 @@ export async function chargeCustomer(
     return { status: 'failed', chargeId: null, failureCode: 'account_closed', failureMessage: 'The account is closed.' };
   }
   const customer = context.customer !== undefined ? context.customer : await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
-  if (!customer?.paymentMethod) {
+  if (!customer?.paymentMethod && !input.paymentMethod) {
     // No charge row is written, so the attempt count tells a first call from a retry: only the first records the failure's events.
     await em.transactional(async (tx) => {
       if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt)) await recordInvoicePaymentFailed(tx, links, input.invoiceId);
     });
     return { status: 'failed', chargeId: null, failureCode: 'no_payment_method', failureMessage: 'The customer has no payment method.' };
   }
-  const paymentMethod = customer.paymentMethod;
+  const paymentMethod = input.paymentMethod ?? customer!.paymentMethod!;
   // On Stripe the card is charged through its Stripe customer (made now for customers from before there was one).
-  const processorCustomerId = await ensureProcessorCustomer(em, processors, customer);
+  const processorCustomerId = await ensureProcessorCustomer(em, processors, customer!);
   const answer = await processor.charge({
     idempotencyKey: input.idempotencyKey,
     amount: input.amount,

@@ -31,7 +31,9 @@ export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: 
     markedUncollectibleAt: invoice.markedUncollectibleAt ?? null,
     periodStart: invoice.periodStart,
     periodEnd: invoice.periodEnd,
-    subscriptionId: invoice.subscriptionId,
+    subscriptionId: invoice.subscriptionId ?? null,
+    dueDate: invoice.dueDate ?? null,
+    description: invoice.description ?? null,
     lines: invoice.lines.map((line) => ({
       description: line.description,
       quantity: line.quantity,

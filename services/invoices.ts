@@ -71,7 +71,7 @@ export async function openInvoice(em: EntityManager, links: InvoiceLinks, input:
  * invoice id in its place: one statement, the last before the commit (openOrCreateInvoice).
  * The number is formatted as domain/invoice-number.ts formatInvoiceNumber does (at least four digits).
  */
-async function numberInvoice(tx: EntityManager, ids: { invoiceId: string; eventId: string; accountId: string; livemode: boolean; prefix: string }): Promise<string> {
+export async function numberInvoice(tx: EntityManager, ids: { invoiceId: string; eventId: string; accountId: string; livemode: boolean; prefix: string }): Promise<string> {
   const [row] = await tx.execute<{ number: string }[]>(
     `with counter as (
        insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)

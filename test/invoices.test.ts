@@ -130,6 +130,12 @@ describe('invoices', () => {
       voided_at: null,
       marked_uncollectible_at: null,
       pdf: expect.stringMatching(new RegExp(`^${engine.config.publicUrl}/invoices/${oldest.id}/pdf\\?token=[A-Za-z0-9_-]{43}$`)),
+      // A subscription's invoice is charged at once, open when issued (one-off invoices: test/one-off-invoices.test.ts).
+      collection_method: 'charge_automatically',
+      days_until_due: null,
+      due_date: null,
+      description: null,
+      finalized_at: null,
       livemode: true,
     });
     expect(Date.parse(oldest.paid_at)).toBeGreaterThanOrEqual(Date.parse(issued));
@@ -190,7 +196,7 @@ describe('invoices', () => {
     expect(await page(`limit=2&ending_before=${ids[2]}`)).toEqual({ ids: ids.slice(0, 2), hasMore: false });
     expect(await page(`limit=100&starting_after=${ids[5]}`)).toEqual({ ids: [], hasMore: false });
     expect((await page('')).ids).toHaveLength(6);
-    for (const query of ['limit=0', 'limit=101', 'limit=two', 'starting_after=nope', `starting_after=${ids[0]}&ending_before=${ids[1]}`, 'status=draft', 'sort=asc']) {
+    for (const query of ['limit=0', 'limit=101', 'limit=two', 'starting_after=nope', `starting_after=${ids[0]}&ending_before=${ids[1]}`, 'status=pending', 'sort=asc']) {
       const response = await engine.call('GET', `/v1/invoices?${query}`);
       expect(response.status, query).toBe(400);
       expect(response.body.error).toBe('invalid_request');
@@ -464,7 +470,9 @@ describe('invoices', () => {
       '/v1/invoices',
       '/v1/invoices/search',
       '/v1/invoices/{id}',
+      '/v1/invoices/{id}/finalize',
       '/v1/invoices/{id}/mark_uncollectible',
+      '/v1/invoices/{id}/pay',
       '/v1/invoices/{id}/pdf',
       '/v1/invoices/{id}/void',
       // The customer portal's own list (its link's customer only: test/customer-portal.test.ts).

@@ -1,6 +1,7 @@
 export { subscriptionWorkflow } from './subscription.ts';
 export { paymentSettlementWorkflow } from './payment-settlement.ts';
 export { paymentRequestWorkflow } from './payment-request.ts';
+export { invoiceWorkflow } from './invoice.ts';
 export { recurringPaymentRequestWorkflow } from './recurring-payment-request.ts';
 export { eventDispatchWorkflow, webhookDeliveryWorkflow } from './webhooks.ts';
 export { payoutWorkflow } from './payout.ts';

@@ -167,6 +167,15 @@ export const cliKeyScope: Record<string, CliScope> = {
   'GET /v1/exports': allowed,
   'GET /v1/exports/{id}': allowed,
   'GET /v1/exports/{id}/file': allowed,
+  'POST /v1/invoices': allowed,
+  'POST /v1/invoices/{id}/finalize': allowed,
+  'POST /v1/invoices/{id}/pay': allowed,
+  'DELETE /v1/invoices/{id}': allowed,
+  'POST /v1/invoice_items': allowed,
+  'GET /v1/invoice_items': allowed,
+  'GET /v1/invoice_items/{id}': allowed,
+  'PATCH /v1/invoice_items/{id}': allowed,
+  'DELETE /v1/invoice_items/{id}': allowed,
   'GET /exports/{id}/file': allowed,
 };
 

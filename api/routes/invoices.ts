@@ -6,6 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
 import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
 import { voidInvoiceThroughOwner } from '../../services/invoice-void.ts';
+import { voidThroughInvoiceWorkflow } from './one-off-invoices.ts';
 import { Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { notFoundInMode } from '../not-found.ts';
@@ -150,11 +151,15 @@ export function invoicesApps(deps: ApiDeps) {
     const direct = () =>
       onTestClock(testClock, () => transitionInvoice(em, { invoicePdfUrl: pdfUrl }, id, to, testClock ? new Date(testClock.now) : new Date(), { accountId: scope.accountId, livemode: scope.livemode }));
     // A void goes through the invoice's subscription workflow while it runs: it may be charging the invoice (services/invoice-void.ts).
-    const result = to === 'void' ? await voidInvoiceThroughOwner(deps.temporal, em, id, { accountId: scope.accountId, livemode: scope.livemode }, direct) : await direct();
+    // A one-off invoice's void goes through its invoice workflow (api/routes/one-off-invoices.ts).
+    const result =
+      to === 'void'
+        ? await voidThroughInvoiceWorkflow(deps.temporal, em, id, { accountId: scope.accountId, livemode: scope.livemode }, () => voidInvoiceThroughOwner(deps.temporal, em, id, { accountId: scope.accountId, livemode: scope.livemode }, direct))
+        : await direct();
     if (result.outcome === 'not_found') throw new ApiError('not_found', 'No such invoice.');
     if (result.outcome === 'refused') {
       const verb = to === 'void' ? 'voided' : 'marked uncollectible';
-      throw new ApiError('invalid_state', `Invoice ${result.invoice.number} is ${result.invoice.status} and cannot be ${verb}.`);
+      throw new ApiError('invalid_state', `Invoice ${result.invoice.status === 'draft' ? result.invoice.id : result.invoice.number} is ${result.invoice.status} and cannot be ${verb}.${result.invoice.status === 'draft' ? ' Delete a draft instead.' : ''}`);
     }
     return c.json(serializeInvoice(result.invoice, pdfUrl(result.invoice.id)), 200);
   }

@@ -8,6 +8,7 @@ import { Event } from './event.ts';
 import { Export } from './export.ts';
 import { IdempotencyKey } from './idempotency-key.ts';
 import { Invoice, InvoiceNumberCounter } from './invoice.ts';
+import { InvoiceItem } from './invoice-item.ts';
 import { AccountBalance, BalanceTransaction, LedgerEntry } from './ledger.ts';
 import { PaymentRequest, RecurringPaymentRequest } from './payment-request.ts';
 import { Payout } from './payout.ts';
@@ -47,7 +48,9 @@ export { accountStatuses, accountTypes } from './account.ts';
 export type { UserRole, UserStatus } from './user.ts';
 export { userRoles, userStatuses } from './user.ts';
 export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
-export { invoiceStatuses } from './invoice.ts';
+export { invoiceStatuses, collectionMethods } from './invoice.ts';
+export type { CollectionMethod } from './invoice.ts';
+export { InvoiceItem };
 export type { RiskLevel, TransactionStatus, TransactionType } from './transaction.ts';
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
 export { Export, exportFormats, exportResources, exportStatuses, type ExportFormat, type ExportResource, type ExportStatus } from './export.ts';
@@ -67,6 +70,7 @@ export const entities = [
   Subscription,
   Invoice,
   InvoiceNumberCounter,
+  InvoiceItem,
   Charge,
   SandboxProcessorCharge,
   SandboxProcessorRefund,

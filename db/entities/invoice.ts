@@ -1,7 +1,10 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { PriceRow } from '../../domain/pricing.ts';
 
-export const invoiceStatuses = ['open', 'paid', 'void', 'uncollectible'] as const;
+export const invoiceStatuses = ['draft', 'open', 'paid', 'void', 'uncollectible'] as const;
+/** How a one-off invoice is collected: charged at finalize and retried as subscriptions are, or sent with a pay link and a due date. */
+export const collectionMethods = ['charge_automatically', 'send_invoice'] as const;
+export type CollectionMethod = (typeof collectionMethods)[number];
 export type InvoiceStatus = (typeof invoiceStatuses)[number];
 
 /**
@@ -39,7 +42,8 @@ export const Invoice = defineEntity({
     id: p.string().primary(),
     number: p.string(),
     billingKey: p.string().unique(),
-    subscriptionId: p.string().index(),
+    /** Null for a one-off invoice (POST /v1/invoices). */
+    subscriptionId: p.string().nullable().index(),
     customerId: p.string().index(),
     /** The customer's email and name when the invoice was issued: an issued invoice does not change with the customer. */
     customerEmail: p.string().nullable(),
@@ -69,6 +73,12 @@ export const Invoice = defineEntity({
     paidAt: p.datetime().nullable(),
     voidedAt: p.datetime().nullable(),
     markedUncollectibleAt: p.datetime().nullable(),
+    /** One-off invoices: how it is collected, its days until due (send_invoice), due date (set at finalize), description and finalize time. Null on subscription invoices. */
+    collectionMethod: p.string().$type<CollectionMethod>().nullable(),
+    daysUntilDue: p.integer().nullable(),
+    dueDate: p.datetime().nullable(),
+    description: p.text().nullable(),
+    finalizedAt: p.datetime().nullable(),
   },
 });
 export type Invoice = InferEntity<typeof Invoice>;

@@ -28,6 +28,7 @@ import { Migration20261126220000_owned_pending_funds } from './Migration20261126
 import { Migration20261126223000_pricing_schemes } from './Migration20261126223000_pricing_schemes.ts';
 import { Migration20261126224000_pending_quantity } from './Migration20261126224000_pending_quantity.ts';
 import { Migration20261126231000_subscription_items } from './Migration20261126231000_subscription_items.ts';
+import { Migration20261126230000_one_off_invoices } from './Migration20261126230000_one_off_invoices.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -60,5 +61,6 @@ export const migrations = [
   { name: 'Migration20261126220000_owned_pending_funds', class: Migration20261126220000_owned_pending_funds },
   { name: 'Migration20261126223000_pricing_schemes', class: Migration20261126223000_pricing_schemes },
   { name: 'Migration20261126224000_pending_quantity', class: Migration20261126224000_pending_quantity },
+  { name: 'Migration20261126230000_one_off_invoices', class: Migration20261126230000_one_off_invoices },
   { name: 'Migration20261126231000_subscription_items', class: Migration20261126231000_subscription_items },
 ];
