@@ -23,6 +23,7 @@ import type { EventType } from '../domain/events.ts';
 import { planPricing } from './catalog.ts';
 import { recordEvents } from './events.ts';
 import { clockTimeOf } from './test-clocks.ts';
+import { humanizeInstants, type DateStyle } from '../domain/locale.ts';
 
 type Scope = { accountId: string; livemode: boolean };
 
@@ -254,4 +255,22 @@ export function totalsOf(items: InvoiceItem[]) {
 export async function refreshDraft(tx: EntityManager, invoiceId: string): Promise<void> {
   const totals = totalsOf(await itemsOf(tx, invoiceId));
   await tx.nativeUpdate(Invoice, { id: invoiceId, status: 'draft' }, totals);
+}
+
+/** Which subscription invoices take the customer's pending items: a billing cycle's (the first charge, each renewal), not a plan change's. */
+export const takesPendingItems = (billingKey: string): boolean => /:cycle:\d+$/.test(billingKey);
+
+/**
+ * The pickup by a subscription's next invoice (services/invoices.ts openOrCreateInvoice, in the transaction that
+ * inserts `invoice`): the customer's pending items in the invoice's currency are claimed for it and become lines
+ * after the subscription's own; the totals are the sum of all the lines again.
+ */
+export async function addPendingItems(tx: EntityManager, invoice: Invoice, dateStyle: DateStyle): Promise<InvoiceItem[]> {
+  const items = await claimPendingItems(tx, { accountId: invoice.accountId, livemode: invoice.livemode, customerId: invoice.customerId, currency: invoice.currency, invoiceId: invoice.id });
+  if (items.length === 0) return items;
+  const lines = [...invoice.lines, ...items.map((item) => ({ ...itemLine(item), description: humanizeInstants(item.description, dateStyle) }))];
+  const subtotal = lines.reduce((sum, line) => sum + lineAmount(line), 0);
+  Object.assign(invoice, { lines, subtotal, total: subtotal, amountDue: Math.max(0, subtotal) });
+  await tx.flush();
+  return items;
 }

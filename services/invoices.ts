@@ -8,6 +8,7 @@ import { invoicePrefix } from '../domain/invoice-number.ts';
 import { humanizeInstants } from '../domain/locale.ts';
 import type { ChargeOutcome } from './charges.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
+import { addPendingItems, takesPendingItems } from './invoice-items.ts';
 
 export interface OpenInvoiceInput {
   /** subscription + cycle: one invoice per billing cycle, whatever happens to the activity. */
@@ -141,6 +142,9 @@ export async function openOrCreateInvoice(
         markedUncollectibleAt: null,
       });
       await tx.flush();
+      // A billing cycle's invoice takes the customer's pending invoice items, claimed in this transaction: an insert that
+      // loses the race on the billing key gives them back, so an item is billed exactly once (services/invoice-items.ts).
+      if (takesPendingItems(input.billingKey)) await addPendingItems(tx, invoice, dateStyle);
       const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
       const number = await numberInvoice(tx, { invoiceId: id, eventId: created!.id, accountId: input.accountId, livemode: input.livemode, prefix: invoicePrefix(account.name, account.id) });
       const result = { invoice: { ...opened(invoice), number }, created: true };

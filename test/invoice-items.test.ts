@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Event, InvoiceItem } from '../db/entities/index.ts';
+import { Charge, Event, InvoiceItem } from '../db/entities/index.ts';
+import { eventually } from './helpers/temporal.ts';
 import { claimPendingItems } from '../services/invoice-items.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
@@ -128,5 +129,58 @@ describe('invoice items', () => {
     expect(new Set(all).size).toBe(ids.length);
     // Nothing pending is left, and a later claim takes nothing.
     expect((await engine.call('GET', `/v1/invoice_items?customer=${cus}&pending=true`)).body.data).toEqual([]);
+  });
+});
+
+/**
+ * The pickup: a subscription's next cycle invoice takes the customer's pending items (after its own line),
+ * charges them with it, and they are billed once: the renewal after that does not take them again.
+ */
+describe('invoice items on the next subscription invoice', () => {
+  let engine: TestEngine;
+  beforeAll(async () => {
+    engine = await startTestEngine();
+  });
+  afterAll(() => engine?.close());
+
+  it('an item is picked up by the renewal once, and its invoice adds up', async () => {
+    const cus = (await engine.call('POST', '/v1/customers', { email: 'pickup@example.com', name: 'Ada', payment_method: 'pm_card_visa' })).body.id as string;
+    const plan = (await engine.call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month' })).body.id as string;
+    const sub = await engine.call('POST', '/v1/subscriptions', { customer_id: cus, plan, trial_period_days: 0 });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    // The first invoice was issued before the item: it bills the plan alone.
+    const first = (await engine.call('GET', `/v1/invoices?subscription=${sub.body.id}`)).body.data;
+    expect(first).toHaveLength(1);
+    expect(first[0].total).toBe(2000);
+
+    const item = (await engine.call('POST', '/v1/invoice_items', { customer: cus, unit_amount: 500, quantity: 3, currency: 'USD', description: 'Extra support hours' })).body;
+    expect(item.pending).toBe(true);
+    const periodEnd = Date.parse(sub.body.current_period_end);
+    await engine.env.sleep(periodEnd - (await engine.env.currentTimeMs()) + 60_000);
+    const second = await eventually(
+      async () => (await engine.call('GET', `/v1/invoices?subscription=${sub.body.id}`)).body.data,
+      (invoices: unknown[]) => invoices.length >= 2 && (invoices[0] as { status: string }).status === 'paid',
+      20_000,
+    );
+    const renewal = second[0];
+    expect(renewal.lines.map((l: { description: string; amount: number }) => [l.description, l.amount])).toEqual([
+      ['Pro', 2000],
+      ['Extra support hours', 1500],
+    ]);
+    expect(renewal.lines[1]).toMatchObject({ quantity: 3, unit_amount: 500 });
+    expect(renewal).toMatchObject({ subtotal: 3500, total: 3500, amount_paid: 3500 });
+    const taken = (await engine.call('GET', `/v1/invoice_items/${item.id}`)).body;
+    expect(taken).toMatchObject({ pending: false, invoice: renewal.id });
+    const charge = await engine.db.orm.em.fork().findOneOrFail(Charge, { idempotencyKey: `${sub.body.id}:cycle:1:attempt:1` });
+    expect(charge.amount).toBe(3500);
+    // It is not billed again: the renewal after bills the plan alone.
+    await engine.env.sleep(32 * 86_400_000);
+    const third = await eventually(
+      async () => (await engine.call('GET', `/v1/invoices?subscription=${sub.body.id}`)).body.data,
+      (invoices: unknown[]) => invoices.length >= 3,
+      20_000,
+    );
+    expect(third[0].total).toBe(2000);
+    expect((await engine.call('PATCH', `/v1/invoice_items/${item.id}`, { quantity: 1 })).status).toBe(409);
   });
 });
