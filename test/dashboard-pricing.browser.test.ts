@@ -91,7 +91,7 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
           await page.getByRole('region', { name: region }).first().waitFor();
           return false;
         },
-        { timeout: 20_000, intervals: [300] },
+        { timeout: 20_000, interval: 300 },
       )
       .toBe(true);
   }
