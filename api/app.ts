@@ -34,6 +34,7 @@ import { settingsApp } from './routes/settings.ts';
 import { billingDetailsPage } from './pages/billing-details.ts';
 import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
+import { subscriptionItemsApps } from './routes/subscription-items.ts';
 import { transactionsApp } from './routes/transactions.ts';
 import { customerSearchApp, invoiceSearchApp, transactionSearchApp } from './routes/transaction-search.ts';
 import { exportsApps } from './routes/exports.ts';
@@ -170,6 +171,8 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
+  const subscriptionItems = subscriptionItemsApps(deps);
+  app.route('/v1/subscription_items', subscriptionItems.items);
   app.route('/v1/test_clocks', testClocksApp(deps));
   // Before /v1/settings, whose sub-app answers unknown paths under it.
   app.route('/v1/settings/notifications', notificationSettingsApp(deps));
@@ -200,6 +203,8 @@ export function createApp(given: ApiDeps) {
   // Processor webhooks (Stripe): the signature over the raw body is the credential.
   app.route('/webhooks', processorWebhooksApp(deps));
   const invoices = invoicesApps(deps);
+  // Before /v1/invoices/{id}.
+  app.route('/v1/invoices/upcoming', subscriptionItems.upcomingInvoices);
   app.route('/v1/invoices/search', invoiceSearchApp(deps));
   app.route('/v1/invoices', invoices.v1);
   app.route('/invoices', invoices.root);

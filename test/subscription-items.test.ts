@@ -112,4 +112,133 @@ describe('subscription items', () => {
     expect(currency.body).toEqual({ error: 'invalid_request', message: `currency: plan ${euro.id} has no price in USD (it bills in EUR).` });
     expect((await engine.call('GET', '/v1/subscriptions?limit=100')).body.data.length).toBe(before);
   });
+
+  /** What item changes prorate: round(amount × (period end − at) ÷ period), half away from zero (docs/pricing.md). */
+  const prorated = (amount: number, at: string, sub: { current_period_start: string; current_period_end: string }) => {
+    const end = Date.parse(sub.current_period_end);
+    const exact = (amount * (end - Date.parse(at))) / (end - Date.parse(sub.current_period_start));
+    return Math.sign(exact) * Math.round(Math.abs(exact));
+  };
+  const get = async (path: string) => {
+    const got = await engine.call('GET', path);
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    return got.body;
+  };
+  const sumOf = (lines: any[]) => lines.reduce((sum, line) => sum + line.amount, 0);
+
+  it('an add-on added and removed mid-period with each proration_behavior', async () => {
+    const base = await plan({ name: 'Base', amount: 2000 });
+    const addOn = await plan({ name: 'Add-on', amount: 3000 });
+    const subs: Record<string, any> = {};
+    for (const behavior of ['create_prorations', 'always_invoice', 'none']) subs[behavior] = await subscribe({ customer_id: await customer(), plan: base.id });
+    await engine.env.sleep(10 * day);
+    const added: Record<string, any> = {};
+    for (const [behavior, sub] of Object.entries(subs)) {
+      const response = await post('/v1/subscription_items', { subscription: sub.id, plan: addOn.id, quantity: 1, proration_behavior: behavior });
+      expect(response.status, JSON.stringify(response.body)).toBe(201);
+      expect(response.body).toMatchObject({ object: 'subscription_item', id: expect.stringMatching(/^si_/), subscription: sub.id, plan: addOn.id, quantity: 1 });
+      added[behavior] = response.body;
+      expect(await get(`/v1/subscription_items/${response.body.id}`)).toEqual(response.body);
+      expect((await get(`/v1/subscription_items?subscription=${sub.id}`)).data.map((i: any) => i.plan)).toEqual([base.id, addOn.id]);
+      expect((await get(`/v1/subscriptions/${sub.id}`)).items.map((i: any) => [i.id, i.plan])).toEqual([
+        [`si_${sub.id.slice(4)}`, base.id],
+        [response.body.id, addOn.id],
+      ]);
+    }
+    // always_invoice: the rest of the period of the add-on is invoiced and charged now.
+    const [, now] = await invoicesOf(subs.always_invoice.id, 2);
+    expect(now.lines).toEqual([expect.objectContaining({ plan: addOn.id, proration: true, amount: prorated(3000, now.lines[0].period_start, subs.always_invoice) })]);
+    expect(now.total).toBe(now.lines[0].amount);
+    expect((await engine.charges(subs.always_invoice.id)).map((c) => c.amount)).toEqual([2000, now.total]);
+    // create_prorations and none: nothing now.
+    await invoicesOf(subs.create_prorations.id, 1);
+    await invoicesOf(subs.none.id, 1);
+
+    await engine.env.sleep(5 * day);
+    for (const [behavior, sub] of Object.entries(subs)) {
+      const removed = await engine.call('DELETE', `/v1/subscription_items/${added[behavior].id}?proration_behavior=${behavior}`);
+      expect(removed.status, JSON.stringify(removed.body)).toBe(200);
+      expect(removed.body).toEqual({ object: 'subscription_item', id: added[behavior].id, deleted: true });
+      expect((await engine.call('GET', `/v1/subscription_items/${added[behavior].id}`)).status).toBe(404);
+      expect((await get(`/v1/subscriptions/${sub.id}`)).items.map((i: any) => i.plan)).toEqual([base.id]);
+      // The last item cannot go: cancel instead.
+      const last = await engine.call('DELETE', `/v1/subscription_items/si_${sub.id.slice(4)}`);
+      expect(last.status).toBe(409);
+      expect(last.body.message).toContain("is the subscription's last recurring item; cancel the subscription instead.");
+    }
+    await engine.env.sleep(20 * day);
+    // create_prorations: the renewal carries the add-on's 5 days, as a charge and a credit.
+    const [, renewal] = await invoicesOf(subs.create_prorations.id, 2);
+    const [baseLine, charge, credit] = renewal.lines;
+    expect(baseLine).toMatchObject({ plan: base.id, amount: 2000, proration: false });
+    expect(charge).toMatchObject({ plan: addOn.id, proration: true, amount: prorated(3000, charge.period_start, subs.create_prorations) });
+    expect(credit).toMatchObject({ plan: addOn.id, proration: true, amount: -prorated(3000, credit.period_start, subs.create_prorations) });
+    expect(renewal.lines).toHaveLength(3);
+    expect(renewal.total).toBe(sumOf(renewal.lines));
+    expect(charge.amount + credit.amount).toBeGreaterThan(400); // about 5 of 30 days of 30.00
+    // always_invoice: the removal is a credit, which waits for the renewal (nothing to charge now).
+    const invoices = await invoicesOf(subs.always_invoice.id, 3);
+    expect(invoices[2].lines).toEqual([expect.objectContaining({ plan: base.id, amount: 2000 }), expect.objectContaining({ plan: addOn.id, proration: true, amount: expect.any(Number) })]);
+    expect(invoices[2].lines[1].amount).toBe(-prorated(3000, invoices[2].lines[1].period_start, subs.always_invoice));
+    // none: nothing for the add-on at all.
+    const [, plain] = await invoicesOf(subs.none.id, 2);
+    expect(plain.lines).toEqual([expect.objectContaining({ plan: base.id, amount: 2000, proration: false })]);
+    await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
+  });
+
+  it('seats up and down mid-period, across a tier: prorated at each price, previewed exactly as the renewal invoices them', async () => {
+    const seats = await plan({ name: 'Seats', amount: 1500 });
+    const storage = await plan({
+      name: 'Storage',
+      pricing_scheme: 'tiered',
+      tiers_mode: 'volume',
+      tiers: [
+        { up_to: 10, unit_amount: 1000 },
+        { up_to: 'inf', unit_amount: 700, flat_amount: 500 },
+      ],
+    });
+    const sub = await subscribe({ customer_id: await customer(), items: [{ plan: seats.id, quantity: 5 }, { plan: storage.id, quantity: 8 }] });
+    const [seatItem, storageItem] = sub.items;
+    await engine.env.sleep(7 * day);
+    // 5 → 12 seats, and storage 8 → 12: across into the second tier (8 × 10.00 = 80.00 → 12 × 7.00 + 5.00 = 89.00).
+    const up = await engine.call('PATCH', `/v1/subscription_items/${seatItem.id}`, { quantity: 12 });
+    expect(up.status, JSON.stringify(up.body)).toBe(200);
+    expect(up.body).toMatchObject({ id: seatItem.id, quantity: 12 });
+    expect((await engine.call('PATCH', `/v1/subscription_items/${storageItem.id}`, { quantity: 12 })).status).toBe(200);
+    await engine.env.sleep(7 * day);
+    // 12 → 9 seats: a credit of the unused 12 and a charge of 9, on the next invoice.
+    expect((await engine.call('PATCH', `/v1/subscription_items/${seatItem.id}`, { quantity: 9, proration_behavior: 'create_prorations' })).status).toBe(200);
+    const now = await get(`/v1/subscriptions/${sub.id}`);
+    expect(now.items.map((i: any) => i.quantity)).toEqual([9, 12]);
+
+    const preview = await get(`/v1/invoices/upcoming?subscription=${sub.id}`);
+    expect(preview).toMatchObject({ object: 'invoice', id: null, subscription_id: sub.id, period_start: now.current_period_end });
+    expect(preview.lines.map((l: any) => [l.plan, l.quantity, l.proration])).toEqual([
+      [seats.id, 9, false],
+      [storage.id, 12, false],
+      [seats.id, 5, true],
+      [seats.id, 12, true],
+      [storage.id, 8, true],
+      [storage.id, 12, true],
+      [seats.id, 12, true],
+      [seats.id, 9, true],
+    ]);
+    expect(preview.lines[1]).toMatchObject({ amount: 12 * 700 + 500, breakdown: [expect.objectContaining({ tier: 1, quantity: 12 })] });
+    const [, , , , storageCredit, storageCharge] = preview.lines;
+    expect(storageCredit.amount).toBe(-prorated(8000, storageCredit.period_start, now));
+    expect(storageCharge.amount).toBe(prorated(8900, storageCharge.period_start, now));
+    expect(preview.total).toBe(sumOf(preview.lines));
+
+    await engine.env.sleep(20 * day);
+    const [, renewal] = await invoicesOf(sub.id, 2);
+    const comparable = (lines: any[]) => lines.map(({ description, plan, quantity, unit_amount, amount, breakdown, period_start, period_end, proration }) => ({ description, plan, quantity, unit_amount, amount, breakdown, period_start, period_end, proration }));
+    expect(comparable(renewal.lines)).toEqual(comparable(preview.lines));
+    expect([renewal.subtotal, renewal.total, renewal.amount_paid]).toEqual([preview.subtotal, preview.total, preview.total]);
+    expect([renewal.period_start, renewal.period_end]).toEqual([preview.period_start, preview.period_end]);
+    // Nothing is left waiting: the next preview is the items alone.
+    const next = await get(`/v1/invoices/upcoming?subscription=${sub.id}`);
+    expect(next.lines.map((l: any) => l.amount)).toEqual([9 * 1500, 12 * 700 + 500]);
+    await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
+    await replays(sub.id);
+  });
 });

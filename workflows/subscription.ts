@@ -150,6 +150,8 @@ export const changeItemsUpdate = defineUpdate<SubscriptionSnapshot, [ItemChange]
 export interface BillingStateView {
   state: SubscriptionState;
   spreadMinutes: number;
+  /** The subscription's time now (a test clock's on a clock). */
+  now: string;
 }
 export const billingStateQuery = defineQuery<BillingStateView>('billingState');
 /** Item changes through the workflow's queue (changeItemsUpdate): only runs that accepted one (which older code never registered) command anything for it. */
@@ -273,7 +275,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   }
 
   setHandler(subscriptionQuery, () => subscription);
-  setHandler(billingStateQuery, () => ({ state: state(), spreadMinutes: spread() }));
+  setHandler(billingStateQuery, () => ({ state: state(), spreadMinutes: spread(), now: iso(clock.now()) }));
   setHandler(subscriptionCreatedUpdate, async () => {
     await condition(() => created);
     return subscription;
