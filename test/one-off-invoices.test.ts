@@ -6,6 +6,7 @@ import { reminderSchedule } from '../domain/one-off-invoices.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
+import { clockTenant } from './helpers/clock-tenant.ts';
 
 const minute = 60_000;
 const day = 86_400_000;
@@ -183,6 +184,37 @@ describe('one-off invoices', () => {
     expect((await engine.app.request(`/invoices/${id}/pay?token=nope`)).status).toBe(404);
     expect(await eventTypes(id)).toEqual(expect.arrayContaining(['invoice.created', 'invoice.finalized', 'invoice.reminder_sent', 'invoice.payment_failed', 'invoice.paid']));
     await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
+  });
+
+  it('a customer on a test clock: the invoice runs on the clock (its queue and time), reminded as the clock advances', async () => {
+    const { call, make, advance } = await clockTenant(engine, 'Clocked Consulting');
+    const clock = await make('/v1/test_clocks', { frozen_time: '2033-05-01T00:00:00Z' });
+    const email = 'clocked-invoice@example.com';
+    const cus = await make('/v1/customers', { email, name: 'Clocked', test_clock: clock.id });
+    const item = await make('/v1/invoice_items', { customer: cus.id, amount: 90000, currency: 'EUR', description: 'Audit' });
+    expect(item.created_at).toBe('2033-05-01T00:00:00.000Z');
+    const draft = await make('/v1/invoices', { customer: cus.id, collection_method: 'send_invoice', days_until_due: 10 });
+    const finalized = await call('POST', `/v1/invoices/${draft.id}/finalize`);
+    expect(finalized.status, JSON.stringify(finalized.body)).toBe(200);
+    expect(finalized.body).toMatchObject({ status: 'open', finalized_at: '2033-05-01T00:00:00.000Z', due_date: '2033-05-11T00:00:00.000Z', total: 90000, livemode: false });
+    const description = await engine.env.client.workflow.getHandle(draft.id).describe();
+    expect(description.taskQueue).toBe(engine.config.clockTaskQueue);
+    await waitForMail(email, 1);
+    // The clock's days, not Temporal's: nothing more until the clock moves past 3 days before the due date.
+    await advance(clock.id, '2033-05-08T01:00:00Z');
+    const [, before] = await waitForMail(email, 2);
+    expect(before!.parsed.subject).toContain('Reminder');
+    expect(before!.parsed.subject).toContain('€900.00');
+    await advance(clock.id, '2033-05-11T01:00:00Z');
+    const [, , onDay] = await waitForMail(email, 3);
+    expect(onDay!.parsed.subject).toContain('due today');
+    const paid = await call('POST', `/v1/invoices/${draft.id}/pay`, { paid_out_of_band: true });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    expect(paid.body).toMatchObject({ status: 'paid', paid_at: '2033-05-11T01:00:00.000Z' });
+    await eventually(() => workflowStatus(draft.id), (status) => status === 'COMPLETED');
+    // Ended: the clock advances on without it.
+    await advance(clock.id, '2033-05-30T00:00:00Z');
+    expect(mailTo(email)).toHaveLength(3);
   });
 
   it('reminders already past at finalize are skipped', () => {
