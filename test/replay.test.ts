@@ -93,6 +93,25 @@ describe('workflow histories', () => {
       record(id, run, 'subscription-dunning-to-cancel');
     });
 
+    it('records an item subscription: two items, an add-on added (create_prorations), seats raised (always_invoice) and the add-on removed, then the renewal', async () => {
+      const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
+      const support = (await engine.call('POST', '/v1/plans', { name: 'Support', amount: 900, currency: 'USD', interval: 'month' })).body.id;
+      const addOn = (await engine.call('POST', '/v1/plans', { name: 'Add-on', amount: 3000, currency: 'USD', interval: 'month' })).body.id;
+      const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, items: [{ plan: planId, quantity: 3 }, { plan: support }] });
+      expect(created.status).toBe(201);
+      const id: string = created.body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(5 * day);
+      const added = await engine.call('POST', '/v1/subscription_items', { subscription: id, plan: addOn });
+      expect(added.status).toBe(201);
+      expect((await engine.call('PATCH', `/v1/subscription_items/${created.body.items[0].id}`, { quantity: 5, proration_behavior: 'always_invoice' })).status).toBe(200);
+      await engine.env.sleep(5 * day);
+      expect((await engine.call('DELETE', `/v1/subscription_items/${added.body.id}`)).status).toBe(200);
+      await engine.env.sleep(25 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      record(id, run, 'subscription-items');
+    });
+
     it('records a payout: pending, in transit, paid', async () => {
       const admin = { ...(await engine.admin()).headers, 'x-account-id': engine.tenant.accountId };
       expect((await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, admin)).status).toBe(201);
@@ -132,6 +151,8 @@ describe('workflow histories', () => {
       // billing date and start a funds-availability workflow per payment, through patched('renew-in-place') and patched('funds-in-subscription').
       'subscription-dunning-to-cancel-before-renew-in-place.json',
       'subscription-dunning-to-cancel.json',
+      // Recorded with patched('subscription-items'): several items, one added, changed (always_invoice) and removed, then the renewal.
+      'subscription-items.json',
       'subscription-plan-changes-and-pause-before-renew-cycle.json',
       'subscription-plan-changes-and-pause-before-renew-in-place.json',
       'subscription-plan-changes-and-pause.json',
@@ -154,6 +175,6 @@ describe('workflow histories', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
     // Every subscription history fails; the payout and export ones replay.
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(14);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(15);
   });
 });
