@@ -241,4 +241,30 @@ describe('subscription items', () => {
     await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
     await replays(sub.id);
   });
+
+  it('an item change racing the renewal is applied before or after it, never during: the invoices say which, and add up', async () => {
+    const seats = await plan({ name: 'Seats', amount: 1000 });
+    const sub = await subscribe({ customer_id: await customer(), plan: seats.id, quantity: 2 });
+    const itemId = sub.items[0].id;
+    // Right up to the period's end, then the change and the renewal at once.
+    await engine.env.sleep(Date.parse(sub.current_period_end) - (await engine.env.currentTimeMs()) - 1_000);
+    const [changed] = await Promise.all([engine.call('PATCH', `/v1/subscription_items/${itemId}`, { quantity: 5 }), engine.env.sleep(2 * day)]);
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    const [, renewal] = await invoicesOf(sub.id, 2);
+    const after = await get(`/v1/subscriptions/${sub.id}`);
+    expect(after.items.map((i: any) => i.quantity)).toEqual([5]);
+    expect(renewal.total).toBe(sumOf(renewal.lines));
+    const upcoming = await get(`/v1/invoices/upcoming?subscription=${sub.id}`);
+    if (renewal.lines[0].quantity === 5) {
+      // Before: the renewal bills 5 seats, with the last second of the old period prorated on it; nothing waits.
+      expect(renewal.lines.slice(1).every((l: any) => l.proration && l.period_end === renewal.period_start)).toBe(true);
+      expect(upcoming.lines).toEqual([expect.objectContaining({ quantity: 5, amount: 5000, proration: false })]);
+    } else {
+      // After: the renewal bills the 2 seats alone, and the change's lines (in the new period) wait for the next invoice.
+      expect(renewal.lines).toEqual([expect.objectContaining({ quantity: 2, amount: 2000, proration: false })]);
+      expect(upcoming.lines.slice(1).every((l: any) => l.proration && l.period_end === renewal.period_end)).toBe(true);
+      expect(upcoming.lines[0]).toMatchObject({ quantity: 5, amount: 5000 });
+    }
+    await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
+  });
 });
