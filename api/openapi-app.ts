@@ -92,7 +92,8 @@ const errorContent = (status: number) => ({
  * account) wherever a credential is required; 404 where the path has an id; 413 and
  * 415 on methods that take a body (the body middleware answers them before the
  * route); 409 and 422 on the POSTs that take an Idempotency-Key; 429 everywhere
- * (sign-up and login throttles; a proxy's limits). Every error response, listed here
+ * (sign-up and login throttles; a proxy's limits); 401 on public /v1 operations too
+ * (a credential sent is checked); 431 everywhere (Node's header size limit). Every error response, listed here
  * or by its route, gets an example whose code belongs to its status.
  */
 export function withCommonStatuses<T extends { paths?: object }>(document: T): T {
@@ -102,7 +103,9 @@ export function withCommonStatuses<T extends { paths?: object }>(document: T): T
       const responses = (operation.responses ??= {});
       const statuses = new Set([400, 429, 500, 503]);
       const secured = !(Array.isArray(operation.security) && operation.security.length === 0);
-      if (secured && /^\/(api\/)?v1\//.test(path)) statuses.add(401).add(404);
+      // The credential middleware runs on every /v1 and /api/v1 path: a public operation sent a credential that is not valid is 401 too.
+      if (/^\/(api\/)?v1\//.test(path)) statuses.add(401);
+      if (secured && /^\/(api\/)?v1\//.test(path)) statuses.add(404);
       if (path.includes('{')) statuses.add(404);
       if (method !== 'get' && method !== 'delete') statuses.add(413).add(415);
       if (method === 'delete' && operation.requestBody) statuses.add(413).add(415);
@@ -110,6 +113,8 @@ export function withCommonStatuses<T extends { paths?: object }>(document: T): T
       for (const status of statuses) {
         if (!responses[status]) responses[status] = { description: exampleCodes[status]!.description, content: errorContent(status) };
       }
+      // Node's HTTP server answers it before any route, with an empty body: request line and headers over 16 KB (a long query).
+      responses[431] ??= { description: 'Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body)' };
       for (const [key, response] of Object.entries(responses)) {
         const status = Number(key);
         if (!(status >= 400) || !exampleCodes[status]) continue;

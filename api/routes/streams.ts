@@ -37,7 +37,17 @@ const sseDoc = (path: string, summary: string, description: string, query: z.Zod
   summary,
   description,
   request: { query },
-  responses: { 200: { description: 'A text/event-stream', content: { 'text/event-stream': { schema: z.string() } } } },
+  responses: {
+    200: {
+      description: 'A text/event-stream',
+      // The schema of one event of the stream (comment lines such as `: heartbeat` are not events).
+      content: {
+        'text/event-stream': {
+          schema: z.object({ event: z.string().optional(), id: z.string().optional(), data: z.string().openapi({ description: 'JSON text' }), retry: z.number().int().optional() }).openapi({ description: 'One server-sent event' }),
+        },
+      },
+    },
+  },
 });
 
 /**
