@@ -498,7 +498,7 @@ export function itemProrationLines(from: PriceTerms | null, to: PriceTerms | nul
   const periodMs = end.getTime() - start.getTime();
   const remainingMs = end.getTime() - at.getTime();
   const lines: InvoiceLineInput[] = [];
-  if (from) lines.push(priceLine(from, `Unused time on ${itemName(from)} after ${iso(at)}`, -prorate(termsPrice(from).amount, remainingMs, periodMs), { start: at, end }, true, null));
+  if (from) lines.push(priceLine(from, `Unused time on ${itemName(from)} after ${iso(at)}`, 0 - prorate(termsPrice(from).amount, remainingMs, periodMs), { start: at, end }, true, null));
   if (to) lines.push(priceLine(to, `Remaining time on ${itemName(to)} after ${iso(at)}`, prorate(termsPrice(to).amount, remainingMs, periodMs), { start: at, end }, true, null));
   return lines;
 }
