@@ -137,6 +137,9 @@ describe('workflow histories', () => {
       // Recorded with the exportWorkflow of before EXPORTS_TASK_QUEUE (stand-in activities on a dev server): the activity's queue is now an input.
       'export-failed.json',
       'export-succeeded.json',
+      // One-off invoices' workflow (recorded by test/one-off-invoice-histories.test.ts): sent, reminded, paid; declined, retried, voided.
+      'invoice-auto-retried-voided.json',
+      'invoice-send-reminded-paid.json',
       // Recorded with the payoutWorkflow of before payout states (commit a26a08e): replays through patched('payout-states').
       'payout-legacy-paid.json',
       // Recorded with the payoutScheduleWorkflow of before test clocks (main at 50c42bb: a daily schedule's empty run, a run paying out,
@@ -174,7 +177,7 @@ describe('workflow histories', () => {
   it('fail against workflow code changed incompatibly without a patch', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
-    // Every subscription history fails; the payout and export ones replay.
+    // Every subscription history fails; the payout, export and invoice ones replay.
     expect(replay.stdout.match(/FAILED/g)).toHaveLength(15);
   });
 });
