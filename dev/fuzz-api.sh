@@ -14,8 +14,9 @@
 # `pip install schemathesis` (4.x). The report lands in $REPORT_DIR
 # (default test-results/schemathesis).
 #
-# /v1/auth/session (logout) and /v1/account (DELETE closes it) are left out: they
-# would end the fuzzer's own session halfway and leave the rest of the run at 401.
+# /v1/auth/session and /v1/auth/browser_session (logout) and /v1/account (DELETE
+# closes it) are left out: they would end the fuzzer's own session halfway and leave
+# the rest of the run at 401.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,13 +71,14 @@ EMAIL="fuzz-$(date +%s)@example.com"
 PASSWORD="Fuzz-password-$(date +%s)-x"
 curl -fsS -X POST "${BASE}/v1/accounts" -H 'content-type: application/json' \
   -d "{\"email\":\"${EMAIL}\",\"name\":\"Fuzz Ltd\",\"type\":\"business\",\"password\":\"${PASSWORD}\"}" >/dev/null
-TOKEN="$(curl -fsS -X POST "${BASE}/v1/auth/login" -H 'content-type: application/json' \
-  -d "{\"email\":\"${EMAIL}\",\"password\":\"${PASSWORD}\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')"
 
 mkdir -p "$REPORT_DIR"
 # Both modes, one after the other: live as the owner, then the sandbox (x-sandbox-mode), each with its own report.
 STATUS=0
 for MODE in ${MODES:-live sandbox}; do
+  # A fresh session per mode: a run may end its own session (revoking a user's sessions), and a token lives 15 minutes.
+  TOKEN="$(curl -fsS -X POST "${BASE}/v1/auth/login" -H 'content-type: application/json' \
+    -d "{\"email\":\"${EMAIL}\",\"password\":\"${PASSWORD}\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')"
   MODE_HEADER=()
   [[ "$MODE" == sandbox ]] && MODE_HEADER=(--header "x-sandbox-mode: true")
   echo "Running Schemathesis in ${MODE} mode (max ${MAX_EXAMPLES} examples per operation, at most ${MAX_TIME} s)..."
@@ -88,7 +90,7 @@ for MODE in ${MODES:-live sandbox}; do
     --max-examples "$MAX_EXAMPLES" \
     --max-time "$MAX_TIME" \
     --workers "${WORKERS:-2}" \
-    --exclude-path-regex '^/v1/(auth/session|account)$' \
+    --exclude-path-regex '^/v1/(auth/session|auth/browser_session|account)$' \
     --report junit --report-dir "${REPORT_DIR}/${MODE}" \
     ${SCHEMATHESIS_ARGS:-}
   MODE_STATUS=$?
