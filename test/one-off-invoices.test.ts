@@ -5,6 +5,7 @@ import { totalsOf } from '../services/invoice-items.ts';
 import { reminderSchedule } from '../domain/one-off-invoices.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
+import { extractText, getDocumentProxy } from 'unpdf';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
 import { clockTenant } from './helpers/clock-tenant.ts';
 
@@ -84,6 +85,14 @@ describe('one-off invoices', () => {
     expect(refused.status).toBe(409);
     expect(refused.body.message).toContain('no invoice items');
     expect((await get(empty.body.id)).status).toBe('draft');
+    // The customer's portal never lists a draft: it is the merchant's until finalized.
+    const link = await engine.call('POST', `/v1/customers/${cus}/portal_link`, {});
+    const portal = (path: string) => engine.call('GET', path, undefined, { authorization: '', 'x-portal-token': link.body.url.split('#')[1] });
+    expect((await engine.call('GET', `/v1/invoices?customer=${cus}&status=draft`)).body.data.map((i: { id: string }) => i.id)).toEqual([empty.body.id]);
+    const listed = await portal('/v1/portal/invoices');
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect(listed.body.data).toEqual([]);
+    expect((await portal('/v1/portal/invoices?status=draft')).status).toBe(400);
     const noDays = await engine.call('POST', '/v1/invoices', { customer: cus, collection_method: 'send_invoice' });
     expect(noDays.status).toBe(400);
     expect(noDays.body.message).toContain('days_until_due');
@@ -147,6 +156,16 @@ describe('one-off invoices', () => {
     expect(text).toContain('Consulting, November 2026');
     const payUrl = text.match(/Pay online: (\S+)/)![1]!;
     expect(payUrl).toContain(`/invoices/${id}/pay?token=`);
+
+    // The PDF says what the email says: the same lines, amounts, totals, description and due date.
+    const pdf = await engine.app.request(new URL(finalized.body.pdf).pathname + new URL(finalized.body.pdf).search);
+    expect(pdf.status).toBe(200);
+    const { text: pdfText } = await extractText(await getDocumentProxy(new Uint8Array(await pdf.arrayBuffer())), { mergePages: true });
+    const flat = pdfText.replace(/\s+/g, ' ');
+    for (const words of ['Consulting hours', 'Onboarding workshop', '$375.00', '$125.00', '$150.00', '$525.00', 'Consulting, November 2026', number]) expect(flat).toContain(words);
+    const dueLong = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' }).format(new Date(dueDate));
+    expect(flat).toContain(`Date due ${dueLong}`);
+    expect(flat).toContain(`$525.00 due ${dueLong}`);
 
     // Reminders: 3 days before the due date, on it, 7 days after.
     const due = Date.parse(dueDate);

@@ -318,7 +318,8 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const { claims, customer } = await portalCaller(c);
       const query = c.req.valid('query');
       const where: Record<string, unknown> = { customerId: customer.id, accountId: claims.accountId, livemode: claims.livemode };
-      if (query.status) where.status = query.status;
+      // A draft (a one-off invoice not finalized yet) is the merchant's: never shown to the customer.
+      where.status = query.status ?? { $ne: 'draft' };
       const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, where, query);
       const data = page.map((invoice) => {
         const full = serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
