@@ -17,6 +17,10 @@ export const EventSchema = z
     transaction_id: z.string().nullable().openapi({ description: 'The transaction the change involved; null where none (always present)' }),
     data: z.object({
       object: z.record(z.string(), z.unknown()).openapi({ description: 'The resource as the API returns it, at the time of the change' }),
+      previous_attributes: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .openapi({ description: 'On some `*.updated` events: the changed fields as they were before (a subscription\'s `items`, `plan` and `quantity` when its items change)' }),
     }),
   })
   .openapi('Event');
@@ -28,13 +32,13 @@ export const EventSchema = z
  * `transaction_id` is always present (null when no transaction is involved) and
  * `data.object` is the resource as the API returned it at the change.
  */
-export function serializeEvent(event: { id: string; type: string; createdAt: Date | string; livemode: boolean; transactionId?: string | null; data: { object: Record<string, unknown> } }) {
+export function serializeEvent(event: { id: string; type: string; createdAt: Date | string; livemode: boolean; transactionId?: string | null; data: { object: Record<string, unknown>; previous_attributes?: Record<string, unknown> } }) {
   return {
     id: event.id,
     type: event.type,
     created_at: new Date(event.createdAt).toISOString(),
     livemode: event.livemode,
     transaction_id: event.transactionId ?? null,
-    data: { object: event.data.object },
+    data: { object: event.data.object, ...(event.data.previous_attributes ? { previous_attributes: event.data.previous_attributes } : {}) },
   };
 }

@@ -13,6 +13,8 @@ export interface EventInput {
   object: object;
   /** The transaction the change involved, or null (the payload always carries the key). */
   transactionId?: string | null;
+  /** The changed fields as they were before (`data.previous_attributes`), on an update that says so. */
+  previousAttributes?: Record<string, unknown>;
 }
 
 /**
@@ -35,7 +37,10 @@ export async function recordEvents(em: EntityManager, inputs: EventInput[]): Pro
     livemode: input.livemode,
     type: input.type,
     transactionId: input.transactionId ?? null,
-    data: { object: JSON.parse(JSON.stringify(input.object)) as Record<string, unknown> },
+    data: {
+      object: JSON.parse(JSON.stringify(input.object)) as Record<string, unknown>,
+      ...(input.previousAttributes ? { previous_attributes: JSON.parse(JSON.stringify(input.previousAttributes)) as Record<string, unknown> } : {}),
+    },
     createdAt,
     testClockId: currentTestClock()?.id ?? null,
     dispatchedAt: null,

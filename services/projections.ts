@@ -1,7 +1,7 @@
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { Subscription } from '../db/entities/index.ts';
 import { subscriptionEventType } from '../domain/events.ts';
-import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { SubscriptionItemSnapshot, SubscriptionSnapshot } from '../domain/subscription.ts';
 import { recordEvent } from './events.ts';
 import { writeVersioned } from './versioned-write.ts';
 import { serializeSubscription } from '../objects/subscription.ts';
@@ -56,17 +56,30 @@ export async function projectSubscriptionOn(tx: EntityManager, snapshot: Subscri
     createdAt: new Date(snapshot.createdAt),
     updatedAt: new Date(snapshot.updatedAt),
   };
-  const { written, previous } = await writeVersioned<typeof row, { status: string; plan_id: string }>(tx, Subscription, 'subscriptions', row, {
+  const { written, previous } = await writeVersioned<typeof row, { status: string; plan_id: string; quantity: number; items: SubscriptionItemSnapshot[] | null }>(tx, Subscription, 'subscriptions', row, {
     insertOnly: ['accountId', 'createdAt'],
-    previousColumns: ['status', 'plan_id'],
+    previousColumns: ['status', 'plan_id', 'quantity', 'items'],
   });
   // A retried or late write changes no row, and so records no event.
   if (!written) return;
+  const object = serializeSubscription(snapshot);
+  // The items' previous values when they changed (an item added, changed or removed; a plan or quantity change).
+  const before = previous ? serializeSubscription({ ...snapshot, planId: previous.plan_id, quantity: previous.quantity, items: previous.items ?? undefined }) : null;
+  const itemsChanged = before !== null && JSON.stringify(before.items) !== JSON.stringify(object.items);
   await recordEvent(tx, {
     accountId: snapshot.accountId,
     livemode: snapshot.livemode,
     type: subscriptionEventType(previous ? { status: previous.status, planId: previous.plan_id } : null, snapshot),
-    object: serializeSubscription(snapshot),
+    object,
     transactionId: null,
+    ...(itemsChanged
+      ? {
+          previousAttributes: {
+            items: before!.items,
+            ...(before!.plan !== object.plan ? { plan: before!.plan } : {}),
+            ...(before!.quantity !== object.quantity ? { quantity: before!.quantity } : {}),
+          },
+        }
+      : {}),
   });
 }

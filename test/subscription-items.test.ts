@@ -204,6 +204,16 @@ describe('subscription items', () => {
     const up = await engine.call('PATCH', `/v1/subscription_items/${seatItem.id}`, { quantity: 12 });
     expect(up.status, JSON.stringify(up.body)).toBe(200);
     expect(up.body).toMatchObject({ id: seatItem.id, quantity: 12 });
+    // The event of the change carries the items as they were.
+    const events = (await get('/v1/events?type=subscription.updated&limit=100')).data.filter((e: any) => e.data.object.id === sub.id);
+    expect(events[0].data.object.items.map((i: any) => i.quantity)).toEqual([12, 8]);
+    expect(events[0].data.previous_attributes).toEqual({
+      items: [
+        { object: 'subscription_item', id: seatItem.id, plan: seats.id, quantity: 5 },
+        { object: 'subscription_item', id: storageItem.id, plan: storage.id, quantity: 8 },
+      ],
+      quantity: 5,
+    });
     expect((await engine.call('PATCH', `/v1/subscription_items/${storageItem.id}`, { quantity: 12 })).status).toBe(200);
     await engine.env.sleep(7 * day);
     // 12 → 9 seats: a credit of the unused 12 and a charge of 9, on the next invoice.

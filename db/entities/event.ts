@@ -21,7 +21,7 @@ export const Event = defineEntity({
     livemode: p.boolean(),
     type: p.string(),
     transactionId: p.string().nullable(),
-    data: p.json<{ object: Record<string, unknown> }>(),
+    data: p.json<{ object: Record<string, unknown>; previous_attributes?: Record<string, unknown> }>(),
     createdAt: p.datetime(),
     /** The test clock whose work recorded it (services/clock-context.ts), or null. */
     testClockId: p.string().nullable(),
