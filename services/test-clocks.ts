@@ -7,7 +7,7 @@
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { Customer, Invoice, PaymentRequest, Payout, Plan, RecurringPaymentRequest, Subscription, TestClock, TestClockPayoutSettings } from '../db/entities/index.ts';
+import { Customer, Invoice, InvoiceItem, PaymentRequest, Payout, Plan, RecurringPaymentRequest, Subscription, TestClock, TestClockPayoutSettings } from '../db/entities/index.ts';
 import { defaultTestClockLimits, type TestClockLimits } from '../config.ts';
 import { addIntervals, type BillingInterval } from '../domain/billing-calendar.ts';
 import { endedStatuses } from '../domain/subscription.ts';
@@ -288,7 +288,9 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
       const requests = await em.find(PaymentRequest, { testClockId: clock.id }, { fields: ['id'] });
       const recurring = await em.find(RecurringPaymentRequest, { testClockId: clock.id }, { fields: ['id'] });
       const payouts = await em.find(Payout, { testClockId: clock.id, status: { $in: ['pending', 'in_transit'] } }, { fields: ['id'] });
-      workflowIds = [...subscriptions, ...requests, ...recurring, ...payouts].map((r) => r.id);
+      // One-off invoices still collected by their invoice workflow (workflows/invoice.ts, id = the invoice id).
+      const oneOff = customers.length > 0 ? await em.find(Invoice, { customerId: { $in: customers }, subscriptionId: null, status: { $in: ['open', 'uncollectible'] } }, { fields: ['id'] }) : [];
+      workflowIds = [...subscriptions, ...requests, ...recurring, ...payouts, ...oneOff].map((r) => r.id);
     }
   }
   // The clock's payout schedule (workflows/payout-schedule.ts), whether or not the clock still knew it.
@@ -304,6 +306,7 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
       // Money stays: transactions, charges and the ledger keep what moved on the sandbox balance.
       await tx.nativeDelete(Subscription, { customerId: { $in: customerIds } });
       await tx.nativeDelete(Invoice, { customerId: { $in: customerIds } });
+      await tx.nativeDelete(InvoiceItem, { customerId: { $in: customerIds } });
       await tx.nativeDelete(Customer, { id: { $in: customerIds } });
     }
     const row = await tx.findOne(TestClock, { id: clock.id });

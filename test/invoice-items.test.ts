@@ -159,7 +159,7 @@ describe('invoice items on the next subscription invoice', () => {
     await engine.env.sleep(periodEnd - (await engine.env.currentTimeMs()) + 60_000);
     const second = await eventually(
       async () => (await engine.call('GET', `/v1/invoices?subscription=${sub.body.id}`)).body.data,
-      (invoices: unknown[]) => invoices.length >= 2 && (invoices[0] as { status: string }).status === 'paid',
+      (invoices: any[]) => invoices.length >= 2 && invoices[0].status === 'paid',
       20_000,
     );
     const renewal = second[0];
@@ -177,7 +177,7 @@ describe('invoice items on the next subscription invoice', () => {
     await engine.env.sleep(32 * 86_400_000);
     const third = await eventually(
       async () => (await engine.call('GET', `/v1/invoices?subscription=${sub.body.id}`)).body.data,
-      (invoices: unknown[]) => invoices.length >= 3,
+      (invoices: any[]) => invoices.length >= 3,
       20_000,
     );
     expect(third[0].total).toBe(2000);

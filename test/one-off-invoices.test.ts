@@ -234,6 +234,17 @@ describe('one-off invoices', () => {
     // Ended: the clock advances on without it.
     await advance(clock.id, '2033-05-30T00:00:00Z');
     expect(mailTo(email)).toHaveLength(3);
+
+    // A running invoice workflow ends with its clock, and the clock's invoices and items go.
+    const pending = await make('/v1/invoice_items', { customer: cus.id, amount: 500, currency: 'EUR', description: 'Pending' });
+    const open = await make('/v1/invoices', { customer: cus.id, collection_method: 'send_invoice', days_until_due: 30, pending_invoice_items_behavior: 'exclude', currency: 'EUR' });
+    await make('/v1/invoice_items', { customer: cus.id, amount: 700, currency: 'EUR', description: 'Attached', invoice: open.id });
+    expect((await call('POST', `/v1/invoices/${open.id}/finalize`)).status).toBe(200);
+    expect(await workflowStatus(open.id)).toBe('RUNNING');
+    expect((await call('DELETE', `/v1/test_clocks/${clock.id}`)).status).toBe(200);
+    await eventually(() => workflowStatus(open.id), (status) => status === 'TERMINATED');
+    expect(await engine.db.orm.em.fork().count(InvoiceItem, { customerId: cus.id })).toBe(0);
+    expect((await call('GET', `/v1/invoice_items/${pending.id}`)).status).toBe(404);
   });
 
   it('reminders already past at finalize are skipped', () => {
