@@ -1,0 +1,79 @@
+/**
+ * Check, then act, on a one-off invoice (docs/money-and-ledger.md): its invoice workflow runs its
+ * charges, a pay and a void one at a time. A void that arrives while a charge of the invoice is at
+ * the processor waits for it and is refused when it paid: the customer never pays a void invoice.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Invoice, Transaction } from '../db/entities/index.ts';
+import { SandboxProcessor } from '../services/processors/sandbox.ts';
+import type { PaymentProcessor } from '../services/processors/types.ts';
+import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { eventually } from './helpers/temporal.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('a one-off invoice voided while it is being charged', () => {
+  let engine: TestEngine;
+  let gate: { entered: () => void; release: Promise<void> } | null = null;
+  beforeAll(async () => {
+    engine = await startTestEngine({ startWorker: false });
+    const sandbox = new SandboxProcessor(() => engine.db.orm.em.fork());
+    const gated: PaymentProcessor = Object.assign(Object.create(sandbox) as PaymentProcessor, {
+      async charge(request: Parameters<PaymentProcessor['charge']>[0]) {
+        if (gate) {
+          gate.entered();
+          await gate.release;
+        }
+        return sandbox.charge(request);
+      },
+    });
+    await engine.startWorker({ processor: gated });
+  });
+  afterAll(() => engine?.close());
+  const em = () => engine.db.orm.em.fork();
+
+  async function draft(email: string) {
+    const customer = (await engine.call('POST', '/v1/customers', { email, name: 'Ada', payment_method: 'pm_card_visa' })).body.id;
+    await engine.call('POST', '/v1/invoice_items', { customer, amount: 25000, currency: 'USD', description: 'Migration project' });
+    return (await engine.call('POST', '/v1/invoices', { customer, collection_method: 'charge_automatically' })).body.id as string;
+  }
+
+  function closeGate() {
+    let entered!: () => void;
+    const inCharge = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    gate = { entered, release: new Promise<void>((resolve) => (release = resolve)) };
+    return { inCharge, open: () => { gate = null; release(); } };
+  }
+
+  it('a void during the finalize charge waits for it and is refused: paid, never paid and void', { timeout: 60_000 }, async () => {
+    const id = await draft('race-void@example.com');
+    const { inCharge, open } = closeGate();
+    const finalized = engine.call('POST', `/v1/invoices/${id}/finalize`);
+    await inCharge;
+    expect((await finalized).status).toBe(200);
+    let answered = false;
+    const voided = engine.call('POST', `/v1/invoices/${id}/void`).finally(() => (answered = true));
+    await sleep(1_500);
+    expect(answered).toBe(false);
+    open();
+    const answer = await voided;
+    expect([answer.status, answer.body.error]).toEqual([409, 'invalid_state']);
+    expect((await em().findOneOrFail(Invoice, { id })).status).toBe('paid');
+    expect(await em().count(Transaction, { invoiceId: id, type: 'payment', status: 'succeeded' })).toBe(1);
+  });
+
+  it('a pay during the finalize charge waits for it and is refused: charged once', { timeout: 60_000 }, async () => {
+    const id = await draft('race-pay@example.com');
+    const { inCharge, open } = closeGate();
+    await engine.call('POST', `/v1/invoices/${id}/finalize`);
+    await inCharge;
+    const paid = engine.call('POST', `/v1/invoices/${id}/pay`);
+    await sleep(1_000);
+    open();
+    const answer = await paid;
+    expect([answer.status, answer.body.error]).toEqual([409, 'invalid_state']);
+    await eventually(async () => (await em().findOneOrFail(Invoice, { id })).status, (status) => status === 'paid');
+    expect(await em().count(Transaction, { invoiceId: id, type: 'payment' })).toBe(1);
+  });
+});
