@@ -277,4 +277,64 @@ describe('subscription items', () => {
     }
     await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
   });
+
+  it('seats up now with always_invoice (a decline is 402 and changes nothing), down with none; a proposed change previewed at its proration_date', async () => {
+    const seats = await plan({ name: 'Seats', amount: 1500 });
+    const addOn = await plan({ name: 'Add-on', amount: 3100 });
+    const customerId = await customer();
+    const sub = await subscribe({ customer_id: customerId, plan: seats.id, quantity: 4 });
+    const itemId = sub.items[0].id;
+    await engine.env.sleep(10 * day);
+    // Up 4 → 6 now: credit of 4 seats' rest and charge of 6 seats' rest, charged at once.
+    const up = await engine.call('PATCH', `/v1/subscription_items/${itemId}`, { quantity: 6, proration_behavior: 'always_invoice' });
+    expect(up.status, JSON.stringify(up.body)).toBe(200);
+    const [, upInvoice] = await invoicesOf(sub.id, 2);
+    const [credit, charge] = upInvoice.lines;
+    expect(credit).toMatchObject({ quantity: 4, proration: true, amount: -prorated(6000, credit.period_start, sub) });
+    expect(charge).toMatchObject({ quantity: 6, proration: true, amount: prorated(9000, charge.period_start, sub) });
+    expect(upInvoice).toMatchObject({ total: credit.amount + charge.amount, amount_paid: credit.amount + charge.amount });
+
+    // A declined always_invoice charge: 402, the items as they were, the invoice void.
+    expect((await engine.call('PATCH', `/v1/customers/${customerId}`, { payment_method: 'pm_card_chargeDeclined' })).status).toBe(200);
+    const declined = await engine.call('PATCH', `/v1/subscription_items/${itemId}`, { quantity: 9, proration_behavior: 'always_invoice' });
+    expect(declined.status).toBe(402);
+    expect(declined.body).toMatchObject({ error: 'payment_failed', message: expect.stringContaining('Nothing changed.') });
+    expect((await get(`/v1/subscriptions/${sub.id}`)).items.map((i: any) => i.quantity)).toEqual([6]);
+    await eventually(() => engine.invoices(sub.id), (list) => list.length === 3 && list.some((i) => i.status === 'void'));
+    expect((await engine.call('PATCH', `/v1/customers/${customerId}`, { payment_method: 'pm_card_visa' })).status).toBe(200);
+
+    // Down 6 → 2 with none: no line now or later; the renewal bills 2 seats.
+    expect((await engine.call('PATCH', `/v1/subscription_items/${itemId}`, { quantity: 2, proration_behavior: 'none' })).status).toBe(200);
+    const plain = await get(`/v1/invoices/upcoming?subscription=${sub.id}`);
+    expect(plain.lines).toEqual([expect.objectContaining({ quantity: 2, amount: 3000, proration: false })]);
+
+    // A proposed add-on at a given instant: its line is round(3100 × remaining ÷ period); nothing is changed by asking.
+    const now = await get(`/v1/subscriptions/${sub.id}`);
+    const at = Math.floor((Date.parse(now.current_period_start) + 20 * day) / 1000);
+    const proposed = await get(
+      `/v1/invoices/upcoming?subscription=${sub.id}&proration_date=${at}&subscription_items=${encodeURIComponent(JSON.stringify([{ plan: addOn.id }, { id: itemId, quantity: 3 }]))}`,
+    );
+    expect(proposed.lines.map((l: any) => [l.plan, l.quantity, l.proration, l.period_start])).toEqual([
+      [seats.id, 3, false, now.current_period_end],
+      [addOn.id, 1, false, now.current_period_end],
+      [addOn.id, 1, true, new Date(at * 1000).toISOString()],
+      [seats.id, 2, true, new Date(at * 1000).toISOString()],
+      [seats.id, 3, true, new Date(at * 1000).toISOString()],
+    ]);
+    expect(proposed.lines[2].amount).toBe(prorated(3100, new Date(at * 1000).toISOString(), now));
+    expect(proposed.lines[3].amount).toBe(-prorated(3000, new Date(at * 1000).toISOString(), now));
+    expect(proposed.total).toBe(sumOf(proposed.lines));
+    expect((await get(`/v1/subscriptions/${sub.id}`)).items).toEqual(now.items);
+    // Bad proposals are 400 in the error shape.
+    const bad = await engine.call('GET', `/v1/invoices/upcoming?subscription=${sub.id}&subscription_items=${encodeURIComponent('[{"id":"si_nope"}]')}`);
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ error: 'invalid_request', message: 'subscription_items[0].id: the subscription has no item si_nope.' });
+
+    await engine.env.sleep(21 * day);
+    // First, upgrade, void, renewal.
+    await eventually(() => engine.invoices(sub.id), (list) => list.length === 4 && list.filter((i) => i.status === 'paid').length === 3);
+    const renewal = (await get(`/v1/invoices?subscription=${sub.id}&limit=100`)).data[0];
+    expect(renewal.lines).toEqual([expect.objectContaining({ quantity: 2, amount: 3000, proration: false })]);
+    await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
+  });
 });
