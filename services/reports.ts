@@ -118,14 +118,20 @@ export async function revenueReport(em: EntityManager, scope: ReportScope, range
   );
 }
 
+/** A subscription row's items as rows (plan_id, quantity): its items, or its one item of plan × quantity. */
+const subscriptionItemRows = `(select x."planId", x.quantity from jsonb_to_recordset(coalesce(s.items, jsonb_build_array(jsonb_build_object('planId', s.plan_id, 'quantity', s.quantity)))) as x("planId" text, quantity int))`;
+
 export async function mrrReport(em: EntityManager, scope: ReportScope, range: ReportRange): Promise<CurrencySeries<MrrPoint>[]> {
   const starts = bucketStarts(range);
   if (starts.length === 0) return [];
   const step = range.interval === 'day' ? '1 day' : '1 month';
-  // What each (plan, quantity, currency) in use charges a period: priced here, summed in SQL below.
+  // What each (plan, quantity, currency) in use charges a period: priced here, summed in SQL below. A subscription
+  // bills each of its items (subscription items: the projection's items; null, its one item of plan × quantity).
   const inUse: { plan_id: string; quantity: number; currency: string }[] = await em.getConnection().execute(
-    `select distinct s.plan_id, s.quantity, coalesce(s.currency, p.currency) as currency
-       from subscriptions s join plans p on p.id = s.plan_id
+    `select distinct it.plan_id, it.quantity, coalesce(s.currency, p.currency) as currency
+       from subscriptions s
+       cross join lateral ${subscriptionItemRows} as it(plan_id, quantity)
+       join plans p on p.id = it.plan_id
       where s.account_id = ? and s.livemode = ? and s.status <> 'expired' and ${notOnClock('s.customer_id')}`,
     [scope.accountId, scope.livemode],
   );
@@ -144,16 +150,17 @@ export async function mrrReport(em: EntityManager, scope: ReportScope, range: Re
      select pt.period_start, pt.at, pr.currency,
             round(sum(pr.amount::numeric * case p.interval when 'month' then 1 when 'year' then 1.0 / 12 when 'week' then 52.0 / 12 when 'day' then 365.0 / 12 end
                       / greatest(p.interval_count, 1))) as mrr,
-            count(*) as subscriptions
+            count(distinct s.id) as subscriptions
        from points pt
        join subscriptions s on s.account_id = ? and s.livemode = ?
         and greatest(s.created_at, coalesce(s.trial_end, s.created_at)) <= pt.at
         and (s.canceled_at is null or s.canceled_at > pt.at)
         and s.status <> 'expired'
         and ${notOnClock('s.customer_id')}
-       join plans p on p.id = s.plan_id
+       cross join lateral ${subscriptionItemRows} as it(plan_id, quantity)
+       join plans p on p.id = it.plan_id
        join unnest(?::text[], ?::int[], ?::text[], ?::bigint[]) as pr(plan_id, quantity, currency, amount)
-         on pr.plan_id = s.plan_id and pr.quantity = s.quantity and pr.currency = coalesce(s.currency, p.currency)
+         on pr.plan_id = it.plan_id and pr.quantity = it.quantity and pr.currency = coalesce(s.currency, p.currency)
       group by 1, 2, 3`,
     [
       range.to,

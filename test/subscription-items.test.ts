@@ -95,6 +95,24 @@ describe('subscription items', () => {
     await replays(sub.id);
   });
 
+  it('MRR counts every item of a subscription, once per subscription', async () => {
+    // A fresh account: its MRR is only this subscription's.
+    const tenant = await engine.signUp({ email: 'mrr-items@example.com', name: 'Items Inc' });
+    const as = async (path: string, body?: unknown) => {
+      const answer = await engine.call(body === undefined ? 'GET' : 'POST', path, body, tenant.headers);
+      expect(answer.status, JSON.stringify(answer.body)).toBeLessThan(300);
+      return answer.body;
+    };
+    const cus = (await as('/v1/customers', { email: 'ops@example.com', payment_method: 'pm_card_visa' })).id;
+    const seats = (await as('/v1/plans', { name: 'Seats', amount: 1500, currency: 'USD', interval: 'month' })).id;
+    const support = (await as('/v1/plans', { name: 'Support', amount: 4900, currency: 'USD', interval: 'month' })).id;
+    await as('/v1/subscriptions', { customer_id: cus, items: [{ plan: seats, quantity: 12 }, { plan: support }] });
+    await as('/v1/subscriptions', { customer_id: cus, plan: seats, quantity: 2 });
+    const now = await engine.env.currentTimeMs();
+    const report = await as(`/v1/reports/mrr?interval=day&from=${new Date(now - day).toISOString()}&to=${new Date(now + day).toISOString()}`);
+    expect(report.data.find((series: any) => series.currency === 'USD')?.points.at(-1)).toMatchObject({ mrr: 18000 + 4900 + 3000, subscriptions: 2 });
+  });
+
   it('refuses items of different intervals or currencies, and changes nothing', async () => {
     const monthly = await plan({ name: 'Monthly', amount: 1000 });
     const quarterly = await plan({ name: 'Quarterly', amount: 2500, interval_count: 3 });
