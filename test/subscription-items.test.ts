@@ -95,6 +95,24 @@ describe('subscription items', () => {
     await replays(sub.id);
   });
 
+  it('items are carried across continue-as-new: a daily subscription of two items still bills both after its run continues', async () => {
+    const daily = await plan({ name: 'Daily seats', amount: 100, interval: 'day' });
+    const extra = await plan({ name: 'Daily extra', amount: 30, interval: 'day' });
+    const sub = await subscribe({ customer_id: await customer(), items: [{ plan: daily.id, quantity: 3 }, { plan: extra.id }] });
+    const handle = engine.env.client.workflow.getHandle(sub.id);
+    const firstRun = (await handle.describe()).runId;
+    // 12 renewals a run, then a new run with the state carried (workflows/subscription.ts renewalsPerRun).
+    await engine.env.sleep(14 * day + 60_000);
+    await eventually(() => engine.subscription(sub.id), (s) => (s?.billingCycle ?? 0) >= 14);
+    expect((await handle.describe()).runId).not.toBe(firstRun);
+    const last = (await get(`/v1/invoices?subscription=${sub.id}&limit=1`)).data[0];
+    expect(last.lines.map((l: any) => [l.plan, l.quantity, l.amount])).toEqual([
+      [daily.id, 3, 300],
+      [extra.id, 1, 30],
+    ]);
+    expect((await get(`/v1/subscriptions/${sub.id}`)).items.map((i: any) => i.plan)).toEqual([daily.id, extra.id]);
+  });
+
   it('MRR counts every item of a subscription, once per subscription', async () => {
     // A fresh account: its MRR is only this subscription's.
     const tenant = await engine.signUp({ email: 'mrr-items@example.com', name: 'Items Inc' });
