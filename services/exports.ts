@@ -78,7 +78,7 @@ export const exportColumns: Record<ExportResource, Column[]> = {
   invoices: [
     { name: 'id', sql: 't.id', kind: 'text' },
     { name: 'created', sql: 't.created_at', kind: 'time' },
-    { name: 'number', sql: 't.number', kind: 'text' },
+    { name: 'number', sql: "case when t.status = 'draft' then null else t.number end", kind: 'text' },
     { name: 'status', sql: 't.status', kind: 'text' },
     { name: 'customer', sql: 't.customer_id', kind: 'text' },
     { name: 'customer_email', sql: 't.customer_email', kind: 'text' },

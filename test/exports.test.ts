@@ -272,7 +272,7 @@ describe('exports', () => {
     await bad({ resource: 'payouts', format: 'csv', query: 'status:paid' }, 'only transactions, invoices and customers exports');
     await bad({ resource: 'transactions', format: 'csv', time_zone: 'Mars/Olympus' }, 'time zone');
     await bad({ resource: 'customers', format: 'csv', filters: { status: 'paid' } }, 'customers exports take email; not status');
-    await bad({ resource: 'invoices', format: 'csv', filters: { status: 'settled' } }, 'filters.status: one of open, paid, void, uncollectible');
+    await bad({ resource: 'invoices', format: 'csv', filters: { status: 'settled' } }, 'filters.status: one of draft, open, paid, void, uncollectible');
     await bad({ resource: 'payouts', format: 'csv', filters: { "method') or 1=1 --": 'x' } }, 'payouts exports take status, method, currency');
   });
 
