@@ -156,7 +156,8 @@ const changePlan = createRoute({
     'An upgrade (a higher price per day, at the quantity) takes effect now: the unused part of the current period on the old plan is credited and the rest on the new plan ' +
     'charged, on one invoice with proration lines (a decline answers 402 payment_failed and changes nothing). A plan with another interval starts a new ' +
     'period now. A downgrade takes effect at the next renewal and shows as `pending_plan` (and `pending_quantity`); choosing the current plan and quantity again drops it. ' +
-    'In a trial the plan changes at once, with no charge. `quantity` alone changes the seats of the current plan the same way: more now, prorated; fewer at the renewal.',
+    'In a trial the plan changes at once, with no charge. `quantity` alone changes the seats of the current plan the same way: more now, prorated; fewer at the renewal. ' +
+    'A subscription of several items is 409 here: change its items through /v1/subscription_items (docs/pricing.md).',
   request: { params: idParam('sub'), body: { ...json(ChangePlanBody), required: true } },
   responses: { 200: subscriptionAnswer('Updated'), ...errorResponses(400, 401, 402, 404, 409) },
 });
