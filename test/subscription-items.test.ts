@@ -73,6 +73,10 @@ describe('subscription items', () => {
       { object: 'subscription_item', id: expect.stringMatching(/^si_[0-9a-z]{26}$/), plan: storage.id, quantity: 14 },
     ]);
     expect((await engine.call('GET', `/v1/subscriptions/${sub.id}`)).body).toEqual(sub);
+    // Several items change through /v1/subscription_items, not /update.
+    const update = await post(`/v1/subscriptions/${sub.id}/update`, { quantity: 20 });
+    expect(update.status).toBe(409);
+    expect(update.body).toEqual({ error: 'invalid_state', message: 'The subscription has 3 items: change each through /v1/subscription_items.' });
 
     await engine.env.sleep(31 * day);
     const [first, renewal] = await invoicesOf(sub.id, 2);
