@@ -93,6 +93,12 @@ describe('one-off invoices', () => {
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     expect(listed.body.data).toEqual([]);
     expect((await portal('/v1/portal/invoices?status=draft')).status).toBe(400);
+    // Refused once, it is finalized once it has an item (a new run of its workflow).
+    await engine.call('POST', '/v1/invoice_items', { customer: cus, amount: 990, currency: 'USD', description: 'Late fee', invoice: empty.body.id });
+    const second = await engine.call('POST', `/v1/invoices/${empty.body.id}/finalize`);
+    expect(second.status, JSON.stringify(second.body)).toBe(200);
+    expect(second.body).toMatchObject({ status: 'open', total: 990 });
+    await eventually(() => get(empty.body.id), (invoice) => invoice.status === 'paid');
     const noDays = await engine.call('POST', '/v1/invoices', { customer: cus, collection_method: 'send_invoice' });
     expect(noDays.status).toBe(400);
     expect(noDays.body.message).toContain('days_until_due');
