@@ -244,6 +244,10 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
     if (invoice.status === 'void') {
       return page(c, 410, 'Invoice void', stateCard('off', '×', `Invoice ${invoice.number} was voided`, [html`Nothing is due. Contact ${name} if you think this is a mistake.`]), null, v.testMode, brand);
     }
+    if (!v.testMode) {
+      // A mode on a real processor: the test cards of this page move no real money there, and no hosted checkout for invoices exists yet.
+      return page(c, 200, `Invoice ${invoice.number}`, stateCard('off', '!', `Invoice ${invoice.number}: ${money(owed)} due ${formatHumanDate(invoice.dueDate ?? invoice.createdAt, style)}`, [html`Online payment of invoices is not available for ${name} yet: pay as agreed with them.`, html`<a href="${pdf}">The invoice as a PDF</a>`]), null, v.testMode, brand);
+    }
     const attempt = randomBytes(18).toString('base64url');
     const lines = invoice.lines.map((line) => html`<dt>${line.description} × ${line.quantity}</dt><dd>${money(lineAmount(line))}</dd>`);
     const body = html`
@@ -277,6 +281,7 @@ ${payPageMethods.map((method, index) => html`<label><input type="radio" name="pa
       const attempt = String(form.attempt ?? '');
       if (!isPayPageMethod(method) || !/^[A-Za-z0-9_-]{16,64}$/.test(attempt)) return render(c, v, 'Choose one of the cards below.', 409);
       if (v.invoice.status !== 'open' && v.invoice.status !== 'uncollectible') return render(c, v, null);
+      if (!v.testMode) return render(c, v, null, 409);
       let result;
       try {
         result = await pay(v.invoice.id, { paymentMethod: method, attemptKey: attempt });
