@@ -326,7 +326,13 @@ export function renewalLines(state: SubscriptionState, period: BillingPeriod, is
  * With renewals spread (`spreadMinutes`, as nextWake takes it), a calendar renewal that runs within the window
  * after its period starts is issued at the period's start, the boundary, not at the spread instant it runs.
  */
-export function cycleInvoice(state: SubscriptionState, cycle: number, now: Date, spreadMinutes = 0): { period: BillingPeriod; invoice: InvoiceInput } {
+export function cycleInvoice(
+  state: SubscriptionState,
+  cycle: number,
+  now: Date,
+  spreadMinutes = 0,
+  pendingItems: readonly InvoiceLineInput[] = [],
+): { period: BillingPeriod; invoice: InvoiceInput } {
   const { subscription, plan } = state;
   const period = periodOf(subscription, plan, cycle);
   const late = now.getTime() - period.start.getTime();
@@ -339,7 +345,7 @@ export function cycleInvoice(state: SubscriptionState, cycle: number, now: Date,
       accountId: subscription.accountId,
       customerId: subscription.customerId,
       currency: plan.currency,
-      lines: renewalLines(state, period, issuedAt),
+      lines: renewalLines(state, period, issuedAt, pendingItems),
       periodStart: iso(period.start),
       periodEnd: iso(period.end),
       issuedAt: iso(issuedAt),
@@ -575,9 +581,17 @@ export function stateAtRenewal(state: SubscriptionState): SubscriptionState {
  * stateAtRenewal), both through cycleInvoice and so renewalLines. With `changes`, proposed item changes at
  * `at` are applied first (applyItemChange, each as its proration_behavior says; an always_invoice change's
  * invoice is made at once, so it is not part of the next one). Null: no invoice is coming (a cancel at period
- * end, past due, paused, ended). Its `issuedAt` is the instant the period starts.
+ * end, past due, paused, ended). Its `issuedAt` is the instant the period starts. `pendingItems`: the customer's
+ * pending invoice items in its currency, which that invoice takes (services/invoice-items.ts addPendingItems appends
+ * them after the subscription's own lines, as renewalLines does).
  */
-export function upcomingInvoice(state: SubscriptionState, spreadMinutes: number, changes: readonly ItemChange[] = [], at: Date = new Date(0)): InvoiceInput | null {
+export function upcomingInvoice(
+  state: SubscriptionState,
+  spreadMinutes: number,
+  changes: readonly ItemChange[] = [],
+  at: Date = new Date(0),
+  pendingItems: readonly InvoiceLineInput[] = [],
+): InvoiceInput | null {
   let next = state;
   for (const change of changes) {
     const problem = itemChangeProblem(next, change);
@@ -590,13 +604,13 @@ export function upcomingInvoice(state: SubscriptionState, spreadMinutes: number,
   if (s.status === 'trialing') {
     const from = new Date(s.trialEnd!);
     const anchored = { ...next, subscription: { ...s, ...billingAnchorFrom(s.billingCycleMode, from, next.plan.interval.unit) } };
-    return cycleInvoice(anchored, 0, from, 0).invoice;
+    return cycleInvoice(anchored, 0, from, 0, pendingItems).invoice;
   }
   if (s.status !== 'active') return null;
   const renewing = stateAtRenewal(next);
   const cycle = s.billingCycle + 1;
   const start = periodOf(s, renewing.plan, cycle).start;
-  return cycleInvoice(renewing, cycle, start, spreadMinutes).invoice;
+  return cycleInvoice(renewing, cycle, start, spreadMinutes, pendingItems).invoice;
 }
 
 /** An item's terms as the subscription's `plan` (the first item). */

@@ -237,7 +237,8 @@ describe('subscription items', () => {
         { up_to: 'inf', unit_amount: 700, flat_amount: 500 },
       ],
     });
-    const sub = await subscribe({ customer_id: await customer(), items: [{ plan: seats.id, quantity: 5 }, { plan: storage.id, quantity: 8 }] });
+    const customerId = await customer();
+    const sub = await subscribe({ customer_id: customerId, items: [{ plan: seats.id, quantity: 5 }, { plan: storage.id, quantity: 8 }] });
     const [seatItem, storageItem] = sub.items;
     await engine.env.sleep(7 * day);
     // 5 → 12 seats, and storage 8 → 12: across into the second tier (8 × 10.00 = 80.00 → 12 × 7.00 + 5.00 = 89.00).
@@ -261,6 +262,9 @@ describe('subscription items', () => {
     const now = await get(`/v1/subscriptions/${sub.id}`);
     expect(now.items.map((i: any) => i.quantity)).toEqual([9, 12]);
 
+    // A pending invoice item of the customer: the renewal takes it, after the subscription's own lines (services/invoice-items.ts).
+    const workshop = await post('/v1/invoice_items', { customer: customerId, amount: 15000, currency: 'USD', description: 'Onboarding workshop' });
+    expect(workshop.status, JSON.stringify(workshop.body)).toBe(201);
     const preview = await get(`/v1/invoices/upcoming?subscription=${sub.id}`);
     expect(preview).toMatchObject({ object: 'invoice', id: null, subscription_id: sub.id, period_start: now.current_period_end });
     expect(preview.lines.map((l: any) => [l.plan, l.quantity, l.proration])).toEqual([
@@ -272,7 +276,9 @@ describe('subscription items', () => {
       [storage.id, 12, true],
       [seats.id, 12, true],
       [seats.id, 9, true],
+      [null, 1, false],
     ]);
+    expect(preview.lines.at(-1)).toMatchObject({ description: 'Onboarding workshop', amount: 15000 });
     expect(preview.lines[1]).toMatchObject({ amount: 12 * 700 + 500, breakdown: [expect.objectContaining({ tier: 1, quantity: 12 })] });
     const [, , , , storageCredit, storageCharge] = preview.lines;
     expect(storageCredit.amount).toBe(-prorated(8000, storageCredit.period_start, now));

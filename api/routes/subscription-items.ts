@@ -7,7 +7,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Context } from 'hono';
-import { Account, Plan, Subscription } from '../../db/entities/index.ts';
+import { Account, InvoiceItem, Plan, Subscription } from '../../db/entities/index.ts';
+import { itemLine } from '../../services/invoice-items.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { lineAmount } from '../../domain/invoice-lines.ts';
@@ -283,7 +284,7 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     const changes = await proposedChanges(subscription, query.subscription_items, query.subscription_proration_behavior, view.state);
     let invoice;
     try {
-      invoice = upcomingInvoice(view.state, view.spreadMinutes, changes, at);
+      invoice = upcomingInvoice(view.state, view.spreadMinutes, changes, at, await pendingInvoiceItems(subscription));
     } catch (error) {
       if (error instanceof RangeError) throw new ApiError('invalid_request', `subscription_items: ${error.message}`);
       throw error;
@@ -324,6 +325,17 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
       200,
     );
   });
+
+  /** The customer's pending invoice items in the subscription's currency, oldest first: the next cycle invoice takes them (services/invoice-items.ts). */
+  async function pendingInvoiceItems(subscription: Subscription) {
+    const currency = subscription.currency ?? (await orm.em.fork().findOneOrFail(Plan, { id: subscription.planId })).currency;
+    const items = await orm.em.fork().find(
+      InvoiceItem,
+      { accountId: subscription.accountId, livemode: subscription.livemode, customerId: subscription.customerId, currency, invoiceId: null },
+      { orderBy: { id: 'asc' } },
+    );
+    return items.map((item) => ({ ...itemLine(item), proration: false }));
+  }
 
   /** The proposed changes of an upcoming-invoice query as the workflow would take them (400 for a malformed one). */
   async function proposedChanges(
