@@ -224,6 +224,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -349,6 +356,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -546,6 +560,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -693,6 +714,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -788,6 +816,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -921,6 +956,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -1038,6 +1080,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -1182,6 +1231,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -1338,6 +1394,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -1529,6 +1592,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -1678,6 +1748,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -1873,6 +1950,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -2018,6 +2102,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -2225,6 +2316,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -2375,6 +2473,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -2497,6 +2602,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -2689,6 +2801,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -2804,6 +2923,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -2960,6 +3086,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -3128,6 +3261,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -3301,6 +3441,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -3426,6 +3573,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -3575,6 +3729,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -3702,6 +3863,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -3842,6 +4010,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -4101,6 +4276,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -4226,6 +4408,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -4380,6 +4569,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -4565,6 +4761,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -4703,6 +4906,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -4907,6 +5117,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -5057,6 +5274,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -5204,6 +5428,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -5305,6 +5536,21 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
                 409: {
                     headers: {
@@ -5379,6 +5625,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -5603,6 +5856,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -5699,6 +5959,21 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
                 409: {
                     headers: {
@@ -5773,6 +6048,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -5910,6 +6192,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -6052,6 +6341,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -6260,6 +6556,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -6385,6 +6688,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -6593,6 +6903,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -6768,6 +7085,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -6970,6 +7294,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -7109,6 +7440,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -7311,6 +7649,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -7438,6 +7783,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -7664,6 +8016,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -7730,7 +8089,13 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "text/event-stream": string;
+                        "text/event-stream": {
+                            /** @description JSON text */
+                            data: string;
+                            event?: string;
+                            id?: string;
+                            retry?: number;
+                        };
                     };
                 };
                 /** @description Invalid request (a body, query or path parameter the schema refuses) */
@@ -7792,6 +8157,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -7930,6 +8302,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -8154,6 +8533,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -8279,6 +8665,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -8423,6 +8816,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -8565,6 +8965,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -8801,6 +9208,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -8926,6 +9340,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -9065,6 +9486,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -9254,6 +9682,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -9394,6 +9829,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -9624,6 +10066,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -9749,6 +10198,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -9888,6 +10344,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -10082,6 +10545,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -10275,6 +10745,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -10496,6 +10973,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -10621,6 +11105,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -10818,6 +11309,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -10957,6 +11455,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -11109,6 +11614,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -11177,7 +11689,13 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "text/event-stream": string;
+                        "text/event-stream": {
+                            /** @description JSON text */
+                            data: string;
+                            event?: string;
+                            id?: string;
+                            retry?: number;
+                        };
                     };
                 };
                 /** @description Invalid request (a body, query or path parameter the schema refuses) */
@@ -11239,6 +11757,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -11378,6 +11903,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -11604,6 +12136,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -11729,6 +12268,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -11926,6 +12472,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -12051,6 +12604,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -12190,6 +12750,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -12407,6 +12974,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -12569,6 +13143,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -12694,6 +13275,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -12909,6 +13497,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -13045,6 +13640,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -13279,6 +13881,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -13404,6 +14013,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -13616,6 +14232,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -13754,6 +14377,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -14119,6 +14749,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -14244,6 +14881,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -14438,6 +15082,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -14553,6 +15204,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -14715,6 +15373,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -14834,6 +15499,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -14982,6 +15654,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -15190,6 +15869,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -15405,6 +16091,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -15639,6 +16332,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -15844,6 +16544,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -16051,6 +16758,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -16187,6 +16901,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -16387,6 +17108,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -16512,6 +17240,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -16718,6 +17453,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -16892,6 +17634,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -17021,6 +17770,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -17158,6 +17914,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -17286,6 +18049,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -17466,6 +18236,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -17588,6 +18365,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -17770,6 +18554,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -17889,6 +18680,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -18076,6 +18874,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -18289,6 +19094,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -18415,6 +19227,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -18593,6 +19412,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -18720,6 +19546,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -18951,6 +19784,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -19076,6 +19916,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -19218,6 +20065,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -19424,6 +20278,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -19563,6 +20424,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -19840,6 +20708,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -19965,6 +20840,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -20179,6 +21061,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -20390,6 +21279,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -20596,6 +21492,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -20790,6 +21693,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -20839,7 +21749,7 @@ export interface paths {
         put?: never;
         /**
          * Change the plan or the quantity
-         * @description An upgrade (a higher price per day, at the quantity) takes effect now: the unused part of the current period on the old plan is credited and the rest on the new plan charged, on one invoice with proration lines (a decline answers 402 payment_failed and changes nothing). A plan with another interval starts a new period now. A downgrade takes effect at the next renewal and shows as `pending_plan` (and `pending_quantity`); choosing the current plan and quantity again drops it. In a trial the plan changes at once, with no charge. `quantity` alone changes the seats of the current plan the same way: more now, prorated; fewer at the renewal.
+         * @description An upgrade (a higher price per day, at the quantity) takes effect now: the unused part of the current period on the old plan is credited and the rest on the new plan charged, on one invoice with proration lines (a decline answers 402 payment_failed and changes nothing). A plan with another interval starts a new period now. A downgrade takes effect at the next renewal and shows as `pending_plan` (and `pending_quantity`); choosing the current plan and quantity again drops it. In a trial the plan changes at once, with no charge. `quantity` alone changes the seats of the current plan the same way: more now, prorated; fewer at the renewal. A subscription of several items is 409 here: change its items through /v1/subscription_items (docs/pricing.md).
          */
         post: {
             parameters: {
@@ -21014,6 +21924,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -21152,6 +22069,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -21350,6 +22274,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -21479,6 +22410,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -21602,6 +22540,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -21813,6 +22758,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -21951,6 +22903,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -22201,6 +23160,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -22326,6 +23292,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -22466,6 +23439,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -22651,6 +23631,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -22786,6 +23773,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -22945,6 +23939,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -23150,6 +24151,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -23275,6 +24283,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -23408,6 +24423,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -23591,6 +24613,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -23737,6 +24766,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -23964,6 +25000,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -24105,6 +25148,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -24243,6 +25293,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -24442,6 +25499,13 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Internal error */
                 500: {
                     headers: {
@@ -24589,6 +25653,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -24800,6 +25871,13 @@ export interface paths {
                          */
                         "application/json": components["schemas"]["Error"];
                     };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 /** @description Internal error */
                 500: {
@@ -25157,6 +26235,10 @@ export interface components {
             data: {
                 /** @description The resource as the API returns it, at the time of the change */
                 object: {
+                    [key: string]: unknown;
+                };
+                /** @description On some `*.updated` events: the changed fields as they were before (a subscription's `items`, `plan` and `quantity` when its items change) */
+                previous_attributes?: {
                     [key: string]: unknown;
                 };
             };
