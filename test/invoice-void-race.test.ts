@@ -7,29 +7,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Invoice, Transaction } from '../db/entities/index.ts';
-import { SandboxProcessor } from '../services/processors/sandbox.ts';
-import type { PaymentProcessor } from '../services/processors/types.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { gatedSandboxProcessor } from './helpers/gated-processor.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('voiding an invoice its subscription is charging', () => {
   let engine: TestEngine;
-  /** While set, a charge waits here before reaching the sandbox processor. */
-  let gate: { entered: () => void; release: Promise<void> } | null = null;
+  let hold: ReturnType<typeof gatedSandboxProcessor>['hold'];
   beforeAll(async () => {
     engine = await startTestEngine({ startWorker: false });
-    const sandbox = new SandboxProcessor(() => engine.db.orm.em.fork());
-    const gated: PaymentProcessor = Object.assign(Object.create(sandbox) as PaymentProcessor, {
-      async charge(request: Parameters<PaymentProcessor['charge']>[0]) {
-        if (gate) {
-          gate.entered();
-          await gate.release;
-        }
-        return sandbox.charge(request);
-      },
-    });
-    await engine.startWorker({ processor: gated });
+    const gated = gatedSandboxProcessor(() => engine.db.orm.em.fork());
+    hold = gated.hold;
+    await engine.startWorker({ processor: gated.processor });
   });
   afterAll(() => engine?.close());
   const em = () => engine.db.orm.em.fork();
@@ -44,10 +34,7 @@ describe('voiding an invoice its subscription is charging', () => {
 
   it('a void arriving while the retry charges waits for the charge, then is refused: the invoice is paid, never paid and void', { timeout: 60_000 }, async () => {
     const { id, customerId, invoiceId } = await pastDue('void-race@example.com');
-    let entered!: () => void;
-    const inCharge = new Promise<void>((resolve) => (entered = resolve));
-    let release!: () => void;
-    gate = { entered, release: new Promise<void>((resolve) => (release = resolve)) };
+    const { inCharge, open } = hold();
     // A new card retries the past-due invoice at once; its charge stops at the gate.
     expect((await engine.call('PATCH', `/v1/customers/${customerId}`, { payment_method: 'pm_card_visa' })).status).toBe(200);
     await inCharge;
@@ -56,8 +43,7 @@ describe('voiding an invoice its subscription is charging', () => {
     const voided = engine.call('POST', `/v1/invoices/${invoiceId}/void`).finally(() => (answered = true));
     await sleep(1_500);
     expect(answered).toBe(false);
-    gate = null;
-    release();
+    open();
 
     const answer = await voided;
     expect(answer.status).toBe(409);

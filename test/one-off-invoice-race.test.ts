@@ -5,29 +5,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Invoice, Transaction } from '../db/entities/index.ts';
-import { SandboxProcessor } from '../services/processors/sandbox.ts';
-import type { PaymentProcessor } from '../services/processors/types.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { gatedSandboxProcessor } from './helpers/gated-processor.ts';
 import { eventually } from './helpers/temporal.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('a one-off invoice voided while it is being charged', () => {
   let engine: TestEngine;
-  let gate: { entered: () => void; release: Promise<void> } | null = null;
+  let hold: ReturnType<typeof gatedSandboxProcessor>['hold'];
   beforeAll(async () => {
     engine = await startTestEngine({ startWorker: false });
-    const sandbox = new SandboxProcessor(() => engine.db.orm.em.fork());
-    const gated: PaymentProcessor = Object.assign(Object.create(sandbox) as PaymentProcessor, {
-      async charge(request: Parameters<PaymentProcessor['charge']>[0]) {
-        if (gate) {
-          gate.entered();
-          await gate.release;
-        }
-        return sandbox.charge(request);
-      },
-    });
-    await engine.startWorker({ processor: gated });
+    const gated = gatedSandboxProcessor(() => engine.db.orm.em.fork());
+    hold = gated.hold;
+    await engine.startWorker({ processor: gated.processor });
   });
   afterAll(() => engine?.close());
   const em = () => engine.db.orm.em.fork();
@@ -38,17 +29,9 @@ describe('a one-off invoice voided while it is being charged', () => {
     return (await engine.call('POST', '/v1/invoices', { customer, collection_method: 'charge_automatically' })).body.id as string;
   }
 
-  function closeGate() {
-    let entered!: () => void;
-    const inCharge = new Promise<void>((resolve) => (entered = resolve));
-    let release!: () => void;
-    gate = { entered, release: new Promise<void>((resolve) => (release = resolve)) };
-    return { inCharge, open: () => { gate = null; release(); } };
-  }
-
   it('a void during the finalize charge waits for it and is refused: paid, never paid and void', { timeout: 60_000 }, async () => {
     const id = await draft('race-void@example.com');
-    const { inCharge, open } = closeGate();
+    const { inCharge, open } = hold();
     const finalized = engine.call('POST', `/v1/invoices/${id}/finalize`);
     await inCharge;
     expect((await finalized).status).toBe(200);
@@ -65,7 +48,7 @@ describe('a one-off invoice voided while it is being charged', () => {
 
   it('a pay during the finalize charge waits for it and is refused: charged once', { timeout: 60_000 }, async () => {
     const id = await draft('race-pay@example.com');
-    const { inCharge, open } = closeGate();
+    const { inCharge, open } = hold();
     await engine.call('POST', `/v1/invoices/${id}/finalize`);
     await inCharge;
     const paid = engine.call('POST', `/v1/invoices/${id}/pay`);
