@@ -469,6 +469,8 @@ describe('invoices', () => {
       '/invoices/{id}/pdf',
       '/v1/invoices',
       '/v1/invoices/search',
+      // A subscription's next invoice, previewed (docs/pricing.md#the-upcoming-invoice).
+      '/v1/invoices/upcoming',
       '/v1/invoices/{id}',
       '/v1/invoices/{id}/finalize',
       '/v1/invoices/{id}/mark_uncollectible',
