@@ -8874,7 +8874,10 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only this customer; `customer_id` is accepted as the same filter (give one of the two) */
                     customer?: string;
+                    /** @description Same as `customer` */
+                    customer_id?: string;
                     /** @description An id from the current page: the page of newer items before it */
                     ending_before?: string;
                     /** @description Only the items of this invoice */

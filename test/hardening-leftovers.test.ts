@@ -57,10 +57,16 @@ describe('issue #24: left open from hardening', () => {
       bob = await subscribedCustomer('bob.filter@example.com', plan);
       // Each has its first invoice.
       await eventually(async () => (await engine.call('GET', '/v1/invoices?limit=100')).body.data ?? [], (data: any[]) => data.filter((i) => i.subscription_id === ada.subscriptionId || i.subscription_id === bob.subscriptionId).length >= 2);
+      // And an invoice item waiting for the next one.
+      for (const customer of [ada.customerId, bob.customerId]) {
+        expect((await engine.call('POST', '/v1/invoice_items', { customer, amount: 500, currency: 'USD', description: 'Extra seat setup' })).status).toBe(201);
+      }
     });
 
     // Every list whose OpenAPI query takes a customer filter (checked against the document below).
-    const lists = ['/v1/invoices', '/invoices', '/v1/subscriptions'];
+    const lists = ['/v1/invoices', '/invoices', '/v1/subscriptions', '/v1/invoice_items'];
+    /** A row's customer: `customer_id` on invoices and subscriptions, `customer` on invoice items (Stripe's name). */
+    const customerOf = (row: any) => row.customer_id ?? row.customer;
 
     it('the OpenAPI document lists both names on exactly these lists', async () => {
       const doc = (await engine.call('GET', '/openapi.json')).body;
@@ -83,9 +89,9 @@ describe('issue #24: left open from hardening', () => {
         expect(byName.status).toBe(200);
         expect(byId.body.data.length).toBeGreaterThan(0);
         expect(byId.body.data.map((row: any) => row.id)).toEqual(byName.body.data.map((row: any) => row.id));
-        expect(new Set(byId.body.data.map((row: any) => row.customer_id))).toEqual(new Set([ada.customerId]));
+        expect(new Set(byId.body.data.map(customerOf))).toEqual(new Set([ada.customerId]));
         const other = await engine.call('GET', `${path}?customer_id=${bob.customerId}`);
-        expect(new Set(other.body.data.map((row: any) => row.customer_id))).toEqual(new Set([bob.customerId]));
+        expect(new Set(other.body.data.map(customerOf))).toEqual(new Set([bob.customerId]));
       });
 
       it(`${path} with customer and customer_id naming different customers is 400`, async () => {
@@ -226,7 +232,7 @@ describe('issue #24: left open from hardening', () => {
       expect(byId.headers.allow).toBe('GET, HEAD, POST, PATCH');
       const put = await raw('PUT', '/v1/invoices', engine.tenant.headers);
       expectError(put, 405, 'method_not_allowed');
-      expect(put.headers.allow).toBe('GET, HEAD');
+      expect(put.headers.allow).toBe('GET, HEAD, POST');
       expect((await raw('TRACE', '/health')).headers.allow).toBe('GET, HEAD');
       expectError(await raw('TRACE', '/v1/nothing-here', engine.tenant.headers), 404, 'not_found');
       // In-process too, for methods fetch can send.

@@ -12,7 +12,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
-import { errorResponses, idParam } from '../schemas.ts';
+import { errorResponses, idParam, oneCustomerName } from '../schemas.ts';
 
 const minor = z.number().int().min(-99_999_999).max(99_999_999);
 const quantity = z.number().int().min(1).max(1_000_000_000);
@@ -47,13 +47,15 @@ const UpdateBody = z
   .openapi({ example: { quantity: 3, description: 'Onboarding workshop (3 hours)' } });
 const ListQuery = z
   .object({
-    customer: z.string().min(1).max(64).optional(),
+    customer: z.string().min(1).max(64).optional().openapi({ description: 'Only this customer; `customer_id` is accepted as the same filter (give one of the two)' }),
+    customer_id: z.string().min(1).max(64).optional().openapi({ description: 'Same as `customer`' }),
     pending: queryBoolean.optional().openapi({ description: 'true: only items no invoice took yet; false: only those an invoice took' }),
     invoice: id('inv', 'an invoice id').optional().openapi({ description: 'Only the items of this invoice' }),
     ...cursorQuery('invoiceItem'),
   })
   .strict()
-  .refine(...oneCursor);
+  .refine(...oneCursor)
+  .refine(...oneCustomerName);
 
 const forms = 'Money in minor units. An item is pending until an invoice takes it; it changes or goes only while pending or attached to a draft (409 `invalid_state` after).';
 const tags = ['Invoice items'];
@@ -117,7 +119,8 @@ export function invoiceItemsApp(deps: ApiDeps) {
       const scope = { accountId, livemode };
       const query = c.req.valid('query');
       const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };
-      if (query.customer) where.customerId = query.customer;
+      const customer = query.customer ?? query.customer_id;
+      if (customer) where.customerId = customer;
       if (query.invoice) where.invoiceId = query.invoice;
       else if (query.pending !== undefined) where.invoiceId = query.pending ? null : { $ne: null };
       const { page, hasMore } = await keysetPage(orm.em.fork(), InvoiceItem, where, query);
