@@ -6,7 +6,6 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
 import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
 import { voidInvoiceThroughOwner } from '../../services/invoice-void.ts';
-import { voidThroughInvoiceWorkflow } from './one-off-invoices.ts';
 import { Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { notFoundInMode } from '../not-found.ts';
@@ -150,12 +149,8 @@ export function invoicesApps(deps: ApiDeps) {
     const testClock = await clockTimeOf(em, customer?.testClockId);
     const direct = () =>
       onTestClock(testClock, () => transitionInvoice(em, { invoicePdfUrl: pdfUrl }, id, to, testClock ? new Date(testClock.now) : new Date(), { accountId: scope.accountId, livemode: scope.livemode }));
-    // A void goes through the invoice's subscription workflow while it runs: it may be charging the invoice (services/invoice-void.ts).
-    // A one-off invoice's void goes through its invoice workflow (api/routes/one-off-invoices.ts).
-    const result =
-      to === 'void'
-        ? await voidThroughInvoiceWorkflow(deps.temporal, em, id, { accountId: scope.accountId, livemode: scope.livemode }, () => voidInvoiceThroughOwner(deps.temporal, em, id, { accountId: scope.accountId, livemode: scope.livemode }, direct))
-        : await direct();
+    // A void goes through the workflow that may be charging the invoice: its subscription's, or a one-off invoice's own (services/invoice-void.ts).
+    const result = to === 'void' ? await voidInvoiceThroughOwner(deps.temporal, em, id, { accountId: scope.accountId, livemode: scope.livemode }, direct) : await direct();
     if (result.outcome === 'not_found') throw new ApiError('not_found', 'No such invoice.');
     if (result.outcome === 'refused') {
       const verb = to === 'void' ? 'voided' : 'marked uncollectible';

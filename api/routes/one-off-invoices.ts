@@ -10,7 +10,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { Hono, type Context } from 'hono';
 import { html } from 'hono/html';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { Account, Customer, Invoice, collectionMethods } from '../../db/entities/index.ts';
 import { brandOf } from '../../domain/branding.ts';
@@ -25,14 +25,13 @@ import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/in
 import { createDraftInvoice, deleteDraftInvoice } from '../../services/one-off-invoices.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { bindToClock, clockBindingOf, taskQueueFor } from '../../services/test-clocks.ts';
-import { invoiceFinalizedUpdate, invoiceWorkflow, payInvoiceUpdate, voidOneOffInvoiceUpdate, type PayInvoiceInput } from '../../workflows/invoice.ts';
+import { invoiceFinalizedUpdate, invoiceWorkflow, payInvoiceUpdate, type PayInvoiceInput } from '../../workflows/invoice.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import type { TransitionResult } from '../../services/invoices.ts';
 
 const CreateBody = z
   .object({
@@ -102,22 +101,6 @@ function workflowRefusal(error: unknown): ApplicationFailure | null {
   return error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure ? error.cause : null;
 }
 const workflowGone = (error: unknown) => error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed|not found/i.test(error.message));
-
-/**
- * A void of a one-off invoice goes through its workflow while it runs (it may be charging the invoice);
- * anything else (a subscription invoice, a workflow that ended) falls to `otherwise`.
- */
-export async function voidThroughInvoiceWorkflow(client: Client, em: EntityManager, invoiceId: string, scope: { accountId: string; livemode: boolean }, otherwise: () => Promise<TransitionResult>): Promise<TransitionResult> {
-  const invoice = await em.findOne(Invoice, { id: invoiceId, ...scope }, { fields: ['subscriptionId', 'status', 'finalizedAt'] });
-  if (!invoice || invoice.subscriptionId || !invoice.finalizedAt || (invoice.status !== 'open' && invoice.status !== 'uncollectible')) return otherwise();
-  try {
-    await client.workflow.getHandle(invoiceId).executeUpdate(voidOneOffInvoiceUpdate, { args: [] });
-  } catch (error) {
-    if (workflowRefusal(error)?.type === 'invalid_state' || workflowGone(error)) return otherwise();
-    throw error;
-  }
-  return { outcome: 'changed', invoice: await em.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }) };
-}
 
 export function oneOffInvoicesApps(deps: ApiDeps) {
   const { orm, config } = deps;
