@@ -26,7 +26,7 @@ export function checkLogoImage(bytes: Uint8Array, type: LogoContentType): LogoIm
 function checkPng(bytes: Buffer): LogoImage {
   // The first chunk must be IHDR (13 bytes): its width and height, before decoding anything.
   if (bytes.length < 33 || bytes.readUInt32BE(8) !== 13 || bytes.toString('latin1', 12, 16) !== 'IHDR') return { ok: false, problem: 'the PNG has no image header (IHDR)' };
-  const problem = sizeProblem(bytes.readUInt32BE(16), bytes.readUInt32BE(20));
+  const problem = sizeProblem(bytes.readUInt32BE(16), bytes.readUInt32BE(20)) ?? pngChunkProblem(bytes);
   if (problem) return { ok: false, problem };
   try {
     const png = PNG.sync.read(bytes, { checkCRC: true });
@@ -34,6 +34,25 @@ function checkPng(bytes: Buffer): LogoImage {
   } catch (error) {
     return { ok: false, problem: `the PNG does not decode (${reason(error)})` };
   }
+}
+
+/**
+ * The chunk layout, walked before decoding: every chunk within the file, image data (IDAT) before
+ * the end (IEND). pngjs's sync reader did not always refuse a file with no IDAT (CI once saw such
+ * a file accepted), so that is checked here, not left to the decoder.
+ */
+function pngChunkProblem(bytes: Buffer): string | null {
+  let at = 8;
+  let imageData = false;
+  while (at + 12 <= bytes.length) {
+    const length = bytes.readUInt32BE(at);
+    const type = bytes.toString('latin1', at + 4, at + 8);
+    if (at + 12 + length > bytes.length) return `the PNG's ${type} chunk runs past the end of the file`;
+    if (type === 'IDAT') imageData = true;
+    if (type === 'IEND') return imageData ? null : 'the PNG has no image data (IDAT)';
+    at += 12 + length;
+  }
+  return 'the PNG is cut short (no IEND)';
 }
 
 function checkJpeg(bytes: Uint8Array): LogoImage {
