@@ -8,6 +8,7 @@
  */
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
+import { crc32, inflateSync } from 'node:zlib';
 import type { LogoContentType } from './branding.ts';
 
 /** A logo is at most this many pixels wide and high (pages show it at most 240 px wide). */
@@ -36,23 +37,72 @@ function checkPng(bytes: Buffer): LogoImage {
   }
 }
 
+/** Channels per pixel of each PNG colour type (grey, RGB, palette, grey + alpha, RGBA). */
+const pngChannels: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
+/** Adam7's seven passes: first column and row, column and row steps. */
+const adam7 = [
+  [0, 0, 8, 8],
+  [4, 0, 8, 8],
+  [0, 4, 4, 8],
+  [2, 0, 4, 4],
+  [0, 2, 2, 4],
+  [1, 0, 2, 2],
+  [0, 1, 1, 2],
+] as const;
+
 /**
- * The chunk layout, walked before decoding: every chunk within the file, image data (IDAT) before
- * the end (IEND). pngjs's sync reader did not always refuse a file with no IDAT (CI once saw such
- * a file accepted), so that is checked here, not left to the decoder.
+ * The file checked by our own reading before the decoder: every chunk within the file with its
+ * CRC, image data (IDAT) before the end (IEND), and the IDAT stream inflating to exactly the rows
+ * IHDR declares, each with a filter type of 0 to 4. pngjs's sync reader did not always refuse a
+ * file with no IDAT or too few rows (fresh-clone CI runs saw both accepted), so these are not left
+ * to it.
  */
 function pngChunkProblem(bytes: Buffer): string | null {
+  const width = bytes.readUInt32BE(16);
+  const height = bytes.readUInt32BE(20);
+  const bitDepth = bytes[24]!;
+  const channels = pngChannels[bytes[25]!];
+  const interlaced = bytes[28] === 1;
+  if (!channels || ![1, 2, 4, 8, 16].includes(bitDepth)) return 'the PNG header declares an unknown colour type or bit depth';
+  const idat: Buffer[] = [];
   let at = 8;
-  let imageData = false;
+  let ended = false;
   while (at + 12 <= bytes.length) {
     const length = bytes.readUInt32BE(at);
     const type = bytes.toString('latin1', at + 4, at + 8);
     if (at + 12 + length > bytes.length) return `the PNG's ${type} chunk runs past the end of the file`;
-    if (type === 'IDAT') imageData = true;
-    if (type === 'IEND') return imageData ? null : 'the PNG has no image data (IDAT)';
+    if (crc32(bytes.subarray(at + 4, at + 8 + length)) !== bytes.readUInt32BE(at + 8 + length)) return `the PNG's ${type} chunk fails its CRC`;
+    if (type === 'IDAT') idat.push(bytes.subarray(at + 8, at + 8 + length));
     at += 12 + length;
+    if (type === 'IEND') {
+      ended = true;
+      break;
+    }
   }
-  return 'the PNG is cut short (no IEND)';
+  if (!ended) return 'the PNG is cut short (no IEND)';
+  if (idat.length === 0) return 'the PNG has no image data (IDAT)';
+  let raw: Buffer;
+  try {
+    raw = inflateSync(Buffer.concat(idat), { maxOutputLength: 64 * 1024 * 1024 });
+  } catch (error) {
+    return `the PNG's image data does not inflate (${reason(error)})`;
+  }
+  // Each row: a filter type byte, then its pixels; an interlaced image is seven smaller images in turn.
+  const bitsPerPixel = bitDepth * channels;
+  const passes = interlaced
+    ? adam7.map(([x0, y0, dx, dy]) => [Math.ceil(Math.max(0, width - x0) / dx), Math.ceil(Math.max(0, height - y0) / dy)] as const)
+    : [[width, height] as const];
+  let offset = 0;
+  for (const [passWidth, passHeight] of passes) {
+    if (passWidth === 0 || passHeight === 0) continue;
+    const rowBytes = 1 + Math.ceil((passWidth * bitsPerPixel) / 8);
+    for (let row = 0; row < passHeight; row++, offset += rowBytes) {
+      if (offset + rowBytes > raw.length) return `the PNG's image data holds fewer rows than its header declares (${width}×${height})`;
+      if (raw[offset]! > 4) return `the PNG has a row with an unknown filter type (${raw[offset]})`;
+    }
+  }
+  if (offset !== raw.length) return `the PNG's image data holds more than its header declares (${width}×${height})`;
+  return null;
 }
 
 function checkJpeg(bytes: Uint8Array): LogoImage {
