@@ -5,9 +5,7 @@
  * Data in, bytes out: the caller reads the invoice, its account and customer.
  */
 import { formatPeriod, humanizeInstants } from './locale.ts';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import PDFDocument from 'pdfkit';
+import { drawPdfHeader, ink, muted, pageMargin, rule, startPdf } from './pdf-page.ts';
 import { formatMoney } from './money.ts';
 import { dateTimeFormat } from './intl-formats.ts';
 
@@ -60,19 +58,6 @@ export interface InvoicePdfInput {
   locale?: string;
 }
 
-const require = createRequire(import.meta.url);
-let fonts: { regular: Buffer; bold: Buffer } | undefined;
-function loadFonts() {
-  fonts ??= {
-    regular: readFileSync(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf')),
-    bold: readFileSync(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans-Bold.ttf')),
-  };
-  return fonts;
-}
-
-const ink = '#1a1a1a';
-const muted = '#6b6b6b';
-const rule = '#d9d9d9';
 const statusStyle = {
   draft: { label: 'DRAFT', color: '#6b7280' },
   open: { label: 'OPEN', color: '#1d4ed8' },
@@ -82,27 +67,11 @@ const statusStyle = {
 } as const;
 
 export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
-  const { regular, bold } = loadFonts();
-  const margin = 50;
-  const doc = new PDFDocument({
-    size: 'A4',
-    margins: { top: margin, bottom: margin, left: margin, right: margin },
-    bufferPages: true,
-    info: {
-      Title: `Invoice ${invoice.number}`,
-      Author: invoice.seller.name,
-      Subject: `Invoice ${invoice.number} from ${invoice.seller.name}`,
-      CreationDate: invoice.issuedAt,
-    },
-  });
-  doc.registerFont('Regular', regular);
-  doc.registerFont('Bold', bold);
-  const chunks: Buffer[] = [];
-  doc.on('data', (chunk: Buffer) => chunks.push(chunk));
-  const finished = new Promise<Buffer>((resolve, reject) => {
-    doc.on('end', () => resolve(Buffer.concat(chunks)));
-    doc.on('error', reject);
-  });
+  const margin = pageMargin;
+  const { doc, finished } = startPdf(
+    { Title: `Invoice ${invoice.number}`, Author: invoice.seller.name, Subject: `Invoice ${invoice.number} from ${invoice.seller.name}`, CreationDate: invoice.issuedAt },
+    { bufferPages: true },
+  );
 
   const money = (amount: number) => formatMoney(amount, invoice.currency);
   const date = dateTimeFormat('en-US', { dateStyle: 'long', timeZone: invoice.timeZone });
@@ -115,33 +84,13 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   const bottom = () => doc.page.height - margin - footerHeight;
 
   // Header: title, status badge, test-mode tag; the seller on the right.
-  doc.font('Bold').fontSize(24).fillColor(ink).text('Invoice', left, margin, { lineBreak: false });
-  const badge = statusStyle[invoice.status];
-  const titleWidth = doc.widthOfString('Invoice');
-  doc.font('Bold').fontSize(8);
-  const badgeWidth = doc.widthOfString(badge.label) + 14;
-  doc.roundedRect(left + titleWidth + 12, margin + 8, badgeWidth, 16, 3).fill(badge.color);
-  doc.fillColor('#ffffff').text(badge.label, left + titleWidth + 12, margin + 12.5, { width: badgeWidth, align: 'center', lineBreak: false });
   const testMode = invoice.testMode ?? !invoice.livemode;
-  if (testMode) {
-    const x = left + titleWidth + 12 + badgeWidth + 6;
-    const label = 'TEST MODE';
-    const w = doc.widthOfString(label) + 14;
-    doc.roundedRect(x, margin + 8, w, 16, 3).fill('#f59e0b');
-    doc.fillColor('#ffffff').text(label, x, margin + 12.5, { width: w, align: 'center', lineBreak: false });
-  }
-  // The seller's name as a letterhead (under its logo, in its colour); its details follow under "From".
-  let letterheadY = margin + 8;
-  if (invoice.brand) doc.rect(0, 0, doc.page.width, 8).fill(invoice.brand.color);
-  if (invoice.brand?.logo) {
-    try {
-      doc.image(invoice.brand.logo, left + width / 2, margin - 10, { fit: [width / 2, 34], align: 'right' });
-      letterheadY = margin + 30;
-    } catch {
-      // A logo pdfkit cannot read (it was checked on upload) leaves the name alone.
-    }
-  }
-  doc.font('Bold').fontSize(13).fillColor(invoice.brand?.color ?? ink).text(invoice.seller.name, left + width / 2, letterheadY, { width: width / 2, align: 'right' });
+  drawPdfHeader(doc, {
+    title: 'Invoice',
+    badges: [statusStyle[invoice.status], ...(testMode ? [{ label: 'TEST MODE', color: '#f59e0b' }] : [])],
+    sellerName: invoice.seller.name,
+    brand: invoice.brand ?? null,
+  });
 
   // Facts: number and dates.
   let y = Math.max(doc.y, margin + 40) + 22;
