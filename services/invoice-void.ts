@@ -13,13 +13,13 @@
  * more) change by the status check in transitionInvoice's UPDATE alone (`direct`).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import type { Client } from '@temporalio/client';
 import { Invoice, Subscription } from '../db/entities/index.ts';
 import { endedStatuses } from '../domain/subscription.ts';
 import { voidOneOffInvoiceUpdate } from '../workflows/invoice.ts';
 import { voidInvoiceUpdate } from '../workflows/subscription.ts';
 import type { TransitionResult } from './invoices.ts';
+import { updateRefusal, workflowGone } from './workflow-messages.ts';
 
 /**
  * Voids `invoiceId` of the scope's account through the workflow that owns it, or `direct`
@@ -50,9 +50,7 @@ export async function voidInvoiceThroughOwner(
   try {
     await send();
   } catch (error) {
-    const refused = error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === 'invalid_state';
-    const gone = error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed|not found/i.test(error.message));
-    if (refused || gone) return direct();
+    if (updateRefusal(error)?.type === 'invalid_state' || workflowGone(error)) return direct();
     throw error;
   }
   return { outcome: 'changed', invoice: await em.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }) };

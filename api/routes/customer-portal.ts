@@ -12,7 +12,7 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import { changedPlanTerms } from '../../services/subscription-terms.ts';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { sendToSubscription } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
 import { Account, Customer, Invoice, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
 import { createCustomerLinks, type CustomerLinkClaims } from '../../domain/customer-links.ts';
@@ -246,16 +246,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
     return { ...caller, subscription, permissions: permissionsOf(caller.account), handle: temporal.workflow.getHandle(id) };
   }
 
-  async function send<T>(update: () => Promise<T>): Promise<T> {
-    try {
-      return await update();
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed/i.test(error.message))) {
-        throw new ApiError('invalid_state', 'The subscription has ended.');
-      }
-      throw error;
-    }
-  }
+  const send = sendToSubscription;
 
   return newOpenApiApp()
     .openapi(createLink, async (c) => {

@@ -10,8 +10,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { Hono, type Context } from 'hono';
 import { html } from 'hono/html';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { updateRefusal, workflowGone } from '../../services/workflow-messages.ts';
 import { Account, Customer, Invoice, collectionMethods } from '../../db/entities/index.ts';
 import { brandOf } from '../../domain/branding.ts';
 import { ApiError } from '../../domain/errors.ts';
@@ -97,10 +97,6 @@ const routes = {
   }),
 };
 
-function workflowRefusal(error: unknown): ApplicationFailure | null {
-  return error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure ? error.cause : null;
-}
-const workflowGone = (error: unknown) => error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed|not found/i.test(error.message));
 
 export function oneOffInvoicesApps(deps: ApiDeps) {
   const { orm, config } = deps;
@@ -117,7 +113,7 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
     try {
       return await deps.temporal.workflow.getHandle(invoiceId).executeUpdate(payInvoiceUpdate, { args: [input] });
     } catch (error) {
-      const refusal = workflowRefusal(error);
+      const refusal = updateRefusal(error);
       if (refusal) throw new ApiError(refusal.type === 'invalid_request' ? 'invalid_request' : 'invalid_state', refusal.message);
       if (workflowGone(error)) return null;
       throw error;
@@ -161,7 +157,7 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
           }),
         });
       } catch (error) {
-        const refusal = workflowRefusal(error);
+        const refusal = updateRefusal(error);
         if (refusal) throw new ApiError('invalid_state', refusal.message);
         throw error;
       }

@@ -6,6 +6,7 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { workflowGone } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
 import { Account, InvoiceItem, Plan, Subscription } from '../../db/entities/index.ts';
 import { itemLine } from '../../services/invoice-items.ts';
@@ -231,7 +232,7 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     try {
       return await temporal.workflow.getHandle(subscription.id).executeUpdate(changeItemsUpdate, { args: [change], ...(updateId ? { updateId } : {}) });
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed/i.test(error.message))) throw new ApiError('invalid_state', 'The subscription has ended.');
+      if (workflowGone(error)) throw new ApiError('invalid_state', 'The subscription has ended.');
       throw error;
     }
   }

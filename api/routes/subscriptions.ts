@@ -1,7 +1,7 @@
 import { bindToClock, checkClockSubscriptionRoom, clockBindingOf, clockCondition, taskQueueFor } from '../../services/test-clocks.ts';
 import { createRoute, z } from '@hono/zod-openapi';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WithStartWorkflowOperation, type WorkflowHandle } from '@temporalio/client';
+import { sendToSubscription, updateRefusal } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
 import { Account, Customer, Plan, Subscription } from '../../db/entities/index.ts';
 import { maxGracePeriodDays } from '../../domain/dunning.ts';
@@ -206,7 +206,7 @@ const undoCancelSubscription = createRoute({
 /** A workflow update refused because of the subscription's state (or an ApiError saying so). */
 function isInvalidState(error: unknown): boolean {
   if (error instanceof ApiError) return error.code === 'invalid_state';
-  return error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === 'invalid_state';
+  return updateRefusal(error)?.type === 'invalid_state';
 }
 
 /**
@@ -264,17 +264,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
     return { subscription, handle: temporal.workflow.getHandle(id) };
   }
 
-  /** Runs a workflow update; a workflow that finished meanwhile answers like an ended subscription. */
-  async function send<T>(update: () => Promise<T>): Promise<T> {
-    try {
-      return await update();
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed/i.test(error.message))) {
-        throw new ApiError('invalid_state', 'The subscription has ended.');
-      }
-      throw error;
-    }
-  }
+  const send = sendToSubscription;
 
   return newOpenApiApp()
     .openapi(createSubscription, async (c) => {
