@@ -523,6 +523,33 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   }
 
   /**
+   * An invoice of a change made now (an upgrade, items with always_invoice) is paid at once: charged (its money
+   * this workflow's), or settled without a charge when nothing is due. A declined charge voids it and refuses the
+   * change (`payment_failed`): nothing changed. Null once it is paid.
+   */
+  async function payNowOrVoid(invoice: OpenedInvoice, billingKey: string, what: string, change: string): Promise<Outcome | null> {
+    if (invoice.amountDue <= 0) {
+      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
+      return null;
+    }
+    const outcome = await chargeOwningFunds({
+      idempotencyKey: `${billingKey}:attempt:1`,
+      invoiceId: invoice.invoiceId,
+      attempt: 1,
+      ...customer(),
+      amount: invoice.amountDue,
+      currency: plan.currency,
+      description: `Invoice ${invoice.number} (${what})`,
+    });
+    if (outcome.status === 'failed') {
+      await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
+      return refuse('payment_failed', `${change} needs a payment of ${invoice.amountDue} now, and it failed: ${outcome.failureMessage} Nothing changed.`);
+    }
+    await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
+    return null;
+  }
+
+  /**
    * An item change (domain: applyItemChange): the items change now; its prorated lines wait for the next invoice
    * (create_prorations), are invoiced and charged now (always_invoice; a decline refuses it and changes nothing),
    * or are not made (none).
@@ -532,24 +559,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     let latestInvoiceId = subscription.latestInvoiceId;
     if (result.invoice) {
       const invoice = await activities.openInvoice(result.invoice);
-      if (invoice.amountDue > 0) {
-        const outcome = await chargeOwningFunds({
-          idempotencyKey: `${result.invoice.billingKey}:attempt:1`,
-          invoiceId: invoice.invoiceId,
-          attempt: 1,
-          ...customer(),
-          amount: invoice.amountDue,
-          currency: plan.currency,
-          description: `Invoice ${invoice.number} (subscription items)`,
-        });
-        if (outcome.status === 'failed') {
-          await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
-          return refuse('payment_failed', `The change needs a payment of ${invoice.amountDue} now, and it failed: ${outcome.failureMessage} Nothing changed.`);
-        }
-        await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
-      } else {
-        await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
-      }
+      const refused = await payNowOrVoid(invoice, result.invoice.billingKey, 'subscription items', 'The change');
+      if (refused) return refused;
       latestInvoiceId = invoice.invoiceId;
     }
     items = result.items;
@@ -616,24 +627,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     }
     const upgrade = upgradeInvoice(state(), next, clock.now());
     const invoice = await activities.openInvoice(upgrade.invoice);
-    if (invoice.amountDue > 0) {
-      const outcome = await chargeOwningFunds({
-        idempotencyKey: `${upgrade.billingKey}:attempt:1`,
-        invoiceId: invoice.invoiceId,
-        attempt: 1,
-        ...customer(),
-        amount: invoice.amountDue,
-        currency: plan.currency,
-        description: `Invoice ${invoice.number} (plan change)`,
-      });
-      if (outcome.status === 'failed') {
-        await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
-        return refuse('payment_failed', `The upgrade needs a payment of ${invoice.amountDue} now, and it failed: ${outcome.failureMessage} Nothing changed.`);
-      }
-      await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
-    } else {
-      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
-    }
+    const refused = await payNowOrVoid(invoice, upgrade.billingKey, 'plan change', 'The upgrade');
+    if (refused) return refused;
     setPlan(next);
     pendingPlan = null;
     if (upgrade.sameInterval) {
