@@ -44,6 +44,7 @@ export const eventCatalog = [
   { type: 'account.closed', description: 'The account was closed (recorded in both modes).' },
   { type: 'customer.created', description: 'A customer was created.' },
   { type: 'customer.updated', description: 'A customer was updated (email, name or payment method).' },
+  { type: 'customer_balance_transaction.created', description: "A customer's balance moved: an adjustment, a credit note's credit, or a balance applied to (or given back from) an invoice." },
   { type: 'payout.created', description: 'A payout was created; its amount left the available balance.' },
   { type: 'payout.paid', description: 'A payout arrived at its destination.' },
   { type: 'payout.updated', description: 'A payout changed without ending: sent (in_transit, with its arrival_date), caught by a hold or released.' },

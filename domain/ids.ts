@@ -33,6 +33,7 @@ export const idPrefixes = {
   cliDevice: 'dev',
   export: 'exp',
   testClock: 'clock',
+  customerBalanceTransaction: 'cbtxn',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -4,6 +4,7 @@ import { AccountModeSettings } from './account-mode-settings.ts';
 import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
 import { Customer } from './customer.ts';
+import { CustomerBalance, CustomerBalanceTransaction } from './customer-balance.ts';
 import { Event } from './event.ts';
 import { Export } from './export.ts';
 import { IdempotencyKey } from './idempotency-key.ts';
@@ -51,6 +52,7 @@ export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
 export { invoiceStatuses, collectionMethods } from './invoice.ts';
 export type { CollectionMethod } from './invoice.ts';
 export { InvoiceItem };
+export { CustomerBalance, CustomerBalanceTransaction, customerBalanceTransactionTypes, type CustomerBalanceTransactionType } from './customer-balance.ts';
 export type { RiskLevel, TransactionStatus, TransactionType } from './transaction.ts';
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
 export { Export, exportFormats, exportResources, exportStatuses, type ExportFormat, type ExportResource, type ExportStatus } from './export.ts';
@@ -65,6 +67,8 @@ export const entities = [
   LoginAttempt,
   ApiKey,
   Customer,
+  CustomerBalance,
+  CustomerBalanceTransaction,
   Plan,
   Product,
   Subscription,

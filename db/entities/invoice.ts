@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { DiscountAmount, TaxAmount } from '../../domain/invoice-totals.ts';
 import type { PriceRow } from '../../domain/pricing.ts';
 
 export const invoiceStatuses = ['draft', 'open', 'paid', 'void', 'uncollectible'] as const;
@@ -25,6 +26,12 @@ export interface InvoiceLine {
   period_end: string;
   /** A line that prorates a plan change (the unused part of the old plan, the rest of the period on the new one). Absent means false. */
   proration?: boolean;
+  /** The product of the line's plan, for a coupon's applies_to (absent on lines before discounts). */
+  product?: string;
+  /** The line's share of the invoice's discount (domain/invoice-totals.ts); absent means none. */
+  discount_amounts?: DiscountAmount[];
+  /** The line's taxes, per rate (domain/invoice-totals.ts); absent means none. */
+  tax_amounts?: TaxAmount[];
 }
 
 /**
@@ -52,10 +59,26 @@ export const Invoice = defineEntity({
     currency: p.string().length(3),
     /** Sum of the lines. */
     subtotal: p.bigint('number'),
-    /** Subtotal after discounts and tax (none yet, so equal to it). */
+    /** subtotal − discount + exclusive tax (domain/invoice-totals.ts). */
     total: p.bigint('number'),
-    /** What the customer is asked to pay: the total, or 0 when the total is a credit. */
+    /** What the customer is asked to pay: total + starting balance, at least 0 (less the credit notes of an open invoice). */
     amountDue: p.bigint('number'),
+    /** The discount applied (the invoice's discount object id) and its amount, also per discount. */
+    discountId: p.string().nullable(),
+    discount: p.bigint('number').default(0),
+    totalDiscountAmounts: p.json<DiscountAmount[]>().nullable(),
+    /** subtotal − discount − inclusive tax; null on invoices before taxes (then equal to total). */
+    totalExcludingTax: p.bigint('number').nullable(),
+    tax: p.bigint('number').default(0),
+    totalTaxAmounts: p.json<TaxAmount[]>().nullable(),
+    /** The customer's balance before and after the invoice (negative: credit; services/customer-balance.ts). */
+    startingBalance: p.bigint('number').default(0),
+    endingBalance: p.bigint('number').default(0),
+    /** The customer was tax-exempt by reverse charge: no tax, and the invoice carries the legal note. */
+    reverseCharge: p.boolean().default(false),
+    /** The customer's tax ids and address as issued (the invoice does not change with the customer). */
+    customerTaxIds: p.json<{ type: string; value: string }[]>().nullable(),
+    customerAddress: p.json<{ country: string | null; state: string | null }>().nullable(),
     amountPaid: p.bigint('number'),
     /** Payment attempts started for this invoice (charges keyed `<billingKey>:attempt:<n>`). */
     attemptCount: p.integer().default(0),
