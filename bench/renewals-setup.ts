@@ -21,7 +21,9 @@ import { freePort, freePortRun } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { startTemporalServer } from '../dev/temporal-server.ts';
 import { newId } from '../domain/ids.ts';
-import { initialSnapshot, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import { initialSnapshot, subscriptionItemId, type ItemTerms, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import { itemSnapshots, termsPrice } from '../domain/subscription-decisions.ts';
+import { priceTerms } from '../services/subscription-terms.ts';
 import { openBenchDatabase, sleep, type Say, type Stops } from './harness.ts';
 import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 
@@ -320,6 +322,9 @@ export async function insertProjections(orm: MikroORM, snapshots: SubscriptionSn
     trialDays: s.trialDays,
     billingCycleMode: s.billingCycleMode,
     cancelAtPeriodEnd: false,
+    quantity: s.quantity ?? 1,
+    ...(s.currency ? { currency: s.currency } : {}),
+    items: s.items ?? null,
     livemode: s.livemode,
     version: s.version,
     createdAt: new Date(s.createdAt),
@@ -335,8 +340,8 @@ export const engineDoneQuery = `
     join invoices i on i.id = s.latest_invoice_id
    where s.account_id = ? and s.status = 'active' and s.billing_cycle = ? and i.status = 'paid'`;
 
-/** The renewals must have billed right: N paid invoices, numbered 1..N without gaps, N succeeded charges of the plan's amount. */
-export async function checkEngineMoney(orm: MikroORM, accountId: string, n: number): Promise<void> {
+/** The renewals must have billed right: N paid invoices, numbered 1..N without gaps, N succeeded charges of the plan's amount (or `perRenewal`). */
+export async function checkEngineMoney(orm: MikroORM, accountId: string, n: number, perRenewal = planAmount): Promise<void> {
   const [row] = await orm.em.fork().getConnection().execute<{ paid: number; numbers: number; charges: number; amount: string }[]>(
     `select (select count(*)::int from invoices where account_id = ? and status = 'paid') as paid,
             (select count(distinct number)::int from invoices where account_id = ?) as numbers,
@@ -353,7 +358,7 @@ export async function checkEngineMoney(orm: MikroORM, accountId: string, n: numb
     row!.numbers !== n && `${row!.numbers} distinct invoice numbers`,
     Number(counter?.last_number) !== n && `the invoice counter at ${counter?.last_number}`,
     row!.charges !== n && `${row!.charges} succeeded charges`,
-    Number(row!.amount) !== n * planAmount && `charges summing to ${row!.amount}`,
+    Number(row!.amount) !== n * perRenewal && `charges summing to ${row!.amount}`,
   ].filter(Boolean);
   if (problems.length > 0) throw new Error(`the engine's renewals billed wrong: expected ${n} of each, found ${problems.join(', ')}`);
 }
@@ -368,4 +373,64 @@ export function codeState(): string {
   } catch {
     return 'code outside a git checkout';
   }
+}
+
+// ---- Several items per subscription (npm run bench:renewal-items) -----------------
+
+/** The one-item wave's plan and the three-item wave's main item: 12 seats of a per_unit plan at 15.00. */
+export const seatAmount = 1500;
+export const seatQuantity = 12;
+
+/** A subscription's recurring items, as the workflow bills them (`plan` is the first). */
+export interface ItemsSeed extends EngineSeed {
+  items: ItemTerms[] | null;
+  /** What one renewal charges: the sum of the items' lines. */
+  perRenewal: number;
+}
+
+/**
+ * The rows of an item wave (inserted directly, as seedEngine): one account, N customers, and the plans, billed every
+ * `renewalInterval`. `items` 1: each subscription is 12 seats of a per_unit plan (one item); 3: the same seats, a
+ * graduated tiered API plan at 25 units (10 × 10.00, then 5.00 each, with a 20.00 flat fee on the second tier) and a
+ * flat 5.00 add-on: three lines on every renewal invoice. The item terms come from the plans through priceTerms
+ * (services/subscription-terms.ts), as POST /v1/subscriptions makes them.
+ */
+export async function seedItemsEngine(orm: MikroORM, n: number, round: number, itemCount: 1 | 3): Promise<ItemsSeed> {
+  const seed = await seedEngine(orm, n, round, renewalInterval);
+  const em = orm.em.fork();
+  const now = new Date();
+  const common = { currency: 'USD', interval: renewalInterval.unit, intervalCount: renewalInterval.count, trialPeriodDays: 0, accountId: seed.accountId, livemode: false, createdAt: now };
+  const seats = em.create(Plan, { ...common, id: newId('plan'), name: 'Seats', amount: seatAmount, pricingScheme: 'per_unit' });
+  const api = em.create(Plan, {
+    ...common,
+    id: newId('plan'),
+    name: 'API calls (graduated)',
+    amount: 1000,
+    pricingScheme: 'tiered',
+    tiersMode: 'graduated',
+    tiers: [
+      { up_to: 10, unit_amount: 1000 },
+      { up_to: 'inf', unit_amount: 500, flat_amount: 2000 },
+    ],
+  });
+  const addOn = em.create(Plan, { ...common, id: newId('plan'), name: 'Priority support add-on', amount: 500, pricingScheme: 'per_unit' });
+  await em.flush();
+  const terms = (plan: Plan, quantity: number, index: number): ItemTerms => ({
+    ...priceTerms(plan, { quantity }),
+    interval: renewalInterval,
+    // Ids are given per subscription (renewingItemsSnapshot).
+    itemId: `item-${index}`,
+  });
+  const all = [terms(seats, seatQuantity, 0), terms(api, 25, 1), terms(addOn, 1, 2)].slice(0, itemCount);
+  const perRenewal = all.reduce((sum, item) => sum + termsPrice(item).amount, 0);
+  const { itemId: _, ...plan } = all[0]!;
+  return { ...seed, plan, items: itemCount === 1 ? null : all, perRenewal };
+}
+
+/** The item wave's carried-over state: renewingSnapshot with the seats' quantity and, for several items, the items (ids per subscription). */
+export function renewingItemsSnapshot(seed: ItemsSeed, customerId: string, at: Date): { snapshot: SubscriptionSnapshot; items: ItemTerms[] | undefined } {
+  const base = renewingSnapshot(seed, customerId, at);
+  const items = seed.items?.map((item, i) => ({ ...item, itemId: i === 0 ? subscriptionItemId(base.id) : newId('subscriptionItem') }));
+  const snapshot: SubscriptionSnapshot = { ...base, quantity: seatQuantity, currency: 'USD', ...(items ? { items: itemSnapshots(items) } : {}) };
+  return { snapshot, items };
 }

@@ -75,18 +75,24 @@ import {
   namespace,
   planAmount,
   renewalInterval,
+  renewingItemsSnapshot,
   renewingSnapshot,
   seedEngine,
+  seedItemsEngine,
+  seatAmount,
+  seatQuantity,
   startRenewalsInfrastructure,
   trialingSnapshot,
   WorkerProcess,
   type EngineSeed,
+  type ItemsSeed,
 } from './renewals-setup.ts';
 import type { WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
 import { workerDefaults } from '../worker.ts';
 
-type Target = 'baseline' | 'engine';
+/** `items` (--items): the engine's subscriptions with three items; `engine` then has one (the same seats), bench/renewals-setup.ts seedItemsEngine. */
+type Target = 'baseline' | 'engine' | 'items';
 const mb = (bytes: number) => bytes / 1024 / 1024;
 /** Per-second rates: one decimal below 100. */
 const rate = (perSecond: number) => (perSecond < 100 ? perSecond.toFixed(1) : String(Math.round(perSecond)));
@@ -99,12 +105,15 @@ const positive = (name: string): number | undefined => {
   return value;
 };
 
+/** --items (npm run bench:renewal-items): one-item against three-item subscriptions, no baseline, into a section of its own. */
+const itemsMode = process.argv.includes('--items');
 const settings = {
-  n: positive('BENCH_N') ?? 2000,
+  items: itemsMode,
+  n: positive('BENCH_N') ?? (itemsMode ? 300 : 2000),
   rounds: positive('BENCH_ROUNDS') ?? 2,
   // A fresh Temporal server (and PostgreSQL) is slower on its first wave than on the next ones;
   // the baseline, always first, paid for it alone. A small unmeasured wave of each target warms them.
-  warmup: process.env.BENCH_WARMUP === '0' ? 0 : (positive('BENCH_WARMUP') ?? 200),
+  warmup: process.env.BENCH_WARMUP === '0' ? 0 : (positive('BENCH_WARMUP') ?? (itemsMode ? 100 : 200)),
   timeoutSeconds: positive('BENCH_TIMEOUT') ?? 1800,
   activitySlots: positive('BENCH_ACTIVITY_SLOTS'),
   workflowSlots: positive('BENCH_WORKFLOW_SLOTS'),
@@ -357,7 +366,12 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   const loadAtStart = os.loadavg()[0]!;
   const taskQueue = `bench-renewals-${target}-${round}-${randomBytes(3).toString('hex')}`;
 
-  const seed = target === 'engine' ? await seedEngine(orm, n, round, settings.scenario === 'renewal' ? renewalInterval : { unit: 'month', count: 1 }) : undefined;
+  const isEngine = target !== 'baseline';
+  const seed: ItemsSeed | undefined = settings.items
+    ? await seedItemsEngine(orm, n, round, target === 'items' ? 3 : 1)
+    : isEngine
+      ? { ...(await seedEngine(orm, n, round, settings.scenario === 'renewal' ? renewalInterval : { unit: 'month', count: 1 })), items: null, perRenewal: planAmount }
+      : undefined;
 
   const worker = new WorkerProcess({
     databaseUrl: ctx.databaseUrl,
@@ -387,14 +401,17 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   let started = 0;
   const progress = setInterval(() => say(`${label}: started ${started}/${n}`), 2000);
   try {
-    if (target === 'engine') {
-      const snapshots = seed!.customers.map((customerId) => carriedSnapshot(seed!, customerId, at));
+    if (isEngine) {
+      const carried = seed!.customers.map((customerId) =>
+        settings.items ? renewingItemsSnapshot(seed!, customerId, at) : { snapshot: carriedSnapshot(seed!, customerId, at), items: undefined },
+      );
+      const snapshots = carried.map((c) => c.snapshot);
       await insertProjections(orm, snapshots);
-      await inParallel(snapshots, 32, async (snapshot) => {
+      await inParallel(carried, 32, async ({ snapshot, items }) => {
         const handle = await client.workflow.start(subscriptionWorkflow, {
           workflowId: snapshot.id,
           taskQueue,
-          args: [{ snapshot, plan: seed!.plan }],
+          args: [{ snapshot, plan: seed!.plan, ...(items ? { items } : {}) }],
           workflowIdConflictPolicy: 'FAIL',
           staticSummary: `Subscription of ${snapshot.customerId} to ${snapshot.planId}`,
           typedSearchAttributes: [
@@ -451,14 +468,14 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
 
   // Poll every 200 ms until all N are done.
   // Engine: the renewal's workflow task completed (it upserts the status `active`, in the same run since renew-in-place).
-  const doneQuery = target === 'engine' ? `SubscriptionStatus = 'active'` : `ExecutionStatus = 'Completed'`;
+  const doneQuery = isEngine ? `SubscriptionStatus = 'active'` : `ExecutionStatus = 'Completed'`;
   const visibilityQuery = `TaskQueue = '${taskQueue}' AND ${doneQuery}`;
   const countDone = async () =>
-    target === 'engine'
+    isEngine
       ? (await orm.em.fork().getConnection().execute<{ n: number }[]>(engineDoneQuery, [seed!.accountId, renewedCycle()]))[0]!.n
       : (await client.workflow.count(visibilityQuery)).count;
   let done = 0;
-  let closed = target === 'engine' ? 0 : n;
+  let closed = isEngine ? 0 : n;
   let firstAt: number | undefined;
   let medianAt: number | undefined;
   let doneAt: number | undefined;
@@ -485,8 +502,8 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
       }
     }
     if (closedAt === undefined) {
-      if (target === 'engine' && settings.scenario === 'trial-end') closed = (await client.workflow.count(visibilityQuery)).count;
-      else if (target === 'engine' && doneAt !== undefined) {
+      if (isEngine && settings.scenario === 'trial-end') closed = (await client.workflow.count(visibilityQuery)).count;
+      else if (isEngine && doneAt !== undefined) {
         // An active subscription's status does not change: its renewal's workflow task is done when the worker has none left.
         const idle = await worker.status();
         closed = idle.inFlightWorkflowActivations === 0 && idle.inFlightActivities === 0 ? n : 0;
@@ -495,7 +512,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     }
     if (Date.now() - lastSaid >= 2000 || (doneAt !== undefined && closedAt !== undefined)) {
       lastSaid = Date.now();
-      const what = target === 'engine' ? `${done}/${n} renewed, ${closed}/${n} recorded in Temporal` : `${done}/${n} completed`;
+      const what = isEngine ? `${done}/${n} renewed, ${closed}/${n} recorded in Temporal` : `${done}/${n} completed`;
       const b = busy.at(-1)!;
       say(
         `${label}: ${what} (${((Date.now() - at.getTime()) / 1000).toFixed(1)} s after T; worker: ${b.inFlightWorkflowActivations} workflow tasks, ` +
@@ -532,7 +549,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     if (diff > 0) activities[name] = diff;
   }
 
-  if (target === 'engine') await checkEngineMoney(orm, seed!.accountId, n);
+  if (isEngine) await checkEngineMoney(orm, seed!.accountId, n, seed!.perRenewal);
 
   const wallSeconds = (doneAt - at.getTime()) / 1000;
   const result: RoundResult = {
@@ -546,7 +563,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     firstSeconds: (firstAt! - at.getTime()) / 1000,
     medianSeconds: (medianAt! - at.getTime()) / 1000,
     perSecond: n / wallSeconds,
-    closedSeconds: target === 'engine' ? (closedAt - at.getTime()) / 1000 : null,
+    closedSeconds: isEngine ? (closedAt - at.getTime()) / 1000 : null,
     memory,
     cpu: cpuSpent(cpuAtT, cpuAtDone!),
     activities,
@@ -701,9 +718,11 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
   };
 }
 
-const names: Record<Target, string> = { engine: 'engine (subscriptionWorkflow)', baseline: 'baseline (no-op workflow + no-op activity)' };
+const names: Record<Target, string> = settings.items
+  ? { engine: 'one item (12 seats, per_unit)', items: 'three items (12 seats, graduated tiers × 25, flat add-on)', baseline: 'baseline (no-op workflow + no-op activity)' }
+  : { engine: 'engine (subscriptionWorkflow)', items: 'engine, three items', baseline: 'baseline (no-op workflow + no-op activity)' };
 
-function table(results: RoundResult[], engine: TargetSummary, baseline: TargetSummary): string[] {
+function table(results: RoundResult[], summaries: TargetSummary[]): string[] {
   const cpu = (c: CpuSpent) => `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
   return [
     '| target | round | N | wall s | renewals/s | first / half done s | peak RSS MB | peak heap MB | RSS at T / after MB | CPU s worker / server / PostgreSQL / other |',
@@ -713,7 +732,7 @@ function table(results: RoundResult[], engine: TargetSummary, baseline: TargetSu
         `| ${names[r.target]} | ${r.round} | ${r.n} | ${r.wallSeconds.toFixed(1)} | ${rate(r.perSecond)} | ${r.firstSeconds.toFixed(1)} / ${r.medianSeconds.toFixed(1)} | ` +
         `${Math.round(r.memory.peakRss)} | ${Math.round(r.memory.peakHeap)} | ${Math.round(r.memory.rssAtT)} / ${Math.round(r.memory.rssAfter)} | ${cpu(r.cpu)} |`,
     ),
-    ...[baseline, engine].map(
+    ...summaries.map(
       (s) =>
         `| **${names[s.target]}, mean** | | ${settings.n} | **${s.wall.toFixed(1)}** | **${rate(s.perSecond)}** | | ${Math.round(s.peakRss)} (max) | ${Math.round(s.peakHeap)} (max) | ` +
         `${Math.round(s.rssAtT)} / ${Math.round(s.rssAfter)} | ${cpu(s.cpu)} |`,
@@ -860,20 +879,23 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   // what the previous rounds needed to start their workflows, with room to spare.
   // Starting workflows is the part most slowed by a busy machine, hence the generous margins.
   const firstLead = (n: number) => 15 + n * 0.04;
-  const targets = settings.engineOnly ? (['engine'] as const) : (['baseline', 'engine'] as const);
+  if (settings.items && (settings.engineOnly || settings.scenario !== 'renewal')) throw new Error('--items measures the renewal scenario of one-item against three-item subscriptions: leave BENCH_TARGETS and BENCH_SCENARIO unset');
+  const targets: readonly Target[] = settings.items ? ['engine', 'items'] : settings.engineOnly ? ['engine'] : ['baseline', 'engine'];
   if (settings.warmup > 0) {
     for (const target of targets) await runRound(ctx, target, 0, settings.rounds, firstLead(settings.warmup), settings.warmup);
   }
   let lead = firstLead(settings.n);
   const results: RoundResult[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
-    for (const target of targets) {
+    // --items: the order alternates (one item first in odd rounds, three items first in even ones), so neither always meets the warmer server.
+    for (const target of settings.items && round % 2 === 0 ? [...targets].reverse() : targets) {
       results.push(await runRound(ctx, target, round, settings.rounds, lead));
       lead = Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
     }
   }
 
   const engine = summarize('engine', results);
+  if (settings.items) return itemsSection(engine, summarize('items', results), results, code, loadAtStart, cores, serverVersion, pgVersion, say);
   if (settings.engineOnly) return engineOnlySection(engine, results, code, loadAtStart, cores, onPostgres, serverVersion, pgVersion);
   const baseline = summarize('baseline', results);
   const ratio = engine.perSecond / baseline.perSecond;
@@ -899,7 +921,7 @@ await runBenchmark('bench:renewals', async (stops, say) => {
       'The heap is the main thread\'s (activities, ORM, SDK); workflow code runs in the SDK\'s workflow thread, whose heap counts in RSS only. ' +
       'CPU is from /proc, from T to the last completion.',
     '',
-    ...table(results, engine, baseline),
+    ...table(results, [baseline, engine]),
     '',
     `**Ratio engine/baseline: ${(ratio * 100).toFixed(1)}%** of the baseline's renewals per second ` +
       `(${rate(engine.perSecond)}/s against ${rate(baseline.perSecond)}/s; wall time ${(engine.wall / baseline.wall).toFixed(1)}× as long).` +
@@ -956,3 +978,62 @@ function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: 
   console.log(text);
   return 0;
 }
+
+
+/**
+ * --items (npm run bench:renewal-items): N one-item subscriptions (12 seats) against N three-item ones (the same seats, a
+ * graduated tiered plan, a flat add-on) renewing at one instant, in the same run, rounds alternating which goes first.
+ * The goal of issue #26: a multi-item renewal costs at most 1.3× a one-item one.
+ */
+function itemsSection(one: TargetSummary, three: TargetSummary, results: RoundResult[], code: string, loadAtStart: number, cores: number, serverVersion: string, pgVersion: string, say: Say): number {
+  const goal = 1.3;
+  const own = (s: TargetSummary) => s.cpu.worker + s.cpu.server + s.cpu.postgres;
+  const ms = (seconds: number) => `${((1000 * seconds) / settings.n).toFixed(1)} ms`;
+  const x = (value: number) => `${value.toFixed(2)}×`;
+  const wallRatio = three.wall / one.wall;
+  const cpuRatio = own(three) / own(one);
+  const workerRatio = three.cpu.worker / one.cpu.worker;
+  const queryRatio = three.queries / one.queries;
+  const worst = Math.max(wallRatio, cpuRatio);
+  const heading = `## Renewals: ${settings.n.toLocaleString('en')} three-item against ${settings.n.toLocaleString('en')} one-item subscriptions renewing at one instant${tunings.length > 0 ? ` (tuned: ${tunings.join(' ')})` : ''}`;
+  const cpus = os.cpus();
+  const section = [
+    heading,
+    '',
+    `Written by \`npm run bench:renewal-items\` (bench/renewals.ts --items) on ${new Date().toISOString()}, measuring ${code}.`,
+    '',
+    `Machine: ${cores} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${os.type()} ${os.release()}, Node ${process.version}; the Temporal CLI's dev server ` +
+      `(\`temporal server start-dev\`, ${serverVersion}, SQLite in a temporary folder${settings.sqlitePragmas.length > 0 ? `, with --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), ` +
+      `embedded PostgreSQL ${pgVersion}, the worker and this script all on the same machine, load average ${loadAtStart.toFixed(2)} at the start ` +
+      `(other people's work shares it; see "other" CPU below). Worker: one fresh process per round, ${workerSettings()}, the same for both waves. ` +
+      `N = ${settings.n} per wave (a size that finishes in a few minutes on this machine), ${settings.rounds} rounds per wave, each on a fresh task queue and its own account, ` +
+      `${warmupText().replace('which the baseline, always first, used to pay for alone', 'here the wave that goes first would pay for it alone')}; ` +
+      'the rounds alternate which wave goes first (one item in odd rounds, three items in even ones). ' +
+      `One item: 12 seats of a per_unit plan at 15.00, one line of ${seatAmount * seatQuantity} per renewal. Three items: the same seats, a graduated tiered plan at 25 units ` +
+      '(10 × 10.00, then 5.00 each with a 20.00 flat fee for the second tier) and a flat 5.00 add-on, all every 30 days: three lines of ' +
+      `${settingsItemsTotal()} per renewal. Both are active subscriptions whose period ends at T (started with carried-over state, ` +
+      'as bench:renewals does); each renewal opens the invoice with its lines, charges the sandbox processor, settles and projects, in one local activity (renewCycle). ' +
+      '"wall s" is T to the last renewal (a database count of paid latest invoices, polled every 200 ms); CPU is from /proc, from T to the last renewal.',
+    '',
+    ...table(results, [one, three]),
+    '',
+    `**Three items cost ${x(worst)} a one-item renewal** (goal: at most ${goal}×; ${worst <= goal ? 'met' : 'NOT met'}). Per renewal: wall time ${x(wallRatio)} ` +
+      `(${rate(three.perSecond)}/s against ${rate(one.perSecond)}/s), CPU of the worker, the Temporal server and PostgreSQL together ${x(cpuRatio)} ` +
+      `(${ms(own(three))} against ${ms(own(one))}; worker alone ${x(workerRatio)}: ${ms(three.cpu.worker)} against ${ms(one.cpu.worker)}), ` +
+      `SQL statements ${x(queryRatio)} (${round1(three.queries)} against ${round1(one.queries)}: ${activityList(three.queryKinds)} against ${activityList(one.queryKinds)}).`,
+    '',
+    `Both waves ran ${round1(Object.values(three.activities).reduce((a, b) => a + b, 0))} and ${round1(Object.values(one.activities).reduce((a, b) => a + b, 0))} activities per renewal ` +
+      `(${activityList(three.activities)}; ${activityList(one.activities)}), ${round1(three.workflowTasks)} and ${round1(one.workflowTasks)} workflow tasks, ` +
+      `${round1(three.historyEvents)} and ${round1(one.historyEvents)} history events (three items first, then one). Every round checked its money afterwards: ` +
+      `${settings.n} paid invoices numbered 1 to ${settings.n}, ${settings.n} succeeded charges of the renewal's total each.`,
+    '',
+  ];
+  const text = section.join('\n');
+  if (process.env.BENCH_WRITE !== '0') writeSection(resultsFile, heading, text);
+  say(`three items / one item: wall ${x(wallRatio)}, CPU ${x(cpuRatio)}, worker CPU ${x(workerRatio)}, SQL ${x(queryRatio)}`);
+  console.log(text);
+  return 0;
+}
+
+/** What a three-item renewal charges (bench/renewals-setup.ts seedItemsEngine): 12 × 1500 + (10 × 1000 + 2000 + 15 × 500) + 500. */
+const settingsItemsTotal = () => seatAmount * seatQuantity + (10 * 1000 + 2000 + 15 * 500) + 500;
