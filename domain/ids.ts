@@ -33,6 +33,8 @@ export const idPrefixes = {
   cliDevice: 'dev',
   export: 'exp',
   testClock: 'clock',
+  taxRate: 'txr',
+  customerTaxId: 'txi',
   customerBalanceTransaction: 'cbtxn',
 } as const;
 

@@ -31,6 +31,8 @@ export const AccountModeSettings = defineEntity({
     dunningFinalAction: p.string().$type<DunningFinalAction>().nullable(),
     /** Email notification preferences; a key left out is on (domain/notifications.ts). */
     notifications: p.json<Partial<NotificationPreferences>>(),
+    /** Tax rate ids applied to this mode's invoices whose lines have none of their own (their jurisdiction matching the customer's); null: none. */
+    defaultTaxRates: p.json<string[]>().nullable(),
     updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
   },
 });

@@ -1,4 +1,15 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { TaxExempt } from '../../domain/invoice-totals.ts';
+
+/** A customer's address; every field optional, country upper case ISO 3166-1 alpha-2. */
+export interface CustomerAddress {
+  line1: string | null;
+  line2: string | null;
+  city: string | null;
+  state: string | null;
+  postal_code: string | null;
+  country: string | null;
+}
 
 /** A person or business that is billed. `paymentMethod` is a sandbox test method (see activities/processor). */
 export const Customer = defineEntity({
@@ -16,6 +27,10 @@ export const Customer = defineEntity({
     livemode: p.boolean(),
     /** The test clock the customer lives on (sandbox), or null. */
     testClockId: p.string().nullable(),
+    /** The billing address (country ISO 3166-1 alpha-2, state...): which tax rates' jurisdictions match (docs/discounts-and-taxes.md#taxes). */
+    address: p.json<CustomerAddress>().nullable(),
+    /** none, exempt (no tax) or reverse (reverse charge: no tax, the legal note on the invoice). */
+    taxExempt: p.string().$type<TaxExempt>().default('none'),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
   },

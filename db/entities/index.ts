@@ -4,6 +4,7 @@ import { AccountModeSettings } from './account-mode-settings.ts';
 import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
 import { Customer } from './customer.ts';
+import { CustomerTaxId, SubscriptionTaxRates, TaxRate } from './tax-rate.ts';
 import { CustomerBalance, CustomerBalanceTransaction } from './customer-balance.ts';
 import { Event } from './event.ts';
 import { Export } from './export.ts';
@@ -52,6 +53,8 @@ export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
 export { invoiceStatuses, collectionMethods } from './invoice.ts';
 export type { CollectionMethod } from './invoice.ts';
 export { InvoiceItem };
+export { CustomerTaxId, SubscriptionTaxRates, TaxRate };
+export type { CustomerAddress } from './customer.ts';
 export { CustomerBalance, CustomerBalanceTransaction, customerBalanceTransactionTypes, type CustomerBalanceTransactionType } from './customer-balance.ts';
 export type { RiskLevel, TransactionStatus, TransactionType } from './transaction.ts';
 export { riskLevels, transactionStatuses, transactionTypes } from './transaction.ts';
@@ -67,6 +70,9 @@ export const entities = [
   LoginAttempt,
   ApiKey,
   Customer,
+  TaxRate,
+  CustomerTaxId,
+  SubscriptionTaxRates,
   CustomerBalance,
   CustomerBalanceTransaction,
   Plan,

@@ -26,6 +26,8 @@ export const InvoiceItem = defineEntity({
     unitAmount: p.bigint('number').nullable(),
     amount: p.bigint('number'),
     breakdown: p.json<PriceRow[]>().nullable(),
+    /** Tax rate ids the item's line is taxed at (instead of the subscription's or account's defaults); null: none given. */
+    taxRates: p.json<string[]>().nullable(),
     periodStart: p.datetime(),
     periodEnd: p.datetime(),
     createdAt: p.datetime(),

@@ -1,0 +1,111 @@
+/**
+ * The tax calculation seam (docs/discounts-and-taxes.md#taxes): what an invoice's lines are taxed
+ * at, and the customer's tax details printed on it. The invoice code (services/invoice-adjustments.ts)
+ * asks `deps.taxCalculator` — `builtInTaxCalculator` unless a merchant plugs in another (a tax
+ * service's client, say) through the worker's and the API's deps. It runs inside the invoice's
+ * database transaction: it must only read, and answer quickly.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AccountModeSettings, Customer, CustomerTaxId, Subscription, SubscriptionTaxRates, TaxRate } from '../db/entities/index.ts';
+import type { TaxExempt, TotalsTaxRate } from '../domain/invoice-totals.ts';
+import { subscriptionItemId } from '../domain/subscription.ts';
+import { ratesForLine, type TaxRateRecord } from '../domain/tax-rules.ts';
+
+export interface TaxCalculationLine {
+  /** The line's amount in minor units (negative for a credit). */
+  amount: number;
+  plan: string | null;
+  product: string | null;
+  /** Rate ids set on a one-off invoice item (its `tax_rates`); optional. */
+  tax_rates?: string[];
+}
+
+export interface TaxCalculationInput {
+  accountId: string;
+  livemode: boolean;
+  customerId: string;
+  subscriptionId: string | null;
+  currency: string;
+  lines: TaxCalculationLine[];
+}
+
+export interface TaxCalculation {
+  tax_exempt: TaxExempt;
+  /** Per input line, in its order: the rates it is taxed at ([] for none). */
+  line_tax_rates: TotalsTaxRate[][];
+  customer_tax_ids: { type: string; value: string }[];
+  customer_address: { country: string | null; state: string | null };
+}
+
+export interface TaxCalculator {
+  calculate(tx: EntityManager, input: TaxCalculationInput): Promise<TaxCalculation>;
+}
+
+const asTotalsRate = (rate: TaxRateRecord): TotalsTaxRate => ({
+  id: rate.id,
+  display_name: rate.display_name,
+  percentage: rate.percentage,
+  inclusive: rate.inclusive,
+  country: rate.country,
+  state: rate.state,
+});
+
+export const asTaxRateRecord = (row: TaxRate): TaxRateRecord => ({
+  id: row.id,
+  display_name: row.displayName,
+  percentage: row.percentage,
+  inclusive: row.inclusive,
+  country: row.country ?? null,
+  state: row.state ?? null,
+  active: row.active,
+});
+
+/** The item id billing each plan of the subscription: from its projection row, else (not written yet) from the plans its tax rates were set with. */
+function itemsByPlan(subscription: Subscription | null, settings: SubscriptionTaxRates | null, subscriptionId: string): Map<string, string> {
+  if (subscription) {
+    const items = subscription.items ?? [{ id: subscriptionItemId(subscriptionId), planId: subscription.planId, quantity: subscription.quantity }];
+    return new Map(items.map((item) => [item.planId, item.id]));
+  }
+  return new Map(Object.entries(settings?.itemTaxRates ?? {}).map(([itemId, { plan }]) => [plan, itemId]));
+}
+
+/**
+ * The built-in calculator: the account's own tax rates, chosen per line by domain/tax-rules.ts
+ * (the line's, its subscription item's, the subscription's defaults, else the account's defaults
+ * matching the customer's country and state); `exempt` and `reverse` customers pay none.
+ */
+export const builtInTaxCalculator: TaxCalculator = {
+  async calculate(tx, input) {
+    const scope = { accountId: input.accountId, livemode: input.livemode };
+    const [customer, taxIds, modeSettings, subscriptionSettings, subscription] = await Promise.all([
+      tx.findOne(Customer, { id: input.customerId, ...scope }),
+      tx.find(CustomerTaxId, { customerId: input.customerId, ...scope }, { orderBy: { id: 'asc' } }),
+      tx.findOne(AccountModeSettings, scope),
+      input.subscriptionId ? tx.findOne(SubscriptionTaxRates, { subscriptionId: input.subscriptionId, ...scope }) : null,
+      input.subscriptionId ? tx.findOne(Subscription, { id: input.subscriptionId, ...scope }) : null,
+    ]);
+    const address = { country: customer?.address?.country ?? null, state: customer?.address?.state ?? null };
+    const taxExempt: TaxExempt = customer?.taxExempt ?? 'none';
+    const byPlan = input.subscriptionId ? itemsByPlan(subscription, subscriptionSettings, input.subscriptionId) : new Map<string, string>();
+    const itemRates = (plan: string | null) => {
+      const itemId = plan === null ? undefined : byPlan.get(plan);
+      return itemId ? subscriptionSettings?.itemTaxRates[itemId]?.tax_rates : undefined;
+    };
+    const sources = input.lines.map((line) => ({
+      line: line.tax_rates,
+      item: itemRates(line.plan),
+      subscription: subscriptionSettings?.defaultTaxRates,
+      account: modeSettings?.defaultTaxRates,
+    }));
+    const ids = [...new Set(sources.flatMap((s) => [...(s.line ?? []), ...(s.item ?? []), ...(s.subscription ?? []), ...(s.account ?? [])]))];
+    const rows = ids.length === 0 ? [] : await tx.find(TaxRate, { id: { $in: ids }, ...scope });
+    const rates = new Map(rows.map((row) => [row.id, asTaxRateRecord(row)]));
+    const customerTax = { ...address, tax_exempt: taxExempt };
+    return {
+      tax_exempt: taxExempt,
+      line_tax_rates: sources.map((s) => ratesForLine(s, rates, customerTax).map(asTotalsRate)),
+      customer_tax_ids: taxIds.map((t) => ({ type: t.type, value: t.value })),
+      customer_address: address,
+    };
+  },
+};
