@@ -4,6 +4,7 @@ import { AccountModeSettings } from './account-mode-settings.ts';
 import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
 import { Customer } from './customer.ts';
+import { Coupon, Discount, PromotionCode } from './discount.ts';
 import { CustomerTaxId, SubscriptionTaxRates, TaxRate } from './tax-rate.ts';
 import { CustomerBalance, CustomerBalanceTransaction } from './customer-balance.ts';
 import { Event } from './event.ts';
@@ -53,6 +54,7 @@ export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
 export { invoiceStatuses, collectionMethods } from './invoice.ts';
 export type { CollectionMethod } from './invoice.ts';
 export { InvoiceItem };
+export { Coupon, Discount, PromotionCode, couponDurations, type CouponDuration } from './discount.ts';
 export { CustomerTaxId, SubscriptionTaxRates, TaxRate };
 export type { CustomerAddress } from './customer.ts';
 export { CustomerBalance, CustomerBalanceTransaction, customerBalanceTransactionTypes, type CustomerBalanceTransactionType } from './customer-balance.ts';
@@ -105,4 +107,7 @@ export const entities = [
   RecurringPaymentRequest,
   Export,
   TestClock,
+  Coupon,
+  PromotionCode,
+  Discount,
 ];
