@@ -1036,4 +1036,6 @@ function itemsSection(one: TargetSummary, three: TargetSummary, results: RoundRe
 }
 
 /** What a three-item renewal charges (bench/renewals-setup.ts seedItemsEngine): 12 × 1500 + (10 × 1000 + 2000 + 15 × 500) + 500. */
-const settingsItemsTotal = () => seatAmount * seatQuantity + (10 * 1000 + 2000 + 15 * 500) + 500;
+function settingsItemsTotal(): number {
+  return seatAmount * seatQuantity + (10 * 1000 + 2000 + 15 * 500) + 500;
+}
