@@ -13,7 +13,7 @@ import { newId } from '../../domain/ids.ts';
 import { maxPriceAmount, maxQuantity } from '../../domain/pricing.ts';
 import { termsPrice } from '../../domain/subscription-decisions.ts';
 import { currency } from '../../objects/common.ts';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
 import {
   cancelSubscriptionUpdate,
@@ -104,7 +104,11 @@ const ListQuery = z
     status: z.enum(subscriptionStatuses).optional(),
     customer: z.string().max(64).optional().openapi({ description: 'Customer id; `customer_id` is accepted as the same filter (give one of the two)' }),
     customer_id: z.string().max(64).optional().openapi({ description: 'Same as `customer`' }),
-    plan: z.string().max(64).optional(),
+    plan: z
+      .string()
+      .max(64)
+      .optional()
+      .openapi({ description: 'Plan id: subscriptions billing this plan on any of their recurring items (not a downgrade waiting in `pending_plan`)', example: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
     test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only subscriptions on this test clock; without it (and without a customer), those on test clocks are left out (as Stripe)' }),
     ...cursorQuery('subscription'),
   })
@@ -136,6 +140,9 @@ const listSubscriptions = createRoute({
   path: '/',
   tags: ['Subscriptions'],
   summary: 'List subscriptions, newest first',
+  description:
+    '`plan` matches a subscription with that plan on any of its recurring items: the main one (`plan`) or any other in `items`. ' +
+    "(The Temporal search attribute PlanId is narrower: the main item's plan when the subscription started, never updated; docs/subscriptions-and-dunning.md.)",
   request: { query: ListQuery },
   responses: { 200: { description: 'A page', ...json(listSchema(SubscriptionSchema)) }, ...errorResponses(400, 401) },
 });
@@ -372,10 +379,13 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       if (query.status) where.status = query.status;
       const customer = query.customer ?? query.customer_id;
       if (customer) where.customerId = customer;
-      if (query.plan) where.planId = query.plan;
+      // On any item: the main one (plan_id), or any of `items` (set when it has several; the GIN index answers the containment).
+      const onPlan = query.plan
+        ? { [raw('(plan_id = ? or (items is not null and items @> ?::jsonb))', [query.plan, JSON.stringify([{ planId: query.plan }])])]: [] }
+        : null;
       // A customer's subscriptions are theirs whatever their clock; without a customer, those on clocks only when asked for.
       const onClocks = !customer || query.test_clock ? clockCondition({ accountId, livemode }, query.test_clock) : null;
-      const { page, hasMore } = await keysetPage(orm.em.fork(), Subscription, { ...where, ...onClocks }, query);
+      const { page, hasMore } = await keysetPage(orm.em.fork(), Subscription, { ...where, ...onPlan, ...onClocks }, query);
       return c.json({ object: 'list' as const, data: page.map(serializeSubscription), has_more: hasMore }, 200);
     })
     .openapi(getSubscription, async (c) => {

@@ -11,7 +11,8 @@ export const Subscription = defineEntity({
   properties: {
     id: p.string().primary(),
     customerId: p.string().index(),
-    planId: p.string(),
+    /** The main item's plan; GET /v1/subscriptions?plan= matches it or any of `items` (subscriptions_plan_id_index, subscriptions_items_gin). */
+    planId: p.string().index(),
     status: p.string().$type<SubscriptionStatus>().index(),
     trialStart: p.datetime().nullable(),
     trialEnd: p.datetime().nullable(),
