@@ -7,6 +7,7 @@ import { canManage, SessionContext, SignIn, useBrowserSession, useSession } from
 import { ErrorNote } from './ui.tsx';
 import { Home } from './pages/home.tsx';
 import { Customers } from './pages/customers.tsx';
+import { CustomerDetail } from './pages/customer-detail.tsx';
 import { Plans } from './pages/plans.tsx';
 import { Subscriptions, SubscriptionDetail } from './pages/subscriptions.tsx';
 import { InvoiceDetail, Invoices } from './pages/invoices.tsx';
@@ -136,6 +137,7 @@ const routeTree = rootRoute.addChildren([
   appRoute.addChildren([
   page('/', Home),
   page('/customers', Customers),
+  page('/customers/$id', CustomerDetail),
   page('/plans', Plans),
   page('/subscriptions', Subscriptions),
   page('/subscriptions/$id', SubscriptionDetail),

@@ -1,3 +1,4 @@
+import { Link } from '@tanstack/react-router';
 import { api, currentMode, date, unwrap } from '../api.ts';
 import { ActionForm, Field, PagedTable, PageTitle } from '../ui.tsx';
 import { PortalLinkButton } from './portal-link.tsx';
@@ -26,7 +27,14 @@ export function Customers() {
         queryKey={['customers']}
         fetchPage={(cursor) => unwrap(api.GET('/v1/customers', { params: { query: { limit: 20, ...cursor } } }))}
         columns={[
-          { header: 'Email', cell: (c) => c.email },
+          {
+            header: 'Email',
+            cell: (c) => (
+              <Link to="/customers/$id" params={{ id: c.id }}>
+                {c.email}
+              </Link>
+            ),
+          },
           { header: 'Name', cell: (c) => c.name ?? '—' },
           { header: 'ID', cell: (c) => <code>{c.id}</code> },
           { header: 'Created', cell: (c) => date(c.created_at) },
