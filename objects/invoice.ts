@@ -1,11 +1,30 @@
 import { z } from '@hono/zod-openapi';
-import { collectionMethods, invoiceStatuses, type Invoice } from '../db/entities/index.ts';
+import { collectionMethods, invoiceStatuses, type Invoice, type InvoiceLine } from '../db/entities/index.ts';
+import { taxExemptions, type TaxExempt } from '../domain/invoice-totals.ts';
 import { signedInvoicePdfUrl } from '../domain/invoice-links.ts';
 import { lineAmount } from '../domain/invoice-lines.ts';
 import { timestamp } from './common.ts';
 import { PriceRowSchema } from './plan.ts';
 
 /** An invoice with its lines; `pdf` is the signed link built by the caller. */
+
+export const DiscountAmountSchema = z
+  .object({
+    discount: z.string().openapi({ description: 'The discount (di_…)', example: 'di_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+    amount: z.number().int().openapi({ description: 'In minor units, taken off', example: 600 }),
+  })
+  .openapi('DiscountAmount');
+
+export const TaxAmountSchema = z
+  .object({
+    tax_rate: z.string().openapi({ example: 'txr_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+    display_name: z.string().openapi({ example: 'VAT' }),
+    percentage: z.string().openapi({ example: '19' }),
+    inclusive: z.boolean().openapi({ description: 'The tax is included in the line amount (true) or added to it (false)' }),
+    taxable_amount: z.number().int().openapi({ description: 'The amount the tax was computed on, excluding tax', example: 2400 }),
+    amount: z.number().int().openapi({ example: 456 }),
+  })
+  .openapi('TaxAmount');
 
 export const InvoiceLineSchema = z
   .object({
@@ -26,8 +45,25 @@ export const InvoiceLineSchema = z
     period_start: timestamp,
     period_end: timestamp,
     proration: z.boolean().openapi({ description: 'A line of a plan change, prorated by the unused fraction of the period' }),
+    discount_amounts: z.array(DiscountAmountSchema).openapi({ description: "The line's share of the invoice's discount (docs/discounts-and-taxes.md)" }),
+    tax_amounts: z.array(TaxAmountSchema).openapi({ description: "The line's taxes, one per rate, each rounded on the line" }),
   })
   .openapi('InvoiceLine');
+
+/** The totals an invoice (and an upcoming invoice) shows after its lines (domain/invoice-totals.ts). */
+export const InvoiceTotalsShape = {
+  discounts: z.array(z.string()).openapi({ description: 'The discounts applied (at most one: the subscription\'s, else the customer\'s)' }),
+  total_discount_amounts: z.array(DiscountAmountSchema),
+  total_excluding_tax: z.number().int().openapi({ description: 'subtotal − discounts − inclusive tax' }),
+  tax: z.number().int().openapi({ description: 'All the tax, inclusive and exclusive' }),
+  total_tax_amounts: z.array(TaxAmountSchema).openapi({ description: 'Tax per rate: the sum of its lines\' (each rounded on its line)' }),
+  total: z.number().int().openapi({ description: 'subtotal − discounts + exclusive tax (= total_excluding_tax + tax)' }),
+  starting_balance: z.number().int().openapi({ description: "The customer's balance before the invoice (negative: credit it holds)" }),
+  ending_balance: z.number().int().openapi({ description: "The customer's balance after it: what credit is left, or a credit the invoice added (a total below zero)" }),
+  customer_tax_exempt: z.enum(taxExemptions).openapi({ description: 'none, exempt (no tax) or reverse (reverse charge: no tax and the legal note)' }),
+  customer_tax_ids: z.array(z.object({ type: z.string(), value: z.string() })).openapi({ description: "The customer's tax ids as issued" }),
+  customer_address: z.object({ country: z.string().nullable(), state: z.string().nullable() }).nullable().openapi({ description: "The customer's tax address as issued" }),
+};
 
 export const InvoiceSchema = z
   .object({
@@ -42,9 +78,9 @@ export const InvoiceSchema = z
     status: z.enum(invoiceStatuses),
     currency: z.string(),
     lines: z.array(InvoiceLineSchema),
-    subtotal: z.number().int(),
-    total: z.number().int(),
-    amount_due: z.number().int().openapi({ description: 'What the customer is asked to pay (the total, or 0 for a credit)' }),
+    subtotal: z.number().int().openapi({ description: 'The sum of the lines' }),
+    ...InvoiceTotalsShape,
+    amount_due: z.number().int().openapi({ description: 'What the customer is asked to pay: total + starting_balance, at least 0' }),
     amount_paid: z.number().int(),
     amount_remaining: z.number().int().openapi({ description: 'amount_due − amount_paid (0 once void)' }),
     attempt_count: z.number().int().openapi({ description: 'Payment attempts made' }),
@@ -91,20 +127,9 @@ export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
     subscription_id: invoice.subscriptionId ?? null,
     status: invoice.status,
     currency: invoice.currency,
-    lines: invoice.lines.map((line) => ({
-      object: 'line_item' as const,
-      description: line.description,
-      plan: line.plan ?? null,
-      quantity: line.quantity,
-      unit_amount: line.total === undefined ? line.amount : null,
-      amount: lineAmount(line),
-      breakdown: line.breakdown ?? null,
-      period_start: new Date(line.period_start).toISOString(),
-      period_end: new Date(line.period_end).toISOString(),
-      proration: line.proration ?? false,
-    })),
+    lines: invoice.lines.map(serializeInvoiceLine),
     subtotal: Number(invoice.subtotal),
-    total: Number(invoice.total),
+    ...invoiceTotalsFields(invoice),
     amount_due: Number(invoice.amountDue),
     amount_paid: Number(invoice.amountPaid),
     amount_remaining: amountRemaining(invoice),
@@ -124,5 +149,46 @@ export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
     description: invoice.description ?? null,
     finalized_at: invoice.finalizedAt?.toISOString() ?? null,
     livemode: invoice.livemode,
+  };
+}
+
+/** An invoice line as the API shows it (invoices and the upcoming invoice alike). */
+export function serializeInvoiceLine(line: InvoiceLine): z.infer<typeof InvoiceLineSchema> {
+  return {
+    object: 'line_item' as const,
+    description: line.description,
+    plan: line.plan ?? null,
+    quantity: line.quantity,
+    unit_amount: line.total === undefined ? line.amount : null,
+    amount: lineAmount(line),
+    breakdown: line.breakdown ?? null,
+    period_start: new Date(line.period_start).toISOString(),
+    period_end: new Date(line.period_end).toISOString(),
+    proration: line.proration ?? false,
+    discount_amounts: line.discount_amounts ?? [],
+    tax_amounts: line.tax_amounts ?? [],
+  };
+}
+
+type TotalsSource = Pick<
+  Invoice,
+  'discountId' | 'totalDiscountAmounts' | 'totalExcludingTax' | 'total' | 'tax' | 'totalTaxAmounts' | 'startingBalance' | 'endingBalance' | 'customerTaxIds' | 'customerAddress'
+> & { customerTaxExempt?: TaxExempt | null };
+
+/** The totals fields (InvoiceTotalsShape) of an invoice row; an invoice from before discounts and taxes shows none of either. */
+export function invoiceTotalsFields(invoice: TotalsSource) {
+  const total = Number(invoice.total);
+  return {
+    discounts: invoice.discountId ? [invoice.discountId] : [],
+    total_discount_amounts: invoice.totalDiscountAmounts ?? [],
+    total_excluding_tax: invoice.totalExcludingTax === null || invoice.totalExcludingTax === undefined ? total : Number(invoice.totalExcludingTax),
+    tax: Number(invoice.tax ?? 0),
+    total_tax_amounts: invoice.totalTaxAmounts ?? [],
+    total,
+    starting_balance: Number(invoice.startingBalance ?? 0),
+    ending_balance: Number(invoice.endingBalance ?? 0),
+    customer_tax_exempt: invoice.customerTaxExempt ?? ('none' as const),
+    customer_tax_ids: invoice.customerTaxIds ?? [],
+    customer_address: invoice.customerAddress ?? null,
   };
 }

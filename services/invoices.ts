@@ -8,6 +8,7 @@ import { invoicePrefix } from '../domain/invoice-number.ts';
 import { humanizeInstants } from '../domain/locale.ts';
 import type { ChargeOutcome } from './charges.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
+import { issueWithAdjustments, unapplyBalance } from './invoice-adjustments.ts';
 import { addPendingItems, takesPendingItems } from './invoice-items.ts';
 
 export interface OpenInvoiceInput {
@@ -145,6 +146,8 @@ export async function openOrCreateInvoice(
       // A billing cycle's invoice takes the customer's pending invoice items, claimed in this transaction: an insert that
       // loses the race on the billing key gives them back, so an item is billed exactly once (services/invoice-items.ts).
       if (takesPendingItems(input.billingKey)) await addPendingItems(tx, invoice, dateStyle);
+      // Discounts, taxes and the customer's balance (locked from here to the commit), on the final lines.
+      await issueWithAdjustments(tx, invoice, new Date(input.issuedAt));
       const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
       const number = await numberInvoice(tx, { invoiceId: id, eventId: created!.id, accountId: input.accountId, livemode: input.livemode, prefix: invoicePrefix(account.name, account.id) });
       const result = { invoice: { ...opened(invoice), number }, created: true };
@@ -236,6 +239,7 @@ export async function transitionInvoice(
     const changed = await tx.nativeUpdate(Invoice, { ...where, status: { $in: [...invoiceTransitions[to]] } }, changes);
     const invoice = await tx.findOne(Invoice, where, { refresh: true });
     if (!invoice) return { outcome: 'not_found' as const };
+    if (changed > 0 && to === 'void') await unapplyBalance(tx, invoice, at);
     if (changed > 0) await recordInvoiceEvents(tx, links, invoice, [to === 'void' ? 'invoice.voided' : 'invoice.marked_uncollectible']);
     return { outcome: changed > 0 ? ('changed' as const) : ('refused' as const), invoice };
   });

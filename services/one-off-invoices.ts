@@ -17,6 +17,7 @@ import { dueDateOf, invoiceEmail, type InvoiceEmailKind } from '../domain/one-of
 import { brandOf } from '../domain/branding.ts';
 import { humanizeInstants } from '../domain/locale.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
+import { issueWithAdjustments } from './invoice-adjustments.ts';
 import { claimPendingItems, customerNow, itemsOf, ownCustomer, totalsOf } from './invoice-items.ts';
 import { numberInvoice } from './invoices.ts';
 import { sendEmailOnce, type TestModes } from './email.ts';
@@ -165,6 +166,8 @@ export async function finalizeOneOffInvoice(em: EntityManager, links: InvoiceLin
       dueDate: dueDateOf(when, invoice.collectionMethod ?? 'charge_automatically', invoice.daysUntilDue ?? null),
     });
     await tx.flush();
+    // Discounts, taxes and the customer's balance (locked from here to the commit), as every invoice's when issued.
+    await issueWithAdjustments(tx, invoice, when);
     const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
     invoice.number = await numberInvoice(tx, { invoiceId, eventId: created!.id, accountId: invoice.accountId, livemode: invoice.livemode, prefix: invoicePrefix(account.name, account.id) });
     await recordInvoiceEvents(tx, links, invoice, ['invoice.finalized']);

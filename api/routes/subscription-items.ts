@@ -12,12 +12,12 @@ import { Account, InvoiceItem, Plan, Subscription } from '../../db/entities/inde
 import { itemLine } from '../../services/invoice-items.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { lineAmount } from '../../domain/invoice-lines.ts';
 import { humanizeInstants } from '../../domain/locale.ts';
 import { maxQuantity } from '../../domain/pricing.ts';
 import { endedStatuses, subscriptionItemId, type ItemTerms, type SubscriptionItemSnapshot } from '../../domain/subscription.ts';
 import { itemsOf, prorationBehaviors, upcomingInvoice, type ItemChange, type ProrationBehavior } from '../../domain/subscription-decisions.ts';
-import { InvoiceLineSchema } from '../../objects/invoice.ts';
+import { InvoiceLineSchema, InvoiceTotalsShape, invoiceTotalsFields, serializeInvoiceLine } from '../../objects/invoice.ts';
+import { invoiceFields, previewAdjustments } from '../../services/invoice-adjustments.ts';
 import { timestamp } from '../../objects/common.ts';
 import { billingStateQuery, changeItemsUpdate } from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
@@ -100,8 +100,8 @@ const UpcomingInvoiceSchema = z
     currency: z.string(),
     lines: z.array(InvoiceLineSchema),
     subtotal: z.number().int(),
-    total: z.number().int(),
-    amount_due: z.number().int(),
+    ...InvoiceTotalsShape,
+    amount_due: z.number().int().openapi({ description: "What will be charged: total + the customer's balance as it stands now, at least 0" }),
     period_start: timestamp,
     period_end: timestamp,
     created_at: timestamp.openapi({ description: 'When the workflow will make it: the start of the next period (the trial end for a trial)' }),
@@ -294,19 +294,10 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     const account = await orm.em.fork().findOneOrFail(Account, { id: subscription.accountId });
     // As the invoice will read (services/invoices.ts openInvoice): instants in descriptions as dates in the account's language and time zone.
     const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
-    const lines = invoice.lines.map((line) => ({
-      object: 'line_item' as const,
-      description: humanizeInstants(line.description, dateStyle),
-      plan: line.plan ?? null,
-      quantity: line.quantity,
-      unit_amount: line.total === undefined ? line.amount : null,
-      amount: lineAmount(line),
-      breakdown: line.breakdown ?? null,
-      period_start: line.period_start,
-      period_end: line.period_end,
-      proration: line.proration,
-    }));
-    const total = lines.reduce((sum, line) => sum + line.amount, 0);
+    const parties = { accountId: subscription.accountId, livemode: subscription.livemode, customerId: subscription.customerId, subscriptionId: subscription.id, currency: invoice.currency, at: new Date(invoice.issuedAt) };
+    const described = invoice.lines.map((line) => ({ ...line, description: humanizeInstants(line.description, dateStyle) }));
+    // Discounts, taxes and the customer's balance as they stand now: the invoice applies them as they stand when it is made.
+    const adjusted = await previewAdjustments(orm.em.fork(), parties, described, true);
     return c.json(
       {
         object: 'invoice' as const,
@@ -314,10 +305,10 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
         subscription_id: subscription.id,
         customer_id: subscription.customerId,
         currency: invoice.currency,
-        lines,
-        subtotal: total,
-        total,
-        amount_due: Math.max(0, total),
+        lines: adjusted.lines.map(serializeInvoiceLine),
+        subtotal: adjusted.totals.subtotal,
+        ...invoiceTotalsFields(invoiceFields(adjusted)),
+        amount_due: adjusted.totals.amount_due,
         period_start: invoice.periodStart,
         period_end: invoice.periodEnd,
         created_at: invoice.issuedAt,

@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { DiscountAmount, TaxAmount } from '../../domain/invoice-totals.ts';
+import type { DiscountAmount, TaxAmount, TaxExempt } from '../../domain/invoice-totals.ts';
 import type { PriceRow } from '../../domain/pricing.ts';
 
 export const invoiceStatuses = ['draft', 'open', 'paid', 'void', 'uncollectible'] as const;
@@ -76,6 +76,7 @@ export const Invoice = defineEntity({
     endingBalance: p.bigint('number').default(0),
     /** The customer was tax-exempt by reverse charge: no tax, and the invoice carries the legal note. */
     reverseCharge: p.boolean().default(false),
+    customerTaxExempt: p.string().$type<TaxExempt>().default('none'),
     /** The customer's tax ids and address as issued (the invoice does not change with the customer). */
     customerTaxIds: p.json<{ type: string; value: string }[]>().nullable(),
     customerAddress: p.json<{ country: string | null; state: string | null }>().nullable(),

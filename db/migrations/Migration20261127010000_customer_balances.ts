@@ -25,7 +25,7 @@ export class Migration20261127010000_customer_balances extends Migration {
     this.addSql(
       `alter table "invoices" add column "discount" bigint not null default 0, add column "total_discount_amounts" jsonb null, add column "total_excluding_tax" bigint null, ` +
         `add column "tax" bigint not null default 0, add column "total_tax_amounts" jsonb null, add column "starting_balance" bigint not null default 0, ` +
-        `add column "ending_balance" bigint not null default 0, add column "reverse_charge" boolean not null default false, add column "customer_tax_ids" jsonb null, ` +
+        `add column "ending_balance" bigint not null default 0, add column "reverse_charge" boolean not null default false, add column "customer_tax_exempt" varchar(16) not null default 'none', add column "customer_tax_ids" jsonb null, ` +
         `add column "customer_address" jsonb null, add column "discount_id" varchar(255) null;`,
     );
   }
@@ -33,7 +33,7 @@ export class Migration20261127010000_customer_balances extends Migration {
   override down(): void | Promise<void> {
     this.addSql(
       `alter table "invoices" drop column "discount", drop column "total_discount_amounts", drop column "total_excluding_tax", drop column "tax", drop column "total_tax_amounts", ` +
-        `drop column "starting_balance", drop column "ending_balance", drop column "reverse_charge", drop column "customer_tax_ids", drop column "customer_address", drop column "discount_id";`,
+        `drop column "starting_balance", drop column "ending_balance", drop column "reverse_charge", drop column "customer_tax_exempt", drop column "customer_tax_ids", drop column "customer_address", drop column "discount_id";`,
     );
     this.addSql(`drop table if exists "customer_balance_transactions" cascade;`);
     this.addSql(`drop table if exists "customer_balances" cascade;`);
