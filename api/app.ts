@@ -14,6 +14,8 @@ import { accountsApp } from './routes/accounts.ts';
 import { apiKeysApp } from './routes/api-keys.ts';
 import { authApp } from './routes/auth.ts';
 import { customersApp } from './routes/customers.ts';
+import { customerBalanceApp } from './routes/customer-balance.ts';
+import { creditNotesApps } from './routes/credit-notes.ts';
 import { docsApp } from './routes/docs.ts';
 import { eventsApp } from './routes/events.ts';
 import { healthApp } from './routes/health.ts';
@@ -167,6 +169,7 @@ export function createApp(given: ApiDeps) {
   // The customer portal's API, portal links and the portal setting (before /v1/customers and /v1/settings).
   app.route('/v1', customerPortalApp(deps));
   app.route('/v1/customers/search', customerSearchApp(deps));
+  app.route('/v1/customers', customerBalanceApp(deps));
   app.route('/v1/customers', customersApp(deps));
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
@@ -218,6 +221,10 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/invoices', oneOffInvoices.v1);
   app.route('/invoices', oneOffInvoices.root);
   app.route('/v1/invoice_items', invoiceItemsApp(deps));
+  // Credit notes, and their signed PDF links outside the API's authentication.
+  const creditNotes = creditNotesApps(deps);
+  app.route('/v1/credit_notes', creditNotes.v1);
+  app.route('/credit_notes', creditNotes.root);
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',
     scheme: 'bearer',

@@ -230,3 +230,29 @@ export function paymentRequestReceiptEmail(e: {
     html: layout(e.brand ?? e.accountName, 'Receipt', paragraphs, { label: 'Download the receipt (PDF)', url: e.pdfUrl }),
   };
 }
+
+/** To the customer: a credit note was issued for one of its invoices (services/credit-note-delivery.ts). */
+export function creditNoteEmail(e: {
+  accountName: string;
+  brand?: Brand;
+  customerName: string | null;
+  number: string;
+  invoiceNumber: string;
+  total: string;
+  /** Where the money went, one sentence each ("$10.00 refunded to your payment method"). */
+  outcomes: string[];
+  memo: string | null;
+  pdfUrl: string;
+}): RenderedEmail {
+  const paragraphs = [
+    `Hello${e.customerName ? ` ${e.customerName}` : ''},`,
+    `${e.accountName} issued credit note ${e.number} of ${e.total} for invoice ${e.invoiceNumber}.`,
+    ...e.outcomes,
+    ...(e.memo ? [e.memo] : []),
+  ];
+  return {
+    subject: `Credit note ${e.number} for invoice ${e.invoiceNumber} (${e.total})`,
+    text: `${paragraphs.join('\n\n')}\n\nYour credit note as a PDF: ${e.pdfUrl}\n\n${e.accountName}\n`,
+    html: layout(e.brand ?? e.accountName, 'Credit note', paragraphs, { label: 'Download the credit note (PDF)', url: e.pdfUrl }),
+  };
+}

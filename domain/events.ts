@@ -53,6 +53,8 @@ export const eventCatalog = [
   { type: 'customer.discount.updated', description: "A customer's or subscription's discount was replaced by another (data.object is the new discount)." },
   { type: 'customer.discount.deleted', description: 'A discount ended: removed, a once coupon used by its invoice, or a repeating coupon past its end (data.object is the discount).' },
   { type: 'customer_balance_transaction.created', description: "A customer's balance moved: an adjustment, a credit note's credit, or a balance applied to (or given back from) an invoice." },
+  { type: 'credit_note.created', description: 'A credit note was issued for an invoice (data.object is the credit note: its refund, credit to the customer balance and out-of-band amounts).' },
+  { type: 'credit_note.voided', description: 'A credit note was voided: its credit to the customer balance was taken back (data.object is the credit note).' },
   { type: 'payout.created', description: 'A payout was created; its amount left the available balance.' },
   { type: 'payout.paid', description: 'A payout arrived at its destination.' },
   { type: 'payout.updated', description: 'A payout changed without ending: sent (in_transit, with its arrival_date), caught by a hold or released.' },

@@ -33,6 +33,7 @@ export const idPrefixes = {
   cliDevice: 'dev',
   export: 'exp',
   testClock: 'clock',
+  creditNote: 'cn',
   coupon: 'cpn',
   promotionCode: 'promo',
   discount: 'di',

@@ -201,9 +201,11 @@ export function taxLine(taxable: number, rates: readonly TotalsTaxRate[]): TaxAm
   const net = inclusive.length === 0 ? taxable : roundRatio(BigInt(taxable) * 100n * percentScale, 100n * percentScale + inclusivePercent);
   const includedTax = taxable - net;
   const sign = includedTax < 0 ? -1 : 1;
-  const inclusiveShares = inclusivePercent === 0n ? [] : allocate(Math.abs(includedTax), inclusive.map((p) => Number(p.percent)));
+  // A 0% inclusive rate gets a share of 0 (allocate answers zeros when the percentages add up to 0).
+  const inclusiveShares = allocate(Math.abs(includedTax), inclusive.map((p) => Number(p.percent)));
   const byRate = new Map<TotalsTaxRate, number>();
-  inclusive.forEach((p, i) => byRate.set(p.rate, sign * inclusiveShares[i]!));
+  // 0 − share, not −1 × share: a zero share stays 0, never −0.
+  inclusive.forEach((p, i) => byRate.set(p.rate, sign < 0 ? 0 - inclusiveShares[i]! : inclusiveShares[i]!));
   return parsed.map(({ rate, percent }) => ({
     tax_rate: rate.id,
     display_name: rate.display_name,

@@ -14,12 +14,18 @@ export const CustomerSchema = z
     payment_method: z.string().nullable(),
     livemode: z.boolean(),
     test_clock: z.string().nullable().openapi({ description: 'The test clock the customer lives on (sandbox), or null' }),
+    balances: z.record(z.string(), z.number().int()).openapi({
+      description:
+        "The customer's balance per currency (GET /v1/customers/{id}/balance_transactions), minor units with Stripe's sign: negative is credit its next invoices in that currency use before charging, positive is owed and added to its next invoice; {} when it never had one",
+      example: { USD: -2500 },
+    }),
     created_at: timestamp,
     updated_at: timestamp,
   })
   .openapi('Customer');
 
-export function serializeCustomer(customer: Customer): z.infer<typeof CustomerSchema> {
+/** `balances`: the customer's balances by currency (services/customer-balance.ts customerBalances); {} for a customer that never had one. */
+export function serializeCustomer(customer: Customer, balances: Record<string, number> = {}): z.infer<typeof CustomerSchema> {
   return {
     id: customer.id,
     object: 'customer',
@@ -28,6 +34,7 @@ export function serializeCustomer(customer: Customer): z.infer<typeof CustomerSc
     payment_method: customer.paymentMethod ?? null,
     livemode: customer.livemode,
     test_clock: customer.testClockId ?? null,
+    balances,
     created_at: customer.createdAt.toISOString(),
     updated_at: customer.updatedAt.toISOString(),
   };

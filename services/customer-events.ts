@@ -2,6 +2,7 @@ import { Subscription, type Customer } from '../db/entities/index.ts';
 import { paymentMethodUpdatedSignal } from '../workflows/subscription.ts';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { serializeCustomer } from '../objects/customer.ts';
+import { customerBalances } from './customer-balance.ts';
 import { onTestClock } from './clock-context.ts';
 import { recordEvent } from './events.ts';
 import { clockTimeOf, stampClockTime } from './test-clocks.ts';
@@ -41,7 +42,7 @@ export async function saveCustomerUpdate(em: EntityManager, customer: Customer):
     em.transactional(async (tx) => {
       await tx.flush();
       if (testClock) await stampClockTime(tx, customer, testClock);
-      const object = { ...serializeCustomer(customer), ...(testClock ? { updated_at: testClock.now } : {}) };
+      const object = { ...serializeCustomer(customer, await customerBalances(tx, customer.id)), ...(testClock ? { updated_at: testClock.now } : {}) };
       await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object, transactionId: null });
     }),
   );

@@ -15,6 +15,7 @@ import { serializeCustomer } from '../objects/customer.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
 import { recordEvent } from './events.ts';
 import { recordPaymentOutcome } from './payments.ts';
+import { customerBalances } from './customer-balance.ts';
 import { finishRefund, reserveRefund } from './refunds.ts';
 import { newTransactionFields } from './transactions.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -192,7 +193,7 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
           customer.paymentMethod = event.paymentMethod;
           customer.updatedAt = new Date();
           await tx.flush();
-          await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object: serializeCustomer(customer), transactionId: null });
+          await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object: serializeCustomer(customer, await customerBalances(tx, customer.id)), transactionId: null });
           return { ...(await done('payment_method_saved', null, true)), customerId: customer.id };
         }
         // A checkout made outside the engine: kept.

@@ -52,6 +52,27 @@ export async function reserveRefund(em: EntityManager, fields: TransactionFields
         `amount: ${formatMoney(fields.amount, source.currency)} exceeds what is left to refund of ${source.id}: ${remaining} (${formatMoney(remaining, source.currency)}).`,
       );
     }
+    if (source.invoiceId) {
+      // An invoice's credit notes may have credited part of it to the customer balance (services/credit-notes.ts, under
+      // this same lock): refunds and those credits together never give back more than the invoice collected.
+      const [row] = await tx.getConnection().execute<{ credited: string; amount_paid: string; total: string; amount_due: string }[]>(
+        `select coalesce((select sum(credit_amount) from credit_notes where invoice_id = i.id and status = 'issued'), 0) as credited, i.amount_paid, i.total, i.amount_due from invoices i where i.id = ?`,
+        [source.invoiceId],
+        'all',
+        tx.getTransactionContext(),
+      );
+      const credited = Number(row?.credited ?? 0);
+      if (row && credited > 0) {
+        const collected = Number(row.amount_paid) + Math.max(0, Number(row.total) - Number(row.amount_due));
+        const left = Math.max(0, collected - credited - source.amountRefunded);
+        if (fields.amount > left) {
+          throw new ApiError(
+            'invalid_request',
+            `amount: ${formatMoney(fields.amount, source.currency)} exceeds what is left to refund of ${source.id}: ${left} (${formatMoney(left, source.currency)}); credit notes credited ${formatMoney(credited, source.currency)} of its invoice to the customer balance.`,
+          );
+        }
+      }
+    }
     source.amountRefunded += fields.amount;
     source.updatedAt = new Date();
     const refund = tx.create(Transaction, { ...fields, type: 'refund', status: 'pending', sourceTransactionId: source.id, customerId: source.customerId, invoiceId: source.invoiceId, subscriptionId: source.subscriptionId, paymentRequestId: source.paymentRequestId });

@@ -16,6 +16,8 @@ import { errorResponses, idParam } from '../schemas.ts';
 import { recordEvent } from '../../services/events.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
+import { customerBalances } from '../../services/customer-balance.ts';
+import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
 import { findOwnTestClock, reserveClockCustomer } from '../../services/test-clocks.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
@@ -130,7 +132,7 @@ export function customersApp(deps: ApiDeps) {
     }
     await saveCustomerUpdate(em, customer);
     if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
-    return serializeCustomer(customer);
+    return serializeCustomer(customer, await customerBalances(em, customer.id));
   };
 
   return newOpenApiApp()
@@ -170,12 +172,16 @@ export function customersApp(deps: ApiDeps) {
       if (query.email !== undefined) where.email = query.email;
       if (query.test_clock) where.testClockId = query.test_clock;
       else if (!livemode) where.testClockId = null;
-      const { page, hasMore } = await keysetPage(orm.em.fork(), Customer, where, query);
-      return c.json({ object: 'list' as const, data: page.map(serializeCustomer), has_more: hasMore }, 200);
+      const em = orm.em.fork();
+      const { page, hasMore } = await keysetPage(em, Customer, where, query);
+      const balances = await customerBalancesOf(em, page.map((customer) => customer.id));
+      return c.json({ object: 'list' as const, data: page.map((customer) => serializeCustomer(customer, balances.get(customer.id))), has_more: hasMore }, 200);
     })
     .openapi(getCustomer, async (c) => {
       const scope = await accountScope(c, orm);
-      return c.json(serializeCustomer(await findOwnCustomer(orm.em.fork(), c.req.valid('param').id, scope)), 200);
+      const em = orm.em.fork();
+      const customer = await findOwnCustomer(em, c.req.valid('param').id, scope);
+      return c.json(serializeCustomer(customer, await customerBalances(em, customer.id)), 200);
     })
     .openapi(updateRoute('patch'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200))
     .openapi(updateRoute('post'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200));

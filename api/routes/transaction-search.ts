@@ -18,6 +18,7 @@ import { errorResponses } from '../schemas.ts';
 import { TransactionSchema, serializeTransaction } from '../../objects/transaction.ts';
 import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
+import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
 
 /**
  * GET /v1/transactions/search, /v1/invoices/search and /v1/customers/search: one query
@@ -111,7 +112,9 @@ export function customerSearchApp(deps: ApiDeps) {
   const { orm } = deps;
   return newOpenApiApp().openapi(customersRoute, async (c) => {
     const { scope, parsed, options } = await searchRequest(c, orm, customerSearch, c.req.valid('query'));
-    const result = await searchCustomers(orm.em.fork(), scope, parsed, options);
-    return c.json({ object: 'search_result' as const, data: result.rows.map(serializeCustomer), has_more: result.hasMore, next_page: result.nextPage }, 200);
+    const em = orm.em.fork();
+    const result = await searchCustomers(em, scope, parsed, options);
+    const balances = await customerBalancesOf(em, result.rows.map((customer) => customer.id));
+    return c.json({ object: 'search_result' as const, data: result.rows.map((customer) => serializeCustomer(customer, balances.get(customer.id))), has_more: result.hasMore, next_page: result.nextPage }, 200);
   });
 }

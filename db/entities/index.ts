@@ -3,6 +3,7 @@ import { AccountLogo } from './account-logo.ts';
 import { AccountModeSettings } from './account-mode-settings.ts';
 import { ApiKey } from './api-key.ts';
 import { Charge } from './charge.ts';
+import { CreditNote } from './credit-note.ts';
 import { Customer } from './customer.ts';
 import { Coupon, Discount, PromotionCode } from './discount.ts';
 import { CustomerTaxId, SubscriptionTaxRates, TaxRate } from './tax-rate.ts';
@@ -54,6 +55,7 @@ export type { InvoiceLine, InvoiceStatus } from './invoice.ts';
 export { invoiceStatuses, collectionMethods } from './invoice.ts';
 export type { CollectionMethod } from './invoice.ts';
 export { InvoiceItem };
+export { CreditNote, creditNoteReasons, creditNoteStatuses, type CreditNoteLine, type CreditNoteReason, type CreditNoteStatus } from './credit-note.ts';
 export { Coupon, Discount, PromotionCode, couponDurations, type CouponDuration } from './discount.ts';
 export { CustomerTaxId, SubscriptionTaxRates, TaxRate };
 export type { CustomerAddress } from './customer.ts';
@@ -72,6 +74,7 @@ export const entities = [
   LoginAttempt,
   ApiKey,
   Customer,
+  CreditNote,
   TaxRate,
   CustomerTaxId,
   SubscriptionTaxRates,
