@@ -12,6 +12,10 @@ export const CustomerSchema = z
     email: z.string(),
     name: z.string().nullable(),
     payment_method: z.string().nullable(),
+    currency: z.string().nullable().openapi({
+      description: "The currency it is billed in (ISO 4217), or null: a subscription or invoice item that names no currency takes it among the plan's currency_options (docs/pricing.md#currencies)",
+      example: 'EUR',
+    }),
     livemode: z.boolean(),
     test_clock: z.string().nullable().openapi({ description: 'The test clock the customer lives on (sandbox), or null' }),
     balances: z.record(z.string(), z.number().int()).openapi({
@@ -32,6 +36,7 @@ export function serializeCustomer(customer: Customer, balances: Record<string, n
     email: customer.email,
     name: customer.name ?? null,
     payment_method: customer.paymentMethod ?? null,
+    currency: customer.currency ?? null,
     livemode: customer.livemode,
     test_clock: customer.testClockId ?? null,
     balances,

@@ -74,6 +74,7 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'created', sql: 't.created_at', kind: 'time' },
     { name: 'email', sql: 't.email', kind: 'text' },
     { name: 'name', sql: 't.name', kind: 'text' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
   ],
   invoices: [
     { name: 'id', sql: 't.id', kind: 'text' },

@@ -21,6 +21,7 @@ import { priceFor, PricingError, type PriceRow } from '../domain/pricing.ts';
 import { serializeInvoiceItem } from '../objects/invoice-item.ts';
 import type { EventType } from '../domain/events.ts';
 import { planPricing } from './catalog.ts';
+import { chosenCurrency } from './subscription-terms.ts';
 import { recordEvents } from './events.ts';
 import { clockTimeOf } from './test-clocks.ts';
 import { humanizeInstants, type DateStyle } from '../domain/locale.ts';
@@ -48,8 +49,11 @@ export interface ItemPrice {
 
 const maxAmount = 99_999_999;
 
-/** What an item charges: its amount, unit amount and breakdown, from the body (validated here; 400 names the field). */
-export async function priceItem(em: EntityManager, scope: Scope, input: ItemPriceInput): Promise<ItemPrice> {
+/**
+ * What an item charges: its amount, unit amount and breakdown, from the body (validated here; 400 names the field). A plan's
+ * price is in `currency`, else the customer's (`customer`, when given; 400 when the plan has none in it), else the plan's own.
+ */
+export async function priceItem(em: EntityManager, scope: Scope, input: ItemPriceInput, customer: Pick<Customer, 'id' | 'currency'> | null = null): Promise<ItemPrice> {
   const given = (['amount', 'unit_amount', 'plan'] as const).filter((key) => input[key] !== undefined);
   if (given.length !== 1) throw new ApiError('invalid_request', 'Give exactly one of amount, unit_amount (with quantity) or plan (with quantity).');
   const quantity = input.quantity ?? 1;
@@ -58,7 +62,7 @@ export async function priceItem(em: EntityManager, scope: Scope, input: ItemPric
     const plan = await em.findOne(Plan, { id: input.plan, ...scope });
     if (!plan) throw new ApiError('not_found', `No such plan: ${input.plan}.`);
     if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new invoice items cannot use it.`);
-    const currency = input.currency ?? plan.currency;
+    const currency = chosenCurrency([plan], input.currency, customer);
     const priced = planPricing(plan, currency);
     if (!priced) throw new ApiError('currency_mismatch', `Plan ${plan.id} has no price in ${currency}.`);
     let amount: number;
@@ -140,7 +144,7 @@ export interface CreateItemInput extends ItemPriceInput {
 
 export async function createInvoiceItem(em: EntityManager, scope: Scope, input: CreateItemInput): Promise<InvoiceItem> {
   const customer = await ownCustomer(em, scope, input.customer);
-  const price = await priceItem(em, scope, input);
+  const price = await priceItem(em, scope, input, customer);
   const now = await customerNow(em, customer);
   const period = input.period ? { start: new Date(input.period.start), end: new Date(input.period.end) } : { start: now, end: now };
   if (period.end < period.start) throw new ApiError('invalid_request', 'period: end is before start.');

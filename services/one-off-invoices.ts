@@ -45,8 +45,9 @@ export async function createDraftInvoice(em: EntityManager, scope: Scope, input:
   let currency = input.currency;
   if (!currency) {
     const oldest = input.pending_invoice_items_behavior === 'include' ? await em.findOne(InvoiceItem, { customerId: customer.id, ...scope, invoiceId: null }, { orderBy: { id: 'asc' } }) : null;
-    if (!oldest) throw new ApiError('invalid_request', 'currency: required when no pending invoice item of the customer gives it.');
-    currency = oldest.currency;
+    // Else the customer's own currency (docs/pricing.md#currencies).
+    currency = oldest?.currency ?? customer.currency ?? undefined;
+    if (!currency) throw new ApiError('invalid_request', 'currency: required when no pending invoice item of the customer gives it and the customer has no currency.');
   }
   return em.transactional(async (tx) => {
     const id = newId('invoice');

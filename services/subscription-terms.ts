@@ -47,3 +47,23 @@ export function changedPlanTerms(plan: Plan, subscription: Pick<Subscription, 'q
   const currency = subscription.currency ?? plan.currency;
   return planTerms(plan, { quantity: quantity ?? subscription.quantity ?? 1, ...(planPricing(plan, currency) ? { currency } : {}) });
 }
+
+/**
+ * The currency a new subscription, or an invoice item priced from a plan, bills in (docs/pricing.md#currencies): the one
+ * asked for; else the customer's, which every plan (the main one first) must be priced in, its own currency or one of
+ * its currency_options (400 naming the first plan that is not); else the main plan's own.
+ */
+export function chosenCurrency(plans: readonly Plan[], requested: string | undefined, customer: { id: string; currency?: string | null } | null): string {
+  if (requested) return requested;
+  const wanted = customer?.currency;
+  if (!wanted) return plans[0]!.currency;
+  const missing = plans.find((plan) => !planPricing(plan, wanted));
+  if (missing) {
+    throw new ApiError(
+      'invalid_request',
+      `currency: customer ${customer!.id} is billed in ${wanted}, and plan ${missing.id} has no price in ${wanted} (it bills in ${planCurrencies(missing).join(', ')}). ` +
+        `Give currency to bill in one of those, or use a plan priced in ${wanted}.`,
+    );
+  }
+  return wanted;
+}

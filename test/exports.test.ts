@@ -123,7 +123,7 @@ describe('exports', () => {
     expect(done.row_count).toBe(0);
     expect(JSON.parse(bytes.toString('utf8'))).toEqual([]);
     const customers = await exportOf({ resource: 'customers', format: 'csv' });
-    expect(customers.bytes.toString('utf8').split('\r\n')[0]).toBe('id,created,email,name');
+    expect(customers.bytes.toString('utf8').split('\r\n')[0]).toBe('id,created,email,name,currency');
     const invoices = await exportOf({ resource: 'invoices', format: 'csv' });
     expect(invoices.bytes.toString('utf8')).toBe(
       'id,created,number,status,customer,customer_email,subscription,total,amount_paid,amount_due,currency,total_formatted,period_start,period_end,paid_at,lines\r\n',

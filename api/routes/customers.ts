@@ -13,6 +13,7 @@ import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
+import { currency } from '../../objects/common.ts';
 import { recordEvent } from '../../services/events.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
@@ -39,16 +40,18 @@ const CreateCustomerBody = z
     email: z.email().max(254),
     name: z.string().min(1).max(200).optional(),
     payment_method: paymentMethod.optional(),
+    currency: currency.optional().openapi({ description: "The currency it is billed in (ISO 4217): a subscription or plan-priced invoice item that names no currency is priced in it, among the plan's currency_options (docs/pricing.md#currencies)", example: 'EUR' }),
     test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond)' }),
   })
   .strict()
-  .openapi({ example: { email: 'jane.doe@example.com', name: 'Jane Doe', payment_method: 'pm_card_visa' } });
+  .openapi({ example: { email: 'jane.doe@example.com', name: 'Jane Doe', payment_method: 'pm_card_visa', currency: 'EUR' } });
 
 const UpdateCustomerBody = z
   .object({
     email: z.email().max(254).optional(),
     name: z.string().min(1).max(200).nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
     payment_method: paymentMethod.nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
+    currency: currency.nullable().optional().openapi({ description: "The currency it is billed in from now on (existing subscriptions keep theirs); null (or an empty form value) removes it", example: 'EUR' }),
   })
   .strict()
   .openapi({ example: { name: 'Jane Smith', payment_method: 'pm_card_mastercard' } });
@@ -97,7 +100,7 @@ const updateRoute = (method: 'post' | 'patch') =>
     tags: ['Customers'],
     summary: method === 'patch' ? 'Update a customer' : 'Update a customer (POST, as Stripe does)',
     description:
-      'email, name, payment_method; fields left out stay as they are. Setting payment_method (even to the same one) ' +
+      'email, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) ' +
       `retries the customer's past-due subscriptions at once. PATCH and POST do the same. ${forms}`,
     request: { params: idParam('cus'), body: { ...json(UpdateCustomerBody), required: true } },
     responses: { 200: { description: 'Updated', ...json(CustomerSchema) }, ...errorResponses(400, 401, 404) },
@@ -126,6 +129,7 @@ export function customersApp(deps: ApiDeps) {
     if (body.email !== undefined) customer.email = body.email;
     if (body.name !== undefined) customer.name = body.name;
     if (body.payment_method !== undefined) customer.paymentMethod = body.payment_method;
+    if (body.currency !== undefined) customer.currency = body.currency;
     // A mode on Stripe: the Stripe customer follows (the card attached), before anything is written.
     if (customer.paymentMethod && (customer.processorCustomerId || body.payment_method !== undefined)) {
       customer.processorCustomerId = (await toProcessor(customer)) ?? customer.processorCustomerId ?? null;
@@ -149,6 +153,7 @@ export function customersApp(deps: ApiDeps) {
         email: body.email,
         name: body.name ?? null,
         paymentMethod: body.payment_method ?? null,
+        currency: body.currency ?? null,
         processorCustomerId: null,
         livemode,
       });

@@ -24,7 +24,7 @@ const CreateBody = z
     customer: z.string().min(1).max(64),
     amount: minor.optional().openapi({ description: 'The whole line in minor units (quantity 1); negative for a credit. Give amount, unit_amount or plan.' }),
     unit_amount: minor.optional().openapi({ description: 'Per unit, in minor units, × quantity' }),
-    currency: currencyCode.optional().openapi({ description: 'Required with amount or unit_amount; with plan, the plan\'s own currency unless one of its currency_options is named' }),
+    currency: currencyCode.optional().openapi({ description: 'Required with amount or unit_amount; with plan, one of its currency_options, by default the customer\'s currency when it has one (400 when the plan has no price in it), else the plan\'s own' }),
     plan: z.string().min(1).max(64).optional().openapi({ description: 'A price (plan, recurring or one_time) priced at quantity through its scheme' }),
     quantity: quantity.optional().openapi({ description: 'Default 1' }),
     description: z.string().min(1).max(500).optional().openapi({ description: 'What the customer reads on the invoice; required with amount or unit_amount, the plan\'s name by default' }),

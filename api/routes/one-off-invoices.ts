@@ -39,7 +39,7 @@ const CreateBody = z
     collection_method: z.enum(collectionMethods).default('charge_automatically').openapi({ description: 'charge_automatically: the customer\'s payment method is charged at finalize (retried on failure); send_invoice: emailed with a pay link, due days_until_due days after finalize' }),
     days_until_due: z.number().int().min(0).max(365).optional().openapi({ description: 'Required with send_invoice' }),
     description: z.string().min(1).max(1000).optional().openapi({ description: 'A note the customer reads in the email and on the PDF' }),
-    currency: currencyCode.optional().openapi({ description: 'Default: the currency of the customer\'s oldest pending invoice item' }),
+    currency: currencyCode.optional().openapi({ description: 'Default: the currency of the customer\'s oldest pending invoice item, else the customer\'s currency' }),
     pending_invoice_items_behavior: z.enum(['include', 'exclude']).default('include').openapi({ description: 'include: the customer\'s pending items in the invoice\'s currency are attached to the draft now; exclude: only items attached later (POST /v1/invoice_items with invoice)' }),
   })
   .strict()

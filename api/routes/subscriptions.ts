@@ -34,7 +34,7 @@ import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas.ts';
 import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
-import { changedPlanTerms, planTerms, priceTerms } from '../../services/subscription-terms.ts';
+import { changedPlanTerms, chosenCurrency, planTerms, priceTerms } from '../../services/subscription-terms.ts';
 
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 /** Plans one create names in `items` (one recurring, the rest one_time). */
@@ -65,7 +65,7 @@ const CreateSubscriptionBody = z
           'Instead of `plan`: recurring plans with their quantities, all of one interval (they share the billing period; the first is `plan`), ' +
           'in the subscription\'s currency, and any one_time plans (setup fees) billed on the first invoice only.',
       }),
-    currency: currency.optional().openapi({ description: "The currency to bill in: the plan's own (default) or one of its currency_options" }),
+    currency: currency.optional().openapi({ description: "The currency to bill in: the plan's own or one of its currency_options; default: the customer's currency when it has one (400 naming a plan with no price in it), else the plan's own (docs/pricing.md#currencies)" }),
     trial_period_days: z.number().int().min(0).max(730).optional().openapi({ description: "Defaults to the plan's trial_period_days" }),
     pause_until: isoInstant.optional().openapi({ format: 'date-time', description: 'Start paused: billing (and the trial) begin at this instant' }),
     billing_cycle: z.enum(billingCycleModes).default('anniversary').openapi({
@@ -220,12 +220,14 @@ function isInvalidState(error: unknown): boolean {
  * What a create body subscribes to: `plan` (and `quantity`), or `items`: recurring plans with their quantities
  * (`terms`, the first, and `others`, all of one interval: the subscription's billing period), and one_time plans
  * (setup fees) for the first invoice. Every plan of the caller's account and mode
- * (404), active (409 plan_archived), priced in the subscription's currency (400).
+ * (404), active (409 plan_archived), priced in the subscription's currency (400): `currency`, else the customer's
+ * (read while the plans are), else the main plan's own (chosenCurrency).
  */
 async function subscriptionItems(
   em: EntityManager,
   body: { plan?: string; quantity?: number; items?: { plan: string; quantity: number }[]; currency?: string },
   scope: { accountId: string; livemode: boolean },
+  customer: Promise<{ id: string; currency?: string | null } | null>,
 ): Promise<{ plan: Plan; terms: PlanTerms; others: PlanTerms[]; firstInvoiceItems: PriceTerms[] }> {
   const wanted = body.items ?? [{ plan: body.plan!, quantity: body.quantity ?? 1 }];
   const ids = wanted.map((item) => item.plan);
@@ -250,7 +252,7 @@ async function subscriptionItems(
       `items: every recurring item shares the subscription's billing period, and ${apart.map(({ plan }) => `${plan.id} bills ${every(plan)}`).join(', ')} while ${main!.plan.id} bills ${every(main!.plan)}. Make a subscription per interval.`,
     );
   }
-  const currency = body.currency ?? main!.plan.currency;
+  const currency = chosenCurrency([main!.plan, ...plans.filter(({ plan }) => plan !== main!.plan).map(({ plan }) => plan)], body.currency, await customer);
   const terms = planTerms(main!.plan, { quantity: main!.quantity, currency });
   const others = recurring.slice(1).map(({ plan, quantity }) => planTerms(plan, { quantity, currency }));
   const firstInvoiceItems = plans.filter(({ plan }) => plan.type === 'one_time').map(({ plan, quantity }) => priceTerms(plan, { quantity, currency }));
@@ -279,9 +281,10 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const { accountId, livemode } = await accountScope(c, orm);
       const em = orm.em.fork();
       const customerId = (body.customer_id ?? body.customer)!;
+      const customerRead = em.findOne(Customer, { id: customerId, accountId, livemode });
       const [customer, items, account] = await Promise.all([
-        em.findOne(Customer, { id: customerId, accountId, livemode }),
-        subscriptionItems(em, body, { accountId, livemode }),
+        customerRead,
+        subscriptionItems(em, body, { accountId, livemode }, customerRead),
         em.findOne(Account, { id: accountId }, { fields: ['name', 'email'] }),
       ]);
       if (!customer) throw new ApiError('not_found', `No such customer: ${customerId}.`);

@@ -21,6 +21,8 @@ export const Customer = defineEntity({
     email: p.string(),
     name: p.string().nullable(),
     paymentMethod: p.string().nullable(),
+    /** The currency it is billed in (ISO 4217), or null: it chooses among a plan's currency_options when a subscription or invoice item names none (docs/pricing.md#currencies). */
+    currency: p.string().length(3).nullable(),
     /** The customer at its mode's processor (Stripe: cus_…); null on the sandbox (services/processor-customers.ts). */
     processorCustomerId: p.string().nullable(),
     accountId: p.string().index(),

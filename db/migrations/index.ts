@@ -30,6 +30,7 @@ import { Migration20261126224000_pending_quantity } from './Migration20261126224
 import { Migration20261126231000_subscription_items } from './Migration20261126231000_subscription_items.ts';
 import { Migration20261126230000_one_off_invoices } from './Migration20261126230000_one_off_invoices.ts';
 import { Migration20261127002000_subscriptions_plan_index } from './Migration20261127002000_subscriptions_plan_index.ts';
+import { Migration20261127002100_customer_currency } from './Migration20261127002100_customer_currency.ts';
 import { Migration20261127010000_customer_balances } from './Migration20261127010000_customer_balances.ts';
 import { Migration20261127012000_discounts } from './Migration20261127012000_discounts.ts';
 import { Migration20261127001500_taxes } from './Migration20261127001500_taxes.ts';
@@ -69,6 +70,7 @@ export const migrations = [
   { name: 'Migration20261126230000_one_off_invoices', class: Migration20261126230000_one_off_invoices },
   { name: 'Migration20261126231000_subscription_items', class: Migration20261126231000_subscription_items },
   { name: 'Migration20261127002000_subscriptions_plan_index', class: Migration20261127002000_subscriptions_plan_index },
+  { name: 'Migration20261127002100_customer_currency', class: Migration20261127002100_customer_currency },
   { name: 'Migration20261127010000_customer_balances', class: Migration20261127010000_customer_balances },
   { name: 'Migration20261127012000_discounts', class: Migration20261127012000_discounts },
   { name: 'Migration20261127001500_taxes', class: Migration20261127001500_taxes },
