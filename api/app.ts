@@ -14,6 +14,7 @@ import { accountsApp } from './routes/accounts.ts';
 import { apiKeysApp } from './routes/api-keys.ts';
 import { authApp } from './routes/auth.ts';
 import { customersApp } from './routes/customers.ts';
+import { customerTaxIdsApp, subscriptionTaxRatesApp, taxRatesApp, taxSettingsApp } from './routes/tax-rates.ts';
 import { customerBalanceApp } from './routes/customer-balance.ts';
 import { creditNotesApps } from './routes/credit-notes.ts';
 import { docsApp } from './routes/docs.ts';
@@ -171,15 +172,20 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/customers/search', customerSearchApp(deps));
   app.route('/v1/customers', customerBalanceApp(deps));
   app.route('/v1/customers', customersApp(deps));
+  // Taxes: a customer's tax ids, tax rates, a subscription's tax rates and the mode's default rates (api/routes/tax-rates.ts).
+  app.route('/v1/customers', customerTaxIdsApp(deps));
+  app.route('/v1/tax_rates', taxRatesApp(deps));
   app.route('/v1/products', productsApp(deps));
   app.route('/v1/plans', plansApp(deps));
   app.route('/v1/subscriptions', subscriptionsApp(deps));
+  app.route('/v1/subscriptions', subscriptionTaxRatesApp(deps));
   const subscriptionItems = subscriptionItemsApps(deps);
   app.route('/v1/subscription_items', subscriptionItems.items);
   app.route('/v1/test_clocks', testClocksApp(deps));
   // Before /v1/settings, whose sub-app answers unknown paths under it.
   app.route('/v1/settings/notifications', notificationSettingsApp(deps));
   app.route('/v1/settings/branding', brandingApp(deps));
+  app.route('/v1/settings/tax', taxSettingsApp(deps));
   app.route('/v1/settings', settingsApp(deps));
   // Customer-facing page linked from failed-payment emails; the signed token is the credential.
   app.route('/billing', billingDetailsPage(deps));

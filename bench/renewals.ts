@@ -881,10 +881,13 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   const firstLead = (n: number) => 15 + n * 0.04;
   if (settings.items && (settings.engineOnly || settings.scenario !== 'renewal')) throw new Error('--items measures the renewal scenario of one-item against three-item subscriptions: leave BENCH_TARGETS and BENCH_SCENARIO unset');
   const targets: readonly Target[] = settings.items ? ['engine', 'items'] : settings.engineOnly ? ['engine'] : ['baseline', 'engine'];
+  const warmups: RoundResult[] = [];
   if (settings.warmup > 0) {
-    for (const target of targets) await runRound(ctx, target, 0, settings.rounds, firstLead(settings.warmup), settings.warmup);
+    for (const target of targets) warmups.push(await runRound(ctx, target, 0, settings.rounds, firstLead(settings.warmup), settings.warmup));
   }
-  let lead = firstLead(settings.n);
+  // --items: the first lead scales the warm-ups' settle time to N (a loaded machine starts workflows far slower than the guess).
+  let lead =
+    settings.items && warmups.length > 0 ? Math.max(firstLead(settings.n), Math.max(...warmups.map((r) => r.settleSeconds)) * (settings.n / settings.warmup) * 1.5 + 20) : firstLead(settings.n);
   const results: RoundResult[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
     // --items: the order alternates (one item first in odd rounds, three items first in even ones), so neither always meets the warmer server.

@@ -75,3 +75,10 @@ export function normalizePercentage(value: number | string): string | null {
   const normalized = fraction ? `${whole}.${fraction}` : whole;
   return parsePercentage(normalized) === null ? null : normalized;
 }
+
+const regionNames = new Intl.DisplayNames(['en'], { type: 'region' });
+/** Whether `code` is an ISO 3166-1 alpha-2 country code (upper case), as ICU knows them (no EU, UK or ZZ). */
+export function isCountryCode(code: string): boolean {
+  if (!/^[A-Z]{2}$/.test(code) || ['EU', 'EZ', 'UK', 'UN', 'ZZ', 'QO'].includes(code)) return false;
+  return regionNames.of(code) !== code;
+}

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import type { Customer } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
+import { AddressSchema, taxExemptField } from './customer-address.ts';
 
 /** A customer of an account, as the API shows it. */
 
@@ -18,6 +19,8 @@ export const CustomerSchema = z
     }),
     livemode: z.boolean(),
     test_clock: z.string().nullable().openapi({ description: 'The test clock the customer lives on (sandbox), or null' }),
+    address: AddressSchema.nullable().openapi({ description: "The billing address, or null; its country and state choose the account's default tax rates (docs/discounts-and-taxes.md#taxes)" }),
+    tax_exempt: taxExemptField,
     balances: z.record(z.string(), z.number().int()).openapi({
       description:
         "The customer's balance per currency (GET /v1/customers/{id}/balance_transactions), minor units with Stripe's sign: negative is credit its next invoices in that currency use before charging, positive is owed and added to its next invoice; {} when it never had one",
@@ -39,6 +42,8 @@ export function serializeCustomer(customer: Customer, balances: Record<string, n
     currency: customer.currency ?? null,
     livemode: customer.livemode,
     test_clock: customer.testClockId ?? null,
+    address: customer.address ?? null,
+    tax_exempt: customer.taxExempt ?? 'none',
     balances,
     created_at: customer.createdAt.toISOString(),
     updated_at: customer.updatedAt.toISOString(),

@@ -17,6 +17,7 @@ import { currency } from '../../objects/common.ts';
 import { recordEvent } from '../../services/events.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
+import { AddressInput, taxExemptField, toAddress } from '../../objects/customer-address.ts';
 import { customerBalances } from '../../services/customer-balance.ts';
 import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
 import { findOwnTestClock, reserveClockCustomer } from '../../services/test-clocks.ts';
@@ -40,6 +41,8 @@ const CreateCustomerBody = z
     email: z.email().max(254),
     name: z.string().min(1).max(200).optional(),
     payment_method: paymentMethod.optional(),
+    address: AddressInput.optional().openapi({ description: "The billing address; its country (and state) choose the account's default tax rates" }),
+    tax_exempt: taxExemptField.optional().openapi({ description: 'Default none. exempt: no tax; reverse: reverse charge (no tax, the legal note on its invoices)' }),
     currency: currency.optional().openapi({ description: "The currency it is billed in (ISO 4217): a subscription or plan-priced invoice item that names no currency is priced in it, among the plan's currency_options (docs/pricing.md#currencies)", example: 'EUR' }),
     test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond)' }),
   })
@@ -51,6 +54,8 @@ const UpdateCustomerBody = z
     email: z.email().max(254).optional(),
     name: z.string().min(1).max(200).nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
     payment_method: paymentMethod.nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
+    address: AddressInput.nullable().optional().openapi({ description: 'Replaces the whole address (fields left out become null); null removes it. Invoices made from then on use it' }),
+    tax_exempt: taxExemptField.optional().openapi({ description: 'none, exempt or reverse; invoices made from then on follow it' }),
     currency: currency.nullable().optional().openapi({ description: "The currency it is billed in from now on (existing subscriptions keep theirs); null (or an empty form value) removes it", example: 'EUR' }),
   })
   .strict()
@@ -129,6 +134,8 @@ export function customersApp(deps: ApiDeps) {
     if (body.email !== undefined) customer.email = body.email;
     if (body.name !== undefined) customer.name = body.name;
     if (body.payment_method !== undefined) customer.paymentMethod = body.payment_method;
+    if (body.address !== undefined) customer.address = body.address === null ? null : toAddress(body.address);
+    if (body.tax_exempt !== undefined) customer.taxExempt = body.tax_exempt;
     if (body.currency !== undefined) customer.currency = body.currency;
     // A mode on Stripe: the Stripe customer follows (the card attached), before anything is written.
     if (customer.paymentMethod && (customer.processorCustomerId || body.payment_method !== undefined)) {
@@ -153,6 +160,8 @@ export function customersApp(deps: ApiDeps) {
         email: body.email,
         name: body.name ?? null,
         paymentMethod: body.payment_method ?? null,
+        address: body.address ? toAddress(body.address) : null,
+        taxExempt: body.tax_exempt ?? 'none',
         currency: body.currency ?? null,
         processorCustomerId: null,
         livemode,
