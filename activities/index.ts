@@ -28,6 +28,7 @@ import {
 } from '../services/payment-requests.ts';
 import { pruneExpiredRows, reconcileMissingAvailability, reconcileOrphanedFunds, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
 import { makeFundsAvailable } from '../services/ledger.ts';
+import { endDiscountAtEnd } from '../services/discounts.ts';
 import { finalizeOneOffInvoice, markPaidOutOfBand, sendOneOffInvoiceEmail, type FinalizedInvoice } from '../services/one-off-invoices.ts';
 import type { InvoiceEmailKind } from '../domain/one-off-invoices.ts';
 import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/balances.ts';
@@ -304,6 +305,10 @@ export function createActivities(deps: ActivityDeps) {
     /** fundsAvailabilityWorkflow: a pending balance transaction's money becomes available (once; false when it no longer was pending). */
     async makeFundsAvailable(balanceTransactionId: string): Promise<boolean> {
       return makeFundsAvailable(em(), balanceTransactionId);
+    },
+    /** A subscription's repeating discount reached its end (the workflow's timer): it ends, with customer.discount.deleted; false when something ended it before. */
+    async endDiscountAtEnd(discountId: string): Promise<boolean> {
+      return em().transactional((tx) => endDiscountAtEnd(tx, discountId));
     },
     /** Maintenance: pending balance transactions with no availability workflow get one. */
     async reconcileMissingAvailability(olderThanMs: number): Promise<ReconcileResult> {

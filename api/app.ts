@@ -14,6 +14,7 @@ import { accountsApp } from './routes/accounts.ts';
 import { apiKeysApp } from './routes/api-keys.ts';
 import { authApp } from './routes/auth.ts';
 import { customersApp } from './routes/customers.ts';
+import { discountsApps } from './routes/coupons.ts';
 import { customerTaxIdsApp, subscriptionTaxRatesApp, taxRatesApp, taxSettingsApp } from './routes/tax-rates.ts';
 import { customerBalanceApp } from './routes/customer-balance.ts';
 import { creditNotesApps } from './routes/credit-notes.ts';
@@ -171,6 +172,11 @@ export function createApp(given: ApiDeps) {
   app.route('/v1', customerPortalApp(deps));
   app.route('/v1/customers/search', customerSearchApp(deps));
   app.route('/v1/customers', customerBalanceApp(deps));
+  // Coupons, promotion codes, and POST/DELETE /v1/customers/{id}/discount and /v1/subscriptions/{id}/discount (before /v1/customers).
+  const discounts = discountsApps(deps);
+  app.route('/v1/coupons', discounts.coupons);
+  app.route('/v1/promotion_codes', discounts.promotionCodes);
+  app.route('/v1', discounts.discounts);
   app.route('/v1/customers', customersApp(deps));
   // Taxes: a customer's tax ids, tax rates, a subscription's tax rates and the mode's default rates (api/routes/tax-rates.ts).
   app.route('/v1/customers', customerTaxIdsApp(deps));

@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi';
 import type { Subscription } from '../db/entities/index.ts';
 import { billingCycleModes, subscriptionItemId, subscriptionStatuses, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import { isoOrNull, timestamp } from './common.ts';
+import { DiscountSchema } from './discount.ts';
 
 /** A subscription, from its projection row or from the workflow's own snapshot. */
 
@@ -60,6 +61,9 @@ export const SubscriptionSchema = z
       })
       .nullable()
       .openapi({ description: 'Set while past due' }),
+    discount: DiscountSchema.nullable()
+      .optional()
+      .openapi({ description: "Its own discount in force (a coupon or promotion code applied to it), or null; on create, retrieve and list answers (events' data.object leaves it out). The customer's own discount applies when it has none" }),
     created_at: timestamp,
     updated_at: timestamp,
   })

@@ -24,7 +24,12 @@ import { recordEvent } from './events.ts';
 
 type Scope = { accountId: string; livemode: boolean };
 
-const writeLock = { lockMode: 4 /* PESSIMISTIC_WRITE */, refresh: true } as const;
+/** Locks one row (`select … for update` on its primary key) and reads it fresh in `tx`; null when it is not there. */
+async function lockRow<T extends object>(tx: EntityManager, entity: typeof Coupon | typeof PromotionCode | typeof Discount, table: string, column: string, key: string): Promise<T | null> {
+  const rows = await tx.getConnection().execute<{ k: string }[]>(`select "${column}" as k from "${table}" where "${column}" = ? for update`, [key], 'all', tx.getTransactionContext());
+  if (rows.length === 0) return null;
+  return tx.findOne(entity as never, { [column]: key } as never, { refresh: true }) as Promise<T | null>;
+}
 
 /** A coupon as domain/invoice-totals.ts applies it. */
 export function totalsCoupon(coupon: Coupon): TotalsCoupon {
@@ -99,7 +104,7 @@ export async function discountForInvoice(
  * remembered, and a `once` discount ends there (customer.discount.deleted). Idempotent per invoice.
  */
 export async function recordDiscountApplied(tx: EntityManager, q: { discountId: string; invoiceId: string; at: Date }): Promise<void> {
-  const discount = await tx.findOne(Discount, { id: q.discountId }, writeLock);
+  const discount = await lockRow<Discount>(tx, Discount, 'discounts', 'id', q.discountId);
   if (!discount) throw new Error(`No such discount: ${q.discountId}.`);
   if (discount.firstInvoiceId === q.invoiceId) return;
   if (!discount.firstInvoiceId) discount.firstInvoiceId = q.invoiceId;
@@ -113,14 +118,16 @@ export async function recordDiscountApplied(tx: EntityManager, q: { discountId: 
 
 /** The coupon of the caller's account and mode named `id` (deleted ones too when `deleted`), or not_found. */
 export async function findOwnCoupon(em: EntityManager, id: string, scope: Scope, options: { lock?: boolean } = {}): Promise<Coupon> {
-  const coupon = await em.findOne(Coupon, { id, accountId: scope.accountId, livemode: scope.livemode, deletedAt: null }, options.lock ? writeLock : {});
-  if (!coupon) throw new ApiError('not_found', `No such coupon: ${id}.`);
+  const found = await em.findOne(Coupon, { id, accountId: scope.accountId, livemode: scope.livemode, deletedAt: null });
+  const coupon = found && options.lock ? await lockRow<Coupon>(em, Coupon, 'coupons', 'key', found.key) : found;
+  if (!coupon || coupon.deletedAt) throw new ApiError('not_found', `No such coupon: ${id}.`);
   return coupon;
 }
 
 /** The promotion code of the caller's account and mode, by its id (promo_…), or not_found. */
 export async function findOwnPromotionCode(em: EntityManager, id: string, scope: Scope, options: { lock?: boolean } = {}): Promise<PromotionCode> {
-  const code = await em.findOne(PromotionCode, { id, accountId: scope.accountId, livemode: scope.livemode }, options.lock ? writeLock : {});
+  const found = await em.findOne(PromotionCode, { id, accountId: scope.accountId, livemode: scope.livemode });
+  const code = found && options.lock ? await lockRow<PromotionCode>(em, PromotionCode, 'promotion_codes', 'id', found.id) : found;
   if (!code) throw new ApiError('not_found', `No such promotion code: ${id}.`);
   return code;
 }
@@ -176,8 +183,8 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
       : await findPromotionCodeByCode(tx, (input.code ?? input.promotionCode)!, scope);
     if (!found) throw new ApiError('not_found', `No such promotion code: ${input.code ?? input.promotionCode}.`);
     // Lock order everywhere: the coupon, then the code.
-    const lockedCoupon = await tx.findOne(Coupon, { key: found.couponKey }, writeLock);
-    promotion = await tx.findOneOrFail(PromotionCode, { id: found.id }, writeLock);
+    const lockedCoupon = await lockRow<Coupon>(tx, Coupon, 'coupons', 'key', found.couponKey);
+    promotion = (await lockRow<PromotionCode>(tx, PromotionCode, 'promotion_codes', 'id', found.id))!;
     if (!lockedCoupon || lockedCoupon.deletedAt) throw new ApiError('invalid_request', `Promotion code ${promotion.code}: its coupon was deleted.`);
     coupon = lockedCoupon;
     const what = `Promotion code ${promotion.code}`;
@@ -211,7 +218,7 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
   }
 
   // The target's discount in force is replaced (as Stripe).
-  const previous = await tx.findOne(Discount, { customerId: customer.id, subscriptionId: input.subscriptionId, endedAt: null }, writeLock);
+  const previous = await lockedInForce(tx, { customerId: customer.id, subscriptionId: input.subscriptionId });
   if (previous) previous.endedAt = now;
   coupon.timesRedeemed += 1;
   coupon.updatedAt = now;
@@ -240,9 +247,16 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
   return { discount, coupon };
 }
 
+/** The target's discount in force (not ended), locked; null if none. */
+async function lockedInForce(tx: EntityManager, target: { customerId: string; subscriptionId: string | null }): Promise<Discount | null> {
+  const found = await tx.findOne(Discount, { customerId: target.customerId, subscriptionId: target.subscriptionId, endedAt: null }, { refresh: true });
+  const locked = found ? await lockRow<Discount>(tx, Discount, 'discounts', 'id', found.id) : null;
+  return locked && !locked.endedAt ? locked : null;
+}
+
 /** Ends the discount in force of a customer (subscriptionId null) or a subscription now: customer.discount.deleted. Null when it had none. */
 export async function removeDiscount(tx: EntityManager, target: { customerId: string; subscriptionId: string | null }, now: Date): Promise<{ discount: Discount; coupon: Coupon } | null> {
-  const discount = await tx.findOne(Discount, { customerId: target.customerId, subscriptionId: target.subscriptionId, endedAt: null }, writeLock);
+  const discount = await lockedInForce(tx, target);
   if (!discount) return null;
   await endDiscountRow(tx, discount, discount.end && discount.end.getTime() <= now.getTime() ? discount.end : now);
   return { discount, coupon: await tx.findOneOrFail(Coupon, { key: discount.couponKey }) };
@@ -253,7 +267,7 @@ export async function removeDiscount(tx: EntityManager, target: { customerId: st
  * its end) unless something ended it before. Idempotent.
  */
 export async function endDiscountAtEnd(tx: EntityManager, discountId: string): Promise<boolean> {
-  const discount = await tx.findOne(Discount, { id: discountId }, writeLock);
+  const discount = await lockRow<Discount>(tx, Discount, 'discounts', 'id', discountId);
   if (!discount || discount.endedAt || !discount.end) return false;
   await endDiscountRow(tx, discount, discount.end);
   return true;

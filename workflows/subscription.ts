@@ -107,6 +107,14 @@ export interface SubscriptionWorkflowInput {
   items?: ItemTerms[];
   /** Prorated lines of item changes (create_prorations) waiting for the next invoice; carried by every continue-as-new. */
   pendingLines?: InvoiceLineInput[];
+  /** A repeating discount's end this workflow wakes at to end it on time (discountEndSignal); carried by every continue-as-new. */
+  discountEnd?: DiscountEnd;
+}
+
+/** A subscription's repeating discount and when it ends (ISO). */
+export interface DiscountEnd {
+  discountId: string;
+  end: string;
 }
 
 /** Balance transactions of a paid cycle that become available at `at` (ISO, this workflow's time). */
@@ -161,6 +169,13 @@ export const voidInvoiceUpdate = defineUpdate<SubscriptionSnapshot, [{ invoiceId
 export const paymentMethodUpdatedSignal = defineSignal('paymentMethodUpdated');
 /** The account is closing: end now, whatever the state. */
 export const accountClosedSignal = defineSignal('accountClosed');
+/**
+ * A repeating discount was applied to the subscription (POST /v1/subscriptions/{id}/discount, or a coupon at creation): the
+ * workflow wakes at its end and ends it (customer.discount.deleted) on time, on a test clock too. Only runs that received it
+ * ever wait for a discount (patched('discount-end-timer')), so older histories replay unchanged.
+ */
+export const discountEndSignal = defineSignal<[DiscountEnd]>('discountEnd');
+export const discountEndTimerPatch = 'discount-end-timer';
 export const subscriptionQuery = defineQuery<SubscriptionSnapshot>('subscription');
 
 const activityOptions: ActivityOptions = {
@@ -236,6 +251,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   let subscription = input.snapshot.currency === undefined ? { ...input.snapshot, currency: input.plan.currency } : input.snapshot;
   /** Pending money of paid cycles, earliest first (only ever filled under funds-in-subscription). */
   let pendingFunds: DueFunds[] = input.pendingFunds ?? [];
+  /** The repeating discount whose end this run wakes at (discountEndSignal); `discountSignalled` wakes the wait to take a new one. */
+  let discountEnd: DiscountEnd | null = input.discountEnd ?? null;
+  let discountSignalled = false;
   let created = subscription.version > 0;
   const queue: Queued[] = [];
   /** Billing dates (trial end or renewal) this run has handled; each used to end the run (before renew-in-place). */
@@ -304,6 +322,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   });
   setHandler(accountClosedSignal, () => {
     if (!isEnded(subscription)) queue.push({ command: { kind: 'cancel', atPeriodEnd: false, reason: 'account_closed' }, done: () => {} });
+  });
+  setHandler(discountEndSignal, (next) => {
+    // One discount per subscription: a newer one replaces the one waited for (ending an already ended one does nothing).
+    discountEnd = next;
+    discountSignalled = true;
   });
 
   // ---- Recording ----------------------------------------------------------
@@ -736,21 +759,33 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       const wake = nextWake(state(), spread());
       setCurrentDetails(waitingDetails(wake, subscription));
       const funds = fundsDue();
+      const discountDue = discountEnd ? new Date(discountEnd.end) : null;
+      discountSignalled = false;
       let woken: boolean;
-      if (funds && (!wake || funds.getTime() < Date.parse(wake.at))) {
+      if (discountDue && (!wake || discountDue.getTime() <= Date.parse(wake.at)) && (!funds || discountDue.getTime() <= funds.getTime()) && patched(discountEndTimerPatch)) {
+        // A repeating discount ends before the next billing event: end it on time (customer.discount.deleted at its end).
+        woken = await clock.sleepUntil(discountDue, () => queue.length > 0 || discountSignalled, { summary: 'Until the discount ends' });
+        if (!woken) {
+          await activities.endDiscountAtEnd(discountEnd!.discountId);
+          discountEnd = null;
+          continue;
+        }
+      } else if (funds && (!wake || funds.getTime() < Date.parse(wake.at))) {
         // Collected money comes due before the next billing event (funds-in-subscription).
-        woken = await clock.sleepUntil(funds, () => queue.length > 0, { summary: 'Until the collected money is available' });
+        woken = await clock.sleepUntil(funds, () => queue.length > 0 || discountSignalled, { summary: 'Until the collected money is available' });
         if (!woken) {
           await releaseDueFunds();
           continue;
         }
       } else if (!wake) {
-        await clock.sleepUntil(null, () => queue.length > 0);
+        await clock.sleepUntil(null, () => queue.length > 0 || discountSignalled);
         woken = true;
       } else {
         // Without a clock: condition(..., wakeDelayMs(wake, now), { summary }), as always.
-        woken = await clock.sleepUntil(new Date(wake.at), () => queue.length > 0, { summary: wake.what });
+        woken = await clock.sleepUntil(new Date(wake.at), () => queue.length > 0 || discountSignalled, { summary: wake.what });
       }
+      // Woken by a discount to wait for (no message): wait again, now for it too.
+      if (woken && queue.length === 0) continue;
       if (woken) {
         const { command, done } = queue.shift()!;
         done(await apply(command));
@@ -771,6 +806,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
             ...(spreadWindow ? { renewalSpreadMinutes: spreadWindow } : {}),
             ...(items ? { items } : {}),
             ...(pendingLines.length > 0 ? { pendingLines } : {}),
+            ...(discountEnd ? { discountEnd } : {}),
           };
           if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.

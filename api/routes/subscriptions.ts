@@ -3,7 +3,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { WithStartWorkflowOperation, type WorkflowHandle } from '@temporalio/client';
 import { sendToSubscription, updateRefusal } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
-import { Account, Customer, Plan, Subscription } from '../../db/entities/index.ts';
+import { Account, Customer, Discount, Plan, Subscription } from '../../db/entities/index.ts';
 import { maxGracePeriodDays } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { formatMoney } from '../../domain/money.ts';
@@ -35,6 +35,8 @@ import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts
 import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas.ts';
 import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
 import { changedPlanTerms, chosenCurrency, planTerms, priceTerms } from '../../services/subscription-terms.ts';
+import { redeemDiscount, removeDiscount, subscriptionDiscounts } from '../../services/discounts.ts';
+import { serializeDiscount } from '../../objects/discount.ts';
 
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 /** Plans one create names in `items` (one recurring, the rest one_time). */
@@ -72,8 +74,16 @@ const CreateSubscriptionBody = z
       description: 'anniversary: periods start when billing starts; calendar: on the 1st (month), Monday (week), January 1st (year) or midnight (day) UTC, the first partial period prorated',
     }),
     grace_period_days: z.number().int().min(0).max(maxGracePeriodDays).optional().openapi({ description: "Overrides the account's grace period after the last failed retry" }),
+    coupon: z.string().min(1).max(64).optional().openapi({ description: "A coupon applied to the subscription from its first invoice on (its `discount`); or give promotion_code" }),
+    promotion_code: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .openapi({ description: 'A promotion code (its promo_ id, or the code itself in any case) applied as the subscription\'s discount; its minimum_amount is checked against the first invoice' }),
   })
   .strict()
+  .refine((value) => value.coupon === undefined || value.promotion_code === undefined, { message: 'give coupon or promotion_code, not both', path: ['promotion_code'] })
   .refine(...oneCustomerName)
   .refine((value) => value.customer_id !== undefined || value.customer !== undefined, { message: 'required', path: ['customer_id'] })
   .refine((value) => value.plan !== undefined || value.items !== undefined, { message: 'required', path: ['plan'] })
@@ -131,7 +141,8 @@ const createSubscription = createRoute({
     '`plan` with `quantity` (default 1) bills that many units each period, priced by the plan\'s scheme; or `items`: recurring plans with their quantities, ' +
     'one line each on every invoice, and one_time plans (setup fees) billed on the first invoice only, e.g. `{"customer_id": "cus_…", "items": [{"plan": "plan_seats", "quantity": 12}, ' +
     '{"plan": "plan_support"}, {"plan": "plan_onboarding"}]}`. Recurring plans of different intervals cannot share a billing period (400). ' +
-    '`currency` picks one of the plans\' currency_options (docs/pricing.md).',
+    '`currency` picks one of the plans\' currency_options (docs/pricing.md). `coupon` or `promotion_code` applies a discount from the first invoice on ' +
+    '(docs/discounts-and-taxes.md#discounts); a coupon or code that cannot be redeemed is 400 and nothing is created.',
   request: { body: { ...json(CreateSubscriptionBody), required: true } },
   responses: { 201: subscriptionAnswer('Created'), ...errorResponses(400, 401, 402, 404, 409) },
 });
@@ -263,6 +274,17 @@ async function subscriptionItems(
   return { plan: main!.plan, terms, others, firstInvoiceItems };
 }
 
+/** Subscription answers with their `discount` (the one in force, or null): create, retrieve and list carry it. */
+async function withDiscounts<T extends { id: string }>(em: EntityManager, objects: T[]): Promise<(T & { discount: ReturnType<typeof serializeDiscount> | null })[]> {
+  const now = new Date();
+  const discounts = await subscriptionDiscounts(em, objects.map((o) => o.id), now);
+  return objects.map((o) => {
+    const found = discounts.get(o.id);
+    return { ...o, discount: found ? serializeDiscount(found.discount, found.coupon, now) : null };
+  });
+}
+const withDiscount = async <T extends { id: string }>(em: EntityManager, object: T) => (await withDiscounts(em, [object]))[0]!;
+
 export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
   /** The caller's subscription (404 otherwise) and a handle on its workflow; an ended one takes no messages. */
   async function ownLiveSubscription(c: Context, id: string): Promise<{ subscription: Subscription; handle: WorkflowHandle }> {
@@ -339,6 +361,24 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       await em.transactional(async (tx) => {
         if ((await lockAccount(tx, accountId, 'share')) === 'closed') throw new ApiError('account_closed', 'The account is closed.');
       });
+      // A coupon or promotion code: redeemed now (one decision under the coupon's lock), so the first invoice applies it.
+      const redeemed =
+        (body.coupon || body.promotion_code) && !(idem?.takeover && (await em.count(Discount, { subscriptionId: id })) > 0)
+          ? await em.transactional((tx) =>
+              redeemDiscount(tx, {
+                scope: { accountId, livemode },
+                customer,
+                subscriptionId: id,
+                coupon: body.coupon,
+                promotionCode: body.promotion_code,
+                currency: terms.currency,
+                purchase: { amount: [terms, ...others, ...firstInvoiceItems].reduce((sum, item) => sum + termsPrice(item).amount, 0), currency: terms.currency },
+                now: testClock ? new Date(testClock.now) : new Date(),
+              }),
+            )
+          : null;
+      // A repeating discount ends on time by the workflow's timer (workflows/subscription.ts discountEnd).
+      if (redeemed?.discount.end) input.discountEnd = { discountId: redeemed.discount.id, end: redeemed.discount.end.toISOString() };
       if (testClock) await bindToClock(temporal, testClock, id);
       let snapshot;
       try {
@@ -365,6 +405,8 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       } catch (error) {
         const ended = idem ? await orm.em.fork().findOne(Subscription, { id, accountId, livemode }) : null;
         if (ended) return c.json(serializeSubscription(ended), 201);
+        // No subscription: its discount ends with it.
+        if (redeemed) await orm.em.fork().transactional((tx) => removeDiscount(tx, { customerId: customer.id, subscriptionId: id }, redeemed.discount.start));
         throw error;
       }
       const closed = await em.transactional(async (tx) => (await lockAccount(tx, accountId, 'share')) === 'closed');
@@ -373,7 +415,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         await temporal.workflow.getHandle(id).signal(accountClosedSignal);
         throw new ApiError('account_closed', 'The account was closed; the subscription was canceled.');
       }
-      return c.json(serializeSubscription(snapshot), 201);
+      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 201);
     })
     .openapi(listSubscriptions, async (c) => {
       const query = c.req.valid('query');
@@ -389,13 +431,14 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       // A customer's subscriptions are theirs whatever their clock; without a customer, those on clocks only when asked for.
       const onClocks = !customer || query.test_clock ? clockCondition({ accountId, livemode }, query.test_clock) : null;
       const { page, hasMore } = await keysetPage(orm.em.fork(), Subscription, { ...where, ...onPlan, ...onClocks }, query);
-      return c.json({ object: 'list' as const, data: page.map(serializeSubscription), has_more: hasMore }, 200);
+      return c.json({ object: 'list' as const, data: await withDiscounts(orm.em.fork(), page.map(serializeSubscription)), has_more: hasMore }, 200);
     })
     .openapi(getSubscription, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
-      const subscription = await orm.em.fork().findOne(Subscription, { id: c.req.valid('param').id, accountId, livemode });
+      const em = orm.em.fork();
+      const subscription = await em.findOne(Subscription, { id: c.req.valid('param').id, accountId, livemode });
       if (!subscription) throw await notFoundInMode(orm.em, Subscription, c.req.valid('param').id, { accountId, livemode }, 'subscription');
-      return c.json(serializeSubscription(subscription), 200);
+      return c.json(await withDiscount(em, serializeSubscription(subscription)), 200);
     })
     .openapi(changePlan, async (c) => {
       const { subscription, handle } = await ownLiveSubscription(c, c.req.valid('param').id);
