@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { temporal } from '@temporalio/proto';
+import { eventDispatchWorkflowId } from '../services/webhooks.ts';
+import { wakeSignal } from '../workflows/webhooks.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -123,6 +126,17 @@ describe('workflow histories', () => {
       record(id, run, 'payout-states-paid');
     });
 
+    it('records the webhook dispatcher: passes, a wake-up during a wait, its timer firing while idle (patched dispatch-timer-kept)', async () => {
+      const handle = await engine.env.client.workflow.start('eventDispatchWorkflow', { workflowId: eventDispatchWorkflowId(engine.taskQueue), taskQueue: engine.taskQueue, args: [{ idleMs: 1_000, idleMaxMs: 2_000 }] });
+      const { EventType } = temporal.api.enums.v1;
+      const count = async (type: number) => ((await handle.fetchHistory()).events ?? []).filter((e) => e.eventType === type).length;
+      await eventually(() => count(EventType.EVENT_TYPE_TIMER_STARTED), (n) => n >= 1, 20_000);
+      await handle.signal(wakeSignal);
+      await eventually(() => count(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED), (n) => n >= 2, 20_000);
+      await eventually(() => count(EventType.EVENT_TYPE_TIMER_FIRED), (n) => n >= 2, 20_000);
+      record(handle.workflowId, handle.firstExecutionRunId, 'webhook-dispatch');
+    });
+
     function record(id: string, runId: string, name: string) {
       fs.mkdirSync(historiesDir, { recursive: true });
       const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
@@ -132,7 +146,8 @@ describe('workflow histories', () => {
 
   const files = () => fs.readdirSync(historiesDir).filter((f) => f.endsWith('.json')).sort().map((f) => path.join(historiesDir, f));
 
-  it('replay against the current workflow code', () => {
+  // Each file is bundled and replayed in turn (26 of them): on two busy cores that passed 60 s; histories() allows 120 s.
+  it('replay against the current workflow code', { timeout: 150_000 }, () => {
     expect(files().map((f) => path.basename(f))).toEqual([
       // Recorded with the exportWorkflow of before EXPORTS_TASK_QUEUE (stand-in activities on a dev server): the activity's queue is now an input.
       'export-failed.json',
@@ -168,13 +183,18 @@ describe('workflow histories', () => {
       // Recorded with patched('undo-cancel-at-period-end'): the cancel at period end taken back, then the renewal.
       'subscription-undo-cancel-at-period-end-before-renew-in-place.json',
       'subscription-undo-cancel-at-period-end.json',
+      // Recorded with the eventDispatchWorkflow of before patched('dispatch-timer-kept') (main at 9796dcd): a wake-up during a wait
+      // cancelled its timer (TimerCanceled), idle timers fired, wake-ups during a pass.
+      'webhook-dispatch-before-timer-kept.json',
+      // The current code: a wake-up during a wait leaves the timer running; it fires later.
+      'webhook-dispatch.json',
     ]);
     const replay = histories('replay', ...files());
     expect(replay.stdout).not.toContain('FAILED');
     expect(replay.status, replay.stdout + replay.stderr).toBe(0);
   });
 
-  it('fail against workflow code changed incompatibly without a patch', () => {
+  it('fail against workflow code changed incompatibly without a patch', { timeout: 150_000 }, () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
     // Every subscription history fails; the payout, export and invoice ones replay.

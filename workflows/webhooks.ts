@@ -12,6 +12,15 @@
  * api/routes/webhooks.ts, activities/webhook-wake.ts); wake-ups that arrive
  * during a pass make one more pass. Its own timer is the safety net against a
  * lost wake-up: 5 s after a pass that found events, doubling while idle up to 60 s.
+ * A wake-up does not cancel that timer (patch `dispatch-timer-kept`): it fires
+ * later and at most ends a later wait early, which costs one pass. Cancelling it
+ * wedged the dispatcher on the time-skipping test server whenever the timer fired
+ * while the wake-up's workflow task was in flight: the server refuses that
+ * CancelTimer ("invalid history builder state for action", sdk-java #2606) and
+ * loses the timer's TimerFired, so every later task replays to the same refused
+ * completion and no pass ever runs again (1 fresh-clone CI run in 7:
+ * test/webhooks.test.ts "expected N webhooks, got 0"; test/webhook-dispatch-timer-race.test.ts).
+ * A real server takes the cancel; keeping the timer is as correct there.
  *
  * webhookDeliveryWorkflow: one per delivery that needs more than the
  * dispatcher's first attempt (workflow id = delivery id,
@@ -27,9 +36,11 @@ import {
   condition,
   continueAsNew,
   defineSignal,
+  patched,
   proxyActivities,
   setHandler,
   setCurrentDetails,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
@@ -74,13 +85,34 @@ export async function eventDispatchWorkflow(input: EventDispatchInput = {}): Pro
   });
   let idleMs = input.idleMs ?? dispatchTimer.busyMs;
   const idleMaxMs = input.idleMaxMs ?? dispatchTimer.idleMaxMs;
+  // The safety-net timer of the waits, never cancelled: a wait reuses it while it is pending and due no later
+  // than the wait wants, else starts another (the one it leaves fires later, for nothing).
+  let timer: { due: number; fired: boolean } | undefined;
+  /** Waits for a wake-up after `seen`, or `ms` at most; whether it was woken. */
+  const idle = async (seen: number, ms: number): Promise<boolean> => {
+    // Runs recorded before the patch: condition's own timer, cancelled by a wake-up.
+    if (!patched('dispatch-timer-kept')) return condition(() => wakeups > seen, ms);
+    const due = Date.now() + ms;
+    if (!timer || timer.fired || timer.due > due) {
+      const started = { due, fired: false };
+      timer = started;
+      // A cancelled run: the wait below rejects with the cancellation, not this.
+      void sleep(ms).then(
+        () => void (started.fired = true),
+        () => undefined,
+      );
+    }
+    const waiting = timer;
+    await condition(() => wakeups > seen || waiting.fired);
+    return wakeups > seen;
+  };
   for (let pass = 1; ; pass++) {
     const seen = wakeups;
     const result = await dispatch.dispatchWebhookEvents(dispatchBatchSize);
     setCurrentDetails(`Last pass: ${result.dispatched} of ${result.events} events dispatched, ${result.inline} first attempts (${result.inlineSucceeded} succeeded), ${result.workflows} delivery workflows started.`);
     if (!result.more) {
       idleMs = result.events > 0 ? dispatchTimer.busyMs : Math.min(idleMs * 2, idleMaxMs);
-      const woken = await condition(() => wakeups > seen, idleMs);
+      const woken = await idle(seen, idleMs);
       if (woken) idleMs = dispatchTimer.busyMs;
     }
     if (pass >= 500 || workflowInfo().continueAsNewSuggested) {
