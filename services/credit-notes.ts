@@ -20,6 +20,7 @@
  * Open invoices are refused for now: their amount due would have to change under the
  * workflow that may be charging them (docs/discounts-and-taxes.md says what is left).
  */
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, CreditNote, Customer, Invoice, Transaction, type CreditNoteLine, type CreditNoteReason } from '../db/entities/index.ts';
 import { creditedByLine, creditNoteLines, creditNoteNumber, CreditNoteProblem, splitCreditNote, type CreditNoteLineRequest, type CreditNoteSplit } from '../domain/credit-notes.ts';
@@ -33,7 +34,8 @@ import { recordEvent } from './events.ts';
 import { reserveRefund } from './refunds.ts';
 import { newTransactionFields } from './transactions.ts';
 
-const writeLock = { lockMode: 4 /* PESSIMISTIC_WRITE */, refresh: true } as const;
+// FOR UPDATE (LockMode 3): it waits for the row. (4 is PESSIMISTIC_PARTIAL_WRITE, FOR UPDATE SKIP LOCKED, which answers no row while another holds it.)
+const writeLock = { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true } as const;
 
 export interface CreditNoteRequest {
   invoice: string;
