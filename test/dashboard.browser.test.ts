@@ -263,7 +263,7 @@ describe('the dashboard in chromium', () => {
     await view.keyboard.press('Enter');
     await view.getByRole('heading', { name: 'Home', level: 1 }).waitFor();
     const nav = view.getByRole('navigation', { name: 'Main' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Home', 'Customers', 'Plans', 'Subscriptions', 'Invoices', 'Transactions', 'Payment requests', 'Payouts', 'Settings']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Home', 'Customers', 'Plans', 'Coupons', 'Tax rates', 'Subscriptions', 'Invoices', 'Transactions', 'Payment requests', 'Payouts', 'Settings']);
     await nav.getByRole('link', { name: 'Settings' }).click();
     await view.getByText('Members can read the settings; an owner changes them.').waitFor();
     await check('member-settings', view);

@@ -9,6 +9,8 @@ import { Home } from './pages/home.tsx';
 import { Customers } from './pages/customers.tsx';
 import { CustomerDetail } from './pages/customer-detail.tsx';
 import { Plans } from './pages/plans.tsx';
+import { Coupons } from './pages/coupons.tsx';
+import { TaxRates } from './pages/tax-rates.tsx';
 import { Subscriptions, SubscriptionDetail } from './pages/subscriptions.tsx';
 import { InvoiceDetail, Invoices } from './pages/invoices.tsx';
 import { Transactions } from './pages/transactions.tsx';
@@ -25,6 +27,8 @@ const nav: { to: string; label: string; manage?: boolean }[] = [
   { to: '/', label: 'Home' },
   { to: '/customers', label: 'Customers' },
   { to: '/plans', label: 'Plans' },
+  { to: '/coupons', label: 'Coupons' },
+  { to: '/tax-rates', label: 'Tax rates' },
   { to: '/subscriptions', label: 'Subscriptions' },
   { to: '/invoices', label: 'Invoices' },
   { to: '/transactions', label: 'Transactions' },
@@ -139,6 +143,8 @@ const routeTree = rootRoute.addChildren([
   page('/customers', Customers),
   page('/customers/$id', CustomerDetail),
   page('/plans', Plans),
+  page('/coupons', Coupons),
+  page('/tax-rates', TaxRates),
   page('/subscriptions', Subscriptions),
   page('/subscriptions/$id', SubscriptionDetail),
   page('/invoices', Invoices),

@@ -14,7 +14,7 @@ import { CustomerBilling } from './customer-billing.tsx';
 /** The customer as the API answers it; `currency` and the tax fields arrive in this release (the generated types may not name them yet). */
 export type CustomerView = Schemas['Customer'] & {
   currency?: string | null;
-  balance?: number;
+  balances?: Record<string, number>;
   tax_exempt?: 'none' | 'exempt' | 'reverse';
   address?: { country?: string | null; state?: string | null; postal_code?: string | null; city?: string | null; line1?: string | null; line2?: string | null } | null;
   discount?: unknown;
