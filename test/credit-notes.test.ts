@@ -256,6 +256,37 @@ describe('credit notes and the customer balance', () => {
     expect((await engine.call('GET', `/v1/customers/${other.id}/balance_transactions/${ids[0]}`)).status).toBe(404);
   });
 
+  it('a credit note to the balance pays the next renewal first: the card is charged the rest; then a credit note refund after the renewal', { timeout: 60_000 }, async () => {
+    const { invoice, customerId, subscriptionId } = await paidInvoice('renewal-credit@example.com');
+    const credit = await engine.call('POST', '/v1/credit_notes', { invoice: invoice.id, lines: [{ type: 'invoice_line_item', line_index: 0, quantity: 1 }], credit_amount: 1000, reason: 'order_change' });
+    expect(credit.status, JSON.stringify(credit.body)).toBe(201);
+    expect((await engine.call('GET', `/v1/customers/${customerId}`)).body.balances).toEqual({ USD: -1000 });
+    await engine.env.sleep(32 * 86_400_000);
+    const invoices = await engine.invoices(subscriptionId);
+    expect(invoices).toHaveLength(2);
+    const renewal = (await engine.call('GET', `/v1/invoices/${invoices[1]!.id}`)).body;
+    expect(renewal).toMatchObject({ status: 'paid', total: 3500, starting_balance: -1000, ending_balance: 0, amount_due: 2500, amount_paid: 2500 });
+    const payment = await em().findOneOrFail(Transaction, { id: renewal.transaction });
+    expect(Number(payment.amount)).toBe(2500);
+    expect((await engine.call('GET', `/v1/customers/${customerId}`)).body.balances).toEqual({ USD: 0 });
+    const movements = (await engine.call('GET', `/v1/customers/${customerId}/balance_transactions`)).body.data;
+    expect(movements.map((m: { type: string; amount: number }) => [m.type, m.amount])).toEqual([
+      ['applied_to_invoice', 1000],
+      ['credit_note', -1000],
+    ]);
+    // The renewal collected 3500 (2500 by card, 1000 from the balance): a credit note refunds at most the card's 2500,
+    // and credits the balance the rest.
+    const tooMuch = await engine.call('POST', '/v1/credit_notes', { invoice: renewal.id, amount: 3000, refund_amount: 3000 });
+    expect([tooMuch.status, tooMuch.body.error]).toEqual([400, 'invalid_request']);
+    const refund = await engine.call('POST', '/v1/credit_notes', { invoice: renewal.id, amount: 3500, refund_amount: 2500, credit_amount: 1000 });
+    expect(refund.status, JSON.stringify(refund.body)).toBe(201);
+    expect((await em().findOneOrFail(Transaction, { id: refund.body.refund })).status).toBe('succeeded');
+    expect((await engine.call('GET', `/v1/customers/${customerId}`)).body.balances).toEqual({ USD: -1000 });
+    // The credit notes of the first invoice's refund do not reach the renewal's payment.
+    expect(Number((await em().findOneOrFail(Transaction, { id: invoice.transaction })).amountRefunded)).toBe(0);
+    await expectLedgerInvariants(em(), engine.tenant.accountId);
+  });
+
   it('tenants and modes: another account and the other mode see nothing and change nothing', { timeout: 60_000 }, async () => {
     const { invoice, customerId } = await paidInvoice('isolated@example.com');
     const note = (await engine.call('POST', '/v1/credit_notes', { invoice: invoice.id, amount: 100, out_of_band_amount: 100 })).body;
