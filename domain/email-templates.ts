@@ -122,6 +122,8 @@ export function invoiceReceiptEmail(e: {
   paidAt: Date;
   /** What was bought, one entry per invoice line: description, its period as people read it ("Jan 31, 2027 – Feb 28, 2027") and formatted amount. */
   lines: { description: string; period?: string; amount: string }[];
+  /** The discount, taxes and balance rows after the lines ("VAT 19%: $27.36"), and the reverse-charge note; absent: none. */
+  totals?: string[];
   pdfUrl: string;
   /** The customer portal, when the sender has one. */
   portalUrl?: string;
@@ -131,6 +133,7 @@ export function invoiceReceiptEmail(e: {
     `Thank you for your payment of ${e.amount} to ${e.accountName} on ${formatDate(e.paidAt)}.`,
     `Invoice ${e.invoiceNumber}:`,
     ...e.lines.map((line) => `${line.description}${line.period ? ` (${line.period})` : ''}: ${line.amount}`),
+    ...(e.totals ?? []),
     `Total paid: ${e.amount}`,
   ];
   return {

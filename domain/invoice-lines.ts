@@ -41,3 +41,36 @@ export function breakdownText(rows: readonly PriceRow[], currency: string, local
     return `${units}: ${what} × ${formatMinorDecimal(row.unit_amount_decimal, currency, locale)}${flat}`;
   });
 }
+
+/** An invoice's discount, taxes and balance, as its PDF and emails print them (services/invoice-pdf.ts pdfAdjustments makes it). */
+export interface AdjustmentView {
+  total: number;
+  discount?: { label: string; amount: number } | null;
+  taxes?: { label: string; amount: number; inclusive: boolean }[];
+  totalExcludingTax?: number;
+  startingBalance?: number;
+  endingBalance?: number;
+  reverseCharge?: boolean;
+}
+
+/** The legal note a reverse-charge invoice carries (EU VAT Directive, Article 196). */
+export const reverseChargeNote = 'Reverse charge: VAT to be accounted for by the recipient (Article 196, Council Directive 2006/112/EC).';
+
+/**
+ * The rows between the subtotal and the total (the discount, the total excluding tax, each
+ * rate's tax), and the balance row after the total. The balance row shows −(ending −
+ * starting): "Applied balance" when the invoice spent credit, "Credited to your balance"
+ * when its total below zero became credit, "Previous balance" when it took in what was owed;
+ * total + that row is what was due before payments.
+ */
+export function adjustmentRows(view: AdjustmentView, money: (amount: number) => string): { beforeTotal: { label: string; value: string }[]; afterTotal: { label: string; value: string }[] } {
+  const taxes = view.taxes ?? [];
+  const beforeTotal = [
+    ...(view.discount && view.discount.amount !== 0 ? [{ label: view.discount.label, value: money(-view.discount.amount) }] : []),
+    ...(taxes.length > 0 && view.totalExcludingTax !== undefined ? [{ label: 'Total excluding tax', value: money(view.totalExcludingTax) }] : []),
+    ...taxes.map((tax) => ({ label: `${tax.label}${tax.inclusive ? ' (included)' : ''}`, value: money(tax.amount) })),
+  ];
+  const applied = (view.endingBalance ?? 0) - (view.startingBalance ?? 0);
+  const label = applied > 0 ? 'Applied balance' : view.total < 0 ? 'Credited to your balance' : 'Previous balance';
+  return { beforeTotal, afterTotal: applied !== 0 ? [{ label, value: money(-applied) }] : [] };
+}

@@ -4,6 +4,7 @@
  * and currency symbols in Latin, Greek and Cyrillic scripts print as written.
  * Data in, bytes out: the caller reads the invoice, its account and customer.
  */
+import { adjustmentRows, reverseChargeNote, type AdjustmentView } from './invoice-lines.ts';
 import { formatPeriod, humanizeInstants } from './locale.ts';
 import { drawPdfHeader, ink, muted, pageMargin, rule, startPdf } from './pdf-page.ts';
 import { formatMoney } from './money.ts';
@@ -23,7 +24,8 @@ export interface InvoicePdfLine {
   proration: boolean;
 }
 
-export interface InvoicePdfInput {
+/** With the discount, taxes and balance of AdjustmentView (domain/invoice-lines.ts); reverse charge prints its note under the totals. */
+export interface InvoicePdfInput extends AdjustmentView {
   id: string;
   number: string;
   status: 'draft' | 'open' | 'paid' | 'void' | 'uncollectible';
@@ -51,12 +53,18 @@ export interface InvoicePdfInput {
   seller: { name: string; email: string | null; addressLines?: string[] };
   /** The account's branding (domain/branding.ts): a band and the letterhead in its colour, its logo (PNG or JPEG bytes) above the name. */
   brand?: { color: string; logo?: Buffer | null };
-  billTo: { name: string | null; email: string | null };
+  billTo: { name: string | null; email: string | null; taxIds?: { type: string; value: string }[]; country?: string | null };
   /** IANA zone the dates are written in (the account's). */
   timeZone: string;
   /** The account's language (settings.language) for dates; default en-US. */
   locale?: string;
 }
+
+/** "EU VAT" for eu_vat, "US EIN" for us_ein: a tax id's type as people write it. */
+const taxIdLabel = (type: string): string => {
+  const [country = '', ...kind] = type.split('_');
+  return `${country.toUpperCase()} ${kind.join(' ').toUpperCase()}`.trim();
+};
 
 const statusStyle = {
   draft: { label: 'DRAFT', color: '#6b7280' },
@@ -121,7 +129,12 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     return doc.y;
   };
   const fromEnd = column(left, 'From', [invoice.seller.name, ...(invoice.seller.addressLines ?? []), ...(invoice.seller.email ? [invoice.seller.email] : [])]);
-  const billToLines = [invoice.billTo.name, invoice.billTo.email].filter((line): line is string => Boolean(line));
+  const billToLines = [
+    invoice.billTo.name,
+    invoice.billTo.email,
+    invoice.billTo.country ?? null,
+    ...(invoice.billTo.taxIds ?? []).map((id) => `${taxIdLabel(id.type)} ${id.value}`),
+  ].filter((line): line is string => Boolean(line));
   const toEnd = column(left + width / 2, 'Bill to', billToLines.length ? billToLines : ['(no name on file)']);
   y = Math.max(fromEnd, toEnd) + 22;
 
@@ -193,10 +206,13 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     doc.moveTo(left, y - 5).lineTo(right, y - 5).lineWidth(0.5).strokeColor(rule).stroke();
   }
 
-  // Totals, right-aligned under the amounts.
+  // Totals, right-aligned under the amounts, with the discount, taxes and balance between (domain/invoice-lines.ts adjustmentRows).
+  const adjustments = adjustmentRows(invoice, money);
   const totals: { label: string; value: string; strong?: boolean; ruleAbove?: boolean }[] = [
     { label: 'Subtotal', value: money(invoice.subtotal) },
+    ...adjustments.beforeTotal,
     { label: 'Total', value: money(invoice.total), ruleAbove: true },
+    ...adjustments.afterTotal,
     { label: 'Amount paid', value: money(invoice.amountPaid) },
     { label: 'Amount due', value: money(invoice.status === 'void' ? 0 : invoice.amountRemaining), strong: true, ruleAbove: true },
   ];
@@ -212,6 +228,10 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     doc.text(row.label, labelX, y, { width: 150, lineBreak: false });
     doc.fillColor(ink).text(row.value, right - 100, y, { width: 100, align: 'right', lineBreak: false });
     y += row.strong ? 22 : 18;
+  }
+  if (invoice.reverseCharge) {
+    doc.font('Regular').fontSize(9).fillColor(ink).text(reverseChargeNote, left, y + 4, { width });
+    y = doc.y;
   }
 
   // Footer on every page.

@@ -2,6 +2,7 @@
  * One-off invoices (POST /v1/invoices): what their workflow (workflows/invoice.ts) decides, and
  * what their emails say. Pure: the workflow, the services and the tests share it.
  */
+import { adjustmentRows, reverseChargeNote, type AdjustmentView } from './invoice-lines.ts';
 import { formatMoney } from './money.ts';
 import { formatHumanDate, formatPeriod, humanizeInstants, type DateStyle } from './locale.ts';
 
@@ -35,6 +36,8 @@ export interface InvoiceEmailView {
   subtotal: number;
   total: number;
   amountDue: number;
+  /** The discount, taxes and balance (domain/invoice-lines.ts adjustmentRows); absent: none. */
+  adjustments?: AdjustmentView;
   dueDate: Date;
   description: string | null;
   payUrl: string;
@@ -75,6 +78,7 @@ export function invoiceEmail(kind: InvoiceEmailKind, view: InvoiceEmailView): { 
     const period = start.getTime() === end.getTime() ? formatHumanDate(start, view.style) : formatPeriod(start, end, view.style);
     return `- ${humanizeInstants(line.description, view.style)} (${period}): ${line.quantity}${unit} = ${money(amountOfLine(line))}`;
   });
+  const rows = adjustmentRows(view.adjustments ?? { total: view.total }, money);
   const text = [
     opening,
     ...(view.description ? ['', view.description] : []),
@@ -82,8 +86,11 @@ export function invoiceEmail(kind: InvoiceEmailKind, view: InvoiceEmailView): { 
     ...lines,
     '',
     `Subtotal: ${money(view.subtotal)}`,
+    ...rows.beforeTotal.map((row) => `${row.label}: ${row.value}`),
     `Total: ${money(view.total)}`,
+    ...rows.afterTotal.map((row) => `${row.label}: ${row.value}`),
     `Amount due: ${owed}`,
+    ...(view.adjustments?.reverseCharge ? ['', reverseChargeNote] : []),
     '',
     `Pay online: ${view.payUrl}`,
     `The invoice as a PDF: ${view.pdfUrl}`,

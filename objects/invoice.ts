@@ -180,7 +180,7 @@ export function invoiceTotalsFields(invoice: TotalsSource) {
   const total = Number(invoice.total);
   return {
     discounts: invoice.discountId ? [invoice.discountId] : [],
-    total_discount_amounts: invoice.totalDiscountAmounts ?? [],
+    total_discount_amounts: (invoice.totalDiscountAmounts ?? []).map(({ discount, amount }) => ({ discount, amount })),
     total_excluding_tax: invoice.totalExcludingTax === null || invoice.totalExcludingTax === undefined ? total : Number(invoice.totalExcludingTax),
     tax: Number(invoice.tax ?? 0),
     total_tax_amounts: invoice.totalTaxAmounts ?? [],

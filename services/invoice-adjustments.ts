@@ -91,7 +91,8 @@ export function invoiceFields(adjusted: Adjusted) {
     subtotal: totals.subtotal,
     discountId: discount && totals.discount !== 0 ? discount.id : null,
     discount: totals.discount,
-    totalDiscountAmounts: totals.total_discount_amounts,
+    // The coupon's name and id kept with the amount, for the PDF and emails ("Launch (LAUNCH20)"); the API shows discount and amount.
+    totalDiscountAmounts: totals.total_discount_amounts.map((d) => ({ ...d, ...(discount ? { coupon: discount.coupon.id, name: discount.coupon.name } : {}) })),
     totalExcludingTax: totals.total_excluding_tax,
     tax: totals.tax,
     totalTaxAmounts: totals.total_tax_amounts,

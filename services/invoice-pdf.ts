@@ -45,15 +45,35 @@ export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: 
       proration: line.proration ?? false,
     })),
     subtotal: invoice.subtotal,
+    ...pdfAdjustments(invoice),
     total: invoice.total,
     amountDue: invoice.amountDue,
     amountPaid: invoice.amountPaid,
     amountRemaining: amountRemaining(invoice),
     seller: { name: brand.name, email: account.email },
     ...(account.settings.branding ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } } : {}),
-    billTo: { name: invoice.customerName ?? customer?.name ?? null, email: invoice.customerEmail ?? customer?.email ?? null },
+    billTo: {
+      name: invoice.customerName ?? customer?.name ?? null,
+      email: invoice.customerEmail ?? customer?.email ?? null,
+      taxIds: invoice.customerTaxIds ?? [],
+      country: invoice.customerAddress?.country ?? null,
+    },
     timeZone: account.settings.timezone || 'UTC',
     locale: account.settings.language || 'en-US',
   });
 }
 
+
+/** The discount, taxes and balance rows of an invoice's totals, as the PDF and emails print them. */
+export function pdfAdjustments(invoice: Invoice) {
+  const discounts = invoice.totalDiscountAmounts ?? [];
+  const first = discounts[0];
+  return {
+    discount: first ? { label: first.name ? `${first.name} (${first.coupon})` : first.coupon ? `Discount (${first.coupon})` : 'Discount', amount: discounts.reduce((sum, d) => sum + d.amount, 0) } : null,
+    taxes: (invoice.totalTaxAmounts ?? []).map((tax) => ({ label: `${tax.display_name} ${tax.percentage}%`, amount: tax.amount, inclusive: tax.inclusive })),
+    ...(invoice.totalExcludingTax !== null && invoice.totalExcludingTax !== undefined ? { totalExcludingTax: Number(invoice.totalExcludingTax) } : {}),
+    startingBalance: Number(invoice.startingBalance ?? 0),
+    endingBalance: Number(invoice.endingBalance ?? 0),
+    reverseCharge: invoice.reverseCharge ?? false,
+  };
+}

@@ -18,6 +18,7 @@ import { brandOf } from '../domain/branding.ts';
 import { humanizeInstants } from '../domain/locale.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 import { issueWithAdjustments } from './invoice-adjustments.ts';
+import { pdfAdjustments } from './invoice-pdf.ts';
 import { claimPendingItems, customerNow, itemsOf, ownCustomer, totalsOf } from './invoice-items.ts';
 import { numberInvoice } from './invoices.ts';
 import { sendEmailOnce, type TestModes } from './email.ts';
@@ -212,6 +213,7 @@ export async function sendOneOffInvoiceEmail(em: EntityManager, deps: InvoiceEma
     subtotal: Number(invoice.subtotal),
     total: Number(invoice.total),
     amountDue: Number(invoice.amountDue) - Number(invoice.amountPaid),
+    adjustments: { total: Number(invoice.total), ...pdfAdjustments(invoice) },
     dueDate: invoice.dueDate ?? invoice.createdAt,
     description: invoice.description ?? null,
     payUrl: input.payUrl,

@@ -4,7 +4,8 @@ import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Customer, Invoice, Plan } from '../db/entities/index.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
-import { lineAmount } from '../domain/invoice-lines.ts';
+import { adjustmentRows, lineAmount, reverseChargeNote } from '../domain/invoice-lines.ts';
+import { pdfAdjustments } from './invoice-pdf.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import { sendEmailOnce, type TestModes } from './email.ts';
@@ -131,8 +132,22 @@ export async function sendInvoiceReceipt(
       period: formatPeriod(new Date(line.period_start), new Date(line.period_end), dateStyle),
       amount: money(lineAmount(line)),
     })),
+    totals: receiptTotals(invoice, money),
     pdfUrl: deps.links.invoicePdfUrl(invoice.id),
     portalUrl: customer ? (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: invoice.livemode })).url : undefined,
   });
   await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, fromName: brandOf(account, '').name, to, livemode: invoice.livemode, ...email }, deps.processors);
+}
+
+/** The receipt's rows after the lines: discount, taxes, the total and the balance applied, as the PDF prints them. */
+function receiptTotals(invoice: Invoice, money: (amount: number) => string): string[] {
+  const adjustments = pdfAdjustments(invoice);
+  const rows = adjustmentRows({ total: Number(invoice.total), ...adjustments }, money);
+  if (rows.beforeTotal.length === 0 && rows.afterTotal.length === 0 && !adjustments.reverseCharge) return [];
+  return [
+    ...rows.beforeTotal.map((row) => `${row.label}: ${row.value}`),
+    `Total: ${money(Number(invoice.total))}`,
+    ...rows.afterTotal.map((row) => `${row.label}: ${row.value}`),
+    ...(adjustments.reverseCharge ? [reverseChargeNote] : []),
+  ];
 }

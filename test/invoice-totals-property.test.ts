@@ -8,7 +8,7 @@
  * add up to the invoice's, amount_due − ending_balance = total + starting_balance.
  * Then worked examples with the numbers docs/discounts-and-taxes.md shows.
  */
-import Decimal from 'decimal.js-light';
+import { Decimal } from 'decimal.js-light';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { computeInvoiceTotals, parsePercentage, type TaxExempt, type TotalsDiscount, type TotalsInput, type TotalsTaxRate } from '../domain/invoice-totals.ts';

@@ -66,7 +66,7 @@ export const Invoice = defineEntity({
     /** The discount applied (the invoice's discount object id) and its amount, also per discount. */
     discountId: p.string().nullable(),
     discount: p.bigint('number').default(0),
-    totalDiscountAmounts: p.json<DiscountAmount[]>().nullable(),
+    totalDiscountAmounts: p.json<(DiscountAmount & { coupon?: string; name?: string | null })[]>().nullable(),
     /** subtotal − discount − inclusive tax; null on invoices before taxes (then equal to total). */
     totalExcludingTax: p.bigint('number').nullable(),
     tax: p.bigint('number').default(0),
