@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi';
 import type { Customer } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 import { AddressSchema, taxExemptField } from './customer-address.ts';
+import { DiscountSchema } from './discount.ts';
 
 /** A customer of an account, as the API shows it. */
 
@@ -26,6 +27,9 @@ export const CustomerSchema = z
         "The customer's balance per currency (GET /v1/customers/{id}/balance_transactions), minor units with Stripe's sign: negative is credit its next invoices in that currency use before charging, positive is owed and added to its next invoice; {} when it never had one",
       example: { USD: -2500 },
     }),
+    discount: DiscountSchema.nullable()
+      .optional()
+      .openapi({ description: "Its own discount in force (POST /v1/customers/{id}/discount), for all its invoices unless a subscription has its own; null when none. On retrieve, list and update answers (events' data.object leaves it out)" }),
     created_at: timestamp,
     updated_at: timestamp,
   })

@@ -290,3 +290,14 @@ export async function subscriptionDiscounts(em: EntityManager, subscriptionIds: 
   for (const discount of discounts) result.set(discount.subscriptionId!, { discount, coupon: coupons.find((c) => c.key === discount.couponKey)! });
   return result;
 }
+
+/** The `discount` field of customers' answers: each customer's own discount in force (serialized), by customer id; absent: none. */
+export async function customerDiscountObjects(em: EntityManager, customerIds: string[], now = new Date()): Promise<Map<string, ReturnType<typeof serializeDiscount>>> {
+  const result = new Map<string, ReturnType<typeof serializeDiscount>>();
+  if (customerIds.length === 0) return result;
+  const discounts = (await em.find(Discount, { customerId: { $in: customerIds }, subscriptionId: null, endedAt: null })).filter((d) => discountActiveAt(d, now));
+  if (discounts.length === 0) return result;
+  const coupons = await em.find(Coupon, { key: { $in: [...new Set(discounts.map((d) => d.couponKey))] } });
+  for (const discount of discounts) result.set(discount.customerId, serializeDiscount(discount, coupons.find((c) => c.key === discount.couponKey)!, now));
+  return result;
+}

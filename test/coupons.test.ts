@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Coupon, Discount, Event, Invoice, PromotionCode } from '../db/entities/index.ts';
+import { Coupon, Discount, Event, PromotionCode } from '../db/entities/index.ts';
 import { discountForInvoice, recordDiscountApplied } from '../services/discounts.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 
@@ -211,7 +211,10 @@ describe('coupons, promotion codes and discounts', () => {
     await coupon({ id: 'CUST10', percent_off: 10, duration: 'forever' });
     await coupon({ id: 'SUB3', percent_off: 30, duration: 'repeating', duration_in_months: 2 });
     await coupon({ id: 'FIVE', amount_off: 500, currency: 'USD', percent_off: undefined, duration: 'once' });
-    expect((await engine.call('POST', `/v1/customers/${cus}/discount`, { coupon: 'CUST10' })).status).toBe(200);
+    const own = await engine.call('POST', `/v1/customers/${cus}/discount`, { coupon: 'CUST10' });
+    expect(own.status).toBe(200);
+    expect((await engine.call('GET', `/v1/customers/${cus}`)).body.discount).toEqual(own.body.discount);
+    expect((await engine.call('GET', '/v1/customers?limit=100')).body.data.find((c: { id: string }) => c.id === cus).discount.id).toBe(own.body.discount.id);
     const sub = await engine.call('POST', '/v1/subscriptions', { customer: cus, plan: plan.body.id, coupon: 'SUB3' });
     expect(sub.status, JSON.stringify(sub.body)).toBe(201);
     expect(sub.body.discount).toMatchObject({ coupon: { id: 'SUB3' }, subscription: sub.body.id, customer: cus });
@@ -228,8 +231,8 @@ describe('coupons, promotion codes and discounts', () => {
     expect(await discountForInvoice(em, { ...q, at: new Date(start + 1000) })).toMatchObject({ id: sub.body.discount.id, coupon: { id: 'SUB3', percent_off: '30' } });
     expect(await discountForInvoice(em, { ...q, subscriptionId: null, at: new Date() })).toMatchObject({ coupon: { id: 'CUST10', percent_off: '10' } });
     // The first invoice (created with the subscription) applied the subscription's discount: 30% of 4000.
-    const [first] = await em.find(Invoice, { subscriptionId: sub.body.id });
-    if ('discount' in (first as object)) expect((first as unknown as { discount: number }).discount).toBe(1200);
+    const [first] = (await engine.call('GET', `/v1/invoices?subscription=${sub.body.id}`)).body.data;
+    expect(first).toMatchObject({ subtotal: 4000, total: 2800, total_discount_amounts: [{ discount: sub.body.discount.id, amount: 1200 }] });
 
     // Replaced: customer.discount.updated; the old one ended.
     const replaced = await engine.call('POST', `/v1/subscriptions/${sub.body.id}/discount`, { coupon: 'FIVE' });
@@ -247,6 +250,7 @@ describe('coupons, promotion codes and discounts', () => {
 
     // Removed: customer.discount.deleted; nothing to remove is 404.
     expect((await engine.call('DELETE', `/v1/customers/${cus}/discount`)).body).toEqual({ discount: null });
+    expect((await engine.call('GET', `/v1/customers/${cus}`)).body.discount).toBeNull();
     expectError(await engine.call('DELETE', `/v1/customers/${cus}/discount`), 404, 'not_found');
     expect(await discountForInvoice(engine.db.orm.em.fork(), { ...q, at: new Date() })).toBeNull();
     const sub3 = sub.body.discount.id;

@@ -21,6 +21,7 @@ import { AddressInput, taxExemptField, toAddress } from '../../objects/customer-
 import { customerBalances } from '../../services/customer-balance.ts';
 import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
 import { findOwnTestClock, reserveClockCustomer } from '../../services/test-clocks.ts';
+import { customerDiscountObjects } from '../../services/discounts.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 
@@ -143,7 +144,8 @@ export function customersApp(deps: ApiDeps) {
     }
     await saveCustomerUpdate(em, customer);
     if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
-    return serializeCustomer(customer, await customerBalances(em, customer.id));
+    const discounts = await customerDiscountObjects(em, [customer.id]);
+    return { ...serializeCustomer(customer, await customerBalances(em, customer.id)), discount: discounts.get(customer.id) ?? null };
   };
 
   return newOpenApiApp()
@@ -189,13 +191,18 @@ export function customersApp(deps: ApiDeps) {
       const em = orm.em.fork();
       const { page, hasMore } = await keysetPage(em, Customer, where, query);
       const balances = await customerBalancesOf(em, page.map((customer) => customer.id));
-      return c.json({ object: 'list' as const, data: page.map((customer) => serializeCustomer(customer, balances.get(customer.id))), has_more: hasMore }, 200);
+      const discounts = await customerDiscountObjects(em, page.map((customer) => customer.id));
+      return c.json(
+        { object: 'list' as const, data: page.map((customer) => ({ ...serializeCustomer(customer, balances.get(customer.id)), discount: discounts.get(customer.id) ?? null })), has_more: hasMore },
+        200,
+      );
     })
     .openapi(getCustomer, async (c) => {
       const scope = await accountScope(c, orm);
       const em = orm.em.fork();
       const customer = await findOwnCustomer(em, c.req.valid('param').id, scope);
-      return c.json(serializeCustomer(customer, await customerBalances(em, customer.id)), 200);
+      const discounts = await customerDiscountObjects(em, [customer.id]);
+      return c.json({ ...serializeCustomer(customer, await customerBalances(em, customer.id)), discount: discounts.get(customer.id) ?? null }, 200);
     })
     .openapi(updateRoute('patch'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200))
     .openapi(updateRoute('post'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200));
