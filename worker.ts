@@ -27,6 +27,9 @@ import type { WebhookUrlPolicy } from './domain/webhook-url.ts';
 import { createExportsWorker, installTemporalRuntime } from './export-worker.ts';
 import { startWorkerHealthServer, type WorkerHealthTarget } from './services/worker-health.ts';
 
+import type { TaxCalculator } from './services/tax-calculator.ts';
+import { useTaxCalculator } from './services/invoice-adjustments.ts';
+
 export { installTemporalRuntime };
 
 export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
@@ -60,6 +63,8 @@ export interface BillingWorkerDeps {
   exportStorage?: ExportStorage;
   /** Where payouts go: the sandbox rail (services/payouts.ts) when unset. */
   payoutRail?: PayoutRail;
+  /** What invoices are taxed at (services/tax-calculator.ts): the built-in rates when unset; a merchant's tax service plugs in here. */
+  taxCalculator?: TaxCalculator;
   /** RENEWAL_SPREAD_MINUTES now (config.renewalSpreadMinutes): handed to each renewing subscription (activities/index.ts). */
   renewalSpreadMinutes?: () => number;
   /** Worker tuning beyond the defaults (tests use maxCachedWorkflows). */
@@ -115,6 +120,8 @@ export async function bundleBillingWorkflows(): Promise<NonNullable<WorkerOption
 }
 
 function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): WorkerOptions {
+  // The tax calculator every invoice this worker issues asks (services/invoice-adjustments.ts).
+  useTaxCalculator(deps.taxCalculator);
   registerClockTaskQueue(deps.taskQueue, deps.clockTaskQueue ?? `${deps.taskQueue}-clocks`);
   return {
     connection: deps.connection,

@@ -14,8 +14,8 @@ import { accountsApp } from './routes/accounts.ts';
 import { apiKeysApp } from './routes/api-keys.ts';
 import { authApp } from './routes/auth.ts';
 import { customersApp } from './routes/customers.ts';
-import { discountsApps } from './routes/coupons.ts';
 import { customerTaxIdsApp, subscriptionTaxRatesApp, taxRatesApp, taxSettingsApp } from './routes/tax-rates.ts';
+import { discountsApps } from './routes/coupons.ts';
 import { customerBalanceApp } from './routes/customer-balance.ts';
 import { creditNotesApps } from './routes/credit-notes.ts';
 import { docsApp } from './routes/docs.ts';
@@ -27,6 +27,7 @@ import { paymentsApp } from './routes/payments.ts';
 import { invoicesApps } from './routes/invoices.ts';
 import { oneOffInvoicesApps } from './routes/one-off-invoices.ts';
 import { invoiceItemsApp } from './routes/invoice-items.ts';
+import { useTaxCalculator } from '../services/invoice-adjustments.ts';
 import { notificationSettingsApp } from './routes/notification-settings.ts';
 import { payoutsApp } from './routes/payouts.ts';
 import { bankAccountsApp } from './routes/bank-accounts.ts';
@@ -111,6 +112,8 @@ export function allowedMethods(routes: readonly { path: string; method: string }
 export function createApp(given: ApiDeps) {
   // Workflows this API starts on a test clock go to the clock queue (services/clock-binding.ts).
   if (given.config.clockTaskQueue) registerClockTaskQueue(given.config.taskQueue, given.config.clockTaskQueue);
+  // The tax calculator the upcoming invoice and one-off invoices' finalize ask (services/invoice-adjustments.ts).
+  useTaxCalculator(given.taxCalculator);
   // Each mode's processor, once for every route (services/processors/index.ts).
   const deps = { ...given, processors: resolveProcessors(given, given.config.processors, () => given.orm.em.fork()) };
   const app = newOpenApiApp();

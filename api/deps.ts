@@ -1,3 +1,4 @@
+import type { TaxCalculator } from '../services/tax-calculator.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import type { Processors } from '../services/processors/index.ts';
@@ -20,4 +21,6 @@ export interface ApiDeps {
   processor?: PaymentProcessor;
   /** Where export files are read from; DATA_DIR/exports when unset. */
   exportStorage?: ExportStorage;
+  /** The tax calculator invoices and previews ask (services/tax-calculator.ts); the built-in rates when unset. */
+  taxCalculator?: TaxCalculator;
 }
