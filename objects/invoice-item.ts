@@ -20,6 +20,7 @@ export const InvoiceItemSchema = z
     breakdown: z.array(PriceRowSchema).nullable(),
     period_start: timestamp,
     period_end: timestamp,
+    tax_rates: z.array(z.string()).openapi({ description: "Tax rates its line is taxed at, instead of the subscription's or the account's defaults; [] for none (docs/discounts-and-taxes.md#taxes)", example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'] }),
     created_at: timestamp,
     livemode: z.boolean(),
   })
@@ -41,6 +42,7 @@ export function serializeInvoiceItem(item: InvoiceItem): z.infer<typeof InvoiceI
     breakdown: item.breakdown ?? null,
     period_start: item.periodStart.toISOString(),
     period_end: item.periodEnd.toISOString(),
+    tax_rates: item.taxRates ?? [],
     created_at: item.createdAt.toISOString(),
     livemode: item.livemode,
   };

@@ -24,6 +24,7 @@ import { planPricing } from './catalog.ts';
 import { chosenCurrency } from './subscription-terms.ts';
 import { recordEvents } from './events.ts';
 import { clockTimeOf } from './test-clocks.ts';
+import { assignableTaxRates } from './tax-rates.ts';
 import { humanizeInstants, type DateStyle } from '../domain/locale.ts';
 
 type Scope = { accountId: string; livemode: boolean };
@@ -140,6 +141,8 @@ export interface CreateItemInput extends ItemPriceInput {
   customer: string;
   invoice?: string;
   period?: { start: string; end: string };
+  /** Tax rate ids for its line (services/tax-rates.ts assignableTaxRates checks them). */
+  tax_rates?: string[];
 }
 
 export async function createInvoiceItem(em: EntityManager, scope: Scope, input: CreateItemInput): Promise<InvoiceItem> {
@@ -148,6 +151,7 @@ export async function createInvoiceItem(em: EntityManager, scope: Scope, input: 
   const now = await customerNow(em, customer);
   const period = input.period ? { start: new Date(input.period.start), end: new Date(input.period.end) } : { start: now, end: now };
   if (period.end < period.start) throw new ApiError('invalid_request', 'period: end is before start.');
+  const taxRates = input.tax_rates?.length ? await assignableTaxRates(em, scope, input.tax_rates, 'tax_rates') : null;
   return em.transactional(async (tx) => {
     if (input.invoice) await lockDraft(tx, scope, input.invoice, { customerId: customer.id, currency: price.currency });
     const item = tx.create(InvoiceItem, {
@@ -158,6 +162,7 @@ export async function createInvoiceItem(em: EntityManager, scope: Scope, input: 
       ...price,
       periodStart: period.start,
       periodEnd: period.end,
+      taxRates,
       createdAt: now,
       updatedAt: now,
     });
@@ -188,9 +193,11 @@ async function lockEditable(tx: EntityManager, scope: Scope, id: string): Promis
   return item;
 }
 
-export async function updateInvoiceItem(em: EntityManager, scope: Scope, id: string, input: ItemPriceInput & { invoice?: string | null }): Promise<InvoiceItem> {
+export async function updateInvoiceItem(em: EntityManager, scope: Scope, id: string, input: ItemPriceInput & { invoice?: string | null; tax_rates?: string[] }): Promise<InvoiceItem> {
+  const taxRates = input.tax_rates === undefined ? undefined : await assignableTaxRates(em, scope, input.tax_rates, 'tax_rates');
   return em.transactional(async (tx) => {
     const item = await lockEditable(tx, scope, id);
+    if (taxRates !== undefined) item.taxRates = taxRates.length > 0 ? taxRates : null;
     const repriced = input.amount !== undefined || input.unit_amount !== undefined || input.plan !== undefined || input.quantity !== undefined || input.currency !== undefined;
     if (repriced) {
       // Unnamed parts keep the item's: a new quantity reprices its plan or unit amount.

@@ -60,13 +60,20 @@ export const asTaxRateRecord = (row: TaxRate): TaxRateRecord => ({
   active: row.active,
 });
 
-/** The item id billing each plan of the subscription: from its projection row, else (not written yet) from the plans its tax rates were set with. */
+/**
+ * The item id billing each plan of the subscription: the plans its tax rates were set with (a one_time
+ * plan of the first invoice, an item since removed, whose proration credit is taxed as it was), and
+ * over them its projection row's items as they are now (an item whose plan changed bills the new one).
+ */
 function itemsByPlan(subscription: Subscription | null, settings: SubscriptionTaxRates | null, subscriptionId: string): Map<string, string> {
+  const byPlan = new Map(Object.entries(settings?.itemTaxRates ?? {}).map(([itemId, { plan }]) => [plan, itemId]));
   if (subscription) {
     const items = subscription.items ?? [{ id: subscriptionItemId(subscriptionId), planId: subscription.planId, quantity: subscription.quantity }];
-    return new Map(items.map((item) => [item.planId, item.id]));
+    const current = new Set(items.map((item) => item.id));
+    for (const [plan, itemId] of [...byPlan]) if (current.has(itemId)) byPlan.delete(plan);
+    for (const item of items) byPlan.set(item.planId, item.id);
   }
-  return new Map(Object.entries(settings?.itemTaxRates ?? {}).map(([itemId, { plan }]) => [plan, itemId]));
+  return byPlan;
 }
 
 /**

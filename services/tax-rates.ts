@@ -182,3 +182,9 @@ export async function writeSubscriptionTaxRates(
   await tx.flush();
   return row;
 }
+
+/** A subscription's items' tax rates by item id (none set: {}). */
+export async function subscriptionItemTaxRates(em: EntityManager, subscription: { id: string; accountId: string; livemode: boolean }): Promise<Record<string, string[]>> {
+  const row = await em.findOne(SubscriptionTaxRates, { subscriptionId: subscription.id, accountId: subscription.accountId, livemode: subscription.livemode });
+  return Object.fromEntries(Object.entries(row?.itemTaxRates ?? {}).map(([id, item]) => [id, item.tax_rates]));
+}

@@ -9,6 +9,7 @@ import { currency as currencyCode } from '../../objects/common.ts';
 import { InvoiceItemSchema, serializeInvoiceItem } from '../../objects/invoice-item.ts';
 import { createInvoiceItem, deleteInvoiceItem, findOwnItem, updateInvoiceItem } from '../../services/invoice-items.ts';
 import { accountScope } from '../auth/principal.ts';
+import { maxTaxRatesPerLine } from '../../services/tax-rates.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
@@ -18,6 +19,10 @@ const minor = z.number().int().min(-99_999_999).max(99_999_999);
 const quantity = z.number().int().min(1).max(1_000_000_000);
 const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what}`);
 const isoInstant = z.string().datetime({ offset: true });
+const taxRates = z
+  .array(z.string().min(1).max(64))
+  .max(maxTaxRatesPerLine)
+  .openapi({ description: "Tax rate ids (of the caller's account and mode, active) its line is taxed at, instead of the subscription's or account's defaults (docs/discounts-and-taxes.md#taxes)", example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'] });
 
 const CreateBody = z
   .object({
@@ -30,6 +35,7 @@ const CreateBody = z
     description: z.string().min(1).max(500).optional().openapi({ description: 'What the customer reads on the invoice; required with amount or unit_amount, the plan\'s name by default' }),
     invoice: id('inv', 'a draft invoice id').optional().openapi({ description: 'A draft invoice of the customer to attach the item to; without it the item is pending' }),
     period: z.object({ start: isoInstant, end: isoInstant }).strict().optional().openapi({ description: 'The period the line covers (shown in human dates); default: the instant it is created' }),
+    tax_rates: taxRates.optional(),
   })
   .strict()
   .openapi({ example: { customer: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e', amount: 15000, currency: 'USD', description: 'Onboarding workshop (2 hours)' } });
@@ -42,6 +48,7 @@ const UpdateBody = z
     quantity: quantity.optional(),
     description: z.string().min(1).max(500).optional(),
     invoice: id('inv', 'a draft invoice id').nullable().optional().openapi({ description: 'Attach to a draft invoice of the customer, or null to make it pending again' }),
+    tax_rates: taxRates.optional().openapi({ description: 'Replaces its tax rates; [] removes them' }),
   })
   .strict()
   .openapi({ example: { quantity: 3, description: 'Onboarding workshop (3 hours)' } });

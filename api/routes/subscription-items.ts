@@ -27,6 +27,7 @@ import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { planTerms } from '../../services/subscription-terms.ts';
+import { assignableTaxRates, maxTaxRatesPerLine, subscriptionItemTaxRates, writeSubscriptionTaxRates } from '../../services/tax-rates.ts';
 
 export const SubscriptionItemSchema = z
   .object({
@@ -35,6 +36,7 @@ export const SubscriptionItemSchema = z
     subscription: z.string().openapi({ example: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
     plan: z.string(),
     quantity: z.number().int(),
+    tax_rates: z.array(z.string()).openapi({ description: "The item's own tax rates (instead of the subscription's default_tax_rates); [] for none (docs/discounts-and-taxes.md#taxes)", example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'] }),
   })
   .openapi('SubscriptionItem');
 type ItemBody = z.infer<typeof SubscriptionItemSchema>;
@@ -45,6 +47,7 @@ const prorationField = z.enum(prorationBehaviors).default('create_prorations').o
     '(a decline is 402 and changes nothing; a net credit waits for the next invoice); none: no proration, the next renewal bills the new items',
 });
 const quantityField = z.number().int().min(1).max(maxQuantity);
+const taxRatesField = z.array(z.string().min(1).max(64)).max(maxTaxRatesPerLine).openapi({ description: "Tax rate ids of the caller's account and mode, active, for the item's lines instead of the subscription's defaults; [] removes them", example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'] });
 
 const CreateItemBody = z
   .object({
@@ -52,6 +55,7 @@ const CreateItemBody = z
     plan: z.string().min(1).max(64).openapi({ description: "A recurring plan of the subscription's interval, priced in its currency" }),
     quantity: quantityField.default(1).openapi({ description: 'Default 1' }),
     proration_behavior: prorationField,
+    tax_rates: taxRatesField.optional(),
   })
   .strict()
   .openapi({ example: { subscription: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e', plan: 'plan_01jd3y0w2c5m8q1t4v7x9z3b6d', quantity: 2, proration_behavior: 'create_prorations' } });
@@ -60,9 +64,10 @@ const UpdateItemBody = z
     plan: z.string().min(1).max(64).optional().openapi({ description: 'The new plan; left out: the current one' }),
     quantity: quantityField.optional().openapi({ description: 'The new quantity; left out: the current one' }),
     proration_behavior: prorationField,
+    tax_rates: taxRatesField.optional().openapi({ description: 'Alone, changes only the tax rates (no message to the workflow, no proration)' }),
   })
   .strict()
-  .refine((value) => value.plan !== undefined || value.quantity !== undefined, { message: 'required (or quantity)', path: ['plan'] })
+  .refine((value) => value.plan !== undefined || value.quantity !== undefined || value.tax_rates !== undefined, { message: 'required (or quantity, or tax_rates)', path: ['plan'] })
   .openapi({ example: { quantity: 15, proration_behavior: 'always_invoice' } });
 const DeleteItemQuery = z.object({ proration_behavior: prorationField }).strict();
 const ListItemsQuery = z.object({ subscription: z.string().min(1).max(64).openapi({ description: 'The subscription whose items to list' }) }).strict();
@@ -112,7 +117,7 @@ const UpcomingInvoiceSchema = z
 /** A subscription row's items: its items, or its one item of plan × quantity. */
 export const rowItems = (row: Pick<Subscription, 'id' | 'planId' | 'quantity' | 'items'>): SubscriptionItemSnapshot[] =>
   row.items ?? [{ id: subscriptionItemId(row.id), planId: row.planId, quantity: row.quantity ?? 1 }];
-const itemBody = (subscriptionId: string, item: SubscriptionItemSnapshot): ItemBody => ({ object: 'subscription_item', id: item.id, subscription: subscriptionId, plan: item.planId, quantity: item.quantity });
+const itemBody = (subscriptionId: string, item: SubscriptionItemSnapshot, taxRates: Record<string, string[]> = {}): ItemBody => ({ object: 'subscription_item', id: item.id, subscription: subscriptionId, plan: item.planId, quantity: item.quantity, tax_rates: taxRates[item.id] ?? [] });
 
 const tags = ['Subscription items'];
 const itemAnswer = (description: string) => ({ description, ...json(SubscriptionItemSchema) });
@@ -243,26 +248,39 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
       const subscription = await ownSubscription(c, body.subscription);
       live(subscription);
       const item = await itemTerms(subscription, body.plan, body.quantity, newId('subscriptionItem'));
+      // Its tax rates, checked and written before the change, so an invoice the change makes (always_invoice) applies them.
+      const scope = { accountId: subscription.accountId, livemode: subscription.livemode };
+      const taxRates = body.tax_rates ? await assignableTaxRates(orm.em.fork(), scope, body.tax_rates, 'tax_rates') : null;
+      if (taxRates) await orm.em.fork().transactional((tx) => writeSubscriptionTaxRates(tx, scope, subscription.id, { items: [{ id: item.itemId, plan: item.planId, taxRates }] }));
       const snapshot = await change(c, subscription, { action: 'add', item, prorationBehavior: body.proration_behavior }, `addItem:${body.plan}`);
       const added = snapshot.items?.find((i) => i.planId === body.plan) ?? { id: item.itemId, planId: item.planId, quantity: body.quantity };
-      return c.json(itemBody(subscription.id, added), 201);
+      return c.json(itemBody(subscription.id, added, await subscriptionItemTaxRates(orm.em.fork(), subscription)), 201);
     })
     .openapi(listItems, async (c) => {
       const subscription = await ownSubscription(c, c.req.valid('query').subscription);
-      return c.json({ object: 'list' as const, data: rowItems(subscription).map((i) => itemBody(subscription.id, i)), has_more: false }, 200);
+      const taxRates = await subscriptionItemTaxRates(orm.em.fork(), subscription);
+      return c.json({ object: 'list' as const, data: rowItems(subscription).map((i) => itemBody(subscription.id, i, taxRates)), has_more: false }, 200);
     })
     .openapi(getItem, async (c) => {
       const { subscription, item } = await ownItem(c, c.req.valid('param').id);
-      return c.json(itemBody(subscription.id, item), 200);
+      return c.json(itemBody(subscription.id, item, await subscriptionItemTaxRates(orm.em.fork(), subscription)), 200);
     })
     .openapi(updateItem, async (c) => {
       const body = c.req.valid('json');
       const { subscription, item } = await ownItem(c, c.req.valid('param').id);
       live(subscription);
+      if (body.tax_rates !== undefined) {
+        const scope = { accountId: subscription.accountId, livemode: subscription.livemode };
+        const taxRates = await assignableTaxRates(orm.em.fork(), scope, body.tax_rates, 'tax_rates');
+        // Checked before the plan or quantity change too, so a bad rate changes nothing.
+        if (body.plan !== undefined) await itemTerms(subscription, body.plan, body.quantity ?? item.quantity, item.id);
+        await orm.em.fork().transactional((tx) => writeSubscriptionTaxRates(tx, scope, subscription.id, { items: [{ id: item.id, plan: body.plan ?? item.planId, taxRates }] }));
+        if (body.plan === undefined && body.quantity === undefined) return c.json(itemBody(subscription.id, item, await subscriptionItemTaxRates(orm.em.fork(), subscription)), 200);
+      }
       const next = await itemTerms(subscription, body.plan ?? item.planId, body.quantity ?? item.quantity, item.id);
       const snapshot = await change(c, subscription, { action: 'update', item: next, prorationBehavior: body.proration_behavior }, `updateItem:${item.id}`);
       const changed = snapshot.items?.find((i) => i.id === item.id) ?? { id: item.id, planId: next.planId, quantity: next.quantity ?? 1 };
-      return c.json(itemBody(subscription.id, changed), 200);
+      return c.json(itemBody(subscription.id, changed, await subscriptionItemTaxRates(orm.em.fork(), subscription)), 200);
     })
     .openapi(deleteItem, async (c) => {
       const { subscription, item } = await ownItem(c, c.req.valid('param').id);

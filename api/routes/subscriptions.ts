@@ -29,6 +29,7 @@ import {
 import { accountScope } from '../auth/principal.ts';
 import { operationId, resourceId } from '../middleware/idempotency.ts';
 import { lockAccount } from '../../services/account-lock.ts';
+import { assignableTaxRates, maxTaxRatesPerLine, writeSubscriptionTaxRates } from '../../services/tax-rates.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
@@ -41,6 +42,9 @@ import { serializeDiscount } from '../../objects/discount.ts';
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 /** Plans one create names in `items` (one recurring, the rest one_time). */
 const maxSubscriptionItems = 20;
+
+/** Tax rate ids (txr_…) of the caller's account and mode, active (docs/discounts-and-taxes.md#taxes). */
+const taxRateIds = z.array(z.string().min(1).max(64)).max(maxTaxRatesPerLine).openapi({ example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'] });
 
 const customerField = z.string().min(1).max(64).openapi({ description: 'Customer id; `customer` is accepted as the same field (give one of the two)' });
 
@@ -56,6 +60,7 @@ const CreateSubscriptionBody = z
           .object({
             plan: planField,
             quantity: z.number().int().min(1).max(maxQuantity).default(1).openapi({ description: 'Default 1' }),
+            tax_rates: taxRateIds.optional().openapi({ description: "The item's tax rates, instead of default_tax_rates (docs/discounts-and-taxes.md#taxes)" }),
           })
           .strict(),
       )
@@ -74,6 +79,7 @@ const CreateSubscriptionBody = z
       description: 'anniversary: periods start when billing starts; calendar: on the 1st (month), Monday (week), January 1st (year) or midnight (day) UTC, the first partial period prorated',
     }),
     grace_period_days: z.number().int().min(0).max(maxGracePeriodDays).optional().openapi({ description: "Overrides the account's grace period after the last failed retry" }),
+    default_tax_rates: taxRateIds.optional().openapi({ description: "Tax rates for its lines whose item has none; without them the account's default rates matching the customer apply. Change them with POST /v1/subscriptions/{id}/tax_rates" }),
     coupon: z.string().min(1).max(64).optional().openapi({ description: "A coupon applied to the subscription from its first invoice on (its `discount`); or give promotion_code" }),
     promotion_code: z
       .string()
@@ -311,6 +317,12 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       ]);
       if (!customer) throw new ApiError('not_found', `No such customer: ${customerId}.`);
       const { plan, terms, others, firstInvoiceItems } = items;
+      // Tax rates: each of the account and mode and active (400 before anything starts).
+      const defaultTaxRates = body.default_tax_rates ? await assignableTaxRates(em, { accountId, livemode }, body.default_tax_rates, 'default_tax_rates') : [];
+      const itemTaxRates: { plan: string; taxRates: string[] }[] = [];
+      for (const [i, item] of (body.items ?? []).entries()) {
+        if (item.tax_rates?.length) itemTaxRates.push({ plan: item.plan, taxRates: await assignableTaxRates(em, { accountId, livemode }, item.tax_rates, `items[${i}].tax_rates`) });
+      }
       // A customer on a test clock: the subscription lives on the clock's time.
       const testClock = await clockBindingOf(em, customer);
       if (body.pause_until && body.pause_until.getTime() <= (testClock ? Date.parse(testClock.now) : Date.now())) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
@@ -360,6 +372,14 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       // The account is checked open under its row lock (services/account-lock.ts), before and after.
       await em.transactional(async (tx) => {
         if ((await lockAccount(tx, accountId, 'share')) === 'closed') throw new ApiError('account_closed', 'The account is closed.');
+        // Its tax rates, before the workflow bills its first invoice (services/tax-calculator.ts reads them); keyed by the subscription id, so a retry writes the same.
+        if (defaultTaxRates.length > 0 || itemTaxRates.length > 0) {
+          const itemIds = new Map([...(input.items ?? [{ ...terms, itemId: subscriptionItemId(id) }]).map((item) => [item.planId, item.itemId] as const)]);
+          await writeSubscriptionTaxRates(tx, { accountId, livemode }, id, {
+            defaultTaxRates,
+            items: itemTaxRates.map((item) => ({ id: itemIds.get(item.plan) ?? `once_${item.plan}`, plan: item.plan, taxRates: item.taxRates })),
+          });
+        }
       });
       // A coupon or promotion code: redeemed now (one decision under the coupon's lock), so the first invoice applies it.
       const redeemed =
