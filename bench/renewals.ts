@@ -999,6 +999,8 @@ function itemsSection(one: TargetSummary, three: TargetSummary, results: RoundRe
   const workerRatio = three.cpu.worker / one.cpu.worker;
   const queryRatio = three.queries / one.queries;
   const worst = Math.max(wallRatio, cpuRatio);
+  const pct = (v: number) => `${Math.round(100 * v)}%`;
+  const busyElsewhere = (s: TargetSummary) => (s.cpu.others + s.cpu.bench) / (cores * s.wall);
   const heading = `## Renewals: ${settings.n.toLocaleString('en')} three-item against ${settings.n.toLocaleString('en')} one-item subscriptions renewing at one instant${tunings.length > 0 ? ` (tuned: ${tunings.join(' ')})` : ''}`;
   const cpus = os.cpus();
   const section = [
@@ -1025,6 +1027,11 @@ function itemsSection(one: TargetSummary, three: TargetSummary, results: RoundRe
       `(${rate(three.perSecond)}/s against ${rate(one.perSecond)}/s), CPU of the worker, the Temporal server and PostgreSQL together ${x(cpuRatio)} ` +
       `(${ms(own(three))} against ${ms(own(one))}; worker alone ${x(workerRatio)}: ${ms(three.cpu.worker)} against ${ms(one.cpu.worker)}), ` +
       `SQL statements ${x(queryRatio)} (${round1(three.queries)} against ${round1(one.queries)}: ${activityList(three.queryKinds)} against ${activityList(one.queryKinds)}).`,
+    '',
+    `**The machine.** Work outside the benchmark's processes (other people's, and this script's polling) took ${pct(busyElsewhere(three))} of the ${cores} cores ` +
+      `during the three-item waves and ${pct(busyElsewhere(one))} during the one-item ones (the table's "other" CPU). It slows both waves alike and the rounds ` +
+      'alternate which goes first, so the ratios hold better than the absolute rates' +
+      (Math.max(busyElsewhere(three), busyElsewhere(one)) > 0.25 ? ", which are well below bench:renewals' sections measured on a quieter machine." : '.'),
     '',
     `Both waves ran ${round1(Object.values(three.activities).reduce((a, b) => a + b, 0))} and ${round1(Object.values(one.activities).reduce((a, b) => a + b, 0))} activities per renewal ` +
       `(${activityList(three.activities)}; ${activityList(one.activities)}), ${round1(three.workflowTasks)} and ${round1(one.workflowTasks)} workflow tasks, ` +
