@@ -3,6 +3,7 @@ import { CustomerTaxId, Event, TaxRate } from '../db/entities/index.ts';
 import { builtInTaxCalculator } from '../services/tax-calculator.ts';
 import { writeSubscriptionTaxRates } from '../services/tax-rates.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { eventually } from './helpers/temporal.ts';
 
 /**
  * Taxes (issue #27, docs/discounts-and-taxes.md#taxes) through the Hono app on real PostgreSQL: tax
@@ -264,5 +265,119 @@ describe('tax rates', () => {
     const sandboxCustomer = await customer({ address: { country: 'DE' } }, sandbox());
     const sandboxResult = await builtInTaxCalculator.calculate(engine.db.orm.em.fork(), { accountId: scope.accountId, livemode: false, customerId: sandboxCustomer.id, subscriptionId: null, currency: 'EUR', lines: [{ amount: 1000, plan: null, product: null }] });
     expect(sandboxResult.line_tax_rates).toEqual([[]]);
+  });
+});
+
+/**
+ * Taxes on real invoices (the lead's wiring: services/invoice-adjustments.ts asks the tax calculator):
+ * a German customer's subscription invoice with a 19% exclusive DE rate shows the tax; a
+ * reverse-charge customer's shows none and its receipt carries the legal note; a subscription's own
+ * default and item rates win over the account's; a change through /v1/subscriptions/{id}/tax_rates
+ * shows on the upcoming invoice.
+ */
+describe('taxes on subscription invoices', () => {
+  let engine: TestEngine;
+  beforeAll(async () => {
+    engine = await startTestEngine();
+  });
+  afterAll(() => engine?.close());
+
+  const post = async (path: string, body: Record<string, unknown>, status = 201) => {
+    const answer = await engine.call('POST', path, body);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(status);
+    return answer.body;
+  };
+  const invoicesOf = async (subscription: string) => (await engine.call('GET', `/v1/invoices?subscription=${subscription}`)).body.data as Record<string, any>[];
+
+  it('a German customer pays 19% VAT on top; a reverse-charge customer pays none and reads the note', async () => {
+    const vat = await post('/v1/tax_rates', { display_name: 'USt', percentage: 19, inclusive: false, country: 'DE', tax_type: 'vat' });
+    const fr = await post('/v1/tax_rates', { display_name: 'TVA', percentage: 20, inclusive: false, country: 'FR', tax_type: 'vat' });
+    expect((await engine.call('PATCH', '/v1/settings/tax', { default_tax_rates: [vat.id, fr.id] })).status).toBe(200);
+    const plan = await post('/v1/plans', { name: 'Team', amount: 2000, currency: 'EUR', interval: 'month' });
+
+    const berlin = await post('/v1/customers', { email: 'kunde@example.de', name: 'Kunde GmbH', payment_method: 'pm_card_visa', address: { line1: 'Friedrichstraße 68', city: 'Berlin', postal_code: '10117', country: 'DE' } });
+    const sub = await post('/v1/subscriptions', { customer_id: berlin.id, plan: plan.id });
+    const [invoice] = await invoicesOf(sub.id);
+    expect(invoice).toMatchObject({ subtotal: 2000, total_excluding_tax: 2000, tax: 380, total: 2380, amount_due: 2380, customer_tax_exempt: 'none', customer_address: { country: 'DE', state: null } });
+    expect(invoice!.total_tax_amounts).toEqual([expect.objectContaining({ tax_rate: vat.id, percentage: '19', inclusive: false, taxable_amount: 2000, amount: 380 })]);
+    expect(invoice!.lines[0].tax_amounts).toEqual([expect.objectContaining({ tax_rate: vat.id, amount: 380 })]);
+
+    // An Austrian business with a VAT number, reverse charge: no tax, and the note on its receipt.
+    const vienna = await post('/v1/customers', { email: 'rechnung@example.at', name: 'Firma AG', payment_method: 'pm_card_visa', address: { country: 'AT' }, tax_exempt: 'reverse' });
+    await post(`/v1/customers/${vienna.id}/tax_ids`, { type: 'eu_vat', value: 'ATU13585627' });
+    const reverse = await post('/v1/subscriptions', { customer_id: vienna.id, plan: plan.id, default_tax_rates: [vat.id] });
+    const [reversed] = await invoicesOf(reverse.id);
+    expect(reversed).toMatchObject({ subtotal: 2000, tax: 0, total: 2000, total_tax_amounts: [], customer_tax_exempt: 'reverse', customer_tax_ids: [{ type: 'eu_vat', value: 'ATU13585627' }] });
+    const receipt = await eventually(async () => engine.mail.messages.find((m) => m.envelopeTo.includes('rechnung@example.at') && m.parsed.subject?.includes('Receipt')), (m) => m !== undefined, 15_000);
+    expect(receipt!.parsed.text).toContain('Reverse charge: VAT to be accounted for by the recipient (Article 196, Council Directive 2006/112/EC)');
+  });
+
+  it("a subscription's default and item tax rates win over the account's; a change shows on the upcoming invoice", async () => {
+    const standard = await post('/v1/tax_rates', { display_name: 'VAT', percentage: 20, inclusive: false });
+    const reduced = await post('/v1/tax_rates', { display_name: 'VAT (reduced)', percentage: '5.5', inclusive: false });
+    const included = await post('/v1/tax_rates', { display_name: 'GST', percentage: 10, inclusive: true });
+    const seats = await post('/v1/plans', { name: 'Seats', amount: 1000, currency: 'EUR', interval: 'month' });
+    const books = await post('/v1/plans', { name: 'E-books', amount: 2000, currency: 'EUR', interval: 'month' });
+    const customer = await post('/v1/customers', { email: 'items@example.fr', payment_method: 'pm_card_visa', address: { country: 'FR' } });
+
+    // A rate not of this account and mode, or inactive, is refused before anything starts.
+    const inactive = await post('/v1/tax_rates', { display_name: 'Old', percentage: 1, inclusive: false, active: false });
+    for (const body of [{ default_tax_rates: [inactive.id] }, { items: [{ plan: seats.id, tax_rates: ['txr_01jd3x5k8q0m2v7c9r4t6y1w3e'] }] }]) {
+      const refused = await engine.call('POST', '/v1/subscriptions', { customer_id: customer.id, items: [{ plan: seats.id }], ...body });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    }
+    expect((await engine.call('GET', `/v1/subscriptions?customer=${customer.id}`)).body.data).toEqual([]);
+
+    const sub = await post('/v1/subscriptions', { customer_id: customer.id, items: [{ plan: seats.id, quantity: 2 }, { plan: books.id, tax_rates: [reduced.id] }], default_tax_rates: [standard.id] });
+    const [first] = await invoicesOf(sub.id);
+    // Seats: 2000 + 20% = 400; e-books: 2000 + 5.5% = 110.
+    expect(first!.lines.map((l: { tax_amounts?: { tax_rate: string; amount: number }[] }) => l.tax_amounts?.map((t) => [t.tax_rate, t.amount]))).toEqual([[[standard.id, 400]], [[reduced.id, 110]]]);
+    expect(first).toMatchObject({ subtotal: 4000, tax: 510, total: 4510 });
+
+    const taxRates = await engine.call('GET', `/v1/subscriptions/${sub.id}/tax_rates`);
+    const booksItem = taxRates.body.items[0].id as string;
+    expect(taxRates.body).toEqual({ object: 'subscription_tax_rates', subscription: sub.id, default_tax_rates: [standard.id], items: [{ id: booksItem, tax_rates: [reduced.id] }] });
+    const items = (await engine.call('GET', `/v1/subscription_items?subscription=${sub.id}`)).body.data;
+    expect(items.map((i: { plan: string; tax_rates: string[] }) => [i.plan, i.tax_rates])).toEqual([[seats.id, []], [books.id, [reduced.id]]]);
+
+    // Prices include GST from now on for the defaults; the e-books item keeps its own rate.
+    const changed = await engine.call('POST', `/v1/subscriptions/${sub.id}/tax_rates`, { default_tax_rates: [included.id] });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(changed.body.default_tax_rates).toEqual([included.id]);
+    const upcoming = await engine.call('GET', `/v1/invoices/upcoming?subscription=${sub.id}`);
+    expect(upcoming.status, JSON.stringify(upcoming.body)).toBe(200);
+    // 2000 including 10%: 1818 + 182.
+    expect(upcoming.body.lines.map((l: { tax_amounts?: { tax_rate: string; amount: number }[] }) => l.tax_amounts?.map((t) => [t.tax_rate, t.amount]))).toEqual([[[included.id, 182]], [[reduced.id, 110]]]);
+    expect(upcoming.body).toMatchObject({ subtotal: 4000, tax: 292, total_excluding_tax: 3818, total: 4110 });
+
+    // An item's rates alone: no workflow message; bad ones change nothing.
+    const patched = await engine.call('PATCH', `/v1/subscription_items/${booksItem}`, { tax_rates: [] });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.tax_rates).toEqual([]);
+    for (const [path, body] of [
+      [`/v1/subscription_items/${booksItem}`, { tax_rates: [inactive.id] }],
+      [`/v1/subscription_items/${booksItem}`, { tax_rates: [reduced.id, reduced.id] }],
+    ] as const) {
+      const refused = await engine.call('PATCH', path, body);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    }
+    for (const body of [{ default_tax_rates: [inactive.id] }, { items: [{ id: 'si_01jd3x5k8q0m2v7c9r4t6y1w3e', tax_rates: [] }] }, {}]) {
+      const refused = await engine.call('POST', `/v1/subscriptions/${sub.id}/tax_rates`, body);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    }
+    expect((await engine.call('GET', `/v1/subscriptions/${sub.id}/tax_rates`)).body).toEqual({ object: 'subscription_tax_rates', subscription: sub.id, default_tax_rates: [included.id], items: [] });
+    const other = await engine.signUp({ name: 'Other subs' });
+    expect((await engine.call('GET', `/v1/subscriptions/${sub.id}/tax_rates`, undefined, other.headers)).status).toBe(404);
+    expect((await engine.call('POST', `/v1/subscriptions/${sub.id}/tax_rates`, { default_tax_rates: [] }, other.headers)).status).toBe(404);
+  });
+
+  it("an invoice item's tax_rates: checked, stored and shown", async () => {
+    const rate = await post('/v1/tax_rates', { display_name: 'Service tax', percentage: 8, inclusive: false });
+    const customer = await post('/v1/customers', { email: 'one-off@example.com' });
+    const item = await post('/v1/invoice_items', { customer: customer.id, amount: 5000, currency: 'USD', description: 'Workshop', tax_rates: [rate.id] });
+    expect(item.tax_rates).toEqual([rate.id]);
+    const refused = await engine.call('POST', '/v1/invoice_items', { customer: customer.id, amount: 5000, currency: 'USD', description: 'Workshop', tax_rates: ['txr_01jd3x5k8q0m2v7c9r4t6y1w3e'] });
+    expect(refused.status).toBe(400);
+    expect((await engine.call('PATCH', `/v1/invoice_items/${item.id}`, { tax_rates: [] })).body.tax_rates).toEqual([]);
   });
 });
