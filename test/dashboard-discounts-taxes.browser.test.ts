@@ -41,7 +41,7 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
     page.on('console', (message) => {
-      if (message.type() === 'error' && !/status of (400|401|409)/.test(message.text())) problems.push(message.text());
+      if (message.type() === 'error' && !/status of (400|401|404|409)/.test(message.text())) problems.push(message.text());
     });
     page.on('response', (response) => {
       const url = new URL(response.url());
@@ -85,7 +85,7 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).click();
     await page.getByRole('heading', { level: 1, name: label }).waitFor();
   };
-  /** Submits `form` expecting the API to refuse with `status`; answers the alert's text. */
+  /** Submits `form` expecting the API to refuse it (`request`: its method, path and status); answers the alert's text. */
   async function refused(form: ReturnType<Page['getByRole']>, button: string, request: string) {
     expected.add(request);
     await form.getByRole('button', { name: button }).click();
@@ -301,6 +301,29 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     expect((await callApi('GET', `/v1/credit_notes/${byLine.id}`)).status).toBe('void');
     expect((await callApi('GET', `/v1/customers/${customerId}`)).balances).toEqual({ USD: 0 });
     await check('credit-notes');
+    expect(problems).toEqual([]);
+  });
+
+  it("a subscription's own discount is applied and removed on its page", async () => {
+    const plan = await callApi('POST', '/v1/plans', { name: 'Team', amount: 3000, currency: 'USD', interval: 'month' });
+    const subscription = await callApi('POST', '/v1/subscriptions', { customer_id: customerId, plan: plan.id });
+    await page.goto(`${baseUrl}/dashboard/subscriptions/${subscription.id}`);
+    await page.getByRole('heading', { level: 1, name: `Subscription ${subscription.id}` }).waitFor();
+    const discount = page.getByRole('region', { name: 'Discount' });
+    await discount.getByText('No discount.').waitFor();
+    const apply = page.getByRole('form', { name: 'Apply a discount' });
+    await apply.getByLabel('Apply').selectOption('promotion_code');
+    await apply.getByLabel('Promotion code').fill('NOSUCHCODE');
+    expect(await refused(apply, 'Apply discount', `POST /v1/subscriptions/${subscription.id}/discount 404`)).toMatch(/NOSUCHCODE/i);
+    expect((await callApi('GET', `/v1/subscriptions/${subscription.id}`)).discount).toBeNull();
+    await apply.getByLabel('Promotion code').fill('SPRING20');
+    await apply.getByRole('button', { name: 'Apply discount', exact: true }).click();
+    await discount.getByText('Launch: 20% off for 3 months').waitFor();
+    expect((await callApi('GET', `/v1/subscriptions/${subscription.id}`)).discount).toMatchObject({ subscription: subscription.id, coupon: { id: 'LAUNCH20' } });
+    await check('subscription');
+    await discount.getByRole('button', { name: 'Remove discount', exact: true }).click();
+    await discount.getByText('No discount.').waitFor();
+    expect((await callApi('GET', `/v1/subscriptions/${subscription.id}`)).discount).toBeNull();
     expect(problems).toEqual([]);
   });
 });

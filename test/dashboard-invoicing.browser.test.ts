@@ -267,4 +267,26 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await check('invoice-list');
     expect(problems).toEqual([]);
   });
+
+  it("shows and edits the customer's currency", async () => {
+    await page.getByRole('link', { name: 'grace@example.com' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Customer Grace' }).waitFor();
+    await page.getByRole('definition').filter({ hasText: 'not set' }).waitFor();
+    const form = page.getByRole('form', { name: 'Edit customer' });
+    await form.getByLabel('Currency').fill('EURO');
+    expected.add(`PATCH /v1/customers/${customerId} 400`);
+    await form.getByRole('button', { name: 'Save customer' }).click();
+    const refusal = form.getByRole('alert');
+    await refusal.waitFor();
+    expect(await refusal.textContent()).toMatch(/^currency: .*\(invalid_request\)$/);
+    expected.delete(`PATCH /v1/customers/${customerId} 400`);
+    expect((await callApi('GET', `/v1/customers/${customerId}`)).currency).toBeNull();
+    await form.getByLabel('Currency').fill('eur');
+    await form.getByRole('button', { name: 'Save customer' }).click();
+    await page.getByRole('region', { name: 'Customer' }).getByRole('definition').filter({ hasText: /^EUR$/ }).waitFor();
+    expect(await callApi('GET', `/v1/customers/${customerId}`)).toMatchObject({ currency: 'EUR', email: 'grace@example.com', name: 'Grace' });
+    // The customer's currency is what a new invoice item starts in.
+    expect(await page.getByRole('form', { name: 'New invoice item' }).getByLabel('Currency').inputValue()).toBe('EUR');
+    expect(problems).toEqual([]);
+  });
 });

@@ -99,13 +99,17 @@ function TaxIds({ customer }: { customer: Customer }) {
   );
 }
 
-function CustomerDiscount({ customer }: { customer: Customer }) {
+/**
+ * A discount in force and the forms that change it: a customer's own (`/v1/customers/{id}/discount`, all its invoices) or a
+ * subscription's (`/v1/subscriptions/{id}/discount`, which comes first). `known` is the discount the object carries, when it
+ * carries one (undefined: the object has no such field, so the page shows what it last applied).
+ */
+export function DiscountCard({ path, known, about }: { path: string; known: Discount | null | undefined; about: string }) {
   const id = useId();
   const [by, setBy] = useState<'coupon' | 'promotion_code'>('coupon');
   const [applied, setApplied] = useState<Discount | null | undefined>(undefined);
   const coupons = useQuery({ queryKey: [currentMode(), 'coupons', 'all'], queryFn: () => call<ListOf<Coupon>>('GET', '/v1/coupons', { query: { limit: 100 } }) });
-  // The customer object's discount when it carries one; else what this page last applied.
-  const current = 'discount' in customer ? customer.discount : applied;
+  const current = applied !== undefined ? applied : known;
   return (
     <section className="card" aria-label="Discount">
       <h2>Discount</h2>
@@ -117,13 +121,12 @@ function CustomerDiscount({ customer }: { customer: Customer }) {
         </p>
       ) : current === null ? (
         <p>No discount.</p>
-      ) : (
-        <p className="muted">Applied to all of the customer's invoices (a subscription's own discount comes first).</p>
-      )}
+      ) : null}
+      <p className="muted">{about}</p>
       <ActionForm
         title="Apply a discount"
         submit="Apply discount"
-        action={(v) => call<{ discount: Discount | null }>('POST', `/v1/customers/${customer.id}/discount`, { body: by === 'coupon' ? { coupon: v.coupon } : { promotion_code: v.promotion_code } })}
+        action={(v) => call<{ discount: Discount | null }>('POST', path, { body: by === 'coupon' ? { coupon: v.coupon } : { promotion_code: v.promotion_code } })}
         done={(answer) => setApplied((answer as { discount: Discount | null }).discount)}
       >
         <div className="field">
@@ -137,11 +140,13 @@ function CustomerDiscount({ customer }: { customer: Customer }) {
           <div className="field">
             <label htmlFor={`${id}-coupon`}>Coupon</label>
             <select id={`${id}-coupon`} name="coupon" required>
-              {(coupons.data?.data ?? []).map((coupon) => (
-                <option key={coupon.id} value={coupon.id}>
-                  {coupon.name ?? coupon.id} ({couponText(coupon)})
-                </option>
-              ))}
+              {(coupons.data?.data ?? [])
+                .filter((coupon) => coupon.valid)
+                .map((coupon) => (
+                  <option key={coupon.id} value={coupon.id}>
+                    {coupon.name ?? coupon.id} ({couponText(coupon)})
+                  </option>
+                ))}
             </select>
           </div>
         ) : (
@@ -149,13 +154,7 @@ function CustomerDiscount({ customer }: { customer: Customer }) {
         )}
       </ActionForm>
       {current !== null ? (
-        <ActionButton
-          label="Remove discount"
-          className="danger"
-          confirm="Remove the customer's discount? It stops applying now."
-          action={() => call('DELETE', `/v1/customers/${customer.id}/discount`)}
-          done={() => setApplied(null)}
-        />
+        <ActionButton label="Remove discount" className="danger" confirm="Remove this discount? It stops applying now." action={() => call('DELETE', path)} done={() => setApplied(null)} />
       ) : null}
     </section>
   );
@@ -218,7 +217,11 @@ export function CustomerBilling({ customer }: { customer: CustomerView }) {
     <>
       <TaxDetails customer={c} />
       <TaxIds customer={c} />
-      <CustomerDiscount customer={c} />
+      <DiscountCard
+        path={`/v1/customers/${c.id}/discount`}
+        known={'discount' in c ? (c.discount ?? null) : undefined}
+        about="The customer's own discount applies to all of their invoices (a subscription's own discount comes first)."
+      />
       <Balance customer={c} />
     </>
   );

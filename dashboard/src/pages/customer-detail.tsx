@@ -138,8 +138,8 @@ export function CustomerDetail() {
           </section>
           <EditCustomer customer={c} />
           <CustomerBilling customer={c} />
-          <PendingItems customerId={c.id} defaultCurrency={c.currency ?? undefined} />
-          <NewInvoiceForm customerId={c.id} defaultCurrency={c.currency} />
+          <PendingItems key={`items-${c.currency ?? ''}`} customerId={c.id} defaultCurrency={c.currency ?? undefined} />
+          <NewInvoiceForm key={`invoice-${c.currency ?? ''}`} customerId={c.id} defaultCurrency={c.currency} />
           <h2>Invoices</h2>
           <PagedTable
             label="Invoices of the customer"

@@ -7,6 +7,7 @@ import { ActionButton, ErrorNote, PagedTable, PageTitle, Status } from '../ui.ts
 import { NewInvoiceForm } from './customer-detail.tsx';
 import { InvoiceItemForm, InvoiceItemsTable } from './invoice-items.tsx';
 import { InvoiceExtras, InvoiceTotals } from './invoice-extras.tsx';
+import type { InvoiceLineTotalsFields } from '../billing-types.ts';
 
 /** A breakdown row in words: "Units 11 and up: 5 × $7.505 + $5.00 flat" (a package row: "3 packages × $5.00"). */
 function breakdownText(row: Schemas['PriceRow'], currency: string, packaged: boolean): string {
@@ -15,6 +16,15 @@ function breakdownText(row: Schemas['PriceRow'], currency: string, packaged: boo
   const flat = row.flat_amount ? ` + ${formatMinor(row.flat_amount, currency)} flat` : '';
   if (packaged) return `${units}: ${row.quantity} package${row.quantity === 1 ? '' : 's'} × ${formatMinor(row.unit_amount_decimal, currency)}`;
   return `${units}: ${each}${flat} = ${formatMinor(row.amount_decimal, currency)}`;
+}
+
+/** A line's share of the discount and its taxes, in words: " · discount −$20.00 · VAT 19% $15.20". */
+function lineAdjustments(line: Schemas['Invoice']['lines'][number] & InvoiceLineTotalsFields, currency: string): string {
+  const parts = [
+    ...(line.discount_amounts ?? []).filter((d) => d.amount).map((d) => `discount ${money(-d.amount, currency)}`),
+    ...(line.tax_amounts ?? []).map((t) => `${t.display_name} ${t.percentage}%${t.inclusive ? ' included' : ''} ${money(t.amount, currency)}`),
+  ];
+  return parts.map((part) => ` · ${part}`).join('');
 }
 
 /** An invoice's lines: description, plan, quantity, unit amount (— when not a whole amount per unit), amount, and the tier breakdown under a line. */
@@ -42,6 +52,7 @@ export function InvoiceLines({ invoice }: { invoice: Schemas['Invoice'] }) {
                 <span className="muted line-period">
                   {line.period_start === line.period_end ? `On ${dateOnly(line.period_start)}` : `Period ${dateOnly(line.period_start)} – ${dateOnly(line.period_end)}`}
                   {line.proration ? ' · proration' : ''}
+                  {lineAdjustments(line, invoice.currency)}
                 </span>
                 {line.plan ? (
                   <>

@@ -6,6 +6,8 @@ import { api, currentMode, date, money, unwrap, type Schemas } from '../api.ts';
 import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 import { InvoiceLines } from './invoices.tsx';
 import { describePlan } from './plans.tsx';
+import { DiscountCard } from './customer-billing.tsx';
+import type { Discount } from '../billing-types.ts';
 
 /** A plan's price in `currency` (its own, or one of its currency_options), as domain/pricing.ts computes it; null when it has none there. */
 function pricingOf(plan: Schemas['Plan'], currency: string): Pricing | null {
@@ -194,7 +196,9 @@ export function SubscriptionDetail() {
             </dd>
             <dt>Customer</dt>
             <dd>
-              <code>{s.customer_id}</code>
+              <Link to="/customers/$id" params={{ id: s.customer_id }}>
+                <code>{s.customer_id}</code>
+              </Link>
             </dd>
             <dt>Plan</dt>
             <dd>
@@ -253,6 +257,13 @@ export function SubscriptionDetail() {
       <ActionForm title="Change plan" submit="Change plan" action={(v) => unwrap(api.POST('/v1/subscriptions/{id}/update', { params: { path: { id } }, body: { plan: v.plan! } }))}>
         <Field label="New plan ID" name="plan" required placeholder="plan_…" />
       </ActionForm>
+      {s && s.status !== 'canceled' && s.status !== 'expired' ? (
+        <DiscountCard
+          path={`/v1/subscriptions/${id}/discount`}
+          known={'discount' in s ? ((s as { discount?: Discount | null }).discount ?? null) : undefined}
+          about="The subscription's own discount applies to its invoices from the next one on, before the customer's."
+        />
+      ) : null}
       <section className="card" aria-label="Invoices of this subscription">
         <h2>Invoices</h2>
         <ErrorNote error={invoices.error} />
