@@ -94,6 +94,15 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
     // Each line's plan, quantity, unit amount (null when the amount is not a whole unit amount × quantity) and amount, in order.
     { name: 'lines', sql: "(select coalesce(jsonb_agg(jsonb_build_object('description', l->>'description', 'plan', l->'plan', 'quantity', (l->>'quantity')::int, 'unit_amount', l->'amount', 'amount', coalesce((l->>'total')::bigint, (l->>'amount')::bigint * (l->>'quantity')::int), 'proration', coalesce((l->>'proration')::boolean, false)) order by n), '[]'::jsonb) from jsonb_array_elements(t.lines) with ordinality as x(l, n))", kind: 'json' },
+    // How it adds up (docs/discounts-and-taxes.md): subtotal − discount + exclusive tax = total; the balance it used.
+    { name: 'subtotal', sql: 't.subtotal', kind: 'int' },
+    { name: 'discount', sql: 't.discount', kind: 'int' },
+    { name: 'total_excluding_tax', sql: 'coalesce(t.total_excluding_tax, t.total)', kind: 'int' },
+    { name: 'tax', sql: 't.tax', kind: 'int' },
+    { name: 'tax_by_rate', sql: "coalesce(t.total_tax_amounts, '[]'::jsonb)", kind: 'json' },
+    { name: 'starting_balance', sql: 't.starting_balance', kind: 'int' },
+    { name: 'ending_balance', sql: 't.ending_balance', kind: 'int' },
+    { name: 'customer_tax_exempt', sql: 't.customer_tax_exempt', kind: 'text' },
   ],
   subscriptions: [
     { name: 'id', sql: 't.id', kind: 'text' },

@@ -126,7 +126,7 @@ describe('exports', () => {
     expect(customers.bytes.toString('utf8').split('\r\n')[0]).toBe('id,created,email,name,currency');
     const invoices = await exportOf({ resource: 'invoices', format: 'csv' });
     expect(invoices.bytes.toString('utf8')).toBe(
-      'id,created,number,status,customer,customer_email,subscription,total,amount_paid,amount_due,currency,total_formatted,period_start,period_end,paid_at,lines\r\n',
+      'id,created,number,status,customer,customer_email,subscription,total,amount_paid,amount_due,currency,total_formatted,period_start,period_end,paid_at,lines,subtotal,discount,total_excluding_tax,tax,tax_by_rate,starting_balance,ending_balance,customer_tax_exempt\r\n',
     );
     const subscriptions = await exportOf({ resource: 'subscriptions', format: 'csv' });
     expect(subscriptions.bytes.toString('utf8')).toBe('id,created,status,customer,plan,quantity,pending_plan,pending_quantity,currency,current_period_start,current_period_end,cancel_at_period_end,canceled_at\r\n');
