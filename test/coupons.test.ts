@@ -288,6 +288,38 @@ describe('coupons, promotion codes and discounts', () => {
     expect((await engine.call('GET', `/v1/promotion_codes/${code.id}`)).body.times_redeemed).toBe(0);
   });
 
+  it('the portal takes a promotion code for a subscription only where the account allows it', async () => {
+    const plan = await engine.call('POST', '/v1/plans', { name: 'Portal plan', amount: 2500, currency: 'USD', interval: 'month' });
+    const cus = await customer();
+    const sub = await engine.call('POST', '/v1/subscriptions', { customer: cus, plan: plan.body.id });
+    await coupon({ id: 'PORTAL15', percent_off: 15, duration: 'forever' });
+    const code = (await engine.call('POST', '/v1/promotion_codes', { coupon: 'PORTAL15', code: 'WELCOME15' })).body;
+    const link = await engine.call('POST', `/v1/customers/${cus}/portal_link`, {});
+    const token = link.body.url.split('#')[1];
+    const portal = (method: string, path: string, body?: unknown) => engine.call(method, path, body, { authorization: '', 'x-portal-token': token });
+    const apply = () => portal('POST', `/v1/portal/subscriptions/${sub.body.id}/promotion_code`, { code: 'welcome15' });
+
+    // Off by default: 403, nothing redeemed.
+    expect((await engine.call('GET', '/v1/settings/customer_portal')).body.promotion_codes).toBe(false);
+    expectError(await apply(), 403, 'forbidden', 'promotion codes');
+    expect((await portal('GET', '/v1/portal')).body.subscriptions[0].discount).toBeNull();
+    const allowed = await engine.call('PATCH', '/v1/settings/customer_portal', { promotion_codes: true });
+    expect(allowed.body).toMatchObject({ promotion_codes: true, cancellation: true });
+
+    const applied = await apply();
+    expect(applied.status, JSON.stringify(applied.body)).toBe(200);
+    expect(applied.body).toMatchObject({ id: sub.body.id, discount: { coupon: { id: 'PORTAL15' }, promotion_code: code.id, subscription: sub.body.id } });
+    expect((await portal('GET', '/v1/portal')).body.subscriptions[0].discount.coupon.id).toBe('PORTAL15');
+    expect((await engine.call('GET', `/v1/subscriptions/${sub.body.id}`)).body.discount.promotion_code).toBe(code.id);
+    // A code that does not exist, or another customer's subscription: refused.
+    expectError(await portal('POST', `/v1/portal/subscriptions/${sub.body.id}/promotion_code`, { code: 'NOPE' }), 404, 'not_found');
+    const others = await engine.call('POST', '/v1/subscriptions', { customer: await customer(), plan: plan.body.id });
+    expectError(await portal('POST', `/v1/portal/subscriptions/${others.body.id}/promotion_code`, { code: 'WELCOME15' }), 404, 'not_found');
+    expectError(await engine.call('POST', `/v1/portal/subscriptions/${sub.body.id}/promotion_code`, { code: 'WELCOME15' }, { authorization: '' }), 401, 'unauthorized');
+    expect((await engine.call('GET', `/v1/promotion_codes/${code.id}`)).body.times_redeemed).toBe(1);
+    await engine.call('PATCH', '/v1/settings/customer_portal', { promotion_codes: false });
+  });
+
   it('20 concurrent redemptions of a max_redemptions=5 coupon make exactly 5', async () => {
     await coupon({ id: 'RACE5', percent_off: 10, max_redemptions: 5 });
     const code = (await engine.call('POST', '/v1/promotion_codes', { coupon: 'RACE5', code: 'RACE', max_redemptions: 20 })).body;

@@ -80,7 +80,7 @@ describe('customer portal', () => {
     const refused = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: premium.body.id });
     expect(refused.status).toBe(403);
     const setting = await engine.call('PATCH', '/v1/settings/customer_portal', { plan_changes: true, cancellation: false });
-    expect(setting.body).toEqual({ plan_changes: true, cancellation: false, resume: true, quantity_changes: false });
+    expect(setting.body).toEqual({ plan_changes: true, cancellation: false, resume: true, quantity_changes: false, promotion_codes: false });
     expect((await portal('GET', '/v1/portal')).body.plans.map((p: { id: string }) => p.id)).toContain(premium.body.id);
     const changed = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: premium.body.id });
     expect(changed.status).toBe(200);

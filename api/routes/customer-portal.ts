@@ -30,9 +30,14 @@ import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, oneCursor } from '../pagination.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { serializeDiscount } from '../../objects/discount.ts';
+import { redeemDiscount, subscriptionDiscounts } from '../../services/discounts.ts';
+import { subscriptionFirstInvoiceAmount, tellWorkflowOfDiscount } from '../../services/subscription-discounts.ts';
+import { clockTimeOf } from '../../services/test-clocks.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
-export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true, quantity_changes: false };
+export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true, quantity_changes: false, promotion_codes: false };
 
 const Permissions = z
   .object({
@@ -42,6 +47,9 @@ const Permissions = z
     quantity_changes: z.boolean().openapi({
       description:
         'Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default',
+    }),
+    promotion_codes: z.boolean().optional().openapi({
+      description: "Customers may enter a promotion code in the portal, applied as their subscription's discount with every restriction of the code checked (docs/discounts-and-taxes.md#discounts). Off by default",
     }),
   })
   .openapi('CustomerPortalSettings');
@@ -159,6 +167,23 @@ const portalChangePlan = createRoute({
   responses: subscriptionAnswers,
 });
 
+const portalPromotionCode = createRoute({
+  method: 'post',
+  path: '/portal/subscriptions/{id}/promotion_code',
+  tags: portalTag,
+  summary: 'Apply a promotion code to the subscription (when the account allows promotion codes)',
+  description:
+    "The code the customer typed (any case) becomes the subscription's discount from its next invoice on, replacing the one it had, as POST /v1/subscriptions/{id}/discount " +
+    "with `promotion_code`: the code's active, expires_at, max_redemptions, customer, first_time_transaction and minimum_amount are checked (400, nothing changed). " +
+    "An unknown code is 404. 403 forbidden unless the account's customer_portal setting has promotion_codes.",
+  security: portalSecurity,
+  request: {
+    params: idParam('sub'),
+    body: { content: { 'application/json': { schema: z.object({ code: z.string().min(1).max(64) }).strict().openapi({ example: { code: 'SPRING20' } }) } }, required: true },
+  },
+  responses: subscriptionAnswers,
+});
+
 const portalQuantity = createRoute({
   method: 'post',
   path: '/portal/subscriptions/{id}/quantity',
@@ -217,6 +242,15 @@ function subscriptionPlan(plan: Plan, subscription: Subscription) {
     amountAtQuantity = null;
   }
   return { ...shown, amount_at_quantity: amountAtQuantity };
+}
+
+/** Portal subscriptions with their `discount` in force (or null). */
+async function portalDiscounts<T extends { id: string }>(em: EntityManager, subscriptions: T[], now = new Date()): Promise<(T & { discount: ReturnType<typeof serializeDiscount> | null })[]> {
+  const discounts = await subscriptionDiscounts(em, subscriptions.map((s) => s.id), now);
+  return subscriptions.map((s) => {
+    const found = discounts.get(s.id);
+    return { ...s, discount: found ? serializeDiscount(found.discount, found.coupon, now) : null };
+  });
 }
 
 export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
@@ -298,7 +332,10 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
           customer: { id: customer.id, email: customer.email, name: customer.name ?? null, payment_method: customer.paymentMethod ?? null },
           livemode: claims.livemode,
           permissions,
-          subscriptions: subscriptions.map((s) => ({ ...serializeSubscription(s), plan_details: byId.has(s.planId) ? subscriptionPlan(byId.get(s.planId)!, s) : null })),
+          subscriptions: await portalDiscounts(
+            em,
+            subscriptions.map((s) => ({ ...serializeSubscription(s), plan_details: byId.has(s.planId) ? subscriptionPlan(byId.get(s.planId)!, s) : null })),
+          ),
           plans: permissions.plan_changes ? plans.filter((p) => p.active && p.type !== 'one_time').map((p) => portalPlan(p)) : [],
           payment_method_url: await links.billingDetailsUrl(claims),
         },
@@ -346,6 +383,21 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const terms = changedPlanTerms(plan, subscription);
       const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
       return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(portalPromotionCode, async (c) => {
+      const { permissions, subscription, customer, claims } = await ownSubscription(c, c.req.valid('param').id);
+      if (!permissions.promotion_codes) throw new ApiError('forbidden', 'This account does not let customers enter promotion codes in the portal.');
+      const em = orm.em.fork();
+      const clock = await clockTimeOf(em, customer.testClockId);
+      const now = clock ? new Date(clock.now) : new Date();
+      const currency = subscription.currency ?? null;
+      const purchase = currency ? { amount: await subscriptionFirstInvoiceAmount(em, subscription), currency } : null;
+      const { discount } = await em.transactional((tx) =>
+        redeemDiscount(tx, { scope: { accountId: claims.accountId, livemode: claims.livemode }, customer, subscriptionId: subscription.id, code: c.req.valid('json').code, currency, purchase, now }),
+      );
+      await tellWorkflowOfDiscount(temporal, discount);
+      const [answer] = await portalDiscounts(em, [serializeSubscription(subscription)], now);
+      return c.json(answer!, 200);
     })
     .openapi(portalQuantity, async (c) => {
       const { permissions, handle, subscription } = await ownSubscription(c, c.req.valid('param').id);

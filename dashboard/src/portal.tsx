@@ -56,6 +56,64 @@ function QuantityForm({ s }: { s: PortalSubscription }) {
   );
 }
 
+/** A subscription's discount as GET /v1/portal shows it (typed here until sdk/openapi.ts is regenerated). */
+interface PortalDiscount {
+  coupon: { id: string; name: string | null; percent_off: number | null; amount_off: number | null; currency: string | null; duration: string; duration_in_months: number | null };
+  end: string | null;
+}
+const discountOf = (s: PortalSubscription): PortalDiscount | null => (s as PortalSubscription & { discount?: PortalDiscount | null }).discount ?? null;
+const promotionCodesAllowed = (portal: Schemas['CustomerPortal']): boolean => Boolean((portal.permissions as { promotion_codes?: boolean }).promotion_codes);
+
+/** "20% off until 11 Feb 2027", "$5.00 off, next invoice only", "10% off". */
+function discountText(d: PortalDiscount): string {
+  const off = d.coupon.percent_off !== null ? `${d.coupon.percent_off}% off` : `${money(d.coupon.amount_off ?? 0, d.coupon.currency ?? 'USD')} off`;
+  const label = d.coupon.name ? `${d.coupon.name}: ${off}` : off;
+  if (d.end) return `${label} until ${date(d.end)}`;
+  return d.coupon.duration === 'once' ? `${label}, next invoice only` : label;
+}
+
+/** The customer enters a promotion code (when the account allows it): it becomes the subscription's discount. */
+function PromotionCodeForm({ s }: { s: PortalSubscription }) {
+  const client = useQueryClient();
+  const [code, setCode] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState<string | null>(null);
+  return (
+    <form
+      className="filters"
+      aria-label="Promotion code"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setError(null);
+        setDone(null);
+        try {
+          const response = await fetch(`/v1/portal/subscriptions/${encodeURIComponent(s.id)}/promotion_code`, {
+            method: 'POST',
+            credentials: 'omit',
+            headers: { 'content-type': 'application/json', 'x-portal-token': token },
+            body: JSON.stringify({ code: code.trim() }),
+          });
+          const body = (await response.json()) as { discount?: PortalDiscount | null; message?: string };
+          if (!response.ok) throw new Error(body.message ?? `The code was refused (${response.status}).`);
+          setDone(body.discount ? `Applied: ${discountText(body.discount)}.` : 'Applied.');
+          setCode('');
+          await client.invalidateQueries();
+        } catch (failure) {
+          setError(failure);
+        }
+      }}
+    >
+      <div className="field">
+        <label htmlFor={`promo-${s.id}`}>Promotion code</label>
+        <input id={`promo-${s.id}`} required maxLength={64} autoComplete="off" value={code} onChange={(e) => setCode(e.target.value)} />
+      </div>
+      <button type="submit">Apply code</button>
+      {done ? <p role="status">{done}</p> : null}
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
 function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schemas['CustomerPortal'] }) {
   const [plan, setPlan] = useState('');
   const client = useQueryClient();
@@ -82,6 +140,12 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
             <dd>{money(s.plan_details.amount_at_quantity, s.plan_details.currency)}</dd>
           </>
         ) : null}
+        {discountOf(s) ? (
+          <>
+            <dt>Discount</dt>
+            <dd>{discountText(discountOf(s)!)}</dd>
+          </>
+        ) : null}
         {!ended ? (
           <>
             <dt>{s.cancel_at_period_end ? 'Ends on' : 'Next charge'}</dt>
@@ -103,6 +167,7 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
         </div>
       ) : null}
       {!ended && portal.permissions.quantity_changes ? <QuantityForm key={s.id} s={s} /> : null}
+      {!ended && promotionCodesAllowed(portal) ? <PromotionCodeForm key={`promo-${s.id}`} s={s} /> : null}
       {!ended && portal.permissions.plan_changes && others.length > 0 ? (
         <form
           className="filters"

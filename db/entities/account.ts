@@ -21,6 +21,8 @@ export interface CustomerPortalPermissions {
   resume: boolean;
   /** Customers may change their subscription's quantity (seats); off by default. */
   quantity_changes: boolean;
+  /** Customers may enter a promotion code, applied as their subscription's discount; off by default (unset on accounts before it). */
+  promotion_codes?: boolean;
 }
 
 export const accountTypes = ['individual', 'business'] as const;
