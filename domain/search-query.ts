@@ -64,6 +64,8 @@ export const invoiceSearchSchema: SearchSchema = {
     subscription: { type: 'id', nullable: true },
     total: { type: 'amount' },
     amount_due: { type: 'amount' },
+    discount: { type: 'amount' },
+    tax: { type: 'amount' },
     amount_paid: { type: 'amount' },
     currency: { type: 'currency' },
     created: { type: 'time' },
@@ -84,6 +86,9 @@ export const customerSearchSchema: SearchSchema = {
     email: { type: 'text', substring: true },
     name: { type: 'text', substring: true, nullable: true },
     created: { type: 'time' },
+    // The address's ISO country (upper case: country:DE) and none, exempt or reverse (docs/discounts-and-taxes.md#taxes).
+    country: { type: 'text', nullable: true },
+    tax_exempt: { type: 'enum', values: ['none', 'exempt', 'reverse'] },
   },
 };
 

@@ -69,7 +69,7 @@ export function pdfAdjustments(invoice: Invoice) {
   const discounts = invoice.totalDiscountAmounts ?? [];
   const first = discounts[0];
   return {
-    discount: first ? { label: first.name ? `${first.name} (${first.coupon})` : first.coupon ? `Discount (${first.coupon})` : 'Discount', amount: discounts.reduce((sum, d) => sum + d.amount, 0) } : null,
+    discount: first ? { label: first.name ?? (first.coupon ? `Discount (${first.coupon})` : 'Discount'), amount: discounts.reduce((sum, d) => sum + d.amount, 0) } : null,
     taxes: (invoice.totalTaxAmounts ?? []).map((tax) => ({ label: `${tax.display_name} ${tax.percentage}%`, amount: tax.amount, inclusive: tax.inclusive })),
     ...(invoice.totalExcludingTax !== null && invoice.totalExcludingTax !== undefined ? { totalExcludingTax: Number(invoice.totalExcludingTax) } : {}),
     startingBalance: Number(invoice.startingBalance ?? 0),

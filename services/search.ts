@@ -75,6 +75,8 @@ export const invoiceSearch: SearchTable = {
     total: 't.total',
     amount_due: 't.amount_due',
     amount_paid: 't.amount_paid',
+    discount: 't.discount',
+    tax: 't.tax',
     currency: 't.currency',
     created: 't.created_at',
     period_start: 't.period_start',
@@ -88,7 +90,7 @@ export const customerSearch: SearchTable = {
   schema: customerSearchSchema,
   table: 'customers',
   idPattern: /^cus_[0-9a-z]{26}$/,
-  columns: { id: 't.id', email: 't.email', name: 't.name', created: 't.created_at' },
+  columns: { id: 't.id', email: 't.email', name: 't.name', created: 't.created_at', country: "(t.address ->> 'country')", tax_exempt: 't.tax_exempt' },
 };
 
 /** The resources with a search, by name (exports of these take a `query` too). */

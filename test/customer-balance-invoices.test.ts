@@ -6,12 +6,14 @@
  * the balance it used; the upcoming invoice shows the balance it will apply; two invoices at
  * once never spend one credit twice.
  */
+import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Charge, CustomerBalanceTransaction, Invoice } from '../db/entities/index.ts';
 import { issueWithAdjustments } from '../services/invoice-adjustments.ts';
 import { recordBalanceTransaction } from '../services/customer-balance.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
+import { eventually } from './helpers/temporal.ts';
 
 const day = 86_400_000;
 
@@ -122,6 +124,44 @@ describe('the customer balance on invoices', () => {
     // Voiding again changes nothing.
     expect((await engine.call('POST', `/v1/invoices/${draft.body.id}/void`)).status).toBe(409);
     expect(await balanceOf(customerId)).toBe(-1500);
+  });
+
+  it('a discounted, taxed invoice adds up on the API, the PDF and the email alike, and search finds it by discount and tax', { timeout: 60_000 }, async () => {
+    const customerId = await customerWithCredit('adds-up@example.com', 0);
+    const coupon = await engine.call('POST', '/v1/coupons', { name: 'Launch', percent_off: 20, duration: 'forever' });
+    expect(coupon.status, JSON.stringify(coupon.body)).toBe(201);
+    const vat = await engine.call('POST', '/v1/tax_rates', { display_name: 'VAT', percentage: 19, inclusive: false, country: 'DE' });
+    expect(vat.status, JSON.stringify(vat.body)).toBe(201);
+    const seats = await engine.call('POST', '/v1/plans', { name: 'Seats', amount: 1500, currency: 'USD', interval: 'month' });
+    const sub = await engine.call('POST', '/v1/subscriptions', {
+      customer_id: customerId,
+      items: [{ plan: seats.body.id, quantity: 12, tax_rates: [vat.body.id] }],
+      coupon: coupon.body.id,
+      trial_period_days: 0,
+    });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    const invoice = (await engine.call('GET', `/v1/invoices/${sub.body.latest_invoice}`)).body;
+    // docs/discounts-and-taxes.md's first worked example.
+    expect(invoice).toMatchObject({ subtotal: 18000, total_excluding_tax: 14400, tax: 2736, total: 17136, amount_due: 17136, amount_paid: 17136, status: 'paid' });
+    expect(invoice.total_discount_amounts).toEqual([{ discount: expect.stringMatching(/^di_/), amount: 3600 }]);
+    expect(invoice.total_tax_amounts).toEqual([{ tax_rate: vat.body.id, display_name: 'VAT', percentage: '19', inclusive: false, taxable_amount: 14400, amount: 2736 }]);
+    expect(invoice.lines[0]).toMatchObject({ amount: 18000, discount_amounts: [{ amount: 3600 }], tax_amounts: [{ amount: 2736 }] });
+    // The PDF prints the same rows (its text layer).
+    const pdf = await engine.app.request(invoice.pdf.replace(/^https?:\/\/[^/]+/, ''));
+    expect(pdf.status).toBe(200);
+    const { text: pages } = await extractText(await getDocumentProxy(new Uint8Array(await pdf.arrayBuffer())), { mergePages: true });
+    const printed = pages.replace(/\s+/g, ' ');
+    for (const row of ['Launch -$36.00', 'Total excluding tax $144.00', 'VAT 19% $27.36', 'Total $171.36']) expect(printed).toContain(row);
+    // The receipt says them too.
+    const receipt = await eventually(async () => engine.mail.messages.find((m) => m.parsed.subject?.includes(`Receipt for invoice ${invoice.number}`)), (m) => m !== undefined, 15_000);
+    const text = receipt!.parsed.text ?? '';
+    expect(text).toContain('Launch: -$36.00');
+    expect(text).toContain('Total excluding tax: $144.00');
+    expect(text).toContain('VAT 19%: $27.36');
+    expect(text).toContain('Total: $171.36');
+    const found = await engine.call('GET', `/v1/invoices/search?query=${encodeURIComponent('discount>0 AND tax>=2736')}`);
+    expect(found.status, JSON.stringify(found.body)).toBe(200);
+    expect(found.body.data.map((i: { id: string }) => i.id)).toEqual([invoice.id]);
   });
 
   it('two invoices issued at once never spend one credit twice (the balance row decides)', { timeout: 60_000 }, async () => {
