@@ -68,7 +68,10 @@ export async function adjustLines(em: EntityManager, parties: InvoiceParties, li
   });
   const [discount, tax] = await Promise.all([
     discountForInvoice(em, parties),
-    taxCalculator.calculate(em, { ...parties, lines: base.map((line) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null })) }),
+    taxCalculator.calculate(em, {
+      ...parties,
+      lines: base.map((line) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null, ...(line.item_tax_rates ? { tax_rates: line.item_tax_rates } : {}) })),
+    }),
   ]);
   const totals = computeInvoiceTotals({
     lines: base.map((line, i) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null, tax_rates: tax.line_tax_rates[i] ?? [] })),

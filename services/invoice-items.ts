@@ -104,6 +104,8 @@ export function itemLine(item: InvoiceItem): InvoiceLine {
     ...(unit === null ? { total: Number(item.amount) } : {}),
     ...(item.planId ? { plan: item.planId } : {}),
     ...(item.breakdown ? { breakdown: item.breakdown } : {}),
+    // The item's own tax rates, which the tax calculator applies to its line instead of the defaults.
+    ...(item.taxRates?.length ? { item_tax_rates: item.taxRates } : {}),
     period_start: item.periodStart.toISOString(),
     period_end: item.periodEnd.toISOString(),
     proration: false,

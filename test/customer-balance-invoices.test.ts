@@ -164,6 +164,20 @@ describe('the customer balance on invoices', () => {
     expect(found.body.data.map((i: { id: string }) => i.id)).toEqual([invoice.id]);
   });
 
+  it("an invoice item's own tax rates tax its line on a one-off invoice; an item without them takes the defaults (none here)", { timeout: 60_000 }, async () => {
+    const customerId = await customerWithCredit('item-tax@example.com', 0);
+    const gst = await engine.call('POST', '/v1/tax_rates', { display_name: 'GST', percentage: 10, inclusive: true, country: 'AU' });
+    expect(gst.status, JSON.stringify(gst.body)).toBe(201);
+    const taxed = await engine.call('POST', '/v1/invoice_items', { customer: customerId, amount: 11000, currency: 'USD', description: 'Workshop', tax_rates: [gst.body.id] });
+    const untaxed = await engine.call('POST', '/v1/invoice_items', { customer: customerId, amount: 500, currency: 'USD', description: 'Shipping' });
+    expect([taxed.status, untaxed.status]).toEqual([201, 201]);
+    const draft = await engine.call('POST', '/v1/invoices', { customer: customerId, collection_method: 'send_invoice', days_until_due: 7 });
+    const finalized = await engine.call('POST', `/v1/invoices/${draft.body.id}/finalize`);
+    expect(finalized.status, JSON.stringify(finalized.body)).toBe(200);
+    expect(finalized.body).toMatchObject({ subtotal: 11500, total_excluding_tax: 10500, tax: 1000, total: 11500, amount_due: 11500 });
+    expect(finalized.body.lines.map((l: { tax_amounts: { amount: number }[] }) => l.tax_amounts.map((t) => t.amount))).toEqual([[1000], []]);
+  });
+
   it('two invoices issued at once never spend one credit twice (the balance row decides)', { timeout: 60_000 }, async () => {
     const customer = await engine.call('POST', '/v1/customers', { email: 'race-credit@example.com' });
     const customerId = customer.body.id as string;

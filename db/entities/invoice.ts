@@ -26,6 +26,8 @@ export interface InvoiceLine {
   period_end: string;
   /** A line that prorates a plan change (the unused part of the old plan, the rest of the period on the new one). Absent means false. */
   proration?: boolean;
+  /** An invoice item's own tax rate ids (POST /v1/invoice_items tax_rates), applied to its line instead of the defaults. */
+  item_tax_rates?: string[];
   /** The product of the line's plan, for a coupon's applies_to (absent on lines before discounts). */
   product?: string;
   /** The line's share of the invoice's discount (domain/invoice-totals.ts); absent means none. */
