@@ -43,7 +43,7 @@ export const eventCatalog = [
   { type: 'account.updated', description: "The account's profile or settings changed (recorded in both modes)." },
   { type: 'account.closed', description: 'The account was closed (recorded in both modes).' },
   { type: 'customer.created', description: 'A customer was created.' },
-  { type: 'customer.updated', description: 'A customer was updated (email, name or payment method).' },
+  { type: 'customer.updated', description: 'A customer was updated (email, name, payment method, address, tax_exempt...).' },
   { type: 'customer.tax_id.created', description: 'A tax id was added to a customer (data.object is the tax id).' },
   { type: 'customer.tax_id.deleted', description: "A customer's tax id was deleted (data.object is the tax id)." },
   { type: 'tax_rate.created', description: 'A tax rate was created.' },

@@ -75,6 +75,8 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'email', sql: 't.email', kind: 'text' },
     { name: 'name', sql: 't.name', kind: 'text' },
     { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'country', sql: "t.address ->> 'country'", kind: 'text' },
+    { name: 'tax_exempt', sql: 't.tax_exempt', kind: 'text' },
   ],
   invoices: [
     { name: 'id', sql: 't.id', kind: 'text' },

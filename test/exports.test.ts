@@ -123,7 +123,7 @@ describe('exports', () => {
     expect(done.row_count).toBe(0);
     expect(JSON.parse(bytes.toString('utf8'))).toEqual([]);
     const customers = await exportOf({ resource: 'customers', format: 'csv' });
-    expect(customers.bytes.toString('utf8').split('\r\n')[0]).toBe('id,created,email,name,currency');
+    expect(customers.bytes.toString('utf8').split('\r\n')[0]).toBe('id,created,email,name,currency,country,tax_exempt');
     const invoices = await exportOf({ resource: 'invoices', format: 'csv' });
     expect(invoices.bytes.toString('utf8')).toBe(
       'id,created,number,status,customer,customer_email,subscription,total,amount_paid,amount_due,currency,total_formatted,period_start,period_end,paid_at,lines,subtotal,discount,total_excluding_tax,tax,tax_by_rate,starting_balance,ending_balance,customer_tax_exempt\r\n',
@@ -268,7 +268,7 @@ describe('exports', () => {
     };
     await bad({ resource: 'transactions', format: 'csv', columns: ['id', 'secret'] }, 'secret');
     await bad({ resource: 'transactions', format: 'csv', query: 'status:nope' }, 'character 8');
-    await bad({ resource: 'customers', format: 'csv', query: 'status:failed' }, 'character 1: expected a field (id, email, name, created)');
+    await bad({ resource: 'customers', format: 'csv', query: 'status:failed' }, 'character 1: expected a field (id, email, name, created, country, tax_exempt)');
     await bad({ resource: 'payouts', format: 'csv', query: 'status:paid' }, 'only transactions, invoices and customers exports');
     await bad({ resource: 'transactions', format: 'csv', time_zone: 'Mars/Olympus' }, 'time zone');
     await bad({ resource: 'customers', format: 'csv', filters: { status: 'paid' } }, 'customers exports take email; not status');

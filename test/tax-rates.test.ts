@@ -371,6 +371,32 @@ describe('taxes on subscription invoices', () => {
     expect((await engine.call('POST', `/v1/subscriptions/${sub.id}/tax_rates`, { default_tax_rates: [] }, other.headers)).status).toBe(404);
   });
 
+  it("customers' country and tax_exempt in customer search and customer exports", async () => {
+    const tag = Math.random().toString(36).slice(2, 8);
+    const de = await post('/v1/customers', { email: `de-${tag}@example.de`, address: { country: 'DE' }, tax_exempt: 'reverse' });
+    const fr = await post('/v1/customers', { email: `fr-${tag}@example.fr`, address: { country: 'FR' } });
+    const none = await post('/v1/customers', { email: `none-${tag}@example.com` });
+    const search = async (query: string) => {
+      const answer = await engine.call('GET', `/v1/customers/search?query=${encodeURIComponent(`${query} AND email~"${tag}"`)}`);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body.data.map((c: { id: string }) => c.id).sort();
+    };
+    expect(await search('country:DE')).toEqual([de.id]);
+    expect(await search('country:null')).toEqual([none.id]);
+    expect(await search('tax_exempt:reverse')).toEqual([de.id]);
+    expect(await search('tax_exempt:none')).toEqual([fr.id, none.id].sort());
+    expect((await engine.call('GET', `/v1/customers/search?query=${encodeURIComponent('tax_exempt:sometimes')}`)).status).toBe(400);
+
+    const created = await engine.call('POST', '/v1/exports', { resource: 'customers', format: 'csv', columns: ['email', 'country', 'tax_exempt'], query: `email~"${tag}"` });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const done = await eventually(async () => (await engine.call('GET', `/v1/exports/${created.body.id}`)).body, (e) => e.status === 'succeeded' || e.status === 'failed', 30_000);
+    expect(done.status, JSON.stringify(done)).toBe('succeeded');
+    const file = await engine.app.request(`/v1/exports/${done.id}/file`, { headers: engine.tenant.headers });
+    const rows = (await file.text()).trimEnd().split('\r\n');
+    expect(rows[0]).toBe('email,country,tax_exempt');
+    expect(rows.slice(1).sort()).toEqual([`de-${tag}@example.de,DE,reverse`, `fr-${tag}@example.fr,FR,none`, `none-${tag}@example.com,,none`].sort());
+  });
+
   it("an invoice item's tax_rates: checked, stored and shown", async () => {
     const rate = await post('/v1/tax_rates', { display_name: 'Service tax', percentage: 8, inclusive: false });
     const customer = await post('/v1/customers', { email: 'one-off@example.com' });
