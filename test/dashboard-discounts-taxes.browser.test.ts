@@ -2,7 +2,7 @@
  * Discounts, taxes, customer balances and credit notes in the dashboard, in a real browser
  * (Debian's chromium, playwright-core, the real app over real HTTP and the real invoice workflow):
  * coupons (an API refusal shown in the form, a repeating percent coupon, an amount coupon deleted)
- * and promotion codes (created, deactivated, activated); tax rates (created, made the account
+ * and promotion codes (created, deactivated, activated; the portal setting that lets customers type them); tax rates (created, made the account
  * default, one deactivated); on a customer's page a tax id refused by its check digits and then
  * added and deleted, a discount applied by promotion code and by coupon and removed, and a credit
  * adjustment of the balance; a one-off invoice whose page shows subtotal, discount, total excluding
@@ -149,6 +149,15 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     await page.getByRole('button', { name: 'Delete FIVE', exact: true }).click();
     await page.getByRole('row').filter({ hasText: 'FIVE' }).waitFor({ state: 'detached' });
     expect((await callApi('GET', '/v1/coupons')).data.map((c: any) => c.id)).toEqual(['LAUNCH20']);
+
+    // Customers may type promotion codes in the portal once the account allows it (off by default).
+    expect((await callApi('GET', '/v1/settings/customer_portal')).promotion_codes).toBe(false);
+    await go('Settings');
+    const portal = page.getByRole('form', { name: 'Customer portal' });
+    await portal.getByLabel('Customers may enter promotion codes').check();
+    await portal.getByRole('button', { name: 'Save portal settings', exact: true }).click();
+    await expect.poll(async () => (await callApi('GET', '/v1/settings/customer_portal')).promotion_codes).toBe(true);
+    expect(await callApi('GET', '/v1/settings/customer_portal')).toMatchObject({ cancellation: true, resume: true, plan_changes: false, quantity_changes: false });
     expect(problems).toEqual([]);
   });
 

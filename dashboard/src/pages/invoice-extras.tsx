@@ -47,7 +47,7 @@ export function InvoiceTotals({ invoice }: { invoice: Schemas['Invoice'] }) {
 
 type Outcome = 'refund' | 'credit' | 'out_of_band';
 
-/** Issues a credit note on a paid invoice: amounts per line (or one amount), a reason, a memo, and where the money goes. */
+/** Issues a credit note: amounts per line (or one amount), a reason, a memo, and on a paid invoice where the money goes (on an open one it lowers what is due). */
 function CreditNoteForm({ invoice }: { invoice: Invoice }) {
   const id = useId();
   const [by, setBy] = useState<'lines' | 'amount'>('lines');
@@ -80,8 +80,11 @@ function CreditNoteForm({ invoice }: { invoice: Invoice }) {
         }
         if (v.reason) body.reason = v.reason;
         if (v.memo) body.memo = v.memo;
-        body[outcome === 'refund' ? 'refund_amount' : outcome === 'credit' ? 'credit_amount' : 'out_of_band_amount'] = total;
-        if (outcome !== 'credit') body.credit_amount = 0;
+        // An open invoice's credit note lowers what is due: no money goes anywhere.
+        if (invoice.status === 'paid') {
+          body[outcome === 'refund' ? 'refund_amount' : outcome === 'credit' ? 'credit_amount' : 'out_of_band_amount'] = total;
+          if (outcome !== 'credit') body.credit_amount = 0;
+        }
         return call('POST', '/v1/credit_notes', { body });
       }}
     >
@@ -108,20 +111,24 @@ function CreditNoteForm({ invoice }: { invoice: Invoice }) {
           ))}
         </select>
       </div>
-      <div className="field">
-        <label htmlFor={`${id}-outcome`}>Money goes</label>
-        <select id={`${id}-outcome`} value={outcome} onChange={(e) => setOutcome(e.target.value as Outcome)}>
-          <option value="refund">Refund to the payment method</option>
-          <option value="credit">Credit to the customer's balance</option>
-          <option value="out_of_band">Out of band (given back outside the engine)</option>
-        </select>
-      </div>
+      {invoice.status === 'paid' ? (
+        <div className="field">
+          <label htmlFor={`${id}-outcome`}>Money goes</label>
+          <select id={`${id}-outcome`} value={outcome} onChange={(e) => setOutcome(e.target.value as Outcome)}>
+            <option value="refund">Refund to the payment method</option>
+            <option value="credit">Credit to the customer's balance</option>
+            <option value="out_of_band">Out of band (given back outside the engine)</option>
+          </select>
+        </div>
+      ) : (
+        <p className="muted">The invoice is open: the credit note lowers what is left to pay (an invoice credited to nothing due is paid without a charge).</p>
+      )}
       <Field label="Memo to the customer" name="memo" />
     </ActionForm>
   );
 }
 
-/** The invoice's credit notes, and the form to issue one (paid invoices only: the API refuses the others). */
+/** The invoice's credit notes, and the form to issue one (paid and open invoices: the API refuses the others). */
 export function InvoiceExtras({ invoice }: { invoice: Schemas['Invoice'] }) {
   const i = invoice as Invoice;
   const notes = useQuery({
@@ -162,7 +169,7 @@ export function InvoiceExtras({ invoice }: { invoice: Schemas['Invoice'] }) {
                     note.out_of_band_amount ? `${money(note.out_of_band_amount, note.currency)} out of band` : null,
                   ]
                     .filter(Boolean)
-                    .join(', ')}
+                    .join(', ') || 'lowered the amount due'}
                 </td>
                 <td data-label="Reason">{note.reason?.replaceAll('_', ' ') ?? '—'}</td>
                 <td data-label="Status">
@@ -189,7 +196,7 @@ export function InvoiceExtras({ invoice }: { invoice: Schemas['Invoice'] }) {
           </tbody>
         </table>
       </div>
-      {i.status === 'paid' ? <CreditNoteForm invoice={i} /> : <p className="muted">Credit notes are issued on paid invoices.</p>}
+      {i.status === 'paid' || i.status === 'open' ? <CreditNoteForm invoice={i} /> : <p className="muted">Credit notes are issued on paid and open invoices.</p>}
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { api, currentMode, unwrap, type Schemas } from '../api.ts';
+import { api, call, currentMode, unwrap, type Schemas } from '../api.ts';
 import { canManage, useSession } from '../session.tsx';
 import { ActionForm, ErrorNote, Field, PageTitle } from '../ui.tsx';
 
@@ -56,9 +56,12 @@ export function Settings() {
           key={JSON.stringify(portal.data)}
           title="Customer portal"
           submit="Save portal settings"
-          action={(v) =>
-            unwrap(api.PATCH('/v1/settings/customer_portal', { body: { plan_changes: v.plan_changes === 'on', cancellation: v.cancellation === 'on', resume: v.resume === 'on', quantity_changes: v.quantity_changes === 'on' } }))
-          }
+          action={(v) => {
+            const body: Record<string, boolean> = { plan_changes: v.plan_changes === 'on', cancellation: v.cancellation === 'on', resume: v.resume === 'on', quantity_changes: v.quantity_changes === 'on' };
+            // promotion_codes (issue #27) is newer than the generated SDK types: sent when the engine shows it.
+            if ('promotion_codes' in portal.data!) body.promotion_codes = v.promotion_codes === 'on';
+            return call('PATCH', '/v1/settings/customer_portal', { body });
+          }}
         >
           {(
             [
@@ -66,10 +69,11 @@ export function Settings() {
               ['cancellation', 'Customers may cancel at period end'],
               ['resume', 'Customers may resume'],
               ['quantity_changes', 'Customers may change quantities (seats)'],
+              ['promotion_codes', 'Customers may enter promotion codes'],
             ] as const
-          ).map(([name, label]) => (
+          ).filter(([name]) => name in portal.data!).map(([name, label]) => (
             <div className="field checkbox" key={name}>
-              <input id={`p-${name}`} type="checkbox" name={name} defaultChecked={portal.data[name]} />
+              <input id={`p-${name}`} type="checkbox" name={name} defaultChecked={(portal.data as unknown as Record<string, boolean>)[name]} />
               <label htmlFor={`p-${name}`}>{label}</label>
             </div>
           ))}
