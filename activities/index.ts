@@ -30,6 +30,8 @@ import { pruneExpiredRows, reconcileMissingAvailability, reconcileOrphanedFunds,
 import { makeFundsAvailable } from '../services/ledger.ts';
 import { endDiscountAtEnd } from '../services/discounts.ts';
 import { finalizeOneOffInvoice, markPaidOutOfBand, sendOneOffInvoiceEmail, type FinalizedInvoice } from '../services/one-off-invoices.ts';
+import { creditOpenInvoice } from '../services/credit-note-owner.ts';
+import type { OpenInvoiceCredit, OpenInvoiceCreditResult } from '../domain/credit-notes.ts';
 import type { InvoiceEmailKind } from '../domain/one-off-invoices.ts';
 import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
@@ -183,6 +185,10 @@ export function createActivities(deps: ActivityDeps) {
     async voidInvoice(invoiceId: string, at: string): Promise<InvoiceState> {
       await transitionInvoice(em(), deps.links, invoiceId, 'void', new Date(at));
       return invoiceState(em(), invoiceId);
+    },
+    /** A credit note on an open invoice, by the workflow that owns it (services/credit-note-owner.ts); a refusal is answered, not retried. */
+    async creditOpenInvoice(credit: OpenInvoiceCredit, at: string): Promise<OpenInvoiceCreditResult> {
+      return creditOpenInvoice(em(), deps.links, credit, at);
     },
     /** Marks an open invoice uncollectible (e.g. when dunning gives up). Returns the resulting state either way. */
     async markInvoiceUncollectible(invoiceId: string, at: string): Promise<InvoiceState> {

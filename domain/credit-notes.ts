@@ -4,13 +4,55 @@
  * customer balance and out of band, and the number. services/credit-notes.ts loads the rows,
  * takes the locks and moves the money.
  */
-import type { CreditNoteLine } from '../db/entities/credit-note.ts';
 import { lineAmount, type LineAmounts } from './invoice-lines.ts';
 import { formatMoney } from './money.ts';
+
+export const creditNoteReasons = ['duplicate', 'fraudulent', 'order_change', 'product_unsatisfactory'] as const;
+export type CreditNoteReason = (typeof creditNoteReasons)[number];
+export const creditNoteStatuses = ['issued', 'void'] as const;
+export type CreditNoteStatus = (typeof creditNoteStatuses)[number];
+
+/** One line of a credit note: part of an invoice line (by quantity or amount), or a custom amount. */
+export interface CreditNoteLine {
+  type: 'invoice_line_item' | 'custom_amount';
+  /** invoice_line_item: the index of the invoice's line it credits. */
+  line_index: number | null;
+  description: string;
+  /** invoice_line_item by quantity: the units credited; null otherwise. */
+  quantity: number | null;
+  /** invoice_line_item by quantity: the line's unit amount; null otherwise. */
+  unit_amount: number | null;
+  /** Minor units credited, positive. */
+  amount: number;
+}
 
 export type CreditNoteLineRequest =
   | { type: 'invoice_line_item'; line_index: number; quantity?: number | undefined; amount?: number | undefined; description?: string | undefined }
   | { type: 'custom_amount'; amount: number; description: string };
+
+/** A credit note as POST /v1/credit_notes asks for it. */
+export interface CreditNoteRequest {
+  invoice: string;
+  lines?: CreditNoteLineRequest[] | undefined;
+  amount?: number | undefined;
+  currency?: string | undefined;
+  reason?: CreditNoteReason | undefined;
+  memo?: string | undefined;
+  refund_amount?: number | undefined;
+  credit_amount?: number | undefined;
+  out_of_band_amount?: number | undefined;
+}
+
+/** A credit note on an open invoice, as the API hands it to the workflow that owns the invoice (its id and PDF link chosen by the API). */
+export interface OpenInvoiceCredit {
+  creditNoteId: string;
+  pdfUrl: string;
+  scope: { accountId: string; livemode: boolean };
+  request: CreditNoteRequest;
+}
+
+/** What the owner answers: the invoice's amount left to pay (paid: credited to nothing), or why it refused. */
+export type OpenInvoiceCreditResult = { creditNoteId: string; amountDue: number; paid: boolean } | { refused: { type: string; message: string } };
 
 export interface InvoiceLineView extends LineAmounts {
   description: string;

@@ -6,6 +6,7 @@
  * updates and asks this module what to do. No clock reads and no framework here:
  * every instant comes in as an argument (workflow time, in the workflow).
  */
+import type { OpenInvoiceCredit } from './credit-notes.ts';
 import { addDays, calendarBoundaryAtOrBefore, nextCalendarBoundary, subscriptionPeriod, type BillingPeriod, type PeriodAnchor } from './billing-calendar.ts';
 import { scheduledAttemptAt } from './dunning.ts';
 import { priceFor, type PriceResult, type PriceRow } from './pricing.ts';
@@ -78,7 +79,9 @@ export type SubscriptionCommand =
   /** Void one of its invoices between the workflow's own steps, so no charge of it is in flight (services/invoice-void.ts). */
   | { kind: 'voidInvoice'; invoiceId: string }
   /** Add, change or remove a recurring item (/v1/subscription_items; patched('subscription-items')). */
-  | { kind: 'changeItems'; change: ItemChange };
+  | { kind: 'changeItems'; change: ItemChange }
+  /** A credit note on one of its open invoices, between the workflow's own steps (its amount due drops; services/credit-note-owner.ts). */
+  | { kind: 'creditInvoice'; credit: OpenInvoiceCredit };
 
 /** Why `command` cannot be applied now, or null. Asked by the update validators and again when the command runs. */
 export function commandProblem(state: SubscriptionState, command: SubscriptionCommand): string | null {
@@ -107,6 +110,7 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
     case 'undoCancel':
       return subscription.cancelAtPeriodEnd ? null : 'The subscription is not set to cancel at period end.';
     case 'voidInvoice':
+    case 'creditInvoice':
       return null;
     case 'changeItems':
       return itemChangeProblem(state, command.change);
@@ -126,7 +130,7 @@ export interface Refusal {
  */
 export function refusal(state: SubscriptionState, queued: readonly SubscriptionCommand[], command: SubscriptionCommand, now: Date): Refusal | null {
   // A void still goes through: until the cancel is applied a charge of the invoice may be in flight.
-  if (command.kind !== 'voidInvoice' && queued.some((q) => q.kind === 'cancel' && !q.atPeriodEnd)) return { type: 'invalid_state', message: 'The subscription is being canceled.' };
+  if (command.kind !== 'voidInvoice' && command.kind !== 'creditInvoice' && queued.some((q) => q.kind === 'cancel' && !q.atPeriodEnd)) return { type: 'invalid_state', message: 'The subscription is being canceled.' };
   const reason = commandProblem(state, command);
   if (reason) return { type: 'invalid_state', message: reason };
   if (command.kind === 'pause' && command.pauseUntil !== null && Date.parse(command.pauseUntil) <= now.getTime()) {

@@ -22,8 +22,8 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, CreditNote, Customer, Invoice, Transaction, type CreditNoteLine, type CreditNoteReason } from '../db/entities/index.ts';
-import { creditedByLine, creditNoteLines, creditNoteNumber, CreditNoteProblem, splitCreditNote, type CreditNoteLineRequest, type CreditNoteSplit } from '../domain/credit-notes.ts';
+import { Account, CreditNote, Customer, Invoice, Transaction, type CreditNoteLine } from '../db/entities/index.ts';
+import { creditedByLine, creditNoteLines, creditNoteNumber, CreditNoteProblem, splitCreditNote, type CreditNoteRequest, type CreditNoteSplit } from '../domain/credit-notes.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
@@ -31,23 +31,14 @@ import { serializeCreditNote } from '../objects/credit-note.ts';
 import { currentTime } from './clock-context.ts';
 import { lockCustomerBalance, recordBalanceTransaction } from './customer-balance.ts';
 import { recordEvent } from './events.ts';
+import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 import { reserveRefund } from './refunds.ts';
 import { newTransactionFields } from './transactions.ts';
 
 // FOR UPDATE (LockMode 3): it waits for the row. (4 is PESSIMISTIC_PARTIAL_WRITE, FOR UPDATE SKIP LOCKED, which answers no row while another holds it.)
 const writeLock = { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true } as const;
 
-export interface CreditNoteRequest {
-  invoice: string;
-  lines?: CreditNoteLineRequest[] | undefined;
-  amount?: number | undefined;
-  currency?: string | undefined;
-  reason?: CreditNoteReason | undefined;
-  memo?: string | undefined;
-  refund_amount?: number | undefined;
-  credit_amount?: number | undefined;
-  out_of_band_amount?: number | undefined;
-}
+export type { CreditNoteRequest };
 
 export interface Scope {
   accountId: string;
@@ -64,10 +55,17 @@ interface Planned {
   number: string;
 }
 
-/** What an invoice collected: its amount paid, and the customer balance it applied (total − amount due when a credit lowered it). */
-export function collectedOf(invoice: Pick<Invoice, 'amountPaid' | 'total' | 'amountDue'>): number {
-  return Number(invoice.amountPaid) + Math.max(0, Number(invoice.total) - Number(invoice.amountDue));
+/**
+ * What an invoice collected: its amount paid, and the customer balance it applied (total − amount due, less what credit
+ * notes took off its amount due while it was open: `preCredited`).
+ */
+export function collectedOf(invoice: Pick<Invoice, 'amountPaid' | 'total' | 'amountDue'>, preCredited = 0): number {
+  return Number(invoice.amountPaid) + Math.max(0, Number(invoice.total) - preCredited - Number(invoice.amountDue));
 }
+
+/** A credit note issued on an open invoice lowered its amount due: none of its total went anywhere else. */
+export const loweredAmountDue = (note: Pick<CreditNote, 'refundAmount' | 'creditAmount' | 'outOfBandAmount'>) =>
+  Number(note.refundAmount) + Number(note.creditAmount) + Number(note.outOfBandAmount) === 0;
 
 function refuse(message: string): never {
   throw new ApiError('invalid_request', message);
@@ -75,21 +73,23 @@ function refuse(message: string): never {
 
 /**
  * Checks a credit note against its invoice as it stands; with `lock`, under the payment's then the
- * invoice's row lock (the caller's transaction holds them until it commits).
+ * invoice's row lock (the caller's transaction holds them until it commits). A paid invoice's
+ * credit note says where its money goes; an open invoice's lowers its amount due.
  */
 async function plan(tx: EntityManager, scope: Scope, request: CreditNoteRequest, lock: boolean): Promise<Planned> {
   const peek = await tx.findOne(Invoice, { id: request.invoice, accountId: scope.accountId, livemode: scope.livemode });
   if (!peek) throw new ApiError('not_found', 'invoice: no such invoice.');
   const statusProblem = (status: string, number: string) => {
-    if (status === 'paid') return;
-    if (status === 'open') throw new ApiError('invalid_state', `Invoice ${number} is open: credit notes are issued on paid invoices only for now (void the open invoice, or wait until it is paid).`);
-    throw new ApiError('invalid_state', `Invoice ${status === 'draft' ? peek.id : number} is ${status}: only a paid invoice takes a credit note.`);
+    if (status === 'paid' || status === 'open') return;
+    throw new ApiError('invalid_state', `Invoice ${status === 'draft' ? peek.id : number} is ${status}: only a paid or open invoice takes a credit note.`);
   };
   statusProblem(peek.status, peek.number);
   // The payment first (the lock a refund of it takes), then the invoice: the order finishRefund takes them in too.
-  const payment = peek.transactionId ? await tx.findOne(Transaction, { id: peek.transactionId }, lock ? writeLock : {}) : null;
+  const payment = peek.status === 'paid' && peek.transactionId ? await tx.findOne(Transaction, { id: peek.transactionId }, lock ? writeLock : {}) : null;
   const invoice = lock ? await tx.findOneOrFail(Invoice, { id: peek.id }, writeLock) : peek;
   statusProblem(invoice.status, invoice.number);
+  if (invoice.status !== peek.status) throw new ApiError('invalid_state', `Invoice ${invoice.number} became ${invoice.status} meanwhile; send the credit note again.`);
+  const open = invoice.status === 'open';
   const currency = invoice.currency;
   if (request.currency && request.currency.toUpperCase() !== currency) {
     throw new ApiError('currency_mismatch', `currency: invoice ${invoice.number} is in ${currency}, not ${request.currency.toUpperCase()}; a credit note is in its invoice's currency.`);
@@ -102,7 +102,7 @@ async function plan(tx: EntityManager, scope: Scope, request: CreditNoteRequest,
   try {
     lines = creditNoteLines(invoice.lines, request, creditedByLine(issued), currency);
     total = lines.reduce((sum, line) => sum + line.amount, 0);
-    split = splitCreditNote(total, request, currency);
+    split = open ? { refund: 0, credit: 0, outOfBand: 0 } : splitCreditNote(total, request, currency);
   } catch (error) {
     if (error instanceof CreditNoteProblem) refuse(error.message);
     throw error;
@@ -110,20 +110,30 @@ async function plan(tx: EntityManager, scope: Scope, request: CreditNoteRequest,
   const money = (amount: number) => `${amount} (${formatMoney(amount, currency)})`;
   const credited = issued.reduce((sum, note) => sum + Number(note.total), 0);
   const leftToCredit = Number(invoice.total) - credited;
-  if (total > leftToCredit) refuse(`The credit note's total, ${money(total)}, is more than is left to credit of invoice ${invoice.number}: ${money(leftToCredit)} (total ${money(Number(invoice.total))}, credited ${money(credited)}).`);
-  if (split.refund > 0 && (!payment || payment.status !== 'succeeded' || !payment.processorChargeId)) {
-    refuse(`refund_amount: invoice ${invoice.number} was not paid by a payment that can be refunded; credit the customer balance or record it out of band.`);
+  if (total > leftToCredit) refuse(`The credit note's total, ${money(total)}, is more than is left to credit of invoice ${invoice.number}: ${money(Math.max(0, leftToCredit))} (total ${money(Number(invoice.total))}, credited ${money(credited)}).`);
+  if (open) {
+    if (request.refund_amount || request.credit_amount || request.out_of_band_amount) {
+      refuse(`Invoice ${invoice.number} is open: its credit note lowers what is due; refund_amount, credit_amount and out_of_band_amount are for paid invoices.`);
+    }
+    const due = Number(invoice.amountDue) - Number(invoice.amountPaid);
+    if (total > due) refuse(`The credit note's total, ${money(total)}, is more than is left to pay of invoice ${invoice.number}: ${money(due)}.`);
+  } else {
+    if (split.refund > 0 && (!payment || payment.status !== 'succeeded' || !payment.processorChargeId)) {
+      refuse(`refund_amount: invoice ${invoice.number} was not paid by a payment that can be refunded; credit the customer balance or record it out of band.`);
+    }
+    const refunded = payment ? Number(payment.amountRefunded) : 0;
+    const toBalance = issued.reduce((sum, note) => sum + Number(note.creditAmount), 0);
+    const preCredited = issued.filter(loweredAmountDue).reduce((sum, note) => sum + Number(note.total), 0);
+    const collected = collectedOf(invoice, preCredited);
+    const leftToGiveBack = collected - refunded - toBalance;
+    if (split.refund + split.credit > leftToGiveBack) {
+      refuse(
+        `refund_amount + credit_amount, ${money(split.refund + split.credit)}, is more than is left to give back of invoice ${invoice.number}: ${money(Math.max(0, leftToGiveBack))} ` +
+          `(collected ${money(collected)}, refunded ${money(refunded)}, credited to the balance ${money(toBalance)}).`,
+      );
+    }
+    if (payment && split.refund > Number(payment.amount) - refunded) refuse(`refund_amount: ${money(split.refund)} exceeds what is left to refund of ${payment.id}: ${money(Number(payment.amount) - refunded)}.`);
   }
-  const refunded = payment ? Number(payment.amountRefunded) : 0;
-  const toBalance = issued.reduce((sum, note) => sum + Number(note.creditAmount), 0);
-  const leftToGiveBack = collectedOf(invoice) - refunded - toBalance;
-  if (split.refund + split.credit > leftToGiveBack) {
-    refuse(
-      `refund_amount + credit_amount, ${money(split.refund + split.credit)}, is more than is left to give back of invoice ${invoice.number}: ${money(Math.max(0, leftToGiveBack))} ` +
-        `(collected ${money(collectedOf(invoice))}, refunded ${money(refunded)}, credited to the balance ${money(toBalance)}).`,
-    );
-  }
-  if (payment && split.refund > Number(payment.amount) - refunded) refuse(`refund_amount: ${money(split.refund)} exceeds what is left to refund of ${payment.id}: ${money(Number(payment.amount) - refunded)}.`);
   const sequence = notes.reduce((max, note) => Math.max(max, note.sequence), 0) + 1;
   return { invoice, payment, lines, total, split, sequence, number: creditNoteNumber(invoice.number, sequence) };
 }
@@ -168,6 +178,8 @@ export async function createCreditNote(em: EntityManager, scope: Scope, request:
   return em.transactional(async (tx) => {
     const planned = await plan(tx, scope, request, true);
     const { invoice, payment, split } = planned;
+    // An open invoice's credit note changes what its workflow charges: it goes through that workflow (createOpenInvoiceCreditNote).
+    if (invoice.status !== 'paid') throw new ApiError('invalid_state', `Invoice ${invoice.number} is ${invoice.status}.`);
     const id = newId('creditNote');
     let refundId: string | null = null;
     if (split.refund > 0 && payment) {
@@ -208,6 +220,44 @@ export async function createCreditNote(em: EntityManager, scope: Scope, request:
 }
 
 /**
+ * A credit note on an OPEN invoice: it lowers the invoice's amount due by its total, and an invoice
+ * credited down to nothing due is paid without a charge (`invoice.paid`). It must run where nothing
+ * is charging the invoice: in the workflow that owns it (workflows/subscription.ts creditInvoiceUpdate,
+ * workflows/invoice.ts creditOneOffInvoiceUpdate, applied between their charges), or directly for an
+ * invoice no workflow charges any more (services/credit-note-owner.ts). `id` is chosen by the caller, so a
+ * retried activity finds the credit note it made and makes no second one.
+ */
+export async function createOpenInvoiceCreditNote(
+  em: EntityManager,
+  links: InvoiceLinks,
+  input: { id: string; scope: Scope; request: CreditNoteRequest; at?: string | undefined; pdfUrl: (id: string) => string },
+): Promise<{ note: CreditNote; amountDue: number; paid: boolean }> {
+  return em.transactional(async (tx) => {
+    const existing = await tx.findOne(CreditNote, { id: input.id });
+    if (existing) {
+      const invoice = await tx.findOneOrFail(Invoice, { id: existing.invoiceId }, { refresh: true });
+      return { note: existing, amountDue: Number(invoice.amountDue) - Number(invoice.amountPaid), paid: invoice.status === 'paid' };
+    }
+    const planned = await plan(tx, input.scope, input.request, true);
+    const { invoice } = planned;
+    if (invoice.status !== 'open') throw new ApiError('invalid_state', `Invoice ${invoice.number} is ${invoice.status}.`);
+    const at = input.at ? new Date(input.at) : currentTime();
+    const note = tx.create(CreditNote, { ...buildNote(planned, input.scope, input.request, input.id, null, null), createdAt: at });
+    invoice.amountDue = Number(invoice.amountDue) - planned.total;
+    const paid = Number(invoice.amountDue) - Number(invoice.amountPaid) <= 0;
+    if (paid) {
+      // Credited down to nothing due: paid, and nothing is charged.
+      invoice.status = 'paid';
+      invoice.paidAt = at;
+    }
+    await tx.flush();
+    await recordEvent(tx, { accountId: input.scope.accountId, livemode: input.scope.livemode, type: 'credit_note.created', object: serializeCreditNote(note, input.pdfUrl(note.id)), transactionId: null });
+    if (paid) await recordInvoiceEvents(tx, links, invoice, ['invoice.paid'], null);
+    return { note, amountDue: Number(invoice.amountDue) - Number(invoice.amountPaid), paid };
+  });
+}
+
+/**
  * Voids an issued credit note: only one without a refund (money sent back through the processor
  * cannot be called back), and only while the customer still holds its credit (the balance is at
  * least that much credit); the credit is taken back by a `credit_note` balance transaction of
@@ -221,6 +271,7 @@ export async function voidCreditNote(em: EntityManager, scope: Scope, id: string
     const note = await tx.findOneOrFail(CreditNote, { id }, writeLock);
     if (note.status !== 'issued') throw new ApiError('invalid_state', `Credit note ${note.number} is already void.`);
     if (Number(note.refundAmount) > 0) throw new ApiError('invalid_state', `Credit note ${note.number} refunded ${formatMoney(Number(note.refundAmount), note.currency)} to the payment method: a refund cannot be taken back, so the credit note cannot be voided.`);
+    if (loweredAmountDue(note)) throw new ApiError('invalid_state', `Credit note ${note.number} lowered the amount due of its invoice while it was open: it cannot be voided.`);
     const credit = Number(note.creditAmount);
     if (credit > 0) {
       const balance = await lockCustomerBalance(tx, { accountId: note.accountId, livemode: note.livemode, customerId: note.customerId, currency: note.currency });

@@ -55,15 +55,18 @@ export async function reserveRefund(em: EntityManager, fields: TransactionFields
     if (source.invoiceId) {
       // An invoice's credit notes may have credited part of it to the customer balance (services/credit-notes.ts, under
       // this same lock): refunds and those credits together never give back more than the invoice collected.
-      const [row] = await tx.getConnection().execute<{ credited: string; amount_paid: string; total: string; amount_due: string }[]>(
-        `select coalesce((select sum(credit_amount) from credit_notes where invoice_id = i.id and status = 'issued'), 0) as credited, i.amount_paid, i.total, i.amount_due from invoices i where i.id = ?`,
+      const [row] = await tx.getConnection().execute<{ credited: string; pre_credited: string; amount_paid: string; total: string; amount_due: string }[]>(
+        `select coalesce((select sum(credit_amount) from credit_notes where invoice_id = i.id and status = 'issued'), 0) as credited,
+                coalesce((select sum(total) from credit_notes where invoice_id = i.id and status = 'issued' and refund_amount + credit_amount + out_of_band_amount = 0), 0) as pre_credited,
+                i.amount_paid, i.total, i.amount_due from invoices i where i.id = ?`,
         [source.invoiceId],
         'all',
         tx.getTransactionContext(),
       );
       const credited = Number(row?.credited ?? 0);
       if (row && credited > 0) {
-        const collected = Number(row.amount_paid) + Math.max(0, Number(row.total) - Number(row.amount_due));
+        // Collected: paid, and the customer balance applied (total − amount due, less what credit notes took off it while open).
+        const collected = Number(row.amount_paid) + Math.max(0, Number(row.total) - Number(row.pre_credited) - Number(row.amount_due));
         const left = Math.max(0, collected - credited - source.amountRefunded);
         if (fields.amount > left) {
           throw new ApiError(

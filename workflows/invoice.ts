@@ -25,6 +25,7 @@ import { scheduledAttemptAt } from '../domain/dunning.ts';
 import { reminderSchedule, sendInvoiceGivesUpAt } from '../domain/one-off-invoices.ts';
 import type { FinalizedInvoice } from '../services/one-off-invoices.ts';
 import type { ChargeOutcome } from '../services/charges.ts';
+import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
 
 export interface InvoiceWorkflowInput {
   invoiceId: string;
@@ -55,6 +56,11 @@ export const invoiceFinalizedUpdate = defineUpdate<FinalizedInvoice>('invoiceFin
 export const payInvoiceUpdate = defineUpdate<PayInvoiceResult, [PayInvoiceInput]>('payInvoice');
 /** Voids the invoice: nothing is due, the workflow ends. Refused once paid or void. */
 export const voidOneOffInvoiceUpdate = defineUpdate<{ status: string }>('voidOneOffInvoice');
+/**
+ * A credit note on the open invoice (services/credit-note-owner.ts), run one at a time with its charges: the amount the next
+ * charges ask for drops; credited to nothing due, the invoice is paid and the workflow ends. Refused once paid or void.
+ */
+export const creditOneOffInvoiceUpdate = defineUpdate<{ creditNoteId: string; amountDue: number }, [OpenInvoiceCredit]>('creditOneOffInvoice');
 export const invoiceStatusQuery = defineQuery<{ status: LocalStatus | 'finalizing'; attempts: number }>('invoiceStatus');
 
 const activities = proxyActivities<Activities>({
@@ -177,6 +183,25 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
       validator: () => {
         if (status === 'finalizing') refuse('invalid_state', 'This invoice is being finalized; try again in a moment.');
         if (done()) refuse('invalid_state', `Invoice ${invoice().number} is ${status} and cannot be voided.`);
+      },
+    },
+  );
+
+  setHandler(
+    creditOneOffInvoiceUpdate,
+    (credit: OpenInvoiceCredit) =>
+      serialized(async (): Promise<{ creditNoteId: string; amountDue: number }> => {
+        if (status !== 'open') refuse('invalid_state', `Invoice ${invoice().number} is ${status}: only a paid or open invoice takes a credit note, and a paid one is credited by the API.`);
+        const result = await activities.creditOpenInvoice(credit, iso(clock.now()));
+        if ('refused' in result) refuse(result.refused.type === 'invalid_state' ? 'invalid_state' : 'invalid_request', result.refused.message);
+        finalized = { ...invoice(), amountDue: result.amountDue };
+        if (result.paid) status = 'paid';
+        return { creditNoteId: result.creditNoteId, amountDue: result.amountDue };
+      }),
+    {
+      validator: (_credit: OpenInvoiceCredit) => {
+        if (status === 'finalizing') refuse('invalid_state', 'This invoice is being finalized; try again in a moment.');
+        if (status !== 'open') refuse('invalid_state', `Invoice ${invoice().number} is ${status}.`);
       },
     },
   );

@@ -78,6 +78,7 @@ import {
 } from '../domain/subscription-decisions.ts';
 import type { DunningState, ItemTerms, PlanTerms, PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
 import { workflowClock, type ClockBinding } from './clock-sleep.ts';
+import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
 import { SubscriptionStatusKey } from './search-attributes.ts';
 
 export interface SubscriptionWorkflowInput {
@@ -165,6 +166,13 @@ export const billingStateQuery = defineQuery<BillingStateView>('billingState');
 /** Item changes through the workflow's queue (changeItemsUpdate): only runs that accepted one (which older code never registered) command anything for it. */
 export const subscriptionItemsPatch = 'subscription-items';
 export const voidInvoiceUpdate = defineUpdate<SubscriptionSnapshot, [{ invoiceId: string }]>('voidInvoice');
+/**
+ * A credit note on one of its open invoices (services/credit-note-owner.ts), applied between the workflow's own steps so no
+ * charge of the invoice is in flight: its amount due drops, a dunning retry charges what is left, and an invoice credited to
+ * nothing due is paid without a charge. Only runs that accepted one (which older code never registered) record patched('credit-notes').
+ */
+export const creditInvoiceUpdate = defineUpdate<SubscriptionSnapshot, [OpenInvoiceCredit]>('creditInvoice');
+export const creditNotesPatch = 'credit-notes';
 /** The customer's payment method changed: a past-due subscription retries at once. */
 export const paymentMethodUpdatedSignal = defineSignal('paymentMethodUpdated');
 /** The account is closing: end now, whatever the state. */
@@ -316,6 +324,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   setHandler(voidInvoiceUpdate, ({ invoiceId }) => enqueue({ kind: 'voidInvoice', invoiceId }), {
     validator: ({ invoiceId }) => validated({ kind: 'voidInvoice', invoiceId }),
   });
+  setHandler(creditInvoiceUpdate, (credit) => enqueue({ kind: 'creditInvoice', credit }), { validator: (credit) => validated({ kind: 'creditInvoice', credit }) });
   setHandler(paymentMethodUpdatedSignal, () => {
     const queued = queue.some((q) => q.command.kind === 'retryPayment');
     if (subscription.status === 'past_due' && !queued) queue.push({ command: { kind: 'retryPayment' }, done: () => {} });
@@ -538,6 +547,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return { ok: true };
       case 'voidInvoice':
         return voidOwnInvoice(command.invoiceId);
+      case 'creditInvoice':
+        // New in this version: only runs that accepted this update (which older code never registered) reach here.
+        if (!patched(creditNotesPatch)) return refuse('invalid_state', 'This subscription cannot credit its invoices.');
+        return creditOwnInvoice(command.credit);
       case 'changeItems':
         // New in this version: only runs that accepted this update (which older code never registered) reach here.
         if (!patched(subscriptionItemsPatch)) return refuse('invalid_state', 'This subscription cannot change its items.');
@@ -600,6 +613,18 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     await activities.voidInvoice(invoiceId, iso(clock.now()));
     // Nothing left to collect, as a retry finding it void would decide (retryPayment).
     if (subscription.dunning?.invoiceId === invoiceId) await record({ status: 'active', dunning: null });
+    return { ok: true };
+  }
+
+  /** The creditInvoice command: no charge of this workflow is in flight; the dunning invoice's retries charge what is left, or end once nothing is. */
+  async function creditOwnInvoice(credit: OpenInvoiceCredit): Promise<Outcome> {
+    const result = await activities.creditOpenInvoice(credit, iso(clock.now()));
+    if ('refused' in result) return refuse(result.refused.type, result.refused.message);
+    const dunning = subscription.dunning;
+    if (dunning?.invoiceId === credit.request.invoice) {
+      if (result.paid) await record({ status: 'active', dunning: null });
+      else await record({ dunning: { ...dunning, amount: result.amountDue } });
+    }
     return { ok: true };
   }
 

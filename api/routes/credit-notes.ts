@@ -13,6 +13,9 @@ import { currency as currencyCode } from '../../objects/common.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { creditNotePdf, creditNotePdfToken, emailCreditNote, signedCreditNotePdfUrl } from '../../services/credit-note-delivery.ts';
 import { createCreditNote, previewCreditNote, voidCreditNote, type CreditNoteRequest } from '../../services/credit-notes.ts';
+import { creditOpenInvoiceThroughOwner } from '../../services/credit-note-owner.ts';
+import { newId } from '../../domain/ids.ts';
+import { invoicePdfUrl } from '../../objects/invoice.ts';
 import { createMailer } from '../../services/mailer.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { completeRefund } from '../../services/refunds.ts';
@@ -49,7 +52,7 @@ const LineBody = z
   });
 
 const creditFields = {
-  invoice: z.string().regex(/^inv_[0-9a-z]{26}$/, 'must be an invoice id').openapi({ description: 'The paid invoice to credit' }),
+  invoice: z.string().regex(/^inv_[0-9a-z]{26}$/, 'must be an invoice id').openapi({ description: 'The paid or open invoice to credit' }),
   amount: minor.optional().openapi({ description: 'The credit note\'s total as one amount (instead of lines)' }),
   currency: currencyCode.optional().openapi({ description: "Optional: must be the invoice's currency (400 currency_mismatch otherwise)" }),
   reason: z.enum(creditNoteReasons).optional(),
@@ -109,10 +112,11 @@ const routes = {
     tags,
     summary: 'Issue a credit note',
     description:
-      'Credits a **paid** invoice by lines (`invoice_line_item` by quantity or amount, `custom_amount`) or by one `amount`, and says where the money goes: ' +
+      'Credits a **paid** or **open** invoice by lines (`invoice_line_item` by quantity or amount, `custom_amount`) or by one `amount`, and says where the money goes: ' +
       '`refund_amount` (a refund of the invoice\'s payment through the processor, on the ledger), `credit_amount` (the customer balance) and `out_of_band_amount`, ' +
       'which add up to the total. The credit notes of an invoice never exceed its total, and with the refunds of its payment never give back more than it collected. ' +
-      'An open, draft, void or uncollectible invoice answers 409 `invalid_state`. Records `credit_note.created` (and `customer_balance_transaction.created`, ' +
+      'On an **open** invoice the credit note lowers what is due instead (no refund, credit or out-of-band amounts; at most what is left to pay), through the workflow that charges the invoice, so a charge in flight and the credit note never overlap; ' +
+      'an invoice credited to nothing due is paid without a charge. A draft, void or uncollectible invoice answers 409 `invalid_state`. Records `credit_note.created` (and `customer_balance_transaction.created`, ' +
       '`transaction.created` for a refund) and emails the customer.',
     request: { body: { ...json(CreateBody), required: true } },
     responses: { 201: { description: 'Issued', ...json(CreditNoteSchema) }, ...errorResponses(400, 401, 402, 404, 409) },
@@ -205,11 +209,23 @@ export function creditNotesApps(deps: ApiDeps) {
   const v1 = newOpenApiApp()
     .openapi(routes.create, async (c) => {
       const body = c.req.valid('json');
-      const scope = await accountScope(c, orm);
+      const { accountId, livemode } = await accountScope(c, orm);
+      const scope = { accountId, livemode };
+      const request = body as CreditNoteRequest;
       const clock = await clockOfInvoice(body.invoice);
-      const { note, refundId } = await onTestClock(clock, () => createCreditNote(orm.em.fork(), scope, body as CreditNoteRequest, pdfUrl));
-      // The refund is reserved with the credit note; the processor refunds it now (a crash here leaves it to the maintenance reconciler).
-      if (refundId) await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), refundId);
+      const invoice = await orm.em.fork().findOne(Invoice, { id: body.invoice, accountId: scope.accountId, livemode: scope.livemode }, { fields: ['status'] });
+      let note: CreditNote;
+      if (invoice?.status === 'open') {
+        // Checked here first (a bad request never reaches the workflow), then made by the workflow that owns the invoice.
+        await onTestClock(clock, () => previewCreditNote(orm.em.fork(), scope, request));
+        const id = newId('creditNote');
+        note = await onTestClock(clock, () => creditOpenInvoiceThroughOwner(deps.temporal, orm.em.fork(), { invoicePdfUrl: (invoiceId) => invoicePdfUrl(config, invoiceId) }, { creditNoteId: id, pdfUrl: pdfUrl(id), scope, request }));
+      } else {
+        const made = await onTestClock(clock, () => createCreditNote(orm.em.fork(), scope, request, pdfUrl));
+        note = made.note;
+        // The refund is reserved with the credit note; the processor refunds it now (a crash here leaves it to the maintenance reconciler).
+        if (made.refundId) await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), made.refundId);
+      }
       try {
         mailer ??= createMailer(config);
         await onTestClock(clock, () => emailCreditNote(orm.em.fork(), mailer!, processors, note, pdfUrl(note.id), config.publicUrl));

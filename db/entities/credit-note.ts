@@ -1,24 +1,7 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { CreditNoteLine, CreditNoteReason, CreditNoteStatus } from '../../domain/credit-notes.ts';
 
-export const creditNoteReasons = ['duplicate', 'fraudulent', 'order_change', 'product_unsatisfactory'] as const;
-export type CreditNoteReason = (typeof creditNoteReasons)[number];
-export const creditNoteStatuses = ['issued', 'void'] as const;
-export type CreditNoteStatus = (typeof creditNoteStatuses)[number];
-
-/** One line of a credit note: part of an invoice line (by quantity or amount), or a custom amount. */
-export interface CreditNoteLine {
-  type: 'invoice_line_item' | 'custom_amount';
-  /** invoice_line_item: the index of the invoice's line it credits. */
-  line_index: number | null;
-  description: string;
-  /** invoice_line_item by quantity: the units credited; null otherwise. */
-  quantity: number | null;
-  /** invoice_line_item by quantity: the line's unit amount; null otherwise. */
-  unit_amount: number | null;
-  /** Minor units credited, positive. */
-  amount: number;
-}
-
+export { creditNoteReasons, creditNoteStatuses, type CreditNoteLine, type CreditNoteReason, type CreditNoteStatus } from '../../domain/credit-notes.ts';
 /**
  * A credit note (POST /v1/credit_notes): lowers what an invoice asked for after it was issued,
  * and says where the money goes on a paid invoice: back to the payment method (`refundAmount`,
