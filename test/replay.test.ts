@@ -137,6 +137,19 @@ describe('workflow histories', () => {
       record(handle.workflowId, handle.firstExecutionRunId, 'webhook-dispatch');
     });
 
+    it('records repeating discounts ended by the timer (patched discount-end-timer): one from creation (input), one added mid-period (signal)', async () => {
+      const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
+      expect((await engine.call('POST', '/v1/coupons', { id: 'REC1M', percent_off: 20, duration: 'repeating', duration_in_months: 1 })).status).toBe(201);
+      const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, coupon: 'REC1M' });
+      const id: string = created.body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(40 * day);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/discount`, { coupon: 'REC1M' })).status).toBe(200);
+      await engine.env.sleep(35 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 2);
+      record(id, run, 'subscription-discount-end-timer');
+    });
+
     function record(id: string, runId: string, name: string) {
       fs.mkdirSync(historiesDir, { recursive: true });
       const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
@@ -163,6 +176,9 @@ describe('workflow histories', () => {
       'payout-states-paid.json',
       // Recorded with RENEWAL_SPREAD_MINUTES=60: the calendar renewal's timer at the boundary plus the offset, through patched('renewal-spread').
       'subscription-calendar-renewal-spread.json',
+      // Recorded with patched('discount-end-timer'): a repeating discount from creation (in the input) and one added mid-period (the
+      // discountEnd signal), each ended by the workflow's timer at its end.
+      'subscription-discount-end-timer.json',
       // Recorded before a due billing cycle ran as one local activity (commit abec835): replay the four activities through patched('renew-cycle').
       'subscription-dunning-to-cancel-before-renew-cycle.json',
       // Recorded before a run renewed in place and owned its money's availability (commit 50c42bb): they continue as new after each
@@ -198,6 +214,6 @@ describe('workflow histories', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
     // Every subscription history fails; the payout, export and invoice ones replay.
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(15);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(16);
   });
 });
