@@ -19,6 +19,17 @@ export interface BalanceScope {
   currency: string;
 }
 
+/**
+ * The customer's balance in `currency` for an invoice about to use it: its row locked until
+ * `tx` commits, or 0 with no lock when the customer never had a balance in that currency
+ * (nothing to spend twice; most renewals, which then write nothing). A movement
+ * (recordBalanceTransaction) creates the row under its own lock.
+ */
+export async function lockBalanceForInvoice(tx: EntityManager, scope: BalanceScope): Promise<number> {
+  const [row] = await tx.execute<{ balance: string }[]>(`select balance from customer_balances where customer_id = ? and currency = ? for update`, [scope.customerId, scope.currency.toUpperCase()]);
+  return row ? Number(row.balance) : 0;
+}
+
 /** Locks the customer's balance row in `currency` (creating it at 0) until `tx` commits, and answers the balance. */
 export async function lockCustomerBalance(tx: EntityManager, scope: BalanceScope): Promise<number> {
   const [row] = await tx.execute<{ balance: string }[]>(

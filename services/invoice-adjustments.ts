@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Plan, type Invoice, type InvoiceLine } from '../db/entities/index.ts';
 import { lineAmount } from '../domain/invoice-lines.ts';
 import { computeInvoiceTotals, type InvoiceTotals, type TotalsDiscount } from '../domain/invoice-totals.ts';
-import { lockCustomerBalance, customerBalances, recordBalanceTransaction } from './customer-balance.ts';
+import { customerBalances, lockBalanceForInvoice, recordBalanceTransaction } from './customer-balance.ts';
 import { discountForInvoice, recordDiscountApplied } from './discounts.ts';
 import { builtInTaxCalculator, type TaxCalculation, type TaxCalculator } from './tax-calculator.ts';
 
@@ -60,19 +60,18 @@ async function productsOf(em: EntityManager, lines: readonly InvoiceLine[]): Pro
  * balance the invoice starts from (0 to leave the balance out, as a draft does).
  */
 export async function adjustLines(em: EntityManager, parties: InvoiceParties, lines: readonly InvoiceLine[], startingBalance: number): Promise<Adjusted> {
-  const products = await productsOf(em, lines);
+  const discount = await discountForInvoice(em, parties);
+  // The lines' products matter only to a coupon that names products: read only then.
+  const products = discount?.coupon.applies_to_products?.length ? await productsOf(em, lines) : new Map<string, string | null>();
   const base = lines.map((line) => {
     const { discount_amounts: _d, tax_amounts: _t, ...rest } = line;
     const product = line.plan ? products.get(line.plan) ?? null : null;
     return { ...rest, ...(product ? { product } : {}) } as InvoiceLine;
   });
-  const [discount, tax] = await Promise.all([
-    discountForInvoice(em, parties),
-    taxCalculator.calculate(em, {
-      ...parties,
-      lines: base.map((line) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null, ...(line.item_tax_rates ? { tax_rates: line.item_tax_rates } : {}) })),
-    }),
-  ]);
+  const tax = await taxCalculator.calculate(em, {
+    ...parties,
+    lines: base.map((line) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null, ...(line.item_tax_rates ? { tax_rates: line.item_tax_rates } : {}) })),
+  });
   const totals = computeInvoiceTotals({
     lines: base.map((line, i) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null, tax_rates: tax.line_tax_rates[i] ?? [] })),
     discount,
@@ -129,7 +128,7 @@ const partiesOf = (invoice: Invoice, at: Date): InvoiceParties => ({
  */
 export async function issueWithAdjustments(tx: EntityManager, invoice: Invoice, at: Date): Promise<void> {
   const parties = partiesOf(invoice, at);
-  const starting = await lockCustomerBalance(tx, parties);
+  const starting = await lockBalanceForInvoice(tx, parties);
   const adjusted = await adjustLines(tx, parties, invoice.lines, starting);
   Object.assign(invoice, invoiceFields(adjusted));
   await tx.flush();
