@@ -313,7 +313,34 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     expect(problems).toEqual([]);
   });
 
-  it("a subscription's own discount is applied and removed on its page", async () => {
+  it('a credit note on an open invoice lowers what is left to pay', async () => {
+    const draft = await callApi('POST', '/v1/invoices', { customer: customerId, collection_method: 'send_invoice', days_until_due: 30, currency: 'USD' });
+    await callApi('POST', '/v1/invoice_items', { customer: customerId, invoice: draft.id, amount: 5000, currency: 'USD', description: 'Report' });
+    const open = await callApi('POST', `/v1/invoices/${draft.id}/finalize`);
+    expect(open.status).toBe('open');
+    await page.goto(`${baseUrl}/dashboard/invoices/${draft.id}`);
+    await page.getByRole('heading', { level: 1, name: `Invoice ${open.number}` }).waitFor();
+    const form = page.getByRole('form', { name: 'Issue credit note' });
+    await form.getByText('the credit note lowers what is left to pay').waitFor();
+    expect(await form.getByLabel('Money goes').count()).toBe(0);
+    await form.getByLabel('Credit', { exact: true }).selectOption('amount');
+    await form.getByLabel('Amount to credit').fill('20.00');
+    await form.getByLabel('Reason').selectOption('order_change');
+    await form.getByRole('button', { name: 'Issue credit note', exact: true }).click();
+    await page.getByRole('region', { name: `Credit notes of ${open.number}` }).getByRole('cell', { name: 'lowered the amount due' }).waitFor();
+    const [note] = (await callApi('GET', `/v1/credit_notes?invoice=${draft.id}`)).data;
+    expect(note).toMatchObject({ total: 2000, refund_amount: 0, credit_amount: 0, out_of_band_amount: 0, reason: 'order_change', status: 'issued' });
+    // 50.00 less the customer's 20% and plus 10% sales tax is 44.00 due; 20.00 credited leaves 24.00.
+    expect(open.amount_remaining).toBe(4400);
+    await expect.poll(async () => (await callApi('GET', `/v1/invoices/${draft.id}`)).amount_remaining).toBe(2400);
+    const totals = page.locator('dl[aria-label="Totals"]');
+    await totals.getByText('Credit notes').waitFor();
+    const pairs = await totals.evaluate((dl) => [...dl.querySelectorAll('dt')].map((dt) => `${dt.textContent} = ${dt.nextElementSibling?.textContent}`));
+    expect(pairs.slice(-5)).toEqual(['Total = $44.00', 'Credit notes = -$20.00', 'Amount due = $24.00', 'Amount paid = $0.00', 'Amount remaining = $24.00']);
+    expect(problems).toEqual([]);
+  });
+
+  it("a subscription's own discount is applied and removed on its page; the customer made reverse charge", async () => {
     const plan = await callApi('POST', '/v1/plans', { name: 'Team', amount: 3000, currency: 'USD', interval: 'month' });
     const subscription = await callApi('POST', '/v1/subscriptions', { customer_id: customerId, plan: plan.id });
     await page.goto(`${baseUrl}/dashboard/subscriptions/${subscription.id}`);
@@ -333,6 +360,14 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     await discount.getByRole('button', { name: 'Remove discount', exact: true }).click();
     await discount.getByText('No discount.').waitFor();
     expect((await callApi('GET', `/v1/subscriptions/${subscription.id}`)).discount).toBeNull();
+
+    // The customer made reverse charge from their page (their address kept).
+    await page.getByRole('link', { name: customerId }).click();
+    const details = page.getByRole('form', { name: 'Tax details' });
+    await details.getByLabel('Tax exempt').selectOption('reverse');
+    await details.getByRole('button', { name: 'Save tax details', exact: true }).click();
+    await expect.poll(async () => (await callApi('GET', `/v1/customers/${customerId}`)).tax_exempt).toBe('reverse');
+    expect((await callApi('GET', `/v1/customers/${customerId}`)).address).toMatchObject({ country: 'DE', city: 'Berlin' });
     expect(problems).toEqual([]);
   });
 });

@@ -20,8 +20,11 @@ export function totalsRows(invoice: Invoice): [string, string][] {
   if (taxes.length) rows.push(['Total excluding tax', m(invoice.total_excluding_tax ?? invoice.total)]);
   for (const tax of taxes) rows.push([`${tax.display_name} ${tax.percentage}%${tax.inclusive ? ' (included)' : ''} on ${m(tax.taxable_amount)}`, m(tax.amount)]);
   rows.push(['Total', m(invoice.total)]);
-  const applied = invoice.amount_due - invoice.total;
-  if (invoice.status !== 'draft' && invoice.starting_balance && applied !== 0) rows.push([applied < 0 ? 'Credit balance applied' : 'Previous balance owed', m(applied)]);
+  // amount_due = total + (starting_balance − ending_balance) − what credit notes took off an open invoice.
+  const applied = (invoice.starting_balance ?? 0) - (invoice.ending_balance ?? 0);
+  if (applied !== 0) rows.push([invoice.total < 0 ? "Added to the customer's balance" : applied < 0 ? 'Credit balance applied' : 'Previous balance owed', m(invoice.total < 0 ? -applied : applied)]);
+  const credited = invoice.status === 'draft' ? 0 : invoice.total + applied - invoice.amount_due;
+  if (invoice.total >= 0 && credited > 0) rows.push(['Credit notes', m(-credited)]);
   rows.push(['Amount due', m(invoice.amount_due)], ['Amount paid', m(invoice.amount_paid)], ['Amount remaining', m(invoice.amount_remaining)]);
   if (invoice.amount_refunded) rows.push(['Refunded', m(invoice.amount_refunded)]);
   return rows;
