@@ -118,6 +118,28 @@ describe('credit notes never give back more than was collected', () => {
     await expectNoMoneyCreated(tenant);
   });
 
+  it('GET /v1/reports/invoiced: invoices issued less the credit notes issued (void ones left out); the cash report shows the refund', { timeout: 60_000 }, async () => {
+    const { tenant, customerId } = await tenantWithCustomer();
+    const call = (method: string, path: string, body?: unknown) => engine.call(method, path, body, tenant.headers);
+    const first = await paidInvoice(tenant, customerId, 2000);
+    await paidInvoice(tenant, customerId, 3000);
+    expect((await call('POST', '/v1/credit_notes', { invoice: first.id, amount: 500, refund_amount: 500 })).status).toBe(201);
+    expect((await call('POST', '/v1/credit_notes', { invoice: first.id, amount: 700, out_of_band_amount: 700 })).status).toBe(201);
+    const voided = await call('POST', '/v1/credit_notes', { invoice: first.id, amount: 300, credit_amount: 300 });
+    expect((await call('POST', `/v1/credit_notes/${voided.body.id}/void`)).status).toBe(200);
+    const report = await call('GET', '/v1/reports/invoiced?interval=month');
+    expect(report.status, JSON.stringify(report.body)).toBe(200);
+    expect(report.body).toMatchObject({ object: 'report', report: 'invoiced', interval: 'month', livemode: true });
+    const usd = report.body.data.find((series: { currency: string }) => series.currency === 'USD');
+    const last = usd.points.at(-1);
+    expect(last).toMatchObject({ invoices: 2, subtotal: 5000, discounts: 0, tax: 0, tax_by_rate: [], credit_notes: 1200, net_revenue: 3800 });
+    const cash = (await call('GET', '/v1/reports/revenue?interval=month')).body.data.find((series: { currency: string }) => series.currency === 'USD');
+    expect(cash.points.at(-1)).toMatchObject({ gross: 5000, refunded: 500, net: 4500 });
+    // Another account's report has none of it.
+    const other = await engine.signUp();
+    expect((await engine.call('GET', '/v1/reports/invoiced?interval=month', undefined, other.headers)).body.data).toEqual([]);
+  });
+
   it('random concurrent credit notes, refunds, voids and adjustments never create money', { timeout: 300_000 }, async () => {
     const split = fc.constantFrom('refund', 'credit', 'oob', 'mixed');
     const operation = fc.oneof(

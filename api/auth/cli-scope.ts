@@ -190,6 +190,7 @@ export const cliKeyScope: Record<string, CliScope> = {
   'GET /v1/balance': allowed,
   'GET /v1/reports/revenue': allowed,
   'GET /v1/reports/mrr': allowed,
+  'GET /v1/reports/invoiced': allowed,
   'GET /v1/balance_transactions': allowed,
   'GET /v1/balance_transactions/{id}': allowed,
   'GET /v1/events': allowed,

@@ -1,11 +1,11 @@
 /**
- * GET /v1/reports/revenue and /v1/reports/mrr: the home page's charts, aggregated in
+ * GET /v1/reports/revenue, /v1/reports/mrr and /v1/reports/invoiced: the home page's charts, aggregated in
  * PostgreSQL (services/reports.ts) instead of from the latest rows in the browser.
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../../domain/errors.ts';
-import { bucketStarts, maxReportBuckets, mrrReport, revenueReport, type ReportRange } from '../../services/reports.ts';
+import { bucketStarts, invoicedReport, maxReportBuckets, mrrReport, revenueReport, type ReportRange } from '../../services/reports.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -33,7 +33,19 @@ const MrrPoint = z.object({
   mrr: z.number().int().openapi({ description: 'Monthly recurring revenue, minor units' }),
   subscriptions: z.number().int().openapi({ description: 'Subscriptions counted' }),
 });
-const report = <T extends z.ZodTypeAny>(name: string, kind: 'revenue' | 'mrr', point: T) =>
+const InvoicedPoint = z.object({
+  period_start: z.string(),
+  invoices: z.number().int().openapi({ description: 'Invoices issued (open, paid or uncollectible; not drafts, not void)' }),
+  subtotal: z.number().int().openapi({ description: 'Σ their subtotals, minor units' }),
+  discounts: z.number().int().openapi({ description: 'Σ their discounts' }),
+  tax: z.number().int().openapi({ description: 'Σ their tax (inclusive and exclusive)' }),
+  tax_by_rate: z
+    .array(z.object({ tax_rate: z.string(), display_name: z.string(), percentage: z.string(), inclusive: z.boolean(), amount: z.number().int() }))
+    .openapi({ description: 'Tax per rate, the sum of the invoices\' total_tax_amounts' }),
+  credit_notes: z.number().int().openapi({ description: 'Σ credit notes issued in the bucket (not void), whatever their outcome' }),
+  net_revenue: z.number().int().openapi({ description: 'Σ totals excluding tax (subtotal − discounts − inclusive tax) − credit_notes' }),
+});
+const report = <T extends z.ZodTypeAny>(name: string, kind: 'revenue' | 'mrr' | 'invoiced', point: T) =>
   z
     .object({
       object: z.literal('report'),
@@ -67,6 +79,18 @@ const mrrRoute = createRoute({
   responses: { 200: { description: 'The report', ...json(report('MrrReport', 'mrr', MrrPoint)) }, ...errorResponses(400, 401) },
 });
 
+const invoicedRoute = createRoute({
+  method: 'get',
+  path: '/invoiced',
+  tags: ['Reports'],
+  summary: 'Revenue as invoiced, net of discounts and credit notes, with tax per rate',
+  description:
+    'Per UTC bucket and currency: the invoices issued (subtotal, discounts, tax and tax per rate) and the credit notes issued; ' +
+    '`net_revenue` = totals excluding tax − credit notes. Accrual, unlike /v1/reports/revenue (cash from the ledger). Customers on a test clock are left out.',
+  request: { query: ReportQuery },
+  responses: { 200: { description: 'The report', ...json(report('InvoicedReport', 'invoiced', InvoicedPoint)) }, ...errorResponses(400, 401) },
+});
+
 function range(query: z.infer<typeof ReportQuery>): ReportRange {
   const to = query.to ?? new Date();
   const from =
@@ -86,6 +110,12 @@ export function reportsApp({ orm }: ApiDeps) {
       const scope = await accountScope(c, orm);
       const data = await revenueReport(orm.em.fork() as EntityManager, scope, r);
       return c.json({ object: 'report' as const, report: 'revenue' as const, interval: r.interval, from: r.from.toISOString(), to: r.to.toISOString(), livemode: scope.livemode, data }, 200);
+    })
+    .openapi(invoicedRoute, async (c) => {
+      const r = range(c.req.valid('query'));
+      const scope = await accountScope(c, orm);
+      const data = await invoicedReport(orm.em.fork() as EntityManager, scope, r);
+      return c.json({ object: 'report' as const, report: 'invoiced' as const, interval: r.interval, from: r.from.toISOString(), to: r.to.toISOString(), livemode: scope.livemode, data }, 200);
     })
     .openapi(mrrRoute, async (c) => {
       const r = range(c.req.valid('query'));
