@@ -21,6 +21,7 @@ import type { EventType } from '../domain/events.ts';
 import { formatMoney } from '../domain/money.ts';
 import { couponValid, serializeDiscount } from '../objects/discount.ts';
 import { recordEvent } from './events.ts';
+import { currentTime } from './clock-context.ts';
 
 type Scope = { accountId: string; livemode: boolean };
 
@@ -53,7 +54,8 @@ export const discountActiveAt = (discount: Pick<Discount, 'endedAt' | 'end'>, at
  * customer.discount.deleted event, dated at its end. Inside the caller's transaction.
  */
 async function endLapsed(tx: EntityManager, discount: Discount, at: Date): Promise<void> {
-  if (discount.endedAt || !discount.end || discount.end.getTime() > at.getTime()) return;
+  // Only once its end has truly passed: an upcoming invoice's preview asks about a later `at` and must not end it early.
+  if (discount.endedAt || !discount.end || discount.end.getTime() > Math.min(at.getTime(), currentTime().getTime())) return;
   await endDiscountRow(tx, discount, discount.end);
 }
 

@@ -257,6 +257,27 @@ describe('coupons, promotion codes and discounts', () => {
     expect(await eventTypesOf(sub3)).toEqual(['customer.discount.created']);
   });
 
+  it("an invoice previewed past a discount's end leaves it alone; one issued after its end ends it", async () => {
+    const cus = await customer();
+    await coupon({ id: 'TWOMONTHS', percent_off: 10, duration: 'repeating', duration_in_months: 2 });
+    const applied = (await engine.call('POST', `/v1/customers/${cus}/discount`, { coupon: 'TWOMONTHS' })).body.discount;
+    const q = { accountId: engine.tenant.accountId, livemode: true, customerId: cus, subscriptionId: null, currency: 'USD' };
+    const later = new Date(Date.parse(applied.end) + 1000);
+    // The upcoming invoice after the end applies nothing, and the discount still applies now.
+    expect(await discountForInvoice(engine.db.orm.em.fork(), { ...q, at: later })).toBeNull();
+    expect((await engine.call('GET', `/v1/customers/${cus}`)).body.discount.id).toBe(applied.id);
+    expect(await discountForInvoice(engine.db.orm.em.fork(), { ...q, at: new Date() })).toMatchObject({ id: applied.id });
+    // Once its end has passed (set back here), the next invoice ends it, dated at its end.
+    const em = engine.db.orm.em.fork();
+    const row = await em.findOneOrFail(Discount, { id: applied.id });
+    row.end = new Date(Date.now() - 60_000);
+    await em.flush();
+    expect(await engine.db.orm.em.fork().transactional((tx) => discountForInvoice(tx, { ...q, at: new Date() }))).toBeNull();
+    const ended = await engine.db.orm.em.fork().findOneOrFail(Discount, { id: applied.id });
+    expect(ended.endedAt?.getTime()).toBe(row.end.getTime());
+    expect(await eventTypesOf(applied.id)).toEqual(['customer.discount.created', 'customer.discount.deleted']);
+  });
+
   it('a coupon or code that cannot be redeemed refuses the subscription and creates nothing', async () => {
     const plan = await engine.call('POST', '/v1/plans', { name: 'Solo', amount: 900, currency: 'USD', interval: 'month' });
     const cus = await customer();
