@@ -4,6 +4,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { z } from 'zod';
 import { ApiError, errorStatus, isErrorCode, type ErrorCode } from '../domain/errors.ts';
+import { dependencyRetryAfterSeconds, unavailableDependency, unavailableMessage } from '../domain/dependency-errors.ts';
 import type { Logger } from '../logger.ts';
 
 export function errorBody(code: ErrorCode, message: string) {
@@ -46,8 +47,10 @@ export function describeZodError(error: z.ZodError, part: RequestPart = 'json'):
 
 /**
  * The single error handler: known errors keep their code, a refused workflow
- * update keeps the code its validator gave, anything else is a 500 whose body
- * says nothing of the cause (the log has it, under the request id).
+ * update keeps the code its validator gave, a dependency that cannot be reached
+ * (the database, Temporal: domain/dependency-errors.ts) is a 503 `service_unavailable`
+ * with Retry-After, anything else is a 500 whose body says nothing of the cause (the
+ * log has it, under the request id).
  */
 export function handleError(error: Error, c: Context, logger: Logger) {
   if (error instanceof ApiError) return sendError(c, error.code, error.message);
@@ -59,6 +62,12 @@ export function handleError(error: Error, c: Context, logger: Logger) {
     const status = error.status;
     const code: ErrorCode = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 404 ? 'not_found' : status < 500 ? 'invalid_request' : 'internal_error';
     return sendError(c, code, error.message || 'Request refused.');
+  }
+  const dependency = unavailableDependency(error);
+  if (dependency) {
+    logger.warn({ err: error, requestId: c.get('requestId'), dependency }, 'dependency unavailable');
+    c.header('Retry-After', String(dependencyRetryAfterSeconds));
+    return sendError(c, 'service_unavailable', unavailableMessage(dependency));
   }
   logger.error({ err: error, requestId: c.get('requestId') }, 'unhandled error');
   return sendError(c, 'internal_error', `Something went wrong on our side. Request id: ${c.get('requestId') ?? 'unknown'}.`);
