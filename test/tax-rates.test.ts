@@ -397,7 +397,7 @@ describe('taxes on subscription invoices', () => {
     expect(rows.slice(1).sort()).toEqual([`de-${tag}@example.de,DE,reverse`, `fr-${tag}@example.fr,FR,none`, `none-${tag}@example.com,,none`].sort());
   });
 
-  it("an invoice item's tax_rates: checked, stored and shown", async () => {
+  it("an invoice item's tax_rates: checked, stored, shown, and applied on a one-off invoice beside the account's default for an item without", async () => {
     const rate = await post('/v1/tax_rates', { display_name: 'Service tax', percentage: 8, inclusive: false });
     const customer = await post('/v1/customers', { email: 'one-off@example.com' });
     const item = await post('/v1/invoice_items', { customer: customer.id, amount: 5000, currency: 'USD', description: 'Workshop', tax_rates: [rate.id] });
@@ -405,5 +405,20 @@ describe('taxes on subscription invoices', () => {
     const refused = await engine.call('POST', '/v1/invoice_items', { customer: customer.id, amount: 5000, currency: 'USD', description: 'Workshop', tax_rates: ['txr_01jd3x5k8q0m2v7c9r4t6y1w3e'] });
     expect(refused.status).toBe(400);
     expect((await engine.call('PATCH', `/v1/invoice_items/${item.id}`, { tax_rates: [] })).body.tax_rates).toEqual([]);
+
+    // On a one-off invoice: an item's own rate, and the account's default matching the customer for an item without.
+    const de = await post('/v1/tax_rates', { display_name: 'USt', percentage: 19, inclusive: false, country: 'DE' });
+    expect((await engine.call('PATCH', '/v1/settings/tax', { default_tax_rates: [de.id] })).status).toBe(200);
+    const berlin = await post('/v1/customers', { email: 'one-off@example.de', address: { country: 'DE' } });
+    const own = await post('/v1/invoice_items', { customer: berlin.id, amount: 5000, currency: 'EUR', description: 'Workshop', tax_rates: [rate.id] });
+    await post('/v1/invoice_items', { customer: berlin.id, amount: 2000, currency: 'EUR', description: 'Travel' });
+    const draft = await post('/v1/invoices', { customer: berlin.id, collection_method: 'send_invoice', days_until_due: 30 });
+    const finalized = await engine.call('POST', `/v1/invoices/${draft.id}/finalize`);
+    expect(finalized.status, JSON.stringify(finalized.body)).toBe(200);
+    const invoice = (await engine.call('GET', `/v1/invoices/${draft.id}`)).body;
+    const byDescription = Object.fromEntries(invoice.lines.map((l: { description: string; tax_amounts?: { tax_rate: string; amount: number }[] }) => [l.description, l.tax_amounts?.map((t) => [t.tax_rate, t.amount])]));
+    expect(byDescription).toEqual({ Workshop: [[rate.id, 400]], Travel: [[de.id, 380]] });
+    expect(invoice).toMatchObject({ subtotal: 7000, tax: 780, total: 7780 });
+    expect(own.tax_rates).toEqual([rate.id]);
   });
 });
