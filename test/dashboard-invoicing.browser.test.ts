@@ -287,6 +287,17 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     expect(await callApi('GET', `/v1/customers/${customerId}`)).toMatchObject({ currency: 'EUR', email: 'grace@example.com', name: 'Grace' });
     // The customer's currency is what a new invoice item starts in.
     expect(await page.getByRole('form', { name: 'New invoice item' }).getByLabel('Currency').inputValue()).toBe('EUR');
+
+    // A customer made with a currency on the Customers page; the list shows each one's.
+    await go('Customers');
+    const create = page.getByRole('form', { name: 'New customer' });
+    await create.getByLabel('Email').fill('kenji@example.com');
+    await create.getByLabel('Currency (optional)').fill('jpy');
+    await create.getByRole('button', { name: 'Create customer' }).click();
+    await page.getByRole('row').filter({ hasText: 'kenji@example.com' }).getByRole('cell', { name: 'JPY', exact: true }).waitFor();
+    await page.getByRole('row').filter({ hasText: 'grace@example.com' }).getByRole('cell', { name: 'EUR', exact: true }).waitFor();
+    expect((await callApi('GET', '/v1/customers?email=kenji@example.com')).data).toEqual([expect.objectContaining({ currency: 'JPY' })]);
+    await check('customers');
     expect(problems).toEqual([]);
   });
 });
