@@ -143,6 +143,12 @@ describe('tax rates', () => {
     }
     expect((await engine.call('GET', '/v1/settings/tax')).body.default_tax_rates).toEqual([a.id, b.id]);
     expect((await engine.call('GET', '/v1/settings/tax', undefined, sandbox())).body).toEqual({ object: 'tax_settings', livemode: false, default_tax_rates: [] });
+    // A member reads them but may not change them (as the other settings).
+    const email = `tax-member-${Date.now()}@example.com`;
+    expect((await engine.call('POST', '/v1/users', { email, password: 'Member!2345-secret', role: 'member' })).status).toBe(201);
+    const member = await engine.login(email, 'Member!2345-secret');
+    expect((await engine.call('GET', '/v1/settings/tax', undefined, member.headers)).body.default_tax_rates).toEqual([a.id, b.id]);
+    expect((await engine.call('PATCH', '/v1/settings/tax', { default_tax_rates: [] }, member.headers)).status).toBe(403);
     // [] clears them.
     expect((await engine.call('PATCH', '/v1/settings/tax', { default_tax_rates: [] })).body.default_tax_rates).toEqual([]);
   });

@@ -30,7 +30,7 @@ import {
   writeSubscriptionTaxRates,
 } from '../../services/tax-rates.ts';
 import { clockTimeOf } from '../../services/test-clocks.ts';
-import { accountScope } from '../auth/principal.ts';
+import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -194,9 +194,9 @@ const settingsRoutes = {
     path: '/',
     tags: ['Settings'],
     summary: "Set the mode's default tax rates",
-    description: "Replaces the list; [] removes them. Each rate of the caller's account and mode and active (400 otherwise). Applies to invoices made from then on.",
+    description: "Replaces the list; [] removes them. Each rate of the caller's account and mode and active (400 otherwise). Applies to invoices made from then on. Owners, admins and API keys (a member is 403).",
     request: { body: { ...json(TaxSettingsBody), required: true } },
-    responses: { 200: { description: 'The tax settings', ...json(TaxSettingsSchema) }, ...errorResponses(400, 401) },
+    responses: { 200: { description: 'The tax settings', ...json(TaxSettingsSchema) }, ...errorResponses(400, 401, 403) },
   }),
 };
 
@@ -304,6 +304,8 @@ export function taxSettingsApp(deps: ApiDeps) {
       return c.json(body({ accountId, livemode }, await defaultTaxRates(orm.em.fork(), { accountId, livemode })), 200);
     })
     .openapi(settingsRoutes.patch, async (c) => {
+      // As the other settings: owners, admins and API keys (a member may read them, not change them).
+      requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
       const { accountId, livemode } = await accountScope(c, orm);
       const ids = await setDefaultTaxRates(orm.em.fork(), { accountId, livemode }, c.req.valid('json').default_tax_rates);
       return c.json(body({ accountId, livemode }, ids), 200);
