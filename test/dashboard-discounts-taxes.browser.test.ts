@@ -340,7 +340,7 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     expect(problems).toEqual([]);
   });
 
-  it("a subscription's own discount is applied and removed on its page; the customer made reverse charge", async () => {
+  it("a subscription's own discount is applied and removed and its tax rate set on its page; the customer made reverse charge", async () => {
     const plan = await callApi('POST', '/v1/plans', { name: 'Team', amount: 3000, currency: 'USD', interval: 'month' });
     const subscription = await callApi('POST', '/v1/subscriptions', { customer_id: customerId, plan: plan.id });
     await page.goto(`${baseUrl}/dashboard/subscriptions/${subscription.id}`);
@@ -360,6 +360,14 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     await discount.getByRole('button', { name: 'Remove discount', exact: true }).click();
     await discount.getByText('No discount.').waitFor();
     expect((await callApi('GET', `/v1/subscriptions/${subscription.id}`)).discount).toBeNull();
+
+    // Its own default tax rates: only active rates are offered (VAT was deactivated).
+    const rates = page.getByRole('form', { name: 'Tax rates of this subscription' });
+    expect(await rates.getByRole('checkbox').count()).toBe(1);
+    await rates.getByLabel('Sales tax 10% (exclusive)').check();
+    await rates.getByRole('button', { name: 'Save tax rates', exact: true }).click();
+    await expect.poll(async () => (await callApi('GET', `/v1/subscriptions/${subscription.id}/tax_rates`)).default_tax_rates).toEqual([salesTaxId]);
+    await expect.poll(() => rates.getByLabel('Sales tax 10% (exclusive)').isChecked()).toBe(true);
 
     // The customer made reverse charge from their page (their address kept).
     await page.getByRole('link', { name: customerId }).click();

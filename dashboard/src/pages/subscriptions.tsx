@@ -7,6 +7,7 @@ import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Stat
 import { InvoiceLines } from './invoices.tsx';
 import { describePlan } from './plans.tsx';
 import { DiscountCard } from './customer-billing.tsx';
+import { SubscriptionTaxRatesCard } from './tax-rates.tsx';
 import type { Discount } from '../billing-types.ts';
 
 /** A plan's price in `currency` (its own, or one of its currency_options), as domain/pricing.ts computes it; null when it has none there. */
@@ -264,6 +265,7 @@ export function SubscriptionDetail() {
           about="The subscription's own discount applies to its invoices from the next one on, before the customer's."
         />
       ) : null}
+      {s && s.status !== 'canceled' && s.status !== 'expired' ? <SubscriptionTaxRatesCard subscriptionId={id} /> : null}
       <section className="card" aria-label="Invoices of this subscription">
         <h2>Invoices</h2>
         <ErrorNote error={invoices.error} />

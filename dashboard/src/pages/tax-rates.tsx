@@ -105,3 +105,38 @@ export function TaxRates() {
     </>
   );
 }
+
+interface SubscriptionTaxRates {
+  object: 'subscription_tax_rates';
+  subscription: string;
+  default_tax_rates: string[];
+  items: { id: string; tax_rates: string[] }[];
+}
+
+/** A subscription's default tax rates (its lines without rates of their own): the active rates to tick; none ticked: the account's defaults apply. */
+export function SubscriptionTaxRatesCard({ subscriptionId }: { subscriptionId: string }) {
+  const mode = currentMode();
+  const path = `/v1/subscriptions/${subscriptionId}/tax_rates`;
+  const current = useQuery({ queryKey: [mode, 'subscription-tax-rates', subscriptionId], queryFn: () => call<SubscriptionTaxRates>('GET', path) });
+  const rates = useQuery({ queryKey: [mode, 'tax-rates', 'active'], queryFn: () => call<ListOf<TaxRate>>('GET', '/v1/tax_rates', { query: { limit: 100, active: 'true' } }) });
+  const chosen = current.data?.default_tax_rates ?? [];
+  const choices = [...(rates.data?.data ?? [])];
+  if (!current.data || !rates.data) return null;
+  return (
+    <ActionForm
+      key={chosen.join(',')}
+      title="Tax rates of this subscription"
+      submit="Save tax rates"
+      action={(v) => call('POST', path, { body: { default_tax_rates: choices.map((rate) => rate.id).filter((rateId) => v[`rate-${rateId}`] === 'on') } })}
+    >
+      <p className="muted">Applied to its invoices from the next one on, to lines without rates of their own; none ticked: the account's default rates apply.</p>
+      {choices.length === 0 ? <p>No active tax rates.</p> : null}
+      {choices.map((rate) => (
+        <div className="field checkbox" key={rate.id}>
+          <input id={`sub-rate-${rate.id}`} type="checkbox" name={`rate-${rate.id}`} defaultChecked={chosen.includes(rate.id)} />
+          <label htmlFor={`sub-rate-${rate.id}`}>{taxRateText(rate)}</label>
+        </div>
+      ))}
+    </ActionForm>
+  );
+}
