@@ -89,6 +89,7 @@ export function renderCreditNotePdf(note: CreditNotePdfInput): Promise<Buffer> {
     ...(note.refundAmount ? [['Refunded to the payment method', note.refundAmount] as [string, number]] : []),
     ...(note.creditAmount ? [['Credited to your balance', note.creditAmount] as [string, number]] : []),
     ...(note.outOfBandAmount ? [['Credited outside this system', note.outOfBandAmount] as [string, number]] : []),
+    ...(!note.refundAmount && !note.creditAmount && !note.outOfBandAmount ? [['Taken off the amount due', note.total] as [string, number]] : []),
   ];
   for (const [i, [label, amount]] of totals.entries()) {
     doc.font(i === 0 ? 'Bold' : 'Regular').fontSize(10).fillColor(ink).text(label, left + width / 2 - 60, y, { width: width / 2 - 60, lineBreak: false });

@@ -62,6 +62,8 @@ export async function emailCreditNote(em: EntityManager, mailer: Mailer, modes: 
     ...(Number(note.creditAmount) > 0 ? [`${money(Number(note.creditAmount))} is credited to your balance and will be used for your next invoices.`] : []),
     ...(Number(note.outOfBandAmount) > 0 ? [`${money(Number(note.outOfBandAmount))} is settled with you directly.`] : []),
   ];
+  // A credit note of an open invoice: what is due went down.
+  if (outcomes.length === 0) outcomes.push(`${money(Number(note.total))} is taken off what is due on invoice ${invoice.number}.`);
   const email = creditNoteEmail({
     accountName: brand.name,
     ...(account.settings.branding ? { brand } : {}),

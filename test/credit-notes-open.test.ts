@@ -42,6 +42,10 @@ describe('credit notes on open invoices', () => {
     expect(note.status, JSON.stringify(note.body)).toBe(201);
     expect(note.body).toMatchObject({ number: `${number}-CN-01`, total: 1900, refund_amount: 0, credit_amount: 0, out_of_band_amount: 0, refund: null, status: 'issued' });
     expect((await engine.call('GET', `/v1/invoices/${invoiceId}`)).body).toMatchObject({ status: 'open', total: 4900, amount_due: 3000, amount_remaining: 3000 });
+    // The customer is emailed what was taken off, with the credit note's PDF link.
+    await expect.poll(() => engine.mail.messages.some((m) => m.parsed.subject?.includes(`Credit note ${number}-CN-01`) && (m.parsed.text ?? '').includes('$19.00 is taken off what is due')), { timeout: 10_000 }).toBe(true);
+    const pdf = await engine.app.request(new URL(note.body.pdf).pathname + new URL(note.body.pdf).search);
+    expect([pdf.status, pdf.headers.get('content-type')]).toEqual([200, 'application/pdf']);
     expect((await engine.call('GET', `/v1/subscriptions/${id}`)).body).toMatchObject({ status: 'past_due', dunning: expect.objectContaining({ invoice: invoiceId }) });
     // A new card retries at once: for what is left.
     expect((await engine.call('PATCH', `/v1/customers/${customerId}`, { payment_method: 'pm_card_visa' })).status).toBe(200);

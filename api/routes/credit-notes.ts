@@ -126,7 +126,7 @@ const routes = {
     path: '/preview',
     tags,
     summary: 'Preview a credit note',
-    description: 'The credit note POST /v1/credit_notes would issue now with these values, checked the same way; nothing is written (its id is `cn_preview`).',
+    description: 'The credit note POST /v1/credit_notes would issue now with these values, checked the same way; nothing is written (its id is `cn_preview` and its `pdf` empty).',
     request: { query: PreviewQuery },
     responses: { 200: { description: 'The credit note it would issue', ...json(CreditNoteSchema) }, ...errorResponses(400, 401, 404, 409) },
   }),
