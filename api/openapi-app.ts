@@ -1,6 +1,7 @@
 import { OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import { ApiError, type ErrorCode } from '../domain/errors.ts';
+import { dependencyRetryAfterSeconds, unavailableMessage } from '../domain/dependency-errors.ts';
 import { errorBody, describeZodError } from './errors.ts';
 import { coerceFormValue, formCoercion } from './middleware/body.ts';
 
@@ -70,15 +71,17 @@ const exampleCodes: Record<number, { error: ErrorCode; message: string; descript
   422: { error: 'idempotency_key_reused', message: 'This Idempotency-Key was used with another request.', description: 'Idempotency-Key reused with another body' },
   429: { error: 'rate_limited', message: 'Too many requests. Try again in 60 seconds.', description: 'Throttled (Retry-After says when to retry)' },
   500: { error: 'internal_error', message: 'Something went wrong on our side.', description: 'Internal error' },
-  503: { error: 'service_unavailable', message: 'A dependency is unavailable; retry later.', description: 'A dependency (database, Temporal) is down' },
+  503: { error: 'service_unavailable', message: unavailableMessage('database'), description: 'A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds' },
 };
 
 interface OperationObject {
   security?: unknown[];
   parameters?: { $ref?: string; in?: string }[];
   requestBody?: unknown;
-  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown; example?: unknown }> }>;
+  responses?: Record<string, { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: unknown; example?: unknown }> }>;
 }
+
+const retryAfterHeader = { description: 'Seconds to wait before retrying', schema: { type: 'integer', example: dependencyRetryAfterSeconds } };
 
 const errorContent = (status: number) => ({
   'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: { error: exampleCodes[status]!.error, message: exampleCodes[status]!.message } },
@@ -113,6 +116,9 @@ export function withCommonStatuses<T extends { paths?: object }>(document: T): T
       for (const status of statuses) {
         if (!responses[status]) responses[status] = { description: exampleCodes[status]!.description, content: errorContent(status) };
       }
+      // A dependency outage (api/errors.ts handleError) says when to retry.
+      const unavailable = responses[503];
+      if (unavailable && (unavailable.content?.['application/json']?.schema as { $ref?: string } | undefined)?.$ref === '#/components/schemas/Error') unavailable.headers ??= { 'Retry-After': retryAfterHeader };
       // Node's HTTP server answers it before any route, with an empty body: request line and headers over 16 KB (a long query).
       responses[431] ??= { description: 'Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body)' };
       for (const [key, response] of Object.entries(responses)) {

@@ -7,7 +7,8 @@
  *
  * Pure and duck-typed (no driver imports), from the shapes the drivers really throw:
  * - PostgreSQL through MikroORM: a `DriverException` (or `ConnectionException`) carrying the
- *   socket's code (`ECONNREFUSED`, `ECONNRESET`, ...) or the server's SQLSTATE; pg's own
+ *   socket's code (`ECONNREFUSED`, `ECONNRESET`, ...) or the server's SQLSTATE; a raw query's
+ *   socket error, unwrapped, whose stack passes through pg-pool or kysely; pg's own
  *   messages (`Connection terminated unexpectedly`, the pool's `timeout exceeded when trying
  *   to connect`, knex's `Timeout acquiring a connection`); SQLSTATE class 08 (connection
  *   exception), 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 53300
@@ -36,6 +37,9 @@ function outageSqlState(code: unknown): boolean {
 const databaseMessages =
   /^Connection terminated\b|timeout exceeded when trying to connect|Timeout acquiring a connection|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|terminating connection due to administrator command|the database system is (shutting down|starting up|in recovery mode|not yet accepting connections)/i;
 
+/** Stack frames of the database client stack (pg, pg-pool, kysely, MikroORM's SQL drivers). */
+const databaseDriverFrames = /node_modules[\\/](pg|pg-pool|kysely|knex|@mikro-orm)[\\/]/;
+
 /** gRPC status codes that mean Temporal could not be reached (or did not answer) at all. */
 const grpcUnavailable = 14;
 const grpcDeadlineExceeded = 4;
@@ -43,6 +47,7 @@ const grpcDeadlineExceeded = 4;
 interface ErrorLike {
   name?: unknown;
   message?: unknown;
+  stack?: unknown;
   code?: unknown;
   sqlState?: unknown;
   cause?: unknown;
@@ -67,6 +72,8 @@ function classifyOne(node: ErrorLike): Dependency | null {
   if (outageSqlState(node.sqlState) || (isDriverException(node) && outageSqlState(node.code))) return 'database';
   if (node.name === 'ConnectionException') return 'database';
   if (isDriverException(node) && typeof node.code === 'string' && socketCodes.has(node.code)) return 'database';
+  // A raw query (em.getConnection().execute) gets the pool's socket error unwrapped: its stack names the driver.
+  if (typeof node.code === 'string' && socketCodes.has(node.code) && typeof node.stack === 'string' && databaseDriverFrames.test(node.stack)) return 'database';
   if (databaseMessages.test(message)) return 'database';
   if (node.name === 'KnexTimeoutError') return 'database';
   return null;

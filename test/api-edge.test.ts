@@ -114,7 +114,14 @@ describe('HTTP edge', () => {
         // 431 comes from Node's HTTP parser with an empty body, before any route.
         if (Number(status) < 400 || status === '431') continue;
         const example = response.content?.['application/json']?.example;
+        // /health's 503 is its report (which dependency is down), not an error body.
+        if (path === '/health' && status === '503') {
+          expect(example, `${where} ${status}`).toMatchObject({ status: 'degraded', database: { ok: false } });
+          continue;
+        }
         expect(example, `${where} ${status}`).toMatchObject({ error: expect.any(String), message: expect.any(String) });
+        // A dependency outage says when to retry.
+        if (status === '503') expect(response.headers?.['Retry-After'], `${where} 503`).toMatchObject({ schema: { type: 'integer' } });
         expect(errorStatus[example.error as ErrorCode], `${where} ${status}: ${example.error}`).toBe(Number(status));
       }
     }
@@ -134,19 +141,20 @@ describe('HTTP edge', () => {
 });
 
 describe('HTTP edge when a dependency is down', () => {
-  it('answers 500 without leaking a stack, and health says degraded (503)', async () => {
+  it('answers 503 service_unavailable with Retry-After (not 500) without leaking a stack, and health says degraded (503)', async () => {
     const engine = await startTestEngine({ startWorker: false });
     // An ORM pointed at a port where no database listens.
     const deadOrm = await openOrm(`postgres://postgres:postgres@127.0.0.1:${await freePort()}/nothing`);
     const app = createApp({ orm: deadOrm, temporal: engine.env.client, config: engine.config, logger: createLogger('silent') });
     const call = async (path: string) => {
       const response = await app.request(path, { headers: engine.tenant.headers });
-      return { status: response.status, body: (await response.json()) as any };
+      return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after') };
     };
     try {
       const response = await call('/v1/customers/cus_anything');
-      expect(response.status).toBe(500);
-      expect(response.body.error).toBe('internal_error');
+      expect(response.status).toBe(503);
+      expect(Number(response.retryAfter)).toBeGreaterThan(0);
+      expect(response.body.error).toBe('service_unavailable');
       expect(JSON.stringify(response.body)).not.toMatch(/at .*\.ts|Error:|stack/i);
       const health = await call('/health');
       expect(health.status).toBe(503);

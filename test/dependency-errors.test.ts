@@ -29,6 +29,10 @@ describe('unavailableDependency', () => {
     // localhost: Node tries ::1 and 127.0.0.1 and fails with both, as an AggregateError under the driver's error.
     const both = new AggregateError([socketError('ECONNREFUSED', 'connect ECONNREFUSED ::1:5432'), socketError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')], '');
     expect(unavailableDependency(new DriverException(both))).toBe('database');
+    // A raw query (em.getConnection().execute) gets pg-pool's socket error unwrapped; its stack names the driver.
+    const raw = socketError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432');
+    raw.stack = 'Error: connect ECONNREFUSED 127.0.0.1:5432\n    at /app/node_modules/pg-pool/index.js:45:11\n    at async PostgresDriver.acquireConnection (file:///app/node_modules/kysely/dist/dialect/postgres/postgres-driver.js:21:24)';
+    expect(unavailableDependency(raw)).toBe('database');
     // Wrapped by our own code as a cause.
     expect(unavailableDependency(new Error('could not read the invoice', { cause: new DriverException(socketError('ECONNREFUSED', 'refused')) }))).toBe('database');
   });
