@@ -270,7 +270,13 @@ export async function voidCreditNote(em: EntityManager, scope: Scope, id: string
     await tx.findOneOrFail(Invoice, { id: peek.invoiceId }, writeLock);
     const note = await tx.findOneOrFail(CreditNote, { id }, writeLock);
     if (note.status !== 'issued') throw new ApiError('invalid_state', `Credit note ${note.number} is already void.`);
-    if (Number(note.refundAmount) > 0) throw new ApiError('invalid_state', `Credit note ${note.number} refunded ${formatMoney(Number(note.refundAmount), note.currency)} to the payment method: a refund cannot be taken back, so the credit note cannot be voided.`);
+    if (Number(note.refundAmount) > 0) {
+      // A refund the processor refused moved no money (its reservation was given back): such a credit note may be voided.
+      const refund = note.refundTransactionId ? await tx.findOne(Transaction, { id: note.refundTransactionId }, { refresh: true }) : null;
+      if (refund?.status !== 'failed') {
+        throw new ApiError('invalid_state', `Credit note ${note.number} refunded ${formatMoney(Number(note.refundAmount), note.currency)} to the payment method: a refund cannot be taken back, so the credit note cannot be voided.`);
+      }
+    }
     if (loweredAmountDue(note)) throw new ApiError('invalid_state', `Credit note ${note.number} lowered the amount due of its invoice while it was open: it cannot be voided.`);
     const credit = Number(note.creditAmount);
     if (credit > 0) {

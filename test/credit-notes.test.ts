@@ -146,6 +146,30 @@ describe('credit notes and the customer balance', () => {
     expect(voidedEvents.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(credit.body.id);
   });
 
+  it('a refund the processor refuses: it fails, nothing leaves, and the credit note can be voided and issued again', { timeout: 60_000 }, async () => {
+    const { invoice } = await paidInvoice('refund-refused@example.com');
+    const payment = await em().findOneOrFail(Transaction, { id: invoice.transaction });
+    // The charge was refunded in full at the processor behind the engine's back: the processor refuses any more.
+    await em()
+      .getConnection()
+      .execute(`insert into sandbox_processor_refunds (id, idempotency_key, charge_id, amount, currency, status, created_at) values (?, ?, ?, 3500, 'USD', 'succeeded', now())`, [
+        `sbre_outside_${payment.id}`,
+        `outside:${payment.id}`,
+        payment.processorChargeId,
+      ]);
+    const note = await engine.call('POST', '/v1/credit_notes', { invoice: invoice.id, amount: 1000, refund_amount: 1000 });
+    expect(note.status, JSON.stringify(note.body)).toBe(201);
+    const refund = await em().findOneOrFail(Transaction, { id: note.body.refund });
+    expect([refund.status, refund.failureCode]).toEqual(['failed', 'amount_too_large']);
+    expect(Number((await em().findOneOrFail(Transaction, { id: payment.id })).amountRefunded)).toBe(0);
+    const voided = await engine.call('POST', `/v1/credit_notes/${note.body.id}/void`);
+    expect([voided.status, voided.body.status], JSON.stringify(voided.body)).toEqual([200, 'void']);
+    const again = await engine.call('POST', '/v1/credit_notes', { invoice: invoice.id, amount: 3500, out_of_band_amount: 3500 });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(again.body.number).toBe(`${invoice.number}-CN-02`);
+    await expectLedgerInvariants(em(), engine.tenant.accountId);
+  });
+
   it('refuses what the invoice cannot take, and writes nothing', { timeout: 60_000 }, async () => {
     const { invoice, customerId } = await paidInvoice('refusals@example.com');
     const before = await snapshot(invoice.id, customerId);
