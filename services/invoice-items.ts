@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 /**
  * Invoice items (issue #26): one-off charges of a customer, pending until an invoice takes them.
  *
@@ -131,7 +132,7 @@ export async function customerNow(em: EntityManager, customer: Customer): Promis
 
 /** Locks a draft invoice of the customer in `tx` (for an item to attach to or leave), or 400/404/409. */
 async function lockDraft(tx: EntityManager, scope: Scope, invoiceId: string, item: { customerId: string; currency: string }): Promise<Invoice> {
-  const invoice = await tx.findOne(Invoice, { id: invoiceId, ...scope }, { lockMode: 4 /* PESSIMISTIC_WRITE */ });
+  const invoice = await tx.findOne(Invoice, { id: invoiceId, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!invoice) throw new ApiError('not_found', `No such invoice: ${invoiceId}.`);
   if (invoice.status !== 'draft') throw new ApiError('invalid_state', `Invoice ${invoice.id} is ${invoice.status}: items attach to draft invoices only.`);
   if (invoice.customerId !== item.customerId) throw new ApiError('invalid_request', `invoice: ${invoice.id} is another customer's invoice.`);
@@ -187,10 +188,10 @@ async function lockEditable(tx: EntityManager, scope: Scope, id: string): Promis
   if (!seen) throw new ApiError('not_found', `No such invoice item: ${id}.`);
   // The invoice first (finalize's order: invoice, then its items), then the item.
   if (seen.invoiceId) {
-    const invoice = await tx.findOne(Invoice, { id: seen.invoiceId }, { lockMode: 4 });
+    const invoice = await tx.findOne(Invoice, { id: seen.invoiceId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (invoice && invoice.status !== 'draft') throw new ApiError('invalid_state', `Invoice item ${id} was billed on invoice ${invoice.number} (${invoice.status}); it can no longer change.`);
   }
-  const item = await tx.findOneOrFail(InvoiceItem, { id }, { lockMode: 4, refresh: true });
+  const item = await tx.findOneOrFail(InvoiceItem, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
   if (item.invoiceId !== seen.invoiceId) throw new ApiError('invalid_state', `Invoice item ${id} was just taken by invoice ${item.invoiceId}; it can no longer change.`);
   return item;
 }

@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 /**
  * One-off invoices (issue #26): POST /v1/invoices makes a draft of a customer's invoice items;
  * finalize numbers it, fixes its lines and due date and hands its time to its invoice workflow
@@ -101,7 +102,7 @@ const maxDate = (dates: Date[]) => new Date(Math.max(...dates.map((d) => d.getTi
 /** Deletes a draft; its items are pending again (Stripe's rule). 409 for an invoice that is not a draft. */
 export async function deleteDraftInvoice(em: EntityManager, scope: Scope, id: string): Promise<Invoice> {
   return em.transactional(async (tx) => {
-    const invoice = await tx.findOne(Invoice, { id, ...scope }, { lockMode: 4 });
+    const invoice = await tx.findOne(Invoice, { id, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!invoice) throw new ApiError('not_found', `No such invoice: ${id}.`);
     if (invoice.status !== 'draft') throw new ApiError('invalid_state', `Invoice ${invoice.number} is ${invoice.status}: only a draft can be deleted (void it instead).`);
     await tx.nativeUpdate(InvoiceItem, { invoiceId: id }, { invoiceId: null });
@@ -149,7 +150,7 @@ const finalizedView = (invoice: Invoice): FinalizedInvoice => ({
  */
 export async function finalizeOneOffInvoice(em: EntityManager, links: InvoiceLinks, invoiceId: string, at: string): Promise<FinalizedInvoice | { refused: string }> {
   return em.transactional(async (tx) => {
-    const invoice = await tx.findOne(Invoice, { id: invoiceId }, { lockMode: 4 });
+    const invoice = await tx.findOne(Invoice, { id: invoiceId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!invoice) return { refused: `No such invoice: ${invoiceId} (a draft deleted before it was finalized).` };
     if (invoice.status !== 'draft') return finalizedView(invoice);
     const items = await itemsOf(tx, invoiceId);

@@ -1,3 +1,4 @@
+import { LockMode } from '@mikro-orm/core';
 /**
  * Test clocks (sandbox): create, advance, delete, and binding work to a clock.
  * The clock's time lives in its workflow (workflows/test-clock.ts); its row here is
@@ -177,7 +178,7 @@ export async function advanceTestClock(em: EntityManager, starter: ClockStarter,
     );
   }
   await em.transactional(async (tx) => {
-    const row = await tx.findOneOrFail(TestClock, { id: clock.id }, { lockMode: 4 /* pessimistic write */ });
+    const row = await tx.findOneOrFail(TestClock, { id: clock.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (row.status !== 'ready') throw new ApiError('invalid_state', `Test clock ${clock.id} is already advancing; wait until it is ready.`);
     row.status = 'advancing';
     row.advancingTo = to;
@@ -198,7 +199,7 @@ export async function advanceTestClock(em: EntityManager, starter: ClockStarter,
  */
 export async function recordTestClockAdvanced(em: EntityManager, input: { clockId: string; frozenTime: string; failure: string | null }): Promise<void> {
   await em.transactional(async (tx) => {
-    const row = await tx.findOne(TestClock, { id: input.clockId }, { lockMode: 4 /* pessimistic write */ });
+    const row = await tx.findOne(TestClock, { id: input.clockId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!row) return; // deleted meanwhile
     if (row.status !== 'advancing') return; // reported already
     if (!input.failure && row.advancingTo?.getTime() !== Date.parse(input.frozenTime)) return; // an earlier advance's report

@@ -59,4 +59,16 @@ describe('a one-off invoice voided while it is being charged', () => {
     await eventually(async () => (await em().findOneOrFail(Invoice, { id })).status, (status) => status === 'paid');
     expect(await em().count(Transaction, { invoiceId: id, type: 'payment' })).toBe(1);
   });
+  it('items attached to one draft at once all wait for its lock, none refused, and the draft adds them all up', { timeout: 60_000 }, async () => {
+    // A lock that skipped a locked row (SKIP LOCKED, MikroORM's lockMode 4) answered 404 "No such invoice" to all but one.
+    const customer = (await engine.call('POST', '/v1/customers', { email: 'race-items@example.com', payment_method: 'pm_card_visa' })).body.id;
+    const draftId = (await engine.call('POST', '/v1/invoices', { customer, collection_method: 'send_invoice', days_until_due: 7, currency: 'USD' })).body.id as string;
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => engine.call('POST', '/v1/invoice_items', { customer, invoice: draftId, amount: 100 + i, currency: 'USD', description: `Part ${i}` })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 12 }, () => 201));
+    const invoice = (await engine.call('GET', `/v1/invoices/${draftId}`)).body;
+    expect(invoice.lines).toHaveLength(12);
+    expect(invoice.subtotal).toBe(12 * 100 + 66);
+  });
 });
