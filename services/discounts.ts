@@ -80,16 +80,18 @@ export async function discountForInvoice(
   q: { accountId: string; livemode: boolean; customerId: string; subscriptionId: string | null; currency: string; at: Date },
 ): Promise<TotalsDiscount | null> {
   const scope = { accountId: q.accountId, livemode: q.livemode, customerId: q.customerId, endedAt: null };
+  // The subscription's and the customer's own in one read (every renewal asks; most find none).
+  const found = await tx.find(Discount, { ...scope, ...(q.subscriptionId ? { $or: [{ subscriptionId: q.subscriptionId }, { subscriptionId: null }] } : { subscriptionId: null }) }, { refresh: true });
   let chosen: Discount | null = null;
   if (q.subscriptionId) {
-    const own = await tx.findOne(Discount, { ...scope, subscriptionId: q.subscriptionId }, { refresh: true });
+    const own = found.find((d) => d.subscriptionId === q.subscriptionId);
     if (own) {
       await endLapsed(tx, own, q.at);
       if (discountActiveAt(own, q.at)) chosen = own;
     }
   }
   if (!chosen) {
-    const customers = await tx.findOne(Discount, { ...scope, subscriptionId: null }, { refresh: true });
+    const customers = found.find((d) => !d.subscriptionId);
     if (customers) {
       await endLapsed(tx, customers, q.at);
       if (discountActiveAt(customers, q.at)) chosen = customers;

@@ -6,7 +6,7 @@
  * database transaction: it must only read, and answer quickly.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AccountModeSettings, Customer, CustomerTaxId, Subscription, SubscriptionTaxRates, TaxRate } from '../db/entities/index.ts';
+import { Subscription, SubscriptionTaxRates, TaxRate } from '../db/entities/index.ts';
 import type { TaxExempt, TotalsTaxRate } from '../domain/invoice-totals.ts';
 import { subscriptionItemId } from '../domain/subscription.ts';
 import { ratesForLine, type TaxRateRecord } from '../domain/tax-rules.ts';
@@ -65,7 +65,7 @@ export const asTaxRateRecord = (row: TaxRate): TaxRateRecord => ({
  * plan of the first invoice, an item since removed, whose proration credit is taxed as it was), and
  * over them its projection row's items as they are now (an item whose plan changed bills the new one).
  */
-function itemsByPlan(subscription: Subscription | null, settings: SubscriptionTaxRates | null, subscriptionId: string): Map<string, string> {
+function itemsByPlan(subscription: SubscriptionItems | null, settings: SubscriptionRates | null, subscriptionId: string): Map<string, string> {
   const byPlan = new Map(Object.entries(settings?.itemTaxRates ?? {}).map(([itemId, { plan }]) => [plan, itemId]));
   if (subscription) {
     const items = subscription.items ?? [{ id: subscriptionItemId(subscriptionId), planId: subscription.planId, quantity: subscription.quantity }];
@@ -76,6 +76,46 @@ function itemsByPlan(subscription: Subscription | null, settings: SubscriptionTa
   return byPlan;
 }
 
+/** What itemsByPlan reads of a subscription and of its tax rate settings. */
+type SubscriptionItems = Pick<Subscription, 'planId' | 'quantity' | 'items'>;
+type SubscriptionRates = Pick<SubscriptionTaxRates, 'defaultTaxRates' | 'itemTaxRates'>;
+
+/**
+ * What the built-in calculator reads, in ONE statement (it runs in every invoice's transaction, every renewal's
+ * too): the customer's tax details and tax ids, the mode's default rates, the subscription's rates and items.
+ */
+async function readTaxContext(tx: EntityManager, input: TaxCalculationInput) {
+  const scope = [input.accountId, input.livemode];
+  const [row] = await tx.execute<
+    {
+      tax_exempt: TaxExempt | null;
+      address: { country?: string | null; state?: string | null } | null;
+      tax_ids: { type: string; value: string }[];
+      default_tax_rates: string[] | null;
+      subscription_rates: { default_tax_rates: string[] | null; item_tax_rates: SubscriptionRates['itemTaxRates'] | null } | null;
+      subscription: { plan_id: string; quantity: number | null; items: Subscription['items'] } | null;
+    }[]
+  >(
+    `select c.tax_exempt, c.address,
+       (select coalesce(jsonb_agg(jsonb_build_object('type', t.type, 'value', t.value) order by t.id), '[]'::jsonb)
+          from customer_tax_ids t where t.customer_id = ? and t.account_id = ? and t.livemode = ?) as tax_ids,
+       (select m.default_tax_rates from account_mode_settings m where m.account_id = ? and m.livemode = ?) as default_tax_rates,
+       (select jsonb_build_object('default_tax_rates', r.default_tax_rates, 'item_tax_rates', r.item_tax_rates)
+          from subscription_tax_rates r where r.subscription_id = ? and r.account_id = ? and r.livemode = ?) as subscription_rates,
+       (select jsonb_build_object('plan_id', s.plan_id, 'quantity', s.quantity, 'items', s.items)
+          from subscriptions s where s.id = ? and s.account_id = ? and s.livemode = ?) as subscription
+     from (select 1) one left join customers c on c.id = ? and c.account_id = ? and c.livemode = ?`,
+    [input.customerId, ...scope, ...scope, input.subscriptionId, ...scope, input.subscriptionId, ...scope, input.customerId, ...scope],
+  );
+  return {
+    customer: row?.tax_exempt ? { taxExempt: row.tax_exempt, address: row.address } : null,
+    taxIds: row?.tax_ids ?? [],
+    modeSettings: row ? { defaultTaxRates: row.default_tax_rates } : null,
+    subscriptionSettings: row?.subscription_rates ? { defaultTaxRates: row.subscription_rates.default_tax_rates ?? [], itemTaxRates: row.subscription_rates.item_tax_rates ?? {} } : null,
+    subscription: row?.subscription ? { planId: row.subscription.plan_id, quantity: row.subscription.quantity ?? 1, items: row.subscription.items } : null,
+  };
+}
+
 /**
  * The built-in calculator: the account's own tax rates, chosen per line by domain/tax-rules.ts
  * (the line's, its subscription item's, the subscription's defaults, else the account's defaults
@@ -83,14 +123,7 @@ function itemsByPlan(subscription: Subscription | null, settings: SubscriptionTa
  */
 export const builtInTaxCalculator: TaxCalculator = {
   async calculate(tx, input) {
-    const scope = { accountId: input.accountId, livemode: input.livemode };
-    const [customer, taxIds, modeSettings, subscriptionSettings, subscription] = await Promise.all([
-      tx.findOne(Customer, { id: input.customerId, ...scope }),
-      tx.find(CustomerTaxId, { customerId: input.customerId, ...scope }, { orderBy: { id: 'asc' } }),
-      tx.findOne(AccountModeSettings, scope),
-      input.subscriptionId ? tx.findOne(SubscriptionTaxRates, { subscriptionId: input.subscriptionId, ...scope }) : null,
-      input.subscriptionId ? tx.findOne(Subscription, { id: input.subscriptionId, ...scope }) : null,
-    ]);
+    const { customer, taxIds, modeSettings, subscriptionSettings, subscription } = await readTaxContext(tx, input);
     const address = { country: customer?.address?.country ?? null, state: customer?.address?.state ?? null };
     const taxExempt: TaxExempt = customer?.taxExempt ?? 'none';
     const byPlan = input.subscriptionId ? itemsByPlan(subscription, subscriptionSettings, input.subscriptionId) : new Map<string, string>();
@@ -105,7 +138,7 @@ export const builtInTaxCalculator: TaxCalculator = {
       account: modeSettings?.defaultTaxRates,
     }));
     const ids = [...new Set(sources.flatMap((s) => [...(s.line ?? []), ...(s.item ?? []), ...(s.subscription ?? []), ...(s.account ?? [])]))];
-    const rows = ids.length === 0 ? [] : await tx.find(TaxRate, { id: { $in: ids }, ...scope });
+    const rows = ids.length === 0 ? [] : await tx.find(TaxRate, { id: { $in: ids }, accountId: input.accountId, livemode: input.livemode });
     const rates = new Map(rows.map((row) => [row.id, asTaxRateRecord(row)]));
     const customerTax = { ...address, tax_exempt: taxExempt };
     return {
