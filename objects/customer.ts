@@ -29,7 +29,7 @@ export const CustomerSchema = z
     }),
     discount: DiscountSchema.nullable()
       .optional()
-      .openapi({ description: "Its own discount in force (POST /v1/customers/{id}/discount), for all its invoices unless a subscription has its own; null when none. On retrieve, list and update answers (events' data.object leaves it out)" }),
+      .openapi({ description: "Its own discount in force (POST /v1/customers/{id}/discount), for all its invoices unless a subscription has its own; null when none. On create, retrieve, list and update answers (events' data.object leaves it out)" }),
     created_at: timestamp,
     updated_at: timestamp,
   })

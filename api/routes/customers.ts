@@ -179,7 +179,8 @@ export function customersApp(deps: ApiDeps) {
           await recordEvent(tx, { accountId, livemode, type: 'customer.created', object: serializeCustomer(customer), transactionId: null });
         }),
       );
-      return c.json(serializeCustomer(customer), 201);
+      // A new customer has no discount yet (its answer has the field, as retrieve, list and update do).
+      return c.json({ ...serializeCustomer(customer), discount: null }, 201);
     })
     .openapi(listCustomers, async (c) => {
       const query = c.req.valid('query');
