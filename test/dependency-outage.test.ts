@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { createApp, type App } from '../api/app.ts';
 import { openOrm } from '../db/orm.ts';
 import { Customer, Subscription } from '../db/entities/index.ts';
@@ -92,6 +92,7 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
   let connection: Connection;
   let app: App;
   const logLines: { level: number; msg: string; dependency?: string }[] = [];
+  let lastRetryDue = 0;
   let customerId: string;
   let planId: string;
   let subscriptionId: string;
@@ -124,7 +125,21 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
     orm = await openOrm(dbUrl.toString(), { pool: { min: 0, max: 4 } });
     const [temporalHost, temporalPort] = (engine.env.connection as Connection).options.address.split(':');
     temporalProxy = await startProxy(temporalHost === 'localhost' ? '127.0.0.1' : temporalHost!, Number(temporalPort));
-    connection = await Connection.connect({ address: `127.0.0.1:${temporalProxy.port}` });
+    // The client's default retry policy (as api/server.ts gets it), watched so that teardown can wait for its last scheduled retry.
+    const retry = defaultGrpcRetryOptions();
+    connection = await Connection.connect({
+      address: `127.0.0.1:${temporalProxy.port}`,
+      interceptors: [
+        makeGrpcRetryInterceptor({
+          ...retry,
+          delayFunction(attempt, status) {
+            const delay = retry.delayFunction(attempt, status);
+            lastRetryDue = Math.max(lastRetryDue, Date.now() + delay);
+            return delay;
+          },
+        }),
+      ],
+    });
     const temporal = new Client({ connection, namespace: 'default' });
     const sink = new Writable({
       write(chunk, _encoding, done) {
@@ -138,6 +153,9 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
     expect((await call('GET', `/v1/customers/${customerId}`)).status).toBe(200);
   });
   afterAll(async () => {
+    // A health check's call retried in the background until its deadline: closing the channel under a retry
+    // still scheduled would make that retry throw. Its deadline has passed, so it ends at once when it fires.
+    await until(async () => Date.now() > lastRetryDue + 100, Boolean, 30_000);
     await connection?.close();
     await orm?.close();
     await dbProxy?.close();

@@ -40,8 +40,8 @@ export function healthApp({ orm, temporal }: ApiDeps) {
   return newOpenApiApp().openapi(health, async (c) => {
     const [database, temporalCheck] = await Promise.all([
       check(() => orm.em.fork().execute('select 1')),
-      // Aborted with the check: a Temporal that is down would otherwise keep the call retrying in the background for ~20 s.
-      check(() => temporal.connection.withAbortSignal(AbortSignal.timeout(3_000), () => temporal.connection.workflowService.getSystemInfo({}))),
+      // With the check's deadline: a Temporal that is down would otherwise keep the client retrying the call in the background for ~20 s.
+      check(() => temporal.connection.withDeadline(Date.now() + 3_000, () => temporal.connection.workflowService.getSystemInfo({}))),
     ]);
     const ok = database.ok && temporalCheck.ok;
     return c.json({ status: ok ? 'ok' : 'degraded', database, temporal: temporalCheck } as const, ok ? 200 : 503);
