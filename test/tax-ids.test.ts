@@ -141,7 +141,7 @@ describe('tax rules', () => {
 
   it('a line takes the first of its own, its item\'s, its subscription\'s rates; else the active account defaults matching the customer', () => {
     const rates = new Map([rate('own'), rate('item'), rate('sub'), rate('de', { country: 'DE' }), rate('all'), rate('off', { active: false })].map((r) => [r.id, r]));
-    const de = { country: 'DE', state: null, tax_exempt: 'none' as const };
+    const de = { country: 'DE', state: null, tax_exempt: 'none' as 'none' | 'exempt' | 'reverse' };
     const ids = (sources: Parameters<typeof ratesForLine>[0], customer = de) => ratesForLine(sources, rates, customer).map((r) => r.id);
     const account = ['de', 'all', 'off'];
     expect(ids({ line: ['own'], item: ['item'], subscription: ['sub'], account })).toEqual(['own']);
