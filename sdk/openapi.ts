@@ -246,16 +246,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -379,16 +381,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -582,16 +586,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -599,6 +605,133 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credit_notes/{id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The credit note as a PDF, by its signed link
+         * @description The `pdf` link of a credit note (from its email): the `token` in the link is the credential. A wrong token answers 404 like an unknown credit note.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    token?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description application/pdf */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/pdf": string;
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -736,16 +869,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -839,7 +974,7 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description One is not */
+                /** @description One is not: `status` is `degraded` and the one down has `ok: false` and its error */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -847,8 +982,16 @@ export interface paths {
                     content: {
                         /**
                          * @example {
-                         *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "status": "degraded",
+                         *       "database": {
+                         *         "ok": false,
+                         *         "latency_ms": 2,
+                         *         "error": "connect ECONNREFUSED 10.0.0.5:5432"
+                         *       },
+                         *       "temporal": {
+                         *         "ok": true,
+                         *         "latency_ms": 3
+                         *       }
                          *     }
                          */
                         "application/json": components["schemas"]["Health"];
@@ -978,16 +1121,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -1103,16 +1248,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -1254,16 +1401,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -1417,16 +1566,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -1614,16 +1765,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -1771,16 +1924,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -1972,16 +2127,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -2125,16 +2282,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -2338,16 +2497,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -2495,16 +2656,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -2625,16 +2788,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -2823,16 +2988,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -2946,16 +3113,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -3109,16 +3278,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -3284,16 +3455,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -3463,16 +3636,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -3596,16 +3771,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -3751,16 +3928,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -3886,16 +4065,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -4033,16 +4214,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -4298,16 +4481,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -4431,16 +4616,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -4592,16 +4779,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -4783,16 +4972,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -4929,16 +5120,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -5139,16 +5332,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -5296,16 +5491,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -5450,16 +5647,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -5648,16 +5847,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -5878,16 +6079,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -6071,16 +6274,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -6215,16 +6420,1949 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/coupons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List coupons, newest first
+         * @description Deleted coupons are left out.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description A coupon id from the current page: the page of newer coupons before it */
+                    ending_before?: string;
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    /** @description A coupon id from the previous page: the page of older coupons after it */
+                    starting_after?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["Coupon"][];
+                            has_more: boolean;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create a coupon
+         * @description percent_off, or amount_off with currency; duration once, repeating (with duration_in_months) or forever. Its terms never change afterwards. Takes JSON or an `application/x-www-form-urlencoded` body.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Minor units taken off each invoice it applies to; with currency */
+                        amount_off?: number;
+                        /** @description Which invoice lines it discounts; left out: every line */
+                        applies_to?: {
+                            /** @description Plan ids whose lines it discounts */
+                            plans?: string[];
+                            /** @description Product ids whose plans' lines it discounts */
+                            products?: string[];
+                        };
+                        /**
+                         * @description amount_off's currency
+                         * @example USD
+                         */
+                        currency?: string;
+                        /**
+                         * @description once (default): the first invoice; repeating: duration_in_months months; forever
+                         * @default once
+                         * @enum {string}
+                         */
+                        duration?: "once" | "repeating" | "forever";
+                        /** @description With duration repeating: how many months from when it is applied */
+                        duration_in_months?: number;
+                        /** @description Your id for it (e.g. `LAUNCH20`), unique in the account and mode; default a generated `cpn_…` */
+                        id?: string;
+                        /** @description How many times it may be applied in all */
+                        max_redemptions?: number;
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        /** @description Shown to customers on invoices and in the portal */
+                        name?: string;
+                        /**
+                         * @description 0 < p ≤ 100, at most 2 decimals; or give amount_off and currency
+                         * @example 20
+                         */
+                        percent_off?: number;
+                        /**
+                         * Format: date-time
+                         * @description Last instant it may be applied (in the future)
+                         */
+                        redeem_by?: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description Minor units taken off each invoice it applies to; with currency */
+                        amount_off?: number;
+                        /** @description Which invoice lines it discounts; left out: every line */
+                        applies_to?: {
+                            /** @description Plan ids whose lines it discounts */
+                            plans?: string[];
+                            /** @description Product ids whose plans' lines it discounts */
+                            products?: string[];
+                        };
+                        /**
+                         * @description amount_off's currency
+                         * @example USD
+                         */
+                        currency?: string;
+                        /**
+                         * @description once (default): the first invoice; repeating: duration_in_months months; forever
+                         * @default once
+                         * @enum {string}
+                         */
+                        duration?: "once" | "repeating" | "forever";
+                        /** @description With duration repeating: how many months from when it is applied */
+                        duration_in_months?: number;
+                        /** @description Your id for it (e.g. `LAUNCH20`), unique in the account and mode; default a generated `cpn_…` */
+                        id?: string;
+                        /** @description How many times it may be applied in all */
+                        max_redemptions?: number;
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        /** @description Shown to customers on invoices and in the portal */
+                        name?: string;
+                        /**
+                         * @description 0 < p ≤ 100, at most 2 decimals; or give amount_off and currency
+                         * @example 20
+                         */
+                        percent_off?: number;
+                        /**
+                         * Format: date-time
+                         * @description Last instant it may be applied (in the future)
+                         */
+                        redeem_by?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Coupon"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/coupons/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a coupon */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The coupon */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Coupon"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Delete a coupon
+         * @description No new redemptions (its promotion codes stop working too); discounts already made from it go on until they end, as Stripe. Its id may be used again.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeletedCoupon"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Update a coupon (name, metadata)
+         * @description Only name and metadata change; a coupon's terms never do (make a new coupon). Takes JSON or an `application/x-www-form-urlencoded` body.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Merged key by key; a key set to "" is removed */
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        /** @description null (or "") removes it */
+                        name?: string | null;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description Merged key by key; a key set to "" is removed */
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        /** @description null (or "") removes it */
+                        name?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Updated */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Coupon"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/v1/credit_notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List credit notes, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Only this customer's; `customer_id` is the same filter */
+                    customer?: string;
+                    customer_id?: string;
+                    /** @description An id from the current page: the page of newer items before it */
+                    ending_before?: string;
+                    /** @description Only the credit notes of this invoice */
+                    invoice?: string;
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    /** @description An id from the previous page: the page of older items after it */
+                    starting_after?: string;
+                    status?: "issued" | "void";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["CreditNote"][];
+                            has_more: boolean;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Issue a credit note
+         * @description Credits a **paid** or **open** invoice by lines (`invoice_line_item` by quantity or amount, `custom_amount`) or by one `amount`, and says where the money goes: `refund_amount` (a refund of the invoice's payment through the processor, on the ledger), `credit_amount` (the customer balance) and `out_of_band_amount`, which add up to the total. The credit notes of an invoice never exceed its total, and with the refunds of its payment never give back more than it collected. On an **open** invoice the credit note lowers what is due instead (no refund, credit or out-of-band amounts; at most what is left to pay), through the workflow that charges the invoice, so a charge in flight and the credit note never overlap; an invoice credited to nothing due is paid without a charge. A draft, void or uncollectible invoice answers 409 `invalid_state`. Records `credit_note.created` (and `customer_balance_transaction.created`, `transaction.created` for a refund) and emails the customer.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The credit note's total as one amount (instead of lines) */
+                        amount?: number;
+                        /** @description To the customer's balance, used by its next invoices. Default: what refund_amount and out_of_band_amount leave of the total */
+                        credit_amount?: number;
+                        /**
+                         * @description Optional: must be the invoice's currency (400 currency_mismatch otherwise)
+                         * @example USD
+                         */
+                        currency?: string;
+                        /** @description The paid or open invoice to credit */
+                        invoice: string;
+                        lines?: {
+                            /** @description Minor units credited: custom_amount (required), or invoice_line_item instead of quantity */
+                            amount?: number;
+                            /** @description custom_amount: required; invoice_line_item: defaults to the invoice line's */
+                            description?: string;
+                            /** @description invoice_line_item: the index (from 0) of the invoice line, as GET /v1/invoices/{id} lists them */
+                            line_index?: number;
+                            /** @description invoice_line_item: units credited (the line's unit amount × quantity); or give amount */
+                            quantity?: number;
+                            /**
+                             * @description invoice_line_item: part of one of the invoice's lines; custom_amount: an amount with its own description
+                             * @enum {string}
+                             */
+                            type: "invoice_line_item" | "custom_amount";
+                        }[];
+                        /** @description A note to the customer (PDF and email) */
+                        memo?: string;
+                        /** @description Given back outside the engine; recorded only */
+                        out_of_band_amount?: number;
+                        /** @enum {string} */
+                        reason?: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory";
+                        /** @description Back to the payment method that paid the invoice, through the processor (a refund of its payment) */
+                        refund_amount?: number;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description The credit note's total as one amount (instead of lines) */
+                        amount?: number;
+                        /** @description To the customer's balance, used by its next invoices. Default: what refund_amount and out_of_band_amount leave of the total */
+                        credit_amount?: number;
+                        /**
+                         * @description Optional: must be the invoice's currency (400 currency_mismatch otherwise)
+                         * @example USD
+                         */
+                        currency?: string;
+                        /** @description The paid or open invoice to credit */
+                        invoice: string;
+                        lines?: {
+                            /** @description Minor units credited: custom_amount (required), or invoice_line_item instead of quantity */
+                            amount?: number;
+                            /** @description custom_amount: required; invoice_line_item: defaults to the invoice line's */
+                            description?: string;
+                            /** @description invoice_line_item: the index (from 0) of the invoice line, as GET /v1/invoices/{id} lists them */
+                            line_index?: number;
+                            /** @description invoice_line_item: units credited (the line's unit amount × quantity); or give amount */
+                            quantity?: number;
+                            /**
+                             * @description invoice_line_item: part of one of the invoice's lines; custom_amount: an amount with its own description
+                             * @enum {string}
+                             */
+                            type: "invoice_line_item" | "custom_amount";
+                        }[];
+                        /** @description A note to the customer (PDF and email) */
+                        memo?: string;
+                        /** @description Given back outside the engine; recorded only */
+                        out_of_band_amount?: number;
+                        /** @enum {string} */
+                        reason?: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory";
+                        /** @description Back to the payment method that paid the invoice, through the processor (a refund of its payment) */
+                        refund_amount?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Issued */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CreditNote"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A charge the request needed was declined */
+                402: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payment_failed",
+                         *       "message": "Your card was declined."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/credit_notes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a credit note */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The credit note */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CreditNote"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/credit_notes/{id}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The credit note as a PDF */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description application/pdf */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/pdf": string;
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/credit_notes/{id}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void a credit note
+         * @description An issued credit note without a refund becomes `void`: its credit to the customer balance is taken back (a `credit_note` balance transaction of the opposite sign), only while the customer still holds that credit. One with a refund, or whose credit was used, answers 409 `invalid_state`. Records `credit_note.voided`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Voided */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CreditNote"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/credit_notes/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Preview a credit note
+         * @description The credit note POST /v1/credit_notes would issue now with these values, checked the same way; nothing is written (its id is `cn_preview` and its `pdf` empty).
+         */
+        get: {
+            parameters: {
+                query: {
+                    /** @description The credit note's total as one amount (instead of lines) */
+                    amount?: number;
+                    credit_amount?: number | null;
+                    /** @description Optional: must be the invoice's currency (400 currency_mismatch otherwise) */
+                    currency?: string;
+                    /** @description The paid or open invoice to credit */
+                    invoice: string;
+                    /** @description The lines as POST /v1/credit_notes takes them, JSON-encoded (e.g. `[{"type":"invoice_line_item","line_index":0,"quantity":1}]`) */
+                    lines?: string;
+                    /** @description A note to the customer (PDF and email) */
+                    memo?: string;
+                    out_of_band_amount?: number | null;
+                    reason?: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory";
+                    refund_amount?: number | null;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The credit note it would issue */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CreditNote"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -6364,16 +8502,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -6399,6 +8539,36 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /**
+                         * @description The billing address; its country (and state) choose the account's default tax rates
+                         * @example {
+                         *       "line1": "Friedrichstraße 68",
+                         *       "city": "Berlin",
+                         *       "postal_code": "10117",
+                         *       "country": "DE"
+                         *     }
+                         */
+                        address?: {
+                            city?: string;
+                            /**
+                             * @description ISO 3166-1 alpha-2: which tax rates (account defaults with a country) apply
+                             * @example DE
+                             */
+                            country?: string;
+                            line1?: string;
+                            line2?: string;
+                            postal_code?: string;
+                            /**
+                             * @description ISO 3166-2 subdivision code without the country (CA, NY, BY): matches tax rates with that state
+                             * @example CA
+                             */
+                            state?: string;
+                        };
+                        /**
+                         * @description The currency it is billed in (ISO 4217): a subscription or plan-priced invoice item that names no currency is priced in it, among the plan's currency_options (docs/pricing.md#currencies)
+                         * @example EUR
+                         */
+                        currency?: string;
                         /** Format: email */
                         email: string;
                         name?: string;
@@ -6408,10 +8578,46 @@ export interface paths {
                          * @enum {string}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
+                        /**
+                         * @description Default none. exempt: no tax; reverse: reverse charge (no tax, the legal note on its invoices)
+                         * @example none
+                         * @enum {string}
+                         */
+                        tax_exempt?: "none" | "exempt" | "reverse";
                         /** @description A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond) */
                         test_clock?: string;
                     };
                     "application/x-www-form-urlencoded": {
+                        /**
+                         * @description The billing address; its country (and state) choose the account's default tax rates
+                         * @example {
+                         *       "line1": "Friedrichstraße 68",
+                         *       "city": "Berlin",
+                         *       "postal_code": "10117",
+                         *       "country": "DE"
+                         *     }
+                         */
+                        address?: {
+                            city?: string;
+                            /**
+                             * @description ISO 3166-1 alpha-2: which tax rates (account defaults with a country) apply
+                             * @example DE
+                             */
+                            country?: string;
+                            line1?: string;
+                            line2?: string;
+                            postal_code?: string;
+                            /**
+                             * @description ISO 3166-2 subdivision code without the country (CA, NY, BY): matches tax rates with that state
+                             * @example CA
+                             */
+                            state?: string;
+                        };
+                        /**
+                         * @description The currency it is billed in (ISO 4217): a subscription or plan-priced invoice item that names no currency is priced in it, among the plan's currency_options (docs/pricing.md#currencies)
+                         * @example EUR
+                         */
+                        currency?: string;
                         /** Format: email */
                         email: string;
                         name?: string;
@@ -6421,6 +8627,12 @@ export interface paths {
                          * @enum {string}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
+                        /**
+                         * @description Default none. exempt: no tax; reverse: reverse charge (no tax, the legal note on its invoices)
+                         * @example none
+                         * @enum {string}
+                         */
+                        tax_exempt?: "none" | "exempt" | "reverse";
                         /** @description A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond) */
                         test_clock?: string;
                     };
@@ -6578,16 +8790,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -6711,16 +8925,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -6731,7 +8947,7 @@ export interface paths {
         put?: never;
         /**
          * Update a customer (POST, as Stripe does)
-         * @description email, name, payment_method; fields left out stay as they are. Setting payment_method (even to the same one) retries the customer's past-due subscriptions at once. PATCH and POST do the same. Takes JSON or an `application/x-www-form-urlencoded` body.
+         * @description email, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) retries the customer's past-due subscriptions at once. PATCH and POST do the same. Takes JSON or an `application/x-www-form-urlencoded` body.
          */
         post: {
             parameters: {
@@ -6748,6 +8964,36 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /**
+                         * @description Replaces the whole address (fields left out become null); null removes it. Invoices made from then on use it
+                         * @example {
+                         *       "line1": "Friedrichstraße 68",
+                         *       "city": "Berlin",
+                         *       "postal_code": "10117",
+                         *       "country": "DE"
+                         *     }
+                         */
+                        address?: {
+                            city?: string;
+                            /**
+                             * @description ISO 3166-1 alpha-2: which tax rates (account defaults with a country) apply
+                             * @example DE
+                             */
+                            country?: string;
+                            line1?: string;
+                            line2?: string;
+                            postal_code?: string;
+                            /**
+                             * @description ISO 3166-2 subdivision code without the country (CA, NY, BY): matches tax rates with that state
+                             * @example CA
+                             */
+                            state?: string;
+                        } | null;
+                        /**
+                         * @description The currency it is billed in from now on (existing subscriptions keep theirs); null (or an empty form value) removes it
+                         * @example EUR
+                         */
+                        currency?: string | null;
                         /** Format: email */
                         email?: string;
                         /** @description null (or an empty form value) removes it */
@@ -6758,8 +9004,44 @@ export interface paths {
                          * @enum {string|null}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
+                        /**
+                         * @description none, exempt or reverse; invoices made from then on follow it
+                         * @example none
+                         * @enum {string}
+                         */
+                        tax_exempt?: "none" | "exempt" | "reverse";
                     };
                     "application/x-www-form-urlencoded": {
+                        /**
+                         * @description Replaces the whole address (fields left out become null); null removes it. Invoices made from then on use it
+                         * @example {
+                         *       "line1": "Friedrichstraße 68",
+                         *       "city": "Berlin",
+                         *       "postal_code": "10117",
+                         *       "country": "DE"
+                         *     }
+                         */
+                        address?: {
+                            city?: string;
+                            /**
+                             * @description ISO 3166-1 alpha-2: which tax rates (account defaults with a country) apply
+                             * @example DE
+                             */
+                            country?: string;
+                            line1?: string;
+                            line2?: string;
+                            postal_code?: string;
+                            /**
+                             * @description ISO 3166-2 subdivision code without the country (CA, NY, BY): matches tax rates with that state
+                             * @example CA
+                             */
+                            state?: string;
+                        } | null;
+                        /**
+                         * @description The currency it is billed in from now on (existing subscriptions keep theirs); null (or an empty form value) removes it
+                         * @example EUR
+                         */
+                        currency?: string | null;
                         /** Format: email */
                         email?: string;
                         /** @description null (or an empty form value) removes it */
@@ -6770,6 +9052,12 @@ export interface paths {
                          * @enum {string|null}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
+                        /**
+                         * @description none, exempt or reverse; invoices made from then on follow it
+                         * @example none
+                         * @enum {string}
+                         */
+                        tax_exempt?: "none" | "exempt" | "reverse";
                     };
                 };
             };
@@ -6925,16 +9213,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -6947,7 +9237,7 @@ export interface paths {
         head?: never;
         /**
          * Update a customer
-         * @description email, name, payment_method; fields left out stay as they are. Setting payment_method (even to the same one) retries the customer's past-due subscriptions at once. PATCH and POST do the same. Takes JSON or an `application/x-www-form-urlencoded` body.
+         * @description email, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) retries the customer's past-due subscriptions at once. PATCH and POST do the same. Takes JSON or an `application/x-www-form-urlencoded` body.
          */
         patch: {
             parameters: {
@@ -6961,6 +9251,36 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /**
+                         * @description Replaces the whole address (fields left out become null); null removes it. Invoices made from then on use it
+                         * @example {
+                         *       "line1": "Friedrichstraße 68",
+                         *       "city": "Berlin",
+                         *       "postal_code": "10117",
+                         *       "country": "DE"
+                         *     }
+                         */
+                        address?: {
+                            city?: string;
+                            /**
+                             * @description ISO 3166-1 alpha-2: which tax rates (account defaults with a country) apply
+                             * @example DE
+                             */
+                            country?: string;
+                            line1?: string;
+                            line2?: string;
+                            postal_code?: string;
+                            /**
+                             * @description ISO 3166-2 subdivision code without the country (CA, NY, BY): matches tax rates with that state
+                             * @example CA
+                             */
+                            state?: string;
+                        } | null;
+                        /**
+                         * @description The currency it is billed in from now on (existing subscriptions keep theirs); null (or an empty form value) removes it
+                         * @example EUR
+                         */
+                        currency?: string | null;
                         /** Format: email */
                         email?: string;
                         /** @description null (or an empty form value) removes it */
@@ -6971,8 +9291,44 @@ export interface paths {
                          * @enum {string|null}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
+                        /**
+                         * @description none, exempt or reverse; invoices made from then on follow it
+                         * @example none
+                         * @enum {string}
+                         */
+                        tax_exempt?: "none" | "exempt" | "reverse";
                     };
                     "application/x-www-form-urlencoded": {
+                        /**
+                         * @description Replaces the whole address (fields left out become null); null removes it. Invoices made from then on use it
+                         * @example {
+                         *       "line1": "Friedrichstraße 68",
+                         *       "city": "Berlin",
+                         *       "postal_code": "10117",
+                         *       "country": "DE"
+                         *     }
+                         */
+                        address?: {
+                            city?: string;
+                            /**
+                             * @description ISO 3166-1 alpha-2: which tax rates (account defaults with a country) apply
+                             * @example DE
+                             */
+                            country?: string;
+                            line1?: string;
+                            line2?: string;
+                            postal_code?: string;
+                            /**
+                             * @description ISO 3166-2 subdivision code without the country (CA, NY, BY): matches tax rates with that state
+                             * @example CA
+                             */
+                            state?: string;
+                        } | null;
+                        /**
+                         * @description The currency it is billed in from now on (existing subscriptions keep theirs); null (or an empty form value) removes it
+                         * @example EUR
+                         */
+                        currency?: string | null;
                         /** Format: email */
                         email?: string;
                         /** @description null (or an empty form value) removes it */
@@ -6983,6 +9339,12 @@ export interface paths {
                          * @enum {string|null}
                          */
                         payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
+                        /**
+                         * @description none, exempt or reverse; invoices made from then on follow it
+                         * @example none
+                         * @enum {string}
+                         */
+                        tax_exempt?: "none" | "exempt" | "reverse";
                     };
                 };
             };
@@ -7108,16 +9470,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -7125,6 +9489,845 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/v1/customers/{id}/balance_transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's balance transactions, newest first
+         * @description Adjustments, credit notes' credits, and balances applied to (or given back from) invoices; each with the balance after it (`ending_balance`).
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Only this currency */
+                    currency?: string;
+                    /** @description An id from the current page: the page of newer items before it */
+                    ending_before?: string;
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    /** @description An id from the previous page: the page of older items after it */
+                    starting_after?: string;
+                    type?: "adjustment" | "applied_to_invoice" | "unapplied_from_invoice" | "credit_note" | "invoice_too_small";
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["CustomerBalanceTransaction"][];
+                            has_more: boolean;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Adjust a customer's balance
+         * @description An `adjustment` of the customer's balance in `currency`: negative is credit (goodwill, a prepayment), which the customer's next invoices in that currency use before charging; positive is owed and added to its next invoice. Records `customer_balance_transaction.created`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Minor units, Stripe's sign: negative credits the customer (applied to its next invoices), positive is owed (added to its next invoice) */
+                        amount: number;
+                        /** @example USD */
+                        currency: string;
+                        description?: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description Minor units, Stripe's sign: negative credits the customer (applied to its next invoices), positive is owed (added to its next invoice) */
+                        amount: number;
+                        /** @example USD */
+                        currency: string;
+                        description?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CustomerBalanceTransaction"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers/{id}/balance_transactions/{txn}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a customer balance transaction */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    txn: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The balance transaction */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["CustomerBalanceTransaction"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers/{id}/discount": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a coupon or promotion code to a customer
+         * @description The customer's own discount, for all its invoices (a subscription's own discount comes first). Replaces the one in force (customer.discount.updated). Checked and counted as one decision: the coupon's max_redemptions and redeem_by; the code's active, expires_at, max_redemptions, customer and first_time_transaction. A code with a minimum_amount applies to a subscription only. A refusal is 400 and changes nothing. Takes JSON or an `application/x-www-form-urlencoded` body.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A coupon id */
+                        coupon?: string;
+                        /** @description A promotion code: its id (`promo_…`) or the code itself (any case) */
+                        promotion_code?: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description A coupon id */
+                        coupon?: string;
+                        /** @description A promotion code: its id (`promo_…`) or the code itself (any case) */
+                        promotion_code?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Applied */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiscountAnswer"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /**
+         * Remove a customer's discount
+         * @description It stops applying now (customer.discount.deleted). 404 when the customer has none.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Removed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiscountAnswer"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/customers/{id}/portal_link": {
@@ -7316,16 +10519,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -7334,6 +10539,632 @@ export interface paths {
             };
         };
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers/{id}/tax_ids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a customer's tax ids, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description An id from the current page: the page of newer items before it */
+                    ending_before?: string;
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    /** @description An id from the previous page: the page of older items after it */
+                    starting_after?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["TaxId"][];
+                            has_more: boolean;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Add a tax id to a customer
+         * @description Checked for its type's format and check digits (400 otherwise); at most 25 per customer. Printed on the customer's invoices. Records `customer.tax_id.created`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description eu_vat: European VAT number, with its country prefix; gb_vat: United Kingdom VAT number; ch_vat: Swiss VAT number (UID with MWST, TVA or IVA); no_vat: Norwegian VAT number (organisation number with MVA); au_abn: Australian Business Number; ca_bn: Canadian Business Number (9-digit root, or with its program account); in_gst: Indian GSTIN; us_ein: United States Employer Identification Number
+                         * @enum {string}
+                         */
+                        type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "au_abn" | "ca_bn" | "in_gst" | "us_ein";
+                        /** @description Spaces, dots and dashes are ignored; checked for its format and, where one exists, its check digits */
+                        value: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /**
+                         * @description eu_vat: European VAT number, with its country prefix; gb_vat: United Kingdom VAT number; ch_vat: Swiss VAT number (UID with MWST, TVA or IVA); no_vat: Norwegian VAT number (organisation number with MVA); au_abn: Australian Business Number; ca_bn: Canadian Business Number (9-digit root, or with its program account); in_gst: Indian GSTIN; us_ein: United States Employer Identification Number
+                         * @enum {string}
+                         */
+                        type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "au_abn" | "ca_bn" | "in_gst" | "us_ein";
+                        /** @description Spaces, dots and dashes are ignored; checked for its format and, where one exists, its check digits */
+                        value: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaxId"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers/{id}/tax_ids/{tax_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a customer's tax id */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    tax_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The tax id */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaxId"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /**
+         * Delete a customer's tax id
+         * @description Records `customer.tax_id.deleted`.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    tax_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Deleted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            deleted: true;
+                            id: string;
+                            /** @enum {string} */
+                            object: "tax_id";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -7463,16 +11294,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -7540,7 +11373,22 @@ export interface paths {
          *     - `account.updated`: The account's profile or settings changed (recorded in both modes).
          *     - `account.closed`: The account was closed (recorded in both modes).
          *     - `customer.created`: A customer was created.
-         *     - `customer.updated`: A customer was updated (email, name or payment method).
+         *     - `customer.updated`: A customer was updated (email, name, payment method, address, tax_exempt...).
+         *     - `customer.tax_id.created`: A tax id was added to a customer (data.object is the tax id).
+         *     - `customer.tax_id.deleted`: A customer's tax id was deleted (data.object is the tax id).
+         *     - `tax_rate.created`: A tax rate was created.
+         *     - `tax_rate.updated`: A tax rate changed (its name, description, jurisdiction, type, metadata, or deactivated); data.previous_attributes has the values before.
+         *     - `coupon.created`: A coupon was created.
+         *     - `coupon.updated`: A coupon's name or metadata changed (its terms never change).
+         *     - `coupon.deleted`: A coupon was deleted: no new redemptions; discounts already made from it go on.
+         *     - `promotion_code.created`: A promotion code was created.
+         *     - `promotion_code.updated`: A promotion code changed (active, metadata).
+         *     - `customer.discount.created`: A coupon or promotion code was applied to a customer or a subscription (data.object is the discount).
+         *     - `customer.discount.updated`: A customer's or subscription's discount was replaced by another (data.object is the new discount).
+         *     - `customer.discount.deleted`: A discount ended: removed, a once coupon used by its invoice, or a repeating coupon past its end (data.object is the discount).
+         *     - `customer_balance_transaction.created`: A customer's balance moved: an adjustment, a credit note's credit, or a balance applied to (or given back from) an invoice.
+         *     - `credit_note.created`: A credit note was issued for an invoice (data.object is the credit note: its refund, credit to the customer balance and out-of-band amounts).
+         *     - `credit_note.voided`: A credit note was voided: its credit to the customer balance was taken back (data.object is the credit note).
          *     - `payout.created`: A payout was created; its amount left the available balance.
          *     - `payout.paid`: A payout arrived at its destination.
          *     - `payout.updated`: A payout changed without ending: sent (in_transit, with its arrival_date), caught by a hold or released.
@@ -7671,16 +11519,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -7806,16 +11656,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -8038,16 +11890,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -8180,16 +12034,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -8325,16 +12181,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -8555,16 +12413,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -8688,16 +12548,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -8838,16 +12700,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -8991,16 +12855,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -9029,7 +12895,7 @@ export interface paths {
                         /** @description The whole line in minor units (quantity 1); negative for a credit. Give amount, unit_amount or plan. */
                         amount?: number;
                         /**
-                         * @description Required with amount or unit_amount; with plan, the plan's own currency unless one of its currency_options is named
+                         * @description Required with amount or unit_amount; with plan, one of its currency_options, by default the customer's currency when it has one (400 when the plan has no price in it), else the plan's own
                          * @example USD
                          */
                         currency?: string;
@@ -9049,6 +12915,13 @@ export interface paths {
                         plan?: string;
                         /** @description Default 1 */
                         quantity?: number;
+                        /**
+                         * @description Tax rate ids (of the caller's account and mode, active) its line is taxed at, instead of the subscription's or account's defaults (docs/discounts-and-taxes.md#taxes)
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        tax_rates?: string[];
                         /** @description Per unit, in minor units, × quantity */
                         unit_amount?: number;
                     };
@@ -9056,7 +12929,7 @@ export interface paths {
                         /** @description The whole line in minor units (quantity 1); negative for a credit. Give amount, unit_amount or plan. */
                         amount?: number;
                         /**
-                         * @description Required with amount or unit_amount; with plan, the plan's own currency unless one of its currency_options is named
+                         * @description Required with amount or unit_amount; with plan, one of its currency_options, by default the customer's currency when it has one (400 when the plan has no price in it), else the plan's own
                          * @example USD
                          */
                         currency?: string;
@@ -9076,6 +12949,13 @@ export interface paths {
                         plan?: string;
                         /** @description Default 1 */
                         quantity?: number;
+                        /**
+                         * @description Tax rate ids (of the caller's account and mode, active) its line is taxed at, instead of the subscription's or account's defaults (docs/discounts-and-taxes.md#taxes)
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        tax_rates?: string[];
                         /** @description Per unit, in minor units, × quantity */
                         unit_amount?: number;
                     };
@@ -9233,16 +13113,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -9366,16 +13248,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -9512,16 +13396,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -9555,6 +13441,13 @@ export interface paths {
                         invoice?: string | null;
                         plan?: string;
                         quantity?: number;
+                        /**
+                         * @description Replaces its tax rates; [] removes them
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        tax_rates?: string[];
                         unit_amount?: number;
                     };
                     "application/x-www-form-urlencoded": {
@@ -9566,6 +13459,13 @@ export interface paths {
                         invoice?: string | null;
                         plan?: string;
                         quantity?: number;
+                        /**
+                         * @description Replaces its tax rates; [] removes them
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        tax_rates?: string[];
                         unit_amount?: number;
                     };
                 };
@@ -9707,16 +13607,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -9855,16 +13757,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -9897,7 +13801,7 @@ export interface paths {
                          */
                         collection_method?: "charge_automatically" | "send_invoice";
                         /**
-                         * @description Default: the currency of the customer's oldest pending invoice item
+                         * @description Default: the currency of the customer's oldest pending invoice item, else the customer's currency
                          * @example USD
                          */
                         currency?: string;
@@ -9921,7 +13825,7 @@ export interface paths {
                          */
                         collection_method?: "charge_automatically" | "send_invoice";
                         /**
-                         * @description Default: the currency of the customer's oldest pending invoice item
+                         * @description Default: the currency of the customer's oldest pending invoice item, else the customer's currency
                          * @example USD
                          */
                         currency?: string;
@@ -10091,16 +13995,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -10224,16 +14130,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -10370,16 +14278,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -10570,16 +14480,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -10771,16 +14683,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -10998,16 +14912,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -11131,16 +15047,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -11334,16 +15252,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -11481,16 +15401,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -11639,16 +15561,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -11783,16 +15707,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -11929,16 +15855,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -12161,16 +16089,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -12294,16 +16224,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -12497,16 +16429,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -12630,16 +16564,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -12776,16 +16712,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -12999,16 +16937,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -13168,16 +17108,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -13301,16 +17243,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -13522,16 +17466,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -13666,16 +17612,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -13906,16 +17854,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -14039,16 +17989,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -14257,16 +18209,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -14403,16 +18357,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -14774,16 +18730,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -14907,16 +18865,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -15107,16 +19067,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -15230,16 +19192,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -15398,16 +19362,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -15525,16 +19491,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -15680,16 +19648,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -15895,16 +19865,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -16117,16 +20089,245 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/portal/subscriptions/{id}/promotion_code": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a promotion code to the subscription (when the account allows promotion codes)
+         * @description The code the customer typed (any case) becomes the subscription's discount from its next invoice on, replacing the one it had, as POST /v1/subscriptions/{id}/discount with `promotion_code`: the code's active, expires_at, max_redemptions, customer, first_time_transaction and minimum_amount are checked (400, nothing changed). An unknown code is 404. 403 forbidden unless the account's customer_portal setting has promotion_codes.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        code: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        code: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The subscription */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Subscription"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The caller's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "forbidden",
+                         *       "message": "The member role may not do this."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -16357,16 +20558,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -16570,16 +20773,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -16783,16 +20988,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -16927,16 +21134,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -17133,16 +21342,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -17266,16 +21477,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -17478,16 +21691,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -17659,16 +21874,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -17676,6 +21893,867 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/v1/promotion_codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List promotion codes, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    active?: "true" | "false";
+                    /** @description Only the code with this text (any case) */
+                    code?: string;
+                    /** @description Only codes of this coupon */
+                    coupon?: string;
+                    /** @description Only codes restricted to this customer */
+                    customer?: string;
+                    ending_before?: string;
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    starting_after?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["PromotionCode"][];
+                            has_more: boolean;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create a promotion code
+         * @description A code customers type for a coupon, with its own limits and restrictions. Takes JSON or an `application/x-www-form-urlencoded` body.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @default true */
+                        active?: boolean;
+                        /** @description What the customer types, unique in the account and mode whatever its case; default a generated 8-character code */
+                        code?: string;
+                        /** @description The coupon it redeems (its id) */
+                        coupon: string;
+                        /** @description The one customer who may redeem it */
+                        customer?: string;
+                        /**
+                         * Format: date-time
+                         * @description Last instant it may be redeemed (in the future)
+                         */
+                        expires_at?: string;
+                        max_redemptions?: number;
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        restrictions?: {
+                            /**
+                             * @description Only a customer who never paid (no paid invoice, no succeeded payment)
+                             * @default false
+                             */
+                            first_time_transaction?: boolean;
+                            /** @description The smallest first invoice (before discount) of the subscription it is applied to, in minor units */
+                            minimum_amount?: number;
+                            /**
+                             * @description minimum_amount's currency
+                             * @example USD
+                             */
+                            minimum_amount_currency?: string;
+                        };
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @default true */
+                        active?: boolean;
+                        /** @description What the customer types, unique in the account and mode whatever its case; default a generated 8-character code */
+                        code?: string;
+                        /** @description The coupon it redeems (its id) */
+                        coupon: string;
+                        /** @description The one customer who may redeem it */
+                        customer?: string;
+                        /**
+                         * Format: date-time
+                         * @description Last instant it may be redeemed (in the future)
+                         */
+                        expires_at?: string;
+                        max_redemptions?: number;
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        restrictions?: {
+                            /**
+                             * @description Only a customer who never paid (no paid invoice, no succeeded payment)
+                             * @default false
+                             */
+                            first_time_transaction?: boolean;
+                            /** @description The smallest first invoice (before discount) of the subscription it is applied to, in minor units */
+                            minimum_amount?: number;
+                            /**
+                             * @description minimum_amount's currency
+                             * @example USD
+                             */
+                            minimum_amount_currency?: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PromotionCode"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/promotion_codes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a promotion code */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The promotion code */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PromotionCode"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update a promotion code (active, metadata)
+         * @description Takes JSON or an `application/x-www-form-urlencoded` body.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description false: it can no longer be redeemed; true: again */
+                        active?: boolean;
+                        /** @description Merged key by key; a key set to "" is removed */
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description false: it can no longer be redeemed; true: again */
+                        active?: boolean;
+                        /** @description Merged key by key; a key set to "" is removed */
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description Updated */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PromotionCode"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/v1/reports/invoiced": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Revenue as invoiced, net of discounts and credit notes, with tax per rate
+         * @description Per UTC bucket and currency: the invoices issued (subtotal, discounts, tax and tax per rate) and the credit notes issued; `net_revenue` = totals excluding tax − credit notes. Accrual, unlike /v1/reports/revenue (cash from the ledger). Customers on a test clock are left out.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start (inclusive; its bucket is the first). Default: 30 days (interval=day) or 12 months (interval=month) before `to` */
+                    from?: string;
+                    /** @description Bucket size, in UTC */
+                    interval?: "day" | "month";
+                    /** @description End (exclusive). Default: now */
+                    to?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The report */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["InvoicedReport"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/reports/mrr": {
@@ -17796,16 +22874,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -17939,16 +23019,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -18075,16 +23157,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -18261,16 +23345,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -18391,16 +23477,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -18579,16 +23667,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -18706,16 +23796,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -18746,6 +23838,8 @@ export interface paths {
                         cancellation?: boolean;
                         /** @description Customers may switch their subscription to another active plan of the same currency */
                         plan_changes?: boolean;
+                        /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount with every restriction of the code checked (docs/discounts-and-taxes.md#discounts). Off by default */
+                        promotion_codes?: boolean;
                         /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
                         quantity_changes?: boolean;
                         /** @description Customers may resume a paused subscription */
@@ -18756,6 +23850,8 @@ export interface paths {
                         cancellation?: boolean;
                         /** @description Customers may switch their subscription to another active plan of the same currency */
                         plan_changes?: boolean;
+                        /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount with every restriction of the code checked (docs/discounts-and-taxes.md#discounts). Off by default */
+                        promotion_codes?: boolean;
                         /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
                         quantity_changes?: boolean;
                         /** @description Customers may resume a paused subscription */
@@ -18900,16 +23996,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -19119,16 +24217,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -19253,16 +24353,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -19437,16 +24539,341 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/v1/settings/tax": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The mode's default tax rates */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The tax settings */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaxSettings"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set the mode's default tax rates
+         * @description Replaces the list; [] removes them. Each rate of the caller's account and mode and active (400 otherwise). Applies to invoices made from then on. Owners, admins and API keys (a member is 403).
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Tax rate ids (txr_…) of the caller's account and mode, active, at most 25
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        default_tax_rates: string[];
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /**
+                         * @description Tax rate ids (txr_…) of the caller's account and mode, active, at most 25
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        default_tax_rates: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description The tax settings */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaxSettings"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The caller's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "forbidden",
+                         *       "message": "The member role may not do this."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -19572,16 +24999,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -19622,6 +25051,13 @@ export interface paths {
                         quantity?: number;
                         /** @description The subscription the item joins */
                         subscription: string;
+                        /**
+                         * @description Tax rate ids of the caller's account and mode, active, for the item's lines instead of the subscription's defaults; [] removes them
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        tax_rates?: string[];
                     };
                     "application/x-www-form-urlencoded": {
                         /** @description A recurring plan of the subscription's interval, priced in its currency */
@@ -19639,6 +25075,13 @@ export interface paths {
                         quantity?: number;
                         /** @description The subscription the item joins */
                         subscription: string;
+                        /**
+                         * @description Tax rate ids of the caller's account and mode, active, for the item's lines instead of the subscription's defaults; [] removes them
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        tax_rates?: string[];
                     };
                 };
             };
@@ -19809,16 +25252,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -19942,16 +25387,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -20091,16 +25538,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -20136,6 +25585,13 @@ export interface paths {
                         proration_behavior?: "create_prorations" | "always_invoice" | "none";
                         /** @description The new quantity; left out: the current one */
                         quantity?: number;
+                        /**
+                         * @description Alone, changes only the tax rates (no message to the workflow, no proration)
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        tax_rates?: string[];
                     };
                     "application/x-www-form-urlencoded": {
                         /** @description The new plan; left out: the current one */
@@ -20148,6 +25604,13 @@ export interface paths {
                         proration_behavior?: "create_prorations" | "always_invoice" | "none";
                         /** @description The new quantity; left out: the current one */
                         quantity?: number;
+                        /**
+                         * @description Alone, changes only the tax rates (no message to the workflow, no proration)
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        tax_rates?: string[];
                     };
                 };
             };
@@ -20303,16 +25766,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -20329,7 +25794,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List subscriptions, newest first */
+        /**
+         * List subscriptions, newest first
+         * @description `plan` matches a subscription with that plan on any of its recurring items: the main one (`plan`) or any other in `items`. (The Temporal search attribute PlanId is narrower: the main item's plan when the subscription started, never updated; docs/subscriptions-and-dunning.md.)
+         */
         get: {
             parameters: {
                 query?: {
@@ -20341,6 +25809,7 @@ export interface paths {
                     ending_before?: string;
                     /** @description 1 to 100 */
                     limit?: number;
+                    /** @description Plan id: subscriptions billing this plan on any of their recurring items (not a downgrade waiting in `pending_plan`) */
                     plan?: string;
                     /** @description An id from the previous page: the page of older items after it */
                     starting_after?: string;
@@ -20450,16 +25919,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -20470,7 +25941,7 @@ export interface paths {
         put?: never;
         /**
          * Create a subscription
-         * @description Starts the subscription's workflow and answers once it has recorded its first state: `trialing` with a trial, `paused` with pause_until, otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way). Without a trial (and without pause_until) the first charge is made at once, so a customer with no payment method is refused with 402 `payment_method_required` and nothing is created; with a trial it is allowed (a trial that ends with no payment method expires). `plan` with `quantity` (default 1) bills that many units each period, priced by the plan's scheme; or `items`: recurring plans with their quantities, one line each on every invoice, and one_time plans (setup fees) billed on the first invoice only, e.g. `{"customer_id": "cus_…", "items": [{"plan": "plan_seats", "quantity": 12}, {"plan": "plan_support"}, {"plan": "plan_onboarding"}]}`. Recurring plans of different intervals cannot share a billing period (400). `currency` picks one of the plans' currency_options (docs/pricing.md).
+         * @description Starts the subscription's workflow and answers once it has recorded its first state: `trialing` with a trial, `paused` with pause_until, otherwise the outcome of the first charge (`active`, or `past_due` with dunning under way). Without a trial (and without pause_until) the first charge is made at once, so a customer with no payment method is refused with 402 `payment_method_required` and nothing is created; with a trial it is allowed (a trial that ends with no payment method expires). `plan` with `quantity` (default 1) bills that many units each period, priced by the plan's scheme; or `items`: recurring plans with their quantities, one line each on every invoice, and one_time plans (setup fees) billed on the first invoice only, e.g. `{"customer_id": "cus_…", "items": [{"plan": "plan_seats", "quantity": 12}, {"plan": "plan_support"}, {"plan": "plan_onboarding"}]}`. Recurring plans of different intervals cannot share a billing period (400). `currency` picks one of the plans' currency_options (docs/pricing.md). `coupon` or `promotion_code` applies a discount from the first invoice on (docs/discounts-and-taxes.md#discounts); a coupon or code that cannot be redeemed is 400 and nothing is created.
          */
         post: {
             parameters: {
@@ -20491,8 +25962,10 @@ export interface paths {
                          * @enum {string}
                          */
                         billing_cycle?: "anniversary" | "calendar";
+                        /** @description A coupon applied to the subscription from its first invoice on (its `discount`); or give promotion_code */
+                        coupon?: string;
                         /**
-                         * @description The currency to bill in: the plan's own (default) or one of its currency_options
+                         * @description The currency to bill in: the plan's own or one of its currency_options; default: the customer's currency when it has one (400 naming a plan with no price in it), else the plan's own (docs/pricing.md#currencies)
                          * @example USD
                          */
                         currency?: string;
@@ -20500,6 +25973,13 @@ export interface paths {
                         customer?: string;
                         /** @description Customer id; `customer` is accepted as the same field (give one of the two) */
                         customer_id?: string;
+                        /**
+                         * @description Tax rates for its lines whose item has none; without them the account's default rates matching the customer apply. Change them with POST /v1/subscriptions/{id}/tax_rates
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        default_tax_rates?: string[];
                         /** @description Overrides the account's grace period after the last failed retry */
                         grace_period_days?: number;
                         /** @description Instead of `plan`: recurring plans with their quantities, all of one interval (they share the billing period; the first is `plan`), in the subscription's currency, and any one_time plans (setup fees) billed on the first invoice only. */
@@ -20511,6 +25991,13 @@ export interface paths {
                              * @default 1
                              */
                             quantity?: number;
+                            /**
+                             * @description The item's tax rates, instead of default_tax_rates (docs/discounts-and-taxes.md#taxes)
+                             * @example [
+                             *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                             *     ]
+                             */
+                            tax_rates?: string[];
                         }[];
                         /**
                          * Format: date-time
@@ -20519,6 +26006,8 @@ export interface paths {
                         pause_until?: string;
                         /** @description The recurring plan; or give `items` instead */
                         plan?: string;
+                        /** @description A promotion code (its promo_ id, or the code itself in any case) applied as the subscription's discount; its minimum_amount is checked against the first invoice */
+                        promotion_code?: string;
                         /** @description Units of `plan` (seats, say) billed each period, priced by the plan's scheme; default 1 */
                         quantity?: number;
                         /** @description Defaults to the plan's trial_period_days */
@@ -20531,8 +26020,10 @@ export interface paths {
                          * @enum {string}
                          */
                         billing_cycle?: "anniversary" | "calendar";
+                        /** @description A coupon applied to the subscription from its first invoice on (its `discount`); or give promotion_code */
+                        coupon?: string;
                         /**
-                         * @description The currency to bill in: the plan's own (default) or one of its currency_options
+                         * @description The currency to bill in: the plan's own or one of its currency_options; default: the customer's currency when it has one (400 naming a plan with no price in it), else the plan's own (docs/pricing.md#currencies)
                          * @example USD
                          */
                         currency?: string;
@@ -20540,6 +26031,13 @@ export interface paths {
                         customer?: string;
                         /** @description Customer id; `customer` is accepted as the same field (give one of the two) */
                         customer_id?: string;
+                        /**
+                         * @description Tax rates for its lines whose item has none; without them the account's default rates matching the customer apply. Change them with POST /v1/subscriptions/{id}/tax_rates
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        default_tax_rates?: string[];
                         /** @description Overrides the account's grace period after the last failed retry */
                         grace_period_days?: number;
                         /** @description Instead of `plan`: recurring plans with their quantities, all of one interval (they share the billing period; the first is `plan`), in the subscription's currency, and any one_time plans (setup fees) billed on the first invoice only. */
@@ -20551,6 +26049,13 @@ export interface paths {
                              * @default 1
                              */
                             quantity?: number;
+                            /**
+                             * @description The item's tax rates, instead of default_tax_rates (docs/discounts-and-taxes.md#taxes)
+                             * @example [
+                             *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                             *     ]
+                             */
+                            tax_rates?: string[];
                         }[];
                         /**
                          * Format: date-time
@@ -20559,6 +26064,8 @@ export interface paths {
                         pause_until?: string;
                         /** @description The recurring plan; or give `items` instead */
                         plan?: string;
+                        /** @description A promotion code (its promo_ id, or the code itself in any case) applied as the subscription's discount; its minimum_amount is checked against the first invoice */
+                        promotion_code?: string;
                         /** @description Units of `plan` (seats, say) billed each period, priced by the plan's scheme; default 1 */
                         quantity?: number;
                         /** @description Defaults to the plan's trial_period_days */
@@ -20733,16 +26240,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -20866,16 +26375,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -21086,16 +26597,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -21104,6 +26617,348 @@ export interface paths {
             };
         };
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}/discount": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a coupon or promotion code to a subscription
+         * @description From its next invoice on. Replaces the one in force. A repeating discount ends at its `end` on time, by the subscription's timer (customer.discount.deleted). A code's minimum_amount is checked against the subscription's renewal amount. A refusal is 400 and changes nothing; an ended subscription is 409. Takes JSON or an `application/x-www-form-urlencoded` body.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A coupon id */
+                        coupon?: string;
+                        /** @description A promotion code: its id (`promo_…`) or the code itself (any case) */
+                        promotion_code?: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description A coupon id */
+                        coupon?: string;
+                        /** @description A promotion code: its id (`promo_…`) or the code itself (any case) */
+                        promotion_code?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Applied */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiscountAnswer"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /**
+         * Remove a subscription's discount
+         * @description It stops applying now (customer.discount.deleted); the customer's own discount, if any, applies again. 404 when it has none.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Removed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DiscountAnswer"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -21304,16 +27159,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -21517,16 +27374,388 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}/tax_rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A subscription's tax rates
+         * @description Its default_tax_rates and its items' tax_rates.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The tax rates */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SubscriptionTaxRates"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Change a subscription's tax rates
+         * @description default_tax_rates (every line whose item has none of its own) and items' tax_rates, for the invoices made from then on (the next renewal, a proration). Each rate of the caller's account and mode and active (400 otherwise); an item not of the subscription is 400; an ended subscription 409 `invalid_state`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Replaces the defaults; [] removes them
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        default_tax_rates?: string[];
+                        /** @description Replaces these items' tax rates ([] removes them); items left out keep theirs */
+                        items?: {
+                            id: string;
+                            /**
+                             * @description Tax rate ids (txr_…) of the caller's account and mode, active, at most 5
+                             * @example [
+                             *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                             *     ]
+                             */
+                            tax_rates: string[];
+                        }[];
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /**
+                         * @description Replaces the defaults; [] removes them
+                         * @example [
+                         *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                         *     ]
+                         */
+                        default_tax_rates?: string[];
+                        /** @description Replaces these items' tax rates ([] removes them); items left out keep theirs */
+                        items?: {
+                            id: string;
+                            /**
+                             * @description Tax rate ids (txr_…) of the caller's account and mode, active, at most 5
+                             * @example [
+                             *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                             *     ]
+                             */
+                            tax_rates: string[];
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description The tax rates */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["SubscriptionTaxRates"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -21718,16 +27947,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -21949,16 +28180,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -21970,6 +28203,750 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/v1/tax_rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List tax rates, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description true: only active rates; false: only inactive */
+                    active?: "true" | "false";
+                    /** @description An id from the current page: the page of newer items before it */
+                    ending_before?: string;
+                    inclusive?: "true" | "false";
+                    /** @description 1 to 100 */
+                    limit?: number;
+                    /** @description An id from the previous page: the page of older items after it */
+                    starting_after?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["TaxRate"][];
+                            has_more: boolean;
+                            /** @enum {string} */
+                            object: "list";
+                        };
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Create a tax rate
+         * @description percentage and inclusive never change once created. Records `tax_rate.created`. Takes JSON or a form body.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Default true */
+                        active?: boolean;
+                        /**
+                         * @description ISO 3166-1 alpha-2; as an account default the rate applies only to customers whose address is in this country
+                         * @example DE
+                         */
+                        country?: string;
+                        description?: string;
+                        /** @description The name on invoices, e.g. "VAT" */
+                        display_name: string;
+                        /** @description true: prices include the tax; false: it is added on top. Never changes */
+                        inclusive: boolean;
+                        /** @description The jurisdiction as shown to customers */
+                        jurisdiction?: string;
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        /**
+                         * @description The rate in percent, 0 to 100 with at most 4 decimal places, as a number or a decimal string (19, "8.875"); never changes once created
+                         * @example 19
+                         */
+                        percentage: number | string;
+                        /**
+                         * @description With country: only customers in this state (ISO 3166-2 without the country)
+                         * @example CA
+                         */
+                        state?: string;
+                        /** @enum {string} */
+                        tax_type?: "vat" | "gst" | "hst" | "pst" | "qst" | "rst" | "jct" | "sales_tax" | "service_tax" | "lease_tax" | "amusement_tax" | "communications_tax";
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description Default true */
+                        active?: boolean;
+                        /**
+                         * @description ISO 3166-1 alpha-2; as an account default the rate applies only to customers whose address is in this country
+                         * @example DE
+                         */
+                        country?: string;
+                        description?: string;
+                        /** @description The name on invoices, e.g. "VAT" */
+                        display_name: string;
+                        /** @description true: prices include the tax; false: it is added on top. Never changes */
+                        inclusive: boolean;
+                        /** @description The jurisdiction as shown to customers */
+                        jurisdiction?: string;
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        /**
+                         * @description The rate in percent, 0 to 100 with at most 4 decimal places, as a number or a decimal string (19, "8.875"); never changes once created
+                         * @example 19
+                         */
+                        percentage: number | string;
+                        /**
+                         * @description With country: only customers in this state (ISO 3166-2 without the country)
+                         * @example CA
+                         */
+                        state?: string;
+                        /** @enum {string} */
+                        tax_type?: "vat" | "gst" | "hst" | "pst" | "qst" | "rst" | "jct" | "sales_tax" | "service_tax" | "lease_tax" | "amusement_tax" | "communications_tax";
+                    };
+                };
+            };
+            responses: {
+                /** @description Created */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaxRate"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tax_rates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a tax rate */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The tax rate */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaxRate"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update a tax rate
+         * @description display_name, description, country, state, jurisdiction, tax_type, active, metadata; percentage and inclusive are 400. `active: false` deactivates it. Records `tax_rate.updated` when something changed.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description false deactivates it: no longer applied as an account default nor assignable anew */
+                        active?: boolean;
+                        /**
+                         * @description null: any jurisdiction
+                         * @example DE
+                         */
+                        country?: string | null;
+                        /** @description null removes it */
+                        description?: string | null;
+                        display_name?: string;
+                        /** @description Not changeable: 400 */
+                        inclusive?: string;
+                        jurisdiction?: string | null;
+                        /** @description Replaces the metadata */
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        /** @description Not changeable: 400 */
+                        percentage?: string;
+                        /** @example CA */
+                        state?: string | null;
+                        /** @enum {string|null} */
+                        tax_type?: "vat" | "gst" | "hst" | "pst" | "qst" | "rst" | "jct" | "sales_tax" | "service_tax" | "lease_tax" | "amusement_tax" | "communications_tax" | null;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description false deactivates it: no longer applied as an account default nor assignable anew */
+                        active?: boolean;
+                        /**
+                         * @description null: any jurisdiction
+                         * @example DE
+                         */
+                        country?: string | null;
+                        /** @description null removes it */
+                        description?: string | null;
+                        display_name?: string;
+                        /** @description Not changeable: 400 */
+                        inclusive?: string;
+                        jurisdiction?: string | null;
+                        /** @description Replaces the metadata */
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                        /** @description Not changeable: 400 */
+                        percentage?: string;
+                        /** @example CA */
+                        state?: string | null;
+                        /** @enum {string|null} */
+                        tax_type?: "vat" | "gst" | "hst" | "pst" | "qst" | "rst" | "jct" | "sales_tax" | "service_tax" | "lease_tax" | "amusement_tax" | "communications_tax" | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Updated */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaxRate"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/v1/test_clocks": {
@@ -22095,16 +29072,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -22299,16 +29278,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -22435,16 +29416,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -22566,16 +29549,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -22783,16 +29768,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -22929,16 +29916,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -23185,16 +30174,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -23318,16 +30309,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -23465,16 +30458,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -23656,16 +30651,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -23799,16 +30796,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -23965,16 +30964,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -24176,16 +31177,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -24309,16 +31312,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -24449,16 +31454,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -24638,16 +31645,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -24792,16 +31801,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -25025,16 +32036,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -25173,16 +32186,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -25319,16 +32334,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -25524,16 +32541,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -25679,16 +32698,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -25897,16 +32918,18 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
-                /** @description A dependency (database, Temporal) is down */
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
                 503: {
                     headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
                         [name: string]: unknown;
                     };
                     content: {
                         /**
                          * @example {
                          *       "error": "service_unavailable",
-                         *       "message": "A dependency is unavailable; retry later."
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
                          *     }
                          */
                         "application/json": components["schemas"]["Error"];
@@ -25956,6 +32979,26 @@ export interface components {
             language: string;
             timezone: string;
         };
+        /**
+         * @description The billing address, or null; its country and state choose the account's default tax rates (docs/discounts-and-taxes.md#taxes)
+         * @example {
+         *       "line1": "Friedrichstraße 68",
+         *       "line2": null,
+         *       "city": "Berlin",
+         *       "state": null,
+         *       "postal_code": "10117",
+         *       "country": "DE"
+         *     }
+         */
+        Address: {
+            city: string | null;
+            /** @example DE */
+            country: string | null;
+            line1: string | null;
+            line2: string | null;
+            postal_code: string | null;
+            state: string | null;
+        } | null;
         ApiKey: {
             /**
              * Format: date-time
@@ -26136,12 +33179,236 @@ export interface components {
             type: "cli";
             user_id: string;
         };
-        Customer: {
+        Coupon: {
+            /**
+             * @description Minor units taken off each invoice it applies to (at most the lines it applies to), or null
+             * @example null
+             */
+            amount_off: number | null;
+            /** @description Which invoice lines it discounts; both null: every line */
+            applies_to: {
+                /** @description Plans whose invoice lines it discounts; null: every line (unless products is set) */
+                plans: string[] | null;
+                /** @description Products whose plans' lines it discounts; null: every line (unless plans is set) */
+                products: string[] | null;
+            };
             /**
              * Format: date-time
              * @example 2026-01-31T00:00:00.000Z
              */
             created_at: string;
+            /**
+             * @description amount_off's currency; an amount_off coupon applies only to invoices in it
+             * @example null
+             */
+            currency: string | null;
+            /**
+             * @description once: the first invoice only; repeating: for duration_in_months months from when it is applied; forever
+             * @example repeating
+             * @enum {string}
+             */
+            duration: "once" | "repeating" | "forever";
+            /**
+             * @description repeating only: how many months it lasts
+             * @example 3
+             */
+            duration_in_months: number | null;
+            /**
+             * @description The merchant's id for it (given at creation, e.g. `LAUNCH20`) or a generated `cpn_…`
+             * @example LAUNCH20
+             */
+            id: string;
+            livemode: boolean;
+            /**
+             * @description How many times it may be applied (to customers or subscriptions) in all; null: no limit
+             * @example 100
+             */
+            max_redemptions: number | null;
+            metadata: {
+                [key: string]: string;
+            };
+            /**
+             * @description Shown to customers on invoices and in the portal
+             * @example Launch: 20% off for 3 months
+             */
+            name: string | null;
+            /** @enum {string} */
+            object: "coupon";
+            /**
+             * @description Percent taken off (0 < p ≤ 100, at most 2 decimals), or null for an amount_off coupon
+             * @example 20
+             */
+            percent_off: number | null;
+            /**
+             * Format: date-time
+             * @description Last instant it may be applied; null: no limit
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            redeem_by: string | null;
+            /**
+             * @description How many times it was applied
+             * @example 12
+             */
+            times_redeemed: number;
+            /** @description Whether it can still be applied: not deleted, redeem_by not passed, max_redemptions not reached */
+            valid: boolean;
+        };
+        CreditNote: {
+            /**
+             * @description Same as total (Stripe's name)
+             * @example 1000
+             */
+            amount: number;
+            /**
+             * Format: date-time
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description To the customer's balance (a credit_note customer balance transaction), used by its next invoices
+             * @example 0
+             */
+            credit_amount: number;
+            /**
+             * @description The invoice's currency
+             * @example USD
+             */
+            currency: string;
+            customer: string;
+            /** @description The customer balance transaction (cbtxn_…) of credit_amount; null without one */
+            customer_balance_transaction: string | null;
+            /** @example cn_01jd3x5k8q0m2v7c9r4t6y1w3e */
+            id: string;
+            /** @description The invoice it credits */
+            invoice: string;
+            lines: components["schemas"]["CreditNoteLine"][];
+            livemode: boolean;
+            /** @description A note to the customer, printed on the PDF and in the email */
+            memo: string | null;
+            /**
+             * @description The invoice's number, -CN-, and the invoice's own sequence of credit notes (01, 02, …; no gaps)
+             * @example ACME-0001-CN-01
+             */
+            number: string;
+            /** @enum {string} */
+            object: "credit_note";
+            /**
+             * @description Given back outside the engine (cash, a bank transfer): recorded only
+             * @example 0
+             */
+            out_of_band_amount: number;
+            /**
+             * @description A signed link to the credit note as a PDF (opens without an API key)
+             * @example http://localhost:3000/credit_notes/cn_01jd3x5k8q0m2v7c9r4t6y1w3e/pdf?token=…
+             */
+            pdf: string;
+            /**
+             * @description duplicate, fraudulent, order_change or product_unsatisfactory; null when none was given
+             * @enum {string|null}
+             */
+            reason: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory" | null;
+            /** @description The refund transaction (txn_…) that sent refund_amount back to the payment method through the processor; null without one */
+            refund: string | null;
+            /**
+             * @description Back to the payment method that paid the invoice (a refund of its payment)
+             * @example 1000
+             */
+            refund_amount: number;
+            /**
+             * @description issued, or void (its balance credit taken back)
+             * @enum {string}
+             */
+            status: "issued" | "void";
+            /**
+             * @description Σ lines, minor units
+             * @example 1000
+             */
+            subtotal: number;
+            /**
+             * @description What the credit note credits (equal to subtotal: taxes are not credited apart)
+             * @example 1000
+             */
+            total: number;
+            /**
+             * Format: date-time
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            voided_at: string | null;
+        };
+        CreditNoteLine: {
+            /**
+             * @description Credited, in minor units (positive)
+             * @example 1000
+             */
+            amount: number;
+            description: string;
+            /** @description invoice_line_item: the index (from 0) of the invoice line it credits; null for a custom amount */
+            invoice_line_index: number | null;
+            /** @enum {string} */
+            object: "credit_note_line_item";
+            /** @description Units of the invoice line credited, when credited by quantity; else null */
+            quantity: number | null;
+            /**
+             * @description invoice_line_item: part of one line of the invoice; custom_amount: an amount of its own
+             * @enum {string}
+             */
+            type: "invoice_line_item" | "custom_amount";
+            /** @description The invoice line's unit amount, when credited by quantity; else null */
+            unit_amount: number | null;
+        };
+        Customer: {
+            address: components["schemas"]["Address"];
+            /**
+             * @description The customer's balance per currency (GET /v1/customers/{id}/balance_transactions), minor units with Stripe's sign: negative is credit its next invoices in that currency use before charging, positive is owed and added to its next invoice; {} when it never had one
+             * @example {
+             *       "USD": -2500
+             *     }
+             */
+            balances: {
+                [key: string]: number;
+            };
+            /**
+             * Format: date-time
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description The currency it is billed in (ISO 4217), or null: a subscription or invoice item that names no currency takes it among the plan's currency_options (docs/pricing.md#currencies)
+             * @example EUR
+             */
+            currency: string | null;
+            /** @description Its own discount in force (POST /v1/customers/{id}/discount), for all its invoices unless a subscription has its own; null when none. On create, retrieve, list and update answers (events' data.object leaves it out) */
+            discount?: {
+                coupon: components["schemas"]["Coupon"];
+                customer: string;
+                /**
+                 * Format: date-time
+                 * @description repeating: when it stops applying (start + duration_in_months); once and forever: null
+                 * @example 2026-01-31T00:00:00.000Z
+                 */
+                end: string | null;
+                /**
+                 * Format: date-time
+                 * @description When it stopped applying (removed, replaced, a once coupon used, past end); null while it applies
+                 * @example 2026-01-31T00:00:00.000Z
+                 */
+                ended_at: string | null;
+                /** @example di_01jd3x5k8q0m2v7c9r4t6y1w3e */
+                id: string;
+                livemode: boolean;
+                /** @enum {string} */
+                object: "discount";
+                /** @description The promotion code it was redeemed through, or null (a coupon applied by id) */
+                promotion_code: string | null;
+                /**
+                 * Format: date-time
+                 * @description When it was applied
+                 * @example 2026-01-31T00:00:00.000Z
+                 */
+                start: string;
+                /** @description The subscription it applies to; null: the customer's own discount, for all its invoices (a subscription's own discount comes first) */
+                subscription: string | null;
+            } | null;
             email: string;
             id: string;
             livemode: boolean;
@@ -26149,6 +33416,12 @@ export interface components {
             /** @enum {string} */
             object: "customer";
             payment_method: string | null;
+            /**
+             * @description none: taxed; exempt: no tax; reverse: reverse charge (no tax, and the invoice carries the note that the recipient accounts for the VAT)
+             * @example none
+             * @enum {string}
+             */
+            tax_exempt: "none" | "exempt" | "reverse";
             /** @description The test clock the customer lives on (sandbox), or null */
             test_clock: string | null;
             /**
@@ -26156,6 +33429,39 @@ export interface components {
              * @example 2026-01-31T00:00:00.000Z
              */
             updated_at: string;
+        };
+        CustomerBalanceTransaction: {
+            /**
+             * @description In minor units; negative is credit to the customer (Stripe's sign)
+             * @example -2500
+             */
+            amount: number;
+            /**
+             * Format: date-time
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            created_at: string;
+            credit_note: string | null;
+            /** @example USD */
+            currency: string;
+            customer: string;
+            description: string | null;
+            /**
+             * @description The customer's balance in this currency after this transaction
+             * @example -2500
+             */
+            ending_balance: number;
+            /** @example cbtxn_01jd3x5k8q0m2v7c9r4t6y1w3e */
+            id: string;
+            invoice: string | null;
+            livemode: boolean;
+            /** @enum {string} */
+            object: "customer_balance_transaction";
+            /**
+             * @description adjustment (made through the API), credit_note (a credit note credited the balance), applied_to_invoice (an invoice used the balance), unapplied_from_invoice (a voided invoice gave it back), invoice_too_small (an invoice whose total was a credit added it to the balance)
+             * @enum {string}
+             */
+            type: "adjustment" | "applied_to_invoice" | "unapplied_from_invoice" | "credit_note" | "invoice_too_small";
         };
         CustomerPortal: {
             /** @description The account as its customers know it: branding's business name, colour (and a text colour readable on it) and logo */
@@ -26219,10 +33525,66 @@ export interface components {
             cancellation: boolean;
             /** @description Customers may switch their subscription to another active plan of the same currency */
             plan_changes: boolean;
+            /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount with every restriction of the code checked (docs/discounts-and-taxes.md#discounts). Off by default */
+            promotion_codes?: boolean;
             /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
             quantity_changes: boolean;
             /** @description Customers may resume a paused subscription */
             resume: boolean;
+        };
+        DeletedCoupon: {
+            /** @enum {boolean} */
+            deleted: true;
+            id: string;
+            /** @enum {string} */
+            object: "coupon";
+        };
+        /** @description The discount now in force; null after DELETE */
+        Discount: {
+            coupon: components["schemas"]["Coupon"];
+            customer: string;
+            /**
+             * Format: date-time
+             * @description repeating: when it stops applying (start + duration_in_months); once and forever: null
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            end: string | null;
+            /**
+             * Format: date-time
+             * @description When it stopped applying (removed, replaced, a once coupon used, past end); null while it applies
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            ended_at: string | null;
+            /** @example di_01jd3x5k8q0m2v7c9r4t6y1w3e */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            object: "discount";
+            /** @description The promotion code it was redeemed through, or null (a coupon applied by id) */
+            promotion_code: string | null;
+            /**
+             * Format: date-time
+             * @description When it was applied
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            start: string;
+            /** @description The subscription it applies to; null: the customer's own discount, for all its invoices (a subscription's own discount comes first) */
+            subscription: string | null;
+        } | null;
+        DiscountAmount: {
+            /**
+             * @description In minor units, taken off
+             * @example 600
+             */
+            amount: number;
+            /**
+             * @description The discount (di_…)
+             * @example di_01jd3x5k8q0m2v7c9r4t6y1w3e
+             */
+            discount: string;
+        };
+        DiscountAnswer: {
+            discount: components["schemas"]["Discount"];
         };
         Error: {
             /** @example invalid_request */
@@ -26292,7 +33654,22 @@ export interface components {
              *     - `account.updated`: The account's profile or settings changed (recorded in both modes).
              *     - `account.closed`: The account was closed (recorded in both modes).
              *     - `customer.created`: A customer was created.
-             *     - `customer.updated`: A customer was updated (email, name or payment method).
+             *     - `customer.updated`: A customer was updated (email, name, payment method, address, tax_exempt...).
+             *     - `customer.tax_id.created`: A tax id was added to a customer (data.object is the tax id).
+             *     - `customer.tax_id.deleted`: A customer's tax id was deleted (data.object is the tax id).
+             *     - `tax_rate.created`: A tax rate was created.
+             *     - `tax_rate.updated`: A tax rate changed (its name, description, jurisdiction, type, metadata, or deactivated); data.previous_attributes has the values before.
+             *     - `coupon.created`: A coupon was created.
+             *     - `coupon.updated`: A coupon's name or metadata changed (its terms never change).
+             *     - `coupon.deleted`: A coupon was deleted: no new redemptions; discounts already made from it go on.
+             *     - `promotion_code.created`: A promotion code was created.
+             *     - `promotion_code.updated`: A promotion code changed (active, metadata).
+             *     - `customer.discount.created`: A coupon or promotion code was applied to a customer or a subscription (data.object is the discount).
+             *     - `customer.discount.updated`: A customer's or subscription's discount was replaced by another (data.object is the new discount).
+             *     - `customer.discount.deleted`: A discount ended: removed, a once coupon used by its invoice, or a repeating coupon past its end (data.object is the discount).
+             *     - `customer_balance_transaction.created`: A customer's balance moved: an adjustment, a credit note's credit, or a balance applied to (or given back from) an invoice.
+             *     - `credit_note.created`: A credit note was issued for an invoice (data.object is the credit note: its refund, credit to the customer balance and out-of-band amounts).
+             *     - `credit_note.voided`: A credit note was voided: its credit to the customer balance was taken back (data.object is the credit note).
              *     - `payout.created`: A payout was created; its amount left the available balance.
              *     - `payout.paid`: A payout arrived at its destination.
              *     - `payout.updated`: A payout changed without ending: sent (in_transit, with its arrival_date), caught by a hold or released.
@@ -26310,7 +33687,7 @@ export interface components {
              *     - `test_clock.deleted`: A test clock was deleted, with every object on it.
              * @enum {string}
              */
-            type: "transaction.created" | "transaction.succeeded" | "transaction.failed" | "transaction.canceled" | "transaction.updated" | "payment.succeeded" | "payment.disputed" | "payment.failed" | "payment.refunded" | "payment_request.created" | "payment_request.updated" | "payment_request.succeeded" | "payment_request.failed" | "payment_request.canceled" | "recurring_payment_request.created" | "recurring_payment_request.updated" | "recurring_payment_request.canceled" | "subscription.created" | "subscription.updated" | "subscription.past_due" | "subscription.canceled" | "subscription.expired" | "subscription.paused" | "subscription.resumed" | "subscription.plan_changed" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "invoice.marked_uncollectible" | "invoice.finalized" | "invoice.reminder_sent" | "invoiceitem.created" | "invoiceitem.updated" | "invoiceitem.deleted" | "account.created" | "account.updated" | "account.closed" | "customer.created" | "customer.updated" | "payout.created" | "payout.paid" | "payout.updated" | "payout.failed" | "payout.canceled" | "bank_account.created" | "bank_account.updated" | "bank_account.deleted" | "export.succeeded" | "export.failed" | "test_clock.created" | "test_clock.advancing" | "test_clock.ready" | "test_clock.internal_failure" | "test_clock.deleted";
+            type: "transaction.created" | "transaction.succeeded" | "transaction.failed" | "transaction.canceled" | "transaction.updated" | "payment.succeeded" | "payment.disputed" | "payment.failed" | "payment.refunded" | "payment_request.created" | "payment_request.updated" | "payment_request.succeeded" | "payment_request.failed" | "payment_request.canceled" | "recurring_payment_request.created" | "recurring_payment_request.updated" | "recurring_payment_request.canceled" | "subscription.created" | "subscription.updated" | "subscription.past_due" | "subscription.canceled" | "subscription.expired" | "subscription.paused" | "subscription.resumed" | "subscription.plan_changed" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "invoice.marked_uncollectible" | "invoice.finalized" | "invoice.reminder_sent" | "invoiceitem.created" | "invoiceitem.updated" | "invoiceitem.deleted" | "account.created" | "account.updated" | "account.closed" | "customer.created" | "customer.updated" | "customer.tax_id.created" | "customer.tax_id.deleted" | "tax_rate.created" | "tax_rate.updated" | "coupon.created" | "coupon.updated" | "coupon.deleted" | "promotion_code.created" | "promotion_code.updated" | "customer.discount.created" | "customer.discount.updated" | "customer.discount.deleted" | "customer_balance_transaction.created" | "credit_note.created" | "credit_note.voided" | "payout.created" | "payout.paid" | "payout.updated" | "payout.failed" | "payout.canceled" | "bank_account.created" | "bank_account.updated" | "bank_account.deleted" | "export.succeeded" | "export.failed" | "test_clock.created" | "test_clock.advancing" | "test_clock.ready" | "test_clock.internal_failure" | "test_clock.deleted";
         };
         Export: {
             columns: string[] | null;
@@ -26386,7 +33763,7 @@ export interface components {
         };
         Invoice: {
             account_id: string;
-            /** @description What the customer is asked to pay (the total, or 0 for a credit) */
+            /** @description What the customer is asked to pay: total + starting_balance, at least 0 */
             amount_due: number;
             amount_paid: number;
             /** @description Refunded of amount_paid, through refunds of that payment */
@@ -26406,20 +33783,39 @@ export interface components {
              */
             created_at: string;
             currency: string;
+            /** @description The customer's tax address as issued */
+            customer_address: {
+                country: string | null;
+                state: string | null;
+            } | null;
             /** @description The customer's email when the invoice was issued */
             customer_email: string | null;
             customer_id: string;
             customer_name: string | null;
+            /**
+             * @description none, exempt (no tax) or reverse (reverse charge: no tax and the legal note)
+             * @enum {string}
+             */
+            customer_tax_exempt: "none" | "exempt" | "reverse";
+            /** @description The customer's tax ids as issued */
+            customer_tax_ids: {
+                type: string;
+                value: string;
+            }[];
             /** @description send_invoice: days from finalize to the due date */
             days_until_due: number | null;
             /** @description A one-off invoice's note to the customer (emails and PDF) */
             description: string | null;
+            /** @description The discounts applied (at most one: the subscription's, else the customer's) */
+            discounts: string[];
             /**
              * Format: date-time
              * @description One-off invoices: when payment is due, set at finalize (charge_automatically: at once); null on drafts and subscription invoices (due on issue)
              * @example 2026-01-31T00:00:00.000Z
              */
             due_date: string | null;
+            /** @description The customer's balance after it: what credit is left, or a credit the invoice added (a total below zero) */
+            ending_balance: number;
             /**
              * Format: date-time
              * @description When a one-off invoice left draft; null on drafts and subscription invoices (open when issued)
@@ -26461,11 +33857,22 @@ export interface components {
              * @example 2026-01-31T00:00:00.000Z
              */
             period_start: string;
+            /** @description The customer's balance before the invoice (negative: credit it holds) */
+            starting_balance: number;
             /** @enum {string} */
             status: "draft" | "open" | "paid" | "void" | "uncollectible";
             subscription_id: string | null;
+            /** @description The sum of the lines */
             subtotal: number;
+            /** @description All the tax, inclusive and exclusive */
+            tax: number;
+            /** @description subtotal − discounts + exclusive tax (= total_excluding_tax + tax) */
             total: number;
+            total_discount_amounts: components["schemas"]["DiscountAmount"][];
+            /** @description subtotal − discounts − inclusive tax */
+            total_excluding_tax: number;
+            /** @description Tax per rate: the sum of its lines' (each rounded on its line) */
+            total_tax_amounts: components["schemas"]["TaxAmount"][];
             /** @description The succeeded payment transaction that paid it */
             transaction: string | null;
             /**
@@ -26473,6 +33880,44 @@ export interface components {
              * @example 2026-01-31T00:00:00.000Z
              */
             voided_at: string | null;
+        };
+        InvoicedReport: {
+            /** @description One series per currency, every bucket present */
+            data: {
+                currency: string;
+                points: {
+                    /** @description Σ credit notes issued in the bucket (not void), whatever their outcome */
+                    credit_notes: number;
+                    /** @description Σ their discounts */
+                    discounts: number;
+                    /** @description Invoices issued (open, paid or uncollectible; not drafts, not void) */
+                    invoices: number;
+                    /** @description Σ totals excluding tax (subtotal − discounts − inclusive tax) − credit_notes */
+                    net_revenue: number;
+                    period_start: string;
+                    /** @description Σ their subtotals, minor units */
+                    subtotal: number;
+                    /** @description Σ their tax (inclusive and exclusive) */
+                    tax: number;
+                    /** @description Tax per rate, the sum of the invoices' total_tax_amounts */
+                    tax_by_rate: {
+                        amount: number;
+                        display_name: string;
+                        inclusive: boolean;
+                        percentage: string;
+                        tax_rate: string;
+                    }[];
+                }[];
+            }[];
+            from: string;
+            /** @enum {string} */
+            interval: "day" | "month";
+            livemode: boolean;
+            /** @enum {string} */
+            object: "report";
+            /** @enum {string} */
+            report: "invoiced";
+            to: string;
         };
         InvoiceItem: {
             /** @description The line, in minor units */
@@ -26508,6 +33953,13 @@ export interface components {
             /** @description The price (plan) the item bills at `quantity`, when created with one */
             plan: string | null;
             quantity: number;
+            /**
+             * @description Tax rates its line is taxed at, instead of the subscription's or the account's defaults; [] for none (docs/discounts-and-taxes.md#taxes)
+             * @example [
+             *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+             *     ]
+             */
+            tax_rates: string[];
             /** @description Per unit in minor units; null when the amount is not a whole unit amount × quantity (a tiered or package price): see `breakdown` */
             unit_amount: number | null;
         };
@@ -26517,6 +33969,8 @@ export interface components {
             /** @description How a tiered or package price made the amount, row by row (docs/pricing.md); null for per-unit and prorated lines */
             breakdown: components["schemas"]["PriceRow"][] | null;
             description: string;
+            /** @description The line's share of the invoice's discount (docs/discounts-and-taxes.md) */
+            discount_amounts: components["schemas"]["DiscountAmount"][];
             /** @enum {string} */
             object: "line_item";
             /**
@@ -26534,6 +33988,8 @@ export interface components {
             /** @description A line of a plan change, prorated by the unused fraction of the period */
             proration: boolean;
             quantity: number;
+            /** @description The line's taxes, one per rate, each rounded on the line */
+            tax_amounts: components["schemas"]["TaxAmount"][];
             /** @description Per unit, in minor units; negative for a credit. null when the amount is not a whole unit amount × quantity (a tiered or package price, or a prorated line of several units): see `breakdown` */
             unit_amount: number | null;
         };
@@ -26921,6 +34377,53 @@ export interface components {
              */
             updated_at: string;
         };
+        PromotionCode: {
+            /** @description false: it cannot be redeemed (set with PATCH) */
+            active: boolean;
+            /**
+             * @description What the customer types; unique in the account and mode whatever its case
+             * @example SPRING20
+             */
+            code: string;
+            coupon: components["schemas"]["Coupon"];
+            /**
+             * Format: date-time
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            created_at: string;
+            /** @description The one customer who may redeem it; null: any customer */
+            customer: string | null;
+            /**
+             * Format: date-time
+             * @description Last instant it may be redeemed; null: no limit
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            expires_at: string | null;
+            /** @example promo_01jd3x5k8q0m2v7c9r4t6y1w3e */
+            id: string;
+            livemode: boolean;
+            /**
+             * @description How many times this code may be redeemed; null: no limit of its own (the coupon's still applies)
+             * @example 50
+             */
+            max_redemptions: number | null;
+            metadata: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            object: "promotion_code";
+            /** @description Who and what may redeem it */
+            restrictions: {
+                /** @description Only a customer with no paid invoice and no succeeded payment may redeem it */
+                first_time_transaction: boolean;
+                /** @description The smallest first invoice (minor units, before discount) of the subscription it is applied to; null: none */
+                minimum_amount: number | null;
+                /** @description minimum_amount's currency */
+                minimum_amount_currency: string | null;
+            };
+            /** @example 3 */
+            times_redeemed: number;
+        };
         RecurringPaymentRequest: {
             account_id: string;
             amount: number;
@@ -27036,6 +34539,38 @@ export interface components {
              */
             current_period_start: string | null;
             customer_id: string;
+            /** @description Its own discount in force (a coupon or promotion code applied to it), or null; on create, retrieve and list answers (events' data.object leaves it out). The customer's own discount applies when it has none */
+            discount?: {
+                coupon: components["schemas"]["Coupon"];
+                customer: string;
+                /**
+                 * Format: date-time
+                 * @description repeating: when it stops applying (start + duration_in_months); once and forever: null
+                 * @example 2026-01-31T00:00:00.000Z
+                 */
+                end: string | null;
+                /**
+                 * Format: date-time
+                 * @description When it stopped applying (removed, replaced, a once coupon used, past end); null while it applies
+                 * @example 2026-01-31T00:00:00.000Z
+                 */
+                ended_at: string | null;
+                /** @example di_01jd3x5k8q0m2v7c9r4t6y1w3e */
+                id: string;
+                livemode: boolean;
+                /** @enum {string} */
+                object: "discount";
+                /** @description The promotion code it was redeemed through, or null (a coupon applied by id) */
+                promotion_code: string | null;
+                /**
+                 * Format: date-time
+                 * @description When it was applied
+                 * @example 2026-01-31T00:00:00.000Z
+                 */
+                start: string;
+                /** @description The subscription it applies to; null: the customer's own discount, for all its invoices (a subscription's own discount comes first) */
+                subscription: string | null;
+            } | null;
             /** @description Set while past due */
             dunning: {
                 attempt_count: number;
@@ -27129,6 +34664,160 @@ export interface components {
             quantity: number;
             /** @example sub_01jd3x5k8q0m2v7c9r4t6y1w3e */
             subscription: string;
+            /**
+             * @description The item's own tax rates (instead of the subscription's default_tax_rates); [] for none (docs/discounts-and-taxes.md#taxes)
+             * @example [
+             *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+             *     ]
+             */
+            tax_rates: string[];
+        };
+        SubscriptionTaxRates: {
+            /**
+             * @description Applied to the subscription's lines whose item has no tax_rates; empty: the account's defaults apply
+             * @example [
+             *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+             *     ]
+             */
+            default_tax_rates: string[];
+            /** @description Items with tax rates of their own (applied to their lines instead of the defaults) */
+            items: {
+                /** @example si_01jd3x5k8q0m2v7c9r4t6y1w3e */
+                id: string;
+                /**
+                 * @example [
+                 *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+                 *     ]
+                 */
+                tax_rates: string[];
+            }[];
+            /** @enum {string} */
+            object: "subscription_tax_rates";
+            /** @example sub_01jd3x5k8q0m2v7c9r4t6y1w3e */
+            subscription: string;
+        };
+        TaxAmount: {
+            /** @example 456 */
+            amount: number;
+            /** @example VAT */
+            display_name: string;
+            /** @description The tax is included in the line amount (true) or added to it (false) */
+            inclusive: boolean;
+            /** @example 19 */
+            percentage: string;
+            /** @example txr_01jd3x5k8q0m2v7c9r4t6y1w3e */
+            tax_rate: string;
+            /**
+             * @description The amount the tax was computed on, excluding tax
+             * @example 2400
+             */
+            taxable_amount: number;
+        };
+        TaxId: {
+            /**
+             * @description The country that issued it (ISO 3166-1 alpha-2)
+             * @example DE
+             */
+            country: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            created_at: string;
+            /** @example cus_01jd3x5k8q0m2v7c9r4t6y1w3e */
+            customer: string;
+            /** @example txi_01jd4a7n8p9q0r1s2t3v4w5x6y */
+            id: string;
+            livemode: boolean;
+            /** @enum {string} */
+            object: "tax_id";
+            /**
+             * @example eu_vat
+             * @enum {string}
+             */
+            type: "eu_vat" | "gb_vat" | "ch_vat" | "no_vat" | "au_abn" | "ca_bn" | "in_gst" | "us_ein";
+            /**
+             * @description Compact: upper case, without spaces, dots or dashes (an EIN as 12-3456789)
+             * @example DE136695976
+             */
+            value: string;
+        };
+        TaxRate: {
+            /**
+             * @description false: no longer applied as an account default nor assignable anew; subscriptions and items that already name it keep it (as Stripe)
+             * @example true
+             */
+            active: boolean;
+            /**
+             * @description ISO 3166-1 alpha-2 country the rate is for; as an account default it applies only to customers there. null: anywhere
+             * @example DE
+             */
+            country: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-01-31T00:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description For the merchant; not shown to customers
+             * @example German VAT, standard rate
+             */
+            description: string | null;
+            /**
+             * @description The name on invoices, e.g. "VAT" or "Sales tax"
+             * @example VAT
+             */
+            display_name: string;
+            /** @example txr_01jd4a2b3c4d5e6f7g8h9j0k1m */
+            id: string;
+            /**
+             * @description true: prices already include the tax (it is taken out of them); false: it is added on top. Never changes
+             * @example false
+             */
+            inclusive: boolean;
+            /**
+             * @description The jurisdiction, as shown to the customer
+             * @example DE
+             */
+            jurisdiction: string | null;
+            livemode: boolean;
+            /**
+             * @example {
+             *       "ledger_code": "VAT-DE-19"
+             *     }
+             */
+            metadata: {
+                [key: string]: string;
+            };
+            /** @enum {string} */
+            object: "tax_rate";
+            /**
+             * @description The rate in percent, a decimal string of at most 4 places (0–100); never changes
+             * @example 19
+             */
+            percentage: string;
+            /**
+             * @description ISO 3166-2 subdivision code without the country (e.g. "CA", "NY"); with country, only customers in that state
+             * @example null
+             */
+            state: string | null;
+            /**
+             * @description vat, gst, hst, pst, qst, rst, jct, sales_tax, service_tax, lease_tax, amusement_tax or communications_tax
+             * @example vat
+             */
+            tax_type: string | null;
+        };
+        TaxSettings: {
+            /**
+             * @description Applied to the mode's invoice lines that have no rates of their own (nor their subscription item's or subscription's), when the rate's country and state match the customer's address (a rate without a country matches every customer); inactive ones are skipped
+             * @example [
+             *       "txr_01jd4a2b3c4d5e6f7g8h9j0k1m"
+             *     ]
+             */
+            default_tax_rates: string[];
+            livemode: boolean;
+            /** @enum {string} */
+            object: "tax_settings";
         };
         TestClock: {
             /**
@@ -27235,6 +34924,7 @@ export interface components {
             updated_at: string;
         };
         UpcomingInvoice: {
+            /** @description What will be charged: total + the customer's balance as it stands now, at least 0 */
             amount_due: number;
             /**
              * Format: date-time
@@ -27243,7 +34933,26 @@ export interface components {
              */
             created_at: string;
             currency: string;
+            /** @description The customer's tax address as issued */
+            customer_address: {
+                country: string | null;
+                state: string | null;
+            } | null;
             customer_id: string;
+            /**
+             * @description none, exempt (no tax) or reverse (reverse charge: no tax and the legal note)
+             * @enum {string}
+             */
+            customer_tax_exempt: "none" | "exempt" | "reverse";
+            /** @description The customer's tax ids as issued */
+            customer_tax_ids: {
+                type: string;
+                value: string;
+            }[];
+            /** @description The discounts applied (at most one: the subscription's, else the customer's) */
+            discounts: string[];
+            /** @description The customer's balance after it: what credit is left, or a credit the invoice added (a total below zero) */
+            ending_balance: number;
             /** @description Not made yet */
             id: null;
             lines: components["schemas"]["InvoiceLine"][];
@@ -27260,9 +34969,19 @@ export interface components {
              * @example 2026-01-31T00:00:00.000Z
              */
             period_start: string;
+            /** @description The customer's balance before the invoice (negative: credit it holds) */
+            starting_balance: number;
             subscription_id: string;
             subtotal: number;
+            /** @description All the tax, inclusive and exclusive */
+            tax: number;
+            /** @description subtotal − discounts + exclusive tax (= total_excluding_tax + tax) */
             total: number;
+            total_discount_amounts: components["schemas"]["DiscountAmount"][];
+            /** @description subtotal − discounts − inclusive tax */
+            total_excluding_tax: number;
+            /** @description Tax per rate: the sum of its lines' (each rounded on its line) */
+            total_tax_amounts: components["schemas"]["TaxAmount"][];
         };
         User: {
             account_id: string | null;
