@@ -30,7 +30,13 @@ export const cliResources = [
   'products',
   'plans',
   'subscriptions',
+  'subscription-items',
   'invoices',
+  'invoice-items',
+  'credit-notes',
+  'coupons',
+  'promotion-codes',
+  'tax-rates',
   'transactions',
   'payments',
   'payment-requests',
@@ -82,7 +88,20 @@ function objectFields(doc: Json, schema: Json | undefined): FieldSpec[] {
   return fields;
 }
 
-function actionOf(method: string, rest: string[], hasPatch: boolean): string | null {
+/**
+ * A sub-resource's verb when its path answers several methods (GET and POST /v1/customers/{id}/balance_transactions):
+ * `list-balance-transactions` and `create-balance-transactions`, `get-…` with an id, `delete-…`. A path with one method
+ * keeps the bare name (`subscriptions cancel`, `invoices pdf`).
+ */
+const subVerbs: Record<string, (last: string) => string> = {
+  GET: (last) => (last.startsWith('{') ? 'get' : 'list'),
+  POST: () => 'create',
+  PATCH: () => 'update',
+  PUT: () => 'update',
+  DELETE: () => 'delete',
+};
+
+function actionOf(method: string, rest: string[], hasPatch: boolean, methods = 1): string | null {
   // A collection path with PATCH is a singleton (GET/PATCH /v1/payout_settings): get and update.
   if (rest.length === 0) return method === 'GET' ? (hasPatch ? 'get' : 'list') : method === 'POST' ? 'create' : method === 'PATCH' ? 'update' : null;
   if (rest.length === 1) {
@@ -94,7 +113,9 @@ function actionOf(method: string, rest: string[], hasPatch: boolean): string | n
     if (method === 'DELETE') return 'delete';
     return null;
   }
-  return rest.slice(1).join('-').replace(/_/g, '-');
+  if (methods === 1) return rest.slice(1).join('-').replace(/_/g, '-');
+  const sub = rest.slice(1).filter((segment) => !segment.startsWith('{')).join('-').replace(/_/g, '-');
+  return `${subVerbs[method]?.(rest[rest.length - 1]!) ?? method.toLowerCase()}-${sub}`;
 }
 
 /** The operations of an OpenAPI 3.1 document, sorted, as the CLI builds commands from them. */
@@ -109,7 +130,8 @@ export function deriveOperations(doc: Json): Operation[] {
     if (rest[0] === 'stream') continue;
     for (const [verb, op] of Object.entries<Json>(item)) {
       const method = verb.toUpperCase() as Operation['method'];
-      const action = actionOf(method, rest, 'patch' in item);
+      const methods = Object.keys(item).filter((key) => ['get', 'post', 'patch', 'put', 'delete'].includes(key)).length;
+      const action = actionOf(method, rest, 'patch' in item, methods);
       if (!action) continue;
       const params: Json[] = (op.parameters ?? []).map((p: Json) => deref(doc, p) ?? p);
       const bodySchema = op.requestBody?.content?.['application/json']?.schema;
