@@ -12234,7 +12234,7 @@ export interface paths {
                         /** @description transactions, invoices and customers: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
-                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans";
+                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes";
                         /** @default UTC */
                         time_zone?: string;
                     };
@@ -12255,7 +12255,7 @@ export interface paths {
                         /** @description transactions, invoices and customers: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
-                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans";
+                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes";
                         /** @default UTC */
                         time_zone?: string;
                     };
@@ -33734,7 +33734,7 @@ export interface components {
             };
             query: string | null;
             /** @enum {string} */
-            resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans";
+            resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes";
             row_count: number | null;
             /** @enum {string} */
             status: "pending" | "running" | "succeeded" | "failed" | "expired";
@@ -33768,7 +33768,7 @@ export interface components {
             amount_paid: number;
             /** @description Refunded of amount_paid, through refunds of that payment */
             amount_refunded: number;
-            /** @description amount_due − amount_paid (0 once void) */
+            /** @description amount_due − amount_paid (0 once void or paid: paid out of band or by credit) */
             amount_remaining: number;
             /** @description Payment attempts made */
             attempt_count: number;

@@ -9,6 +9,8 @@ import {
   Export,
   Invoice,
   invoiceStatuses,
+  creditNoteReasons,
+  creditNoteStatuses,
   payoutMethods,
   payoutStatuses,
   transactionStatuses,
@@ -151,6 +153,25 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'package_round', sql: 't.package_round', kind: 'text' },
     { name: 'currency_options', sql: "coalesce(t.currency_options, '{}'::jsonb)", kind: 'json' },
   ],
+  // What each credit note gave back and how (docs/discounts-and-taxes.md#credit-notes-and-customer-balance).
+  credit_notes: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'number', sql: 't.number', kind: 'text' },
+    { name: 'status', sql: 't.status', kind: 'text' },
+    { name: 'invoice', sql: 't.invoice_id', kind: 'text' },
+    { name: 'customer', sql: 't.customer_id', kind: 'text' },
+    { name: 'total', sql: 't.total', kind: 'int' },
+    { name: 'refund_amount', sql: 't.refund_amount', kind: 'int' },
+    { name: 'credit_amount', sql: 't.credit_amount', kind: 'int' },
+    { name: 'out_of_band_amount', sql: 't.out_of_band_amount', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'total_formatted', sql: '', kind: 'text' },
+    { name: 'reason', sql: 't.reason', kind: 'text' },
+    { name: 'memo', sql: 't.memo', kind: 'text' },
+    { name: 'refund', sql: 't.refund_transaction_id', kind: 'text' },
+    { name: 'voided_at', sql: 't.voided_at', kind: 'time' },
+  ],
 };
 /**
  * The list filters each resource's export takes (`filters` in POST /v1/exports), as
@@ -179,6 +200,13 @@ export const exportFilters: Record<ExportResource, Record<string, { sql: string;
     active: { sql: 't.active::text', values: ['true', 'false'] },
   },
   payouts: { status: { sql: 't.status', values: payoutStatuses }, method: { sql: 't.method', values: payoutMethods }, currency: { sql: 't.currency' } },
+  credit_notes: {
+    status: { sql: 't.status', values: creditNoteStatuses },
+    reason: { sql: 't.reason', values: creditNoteReasons },
+    invoice: { sql: 't.invoice_id' },
+    customer: { sql: 't.customer_id' },
+    currency: { sql: 't.currency' },
+  },
 };
 
 /**
@@ -209,6 +237,7 @@ const tables: Record<ExportResource, string> = {
   subscriptions: 'subscriptions',
   payouts: 'payouts',
   plans: 'plans',
+  credit_notes: 'credit_notes',
 };
 export const contentTypes: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',

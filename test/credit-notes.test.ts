@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreditNote, CustomerBalanceTransaction, Event, Invoice, Transaction } from '../db/entities/index.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
+import { eventually } from './helpers/temporal.ts';
 
 describe('credit notes and the customer balance', () => {
   let engine: TestEngine;
@@ -311,6 +312,43 @@ describe('credit notes and the customer balance', () => {
     // The credit notes of the first invoice's refund do not reach the renewal's payment.
     expect(Number((await em().findOneOrFail(Transaction, { id: invoice.transaction })).amountRefunded)).toBe(0);
     await expectLedgerInvariants(em(), engine.tenant.accountId);
+  });
+
+  it('exports credit notes: what each gave back and how, filtered by invoice; an unknown reason refused', { timeout: 60_000 }, async () => {
+    const { invoice } = await paidInvoice('export-notes@example.com');
+    const note = await engine.call('POST', '/v1/credit_notes', { invoice: invoice.id, amount: 1500, refund_amount: 1000, credit_amount: 500, reason: 'order_change', memo: 'Two seats fewer' });
+    expect(note.status, JSON.stringify(note.body)).toBe(201);
+    const created = await engine.call('POST', '/v1/exports', { resource: 'credit_notes', format: 'json', filters: { invoice: invoice.id } });
+    expect(created.status, JSON.stringify(created.body)).toBe(202);
+    const done = await eventually(async () => (await engine.call('GET', `/v1/exports/${created.body.id}`)).body, (e) => e.status === 'succeeded' || e.status === 'failed', 20_000);
+    expect(done.status, JSON.stringify(done)).toBe('succeeded');
+    const file = await engine.app.request(`/v1/exports/${done.id}/file`, { headers: engine.tenant.headers });
+    expect(file.status).toBe(200);
+    const rows = JSON.parse(await file.text());
+    // Times in exports are to the second, with the account's offset.
+    expect(Math.abs(Date.parse(rows[0].created) - Date.parse(note.body.created_at))).toBeLessThan(1000);
+    expect(rows).toEqual([
+      {
+        id: note.body.id,
+        created: rows[0].created,
+        number: note.body.number,
+        status: 'issued',
+        invoice: invoice.id,
+        customer: invoice.customer_id,
+        total: 1500,
+        refund_amount: 1000,
+        credit_amount: 500,
+        out_of_band_amount: 0,
+        currency: 'USD',
+        total_formatted: '15.00',
+        reason: 'order_change',
+        memo: 'Two seats fewer',
+        refund: note.body.refund,
+        voided_at: null,
+      },
+    ]);
+    const bad = await engine.call('POST', '/v1/exports', { resource: 'credit_notes', format: 'csv', filters: { reason: 'because' } });
+    expect([bad.status, bad.body.error]).toEqual([400, 'invalid_request']);
   });
 
   it('tenants and modes: another account and the other mode see nothing and change nothing', { timeout: 60_000 }, async () => {
