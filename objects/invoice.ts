@@ -82,7 +82,7 @@ export const InvoiceSchema = z
     ...InvoiceTotalsShape,
     amount_due: z.number().int().openapi({ description: 'What the customer is asked to pay: total + starting_balance, at least 0' }),
     amount_paid: z.number().int(),
-    amount_remaining: z.number().int().openapi({ description: 'amount_due − amount_paid (0 once void)' }),
+    amount_remaining: z.number().int().openapi({ description: 'amount_due − amount_paid (0 once void or paid: paid out of band or by credit)' }),
     attempt_count: z.number().int().openapi({ description: 'Payment attempts made' }),
     transaction: z.string().nullable().openapi({ description: 'The succeeded payment transaction that paid it' }),
     amount_refunded: z.number().int().openapi({ description: 'Refunded of amount_paid, through refunds of that payment' }),
@@ -112,8 +112,8 @@ export function invoicePdfUrl(config: { publicUrl: string; auth: { secret: strin
   return signedInvoicePdfUrl(config.publicUrl, config.auth.secret, invoiceId);
 }
 
-/** What is left to pay: 0 once void. */
-export const amountRemaining = (invoice: Invoice) => (invoice.status === 'void' ? 0 : Number(invoice.amountDue) - Number(invoice.amountPaid));
+/** What is left to pay: 0 once void or paid (a paid invoice may have amount_paid 0: paid out of band, or by the customer's credit). */
+export const amountRemaining = (invoice: Invoice) => (invoice.status === 'void' || invoice.status === 'paid' ? 0 : Number(invoice.amountDue) - Number(invoice.amountPaid));
 
 export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
   return {

@@ -124,6 +124,8 @@ describe('one-off invoices', () => {
     const paid = await engine.call('POST', `/v1/invoices/${id}/pay`, { paid_out_of_band: true });
     expect(paid.status, JSON.stringify(paid.body)).toBe(200);
     expect(paid.body.status).toBe('paid');
+    // Paid outside the engine: no money on it (amount_paid 0), and nothing left to pay.
+    expect(paid.body).toMatchObject({ amount_paid: 0, amount_remaining: 0 });
     await eventually(() => workflowStatus(id), (status) => status === 'COMPLETED');
     expect(await eventTypes(id)).toContain('invoice.marked_uncollectible');
   });
