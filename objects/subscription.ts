@@ -63,7 +63,7 @@ export const SubscriptionSchema = z
       .openapi({ description: 'Set while past due' }),
     discount: DiscountSchema.nullable()
       .optional()
-      .openapi({ description: "Its own discount in force (a coupon or promotion code applied to it), or null; on create, retrieve and list answers (events' data.object leaves it out). The customer's own discount applies when it has none" }),
+      .openapi({ description: "Its own discount in force (a coupon or promotion code applied to it), or null; on every answer of the subscriptions routes (events' data.object and portal answers leave it out). The customer's own discount applies when it has none" }),
     created_at: timestamp,
     updated_at: timestamp,
   })

@@ -21911,8 +21911,10 @@ export interface paths {
                     code?: string;
                     /** @description Only codes of this coupon */
                     coupon?: string;
-                    /** @description Only codes restricted to this customer */
+                    /** @description Only codes restricted to this customer; `customer_id` is the same filter */
                     customer?: string;
+                    /** @description Same as `customer` */
+                    customer_id?: string;
                     ending_before?: string;
                     /** @description 1 to 100 */
                     limit?: number;
@@ -34539,7 +34541,7 @@ export interface components {
              */
             current_period_start: string | null;
             customer_id: string;
-            /** @description Its own discount in force (a coupon or promotion code applied to it), or null; on create, retrieve and list answers (events' data.object leaves it out). The customer's own discount applies when it has none */
+            /** @description Its own discount in force (a coupon or promotion code applied to it), or null; on every answer of the subscriptions routes (events' data.object and portal answers leave it out). The customer's own discount applies when it has none */
             discount?: {
                 coupon: components["schemas"]["Coupon"];
                 customer: string;

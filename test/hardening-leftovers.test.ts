@@ -57,15 +57,21 @@ describe('issue #24: left open from hardening', () => {
       bob = await subscribedCustomer('bob.filter@example.com', plan);
       // Each has its first invoice.
       await eventually(async () => (await engine.call('GET', '/v1/invoices?limit=100')).body.data ?? [], (data: any[]) => data.filter((i) => i.subscription_id === ada.subscriptionId || i.subscription_id === bob.subscriptionId).length >= 2);
-      // And an invoice item waiting for the next one.
+      // And an invoice item waiting for the next one; a credit note of the first invoice; a promotion code only for them.
+      const coupon = await engine.call('POST', '/v1/coupons', { percent_off: 10, duration: 'once' });
+      expect(coupon.status, JSON.stringify(coupon.body)).toBe(201);
+      const invoices = (await engine.call('GET', '/v1/invoices?limit=100')).body.data;
       for (const customer of [ada.customerId, bob.customerId]) {
         expect((await engine.call('POST', '/v1/invoice_items', { customer, amount: 500, currency: 'USD', description: 'Extra seat setup' })).status).toBe(201);
+        const first = invoices.find((i: any) => i.customer_id === customer);
+        expect((await engine.call('POST', '/v1/credit_notes', { invoice: first.id, amount: 100, out_of_band_amount: 100 })).status).toBe(201);
+        expect((await engine.call('POST', '/v1/promotion_codes', { coupon: coupon.body.id, customer })).status).toBe(201);
       }
     });
 
     // Every list whose OpenAPI query takes a customer filter (checked against the document below).
-    const lists = ['/v1/invoices', '/invoices', '/v1/subscriptions', '/v1/invoice_items'];
-    /** A row's customer: `customer_id` on invoices and subscriptions, `customer` on invoice items (Stripe's name). */
+    const lists = ['/v1/invoices', '/invoices', '/v1/subscriptions', '/v1/invoice_items', '/v1/credit_notes', '/v1/promotion_codes'];
+    /** A row's customer: `customer_id` on invoices and subscriptions, `customer` on invoice items, credit notes and promotion codes (Stripe's name). */
     const customerOf = (row: any) => row.customer_id ?? row.customer;
 
     it('the OpenAPI document lists both names on exactly these lists', async () => {

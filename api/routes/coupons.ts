@@ -17,7 +17,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { listSchema, queryBoolean } from '../pagination.ts';
-import { errorResponses, idParam, isoInstant } from '../schemas.ts';
+import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas.ts';
 
 /**
  * Coupons (/v1/coupons), promotion codes (/v1/promotion_codes) and discounts on customers and
@@ -136,11 +136,13 @@ const PromotionCodeListQuery = z
     ending_before: promoCursor.optional(),
     coupon: z.string().min(1).max(64).optional().openapi({ description: 'Only codes of this coupon' }),
     code: z.string().min(1).max(64).optional().openapi({ description: 'Only the code with this text (any case)' }),
-    customer: z.string().min(1).max(64).optional().openapi({ description: 'Only codes restricted to this customer' }),
+    customer: z.string().min(1).max(64).optional().openapi({ description: 'Only codes restricted to this customer; `customer_id` is the same filter' }),
+    customer_id: z.string().min(1).max(64).optional().openapi({ description: 'Same as `customer`' }),
     active: queryBoolean.optional().openapi({ type: 'string', enum: ['true', 'false'] }),
   })
   .strict()
-  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
+  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' })
+  .refine(...oneCustomerName);
 
 const couponParam = z.object({ id: z.string().min(1).max(64).openapi({ param: { name: 'id', in: 'path' }, example: 'LAUNCH20' }) });
 const DeletedCouponSchema = z.object({ id: z.string(), object: z.literal('coupon'), deleted: z.literal(true) }).openapi('DeletedCoupon');
@@ -457,7 +459,8 @@ export function discountsApps({ orm, temporal }: ApiDeps) {
       const em = orm.em.fork();
       const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };
       if (query.active !== undefined) where.active = query.active;
-      if (query.customer) where.customerId = query.customer;
+      const customer = query.customer ?? query.customer_id;
+      if (customer) where.customerId = customer;
       if (query.coupon) {
         const coupon = await em.findOne(Coupon, { id: query.coupon, accountId: scope.accountId, livemode: scope.livemode }, { orderBy: { key: 'desc' } });
         where.couponKey = coupon?.key ?? '';

@@ -280,7 +280,7 @@ async function subscriptionItems(
   return { plan: main!.plan, terms, others, firstInvoiceItems };
 }
 
-/** Subscription answers with their `discount` (the one in force, or null): create, retrieve and list carry it. */
+/** Subscription answers with their `discount` (the one in force, or null): every answer of these routes carries it (events' data.object does not). */
 async function withDiscounts<T extends { id: string }>(em: EntityManager, objects: T[]): Promise<(T & { discount: ReturnType<typeof serializeDiscount> | null })[]> {
   const now = new Date();
   const discounts = await subscriptionDiscounts(em, objects.map((o) => o.id), now);
@@ -341,7 +341,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       if (idem?.takeover) {
         // A retry whose subscription exists answers with it (its workflow may have ended since).
         const existing = await em.findOne(Subscription, { id, accountId, livemode });
-        if (existing) return c.json(serializeSubscription(existing), 201);
+        if (existing) return c.json(await withDiscount(orm.em.fork(), serializeSubscription(existing)), 201);
       }
       // A customer on a test clock has at most config.testClocks.subscriptionsPerCustomer not ended (docs/testing-your-integration.md#limits).
       await checkClockSubscriptionRoom(em, customer, config.testClocks);
@@ -424,7 +424,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
         });
       } catch (error) {
         const ended = idem ? await orm.em.fork().findOne(Subscription, { id, accountId, livemode }) : null;
-        if (ended) return c.json(serializeSubscription(ended), 201);
+        if (ended) return c.json(await withDiscount(orm.em.fork(), serializeSubscription(ended)), 201);
         // No subscription: its discount ends with it.
         if (redeemed) await orm.em.fork().transactional((tx) => removeDiscount(tx, { customerId: customer.id, subscriptionId: id }, redeemed.discount.start));
         throw error;
@@ -472,7 +472,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const terms = changedPlanTerms(plan, subscription, body.quantity);
       try {
         const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }], ...(updateId ? { updateId } : {}) }));
-        return c.json(serializeSubscription(snapshot), 200);
+        return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
       } catch (error) {
         // A retry of a change that already happened (its run has since continued as new, so Temporal no longer knows the update id):
         // the subscription is on the plan (or has it pending) as the first try left it, and that is the answer.
@@ -480,7 +480,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
           const now = await orm.em.fork().findOne(Subscription, { id: subscription.id });
           const quantity = terms.quantity ?? 1;
           if (now && ((now.planId === plan.id && now.quantity === quantity) || (now.pendingPlanId === plan.id && (now.pendingQuantity ?? now.quantity) === quantity))) {
-            return c.json(serializeSubscription(now), 200);
+            return c.json(await withDiscount(orm.em.fork(), serializeSubscription(now)), 200);
           }
         }
         throw error;
@@ -493,22 +493,22 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const onClock = !subscription.livemode && (await orm.em.fork().count(Customer, { id: subscription.customerId, testClockId: { $ne: null } })) > 0;
       if (!onClock && body.pause_until && body.pause_until.getTime() <= Date.now()) throw new ApiError('invalid_request', 'pause_until: must be in the future.');
       const snapshot = await send(() => handle.executeUpdate(pauseSubscriptionUpdate, { args: [{ pauseUntil: body.pause_until?.toISOString() ?? null }] }));
-      return c.json(serializeSubscription(snapshot), 200);
+      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
     })
     .openapi(resumeSubscription, async (c) => {
       const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
       const snapshot = await send(() => handle.executeUpdate(resumeSubscriptionUpdate));
-      return c.json(serializeSubscription(snapshot), 200);
+      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
     })
     .openapi(cancelSubscription, async (c) => {
       const body = await optionalJsonBody(c, CancelBody);
       const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
       const snapshot = await send(() => handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: body.at_period_end }] }));
-      return c.json(serializeSubscription(snapshot), 200);
+      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
     })
     .openapi(undoCancelSubscription, async (c) => {
       const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
       const snapshot = await send(() => handle.executeUpdate(undoCancelAtPeriodEndUpdate));
-      return c.json(serializeSubscription(snapshot), 200);
+      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
     });
 }
