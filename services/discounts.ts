@@ -11,6 +11,7 @@
  * promotion code): every limit is checked and times_redeemed counted in the same
  * transaction, so concurrent redemptions of a max_redemptions=5 coupon make exactly 5.
  */
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Coupon, Customer, Discount, Invoice, PromotionCode, Transaction } from '../db/entities/index.ts';
 import { addIntervals } from '../domain/billing-calendar.ts';
@@ -25,12 +26,8 @@ import { currentTime } from './clock-context.ts';
 
 type Scope = { accountId: string; livemode: boolean };
 
-/** Locks one row (`select … for update` on its primary key) and reads it fresh in `tx`; null when it is not there. */
-async function lockRow<T extends object>(tx: EntityManager, entity: typeof Coupon | typeof PromotionCode | typeof Discount, table: string, column: string, key: string): Promise<T | null> {
-  const rows = await tx.getConnection().execute<{ k: string }[]>(`select "${column}" as k from "${table}" where "${column}" = ? for update`, [key], 'all', tx.getTransactionContext());
-  if (rows.length === 0) return null;
-  return tx.findOne(entity as never, { [column]: key } as never, { refresh: true }) as Promise<T | null>;
-}
+/** A row read fresh and locked (`select … for update`) until the transaction ends: the limits decided under it hold. */
+const writeLock = { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true } as const;
 
 /** A coupon as domain/invoice-totals.ts applies it. */
 export function totalsCoupon(coupon: Coupon): TotalsCoupon {
@@ -108,7 +105,7 @@ export async function discountForInvoice(
  * remembered, and a `once` discount ends there (customer.discount.deleted). Idempotent per invoice.
  */
 export async function recordDiscountApplied(tx: EntityManager, q: { discountId: string; invoiceId: string; at: Date }): Promise<void> {
-  const discount = await lockRow<Discount>(tx, Discount, 'discounts', 'id', q.discountId);
+  const discount = await tx.findOne(Discount, { id: q.discountId }, writeLock);
   if (!discount) throw new Error(`No such discount: ${q.discountId}.`);
   if (discount.firstInvoiceId === q.invoiceId) return;
   if (!discount.firstInvoiceId) discount.firstInvoiceId = q.invoiceId;
@@ -123,7 +120,7 @@ export async function recordDiscountApplied(tx: EntityManager, q: { discountId: 
 /** The coupon of the caller's account and mode named `id` (deleted ones too when `deleted`), or not_found. */
 export async function findOwnCoupon(em: EntityManager, id: string, scope: Scope, options: { lock?: boolean } = {}): Promise<Coupon> {
   const found = await em.findOne(Coupon, { id, accountId: scope.accountId, livemode: scope.livemode, deletedAt: null });
-  const coupon = found && options.lock ? await lockRow<Coupon>(em, Coupon, 'coupons', 'key', found.key) : found;
+  const coupon = found && options.lock ? await em.findOne(Coupon, { key: found.key }, writeLock) : found;
   if (!coupon || coupon.deletedAt) throw new ApiError('not_found', `No such coupon: ${id}.`);
   return coupon;
 }
@@ -131,7 +128,7 @@ export async function findOwnCoupon(em: EntityManager, id: string, scope: Scope,
 /** The promotion code of the caller's account and mode, by its id (promo_…), or not_found. */
 export async function findOwnPromotionCode(em: EntityManager, id: string, scope: Scope, options: { lock?: boolean } = {}): Promise<PromotionCode> {
   const found = await em.findOne(PromotionCode, { id, accountId: scope.accountId, livemode: scope.livemode });
-  const code = found && options.lock ? await lockRow<PromotionCode>(em, PromotionCode, 'promotion_codes', 'id', found.id) : found;
+  const code = found && options.lock ? await em.findOne(PromotionCode, { id: found.id }, writeLock) : found;
   if (!code) throw new ApiError('not_found', `No such promotion code: ${id}.`);
   return code;
 }
@@ -187,8 +184,8 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
       : await findPromotionCodeByCode(tx, (input.code ?? input.promotionCode)!, scope);
     if (!found) throw new ApiError('not_found', `No such promotion code: ${input.code ?? input.promotionCode}.`);
     // Lock order everywhere: the coupon, then the code.
-    const lockedCoupon = await lockRow<Coupon>(tx, Coupon, 'coupons', 'key', found.couponKey);
-    promotion = (await lockRow<PromotionCode>(tx, PromotionCode, 'promotion_codes', 'id', found.id))!;
+    const lockedCoupon = await tx.findOne(Coupon, { key: found.couponKey }, writeLock);
+    promotion = (await tx.findOne(PromotionCode, { id: found.id }, writeLock))!;
     if (!lockedCoupon || lockedCoupon.deletedAt) throw new ApiError('invalid_request', `Promotion code ${promotion.code}: its coupon was deleted.`);
     coupon = lockedCoupon;
     const what = `Promotion code ${promotion.code}`;
@@ -254,7 +251,7 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
 /** The target's discount in force (not ended), locked; null if none. */
 async function lockedInForce(tx: EntityManager, target: { customerId: string; subscriptionId: string | null }): Promise<Discount | null> {
   const found = await tx.findOne(Discount, { customerId: target.customerId, subscriptionId: target.subscriptionId, endedAt: null }, { refresh: true });
-  const locked = found ? await lockRow<Discount>(tx, Discount, 'discounts', 'id', found.id) : null;
+  const locked = found ? await tx.findOne(Discount, { id: found.id }, writeLock) : null;
   return locked && !locked.endedAt ? locked : null;
 }
 
@@ -271,7 +268,7 @@ export async function removeDiscount(tx: EntityManager, target: { customerId: st
  * its end) unless something ended it before. Idempotent.
  */
 export async function endDiscountAtEnd(tx: EntityManager, discountId: string): Promise<boolean> {
-  const discount = await lockRow<Discount>(tx, Discount, 'discounts', 'id', discountId);
+  const discount = await tx.findOne(Discount, { id: discountId }, writeLock);
   if (!discount || discount.endedAt || !discount.end) return false;
   await endDiscountRow(tx, discount, discount.end);
   return true;
