@@ -586,7 +586,7 @@ export function stateAtRenewal(state: SubscriptionState): SubscriptionState {
  * `at` are applied first (applyItemChange, each as its proration_behavior says; an always_invoice change's
  * invoice is made at once, so it is not part of the next one). Null: no invoice is coming (a cancel at period
  * end, past due, paused, ended). Its `issuedAt` is the instant the period starts. `pendingItems`: the customer's
- * pending invoice items in its currency, which that invoice takes (services/invoice-items.ts addPendingItems appends
+ * pending invoice items in its currency, which that invoice takes (services/invoice-items.ts pendingItemLines appends
  * them after the subscription's own lines, as renewalLines does).
  */
 export function upcomingInvoice(

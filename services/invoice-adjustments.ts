@@ -118,25 +118,43 @@ const partiesOf = (invoice: Invoice, at: Date): InvoiceParties => ({
   at,
 });
 
+/** What issuing an invoice decided: its columns, and what to record once the invoice row exists. */
+export interface Issue {
+  fields: ReturnType<typeof invoiceFields>;
+  /** The balance movement and the discount's use, on `tx`, once the invoice `invoiceId` is written. */
+  record(invoiceId: string): Promise<void>;
+}
+
 /**
- * Issues `invoice` (a managed entity of `tx`, just inserted or finalized, its lines final):
- * its discounts and taxes, then the customer's balance, locked until `tx` commits, applied to
- * it. A credit pays the invoice first; a total below zero adds to the credit; what the
- * customer owes beyond invoices (a positive balance) is added. The movement is one
- * `applied_to_invoice` balance transaction, at most one per invoice; a discount used by
- * the invoice is told so (a `once` coupon ends there).
+ * Decides an invoice about to be issued, on `tx`, its lines final: its discounts and taxes,
+ * then the customer's balance, locked until `tx` commits, applied to it. A credit pays the
+ * invoice first; a total below zero adds to the credit; what the customer owes beyond
+ * invoices (a positive balance) is added. `record` then writes the movement, one
+ * `applied_to_invoice` balance transaction (at most one per invoice), and tells the discount
+ * it was used (a `once` coupon ends there). Called before the invoice row is written, so a
+ * new invoice is inserted once with its totals (services/invoices.ts: every renewal).
  */
-export async function issueWithAdjustments(tx: EntityManager, invoice: Invoice, at: Date): Promise<void> {
-  const parties = partiesOf(invoice, at);
+export async function decideIssue(tx: EntityManager, parties: InvoiceParties, lines: readonly InvoiceLine[]): Promise<Issue> {
   const starting = await lockBalanceForInvoice(tx, parties);
-  const adjusted = await adjustLines(tx, parties, invoice.lines, starting);
-  Object.assign(invoice, invoiceFields(adjusted));
+  const adjusted = await adjustLines(tx, parties, lines, starting);
+  return {
+    fields: invoiceFields(adjusted),
+    async record(invoiceId) {
+      const moved = adjusted.totals.ending_balance - adjusted.totals.starting_balance;
+      if (moved !== 0) {
+        await recordBalanceTransaction(tx, { ...parties, type: 'applied_to_invoice', amount: moved, invoiceId, description: `Applied to invoice ${invoiceId}`, createdAt: parties.at });
+      }
+      if (adjusted.discount && adjusted.totals.discount !== 0) await recordDiscountApplied(tx, { discountId: adjusted.discount.id, invoiceId, at: parties.at });
+    },
+  };
+}
+
+/** decideIssue for an invoice row that exists already (a draft being finalized, a managed entity of `tx`). */
+export async function issueWithAdjustments(tx: EntityManager, invoice: Invoice, at: Date): Promise<void> {
+  const issue = await decideIssue(tx, partiesOf(invoice, at), invoice.lines);
+  Object.assign(invoice, issue.fields);
   await tx.flush();
-  const moved = adjusted.totals.ending_balance - adjusted.totals.starting_balance;
-  if (moved !== 0) {
-    await recordBalanceTransaction(tx, { ...parties, type: 'applied_to_invoice', amount: moved, invoiceId: invoice.id, description: `Applied to invoice ${invoice.id}`, createdAt: at });
-  }
-  if (adjusted.discount && adjusted.totals.discount !== 0) await recordDiscountApplied(tx, { discountId: adjusted.discount.id, invoiceId: invoice.id, at });
+  await issue.record(invoice.id);
 }
 
 /** A draft's or a preview's adjustments: discounts and taxes, and the balance as it stands (read, not locked, not applied). */

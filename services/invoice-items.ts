@@ -276,15 +276,14 @@ export const takesPendingItems = (billingKey: string): boolean => /:cycle:\d+$/.
 
 /**
  * The pickup by a subscription's next invoice (services/invoices.ts openOrCreateInvoice, in the transaction that
- * inserts `invoice`): the customer's pending items in the invoice's currency are claimed for it and become lines
- * after the subscription's own; the totals are the sum of all the lines again.
+ * inserts it): the customer's pending items in the invoice's currency are claimed for `invoiceId` and answered as
+ * lines, which go after the subscription's own.
  */
-export async function addPendingItems(tx: EntityManager, invoice: Invoice, dateStyle: DateStyle): Promise<InvoiceItem[]> {
-  const items = await claimPendingItems(tx, { accountId: invoice.accountId, livemode: invoice.livemode, customerId: invoice.customerId, currency: invoice.currency, invoiceId: invoice.id });
-  if (items.length === 0) return items;
-  const lines = [...invoice.lines, ...items.map((item) => ({ ...itemLine(item), description: humanizeInstants(item.description, dateStyle) }))];
-  const subtotal = lines.reduce((sum, line) => sum + lineAmount(line), 0);
-  Object.assign(invoice, { lines, subtotal, total: subtotal, amountDue: Math.max(0, subtotal) });
-  await tx.flush();
-  return items;
+export async function pendingItemLines(
+  tx: EntityManager,
+  input: { accountId: string; livemode: boolean; customerId: string; currency: string; invoiceId: string },
+  dateStyle: DateStyle,
+): Promise<InvoiceLine[]> {
+  const items = await claimPendingItems(tx, input);
+  return items.map((item) => ({ ...itemLine(item), description: humanizeInstants(item.description, dateStyle) }));
 }

@@ -3,13 +3,12 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
-import { lineAmount } from '../domain/invoice-lines.ts';
 import { invoicePrefix } from '../domain/invoice-number.ts';
 import { humanizeInstants } from '../domain/locale.ts';
 import type { ChargeOutcome } from './charges.ts';
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
-import { issueWithAdjustments, unapplyBalance } from './invoice-adjustments.ts';
-import { addPendingItems, takesPendingItems } from './invoice-items.ts';
+import { decideIssue, unapplyBalance } from './invoice-adjustments.ts';
+import { pendingItemLines, takesPendingItems } from './invoice-items.ts';
 
 export interface OpenInvoiceInput {
   /** subscription + cycle: one invoice per billing cycle, whatever happens to the activity. */
@@ -108,11 +107,19 @@ export async function openOrCreateInvoice(
   // date in the account's language and time zone; period_start and period_end keep the exact instants.
   const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
   const lines = input.lines.map((line) => ({ ...line, description: humanizeInstants(line.description, dateStyle), proration: line.proration ?? false }));
-  const subtotal = lines.reduce((sum, line) => sum + lineAmount(line), 0);
-  const total = subtotal;
   try {
     return await em.transactional(async (tx) => {
       const id = newId('invoice');
+      // A billing cycle's invoice takes the customer's pending invoice items, claimed for it in this transaction: an insert
+      // that loses the race on the billing key gives them back, so an item is billed exactly once (services/invoice-items.ts).
+      const items = takesPendingItems(input.billingKey) ? await pendingItemLines(tx, { ...input, invoiceId: id }, dateStyle) : [];
+      // Discounts, taxes and the customer's balance (locked from here to the commit), on the final lines: the row is
+      // inserted once, with its totals.
+      const issue = await decideIssue(
+        tx,
+        { accountId: input.accountId, livemode: input.livemode, customerId: input.customerId, subscriptionId: input.subscriptionId, currency: input.currency, at: new Date(input.issuedAt) },
+        [...lines, ...items],
+      );
       const invoice = tx.create(Invoice, {
         id,
         // Unique until numberInvoice gives the real number, before the commit: nobody sees it.
@@ -125,12 +132,9 @@ export async function openOrCreateInvoice(
         customerName: customer?.name ?? null,
         status: 'open',
         currency: input.currency,
-        subtotal,
-        total,
-        amountDue: Math.max(0, total),
+        ...issue.fields,
         amountPaid: 0,
         attemptCount: 0,
-        lines,
         periodStart: new Date(input.periodStart),
         periodEnd: new Date(input.periodEnd),
         chargeId: null,
@@ -143,11 +147,7 @@ export async function openOrCreateInvoice(
         markedUncollectibleAt: null,
       });
       await tx.flush();
-      // A billing cycle's invoice takes the customer's pending invoice items, claimed in this transaction: an insert that
-      // loses the race on the billing key gives them back, so an item is billed exactly once (services/invoice-items.ts).
-      if (takesPendingItems(input.billingKey)) await addPendingItems(tx, invoice, dateStyle);
-      // Discounts, taxes and the customer's balance (locked from here to the commit), on the final lines.
-      await issueWithAdjustments(tx, invoice, new Date(input.issuedAt));
+      await issue.record(id);
       const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
       const number = await numberInvoice(tx, { invoiceId: id, eventId: created!.id, accountId: input.accountId, livemode: input.livemode, prefix: invoicePrefix(account.name, account.id) });
       const result = { invoice: { ...opened(invoice), number }, created: true };
