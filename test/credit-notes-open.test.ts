@@ -8,32 +8,22 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreditNote, Invoice, Transaction } from '../db/entities/index.ts';
-import { startTestEngine, type TestEngine } from './helpers/engine.ts';
-import { gatedSandboxProcessor } from './helpers/gated-processor.ts';
+import type { TestEngine } from './helpers/engine.ts';
+import { pastDueSubscription, startGatedEngine } from './helpers/gated-processor.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('credit notes on open invoices', () => {
   let engine: TestEngine;
-  let hold: ReturnType<typeof gatedSandboxProcessor>['hold'];
+  let hold: Awaited<ReturnType<typeof startGatedEngine>>['hold'];
   beforeAll(async () => {
-    engine = await startTestEngine({ startWorker: false });
-    const gated = gatedSandboxProcessor(() => engine.db.orm.em.fork());
-    hold = gated.hold;
-    await engine.startWorker({ processor: gated.processor });
+    ({ engine, hold } = await startGatedEngine());
   });
   afterAll(() => engine?.close());
   const em = () => engine.db.orm.em.fork();
 
-  /** A subscription whose first charge was declined: past due, its 4900 invoice open in dunning. */
-  async function pastDue(email: string) {
-    const customer = await engine.call('POST', '/v1/customers', { email, name: 'Ada', payment_method: 'pm_card_chargeDeclined' });
-    const plan = await engine.call('POST', '/v1/plans', { name: 'Team', amount: 4900, currency: 'USD', interval: 'month' });
-    const sub = await engine.call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id, trial_period_days: 0 });
-    expect(sub.body).toMatchObject({ status: 'past_due' });
-    return { id: sub.body.id as string, customerId: customer.body.id as string, invoiceId: sub.body.latest_invoice as string };
-  }
+  const pastDue = (email: string) => pastDueSubscription(engine, email);
 
   it('lowers a past-due invoice: the retry charges what is left', { timeout: 60_000 }, async () => {
     const { id, customerId, invoiceId } = await pastDue('open-partial@example.com');

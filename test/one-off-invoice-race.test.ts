@@ -5,20 +5,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Invoice, Transaction } from '../db/entities/index.ts';
-import { startTestEngine, type TestEngine } from './helpers/engine.ts';
-import { gatedSandboxProcessor } from './helpers/gated-processor.ts';
+import type { TestEngine } from './helpers/engine.ts';
+import { startGatedEngine } from './helpers/gated-processor.ts';
 import { eventually } from './helpers/temporal.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('a one-off invoice voided while it is being charged', () => {
   let engine: TestEngine;
-  let hold: ReturnType<typeof gatedSandboxProcessor>['hold'];
+  let hold: Awaited<ReturnType<typeof startGatedEngine>>['hold'];
   beforeAll(async () => {
-    engine = await startTestEngine({ startWorker: false });
-    const gated = gatedSandboxProcessor(() => engine.db.orm.em.fork());
-    hold = gated.hold;
-    await engine.startWorker({ processor: gated.processor });
+    ({ engine, hold } = await startGatedEngine());
   });
   afterAll(() => engine?.close());
   const em = () => engine.db.orm.em.fork();
