@@ -10,16 +10,12 @@
  * test-results/dashboard-invoicing-*-{desktop,390}.png, axe-core at both widths, no sideways
  * scroll, no unexpected failed request.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningApi } from '../api/server.ts';
-import { launchChromium, servePublicApi } from './helpers/browser.ts';
+import { checkPageLayout, launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
-const screenshots = path.resolve('test-results');
 const sandbox = { 'x-sandbox-mode': 'true' };
 
 describe('invoice items and one-off invoices in the dashboard (chromium)', () => {
@@ -34,7 +30,6 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
   const dialogs: string[] = [];
 
   beforeAll(async () => {
-    fs.mkdirSync(screenshots, { recursive: true });
     engine = await startTestEngine();
     ({ api, baseUrl } = await servePublicApi(engine));
     browser = await launchChromium();
@@ -66,24 +61,8 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
 
   const callApi = async (method: string, apiPath: string, body?: unknown) => (await engine.call(method, apiPath, body, { ...engine.tenant.headers, ...sandbox })).body as any;
 
-  async function check(name: string) {
-    await page.waitForLoadState('networkidle');
-    await page.screenshot({ path: path.join(screenshots, `dashboard-invoicing-${name}-desktop.png`), fullPage: true });
-    await page.setViewportSize({ width: 390, height: 844 });
-    let overflow: number;
-    let narrow: Awaited<ReturnType<AxeBuilder['analyze']>>;
-    try {
-      await page.screenshot({ path: path.join(screenshots, `dashboard-invoicing-${name}-390.png`), fullPage: true });
-      overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
-      narrow = await new AxeBuilder({ page }).analyze();
-    } finally {
-      await page.setViewportSize({ width: 1280, height: 900 });
-    }
-    expect(overflow, `${name} scrolls sideways at 390 px`).toBeLessThanOrEqual(1);
-    const wide = await new AxeBuilder({ page }).analyze();
-    const serious = [...narrow.violations, ...wide.violations].filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), name).toEqual([]);
-  }
+  const check = (name: string) => checkPageLayout(page, 'dashboard-invoicing', name);
+
   const go = async (label: string) => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).click();
     await page.getByRole('heading', { level: 1, name: label }).waitFor();

@@ -1,5 +1,8 @@
 import fs from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import path from 'node:path';
+import AxeBuilder from '@axe-core/playwright';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 import { startApiServer, type RunningApi } from '../../api/server.ts';
 import { freePort } from '../../dev/processes.ts';
 import { createLogger } from '../../logger.ts';
@@ -31,4 +34,30 @@ export async function servePublicApi(engine: TestEngine): Promise<{ api: Running
   const baseUrl = `http://127.0.0.1:${port}`;
   const api = await startApiServer({ orm: engine.db.orm, temporal: engine.env.client, config: { ...engine.config, publicUrl: baseUrl }, logger: createLogger('silent') }, port, '127.0.0.1');
   return { api, baseUrl };
+}
+
+/**
+ * A dashboard page as people and assistive tools meet it: screenshots at 1280 and 390 px wide
+ * (test-results/<prefix>-<name>-desktop.png, -390.png), no sideways scroll at 390 px, and no serious or
+ * critical axe-core violation at either width. The page is left at 1280 × 900.
+ */
+export async function checkPageLayout(page: Page, prefix: string, name: string): Promise<void> {
+  const screenshots = path.resolve('test-results');
+  fs.mkdirSync(screenshots, { recursive: true });
+  await page.waitForLoadState('networkidle');
+  await page.screenshot({ path: path.join(screenshots, `${prefix}-${name}-desktop.png`), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  let overflow: number;
+  let narrow: Awaited<ReturnType<AxeBuilder['analyze']>>;
+  try {
+    await page.screenshot({ path: path.join(screenshots, `${prefix}-${name}-390.png`), fullPage: true });
+    overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+    narrow = await new AxeBuilder({ page }).analyze();
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
+  expect(overflow, `${name} scrolls sideways at 390 px`).toBeLessThanOrEqual(1);
+  const wide = await new AxeBuilder({ page }).analyze();
+  const serious = [...narrow.violations, ...wide.violations].filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), name).toEqual([]);
 }
