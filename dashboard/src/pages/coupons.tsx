@@ -16,6 +16,25 @@ export function couponText(coupon: Coupon): string {
   return `${off} ${duration}`;
 }
 
+/** The `coupon` field of a form: the coupons that can still be redeemed, by name and terms (the promotion code and discount forms). */
+export function CouponSelect({ id }: { id: string }) {
+  const coupons = useQuery({ queryKey: [currentMode(), 'coupons', 'all'], queryFn: () => call<ListOf<Coupon>>('GET', '/v1/coupons', { query: { limit: 100 } }) });
+  return (
+    <div className="field">
+      <label htmlFor={id}>Coupon</label>
+      <select id={id} name="coupon" required>
+        {(coupons.data?.data ?? [])
+          .filter((coupon) => coupon.valid)
+          .map((coupon) => (
+            <option key={coupon.id} value={coupon.id}>
+              {coupon.name ?? coupon.id} ({couponText(coupon)})
+            </option>
+          ))}
+      </select>
+    </div>
+  );
+}
+
 function CouponForm() {
   const [kind, setKind] = useState<'percent' | 'amount'>('percent');
   const [duration, setDuration] = useState<(typeof couponDurations)[number]>('once');
@@ -79,7 +98,6 @@ function CouponForm() {
 }
 
 function PromotionCodeForm() {
-  const coupons = useQuery({ queryKey: [currentMode(), 'coupons', 'all'], queryFn: () => call<ListOf<Coupon>>('GET', '/v1/coupons', { query: { limit: 100 } }) });
   const id = useId();
   return (
     <ActionForm
@@ -104,18 +122,7 @@ function PromotionCodeForm() {
         return call('POST', '/v1/promotion_codes', { body });
       }}
     >
-      <div className="field">
-        <label htmlFor={`${id}-coupon`}>Coupon</label>
-        <select id={`${id}-coupon`} name="coupon" required>
-          {(coupons.data?.data ?? [])
-            .filter((coupon) => coupon.valid)
-            .map((coupon) => (
-              <option key={coupon.id} value={coupon.id}>
-                {coupon.name ?? coupon.id} ({couponText(coupon)})
-              </option>
-            ))}
-        </select>
-      </div>
+      <CouponSelect id={`${id}-coupon`} />
       <Field label="Code (optional)" name="code" placeholder="SPRING20" />
       <Field label="Max redemptions" name="max_redemptions" type="number" />
       <Field label="Expires at" name="expires_at" type="datetime-local" />

@@ -2,12 +2,11 @@
  * A customer's tax details, tax ids, discount and balance (issue #27), shown as the engine's APIs
  * have them: a section whose fields the customer object does not carry is left out.
  */
-import { useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { call, currentMode, date, money, toMinor } from '../api.ts';
-import { taxIdTypes, type Coupon, type CustomerBalanceTransaction, type Discount, type ListOf, type TaxId } from '../billing-types.ts';
+import { call, date, money, toMinor } from '../api.ts';
+import { taxIdTypes, type CustomerBalanceTransaction, type Discount, type ListOf, type TaxId } from '../billing-types.ts';
 import { ActionButton, ActionForm, Field, PagedTable } from '../ui.tsx';
-import { couponText } from './coupons.tsx';
+import { CouponSelect, couponText } from './coupons.tsx';
 import type { CustomerView } from './customer-detail.tsx';
 
 type Customer = CustomerView & { balances?: Record<string, number>; discount?: Discount | null };
@@ -108,7 +107,6 @@ export function DiscountCard({ path, known, about }: { path: string; known: Disc
   const id = useId();
   const [by, setBy] = useState<'coupon' | 'promotion_code'>('coupon');
   const [applied, setApplied] = useState<Discount | null | undefined>(undefined);
-  const coupons = useQuery({ queryKey: [currentMode(), 'coupons', 'all'], queryFn: () => call<ListOf<Coupon>>('GET', '/v1/coupons', { query: { limit: 100 } }) });
   const current = applied !== undefined ? applied : known;
   return (
     <section className="card" aria-label="Discount">
@@ -137,18 +135,7 @@ export function DiscountCard({ path, known, about }: { path: string; known: Disc
           </select>
         </div>
         {by === 'coupon' ? (
-          <div className="field">
-            <label htmlFor={`${id}-coupon`}>Coupon</label>
-            <select id={`${id}-coupon`} name="coupon" required>
-              {(coupons.data?.data ?? [])
-                .filter((coupon) => coupon.valid)
-                .map((coupon) => (
-                  <option key={coupon.id} value={coupon.id}>
-                    {coupon.name ?? coupon.id} ({couponText(coupon)})
-                  </option>
-                ))}
-            </select>
-          </div>
+          <CouponSelect id={`${id}-coupon`} />
         ) : (
           <Field label="Promotion code" name="promotion_code" required placeholder="SPRING20" />
         )}
