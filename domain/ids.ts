@@ -40,6 +40,8 @@ export const idPrefixes = {
   taxRate: 'txr',
   customerTaxId: 'txi',
   customerBalanceTransaction: 'cbtxn',
+  meter: 'mtr',
+  meterEvent: 'mev',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

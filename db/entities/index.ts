@@ -25,6 +25,7 @@ import { SandboxProcessorCharge } from './sandbox-processor-charge.ts';
 import { SandboxProcessorRefund } from './sandbox-processor-refund.ts';
 import { ProcessorEvent } from './processor-event.ts';
 import { LoginAttempt, RefreshToken, Session } from './session.ts';
+import { Meter } from './meter.ts';
 import { Subscription } from './subscription.ts';
 import { TestClock } from './test-clock.ts';
 import { Transaction } from './transaction.ts';
@@ -36,6 +37,7 @@ export type { BalanceTransactionStatus, BalanceTransactionType, LedgerAccount } 
 export { balanceTransactionStatuses, balanceTransactionTypes } from './ledger.ts';
 export { Account, AccountModeSettings, AccountBalance, ApiKey, Charge, IdempotencyKey, LedgerEntry, Transaction, Customer, Invoice, InvoiceNumberCounter, LoginAttempt, Plan, RefreshToken, SandboxProcessorCharge, SentEmail, Session, Subscription, User };
 export { Product };
+export { Meter, meterAggregations, meterStatuses, type MeterAggregation, type MeterStatus } from './meter.ts';
 export { AccountLogo };
 export { ProcessorEvent, SandboxProcessorRefund };
 export { Event };
@@ -113,4 +115,5 @@ export const entities = [
   Coupon,
   PromotionCode,
   Discount,
+  Meter,
 ];

@@ -1,0 +1,109 @@
+/**
+ * The usage store: where meter events are ingested, cancelled and aggregated (issue #28, docs/usage.md).
+ * One interface; services/usage/postgres-store.ts implements it on the engine's PostgreSQL. The path
+ * past one machine (a stream such as Kafka in front of a column store) is another implementation of
+ * this interface, not a rewrite of its callers: the API's ingestion routes, the summaries, and the
+ * subscription workflow's closing activity only ever talk to a UsageStore.
+ */
+
+export type Aggregation = 'count' | 'sum' | 'max' | 'unique_count' | 'last' | 'weighted_sum';
+
+export interface MeterRef {
+  id: string;
+  eventName: string;
+  aggregation: Aggregation;
+  valueProperty: string;
+  groupBy?: string[];
+}
+
+/** One aggregate: value is an exact decimal string ("12.5", "0"); events = how many events counted. */
+export interface UsageAggregate {
+  dimensions: Record<string, string>;
+  value: string;
+  events: number;
+}
+
+/** One event to ingest, already checked for shape (api/routes/meter-events.ts); the store checks the rest. */
+export interface MeterEventInput {
+  eventName: string;
+  customerId: string;
+  /** null: now (the customer's test clock time when it is on a clock). */
+  timestamp: Date | null;
+  identifier: string;
+  /** The payload: the meter's value property (number or decimal string) and dimension properties. */
+  payload: Record<string, unknown>;
+}
+
+export type RefusalCode = 'unknown_meter' | 'unknown_customer' | 'invalid_value' | 'timestamp_out_of_window' | 'period_invoiced';
+
+/** What became of one event of a batch, in the batch's order. */
+export type IngestOutcome =
+  | { status: 'accepted'; identifier: string; meterId: string; timestamp: Date }
+  | { status: 'duplicate'; identifier: string }
+  | { status: 'refused'; identifier: string; code: RefusalCode };
+
+export type CancelOutcome =
+  | { status: 'cancelled' | 'already_cancelled'; event: StoredMeterEvent }
+  | { status: 'not_found' }
+  | { status: 'period_invoiced'; event: StoredMeterEvent };
+
+/** An event as stored. */
+export interface StoredMeterEvent {
+  identifier: string;
+  meterId: string;
+  eventName: string;
+  customerId: string;
+  timestamp: Date;
+  payload: Record<string, unknown>;
+  createdAt: Date;
+  cancelledAt: Date | null;
+}
+
+export interface UsageStore {
+  /**
+   * Ingests a batch: answers one outcome per event, in order. Durable when it resolves: every
+   * accepted event is committed. An identifier already stored in the account's mode (or earlier in
+   * the same batch) is a duplicate and not stored again.
+   */
+  ingest(q: { accountId: string; livemode: boolean; events: MeterEventInput[] }): Promise<IngestOutcome[]>;
+  /** The stored event of an identifier, or null. */
+  find(q: { accountId: string; livemode: boolean; identifier: string }): Promise<StoredMeterEvent | null>;
+  /** Stops an event counting; refused once its period was closed (the customer's watermark passed it). Idempotent. */
+  cancel(q: { accountId: string; livemode: boolean; identifier: string }): Promise<CancelOutcome>;
+  /**
+   * The aggregate of one customer's events on a meter in [start, end). groupBy: one row per distinct
+   * combination of those properties (missing property = ''), none when no event; else one row
+   * (dimensions {}). Never throws for no events: every aggregation → "0".
+   */
+  aggregate(q: { accountId: string; livemode: boolean; customerId: string; meter: MeterRef; start: Date; end: Date; groupBy?: string[] }): Promise<UsageAggregate[]>;
+  /**
+   * Aggregates in windows: [start, end) cut at every `window` boundary (UTC hour or day), one
+   * list of aggregates per window (GET /v1/meters/{id}/event_summaries).
+   */
+  summaries(q: {
+    accountId: string;
+    livemode: boolean;
+    customerId: string;
+    meter: MeterRef;
+    start: Date;
+    end: Date;
+    groupBy?: string[];
+    window?: 'hour' | 'day';
+  }): Promise<{ start: Date; end: Date; aggregates: UsageAggregate[] }[]>;
+  /**
+   * Close a subscription's period for usage, ONCE: in one transaction, raise the customer's watermark
+   * (closed_through = greatest(current, end)) — which makes ingestion refuse events before it with
+   * `period_invoiced` — then aggregate every meter and store the result keyed by (subscriptionId,
+   * periodStart). A second call for the same key returns the stored result unchanged (idempotent
+   * activity). Events committed before the watermark moved are all counted; none after.
+   */
+  closePeriod(q: {
+    accountId: string;
+    livemode: boolean;
+    subscriptionId: string;
+    customerId: string;
+    start: Date;
+    end: Date;
+    meters: { meter: MeterRef; groupBy?: string[] }[];
+  }): Promise<{ meterId: string; aggregates: UsageAggregate[] }[]>;
+}
