@@ -13,6 +13,7 @@ import { accountApp } from './routes/account.ts';
 import { accountsApp } from './routes/accounts.ts';
 import { apiKeysApp } from './routes/api-keys.ts';
 import { authApp } from './routes/auth.ts';
+import { passwordResetApp } from './routes/password-reset.ts';
 import { customersApp } from './routes/customers.ts';
 import { customerTaxIdsApp, subscriptionTaxRatesApp, taxRatesApp, taxSettingsApp } from './routes/tax-rates.ts';
 import { discountsApps } from './routes/coupons.ts';
@@ -163,6 +164,7 @@ export function createApp(given: ApiDeps) {
 
   app.route('/health', healthApp(deps));
   app.route('/v1/auth', authApp(deps));
+  app.route('/v1/auth', passwordResetApp(deps));
   app.route('/v1/accounts', accountsApp(deps));
   app.route('/v1/account', accountApp(deps));
   app.route('/v1/users', usersApp(deps));

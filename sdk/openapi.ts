@@ -3303,6 +3303,402 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/password_reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email a password-reset link
+         * @description Public. When a user has this email, a link to the dashboard's reset page (`/dashboard/reset-password#token=…`) is emailed to it, valid 60 minutes and once. The answer is the same whether or not the email is known. At most 5 requests per email and 20 per client IP an hour (per API process): 429 `rate_limited` with Retry-After.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @example ada@example.com */
+                        email: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @example ada@example.com */
+                        email: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Accepted (sent when the email is known) */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PasswordResetRequested"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/password_reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password from a reset link
+         * @description Sets the password (the same policy as sign-up) and ends every session of the user (their refresh tokens and dashboard cookies stop working). A link works once: the new password makes it, and any older link, invalid (400 `invalid_grant`), as does its expiry.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        password: string;
+                        /** @description The token of the emailed link (after `#token=` in the dashboard's reset page) */
+                        token: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        password: string;
+                        /** @description The token of the emailed link (after `#token=` in the dashboard's reset page) */
+                        token: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The password is set */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PasswordResetDone"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/refresh": {
         parameters: {
             query?: never;
@@ -11412,6 +11808,8 @@ export interface paths {
                     ending_before?: string;
                     /** @description 1 to 100 */
                     limit?: number;
+                    /** @description An object's id: the events about it and about the objects that name it (a subscription's invoices and payments; a customer's subscriptions, invoices and payments; an invoice's payments and credit notes). A subscription's or customer's timeline. */
+                    related_object?: string;
                     /** @description An id from the previous page: the page of older items after it */
                     starting_after?: string;
                     /** @description An event type (`invoice.paid`) or a family (`invoice.*`) */
@@ -34028,6 +34426,33 @@ export interface components {
             payout_confirmations: boolean;
             /** @description Email customers when their subscription is canceled (or paused when dunning ends) */
             subscription_cancellations: boolean;
+        };
+        /**
+         * @example {
+         *       "object": "password_reset",
+         *       "reset": true,
+         *       "sessions_ended": 2
+         *     }
+         */
+        PasswordResetDone: {
+            /** @enum {string} */
+            object: "password_reset";
+            /** @enum {boolean} */
+            reset: true;
+            sessions_ended: number;
+        };
+        /**
+         * @example {
+         *       "object": "password_reset",
+         *       "email": "ada@example.com",
+         *       "expires_in_minutes": 60
+         *     }
+         */
+        PasswordResetRequested: {
+            email: string;
+            expires_in_minutes: number;
+            /** @enum {string} */
+            object: "password_reset";
         };
         PaymentRequest: {
             account_id: string;

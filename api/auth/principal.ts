@@ -77,7 +77,8 @@ export async function findLiveSession(orm: MikroORM, sessionId: string): Promise
 }
 
 /** Endpoints whose Authorization header is not an access credential: login needs none, refresh carries a refresh token. */
-const credentialFreePaths = new Set(['/v1/auth/login', '/v1/auth/refresh']);
+/** A password reset (api/routes/password-reset.ts) is asked for and confirmed signed out: a cookie sent along is ignored. */
+const credentialFreePaths = new Set(['/v1/auth/login', '/v1/auth/refresh', '/v1/auth/password_reset', '/v1/auth/password_reset/confirm']);
 /** Signing in to the dashboard (POST) needs no credential either; ending that session (DELETE) does. */
 /** The customer portal's calls carry the portal link's token (api/routes/customer-portal.ts), never the owner's credentials. */
 const isCredentialFree = (c: Context) =>

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { raw } from '@mikro-orm/postgresql';
 import { Event } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
@@ -18,8 +19,25 @@ const typeFilter = z
   })
   .openapi({ description: 'An event type (`invoice.paid`) or a family (`invoice.*`)', example: 'subscription.*' });
 
+/**
+ * The ids an event's object carries: its own and the customer, subscription and invoice it names. The same
+ * expression as the GIN index events_related_ids_gin (Migration20261127036000_events_related_object), so the index answers it.
+ */
+const relatedIdsSql =
+  "array[data->'object'->>'id', data->'object'->>'customer_id', data->'object'->>'customer', data->'object'->>'subscription_id', data->'object'->>'subscription', data->'object'->>'invoice']";
+
+const relatedObject = z
+  .string()
+  .min(1)
+  .max(255)
+  .openapi({
+    description:
+      "An object's id: the events about it and about the objects that name it (a subscription's invoices and payments; a customer's subscriptions, invoices and payments; an invoice's payments and credit notes). A subscription's or customer's timeline.",
+    example: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e',
+  });
+
 const ListQuery = z
-  .object({ ...cursorQuery('event'), type: typeFilter.optional() })
+  .object({ ...cursorQuery('event'), type: typeFilter.optional(), related_object: relatedObject.optional() })
   .strict()
   .refine(...oneCursor);
 
@@ -51,6 +69,7 @@ export function eventsApp({ orm }: ApiDeps) {
       const { accountId, livemode } = await accountScope(c, orm);
       const where: Record<string, unknown> = { accountId, livemode };
       if (query.type) where.type = query.type.endsWith('.*') ? { $like: `${query.type.slice(0, -1)}%` } : query.type;
+      if (query.related_object) Object.assign(where, { [raw(`${relatedIdsSql} @> array[?]::text[]`, [query.related_object])]: [] });
       const { page, hasMore } = await keysetPage(orm.em.fork(), Event, where, query);
       return c.json({ object: 'list' as const, data: page.map(serializeEvent), has_more: hasMore }, 200);
     })

@@ -36,6 +36,7 @@ import { Migration20261127012000_discounts } from './Migration20261127012000_dis
 import { Migration20261127001500_taxes } from './Migration20261127001500_taxes.ts';
 import { Migration20261127020000_credit_notes } from './Migration20261127020000_credit_notes.ts';
 import { Migration20261127031000_usage } from './Migration20261127031000_usage.ts';
+import { Migration20261127036000_events_related_object } from './Migration20261127036000_events_related_object.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -77,4 +78,5 @@ export const migrations = [
   { name: 'Migration20261127001500_taxes', class: Migration20261127001500_taxes },
   { name: 'Migration20261127020000_credit_notes', class: Migration20261127020000_credit_notes },
   { name: 'Migration20261127031000_usage', class: Migration20261127031000_usage },
+  { name: 'Migration20261127036000_events_related_object', class: Migration20261127036000_events_related_object },
 ];
