@@ -31,6 +31,7 @@ import { makeFundsAvailable } from '../services/ledger.ts';
 import { endDiscountAtEnd } from '../services/discounts.ts';
 import { finalizeOneOffInvoice, markPaidOutOfBand, sendOneOffInvoiceEmail, type FinalizedInvoice } from '../services/one-off-invoices.ts';
 import { creditOpenInvoice } from '../services/credit-note-owner.ts';
+import { discountOpenInvoiceAnswer, type InvoiceDiscountRequest, type InvoiceDiscountResult } from '../services/invoice-discount.ts';
 import type { OpenInvoiceCredit, OpenInvoiceCreditResult } from '../domain/credit-notes.ts';
 import type { InvoiceEmailKind } from '../domain/one-off-invoices.ts';
 import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/balances.ts';
@@ -189,6 +190,10 @@ export function createActivities(deps: ActivityDeps) {
     /** A credit note on an open invoice, by the workflow that owns it (services/credit-note-owner.ts); a refusal is answered, not retried. */
     async creditOpenInvoice(credit: OpenInvoiceCredit, at: string): Promise<OpenInvoiceCreditResult> {
       return creditOpenInvoice(em(), deps.links, credit, at);
+    },
+    /** A promotion code or coupon on an open one-off invoice (services/invoice-discount.ts), from its invoice workflow; idempotent by the discount id. */
+    async discountOpenInvoice(request: InvoiceDiscountRequest, at: string): Promise<InvoiceDiscountResult> {
+      return discountOpenInvoiceAnswer(em(), deps.links, request, at);
     },
     /** Marks an open invoice uncollectible (e.g. when dunning gives up). Returns the resulting state either way. */
     async markInvoiceUncollectible(invoiceId: string, at: string): Promise<InvoiceState> {

@@ -35,6 +35,7 @@ export const eventCatalog = [
   { type: 'invoice.voided', description: 'An invoice was voided.' },
   { type: 'invoice.marked_uncollectible', description: 'An invoice was marked uncollectible.' },
   { type: 'invoice.finalized', description: 'A draft one-off invoice was finalized: numbered, open, its collection started (a charge, or the email with its pay link).' },
+  { type: 'invoice.updated', description: "An open invoice's amounts changed: a promotion code or coupon applied to it (its discount, total and amount_due; data.object is the invoice)." },
   { type: 'invoice.reminder_sent', description: 'A reminder of a send_invoice invoice was emailed (before, on or after its due date; data.object is the invoice).' },
   { type: 'invoiceitem.created', description: 'An invoice item (a one-off charge) was created, pending until an invoice takes it.' },
   { type: 'invoiceitem.updated', description: 'A pending invoice item changed (amount, quantity, description, or the draft invoice it is attached to).' },

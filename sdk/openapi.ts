@@ -10395,7 +10395,7 @@ export interface paths {
         put?: never;
         /**
          * Apply a coupon or promotion code to a customer
-         * @description The customer's own discount, for all its invoices (a subscription's own discount comes first). Replaces the one in force (customer.discount.updated). Checked and counted as one decision: the coupon's max_redemptions and redeem_by; the code's active, expires_at, max_redemptions, customer and first_time_transaction. A code with a minimum_amount applies to a subscription only. A refusal is 400 and changes nothing. Takes JSON or an `application/x-www-form-urlencoded` body.
+         * @description The customer's own discount, for all its invoices (a subscription's own discount comes first). Replaces the one in force (customer.discount.updated). Checked and counted as one decision: the coupon's max_redemptions and redeem_by; the code's active, expires_at, max_redemptions, customer and first_time_transaction. A code with a minimum_amount applies to a subscription or an invoice only. A refusal is 400 and changes nothing. A repeating discount ends at its `end` on time, by a timer of its own (on the customer's test clock too; customer.discount.deleted dated at `end`). Takes JSON or an `application/x-www-form-urlencoded` body.
          */
         post: {
             parameters: {
@@ -11761,6 +11761,7 @@ export interface paths {
          *     - `invoice.voided`: An invoice was voided.
          *     - `invoice.marked_uncollectible`: An invoice was marked uncollectible.
          *     - `invoice.finalized`: A draft one-off invoice was finalized: numbered, open, its collection started (a charge, or the email with its pay link).
+         *     - `invoice.updated`: An open invoice's amounts changed: a promotion code or coupon applied to it (its discount, total and amount_due; data.object is the invoice).
          *     - `invoice.reminder_sent`: A reminder of a send_invoice invoice was emailed (before, on or after its due date; data.object is the invoice).
          *     - `invoiceitem.created`: An invoice item (a one-off charge) was created, pending until an invoice takes it.
          *     - `invoiceitem.updated`: A pending invoice item changed (amount, quantity, description, or the draft invoice it is attached to).
@@ -14695,6 +14696,224 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invoices/{id}/discounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a promotion code or coupon to an open one-off invoice
+         * @description The invoice's discount, total and amount_due are computed again (its lines, tax rates and starting balance as issued), by its invoice workflow between its charges (never while one is at the processor). The code's and coupon's limits are checked and counted as for a subscription (active, expires_at, max_redemptions, customer, first_time_transaction, minimum_amount against the invoice's subtotal; an amount_off coupon in the invoice's currency). Records `customer.discount.created` (its `invoice` set) and `invoice.updated`; discounted to nothing due, the invoice is paid without a charge (`invoice.paid`). The customer can do the same on the hosted pay page when the account's customer_portal setting has promotion_codes. 400: a limit, a subscription's invoice, an invoice that already has a discount or a credit note, a coupon that applies to none of its lines; 404: an unknown code or coupon; 409: not open.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Or a coupon id */
+                        coupon?: string;
+                        /** @description A promotion code: what the customer types (any case) or its id (promo_…) */
+                        promotion_code?: string;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @description Or a coupon id */
+                        coupon?: string;
+                        /** @description A promotion code: what the customer types (any case) or its id (promo_…) */
+                        promotion_code?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The invoice, discounted */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Invoice"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -24238,7 +24457,7 @@ export interface paths {
                         cancellation?: boolean;
                         /** @description Customers may switch their subscription to another active plan of the same currency */
                         plan_changes?: boolean;
-                        /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount with every restriction of the code checked (docs/discounts-and-taxes.md#discounts). Off by default */
+                        /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default */
                         promotion_codes?: boolean;
                         /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
                         quantity_changes?: boolean;
@@ -24250,7 +24469,7 @@ export interface paths {
                         cancellation?: boolean;
                         /** @description Customers may switch their subscription to another active plan of the same currency */
                         plan_changes?: boolean;
-                        /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount with every restriction of the code checked (docs/discounts-and-taxes.md#discounts). Off by default */
+                        /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default */
                         promotion_codes?: boolean;
                         /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
                         quantity_changes?: boolean;
@@ -33795,6 +34014,8 @@ export interface components {
                 ended_at: string | null;
                 /** @example di_01jd3x5k8q0m2v7c9r4t6y1w3e */
                 id: string;
+                /** @description The one open one-off invoice it was made for (a promotion code entered on its pay page, or POST /v1/invoices/{id}/discounts): used by that invoice at once, so ended_at is its start. Null otherwise */
+                invoice: string | null;
                 livemode: boolean;
                 /** @enum {string} */
                 object: "discount";
@@ -33925,7 +34146,7 @@ export interface components {
             cancellation: boolean;
             /** @description Customers may switch their subscription to another active plan of the same currency */
             plan_changes: boolean;
-            /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount with every restriction of the code checked (docs/discounts-and-taxes.md#discounts). Off by default */
+            /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default */
             promotion_codes?: boolean;
             /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
             quantity_changes: boolean;
@@ -33957,6 +34178,8 @@ export interface components {
             ended_at: string | null;
             /** @example di_01jd3x5k8q0m2v7c9r4t6y1w3e */
             id: string;
+            /** @description The one open one-off invoice it was made for (a promotion code entered on its pay page, or POST /v1/invoices/{id}/discounts): used by that invoice at once, so ended_at is its start. Null otherwise */
+            invoice: string | null;
             livemode: boolean;
             /** @enum {string} */
             object: "discount";
@@ -34046,6 +34269,7 @@ export interface components {
              *     - `invoice.voided`: An invoice was voided.
              *     - `invoice.marked_uncollectible`: An invoice was marked uncollectible.
              *     - `invoice.finalized`: A draft one-off invoice was finalized: numbered, open, its collection started (a charge, or the email with its pay link).
+             *     - `invoice.updated`: An open invoice's amounts changed: a promotion code or coupon applied to it (its discount, total and amount_due; data.object is the invoice).
              *     - `invoice.reminder_sent`: A reminder of a send_invoice invoice was emailed (before, on or after its due date; data.object is the invoice).
              *     - `invoiceitem.created`: An invoice item (a one-off charge) was created, pending until an invoice takes it.
              *     - `invoiceitem.updated`: A pending invoice item changed (amount, quantity, description, or the draft invoice it is attached to).
@@ -34087,7 +34311,7 @@ export interface components {
              *     - `test_clock.deleted`: A test clock was deleted, with every object on it.
              * @enum {string}
              */
-            type: "transaction.created" | "transaction.succeeded" | "transaction.failed" | "transaction.canceled" | "transaction.updated" | "payment.succeeded" | "payment.disputed" | "payment.failed" | "payment.refunded" | "payment_request.created" | "payment_request.updated" | "payment_request.succeeded" | "payment_request.failed" | "payment_request.canceled" | "recurring_payment_request.created" | "recurring_payment_request.updated" | "recurring_payment_request.canceled" | "subscription.created" | "subscription.updated" | "subscription.past_due" | "subscription.canceled" | "subscription.expired" | "subscription.paused" | "subscription.resumed" | "subscription.plan_changed" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "invoice.marked_uncollectible" | "invoice.finalized" | "invoice.reminder_sent" | "invoiceitem.created" | "invoiceitem.updated" | "invoiceitem.deleted" | "account.created" | "account.updated" | "account.closed" | "customer.created" | "customer.updated" | "customer.tax_id.created" | "customer.tax_id.deleted" | "tax_rate.created" | "tax_rate.updated" | "coupon.created" | "coupon.updated" | "coupon.deleted" | "promotion_code.created" | "promotion_code.updated" | "customer.discount.created" | "customer.discount.updated" | "customer.discount.deleted" | "customer_balance_transaction.created" | "credit_note.created" | "credit_note.voided" | "payout.created" | "payout.paid" | "payout.updated" | "payout.failed" | "payout.canceled" | "bank_account.created" | "bank_account.updated" | "bank_account.deleted" | "export.succeeded" | "export.failed" | "test_clock.created" | "test_clock.advancing" | "test_clock.ready" | "test_clock.internal_failure" | "test_clock.deleted";
+            type: "transaction.created" | "transaction.succeeded" | "transaction.failed" | "transaction.canceled" | "transaction.updated" | "payment.succeeded" | "payment.disputed" | "payment.failed" | "payment.refunded" | "payment_request.created" | "payment_request.updated" | "payment_request.succeeded" | "payment_request.failed" | "payment_request.canceled" | "recurring_payment_request.created" | "recurring_payment_request.updated" | "recurring_payment_request.canceled" | "subscription.created" | "subscription.updated" | "subscription.past_due" | "subscription.canceled" | "subscription.expired" | "subscription.paused" | "subscription.resumed" | "subscription.plan_changed" | "invoice.created" | "invoice.paid" | "invoice.payment_failed" | "invoice.voided" | "invoice.marked_uncollectible" | "invoice.finalized" | "invoice.updated" | "invoice.reminder_sent" | "invoiceitem.created" | "invoiceitem.updated" | "invoiceitem.deleted" | "account.created" | "account.updated" | "account.closed" | "customer.created" | "customer.updated" | "customer.tax_id.created" | "customer.tax_id.deleted" | "tax_rate.created" | "tax_rate.updated" | "coupon.created" | "coupon.updated" | "coupon.deleted" | "promotion_code.created" | "promotion_code.updated" | "customer.discount.created" | "customer.discount.updated" | "customer.discount.deleted" | "customer_balance_transaction.created" | "credit_note.created" | "credit_note.voided" | "payout.created" | "payout.paid" | "payout.updated" | "payout.failed" | "payout.canceled" | "bank_account.created" | "bank_account.updated" | "bank_account.deleted" | "export.succeeded" | "export.failed" | "test_clock.created" | "test_clock.advancing" | "test_clock.ready" | "test_clock.internal_failure" | "test_clock.deleted";
         };
         Export: {
             columns: string[] | null;
@@ -34984,6 +35208,8 @@ export interface components {
                 ended_at: string | null;
                 /** @example di_01jd3x5k8q0m2v7c9r4t6y1w3e */
                 id: string;
+                /** @description The one open one-off invoice it was made for (a promotion code entered on its pay page, or POST /v1/invoices/{id}/discounts): used by that invoice at once, so ended_at is its start. Null otherwise */
+                invoice: string | null;
                 livemode: boolean;
                 /** @enum {string} */
                 object: "discount";

@@ -53,7 +53,10 @@ export const discountActiveAt = (discount: Pick<Discount, 'endedAt' | 'end'>, at
 async function endLapsed(tx: EntityManager, discount: Discount, at: Date): Promise<void> {
   // Only once its end has truly passed: an upcoming invoice's preview asks about a later `at` and must not end it early.
   if (discount.endedAt || !discount.end || discount.end.getTime() > Math.min(at.getTime(), currentTime().getTime())) return;
-  await endDiscountRow(tx, discount, discount.end);
+  // Locked and read again: its timer (endDiscountAtEnd) may be ending it at this moment, and it ends once (one event).
+  const locked = await tx.findOne(Discount, { id: discount.id }, writeLock);
+  if (!locked || locked.endedAt) return;
+  await endDiscountRow(tx, locked, locked.end!);
 }
 
 async function endDiscountRow(tx: EntityManager, discount: Discount, at: Date): Promise<void> {
@@ -156,13 +159,19 @@ export interface RedeemInput {
   customer: Customer;
   /** The subscription it applies to; null: the customer's own discount. */
   subscriptionId: string | null;
+  /**
+   * The one open one-off invoice it is made for (services/invoice-discount.ts): no discount in force
+   * is replaced, and it is used by that invoice at once (ended_at = start). With it, `discountId`
+   * (the caller's id, so a retried activity finds what it made).
+   */
+  invoice?: { id: string; discountId: string };
   /** A coupon id, or a promotion code: its id (promo_…) or what the customer typed (`code`). */
   coupon?: string;
   promotionCode?: string;
   code?: string;
-  /** The subscription's currency (an amount_off coupon must be in it); null for a customer's discount. */
+  /** The subscription's (or invoice's) currency (an amount_off coupon must be in it); null for a customer's discount. */
   currency: string | null;
-  /** What a promotion code's minimum_amount is checked against: the subscription's first invoice (before discount); null: none to check. */
+  /** What a promotion code's minimum_amount is checked against: the subscription's first invoice, or the invoice's subtotal (before discount); null: none to check. */
   purchase: { amount: number; currency: string } | null;
   /** The customer's time (a test clock's). */
   now: Date;
@@ -199,7 +208,7 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
     if (promotion.minimumAmount != null) {
       const currency = promotion.minimumAmountCurrency!;
       const minimum = formatMoney(promotion.minimumAmount, currency);
-      if (!input.purchase) throw new ApiError('invalid_request', `${what} needs a purchase of at least ${minimum}: apply it to a subscription.`);
+      if (!input.purchase) throw new ApiError('invalid_request', `${what} needs a purchase of at least ${minimum}: apply it to a subscription or an invoice.`);
       if (input.purchase.currency !== currency) throw new ApiError('invalid_request', `${what} needs a purchase of at least ${minimum}, and this one is in ${input.purchase.currency}.`);
       if (input.purchase.amount < promotion.minimumAmount) {
         throw new ApiError('invalid_request', `${what} needs a purchase of at least ${minimum}; this one is ${formatMoney(input.purchase.amount, currency)}.`);
@@ -215,11 +224,11 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
   }
   if (!couponValid(coupon, now)) throw new ApiError('invalid_request', `${name} is no longer valid.`);
   if (coupon.amountOff != null && input.currency && coupon.currency !== input.currency) {
-    throw new ApiError('invalid_request', `${name} takes ${formatMoney(coupon.amountOff, coupon.currency!)} off, and the subscription bills in ${input.currency}.`);
+    throw new ApiError('invalid_request', `${name} takes ${formatMoney(coupon.amountOff, coupon.currency!)} off, and the ${input.invoice ? 'invoice is' : 'subscription bills'} in ${input.currency}.`);
   }
 
-  // The target's discount in force is replaced (as Stripe).
-  const previous = await lockedInForce(tx, { customerId: customer.id, subscriptionId: input.subscriptionId });
+  // The target's discount in force is replaced (as Stripe); an invoice's own discount replaces nothing.
+  const previous = input.invoice ? null : await lockedInForce(tx, { customerId: customer.id, subscriptionId: input.subscriptionId });
   if (previous) previous.endedAt = now;
   coupon.timesRedeemed += 1;
   coupon.updatedAt = now;
@@ -230,17 +239,19 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
   // The old one ends first (the unique index allows one in force per target).
   await tx.flush();
   const discount = tx.create(Discount, {
-    id: newId('discount'),
+    id: input.invoice?.discountId ?? newId('discount'),
     accountId: scope.accountId,
     livemode: scope.livemode,
     couponKey: coupon.key,
     promotionCodeId: promotion?.id ?? null,
     customerId: customer.id,
     subscriptionId: input.subscriptionId,
+    invoiceId: input.invoice?.id ?? null,
     start: now,
-    end: coupon.duration === 'repeating' ? addIntervals(now, { unit: 'month', count: coupon.durationInMonths! }, 1) : null,
-    endedAt: null,
-    firstInvoiceId: null,
+    end: !input.invoice && coupon.duration === 'repeating' ? addIntervals(now, { unit: 'month', count: coupon.durationInMonths! }, 1) : null,
+    // An invoice's own discount is used by it at once: never in force for the customer or a subscription.
+    endedAt: input.invoice ? now : null,
+    firstInvoiceId: input.invoice?.id ?? null,
     createdAt: now,
   });
   await tx.flush();

@@ -48,7 +48,7 @@ export interface Adjusted {
 }
 
 /** The products of the lines' plans (a coupon may apply to a product), one query. */
-async function productsOf(em: EntityManager, lines: readonly InvoiceLine[]): Promise<Map<string, string | null>> {
+export async function productsOf(em: EntityManager, lines: readonly InvoiceLine[]): Promise<Map<string, string | null>> {
   const planIds = [...new Set(lines.map((line) => line.plan).filter((id): id is string => !!id))];
   if (planIds.length === 0) return new Map();
   const plans = await em.find(Plan, { id: { $in: planIds } }, { fields: ['id', 'productId'] });

@@ -8,7 +8,7 @@ import { LockMode } from '@mikro-orm/core';
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { Customer, Invoice, InvoiceItem, PaymentRequest, Payout, Plan, RecurringPaymentRequest, Subscription, TestClock, TestClockPayoutSettings } from '../db/entities/index.ts';
+import { Customer, Discount, Invoice, InvoiceItem, PaymentRequest, Payout, Plan, RecurringPaymentRequest, Subscription, TestClock, TestClockPayoutSettings } from '../db/entities/index.ts';
 import { defaultTestClockLimits, type TestClockLimits } from '../config.ts';
 import { addIntervals, type BillingInterval } from '../domain/billing-calendar.ts';
 import { endedStatuses } from '../domain/subscription.ts';
@@ -17,6 +17,7 @@ import { newId } from '../domain/ids.ts';
 import { serializeTestClock } from '../objects/test-clock.ts';
 import { clockReportSignal, clockTickSignal, type ClockBinding, type ClockReport, type ClockTick } from '../workflows/clock-sleep.ts';
 import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../workflows/test-clock.ts';
+import { discountEndWorkflowId } from '../workflows/discount-end.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import { recordEvent } from './events.ts';
 import { cancelClockPayouts } from './payouts.ts';
@@ -291,7 +292,9 @@ export async function deleteTestClock(em: EntityManager, client: Client, clock: 
       const payouts = await em.find(Payout, { testClockId: clock.id, status: { $in: ['pending', 'in_transit'] } }, { fields: ['id'] });
       // One-off invoices still collected by their invoice workflow (workflows/invoice.ts, id = the invoice id).
       const oneOff = customers.length > 0 ? await em.find(Invoice, { customerId: { $in: customers }, subscriptionId: null, status: { $in: ['open', 'uncollectible'] } }, { fields: ['id'] }) : [];
-      workflowIds = [...subscriptions, ...requests, ...recurring, ...payouts, ...oneOff].map((r) => r.id);
+      // Customers' own repeating discounts waiting for their end (workflows/discount-end.ts).
+      const discounts = customers.length > 0 ? await em.find(Discount, { customerId: { $in: customers }, subscriptionId: null, endedAt: null, end: { $ne: null } }, { fields: ['id'] }) : [];
+      workflowIds = [...[...subscriptions, ...requests, ...recurring, ...payouts, ...oneOff].map((r) => r.id), ...discounts.map((d) => discountEndWorkflowId(d.id))];
     }
   }
   // The clock's payout schedule (workflows/payout-schedule.ts), whether or not the clock still knew it.

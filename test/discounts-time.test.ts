@@ -152,7 +152,53 @@ describe('discounts over time', () => {
     await replays(once.id);
   });
 
-  it("a customer's own repeating discount ends lazily at the first invoice after its end, its event dated at the end", async () => {
+  it("a customer's own 3-month repeating discount ends at its end by its own timer, in skipped time and on a test clock", async () => {
+    // Skipped time, no clock: nothing invoices the customer, the timer alone ends it.
+    const cus = await created('/v1/customers', { email: 'own-timer@example.com' });
+    await created('/v1/coupons', { id: 'OWN3', percent_off: 15, duration: 'repeating', duration_in_months: 3 });
+    const { discount } = await created(`/v1/customers/${cus.id}/discount`, { coupon: 'OWN3' });
+    const handle = engine.env.client.workflow.getHandle(`discount-end-${discount.id}`);
+    await engine.env.sleep(new Date(discount.end).getTime() - (await engine.env.currentTimeMs()) + day);
+    await handle.result();
+    const events = await discountEvents(discount.id);
+    expect(events.map((e) => e.type)).toEqual(['customer.discount.created', 'customer.discount.deleted']);
+    expect((events[1]!.data.object as { ended_at: string }).ended_at).toBe(discount.end);
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: handle.workflowId }, await handle.fetchHistory());
+
+    // On a test clock: not before its end; when the clock passes it, ended and recorded at the end, on the clock.
+    const clock = await created('/v1/test_clocks', { frozen_time: '2029-01-11T00:00:00Z' }, sandbox());
+    const clocked = await created('/v1/customers', { email: 'own-clock@example.com', test_clock: clock.id }, sandbox());
+    await created('/v1/coupons', { id: 'OWN3', percent_off: 15, duration: 'repeating', duration_in_months: 3 }, sandbox());
+    const applied = (await created(`/v1/customers/${clocked.id}/discount`, { coupon: 'OWN3' }, sandbox())).discount;
+    expect(applied).toMatchObject({ start: '2029-01-11T00:00:00.000Z', end: '2029-04-11T00:00:00.000Z' });
+    await advance(clock.id, '2029-04-10T00:00:00Z');
+    expect((await discountEvents(applied.id)).map((e) => e.type)).toEqual(['customer.discount.created']);
+    await advance(clock.id, '2029-04-12T00:00:00Z');
+    const onClock = await discountEvents(applied.id);
+    expect(onClock.map((e) => e.type)).toEqual(['customer.discount.created', 'customer.discount.deleted']);
+    expect(onClock[1]!.createdAt.toISOString()).toBe('2029-04-11T00:00:00.000Z');
+    expect(onClock[1]!.testClockId).toBe(clock.id);
+    expect((await engine.call('GET', `/v1/customers/${clocked.id}`, undefined, sandbox())).body.discount).toBeNull();
+  });
+
+  it("a customer's discount replaced before its end: the old one's timer changes nothing", async () => {
+    const clock = await created('/v1/test_clocks', { frozen_time: '2030-01-01T00:00:00Z' }, sandbox());
+    const cus = await created('/v1/customers', { email: 'replaced@example.com', test_clock: clock.id }, sandbox());
+    await created('/v1/coupons', { id: 'FIRST1', percent_off: 10, duration: 'repeating', duration_in_months: 1 }, sandbox());
+    await created('/v1/coupons', { id: 'SECOND2', percent_off: 20, duration: 'repeating', duration_in_months: 2 }, sandbox());
+    const first = (await created(`/v1/customers/${cus.id}/discount`, { coupon: 'FIRST1' }, sandbox())).discount;
+    await advance(clock.id, '2030-01-15T00:00:00Z');
+    const second = (await created(`/v1/customers/${cus.id}/discount`, { coupon: 'SECOND2' }, sandbox())).discount;
+    await advance(clock.id, '2030-02-02T00:00:00Z');
+    expect(await engine.env.client.workflow.getHandle(`discount-end-${first.id}`).result()).toEqual({ ended: false });
+    const firstEvents = await discountEvents(first.id);
+    // Replaced on January 15th (customer.discount.updated carries the new one); nothing recorded at its own end.
+    expect(firstEvents.map((e) => e.type)).toEqual(['customer.discount.created']);
+    expect((await engine.db.orm.em.fork().findOneOrFail(Discount, { id: first.id })).endedAt?.toISOString()).toBe('2030-01-15T00:00:00.000Z');
+    expect((await engine.call('GET', `/v1/customers/${cus.id}`, undefined, sandbox())).body.discount).toMatchObject({ id: second.id, ended_at: null });
+  });
+
+  it("a customer's own repeating discount ends at its end (timer or the first invoice after it, once), its event dated at the end", async () => {
     const clock = await created('/v1/test_clocks', { frozen_time: '2028-01-01T00:00:00Z' }, sandbox());
     const plan = await created('/v1/plans', { name: 'Team', amount: 2000, currency: 'USD', interval: 'month' }, sandbox());
     const cus = await created('/v1/customers', { email: 'own@example.com', payment_method: 'pm_card_visa', test_clock: clock.id }, sandbox());

@@ -10,3 +10,4 @@ export { maintenanceWorkflow } from './maintenance.ts';
 export { fundsAvailabilityWorkflow } from './funds-availability.ts';
 export { exportWorkflow } from './export.ts';
 export { testClockWorkflow } from './test-clock.ts';
+export { discountEndWorkflow } from './discount-end.ts';

@@ -18,7 +18,7 @@
  *
  * Deterministic code only: time is workflow time (or a test clock's: workflows/clock-sleep.ts).
  */
-import { allHandlersFinished, ApplicationFailure, condition, defineQuery, defineUpdate, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, condition, defineQuery, defineUpdate, patched, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.ts';
 import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import { scheduledAttemptAt } from '../domain/dunning.ts';
@@ -26,6 +26,7 @@ import { reminderSchedule, sendInvoiceGivesUpAt } from '../domain/one-off-invoic
 import type { FinalizedInvoice } from '../services/one-off-invoices.ts';
 import type { ChargeOutcome } from '../services/charges.ts';
 import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
+import type { InvoiceDiscountRequest } from '../services/invoice-discount.ts';
 
 export interface InvoiceWorkflowInput {
   invoiceId: string;
@@ -61,6 +62,14 @@ export const voidOneOffInvoiceUpdate = defineUpdate<{ status: string }>('voidOne
  * charges ask for drops; credited to nothing due, the invoice is paid and the workflow ends. Refused once paid or void.
  */
 export const creditOneOffInvoiceUpdate = defineUpdate<{ creditNoteId: string; amountDue: number }, [OpenInvoiceCredit]>('creditOneOffInvoice');
+/**
+ * A promotion code (or coupon) on the open invoice (services/invoice-discount.ts), run one at a time with its charges:
+ * its discount and amount_due change between charges, never while one is at the processor; discounted to nothing due,
+ * the invoice is paid without a charge and the workflow ends. Refused unless open.
+ */
+export const discountOneOffInvoiceUpdate = defineUpdate<{ discountId: string; amountDue: number }, [InvoiceDiscountRequest]>('discountOneOffInvoice');
+/** The update's activity runs behind this patch, so histories recorded before it replay unchanged. */
+export const invoicePromotionCodePatch = 'invoice-promotion-code';
 export const invoiceStatusQuery = defineQuery<{ status: LocalStatus | 'finalizing'; attempts: number }>('invoiceStatus');
 
 const activities = proxyActivities<Activities>({
@@ -202,6 +211,31 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
       validator: (_credit: OpenInvoiceCredit) => {
         if (status === 'finalizing') refuse('invalid_state', 'This invoice is being finalized; try again in a moment.');
         if (status !== 'open') refuse('invalid_state', `Invoice ${invoice().number} is ${status}.`);
+      },
+    },
+  );
+
+  setHandler(
+    discountOneOffInvoiceUpdate,
+    (request: InvoiceDiscountRequest) =>
+      serialized(async (): Promise<{ discountId: string; amountDue: number }> => {
+        if (status !== 'open') refuse('invalid_state', `Invoice ${invoice().number} is ${status}: only an open invoice takes a promotion code.`);
+        patched(invoicePromotionCodePatch);
+        const result = await activities.discountOpenInvoice(request, iso(clock.now()));
+        // The API's error code as is (not_found for an unknown code, invalid_request for a limit).
+        if ('refused' in result) throw ApplicationFailure.create({ type: result.refused.type, message: result.refused.message, nonRetryable: true });
+        finalized = { ...invoice(), amountDue: result.amountDue };
+        if (result.amountDue <= 0) {
+          // Discounted to nothing due (a 100% coupon): paid without a charge, as at finalize.
+          await activities.settleInvoiceWithoutCharge(input.invoiceId, iso(clock.now()));
+          status = 'paid';
+        }
+        return { discountId: result.discountId, amountDue: result.amountDue };
+      }),
+    {
+      validator: (_request: InvoiceDiscountRequest) => {
+        if (status === 'finalizing') refuse('invalid_state', 'This invoice is being finalized; try again in a moment.');
+        if (status !== 'open') refuse('invalid_state', `Invoice ${invoice().number} is ${status}: only an open invoice takes a promotion code.`);
       },
     },
   );

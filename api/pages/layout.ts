@@ -34,6 +34,9 @@ button:hover{background:#5146e0}
 button:disabled{background:#a5a0ff;cursor:progress}
 .alert{border-radius:10px;padding:.8rem 1rem;margin:0 0 1.25rem;font-size:.95rem}
 .alert.error{background:#fff0f0;color:#a4161a;border:1px solid #f6c4c4}
+.promotion-code{display:grid;grid-template-columns:1fr auto;gap:.35rem .5rem;margin:0 0 1.25rem}.promotion-code label{grid-column:1/-1;font-weight:600;font-size:.92rem}
+.promotion-code input{font:inherit;border:1px solid #cfd7df;border-radius:10px;padding:.55rem .8rem;min-width:0}.promotion-code button{width:auto;font-size:.95rem;padding:.55rem 1.1rem}
+.notice{background:#e3f9e9;color:#0e7a3a;border-radius:10px;padding:.6rem 1rem;margin:0 0 1rem;font-size:.92rem}
 .state{text-align:center}
 .icon{width:56px;height:56px;border-radius:50%;display:flex;align-items:center;justify-content:center;margin:0 auto 1rem;font-size:1.8rem;font-weight:700}
 .icon.ok{background:#e3f9e9;color:#0e7a3a}.icon.off{background:#f1f2f6;color:#697386}.icon.bad{background:#fff0f0;color:#a4161a}
@@ -42,7 +45,7 @@ p{margin:.25rem 0}
 .muted{color:#697386;font-size:.92rem}
 .badge{display:inline-block;background:#fff4e5;color:#9a5b00;border-radius:6px;padding:.1rem .5rem;font-size:.75rem;font-weight:600;margin-left:.4rem;vertical-align:middle}
 .test-mode{width:100%;max-width:440px;background:#fff4e5;color:#9a5b00;border:1px solid #f5d49a;border-radius:10px;padding:.55rem 1rem;margin:0 0 1rem;text-align:center;font-weight:600;font-size:.9rem}
-footer{margin-top:1.25rem;color:#8792a2;font-size:.8rem}
+footer{margin-top:1.25rem;color:#5e6878;font-size:.8rem}
 `;
 
 /** What every page of a mode that moves no real money says first (test mode, or live mode on the sandbox processor). */

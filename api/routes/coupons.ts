@@ -11,7 +11,8 @@ import { currency, metadata, metadataLimits } from '../../objects/common.ts';
 import { CouponSchema, DiscountSchema, PromotionCodeSchema, serializeCoupon, serializeDiscount, serializePromotionCode } from '../../objects/discount.ts';
 import { discountInForce, findOwnCoupon, findOwnPromotionCode, findPromotionCodeByCode, redeemDiscount, removeDiscount } from '../../services/discounts.ts';
 import { recordEvent } from '../../services/events.ts';
-import { clockTimeOf } from '../../services/test-clocks.ts';
+import { clockBindingOf, clockTimeOf } from '../../services/test-clocks.ts';
+import { startDiscountEndTimer } from '../../services/customer-discount-end.ts';
 import { subscriptionFirstInvoiceAmount, tellWorkflowOfDiscount } from '../../services/subscription-discounts.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -239,7 +240,8 @@ const routes = {
     description:
       'The customer\'s own discount, for all its invoices (a subscription\'s own discount comes first). Replaces the one in force (customer.discount.updated). ' +
       "Checked and counted as one decision: the coupon's max_redemptions and redeem_by; the code's active, expires_at, max_redemptions, customer and " +
-      'first_time_transaction. A code with a minimum_amount applies to a subscription only. A refusal is 400 and changes nothing. ' + forms,
+      'first_time_transaction. A code with a minimum_amount applies to a subscription or an invoice only. A refusal is 400 and changes nothing. ' +
+      'A repeating discount ends at its `end` on time, by a timer of its own (on the customer\'s test clock too; customer.discount.deleted dated at `end`). ' + forms,
     request: { params: idParam('cus'), body: { ...json(ApplyDiscountBody), required: true } },
     responses: { 200: { description: 'Applied', ...json(CustomerDiscountSchema) }, ...errorResponses(400, 401, 404) },
   }),
@@ -305,7 +307,7 @@ async function checkAppliesTo(em: EntityManager, appliesTo: { plans?: string[]; 
   }
 }
 
-export function discountsApps({ orm, temporal }: ApiDeps) {
+export function discountsApps({ orm, temporal, config }: ApiDeps) {
   async function couponPage(scope: Scope, query: z.infer<typeof CouponListQuery>) {
     const em = orm.em.fork();
     const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode, deletedAt: null };
@@ -531,10 +533,14 @@ export function discountsApps({ orm, temporal }: ApiDeps) {
       const body = c.req.valid('json');
       const em = orm.em.fork();
       const customer = await ownCustomer(em, c.req.valid('param').id, scope);
+      // Read first: a clock that is advancing refuses (409) before anything is redeemed.
+      const testClock = await clockBindingOf(em, customer);
       const now = await customerNow(em, customer);
       const { discount, coupon } = await em.transactional((tx) =>
         redeemDiscount(tx, { scope, customer, subscriptionId: null, coupon: body.coupon, promotionCode: body.promotion_code, currency: null, purchase: null, now }),
       );
+      // After the commit: its end timer (a repeating discount). Should this process die first, its next invoice ends it lazily.
+      await startDiscountEndTimer(temporal, config.taskQueue, discount, testClock);
       return c.json({ discount: serializeDiscount(discount, coupon, now) }, 200);
     })
     .openapi(routes.removeFromCustomer, async (c) => {

@@ -49,7 +49,7 @@ const Permissions = z
         'Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default',
     }),
     promotion_codes: z.boolean().optional().openapi({
-      description: "Customers may enter a promotion code in the portal, applied as their subscription's discount with every restriction of the code checked (docs/discounts-and-taxes.md#discounts). Off by default",
+      description: "Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default",
     }),
   })
   .openapi('CustomerPortalSettings');

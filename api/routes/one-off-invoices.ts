@@ -25,7 +25,11 @@ import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/in
 import { createDraftInvoice, deleteDraftInvoice } from '../../services/one-off-invoices.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { bindToClock, clockBindingOf, taskQueueFor } from '../../services/test-clocks.ts';
-import { invoiceFinalizedUpdate, invoiceWorkflow, payInvoiceUpdate, type PayInvoiceInput } from '../../workflows/invoice.ts';
+import { discountOneOffInvoiceUpdate, invoiceFinalizedUpdate, invoiceWorkflow, payInvoiceUpdate, type PayInvoiceInput } from '../../workflows/invoice.ts';
+import type { InvoiceDiscountRequest } from '../../services/invoice-discount.ts';
+import { defaultPortalPermissions } from './customer-portal.ts';
+import { newId } from '../../domain/ids.ts';
+import { errorStatus, type ErrorCode } from '../../domain/errors.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -48,6 +52,15 @@ const PayBody = z
   .object({ paid_out_of_band: z.boolean().optional().openapi({ description: 'true: the customer paid outside the engine (a bank transfer): marked paid, nothing charged, nothing on the ledger' }) })
   .strict()
   .openapi({ example: { paid_out_of_band: false } });
+
+const DiscountBody = z
+  .object({
+    promotion_code: z.string().min(1).max(64).optional().openapi({ description: 'A promotion code: what the customer types (any case) or its id (promo_…)' }),
+    coupon: z.string().min(1).max(64).optional().openapi({ description: 'Or a coupon id' }),
+  })
+  .strict()
+  .refine((b) => (b.promotion_code === undefined) !== (b.coupon === undefined), { message: 'Give promotion_code or coupon (one of them).' })
+  .openapi({ example: { promotion_code: 'SPRING20' } });
 
 const tags = ['Invoices'];
 const routes = {
@@ -86,6 +99,20 @@ const routes = {
     request: { params: idParam('inv'), body: { ...json(PayBody), required: false } },
     responses: { 200: { description: 'The paid invoice', ...json(InvoiceSchema) }, ...errorResponses(400, 401, 402, 404, 409) },
   }),
+  discount: createRoute({
+    method: 'post',
+    path: '/{id}/discounts',
+    tags,
+    summary: 'Apply a promotion code or coupon to an open one-off invoice',
+    description:
+      'The invoice\'s discount, total and amount_due are computed again (its lines, tax rates and starting balance as issued), by its invoice workflow between its charges (never while one is at the processor). ' +
+      'The code\'s and coupon\'s limits are checked and counted as for a subscription (active, expires_at, max_redemptions, customer, first_time_transaction, minimum_amount against the invoice\'s subtotal; an amount_off coupon in the invoice\'s currency). ' +
+      'Records `customer.discount.created` (its `invoice` set) and `invoice.updated`; discounted to nothing due, the invoice is paid without a charge (`invoice.paid`). ' +
+      'The customer can do the same on the hosted pay page when the account\'s customer_portal setting has promotion_codes. ' +
+      '400: a limit, a subscription\'s invoice, an invoice that already has a discount or a credit note, a coupon that applies to none of its lines; 404: an unknown code or coupon; 409: not open.',
+    request: { params: idParam('inv'), body: { ...json(DiscountBody), required: true } },
+    responses: { 200: { description: 'The invoice, discounted', ...json(InvoiceSchema) }, ...errorResponses(400, 401, 404, 409) },
+  }),
   remove: createRoute({
     method: 'delete',
     path: '/{id}',
@@ -116,6 +143,18 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
       const refusal = updateRefusal(error);
       if (refusal) throw new ApiError(refusal.type === 'invalid_request' ? 'invalid_request' : 'invalid_state', refusal.message);
       if (workflowGone(error)) return null;
+      throw error;
+    }
+  }
+
+  /** Applies a discount to the open invoice through its workflow (workflows/invoice.ts discountOneOffInvoiceUpdate); a refusal is the ApiError the decision made. */
+  async function discount(request: InvoiceDiscountRequest): Promise<void> {
+    try {
+      await deps.temporal.workflow.getHandle(request.invoiceId).executeUpdate(discountOneOffInvoiceUpdate, { args: [request] });
+    } catch (error) {
+      const refusal = updateRefusal(error);
+      if (refusal) throw new ApiError((refusal.type && refusal.type in errorStatus ? refusal.type : 'invalid_request') as ErrorCode, refusal.message);
+      if (workflowGone(error)) throw new ApiError('invalid_state', `Invoice ${request.invoiceId} is no longer open.`);
       throw error;
     }
   }
@@ -179,6 +218,18 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
       if (result.outcome === 'declined') throw new ApiError('payment_failed', `The charge was declined (${result.error!.code}): ${result.error!.message}`);
       return c.json(serializeInvoice(await em.findOneOrFail(Invoice, { id }, { refresh: true }), pdfUrl(id)), 200);
     })
+    .openapi(routes.discount, async (c) => {
+      const body = c.req.valid('json');
+      const { accountId, livemode } = await accountScope(c, orm);
+      const scope = { accountId, livemode };
+      const em = orm.em.fork();
+      const { id } = c.req.valid('param');
+      const invoice = await ownInvoice(em, id, scope);
+      if (invoice.subscriptionId) throw new ApiError('invalid_request', `Invoice ${invoice.number} is a subscription's: apply the discount to the subscription (POST /v1/subscriptions/{id}/discount), from its next invoice.`);
+      if (invoice.status !== 'open') throw new ApiError('invalid_state', `Invoice ${invoice.number ?? invoice.id} is ${invoice.status}: only an open invoice takes a promotion code.`);
+      await discount({ invoiceId: id, discountId: newId('discount'), scope, ...(body.coupon ? { coupon: body.coupon } : {}), ...(body.promotion_code ? { promotionCode: body.promotion_code } : {}) });
+      return c.json(serializeInvoice(await em.findOneOrFail(Invoice, { id }, { refresh: true }), pdfUrl(id)), 200);
+    })
     .openapi(routes.remove, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
       const scope = { accountId, livemode };
@@ -208,7 +259,10 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
   type View = NonNullable<Awaited<ReturnType<typeof view>>>;
   const notFound = (c: Context) => page(c, 404, 'Invoice not found', stateCard('off', '?', 'Invoice not found', [html`This link is not valid. Check that you opened the whole link from your email.`]));
 
-  function render(c: Context, v: View, error: string | null, status: 200 | 402 | 409 = 200) {
+  /** The pay page takes promotion codes when the account lets customers enter them (the customer portal's promotion_codes setting, one switch for both). */
+  const takesCodes = (account: View['account']) => ({ ...defaultPortalPermissions, ...(account.settings.customer_portal ?? {}) }).promotion_codes === true;
+
+  function render(c: Context, v: View, error: string | null, status: 200 | 400 | 402 | 403 | 404 | 409 = 200, notice: string | null = null) {
     const { invoice, account } = v;
     const locale = account.settings.language || 'en-US';
     const style = { timeZone: account.settings.timezone, locale };
@@ -229,12 +283,29 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
     }
     const attempt = randomBytes(18).toString('base64url');
     const lines = invoice.lines.map((line) => html`<dt>${line.description} × ${line.quantity}</dt><dd>${money(lineAmount(line))}</dd>`);
+    const discounted = (invoice.totalDiscountAmounts ?? [])[0];
+    const discountRow = Number(invoice.discount) > 0
+      ? html`<dt>${discounted?.name ?? (discounted?.coupon ? `Discount (${discounted.coupon})` : 'Discount')}</dt><dd>−${money(Number(invoice.discount))}</dd>`
+      : '';
+    const taxRow = Number(invoice.tax) > 0 ? html`<dt>Tax</dt><dd>${money(Number(invoice.tax))}</dd>` : '';
+    // Only an open invoice without a discount (one per invoice) offers the field.
+    const codeForm =
+      takesCodes(account) && invoice.status === 'open' && !invoice.discountId
+        ? html`<form method="post" class="promotion-code">
+<input type="hidden" name="action" value="promotion_code">
+<label for="promotion_code">Promotion code</label>
+<input id="promotion_code" name="promotion_code" maxlength="64" autocomplete="off" autocapitalize="characters" required>
+<button type="submit" class="secondary">Apply</button>
+</form>`
+        : '';
     const body = html`
 <p class="from"><strong>${name}</strong> · invoice ${invoice.number}${v.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
 <p class="amount">${money(owed)}</p>
 <p class="muted">Due ${formatHumanDate(invoice.dueDate ?? invoice.createdAt, style)}</p>
-<dl>${lines}<dt>Total</dt><dd>${money(Number(invoice.total))}</dd></dl>
+<dl>${lines}${discountRow}${taxRow}<dt>Total</dt><dd>${money(Number(invoice.total))}</dd></dl>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+${codeForm}
 <form method="post">
 <input type="hidden" name="attempt" value="${attempt}">
 <fieldset><legend>Pay with a test card</legend>
@@ -244,6 +315,24 @@ ${payPageMethods.map((method, index) => html`<label><input type="radio" name="pa
 </form>
 <p><a href="${pdf}">The invoice as a PDF</a></p>`;
     return page(c, status, `Invoice ${invoice.number}`, body, null, v.testMode, brand);
+  }
+
+  /** The pay page's promotion code form: applied through the invoice's workflow, the page shown again with the new amount or the refusal. */
+  async function applyCode(c: Context, v: View, code: string) {
+    if (!takesCodes(v.account)) return render(c, v, 'Promotion codes are not accepted for this invoice.', 403);
+    if (!v.testMode || v.invoice.status !== 'open') return render(c, v, null, 409);
+    if (code === '' || code.length > 64) return render(c, v, 'Enter a promotion code.', 400);
+    try {
+      await discount({ invoiceId: v.invoice.id, discountId: newId('discount'), scope: { accountId: v.invoice.accountId, livemode: v.invoice.livemode }, code });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const fresh = { ...v, invoice: await orm.em.fork().findOneOrFail(Invoice, { id: v.invoice.id }) };
+      // An unknown code is said plainly; a limit says which.
+      const why = error.code === 'not_found' ? `${code} is not a valid promotion code.` : error.message;
+      return render(c, fresh, why, error.code === 'not_found' ? 404 : error.code === 'invalid_state' ? 409 : 400);
+    }
+    const fresh = { ...v, invoice: await orm.em.fork().findOneOrFail(Invoice, { id: v.invoice.id }) };
+    return render(c, fresh, null, 200, `Promotion code ${code} applied: ${formatMoney(Number(fresh.invoice.discount), fresh.invoice.currency, v.account.settings.language || 'en-US')} off.`);
   }
 
   const root = new Hono()
@@ -256,6 +345,7 @@ ${payPageMethods.map((method, index) => html`<label><input type="radio" name="pa
       const v = await view(c);
       if (!v) return notFound(c);
       const form = await c.req.parseBody();
+      if (form.action === 'promotion_code') return applyCode(c, v, String(form.promotion_code ?? '').trim());
       const method = String(form.payment_method ?? '');
       const attempt = String(form.attempt ?? '');
       if (!isPayPageMethod(method) || !/^[A-Za-z0-9_-]{16,64}$/.test(attempt)) return render(c, v, 'Choose one of the cards below.', 409);

@@ -86,6 +86,8 @@ export const Discount = defineEntity({
     promotionCodeId: p.string().nullable(),
     customerId: p.string(),
     subscriptionId: p.string().nullable(),
+    /** The one open one-off invoice it was made for (a promotion code on its pay page); used by it at once (endedAt = start). Null otherwise. */
+    invoiceId: p.string().nullable(),
     start: p.datetime(),
     /** repeating: start + duration_in_months (UTC calendar); once and forever: null. */
     end: p.datetime().nullable(),

@@ -35,6 +35,7 @@ import { Migration20261127010000_customer_balances } from './Migration2026112701
 import { Migration20261127012000_discounts } from './Migration20261127012000_discounts.ts';
 import { Migration20261127001500_taxes } from './Migration20261127001500_taxes.ts';
 import { Migration20261127020000_credit_notes } from './Migration20261127020000_credit_notes.ts';
+import { Migration20261127030000_invoice_discounts } from './Migration20261127030000_invoice_discounts.ts';
 import { Migration20261127031000_usage } from './Migration20261127031000_usage.ts';
 import { Migration20261127036000_events_related_object } from './Migration20261127036000_events_related_object.ts';
 
@@ -77,6 +78,7 @@ export const migrations = [
   { name: 'Migration20261127012000_discounts', class: Migration20261127012000_discounts },
   { name: 'Migration20261127001500_taxes', class: Migration20261127001500_taxes },
   { name: 'Migration20261127020000_credit_notes', class: Migration20261127020000_credit_notes },
+  { name: 'Migration20261127030000_invoice_discounts', class: Migration20261127030000_invoice_discounts },
   { name: 'Migration20261127031000_usage', class: Migration20261127031000_usage },
   { name: 'Migration20261127036000_events_related_object', class: Migration20261127036000_events_related_object },
 ];
