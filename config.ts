@@ -64,6 +64,22 @@ export interface Config {
    * services/worker-health.ts). Unset: none is served.
    */
   workerHealthPort: number | undefined;
+  /**
+   * METRICS_PORT: the port of this process's Prometheus `GET /metrics` (the API, the worker and the exports worker
+   * each serve their own; services/observability/metrics-server.ts). Unset: none is served.
+   */
+  metricsPort: number | undefined;
+  /**
+   * TEMPORAL_METRICS_ADDRESS (host:port): where a worker process's Temporal SDK serves its own worker metrics
+   * (its runtime's Prometheus exporter), appended to the worker's /metrics. Default with METRICS_PORT set:
+   * 127.0.0.1:<METRICS_PORT + 1>. Unset without METRICS_PORT: the SDK exports no metrics.
+   */
+  temporalMetricsAddress: string | undefined;
+  /**
+   * OTEL_EXPORTER_OTLP_ENDPOINT (http://collector:4318): turns OpenTelemetry traces on, sent over OTLP/HTTP
+   * (services/observability/tracing.ts). Unset: tracing is off and costs nothing.
+   */
+  otlpEndpoint: string | undefined;
 }
 
 export type ProcessorName = 'sandbox' | 'stripe';
@@ -214,6 +230,16 @@ function renewalSpreadMinutes(env: NodeJS.ProcessEnv): number {
   return value;
 }
 
+/** METRICS_PORT, TEMPORAL_METRICS_ADDRESS and OTEL_EXPORTER_OTLP_ENDPOINT (docs/operations.md#metrics, #traces). */
+function observabilityConfig(env: NodeJS.ProcessEnv): Pick<Config, 'metricsPort' | 'temporalMetricsAddress' | 'otlpEndpoint'> {
+  const metricsPort = env.METRICS_PORT ? integer('METRICS_PORT', 0, env) : undefined;
+  const address = env.TEMPORAL_METRICS_ADDRESS?.trim() || (metricsPort ? `127.0.0.1:${metricsPort + 1}` : undefined);
+  if (address && !/^[^\s:]+:\d{1,5}$/.test(address)) throw new ConfigError(`TEMPORAL_METRICS_ADDRESS must be host:port (127.0.0.1:9465), got "${address}".`);
+  const otlpEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || undefined;
+  if (otlpEndpoint && !/^https?:\/\//.test(otlpEndpoint)) throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL (http://collector:4318), got "${otlpEndpoint}".`);
+  return { metricsPort, temporalMetricsAddress: address, otlpEndpoint };
+}
+
 export function loadConfig(env = process.env): Config {
   const mode = env.NODE_ENV === 'production' ? 'production' : env.NODE_ENV === 'test' ? 'test' : 'development';
   const port = integer('PORT', 3000, env);
@@ -248,6 +274,7 @@ export function loadConfig(env = process.env): Config {
     signupsPerIpPerHour: integer('SIGNUPS_PER_IP_PER_HOUR', 10, env),
     renewalSpreadMinutes: renewalSpreadMinutes(env),
     workerHealthPort: env.WORKER_HEALTH_PORT ? integer('WORKER_HEALTH_PORT', 0, env) : undefined,
+    ...observabilityConfig(env),
     auth: {
       secret: env.AUTH_SECRET ?? developmentAuthDefaults.secret,
       accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 15 * 60, env),

@@ -21,6 +21,7 @@ import { localExportStorage, type ExportStorage } from './services/export-storag
 import { ConfigError, loadConfig, type ProcessorsConfig } from './config.ts';
 import { openOrm } from './db/orm.ts';
 import { startWorkerHealthServer } from './services/worker-health.ts';
+import { startMetricsServer } from './services/observability/metrics-server.ts';
 import { createLogger } from './logger.ts';
 
 export interface ExportsWorkerDeps {
@@ -52,14 +53,26 @@ export async function createExportsWorker(deps: ExportsWorkerDeps): Promise<Work
   });
 }
 
-/** Quiets the SDK (its bundler output, its Rust core) to warnings, unless LOG_LEVEL asks for more. */
-export function installTemporalRuntime(logLevel: string): void {
+let runtimeInstalled = false;
+
+/**
+ * Quiets the SDK (its bundler output, its Rust core) to warnings, unless LOG_LEVEL asks for more. With
+ * `metricsAddress` (config.temporalMetricsAddress), the core serves the SDK's worker metrics there in Prometheus
+ * format (`temporal_` names as in Temporal's SDK metrics reference, durations in seconds), which the process's /metrics appends. Once per
+ * process: a second call (a test after the engine installed it) changes nothing.
+ */
+export function installTemporalRuntime(logLevel: string, options: { metricsAddress?: string } = {}): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
   const level = logLevel === 'debug' || logLevel === 'trace' ? 'INFO' : logLevel === 'error' || logLevel === 'silent' ? 'ERROR' : 'WARN';
   // shutdownSignals: [] because our entry points stop things themselves, in order.
   Runtime.install({
     shutdownSignals: [],
     logger: new DefaultLogger(level),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }) } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: level }) },
+      ...(options.metricsAddress ? { metrics: { prometheus: { bindAddress: options.metricsAddress, useSecondsForDurations: true } } } : {}),
+    },
   });
 }
 
@@ -70,7 +83,7 @@ async function main(): Promise<void> {
     logger.fatal('DATABASE_URL, TEMPORAL_ADDRESS and EXPORTS_TASK_QUEUE (not the same as TEMPORAL_TASK_QUEUE) must be set for an exports worker.');
     process.exit(1);
   }
-  installTemporalRuntime(config.logLevel);
+  installTemporalRuntime(config.logLevel, { metricsAddress: config.temporalMetricsAddress });
   // No migration here: the API and `npm run worker` migrate; this process only reads rows and updates exports.
   const orm = await openOrm(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
@@ -88,8 +101,11 @@ async function main(): Promise<void> {
   // WORKER_HEALTH_PORT: GET /health, 200 while the activity poller polls and the database and Temporal answer (services/worker-health.ts).
   const health = config.workerHealthPort === undefined ? undefined : await startWorkerHealthServer({ workers: [{ name: 'exports', worker, polls: ['activities'] }], orm, connection }, config.workerHealthPort);
   if (health) logger.info({ port: health.port }, 'exports worker health on GET /health');
+  // METRICS_PORT: GET /metrics, with the SDK's worker metrics (docs/operations.md#metrics).
+  const metrics = config.metricsPort === undefined ? undefined : await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
   await worker.run();
   await health?.close();
+  await metrics?.close();
   await connection.close();
   await orm.close();
   logger.info('exports worker stopped');

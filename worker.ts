@@ -3,6 +3,7 @@
  * own process (`npm run worker`, or `node worker.ts`), beside one or more API
  * processes; `npm start` runs it in-process for development.
  */
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
@@ -26,6 +27,10 @@ import { registerClockTaskQueue } from './services/clock-binding.ts';
 import type { WebhookUrlPolicy } from './domain/webhook-url.ts';
 import { createExportsWorker, installTemporalRuntime } from './export-worker.ts';
 import { startWorkerHealthServer, type WorkerHealthTarget } from './services/worker-health.ts';
+import { startMetricsServer } from './services/observability/metrics-server.ts';
+import { setOutboxProbe } from './services/observability/metrics.ts';
+import { outboxProbe } from './services/observability/outbox-probe.ts';
+import { startTracing, type Tracing } from './services/observability/tracing.ts';
 
 import type { TaxCalculator } from './services/tax-calculator.ts';
 import { useTaxCalculator } from './services/invoice-adjustments.ts';
@@ -35,6 +40,11 @@ export { installTemporalRuntime };
 export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
 /** Workflow interceptor modules, for the worker's bundle and prebuilt ones (bundleWorkflowCode's workflowInterceptorModules). */
 export const workflowInterceptorModules = [fileURLToPath(new URL('./workflows/test-clock-interceptors.ts', import.meta.url))];
+/**
+ * With tracing on (OTEL_EXPORTER_OTLP_ENDPOINT), the bundle also holds the OpenTelemetry workflow interceptors. Only
+ * then: the bundle without them is the one every recorded history replays against, and tracing off costs nothing.
+ */
+export const tracingWorkflowInterceptorModules = [...workflowInterceptorModules, createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
 
 export interface BillingWorkerDeps {
   connection: NativeConnection;
@@ -67,6 +77,11 @@ export interface BillingWorkerDeps {
   taxCalculator?: TaxCalculator;
   /** RENEWAL_SPREAD_MINUTES now (config.renewalSpreadMinutes): handed to each renewing subscription (activities/index.ts). */
   renewalSpreadMinutes?: () => number;
+  /**
+   * Tracing is on (services/observability/tracing.ts): activity spans and the workflow sandbox's span sink. The
+   * workflow bundle must then be built with tracingWorkflowInterceptorModules (bundleBillingWorkflows({ tracing: true })).
+   */
+  tracing?: Pick<Tracing, 'activityInterceptors' | 'sinks'>;
   /** Worker tuning beyond the defaults (tests use maxCachedWorkflows). */
   overrides?: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
 }
@@ -115,8 +130,8 @@ export const clockWorkerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflow
 };
 
 /** The workflow code, bundled once for a process's workers (the live one and the test clock one). */
-export async function bundleBillingWorkflows(): Promise<NonNullable<WorkerOptions['workflowBundle']>> {
-  return bundleWorkflowCode({ workflowsPath, workflowInterceptorModules });
+export async function bundleBillingWorkflows(options: { tracing?: boolean } = {}): Promise<NonNullable<WorkerOptions['workflowBundle']>> {
+  return bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: options.tracing ? tracingWorkflowInterceptorModules : workflowInterceptorModules });
 }
 
 function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): WorkerOptions {
@@ -131,7 +146,12 @@ function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): Worke
     activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage, payoutRail: deps.payoutRail, urlPolicy: deps.urlPolicy, renewalSpreadMinutes: deps.renewalSpreadMinutes }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
     // Activities of workflows on a test clock run on its time (services/clock-context.ts).
-    interceptors: { activity: [testClockContext, wakeDispatchAfterActivities(deps.orm)], ...(deps.workflowBundle ? {} : { workflowModules: workflowInterceptorModules }) },
+    // With tracing, its activity interceptor first: the span covers the others' work too.
+    interceptors: {
+      activity: [...(deps.tracing?.activityInterceptors ?? []), testClockContext, wakeDispatchAfterActivities(deps.orm)],
+      ...(deps.workflowBundle ? {} : { workflowModules: deps.tracing ? tracingWorkflowInterceptorModules : workflowInterceptorModules }),
+    },
+    ...(deps.tracing ? { sinks: deps.tracing.sinks } : {}),
     ...(deps.identity ? { identity: deps.identity } : {}),
   };
 }
@@ -157,14 +177,17 @@ async function main(): Promise<void> {
     logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS must be set for a standalone worker (npm start runs everything locally).');
     process.exit(1);
   }
-  installTemporalRuntime(config.logLevel);
+  // TEMPORAL_METRICS_ADDRESS (or METRICS_PORT + 1): the SDK's own worker metrics, appended to /metrics.
+  installTemporalRuntime(config.logLevel, { metricsAddress: config.temporalMetricsAddress });
+  // OTEL_EXPORTER_OTLP_ENDPOINT: workflow, activity and SQL spans (docs/operations.md#traces).
+  const tracing = startTracing({ serviceName: 'billing-worker', otlpEndpoint: config.otlpEndpoint });
   const orm = await openOrm(config.databaseUrl);
   await migrate(orm, config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const mailer = createMailer(config);
   const processors = createProcessors(config.processors, () => orm.em.fork());
   // One bundle for both workers: the live queue's and the test clocks' (docs/scaling.md#test-clocks).
-  const workerDeps: BillingWorkerDeps = { connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), workflowBundle: await bundleBillingWorkflows(), renewalSpreadMinutes: () => config.renewalSpreadMinutes };
+  const workerDeps: BillingWorkerDeps = { connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), workflowBundle: await bundleBillingWorkflows({ tracing: Boolean(tracing) }), renewalSpreadMinutes: () => config.renewalSpreadMinutes, ...(tracing ? { tracing } : {}) };
   const worker = await createBillingWorker(workerDeps);
   const clockWorker = await createClockWorker(workerDeps);
   // EXPORTS_TASK_QUEUE set: this worker writes exports too, on that queue, unless WORKER_EXPORTS=false leaves them to
@@ -192,8 +215,14 @@ async function main(): Promise<void> {
   ];
   const health = config.workerHealthPort === undefined ? undefined : await startWorkerHealthServer({ workers: healthTargets, orm, connection }, config.workerHealthPort);
   if (health) logger.info({ port: health.port }, 'worker health on GET /health');
+  // METRICS_PORT: GET /metrics with the outbox backlog (read when scraped) and the SDK's worker metrics (docs/operations.md#metrics).
+  setOutboxProbe(outboxProbe(orm));
+  const metrics = config.metricsPort === undefined ? undefined : await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
+  if (metrics) logger.info({ port: metrics.port }, 'metrics on GET /metrics');
   await Promise.all([worker.run(), clockWorker.run(), exportsWorker?.run()]);
   await health?.close();
+  await metrics?.close();
+  await tracing?.shutdown();
   await connection.close();
   mailer.close();
   await orm.close();

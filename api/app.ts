@@ -8,6 +8,7 @@ import { handleError, sendError } from './errors.ts';
 import { jsonBodies, urlGuard } from './middleware/body.ts';
 import { idempotencyKeys } from './middleware/idempotency.ts';
 import { requestLogging } from './middleware/logging.ts';
+import { httpMetrics, httpTracing } from './middleware/observability.ts';
 import { newOpenApiApp, withCommonStatuses } from './openapi-app.ts';
 import { accountApp } from './routes/account.ts';
 import { accountsApp } from './routes/accounts.ts';
@@ -120,6 +121,9 @@ export function createApp(given: ApiDeps) {
   const app = newOpenApiApp();
   // The last requests of each account and mode, for GET /v1/logs/stream (billing logs tail).
   const requestLogs = new RequestLogBuffer();
+  // Requests by route and status with their latency (billing_http_*), and a span per request when tracing is on.
+  app.use(httpMetrics());
+  if (deps.tracer) app.use(httpTracing(deps.tracer));
   app.use(requestId());
   app.use(requestLogging(deps.logger, requestLogs));
   app.use(urlGuard());

@@ -6,6 +6,7 @@ import type { PaymentProcessor } from '../services/processors/types.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
+import type { Tracer } from '@opentelemetry/api';
 
 /** What the HTTP edge needs: projections to read, Temporal to command, configuration and a logger. */
 export interface ApiDeps {
@@ -23,4 +24,6 @@ export interface ApiDeps {
   exportStorage?: ExportStorage;
   /** The tax calculator invoices and previews ask (services/tax-calculator.ts); the built-in rates when unset. */
   taxCalculator?: TaxCalculator;
+  /** Tracing is on (services/observability/tracing.ts): a span per request. Unset: no tracing middleware at all. */
+  tracer?: Tracer;
 }

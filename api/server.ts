@@ -13,6 +13,8 @@ import { createProcessors } from '../services/processors/index.ts';
 import { createLogger } from '../logger.ts';
 import { createApp } from './app.ts';
 import { ensureAdmin } from './auth/bootstrap.ts';
+import { startMetricsServer } from '../services/observability/metrics-server.ts';
+import { startTracing } from '../services/observability/tracing.ts';
 import type { ApiDeps } from './deps.ts';
 
 export interface RunningApi {
@@ -63,10 +65,15 @@ async function main(): Promise<void> {
   }
   const orm = await openOrm(config.databaseUrl);
   await ensureAdmin(orm, config.auth);
+  // OTEL_EXPORTER_OTLP_ENDPOINT: a span per request, carried into the workflows the request starts (docs/operations.md#traces).
+  const tracing = startTracing({ serviceName: 'billing-api', otlpEndpoint: config.otlpEndpoint });
   const connection = await Connection.connect({ address: config.temporalAddress });
-  const temporal = new Client({ connection, namespace: config.temporalNamespace });
-  const api = await startApiServer({ orm, temporal, config, logger, processors: createProcessors(config.processors, () => orm.em.fork()) }, config.port);
-  logger.info({ port: api.port }, 'api listening');
+  const temporal = new Client({ connection, namespace: config.temporalNamespace, ...(tracing ? { interceptors: { workflow: tracing.clientInterceptors } } : {}) });
+  const api = await startApiServer({ orm, temporal, config, logger, processors: createProcessors(config.processors, () => orm.em.fork()), ...(tracing ? { tracer: tracing.tracer } : {}) }, config.port);
+  logger.info({ port: api.port, tracing: Boolean(tracing) }, 'api listening');
+  // METRICS_PORT: GET /metrics on a port of its own (docs/operations.md#metrics).
+  const metrics = config.metricsPort === undefined ? undefined : await startMetricsServer(config.metricsPort);
+  if (metrics) logger.info({ port: metrics.port }, 'metrics on GET /metrics');
   // Graceful: stop accepting, let requests in flight finish (up to 25 s), then close Temporal and the database.
   // Every failure on the way is logged, never thrown: a signal must not end in an uncaught error.
   let stopping = false;
@@ -77,6 +84,8 @@ async function main(): Promise<void> {
     let failed = false;
     for (const [what, close] of [
       ['http server', () => api.close()],
+      ['metrics server', async () => metrics?.close()],
+      ['tracing', async () => tracing?.shutdown()],
       ['temporal connection', () => connection.close()],
       ['database', () => orm.close()],
     ] as const) {

@@ -10,6 +10,7 @@ import { ensureProcessorCustomer } from './processor-customers.ts';
 import { withEventBatch } from './events.ts';
 import { withBalanceUpdatesLast } from './ledger.ts';
 import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
+import { charges as chargeAttempts } from './observability/metrics.ts';
 
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
@@ -189,6 +190,7 @@ export async function chargeCustomer(
   })));
   // Recorded by this call: its outcome is known. Otherwise a racing call recorded the charge: read what it wrote.
   const outcome = recorded ?? toOutcome(await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
+  if (recorded) chargeAttempts.inc({ kind: 'invoice', outcome: recorded.status, livemode: String(input.livemode) });
   if (outcome.status === 'succeeded' && outcome.transactionId && !context.fundsOwnedByWorkflow) await startAvailabilityOf(em.fork(), starter, outcome.transactionId);
   return outcome;
 }

@@ -17,6 +17,7 @@ import { paymentRequestCreatedUpdate, paymentRequestWorkflow, type PaymentReques
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
 import type { Processors } from './processors/index.ts';
 import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
+import { charges } from './observability/metrics.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
 
@@ -159,6 +160,7 @@ export async function chargePaymentRequest(
       ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later; pay with a card.' }
       : answer;
   const transactionId = await recordPaymentRequestPayment(em, processor.name, input, answer.processorChargeId, result, { markPaid: true });
+  charges.inc({ kind: 'payment_request', outcome: result.status, livemode: String(input.livemode) });
   if (result.status === 'failed') return { status: 'failed', failureCode: result.failureCode, failureMessage: result.failureMessage };
   await startAvailabilityOf(em.fork(), starter, transactionId);
   return { status: 'succeeded', transactionId, processorChargeId: answer.processorChargeId };

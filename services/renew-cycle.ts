@@ -43,6 +43,7 @@ import { markInvoicePaid, openOrCreateInvoice, settleInvoice, type OpenInvoiceIn
 import type { Processors } from './processors/index.ts';
 import { projectSubscription, projectSubscriptionOn } from './projections.ts';
 import { sendInvoiceReceipt, settleInvoiceWithoutCharge, type NotifyDeps } from './subscription-billing.ts';
+import { renewals } from './observability/metrics.ts';
 
 export interface RenewCycleInput {
   invoice: OpenInvoiceInput;
@@ -87,10 +88,13 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
     reads.findOne(Customer, { id: input.invoice.customerId, accountId: input.invoice.accountId }),
   ]);
   const { invoice, created } = await openOrCreateInvoice(em(), deps.links, input.invoice, { account, customer });
+  // Counted once per cycle: by the call that made its invoice (a retried activity finds it made).
+  const counted = (outcome: 'paid' | 'free' | 'unpaid') => created && renewals.inc({ cycle: input.invoice.billingKey.endsWith(':cycle:0') ? 'first' : 'renewal', outcome });
   if (invoice.amountDue === 0) {
     await settleInvoiceWithoutCharge(em(), deps.links, invoice.invoiceId, input.paidAt);
     const snapshot = { ...input.free, latestInvoiceId: invoice.invoiceId };
     await projectSubscription(em(), snapshot);
+    counted('free');
     return { status: 'paid', invoice, snapshot };
   }
   const snapshot = { ...input.paid, latestInvoiceId: invoice.invoiceId };
@@ -116,7 +120,11 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
       },
     },
   );
-  if (outcome.status !== 'succeeded') return { status: 'unpaid', invoice, outcome };
+  if (outcome.status !== 'succeeded') {
+    counted('unpaid');
+    return { status: 'unpaid', invoice, outcome };
+  }
+  counted('paid');
   if (!paid) {
     // A retry (or a race lost): the charge was recorded before; each of these is a no-op once done.
     await settleInvoice(em(), deps.links, invoice.invoiceId, outcome, input.paidAt);

@@ -13,6 +13,7 @@ import { invoiceReceiptEmail, paymentFailedEmail, paymentRecoveredEmail, subscri
 import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
 import type { Mailer } from './mailer.ts';
 import { loadModeSettings, type BillingSettings } from './mode-settings.ts';
+import { dunningSteps } from './observability/metrics.ts';
 
 export type { BillingSettings } from './mode-settings.ts';
 
@@ -63,6 +64,7 @@ function sender(account: Account, deps: NotifyDeps) {
 export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, attempt: number): Promise<void> {
   const dunning = subscription.dunning;
   if (!dunning) return;
+  dunningSteps.inc({ step: attempt <= 1 ? 'started' : 'retry_failed' });
   const { account, customer, planName } = await parties(em, subscription);
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.failed_payments) return;
   const updateUrl = await deps.links.billingDetailsUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode });
@@ -84,6 +86,7 @@ export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, s
 }
 
 export async function notifyPaymentRecovered(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, invoiceId: string): Promise<void> {
+  dunningSteps.inc({ step: 'recovered' });
   const { account, customer } = await parties(em, subscription);
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
   const email = paymentRecoveredEmail({ ...sender(account, deps), customerName: customer.name ?? null, amount: formatMoney(invoice.amountPaid, invoice.currency), invoiceNumber: invoice.number, pdfUrl: deps.links.invoicePdfUrl(invoice.id) });
@@ -92,6 +95,7 @@ export async function notifyPaymentRecovered(em: EntityManager, deps: NotifyDeps
 
 /** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off in the subscription's mode. */
 export async function notifySubscriptionEnded(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, kind: 'canceled' | 'paused'): Promise<void> {
+  if ((kind === 'canceled' ? subscription.endedReason : subscription.pauseReason) === 'payment_failed') dunningSteps.inc({ step: `ended_${kind}` });
   const { account, customer, planName } = await parties(em, subscription);
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.subscription_cancellations) return;
   const reason = kind === 'canceled' ? subscription.endedReason : subscription.pauseReason;

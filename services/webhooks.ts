@@ -47,6 +47,7 @@ import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
 import { postWebhook, type WebhookResponse } from './webhook-http.ts';
 import { serializeEvent } from '../objects/event.ts';
 import { eventDispatchWorkflow, wakeSignal, webhookDeliveryWorkflow, type WebhookDeliveryInput } from '../workflows/webhooks.ts';
+import { webhookDeliveries, webhookDeliveryLag } from './observability/metrics.ts';
 
 /** The dispatcher's workflow id on a task queue (one dispatcher per deployment, on the live queue: a clock queue's is its live queue's). */
 export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${mainTaskQueueOf(taskQueue)}`;
@@ -552,8 +553,11 @@ async function record(em: EntityManager, p: Prepared, input: { attempt: number; 
       [attempt.id, id, endpoint.id, event.id, event.accountId, event.livemode, input.attempt, attemptedAt, endpoint.url, attempt.statusCode, attempt.latencyMs, attempt.responseBody, endpoint.id, input.attempt, attemptedAt, attemptedAt, id],
       'run',
     );
+    webhookDeliveries.inc({ outcome: 'succeeded' });
+    if (!event.testClockId) webhookDeliveryLag.observe(Math.max(0, Date.now() - new Date(event.createdAt).getTime()) / 1000);
     return { outcome: 'succeeded' };
   }
+  webhookDeliveries.inc({ outcome: 'failed' });
   return em.fork().transactional(async (tx) => {
     tx.create(WebhookAttempt, attempt);
     if (!event.testClockId) await tx.nativeUpdate(WebhookEndpoint, { id: endpoint.id, failingSince: null }, { failingSince: judgedAt });

@@ -5,6 +5,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { derivedId, newId, type IdKind } from '../../domain/ids.ts';
 import { sha256 } from '../auth/tokens.ts';
 import { clientIp } from './client-ip.ts';
+import { idempotencyConflicts } from '../../services/observability/metrics.ts';
 
 /** Keys are kept this long; a retry within it replays the first response. */
 export const idempotencyKeyTtlMs = 24 * 3_600_000;
@@ -122,11 +123,18 @@ export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean; l
     }
     if (claim.length === 0) {
       const existing = await orm.em.fork().findOne(IdempotencyKey, { scope, key });
-      if (!existing) throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry later.');
+      if (!existing) {
+        idempotencyConflicts.inc({ reason: 'in_progress' });
+        throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry later.');
+      }
       if (existing.requestHash !== requestHash) {
+        idempotencyConflicts.inc({ reason: 'reused' });
         throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request; use a new key.');
       }
-      if (existing.state === 'in_progress') throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry later.');
+      if (existing.state === 'in_progress') {
+        idempotencyConflicts.inc({ reason: 'in_progress' });
+        throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry later.');
+      }
       return c.body(existing.responseBody ?? '', existing.responseStatus as 200, { 'content-type': 'application/json', 'idempotent-replayed': 'true' });
     }
 
