@@ -20,6 +20,9 @@ import { customerTaxIdsApp, subscriptionTaxRatesApp, taxRatesApp, taxSettingsApp
 import { discountsApps } from './routes/coupons.ts';
 import { customerBalanceApp } from './routes/customer-balance.ts';
 import { creditNotesApps } from './routes/credit-notes.ts';
+import { metersApp } from './routes/meters.ts';
+import { meterEventsApp } from './routes/meter-events.ts';
+import { batchBodyLimitBytes } from '../domain/meter-events.ts';
 import { docsApp } from './routes/docs.ts';
 import { eventsApp } from './routes/events.ts';
 import { healthApp } from './routes/health.ts';
@@ -137,8 +140,15 @@ export function createApp(given: ApiDeps) {
     maxSize: deps.config.bodyLimitBytes,
     onError: (c) => sendError(c, 'payload_too_large', `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`),
   });
+  // A batch of meter events (up to 1,000) has its own, larger limit (docs/usage.md#events).
+  const limitBatches = bodyLimit({
+    maxSize: batchBodyLimitBytes,
+    onError: (c) => sendError(c, 'payload_too_large', `A batch of meter events is limited to ${batchBodyLimitBytes} bytes.`),
+  });
   // GET and HEAD requests carry no body (the Node adapter drops one); asking for it would build a whole Request object per read.
-  app.use((c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBodies(c, next)));
+  app.use((c, next) =>
+    c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : c.req.path === '/v1/meter_events/batch' ? limitBatches(c, next) : limitBodies(c, next),
+  );
   // Answers that carry secrets (tokens, API key and webhook secrets) are never stored by a cache.
   app.use('/v1/*', async (c, next) => {
     await next();
@@ -245,6 +255,9 @@ export function createApp(given: ApiDeps) {
   // Credit notes, and their signed PDF links outside the API's authentication.
   const creditNotes = creditNotesApps(deps);
   app.route('/v1/credit_notes', creditNotes.v1);
+  // Usage-based billing: meters, their events and summaries (docs/usage.md).
+  app.route('/v1/meters', metersApp(deps));
+  app.route('/v1/meter_events', meterEventsApp(deps));
   app.route('/credit_notes', creditNotes.root);
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',

@@ -50,6 +50,14 @@ export const errorStatus = {
   export_not_ready: 409,
   // ours: the mode's payment processor refused or could not be reached (a customer's card sent to Stripe)
   processor_error: 502,
+  // ours: a meter event refused (docs/usage.md#refusals): no active meter has its event_name; no such customer in the mode;
+  // its value is not a decimal the meter takes; its timestamp is outside [now − 35 days, now + 5 minutes]
+  unknown_meter: 400,
+  unknown_customer: 400,
+  invalid_value: 400,
+  timestamp_out_of_window: 400,
+  // ours: a meter event (or its cancel) in a usage period already invoiced (docs/usage.md#late-events)
+  period_invoiced: 409,
   // ours: a dependency (database, Temporal) is down
   service_unavailable: 503,
   internal_error: 500,

@@ -75,6 +75,10 @@ export const eventCatalog = [
   { type: 'test_clock.ready', description: 'A test clock finished advancing: every piece of work due up to its time has run.' },
   { type: 'test_clock.internal_failure', description: 'A test clock failed to advance; `failure` says why.' },
   { type: 'test_clock.deleted', description: 'A test clock was deleted, with every object on it.' },
+  { type: 'billing.meter.created', description: 'A billing meter was created.' },
+  { type: 'billing.meter.updated', description: "A billing meter's display_name changed; data.previous_attributes has the name before." },
+  { type: 'billing.meter.deactivated', description: 'A billing meter was deactivated: events naming it are refused from then on (unknown_meter).' },
+  { type: 'billing.meter.reactivated', description: 'A billing meter was reactivated: it counts its events again.' },
 ] as const;
 
 export type EventType = (typeof eventCatalog)[number]['type'];

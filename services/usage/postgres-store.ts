@@ -75,7 +75,7 @@ ev as (
     case when f.aggregation in ('count', 'unique_count') then null else f.raw::numeric end, f.payload
   from first f join ids using (identifier) order by f.idx
 )
-select ch.idx, ch.refusal, ch.meter_id, ch.ts, (ids.identifier is not null and f.idx = ch.idx) as accepted
+select ch.idx, ch.refusal, ch.meter_id, ch.ts, now() as received_at, (ids.identifier is not null and f.idx = ch.idx) as accepted
 from checked ch left join first f on f.identifier = ch.identifier left join ids on ids.identifier = ch.identifier`;
 
 /**
@@ -205,12 +205,12 @@ export class PostgresUsageStore implements UsageStore {
     }
     const result = await this.pool.query(ingestSql, [q.accountId, q.livemode, idx, names, customers, timestamps, identifiers, payloads]);
     const outcomes = new Array<IngestOutcome>(n);
-    for (const row of result.rows as { idx: number; refusal: RefusalCode | null; meter_id: string | null; ts: Date | null; accepted: boolean }[]) {
+    for (const row of result.rows as { idx: number; refusal: RefusalCode | null; meter_id: string | null; ts: Date | null; received_at: Date; accepted: boolean }[]) {
       const identifier = identifiers[row.idx]!;
       outcomes[row.idx] = row.refusal
         ? { status: 'refused', identifier, code: row.refusal }
         : row.accepted
-          ? { status: 'accepted', identifier, meterId: row.meter_id!, timestamp: row.ts! }
+          ? { status: 'accepted', identifier, meterId: row.meter_id!, timestamp: row.ts!, receivedAt: row.received_at }
           : { status: 'duplicate', identifier };
     }
     return outcomes;
@@ -244,12 +244,21 @@ export class PostgresUsageStore implements UsageStore {
       if (!event) return { status: 'not_found' as const };
       if (event.cancelledAt) return { status: 'already_cancelled' as const, event };
       // Under the watermark's share lock, as ingestion: a closing waits for this transaction, or this one sees its raised watermark.
-      const { rows } = await client.query(`select closed_through from usage_watermarks where customer_id = $1 for share`, [event.customerId]);
-      const closedThrough = (rows[0] as { closed_through: Date | number } | undefined)?.closed_through;
-      if (closedThrough !== undefined && new Date(closedThrough).getTime() > event.timestamp.getTime()) return { status: 'period_invoiced' as const, event };
+      // Compared in SQL: timestamps have microseconds, a JS Date only milliseconds.
+      const { rows } = await client.query(
+        `select i."timestamp" < w.closed_through as invoiced from usage_watermarks w
+         join meter_event_identifiers i on i.account_id = $1 and i.livemode = $2 and i.identifier = $3
+         where w.customer_id = i.customer_id for share of w`,
+        [q.accountId, q.livemode, q.identifier],
+      );
+      if ((rows[0] as { invoiced: boolean } | undefined)?.invoiced) return { status: 'period_invoiced' as const, event };
       const updated = await client.query(
-        `update meter_events set cancelled_at = now() where customer_id = $1 and meter_id = $2 and "timestamp" = $3 and account_id = $4 and livemode = $5 and identifier = $6 and cancelled_at is null returning cancelled_at`,
-        [event.customerId, event.meterId, event.timestamp, q.accountId, q.livemode, q.identifier],
+        `update meter_events e set cancelled_at = now() from meter_event_identifiers i
+         where i.account_id = $1 and i.livemode = $2 and i.identifier = $3
+           and e.customer_id = i.customer_id and e.meter_id = i.meter_id and e."timestamp" = i."timestamp"
+           and e.account_id = $1 and e.livemode = $2 and e.identifier = $3 and e.cancelled_at is null
+         returning e.cancelled_at`,
+        [q.accountId, q.livemode, q.identifier],
       );
       const cancelledAt = (updated.rows[0] as { cancelled_at: Date } | undefined)?.cancelled_at;
       if (!cancelledAt) return { status: 'already_cancelled' as const, event: (await this.findWith(client, q))! };

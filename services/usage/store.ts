@@ -38,7 +38,7 @@ export type RefusalCode = 'unknown_meter' | 'unknown_customer' | 'invalid_value'
 
 /** What became of one event of a batch, in the batch's order. */
 export type IngestOutcome =
-  | { status: 'accepted'; identifier: string; meterId: string; timestamp: Date }
+  | { status: 'accepted'; identifier: string; meterId: string; timestamp: Date; receivedAt: Date }
   | { status: 'duplicate'; identifier: string }
   | { status: 'refused'; identifier: string; code: RefusalCode };
 
