@@ -46,7 +46,7 @@ import { productsApp } from './routes/products.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { subscriptionItemsApps } from './routes/subscription-items.ts';
 import { transactionsApp } from './routes/transactions.ts';
-import { customerSearchApp, invoiceSearchApp, transactionSearchApp } from './routes/transaction-search.ts';
+import { creditNoteSearchApp, customerSearchApp, invoiceSearchApp, transactionSearchApp } from './routes/transaction-search.ts';
 import { exportsApps } from './routes/exports.ts';
 import { testClocksApp } from './routes/test-clocks.ts';
 import { usersApp } from './routes/users.ts';
@@ -254,6 +254,8 @@ export function createApp(given: ApiDeps) {
   app.route('/v1/invoice_items', invoiceItemsApp(deps));
   // Credit notes, and their signed PDF links outside the API's authentication.
   const creditNotes = creditNotesApps(deps);
+  // Before /v1/credit_notes, whose /{id} would otherwise take `search`.
+  app.route('/v1/credit_notes/search', creditNoteSearchApp(deps));
   app.route('/v1/credit_notes', creditNotes.v1);
   // Usage-based billing: meters, their events and summaries (docs/usage.md).
   app.route('/v1/meters', metersApp(deps));

@@ -92,6 +92,30 @@ export const customerSearchSchema: SearchSchema = {
   },
 };
 
+/** Credit notes (docs/discounts-and-taxes.md#credit-notes): found as invoices are, by number, customer, invoice, amounts. */
+export const creditNoteSearchSchema: SearchSchema = {
+  resource: 'credit_notes',
+  metadata: false,
+  fields: {
+    id: { type: 'id' },
+    number: { type: 'text', substring: true },
+    status: { type: 'enum', values: ['issued', 'void'] },
+    invoice: { type: 'id' },
+    customer: { type: 'id' },
+    // The customer's email now (a credit note keeps none of its own); `~` too.
+    email: { type: 'text', substring: true },
+    reason: { type: 'enum', values: ['duplicate', 'fraudulent', 'order_change', 'product_unsatisfactory'], nullable: true },
+    memo: { type: 'text', substring: true, nullable: true },
+    total: { type: 'amount' },
+    refund_amount: { type: 'amount' },
+    credit_amount: { type: 'amount' },
+    out_of_band_amount: { type: 'amount' },
+    currency: { type: 'currency' },
+    created: { type: 'time' },
+    voided_at: { type: 'time', nullable: true },
+  },
+};
+
 /** The transactions' field names (the first search; kept for callers that list them). */
 export const searchFields = Object.keys(transactionSearchSchema.fields) as readonly string[];
 export type SearchField = string;

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Customer, Invoice, Transaction } from '../db/entities/index.ts';
+import { CreditNote, Customer, Invoice, Transaction } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import {
+  creditNoteSearchSchema,
   customerSearchSchema,
   invoiceSearchSchema,
   parseSearchQuery,
@@ -13,7 +14,7 @@ import {
 } from '../domain/search-query.ts';
 
 /**
- * Search of transactions, invoices and customers (docs/exports-and-search.md): the AST of
+ * Search of transactions, invoices, customers and credit notes (docs/exports-and-search.md): the AST of
  * domain/search-query.ts compiled to one parameterized SQL condition. Every value travels
  * as a `?` parameter; the SQL text is built only from this file's constants (table and
  * column names, operators).
@@ -93,8 +94,32 @@ export const customerSearch: SearchTable = {
   columns: { id: 't.id', email: 't.email', name: 't.name', created: 't.created_at', country: "(t.address ->> 'country')", tax_exempt: 't.tax_exempt' },
 };
 
+export const creditNoteSearch: SearchTable = {
+  schema: creditNoteSearchSchema,
+  table: 'credit_notes',
+  idPattern: /^cn_[0-9a-z]{26}$/,
+  columns: {
+    id: 't.id',
+    number: 't.number',
+    status: 't.status',
+    invoice: 't.invoice_id',
+    customer: 't.customer_id',
+    email: 'c.email',
+    reason: 't.reason',
+    memo: 't.memo',
+    total: 't.total',
+    refund_amount: 't.refund_amount',
+    credit_amount: 't.credit_amount',
+    out_of_band_amount: 't.out_of_band_amount',
+    currency: 't.currency',
+    created: 't.created_at',
+    voided_at: 't.voided_at',
+  },
+  join: { fields: ['email'], sql: ' left join customers c on c.id = t.customer_id and c.account_id = t.account_id' },
+};
+
 /** The resources with a search, by name (exports of these take a `query` too). */
-export const searchTables: Readonly<Partial<Record<string, SearchTable>>> = { transactions: transactionSearch, invoices: invoiceSearch, customers: customerSearch };
+export const searchTables: Readonly<Partial<Record<string, SearchTable>>> = { transactions: transactionSearch, invoices: invoiceSearch, customers: customerSearch, credit_notes: creditNoteSearch };
 
 const comparisons = { '>': '>', '<': '<', '>=': '>=', '<=': '<=' } as const;
 
@@ -236,4 +261,14 @@ export async function searchCustomers(
   options: { limit: number; after?: string | undefined },
 ): Promise<SearchPage<Customer>> {
   return page(await searchRows(em, customerSearch, scope, query, options), options.limit, (row) => em.map(Customer, row));
+}
+
+/** The same for credit notes (creditNoteSearchSchema's fields). */
+export async function searchCreditNotes(
+  em: EntityManager,
+  scope: { accountId: string; livemode: boolean },
+  query: SearchQuery,
+  options: { limit: number; after?: string | undefined },
+): Promise<SearchPage<CreditNote>> {
+  return page(await searchRows(em, creditNoteSearch, scope, query, options), options.limit, (row) => em.map(CreditNote, row));
 }

@@ -269,7 +269,7 @@ describe('exports', () => {
     await bad({ resource: 'transactions', format: 'csv', columns: ['id', 'secret'] }, 'secret');
     await bad({ resource: 'transactions', format: 'csv', query: 'status:nope' }, 'character 8');
     await bad({ resource: 'customers', format: 'csv', query: 'status:failed' }, 'character 1: expected a field (id, email, name, created, country, tax_exempt)');
-    await bad({ resource: 'payouts', format: 'csv', query: 'status:paid' }, 'only transactions, invoices and customers exports');
+    await bad({ resource: 'payouts', format: 'csv', query: 'status:paid' }, 'only transactions, invoices, customers and credit_notes exports');
     await bad({ resource: 'transactions', format: 'csv', time_zone: 'Mars/Olympus' }, 'time zone');
     await bad({ resource: 'customers', format: 'csv', filters: { status: 'paid' } }, 'customers exports take email; not status');
     await bad({ resource: 'invoices', format: 'csv', filters: { status: 'settled' } }, 'filters.status: one of draft, open, paid, void, uncollectible');

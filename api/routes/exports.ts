@@ -22,7 +22,7 @@ const CreateBody = z
   .object({
     resource: z.enum(exportResources),
     format: z.enum(exportFormats),
-    query: z.string().min(1).max(2000).optional().openapi({ description: 'transactions, invoices and customers: a search query in the resource\'s fields (docs/exports-and-search.md)' }),
+    query: z.string().min(1).max(2000).optional().openapi({ description: 'transactions, invoices, customers and credit_notes: a search query in the resource\'s fields (docs/exports-and-search.md)' }),
     created: z.object({ gte: isoInstant.optional(), lte: isoInstant.optional() }).strict().optional(),
     columns: z.array(z.string().min(1).max(64)).min(1).max(50).optional(),
     filters: z
@@ -118,7 +118,7 @@ export function exportsApps(deps: ApiDeps) {
       const scope = await accountScope(c, orm);
       if (body.query !== undefined) {
         const table = Object.hasOwn(searchTables, body.resource) ? searchTables[body.resource] : undefined;
-        if (!table) throw new ApiError('invalid_request', 'query: only transactions, invoices and customers exports take a search query.');
+        if (!table) throw new ApiError('invalid_request', 'query: only transactions, invoices, customers and credit_notes exports take a search query.');
         parseForApi(body.query, table.schema);
       }
       // zod's record drops a "__proto__" key silently: the raw body's own keys are checked too, so it is an unknown filter like any other.

@@ -1,10 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import {
+  creditNoteSearch,
   customerSearch,
   decodeSearchPage,
   invoiceSearch,
   parseForApi,
+  searchCreditNotes,
   searchCustomers,
   searchInvoices,
   searchTransactions,
@@ -19,9 +21,11 @@ import { TransactionSchema, serializeTransaction } from '../../objects/transacti
 import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
 import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
+import { CreditNoteSchema, serializeCreditNote } from '../../objects/credit-note.ts';
+import { signedCreditNotePdfUrl } from '../../services/credit-note-delivery.ts';
 
 /**
- * GET /v1/transactions/search, /v1/invoices/search and /v1/customers/search: one query
+ * GET /v1/transactions/search, /v1/invoices/search, /v1/customers/search and /v1/credit_notes/search: one query
  * language (domain/search-query.ts), each resource with its own field table. Each app is
  * mounted before its resource's routes so `search` is never read as an id.
  */
@@ -81,6 +85,16 @@ const customersRoute = searchRoute(
   CustomerSchema,
 );
 
+const creditNotesRoute = searchRoute(
+  'Credit notes',
+  'Search credit notes',
+  'The transactions search language with the credit note fields: id, number (`~` too), status (issued, void), invoice, customer, email (the customer\'s, `~` too), ' +
+    'reason (`reason:null`), memo (`~`), total, refund_amount, credit_amount, out_of_band_amount (compare with `>`, `<`, `>=`, `<=`), currency, created, voided_at (`voided_at:null`). ' +
+    'Newest first, read-your-writes. A bad query is `invalid_request` naming the character position.',
+  'number~"ACME-0007" AND status:issued',
+  CreditNoteSchema,
+);
+
 /** What every search handler starts with: the query parsed by the resource's field table, its page token read, the caller's scope. */
 async function searchRequest(c: Context, orm: ApiDeps['orm'], table: SearchTable, params: { query: string; limit: number; page?: string | undefined }) {
   const parsed = parseForApi(params.query, table.schema);
@@ -116,5 +130,15 @@ export function customerSearchApp(deps: ApiDeps) {
     const result = await searchCustomers(em, scope, parsed, options);
     const balances = await customerBalancesOf(em, result.rows.map((customer) => customer.id));
     return c.json({ object: 'search_result' as const, data: result.rows.map((customer) => serializeCustomer(customer, balances.get(customer.id))), has_more: result.hasMore, next_page: result.nextPage }, 200);
+  });
+}
+
+export function creditNoteSearchApp(deps: ApiDeps) {
+  const { orm, config } = deps;
+  return newOpenApiApp().openapi(creditNotesRoute, async (c) => {
+    const { scope, parsed, options } = await searchRequest(c, orm, creditNoteSearch, c.req.valid('query'));
+    const result = await searchCreditNotes(orm.em.fork(), scope, parsed, options);
+    const data = result.rows.map((note) => serializeCreditNote(note, signedCreditNotePdfUrl(config, note.id)));
+    return c.json({ object: 'search_result' as const, data, has_more: result.hasMore, next_page: result.nextPage }, 200);
   });
 }
