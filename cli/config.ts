@@ -21,6 +21,8 @@ export interface CliConfig {
   key?: StoredKey;
   /** The stable local secret `billing listen` signs forwarded events with. */
   webhook_secret?: string;
+  /** Where the Temporal UI is, when not on the API's host at TEMPORAL_UI_PORT or 8233 (`billing open temporal`). */
+  temporal_ui_url?: string;
 }
 
 /** `$XDG_CONFIG_HOME/billing/config.json`, else `~/.config/billing/config.json`. */
@@ -59,6 +61,22 @@ export function resolveMode(flag: string | undefined, config: CliConfig, env: No
 /** `--api-base` > BILLING_API_BASE > the config file > http://localhost:3000. */
 export function resolveApiBase(flag: string | undefined, config: CliConfig, env: NodeJS.ProcessEnv = process.env): string {
   return (flag ?? env.BILLING_API_BASE ?? config.api_base ?? 'http://localhost:3000').replace(/\/$/, '');
+}
+
+/**
+ * The Temporal UI `billing open temporal` opens: TEMPORAL_UI_URL > TEMPORAL_UI_PORT (the variable `npm start`
+ * serves the UI on) on the API's host > the config file's temporal_ui_url > port 8233 on the API's host.
+ */
+export function temporalUiUrl(config: CliConfig, apiBase: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (env.TEMPORAL_UI_URL) return env.TEMPORAL_UI_URL.replace(/\/$/, '');
+  const host = new URL(apiBase).hostname; // an IPv6 host keeps its brackets
+  const onApiHost = (port: string) => `http://${host}:${port}`;
+  if (env.TEMPORAL_UI_PORT) {
+    if (!/^\d{1,5}$/.test(env.TEMPORAL_UI_PORT)) throw new CliError(exitCodes.usage, 'bad_env', `TEMPORAL_UI_PORT must be a port number (got "${env.TEMPORAL_UI_PORT}").`);
+    return onApiHost(env.TEMPORAL_UI_PORT);
+  }
+  if (config.temporal_ui_url) return config.temporal_ui_url.replace(/\/$/, '');
+  return onApiHost('8233');
 }
 
 export function keyMode(secret: string): Mode | null {

@@ -4,17 +4,21 @@
  * HTTP API only: it imports nothing from api/, services/ or db/.
  */
 import { spawn } from 'node:child_process';
-import { accessSync, constants as fsConstants, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { Command, CommanderError, Option } from 'commander';
 import { signWebhook } from '../domain/webhooks.ts';
 import { download, request, readSse, type ClientOptions } from './client.ts';
-import { configPath, ensureWebhookSecret, keyFor, keyMode, readConfig, resolveApiBase, resolveMode, writeConfig, type CliConfig, type Mode } from './config.ts';
+import { configPath, ensureWebhookSecret, keyFor, keyMode, readConfig, resolveApiBase, resolveMode, temporalUiUrl, writeConfig, type CliConfig, type Mode } from './config.ts';
 import { CliError, exitCodes } from './exit-codes.ts';
 import type { FieldSpec, Operation } from './operations.ts';
 
-const operations: Operation[] = JSON.parse(readFileSync(new URL('./operations.json', import.meta.url), 'utf8'));
+// Imported (not read from disk beside this file) so the installed bundle (dev/cli-bundle.ts) carries it.
+import operationsJson from './operations.json' with { type: 'json' };
+import { version as cliVersion } from './package.json' with { type: 'json' };
+
+const operations = operationsJson as Operation[];
 
 interface Globals {
   env?: string;
@@ -157,19 +161,40 @@ async function openLink(ctx: Context, url: string, print: boolean): Promise<void
   out(url);
 }
 
-async function invoicePdf(cmd: Command, id: string): Promise<void> {
+/** Saves a file the API answers at `apiPath` (to `-o`, `-` for stdout, else the server's file name or `fallbackName` here). */
+async function saveDownload(cmd: Command, apiPath: string, accept: string, fallbackName: string): Promise<void> {
   const opts = cmd.opts<{ output?: string }>();
   const ctx = context(cmd);
   const client = authed(ctx);
-  const pdf = await download(client, `/v1/invoices/${encodeURIComponent(id)}/pdf`, 'application/pdf');
+  const file = await download(client, apiPath, accept);
   if (opts.output === '-') {
-    process.stdout.write(pdf.bytes);
+    process.stdout.write(file.bytes);
     return;
   }
-  const file = path.resolve(opts.output ?? (pdf.filename ?? `${id}.pdf`).replace(/[\/\\]/g, '_'));
-  writeFileSync(file, pdf.bytes);
-  if (ctx.json) out(JSON.stringify({ file, bytes: pdf.bytes.length, content_type: pdf.contentType }));
-  else out(`Saved ${file} (${pdf.bytes.length} bytes).`);
+  const target = path.resolve(opts.output ?? (file.filename ?? fallbackName).replace(/[\/\\]/g, '_'));
+  writeFileSync(target, file.bytes);
+  if (ctx.json) out(JSON.stringify({ file: target, bytes: file.bytes.length, content_type: file.contentType }));
+  else out(`Saved ${target} (${file.bytes.length} bytes).`);
+}
+
+const invoicePdf = (cmd: Command, id: string) => saveDownload(cmd, `/v1/invoices/${encodeURIComponent(id)}/pdf`, 'application/pdf', `${id}.pdf`);
+
+/** `exports download <id>`: the export's file; with --wait, once the export has finished (its progress on stderr). */
+async function exportDownload(cmd: Command, id: string): Promise<void> {
+  const ctx = context(cmd);
+  const client = authed(ctx);
+  let current = await request(client, 'GET', `/v1/exports/${encodeURIComponent(id)}`);
+  const spec = waitable['exports create']!;
+  if (!spec.done(current)) {
+    if (!cmd.opts<{ wait?: boolean }>().wait) usage(`Export ${id} is ${current.status}: pass --wait to download it once it has finished.`);
+    while (!spec.done(current)) {
+      err(spec.progress(current));
+      await new Promise((r) => setTimeout(r, 500));
+      current = await request(client, 'GET', `/v1/exports/${encodeURIComponent(id)}`);
+    }
+  }
+  if (spec.failed(current)) throw new CliError(exitCodes.server, 'failed', `${current.id} ended ${current.status}${current.error ? `: ${current.error}` : ''}.`);
+  return saveDownload(cmd, `/v1/exports/${encodeURIComponent(id)}/file`, '*/*', `${id}.${current.format ?? 'csv'}`);
 }
 
 /**
@@ -209,7 +234,7 @@ async function waitFor(ctx: Context, client: Parameters<typeof request>[0], spec
 }
 
 /** Operations the generic command cannot serve (a binary answer): their own commands below. */
-const ownCommands = new Set(['invoices pdf']);
+const ownCommands = new Set(['invoices pdf', 'exports file']);
 
 function addResourceCommands(program: Command): void {
   const groups = new Map<string, Command>();
@@ -227,6 +252,16 @@ function addResourceCommands(program: Command): void {
           .argument('<id>')
           .option('-o, --output <file>', 'where to save it (default: the invoice number .pdf in this folder; - for stdout)')
           .action((id: string, _opts, command: Command) => invoicePdf(command, id));
+      }
+      if (op.resource === 'exports' && op.action === 'file') {
+        group
+          .command('download')
+          .alias('file')
+          .description(`${op.summary}, saved to a file — ${op.method} ${op.path}`)
+          .argument('<id>')
+          .option('-o, --output <file>', "where to save it (default: the export's file name in this folder; - for stdout)")
+          .option('--wait', 'wait for a pending or running export to finish first')
+          .action((id: string, _opts, command: Command) => exportDownload(command, id));
       }
       continue;
     }
@@ -482,7 +517,7 @@ async function runTrigger(ctx: Context, client: ClientOptions & { accountId: str
 export function buildProgram(): Command {
   const program = new Command('billing')
     .description('The billing engine from your terminal: log in, forward webhooks, trigger events, tail logs, manage resources.')
-    .version('0.1.0')
+    .version(cliVersion)
     .addOption(new Option('--env <mode>', 'test or live (overrides FINTECH_ENV and the config file)'))
     .option('--api-base <url>', 'the API (overrides BILLING_API_BASE and the config file; default http://localhost:3000)')
     .option('--json', 'print JSON (results on stdout; errors as {"error","message"} on stdout too)')
@@ -557,7 +592,7 @@ export function buildProgram(): Command {
       const links: Record<string, string> = {
         docs: `${ctx.apiBase}/docs`,
         openapi: `${ctx.apiBase}/openapi.json`,
-        temporal: process.env.TEMPORAL_UI_URL ?? 'http://localhost:8233',
+        temporal: temporalUiUrl(ctx.config, ctx.apiBase),
       };
       if (!links[what]) usage(`open takes ${Object.keys(links).join(', ')}.`);
       return openLink(ctx, links[what]!, Boolean(opts.print));
