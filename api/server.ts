@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError, loadConfig } from '../config.ts';
-import { openOrm } from '../db/orm.ts';
+import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
+import { requestPathTemporalInterceptors } from '../services/temporal-connection.ts';
 import { createProcessors } from '../services/processors/index.ts';
 import { createLogger } from '../logger.ts';
 import { createApp } from './app.ts';
@@ -63,11 +64,13 @@ async function main(): Promise<void> {
     logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS must be set for a standalone API (npm start runs everything locally).');
     process.exit(1);
   }
-  const orm = await openOrm(config.databaseUrl);
+  // Connect, pool and statement timeouts: a PostgreSQL that hangs answers requests 503, not never (db/orm.ts).
+  const orm = await openOrm(config.databaseUrl, requestPathDatabaseOptions());
   await ensureAdmin(orm, config.auth);
   // OTEL_EXPORTER_OTLP_ENDPOINT: a span per request, carried into the workflows the request starts (docs/operations.md#traces).
   const tracing = startTracing({ serviceName: 'billing-api', otlpEndpoint: config.otlpEndpoint });
-  const connection = await Connection.connect({ address: config.temporalAddress });
+  // A second of retries and deadlines on quick calls: a Temporal outage answers 503 promptly (services/temporal-connection.ts).
+  const connection = await Connection.connect({ address: config.temporalAddress, interceptors: requestPathTemporalInterceptors() });
   const temporal = new Client({ connection, namespace: config.temporalNamespace, ...(tracing ? { interceptors: { workflow: tracing.clientInterceptors } } : {}) });
   const api = await startApiServer({ orm, temporal, config, logger, processors: createProcessors(config.processors, () => orm.em.fork()), ...(tracing ? { tracer: tracing.tracer } : {}) }, config.port);
   logger.info({ port: api.port, tracing: Boolean(tracing) }, 'api listening');

@@ -29,6 +29,60 @@ export function databasePoolMax(): number {
   return value;
 }
 
+/**
+ * The API's database timeouts: a PostgreSQL that hangs (stopped, a network path that drops packets, a lock held
+ * for minutes) must not hang requests. Each bound ends in an error api/errors.ts answers with 503
+ * `service_unavailable` and `Retry-After` (domain/dependency-errors.ts):
+ * - connecting a new connection, or waiting for a pooled one, at most DATABASE_CONNECT_TIMEOUT_MS (default 5 s:
+ *   pg-pool's `timeout exceeded when trying to connect`);
+ * - a statement at most DATABASE_STATEMENT_TIMEOUT_MS (default 10 s), on the server (`statement_timeout`, SQLSTATE
+ *   57014), which cancels it cleanly;
+ * - and, for a server that does not answer at all, the client gives up 5 s later (pg's `query_timeout`: `Query read
+ *   timeout`) and closes that connection, so the pool does not hand it out again with the stuck statement ahead of
+ *   the next one.
+ * Only the API's pool (api/server.ts): a worker's activities retry on their own, and migrations and exports may
+ * rightly run longer. A statement the client gave up on may still complete once the server resumes; the 503 says to
+ * retry with the same Idempotency-Key, which answers with what was done.
+ */
+export function requestPathDatabaseOptions(
+  timeouts: { connectMs?: number; statementMs?: number; readMarginMs?: number } = {},
+): Partial<Options> {
+  const connectMs = timeouts.connectMs ?? timeoutFromEnv('DATABASE_CONNECT_TIMEOUT_MS', 5_000);
+  const statementMs = timeouts.statementMs ?? timeoutFromEnv('DATABASE_STATEMENT_TIMEOUT_MS', 10_000);
+  return {
+    driverOptions: {
+      connectionTimeoutMillis: connectMs,
+      statement_timeout: statementMs,
+      query_timeout: statementMs + (timeouts.readMarginMs ?? 5_000),
+      onPoolCreated(pool: pg.Pool) {
+        pool.on('connect', closeOnReadTimeout);
+      },
+    },
+  };
+}
+
+/** A connection whose statement timed out on the client side is closed: the pool then drops it instead of reusing it. */
+function closeOnReadTimeout(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    if (result instanceof Promise) {
+      result.catch((error: unknown) => {
+        if (error instanceof Error && error.message === 'Query read timeout') (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      });
+    }
+    return result;
+  }) as typeof client.query;
+}
+
+function timeoutFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 100 || value > 3_600_000) throw new Error(`${name} must be a number of milliseconds from 100 to 3600000, not ${raw}`);
+  return value;
+}
+
 export async function openOrm(databaseUrl: string, overrides: Partial<Options> = {}): Promise<MikroORM> {
   return MikroORM.init(ormOptions(databaseUrl, overrides));
 }

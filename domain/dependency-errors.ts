@@ -12,9 +12,11 @@
  *   messages (`Connection terminated unexpectedly`, the pool's `timeout exceeded when trying
  *   to connect`, knex's `Timeout acquiring a connection`); SQLSTATE class 08 (connection
  *   exception), 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 53300
- *   too many connections.
+ *   too many connections, 57014 a statement cancelled by the API's `statement_timeout`; pg's `Query read
+ *   timeout` when a server that hangs did not answer at all (db/orm.ts requestPathDatabaseOptions).
  * - Temporal through @temporalio/client: a `ServiceError` whose cause is a gRPC error with code
- *   14 UNAVAILABLE or 4 DEADLINE_EXCEEDED (the client has already retried it for about 20 s);
+ *   14 UNAVAILABLE or 4 DEADLINE_EXCEEDED (the API's client retries it for about a second first,
+ *   services/temporal-connection.ts);
  *   `Failed to connect before the deadline` from `Connection.connect`.
  * The chain is followed through `cause` and an AggregateError's `errors` (Node's connect to
  * `localhost` tries both addresses and fails with both).
@@ -30,12 +32,13 @@ const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
 /** SQLSTATEs that mean the server cannot serve this connection now (not a problem of the statement). */
 function outageSqlState(code: unknown): boolean {
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false;
-  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300';
+  // 57014: a statement cancelled, here by the API's statement_timeout (db/orm.ts requestPathDatabaseOptions).
+  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300' || code === '57014';
 }
 
 /** Messages only the PostgreSQL client stack (pg, pg-pool, knex/kysely pools) says of a lost or unobtainable connection. */
 const databaseMessages =
-  /^Connection terminated\b|timeout exceeded when trying to connect|Timeout acquiring a connection|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|terminating connection due to administrator command|the database system is (shutting down|starting up|in recovery mode|not yet accepting connections)/i;
+  /^Connection terminated\b|^Query read timeout$|timeout exceeded when trying to connect|Timeout acquiring a connection|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|terminating connection due to administrator command|the database system is (shutting down|starting up|in recovery mode|not yet accepting connections)/i;
 
 /** Stack frames of the database client stack (pg, pg-pool, kysely, MikroORM's SQL drivers). */
 const databaseDriverFrames = /node_modules[\\/](pg|pg-pool|kysely|knex|@mikro-orm)[\\/]/;

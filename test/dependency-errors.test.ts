@@ -26,6 +26,10 @@ describe('unavailableDependency', () => {
     expect(unavailableDependency(new DriverException(pgError('08006', 'connection failure')))).toBe('database');
     expect(unavailableDependency(new DriverException(pgError('53300', 'sorry, too many clients already')))).toBe('database');
     expect(unavailableDependency(new ConnectionException(new Error('could not connect')))).toBe('database');
+    // The API's own bounds on a database that hangs or a statement that waits too long (db/orm.ts requestPathDatabaseOptions).
+    expect(unavailableDependency(new DriverException(pgError('57014', 'canceling statement due to statement timeout')))).toBe('database');
+    expect(unavailableDependency(new DriverException(new Error('Query read timeout')))).toBe('database');
+    expect(unavailableDependency(new Error('Query read timeout'))).toBe('database');
     // localhost: Node tries ::1 and 127.0.0.1 and fails with both, as an AggregateError under the driver's error.
     const both = new AggregateError([socketError('ECONNREFUSED', 'connect ECONNREFUSED ::1:5432'), socketError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')], '');
     expect(unavailableDependency(new DriverException(both))).toBe('database');
@@ -48,7 +52,6 @@ describe('unavailableDependency', () => {
     expect(unavailableDependency(new TypeError("Cannot read properties of undefined (reading 'id')"))).toBeNull();
     expect(unavailableDependency(new UniqueConstraintViolationException(pgError('23505', 'duplicate key value violates unique constraint')))).toBeNull();
     expect(unavailableDependency(new DriverException(pgError('42P01', 'relation "nope" does not exist')))).toBeNull();
-    expect(unavailableDependency(new DriverException(pgError('57014', 'canceling statement due to statement timeout')))).toBeNull();
     // A Temporal refusal (not found, already started, invalid argument) is not an outage.
     expect(unavailableDependency(new ServiceError('Failed to signal', { cause: grpcError(5, 'workflow not found') }))).toBeNull();
     expect(unavailableDependency(new ServiceError('Failed to start', { cause: grpcError(3, 'invalid argument') }))).toBeNull();

@@ -1,6 +1,6 @@
 /**
  * A dependency outage through the real app (issue #29): while PostgreSQL or Temporal cannot be
- * reached, every request that needs it answers 503 `service_unavailable` with `Retry-After`
+ * reached, or PostgreSQL hangs, every request that needs it answers 503 `service_unavailable` with `Retry-After`
  * (never 500 `internal_error`), changes nothing, is logged as "dependency unavailable", and
  * `GET /health` names the dependency that is down; once it is back, the same requests succeed
  * (with the same Idempotency-Key) and health says ok.
@@ -18,15 +18,23 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { createApp, type App } from '../api/app.ts';
-import { openOrm } from '../db/orm.ts';
+import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
+import { requestPathTemporalInterceptors } from '../services/temporal-connection.ts';
 import { Customer, Subscription } from '../db/entities/index.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 /** A TCP proxy that can be taken down (listener closed, open connections reset) and brought back on the same port. */
 async function startProxy(targetHost: string, targetPort: number) {
   const sockets = new Set<net.Socket>();
+  // Open pairs, and whether bytes flow: stalled, the proxy holds them, as a stopped (SIGSTOP) server does.
+  const pairs = new Set<[net.Socket, net.Socket]>();
+  let stalled = false;
+  const flow = ([client, upstream]: [net.Socket, net.Socket]) => {
+    client.pipe(upstream);
+    upstream.pipe(client);
+  };
   let server: net.Server | undefined;
   let port = 0;
   const listen = () =>
@@ -34,16 +42,18 @@ async function startProxy(targetHost: string, targetPort: number) {
       const s = net.createServer((client) => {
         const upstream = net.connect(targetPort, targetHost);
         sockets.add(client).add(upstream);
+        const pair: [net.Socket, net.Socket] = [client, upstream];
+        pairs.add(pair);
         const drop = () => {
           client.destroy();
           upstream.destroy();
           sockets.delete(client);
           sockets.delete(upstream);
+          pairs.delete(pair);
         };
         client.on('error', drop).on('close', drop);
         upstream.on('error', drop).on('close', drop);
-        client.pipe(upstream);
-        upstream.pipe(client);
+        if (!stalled) flow(pair);
       });
       s.once('error', reject);
       s.listen(port, '127.0.0.1', () => {
@@ -66,6 +76,19 @@ async function startProxy(targetHost: string, targetPort: number) {
       await closed;
     },
     up: listen,
+    /** Connections stay open (and new ones are accepted) but no byte passes either way: a server that hangs. */
+    stall() {
+      stalled = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream).pause();
+        upstream.unpipe(client).pause();
+      }
+    },
+    /** Bytes flow again, those held meanwhile first: the server resumed (SIGCONT). */
+    resume() {
+      stalled = false;
+      for (const pair of pairs) flow(pair);
+    },
     async close() {
       if (server) await this.down();
     },
@@ -122,23 +145,14 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
     dbProxy = await startProxy(dbUrl.hostname, Number(dbUrl.port));
     dbUrl.hostname = '127.0.0.1';
     dbUrl.port = String(dbProxy.port);
-    orm = await openOrm(dbUrl.toString(), { pool: { min: 0, max: 4 } });
+    // The API's timeouts (api/server.ts), shortened so that a hung database answers within a few seconds here.
+    orm = await openOrm(dbUrl.toString(), { pool: { min: 0, max: 4 }, ...requestPathDatabaseOptions({ connectMs: 1_500, statementMs: 2_000, readMarginMs: 1_000 }) });
     const [temporalHost, temporalPort] = (engine.env.connection as Connection).options.address.split(':');
     temporalProxy = await startProxy(temporalHost === 'localhost' ? '127.0.0.1' : temporalHost!, Number(temporalPort));
-    // The client's default retry policy (as api/server.ts gets it), watched so that teardown can wait for its last scheduled retry.
-    const retry = defaultGrpcRetryOptions();
+    // The API's retry and deadlines (as api/server.ts connects), watched so that teardown can wait for its last scheduled retry.
     connection = await Connection.connect({
       address: `127.0.0.1:${temporalProxy.port}`,
-      interceptors: [
-        makeGrpcRetryInterceptor({
-          ...retry,
-          delayFunction(attempt, status) {
-            const delay = retry.delayFunction(attempt, status);
-            lastRetryDue = Math.max(lastRetryDue, Date.now() + delay);
-            return delay;
-          },
-        }),
-      ],
+      interceptors: requestPathTemporalInterceptors((delay) => (lastRetryDue = Math.max(lastRetryDue, Date.now() + delay))),
     });
     const temporal = new Client({ connection, namespace: 'default' });
     const sink = new Writable({
@@ -195,19 +209,48 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
     expect(await engine.db.orm.em.fork().count(Customer, { email })).toBe(1);
   });
 
+  it('PostgreSQL hangs (stopped, connections open, nothing answered): requests answer 503 within the timeouts instead of hanging; nothing lost once it resumes', { timeout: 60_000 }, async () => {
+    const email = `hung-${randomBytes(3).toString('hex')}@example.com`;
+    const key = `hung-db-${randomBytes(4).toString('hex')}`;
+    // A pooled connection exists, so the first request meets a statement that gets no answer (the read timeout), the next a connect that does not complete.
+    expect((await call('GET', `/v1/customers/${customerId}`)).status).toBe(200);
+    dbProxy.stall();
+    try {
+      for (const request of [() => call('GET', `/v1/customers/${customerId}`), () => call('POST', '/v1/customers', { email, name: 'Hung' }, { 'idempotency-key': key }), () => call('GET', '/v1/customers')]) {
+        const asked = Date.now();
+        expectUnavailable(await request(), /database/);
+        // statement 2 s + read margin 1 s, or connect 1.5 s (and a pool wait of at most the same): well under 10 s on a loaded machine.
+        expect(Date.now() - asked).toBeLessThan(10_000);
+      }
+      const health = await call('GET', '/health');
+      expect(health.status).toBe(503);
+      expect(health.body).toMatchObject({ status: 'degraded', database: { ok: false }, temporal: { ok: true } });
+      expect(logLines.filter((l) => l.msg === 'unhandled error')).toEqual([]);
+    } finally {
+      dbProxy.resume();
+    }
+    await until(() => call('GET', '/health'), (h) => h.status === 200, 30_000);
+    // The refused create, retried with its key, is made once.
+    const retried = await call('POST', '/v1/customers', { email, name: 'Hung' }, { 'idempotency-key': key });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(201);
+    expect(await engine.db.orm.em.fork().count(Customer, { email })).toBe(1);
+  });
+
   it('Temporal down: a new subscription and a cancel answer 503 naming Temporal and change nothing; reads still work; health says temporal down; both go through once it is back', { timeout: 180_000 }, async () => {
     const key = `outage-temporal-${randomBytes(4).toString('hex')}`;
     const em = () => engine.db.orm.em.fork();
     const subscriptionsBefore = await em().count(Subscription, { customerId });
     await temporalProxy.down();
     try {
-      // The client retries UNAVAILABLE for about 20 s before it gives up: both wait it out together.
+      // The API's client retries UNAVAILABLE for about a second (not the SDK's 20 s) before it gives up.
+      const asked = Date.now();
       const [created, canceled] = await Promise.all([
         call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }, { 'idempotency-key': key }),
         call('POST', `/v1/subscriptions/${subscriptionId}/cancel`, {}),
       ]);
       expectUnavailable(created, /Temporal/);
       expectUnavailable(canceled, /Temporal/);
+      expect(Date.now() - asked).toBeLessThan(8_000);
       // What needs only the database still answers.
       expect((await call('GET', `/v1/customers/${customerId}`)).status).toBe(200);
       expect((await call('GET', `/v1/subscriptions/${subscriptionId}`)).body.status).not.toBe('canceled');
