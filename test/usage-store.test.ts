@@ -158,6 +158,18 @@ describe('PostgresUsageStore', () => {
     expect(await store.closePeriod(q)).toEqual(first);
   });
 
+  it('takes concurrent batches carrying the same identifiers in other orders: each stored once, no deadlock', async () => {
+    const ids = Array.from({ length: 1000 }, (_, i) => `overlap-${String(i).padStart(4, '0')}`);
+    // Half the batches in one order, half in the reverse, started together, three rounds.
+    const results = [];
+    for (let round = 0; round < 3; round++) {
+      const batch = (b: number) => (b % 2 ? [...ids].reverse() : ids).map((id) => event('e_count', `${round}-${id}`, 50, {}));
+      results.push(...(await Promise.all(Array.from({ length: 6 }, (_, b) => store.ingest({ accountId: account, livemode: false, events: batch(b) })))));
+    }
+    expect(results.flat().filter((o) => o.status === 'accepted').length).toBe(3000);
+    expect(results.flat().filter((o) => o.status === 'duplicate').length).toBe(15_000);
+  });
+
   it('counts every event committed before a concurrent closing, and refuses every one after', async () => {
     const start = t(30_000);
     const end = t(20_000);

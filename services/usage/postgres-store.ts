@@ -25,8 +25,11 @@ export const valuePattern = '^-?[0-9]{1,12}(\\.[0-9]{1,6})?$';
  * batch that reads it after the update sees the raised value and refuses `period_invoiced`).
  * The identifiers are inserted first, ON CONFLICT DO NOTHING: those returned are the accepted
  * events, whose rows follow; within the batch the first occurrence of an identifier wins.
+ * Identifiers are inserted in sorted order: two batches carrying the same identifiers in other
+ * orders would otherwise each wait on the other's uncommitted key (a deadlock); in one order, the
+ * later one waits for the earlier's commit and finds them duplicates.
  */
-const ingestSql = `
+export const ingestSql = `
 with input as (
   select * from unnest($3::int[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[])
     as t(idx, event_name, customer_id, ts, identifier, payload_text)
@@ -65,7 +68,7 @@ first as (
 ),
 ids as (
   insert into meter_event_identifiers (account_id, livemode, identifier, meter_id, customer_id, "timestamp")
-  select $1, $2, identifier, meter_id, customer_id, ts from first order by idx
+  select $1, $2, identifier, meter_id, customer_id, ts from first order by identifier
   on conflict do nothing
   returning identifier
 ),
