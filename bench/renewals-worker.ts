@@ -27,7 +27,9 @@ export interface WorkerProcessOptions {
   bundlePath: string;
   mailDir: string;
   /** Worker tuning (BENCH_ACTIVITY_SLOTS, BENCH_WORKFLOW_SLOTS); empty: the SDK's defaults, as production. */
-  overrides: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'stickyQueueScheduleToStartTimeout'>>;
+  overrides: Partial<
+    Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'stickyQueueScheduleToStartTimeout' | 'maxConcurrentWorkflowTaskPolls' | 'nonStickyToStickyPollRatio'>
+  >;
   /** The MikroORM pool's size (BENCH_DB_POOL); undefined: db/orm.ts's default, as production. */
   dbPool: number | undefined;
 }

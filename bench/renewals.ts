@@ -52,7 +52,14 @@
  * BENCH_CACHED_WORKFLOWS sets the worker's maxCachedWorkflows (unset: worker.ts's default,
  * as production). BENCH_TARGETS=engine runs the engine's rounds only (no baseline, no ratio:
  * for memory and wave time at large N, e.g. BENCH_N=10000 BENCH_ROUNDS=1), into a section
- * of its own.
+ * of its own. BENCH_TARGETS=engine with BENCH_VARIANTS='name:key=value,...;name:...' compares worker
+ * settings in one run, the rounds alternating them (parseVariants: sticky, polls, ratio, slots, cache,
+ * pool), e.g. BENCH_VARIANTS='before:sticky=300;after:sticky=5'.
+ *
+ * The lead time to T adapts: the first round's is the warm-up's start time scaled to N, each next
+ * one what the rounds before needed plus half; a round whose workflows were not all started and
+ * settled by T is not measured but run again with a longer lead (runRoundAdapting), instead of the
+ * run failing.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -87,7 +94,7 @@ import {
   type EngineSeed,
   type ItemsSeed,
 } from './renewals-setup.ts';
-import type { WorkerStatusReport } from './renewals-worker.ts';
+import type { WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
 import { workerDefaults } from '../worker.ts';
 
@@ -104,6 +111,45 @@ const positive = (name: string): number | undefined => {
   if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, not ${raw}`);
   return value;
 };
+
+/**
+ * A worker setting compared in one run (BENCH_VARIANTS): `name:key=value,key=value;name:...`, keys `sticky` (seconds a
+ * task may wait on the sticky queue), `polls` (maxConcurrentWorkflowTaskPolls), `ratio` (nonStickyToStickyPollRatio),
+ * `slots` (maxConcurrentWorkflowTaskExecutions), `cache` (maxCachedWorkflows), `pool` (the MikroORM pool). The engine's
+ * rounds alternate the variants (each on a fresh worker), so machine load falls on all of them alike; the section says
+ * each one's renewals/s and its ratio to the first.
+ */
+interface Variant {
+  name: string;
+  spec: string;
+  overrides: WorkerProcessOptions['overrides'];
+  dbPool?: number;
+}
+
+function parseVariants(raw: string | undefined): Variant[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw
+    .split(';')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const [name, spec = ''] = part.split(':', 2) as [string, string?];
+      const variant: Variant = { name: name.trim(), spec: spec.trim(), overrides: {} };
+      for (const pair of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+        const [key, value] = pair.split('=');
+        const number = Number(value);
+        if (!Number.isFinite(number) || number <= 0) throw new Error(`BENCH_VARIANTS: ${pair} needs a positive number`);
+        if (key === 'sticky') variant.overrides.stickyQueueScheduleToStartTimeout = `${number}s`;
+        else if (key === 'polls') variant.overrides.maxConcurrentWorkflowTaskPolls = number;
+        else if (key === 'ratio') variant.overrides.nonStickyToStickyPollRatio = number;
+        else if (key === 'slots') variant.overrides.maxConcurrentWorkflowTaskExecutions = number;
+        else if (key === 'cache') variant.overrides.maxCachedWorkflows = number;
+        else if (key === 'pool') variant.dbPool = number;
+        else throw new Error(`BENCH_VARIANTS: unknown key ${key} (sticky, polls, ratio, slots, cache, pool)`);
+      }
+      return variant;
+    });
+}
 
 /** --items (npm run bench:renewal-items): one-item against three-item subscriptions, no baseline, into a section of its own. */
 const itemsMode = process.argv.includes('--items');
@@ -144,6 +190,8 @@ const settings = {
     .filter(Boolean),
   /** BENCH_PGSS=1: pg_stat_statements from T to the last renewal, the statements that took longest (lock waits included). */
   statementStats: process.env.BENCH_PGSS === '1',
+  /** BENCH_VARIANTS: worker settings compared against each other in one run, engine only (parseVariants). */
+  variants: parseVariants(process.env.BENCH_VARIANTS),
 };
 const tunings = [
   settings.activitySlots !== undefined && `BENCH_ACTIVITY_SLOTS=${settings.activitySlots}`,
@@ -275,6 +323,8 @@ interface Slots {
 
 interface RoundResult {
   target: Target;
+  /** BENCH_VARIANTS: the worker setting this round ran with. */
+  variant?: string;
   round: number;
   n: number;
   /** Seconds to start the N workflows, and until the worker was idle again. */
@@ -360,9 +410,9 @@ function carriedSnapshot(seed: EngineSeed, customerId: string, at: Date): Subscr
   return settings.scenario === 'trial-end' ? trialingSnapshot(seed, customerId, at) : renewingSnapshot(seed, customerId, at);
 }
 
-async function runRound(ctx: Context, target: Target, round: number, rounds: number, lead: number, n = settings.n): Promise<RoundResult> {
+async function runRound(ctx: Context, target: Target, round: number, rounds: number, lead: number, n = settings.n, variant?: Variant): Promise<RoundResult> {
   const { orm, client, say } = ctx;
-  const label = round === 0 ? `${target} warm-up` : `${target} ${round}/${rounds}`;
+  const label = `${round === 0 ? `${target} warm-up` : `${target} ${round}/${rounds}`}${variant ? ` [${variant.name}]` : ''}`;
   const loadAtStart = os.loadavg()[0]!;
   const taskQueue = `bench-renewals-${target}-${round}-${randomBytes(3).toString('hex')}`;
 
@@ -385,8 +435,9 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
       ...(settings.workflowSlots ? { maxConcurrentWorkflowTaskExecutions: settings.workflowSlots } : {}),
       ...(settings.cachedWorkflows ? { maxCachedWorkflows: settings.cachedWorkflows } : {}),
       ...(settings.stickySeconds ? { stickyQueueScheduleToStartTimeout: `${settings.stickySeconds}s` } : {}),
+      ...variant?.overrides,
     },
-    dbPool: settings.dbPool,
+    dbPool: variant?.dbPool ?? settings.dbPool,
   });
   ctx.stops.add(`worker process (${label})`, () => worker.kill());
   const { pid: workerPid } = await worker.ready();
@@ -455,7 +506,8 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   const slackSeconds = (at.getTime() - Date.now()) / 1000;
   say(`${label}: started in ${startSeconds.toFixed(1)} s, worker idle after ${settleSeconds.toFixed(1)} s; ${slackSeconds.toFixed(1)} s to T`);
   if (slackSeconds < 0.5) {
-    throw new Error(`${label}: the workflows were not all started and settled before T (${slackSeconds.toFixed(1)} s left); this machine is slower than the lead time assumes`);
+    await worker.stop().catch(() => {});
+    throw new LeadTooShort(`${label}: the workflows were not all started and settled before T (${slackSeconds.toFixed(1)} s left); this machine is slower than the lead time assumed`, settleSeconds);
   }
 
   if (settings.statementStats) {
@@ -554,6 +606,7 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   const wallSeconds = (doneAt - at.getTime()) / 1000;
   const result: RoundResult = {
     target,
+    ...(variant ? { variant: variant.name } : {}),
     round,
     n,
     startSeconds,
@@ -592,6 +645,34 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   };
   say(`${label}: ${describeRound(result)}`);
   return result;
+}
+
+/** A round whose workflows were not all started and settled by T: it is not measured, and runs again with a longer lead. */
+class LeadTooShort extends Error {
+  readonly settleSeconds: number;
+  constructor(message: string, settleSeconds: number) {
+    super(message);
+    this.settleSeconds = settleSeconds;
+  }
+}
+
+/**
+ * runRound, and if the machine started the workflows slower than the lead allowed, the round again with a lead of
+ * what it took plus half (at most twice): the lead adapts instead of the run failing. The abandoned round's workflows
+ * stay asleep on their own task queue with no worker; their timers fire at their T, during the retry's start phase,
+ * before the retry's T.
+ */
+async function runRoundAdapting(ctx: Context, target: Target, round: number, rounds: number, lead: number, n = settings.n, variant?: Variant): Promise<RoundResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runRound(ctx, target, round, rounds, lead, n, variant);
+    } catch (error) {
+      if (!(error instanceof LeadTooShort) || attempt > 2) throw error;
+      const longer = Math.max(lead * 1.5, error.settleSeconds * 1.5 + 15);
+      ctx.say(`${error.message}; again with a lead of ${longer.toFixed(0)} s instead of ${lead.toFixed(0)} s`);
+      lead = longer;
+    }
+  }
 }
 
 /** How many workflows' histories are read per round (spread over the order they were started in). */
@@ -881,18 +962,30 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   const firstLead = (n: number) => 15 + n * 0.04;
   if (settings.items && (settings.engineOnly || settings.scenario !== 'renewal')) throw new Error('--items measures the renewal scenario of one-item against three-item subscriptions: leave BENCH_TARGETS and BENCH_SCENARIO unset');
   const targets: readonly Target[] = settings.items ? ['engine', 'items'] : settings.engineOnly ? ['engine'] : ['baseline', 'engine'];
+  if (settings.variants.length > 0 && (settings.items || !settings.engineOnly)) throw new Error('BENCH_VARIANTS compares worker settings on the engine alone: set BENCH_TARGETS=engine, without --items');
   const warmups: RoundResult[] = [];
   if (settings.warmup > 0) {
-    for (const target of targets) warmups.push(await runRound(ctx, target, 0, settings.rounds, firstLead(settings.warmup), settings.warmup));
+    for (const target of targets) warmups.push(await runRoundAdapting(ctx, target, 0, settings.rounds, firstLead(settings.warmup), settings.warmup));
   }
-  // --items: the first lead scales the warm-ups' settle time to N (a loaded machine starts workflows far slower than the guess).
-  let lead =
-    settings.items && warmups.length > 0 ? Math.max(firstLead(settings.n), Math.max(...warmups.map((r) => r.settleSeconds)) * (settings.n / settings.warmup) * 1.5 + 20) : firstLead(settings.n);
+  // The first lead scales the warm-ups' settle time to N (a loaded machine starts workflows far slower than the guess).
+  let lead = warmups.length > 0 ? Math.max(firstLead(settings.n), Math.max(...warmups.map((r) => r.settleSeconds)) * (settings.n / settings.warmup) * 1.5 + 20) : firstLead(settings.n);
+  if (settings.variants.length > 0) {
+    const results: RoundResult[] = [];
+    for (let round = 1; round <= settings.rounds; round++) {
+      // The order rotates, so no variant always meets the warmer (or busier) server first.
+      const order = settings.variants.map((_, i) => settings.variants[(i + round - 1) % settings.variants.length]!);
+      for (const variant of order) {
+        results.push(await runRoundAdapting(ctx, 'engine', round, settings.rounds, lead, settings.n, variant));
+        lead = Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
+      }
+    }
+    return variantsSection(results, code, loadAtStart, cores, onPostgres, serverVersion, pgVersion, say);
+  }
   const results: RoundResult[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
     // --items: the order alternates (one item first in odd rounds, three items first in even ones), so neither always meets the warmer server.
     for (const target of settings.items && round % 2 === 0 ? [...targets].reverse() : targets) {
-      results.push(await runRound(ctx, target, round, settings.rounds, lead));
+      results.push(await runRoundAdapting(ctx, target, round, settings.rounds, lead));
       // --items: the three-item wave settles slower than the one-item one before it, and a loaded machine varies more: a wider margin.
       lead = settings.items ? Math.max(...results.map((r) => r.settleSeconds)) * 2 + 20 : Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
     }
@@ -950,6 +1043,49 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   return 0;
 });
 
+
+/** BENCH_VARIANTS: worker settings against each other, the engine's rounds alternating them in one run. */
+function variantsSection(results: RoundResult[], code: string, loadAtStart: number, cores: number, onPostgres: boolean, serverVersion: string, pgVersion: string, say: Say): number {
+  const cpu = (c: CpuSpent) => `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
+  const ms = (r: RoundResult) => ((1000 * (r.cpu.worker + r.cpu.server + r.cpu.postgres)) / r.n).toFixed(1);
+  const of = (v: Variant) => results.filter((r) => r.variant === v.name);
+  const perSecond = (v: Variant) => mean(of(v).map((r) => r.perSecond));
+  const first = perSecond(settings.variants[0]!);
+  const heading = `## Renewals: ${settings.n.toLocaleString('en')} subscriptions ${what()} at one instant, worker settings compared${onPostgres ? ', Temporal server on PostgreSQL' : ''} (${settings.variants.map((v) => v.name).join(' / ')})`;
+  const section = [
+    heading,
+    '',
+    `Written by \`BENCH_TARGETS=engine BENCH_VARIANTS='${settings.variants.map((v) => `${v.name}:${v.spec}`).join(';')}' npm run bench:renewals\` (bench/renewals.ts) on ${new Date().toISOString()}, measuring ${code}.`,
+    '',
+    `Machine: ${cores} cores, Node ${process.version}; ${onPostgres ? `the real Temporal server (${serverVersion}, ${settings.historyShards} history shards, on the same embedded PostgreSQL ${pgVersion})` : `the Temporal dev server (${serverVersion}${settings.sqlitePragmas.length > 0 ? `, --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}`}, ` +
+      `load average ${loadAtStart.toFixed(2)} at the start (other agents' work shares the machine: "other" CPU below). Worker: one fresh process per round, ${workerSettings()}, ` +
+      `each variant overriding: ${settings.variants.map((v) => `**${v.name}** ${v.spec || '(nothing)'}`).join('; ')} (sticky: stickyQueueScheduleToStartTimeout in seconds; polls: maxConcurrentWorkflowTaskPolls; ratio: nonStickyToStickyPollRatio; ` +
+      `slots: maxConcurrentWorkflowTaskExecutions; cache: maxCachedWorkflows; pool: the MikroORM pool). ${warmupText()}. The variants' rounds alternate in one run, the order rotating each round; ` +
+      '"timed out" is the share of the workflow tasks of 20 sampled workflows per round that timed out and were scheduled again on the shared queue (most waited out the sticky queue\'s timeout; on a starved machine some ran past the 10 s a started task has); ' +
+      '"WFT / LA in flight" the worker\'s workflow activations and activities in hand (mean of the 200 ms polls), "pool waiting" the requests waiting for a database connection (mean).',
+    '',
+    '| variant | round | N | wall s | renewals/s | first / half done s | timed out | history events | WFT / LA in flight | pool waiting | CPU ms per renewal (worker+server+PostgreSQL) | CPU s worker / server / PostgreSQL / other | peak RSS MB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map(
+      (r) =>
+        `| ${r.variant} | ${r.round} | ${r.n} | ${r.wallSeconds.toFixed(1)} | ${rate(r.perSecond)} | ${r.firstSeconds.toFixed(1)} / ${r.medianSeconds.toFixed(1)} | ${Math.round(r.timedOutTasks * 100)}% | ` +
+        `${round1(r.historyEvents)} | ${round1(r.slots.workflowTasksMean)} / ${round1(r.slots.activitiesMean)} | ${round1(r.slots.poolWaitingMean)} | ${ms(r)} | ${cpu(r.cpu)} | ${Math.round(r.memory.peakRss)} |`,
+    ),
+    '',
+    ...settings.variants.map(
+      (v) =>
+        `- **${v.name}** (${v.spec || 'defaults'}): ${rate(perSecond(v))} renewals/s (mean of ${of(v).length}), ${Math.round(mean(of(v).map((r) => r.timedOutTasks)) * 100)}% of tasks timed out` +
+        (v === settings.variants[0] ? '' : `; **${((perSecond(v) / first) * 100).toFixed(0)}%** of ${settings.variants[0]!.name}'s rate`),
+    ),
+    '',
+    `Every round checked its money: ${settings.n} paid invoices, ${settings.n} succeeded charges.`,
+    '',
+  ];
+  const text = section.join('\n');
+  if (process.env.BENCH_WRITE !== '0') writeSection(resultsFile, heading, text);
+  say(text);
+  return 0;
+}
 
 /** BENCH_TARGETS=engine: the engine's rounds alone (memory and wave time at a size the baseline need not repeat). */
 function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: string, loadAtStart: number, cores: number, onPostgres: boolean, serverVersion: string, pgVersion: string): number {
