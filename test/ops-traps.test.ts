@@ -3,6 +3,7 @@ import { Event } from '../db/entities/index.ts';
 import { sweepOrphanedSubscriptions } from '../services/subscription-watch.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
+import { PlanIdKey } from '../workflows/search-attributes.ts';
 
 /**
  * What ops do to subscription workflows in the Temporal UI or CLI, and what the
@@ -72,8 +73,8 @@ describe('ops traps: subscription workflows handled from Temporal', () => {
     const handle = engine.env.client.workflow.getHandle(sub.id);
     const described = await handle.describe();
     const summary = await described.staticSummary();
-    expect(summary).toBe('Ada <ada@example.com> on Pro ($25.00 every 1 month)');
-    expect(described.memo).toMatchObject({ customerEmail: 'ada@example.com', planName: 'Pro' });
+    expect(summary).toBe('Ada <ada@example.com>, started on Pro ($25.00 every month)');
+    expect(described.memo).toMatchObject({ customerEmail: 'ada@example.com', planName: 'Pro', planId: sub.plan });
     expect(String((described.memo as { account: string }).account)).toContain('@');
     const history = await handle.fetchHistory();
     const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
@@ -81,5 +82,28 @@ describe('ops traps: subscription workflows handled from Temporal', () => {
     const input = JSON.parse(Buffer.from(payload.data!).toString('utf8'));
     expect(input.snapshot.status).toBe('active');
     expect(new Date(input.snapshot.createdAt).getUTCFullYear()).toBeGreaterThan(2000);
+  });
+
+  it('after a plan change the current details, the memo and the PlanId search attribute name the new plan; a renewal adds nothing to them', async () => {
+    const sub = await subscribe(0);
+    const handle = engine.env.client.workflow.getHandle(sub.id);
+    const currentDetails = async () => (await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata')).currentDetails;
+    expect(await currentDetails()).toMatch(/^On Pro \(\$25\.00 every month\)\.\n/);
+    const team = await engine.call('POST', '/v1/plans', { name: 'Team', amount: 6000, currency: 'USD', interval: 'month' });
+    const changed = await engine.call('POST', `/v1/subscriptions/${sub.id}/update`, { plan: team.body.id, quantity: 2 });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    expect(await currentDetails()).toMatch(/^On Team × 2 \(\$120\.00 every month\)\.\n\nRenewal, cycle 1 /);
+    const described = await eventually(() => handle.describe(), (d) => (d.memo as { planId?: string }).planId === team.body.id);
+    expect(described.memo).toMatchObject({ customerEmail: 'ada@example.com', planName: 'Team', planId: team.body.id });
+    expect(described.typedSearchAttributes.get(PlanIdKey)).toBe(team.body.id);
+    // The summary stays what it was written as at the start, and says so.
+    expect(await described.staticSummary()).toBe('Ada <ada@example.com>, started on Pro ($25.00 every month)');
+    // A renewal on the same plan records no upsert of either.
+    const upserts = async () => (await handle.fetchHistory()).events!.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes || e.workflowPropertiesModifiedEventAttributes).length;
+    const before = await upserts();
+    await engine.env.sleep('32 days');
+    await eventually(() => engine.invoices(sub.id), (rows) => rows.filter((i) => i.status === 'paid').length === 3);
+    expect(await upserts()).toBe(before);
+    expect(await currentDetails()).toMatch(/^On Team × 2 /);
   });
 });

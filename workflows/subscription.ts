@@ -43,6 +43,7 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -79,7 +80,8 @@ import {
 import type { DunningState, ItemTerms, PlanTerms, PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
 import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
-import { SubscriptionStatusKey } from './search-attributes.ts';
+import { PlanIdKey, SubscriptionStatusKey } from './search-attributes.ts';
+import { planDetails, planMemo } from '../domain/subscription-details.ts';
 
 export interface SubscriptionWorkflowInput {
   /** On the first run: version 0 with id, customer, plan, trialDays and livemode set. Later runs: the state carried over. */
@@ -236,6 +238,13 @@ export const renewalSpreadLivePatch = 'renewal-spread-live';
  */
 export const fundsOfChargesPatch = 'funds-of-charges';
 
+/**
+ * After a plan change (an upgrade, a trial's change, a downgrade at its renewal, a change of items), the memo's
+ * planId and planName and the PlanId search attribute follow it: two commands (an upsert of each), only when the
+ * plan changed, so a renewal on the same plan records nothing more. Histories from before replay without them.
+ */
+export const planInMemoPatch = 'plan-in-memo';
+
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
 interface Queued {
@@ -267,6 +276,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** Billing dates (trial end or renewal) this run has handled; each used to end the run (before renew-in-place). */
   let billingDates = 0;
   const state = (): SubscriptionState => ({ subscription, plan, pendingPlan, firstInvoiceItems, ...(items ? { items } : {}), ...(pendingLines.length > 0 ? { pendingLines } : {}) });
+  /** The plan the memo and the PlanId search attribute show (the start's; planInMemoPatch moves them along). */
+  let shownPlanId = input.plan.planId;
+  /** The current details (Temporal UI): the plan it bills by now above what it does or waits for (domain/subscription-details.ts). */
+  const setDetails = (text: string) => setCurrentDetails(`${planDetails(plan, pendingPlan, items)}\n\n${text}`);
   /** The terms the subscription bills by now: its plan, and its items follow when it has them (a plan change of a one-item subscription). */
   function setPlan(next: PlanTerms): void {
     plan = next;
@@ -379,7 +392,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     // So are the prorated lines item changes left for it.
     pendingLines = [];
     const key = invoiceInput.billingKey;
-    setCurrentDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
+    setDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
     const cycleFields = {
       billingCycle: cycle,
       currentPeriodStart: iso(period.start),
@@ -481,7 +494,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       await record({ status: 'active', dunning: null });
       return;
     }
-    setCurrentDetails(`Payment retry ${attempt} for invoice ${dunning.invoiceNumber}.`);
+    setDetails(`Payment retry ${attempt} for invoice ${dunning.invoiceNumber}.`);
     const outcome = await chargeOwningFunds({
       idempotencyKey: `${dunning.billingKey}:attempt:${attempt}`,
       invoiceId: dunning.invoiceId,
@@ -781,8 +794,14 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         upsertSearchAttributes([{ key: SubscriptionStatusKey, value: subscription.status }]);
         searchStatusStale = false;
       }
+      if (plan.planId !== shownPlanId && patched(planInMemoPatch)) {
+        // The plan changed: the memo and the search attribute say so, before the next wait (the details below already do).
+        upsertMemo(planMemo(plan));
+        upsertSearchAttributes([{ key: PlanIdKey, value: plan.planId }]);
+        shownPlanId = plan.planId;
+      }
       const wake = nextWake(state(), spread());
-      setCurrentDetails(waitingDetails(wake, subscription));
+      setDetails(waitingDetails(wake, subscription));
       const funds = fundsDue();
       const discountDue = discountEnd ? new Date(discountEnd.end) : null;
       discountSignalled = false;
@@ -845,7 +864,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** Answers messages still queued (they find the subscription ended) before the run closes. */
   async function close(): Promise<SubscriptionSnapshot> {
     const ended = subscription.status === 'expired' ? 'Expired' : subscription.endedReason === 'canceled_by_operator' ? 'Canceled by an operator through Temporal' : 'Canceled';
-    setCurrentDetails(`${ended}. Nothing more to do.`);
+    setDetails(`${ended}. Nothing more to do.`);
     while (queue.length > 0) {
       const { command, done } = queue.shift()!;
       done(await apply(command));
@@ -853,7 +872,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     await condition(allHandlersFinished);
     // The money already collected still becomes available on time, after the end too.
     for (let funds = fundsDue(); funds; funds = fundsDue()) {
-      setCurrentDetails(`${ended}. The money collected becomes available at ${funds.toISOString()}.`);
+      setDetails(`${ended}. The money collected becomes available at ${funds.toISOString()}.`);
       await clock.sleepUntil(funds, () => false, { summary: 'Until the collected money is available' });
       await releaseDueFunds();
     }

@@ -12,6 +12,7 @@ import { billingCycleModes, endedStatuses, initialSnapshot, subscriptionItemId, 
 import { newId } from '../../domain/ids.ts';
 import { maxPriceAmount, maxQuantity } from '../../domain/pricing.ts';
 import { termsPrice } from '../../domain/subscription-decisions.ts';
+import { everyInterval, planMemo } from '../../domain/subscription-details.ts';
 import { currency } from '../../objects/common.ts';
 import { raw, type EntityManager } from '@mikro-orm/postgresql';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
@@ -410,9 +411,11 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
             // A retried key reaches the workflow its first try started; a closed one is never started again.
             workflowIdConflictPolicy: idem ? 'USE_EXISTING' : 'FAIL',
             workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            // What ops read in the Temporal UI: who and what, not only ids.
-            staticSummary: `${customer.name ? `${customer.name} <${customer.email}>` : customer.email} on ${plan.name}${terms.quantity! > 1 ? ` × ${terms.quantity}` : ''} (${formatMoney(termsPrice(terms).amount, terms.currency)} every ${plan.intervalCount} ${plan.interval}${plan.intervalCount === 1 ? '' : 's'})`,
-            memo: { account: account ? `${account.name} <${account.email}>` : accountId, customerEmail: customer.email, planName: plan.name },
+            // What ops read in the Temporal UI: who and what, not only ids. The summary never changes, so it says what the
+            // subscription started on; the current plan is the first line of its current details and in its memo
+            // (domain/subscription-details.ts).
+            staticSummary: `${customer.name ? `${customer.name} <${customer.email}>` : customer.email}, started on ${plan.name}${terms.quantity! > 1 ? ` × ${terms.quantity}` : ''} (${formatMoney(termsPrice(terms).amount, terms.currency)} ${everyInterval(input.plan.interval)})`,
+            memo: { account: account ? `${account.name} <${account.email}>` : accountId, customerEmail: customer.email, ...planMemo(input.plan) },
             typedSearchAttributes: [
               { key: SubscriptionStatusKey, value: input.snapshot.status },
               { key: AccountIdKey, value: accountId },
