@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CustomerTaxId, Event, TaxRate } from '../db/entities/index.ts';
-import { builtInTaxCalculator } from '../services/tax-calculator.ts';
+import { CustomerTaxId, Event, TaxRate, type InvoiceLine } from '../db/entities/index.ts';
+import { builtInTaxCalculator, type TaxCalculator } from '../services/tax-calculator.ts';
+import { previewAdjustments, useTaxCalculator } from '../services/invoice-adjustments.ts';
 import { writeSubscriptionTaxRates } from '../services/tax-rates.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -271,6 +272,33 @@ describe('tax rates', () => {
     const sandboxCustomer = await customer({ address: { country: 'DE' } }, sandbox());
     const sandboxResult = await builtInTaxCalculator.calculate(engine.db.orm.em.fork(), { accountId: scope.accountId, livemode: false, customerId: sandboxCustomer.id, subscriptionId: null, currency: 'EUR', lines: [{ amount: 1000, plan: null, product: null }] });
     expect(sandboxResult.line_tax_rates).toEqual([[]]);
+  });
+
+  it('a plugged-in tax calculator (the TaxCalculator seam) decides the rates of an invoice instead of the built-in one', async () => {
+    const ny = await customer({ address: { country: 'US', state: 'NY' } });
+    const asked: string[] = [];
+    // A stand-in for a merchant's tax service, as docs/discounts-and-taxes.md "Plugging in a tax service" writes one: no service is called.
+    const plugged: TaxCalculator = {
+      async calculate(tx, input) {
+        const base = await builtInTaxCalculator.calculate(tx, input);
+        asked.push(`${input.customerId}:${base.customer_address.country}/${base.customer_address.state}`);
+        const rate = { id: 'txr_service_ny', display_name: 'NY sales tax', percentage: '8.875', inclusive: false, country: 'US', state: 'NY' };
+        return { ...base, line_tax_rates: input.lines.map(() => [rate]) };
+      },
+    };
+    // What every invoice issued and every preview asks (services/invoice-adjustments.ts adjustLines), on the real database.
+    const parties = { accountId: engine.tenant.accountId, livemode: true, customerId: ny.id, subscriptionId: null, currency: 'USD', at: new Date() };
+    const lines: InvoiceLine[] = [{ description: 'Workshop', amount: 10000, quantity: 1, period_start: '2026-11-01T00:00:00.000Z', period_end: '2026-11-01T00:00:00.000Z' }];
+    useTaxCalculator(plugged);
+    try {
+      const adjusted = await previewAdjustments(engine.db.orm.em.fork(), parties, lines, false);
+      expect(adjusted.totals).toMatchObject({ subtotal: 10000, tax: 888, total: 10888, total_tax_amounts: [{ tax_rate: 'txr_service_ny', display_name: 'NY sales tax', amount: 888 }] });
+      expect(asked).toEqual([`${ny.id}:US/NY`]);
+    } finally {
+      useTaxCalculator(undefined);
+    }
+    // Back to the built-in calculator: the account has no default rate for New York.
+    expect((await previewAdjustments(engine.db.orm.em.fork(), parties, lines, false)).totals.tax).toBe(0);
   });
 });
 
