@@ -53,6 +53,7 @@ import { createProcessors, sandboxOnlyConfig, sandboxProcessors, type Processors
 import type { PaymentProcessor } from '../services/processors/types.ts';
 import { projectSubscription } from '../services/projections.ts';
 import { renewCycle, type RenewCycleInput, type RenewCycleResult } from '../services/renew-cycle.ts';
+import { createUsageActivities } from './usage.ts';
 import { deleteExpiredTestClocks, recordTestClockAdvanced, reportToClock, tickClockWorkflows } from '../services/test-clocks.ts';
 import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
@@ -275,6 +276,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     // writeExport: also what a dedicated exports worker runs alone (export-worker.ts).
     ...createExportActivities({ orm: deps.orm, exportStorage: deps.exportStorage, isTestMode: processors.isTestMode }),
+    ...createUsageActivities({ orm: deps.orm }),
     /** An export whose writing failed for good: status failed and its event. */
     async failExport(exportId: string, message: string): Promise<void> {
       await failExport(em(), exportId, message);

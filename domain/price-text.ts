@@ -9,7 +9,10 @@ import type { Tier } from './pricing.ts';
 
 export interface PriceDescribed {
   type?: 'recurring' | 'one_time' | null;
-  pricing_scheme?: 'per_unit' | 'tiered' | 'package' | null;
+  pricing_scheme?: 'per_unit' | 'tiered' | 'package' | 'percentage' | null;
+  /** The percentage scheme (metered plans): percent of the summed usage, and a fee per event (minor units, decimal). */
+  percentage?: string | null;
+  fixed_amount_decimal?: string | null;
   amount: number;
   currency: string;
   tiers_mode?: 'graduated' | 'volume' | null;
@@ -76,6 +79,10 @@ export function schemeText(price: PriceDescribed, locale?: string): string {
       return `${formatMinor(price.amount, currency, locale)} per ${price.package_size} units (rounded ${price.package_round ?? 'up'})`;
     case 'tiered':
       return `${price.tiers_mode === 'volume' ? 'Volume' : 'Graduated'}: ${tiersText(price.tiers ?? [], currency, locale)}`;
+    case 'percentage': {
+      const fee = price.fixed_amount_decimal && !/^0(\.0*)?$/.test(price.fixed_amount_decimal) ? ` + ${formatMinor(price.fixed_amount_decimal, currency, locale)} per event` : '';
+      return `${price.percentage ?? '0'}% of usage${fee}`;
+    }
     default:
       return `${formatMinor(price.amount, currency, locale)} per unit`;
   }

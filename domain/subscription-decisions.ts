@@ -12,6 +12,7 @@ import { scheduledAttemptAt } from './dunning.ts';
 import { priceFor, type PriceResult, type PriceRow } from './pricing.ts';
 import { dailyRate, prorate } from './proration.ts';
 import { renewalOffsetMs } from './renewal-spread.ts';
+import { defaultUsageGraceSeconds, isMetered } from './usage-billing.ts';
 import {
   endedStatuses,
   subscriptionItemId,
@@ -42,7 +43,12 @@ export interface SubscriptionState {
   items?: ItemTerms[] | null;
   /** Prorated lines of item changes made with `create_prorations`, waiting for the next invoice (renewalLines). */
   pendingLines?: InvoiceLineInput[];
+  /** A subscription with metered items: seconds past a period's end its renewal waits for late usage (absent: the default, 3600). */
+  usageGraceSeconds?: number;
 }
+
+/** Whether the state bills usage (a metered item): its renewals wait the grace window and carry the last period's usage. */
+export const billsUsage = (state: Pick<SubscriptionState, 'subscription' | 'plan' | 'items'>): boolean => itemsOf(state).some(isMetered);
 
 /** The recurring items a state bills: its items, or the one item of its plan. */
 export function itemsOf(state: Pick<SubscriptionState, 'subscription' | 'plan' | 'items'>): ItemTerms[] {
@@ -180,6 +186,16 @@ export function nextWake(state: SubscriptionState, spreadMinutes = 0): Wake | nu
         ? { at: s.trialEnd!, what: 'Trial ends; cancels (cancel at period end)', action: { kind: 'endAtPeriodEnd' } }
         : { at: s.trialEnd!, what: 'Trial ends; first charge', action: { kind: 'endTrial', billingFrom: s.trialEnd! } };
     case 'active':
+      if (!s.cancelAtPeriodEnd && billsUsage(state)) {
+        // Usage is billed in arrears: the renewal waits the grace window for late events of the period just ended.
+        const graceMs = (state.usageGraceSeconds ?? defaultUsageGraceSeconds) * 1000;
+        const offsetMs = renewalSpreads(s, spreadMinutes) ? renewalOffsetMs(s.id, spreadMinutes) : 0;
+        return {
+          at: iso(new Date(Date.parse(s.currentPeriodEnd!) + graceMs + offsetMs)),
+          what: `Renewal, cycle ${s.billingCycle + 1}${pendingPlan ? ` on ${pendingPlan.planId}` : ''}, with the usage of the period that ends ${s.currentPeriodEnd} (after its ${graceMs / 1000} s grace window)`,
+          action: { kind: 'renew', cycle: s.billingCycle + 1 },
+        };
+      }
       return s.cancelAtPeriodEnd
         ? { at: s.currentPeriodEnd!, what: 'Period ends; cancels (cancel at period end)', action: { kind: 'endAtPeriodEnd' } }
         : renewalSpreads(s, spreadMinutes)
@@ -228,6 +244,9 @@ export interface InvoiceLineInput {
   plan?: string;
   /** How a tiered or package price made the amount (domain/pricing.ts rows); not on prorated lines. */
   breakdown?: PriceRow[];
+  /** A usage line: the meter it bills, and its exact decimal quantity (`quantity` is the same as a number). */
+  meter?: string;
+  quantity_decimal?: string;
   period_start: string;
   period_end: string;
   /** A line that prorates: a plan change's lines, or the partial first period of calendar billing. */
@@ -320,9 +339,18 @@ export function oneTimeLines(items: readonly PriceTerms[], issuedAt: Date): Invo
  * and the upcoming-invoice preview (upcomingInvoice) both come from here. A state with neither items nor pending
  * lines makes exactly the lines it always made.
  */
-export function renewalLines(state: SubscriptionState, period: BillingPeriod, issuedAt: Date, pendingItems: readonly InvoiceLineInput[] = []): InvoiceLineInput[] {
-  const recurring = state.items ? state.items.map((item) => cycleLine(state.subscription, item, period)) : [cycleLine(state.subscription, state.plan, period)];
-  return [...recurring, ...oneTimeLines(state.firstInvoiceItems ?? [], issuedAt), ...(state.pendingLines ?? []), ...pendingItems];
+export function renewalLines(
+  state: SubscriptionState,
+  period: BillingPeriod,
+  issuedAt: Date,
+  pendingItems: readonly InvoiceLineInput[] = [],
+  usage: readonly InvoiceLineInput[] = [],
+): InvoiceLineInput[] {
+  // A metered item has no line in advance: its usage is billed on the next invoice (`usage`, domain/usage-billing.ts).
+  const recurring = itemsOf(state)
+    .filter((item) => !isMetered(item))
+    .map((item) => cycleLine(state.subscription, state.items ? item : state.plan, period));
+  return [...recurring, ...usage, ...oneTimeLines(state.firstInvoiceItems ?? [], issuedAt), ...(state.pendingLines ?? []), ...pendingItems];
 }
 
 /**
@@ -336,6 +364,7 @@ export function cycleInvoice(
   now: Date,
   spreadMinutes = 0,
   pendingItems: readonly InvoiceLineInput[] = [],
+  usage: readonly InvoiceLineInput[] = [],
 ): { period: BillingPeriod; invoice: InvoiceInput } {
   const { subscription, plan } = state;
   const period = periodOf(subscription, plan, cycle);
@@ -349,7 +378,7 @@ export function cycleInvoice(
       accountId: subscription.accountId,
       customerId: subscription.customerId,
       currency: plan.currency,
-      lines: renewalLines(state, period, issuedAt, pendingItems),
+      lines: renewalLines(state, period, issuedAt, pendingItems, usage),
       periodStart: iso(period.start),
       periodEnd: iso(period.end),
       issuedAt: iso(issuedAt),

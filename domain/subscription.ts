@@ -1,6 +1,7 @@
 import type { BillingInterval } from './billing-calendar.ts';
 import type { RetryPolicy } from './dunning.ts';
-import type { Pricing } from './pricing.ts';
+import type { UsagePricing } from './pricing.ts';
+import type { UsageTerms } from './usage-billing.ts';
 
 /**
  * Subscription states of SPEC.md. `paused` is our name for the state the spec
@@ -35,9 +36,11 @@ export interface PriceTerms {
   amount: number;
   currency: string;
   /** How the amount follows the quantity (domain/pricing.ts); absent: per_unit at `amount`. */
-  pricing?: Pricing;
+  pricing?: UsagePricing;
   /** Units billed; absent: 1. */
   quantity?: number;
+  /** A metered plan: billed in arrears on its meter's usage (domain/usage-billing.ts), never at `quantity` in advance. */
+  usage?: UsageTerms | null;
 }
 
 /** The recurring plan terms a subscription bills by. */

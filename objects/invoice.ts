@@ -31,7 +31,9 @@ export const InvoiceLineSchema = z
     object: z.literal('line_item'),
     description: z.string(),
     plan: z.string().nullable().openapi({ description: 'The plan (price) the line bills; null on lines issued before lines named it' }),
-    quantity: z.number().int(),
+    quantity: z.number().openapi({ description: 'Units; a usage line\'s may be a decimal (exact in quantity_decimal)' }),
+    quantity_decimal: z.string().optional().openapi({ description: 'Usage lines: the exact quantity the meter aggregated over the usage period (up to 6 decimal places)', example: '1250.5' }),
+    meter: z.string().optional().openapi({ description: 'Usage lines: the meter (mtr_) whose usage the line bills; period_start/period_end are the usage period', example: 'mtr_01jd3x9c4e6g8j0l2n4q6s8u0w' }),
     unit_amount: z
       .number()
       .int()
@@ -159,6 +161,7 @@ export function serializeInvoiceLine(line: InvoiceLine): z.infer<typeof InvoiceL
     description: line.description,
     plan: line.plan ?? null,
     quantity: line.quantity,
+    ...(line.meter ? { meter: line.meter, quantity_decimal: line.quantity_decimal ?? String(line.quantity) } : {}),
     unit_amount: line.total === undefined ? line.amount : null,
     amount: lineAmount(line),
     breakdown: line.breakdown ?? null,

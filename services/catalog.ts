@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Product, type Plan } from '../db/entities/index.ts';
-import type { Pricing } from '../domain/pricing.ts';
+import type { UsagePricing } from '../domain/pricing.ts';
 import { ApiError } from '../domain/errors.ts';
 
 /** A product of the caller's account and mode, or not_found. */
@@ -15,7 +15,7 @@ export async function findOwnProduct(em: EntityManager, id: string, scope: { acc
  * the 1-unit (per_unit: unit, package: package) `amount` and the pricing scheme; null when the plan
  * has no price in that currency.
  */
-export function planPricing(plan: Plan, currency: string = plan.currency): { amount: number; pricing: Pricing } | null {
+export function planPricing(plan: Plan, currency: string = plan.currency): { amount: number; pricing: UsagePricing } | null {
   const own = currency === plan.currency;
   const option = own ? null : plan.currencyOptions?.[currency];
   if (!own && !option) return null;
@@ -27,6 +27,8 @@ export function planPricing(plan: Plan, currency: string = plan.currency): { amo
       return { amount, pricing: { scheme: 'package', amount, package_size: plan.packageSize!, round: plan.packageRound! } };
     case 'tiered':
       return { amount, pricing: { scheme: 'tiered', tiers_mode: plan.tiersMode!, tiers: (own ? plan.tiers : option!.tiers) ?? [] } };
+    case 'percentage':
+      return { amount, pricing: { scheme: 'percentage', percentage: plan.percentage ?? '0', fixed_amount_decimal: plan.fixedAmountDecimal ?? null } };
     default:
       throw new Error(`Plan ${plan.id} has an unknown pricing scheme ${String(plan.pricingScheme)}.`);
   }

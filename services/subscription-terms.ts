@@ -5,7 +5,8 @@
 import { Plan, Subscription } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { formatMoney } from '../domain/money.ts';
-import { maxPriceAmount, PricingError } from '../domain/pricing.ts';
+import { maxPriceAmount, PricingError, type UsagePricing } from '../domain/pricing.ts';
+import type { UsageTerms } from '../domain/usage-billing.ts';
 import type { PlanTerms, PriceTerms } from '../domain/subscription.ts';
 import { termsPrice } from '../domain/subscription-decisions.ts';
 import { planCurrencies, planPricing } from './catalog.ts';
@@ -17,6 +18,11 @@ import { planCurrencies, planPricing } from './catalog.ts';
 export function priceTerms(plan: Plan, { quantity = 1, currency = plan.currency }: { quantity?: number; currency?: string } = {}): PriceTerms {
   const price = planPricing(plan, currency);
   if (!price) throw new ApiError('invalid_request', `currency: plan ${plan.id} has no price in ${currency} (it bills in ${planCurrencies(plan).join(', ')}).`);
+  if (plan.usageType === 'metered') {
+    if (quantity !== 1) throw new ApiError('invalid_request', `quantity: plan ${plan.id} is metered: it bills the usage its meter ${plan.meterId} aggregates each period, and takes no quantity.`);
+    // Metered: billed in arrears on the meter's usage (domain/usage-billing.ts); the quantity stays 1 and has no line of its own.
+    return { planId: plan.id, name: plan.name, amount: price.amount, currency, pricing: price.pricing, quantity: 1, usage: meteredTerms(plan, price.pricing) };
+  }
   const terms: PriceTerms = { planId: plan.id, name: plan.name, amount: price.amount, currency, pricing: price.pricing, quantity };
   let amount: number;
   try {
@@ -29,6 +35,11 @@ export function priceTerms(plan: Plan, { quantity = 1, currency = plan.currency 
     throw new ApiError('invalid_request', `quantity: ${quantity} of plan ${plan.id} amounts to ${formatMoney(amount, currency)}, above the largest charge (${formatMoney(maxPriceAmount, currency)}).`);
   }
   return terms;
+}
+
+/** A metered plan's usage terms: its meter and its usage price (free units, dimension prices). */
+function meteredTerms(plan: Plan, pricing: UsagePricing): UsageTerms {
+  return { meterId: plan.meterId!, price: { pricing, freeQuantity: plan.freeQuantity ?? null, groupBy: plan.groupBy ?? null, dimensionPrices: plan.dimensionPrices ?? null } };
 }
 
 export function planTerms(plan: Plan, options: { quantity?: number; currency?: string } = {}): PlanTerms {

@@ -56,6 +56,8 @@ import { addDays } from '../domain/billing-calendar.ts';
 import {
   applyItemChange,
   billingAnchorFrom,
+  billsUsage,
+  itemsOf,
   commandProblem,
   itemSnapshots,
   stateAtRenewal,
@@ -78,6 +80,7 @@ import {
   type WakeAction,
 } from '../domain/subscription-decisions.ts';
 import type { DunningState, ItemTerms, PlanTerms, PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
+import { metersToClose, usageLines } from '../domain/usage-billing.ts';
 import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
 import { PlanIdKey, SubscriptionStatusKey } from './search-attributes.ts';
@@ -112,6 +115,8 @@ export interface SubscriptionWorkflowInput {
   pendingLines?: InvoiceLineInput[];
   /** A repeating discount's end this workflow wakes at to end it on time (discountEndSignal); carried by every continue-as-new. */
   discountEnd?: DiscountEnd;
+  /** Metered items: the mode's usage grace window as the last closing read it (absent: 3600 s); carried by every continue-as-new. */
+  usageGraceSeconds?: number;
 }
 
 /** A subscription's repeating discount and when it ends (ISO). */
@@ -245,6 +250,14 @@ export const fundsOfChargesPatch = 'funds-of-charges';
  */
 export const planInMemoPatch = 'plan-in-memo';
 
+/**
+ * Usage billed in arrears (#28): a renewal of a subscription with metered items waits the usage grace window past
+ * the boundary (nextWake), closes the period just ended through ONE local activity (closeUsagePeriod: the
+ * customer's watermark moves, the aggregates are stored once per period) and puts its usage lines on the cycle
+ * invoice. Asked only by runs that bill usage, which no recorded history does.
+ */
+export const usageBillingPatch = 'usage-billing';
+
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
 interface Queued {
@@ -275,7 +288,17 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   const queue: Queued[] = [];
   /** Billing dates (trial end or renewal) this run has handled; each used to end the run (before renew-in-place). */
   let billingDates = 0;
-  const state = (): SubscriptionState => ({ subscription, plan, pendingPlan, firstInvoiceItems, ...(items ? { items } : {}), ...(pendingLines.length > 0 ? { pendingLines } : {}) });
+  /** The usage grace window the renewals of metered items wait (the latest closing's setting); undefined: the default. */
+  let usageGraceSeconds: number | undefined = input.usageGraceSeconds;
+  const state = (): SubscriptionState => ({
+    subscription,
+    plan,
+    pendingPlan,
+    firstInvoiceItems,
+    ...(items ? { items } : {}),
+    ...(pendingLines.length > 0 ? { pendingLines } : {}),
+    ...(usageGraceSeconds !== undefined ? { usageGraceSeconds } : {}),
+  });
   /** The plan the memo and the PlanId search attribute show (the start's; planInMemoPatch moves them along). */
   let shownPlanId = input.plan.planId;
   /** The current details (Temporal UI): the plan it bills by now above what it does or waits for (domain/subscription-details.ts). */
@@ -384,9 +407,29 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     await bill(0);
   }
 
-  /** Invoices and charges billing cycle `cycle`; a decline starts dunning. */
-  async function bill(cycle: number): Promise<void> {
-    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now(), spread());
+  /**
+   * The usage lines of the period that just ended, for the renewal that starts the next: closes that period for
+   * usage (one local activity, idempotent per period) with the items that billed it, before any pending plan applies.
+   */
+  async function closeUsage(): Promise<InvoiceLineInput[]> {
+    if (!billsUsage(state()) || !subscription.currentPeriodStart || !subscription.currentPeriodEnd || !patched(usageBillingPatch)) return [];
+    const usageItems = itemsOf(state());
+    const period = { start: new Date(subscription.currentPeriodStart), end: new Date(subscription.currentPeriodEnd) };
+    setCurrentDetails(`Closing the usage of ${iso(period.start)} to ${iso(period.end)}.`);
+    const closed = await localActivities.closeUsagePeriod({
+      ...customer(),
+      subscriptionId: subscription.id,
+      start: iso(period.start),
+      end: iso(period.end),
+      meters: metersToClose(usageItems),
+    });
+    usageGraceSeconds = closed.usageGraceSeconds;
+    return usageLines(usageItems, closed.closing, period);
+  }
+
+  /** Invoices and charges billing cycle `cycle` (with `usage`: the last period's usage lines); a decline starts dunning. */
+  async function bill(cycle: number, usage: InvoiceLineInput[] = []): Promise<void> {
+    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now(), spread(), [], usage);
     // The setup fees are on this invoice (a retried activity makes the same one); no later invoice carries them.
     firstInvoiceItems = [];
     // So are the prorated lines item changes left for it.
@@ -722,16 +765,18 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         await beginBilling(new Date(action.billingFrom));
         billingDates++;
         return;
-      case 'renew':
+      case 'renew': {
+        const usage = await closeUsage();
         if (pendingPlan) {
           const renewing = stateAtRenewal(state());
           plan = renewing.plan;
           items = renewing.items ?? null;
           pendingPlan = null;
         }
-        await bill(action.cycle);
+        await bill(action.cycle, usage);
         billingDates++;
         return;
+      }
       case 'retryPayment':
         return retryPayment(true);
       case 'endDunning':
@@ -851,6 +896,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
             ...(items ? { items } : {}),
             ...(pendingLines.length > 0 ? { pendingLines } : {}),
             ...(discountEnd ? { discountEnd } : {}),
+            ...(usageGraceSeconds !== undefined ? { usageGraceSeconds } : {}),
           };
           if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.

@@ -65,7 +65,7 @@ const PortalPlan = z.object({
   currency: z.string(),
   interval: z.string(),
   interval_count: z.number().int(),
-  pricing_scheme: z.enum(['per_unit', 'tiered', 'package']),
+  pricing_scheme: z.enum(['per_unit', 'tiered', 'package', 'percentage']),
   price: z.string().openapi({ description: 'The price in words, its scheme included: "$20.00 every month", "Graduated: 1–10 at $10.00, 11+ at $8.00, every month"' }),
 });
 const PortalSubscriptionPlan = PortalPlan.extend({

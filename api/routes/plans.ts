@@ -1,6 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Plan } from '../../db/entities/index.ts';
+import { Meter, Plan } from '../../db/entities/index.ts';
+import { usageTypes } from '../../db/entities/plan.ts';
+import type { DimensionPrice } from '../../domain/usage-pricing.ts';
 import { intervalUnits } from '../../domain/billing-calendar.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
@@ -18,15 +20,17 @@ import {
   maxDecimalPlaces,
   maxPriceAmount,
   maxTiers,
+  maxQuantityDecimalPlaces,
   packageRoundings,
+  parseQuantity,
   planTypes,
   priceFor,
   pricingProblems,
-  pricingSchemes,
   tiersModes,
-  type Pricing,
-  type PricingSchemeName,
+  usagePricingSchemes,
   type Tier,
+  type UsagePricing,
+  type UsagePricingSchemeName,
 } from '../../domain/pricing.ts';
 import { PlanSchema, serializePlan } from '../../objects/plan.ts';
 
@@ -46,12 +50,37 @@ const CurrencyOptionBody = z
   })
   .strict();
 
+const DimensionPriceBody = z
+  .object({
+    amount: z.number().int().optional().openapi({ description: 'per_unit and package plans: the amount for this value' }),
+    tiers: z.array(TierBody).max(maxTiers).optional().openapi({ description: "tiered plans: the tiers for this value (the plan's tiers_mode)" }),
+    percentage: z.string().max(32).optional().openapi({ description: 'percentage plans: the percentage for this value' }),
+    fixed_amount_decimal: z.string().max(32).nullable().optional().openapi({ description: 'percentage plans: the fee per event for this value' }),
+  })
+  .strict();
+
+/** Dimension values one metered plan may price apart. */
+const maxDimensionPrices = 100;
+
 const CreatePlanBody = z
   .object({
     name: z.string().min(1).max(200),
     product: z.string().min(1).max(64).optional().openapi({ description: 'A product id of the same account and mode (404 not_found otherwise)' }),
     type: z.enum(planTypes).default('recurring').openapi({ description: 'recurring (default): billed every interval; one_time: a setup fee, charged on the first invoice of a subscription that names it in `items` (no interval)' }),
-    pricing_scheme: z.enum(pricingSchemes).default('per_unit').openapi({ description: 'per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode (docs/pricing.md)' }),
+    pricing_scheme: z
+      .enum(usagePricingSchemes)
+      .default('per_unit')
+      .openapi({ description: 'per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode; percentage (metered plans on a sum meter): percentage of the summed usage + fixed_amount_decimal per event (docs/pricing.md)' }),
+    usage_type: z.enum(usageTypes).default('licensed').openapi({ description: 'licensed (default): billed in advance at a quantity; metered: billed in arrears on what its meter aggregated over the period just ended (needs meter)' }),
+    meter: z.string().min(1).max(64).optional().openapi({ description: 'Metered plans: an active meter (mtr_) of the same account and mode' }),
+    percentage: z.string().max(32).optional().openapi({ description: 'percentage plans: percent of the summed usage, a decimal string from "0" to "100" with up to 6 places ("2.9")' }),
+    fixed_amount_decimal: z.string().max(32).optional().openapi({ description: 'percentage plans: a fee per event, a decimal string of minor units ("30": $0.30)' }),
+    free_quantity: z.string().max(32).optional().openapi({ description: `Metered plans: units not billed each period, a decimal string with up to ${maxQuantityDecimalPlaces} places (per dimension value when grouped)` }),
+    group_by: z.string().min(1).max(100).optional().openapi({ description: "Metered plans: one of the meter's group_by properties; the usage is billed on one line per value seen" }),
+    dimension_prices: z
+      .record(z.string().max(200), DimensionPriceBody)
+      .optional()
+      .openapi({ description: `Metered plans with group_by: a value's price over the plan's own (the scheme's fields: amount, tiers, or percentage and fixed_amount_decimal); at most ${maxDimensionPrices} values` }),
     amount: amount.nullable().optional().openapi({ description: 'per_unit: per unit; package: per package (both required); tiered: leave out (the tiers price it)' }),
     currency,
     tiers_mode: z.enum(tiersModes).optional().openapi({ description: 'tiered: graduated (each unit by the tier it falls in) or volume (every unit by the tier the quantity falls in)' }),
@@ -80,14 +109,61 @@ const tierOf = (tier: TierInput): Tier => ({
 });
 
 /** Fields that only some schemes take: a body naming one for another scheme is refused, not ignored. */
-const schemeFields: Record<string, PricingSchemeName> = { tiers_mode: 'tiered', tiers: 'tiered', package_size: 'package', package_round: 'package' };
+const schemeFields: Record<string, UsagePricingSchemeName> = {
+  tiers_mode: 'tiered',
+  tiers: 'tiered',
+  package_size: 'package',
+  package_round: 'package',
+  percentage: 'percentage',
+  fixed_amount_decimal: 'percentage',
+};
+/** Fields only a metered plan takes. */
+const meteredFields = ['meter', 'free_quantity', 'group_by', 'dimension_prices'] as const;
+
+/** A dimension value's price laid over the plan's, checked as the plan's own (same scheme). */
+function dimensionPriceProblems(pricing: UsagePricing, value: string, price: z.infer<typeof DimensionPriceBody>): { problems: string[]; stored: DimensionPrice } {
+  const at = `dimension_prices.${value}`;
+  const problems: string[] = [];
+  const allowed: Record<UsagePricingSchemeName, string[]> = { per_unit: ['amount'], package: ['amount'], tiered: ['tiers'], percentage: ['percentage', 'fixed_amount_decimal'] };
+  const given = Object.keys(price).filter((key) => price[key as keyof typeof price] !== undefined);
+  for (const key of given) if (!allowed[pricing.scheme].includes(key)) problems.push(`${at}.${key}: a ${pricing.scheme} plan's dimension price takes ${allowed[pricing.scheme].join(' and ')}.`);
+  if (given.length === 0) problems.push(`${at}: give ${allowed[pricing.scheme].join(' or ')}.`);
+  const stored: DimensionPrice = {
+    ...(price.amount !== undefined ? { amount: price.amount } : {}),
+    ...(price.tiers !== undefined ? { tiers: price.tiers.map(tierOf) } : {}),
+    ...(price.percentage !== undefined ? { percentage: price.percentage } : {}),
+    ...(price.fixed_amount_decimal !== undefined ? { fixed_amount_decimal: price.fixed_amount_decimal } : {}),
+  };
+  if (problems.length === 0) {
+    const merged: UsagePricing =
+      pricing.scheme === 'tiered'
+        ? { ...pricing, tiers: stored.tiers ?? pricing.tiers }
+        : pricing.scheme === 'percentage'
+          ? { ...pricing, percentage: stored.percentage ?? pricing.percentage, fixed_amount_decimal: stored.fixed_amount_decimal !== undefined ? stored.fixed_amount_decimal : pricing.fixed_amount_decimal }
+          : { ...pricing, amount: stored.amount ?? pricing.amount };
+    problems.push(...pricingProblems(merged).map((problem) => `${at}.${problem}`));
+  }
+  return { problems, stored };
+}
 
 /**
  * The price a create body describes, checked whole: every problem in one 400 (invalid_request), named
  * by its field. The plan's `amount` for a tiered price is what one unit costs under its tiers.
  */
-function priceOf(body: CreatePlanInput): { amount: number; pricing: Pricing; currencyOptions: Record<string, PlanCurrencyOption> | null } {
+function priceOf(body: CreatePlanInput): { amount: number; pricing: UsagePricing; currencyOptions: Record<string, PlanCurrencyOption> | null; dimensionPrices: Record<string, DimensionPrice> | null } {
   const problems: string[] = [];
+  const metered = body.usage_type === 'metered';
+  if (metered) {
+    if (body.type === 'one_time') problems.push('usage_type: a one_time plan cannot be metered (usage is billed every period).');
+    if (body.meter === undefined) problems.push('meter: required for a metered plan (the meter whose usage it prices).');
+    if (body.currency_options !== undefined) problems.push('currency_options: a metered plan bills in its own currency only.');
+    if (body.free_quantity !== undefined && parseQuantity(body.free_quantity) === null) problems.push(`free_quantity: must be a non-negative decimal string with at most ${maxQuantityDecimalPlaces} decimal places, like "1000".`);
+    if (body.dimension_prices !== undefined && body.group_by === undefined) problems.push('dimension_prices: give group_by, the meter property whose values they price.');
+    if (Object.keys(body.dimension_prices ?? {}).length > maxDimensionPrices) problems.push(`dimension_prices: at most ${maxDimensionPrices} values.`);
+  } else {
+    for (const field of meteredFields) if (body[field] !== undefined) problems.push(`${field}: only a metered plan takes it (usage_type is licensed; give usage_type "metered").`);
+    if (body.pricing_scheme === 'percentage') problems.push('pricing_scheme: percentage is for metered plans only (usage_type "metered" on a sum meter).');
+  }
   const scheme = body.pricing_scheme;
   for (const [field, owner] of Object.entries(schemeFields)) {
     if (body[field as keyof CreatePlanInput] !== undefined && owner !== scheme) problems.push(`${field}: only a ${owner} plan takes it (pricing_scheme is ${scheme}).`);
@@ -98,8 +174,12 @@ function priceOf(body: CreatePlanInput): { amount: number; pricing: Pricing; cur
   } else if (body.interval === undefined) {
     problems.push('interval: required for a recurring plan (day, week, month or year).');
   }
-  let pricing: Pricing;
-  if (scheme === 'tiered') {
+  let pricing: UsagePricing;
+  if (scheme === 'percentage') {
+    if (body.amount != null) problems.push('amount: a percentage plan is priced by percentage (and fixed_amount_decimal); leave amount out.');
+    if (body.percentage === undefined) problems.push('percentage: required for a percentage plan (a decimal string, "2.9").');
+    pricing = { scheme: 'percentage', percentage: body.percentage ?? '0', fixed_amount_decimal: body.fixed_amount_decimal ?? null };
+  } else if (scheme === 'tiered') {
     if (body.amount != null) problems.push('amount: a tiered plan is priced by its tiers; leave amount out.');
     if (body.tiers_mode === undefined) problems.push('tiers_mode: required for a tiered plan (graduated or volume).');
     pricing = { scheme: 'tiered', tiers_mode: body.tiers_mode ?? 'graduated', tiers: (body.tiers ?? []).map(tierOf) };
@@ -124,7 +204,7 @@ function priceOf(body: CreatePlanInput): { amount: number; pricing: Pricing; cur
     if (pricing.scheme === 'tiered') {
       if (option.amount !== undefined) problems.push(`${at}.amount: a tiered plan is priced by its tiers; give tiers.`);
       const tiers = (option.tiers ?? []).map(tierOf);
-      const optionPricing: Pricing = { ...pricing, tiers };
+      const optionPricing: UsagePricing = { ...pricing, tiers };
       problems.push(...pricingProblems(optionPricing).map((problem) => `${at}.${problem}`));
       if (problems.length === 0) currencyOptions[upper] = { amount: priceFor(optionPricing, 1).amount, tiers };
     } else {
@@ -134,9 +214,18 @@ function priceOf(body: CreatePlanInput): { amount: number; pricing: Pricing; cur
       else currencyOptions[upper] = { amount: option.amount };
     }
   }
+  let dimensionPrices: Record<string, DimensionPrice> | null = null;
+  if (metered && body.dimension_prices !== undefined && problems.length === 0) {
+    dimensionPrices = {};
+    for (const [value, price] of Object.entries(body.dimension_prices)) {
+      const checked = dimensionPriceProblems(pricing, value, price);
+      problems.push(...checked.problems);
+      dimensionPrices[value] = checked.stored;
+    }
+  }
   if (problems.length > 0) throw new ApiError('invalid_request', problems.join(' '));
-  const unit = pricing.scheme === 'tiered' ? priceFor(pricing, 1).amount : pricing.amount;
-  return { amount: unit, pricing, currencyOptions: options.length > 0 ? currencyOptions : null };
+  const unit = pricing.scheme === 'tiered' ? priceFor(pricing, 1).amount : pricing.scheme === 'percentage' ? 0 : pricing.amount;
+  return { amount: unit, pricing, currencyOptions: options.length > 0 ? currencyOptions : null, dimensionPrices };
 }
 
 const UpdatePlanBody = z
@@ -240,7 +329,28 @@ const archivePlan = createRoute({
 });
 
 /** Fields of a plan that never change: its price (and what bills by it). An update naming one is refused saying so. */
-const fixedPlanFields = new Set(['amount', 'currency', 'type', 'pricing_scheme', 'tiers_mode', 'tiers', 'package_size', 'package_round', 'currency_options', 'interval', 'interval_count', 'trial_period_days', 'product']);
+const fixedPlanFields = new Set([
+  'amount',
+  'currency',
+  'type',
+  'pricing_scheme',
+  'tiers_mode',
+  'tiers',
+  'package_size',
+  'package_round',
+  'currency_options',
+  'interval',
+  'interval_count',
+  'trial_period_days',
+  'product',
+  'usage_type',
+  'meter',
+  'percentage',
+  'fixed_amount_decimal',
+  'free_quantity',
+  'group_by',
+  'dimension_prices',
+]);
 
 /** The update routes' validation answer: an attempt to change the price says why it cannot, instead of "unknown field". */
 const fixedFieldsHook = (result: { success: boolean; error?: z.ZodError; target?: string }): undefined => {
@@ -255,6 +365,22 @@ const fixedFieldsHook = (result: { success: boolean; error?: z.ZodError; target?
   }
   throw new ApiError('invalid_request', describeZodError(result.error!, (result.target ?? 'json') as 'json'));
 };
+
+/**
+ * A metered plan's meter: of the caller's account and mode (else 400 naming it: a plan is not created on a
+ * meter the caller cannot see), active, summing when the price is a percentage, and having the group_by.
+ */
+async function checkMeter(em: EntityManager, body: CreatePlanInput, scope: { accountId: string; livemode: boolean }): Promise<void> {
+  const meter = await em.findOne(Meter, { id: body.meter!, accountId: scope.accountId, livemode: scope.livemode });
+  if (!meter) throw new ApiError('invalid_request', `meter: no such meter ${body.meter} in this account's ${scope.livemode ? 'live' : 'sandbox'} mode.`);
+  const problems: string[] = [];
+  if (meter.status !== 'active') problems.push(`meter: ${meter.id} is inactive; reactivate it (POST /v1/meters/${meter.id}/reactivate) or use an active meter.`);
+  if (body.pricing_scheme === 'percentage' && meter.aggregation !== 'sum') problems.push(`pricing_scheme: a percentage price needs a sum meter; ${meter.id} aggregates by ${meter.aggregation}.`);
+  if (body.group_by !== undefined && !meter.groupBy.includes(body.group_by)) {
+    problems.push(`group_by: ${JSON.stringify(body.group_by)} is not one of meter ${meter.id}'s group_by properties (${meter.groupBy.length > 0 ? meter.groupBy.join(', ') : 'it has none'}).`);
+  }
+  if (problems.length > 0) throw new ApiError('invalid_request', problems.join(' '));
+}
 
 async function findOwnPlan(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
   const plan = await em.findOne(Plan, { id, accountId: scope.accountId, livemode: scope.livemode });
@@ -279,6 +405,7 @@ export function plansApp({ orm }: ApiDeps) {
       const em = orm.em.fork();
       const price = priceOf(body);
       if (body.product !== undefined) await findOwnProduct(em, body.product, scope);
+      if (body.usage_type === 'metered') await checkMeter(em, body, scope);
       const { pricing } = price;
       const plan = em.create(Plan, {
         id: newId('plan'),
@@ -297,6 +424,13 @@ export function plansApp({ orm }: ApiDeps) {
         packageSize: pricing.scheme === 'package' ? pricing.package_size : null,
         packageRound: pricing.scheme === 'package' ? pricing.round : null,
         currencyOptions: price.currencyOptions,
+        usageType: body.usage_type,
+        meterId: body.meter ?? null,
+        percentage: pricing.scheme === 'percentage' ? pricing.percentage : null,
+        fixedAmountDecimal: pricing.scheme === 'percentage' ? (pricing.fixed_amount_decimal ?? null) : null,
+        freeQuantity: body.free_quantity ?? null,
+        groupBy: body.group_by ?? null,
+        dimensionPrices: price.dimensionPrices,
         active: true,
         livemode: scope.livemode,
       });

@@ -33,6 +33,8 @@ export const AccountModeSettings = defineEntity({
     notifications: p.json<Partial<NotificationPreferences>>(),
     /** Tax rate ids applied to this mode's invoices whose lines have none of their own (their jurisdiction matching the customer's); null: none. */
     defaultTaxRates: p.json<string[]>().nullable(),
+    /** Seconds after a period's end that late meter events still count before its usage is invoiced (default 3600). */
+    usageGracePeriodSeconds: p.integer().nullable(),
     updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
   },
 });

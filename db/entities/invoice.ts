@@ -22,6 +22,9 @@ export interface InvoiceLine {
   plan?: string;
   /** How a tiered or package price made the amount (domain/pricing.ts PriceRow). */
   breakdown?: PriceRow[];
+  /** A usage line (#28): the meter it bills and its exact decimal quantity. */
+  meter?: string;
+  quantity_decimal?: string;
   period_start: string;
   period_end: string;
   /** A line that prorates a plan change (the unused part of the old plan, the rest of the period on the new one). Absent means false. */

@@ -37,6 +37,7 @@ import { Migration20261127001500_taxes } from './Migration20261127001500_taxes.t
 import { Migration20261127020000_credit_notes } from './Migration20261127020000_credit_notes.ts';
 import { Migration20261127030000_invoice_discounts } from './Migration20261127030000_invoice_discounts.ts';
 import { Migration20261127031000_usage } from './Migration20261127031000_usage.ts';
+import { Migration20261127032000_metered_plans } from './Migration20261127032000_metered_plans.ts';
 import { Migration20261127036000_events_related_object } from './Migration20261127036000_events_related_object.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
@@ -80,5 +81,6 @@ export const migrations = [
   { name: 'Migration20261127020000_credit_notes', class: Migration20261127020000_credit_notes },
   { name: 'Migration20261127030000_invoice_discounts', class: Migration20261127030000_invoice_discounts },
   { name: 'Migration20261127031000_usage', class: Migration20261127031000_usage },
+  { name: 'Migration20261127032000_metered_plans', class: Migration20261127032000_metered_plans },
   { name: 'Migration20261127036000_events_related_object', class: Migration20261127036000_events_related_object },
 ];
