@@ -56,6 +56,10 @@
  * settings in one run, the rounds alternating them (parseVariants: sticky, polls, ratio, slots, cache,
  * pool), e.g. BENCH_VARIANTS='before:sticky=300;after:sticky=5'.
  *
+ * `--black-box` (bench/renewals-black-box.ts): the same kind of wave as a user of the public API makes it,
+ * customers and 30-day trials created over HTTP on test clocks, the clocks advanced over the API, against the
+ * engine's own API and worker processes; a section of its own.
+ *
  * The lead time to T adapts: the first round's is the warm-up's start time scaled to N, each next
  * one what the rounds before needed plus half; a round whose workflows were not all started and
  * settled by T is not measured but run again with a longer lead (runRoundAdapting), instead of the
@@ -919,6 +923,9 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
 }
 
 // ---- Main ----------------------------------------------------------------------
+
+// --black-box: the wave through the public API, the engine's own processes, test clocks (bench/renewals-black-box.ts; it exits when done).
+if (process.argv.includes('--black-box')) await import('./renewals-black-box.ts');
 
 await runBenchmark('bench:renewals', async (stops, say) => {
   const began = Date.now();
