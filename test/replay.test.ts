@@ -150,6 +150,18 @@ describe('workflow histories', () => {
       record(id, run, 'subscription-discount-end-timer');
     });
 
+    it('records an upgrade that the memo and the PlanId search attribute follow (patched plan-in-memo), then the renewal', async () => {
+      const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
+      const bigger = await engine.call('POST', '/v1/plans', { name: 'Max', amount: 6000, currency: 'USD', interval: 'month' });
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      await engine.env.sleep(5 * day);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/update`, { plan: bigger.body.id, quantity: 2 })).status).toBe(200);
+      await engine.env.sleep(30 * day);
+      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      record(id, run, 'subscription-plan-in-memo');
+    });
+
     function record(id: string, runId: string, name: string) {
       fs.mkdirSync(historiesDir, { recursive: true });
       const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
@@ -159,7 +171,7 @@ describe('workflow histories', () => {
 
   const files = () => fs.readdirSync(historiesDir).filter((f) => f.endsWith('.json')).sort().map((f) => path.join(historiesDir, f));
 
-  // Each file is bundled and replayed in turn (26 of them): on two busy cores that passed 60 s; histories() allows 120 s.
+  // Each file is bundled and replayed in turn (27 of them): on two busy cores that passed 60 s; histories() allows 120 s.
   it('replay against the current workflow code', { timeout: 150_000 }, () => {
     expect(files().map((f) => path.basename(f))).toEqual([
       // Recorded with the exportWorkflow of before EXPORTS_TASK_QUEUE (stand-in activities on a dev server): the activity's queue is now an input.
@@ -190,6 +202,8 @@ describe('workflow histories', () => {
       'subscription-plan-changes-and-pause-before-renew-cycle.json',
       'subscription-plan-changes-and-pause-before-renew-in-place.json',
       'subscription-plan-changes-and-pause.json',
+      // Recorded with patched('plan-in-memo'): an upgrade the memo and the PlanId search attribute follow, then the renewal.
+      'subscription-plan-in-memo.json',
       'subscription-renewal-before-renew-cycle.json',
       'subscription-renewal-before-renew-in-place.json',
       'subscription-trial-to-first-charge-before-renew-cycle.json',
@@ -214,6 +228,6 @@ describe('workflow histories', () => {
     const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
     expect(replay.status).toBe(1);
     // Every subscription history fails; the payout, export and invoice ones replay.
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(16);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(17);
   });
 });
