@@ -176,7 +176,7 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
   it('refuses to finalize a draft without items with the API message; a send_invoice invoice is finalized and voided', async () => {
     await go('Invoices');
     const form = page.getByRole('form', { name: 'New one-off invoice' });
-    await form.getByLabel('Customer ID').fill(customerId);
+    await form.getByLabel('Customer', { exact: true }).selectOption(customerId);
     await form.getByLabel('Collection').selectOption('send_invoice');
     await form.getByLabel('Days until due').fill('14');
     await form.getByLabel('Currency').fill('USD');

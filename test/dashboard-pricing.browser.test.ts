@@ -192,14 +192,14 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     customerId = (await callApi('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada', payment_method: 'pm_card_visa' })).id;
     await go('Subscriptions');
     const form = page.getByRole('form', { name: 'New subscription' });
-    await form.getByLabel('Customer ID').fill(customerId);
-    await form.getByLabel('Plan ID').fill(planId);
+    await form.getByLabel('Customer', { exact: true }).selectOption(customerId);
+    await form.getByLabel('Plan', { exact: true }).selectOption(planId);
     await form.getByLabel('Quantity').fill('12');
     await form.getByRole('button', { name: 'Create subscription' }).click();
     const link = page.getByRole('link', { name: /^sub_/ });
     await link.waitFor();
     subscriptionId = (await link.textContent())!;
-    await page.getByRole('row').filter({ hasText: subscriptionId }).getByRole('cell', { name: `${planId} × 12` }).waitFor();
+    await page.getByRole('row').filter({ hasText: subscriptionId }).getByRole('cell', { name: 'Seats × 12' }).waitFor();
     await eventually(
       () => engine.invoices(subscriptionId),
       (list) => list.length === 1 && list[0]!.status === 'paid',
@@ -210,7 +210,7 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     const facts = page.getByRole('definition');
     await facts.filter({ hasText: /^12$/ }).waitFor();
     await facts.filter({ hasText: '$116.00' }).waitFor();
-    await facts.filter({ hasText: `${planId} × 12` }).waitFor();
+    await facts.filter({ hasText: 'Seats × 12' }).waitFor();
     await until('Invoices of this subscription', 'Units 11 and up: 2 × $8.00 = $16.00');
     const lines = page.getByRole('region', { name: /^Lines of / }).first();
     const line = lines.getByRole('row').filter({ hasText: 'Seats' }).first();

@@ -131,8 +131,8 @@ describe('the dashboard in chromium', () => {
 
     await go('Subscriptions');
     const subscriptionForm = page.getByRole('form', { name: 'New subscription' });
-    await subscriptionForm.getByLabel('Customer ID').fill(customerId);
-    await subscriptionForm.getByLabel('Plan ID').fill(planId);
+    await subscriptionForm.getByLabel('Customer', { exact: true }).selectOption(customerId);
+    await subscriptionForm.getByLabel('Plan', { exact: true }).selectOption(planId);
     await subscriptionForm.getByRole('button', { name: 'Create subscription' }).click();
     const link = page.getByRole('link', { name: /^sub_/ });
     await link.waitFor();
@@ -155,6 +155,7 @@ describe('the dashboard in chromium', () => {
     });
     await expect.poll(async () => (await callApi('GET', `/v1/transactions/${charge.id}`)).status, { timeout: 20_000 }).toBe('succeeded');
     await go('Transactions');
+    await page.getByRole('button', { name: `Refund ${charge.id}` }).click();
     await page.getByRole('button', { name: 'Refund $42.00' }).click();
     await expect.poll(async () => (await callApi('GET', `/v1/transactions/${charge.id}`)).amount_refunded, { timeout: 20_000 }).toBe(4_200);
     await page.getByRole('button', { name: 'Refund $42.00' }).waitFor({ state: 'detached' });
@@ -263,7 +264,7 @@ describe('the dashboard in chromium', () => {
     await view.keyboard.press('Enter');
     await view.getByRole('heading', { name: 'Home', level: 1 }).waitFor();
     const nav = view.getByRole('navigation', { name: 'Main' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Home', 'Customers', 'Plans', 'Coupons', 'Tax rates', 'Subscriptions', 'Invoices', 'Transactions', 'Payment requests', 'Payouts', 'Settings']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Home', 'Customers', 'Plans', 'Coupons', 'Tax rates', 'Subscriptions', 'Invoices', 'Transactions', 'Payment requests', 'Payouts', 'Test clocks', 'Settings']);
     await nav.getByRole('link', { name: 'Settings' }).click();
     await view.getByText('Members can read the settings; an owner changes them.').waitFor();
     await check('member-settings', view);

@@ -20,7 +20,9 @@ import { Webhooks, WebhookDetail } from './pages/webhooks.tsx';
 import { ApiKeys } from './pages/api-keys.tsx';
 import { Settings } from './pages/settings.tsx';
 import { Team } from './pages/team.tsx';
+import { TestClockDetail, TestClocks } from './pages/test-clocks.tsx';
 import { Portal } from './portal.tsx';
+import { ForgotPassword, ResetPassword, SignUp } from './pages/auth-pages.tsx';
 import './styles.css';
 
 const nav: { to: string; label: string; manage?: boolean }[] = [
@@ -34,6 +36,7 @@ const nav: { to: string; label: string; manage?: boolean }[] = [
   { to: '/transactions', label: 'Transactions' },
   { to: '/payment-requests', label: 'Payment requests' },
   { to: '/payouts', label: 'Payouts' },
+  { to: '/test-clocks', label: 'Test clocks' },
   { to: '/webhooks', label: 'Webhooks', manage: true },
   { to: '/api-keys', label: 'API keys', manage: true },
   { to: '/settings', label: 'Settings' },
@@ -135,9 +138,14 @@ const rootRoute = createRootRoute({ component: Outlet });
 // The owners' pages need a signed-in session; the customer portal has its own credential (the link's token).
 const appRoute = createRoute({ getParentRoute: () => rootRoute, id: 'app', component: Root });
 const portalRoute = createRoute({ getParentRoute: () => rootRoute, path: '/portal', component: Portal });
+// Signed out: sign-up, and the password reset the emailed link opens (/dashboard/reset-password#token=…).
+const signedOut = (path: '/sign-up' | '/forgot-password' | '/reset-password', component: () => React.ReactNode) => createRoute({ getParentRoute: () => rootRoute, path, component });
 const page = <P extends string>(path: P, component: () => React.ReactNode) => createRoute({ getParentRoute: () => appRoute, path, component });
 const routeTree = rootRoute.addChildren([
   portalRoute,
+  signedOut('/sign-up', SignUp),
+  signedOut('/forgot-password', ForgotPassword),
+  signedOut('/reset-password', ResetPassword),
   appRoute.addChildren([
   page('/', Home),
   page('/customers', Customers),
@@ -152,6 +160,8 @@ const routeTree = rootRoute.addChildren([
   page('/transactions', Transactions),
   page('/payment-requests', PaymentRequests),
   page('/payouts', Payouts),
+  page('/test-clocks', TestClocks),
+  page('/test-clocks/$id', TestClockDetail),
   page('/webhooks', Webhooks),
   page('/webhooks/$id', WebhookDetail),
   page('/api-keys', ApiKeys),

@@ -1,4 +1,5 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link } from '@tanstack/react-router';
 import { createContext, useContext, useState, type FormEvent } from 'react';
 import { api, ApiFailure, unwrap, type Schemas } from './api.ts';
 import { ErrorNote } from './ui.tsx';
@@ -58,6 +59,12 @@ export function SignIn() {
         </div>
         <ErrorNote error={error} />
         <button type="submit">Sign in</button>
+        <p>
+          <Link to="/forgot-password">Forgot your password?</Link>
+        </p>
+        <p>
+          New here? <Link to="/sign-up">Create an account</Link>
+        </p>
       </form>
     </main>
   );

@@ -119,7 +119,8 @@ export function Field(props: { label: string; name: string; type?: string; requi
 export function ActionForm(props: {
   title: string;
   submit: string;
-  action: (values: Record<string, string>) => Promise<unknown>;
+  /** `values` holds one value per field; `form` all of them (a multiple select's every choice). */
+  action: (values: Record<string, string>, form: FormData) => Promise<unknown>;
   invalidates?: QueryKey;
   children: ReactNode;
   done?: (result: unknown) => void;
@@ -130,11 +131,12 @@ export function ActionForm(props: {
   async function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = event.currentTarget;
-    const values = Object.fromEntries([...new FormData(form).entries()].map(([k, v]) => [k, String(v)]));
+    const data = new FormData(form);
+    const values = Object.fromEntries([...data.entries()].map(([k, v]) => [k, String(v)]));
     setBusy(true);
     setError(null);
     try {
-      const result = await props.action(values);
+      const result = await props.action(values, data);
       form.reset();
       await client.invalidateQueries();
       props.done?.(result);

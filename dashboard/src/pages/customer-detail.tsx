@@ -1,6 +1,7 @@
 /**
- * A customer's page: their facts (and currency, when the engine has one), edit, the portal link,
- * pending invoice items, a new one-off invoice, and their invoices.
+ * A customer's page: their facts (and currency, when the engine has one), the portal link, their
+ * subscriptions, payments and refunds (a refund in part from here), edit, billing details, pending
+ * invoice items, a new one-off invoice, their invoices and their timeline.
  */
 import { useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from '@tanstack/react-router';
@@ -10,6 +11,8 @@ import { ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../
 import { PendingItems } from './invoice-items.tsx';
 import { PortalLinkButton } from './portal-link.tsx';
 import { CustomerBilling } from './customer-billing.tsx';
+import { CustomerPicker } from '../pickers.tsx';
+import { CustomerPayments, CustomerSubscriptions, CustomerTimeline } from './customer-activity.tsx';
 
 /** The customer as the API answers it; `currency` and the tax fields arrive in this release (the generated types may not name them yet). */
 export type CustomerView = Schemas['Customer'] & {
@@ -49,7 +52,7 @@ export function NewInvoiceForm({ customerId, defaultCurrency }: { customerId?: s
       }
       done={(invoice) => navigate({ to: '/invoices/$id', params: { id: (invoice as { id: string }).id } })}
     >
-      {customerId ? null : <Field label="Customer ID" name="customer" required />}
+      {customerId ? null : <CustomerPicker name="customer" required />}
       <div className="field">
         <label htmlFor={`${id}-method`}>Collection</label>
         <select id={`${id}-method`} value={method} onChange={(e) => setMethod(e.target.value as typeof method)}>
@@ -136,6 +139,8 @@ export function CustomerDetail() {
             </dl>
             <PortalLinkButton customerId={c.id} />
           </section>
+          <CustomerSubscriptions customerId={c.id} />
+          <CustomerPayments customerId={c.id} />
           <EditCustomer customer={c} />
           <CustomerBilling customer={c} />
           <PendingItems key={`items-${c.currency ?? ''}`} customerId={c.id} defaultCurrency={c.currency ?? undefined} />
@@ -160,6 +165,7 @@ export function CustomerDetail() {
               { header: 'Created', cell: (i) => date(i.created_at) },
             ]}
           />
+          <CustomerTimeline customerId={c.id} />
         </>
       ) : null}
     </>

@@ -11,6 +11,11 @@ function seriesOf<P extends { period_start: string }, K extends keyof P>(report:
   return (series?.points ?? []).map((p) => ({ day: p.period_start.slice(0, 10), value: Number(p[key]) / 100 }));
 }
 
+/** What a chart with nothing to draw says instead of an empty frame. */
+function NoDataYet({ loading, what }: { loading: boolean; what: string }) {
+  return <p className="no-data">{loading ? 'Loading…' : what}</p>;
+}
+
 export function Home() {
   const mode = currentMode();
   const balance = useQuery({ queryKey: [mode, 'balance'], queryFn: () => unwrap(api.GET('/v1/balance')) });
@@ -72,6 +77,9 @@ export function Home() {
             Net revenue per {interval}
             {currency ? ` (${currency})` : ''}
           </figcaption>
+          {revenue.every((p) => p.value === 0) ? (
+            <NoDataYet loading={revenueReport.isLoading} what="No revenue yet: payments show here per day or month." />
+          ) : (
           <ResponsiveContainer width="100%" height={220}>
             <BarChart data={revenue}>
               <CartesianGrid strokeDasharray="3 3" />
@@ -81,9 +89,13 @@ export function Home() {
               <Bar dataKey="value" fill="#4f46e5" name="Net revenue" isAnimationActive={false} />
             </BarChart>
           </ResponsiveContainer>
+          )}
         </figure>
         <figure className="card chart" aria-label="Monthly recurring revenue" data-currency={currency} data-points={mrr.map((p) => p.value).join(',')}>
           <figcaption>Monthly recurring revenue{currency ? ` (${currency})` : ''}</figcaption>
+          {mrr.every((p) => p.value === 0) ? (
+            <NoDataYet loading={mrrReport.isLoading} what="No recurring revenue yet: active subscriptions show here." />
+          ) : (
           <ResponsiveContainer width="100%" height={220}>
             <LineChart data={mrr}>
               <CartesianGrid strokeDasharray="3 3" />
@@ -93,6 +105,7 @@ export function Home() {
               <Line dataKey="value" stroke="#0f766e" name="MRR" isAnimationActive={false} />
             </LineChart>
           </ResponsiveContainer>
+          )}
         </figure>
       </section>
       <section className="cards">

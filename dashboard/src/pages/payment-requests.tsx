@@ -1,5 +1,6 @@
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, date, money, unwrap } from '../api.ts';
+import { api, currentMode, date, money, toMinor, unwrap } from '../api.ts';
 import { useSession } from '../session.tsx';
 import { ActionButton, ActionForm, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
@@ -21,28 +22,33 @@ function CopyLink({ url }: { url: string }) {
 
 export function PaymentRequests() {
   const session = useSession();
+  // A payment request is in the account's currency (the API answers currency_mismatch to any other): it is the only choice.
+  const account = useQuery({ queryKey: [currentMode(), 'account'], queryFn: () => unwrap(api.GET('/v1/account')) });
+  const currency = account.data?.settings?.currency;
   return (
     <>
       <PageTitle>Payment requests</PageTitle>
       <ActionForm
         title="New payment request"
         submit="Create payment request"
-        action={(v) =>
-          unwrap(
+        action={(v) => {
+          const amount = toMinor(v.amount ?? '', v.currency!);
+          if (amount === null || amount <= 0) return Promise.reject(new Error(`Type an amount in ${v.currency}, like 49.00.`));
+          return unwrap(
             api.POST('/v1/payments', {
               body: {
                 account_id: session.account!.id,
-                amount: Math.round(Number(v.amount) * 100),
+                amount,
                 currency: v.currency!,
                 customer_email: v.customer_email!,
                 reference: v.reference || undefined,
               },
             }),
-          )
-        }
+          );
+        }}
       >
-        <Field label="Amount" name="amount" type="number" required placeholder="49.00" />
-        <Field label="Currency" name="currency" options={['USD', 'EUR', 'GBP']} />
+        <Field label="Amount" name="amount" required placeholder="49.00" />
+        {currency ? <Field key={currency} label="Currency" name="currency" options={[currency]} defaultValue={currency} /> : <p>Loading the account's currency…</p>}
         <Field label="Customer email" name="customer_email" type="email" required />
         <Field label="Reference" name="reference" />
       </ActionForm>

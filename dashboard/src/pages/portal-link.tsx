@@ -12,7 +12,7 @@ export function PortalLinkButton({ customerId }: { customerId: string }) {
       <ActionButton label="Portal link" action={() => make(false)} done={(link) => setUrl((link as { url: string }).url)} />
       <ActionButton label={emailed ? 'Emailed' : 'Email link'} action={() => make(true)} done={() => setEmailed(true)} />
       {url ? (
-        <a href={url} target="_blank" rel="noopener" aria-label={`Open the portal of ${customerId}`}>
+        <a href={url} target="_blank" rel="noopener" aria-label={`Open portal of ${customerId}`}>
           Open portal
         </a>
       ) : null}

@@ -9,6 +9,7 @@ import { describePlan } from './plans.tsx';
 import { DiscountCard } from './customer-billing.tsx';
 import { SubscriptionTaxRatesCard } from './tax-rates.tsx';
 import type { Discount } from '../billing-types.ts';
+import { CustomerName, CustomerPicker, PlanName, PlanPicker } from '../pickers.tsx';
 
 /** A plan's price in `currency` (its own, or one of its currency_options), as domain/pricing.ts computes it; null when it has none there. */
 function pricingOf(plan: Schemas['Plan'], currency: string): Pricing | null {
@@ -100,8 +101,8 @@ export function Subscriptions() {
           return unwrap(api.POST('/v1/subscriptions', { body }));
         }}
       >
-        <Field label="Customer ID" name="customer_id" required placeholder="cus_…" />
-        <Field label="Plan ID" name="plan" required placeholder="plan_…" />
+        <CustomerPicker name="customer_id" required />
+        <PlanPicker name="plan" required />
         <Field label="Quantity" name="quantity" type="number" defaultValue={1} />
         <div className="field">
           <label htmlFor="new-sub-currency">Bill in</label>
@@ -112,7 +113,7 @@ export function Subscriptions() {
             ))}
           </select>
         </div>
-        <Field label="Setup fee (a one-time plan, optional)" name="setup_fee" placeholder="plan_…" />
+        <PlanPicker name="setup_fee" label="Setup fee (a one-time plan, optional)" oneTime />
       </ActionForm>
       <div className="filters" role="search" aria-label="Filter subscriptions">
         <div className="field">
@@ -124,10 +125,7 @@ export function Subscriptions() {
             ))}
           </select>
         </div>
-        <div className="field">
-          <label htmlFor="sub-customer">Customer ID</label>
-          <input id="sub-customer" value={customer} onChange={(e) => setCustomer(e.target.value.trim())} placeholder="cus_…" />
-        </div>
+        <CustomerPicker value={customer} onChange={setCustomer} anyLabel="Any customer" />
       </div>
       <PagedTable
         key={`${status}:${customer}`}
@@ -145,12 +143,12 @@ export function Subscriptions() {
               </Link>
             ),
           },
-          { header: 'Customer', cell: (s) => <code>{s.customer_id}</code> },
+          { header: 'Customer', cell: (s) => <CustomerName id={s.customer_id} /> },
           {
             header: 'Plan',
             cell: (s) => (
               <>
-                <code>{s.plan}</code>
+                <PlanName id={s.plan} />
                 {s.quantity !== 1 ? ` × ${s.quantity}` : ''}
               </>
             ),
@@ -168,7 +166,11 @@ export function SubscriptionDetail() {
   const { id } = useParams({ strict: false }) as { id: string };
   const mode = currentMode();
   const subscription = useQuery({ queryKey: [mode, 'subscription', id], queryFn: () => unwrap(api.GET('/v1/subscriptions/{id}', { params: { path: { id } } })) });
-  const events = useQuery({ queryKey: [mode, 'subscription-events', id], queryFn: () => unwrap(api.GET('/v1/events', { params: { query: { limit: 100 } } })) });
+  // Its own events and its invoices' and payments' (GET /v1/events?related_object=), newest first.
+  const events = useQuery({
+    queryKey: [mode, 'subscription-events', id],
+    queryFn: () => unwrap(api.GET('/v1/events', { params: { query: { limit: 100, related_object: id } } })),
+  });
   const s = subscription.data;
   const plan = useQuery({
     queryKey: [mode, 'plan', s?.plan],
@@ -182,7 +184,8 @@ export function SubscriptionDetail() {
   const p = plan.data;
   const currency = s?.currency ?? p?.currency;
   const perPeriod = s && p && currency ? amountAt(pricingOf(p, currency), s.quantity) : null;
-  const timeline = (events.data?.data ?? []).filter((e) => JSON.stringify(e.data).includes(id));
+  const timeline = events.data?.data ?? [];
+  const ended = s !== undefined && (s.status === 'canceled' || s.status === 'expired');
   return (
     <>
       <PageTitle>Subscription {id}</PageTitle>
@@ -197,9 +200,7 @@ export function SubscriptionDetail() {
             </dd>
             <dt>Customer</dt>
             <dd>
-              <Link to="/customers/$id" params={{ id: s.customer_id }}>
-                <code>{s.customer_id}</code>
-              </Link>
+              <CustomerName id={s.customer_id} />
             </dd>
             <dt>Plan</dt>
             <dd>
@@ -221,7 +222,7 @@ export function SubscriptionDetail() {
               <ul className="plain">
                 {s.items.map((item) => (
                   <li key={item.id}>
-                    <code>{item.plan}</code> × {item.quantity} <span className="muted">({item.id})</span>
+                    <PlanName id={item.plan} /> × {item.quantity} <span className="muted">({item.id})</span>
                   </li>
                 ))}
               </ul>
@@ -231,33 +232,38 @@ export function SubscriptionDetail() {
               {date(s.current_period_start)} – {date(s.current_period_end)}
             </dd>
           </dl>
-          <div className="actions">
-            {s.status === 'paused' ? (
-              <ActionButton label="Resume" action={() => unwrap(api.POST('/v1/subscriptions/{id}/resume', { params: { path: { id } } }))} />
-            ) : (
-              <ActionButton label="Pause" action={() => unwrap(api.POST('/v1/subscriptions/{id}/pause', { params: { path: { id } }, body: {} }))} />
-            )}
-            {s.cancel_at_period_end ? (
-              <ActionButton label="Keep subscription (undo cancel)" action={() => unwrap(api.POST('/v1/subscriptions/{id}/undo_cancel', { params: { path: { id } } }))} />
-            ) : (
+          {ended ? (
+            <p className="muted">This subscription has ended: nothing about it can change.</p>
+          ) : (
+            <div className="actions">
+              {/* Only an active subscription pauses and only a paused one resumes (the API answers 409 otherwise). */}
+              {s.status === 'paused' ? <ActionButton label="Resume" action={() => unwrap(api.POST('/v1/subscriptions/{id}/resume', { params: { path: { id } } }))} /> : null}
+              {s.status === 'active' ? <ActionButton label="Pause" action={() => unwrap(api.POST('/v1/subscriptions/{id}/pause', { params: { path: { id } }, body: {} }))} /> : null}
+              {s.cancel_at_period_end ? (
+                <ActionButton label="Keep subscription (undo cancel)" action={() => unwrap(api.POST('/v1/subscriptions/{id}/undo_cancel', { params: { path: { id } } }))} />
+              ) : (
+                <ActionButton
+                  label="Cancel at period end"
+                  action={() => unwrap(api.POST('/v1/subscriptions/{id}/cancel', { params: { path: { id } }, body: { at_period_end: true } }))}
+                />
+              )}
               <ActionButton
-                label="Cancel at period end"
-                action={() => unwrap(api.POST('/v1/subscriptions/{id}/cancel', { params: { path: { id } }, body: { at_period_end: true } }))}
+                label="Cancel now"
+                className="danger"
+                confirm="Cancel this subscription now?"
+                action={() => unwrap(api.POST('/v1/subscriptions/{id}/cancel', { params: { path: { id } }, body: { at_period_end: false } }))}
               />
-            )}
-            <ActionButton
-              label="Cancel now"
-              className="danger"
-              confirm="Cancel this subscription now?"
-              action={() => unwrap(api.POST('/v1/subscriptions/{id}/cancel', { params: { path: { id } }, body: { at_period_end: false } }))}
-            />
-          </div>
+            </div>
+          )}
         </section>
       ) : null}
-      {s && s.status !== 'canceled' && s.status !== 'expired' ? <QuantityChange key={`${s.quantity}:${s.pending_quantity}`} s={s} plan={p} /> : null}
-      <ActionForm title="Change plan" submit="Change plan" action={(v) => unwrap(api.POST('/v1/subscriptions/{id}/update', { params: { path: { id } }, body: { plan: v.plan! } }))}>
-        <Field label="New plan ID" name="plan" required placeholder="plan_…" />
-      </ActionForm>
+      {s && !ended ? <QuantityChange key={`${s.quantity}:${s.pending_quantity}`} s={s} plan={p} /> : null}
+      {/* Several items change through their own page (the API answers 409 to a plan change here). */}
+      {s && !ended && s.items.length <= 1 ? (
+        <ActionForm title="Change plan" submit="Change plan" action={(v) => unwrap(api.POST('/v1/subscriptions/{id}/update', { params: { path: { id } }, body: { plan: v.plan! } }))}>
+          <PlanPicker name="plan" label="New plan" required exclude={s.plan} />
+        </ActionForm>
+      ) : null}
       {s && s.status !== 'canceled' && s.status !== 'expired' ? (
         <DiscountCard
           path={`/v1/subscriptions/${id}/discount`}
@@ -288,9 +294,10 @@ export function SubscriptionDetail() {
           {timeline.map((e) => (
             <li key={e.id}>
               <time dateTime={e.created_at}>{date(e.created_at)}</time> <strong>{e.type}</strong>
+              {e.data.object.id !== id ? <span className="muted"> ({String(e.data.object.id)})</span> : null}
             </li>
           ))}
-          {timeline.length === 0 ? <li>No events yet.</li> : null}
+          {events.isSuccess && timeline.length === 0 ? <li>No events yet.</li> : null}
         </ol>
       </section>
     </>

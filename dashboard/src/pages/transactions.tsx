@@ -1,39 +1,85 @@
 import { useQuery } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
-import { api, currentMode, date, money, unwrap, type Schemas } from '../api.ts';
+import { useEffect, useId, useState } from 'react';
+import { currencyExponent } from '../../../domain/money.ts';
+import { api, currentMode, date, money, toMinor, unwrap, type Schemas } from '../api.ts';
 import { ActionButton, ErrorNote, PagedTable, PageTitle, Status, type Column } from '../ui.tsx';
 
-function RefundButton({ t }: { t: Schemas['Transaction'] }) {
-  if (t.type !== 'payment' || t.status !== 'succeeded' || t.refunded) return null;
+/**
+ * Refund a payment in full or in part: *Refund…* opens an amount (what is left to refund, by default);
+ * the API refuses more than is left. The Idempotency-Key names the payment, what was refunded before
+ * and the amount, so a double click refunds once.
+ */
+export function RefundControl({ t }: { t: Schemas['Transaction'] }) {
+  const [open, setOpen] = useState(false);
+  const left = t.amount - t.amount_refunded;
+  const [amount, setAmount] = useState('');
+  const id = useId();
+  if (t.type !== 'payment' || t.status !== 'succeeded' || t.refunded || left <= 0) return null;
+  if (!open) {
+    return (
+      <button type="button" onClick={() => setOpen(true)} aria-label={`Refund ${t.id}`}>
+        Refund…
+      </button>
+    );
+  }
+  const minor = toMinor(amount || String(left / 10 ** currencyExponent(t.currency)), t.currency);
   return (
-    <ActionButton
-      label={`Refund ${money(t.amount - t.amount_refunded, t.currency)}`}
-      confirm={`Refund ${money(t.amount - t.amount_refunded, t.currency)} of ${t.id}?`}
-      action={() =>
-        unwrap(
-          api.POST('/v1/transactions', {
-            body: { account_id: t.account_id, type: 'refund', amount: t.amount - t.amount_refunded, currency: t.currency, source_transaction: t.id },
-            headers: { 'Idempotency-Key': `refund-${t.id}-${t.amount_refunded}` },
-          }),
-        )
-      }
-    />
+    <span className="refund-form" role="group" aria-label={`Refund of ${t.id}`}>
+      <label htmlFor={id}>Amount to refund ({t.currency}, up to {money(left, t.currency)})</label>
+      <input id={id} inputMode="decimal" value={amount} placeholder={(left / 10 ** currencyExponent(t.currency)).toFixed(currencyExponent(t.currency))} onChange={(e) => setAmount(e.target.value)} />
+      <ActionButton
+        label={minor !== null && minor > 0 ? `Refund ${money(minor, t.currency)}` : 'Refund'}
+        action={async () => {
+          if (minor === null || minor <= 0) throw new Error(`Type an amount in ${t.currency}, like 5.00.`);
+          if (minor > left) throw new Error(`At most ${money(left, t.currency)} is left to refund.`);
+          return unwrap(
+            api.POST('/v1/transactions', {
+              body: { account_id: t.account_id, type: 'refund', amount: minor, currency: t.currency, source_transaction: t.id },
+              headers: { 'Idempotency-Key': `refund-${t.id}-${t.amount_refunded}-${minor}` },
+            }),
+          );
+        }}
+        done={() => {
+          setOpen(false);
+          setAmount('');
+        }}
+      />
+      <button type="button" onClick={() => setOpen(false)}>
+        Close
+      </button>
+    </span>
+  );
+}
+
+/** "Refunded $5.00 of $20.00" on a partly refunded payment. */
+export function statusOf(t: Schemas['Transaction']) {
+  if (t.refunded) return <Status value="refunded" />;
+  return (
+    <>
+      <Status value={t.status} />
+      {t.amount_refunded > 0 ? <span className="muted"> ({money(t.amount_refunded, t.currency)} refunded)</span> : null}
+    </>
   );
 }
 
 const columns: Column<Schemas['Transaction']>[] = [
   { header: 'Amount', cell: (t) => money(t.amount, t.currency) },
   { header: 'Type', cell: (t) => t.type },
-  { header: 'Status', cell: (t) => <Status value={t.refunded ? 'refunded' : t.status} /> },
+  { header: 'Status', cell: (t) => statusOf(t) },
   { header: 'Reference', cell: (t) => t.reference ?? '—' },
   { header: 'Created', cell: (t) => date(t.created_at) },
-  { header: 'Actions', cell: (t) => <RefundButton t={t} /> },
+  { header: 'Actions', cell: (t) => <RefundControl t={t} /> },
 ];
+
+type ExportFormat = Schemas['Export']['format'];
+/** Every format POST /v1/exports takes (db/entities/export.ts exportFormats). */
+const exportFormatNames: Record<ExportFormat, string> = { csv: 'CSV', xlsx: 'Excel (XLSX)', json: 'JSON', pdf: 'PDF' };
+const exportFormats = Object.keys(exportFormatNames) as ExportFormat[];
 
 /** Starts an export of what the search shows (or everything), follows its progress, then offers the file. */
 function ExportPanel({ query }: { query: string }) {
   const [exportId, setExportId] = useState<string | null>(null);
-  const [format, setFormat] = useState<'csv' | 'xlsx'>('csv');
+  const [format, setFormat] = useState<ExportFormat>('csv');
   const [error, setError] = useState<unknown>(null);
   const mode = currentMode();
   const current = useQuery({
@@ -52,9 +98,12 @@ function ExportPanel({ query }: { query: string }) {
       <div className="filters">
         <div className="field">
           <label htmlFor="export-format">Format</label>
-          <select id="export-format" value={format} onChange={(event) => setFormat(event.target.value as 'csv' | 'xlsx')}>
-            <option>csv</option>
-            <option>xlsx</option>
+          <select id="export-format" value={format} onChange={(event) => setFormat(event.target.value as ExportFormat)}>
+            {exportFormats.map((f) => (
+              <option key={f} value={f}>
+                {exportFormatNames[f]}
+              </option>
+            ))}
           </select>
         </div>
         <button
@@ -100,6 +149,8 @@ export function Transactions() {
   const search = useQuery({
     queryKey: [mode, 'transaction-search', query, page],
     enabled: query !== '',
+    // A query the API refuses (400, naming the position) is said at once, not after retries.
+    retry: false,
     queryFn: () => unwrap(api.GET('/v1/transactions/search', { params: { query: { query, limit: 20, page } } })),
   });
   return (
@@ -117,13 +168,39 @@ export function Transactions() {
       >
         <div className="field grow">
           <label htmlFor="tx-search">Search</label>
-          <input id="tx-search" value={draft} onChange={(event) => setDraft(event.target.value)} placeholder='status:succeeded amount>1000 email~"ada"' />
+          <input
+            id="tx-search"
+            type="search"
+            value={draft}
+            onChange={(event) => {
+              setDraft(event.target.value);
+              // Emptying the box ends the search: the full list comes back.
+              if (event.target.value.trim() === '') {
+                setQuery('');
+                setPage(undefined);
+              }
+            }}
+            placeholder='status:succeeded amount>1000 email~"ada"'
+          />
         </div>
         <button type="submit">Search</button>
+        {query ? (
+          <button
+            type="button"
+            onClick={() => {
+              setDraft('');
+              setQuery('');
+              setPage(undefined);
+            }}
+          >
+            Clear search
+          </button>
+        ) : null}
       </form>
       <ExportPanel query={query} />
       {query ? (
         <section aria-label="Search results">
+          {search.error ? <p className="error">The search failed:</p> : null}
           <ErrorNote error={search.error} />
           <div className="table-wrap" tabIndex={0} role="region" aria-label="Search results table">
             <table>
@@ -147,6 +224,11 @@ export function Transactions() {
                     ))}
                   </tr>
                 ))}
+                {search.isSuccess && search.data.data.length === 0 ? (
+                  <tr>
+                    <td colSpan={columns.length}>No transaction matches {query}.</td>
+                  </tr>
+                ) : null}
               </tbody>
             </table>
           </div>

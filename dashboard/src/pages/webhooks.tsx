@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
-import { Link, useParams } from '@tanstack/react-router';
-import { useState } from 'react';
+import { Link, useNavigate, useParams } from '@tanstack/react-router';
+import { useId, useState } from 'react';
+import { eventTypes } from '../../../domain/events.ts';
 import { api, currentMode, date, unwrap, type Schemas } from '../api.ts';
 import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
@@ -13,8 +14,71 @@ function SecretNote({ secret }: { secret: string | null }) {
   );
 }
 
+type Endpoint = Schemas['WebhookEndpoint'];
+
+/** Enabled, or why not ("disabled (failing since …)" when the dispatcher turned it off). */
+function EndpointStatus({ endpoint }: { endpoint: Endpoint }) {
+  if (endpoint.enabled) return <Status value="enabled" />;
+  return (
+    <>
+      <Status value="disabled" />
+      {endpoint.disabled_reason === 'failing' ? <span className="muted"> (kept failing)</span> : null}
+    </>
+  );
+}
+
+/** Disable or enable (PATCH enabled; enabling clears the run of failures), and delete after a confirmation. */
+function EndpointActions({ endpoint, onDeleted }: { endpoint: Endpoint; onDeleted?: () => void }) {
+  const path = { params: { path: { id: endpoint.id } } };
+  return (
+    <div className="actions">
+      {endpoint.enabled ? (
+        <ActionButton label="Disable" action={() => unwrap(api.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled: false } }))} />
+      ) : (
+        <ActionButton label="Enable" action={() => unwrap(api.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled: true } }))} />
+      )}
+      <ActionButton
+        label="Delete"
+        className="danger"
+        confirm={`Delete the endpoint ${endpoint.url}? Deliveries still retrying stop.`}
+        action={() => unwrap(api.DELETE('/v1/webhooks/{id}', path))}
+        done={onDeleted}
+      />
+    </div>
+  );
+}
+
+/** All events, or the chosen types (a multiple select of the catalog). */
+function EventsChoice() {
+  const id = useId();
+  const [all, setAll] = useState(true);
+  return (
+    <fieldset className="field">
+      <legend>Events</legend>
+      <label>
+        <input type="radio" name="events_mode" value="all" checked={all} onChange={() => setAll(true)} /> Every event
+      </label>
+      <label>
+        <input type="radio" name="events_mode" value="chosen" checked={!all} onChange={() => setAll(false)} /> Chosen event types
+      </label>
+      {all ? null : (
+        <>
+          <label htmlFor={id}>Event types</label>
+          <select id={id} name="events" multiple size={8} required>
+            {eventTypes.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </>
+      )}
+    </fieldset>
+  );
+}
+
 export function Webhooks() {
   const [secret, setSecret] = useState<string | null>(null);
+  const [eventType, setEventType] = useState('');
+  const typeFilterId = useId();
   return (
     <>
       <PageTitle>Webhooks</PageTitle>
@@ -22,16 +86,38 @@ export function Webhooks() {
       <ActionForm
         title="New endpoint"
         submit="Add endpoint"
-        action={(v) => unwrap(api.POST('/v1/webhooks', { body: { url: v.url!, events: ['*'], description: v.description || undefined } }))}
+        action={(_v, form) => {
+          const chosen = form.getAll('events').map(String);
+          const events = form.get('events_mode') === 'chosen' ? chosen : ['*'];
+          return unwrap(api.POST('/v1/webhooks', { body: { url: String(form.get('url')), events, description: String(form.get('description') ?? '') || undefined } }));
+        }}
         done={(created) => setSecret((created as { secret?: string }).secret ?? null)}
       >
         <Field label="URL" name="url" type="url" required placeholder="https://example.com/webhooks" />
         <Field label="Description" name="description" />
+        <EventsChoice />
       </ActionForm>
+      <div className="filters" role="search" aria-label="Filter endpoints">
+        <div className="field">
+          <label htmlFor={typeFilterId}>Receives event type</label>
+          <select id={typeFilterId} value={eventType} onChange={(e) => setEventType(e.target.value)}>
+            <option value="">any</option>
+            {eventTypes.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </div>
+      </div>
       <PagedTable
+        key={eventType}
         label="Webhook endpoints"
-        queryKey={['webhooks']}
-        fetchPage={(cursor) => unwrap(api.GET('/v1/webhooks', { params: { query: { limit: 20, ...cursor } } }))}
+        queryKey={['webhooks', eventType]}
+        // An account has few endpoints: a page of 100 filtered here by the type each one receives ("*" receives all).
+        fetchPage={async (cursor) => {
+          const page = await unwrap(api.GET('/v1/webhooks', { params: { query: { limit: 100, ...cursor } } }));
+          return eventType ? { ...page, data: page.data.filter((w) => w.events.includes('*') || w.events.includes(eventType)) } : page;
+        }}
+        empty={eventType ? `No endpoint receives ${eventType}.` : 'No endpoints yet.'}
         columns={[
           {
             header: 'URL',
@@ -41,9 +127,10 @@ export function Webhooks() {
               </Link>
             ),
           },
-          { header: 'Events', cell: (w) => w.events.join(', ') },
-          { header: 'Status', cell: (w) => <Status value={w.enabled ? 'enabled' : 'disabled'} /> },
+          { header: 'Events', cell: (w) => (w.events.includes('*') ? 'every event' : w.events.join(', ')) },
+          { header: 'Status', cell: (w) => <EndpointStatus endpoint={w} /> },
           { header: 'Created', cell: (w) => date(w.created_at) },
+          { header: 'Actions', cell: (w) => <EndpointActions endpoint={w} /> },
         ]}
       />
     </>
@@ -91,12 +178,33 @@ export function WebhookDetail() {
   const { id } = useParams({ strict: false }) as { id: string };
   const [secret, setSecret] = useState<string | null>(null);
   const [open, setOpen] = useState<Schemas['WebhookDelivery'] | null>(null);
+  const navigate = useNavigate();
   const endpoint = useQuery({ queryKey: [currentMode(), 'webhook', id], queryFn: () => unwrap(api.GET('/v1/webhooks/{id}', { params: { path: { id } } })) });
+  const e = endpoint.data;
   return (
     <>
       <PageTitle>Endpoint {endpoint.data?.url ?? id}</PageTitle>
       <ErrorNote error={endpoint.error} />
       <SecretNote secret={secret} />
+      <p>
+        <Link to="/webhooks">All endpoints</Link>
+      </p>
+      {e ? (
+        <section className="card" aria-label="Endpoint">
+          <dl className="facts">
+            <dt>Status</dt>
+            <dd>
+              <EndpointStatus endpoint={e} />
+              {e.disabled_at ? ` since ${date(e.disabled_at)}` : ''}
+            </dd>
+            <dt>Events</dt>
+            <dd>{e.events.includes('*') ? 'every event' : e.events.join(', ')}</dd>
+            <dt>Description</dt>
+            <dd>{e.description ?? '—'}</dd>
+          </dl>
+          <EndpointActions endpoint={e} onDeleted={() => void navigate({ to: '/webhooks' })} />
+        </section>
+      ) : null}
       <div className="actions">
         <ActionButton
           label="Rotate secret"
