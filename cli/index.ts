@@ -16,7 +16,7 @@ import type { FieldSpec, Operation } from './operations.ts';
 
 // Imported (not read from disk beside this file) so the installed bundle (dev/cli-bundle.ts) carries it.
 import operationsJson from './operations.json' with { type: 'json' };
-import { version as cliVersion } from './package.json' with { type: 'json' };
+import cliPackage from './package.json' with { type: 'json' };
 
 const operations = operationsJson as Operation[];
 
@@ -517,7 +517,7 @@ async function runTrigger(ctx: Context, client: ClientOptions & { accountId: str
 export function buildProgram(): Command {
   const program = new Command('billing')
     .description('The billing engine from your terminal: log in, forward webhooks, trigger events, tail logs, manage resources.')
-    .version(cliVersion)
+    .version(cliPackage.version)
     .addOption(new Option('--env <mode>', 'test or live (overrides FINTECH_ENV and the config file)'))
     .option('--api-base <url>', 'the API (overrides BILLING_API_BASE and the config file; default http://localhost:3000)')
     .option('--json', 'print JSON (results on stdout; errors as {"error","message"} on stdout too)')
