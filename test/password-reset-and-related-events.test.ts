@@ -4,7 +4,8 @@
  *   for an unknown email, which gets no mail), .../confirm sets the password from it once, ends the
  *   user's sessions, and refuses a reused, forged or weak-password attempt without changing anything;
  * - GET /v1/events?related_object=: a subscription's timeline is its own events and its invoices'
- *   (never another subscription's, never another tenant's), and a customer's includes both.
+ *   (never another subscription's, never another tenant's, still there behind 101 newer events of
+ *   other objects), and a customer's includes both.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -87,6 +88,10 @@ describe('password reset and events by related object', () => {
     const customers = await typesOf(customerId);
     expect(customers.map((e) => e.type)).toContain('customer.created');
     expect(customers.filter((e) => e.type === 'subscription.created').map((e) => e.data.object.id).sort()).toEqual([first.body.id, second.body.id].sort());
+    // A busy account: 101 newer events of other objects do not push the subscription's out of its first page.
+    await Promise.all(Array.from({ length: 101 }, (_, i) => engine.call('POST', '/v1/customers', { email: `busy${i}@example.com` })));
+    expect((await engine.call('GET', '/v1/events?limit=100')).body.data.some((e: { type: string }) => e.type === 'subscription.created')).toBe(false);
+    expect((await typesOf(first.body.id)).map((e) => e.type)).toContain('subscription.created');
     // With a type, both filters hold; another tenant sees nothing of it.
     const paid = await engine.call('GET', `/v1/events?related_object=${first.body.id}&type=invoice.*`);
     expect(paid.body.data.length).toBeGreaterThan(0);
