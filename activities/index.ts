@@ -60,6 +60,8 @@ import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscr
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
 import { failExport, pruneExpiredExports, type ExportPruneResult } from '../services/exports.ts';
+import { maintainUsagePartitions, type PartitionMaintenance } from '../services/usage/partitions.ts';
+import { usageStoreFor } from '../services/usage/postgres-store.ts';
 import { createExportActivities } from './export.ts';
 import type { Resolver, WebhookUrlPolicy } from '../domain/webhook-url.ts';
 import {
@@ -347,6 +349,10 @@ export function createActivities(deps: ActivityDeps) {
     async pruneExpiredExports(): Promise<ExportPruneResult> {
       if (!deps.exportStorage) return { files: 0, temporary: 0 };
       return pruneExpiredExports(em(), deps.exportStorage);
+    },
+    /** Maintenance: the meter events' monthly partitions, and dropping months past USAGE_RETENTION_DAYS (services/usage/partitions.ts). */
+    async maintainUsagePartitions(): Promise<PartitionMaintenance> {
+      return maintainUsagePartitions(usageStoreFor(deps.orm).pool);
     },
     /** Maintenance: expired idempotency keys, and login attempts older than the throttle window. */
     async pruneExpiredRows(loginThrottleWindowSeconds: number): Promise<PruneResult> {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createUsagePool, PostgresUsageStore } from '../services/usage/postgres-store.ts';
 import type { Aggregation, MeterEventInput, MeterRef } from '../services/usage/store.ts';
+import { maintainUsagePartitions, usageRetentionDays } from '../services/usage/partitions.ts';
 
 let db: TestDatabase;
 let store: PostgresUsageStore;
@@ -188,5 +189,36 @@ describe('PostgresUsageStore', () => {
     const refused = results.flat().filter((o) => o.status === 'refused' && o.code === 'period_invoiced').length;
     expect(accepted + refused).toBe(24 * 50);
     expect(closed[0]!.aggregates[0]!.value).toBe(String(accepted));
+  });
+
+  // Last: it drops every partition of today's months (the retention as seen from 2030).
+  it('keeps monthly partitions: adds months (moving their rows out of DEFAULT), drops months past the retention, prunes identifiers', async () => {
+    expect(() => usageRetentionDays({ USAGE_RETENTION_DAYS: '10' })).toThrow(/at least|from 35/);
+    expect(usageRetentionDays({})).toBe(400);
+    // An event in January 2030 has no partition yet: it sits in DEFAULT.
+    await sql(
+      `insert into meter_events (account_id, livemode, meter_id, customer_id, identifier, "timestamp", value, payload) values (?, false, 'mtr_sum', ?, 'future-1', '2030-01-20T00:00:00Z', 5, '{"value":5}')`,
+      [account, customer],
+    );
+    const where = async () => ((await sql(`select tableoid::regclass::text as part from meter_events where identifier = 'future-1'`)) as { part: string }[])[0]!.part;
+    expect(await where()).toBe('meter_events_default');
+    const before = (await sql(`select count(*)::int as n from meter_event_identifiers`)) as { n: number }[];
+    expect(before[0]!.n).toBeGreaterThan(0);
+
+    const result = await maintainUsagePartitions(store.pool, new Date('2030-01-15T00:00:00Z'), 400);
+    expect(result.created).toEqual(['meter_events_2029_12', 'meter_events_2030_01', 'meter_events_2030_02', 'meter_events_2030_03']);
+    expect(await where()).toBe('meter_events_2030_01');
+    // Every month of today's partitions ended before 2030-01-15 minus 400 days: dropped whole; their identifiers pruned.
+    const thisMonth = new Date();
+    const name = `meter_events_${thisMonth.getUTCFullYear()}_${String(thisMonth.getUTCMonth() + 1).padStart(2, '0')}`;
+    expect(result.dropped).toContain(name);
+    expect(result.identifiersPruned).toBe(before[0]!.n);
+    const left = (await sql(`select count(*)::int as n from meter_events where identifier <> 'future-1'`)) as { n: number }[];
+    expect(left[0]!.n).toBe(0);
+    expect(
+      await store.aggregate({ accountId: account, livemode: false, customerId: customer, meter: meters.sum, start: new Date('2030-01-01T00:00:00Z'), end: new Date('2030-02-01T00:00:00Z') }),
+    ).toEqual([{ dimensions: {}, value: '5', events: 1 }]);
+    // Again: nothing to do.
+    expect(await maintainUsagePartitions(store.pool, new Date('2030-01-15T00:00:00Z'), 400)).toEqual({ created: [], dropped: [], defaultRowsDeleted: 0, identifiersPruned: 0 });
   });
 });

@@ -101,6 +101,8 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     const exportFiles = patched('prune-expired-exports') ? await attempt(() => activities.pruneExpiredExports()) : null;
     // Added with test clocks' deletes_after: runs recorded before it go on without it.
     const clocks = patched('delete-expired-test-clocks') ? await attempt(() => activities.deleteExpiredTestClocks()) : null;
+    // Added with usage billing (#28): the meter events' partitions and their retention; runs recorded before it go on without it.
+    const usage = patched('usage-partitions') ? await attempt(() => activities.maintainUsagePartitions()) : null;
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
     const part = <T>(value: T | string, text: (v: T) => string) => (typeof value === 'string' ? `FAILED (${value})` : text(value));
@@ -114,6 +116,9 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
         (swept === null ? '' : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
         (exportFiles === null ? '' : `deleted ${part(exportFiles, (e) => `${e.files} expired export files, ${e.temporary} abandoned temporary files`)}; `) +
         (clocks === null || (typeof clocks !== 'string' && clocks.deleted === 0) ? '' : `deleted ${part(clocks, (c) => `${c.deleted} expired test clocks`)}; `) +
+        (usage === null || (typeof usage !== 'string' && usage.created.length + usage.dropped.length + usage.identifiersPruned === 0)
+          ? ''
+          : `usage ${part(usage, (u) => `partitions +${u.created.length} −${u.dropped.length}, ${u.identifiersPruned} identifiers pruned`)}; `) +
         `next at ${next}.`,
     );
     const seen = changes;

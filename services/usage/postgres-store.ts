@@ -169,7 +169,8 @@ export class PostgresUsageStore implements UsageStore {
   /** Customers whose watermark row exists (rows are never deleted): their batches skip ensureWatermarksSql. */
   private readonly watermarked = new Set<string>();
 
-  private readonly pool: pg.Pool;
+  /** Its own pool (also what partition maintenance runs on: services/usage/partitions.ts). */
+  readonly pool: pg.Pool;
 
   constructor(pool: pg.Pool) {
     this.pool = pool;
@@ -375,7 +376,11 @@ export function summaryWindows(start: Date, end: Date, window?: 'hour' | 'day'):
 
 /** A pool of its own for the usage store: plain pg, one statement per batch, no ORM unit of work. */
 export function createUsagePool(databaseUrl: string, max = databasePoolMax()): pg.Pool {
-  return new pg.Pool({ connectionString: databaseUrl, max, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+  // An idle connection that breaks (PostgreSQL restarted) is dropped by the pool, which then emits 'error':
+  // unhandled, that would end the process. The next query opens a fresh connection.
+  pool.on('error', () => {});
+  return pool;
 }
 
 const stores = new WeakMap<object, PostgresUsageStore>();
