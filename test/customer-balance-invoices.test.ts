@@ -133,6 +133,7 @@ describe('the customer balance on invoices', () => {
     const vat = await engine.call('POST', '/v1/tax_rates', { display_name: 'VAT', percentage: 19, inclusive: false, country: 'DE' });
     expect(vat.status, JSON.stringify(vat.body)).toBe(201);
     const seats = await engine.call('POST', '/v1/plans', { name: 'Seats', amount: 1500, currency: 'USD', interval: 'month' });
+    const reportedBefore = await invoicedUsd();
     const sub = await engine.call('POST', '/v1/subscriptions', {
       customer_id: customerId,
       items: [{ plan: seats.body.id, quantity: 12, tax_rates: [vat.body.id] }],
@@ -162,7 +163,23 @@ describe('the customer balance on invoices', () => {
     const found = await engine.call('GET', `/v1/invoices/search?query=${encodeURIComponent('discount>0 AND tax>=2736')}`);
     expect(found.status, JSON.stringify(found.body)).toBe(200);
     expect(found.body.data.map((i: { id: string }) => i.id)).toEqual([invoice.id]);
+    // The invoiced report: revenue net of the discount, and the tax collected per rate.
+    const reported = await invoicedUsd();
+    expect({ subtotal: reported.subtotal - reportedBefore.subtotal, discounts: reported.discounts - reportedBefore.discounts, tax: reported.tax - reportedBefore.tax, net: reported.net_revenue - reportedBefore.net_revenue }).toEqual({ subtotal: 18000, discounts: 3600, tax: 2736, net: 14400 });
+    expect(reported.tax_by_rate.filter((r) => r.tax_rate === vat.body.id)).toEqual([{ tax_rate: vat.body.id, display_name: 'VAT', percentage: '19', inclusive: false, amount: 2736 }]);
   });
+
+  /** GET /v1/reports/invoiced in USD, summed over every month from 2024 on (the file skips time ahead). */
+  async function invoicedUsd() {
+    const answer = await engine.call('GET', '/v1/reports/invoiced?interval=month&from=2024-01-01T00:00:00Z&to=2033-12-01T00:00:00Z');
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    type Point = { subtotal: number; discounts: number; tax: number; net_revenue: number; tax_by_rate: { tax_rate: string; amount: number }[] };
+    const points: Point[] = answer.body.data.find((series: { currency: string }) => series.currency === 'USD')?.points ?? [];
+    const byRate = new Map<string, any>();
+    for (const r of points.flatMap((p) => p.tax_by_rate)) byRate.set(r.tax_rate, { ...r, amount: (byRate.get(r.tax_rate)?.amount ?? 0) + r.amount });
+    const sum = (key: 'subtotal' | 'discounts' | 'tax' | 'net_revenue') => points.reduce((total, p) => total + p[key], 0);
+    return { subtotal: sum('subtotal'), discounts: sum('discounts'), tax: sum('tax'), net_revenue: sum('net_revenue'), tax_by_rate: [...byRate.values()] as { tax_rate: string }[] };
+  }
 
   it("an invoice item's own tax rates tax its line on a one-off invoice; an item without them takes the defaults (none here)", { timeout: 60_000 }, async () => {
     const customerId = await customerWithCredit('item-tax@example.com', 0);
