@@ -4,7 +4,8 @@
  * one decision: a credit note sent while a dunning retry's charge is at the processor waits for it
  * and is refused once the charge paid the invoice. The retries after a credit note charge what is
  * left; an invoice credited to nothing due is paid without a charge and its dunning ends. The same
- * for a one-off invoice through its invoice workflow.
+ * for a one-off invoice through its invoice workflow, and for a promotion code applied to one while
+ * its charge is at the processor (workflows/invoice.ts discountOneOffInvoiceUpdate).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CreditNote, Invoice, Transaction } from '../db/entities/index.ts';
@@ -125,5 +126,26 @@ describe('credit notes on open invoices', () => {
     const payments = await em().find(Transaction, { invoiceId: id, type: 'payment', status: 'succeeded' });
     expect(payments.map((p) => Number(p.amount))).toEqual([20000]);
     expect((await engine.call('GET', `/v1/invoices/${id}`)).body).toMatchObject({ status: 'paid', amount_paid: 20000 });
+  });
+
+  it('a promotion code sent while a one-off invoice\'s charge is at the processor waits for it, then is refused: paid in full, the code not counted', { timeout: 60_000 }, async () => {
+    const customer = (await engine.call('POST', '/v1/customers', { email: 'code-race@example.com', name: 'Ada', payment_method: 'pm_card_visa' })).body.id;
+    await engine.call('POST', '/v1/invoice_items', { customer, amount: 30000, currency: 'USD', description: 'Design sprint' });
+    const id = (await engine.call('POST', '/v1/invoices', { customer, collection_method: 'send_invoice', days_until_due: 7 })).body.id;
+    expect((await engine.call('POST', `/v1/invoices/${id}/finalize`)).status).toBe(200);
+    expect((await engine.call('POST', '/v1/coupons', { id: 'RACE10', percent_off: 10 })).status).toBe(201);
+    const { inCharge, open } = hold();
+    const paying = engine.call('POST', `/v1/invoices/${id}/pay`);
+    await inCharge;
+    let answered = false;
+    const discounting = engine.call('POST', `/v1/invoices/${id}/discounts`, { coupon: 'RACE10' }).finally(() => (answered = true));
+    await sleep(1_500);
+    expect(answered).toBe(false);
+    open();
+    expect((await paying).status).toBe(200);
+    const refused = await discounting;
+    expect([refused.status, refused.body.error], JSON.stringify(refused.body)).toEqual([409, 'invalid_state']);
+    expect((await engine.call('GET', `/v1/invoices/${id}`)).body).toMatchObject({ status: 'paid', amount_paid: 30000, discounts: [] });
+    expect((await engine.call('GET', '/v1/coupons/RACE10')).body.times_redeemed).toBe(0);
   });
 });
