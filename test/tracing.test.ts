@@ -32,7 +32,9 @@ describe('tracing', () => {
 
   beforeAll(async () => {
     tracing = startTracing({ serviceName: 'billing-test', exporter })!;
-    engine = await startTestEngine({ startWorker: false });
+    // The bundle with the tracing interceptors, built while the engine starts.
+    const [started, workflowBundle] = await Promise.all([startTestEngine({ startWorker: false }), bundleBillingWorkflows({ tracing: true })]);
+    engine = started;
     const { config, db } = engine;
     mailer = createSmtpMailer(engine.mail.url, config.mailFrom);
     worker = await createBillingWorker({
@@ -45,7 +47,7 @@ describe('tracing', () => {
       links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
       secretBox: createSecretBox(config.auth.secret),
       exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
-      workflowBundle: await bundleBillingWorkflows({ tracing: true }),
+      workflowBundle,
       tracing,
     });
     run = worker.run();
