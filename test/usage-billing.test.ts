@@ -67,6 +67,12 @@ describe('usage billing', () => {
     const answer = await call('POST', '/v1/subscriptions', { customer_id: customer.id, plan: fee.id, quantity: 3 });
     expect(answer.status).toBe(400);
     expect(answer.body.message).toMatch(/quantity: plan .* is metered/);
+
+    // The usage grace window: the default hour, set per mode.
+    expect((await call('GET', '/v1/settings/usage')).body).toEqual({ object: 'usage_settings', usage_grace_period_seconds: 3600 });
+    expect((await call('POST', '/v1/settings/usage', { usage_grace_period_seconds: 600 })).body).toEqual({ object: 'usage_settings', usage_grace_period_seconds: 600 });
+    expect((await call('GET', '/v1/settings/usage')).body.usage_grace_period_seconds).toBe(600);
+    expect((await call('POST', '/v1/settings/usage', { usage_grace_period_seconds: 8 * 86_400 })).status).toBe(400);
   });
 
   it('bills each period\'s usage on the next invoice, after the grace window, per dimension value with graduated tiers and free units', async () => {

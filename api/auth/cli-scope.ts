@@ -155,6 +155,8 @@ export const cliKeyScope: Record<string, CliScope> = {
   'GET /v1/settings': settings,
   'PATCH /v1/settings': settings,
   'POST /v1/settings/grace_period': settings,
+  'GET /v1/settings/usage': settings,
+  'POST /v1/settings/usage': settings,
   'GET /v1/transactions/search': allowed,
   'POST /v1/transactions': allowed,
   'GET /v1/transactions': allowed,

@@ -1,4 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { defaultUsageGraceSeconds, maxUsageGraceSeconds } from '../../domain/usage-billing.ts';
+import { setUsageGraceSeconds, usageGraceSeconds } from '../../services/usage-billing.ts';
 import { recordModeSettingsEvent } from '../../services/account-events.ts';
 import { changeModeSettings, loadModeSettings, type BillingSettings } from '../../services/mode-settings.ts';
 import { Account } from '../../db/entities/index.ts';
@@ -68,6 +70,32 @@ const setGracePeriod = createRoute({
   responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401, 403) },
 });
 
+const UsageSettingsSchema = z
+  .object({
+    object: z.literal('usage_settings'),
+    usage_grace_period_seconds: z.number().int().openapi({ description: `Seconds after a period's end that late meter events still count before its usage is invoiced (default ${defaultUsageGraceSeconds})`, example: 3600 }),
+  })
+  .openapi('UsageSettings');
+const getUsageSettings = createRoute({
+  method: 'get',
+  path: '/usage',
+  tags: ['Settings'],
+  summary: "The account's usage billing settings in the caller's mode",
+  responses: { 200: { description: 'Usage settings', ...json(UsageSettingsSchema) }, ...errorResponses(401) },
+});
+const setUsageSettings = createRoute({
+  method: 'post',
+  path: '/usage',
+  tags: ['Settings'],
+  summary: 'Set the usage grace window (seconds)',
+  description:
+    `In the caller's mode only. A subscription with metered plans invoices a period's usage this long after the period ends, so late events still count; ` +
+    `then the period is closed and later events in it are refused period_invoiced. 0 to ${maxUsageGraceSeconds}; default ${defaultUsageGraceSeconds} (Stripe's hour). ` +
+    "A subscription takes a change from its next period's closing on (the closing it waits for was timed with the window it knew).",
+  request: { body: { ...json(z.object({ usage_grace_period_seconds: z.number().int().min(0).max(maxUsageGraceSeconds) }).strict().openapi({ example: { usage_grace_period_seconds: 600 } })), required: true } },
+  responses: { 200: { description: 'Usage settings', ...json(UsageSettingsSchema) }, ...errorResponses(400, 401, 403) },
+});
+
 function serialize(settings: BillingSettings): z.infer<typeof BillingSettingsSchema> {
   return {
     object: 'billing_settings',
@@ -103,5 +131,15 @@ export function settingsApp({ orm }: ApiDeps) {
       return c.json(serialize((await loadModeSettings(orm.em.fork(), accountId, livemode)).billing), 200);
     })
     .openapi(patchSettings, async (c) => c.json(await change(c, c.req.valid('json')), 200))
-    .openapi(setGracePeriod, async (c) => c.json(await change(c, { grace_period_days: c.req.valid('json').days }), 200));
+    .openapi(setGracePeriod, async (c) => c.json(await change(c, { grace_period_days: c.req.valid('json').days }), 200))
+    .openapi(getUsageSettings, async (c) => {
+      const { accountId, livemode } = await accountScope(c, orm);
+      return c.json({ object: 'usage_settings' as const, usage_grace_period_seconds: await usageGraceSeconds(orm.em.fork(), accountId, livemode) }, 200);
+    })
+    .openapi(setUsageSettings, async (c) => {
+      requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
+      const { accountId, livemode } = await accountScope(c, orm);
+      const seconds = await setUsageGraceSeconds(orm.em.fork(), accountId, livemode, c.req.valid('json').usage_grace_period_seconds);
+      return c.json({ object: 'usage_settings' as const, usage_grace_period_seconds: seconds }, 200);
+    });
 }
