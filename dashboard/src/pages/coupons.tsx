@@ -8,6 +8,7 @@ import { useId, useState } from 'react';
 import { call, currentMode, date, money, toMinor } from '../api.ts';
 import { couponDurations, type Coupon, type ListOf, type PromotionCode } from '../billing-types.ts';
 import { ActionButton, ActionForm, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
+import { CustomerPicker } from '../pickers.tsx';
 
 /** A coupon's terms in words: "20% off for 3 months", "$5.00 off once", "10% off forever". */
 export function couponText(coupon: Coupon): string {
@@ -126,7 +127,7 @@ function PromotionCodeForm() {
       <Field label="Code (optional)" name="code" placeholder="SPRING20" />
       <Field label="Max redemptions" name="max_redemptions" type="number" />
       <Field label="Expires at" name="expires_at" type="datetime-local" />
-      <Field label="Only for customer ID" name="customer" />
+      <CustomerPicker name="customer" label="Only for customer" anyLabel="Any customer" />
       <Field label="Minimum first invoice" name="minimum_amount" placeholder="50.00" />
       <Field label="Minimum's currency" name="minimum_amount_currency" defaultValue="USD" />
       <div className="field checkbox">
