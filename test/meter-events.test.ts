@@ -7,6 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Event } from '../db/entities/index.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { createBillingClient } from '../sdk/client.ts';
+import { createMeterEventBatcher } from '../sdk/meter-events.ts';
 
 describe('meters and meter events', () => {
   let engine: TestEngine;
@@ -198,5 +200,30 @@ describe('meters and meter events', () => {
     expect((await call('POST', '/v1/meter_events', { event_name: 'calls', customer: clocked.id, timestamp: '2027-03-09T12:00:00Z' })).status).toBe(201);
     const summaries = await call('GET', `/v1/meters/${meter.id}/event_summaries?customer=${clocked.id}&start_time=${Date.parse('2027-03-01T00:00:00Z') / 1000}&end_time=${Date.parse('2027-04-01T00:00:00Z') / 1000}`);
     expect(summaries.body.data).toEqual([expect.objectContaining({ aggregated_value: '2', events: 2, livemode: false })]);
+  });
+
+  it("the SDK's batching client sends 1,000 at a time and retries a batch whose answer was lost: counted once", async () => {
+    let calls = 0;
+    const client = createBillingClient({
+      baseUrl: 'http://billing.test',
+      headers: engine.tenant.headers,
+      // The first batch reaches the API, whose answer is lost on the way back (a 502 from a proxy, say).
+      fetch: async (request: Request) => {
+        const answer = await engine.app.fetch(new Request(request.url.replace('http://billing.test', 'http://localhost'), request));
+        return ++calls === 1 ? new Response('bad gateway', { status: 502 }) : answer;
+      },
+    });
+    const refused: string[] = [];
+    const batcher = createMeterEventBatcher(client, { flushIntervalMs: 0, retryDelayMs: 10, onRefused: (r) => refused.push(r.code) });
+    const before = Number((await summary(''))[0]!.aggregated_value);
+    const full = Array.from({ length: 1000 }, () => batcher.add({ event_name: 'api_tokens', customer, payload: { tokens: 2, model: 'sdk' } })).find(Boolean);
+    expect(await full).toEqual({ accepted: 0, duplicates: 1000, refused: [] });
+    batcher.add({ event_name: 'api_tokens', customer, payload: { tokens: 3, model: 'sdk' } });
+    batcher.add({ event_name: 'nope', customer, payload: { tokens: 3 } });
+    expect(batcher.pending).toBe(2);
+    expect(await batcher.close()).toMatchObject({ accepted: 1, duplicates: 0 });
+    expect(refused).toEqual(['unknown_meter']);
+    expect(calls).toBe(3);
+    expect(Number((await summary(''))[0]!.aggregated_value)).toBe(before + 2003);
   });
 });
