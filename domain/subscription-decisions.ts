@@ -110,6 +110,8 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
       if ((state.items?.length ?? 1) > 1) return `The subscription has ${state.items!.length} items: change each through /v1/subscription_items.`;
       if (sameTerms(command.plan, plan) && !pendingPlan) return `The subscription is already on ${plan.planId}${(plan.quantity ?? 1) === 1 ? '' : ` × ${plan.quantity}`}.`;
       if (command.plan.currency !== plan.currency) return `The new plan bills in ${command.plan.currency}, the subscription in ${plan.currency}.`;
+      // Usage billed in arrears has no price per day to prorate: a metered plan is not changed in place (#28).
+      if (isMetered(plan) || isMetered(command.plan)) return 'A metered plan cannot be changed in place: cancel the subscription and start one on the new plan.';
       return null;
     case 'retryPayment':
       return s === 'past_due' ? null : 'Nothing to retry.';
