@@ -21247,6 +21247,34 @@ export interface paths {
                                 }[];
                             };
                         };
+                        /** @description Metered plans with group_by: a value's price over the plan's own (the scheme's fields: amount, tiers, or percentage and fixed_amount_decimal); at most 100 values */
+                        dimension_prices?: {
+                            [key: string]: {
+                                /** @description per_unit and package plans: the amount for this value */
+                                amount?: number;
+                                /** @description percentage plans: the fee per event for this value */
+                                fixed_amount_decimal?: string | null;
+                                /** @description percentage plans: the percentage for this value */
+                                percentage?: string;
+                                /** @description tiered plans: the tiers for this value (the plan's tiers_mode) */
+                                tiers?: {
+                                    /** @description Added once when the quantity reaches the tier (graduated) or falls in it (volume) */
+                                    flat_amount?: number | null;
+                                    /** @description Per unit, minor units; exactly one of unit_amount and unit_amount_decimal */
+                                    unit_amount?: number | null;
+                                    /** @description Per unit, a decimal string of minor units, up to 12 decimal places ("0.125") */
+                                    unit_amount_decimal?: string | null;
+                                    /** @description The last unit of this tier (inclusive), ascending; the last tier is "inf" */
+                                    up_to: number | "inf";
+                                }[];
+                            };
+                        };
+                        /** @description percentage plans: a fee per event, a decimal string of minor units ("30": $0.30) */
+                        fixed_amount_decimal?: string;
+                        /** @description Metered plans: units not billed each period, a decimal string with up to 6 places (per dimension value when grouped) */
+                        free_quantity?: string;
+                        /** @description Metered plans: one of the meter's group_by properties; the usage is billed on one line per value seen */
+                        group_by?: string;
                         /**
                          * @description recurring plans: required; one_time plans: none
                          * @enum {string}
@@ -21254,6 +21282,8 @@ export interface paths {
                         interval?: "day" | "week" | "month" | "year";
                         /** @description Default 1 */
                         interval_count?: number;
+                        /** @description Metered plans: an active meter (mtr_) of the same account and mode */
+                        meter?: string;
                         name: string;
                         /**
                          * @description package: up (default; a started package is paid) or down
@@ -21262,12 +21292,14 @@ export interface paths {
                         package_round?: "up" | "down";
                         /** @description package: units per package */
                         package_size?: number;
+                        /** @description percentage plans: percent of the summed usage, a decimal string from "0" to "100" with up to 6 places ("2.9") */
+                        percentage?: string;
                         /**
-                         * @description per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode (docs/pricing.md)
+                         * @description per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode; percentage (metered plans on a sum meter): percentage of the summed usage + fixed_amount_decimal per event (docs/pricing.md)
                          * @default per_unit
                          * @enum {string}
                          */
-                        pricing_scheme?: "per_unit" | "tiered" | "package";
+                        pricing_scheme?: "per_unit" | "tiered" | "package" | "percentage";
                         /** @description A product id of the same account and mode (404 not_found otherwise) */
                         product?: string;
                         /** @description tiered: ascending up_to, the last "inf" */
@@ -21294,6 +21326,12 @@ export interface paths {
                          * @enum {string}
                          */
                         type?: "recurring" | "one_time";
+                        /**
+                         * @description licensed (default): billed in advance at a quantity; metered: billed in arrears on what its meter aggregated over the period just ended (needs meter)
+                         * @default licensed
+                         * @enum {string}
+                         */
+                        usage_type?: "licensed" | "metered";
                     };
                     "application/x-www-form-urlencoded": {
                         /**
@@ -21321,6 +21359,34 @@ export interface paths {
                                 }[];
                             };
                         };
+                        /** @description Metered plans with group_by: a value's price over the plan's own (the scheme's fields: amount, tiers, or percentage and fixed_amount_decimal); at most 100 values */
+                        dimension_prices?: {
+                            [key: string]: {
+                                /** @description per_unit and package plans: the amount for this value */
+                                amount?: number;
+                                /** @description percentage plans: the fee per event for this value */
+                                fixed_amount_decimal?: string | null;
+                                /** @description percentage plans: the percentage for this value */
+                                percentage?: string;
+                                /** @description tiered plans: the tiers for this value (the plan's tiers_mode) */
+                                tiers?: {
+                                    /** @description Added once when the quantity reaches the tier (graduated) or falls in it (volume) */
+                                    flat_amount?: number | null;
+                                    /** @description Per unit, minor units; exactly one of unit_amount and unit_amount_decimal */
+                                    unit_amount?: number | null;
+                                    /** @description Per unit, a decimal string of minor units, up to 12 decimal places ("0.125") */
+                                    unit_amount_decimal?: string | null;
+                                    /** @description The last unit of this tier (inclusive), ascending; the last tier is "inf" */
+                                    up_to: number | "inf";
+                                }[];
+                            };
+                        };
+                        /** @description percentage plans: a fee per event, a decimal string of minor units ("30": $0.30) */
+                        fixed_amount_decimal?: string;
+                        /** @description Metered plans: units not billed each period, a decimal string with up to 6 places (per dimension value when grouped) */
+                        free_quantity?: string;
+                        /** @description Metered plans: one of the meter's group_by properties; the usage is billed on one line per value seen */
+                        group_by?: string;
                         /**
                          * @description recurring plans: required; one_time plans: none
                          * @enum {string}
@@ -21328,6 +21394,8 @@ export interface paths {
                         interval?: "day" | "week" | "month" | "year";
                         /** @description Default 1 */
                         interval_count?: number;
+                        /** @description Metered plans: an active meter (mtr_) of the same account and mode */
+                        meter?: string;
                         name: string;
                         /**
                          * @description package: up (default; a started package is paid) or down
@@ -21336,12 +21404,14 @@ export interface paths {
                         package_round?: "up" | "down";
                         /** @description package: units per package */
                         package_size?: number;
+                        /** @description percentage plans: percent of the summed usage, a decimal string from "0" to "100" with up to 6 places ("2.9") */
+                        percentage?: string;
                         /**
-                         * @description per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode (docs/pricing.md)
+                         * @description per_unit (default): amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode; percentage (metered plans on a sum meter): percentage of the summed usage + fixed_amount_decimal per event (docs/pricing.md)
                          * @default per_unit
                          * @enum {string}
                          */
-                        pricing_scheme?: "per_unit" | "tiered" | "package";
+                        pricing_scheme?: "per_unit" | "tiered" | "package" | "percentage";
                         /** @description A product id of the same account and mode (404 not_found otherwise) */
                         product?: string;
                         /** @description tiered: ascending up_to, the last "inf" */
@@ -21368,6 +21438,12 @@ export interface paths {
                          * @enum {string}
                          */
                         type?: "recurring" | "one_time";
+                        /**
+                         * @description licensed (default): billed in advance at a quantity; metered: billed in arrears on what its meter aggregated over the period just ended (needs meter)
+                         * @default licensed
+                         * @enum {string}
+                         */
+                        usage_type?: "licensed" | "metered";
                     };
                 };
             };
@@ -27676,6 +27752,350 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/v1/settings/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's usage billing settings in the caller's mode */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Usage settings */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UsageSettings"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Set the usage grace window (seconds)
+         * @description In the caller's mode only. A subscription with metered plans invoices a period's usage this long after the period ends, so late events still count; then the period is closed and later events in it are refused period_invoiced. 0 to 604800; default 3600 (Stripe's hour). A subscription takes a change from its next period's closing on (the closing it waits for was timed with the window it knew).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        usage_grace_period_seconds: number;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        usage_grace_period_seconds: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Usage settings */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["UsageSettings"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The caller's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "forbidden",
+                         *       "message": "The member role may not do this."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/subscription_items": {
@@ -36291,7 +36711,7 @@ export interface components {
                 /** @description The price in words, its scheme included: "$20.00 every month", "Graduated: 1–10 at $10.00, 11+ at $8.00, every month" */
                 price: string;
                 /** @enum {string} */
-                pricing_scheme: "per_unit" | "tiered" | "package";
+                pricing_scheme: "per_unit" | "tiered" | "package" | "percentage";
             }[];
             subscriptions: (components["schemas"]["Subscription"] & {
                 plan_details: {
@@ -36306,7 +36726,7 @@ export interface components {
                     /** @description The plan's price in words, in the subscription's currency */
                     price: string;
                     /** @enum {string} */
-                    pricing_scheme: "per_unit" | "tiered" | "package";
+                    pricing_scheme: "per_unit" | "tiered" | "package" | "percentage";
                 } | null;
             })[];
         };
@@ -36775,6 +37195,11 @@ export interface components {
             description: string;
             /** @description The line's share of the invoice's discount (docs/discounts-and-taxes.md) */
             discount_amounts: components["schemas"]["DiscountAmount"][];
+            /**
+             * @description Usage lines: the meter (mtr_) whose usage the line bills; period_start/period_end are the usage period
+             * @example mtr_01jd3x9c4e6g8j0l2n4q6s8u0w
+             */
+            meter?: string;
             /** @enum {string} */
             object: "line_item";
             /**
@@ -36791,7 +37216,13 @@ export interface components {
             plan: string | null;
             /** @description A line of a plan change, prorated by the unused fraction of the period */
             proration: boolean;
+            /** @description Units; a usage line's may be a decimal (exact in quantity_decimal) */
             quantity: number;
+            /**
+             * @description Usage lines: the exact quantity the meter aggregated over the usage period (up to 6 decimal places)
+             * @example 1250.5
+             */
+            quantity_decimal?: string;
             /** @description The line's taxes, one per rate, each rounded on the line */
             tax_amounts: components["schemas"]["TaxAmount"][];
             /** @description Per unit, in minor units; negative for a credit. null when the amount is not a whole unit amount × quantity (a tiered or package price, or a prorated line of several units): see `breakdown` */
@@ -37283,6 +37714,30 @@ export interface components {
          *       "package_size": null,
          *       "package_round": null,
          *       "currency_options": {},
+         *       "usage_type": "metered",
+         *       "meter": "mtr_01jd3x9c4e6g8j0l2n4q6s8u0w",
+         *       "percentage": null,
+         *       "fixed_amount_decimal": null,
+         *       "free_quantity": "100",
+         *       "group_by": "model",
+         *       "dimension_prices": {
+         *         "gpt-large": {
+         *           "tiers": [
+         *             {
+         *               "up_to": 10,
+         *               "unit_amount": 3000,
+         *               "unit_amount_decimal": null,
+         *               "flat_amount": null
+         *             },
+         *             {
+         *               "up_to": "inf",
+         *               "unit_amount": 2000,
+         *               "unit_amount_decimal": null,
+         *               "flat_amount": null
+         *             }
+         *           ]
+         *         }
+         *       },
          *       "interval": "month",
          *       "interval_count": 1,
          *       "trial_period_days": 0,
@@ -37305,6 +37760,21 @@ export interface components {
             currency_options: {
                 [key: string]: components["schemas"]["PlanCurrencyOption"];
             };
+            /** @description Metered plans with group_by: the price of a dimension value, over the plan's own (the same scheme's fields) */
+            dimension_prices: {
+                [key: string]: {
+                    amount?: number | null;
+                    fixed_amount_decimal?: string | null;
+                    percentage?: string | null;
+                    tiers?: components["schemas"]["PlanTier"][] | null;
+                };
+            } | null;
+            /** @description The percentage scheme: a fee per event, a decimal string of minor units ("30") */
+            fixed_amount_decimal: string | null;
+            /** @description Metered plans: units not billed each period (per dimension value when grouped) */
+            free_quantity: string | null;
+            /** @description Metered plans: one of the meter's group_by properties; the usage is billed on one line per value */
+            group_by: string | null;
             id: string;
             /**
              * @description null for a one_time plan
@@ -37314,6 +37784,8 @@ export interface components {
             /** @description null for a one_time plan */
             interval_count: number | null;
             livemode: boolean;
+            /** @description Metered plans: the meter (mtr_) whose aggregate is the quantity priced */
+            meter: string | null;
             name: string;
             /** @enum {string} */
             object: "plan";
@@ -37324,11 +37796,13 @@ export interface components {
             package_round: "up" | "down" | null;
             /** @description Package plans: units per package */
             package_size: number | null;
+            /** @description The percentage scheme: percent of the summed usage (a decimal string, "2.9") */
+            percentage: string | null;
             /**
-             * @description per_unit: amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode
+             * @description per_unit: amount × quantity; package: amount per package_size units; tiered: by tiers and tiers_mode; percentage (metered plans): percentage of the summed usage plus fixed_amount_decimal per event
              * @enum {string}
              */
-            pricing_scheme: "per_unit" | "tiered" | "package";
+            pricing_scheme: "per_unit" | "tiered" | "package" | "percentage";
             /** @description The product this plan prices, or null */
             product: string | null;
             tiers: components["schemas"]["PlanTier"][] | null;
@@ -37343,6 +37817,11 @@ export interface components {
              * @enum {string}
              */
             type: "recurring" | "one_time";
+            /**
+             * @description licensed: billed in advance at a quantity; metered: billed in arrears on the usage its meter aggregated over the previous period (docs/pricing.md#usage-prices)
+             * @enum {string}
+             */
+            usage_type: "licensed" | "metered";
         };
         PlanCurrencyOption: {
             /** @description As the plan's amount, in this currency */
@@ -37381,8 +37860,13 @@ export interface components {
             flat_amount: number;
             /** @description First unit this row prices (1-based) */
             from_unit: number;
-            /** @description Units priced by this row; for a package price, the packages */
+            /** @description Units priced by this row; for a package price, the packages; for the fee row of a percentage price, the events. A usage row may be a decimal (exact in quantity_decimal) */
             quantity: number;
+            /**
+             * @description Usage rows: the exact decimal quantity (up to 6 places)
+             * @example 12.5
+             */
+            quantity_decimal?: string;
             /** @description The tier's 0-based index (tiered prices), else null */
             tier: number | null;
             /**
@@ -37390,7 +37874,7 @@ export interface components {
              * @example 1500
              */
             unit_amount_decimal: string;
-            /** @description Last unit this row prices; null: no upper bound */
+            /** @description Last unit this row prices; null: no upper bound (a per-unit usage row: its decimal quantity) */
             up_to: number | null;
         };
         Product: {
@@ -38022,6 +38506,15 @@ export interface components {
             total_excluding_tax: number;
             /** @description Tax per rate: the sum of its lines' (each rounded on its line) */
             total_tax_amounts: components["schemas"]["TaxAmount"][];
+        };
+        UsageSettings: {
+            /** @enum {string} */
+            object: "usage_settings";
+            /**
+             * @description Seconds after a period's end that late meter events still count before its usage is invoiced (default 3600)
+             * @example 3600
+             */
+            usage_grace_period_seconds: number;
         };
         User: {
             account_id: string | null;
