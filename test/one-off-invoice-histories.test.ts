@@ -50,4 +50,14 @@ describe.runIf(process.env.RECORD_HISTORIES === '1')('invoice workflow histories
     await eventually(() => status(id), (s) => s === 'COMPLETED');
     record(id, (await engine.env.client.workflow.getHandle(id).describe()).runId, 'invoice-auto-retried-voided');
   });
+
+  it('records a send_invoice invoice discounted by a coupon while open (patched invoice-promotion-code), then paid', async () => {
+    expect((await engine.call('POST', '/v1/coupons', { id: 'HISTORY10', percent_off: 10 })).status).toBe(201);
+    const id = await invoiceOf('history-code@example.com', 'pm_card_visa', { collection_method: 'send_invoice', days_until_due: 5 });
+    const discounted = await engine.call('POST', `/v1/invoices/${id}/discounts`, { coupon: 'HISTORY10' });
+    expect(discounted.body).toMatchObject({ amount_due: 27000 });
+    expect((await engine.call('POST', `/v1/invoices/${id}/pay`)).body).toMatchObject({ status: 'paid', amount_paid: 27000 });
+    await eventually(() => status(id), (s) => s === 'COMPLETED');
+    record(id, (await engine.env.client.workflow.getHandle(id).describe()).runId, 'invoice-promotion-code-paid');
+  });
 });

@@ -179,6 +179,8 @@ describe('workflow histories', () => {
       'export-succeeded.json',
       // One-off invoices' workflow (recorded by test/one-off-invoice-histories.test.ts): sent, reminded, paid; declined, retried, voided.
       'invoice-auto-retried-voided.json',
+      // Recorded with patched('invoice-promotion-code'): a coupon applied to the open invoice, then paid.
+      'invoice-promotion-code-paid.json',
       'invoice-send-reminded-paid.json',
       // Recorded with the payoutWorkflow of before payout states (commit a26a08e): replays through patched('payout-states').
       'payout-legacy-paid.json',
