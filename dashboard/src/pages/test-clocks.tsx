@@ -18,6 +18,9 @@ function localInputValue(instant: Date): string {
   return shifted.toISOString().slice(0, 16);
 }
 
+/** The sandbox's test cards a clock's customer may have: one that pays, one declined (dunning on the clock). */
+const testCards = ['pm_card_visa', 'pm_card_chargeDeclined'] as const;
+
 const sandboxOnly = <p className="card">Test clocks exist in the sandbox only: switch to Sandbox to use them.</p>;
 
 export function TestClocks() {
@@ -184,17 +187,17 @@ export function TestClockDetail() {
               done={() => void navigate({ to: '/test-clocks' })}
             />
           </section>
-          <AdvanceClock clock={c} onStarted={setAdvance} />
+          <AdvanceClock key={c.frozen_time} clock={c} onStarted={setAdvance} />
           <ActionForm
             title="New customer on this clock"
             submit="Add customer"
             action={(v) =>
-              unwrap(api.POST('/v1/customers', { body: { email: v.email!, name: v.name || undefined, payment_method: (v.payment_method || undefined) as 'pm_card_visa' | undefined, test_clock: id } }))
+              unwrap(api.POST('/v1/customers', { body: { email: v.email!, name: v.name || undefined, payment_method: testCards.find((card) => card === v.payment_method), test_clock: id } }))
             }
           >
             <Field label="Email" name="email" type="email" required />
             <Field label="Name" name="name" />
-            <Field label="Test payment method" name="payment_method" options={['pm_card_visa', 'pm_card_chargeDeclined', '']} />
+            <Field label="Test payment method" name="payment_method" options={[...testCards, '']} />
           </ActionForm>
           {clockCustomers.length ? (
             <ActionForm
