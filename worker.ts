@@ -109,8 +109,8 @@ export interface BillingWorkerDeps {
  * task that waits past the timeout costs two more history events and is handed over with its whole history); a
  * worker killed during a wave then left requests waiting for minutes. Measured at 1,000 renewals, rounds alternating
  * in one run (bench/RESULTS.md, BENCH_VARIANTS; docs/scaling.md#the-sticky-queue-and-a-worker-that-dies): 5 s against
- * 5 minutes, the same renewals per second within the noise and about 1% more CPU per renewal; the wave is bound by
- * CPU, and a timed-out task's extra events and history are cheap beside a renewal.
+ * 5 minutes cost 1% and 11% more CPU per renewal in two runs on a shared, loaded machine (renewals per second within
+ * its noise); the wave is bound by CPU, and a timed-out task's extra events and history are small beside a renewal.
  */
 export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'stickyQueueScheduleToStartTimeout'>> = {
   maxCachedWorkflows: 1000,
