@@ -25,7 +25,8 @@ export function lineAmount(line: LineAmounts): number {
 export function formatMinorDecimal(decimal: string, currency: string, locale = 'en-US'): string {
   const exponent = currencyExponent(currency);
   const [whole = '0', fraction = ''] = decimal.replace(/^-/, '').split('.');
-  const digits = (whole.padStart(exponent + 1, '0') + fraction).replace(/^0+(?=\d)/, '');
+  // Leading zeros stripped, then put back up to the unit digit: "0.5" cents is $0.005, not $0.50.
+  const digits = (whole + fraction).replace(/^0+(?=\d)/, '').padStart(fraction.length + exponent + 1, '0');
   const cut = digits.length - fraction.length - exponent;
   const major = `${decimal.startsWith('-') ? '-' : ''}${digits.slice(0, cut) || '0'}.${digits.slice(cut)}`;
   const decimals = Math.min(20, exponent + fraction.length);

@@ -7,6 +7,7 @@
  * one after the close is refused period_invoiced. Also the plan API's 400s for metered plans.
  */
 import { Worker } from '@temporalio/worker';
+import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -76,7 +77,7 @@ describe('usage billing', () => {
   });
 
   it('bills each period\'s usage on the next invoice, after the grace window, per dimension value with graduated tiers and free units', async () => {
-    const { call, make, advance } = await clockTenant(engine, 'Tokens by the million');
+    const { call, make, advance, t } = await clockTenant(engine, 'Tokens by the million');
     const clock = await make('/v1/test_clocks', { frozen_time: '2033-01-01T00:00:00Z' });
     const customer = await make('/v1/customers', { email: 'ada@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
     const meter = await make('/v1/meters', { display_name: 'Tokens', event_name: 'tokens', aggregation: 'sum', value_property: 'tokens', group_by: ['model'] });
@@ -148,6 +149,12 @@ describe('usage billing', () => {
       expect.objectContaining({ tier: 1, from_unit: 1001, up_to: null, quantity: 210.5, quantity_decimal: '210.5', unit_amount_decimal: '0.25', amount_decimal: '52.625' }),
     ]);
     expect(february).toMatchObject({ status: 'paid', total: smallJan.amount + largeJan.amount, amount_paid: smallJan.amount + largeJan.amount, period_start: jan.end });
+    // The PDF prints the usage lines through the same line rendering, tiers under them.
+    const pdf = await engine.app.request(`/v1/invoices/${february.id}/pdf`, { headers: { ...t.headers, 'x-sandbox-mode': 'true' } });
+    expect(pdf.status).toBe(200);
+    const { text } = await extractText(await getDocumentProxy(new Uint8Array(await pdf.arrayBuffer())), { mergePages: true });
+    const flat = text.replace(/\s+/g, ' ');
+    for (const expected of ['Tokens (model: small): usage 1310.5, 100 free', 'Units 1–1000: 1000 × $0.005', 'Units 1–1000: 1000 × $0.02', 'Units 1001 and up: 210.5 × $0.0025', '$5.53', '$24.00']) expect(flat, expected).toContain(expected);
     // January is closed: an event in it is refused, and cancelling one is too.
     expect(JSON.stringify(await send('2033-01-31T23:59:30Z', '5', 'small', 409))).toContain('period_invoiced');
     expect((await call('POST', '/v1/meter_events/ev-1/cancel')).status).toBe(409);

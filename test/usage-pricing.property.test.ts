@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { priceFor, pricingProblems, type Tier, type UsagePricing } from '../domain/pricing.ts';
 import { usageCharges, type MeteredPrice } from '../domain/usage-pricing.ts';
+import { formatMinorDecimal } from '../domain/invoice-lines.ts';
 
 type Q = { n: bigint; d: bigint };
 const gcd = (a: bigint, b: bigint): bigint => (b === 0n ? (a < 0n ? -a : a) : gcd(b, a % b));
@@ -211,5 +212,10 @@ describe('usage charges: free units and dimension prices', () => {
     expect(pricingProblems({ scheme: 'percentage', percentage: '0.25', fixed_amount_decimal: '0.5' })).toEqual([]);
     expect(() => priceFor({ scheme: 'per_unit', amount: 1 }, '1.0000001')).toThrow(/at most 6 decimal places/);
     expect(() => priceFor({ scheme: 'per_unit', amount: 1 }, '-1')).toThrow(/non-negative/);
+  });
+
+  it('a breakdown prints sub-cent unit prices as they are (the PDF: 0.5 cents is $0.005, 2 cents $0.02)', () => {
+    expect(['0.5', '2', '0.0025', '750.5', '1500', '0'].map((minor) => formatMinorDecimal(minor, 'USD'))).toEqual(['$0.005', '$0.02', '$0.000025', '$7.505', '$15.00', '$0.00']);
+    expect(formatMinorDecimal('5', 'JPY')).toBe('¥5');
   });
 });
