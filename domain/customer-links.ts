@@ -14,6 +14,8 @@ export interface CustomerLinkClaims {
   livemode: boolean;
   /** When the token these claims were read from expires (verify* set it): a link minted from them never outlives it. */
   expiresAt?: Date;
+  /** A billing-details link the portal handed out (its page links back to the portal, until the portal session ends). */
+  fromPortal?: boolean;
 }
 
 export const billingLinkTtlDays = 30;
@@ -46,7 +48,7 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
     async billingDetailsUrl(claims) {
       const ownTtl = Math.floor(Date.now() / 1000) + billingLinkTtlDays * 86_400;
       const expires = claims.expiresAt ? Math.min(ownTtl, Math.floor(claims.expiresAt.getTime() / 1000)) : ownTtl;
-      const token = await new SignJWT({ acct: claims.accountId, lm: claims.livemode })
+      const token = await new SignJWT({ acct: claims.accountId, lm: claims.livemode, ...(claims.fromPortal ? { pt: true } : {}) })
         .setProtectedHeader({ alg: 'HS256' })
         .setSubject(claims.customerId)
         .setIssuer(issuer)
@@ -57,7 +59,9 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
       return `${config.publicUrl}/billing/${token}`;
     },
     async portalUrl(claims) {
-      const expiresAt = new Date(Date.now() + portalLinkTtlDays * 86_400_000);
+      // A link back to the portal from a page the portal opened ends with that portal session, never later.
+      const ownTtl = Date.now() + portalLinkTtlDays * 86_400_000;
+      const expiresAt = new Date(Math.floor((claims.expiresAt ? Math.min(ownTtl, claims.expiresAt.getTime()) : ownTtl) / 1000) * 1000);
       const token = await new SignJWT({ acct: claims.accountId, lm: claims.livemode })
         .setProtectedHeader({ alg: 'HS256' })
         .setSubject(claims.customerId)
@@ -82,7 +86,13 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
     try {
       const { payload } = await jwtVerify(token, key, { issuer, audience: expected, algorithms: ['HS256'] });
       if (typeof payload.sub !== 'string' || typeof payload.acct !== 'string' || typeof payload.lm !== 'boolean') return null;
-      return { customerId: payload.sub, accountId: payload.acct, livemode: payload.lm, ...(typeof payload.exp === 'number' ? { expiresAt: new Date(payload.exp * 1000) } : {}) };
+      return {
+        customerId: payload.sub,
+        accountId: payload.acct,
+        livemode: payload.lm,
+        ...(typeof payload.exp === 'number' ? { expiresAt: new Date(payload.exp * 1000) } : {}),
+        ...(payload.pt === true ? { fromPortal: true } : {}),
+      };
     } catch {
       return null;
     }

@@ -22766,7 +22766,163 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Preview a plan change: what is charged now and the next invoice (nothing changes)
+         * @description The subscription workflow's own state with the plan change applied as POST …/change_plan would apply it, priced by the functions of GET /v1/invoices/upcoming (discounts, taxes and the customer's balance as they stand now). 403 unless plan_changes allows the plan; 409 when the change would be refused.
+         */
+        get: {
+            parameters: {
+                query: {
+                    plan: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The preview */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PortalPlanChangePreview"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The caller's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "forbidden",
+                         *       "message": "The member role may not do this."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         put?: never;
         /** Switch to another plan (when the account allows plan changes) */
         post: {
@@ -26709,6 +26865,14 @@ export interface paths {
                         cancellation?: boolean;
                         /** @description Customers may switch their subscription to another active plan of the same currency */
                         plan_changes?: boolean;
+                        /**
+                         * @description The plans customers may switch to with plan_changes, by id (recurring plans of this account, either mode: each mode offers its own); null (default): every active recurring plan. An archived plan in the list is not offered.
+                         * @example [
+                         *       "plan_01jd3x5k8q0m2v7c9r4t6y1w3e",
+                         *       "plan_01jd3x7n2p4r6t8v0x2z4b6d8f"
+                         *     ]
+                         */
+                        plans?: string[] | null;
                         /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default */
                         promotion_codes?: boolean;
                         /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
@@ -26721,6 +26885,14 @@ export interface paths {
                         cancellation?: boolean;
                         /** @description Customers may switch their subscription to another active plan of the same currency */
                         plan_changes?: boolean;
+                        /**
+                         * @description The plans customers may switch to with plan_changes, by id (recurring plans of this account, either mode: each mode offers its own); null (default): every active recurring plan. An archived plan in the list is not offered.
+                         * @example [
+                         *       "plan_01jd3x5k8q0m2v7c9r4t6y1w3e",
+                         *       "plan_01jd3x7n2p4r6t8v0x2z4b6d8f"
+                         *     ]
+                         */
+                        plans?: string[] | null;
                         /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default */
                         promotion_codes?: boolean;
                         /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
@@ -36693,6 +36865,20 @@ export interface components {
                 id: string;
                 name: string | null;
                 payment_method: string | null;
+                /** @description The payment method as the customer reads it (brand and last 4), never its id */
+                payment_method_details: {
+                    /** @example Visa */
+                    brand: string | null;
+                    /**
+                     * @description How the portal shows it; "Card on file" when the brand and digits are not known
+                     * @example Visa •••• 4242
+                     */
+                    label: string;
+                    /** @example 4242 */
+                    last4: string | null;
+                    /** @enum {string} */
+                    type: "card" | "bank_account";
+                } | null;
             };
             livemode: boolean;
             /** @enum {string} */
@@ -36700,7 +36886,7 @@ export interface components {
             /** @description The mode's processor page where the customer updates the payment method */
             payment_method_url: string;
             permissions: components["schemas"]["CustomerPortalSettings"];
-            /** @description Plans a subscription may change to (empty unless plan_changes is allowed) */
+            /** @description Plans a subscription may change to: the setting's plans (or every active recurring plan), empty unless plan_changes is allowed */
             plans: {
                 amount: number;
                 currency: string;
@@ -36742,6 +36928,14 @@ export interface components {
             cancellation: boolean;
             /** @description Customers may switch their subscription to another active plan of the same currency */
             plan_changes: boolean;
+            /**
+             * @description The plans customers may switch to with plan_changes, by id (recurring plans of this account, either mode: each mode offers its own); null (default): every active recurring plan. An archived plan in the list is not offered.
+             * @example [
+             *       "plan_01jd3x5k8q0m2v7c9r4t6y1w3e",
+             *       "plan_01jd3x7n2p4r6t8v0x2z4b6d8f"
+             *     ]
+             */
+            plans?: string[] | null;
             /** @description Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default */
             promotion_codes?: boolean;
             /** @description Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default */
@@ -37851,6 +38045,20 @@ export interface components {
              */
             up_to: number | "inf";
         };
+        PortalPlanChangePreview: {
+            due_now: components["schemas"]["UpcomingInvoice"];
+            /**
+             * @description upgrade: takes effect now, the rest of the period prorated and charged at once (due_now); downgrade: takes effect at the next renewal, nothing charged now; trial: the plan simply changes; revert: back to the current plan, a waiting change dropped
+             * @enum {string}
+             */
+            kind: "upgrade" | "downgrade" | "trial" | "revert";
+            next_invoice: components["schemas"]["UpcomingInvoice"] & unknown;
+            /** @enum {string} */
+            object: "plan_change_preview";
+            /** @description The plan it would change to */
+            plan: string;
+            subscription: string;
+        };
         PriceRow: {
             /**
              * @description quantity × unit + flat, exact; the line rounds the sum of its rows once, half away from zero
@@ -38447,6 +38655,7 @@ export interface components {
              */
             updated_at: string;
         };
+        /** @description The invoice charged on confirmation (an upgrade's proration), as GET /v1/invoices/upcoming shows invoices; null when nothing is charged now */
         UpcomingInvoice: {
             /** @description What will be charged: total + the customer's balance as it stands now, at least 0 */
             amount_due: number;
@@ -38506,7 +38715,7 @@ export interface components {
             total_excluding_tax: number;
             /** @description Tax per rate: the sum of its lines' (each rounded on its line) */
             total_tax_amounts: components["schemas"]["TaxAmount"][];
-        };
+        } | null;
         UsageSettings: {
             /** @enum {string} */
             object: "usage_settings";

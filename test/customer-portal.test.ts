@@ -80,11 +80,43 @@ describe('customer portal', () => {
     const refused = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: premium.body.id });
     expect(refused.status).toBe(403);
     const setting = await engine.call('PATCH', '/v1/settings/customer_portal', { plan_changes: true, cancellation: false });
-    expect(setting.body).toEqual({ plan_changes: true, cancellation: false, resume: true, quantity_changes: false, promotion_codes: false });
+    expect(setting.body).toEqual({ plan_changes: true, cancellation: false, resume: true, quantity_changes: false, promotion_codes: false, plans: null });
     expect((await portal('GET', '/v1/portal')).body.plans.map((p: { id: string }) => p.id)).toContain(premium.body.id);
+
+    // The account chooses the plans the portal offers: a bad list is refused and changes nothing; another plan is then 403.
+    const other = await engine.call('POST', '/v1/plans', { name: 'Other', amount: 9000, currency: 'USD', interval: 'month' });
+    const fee = await engine.call('POST', '/v1/plans', { name: 'Setup', amount: 900, currency: 'USD', type: 'one_time' });
+    expect(fee.status).toBe(201);
+    const badList = await engine.call('PATCH', '/v1/settings/customer_portal', { plans: [premium.body.id, fee.body.id], cancellation: true });
+    expect(badList.status).toBe(400);
+    expect(badList.body.message).toContain(`plans: ${fee.body.id} is a one_time plan`);
+    expect((await engine.call('PATCH', '/v1/settings/customer_portal', { plans: ['plan_01jd3x5k8q0m2v7c9r4t6y1w3e'] })).status).toBe(400);
+    expect((await engine.call('GET', '/v1/settings/customer_portal')).body).toMatchObject({ cancellation: false, plans: null });
+    const listed = await engine.call('PATCH', '/v1/settings/customer_portal', { plans: [premium.body.id, premium.body.id] });
+    expect(listed.body.plans).toEqual([premium.body.id]);
+    expect((await portal('GET', '/v1/portal')).body.plans.map((p: { id: string }) => p.id)).toEqual([premium.body.id]);
+    expect((await portal('GET', `/v1/portal/subscriptions/${subscriptionId}/change_plan?plan=${other.body.id}`)).status).toBe(403);
+    expect((await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: other.body.id })).status).toBe(403);
+
+    // The preview: the upgrade's proration charged now, then the next renewal at the new price; nothing changes.
+    const preview = await portal('GET', `/v1/portal/subscriptions/${subscriptionId}/change_plan?plan=${premium.body.id}`);
+    expect(preview.status, JSON.stringify(preview.body)).toBe(200);
+    expect(preview.body).toMatchObject({ object: 'plan_change_preview', kind: 'upgrade', next_invoice: { total: 5000, lines: [{ amount: 5000 }] } });
+    const [unused, remaining] = preview.body.due_now.lines;
+    expect(unused.amount).toBeLessThan(0);
+    expect(unused.amount).toBeGreaterThanOrEqual(-2000);
+    expect(remaining.amount).toBeGreaterThan(0);
+    expect(preview.body.due_now.amount_due).toBe(unused.amount + remaining.amount);
+    expect((await engine.call('GET', `/v1/subscriptions/${subscriptionId}`)).body.plan).toBe(planId);
+
     const changed = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/change_plan`, { plan: premium.body.id });
     expect(changed.status).toBe(200);
-    expect([changed.body.plan, changed.body.pending_plan]).toContain(premium.body.id);
+    expect(changed.body.plan).toBe(premium.body.id);
+    const charged = await engine.call('GET', `/v1/invoices/${changed.body.latest_invoice}`);
+    expect(charged.body.status).toBe('paid');
+    // Made a moment after the preview: the proration may differ by the rounding of that moment, a cent at most.
+    expect(Math.abs(charged.body.amount_due - preview.body.due_now.amount_due)).toBeLessThanOrEqual(1);
+    await engine.call('PATCH', '/v1/settings/customer_portal', { plans: null });
     expect((await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/cancel`)).status).toBe(403);
     await engine.call('PATCH', '/v1/settings/customer_portal', { cancellation: true });
     const canceled = await portal('POST', `/v1/portal/subscriptions/${subscriptionId}/cancel`);

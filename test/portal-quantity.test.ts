@@ -48,7 +48,7 @@ describe('portal quantity changes and tiered prices', () => {
 
     const read = await portal('GET', '/v1/portal');
     expect(read.status).toBe(200);
-    expect(read.body.permissions).toEqual({ plan_changes: false, cancellation: true, resume: true, quantity_changes: false, promotion_codes: false });
+    expect(read.body.permissions).toEqual({ plan_changes: false, cancellation: true, resume: true, quantity_changes: false, promotion_codes: false, plans: null });
     const byId = Object.fromEntries(read.body.subscriptions.map((s: any) => [s.id, s]));
     expect(byId[subscriptionId]).toMatchObject({
       quantity: 12,
@@ -76,7 +76,7 @@ describe('portal quantity changes and tiered prices', () => {
 
     const setting = await engine.call('PATCH', '/v1/settings/customer_portal', { quantity_changes: true });
     expect(setting.status).toBe(200);
-    expect(setting.body).toEqual({ plan_changes: true, cancellation: true, resume: true, quantity_changes: true, promotion_codes: false });
+    expect(setting.body).toEqual({ plan_changes: true, cancellation: true, resume: true, quantity_changes: true, promotion_codes: false, plans: null });
     expect((await engine.call('GET', '/v1/settings/customer_portal')).body.quantity_changes).toBe(true);
     expect((await portal('GET', '/v1/portal')).body.permissions.quantity_changes).toBe(true);
   });

@@ -74,6 +74,7 @@ export const cliKeyScope: Record<string, CliScope> = {
   'POST /v1/portal/subscriptions/{id}/resume': allowed,
   'POST /v1/portal/subscriptions/{id}/undo_cancel': allowed,
   'POST /v1/portal/subscriptions/{id}/change_plan': allowed,
+  'GET /v1/portal/subscriptions/{id}/change_plan': allowed,
   'POST /v1/portal/subscriptions/{id}/quantity': allowed,
   'POST /v1/portal/subscriptions/{id}/promotion_code': allowed,
   'GET /v1/customers/search': allowed,

@@ -24,7 +24,12 @@ interface View {
   pastDue: Subscription[];
   /** The customer's mode moves no real money: the page says so. */
   testMode: boolean;
+  /** Opened from the customer portal: the portal again (a link ending with that portal session), else null. */
+  portalUrl: string | null;
 }
+
+/** The way back to the portal the page was opened from. */
+const backLink = (view: View) => (view.portalUrl ? html`<p><a class="back" href="${view.portalUrl}">← Back to your billing portal</a></p>` : '');
 
 function invalidLink(c: Context) {
   return page(c, 404, 'Link not valid', stateCard('off', '?', 'This link is not valid', [html`It may have expired. The latest email about your payment has a fresh link.`]));
@@ -41,7 +46,7 @@ function form(c: Context, view: View, status = 200, error: string | null = null)
         : `Unless it is paid by ${formatDate(new Date(d.graceEndsAt!), true)}, the subscription will be ${d.finalAction === 'pause' ? 'paused' : 'canceled'}.`;
       return html`<div class="alert error" role="alert"><strong>${formatMoney(d.amount, d.currency)}</strong> due on invoice ${d.invoiceNumber}: ${d.lastFailureMessage} ${next}</div>`;
     });
-  const body = html`
+  const body = html`${backLink(view)}
 <p class="from"><strong>${account.name}</strong>${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
 <h1>Billing details</h1>
 <p class="muted">${customer.email}</p>
@@ -74,7 +79,8 @@ export function billingDetailsPage(deps: ApiDeps) {
     ]);
     if (!customer || !account) return null;
     const pastDue = await em.find(Subscription, { customerId: customer.id, status: 'past_due' });
-    return { customer, account, pastDue, testMode: processors.isTestMode(customer.livemode) };
+    const portalUrl = claims.fromPortal ? (await links.portalUrl(claims)).url : null;
+    return { customer, account, pastDue, testMode: processors.isTestMode(customer.livemode), portalUrl };
   }
 
   return new Hono()
@@ -85,7 +91,7 @@ export function billingDetailsPage(deps: ApiDeps) {
       if (processor.name === 'sandbox') return form(c, view);
       // A processor with a hosted checkout (Stripe): its setup page collects the card (303 there).
       if (c.req.query('checkout') === 'success') {
-        return page(c, 200, 'Billing details saved', stateCard('ok', '✓', 'Thank you', [html`Your new payment method is being confirmed.`]), null, view.testMode);
+        return page(c, 200, 'Billing details saved', html`${stateCard('ok', '✓', 'Thank you', [html`Your new payment method is being confirmed.`])}${backLink(view)}`, null, view.testMode);
       }
       const here = `${deps.config.publicUrl}/billing/${c.req.param('token')}`;
       const session = await processor.createCheckout({
@@ -128,6 +134,6 @@ export function billingDetailsPage(deps: ApiDeps) {
       const label = payPageMethods.find((m) => m.id === method)!.label;
       const lines = [html`Your payment method is now ${label}.`];
       if (view.pastDue.length) lines.push(html`We are charging it for what is due now; you will receive an email with the result.`);
-      return page(c, 200, 'Billing details saved', stateCard('ok', '✓', 'Saved', lines));
+      return page(c, 200, 'Billing details saved', html`${stateCard('ok', '✓', 'Saved', lines)}${backLink(view)}`);
     });
 }

@@ -27,8 +27,8 @@ legend{font-weight:600;margin-bottom:.6rem;padding:0}
 .method:has(input:checked){border-color:#635bff;box-shadow:0 0 0 1px #635bff;background:#f7f7ff}
 .method input{accent-color:#635bff;width:1.05rem;height:1.05rem;margin:0}
 .method .name{flex:1;font-weight:500}
-.method code{font-size:.76rem;color:#697386;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.hint{display:block;font-size:.78rem;color:#8792a2}
+.method code{font-size:.76rem;color:#5e6878;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.hint{display:block;font-size:.78rem;color:#5e6878}
 button{width:100%;border:0;border-radius:10px;background:#635bff;color:#fff;font:inherit;font-weight:600;font-size:1.05rem;padding:.85rem;cursor:pointer}
 button:hover{background:#5146e0}
 button:disabled{background:#a5a0ff;cursor:progress}
@@ -37,6 +37,11 @@ button:disabled{background:#a5a0ff;cursor:progress}
 .promotion-code{display:grid;grid-template-columns:1fr auto;gap:.35rem .5rem;margin:0 0 1.25rem}.promotion-code label{grid-column:1/-1;font-weight:600;font-size:.92rem}
 .promotion-code input{font:inherit;border:1px solid #cfd7df;border-radius:10px;padding:.55rem .8rem;min-width:0}.promotion-code button{width:auto;font-size:.95rem;padding:.55rem 1.1rem}
 .notice{background:#e3f9e9;color:#0e7a3a;border-radius:10px;padding:.6rem 1rem;margin:0 0 1rem;font-size:.92rem}
+.field{display:block;margin:0 0 1rem;font-weight:600;font-size:.92rem}
+.field input,.field select{display:block;width:100%;margin-top:.35rem;font:inherit;font-weight:400;border:1px solid #cfd7df;border-radius:10px;padding:.6rem .8rem;background:#fff;color:inherit}
+.code{font:700 1.6rem/1.2 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;letter-spacing:.12em;text-align:center;background:#f3f4f8;border-radius:10px;padding:.6rem;margin:.5rem 0 1rem}
+a.button{display:block;text-align:center;border-radius:10px;background:#635bff;color:#fff;font-weight:600;padding:.85rem;text-decoration:none}
+a.back{color:#4b45c6;font-size:.92rem}
 .state{text-align:center}
 .icon{width:56px;height:56px;border-radius:50%;display:flex;align-items:center;justify-content:center;margin:0 auto 1rem;font-size:1.8rem;font-weight:700}
 .icon.ok{background:#e3f9e9;color:#0e7a3a}.icon.off{background:#f1f2f6;color:#697386}.icon.bad{background:#fff0f0;color:#a4161a}
@@ -60,7 +65,10 @@ function brandStyles(brand: Brand): string {
 .brand img{height:32px;width:auto;max-width:160px;object-fit:contain}`;
 }
 
-export function page(c: Context, status: number, title: string, body: Html, script: string | null = null, testMode = false, brand?: Brand) {
+/** The footer of customer-facing pages; a page for account owners (the CLI's approval) says what it is instead. */
+export const paymentPageFooter = 'Secure payment page · Billing engine';
+
+export function page(c: Context, status: number, title: string, body: Html, script: string | null = null, testMode = false, brand?: Brand, footer = paymentPageFooter) {
   const nonce = randomBytes(16).toString('base64');
   c.header(
     'Content-Security-Policy',
@@ -86,7 +94,7 @@ ${brand ? html`<header class="brand" data-brand-color="${brand.color}">${brand.l
 <main>
 ${body}
 </main>
-<footer>Secure payment page · Billing engine</footer>
+<footer>${footer}</footer>
 ${script ? html`<script nonce="${nonce}">${raw(script)}</script>` : ''}
 </body>
 </html>`,

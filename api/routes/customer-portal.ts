@@ -36,8 +36,14 @@ import { redeemDiscount, subscriptionDiscounts } from '../../services/discounts.
 import { subscriptionFirstInvoiceAmount, tellWorkflowOfDiscount } from '../../services/subscription-discounts.ts';
 import { clockTimeOf } from '../../services/test-clocks.ts';
 import { errorResponses, idParam } from '../schemas.ts';
+import { previewPlanChange } from '../../domain/plan-change-preview.ts';
+import { paymentMethodDisplay } from '../../domain/payment-method-display.ts';
+import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
+import { UpcomingInvoiceSchema } from './subscription-items.ts';
 
-export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true, quantity_changes: false, promotion_codes: false };
+export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true, quantity_changes: false, promotion_codes: false, plans: null };
+/** Most plans the portal setting may list. */
+const maxPortalPlans = 50;
 
 const Permissions = z
   .object({
@@ -51,6 +57,17 @@ const Permissions = z
     promotion_codes: z.boolean().optional().openapi({
       description: "Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default",
     }),
+    plans: z
+      .array(z.string().min(1).max(64))
+      .max(maxPortalPlans)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          'The plans customers may switch to with plan_changes, by id (recurring plans of this account, either mode: each mode offers its own); null (default): every active recurring plan. ' +
+          'An archived plan in the list is not offered.',
+        example: ['plan_01jd3x5k8q0m2v7c9r4t6y1w3e', 'plan_01jd3x7n2p4r6t8v0x2z4b6d8f'],
+      }),
   })
   .openapi('CustomerPortalSettings');
 
@@ -77,11 +94,25 @@ const PortalSession = z
   .object({
     object: z.literal('customer_portal'),
     account: z.object({ name: z.string(), brand_color: z.string(), brand_text_color: z.string(), logo_url: z.string().nullable() }).openapi({ description: "The account as its customers know it: branding's business name, colour (and a text colour readable on it) and logo" }),
-    customer: z.object({ id: z.string(), email: z.string(), name: z.string().nullable(), payment_method: z.string().nullable() }),
+    customer: z.object({
+      id: z.string(),
+      email: z.string(),
+      name: z.string().nullable(),
+      payment_method: z.string().nullable(),
+      payment_method_details: z
+        .object({
+          type: z.enum(['card', 'bank_account']),
+          brand: z.string().nullable().openapi({ example: 'Visa' }),
+          last4: z.string().nullable().openapi({ example: '4242' }),
+          label: z.string().openapi({ example: 'Visa •••• 4242', description: 'How the portal shows it; "Card on file" when the brand and digits are not known' }),
+        })
+        .nullable()
+        .openapi({ description: 'The payment method as the customer reads it (brand and last 4), never its id' }),
+    }),
     livemode: z.boolean(),
     permissions: Permissions,
     subscriptions: z.array(SubscriptionSchema.extend({ plan_details: PortalSubscriptionPlan.nullable() })),
-    plans: z.array(PortalPlan).openapi({ description: 'Plans a subscription may change to (empty unless plan_changes is allowed)' }),
+    plans: z.array(PortalPlan).openapi({ description: "Plans a subscription may change to: the setting's plans (or every active recurring plan), empty unless plan_changes is allowed" }),
     payment_method_url: z.string().openapi({ description: "The mode's processor page where the customer updates the payment method" }),
   })
   .openapi('CustomerPortal');
@@ -116,7 +147,12 @@ const patchPermissions = createRoute({
   tags: ['Settings'],
   summary: 'Change what customers may do in the portal',
   description: 'Owners and admins. Omitted fields stay as they are.',
-  request: { body: { content: { 'application/json': { schema: Permissions.partial().strict().openapi({ example: { plan_changes: true, cancellation: true, resume: false, quantity_changes: true } }) } }, required: true } },
+  request: {
+    body: {
+      content: { 'application/json': { schema: Permissions.partial().strict().openapi({ example: { plan_changes: true, cancellation: true, resume: false, quantity_changes: true, plans: ['plan_01jd3x5k8q0m2v7c9r4t6y1w3e'] } }) } },
+      required: true,
+    },
+  },
   responses: { 200: { description: 'The setting', ...json(Permissions) }, ...errorResponses(400, 401, 403) },
 });
 
@@ -165,6 +201,32 @@ const portalChangePlan = createRoute({
   security: portalSecurity,
   request: { params: idParam('sub'), body: { content: { 'application/json': { schema: z.object({ plan: z.string().min(1).max(64) }).strict().openapi({ example: { plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } }) } }, required: true } },
   responses: subscriptionAnswers,
+});
+
+const PlanChangePreviewSchema = z
+  .object({
+    object: z.literal('plan_change_preview'),
+    subscription: z.string(),
+    plan: z.string().openapi({ description: 'The plan it would change to' }),
+    kind: z.enum(['upgrade', 'downgrade', 'trial', 'revert']).openapi({
+      description: 'upgrade: takes effect now, the rest of the period prorated and charged at once (due_now); downgrade: takes effect at the next renewal, nothing charged now; trial: the plan simply changes; revert: back to the current plan, a waiting change dropped',
+    }),
+    due_now: UpcomingInvoiceSchema.nullable().openapi({ description: "The invoice charged on confirmation (an upgrade's proration), as GET /v1/invoices/upcoming shows invoices; null when nothing is charged now" }),
+    next_invoice: UpcomingInvoiceSchema.nullable().openapi({ description: 'The invoice the subscription makes next by itself after the change; null when none is coming' }),
+  })
+  .openapi('PortalPlanChangePreview');
+
+const portalPlanChangePreview = createRoute({
+  method: 'get',
+  path: '/portal/subscriptions/{id}/change_plan',
+  tags: portalTag,
+  summary: 'Preview a plan change: what is charged now and the next invoice (nothing changes)',
+  description:
+    "The subscription workflow's own state with the plan change applied as POST …/change_plan would apply it, priced by the functions of GET /v1/invoices/upcoming " +
+    "(discounts, taxes and the customer's balance as they stand now). 403 unless plan_changes allows the plan; 409 when the change would be refused.",
+  security: portalSecurity,
+  request: { params: idParam('sub'), query: z.object({ plan: z.string().min(1).max(64).openapi({ example: 'plan_01jd3x7n2p4r6t8v0x2z4b6d8f' }) }).strict() },
+  responses: { 200: { description: 'The preview', ...json(PlanChangePreviewSchema) }, ...errorResponses(400, 401, 403, 404, 409) },
 });
 
 const portalPromotionCode = createRoute({
@@ -282,6 +344,18 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
 
   const send = sendToSubscription;
 
+  /** Whether the setting offers `plan` (its list, or every plan when it has none). */
+  const offers = (permissions: CustomerPortalPermissions, plan: Pick<Plan, 'id'>) => !permissions.plans || permissions.plans.includes(plan.id);
+
+  /** A plan the customer may switch `subscription` to: allowed by the setting, offered, active, of its account and mode (403/404 otherwise). */
+  async function offeredPlan(permissions: CustomerPortalPermissions, subscription: Subscription, planId: string): Promise<Plan> {
+    if (!permissions.plan_changes) throw new ApiError('forbidden', 'This account does not let customers change plans in the portal.');
+    const plan = await orm.em.fork().findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode, active: true });
+    if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
+    if (!offers(permissions, plan)) throw new ApiError('forbidden', `This account does not offer ${plan.name} in the portal.`);
+    return plan;
+  }
+
   return newOpenApiApp()
     .openapi(createLink, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
@@ -311,7 +385,9 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const { accountId } = await accountScope(c, orm);
       const em = orm.em.fork();
       const account = await em.findOneOrFail(Account, { id: accountId });
-      const next = { ...permissionsOf(account), ...c.req.valid('json') };
+      const body = c.req.valid('json');
+      if (body.plans) body.plans = await checkedPortalPlans(em, accountId, body.plans);
+      const next = { ...permissionsOf(account), ...body };
       account.settings = { ...account.settings, customer_portal: next };
       await em.flush();
       return c.json(next, 200);
@@ -329,15 +405,21 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
         {
           object: 'customer_portal' as const,
           account: (({ name, color, onColor, logoUrl }) => ({ name, brand_color: color, brand_text_color: onColor, logo_url: logoUrl }))(brandOf(account, '')),
-          customer: { id: customer.id, email: customer.email, name: customer.name ?? null, payment_method: customer.paymentMethod ?? null },
+          customer: {
+            id: customer.id,
+            email: customer.email,
+            name: customer.name ?? null,
+            payment_method: customer.paymentMethod ?? null,
+            payment_method_details: paymentMethodDisplay(customer.paymentMethod),
+          },
           livemode: claims.livemode,
           permissions,
           subscriptions: await portalDiscounts(
             em,
             subscriptions.map((s) => ({ ...serializeSubscription(s), plan_details: byId.has(s.planId) ? subscriptionPlan(byId.get(s.planId)!, s) : null })),
           ),
-          plans: permissions.plan_changes ? plans.filter((p) => p.active && p.type !== 'one_time').map((p) => portalPlan(p)) : [],
-          payment_method_url: await links.billingDetailsUrl(claims),
+          plans: permissions.plan_changes ? plans.filter((p) => p.active && p.type !== 'one_time' && offers(permissions, p)).map((p) => portalPlan(p)) : [],
+          payment_method_url: await links.billingDetailsUrl({ ...claims, fromPortal: true }),
         },
         200,
       );
@@ -375,14 +457,29 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
     })
     .openapi(portalChangePlan, async (c) => {
       const { permissions, handle, subscription } = await ownSubscription(c, c.req.valid('param').id);
-      if (!permissions.plan_changes) throw new ApiError('forbidden', 'This account does not let customers change plans in the portal.');
-      const planId = c.req.valid('json').plan;
-      const plan = await orm.em.fork().findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode, active: true });
-      if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
+      const plan = await offeredPlan(permissions, subscription, c.req.valid('json').plan);
       // The new plan in the subscription's currency at its quantity (a one_time plan is refused: 400).
       const terms = changedPlanTerms(plan, subscription);
       const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
       return c.json(serializeSubscription(snapshot), 200);
+    })
+    .openapi(portalPlanChangePreview, async (c) => {
+      const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
+      const plan = await offeredPlan(permissions, subscription, c.req.valid('query').plan);
+      const view = await billingStateOf(temporal, subscription);
+      const preview = previewPlanChange(view.state, changedPlanTerms(plan, subscription), new Date(view.now), view.spreadMinutes);
+      if ('problem' in preview) throw new ApiError('invalid_state', preview.problem);
+      return c.json(
+        {
+          object: 'plan_change_preview' as const,
+          subscription: subscription.id,
+          plan: plan.id,
+          kind: preview.kind,
+          due_now: preview.dueNow ? await presentUpcomingInvoice(orm, subscription, preview.dueNow) : null,
+          next_invoice: preview.next ? await presentUpcomingInvoice(orm, subscription, preview.next) : null,
+        },
+        200,
+      );
     })
     .openapi(portalPromotionCode, async (c) => {
       const { permissions, subscription, customer, claims } = await ownSubscription(c, c.req.valid('param').id);
@@ -409,4 +506,16 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
       return c.json(serializeSubscription(snapshot), 200);
     });
+}
+
+/** The setting's plan list, checked: each a recurring plan of the account (either mode), listed once (400 naming the first that is not). */
+async function checkedPortalPlans(em: EntityManager, accountId: string, ids: string[]): Promise<string[]> {
+  const unique = [...new Set(ids)];
+  const found = await em.find(Plan, { id: { $in: unique }, accountId });
+  for (const id of unique) {
+    const plan = found.find((p) => p.id === id);
+    if (!plan) throw new ApiError('invalid_request', `plans: no such plan: ${id}.`);
+    if (plan.type === 'one_time' || !plan.interval) throw new ApiError('invalid_request', `plans: ${id} is a one_time plan; a subscription changes only to a recurring plan.`);
+  }
+  return unique;
 }

@@ -5,21 +5,18 @@
  * (billingStateQuery, then upcomingInvoice: the lines its next invoice will have).
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { workflowGone } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
-import { Account, InvoiceItem, Plan, Subscription } from '../../db/entities/index.ts';
+import { InvoiceItem, Plan, Subscription } from '../../db/entities/index.ts';
 import { itemLine } from '../../services/invoice-items.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { humanizeInstants } from '../../domain/locale.ts';
 import { maxQuantity } from '../../domain/pricing.ts';
 import { endedStatuses, subscriptionItemId, type ItemTerms, type SubscriptionItemSnapshot } from '../../domain/subscription.ts';
 import { itemsOf, prorationBehaviors, upcomingInvoice, type ItemChange, type ProrationBehavior } from '../../domain/subscription-decisions.ts';
-import { InvoiceLineSchema, InvoiceTotalsShape, invoiceTotalsFields, serializeInvoiceLine } from '../../objects/invoice.ts';
-import { invoiceFields, previewAdjustments } from '../../services/invoice-adjustments.ts';
+import { InvoiceLineSchema, InvoiceTotalsShape } from '../../objects/invoice.ts';
 import { timestamp } from '../../objects/common.ts';
-import { billingStateQuery, changeItemsUpdate } from '../../workflows/subscription.ts';
+import { changeItemsUpdate } from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
 import { operationId } from '../middleware/idempotency.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -27,6 +24,7 @@ import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { planTerms } from '../../services/subscription-terms.ts';
+import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
 import { assignableTaxRates, maxTaxRatesPerLine, subscriptionItemTaxRates, writeSubscriptionTaxRates } from '../../services/tax-rates.ts';
 
 export const SubscriptionItemSchema = z
@@ -96,7 +94,7 @@ const UpcomingQuery = z
   })
   .strict();
 
-const UpcomingInvoiceSchema = z
+export const UpcomingInvoiceSchema = z
   .object({
     object: z.literal('invoice'),
     id: z.null().openapi({ description: 'Not made yet' }),
@@ -292,13 +290,7 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     const query = c.req.valid('query');
     const subscription = await ownSubscription(c, query.subscription);
     if (endedStatuses.includes(subscription.status)) throw new ApiError('invalid_state', `The subscription is ${subscription.status}: no invoice is coming.`);
-    let view;
-    try {
-      view = await temporal.workflow.getHandle(subscription.id).query(billingStateQuery);
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) throw new ApiError('invalid_state', 'The subscription has ended: no invoice is coming.');
-      throw error;
-    }
+    const view = await billingStateOf(temporal, subscription);
     const at = query.proration_date !== undefined ? new Date(query.proration_date * 1000) : new Date(view.now);
     const changes = await proposedChanges(subscription, query.subscription_items, query.subscription_proration_behavior, view.state);
     let invoice;
@@ -309,31 +301,7 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
       throw error;
     }
     if (!invoice) throw new ApiError('invalid_state', `The subscription is ${subscription.status}${subscription.cancelAtPeriodEnd ? ' and cancels at period end' : ''}: no invoice is coming.`);
-    const account = await orm.em.fork().findOneOrFail(Account, { id: subscription.accountId });
-    // As the invoice will read (services/invoices.ts openInvoice): instants in descriptions as dates in the account's language and time zone.
-    const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
-    const parties = { accountId: subscription.accountId, livemode: subscription.livemode, customerId: subscription.customerId, subscriptionId: subscription.id, currency: invoice.currency, at: new Date(invoice.issuedAt) };
-    const described = invoice.lines.map((line) => ({ ...line, description: humanizeInstants(line.description, dateStyle) }));
-    // Discounts, taxes and the customer's balance as they stand now: the invoice applies them as they stand when it is made.
-    const adjusted = await previewAdjustments(orm.em.fork(), parties, described, true);
-    return c.json(
-      {
-        object: 'invoice' as const,
-        id: null,
-        subscription_id: subscription.id,
-        customer_id: subscription.customerId,
-        currency: invoice.currency,
-        lines: adjusted.lines.map(serializeInvoiceLine),
-        subtotal: adjusted.totals.subtotal,
-        ...invoiceTotalsFields(invoiceFields(adjusted)),
-        amount_due: adjusted.totals.amount_due,
-        period_start: invoice.periodStart,
-        period_end: invoice.periodEnd,
-        created_at: invoice.issuedAt,
-        livemode: subscription.livemode,
-      },
-      200,
-    );
+    return c.json(await presentUpcomingInvoice(orm, subscription, invoice), 200);
   });
 
   /** The customer's pending invoice items in the subscription's currency, oldest first: the next cycle invoice takes them (services/invoice-items.ts). */

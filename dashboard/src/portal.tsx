@@ -6,7 +6,7 @@
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import createClient from 'openapi-fetch';
-import { useState, type CSSProperties } from 'react';
+import { Fragment, useState, type CSSProperties } from 'react';
 import type { paths } from '../../sdk/openapi.ts';
 import { date, money, unwrap, type Schemas } from './api.ts';
 import { ActionButton, ErrorNote, Status } from './ui.tsx';
@@ -114,13 +114,144 @@ function PromotionCodeForm({ s }: { s: PortalSubscription }) {
   );
 }
 
-function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schemas['CustomerPortal'] }) {
-  const [plan, setPlan] = useState('');
+/** What a change to `plan` would do (nothing changes): GET /v1/portal/subscriptions/{id}/change_plan. */
+const fetchPlanChangePreview = (id: string, plan: string) => unwrap(portalApi.GET('/v1/portal/subscriptions/{id}/change_plan', { params: { path: { id }, query: { plan } } }));
+type PlanChangePreview = Awaited<ReturnType<typeof fetchPlanChangePreview>>;
+type UpcomingInvoice = NonNullable<PlanChangePreview['next_invoice']>;
+
+/** An invoice not made yet, line by line, with its total and what will be charged. */
+function InvoicePreview({ invoice, label }: { invoice: UpcomingInvoice; label: string }) {
+  return (
+    <section aria-label={label}>
+      <h4>{label}</h4>
+      <dl className="facts totals">
+        {invoice.lines.map((line, index) => (
+          <Fragment key={index}>
+            <dt>{line.description}</dt>
+            <dd>{money(line.amount, invoice.currency)}</dd>
+          </Fragment>
+        ))}
+        {invoice.amount_due !== invoice.subtotal ? (
+          <>
+            <dt>Discounts, taxes and credit</dt>
+            <dd>{money(invoice.amount_due - invoice.subtotal, invoice.currency)}</dd>
+          </>
+        ) : null}
+        <dt>
+          <strong>Amount due</strong>
+        </dt>
+        <dd>
+          <strong>{money(invoice.amount_due, invoice.currency)}</strong>
+        </dd>
+      </dl>
+    </section>
+  );
+}
+
+/**
+ * A plan change in two steps: the customer picks a plan and sees what it does (GET …/change_plan: the upgrade's
+ * prorated invoice charged now, or nothing now for a downgrade, and the next invoice), then confirms; only the
+ * confirmation changes the plan and charges.
+ */
+function PlanChange({ s, plans, onDone }: { s: PortalSubscription; plans: Schemas['CustomerPortal']['plans']; onDone: (message: string) => void }) {
   const client = useQueryClient();
+  const [plan, setPlan] = useState('');
+  const [preview, setPreview] = useState<PlanChangePreview | null>(null);
+  const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  const path = { params: { path: { id: s.id } } };
+  const chosen = plans.find((p) => p.id === plan);
+  const dueNow = preview?.due_now && preview.due_now.amount_due > 0 ? preview.due_now : null;
+  const reset = () => {
+    setPreview(null);
+    setError(null);
+  };
+  return (
+    <form
+      className="filters plan-change"
+      aria-label="Change plan"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setError(null);
+        setBusy(true);
+        try {
+          if (!preview) {
+            setPreview(await fetchPlanChangePreview(s.id, plan));
+            return;
+          }
+          const changed = await unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/change_plan', { ...path, body: { plan } }));
+          // Told by the card: once on the new plan, this form (the plans other than the current one) may be gone.
+          onDone(
+            changed.pending_plan === plan
+              ? `You will move to ${chosen?.name ?? plan} on ${date(changed.current_period_end)}.`
+              : `You are now on ${chosen?.name ?? plan}${dueNow ? `; ${money(dueNow.amount_due, dueNow.currency)} was charged` : ''}.`,
+          );
+          setPreview(null);
+          setPlan('');
+          await client.invalidateQueries();
+        } catch (failure) {
+          setError(failure);
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      <div className="field">
+        <label htmlFor={`plan-${s.id}`}>Change plan</label>
+        <select
+          id={`plan-${s.id}`}
+          value={plan}
+          onChange={(e) => {
+            setPlan(e.target.value);
+            reset();
+          }}
+          required
+        >
+          <option value="">Choose a plan</option>
+          {plans.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name} · {p.price}
+            </option>
+          ))}
+        </select>
+      </div>
+      {preview ? (
+        <div className="preview" role="region" aria-label="Plan change preview">
+          <p>
+            {preview.kind === 'upgrade'
+              ? `${chosen?.name ?? plan} starts now. The rest of this period is prorated: the unused time on your current plan is credited.`
+              : preview.kind === 'downgrade'
+                ? `${chosen?.name ?? plan} starts at your next renewal, ${date(s.current_period_end)}. Nothing is charged now.`
+                : `${chosen?.name ?? plan} replaces your current plan now. Nothing is charged now.`}
+          </p>
+          {preview.due_now ? <InvoicePreview invoice={preview.due_now} label="Charged now" /> : null}
+          {preview.next_invoice ? <InvoicePreview invoice={preview.next_invoice} label={`Next invoice, ${date(preview.next_invoice.created_at)}`} /> : null}
+          <div className="actions">
+            <button type="submit" disabled={busy}>
+              {dueNow ? `Confirm and pay ${money(dueNow.amount_due, dueNow.currency)}` : 'Confirm plan change'}
+            </button>
+            <button type="button" className="secondary" onClick={reset} disabled={busy}>
+              Keep my current plan
+            </button>
+          </div>
+        </div>
+      ) : (
+        <button type="submit" disabled={busy || !plan}>
+          Review change
+        </button>
+      )}
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
+function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schemas['CustomerPortal'] }) {
   const ended = s.status === 'canceled' || s.status === 'expired';
   const others = portal.plans.filter((p) => p.id !== s.plan && p.currency === s.plan_details?.currency);
   const path = { params: { path: { id: s.id } } };
+  // A paused subscription charges nothing until it is resumed; a past-due one is being retried.
+  const charging = !ended && s.status !== 'paused';
+  const [planChanged, setPlanChanged] = useState<string | null>(null);
   return (
     <article className="card" aria-label={`Subscription to ${s.plan_details?.name ?? s.plan}`}>
       <h3>
@@ -146,7 +277,7 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
             <dd>{discountText(discountOf(s)!)}</dd>
           </>
         ) : null}
-        {!ended ? (
+        {charging ? (
           <>
             <dt>{s.cancel_at_period_end ? 'Ends on' : 'Next charge'}</dt>
             <dd>{date(s.current_period_end)}</dd>
@@ -168,36 +299,8 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
       ) : null}
       {!ended && portal.permissions.quantity_changes ? <QuantityForm key={s.id} s={s} /> : null}
       {!ended && promotionCodesAllowed(portal) ? <PromotionCodeForm key={`promo-${s.id}`} s={s} /> : null}
-      {!ended && portal.permissions.plan_changes && others.length > 0 ? (
-        <form
-          className="filters"
-          aria-label="Change plan"
-          onSubmit={async (event) => {
-            event.preventDefault();
-            setError(null);
-            try {
-              await unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/change_plan', { ...path, body: { plan } }));
-              await client.invalidateQueries();
-            } catch (failure) {
-              setError(failure);
-            }
-          }}
-        >
-          <div className="field">
-            <label htmlFor={`plan-${s.id}`}>Change plan</label>
-            <select id={`plan-${s.id}`} value={plan} onChange={(e) => setPlan(e.target.value)} required>
-              <option value="">Choose a plan</option>
-              {others.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name} · {p.price}
-                </option>
-              ))}
-            </select>
-          </div>
-          <button type="submit">Switch plan</button>
-          <ErrorNote error={error} />
-        </form>
-      ) : null}
+      {!ended && portal.permissions.plan_changes && others.length > 0 ? <PlanChange key={`plan-${s.id}`} s={s} plans={others} onDone={setPlanChanged} /> : null}
+      {planChanged ? <p role="status">{planChanged}</p> : null}
     </article>
   );
 }
@@ -274,7 +377,7 @@ export function Portal() {
             </section>
             <section className="card" aria-label="Payment method">
               <h2>Payment method</h2>
-              <p>{p.customer.payment_method ? <code>{p.customer.payment_method}</code> : 'None on file.'}</p>
+              <p>{p.customer.payment_method_details ? p.customer.payment_method_details.label : 'None on file.'}</p>
               <a className="button" href={p.payment_method_url}>
                 Update payment method
               </a>

@@ -23,6 +23,8 @@ export interface CustomerPortalPermissions {
   quantity_changes: boolean;
   /** Customers may enter a promotion code, applied as their subscription's discount; off by default (unset on accounts before it). */
   promotion_codes?: boolean;
+  /** The plans the portal offers for a plan change, by id; unset or null: every active recurring plan of the mode. */
+  plans?: string[] | null;
 }
 
 export const accountTypes = ['individual', 'business'] as const;
