@@ -12,6 +12,7 @@ import { signWebhook } from '../domain/webhooks.ts';
 import { download, request, readSse, type ClientOptions } from './client.ts';
 import { configPath, ensureWebhookSecret, keyFor, keyMode, readConfig, resolveApiBase, resolveMode, temporalUiUrl, writeConfig, type CliConfig, type Mode } from './config.ts';
 import { CliError, exitCodes } from './exit-codes.ts';
+import { addMeterEventsSend, sendMeterEvents } from './meter-events-send.ts';
 import type { FieldSpec, Operation } from './operations.ts';
 
 // Imported (not read from disk beside this file) so the installed bundle (dev/cli-bundle.ts) carries it.
@@ -598,6 +599,8 @@ export function buildProgram(): Command {
       return openLink(ctx, links[what]!, Boolean(opts.print));
     });
   addResourceCommands(program);
+  const meterEvents = program.commands.find((command) => command.name() === 'meter-events');
+  if (meterEvents) addMeterEventsSend(meterEvents, (opts, cmd) => { const ctx = context(cmd); return sendMeterEvents(authed(ctx), opts, (v) => printResult(ctx, v), err); });
   return program;
 }
 

@@ -37,6 +37,8 @@ export const cliResources = [
   'coupons',
   'promotion-codes',
   'tax-rates',
+  'meters',
+  'meter-events',
   'transactions',
   'payments',
   'payment-requests',
