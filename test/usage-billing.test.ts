@@ -182,4 +182,27 @@ describe('usage billing', () => {
     const history = await engine.env.client.workflow.getHandle(sub.id).fetchHistory();
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: sub.id }, history);
   }, 120_000);
+
+  it('a cancel bills the last period\'s usage so far on a final invoice and closes it', async () => {
+    const { call, make, advance } = await clockTenant(engine, 'Calls on a final invoice');
+    const clock = await make('/v1/test_clocks', { frozen_time: '2034-05-01T00:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'lin@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const meter = await make('/v1/meters', { display_name: 'Calls', event_name: 'calls', aggregation: 'count' });
+    const plan = await make('/v1/plans', { name: 'Calls', currency: 'USD', interval: 'month', usage_type: 'metered', meter: meter.id, amount: 3 });
+    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    await advance(clock.id, '2034-05-10T00:00:00Z');
+    for (let i = 0; i < 5; i++) await make('/v1/meter_events', { event_name: 'calls', customer: customer.id, identifier: `call-${i}`, timestamp: '2034-05-09T00:00:00Z' });
+    const canceled = await call('POST', `/v1/subscriptions/${sub.id}/cancel`, {});
+    expect(canceled.status, JSON.stringify(canceled.body)).toBe(200);
+    expect(canceled.body.status).toBe('canceled');
+    const invoices = [...(await call('GET', `/v1/invoices?subscription=${sub.id}`)).body.data].reverse() as any[];
+    expect(invoices.map((i) => [i.total, i.status])).toEqual([
+      [0, 'paid'],
+      [15, 'paid'],
+    ]);
+    expect(invoices[1].lines).toEqual([expect.objectContaining({ meter: meter.id, quantity_decimal: '5', amount: 15, period_start: '2034-05-01T00:00:00.000Z', period_end: '2034-05-10T00:00:00.000Z' })]);
+    // Closed: an event of that period is refused now.
+    const late = await call('POST', '/v1/meter_events', { event_name: 'calls', customer: customer.id, identifier: 'call-late', timestamp: '2034-05-09T12:00:00Z' });
+    expect(late.status).toBe(409);
+  }, 60_000);
 });

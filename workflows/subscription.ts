@@ -568,7 +568,47 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     }
   }
 
+  /**
+   * A subscription with metered items that ends (a cancel now or at period end, the end of dunning): the usage of its
+   * last period so far, closed like a renewal's (so later events in it are refused period_invoiced) and billed on a
+   * final invoice, charged once; a declined charge leaves that invoice open, with no dunning (the subscription ends).
+   */
+  async function billFinalUsage(): Promise<void> {
+    if (!billsUsage(state()) || !subscription.currentPeriodStart || !patched(usageBillingPatch)) return;
+    const now = clock.now();
+    const start = new Date(subscription.currentPeriodStart);
+    const periodEnd = subscription.currentPeriodEnd ? new Date(subscription.currentPeriodEnd) : now;
+    const end = now.getTime() < periodEnd.getTime() ? now : periodEnd;
+    if (end.getTime() <= start.getTime()) return;
+    const usageItems = itemsOf(state());
+    setCurrentDetails(`Closing the usage of ${iso(start)} to ${iso(end)} for the final invoice.`);
+    const closed = await localActivities.closeUsagePeriod({ ...customer(), subscriptionId: subscription.id, start: iso(start), end: iso(end), meters: metersToClose(usageItems) });
+    const lines = usageLines(usageItems, closed.closing, { start, end });
+    if (lines.every((line) => (line.total ?? 0) === 0)) return;
+    const key = `${subscription.id}:final_usage`;
+    const result = await localActivities.renewCycle({
+      invoice: {
+        billingKey: key,
+        subscriptionId: subscription.id,
+        accountId: subscription.accountId,
+        customerId: subscription.customerId,
+        currency: plan.currency,
+        lines,
+        periodStart: iso(start),
+        periodEnd: iso(end),
+        issuedAt: iso(now),
+        livemode: subscription.livemode,
+      },
+      charge: { idempotencyKey: `${key}:attempt:1`, ...customer(), currency: plan.currency },
+      paidAt: iso(now),
+      paid: recorded({}),
+      free: recorded({}),
+    });
+    if (result.status === 'paid') subscription = result.snapshot;
+  }
+
   async function endNow(reason: string): Promise<void> {
+    await billFinalUsage();
     // An unpaid invoice stays payable, but nobody will ask for it any more.
     if (subscription.dunning) await activities.markInvoiceUncollectible(subscription.dunning.invoiceId, iso(clock.now()));
     await record({ status: 'canceled', canceledAt: iso(clock.now()), endedReason: reason, cancelAtPeriodEnd: false, pauseUntil: null, dunning: null });
