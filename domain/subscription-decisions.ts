@@ -626,6 +626,7 @@ export function upcomingInvoice(
   changes: readonly ItemChange[] = [],
   at: Date = new Date(0),
   pendingItems: readonly InvoiceLineInput[] = [],
+  usage: readonly InvoiceLineInput[] = [],
 ): InvoiceInput | null {
   let next = state;
   for (const change of changes) {
@@ -645,7 +646,8 @@ export function upcomingInvoice(
   const renewing = stateAtRenewal(next);
   const cycle = s.billingCycle + 1;
   const start = periodOf(s, renewing.plan, cycle).start;
-  return cycleInvoice(renewing, cycle, start, spreadMinutes, pendingItems).invoice;
+  // `usage`: the current period's usage so far (services/usage-billing.ts usageSoFar), which the renewal bills in arrears.
+  return cycleInvoice(renewing, cycle, start, spreadMinutes, pendingItems, usage).invoice;
 }
 
 /** An item's terms as the subscription's `plan` (the first item). */

@@ -163,6 +163,13 @@ describe('usage billing', () => {
     await advance(clock.id, '2033-02-12T00:00:00Z');
     await send('2033-02-10T00:00:00Z', '2000.25', 'small');
     await send('2033-02-11T00:00:00Z', '1', 'large');
+    // The upcoming invoice shows February's usage so far, as the March renewal will bill it.
+    const upcoming = await call('GET', `/v1/invoices/upcoming?subscription=${sub.id}`);
+    expect(upcoming.status, JSON.stringify(upcoming.body)).toBe(200);
+    expect(upcoming.body.lines.map((l: any) => [l.meter, l.quantity_decimal, l.amount, l.period_start, l.period_end])).toEqual([
+      [meter.id, '1', 0, '2033-02-01T00:00:00.000Z', '2033-03-01T00:00:00.000Z'],
+      [meter.id, '2000.25', reference('2000.25', 100, smallTiers).amount, '2033-02-01T00:00:00.000Z', '2033-03-01T00:00:00.000Z'],
+    ]);
     await advance(clock.id, '2033-03-01T01:00:00Z');
     await advance(clock.id, '2033-03-04T00:00:00Z');
     await send('2033-03-03T00:00:00Z', '1000.75', 'large');

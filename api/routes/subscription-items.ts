@@ -13,7 +13,8 @@ import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { maxQuantity } from '../../domain/pricing.ts';
 import { endedStatuses, subscriptionItemId, type ItemTerms, type SubscriptionItemSnapshot } from '../../domain/subscription.ts';
-import { itemsOf, prorationBehaviors, upcomingInvoice, type ItemChange, type ProrationBehavior } from '../../domain/subscription-decisions.ts';
+import { billsUsage, itemsOf, prorationBehaviors, upcomingInvoice, type ItemChange, type ProrationBehavior, type SubscriptionState } from '../../domain/subscription-decisions.ts';
+import { usageSoFar } from '../../services/usage-billing.ts';
 import { InvoiceLineSchema, InvoiceTotalsShape } from '../../objects/invoice.ts';
 import { timestamp } from '../../objects/common.ts';
 import { changeItemsUpdate } from '../../workflows/subscription.ts';
@@ -286,6 +287,15 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
       return c.json({ object: 'subscription_item' as const, id: item.id, deleted: true as const }, 200);
     });
 
+  /** Metered items of an active subscription: the usage of the current period so far (from its start to the workflow's now), billed by the next renewal. */
+  async function currentUsage(view: { state: SubscriptionState; now: string }) {
+    const s = view.state.subscription;
+    if (s.status !== 'active' || !billsUsage(view.state) || !s.currentPeriodStart || !s.currentPeriodEnd) return [];
+    const start = new Date(s.currentPeriodStart);
+    const now = new Date(view.now);
+    return usageSoFar(orm, { accountId: s.accountId, livemode: s.livemode, customerId: s.customerId, items: itemsOf(view.state), start, end: now > start ? now : start, periodEnd: new Date(s.currentPeriodEnd) });
+  }
+
   const upcomingInvoices = newOpenApiApp().openapi(upcoming, async (c) => {
     const query = c.req.valid('query');
     const subscription = await ownSubscription(c, query.subscription);
@@ -295,7 +305,7 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     const changes = await proposedChanges(subscription, query.subscription_items, query.subscription_proration_behavior, view.state);
     let invoice;
     try {
-      invoice = upcomingInvoice(view.state, view.spreadMinutes, changes, at, await pendingInvoiceItems(subscription));
+      invoice = upcomingInvoice(view.state, view.spreadMinutes, changes, at, await pendingInvoiceItems(subscription), await currentUsage(view));
     } catch (error) {
       if (error instanceof RangeError) throw new ApiError('invalid_request', `subscription_items: ${error.message}`);
       throw error;
