@@ -10,6 +10,7 @@ import { Customers } from './pages/customers.tsx';
 import { CustomerDetail } from './pages/customer-detail.tsx';
 import { Plans } from './pages/plans.tsx';
 import { Coupons } from './pages/coupons.tsx';
+import { Meters } from './pages/meters.tsx';
 import { TaxRates } from './pages/tax-rates.tsx';
 import { Subscriptions, SubscriptionDetail } from './pages/subscriptions.tsx';
 import { InvoiceDetail, Invoices } from './pages/invoices.tsx';
@@ -30,6 +31,7 @@ const nav: { to: string; label: string; manage?: boolean }[] = [
   { to: '/customers', label: 'Customers' },
   { to: '/plans', label: 'Plans' },
   { to: '/coupons', label: 'Coupons' },
+  { to: '/meters', label: 'Meters' },
   { to: '/tax-rates', label: 'Tax rates' },
   { to: '/subscriptions', label: 'Subscriptions' },
   { to: '/invoices', label: 'Invoices' },
@@ -152,6 +154,7 @@ const routeTree = rootRoute.addChildren([
   page('/customers/$id', CustomerDetail),
   page('/plans', Plans),
   page('/coupons', Coupons),
+  page('/meters', Meters),
   page('/tax-rates', TaxRates),
   page('/subscriptions', Subscriptions),
   page('/subscriptions/$id', SubscriptionDetail),

@@ -1,7 +1,8 @@
 /**
  * A customer's page: their facts (and currency, when the engine has one), the portal link, their
- * subscriptions, payments and refunds (a refund in part from here), edit, billing details, pending
- * invoice items, a new one-off invoice, their invoices and their timeline.
+ * subscriptions, their usage of the month per meter and their upcoming invoices, payments and
+ * refunds (a refund in part from here), edit, billing details, pending invoice items, a new one-off
+ * invoice, their invoices and their timeline.
  */
 import { useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from '@tanstack/react-router';
@@ -13,6 +14,7 @@ import { PortalLinkButton } from './portal-link.tsx';
 import { CustomerBilling } from './customer-billing.tsx';
 import { CustomerPicker } from '../pickers.tsx';
 import { CustomerPayments, CustomerSubscriptions, CustomerTimeline } from './customer-activity.tsx';
+import { CustomerUpcomingInvoices, CustomerUsage } from './customer-usage.tsx';
 
 /** The customer as the API answers it; `currency` and the tax fields arrive in this release (the generated types may not name them yet). */
 export type CustomerView = Schemas['Customer'] & {
@@ -140,6 +142,8 @@ export function CustomerDetail() {
             <PortalLinkButton customerId={c.id} />
           </section>
           <CustomerSubscriptions customerId={c.id} />
+          <CustomerUsage customerId={c.id} testClock={c.test_clock} />
+          <CustomerUpcomingInvoices customerId={c.id} />
           <CustomerPayments customerId={c.id} />
           <EditCustomer customer={c} />
           <CustomerBilling customer={c} />
