@@ -3,8 +3,8 @@
  * over real HTTP): the Meters page (empty, a meter created with its aggregation, value property and
  * group-by, another deactivated and reactivated, each checked in the API), and on a customer's page
  * the usage of the month per meter: "no usage yet" before any event, a bar chart per day once events
- * arrived (the month's value as the meter aggregates it), and the upcoming invoice of the customer's
- * subscription. Screenshots test-results/dashboard-usage-*-{desktop,390}.png, axe-core at both
+ * arrived (the month's value as the meter aggregates it), and the upcoming invoices of the customer's
+ * subscriptions (a metered one's carries the usage so far). Screenshots test-results/dashboard-usage-*-{desktop,390}.png, axe-core at both
  * widths, no sideways scroll, no failed request.
  */
 import { type Browser, type Page } from 'playwright-core';
@@ -96,6 +96,9 @@ describe('meters and customer usage in the dashboard (chromium)', () => {
     const customer = await callApi('POST', '/v1/customers', { email: 'usage@example.com', name: 'Usage Co', payment_method: 'pm_card_visa' });
     const plan = await callApi('POST', '/v1/plans', { name: 'Base', amount: 1500, currency: 'USD', interval: 'month' });
     const subscription = await callApi('POST', '/v1/subscriptions', { customer_id: customer.id, plan: plan.id, trial_period_days: 0 });
+    // A metered plan at 1 cent a token on the meter made in the page: its upcoming invoice carries the usage so far.
+    const metered = await callApi('POST', '/v1/plans', { name: 'Tokens', amount: 1, currency: 'USD', interval: 'month', usage_type: 'metered', meter: (await meterByEvent('api_tokens')).id });
+    const usageSubscription = await callApi('POST', '/v1/subscriptions', { customer_id: customer.id, plan: metered.id, trial_period_days: 0 });
 
     await page.goto(`${baseUrl}/dashboard/customers/${customer.id}`);
     const usage = page.getByRole('region', { name: 'Usage' });
@@ -125,6 +128,10 @@ describe('meters and customer usage in the dashboard (chromium)', () => {
     const upcoming = page.getByRole('region', { name: 'Upcoming invoices' });
     await upcoming.getByRole('heading', { name: /^Next invoice of Base: \$15\.00 on / }).waitFor();
     await upcoming.getByRole('region', { name: `Upcoming invoice of ${subscription.id}` }).getByText('$15.00').first().waitFor();
+    // The metered subscription's next invoice has its usage line: the meter's quantity (a decimal) and amount.
+    await upcoming.getByRole('heading', { name: /^Next invoice of Tokens: \$\d+\.\d\d on / }).waitFor();
+    const usageLine = upcoming.getByRole('region', { name: `Upcoming invoice of ${usageSubscription.id}` }).getByRole('row').nth(1);
+    expect(await usageLine.getByRole('cell').allInnerTexts()).toEqual([expect.stringMatching(/^Tokens: usage /), expect.stringMatching(/^\d+(\.\d+)?$/), expect.any(String), expect.stringMatching(/^\$\d+\.\d\d$/)]);
     await checkPageLayout(page, 'dashboard-usage', 'customer');
     expect(problems).toEqual([]);
   });
