@@ -26,7 +26,7 @@ import {
   type PaymentRequestChargeInput,
   type PaymentRequestChargeOutcome,
 } from '../services/payment-requests.ts';
-import { pruneExpiredRows, reconcileMissingAvailability, reconcileOrphanedFunds, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
+import { pruneExpiredRows, reconcileMissingAvailability, reconcileMissingDiscountTimers, reconcileOrphanedFunds, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
 import { makeFundsAvailable } from '../services/ledger.ts';
 import { endDiscountAtEnd } from '../services/discounts.ts';
 import { finalizeOneOffInvoice, markPaidOutOfBand, sendOneOffInvoiceEmail, type FinalizedInvoice } from '../services/one-off-invoices.ts';
@@ -329,6 +329,11 @@ export function createActivities(deps: ActivityDeps) {
     async reconcileMissingAvailability(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
       return reconcileMissingAvailability(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
+    },
+    /** Maintenance: customers' repeating discounts of the last hour whose end timer never started get one. */
+    async reconcileMissingDiscountTimers(olderThanMs: number): Promise<ReconcileResult> {
+      const context = Context.current();
+      return reconcileMissingDiscountTimers(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
     },
     /** Maintenance: pending payouts with no payoutWorkflow get one. */
     async reconcileStuckPayouts(olderThanMs: number): Promise<ReconcileResult> {

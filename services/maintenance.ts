@@ -17,7 +17,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
-import { BalanceTransaction, IdempotencyKey, LoginAttempt, Payout, Transaction } from '../db/entities/index.ts';
+import { BalanceTransaction, Customer, Discount, IdempotencyKey, LoginAttempt, Payout, Transaction } from '../db/entities/index.ts';
+import { startDiscountEndTimer } from './customer-discount-end.ts';
 import { startFundsAvailability } from './balances.ts';
 import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
 import { continuePayment, paymentChargeRequest } from './payments.ts';
@@ -30,6 +31,7 @@ import { onTestClock } from './clock-context.ts';
 import { makeFundsAvailable } from './ledger.ts';
 import type { Processors } from './processors/index.ts';
 import { completeRefund } from './refunds.ts';
+import { discountEndWorkflowId } from '../workflows/discount-end.ts';
 
 /** Defaults of the maintenance workflow (its input can change them). */
 export const maintenanceDefaults = {
@@ -303,6 +305,58 @@ export async function reconcileOrphanedFunds(em: EntityManager, client: Client, 
       result.failed++;
       log?.warn('could not reconcile pending money of a closed workflow', { balanceTransactionId: row.id, error: String(error) });
     }
+  }
+  return result;
+}
+
+/** How far back reconcileMissingDiscountTimers looks (by the discount id's creation time): twelve runs at the default interval. */
+export const discountTimerLookBackMs = 60 * 60_000;
+/** Most discounts one run starts timers for (the window is read in pages of reconcileBatchSize). */
+export const discountTimerRunLimit = 2_000;
+
+/**
+ * Customers' own repeating discounts (an `end`, not ended, neither a subscription's nor an invoice's) made
+ * between `discountTimerLookBackMs` and `olderThanMs` ago whose end timer (workflows/discount-end.ts,
+ * `discount-end-<di_…>`) may never have started: the API died between the discount's commit and the start.
+ * Started now, as the API would have (startDiscountEndTimer: REJECT_DUPLICATE, so a timer that exists,
+ * running or closed, is left as it is and the start costs one RPC), on the customer's test clock when it has
+ * one, at the clock's current time. Age is read from the id (a ULID: the wall clock's time of creation), as a
+ * discount on a test clock carries the clock's time: so the window is the same for every discount, and each
+ * costs at most a look-back's worth of runs (12 by default), not one RPC per run for as long as it lasts. A
+ * discount older than the window whose timer is missing is still ended, lazily, by its next invoice at or
+ * after its end (services/discounts.ts discountForInvoice).
+ */
+export async function reconcileMissingDiscountTimers(em: EntityManager, client: Client, taskQueue: string, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+  const now = Date.now();
+  const idAt = (ms: number) => `${idPrefixes.discount}_${encodeTime(Math.max(ms, 0), 10).toLowerCase()}`;
+  const result: ReconcileResult = { checked: 0, reconciled: 0, failed: 0 };
+  // Ids sort by creation; `di_<time part>` sorts before every id made at that millisecond or later.
+  let after = idAt(now - discountTimerLookBackMs);
+  const before = idAt(now - olderThanMs);
+  while (result.checked < discountTimerRunLimit) {
+    const rows = await em.find(
+      Discount,
+      { id: { $gt: after, $lt: before }, end: { $ne: null }, endedAt: null, subscriptionId: null, invoiceId: null },
+      { orderBy: { id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'accountId', 'livemode', 'customerId', 'end', 'subscriptionId', 'invoiceId'] },
+    );
+    if (rows.length === 0) break;
+    for (const row of rows) {
+      result.checked++;
+      try {
+        const customer = await em.findOne(Customer, { id: row.customerId, accountId: row.accountId, livemode: row.livemode }, { fields: ['id', 'testClockId'] });
+        const testClock = await clockTimeOf(em, customer?.testClockId);
+        // Looked up first: a start refused as a duplicate would unbind the existing timer from its test clock.
+        if (await workflowExists(client, discountEndWorkflowId(row.id))) continue;
+        await startDiscountEndTimer(client, taskQueue, row, testClock);
+        result.reconciled++;
+        log?.info('started a missing discount end timer', { discountId: row.id });
+      } catch (error) {
+        result.failed++;
+        log?.warn('could not start a discount end timer', { discountId: row.id, error: String(error) });
+      }
+    }
+    if (rows.length < reconcileBatchSize) break;
+    after = rows[rows.length - 1]!.id;
   }
   return result;
 }

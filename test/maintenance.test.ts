@@ -12,10 +12,11 @@ import { newTransactionFields } from '../services/transactions.ts';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { newId } from '../domain/ids.ts';
+import { derivedId, newId } from '../domain/ids.ts';
+import { discountEndWorkflowId } from '../workflows/discount-end.ts';
 import { localExportStorage } from '../services/export-storage.ts';
 import { pruneExpiredExports } from '../services/exports.ts';
-import { Export, AccountBalance, BalanceTransaction, Event, IdempotencyKey, LedgerEntry, LoginAttempt, Payout, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
+import { Coupon, Discount, Export, AccountBalance, BalanceTransaction, Event, IdempotencyKey, LedgerEntry, LoginAttempt, Payout, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -241,6 +242,37 @@ describe('maintenance', () => {
     expect(await entries(payout.id)).toBe(2);
   });
 
+  it('starts the end timer of a customer discount whose API died after its commit, once; the discount ends at its end', async () => {
+    const customer = await engine.call('POST', '/v1/customers', { email: 'discount-timer@example.com' });
+    const coupon = await engine.call('POST', '/v1/coupons', { percent_off: 10, duration: 'repeating', duration_in_months: 1 });
+    expect([customer.status < 300, coupon.status < 300]).toEqual([true, true]);
+    // POST /v1/customers/{id}/discount up to the crash: the row committed five minutes ago, no timer started.
+    // Its end lies ahead of the test server's time (earlier cases skipped it on), so only the timer ends it.
+    const created = new Date(Date.now() - 5 * minute);
+    const end = new Date(Math.max(Date.now(), await engine.env.currentTimeMs()) + 40 * 24 * hour);
+    const id = derivedId('discount', `maintenance-${Date.now()}`, created);
+    const db = em();
+    db.create(Discount, { id, accountId: engine.tenant.accountId, livemode: true, couponKey: (await db.findOneOrFail(Coupon, { id: coupon.body.id, accountId: engine.tenant.accountId })).key, promotionCodeId: null, customerId: customer.body.id, subscriptionId: null, invoiceId: null, start: created, end, endedAt: null, firstInvoiceId: null, createdAt: created });
+    await db.flush();
+    const workflowId = discountEndWorkflowId(id);
+    expect(await workflowRun(workflowId)).toBeNull();
+
+    const reconcile = () => activityEnv.run(activities.reconcileMissingDiscountTimers, minute);
+    expect(await reconcile()).toEqual({ checked: 1, reconciled: 1, failed: 0 });
+    const started = await workflowRun(workflowId);
+    expect(started).toMatchObject({ status: 'RUNNING', type: 'discountEndWorkflow' });
+    // The next run finds the timer and starts nothing.
+    expect(await reconcile()).toEqual({ checked: 1, reconciled: 0, failed: 0 });
+    expect(await workflowRun(workflowId)).toEqual(started);
+    expect((await em().findOneOrFail(Discount, { id })).endedAt).toBeNull();
+
+    expect(await engine.env.client.workflow.getHandle(workflowId).result()).toEqual({ ended: true });
+    expect((await em().findOneOrFail(Discount, { id })).endedAt).toEqual(end);
+    expect((await em().find(Event, { type: 'customer.discount.deleted' })).map((e) => e.data.object.id)).toContain(id);
+    // Ended: no longer looked at.
+    expect(await reconcile()).toEqual({ checked: 0, reconciled: 0, failed: 0 });
+  });
+
   it('prunes expired idempotency keys and login attempts older than the throttle window, in batches, and keeps the rest', async () => {
     const windowSeconds = engine.config.auth.loginThrottleWindowSeconds;
     const now = Date.now();
@@ -342,7 +374,8 @@ describe('maintenance', () => {
     expect(existsSync(path.join(exportsDir, `${liveExport}.csv`))).toBe(true);
     expect((await em().findOneOrFail(Export, { id: expiredExport })).status).toBe('expired');
     expect((await em().findOneOrFail(Export, { id: liveExport })).status).toBe('succeeded');
-    expect(await details()).toMatch(/\(run 2\): .*deleted 1 expired export files, 0 abandoned temporary files; next at/);
+    // The details are written once the run's last step is done (the export files go before it).
+    await eventually(details, (d) => /\(run 2\): .*deleted 1 expired export files, 0 abandoned temporary files; next at/.test(d), 20_000);
     expect((await handle.describe()).runId).toBe(firstRun);
 
     // runsPerExecution 2: after the second run's wait, the workflow continues as new and runs at once (run 3).

@@ -7,9 +7,11 @@
  * then the activity changes nothing. A subscription's discount needs none of this: its
  * subscription workflow keeps that timer (workflows/subscription.ts discountEndSignal).
  *
- * If the API died between the commit and the start, nothing is lost: the customer's next invoice
- * (or upcoming preview) at or after the end ends it lazily, dated at the end
- * (services/discounts.ts discountForInvoice), and the customer's `discount` hides it once past.
+ * If the API died between the commit and the start, nothing is lost: the maintenance workflow starts
+ * it on a later run (services/maintenance.ts reconcileMissingDiscountTimers, discounts of the last
+ * hour), and failing that the customer's next invoice (or upcoming preview) at or after the end ends
+ * it lazily, dated at the end (services/discounts.ts discountForInvoice); the customer's `discount`
+ * hides it once past.
  *
  * Deterministic code only.
  */

@@ -11,6 +11,8 @@
  * - reconcileStuckPayouts: pending payouts with no payoutWorkflow get one;
  * - reconcileMissingAvailability: pending balance transactions (a payment's money)
  *   older than a minute with no fundsAvailabilityWorkflow get one;
+ * - reconcileMissingDiscountTimers: customers' own repeating discounts of the last hour,
+ *   older than a minute, whose end timer (workflows/discount-end.ts) was never started get one;
  * - reconcileOrphanedFunds: pending money owned by a workflow that no longer runs (a
  *   subscription terminated by an operator) is made available once due;
  * - pruneExpiredRows: expired idempotency keys and login attempts older than the
@@ -95,6 +97,10 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     const funds = patched('funds-availability-reconcile')
       ? await attempt(() => activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)))
       : null;
+    // Customers' repeating discounts whose end timer was never started (a crash after the commit); added with #27: runs recorded before go on without it.
+    const discountTimers = patched('discount-end-timer-reconcile')
+      ? await attempt(() => activities.reconcileMissingDiscountTimers(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)))
+      : null;
     // Pending money whose owning workflow was terminated: made available once due (added later: runs recorded before go on without it).
     const orphaned = patched('orphaned-funds-reconcile') ? await attempt(() => activities.reconcileOrphanedFunds(settings.stuckAfterMs)) : null;
     // Added with export expiry: runs recorded before it go on without it.
@@ -111,6 +117,9 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
         `reconciled ${part(payments, (r) => `${r.reconciled} payments${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         `${part(payouts, (r) => `${r.reconciled} payouts${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         (funds === null ? '' : `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
+        (discountTimers === null || (typeof discountTimers !== 'string' && discountTimers.reconciled + discountTimers.failed === 0)
+          ? ''
+          : `${part(discountTimers, (r) => `${r.reconciled} discount end timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
         (orphaned === null || (typeof orphaned !== 'string' && orphaned.reconciled + orphaned.failed === 0) ? '' : `${part(orphaned, (r) => `${r.reconciled} pending amounts of closed workflows${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
         (swept === null ? '' : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
