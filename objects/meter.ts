@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import type { Meter } from '../db/entities/index.ts';
 import { meterAggregations, meterStatuses } from '../db/entities/meter.ts';
-import type { StoredMeterEvent, UsageAggregate } from '../services/usage/store.ts';
+import type { StoredMeterEvent, UsageAggregate } from '../domain/usage-events.ts';
 import { timestamp } from './common.ts';
 
 /** A billing meter, as the API shows it (Stripe's Billing Meter; docs/usage.md#meters). */

@@ -6,7 +6,9 @@
  * subscription workflow's closing activity only ever talk to a UsageStore.
  */
 
-export type Aggregation = 'count' | 'sum' | 'max' | 'unique_count' | 'last' | 'weighted_sum';
+// The shapes of what the store holds and answers are plain data (domain/usage-events.ts), so serializers read them too.
+import type { Aggregation, StoredMeterEvent, UsageAggregate } from '../../domain/usage-events.ts';
+export type { Aggregation, StoredMeterEvent, UsageAggregate };
 
 export interface MeterRef {
   id: string;
@@ -14,13 +16,6 @@ export interface MeterRef {
   aggregation: Aggregation;
   valueProperty: string;
   groupBy?: string[];
-}
-
-/** One aggregate: value is an exact decimal string ("12.5", "0"); events = how many events counted. */
-export interface UsageAggregate {
-  dimensions: Record<string, string>;
-  value: string;
-  events: number;
 }
 
 /** One event to ingest, already checked for shape (api/routes/meter-events.ts); the store checks the rest. */
@@ -46,18 +41,6 @@ export type CancelOutcome =
   | { status: 'cancelled' | 'already_cancelled'; event: StoredMeterEvent }
   | { status: 'not_found' }
   | { status: 'period_invoiced'; event: StoredMeterEvent };
-
-/** An event as stored. */
-export interface StoredMeterEvent {
-  identifier: string;
-  meterId: string;
-  eventName: string;
-  customerId: string;
-  timestamp: Date;
-  payload: Record<string, unknown>;
-  createdAt: Date;
-  cancelledAt: Date | null;
-}
 
 export interface UsageStore {
   /**
