@@ -12779,7 +12779,7 @@ export interface paths {
                             /** Format: date-time */
                             lte?: string;
                         };
-                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false) */
+                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country */
                         filters?: {
                             [key: string]: string;
                         };
@@ -12788,7 +12788,7 @@ export interface paths {
                         /** @description transactions, invoices, customers and credit_notes: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
-                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes";
+                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes" | "coupons" | "promotion_codes" | "tax_rates";
                         /** @default UTC */
                         time_zone?: string;
                     };
@@ -12800,7 +12800,7 @@ export interface paths {
                             /** Format: date-time */
                             lte?: string;
                         };
-                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false) */
+                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country */
                         filters?: {
                             [key: string]: string;
                         };
@@ -12809,7 +12809,7 @@ export interface paths {
                         /** @description transactions, invoices, customers and credit_notes: a search query in the resource's fields (docs/exports-and-search.md) */
                         query?: string;
                         /** @enum {string} */
-                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes";
+                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes" | "coupons" | "promotion_codes" | "tax_rates";
                         /** @default UTC */
                         time_zone?: string;
                     };
@@ -37152,7 +37152,7 @@ export interface components {
             };
             query: string | null;
             /** @enum {string} */
-            resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes";
+            resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes" | "coupons" | "promotion_codes" | "tax_rates";
             row_count: number | null;
             /** @enum {string} */
             status: "pending" | "running" | "succeeded" | "failed" | "expired";

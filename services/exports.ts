@@ -9,6 +9,7 @@ import {
   Export,
   Invoice,
   invoiceStatuses,
+  couponDurations,
   creditNoteReasons,
   creditNoteStatuses,
   payoutMethods,
@@ -172,6 +173,55 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'refund', sql: 't.refund_transaction_id', kind: 'text' },
     { name: 'voided_at', sql: 't.voided_at', kind: 'time' },
   ],
+  // Coupons (docs/discounts-and-taxes.md#coupons): deleted ones too (`deleted_at`), whose discounts go on.
+  // Paged by their row key (`cpn_…`, see tables): a deleted coupon's `id` may be in use again.
+  coupons: [
+    { name: 'id', sql: 't.coupon_id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'name', sql: 't.name', kind: 'text' },
+    { name: 'percent_off', sql: 't.percent_off', kind: 'text' },
+    { name: 'amount_off', sql: 't.amount_off', kind: 'int' },
+    { name: 'currency', sql: 't.currency', kind: 'text' },
+    { name: 'amount_off_formatted', sql: '', kind: 'text' },
+    { name: 'duration', sql: 't.duration', kind: 'text' },
+    { name: 'duration_in_months', sql: 't.duration_in_months', kind: 'int' },
+    { name: 'max_redemptions', sql: 't.max_redemptions', kind: 'int' },
+    { name: 'times_redeemed', sql: 't.times_redeemed', kind: 'int' },
+    { name: 'redeem_by', sql: 't.redeem_by', kind: 'time' },
+    { name: 'applies_to_plans', sql: 't.applies_to_plans', kind: 'json' },
+    { name: 'applies_to_products', sql: 't.applies_to_products', kind: 'json' },
+    { name: 'deleted_at', sql: 't.deleted_at', kind: 'time' },
+    { name: 'metadata', sql: 't.metadata', kind: 'json' },
+  ],
+  promotion_codes: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'code', sql: 't.code', kind: 'text' },
+    { name: 'coupon', sql: '(select c.id from coupons c where c.key = t.coupon_key)', kind: 'text' },
+    { name: 'active', sql: 't.active', kind: 'text' },
+    { name: 'customer', sql: 't.customer_id', kind: 'text' },
+    { name: 'max_redemptions', sql: 't.max_redemptions', kind: 'int' },
+    { name: 'times_redeemed', sql: 't.times_redeemed', kind: 'int' },
+    { name: 'expires_at', sql: 't.expires_at', kind: 'time' },
+    { name: 'first_time_transaction', sql: 't.first_time_transaction', kind: 'text' },
+    { name: 'minimum_amount', sql: 't.minimum_amount', kind: 'int' },
+    { name: 'minimum_amount_currency', sql: 't.minimum_amount_currency', kind: 'text' },
+    { name: 'metadata', sql: 't.metadata', kind: 'json' },
+  ],
+  tax_rates: [
+    { name: 'id', sql: 't.id', kind: 'text' },
+    { name: 'created', sql: 't.created_at', kind: 'time' },
+    { name: 'display_name', sql: 't.display_name', kind: 'text' },
+    { name: 'description', sql: 't.description', kind: 'text' },
+    { name: 'percentage', sql: 't.percentage', kind: 'text' },
+    { name: 'inclusive', sql: 't.inclusive', kind: 'text' },
+    { name: 'active', sql: 't.active', kind: 'text' },
+    { name: 'country', sql: 't.country', kind: 'text' },
+    { name: 'state', sql: 't.state', kind: 'text' },
+    { name: 'jurisdiction', sql: 't.jurisdiction', kind: 'text' },
+    { name: 'tax_type', sql: 't.tax_type', kind: 'text' },
+    { name: 'metadata', sql: 't.metadata', kind: 'json' },
+  ],
 };
 /**
  * The list filters each resource's export takes (`filters` in POST /v1/exports), as
@@ -207,6 +257,21 @@ export const exportFilters: Record<ExportResource, Record<string, { sql: string;
     customer: { sql: 't.customer_id' },
     currency: { sql: 't.currency' },
   },
+  coupons: {
+    duration: { sql: 't.duration', values: couponDurations },
+    currency: { sql: 't.currency' },
+    deleted: { sql: '(t.deleted_at is not null)::text', values: ['true', 'false'] },
+  },
+  promotion_codes: {
+    active: { sql: 't.active::text', values: ['true', 'false'] },
+    coupon: { sql: '(select c.id from coupons c where c.key = t.coupon_key)' },
+    customer: { sql: 't.customer_id' },
+  },
+  tax_rates: {
+    active: { sql: 't.active::text', values: ['true', 'false'] },
+    inclusive: { sql: 't.inclusive::text', values: ['true', 'false'] },
+    country: { sql: 't.country' },
+  },
 };
 
 /**
@@ -238,6 +303,11 @@ const tables: Record<ExportResource, string> = {
   payouts: 'payouts',
   plans: 'plans',
   credit_notes: 'credit_notes',
+  // Keyed by the row key: the merchant's id (coupon_id) is unique only among coupons not deleted.
+  coupons:
+    '(select key as id, id as coupon_id, account_id, livemode, name, percent_off, amount_off, currency, duration, duration_in_months, max_redemptions, times_redeemed, redeem_by, applies_to_plans, applies_to_products, deleted_at, metadata, created_at from coupons)',
+  promotion_codes: 'promotion_codes',
+  tax_rates: 'tax_rates',
 };
 export const contentTypes: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
@@ -406,10 +476,12 @@ function writerFor(format: ExportFormat, stream: Writable, title: string): Write
 function cellsOf(row: Record<string, unknown>, columns: Column[], timeZone: string): Cell[] {
   return columns.map((column) => {
     if (column.name.endsWith('_formatted')) {
-      // `<amount>_formatted`: that amount in major units, as a plain decimal.
+      // `<amount>_formatted`: that amount in major units, as a plain decimal (empty with no amount: a percent-off coupon).
+      const amount = row[column.name.slice(0, -'_formatted'.length)];
+      if (amount === null || amount === undefined || row.currency === null || row.currency === undefined) return null;
       const currency = String(row.currency);
       const exponent = currencyExponent(currency);
-      return (Number(row[column.name.slice(0, -'_formatted'.length)]) / 10 ** exponent).toFixed(exponent);
+      return (Number(amount) / 10 ** exponent).toFixed(exponent);
     }
     const value = row[column.name];
     if (value === null || value === undefined) return null;

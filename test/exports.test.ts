@@ -151,6 +151,33 @@ describe('exports', () => {
     expect((await exportOf({ resource: 'payouts', format: 'csv', filters: { status: 'paid', method: 'bank_transfer', currency: 'USD' } })).done.row_count).toBe(1);
   });
 
+  it('coupons (a deleted one and its reused id too), promotion codes and tax rates', async () => {
+    const ok = async (method: string, path: string, body?: Record<string, unknown>) => {
+      const res = await engine.call(method, path, body);
+      expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+      return res.body;
+    };
+    await ok('POST', '/v1/coupons', { id: 'EXPORT5', amount_off: 500, currency: 'USD', duration: 'once' });
+    await ok('DELETE', '/v1/coupons/EXPORT5');
+    await ok('POST', '/v1/coupons', { id: 'EXPORT5', percent_off: 5, duration: 'repeating', duration_in_months: 3 });
+    const code = await ok('POST', '/v1/promotion_codes', { coupon: 'EXPORT5', code: 'SPRING' });
+    const rate = await ok('POST', '/v1/tax_rates', { display_name: 'VAT', percentage: '19', inclusive: false, country: 'DE' });
+
+    const coupons = JSON.parse((await exportOf({ resource: 'coupons', format: 'json', columns: ['id', 'percent_off', 'amount_off', 'amount_off_formatted', 'duration', 'deleted_at'] })).bytes.toString('utf8'));
+    expect(coupons).toEqual([
+      { id: 'EXPORT5', percent_off: null, amount_off: 500, amount_off_formatted: '5.00', duration: 'once', deleted_at: expect.any(String) },
+      { id: 'EXPORT5', percent_off: '5', amount_off: null, amount_off_formatted: null, duration: 'repeating', deleted_at: null },
+    ]);
+    expect((await exportOf({ resource: 'coupons', format: 'csv', filters: { deleted: 'false' } })).done.row_count).toBe(1);
+    const codes = JSON.parse((await exportOf({ resource: 'promotion_codes', format: 'json', columns: ['id', 'code', 'coupon', 'active'], filters: { coupon: 'EXPORT5' } })).bytes.toString('utf8'));
+    expect(codes).toEqual([{ id: code.id, code: 'SPRING', coupon: 'EXPORT5', active: 'true' }]);
+    const rates = (await exportOf({ resource: 'tax_rates', format: 'csv', filters: { country: 'DE' } })).bytes.toString('utf8').trimEnd().split('\r\n');
+    expect(rates[0]).toBe('id,created,display_name,description,percentage,inclusive,active,country,state,jurisdiction,tax_type,metadata');
+    expect(rates.slice(1).map((l) => l.split(',').slice(0, 1).concat(l.split(',').slice(2, 8)))).toEqual([[rate.id, 'VAT', '', '19', 'false', 'true', 'DE']]);
+    // Another tenant's export sees none of them (a tenant of its own: `other` is checked for having no exports).
+    expect((await exportOf({ resource: 'coupons', format: 'csv' }, (await engine.signUp()).headers)).done.row_count).toBe(0);
+  });
+
   it('invoices as pdf: a zip with each invoice\'s own PDF, read back', async () => {
     const tenant = await engine.signUp();
     const em = engine.db.orm.em.fork();
