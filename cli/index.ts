@@ -12,8 +12,9 @@ import { signWebhook } from '../domain/webhooks.ts';
 import { download, request, readSse, type ClientOptions } from './client.ts';
 import { configPath, ensureWebhookSecret, keyFor, keyMode, readConfig, resolveApiBase, resolveMode, temporalUiUrl, writeConfig, type CliConfig, type Mode } from './config.ts';
 import { CliError, exitCodes } from './exit-codes.ts';
-import { addMeterEventsSend, sendMeterEvents } from './meter-events-send.ts';
 import type { FieldSpec, Operation } from './operations.ts';
+import { recipeFor, triggerableEvents } from './triggers.ts';
+import { addMeterEventsSend, sendMeterEvents } from './meter-events-send.ts';
 
 // Imported (not read from disk beside this file) so the installed bundle (dev/cli-bundle.ts) carries it.
 import operationsJson from './operations.json' with { type: 'json' };
@@ -471,46 +472,22 @@ async function logsTail(cmd: Command): Promise<void> {
 
 // ---- trigger ---------------------------------------------------------------
 
-const triggers = ['customer.created', 'payment.succeeded', 'subscription.created', 'invoice.paid'] as const;
-
 async function trigger(event: string, cmd: Command): Promise<void> {
-  if (!(triggers as readonly string[]).includes(event)) usage(`trigger knows ${triggers.join(', ')} (got "${event}").`);
+  const recipe = recipeFor(event);
+  if (!recipe) usage(`trigger knows ${triggerableEvents.join(', ')} (got "${event}").`);
   const ctx = context(cmd);
   if (ctx.mode !== 'test') usage('trigger creates objects in the sandbox only: use --env test.');
   const client = authed(ctx);
   const spin = spinner(`Triggering ${event}…`);
+  let created: Record<string, string>;
   try {
-    await runTrigger(ctx, client, event);
+    created = await recipe.run((method, apiPath, body) => request(client, method, apiPath, body), Date.now().toString(36), client.accountId);
   } finally {
     spin.stop();
   }
-}
-
-async function runTrigger(ctx: Context, client: ClientOptions & { accountId: string }, event: string): Promise<void> {
-  const stamp = Date.now().toString(36);
-  const created: Record<string, string> = {};
-  const customer = async (paymentMethod?: string) => {
-    const body = await request(client, 'POST', '/v1/customers', { email: `trigger-${stamp}@example.com`, name: 'Triggered customer', ...(paymentMethod ? { payment_method: paymentMethod } : {}) });
-    created.customer = body.id;
-    return body.id as string;
-  };
-  if (event === 'customer.created') await customer();
-  else if (event === 'payment.succeeded') {
-    const txn = await request(client, 'POST', '/v1/transactions', { account_id: client.accountId, amount: 2000, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa', reference: 'billing trigger payment.succeeded' });
-    created.transaction = txn.id;
-  } else {
-    const customerId = await customer('pm_card_visa');
-    const plan = await request(client, 'POST', '/v1/plans', { name: `Triggered plan ${stamp}`, amount: 1500, currency: 'USD', interval: 'month' });
-    created.plan = plan.id;
-    const sub = await request(client, 'POST', '/v1/subscriptions', { customer_id: customerId, plan: plan.id, trial_period_days: 0 });
-    created.subscription = sub.id;
-    if (sub.latest_invoice) created.invoice = sub.latest_invoice;
-  }
-  if (ctx.json) out(JSON.stringify({ triggered: event, created }, null, 2));
-  else {
-    for (const [kind, id] of Object.entries(created)) out(`Created ${kind} ${id}`);
-    out(`Trigger succeeded: ${event}. See it with \`billing events list --type ${event}\`.`);
-  }
+  if (ctx.json) return out(JSON.stringify({ triggered: event, events: recipe.events, created }, null, 2));
+  for (const [kind, id] of Object.entries(created)) if (id) out(`Created ${kind} ${id}`);
+  out(`Trigger succeeded: ${recipe.events.join(', ')}${recipe.needsWorker ? ' (the worker pays the invoice)' : ''}. See them with \`billing events list --type ${event}\`.`);
 }
 
 // ---- program ---------------------------------------------------------------
@@ -571,7 +548,7 @@ export function buildProgram(): Command {
     .action((_opts, cmd: Command) => listen(cmd));
   program
     .command('trigger')
-    .description(`Create sandbox objects that produce a real event: ${triggers.join(', ')}`)
+    .description(`Create sandbox objects that produce a real event: ${triggerableEvents.join(', ')}`)
     .argument('<event>', 'the event to produce')
     .action((event: string, _opts, cmd: Command) => trigger(event, cmd));
   const logs = program.command('logs').description('API request logs');

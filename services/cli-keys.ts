@@ -90,6 +90,17 @@ export async function startDeviceLogin(orm: MikroORM, deviceName: string): Promi
   return { deviceCode, userCode };
 }
 
+/** The device name of a login still waiting for approval under `userCode`, or null (unknown, expired, approved or used). */
+export async function pendingDeviceLogin(orm: MikroORM, userCode: string): Promise<{ deviceName: string } | null> {
+  const code = normalizeUserCode(userCode);
+  if (!code) return null;
+  const [row] = await orm.em.getConnection().execute<{ device_name: string }[]>(
+    `select device_name from cli_device_codes where user_code = ? and approved_at is null and consumed_at is null and expires_at > now()`,
+    [code],
+  );
+  return row ? { deviceName: row.device_name } : null;
+}
+
 /** The owner's approval: binds the pending code to the owner's account, user and the chosen mode. */
 export async function approveDeviceLogin(
   orm: MikroORM,

@@ -324,18 +324,35 @@ describe('the billing CLI against the real engine', () => {
     expect(configOf(home).webhook_secret).toBe(before);
   });
 
-  it('trigger creates sandbox objects that record the real event', async () => {
-    const customer = await run(home, ['trigger', 'customer.created', '--json']);
-    expect(customer.code).toBe(0);
-    const { created } = JSON.parse(customer.stdout);
-    const events = await engine.call('GET', '/v1/events?type=customer.created', undefined, sandbox);
-    expect(events.body.data.some((e: { data: { object: { id: string } } }) => e.data.object.id === created.customer)).toBe(true);
+  /** Whether the sandbox has an event of `type` recorded at or after `since`. */
+  async function recordedSince(type: string, since: number): Promise<boolean> {
+    const events = await engine.call('GET', `/v1/events?type=${type}&limit=20`, undefined, sandbox);
+    return events.body.data.some((e: { created_at: string }) => Date.parse(e.created_at) >= since);
+  }
 
-    const payment = await run(home, ['trigger', 'payment.succeeded', '--json']);
-    expect(payment.code).toBe(0);
-    const txn = JSON.parse(payment.stdout).created.transaction;
-    const paid = await engine.call('GET', '/v1/events?type=payment.succeeded', undefined, sandbox);
-    expect(paid.body.data.some((e: { transaction_id: string | null; data: { object: { id: string } } }) => e.transaction_id === txn || e.data.object.id === txn)).toBe(true);
+  it('trigger: each recipe that needs no worker records every event it names, in the sandbox only', async () => {
+    const { recipes, triggerableEvents } = await import('../cli/triggers.ts');
+    const { eventTypes } = await import('../domain/events.ts');
+    const { CliError, exitCodeForStatus } = await import('../cli/exit-codes.ts');
+    expect(eventTypes).toEqual(expect.arrayContaining([...triggerableEvents]));
+    // The command itself, once, as a subprocess.
+    const since = Date.now() - 1000;
+    const result = await run(home, ['trigger', 'customer.updated', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ triggered: 'customer.updated', events: ['customer.created', 'customer.updated'], created: { customer: expect.stringMatching(/^cus_/) } });
+    for (const type of ['customer.created', 'customer.updated']) expect(await recordedSince(type, since), type).toBe(true);
+    // Every other recipe in-process, through the API with a test CLI key as the command sends it (its scope applies).
+    const key = (await engine.call('POST', '/v1/cli_keys', { name: 'triggers', mode: 'test' })).body.secret as string;
+    const call = async (method: string, apiPath: string, body?: unknown) => {
+      const answer = await engine.call(method, apiPath, body, { authorization: '', 'x-cli-key': key });
+      if (answer.status >= 300) throw new CliError(exitCodeForStatus(answer.status), answer.body.error, `${method} ${apiPath}: ${answer.body.message}`, answer.body);
+      return answer.body;
+    };
+    for (const recipe of recipes.filter((r) => !r.needsWorker && r.events[0] !== 'customer.created')) {
+      const start = Date.now() - 1000;
+      await recipe.run(call, `${Date.now().toString(36)}${recipe.events.length}`, engine.tenant.accountId);
+      for (const type of recipe.events) expect(await recordedSince(type, start), type).toBe(true);
+    }
     expect((await run(home, ['trigger', 'nothing.happened'])).code).toBe(2);
     const live = await run(home, ['trigger', 'customer.created', '--env', 'live']);
     expect(live.code).toBe(2);
@@ -353,6 +370,13 @@ describe('the billing CLI against the real engine', () => {
       expect(paid.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(created.invoice);
       const subs = await engine.call('GET', '/v1/events?type=subscription.created', undefined, sandbox);
       expect(subs.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(created.subscription);
+      const since = Date.now() - 1000;
+      const lifecycle = await run(home, ['trigger', 'subscription.paused', '--json']);
+      expect(lifecycle.code, lifecycle.stderr).toBe(0);
+      for (const type of ['subscription.plan_changed', 'subscription.updated', 'subscription.paused', 'subscription.resumed', 'subscription.canceled']) expect(await recordedSince(type, since), type).toBe(true);
+      const clock = await run(home, ['trigger', 'test_clock.deleted', '--json']);
+      expect(clock.code, clock.stderr).toBe(0);
+      for (const type of ['test_clock.created', 'test_clock.deleted']) expect(await recordedSince(type, since), type).toBe(true);
     } finally {
       await engine.stopWorker();
     }
@@ -422,32 +446,55 @@ describe('the billing CLI against the real engine', () => {
     expect((await engine.call('GET', '/v1/customers', undefined, { authorization: '', 'x-cli-key': otherKey.secret })).status).toBe(401);
   });
 
-  it('the approve page: a form for the code, approved with an owner access token posted from the same origin', async () => {
+  /** The dashboard's session cookies of a sign-in (POST /v1/auth/browser_session), as a Cookie header. */
+  async function dashboardCookies(email: string, password: string): Promise<string> {
+    const signIn = await engine.app.request('/v1/auth/browser_session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    expect(signIn.status).toBe(200);
+    return signIn.headers.getSetCookie().map((cookie) => cookie.split(';')[0]).join('; ');
+  }
+
+  it('the approve page: one click for an owner signed in to the dashboard (its session cookie and CSRF token), same origin only', async () => {
     const pending = await engine.call('POST', '/v1/cli/device', { name: 'page' }, { authorization: '' });
     const code = pending.body.user_code as string;
-    const form = await engine.app.request(`/cli/approve?code=${code.toLowerCase()}`);
+    // Signed out: the code, and a way to sign in that comes back here; no approval, no token to paste.
+    const signedOut = await engine.app.request(`/cli/approve?code=${code.toLowerCase()}`);
+    const outPage = await signedOut.text();
+    expect(outPage).toContain(code);
+    expect(outPage).toContain(`/dashboard/?next=${encodeURIComponent(`/cli/approve?code=${code}`)}`);
+    expect(outPage).not.toContain('name="csrf_token"');
+    expect(outPage).not.toContain('access_token');
+    expect(outPage).not.toContain('Secure payment page');
+
+    const owner = await dashboardCookies(engine.tenant.email, engine.tenant.password);
+    const form = await engine.app.request(`/cli/approve?code=${code.toLowerCase()}`, { headers: { cookie: owner } });
     expect(form.status).toBe(200);
     const page = await form.text();
     expect(page).toContain(`value="${code}"`);
-    expect(page).toContain('name="access_token"');
+    expect(page).toContain(engine.tenant.email);
+    expect(page).toContain('<dd>page</dd>');
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!;
     const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
       engine.app.request('/cli/approve', { method: 'POST', body: new URLSearchParams(fields), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
-    expect((await post({ user_code: code, mode: 'test', access_token: 'not-a-token' })).status).toBe(401);
+    expect((await post({ user_code: code, mode: 'test', csrf_token: csrf })).status).toBe(401);
+    expect((await post({ user_code: code, mode: 'test', csrf_token: 'forged' }, { cookie: owner })).status).toBe(403);
+    expect((await post({ user_code: code, mode: 'test', csrf_token: csrf }, { cookie: owner, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     const member = await engine.call('POST', '/v1/users', { email: `member-${Date.now()}@example.com`, password: 'Member!pass1', role: 'member' });
     expect(member.status).toBe(201);
-    const memberSession = await engine.login(member.body.email, 'Member!pass1');
-    expect((await post({ user_code: code, mode: 'test', access_token: memberSession.accessToken })).status).toBe(401);
-    expect((await post({ user_code: code, mode: 'test', access_token: engine.tenant.accessToken }, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    const memberCookies = await dashboardCookies(member.body.email, 'Member!pass1');
+    expect((await engine.app.request(`/cli/approve?code=${code}`, { headers: { cookie: memberCookies } })).status).toBe(403);
+    expect((await post({ user_code: code, mode: 'test', csrf_token: csrf }, { cookie: memberCookies })).status).toBe(403);
     expect((await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' })).body.error).toBe('authorization_pending');
-    const approved = await post({ user_code: code, mode: 'test', access_token: engine.tenant.accessToken });
+    const approved = await post({ user_code: code, mode: 'test', csrf_token: csrf }, { cookie: owner, 'sec-fetch-site': 'same-origin' });
     expect(approved.status).toBe(200);
     expect(await approved.text()).toContain('CLI login approved');
     const key = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
     expect(key.status).toBe(200);
     expect(key.body).toMatchObject({ type: 'cli', livemode: false, name: `${engine.tenant.email} on page`, secret: expect.stringMatching(/^ck_test_/) });
+    // Approved once: the page says so instead of offering the form again.
+    expect((await engine.app.request(`/cli/approve?code=${code}`, { headers: { cookie: owner } })).status).toBe(404);
     // A member may not approve through the API either.
     const again = await engine.call('POST', '/v1/cli/device', {}, { authorization: '' });
-    expect((await engine.call('POST', '/v1/cli/device/approve', { user_code: again.body.user_code }, memberSession.headers)).status).toBe(403);
+    expect((await engine.call('POST', '/v1/cli/device/approve', { user_code: again.body.user_code }, (await engine.login(member.body.email, 'Member!pass1')).headers)).status).toBe(403);
   });
 
   it('CLI keys: expired keys are refused, use is noted, sessions and settings are out of reach', async () => {
@@ -545,22 +592,41 @@ describe('the billing CLI against the real engine', () => {
     }
   });
 
-  it('interactive login in a terminal (tmux): the code on screen, approved, "Logged in"', async () => {
+  it('interactive login in a terminal (tmux), approved in chromium signed in to the dashboard: the code on screen, one click, "Logged in"', async () => {
+    const { launchChromium, servePublicApi } = await import('./helpers/browser.ts');
+    const { api, baseUrl } = await servePublicApi(engine);
+    const browser = await launchChromium();
     const tmuxHome = newHome();
     const session = `billing-cli-${process.pid}`;
-    const env = childEnv(tmuxHome);
+    const env = childEnv(tmuxHome, { BILLING_API_BASE: baseUrl });
     const command = `${Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ')} '${process.execPath}' '${cliEntry}' login; sleep 30`;
     execFileSync('tmux', ['new-session', '-d', '-s', session, '-x', '160', '-y', '30', command]);
     try {
       const pane = () => execFileSync('tmux', ['capture-pane', '-p', '-t', session], { encoding: 'utf8' });
-      const code = await until('the code on the pane', () => /login code is ([A-Z]{4}-[A-Z]{4})/.exec(pane())?.[1]);
+      const shown = await until('the code and link on the pane', () => /login code is ([A-Z]{4}-[A-Z]{4})\s+Open (\S+\/cli\/approve\?code=[A-Z-]+)/.exec(pane()) ?? undefined).catch((error: Error) => {
+        throw new Error(`${error.message}; the pane:\n${pane()}`);
+      });
+      const [, code, link] = shown;
       await until('the spinner', () => pane().includes('Waiting for approval'));
-      expect((await engine.call('POST', '/v1/cli/device/approve', { user_code: code, livemode: false })).status).toBe(200);
+      // The owner follows the link in a browser: signed out, it sends them to the dashboard's sign-in, which brings them back.
+      const page = await browser.newPage();
+      await page.goto(link!);
+      await page.getByRole('link', { name: 'Sign in to the dashboard' }).click();
+      await page.getByLabel('Email').fill(engine.tenant.email);
+      await page.getByLabel('Password').fill(engine.tenant.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Approve' }).waitFor();
+      expect(await page.getByLabel('Login code').textContent()).toBe(code);
+      expect(await page.title()).toBe('Approve a CLI login');
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.getByRole('heading', { name: 'CLI login approved' }).waitFor();
       const screen = await until('"Logged in" on the pane', () => (pane().includes('Logged in') ? pane() : undefined));
       expect(screen).toContain(`Logged in as ${engine.tenant.email}`);
       expect(screen).toContain('Approved');
     } finally {
       execFileSync('tmux', ['kill-session', '-t', session]);
+      await browser.close();
+      await api.close();
     }
   });
 });

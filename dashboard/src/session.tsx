@@ -40,6 +40,9 @@ export function SignIn() {
     setError(null);
     try {
       const session = await unwrap(api.POST('/v1/auth/browser_session', { body: { email: String(form.get('email')), password: String(form.get('password')) } }));
+      // Sent here to sign in by the CLI's approval page (/dashboard/?next=/cli/approve?code=…): back to it, and only to it.
+      const next = new URLSearchParams(location.search).get('next');
+      if (next?.startsWith('/cli/approve?')) return location.assign(next);
       client.setQueryData(['session'], session);
     } catch (failure) {
       setError(failure);
