@@ -7,7 +7,8 @@
  * added and deleted, a discount applied by promotion code and by coupon and removed, and a credit
  * adjustment of the balance; a one-off invoice whose page shows subtotal, discount, total excluding
  * tax, tax per rate, total, the credit applied and the amount due; a credit note issued by line to
- * the balance and one by amount refunded, listed on the invoice. After each step the test asks the
+ * the balance and one by amount refunded, listed on the invoice; a promotion code applied to an open
+ * one-off invoice from its page (a wrong code refused first). After each step the test asks the
  * API what it now holds. Screenshots test-results/dashboard-discounts-taxes-*-{desktop,390}.png,
  * axe-core at both widths, no sideways scroll, no unexpected failed request.
  */
@@ -316,6 +317,31 @@ describe('discounts, taxes, balances and credit notes in the dashboard (chromium
     await totals.getByText('Credit notes').waitFor();
     const pairs = await totals.evaluate((dl) => [...dl.querySelectorAll('dt')].map((dt) => `${dt.textContent} = ${dt.nextElementSibling?.textContent}`));
     expect(pairs.slice(-5)).toEqual(['Total = $44.00', 'Credit notes = -$20.00', 'Amount due = $24.00', 'Amount paid = $0.00', 'Amount remaining = $24.00']);
+    expect(problems).toEqual([]);
+  });
+
+  it('a promotion code is applied to an open one-off invoice from its page; a wrong code is refused, nothing changed', async () => {
+    // A customer of its own: the one above has a discount of its own, which its invoices carry already (one per invoice).
+    const customer = await callApi('POST', '/v1/customers', { email: 'promo-invoice@example.com', name: 'Promo Invoice' });
+    const draft = await callApi('POST', '/v1/invoices', { customer: customer.id, collection_method: 'send_invoice', days_until_due: 30, currency: 'USD' });
+    await callApi('POST', '/v1/invoice_items', { customer: customer.id, invoice: draft.id, amount: 5000, currency: 'USD', description: 'Audit' });
+    const open = await callApi('POST', `/v1/invoices/${draft.id}/finalize`);
+    expect(open).toMatchObject({ status: 'open', total: 5500, discounts: [] });
+    await page.goto(`${baseUrl}/dashboard/invoices/${draft.id}`);
+    await page.getByRole('heading', { level: 1, name: `Invoice ${open.number}` }).waitFor();
+    const form = page.getByRole('form', { name: 'Apply a promotion code' });
+    await form.getByLabel('Promotion code').fill('SPRING2O');
+    expect(await refused(form, 'Apply promotion code', `POST /v1/invoices/${draft.id}/discounts 404`)).toMatch(/No such promotion code: SPRING2O/);
+    expect(await callApi('GET', `/v1/invoices/${draft.id}`)).toMatchObject({ discounts: [], total: 5500, amount_due: 5500 });
+
+    await form.getByLabel('Promotion code').fill('spring20');
+    await form.getByRole('button', { name: 'Apply promotion code', exact: true }).click();
+    // 50.00 less 20% is 40.00; the account's 10% sales tax on it: 44.00 due. The form goes: one discount per invoice.
+    await page.locator('dl[aria-label="Totals"]').getByText('-$10.00').waitFor();
+    await form.waitFor({ state: 'detached' });
+    const after = await callApi('GET', `/v1/invoices/${draft.id}`);
+    expect(after).toMatchObject({ status: 'open', total: 4400, amount_due: 4400, total_discount_amounts: [expect.objectContaining({ amount: 1000 })] });
+    expect(after.discounts).toHaveLength(1);
     expect(problems).toEqual([]);
   });
 

@@ -131,6 +131,28 @@ function CreditNoteForm({ invoice }: { invoice: Invoice }) {
   );
 }
 
+/**
+ * A promotion code applied to an open one-off invoice (POST /v1/invoices/{id}/discounts): it discounts that invoice
+ * only. Offered while the invoice has no discount (one per invoice); the API's refusal (an unknown, inactive or
+ * expired code, a minimum not reached, a credit note already issued) is shown in the form, nothing changed.
+ */
+function PromotionCodeForm({ invoice }: { invoice: Invoice }) {
+  return (
+    <ActionForm
+      title="Apply a promotion code"
+      submit="Apply promotion code"
+      action={(v) => {
+        const code = (v.promotion_code ?? '').trim();
+        if (!code) throw new Error('promotion_code: type the code the customer was given.');
+        return call('POST', `/v1/invoices/${invoice.id}/discounts`, { body: { promotion_code: code } });
+      }}
+    >
+      <Field label="Promotion code" name="promotion_code" required placeholder="SPRING20" />
+      <p className="muted">It discounts this invoice only; taxes and the amount due follow.</p>
+    </ActionForm>
+  );
+}
+
 /** The invoice's credit notes, and the form to issue one (paid and open invoices: the API refuses the others). */
 export function InvoiceExtras({ invoice }: { invoice: Schemas['Invoice'] }) {
   const i = invoice as Invoice;
@@ -143,6 +165,8 @@ export function InvoiceExtras({ invoice }: { invoice: Schemas['Invoice'] }) {
   const rows = notes.data?.data ?? [];
   const label = `Credit notes of ${i.number ?? i.id}`;
   return (
+    <>
+    {i.status === 'open' && !i.subscription_id && !i.discounts?.length ? <PromotionCodeForm invoice={i} /> : null}
     <section className="card" aria-label="Credit notes">
       <h2>Credit notes</h2>
       <ErrorNote error={notes.error} />
@@ -201,5 +225,6 @@ export function InvoiceExtras({ invoice }: { invoice: Schemas['Invoice'] }) {
       </div>
       {i.status === 'paid' || i.status === 'open' ? <CreditNoteForm invoice={i} /> : <p className="muted">Credit notes are issued on paid and open invoices.</p>}
     </section>
+    </>
   );
 }
