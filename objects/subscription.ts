@@ -25,6 +25,19 @@ export const SubscriptionSchema = z
           id: z.string().openapi({ example: 'si_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
           plan: z.string(),
           quantity: z.number().int(),
+          usage: z
+            .object({
+              meter: z.string().openapi({ example: 'mtr_01jd5c7e9g1j3l5n7q9s1u3w5y' }),
+              quantity: z.string().openapi({ description: "The meter's aggregate over the period so far (exact decimal, before free units)", example: '1250' }),
+              period_start: timestamp,
+              period_end: timestamp.openapi({ description: 'The end of the current period: the renewal then bills this usage in arrears' }),
+            })
+            .optional()
+            .openapi({
+              description:
+                'Metered items, on GET /v1/subscriptions/{id} of an active subscription only (not lists, creates or events): the usage of the current period so far, ' +
+                "from its start to now (the customer's test clock time on a clock), which the next renewal invoices (docs/pricing.md#usage-prices)",
+            }),
         }),
       )
       .openapi({

@@ -38343,6 +38343,27 @@ export interface components {
                 object: "subscription_item";
                 plan: string;
                 quantity: number;
+                /** @description Metered items, on GET /v1/subscriptions/{id} of an active subscription only (not lists, creates or events): the usage of the current period so far, from its start to now (the customer's test clock time on a clock), which the next renewal invoices (docs/pricing.md#usage-prices) */
+                usage?: {
+                    /** @example mtr_01jd5c7e9g1j3l5n7q9s1u3w5y */
+                    meter: string;
+                    /**
+                     * Format: date-time
+                     * @description The end of the current period: the renewal then bills this usage in arrears
+                     * @example 2026-01-31T00:00:00.000Z
+                     */
+                    period_end: string;
+                    /**
+                     * Format: date-time
+                     * @example 2026-01-31T00:00:00.000Z
+                     */
+                    period_start: string;
+                    /**
+                     * @description The meter's aggregate over the period so far (exact decimal, before free units)
+                     * @example 1250
+                     */
+                    quantity: string;
+                };
             }[];
             latest_invoice: string | null;
             livemode: boolean;

@@ -5,7 +5,7 @@
  * never the meter_events table itself; the pricing is domain/usage-pricing.ts.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { AccountModeSettings, Meter } from '../db/entities/index.ts';
+import { AccountModeSettings, Meter, Plan } from '../db/entities/index.ts';
 import type { InvoiceLineInput } from '../domain/subscription-decisions.ts';
 import type { PriceTerms } from '../domain/subscription.ts';
 import { defaultUsageGraceSeconds, metersToClose, usageLines, type MeterClosing } from '../domain/usage-billing.ts';
@@ -100,4 +100,41 @@ export async function usageSoFar(
       })),
   );
   return usageLines(q.items, closing, { start: q.start, end: q.periodEnd ?? q.end });
+}
+
+/** One metered item's usage of the current period so far, as GET /v1/subscriptions/{id} shows it. */
+export interface ItemUsage {
+  meter: string;
+  /** The meter's aggregate over [period_start, now), an exact decimal string, before free units. */
+  quantity: string;
+  period_start: string;
+  period_end: string;
+}
+
+/**
+ * The current period's usage so far of each metered item of an active subscription, by item id: the meter's
+ * aggregate (no group_by: one value) from the period's start to `now`. Read-only (UsageStore.aggregate).
+ * A subscription's single read only: one aggregate per metered item, so lists never call it.
+ */
+export async function itemsUsageSoFar(
+  orm: MikroORM,
+  q: { accountId: string; livemode: boolean; customerId: string; items: readonly { id: string; planId: string }[]; periodStart: Date; periodEnd: Date; now: Date },
+  store: UsageStore = usageStoreFor(orm),
+): Promise<Map<string, ItemUsage>> {
+  const em = orm.em.fork();
+  const plans = await em.find(Plan, { id: { $in: [...new Set(q.items.map((i) => i.planId))] }, accountId: q.accountId, livemode: q.livemode, usageType: 'metered' });
+  const meterOf = new Map(plans.filter((p) => p.meterId).map((p) => [p.id, p.meterId!]));
+  const metered = q.items.filter((i) => meterOf.has(i.planId));
+  if (metered.length === 0) return new Map();
+  const meters = await metersById(em, q, [...meterOf.values()]);
+  const end = q.now > q.periodStart ? (q.now < q.periodEnd ? q.now : q.periodEnd) : q.periodStart;
+  const answers = await Promise.all(
+    metered.map(async (item): Promise<[string, ItemUsage] | null> => {
+      const meter = meters.get(meterOf.get(item.planId)!);
+      if (!meter) return null;
+      const [row] = await store.aggregate({ accountId: q.accountId, livemode: q.livemode, customerId: q.customerId, meter, start: q.periodStart, end });
+      return [item.id, { meter: meter.id, quantity: row?.value ?? '0', period_start: q.periodStart.toISOString(), period_end: q.periodEnd.toISOString() }];
+    }),
+  );
+  return new Map(answers.filter((a): a is [string, ItemUsage] => a !== null));
 }

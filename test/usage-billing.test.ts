@@ -4,7 +4,9 @@
  * periods. Events go through POST /v1/meter_events; each renewal waits the usage grace window (default
  * 3600 s), closes the period just ended and bills its usage; the invoices are checked against a reference
  * computed here by hand (micro-units, not the engine's pricing). A late event inside the grace window counts;
- * one after the close is refused period_invoiced. Also the plan API's 400s for metered plans.
+ * one after the close is refused period_invoiced. Also the plan API's 400s for metered plans, the usage so far
+ * on the subscription read, a new subscription's grace window from the account's setting, and a resume after
+ * the paused period ended billing the interrupted period's usage.
  */
 import { Worker } from '@temporalio/worker';
 import { extractText, getDocumentProxy } from 'unpdf';
@@ -190,6 +192,42 @@ describe('usage billing', () => {
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: sub.id }, history);
   }, 120_000);
 
+  it('a new subscription waits the account\'s grace window; a resume after the period bills the usage before and during the pause', async () => {
+    const { call, make, advance } = await clockTenant(engine, 'Calls paused');
+    expect((await call('POST', '/v1/settings/usage', { usage_grace_period_seconds: 60 })).status).toBe(200);
+    const clock = await make('/v1/test_clocks', { frozen_time: '2035-01-01T00:00:00Z' });
+    const customer = await make('/v1/customers', { email: 'kim@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const meter = await make('/v1/meters', { display_name: 'Calls', event_name: 'calls', aggregation: 'count' });
+    const plan = await make('/v1/plans', { name: 'Calls', currency: 'USD', interval: 'month', usage_type: 'metered', meter: meter.id, amount: 3 });
+    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    const invoices = async () => [...(await call('GET', `/v1/invoices?subscription=${sub.id}`)).body.data].reverse() as any[];
+    const calls = async (count: number, timestamp: string) => {
+      for (let i = 0; i < count; i++) await make('/v1/meter_events', { event_name: 'calls', customer: customer.id, identifier: `${timestamp}-${i}`, timestamp });
+    };
+    await advance(clock.id, '2035-01-10T00:00:00Z');
+    await calls(2, '2035-01-09T00:00:00Z');
+    // A minute past the boundary: the 60 s window of the account (not the 3600 s default) has passed, January is billed.
+    await advance(clock.id, '2035-02-01T00:01:30Z');
+    expect((await invoices()).map((i) => i.total)).toEqual([0, 6]);
+    await advance(clock.id, '2035-02-10T00:00:00Z');
+    await calls(4, '2035-02-09T00:00:00Z');
+    expect((await call('POST', `/v1/subscriptions/${sub.id}/pause`, {})).status).toBe(200);
+    // Paused past the period's end: no renewal; a call while paused still counts.
+    await advance(clock.id, '2035-03-05T00:00:00Z');
+    expect(await invoices()).toHaveLength(2);
+    await calls(1, '2035-03-04T00:00:00Z');
+    const resumed = await call('POST', `/v1/subscriptions/${sub.id}/resume`, {});
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    const [, , resume] = await invoices();
+    expect(resume).toMatchObject({ total: 15, status: 'paid' });
+    expect(resume.lines).toEqual([expect.objectContaining({ meter: meter.id, quantity_decimal: '5', amount: 15, period_start: '2035-02-01T00:00:00.000Z', period_end: '2035-03-05T00:00:00.000Z' })]);
+    // Closed to the resume: a late call in it is refused.
+    expect((await call('POST', '/v1/meter_events', { event_name: 'calls', customer: customer.id, identifier: 'late', timestamp: '2035-03-04T12:00:00Z' })).status).toBe(409);
+    // Recorded with usage-pause, the history replays against this code.
+    const history = await engine.env.client.workflow.getHandle(sub.id).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: sub.id }, history);
+  }, 60_000);
+
   it('a cancel bills the last period\'s usage so far on a final invoice and closes it', async () => {
     const { call, make, advance } = await clockTenant(engine, 'Calls on a final invoice');
     const clock = await make('/v1/test_clocks', { frozen_time: '2034-05-01T00:00:00Z' });
@@ -199,6 +237,10 @@ describe('usage billing', () => {
     const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
     await advance(clock.id, '2034-05-10T00:00:00Z');
     for (let i = 0; i < 5; i++) await make('/v1/meter_events', { event_name: 'calls', customer: customer.id, identifier: `call-${i}`, timestamp: '2034-05-09T00:00:00Z' });
+    // The subscription read shows the period's usage so far on the metered item; lists do not aggregate.
+    const read = await call('GET', `/v1/subscriptions/${sub.id}`);
+    expect(read.body.items).toEqual([expect.objectContaining({ plan: plan.id, usage: { meter: meter.id, quantity: '5', period_start: '2034-05-01T00:00:00.000Z', period_end: '2034-06-01T00:00:00.000Z' } })]);
+    expect((await call('GET', `/v1/subscriptions?customer=${customer.id}`)).body.data[0].items[0].usage).toBeUndefined();
     const canceled = await call('POST', `/v1/subscriptions/${sub.id}/cancel`, {});
     expect(canceled.status, JSON.stringify(canceled.body)).toBe(200);
     expect(canceled.body.status).toBe('canceled');

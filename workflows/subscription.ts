@@ -258,6 +258,13 @@ export const planInMemoPatch = 'plan-in-memo';
  */
 export const usageBillingPatch = 'usage-billing';
 
+/**
+ * A resume that starts a new period (after the paused one ended, or from a payment_failed pause) closes the usage of
+ * the interrupted period from its start to the resume and bills it on the resume's invoice; before, that usage was
+ * never billed. Asked only by metered subscriptions' resumes, which no recorded history has.
+ */
+export const usagePausePatch = 'usage-pause';
+
 type Outcome = { ok: true } | { ok: false; type: string; message: string };
 
 interface Queued {
@@ -411,10 +418,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * The usage lines of the period that just ended, for the renewal that starts the next: closes that period for
    * usage (one local activity, idempotent per period) with the items that billed it, before any pending plan applies.
    */
-  async function closeUsage(): Promise<InvoiceLineInput[]> {
+  async function closeUsage(until?: Date): Promise<InvoiceLineInput[]> {
     if (!billsUsage(state()) || !subscription.currentPeriodStart || !subscription.currentPeriodEnd || !patched(usageBillingPatch)) return [];
     const usageItems = itemsOf(state());
-    const period = { start: new Date(subscription.currentPeriodStart), end: new Date(subscription.currentPeriodEnd) };
+    const period = { start: new Date(subscription.currentPeriodStart), end: until ?? new Date(subscription.currentPeriodEnd) };
+    if (period.end.getTime() <= period.start.getTime()) return [];
     setCurrentDetails(`Closing the usage of ${iso(period.start)} to ${iso(period.end)}.`);
     const closed = await localActivities.closeUsagePeriod({
       ...customer(),
@@ -737,9 +745,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         await record({ status: 'active', ...resumed });
         return;
       case 'newPeriod': {
+        // The usage of the period the pause interrupted, to the resume (the paused time included), goes on the resume's invoice.
+        const usage = billsUsage(state()) && patched(usagePausePatch) ? await closeUsage(now) : [];
         const nextCycle = subscription.billingCycle + 1;
         subscription = { ...subscription, ...resumed, billingAnchor: iso(now), anchorCycle: nextCycle, stubStart: null };
-        await bill(nextCycle);
+        await bill(nextCycle, usage);
         return;
       }
     }

@@ -14,7 +14,10 @@ import { maxPriceAmount, maxQuantity } from '../../domain/pricing.ts';
 import { termsPrice } from '../../domain/subscription-decisions.ts';
 import { everyInterval, planMemo } from '../../domain/subscription-details.ts';
 import { currency } from '../../objects/common.ts';
-import { raw, type EntityManager } from '@mikro-orm/postgresql';
+import { raw, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { itemsUsageSoFar, usageGraceSeconds } from '../../services/usage-billing.ts';
+import { isMetered } from '../../domain/usage-billing.ts';
+import { customerNow } from '../../services/invoice-items.ts';
 import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../../workflows/search-attributes.ts';
 import {
   cancelSubscriptionUpdate,
@@ -290,6 +293,23 @@ async function withDiscounts<T extends { id: string }>(em: EntityManager, object
     return { ...o, discount: found ? serializeDiscount(found.discount, found.coupon, now) : null };
   });
 }
+/** The subscription read: each metered item of an active subscription carries its usage of the current period so far (services/usage-billing.ts). */
+async function withUsageSoFar(orm: MikroORM, em: EntityManager, subscription: Subscription, body: ReturnType<typeof serializeSubscription>): Promise<ReturnType<typeof serializeSubscription>> {
+  if (subscription.status !== 'active' || !subscription.currentPeriodStart || !subscription.currentPeriodEnd) return body;
+  const customer = await em.findOne(Customer, { id: subscription.customerId, accountId: subscription.accountId, livemode: subscription.livemode });
+  if (!customer) return body;
+  const usage = await itemsUsageSoFar(orm, {
+    accountId: subscription.accountId,
+    livemode: subscription.livemode,
+    customerId: subscription.customerId,
+    items: body.items.map((item) => ({ id: item.id, planId: item.plan })),
+    periodStart: new Date(subscription.currentPeriodStart),
+    periodEnd: new Date(subscription.currentPeriodEnd),
+    now: await customerNow(em, customer),
+  });
+  if (usage.size === 0) return body;
+  return { ...body, items: body.items.map((item) => (usage.has(item.id) ? { ...item, usage: usage.get(item.id)! } : item)) };
+}
 const withDiscount = async <T extends { id: string }>(em: EntityManager, object: T) => (await withDiscounts(em, [object]))[0]!;
 
 export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
@@ -399,6 +419,8 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
             )
           : null;
       // A repeating discount ends on time by the workflow's timer (workflows/subscription.ts discountEnd).
+      // Metered items wait the mode's usage grace window from the first renewal on (the workflow reads it from its input; later closings refresh it).
+      if ([terms, ...others].some(isMetered)) input.usageGraceSeconds = await usageGraceSeconds(em, accountId, livemode);
       if (redeemed?.discount.end) input.discountEnd = { discountId: redeemed.discount.id, end: redeemed.discount.end.toISOString() };
       if (testClock) await bindToClock(temporal, testClock, id);
       let snapshot;
@@ -461,7 +483,7 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       const em = orm.em.fork();
       const subscription = await em.findOne(Subscription, { id: c.req.valid('param').id, accountId, livemode });
       if (!subscription) throw await notFoundInMode(orm.em, Subscription, c.req.valid('param').id, { accountId, livemode }, 'subscription');
-      return c.json(await withDiscount(em, serializeSubscription(subscription)), 200);
+      return c.json(await withDiscount(em, await withUsageSoFar(orm, em, subscription, serializeSubscription(subscription))), 200);
     })
     .openapi(changePlan, async (c) => {
       const { subscription, handle } = await ownLiveSubscription(c, c.req.valid('param').id);
