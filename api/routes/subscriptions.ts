@@ -296,8 +296,6 @@ async function withDiscounts<T extends { id: string }>(em: EntityManager, object
 /** The subscription read: each metered item of an active subscription carries its usage of the current period so far (services/usage-billing.ts). */
 async function withUsageSoFar(orm: MikroORM, em: EntityManager, subscription: Subscription, body: ReturnType<typeof serializeSubscription>): Promise<ReturnType<typeof serializeSubscription>> {
   if (subscription.status !== 'active' || !subscription.currentPeriodStart || !subscription.currentPeriodEnd) return body;
-  const customer = await em.findOne(Customer, { id: subscription.customerId, accountId: subscription.accountId, livemode: subscription.livemode });
-  if (!customer) return body;
   const usage = await itemsUsageSoFar(orm, {
     accountId: subscription.accountId,
     livemode: subscription.livemode,
@@ -305,7 +303,7 @@ async function withUsageSoFar(orm: MikroORM, em: EntityManager, subscription: Su
     items: body.items.map((item) => ({ id: item.id, planId: item.plan })),
     periodStart: new Date(subscription.currentPeriodStart),
     periodEnd: new Date(subscription.currentPeriodEnd),
-    now: await customerNow(em, customer),
+    now: async () => customerNow(em, await em.findOneOrFail(Customer, { id: subscription.customerId, accountId: subscription.accountId, livemode: subscription.livemode })),
   });
   if (usage.size === 0) return body;
   return { ...body, items: body.items.map((item) => (usage.has(item.id) ? { ...item, usage: usage.get(item.id)! } : item)) };
