@@ -39,7 +39,7 @@ import { errorResponses, idParam } from '../schemas.ts';
 import { previewPlanChange } from '../../domain/plan-change-preview.ts';
 import { paymentMethodDisplay } from '../../domain/payment-method-display.ts';
 import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
-import { UpcomingInvoiceSchema } from './subscription-items.ts';
+import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
 
 export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true, quantity_changes: false, promotion_codes: false, plans: null };
 /** Most plans the portal setting may list. */

@@ -15,8 +15,7 @@ import { maxQuantity } from '../../domain/pricing.ts';
 import { endedStatuses, subscriptionItemId, type ItemTerms, type SubscriptionItemSnapshot } from '../../domain/subscription.ts';
 import { billsUsage, itemsOf, prorationBehaviors, upcomingInvoice, type ItemChange, type ProrationBehavior, type SubscriptionState } from '../../domain/subscription-decisions.ts';
 import { usageSoFar } from '../../services/usage-billing.ts';
-import { InvoiceLineSchema, InvoiceTotalsShape } from '../../objects/invoice.ts';
-import { timestamp } from '../../objects/common.ts';
+import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
 import { changeItemsUpdate } from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
 import { operationId } from '../middleware/idempotency.ts';
@@ -95,23 +94,6 @@ const UpcomingQuery = z
   })
   .strict();
 
-export const UpcomingInvoiceSchema = z
-  .object({
-    object: z.literal('invoice'),
-    id: z.null().openapi({ description: 'Not made yet' }),
-    subscription_id: z.string(),
-    customer_id: z.string(),
-    currency: z.string(),
-    lines: z.array(InvoiceLineSchema),
-    subtotal: z.number().int(),
-    ...InvoiceTotalsShape,
-    amount_due: z.number().int().openapi({ description: "What will be charged: total + the customer's balance as it stands now, at least 0" }),
-    period_start: timestamp,
-    period_end: timestamp,
-    created_at: timestamp.openapi({ description: 'When the workflow will make it: the start of the next period (the trial end for a trial)' }),
-    livemode: z.boolean(),
-  })
-  .openapi('UpcomingInvoice');
 
 /** A subscription row's items: its items, or its one item of plan × quantity. */
 export const rowItems = (row: Pick<Subscription, 'id' | 'planId' | 'quantity' | 'items'>): SubscriptionItemSnapshot[] =>
