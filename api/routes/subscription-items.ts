@@ -7,8 +7,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { workflowGone } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
-import { InvoiceItem, Plan, Subscription } from '../../db/entities/index.ts';
-import { itemLine } from '../../services/invoice-items.ts';
+import { Customer, InvoiceItem, Plan, Subscription } from '../../db/entities/index.ts';
+import { customerNow, itemLine } from '../../services/invoice-items.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { maxQuantity } from '../../domain/pricing.ts';
@@ -269,13 +269,19 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
       return c.json({ object: 'subscription_item' as const, id: item.id, deleted: true as const }, 200);
     });
 
-  /** Metered items of an active subscription: the usage of the current period so far (from its start to the workflow's now), billed by the next renewal. */
-  async function currentUsage(view: { state: SubscriptionState; now: string }) {
+  /**
+   * Metered items of an active subscription: the usage of the current period so far (from its start to the customer's
+   * now: its test clock's time, else the real time), billed by the next renewal. Not the workflow's `now`: a query
+   * answers with the time of the workflow's last task, so events sent since it ran were left out.
+   */
+  async function currentUsage(view: { state: SubscriptionState }) {
     const s = view.state.subscription;
     if (s.status !== 'active' || !billsUsage(view.state) || !s.currentPeriodStart || !s.currentPeriodEnd) return [];
     const start = new Date(s.currentPeriodStart);
-    const now = new Date(view.now);
-    return usageSoFar(orm, { accountId: s.accountId, livemode: s.livemode, customerId: s.customerId, items: itemsOf(view.state), start, end: now > start ? now : start, periodEnd: new Date(s.currentPeriodEnd) });
+    const em = orm.em.fork();
+    const now = await customerNow(em, await em.findOneOrFail(Customer, { id: s.customerId, accountId: s.accountId, livemode: s.livemode }));
+    const periodEnd = new Date(s.currentPeriodEnd);
+    return usageSoFar(orm, { accountId: s.accountId, livemode: s.livemode, customerId: s.customerId, items: itemsOf(view.state), start, end: new Date(Math.min(Math.max(now.getTime(), start.getTime()), periodEnd.getTime())), periodEnd });
   }
 
   const upcomingInvoices = newOpenApiApp().openapi(upcoming, async (c) => {
