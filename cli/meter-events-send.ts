@@ -1,10 +1,15 @@
 /**
  * `billing meter-events send`: report usage from the terminal or a script (docs/cli.md,
  * docs/usage.md#batches). One event from options, or many from a file of JSON lines (`-` for stdin)
- * sent 1,000 per request. A line without an identifier gets one derived from the file's name, the
- * line number and its text: sending the same file again counts nothing twice.
+ * sent 1,000 per request. A line without an identifier gets one:
+ * - with a `timestamp`: derived from the file's name, the line number and its text, so sending the
+ *   same file again (a retry after a failure half-way) counts nothing twice;
+ * - without one: the line is stamped with this run's time and its identifier comes from this run,
+ *   so the same file sent again later (an hourly file of the same counts) is usage again, not a
+ *   duplicate silently dropped. Such a file is not retry-safe across runs: give its lines
+ *   identifiers or timestamps.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
@@ -54,10 +59,15 @@ export async function sendMeterEvents(client: ClientOptions, opts: SendOptions, 
   const text = opts.file === '-' ? readFileSync(0, 'utf8') : readFileSync(opts.file, 'utf8');
   const source = opts.file === '-' ? 'stdin' : path.basename(opts.file);
   const events: { line: number; event: Record<string, unknown> }[] = [];
+  const run = { at: Math.floor(Date.now() / 1000), id: randomUUID() };
   text.split('\n').forEach((raw, i) => {
     if (raw.trim() === '') return;
     const event = parseJson(raw, `line ${i + 1}`);
-    event.identifier ??= `cli-${createHash('sha256').update(`${source}\n${i + 1}\n${raw}`).digest('hex').slice(0, 40)}`;
+    if (event.identifier === undefined) {
+      const stamped = event.timestamp !== undefined;
+      if (!stamped) event.timestamp = run.at;
+      event.identifier = `cli-${createHash('sha256').update(`${stamped ? source : run.id}\n${i + 1}\n${raw}`).digest('hex').slice(0, 40)}`;
+    }
     events.push({ line: i + 1, event });
   });
   const total = { sent: events.length, accepted: 0, duplicates: 0, refused: 0 };
@@ -84,7 +94,7 @@ export function addMeterEventsSend(group: Command, run: (opts: SendOptions, cmd:
     .option('--payload <json>', 'the payload as a JSON object')
     .option('--identifier <id>', 'unique within the account and mode (default: generated)')
     .option('--timestamp <time>', 'unix seconds or ISO 8601 (default: now)')
-    .option('-f, --file <path>', 'a file of JSON lines, - for stdin; a line without identifier gets one from the file name, line number and text')
+    .option('-f, --file <path>', 'a file of JSON lines, - for stdin; a line without identifier gets one from the file name, line number and text when it has a timestamp, else from this run (stamped now)')
     .option('--batch-size <n>', 'events per request with --file (1 to 1000, default 1000)')
     .action((opts: SendOptions, cmd: Command) => run(opts, cmd));
 }

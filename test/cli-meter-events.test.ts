@@ -1,7 +1,7 @@
 /**
  * `billing meter-events send` (cli/meter-events-send.ts) against the real engine: one event from
  * options, then a file of JSON lines sent in batches, sent twice (counted once: identifiers derived
- * from the file), with a refused line reported and the exit code saying so.
+ * from the file for stamped lines; lines without a timestamp count at each run), with a refused line reported and the exit code saying so.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -71,7 +71,8 @@ describe('billing meter-events send', () => {
     expect(JSON.parse(one.stdout)).toMatchObject({ object: 'billing.meter_event', identifier: 'cli-one', payload: { value: '2.5' } });
 
     const file = path.join(home, 'usage.jsonl');
-    const lines = Array.from({ length: 25 }, (_, i) => JSON.stringify({ event_name: 'cli_calls', customer, payload: { value: i + 1 } }));
+    const stampedAt = Math.floor(Date.now() / 1000) - 60;
+    const lines = Array.from({ length: 25 }, (_, i) => JSON.stringify({ event_name: 'cli_calls', customer, timestamp: stampedAt, payload: { value: i + 1 } }));
     fs.writeFileSync(file, `${lines.join('\n')}\n\n${JSON.stringify({ event_name: 'nope', customer, payload: { value: 1 } })}\n`);
     const first = await run(['meter-events', 'send', '--file', file, '--batch-size', '10', '--json']);
     expect(first.code).not.toBe(0);
@@ -82,8 +83,13 @@ describe('billing meter-events send', () => {
     const again = await run(['meter-events', 'send', '--file', file, '--json']);
     expect(totals(again.stdout)).toEqual({ sent: 26, accepted: 0, duplicates: 25, refused: 1 });
 
+    // Lines without a timestamp are usage at the time of each run: the same file sent again counts again.
+    const hourly = path.join(home, 'hourly.jsonl');
+    fs.writeFileSync(hourly, `${JSON.stringify({ event_name: 'cli_calls', customer, payload: { value: 1 } })}\n`.repeat(2));
+    for (let i = 0; i < 2; i++) expect(totals((await run(['meter-events', 'send', '--file', hourly, '--json'])).stdout)).toEqual({ sent: 2, accepted: 2, duplicates: 0, refused: 0 });
+
     const now = Math.floor(Date.now() / 1000);
     const summary = await engine.call('GET', `/v1/meters/${meter}/event_summaries?customer=${customer}&start_time=${now - 3600}&end_time=${now + 600}`, undefined, sandbox);
-    expect(summary.body.data[0]).toMatchObject({ aggregated_value: String(2.5 + (25 * 26) / 2), events: 26 });
+    expect(summary.body.data[0]).toMatchObject({ aggregated_value: String(2.5 + (25 * 26) / 2 + 4), events: 30 });
   });
 });
