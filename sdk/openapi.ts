@@ -36900,6 +36900,15 @@ export interface components {
                 pricing_scheme: "per_unit" | "tiered" | "package" | "percentage";
             }[];
             subscriptions: (components["schemas"]["Subscription"] & {
+                items?: {
+                    /** @example si_01jd3x5k8q0m2v7c9r4t6y1w3e */
+                    id: string;
+                    /** @enum {string} */
+                    object: "subscription_item";
+                    plan: string;
+                    quantity: number;
+                    usage?: components["schemas"]["CustomerPortalItemUsage"];
+                }[];
                 plan_details: {
                     amount: number;
                     /** @description What the subscription's quantity costs each period, in minor units of its currency */
@@ -36915,6 +36924,31 @@ export interface components {
                     pricing_scheme: "per_unit" | "tiered" | "package" | "percentage";
                 } | null;
             })[];
+        };
+        /** @description Metered items of an active subscription: the usage of the current period so far, from its start to now (the customer's test clock time on a clock), which the next renewal invoices (docs/usage.md#in-the-portal) */
+        CustomerPortalItemUsage: {
+            /** @example mtr_01jd5c7e9g1j3l5n7q9s1u3w5y */
+            meter: string;
+            /**
+             * @description The meter's display_name
+             * @example API tokens
+             */
+            meter_name: string;
+            /**
+             * Format: date-time
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            period_end: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-01T00:00:00.000Z
+             */
+            period_start: string;
+            /**
+             * @description The meter's aggregate over the period so far (exact decimal, before free units)
+             * @example 1250.5
+             */
+            quantity: string;
         };
         CustomerPortalLink: {
             emailed: boolean;

@@ -124,4 +124,26 @@ describe('customer portal', () => {
     expect(canceled.body).toMatchObject({ cancel_at_period_end: true, status: 'active' });
     expect((await engine.call('GET', `/v1/subscriptions/${subscriptionId}`)).body.cancel_at_period_end).toBe(true);
   });
+
+  it("a metered subscription's portal answer carries the period's usage so far, sent through /v1/meter_events", async () => {
+    const make = async (path: string, body: unknown) => {
+      const answer = await engine.call('POST', path, body);
+      expect(answer.status, JSON.stringify(answer.body)).toBeLessThan(300);
+      return answer.body;
+    };
+    const customer = await make('/v1/customers', { email: 'lin@example.com', payment_method: 'pm_card_visa' });
+    const meter = await make('/v1/meters', { display_name: 'API tokens', event_name: 'tokens', aggregation: 'sum', value_property: 'tokens' });
+    const plan = await make('/v1/plans', { name: 'Tokens', currency: 'USD', interval: 'month', usage_type: 'metered', meter: meter.id, amount: 1 });
+    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    const token = (await make(`/v1/customers/${customer.id}/portal_link`, {})).url.split('#')[1];
+    const read = async () => (await engine.call('GET', '/v1/portal', undefined, { authorization: '', 'x-portal-token': token })).body.subscriptions[0];
+    const usage = { meter: meter.id, meter_name: 'API tokens', period_start: sub.current_period_start, period_end: sub.current_period_end };
+    // Nothing sent yet: the item shows zero (the page's empty state).
+    expect((await read()).items).toEqual([expect.objectContaining({ plan: plan.id, usage: { ...usage, quantity: '0' } })]);
+    // Inside the period: it started when the subscription was made, just before.
+    const timestamp = new Date(Math.max(Date.now() - 1000, Date.parse(sub.current_period_start))).toISOString();
+    await make('/v1/meter_events', { event_name: 'tokens', customer: customer.id, identifier: 'ev-1', timestamp, payload: { tokens: 1000.25 } });
+    await make('/v1/meter_events', { event_name: 'tokens', customer: customer.id, identifier: 'ev-2', timestamp, payload: { tokens: 250.25 } });
+    expect((await read()).items).toEqual([expect.objectContaining({ plan: plan.id, usage: { ...usage, quantity: '1250.5' } })]);
+  }, 60_000);
 });

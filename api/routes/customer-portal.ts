@@ -14,7 +14,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { changedPlanTerms } from '../../services/subscription-terms.ts';
 import { sendToSubscription } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
-import { Account, Customer, Invoice, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
+import { Account, Customer, Invoice, Meter, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
 import { createCustomerLinks, type CustomerLinkClaims } from '../../domain/customer-links.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { brandOf } from '../../domain/branding.ts';
@@ -30,7 +30,10 @@ import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, oneCursor } from '../pagination.ts';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { itemsUsageSoFar } from '../../services/usage-billing.ts';
+import { customerNow } from '../../services/invoice-items.ts';
+import { timestamp } from '../../objects/common.ts';
 import { serializeDiscount } from '../../objects/discount.ts';
 import { redeemDiscount, subscriptionDiscounts } from '../../services/discounts.ts';
 import { subscriptionFirstInvoiceAmount, tellWorkflowOfDiscount } from '../../services/subscription-discounts.ts';
@@ -90,6 +93,22 @@ const PortalSubscriptionPlan = PortalPlan.extend({
   amount_at_quantity: z.number().int().nullable().openapi({ description: "What the subscription's quantity costs each period, in minor units of its currency" }),
 });
 
+/** A metered item's usage so far, as GET /v1/subscriptions/{id} shows it, with the meter's name for the customer. */
+const PortalItemUsage = z
+  .object({
+    meter: z.string().openapi({ example: 'mtr_01jd5c7e9g1j3l5n7q9s1u3w5y' }),
+    meter_name: z.string().openapi({ description: "The meter's display_name", example: 'API tokens' }),
+    quantity: z.string().openapi({ description: "The meter's aggregate over the period so far (exact decimal, before free units)", example: '1250.5' }),
+    period_start: timestamp.openapi({ example: '2026-11-01T00:00:00.000Z' }),
+    period_end: timestamp.openapi({ example: '2026-12-01T00:00:00.000Z' }),
+  })
+  .openapi({
+    description:
+      "Metered items of an active subscription: the usage of the current period so far, from its start to now (the customer's test clock time on a clock), " +
+      'which the next renewal invoices (docs/usage.md#in-the-portal)',
+  })
+  .openapi('CustomerPortalItemUsage');
+
 const PortalSession = z
   .object({
     object: z.literal('customer_portal'),
@@ -111,7 +130,12 @@ const PortalSession = z
     }),
     livemode: z.boolean(),
     permissions: Permissions,
-    subscriptions: z.array(SubscriptionSchema.extend({ plan_details: PortalSubscriptionPlan.nullable() })),
+    subscriptions: z.array(
+      SubscriptionSchema.extend({
+        plan_details: PortalSubscriptionPlan.nullable(),
+        items: z.array(SubscriptionSchema.shape.items.element.extend({ usage: PortalItemUsage.optional() })),
+      }),
+    ),
     plans: z.array(PortalPlan).openapi({ description: "Plans a subscription may change to: the setting's plans (or every active recurring plan), empty unless plan_changes is allowed" }),
     payment_method_url: z.string().openapi({ description: "The mode's processor page where the customer updates the payment method" }),
   })
@@ -315,6 +339,52 @@ async function portalDiscounts<T extends { id: string }>(em: EntityManager, subs
   });
 }
 
+/**
+ * Portal subscriptions whose active metered items carry their usage of the current period so far (itemsUsageSoFar, as the
+ * subscription read does) and the meter's name. Licensed subscriptions cost one plan query in all; the clock time is read once.
+ */
+type PortalUsage = z.infer<typeof PortalItemUsage>;
+/**
+ * The usage of the current period so far of the active metered items of the customer's `subscriptions`, by subscription and
+ * item id: itemsUsageSoFar, as the subscription read computes it, with the meter's name. Licensed subscriptions cost one plan
+ * query in all; the clock time is read once.
+ */
+async function portalUsage(orm: MikroORM, em: EntityManager, customer: Customer, subscriptions: Subscription[]): Promise<Map<string, Map<string, PortalUsage>>> {
+  const found = new Map<string, Map<string, PortalUsage>>();
+  const active = subscriptions
+    .filter((s) => s.status === 'active' && s.currentPeriodStart && s.currentPeriodEnd)
+    .map((s) => ({ subscription: s, items: serializeSubscription(s).items.map((item) => ({ id: item.id, planId: item.plan })) }));
+  const planIds = [...new Set(active.flatMap((s) => s.items.map((i) => i.planId)))];
+  if (planIds.length === 0) return found;
+  const metered = new Set(
+    (await em.find(Plan, { id: { $in: planIds }, accountId: customer.accountId, livemode: customer.livemode, usageType: 'metered' }, { fields: ['id'] })).map((p) => p.id),
+  );
+  const withMeters = active.filter((s) => s.items.some((i) => metered.has(i.planId)));
+  if (withMeters.length === 0) return found;
+  let now: Promise<Date> | undefined;
+  const clockNow = () => (now ??= customerNow(em, customer));
+  const usages = await Promise.all(
+    withMeters.map(({ subscription, items }) =>
+      itemsUsageSoFar(orm, {
+        accountId: customer.accountId,
+        livemode: customer.livemode,
+        customerId: customer.id,
+        items,
+        periodStart: new Date(subscription.currentPeriodStart!),
+        periodEnd: new Date(subscription.currentPeriodEnd!),
+        now: clockNow,
+      }),
+    ),
+  );
+  const meterIds = [...new Set(usages.flatMap((byItem) => [...byItem.values()].map((u) => u.meter)))];
+  const names = new Map((await em.find(Meter, { id: { $in: meterIds }, accountId: customer.accountId, livemode: customer.livemode })).map((m) => [m.id, m.displayName]));
+  withMeters.forEach(({ subscription }, i) => {
+    const byItem = new Map([...usages[i]!].map(([item, usage]) => [item, { ...usage, meter_name: names.get(usage.meter) ?? usage.meter }]));
+    if (byItem.size) found.set(subscription.id, byItem);
+  });
+  return found;
+}
+
 export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
   const links = createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret });
   const permissionsOf = (account: Account | null | undefined): CustomerPortalPermissions => ({ ...defaultPortalPermissions, ...(account?.settings.customer_portal ?? {}) });
@@ -401,6 +471,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const byId = new Map(plans.map((p) => [p.id, p]));
       const missing = subscriptions.map((s) => s.planId).filter((id) => !byId.has(id));
       if (missing.length) for (const p of await em.find(Plan, { id: { $in: missing } })) byId.set(p.id, p);
+      const usage = await portalUsage(orm, em, customer, subscriptions);
       return c.json(
         {
           object: 'customer_portal' as const,
@@ -416,7 +487,11 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
           permissions,
           subscriptions: await portalDiscounts(
             em,
-            subscriptions.map((s) => ({ ...serializeSubscription(s), plan_details: byId.has(s.planId) ? subscriptionPlan(byId.get(s.planId)!, s) : null })),
+            subscriptions.map((s) => {
+              const body = serializeSubscription(s);
+              const byItem = usage.get(s.id);
+              return { ...body, items: body.items.map((item) => ({ ...item, usage: byItem?.get(item.id) })), plan_details: byId.has(s.planId) ? subscriptionPlan(byId.get(s.planId)!, s) : null };
+            }),
           ),
           plans: permissions.plan_changes ? plans.filter((p) => p.active && p.type !== 'one_time' && offers(permissions, p)).map((p) => portalPlan(p)) : [],
           payment_method_url: await links.billingDetailsUrl({ ...claims, fromPortal: true }),

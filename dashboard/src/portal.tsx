@@ -245,6 +245,25 @@ function PlanChange({ s, plans, onDone }: { s: PortalSubscription; plans: Schema
   );
 }
 
+type ItemUsage = Schemas['CustomerPortalItemUsage'];
+/** The portal's items carry the meter's name in `usage` (the generated type intersects it with the subscription's own items, whose usage has none). */
+const portalItems = (s: PortalSubscription) => s.items as (Omit<PortalSubscription['items'][number], 'usage'> & { usage?: ItemUsage })[];
+
+/** An exact decimal string with its thousands grouped ("1250.5" → "1,250.5"), never through a float. */
+export function groupedDecimal(value: string): string {
+  const [whole = '0', fraction] = value.split('.');
+  const sign = whole.startsWith('-') ? '-' : '';
+  return `${sign}${BigInt(whole.replace('-', '')).toLocaleString('en-US')}${fraction ? `.${fraction}` : ''}`;
+}
+
+const dayMonth = (value: string) => new Date(value).toLocaleDateString(undefined, { day: 'numeric', month: 'short' });
+
+/** A metered item's usage of the current period so far: "1,250.5 API tokens (1 Nov – 1 Dec)", or none yet. */
+function usageText(u: ItemUsage): string {
+  const period = `${dayMonth(u.period_start)} – ${dayMonth(u.period_end)}`;
+  return /^0(\.0*)?$/.test(u.quantity) ? `No ${u.meter_name} used yet (${period})` : `${groupedDecimal(u.quantity)} ${u.meter_name} (${period})`;
+}
+
 function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schemas['CustomerPortal'] }) {
   const ended = s.status === 'canceled' || s.status === 'expired';
   const others = portal.plans.filter((p) => p.id !== s.plan && p.currency === s.plan_details?.currency);
@@ -271,6 +290,14 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
             <dd>{money(s.plan_details.amount_at_quantity, s.plan_details.currency)}</dd>
           </>
         ) : null}
+        {portalItems(s).map((item) =>
+          item.usage ? (
+            <Fragment key={item.id}>
+              <dt>Usage this period</dt>
+              <dd>{usageText(item.usage)}</dd>
+            </Fragment>
+          ) : null,
+        )}
         {discountOf(s) ? (
           <>
             <dt>Discount</dt>
