@@ -3,7 +3,8 @@
  * playwright-core against the app over real HTTP): no code field until the account allows
  * promotion codes; then the customer types a code (any case), the subscription's card shows the
  * discount, and the API holds it as the subscription's discount; a refused code shows the
- * API's message and changes nothing. Screenshotted and checked with axe-core.
+ * API's message and changes nothing. Screenshotted and checked with axe-core. Also: a metered
+ * subscription's card shows the period's usage so far (none yet, then two events' sum).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -82,6 +83,27 @@ describe('promotion codes in the portal, in chromium', () => {
     const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
     expect(serious.map((v) => `${v.id}: ${v.help}`)).toEqual([]);
     expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("a metered subscription's card shows the usage of the period so far", async () => {
+    const meter = await call('POST', '/v1/meters', { display_name: 'API tokens', event_name: 'tokens', aggregation: 'sum', value_property: 'tokens' });
+    const plan = await call('POST', '/v1/plans', { name: 'Tokens', currency: 'USD', interval: 'month', usage_type: 'metered', meter: meter.id, amount: 1 });
+    const customer = await call('POST', '/v1/customers', { email: 'usage@example.com', payment_method: 'pm_card_visa' });
+    const sub = await call('POST', '/v1/subscriptions', { customer: customer.id, plan: plan.id });
+    const link = (await call('POST', `/v1/customers/${customer.id}/portal_link`, {})) as { url: string };
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const portal = await context.newPage();
+    await portal.goto(`${baseUrl}/dashboard/portal#${link.url.split('#')[1]}`);
+    const card = portal.getByRole('article', { name: 'Subscription to Tokens' });
+    await card.getByText(/^No API tokens used yet \(.+ – .+\)$/).waitFor();
+    const timestamp = new Date(Math.max(Date.now() - 1000, Date.parse(sub.current_period_start))).toISOString();
+    for (const [identifier, tokens] of [['ev-1', 1000.25], ['ev-2', 250.25]] as const) {
+      await call('POST', '/v1/meter_events', { event_name: 'tokens', customer: customer.id, identifier, timestamp, payload: { tokens } });
+    }
+    await portal.reload();
+    await card.getByText(/^1,250\.5 API tokens \(.+ – .+\)$/).waitFor();
+    expect(await card.getByText('Usage this period').count()).toBe(1);
     await context.close();
   });
 });
