@@ -22,6 +22,7 @@ import { customerBalanceApp } from './routes/customer-balance.ts';
 import { creditNotesApps } from './routes/credit-notes.ts';
 import { metersApp } from './routes/meters.ts';
 import { meterEventsApp } from './routes/meter-events.ts';
+import { billingAlertsApp } from './routes/billing-alerts.ts';
 import { batchBodyLimitBytes } from '../domain/meter-events.ts';
 import { docsApp } from './routes/docs.ts';
 import { eventsApp } from './routes/events.ts';
@@ -260,6 +261,7 @@ export function createApp(given: ApiDeps) {
   // Usage-based billing: meters, their events and summaries (docs/usage.md).
   app.route('/v1/meters', metersApp(deps));
   app.route('/v1/meter_events', meterEventsApp(deps));
+  app.route('/v1/billing/alerts', billingAlertsApp(deps));
   app.route('/credit_notes', creditNotes.root);
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',

@@ -79,6 +79,7 @@ export const eventCatalog = [
   { type: 'billing.meter.updated', description: "A billing meter's display_name changed; data.previous_attributes has the name before." },
   { type: 'billing.meter.deactivated', description: 'A billing meter was deactivated: events naming it are refused from then on (unknown_meter).' },
   { type: 'billing.meter.reactivated', description: 'A billing meter was reactivated: it counts its events again.' },
+  { type: 'billing.alert.triggered', description: "A customer's usage on a meter reached a usage alert's gte (once per alert and customer): data.object has the alert, customer and value." },
 ] as const;
 
 export type EventType = (typeof eventCatalog)[number]['type'];

@@ -42,6 +42,7 @@ export const idPrefixes = {
   customerBalanceTransaction: 'cbtxn',
   meter: 'mtr',
   meterEvent: 'mev',
+  billingAlert: 'alrt',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

@@ -12,6 +12,7 @@ import type { Context } from 'hono';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
 import { maxBatchEvents, parseMeterEvent, type ParsedMeterEvent } from '../../domain/meter-events.ts';
 import { MeterEventSchema, serializeMeterEvent } from '../../objects/meter.ts';
+import { checkUsageAlerts } from '../../services/usage/alerts.ts';
 import { usageStoreFor } from '../../services/usage/postgres-store.ts';
 import type { IngestOutcome, RefusalCode } from '../../services/usage/store.ts';
 import { accountScope } from '../auth/principal.ts';
@@ -134,6 +135,23 @@ async function readJson(c: Context): Promise<unknown> {
   }
 }
 
+/**
+ * After a batch committed: fires the usage alerts its customers reached (services/usage/alerts.ts).
+ * Its failure does not fail the request (the events are committed); the customer's next batch checks again.
+ */
+async function checkAlerts(deps: ApiDeps, scope: { accountId: string; livemode: boolean }, events: ParsedMeterEvent[], outcomes: IngestOutcome[]): Promise<void> {
+  const pairs: { customerId: string; meterId: string }[] = [];
+  for (let i = 0; i < outcomes.length; i++) {
+    const outcome = outcomes[i]!;
+    if (outcome.status === 'accepted') pairs.push({ customerId: events[i]!.customerId, meterId: outcome.meterId });
+  }
+  try {
+    await checkUsageAlerts(deps.orm, scope, pairs);
+  } catch (error) {
+    deps.logger.warn({ err: error, accountId: scope.accountId }, 'usage alerts: the check after a committed batch failed');
+  }
+}
+
 function refusal(outcome: IngestOutcome & { status: 'refused' }): ApiError {
   return new ApiError(outcome.code as ErrorCode, refusalMessages[outcome.code]);
 }
@@ -166,6 +184,7 @@ export function meterEventsApp(deps: ApiDeps) {
       }
     }
     const outcomes = await usageStoreFor(orm).ingest({ accountId, livemode, events: valid });
+    await checkAlerts(deps, { accountId, livemode }, valid, outcomes);
     let accepted = 0;
     let duplicates = 0;
     for (let i = 0; i < outcomes.length; i++) {
@@ -188,6 +207,7 @@ export function meterEventsApp(deps: ApiDeps) {
     const store = usageStoreFor(orm);
     const [outcome] = await store.ingest({ accountId, livemode, events: [parsed] });
     if (outcome!.status === 'refused') throw refusal(outcome!);
+    await checkAlerts(deps, { accountId, livemode }, [parsed], [outcome!]);
     if (outcome!.status === 'accepted') {
       const { meterId, timestamp, receivedAt } = outcome!;
       const event = { identifier: parsed.identifier, meterId, eventName: parsed.eventName, customerId: parsed.customerId, timestamp, payload: parsed.payload, createdAt: receivedAt, cancelledAt: null };
