@@ -42,6 +42,9 @@ export const cliKeyScope: Record<string, CliScope> = {
   'POST /v1/auth/browser_session': allowed,
   'GET /v1/auth/browser_session': sessions,
   'DELETE /v1/auth/browser_session': sessions,
+  // Public, like login: the emailed link's token is the credential (no key is looked at).
+  'POST /v1/auth/password_reset': allowed,
+  'POST /v1/auth/password_reset/confirm': allowed,
   'POST /v1/accounts': account,
   'GET /v1/accounts': account,
   'GET /v1/account': allowed,

@@ -15,6 +15,7 @@ import { changedPlanTerms } from '../../services/subscription-terms.ts';
 import { sendToSubscription } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
 import { Account, Customer, Invoice, Meter, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
+import { portalPermissionsOf } from '../portal-permissions.ts';
 import { createCustomerLinks, type CustomerLinkClaims } from '../../domain/customer-links.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { brandOf } from '../../domain/branding.ts';
@@ -44,7 +45,6 @@ import { paymentMethodDisplay } from '../../domain/payment-method-display.ts';
 import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
 import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
 
-export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true, quantity_changes: false, promotion_codes: false, plans: null };
 /** Most plans the portal setting may list. */
 const maxPortalPlans = 50;
 
@@ -387,7 +387,6 @@ async function portalUsage(orm: MikroORM, em: EntityManager, customer: Customer,
 
 export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
   const links = createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret });
-  const permissionsOf = (account: Account | null | undefined): CustomerPortalPermissions => ({ ...defaultPortalPermissions, ...(account?.settings.customer_portal ?? {}) });
 
   /** The customer the portal token names; unauthorized when it is missing, forged, expired, or its customer or account is gone. */
   async function portalCaller(c: Context): Promise<{ claims: CustomerLinkClaims; customer: Customer; account: Account }> {
@@ -409,7 +408,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
     const subscription = await orm.em.fork().findOne(Subscription, { id, customerId: caller.customer.id, accountId: caller.claims.accountId, livemode: caller.claims.livemode });
     if (!subscription) throw new ApiError('not_found', `No such subscription: ${id}.`);
     if (endedStatuses.includes(subscription.status)) throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
-    return { ...caller, subscription, permissions: permissionsOf(caller.account), handle: temporal.workflow.getHandle(id) };
+    return { ...caller, subscription, permissions: portalPermissionsOf(caller.account), handle: temporal.workflow.getHandle(id) };
   }
 
   const send = sendToSubscription;
@@ -448,7 +447,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
     })
     .openapi(getPermissions, async (c) => {
       const { accountId } = await accountScope(c, orm);
-      return c.json(permissionsOf(await orm.em.fork().findOne(Account, { id: accountId })), 200);
+      return c.json(portalPermissionsOf(await orm.em.fork().findOne(Account, { id: accountId })), 200);
     })
     .openapi(patchPermissions, async (c) => {
       requireActor(c, ['admin', 'owner']);
@@ -457,7 +456,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const account = await em.findOneOrFail(Account, { id: accountId });
       const body = c.req.valid('json');
       if (body.plans) body.plans = await checkedPortalPlans(em, accountId, body.plans);
-      const next = { ...permissionsOf(account), ...body };
+      const next = { ...portalPermissionsOf(account), ...body };
       account.settings = { ...account.settings, customer_portal: next };
       await em.flush();
       return c.json(next, 200);
@@ -465,7 +464,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
     .openapi(readPortal, async (c) => {
       const { claims, customer, account } = await portalCaller(c);
       const em = orm.em.fork();
-      const permissions = permissionsOf(account);
+      const permissions = portalPermissionsOf(account);
       const subscriptions = await em.find(Subscription, { customerId: customer.id, accountId: claims.accountId, livemode: claims.livemode }, { orderBy: { id: 'desc' }, limit: 50 });
       const plans = await em.find(Plan, { accountId: claims.accountId, livemode: claims.livemode }, { orderBy: { id: 'desc' }, limit: 100 });
       const byId = new Map(plans.map((p) => [p.id, p]));

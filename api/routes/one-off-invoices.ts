@@ -27,7 +27,7 @@ import { resolveProcessors } from '../../services/processors/index.ts';
 import { bindToClock, clockBindingOf, taskQueueFor } from '../../services/test-clocks.ts';
 import { discountOneOffInvoiceUpdate, invoiceFinalizedUpdate, invoiceWorkflow, payInvoiceUpdate, type PayInvoiceInput } from '../../workflows/invoice.ts';
 import type { InvoiceDiscountRequest } from '../../services/invoice-discount.ts';
-import { defaultPortalPermissions } from './customer-portal.ts';
+import { portalPermissionsOf } from '../portal-permissions.ts';
 import { newId } from '../../domain/ids.ts';
 import { errorStatus, type ErrorCode } from '../../domain/errors.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
@@ -260,7 +260,7 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
   const notFound = (c: Context) => page(c, 404, 'Invoice not found', stateCard('off', '?', 'Invoice not found', [html`This link is not valid. Check that you opened the whole link from your email.`]));
 
   /** The pay page takes promotion codes when the account lets customers enter them (the customer portal's promotion_codes setting, one switch for both). */
-  const takesCodes = (account: View['account']) => ({ ...defaultPortalPermissions, ...(account.settings.customer_portal ?? {}) }).promotion_codes === true;
+  const takesCodes = (account: View['account']) => portalPermissionsOf(account).promotion_codes === true;
 
   function render(c: Context, v: View, error: string | null, status: 200 | 400 | 402 | 403 | 404 | 409 = 200, notice: string | null = null) {
     const { invoice, account } = v;
