@@ -38,6 +38,7 @@ export const cliResources = [
   'promotion-codes',
   'tax-rates',
   'meters',
+  'billing-alerts',
   'meter-events',
   'transactions',
   'payments',
@@ -126,9 +127,11 @@ export function deriveOperations(doc: Json): Operation[] {
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
     const match = /^\/(?:api\/)?v1\/([a-z_-]+)(\/.*)?$/.exec(path);
     if (!match) continue;
-    const resource = match[1]!.replace(/_/g, '-');
+    let resource = match[1]!.replace(/_/g, '-');
+    let rest = (match[2] ?? '').split('/').filter(Boolean);
+    // Stripe's namespaced paths: /v1/billing/alerts is the resource billing-alerts.
+    if (resource === 'billing' && rest[0]) [resource, rest] = [`billing-${rest[0].replace(/_/g, '-')}`, rest.slice(1)];
     if (!(cliResources as readonly string[]).includes(resource)) continue;
-    const rest = (match[2] ?? '').split('/').filter(Boolean);
     if (rest[0] === 'stream') continue;
     for (const [verb, op] of Object.entries<Json>(item)) {
       const method = verb.toUpperCase() as Operation['method'];
