@@ -345,12 +345,17 @@ describe('the billing CLI against the real engine', () => {
     const { triggerableEvents, notTriggered } = await import('../cli/triggers.ts');
     const { eventTypes } = await import('../domain/events.ts');
     const docs = fs.readFileSync(path.join(import.meta.dirname, '..', 'docs', 'cli.md'), 'utf8');
-    const triggerSection = docs.slice(docs.indexOf('## `trigger`'), docs.indexOf('## `logs tail`'));
+    const recipeTable = docs.slice(docs.indexOf('## `trigger`'), docs.indexOf('Not triggered ('));
+    const notTriggeredTable = docs.slice(docs.indexOf('Not triggered ('), docs.indexOf('## `logs tail`'));
     const uncovered = eventTypes.filter((type) => !triggerableEvents.includes(type) && !(type in notTriggered));
     expect(uncovered, 'a new event type needs a recipe in cli/triggers.ts or a reason in notTriggered').toEqual([]);
     expect(triggerableEvents.filter((type) => type in notTriggered)).toEqual([]);
     expect(eventTypes).toEqual(expect.arrayContaining([...triggerableEvents]));
-    for (const type of [...triggerableEvents, ...Object.keys(notTriggered).filter((type) => (eventTypes as readonly string[]).includes(type))]) expect(triggerSection, type).toContain(`\`${type}\``);
+    for (const type of triggerableEvents) expect(recipeTable, type).toContain(`\`${type}\``);
+    for (const type of Object.keys(notTriggered).filter((type) => (eventTypes as readonly string[]).includes(type))) {
+      expect(notTriggeredTable, type).toContain(`| \`${type}\` |`);
+      expect(recipeTable, type).not.toContain(`\`${type}\``);
+    }
   });
 
   it('trigger: each recipe that needs no worker records every event it names, in the sandbox only', async () => {
@@ -401,7 +406,8 @@ describe('the billing CLI against the real engine', () => {
       for (const recipe of recipes.filter((r) => r.needsWorker && !r.events.some((type) => runAbove.includes(type)))) {
         const start = Date.now() - 1000;
         await recipe.run(call, Date.now().toString(36), engine.tenant.accountId);
-        for (const type of recipe.events) expect(await recordedSince(type, start), type).toBe(true);
+        // A workflow may record the last event a moment after the API answered (a recurring request's cancel).
+        for (const type of recipe.events) await until(type, () => recordedSince(type, start), 20_000);
       }
     } finally {
       await engine.stopWorker();
