@@ -485,6 +485,8 @@ describe('invoices', () => {
       // A subscription's next invoice, previewed (docs/pricing.md#the-upcoming-invoice).
       '/v1/invoices/upcoming',
       '/v1/invoices/{id}',
+      // A promotion code or coupon on an open one-off invoice (docs/discounts-and-taxes.md).
+      '/v1/invoices/{id}/discounts',
       '/v1/invoices/{id}/finalize',
       '/v1/invoices/{id}/mark_uncollectible',
       '/v1/invoices/{id}/pay',
