@@ -239,7 +239,7 @@ describe('the dashboard in chromium', () => {
     await expect.poll(async () => (await callApi('GET', `/v1/customers/${customerId}`)).payment_method, { timeout: 15_000 }).toBe('pm_card_mastercard');
 
     await portal.goto(link.url);
-    await portal.getByText('pm_card_mastercard').waitFor();
+    await portal.getByText('Mastercard •••• 4444').waitFor();
     await portal.getByRole('button', { name: 'Cancel at period end' }).click();
     await portal.getByText('cancels at period end').waitFor();
     expect((await callApi('GET', `/v1/subscriptions/${subscriptionId}`)).cancel_at_period_end).toBe(true);
@@ -264,7 +264,7 @@ describe('the dashboard in chromium', () => {
     await view.keyboard.press('Enter');
     await view.getByRole('heading', { name: 'Home', level: 1 }).waitFor();
     const nav = view.getByRole('navigation', { name: 'Main' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Home', 'Customers', 'Plans', 'Coupons', 'Tax rates', 'Subscriptions', 'Invoices', 'Transactions', 'Payment requests', 'Payouts', 'Test clocks', 'Settings']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Home', 'Customers', 'Plans', 'Coupons', 'Meters', 'Tax rates', 'Subscriptions', 'Invoices', 'Transactions', 'Payment requests', 'Payouts', 'Test clocks', 'Settings']);
     await nav.getByRole('link', { name: 'Settings' }).click();
     await view.getByText('Members can read the settings; an owner changes them.').waitFor();
     await check('member-settings', view);
