@@ -37,7 +37,8 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
     expect(description.typedSearchAttributes.get(SubscriptionStatusKey)).toBe('trialing');
     expect(description.typedSearchAttributes.get(CustomerIdKey)).toBe(customerId);
     const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
-    expect(metadata.currentDetails).toBe(`Trial ends; first charge (at ${created.body.trial_end}).`);
+    // Its first line is the plan it bills by now (the Temporal UI's current details; test/ops-traps.test.ts), then what it waits for.
+    expect(metadata.currentDetails).toBe(`On Pro ($20.00 every month).\n\nTrial ends; first charge (at ${created.body.trial_end}).`);
 
     // Day 29 of the trial: nothing charged, nothing invoiced.
     await engine.env.sleep(29 * day);
