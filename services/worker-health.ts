@@ -9,6 +9,7 @@
  * docker-compose.yml's health checks of `worker` and `exports-worker` call it.
  */
 import http from 'node:http';
+import { listenHttp, type RunningListener } from './http-listener.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 
@@ -76,10 +77,7 @@ export async function workerHealth(deps: WorkerHealthDeps): Promise<WorkerHealth
   return { status: ok ? 'ok' : 'degraded', workers, database, temporal };
 }
 
-export interface RunningWorkerHealthServer {
-  port: number;
-  close(): Promise<void>;
-}
+export type RunningWorkerHealthServer = RunningListener;
 
 /** Serves `GET /health` (and nothing else) on `port`. */
 export async function startWorkerHealthServer(deps: WorkerHealthDeps, port: number, hostname = '0.0.0.0'): Promise<RunningWorkerHealthServer> {
@@ -96,17 +94,5 @@ export async function startWorkerHealthServer(deps: WorkerHealthDeps, port: numb
   });
   // Probes come and go: no keep-alive socket may hold close() open.
   server.keepAliveTimeout = 1_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, hostname, () => resolve());
-  });
-  const address = server.address();
-  return {
-    port: typeof address === 'object' && address ? address.port : port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenHttp(server, port, hostname);
 }

@@ -7,6 +7,7 @@
  * per process (docs/operations.md#metrics).
  */
 import http from 'node:http';
+import { listenHttp, type RunningListener } from '../http-listener.ts';
 import { collectProcessMetrics, metricsRegistry, renderMetrics } from './metrics.ts';
 
 export interface MetricsServerOptions {
@@ -15,10 +16,7 @@ export interface MetricsServerOptions {
   hostname?: string;
 }
 
-export interface RunningMetricsServer {
-  port: number;
-  close(): Promise<void>;
-}
+export type RunningMetricsServer = RunningListener;
 
 /** The SDK's metrics text, or a comment saying why there is none (a scrape never fails over it). */
 async function temporalMetrics(address: string): Promise<string> {
@@ -43,17 +41,5 @@ export async function startMetricsServer(port: number, options: MetricsServerOpt
       .then(([own, sdk]) => res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(own + (own.endsWith('\n') ? '' : '\n') + sdk))
       .catch((error: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${error.message}\n`));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, options.hostname ?? '0.0.0.0', () => resolve());
-  });
-  const address = server.address();
-  return {
-    port: typeof address === 'object' && address ? address.port : port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenHttp(server, port, options.hostname ?? '0.0.0.0');
 }

@@ -8,8 +8,10 @@ import type {
   MeterRef,
   RefusalCode,
   StoredMeterEvent,
+  SummariesQuery,
   UsageAggregate,
   UsageStore,
+  UsageSummary,
 } from './store.ts';
 
 /** How far back and ahead of now (the customer's clock time on a test clock) an event may be stamped. */
@@ -289,18 +291,9 @@ export class PostgresUsageStore implements UsageStore {
     return aggregates;
   }
 
-  async summaries(q: {
-    accountId: string;
-    livemode: boolean;
-    customerId: string;
-    meter: MeterRef;
-    start: Date;
-    end: Date;
-    groupBy?: string[];
-    window?: 'hour' | 'day';
-  }): Promise<{ start: Date; end: Date; aggregates: UsageAggregate[] }[]> {
+  async summaries(q: SummariesQuery): Promise<UsageSummary[]> {
     const windows = summaryWindows(q.start, q.end, q.window);
-    const results: { start: Date; end: Date; aggregates: UsageAggregate[] }[] = [];
+    const results: UsageSummary[] = [];
     // One aggregate per window, a few at a time (the route caps the number of windows).
     for (let at = 0; at < windows.length; at += 8) {
       const slice = windows.slice(at, at + 8);

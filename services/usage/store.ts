@@ -10,6 +10,25 @@
 import type { Aggregation, StoredMeterEvent, UsageAggregate } from '../../domain/usage-events.ts';
 export type { Aggregation, StoredMeterEvent, UsageAggregate };
 
+/** What GET /v1/meters/{id}/event_summaries asks the store: one customer's events on a meter in [start, end), cut in windows. */
+export interface SummariesQuery {
+  accountId: string;
+  livemode: boolean;
+  customerId: string;
+  meter: MeterRef;
+  start: Date;
+  end: Date;
+  groupBy?: string[];
+  window?: 'hour' | 'day';
+}
+
+/** One window's aggregates. */
+export interface UsageSummary {
+  start: Date;
+  end: Date;
+  aggregates: UsageAggregate[];
+}
+
 export interface MeterRef {
   id: string;
   eventName: string;
@@ -63,16 +82,7 @@ export interface UsageStore {
    * Aggregates in windows: [start, end) cut at every `window` boundary (UTC hour or day), one
    * list of aggregates per window (GET /v1/meters/{id}/event_summaries).
    */
-  summaries(q: {
-    accountId: string;
-    livemode: boolean;
-    customerId: string;
-    meter: MeterRef;
-    start: Date;
-    end: Date;
-    groupBy?: string[];
-    window?: 'hour' | 'day';
-  }): Promise<{ start: Date; end: Date; aggregates: UsageAggregate[] }[]>;
+  summaries(q: SummariesQuery): Promise<UsageSummary[]>;
   /**
    * Close a subscription's period for usage, ONCE: in one transaction, raise the customer's watermark
    * (closed_through = greatest(current, end)) — which makes ingestion refuse events before it with
