@@ -1,4 +1,5 @@
 import path from 'node:path';
+
 import { maxRenewalSpreadMinutes } from './domain/renewal-spread.ts';
 import { allowEntryProblem, type WebhookUrlPolicy } from './domain/webhook-url.ts';
 
@@ -96,7 +97,12 @@ export interface TestClockLimits {
   paymentRequestsPerClock: number;
 }
 
-export const defaultTestClockLimits: TestClockLimits = { perAccount: 100, customersPerClock: 3, subscriptionsPerCustomer: 3, paymentRequestsPerClock: 10 };
+export const defaultTestClockLimits: TestClockLimits = {
+  perAccount: 100,
+  customersPerClock: 3,
+  subscriptionsPerCustomer: 3,
+  paymentRequestsPerClock: 10,
+};
 
 function testClockLimits(env: NodeJS.ProcessEnv): TestClockLimits {
   const positive = (name: string, fallback: number) => {
@@ -116,7 +122,9 @@ function testClockLimits(env: NodeJS.ProcessEnv): TestClockLimits {
 function clockTaskQueue(env: NodeJS.ProcessEnv, taskQueue: string, exportsTaskQueue: string | undefined): string {
   const queue = env.TEMPORAL_CLOCK_TASK_QUEUE || `${taskQueue}-clocks`;
   if (queue === taskQueue || queue === exportsTaskQueue) {
-    throw new ConfigError(`TEMPORAL_CLOCK_TASK_QUEUE must differ from TEMPORAL_TASK_QUEUE and EXPORTS_TASK_QUEUE (test clock work runs apart from live work), got "${queue}".`);
+    throw new ConfigError(
+      `TEMPORAL_CLOCK_TASK_QUEUE must differ from TEMPORAL_TASK_QUEUE and EXPORTS_TASK_QUEUE (test clock work runs apart from live work), got "${queue}".`,
+    );
   }
   return queue;
 }
@@ -163,7 +171,8 @@ export const developmentAuthDefaults = {
 };
 
 /** Where a Docker Compose deployment sets what production requires (docker-compose.yml reads .env). */
-export const composeHint = 'With Docker Compose, set these in .env (cp .env.example .env, then fill it in; docs/operations.md#docker-compose).';
+export const composeHint =
+  'With Docker Compose, set these in .env (cp .env.example .env, then fill it in; docs/operations.md#docker-compose).';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -187,12 +196,15 @@ function loadProcessorsConfig(env: NodeJS.ProcessEnv, production: boolean): Proc
     return secretKey && webhookSecret ? { secretKey, webhookSecret } : null;
   };
   const stripe = { live: stripeMode('LIVE'), test: stripeMode('TEST'), apiBase: env.STRIPE_API_BASE || undefined };
-  if (live === 'stripe' && !stripe.live) throw new ConfigError('LIVE_PROCESSOR=stripe needs STRIPE_SECRET_KEY_LIVE and STRIPE_WEBHOOK_SECRET_LIVE.');
-  if (test === 'stripe' && !stripe.test) throw new ConfigError('SANDBOX_PROCESSOR=stripe needs STRIPE_SECRET_KEY_TEST and STRIPE_WEBHOOK_SECRET_TEST.');
+  if (live === 'stripe' && !stripe.live)
+    throw new ConfigError('LIVE_PROCESSOR=stripe needs STRIPE_SECRET_KEY_LIVE and STRIPE_WEBHOOK_SECRET_LIVE.');
+  if (test === 'stripe' && !stripe.test)
+    throw new ConfigError('SANDBOX_PROCESSOR=stripe needs STRIPE_SECRET_KEY_TEST and STRIPE_WEBHOOK_SECRET_TEST.');
   const allowSandboxLive = env.ALLOW_SANDBOX_LIVE === 'true';
   if (production && live === 'sandbox' && !allowSandboxLive) {
     throw new ConfigError(
-      'Live mode would charge through the sandbox processor (no real money moves) with NODE_ENV=production. Set LIVE_PROCESSOR=stripe with STRIPE_SECRET_KEY_LIVE and STRIPE_WEBHOOK_SECRET_LIVE, or ALLOW_SANDBOX_LIVE=true for a demo. ' + composeHint,
+      'Live mode would charge through the sandbox processor (no real money moves) with NODE_ENV=production. Set LIVE_PROCESSOR=stripe with STRIPE_SECRET_KEY_LIVE and STRIPE_WEBHOOK_SECRET_LIVE, or ALLOW_SANDBOX_LIVE=true for a demo. ' +
+        composeHint,
     );
   }
   return { live, test, stripe, allowSandboxLive };
@@ -225,18 +237,26 @@ function renewalSpreadMinutes(env: NodeJS.ProcessEnv): number {
   if (raw === undefined || raw.trim() === '') return 0;
   const value = Number(raw);
   if (!/^\s*\d+\s*$/.test(raw) || !Number.isInteger(value) || value > maxRenewalSpreadMinutes) {
-    throw new ConfigError(`RENEWAL_SPREAD_MINUTES must be a whole number of minutes from 0 (off) to ${maxRenewalSpreadMinutes}, got "${raw}".`);
+    throw new ConfigError(
+      `RENEWAL_SPREAD_MINUTES must be a whole number of minutes from 0 (off) to ${maxRenewalSpreadMinutes}, got "${raw}".`,
+    );
   }
   return value;
 }
 
 /** METRICS_PORT, TEMPORAL_METRICS_ADDRESS and OTEL_EXPORTER_OTLP_ENDPOINT (docs/operations.md#metrics, #traces). */
-function observabilityConfig(env: NodeJS.ProcessEnv): Pick<Config, 'metricsPort' | 'temporalMetricsAddress' | 'otlpEndpoint'> {
+function observabilityConfig(
+  env: NodeJS.ProcessEnv,
+): Pick<Config, 'metricsPort' | 'temporalMetricsAddress' | 'otlpEndpoint'> {
   const metricsPort = env.METRICS_PORT ? integer('METRICS_PORT', 0, env) : undefined;
   const address = env.TEMPORAL_METRICS_ADDRESS?.trim() || (metricsPort ? `127.0.0.1:${metricsPort + 1}` : undefined);
-  if (address && !/^[^\s:]+:\d{1,5}$/.test(address)) throw new ConfigError(`TEMPORAL_METRICS_ADDRESS must be host:port (127.0.0.1:9465), got "${address}".`);
+  if (address && !/^[^\s:]+:\d{1,5}$/.test(address))
+    throw new ConfigError(`TEMPORAL_METRICS_ADDRESS must be host:port (127.0.0.1:9465), got "${address}".`);
   const otlpEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || undefined;
-  if (otlpEndpoint && !/^https?:\/\//.test(otlpEndpoint)) throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL (http://collector:4318), got "${otlpEndpoint}".`);
+  if (otlpEndpoint && !/^https?:\/\//.test(otlpEndpoint))
+    throw new ConfigError(
+      `OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL (http://collector:4318), got "${otlpEndpoint}".`,
+    );
   return { metricsPort, temporalMetricsAddress: address, otlpEndpoint };
 }
 
@@ -246,12 +266,15 @@ export function loadConfig(env = process.env): Config {
   const production = mode === 'production';
   if (production) {
     const missing = ['AUTH_SECRET', 'ADMIN_EMAIL', 'ADMIN_PASSWORD'].filter((name) => !env[name]);
-    if (missing.length) throw new ConfigError(`${missing.join(', ')} must be set when NODE_ENV=production. ${composeHint}`);
-    if (env.AUTH_SECRET!.length < 32) throw new ConfigError(`AUTH_SECRET must be at least 32 characters. ${composeHint}`);
+    if (missing.length)
+      throw new ConfigError(`${missing.join(', ')} must be set when NODE_ENV=production. ${composeHint}`);
+    if (env.AUTH_SECRET!.length < 32)
+      throw new ConfigError(`AUTH_SECRET must be at least 32 characters. ${composeHint}`);
   }
   const processors = loadProcessorsConfig(env, production);
   const taskQueue = env.TEMPORAL_TASK_QUEUE ?? 'billing';
-  const exportsTaskQueue = env.EXPORTS_TASK_QUEUE && env.EXPORTS_TASK_QUEUE !== taskQueue ? env.EXPORTS_TASK_QUEUE : undefined;
+  const exportsTaskQueue =
+    env.EXPORTS_TASK_QUEUE && env.EXPORTS_TASK_QUEUE !== taskQueue ? env.EXPORTS_TASK_QUEUE : undefined;
   return {
     env: mode,
     port,

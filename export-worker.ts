@@ -13,16 +13,18 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, NativeConnection, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+
 import { createExportActivities } from './activities/export.ts';
 import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
-import { localExportStorage, type ExportStorage } from './services/export-storage.ts';
 import { ConfigError, loadConfig, type ProcessorsConfig } from './config.ts';
 import { openOrm } from './db/orm.ts';
-import { startWorkerHealthServer } from './services/worker-health.ts';
-import { startMetricsServer } from './services/observability/metrics-server.ts';
 import { createLogger } from './logger.ts';
+import { type ExportStorage, localExportStorage } from './services/export-storage.ts';
+import { startMetricsServer } from './services/observability/metrics-server.ts';
+import { startWorkerHealthServer } from './services/worker-health.ts';
 
 export interface ExportsWorkerDeps {
   connection: NativeConnection;
@@ -46,7 +48,11 @@ export async function createExportsWorker(deps: ExportsWorkerDeps): Promise<Work
     namespace: deps.namespace,
     taskQueue: deps.exportsTaskQueue,
     // Live mode on the sandbox processor moves no real money (Processors.isTestMode): invoice PDFs say TEST.
-    activities: createExportActivities({ orm: deps.orm, exportStorage: deps.exportStorage, isTestMode: (livemode) => !livemode || deps.processors.live === 'sandbox' }),
+    activities: createExportActivities({
+      orm: deps.orm,
+      exportStorage: deps.exportStorage,
+      isTestMode: (livemode) => !livemode || deps.processors.live === 'sandbox',
+    }),
     interceptors: { activity: [wakeDispatchAfterActivities(deps.orm, deps.taskQueue)] },
     maxConcurrentActivityTaskExecutions: deps.maxConcurrentExports ?? 2,
     ...(deps.identity ? { identity: deps.identity } : {}),
@@ -64,14 +70,21 @@ let runtimeInstalled = false;
 export function installTemporalRuntime(logLevel: string, options: { metricsAddress?: string } = {}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  const level = logLevel === 'debug' || logLevel === 'trace' ? 'INFO' : logLevel === 'error' || logLevel === 'silent' ? 'ERROR' : 'WARN';
+  const level =
+    logLevel === 'debug' || logLevel === 'trace'
+      ? 'INFO'
+      : logLevel === 'error' || logLevel === 'silent'
+        ? 'ERROR'
+        : 'WARN';
   // shutdownSignals: [] because our entry points stop things themselves, in order.
   Runtime.install({
     shutdownSignals: [],
     logger: new DefaultLogger(level),
     telemetryOptions: {
       logging: { filter: makeTelemetryFilterString({ core: level }) },
-      ...(options.metricsAddress ? { metrics: { prometheus: { bindAddress: options.metricsAddress, useSecondsForDurations: true } } } : {}),
+      ...(options.metricsAddress
+        ? { metrics: { prometheus: { bindAddress: options.metricsAddress, useSecondsForDurations: true } } }
+        : {}),
     },
   });
 }
@@ -80,7 +93,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { process: 'exports-worker' });
   if (!config.databaseUrl || !config.temporalAddress || !config.exportsTaskQueue) {
-    logger.fatal('DATABASE_URL, TEMPORAL_ADDRESS and EXPORTS_TASK_QUEUE (not the same as TEMPORAL_TASK_QUEUE) must be set for an exports worker.');
+    logger.fatal(
+      'DATABASE_URL, TEMPORAL_ADDRESS and EXPORTS_TASK_QUEUE (not the same as TEMPORAL_TASK_QUEUE) must be set for an exports worker.',
+    );
     process.exit(1);
   }
   installTemporalRuntime(config.logLevel, { metricsAddress: config.temporalMetricsAddress });
@@ -99,10 +114,19 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
   logger.info({ taskQueue: config.exportsTaskQueue, temporal: config.temporalAddress }, 'exports worker running');
   // WORKER_HEALTH_PORT: GET /health, 200 while the activity poller polls and the database and Temporal answer (services/worker-health.ts).
-  const health = config.workerHealthPort === undefined ? undefined : await startWorkerHealthServer({ workers: [{ name: 'exports', worker, polls: ['activities'] }], orm, connection }, config.workerHealthPort);
+  const health =
+    config.workerHealthPort === undefined
+      ? undefined
+      : await startWorkerHealthServer(
+          { workers: [{ name: 'exports', worker, polls: ['activities'] }], orm, connection },
+          config.workerHealthPort,
+        );
   if (health) logger.info({ port: health.port }, 'exports worker health on GET /health');
   // METRICS_PORT: GET /metrics, with the SDK's worker metrics (docs/operations.md#metrics).
-  const metrics = config.metricsPort === undefined ? undefined : await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
   await worker.run();
   await health?.close();
   await metrics?.close();

@@ -6,45 +6,51 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import type { MikroORM } from '@mikro-orm/postgresql';
+
 import { createActivities } from './activities/index.ts';
-import type { PayoutRail } from './services/payouts.ts';
-import { localExportStorage, type ExportStorage } from './services/export-storage.ts';
-import { ensureMaintenanceWorkflow } from './services/maintenance.ts';
+import { testClockContext } from './activities/test-clock-context.ts';
 import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
-import { createMailer, type Mailer } from './services/mailer.ts';
-import { createProcessors, type Processors } from './services/processors/index.ts';
-import type { PaymentProcessor } from './services/processors/types.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { migrate, openOrm } from './db/orm.ts';
 import { createCustomerLinks, type CustomerLinks } from './domain/customer-links.ts';
 import { createSecretBox, type SecretBox } from './domain/secret-box.ts';
-import { createLogger } from './logger.ts';
-import { testClockContext } from './activities/test-clock-context.ts';
-import { registerClockTaskQueue } from './services/clock-binding.ts';
 import type { WebhookUrlPolicy } from './domain/webhook-url.ts';
 import { createExportsWorker, installTemporalRuntime } from './export-worker.ts';
-import { startWorkerHealthServer, type WorkerHealthTarget } from './services/worker-health.ts';
-import { startMetricsServer } from './services/observability/metrics-server.ts';
+import { createLogger } from './logger.ts';
+import { registerClockTaskQueue } from './services/clock-binding.ts';
+import { type ExportStorage, localExportStorage } from './services/export-storage.ts';
+import { useTaxCalculator } from './services/invoice-adjustments.ts';
+import { createMailer, type Mailer } from './services/mailer.ts';
+import { ensureMaintenanceWorkflow } from './services/maintenance.ts';
 import { setOutboxProbe } from './services/observability/metrics.ts';
+import { startMetricsServer } from './services/observability/metrics-server.ts';
 import { outboxProbe } from './services/observability/outbox-probe.ts';
 import { startTracing, type Tracing } from './services/observability/tracing.ts';
-
+import type { PayoutRail } from './services/payouts.ts';
+import { createProcessors, type Processors } from './services/processors/index.ts';
+import type { PaymentProcessor } from './services/processors/types.ts';
 import type { TaxCalculator } from './services/tax-calculator.ts';
-import { useTaxCalculator } from './services/invoice-adjustments.ts';
+import { startWorkerHealthServer, type WorkerHealthTarget } from './services/worker-health.ts';
 
 export { installTemporalRuntime };
 
 export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
 /** Workflow interceptor modules, for the worker's bundle and prebuilt ones (bundleWorkflowCode's workflowInterceptorModules). */
-export const workflowInterceptorModules = [fileURLToPath(new URL('./workflows/test-clock-interceptors.ts', import.meta.url))];
+export const workflowInterceptorModules = [
+  fileURLToPath(new URL('./workflows/test-clock-interceptors.ts', import.meta.url)),
+];
 /**
  * With tracing on (OTEL_EXPORTER_OTLP_ENDPOINT), the bundle also holds the OpenTelemetry workflow interceptors. Only
  * then: the bundle without them is the one every recorded history replays against, and tracing off costs nothing.
  */
-export const tracingWorkflowInterceptorModules = [...workflowInterceptorModules, createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+export const tracingWorkflowInterceptorModules = [
+  ...workflowInterceptorModules,
+  createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+];
 
 export interface BillingWorkerDeps {
   connection: NativeConnection;
@@ -83,7 +89,12 @@ export interface BillingWorkerDeps {
    */
   tracing?: Pick<Tracing, 'activityInterceptors' | 'sinks'>;
   /** Worker tuning beyond the defaults (tests use maxCachedWorkflows). */
-  overrides?: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'>>;
+  overrides?: Partial<
+    Pick<
+      WorkerOptions,
+      'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions'
+    >
+  >;
 }
 
 /**
@@ -112,10 +123,11 @@ export interface BillingWorkerDeps {
  * 5 minutes cost 1% and 11% more CPU per renewal in two runs on a shared, loaded machine (renewals per second within
  * its noise); the wave is bound by CPU, and a timed-out task's extra events and history are small beside a renewal.
  */
-export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'stickyQueueScheduleToStartTimeout'>> = {
-  maxCachedWorkflows: 1000,
-  stickyQueueScheduleToStartTimeout: '5s',
-};
+export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'stickyQueueScheduleToStartTimeout'>> =
+  {
+    maxCachedWorkflows: 1000,
+    stickyQueueScheduleToStartTimeout: '5s',
+  };
 
 /**
  * The test clock worker's limits (createClockWorker): modest, and its own. A clock advance over hundreds
@@ -123,7 +135,16 @@ export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 
  * worker process; the live queue's worker (createBillingWorker) never waits behind them
  * (docs/scaling.md#test-clocks).
  */
-export const clockWorkerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentLocalActivityExecutions' | 'stickyQueueScheduleToStartTimeout'>> = {
+export const clockWorkerDefaults: Partial<
+  Pick<
+    WorkerOptions,
+    | 'maxCachedWorkflows'
+    | 'maxConcurrentWorkflowTaskExecutions'
+    | 'maxConcurrentActivityTaskExecutions'
+    | 'maxConcurrentLocalActivityExecutions'
+    | 'stickyQueueScheduleToStartTimeout'
+  >
+> = {
   maxCachedWorkflows: 300,
   maxConcurrentWorkflowTaskExecutions: 4,
   maxConcurrentActivityTaskExecutions: 8,
@@ -133,8 +154,13 @@ export const clockWorkerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflow
 };
 
 /** The workflow code, bundled once for a process's workers (the live one and the test clock one). */
-export async function bundleBillingWorkflows(options: { tracing?: boolean } = {}): Promise<NonNullable<WorkerOptions['workflowBundle']>> {
-  return bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: options.tracing ? tracingWorkflowInterceptorModules : workflowInterceptorModules });
+export async function bundleBillingWorkflows(
+  options: { tracing?: boolean } = {},
+): Promise<NonNullable<WorkerOptions['workflowBundle']>> {
+  return bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: options.tracing ? tracingWorkflowInterceptorModules : workflowInterceptorModules,
+  });
 }
 
 function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): WorkerOptions {
@@ -146,13 +172,30 @@ function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): Worke
     namespace: deps.namespace,
     taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
-    activities: createActivities({ orm: deps.orm, processors: deps.processors, processor: deps.processor, mailer: deps.mailer, links: deps.links, secretBox: deps.secretBox, exportStorage: deps.exportStorage, payoutRail: deps.payoutRail, urlPolicy: deps.urlPolicy, renewalSpreadMinutes: deps.renewalSpreadMinutes }),
+    activities: createActivities({
+      orm: deps.orm,
+      processors: deps.processors,
+      processor: deps.processor,
+      mailer: deps.mailer,
+      links: deps.links,
+      secretBox: deps.secretBox,
+      exportStorage: deps.exportStorage,
+      payoutRail: deps.payoutRail,
+      urlPolicy: deps.urlPolicy,
+      renewalSpreadMinutes: deps.renewalSpreadMinutes,
+    }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
     // Activities of workflows on a test clock run on its time (services/clock-context.ts).
     // With tracing, its activity interceptor first: the span covers the others' work too.
     interceptors: {
-      activity: [...(deps.tracing?.activityInterceptors ?? []), testClockContext, wakeDispatchAfterActivities(deps.orm)],
-      ...(deps.workflowBundle ? {} : { workflowModules: deps.tracing ? tracingWorkflowInterceptorModules : workflowInterceptorModules }),
+      activity: [
+        ...(deps.tracing?.activityInterceptors ?? []),
+        testClockContext,
+        wakeDispatchAfterActivities(deps.orm),
+      ],
+      ...(deps.workflowBundle
+        ? {}
+        : { workflowModules: deps.tracing ? tracingWorkflowInterceptorModules : workflowInterceptorModules }),
     },
     ...(deps.tracing ? { sinks: deps.tracing.sinks } : {}),
     ...(deps.identity ? { identity: deps.identity } : {}),
@@ -170,14 +213,19 @@ export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Work
  * tests' engine run it beside createBillingWorker's.
  */
 export async function createClockWorker(deps: BillingWorkerDeps): Promise<Worker> {
-  return Worker.create({ ...billingWorkerOptions(deps, deps.clockTaskQueue ?? `${deps.taskQueue}-clocks`), ...clockWorkerDefaults });
+  return Worker.create({
+    ...billingWorkerOptions(deps, deps.clockTaskQueue ?? `${deps.taskQueue}-clocks`),
+    ...clockWorkerDefaults,
+  });
 }
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { process: 'worker' });
   if (!config.databaseUrl || !config.temporalAddress) {
-    logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS must be set for a standalone worker (npm start runs everything locally).');
+    logger.fatal(
+      'DATABASE_URL and TEMPORAL_ADDRESS must be set for a standalone worker (npm start runs everything locally).',
+    );
     process.exit(1);
   }
   // TEMPORAL_METRICS_ADDRESS (or METRICS_PORT + 1): the SDK's own worker metrics, appended to /metrics.
@@ -190,14 +238,37 @@ async function main(): Promise<void> {
   const mailer = createMailer(config);
   const processors = createProcessors(config.processors, () => orm.em.fork());
   // One bundle for both workers: the live queue's and the test clocks' (docs/scaling.md#test-clocks).
-  const workerDeps: BillingWorkerDeps = { connection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), workflowBundle: await bundleBillingWorkflows({ tracing: Boolean(tracing) }), renewalSpreadMinutes: () => config.renewalSpreadMinutes, ...(tracing ? { tracing } : {}) };
+  const workerDeps: BillingWorkerDeps = {
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    clockTaskQueue: config.clockTaskQueue,
+    orm,
+    mailer,
+    processors,
+    links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+    secretBox: createSecretBox(config.auth.secret),
+    urlPolicy: config.webhookUrlPolicy,
+    exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
+    workflowBundle: await bundleBillingWorkflows({ tracing: Boolean(tracing) }),
+    renewalSpreadMinutes: () => config.renewalSpreadMinutes,
+    ...(tracing ? { tracing } : {}),
+  };
   const worker = await createBillingWorker(workerDeps);
   const clockWorker = await createClockWorker(workerDeps);
   // EXPORTS_TASK_QUEUE set: this worker writes exports too, on that queue, unless WORKER_EXPORTS=false leaves them to
   // dedicated exports workers (export-worker.ts).
   const exportsWorker =
     config.exportsTaskQueue && config.workerExports
-      ? await createExportsWorker({ connection, namespace: config.temporalNamespace, exportsTaskQueue: config.exportsTaskQueue, taskQueue: config.taskQueue, orm, exportStorage: localExportStorage(path.join(config.dataDir, 'exports')), processors: config.processors })
+      ? await createExportsWorker({
+          connection,
+          namespace: config.temporalNamespace,
+          exportsTaskQueue: config.exportsTaskQueue,
+          taskQueue: config.taskQueue,
+          orm,
+          exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
+          processors: config.processors,
+        })
       : undefined;
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
@@ -207,20 +278,38 @@ async function main(): Promise<void> {
     });
   // One maintenance workflow per task queue (workflows/maintenance.ts): the first worker starts it, the others find it.
   const client = new Client({ connection, namespace: config.temporalNamespace });
-  const maintenance = await ensureMaintenanceWorkflow(client, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
-  logger.info({ taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, temporal: config.temporalAddress, maintenance: maintenance.workflowId }, 'worker running');
+  const maintenance = await ensureMaintenanceWorkflow(client, config.taskQueue, {
+    loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
+  });
+  logger.info(
+    {
+      taskQueue: config.taskQueue,
+      clockTaskQueue: config.clockTaskQueue,
+      temporal: config.temporalAddress,
+      maintenance: maintenance.workflowId,
+    },
+    'worker running',
+  );
   // WORKER_HEALTH_PORT: GET /health answers 200 while every worker here polls and the database and Temporal answer
   // (services/worker-health.ts; docker-compose.yml's health check). Up before run(): 503 until the workers run.
   const healthTargets: WorkerHealthTarget[] = [
     { name: 'billing', worker, polls: ['workflows', 'activities'] },
     { name: 'clocks', worker: clockWorker, polls: ['workflows', 'activities'] },
-    ...(exportsWorker ? [{ name: 'exports', worker: exportsWorker, polls: ['activities'] } satisfies WorkerHealthTarget] : []),
+    ...(exportsWorker
+      ? [{ name: 'exports', worker: exportsWorker, polls: ['activities'] } satisfies WorkerHealthTarget]
+      : []),
   ];
-  const health = config.workerHealthPort === undefined ? undefined : await startWorkerHealthServer({ workers: healthTargets, orm, connection }, config.workerHealthPort);
+  const health =
+    config.workerHealthPort === undefined
+      ? undefined
+      : await startWorkerHealthServer({ workers: healthTargets, orm, connection }, config.workerHealthPort);
   if (health) logger.info({ port: health.port }, 'worker health on GET /health');
   // METRICS_PORT: GET /metrics with the outbox backlog (read when scraped) and the SDK's worker metrics (docs/operations.md#metrics).
   setOutboxProbe(outboxProbe(orm));
-  const metrics = config.metricsPort === undefined ? undefined : await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
   if (metrics) logger.info({ port: metrics.port }, 'metrics on GET /metrics');
   await Promise.all([worker.run(), clockWorker.run(), exportsWorker?.run()]);
   await health?.close();

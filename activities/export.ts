@@ -4,8 +4,9 @@
  * their libraries, and what createActivities (activities/index.ts) includes for the
  * all-in-one worker. Thin: services/exports.ts does the work.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+
 import type { ExportStorage } from '../services/export-storage.ts';
 import { runExport } from '../services/exports.ts';
 
@@ -23,7 +24,9 @@ export function createExportActivities(deps: ExportActivityDeps) {
     async writeExport(exportId: string): Promise<string> {
       if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
       const context = Context.current();
-      return runExport(deps.orm.em.fork(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows), { isTestMode: deps.isTestMode });
+      return runExport(deps.orm.em.fork(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows), {
+        isTestMode: deps.isTestMode,
+      });
     },
   };
 }

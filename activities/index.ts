@@ -1,79 +1,116 @@
-import { Context } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { Context } from '@temporalio/activity';
+
+import type { OpenInvoiceCredit, OpenInvoiceCreditResult } from '../domain/credit-notes.ts';
+import type { CustomerLinks } from '../domain/customer-links.ts';
+import type { InvoiceEmailKind } from '../domain/one-off-invoices.ts';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
+import type { SecretBox } from '../domain/secret-box.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
-import type { PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
+import type { Resolver, WebhookUrlPolicy } from '../domain/webhook-url.ts';
+import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/balances.ts';
 import { chargeCustomer, type ChargeInput, type ChargeOutcome } from '../services/charges.ts';
-import { sendEmailOnce, type EmailInput } from '../services/email.ts';
-import type { Mailer } from '../services/mailer.ts';
+import { currentTestClock } from '../services/clock-context.ts';
+import { creditOpenInvoice } from '../services/credit-note-owner.ts';
+import { endDiscountAtEnd } from '../services/discounts.ts';
+import { type EmailInput, sendEmailOnce } from '../services/email.ts';
+import type { ExportStorage } from '../services/export-storage.ts';
+import { type ExportPruneResult, failExport, pruneExpiredExports } from '../services/exports.ts';
 import {
+  discountOpenInvoiceAnswer,
+  type InvoiceDiscountRequest,
+  type InvoiceDiscountResult,
+} from '../services/invoice-discount.ts';
+import {
+  type InvoiceState,
   invoiceState,
+  type OpenedInvoice,
   openInvoice,
+  type OpenInvoiceInput,
   settleInvoice,
   transitionInvoice,
-  type InvoiceState,
-  type OpenInvoiceInput,
-  type OpenedInvoice,
 } from '../services/invoices.ts';
+import { makeFundsAvailable } from '../services/ledger.ts';
+import type { Mailer } from '../services/mailer.ts';
+import {
+  pruneExpiredRows,
+  type PruneResult,
+  reconcileMissingAvailability,
+  reconcileMissingDiscountTimers,
+  reconcileOrphanedFunds,
+  type ReconcileResult,
+  reconcileStuckPayments,
+  reconcileStuckPayouts,
+} from '../services/maintenance.ts';
+import {
+  type FinalizedInvoice,
+  finalizeOneOffInvoice,
+  markPaidOutOfBand,
+  sendOneOffInvoiceEmail,
+} from '../services/one-off-invoices.ts';
 import {
   allocatePaymentRequest,
   chargePaymentRequest,
-  issuePaymentRequest,
-  recordCheckoutPayment,
   type CheckoutPaymentInput,
-  projectPaymentRequest,
-  projectRecurringPaymentRequest,
+  issuePaymentRequest,
   type PaymentRequestChargeInput,
   type PaymentRequestChargeOutcome,
+  projectPaymentRequest,
+  projectRecurringPaymentRequest,
+  recordCheckoutPayment,
 } from '../services/payment-requests.ts';
-import { pruneExpiredRows, reconcileMissingAvailability, reconcileMissingDiscountTimers, reconcileOrphanedFunds, reconcileStuckPayments, reconcileStuckPayouts, type PruneResult, type ReconcileResult } from '../services/maintenance.ts';
-import { makeFundsAvailable } from '../services/ledger.ts';
-import { endDiscountAtEnd } from '../services/discounts.ts';
-import { finalizeOneOffInvoice, markPaidOutOfBand, sendOneOffInvoiceEmail, type FinalizedInvoice } from '../services/one-off-invoices.ts';
-import { creditOpenInvoice } from '../services/credit-note-owner.ts';
-import { discountOpenInvoiceAnswer, type InvoiceDiscountRequest, type InvoiceDiscountResult } from '../services/invoice-discount.ts';
-import type { OpenInvoiceCredit, OpenInvoiceCreditResult } from '../domain/credit-notes.ts';
-import type { InvoiceEmailKind } from '../domain/one-off-invoices.ts';
-import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/balances.ts';
 import { settlePendingPayment } from '../services/payments.ts';
 import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payout-schedule.ts';
-import { currentTestClock } from '../services/clock-context.ts';
-import { completePayout, createSandboxPayoutRail, notifyPayoutPaid, settlePayout, submitPayout, type PayoutRail, type SubmitResult } from '../services/payouts.ts';
 import {
+  completePayout,
+  createSandboxPayoutRail,
+  notifyPayoutPaid,
+  type PayoutRail,
+  settlePayout,
+  submitPayout,
+  type SubmitResult,
+} from '../services/payouts.ts';
+import {
+  createProcessors,
+  type Processors,
+  sandboxOnlyConfig,
+  sandboxProcessors,
+} from '../services/processors/index.ts';
+import type { PaymentProcessor } from '../services/processors/types.ts';
+import { projectSubscription } from '../services/projections.ts';
+import { renewCycle, type RenewCycleInput, type RenewCycleResult } from '../services/renew-cycle.ts';
+import {
+  type BillingSettings,
   loadBillingSettings,
   notifyPaymentFailed,
   notifyPaymentRecovered,
   notifySubscriptionEnded,
   sendInvoiceReceipt,
   settleInvoiceWithoutCharge,
-  type BillingSettings,
 } from '../services/subscription-billing.ts';
-import type { CustomerLinks } from '../domain/customer-links.ts';
-import { createProcessors, sandboxOnlyConfig, sandboxProcessors, type Processors } from '../services/processors/index.ts';
-import type { PaymentProcessor } from '../services/processors/types.ts';
-import { projectSubscription } from '../services/projections.ts';
-import { renewCycle, type RenewCycleInput, type RenewCycleResult } from '../services/renew-cycle.ts';
-import { createUsageActivities } from './usage.ts';
-import { deleteExpiredTestClocks, recordTestClockAdvanced, reportToClock, tickClockWorkflows } from '../services/test-clocks.ts';
-import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
 import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
-import type { SecretBox } from '../domain/secret-box.ts';
-import type { ExportStorage } from '../services/export-storage.ts';
-import { failExport, pruneExpiredExports, type ExportPruneResult } from '../services/exports.ts';
+import {
+  deleteExpiredTestClocks,
+  recordTestClockAdvanced,
+  reportToClock,
+  tickClockWorkflows,
+} from '../services/test-clocks.ts';
 import { maintainUsagePartitions, type PartitionMaintenance } from '../services/usage/partitions.ts';
 import { usageStoreFor } from '../services/usage/postgres-store.ts';
-import { createExportActivities } from './export.ts';
-import type { Resolver, WebhookUrlPolicy } from '../domain/webhook-url.ts';
 import {
+  type AttemptInput,
+  type AttemptOutcome,
   attemptWebhookDelivery,
   awaitClockEventsDispatched,
   dispatchEventsActivity,
+  type DispatchResult,
   finishWebhookDelivery,
   webhookDisabledEmail,
-  type AttemptInput,
-  type AttemptOutcome,
-  type DispatchResult,
 } from '../services/webhooks.ts';
+import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
+import type { PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
+import { createExportActivities } from './export.ts';
+import { createUsageActivities } from './usage.ts';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -110,7 +147,9 @@ export interface ActivityDeps {
  */
 export function createActivities(deps: ActivityDeps) {
   const em = () => deps.orm.em.fork();
-  const processors: Processors = deps.processor ? createProcessors(sandboxOnlyConfig, em, { both: deps.processor }) : (deps.processors ?? sandboxProcessors(em));
+  const processors: Processors = deps.processor
+    ? createProcessors(sandboxOnlyConfig, em, { both: deps.processor })
+    : (deps.processors ?? sandboxProcessors(em));
   // Emails of a mode that moves no real money say [TEST] (services/email.ts).
   const notify = { mailer: deps.mailer, links: deps.links, processors };
   /** The running activity's Temporal client and task queue: availability workflows of the money it records start there. */
@@ -165,10 +204,19 @@ export function createActivities(deps: ActivityDeps) {
      * stays pending owned by the calling workflow, which makes it available on its own timer, so no
      * fundsAvailabilityWorkflow is started; returned as `funds` (claimed again by a retry).
      */
-    async charge(input: ChargeInput, options: { ownFunds?: boolean } = {}): Promise<ChargeOutcome & { funds?: PendingFunds[] }> {
-      Context.current().log.info('charging', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
+    async charge(
+      input: ChargeInput,
+      options: { ownFunds?: boolean } = {},
+    ): Promise<ChargeOutcome & { funds?: PendingFunds[] }> {
+      Context.current().log.info('charging', {
+        idempotencyKey: input.idempotencyKey,
+        amount: input.amount,
+        currency: input.currency,
+      });
       if (!options.ownFunds) return chargeCustomer(em(), processors, input, deps.links, starter());
-      const outcome = await chargeCustomer(em(), processors, input, deps.links, starter(), { fundsOwnedByWorkflow: true });
+      const outcome = await chargeCustomer(em(), processors, input, deps.links, starter(), {
+        fundsOwnedByWorkflow: true,
+      });
       if (outcome.status !== 'succeeded' || !outcome.transactionId) return outcome;
       return { ...outcome, funds: await claimPendingFunds(em(), outcome.transactionId) };
     },
@@ -211,7 +259,11 @@ export function createActivities(deps: ActivityDeps) {
       return markPaidOutOfBand(em(), deps.links, invoiceId, at);
     },
     /** A send_invoice invoice's email (at finalize) or reminder, once per kind. */
-    async sendOneOffInvoiceEmail(input: { invoiceId: string; kind: InvoiceEmailKind; payUrl: string }): Promise<boolean> {
+    async sendOneOffInvoiceEmail(input: {
+      invoiceId: string;
+      kind: InvoiceEmailKind;
+      payUrl: string;
+    }): Promise<boolean> {
       return sendOneOffInvoiceEmail(em(), { mailer: deps.mailer, links: deps.links, processors }, input);
     },
     async settleInvoiceWithoutCharge(invoiceId: string, paidAt: string): Promise<void> {
@@ -230,7 +282,10 @@ export function createActivities(deps: ActivityDeps) {
     async notifyPaymentRecovered(input: { subscription: SubscriptionSnapshot; invoiceId: string }): Promise<void> {
       await notifyPaymentRecovered(em(), notify, input.subscription, input.invoiceId);
     },
-    async notifySubscriptionEnded(input: { subscription: SubscriptionSnapshot; kind: 'canceled' | 'paused' }): Promise<void> {
+    async notifySubscriptionEnded(input: {
+      subscription: SubscriptionSnapshot;
+      kind: 'canceled' | 'paused';
+    }): Promise<void> {
       await notifySubscriptionEnded(em(), notify, input.subscription, input.kind);
     },
     async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
@@ -238,11 +293,19 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** The webhook dispatcher's pass: undispatched events → first attempts, and delivery workflows for those that failed (activities/webhooks.ts). */
     async dispatchWebhookEvents(limit: number): Promise<DispatchResult> {
-      return dispatchEventsActivity(em(), { secretBox: deps.secretBox, resolver: deps.webhookResolver, urlPolicy: deps.urlPolicy }, limit);
+      return dispatchEventsActivity(
+        em(),
+        { secretBox: deps.secretBox, resolver: deps.webhookResolver, urlPolicy: deps.urlPolicy },
+        limit,
+      );
     },
     /** One HTTP attempt of a webhook delivery, recorded. */
     async attemptWebhookDelivery(input: AttemptInput): Promise<AttemptOutcome> {
-      return attemptWebhookDelivery(em(), { secretBox: deps.secretBox, resolver: deps.webhookResolver, urlPolicy: deps.urlPolicy }, input);
+      return attemptWebhookDelivery(
+        em(),
+        { secretBox: deps.secretBox, resolver: deps.webhookResolver, urlPolicy: deps.urlPolicy },
+        input,
+      );
     },
     async finishWebhookDelivery(input: { deliveryId: string; at: string }): Promise<void> {
       await finishWebhookDelivery(em(), input);
@@ -266,7 +329,11 @@ export function createActivities(deps: ActivityDeps) {
       await issuePaymentRequest(em(), context.client, context.info.taskQueue, input);
     },
     async chargePaymentRequest(input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
-      Context.current().log.info('charging payment request', { idempotencyKey: input.idempotencyKey, amount: input.amount, currency: input.currency });
+      Context.current().log.info('charging payment request', {
+        idempotencyKey: input.idempotencyKey,
+        amount: input.amount,
+        currency: input.currency,
+      });
       return chargePaymentRequest(em(), processors, input, starter());
     },
     /** A hosted checkout paid a request: its payment transaction, once per processor charge. */
@@ -292,21 +359,37 @@ export function createActivities(deps: ActivityDeps) {
      * `notBeforeMs`: the end of its cancelable time on the workflow's clock; woken before it, it stays pending.
      */
     async submitPayout(payoutId: string, atMs: number, notBeforeMs?: number): Promise<SubmitResult> {
-      return submitPayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId, new Date(atMs), notBeforeMs === undefined ? undefined : new Date(notBeforeMs));
+      return submitPayout(
+        em(),
+        deps.payoutRail ?? createSandboxPayoutRail(em()),
+        payoutId,
+        new Date(atMs),
+        notBeforeMs === undefined ? undefined : new Date(notBeforeMs),
+      );
     },
     /** A payout in transit arrives: paid or failed (with its events and balance transaction). */
     async settlePayout(payoutId: string, atMs: number): Promise<string> {
       return settlePayout(em(), deps.payoutRail ?? createSandboxPayoutRail(em()), payoutId, new Date(atMs));
     },
     /** payoutScheduleWorkflow: the next run of the account's payout schedules after atMs, and what it will do. */
-    async nextScheduledPayout(accountId: string, livemode: boolean, atMs: number): Promise<{ nextMs: number | null; summary: string }> {
+    async nextScheduledPayout(
+      accountId: string,
+      livemode: boolean,
+      atMs: number,
+    ): Promise<{ nextMs: number | null; summary: string }> {
       // A clock's schedule (its activities run on the clock): the clock's own schedules.
       return nextScheduledPayout(em(), { accountId, livemode, testClockId: currentTestClock()?.id }, atMs);
     },
     /** payoutScheduleWorkflow: one run, paying out each due currency's available balance (idempotent per run). */
     async runScheduledPayouts(accountId: string, livemode: boolean, runAtMs: number): Promise<ScheduledRunResult[]> {
       const context = Context.current();
-      return runScheduledPayouts(em(), context.client, context.info.taskQueue, { accountId, livemode, testClockId: currentTestClock()?.id }, runAtMs);
+      return runScheduledPayouts(
+        em(),
+        context.client,
+        context.info.taskQueue,
+        { accountId, livemode, testClockId: currentTestClock()?.id },
+        runAtMs,
+      );
     },
     /** The payout confirmation (paid) or failure email, once, if the account wants it. */
     async notifyPayoutPaid(payoutId: string): Promise<void> {

@@ -5,8 +5,9 @@
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+
 import { onTestClock } from '../services/clock-context.ts';
-import { testClockHeader, type ClockBinding } from '../workflows/clock-sleep.ts';
+import { type ClockBinding, testClockHeader } from '../workflows/clock-sleep.ts';
 
 export const testClockContext: ActivityInterceptorsFactory = () => ({
   inbound: {

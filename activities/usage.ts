@@ -4,7 +4,8 @@
  * UsageStore.closePeriod stores its result per (subscription, period start) and answers it again.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { closeUsagePeriod, type CloseUsageInput, type CloseUsageResult } from '../services/usage-billing.ts';
+
+import { type CloseUsageInput, closeUsagePeriod, type CloseUsageResult } from '../services/usage-billing.ts';
 
 export function createUsageActivities(deps: { orm: MikroORM }) {
   return {

@@ -6,9 +6,16 @@
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+
 import { createDispatchWaker, type DispatchWaker } from '../services/webhook-wake.ts';
 
-const webhookActivities = new Set(['dispatchWebhookEvents', 'attemptWebhookDelivery', 'finishWebhookDelivery', 'webhookDisabledEmail', 'sendEmail']);
+const webhookActivities = new Set([
+  'dispatchWebhookEvents',
+  'attemptWebhookDelivery',
+  'finishWebhookDelivery',
+  'webhookDisabledEmail',
+  'sendEmail',
+]);
 
 /** `taskQueue`: the dispatcher's queue when it is not the activity's own (a dedicated exports worker's activities). */
 export function wakeDispatchAfterActivities(orm: MikroORM, taskQueue?: string): ActivityInterceptorsFactory {
@@ -19,7 +26,12 @@ export function wakeDispatchAfterActivities(orm: MikroORM, taskQueue?: string): 
         const result = await next(input);
         if (webhookActivities.has(ctx.info.activityType)) return result;
         // One waker per worker (one task queue, one client): built on the first activity, which brings the client.
-        waker ??= createDispatchWaker({ orm, client: () => ctx.client, taskQueue: taskQueue ?? ctx.info.taskQueue, onError: () => undefined });
+        waker ??= createDispatchWaker({
+          orm,
+          client: () => ctx.client,
+          taskQueue: taskQueue ?? ctx.info.taskQueue,
+          onError: () => undefined,
+        });
         waker.afterChange();
         return result;
       },

@@ -1,7 +1,13 @@
 import { bodyLimit } from 'hono/body-limit';
-import { registerClockTaskQueue } from '../services/clock-binding.ts';
 import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
+
+import { batchBodyLimitBytes } from '../domain/meter-events.ts';
+import { registerClockTaskQueue } from '../services/clock-binding.ts';
+import { useTaxCalculator } from '../services/invoice-adjustments.ts';
+import { resolveProcessors } from '../services/processors/index.ts';
+import { createDispatchWaker } from '../services/webhook-wake.ts';
+import { restrictCliKeys } from './auth/cli-scope.ts';
 import { authenticate } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';
 import { handleError, sendError } from './errors.ts';
@@ -9,70 +15,78 @@ import { jsonBodies, urlGuard } from './middleware/body.ts';
 import { idempotencyKeys } from './middleware/idempotency.ts';
 import { requestLogging } from './middleware/logging.ts';
 import { httpMetrics, httpTracing } from './middleware/observability.ts';
+import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
 import { newOpenApiApp, withCommonStatuses } from './openapi-app.ts';
+import { billingDetailsPage } from './pages/billing-details.ts';
+import { cliApprovePage } from './pages/cli-approve.ts';
+import { dashboardPage } from './pages/dashboard.ts';
+import { RequestLogBuffer } from './request-log-buffer.ts';
 import { accountApp } from './routes/account.ts';
 import { accountsApp } from './routes/accounts.ts';
 import { apiKeysApp } from './routes/api-keys.ts';
 import { authApp } from './routes/auth.ts';
-import { passwordResetApp } from './routes/password-reset.ts';
-import { customersApp } from './routes/customers.ts';
-import { customerTaxIdsApp, subscriptionTaxRatesApp, taxRatesApp, taxSettingsApp } from './routes/tax-rates.ts';
-import { discountsApps } from './routes/coupons.ts';
-import { customerBalanceApp } from './routes/customer-balance.ts';
-import { creditNotesApps } from './routes/credit-notes.ts';
-import { metersApp } from './routes/meters.ts';
-import { meterEventsApp } from './routes/meter-events.ts';
+import { balanceApp, balanceTransactionsApp } from './routes/balance.ts';
+import { bankAccountsApp } from './routes/bank-accounts.ts';
 import { billingAlertsApp } from './routes/billing-alerts.ts';
-import { batchBodyLimitBytes } from '../domain/meter-events.ts';
+import { brandingApp, brandingPublicApp } from './routes/branding.ts';
+import { cliApp } from './routes/cli.ts';
+import { discountsApps } from './routes/coupons.ts';
+import { creditNotesApps } from './routes/credit-notes.ts';
+import { customerBalanceApp } from './routes/customer-balance.ts';
+import { customerPortalApp } from './routes/customer-portal.ts';
+import { customersApp } from './routes/customers.ts';
 import { docsApp } from './routes/docs.ts';
 import { eventsApp } from './routes/events.ts';
+import { exportsApps } from './routes/exports.ts';
 import { healthApp } from './routes/health.ts';
+import { invoiceItemsApp } from './routes/invoice-items.ts';
+import { invoicesApps } from './routes/invoices.ts';
+import { meterEventsApp } from './routes/meter-events.ts';
+import { metersApp } from './routes/meters.ts';
+import { notificationSettingsApp } from './routes/notification-settings.ts';
+import { oneOffInvoicesApps } from './routes/one-off-invoices.ts';
+import { passwordResetApp } from './routes/password-reset.ts';
 import { payPageApp } from './routes/pay-page.ts';
 import { paymentRequestsApp } from './routes/payment-requests.ts';
 import { paymentsApp } from './routes/payments.ts';
-import { invoicesApps } from './routes/invoices.ts';
-import { oneOffInvoicesApps } from './routes/one-off-invoices.ts';
-import { invoiceItemsApp } from './routes/invoice-items.ts';
-import { useTaxCalculator } from '../services/invoice-adjustments.ts';
-import { notificationSettingsApp } from './routes/notification-settings.ts';
-import { payoutsApp } from './routes/payouts.ts';
-import { bankAccountsApp } from './routes/bank-accounts.ts';
 import { payoutHoldsApp } from './routes/payout-holds.ts';
 import { payoutSettingsApp } from './routes/payout-settings.ts';
-import { balanceApp, balanceTransactionsApp } from './routes/balance.ts';
+import { payoutsApp } from './routes/payouts.ts';
 import { plansApp } from './routes/plans.ts';
-import { settingsApp } from './routes/settings.ts';
-import { billingDetailsPage } from './pages/billing-details.ts';
+import { processorWebhooksApp } from './routes/processor-webhooks.ts';
 import { productsApp } from './routes/products.ts';
-import { subscriptionsApp } from './routes/subscriptions.ts';
+import { reportsApp } from './routes/reports.ts';
+import { settingsApp } from './routes/settings.ts';
+import { streamsApp } from './routes/streams.ts';
 import { subscriptionItemsApps } from './routes/subscription-items.ts';
-import { transactionsApp } from './routes/transactions.ts';
-import { creditNoteSearchApp, customerSearchApp, invoiceSearchApp, transactionSearchApp } from './routes/transaction-search.ts';
-import { exportsApps } from './routes/exports.ts';
+import { subscriptionsApp } from './routes/subscriptions.ts';
+import { customerTaxIdsApp, subscriptionTaxRatesApp, taxRatesApp, taxSettingsApp } from './routes/tax-rates.ts';
 import { testClocksApp } from './routes/test-clocks.ts';
+import {
+  creditNoteSearchApp,
+  customerSearchApp,
+  invoiceSearchApp,
+  transactionSearchApp,
+} from './routes/transaction-search.ts';
+import { transactionsApp } from './routes/transactions.ts';
 import { usersApp } from './routes/users.ts';
 import { webhooksApps } from './routes/webhooks.ts';
-import { wakeDispatchAfterWrites } from './middleware/webhook-wake.ts';
-import { createDispatchWaker } from '../services/webhook-wake.ts';
-import { resolveProcessors } from '../services/processors/index.ts';
-import { processorWebhooksApp } from './routes/processor-webhooks.ts';
-import { cliApp } from './routes/cli.ts';
-import { streamsApp } from './routes/streams.ts';
-import { cliApprovePage } from './pages/cli-approve.ts';
-import { dashboardPage } from './pages/dashboard.ts';
-import { customerPortalApp } from './routes/customer-portal.ts';
-import { reportsApp } from './routes/reports.ts';
-import { brandingApp, brandingPublicApp } from './routes/branding.ts';
-import { restrictCliKeys } from './auth/cli-scope.ts';
-import { RequestLogBuffer } from './request-log-buffer.ts';
 
 /** POST paths whose answers carry a secret: login, refresh, API key creation, webhook endpoint creation and secret rotation. */
-const secretBearingPaths = [/^\/v1\/auth\/(login|refresh)\/?$/, /^\/v1\/api_keys\/?$/, /^\/v1\/webhooks\/?$/, /^\/v1\/webhooks\/[^/]+\/rotate_secret\/?$/];
+const secretBearingPaths = [
+  /^\/v1\/auth\/(login|refresh)\/?$/,
+  /^\/v1\/api_keys\/?$/,
+  /^\/v1\/webhooks\/?$/,
+  /^\/v1\/webhooks\/[^/]+\/rotate_secret\/?$/,
+];
 
 /** Every POST under /v1 and /api/v1 but login and refresh takes an Idempotency-Key header (api/middleware/idempotency.ts): listed on each. */
 function withIdempotencyKeys<T extends { paths?: object }>(document: T): T {
-  for (const [path, item] of Object.entries((document.paths ?? {}) as Record<string, { post?: { parameters?: unknown[] } }>)) {
-    if (!/^\/(api\/)?v1\//.test(path) || path === '/v1/auth/login' || path === '/v1/auth/refresh' || !item.post) continue;
+  for (const [path, item] of Object.entries(
+    (document.paths ?? {}) as Record<string, { post?: { parameters?: unknown[] } }>,
+  )) {
+    if (!/^\/(api\/)?v1\//.test(path) || path === '/v1/auth/login' || path === '/v1/auth/refresh' || !item.post)
+      continue;
     item.post.parameters = [...(item.post.parameters ?? []), { $ref: '#/components/parameters/IdempotencyKey' }];
   }
   return document;
@@ -110,7 +124,9 @@ export function allowedMethods(routes: readonly { path: string; method: string }
   return (path) => {
     const methods = new Set<string>();
     for (const entry of entries) if (entry.pattern.test(path)) for (const method of entry.methods) methods.add(method);
-    return [...methods].sort((a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99) || a.localeCompare(b));
+    return [...methods].sort(
+      (a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99) || a.localeCompare(b),
+    );
   };
 }
 
@@ -139,40 +155,54 @@ export function createApp(given: ApiDeps) {
   app.use(secureHeaders({ contentSecurityPolicy: undefined }));
   const limitBodies = bodyLimit({
     maxSize: deps.config.bodyLimitBytes,
-    onError: (c) => sendError(c, 'payload_too_large', `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`),
+    onError: (c) =>
+      sendError(c, 'payload_too_large', `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`),
   });
   // A batch of meter events (up to 1,000) has its own, larger limit (docs/usage.md#events).
   const limitBatches = bodyLimit({
     maxSize: batchBodyLimitBytes,
-    onError: (c) => sendError(c, 'payload_too_large', `A batch of meter events is limited to ${batchBodyLimitBytes} bytes.`),
+    onError: (c) =>
+      sendError(c, 'payload_too_large', `A batch of meter events is limited to ${batchBodyLimitBytes} bytes.`),
   });
   // GET and HEAD requests carry no body (the Node adapter drops one); asking for it would build a whole Request object per read.
   app.use((c, next) =>
-    c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : c.req.path === '/v1/meter_events/batch' ? limitBatches(c, next) : limitBodies(c, next),
+    c.req.method === 'GET' || c.req.method === 'HEAD'
+      ? next()
+      : c.req.path === '/v1/meter_events/batch'
+        ? limitBatches(c, next)
+        : limitBodies(c, next),
   );
   // Answers that carry secrets (tokens, API key and webhook secrets) are never stored by a cache.
   app.use('/v1/*', async (c, next) => {
     await next();
-    if (c.req.method === 'POST' && secretBearingPaths.some((pattern) => pattern.test(c.req.path))) c.header('Cache-Control', 'no-store');
+    if (c.req.method === 'POST' && secretBearingPaths.some((pattern) => pattern.test(c.req.path)))
+      c.header('Cache-Control', 'no-store');
   });
   app.use('/v1/*', jsonBodies());
   app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
   // What a CLI key (x-cli-key) may not do, in one place.
   app.use('/v1/*', restrictCliKeys());
-  app.use('/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
+  app.use(
+    '/v1/*',
+    idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }),
+  );
   // After each write on an account with webhook endpoints: wake the event dispatcher (services/webhook-wake.ts).
   const wake = createDispatchWaker({
     orm: deps.orm,
     client: () => deps.temporal,
     taskQueue: deps.config.taskQueue,
-    onError: (error) => deps.logger.warn({ err: error }, 'could not wake the webhook dispatcher; its timer will pick the events up'),
+    onError: (error) =>
+      deps.logger.warn({ err: error }, 'could not wake the webhook dispatcher; its timer will pick the events up'),
   });
   app.use('/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's POST /api/v1/payment-requests: the same JSON bodies, credentials and Idempotency-Key as /v1.
   app.use('/api/v1/*', jsonBodies());
   app.use('/api/v1/*', authenticate(deps.orm, deps.config.auth));
   app.use('/api/v1/*', restrictCliKeys());
-  app.use('/api/v1/*', idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }));
+  app.use(
+    '/api/v1/*',
+    idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }),
+  );
   app.use('/api/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
   app.use('/invoices', authenticate(deps.orm, deps.config.auth));
@@ -266,13 +296,15 @@ export function createApp(given: ApiDeps) {
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',
     scheme: 'bearer',
-    description: 'An access token from POST /v1/auth/login, or an API key (sk_test_… / sk_live_…; also as HTTP Basic user name with an empty password).',
+    description:
+      'An access token from POST /v1/auth/login, or an API key (sk_test_… / sk_live_…; also as HTTP Basic user name with an empty password).',
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'sandboxMode', {
     type: 'apiKey',
     in: 'header',
     name: 'x-sandbox-mode',
-    description: 'Optional, with a user access token: `true` works in the sandbox (test data), `false` or absent in live mode. API keys carry their mode.',
+    description:
+      'Optional, with a user access token: `true` works in the sandbox (test data), `false` or absent in live mode. API keys carry their mode.',
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'accountId', {
     type: 'apiKey',
@@ -285,13 +317,14 @@ export function createApp(given: ApiDeps) {
     in: 'header',
     required: false,
     schema: { type: 'string', maxLength: 255 },
-    description: 'Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours).',
+    description:
+      'Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours).',
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'portalToken', {
     type: 'apiKey',
     in: 'header',
     name: 'x-portal-token',
-    description: "The customer portal only: the token of a portal link (POST /v1/customers/{id}/portal_link).",
+    description: 'The customer portal only: the token of a portal link (POST /v1/customers/{id}/portal_link).',
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'cliKey', {
     type: 'apiKey',
@@ -313,10 +346,13 @@ export function createApp(given: ApiDeps) {
     info: {
       title: 'Billing engine API',
       version: '1',
-      description: 'Recurring billing and payments on Temporal workflows. Errors are `{ "error": "<code>", "message": "..." }`.',
+      description:
+        'Recurring billing and payments on Temporal workflows. Errors are `{ "error": "<code>", "message": "..." }`.',
     },
   };
-  app.get('/openapi.json', (c) => c.json(withCommonStatuses(withIdempotencyKeys(app.getOpenAPI31Document(openApiConfig)))));
+  app.get('/openapi.json', (c) =>
+    c.json(withCommonStatuses(withIdempotencyKeys(app.getOpenAPI31Document(openApiConfig)))),
+  );
   app.route('/docs', docsApp());
   // The owners' dashboard (dashboard/, built by npm start and npm test): a client of this API with a cookie session.
   app.route('/dashboard', dashboardPage());
@@ -332,9 +368,14 @@ export function createApp(given: ApiDeps) {
   app.notFound((c) => {
     allowed ??= allowedMethods(app.routes);
     const methods = allowed(c.req.path);
-    if (methods.length === 0 || methods.includes(c.req.method)) return sendError(c, 'not_found', `No route for ${c.req.method} ${c.req.path}.`);
+    if (methods.length === 0 || methods.includes(c.req.method))
+      return sendError(c, 'not_found', `No route for ${c.req.method} ${c.req.path}.`);
     c.header('Allow', methods.join(', '));
-    return sendError(c, 'method_not_allowed', `${c.req.method} is not allowed on ${c.req.path}; it takes ${methods.join(', ')}.`);
+    return sendError(
+      c,
+      'method_not_allowed',
+      `${c.req.method} is not allowed on ${c.req.path}; it takes ${methods.join(', ')}.`,
+    );
   });
   app.onError((error, c) => handleError(error, c, deps.logger));
   return app;

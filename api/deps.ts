@@ -1,12 +1,13 @@
-import type { TaxCalculator } from '../services/tax-calculator.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Tracer } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
-import type { Processors } from '../services/processors/index.ts';
-import type { PaymentProcessor } from '../services/processors/types.ts';
+
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { ExportStorage } from '../services/export-storage.ts';
-import type { Tracer } from '@opentelemetry/api';
+import type { Processors } from '../services/processors/index.ts';
+import type { PaymentProcessor } from '../services/processors/types.ts';
+import type { TaxCalculator } from '../services/tax-calculator.ts';
 
 /** What the HTTP edge needs: projections to read, Temporal to command, configuration and a logger. */
 export interface ApiDeps {

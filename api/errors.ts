@@ -1,10 +1,11 @@
-import type { Context } from 'hono';
-import { HTTPException } from 'hono/http-exception';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import type { z } from 'zod';
-import { ApiError, errorStatus, isErrorCode, type ErrorCode } from '../domain/errors.ts';
+
 import { dependencyRetryAfterSeconds, unavailableDependency, unavailableMessage } from '../domain/dependency-errors.ts';
+import { ApiError, type ErrorCode, errorStatus, isErrorCode } from '../domain/errors.ts';
 import type { Logger } from '../logger.ts';
 
 export function errorBody(code: ErrorCode, message: string) {
@@ -18,7 +19,14 @@ export function sendError(c: Context, code: ErrorCode, message: string) {
 /** Where a validated value came from (hono's validation targets; a form body is validated as JSON). */
 export type RequestPart = 'json' | 'form' | 'query' | 'param' | 'header' | 'cookie';
 
-const partNames: Record<RequestPart, string> = { json: 'body', form: 'body', query: 'query', param: 'path', header: 'header', cookie: 'cookie' };
+const partNames: Record<RequestPart, string> = {
+  json: 'body',
+  form: 'body',
+  query: 'query',
+  param: 'path',
+  header: 'header',
+  cookie: 'cookie',
+};
 
 /** An issue's message in the API's words: "required", a date with an example, unknown keys by name. */
 function issueMessage(issue: z.core.$ZodIssue, part: RequestPart): string {
@@ -28,7 +36,8 @@ function issueMessage(issue: z.core.$ZodIssue, part: RequestPart): string {
   }
   // zod says "Invalid input: expected string, received undefined" for a field that is not there.
   if (issue.code === 'invalid_type' && / received undefined$/.test(issue.message)) return 'required';
-  if (issue.code === 'invalid_format' && issue.format === 'datetime') return 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z';
+  if (issue.code === 'invalid_format' && issue.format === 'datetime')
+    return 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z';
   if (issue.code === 'invalid_format' && issue.format === 'date') return 'must be an ISO 8601 date such as 2026-01-31';
   return issue.message;
 }
@@ -60,7 +69,16 @@ export function handleError(error: Error, c: Context, logger: Logger) {
   }
   if (error instanceof HTTPException) {
     const status = error.status;
-    const code: ErrorCode = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 404 ? 'not_found' : status < 500 ? 'invalid_request' : 'internal_error';
+    const code: ErrorCode =
+      status === 413
+        ? 'payload_too_large'
+        : status === 415
+          ? 'unsupported_media_type'
+          : status === 404
+            ? 'not_found'
+            : status < 500
+              ? 'invalid_request'
+              : 'internal_error';
     return sendError(c, code, error.message || 'Request refused.');
   }
   const dependency = unavailableDependency(error);
@@ -70,5 +88,9 @@ export function handleError(error: Error, c: Context, logger: Logger) {
     return sendError(c, 'service_unavailable', unavailableMessage(dependency));
   }
   logger.error({ err: error, requestId: c.get('requestId') }, 'unhandled error');
-  return sendError(c, 'internal_error', `Something went wrong on our side. Request id: ${c.get('requestId') ?? 'unknown'}.`);
+  return sendError(
+    c,
+    'internal_error',
+    `Something went wrong on our side. Request id: ${c.get('requestId') ?? 'unknown'}.`,
+  );
 }

@@ -1,5 +1,6 @@
 import type { EntityName } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { ApiError } from '../domain/errors.ts';
 
 /**
@@ -14,7 +15,9 @@ export async function notFoundInMode<T extends object>(
   scope: { accountId: string; livemode: boolean },
   noun: string,
 ): Promise<ApiError> {
-  const elsewhere = await em.fork().count(entity, { id, accountId: scope.accountId, livemode: !scope.livemode } as never);
+  const elsewhere = await em
+    .fork()
+    .count(entity, { id, accountId: scope.accountId, livemode: !scope.livemode } as never);
   if (elsewhere === 0) return new ApiError('not_found', `No such ${noun}.`);
   const [there, yours] = scope.livemode ? ['sandbox mode', 'live'] : ['live mode', 'sandbox'];
   return new ApiError('not_found', `No such ${noun}: ${id} exists in ${there}; you are using a ${yours} credential.`);

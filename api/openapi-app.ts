@@ -1,8 +1,9 @@
 import { OpenAPIHono, type z } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import { ApiError, type ErrorCode } from '../domain/errors.ts';
+
 import { dependencyRetryAfterSeconds, unavailableMessage } from '../domain/dependency-errors.ts';
-import { errorBody, describeZodError } from './errors.ts';
+import { ApiError, type ErrorCode } from '../domain/errors.ts';
+import { describeZodError, errorBody } from './errors.ts';
 import { coerceFormValue, formCoercion } from './middleware/body.ts';
 
 const formType = 'application/x-www-form-urlencoded';
@@ -22,7 +23,8 @@ export const json = <T extends z.ZodType>(schema: T) => ({ content: { 'applicati
 export function newOpenApiApp() {
   const app = new OpenAPIHono({
     defaultHook: (result, c) => {
-      if (!result.success) return c.json(errorBody('invalid_request', describeZodError(result.error, result.target)), 400);
+      if (!result.success)
+        return c.json(errorBody('invalid_request', describeZodError(result.error, result.target)), 400);
     },
   });
   const register = app.openapi;
@@ -39,7 +41,11 @@ export function newOpenApiApp() {
       });
     }
     const own = middleware === undefined ? [] : Array.isArray(middleware) ? middleware : [middleware];
-    return register({ ...route, hide: true, middleware: [formCoercion(schema), ...(own as MiddlewareHandler[])] }, handler, hook);
+    return register(
+      { ...route, hide: true, middleware: [formCoercion(schema), ...(own as MiddlewareHandler[])] },
+      handler,
+      hook,
+    );
   }) as typeof app.openapi;
   return app;
 }
@@ -59,32 +65,90 @@ export async function optionalJsonBody<T extends z.ZodType>(c: Context, schema: 
 
 /** The example code shown for each error status: the general code of the status (domain/errors.ts maps codes to statuses). */
 const exampleCodes: Record<number, { error: ErrorCode; message: string; description: string }> = {
-  400: { error: 'invalid_request', message: 'limit: must be at most 100', description: 'Invalid request (a body, query or path parameter the schema refuses)' },
-  401: { error: 'unauthorized', message: 'This endpoint needs Authorization: Bearer <token>.', description: 'No, an invalid or an expired credential' },
-  402: { error: 'payment_failed', message: 'Your card was declined.', description: 'A charge the request needed was declined' },
-  403: { error: 'forbidden', message: 'The member role may not do this.', description: 'The caller\'s role may not do this' },
+  400: {
+    error: 'invalid_request',
+    message: 'limit: must be at most 100',
+    description: 'Invalid request (a body, query or path parameter the schema refuses)',
+  },
+  401: {
+    error: 'unauthorized',
+    message: 'This endpoint needs Authorization: Bearer <token>.',
+    description: 'No, an invalid or an expired credential',
+  },
+  402: {
+    error: 'payment_failed',
+    message: 'Your card was declined.',
+    description: 'A charge the request needed was declined',
+  },
+  403: {
+    error: 'forbidden',
+    message: 'The member role may not do this.',
+    description: "The caller's role may not do this",
+  },
   404: { error: 'not_found', message: 'No such resource.', description: 'Not found (also an id of the other mode)' },
-  409: { error: 'conflict', message: 'The resource changed; retry.', description: 'Conflict with the current state (or a retry while the first request with its Idempotency-Key runs)' },
-  410: { error: 'link_expired', message: 'This link expired; ask for a new one.', description: 'A signed link past its expiry' },
-  413: { error: 'payload_too_large', message: 'Request bodies are limited to 1048576 bytes.', description: 'Body too large' },
-  415: { error: 'unsupported_media_type', message: 'Content-Type must be application/json or application/x-www-form-urlencoded, got "text/plain".', description: 'Body neither JSON nor a form' },
-  422: { error: 'idempotency_key_reused', message: 'This Idempotency-Key was used with another request.', description: 'Idempotency-Key reused with another body' },
-  429: { error: 'rate_limited', message: 'Too many requests. Try again in 60 seconds.', description: 'Throttled (Retry-After says when to retry)' },
+  409: {
+    error: 'conflict',
+    message: 'The resource changed; retry.',
+    description: 'Conflict with the current state (or a retry while the first request with its Idempotency-Key runs)',
+  },
+  410: {
+    error: 'link_expired',
+    message: 'This link expired; ask for a new one.',
+    description: 'A signed link past its expiry',
+  },
+  413: {
+    error: 'payload_too_large',
+    message: 'Request bodies are limited to 1048576 bytes.',
+    description: 'Body too large',
+  },
+  415: {
+    error: 'unsupported_media_type',
+    message: 'Content-Type must be application/json or application/x-www-form-urlencoded, got "text/plain".',
+    description: 'Body neither JSON nor a form',
+  },
+  422: {
+    error: 'idempotency_key_reused',
+    message: 'This Idempotency-Key was used with another request.',
+    description: 'Idempotency-Key reused with another body',
+  },
+  429: {
+    error: 'rate_limited',
+    message: 'Too many requests. Try again in 60 seconds.',
+    description: 'Throttled (Retry-After says when to retry)',
+  },
   500: { error: 'internal_error', message: 'Something went wrong on our side.', description: 'Internal error' },
-  503: { error: 'service_unavailable', message: unavailableMessage('database'), description: 'A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds' },
+  503: {
+    error: 'service_unavailable',
+    message: unavailableMessage('database'),
+    description:
+      'A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds',
+  },
 };
 
 interface OperationObject {
   security?: unknown[];
   parameters?: { $ref?: string; in?: string }[];
   requestBody?: unknown;
-  responses?: Record<string, { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: unknown; example?: unknown }> }>;
+  responses?: Record<
+    string,
+    {
+      description?: string;
+      headers?: Record<string, unknown>;
+      content?: Record<string, { schema?: unknown; example?: unknown }>;
+    }
+  >;
 }
 
-const retryAfterHeader = { description: 'Seconds to wait before retrying', schema: { type: 'integer', example: dependencyRetryAfterSeconds } };
+const retryAfterHeader = {
+  description: 'Seconds to wait before retrying',
+  schema: { type: 'integer', example: dependencyRetryAfterSeconds },
+};
 
 const errorContent = (status: number) => ({
-  'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: { error: exampleCodes[status]!.error, message: exampleCodes[status]!.message } },
+  'application/json': {
+    schema: { $ref: '#/components/schemas/Error' },
+    example: { error: exampleCodes[status]!.error, message: exampleCodes[status]!.message },
+  },
 });
 
 /**
@@ -100,7 +164,9 @@ const errorContent = (status: number) => ({
  * or by its route, gets an example whose code belongs to its status.
  */
 export function withCommonStatuses<T extends { paths?: object }>(document: T): T {
-  for (const [path, item] of Object.entries((document.paths ?? {}) as Record<string, Record<string, OperationObject>>)) {
+  for (const [path, item] of Object.entries(
+    (document.paths ?? {}) as Record<string, Record<string, OperationObject>>,
+  )) {
     for (const [method, operation] of Object.entries(item)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method) || typeof operation !== 'object') continue;
       const responses = (operation.responses ??= {});
@@ -112,22 +178,33 @@ export function withCommonStatuses<T extends { paths?: object }>(document: T): T
       if (path.includes('{')) statuses.add(404);
       if (method !== 'get' && method !== 'delete') statuses.add(413).add(415);
       if (method === 'delete' && operation.requestBody) statuses.add(413).add(415);
-      if (method === 'post' && operation.parameters?.some((p) => p.$ref === '#/components/parameters/IdempotencyKey')) statuses.add(409).add(422);
+      if (method === 'post' && operation.parameters?.some((p) => p.$ref === '#/components/parameters/IdempotencyKey'))
+        statuses.add(409).add(422);
       for (const status of statuses) {
-        if (!responses[status]) responses[status] = { description: exampleCodes[status]!.description, content: errorContent(status) };
+        if (!responses[status])
+          responses[status] = { description: exampleCodes[status]!.description, content: errorContent(status) };
       }
       // A dependency outage (api/errors.ts handleError) says when to retry.
       const unavailable = responses[503];
-      if (unavailable && (unavailable.content?.['application/json']?.schema as { $ref?: string } | undefined)?.$ref === '#/components/schemas/Error') unavailable.headers ??= { 'Retry-After': retryAfterHeader };
+      if (
+        unavailable &&
+        (unavailable.content?.['application/json']?.schema as { $ref?: string } | undefined)?.$ref ===
+          '#/components/schemas/Error'
+      )
+        unavailable.headers ??= { 'Retry-After': retryAfterHeader };
       // Node's HTTP server answers it before any route, with an empty body: request line and headers over 16 KB (a long query).
-      responses[431] ??= { description: 'Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body)' };
+      responses[431] ??= {
+        description:
+          'Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body)',
+      };
       for (const [key, response] of Object.entries(responses)) {
         const status = Number(key);
         if (!(status >= 400) || !exampleCodes[status]) continue;
         const media = response.content?.['application/json'];
         if (!media) response.content = { ...response.content, ...errorContent(status) };
         else if (media.example === undefined) media.example = errorContent(status)['application/json'].example;
-        if (!response.description || response.description === 'Error') response.description = exampleCodes[status]!.description;
+        if (!response.description || response.description === 'Error')
+          response.description = exampleCodes[status]!.description;
       }
     }
   }

@@ -1,7 +1,15 @@
 import { z } from '@hono/zod-openapi';
-import { ALIAS_REPLACEMENT, Raw, type EntityMetadata, type EntityName, type EntityProperty, type FilterQuery } from '@mikro-orm/core';
+import {
+  ALIAS_REPLACEMENT,
+  type EntityMetadata,
+  type EntityName,
+  type EntityProperty,
+  type FilterQuery,
+  Raw,
+} from '@mikro-orm/core';
 import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
-import { idPrefixes, type IdKind } from '../domain/ids.ts';
+
+import { type IdKind, idPrefixes } from '../domain/ids.ts';
 
 /**
  * Cursor lists as GET /v1/transactions has them: newest first, keyset pages on the
@@ -10,11 +18,17 @@ import { idPrefixes, type IdKind } from '../domain/ids.ts';
  * previous, newer page), and `{ object: "list", data, has_more }`.
  */
 export function cursorQuery(kind: IdKind) {
-  const cursor = z.string().regex(new RegExp(`^${idPrefixes[kind]}_[0-9a-z]{26}$`), `must be a ${idPrefixes[kind]}_ id`);
+  const cursor = z
+    .string()
+    .regex(new RegExp(`^${idPrefixes[kind]}_[0-9a-z]{26}$`), `must be a ${idPrefixes[kind]}_ id`);
   return {
     limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: '1 to 100' }),
-    starting_after: cursor.optional().openapi({ description: 'An id from the previous page: the page of older items after it' }),
-    ending_before: cursor.optional().openapi({ description: 'An id from the current page: the page of newer items before it' }),
+    starting_after: cursor
+      .optional()
+      .openapi({ description: 'An id from the previous page: the page of older items after it' }),
+    ending_before: cursor
+      .optional()
+      .openapi({ description: 'An id from the current page: the page of newer items before it' }),
   };
 }
 
@@ -27,7 +41,8 @@ export const oneCursor = [
 /** A query-string boolean: exactly "true" or "false". */
 export const queryBoolean = z.enum(['true', 'false']).transform((value) => value === 'true');
 
-export const listSchema = <T extends z.ZodType>(item: T) => z.object({ object: z.literal('list'), data: z.array(item), has_more: z.boolean() });
+export const listSchema = <T extends z.ZodType>(item: T) =>
+  z.object({ object: z.literal('list'), data: z.array(item), has_more: z.boolean() });
 
 /**
  * One page of `entity` matching `where`, newest first, keyset on the time-sortable
@@ -51,7 +66,13 @@ export async function keysetPage<T extends { id: string }>(
   const rows =
     options.rows === 'plain'
       ? ((await plainRows(em, entity, filter, backwards, query.limit + 1)) ??
-        (await em.createQueryBuilder(entity).select('*').where(filter as QBFilterQuery<T>).orderBy(orderBy).limit(query.limit + 1).execute<T[]>('all')))
+        (await em
+          .createQueryBuilder(entity)
+          .select('*')
+          .where(filter as QBFilterQuery<T>)
+          .orderBy(orderBy)
+          .limit(query.limit + 1)
+          .execute<T[]>('all')))
       : ((await em.find(entity, filter as FilterQuery<T>, { orderBy, limit: query.limit + 1 })) as T[]);
   const hasMore = rows.length > query.limit;
   const page = rows.slice(0, query.limit);
@@ -70,7 +91,13 @@ const comparisons: Record<string, string> = { $lt: '<', $lte: '<=', $gt: '>', $g
  * go through MikroORM's own result mapper, so they equal the query builder's
  * (test/pagination.test.ts).
  */
-async function plainRows<T>(em: EntityManager, entity: EntityName<T>, filter: Record<string, unknown>, ascending: boolean, limit: number): Promise<T[] | undefined> {
+async function plainRows<T>(
+  em: EntityManager,
+  entity: EntityName<T>,
+  filter: Record<string, unknown>,
+  ascending: boolean,
+  limit: number,
+): Promise<T[] | undefined> {
   const meta = em.getMetadata().get(entity) as EntityMetadata<T>;
   const clauses: string[] = [];
   const params: unknown[] = [];
@@ -82,13 +109,18 @@ async function plainRows<T>(em: EntityManager, entity: EntityName<T>, filter: Re
     const name = column(key);
     if (!name) return undefined;
     if (value === null) clauses.push(`${name} is null`);
-    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || value instanceof Date) {
+    else if (
+      typeof value === 'string' ||
+      typeof value === 'number' ||
+      typeof value === 'boolean' ||
+      value instanceof Date
+    ) {
       clauses.push(`${name} = ?`);
       params.push(value);
     } else if (typeof value === 'object') {
       for (const [operator, operand] of Object.entries(value as Record<string, unknown>)) {
         const sql = comparisons[operator];
-        if (!sql || operand === null || typeof operand === 'object' && !(operand instanceof Date)) return undefined;
+        if (!sql || operand === null || (typeof operand === 'object' && !(operand instanceof Date))) return undefined;
         clauses.push(`${name} ${sql} ?`);
         params.push(operand);
       }
@@ -98,14 +130,17 @@ async function plainRows<T>(em: EntityManager, entity: EntityName<T>, filter: Re
   for (const key of Object.getOwnPropertySymbols(filter)) {
     const fragment = Raw.getKnownFragment(key);
     const value = (filter as Record<symbol, unknown>)[key];
-    if (!fragment || !Array.isArray(value) || value.length > 0 || fragment.sql.includes(ALIAS_REPLACEMENT)) return undefined; // an alias plainRows' statement does not have
+    if (!fragment || !Array.isArray(value) || value.length > 0 || fragment.sql.includes(ALIAS_REPLACEMENT))
+      return undefined; // an alias plainRows' statement does not have
     clauses.push(`(${fragment.sql})`);
     params.push(...fragment.params);
   }
   const idColumn = column('id');
   if (!idColumn) return undefined;
   const sql = `select * from "${meta.tableName}"${clauses.length ? ` where ${clauses.join(' and ')}` : ''} order by ${idColumn} ${ascending ? 'asc' : 'desc'} limit ${limit}`;
-  const raw = await em.getConnection().execute<Record<string, unknown>[]>(sql, params, 'all', em.getTransactionContext());
+  const raw = await em
+    .getConnection()
+    .execute<Record<string, unknown>[]>(sql, params, 'all', em.getTransactionContext());
   // MikroORM's own result mapper (column → property, dates, custom types), as the query builder maps rows.
   const driver = em.getDriver();
   return raw.map((row) => driver.mapResult(row as never, meta as never) as T);

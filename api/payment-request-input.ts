@@ -3,20 +3,21 @@
  * body fields, the requesting account's checks, and reading a request the caller
  * owns. The workflow commands themselves are in services/payment-request-commands.ts.
  */
-import { brandOf } from '../domain/branding.ts';
-import { resourceId } from './middleware/idempotency.ts';
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+
 import { Account, PaymentRequest } from '../db/entities/index.ts';
+import { brandOf } from '../domain/branding.ts';
 import { ApiError } from '../domain/errors.ts';
-import { notFoundInMode } from './not-found.ts';
 import { defaultExpiryMs, maxExpiryMs, minExpiryMs, type PaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import { amount, currency, metadata } from '../objects/common.ts';
 import { startPaymentRequest } from '../services/payment-request-commands.ts';
-import { accountScope } from './auth/principal.ts';
 import { checkClockPaymentRequestRoom, clockBindingOf, findOwnTestClock } from '../services/test-clocks.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
+import { accountScope } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';
+import { resourceId } from './middleware/idempotency.ts';
+import { notFoundInMode } from './not-found.ts';
 import { emailField, isoInstant } from './schemas.ts';
 
 /** Body fields both POST /v1/payments and POST /api/v1/payment-requests take. */
@@ -26,7 +27,9 @@ export const paymentRequestFields = {
   customer_email: emailField,
   reference: z.string().max(500).optional(),
   metadata: metadata.optional(),
-  expires_at: isoInstant.optional().openapi({ type: 'string', format: 'date-time', description: 'At least a minute and at most 30 days ahead' }),
+  expires_at: isoInstant
+    .optional()
+    .openapi({ type: 'string', format: 'date-time', description: 'At least a minute and at most 30 days ahead' }),
   expires_in: z
     .number()
     .int()
@@ -34,7 +37,13 @@ export const paymentRequestFields = {
     .max(maxExpiryMs / 1000)
     .optional()
     .openapi({ description: 'Seconds the link stays payable (60 to 2592000); default 604800 (7 days)' }),
-  test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md)' }),
+  test_clock: z
+    .string()
+    .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
+    .optional()
+    .openapi({
+      description: 'A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md)',
+    }),
 };
 
 export interface NewPaymentRequest {
@@ -55,26 +64,39 @@ export interface NewPaymentRequest {
  * `account_not_found`, as SPEC.md names it; the currency must be the account's,
  * because the payment lands on its ledger as a transaction.
  */
-export async function requestingAccount(deps: ApiDeps, c: Context, body: Pick<NewPaymentRequest, 'account_id' | 'currency'>) {
+export async function requestingAccount(
+  deps: ApiDeps,
+  c: Context,
+  body: Pick<NewPaymentRequest, 'account_id' | 'currency'>,
+) {
   const scope = await accountScope(c, deps.orm);
-  if (body.account_id !== undefined && body.account_id !== scope.accountId) throw new ApiError('account_not_found', `No such account: ${body.account_id}.`);
+  if (body.account_id !== undefined && body.account_id !== scope.accountId)
+    throw new ApiError('account_not_found', `No such account: ${body.account_id}.`);
   const account = await deps.orm.em.fork().findOne(Account, { id: scope.accountId });
   if (!account) throw new ApiError('account_not_found', `No such account: ${scope.accountId}.`);
   if (body.currency !== account.settings.currency) {
-    throw new ApiError('currency_mismatch', `The account's currency is ${account.settings.currency}, not ${body.currency}.`);
+    throw new ApiError(
+      'currency_mismatch',
+      `The account's currency is ${account.settings.currency}, not ${body.currency}.`,
+    );
   }
   return { scope, account };
 }
 
 /** Checks the caller's account, works out the expiry, and starts the request's workflow. */
-export async function createPaymentRequest(deps: ApiDeps, c: Context, body: NewPaymentRequest): Promise<PaymentRequestSnapshot> {
+export async function createPaymentRequest(
+  deps: ApiDeps,
+  c: Context,
+  body: NewPaymentRequest,
+): Promise<PaymentRequestSnapshot> {
   const { scope, account } = await requestingAccount(deps, c, body);
   const testClock = await testClockOf(deps, scope, body.test_clock);
   let expiresAt: string | null = null;
   let expiresInMs = defaultExpiryMs;
   if (body.expires_at) {
     const ahead = body.expires_at.getTime() - (testClock ? Date.parse(testClock.now) : Date.now());
-    if (ahead < minExpiryMs) throw new ApiError('invalid_request', 'expires_at: must be at least a minute in the future.');
+    if (ahead < minExpiryMs)
+      throw new ApiError('invalid_request', 'expires_at: must be at least a minute in the future.');
     if (ahead > maxExpiryMs) throw new ApiError('invalid_request', 'expires_at: must be at most 30 days ahead.');
     expiresAt = body.expires_at.toISOString();
   } else if (body.expires_in !== undefined) {
@@ -97,7 +119,11 @@ export async function createPaymentRequest(deps: ApiDeps, c: Context, body: NewP
 }
 
 /** The binding of a new request to the caller's test clock `id` (sandbox only), or undefined. */
-export async function testClockOf(deps: ApiDeps, scope: { accountId: string; livemode: boolean }, id: string | undefined): Promise<ClockBinding | undefined> {
+export async function testClockOf(
+  deps: ApiDeps,
+  scope: { accountId: string; livemode: boolean },
+  id: string | undefined,
+): Promise<ClockBinding | undefined> {
   if (!id) return undefined;
   const em = deps.orm.em.fork();
   const clock = await findOwnTestClock(em, id, scope);
@@ -109,7 +135,9 @@ export async function testClockOf(deps: ApiDeps, scope: { accountId: string; liv
 
 export async function findOwnPaymentRequest(deps: ApiDeps, c: Context, id: string): Promise<PaymentRequest> {
   const scope = await accountScope(c, deps.orm);
-  const request = await deps.orm.em.fork().findOne(PaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
+  const request = await deps.orm.em
+    .fork()
+    .findOne(PaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
   if (!request) throw await notFoundInMode(deps.orm.em, PaymentRequest, id, scope, 'payment request');
   return request;
 }

@@ -5,9 +5,18 @@ import type { Account, CustomerPortalPermissions } from '../db/entities/index.ts
  * customer_portal setting): the account's own choices over these defaults. One place, read by the
  * portal's routes and by the one-off invoice pay page (promotion codes).
  */
-export const defaultPortalPermissions: CustomerPortalPermissions = { plan_changes: false, cancellation: true, resume: true, quantity_changes: false, promotion_codes: false, plans: null };
+export const defaultPortalPermissions: CustomerPortalPermissions = {
+  plan_changes: false,
+  cancellation: true,
+  resume: true,
+  quantity_changes: false,
+  promotion_codes: false,
+  plans: null,
+};
 
-export const portalPermissionsOf = (account: Pick<Account, 'settings'> | null | undefined): CustomerPortalPermissions => ({
+export const portalPermissionsOf = (
+  account: Pick<Account, 'settings'> | null | undefined,
+): CustomerPortalPermissions => ({
   ...defaultPortalPermissions,
   ...(account?.settings.customer_portal ?? {}),
 });

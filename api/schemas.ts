@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+
 import { passwordPolicyProblem } from '../domain/passwords.ts';
 
 /** zod schemas shared by validation and the OpenAPI document. */
@@ -7,21 +8,26 @@ export const ErrorSchema = z
   .openapi('Error');
 
 export const idParam = (prefix: string) =>
-  z.object({ id: z.string().min(1).max(64).openapi({ param: { name: 'id', in: 'path' }, example: `${prefix}_01jd3x5k8q0m2v7c9r4t6y1w3e` }) });
-
-
-
-
+  z.object({
+    id: z
+      .string()
+      .min(1)
+      .max(64)
+      .openapi({ param: { name: 'id', in: 'path' }, example: `${prefix}_01jd3x5k8q0m2v7c9r4t6y1w3e` }),
+  });
 
 export const errorResponses = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((status) => [status, { description: 'Error', content: { 'application/json': { schema: ErrorSchema } } }]));
-
-
-
+  Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: 'Error', content: { 'application/json': { schema: ErrorSchema } } },
+    ]),
+  );
 
 /** `customer_id` and `customer` name the same thing on creates and lists: one of them, not both (a zod `.refine(...oneCustomerName)`). */
 export const oneCustomerName = [
-  (value: { customer_id?: string; customer?: string }) => !(value.customer_id !== undefined && value.customer !== undefined),
+  (value: { customer_id?: string; customer?: string }) =>
+    !(value.customer_id !== undefined && value.customer !== undefined),
   { message: 'customer and customer_id name the same thing: give one of them, not both' },
 ] as const;
 
@@ -43,10 +49,15 @@ export const emailField = z
 export const isoInstant = z.iso
   .datetime({ offset: true })
   .transform((value) => new Date(value))
-  .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, { message: 'must be between 1970 and 9999' });
+  .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, {
+    message: 'must be between 1970 and 9999',
+  });
 
 /** A new password: SPEC.md's policy, with what is missing in the message. */
-export const passwordField = z.string().max(256).superRefine((value, ctx) => {
-  const problem = passwordPolicyProblem(value);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
+export const passwordField = z
+  .string()
+  .max(256)
+  .superRefine((value, ctx) => {
+    const problem = passwordPolicyProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });

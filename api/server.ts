@@ -5,17 +5,19 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
+
 import { ConfigError, loadConfig } from '../config.ts';
 import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
-import { requestPathTemporalInterceptors } from '../services/temporal-connection.ts';
-import { createProcessors } from '../services/processors/index.ts';
 import { createLogger } from '../logger.ts';
-import { createApp } from './app.ts';
-import { ensureAdmin } from './auth/bootstrap.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { startTracing } from '../services/observability/tracing.ts';
+import { createProcessors } from '../services/processors/index.ts';
+import { requestPathTemporalInterceptors } from '../services/temporal-connection.ts';
+import { createApp } from './app.ts';
+import { ensureAdmin } from './auth/bootstrap.ts';
 import type { ApiDeps } from './deps.ts';
 
 export interface RunningApi {
@@ -24,7 +26,12 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-export async function startApiServer(deps: ApiDeps, port: number, hostname = '0.0.0.0', options: { shutdownGraceMs?: number } = {}): Promise<RunningApi> {
+export async function startApiServer(
+  deps: ApiDeps,
+  port: number,
+  hostname = '0.0.0.0',
+  options: { shutdownGraceMs?: number } = {},
+): Promise<RunningApi> {
   const app = createApp(deps);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port, hostname }, () => resolve(s));
@@ -32,12 +39,18 @@ export async function startApiServer(deps: ApiDeps, port: number, hostname = '0.
   const address = server.address();
   let closing: Promise<void> | undefined;
   // While closing, a connection whose response is done is closed at once instead of idling in keep-alive.
-  server.on('request', (_req, res: { once(event: 'finish', listener: () => void): void; setHeader?(name: string, value: string): void }) => {
-    if (closing) res.setHeader?.('connection', 'close');
-    res.once('finish', () => {
-      if (closing && 'closeIdleConnections' in server) server.closeIdleConnections();
-    });
-  });
+  server.on(
+    'request',
+    (
+      _req,
+      res: { once(event: 'finish', listener: () => void): void; setHeader?(name: string, value: string): void },
+    ) => {
+      if (closing) res.setHeader?.('connection', 'close');
+      res.once('finish', () => {
+        if (closing && 'closeIdleConnections' in server) server.closeIdleConnections();
+      });
+    },
+  );
   return {
     port: typeof address === 'object' && address ? address.port : port,
     close: () =>
@@ -61,7 +74,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, { process: 'api' });
   if (!config.databaseUrl || !config.temporalAddress) {
-    logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS must be set for a standalone API (npm start runs everything locally).');
+    logger.fatal(
+      'DATABASE_URL and TEMPORAL_ADDRESS must be set for a standalone API (npm start runs everything locally).',
+    );
     process.exit(1);
   }
   // Connect, pool and statement timeouts: a PostgreSQL that hangs answers requests 503, not never (db/orm.ts).
@@ -70,9 +85,26 @@ async function main(): Promise<void> {
   // OTEL_EXPORTER_OTLP_ENDPOINT: a span per request, carried into the workflows the request starts (docs/operations.md#traces).
   const tracing = startTracing({ serviceName: 'billing-api', otlpEndpoint: config.otlpEndpoint });
   // A second of retries and deadlines on quick calls: a Temporal outage answers 503 promptly (services/temporal-connection.ts).
-  const connection = await Connection.connect({ address: config.temporalAddress, interceptors: requestPathTemporalInterceptors() });
-  const temporal = new Client({ connection, namespace: config.temporalNamespace, ...(tracing ? { interceptors: { workflow: tracing.clientInterceptors } } : {}) });
-  const api = await startApiServer({ orm, temporal, config, logger, processors: createProcessors(config.processors, () => orm.em.fork()), ...(tracing ? { tracer: tracing.tracer } : {}) }, config.port);
+  const connection = await Connection.connect({
+    address: config.temporalAddress,
+    interceptors: requestPathTemporalInterceptors(),
+  });
+  const temporal = new Client({
+    connection,
+    namespace: config.temporalNamespace,
+    ...(tracing ? { interceptors: { workflow: tracing.clientInterceptors } } : {}),
+  });
+  const api = await startApiServer(
+    {
+      orm,
+      temporal,
+      config,
+      logger,
+      processors: createProcessors(config.processors, () => orm.em.fork()),
+      ...(tracing ? { tracer: tracing.tracer } : {}),
+    },
+    config.port,
+  );
   logger.info({ port: api.port, tracing: Boolean(tracing) }, 'api listening');
   // METRICS_PORT: GET /metrics on a port of its own (docs/operations.md#metrics).
   const metrics = config.metricsPort === undefined ? undefined : await startMetricsServer(config.metricsPort);

@@ -15,13 +15,16 @@
  */
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+
 import { Hono } from 'hono';
+
 import type { CallerAccountRow } from '../api/auth/principal.ts';
 import { secretKey, verifyAccessToken } from '../api/auth/tokens.ts';
+import { serializeAccountRow } from '../objects/account.ts';
 import {
   allSucceeded,
-  comparisonLines,
   compare,
+  comparisonLines,
   describeMachine,
   resultsFile,
   runBenchmark,
@@ -31,7 +34,6 @@ import {
   startEnvironment,
   writeSection,
 } from './harness.ts';
-import { serializeAccountRow } from '../objects/account.ts';
 
 const goal = 0.7;
 const sectionHeading = '## Authenticated GET /v1/account';
@@ -58,7 +60,9 @@ await runBenchmark('bench:auth', async (stops, say) => {
       const match = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '');
       const claims = match ? await verifyAccessToken(key, match[1]!) : null;
       if (!claims) return c.json({ error: 'unauthorized', message: 'Invalid or expired access token.' }, 401);
-      const [row] = await orm.em.getConnection().execute<CallerAccountRow[]>(bareQuery, [claims.sessionId, claims.userId]);
+      const [row] = await orm.em
+        .getConnection()
+        .execute<CallerAccountRow[]>(bareQuery, [claims.sessionId, claims.userId]);
       if (!row) return c.json({ error: 'unauthorized', message: 'This session is no longer valid.' }, 401);
       return c.json(serializeAccountRow(row));
     });
@@ -76,10 +80,18 @@ await runBenchmark('bench:auth', async (stops, say) => {
       return { status: response.status, body: await response.json() };
     }),
   );
-  if (engineAnswer!.status !== 200 || bareAnswer!.status !== 200 || !isDeepStrictEqual(engineAnswer!.body, bareAnswer!.body)) {
-    throw new Error(`the two targets answer differently:\n  engine ${JSON.stringify(engineAnswer)}\n  bare   ${JSON.stringify(bareAnswer)}`);
+  if (
+    engineAnswer!.status !== 200 ||
+    bareAnswer!.status !== 200 ||
+    !isDeepStrictEqual(engineAnswer!.body, bareAnswer!.body)
+  ) {
+    throw new Error(
+      `the two targets answer differently:\n  engine ${JSON.stringify(engineAnswer)}\n  bare   ${JSON.stringify(bareAnswer)}`,
+    );
   }
-  say(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s; both answer 200 with the same account (${tenant.accountId})`);
+  say(
+    `ready in ${((Date.now() - started) / 1000).toFixed(1)} s; both answer 200 with the same account (${tenant.accountId})`,
+  );
 
   const comparison = await compare(
     'GET /v1/account',

@@ -19,21 +19,23 @@
  *
  *   npm run bench:exports
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
+
 import { Export } from '../db/entities/index.ts';
-import { newId } from '../domain/ids.ts';
+import { migrate, openOrm } from '../db/orm.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
-import { failExport } from '../services/exports.ts';
-import { migrate, openOrm } from '../db/orm.ts';
+import { newId } from '../domain/ids.ts';
 import { installTemporalRuntime } from '../export-worker.ts';
+import { failExport } from '../services/exports.ts';
 import { exportWorkflow } from '../workflows/export.ts';
 import { resultsFile, writeSection } from './harness.ts';
 
@@ -57,19 +59,35 @@ function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
  * exactly as `npm run <script>` runs it. BENCH_EXPORT_NODE_FLAGS overrides the flags (experiments).
  */
 function npmScript(name: string): { flags: string[]; entry: string } {
-  const scripts = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const scripts = (
+    JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+  ).scripts;
   const words = scripts[name]!.split(/\s+/);
   if (words[0] !== 'node') throw new Error(`npm script ${name} does not start with node: ${scripts[name]}`);
   const override = process.env.BENCH_EXPORT_NODE_FLAGS;
-  return { flags: override === undefined ? words.slice(1, -1) : override.split(/\s+/).filter(Boolean), entry: words[words.length - 1]! };
+  return {
+    flags: override === undefined ? words.slice(1, -1) : override.split(/\s+/).filter(Boolean),
+    entry: words[words.length - 1]!,
+  };
 }
 
 /** Starts a worker as its npm script does, as a child process, and waits for its "running" log line. */
-async function startWorkerProcess(script: string, env: Record<string, string>, ready: RegExp): Promise<ChildProcess & { command: string }> {
+async function startWorkerProcess(
+  script: string,
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<ChildProcess & { command: string }> {
   const { flags, entry } = npmScript(script);
-  const child = Object.assign(spawn(process.execPath, [...flags, path.join(root, entry)], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }), {
-    command: ['node', ...flags, entry].join(' '),
-  });
+  const child = Object.assign(
+    spawn(process.execPath, [...flags, path.join(root, entry)], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+    {
+      command: ['node', ...flags, entry].join(' '),
+    },
+  );
   let output = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${entry} did not start in 120 s:\n${output}`)), 120_000);
@@ -122,12 +140,24 @@ try {
 
   installTemporalRuntime('warn');
   const namespace = 'default';
-  const temporal = await startTemporalDevServer({ dataDir: path.join(tmpDir, 'temporal'), port: await freePort(), uiPort: await freePort(), namespace, log: say });
+  const temporal = await startTemporalDevServer({
+    dataDir: path.join(tmpDir, 'temporal'),
+    port: await freePort(),
+    uiPort: await freePort(),
+    namespace,
+    log: say,
+  });
   temporalServer = temporal;
   const connection = await Connection.connect({ address: temporal.address });
   const client = new Client({ connection, namespace });
   const dataDir = path.join(tmpDir, 'data');
-  const baseEnv = { DATABASE_URL: url, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: namespace, DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  const baseEnv = {
+    DATABASE_URL: url,
+    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_NAMESPACE: namespace,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+  };
 
   const loadAtStart = os.loadavg()[0]!;
   const table: string[] = [];
@@ -142,7 +172,11 @@ try {
     let exportsQueue: string | undefined;
     if (shape === 'exports') {
       exportsQueue = 'bench-exports-files';
-      workerProcess = await startWorkerProcess('worker:exports', { ...baseEnv, TEMPORAL_TASK_QUEUE: workflowQueue, EXPORTS_TASK_QUEUE: exportsQueue }, /exports worker running/);
+      workerProcess = await startWorkerProcess(
+        'worker:exports',
+        { ...baseEnv, TEMPORAL_TASK_QUEUE: workflowQueue, EXPORTS_TASK_QUEUE: exportsQueue },
+        /exports worker running/,
+      );
       // The workflow side, in this process: exportWorkflow alone on the workflows' queue (failExport if the file cannot be written).
       const nativeConnection = await NativeConnection.connect({ address: temporal.address });
       const worker = await Worker.create({
@@ -154,17 +188,34 @@ try {
       });
       workflowWorker = { worker, run: worker.run(), connection: nativeConnection };
     } else {
-      workerProcess = await startWorkerProcess('worker', { ...baseEnv, TEMPORAL_TASK_QUEUE: workflowQueue, EXPORTS_TASK_QUEUE: '' }, /worker running/);
+      workerProcess = await startWorkerProcess(
+        'worker',
+        { ...baseEnv, TEMPORAL_TASK_QUEUE: workflowQueue, EXPORTS_TASK_QUEUE: '' },
+        /worker running/,
+      );
     }
     children.push(workerProcess);
     const pid = workerProcess.pid!;
     starts[shape] = procStatus(pid, 'VmHWM');
     commands[shape] = workerProcess.command;
-    say(`${shape} worker (\`${workerProcess.command}\`, pid ${pid}) running: RSS ${(procStatus(pid, 'VmRSS') / 1e6).toFixed(0)} MB, peak so far ${(starts[shape] / 1e6).toFixed(0)} MB`);
+    say(
+      `${shape} worker (\`${workerProcess.command}\`, pid ${pid}) running: RSS ${(procStatus(pid, 'VmRSS') / 1e6).toFixed(0)} MB, peak so far ${(starts[shape] / 1e6).toFixed(0)} MB`,
+    );
     for (const format of formats) {
       const id = newId('export');
       const now = new Date();
-      await orm.em.fork().insert(Export, { id, accountId, livemode: true, resource: 'transactions', format, timeZone: 'UTC', status: 'pending', rowsWritten: 0, createdAt: now, updatedAt: now } as never);
+      await orm.em.fork().insert(Export, {
+        id,
+        accountId,
+        livemode: true,
+        resource: 'transactions',
+        format,
+        timeZone: 'UTC',
+        status: 'pending',
+        rowsWritten: 0,
+        createdAt: now,
+        updatedAt: now,
+      } as never);
       const before = procStatus(pid, 'VmRSS');
       // Resets the process's peak RSS (VmHWM) to its current RSS: what follows is this export's peak.
       fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -179,8 +230,12 @@ try {
       const saved = await orm.em.fork().findOneOrFail(Export, { id });
       if (status !== 'succeeded') throw new Error(`export ${id} ${status}: ${saved.error}`);
       peaks[shape].push(peak);
-      table.push(`| ${shape} | ${format} | ${saved.rowCount} | ${seconds.toFixed(1)} | ${(Number(saved.fileSize) / 1e6).toFixed(1)} | ${(before / 1e6).toFixed(0)} | ${(peak / 1e6).toFixed(0)} |`);
-      say(`${shape} ${format}: ${saved.rowCount} rows in ${seconds.toFixed(1)} s, ${(Number(saved.fileSize) / 1e6).toFixed(1)} MB; worker RSS ${(before / 1e6).toFixed(0)} MB before, peak ${(peak / 1e6).toFixed(0)} MB`);
+      table.push(
+        `| ${shape} | ${format} | ${saved.rowCount} | ${seconds.toFixed(1)} | ${(Number(saved.fileSize) / 1e6).toFixed(1)} | ${(before / 1e6).toFixed(0)} | ${(peak / 1e6).toFixed(0)} |`,
+      );
+      say(
+        `${shape} ${format}: ${saved.rowCount} rows in ${seconds.toFixed(1)} s, ${(Number(saved.fileSize) / 1e6).toFixed(1)} MB; worker RSS ${(before / 1e6).toFixed(0)} MB before, peak ${(peak / 1e6).toFixed(0)} MB`,
+      );
     }
     await stopProcess(workerProcess);
     if (workflowWorker) {
@@ -196,7 +251,9 @@ try {
   const max = (values: number[]) => Math.max(...values);
   const heading = `## Exports: ${rows.toLocaleString('en')} transactions to a file`;
   const verdict = (shape: Shape) =>
-    peaks[shape].length ? `${mb(max(peaks[shape]))} MB (${max(peaks[shape]) < 300e6 ? 'under' : 'over'} 300 MB; its peak while starting up was ${mb(starts[shape])} MB)` : 'not measured in this run';
+    peaks[shape].length
+      ? `${mb(max(peaks[shape]))} MB (${max(peaks[shape]) < 300e6 ? 'under' : 'over'} 300 MB; its peak while starting up was ${mb(starts[shape])} MB)`
+      : 'not measured in this run';
   const section = [
     heading,
     '',
@@ -204,7 +261,7 @@ try {
       `embedded PostgreSQL and a Temporal dev server on the same machine, load average ${loadAtStart.toFixed(2)} at the start. One account with ${rows.toLocaleString('en')} ` +
       'transactions; each line is one export, a real exportWorkflow whose activity pages through the rows by keyset (500 a page) and streams them into ' +
       "the file (csv as a stream, xlsx with exceljs's streaming writer), written by a worker process: `exports` is the dedicated exports worker " +
-      '(export-worker.ts, `npm run worker:exports`, polling EXPORTS_TASK_QUEUE: the export activity only, no workflows), `all-in-one` the engine\'s ' +
+      "(export-worker.ts, `npm run worker:exports`, polling EXPORTS_TASK_QUEUE: the export activity only, no workflows), `all-in-one` the engine's " +
       'worker (worker.ts: every workflow and activity) writing the file itself. Seconds from starting the workflow to its result. RSS is the worker ' +
       "process's, from /proc: before the export, and the kernel's high-water mark (VmHWM, reset just before the export) for its peak. " +
       `Commands: ${shapes.map((shape) => `${shape} \`${commands[shape]}\``).join(', ')}.`,
@@ -215,7 +272,7 @@ try {
     '',
     `The issue's goal is a worker under 300 MB while exporting. The process that writes exports in production (the dedicated exports worker) peaked at ${verdict('exports')}. ` +
       `The all-in-one worker (\`npm run worker\`/\`npm start\` without EXPORTS_TASK_QUEUE) peaked at ${verdict('all-in-one')}: most of that is there before ` +
-      'any export (the workflow bundle and its V8 contexts, the Temporal core, every activity\'s libraries), which is why large exports get workers of their own.',
+      "any export (the workflow bundle and its V8 contexts, the Temporal core, every activity's libraries), which is why large exports get workers of their own.",
     '',
   ].join('\n');
   if (process.env.BENCH_WRITE === '0') console.log(section);

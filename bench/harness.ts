@@ -12,16 +12,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { serve, type ServerType } from '@hono/node-server';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
-import type { Context, Hono } from 'hono';
-import { sha256 } from '../api/auth/tokens.ts';
-import type { AccountSettings } from '../db/entities/index.ts';
 import autocannon from 'autocannon';
+import type { Context, Hono } from 'hono';
+
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
+import { sha256 } from '../api/auth/tokens.ts';
 import { startApiServer } from '../api/server.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { type Config, loadConfig } from '../config.ts';
+import type { AccountSettings } from '../db/entities/index.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort } from '../dev/processes.ts';
@@ -126,13 +128,18 @@ export interface Environment {
  * `bare` builds on the same ORM, each on a free local port.
  */
 /** The benchmark's database on the embedded server: created, migrated, with the ORM closed on stop. */
-export async function openBenchDatabase(postgres: { url(database: string): string }, stops: Stops): Promise<{ databaseUrl: string; orm: MikroORM; pgVersion: string }> {
+export async function openBenchDatabase(
+  postgres: { url(database: string): string },
+  stops: Stops,
+): Promise<{ databaseUrl: string; orm: MikroORM; pgVersion: string }> {
   const databaseUrl = postgres.url('billing_bench');
   await ensureDatabase(postgres.url('postgres'), 'billing_bench');
   const orm = await openOrm(databaseUrl);
   stops.add('ORM', () => orm.close());
   await migrate(orm, databaseUrl);
-  const [{ server_version: pgVersion }] = await orm.em.getConnection().execute<{ server_version: string }[]>('show server_version');
+  const [{ server_version: pgVersion }] = await orm.em
+    .getConnection()
+    .execute<{ server_version: string }[]>('show server_version');
   return { databaseUrl, orm, pgVersion: pgVersion! };
 }
 
@@ -145,7 +152,9 @@ export async function startEnvironment(
 ): Promise<Environment> {
   const loadAtStart = os.loadavg()[0]!;
   if (loadAtStart > os.cpus().length / 2) {
-    say(`note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${os.cpus().length} cores); the numbers will be noisy`);
+    say(
+      `note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${os.cpus().length} cores); the numbers will be noisy`,
+    );
   }
   say('starting PostgreSQL, migrating, starting both servers');
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-bench-'));
@@ -182,7 +191,11 @@ export async function startEnvironment(
   // unexpected use fail loudly (a 500, so a non-2xx, so a failed run) instead of
   // waiting on a server that is not there.
   const temporal = options.temporal ?? ({} as Client);
-  const engine = await startApiServer({ orm, temporal, config, logger: createLogger('silent') }, await freePort(), '127.0.0.1');
+  const engine = await startApiServer(
+    { orm, temporal, config, logger: createLogger('silent') },
+    await freePort(),
+    '127.0.0.1',
+  );
   stops.add('engine server', () => engine.close());
 
   const bareApp = bare({ orm, config, temporal });
@@ -206,7 +219,14 @@ export async function startEnvironment(
         if ('closeIdleConnections' in bareServer) bareServer.closeIdleConnections();
       }),
   );
-  return { orm, config, pgVersion, loadAtStart, engineBase: `http://127.0.0.1:${engine.port}`, bareBase: `http://127.0.0.1:${barePort}` };
+  return {
+    orm,
+    config,
+    pgVersion,
+    loadAtStart,
+    engineBase: `http://127.0.0.1:${engine.port}`,
+    bareBase: `http://127.0.0.1:${barePort}`,
+  };
 }
 
 /** A JSON request to one of the servers; the body as it came back (or null when it was not JSON). */
@@ -232,7 +252,10 @@ export async function call(
 }
 
 /** A new tenant through the public API: sign-up, then the owner's login. */
-export async function signUp(engineBase: string, name: string): Promise<{ accountId: string; email: string; accessToken: string }> {
+export async function signUp(
+  engineBase: string,
+  name: string,
+): Promise<{ accountId: string; email: string; accessToken: string }> {
   const email = `bench-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
   const password = 'Bench!2345';
   const created = await call('POST', `${engineBase}/v1/accounts`, { email, name, type: 'business', password });
@@ -316,10 +339,17 @@ export interface Comparison {
  * A warm-up run per target, then `rounds` rounds alternating engine and bare,
  * so a drift of the machine's speed during the run touches both alike.
  */
-export async function compare(label: string, requests: Record<Target, LoadRequest>, settings: Settings, say: Say): Promise<Comparison> {
+export async function compare(
+  label: string,
+  requests: Record<Target, LoadRequest>,
+  settings: Settings,
+  say: Say,
+): Promise<Comparison> {
   const { connections, warmupSeconds, durationSeconds, rounds } = settings;
   const total = 2 * warmupSeconds + 2 * rounds * durationSeconds;
-  say(`${label}: ${connections} connections; warm-up ${warmupSeconds} s per target, then ${rounds} rounds of ${durationSeconds} s per target, alternating (about ${total} s)`);
+  say(
+    `${label}: ${connections} connections; warm-up ${warmupSeconds} s per target, then ${rounds} rounds of ${durationSeconds} s per target, alternating (about ${total} s)`,
+  );
   for (const target of targets) {
     say(`${label}: warm-up ${target} (${warmupSeconds} s)...`);
     say(`${label}: warm-up ${target}: ${describeResult(await load(requests[target], warmupSeconds, connections))}`);
@@ -354,7 +384,8 @@ export async function compare(label: string, requests: Record<Target, LoadReques
 /** True when every request of the comparison answered 2xx; otherwise says what failed. */
 export function allSucceeded(label: string, comparison: Comparison, say: Say): boolean {
   const bad = [comparison.engine, comparison.bare].filter((r) => r.non2xx > 0 || r.failures > 0);
-  for (const r of bad) say(`FAILED: ${label}: ${r.target} had ${r.non2xx} non-2xx responses and ${r.failures} connection errors/timeouts`);
+  for (const r of bad)
+    say(`FAILED: ${label}: ${r.target} had ${r.non2xx} non-2xx responses and ${r.failures} connection errors/timeouts`);
   return bad.length === 0;
 }
 
@@ -376,11 +407,19 @@ export function describeMachine(env: Pick<Environment, 'pgVersion' | 'loadAtStar
 /** The results table, the per-round numbers and the ratio line (with a verdict when there is a goal). */
 export function comparisonLines(comparison: Comparison, names: Record<Target, string>, goal?: number): string[] {
   const { engine, bare, ratio } = comparison;
-  const verdict = goal === undefined ? '' : ratio >= goal ? ` (meets the goal of ${goal * 100}% or more)` : ` (under the goal of ${goal * 100}%)`;
+  const verdict =
+    goal === undefined
+      ? ''
+      : ratio >= goal
+        ? ` (meets the goal of ${goal * 100}% or more)`
+        : ` (under the goal of ${goal * 100}%)`;
   return [
     '| target | requests/s | p50 ms | p99 ms | CPU ms/request | non-2xx |',
     '|---|---:|---:|---:|---:|---:|',
-    ...[engine, bare].map((r) => `| ${names[r.target]} | ${Math.round(r.rps)} | ${round1(r.p50)} | ${round1(r.p99)} | ${r.cpuMsPerRequest.toFixed(2)} | ${r.non2xx} |`),
+    ...[engine, bare].map(
+      (r) =>
+        `| ${names[r.target]} | ${Math.round(r.rps)} | ${round1(r.p50)} | ${round1(r.p99)} | ${r.cpuMsPerRequest.toFixed(2)} | ${r.non2xx} |`,
+    ),
     '',
     `Per round, requests/s: engine ${engine.perRound.join(', ')}; bare ${bare.perRound.join(', ')}.`,
     '',
@@ -391,9 +430,16 @@ export function comparisonLines(comparison: Comparison, names: Record<Target, st
 /** The console summary of a comparison. */
 export function sayComparison(label: string, comparison: Comparison, say: Say, goal?: number): void {
   for (const r of [comparison.engine, comparison.bare]) {
-    say(`${label}: ${r.target.padEnd(6)} ${Math.round(r.rps)} req/s (p50 ${round1(r.p50)} ms, p99 ${round1(r.p99)} ms, CPU ${r.cpuMsPerRequest.toFixed(2)} ms/request, non-2xx ${r.non2xx})`);
+    say(
+      `${label}: ${r.target.padEnd(6)} ${Math.round(r.rps)} req/s (p50 ${round1(r.p50)} ms, p99 ${round1(r.p99)} ms, CPU ${r.cpuMsPerRequest.toFixed(2)} ms/request, non-2xx ${r.non2xx})`,
+    );
   }
-  const verdict = goal === undefined ? '' : comparison.ratio >= goal ? ` (meets the goal of ${goal * 100}% or more)` : ` (under the goal of ${goal * 100}%)`;
+  const verdict =
+    goal === undefined
+      ? ''
+      : comparison.ratio >= goal
+        ? ` (meets the goal of ${goal * 100}% or more)`
+        : ` (under the goal of ${goal * 100}%)`;
   say(`${label}: ratio engine/bare ${(comparison.ratio * 100).toFixed(1)}%${verdict}`);
 }
 

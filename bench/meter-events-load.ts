@@ -5,8 +5,8 @@
  * identifier sent before; `ratePerSecond` (events) paces the loops when set. Reports requests,
  * events, non-2xx and latencies when `seconds` have passed.
  */
-import { parentPort, workerData } from 'node:worker_threads';
 import http from 'node:http';
+import { parentPort, workerData } from 'node:worker_threads';
 
 export interface LoadJob {
   url: string;
@@ -39,7 +39,14 @@ async function run(job: LoadJob): Promise<LoadReport> {
   const post = (body: string) =>
     new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = http.request(
-        { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { ...job.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          agent,
+          headers: { ...job.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -72,13 +79,19 @@ async function run(job: LoadJob): Promise<LoadReport> {
       const batch = [];
       for (let i = 0; i < job.batchSize; i++) {
         let identifier: string;
-        if (sent.length > 100 && Math.random() < job.duplicateShare) identifier = sent[Math.floor(Math.random() * sent.length)]!;
+        if (sent.length > 100 && Math.random() < job.duplicateShare)
+          identifier = sent[Math.floor(Math.random() * sent.length)]!;
         else {
           identifier = `${job.prefix}-${counter++}`;
           if (sent.length < 100_000) sent.push(identifier);
           else sent[Math.floor(Math.random() * sent.length)] = identifier;
         }
-        batch.push({ event_name: job.eventName, customer: job.customers[(counter + i) % job.customers.length]!, identifier, payload: { value: (counter % 97) + 1, region: counter % 2 ? 'eu' : 'us' } });
+        batch.push({
+          event_name: job.eventName,
+          customer: job.customers[(counter + i) % job.customers.length]!,
+          identifier,
+          payload: { value: (counter % 97) + 1, region: counter % 2 ? 'eu' : 'us' },
+        });
       }
       const body = JSON.stringify(job.single ? batch[0] : { events: batch });
       const t0 = performance.now();

@@ -18,12 +18,25 @@
  */
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { Hono } from 'hono';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { Hono } from 'hono';
+
 import { newId } from '../domain/ids.ts';
 import { createUsagePool, ingestSql, PostgresUsageStore } from '../services/usage/postgres-store.ts';
 import type { Aggregation, MeterRef } from '../services/usage/store.ts';
-import { bareCaller, call, resultsFile, round1, runBenchmark, settingsFromEnv, signUp, startEnvironment, writeSection, type Say } from './harness.ts';
+import {
+  bareCaller,
+  call,
+  resultsFile,
+  round1,
+  runBenchmark,
+  type Say,
+  settingsFromEnv,
+  signUp,
+  startEnvironment,
+  writeSection,
+} from './harness.ts';
 import type { LoadJob, LoadReport } from './meter-events-load.ts';
 
 const sectionHeading = '## Usage: meter event ingestion, visibility and aggregation';
@@ -52,7 +65,11 @@ function runLoad(job: LoadJob): Promise<LoadReport> {
 function bareApp(orm: MikroORM, databaseUrl: string) {
   const pool = createUsagePool(databaseUrl);
   const app = new Hono();
-  const insert = async (accountId: string, livemode: boolean, events: { event_name: string; customer: string; identifier: string; payload: object }[]) => {
+  const insert = async (
+    accountId: string,
+    livemode: boolean,
+    events: { event_name: string; customer: string; identifier: string; payload: object }[],
+  ) => {
     const n = events.length;
     const idx = new Array<number>(n);
     const names = new Array<string>(n);
@@ -67,12 +84,16 @@ function bareApp(orm: MikroORM, databaseUrl: string) {
       identifiers[i] = e.identifier;
       payloads[i] = JSON.stringify(e.payload);
     });
-    return (await pool.query(ingestSql, [accountId, livemode, idx, names, customers, timestamps, identifiers, payloads])).rows as { accepted: boolean }[];
+    return (
+      await pool.query(ingestSql, [accountId, livemode, idx, names, customers, timestamps, identifiers, payloads])
+    ).rows as { accepted: boolean }[];
   };
   app.post('/v1/meter_events/batch', async (c) => {
     const caller = await bareCaller(orm, c);
     if (!caller) return c.json({ error: 'unauthorized' }, 401);
-    const { events } = (await c.req.json()) as { events: { event_name: string; customer: string; identifier: string; payload: object }[] };
+    const { events } = (await c.req.json()) as {
+      events: { event_name: string; customer: string; identifier: string; payload: object }[];
+    };
     const rows = await insert(caller.account_id, caller.livemode, events);
     const accepted = rows.filter((r) => r.accepted).length;
     return c.json({ accepted, duplicates: rows.length - accepted, refused: 0 });
@@ -98,9 +119,19 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
   stops.add('bare pool', () => bare!.close());
   const { orm, engineBase, bareBase } = env;
   const tenant = await signUp(engineBase, 'Usage bench');
-  const key = await call('POST', `${engineBase}/v1/api_keys`, { name: 'bench', mode: 'test' }, { authorization: `Bearer ${tenant.accessToken}` });
+  const key = await call(
+    'POST',
+    `${engineBase}/v1/api_keys`,
+    { name: 'bench', mode: 'test' },
+    { authorization: `Bearer ${tenant.accessToken}` },
+  );
   const headers = { authorization: `Bearer ${String(key.body!.secret)}` };
-  const meter = await call('POST', `${engineBase}/v1/meters`, { display_name: 'Tokens', event_name: 'bench_tokens', aggregation: 'sum', group_by: ['region'] }, headers);
+  const meter = await call(
+    'POST',
+    `${engineBase}/v1/meters`,
+    { display_name: 'Tokens', event_name: 'bench_tokens', aggregation: 'sum', group_by: ['region'] },
+    headers,
+  );
   if (meter.status !== 201) throw new Error(`meter: ${JSON.stringify(meter.body)}`);
   const meterId = String(meter.body!.id);
   const connection = orm.em.getConnection();
@@ -134,13 +165,18 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
       for (const [name, base] of Object.entries(targets)) {
         const report = await runLoad(job(base, settings.durationSeconds));
         results[name]!.push(report);
-        say(`${label}: ${name}: ${Math.round(report.events / report.seconds)} events/s (${Math.round(report.requests / report.seconds)} req/s), p99 ${round1(percentile(report.latenciesMs, 99))} ms, non-2xx ${report.non2xx}`);
+        say(
+          `${label}: ${name}: ${Math.round(report.events / report.seconds)} events/s (${Math.round(report.requests / report.seconds)} req/s), p99 ${round1(percentile(report.latenciesMs, 99))} ms, non-2xx ${report.non2xx}`,
+        );
         if (report.non2xx) failed = true;
       }
     const rate = (name: string) => results[name]!.reduce((s, r) => s + r.events / r.seconds, 0) / results[name]!.length;
-    const p99 = (name: string) => results[name]!.reduce((s, r) => s + percentile(r.latenciesMs, 99), 0) / results[name]!.length;
+    const p99 = (name: string) =>
+      results[name]!.reduce((s, r) => s + percentile(r.latenciesMs, 99), 0) / results[name]!.length;
     const ratio = rate('engine') / rate('bare');
-    lines.push(`| ${label} | ${Math.round(rate('engine'))} | ${round1(p99('engine'))} | ${Math.round(rate('bare'))} | ${round1(p99('bare'))} | ${(ratio * 100).toFixed(1)}% |`);
+    lines.push(
+      `| ${label} | ${Math.round(rate('engine'))} | ${round1(p99('engine'))} | ${Math.round(rate('bare'))} | ${round1(p99('bare'))} | ${(ratio * 100).toFixed(1)}% |`,
+    );
     return { engine: rate('engine'), bare: rate('bare'), ratio };
   };
 
@@ -164,7 +200,19 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
 
   // Visibility while ingesting at 5,000 events/s (50 batches of 100 per second, paced).
   say('visibility: probing while ingesting at 5,000 events/s');
-  const background = runLoad({ url: `${engineBase}/v1/meter_events/batch`, headers, customers, eventName: 'bench_tokens', batchSize: 100, single: false, connections: 4, seconds: 20, duplicateShare: 0.01, ratePerSecond: 5000, prefix: 'vis' });
+  const background = runLoad({
+    url: `${engineBase}/v1/meter_events/batch`,
+    headers,
+    customers,
+    eventName: 'bench_tokens',
+    batchSize: 100,
+    single: false,
+    connections: 4,
+    seconds: 20,
+    duplicateShare: 0.01,
+    ratePerSecond: 5000,
+    prefix: 'vis',
+  });
   const probeCustomer = customers[0]!;
   const visibility: number[] = [];
   const since = Math.floor(Date.now() / 1000) - 60;
@@ -173,22 +221,42 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
   while (Date.now() < probeUntil) {
     const t0 = performance.now();
     const identifier = `probe-${probes++}`;
-    const sent = await call('POST', `${engineBase}/v1/meter_events/batch`, { events: [{ event_name: 'bench_tokens', customer: probeCustomer, identifier, payload: { value: 1, region: 'probe' } }] }, headers);
+    const sent = await call(
+      'POST',
+      `${engineBase}/v1/meter_events/batch`,
+      {
+        events: [
+          { event_name: 'bench_tokens', customer: probeCustomer, identifier, payload: { value: 1, region: 'probe' } },
+        ],
+      },
+      headers,
+    );
     if (sent.status !== 200) throw new Error(`probe: ${JSON.stringify(sent.body)}`);
     for (;;) {
-      const summary = await call('GET', `${engineBase}/v1/meters/${meterId}/event_summaries?customer=${probeCustomer}&start_time=${since}&end_time=${since + 3600}&group_by=region`, undefined, headers);
-      const probeRow = (summary.body!.data as { dimensions: { region: string }; events: number }[]).find((d) => d.dimensions.region === 'probe');
+      const summary = await call(
+        'GET',
+        `${engineBase}/v1/meters/${meterId}/event_summaries?customer=${probeCustomer}&start_time=${since}&end_time=${since + 3600}&group_by=region`,
+        undefined,
+        headers,
+      );
+      const probeRow = (summary.body!.data as { dimensions: { region: string }; events: number }[]).find(
+        (d) => d.dimensions.region === 'probe',
+      );
       if (probeRow && probeRow.events >= probes) break;
     }
     visibility.push(performance.now() - t0);
     await new Promise((r) => setTimeout(r, 50));
   }
   const backgroundReport = await background;
-  say(`visibility: ${visibility.length} probes, p50 ${round1(percentile(visibility, 50))} ms, p99 ${round1(percentile(visibility, 99))} ms; background ${Math.round(backgroundReport.events / backgroundReport.seconds)} events/s`);
+  say(
+    `visibility: ${visibility.length} probes, p50 ${round1(percentile(visibility, 50))} ms, p99 ${round1(percentile(visibility, 99))} ms; background ${Math.round(backgroundReport.events / backgroundReport.seconds)} events/s`,
+  );
   const rssAfterLoad = process.memoryUsage().rss;
 
   // Aggregation over a large table.
-  say(`aggregation: generating ${bigEvents.toLocaleString('en')} events for ${bigCustomers.toLocaleString('en')} customers with generate_series...`);
+  say(
+    `aggregation: generating ${bigEvents.toLocaleString('en')} events for ${bigCustomers.toLocaleString('en')} customers with generate_series...`,
+  );
   const bigMeter = 'mtr_bench_big';
   const generated = Date.now();
   await connection.execute(
@@ -209,15 +277,32 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
   const aggregateLines: string[] = [];
   for (const aggregation of aggregations) {
     for (const groupBy of [undefined, ['region']]) {
-      const ref: MeterRef = { id: bigMeter, eventName: 'big', aggregation, valueProperty: aggregation === 'unique_count' ? 'user' : 'value' };
+      const ref: MeterRef = {
+        id: bigMeter,
+        eventName: 'big',
+        aggregation,
+        valueProperty: aggregation === 'unique_count' ? 'user' : 'value',
+      };
       const times: number[] = [];
       for (let i = 0; i < 200; i++) {
         const t0 = performance.now();
-        await store.aggregate({ accountId: tenant.accountId, livemode: false, customerId: `cus_big_${(i * 7907) % bigCustomers}`, meter: ref, start, end, groupBy });
+        await store.aggregate({
+          accountId: tenant.accountId,
+          livemode: false,
+          customerId: `cus_big_${(i * 7907) % bigCustomers}`,
+          meter: ref,
+          start,
+          end,
+          groupBy,
+        });
         times.push(performance.now() - t0);
       }
-      aggregateLines.push(`| ${aggregation}${groupBy ? ' by region' : ''} | ${round1(percentile(times, 50))} | ${round1(percentile(times, 99))} |`);
-      say(`aggregation ${aggregation}${groupBy ? ' by region' : ''}: p50 ${round1(percentile(times, 50))} ms, p99 ${round1(percentile(times, 99))} ms`);
+      aggregateLines.push(
+        `| ${aggregation}${groupBy ? ' by region' : ''} | ${round1(percentile(times, 50))} | ${round1(percentile(times, 99))} |`,
+      );
+      say(
+        `aggregation ${aggregation}${groupBy ? ' by region' : ''}: p50 ${round1(percentile(times, 50))} ms, p99 ${round1(percentile(times, 99))} ms`,
+      );
     }
   }
   const [{ size }] = await connection.execute<{ size: string }[]>(

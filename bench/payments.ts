@@ -28,13 +28,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Context } from 'hono';
-import { Hono } from 'hono';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client, Connection } from '@temporalio/client';
+import type { Context } from 'hono';
+import { Hono } from 'hono';
+
 import type { Config } from '../config.ts';
-import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { freePort } from '../dev/processes.ts';
+import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { serializeBalance } from '../objects/balance.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
 import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../services/payments.ts';
@@ -49,12 +51,12 @@ import {
   describeMachine,
   resultsFile,
   runBenchmark,
+  type Say,
   sayComparison,
   settingsFromEnv,
   signUp,
   startEnvironment,
   writeSection,
-  type Say,
 } from './harness.ts';
 
 const sectionHeading = '## Payments and balance: POST /v1/transactions (payment, pm_card_visa) and GET /v1/balance';
@@ -71,14 +73,38 @@ function bareApp(orm: MikroORM, config: Config, temporal: Client): Hono {
   app.post('/v1/transactions', async (c) => {
     const key = await caller(c);
     if (!key) return unauthorized(c);
-    const body = await c.req.json<{ account_id: string; amount: number; currency: string; type: string; payment_method: string }>();
-    if (body.account_id !== key.account_id || body.type !== 'payment' || !Number.isInteger(body.amount) || body.amount <= 0 || typeof body.payment_method !== 'string') {
-      return c.json({ error: 'invalid_request', message: "This route only takes a payment on the caller's account." }, 400);
+    const body = await c.req.json<{
+      account_id: string;
+      amount: number;
+      currency: string;
+      type: string;
+      payment_method: string;
+    }>();
+    if (
+      body.account_id !== key.account_id ||
+      body.type !== 'payment' ||
+      !Number.isInteger(body.amount) ||
+      body.amount <= 0 ||
+      typeof body.payment_method !== 'string'
+    ) {
+      return c.json(
+        { error: 'invalid_request', message: "This route only takes a payment on the caller's account." },
+        400,
+      );
     }
     const em = orm.em.fork();
     const fields = await newTransactionFields(
       em,
-      { accountId: key.account_id, livemode: key.livemode, amount: body.amount, currency: body.currency, type: 'payment', reference: null, metadata: {}, paymentMethod: body.payment_method },
+      {
+        accountId: key.account_id,
+        livemode: key.livemode,
+        amount: body.amount,
+        currency: body.currency,
+        type: 'payment',
+        reference: null,
+        metadata: {},
+        paymentMethod: body.payment_method,
+      },
       { createdAt: new Date(key.created_at) },
     );
     const pending = await recordPendingPayment(em, fields);
@@ -90,7 +116,9 @@ function bareApp(orm: MikroORM, config: Config, temporal: Client): Hono {
   app.get('/v1/balance', async (c) => {
     const key = await caller(c);
     if (!key) return unauthorized(c);
-    const rows = await orm.em.getConnection().execute<{ currency: string; available: number; pending: number }[]>(balanceSql, [key.account_id, key.livemode]);
+    const rows = await orm.em
+      .getConnection()
+      .execute<{ currency: string; available: number; pending: number }[]>(balanceSql, [key.account_id, key.livemode]);
     return c.json(serializeBalance(rows, key.livemode));
   });
   return app;
@@ -98,28 +126,44 @@ function bareApp(orm: MikroORM, config: Config, temporal: Client): Hono {
 
 async function tenantWithKey(engineBase: string, name: string) {
   const tenant = await signUp(engineBase, name);
-  const key = await call('POST', `${engineBase}/v1/api_keys`, { name: 'bench', mode: 'test' }, { authorization: `Bearer ${tenant.accessToken}` });
+  const key = await call(
+    'POST',
+    `${engineBase}/v1/api_keys`,
+    { name: 'bench', mode: 'test' },
+    { authorization: `Bearer ${tenant.accessToken}` },
+  );
   if (key.status !== 201) throw new Error(`API key failed (${key.status}): ${JSON.stringify(key.body)}`);
   return { accountId: tenant.accountId, headers: { authorization: `Bearer ${String(key.body!.secret)}` } };
 }
 
-const paymentBody = (accountId: string) => JSON.stringify({ account_id: accountId, amount: paymentAmount, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa' });
+const paymentBody = (accountId: string) =>
+  JSON.stringify({
+    account_id: accountId,
+    amount: paymentAmount,
+    currency: 'USD',
+    type: 'payment',
+    payment_method: 'pm_card_visa',
+  });
 
 /** Succeeded payments, the pending balance, and the sum of all ledger entries of one account. */
 async function books(orm: MikroORM, accountId: string) {
-  const [row] = await orm.em.getConnection().execute<{ payments: number; other: number; pending: number; imbalance: number }[]>(
-    `select (select count(*)::int from transactions where account_id = ? and type = 'payment' and status = 'succeeded') as payments,
+  const [row] = await orm.em
+    .getConnection()
+    .execute<{ payments: number; other: number; pending: number; imbalance: number }[]>(
+      `select (select count(*)::int from transactions where account_id = ? and type = 'payment' and status = 'succeeded') as payments,
             (select count(*)::int from transactions where account_id = ? and not (type = 'payment' and status = 'succeeded')) as other,
             (select coalesce(sum(pending), 0)::int from account_balances where account_id = ?) as pending,
             (select coalesce(sum(amount), 0)::int from ledger_entries where account_id = ?) as imbalance`,
-    [accountId, accountId, accountId, accountId],
-  );
+      [accountId, accountId, accountId, accountId],
+    );
   return row!;
 }
 
 function booksAddUp(label: string, b: Awaited<ReturnType<typeof books>>, say: Say): boolean {
   const ok = b.other === 0 && b.pending === b.payments * paymentAmount && b.imbalance === 0;
-  say(`${label}: ${b.payments} succeeded payments, ${b.other} other, pending balance ${b.pending}, sum of all entries ${b.imbalance}${ok ? '' : ' — DOES NOT ADD UP'}`);
+  say(
+    `${label}: ${b.payments} succeeded payments, ${b.other} other, pending balance ${b.pending}, sum of all entries ${b.imbalance}${ok ? '' : ' — DOES NOT ADD UP'}`,
+  );
   return ok;
 }
 
@@ -128,13 +172,21 @@ await runBenchmark('bench:payments', async (stops, say) => {
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-bench-temporal-'));
   stops.add('Temporal folder', async () => fs.rmSync(tmpDir, { recursive: true, force: true }));
   say('starting the Temporal dev server');
-  const temporalServer = await startTemporalDevServer({ dataDir: tmpDir, port: await freePort(), uiPort: await freePort(), namespace: 'default', log: say });
+  const temporalServer = await startTemporalDevServer({
+    dataDir: tmpDir,
+    port: await freePort(),
+    uiPort: await freePort(),
+    namespace: 'default',
+    log: say,
+  });
   stops.add('Temporal dev server', () => temporalServer.stop());
   const connection = await Connection.connect({ address: temporalServer.address });
   stops.add('Temporal connection', () => connection.close());
   const temporal = new Client({ connection, namespace: 'default' });
 
-  const env = await startEnvironment(stops, say, ({ orm, config, temporal: client }) => bareApp(orm, config, client), { temporal });
+  const env = await startEnvironment(stops, say, ({ orm, config, temporal: client }) => bareApp(orm, config, client), {
+    temporal,
+  });
   const { orm, engineBase, bareBase } = env;
 
   // One account per target for the payments (each payment takes its account's balance row lock), one shared for the balance.
@@ -144,21 +196,34 @@ await runBenchmark('bench:payments', async (stops, say) => {
     [
       { base: engineBase, tenant: enginePayer },
       { base: bareBase, tenant: barePayer },
-    ].map(({ base, tenant }) => call('POST', `${base}/v1/transactions`, JSON.parse(paymentBody(tenant.accountId)), tenant.headers)),
+    ].map(({ base, tenant }) =>
+      call('POST', `${base}/v1/transactions`, JSON.parse(paymentBody(tenant.accountId)), tenant.headers),
+    ),
   );
-  for (const [target, answer] of [['engine', enginePaid], ['bare', barePaid]] as const) {
-    if (answer!.status !== 201 || answer!.body?.status !== 'succeeded') throw new Error(`${target}: a payment did not succeed: ${JSON.stringify(answer)}`);
+  for (const [target, answer] of [
+    ['engine', enginePaid],
+    ['bare', barePaid],
+  ] as const) {
+    if (answer!.status !== 201 || answer!.body?.status !== 'succeeded')
+      throw new Error(`${target}: a payment did not succeed: ${JSON.stringify(answer)}`);
   }
-  const [engineBalance, bareBalance] = await Promise.all([engineBase, bareBase].map((base) => call('GET', `${base}/v1/balance`, undefined, enginePayer.headers)));
+  const [engineBalance, bareBalance] = await Promise.all(
+    [engineBase, bareBase].map((base) => call('GET', `${base}/v1/balance`, undefined, enginePayer.headers)),
+  );
   if (JSON.stringify(engineBalance!.body) !== JSON.stringify(bareBalance!.body) || engineBalance!.status !== 200) {
-    throw new Error(`the two targets answer the balance differently:\n  engine ${JSON.stringify(engineBalance)}\n  bare   ${JSON.stringify(bareBalance)}`);
+    throw new Error(
+      `the two targets answer the balance differently:\n  engine ${JSON.stringify(engineBalance)}\n  bare   ${JSON.stringify(bareBalance)}`,
+    );
   }
   say(`both targets take a payment alike and answer the same balance ${JSON.stringify(engineBalance!.body)}`);
 
   const balanceLabel = 'GET /v1/balance';
   const balance = await compare(
     balanceLabel,
-    { engine: { url: `${engineBase}/v1/balance`, headers: enginePayer.headers }, bare: { url: `${bareBase}/v1/balance`, headers: enginePayer.headers } },
+    {
+      engine: { url: `${engineBase}/v1/balance`, headers: enginePayer.headers },
+      bare: { url: `${bareBase}/v1/balance`, headers: enginePayer.headers },
+    },
     settings,
     say,
   );
@@ -169,17 +234,27 @@ await runBenchmark('bench:payments', async (stops, say) => {
     headers: { ...tenant.headers, 'content-type': 'application/json' },
     body: paymentBody(tenant.accountId),
   });
-  const payment = await compare(paymentLabel, { engine: post(engineBase, enginePayer), bare: post(bareBase, barePayer) }, settings, say);
+  const payment = await compare(
+    paymentLabel,
+    { engine: post(engineBase, enginePayer), bare: post(bareBase, barePayer) },
+    settings,
+    say,
+  );
 
   // autocannon stops with requests in flight; their handlers finish on their own: wait for them before counting.
   for (let i = 0; i < 150; i++) {
     const [row] = await orm.em
       .getConnection()
-      .execute<{ n: number }[]>(`select count(*)::int as n from transactions where account_id in (?, ?) and status = 'pending'`, [enginePayer.accountId, barePayer.accountId]);
+      .execute<
+        { n: number }[]
+      >(`select count(*)::int as n from transactions where account_id in (?, ?) and status = 'pending'`, [enginePayer.accountId, barePayer.accountId]);
     if (row!.n === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const booksOk = [booksAddUp('engine account', await books(orm, enginePayer.accountId), say), booksAddUp('bare account', await books(orm, barePayer.accountId), say)].every(Boolean);
+  const booksOk = [
+    booksAddUp('engine account', await books(orm, enginePayer.accountId), say),
+    booksAddUp('bare account', await books(orm, barePayer.accountId), say),
+  ].every(Boolean);
   const names = { engine: 'engine (createApp)', bare: 'bare Hono route' };
   const section = [
     sectionHeading,

@@ -14,13 +14,14 @@
  * Settings: BENCH_N (default 1000), BENCH_CLOCK_SIZE, BENCH_CONCURRENCY (requests at once while creating, default
  * 16), BENCH_WRITE=0 (print the section instead of writing it).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { Charge, Invoice } from '../db/entities/index.ts';
-import { defaultHistoryShards } from '../dev/temporal-server.ts';
 import { freePort, waitForPort } from '../dev/processes.ts';
+import { defaultHistoryShards } from '../dev/temporal-server.ts';
 import { resultsFile, round1, runBenchmark, sleep, writeSection } from './harness.ts';
 import { codeState, startRenewalsInfrastructure } from './renewals-setup.ts';
 
@@ -85,7 +86,11 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
   let headers: Record<string, string> = { 'content-type': 'application/json' };
   const call = async (method: string, url: string, body?: unknown): Promise<any> => {
     for (let attempt = 1; ; attempt++) {
-      const response = await fetch(base + url, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      const response = await fetch(base + url, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
       const json = await response.json();
       // The API is up before the worker has migrated and bundled: a 503 is retried, as a client would.
       if (response.status === 503 && attempt < 60) {
@@ -96,15 +101,27 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
       return json;
     }
   };
-  await call('POST', '/v1/accounts', { email: 'bench@black-box.example', name: 'Bench', type: 'business', password: 'Bench!2345x' });
+  await call('POST', '/v1/accounts', {
+    email: 'bench@black-box.example',
+    name: 'Bench',
+    type: 'business',
+    password: 'Bench!2345x',
+  });
   const login = await call('POST', '/v1/auth/login', { email: 'bench@black-box.example', password: 'Bench!2345x' });
   headers = { ...headers, authorization: `Bearer ${login.access_token}` };
   const key = await call('POST', '/v1/api_keys', { mode: 'test' });
   headers = { 'content-type': 'application/json', authorization: `Bearer ${key.secret}` };
 
-  const plan = await call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 30 });
+  const plan = await call('POST', '/v1/plans', {
+    name: 'Pro',
+    amount: 2000,
+    currency: 'USD',
+    interval: 'month',
+    trial_period_days: 30,
+  });
   const clocks: string[] = [];
-  for (let i = 0; i < Math.ceil(n / clockSize); i++) clocks.push((await call('POST', '/v1/test_clocks', { frozen_time: start.toISOString(), name: `bench ${i}` })).id);
+  for (let i = 0; i < Math.ceil(n / clockSize); i++)
+    clocks.push((await call('POST', '/v1/test_clocks', { frozen_time: start.toISOString(), name: `bench ${i}` })).id);
   say(`creating ${n} customers and subscriptions on ${clocks.length} clocks, ${concurrency} requests at once`);
   const createStarted = Date.now();
   let next = 0;
@@ -112,7 +129,11 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
     Array.from({ length: concurrency }, async () => {
       while (next < n) {
         const i = next++;
-        const customer = await call('POST', '/v1/customers', { email: `c${i}@black-box.example`, payment_method: 'pm_card_visa', test_clock: clocks[Math.floor(i / clockSize)] });
+        const customer = await call('POST', '/v1/customers', {
+          email: `c${i}@black-box.example`,
+          payment_method: 'pm_card_visa',
+          test_clock: clocks[Math.floor(i / clockSize)],
+        });
         await call('POST', '/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
         if ((i + 1) % 100 === 0) say(`created ${i + 1}/${n}`);
       }
@@ -124,7 +145,9 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
   // Every clock advanced at once; renewals/s until every trial's invoice is paid.
   const paid = async () => orm.em.fork().count(Invoice, { status: 'paid' });
   const advanced = Date.now();
-  await Promise.all(clocks.map((id) => call('POST', `/v1/test_clocks/${id}/advance`, { frozen_time: pastTrial.toISOString() })));
+  await Promise.all(
+    clocks.map((id) => call('POST', `/v1/test_clocks/${id}/advance`, { frozen_time: pastTrial.toISOString() })),
+  );
   let paidAt: number | undefined;
   let readyAt: number | undefined;
   for (;;) {
@@ -158,7 +181,9 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
     `| ${n} | ${round1(createSeconds)} | ${round1(n / createSeconds)} | ${round1(wall)} | **${round1(n / wall)}** | ${round1((readyAt - advanced) / 1000)} | ${await paid()} | ${charges} |`,
     '',
-    ok ? `Every trial was invoiced, charged and paid once (${n} paid invoices, ${n} succeeded charges).` : `**Money check failed**: ${await paid()} paid invoices and ${charges} succeeded charges for ${n} trials.`,
+    ok
+      ? `Every trial was invoiced, charged and paid once (${n} paid invoices, ${n} succeeded charges).`
+      : `**Money check failed**: ${await paid()} paid invoices and ${charges} succeeded charges for ${n} trials.`,
     '',
   ].join('\n');
   if (process.env.BENCH_WRITE !== '0') writeSection(resultsFile, heading, section);

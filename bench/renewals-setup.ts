@@ -6,25 +6,33 @@
  * sees it, and the engine's rows for a wave: one account, N customers, one plan,
  * N trialing subscriptions whose trial ends at T, and the money check afterwards.
  */
-import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import type { MikroORM } from '@mikro-orm/postgresql';
+
 import { Account, Customer, Plan, Subscription } from '../db/entities/index.ts';
 import { startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort, freePortRun } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { startTemporalServer } from '../dev/temporal-server.ts';
 import { newId } from '../domain/ids.ts';
-import { initialSnapshot, subscriptionItemId, type ItemTerms, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import {
+  initialSnapshot,
+  type ItemTerms,
+  type PlanTerms,
+  subscriptionItemId,
+  type SubscriptionSnapshot,
+} from '../domain/subscription.ts';
 import { itemSnapshots, termsPrice } from '../domain/subscription-decisions.ts';
 import { priceTerms } from '../services/subscription-terms.ts';
-import { openBenchDatabase, sleep, type Say, type Stops } from './harness.ts';
+import { openBenchDatabase, type Say, sleep, type Stops } from './harness.ts';
 import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 
 export const namespace = 'default';
@@ -58,7 +66,9 @@ export interface RenewalsInfrastructure {
 }
 
 /** Starts PostgreSQL and Temporal in a temporary folder and bundles bench/workflows; all of it stopped through `stops`. */
-export async function startRenewalsInfrastructure(options: RenewalsInfrastructureOptions): Promise<RenewalsInfrastructure> {
+export async function startRenewalsInfrastructure(
+  options: RenewalsInfrastructureOptions,
+): Promise<RenewalsInfrastructure> {
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), options.prefix));
   // As root, PostgreSQL runs as the postgres user, which must reach its folder.
   fs.chmodSync(tmpDir, 0o755);
@@ -67,9 +77,15 @@ export async function startRenewalsInfrastructure(options: RenewalsInfrastructur
   process.once('exit', removeTmpDir);
 
   const onPostgres = options.temporal === 'postgres';
-  options.say(`starting PostgreSQL and the Temporal ${onPostgres ? `server on PostgreSQL (${options.historyShards} history shards)` : 'dev server'}, bundling the workflows`);
-  const statementStats = options.statementStats ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : undefined;
-  const startingPostgres = freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port, settings: statementStats }));
+  options.say(
+    `starting PostgreSQL and the Temporal ${onPostgres ? `server on PostgreSQL (${options.historyShards} history shards)` : 'dev server'}, bundling the workflows`,
+  );
+  const statementStats = options.statementStats
+    ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' }
+    : undefined;
+  const startingPostgres = freePort().then((port) =>
+    startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port, settings: statementStats }),
+  );
   const [postgres, temporal, bundle] = await Promise.all([
     startingPostgres,
     onPostgres
@@ -105,7 +121,8 @@ export async function startRenewalsInfrastructure(options: RenewalsInfrastructur
   fs.writeFileSync(bundlePath, bundle.code);
 
   const { databaseUrl, orm, pgVersion } = await openBenchDatabase(postgres, options.stops);
-  if (options.statementStats) await orm.em.fork().getConnection().execute('create extension if not exists pg_stat_statements');
+  if (options.statementStats)
+    await orm.em.fork().getConnection().execute('create extension if not exists pg_stat_statements');
 
   const connection = await Connection.connect({ address: temporal.address });
   options.stops.add('client connection', () => connection.close());
@@ -125,7 +142,9 @@ export class WorkerProcess {
     this.child = fork(fileURLToPath(new URL('./renewals-worker.ts', import.meta.url)), [JSON.stringify(options)], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       // BENCH_WORKER_PROFILE=<folder>: a V8 CPU profile of each worker process (where its CPU per renewal goes).
-      ...(process.env.BENCH_WORKER_PROFILE ? { execArgv: [...process.execArgv, '--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROFILE] } : {}),
+      ...(process.env.BENCH_WORKER_PROFILE
+        ? { execArgv: [...process.execArgv, '--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROFILE] }
+        : {}),
     });
     this.child.on('message', (message: FromWorker) => {
       if (message.type === 'failed') this.#failure = message.error;
@@ -136,7 +155,8 @@ export class WorkerProcess {
     this.child.once('exit', (code) => {
       this.#exited = true;
       this.#failure ??= code === 0 ? undefined : `the worker process exited with code ${code}`;
-      for (const waiter of this.#waiters.splice(0)) waiter({ type: 'failed', error: this.#failure ?? 'the worker process exited' });
+      for (const waiter of this.#waiters.splice(0))
+        waiter({ type: 'failed', error: this.#failure ?? 'the worker process exited' });
     });
   }
 
@@ -147,7 +167,10 @@ export class WorkerProcess {
   #next<T extends FromWorker['type']>(type: T, timeoutMs: number): Promise<Extract<FromWorker, { type: T }>> {
     return new Promise((resolve, reject) => {
       if (this.#exited) return reject(new Error(this.#failure ?? 'the worker process has exited'));
-      const timer = setTimeout(() => reject(new Error(`the worker process did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`the worker process did not answer ${type} within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.#waiters.push((message) => {
         if (message.type === 'failed') {
           clearTimeout(timer);
@@ -221,7 +244,12 @@ export interface EngineSeed {
 export const renewalInterval = { unit: 'day', count: 30 } as const;
 
 /** One account, N customers paying with pm_card_visa, one plan billed every `interval` (default monthly): inserted directly. */
-export async function seedEngine(orm: MikroORM, n: number, round: number, interval: PlanTerms['interval'] = { unit: 'month', count: 1 }): Promise<EngineSeed> {
+export async function seedEngine(
+  orm: MikroORM,
+  n: number,
+  round: number,
+  interval: PlanTerms['interval'] = { unit: 'month', count: 1 },
+): Promise<EngineSeed> {
   const em = orm.em.fork();
   const now = new Date();
   const accountId = newId('account');
@@ -284,7 +312,18 @@ export function renewingSnapshot(seed: EngineSeed, customerId: string, at: Date)
     pauseUntil: null,
     gracePeriodDays: null,
   });
-  return { ...fresh, status: 'active', createdAt: now, updatedAt: now, billingAnchor: anchor, anchorCycle: 0, billingCycle: 0, currentPeriodStart: anchor, currentPeriodEnd: at.toISOString(), version: 2 };
+  return {
+    ...fresh,
+    status: 'active',
+    createdAt: now,
+    updatedAt: now,
+    billingAnchor: anchor,
+    anchorCycle: 0,
+    billingCycle: 0,
+    currentPeriodStart: anchor,
+    currentPeriodEnd: at.toISOString(),
+    version: 2,
+  };
 }
 
 /** Carried-over state: trialing since 14 days before T, the trial ending at T. */
@@ -301,7 +340,14 @@ export function trialingSnapshot(seed: EngineSeed, customerId: string, at: Date)
     pauseUntil: null,
     gracePeriodDays: null,
   });
-  return { ...fresh, createdAt: now, updatedAt: now, trialStart: new Date(at.getTime() - 14 * 86_400_000).toISOString(), trialEnd: at.toISOString(), version: 1 };
+  return {
+    ...fresh,
+    createdAt: now,
+    updatedAt: now,
+    trialStart: new Date(at.getTime() - 14 * 86_400_000).toISOString(),
+    trialEnd: at.toISOString(),
+    version: 1,
+  };
 }
 
 /** The projection rows the engine would have written when these subscriptions were created. */
@@ -341,18 +387,28 @@ export const engineDoneQuery = `
    where s.account_id = ? and s.status = 'active' and s.billing_cycle = ? and i.status = 'paid'`;
 
 /** The renewals must have billed right: N paid invoices, numbered 1..N without gaps, N succeeded charges of the plan's amount (or `perRenewal`). */
-export async function checkEngineMoney(orm: MikroORM, accountId: string, n: number, perRenewal = planAmount): Promise<void> {
-  const [row] = await orm.em.fork().getConnection().execute<{ paid: number; numbers: number; charges: number; amount: string }[]>(
-    `select (select count(*)::int from invoices where account_id = ? and status = 'paid') as paid,
+export async function checkEngineMoney(
+  orm: MikroORM,
+  accountId: string,
+  n: number,
+  perRenewal = planAmount,
+): Promise<void> {
+  const [row] = await orm.em
+    .fork()
+    .getConnection()
+    .execute<{ paid: number; numbers: number; charges: number; amount: string }[]>(
+      `select (select count(*)::int from invoices where account_id = ? and status = 'paid') as paid,
             (select count(distinct number)::int from invoices where account_id = ?) as numbers,
             (select count(*)::int from charges where account_id = ? and status = 'succeeded') as charges,
             (select coalesce(sum(amount), 0)::text from charges where account_id = ?) as amount`,
-    [accountId, accountId, accountId, accountId],
-  );
-  const [counter] = await orm.em.fork().getConnection().execute<{ last_number: number }[]>(
-    'select last_number from invoice_number_counters where account_id = ? and livemode = false',
-    [accountId],
-  );
+      [accountId, accountId, accountId, accountId],
+    );
+  const [counter] = await orm.em
+    .fork()
+    .getConnection()
+    .execute<
+      { last_number: number }[]
+    >('select last_number from invoice_number_counters where account_id = ? and livemode = false', [accountId]);
   const problems = [
     row!.paid !== n && `${row!.paid} paid invoices`,
     row!.numbers !== n && `${row!.numbers} distinct invoice numbers`,
@@ -360,16 +416,22 @@ export async function checkEngineMoney(orm: MikroORM, accountId: string, n: numb
     row!.charges !== n && `${row!.charges} succeeded charges`,
     Number(row!.amount) !== n * perRenewal && `charges summing to ${row!.amount}`,
   ].filter(Boolean);
-  if (problems.length > 0) throw new Error(`the engine's renewals billed wrong: expected ${n} of each, found ${problems.join(', ')}`);
+  if (problems.length > 0)
+    throw new Error(`the engine's renewals billed wrong: expected ${n} of each, found ${problems.join(', ')}`);
 }
 
 /** Which code was measured: the commit, and whether the engine's files differed from it. */
 export function codeState(): string {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' }).trim();
+  const git = (...args: string[]) =>
+    execFileSync('git', args, { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8' }).trim();
   try {
     const commit = git('rev-parse', '--short', 'HEAD');
-    const changed = git('status', '--porcelain', '--', 'workflows', 'activities', 'domain', 'db', 'worker.ts').split('\n').filter(Boolean).length;
-    return changed === 0 ? `commit ${commit}` : `the working tree of commit ${commit} (${changed} uncommitted files under workflows/, activities/, domain/, db/)`;
+    const changed = git('status', '--porcelain', '--', 'workflows', 'activities', 'domain', 'db', 'worker.ts')
+      .split('\n')
+      .filter(Boolean).length;
+    return changed === 0
+      ? `commit ${commit}`
+      : `the working tree of commit ${commit} (${changed} uncommitted files under workflows/, activities/, domain/, db/)`;
   } catch {
     return 'code outside a git checkout';
   }
@@ -399,8 +461,22 @@ export async function seedItemsEngine(orm: MikroORM, n: number, round: number, i
   const seed = await seedEngine(orm, n, round, renewalInterval);
   const em = orm.em.fork();
   const now = new Date();
-  const common = { currency: 'USD', interval: renewalInterval.unit, intervalCount: renewalInterval.count, trialPeriodDays: 0, accountId: seed.accountId, livemode: false, createdAt: now };
-  const seats = em.create(Plan, { ...common, id: newId('plan'), name: 'Seats', amount: seatAmount, pricingScheme: 'per_unit' });
+  const common = {
+    currency: 'USD',
+    interval: renewalInterval.unit,
+    intervalCount: renewalInterval.count,
+    trialPeriodDays: 0,
+    accountId: seed.accountId,
+    livemode: false,
+    createdAt: now,
+  };
+  const seats = em.create(Plan, {
+    ...common,
+    id: newId('plan'),
+    name: 'Seats',
+    amount: seatAmount,
+    pricingScheme: 'per_unit',
+  });
   const api = em.create(Plan, {
     ...common,
     id: newId('plan'),
@@ -413,7 +489,13 @@ export async function seedItemsEngine(orm: MikroORM, n: number, round: number, i
       { up_to: 'inf', unit_amount: 500, flat_amount: 2000 },
     ],
   });
-  const addOn = em.create(Plan, { ...common, id: newId('plan'), name: 'Priority support add-on', amount: 500, pricingScheme: 'per_unit' });
+  const addOn = em.create(Plan, {
+    ...common,
+    id: newId('plan'),
+    name: 'Priority support add-on',
+    amount: 500,
+    pricingScheme: 'per_unit',
+  });
   await em.flush();
   const terms = (plan: Plan, quantity: number, index: number): ItemTerms => ({
     ...priceTerms(plan, { quantity }),
@@ -428,9 +510,21 @@ export async function seedItemsEngine(orm: MikroORM, n: number, round: number, i
 }
 
 /** The item wave's carried-over state: renewingSnapshot with the seats' quantity and, for several items, the items (ids per subscription). */
-export function renewingItemsSnapshot(seed: ItemsSeed, customerId: string, at: Date): { snapshot: SubscriptionSnapshot; items: ItemTerms[] | undefined } {
+export function renewingItemsSnapshot(
+  seed: ItemsSeed,
+  customerId: string,
+  at: Date,
+): { snapshot: SubscriptionSnapshot; items: ItemTerms[] | undefined } {
   const base = renewingSnapshot(seed, customerId, at);
-  const items = seed.items?.map((item, i) => ({ ...item, itemId: i === 0 ? subscriptionItemId(base.id) : newId('subscriptionItem') }));
-  const snapshot: SubscriptionSnapshot = { ...base, quantity: seatQuantity, currency: 'USD', ...(items ? { items: itemSnapshots(items) } : {}) };
+  const items = seed.items?.map((item, i) => ({
+    ...item,
+    itemId: i === 0 ? subscriptionItemId(base.id) : newId('subscriptionItem'),
+  }));
+  const snapshot: SubscriptionSnapshot = {
+    ...base,
+    quantity: seatQuantity,
+    currency: 'USD',
+    ...(items ? { items: itemSnapshots(items) } : {}),
+  };
   return { snapshot, items };
 }

@@ -11,12 +11,13 @@
  * activity calls by name, and counts the SQL queries its pg clients send (one
  * query is one round trip to PostgreSQL).
  */
-import pg from 'pg';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import pg from 'pg';
+
 import { createActivities } from '../activities/index.ts';
-import { createFileMailer } from '../services/mailer.ts';
 import { openOrm } from '../db/orm.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
+import { createFileMailer } from '../services/mailer.ts';
 import { installTemporalRuntime, workerDefaults } from '../worker.ts';
 
 export interface WorkerProcessOptions {
@@ -28,7 +29,15 @@ export interface WorkerProcessOptions {
   mailDir: string;
   /** Worker tuning (BENCH_ACTIVITY_SLOTS, BENCH_WORKFLOW_SLOTS); empty: the SDK's defaults, as production. */
   overrides: Partial<
-    Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'stickyQueueScheduleToStartTimeout' | 'maxConcurrentWorkflowTaskPolls' | 'nonStickyToStickyPollRatio'>
+    Pick<
+      WorkerOptions,
+      | 'maxCachedWorkflows'
+      | 'maxConcurrentActivityTaskExecutions'
+      | 'maxConcurrentWorkflowTaskExecutions'
+      | 'stickyQueueScheduleToStartTimeout'
+      | 'maxConcurrentWorkflowTaskPolls'
+      | 'nonStickyToStickyPollRatio'
+    >
   >;
   /** The MikroORM pool's size (BENCH_DB_POOL); undefined: db/orm.ts's default, as production. */
   dbPool: number | undefined;
@@ -56,7 +65,11 @@ export interface WorkerStatusReport {
   activityCalls: Record<string, number>;
 }
 
-export type FromWorker = { type: 'ready'; pid: number } | WorkerStatusReport | { type: 'stopped'; samples: MemorySample[]; status: WorkerStatusReport; queryTexts: [string, number][] } | { type: 'failed'; error: string };
+export type FromWorker =
+  | { type: 'ready'; pid: number }
+  | WorkerStatusReport
+  | { type: 'stopped'; samples: MemorySample[]; status: WorkerStatusReport; queryTexts: [string, number][] }
+  | { type: 'failed'; error: string };
 export type ToWorker = { type: 'status' } | { type: 'stop' };
 
 const send = (message: FromWorker) =>
@@ -119,7 +132,11 @@ async function main(): Promise<void> {
       ]),
     ) as T;
   const activities = {
-    ...createActivities({ orm, mailer, links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'bench' }) }),
+    ...createActivities({
+      orm,
+      mailer,
+      links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'bench' }),
+    }),
     async benchNoop(): Promise<void> {},
   };
   // The options createBillingWorker passes, with the bench bundle and the no-op activity added.
@@ -165,7 +182,12 @@ async function main(): Promise<void> {
     const final = status();
     worker.shutdown();
     await running;
-    await send({ type: 'stopped', samples, status: final, queryTexts: [...queryTexts].sort((a, b) => b[1] - a[1]).slice(0, 40) });
+    await send({
+      type: 'stopped',
+      samples,
+      status: final,
+      queryTexts: [...queryTexts].sort((a, b) => b[1] - a[1]).slice(0, 40),
+    });
     await connection.close();
     mailer.close();
     await orm.close();

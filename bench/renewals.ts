@@ -70,37 +70,45 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+
 import { defaultHistoryShards } from '../dev/temporal-server.ts';
 import { resolveTemporalCli, temporalServerVersion } from '../dev/tools.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
-import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
-import { mean, resultsFile, round1, runBenchmark, sleep, writeSection, type Say, type Stops } from './harness.ts';
+import { workerDefaults } from '../worker.ts';
+import {
+  AccountIdKey,
+  CustomerIdKey,
+  LivemodeKey,
+  PlanIdKey,
+  SubscriptionStatusKey,
+} from '../workflows/search-attributes.ts';
+import { mean, resultsFile, round1, runBenchmark, type Say, sleep, type Stops, writeSection } from './harness.ts';
 import {
   checkEngineMoney,
   codeState,
   engineDoneQuery,
+  type EngineSeed,
   inParallel,
   insertProjections,
+  type ItemsSeed,
   namespace,
   planAmount,
   renewalInterval,
   renewingItemsSnapshot,
   renewingSnapshot,
-  seedEngine,
-  seedItemsEngine,
   seatAmount,
   seatQuantity,
+  seedEngine,
+  seedItemsEngine,
   startRenewalsInfrastructure,
   trialingSnapshot,
   WorkerProcess,
-  type EngineSeed,
-  type ItemsSeed,
 } from './renewals-setup.ts';
 import type { WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
-import { workerDefaults } from '../worker.ts';
 
 /** `items` (--items): the engine's subscriptions with three items; `engine` then has one (the same seats), bench/renewals-setup.ts seedItemsEngine. */
 type Target = 'baseline' | 'engine' | 'items';
@@ -139,7 +147,10 @@ function parseVariants(raw: string | undefined): Variant[] {
     .map((part) => {
       const [name, spec = ''] = part.split(':', 2) as [string, string?];
       const variant: Variant = { name: name.trim(), spec: spec.trim(), overrides: {} };
-      for (const pair of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+      for (const pair of spec
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean)) {
         const [key, value] = pair.split('=');
         const number = Number(value);
         if (!Number.isFinite(number) || number <= 0) throw new Error(`BENCH_VARIANTS: ${pair} needs a positive number`);
@@ -173,7 +184,8 @@ const settings = {
   stickySeconds: positive('BENCH_STICKY_SECONDS'),
   engineOnly: ((): boolean => {
     const targets = process.env.BENCH_TARGETS ?? 'baseline,engine';
-    if (targets !== 'engine' && targets !== 'baseline,engine') throw new Error(`BENCH_TARGETS must be engine or baseline,engine, not ${targets}`);
+    if (targets !== 'engine' && targets !== 'baseline,engine')
+      throw new Error(`BENCH_TARGETS must be engine or baseline,engine, not ${targets}`);
     return targets === 'engine';
   })(),
   temporal: ((): 'dev' | 'postgres' => {
@@ -185,7 +197,8 @@ const settings = {
   /** renewal: active subscriptions renewing (cycle 0 -> 1, the 1st-of-the-month wave); trial-end: trials converting (the first charge). */
   scenario: ((): 'renewal' | 'trial-end' => {
     const scenario = process.env.BENCH_SCENARIO ?? 'renewal';
-    if (scenario !== 'renewal' && scenario !== 'trial-end') throw new Error(`BENCH_SCENARIO must be renewal or trial-end, not ${scenario}`);
+    if (scenario !== 'renewal' && scenario !== 'trial-end')
+      throw new Error(`BENCH_SCENARIO must be renewal or trial-end, not ${scenario}`);
     return scenario;
   })(),
   sqlitePragmas: (process.env.BENCH_SQLITE_PRAGMAS ?? '')
@@ -206,7 +219,8 @@ const tunings = [
   settings.sqlitePragmas.length > 0 && `BENCH_SQLITE_PRAGMAS=${settings.sqlitePragmas.join(',')}`,
 ].filter((t): t is string => typeof t === 'string');
 /** The rollback journal shows when the server writes; in WAL mode it is not there to see. */
-const journalObservable = settings.temporal === 'dev' && !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
+const journalObservable =
+  settings.temporal === 'dev' && !settings.sqlitePragmas.some((p) => p.toLowerCase().startsWith('journal_mode='));
 const workerSettings = () =>
   `maxConcurrentActivityTaskExecutions ${settings.activitySlots ?? '100 (SDK default)'}, maxConcurrentWorkflowTaskExecutions ${settings.workflowSlots ?? '40 (SDK default)'}, ` +
   `MikroORM pool ${settings.dbPool ?? '10 (db/orm.ts default)'}, maxCachedWorkflows ${settings.cachedWorkflows ?? workerDefaults.maxCachedWorkflows ?? 'SDK default'}, ` +
@@ -386,11 +400,17 @@ interface SampledRun {
  * row locks, which is how one account's renewals queueing on a row shows (docs/scaling.md).
  */
 async function sayStatementStats(ctx: Context, label: string): Promise<void> {
-  const rows = await ctx.orm.em.fork().getConnection().execute<{ db: string; calls: number; ms: number; query: string }[]>(
-    `select d.datname as db, s.calls::int as calls, round(s.total_exec_time)::int as ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 150) as query
+  const rows = await ctx.orm.em
+    .fork()
+    .getConnection()
+    .execute<{ db: string; calls: number; ms: number; query: string }[]>(
+      `select d.datname as db, s.calls::int as calls, round(s.total_exec_time)::int as ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 150) as query
        from pg_stat_statements s join pg_database d on d.oid = s.dbid order by s.total_exec_time desc limit 12`,
-  );
-  for (const row of rows) ctx.say(`${label}: pg_stat_statements ${row.db}: ${row.calls} calls, ${row.ms} ms in all (${(row.ms / Math.max(1, row.calls)).toFixed(2)} ms each): ${row.query}`);
+    );
+  for (const row of rows)
+    ctx.say(
+      `${label}: pg_stat_statements ${row.db}: ${row.calls} calls, ${row.ms} ms in all (${(row.ms / Math.max(1, row.calls)).toFixed(2)} ms each): ${row.query}`,
+    );
 }
 
 /** What the engine's subscriptions do at T, for the section's heading (the trial-end sections were written before renewal was the default). */
@@ -411,10 +431,20 @@ const renewedCycle = () => (settings.scenario === 'renewal' ? 1 : 0);
  * since 14 days before T, the trial ending at T (the first charge).
  */
 function carriedSnapshot(seed: EngineSeed, customerId: string, at: Date): SubscriptionSnapshot {
-  return settings.scenario === 'trial-end' ? trialingSnapshot(seed, customerId, at) : renewingSnapshot(seed, customerId, at);
+  return settings.scenario === 'trial-end'
+    ? trialingSnapshot(seed, customerId, at)
+    : renewingSnapshot(seed, customerId, at);
 }
 
-async function runRound(ctx: Context, target: Target, round: number, rounds: number, lead: number, n = settings.n, variant?: Variant): Promise<RoundResult> {
+async function runRound(
+  ctx: Context,
+  target: Target,
+  round: number,
+  rounds: number,
+  lead: number,
+  n = settings.n,
+  variant?: Variant,
+): Promise<RoundResult> {
   const { orm, client, say } = ctx;
   const label = `${round === 0 ? `${target} warm-up` : `${target} ${round}/${rounds}`}${variant ? ` [${variant.name}]` : ''}`;
   const loadAtStart = os.loadavg()[0]!;
@@ -424,7 +454,16 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   const seed: ItemsSeed | undefined = settings.items
     ? await seedItemsEngine(orm, n, round, target === 'items' ? 3 : 1)
     : isEngine
-      ? { ...(await seedEngine(orm, n, round, settings.scenario === 'renewal' ? renewalInterval : { unit: 'month', count: 1 })), items: null, perRenewal: planAmount }
+      ? {
+          ...(await seedEngine(
+            orm,
+            n,
+            round,
+            settings.scenario === 'renewal' ? renewalInterval : { unit: 'month', count: 1 },
+          )),
+          items: null,
+          perRenewal: planAmount,
+        }
       : undefined;
 
   const worker = new WorkerProcess({
@@ -450,7 +489,9 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   // T: all N wake at this instant.
   const startedAt = Date.now();
   const at = new Date(startedAt + lead * 1000);
-  say(`${label}: starting ${n} workflows on ${taskQueue}, all waking at T = ${at.toISOString()} (in ${lead.toFixed(0)} s)`);
+  say(
+    `${label}: starting ${n} workflows on ${taskQueue}, all waking at T = ${at.toISOString()} (in ${lead.toFixed(0)} s)`,
+  );
 
   const handles: SampledRun[] = [];
   let started = 0;
@@ -458,7 +499,9 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   try {
     if (isEngine) {
       const carried = seed!.customers.map((customerId) =>
-        settings.items ? renewingItemsSnapshot(seed!, customerId, at) : { snapshot: carriedSnapshot(seed!, customerId, at), items: undefined },
+        settings.items
+          ? renewingItemsSnapshot(seed!, customerId, at)
+          : { snapshot: carriedSnapshot(seed!, customerId, at), items: undefined },
       );
       const snapshots = carried.map((c) => c.snapshot);
       await insertProjections(orm, snapshots);
@@ -483,7 +526,11 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
     } else {
       const ids = Array.from({ length: n }, (_, i) => `${taskQueue}-${i}`);
       await inParallel(ids, 32, async (workflowId) => {
-        const handle = await client.workflow.start(noopRenewalWorkflow, { workflowId, taskQueue, args: [at.toISOString()] });
+        const handle = await client.workflow.start(noopRenewalWorkflow, {
+          workflowId,
+          taskQueue,
+          args: [at.toISOString()],
+        });
         handles.push(handle);
         started++;
       });
@@ -508,10 +555,15 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   }
   const settleSeconds = (Date.now() - startedAt) / 1000;
   const slackSeconds = (at.getTime() - Date.now()) / 1000;
-  say(`${label}: started in ${startSeconds.toFixed(1)} s, worker idle after ${settleSeconds.toFixed(1)} s; ${slackSeconds.toFixed(1)} s to T`);
+  say(
+    `${label}: started in ${startSeconds.toFixed(1)} s, worker idle after ${settleSeconds.toFixed(1)} s; ${slackSeconds.toFixed(1)} s to T`,
+  );
   if (slackSeconds < 0.5) {
     await worker.stop().catch(() => {});
-    throw new LeadTooShort(`${label}: the workflows were not all started and settled before T (${slackSeconds.toFixed(1)} s left); this machine is slower than the lead time assumed`, settleSeconds);
+    throw new LeadTooShort(
+      `${label}: the workflows were not all started and settled before T (${slackSeconds.toFixed(1)} s left); this machine is slower than the lead time assumed`,
+      settleSeconds,
+    );
   }
 
   if (settings.statementStats) {
@@ -528,7 +580,12 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
   const visibilityQuery = `TaskQueue = '${taskQueue}' AND ${doneQuery}`;
   const countDone = async () =>
     isEngine
-      ? (await orm.em.fork().getConnection().execute<{ n: number }[]>(engineDoneQuery, [seed!.accountId, renewedCycle()]))[0]!.n
+      ? (
+          await orm.em
+            .fork()
+            .getConnection()
+            .execute<{ n: number }[]>(engineDoneQuery, [seed!.accountId, renewedCycle()])
+        )[0]!.n
       : (await client.workflow.count(visibilityQuery)).count;
   let done = 0;
   let closed = isEngine ? 0 : n;
@@ -576,7 +633,8 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
       );
     }
     if (worker.failure) throw new Error(`${label}: ${worker.failure}`);
-    if (Date.now() > deadline) throw new Error(`${label}: only ${done}/${n} done ${settings.timeoutSeconds} s after T (BENCH_TIMEOUT)`);
+    if (Date.now() > deadline)
+      throw new Error(`${label}: only ${done}/${n} done ${settings.timeoutSeconds} s after T (BENCH_TIMEOUT)`);
     await sleep(Math.max(0, 200 - (Date.now() - tick)));
   }
 
@@ -631,8 +689,10 @@ async function runRound(ctx: Context, target: Target, round: number, rounds: num
       workflowTasksMean: mean(busy.map((b) => b.inFlightWorkflowActivations)),
       activitiesPeak: Math.max(...busy.map((b) => b.inFlightActivities)),
       activitiesMean: mean(busy.map((b) => b.inFlightActivities)),
-      activitiesFullShare: busy.filter((b) => b.inFlightActivities >= (settings.activitySlots ?? 100)).length / busy.length,
-      workflowTasksFullShare: busy.filter((b) => b.inFlightWorkflowActivations >= (settings.workflowSlots ?? 40)).length / busy.length,
+      activitiesFullShare:
+        busy.filter((b) => b.inFlightActivities >= (settings.activitySlots ?? 100)).length / busy.length,
+      workflowTasksFullShare:
+        busy.filter((b) => b.inFlightWorkflowActivations >= (settings.workflowSlots ?? 40)).length / busy.length,
       poolBusyMean: mean(busy.map((b) => b.poolBusy)),
       poolWaitingPeak: Math.max(...busy.map((b) => b.poolWaiting)),
       poolWaitingMean: mean(busy.map((b) => b.poolWaiting)),
@@ -666,7 +726,15 @@ class LeadTooShort extends Error {
  * stay asleep on their own task queue with no worker; their timers fire at their T, during the retry's start phase,
  * before the retry's T.
  */
-async function runRoundAdapting(ctx: Context, target: Target, round: number, rounds: number, lead: number, n = settings.n, variant?: Variant): Promise<RoundResult> {
+async function runRoundAdapting(
+  ctx: Context,
+  target: Target,
+  round: number,
+  rounds: number,
+  lead: number,
+  n = settings.n,
+  variant?: Variant,
+): Promise<RoundResult> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await runRound(ctx, target, round, rounds, lead, n, variant);
@@ -688,20 +756,32 @@ const historySamples = 20;
  * tail: a workflow task that waited past the sticky queue's timeout times out and is
  * scheduled again, with two more events); and the share of the sampled tasks that timed out.
  */
-async function sampleHistories(client: Client, handles: SampledRun[], at: Date): Promise<{ workflowTasks: number; historyEvents: number; timedOutTasks: number }> {
+async function sampleHistories(
+  client: Client,
+  handles: SampledRun[],
+  at: Date,
+): Promise<{ workflowTasks: number; historyEvents: number; timedOutTasks: number }> {
   const step = Math.max(1, Math.floor(handles.length / historySamples));
   const sampled = handles.filter((_, i) => i % step === 0).slice(0, historySamples);
   const counts = await Promise.all(sampled.map((handle) => sampleHistory(client, handle, at)));
   const total = (key: 'workflowTasks' | 'historyEvents' | 'timedOut') => counts.reduce((sum, c) => sum + c[key], 0);
   const [tasks, timedOut] = [total('workflowTasks'), total('timedOut')];
-  return { workflowTasks: tasks / counts.length, historyEvents: total('historyEvents') / counts.length, timedOutTasks: timedOut / Math.max(1, tasks + timedOut) };
+  return {
+    workflowTasks: tasks / counts.length,
+    historyEvents: total('historyEvents') / counts.length,
+    timedOutTasks: timedOut / Math.max(1, tasks + timedOut),
+  };
 }
 
 /**
  * Workflow tasks and history events from T on, in one workflow's history and, for
  * a subscription that continued as new, its next run's, once that run's first task (which sets its timer) is done.
  */
-async function sampleHistory(client: Client, handle: SampledRun, at: Date): Promise<{ workflowTasks: number; historyEvents: number; timedOut: number }> {
+async function sampleHistory(
+  client: Client,
+  handle: SampledRun,
+  at: Date,
+): Promise<{ workflowTasks: number; historyEvents: number; timedOut: number }> {
   const first = client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
   const latest = await client.workflow.getHandle(handle.workflowId).describe();
   const histories = [await first.fetchHistory()];
@@ -768,9 +848,13 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
   const per = (f: (r: RoundResult) => number) => mean(rounds.map(f));
   const cpuKeys = ['worker', 'server', 'postgres', 'bench', 'others', 'machine'] as const;
   const activities: Record<string, number> = {};
-  for (const r of rounds) for (const [name, count] of Object.entries(r.activities)) activities[name] = (activities[name] ?? 0) + count / r.n / rounds.length;
+  for (const r of rounds)
+    for (const [name, count] of Object.entries(r.activities))
+      activities[name] = (activities[name] ?? 0) + count / r.n / rounds.length;
   const queryKinds: Record<string, number> = {};
-  for (const r of rounds) for (const [kind, count] of Object.entries(r.queryKinds)) queryKinds[kind] = (queryKinds[kind] ?? 0) + count / r.n / rounds.length;
+  for (const r of rounds)
+    for (const [kind, count] of Object.entries(r.queryKinds))
+      queryKinds[kind] = (queryKinds[kind] ?? 0) + count / r.n / rounds.length;
   return {
     target,
     rounds,
@@ -804,11 +888,20 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
 }
 
 const names: Record<Target, string> = settings.items
-  ? { engine: 'one item (12 seats, per_unit)', items: 'three items (12 seats, graduated tiers × 25, flat add-on)', baseline: 'baseline (no-op workflow + no-op activity)' }
-  : { engine: 'engine (subscriptionWorkflow)', items: 'engine, three items', baseline: 'baseline (no-op workflow + no-op activity)' };
+  ? {
+      engine: 'one item (12 seats, per_unit)',
+      items: 'three items (12 seats, graduated tiers × 25, flat add-on)',
+      baseline: 'baseline (no-op workflow + no-op activity)',
+    }
+  : {
+      engine: 'engine (subscriptionWorkflow)',
+      items: 'engine, three items',
+      baseline: 'baseline (no-op workflow + no-op activity)',
+    };
 
 function table(results: RoundResult[], summaries: TargetSummary[]): string[] {
-  const cpu = (c: CpuSpent) => `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
+  const cpu = (c: CpuSpent) =>
+    `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
   return [
     '| target | round | N | wall s | renewals/s | first / half done s | peak RSS MB | peak heap MB | RSS at T / after MB | CPU s worker / server / PostgreSQL / other |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -877,12 +970,14 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
         ? `The server persists histories, timers, task queues and visibility in PostgreSQL over ${settings.historyShards} history shards, each shard writing in parallel; ` +
           'the PostgreSQL process serves both Temporal and the engine here. '
         : 'The dev server keeps all its state (histories, timers, ' +
-      'task queues, visibility) in one SQLite file, opened through a single connection (one descriptor on temporal.db), ') +
-      (settings.temporal === 'postgres' ? '' : journalObservable
-        ? 'in rollback-journal mode, so its writes happen one transaction at a time, each with its fsyncs. Polled every 200 ms, its journal file ' +
-          `(present while a write transaction is open) was there ${pct(engine.serverWriteShare)} of the time during the engine's rounds and ` +
-          `${pct(baseline.serverWriteShare)} during the baseline's. `
-        : `here with ${settings.sqlitePragmas.join(', ')}, so its writes still happen one transaction at a time. `) +
+          'task queues, visibility) in one SQLite file, opened through a single connection (one descriptor on temporal.db), ') +
+      (settings.temporal === 'postgres'
+        ? ''
+        : journalObservable
+          ? 'in rollback-journal mode, so its writes happen one transaction at a time, each with its fsyncs. Polled every 200 ms, its journal file ' +
+            `(present while a write transaction is open) was there ${pct(engine.serverWriteShare)} of the time during the engine's rounds and ` +
+            `${pct(baseline.serverWriteShare)} during the baseline's. `
+          : `here with ${settings.sqlitePragmas.join(', ')}, so its writes still happen one transaction at a time. `) +
       `The server process used ${engine.serverCores.toFixed(1)} cores on average during the engine's rounds and ${baseline.serverCores.toFixed(1)} during the ` +
       `baseline's, while the engine's worker had on average ${round1(engine.slots.activitiesMean)} activities and ${round1(engine.slots.workflowTasksMean)} ` +
       'workflow tasks in hand (below). ' +
@@ -931,18 +1026,22 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   const began = Date.now();
   const loadAtStart = os.loadavg()[0]!;
   const cores = os.cpus().length;
-  if (loadAtStart > cores / 2) say(`note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`);
+  if (loadAtStart > cores / 2)
+    say(
+      `note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`,
+    );
   say(`N = ${settings.n}, ${settings.rounds} rounds per target; worker: ${workerSettings()}`);
 
-  const { tmpDir, onPostgres, temporal, bundlePath, databaseUrl, orm, pgVersion, client } = await startRenewalsInfrastructure({
-    prefix: 'billing-bench-renewals-',
-    temporal: settings.temporal,
-    historyShards: settings.historyShards,
-    sqlitePragmas: settings.sqlitePragmas,
-    statementStats: settings.statementStats,
-    say,
-    stops,
-  });
+  const { tmpDir, onPostgres, temporal, bundlePath, databaseUrl, orm, pgVersion, client } =
+    await startRenewalsInfrastructure({
+      prefix: 'billing-bench-renewals-',
+      temporal: settings.temporal,
+      historyShards: settings.historyShards,
+      sqlitePragmas: settings.sqlitePragmas,
+      statementStats: settings.statementStats,
+      say,
+      stops,
+    });
 
   const pidOf = (file: string) => Number.parseInt(fs.readFileSync(file, 'utf8').split('\n')[0]!, 10);
   const ctx: Context = {
@@ -952,13 +1051,24 @@ await runBenchmark('bench:renewals', async (stops, say) => {
     temporalAddress: temporal.address,
     bundlePath,
     tmpDir,
-    pids: { server: pidOf(onPostgres ? path.join(tmpDir, 'temporal-server', 'temporal-server.pid') : path.join(tmpDir, 'temporal', 'temporal.pid')), postgres: pidOf(path.join(tmpDir, 'postgres', 'postmaster.pid')) },
+    pids: {
+      server: pidOf(
+        onPostgres
+          ? path.join(tmpDir, 'temporal-server', 'temporal-server.pid')
+          : path.join(tmpDir, 'temporal', 'temporal.pid'),
+      ),
+      postgres: pidOf(path.join(tmpDir, 'postgres', 'postmaster.pid')),
+    },
     serverJournal: path.join(tmpDir, 'temporal', 'temporal.db-journal'),
     say,
     stops,
   };
   const cli = await resolveTemporalCli({ log: () => {}, allowBuild: false });
-  const serverVersion = onPostgres ? `temporal-server ${temporalServerVersion}` : 'path' in cli ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim() : 'unknown';
+  const serverVersion = onPostgres
+    ? `temporal-server ${temporalServerVersion}`
+    : 'path' in cli
+      ? execFileSync(cli.path, ['--version'], { encoding: 'utf8' }).trim()
+      : 'unknown';
   say(`ready in ${((Date.now() - began) / 1000).toFixed(1)} s (PostgreSQL ${pgVersion}; ${serverVersion})`);
   const code = codeState();
   say(`measuring ${code}`);
@@ -967,15 +1077,34 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   // what the previous rounds needed to start their workflows, with room to spare.
   // Starting workflows is the part most slowed by a busy machine, hence the generous margins.
   const firstLead = (n: number) => 15 + n * 0.04;
-  if (settings.items && (settings.engineOnly || settings.scenario !== 'renewal')) throw new Error('--items measures the renewal scenario of one-item against three-item subscriptions: leave BENCH_TARGETS and BENCH_SCENARIO unset');
-  const targets: readonly Target[] = settings.items ? ['engine', 'items'] : settings.engineOnly ? ['engine'] : ['baseline', 'engine'];
-  if (settings.variants.length > 0 && (settings.items || !settings.engineOnly)) throw new Error('BENCH_VARIANTS compares worker settings on the engine alone: set BENCH_TARGETS=engine, without --items');
+  if (settings.items && (settings.engineOnly || settings.scenario !== 'renewal'))
+    throw new Error(
+      '--items measures the renewal scenario of one-item against three-item subscriptions: leave BENCH_TARGETS and BENCH_SCENARIO unset',
+    );
+  const targets: readonly Target[] = settings.items
+    ? ['engine', 'items']
+    : settings.engineOnly
+      ? ['engine']
+      : ['baseline', 'engine'];
+  if (settings.variants.length > 0 && (settings.items || !settings.engineOnly))
+    throw new Error(
+      'BENCH_VARIANTS compares worker settings on the engine alone: set BENCH_TARGETS=engine, without --items',
+    );
   const warmups: RoundResult[] = [];
   if (settings.warmup > 0) {
-    for (const target of targets) warmups.push(await runRoundAdapting(ctx, target, 0, settings.rounds, firstLead(settings.warmup), settings.warmup));
+    for (const target of targets)
+      warmups.push(
+        await runRoundAdapting(ctx, target, 0, settings.rounds, firstLead(settings.warmup), settings.warmup),
+      );
   }
   // The first lead scales the warm-ups' settle time to N (a loaded machine starts workflows far slower than the guess).
-  let lead = warmups.length > 0 ? Math.max(firstLead(settings.n), Math.max(...warmups.map((r) => r.settleSeconds)) * (settings.n / settings.warmup) * 1.5 + 20) : firstLead(settings.n);
+  let lead =
+    warmups.length > 0
+      ? Math.max(
+          firstLead(settings.n),
+          Math.max(...warmups.map((r) => r.settleSeconds)) * (settings.n / settings.warmup) * 1.5 + 20,
+        )
+      : firstLead(settings.n);
   if (settings.variants.length > 0) {
     const results: RoundResult[] = [];
     for (let round = 1; round <= settings.rounds; round++) {
@@ -994,13 +1123,27 @@ await runBenchmark('bench:renewals', async (stops, say) => {
     for (const target of settings.items && round % 2 === 0 ? [...targets].reverse() : targets) {
       results.push(await runRoundAdapting(ctx, target, round, settings.rounds, lead));
       // --items: the three-item wave settles slower than the one-item one before it, and a loaded machine varies more: a wider margin.
-      lead = settings.items ? Math.max(...results.map((r) => r.settleSeconds)) * 2 + 20 : Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
+      lead = settings.items
+        ? Math.max(...results.map((r) => r.settleSeconds)) * 2 + 20
+        : Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
     }
   }
 
   const engine = summarize('engine', results);
-  if (settings.items) return itemsSection(engine, summarize('items', results), results, code, loadAtStart, cores, serverVersion, pgVersion, say);
-  if (settings.engineOnly) return engineOnlySection(engine, results, code, loadAtStart, cores, onPostgres, serverVersion, pgVersion);
+  if (settings.items)
+    return itemsSection(
+      engine,
+      summarize('items', results),
+      results,
+      code,
+      loadAtStart,
+      cores,
+      serverVersion,
+      pgVersion,
+      say,
+    );
+  if (settings.engineOnly)
+    return engineOnlySection(engine, results, code, loadAtStart, cores, onPostgres, serverVersion, pgVersion);
   const baseline = summarize('baseline', results);
   const ratio = engine.perSecond / baseline.perSecond;
 
@@ -1021,8 +1164,8 @@ await runBenchmark('bench:renewals', async (stops, say) => {
       'through the Temporal client (32 at a time), all waking at the same instant T, a few seconds after they have all started and the worker is idle again; ' +
       '"wall s" is T to the last completion, found by polling every 200 ms (engine: a database count of projection rows that say `active`, billing cycle 0, ' +
       'with a paid latest invoice; baseline: a count of completed workflows in Temporal\'s visibility); "renewals/s" is N / wall. Memory is the worker ' +
-      'process\'s process.memoryUsage() sampled every 200 ms: peak after T, at T (N workflows waiting in its cache) and 2 s after the last completion. ' +
-      'The heap is the main thread\'s (activities, ORM, SDK); workflow code runs in the SDK\'s workflow thread, whose heap counts in RSS only. ' +
+      "process's process.memoryUsage() sampled every 200 ms: peak after T, at T (N workflows waiting in its cache) and 2 s after the last completion. " +
+      "The heap is the main thread's (activities, ORM, SDK); workflow code runs in the SDK's workflow thread, whose heap counts in RSS only. " +
       'CPU is from /proc, from T to the last completion.',
     '',
     ...table(results, [baseline, engine]),
@@ -1043,17 +1186,32 @@ await runBenchmark('bench:renewals', async (stops, say) => {
 
   say('');
   for (const s of [baseline, engine]) {
-    say(`${s.target.padEnd(8)} ${s.wall.toFixed(1)} s, ${rate(s.perSecond)}/s, peak RSS ${Math.round(s.peakRss)} MB, peak heap ${Math.round(s.peakHeap)} MB`);
+    say(
+      `${s.target.padEnd(8)} ${s.wall.toFixed(1)} s, ${rate(s.perSecond)}/s, peak RSS ${Math.round(s.peakRss)} MB, peak heap ${Math.round(s.peakHeap)} MB`,
+    );
   }
   say(`ratio engine/baseline ${(ratio * 100).toFixed(1)}%`);
-  say(process.env.BENCH_WRITE === '0' ? `not written (BENCH_WRITE=0):\n${text}` : `written to ${path.relative(process.cwd(), resultsFile) || resultsFile}`);
+  say(
+    process.env.BENCH_WRITE === '0'
+      ? `not written (BENCH_WRITE=0):\n${text}`
+      : `written to ${path.relative(process.cwd(), resultsFile) || resultsFile}`,
+  );
   return 0;
 });
 
-
 /** BENCH_VARIANTS: worker settings against each other, the engine's rounds alternating them in one run. */
-function variantsSection(results: RoundResult[], code: string, loadAtStart: number, cores: number, onPostgres: boolean, serverVersion: string, pgVersion: string, say: Say): number {
-  const cpu = (c: CpuSpent) => `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
+function variantsSection(
+  results: RoundResult[],
+  code: string,
+  loadAtStart: number,
+  cores: number,
+  onPostgres: boolean,
+  serverVersion: string,
+  pgVersion: string,
+  say: Say,
+): number {
+  const cpu = (c: CpuSpent) =>
+    `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
   const ms = (r: RoundResult) => ((1000 * (r.cpu.worker + r.cpu.server + r.cpu.postgres)) / r.n).toFixed(1);
   const of = (v: Variant) => results.filter((r) => r.variant === v.name);
   const perSecond = (v: Variant) => mean(of(v).map((r) => r.perSecond));
@@ -1082,7 +1240,9 @@ function variantsSection(results: RoundResult[], code: string, loadAtStart: numb
     ...settings.variants.map(
       (v) =>
         `- **${v.name}** (${v.spec || 'defaults'}): ${rate(perSecond(v))} renewals/s (mean of ${of(v).length}), ${Math.round(mean(of(v).map((r) => r.timedOutTasks)) * 100)}% of tasks timed out` +
-        (v === settings.variants[0] ? '' : `; **${((perSecond(v) / first) * 100).toFixed(0)}%** of ${settings.variants[0]!.name}'s rate`),
+        (v === settings.variants[0]
+          ? ''
+          : `; **${((perSecond(v) / first) * 100).toFixed(0)}%** of ${settings.variants[0]!.name}'s rate`),
     ),
     '',
     `Every round checked its money: ${settings.n} paid invoices, ${settings.n} succeeded charges.`,
@@ -1095,8 +1255,18 @@ function variantsSection(results: RoundResult[], code: string, loadAtStart: numb
 }
 
 /** BENCH_TARGETS=engine: the engine's rounds alone (memory and wave time at a size the baseline need not repeat). */
-function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: string, loadAtStart: number, cores: number, onPostgres: boolean, serverVersion: string, pgVersion: string): number {
-  const cpu = (c: CpuSpent) => `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
+function engineOnlySection(
+  engine: TargetSummary,
+  results: RoundResult[],
+  code: string,
+  loadAtStart: number,
+  cores: number,
+  onPostgres: boolean,
+  serverVersion: string,
+  pgVersion: string,
+): number {
+  const cpu = (c: CpuSpent) =>
+    `${c.worker.toFixed(1)} / ${c.server.toFixed(1)} / ${c.postgres.toFixed(1)} / ${(c.bench + c.others).toFixed(1)}`;
   const heading = `## Renewals: ${settings.n.toLocaleString('en')} subscriptions ${what()} at one instant, engine only${onPostgres ? ', Temporal server on PostgreSQL' : ''}${tunings.length > 0 ? ` (tuned: ${tunings.join(' ')})` : ''}`;
   const section = [
     heading,
@@ -1105,7 +1275,7 @@ function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: 
     '',
     `Machine: ${cores} cores, Node ${process.version}; ${onPostgres ? `the real Temporal server (${serverVersion}, ${settings.historyShards} history shards, on the same embedded PostgreSQL ${pgVersion})` : `the Temporal dev server (${serverVersion}${settings.sqlitePragmas.length > 0 ? `, --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}`}, ` +
       `load average ${loadAtStart.toFixed(2)} at the start. Worker: one fresh process per round, ${workerSettings()}; ${warmupText()}. ` +
-      'The same rounds as the comparison above, without the baseline: N subscriptions all renewing at the same instant T; RSS is the worker process\'s.',
+      "The same rounds as the comparison above, without the baseline: N subscriptions all renewing at the same instant T; RSS is the worker process's.",
     '',
     '| round | N | wall s | renewals/s | first / half done s | peak RSS MB | peak heap MB | RSS at T / after MB | CPU s worker / server / PostgreSQL / other |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -1126,13 +1296,22 @@ function engineOnlySection(engine: TargetSummary, results: RoundResult[], code: 
   return 0;
 }
 
-
 /**
  * --items (npm run bench:renewal-items): N one-item subscriptions (12 seats) against N three-item ones (the same seats, a
  * graduated tiered plan, a flat add-on) renewing at one instant, in the same run, rounds alternating which goes first.
  * The goal of issue #26: a multi-item renewal costs at most 1.3× a one-item one.
  */
-function itemsSection(one: TargetSummary, three: TargetSummary, results: RoundResult[], code: string, loadAtStart: number, cores: number, serverVersion: string, pgVersion: string, say: Say): number {
+function itemsSection(
+  one: TargetSummary,
+  three: TargetSummary,
+  results: RoundResult[],
+  code: string,
+  loadAtStart: number,
+  cores: number,
+  serverVersion: string,
+  pgVersion: string,
+  say: Say,
+): number {
   const goal = 1.3;
   const own = (s: TargetSummary) => s.cpu.worker + s.cpu.server + s.cpu.postgres;
   const ms = (seconds: number) => `${((1000 * seconds) / settings.n).toFixed(1)} ms`;
@@ -1174,7 +1353,9 @@ function itemsSection(one: TargetSummary, three: TargetSummary, results: RoundRe
     `**The machine.** Work outside the benchmark's processes (other people's, and this script's polling) took ${pct(busyElsewhere(three))} of the ${cores} cores ` +
       `during the three-item waves and ${pct(busyElsewhere(one))} during the one-item ones (the table's "other" CPU). It slows both waves alike and the rounds ` +
       'alternate which goes first, so the ratios hold better than the absolute rates' +
-      (Math.max(busyElsewhere(three), busyElsewhere(one)) > 0.25 ? ", which are well below bench:renewals' sections measured on a quieter machine." : '.'),
+      (Math.max(busyElsewhere(three), busyElsewhere(one)) > 0.25
+        ? ", which are well below bench:renewals' sections measured on a quieter machine."
+        : '.'),
     '',
     `Both waves ran ${round1(Object.values(three.activities).reduce((a, b) => a + b, 0))} and ${round1(Object.values(one.activities).reduce((a, b) => a + b, 0))} activities per renewal ` +
       `(${activityList(three.activities)}; ${activityList(one.activities)}), ${round1(three.workflowTasks)} and ${round1(one.workflowTasks)} workflow tasks, ` +
@@ -1184,7 +1365,9 @@ function itemsSection(one: TargetSummary, three: TargetSummary, results: RoundRe
   ];
   const text = section.join('\n');
   if (process.env.BENCH_WRITE !== '0') writeSection(resultsFile, heading, text);
-  say(`three items / one item: wall ${x(wallRatio)}, CPU ${x(cpuRatio)}, worker CPU ${x(workerRatio)}, SQL ${x(queryRatio)}`);
+  say(
+    `three items / one item: wall ${x(wallRatio)}, CPU ${x(cpuRatio)}, worker CPU ${x(workerRatio)}, SQL ${x(queryRatio)}`,
+  );
   console.log(text);
   return 0;
 }

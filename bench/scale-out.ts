@@ -33,18 +33,26 @@
  * default npm start's WAL), BENCH_WRITE=0 prints the section instead of writing it to
  * bench/RESULTS.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
+
 import { freePort } from '../dev/processes.ts';
 import { devServerSqlitePragmas } from '../dev/temporal-dev-server.ts';
 import { defaultHistoryShards } from '../dev/temporal-server.ts';
 import { temporalServerVersion } from '../dev/tools.ts';
-import { AccountIdKey, CustomerIdKey, LivemodeKey, PlanIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
-import { call, resultsFile, runBenchmark, signUp, sleep, writeSection, type Say, type Stops } from './harness.ts';
+import {
+  AccountIdKey,
+  CustomerIdKey,
+  LivemodeKey,
+  PlanIdKey,
+  SubscriptionStatusKey,
+} from '../workflows/search-attributes.ts';
+import { call, resultsFile, runBenchmark, type Say, signUp, sleep, type Stops, writeSection } from './harness.ts';
 import {
   checkEngineMoney,
   codeState,
@@ -53,12 +61,12 @@ import {
   insertProjections,
   namespace,
   planAmount,
+  renewalInterval,
+  type RenewalsInfrastructure,
+  renewingSnapshot,
   seedEngine,
   startRenewalsInfrastructure,
-  renewalInterval,
-  renewingSnapshot,
   WorkerProcess,
-  type RenewalsInfrastructure,
 } from './renewals-setup.ts';
 import { subscriptionWorkflow } from './workflows/index.ts';
 
@@ -106,7 +114,13 @@ interface WaveResult {
   checks: string;
 }
 
-async function renewalWave(infra: RenewalsInfrastructure, workers: number, round: number, say: Say, stops: Stops): Promise<WaveResult> {
+async function renewalWave(
+  infra: RenewalsInfrastructure,
+  workers: number,
+  round: number,
+  say: Say,
+  stops: Stops,
+): Promise<WaveResult> {
   const { orm, client } = infra;
   const n = settings.n;
   const label = `renewals, ${workers} worker${workers === 1 ? '' : 's'}, round ${round}`;
@@ -132,7 +146,9 @@ async function renewalWave(infra: RenewalsInfrastructure, workers: number, round
   const lead = 15 + n * 0.04;
   const startedAt = Date.now();
   const at = new Date(startedAt + lead * 1000);
-  say(`${label}: starting ${n} active subscriptions on ${taskQueue}, billing cycle 0 ending at T = ${at.toISOString()} (in ${lead.toFixed(0)} s)`);
+  say(
+    `${label}: starting ${n} active subscriptions on ${taskQueue}, billing cycle 0 ending at T = ${at.toISOString()} (in ${lead.toFixed(0)} s)`,
+  );
   const snapshots = seed.customers.map((customerId) => renewingSnapshot(seed, customerId, at));
   await insertProjections(orm, snapshots);
   await inParallel(snapshots, 32, async (snapshot) => {
@@ -163,7 +179,10 @@ async function renewalWave(infra: RenewalsInfrastructure, workers: number, round
     await sleep(100);
   }
   const slack = (at.getTime() - Date.now()) / 1000;
-  if (slack < 0.5) throw new Error(`${label}: the subscriptions were not all started and settled before T (${slack.toFixed(1)} s left)`);
+  if (slack < 0.5)
+    throw new Error(
+      `${label}: the subscriptions were not all started and settled before T (${slack.toFixed(1)} s left)`,
+    );
   say(`${label}: all started and settled, ${slack.toFixed(1)} s to T`);
   await sleep(at.getTime() - Date.now());
   const before = await Promise.all(processes.map((p) => p.status()));
@@ -191,14 +210,30 @@ async function renewalWave(infra: RenewalsInfrastructure, workers: number, round
   await checkEngineMoney(orm, seed.accountId, n);
   const checks = await checkOnePerSubscription(orm, seed.accountId, n);
   const result = { round, workers, n, wallSeconds, perSecond: n / wallSeconds, perWorker, checks };
-  say(`${label}: ${n} in ${wallSeconds.toFixed(1)} s (${rate(result.perSecond)}/s), renewCycle runs per process ${perWorker.join(' / ')}; ${checks}`);
+  say(
+    `${label}: ${n} in ${wallSeconds.toFixed(1)} s (${rate(result.perSecond)}/s), renewCycle runs per process ${perWorker.join(' / ')}; ${checks}`,
+  );
   return result;
 }
 
 /** Beyond the totals: one invoice per subscription, paid once; one succeeded charge per invoice; numbers 1..N. */
 async function checkOnePerSubscription(orm: MikroORM, accountId: string, n: number): Promise<string> {
-  const [row] = await orm.em.fork().getConnection().execute<{ subscriptions: number; invoices: number; paid_once: number; charged_invoices: number; charge_keys: number; charges: number; min_number: string; max_number: string }[]>(
-    `select (select count(distinct subscription_id)::int from invoices where account_id = ?) as subscriptions,
+  const [row] = await orm.em
+    .fork()
+    .getConnection()
+    .execute<
+      {
+        subscriptions: number;
+        invoices: number;
+        paid_once: number;
+        charged_invoices: number;
+        charge_keys: number;
+        charges: number;
+        min_number: string;
+        max_number: string;
+      }[]
+    >(
+      `select (select count(distinct subscription_id)::int from invoices where account_id = ?) as subscriptions,
             (select count(*)::int from invoices where account_id = ?) as invoices,
             (select count(*)::int from invoices where account_id = ? and status = 'paid' and amount_paid = amount_due) as paid_once,
             (select count(distinct i.charge_id)::int from invoices i join charges c on c.id = i.charge_id where i.account_id = ? and c.status = 'succeeded') as charged_invoices,
@@ -206,8 +241,8 @@ async function checkOnePerSubscription(orm: MikroORM, accountId: string, n: numb
             (select count(*)::int from charges where account_id = ?) as charges,
             (select min(number) from invoices where account_id = ?) as min_number,
             (select max(number) from invoices where account_id = ?) as max_number`,
-    [accountId, accountId, accountId, accountId, accountId, accountId, accountId, accountId],
-  );
+      [accountId, accountId, accountId, accountId, accountId, accountId, accountId, accountId],
+    );
   const r = row!;
   const problems = [
     r.subscriptions !== n && `${r.subscriptions} subscriptions with an invoice`,
@@ -217,7 +252,8 @@ async function checkOnePerSubscription(orm: MikroORM, accountId: string, n: numb
     r.charge_keys !== n && `${r.charge_keys} distinct idempotency keys of succeeded charges`,
     r.charges !== n && `${r.charges} charges in all`,
   ].filter(Boolean);
-  if (problems.length > 0) throw new Error(`the renewals billed wrong: expected ${n} of each, found ${problems.join(', ')}`);
+  if (problems.length > 0)
+    throw new Error(`the renewals billed wrong: expected ${n} of each, found ${problems.join(', ')}`);
   return `${n} invoices (one per subscription, numbers ${r.min_number}…${r.max_number}, gapless), ${n} paid, ${n} charges of ${planAmount} (one per invoice)`;
 }
 
@@ -228,7 +264,12 @@ interface ApiProcess {
   child: ChildProcess;
 }
 
-async function startApiProcess(infra: RenewalsInfrastructure, index: number, say: Say, stops: Stops): Promise<ApiProcess> {
+async function startApiProcess(
+  infra: RenewalsInfrastructure,
+  index: number,
+  say: Say,
+  stops: Stops,
+): Promise<ApiProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, [fileURLToPath(new URL('../api/server.ts', import.meta.url))], {
     env: {
@@ -282,11 +323,22 @@ interface CreditsResult {
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
-async function credits(orm: MikroORM, apis: ApiProcess[], processes: number, round: number, say: Say): Promise<CreditsResult> {
+async function credits(
+  orm: MikroORM,
+  apis: ApiProcess[],
+  processes: number,
+  round: number,
+  say: Say,
+): Promise<CreditsResult> {
   const label = `credits, ${processes} API process${processes === 1 ? '' : 'es'}, round ${round}`;
   const bases = apis.slice(0, processes).map((a) => a.base);
   const tenant = await signUp(bases[0]!, `Bench Scale-out ${processes} (${round})`);
-  const key = await call('POST', `${bases[0]}/v1/api_keys`, { name: 'bench', mode: 'test' }, { authorization: `Bearer ${tenant.accessToken}` });
+  const key = await call(
+    'POST',
+    `${bases[0]}/v1/api_keys`,
+    { name: 'bench', mode: 'test' },
+    { authorization: `Bearer ${tenant.accessToken}` },
+  );
   if (key.status !== 201) throw new Error(`API key failed (${key.status}): ${JSON.stringify(key.body)}`);
   const headers = { authorization: `Bearer ${String(key.body!.secret)}`, 'content-type': 'application/json' };
   const body = JSON.stringify({ account_id: tenant.accountId, amount: creditAmount, currency: 'USD', type: 'credit' });
@@ -297,7 +349,8 @@ async function credits(orm: MikroORM, apis: ApiProcess[], processes: number, rou
   for (let k = 0; plan.length < settings.requests; k++) {
     const idempotencyKey = `scale-out-${prefix}-${k}`;
     plan.push({ key: idempotencyKey, base: bases[plan.length % bases.length]! });
-    if (k % duplicateEvery === 0 && plan.length < settings.requests) plan.push({ key: idempotencyKey, base: bases[plan.length % bases.length]! });
+    if (k % duplicateEvery === 0 && plan.length < settings.requests)
+      plan.push({ key: idempotencyKey, base: bases[plan.length % bases.length]! });
   }
   const keys = new Set(plan.map((p) => p.key)).size;
 
@@ -310,7 +363,11 @@ async function credits(orm: MikroORM, apis: ApiProcess[], processes: number, rou
   await inParallel(plan, settings.connections, async ({ key: idempotencyKey, base }) => {
     for (let attempt = 1; ; attempt++) {
       const t0 = performance.now();
-      const response = await fetch(`${base}/v1/transactions`, { method: 'POST', headers: { ...headers, 'idempotency-key': idempotencyKey }, body });
+      const response = await fetch(`${base}/v1/transactions`, {
+        method: 'POST',
+        headers: { ...headers, 'idempotency-key': idempotencyKey },
+        body,
+      });
       const text = await response.text();
       latencies.push(performance.now() - t0);
       if (response.status === 409 && text.includes('idempotency_in_progress') && attempt < 500) {
@@ -332,13 +389,16 @@ async function credits(orm: MikroORM, apis: ApiProcess[], processes: number, rou
   latencies.sort((a, b) => a - b);
 
   // The books afterwards.
-  const [b] = await orm.em.fork().getConnection().execute<{ transactions: number; cached: number; available: number; imbalance: number }[]>(
-    `select (select count(*)::int from transactions where account_id = ?) as transactions,
+  const [b] = await orm.em
+    .fork()
+    .getConnection()
+    .execute<{ transactions: number; cached: number; available: number; imbalance: number }[]>(
+      `select (select count(*)::int from transactions where account_id = ?) as transactions,
             (select coalesce(sum(available), 0)::int from account_balances where account_id = ?) as cached,
             (select coalesce(sum(amount), 0)::int from ledger_entries where account_id = ? and ledger_account = 'available') as available,
             (select coalesce(sum(amount), 0)::int from ledger_entries where account_id = ?) as imbalance`,
-    [tenant.accountId, tenant.accountId, tenant.accountId, tenant.accountId],
-  );
+      [tenant.accountId, tenant.accountId, tenant.accountId, tenant.accountId],
+    );
   const apiBalance = await call('GET', `${bases[bases.length - 1]}/v1/balance`, undefined, headers);
   const ids = new Set([...answers.values()].flatMap((s) => [...s]));
   const problems = [
@@ -367,7 +427,9 @@ async function credits(orm: MikroORM, apis: ApiProcess[], processes: number, rou
     replayed,
     checks,
   };
-  say(`${label}: ${plan.length} in ${wallSeconds.toFixed(1)} s (${rate(result.perSecond)}/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms); ${checks}`);
+  say(
+    `${label}: ${plan.length} in ${wallSeconds.toFixed(1)} s (${rate(result.perSecond)}/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms); ${checks}`,
+  );
   return result;
 }
 
@@ -377,7 +439,10 @@ await runBenchmark('bench:scale-out', async (stops, say) => {
   const began = Date.now();
   const loadAtStart = os.loadavg()[0]!;
   const cores = os.cpus().length;
-  if (loadAtStart > cores / 2) say(`note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`);
+  if (loadAtStart > cores / 2)
+    say(
+      `note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`,
+    );
   say(`N = ${settings.n} renewals, ${settings.requests} credits per configuration, ${settings.connections} at once`);
   const infra = await startRenewalsInfrastructure({
     prefix: 'billing-bench-scale-out-',
@@ -393,18 +458,37 @@ await runBenchmark('bench:scale-out', async (stops, say) => {
   /** Round 1: one process, then two; round 2: two, then one; and so on, so neither size always goes first. */
   const sizes = (round: number) => (round % 2 === 1 ? [1, 2] : [2, 1]);
   const waves: WaveResult[] = [];
-  for (let round = 1; round <= settings.rounds; round++) for (const workers of sizes(round)) waves.push(await renewalWave(infra, workers, round, say, stops));
+  for (let round = 1; round <= settings.rounds; round++)
+    for (const workers of sizes(round)) waves.push(await renewalWave(infra, workers, round, say, stops));
   // Both API processes run through both configurations; with one, the second is idle.
   const apis = [await startApiProcess(infra, 1, say, stops), await startApiProcess(infra, 2, say, stops)];
   const calls: CreditsResult[] = [];
-  for (let round = 1; round <= settings.rounds; round++) for (const processes of sizes(round)) calls.push(await credits(infra.orm, apis, processes, round, say));
+  for (let round = 1; round <= settings.rounds; round++)
+    for (const processes of sizes(round)) calls.push(await credits(infra.orm, apis, processes, round, say));
   /** Over the rounds: all the work of one size over all its wall time. */
-  const pooled = <T extends { wallSeconds: number }>(results: T[], size: (r: T) => number, amount: (r: T) => number, wanted: number) => {
+  const pooled = <T extends { wallSeconds: number }>(
+    results: T[],
+    size: (r: T) => number,
+    amount: (r: T) => number,
+    wanted: number,
+  ) => {
     const mine = results.filter((r) => size(r) === wanted);
     return mine.reduce((sum, r) => sum + amount(r), 0) / mine.reduce((sum, r) => sum + r.wallSeconds, 0);
   };
-  const renewalRate = (workers: number) => pooled(waves, (w) => w.workers, (w) => w.n, workers);
-  const creditRate = (processes: number) => pooled(calls, (c) => c.processes, (c) => c.requests, processes);
+  const renewalRate = (workers: number) =>
+    pooled(
+      waves,
+      (w) => w.workers,
+      (w) => w.n,
+      workers,
+    );
+  const creditRate = (processes: number) =>
+    pooled(
+      calls,
+      (c) => c.processes,
+      (c) => c.requests,
+      processes,
+    );
   const two = { wave: waves.filter((w) => w.workers === 2), calls: calls.filter((c) => c.processes === 2) };
 
   const onPostgres = infra.onPostgres;
@@ -421,7 +505,7 @@ await runBenchmark('bench:scale-out', async (stops, say) => {
     '',
     `Machine: ${cores} cores, Node ${process.version}, load average ${loadAtStart.toFixed(2)} at the start; ${server}. Everything runs on this machine: ` +
       'PostgreSQL, Temporal, the worker or API processes and this client. Renewals: N active subscriptions on one task queue, their billing cycle 0 ending at the same ' +
-      'instant T, served by 1 then 2 worker processes (bench/renewals-worker.ts, the engine\'s worker with its production options, a fresh process each, ' +
+      "instant T, served by 1 then 2 worker processes (bench/renewals-worker.ts, the engine's worker with its production options, a fresh process each, " +
       'a MikroORM pool of 10 each); "wall s" is T to the last renewal recorded (projection `active` with its invoice paid, polled every 200 ms). ' +
       `Credits: \`POST /v1/transactions\` (a ${creditAmount} credit with an Idempotency-Key) through 1 then 2 \`node api/server.ts\` processes, ` +
       `round-robin from one client, ${settings.connections} at once, every ${duplicateEvery}th key sent twice at once (to both processes when there are two); ` +

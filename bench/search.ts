@@ -14,16 +14,29 @@
  * bench/RESULTS.md. Exits 1 if a request answered other than 200 or a result leaks
  * another account's row.
  */
-import type { Hono } from 'hono';
 import { performance } from 'node:perf_hooks';
-import { call, describeMachine, resultsFile, round1, runBenchmark, signUp, startEnvironment, writeSection, type Say } from './harness.ts';
+
+import type { Hono } from 'hono';
+
+import {
+  call,
+  describeMachine,
+  resultsFile,
+  round1,
+  runBenchmark,
+  type Say,
+  signUp,
+  startEnvironment,
+  writeSection,
+} from './harness.ts';
 
 const sectionHeading = '## Search: GET /v1/transactions/search on 200,000 transactions';
 const rows = Number(process.env.BENCH_SEARCH_ROWS ?? 200_000);
 const requests = Number(process.env.BENCH_SEARCH_REQUESTS ?? 200);
 const warmup = 20;
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 await runBenchmark('search', async (stops, say: Say) => {
   const env = await startEnvironment(stops, say, () => ({ fetch: () => new Response('unused') }) as unknown as Hono);
@@ -103,7 +116,14 @@ await runBenchmark('search', async (stops, say: Say) => {
     }
     if (!times.length) continue;
     times.sort((a, b) => a - b);
-    const result = { label, query, p50: percentile(times, 50), p99: percentile(times, 99), max: times[times.length - 1]!, first };
+    const result = {
+      label,
+      query,
+      p50: percentile(times, 50),
+      p99: percentile(times, 99),
+      max: times[times.length - 1]!,
+      first,
+    };
     results.push(result);
     say(`${label}: p50 ${round1(result.p50)} ms, p99 ${round1(result.p99)} ms (${first} rows on the first page)`);
   }
@@ -116,11 +136,16 @@ await runBenchmark('search', async (stops, say: Say) => {
       `(after ${warmup} warm-up requests) with \`limit=20\`, through the engine's HTTP API (authentication included), and each ` +
       'request is timed from the client. No other load.',
     '',
-    describeMachine(env, { connections: 1, warmupSeconds: 0, rounds: 1, durationSeconds: 0 } as never).split(' Load: ')[0]!,
+    describeMachine(env, { connections: 1, warmupSeconds: 0, rounds: 1, durationSeconds: 0 } as never).split(
+      ' Load: ',
+    )[0]!,
     '',
     '| query | p50 ms | p99 ms | max ms | rows on page 1 |',
     '|---|---:|---:|---:|---:|',
-    ...results.map((r) => `| ${r.label}: \`${r.query.replace(/\|/g, '\\|')}\` | ${round1(r.p50)} | ${round1(r.p99)} | ${round1(r.max)} | ${r.first} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.label}: \`${r.query.replace(/\|/g, '\\|')}\` | ${round1(r.p50)} | ${round1(r.p99)} | ${round1(r.max)} | ${r.first} |`,
+    ),
     '',
   ].join('\n');
   if (process.env.BENCH_WRITE === '0') process.stdout.write(`${section}\n`);

@@ -28,15 +28,17 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
 import { Client, Connection } from '@temporalio/client';
+
 import { createApp } from '../api/app.ts';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
 import { loadConfig } from '../config.ts';
 import { Invoice, Subscription } from '../db/entities/index.ts';
-import { createCustomerLinks } from '../domain/customer-links.ts';
 import { startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
+import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createLogger } from '../logger.ts';
 import { createFileMailer } from '../services/mailer.ts';
 import { bundleBillingWorkflows, createBillingWorker, createClockWorker, installTemporalRuntime } from '../worker.ts';
@@ -49,7 +51,10 @@ const heading = `## Test clocks: one advance over ${n.toLocaleString('en-US')} s
 await runBenchmark('bench:test-clocks', async (stops, say) => {
   const loadAtStart = os.loadavg()[0]!;
   const cores = os.cpus().length;
-  if (loadAtStart > cores / 2) say(`note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`);
+  if (loadAtStart > cores / 2)
+    say(
+      `note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`,
+    );
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-bench-clocks-'));
   fs.chmodSync(tmpDir, 0o755);
   const removeTmpDir = () => fs.rmSync(tmpDir, { recursive: true, force: true });
@@ -59,7 +64,9 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
   say('starting PostgreSQL and the Temporal dev server');
   const [postgres, temporal] = await Promise.all([
     freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
-    Promise.all([freePort(), freePort()]).then(([port, uiPort]) => startTemporalDevServer({ dataDir: path.join(tmpDir, 'temporal'), port, uiPort, namespace, log: say })),
+    Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
+      startTemporalDevServer({ dataDir: path.join(tmpDir, 'temporal'), port, uiPort, namespace, log: say }),
+    ),
   ]);
   stops.add('PostgreSQL', () => postgres.stop());
   stops.add('Temporal dev server', () => temporal.stop());
@@ -68,7 +75,13 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
   installTemporalRuntime(process.env.BENCH_LOG_LEVEL ?? 'error');
   // N customers on one clock: over the sandbox's limit of 3 (config.testClocks), raised here as TEST_CLOCK_CUSTOMERS would.
   const base = loadConfig({ NODE_ENV: 'test' });
-  const config = { ...base, taskQueue: 'bench-clocks', clockTaskQueue: 'bench-clocks-clocks', dataDir: tmpDir, testClocks: { ...base.testClocks, customersPerClock: Math.max(n, base.testClocks.customersPerClock) } };
+  const config = {
+    ...base,
+    taskQueue: 'bench-clocks',
+    clockTaskQueue: 'bench-clocks-clocks',
+    dataDir: tmpDir,
+    testClocks: { ...base.testClocks, customersPerClock: Math.max(n, base.testClocks.customersPerClock) },
+  };
   await ensureAdmin(orm, config.auth);
   const connection = await Connection.connect({ address: temporal.address });
   stops.add('client connection', () => connection.close());
@@ -96,16 +109,30 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     clockWorker.shutdown();
     await running;
   });
-  const app = createApp({ orm, temporal: client, config, logger: createLogger(process.env.BENCH_API_LOG_LEVEL ?? 'error') });
+  const app = createApp({
+    orm,
+    temporal: client,
+    config,
+    logger: createLogger(process.env.BENCH_API_LOG_LEVEL ?? 'error'),
+  });
 
   let headers: Record<string, string> = { 'content-type': 'application/json' };
   const call = async (method: string, url: string, body?: unknown) => {
-    const response = await app.request(url, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const response = await app.request(url, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     const json = (await response.json()) as Record<string, any>;
     if (response.status >= 400) throw new Error(`${method} ${url}: ${response.status} ${JSON.stringify(json)}`);
     return json;
   };
-  await call('POST', '/v1/accounts', { email: 'bench@clocks.example', name: 'Bench', type: 'business', password: 'Bench!2345x' });
+  await call('POST', '/v1/accounts', {
+    email: 'bench@clocks.example',
+    name: 'Bench',
+    type: 'business',
+    password: 'Bench!2345x',
+  });
   const login = await call('POST', '/v1/auth/login', { email: 'bench@clocks.example', password: 'Bench!2345x' });
   headers = { ...headers, authorization: `Bearer ${login.access_token}` };
   // A test key, as a user's test suite would use (an access token expires within the run).
@@ -113,7 +140,13 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
   headers = { 'content-type': 'application/json', authorization: `Bearer ${key.secret}` };
 
   const clock = await call('POST', '/v1/test_clocks', { frozen_time: '2027-01-01T00:00:00Z', name: 'bench' });
-  const plan = await call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 30 });
+  const plan = await call('POST', '/v1/plans', {
+    name: 'Pro',
+    amount: 2000,
+    currency: 'USD',
+    interval: 'month',
+    trial_period_days: 30,
+  });
   say(`creating ${n} customers and subscriptions on ${clock.id}`);
   const setupStarted = Date.now();
   let next = 0;
@@ -121,7 +154,11 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     Array.from({ length: 20 }, async () => {
       while (next < n) {
         const i = next++;
-        const customer = await call('POST', '/v1/customers', { email: `c${i}@clocks.example`, payment_method: 'pm_card_visa', test_clock: clock.id });
+        const customer = await call('POST', '/v1/customers', {
+          email: `c${i}@clocks.example`,
+          payment_method: 'pm_card_visa',
+          test_clock: clock.id,
+        });
         await call('POST', '/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
       }
     }),
@@ -138,7 +175,8 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
         if (c.frozen_time !== new Date(to).toISOString()) throw new Error(`ready at ${c.frozen_time}, not at ${to}`);
         return (Date.now() - started) / 1000;
       }
-      if (c.status === 'internal_failure') throw new Error(`internal_failure: ${c.status_details.internal_failure.message}`);
+      if (c.status === 'internal_failure')
+        throw new Error(`internal_failure: ${c.status_details.internal_failure.message}`);
       if (Date.now() - started > 1_800_000) throw new Error('not ready after 30 minutes');
       await sleep(100);
     }
@@ -159,7 +197,8 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     active2 = await em().count(Subscription, { status: 'active', billingCycle: 1 });
     paid2 = await em().count(Invoice, { status: 'paid' });
     const balance = await call('GET', '/v1/balance');
-    available = (balance.available as { amount: number; currency: string }[]).find((m) => m.currency === 'USD')?.amount ?? 0;
+    available =
+      (balance.available as { amount: number; currency: string }[]).find((m) => m.currency === 'USD')?.amount ?? 0;
     say(`ready in ${round1(second)} s: ${active2} renewed, ${paid2} paid invoices, ${available} available`);
   }
   let third: number | null = null;
@@ -167,12 +206,31 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
   let payoutLine = '';
   if (second !== null && process.env.BENCH_PAYOUT_ADVANCE !== '0') {
     say('advance 3: a weekly payout schedule on the clock (Mondays), to 2027-03-03');
-    await call('POST', '/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Bench', currency: 'USD', routing_number: '110000000', account_number: '000123456789' });
-    const settings = await call('PATCH', '/v1/payout_settings', { currency: 'USD', interval: 'weekly', weekly_anchor: 'monday', test_clock: clock.id });
-    const usd = (settings.schedules as { currency: string; next_payout_at: string | null }[]).find((s) => s.currency === 'USD');
-    if (usd?.next_payout_at !== '2027-03-01T00:00:00.000Z') throw new Error(`the clock's schedule runs next at ${usd?.next_payout_at}, not 2027-03-01`);
+    await call('POST', '/v1/bank_accounts', {
+      type: 'us_ach',
+      account_holder_name: 'Bench',
+      currency: 'USD',
+      routing_number: '110000000',
+      account_number: '000123456789',
+    });
+    const settings = await call('PATCH', '/v1/payout_settings', {
+      currency: 'USD',
+      interval: 'weekly',
+      weekly_anchor: 'monday',
+      test_clock: clock.id,
+    });
+    const usd = (settings.schedules as { currency: string; next_payout_at: string | null }[]).find(
+      (s) => s.currency === 'USD',
+    );
+    if (usd?.next_payout_at !== '2027-03-01T00:00:00.000Z')
+      throw new Error(`the clock's schedule runs next at ${usd?.next_payout_at}, not 2027-03-01`);
     third = await advance('2027-03-03T00:00:00Z');
-    const payouts = (await call('GET', `/v1/payouts?test_clock=${clock.id}`)).data as { amount: number; status: string; created_at: string; paid_at: string | null }[];
+    const payouts = (await call('GET', `/v1/payouts?test_clock=${clock.id}`)).data as {
+      amount: number;
+      status: string;
+      created_at: string;
+      paid_at: string | null;
+    }[];
     const balance = await call('GET', '/v1/balance');
     const of = (list: { amount: number; currency: string }[]) => list.find((m) => m.currency === 'USD')?.amount ?? 0;
     const after = { available: of(balance.available), pending: of(balance.pending) };
@@ -187,7 +245,11 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     payoutLine = `${payouts.length} payout on the clock (${payouts.map((p) => `${p.amount} ${p.status}, created ${p.created_at}, paid ${p.paid_at}`).join('; ')}), then ${after.available} available and ${after.pending} pending`;
     say(`ready in ${round1(third)} s: ${payoutLine}`);
   }
-  const ok = payoutsOk && active1 === n && paid1 === n && (second === null || (active2 === n && paid2 === 2 * n && available === 2000 * n));
+  const ok =
+    payoutsOk &&
+    active1 === n &&
+    paid1 === n &&
+    (second === null || (active2 === n && paid2 === 2 * n && available === 2000 * n));
   const section = [
     heading,
     '',
@@ -196,8 +258,16 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
     '| Advance | Work due | Seconds until `ready` | Per subscription |',
     '|---|---|---|---|',
     `| 2027-01-01 → 01-31 | ${n} trial ends: invoice, charge, receipt email, projection; each run then waits for its money's availability (02-02, in the subscription's own run since funds-in-subscription) | ${round1(first)} | ${round1((first * 1000) / n)} ms |`,
-    ...(second === null ? [] : [`| 01-31 → 02-28 | ${n} payments become available (02-02), then ${n} renewals | ${round1(second)} | ${round1((second * 1000) / n)} ms |`]),
-    ...(third === null ? [] : [`| 02-28 → 03-03 | the clock's weekly payout run (03-01) pays out ${2000 * n}: pending → in_transit → paid (03-02 00:01); ${n} renewals' money becomes available (03-02) | ${round1(third)} | ${round1((third * 1000) / n)} ms |`]),
+    ...(second === null
+      ? []
+      : [
+          `| 01-31 → 02-28 | ${n} payments become available (02-02), then ${n} renewals | ${round1(second)} | ${round1((second * 1000) / n)} ms |`,
+        ]),
+    ...(third === null
+      ? []
+      : [
+          `| 02-28 → 03-03 | the clock's weekly payout run (03-01) pays out ${2000 * n}: pending → in_transit → paid (03-02 00:01); ${n} renewals' money becomes available (03-02) | ${round1(third)} | ${round1((third * 1000) / n)} ms |`,
+        ]),
     '',
     second === null
       ? `Checked afterwards: ${active1} of ${n} subscriptions active, ${paid1} paid invoices${ok ? '' : ' (NOT what was expected)'} (the second advance was skipped: BENCH_SECOND_ADVANCE=0). Setting up (${n} customers and subscriptions through the API, 20 at a time) took ${round1(setupSeconds)} s.`

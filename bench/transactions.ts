@@ -15,12 +15,15 @@
  */
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+
+import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
 import { Hono } from 'hono';
-import type { MikroORM } from '@mikro-orm/postgresql';
+
 import type { AccountSettings, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { scoreRisk } from '../domain/risk.ts';
+import { serializeTransaction } from '../objects/transaction.ts';
 import {
   allSucceeded,
   bareCaller,
@@ -30,19 +33,17 @@ import {
   describeMachine,
   resultsFile,
   runBenchmark,
+  type Say,
   sayComparison,
   settingsFromEnv,
   signUp,
   startEnvironment,
   writeSection,
-  type Say,
 } from './harness.ts';
-import { serializeTransaction } from '../objects/transaction.ts';
 
 const sectionHeading = '## Transactions: POST /v1/transactions (credit) and GET /v1/transactions?limit=20';
 const seeded = 1_000;
 const creditAmount = 100;
-
 
 /** The statements the engine's credit runs in its database transaction (services/transactions.ts recordSucceededTransaction, services/ledger.ts, services/events.ts). */
 const creditSql = {
@@ -126,11 +127,26 @@ function bareApp(orm: MikroORM): Hono {
     if (!key) return unauthorized(c);
     const body = await c.req.json<{ account_id: string; amount: number; currency: string; type: string }>();
     const settings: AccountSettings = typeof key.settings === 'string' ? JSON.parse(key.settings) : key.settings;
-    if (body.account_id !== key.account_id || body.type !== 'credit' || !Number.isInteger(body.amount) || body.amount <= 0 || body.currency !== settings.currency) {
-      return c.json({ error: 'invalid_request', message: 'This route only takes a credit on the caller\'s account.' }, 400);
+    if (
+      body.account_id !== key.account_id ||
+      body.type !== 'credit' ||
+      !Number.isInteger(body.amount) ||
+      body.amount <= 0 ||
+      body.currency !== settings.currency
+    ) {
+      return c.json(
+        { error: 'invalid_request', message: "This route only takes a credit on the caller's account." },
+        400,
+      );
     }
     // The engine counts the account's transactions of the past hour for the velocity part of the score; this route does not (see RESULTS.md).
-    const risk = scoreRisk({ amount: body.amount, currency: body.currency, type: 'credit', accountAgeMs: Date.now() - new Date(key.created_at).getTime(), transactionsLastHour: 0 });
+    const risk = scoreRisk({
+      amount: body.amount,
+      currency: body.currency,
+      type: 'credit',
+      accountAgeMs: Date.now() - new Date(key.created_at).getTime(),
+      transactionsLastHour: 0,
+    });
     const now = new Date();
     const t: TransactionRow = {
       id: newId('transaction'),
@@ -155,18 +171,72 @@ function bareApp(orm: MikroORM): Hono {
     await sql.transactional(async (trx) => {
       await sql.execute(
         creditSql.insertTransaction,
-        [t.id, t.account_id, t.livemode, t.amount, t.currency, t.type, t.status, t.reference, t.metadata, t.risk_level, t.risk_score,
-          t.payment_method, t.failure_code, t.failure_message, t.created_at, t.updated_at, t.canceled_at],
+        [
+          t.id,
+          t.account_id,
+          t.livemode,
+          t.amount,
+          t.currency,
+          t.type,
+          t.status,
+          t.reference,
+          t.metadata,
+          t.risk_level,
+          t.risk_score,
+          t.payment_method,
+          t.failure_code,
+          t.failure_message,
+          t.created_at,
+          t.updated_at,
+          t.canceled_at,
+        ],
         'run',
         trx,
       );
       const btxnId = newId('balanceTransaction');
-      await sql.execute(creditSql.insertBalanceTransaction, [btxnId, t.account_id, t.livemode, t.id, t.amount, t.amount, t.currency, now, now], 'run', trx);
+      await sql.execute(
+        creditSql.insertBalanceTransaction,
+        [btxnId, t.account_id, t.livemode, t.id, t.amount, t.amount, t.currency, now, now],
+        'run',
+        trx,
+      );
       await sql.execute(creditSql.moveBalance, [t.account_id, t.livemode, t.currency, t.amount], 'all', trx);
-      const entry = (ledgerAccount: string, amount: number) => [t.account_id, t.livemode, t.id, btxnId, ledgerAccount, amount, t.currency, new Date()];
-      await sql.execute(creditSql.insertEntries, [...entry('available', t.amount), ...entry('external', -t.amount)], 'all', trx);
+      const entry = (ledgerAccount: string, amount: number) => [
+        t.account_id,
+        t.livemode,
+        t.id,
+        btxnId,
+        ledgerAccount,
+        amount,
+        t.currency,
+        new Date(),
+      ];
+      await sql.execute(
+        creditSql.insertEntries,
+        [...entry('available', t.amount), ...entry('external', -t.amount)],
+        'all',
+        trx,
+      );
       const data = JSON.stringify({ object: serializeTransaction(fromRow(t)) });
-      await sql.execute(creditSql.insertEvents, [newId('event'), t.account_id, t.livemode, t.id, data, now, newId('event'), t.account_id, t.livemode, t.id, data, now], 'run', trx);
+      await sql.execute(
+        creditSql.insertEvents,
+        [
+          newId('event'),
+          t.account_id,
+          t.livemode,
+          t.id,
+          data,
+          now,
+          newId('event'),
+          t.account_id,
+          t.livemode,
+          t.id,
+          data,
+          now,
+        ],
+        'run',
+        trx,
+      );
     });
     return c.json(serializeTransaction(fromRow(t)), 201);
   });
@@ -175,8 +245,17 @@ function bareApp(orm: MikroORM): Hono {
     const key = await caller(c);
     if (!key) return unauthorized(c);
     const limit = Number(c.req.query('limit') ?? 20);
-    const rows = await connection().execute<TransactionRow[]>(listSql, [key.account_id, key.livemode, key.account_id, limit + 1]);
-    return c.json({ object: 'list', data: rows.slice(0, limit).map((row) => serializeTransaction(fromRow(row))), has_more: rows.length > limit });
+    const rows = await connection().execute<TransactionRow[]>(listSql, [
+      key.account_id,
+      key.livemode,
+      key.account_id,
+      limit + 1,
+    ]);
+    return c.json({
+      object: 'list',
+      data: rows.slice(0, limit).map((row) => serializeTransaction(fromRow(row))),
+      has_more: rows.length > limit,
+    });
   });
   return app;
 }
@@ -185,22 +264,30 @@ function bareApp(orm: MikroORM): Hono {
 async function tenantWithKey(engineBase: string, name: string) {
   const tenant = await signUp(engineBase, name);
   // A test key: live credits are a platform admin's only (docs/security.md); sandbox credits take the same path.
-  const key = await call('POST', `${engineBase}/v1/api_keys`, { name: 'bench', mode: 'test' }, { authorization: `Bearer ${tenant.accessToken}` });
+  const key = await call(
+    'POST',
+    `${engineBase}/v1/api_keys`,
+    { name: 'bench', mode: 'test' },
+    { authorization: `Bearer ${tenant.accessToken}` },
+  );
   if (key.status !== 201) throw new Error(`API key failed (${key.status}): ${JSON.stringify(key.body)}`);
   return { accountId: tenant.accountId, headers: { authorization: `Bearer ${String(key.body!.secret)}` } };
 }
 
-const creditBody = (accountId: string) => JSON.stringify({ account_id: accountId, amount: creditAmount, currency: 'USD', type: 'credit' });
+const creditBody = (accountId: string) =>
+  JSON.stringify({ account_id: accountId, amount: creditAmount, currency: 'USD', type: 'credit' });
 
 /** Transactions, cached balance, available entries and the sum of all entries of one account. */
 async function books(orm: MikroORM, accountId: string) {
-  const [row] = await orm.em.getConnection().execute<{ transactions: number; cached: number; available: number; imbalance: number }[]>(
-    `select (select count(*)::int from transactions where account_id = ?) as transactions,
+  const [row] = await orm.em
+    .getConnection()
+    .execute<{ transactions: number; cached: number; available: number; imbalance: number }[]>(
+      `select (select count(*)::int from transactions where account_id = ?) as transactions,
             (select coalesce(sum(available), 0)::int from account_balances where account_id = ?) as cached,
             (select coalesce(sum(amount), 0)::int from ledger_entries where account_id = ? and ledger_account = 'available') as available,
             (select coalesce(sum(amount), 0)::int from ledger_entries where account_id = ?) as imbalance`,
-    [accountId, accountId, accountId, accountId],
-  );
+      [accountId, accountId, accountId, accountId],
+    );
   return row!;
 }
 
@@ -208,7 +295,9 @@ async function books(orm: MikroORM, accountId: string) {
 function booksAddUp(label: string, b: Awaited<ReturnType<typeof books>>, say: Say): boolean {
   const expected = b.transactions * creditAmount;
   const ok = b.cached === expected && b.available === expected && b.imbalance === 0;
-  say(`${label}: ${b.transactions} transactions, balance ${b.cached}, available entries ${b.available}, sum of all entries ${b.imbalance}${ok ? '' : ' — DOES NOT ADD UP'}`);
+  say(
+    `${label}: ${b.transactions} transactions, balance ${b.cached}, available entries ${b.available}, sum of all entries ${b.imbalance}${ok ? '' : ' — DOES NOT ADD UP'}`,
+  );
   return ok;
 }
 
@@ -272,14 +361,29 @@ await runBenchmark('bench:transactions', async (stops, say) => {
     Array.from({ length: 8 }, async () => {
       while (next < seeded) {
         next++;
-        const created = await call('POST', `${engineBase}/v1/transactions`, JSON.parse(creditBody(lister.accountId)), lister.headers);
-        if (created.status !== 201) throw new Error(`seeding failed (${created.status}): ${JSON.stringify(created.body)}`);
+        const created = await call(
+          'POST',
+          `${engineBase}/v1/transactions`,
+          JSON.parse(creditBody(lister.accountId)),
+          lister.headers,
+        );
+        if (created.status !== 201)
+          throw new Error(`seeding failed (${created.status}): ${JSON.stringify(created.body)}`);
       }
     }),
   );
-  const [engineList, bareList] = await Promise.all([engineBase, bareBase].map((base) => call('GET', `${base}/v1/transactions?limit=20`, undefined, lister.headers)));
-  if (engineList!.status !== 200 || bareList!.status !== 200 || !isDeepStrictEqual(engineList!.body, bareList!.body) || (engineList!.body!.data as unknown[]).length !== 20) {
-    throw new Error(`the two targets list differently:\n  engine ${JSON.stringify(engineList)}\n  bare   ${JSON.stringify(bareList)}`);
+  const [engineList, bareList] = await Promise.all(
+    [engineBase, bareBase].map((base) => call('GET', `${base}/v1/transactions?limit=20`, undefined, lister.headers)),
+  );
+  if (
+    engineList!.status !== 200 ||
+    bareList!.status !== 200 ||
+    !isDeepStrictEqual(engineList!.body, bareList!.body) ||
+    (engineList!.body!.data as unknown[]).length !== 20
+  ) {
+    throw new Error(
+      `the two targets list differently:\n  engine ${JSON.stringify(engineList)}\n  bare   ${JSON.stringify(bareList)}`,
+    );
   }
 
   // The credits: one tenant per target, each crediting its own account, so each target queues on one balance row lock alike.
@@ -289,18 +393,37 @@ await runBenchmark('bench:transactions', async (stops, say) => {
     [
       { base: engineBase, tenant: engineCredits },
       { base: bareBase, tenant: bareCredits },
-    ].map(({ base, tenant }) => call('POST', `${base}/v1/transactions`, JSON.parse(creditBody(tenant.accountId)), tenant.headers)),
+    ].map(({ base, tenant }) =>
+      call('POST', `${base}/v1/transactions`, JSON.parse(creditBody(tenant.accountId)), tenant.headers),
+    ),
   );
-  const comparable = (answer: typeof engineCredit) => ({ ...answer!.body, id: typeof answer!.body?.id, account_id: null, created_at: null, updated_at: null });
-  if (engineCredit!.status !== 201 || bareCredit!.status !== 201 || !isDeepStrictEqual(comparable(engineCredit), comparable(bareCredit))) {
-    throw new Error(`the two targets credit differently:\n  engine ${JSON.stringify(engineCredit)}\n  bare   ${JSON.stringify(bareCredit)}`);
+  const comparable = (answer: typeof engineCredit) => ({
+    ...answer!.body,
+    id: typeof answer!.body?.id,
+    account_id: null,
+    created_at: null,
+    updated_at: null,
+  });
+  if (
+    engineCredit!.status !== 201 ||
+    bareCredit!.status !== 201 ||
+    !isDeepStrictEqual(comparable(engineCredit), comparable(bareCredit))
+  ) {
+    throw new Error(
+      `the two targets credit differently:\n  engine ${JSON.stringify(engineCredit)}\n  bare   ${JSON.stringify(bareCredit)}`,
+    );
   }
-  say(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s; both list the same page of ${seeded} and answer a credit alike`);
+  say(
+    `ready in ${((Date.now() - started) / 1000).toFixed(1)} s; both list the same page of ${seeded} and answer a credit alike`,
+  );
 
   const listLabel = 'GET /v1/transactions?limit=20';
   const list = await compare(
     listLabel,
-    { engine: { url: `${engineBase}/v1/transactions?limit=20`, headers: lister.headers }, bare: { url: `${bareBase}/v1/transactions?limit=20`, headers: lister.headers } },
+    {
+      engine: { url: `${engineBase}/v1/transactions?limit=20`, headers: lister.headers },
+      bare: { url: `${bareBase}/v1/transactions?limit=20`, headers: lister.headers },
+    },
     settings,
     say,
   );
@@ -311,11 +434,18 @@ await runBenchmark('bench:transactions', async (stops, say) => {
     headers: { ...tenant.headers, 'content-type': 'application/json' },
     body: creditBody(tenant.accountId),
   });
-  const credit = await compare(creditLabel, { engine: post(engineBase, engineCredits), bare: post(bareBase, bareCredits) }, settings, say);
+  const credit = await compare(
+    creditLabel,
+    { engine: post(engineBase, engineCredits), bare: post(bareBase, bareCredits) },
+    settings,
+    say,
+  );
 
   const engineBooks = await books(orm, engineCredits.accountId);
   const bareBooks = await books(orm, bareCredits.accountId);
-  const booksOk = [booksAddUp('engine account', engineBooks, say), booksAddUp('bare account', bareBooks, say)].every(Boolean);
+  const booksOk = [booksAddUp('engine account', engineBooks, say), booksAddUp('bare account', bareBooks, say)].every(
+    Boolean,
+  );
 
   const names = { engine: 'engine (createApp)', bare: 'bare Hono route' };
   const section = [

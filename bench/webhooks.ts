@@ -34,32 +34,43 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
+
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { Webhook } from 'standardwebhooks';
-import { recordEvent } from '../services/events.ts';
-import { createFileMailer } from '../services/mailer.ts';
-import { eventDispatchWorkflowId, inlineAttempts, wakeEventDispatch } from '../services/webhooks.ts';
-import { postWebhook } from '../services/webhook-http.ts';
+
 import { createApp } from '../api/app.ts';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { type Config, loadConfig } from '../config.ts';
 import { Event, WebhookAttempt, WebhookDelivery } from '../db/entities/index.ts';
-import { createCustomerLinks } from '../domain/customer-links.ts';
-import { createSecretBox } from '../domain/secret-box.ts';
-import { checkWebhookUrl, type CheckedUrl } from '../domain/webhook-url.ts';
-import { riskScoreHeader, signWebhook } from '../domain/webhooks.ts';
 import { startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort, stopPid } from '../dev/processes.ts';
 import { searchAttributeArgs, startTemporalDevServer, waitUntilServing } from '../dev/temporal-dev-server.ts';
 import { resolveTemporalCli } from '../dev/tools.ts';
+import { createCustomerLinks } from '../domain/customer-links.ts';
+import { createSecretBox } from '../domain/secret-box.ts';
+import { type CheckedUrl, checkWebhookUrl } from '../domain/webhook-url.ts';
+import { riskScoreHeader, signWebhook } from '../domain/webhooks.ts';
 import { createLogger } from '../logger.ts';
-import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
-import { mean, openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection, type Say } from './harness.ts';
 import { serializeEvent } from '../objects/event.ts';
+import { recordEvent } from '../services/events.ts';
+import { createFileMailer } from '../services/mailer.ts';
+import { postWebhook } from '../services/webhook-http.ts';
+import { eventDispatchWorkflowId, inlineAttempts, wakeEventDispatch } from '../services/webhooks.ts';
+import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
+import {
+  mean,
+  openBenchDatabase,
+  resultsFile,
+  round1,
+  runBenchmark,
+  type Say,
+  sleep,
+  writeSection,
+} from './harness.ts';
 
 const sectionHeading = '## Webhooks: events delivered per second to 10 endpoints';
 const endpointCount = 10;
@@ -76,7 +87,21 @@ async function startInMemoryDevServer(say: Say): Promise<{ address: string; pid:
   const cli = await resolveTemporalCli({ log: say, allowBuild: false });
   if (!('path' in cli)) throw new Error('no Temporal CLI found (npm run tools)');
   const [port, uiPort] = await Promise.all([freePort(), freePort()]);
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--ui-port', String(uiPort), '--namespace', 'default', '--log-level', 'error', ...searchAttributeArgs()];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--ui-port',
+    String(uiPort),
+    '--namespace',
+    'default',
+    '--log-level',
+    'error',
+    ...searchAttributeArgs(),
+  ];
   const child = spawn(cli.path, args, { detached: true, stdio: 'ignore' });
   const address = `127.0.0.1:${port}`;
   await waitUntilServing(address, 60_000);
@@ -156,7 +181,8 @@ function check(receiver: Receiver, ids: string[], paths: string[], say: Say, tar
     const got = receiver.byPath.get(p) ?? [];
     const distinct = new Set(got.map((r) => r.id));
     const missing = ids.filter((id) => !distinct.has(id)).length;
-    if (missing || got.length !== ids.length) problems.push(`${p}: ${got.length} requests, ${distinct.size} distinct events, ${missing} missing`);
+    if (missing || got.length !== ids.length)
+      problems.push(`${p}: ${got.length} requests, ${distinct.size} distinct events, ${missing} missing`);
   }
   if (receiver.badSignatures) problems.push(`${receiver.badSignatures} bad signatures`);
   if (problems.length) throw new Error(`${target} round failed: ${problems.join('; ')}`);
@@ -201,7 +227,10 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
   const began = Date.now();
   const loadAtStart = os.loadavg()[0]!;
   const cores = os.cpus().length;
-  if (loadAtStart > cores / 2) say(`note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`);
+  if (loadAtStart > cores / 2)
+    say(
+      `note: the machine is busy (load average ${loadAtStart.toFixed(2)} on ${cores} cores); the numbers will be noisy`,
+    );
   installTemporalRuntime('error');
 
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'billing-bench-webhooks-'));
@@ -210,22 +239,37 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
   stops.add('temp folder', async () => removeTmpDir());
   process.once('exit', removeTmpDir);
 
-  say(`starting PostgreSQL and the Temporal dev server (SQLite ${settings.temporalDb === 'file' ? 'file' : 'in memory'})`);
+  say(
+    `starting PostgreSQL and the Temporal dev server (SQLite ${settings.temporalDb === 'file' ? 'file' : 'in memory'})`,
+  );
   const namespace = 'default';
   const [postgres, temporal] = await Promise.all([
     freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
     settings.temporalDb === 'file'
-      ? Promise.all([freePort(), freePort()]).then(([port, uiPort]) => startTemporalDevServer({ dataDir: path.join(tmpDir, 'temporal'), port, uiPort, namespace, log: say }))
+      ? Promise.all([freePort(), freePort()]).then(([port, uiPort]) =>
+          startTemporalDevServer({ dataDir: path.join(tmpDir, 'temporal'), port, uiPort, namespace, log: say }),
+        )
       : startInMemoryDevServer(say),
   ]);
   stops.add('PostgreSQL', () => postgres.stop());
   stops.add('Temporal dev server', () => temporal.stop());
-  const temporalPid = 'pid' in temporal ? temporal.pid : Number(fs.readFileSync(path.join(tmpDir, 'temporal', 'temporal.pid'), 'utf8').trim());
+  const temporalPid =
+    'pid' in temporal
+      ? temporal.pid
+      : Number(fs.readFileSync(path.join(tmpDir, 'temporal', 'temporal.pid'), 'utf8').trim());
   const pgDataDir = path.join(tmpDir, 'postgres');
-  const cpuNow = () => ({ node: process.cpuUsage(), temporal: cpuSeconds(temporalPid), postgres: postgresCpuSeconds(pgDataDir) });
+  const cpuNow = () => ({
+    node: process.cpuUsage(),
+    temporal: cpuSeconds(temporalPid),
+    postgres: postgresCpuSeconds(pgDataDir),
+  });
   const cpuSince = (before: ReturnType<typeof cpuNow>) => {
     const node = process.cpuUsage(before.node);
-    return { node: (node.user + node.system) / 1e6, temporal: cpuSeconds(temporalPid) - before.temporal, postgres: postgresCpuSeconds(pgDataDir) - before.postgres };
+    return {
+      node: (node.user + node.system) / 1e6,
+      temporal: cpuSeconds(temporalPid) - before.temporal,
+      postgres: postgresCpuSeconds(pgDataDir) - before.postgres,
+    };
   };
   const { orm, pgVersion } = await openBenchDatabase(postgres, stops);
 
@@ -252,18 +296,30 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
   });
   const workerRun = worker.run();
   stops.add('worker', async () => {
-    await client.workflow.getHandle(eventDispatchWorkflowId(taskQueue)).terminate('benchmark finished').catch(() => undefined);
+    await client.workflow
+      .getHandle(eventDispatchWorkflowId(taskQueue))
+      .terminate('benchmark finished')
+      .catch(() => undefined);
     worker.shutdown();
     await workerRun;
   });
 
   const app = createApp({ orm, temporal: client, config, logger: createLogger('silent') });
   const call = async (method: string, url: string, body: unknown, headers: Record<string, string>) => {
-    const response = await app.request(url, { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const response = await app.request(url, {
+      method,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
   const email = `bench-${Date.now()}@example.com`;
-  const signup = await call('POST', '/v1/accounts', { email, name: 'Bench', type: 'business', password: 'Bench!2345' }, {});
+  const signup = await call(
+    'POST',
+    '/v1/accounts',
+    { email, name: 'Bench', type: 'business', password: 'Bench!2345' },
+    {},
+  );
   const login = await call('POST', '/v1/auth/login', { email, password: 'Bench!2345' }, {});
   if (signup.status !== 201 || login.status !== 200) throw new Error('sign-up failed');
   const accountId = String(signup.body.id);
@@ -281,9 +337,17 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     secrets.set(p, String(created.body.secret));
     targets.push(await checkWebhookUrl(url, false));
   }
-  say(`ready in ${((Date.now() - began) / 1000).toFixed(1)} s: ${endpointCount} endpoints registered; ${settings.events} events per round, ${settings.rounds} rounds per target`);
+  say(
+    `ready in ${((Date.now() - began) / 1000).toFixed(1)} s: ${endpointCount} endpoints registered; ${settings.events} events per round, ${settings.rounds} rounds per target`,
+  );
 
-  const makeObject = (i: number) => ({ id: `cus_bench_${i}`, object: 'customer', email: `c${i}@example.com`, name: `Customer ${i}`, livemode: false });
+  const makeObject = (i: number) => ({
+    id: `cus_bench_${i}`,
+    object: 'customer',
+    email: `c${i}@example.com`,
+    name: `Customer ${i}`,
+    livemode: false,
+  });
 
   const waitForAll = async (expected: number, timeoutMs: number) => {
     const deadline = Date.now() + timeoutMs;
@@ -309,7 +373,15 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     const started = performance.now();
     const ids: string[] = [];
     for (let i = 0; i < settings.events; i++) {
-      const event = await orm.em.fork().transactional((tx) => recordEvent(tx, { accountId, livemode: false, type: 'customer.created', object: makeObject(i), transactionId: null }));
+      const event = await orm.em.fork().transactional((tx) =>
+        recordEvent(tx, {
+          accountId,
+          livemode: false,
+          type: 'customer.created',
+          object: makeObject(i),
+          transactionId: null,
+        }),
+      );
       ids.push(event.id);
     }
     const writeSeconds = (performance.now() - started) / 1000;
@@ -320,7 +392,10 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     const deadline = Date.now() + 600_000;
     while (receiver.total() < expected) {
       if (Date.now() > deadline) throw new Error(`timed out: ${receiver.total()} of ${expected} deliveries arrived`);
-      if (dispatchSeconds === undefined && (await orm.em.fork().count(Event, { id: { $in: ids }, dispatchedAt: null })) === 0) {
+      if (
+        dispatchSeconds === undefined &&
+        (await orm.em.fork().count(Event, { id: { $in: ids }, dispatchedAt: null })) === 0
+      ) {
         dispatchSeconds = (performance.now() - started) / 1000;
       }
       await sleep(20);
@@ -330,12 +405,29 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     dispatchSeconds ??= seconds;
     check(receiver, ids, paths, say, 'engine');
     // Let the last attempts record themselves before the next round starts; every one is recorded, once.
-    while ((await orm.em.fork().count(WebhookDelivery, { eventId: { $in: ids }, status: 'pending' })) > 0) await sleep(50);
+    while ((await orm.em.fork().count(WebhookDelivery, { eventId: { $in: ids }, status: 'pending' })) > 0)
+      await sleep(50);
     const recorded = await orm.em.fork().count(WebhookAttempt, { eventId: { $in: ids }, succeeded: true });
-    if (recorded !== expected) throw new Error(`engine round failed: ${recorded} attempts recorded for ${expected} deliveries`);
+    if (recorded !== expected)
+      throw new Error(`engine round failed: ${recorded} attempts recorded for ${expected} deliveries`);
     const workflows = (await deliveryWorkflows()) - workflowsBefore;
-    const arrivals = [...receiver.byPath.values()].flat().map((r) => r.at - started).sort((a, b) => a - b);
-    return { target: 'engine', load, seconds, cpu, eventsPerSecond: settings.events / seconds, deliveriesPerSecond: expected / seconds, dispatchSeconds, writeSeconds, workflows, p50: percentile(arrivals, 50), p99: percentile(arrivals, 99) };
+    const arrivals = [...receiver.byPath.values()]
+      .flat()
+      .map((r) => r.at - started)
+      .sort((a, b) => a - b);
+    return {
+      target: 'engine',
+      load,
+      seconds,
+      cpu,
+      eventsPerSecond: settings.events / seconds,
+      deliveriesPerSecond: expected / seconds,
+      dispatchSeconds,
+      writeSeconds,
+      workflows,
+      p50: percentile(arrivals, 50),
+      p99: percentile(arrivals, 99),
+    };
   };
 
   const bareRound = async (): Promise<RoundResult> => {
@@ -349,7 +441,16 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     for (let i = 0; i < settings.events; i++) {
       const id = `evt_bare${String(i).padStart(22, '0')}${Date.now().toString(36).slice(-4)}`;
       ids.push(id);
-      const body = JSON.stringify(serializeEvent({ id, type: 'customer.created', createdAt: new Date(), livemode: false, transactionId: null, data: { object: makeObject(i) } }));
+      const body = JSON.stringify(
+        serializeEvent({
+          id,
+          type: 'customer.created',
+          createdAt: new Date(),
+          livemode: false,
+          transactionId: null,
+          data: { object: makeObject(i) },
+        }),
+      );
       paths.forEach((p, k) => jobs.push({ target: targets[k]!, secret: secrets.get(p)!, id, body }));
     }
     let next = 0;
@@ -377,8 +478,20 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     const seconds = (performance.now() - started) / 1000;
     const cpu = cpuSince(cpuBefore);
     check(receiver, ids, paths, say, 'bare');
-    const arrivals = [...receiver.byPath.values()].flat().map((r) => r.at - started).sort((a, b) => a - b);
-    return { target: 'bare', load, seconds, cpu, eventsPerSecond: settings.events / seconds, deliveriesPerSecond: jobs.length / seconds, p50: percentile(arrivals, 50), p99: percentile(arrivals, 99) };
+    const arrivals = [...receiver.byPath.values()]
+      .flat()
+      .map((r) => r.at - started)
+      .sort((a, b) => a - b);
+    return {
+      target: 'bare',
+      load,
+      seconds,
+      cpu,
+      eventsPerSecond: settings.events / seconds,
+      deliveriesPerSecond: jobs.length / seconds,
+      p50: percentile(arrivals, 50),
+      p99: percentile(arrivals, 99),
+    };
   };
 
   const describe = (r: RoundResult) =>
@@ -412,7 +525,9 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
       perRound: runs.map((r) => round1(r.eventsPerSecond)),
       p50: mean(runs.map((r) => r.p50)),
       p99: mean(runs.map((r) => r.p99)),
-      dispatch: runs.every((r) => r.dispatchSeconds !== undefined) ? mean(runs.map((r) => r.dispatchSeconds!)) : undefined,
+      dispatch: runs.every((r) => r.dispatchSeconds !== undefined)
+        ? mean(runs.map((r) => r.dispatchSeconds!))
+        : undefined,
       write: runs.every((r) => r.writeSeconds !== undefined) ? mean(runs.map((r) => r.writeSeconds!)) : undefined,
       workflows: runs.reduce((n, r) => n + (r.workflows ?? 0), 0),
       seconds: mean(runs.map((r) => r.seconds)),
@@ -427,7 +542,9 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
   const engine = summary('engine');
   const bare = summary('bare');
   const ratio = engine.eventsPerSecond / bare.eventsPerSecond;
-  say(`engine ${round1(engine.eventsPerSecond)} events/s, bare ${round1(bare.eventsPerSecond)} events/s: ratio ${(ratio * 100).toFixed(1)}%`);
+  say(
+    `engine ${round1(engine.eventsPerSecond)} events/s, bare ${round1(bare.eventsPerSecond)} events/s: ratio ${(ratio * 100).toFixed(1)}%`,
+  );
 
   const cpus = os.cpus();
   const section = [
@@ -461,7 +578,7 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     '',
     'What bounds it now: Temporal is out of the common path — one activity per pass of up to 100 events, nothing per delivery — so the Temporal server is nearly idle. ' +
       'The engine is CPU-bound in the one Node process (worker and receiver together), on work the bare loop does not do: the outbox writes (one transaction per event, part of the round), ' +
-      'the pass\'s bulk reads and the insert of the delivery rows, and per delivery a fresh url check and the attempt recorded before going on (one SQL statement for a success: insert the attempt, mark the delivery succeeded, clear the endpoint\'s failing run); ' +
+      "the pass's bulk reads and the insert of the delivery rows, and per delivery a fresh url check and the attempt recorded before going on (one SQL statement for a success: insert the attempt, mark the delivery succeeded, clear the endpoint's failing run); " +
       `plus it keeps ${inlineAttempts.width} requests in flight where the bare loop keeps ${bareInFlight}. ` +
       'A failed first attempt costs what every delivery used to: a delivery workflow with durable timers for the retries (the tests cover that path; this benchmark does not measure it). ' +
       'On this shared 2-core machine the numbers move with the load (above); the ratio is from the same run.',

@@ -9,7 +9,13 @@ export interface ClientOptions {
 const userAgent = 'billing-cli/0.1';
 
 /** Calls the public HTTP API; non-2xx answers become CliError with the documented exit code. */
-export async function request(options: ClientOptions, method: string, path: string, body?: unknown, query?: Record<string, string>): Promise<any> {
+export async function request(
+  options: ClientOptions,
+  method: string,
+  path: string,
+  body?: unknown,
+  query?: Record<string, string>,
+): Promise<any> {
   const url = new URL(options.apiBase + path);
   for (const [k, v] of Object.entries(query ?? {})) url.searchParams.set(k, v);
   const headers: Record<string, string> = { 'user-agent': userAgent, accept: 'application/json' };
@@ -20,7 +26,11 @@ export async function request(options: ClientOptions, method: string, path: stri
   try {
     response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   } catch (error) {
-    throw new CliError(exitCodes.network, 'network_error', `Cannot reach ${options.apiBase}: ${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message}`);
+    throw new CliError(
+      exitCodes.network,
+      'network_error',
+      `Cannot reach ${options.apiBase}: ${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message}`,
+    );
   }
   const type = response.headers.get('content-type') ?? '';
   const parsed = type.includes('json') ? await response.json().catch(() => undefined) : await response.text();
@@ -33,7 +43,11 @@ export async function request(options: ClientOptions, method: string, path: stri
 }
 
 /** Downloads a binary answer (an invoice's PDF); non-2xx answers become CliError as for `request`. */
-export async function download(options: ClientOptions, path: string, accept: string): Promise<{ bytes: Buffer; filename: string | null; contentType: string }> {
+export async function download(
+  options: ClientOptions,
+  path: string,
+  accept: string,
+): Promise<{ bytes: Buffer; filename: string | null; contentType: string }> {
   const headers: Record<string, string> = { 'user-agent': userAgent, accept };
   if (options.cliKey) headers['x-cli-key'] = options.cliKey;
   if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
@@ -41,12 +55,23 @@ export async function download(options: ClientOptions, path: string, accept: str
   try {
     response = await fetch(new URL(options.apiBase + path), { headers });
   } catch (error) {
-    throw new CliError(exitCodes.network, 'network_error', `Cannot reach ${options.apiBase}: ${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message}`);
+    throw new CliError(
+      exitCodes.network,
+      'network_error',
+      `Cannot reach ${options.apiBase}: ${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message}`,
+    );
   }
   const contentType = response.headers.get('content-type') ?? '';
   if (!response.ok) {
-    const parsed = contentType.includes('json') ? ((await response.json().catch(() => undefined)) as { error?: string; message?: string } | undefined) : undefined;
-    throw new CliError(exitCodeForStatus(response.status), parsed?.error ?? `http_${response.status}`, parsed?.message ?? `HTTP ${response.status}`, parsed);
+    const parsed = contentType.includes('json')
+      ? ((await response.json().catch(() => undefined)) as { error?: string; message?: string } | undefined)
+      : undefined;
+    throw new CliError(
+      exitCodeForStatus(response.status),
+      parsed?.error ?? `http_${response.status}`,
+      parsed?.message ?? `HTTP ${response.status}`,
+      parsed,
+    );
   }
   const filename = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? null;
   return { bytes: Buffer.from(await response.arrayBuffer()), filename, contentType };
@@ -73,11 +98,20 @@ export async function readSse(
     response = await fetch(url, { headers, signal });
   } catch (error) {
     if (signal.aborted) return;
-    throw new CliError(exitCodes.network, 'network_error', `Cannot reach ${options.apiBase}: ${(error as Error).message}`);
+    throw new CliError(
+      exitCodes.network,
+      'network_error',
+      `Cannot reach ${options.apiBase}: ${(error as Error).message}`,
+    );
   }
   if (!response.ok || !response.body) {
-    const parsed = await response.json().catch(() => ({}));
-    throw new CliError(exitCodeForStatus(response.status), parsed.error ?? `http_${response.status}`, parsed.message ?? `HTTP ${response.status}`, parsed);
+    const parsed = (await response.json().catch(() => ({}))) as { error?: string; message?: string };
+    throw new CliError(
+      exitCodeForStatus(response.status),
+      parsed.error ?? `http_${response.status}`,
+      parsed.message ?? `HTTP ${response.status}`,
+      parsed,
+    );
   }
   onOpen?.();
   const decoder = new TextDecoder();

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
 import { newWebhookSecret } from '../domain/webhooks.ts';
 import { CliError, exitCodes } from './exit-codes.ts';
 
@@ -53,13 +54,21 @@ export function writeConfig(config: CliConfig, file = configPath()): void {
 export function resolveMode(flag: string | undefined, config: CliConfig, env: NodeJS.ProcessEnv = process.env): Mode {
   const value = flag ?? env.FINTECH_ENV ?? config.env ?? 'test';
   if (value !== 'test' && value !== 'live') {
-    throw new CliError(exitCodes.usage, 'bad_env', `The mode must be "test" or "live" (got "${value}" from ${flag ? '--env' : env.FINTECH_ENV ? 'FINTECH_ENV' : 'the config file'}).`);
+    throw new CliError(
+      exitCodes.usage,
+      'bad_env',
+      `The mode must be "test" or "live" (got "${value}" from ${flag ? '--env' : env.FINTECH_ENV ? 'FINTECH_ENV' : 'the config file'}).`,
+    );
   }
   return value;
 }
 
 /** `--api-base` > BILLING_API_BASE > the config file > http://localhost:3000. */
-export function resolveApiBase(flag: string | undefined, config: CliConfig, env: NodeJS.ProcessEnv = process.env): string {
+export function resolveApiBase(
+  flag: string | undefined,
+  config: CliConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   return (flag ?? env.BILLING_API_BASE ?? config.api_base ?? 'http://localhost:3000').replace(/\/$/, '');
 }
 
@@ -72,7 +81,12 @@ export function temporalUiUrl(config: CliConfig, apiBase: string, env: NodeJS.Pr
   const host = new URL(apiBase).hostname; // an IPv6 host keeps its brackets
   const onApiHost = (port: string) => `http://${host}:${port}`;
   if (env.TEMPORAL_UI_PORT) {
-    if (!/^\d{1,5}$/.test(env.TEMPORAL_UI_PORT)) throw new CliError(exitCodes.usage, 'bad_env', `TEMPORAL_UI_PORT must be a port number (got "${env.TEMPORAL_UI_PORT}").`);
+    if (!/^\d{1,5}$/.test(env.TEMPORAL_UI_PORT))
+      throw new CliError(
+        exitCodes.usage,
+        'bad_env',
+        `TEMPORAL_UI_PORT must be a port number (got "${env.TEMPORAL_UI_PORT}").`,
+      );
     return onApiHost(env.TEMPORAL_UI_PORT);
   }
   if (config.temporal_ui_url) return config.temporal_ui_url.replace(/\/$/, '');

@@ -5,20 +5,33 @@
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import os from 'node:os';
-import { Command, CommanderError, Option } from 'commander';
-import { signWebhook } from '../domain/webhooks.ts';
-import { download, request, readSse, type ClientOptions } from './client.ts';
-import { configPath, ensureWebhookSecret, keyFor, keyMode, readConfig, resolveApiBase, resolveMode, temporalUiUrl, writeConfig, type CliConfig, type Mode } from './config.ts';
-import { CliError, exitCodes } from './exit-codes.ts';
-import type { FieldSpec, Operation } from './operations.ts';
-import { recipeFor, triggerableEvents } from './triggers.ts';
-import { addMeterEventsSend, sendMeterEvents } from './meter-events-send.ts';
+import path from 'node:path';
 
+import { Command, CommanderError, Option } from 'commander';
+
+import { signWebhook } from '../domain/webhooks.ts';
+import { type ClientOptions, download, readSse, request } from './client.ts';
+import {
+  type CliConfig,
+  configPath,
+  ensureWebhookSecret,
+  keyFor,
+  keyMode,
+  type Mode,
+  readConfig,
+  resolveApiBase,
+  resolveMode,
+  temporalUiUrl,
+  writeConfig,
+} from './config.ts';
+import { CliError, exitCodes } from './exit-codes.ts';
+import { addMeterEventsSend, sendMeterEvents } from './meter-events-send.ts';
 // Imported (not read from disk beside this file) so the installed bundle (dev/cli-bundle.ts) carries it.
 import operationsJson from './operations.json' with { type: 'json' };
+import type { FieldSpec, Operation } from './operations.ts';
 import cliPackage from './package.json' with { type: 'json' };
+import { recipeFor, triggerableEvents } from './triggers.ts';
 
 const operations = operationsJson as Operation[];
 
@@ -38,7 +51,12 @@ interface Context {
 function context(cmd: Command): Context {
   const globals = cmd.optsWithGlobals<Globals>();
   const config = readConfig();
-  return { config, mode: resolveMode(globals.env, config), apiBase: resolveApiBase(globals.apiBase, config), json: Boolean(globals.json) };
+  return {
+    config,
+    mode: resolveMode(globals.env, config),
+    apiBase: resolveApiBase(globals.apiBase, config),
+    json: Boolean(globals.json),
+  };
 }
 
 /** The client for `ctx`'s mode; a stored key of the other mode is refused here, before any request. */
@@ -47,15 +65,17 @@ function authed(ctx: Context): ClientOptions & { accountId: string } {
   return { apiBase: ctx.apiBase, cliKey: key.secret, accountId: key.account_id };
 }
 
-const out = (text: string) => process.stdout.write(`${text}\n`);
-const err = (text: string) => process.stderr.write(`${text}\n`);
+const out = (text: string): void => void process.stdout.write(`${text}\n`);
+const err = (text: string): void => void process.stderr.write(`${text}\n`);
 
 function printResult(ctx: Context, value: unknown): void {
   if (ctx.json) return out(JSON.stringify(value, null, 2));
   const v = value as { object?: string; data?: Record<string, unknown>[]; has_more?: boolean };
   if (v && v.object === 'list' && Array.isArray(v.data)) {
     if (v.data.length === 0) return out('(none)');
-    const columns = ['id', 'type', 'status', 'name', 'email', 'amount', 'currency', 'created_at'].filter((col) => v.data!.some((row) => row[col] !== undefined && row[col] !== null));
+    const columns = ['id', 'type', 'status', 'name', 'email', 'amount', 'currency', 'created_at'].filter((col) =>
+      v.data!.some((row) => row[col] !== undefined && row[col] !== null),
+    );
     for (const row of v.data) out(columns.map((col) => String(row[col] ?? '-')).join('  '));
     if (v.has_more) out('… more: pass --starting_after <last id>');
     return;
@@ -73,7 +93,8 @@ function convert(field: FieldSpec, raw: string): unknown {
     case 'integer':
     case 'number': {
       const n = Number(raw);
-      if (raw.trim() === '' || !Number.isFinite(n) || (field.type === 'integer' && !Number.isInteger(n))) usage(`--${field.name} must be a${field.type === 'integer' ? 'n integer' : ' number'} (got "${raw}").`);
+      if (raw.trim() === '' || !Number.isFinite(n) || (field.type === 'integer' && !Number.isInteger(n)))
+        usage(`--${field.name} must be a${field.type === 'integer' ? 'n integer' : ' number'} (got "${raw}").`);
       return n;
     }
     case 'boolean':
@@ -81,7 +102,10 @@ function convert(field: FieldSpec, raw: string): unknown {
       return raw === 'true';
     case 'array':
       if (raw.trim().startsWith('[')) return parseJson(field.name, raw);
-      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+      return raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     case 'object':
       return parseJson(field.name, raw);
     default:
@@ -127,7 +151,10 @@ function onPath(name: string): string | null {
  * `:`-separated list, as xdg-utils reads it) first, then the platform's opener
  * (xdg-open, open, or start on Windows). Null when there is none.
  */
-export function browserCommand(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): { command: string; args: string[] } | null {
+export function browserCommand(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): { command: string; args: string[] } | null {
   const chosen = env.BROWSER?.split(':').find((entry) => entry.trim() !== '');
   if (chosen) {
     const [command, ...args] = chosen.trim().split(/\s+/);
@@ -144,7 +171,9 @@ async function launchBrowser(url: string): Promise<boolean> {
   const opener = browserCommand();
   if (!opener) return false;
   // $BROWSER may name %s for the link (xdg-utils' convention); otherwise the link is the last argument.
-  const args = opener.args.some((a) => a.includes('%s')) ? opener.args.map((a) => a.replace('%s', url)) : [...opener.args, url];
+  const args = opener.args.some((a) => a.includes('%s'))
+    ? opener.args.map((a) => a.replace('%s', url))
+    : [...opener.args, url];
   return new Promise((resolve) => {
     const child = spawn(opener.command, args, { detached: true, stdio: 'ignore' });
     child.once('error', () => resolve(false));
@@ -173,13 +202,14 @@ async function saveDownload(cmd: Command, apiPath: string, accept: string, fallb
     process.stdout.write(file.bytes);
     return;
   }
-  const target = path.resolve(opts.output ?? (file.filename ?? fallbackName).replace(/[\/\\]/g, '_'));
+  const target = path.resolve(opts.output ?? (file.filename ?? fallbackName).replace(/[/\\]/g, '_'));
   writeFileSync(target, file.bytes);
   if (ctx.json) out(JSON.stringify({ file: target, bytes: file.bytes.length, content_type: file.contentType }));
   else out(`Saved ${target} (${file.bytes.length} bytes).`);
 }
 
-const invoicePdf = (cmd: Command, id: string) => saveDownload(cmd, `/v1/invoices/${encodeURIComponent(id)}/pdf`, 'application/pdf', `${id}.pdf`);
+const invoicePdf = (cmd: Command, id: string) =>
+  saveDownload(cmd, `/v1/invoices/${encodeURIComponent(id)}/pdf`, 'application/pdf', `${id}.pdf`);
 
 /** `exports download <id>`: the export's file; with --wait, once the export has finished (its progress on stderr). */
 async function exportDownload(cmd: Command, id: string): Promise<void> {
@@ -188,14 +218,20 @@ async function exportDownload(cmd: Command, id: string): Promise<void> {
   let current = await request(client, 'GET', `/v1/exports/${encodeURIComponent(id)}`);
   const spec = waitable['exports create']!;
   if (!spec.done(current)) {
-    if (!cmd.opts<{ wait?: boolean }>().wait) usage(`Export ${id} is ${current.status}: pass --wait to download it once it has finished.`);
+    if (!cmd.opts<{ wait?: boolean }>().wait)
+      usage(`Export ${id} is ${current.status}: pass --wait to download it once it has finished.`);
     while (!spec.done(current)) {
       err(spec.progress(current));
       await new Promise((r) => setTimeout(r, 500));
       current = await request(client, 'GET', `/v1/exports/${encodeURIComponent(id)}`);
     }
   }
-  if (spec.failed(current)) throw new CliError(exitCodes.server, 'failed', `${current.id} ended ${current.status}${current.error ? `: ${current.error}` : ''}.`);
+  if (spec.failed(current))
+    throw new CliError(
+      exitCodes.server,
+      'failed',
+      `${current.id} ended ${current.status}${current.error ? `: ${current.error}` : ''}.`,
+    );
   return saveDownload(cmd, `/v1/exports/${encodeURIComponent(id)}/file`, '*/*', `${id}.${current.format ?? 'csv'}`);
 }
 
@@ -204,22 +240,32 @@ async function exportDownload(cmd: Command, id: string): Promise<void> {
  * shows its progress on stderr, and prints the object once it is done (exit 0), or
  * failed (the server exit code, 7).
  */
-const waitable: Record<string, { getPath(id: string): string; done(o: any): boolean; failed(o: any): boolean; progress(o: any): string }> = {
+const waitable: Record<
+  string,
+  { getPath(id: string): string; done(o: any): boolean; failed(o: any): boolean; progress(o: any): string }
+> = {
   'exports create': {
     getPath: (id) => `/v1/exports/${encodeURIComponent(id)}`,
     done: (o) => o.status !== 'pending' && o.status !== 'running',
     failed: (o) => o.status === 'failed' || o.status === 'expired',
-    progress: (o) => `export ${o.id} ${o.status}: ${o.progress?.rows_written ?? 0}${o.progress?.rows_expected != null ? ` of ${o.progress.rows_expected}` : ''} rows`,
+    progress: (o) =>
+      `export ${o.id} ${o.status}: ${o.progress?.rows_written ?? 0}${o.progress?.rows_expected != null ? ` of ${o.progress.rows_expected}` : ''} rows`,
   },
   'test-clocks advance': {
     getPath: (id) => `/v1/test_clocks/${encodeURIComponent(id)}`,
     done: (o) => o.status !== 'advancing',
     failed: (o) => o.status === 'internal_failure',
-    progress: (o) => `test clock ${o.id} ${o.status} to ${o.status_details?.advancing?.target_frozen_time ?? o.frozen_time}`,
+    progress: (o) =>
+      `test clock ${o.id} ${o.status} to ${o.status_details?.advancing?.target_frozen_time ?? o.frozen_time}`,
   },
 };
 
-async function waitFor(ctx: Context, client: Parameters<typeof request>[0], spec: (typeof waitable)[string], first: any): Promise<void> {
+async function waitFor(
+  ctx: Context,
+  client: Parameters<typeof request>[0],
+  spec: (typeof waitable)[string],
+  first: any,
+): Promise<void> {
   let current = first;
   let last = '';
   const started = Date.now();
@@ -232,7 +278,12 @@ async function waitFor(ctx: Context, client: Parameters<typeof request>[0], spec
   }
   err(spec.progress(current));
   printResult(ctx, current);
-  if (spec.failed(current)) throw new CliError(exitCodes.server, 'failed', `${current.id} ended ${current.status}${current.error ? `: ${current.error}` : ''}.`);
+  if (spec.failed(current))
+    throw new CliError(
+      exitCodes.server,
+      'failed',
+      `${current.id} ended ${current.status}${current.error ? `: ${current.error}` : ''}.`,
+    );
 }
 
 /** Operations the generic command cannot serve (a binary answer): their own commands below. */
@@ -243,7 +294,9 @@ function addResourceCommands(program: Command): void {
   for (const op of operations) {
     let group = groups.get(op.resource);
     if (!group) {
-      group = program.command(op.resource).description(`${op.resource.replace(/-/g, ' ')} (from the API's OpenAPI document)`);
+      group = program
+        .command(op.resource)
+        .description(`${op.resource.replace(/-/g, ' ')} (from the API's OpenAPI document)`);
       groups.set(op.resource, group);
     }
     if (ownCommands.has(`${op.resource} ${op.action}`)) {
@@ -252,7 +305,10 @@ function addResourceCommands(program: Command): void {
           .command('pdf')
           .description(`${op.summary}, saved to a file — ${op.method} ${op.path}`)
           .argument('<id>')
-          .option('-o, --output <file>', 'where to save it (default: the invoice number .pdf in this folder; - for stdout)')
+          .option(
+            '-o, --output <file>',
+            'where to save it (default: the invoice number .pdf in this folder; - for stdout)',
+          )
           .action((id: string, _opts, command: Command) => invoicePdf(command, id));
       }
       if (op.resource === 'exports' && op.action === 'file') {
@@ -261,7 +317,10 @@ function addResourceCommands(program: Command): void {
           .alias('file')
           .description(`${op.summary}, saved to a file — ${op.method} ${op.path}`)
           .argument('<id>')
-          .option('-o, --output <file>', "where to save it (default: the export's file name in this folder; - for stdout)")
+          .option(
+            '-o, --output <file>',
+            "where to save it (default: the export's file name in this folder; - for stdout)",
+          )
           .option('--wait', 'wait for a pending or running export to finish first')
           .action((id: string, _opts, command: Command) => exportDownload(command, id));
       }
@@ -269,12 +328,24 @@ function addResourceCommands(program: Command): void {
     }
     const cmd = group.command(op.action).description(`${op.summary} — ${op.method} ${op.path}`);
     for (const param of op.pathParams) cmd.argument(`<${param}>`);
-    const fields = [...op.query.map((f) => ({ ...f, in: 'query' as const })), ...op.body.map((f) => ({ ...f, in: 'body' as const }))];
+    const fields = [
+      ...op.query.map((f) => ({ ...f, in: 'query' as const })),
+      ...op.body.map((f) => ({ ...f, in: 'body' as const })),
+    ];
     for (const field of fields) {
       if (reservedOptions.has(field.name)) continue;
-      cmd.addOption(new Option(`--${field.name} <value>`, `${field.type}${field.required ? ', required' : ''}${field.description ? `: ${field.description}` : ''}`));
+      cmd.addOption(
+        new Option(
+          `--${field.name} <value>`,
+          `${field.type}${field.required ? ', required' : ''}${field.description ? `: ${field.description}` : ''}`,
+        ),
+      );
     }
-    if (op.body.length > 0) cmd.option('-d, --data <key=value...>', 'a body field, Stripe-CLI style (repeatable; numbers, booleans and JSON parsed by the field type)');
+    if (op.body.length > 0)
+      cmd.option(
+        '-d, --data <key=value...>',
+        'a body field, Stripe-CLI style (repeatable; numbers, booleans and JSON parsed by the field type)',
+      );
     if (op.destructive) cmd.option('--confirm <id>', 'in live mode: repeat the id to confirm this destructive command');
     const wait = waitable[`${op.resource} ${op.action}`];
     if (wait) cmd.option('--wait', 'wait until it is done, showing progress on stderr');
@@ -283,16 +354,19 @@ function addResourceCommands(program: Command): void {
       const opts = command.opts<Record<string, string | string[] | undefined>>();
       const ids = args.slice(0, op.pathParams.length) as string[];
       const ctx = context(command);
-      if (op.destructive) requireConfirm(ctx, ids[0], opts.confirm as string | undefined, `${op.resource} ${op.action}`);
+      if (op.destructive)
+        requireConfirm(ctx, ids[0], opts.confirm as string | undefined, `${op.resource} ${op.action}`);
       const client = authed(ctx);
       let path = op.path;
       op.pathParams.forEach((param, i) => (path = path.replace(`{${param}}`, encodeURIComponent(ids[i]!))));
       const query: Record<string, string> = {};
-      for (const field of op.query) if (typeof opts[field.name] === 'string') query[field.name] = opts[field.name] as string;
+      for (const field of op.query)
+        if (typeof opts[field.name] === 'string') query[field.name] = opts[field.name] as string;
       let body: Record<string, unknown> | undefined;
       if (op.body.length > 0) {
         body = {};
-        for (const field of op.body) if (typeof opts[field.name] === 'string') body[field.name] = convert(field, opts[field.name] as string);
+        for (const field of op.body)
+          if (typeof opts[field.name] === 'string') body[field.name] = convert(field, opts[field.name] as string);
         for (const pair of (opts.data as string[] | undefined) ?? []) {
           const eq = pair.indexOf('=');
           if (eq <= 0) usage(`-d takes key=value (got "${pair}").`);
@@ -301,7 +375,8 @@ function addResourceCommands(program: Command): void {
           const field = op.body.find((f) => f.name === key);
           body[key] = field ? convert(field, raw) : raw;
         }
-        if (op.body.some((f) => f.name === 'account_id') && body.account_id === undefined) body.account_id = client.accountId;
+        if (op.body.some((f) => f.name === 'account_id') && body.account_id === undefined)
+          body.account_id = client.accountId;
         const missing = op.body.filter((f) => f.required && body![f.name] === undefined).map((f) => `--${f.name}`);
         if (missing.length > 0) usage(`${op.resource} ${op.action} needs ${missing.join(', ')}.`);
       }
@@ -334,14 +409,37 @@ function spinner(text: string): { stop(final?: string): void } {
   };
 }
 
-async function storeKey(ctx: Context, minted: { id: string; secret: string; name: string; livemode: boolean; expires_at: string }, accountId: string): Promise<void> {
+async function storeKey(
+  ctx: Context,
+  minted: { id: string; secret: string; name: string; livemode: boolean; expires_at: string },
+  accountId: string,
+): Promise<void> {
   const mode = keyMode(minted.secret)!;
-  ctx.config.key = { id: minted.id, secret: minted.secret, name: minted.name, livemode: minted.livemode, account_id: accountId, expires_at: minted.expires_at };
+  ctx.config.key = {
+    id: minted.id,
+    secret: minted.secret,
+    name: minted.name,
+    livemode: minted.livemode,
+    account_id: accountId,
+    expires_at: minted.expires_at,
+  };
   ctx.config.env = mode;
   if (!ctx.config.api_base) ctx.config.api_base = ctx.apiBase;
   writeConfig(ctx.config);
   const who = await request({ apiBase: ctx.apiBase, cliKey: minted.secret }, 'GET', '/v1/cli/whoami');
-  if (ctx.json) out(JSON.stringify({ logged_in: true, key: { id: minted.id, name: minted.name, livemode: minted.livemode, expires_at: minted.expires_at }, account: who.account, user: who.user }, null, 2));
+  if (ctx.json)
+    out(
+      JSON.stringify(
+        {
+          logged_in: true,
+          key: { id: minted.id, name: minted.name, livemode: minted.livemode, expires_at: minted.expires_at },
+          account: who.account,
+          user: who.user,
+        },
+        null,
+        2,
+      ),
+    );
   else {
     out(`Logged in as ${who.user?.email} to ${who.account.name} (${who.account.id}), ${mode} mode.`);
     out(`CLI key ${minted.id} "${minted.name}" expires ${minted.expires_at}; stored in ${configPath()}.`);
@@ -354,7 +452,10 @@ async function login(cmd: Command): Promise<void> {
   const name = opts.name ?? deviceName();
   if (opts.email || opts.password) {
     if (!opts.email || !opts.password) usage('--email and --password go together.');
-    const session = await request({ apiBase: ctx.apiBase }, 'POST', '/v1/auth/login', { email: opts.email, password: opts.password });
+    const session = await request({ apiBase: ctx.apiBase }, 'POST', '/v1/auth/login', {
+      email: opts.email,
+      password: opts.password,
+    });
     const bearer = { apiBase: ctx.apiBase, bearer: session.access_token as string };
     const minted = await request(bearer, 'POST', '/v1/cli_keys', { name, mode: ctx.mode });
     // The password session was only needed to mint the key.
@@ -364,14 +465,18 @@ async function login(cmd: Command): Promise<void> {
   }
   const device = await request({ apiBase: ctx.apiBase }, 'POST', '/v1/cli/device', { name });
   err(`Your login code is ${device.user_code}`);
-  err(`Open ${device.verification_url} and approve it as the account owner${ctx.mode === 'live' ? ' (choose live mode)' : ''}.`);
+  err(
+    `Open ${device.verification_url} and approve it as the account owner${ctx.mode === 'live' ? ' (choose live mode)' : ''}.`,
+  );
   const deadline = Date.now() + device.expires_in * 1000;
   const spin = spinner('Waiting for approval…');
   try {
     while (Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, device.interval * 1000));
       try {
-        const minted = await request({ apiBase: ctx.apiBase }, 'POST', '/v1/cli/token', { device_code: device.device_code });
+        const minted = await request({ apiBase: ctx.apiBase }, 'POST', '/v1/cli/token', {
+          device_code: device.device_code,
+        });
         spin.stop('✔ Approved.');
         const who = await request({ apiBase: ctx.apiBase, cliKey: minted.secret }, 'GET', '/v1/cli/whoami');
         return await storeKey(ctx, minted, who.account.id);
@@ -384,7 +489,11 @@ async function login(cmd: Command): Promise<void> {
   } finally {
     spin.stop();
   }
-  throw new CliError(exitCodes.auth, 'expired_token', 'The login code expired before it was approved; run `billing login` again.');
+  throw new CliError(
+    exitCodes.auth,
+    'expired_token',
+    'The login code expired before it was approved; run `billing login` again.',
+  );
 }
 
 // ---- listen ----------------------------------------------------------------
@@ -400,41 +509,62 @@ async function listen(cmd: Command): Promise<void> {
     return usage(`--forward-to must be a URL such as http://localhost:4242/webhooks (got "${opts.forwardTo}").`);
   }
   const secret = ensureWebhookSecret(ctx.config);
-  const events = opts.events ? opts.events.split(',').map((s) => s.trim()).filter(Boolean) : [];
+  const events = opts.events
+    ? opts.events
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [];
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   let announced = false;
   while (!controller.signal.aborted) {
-    await readSse(client, '/v1/events/stream', events.length ? { types: events.join(',') } : {}, controller.signal, async ({ id, data }) => {
-      const event = JSON.parse(data) as { id: string; type: string };
-      const timestamp = Math.floor(Date.now() / 1000);
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': 'billing-cli-listen/0.1',
-        'webhook-id': id ?? event.id,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signWebhook([secret], id ?? event.id, timestamp, data),
-      };
-      const started = performance.now();
-      let status: string;
-      try {
-        const response = await fetch(target, { method: 'POST', headers, body: data, signal: AbortSignal.timeout(10_000) });
-        await response.arrayBuffer().catch(() => undefined);
-        status = String(response.status);
-      } catch (error) {
-        status = `error (${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message})`;
-      }
-      const ms = Math.round(performance.now() - started);
-      if (ctx.json) out(JSON.stringify({ event_id: event.id, type: event.type, status, forwarded_to: target.href, ms }));
-      else out(`${new Date().toISOString()}  ${event.type}  ${event.id}  -> POST ${target.href}  [${status}] ${ms} ms`);
-    }, () => {
-      if (announced) return err('Reconnected.');
-      announced = true;
-      err(`Ready! Forwarding ${events.length ? events.join(', ') : 'all'} ${ctx.mode}-mode events to ${target.href}`);
-      err(`Your local webhook signing secret is ${secret} (Standard Webhooks; stable, stored in ${configPath()}). ^C to quit.`);
-    });
+    await readSse(
+      client,
+      '/v1/events/stream',
+      events.length ? { types: events.join(',') } : {},
+      controller.signal,
+      async ({ id, data }) => {
+        const event = JSON.parse(data) as { id: string; type: string };
+        const timestamp = Math.floor(Date.now() / 1000);
+        const headers = {
+          'content-type': 'application/json',
+          'user-agent': 'billing-cli-listen/0.1',
+          'webhook-id': id ?? event.id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signWebhook([secret], id ?? event.id, timestamp, data),
+        };
+        const started = performance.now();
+        let status: string;
+        try {
+          const response = await fetch(target, {
+            method: 'POST',
+            headers,
+            body: data,
+            signal: AbortSignal.timeout(10_000),
+          });
+          await response.arrayBuffer().catch(() => undefined);
+          status = String(response.status);
+        } catch (error) {
+          status = `error (${(error as Error & { cause?: Error }).cause?.message ?? (error as Error).message})`;
+        }
+        const ms = Math.round(performance.now() - started);
+        if (ctx.json)
+          out(JSON.stringify({ event_id: event.id, type: event.type, status, forwarded_to: target.href, ms }));
+        else
+          out(`${new Date().toISOString()}  ${event.type}  ${event.id}  -> POST ${target.href}  [${status}] ${ms} ms`);
+      },
+      () => {
+        if (announced) return err('Reconnected.');
+        announced = true;
+        err(`Ready! Forwarding ${events.length ? events.join(', ') : 'all'} ${ctx.mode}-mode events to ${target.href}`);
+        err(
+          `Your local webhook signing secret is ${secret} (Standard Webhooks; stable, stored in ${configPath()}). ^C to quit.`,
+        );
+      },
+    );
     if (!controller.signal.aborted) {
       err('The event stream closed; reconnecting…');
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -454,20 +584,39 @@ function statusMatches(filter: string | undefined, status: number): boolean {
 
 async function logsTail(cmd: Command): Promise<void> {
   const opts = cmd.opts<{ status?: string; path?: string; method?: string; recent?: boolean }>();
-  if (opts.status && !opts.status.split(',').every((f) => /^([1-5]xx|[1-5]\d\d)$/i.test(f.trim()))) usage('--status takes codes or classes such as 404 or 4xx,5xx.');
+  if (opts.status && !opts.status.split(',').every((f) => /^([1-5]xx|[1-5]\d\d)$/i.test(f.trim())))
+    usage('--status takes codes or classes such as 404 or 4xx,5xx.');
   const ctx = context(cmd);
   const client = authed(ctx);
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
   process.once('SIGTERM', () => controller.abort());
-  await readSse(client, '/v1/logs/stream', opts.recent ? { recent: 'true' } : {}, controller.signal, ({ data }) => {
-    const line = JSON.parse(data) as { request_id: string; method: string; path: string; status: number; duration_ms: number; source: string; created_at: string };
-    if (!statusMatches(opts.status, line.status)) return;
-    if (opts.path && !line.path.startsWith(opts.path)) return;
-    if (opts.method && line.method !== opts.method.toUpperCase()) return;
-    if (ctx.json) out(JSON.stringify(line));
-    else out(`${line.created_at.slice(11, 19)}  ${line.status}  ${line.method.padEnd(6)} ${line.path}  ${line.request_id}  ${line.duration_ms} ms  [${line.source}]`);
-  }, () => err(`Tailing ${ctx.mode}-mode API requests served by ${ctx.apiBase} (^C to quit).`));
+  await readSse(
+    client,
+    '/v1/logs/stream',
+    opts.recent ? { recent: 'true' } : {},
+    controller.signal,
+    ({ data }) => {
+      const line = JSON.parse(data) as {
+        request_id: string;
+        method: string;
+        path: string;
+        status: number;
+        duration_ms: number;
+        source: string;
+        created_at: string;
+      };
+      if (!statusMatches(opts.status, line.status)) return;
+      if (opts.path && !line.path.startsWith(opts.path)) return;
+      if (opts.method && line.method !== opts.method.toUpperCase()) return;
+      if (ctx.json) out(JSON.stringify(line));
+      else
+        out(
+          `${line.created_at.slice(11, 19)}  ${line.status}  ${line.method.padEnd(6)} ${line.path}  ${line.request_id}  ${line.duration_ms} ms  [${line.source}]`,
+        );
+    },
+    () => err(`Tailing ${ctx.mode}-mode API requests served by ${ctx.apiBase} (^C to quit).`),
+  );
 }
 
 // ---- trigger ---------------------------------------------------------------
@@ -481,23 +630,34 @@ async function trigger(event: string, cmd: Command): Promise<void> {
   const spin = spinner(`Triggering ${event}…`);
   let created: Record<string, string>;
   try {
-    created = await recipe.run((method, apiPath, body) => request(client, method, apiPath, body), Date.now().toString(36), client.accountId);
+    created = await recipe.run(
+      (method, apiPath, body) => request(client, method, apiPath, body),
+      Date.now().toString(36),
+      client.accountId,
+    );
   } finally {
     spin.stop();
   }
   if (ctx.json) return out(JSON.stringify({ triggered: event, events: recipe.events, created }, null, 2));
   for (const [kind, id] of Object.entries(created)) if (id) out(`Created ${kind} ${id}`);
-  out(`Trigger succeeded: ${recipe.events.join(', ')}${recipe.needsWorker ? ' (the worker pays the invoice)' : ''}. See them with \`billing events list --type ${event}\`.`);
+  out(
+    `Trigger succeeded: ${recipe.events.join(', ')}${recipe.needsWorker ? ' (the worker pays the invoice)' : ''}. See them with \`billing events list --type ${event}\`.`,
+  );
 }
 
 // ---- program ---------------------------------------------------------------
 
 export function buildProgram(): Command {
   const program = new Command('billing')
-    .description('The billing engine from your terminal: log in, forward webhooks, trigger events, tail logs, manage resources.')
+    .description(
+      'The billing engine from your terminal: log in, forward webhooks, trigger events, tail logs, manage resources.',
+    )
     .version(cliPackage.version)
     .addOption(new Option('--env <mode>', 'test or live (overrides FINTECH_ENV and the config file)'))
-    .option('--api-base <url>', 'the API (overrides BILLING_API_BASE and the config file; default http://localhost:3000)')
+    .option(
+      '--api-base <url>',
+      'the API (overrides BILLING_API_BASE and the config file; default http://localhost:3000)',
+    )
     .option('--json', 'print JSON (results on stdout; errors as {"error","message"} on stdout too)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
@@ -510,10 +670,12 @@ export function buildProgram(): Command {
 
   program
     .command('login')
-    .description('Log in: a device code approved by the owner in the browser (or with the API), or --email/--password; stores a CLI key')
-    .option('--email <email>', 'log in without a browser: the owner\'s email')
+    .description(
+      'Log in: a device code approved by the owner in the browser (or with the API), or --email/--password; stores a CLI key',
+    )
+    .option('--email <email>', "log in without a browser: the owner's email")
     .option('--password <password>', 'with --email')
-    .option('--name <device>', 'the device name in the key\'s name (default user@host)')
+    .option('--name <device>', "the device name in the key's name (default user@host)")
     .action((_opts, cmd: Command) => login(cmd));
   program
     .command('logout')
@@ -537,12 +699,16 @@ export function buildProgram(): Command {
       const ctx = context(cmd);
       const who = await request(authed(ctx), 'GET', '/v1/cli/whoami');
       if (ctx.json) return out(JSON.stringify(who, null, 2));
-      out(`${who.user?.email ?? '-'} · ${who.account.name} (${who.account.id}) · ${who.livemode ? 'live' : 'test'} mode`);
+      out(
+        `${who.user?.email ?? '-'} · ${who.account.name} (${who.account.id}) · ${who.livemode ? 'live' : 'test'} mode`,
+      );
       if (who.key) out(`CLI key ${who.key.id} "${who.key.name}", expires ${who.key.expires_at}`);
     });
   program
     .command('listen')
-    .description('Receive the account\'s events live and POST each to a local URL, signed (Standard Webhooks) with a stable local secret')
+    .description(
+      "Receive the account's events live and POST each to a local URL, signed (Standard Webhooks) with a stable local secret",
+    )
     .requiredOption('--forward-to <url>', 'where to POST each event, e.g. http://localhost:4242/webhooks')
     .option('--events <types>', 'comma-separated event types or families (invoice.*)')
     .action((_opts, cmd: Command) => listen(cmd));
@@ -554,7 +720,9 @@ export function buildProgram(): Command {
   const logs = program.command('logs').description('API request logs');
   logs
     .command('tail')
-    .description('Stream the account\'s API requests (method, path, status, request id, source) as this API process serves them')
+    .description(
+      "Stream the account's API requests (method, path, status, request id, source) as this API process serves them",
+    )
     .option('--status <filter>', 'status codes or classes, e.g. 4xx or 404,5xx')
     .option('--path <prefix>', 'only paths starting with this, e.g. /v1/customers')
     .option('--method <method>', 'only this HTTP method')
@@ -562,7 +730,9 @@ export function buildProgram(): Command {
     .action((_opts, cmd: Command) => logsTail(cmd));
   program
     .command('open')
-    .description('Open the API docs, the OpenAPI document or the Temporal UI in your browser ($BROWSER, else xdg-open); prints the link')
+    .description(
+      'Open the API docs, the OpenAPI document or the Temporal UI in your browser ($BROWSER, else xdg-open); prints the link',
+    )
     .argument('<what>', 'docs | openapi | temporal')
     .option('--print', 'only print the link')
     .action((what: string, opts: { print?: boolean }, cmd: Command) => {
@@ -577,7 +747,11 @@ export function buildProgram(): Command {
     });
   addResourceCommands(program);
   const meterEvents = program.commands.find((command) => command.name() === 'meter-events');
-  if (meterEvents) addMeterEventsSend(meterEvents, (opts, cmd) => { const ctx = context(cmd); return sendMeterEvents(authed(ctx), opts, (v) => printResult(ctx, v), err); });
+  if (meterEvents)
+    addMeterEventsSend(meterEvents, (opts, cmd) => {
+      const ctx = context(cmd);
+      return sendMeterEvents(authed(ctx), opts, (v) => printResult(ctx, v), err);
+    });
   return program;
 }
 

@@ -12,8 +12,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+
 import type { Command } from 'commander';
-import { request, type ClientOptions } from './client.ts';
+
+import { type ClientOptions, request } from './client.ts';
 import { CliError, exitCodes } from './exit-codes.ts';
 
 export interface SendOptions {
@@ -27,7 +29,12 @@ export interface SendOptions {
   batchSize?: string;
 }
 
-type Batch = { accepted: number; duplicates: number; refused: number; data: { index: number; status: string; error?: { code: string; message: string } }[] };
+type Batch = {
+  accepted: number;
+  duplicates: number;
+  refused: number;
+  data: { index: number; status: string; error?: { code: string; message: string } }[];
+};
 
 function usage(message: string): never {
   throw new CliError(exitCodes.usage, 'usage', message);
@@ -44,7 +51,12 @@ function parseJson(text: string, what: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-export async function sendMeterEvents(client: ClientOptions, opts: SendOptions, print: (value: unknown) => void, warn: (text: string) => void): Promise<void> {
+export async function sendMeterEvents(
+  client: ClientOptions,
+  opts: SendOptions,
+  print: (value: unknown) => void,
+  warn: (text: string) => void,
+): Promise<void> {
   if (!opts.file) {
     if (!opts.eventName || !opts.customer) usage('meter-events send needs --event-name and --customer (or --file).');
     const payload = opts.payload ? parseJson(opts.payload, '--payload') : {};
@@ -66,35 +78,48 @@ export async function sendMeterEvents(client: ClientOptions, opts: SendOptions, 
     if (event.identifier === undefined) {
       const stamped = event.timestamp !== undefined;
       if (!stamped) event.timestamp = run.at;
-      event.identifier = `cli-${createHash('sha256').update(`${stamped ? source : run.id}\n${i + 1}\n${raw}`).digest('hex').slice(0, 40)}`;
+      event.identifier = `cli-${createHash('sha256')
+        .update(`${stamped ? source : run.id}\n${i + 1}\n${raw}`)
+        .digest('hex')
+        .slice(0, 40)}`;
     }
     events.push({ line: i + 1, event });
   });
   const total = { sent: events.length, accepted: 0, duplicates: 0, refused: 0 };
   for (let at = 0; at < events.length; at += size) {
     const slice = events.slice(at, at + size);
-    const batch = (await request(client, 'POST', '/v1/meter_events/batch', { events: slice.map((e) => e.event) })) as Batch;
+    const batch = (await request(client, 'POST', '/v1/meter_events/batch', {
+      events: slice.map((e) => e.event),
+    })) as Batch;
     total.accepted += batch.accepted;
     total.duplicates += batch.duplicates;
     total.refused += batch.refused;
-    for (const row of batch.data) if (row.status === 'refused') warn(`line ${slice[row.index]!.line}: refused ${row.error?.code}: ${row.error?.message}`);
+    for (const row of batch.data)
+      if (row.status === 'refused')
+        warn(`line ${slice[row.index]!.line}: refused ${row.error?.code}: ${row.error?.message}`);
   }
   print(total);
-  if (total.refused > 0) throw new CliError(exitCodes.usage, 'refused', `${total.refused} of ${total.sent} events refused (see above).`);
+  if (total.refused > 0)
+    throw new CliError(exitCodes.usage, 'refused', `${total.refused} of ${total.sent} events refused (see above).`);
 }
 
 /** Adds `send` under the `meter-events` command group (made from the OpenAPI document). */
 export function addMeterEventsSend(group: Command, run: (opts: SendOptions, cmd: Command) => Promise<void>): void {
   group
     .command('send')
-    .description('Report usage: one event from options, or a file of JSON lines (one event each; - for stdin) sent 1,000 per request')
+    .description(
+      'Report usage: one event from options, or a file of JSON lines (one event each; - for stdin) sent 1,000 per request',
+    )
     .option('--event-name <name>', 'the meter event_name')
     .option('--customer <id>', 'the customer (cus_…)')
     .option('--value <decimal>', "the payload's value property (payload.value)")
     .option('--payload <json>', 'the payload as a JSON object')
     .option('--identifier <id>', 'unique within the account and mode (default: generated)')
     .option('--timestamp <time>', 'unix seconds or ISO 8601 (default: now)')
-    .option('-f, --file <path>', 'a file of JSON lines, - for stdin; a line without identifier gets one from the file name, line number and text when it has a timestamp, else from this run (stamped now)')
+    .option(
+      '-f, --file <path>',
+      'a file of JSON lines, - for stdin; a line without identifier gets one from the file name, line number and text when it has a timestamp, else from this run (stamped now)',
+    )
     .option('--batch-size <n>', 'events per request with --file (1 to 1000, default 1000)')
     .action((opts: SendOptions, cmd: Command) => run(opts, cmd));
 }

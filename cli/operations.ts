@@ -85,7 +85,12 @@ function objectFields(doc: Json, schema: Json | undefined): FieldSpec[] {
     const required = new Set<string>(part.required ?? []);
     for (const [name, prop] of Object.entries<Json>(part.properties ?? {})) {
       const resolved = deref(doc, prop) ?? {};
-      fields.push({ name, type: fieldType(doc, prop), required: required.has(name), ...(resolved.description ? { description: String(resolved.description).split('\n')[0] } : {}) });
+      fields.push({
+        name,
+        type: fieldType(doc, prop),
+        required: required.has(name),
+        ...(resolved.description ? { description: String(resolved.description).split('\n')[0] } : {}),
+      });
     }
   }
   return fields;
@@ -106,7 +111,16 @@ const subVerbs: Record<string, (last: string) => string> = {
 
 function actionOf(method: string, rest: string[], hasPatch: boolean, methods = 1): string | null {
   // A collection path with PATCH is a singleton (GET/PATCH /v1/payout_settings): get and update.
-  if (rest.length === 0) return method === 'GET' ? (hasPatch ? 'get' : 'list') : method === 'POST' ? 'create' : method === 'PATCH' ? 'update' : null;
+  if (rest.length === 0)
+    return method === 'GET'
+      ? hasPatch
+        ? 'get'
+        : 'list'
+      : method === 'POST'
+        ? 'create'
+        : method === 'PATCH'
+          ? 'update'
+          : null;
   if (rest.length === 1) {
     // A literal segment is an action of the collection (GET /v1/transactions/search → `transactions search`).
     if (!rest[0]!.startsWith('{')) return method === 'GET' || method === 'POST' ? rest[0]!.replace(/_/g, '-') : null;
@@ -117,7 +131,11 @@ function actionOf(method: string, rest: string[], hasPatch: boolean, methods = 1
     return null;
   }
   if (methods === 1) return rest.slice(1).join('-').replace(/_/g, '-');
-  const sub = rest.slice(1).filter((segment) => !segment.startsWith('{')).join('-').replace(/_/g, '-');
+  const sub = rest
+    .slice(1)
+    .filter((segment) => !segment.startsWith('{'))
+    .join('-')
+    .replace(/_/g, '-');
   return `${subVerbs[method]?.(rest[rest.length - 1]!) ?? method.toLowerCase()}-${sub}`;
 }
 

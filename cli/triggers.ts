@@ -23,17 +23,47 @@ export interface Recipe {
 }
 
 const customer = (call: Call, stamp: string, paymentMethod?: string) =>
-  call('POST', '/v1/customers', { email: `trigger-${stamp}@example.com`, name: 'Triggered customer', ...(paymentMethod ? { payment_method: paymentMethod } : {}) });
-const coupon = (call: Call, stamp: string, suffix = '') => call('POST', '/v1/coupons', { id: `TRIGGER_${stamp}${suffix}`.toUpperCase(), name: 'Triggered coupon', percent_off: 10, duration: 'once' });
+  call('POST', '/v1/customers', {
+    email: `trigger-${stamp}@example.com`,
+    name: 'Triggered customer',
+    ...(paymentMethod ? { payment_method: paymentMethod } : {}),
+  });
+const coupon = (call: Call, stamp: string, suffix = '') =>
+  call('POST', '/v1/coupons', {
+    id: `TRIGGER_${stamp}${suffix}`.toUpperCase(),
+    name: 'Triggered coupon',
+    percent_off: 10,
+    duration: 'once',
+  });
 const payment = (call: Call, accountId: string, paymentMethod: string, amount = 2000) =>
-  call('POST', '/v1/transactions', { account_id: accountId, amount, currency: 'USD', type: 'payment', payment_method: paymentMethod, reference: `billing trigger ${paymentMethod}` });
+  call('POST', '/v1/transactions', {
+    account_id: accountId,
+    amount,
+    currency: 'USD',
+    type: 'payment',
+    payment_method: paymentMethod,
+    reference: `billing trigger ${paymentMethod}`,
+  });
 
 /** A us_ach account number (4-17 digits) unique to the run, so each recipe adds its own destination. */
-const accountNumber = (stamp: string) => `0${parseInt(stamp.replace(/[^0-9a-z]/g, '').slice(-8) || '1', 36)}`.slice(0, 17).padStart(8, '0');
+const accountNumber = (stamp: string) =>
+  `0${parseInt(stamp.replace(/[^0-9a-z]/g, '').slice(-8) || '1', 36)}`.slice(0, 17).padStart(8, '0');
 /** A finalized send_invoice one-off invoice of $20.00 for the customer (its pending item attached). */
-async function oneOffInvoice(call: Call, customerId: string, collection: 'send_invoice' | 'charge_automatically' = 'send_invoice') {
-  await call('POST', '/v1/invoice_items', { customer: customerId, amount: 2000, currency: 'USD', description: 'billing trigger work' });
-  const terms = collection === 'send_invoice' ? { collection_method: collection, days_until_due: 14 } : { collection_method: collection };
+async function oneOffInvoice(
+  call: Call,
+  customerId: string,
+  collection: 'send_invoice' | 'charge_automatically' = 'send_invoice',
+) {
+  await call('POST', '/v1/invoice_items', {
+    customer: customerId,
+    amount: 2000,
+    currency: 'USD',
+    description: 'billing trigger work',
+  });
+  const terms =
+    collection === 'send_invoice'
+      ? { collection_method: collection, days_until_due: 14 }
+      : { collection_method: collection };
   const draft = await call('POST', '/v1/invoices', { customer: customerId, ...terms, description: 'billing trigger' });
   return call('POST', `/v1/invoices/${draft.id}/finalize`);
 }
@@ -44,7 +74,11 @@ async function paid(call: Call, invoiceId: string) {
     if (invoice.status === 'paid') return invoice;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  throw new CliError(exitCodes.refused, 'timeout', `invoice ${invoiceId} was not paid in 60 s (is the engine's worker running?)`);
+  throw new CliError(
+    exitCodes.refused,
+    'timeout',
+    `invoice ${invoiceId} was not paid in 60 s (is the engine's worker running?)`,
+  );
 }
 
 /** A declined payment: the failed transaction, or (when the API answers 402) the id its error names, if any. */
@@ -68,11 +102,23 @@ export const recipes: readonly Recipe[] = [
     },
   },
   {
-    events: ['transaction.created', 'transaction.succeeded', 'payment.succeeded', 'transaction.updated', 'payment.refunded'],
+    events: [
+      'transaction.created',
+      'transaction.succeeded',
+      'payment.succeeded',
+      'transaction.updated',
+      'payment.refunded',
+    ],
     async run(call, _stamp, accountId) {
       const paid = await payment(call, accountId, 'pm_card_visa');
       await call('PATCH', `/v1/transactions/${paid.id}`, { reference: 'billing trigger (updated)' });
-      const refund = await call('POST', '/v1/transactions', { account_id: accountId, amount: 500, currency: 'USD', type: 'refund', source_transaction: paid.id });
+      const refund = await call('POST', '/v1/transactions', {
+        account_id: accountId,
+        amount: 500,
+        currency: 'USD',
+        type: 'refund',
+        source_transaction: paid.id,
+      });
       return { transaction: paid.id, refund: refund.id };
     },
   },
@@ -115,7 +161,11 @@ export const recipes: readonly Recipe[] = [
   {
     events: ['tax_rate.created', 'tax_rate.updated'],
     async run(call) {
-      const rate = await call('POST', '/v1/tax_rates', { display_name: 'Triggered tax', percentage: 10, inclusive: false });
+      const rate = await call('POST', '/v1/tax_rates', {
+        display_name: 'Triggered tax',
+        percentage: 10,
+        inclusive: false,
+      });
       await call('PATCH', `/v1/tax_rates/${rate.id}`, { active: false });
       return { tax_rate: rate.id };
     },
@@ -133,7 +183,11 @@ export const recipes: readonly Recipe[] = [
     events: ['customer_balance_transaction.created'],
     async run(call, stamp) {
       const c = await customer(call, stamp);
-      const txn = await call('POST', `/v1/customers/${c.id}/balance_transactions`, { amount: -500, currency: 'USD', description: 'billing trigger credit' });
+      const txn = await call('POST', `/v1/customers/${c.id}/balance_transactions`, {
+        amount: -500,
+        currency: 'USD',
+        description: 'billing trigger credit',
+      });
       return { customer: c.id, balance_transaction: txn.id };
     },
   },
@@ -141,7 +195,12 @@ export const recipes: readonly Recipe[] = [
     events: ['invoiceitem.created', 'invoiceitem.updated', 'invoiceitem.deleted'],
     async run(call, stamp) {
       const c = await customer(call, stamp);
-      const item = await call('POST', '/v1/invoice_items', { customer: c.id, amount: 1500, currency: 'USD', description: 'billing trigger item' });
+      const item = await call('POST', '/v1/invoice_items', {
+        customer: c.id,
+        amount: 1500,
+        currency: 'USD',
+        description: 'billing trigger item',
+      });
       await call('PATCH', `/v1/invoice_items/${item.id}`, { quantity: 2 });
       await call('DELETE', `/v1/invoice_items/${item.id}`);
       return { customer: c.id, invoice_item: item.id };
@@ -152,7 +211,10 @@ export const recipes: readonly Recipe[] = [
     // A clock's deletion is carried out by the engine's clock worker.
     needsWorker: true,
     async run(call, stamp) {
-      const clock = await call('POST', '/v1/test_clocks', { frozen_time: new Date(Date.UTC(2030, 0, 1)).toISOString(), name: `billing trigger ${stamp}` });
+      const clock = await call('POST', '/v1/test_clocks', {
+        frozen_time: new Date(Date.UTC(2030, 0, 1)).toISOString(),
+        name: `billing trigger ${stamp}`,
+      });
       await call('DELETE', `/v1/test_clocks/${clock.id}`);
       return { test_clock: clock.id };
     },
@@ -162,18 +224,44 @@ export const recipes: readonly Recipe[] = [
     needsWorker: true,
     async run(call, stamp) {
       const c = await customer(call, stamp, 'pm_card_visa');
-      const plan = await call('POST', '/v1/plans', { name: `Triggered plan ${stamp}`, amount: 1500, currency: 'USD', interval: 'month' });
+      const plan = await call('POST', '/v1/plans', {
+        name: `Triggered plan ${stamp}`,
+        amount: 1500,
+        currency: 'USD',
+        interval: 'month',
+      });
       const sub = await call('POST', '/v1/subscriptions', { customer: c.id, plan: plan.id, trial_period_days: 0 });
-      return { customer: c.id, plan: plan.id, subscription: sub.id, ...(sub.latest_invoice ? { invoice: sub.latest_invoice } : {}) };
+      return {
+        customer: c.id,
+        plan: plan.id,
+        subscription: sub.id,
+        ...(sub.latest_invoice ? { invoice: sub.latest_invoice } : {}),
+      };
     },
   },
   {
-    events: ['subscription.plan_changed', 'subscription.updated', 'subscription.paused', 'subscription.resumed', 'subscription.canceled'],
+    events: [
+      'subscription.plan_changed',
+      'subscription.updated',
+      'subscription.paused',
+      'subscription.resumed',
+      'subscription.canceled',
+    ],
     needsWorker: true,
     async run(call, stamp) {
       const c = await customer(call, stamp, 'pm_card_visa');
-      const plan = await call('POST', '/v1/plans', { name: `Triggered plan ${stamp}`, amount: 1500, currency: 'USD', interval: 'month' });
-      const bigger = await call('POST', '/v1/plans', { name: `Triggered plan ${stamp} (more)`, amount: 3000, currency: 'USD', interval: 'month' });
+      const plan = await call('POST', '/v1/plans', {
+        name: `Triggered plan ${stamp}`,
+        amount: 1500,
+        currency: 'USD',
+        interval: 'month',
+      });
+      const bigger = await call('POST', '/v1/plans', {
+        name: `Triggered plan ${stamp} (more)`,
+        amount: 3000,
+        currency: 'USD',
+        interval: 'month',
+      });
       const sub = await call('POST', '/v1/subscriptions', { customer: c.id, plan: plan.id, trial_period_days: 0 });
       // An upgrade (charged now, prorated), a cancel at period end taken back, a pause and a resume, then the end.
       await call('POST', `/v1/subscriptions/${sub.id}/update`, { plan: bigger.id });
@@ -188,7 +276,13 @@ export const recipes: readonly Recipe[] = [
   {
     events: ['bank_account.created', 'bank_account.updated', 'bank_account.deleted'],
     async run(call, stamp) {
-      const account = await call('POST', '/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Triggered holder', currency: 'USD', routing_number: '110000000', account_number: accountNumber(stamp) });
+      const account = await call('POST', '/v1/bank_accounts', {
+        type: 'us_ach',
+        account_holder_name: 'Triggered holder',
+        currency: 'USD',
+        routing_number: '110000000',
+        account_number: accountNumber(stamp),
+      });
       await call('PATCH', `/v1/bank_accounts/${account.id}`, { account_holder_name: 'Triggered holder (renamed)' });
       await call('DELETE', `/v1/bank_accounts/${account.id}`);
       return { bank_account: account.id };
@@ -198,9 +292,26 @@ export const recipes: readonly Recipe[] = [
     events: ['payout.created', 'payout.canceled'],
     async run(call, stamp, accountId) {
       // A sandbox credit funds the available balance; a payout of it to a new destination, canceled while pending.
-      const credit = await call('POST', '/v1/transactions', { account_id: accountId, amount: 1000, currency: 'USD', type: 'credit', reference: 'billing trigger payout funds' });
-      const destination = await call('POST', '/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Triggered payee', currency: 'USD', routing_number: '110000000', account_number: accountNumber(`${stamp}p`) });
-      const payout = await call('POST', '/v1/payouts', { amount: 1000, currency: 'USD', destination: destination.id, description: 'billing trigger' });
+      const credit = await call('POST', '/v1/transactions', {
+        account_id: accountId,
+        amount: 1000,
+        currency: 'USD',
+        type: 'credit',
+        reference: 'billing trigger payout funds',
+      });
+      const destination = await call('POST', '/v1/bank_accounts', {
+        type: 'us_ach',
+        account_holder_name: 'Triggered payee',
+        currency: 'USD',
+        routing_number: '110000000',
+        account_number: accountNumber(`${stamp}p`),
+      });
+      const payout = await call('POST', '/v1/payouts', {
+        amount: 1000,
+        currency: 'USD',
+        destination: destination.id,
+        description: 'billing trigger',
+      });
       await call('POST', `/v1/payouts/${payout.id}/cancel`);
       return { transaction: credit.id, bank_account: destination.id, payout: payout.id };
     },
@@ -227,15 +338,31 @@ export const recipes: readonly Recipe[] = [
       const c = await customer(call, stamp, 'pm_card_visa');
       const invoice = await oneOffInvoice(call, c.id, 'charge_automatically');
       await paid(call, invoice.id);
-      const note = await call('POST', '/v1/credit_notes', { invoice: invoice.id, amount: 500, credit_amount: 500, reason: 'product_unsatisfactory', memo: 'billing trigger' });
+      const note = await call('POST', '/v1/credit_notes', {
+        invoice: invoice.id,
+        amount: 500,
+        credit_amount: 500,
+        reason: 'product_unsatisfactory',
+        memo: 'billing trigger',
+      });
       await call('POST', `/v1/credit_notes/${note.id}/void`);
       return { customer: c.id, invoice: invoice.id, credit_note: note.id };
     },
   },
   {
-    events: ['billing.meter.created', 'billing.meter.updated', 'billing.meter.deactivated', 'billing.meter.reactivated'],
+    events: [
+      'billing.meter.created',
+      'billing.meter.updated',
+      'billing.meter.deactivated',
+      'billing.meter.reactivated',
+    ],
     async run(call, stamp) {
-      const meter = await call('POST', '/v1/meters', { display_name: 'Triggered meter', event_name: `trigger_${stamp}`, aggregation: 'sum', value_property: 'value' });
+      const meter = await call('POST', '/v1/meters', {
+        display_name: 'Triggered meter',
+        event_name: `trigger_${stamp}`,
+        aggregation: 'sum',
+        value_property: 'value',
+      });
       await call('POST', `/v1/meters/${meter.id}`, { display_name: 'Triggered meter (renamed)' });
       await call('POST', `/v1/meters/${meter.id}/deactivate`);
       await call('POST', `/v1/meters/${meter.id}/reactivate`);
@@ -247,7 +374,13 @@ export const recipes: readonly Recipe[] = [
     // The request's workflow records it; the API waits for it.
     needsWorker: true,
     async run(call, stamp) {
-      const request = await call('POST', '/api/v1/payment-requests', { type: 'one_time', amount: 1500, currency: 'USD', customer_email: `trigger-${stamp}@example.com`, reference: `billing trigger ${stamp}` });
+      const request = await call('POST', '/api/v1/payment-requests', {
+        type: 'one_time',
+        amount: 1500,
+        currency: 'USD',
+        customer_email: `trigger-${stamp}@example.com`,
+        reference: `billing trigger ${stamp}`,
+      });
       await call('POST', `/api/v1/payment-requests/${request.id}/cancel`);
       return { payment_request: request.id };
     },
@@ -257,7 +390,14 @@ export const recipes: readonly Recipe[] = [
     // The request's workflow records it; the API waits for it.
     needsWorker: true,
     async run(call, stamp) {
-      const request = await call('POST', '/api/v1/payment-requests', { type: 'recurring', interval: 'month', amount: 1500, currency: 'USD', customer_email: `trigger-${stamp}@example.com`, reference: `billing trigger ${stamp}` });
+      const request = await call('POST', '/api/v1/payment-requests', {
+        type: 'recurring',
+        interval: 'month',
+        amount: 1500,
+        currency: 'USD',
+        customer_email: `trigger-${stamp}@example.com`,
+        reference: `billing trigger ${stamp}`,
+      });
       await call('POST', `/api/v1/payment-requests/${request.id}/cancel`);
       return { recurring_payment_request: request.id };
     },
@@ -278,19 +418,40 @@ export const recipes: readonly Recipe[] = [
     async run(call, stamp) {
       // A subscription on a test clock whose card is declined from its first renewal: the clock is advanced past it.
       const start = Date.UTC(2030, 0, 1);
-      const clock = await call('POST', '/v1/test_clocks', { frozen_time: new Date(start).toISOString(), name: `billing trigger ${stamp} (declined renewal)` });
-      const c = await call('POST', '/v1/customers', { email: `trigger-${stamp}@example.com`, name: 'Triggered customer', payment_method: 'pm_card_visa', test_clock: clock.id });
-      const plan = await call('POST', '/v1/plans', { name: `Triggered plan ${stamp}`, amount: 1500, currency: 'USD', interval: 'month' });
+      const clock = await call('POST', '/v1/test_clocks', {
+        frozen_time: new Date(start).toISOString(),
+        name: `billing trigger ${stamp} (declined renewal)`,
+      });
+      const c = await call('POST', '/v1/customers', {
+        email: `trigger-${stamp}@example.com`,
+        name: 'Triggered customer',
+        payment_method: 'pm_card_visa',
+        test_clock: clock.id,
+      });
+      const plan = await call('POST', '/v1/plans', {
+        name: `Triggered plan ${stamp}`,
+        amount: 1500,
+        currency: 'USD',
+        interval: 'month',
+      });
       const sub = await call('POST', '/v1/subscriptions', { customer: c.id, plan: plan.id, trial_period_days: 0 });
       await call('PATCH', `/v1/customers/${c.id}`, { payment_method: 'pm_card_chargeDeclined' });
-      await call('POST', `/v1/test_clocks/${clock.id}/advance`, { frozen_time: new Date(start + 32 * 86_400_000).toISOString() });
+      await call('POST', `/v1/test_clocks/${clock.id}/advance`, {
+        frozen_time: new Date(start + 32 * 86_400_000).toISOString(),
+      });
       for (let i = 0; i < 180; i++) {
         const now = await call('GET', `/v1/test_clocks/${clock.id}`);
-        if (now.status === 'ready') return { test_clock: clock.id, customer: c.id, plan: plan.id, subscription: sub.id };
-        if (now.status === 'internal_failure') throw new CliError(exitCodes.refused, 'internal_failure', `test clock ${clock.id} failed to advance`);
+        if (now.status === 'ready')
+          return { test_clock: clock.id, customer: c.id, plan: plan.id, subscription: sub.id };
+        if (now.status === 'internal_failure')
+          throw new CliError(exitCodes.refused, 'internal_failure', `test clock ${clock.id} failed to advance`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
-      throw new CliError(exitCodes.refused, 'timeout', `test clock ${clock.id} was not ready in 90 s (is the engine's worker running?)`);
+      throw new CliError(
+        exitCodes.refused,
+        'timeout',
+        `test clock ${clock.id} was not ready in 90 s (is the engine's worker running?)`,
+      );
     },
   },
   {
@@ -302,10 +463,15 @@ export const recipes: readonly Recipe[] = [
       for (let i = 0; i < 120; i++) {
         const e = await call('GET', `/v1/exports/${made.id}`);
         if (e.status === 'succeeded') return { export: made.id };
-        if (e.status === 'failed') throw new CliError(exitCodes.refused, 'export_failed', `export ${made.id} failed: ${e.error}`);
+        if (e.status === 'failed')
+          throw new CliError(exitCodes.refused, 'export_failed', `export ${made.id} failed: ${e.error}`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
-      throw new CliError(exitCodes.refused, 'timeout', `export ${made.id} did not finish in 60 s (is the engine's worker running?)`);
+      throw new CliError(
+        exitCodes.refused,
+        'timeout',
+        `export ${made.id} did not finish in 60 s (is the engine's worker running?)`,
+      );
     },
   },
 ];
@@ -328,9 +494,11 @@ export const notTriggered: Readonly<Record<string, string>> = {
   'payment_request.updated': "the customer's declined attempt on the pay page (another party)",
   'payment_request.succeeded': 'the customer pays on the pay page (another party)',
   'payment_request.failed': 'the link expires: time has to pass',
-  'recurring_payment_request.updated': 'a recurring request issues its next payment request a period later: time has to pass',
+  'recurring_payment_request.updated':
+    'a recurring request issues its next payment request a period later: time has to pass',
   'export.failed': 'an export the engine fails to write: a fault, not something to ask for',
-  'billing.alert.triggered': "a customer's usage reaching a usage alert: no recipe yet (it needs a meter, a metered subscription and usage)",
+  'billing.alert.triggered':
+    "a customer's usage reaching a usage alert: no recipe yet (it needs a meter, a metered subscription and usage)",
 };
 
 /** Every event type some recipe records. */

@@ -15,7 +15,11 @@ const orm = await openOrm(databaseUrl);
 try {
   const pending = await orm.migrator.getPending();
   await migrate(orm, databaseUrl);
-  console.log(pending.length ? `applied ${pending.length} migration(s): ${pending.map((m) => m.name).join(', ')}` : 'the schema is up to date');
+  console.log(
+    pending.length
+      ? `applied ${pending.length} migration(s): ${pending.map((m) => m.name).join(', ')}`
+      : 'the schema is up to date',
+  );
 } finally {
   await orm.close();
 }

@@ -1,6 +1,7 @@
-import { defineConfig, MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
+import { defineConfig, MikroORM, type Options } from '@mikro-orm/postgresql';
 import pg from 'pg';
+
 import { entities } from './entities/index.ts';
 import { migrations } from './migrations/index.ts';
 
@@ -25,7 +26,8 @@ export function databasePoolMax(): number {
   const raw = process.env.DATABASE_POOL_MAX;
   if (raw === undefined || raw === '') return 10;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > 1000) throw new Error(`DATABASE_POOL_MAX must be an integer from 1 to 1000, not ${raw}`);
+  if (!Number.isInteger(value) || value < 1 || value > 1000)
+    throw new Error(`DATABASE_POOL_MAX must be an integer from 1 to 1000, not ${raw}`);
   return value;
 }
 
@@ -68,7 +70,8 @@ function closeOnReadTimeout(client: pg.PoolClient): void {
     const result = query(...args);
     if (result instanceof Promise) {
       result.catch((error: unknown) => {
-        if (error instanceof Error && error.message === 'Query read timeout') (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+        if (error instanceof Error && error.message === 'Query read timeout')
+          (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
       });
     }
     return result;
@@ -79,7 +82,8 @@ function timeoutFromEnv(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 100 || value > 3_600_000) throw new Error(`${name} must be a number of milliseconds from 100 to 3600000, not ${raw}`);
+  if (!Number.isInteger(value) || value < 100 || value > 3_600_000)
+    throw new Error(`${name} must be a number of milliseconds from 100 to 3600000, not ${raw}`);
   return value;
 }
 

@@ -13,6 +13,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 // Vite 8's bundler (the dashboard's vite brings it into node_modules): no download.
 import { build } from 'rolldown';
 
@@ -34,7 +35,11 @@ export async function bundleCli(): Promise<string> {
 
 /** `npm pack` of cli/ into `destination`: the tarball's path. */
 export function packCli(destination: string): string {
-  const output = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', destination], { cwd: cliDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', destination], {
+    cwd: cliDir,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const [{ filename }] = JSON.parse(output) as { filename: string }[];
   return path.join(destination, filename);
 }

@@ -15,7 +15,9 @@ export const dashboardDist = path.join(dashboardDir, 'dist');
 const stampPath = path.join(dashboardDist, '.build-hash');
 const sdkTypes = fileURLToPath(new URL('../sdk/openapi.ts', import.meta.url));
 /** The pure domain modules the dashboard bundles (prices in words, the pricing rules it checks a plan with before sending it). */
-const sharedDomain = ['pricing.ts', 'price-text.ts', 'money.ts', 'intl-formats.ts'].map((name) => fileURLToPath(new URL(`../domain/${name}`, import.meta.url)));
+const sharedDomain = ['pricing.ts', 'price-text.ts', 'money.ts', 'intl-formats.ts'].map((name) =>
+  fileURLToPath(new URL(`../domain/${name}`, import.meta.url)),
+);
 
 function filesUnder(dir: string): string[] {
   return fs
@@ -41,14 +43,19 @@ export function dashboardSourceHash(): string {
 
 export function dashboardIsFresh(): boolean {
   try {
-    return fs.readFileSync(stampPath, 'utf8').trim() === dashboardSourceHash() && fs.existsSync(path.join(dashboardDist, 'index.html'));
+    return (
+      fs.readFileSync(stampPath, 'utf8').trim() === dashboardSourceHash() &&
+      fs.existsSync(path.join(dashboardDist, 'index.html'))
+    );
   } catch {
     return false;
   }
 }
 
 /** Builds when missing or stale; answers whether it built. */
-export async function ensureDashboardBuilt(options: { force?: boolean; log?: (message: string) => void } = {}): Promise<boolean> {
+export async function ensureDashboardBuilt(
+  options: { force?: boolean; log?: (message: string) => void } = {},
+): Promise<boolean> {
   if (!options.force && dashboardIsFresh()) return false;
   const started = Date.now();
   const hash = dashboardSourceHash();

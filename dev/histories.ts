@@ -8,9 +8,11 @@
  *   node dev/histories.ts replay <file>...        exits 1 if any replay fails
  */
 import fs from 'node:fs';
+
 import { Client, Connection } from '@temporalio/client';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+
 import { workflowsPath } from '../worker.ts';
 
 const [command, ...args] = process.argv.slice(2);
@@ -26,7 +28,10 @@ if (command === 'record') {
   let failed = 0;
   for (const file of args) {
     try {
-      await Worker.runReplayHistory({ workflowsPath: path, replayName: file }, historyFromJSON(JSON.parse(fs.readFileSync(file, 'utf8'))));
+      await Worker.runReplayHistory(
+        { workflowsPath: path, replayName: file },
+        historyFromJSON(JSON.parse(fs.readFileSync(file, 'utf8'))),
+      );
       console.log(`replayed ${file}`);
     } catch (error) {
       failed++;

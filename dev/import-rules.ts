@@ -42,7 +42,8 @@ const allowed: Record<string, string[]> = {
 const typeOnlyAllowed: Record<string, string[]> = { workflows: ['activities', 'services'] };
 
 const skipDirs = new Set(['node_modules', '.git', 'dashboard', 'test-results']);
-const importPattern = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+const importPattern =
+  /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
 
 /** Every relative import of every .ts file under `root` (paths relative to root). */
 export function readImports(root: string): ImportEdge[] {
@@ -75,16 +76,26 @@ export function checkImportRules(root: string): string[] {
   for (const { from, to, typeOnly } of edges) {
     const source = roomOf(from);
     const target = roomOf(to);
-    if (source === 'api' && target === 'api' && from.startsWith(`api${path.sep}routes${path.sep}`) && to.startsWith(`api${path.sep}routes${path.sep}`)) {
-      problems.push(`${from} imports ${to}: a route file imports another route file (share through services/, objects/ or an api/ helper)`);
+    if (
+      source === 'api' &&
+      target === 'api' &&
+      from.startsWith(`api${path.sep}routes${path.sep}`) &&
+      to.startsWith(`api${path.sep}routes${path.sep}`)
+    ) {
+      problems.push(
+        `${from} imports ${to}: a route file imports another route file (share through services/, objects/ or an api/ helper)`,
+      );
       continue;
     }
     if (source === target || !(source in allowed)) continue;
     if (allowed[source]!.includes(target)) continue;
     if (typeOnly && typeOnlyAllowed[source]?.includes(target)) continue;
-    problems.push(`${from} imports ${to}: ${source}/ may not import ${target}${target.endsWith('.ts') ? '' : '/'}${typeOnlyAllowed[source]?.includes(target) ? ' except with `import type`' : ''}`);
+    problems.push(
+      `${from} imports ${to}: ${source}/ may not import ${target}${target.endsWith('.ts') ? '' : '/'}${typeOnlyAllowed[source]?.includes(target) ? ' except with `import type`' : ''}`,
+    );
   }
-  for (const cycle of findCycles(edges.filter((e) => !e.typeOnly))) problems.push(`import cycle: ${cycle.join(' → ')} → ${cycle[0]}`);
+  for (const cycle of findCycles(edges.filter((e) => !e.typeOnly)))
+    problems.push(`import cycle: ${cycle.join(' → ')} → ${cycle[0]}`);
   return problems;
 }
 

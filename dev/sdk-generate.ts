@@ -6,7 +6,9 @@
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+
 import openapiTS, { astToString } from 'openapi-typescript';
+
 import { createApp } from '../api/app.ts';
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
@@ -26,7 +28,12 @@ export async function sdkTypesFor(doc: Record<string, unknown>): Promise<string>
 }
 
 export async function currentOpenApiDocument(): Promise<Record<string, unknown>> {
-  const app = createApp({ orm: {} as never, temporal: {} as never, config: loadConfig({ NODE_ENV: 'test' }), logger: createLogger('silent') });
+  const app = createApp({
+    orm: {} as never,
+    temporal: {} as never,
+    config: loadConfig({ NODE_ENV: 'test' }),
+    logger: createLogger('silent'),
+  });
   return (await (await app.request('/openapi.json')).json()) as Record<string, unknown>;
 }
 

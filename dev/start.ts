@@ -8,29 +8,37 @@
  * the API in this process. Ctrl-C or SIGTERM stops everything, in reverse order.
  */
 import path from 'node:path';
+
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
-import { startApiServer, type RunningApi } from '../api/server.ts';
-import { startMetricsServer } from '../services/observability/metrics-server.ts';
-import { setOutboxProbe } from '../services/observability/metrics.ts';
-import { outboxProbe } from '../services/observability/outbox-probe.ts';
+import { type RunningApi, startApiServer } from '../api/server.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openOrm } from '../db/orm.ts';
-import { createLogger } from '../logger.ts';
-import { createMailer } from '../services/mailer.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
-import { bundleBillingWorkflows, createBillingWorker, createClockWorker, installTemporalRuntime, type BillingWorkerDeps } from '../worker.ts';
+import { createSecretBox } from '../domain/secret-box.ts';
 import { createExportsWorker } from '../export-worker.ts';
+import { createLogger } from '../logger.ts';
 import { localExportStorage } from '../services/export-storage.ts';
+import { createMailer } from '../services/mailer.ts';
 import { ensureMaintenanceWorkflow } from '../services/maintenance.ts';
+import { setOutboxProbe } from '../services/observability/metrics.ts';
+import { startMetricsServer } from '../services/observability/metrics-server.ts';
+import { outboxProbe } from '../services/observability/outbox-probe.ts';
+import { createProcessors } from '../services/processors/index.ts';
+import {
+  type BillingWorkerDeps,
+  bundleBillingWorkflows,
+  createBillingWorker,
+  createClockWorker,
+  installTemporalRuntime,
+} from '../worker.ts';
+import { dashboardIsFresh, ensureDashboardBuilt } from './dashboard-build.ts';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres.ts';
 import { startTemporalDevServer } from './temporal-dev-server.ts';
 import { defaultHistoryShards, startTemporalServer } from './temporal-server.ts';
 import { MissingToolError } from './tools.ts';
-import { createSecretBox } from '../domain/secret-box.ts';
-import { createProcessors } from '../services/processors/index.ts';
-import { dashboardIsFresh, ensureDashboardBuilt } from './dashboard-build.ts';
 
 const config = (() => {
   try {
@@ -73,9 +81,12 @@ async function main(): Promise<void> {
   }
 
   const serverKind = process.env.TEMPORAL_SERVER ?? 'dev';
-  if (serverKind !== 'dev' && serverKind !== 'postgres') throw new ConfigError(`TEMPORAL_SERVER must be dev or postgres, not "${serverKind}"`);
+  if (serverKind !== 'dev' && serverKind !== 'postgres')
+    throw new ConfigError(`TEMPORAL_SERVER must be dev or postgres, not "${serverKind}"`);
   if (serverKind === 'postgres' && (config.databaseUrl || config.temporalAddress)) {
-    throw new ConfigError('TEMPORAL_SERVER=postgres runs Temporal on the embedded PostgreSQL: unset DATABASE_URL and TEMPORAL_ADDRESS, or leave TEMPORAL_SERVER unset.');
+    throw new ConfigError(
+      'TEMPORAL_SERVER=postgres runs Temporal on the embedded PostgreSQL: unset DATABASE_URL and TEMPORAL_ADDRESS, or leave TEMPORAL_SERVER unset.',
+    );
   }
   // The dashboard served at /dashboard: built from dashboard/ when missing or its sources changed.
   if (!dashboardIsFresh()) say('Building the dashboard...');
@@ -87,7 +98,11 @@ async function main(): Promise<void> {
     const pgPort = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
     embeddedPgPort = pgPort;
     say(`Starting embedded PostgreSQL on port ${pgPort} (data: ${path.join(config.dataDir, 'postgres')})...`);
-    const postgres = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: pgPort, log: (m) => logger.debug(m) });
+    const postgres = await startEmbeddedPostgres({
+      dataDir: path.join(config.dataDir, 'postgres'),
+      port: pgPort,
+      log: (m) => logger.debug(m),
+    });
     stops.push({ name: 'postgres', stop: () => postgres.stop() });
     await ensureDatabase(postgres.url('postgres'), 'billing');
     databaseUrl = postgres.url('billing');
@@ -98,7 +113,9 @@ async function main(): Promise<void> {
   if (!temporalAddress && serverKind === 'postgres') {
     const port = Number(process.env.TEMPORAL_PORT ?? 7233);
     {
-      say(`Starting the Temporal server on PostgreSQL on ports ${port}-${port + 8} (config and log: ${path.join(config.dataDir, 'temporal-server')})...`);
+      say(
+        `Starting the Temporal server on PostgreSQL on ports ${port}-${port + 8} (config and log: ${path.join(config.dataDir, 'temporal-server')})...`,
+      );
       const temporal = await startTemporalServer({
         dataDir: path.join(config.dataDir, 'temporal-server'),
         port,
@@ -115,7 +132,13 @@ async function main(): Promise<void> {
     const port = Number(process.env.TEMPORAL_PORT ?? 7233);
     const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
     say(`Starting Temporal dev server on port ${port} (data: ${path.join(config.dataDir, 'temporal')})...`);
-    const temporal = await startTemporalDevServer({ dataDir: path.join(config.dataDir, 'temporal'), port, uiPort, namespace: config.temporalNamespace, log: say });
+    const temporal = await startTemporalDevServer({
+      dataDir: path.join(config.dataDir, 'temporal'),
+      port,
+      uiPort,
+      namespace: config.temporalNamespace,
+      log: say,
+    });
     stops.push({ name: 'temporal', stop: () => temporal.stop() });
     temporalAddress = temporal.address;
     temporalUi = temporal.uiUrl;
@@ -136,26 +159,66 @@ async function main(): Promise<void> {
   // Export files in DATA_DIR/exports, where the API serves them from.
   const exportStorage = localExportStorage(path.join(config.dataDir, 'exports'));
   // Two workers on one bundle: the live queue's, and the test clocks' with its own modest limits (docs/scaling.md#test-clocks).
-  const workerDeps: BillingWorkerDeps = { connection: nativeConnection, namespace: config.temporalNamespace, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue, orm, mailer, processors, links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }), secretBox: createSecretBox(config.auth.secret), urlPolicy: config.webhookUrlPolicy, exportStorage, workflowBundle: await bundleBillingWorkflows(), renewalSpreadMinutes: () => config.renewalSpreadMinutes };
+  const workerDeps: BillingWorkerDeps = {
+    connection: nativeConnection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    clockTaskQueue: config.clockTaskQueue,
+    orm,
+    mailer,
+    processors,
+    links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+    secretBox: createSecretBox(config.auth.secret),
+    urlPolicy: config.webhookUrlPolicy,
+    exportStorage,
+    workflowBundle: await bundleBillingWorkflows(),
+    renewalSpreadMinutes: () => config.renewalSpreadMinutes,
+  };
   const worker = await createBillingWorker(workerDeps);
   const workerRun = worker.run();
-  stops.push({ name: 'worker', stop: async () => { worker.shutdown(); await workerRun; } });
+  stops.push({
+    name: 'worker',
+    stop: async () => {
+      worker.shutdown();
+      await workerRun;
+    },
+  });
   workerRun.catch((error) => {
     logger.fatal({ err: error }, 'worker failed');
     void shutdown('worker failed', 1);
   });
   const clockWorker = await createClockWorker(workerDeps);
   const clockWorkerRun = clockWorker.run();
-  stops.push({ name: 'test clock worker', stop: async () => { clockWorker.shutdown(); await clockWorkerRun; } });
+  stops.push({
+    name: 'test clock worker',
+    stop: async () => {
+      clockWorker.shutdown();
+      await clockWorkerRun;
+    },
+  });
   clockWorkerRun.catch((error) => {
     logger.fatal({ err: error }, 'test clock worker failed');
     void shutdown('test clock worker failed', 1);
   });
   // EXPORTS_TASK_QUEUE set: the exports queue's worker too, in this process (npm start runs everything; export-worker.ts).
   if (config.exportsTaskQueue) {
-    const exportsWorker = await createExportsWorker({ connection: nativeConnection, namespace: config.temporalNamespace, exportsTaskQueue: config.exportsTaskQueue, taskQueue: config.taskQueue, orm, exportStorage, processors: config.processors });
+    const exportsWorker = await createExportsWorker({
+      connection: nativeConnection,
+      namespace: config.temporalNamespace,
+      exportsTaskQueue: config.exportsTaskQueue,
+      taskQueue: config.taskQueue,
+      orm,
+      exportStorage,
+      processors: config.processors,
+    });
     const exportsRun = exportsWorker.run();
-    stops.push({ name: 'exports worker', stop: async () => { exportsWorker.shutdown(); await exportsRun; } });
+    stops.push({
+      name: 'exports worker',
+      stop: async () => {
+        exportsWorker.shutdown();
+        await exportsRun;
+      },
+    });
     exportsRun.catch((error) => {
       logger.fatal({ err: error }, 'exports worker failed');
       void shutdown('exports worker failed', 1);
@@ -166,13 +229,17 @@ async function main(): Promise<void> {
   stops.push({ name: 'client connection', stop: () => connection.close() });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   // The worker's maintenance workflow (stuck payments and payouts, expired rows), started once per task queue.
-  await ensureMaintenanceWorkflow(temporal, config.taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds });
+  await ensureMaintenanceWorkflow(temporal, config.taskQueue, {
+    loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
+  });
   const api: RunningApi = await startApiServer({ orm, temporal, config, logger, processors }, config.port);
   stops.push({ name: 'api', stop: () => api.close() });
   // METRICS_PORT: one GET /metrics for the API and the workers of this process (docs/operations.md#metrics).
   if (config.metricsPort !== undefined) {
     setOutboxProbe(outboxProbe(orm));
-    const metrics = await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
+    const metrics = await startMetricsServer(config.metricsPort, {
+      temporalMetricsAddress: config.temporalMetricsAddress,
+    });
     stops.push({ name: 'metrics', stop: () => metrics.close() });
   }
 
@@ -184,7 +251,9 @@ async function main(): Promise<void> {
   say(`  Health       ${config.publicUrl}/health`);
   if (temporalUi) say(`  Temporal UI  ${temporalUi}`);
   if (config.metricsPort !== undefined) say(`  Metrics      http://localhost:${config.metricsPort}/metrics`);
-  say(`  Temporal     ${temporalAddress} (namespace ${config.temporalNamespace}, task queue ${config.taskQueue}; test clocks ${config.clockTaskQueue})`);
+  say(
+    `  Temporal     ${temporalAddress} (namespace ${config.temporalNamespace}, task queue ${config.taskQueue}; test clocks ${config.clockTaskQueue})`,
+  );
   say('Press Ctrl-C to stop.');
 }
 

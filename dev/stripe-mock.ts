@@ -3,6 +3,7 @@
  * on loopback ports of its own, for the Stripe adapter's contract tests.
  */
 import { spawn } from 'node:child_process';
+
 import { resolveStripeMock } from './tools.ts';
 
 export interface RunningStripeMock {
@@ -11,13 +12,17 @@ export interface RunningStripeMock {
   stop(): Promise<void>;
 }
 
-export async function startStripeMock(options: { log?: (message: string) => void; timeoutMs?: number } = {}): Promise<RunningStripeMock> {
+export async function startStripeMock(
+  options: { log?: (message: string) => void; timeoutMs?: number } = {},
+): Promise<RunningStripeMock> {
   const binary = await resolveStripeMock({ log: options.log });
   // Port 0 for both listeners: the kernel picks free ports and stripe-mock prints them, so
   // there is no window between choosing a port and binding it. HTTPS must be given too: with
   // only an HTTP address, stripe-mock still listens for HTTPS on its default :12112 on all
   // interfaces, and a second copy (another test worker or clone) would then fail to start.
-  const child = spawn(binary, ['-http-addr', '127.0.0.1:0', '-https-addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, ['-http-addr', '127.0.0.1:0', '-https-addr', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   let hasExited = false;
@@ -29,7 +34,10 @@ export async function startStripeMock(options: { log?: (message: string) => void
 
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no "Listening for HTTP" line within ${options.timeoutMs ?? 15_000} ms`)), options.timeoutMs ?? 15_000);
+      const timer = setTimeout(
+        () => reject(new Error(`no "Listening for HTTP" line within ${options.timeoutMs ?? 15_000} ms`)),
+        options.timeoutMs ?? 15_000,
+      );
       const onData = (chunk: Buffer) => {
         output += chunk.toString();
         const match = /Listening for HTTP at address: (\S+)/.exec(output);

@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { resolveTemporalCli, temporalCliHelp } from './tools.ts';
 
 /** The server and namespace the CLI talks to: the ones dev/start.ts chooses. */

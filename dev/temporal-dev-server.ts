@@ -1,8 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+
 import { Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
+
 import { customSearchAttributes } from '../workflows/search-attributes.ts';
 import { stopLeftoverFromPidFile, stopPid, waitForPort } from './processes.ts';
 import { MissingToolError, resolveTemporalCli, sdkDownloadAllowed, temporalCliHelp } from './tools.ts';
@@ -39,7 +41,10 @@ export const devServerSqlitePragmas = ['journal_mode=wal', 'synchronous=normal']
 
 /** `--search-attribute Name=Type` pairs for the project's custom search attributes. */
 export function searchAttributeArgs(): string[] {
-  return customSearchAttributes.flatMap((key) => ['--search-attribute', `${key.name}=${TypedSearchAttributes.toMetadataType(key.type)}`]);
+  return customSearchAttributes.flatMap((key) => [
+    '--search-attribute',
+    `${key.name}=${TypedSearchAttributes.toMetadataType(key.type)}`,
+  ]);
 }
 
 /**
@@ -56,13 +61,20 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
   const pidFile = path.join(options.dataDir, 'temporal.pid');
   await stopLeftoverFromPidFile(pidFile, options.log);
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(options.port),
-    '--ui-port', String(options.uiPort),
-    '--db-filename', path.join(options.dataDir, 'temporal.db'),
-    '--namespace', options.namespace,
-    '--log-level', 'error',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--ui-port',
+    String(options.uiPort),
+    '--db-filename',
+    path.join(options.dataDir, 'temporal.db'),
+    '--namespace',
+    options.namespace,
+    '--log-level',
+    'error',
     ...searchAttributeArgs(),
     ...(options.sqlitePragmas ?? devServerSqlitePragmas).flatMap((pragma) => ['--sqlite-pragma', pragma]),
     ...(options.extraArgs ?? []),
@@ -80,7 +92,9 @@ export async function startTemporalDevServer(options: DevServerOptions): Promise
     await waitUntilServing(address, 60_000);
   } catch (error) {
     await stopPid(child.pid!, 'SIGTERM');
-    throw new Error(`Temporal dev server did not come up (${(error as Error).message}); see ${path.join(options.dataDir, 'temporal-server.log')}`);
+    throw new Error(
+      `Temporal dev server did not come up (${(error as Error).message}); see ${path.join(options.dataDir, 'temporal-server.log')}`,
+    );
   }
   return {
     address,
@@ -134,6 +148,8 @@ async function startWithSdkDownload(options: DevServerOptions): Promise<RunningT
     });
     return { address: env.address, uiUrl: `http://localhost:${options.uiPort}`, stop: () => env.teardown() };
   } catch (error) {
-    throw new MissingToolError(`${temporalCliHelp}\n(The SDK download failed too: ${(error as Error).message.split('\n')[0]})`);
+    throw new MissingToolError(
+      `${temporalCliHelp}\n(The SDK download failed too: ${(error as Error).message.split('\n')[0]})`,
+    );
   }
 }

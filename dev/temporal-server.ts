@@ -12,17 +12,19 @@
  * attributes are registered. All four services (frontend, history, matching,
  * worker) run in the one process, as auto-setup runs them.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+
 import { Client, Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time.js';
+
 import { customSearchAttributes } from '../workflows/search-attributes.ts';
-import { stopLeftoverFromPidFile, stopPid, waitForPort } from './processes.ts';
-import { waitUntilServing, type RunningTemporal } from './temporal-dev-server.ts';
 import { ensureDatabase } from './postgres.ts';
+import { stopLeftoverFromPidFile, stopPid, waitForPort } from './processes.ts';
+import { type RunningTemporal, waitUntilServing } from './temporal-dev-server.ts';
 import { resolveTemporalServer } from './tools.ts';
 
 const run = promisify(execFile);
@@ -53,7 +55,11 @@ function ports(base: number) {
   };
 }
 
-function configYaml(options: TemporalServerOptions, databases: { main: string; visibility: string }, shards: number): string {
+function configYaml(
+  options: TemporalServerOptions,
+  databases: { main: string; visibility: string },
+  shards: number,
+): string {
   const p = ports(options.port);
   const store = (database: string, maxConns: number) => `      sql:
         pluginName: "postgres12"
@@ -138,10 +144,32 @@ history.persistenceMaxQPS:
 `;
 
 /** Creates, sets up or upgrades one database's schema with temporal-sql-tool (idempotent). */
-async function setUpSchema(sqlTool: string, options: TemporalServerOptions, database: string, schemaName: string, shards: number): Promise<void> {
+async function setUpSchema(
+  sqlTool: string,
+  options: TemporalServerOptions,
+  database: string,
+  schemaName: string,
+  shards: number,
+): Promise<void> {
   const pg = options.postgres;
-  await ensureDatabase(`postgres://${encodeURIComponent(pg.user)}:${encodeURIComponent(pg.password)}@${pg.host}:${pg.port}/postgres`, database);
-  const base = ['--plugin', 'postgres12', '--ep', pg.host, '-p', String(pg.port), '-u', pg.user, '--pw', pg.password, '--db', database];
+  await ensureDatabase(
+    `postgres://${encodeURIComponent(pg.user)}:${encodeURIComponent(pg.password)}@${pg.host}:${pg.port}/postgres`,
+    database,
+  );
+  const base = [
+    '--plugin',
+    'postgres12',
+    '--ep',
+    pg.host,
+    '-p',
+    String(pg.port),
+    '-u',
+    pg.user,
+    '--pw',
+    pg.password,
+    '--db',
+    database,
+  ];
   const env = { ...process.env, SQL_PASSWORD: pg.password };
   const marker = path.join(options.dataDir, `${database}.schema`);
   if (!fs.existsSync(marker)) {
@@ -174,9 +202,11 @@ async function registerNamespace(address: string, namespace: string, log: (m: st
         );
         if (!known) {
           log(`registering namespace ${namespace}`);
-          await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') }).catch((error: Error) => {
-            if (!/already (registered|exists)/i.test(error.message)) throw error;
-          });
+          await connection.workflowService
+            .registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') })
+            .catch((error: Error) => {
+              if (!/already (registered|exists)/i.test(error.message)) throw error;
+            });
         }
         const existing = await connection.operatorService.listSearchAttributes({ namespace });
         const missing = customSearchAttributes.filter((key) => !(key.name in (existing.customAttributes ?? {})));
@@ -191,7 +221,9 @@ async function registerNamespace(address: string, namespace: string, log: (m: st
         const probe = await client.workflow.start('namespaceProbe', {
           taskQueue: 'namespace-probe',
           workflowId: `probe-${Date.now()}`,
-          typedSearchAttributes: new TypedSearchAttributes(customSearchAttributes.filter((k) => k.type === 'KEYWORD').map((key) => ({ key, value: 'probe' }) as never)),
+          typedSearchAttributes: new TypedSearchAttributes(
+            customSearchAttributes.filter((k) => k.type === 'KEYWORD').map((key) => ({ key, value: 'probe' }) as never),
+          ),
         });
         await probe.terminate('start-up probe');
         return;
@@ -207,7 +239,15 @@ async function registerNamespace(address: string, namespace: string, log: (m: st
 
 /** The proto enum value of a search attribute type (TEXT 1, KEYWORD 2, INT 3, DOUBLE 4, BOOL 5, DATETIME 6, KEYWORD_LIST 7). */
 function indexedValueType(type: Parameters<typeof TypedSearchAttributes.toMetadataType>[0]): number {
-  const byName: Record<string, number> = { Text: 1, Keyword: 2, Int: 3, Double: 4, Bool: 5, Datetime: 6, KeywordList: 7 };
+  const byName: Record<string, number> = {
+    Text: 1,
+    Keyword: 2,
+    Int: 3,
+    Double: 4,
+    Bool: 5,
+    Datetime: 6,
+    KeywordList: 7,
+  };
   return byName[TypedSearchAttributes.toMetadataType(type)]!;
 }
 
@@ -220,9 +260,13 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
 
   const shardsFile = path.join(options.dataDir, 'history-shards');
   if (fs.existsSync(shardsFile) && Number(fs.readFileSync(shardsFile, 'utf8')) !== shards) {
-    throw new Error(`Temporal's database in ${options.dataDir} was set up with ${fs.readFileSync(shardsFile, 'utf8').trim()} history shards; the number cannot change (asked for ${shards}). Use another database prefix or data folder.`);
+    throw new Error(
+      `Temporal's database in ${options.dataDir} was set up with ${fs.readFileSync(shardsFile, 'utf8').trim()} history shards; the number cannot change (asked for ${shards}). Use another database prefix or data folder.`,
+    );
   }
-  options.log(`setting up Temporal's schemas in PostgreSQL (${databases.main}, ${databases.visibility}), ${shards} history shards`);
+  options.log(
+    `setting up Temporal's schemas in PostgreSQL (${databases.main}, ${databases.visibility}), ${shards} history shards`,
+  );
   await setUpSchema(tools.sqlTool, options, databases.main, 'postgresql/v12/temporal', shards);
   await setUpSchema(tools.sqlTool, options, databases.visibility, 'postgresql/v12/visibility', shards);
   fs.writeFileSync(shardsFile, `${shards}\n`);
@@ -235,10 +279,14 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   await stopLeftoverFromPidFile(pidFile, options.log);
   const logPath = path.join(options.dataDir, 'temporal-server.log');
   const logFile = fs.openSync(logPath, 'a');
-  const child: ChildProcess = spawn(tools.server, ['--root', options.dataDir, '--config', 'config', '--env', 'development', '--allow-no-auth', 'start'], {
-    detached: true,
-    stdio: ['ignore', logFile, logFile],
-  });
+  const child: ChildProcess = spawn(
+    tools.server,
+    ['--root', options.dataDir, '--config', 'config', '--env', 'development', '--allow-no-auth', 'start'],
+    {
+      detached: true,
+      stdio: ['ignore', logFile, logFile],
+    },
+  );
   fs.closeSync(logFile);
   fs.writeFileSync(pidFile, `${child.pid}\n`);
   let exited = false;

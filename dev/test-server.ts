@@ -1,7 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
+
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
+
 import { customSearchAttributes } from '../workflows/search-attributes.ts';
 import { freePort, stopPid } from './processes.ts';
 import { waitUntilServing } from './temporal-dev-server.ts';
@@ -20,7 +22,10 @@ export interface RunningTestServer {
  * it ourselves rather than let the SDK do it because the SDK gives a test server
  * about 5 s, and a JVM on two busy cores can need more.
  */
-export async function startTestServer(launch: { command: string; args: string[] }, logFile?: string): Promise<RunningTestServer> {
+export async function startTestServer(
+  launch: { command: string; args: string[] },
+  logFile?: string,
+): Promise<RunningTestServer> {
   const port = await freePort();
   const started = Date.now();
   const out = logFile ? fs.openSync(logFile, 'a') : 'ignore';
@@ -34,7 +39,12 @@ export async function startTestServer(launch: { command: string; args: string[] 
     await stopPid(child.pid!, 'SIGKILL');
     throw error;
   }
-  return { address, pid: child.pid!, startupMs: Date.now() - started, stop: () => stopPid(child.pid!, 'SIGTERM', 5_000) };
+  return {
+    address,
+    pid: child.pid!,
+    startupMs: Date.now() - started,
+    stop: () => stopPid(child.pid!, 'SIGTERM', 5_000),
+  };
 }
 
 /** The proto enum values of IndexedValueType for the attribute types we use. */
@@ -51,7 +61,9 @@ export async function registerSearchAttributes(address: string, namespace: strin
   try {
     await connection.operatorService.addSearchAttributes({
       namespace,
-      searchAttributes: Object.fromEntries(customSearchAttributes.map((key) => [key.name, indexedValueType[key.type]!])),
+      searchAttributes: Object.fromEntries(
+        customSearchAttributes.map((key) => [key.name, indexedValueType[key.type]!]),
+      ),
     });
   } finally {
     await connection.close();

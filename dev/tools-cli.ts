@@ -4,7 +4,17 @@
  * `npm run tools -- --server` also builds the real Temporal server and its SQL
  * schema tool (TEMPORAL_SERVER=postgres, the renewals benchmark's --temporal postgres).
  */
-import { describeCli, MissingToolError, resolveStripeMock, resolveTemporalServer, resolveTemporalCli, resolveTestServer, temporalCliHelp, testServerHelp, toolsCacheDir } from './tools.ts';
+import {
+  describeCli,
+  MissingToolError,
+  resolveStripeMock,
+  resolveTemporalCli,
+  resolveTemporalServer,
+  resolveTestServer,
+  temporalCliHelp,
+  testServerHelp,
+  toolsCacheDir,
+} from './tools.ts';
 
 try {
   console.log(`tools cache: ${toolsCacheDir()}`);

@@ -64,7 +64,8 @@ function onPath(name: string): string | undefined {
 function fromEnv(variable: string): string | undefined {
   const value = process.env[variable];
   if (!value) return undefined;
-  if (!isExecutable(value)) throw new MissingToolError(`${variable}=${value} is not an executable file. Point it at the binary, or unset it.`);
+  if (!isExecutable(value))
+    throw new MissingToolError(`${variable}=${value} is not an executable file. Point it at the binary, or unset it.`);
   return value;
 }
 
@@ -72,13 +73,25 @@ function fromEnv(variable: string): string | undefined {
  * Runs a long build step with its output in a log file, printing a line every
  * 15 s so a person sees that it is working (the first CLI build takes minutes).
  */
-async function runWithProgress(what: string, command: string, args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; logFile: string; log: Log }): Promise<void> {
+async function runWithProgress(
+  what: string,
+  command: string,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; logFile: string; log: Log },
+): Promise<void> {
   fs.mkdirSync(path.dirname(options.logFile), { recursive: true });
   const out = fs.openSync(options.logFile, 'w');
   const started = Date.now();
   options.log(`${what}: running \`${command} ${args.join(' ')}\` (log: ${options.logFile})`);
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', out, out] });
-  const ticker = setInterval(() => options.log(`${what}: still working, ${Math.round((Date.now() - started) / 1000)} s so far...`), 15_000);
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    stdio: ['ignore', out, out],
+  });
+  const ticker = setInterval(
+    () => options.log(`${what}: still working, ${Math.round((Date.now() - started) / 1000)} s so far...`),
+    15_000,
+  );
   try {
     const code = await new Promise<number | null>((resolve, reject) => {
       child.once('error', reject);
@@ -107,18 +120,29 @@ export async function resolveTemporalCli(options: { log?: Log; allowBuild?: bool
   const log = options.log ?? defaultLog;
   const explicit = fromEnv('TEMPORAL_CLI_PATH');
   if (explicit) return { path: explicit };
-  const found = onPath('temporal') ?? [path.join(projectToolsDir, 'temporal'), path.join(toolsCacheDir(), 'bin', 'temporal')].find(isExecutable);
+  const found =
+    onPath('temporal') ??
+    [path.join(projectToolsDir, 'temporal'), path.join(toolsCacheDir(), 'bin', 'temporal')].find(isExecutable);
   if (found) return { path: found };
 
   if (options.allowBuild !== false && onPath('go')) {
     const binDir = path.join(toolsCacheDir(), 'bin');
     fs.mkdirSync(binDir, { recursive: true });
     log(`Temporal CLI not found; building it with Go into ${binDir} (first time only: about 5 minutes on 2 cores).`);
-    await runWithProgress('building the Temporal CLI', 'go', ['install', `github.com/temporalio/cli/cmd/temporal@${temporalCliVersion}`], {
-      env: { ...process.env, GOBIN: binDir, GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' ') },
-      logFile: path.join(toolsCacheDir(), 'logs', 'go-install-temporal.log'),
-      log,
-    });
+    await runWithProgress(
+      'building the Temporal CLI',
+      'go',
+      ['install', `github.com/temporalio/cli/cmd/temporal@${temporalCliVersion}`],
+      {
+        env: {
+          ...process.env,
+          GOBIN: binDir,
+          GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' '),
+        },
+        logFile: path.join(toolsCacheDir(), 'logs', 'go-install-temporal.log'),
+        log,
+      },
+    );
     const built = path.join(binDir, 'temporal');
     if (isExecutable(built)) return { path: built };
   }
@@ -126,7 +150,7 @@ export async function resolveTemporalCli(options: { log?: Log; allowBuild?: bool
 }
 
 export const temporalCliHelp =
-  'No Temporal CLI could be found or built. Install Go 1.23 or newer (https://go.dev/dl; Debian 12\'s golang package is too old) so it can be built ' +
+  "No Temporal CLI could be found or built. Install Go 1.23 or newer (https://go.dev/dl; Debian 12's golang package is too old) so it can be built " +
   `with \`go install github.com/temporalio/cli/cmd/temporal@${temporalCliVersion}\`, or put a \`temporal\` binary on PATH, ` +
   'or set TEMPORAL_CLI_PATH to one, or set TEMPORAL_ADDRESS to use a Temporal server you already run.';
 
@@ -139,13 +163,20 @@ export async function resolveTestServer(options: { log?: Log; allowBuild?: boole
   if (explicit) return { command: explicit, args: [] };
   const native =
     onPath('temporal-test-server') ??
-    [path.join(projectToolsDir, 'temporal-test-server'), path.join(toolsCacheDir(), 'bin', 'temporal-test-server')].find(isExecutable);
+    [
+      path.join(projectToolsDir, 'temporal-test-server'),
+      path.join(toolsCacheDir(), 'bin', 'temporal-test-server'),
+    ].find(isExecutable);
   if (native) return { command: native, args: [] };
 
   const java = onPath('java');
   const jarDir = path.join(toolsCacheDir(), `temporal-test-server-${testServerVersion}`, 'lib');
-  const javaLaunch = (): TestServer => ({ command: java!, args: ['-Xss1m', '-XX:+UseSerialGC', '-cp', path.join(jarDir, '*'), 'io.temporal.testserver.TestServer'] });
-  const haveJars = () => fs.existsSync(jarDir) && fs.readdirSync(jarDir).some((f) => f.startsWith('temporal-test-server'));
+  const javaLaunch = (): TestServer => ({
+    command: java!,
+    args: ['-Xss1m', '-XX:+UseSerialGC', '-cp', path.join(jarDir, '*'), 'io.temporal.testserver.TestServer'],
+  });
+  const haveJars = () =>
+    fs.existsSync(jarDir) && fs.readdirSync(jarDir).some((f) => f.startsWith('temporal-test-server'));
   if (java && haveJars()) return javaLaunch();
 
   const mvn = onPath('mvn');
@@ -165,12 +196,19 @@ export async function resolveTestServer(options: { log?: Log; allowBuild?: boole
 </project>
 `,
     );
-    log(`Time-skipping test server not found; fetching io.temporal:temporal-test-server:${testServerVersion} with Maven into ${jarDir}.`);
-    await runWithProgress('fetching the test server', mvn, ['-B', '-q', 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${jarDir}`], {
-      cwd: projectDir,
-      logFile: path.join(toolsCacheDir(), 'logs', 'mvn-temporal-test-server.log'),
-      log,
-    });
+    log(
+      `Time-skipping test server not found; fetching io.temporal:temporal-test-server:${testServerVersion} with Maven into ${jarDir}.`,
+    );
+    await runWithProgress(
+      'fetching the test server',
+      mvn,
+      ['-B', '-q', 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${jarDir}`],
+      {
+        cwd: projectDir,
+        logFile: path.join(toolsCacheDir(), 'logs', 'mvn-temporal-test-server.log'),
+        log,
+      },
+    );
     if (haveJars()) return javaLaunch();
   }
   return { sdkDownload: true };
@@ -192,18 +230,29 @@ export async function resolveStripeMock(options: { log?: Log; allowBuild?: boole
   const explicit = fromEnv('STRIPE_MOCK_PATH');
   if (explicit) return explicit;
   const binDir = path.join(toolsCacheDir(), 'bin');
-  const found = onPath('stripe-mock') ?? [path.join(projectToolsDir, 'stripe-mock'), path.join(binDir, 'stripe-mock')].find(isExecutable);
+  const found =
+    onPath('stripe-mock') ??
+    [path.join(projectToolsDir, 'stripe-mock'), path.join(binDir, 'stripe-mock')].find(isExecutable);
   if (found) return found;
 
   if (options.allowBuild !== false && onPath('go')) {
     fs.mkdirSync(binDir, { recursive: true });
     log(`stripe-mock not found; building it with Go into ${binDir} (first time only).`);
     try {
-      await runWithProgress('building stripe-mock', 'go', ['install', `github.com/stripe/stripe-mock@${stripeMockVersion}`], {
-        env: { ...process.env, GOBIN: binDir, GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' ') },
-        logFile: path.join(toolsCacheDir(), 'logs', 'go-install-stripe-mock.log'),
-        log,
-      });
+      await runWithProgress(
+        'building stripe-mock',
+        'go',
+        ['install', `github.com/stripe/stripe-mock@${stripeMockVersion}`],
+        {
+          env: {
+            ...process.env,
+            GOBIN: binDir,
+            GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' '),
+          },
+          logFile: path.join(toolsCacheDir(), 'logs', 'go-install-stripe-mock.log'),
+          log,
+        },
+      );
     } catch (error) {
       if (error instanceof MissingToolError) throw new MissingToolError(`${error.message}\n\n${stripeMockHelp}`);
       throw error;
@@ -242,16 +291,30 @@ export interface TemporalServerTools {
  * with `go install` from the Go module proxy (first time: several minutes on 2
  * cores; `go install` names the binaries `server` and `sql`, renamed here).
  */
-export async function resolveTemporalServer(options: { log?: Log; allowBuild?: boolean } = {}): Promise<TemporalServerTools> {
+export async function resolveTemporalServer(
+  options: { log?: Log; allowBuild?: boolean } = {},
+): Promise<TemporalServerTools> {
   const log = options.log ?? defaultLog;
   const binDir = path.join(toolsCacheDir(), 'bin');
   const find = (name: string, variable: string) =>
     fromEnv(variable) ?? onPath(name) ?? [path.join(projectToolsDir, name), path.join(binDir, name)].find(isExecutable);
   const wanted = [
-    { name: 'temporal-server', variable: 'TEMPORAL_SERVER_PATH', pkg: 'go.temporal.io/server/cmd/server', built: 'server' },
-    { name: 'temporal-sql-tool', variable: 'TEMPORAL_SQL_TOOL_PATH', pkg: 'go.temporal.io/server/cmd/tools/sql', built: 'sql' },
+    {
+      name: 'temporal-server',
+      variable: 'TEMPORAL_SERVER_PATH',
+      pkg: 'go.temporal.io/server/cmd/server',
+      built: 'server',
+    },
+    {
+      name: 'temporal-sql-tool',
+      variable: 'TEMPORAL_SQL_TOOL_PATH',
+      pkg: 'go.temporal.io/server/cmd/tools/sql',
+      built: 'sql',
+    },
   ];
-  const found: Record<string, string | undefined> = Object.fromEntries(wanted.map((w) => [w.name, find(w.name, w.variable)]));
+  const found: Record<string, string | undefined> = Object.fromEntries(
+    wanted.map((w) => [w.name, find(w.name, w.variable)]),
+  );
   for (const tool of wanted) {
     if (found[tool.name]) continue;
     if (options.allowBuild === false || !onPath('go')) throw new MissingToolError(temporalServerHelp);
@@ -260,7 +323,11 @@ export async function resolveTemporalServer(options: { log?: Log; allowBuild?: b
     try {
       log(`${tool.name} not found; building it with Go into ${binDir} (first time only: several minutes on 2 cores).`);
       await runWithProgress(`building ${tool.name}`, 'go', ['install', `${tool.pkg}@${temporalServerVersion}`], {
-        env: { ...process.env, GOBIN: scratch, GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' ') },
+        env: {
+          ...process.env,
+          GOBIN: scratch,
+          GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' '),
+        },
         logFile: path.join(toolsCacheDir(), 'logs', `go-install-${tool.name}.log`),
         log,
       });

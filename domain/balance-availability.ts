@@ -16,8 +16,13 @@ export const defaultAvailabilityDelayMs: Record<ProcessorName, { test: number; l
 };
 
 /** How long a payment's money stays pending; `overrideSeconds` (BALANCE_AVAILABILITY_DELAY_SECONDS) wins when set. */
-export function availabilityDelayMs(processor: ProcessorName, livemode: boolean, overrideSeconds?: number | null): number {
-  if (overrideSeconds != null && Number.isFinite(overrideSeconds) && overrideSeconds >= 0) return Math.round(overrideSeconds * 1000);
+export function availabilityDelayMs(
+  processor: ProcessorName,
+  livemode: boolean,
+  overrideSeconds?: number | null,
+): number {
+  if (overrideSeconds != null && Number.isFinite(overrideSeconds) && overrideSeconds >= 0)
+    return Math.round(overrideSeconds * 1000);
   return defaultAvailabilityDelayMs[processor][livemode ? 'live' : 'test'];
 }
 
@@ -26,6 +31,7 @@ export function availabilityOverrideSeconds(env: Record<string, string | undefin
   const raw = env.BALANCE_AVAILABILITY_DELAY_SECONDS;
   if (raw === undefined || raw.trim() === '') return null;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`BALANCE_AVAILABILITY_DELAY_SECONDS must be a number of seconds >= 0, not ${raw}.`);
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`BALANCE_AVAILABILITY_DELAY_SECONDS must be a number of seconds >= 0, not ${raw}.`);
   return value;
 }

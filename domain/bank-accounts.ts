@@ -31,12 +31,83 @@ export function methodOf(type: DestinationType): DestinationMethod {
 
 /** IBAN length by country (ISO 13616 registry, SWIFT release 2024). */
 export const ibanLengths: Record<string, number> = {
-  AD: 24, AE: 23, AL: 28, AT: 20, AZ: 28, BA: 20, BE: 16, BG: 22, BH: 22, BR: 29, BY: 28, CH: 21, CR: 22, CY: 28, CZ: 24,
-  DE: 22, DK: 18, DO: 28, EE: 20, EG: 29, ES: 24, FI: 18, FO: 18, FR: 27, GB: 22, GE: 22, GI: 23, GL: 18, GR: 27, GT: 28,
-  HR: 21, HU: 28, IE: 22, IL: 23, IQ: 23, IS: 26, IT: 27, JO: 30, KW: 30, KZ: 20, LB: 28, LC: 32, LI: 21, LT: 20, LU: 20,
-  LV: 21, MC: 27, MD: 24, ME: 22, MK: 19, MR: 27, MT: 31, MU: 30, NL: 18, NO: 15, PK: 24, PL: 28, PS: 29, PT: 25, QA: 29,
-  RO: 24, RS: 22, SA: 24, SC: 31, SE: 24, SI: 19, SK: 24, SM: 27, ST: 25, SV: 28, TL: 23, TN: 24, TR: 26, UA: 29, VA: 22,
-  VG: 24, XK: 20,
+  AD: 24,
+  AE: 23,
+  AL: 28,
+  AT: 20,
+  AZ: 28,
+  BA: 20,
+  BE: 16,
+  BG: 22,
+  BH: 22,
+  BR: 29,
+  BY: 28,
+  CH: 21,
+  CR: 22,
+  CY: 28,
+  CZ: 24,
+  DE: 22,
+  DK: 18,
+  DO: 28,
+  EE: 20,
+  EG: 29,
+  ES: 24,
+  FI: 18,
+  FO: 18,
+  FR: 27,
+  GB: 22,
+  GE: 22,
+  GI: 23,
+  GL: 18,
+  GR: 27,
+  GT: 28,
+  HR: 21,
+  HU: 28,
+  IE: 22,
+  IL: 23,
+  IQ: 23,
+  IS: 26,
+  IT: 27,
+  JO: 30,
+  KW: 30,
+  KZ: 20,
+  LB: 28,
+  LC: 32,
+  LI: 21,
+  LT: 20,
+  LU: 20,
+  LV: 21,
+  MC: 27,
+  MD: 24,
+  ME: 22,
+  MK: 19,
+  MR: 27,
+  MT: 31,
+  MU: 30,
+  NL: 18,
+  NO: 15,
+  PK: 24,
+  PL: 28,
+  PS: 29,
+  PT: 25,
+  QA: 29,
+  RO: 24,
+  RS: 22,
+  SA: 24,
+  SC: 31,
+  SE: 24,
+  SI: 19,
+  SK: 24,
+  SM: 27,
+  ST: 25,
+  SV: 28,
+  TL: 23,
+  TN: 24,
+  TR: 26,
+  UA: 29,
+  VA: 22,
+  VG: 24,
+  XK: 20,
 };
 
 /** ABA routing number: 9 digits, 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10). Returns the failed check, or null. */
@@ -66,7 +137,8 @@ export function ibanMod97(iban: string): number {
 
 /** Why an (already normalized) IBAN is not valid, or null. */
 export function ibanProblem(iban: string): string | null {
-  if (!/^[A-Z]{2}\d{2}[A-Z0-9]+$/.test(iban)) return 'must be two letters of a country, two check digits, then letters and digits';
+  if (!/^[A-Z]{2}\d{2}[A-Z0-9]+$/.test(iban))
+    return 'must be two letters of a country, two check digits, then letters and digits';
   const country = iban.slice(0, 2);
   const length = ibanLengths[country];
   if (length === undefined) return `${country} has no IBAN`;
@@ -83,7 +155,8 @@ export function ibanOf(country: string, bban: string): string {
 
 /** BIC/SWIFT (ISO 9362): 4 letters of the bank, 2 of its country, 2 of the location, optionally 3 of the branch. */
 export function bicProblem(bic: string): string | null {
-  if (!/^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}([A-Z0-9]{3})?$/.test(bic)) return `must be 8 or 11 characters: 4 letters (bank), 2 letters (country), 2 letters or digits (location), optionally 3 more (branch); got ${JSON.stringify(bic)}`;
+  if (!/^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}([A-Z0-9]{3})?$/.test(bic))
+    return `must be 8 or 11 characters: 4 letters (bank), 2 letters (country), 2 letters or digits (location), optionally 3 more (branch); got ${JSON.stringify(bic)}`;
   return null;
 }
 
@@ -146,7 +219,14 @@ const allowedFields: Record<DestinationType, readonly (keyof DestinationInput)[]
   wire: ['bic', 'account_number', 'iban'],
   paypal: ['email'],
 };
-const railFields: (keyof DestinationInput)[] = ['routing_number', 'account_number', 'iban', 'bic', 'sort_code', 'email'];
+const railFields: (keyof DestinationInput)[] = [
+  'routing_number',
+  'account_number',
+  'iban',
+  'bic',
+  'sort_code',
+  'email',
+];
 
 export function maskEmail(email: string): string {
   const [local = '', domain = ''] = email.split('@');
@@ -158,14 +238,20 @@ export function checkDestination(input: DestinationInput): DestinationCheck {
   const { type } = input;
   const currency = input.currency.toUpperCase();
   if (!destinationCurrencies[type].includes(currency)) {
-    return fail('currency', `a ${type} destination takes ${destinationCurrencies[type].join(', ')}, not ${currency}${currency === 'EUR' ? ' (EUR requires an IBAN: use sepa, or wire with an iban)' : ''}`);
+    return fail(
+      'currency',
+      `a ${type} destination takes ${destinationCurrencies[type].join(', ')}, not ${currency}${currency === 'EUR' ? ' (EUR requires an IBAN: use sepa, or wire with an iban)' : ''}`,
+    );
   }
   for (const field of railFields) {
-    if (input[field] !== undefined && !allowedFields[type].includes(field)) return fail(field, `a ${type} destination does not take it (it takes ${allowedFields[type].join(', ')})`);
+    if (input[field] !== undefined && !allowedFields[type].includes(field))
+      return fail(field, `a ${type} destination does not take it (it takes ${allowedFields[type].join(', ')})`);
   }
   const need = (field: keyof DestinationInput): string | DestinationCheck => {
     const value = input[field];
-    return typeof value === 'string' && value.trim() !== '' ? value.trim() : fail(field, `required for a ${type} destination`);
+    return typeof value === 'string' && value.trim() !== ''
+      ? value.trim()
+      : fail(field, `required for a ${type} destination`);
   };
   const bicOf = (required: boolean): string | null | DestinationCheck => {
     if (input.bic === undefined) return required ? fail('bic', `required for a ${type} destination`) : null;
@@ -174,7 +260,8 @@ export function checkDestination(input: DestinationInput): DestinationCheck {
     return problem ? fail('bic', problem) : bic;
   };
   const country = input.country?.toUpperCase();
-  if (country !== undefined && !/^[A-Z]{2}$/.test(country)) return fail('country', 'must be an ISO 3166-1 alpha-2 code such as US, DE or GB');
+  if (country !== undefined && !/^[A-Z]{2}$/.test(country))
+    return fail('country', 'must be an ISO 3166-1 alpha-2 code such as US, DE or GB');
 
   switch (type) {
     case 'us_ach': {
@@ -187,7 +274,14 @@ export function checkDestination(input: DestinationInput): DestinationCheck {
       const number = digitsOnly(account);
       if (!/^\d{4,17}$/.test(number)) return fail('account_number', 'a US account number has 4 to 17 digits');
       if (country && country !== 'US') return fail('country', `an ACH destination is in US, not ${country}`);
-      return ok({ type, country: 'US', currency, secret: number, routingNumber: digitsOnly(routing), material: `us_ach:${digitsOnly(routing)}:${number}` });
+      return ok({
+        type,
+        country: 'US',
+        currency,
+        secret: number,
+        routingNumber: digitsOnly(routing),
+        material: `us_ach:${digitsOnly(routing)}:${number}`,
+      });
     }
     case 'sepa': {
       const raw = need('iban');
@@ -197,7 +291,8 @@ export function checkDestination(input: DestinationInput): DestinationCheck {
       if (problem) return fail('iban', problem);
       const bic = bicOf(false);
       if (bic !== null && typeof bic !== 'string') return bic;
-      if (country && country !== iban.slice(0, 2)) return fail('country', `the IBAN is of ${iban.slice(0, 2)}, not ${country}`);
+      if (country && country !== iban.slice(0, 2))
+        return fail('country', `the IBAN is of ${iban.slice(0, 2)}, not ${country}`);
       return ok({ type, country: iban.slice(0, 2), currency, secret: iban, bic, material: `iban:${iban}` });
     }
     case 'uk': {
@@ -209,7 +304,8 @@ export function checkDestination(input: DestinationInput): DestinationCheck {
       const sortProblem = sortCodeProblem(sortCode);
       if (sortProblem) return fail('sort_code', sortProblem);
       const number = digitsOnly(account);
-      if (!/^\d{8}$/.test(number)) return fail('account_number', `a UK account number has 8 digits (got ${number.length})`);
+      if (!/^\d{8}$/.test(number))
+        return fail('account_number', `a UK account number has 8 digits (got ${number.length})`);
       if (country && country !== 'GB') return fail('country', `a UK destination is in GB, not ${country}`);
       return ok({ type, country: 'GB', currency, secret: number, sortCode, material: `uk:${sortCode}:${number}` });
     }
@@ -217,31 +313,72 @@ export function checkDestination(input: DestinationInput): DestinationCheck {
       const bic = bicOf(true);
       if (typeof bic !== 'string') return bic as DestinationCheck;
       if (currency === 'EUR' || input.iban !== undefined) {
-        if (input.account_number !== undefined) return fail('account_number', 'a wire with an iban takes no account_number');
+        if (input.account_number !== undefined)
+          return fail('account_number', 'a wire with an iban takes no account_number');
         const raw = need('iban');
-        if (typeof raw !== 'string') return currency === 'EUR' ? fail('iban', 'required: EUR payouts go to an IBAN') : raw;
+        if (typeof raw !== 'string')
+          return currency === 'EUR' ? fail('iban', 'required: EUR payouts go to an IBAN') : raw;
         const iban = normalizeIban(raw);
         const problem = ibanProblem(iban);
         if (problem) return fail('iban', problem);
-        return ok({ type, country: country ?? iban.slice(0, 2), currency, secret: iban, bic, material: `iban:${iban}` });
+        return ok({
+          type,
+          country: country ?? iban.slice(0, 2),
+          currency,
+          secret: iban,
+          bic,
+          material: `iban:${iban}`,
+        });
       }
       const account = need('account_number');
       if (typeof account !== 'string') return account;
       const number = account.replace(/[\s-]/g, '').toUpperCase();
-      if (!/^[A-Z0-9]{4,34}$/.test(number)) return fail('account_number', 'a wire account number has 4 to 34 letters and digits');
-      return ok({ type, country: country ?? bic.slice(4, 6), currency, secret: number, bic, material: `wire:${bic.slice(0, 8)}:${number}` });
+      if (!/^[A-Z0-9]{4,34}$/.test(number))
+        return fail('account_number', 'a wire account number has 4 to 34 letters and digits');
+      return ok({
+        type,
+        country: country ?? bic.slice(4, 6),
+        currency,
+        secret: number,
+        bic,
+        material: `wire:${bic.slice(0, 8)}:${number}`,
+      });
     }
     case 'paypal': {
       const raw = need('email');
       if (typeof raw !== 'string') return raw;
       const email = raw.toLowerCase();
-      if (email.length > 254 || !emailPattern.test(email)) return fail('email', `not an email address: ${JSON.stringify(raw)}`);
-      return { ok: true, value: { type, country: country ?? 'US', currency, secret: email, last4: email.split('@')[0]!.slice(-4), routingNumber: null, sortCode: null, bic: null, emailMasked: maskEmail(email), fingerprintMaterial: `paypal:${email}` } };
+      if (email.length > 254 || !emailPattern.test(email))
+        return fail('email', `not an email address: ${JSON.stringify(raw)}`);
+      return {
+        ok: true,
+        value: {
+          type,
+          country: country ?? 'US',
+          currency,
+          secret: email,
+          last4: email.split('@')[0]!.slice(-4),
+          routingNumber: null,
+          sortCode: null,
+          bic: null,
+          emailMasked: maskEmail(email),
+          fingerprintMaterial: `paypal:${email}`,
+        },
+      };
     }
   }
 }
 
-function ok(v: { type: DestinationType; country: string; currency: string; secret: string; material: string; routingNumber?: string; sortCode?: string; bic?: string | null }): DestinationCheck {
+function ok(v: {
+  type: DestinationType;
+  country: string;
+  currency: string;
+  secret: string;
+  material: string;
+  routingNumber?: string;
+  sortCode?: string;
+  bic?: string | null;
+}): DestinationCheck {
   return {
     ok: true,
     value: {

@@ -38,7 +38,15 @@ export function addIntervals(anchor: Date, interval: BillingInterval, steps: num
       const month = ((monthIndex % 12) + 12) % 12;
       const day = Math.min(anchor.getUTCDate(), daysInMonth(year, month));
       return new Date(
-        Date.UTC(year, month, day, anchor.getUTCHours(), anchor.getUTCMinutes(), anchor.getUTCSeconds(), anchor.getUTCMilliseconds()),
+        Date.UTC(
+          year,
+          month,
+          day,
+          anchor.getUTCHours(),
+          anchor.getUTCMinutes(),
+          anchor.getUTCSeconds(),
+          anchor.getUTCMilliseconds(),
+        ),
       );
     }
   }
@@ -68,7 +76,7 @@ export function nextCalendarBoundary(instant: Date, unit: IntervalUnit): Date {
     case 'day':
       return new Date(Date.UTC(y, m, d + 1));
     case 'week': {
-      const daysToMonday = ((8 - instant.getUTCDay()) % 7) || 7;
+      const daysToMonday = (8 - instant.getUTCDay()) % 7 || 7;
       return new Date(Date.UTC(y, m, d + daysToMonday));
     }
     case 'month':
@@ -107,7 +115,8 @@ export interface PeriodAnchor {
 export function subscriptionPeriod(anchor: PeriodAnchor, interval: BillingInterval, cycle: number): BillingPeriod {
   const start = new Date(anchor.billingAnchor);
   if (cycle < anchor.anchorCycle) {
-    if (anchor.stubStart === null || cycle !== anchor.anchorCycle - 1) throw new RangeError(`cycle ${cycle} comes before the anchor`);
+    if (anchor.stubStart === null || cycle !== anchor.anchorCycle - 1)
+      throw new RangeError(`cycle ${cycle} comes before the anchor`);
     return { index: cycle, start: new Date(anchor.stubStart), end: start };
   }
   const period = billingPeriod(start, interval, cycle - anchor.anchorCycle);

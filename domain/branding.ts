@@ -32,7 +32,8 @@ export const maxLogoBytes = 64 * 1024;
 
 /** The image type the bytes really are (PNG or JPEG by their signature), or null. SVG is refused: it can carry scripts. */
 export function sniffLogo(bytes: Uint8Array): LogoContentType | null {
-  if (bytes.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((b, i) => bytes[i] === b)) return 'image/png';
+  if (bytes.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((b, i) => bytes[i] === b))
+    return 'image/png';
   if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg';
   return null;
 }
@@ -51,9 +52,15 @@ export function textColorOn(hex: string): string {
 /** The path the engine serves an account's logo at; the hash makes each version its own URL. */
 export const logoPath = (accountId: string, sha256: string) => `/branding/${accountId}/logo/${sha256.slice(0, 16)}`;
 
-export function brandOf(account: { id: string; name: string; settings: { branding?: BrandingSettings } }, publicUrl: string): Brand {
+export function brandOf(
+  account: { id: string; name: string; settings: { branding?: BrandingSettings } },
+  publicUrl: string,
+): Brand {
   const branding = account.settings.branding ?? {};
-  const color = branding.brand_color && brandColorPattern.test(branding.brand_color) ? branding.brand_color.toLowerCase() : defaultBrandColor;
+  const color =
+    branding.brand_color && brandColorPattern.test(branding.brand_color)
+      ? branding.brand_color.toLowerCase()
+      : defaultBrandColor;
   return {
     name: branding.business_name?.trim() || account.name,
     color,

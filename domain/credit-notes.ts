@@ -27,7 +27,13 @@ export interface CreditNoteLine {
 }
 
 export type CreditNoteLineRequest =
-  | { type: 'invoice_line_item'; line_index: number; quantity?: number | undefined; amount?: number | undefined; description?: string | undefined }
+  | {
+      type: 'invoice_line_item';
+      line_index: number;
+      quantity?: number | undefined;
+      amount?: number | undefined;
+      description?: string | undefined;
+    }
   | { type: 'custom_amount'; amount: number; description: string };
 
 /** A credit note as POST /v1/credit_notes asks for it. */
@@ -52,7 +58,9 @@ export interface OpenInvoiceCredit {
 }
 
 /** What the owner answers: the invoice's amount left to pay (paid: credited to nothing), or why it refused. */
-export type OpenInvoiceCreditResult = { creditNoteId: string; amountDue: number; paid: boolean } | { refused: { type: string; message: string } };
+export type OpenInvoiceCreditResult =
+  | { creditNoteId: string; amountDue: number; paid: boolean }
+  | { refused: { type: string; message: string } };
 
 export interface InvoiceLineView extends LineAmounts {
   description: string;
@@ -79,31 +87,64 @@ export function creditNoteNumber(invoiceNumber: string, sequence: number): strin
  */
 export function creditNoteLines(
   invoiceLines: readonly InvoiceLineView[],
-  request: { lines?: readonly CreditNoteLineRequest[] | undefined; amount?: number | undefined; memo?: string | null | undefined },
+  request: {
+    lines?: readonly CreditNoteLineRequest[] | undefined;
+    amount?: number | undefined;
+    memo?: string | null | undefined;
+  },
   credited: ReadonlyMap<number, number>,
   currency: string,
 ): CreditNoteLine[] {
   if (request.lines && request.amount !== undefined) throw new CreditNoteProblem('Give lines or amount, not both.');
   if (!request.lines) {
     if (request.amount === undefined) throw new CreditNoteProblem('lines or amount is required.');
-    return [{ type: 'custom_amount', line_index: null, description: request.memo || 'Credit', quantity: null, unit_amount: null, amount: request.amount }];
+    return [
+      {
+        type: 'custom_amount',
+        line_index: null,
+        description: request.memo || 'Credit',
+        quantity: null,
+        unit_amount: null,
+        amount: request.amount,
+      },
+    ];
   }
   const taken = new Map(credited);
   return request.lines.map((line, i) => {
     if (line.type === 'custom_amount') {
-      return { type: 'custom_amount', line_index: null, description: line.description, quantity: null, unit_amount: null, amount: line.amount };
+      return {
+        type: 'custom_amount',
+        line_index: null,
+        description: line.description,
+        quantity: null,
+        unit_amount: null,
+        amount: line.amount,
+      };
     }
     const source = invoiceLines[line.line_index];
-    if (!source) throw new CreditNoteProblem(`lines[${i}].line_index: the invoice has ${invoiceLines.length} line(s), numbered from 0; there is no line ${line.line_index}.`);
-    if ((line.quantity === undefined) === (line.amount === undefined)) throw new CreditNoteProblem(`lines[${i}]: give quantity or amount (one of them).`);
+    if (!source)
+      throw new CreditNoteProblem(
+        `lines[${i}].line_index: the invoice has ${invoiceLines.length} line(s), numbered from 0; there is no line ${line.line_index}.`,
+      );
+    if ((line.quantity === undefined) === (line.amount === undefined))
+      throw new CreditNoteProblem(`lines[${i}]: give quantity or amount (one of them).`);
     const full = lineAmount(source);
-    if (full <= 0) throw new CreditNoteProblem(`lines[${i}].line_index: line ${line.line_index} is a credit (${formatMoney(full, currency)}) and cannot be credited.`);
+    if (full <= 0)
+      throw new CreditNoteProblem(
+        `lines[${i}].line_index: line ${line.line_index} is a credit (${formatMoney(full, currency)}) and cannot be credited.`,
+      );
     let amount: number;
     let quantity: number | null = null;
     let unitAmount: number | null = null;
     if (line.quantity !== undefined) {
-      if (source.total !== undefined || source.amount === null) throw new CreditNoteProblem(`lines[${i}].quantity: line ${line.line_index} has no whole unit amount (a tiered, package or prorated amount); credit it by amount.`);
-      if (line.quantity > source.quantity) throw new CreditNoteProblem(`lines[${i}].quantity: line ${line.line_index} has ${source.quantity} unit(s), not ${line.quantity}.`);
+      if (source.total !== undefined || source.amount === null)
+        throw new CreditNoteProblem(
+          `lines[${i}].quantity: line ${line.line_index} has no whole unit amount (a tiered, package or prorated amount); credit it by amount.`,
+        );
+      if (line.quantity > source.quantity)
+        throw new CreditNoteProblem(
+          `lines[${i}].quantity: line ${line.line_index} has ${source.quantity} unit(s), not ${line.quantity}.`,
+        );
       quantity = line.quantity;
       unitAmount = source.amount;
       amount = source.amount * line.quantity;
@@ -112,17 +153,28 @@ export function creditNoteLines(
     }
     const left = full - (taken.get(line.line_index) ?? 0);
     if (amount > left) {
-      throw new CreditNoteProblem(`lines[${i}]: ${formatMoney(amount, currency)} is more than is left to credit of line ${line.line_index}: ${left} (${formatMoney(left, currency)}).`);
+      throw new CreditNoteProblem(
+        `lines[${i}]: ${formatMoney(amount, currency)} is more than is left to credit of line ${line.line_index}: ${left} (${formatMoney(left, currency)}).`,
+      );
     }
     taken.set(line.line_index, (taken.get(line.line_index) ?? 0) + amount);
-    return { type: 'invoice_line_item', line_index: line.line_index, description: line.description ?? source.description, quantity, unit_amount: unitAmount, amount };
+    return {
+      type: 'invoice_line_item',
+      line_index: line.line_index,
+      description: line.description ?? source.description,
+      quantity,
+      unit_amount: unitAmount,
+      amount,
+    };
   });
 }
 
 /** What earlier credit notes took from each invoice line (by line index). */
 export function creditedByLine(notes: readonly { lines: readonly CreditNoteLine[] }[]): Map<number, number> {
   const credited = new Map<number, number>();
-  for (const note of notes) for (const line of note.lines) if (line.line_index !== null) credited.set(line.line_index, (credited.get(line.line_index) ?? 0) + line.amount);
+  for (const note of notes)
+    for (const line of note.lines)
+      if (line.line_index !== null) credited.set(line.line_index, (credited.get(line.line_index) ?? 0) + line.amount);
   return credited;
 }
 
@@ -137,7 +189,15 @@ export interface CreditNoteSplit {
  * all of it to the customer's balance (as Stripe's dashboard does); one or two given: the rest to
  * the balance when that adds up, else a refusal.
  */
-export function splitCreditNote(total: number, given: { refund_amount?: number | undefined; credit_amount?: number | undefined; out_of_band_amount?: number | undefined }, currency: string): CreditNoteSplit {
+export function splitCreditNote(
+  total: number,
+  given: {
+    refund_amount?: number | undefined;
+    credit_amount?: number | undefined;
+    out_of_band_amount?: number | undefined;
+  },
+  currency: string,
+): CreditNoteSplit {
   const refund = given.refund_amount ?? 0;
   const outOfBand = given.out_of_band_amount ?? 0;
   const credit = given.credit_amount ?? Math.max(0, total - refund - outOfBand);

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+
 import { jwtVerify, SignJWT } from 'jose';
+
 import { signedInvoicePdfUrl } from './invoice-links.ts';
 
 /**
@@ -48,7 +50,11 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
     async billingDetailsUrl(claims) {
       const ownTtl = Math.floor(Date.now() / 1000) + billingLinkTtlDays * 86_400;
       const expires = claims.expiresAt ? Math.min(ownTtl, Math.floor(claims.expiresAt.getTime() / 1000)) : ownTtl;
-      const token = await new SignJWT({ acct: claims.accountId, lm: claims.livemode, ...(claims.fromPortal ? { pt: true } : {}) })
+      const token = await new SignJWT({
+        acct: claims.accountId,
+        lm: claims.livemode,
+        ...(claims.fromPortal ? { pt: true } : {}),
+      })
         .setProtectedHeader({ alg: 'HS256' })
         .setSubject(claims.customerId)
         .setIssuer(issuer)
@@ -61,7 +67,9 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
     async portalUrl(claims) {
       // A link back to the portal from a page the portal opened ends with that portal session, never later.
       const ownTtl = Date.now() + portalLinkTtlDays * 86_400_000;
-      const expiresAt = new Date(Math.floor((claims.expiresAt ? Math.min(ownTtl, claims.expiresAt.getTime()) : ownTtl) / 1000) * 1000);
+      const expiresAt = new Date(
+        Math.floor((claims.expiresAt ? Math.min(ownTtl, claims.expiresAt.getTime()) : ownTtl) / 1000) * 1000,
+      );
       const token = await new SignJWT({ acct: claims.accountId, lm: claims.livemode })
         .setProtectedHeader({ alg: 'HS256' })
         .setSubject(claims.customerId)
@@ -85,7 +93,8 @@ export function createCustomerLinks(config: { publicUrl: string; secret: string 
   async function verify(token: string, expected: string): Promise<CustomerLinkClaims | null> {
     try {
       const { payload } = await jwtVerify(token, key, { issuer, audience: expected, algorithms: ['HS256'] });
-      if (typeof payload.sub !== 'string' || typeof payload.acct !== 'string' || typeof payload.lm !== 'boolean') return null;
+      if (typeof payload.sub !== 'string' || typeof payload.acct !== 'string' || typeof payload.lm !== 'boolean')
+        return null;
       return {
         customerId: payload.sub,
         accountId: payload.acct,

@@ -27,13 +27,31 @@ export type Dependency = 'database' | 'temporal';
 export const dependencyRetryAfterSeconds = 5;
 
 /** Socket errors of a connection to the database (only trusted on a database driver's error). */
-const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'EADDRNOTAVAIL']);
+const socketCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+  'EADDRNOTAVAIL',
+]);
 
 /** SQLSTATEs that mean the server cannot serve this connection now (not a problem of the statement). */
 function outageSqlState(code: unknown): boolean {
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return false;
   // 57014: a statement cancelled, here by the API's statement_timeout (db/orm.ts requestPathDatabaseOptions).
-  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300' || code === '57014';
+  return (
+    code.startsWith('08') ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    code === '53300' ||
+    code === '57014'
+  );
 }
 
 /** Messages only the PostgreSQL client stack (pg, pg-pool, knex/kysely pools) says of a lost or unobtainable connection. */
@@ -76,7 +94,13 @@ function classifyOne(node: ErrorLike): Dependency | null {
   if (node.name === 'ConnectionException') return 'database';
   if (isDriverException(node) && typeof node.code === 'string' && socketCodes.has(node.code)) return 'database';
   // A raw query (em.getConnection().execute) gets the pool's socket error unwrapped: its stack names the driver.
-  if (typeof node.code === 'string' && socketCodes.has(node.code) && typeof node.stack === 'string' && databaseDriverFrames.test(node.stack)) return 'database';
+  if (
+    typeof node.code === 'string' &&
+    socketCodes.has(node.code) &&
+    typeof node.stack === 'string' &&
+    databaseDriverFrames.test(node.stack)
+  )
+    return 'database';
   if (databaseMessages.test(message)) return 'database';
   if (node.name === 'KnexTimeoutError') return 'database';
   return null;

@@ -23,7 +23,8 @@ export function parseRetryInterval(value: string): number | null {
 
 /** Why a policy is unusable, or null. Intervals must grow and the first must be `immediate`. */
 export function retryPolicyProblem(policy: RetryPolicy): string | null {
-  if (!Number.isInteger(policy.max_attempts) || policy.max_attempts < 1 || policy.max_attempts > 10) return 'max_attempts must be an integer from 1 to 10';
+  if (!Number.isInteger(policy.max_attempts) || policy.max_attempts < 1 || policy.max_attempts > 10)
+    return 'max_attempts must be an integer from 1 to 10';
   if (policy.intervals.length !== policy.max_attempts) return 'intervals must have max_attempts entries';
   const offsets = policy.intervals.map(parseRetryInterval);
   if (offsets.some((o) => o === null)) return 'each interval is "immediate" or a number with m, h or d (e.g. 24h, 3d)';

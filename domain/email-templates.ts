@@ -13,7 +13,10 @@ export interface RenderedEmail {
 }
 
 export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  return value.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
 }
 
 /** A date as customers read it: "March 31, 2027" (UTC, with the time when it matters). */
@@ -31,7 +34,12 @@ export function formatDate(instant: Date, withTime = false): string {
  * One layout for every email: a heading, paragraphs, an optional button, the sender's name.
  * With the account's brand (domain/branding.ts): its logo and name on a band of its colour, and the button in it.
  */
-function layout(from: string | Brand, heading: string, paragraphs: string[], action?: { label: string; url: string }): string {
+function layout(
+  from: string | Brand,
+  heading: string,
+  paragraphs: string[],
+  action?: { label: string; url: string },
+): string {
   const brand = typeof from === 'string' ? null : from;
   const name = typeof from === 'string' ? from : from.name;
   const color = brand?.color ?? '#1a56db';
@@ -41,7 +49,9 @@ function layout(from: string | Brand, heading: string, paragraphs: string[], act
     : '';
   const header = brand
     ? `<div style="background:${escapeHtml(brand.color)};color:${escapeHtml(brand.onColor)};border-radius:8px 8px 0 0;padding:16px 32px;font-weight:bold;font-size:18px">${
-        brand.logoUrl ? `<img src="${escapeHtml(brand.logoUrl)}" alt="${escapeHtml(brand.name)}" height="32" style="height:32px;vertical-align:middle;margin-right:12px">` : ''
+        brand.logoUrl
+          ? `<img src="${escapeHtml(brand.logoUrl)}" alt="${escapeHtml(brand.name)}" height="32" style="height:32px;vertical-align:middle;margin-right:12px">`
+          : ''
       }<span style="vertical-align:middle">${escapeHtml(brand.name)}</span></div>`
     : '';
   return `<!doctype html><html><body style="font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1f2937;background:#f3f4f6;padding:24px">
@@ -85,25 +95,54 @@ export function paymentFailedEmail(e: PaymentFailedEmail): RenderedEmail {
   return {
     subject: `Payment failed for invoice ${e.invoiceNumber} (attempt ${e.attempt})`,
     text: `${paragraphs.join('\n\n')}\n\nUpdate your billing details: ${e.updateUrl}\n${e.portalUrl ? `Manage your subscription: ${e.portalUrl}\n` : ''}\n${e.accountName}\n`,
-    html: layout(e.brand ?? e.accountName, 'Your payment failed', e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs, { label: 'Update billing details', url: e.updateUrl }),
+    html: layout(
+      e.brand ?? e.accountName,
+      'Your payment failed',
+      e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs,
+      { label: 'Update billing details', url: e.updateUrl },
+    ),
   };
 }
 
-export function paymentRecoveredEmail(e: { accountName: string; brand?: Brand; customerName: string | null; amount: string; invoiceNumber: string; pdfUrl?: string }): RenderedEmail {
-  const paragraphs = [`Hello${e.customerName ? ` ${e.customerName}` : ''},`, `Thank you: ${e.amount} for invoice ${e.invoiceNumber} has been paid and your subscription is active again.`];
+export function paymentRecoveredEmail(e: {
+  accountName: string;
+  brand?: Brand;
+  customerName: string | null;
+  amount: string;
+  invoiceNumber: string;
+  pdfUrl?: string;
+}): RenderedEmail {
+  const paragraphs = [
+    `Hello${e.customerName ? ` ${e.customerName}` : ''},`,
+    `Thank you: ${e.amount} for invoice ${e.invoiceNumber} has been paid and your subscription is active again.`,
+  ];
   return {
     subject: `Payment received for invoice ${e.invoiceNumber}`,
     text: `${paragraphs.join('\n\n')}${e.pdfUrl ? `\n\nYour invoice as a PDF: ${e.pdfUrl}` : ''}\n\n${e.accountName}\n`,
-    html: layout(e.brand ?? e.accountName, 'Payment received', paragraphs, e.pdfUrl ? { label: 'Download the invoice (PDF)', url: e.pdfUrl } : undefined),
+    html: layout(
+      e.brand ?? e.accountName,
+      'Payment received',
+      paragraphs,
+      e.pdfUrl ? { label: 'Download the invoice (PDF)', url: e.pdfUrl } : undefined,
+    ),
   };
 }
 
-export function subscriptionEndedEmail(e: { accountName: string; brand?: Brand; customerName: string | null; planName: string; kind: 'canceled' | 'paused'; reason: string | null }): RenderedEmail {
+export function subscriptionEndedEmail(e: {
+  accountName: string;
+  brand?: Brand;
+  customerName: string | null;
+  planName: string;
+  kind: 'canceled' | 'paused';
+  reason: string | null;
+}): RenderedEmail {
   const because = e.reason === 'payment_failed' ? ' because its payment could not be collected' : '';
   const paragraphs = [
     `Hello${e.customerName ? ` ${e.customerName}` : ''},`,
     `Your ${e.planName} subscription with ${e.accountName} has been ${e.kind}${because}.`,
-    e.kind === 'paused' ? 'You will not be billed while it is paused. Contact us to resume it.' : 'You will not be billed again.',
+    e.kind === 'paused'
+      ? 'You will not be billed while it is paused. Contact us to resume it.'
+      : 'You will not be billed again.',
   ];
   return {
     subject: `Your subscription has been ${e.kind}`,
@@ -139,12 +178,24 @@ export function invoiceReceiptEmail(e: {
   return {
     subject: `Receipt for invoice ${e.invoiceNumber} (${e.amount})`,
     text: `${paragraphs.join('\n\n')}\n\nYour invoice as a PDF: ${e.pdfUrl}\n${e.portalUrl ? `Manage your subscription: ${e.portalUrl}\n` : ''}\n${e.accountName}\n`,
-    html: layout(e.brand ?? e.accountName, 'Payment receipt', e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs, { label: 'Download the invoice (PDF)', url: e.pdfUrl }),
+    html: layout(
+      e.brand ?? e.accountName,
+      'Payment receipt',
+      e.portalUrl ? [...paragraphs, `Manage your subscription: ${e.portalUrl}`] : paragraphs,
+      { label: 'Download the invoice (PDF)', url: e.pdfUrl },
+    ),
   };
 }
 
 /** To the account: its payout arrived. */
-export function payoutPaidEmail(e: { accountName: string; amount: string; method: string; payoutId: string; paidAt: Date; description: string | null }): RenderedEmail {
+export function payoutPaidEmail(e: {
+  accountName: string;
+  amount: string;
+  method: string;
+  payoutId: string;
+  paidAt: Date;
+  description: string | null;
+}): RenderedEmail {
   const methods: Record<string, string> = { bank_transfer: 'bank transfer', paypal: 'PayPal', wire: 'wire transfer' };
   const paragraphs = [
     `Hello ${e.accountName},`,
@@ -161,7 +212,14 @@ export function payoutPaidEmail(e: { accountName: string; amount: string; method
 }
 
 /** To the account: its payout failed and the money is back on its available balance. */
-export function payoutFailedEmail(e: { accountName: string; amount: string; destination: string; payoutId: string; failureCode: string; failureMessage: string }): RenderedEmail {
+export function payoutFailedEmail(e: {
+  accountName: string;
+  amount: string;
+  destination: string;
+  payoutId: string;
+  failureCode: string;
+  failureMessage: string;
+}): RenderedEmail {
   const paragraphs = [
     `Hello ${e.accountName},`,
     `Your payout of ${e.amount} to ${e.destination} failed: ${e.failureMessage} (${e.failureCode}).`,
@@ -202,12 +260,26 @@ export function webhookEndpointDisabledEmail(e: {
   };
 }
 
-export function paymentRequestEmail(e: { accountName: string; brand?: Brand; amount: string; reference: string | null; link: string; expiresAt: Date }): RenderedEmail {
-  const paragraphs = [`${e.accountName} requests a payment of ${e.amount}.`, ...(e.reference ? [`Reference: ${e.reference}`] : []), `This link works until ${formatDate(e.expiresAt, true)}.`];
+export function paymentRequestEmail(e: {
+  accountName: string;
+  brand?: Brand;
+  amount: string;
+  reference: string | null;
+  link: string;
+  expiresAt: Date;
+}): RenderedEmail {
+  const paragraphs = [
+    `${e.accountName} requests a payment of ${e.amount}.`,
+    ...(e.reference ? [`Reference: ${e.reference}`] : []),
+    `This link works until ${formatDate(e.expiresAt, true)}.`,
+  ];
   return {
     subject: `${e.accountName} requests ${e.amount}`,
     text: `${paragraphs.join('\n\n')}\n\nPay here: ${e.link}\n\n${e.accountName}\n`,
-    html: layout(e.brand ?? e.accountName, `Payment request: ${e.amount}`, paragraphs, { label: `Pay ${e.amount}`, url: e.link }),
+    html: layout(e.brand ?? e.accountName, `Payment request: ${e.amount}`, paragraphs, {
+      label: `Pay ${e.amount}`,
+      url: e.link,
+    }),
   };
 }
 
@@ -230,7 +302,10 @@ export function paymentRequestReceiptEmail(e: {
   return {
     subject: `Receipt: ${e.amount} paid to ${e.accountName}`,
     text: `${paragraphs.join('\n\n')}\n\nYour receipt as a PDF: ${e.pdfUrl}\n\n${e.accountName}\n`,
-    html: layout(e.brand ?? e.accountName, 'Receipt', paragraphs, { label: 'Download the receipt (PDF)', url: e.pdfUrl }),
+    html: layout(e.brand ?? e.accountName, 'Receipt', paragraphs, {
+      label: 'Download the receipt (PDF)',
+      url: e.pdfUrl,
+    }),
   };
 }
 
@@ -256,6 +331,9 @@ export function creditNoteEmail(e: {
   return {
     subject: `Credit note ${e.number} for invoice ${e.invoiceNumber} (${e.total})`,
     text: `${paragraphs.join('\n\n')}\n\nYour credit note as a PDF: ${e.pdfUrl}\n\n${e.accountName}\n`,
-    html: layout(e.brand ?? e.accountName, 'Credit note', paragraphs, { label: 'Download the credit note (PDF)', url: e.pdfUrl }),
+    html: layout(e.brand ?? e.accountName, 'Credit note', paragraphs, {
+      label: 'Download the credit note (PDF)',
+      url: e.pdfUrl,
+    }),
   };
 }

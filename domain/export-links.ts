@@ -15,7 +15,13 @@ export function signedExportFileUrl(publicUrl: string, secret: string, exportId:
 }
 
 /** 'ok', or why the link does not open: a bad signature, or one that expired. */
-export function checkExportFileSignature(secret: string, exportId: string, expires: number, signature: string, nowMs: number): 'ok' | 'invalid' | 'expired' {
+export function checkExportFileSignature(
+  secret: string,
+  exportId: string,
+  expires: number,
+  signature: string,
+  nowMs: number,
+): 'ok' | 'invalid' | 'expired' {
   const expected = Buffer.from(exportFileSignature(secret, exportId, expires));
   const given = Buffer.from(signature);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid';

@@ -1,5 +1,6 @@
-import { decodeTime, monotonicFactory } from 'ulidx';
 import { createHash, randomFillSync } from 'node:crypto';
+
+import { decodeTime, monotonicFactory } from 'ulidx';
 
 /** Prefixes of every resource id: the prefix tells a reader what the id names. */
 export const idPrefixes = {

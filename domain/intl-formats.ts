@@ -31,6 +31,10 @@ export function numberFormat(locale: string, options: Intl.NumberFormatOptions):
  * `key`, when given, names the formatter instead of its options (a caller that formats
  * every cell of an export keys by the one option that varies and spares the JSON key).
  */
-export function dateTimeFormat(locale: string, options: Intl.DateTimeFormatOptions, key = `${locale}|${JSON.stringify(options)}`): Intl.DateTimeFormat {
+export function dateTimeFormat(
+  locale: string,
+  options: Intl.DateTimeFormatOptions,
+  key = `${locale}|${JSON.stringify(options)}`,
+): Intl.DateTimeFormat {
   return memo(dateTimeFormats, key, () => new Intl.DateTimeFormat(locale, options));
 }

@@ -30,7 +30,12 @@ export function formatMinorDecimal(decimal: string, currency: string, locale = '
   const cut = digits.length - fraction.length - exponent;
   const major = `${decimal.startsWith('-') ? '-' : ''}${digits.slice(0, cut) || '0'}.${digits.slice(cut)}`;
   const decimals = Math.min(20, exponent + fraction.length);
-  return numberFormat(locale, { style: 'currency', currency, minimumFractionDigits: exponent, maximumFractionDigits: decimals }).format(Number(major));
+  return numberFormat(locale, {
+    style: 'currency',
+    currency,
+    minimumFractionDigits: exponent,
+    maximumFractionDigits: decimals,
+  }).format(Number(major));
 }
 
 /** A price breakdown as the PDF prints it: "Units 11–25: 15 × $1.00 + $5.00 flat" (a package: "3 packages of 10 units × $5.00"). */
@@ -38,7 +43,10 @@ export function breakdownText(rows: readonly PriceRow[], currency: string, local
   return rows.map((row) => {
     const units = row.up_to === null ? `Units ${row.from_unit} and up` : `Units ${row.from_unit}–${row.up_to}`;
     const flat = row.flat_amount ? ` + ${formatMinorDecimal(String(row.flat_amount), currency, locale)} flat` : '';
-    const what = row.tier === null && row.up_to !== null && row.quantity !== row.up_to - row.from_unit + 1 ? `${row.quantity} packages of ${(row.up_to - row.from_unit + 1) / row.quantity} units` : `${row.quantity}`;
+    const what =
+      row.tier === null && row.up_to !== null && row.quantity !== row.up_to - row.from_unit + 1
+        ? `${row.quantity} packages of ${(row.up_to - row.from_unit + 1) / row.quantity} units`
+        : `${row.quantity}`;
     return `${units}: ${what} × ${formatMinorDecimal(row.unit_amount_decimal, currency, locale)}${flat}`;
   });
 }
@@ -55,7 +63,8 @@ export interface AdjustmentView {
 }
 
 /** The legal note a reverse-charge invoice carries (EU VAT Directive, Article 196). */
-export const reverseChargeNote = 'Reverse charge: VAT to be accounted for by the recipient (Article 196, Council Directive 2006/112/EC).';
+export const reverseChargeNote =
+  'Reverse charge: VAT to be accounted for by the recipient (Article 196, Council Directive 2006/112/EC).';
 
 /**
  * The rows between the subtotal and the total (the discount, the total excluding tax, each
@@ -64,11 +73,18 @@ export const reverseChargeNote = 'Reverse charge: VAT to be accounted for by the
  * when its total below zero became credit, "Previous balance" when it took in what was owed;
  * total + that row is what was due before payments.
  */
-export function adjustmentRows(view: AdjustmentView, money: (amount: number) => string): { beforeTotal: { label: string; value: string }[]; afterTotal: { label: string; value: string }[] } {
+export function adjustmentRows(
+  view: AdjustmentView,
+  money: (amount: number) => string,
+): { beforeTotal: { label: string; value: string }[]; afterTotal: { label: string; value: string }[] } {
   const taxes = view.taxes ?? [];
   const beforeTotal = [
-    ...(view.discount && view.discount.amount !== 0 ? [{ label: view.discount.label, value: money(-view.discount.amount) }] : []),
-    ...(taxes.length > 0 && view.totalExcludingTax !== undefined ? [{ label: 'Total excluding tax', value: money(view.totalExcludingTax) }] : []),
+    ...(view.discount && view.discount.amount !== 0
+      ? [{ label: view.discount.label, value: money(-view.discount.amount) }]
+      : []),
+    ...(taxes.length > 0 && view.totalExcludingTax !== undefined
+      ? [{ label: 'Total excluding tax', value: money(view.totalExcludingTax) }]
+      : []),
     ...taxes.map((tax) => ({ label: `${tax.label}${tax.inclusive ? ' (included)' : ''}`, value: money(tax.amount) })),
   ];
   const applied = (view.endingBalance ?? 0) - (view.startingBalance ?? 0);

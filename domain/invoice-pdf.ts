@@ -4,11 +4,11 @@
  * and currency symbols in Latin, Greek and Cyrillic scripts print as written.
  * Data in, bytes out: the caller reads the invoice, its account and customer.
  */
-import { adjustmentRows, reverseChargeNote, type AdjustmentView } from './invoice-lines.ts';
-import { formatPeriod, humanizeInstants } from './locale.ts';
-import { drawPdfHeader, ink, muted, pageMargin, rule, startPdf } from './pdf-page.ts';
-import { formatMoney } from './money.ts';
 import { dateTimeFormat } from './intl-formats.ts';
+import { adjustmentRows, type AdjustmentView, reverseChargeNote } from './invoice-lines.ts';
+import { formatPeriod, humanizeInstants } from './locale.ts';
+import { formatMoney } from './money.ts';
+import { drawPdfHeader, ink, muted, pageMargin, rule, startPdf } from './pdf-page.ts';
 
 export interface InvoicePdfLine {
   description: string;
@@ -53,7 +53,12 @@ export interface InvoicePdfInput extends AdjustmentView {
   seller: { name: string; email: string | null; addressLines?: string[] };
   /** The account's branding (domain/branding.ts): a band and the letterhead in its colour, its logo (PNG or JPEG bytes) above the name. */
   brand?: { color: string; logo?: Buffer | null };
-  billTo: { name: string | null; email: string | null; taxIds?: { type: string; value: string }[]; country?: string | null };
+  billTo: {
+    name: string | null;
+    email: string | null;
+    taxIds?: { type: string; value: string }[];
+    country?: string | null;
+  };
   /** IANA zone the dates are written in (the account's). */
   timeZone: string;
   /** The account's language (settings.language) for dates; default en-US. */
@@ -77,7 +82,12 @@ const statusStyle = {
 export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   const margin = pageMargin;
   const { doc, finished } = startPdf(
-    { Title: `Invoice ${invoice.number}`, Author: invoice.seller.name, Subject: `Invoice ${invoice.number} from ${invoice.seller.name}`, CreationDate: invoice.issuedAt },
+    {
+      Title: `Invoice ${invoice.number}`,
+      Author: invoice.seller.name,
+      Subject: `Invoice ${invoice.number} from ${invoice.seller.name}`,
+      CreationDate: invoice.issuedAt,
+    },
     { bufferPages: true },
   );
 
@@ -110,25 +120,43 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   if (invoice.paidAt) facts.push(['Date paid', date.format(invoice.paidAt)]);
   if (invoice.voidedAt) facts.push(['Date voided', date.format(invoice.voidedAt)]);
   if (invoice.markedUncollectibleAt) facts.push(['Marked uncollectible', date.format(invoice.markedUncollectibleAt)]);
-  facts.push(['Status', invoice.status === 'uncollectible' ? 'Uncollectible' : invoice.status[0]!.toUpperCase() + invoice.status.slice(1)]);
+  facts.push([
+    'Status',
+    invoice.status === 'uncollectible' ? 'Uncollectible' : invoice.status[0]!.toUpperCase() + invoice.status.slice(1),
+  ]);
   doc.fontSize(9.5);
   for (const [label, value] of facts) {
     doc.font('Regular').fillColor(muted).text(label, left, y, { width: 120, lineBreak: false });
-    doc.font('Bold').fillColor(ink).text(value, left + 120, y, { width: width / 2 - 120 });
+    doc
+      .font('Bold')
+      .fillColor(ink)
+      .text(value, left + 120, y, { width: width / 2 - 120 });
     y += 15;
   }
 
   // Parties.
   y += 14;
   const column = (x: number, heading: string, lines: string[]) => {
-    doc.font('Bold').fontSize(8).fillColor(muted).text(heading.toUpperCase(), x, y, { width: width / 2 - 10, characterSpacing: 0.6 });
+    doc
+      .font('Bold')
+      .fontSize(8)
+      .fillColor(muted)
+      .text(heading.toUpperCase(), x, y, { width: width / 2 - 10, characterSpacing: 0.6 });
     doc.moveDown(0.3);
     lines.forEach((line, index) => {
-      doc.font(index === 0 ? 'Bold' : 'Regular').fontSize(10).fillColor(index === 0 ? ink : muted).text(line, x, doc.y, { width: width / 2 - 10 });
+      doc
+        .font(index === 0 ? 'Bold' : 'Regular')
+        .fontSize(10)
+        .fillColor(index === 0 ? ink : muted)
+        .text(line, x, doc.y, { width: width / 2 - 10 });
     });
     return doc.y;
   };
-  const fromEnd = column(left, 'From', [invoice.seller.name, ...(invoice.seller.addressLines ?? []), ...(invoice.seller.email ? [invoice.seller.email] : [])]);
+  const fromEnd = column(left, 'From', [
+    invoice.seller.name,
+    ...(invoice.seller.addressLines ?? []),
+    ...(invoice.seller.email ? [invoice.seller.email] : []),
+  ]);
   const billToLines = [
     invoice.billTo.name,
     invoice.billTo.email,
@@ -148,8 +176,17 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     uncollectible: `${money(invoice.amountRemaining)} due ${date.format(due)} (marked uncollectible)`,
   }[invoice.status];
   doc.font('Bold').fontSize(15).fillColor(ink).text(headline, left, y, { width });
-  doc.font('Regular').fontSize(9.5).fillColor(muted).text(`Billing period ${period(invoice.periodStart, invoice.periodEnd)}`, left, doc.y + 4, { width });
-  if (invoice.description) doc.font('Regular').fontSize(9.5).fillColor(ink).text(invoice.description, left, doc.y + 4, { width });
+  doc
+    .font('Regular')
+    .fontSize(9.5)
+    .fillColor(muted)
+    .text(`Billing period ${period(invoice.periodStart, invoice.periodEnd)}`, left, doc.y + 4, { width });
+  if (invoice.description)
+    doc
+      .font('Regular')
+      .fontSize(9.5)
+      .fillColor(ink)
+      .text(invoice.description, left, doc.y + 4, { width });
   y = doc.y + 22;
 
   // Lines.
@@ -167,7 +204,12 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   const tableHeader = () => {
     doc.font('Bold').fontSize(8).fillColor(muted);
     const head = (text: string, col: { x: number; w: number }, align: 'left' | 'right') =>
-      doc.text(text.toUpperCase(), col.x + (align === 'left' ? 0 : 0), y, { width: col.w - (align === 'left' ? 8 : 0), align, characterSpacing: 0.5, lineBreak: false });
+      doc.text(text.toUpperCase(), col.x + (align === 'left' ? 0 : 0), y, {
+        width: col.w - (align === 'left' ? 8 : 0),
+        align,
+        characterSpacing: 0.5,
+        lineBreak: false,
+      });
     head('Description', cols.description, 'left');
     head('Period', cols.period, 'left');
     head('Qty', cols.quantity, 'right');
@@ -184,7 +226,10 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     const descriptionHeight =
       doc.heightOfString(humanizeInstants(line.description, style), { width: cols.description.w - 8 }) +
       (line.proration ? 12 : 0) +
-      breakdown.reduce((sum, text) => sum + doc.fontSize(8).heightOfString(text, { width: cols.description.w - 8 }) + 1, 0);
+      breakdown.reduce(
+        (sum, text) => sum + doc.fontSize(8).heightOfString(text, { width: cols.description.w - 8 }) + 1,
+        0,
+      );
     doc.fontSize(9.5);
     const periodText = period(line.periodStart, line.periodEnd);
     const periodHeight = doc.heightOfString(periodText, { width: cols.period.w - 8 });
@@ -194,16 +239,37 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
       y = margin;
       tableHeader();
     }
-    doc.font('Regular').fontSize(9.5).fillColor(ink).text(humanizeInstants(line.description, style), cols.description.x, y, { width: cols.description.w - 8 });
-    if (line.proration) doc.fontSize(8).fillColor(muted).text('Proration', cols.description.x, doc.y + 1, { width: cols.description.w - 8 });
-    for (const text of breakdown) doc.fontSize(8).fillColor(muted).text(text, cols.description.x, doc.y + 1, { width: cols.description.w - 8 });
-    doc.fontSize(9.5).fillColor(muted).text(periodText, cols.period.x, y, { width: cols.period.w - 8 });
+    doc
+      .font('Regular')
+      .fontSize(9.5)
+      .fillColor(ink)
+      .text(humanizeInstants(line.description, style), cols.description.x, y, { width: cols.description.w - 8 });
+    if (line.proration)
+      doc
+        .fontSize(8)
+        .fillColor(muted)
+        .text('Proration', cols.description.x, doc.y + 1, { width: cols.description.w - 8 });
+    for (const text of breakdown)
+      doc
+        .fontSize(8)
+        .fillColor(muted)
+        .text(text, cols.description.x, doc.y + 1, { width: cols.description.w - 8 });
+    doc
+      .fontSize(9.5)
+      .fillColor(muted)
+      .text(periodText, cols.period.x, y, { width: cols.period.w - 8 });
     doc.fillColor(ink);
     doc.text(String(line.quantity), cols.quantity.x, y, { width: cols.quantity.w, align: 'right', lineBreak: false });
-    if (line.unitAmount !== null) doc.text(money(line.unitAmount), cols.unit.x, y, { width: cols.unit.w, align: 'right', lineBreak: false });
+    if (line.unitAmount !== null)
+      doc.text(money(line.unitAmount), cols.unit.x, y, { width: cols.unit.w, align: 'right', lineBreak: false });
     doc.text(money(line.amount), cols.amount.x, y, { width: cols.amount.w, align: 'right', lineBreak: false });
     y += rowHeight;
-    doc.moveTo(left, y - 5).lineTo(right, y - 5).lineWidth(0.5).strokeColor(rule).stroke();
+    doc
+      .moveTo(left, y - 5)
+      .lineTo(right, y - 5)
+      .lineWidth(0.5)
+      .strokeColor(rule)
+      .stroke();
   }
 
   // Totals, right-aligned under the amounts, with the discount, taxes and balance between (domain/invoice-lines.ts adjustmentRows).
@@ -214,7 +280,12 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
     { label: 'Total', value: money(invoice.total), ruleAbove: true },
     ...adjustments.afterTotal,
     { label: 'Amount paid', value: money(invoice.amountPaid) },
-    { label: 'Amount due', value: money(invoice.status === 'void' ? 0 : invoice.amountRemaining), strong: true, ruleAbove: true },
+    {
+      label: 'Amount due',
+      value: money(invoice.status === 'void' ? 0 : invoice.amountRemaining),
+      strong: true,
+      ruleAbove: true,
+    },
   ];
   if (y + totals.length * 20 + 10 > bottom()) {
     doc.addPage();
@@ -223,14 +294,27 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
   y += 6;
   const labelX = right - 250;
   for (const row of totals) {
-    if (row.ruleAbove) doc.moveTo(labelX, y - 4).lineTo(right, y - 4).lineWidth(0.5).strokeColor(rule).stroke();
-    doc.font(row.strong ? 'Bold' : 'Regular').fontSize(row.strong ? 11 : 9.5).fillColor(row.strong ? ink : muted);
+    if (row.ruleAbove)
+      doc
+        .moveTo(labelX, y - 4)
+        .lineTo(right, y - 4)
+        .lineWidth(0.5)
+        .strokeColor(rule)
+        .stroke();
+    doc
+      .font(row.strong ? 'Bold' : 'Regular')
+      .fontSize(row.strong ? 11 : 9.5)
+      .fillColor(row.strong ? ink : muted);
     doc.text(row.label, labelX, y, { width: 150, lineBreak: false });
     doc.fillColor(ink).text(row.value, right - 100, y, { width: 100, align: 'right', lineBreak: false });
     y += row.strong ? 22 : 18;
   }
   if (invoice.reverseCharge) {
-    doc.font('Regular').fontSize(9).fillColor(ink).text(reverseChargeNote, left, y + 4, { width });
+    doc
+      .font('Regular')
+      .fontSize(9)
+      .fillColor(ink)
+      .text(reverseChargeNote, left, y + 4, { width });
     y = doc.y;
   }
 
@@ -248,16 +332,34 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
       // A watermark across the page, under nothing that matters: a test invoice cannot pass for a real one.
       doc.save();
       doc.rotate(-30, { origin: [doc.page.width / 2, doc.page.height / 2] });
-      doc.font('Bold').fontSize(110).fillColor('#f59e0b', 0.12).text('TEST', 0, doc.page.height / 2 - 60, { width: doc.page.width, align: 'center', lineBreak: false });
+      doc
+        .font('Bold')
+        .fontSize(110)
+        .fillColor('#f59e0b', 0.12)
+        .text('TEST', 0, doc.page.height / 2 - 60, { width: doc.page.width, align: 'center', lineBreak: false });
       doc.restore();
       doc.font('Regular').fontSize(8).fillColor(muted);
     }
     doc.text(summary, left, footerY + 8, { width: width - 80, lineBreak: false, ellipsis: true });
-    doc.text(`Page ${index - range.start + 1} of ${range.count}`, right - 80, footerY + 8, { width: 80, align: 'right', lineBreak: false });
+    doc.text(`Page ${index - range.start + 1} of ${range.count}`, right - 80, footerY + 8, {
+      width: 80,
+      align: 'right',
+      lineBreak: false,
+    });
     if (invoice.seller.email) {
-      doc.text(`Questions about this invoice? Contact ${invoice.seller.name} at ${invoice.seller.email}.`, left, footerY + 19, { width, lineBreak: false, ellipsis: true });
+      doc.text(
+        `Questions about this invoice? Contact ${invoice.seller.name} at ${invoice.seller.email}.`,
+        left,
+        footerY + 19,
+        { width, lineBreak: false, ellipsis: true },
+      );
     }
-    doc.text(`Amounts in ${invoice.currency}; dates in ${invoice.timeZone}. Invoice ${invoice.id}.`, left, footerY + 30, { width, lineBreak: false, ellipsis: true });
+    doc.text(
+      `Amounts in ${invoice.currency}; dates in ${invoice.timeZone}. Invoice ${invoice.id}.`,
+      left,
+      footerY + 30,
+      { width, lineBreak: false, ellipsis: true },
+    );
     doc.page.margins.bottom = savedBottom;
   }
   doc.end();

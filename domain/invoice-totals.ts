@@ -142,7 +142,9 @@ export function allocate(total: number, weights: number[]): number[] {
   const exact = weights.map((w) => BigInt(total) * BigInt(w));
   const shares = exact.map((e) => Number(e / BigInt(sum)));
   let left = total - shares.reduce((a, b) => a + b, 0);
-  const order = exact.map((e, i) => ({ i, rem: e % BigInt(sum) })).sort((a, b) => (a.rem === b.rem ? a.i - b.i : a.rem > b.rem ? -1 : 1));
+  const order = exact
+    .map((e, i) => ({ i, rem: e % BigInt(sum) }))
+    .sort((a, b) => (a.rem === b.rem ? a.i - b.i : a.rem > b.rem ? -1 : 1));
   for (const { i } of order) {
     if (left <= 0) break;
     shares[i]! += 1;
@@ -156,7 +158,10 @@ export function couponAppliesTo(coupon: TotalsCoupon, line: Pick<TotalsLineInput
   const plans = coupon.applies_to_plans ?? null;
   const products = coupon.applies_to_products ?? null;
   if (plans === null && products === null) return true;
-  return (plans !== null && line.plan !== null && plans.includes(line.plan)) || (products !== null && !!line.product && products.includes(line.product));
+  return (
+    (plans !== null && line.plan !== null && plans.includes(line.plan)) ||
+    (products !== null && !!line.product && products.includes(line.product))
+  );
 }
 
 /**
@@ -165,7 +170,10 @@ export function couponAppliesTo(coupon: TotalsCoupon, line: Pick<TotalsLineInput
  * percent ÷ 100) half away from zero, once for the invoice; amount_off: at most the base.
  * The invoice's discount is then allocated to those lines by largest remainder.
  */
-export function discountLines(lines: readonly Pick<TotalsLineInput, 'amount' | 'plan' | 'product'>[], discount: TotalsDiscount | null): number[] {
+export function discountLines(
+  lines: readonly Pick<TotalsLineInput, 'amount' | 'plan' | 'product'>[],
+  discount: TotalsDiscount | null,
+): number[] {
   if (!discount) return lines.map(() => 0);
   const weights = lines.map((line) => (line.amount > 0 && couponAppliesTo(discount.coupon, line) ? line.amount : 0));
   const base = weights.reduce((a, b) => a + b, 0);
@@ -174,7 +182,8 @@ export function discountLines(lines: readonly Pick<TotalsLineInput, 'amount' | '
   let total: number;
   if (percent_off !== null) {
     const percent = parsePercentage(percent_off);
-    if (percent === null) throw new Error(`Coupon ${discount.coupon.id}: percent_off ${percent_off} is not a percentage.`);
+    if (percent === null)
+      throw new Error(`Coupon ${discount.coupon.id}: percent_off ${percent_off} is not a percentage.`);
     total = Math.min(base, percentOf(base, percent));
   } else {
     total = Math.min(base, Math.max(0, amount_off ?? 0));
@@ -198,11 +207,17 @@ export function taxLine(taxable: number, rates: readonly TotalsTaxRate[]): TaxAm
   });
   const inclusive = parsed.filter((p) => p.rate.inclusive);
   const inclusivePercent = inclusive.reduce((sum, p) => sum + p.percent, 0n);
-  const net = inclusive.length === 0 ? taxable : roundRatio(BigInt(taxable) * 100n * percentScale, 100n * percentScale + inclusivePercent);
+  const net =
+    inclusive.length === 0
+      ? taxable
+      : roundRatio(BigInt(taxable) * 100n * percentScale, 100n * percentScale + inclusivePercent);
   const includedTax = taxable - net;
   const sign = includedTax < 0 ? -1 : 1;
   // A 0% inclusive rate gets a share of 0 (allocate answers zeros when the percentages add up to 0).
-  const inclusiveShares = allocate(Math.abs(includedTax), inclusive.map((p) => Number(p.percent)));
+  const inclusiveShares = allocate(
+    Math.abs(includedTax),
+    inclusive.map((p) => Number(p.percent)),
+  );
   const byRate = new Map<TotalsTaxRate, number>();
   // 0 − share, not −1 × share: a zero share stays 0, never −0.
   inclusive.forEach((p, i) => byRate.set(p.rate, sign < 0 ? 0 - inclusiveShares[i]! : inclusiveShares[i]!));

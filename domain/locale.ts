@@ -7,7 +7,9 @@ export function isIanaTimezone(value: string): boolean {
   if (value === 'UTC' || timezones.has(value)) return true;
   try {
     // Aliases (e.g. "Europe/Kiev") are valid IANA names that the list leaves out.
-    return new Intl.DateTimeFormat('en', { timeZone: value }).resolvedOptions().timeZone.length > 0 && value.includes('/');
+    return (
+      new Intl.DateTimeFormat('en', { timeZone: value }).resolvedOptions().timeZone.length > 0 && value.includes('/')
+    );
   } catch {
     return false;
   }

@@ -6,9 +6,11 @@
  * missing blocks). Its size is checked from the header before any pixel is decoded, so a
  * small file cannot declare a huge image (a decompression bomb).
  */
+import { crc32, inflateSync } from 'node:zlib';
+
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
-import { crc32, inflateSync } from 'node:zlib';
+
 import type { LogoContentType } from './branding.ts';
 
 /** A logo is at most this many pixels wide and high (pages show it at most 240 px wide). */
@@ -17,16 +19,21 @@ export const maxLogoSide = 2048;
 export type LogoImage = { ok: true; width: number; height: number } | { ok: false; problem: string };
 
 const sizeProblem = (width: number, height: number) =>
-  width < 1 || height < 1 || width > maxLogoSide || height > maxLogoSide ? `it is ${width}×${height} pixels; a logo is 1 to ${maxLogoSide} pixels on each side` : null;
+  width < 1 || height < 1 || width > maxLogoSide || height > maxLogoSide
+    ? `it is ${width}×${height} pixels; a logo is 1 to ${maxLogoSide} pixels on each side`
+    : null;
 
 /** Decodes the bytes as `type` (which their signature said): ok with the size, or why not. */
 export function checkLogoImage(bytes: Uint8Array, type: LogoContentType): LogoImage {
-  return type === 'image/png' ? checkPng(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)) : checkJpeg(bytes);
+  return type === 'image/png'
+    ? checkPng(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    : checkJpeg(bytes);
 }
 
 function checkPng(bytes: Buffer): LogoImage {
   // The first chunk must be IHDR (13 bytes): its width and height, before decoding anything.
-  if (bytes.length < 33 || bytes.readUInt32BE(8) !== 13 || bytes.toString('latin1', 12, 16) !== 'IHDR') return { ok: false, problem: 'the PNG has no image header (IHDR)' };
+  if (bytes.length < 33 || bytes.readUInt32BE(8) !== 13 || bytes.toString('latin1', 12, 16) !== 'IHDR')
+    return { ok: false, problem: 'the PNG has no image header (IHDR)' };
   const problem = sizeProblem(bytes.readUInt32BE(16), bytes.readUInt32BE(20)) ?? pngChunkProblem(bytes);
   if (problem) return { ok: false, problem };
   try {
@@ -63,7 +70,8 @@ function pngChunkProblem(bytes: Buffer): string | null {
   const bitDepth = bytes[24]!;
   const channels = pngChannels[bytes[25]!];
   const interlaced = bytes[28] === 1;
-  if (!channels || ![1, 2, 4, 8, 16].includes(bitDepth)) return 'the PNG header declares an unknown colour type or bit depth';
+  if (!channels || ![1, 2, 4, 8, 16].includes(bitDepth))
+    return 'the PNG header declares an unknown colour type or bit depth';
   const idat: Buffer[] = [];
   let at = 8;
   let ended = false;
@@ -71,7 +79,8 @@ function pngChunkProblem(bytes: Buffer): string | null {
     const length = bytes.readUInt32BE(at);
     const type = bytes.toString('latin1', at + 4, at + 8);
     if (at + 12 + length > bytes.length) return `the PNG's ${type} chunk runs past the end of the file`;
-    if (crc32(bytes.subarray(at + 4, at + 8 + length)) !== bytes.readUInt32BE(at + 8 + length)) return `the PNG's ${type} chunk fails its CRC`;
+    if (crc32(bytes.subarray(at + 4, at + 8 + length)) !== bytes.readUInt32BE(at + 8 + length))
+      return `the PNG's ${type} chunk fails its CRC`;
     if (type === 'IDAT') idat.push(bytes.subarray(at + 8, at + 8 + length));
     at += 12 + length;
     if (type === 'IEND') {
@@ -90,14 +99,18 @@ function pngChunkProblem(bytes: Buffer): string | null {
   // Each row: a filter type byte, then its pixels; an interlaced image is seven smaller images in turn.
   const bitsPerPixel = bitDepth * channels;
   const passes = interlaced
-    ? adam7.map(([x0, y0, dx, dy]) => [Math.ceil(Math.max(0, width - x0) / dx), Math.ceil(Math.max(0, height - y0) / dy)] as const)
+    ? adam7.map(
+        ([x0, y0, dx, dy]) =>
+          [Math.ceil(Math.max(0, width - x0) / dx), Math.ceil(Math.max(0, height - y0) / dy)] as const,
+      )
     : [[width, height] as const];
   let offset = 0;
   for (const [passWidth, passHeight] of passes) {
     if (passWidth === 0 || passHeight === 0) continue;
     const rowBytes = 1 + Math.ceil((passWidth * bitsPerPixel) / 8);
     for (let row = 0; row < passHeight; row++, offset += rowBytes) {
-      if (offset + rowBytes > raw.length) return `the PNG's image data holds fewer rows than its header declares (${width}×${height})`;
+      if (offset + rowBytes > raw.length)
+        return `the PNG's image data holds fewer rows than its header declares (${width}×${height})`;
       if (raw[offset]! > 4) return `the PNG has a row with an unknown filter type (${raw[offset]})`;
     }
   }
@@ -111,8 +124,14 @@ function checkJpeg(bytes: Uint8Array): LogoImage {
   const problem = sizeProblem(size.width, size.height);
   if (problem) return { ok: false, problem };
   try {
-    const image = jpeg.decode(bytes, { useTArray: true, tolerantDecoding: false, maxResolutionInMP: (maxLogoSide * maxLogoSide) / 1e6, maxMemoryUsageInMB: 64 });
-    if (image.width !== size.width || image.height !== size.height) return { ok: false, problem: 'the JPEG does not decode to the size its header declares' };
+    const image = jpeg.decode(bytes, {
+      useTArray: true,
+      tolerantDecoding: false,
+      maxResolutionInMP: (maxLogoSide * maxLogoSide) / 1e6,
+      maxMemoryUsageInMB: 64,
+    });
+    if (image.width !== size.width || image.height !== size.height)
+      return { ok: false, problem: 'the JPEG does not decode to the size its header declares' };
     return { ok: true, width: image.width, height: image.height };
   } catch (error) {
     return { ok: false, problem: `the JPEG does not decode (${reason(error)})` };

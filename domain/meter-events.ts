@@ -26,7 +26,8 @@ const eventKeys = new Set(['event_name', 'customer', 'timestamp', 'identifier', 
 export function parseEventTimestamp(value: unknown): Date | null | string {
   if (value === undefined || value === null) return null;
   if (typeof value === 'number') {
-    if (!Number.isFinite(value) || value < 0 || value > 253402300799) return 'timestamp: unix seconds from 0 to 253402300799.';
+    if (!Number.isFinite(value) || value < 0 || value > 253402300799)
+      return 'timestamp: unix seconds from 0 to 253402300799.';
     return new Date(Math.round(value * 1000));
   }
   if (typeof value === 'string') {
@@ -41,13 +42,18 @@ export function parseEventTimestamp(value: unknown): Date | null | string {
 
 /** One event of a request body: the event, or why its shape is refused (a message naming the field). */
 export function parseMeterEvent(raw: unknown): ParsedMeterEvent | string {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return 'an event is a JSON object with event_name, customer, and optionally timestamp, identifier and payload.';
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    return 'an event is a JSON object with event_name, customer, and optionally timestamp, identifier and payload.';
   const event = raw as Record<string, unknown>;
-  for (const key in event) if (!eventKeys.has(key)) return `${key}: not a meter event field (event_name, customer, timestamp, identifier, payload).`;
+  for (const key in event)
+    if (!eventKeys.has(key))
+      return `${key}: not a meter event field (event_name, customer, timestamp, identifier, payload).`;
   const eventName = event.event_name;
-  if (typeof eventName !== 'string' || eventName.length === 0 || eventName.length > 100) return 'event_name: required, a string of 1 to 100 characters.';
+  if (typeof eventName !== 'string' || eventName.length === 0 || eventName.length > 100)
+    return 'event_name: required, a string of 1 to 100 characters.';
   const customer = event.customer;
-  if (typeof customer !== 'string' || customer.length === 0 || customer.length > 64) return 'customer: required, the customer id (cus_…).';
+  if (typeof customer !== 'string' || customer.length === 0 || customer.length > 64)
+    return 'customer: required, the customer id (cus_…).';
   const timestamp = parseEventTimestamp(event.timestamp);
   if (typeof timestamp === 'string') return timestamp;
   let identifier = event.identifier;
@@ -55,7 +61,8 @@ export function parseMeterEvent(raw: unknown): ParsedMeterEvent | string {
   else if (typeof identifier !== 'string' || identifier.length === 0 || identifier.length > maxIdentifierLength)
     return `identifier: a string of 1 to ${maxIdentifierLength} characters, unique within the account and mode.`;
   const payload = event.payload ?? {};
-  if (typeof payload !== 'object' || Array.isArray(payload)) return 'payload: an object of properties (the value and dimensions).';
+  if (typeof payload !== 'object' || Array.isArray(payload))
+    return 'payload: an object of properties (the value and dimensions).';
   let count = 0;
   for (const key in payload as Record<string, unknown>) {
     if (++count > maxPayloadProperties) return `payload: at most ${maxPayloadProperties} properties.`;
@@ -65,5 +72,11 @@ export function parseMeterEvent(raw: unknown): ParsedMeterEvent | string {
       if (value.length > maxPropertyValueLength) return `payload.${key}: at most ${maxPropertyValueLength} characters.`;
     } else if (typeof value !== 'number' || !Number.isFinite(value)) return `payload.${key}: a string or a number.`;
   }
-  return { eventName, customerId: customer, timestamp, identifier: identifier as string, payload: payload as Record<string, unknown> };
+  return {
+    eventName,
+    customerId: customer,
+    timestamp,
+    identifier: identifier as string,
+    payload: payload as Record<string, unknown>,
+  };
 }

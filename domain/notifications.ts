@@ -8,11 +8,17 @@
  * - `subscription_cancellations`: the email to a customer whose subscription was
  *   canceled, or paused when dunning ended in a pause.
  */
-export const notificationPreferenceKeys = ['payout_confirmations', 'failed_payments', 'subscription_cancellations'] as const;
+export const notificationPreferenceKeys = [
+  'payout_confirmations',
+  'failed_payments',
+  'subscription_cancellations',
+] as const;
 export type NotificationPreference = (typeof notificationPreferenceKeys)[number];
 export type NotificationPreferences = Record<NotificationPreference, boolean>;
 
-export function notificationPreferences(settings: { notifications?: Partial<NotificationPreferences> }): NotificationPreferences {
+export function notificationPreferences(settings: {
+  notifications?: Partial<NotificationPreferences>;
+}): NotificationPreferences {
   const set = settings.notifications ?? {};
   return {
     payout_confirmations: set.payout_confirmations ?? true,

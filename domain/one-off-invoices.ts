@@ -2,20 +2,26 @@
  * One-off invoices (POST /v1/invoices): what their workflow (workflows/invoice.ts) decides, and
  * what their emails say. Pure: the workflow, the services and the tests share it.
  */
-import { adjustmentRows, reverseChargeNote, type AdjustmentView } from './invoice-lines.ts';
+import { adjustmentRows, type AdjustmentView, reverseChargeNote } from './invoice-lines.ts';
+import { type DateStyle, formatHumanDate, formatPeriod, humanizeInstants } from './locale.ts';
 import { formatMoney } from './money.ts';
-import { formatHumanDate, formatPeriod, humanizeInstants, type DateStyle } from './locale.ts';
 
 const day = 86_400_000;
 
 /** The reminders of a send_invoice invoice, from its due date: 3 days before, on the day, 7 days after. */
 export const reminderOffsetsDays = [-3, 0, 7] as const;
 export type ReminderKind = 'before_due' | 'due' | 'overdue';
-const kinds: Record<(typeof reminderOffsetsDays)[number], ReminderKind> = { [-3]: 'before_due', 0: 'due', 7: 'overdue' };
+const kinds: Record<(typeof reminderOffsetsDays)[number], ReminderKind> = {
+  [-3]: 'before_due',
+  0: 'due',
+  7: 'overdue',
+};
 
 /** The reminders still to come after `finalizedAt`, in order: one whose time is already past when it is sent is skipped (a 2-day invoice has no "3 days before"). */
 export function reminderSchedule(dueDate: Date, finalizedAt: Date): { kind: ReminderKind; at: Date }[] {
-  return reminderOffsetsDays.map((offset) => ({ kind: kinds[offset], at: new Date(dueDate.getTime() + offset * day) })).filter((reminder) => reminder.at.getTime() > finalizedAt.getTime());
+  return reminderOffsetsDays
+    .map((offset) => ({ kind: kinds[offset], at: new Date(dueDate.getTime() + offset * day) }))
+    .filter((reminder) => reminder.at.getTime() > finalizedAt.getTime());
 }
 
 /** When a send_invoice invoice nobody paid is marked uncollectible: the account's grace period after the last reminder. */
@@ -24,7 +30,11 @@ export function sendInvoiceGivesUpAt(dueDate: Date, gracePeriodDays: number): Da
 }
 
 /** The due date of an invoice finalized at `at`: `days_until_due` days later (send_invoice), or at once (charge_automatically). */
-export function dueDateOf(at: Date, collectionMethod: 'charge_automatically' | 'send_invoice', daysUntilDue: number | null): Date {
+export function dueDateOf(
+  at: Date,
+  collectionMethod: 'charge_automatically' | 'send_invoice',
+  daysUntilDue: number | null,
+): Date {
   return collectionMethod === 'send_invoice' ? new Date(at.getTime() + (daysUntilDue ?? 0) * day) : at;
 }
 
@@ -32,7 +42,14 @@ export interface InvoiceEmailView {
   accountName: string;
   number: string;
   currency: string;
-  lines: { description: string; quantity: number; amount: number | null; total?: number; period_start: string; period_end: string }[];
+  lines: {
+    description: string;
+    quantity: number;
+    amount: number | null;
+    total?: number;
+    period_start: string;
+    period_end: string;
+  }[];
   subtotal: number;
   total: number;
   amountDue: number;
@@ -75,7 +92,8 @@ export function invoiceEmail(kind: InvoiceEmailKind, view: InvoiceEmailView): { 
     const unit = line.amount === null ? '' : ` × ${money(line.amount)}`;
     const start = new Date(line.period_start);
     const end = new Date(line.period_end);
-    const period = start.getTime() === end.getTime() ? formatHumanDate(start, view.style) : formatPeriod(start, end, view.style);
+    const period =
+      start.getTime() === end.getTime() ? formatHumanDate(start, view.style) : formatPeriod(start, end, view.style);
     return `- ${humanizeInstants(line.description, view.style)} (${period}): ${line.quantity}${unit} = ${money(amountOfLine(line))}`;
   });
   const rows = adjustmentRows(view.adjustments ?? { total: view.total }, money);

@@ -29,6 +29,7 @@ export function paymentMethodDisplay(paymentMethod: string | null | undefined): 
     return { type: 'card', brand: brand!, last4: last4!, label: card.label };
   }
   const bankLast4 = sandboxBanks[paymentMethod];
-  if (bankLast4) return { type: 'bank_account', brand: null, last4: bankLast4, label: `Bank account •••• ${bankLast4}` };
+  if (bankLast4)
+    return { type: 'bank_account', brand: null, last4: bankLast4, label: `Bank account •••• ${bankLast4}` };
   return { type: 'card', brand: null, last4: null, label: 'Card on file' };
 }

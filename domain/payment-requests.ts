@@ -4,8 +4,8 @@
  * reads, no I/O here) and the activities.
  */
 import type { BillingInterval } from './billing-calendar.ts';
-import { formatMoney } from './money.ts';
 import { paymentRequestEmail, paymentRequestReceiptEmail, type RenderedEmail } from './email-templates.ts';
+import { formatMoney } from './money.ts';
 
 /** SPEC.md's states: pending until paid; failed when it expired; canceled by the account. */
 export const paymentRequestStatuses = ['pending', 'succeeded', 'failed', 'canceled'] as const;
@@ -94,7 +94,17 @@ export interface PaymentRequestSnapshot {
 /** What a new payment request is made of; everything else starts empty. */
 export type NewPaymentRequestFields = Pick<
   PaymentRequestSnapshot,
-  'id' | 'accountId' | 'livemode' | 'amount' | 'currency' | 'customerEmail' | 'reference' | 'metadata' | 'token' | 'recurringPaymentRequestId' | 'period'
+  | 'id'
+  | 'accountId'
+  | 'livemode'
+  | 'amount'
+  | 'currency'
+  | 'customerEmail'
+  | 'reference'
+  | 'metadata'
+  | 'token'
+  | 'recurringPaymentRequestId'
+  | 'period'
 >;
 
 /**
@@ -123,7 +133,19 @@ export function initialPaymentRequestSnapshot(fields: NewPaymentRequestFields): 
 
 /** The first snapshot of a recurring request (version 0); its workflow sets the anchor and times when it records itself. */
 export function initialRecurringPaymentRequestSnapshot(
-  fields: Pick<RecurringPaymentRequestSnapshot, 'id' | 'accountId' | 'livemode' | 'amount' | 'currency' | 'customerEmail' | 'reference' | 'metadata' | 'interval' | 'expiresInMs'>,
+  fields: Pick<
+    RecurringPaymentRequestSnapshot,
+    | 'id'
+    | 'accountId'
+    | 'livemode'
+    | 'amount'
+    | 'currency'
+    | 'customerEmail'
+    | 'reference'
+    | 'metadata'
+    | 'interval'
+    | 'expiresInMs'
+  >,
 ): RecurringPaymentRequestSnapshot {
   const placeholder = new Date(0).toISOString();
   return {
@@ -195,7 +217,12 @@ export function receiptPdfUrl(publicUrl: string, token: string): string {
 export const tokenPattern = /^[A-Za-z0-9_-]{43}$/;
 
 /** The email that asks the customer to pay, with the link. */
-export function requestEmail(request: PaymentRequestSnapshot, accountName: string, link: string, locale = 'en'): RenderedEmail {
+export function requestEmail(
+  request: PaymentRequestSnapshot,
+  accountName: string,
+  link: string,
+  locale = 'en',
+): RenderedEmail {
   return paymentRequestEmail({
     accountName,
     amount: formatMoney(request.amount, request.currency, locale),
@@ -206,7 +233,12 @@ export function requestEmail(request: PaymentRequestSnapshot, accountName: strin
 }
 
 /** The receipt after a successful payment, with the link to its PDF. */
-export function receiptEmail(request: PaymentRequestSnapshot, accountName: string, publicUrl: string, locale = 'en'): RenderedEmail {
+export function receiptEmail(
+  request: PaymentRequestSnapshot,
+  accountName: string,
+  publicUrl: string,
+  locale = 'en',
+): RenderedEmail {
   return paymentRequestReceiptEmail({
     accountName,
     amount: formatMoney(request.amount, request.currency, locale),

@@ -23,7 +23,13 @@ export interface ScheduleSettings {
   minimumAmount: number;
 }
 
-export const defaultScheduleSettings: ScheduleSettings = { interval: 'manual', weeklyAnchor: null, monthlyAnchor: null, delayDays: 0, minimumAmount: 0 };
+export const defaultScheduleSettings: ScheduleSettings = {
+  interval: 'manual',
+  weeklyAnchor: null,
+  monthlyAnchor: null,
+  delayDays: 0,
+  minimumAmount: 0,
+};
 
 const DAY = 86_400_000;
 
@@ -78,8 +84,11 @@ export function earliestRun(schedules: ScheduleSettings[], after: Date): Date | 
 /** Why a settings patch is invalid, or null (the patch merged over what is there). */
 export function scheduleProblem(s: ScheduleSettings): string | null {
   if (s.interval === 'weekly' && !s.weeklyAnchor) return 'weekly_anchor: required for a weekly schedule';
-  if (s.interval !== 'weekly' && s.weeklyAnchor) return `weekly_anchor: only a weekly schedule takes one (interval is ${s.interval})`;
-  if (s.interval === 'monthly' && s.monthlyAnchor === null) return 'monthly_anchor: required for a monthly schedule (1-31)';
-  if (s.interval !== 'monthly' && s.monthlyAnchor !== null) return `monthly_anchor: only a monthly schedule takes one (interval is ${s.interval})`;
+  if (s.interval !== 'weekly' && s.weeklyAnchor)
+    return `weekly_anchor: only a weekly schedule takes one (interval is ${s.interval})`;
+  if (s.interval === 'monthly' && s.monthlyAnchor === null)
+    return 'monthly_anchor: required for a monthly schedule (1-31)';
+  if (s.interval !== 'monthly' && s.monthlyAnchor !== null)
+    return `monthly_anchor: only a monthly schedule takes one (interval is ${s.interval})`;
   return null;
 }

@@ -12,7 +12,9 @@ export const sandboxPayoutArrivalMs = 60_000;
 
 /** Why `currency` cannot be paid out, or null. */
 export function payoutCurrencyProblem(currency: string): string | null {
-  return (payoutCurrencies as readonly string[]).includes(currency) ? null : `Payouts go out in ${payoutCurrencies.join(', ')} only, not ${currency}.`;
+  return (payoutCurrencies as readonly string[]).includes(currency)
+    ? null
+    : `Payouts go out in ${payoutCurrencies.join(', ')} only, not ${currency}.`;
 }
 
 /**
@@ -60,7 +62,9 @@ export const payoutPendingMs = sandboxPayoutArrivalMs;
 export const payoutTransitMs = 86_400_000;
 export const slowPayoutTransitMs = 4 * 86_400_000;
 
-export type SandboxOutcome = { kind: 'paid'; transitMs: number } | { kind: 'failed'; code: PayoutFailureCode; transitMs: number };
+export type SandboxOutcome =
+  | { kind: 'paid'; transitMs: number }
+  | { kind: 'failed'; code: PayoutFailureCode; transitMs: number };
 
 /** The sandbox rail's outcome for a destination's last four characters. */
 export function sandboxOutcome(last4: string, livemode: boolean): SandboxOutcome {

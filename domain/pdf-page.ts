@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+
 import PDFDocument from 'pdfkit';
 
 export const ink = '#1a1a1a';
@@ -17,12 +18,20 @@ const require = createRequire(import.meta.url);
 let fonts: { regular: Buffer; bold: Buffer } | undefined;
 
 /** An A4 document with the fonts registered as 'Regular' and 'Bold', and its bytes once `doc.end()` is called. */
-export function startPdf(info: PDFKit.DocumentInfo, options: { bufferPages?: boolean } = {}): { doc: PDFKit.PDFDocument; finished: Promise<Buffer> } {
+export function startPdf(
+  info: PDFKit.DocumentInfo,
+  options: { bufferPages?: boolean } = {},
+): { doc: PDFKit.PDFDocument; finished: Promise<Buffer> } {
   fonts ??= {
     regular: readFileSync(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf')),
     bold: readFileSync(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans-Bold.ttf')),
   };
-  const doc = new PDFDocument({ size: 'A4', margins: { top: pageMargin, bottom: pageMargin, left: pageMargin, right: pageMargin }, ...(options.bufferPages ? { bufferPages: true } : {}), info });
+  const doc = new PDFDocument({
+    size: 'A4',
+    margins: { top: pageMargin, bottom: pageMargin, left: pageMargin, right: pageMargin },
+    ...(options.bufferPages ? { bufferPages: true } : {}),
+    info,
+  });
   doc.registerFont('Regular', fonts.regular);
   doc.registerFont('Bold', fonts.bold);
   const chunks: Buffer[] = [];
@@ -66,5 +75,9 @@ export function drawPdfHeader(doc: PDFKit.PDFDocument, header: PdfHeader): void 
       // A logo pdfkit cannot read (it was checked on upload) leaves the name alone.
     }
   }
-  doc.font('Bold').fontSize(13).fillColor(header.brand?.color ?? ink).text(header.sellerName, left + width / 2, letterheadY, { width: width / 2, align: 'right' });
+  doc
+    .font('Bold')
+    .fontSize(13)
+    .fillColor(header.brand?.color ?? ink)
+    .text(header.sellerName, left + width / 2, letterheadY, { width: width / 2, align: 'right' });
 }

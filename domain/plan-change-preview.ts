@@ -6,7 +6,14 @@
  * (upcomingInvoice), so the preview is what the change then does.
  */
 import type { PlanTerms } from './subscription.ts';
-import { commandProblem, planChangeKind, upcomingInvoice, upgradeInvoice, type InvoiceInput, type SubscriptionState } from './subscription-decisions.ts';
+import {
+  commandProblem,
+  type InvoiceInput,
+  planChangeKind,
+  type SubscriptionState,
+  upcomingInvoice,
+  upgradeInvoice,
+} from './subscription-decisions.ts';
 
 export interface PlanChangePreview {
   /** As the workflow's changePlan sorts it: an upgrade is charged now; a downgrade waits for the renewal; in a trial the plan simply changes. */
@@ -22,8 +29,18 @@ export interface PlanChangePreview {
  * an upgrade moves the plan (and, for another interval, starts a new period at `now`); a downgrade waits as the
  * pending plan; in a trial the plan changes; back to the current plan drops a pending downgrade.
  */
-function stateAfter(state: SubscriptionState, kind: PlanChangePreview['kind'], next: PlanTerms, upgrade: ReturnType<typeof upgradeInvoice> | null): SubscriptionState {
-  const withPlan = (): SubscriptionState => ({ ...state, plan: next, pendingPlan: null, ...(state.items ? { items: [{ ...next, itemId: state.items[0]!.itemId }] } : {}) });
+function stateAfter(
+  state: SubscriptionState,
+  kind: PlanChangePreview['kind'],
+  next: PlanTerms,
+  upgrade: ReturnType<typeof upgradeInvoice> | null,
+): SubscriptionState {
+  const withPlan = (): SubscriptionState => ({
+    ...state,
+    plan: next,
+    pendingPlan: null,
+    ...(state.items ? { items: [{ ...next, itemId: state.items[0]!.itemId }] } : {}),
+  });
   switch (kind) {
     case 'revert':
       return { ...state, pendingPlan: null };
@@ -37,7 +54,14 @@ function stateAfter(state: SubscriptionState, kind: PlanChangePreview['kind'], n
       const s = state.subscription;
       return {
         ...moved,
-        subscription: { ...s, billingAnchor: upgrade!.periodStart, anchorCycle: s.billingCycle, stubStart: null, currentPeriodStart: upgrade!.periodStart, currentPeriodEnd: upgrade!.periodEnd },
+        subscription: {
+          ...s,
+          billingAnchor: upgrade!.periodStart,
+          anchorCycle: s.billingCycle,
+          stubStart: null,
+          currentPeriodStart: upgrade!.periodStart,
+          currentPeriodEnd: upgrade!.periodEnd,
+        },
       };
     }
   }
@@ -47,10 +71,19 @@ function stateAfter(state: SubscriptionState, kind: PlanChangePreview['kind'], n
  * The preview of a change to `next` at `now`, or the reason the workflow would refuse it (the same
  * commandProblem its update validator asks).
  */
-export function previewPlanChange(state: SubscriptionState, next: PlanTerms, now: Date, spreadMinutes = 0): PlanChangePreview | { problem: string } {
+export function previewPlanChange(
+  state: SubscriptionState,
+  next: PlanTerms,
+  now: Date,
+  spreadMinutes = 0,
+): PlanChangePreview | { problem: string } {
   const problem = commandProblem(state, { kind: 'changePlan', plan: next });
   if (problem) return { problem };
   const kind = planChangeKind(state, next);
   const upgrade = kind === 'upgrade' ? upgradeInvoice(state, next, now) : null;
-  return { kind, dueNow: upgrade?.invoice ?? null, next: upcomingInvoice(stateAfter(state, kind, next, upgrade), spreadMinutes) };
+  return {
+    kind,
+    dueNow: upgrade?.invoice ?? null,
+    next: upcomingInvoice(stateAfter(state, kind, next, upgrade), spreadMinutes),
+  };
 }

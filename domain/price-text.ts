@@ -41,14 +41,21 @@ export function formatMinor(minor: number | string, currency: string, locale = '
   const decimals = Math.max(exponent, (major.split('.')[1] ?? '').length);
   try {
     // A string keeps every digit (Intl.NumberFormat formats decimal strings exactly).
-    return new Intl.NumberFormat(locale, { style: 'currency', currency, minimumFractionDigits: exponent, maximumFractionDigits: Math.min(decimals, 20) }).format(major as unknown as number);
+    return new Intl.NumberFormat(locale, {
+      style: 'currency',
+      currency,
+      minimumFractionDigits: exponent,
+      maximumFractionDigits: Math.min(decimals, 20),
+    }).format(major as unknown as number);
   } catch {
     return `${major} ${currency}`;
   }
 }
 
 const unitPrice = (tier: Tier, currency: string, locale?: string) =>
-  tier.unit_amount_decimal != null ? formatMinor(tier.unit_amount_decimal, currency, locale) : formatMinor(tier.unit_amount ?? 0, currency, locale);
+  tier.unit_amount_decimal != null
+    ? formatMinor(tier.unit_amount_decimal, currency, locale)
+    : formatMinor(tier.unit_amount ?? 0, currency, locale);
 
 /** "1–10 at $10.00, 11+ at $8.00 + $5.00 flat": each tier's units, unit price and flat amount. */
 export function tiersText(tiers: Tier[], currency: string, locale?: string): string {
@@ -58,8 +65,12 @@ export function tiersText(tiers: Tier[], currency: string, locale?: string): str
       const units = tier.up_to === 'inf' ? `${from}+` : tier.up_to === from ? `${from}` : `${from}–${tier.up_to}`;
       if (tier.up_to !== 'inf') from = tier.up_to + 1;
       const flat = tier.flat_amount ? ` + ${formatMinor(tier.flat_amount, currency, locale)} flat` : '';
-      const zeroUnit = (tier.unit_amount ?? 0) === 0 && (tier.unit_amount_decimal == null || /^0(\.0*)?$/.test(tier.unit_amount_decimal));
-      return zeroUnit && flat ? `${units} for ${formatMinor(tier.flat_amount!, currency, locale)} flat` : `${units} at ${unitPrice(tier, currency, locale)}${flat}`;
+      const zeroUnit =
+        (tier.unit_amount ?? 0) === 0 &&
+        (tier.unit_amount_decimal == null || /^0(\.0*)?$/.test(tier.unit_amount_decimal));
+      return zeroUnit && flat
+        ? `${units} for ${formatMinor(tier.flat_amount!, currency, locale)} flat`
+        : `${units} at ${unitPrice(tier, currency, locale)}${flat}`;
     })
     .join(', ');
 }
@@ -80,7 +91,10 @@ export function schemeText(price: PriceDescribed, locale?: string): string {
     case 'tiered':
       return `${price.tiers_mode === 'volume' ? 'Volume' : 'Graduated'}: ${tiersText(price.tiers ?? [], currency, locale)}`;
     case 'percentage': {
-      const fee = price.fixed_amount_decimal && !/^0(\.0*)?$/.test(price.fixed_amount_decimal) ? ` + ${formatMinor(price.fixed_amount_decimal, currency, locale)} per event` : '';
+      const fee =
+        price.fixed_amount_decimal && !/^0(\.0*)?$/.test(price.fixed_amount_decimal)
+          ? ` + ${formatMinor(price.fixed_amount_decimal, currency, locale)} per event`
+          : '';
       return `${price.percentage ?? '0'}% of usage${fee}`;
     }
     default:
@@ -95,12 +109,17 @@ export function schemeText(price: PriceDescribed, locale?: string): string {
  */
 export function priceText(price: PriceDescribed, locale?: string): string {
   const when = intervalText(price);
-  if ((price.pricing_scheme ?? 'per_unit') === 'per_unit') return `${formatMinor(price.amount, price.currency, locale)} ${when}`;
+  if ((price.pricing_scheme ?? 'per_unit') === 'per_unit')
+    return `${formatMinor(price.amount, price.currency, locale)} ${when}`;
   return `${schemeText(price, locale)}, ${when}`;
 }
 
 /** The same price in another of its currencies (`currency_options`): its amount, or its tiers. */
-export function inCurrency<P extends PriceDescribed>(price: P, currency: string, option: { amount: number; tiers?: Tier[] | null } | undefined): P {
+export function inCurrency<P extends PriceDescribed>(
+  price: P,
+  currency: string,
+  option: { amount: number; tiers?: Tier[] | null } | undefined,
+): P {
   if (!option || currency === price.currency) return price;
   return { ...price, currency, amount: option.amount, tiers: option.tiers ?? price.tiers };
 }

@@ -145,7 +145,8 @@ const scaledInt = (minor: number): bigint => BigInt(minor) * SCALE;
 function tierUnit(tier: Tier): bigint {
   if (tier.unit_amount_decimal != null) {
     const parsed = parseDecimal(tier.unit_amount_decimal);
-    if (parsed === null) throw new PricingError(`Invalid unit_amount_decimal ${JSON.stringify(tier.unit_amount_decimal)}.`);
+    if (parsed === null)
+      throw new PricingError(`Invalid unit_amount_decimal ${JSON.stringify(tier.unit_amount_decimal)}.`);
     return parsed;
   }
   return scaledInt(tier.unit_amount ?? 0);
@@ -204,32 +205,66 @@ function roundExact(scaled: bigint): bigint {
  * percentage price's fixed fee per event; default 0). Throws PricingError when the result
  * would not be a safe integer.
  */
-export function priceFor(pricing: UsagePricing, quantity: number | string, { events = 0 }: { events?: number } = {}): PriceResult {
+export function priceFor(
+  pricing: UsagePricing,
+  quantity: number | string,
+  { events = 0 }: { events?: number } = {},
+): PriceResult {
   const decimal = typeof quantity === 'string';
   let q: bigint;
   if (decimal) {
     const parsed = parseQuantity(quantity);
-    if (parsed === null) throw new PricingError(`Quantity must be a non-negative decimal with at most ${maxQuantityDecimalPlaces} decimal places; got ${JSON.stringify(quantity)}.`);
+    if (parsed === null)
+      throw new PricingError(
+        `Quantity must be a non-negative decimal with at most ${maxQuantityDecimalPlaces} decimal places; got ${JSON.stringify(quantity)}.`,
+      );
     q = parsed;
   } else {
-    if (!Number.isSafeInteger(quantity) || quantity < 0) throw new PricingError(`Quantity must be a non-negative integer; got ${quantity}.`);
+    if (!Number.isSafeInteger(quantity) || quantity < 0)
+      throw new PricingError(`Quantity must be a non-negative integer; got ${quantity}.`);
     q = BigInt(quantity) * QSCALE;
   }
-  if (!Number.isSafeInteger(events) || events < 0) throw new PricingError(`Events must be a non-negative integer; got ${events}.`);
+  if (!Number.isSafeInteger(events) || events < 0)
+    throw new PricingError(`Events must be a non-negative integer; got ${events}.`);
   /** A row's units as the API shows them: a number, and for a decimal quantity the exact string too. */
-  const units = (micro: bigint) => ({ quantity: Number(formatQuantity(micro)), ...(decimal ? { quantity_decimal: formatQuantity(micro) } : {}) });
+  const units = (micro: bigint) => ({
+    quantity: Number(formatQuantity(micro)),
+    ...(decimal ? { quantity_decimal: formatQuantity(micro) } : {}),
+  });
   const unitNumber = (micro: bigint): number => Number(formatQuantity(micro));
   const rows: PriceRow[] = [];
-  const row = (r: { tier: number | null; from_unit: number; up_to: number | null; micro: bigint; unit: bigint; flat_amount: number }): bigint => {
+  const row = (r: {
+    tier: number | null;
+    from_unit: number;
+    up_to: number | null;
+    micro: bigint;
+    unit: bigint;
+    flat_amount: number;
+  }): bigint => {
     const amount = r.micro * r.unit + BigInt(r.flat_amount) * XSCALE;
-    rows.push({ tier: r.tier, from_unit: r.from_unit, up_to: r.up_to, ...units(r.micro), unit_amount_decimal: formatDecimal(r.unit), flat_amount: r.flat_amount, amount_decimal: formatExact(amount) });
+    rows.push({
+      tier: r.tier,
+      from_unit: r.from_unit,
+      up_to: r.up_to,
+      ...units(r.micro),
+      unit_amount_decimal: formatDecimal(r.unit),
+      flat_amount: r.flat_amount,
+      amount_decimal: formatExact(amount),
+    });
     return amount;
   };
   let total = 0n;
   if (q > 0n) {
     switch (pricing.scheme) {
       case 'per_unit':
-        total = row({ tier: null, from_unit: 1, up_to: unitNumber(q), micro: q, unit: scaledInt(pricing.amount), flat_amount: 0 });
+        total = row({
+          tier: null,
+          from_unit: 1,
+          up_to: unitNumber(q),
+          micro: q,
+          unit: scaledInt(pricing.amount),
+          flat_amount: 0,
+        });
         break;
       case 'percentage': {
         const unit = percentageUnit(pricing.percentage);
@@ -243,7 +278,16 @@ export function priceFor(pricing: UsagePricing, quantity: number | string, { eve
         // Rounded down, a quantity under one package costs nothing: no row.
         if (packages > 0n) {
           const amount = packages * scaledInt(pricing.amount) * QSCALE;
-          rows.push({ tier: null, from_unit: 1, up_to: Number(packages) * pricing.package_size, quantity: Number(packages), ...(decimal ? { quantity_decimal: packages.toString() } : {}), unit_amount_decimal: formatDecimal(scaledInt(pricing.amount)), flat_amount: 0, amount_decimal: formatExact(amount) });
+          rows.push({
+            tier: null,
+            from_unit: 1,
+            up_to: Number(packages) * pricing.package_size,
+            quantity: Number(packages),
+            ...(decimal ? { quantity_decimal: packages.toString() } : {}),
+            unit_amount_decimal: formatDecimal(scaledInt(pricing.amount)),
+            flat_amount: 0,
+            amount_decimal: formatExact(amount),
+          });
           total = amount;
         }
         break;
@@ -256,7 +300,14 @@ export function priceFor(pricing: UsagePricing, quantity: number | string, { eve
           if (index < 0) throw new PricingError('No tier takes this quantity: the last tier must be up_to "inf".');
           const tier = tiers[index]!;
           const from = index === 0 ? 1 : (tiers[index - 1]!.up_to as number) + 1;
-          total = row({ tier: index, from_unit: from, up_to: tier.up_to === 'inf' ? null : tier.up_to, micro: q, unit: tierUnit(tier), flat_amount: tier.flat_amount ?? 0 });
+          total = row({
+            tier: index,
+            from_unit: from,
+            up_to: tier.up_to === 'inf' ? null : tier.up_to,
+            micro: q,
+            unit: tierUnit(tier),
+            flat_amount: tier.flat_amount ?? 0,
+          });
         } else {
           let previous = 0n;
           for (let index = 0; index < tiers.length && previous < q; index++) {
@@ -265,7 +316,14 @@ export function priceFor(pricing: UsagePricing, quantity: number | string, { eve
             const inTier = (bound < q ? bound : q) - previous;
             if (inTier <= 0n) throw new PricingError('Tiers must ascend.');
             // Tier bounds are whole units, so a tier starts at a whole unit even under a decimal quantity.
-            total += row({ tier: index, from_unit: Number(previous / QSCALE + 1n), up_to: tier.up_to === 'inf' ? null : tier.up_to, micro: inTier, unit: tierUnit(tier), flat_amount: tier.flat_amount ?? 0 });
+            total += row({
+              tier: index,
+              from_unit: Number(previous / QSCALE + 1n),
+              up_to: tier.up_to === 'inf' ? null : tier.up_to,
+              micro: inTier,
+              unit: tierUnit(tier),
+              flat_amount: tier.flat_amount ?? 0,
+            });
             previous += inTier;
           }
           if (previous < q) throw new PricingError('No tier takes this quantity: the last tier must be up_to "inf".');
@@ -277,16 +335,33 @@ export function priceFor(pricing: UsagePricing, quantity: number | string, { eve
   // A percentage price's fixed fee per event, whatever the quantity.
   if (pricing.scheme === 'percentage' && events > 0 && pricing.fixed_amount_decimal != null) {
     const fee = parseDecimal(pricing.fixed_amount_decimal);
-    if (fee === null) throw new PricingError(`Invalid fixed_amount_decimal ${JSON.stringify(pricing.fixed_amount_decimal)}.`);
+    if (fee === null)
+      throw new PricingError(`Invalid fixed_amount_decimal ${JSON.stringify(pricing.fixed_amount_decimal)}.`);
     if (fee > 0n) {
       const amount = BigInt(events) * fee * QSCALE;
-      rows.push({ tier: null, from_unit: 1, up_to: events, quantity: events, ...(decimal ? { quantity_decimal: String(events) } : {}), unit_amount_decimal: formatDecimal(fee), flat_amount: 0, amount_decimal: formatExact(amount) });
+      rows.push({
+        tier: null,
+        from_unit: 1,
+        up_to: events,
+        quantity: events,
+        ...(decimal ? { quantity_decimal: String(events) } : {}),
+        unit_amount_decimal: formatDecimal(fee),
+        flat_amount: 0,
+        amount_decimal: formatExact(amount),
+      });
       total += amount;
     }
   }
   const rounded = roundExact(total);
-  if (rounded > BigInt(Number.MAX_SAFE_INTEGER)) throw new PricingError(`The amount for ${decimal ? quantity : String(quantity)} units is too large.`);
-  return { quantity: decimal ? unitNumber(q) : (quantity as number), ...(decimal ? { quantity_decimal: formatQuantity(q) } : {}), amount: Number(rounded), amount_decimal: formatExact(total), rows };
+  if (rounded > BigInt(Number.MAX_SAFE_INTEGER))
+    throw new PricingError(`The amount for ${decimal ? quantity : String(quantity)} units is too large.`);
+  return {
+    quantity: decimal ? unitNumber(q) : (quantity as number),
+    ...(decimal ? { quantity_decimal: formatQuantity(q) } : {}),
+    amount: Number(rounded),
+    amount_decimal: formatExact(total),
+    rows,
+  };
 }
 
 // ---- Validation -------------------------------------------------------------
@@ -310,21 +385,29 @@ export function pricingProblems(pricing: UsagePricing): string[] {
       break;
     case 'package':
       money(pricing.amount, 'amount', { positive: false });
-      if (!isInt(pricing.package_size) || pricing.package_size < 1 || pricing.package_size > maxQuantity) problems.push(`package_size: must be an integer from 1 to ${maxQuantity}.`);
+      if (!isInt(pricing.package_size) || pricing.package_size < 1 || pricing.package_size > maxQuantity)
+        problems.push(`package_size: must be an integer from 1 to ${maxQuantity}.`);
       if (!packageRoundings.includes(pricing.round)) problems.push('package_round: must be "up" or "down".');
       break;
     case 'percentage':
       if (percentageUnit(pricing.percentage) === null || percentageUnit(pricing.percentage)! > percentageUnit('100')!) {
-        problems.push(`percentage: must be a decimal string from "0" to "100" with at most ${maxPercentageDecimalPlaces} decimal places, like "2.9".`);
+        problems.push(
+          `percentage: must be a decimal string from "0" to "100" with at most ${maxPercentageDecimalPlaces} decimal places, like "2.9".`,
+        );
       }
       if (pricing.fixed_amount_decimal != null) {
         const fee = parseDecimal(pricing.fixed_amount_decimal);
-        if (fee === null) problems.push(`fixed_amount_decimal: must be a decimal string of minor units, like "30" or "0.5", with at most ${maxDecimalPlaces} decimal places.`);
-        else if (fee > scaledInt(maxPriceAmount)) problems.push(`fixed_amount_decimal: must be at most ${maxPriceAmount}.`);
+        if (fee === null)
+          problems.push(
+            `fixed_amount_decimal: must be a decimal string of minor units, like "30" or "0.5", with at most ${maxDecimalPlaces} decimal places.`,
+          );
+        else if (fee > scaledInt(maxPriceAmount))
+          problems.push(`fixed_amount_decimal: must be at most ${maxPriceAmount}.`);
       }
       break;
     case 'tiered': {
-      if (!tiersModes.includes(pricing.tiers_mode)) problems.push('tiers_mode: must be "graduated" or "volume" for a tiered price.');
+      if (!tiersModes.includes(pricing.tiers_mode))
+        problems.push('tiers_mode: must be "graduated" or "volume" for a tiered price.');
       const tiers = pricing.tiers;
       if (!Array.isArray(tiers) || tiers.length === 0) {
         problems.push('tiers: a tiered price needs at least one tier, the last with up_to "inf".');
@@ -340,18 +423,28 @@ export function pricingProblems(pricing: UsagePricing): string[] {
         } else if (!isInt(tier.up_to) || tier.up_to < 1 || tier.up_to > maxQuantity) {
           problems.push(`${at}.up_to: must be an integer from 1 to ${maxQuantity}, or "inf" for the last tier.`);
         } else {
-          if (tier.up_to <= previous) problems.push(`${at}.up_to: tiers must ascend; ${tier.up_to} is not above the previous tier's ${previous}.`);
-          if (last) problems.push(`${at}.up_to: the last tier must be "inf" (it takes every quantity above ${previous}); got ${tier.up_to}.`);
+          if (tier.up_to <= previous)
+            problems.push(
+              `${at}.up_to: tiers must ascend; ${tier.up_to} is not above the previous tier's ${previous}.`,
+            );
+          if (last)
+            problems.push(
+              `${at}.up_to: the last tier must be "inf" (it takes every quantity above ${previous}); got ${tier.up_to}.`,
+            );
           previous = Math.max(previous, tier.up_to);
         }
         const hasInt = tier.unit_amount != null;
         const hasDecimal = tier.unit_amount_decimal != null;
         if (hasInt === hasDecimal) {
-          problems.push(`${at}: give exactly one of unit_amount and unit_amount_decimal${hasInt ? ', not both' : ' (0 for a tier of only a flat_amount)'}.`);
+          problems.push(
+            `${at}: give exactly one of unit_amount and unit_amount_decimal${hasInt ? ', not both' : ' (0 for a tier of only a flat_amount)'}.`,
+          );
         }
         if (hasInt) money(tier.unit_amount, `${at}.unit_amount`, { positive: false });
         if (hasDecimal && parseDecimal(tier.unit_amount_decimal!) === null) {
-          problems.push(`${at}.unit_amount_decimal: must be a decimal string of minor units, like "0.125", with at most ${maxDecimalPlaces} decimal places.`);
+          problems.push(
+            `${at}.unit_amount_decimal: must be a decimal string of minor units, like "0.125", with at most ${maxDecimalPlaces} decimal places.`,
+          );
         } else if (hasDecimal && parseDecimal(tier.unit_amount_decimal!)! > scaledInt(maxPriceAmount)) {
           problems.push(`${at}.unit_amount_decimal: must be at most ${maxPriceAmount}.`);
         }

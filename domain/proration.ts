@@ -15,7 +15,10 @@ export function prorate(amount: number, remainingMs: number, periodMs: number): 
 }
 
 /** Per-day price, to tell an upgrade from a downgrade across intervals. */
-export function dailyRate(amount: number, interval: { unit: 'day' | 'week' | 'month' | 'year'; count: number }): number {
+export function dailyRate(
+  amount: number,
+  interval: { unit: 'day' | 'week' | 'month' | 'year'; count: number },
+): number {
   const days = { day: 1, week: 7, month: 30.436875, year: 365.2425 }[interval.unit] * interval.count;
   return amount / days;
 }

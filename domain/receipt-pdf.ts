@@ -4,9 +4,9 @@
  * the invoice PDF (domain/invoice-pdf.ts): pdfkit, DejaVu Sans embedded, dates in the
  * account's language and time zone, a TEST MODE mark where no real money moved.
  */
-import { drawPdfHeader, ink, muted, pageMargin as margin, rule, startPdf } from './pdf-page.ts';
-import { formatMoney } from './money.ts';
 import { dateTimeFormat } from './intl-formats.ts';
+import { formatMoney } from './money.ts';
+import { drawPdfHeader, ink, muted, pageMargin as margin, rule, startPdf } from './pdf-page.ts';
 
 export interface ReceiptPdfInput {
   /** The payment request (preq_…). */
@@ -34,7 +34,12 @@ function dateFormat(locale: string, timeZone: string): Intl.DateTimeFormat {
 }
 
 export function renderReceiptPdf(receipt: ReceiptPdfInput): Promise<Buffer> {
-  const { doc, finished } = startPdf({ Title: `Receipt ${receipt.id}`, Author: receipt.seller.name, Subject: `Receipt from ${receipt.seller.name}`, CreationDate: receipt.paidAt });
+  const { doc, finished } = startPdf({
+    Title: `Receipt ${receipt.id}`,
+    Author: receipt.seller.name,
+    Subject: `Receipt from ${receipt.seller.name}`,
+    CreationDate: receipt.paidAt,
+  });
   const amount = formatMoney(receipt.amount, receipt.currency, receipt.locale);
   const paidOn = dateFormat(receipt.locale, receipt.timeZone).format(receipt.paidAt);
   const left = margin;
@@ -42,7 +47,10 @@ export function renderReceiptPdf(receipt: ReceiptPdfInput): Promise<Buffer> {
 
   drawPdfHeader(doc, {
     title: 'Receipt',
-    badges: [{ label: 'PAID', color: '#15803d' }, ...(receipt.testMode ? [{ label: 'TEST MODE', color: '#f59e0b' }] : [])],
+    badges: [
+      { label: 'PAID', color: '#15803d' },
+      ...(receipt.testMode ? [{ label: 'TEST MODE', color: '#f59e0b' }] : []),
+    ],
     sellerName: receipt.seller.name,
     brand: receipt.brand ?? null,
   });
@@ -60,11 +68,19 @@ export function renderReceiptPdf(receipt: ReceiptPdfInput): Promise<Buffer> {
   ];
   for (const [label, value] of facts) {
     doc.font('Regular').fontSize(9.5).fillColor(muted).text(label, left, y, { width: 120, lineBreak: false });
-    doc.font('Bold').fillColor(ink).text(value, left + 120, y, { width: width - 120 });
+    doc
+      .font('Bold')
+      .fillColor(ink)
+      .text(value, left + 120, y, { width: width - 120 });
     y = Math.max(doc.y, y + 15) + 2;
   }
   y += 10;
-  doc.moveTo(left, y).lineTo(left + width, y).lineWidth(0.5).strokeColor(rule).stroke();
+  doc
+    .moveTo(left, y)
+    .lineTo(left + width, y)
+    .lineWidth(0.5)
+    .strokeColor(rule)
+    .stroke();
   doc.font('Regular').fontSize(8).fillColor(muted);
   const footer = `${receipt.testMode ? 'TEST MODE — no real money moves · ' : ''}Amounts in ${receipt.currency}; dates in ${receipt.timeZone}. Payment request ${receipt.id}.`;
   doc.text(footer, left, y + 8, { width });

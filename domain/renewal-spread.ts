@@ -28,7 +28,9 @@ export function fnv1a32(text: string): number {
  */
 export function renewalOffsetMs(subscriptionId: string, windowMinutes: number): number {
   if (!Number.isInteger(windowMinutes) || windowMinutes < 0 || windowMinutes > maxRenewalSpreadMinutes) {
-    throw new RangeError(`The renewal spread window must be an integer from 0 to ${maxRenewalSpreadMinutes} minutes, not ${windowMinutes}.`);
+    throw new RangeError(
+      `The renewal spread window must be an integer from 0 to ${maxRenewalSpreadMinutes} minutes, not ${windowMinutes}.`,
+    );
   }
   if (windowMinutes === 0) return 0;
   return (fnv1a32(subscriptionId) % (windowMinutes * 60)) * 1000;

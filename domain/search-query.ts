@@ -104,7 +104,11 @@ export const creditNoteSearchSchema: SearchSchema = {
     customer: { type: 'id' },
     // The customer's email now (a credit note keeps none of its own); `~` too.
     email: { type: 'text', substring: true },
-    reason: { type: 'enum', values: ['duplicate', 'fraudulent', 'order_change', 'product_unsatisfactory'], nullable: true },
+    reason: {
+      type: 'enum',
+      values: ['duplicate', 'fraudulent', 'order_change', 'product_unsatisfactory'],
+      nullable: true,
+    },
     memo: { type: 'text', substring: true, nullable: true },
     total: { type: 'amount' },
     refund_amount: { type: 'amount' },
@@ -150,7 +154,9 @@ export class SearchQueryError extends Error {
   readonly position: number;
   readonly expected: string;
   constructor(position: number, expected: string, found?: string) {
-    super(`Invalid search query at character ${position}: expected ${expected}${found === undefined ? '' : `, found ${found}`}.`);
+    super(
+      `Invalid search query at character ${position}: expected ${expected}${found === undefined ? '' : `, found ${found}`}.`,
+    );
     this.name = 'SearchQueryError';
     this.position = position;
     this.expected = expected;
@@ -191,7 +197,12 @@ export function tokenize(input: string): Token[] {
         const c = input[i]!;
         if (c === '\\') {
           const next = input[i + 1];
-          if (next !== '"' && next !== '\\') throw new SearchQueryError(i + 1, '\\" or \\\\ after a backslash', next === undefined ? 'the end of the query' : JSON.stringify(next));
+          if (next !== '"' && next !== '\\')
+            throw new SearchQueryError(
+              i + 1,
+              '\\" or \\\\ after a backslash',
+              next === undefined ? 'the end of the query' : JSON.stringify(next),
+            );
           text += next;
           i += 2;
           continue;
@@ -255,7 +266,8 @@ function describe(token: Token): string {
 /** Parses a query into its AST, or throws SearchQueryError. Never throws anything else. */
 export function parseSearchQuery(input: string, schema: SearchSchema = transactionSearchSchema): SearchQuery {
   const fieldNames = [...Object.keys(schema.fields), ...(schema.metadata ? ['metadata["key"]'] : [])].join(', ');
-  if (input.length > maxQueryLength) throw new SearchQueryError(maxQueryLength + 1, `a query of at most ${maxQueryLength} characters`);
+  if (input.length > maxQueryLength)
+    throw new SearchQueryError(maxQueryLength + 1, `a query of at most ${maxQueryLength} characters`);
   const tokens = tokenize(input);
   let at = 0;
   const peek = () => tokens[at]!;
@@ -272,10 +284,15 @@ export function parseSearchQuery(input: string, schema: SearchSchema = transacti
     if (token.type === 'word' && /^(and|or)$/i.test(token.text)) {
       joiner = token.text.toLowerCase() as 'and' | 'or';
       next();
-      if (peek().type === 'end') throw new SearchQueryError(peek().pos, `a clause after ${token.text}`, 'the end of the query');
+      if (peek().type === 'end')
+        throw new SearchQueryError(peek().pos, `a clause after ${token.text}`, 'the end of the query');
     }
     if (combinator && combinator !== joiner) {
-      throw new SearchQueryError(token.pos, `${combinator.toUpperCase()} (AND and OR cannot be mixed in one query)`, joiner.toUpperCase());
+      throw new SearchQueryError(
+        token.pos,
+        `${combinator.toUpperCase()} (AND and OR cannot be mixed in one query)`,
+        joiner.toUpperCase(),
+      );
     }
     combinator = joiner;
     if (clauses.length >= maxClauses) throw new SearchQueryError(peek().pos, `at most ${maxClauses} clauses`);
@@ -290,15 +307,18 @@ export function parseSearchQuery(input: string, schema: SearchSchema = transacti
       negated = true;
       token = next();
     }
-    if (token.type !== 'word' || !/^[a-z_]+$/.test(token.text)) throw new SearchQueryError(token.pos, `a field (${fieldNames})`, describe(token));
+    if (token.type !== 'word' || !/^[a-z_]+$/.test(token.text))
+      throw new SearchQueryError(token.pos, `a field (${fieldNames})`, describe(token));
     let key: string | undefined;
     const field = token.text;
     const spec = Object.hasOwn(schema.fields, field) ? schema.fields[field] : undefined;
     if (field === 'metadata' && schema.metadata) {
       const open = next();
-      if (open.type !== 'punct' || open.text !== '[') throw new SearchQueryError(open.pos, '[ after metadata', describe(open));
+      if (open.type !== 'punct' || open.text !== '[')
+        throw new SearchQueryError(open.pos, '[ after metadata', describe(open));
       const name = next();
-      if (name.type !== 'string' || name.text === '') throw new SearchQueryError(name.pos, 'a quoted metadata key', describe(name));
+      if (name.type !== 'string' || name.text === '')
+        throw new SearchQueryError(name.pos, 'a quoted metadata key', describe(name));
       key = name.text;
       const close = next();
       if (close.type !== 'punct' || close.text !== ']') throw new SearchQueryError(close.pos, ']', describe(close));
@@ -306,33 +326,54 @@ export function parseSearchQuery(input: string, schema: SearchSchema = transacti
       throw new SearchQueryError(token.pos, `a field (${fieldNames})`, describe(token));
     }
     const opToken = next();
-    if (opToken.type !== 'op') throw new SearchQueryError(opToken.pos, 'an operator (:, >, <, >=, <=, ~)', describe(opToken));
+    if (opToken.type !== 'op')
+      throw new SearchQueryError(opToken.pos, 'an operator (:, >, <, >=, <=, ~)', describe(opToken));
     const op = opToken.text;
-    const allowed: SearchOp[] =
-      !spec ? [':'] : spec.type === 'amount' || spec.type === 'time' ? [':', '>', '<', '>=', '<='] : spec.substring ? [':', '~'] : [':'];
-    if (!allowed.includes(op)) throw new SearchQueryError(opToken.pos, `${allowed.join(' or ')} after ${field}`, JSON.stringify(op));
+    const allowed: SearchOp[] = !spec
+      ? [':']
+      : spec.type === 'amount' || spec.type === 'time'
+        ? [':', '>', '<', '>=', '<=']
+        : spec.substring
+          ? [':', '~']
+          : [':'];
+    if (!allowed.includes(op))
+      throw new SearchQueryError(opToken.pos, `${allowed.join(' or ')} after ${field}`, JSON.stringify(op));
     const valueToken = next();
-    if (valueToken.type !== 'word' && valueToken.type !== 'string') throw new SearchQueryError(valueToken.pos, `a value for ${field}`, describe(valueToken));
+    if (valueToken.type !== 'word' && valueToken.type !== 'string')
+      throw new SearchQueryError(valueToken.pos, `a value for ${field}`, describe(valueToken));
     const value = typedValue(field, spec, op, valueToken);
     return { negated, field, ...(key === undefined ? {} : { key }), op, value, position };
   }
 }
 
-function typedValue(field: string, spec: SearchFieldSpec | undefined, op: SearchOp, token: { type: 'word' | 'string'; text: string; pos: number }): SearchValue {
+function typedValue(
+  field: string,
+  spec: SearchFieldSpec | undefined,
+  op: SearchOp,
+  token: { type: 'word' | 'string'; text: string; pos: number },
+): SearchValue {
   const { text, pos } = token;
   if (token.type === 'word' && text === 'null' && op === ':' && spec?.nullable) return { kind: 'null' };
   if (spec?.type === 'amount') {
-    if (!/^-?\d{1,15}$/.test(text)) throw new SearchQueryError(pos, `an integer ${field} in minor units`, JSON.stringify(text));
+    if (!/^-?\d{1,15}$/.test(text))
+      throw new SearchQueryError(pos, `an integer ${field} in minor units`, JSON.stringify(text));
     return { kind: 'number', value: Number(text) };
   }
   if (spec?.type === 'time') {
     const span = timeSpan(text);
-    if (!span) throw new SearchQueryError(pos, 'a date (2026-11-01), an ISO time (2026-11-01T10:00:00Z) or unix seconds', JSON.stringify(text));
+    if (!span)
+      throw new SearchQueryError(
+        pos,
+        'a date (2026-11-01), an ISO time (2026-11-01T10:00:00Z) or unix seconds',
+        JSON.stringify(text),
+      );
     return { kind: 'time', ...span };
   }
-  if (spec?.type === 'enum' && !spec.values!.includes(text)) throw new SearchQueryError(pos, `one of ${spec.values!.join(', ')}`, JSON.stringify(text));
+  if (spec?.type === 'enum' && !spec.values!.includes(text))
+    throw new SearchQueryError(pos, `one of ${spec.values!.join(', ')}`, JSON.stringify(text));
   if (spec?.type === 'currency') {
-    if (!/^[A-Za-z]{3}$/.test(text)) throw new SearchQueryError(pos, 'a three-letter currency code', JSON.stringify(text));
+    if (!/^[A-Za-z]{3}$/.test(text))
+      throw new SearchQueryError(pos, 'a three-letter currency code', JSON.stringify(text));
     return { kind: 'string', value: text.toUpperCase() };
   }
   if (op === '~' && text.length === 0) throw new SearchQueryError(pos, 'some text to look for after ~', '""');

@@ -6,24 +6,31 @@
  * updates and asks this module what to do. No clock reads and no framework here:
  * every instant comes in as an argument (workflow time, in the workflow).
  */
+import {
+  addDays,
+  type BillingPeriod,
+  calendarBoundaryAtOrBefore,
+  nextCalendarBoundary,
+  type PeriodAnchor,
+  subscriptionPeriod,
+} from './billing-calendar.ts';
 import type { OpenInvoiceCredit } from './credit-notes.ts';
-import { addDays, calendarBoundaryAtOrBefore, nextCalendarBoundary, subscriptionPeriod, type BillingPeriod, type PeriodAnchor } from './billing-calendar.ts';
 import { scheduledAttemptAt } from './dunning.ts';
 import { priceFor, type PriceResult, type PriceRow } from './pricing.ts';
 import { dailyRate, prorate } from './proration.ts';
 import { renewalOffsetMs } from './renewal-spread.ts';
-import { defaultUsageGraceSeconds, isMetered } from './usage-billing.ts';
 import {
-  endedStatuses,
-  subscriptionItemId,
   type BillingCycleMode,
   type DunningState,
+  endedStatuses,
   type ItemTerms,
   type PlanTerms,
   type PriceTerms,
+  subscriptionItemId,
   type SubscriptionItemSnapshot,
   type SubscriptionSnapshot,
 } from './subscription.ts';
+import { defaultUsageGraceSeconds, isMetered } from './usage-billing.ts';
 
 const iso = (instant: Date) => instant.toISOString();
 
@@ -48,7 +55,8 @@ export interface SubscriptionState {
 }
 
 /** Whether the state bills usage (a metered item): its renewals wait the grace window and carry the last period's usage. */
-export const billsUsage = (state: Pick<SubscriptionState, 'subscription' | 'plan' | 'items'>): boolean => itemsOf(state).some(isMetered);
+export const billsUsage = (state: Pick<SubscriptionState, 'subscription' | 'plan' | 'items'>): boolean =>
+  itemsOf(state).some(isMetered);
 
 /** The recurring items a state bills: its items, or the one item of its plan. */
 export function itemsOf(state: Pick<SubscriptionState, 'subscription' | 'plan' | 'items'>): ItemTerms[] {
@@ -56,13 +64,16 @@ export function itemsOf(state: Pick<SubscriptionState, 'subscription' | 'plan' |
 }
 
 /** The items as the snapshot shows them. */
-export const itemSnapshots = (items: readonly ItemTerms[]): SubscriptionItemSnapshot[] => items.map((item) => ({ id: item.itemId, planId: item.planId, quantity: item.quantity ?? 1 }));
+export const itemSnapshots = (items: readonly ItemTerms[]): SubscriptionItemSnapshot[] =>
+  items.map((item) => ({ id: item.itemId, planId: item.planId, quantity: item.quantity ?? 1 }));
 
 /** Whether two prices can share one billing period: the same interval unit and count. */
-export const sharesPeriod = (a: PlanTerms, b: PlanTerms): boolean => a.interval.unit === b.interval.unit && a.interval.count === b.interval.count;
+export const sharesPeriod = (a: PlanTerms, b: PlanTerms): boolean =>
+  a.interval.unit === b.interval.unit && a.interval.count === b.interval.count;
 
 /** The same plan at the same quantity (terms from before quantities are at 1). */
-export const sameTerms = (a: PriceTerms, b: PriceTerms): boolean => a.planId === b.planId && (a.quantity ?? 1) === (b.quantity ?? 1);
+export const sameTerms = (a: PriceTerms, b: PriceTerms): boolean =>
+  a.planId === b.planId && (a.quantity ?? 1) === (b.quantity ?? 1);
 
 /** The price of terms at their quantity (domain/pricing.ts); terms from before pricing schemes are per_unit at `amount`, quantity 1. */
 export function termsPrice(terms: PriceTerms): PriceResult {
@@ -96,8 +107,10 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
   if (isEnded(subscription)) return `The subscription is ${s}.`;
   switch (command.kind) {
     case 'cancel':
-      if (command.atPeriodEnd && s !== 'active' && s !== 'trialing') return `Only an active or trialing subscription can be canceled at period end; it is ${s}. Cancel it now instead.`;
-      if (command.atPeriodEnd && subscription.cancelAtPeriodEnd) return 'The subscription is already set to cancel at period end.';
+      if (command.atPeriodEnd && s !== 'active' && s !== 'trialing')
+        return `Only an active or trialing subscription can be canceled at period end; it is ${s}. Cancel it now instead.`;
+      if (command.atPeriodEnd && subscription.cancelAtPeriodEnd)
+        return 'The subscription is already set to cancel at period end.';
       return null;
     case 'pause':
       if (s !== 'active') return `Only an active subscription can be paused; it is ${s}.`;
@@ -107,11 +120,15 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
       return s === 'paused' ? null : `Only a paused subscription can be resumed; it is ${s}.`;
     case 'changePlan':
       if (s !== 'active' && s !== 'trialing') return `The plan of a ${s} subscription cannot change.`;
-      if ((state.items?.length ?? 1) > 1) return `The subscription has ${state.items!.length} items: change each through /v1/subscription_items.`;
-      if (sameTerms(command.plan, plan) && !pendingPlan) return `The subscription is already on ${plan.planId}${(plan.quantity ?? 1) === 1 ? '' : ` × ${plan.quantity}`}.`;
-      if (command.plan.currency !== plan.currency) return `The new plan bills in ${command.plan.currency}, the subscription in ${plan.currency}.`;
+      if ((state.items?.length ?? 1) > 1)
+        return `The subscription has ${state.items!.length} items: change each through /v1/subscription_items.`;
+      if (sameTerms(command.plan, plan) && !pendingPlan)
+        return `The subscription is already on ${plan.planId}${(plan.quantity ?? 1) === 1 ? '' : ` × ${plan.quantity}`}.`;
+      if (command.plan.currency !== plan.currency)
+        return `The new plan bills in ${command.plan.currency}, the subscription in ${plan.currency}.`;
       // Usage billed in arrears has no price per day to prorate: a metered plan is not changed in place (#28).
-      if (isMetered(plan) || isMetered(command.plan)) return 'A metered plan cannot be changed in place: cancel the subscription and start one on the new plan.';
+      if (isMetered(plan) || isMetered(command.plan))
+        return 'A metered plan cannot be changed in place: cancel the subscription and start one on the new plan.';
       return null;
     case 'retryPayment':
       return s === 'past_due' ? null : 'Nothing to retry.';
@@ -136,9 +153,19 @@ export interface Refusal {
  * queued wins over whatever follows it; then the state (commandProblem); then, for
  * a pause with an end, that the end is after `now`.
  */
-export function refusal(state: SubscriptionState, queued: readonly SubscriptionCommand[], command: SubscriptionCommand, now: Date): Refusal | null {
+export function refusal(
+  state: SubscriptionState,
+  queued: readonly SubscriptionCommand[],
+  command: SubscriptionCommand,
+  now: Date,
+): Refusal | null {
   // A void still goes through: until the cancel is applied a charge of the invoice may be in flight.
-  if (command.kind !== 'voidInvoice' && command.kind !== 'creditInvoice' && queued.some((q) => q.kind === 'cancel' && !q.atPeriodEnd)) return { type: 'invalid_state', message: 'The subscription is being canceled.' };
+  if (
+    command.kind !== 'voidInvoice' &&
+    command.kind !== 'creditInvoice' &&
+    queued.some((q) => q.kind === 'cancel' && !q.atPeriodEnd)
+  )
+    return { type: 'invalid_state', message: 'The subscription is being canceled.' };
   const reason = commandProblem(state, command);
   if (reason) return { type: 'invalid_state', message: reason };
   if (command.kind === 'pause' && command.pauseUntil !== null && Date.parse(command.pauseUntil) <= now.getTime()) {
@@ -172,7 +199,8 @@ export interface Wake {
 }
 
 /** Whether a renewal of `s` is spread over a window of `spreadMinutes`: calendar billing only (anniversaries are spread by nature). */
-export const renewalSpreads = (s: Pick<SubscriptionSnapshot, 'billingCycleMode'>, spreadMinutes: number): boolean => spreadMinutes > 0 && s.billingCycleMode === 'calendar';
+export const renewalSpreads = (s: Pick<SubscriptionSnapshot, 'billingCycleMode'>, spreadMinutes: number): boolean =>
+  spreadMinutes > 0 && s.billingCycleMode === 'calendar';
 
 /**
  * The next thing this subscription waits for, by state; null: only a message moves it.
@@ -199,7 +227,11 @@ export function nextWake(state: SubscriptionState, spreadMinutes = 0): Wake | nu
         };
       }
       return s.cancelAtPeriodEnd
-        ? { at: s.currentPeriodEnd!, what: 'Period ends; cancels (cancel at period end)', action: { kind: 'endAtPeriodEnd' } }
+        ? {
+            at: s.currentPeriodEnd!,
+            what: 'Period ends; cancels (cancel at period end)',
+            action: { kind: 'endAtPeriodEnd' },
+          }
         : renewalSpreads(s, spreadMinutes)
           ? {
               at: iso(new Date(Date.parse(s.currentPeriodEnd!) + renewalOffsetMs(s.id, spreadMinutes))),
@@ -213,8 +245,17 @@ export function nextWake(state: SubscriptionState, spreadMinutes = 0): Wake | nu
             };
     case 'past_due': {
       const d = s.dunning!;
-      if (d.nextRetryAt) return { at: d.nextRetryAt, what: `Payment retry ${d.attempts + 1} of invoice ${d.invoiceNumber}`, action: { kind: 'retryPayment' } };
-      return { at: d.graceEndsAt!, what: `Grace period ends; then ${d.finalAction === 'pause' ? 'pauses' : 'cancels'}`, action: { kind: 'endDunning' } };
+      if (d.nextRetryAt)
+        return {
+          at: d.nextRetryAt,
+          what: `Payment retry ${d.attempts + 1} of invoice ${d.invoiceNumber}`,
+          action: { kind: 'retryPayment' },
+        };
+      return {
+        at: d.graceEndsAt!,
+        what: `Grace period ends; then ${d.finalAction === 'pause' ? 'pauses' : 'cancels'}`,
+        action: { kind: 'endDunning' },
+      };
     }
     case 'paused':
       return s.pauseUntil ? { at: s.pauseUntil, what: 'Pause ends; resumes', action: { kind: 'resume' } } : null;
@@ -270,7 +311,8 @@ export interface InvoiceInput {
   livemode: boolean;
 }
 
-export const cycleBillingKey = (subscription: Pick<SubscriptionSnapshot, 'id'>, cycle: number): string => `${subscription.id}:cycle:${cycle}`;
+export const cycleBillingKey = (subscription: Pick<SubscriptionSnapshot, 'id'>, cycle: number): string =>
+  `${subscription.id}:cycle:${cycle}`;
 
 /**
  * Where billing that starts at `from` counts its periods from. Anniversary billing:
@@ -278,28 +320,55 @@ export const cycleBillingKey = (subscription: Pick<SubscriptionSnapshot, 'id'>, 
  * unit, else from the next boundary, with a partial first period (cycle 0) from
  * `from` to it.
  */
-export function billingAnchorFrom(mode: BillingCycleMode, from: Date, unit: PlanTerms['interval']['unit']): PeriodAnchor {
+export function billingAnchorFrom(
+  mode: BillingCycleMode,
+  from: Date,
+  unit: PlanTerms['interval']['unit'],
+): PeriodAnchor {
   if (mode === 'calendar') {
     const aligned = calendarBoundaryAtOrBefore(from, unit).getTime() === from.getTime();
-    return aligned ? { billingAnchor: iso(from), anchorCycle: 0, stubStart: null } : { billingAnchor: iso(nextCalendarBoundary(from, unit)), anchorCycle: 1, stubStart: iso(from) };
+    return aligned
+      ? { billingAnchor: iso(from), anchorCycle: 0, stubStart: null }
+      : { billingAnchor: iso(nextCalendarBoundary(from, unit)), anchorCycle: 1, stubStart: iso(from) };
   }
   return { billingAnchor: iso(from), anchorCycle: 0, stubStart: null };
 }
 
 /** The period of billing cycle `cycle` of a subscription whose billing has started. */
 export const periodOf = (subscription: SubscriptionSnapshot, plan: PlanTerms, cycle: number): BillingPeriod =>
-  subscriptionPeriod({ billingAnchor: subscription.billingAnchor!, anchorCycle: subscription.anchorCycle, stubStart: subscription.stubStart }, plan.interval, cycle);
+  subscriptionPeriod(
+    {
+      billingAnchor: subscription.billingAnchor!,
+      anchorCycle: subscription.anchorCycle,
+      stubStart: subscription.stubStart,
+    },
+    plan.interval,
+    cycle,
+  );
 
 /**
  * The line of billing cycle `cycle`: the plan's amount, or for the partial first
  * period of calendar billing, that amount prorated against the full calendar period.
  */
-export function cycleLine(subscription: SubscriptionSnapshot, plan: PlanTerms, period: BillingPeriod): InvoiceLineInput {
+export function cycleLine(
+  subscription: SubscriptionSnapshot,
+  plan: PlanTerms,
+  period: BillingPeriod,
+): InvoiceLineInput {
   const isStub = period.index < subscription.anchorCycle;
   const fullStart = isStub ? calendarBoundaryAtOrBefore(period.start, plan.interval.unit) : period.start;
   const price = termsPrice(plan);
-  const amount = isStub ? prorate(price.amount, period.end.getTime() - period.start.getTime(), period.end.getTime() - fullStart.getTime()) : price.amount;
-  return priceLine(plan, `${plan.name}${isStub ? ' (partial period)' : ''}`, amount, { start: period.start, end: period.end }, isStub, isStub ? null : price);
+  const amount = isStub
+    ? prorate(price.amount, period.end.getTime() - period.start.getTime(), period.end.getTime() - fullStart.getTime())
+    : price.amount;
+  return priceLine(
+    plan,
+    `${plan.name}${isStub ? ' (partial period)' : ''}`,
+    amount,
+    { start: period.start, end: period.end },
+    isStub,
+    isStub ? null : price,
+  );
 }
 
 /**
@@ -308,7 +377,14 @@ export function cycleLine(subscription: SubscriptionSnapshot, plan: PlanTerms, p
  * pricing schemes), else null with the amount in `total`. Terms from before pricing schemes
  * make exactly the line they always made.
  */
-export function priceLine(terms: PriceTerms, description: string, amount: number, period: { start: Date; end: Date }, proration: boolean, price: PriceResult | null): InvoiceLineInput {
+export function priceLine(
+  terms: PriceTerms,
+  description: string,
+  amount: number,
+  period: { start: Date; end: Date },
+  proration: boolean,
+  price: PriceResult | null,
+): InvoiceLineInput {
   const quantity = terms.quantity ?? 1;
   const whole = quantity > 0 && amount % quantity === 0;
   const priced = terms.pricing !== undefined;
@@ -352,7 +428,13 @@ export function renewalLines(
   const recurring = itemsOf(state)
     .filter((item) => !isMetered(item))
     .map((item) => cycleLine(state.subscription, state.items ? item : state.plan, period));
-  return [...recurring, ...usage, ...oneTimeLines(state.firstInvoiceItems ?? [], issuedAt), ...(state.pendingLines ?? []), ...pendingItems];
+  return [
+    ...recurring,
+    ...usage,
+    ...oneTimeLines(state.firstInvoiceItems ?? [], issuedAt),
+    ...(state.pendingLines ?? []),
+    ...pendingItems,
+  ];
 }
 
 /**
@@ -371,7 +453,8 @@ export function cycleInvoice(
   const { subscription, plan } = state;
   const period = periodOf(subscription, plan, cycle);
   const late = now.getTime() - period.start.getTime();
-  const issuedAt = renewalSpreads(subscription, spreadMinutes) && late >= 0 && late < spreadMinutes * 60_000 ? period.start : now;
+  const issuedAt =
+    renewalSpreads(subscription, spreadMinutes) && late >= 0 && late < spreadMinutes * 60_000 ? period.start : now;
   return {
     period,
     invoice: {
@@ -399,11 +482,15 @@ export function cycleInvoice(
  * - `downgrade`: a lower or equal price per day waits for the next renewal;
  * - `upgrade`: a higher price per day takes effect now, prorated (upgradeInvoice).
  */
-export function planChangeKind(state: SubscriptionState, next: PlanTerms): 'revert' | 'trial' | 'downgrade' | 'upgrade' {
+export function planChangeKind(
+  state: SubscriptionState,
+  next: PlanTerms,
+): 'revert' | 'trial' | 'downgrade' | 'upgrade' {
   const { subscription, plan } = state;
   if (sameTerms(next, plan)) return 'revert';
   if (subscription.status === 'trialing') return 'trial';
-  if (dailyRate(termsPrice(next).amount, next.interval) <= dailyRate(termsPrice(plan).amount, plan.interval)) return 'downgrade';
+  if (dailyRate(termsPrice(next).amount, next.interval) <= dailyRate(termsPrice(plan).amount, plan.interval))
+    return 'downgrade';
   return 'upgrade';
 }
 
@@ -425,11 +512,27 @@ export function upgradeLines(
   const remainingMs = end.getTime() - now.getTime();
   // Each line prorates the price's whole (already rounded) amount at its quantity, rounded once more (domain/proration.ts).
   const lines: InvoiceLineInput[] = [
-    priceLine(plan, `Unused time on ${plan.name} after ${iso(now)}`, -prorate(termsPrice(plan).amount, remainingMs, periodMs), { start: now, end }, true, null),
+    priceLine(
+      plan,
+      `Unused time on ${plan.name} after ${iso(now)}`,
+      -prorate(termsPrice(plan).amount, remainingMs, periodMs),
+      { start: now, end },
+      true,
+      null,
+    ),
   ];
   const price = termsPrice(next);
   if (newPeriodEnd === null) {
-    lines.push(priceLine(next, `Remaining time on ${next.name} after ${iso(now)}`, prorate(price.amount, remainingMs, periodMs), { start: now, end }, true, null));
+    lines.push(
+      priceLine(
+        next,
+        `Remaining time on ${next.name} after ${iso(now)}`,
+        prorate(price.amount, remainingMs, periodMs),
+        { start: now, end },
+        true,
+        null,
+      ),
+    );
   } else {
     lines.push(priceLine(next, `${next.name}`, price.amount, { start: now, end: newPeriodEnd }, false, price));
   }
@@ -453,7 +556,9 @@ export function upgradeInvoice(state: SubscriptionState, next: PlanTerms, now: D
   const end = new Date(subscription.currentPeriodEnd!);
   const sameInterval = next.interval.unit === plan.interval.unit && next.interval.count === plan.interval.count;
   const newPeriodStart = sameInterval ? start : now;
-  const newPeriodEnd = sameInterval ? end : subscriptionPeriod({ billingAnchor: iso(now), anchorCycle: 0, stubStart: null }, next.interval, 0).end;
+  const newPeriodEnd = sameInterval
+    ? end
+    : subscriptionPeriod({ billingAnchor: iso(now), anchorCycle: 0, stubStart: null }, next.interval, 0).end;
   const billingKey = `${subscription.id}:plan_change:${subscription.version}`;
   return {
     billingKey,
@@ -504,15 +609,18 @@ export function itemChangeProblem(state: SubscriptionState, change: ItemChange):
   const { subscription, plan, pendingPlan } = state;
   const s = subscription.status;
   if (s !== 'active' && s !== 'trialing') return `The items of a ${s} subscription cannot change.`;
-  if (pendingPlan) return `A plan change to ${pendingPlan.planId} waits for the renewal; drop it first (POST /v1/subscriptions/${subscription.id}/update with the current plan and quantity).`;
+  if (pendingPlan)
+    return `A plan change to ${pendingPlan.planId} waits for the renewal; drop it first (POST /v1/subscriptions/${subscription.id}/update with the current plan and quantity).`;
   const items = itemsOf(state);
   if (change.action === 'remove') {
     if (!items.some((i) => i.itemId === change.itemId)) return `The subscription has no item ${change.itemId}.`;
-    if (items.length === 1) return `${change.itemId} is the subscription's last recurring item; cancel the subscription instead.`;
+    if (items.length === 1)
+      return `${change.itemId} is the subscription's last recurring item; cancel the subscription instead.`;
     return null;
   }
   const next = change.item;
-  if (next.currency !== plan.currency) return `Plan ${next.planId} bills in ${next.currency}, the subscription in ${plan.currency}.`;
+  if (next.currency !== plan.currency)
+    return `Plan ${next.planId} bills in ${next.currency}, the subscription in ${plan.currency}.`;
   if (!sharesPeriod(next, plan)) {
     return `Plan ${next.planId} bills every ${next.interval.count} ${next.interval.unit}(s) and the subscription every ${plan.interval.count} ${plan.interval.unit}(s): every item shares the subscription's billing period.`;
   }
@@ -534,13 +642,38 @@ export function itemChangeProblem(state: SubscriptionState, change: ItemChange):
  * current period [start, end), as a plan upgrade prorates (domain/proration.ts), each rounded once:
  *   credit = −round(price(from) × remaining ÷ period),  charge = round(price(to) × remaining ÷ period).
  */
-export function itemProrationLines(from: PriceTerms | null, to: PriceTerms | null, current: { start: Date; end: Date }, at: Date): InvoiceLineInput[] {
+export function itemProrationLines(
+  from: PriceTerms | null,
+  to: PriceTerms | null,
+  current: { start: Date; end: Date },
+  at: Date,
+): InvoiceLineInput[] {
   const { start, end } = current;
   const periodMs = end.getTime() - start.getTime();
   const remainingMs = end.getTime() - at.getTime();
   const lines: InvoiceLineInput[] = [];
-  if (from) lines.push(priceLine(from, `Unused time on ${itemName(from)} after ${iso(at)}`, 0 - prorate(termsPrice(from).amount, remainingMs, periodMs), { start: at, end }, true, null));
-  if (to) lines.push(priceLine(to, `Remaining time on ${itemName(to)} after ${iso(at)}`, prorate(termsPrice(to).amount, remainingMs, periodMs), { start: at, end }, true, null));
+  if (from)
+    lines.push(
+      priceLine(
+        from,
+        `Unused time on ${itemName(from)} after ${iso(at)}`,
+        0 - prorate(termsPrice(from).amount, remainingMs, periodMs),
+        { start: at, end },
+        true,
+        null,
+      ),
+    );
+  if (to)
+    lines.push(
+      priceLine(
+        to,
+        `Remaining time on ${itemName(to)} after ${iso(at)}`,
+        prorate(termsPrice(to).amount, remainingMs, periodMs),
+        { start: at, end },
+        true,
+        null,
+      ),
+    );
   return lines;
 }
 
@@ -566,17 +699,26 @@ export function applyItemChange(state: SubscriptionState, change: ItemChange, at
         ? before.map((i) => (i.itemId === change.item.itemId ? change.item : i))
         : before.filter((i) => i.itemId !== change.itemId);
   const kept = state.pendingLines ?? [];
-  if (subscription.status === 'trialing' || change.prorationBehavior === 'none' || !subscription.currentPeriodStart || !subscription.currentPeriodEnd) {
+  if (
+    subscription.status === 'trialing' ||
+    change.prorationBehavior === 'none' ||
+    !subscription.currentPeriodStart ||
+    !subscription.currentPeriodEnd
+  ) {
     return { items, lines: [], pendingLines: kept, invoice: null };
   }
   const current = { start: new Date(subscription.currentPeriodStart), end: new Date(subscription.currentPeriodEnd) };
   const when = new Date(Math.min(Math.max(at.getTime(), current.start.getTime()), current.end.getTime()));
-  const from = change.action === 'add' ? null : before.find((i) => i.itemId === (change.action === 'remove' ? change.itemId : change.item.itemId))!;
+  const from =
+    change.action === 'add'
+      ? null
+      : before.find((i) => i.itemId === (change.action === 'remove' ? change.itemId : change.item.itemId))!;
   const to = change.action === 'remove' ? null : change.item;
   const lines = itemProrationLines(from, to, current, when);
   const all = [...kept, ...lines];
   const owed = all.reduce((sum, line) => sum + lineTotal(line), 0);
-  if (change.prorationBehavior === 'create_prorations' || owed <= 0) return { items, lines, pendingLines: all, invoice: null };
+  if (change.prorationBehavior === 'create_prorations' || owed <= 0)
+    return { items, lines, pendingLines: all, invoice: null };
   const billingKey = `${subscription.id}:item_change:${subscription.version}`;
   return {
     items,
@@ -639,7 +781,10 @@ export function upcomingInvoice(
   if (s.cancelAtPeriodEnd) return null;
   if (s.status === 'trialing') {
     const from = new Date(s.trialEnd!);
-    const anchored = { ...next, subscription: { ...s, ...billingAnchorFrom(s.billingCycleMode, from, next.plan.interval.unit) } };
+    const anchored = {
+      ...next,
+      subscription: { ...s, ...billingAnchorFrom(s.billingCycleMode, from, next.plan.interval.unit) },
+    };
     return cycleInvoice(anchored, 0, from, 0, pendingItems).invoice;
   }
   if (s.status !== 'active') return null;
@@ -696,7 +841,12 @@ export function startDunning(
 }
 
 /** The dunning state after retry number `dunning.attempts + 1` failed too. */
-export function failedRetry(dunning: DunningState, scheduled: boolean, failure: { failureCode: string; failureMessage: string }, now: Date): DunningState {
+export function failedRetry(
+  dunning: DunningState,
+  scheduled: boolean,
+  failure: { failureCode: string; failureMessage: string },
+  now: Date,
+): DunningState {
   return afterFailedAttempt(
     {
       ...dunning,
@@ -719,6 +869,7 @@ export function failedRetry(dunning: DunningState, scheduled: boolean, failure: 
 export function resumeKind(subscription: SubscriptionSnapshot, now: Date): 'start' | 'continue' | 'newPeriod' {
   if (subscription.billingAnchor === null) return 'start';
   const unpaid = subscription.pauseReason === 'payment_failed';
-  if (!unpaid && subscription.currentPeriodEnd && Date.parse(subscription.currentPeriodEnd) > now.getTime()) return 'continue';
+  if (!unpaid && subscription.currentPeriodEnd && Date.parse(subscription.currentPeriodEnd) > now.getTime())
+    return 'continue';
   return 'newPeriod';
 }

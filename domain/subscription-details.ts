@@ -4,8 +4,8 @@
  * written once at its start and never changes, so it names the customer and the plan the subscription *started*
  * on; these say what it bills by now (workflows/subscription.ts, patch `plan-in-memo`).
  */
-import { formatMoney } from './money.ts';
 import type { BillingInterval } from './billing-calendar.ts';
+import { formatMoney } from './money.ts';
 import type { ItemTerms, PlanTerms, PriceTerms } from './subscription.ts';
 import { termsPrice } from './subscription-decisions.ts';
 
@@ -20,7 +20,11 @@ const named = (terms: PriceTerms): string => `${terms.name}${(terms.quantity ?? 
  * The first line of the current details: "On Pro × 2 ($50.00 every month)", each item when it has several, and a
  * downgrade waiting for the renewal ("; Basic from the next renewal").
  */
-export function planDetails(plan: PlanTerms, pendingPlan: PlanTerms | null, items?: readonly ItemTerms[] | null): string {
+export function planDetails(
+  plan: PlanTerms,
+  pendingPlan: PlanTerms | null,
+  items?: readonly ItemTerms[] | null,
+): string {
   const billed: readonly PriceTerms[] = items && items.length > 1 ? items : [plan];
   const total = billed.reduce((sum, terms) => sum + termsPrice(terms).amount, 0);
   const pending = pendingPlan ? `; ${named(pendingPlan)} from the next renewal` : '';

@@ -64,7 +64,8 @@ export interface SubscriptionItemSnapshot {
 }
 
 /** The id of a subscription's (one) recurring item: `si_` and the subscription's own ULID, so subscriptions made before items have it too. */
-export const subscriptionItemId = (subscriptionId: string): string => `si_${subscriptionId.slice(subscriptionId.indexOf('_') + 1)}`;
+export const subscriptionItemId = (subscriptionId: string): string =>
+  `si_${subscriptionId.slice(subscriptionId.indexOf('_') + 1)}`;
 
 /** The failed-payment state of a past-due subscription. */
 export interface DunningState {

@@ -18,7 +18,11 @@ export const taxIdDescriptions: Record<TaxIdType, { country: string | null; name
   ch_vat: { country: 'CH', name: 'Swiss VAT number (UID with MWST, TVA or IVA)', example: 'CHE-107.787.577 IVA' },
   no_vat: { country: 'NO', name: 'Norwegian VAT number (organisation number with MVA)', example: 'NO995525828MVA' },
   au_abn: { country: 'AU', name: 'Australian Business Number', example: '83914571673' },
-  ca_bn: { country: 'CA', name: 'Canadian Business Number (9-digit root, or with its program account)', example: '123026635' },
+  ca_bn: {
+    country: 'CA',
+    name: 'Canadian Business Number (9-digit root, or with its program account)',
+    example: '123026635',
+  },
   in_gst: { country: 'IN', name: 'Indian GSTIN', example: '27AAPFU0939F1ZV' },
   us_ein: { country: 'US', name: 'United States Employer Identification Number', example: '91-1144442' },
 };
@@ -27,7 +31,8 @@ export type TaxIdCheck = { valid: true; value: string; country: string } | { val
 
 const digits = (text: string) => [...text].map(Number);
 /** Σ digit × weight over the first weights.length digits. */
-const weighted = (text: string, weights: readonly number[]) => digits(text.slice(0, weights.length)).reduce((sum, d, i) => sum + d * weights[i]!, 0);
+const weighted = (text: string, weights: readonly number[]) =>
+  digits(text.slice(0, weights.length)).reduce((sum, d, i) => sum + d * weights[i]!, 0);
 
 /** Luhn (mod 10) over all the digits, the last being the check digit. */
 export function luhnValid(text: string): boolean {
@@ -63,10 +68,17 @@ function mod(text: string, m: number): number {
 
 /** The EU VAT numbers: the part after the prefix, its format and (where published) check. */
 const euVat: Record<string, { country: string; format: RegExp; check?: (n: string) => boolean }> = {
-  AT: { country: 'AT', format: /^U\d{8}$/, check: (n) => {
-    const sum = digits(n.slice(1, 8)).reduce((s, d, i) => s + (i % 2 === 0 ? d : Math.floor((2 * d) / 10) + ((2 * d) % 10)), 0);
-    return (10 - ((sum + 4) % 10)) % 10 === Number(n[8]);
-  } },
+  AT: {
+    country: 'AT',
+    format: /^U\d{8}$/,
+    check: (n) => {
+      const sum = digits(n.slice(1, 8)).reduce(
+        (s, d, i) => s + (i % 2 === 0 ? d : Math.floor((2 * d) / 10) + ((2 * d) % 10)),
+        0,
+      );
+      return (10 - ((sum + 4) % 10)) % 10 === Number(n[8]);
+    },
+  },
   BE: { country: 'BE', format: /^[01]\d{9}$/, check: (n) => 97 - (Number(n.slice(0, 8)) % 97) === Number(n.slice(8)) },
   BG: { country: 'BG', format: /^\d{9,10}$/ },
   CY: { country: 'CY', format: /^\d{8}[A-Z]$/ },
@@ -74,13 +86,21 @@ const euVat: Record<string, { country: string; format: RegExp; check?: (n: strin
   DE: { country: 'DE', format: /^[1-9]\d{8}$/, check: mod11_10Valid },
   DK: { country: 'DK', format: /^[1-9]\d{7}$/, check: (n) => weighted(n, [2, 7, 6, 5, 4, 3, 2, 1]) % 11 === 0 },
   EE: { country: 'EE', format: /^10\d{7}$/ },
-  EL: { country: 'GR', format: /^\d{9}$/, check: (n) => {
-    const c = digits(n.slice(0, 8)).reduce((s, d) => s * 2 + d, 0);
-    return ((c * 2) % 11) % 10 === Number(n[8]);
-  } },
+  EL: {
+    country: 'GR',
+    format: /^\d{9}$/,
+    check: (n) => {
+      const c = digits(n.slice(0, 8)).reduce((s, d) => s * 2 + d, 0);
+      return ((c * 2) % 11) % 10 === Number(n[8]);
+    },
+  },
   ES: { country: 'ES', format: /^[0-9A-Z]\d{7}[0-9A-Z]$/ },
   FI: { country: 'FI', format: /^\d{8}$/, check: (n) => weighted(n, [7, 9, 10, 5, 8, 4, 2, 1]) % 11 === 0 },
-  FR: { country: 'FR', format: /^[0-9A-HJ-NP-Z]{2}\d{9}$/, check: (n) => (/^\d\d/.test(n) ? Number(n.slice(0, 2)) === (12 + 3 * mod(n.slice(2), 97)) % 97 : true) },
+  FR: {
+    country: 'FR',
+    format: /^[0-9A-HJ-NP-Z]{2}\d{9}$/,
+    check: (n) => (/^\d\d/.test(n) ? Number(n.slice(0, 2)) === (12 + 3 * mod(n.slice(2), 97)) % 97 : true),
+  },
   HR: { country: 'HR', format: /^\d{11}$/, check: mod11_10Valid },
   HU: { country: 'HU', format: /^\d{8}$/ },
   IE: { country: 'IE', format: /^(\d{7}[A-W][A-IW]?|\d[A-Z+*]\d{5}[A-W])$/ },
@@ -89,16 +109,28 @@ const euVat: Record<string, { country: string; format: RegExp; check?: (n: strin
   LU: { country: 'LU', format: /^\d{8}$/, check: (n) => Number(n.slice(0, 6)) % 89 === Number(n.slice(6)) },
   LV: { country: 'LV', format: /^\d{11}$/ },
   MT: { country: 'MT', format: /^[1-9]\d{7}$/ },
-  NL: { country: 'NL', format: /^\d{9}B\d{2}$/, check: (n) => {
-    // The mod 11 of the RSIN, or (sole proprietors since 2020) mod 97 of "NL" + the number with letters as 10–35.
-    if (weighted(n.slice(0, 9), [9, 8, 7, 6, 5, 4, 3, 2, -1]) % 11 === 0) return true;
-    return mod(`2321${n.slice(0, 9)}11${n.slice(10)}`, 97) === 1;
-  } },
-  PL: { country: 'PL', format: /^\d{10}$/, check: (n) => weighted(n, [6, 5, 7, 2, 3, 4, 5, 6, 7]) % 11 === Number(n[9]) },
-  PT: { country: 'PT', format: /^[1-9]\d{8}$/, check: (n) => {
-    const s = weighted(n, [9, 8, 7, 6, 5, 4, 3, 2]);
-    return ((((11 - s) % 11) + 11) % 11) % 10 === Number(n[8]);
-  } },
+  NL: {
+    country: 'NL',
+    format: /^\d{9}B\d{2}$/,
+    check: (n) => {
+      // The mod 11 of the RSIN, or (sole proprietors since 2020) mod 97 of "NL" + the number with letters as 10–35.
+      if (weighted(n.slice(0, 9), [9, 8, 7, 6, 5, 4, 3, 2, -1]) % 11 === 0) return true;
+      return mod(`2321${n.slice(0, 9)}11${n.slice(10)}`, 97) === 1;
+    },
+  },
+  PL: {
+    country: 'PL',
+    format: /^\d{10}$/,
+    check: (n) => weighted(n, [6, 5, 7, 2, 3, 4, 5, 6, 7]) % 11 === Number(n[9]),
+  },
+  PT: {
+    country: 'PT',
+    format: /^[1-9]\d{8}$/,
+    check: (n) => {
+      const s = weighted(n, [9, 8, 7, 6, 5, 4, 3, 2]);
+      return ((((11 - s) % 11) + 11) % 11) % 10 === Number(n[8]);
+    },
+  },
   RO: { country: 'RO', format: /^[1-9]\d{1,9}$/ },
   SE: { country: 'SE', format: /^\d{10}01$/, check: (n) => luhnValid(n.slice(0, 10)) },
   SI: { country: 'SI', format: /^[1-9]\d{7}$/ },
@@ -115,7 +147,25 @@ function gbVatValid(n: string): boolean {
 }
 
 /** EIN prefixes the IRS has never assigned. */
-const unassignedEinPrefixes = new Set(['00', '07', '08', '09', '17', '18', '19', '28', '29', '49', '69', '70', '78', '79', '89', '96', '97']);
+const unassignedEinPrefixes = new Set([
+  '00',
+  '07',
+  '08',
+  '09',
+  '17',
+  '18',
+  '19',
+  '28',
+  '29',
+  '49',
+  '69',
+  '70',
+  '78',
+  '79',
+  '89',
+  '96',
+  '97',
+]);
 
 const base36 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 /** The GSTIN's check character: each of the first 14 characters in base 36, weighted 1, 2, 1, 2…, each product's base-36 digits summed. */
@@ -133,7 +183,10 @@ export function compactTaxId(value: string): string {
   return value.toUpperCase().replace(/[\s.\-,/]/g, '');
 }
 
-const invalid = (type: TaxIdType, why: string): TaxIdCheck => ({ valid: false, reason: `Invalid value for ${type}: ${why} (e.g. ${taxIdDescriptions[type].example}).` });
+const invalid = (type: TaxIdType, why: string): TaxIdCheck => ({
+  valid: false,
+  reason: `Invalid value for ${type}: ${why} (e.g. ${taxIdDescriptions[type].example}).`,
+});
 
 /** Whether `value` is a valid tax id of `type`; its compact form and country when it is. */
 export function validateTaxId(type: TaxIdType, value: string): TaxIdCheck {
@@ -150,7 +203,8 @@ export function validateTaxId(type: TaxIdType, value: string): TaxIdCheck {
     }
     case 'gb_vat': {
       const rest = n.startsWith('GB') ? n.slice(2) : n;
-      if (!/^(\d{9}|\d{12}|GD\d{3}|HA\d{3})$/.test(rest)) return invalid(type, 'GB and 9 digits (12 for a branch) or GD/HA and 3');
+      if (!/^(\d{9}|\d{12}|GD\d{3}|HA\d{3})$/.test(rest))
+        return invalid(type, 'GB and 9 digits (12 for a branch) or GD/HA and 3');
       if (!gbVatValid(rest)) return invalid(type, 'its check digits do not match');
       return { valid: true, value: `GB${rest}`, country: 'GB' };
     }
@@ -158,33 +212,39 @@ export function validateTaxId(type: TaxIdType, value: string): TaxIdCheck {
       const match = /^CHE(\d{9})(MWST|TVA|IVA|TPV)?$/.exec(n);
       if (!match) return invalid(type, 'CHE, 9 digits and MWST, TVA or IVA');
       const body = match[1]!;
-      if ((11 - (weighted(body, [5, 4, 3, 2, 7, 6, 5, 4]) % 11)) % 11 !== Number(body[8])) return invalid(type, 'its check digit does not match');
+      if ((11 - (weighted(body, [5, 4, 3, 2, 7, 6, 5, 4]) % 11)) % 11 !== Number(body[8]))
+        return invalid(type, 'its check digit does not match');
       return { valid: true, value: `CHE${body}${match[2] ?? 'MWST'}`, country: 'CH' };
     }
     case 'no_vat': {
       const match = /^(?:NO)?(\d{9})(MVA)?$/.exec(n);
       if (!match) return invalid(type, 'NO, the 9-digit organisation number and MVA');
-      if (weighted(match[1]!, [3, 2, 7, 6, 5, 4, 3, 2, 1]) % 11 !== 0) return invalid(type, 'its check digit does not match');
+      if (weighted(match[1]!, [3, 2, 7, 6, 5, 4, 3, 2, 1]) % 11 !== 0)
+        return invalid(type, 'its check digit does not match');
       return { valid: true, value: `NO${match[1]}MVA`, country: 'NO' };
     }
     case 'au_abn': {
       if (!/^\d{11}$/.test(n)) return invalid(type, '11 digits');
-      if ((weighted(n, [10, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19]) - 10) % 89 !== 0) return invalid(type, 'its check digits do not match');
+      if ((weighted(n, [10, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19]) - 10) % 89 !== 0)
+        return invalid(type, 'its check digits do not match');
       return { valid: true, value: n, country: 'AU' };
     }
     case 'ca_bn': {
-      if (!/^\d{9}([A-Z]{2}\d{4})?$/.test(n)) return invalid(type, 'the 9-digit root, optionally with a program account (RT0001)');
+      if (!/^\d{9}([A-Z]{2}\d{4})?$/.test(n))
+        return invalid(type, 'the 9-digit root, optionally with a program account (RT0001)');
       if (!luhnValid(n.slice(0, 9))) return invalid(type, 'its check digit does not match');
       return { valid: true, value: n, country: 'CA' };
     }
     case 'in_gst': {
-      if (!/^\d{2}[A-Z]{5}\d{4}[A-Z][1-9A-Z][0-9A-Z][0-9A-Z]$/.test(n)) return invalid(type, 'a 2-digit state code, the 10-character PAN, the entity number, Z and a check character');
+      if (!/^\d{2}[A-Z]{5}\d{4}[A-Z][1-9A-Z][0-9A-Z][0-9A-Z]$/.test(n))
+        return invalid(type, 'a 2-digit state code, the 10-character PAN, the entity number, Z and a check character');
       if (gstinCheckCharacter(n.slice(0, 14)) !== n[14]) return invalid(type, 'its check character does not match');
       return { valid: true, value: n, country: 'IN' };
     }
     case 'us_ein': {
       if (!/^\d{9}$/.test(n)) return invalid(type, '9 digits, as 12-3456789');
-      if (unassignedEinPrefixes.has(n.slice(0, 2))) return invalid(type, `the IRS never assigns the prefix ${n.slice(0, 2)}`);
+      if (unassignedEinPrefixes.has(n.slice(0, 2)))
+        return invalid(type, `the IRS never assigns the prefix ${n.slice(0, 2)}`);
       return { valid: true, value: `${n.slice(0, 2)}-${n.slice(2)}`, country: 'US' };
     }
   }

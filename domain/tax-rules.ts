@@ -47,9 +47,14 @@ export interface LineTaxSources {
 }
 
 /** The rates of one line, in the order named (a rate named twice counts once); [] when exempt or reverse. */
-export function ratesForLine(sources: LineTaxSources, rates: ReadonlyMap<string, TaxRateRecord>, customer: TaxAddress & { tax_exempt: TaxExempt }): TaxRateRecord[] {
+export function ratesForLine(
+  sources: LineTaxSources,
+  rates: ReadonlyMap<string, TaxRateRecord>,
+  customer: TaxAddress & { tax_exempt: TaxExempt },
+): TaxRateRecord[] {
   if (customer.tax_exempt !== 'none') return [];
-  const pick = (ids: readonly string[]) => [...new Set(ids)].map((id) => rates.get(id)).filter((r): r is TaxRateRecord => r !== undefined);
+  const pick = (ids: readonly string[]) =>
+    [...new Set(ids)].map((id) => rates.get(id)).filter((r): r is TaxRateRecord => r !== undefined);
   for (const ids of [sources.line, sources.item, sources.subscription]) {
     if (ids && ids.length > 0) return pick(ids);
   }

@@ -6,9 +6,9 @@
  * ONE local activity (services/usage-billing.ts → UsageStore.closePeriod, idempotent per period) and
  * these functions turn the closing's aggregates into invoice lines.
  */
-import type { InvoiceLineInput } from './subscription-decisions.ts';
 import type { PriceTerms } from './subscription.ts';
-import { usageCharges, type MeteredPrice, type UsageAggregateInput } from './usage-pricing.ts';
+import type { InvoiceLineInput } from './subscription-decisions.ts';
+import { type MeteredPrice, type UsageAggregateInput, usageCharges } from './usage-pricing.ts';
 
 /** Seconds after a period's end that late events still count, when the account set none (Stripe's hour). */
 export const defaultUsageGraceSeconds = 3600;
@@ -43,7 +43,8 @@ export function metersToClose(items: readonly PriceTerms[]): { meterId: string; 
   return [...seen.values()];
 }
 
-const sameGrouping = (closing: { groupBy?: string[] } | undefined, groupBy: string | null | undefined): boolean => (closing?.groupBy?.[0] ?? null) === (groupBy ?? null);
+const sameGrouping = (closing: { groupBy?: string[] } | undefined, groupBy: string | null | undefined): boolean =>
+  (closing?.groupBy?.[0] ?? null) === (groupBy ?? null);
 
 /**
  * The invoice lines of `items`' usage over `period` from its closing: per metered item, one line per charge
@@ -60,9 +61,12 @@ export function usageLines(
   for (const item of items) {
     if (!item.usage) continue;
     const { meterId, price } = item.usage;
-    const closed = closing.find((c) => c.meterId === meterId && sameGrouping(c, price.groupBy)) ?? closing.find((c) => c.meterId === meterId);
+    const closed =
+      closing.find((c) => c.meterId === meterId && sameGrouping(c, price.groupBy)) ??
+      closing.find((c) => c.meterId === meterId);
     for (const charge of usageCharges(price, closed?.aggregates ?? [])) {
-      const dimension = charge.dimension === null ? '' : ` (${price.groupBy}: ${charge.dimension === '' ? 'none' : charge.dimension})`;
+      const dimension =
+        charge.dimension === null ? '' : ` (${price.groupBy}: ${charge.dimension === '' ? 'none' : charge.dimension})`;
       const free = charge.freeQuantity !== '0' ? `, ${charge.freeQuantity} free` : '';
       lines.push({
         description: `${item.name}${dimension}: usage ${charge.quantity}${free}`,

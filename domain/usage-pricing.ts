@@ -12,7 +12,7 @@
  * - a negative aggregate (a sum of corrections) bills 0.
  * Amounts follow domain/pricing.ts: exact, then rounded once per charge, half away from zero.
  */
-import { parseQuantity, formatQuantity, priceFor, type PriceResult, type Tier, type UsagePricing } from './pricing.ts';
+import { formatQuantity, parseQuantity, priceFor, type PriceResult, type Tier, type UsagePricing } from './pricing.ts';
 
 /** An override of a metered plan's price for one dimension value: the fields of the plan's own scheme. */
 export interface DimensionPrice {
@@ -64,7 +64,12 @@ export function dimensionPricing(base: UsagePricing, override: DimensionPrice | 
     case 'tiered':
       return { ...base, tiers: override.tiers ?? base.tiers };
     case 'percentage':
-      return { ...base, percentage: override.percentage ?? base.percentage, fixed_amount_decimal: override.fixed_amount_decimal !== undefined ? override.fixed_amount_decimal : base.fixed_amount_decimal };
+      return {
+        ...base,
+        percentage: override.percentage ?? base.percentage,
+        fixed_amount_decimal:
+          override.fixed_amount_decimal !== undefined ? override.fixed_amount_decimal : base.fixed_amount_decimal,
+      };
   }
 }
 
@@ -87,8 +92,16 @@ export function usageCharges(price: MeteredPrice, aggregates: readonly UsageAggr
   const charge = (dimension: string | null, value: bigint, events: number): UsageCharge => {
     const freeHere = free < value ? free : value;
     const billed = value - freeHere;
-    const pricing = dimension === null ? price.pricing : dimensionPricing(price.pricing, price.dimensionPrices?.[dimension]);
-    return { dimension, quantity: formatQuantity(value), freeQuantity: formatQuantity(freeHere), billedQuantity: formatQuantity(billed), events, price: priceFor(pricing, formatQuantity(billed), { events }) };
+    const pricing =
+      dimension === null ? price.pricing : dimensionPricing(price.pricing, price.dimensionPrices?.[dimension]);
+    return {
+      dimension,
+      quantity: formatQuantity(value),
+      freeQuantity: formatQuantity(freeHere),
+      billedQuantity: formatQuantity(billed),
+      events,
+      price: priceFor(pricing, formatQuantity(billed), { events }),
+    };
   };
   if (!price.groupBy) {
     let value = 0n;
@@ -106,5 +119,7 @@ export function usageCharges(price: MeteredPrice, aggregates: readonly UsageAggr
     const seen = byValue.get(key) ?? { value: 0n, events: 0 };
     byValue.set(key, { value: seen.value + nonNegativeMicro(row.value), events: seen.events + row.events });
   }
-  return [...byValue.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, { value, events }]) => charge(key, value, events));
+  return [...byValue.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, { value, events }]) => charge(key, value, events));
 }

@@ -15,7 +15,20 @@ const hour = 60 * minute;
  * Sandbox: 5 s, 1 min, 5 min, 15 min, 30 min, and 8 min 55 s: 7 attempts in 1 hour.
  */
 export const retrySchedules = {
-  live: [5 * second, 5 * minute, 30 * minute, 2 * hour, 5 * hour, 10 * hour, 10 * hour, 10 * hour, 10 * hour, 10 * hour, 10 * hour, 4 * hour + 24 * minute + 55 * second],
+  live: [
+    5 * second,
+    5 * minute,
+    30 * minute,
+    2 * hour,
+    5 * hour,
+    10 * hour,
+    10 * hour,
+    10 * hour,
+    10 * hour,
+    10 * hour,
+    10 * hour,
+    4 * hour + 24 * minute + 55 * second,
+  ],
   sandbox: [5 * second, 1 * minute, 5 * minute, 15 * minute, 30 * minute, 8 * minute + 55 * second],
 } as const;
 

@@ -34,7 +34,10 @@ export interface ResolvedAddress {
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
 export const systemResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+  (await lookup(hostname, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
 
 export class UrlNotAllowedError extends Error {
   constructor(message: string) {
@@ -157,11 +160,14 @@ export function allowEntryProblem(entry: string): string | null {
   if (prefix !== undefined) {
     const family = isIP(ip!);
     const bits = Number(prefix);
-    if (!family || !/^\d{1,3}$/.test(prefix) || bits > (family === 4 ? 32 : 128)) return `"${entry}" is not a valid CIDR`;
+    if (!family || !/^\d{1,3}$/.test(prefix) || bits > (family === 4 ? 32 : 128))
+      return `"${entry}" is not a valid CIDR`;
     return null;
   }
   if (isIP(entry)) return null;
-  return /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/i.test(entry) ? null : `"${entry}" is not a host name, an IP address or a CIDR`;
+  return /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/i.test(entry)
+    ? null
+    : `"${entry}" is not a host name, an IP address or a CIDR`;
 }
 
 function addressBytes(ip: string): number[] {
@@ -175,7 +181,8 @@ function operatorAllows(policy: WebhookUrlPolicy, hostname: string, ip: string):
     const [base, prefix] = entry.split('/');
     if (prefix === undefined) {
       if (entry.toLowerCase() === host) return true;
-      if (isIP(entry) && isIP(entry) === isIP(ip) && addressBytes(entry).join('.') === addressBytes(ip).join('.')) return true;
+      if (isIP(entry) && isIP(entry) === isIP(ip) && addressBytes(entry).join('.') === addressBytes(ip).join('.'))
+        return true;
       continue;
     }
     if (isIP(base!) === isIP(ip) && inRange(addressBytes(ip), addressBytes(base!), Number(prefix))) return true;
@@ -187,15 +194,25 @@ function operatorAllows(policy: WebhookUrlPolicy, hostname: string, ip: string):
  * Null when `ip` may receive webhooks in this mode, else its kind. `hostname` is the
  * url's host (for the operator's list of allowed names).
  */
-export function addressKindRefused(ip: string, livemode: boolean, policy: WebhookUrlPolicy = developmentUrlPolicy, hostname: string = ip): AddressKind | null {
+export function addressKindRefused(
+  ip: string,
+  livemode: boolean,
+  policy: WebhookUrlPolicy = developmentUrlPolicy,
+  hostname: string = ip,
+): AddressKind | null {
   const kind = classifyAddress(ip);
   if (kind === null) return null;
-  if (!livemode && sandboxAllowed.has(kind) && (policy.sandboxPrivateNetworks || operatorAllows(policy, hostname, ip))) return null;
+  if (!livemode && sandboxAllowed.has(kind) && (policy.sandboxPrivateNetworks || operatorAllows(policy, hostname, ip)))
+    return null;
   return kind;
 }
 
 /** Null when `ip` may receive webhooks in this mode, else why not. */
-export function addressRefusal(ip: string, livemode: boolean, policy: WebhookUrlPolicy = developmentUrlPolicy): string | null {
+export function addressRefusal(
+  ip: string,
+  livemode: boolean,
+  policy: WebhookUrlPolicy = developmentUrlPolicy,
+): string | null {
   const kind = addressKindRefused(ip, livemode, policy);
   return kind === null ? null : `${ip} is a ${kind} address`;
 }
@@ -217,7 +234,8 @@ export async function checkWebhookUrl(
 ): Promise<CheckedUrl> {
   if (raw.length > 2048) throw new UrlNotAllowedError('url is longer than 2048 characters');
   // The URL parser would drop tabs and newlines silently; a url is stored as sent, so refuse them.
-  if (/[\u0000-\u001f\u007f]/.test(raw)) throw new UrlNotAllowedError('url may not contain control characters (CR, LF, tab, NUL...)');
+  if (/[\u0000-\u001f\u007f]/.test(raw))
+    throw new UrlNotAllowedError('url may not contain control characters (CR, LF, tab, NUL...)');
   let url: URL;
   try {
     url = new URL(raw);
@@ -247,7 +265,9 @@ export async function checkWebhookUrl(
     if (kind === null) continue;
     // An address the caller typed may be named; what a name resolves to is not told (it maps internal networks).
     if (literal) throw new UrlNotAllowedError(`${address} is a ${kind} address, which ${mode} webhooks may not target`);
-    throw new UrlNotAllowedError(`${hostname} resolves to an address ${mode} webhooks may not target (loopback, private, link-local or reserved)`);
+    throw new UrlNotAllowedError(
+      `${hostname} resolves to an address ${mode} webhooks may not target (loopback, private, link-local or reserved)`,
+    );
   }
   return { url, hostname, addresses };
 }

@@ -24,7 +24,9 @@ export function secretKeyBytes(secret: string): Buffer {
  */
 export function signWebhook(secrets: readonly string[], id: string, timestampSeconds: number, body: string): string {
   const content = `${id}.${timestampSeconds}.${body}`;
-  return secrets.map((secret) => `v1,${createHmac('sha256', secretKeyBytes(secret)).update(content).digest('base64')}`).join(' ');
+  return secrets
+    .map((secret) => `v1,${createHmac('sha256', secretKeyBytes(secret)).update(content).digest('base64')}`)
+    .join(' ');
 }
 
 /** Whether an endpoint subscribed to `events` (names or `*`) wants an event of `type`. */

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+
 import type { Account, AccountSettings, AccountStatus, AccountType } from '../db/entities/index.ts';
 import { isBcp47Tag, isIanaTimezone } from '../domain/locale.ts';
 import { currency, timestamp } from './common.ts';
@@ -17,7 +18,6 @@ export interface AccountRow {
   updated_at: Date | string;
   closed_at: Date | string | null;
 }
-
 
 export const AccountSettingsSchema = z
   .object({ currency: z.string(), timezone: z.string(), language: z.string() })

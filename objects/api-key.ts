@@ -1,15 +1,17 @@
 import { z } from '@hono/zod-openapi';
+
 import type { ApiKey } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
 /** An API key, masked (the secret only in the response that creates it). */
 
-
 export const ApiKeySchema = z
   .object({
     id: z.string(),
     object: z.literal('api_key'),
-    type: z.enum(['secret', 'cli']).openapi({ description: '`secret` (sk_…, x-api-key or Bearer) or `cli` (ck_…, x-cli-key, see docs/cli.md)' }),
+    type: z
+      .enum(['secret', 'cli'])
+      .openapi({ description: '`secret` (sk_…, x-api-key or Bearer) or `cli` (ck_…, x-cli-key, see docs/cli.md)' }),
     name: z.string().nullable(),
     livemode: z.boolean(),
     redacted_secret: z.string(),
@@ -33,4 +35,3 @@ export function serializeApiKey(key: ApiKey) {
     last_used_at: key.lastUsedAt?.toISOString() ?? null,
   };
 }
-

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { balanceTransactionStatuses, balanceTransactionTypes, type BalanceTransaction } from '../db/entities/index.ts';
+
+import { type BalanceTransaction, balanceTransactionStatuses, balanceTransactionTypes } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
 /** One movement of the balance (Stripe's balance transaction). */

@@ -7,12 +7,17 @@ export const BalanceSchema = z
   .object({
     object: z.literal('balance'),
     available: z.array(money).openapi({ description: 'Per currency: money that can be paid out or refunded now' }),
-    pending: z.array(money).openapi({ description: "Per currency: payments' money not yet available (see available_on of its balance transactions)" }),
+    pending: z.array(money).openapi({
+      description: "Per currency: payments' money not yet available (see available_on of its balance transactions)",
+    }),
     livemode: z.boolean(),
   })
   .openapi('Balance');
 
-export function serializeBalance(rows: { currency: string; available: number; pending: number }[], livemode: boolean): z.infer<typeof BalanceSchema> {
+export function serializeBalance(
+  rows: { currency: string; available: number; pending: number }[],
+  livemode: boolean,
+): z.infer<typeof BalanceSchema> {
   const sorted = [...rows].sort((a, b) => a.currency.localeCompare(b.currency));
   return {
     object: 'balance',

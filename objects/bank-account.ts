@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { bankAccountStatuses, type BankAccount } from '../db/entities/index.ts';
+
+import { type BankAccount, bankAccountStatuses } from '../db/entities/index.ts';
 import { accountHolderTypes, destinationTypes, methodOf } from '../domain/bank-accounts.ts';
 import { timestamp } from './common.ts';
 
@@ -19,8 +20,12 @@ export const BankAccountSchema = z
     account_holder_type: z.enum(accountHolderTypes),
     country: z.string(),
     currency: z.string(),
-    last4: z.string().openapi({ description: 'Last four characters of the account number or IBAN (PayPal: of the email local part)' }),
-    fingerprint: z.string().openapi({ description: 'Equal for the same account number (an HMAC: it cannot be reversed)' }),
+    last4: z
+      .string()
+      .openapi({ description: 'Last four characters of the account number or IBAN (PayPal: of the email local part)' }),
+    fingerprint: z
+      .string()
+      .openapi({ description: 'Equal for the same account number (an HMAC: it cannot be reversed)' }),
     routing_number: z.string().nullable().openapi({ description: 'US ACH: the ABA routing number' }),
     sort_code: z.string().nullable(),
     bic: z.string().nullable(),

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+
 import { timestamp } from './common.ts';
 
 /** A usage alert as stored (services/usage/alerts.ts reads rows of billing_alerts into this). */
@@ -22,7 +23,10 @@ export const BillingAlertSchema = z
     title: z.string().openapi({ example: 'API tokens: 1M reached' }),
     alert_type: z.literal('usage_threshold'),
     usage_threshold: z.object({
-      gte: z.number().int().openapi({ description: "Fires when the customer's usage on the meter reaches this value", example: 1000000 }),
+      gte: z
+        .number()
+        .int()
+        .openapi({ description: "Fires when the customer's usage on the meter reaches this value", example: 1000000 }),
       meter: z.string().openapi({ example: 'mtr_01jd5a2b3c4d5e6f7g8h9j0k1m' }),
       recurrence: z.literal('one_time').openapi({ description: 'one_time: at most once per customer' }),
     }),
@@ -30,7 +34,10 @@ export const BillingAlertSchema = z
       .object({ customer: z.string().openapi({ example: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e' }) })
       .nullable()
       .openapi({ description: 'Only this customer; null: every customer' }),
-    status: z.enum(['active', 'inactive', 'archived']).openapi({ description: 'inactive: does not fire (activate again); archived: for good, not listed', example: 'active' }),
+    status: z.enum(['active', 'inactive', 'archived']).openapi({
+      description: 'inactive: does not fire (activate again); archived: for good, not listed',
+      example: 'active',
+    }),
     livemode: z.boolean(),
     created_at: timestamp,
     updated_at: timestamp,
@@ -55,5 +62,12 @@ export function serializeBillingAlert(alert: BillingAlertRow): BillingAlertBody 
 
 /** data.object of a `billing.alert.triggered` event (Stripe's billing.alert_triggered). */
 export function serializeAlertTriggered(alert: BillingAlertRow, customerId: string, value: string, at: Date) {
-  return { object: 'billing.alert_triggered' as const, alert: serializeBillingAlert(alert), customer: customerId, value, livemode: alert.livemode, created_at: at.toISOString() };
+  return {
+    object: 'billing.alert_triggered' as const,
+    alert: serializeBillingAlert(alert),
+    customer: customerId,
+    value,
+    livemode: alert.livemode,
+    created_at: at.toISOString(),
+  };
 }

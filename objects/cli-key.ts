@@ -44,4 +44,3 @@ export function serializeCliKey(row: CliKeyRow) {
     last_used_at: row.last_used_at ? new Date(row.last_used_at).toISOString() : null,
   };
 }
-

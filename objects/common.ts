@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+
 import { isCurrencyCode } from '../domain/money.ts';
 
 /** Field schemas shared by resource objects and request bodies. */
@@ -17,7 +18,10 @@ export const timestamp = z.string().openapi({ format: 'date-time', example: '202
 export const metadataLimits = { keys: 50, keyLength: 40, valueLength: 500 };
 export const metadata = z
   .record(z.string().min(1).max(metadataLimits.keyLength), z.string().max(metadataLimits.valueLength))
-  .refine((value) => Object.keys(value).length <= metadataLimits.keys, { message: `at most ${metadataLimits.keys} keys` });
+  .refine((value) => Object.keys(value).length <= metadataLimits.keys, {
+    message: `at most ${metadataLimits.keys} keys`,
+  });
 
 /** An instant as the API writes it (ISO 8601, UTC), or null. */
-export const isoOrNull = (value: Date | string | null | undefined): string | null => (value == null ? null : new Date(value).toISOString());
+export const isoOrNull = (value: Date | string | null | undefined): string | null =>
+  value == null ? null : new Date(value).toISOString();

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+
 import type { CustomerAddress } from '../db/entities/index.ts';
 import { taxExemptions } from '../domain/invoice-totals.ts';
 import { isCountryCode } from '../domain/tax-rules.ts';
@@ -25,9 +26,13 @@ export const AddressInput = z
     line1: line.optional(),
     line2: line.optional(),
     city: line.optional(),
-    state: stateCode.optional().openapi({ description: 'ISO 3166-2 subdivision code without the country (CA, NY, BY): matches tax rates with that state' }),
+    state: stateCode.optional().openapi({
+      description: 'ISO 3166-2 subdivision code without the country (CA, NY, BY): matches tax rates with that state',
+    }),
     postal_code: z.string().min(1).max(20).optional(),
-    country: countryCode.optional().openapi({ description: 'ISO 3166-1 alpha-2: which tax rates (account defaults with a country) apply' }),
+    country: countryCode
+      .optional()
+      .openapi({ description: 'ISO 3166-1 alpha-2: which tax rates (account defaults with a country) apply' }),
   })
   .strict()
   .openapi({ example: { line1: 'Friedrichstraße 68', city: 'Berlin', postal_code: '10117', country: 'DE' } });
@@ -41,10 +46,20 @@ export const AddressSchema = z
     postal_code: z.string().nullable(),
     country: z.string().nullable().openapi({ example: 'DE' }),
   })
-  .openapi('Address', { example: { line1: 'Friedrichstraße 68', line2: null, city: 'Berlin', state: null, postal_code: '10117', country: 'DE' } });
+  .openapi('Address', {
+    example: {
+      line1: 'Friedrichstraße 68',
+      line2: null,
+      city: 'Berlin',
+      state: null,
+      postal_code: '10117',
+      country: 'DE',
+    },
+  });
 
 export const taxExemptField = z.enum(taxExemptions).openapi({
-  description: 'none: taxed; exempt: no tax; reverse: reverse charge (no tax, and the invoice carries the note that the recipient accounts for the VAT)',
+  description:
+    'none: taxed; exempt: no tax; reverse: reverse charge (no tax, and the invoice carries the note that the recipient accounts for the VAT)',
   example: 'none',
 });
 

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { customerBalanceTransactionTypes, type CustomerBalanceTransaction } from '../db/entities/index.ts';
+
+import { type CustomerBalanceTransaction, customerBalanceTransactionTypes } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
 /** A movement of a customer's balance, as the API shows it (Stripe's customer_balance_transaction). */
@@ -13,9 +14,15 @@ export const CustomerBalanceTransactionSchema = z
         'adjustment (made through the API), credit_note (a credit note credited the balance), applied_to_invoice (an invoice used the balance), ' +
         'unapplied_from_invoice (a voided invoice gave it back), invoice_too_small (an invoice whose total was a credit added it to the balance)',
     }),
-    amount: z.number().int().openapi({ description: 'In minor units; negative is credit to the customer (Stripe\'s sign)', example: -2500 }),
+    amount: z
+      .number()
+      .int()
+      .openapi({ description: "In minor units; negative is credit to the customer (Stripe's sign)", example: -2500 }),
     currency: z.string().openapi({ example: 'USD' }),
-    ending_balance: z.number().int().openapi({ description: "The customer's balance in this currency after this transaction", example: -2500 }),
+    ending_balance: z
+      .number()
+      .int()
+      .openapi({ description: "The customer's balance in this currency after this transaction", example: -2500 }),
     invoice: z.string().nullable(),
     credit_note: z.string().nullable(),
     description: z.string().nullable(),
@@ -24,7 +31,9 @@ export const CustomerBalanceTransactionSchema = z
   })
   .openapi('CustomerBalanceTransaction');
 
-export function serializeCustomerBalanceTransaction(row: CustomerBalanceTransaction): z.infer<typeof CustomerBalanceTransactionSchema> {
+export function serializeCustomerBalanceTransaction(
+  row: CustomerBalanceTransaction,
+): z.infer<typeof CustomerBalanceTransactionSchema> {
   return {
     id: row.id,
     object: 'customer_balance_transaction',

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { exportFormats, exportResources, exportStatuses, type Export } from '../db/entities/index.ts';
+
+import { type Export, exportFormats, exportResources, exportStatuses } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
 /** An export: a file of an account's rows (docs/exports-and-search.md). */
@@ -19,7 +20,10 @@ export const ExportSchema = z
     progress: z.object({ rows_written: z.number().int(), rows_expected: z.number().int().nullable() }),
     row_count: z.number().int().nullable(),
     file: z.object({ size: z.number().int(), content_type: z.string(), sha256: z.string() }).nullable(),
-    url: z.string().nullable().openapi({ description: 'A signed link to the file that opens without a token, until expires_at; null until the export succeeded' }),
+    url: z.string().nullable().openapi({
+      description:
+        'A signed link to the file that opens without a token, until expires_at; null until the export succeeded',
+    }),
     expires_at: timestamp.nullable(),
     error: z.string().nullable(),
     created_at: timestamp,
@@ -29,7 +33,11 @@ export const ExportSchema = z
 
 /** `url`: the signed link (api only; events carry null: fetch the export for a link). */
 export function serializeExport(e: Export, url: string | null = null): z.infer<typeof ExportSchema> {
-  const expired = e.status === 'succeeded' && e.expiresAt !== null && e.expiresAt !== undefined && e.expiresAt.getTime() <= Date.now();
+  const expired =
+    e.status === 'succeeded' &&
+    e.expiresAt !== null &&
+    e.expiresAt !== undefined &&
+    e.expiresAt.getTime() <= Date.now();
   const status = expired ? 'expired' : e.status;
   return {
     id: e.id,
@@ -45,7 +53,10 @@ export function serializeExport(e: Export, url: string | null = null): z.infer<t
     status,
     progress: { rows_written: e.rowsWritten, rows_expected: e.rowsExpected ?? null },
     row_count: e.rowCount ?? null,
-    file: status === 'succeeded' && e.fileSize != null ? { size: Number(e.fileSize), content_type: e.fileContentType!, sha256: e.fileSha256! } : null,
+    file:
+      status === 'succeeded' && e.fileSize != null
+        ? { size: Number(e.fileSize), content_type: e.fileContentType!, sha256: e.fileSha256! }
+        : null,
     url: status === 'succeeded' ? url : null,
     expires_at: e.expiresAt?.toISOString() ?? null,
     error: e.error ?? null,

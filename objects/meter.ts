@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+
 import type { Meter } from '../db/entities/index.ts';
 import { meterAggregations, meterStatuses } from '../db/entities/meter.ts';
 import type { StoredMeterEvent, UsageAggregate } from '../domain/usage-events.ts';
@@ -10,15 +11,28 @@ export const MeterSchema = z
     id: z.string().openapi({ example: 'mtr_01jd5a2b3c4d5e6f7g8h9j0k1m' }),
     object: z.literal('billing.meter'),
     display_name: z.string().openapi({ example: 'API tokens' }),
-    event_name: z.string().openapi({ description: "The events it counts: meter events with this event_name (unique among the mode's active meters)", example: 'api_tokens' }),
+    event_name: z.string().openapi({
+      description: "The events it counts: meter events with this event_name (unique among the mode's active meters)",
+      example: 'api_tokens',
+    }),
     aggregation: z.enum(meterAggregations).openapi({
       description:
         "count: the number of events; sum: Σ value; max: the largest value; unique_count: distinct values of value_property; last: the value of the latest event; weighted_sum: a gauge's time-weighted average level over the period (each event sets the level, which holds until the next)",
       example: 'sum',
     }),
-    value_property: z.string().openapi({ description: "The payload property holding the value (ignored by count; for unique_count: the property whose distinct values are counted)", example: 'tokens' }),
-    group_by: z.array(z.string()).openapi({ description: 'Payload properties usage can be grouped by (at most 3), e.g. model or region', example: ['model'] }),
-    status: z.enum(meterStatuses).openapi({ description: 'inactive: new events naming it are refused (unknown_meter); its events and aggregates stay', example: 'active' }),
+    value_property: z.string().openapi({
+      description:
+        'The payload property holding the value (ignored by count; for unique_count: the property whose distinct values are counted)',
+      example: 'tokens',
+    }),
+    group_by: z.array(z.string()).openapi({
+      description: 'Payload properties usage can be grouped by (at most 3), e.g. model or region',
+      example: ['model'],
+    }),
+    status: z.enum(meterStatuses).openapi({
+      description: 'inactive: new events naming it are refused (unknown_meter); its events and aggregates stay',
+      example: 'active',
+    }),
     livemode: z.boolean(),
     created_at: timestamp,
     updated_at: timestamp,
@@ -46,14 +60,23 @@ export function serializeMeter(meter: Meter): MeterBody {
 export const MeterEventSchema = z
   .object({
     object: z.literal('billing.meter_event'),
-    identifier: z.string().openapi({ description: 'Unique within the account and mode: the same identifier counts once', example: 'req_7f3a9c2e' }),
+    identifier: z.string().openapi({
+      description: 'Unique within the account and mode: the same identifier counts once',
+      example: 'req_7f3a9c2e',
+    }),
     event_name: z.string().openapi({ example: 'api_tokens' }),
     meter: z.string().openapi({ description: 'The meter that counts it', example: 'mtr_01jd5a2b3c4d5e6f7g8h9j0k1m' }),
     customer: z.string().openapi({ example: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
-    timestamp: z.number().int().openapi({ description: 'When the usage happened, unix seconds (the customer\'s test clock time when it lives on one and none was given)', example: 1795392000 }),
+    timestamp: z.number().int().openapi({
+      description:
+        "When the usage happened, unix seconds (the customer's test clock time when it lives on one and none was given)",
+      example: 1795392000,
+    }),
     payload: z.record(z.string(), z.unknown()).openapi({ example: { tokens: '1250', model: 'gpt-small' } }),
     created_at: timestamp,
-    cancelled_at: timestamp.nullable().openapi({ description: 'Set once cancelled: it no longer counts', example: null }),
+    cancelled_at: timestamp
+      .nullable()
+      .openapi({ description: 'Set once cancelled: it no longer counts', example: null }),
     livemode: z.boolean(),
   })
   .openapi('MeterEvent');
@@ -82,9 +105,18 @@ export const MeterEventSummarySchema = z
     customer: z.string().openapi({ example: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
     start_time: z.number().int().openapi({ description: 'Unix seconds, inclusive', example: 1795392000 }),
     end_time: z.number().int().openapi({ description: 'Unix seconds, exclusive', example: 1795478400 }),
-    aggregated_value: z.string().openapi({ description: "The meter's aggregation over [start_time, end_time), an exact decimal string", example: '48250' }),
+    aggregated_value: z.string().openapi({
+      description: "The meter's aggregation over [start_time, end_time), an exact decimal string",
+      example: '48250',
+    }),
     events: z.number().int().openapi({ description: 'How many events it counts', example: 37 }),
-    dimensions: z.record(z.string(), z.string()).optional().openapi({ description: 'With group_by: the values of this group (a missing property is "")', example: { model: 'gpt-small' } }),
+    dimensions: z
+      .record(z.string(), z.string())
+      .optional()
+      .openapi({
+        description: 'With group_by: the values of this group (a missing property is "")',
+        example: { model: 'gpt-small' },
+      }),
     livemode: z.boolean(),
   })
   .openapi('MeterEventSummary');

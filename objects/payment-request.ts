@@ -1,11 +1,17 @@
 import { z } from '@hono/zod-openapi';
+
 import type { PaymentRequest, RecurringPaymentRequest } from '../db/entities/index.ts';
-import { paymentRequestStatuses, paymentUrl, recurringStatuses, type PaymentRequestSnapshot, type RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import { intervalUnits } from '../domain/billing-calendar.ts';
+import {
+  type PaymentRequestSnapshot,
+  paymentRequestStatuses,
+  paymentUrl,
+  type RecurringPaymentRequestSnapshot,
+  recurringStatuses,
+} from '../domain/payment-requests.ts';
 import { isoOrNull, timestamp } from './common.ts';
 
 /** A payment request (one-time, with its pay link) and a recurring payment request. */
-
 
 export const PaymentRequestSchema = z
   .object({
@@ -20,7 +26,10 @@ export const PaymentRequestSchema = z
     metadata: z.record(z.string(), z.string()),
     payment_url: z.string().openapi({ description: 'The hosted pay page; its last segment is a 256-bit secret' }),
     expires_at: timestamp,
-    transaction_id: z.string().nullable().openapi({ description: 'The ledger transaction of the payment, once succeeded' }),
+    transaction_id: z
+      .string()
+      .nullable()
+      .openapi({ description: 'The ledger transaction of the payment, once succeeded' }),
     paid_at: timestamp.nullable(),
     failure_reason: z.enum(['expired']).nullable().openapi({ description: 'Why the request failed' }),
     canceled_at: timestamp.nullable(),
@@ -30,7 +39,10 @@ export const PaymentRequestSchema = z
       .nullable()
       .openapi({ description: 'The latest declined attempt on the pay page' }),
     attempts: z.number().int(),
-    recurring_payment_request_id: z.string().nullable().openapi({ description: 'The recurring request that issued this one, if any' }),
+    recurring_payment_request_id: z
+      .string()
+      .nullable()
+      .openapi({ description: 'The recurring request that issued this one, if any' }),
     livemode: z.boolean(),
     created_at: timestamp,
     updated_at: timestamp,
@@ -40,7 +52,10 @@ export const PaymentRequestSchema = z
 type PaymentRequestLike = PaymentRequestSnapshot | PaymentRequest;
 
 /** Works on the projection row and on the workflow's own snapshot alike. */
-export function serializePaymentRequest(r: PaymentRequestLike, publicUrl: string): z.infer<typeof PaymentRequestSchema> {
+export function serializePaymentRequest(
+  r: PaymentRequestLike,
+  publicUrl: string,
+): z.infer<typeof PaymentRequestSchema> {
   return {
     id: r.id,
     object: 'payment_request',
@@ -59,7 +74,12 @@ export function serializePaymentRequest(r: PaymentRequestLike, publicUrl: string
     canceled_at: isoOrNull(r.canceledAt ?? null),
     cancellation_reason: r.cancellationReason ?? null,
     last_payment_error: r.lastPaymentError
-      ? { code: r.lastPaymentError.code, message: r.lastPaymentError.message, payment_method: r.lastPaymentError.paymentMethod, created_at: r.lastPaymentError.at }
+      ? {
+          code: r.lastPaymentError.code,
+          message: r.lastPaymentError.message,
+          payment_method: r.lastPaymentError.paymentMethod,
+          created_at: r.lastPaymentError.at,
+        }
       : null,
     attempts: r.attempts,
     recurring_payment_request_id: r.recurringPaymentRequestId ?? null,

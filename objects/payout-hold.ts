@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+
 import type { PayoutHold } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
@@ -11,7 +12,9 @@ export const PayoutHoldSchema = z
     payout: z.string().nullable().openapi({ description: 'The one payout held; null: the whole account in this mode' }),
     reason: z.string(),
     until: timestamp.nullable().openapi({ description: 'When it lapses by itself; null: until released' }),
-    created_by: z.string().openapi({ description: 'admin, owner or api_key; an admin hold is released by an admin only' }),
+    created_by: z
+      .string()
+      .openapi({ description: 'admin, owner or api_key; an admin hold is released by an admin only' }),
     active: z.boolean(),
     livemode: z.boolean(),
     created_at: timestamp,

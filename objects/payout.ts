@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
-import { payoutMethods, payoutStatuses, type Payout } from '../db/entities/index.ts';
+
+import { type Payout, payoutMethods, payoutStatuses } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
 /** A payout of the balance. */
-
 
 export const PayoutSchema = z
   .object({
@@ -21,14 +21,26 @@ export const PayoutSchema = z
     created_at: timestamp,
     updated_at: timestamp,
     paid_at: timestamp.nullable(),
-    balance_transaction: z.string().nullable().openapi({ description: 'Its movement on the balance (a `payout` balance transaction, btxn_…)' }),
+    balance_transaction: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Its movement on the balance (a `payout` balance transaction, btxn_…)' }),
     destination: z.string().nullable().openapi({ description: 'The bank account or PayPal destination (ba_…)' }),
     arrival_date: timestamp.nullable().openapi({ description: 'When it is expected (in_transit) or arrived (paid)' }),
     canceled_at: timestamp.nullable(),
-    failure_balance_transaction: z.string().nullable().openapi({ description: 'failed or canceled: the balance transaction that gave the money back (payout_failure or payout_cancel)' }),
+    failure_balance_transaction: z.string().nullable().openapi({
+      description:
+        'failed or canceled: the balance transaction that gave the money back (payout_failure or payout_cancel)',
+    }),
     automatic: z.boolean().openapi({ description: 'Made by the payout schedule' }),
-    hold: z.object({ id: z.string(), reason: z.string() }).nullable().openapi({ description: 'While a hold keeps it pending: which, and why' }),
-    test_clock: z.string().nullable().openapi({ description: 'The test clock it lives on (sandbox; docs/testing-your-integration.md), or null' }),
+    hold: z
+      .object({ id: z.string(), reason: z.string() })
+      .nullable()
+      .openapi({ description: 'While a hold keeps it pending: which, and why' }),
+    test_clock: z
+      .string()
+      .nullable()
+      .openapi({ description: 'The test clock it lives on (sandbox; docs/testing-your-integration.md), or null' }),
   })
   .openapi('Payout');
 

@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
+
 import type { Product } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
 /** A product of the catalog. */
-
 
 export const ProductSchema = z
   .object({

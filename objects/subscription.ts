@@ -1,11 +1,16 @@
 import { z } from '@hono/zod-openapi';
+
 import type { Subscription } from '../db/entities/index.ts';
-import { billingCycleModes, subscriptionItemId, subscriptionStatuses, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import {
+  billingCycleModes,
+  subscriptionItemId,
+  type SubscriptionSnapshot,
+  subscriptionStatuses,
+} from '../domain/subscription.ts';
 import { isoOrNull, timestamp } from './common.ts';
 import { DiscountSchema } from './discount.ts';
 
 /** A subscription, from its projection row or from the workflow's own snapshot. */
-
 
 export const SubscriptionSchema = z
   .object({
@@ -15,9 +20,18 @@ export const SubscriptionSchema = z
     customer_id: z.string(),
     plan: z.string(),
     pending_plan: z.string().nullable().openapi({ description: 'A downgrade that takes effect at the next renewal' }),
-    quantity: z.number().int().openapi({ description: "Units of the plan billed each period, priced by the plan's scheme (docs/pricing.md)" }),
-    pending_quantity: z.number().int().nullable().openapi({ description: 'With pending_plan: the quantity the next renewal bills (a lower quantity waits for it, as a downgrade does)' }),
-    currency: z.string().nullable().openapi({ description: "The currency it bills in: the plan's, or one of its currency_options" }),
+    quantity: z
+      .number()
+      .int()
+      .openapi({ description: "Units of the plan billed each period, priced by the plan's scheme (docs/pricing.md)" }),
+    pending_quantity: z.number().int().nullable().openapi({
+      description:
+        'With pending_plan: the quantity the next renewal bills (a lower quantity waits for it, as a downgrade does)',
+    }),
+    currency: z
+      .string()
+      .nullable()
+      .openapi({ description: "The currency it bills in: the plan's, or one of its currency_options" }),
     items: z
       .array(
         z.object({
@@ -28,9 +42,14 @@ export const SubscriptionSchema = z
           usage: z
             .object({
               meter: z.string().openapi({ example: 'mtr_01jd5c7e9g1j3l5n7q9s1u3w5y' }),
-              quantity: z.string().openapi({ description: "The meter's aggregate over the period so far (exact decimal, before free units)", example: '1250' }),
+              quantity: z.string().openapi({
+                description: "The meter's aggregate over the period so far (exact decimal, before free units)",
+                example: '1250',
+              }),
               period_start: timestamp,
-              period_end: timestamp.openapi({ description: 'The end of the current period: the renewal then bills this usage in arrears' }),
+              period_end: timestamp.openapi({
+                description: 'The end of the current period: the renewal then bills this usage in arrears',
+              }),
             })
             .optional()
             .openapi({
@@ -56,7 +75,10 @@ export const SubscriptionSchema = z
     latest_invoice: z.string().nullable(),
     cancel_at_period_end: z.boolean(),
     canceled_at: timestamp.nullable(),
-    ended_reason: z.string().nullable().openapi({ description: 'requested, payment_failed, trial_without_payment_method, account_closed' }),
+    ended_reason: z
+      .string()
+      .nullable()
+      .openapi({ description: 'requested, payment_failed, trial_without_payment_method, account_closed' }),
     pause_collection: z
       .object({ paused_at: timestamp, resumes_at: timestamp.nullable(), reason: z.string() })
       .nullable()
@@ -74,9 +96,10 @@ export const SubscriptionSchema = z
       })
       .nullable()
       .openapi({ description: 'Set while past due' }),
-    discount: DiscountSchema.nullable()
-      .optional()
-      .openapi({ description: "Its own discount in force (a coupon or promotion code applied to it), or null; on every answer of the subscriptions routes (events' data.object and portal answers leave it out). The customer's own discount applies when it has none" }),
+    discount: DiscountSchema.nullable().optional().openapi({
+      description:
+        "Its own discount in force (a coupon or promotion code applied to it), or null; on every answer of the subscriptions routes (events' data.object and portal answers leave it out). The customer's own discount applies when it has none",
+    }),
     created_at: timestamp,
     updated_at: timestamp,
   })
@@ -117,7 +140,9 @@ type SubscriptionLike = Pick<
 };
 
 /** Works on the projection row and on the workflow's own snapshot alike. */
-export function serializeSubscription(subscription: SubscriptionLike | Subscription | SubscriptionSnapshot): z.infer<typeof SubscriptionSchema> {
+export function serializeSubscription(
+  subscription: SubscriptionLike | Subscription | SubscriptionSnapshot,
+): z.infer<typeof SubscriptionSchema> {
   const s = subscription as SubscriptionLike;
   const d = s.dunning ?? null;
   return {
@@ -131,7 +156,12 @@ export function serializeSubscription(subscription: SubscriptionLike | Subscript
     pending_quantity: s.pendingPlanId ? (s.pendingQuantity ?? s.quantity ?? 1) : null,
     currency: s.currency ?? null,
     items: s.items
-      ? s.items.map((item) => ({ object: 'subscription_item' as const, id: item.id, plan: item.planId, quantity: item.quantity }))
+      ? s.items.map((item) => ({
+          object: 'subscription_item' as const,
+          id: item.id,
+          plan: item.planId,
+          quantity: item.quantity,
+        }))
       : [{ object: 'subscription_item', id: subscriptionItemId(s.id), plan: s.planId, quantity: s.quantity ?? 1 }],
     livemode: s.livemode,
     billing_cycle_anchor: isoOrNull(s.billingAnchor),
@@ -146,7 +176,13 @@ export function serializeSubscription(subscription: SubscriptionLike | Subscript
     canceled_at: isoOrNull(s.canceledAt),
     ended_reason: s.endedReason ?? null,
     pause_collection:
-      s.status === 'paused' && s.pausedAt ? { paused_at: isoOrNull(s.pausedAt)!, resumes_at: isoOrNull(s.pauseUntil), reason: s.pauseReason ?? 'requested' } : null,
+      s.status === 'paused' && s.pausedAt
+        ? {
+            paused_at: isoOrNull(s.pausedAt)!,
+            resumes_at: isoOrNull(s.pauseUntil),
+            reason: s.pauseReason ?? 'requested',
+          }
+        : null,
     grace_period_days: s.gracePeriodDays ?? null,
     dunning: d
       ? {

@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
-import { transactionStatuses, transactionTypes, type Transaction } from '../db/entities/index.ts';
+
+import { type Transaction, transactionStatuses, transactionTypes } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
 /** A transaction of the ledger. */
-
 
 export const TransactionSchema = z
   .object({
@@ -23,7 +23,10 @@ export const TransactionSchema = z
     created_at: timestamp,
     updated_at: timestamp,
     canceled_at: timestamp.nullable(),
-    invoice: z.string().nullable().openapi({ description: 'A subscription charge: the invoice it paid or tried to pay' }),
+    invoice: z
+      .string()
+      .nullable()
+      .openapi({ description: 'A subscription charge: the invoice it paid or tried to pay' }),
     subscription: z.string().nullable(),
     payment_request: z.string().nullable().openapi({ description: 'A pay-page charge: the payment request' }),
     customer: z.string().nullable(),

@@ -3,6 +3,7 @@
  * the lines and totals an invoice will have, with no id (services/upcoming-invoice.ts makes it).
  */
 import { z } from '@hono/zod-openapi';
+
 import { timestamp } from './common.ts';
 import { InvoiceLineSchema, InvoiceTotalsShape } from './invoice.ts';
 
@@ -16,10 +17,15 @@ export const UpcomingInvoiceSchema = z
     lines: z.array(InvoiceLineSchema),
     subtotal: z.number().int(),
     ...InvoiceTotalsShape,
-    amount_due: z.number().int().openapi({ description: "What will be charged: total + the customer's balance as it stands now, at least 0" }),
+    amount_due: z
+      .number()
+      .int()
+      .openapi({ description: "What will be charged: total + the customer's balance as it stands now, at least 0" }),
     period_start: timestamp,
     period_end: timestamp,
-    created_at: timestamp.openapi({ description: 'When the workflow will make it: the start of the next period (the trial end for a trial)' }),
+    created_at: timestamp.openapi({
+      description: 'When the workflow will make it: the start of the next period (the trial end for a trial)',
+    }),
     livemode: z.boolean(),
   })
   .openapi('UpcomingInvoice');

@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
+
 import type { User } from '../db/entities/index.ts';
 import { timestamp } from './common.ts';
 
 /** A login of the platform. */
-
 
 export const UserSchema = z
   .object({

@@ -1,9 +1,9 @@
 import { z } from '@hono/zod-openapi';
+
 import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../db/entities/index.ts';
 import { isoOrNull, timestamp } from './common.ts';
 
 /** A webhook endpoint, and a delivery of an event to it with its attempts. */
-
 
 export const WebhookEndpointSchema = z
   .object({
@@ -13,10 +13,15 @@ export const WebhookEndpointSchema = z
     description: z.string().nullable(),
     events: z.array(z.string()),
     enabled: z.boolean(),
-    disabled_reason: z.enum(['failing', 'manual']).nullable().openapi({ description: 'failing: disabled after failing for the whole window; manual: PATCH enabled=false' }),
+    disabled_reason: z
+      .enum(['failing', 'manual'])
+      .nullable()
+      .openapi({ description: 'failing: disabled after failing for the whole window; manual: PATCH enabled=false' }),
     disabled_at: timestamp.nullable(),
     failing_since: timestamp.nullable().openapi({ description: 'The first failed attempt since the last success' }),
-    previous_secret_expires_at: timestamp.nullable().openapi({ description: 'Until then the secret before the last rotation signs too' }),
+    previous_secret_expires_at: timestamp
+      .nullable()
+      .openapi({ description: 'Until then the secret before the last rotation signs too' }),
     livemode: z.boolean(),
     created_at: timestamp,
     updated_at: timestamp,
@@ -24,7 +29,10 @@ export const WebhookEndpointSchema = z
   .openapi('WebhookEndpoint');
 
 export const WithSecretSchema = WebhookEndpointSchema.extend({
-  secret: z.string().openapi({ description: 'The signing secret (whsec_...). Shown only in this response.', example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
+  secret: z.string().openapi({
+    description: 'The signing secret (whsec_...). Shown only in this response.',
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  }),
 }).openapi('WebhookEndpointWithSecret');
 
 const AttemptSchema = z.object({
@@ -75,7 +83,10 @@ export function serializeWebhookEndpoint(endpoint: WebhookEndpoint): z.infer<typ
   };
 }
 
-export function serializeDelivery(delivery: WebhookDelivery, attempts: WebhookAttempt[]): z.infer<typeof DeliverySchema> {
+export function serializeDelivery(
+  delivery: WebhookDelivery,
+  attempts: WebhookAttempt[],
+): z.infer<typeof DeliverySchema> {
   return {
     id: delivery.id,
     object: 'webhook_delivery',

@@ -9,6 +9,7 @@
  *   // data is typed from the OpenAPI document; error is `{ error, message }`.
  */
 import createClient, { type ClientOptions } from 'openapi-fetch';
+
 import type { components, paths } from './openapi.ts';
 
 export type { components, paths } from './openapi.ts';

@@ -54,13 +54,15 @@ export function createMeterEventBatcher(client: BillingClient, options: BatcherO
       try {
         const { data, error, response } = await client.POST('/v1/meter_events/batch', { body: { events } });
         if (data) return collect(events, data);
-        if (response.status !== 429 && response.status < 500) throw new Error(`meter events batch refused (${response.status}): ${JSON.stringify(error)}`);
+        if (response.status !== 429 && response.status < 500)
+          throw new Error(`meter events batch refused (${response.status}): ${JSON.stringify(error)}`);
         retryable = `HTTP ${response.status}`;
       } catch (caught) {
         if (caught instanceof Error && caught.message.startsWith('meter events batch refused')) throw caught;
         retryable = String(caught);
       }
-      if (attempt >= maxAttempts) throw new Error(`meter events batch not sent after ${attempt} attempts: ${retryable}`);
+      if (attempt >= maxAttempts)
+        throw new Error(`meter events batch not sent after ${attempt} attempts: ${retryable}`);
       await new Promise((resolve) => setTimeout(resolve, retryDelayMs * 2 ** (attempt - 1)));
     }
   }
@@ -69,7 +71,11 @@ export function createMeterEventBatcher(client: BillingClient, options: BatcherO
     const refused: RefusedEvent[] = [];
     for (const row of result.data) {
       if (row.status !== 'refused') continue;
-      const entry = { event: events[row.index]!, code: row.error?.code ?? 'invalid_request', message: row.error?.message ?? '' };
+      const entry = {
+        event: events[row.index]!,
+        code: row.error?.code ?? 'invalid_request',
+        message: row.error?.message ?? '',
+      };
       refused.push(entry);
       options.onRefused?.(entry);
     }
@@ -84,7 +90,10 @@ export function createMeterEventBatcher(client: BillingClient, options: BatcherO
     return next;
   }
 
-  const timer = options.flushIntervalMs === 0 ? undefined : setInterval(() => void flush().catch(() => {}), options.flushIntervalMs ?? 1000);
+  const timer =
+    options.flushIntervalMs === 0
+      ? undefined
+      : setInterval(() => void flush().catch(() => {}), options.flushIntervalMs ?? 1000);
   timer?.unref?.();
 
   return {

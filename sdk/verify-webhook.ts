@@ -40,19 +40,30 @@ function header(headers: HeaderSource, name: string): string | undefined {
  * secret, or a list of them while you rotate) and the timestamp against the
  * tolerance. Returns the parsed event; throws WebhookVerificationError otherwise.
  */
-export function verifyWebhook<T = unknown>(secret: string | readonly string[], headers: HeaderSource, body: string | Uint8Array, options: VerifyOptions = {}): T {
+export function verifyWebhook<T = unknown>(
+  secret: string | readonly string[],
+  headers: HeaderSource,
+  body: string | Uint8Array,
+  options: VerifyOptions = {},
+): T {
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
-  if (!id || !timestamp || !signatures) throw new WebhookVerificationError('missing webhook-id, webhook-timestamp or webhook-signature');
+  if (!id || !timestamp || !signatures)
+    throw new WebhookVerificationError('missing webhook-id, webhook-timestamp or webhook-signature');
   if (!/^\d+$/.test(timestamp)) throw new WebhookVerificationError('invalid webhook-timestamp');
   const tolerance = options.toleranceSeconds ?? 300;
   const now = Math.floor((options.now ?? Date.now()) / 1000);
-  if (Math.abs(now - Number(timestamp)) > tolerance) throw new WebhookVerificationError('webhook-timestamp is outside the tolerance');
+  if (Math.abs(now - Number(timestamp)) > tolerance)
+    throw new WebhookVerificationError('webhook-timestamp is outside the tolerance');
   const text = typeof body === 'string' ? body : Buffer.from(body).toString('utf8');
   const content = `${id}.${timestamp}.${text}`;
   const secrets = typeof secret === 'string' ? [secret] : secret;
-  const expected = secrets.map((s) => createHmac('sha256', Buffer.from(s.startsWith('whsec_') ? s.slice(6) : s, 'base64')).update(content).digest());
+  const expected = secrets.map((s) =>
+    createHmac('sha256', Buffer.from(s.startsWith('whsec_') ? s.slice(6) : s, 'base64'))
+      .update(content)
+      .digest(),
+  );
   for (const candidate of signatures.split(' ')) {
     const [version, value] = candidate.split(',');
     if (version !== 'v1' || !value) continue;

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import type { Account } from '../db/entities/index.ts';
-import { recordEvent } from './events.ts';
 import { serializeAccount } from '../objects/account.ts';
+import { recordEvent } from './events.ts';
 
 /**
  * Records an account event on the caller's database transaction. An account spans
@@ -9,7 +10,11 @@ import { serializeAccount } from '../objects/account.ts';
  * webhooks both hear about it. `data.object` is the account as GET /v1/account
  * shows it (with its settings).
  */
-export async function recordAccountEvent(em: EntityManager, account: Account, type: 'account.created' | 'account.updated' | 'account.closed'): Promise<void> {
+export async function recordAccountEvent(
+  em: EntityManager,
+  account: Account,
+  type: 'account.created' | 'account.updated' | 'account.closed',
+): Promise<void> {
   const object = serializeAccount(account);
   for (const livemode of [true, false]) {
     await recordEvent(em, { accountId: account.id, livemode, type, object, transactionId: null });
@@ -22,5 +27,11 @@ export async function recordAccountEvent(em: EntityManager, account: Account, ty
  * the reverse). `data.object` is the account as GET /v1/account shows it.
  */
 export async function recordModeSettingsEvent(em: EntityManager, account: Account, livemode: boolean): Promise<void> {
-  await recordEvent(em, { accountId: account.id, livemode, type: 'account.updated', object: serializeAccount(account), transactionId: null });
+  await recordEvent(em, {
+    accountId: account.id,
+    livemode,
+    type: 'account.updated',
+    object: serializeAccount(account),
+    transactionId: null,
+  });
 }

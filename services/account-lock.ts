@@ -9,9 +9,15 @@ import type { EntityManager } from '@mikro-orm/postgresql';
  * subscription (and refuses), or the create sees the account closed (and ends it).
  * Returns the account's status, read under the lock; must run in a transaction.
  */
-export async function lockAccount(tx: EntityManager, accountId: string, mode: 'share' | 'update'): Promise<string | undefined> {
+export async function lockAccount(
+  tx: EntityManager,
+  accountId: string,
+  mode: 'share' | 'update',
+): Promise<string | undefined> {
   const [row] = await tx
     .getConnection()
-    .execute<{ status: string }[]>(`select status from accounts where id = ? for ${mode === 'share' ? 'share' : 'update'}`, [accountId], 'all', tx.getTransactionContext());
+    .execute<
+      { status: string }[]
+    >(`select status from accounts where id = ? for ${mode === 'share' ? 'share' : 'update'}`, [accountId], 'all', tx.getTransactionContext());
   return row?.status;
 }

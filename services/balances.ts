@@ -1,11 +1,16 @@
-import { currentTestClock, currentTime } from './clock-context.ts';
-import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+
 import { BalanceTransaction } from '../db/entities/index.ts';
-import { availabilityDelayMs, availabilityOverrideSeconds, type ProcessorName } from '../domain/balance-availability.ts';
+import {
+  availabilityDelayMs,
+  availabilityOverrideSeconds,
+  type ProcessorName,
+} from '../domain/balance-availability.ts';
 import { fundsAvailabilityWorkflow } from '../workflows/funds-availability.ts';
+import { currentTestClock, currentTime } from './clock-context.ts';
+import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 
 /** How long a payment through `processor` stays pending in this mode (BALANCE_AVAILABILITY_DELAY_SECONDS overrides). */
 export function paymentAvailabilityDelayMs(processor: ProcessorName | undefined, livemode: boolean): number {
@@ -23,7 +28,10 @@ export interface WorkflowStarter {
  * = its id), sleeping until its available_on. Idempotent: a workflow with that id,
  * running or closed, is left alone (`false`).
  */
-export async function startFundsAvailability(starter: WorkflowStarter, btxn: Pick<BalanceTransaction, 'id' | 'availableOn'>): Promise<boolean> {
+export async function startFundsAvailability(
+  starter: WorkflowStarter,
+  btxn: Pick<BalanceTransaction, 'id' | 'availableOn'>,
+): Promise<boolean> {
   // Money of an object on a test clock becomes available on the clock's time.
   const testClock = currentTestClock();
   if (testClock) await bindToClock(starter.client, testClock, btxn.id);
@@ -31,7 +39,13 @@ export async function startFundsAvailability(starter: WorkflowStarter, btxn: Pic
     await starter.client.workflow.start(fundsAvailabilityWorkflow, {
       workflowId: btxn.id,
       taskQueue: taskQueueFor(starter.taskQueue, testClock),
-      args: [{ balanceTransactionId: btxn.id, availableAfterMs: Math.max(0, btxn.availableOn.getTime() - currentTime().getTime()), ...(testClock ? { testClock } : {}) }],
+      args: [
+        {
+          balanceTransactionId: btxn.id,
+          availableAfterMs: Math.max(0, btxn.availableOn.getTime() - currentTime().getTime()),
+          ...(testClock ? { testClock } : {}),
+        },
+      ],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Funds of ${btxn.id} become available`,
     });
@@ -48,9 +62,17 @@ export async function startFundsAvailability(starter: WorkflowStarter, btxn: Pic
  * its pending money. A process that dies before this leaves the movement pending;
  * the maintenance reconciler (reconcileMissingAvailability) starts it later.
  */
-export async function startAvailabilityOf(em: EntityManager, starter: WorkflowStarter | undefined, sourceId: string): Promise<void> {
+export async function startAvailabilityOf(
+  em: EntityManager,
+  starter: WorkflowStarter | undefined,
+  sourceId: string,
+): Promise<void> {
   if (!starter) return;
-  const pending = await em.find(BalanceTransaction, { source: sourceId, status: 'pending' }, { fields: ['id', 'availableOn'] });
+  const pending = await em.find(
+    BalanceTransaction,
+    { source: sourceId, status: 'pending' },
+    { fields: ['id', 'availableOn'] },
+  );
   for (const btxn of pending) await startFundsAvailability(starter, btxn);
 }
 
@@ -75,12 +97,9 @@ export interface PendingFunds {
 export async function claimPendingFunds(em: EntityManager, transactionId: string): Promise<PendingFunds[]> {
   const rows = await em
     .getConnection()
-    .execute<{ id: string; available_on: Date }[]>(
-      `update balance_transactions set workflow_confirmed_at = coalesce(workflow_confirmed_at, now()) where source = ? and status = 'pending' returning id, available_on`,
-      [transactionId],
-      'all',
-      em.getTransactionContext(),
-    );
+    .execute<
+      { id: string; available_on: Date }[]
+    >(`update balance_transactions set workflow_confirmed_at = coalesce(workflow_confirmed_at, now()) where source = ? and status = 'pending' returning id, available_on`, [transactionId], 'all', em.getTransactionContext());
   return pendingFunds(rows.map((row) => ({ id: row.id, availableOn: new Date(row.available_on) })));
 }
 
@@ -92,5 +111,8 @@ export function pendingFunds(btxns: Pick<BalanceTransaction, 'id' | 'availableOn
     const afterMs = Math.max(0, btxn.availableOn.getTime() - now);
     byDelay.set(afterMs, [...(byDelay.get(afterMs) ?? []), btxn.id]);
   }
-  return [...byDelay].map(([availableAfterMs, balanceTransactionIds]) => ({ availableAfterMs, balanceTransactionIds: balanceTransactionIds.sort() }));
+  return [...byDelay].map(([availableAfterMs, balanceTransactionIds]) => ({
+    availableAfterMs,
+    balanceTransactionIds: balanceTransactionIds.sort(),
+  }));
 }

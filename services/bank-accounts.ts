@@ -1,6 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { BankAccount, Payout, type BankAccountStatus } from '../db/entities/index.ts';
-import { checkDestination, destinationFingerprint, type AccountHolderType, type DestinationInput } from '../domain/bank-accounts.ts';
+
+import { BankAccount, type BankAccountStatus, Payout } from '../db/entities/index.ts';
+import {
+  type AccountHolderType,
+  checkDestination,
+  destinationFingerprint,
+  type DestinationInput,
+} from '../domain/bank-accounts.ts';
 import { ApiError } from '../domain/errors.ts';
 import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
@@ -15,11 +21,24 @@ export interface Scope {
 
 /** Serializes changes to one account's destinations in one mode (the default per currency), for the transaction. */
 export async function lockDestinations(tx: EntityManager, scope: Scope): Promise<void> {
-  await tx.getConnection().execute(`select pg_advisory_xact_lock(hashtext(?))`, [`bank_accounts:${scope.accountId}:${scope.livemode}`], 'all', tx.getTransactionContext());
+  await tx
+    .getConnection()
+    .execute(
+      `select pg_advisory_xact_lock(hashtext(?))`,
+      [`bank_accounts:${scope.accountId}:${scope.livemode}`],
+      'all',
+      tx.getTransactionContext(),
+    );
 }
 
 export async function recordBankAccountEvent(em: EntityManager, row: BankAccount, type: EventType): Promise<void> {
-  await recordEvent(em, { accountId: row.accountId, livemode: row.livemode, type, object: serializeBankAccount(row), transactionId: null });
+  await recordEvent(em, {
+    accountId: row.accountId,
+    livemode: row.livemode,
+    type,
+    object: serializeBankAccount(row),
+    transactionId: null,
+  });
 }
 
 export interface BankAccountKeys {
@@ -38,7 +57,11 @@ export async function createBankAccount(
   em: EntityManager,
   keys: BankAccountKeys,
   scope: Scope,
-  input: DestinationInput & { default_for_currency?: boolean | undefined; metadata?: Record<string, string> | undefined; id?: string },
+  input: DestinationInput & {
+    default_for_currency?: boolean | undefined;
+    metadata?: Record<string, string> | undefined;
+    id?: string;
+  },
 ): Promise<BankAccount> {
   const checked = checkDestination(input);
   if (!checked.ok) throw new ApiError('invalid_request', checked.message);
@@ -47,10 +70,21 @@ export async function createBankAccount(
   return em.transactional(async (tx) => {
     await lockDestinations(tx, scope);
     const same = await tx.findOne(BankAccount, { ...scope, fingerprint, currency: value.currency, deletedAt: null });
-    if (same) throw new ApiError('conflict', `This account is already a destination: ${same.id} (same fingerprint ${fingerprint}).`);
-    const hasDefault = (await tx.count(BankAccount, { ...scope, currency: value.currency, defaultForCurrency: true, deletedAt: null })) > 0;
+    if (same)
+      throw new ApiError(
+        'conflict',
+        `This account is already a destination: ${same.id} (same fingerprint ${fingerprint}).`,
+      );
+    const hasDefault =
+      (await tx.count(BankAccount, { ...scope, currency: value.currency, defaultForCurrency: true, deletedAt: null })) >
+      0;
     const makeDefault = input.default_for_currency === true || !hasDefault;
-    if (makeDefault && hasDefault) await tx.nativeUpdate(BankAccount, { ...scope, currency: value.currency, defaultForCurrency: true, deletedAt: null }, { defaultForCurrency: false, updatedAt: new Date() });
+    if (makeDefault && hasDefault)
+      await tx.nativeUpdate(
+        BankAccount,
+        { ...scope, currency: value.currency, defaultForCurrency: true, deletedAt: null },
+        { defaultForCurrency: false, updatedAt: new Date() },
+      );
     const now = new Date();
     const row = tx.create(BankAccount, {
       id: input.id ?? newId('bankAccount'),
@@ -93,17 +127,29 @@ export async function updateBankAccount(
   em: EntityManager,
   scope: Scope,
   id: string,
-  patch: { account_holder_name?: string | undefined; account_holder_type?: AccountHolderType | undefined; default_for_currency?: boolean | undefined; metadata?: Record<string, string> | undefined },
+  patch: {
+    account_holder_name?: string | undefined;
+    account_holder_type?: AccountHolderType | undefined;
+    default_for_currency?: boolean | undefined;
+    metadata?: Record<string, string> | undefined;
+  },
 ): Promise<BankAccount | null> {
   return em.transactional(async (tx) => {
     await lockDestinations(tx, scope);
     const row = await tx.findOne(BankAccount, { id, ...scope, deletedAt: null });
     if (!row) return null;
     if (patch.default_for_currency === false && row.defaultForCurrency) {
-      throw new ApiError('invalid_request', `default_for_currency: ${row.id} is the default for ${row.currency}; make another destination the default instead.`);
+      throw new ApiError(
+        'invalid_request',
+        `default_for_currency: ${row.id} is the default for ${row.currency}; make another destination the default instead.`,
+      );
     }
     if (patch.default_for_currency === true && !row.defaultForCurrency) {
-      await tx.nativeUpdate(BankAccount, { ...scope, currency: row.currency, defaultForCurrency: true, deletedAt: null }, { defaultForCurrency: false, updatedAt: new Date() });
+      await tx.nativeUpdate(
+        BankAccount,
+        { ...scope, currency: row.currency, defaultForCurrency: true, deletedAt: null },
+        { defaultForCurrency: false, updatedAt: new Date() },
+      );
       row.defaultForCurrency = true;
     }
     if (patch.account_holder_name !== undefined) row.accountHolderName = patch.account_holder_name;
@@ -127,10 +173,23 @@ export async function deleteBankAccount(em: EntityManager, scope: Scope, id: str
     const row = await tx.findOne(BankAccount, { id, ...scope, deletedAt: null });
     if (!row) return null;
     const open = await tx.count(Payout, { destinationId: row.id, status: { $in: ['pending', 'in_transit'] } });
-    if (open > 0) throw new ApiError('conflict', `${row.id} has ${open} payout(s) pending or in transit; delete it once they have ended.`);
+    if (open > 0)
+      throw new ApiError(
+        'conflict',
+        `${row.id} has ${open} payout(s) pending or in transit; delete it once they have ended.`,
+      );
     if (row.defaultForCurrency) {
-      const others = await tx.count(BankAccount, { ...scope, currency: row.currency, deletedAt: null, id: { $ne: row.id } });
-      if (others > 0) throw new ApiError('conflict', `${row.id} is the default for ${row.currency}; make another ${row.currency} destination the default first.`);
+      const others = await tx.count(BankAccount, {
+        ...scope,
+        currency: row.currency,
+        deletedAt: null,
+        id: { $ne: row.id },
+      });
+      if (others > 0)
+        throw new ApiError(
+          'conflict',
+          `${row.id} is the default for ${row.currency}; make another ${row.currency} destination the default first.`,
+        );
     }
     row.deletedAt = new Date();
     row.defaultForCurrency = false;

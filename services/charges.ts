@@ -1,16 +1,17 @@
-import { currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Charge, Customer, Invoice, type BalanceTransaction } from '../db/entities/index.ts';
+
+import { Account, type BalanceTransaction, Charge, Customer, Invoice } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { currentTime } from './clock-context.ts';
+import { withEventBatch } from './events.ts';
 import type { InvoiceLinks } from './invoice-events.ts';
 import { recordInvoiceAttempt, recordInvoicePaymentFailed } from './invoices.ts';
-import type { Processors } from './processors/index.ts';
-import { ensureProcessorCustomer } from './processor-customers.ts';
-import { withEventBatch } from './events.ts';
 import { withBalanceUpdatesLast } from './ledger.ts';
-import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
 import { charges as chargeAttempts } from './observability/metrics.ts';
+import { ensureProcessorCustomer } from './processor-customers.ts';
+import type { Processors } from './processors/index.ts';
+import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
 
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
@@ -31,7 +32,13 @@ export interface ChargeInput {
 /** `transactionId`: the payment transaction of the attempt (absent in outcomes recorded before there was one; null when no charge was made). */
 export type ChargeOutcome =
   | { status: 'succeeded'; chargeId: string; transactionId?: string | null }
-  | { status: 'failed'; chargeId: string | null; failureCode: string; failureMessage: string; transactionId?: string | null };
+  | {
+      status: 'failed';
+      chargeId: string | null;
+      failureCode: string;
+      failureMessage: string;
+      transactionId?: string | null;
+    };
 
 /**
  * Charges a customer's current payment method once per idempotency key.
@@ -95,7 +102,8 @@ export async function chargeCustomer(
   const existing = context.newInvoice ? null : await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) {
     await recordInvoiceAttempt(em, input.invoiceId, input.attempt);
-    if (existing.status === 'succeeded' && existing.transactionId && !context.fundsOwnedByWorkflow) await startAvailabilityOf(em, starter, existing.transactionId);
+    if (existing.status === 'succeeded' && existing.transactionId && !context.fundsOwnedByWorkflow)
+      await startAvailabilityOf(em, starter, existing.transactionId);
     return toOutcome(existing);
   }
 
@@ -103,17 +111,32 @@ export async function chargeCustomer(
   const account = context.account ?? (await em.findOne(Account, { id: input.accountId }, { fields: ['status'] }));
   if (account?.status === 'closed') {
     await em.transactional(async (tx) => {
-      if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt)) await recordInvoicePaymentFailed(tx, links, input.invoiceId);
+      if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt))
+        await recordInvoicePaymentFailed(tx, links, input.invoiceId);
     });
-    return { status: 'failed', chargeId: null, failureCode: 'account_closed', failureMessage: 'The account is closed.' };
+    return {
+      status: 'failed',
+      chargeId: null,
+      failureCode: 'account_closed',
+      failureMessage: 'The account is closed.',
+    };
   }
-  const customer = context.customer !== undefined ? context.customer : await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
+  const customer =
+    context.customer !== undefined
+      ? context.customer
+      : await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
   if (!customer?.paymentMethod && !input.paymentMethod) {
     // No charge row is written, so the attempt count tells a first call from a retry: only the first records the failure's events.
     await em.transactional(async (tx) => {
-      if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt)) await recordInvoicePaymentFailed(tx, links, input.invoiceId);
+      if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt))
+        await recordInvoicePaymentFailed(tx, links, input.invoiceId);
     });
-    return { status: 'failed', chargeId: null, failureCode: 'no_payment_method', failureMessage: 'The customer has no payment method.' };
+    return {
+      status: 'failed',
+      chargeId: null,
+      failureCode: 'no_payment_method',
+      failureMessage: 'The customer has no payment method.',
+    };
   }
   const paymentMethod = input.paymentMethod ?? customer!.paymentMethod!;
   // On Stripe the card is charged through its Stripe customer (made now for customers from before there was one).
@@ -129,7 +152,11 @@ export async function chargeCustomer(
   // Subscriptions need the money now: a method that only settles later cannot pay them (yet).
   const result =
     answer.status === 'pending'
-      ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later and cannot pay subscriptions.' }
+      ? {
+          status: 'failed' as const,
+          failureCode: 'payment_method_unsupported',
+          failureMessage: 'This payment method settles later and cannot pay subscriptions.',
+        }
       : answer;
   const chargeId = newId('charge');
   // The attempt's payment transaction, named up front so the charge row is written with it (no update after).
@@ -137,61 +164,95 @@ export async function chargeCustomer(
   let recorded: ChargeOutcome | undefined;
   // The payment's, the invoice's and the caller's events (onRecorded) in one insert at the end.
   // The money's balance row is updated last (withBalanceUpdatesLast): a wave of one account's renewals queues on it for a statement, not the transaction.
-  await em.transactional((tx) => withBalanceUpdatesLast(tx, () => withEventBatch(tx, async () => {
-    const inserted = await tx
-      .createQueryBuilder(Charge)
-      .insert({
-        id: chargeId,
-        idempotencyKey: input.idempotencyKey,
-        accountId: input.accountId,
-        customerId: input.customerId,
-        amount: input.amount,
-        currency: input.currency,
-        paymentMethod,
-        status: result.status,
-        failureCode: result.status === 'failed' ? result.failureCode : null,
-        failureMessage: result.status === 'failed' ? result.failureMessage : null,
-        livemode: input.livemode,
-        createdAt: currentTime(),
-        transactionId,
-      })
-      .onConflict('idempotencyKey')
-      .ignore()
-      .execute('run');
-    // The charge row, its transaction and the events of a decline commit together; a racing second insert records none of them.
-    if (inserted.affectedRows === 0) return;
-    const subscriptionId = context.subscriptionId !== undefined ? context.subscriptionId : ((await tx.findOne(Invoice, { id: input.invoiceId }))?.subscriptionId ?? null);
-    const owner = context.account?.createdAt ? context.account : undefined;
-    const fields = await newTransactionFields(tx, {
-      accountId: input.accountId,
-      livemode: input.livemode,
-      amount: input.amount,
-      currency: input.currency,
-      type: 'payment',
-      reference: input.description.slice(0, 500),
-      metadata: {},
-      paymentMethod,
-      links: { invoiceId: input.invoiceId, subscriptionId, customerId: input.customerId, processorChargeId: answer.processorChargeId },
-    }, owner);
-    fields.id = transactionId;
-    if (result.status === 'failed') {
-      const transaction = await recordFailedPayment(tx, fields, result, { paymentEvents: false });
-      await recordInvoiceAttempt(tx, input.invoiceId, input.attempt);
-      await recordInvoicePaymentFailed(tx, links, input.invoiceId, transaction.id);
-      recorded = { status: 'failed', chargeId, transactionId: transaction.id, failureCode: result.failureCode, failureMessage: result.failureMessage };
-      return;
-    }
-    const delayMs = paymentAvailabilityDelayMs(processor.name, input.livemode);
-    const { transaction, balanceTransaction } = await recordSucceededTransaction(tx, fields, { delayMs, paymentEvents: false, fundsOwnedByWorkflow: context.fundsOwnedByWorkflow });
-    // The attempt is counted with its charge (by onRecorded's markInvoicePaid when there is one).
-    if (context.onRecorded) await context.onRecorded(tx, { chargeId, transactionId: transaction.id, attempt: input.attempt, pending: balanceTransaction.status === 'pending' ? balanceTransaction : null });
-    else await recordInvoiceAttempt(tx, input.invoiceId, input.attempt);
-    recorded = { status: 'succeeded', chargeId, transactionId: transaction.id };
-  })));
+  await em.transactional((tx) =>
+    withBalanceUpdatesLast(tx, () =>
+      withEventBatch(tx, async () => {
+        const inserted = await tx
+          .createQueryBuilder(Charge)
+          .insert({
+            id: chargeId,
+            idempotencyKey: input.idempotencyKey,
+            accountId: input.accountId,
+            customerId: input.customerId,
+            amount: input.amount,
+            currency: input.currency,
+            paymentMethod,
+            status: result.status,
+            failureCode: result.status === 'failed' ? result.failureCode : null,
+            failureMessage: result.status === 'failed' ? result.failureMessage : null,
+            livemode: input.livemode,
+            createdAt: currentTime(),
+            transactionId,
+          })
+          .onConflict('idempotencyKey')
+          .ignore()
+          .execute('run');
+        // The charge row, its transaction and the events of a decline commit together; a racing second insert records none of them.
+        if (inserted.affectedRows === 0) return;
+        const subscriptionId =
+          context.subscriptionId !== undefined
+            ? context.subscriptionId
+            : ((await tx.findOne(Invoice, { id: input.invoiceId }))?.subscriptionId ?? null);
+        const owner = context.account?.createdAt ? context.account : undefined;
+        const fields = await newTransactionFields(
+          tx,
+          {
+            accountId: input.accountId,
+            livemode: input.livemode,
+            amount: input.amount,
+            currency: input.currency,
+            type: 'payment',
+            reference: input.description.slice(0, 500),
+            metadata: {},
+            paymentMethod,
+            links: {
+              invoiceId: input.invoiceId,
+              subscriptionId,
+              customerId: input.customerId,
+              processorChargeId: answer.processorChargeId,
+            },
+          },
+          owner,
+        );
+        fields.id = transactionId;
+        if (result.status === 'failed') {
+          const transaction = await recordFailedPayment(tx, fields, result, { paymentEvents: false });
+          await recordInvoiceAttempt(tx, input.invoiceId, input.attempt);
+          await recordInvoicePaymentFailed(tx, links, input.invoiceId, transaction.id);
+          recorded = {
+            status: 'failed',
+            chargeId,
+            transactionId: transaction.id,
+            failureCode: result.failureCode,
+            failureMessage: result.failureMessage,
+          };
+          return;
+        }
+        const delayMs = paymentAvailabilityDelayMs(processor.name, input.livemode);
+        const { transaction, balanceTransaction } = await recordSucceededTransaction(tx, fields, {
+          delayMs,
+          paymentEvents: false,
+          fundsOwnedByWorkflow: context.fundsOwnedByWorkflow,
+        });
+        // The attempt is counted with its charge (by onRecorded's markInvoicePaid when there is one).
+        if (context.onRecorded)
+          await context.onRecorded(tx, {
+            chargeId,
+            transactionId: transaction.id,
+            attempt: input.attempt,
+            pending: balanceTransaction.status === 'pending' ? balanceTransaction : null,
+          });
+        else await recordInvoiceAttempt(tx, input.invoiceId, input.attempt);
+        recorded = { status: 'succeeded', chargeId, transactionId: transaction.id };
+      }),
+    ),
+  );
   // Recorded by this call: its outcome is known. Otherwise a racing call recorded the charge: read what it wrote.
-  const outcome = recorded ?? toOutcome(await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
+  const outcome =
+    recorded ?? toOutcome(await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
   if (recorded) chargeAttempts.inc({ kind: 'invoice', outcome: recorded.status, livemode: String(input.livemode) });
-  if (outcome.status === 'succeeded' && outcome.transactionId && !context.fundsOwnedByWorkflow) await startAvailabilityOf(em.fork(), starter, outcome.transactionId);
+  if (outcome.status === 'succeeded' && outcome.transactionId && !context.fundsOwnedByWorkflow)
+    await startAvailabilityOf(em.fork(), starter, outcome.transactionId);
   return outcome;
 }
 

@@ -6,12 +6,14 @@
  * after it is minted and is stored as SHA-256 only, like API keys.
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
+
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import type { CliKeyRow } from '../objects/cli-key.ts';
 
-export { serializeCliKey, type CliKeyRow } from '../objects/cli-key.ts';
+export { type CliKeyRow, serializeCliKey } from '../objects/cli-key.ts';
 
 export const cliKeyLifetimeDays = 90;
 export const deviceCodeTtlSeconds = 600;
@@ -37,7 +39,15 @@ export async function mintCliKey(
     `insert into cli_keys (id, account_id, user_id, livemode, name, secret_hash, last4, created_at, expires_at)
      values (?, ?, ?, ?, ?, ?, ?, now(), now() + interval '${cliKeyLifetimeDays} days')
      returning id, account_id, user_id, livemode, name, last4, created_at, expires_at, last_used_at, revoked_at`,
-    [newId('cliKey'), input.accountId, input.userId, input.livemode, input.name.slice(0, 255), sha256(secret), secret.slice(-4)],
+    [
+      newId('cliKey'),
+      input.accountId,
+      input.userId,
+      input.livemode,
+      input.name.slice(0, 255),
+      sha256(secret),
+      secret.slice(-4),
+    ],
   );
   return { row: row!, secret };
 }
@@ -52,10 +62,11 @@ export async function listCliKeys(orm: MikroORM, accountId: string): Promise<Cli
 
 /** Revokes one key of the account; false when there is no such live key. */
 export async function revokeCliKey(orm: MikroORM, accountId: string, id: string): Promise<boolean> {
-  const rows = await orm.em.getConnection().execute<{ id: string }[]>(
-    `update cli_keys set revoked_at = now() where id = ? and account_id = ? and revoked_at is null returning id`,
-    [id, accountId],
-  );
+  const rows = await orm.em
+    .getConnection()
+    .execute<
+      { id: string }[]
+    >(`update cli_keys set revoked_at = now() where id = ? and account_id = ? and revoked_at is null returning id`, [id, accountId]);
   return rows.length > 0;
 }
 
@@ -77,7 +88,10 @@ export function normalizeUserCode(input: string): string | null {
   return `${letters.slice(0, 4)}-${letters.slice(4)}`;
 }
 
-export async function startDeviceLogin(orm: MikroORM, deviceName: string): Promise<{ deviceCode: string; userCode: string }> {
+export async function startDeviceLogin(
+  orm: MikroORM,
+  deviceName: string,
+): Promise<{ deviceCode: string; userCode: string }> {
   const deviceCode = `dc_${randomBytes(32).toString('base64url')}`;
   const userCode = newUserCode();
   // Codes a day past their expiry are of no use to anyone: each new login sweeps them.
@@ -94,10 +108,11 @@ export async function startDeviceLogin(orm: MikroORM, deviceName: string): Promi
 export async function pendingDeviceLogin(orm: MikroORM, userCode: string): Promise<{ deviceName: string } | null> {
   const code = normalizeUserCode(userCode);
   if (!code) return null;
-  const [row] = await orm.em.getConnection().execute<{ device_name: string }[]>(
-    `select device_name from cli_device_codes where user_code = ? and approved_at is null and consumed_at is null and expires_at > now()`,
-    [code],
-  );
+  const [row] = await orm.em
+    .getConnection()
+    .execute<
+      { device_name: string }[]
+    >(`select device_name from cli_device_codes where user_code = ? and approved_at is null and consumed_at is null and expires_at > now()`, [code]);
   return row ? { deviceName: row.device_name } : null;
 }
 
@@ -113,7 +128,8 @@ export async function approveDeviceLogin(
       where user_code = ? and approved_at is null and consumed_at is null and expires_at > now() returning device_name`,
     [input.accountId, input.userId, input.livemode, code],
   );
-  if (rows.length === 0) throw new ApiError('not_found', 'No pending login with this code (it may have expired or been approved already).');
+  if (rows.length === 0)
+    throw new ApiError('not_found', 'No pending login with this code (it may have expired or been approved already).');
   return { deviceName: rows[0]!.device_name };
 }
 
@@ -121,15 +137,23 @@ export async function approveDeviceLogin(
  * The CLI's poll: `authorization_pending` until approved, then the key, once
  * (the code is consumed in the same statement that finds it approved).
  */
-export async function collectDeviceLogin(orm: MikroORM, deviceCode: string): Promise<{ row: CliKeyRow; secret: string; email: string }> {
+export async function collectDeviceLogin(
+  orm: MikroORM,
+  deviceCode: string,
+): Promise<{ row: CliKeyRow; secret: string; email: string }> {
   const connection = orm.em.getConnection();
-  const [found] = await connection.execute<{ id: string; approved_at: Date | null; consumed_at: Date | null; expired: boolean }[]>(
+  const [found] = await connection.execute<
+    { id: string; approved_at: Date | null; consumed_at: Date | null; expired: boolean }[]
+  >(
     `select id, approved_at, consumed_at, expires_at <= now() as expired from cli_device_codes where device_code_hash = ?`,
     [sha256(deviceCode)],
   );
-  if (!found || found.consumed_at || found.expired) throw new ApiError('expired_token', 'This device code expired or was used; run `billing login` again.');
+  if (!found || found.consumed_at || found.expired)
+    throw new ApiError('expired_token', 'This device code expired or was used; run `billing login` again.');
   if (!found.approved_at) throw new ApiError('authorization_pending', 'Waiting for the owner to approve this login.');
-  const [claimed] = await connection.execute<{ account_id: string; user_id: string; livemode: boolean; device_name: string; email: string }[]>(
+  const [claimed] = await connection.execute<
+    { account_id: string; user_id: string; livemode: boolean; device_name: string; email: string }[]
+  >(
     `update cli_device_codes d set consumed_at = now() from users u
       where d.id = ? and d.consumed_at is null and u.id = d.user_id and u.status = 'active'
       returning d.account_id, d.user_id, d.livemode, d.device_name, u.email`,

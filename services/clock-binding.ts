@@ -4,7 +4,8 @@
  * bind their workflows without importing test-clocks.ts back.
  */
 import type { Client } from '@temporalio/client';
-import { clockRegisterSignal, clockUnregisterSignal, type ClockBinding } from '../workflows/clock-sleep.ts';
+
+import { type ClockBinding, clockRegisterSignal, clockUnregisterSignal } from '../workflows/clock-sleep.ts';
 
 /**
  * Tells the clock that `workflowId` is about to start on it: the clock waits for it
@@ -24,7 +25,6 @@ export async function bindToClock(client: Client, binding: ClockBinding, workflo
 export async function unbindFromClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
   await client.workflow.getHandle(binding.id).signal(clockUnregisterSignal, { workflowId });
 }
-
 
 /**
  * Test clock work runs on a task queue of its own (config.ts clockTaskQueue, TEMPORAL_CLOCK_TASK_QUEUE; default

@@ -6,6 +6,7 @@
  * clock carries the clock's time.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 
 const store = new AsyncLocalStorage<ClockBinding>();

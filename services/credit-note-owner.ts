@@ -13,9 +13,10 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
+
 import { CreditNote, Invoice, Subscription } from '../db/entities/index.ts';
 import type { OpenInvoiceCredit, OpenInvoiceCreditResult } from '../domain/credit-notes.ts';
-import { ApiError, errorStatus, type ErrorCode } from '../domain/errors.ts';
+import { ApiError, type ErrorCode, errorStatus } from '../domain/errors.ts';
 import { endedStatuses } from '../domain/subscription.ts';
 import { creditOneOffInvoiceUpdate } from '../workflows/invoice.ts';
 import { creditInvoiceUpdate } from '../workflows/subscription.ts';
@@ -24,9 +25,20 @@ import type { InvoiceLinks } from './invoice-events.ts';
 import { updateRefusal, workflowGone } from './workflow-messages.ts';
 
 /** The open invoice's credit note, made (or found, by its id: a retried activity) in one database transaction; a refusal is answered. */
-export async function creditOpenInvoice(em: EntityManager, links: InvoiceLinks, credit: OpenInvoiceCredit, at?: string): Promise<OpenInvoiceCreditResult> {
+export async function creditOpenInvoice(
+  em: EntityManager,
+  links: InvoiceLinks,
+  credit: OpenInvoiceCredit,
+  at?: string,
+): Promise<OpenInvoiceCreditResult> {
   try {
-    const made = await createOpenInvoiceCreditNote(em, links, { id: credit.creditNoteId, scope: credit.scope, request: credit.request, at, pdfUrl: () => credit.pdfUrl });
+    const made = await createOpenInvoiceCreditNote(em, links, {
+      id: credit.creditNoteId,
+      scope: credit.scope,
+      request: credit.request,
+      at,
+      pdfUrl: () => credit.pdfUrl,
+    });
     return { creditNoteId: made.note.id, amountDue: made.amountDue, paid: made.paid };
   } catch (error) {
     if (error instanceof ApiError) return { refused: { type: error.code, message: error.message } };
@@ -34,11 +46,21 @@ export async function creditOpenInvoice(em: EntityManager, links: InvoiceLinks, 
   }
 }
 
-const asApiError = (type: string, message: string) => new ApiError((type in errorStatus ? type : 'invalid_request') as ErrorCode, message);
+const asApiError = (type: string, message: string) =>
+  new ApiError((type in errorStatus ? type : 'invalid_request') as ErrorCode, message);
 
 /** Credits the open invoice `credit.request.invoice` through its owner (above), and answers the credit note. */
-export async function creditOpenInvoiceThroughOwner(client: Client, em: EntityManager, links: InvoiceLinks, credit: OpenInvoiceCredit): Promise<CreditNote> {
-  const invoice = await em.findOne(Invoice, { id: credit.request.invoice, accountId: credit.scope.accountId, livemode: credit.scope.livemode }, { fields: ['subscriptionId', 'status', 'finalizedAt'] });
+export async function creditOpenInvoiceThroughOwner(
+  client: Client,
+  em: EntityManager,
+  links: InvoiceLinks,
+  credit: OpenInvoiceCredit,
+): Promise<CreditNote> {
+  const invoice = await em.findOne(
+    Invoice,
+    { id: credit.request.invoice, accountId: credit.scope.accountId, livemode: credit.scope.livemode },
+    { fields: ['subscriptionId', 'status', 'finalizedAt'] },
+  );
   if (!invoice) throw new ApiError('not_found', 'invoice: no such invoice.');
   const direct = async () => {
     const result = await creditOpenInvoice(em.fork(), links, credit);

@@ -22,8 +22,17 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, CreditNote, Customer, Invoice, Transaction, type CreditNoteLine } from '../db/entities/index.ts';
-import { creditedByLine, creditNoteLines, creditNoteNumber, CreditNoteProblem, splitCreditNote, type CreditNoteRequest, type CreditNoteSplit } from '../domain/credit-notes.ts';
+
+import { Account, CreditNote, type CreditNoteLine, Customer, Invoice, Transaction } from '../db/entities/index.ts';
+import {
+  creditedByLine,
+  creditNoteLines,
+  creditNoteNumber,
+  CreditNoteProblem,
+  type CreditNoteRequest,
+  type CreditNoteSplit,
+  splitCreditNote,
+} from '../domain/credit-notes.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
@@ -31,7 +40,7 @@ import { serializeCreditNote } from '../objects/credit-note.ts';
 import { currentTime } from './clock-context.ts';
 import { lockCustomerBalance, recordBalanceTransaction } from './customer-balance.ts';
 import { recordEvent } from './events.ts';
-import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
+import { type InvoiceLinks, recordInvoiceEvents } from './invoice-events.ts';
 import { reserveRefund } from './refunds.ts';
 import { newTransactionFields } from './transactions.ts';
 
@@ -81,18 +90,31 @@ async function plan(tx: EntityManager, scope: Scope, request: CreditNoteRequest,
   if (!peek) throw new ApiError('not_found', 'invoice: no such invoice.');
   const statusProblem = (status: string, number: string) => {
     if (status === 'paid' || status === 'open') return;
-    throw new ApiError('invalid_state', `Invoice ${status === 'draft' ? peek.id : number} is ${status}: only a paid or open invoice takes a credit note.`);
+    throw new ApiError(
+      'invalid_state',
+      `Invoice ${status === 'draft' ? peek.id : number} is ${status}: only a paid or open invoice takes a credit note.`,
+    );
   };
   statusProblem(peek.status, peek.number);
   // The payment first (the lock a refund of it takes), then the invoice: the order finishRefund takes them in too.
-  const payment = peek.status === 'paid' && peek.transactionId ? await tx.findOne(Transaction, { id: peek.transactionId }, lock ? writeLock : {}) : null;
+  const payment =
+    peek.status === 'paid' && peek.transactionId
+      ? await tx.findOne(Transaction, { id: peek.transactionId }, lock ? writeLock : {})
+      : null;
   const invoice = lock ? await tx.findOneOrFail(Invoice, { id: peek.id }, writeLock) : peek;
   statusProblem(invoice.status, invoice.number);
-  if (invoice.status !== peek.status) throw new ApiError('invalid_state', `Invoice ${invoice.number} became ${invoice.status} meanwhile; send the credit note again.`);
+  if (invoice.status !== peek.status)
+    throw new ApiError(
+      'invalid_state',
+      `Invoice ${invoice.number} became ${invoice.status} meanwhile; send the credit note again.`,
+    );
   const open = invoice.status === 'open';
   const currency = invoice.currency;
   if (request.currency && request.currency.toUpperCase() !== currency) {
-    throw new ApiError('currency_mismatch', `currency: invoice ${invoice.number} is in ${currency}, not ${request.currency.toUpperCase()}; a credit note is in its invoice's currency.`);
+    throw new ApiError(
+      'currency_mismatch',
+      `currency: invoice ${invoice.number} is in ${currency}, not ${request.currency.toUpperCase()}; a credit note is in its invoice's currency.`,
+    );
   }
   const notes = await tx.find(CreditNote, { invoiceId: invoice.id }, { orderBy: { sequence: 'asc' }, refresh: true });
   const issued = notes.filter((note) => note.status === 'issued');
@@ -110,16 +132,26 @@ async function plan(tx: EntityManager, scope: Scope, request: CreditNoteRequest,
   const money = (amount: number) => `${amount} (${formatMoney(amount, currency)})`;
   const credited = issued.reduce((sum, note) => sum + Number(note.total), 0);
   const leftToCredit = Number(invoice.total) - credited;
-  if (total > leftToCredit) refuse(`The credit note's total, ${money(total)}, is more than is left to credit of invoice ${invoice.number}: ${money(Math.max(0, leftToCredit))} (total ${money(Number(invoice.total))}, credited ${money(credited)}).`);
+  if (total > leftToCredit)
+    refuse(
+      `The credit note's total, ${money(total)}, is more than is left to credit of invoice ${invoice.number}: ${money(Math.max(0, leftToCredit))} (total ${money(Number(invoice.total))}, credited ${money(credited)}).`,
+    );
   if (open) {
     if (request.refund_amount || request.credit_amount || request.out_of_band_amount) {
-      refuse(`Invoice ${invoice.number} is open: its credit note lowers what is due; refund_amount, credit_amount and out_of_band_amount are for paid invoices.`);
+      refuse(
+        `Invoice ${invoice.number} is open: its credit note lowers what is due; refund_amount, credit_amount and out_of_band_amount are for paid invoices.`,
+      );
     }
     const due = Number(invoice.amountDue) - Number(invoice.amountPaid);
-    if (total > due) refuse(`The credit note's total, ${money(total)}, is more than is left to pay of invoice ${invoice.number}: ${money(due)}.`);
+    if (total > due)
+      refuse(
+        `The credit note's total, ${money(total)}, is more than is left to pay of invoice ${invoice.number}: ${money(due)}.`,
+      );
   } else {
     if (split.refund > 0 && (!payment || payment.status !== 'succeeded' || !payment.processorChargeId)) {
-      refuse(`refund_amount: invoice ${invoice.number} was not paid by a payment that can be refunded; credit the customer balance or record it out of band.`);
+      refuse(
+        `refund_amount: invoice ${invoice.number} was not paid by a payment that can be refunded; credit the customer balance or record it out of band.`,
+      );
     }
     const refunded = payment ? Number(payment.amountRefunded) : 0;
     const toBalance = issued.reduce((sum, note) => sum + Number(note.creditAmount), 0);
@@ -132,19 +164,33 @@ async function plan(tx: EntityManager, scope: Scope, request: CreditNoteRequest,
           `(collected ${money(collected)}, refunded ${money(refunded)}, credited to the balance ${money(toBalance)}).`,
       );
     }
-    if (payment && split.refund > Number(payment.amount) - refunded) refuse(`refund_amount: ${money(split.refund)} exceeds what is left to refund of ${payment.id}: ${money(Number(payment.amount) - refunded)}.`);
+    if (payment && split.refund > Number(payment.amount) - refunded)
+      refuse(
+        `refund_amount: ${money(split.refund)} exceeds what is left to refund of ${payment.id}: ${money(Number(payment.amount) - refunded)}.`,
+      );
   }
   const sequence = notes.reduce((max, note) => Math.max(max, note.sequence), 0) + 1;
   return { invoice, payment, lines, total, split, sequence, number: creditNoteNumber(invoice.number, sequence) };
 }
 
 /** The credit note a request would issue, checked as creating it would check it (nothing is written, nothing locked). */
-export async function previewCreditNote(em: EntityManager, scope: Scope, request: CreditNoteRequest): Promise<CreditNote> {
+export async function previewCreditNote(
+  em: EntityManager,
+  scope: Scope,
+  request: CreditNoteRequest,
+): Promise<CreditNote> {
   const planned = await plan(em, scope, request, false);
   return buildNote(planned, scope, request, 'cn_preview', null, null);
 }
 
-function buildNote(planned: Planned, scope: Scope, request: CreditNoteRequest, id: string, refundId: string | null, balanceTransactionId: string | null): CreditNote {
+function buildNote(
+  planned: Planned,
+  scope: Scope,
+  request: CreditNoteRequest,
+  id: string,
+  refundId: string | null,
+  balanceTransactionId: string | null,
+): CreditNote {
   return {
     id,
     accountId: scope.accountId,
@@ -174,12 +220,18 @@ function buildNote(planned: Planned, scope: Scope, request: CreditNoteRequest, i
  * Issues a credit note (steps 1 to 3 above) and answers it with the refund it reserved, still
  * pending: the caller completes that with the processor after this returns (completeRefund).
  */
-export async function createCreditNote(em: EntityManager, scope: Scope, request: CreditNoteRequest, pdfUrl: (id: string) => string): Promise<{ note: CreditNote; refundId: string | null }> {
+export async function createCreditNote(
+  em: EntityManager,
+  scope: Scope,
+  request: CreditNoteRequest,
+  pdfUrl: (id: string) => string,
+): Promise<{ note: CreditNote; refundId: string | null }> {
   return em.transactional(async (tx) => {
     const planned = await plan(tx, scope, request, true);
     const { invoice, payment, split } = planned;
     // An open invoice's credit note changes what its workflow charges: it goes through that workflow (createOpenInvoiceCreditNote).
-    if (invoice.status !== 'paid') throw new ApiError('invalid_state', `Invoice ${invoice.number} is ${invoice.status}.`);
+    if (invoice.status !== 'paid')
+      throw new ApiError('invalid_state', `Invoice ${invoice.number} is ${invoice.status}.`);
     const id = newId('creditNote');
     let refundId: string | null = null;
     if (split.refund > 0 && payment) {
@@ -214,7 +266,13 @@ export async function createCreditNote(em: EntityManager, scope: Scope, request:
     }
     const note = tx.create(CreditNote, buildNote(planned, scope, request, id, refundId, balanceTransactionId));
     await tx.flush();
-    await recordEvent(tx, { accountId: scope.accountId, livemode: scope.livemode, type: 'credit_note.created', object: serializeCreditNote(note, pdfUrl(note.id)), transactionId: refundId });
+    await recordEvent(tx, {
+      accountId: scope.accountId,
+      livemode: scope.livemode,
+      type: 'credit_note.created',
+      object: serializeCreditNote(note, pdfUrl(note.id)),
+      transactionId: refundId,
+    });
     return { note, refundId };
   });
 }
@@ -230,19 +288,33 @@ export async function createCreditNote(em: EntityManager, scope: Scope, request:
 export async function createOpenInvoiceCreditNote(
   em: EntityManager,
   links: InvoiceLinks,
-  input: { id: string; scope: Scope; request: CreditNoteRequest; at?: string | undefined; pdfUrl: (id: string) => string },
+  input: {
+    id: string;
+    scope: Scope;
+    request: CreditNoteRequest;
+    at?: string | undefined;
+    pdfUrl: (id: string) => string;
+  },
 ): Promise<{ note: CreditNote; amountDue: number; paid: boolean }> {
   return em.transactional(async (tx) => {
     const existing = await tx.findOne(CreditNote, { id: input.id });
     if (existing) {
       const invoice = await tx.findOneOrFail(Invoice, { id: existing.invoiceId }, { refresh: true });
-      return { note: existing, amountDue: Number(invoice.amountDue) - Number(invoice.amountPaid), paid: invoice.status === 'paid' };
+      return {
+        note: existing,
+        amountDue: Number(invoice.amountDue) - Number(invoice.amountPaid),
+        paid: invoice.status === 'paid',
+      };
     }
     const planned = await plan(tx, input.scope, input.request, true);
     const { invoice } = planned;
-    if (invoice.status !== 'open') throw new ApiError('invalid_state', `Invoice ${invoice.number} is ${invoice.status}.`);
+    if (invoice.status !== 'open')
+      throw new ApiError('invalid_state', `Invoice ${invoice.number} is ${invoice.status}.`);
     const at = input.at ? new Date(input.at) : currentTime();
-    const note = tx.create(CreditNote, { ...buildNote(planned, input.scope, input.request, input.id, null, null), createdAt: at });
+    const note = tx.create(CreditNote, {
+      ...buildNote(planned, input.scope, input.request, input.id, null, null),
+      createdAt: at,
+    });
     invoice.amountDue = Number(invoice.amountDue) - planned.total;
     const paid = Number(invoice.amountDue) - Number(invoice.amountPaid) <= 0;
     if (paid) {
@@ -251,7 +323,13 @@ export async function createOpenInvoiceCreditNote(
       invoice.paidAt = at;
     }
     await tx.flush();
-    await recordEvent(tx, { accountId: input.scope.accountId, livemode: input.scope.livemode, type: 'credit_note.created', object: serializeCreditNote(note, input.pdfUrl(note.id)), transactionId: null });
+    await recordEvent(tx, {
+      accountId: input.scope.accountId,
+      livemode: input.scope.livemode,
+      type: 'credit_note.created',
+      object: serializeCreditNote(note, input.pdfUrl(note.id)),
+      transactionId: null,
+    });
     if (paid) await recordInvoiceEvents(tx, links, invoice, ['invoice.paid'], null);
     return { note, amountDue: Number(invoice.amountDue) - Number(invoice.amountPaid), paid };
   });
@@ -263,7 +341,12 @@ export async function createOpenInvoiceCreditNote(
  * least that much credit); the credit is taken back by a `credit_note` balance transaction of
  * the opposite sign. Under the invoice's row lock, then the customer balance's.
  */
-export async function voidCreditNote(em: EntityManager, scope: Scope, id: string, pdfUrl: (id: string) => string): Promise<CreditNote> {
+export async function voidCreditNote(
+  em: EntityManager,
+  scope: Scope,
+  id: string,
+  pdfUrl: (id: string) => string,
+): Promise<CreditNote> {
   return em.transactional(async (tx) => {
     const peek = await tx.findOne(CreditNote, { id, accountId: scope.accountId, livemode: scope.livemode });
     if (!peek) throw new ApiError('not_found', 'No such credit note.');
@@ -272,15 +355,29 @@ export async function voidCreditNote(em: EntityManager, scope: Scope, id: string
     if (note.status !== 'issued') throw new ApiError('invalid_state', `Credit note ${note.number} is already void.`);
     if (Number(note.refundAmount) > 0) {
       // A refund the processor refused moved no money (its reservation was given back): such a credit note may be voided.
-      const refund = note.refundTransactionId ? await tx.findOne(Transaction, { id: note.refundTransactionId }, { refresh: true }) : null;
+      const refund = note.refundTransactionId
+        ? await tx.findOne(Transaction, { id: note.refundTransactionId }, { refresh: true })
+        : null;
       if (refund?.status !== 'failed') {
-        throw new ApiError('invalid_state', `Credit note ${note.number} refunded ${formatMoney(Number(note.refundAmount), note.currency)} to the payment method: a refund cannot be taken back, so the credit note cannot be voided.`);
+        throw new ApiError(
+          'invalid_state',
+          `Credit note ${note.number} refunded ${formatMoney(Number(note.refundAmount), note.currency)} to the payment method: a refund cannot be taken back, so the credit note cannot be voided.`,
+        );
       }
     }
-    if (loweredAmountDue(note)) throw new ApiError('invalid_state', `Credit note ${note.number} lowered the amount due of its invoice while it was open: it cannot be voided.`);
+    if (loweredAmountDue(note))
+      throw new ApiError(
+        'invalid_state',
+        `Credit note ${note.number} lowered the amount due of its invoice while it was open: it cannot be voided.`,
+      );
     const credit = Number(note.creditAmount);
     if (credit > 0) {
-      const balance = await lockCustomerBalance(tx, { accountId: note.accountId, livemode: note.livemode, customerId: note.customerId, currency: note.currency });
+      const balance = await lockCustomerBalance(tx, {
+        accountId: note.accountId,
+        livemode: note.livemode,
+        customerId: note.customerId,
+        currency: note.currency,
+      });
       if (balance > -credit) {
         throw new ApiError(
           'invalid_state',
@@ -303,13 +400,22 @@ export async function voidCreditNote(em: EntityManager, scope: Scope, id: string
     note.status = 'void';
     note.voidedAt = currentTime();
     await tx.flush();
-    await recordEvent(tx, { accountId: scope.accountId, livemode: scope.livemode, type: 'credit_note.voided', object: serializeCreditNote(note, pdfUrl(note.id)), transactionId: null });
+    await recordEvent(tx, {
+      accountId: scope.accountId,
+      livemode: scope.livemode,
+      type: 'credit_note.voided',
+      object: serializeCreditNote(note, pdfUrl(note.id)),
+      transactionId: null,
+    });
     return note;
   });
 }
 
 /** The invoice, account and customer a credit note's PDF and email show. */
-export async function creditNoteContext(em: EntityManager, note: CreditNote): Promise<{ invoice: Invoice; account: Account; customer: Customer | null }> {
+export async function creditNoteContext(
+  em: EntityManager,
+  note: CreditNote,
+): Promise<{ invoice: Invoice; account: Account; customer: Customer | null }> {
   const [invoice, account, customer] = await Promise.all([
     em.findOneOrFail(Invoice, { id: note.invoiceId }),
     em.findOneOrFail(Account, { id: note.accountId }),

@@ -1,5 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { CustomerBalance, CustomerBalanceTransaction, type CustomerBalanceTransactionType } from '../db/entities/index.ts';
+
+import {
+  CustomerBalance,
+  CustomerBalanceTransaction,
+  type CustomerBalanceTransactionType,
+} from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeCustomerBalanceTransaction } from '../objects/customer-balance-transaction.ts';
 import { currentTime } from './clock-context.ts';
@@ -26,7 +31,10 @@ export interface BalanceScope {
  * (recordBalanceTransaction) creates the row under its own lock.
  */
 export async function lockBalanceForInvoice(tx: EntityManager, scope: BalanceScope): Promise<number> {
-  const [row] = await tx.execute<{ balance: string }[]>(`select balance from customer_balances where customer_id = ? and currency = ? for update`, [scope.customerId, scope.currency.toUpperCase()]);
+  const [row] = await tx.execute<{ balance: string }[]>(
+    `select balance from customer_balances where customer_id = ? and currency = ? for update`,
+    [scope.customerId, scope.currency.toUpperCase()],
+  );
   return row ? Number(row.balance) : 0;
 }
 
@@ -63,15 +71,18 @@ export interface BalanceMovement extends BalanceScope {
  * `customer_balance_transaction.created` event, on `tx` (the caller's database transaction).
  * Takes the balance row's lock itself (a caller that already holds it just re-enters it).
  */
-export async function recordBalanceTransaction(tx: EntityManager, movement: BalanceMovement): Promise<CustomerBalanceTransaction> {
-  if (!Number.isSafeInteger(movement.amount)) throw new Error(`A balance movement of ${movement.amount} is not an integer of minor units.`);
+export async function recordBalanceTransaction(
+  tx: EntityManager,
+  movement: BalanceMovement,
+): Promise<CustomerBalanceTransaction> {
+  if (!Number.isSafeInteger(movement.amount))
+    throw new Error(`A balance movement of ${movement.amount} is not an integer of minor units.`);
   await lockCustomerBalance(tx, movement);
   const currency = movement.currency.toUpperCase();
-  const [moved] = await tx.execute<{ balance: string }[]>(`update customer_balances set balance = balance + ?, updated_at = now() where customer_id = ? and currency = ? returning balance`, [
-    movement.amount,
-    movement.customerId,
-    currency,
-  ]);
+  const [moved] = await tx.execute<{ balance: string }[]>(
+    `update customer_balances set balance = balance + ?, updated_at = now() where customer_id = ? and currency = ? returning balance`,
+    [movement.amount, movement.customerId, currency],
+  );
   const row = tx.create(CustomerBalanceTransaction, {
     id: newId('customerBalanceTransaction'),
     accountId: movement.accountId,
@@ -87,6 +98,11 @@ export async function recordBalanceTransaction(tx: EntityManager, movement: Bala
     createdAt: movement.createdAt ?? currentTime(),
   });
   await tx.flush();
-  await recordEvent(tx, { accountId: movement.accountId, livemode: movement.livemode, type: 'customer_balance_transaction.created', object: serializeCustomerBalanceTransaction(row) });
+  await recordEvent(tx, {
+    accountId: movement.accountId,
+    livemode: movement.livemode,
+    type: 'customer_balance_transaction.created',
+    object: serializeCustomerBalanceTransaction(row),
+  });
   return row;
 }

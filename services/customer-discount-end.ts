@@ -3,8 +3,9 @@
  * started by the API right after the discount's transaction commits. The workflow id is derived
  * from the discount's id, so a start repeated for one discount starts nothing more.
  */
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+
 import type { Discount } from '../db/entities/index.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { discountEndWorkflow, discountEndWorkflowId } from '../workflows/discount-end.ts';
@@ -16,7 +17,12 @@ import { bindToClock, taskQueueFor, unbindFromClock } from './clock-binding.ts';
  * discount was made: a clock that is advancing refuses the request before anything changes). A
  * discount without an end (once, forever), a subscription's or an invoice's needs none.
  */
-export async function startDiscountEndTimer(client: Client, taskQueue: string, discount: Pick<Discount, 'id' | 'accountId' | 'livemode' | 'end' | 'subscriptionId' | 'invoiceId'>, testClock: ClockBinding | undefined): Promise<void> {
+export async function startDiscountEndTimer(
+  client: Client,
+  taskQueue: string,
+  discount: Pick<Discount, 'id' | 'accountId' | 'livemode' | 'end' | 'subscriptionId' | 'invoiceId'>,
+  testClock: ClockBinding | undefined,
+): Promise<void> {
   if (!discount.end || discount.subscriptionId || discount.invoiceId) return;
   const workflowId = discountEndWorkflowId(discount.id);
   if (testClock) await bindToClock(client, testClock, workflowId);

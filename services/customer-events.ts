@@ -1,12 +1,13 @@
-import { Subscription, type Customer } from '../db/entities/index.ts';
-import { paymentMethodUpdatedSignal } from '../workflows/subscription.ts';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+
+import { type Customer, Subscription } from '../db/entities/index.ts';
 import { serializeCustomer } from '../objects/customer.ts';
-import { customerBalances } from './customer-balance.ts';
+import { paymentMethodUpdatedSignal } from '../workflows/subscription.ts';
 import { onTestClock } from './clock-context.ts';
+import { customerBalances } from './customer-balance.ts';
 import { recordEvent } from './events.ts';
 import { clockTimeOf, stampClockTime } from './test-clocks.ts';
-import type { Client } from '@temporalio/client';
 
 /**
  * Called by the customer update endpoints (PATCH and POST /v1/customers/{id}) after
@@ -23,9 +24,18 @@ import type { Client } from '@temporalio/client';
  * It runs inside the request: an error thrown here answers 500 although the update
  * is saved (a retry of the same PATCH calls it again, see above).
  */
-export async function notifyPaymentMethodUpdated(deps: { orm: MikroORM; temporal: Client }, customer: Customer): Promise<void> {
+export async function notifyPaymentMethodUpdated(
+  deps: { orm: MikroORM; temporal: Client },
+  customer: Customer,
+): Promise<void> {
   if (!customer.paymentMethod) return;
-  const pastDue = await deps.orm.em.fork().find(Subscription, { customerId: customer.id, accountId: customer.accountId, status: 'past_due' }, { fields: ['id'] });
+  const pastDue = await deps.orm.em
+    .fork()
+    .find(
+      Subscription,
+      { customerId: customer.id, accountId: customer.accountId, status: 'past_due' },
+      { fields: ['id'] },
+    );
   await Promise.all(pastDue.map((s) => deps.temporal.workflow.getHandle(s.id).signal(paymentMethodUpdatedSignal)));
 }
 
@@ -42,8 +52,17 @@ export async function saveCustomerUpdate(em: EntityManager, customer: Customer):
     em.transactional(async (tx) => {
       await tx.flush();
       if (testClock) await stampClockTime(tx, customer, testClock);
-      const object = { ...serializeCustomer(customer, await customerBalances(tx, customer.id)), ...(testClock ? { updated_at: testClock.now } : {}) };
-      await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object, transactionId: null });
+      const object = {
+        ...serializeCustomer(customer, await customerBalances(tx, customer.id)),
+        ...(testClock ? { updated_at: testClock.now } : {}),
+      };
+      await recordEvent(tx, {
+        accountId: customer.accountId,
+        livemode: customer.livemode,
+        type: 'customer.updated',
+        object,
+        transactionId: null,
+      });
     }),
   );
   if (testClock) customer.updatedAt = new Date(testClock.now);

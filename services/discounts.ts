@@ -13,16 +13,17 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Coupon, Customer, Discount, Invoice, PromotionCode, Transaction } from '../db/entities/index.ts';
 import { addIntervals } from '../domain/billing-calendar.ts';
 import { ApiError } from '../domain/errors.ts';
+import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import type { TotalsCoupon, TotalsDiscount } from '../domain/invoice-totals.ts';
-import type { EventType } from '../domain/events.ts';
 import { formatMoney } from '../domain/money.ts';
 import { couponValid, serializeDiscount } from '../objects/discount.ts';
-import { recordEvent } from './events.ts';
 import { currentTime } from './clock-context.ts';
+import { recordEvent } from './events.ts';
 
 type Scope = { accountId: string; livemode: boolean };
 
@@ -52,7 +53,8 @@ export const discountActiveAt = (discount: Pick<Discount, 'endedAt' | 'end'>, at
  */
 async function endLapsed(tx: EntityManager, discount: Discount, at: Date): Promise<void> {
   // Only once its end has truly passed: an upcoming invoice's preview asks about a later `at` and must not end it early.
-  if (discount.endedAt || !discount.end || discount.end.getTime() > Math.min(at.getTime(), currentTime().getTime())) return;
+  if (discount.endedAt || !discount.end || discount.end.getTime() > Math.min(at.getTime(), currentTime().getTime()))
+    return;
   // Locked and read again: its timer (endDiscountAtEnd) may be ending it at this moment, and it ends once (one event).
   const locked = await tx.findOne(Discount, { id: discount.id }, writeLock);
   if (!locked || locked.endedAt) return;
@@ -67,7 +69,13 @@ async function endDiscountRow(tx: EntityManager, discount: Discount, at: Date): 
 
 async function recordDiscountEvent(tx: EntityManager, type: EventType, discount: Discount, now: Date): Promise<void> {
   const coupon = await tx.findOneOrFail(Coupon, { key: discount.couponKey });
-  await recordEvent(tx, { accountId: discount.accountId, livemode: discount.livemode, type, object: serializeDiscount(discount, coupon, now), transactionId: null });
+  await recordEvent(tx, {
+    accountId: discount.accountId,
+    livemode: discount.livemode,
+    type,
+    object: serializeDiscount(discount, coupon, now),
+    transactionId: null,
+  });
 }
 
 /**
@@ -77,11 +85,27 @@ async function recordDiscountEvent(tx: EntityManager, type: EventType, discount:
  */
 export async function discountForInvoice(
   tx: EntityManager,
-  q: { accountId: string; livemode: boolean; customerId: string; subscriptionId: string | null; currency: string; at: Date },
+  q: {
+    accountId: string;
+    livemode: boolean;
+    customerId: string;
+    subscriptionId: string | null;
+    currency: string;
+    at: Date;
+  },
 ): Promise<TotalsDiscount | null> {
   const scope = { accountId: q.accountId, livemode: q.livemode, customerId: q.customerId, endedAt: null };
   // The subscription's and the customer's own in one read (every renewal asks; most find none).
-  const found = await tx.find(Discount, { ...scope, ...(q.subscriptionId ? { $or: [{ subscriptionId: q.subscriptionId }, { subscriptionId: null }] } : { subscriptionId: null }) }, { refresh: true });
+  const found = await tx.find(
+    Discount,
+    {
+      ...scope,
+      ...(q.subscriptionId
+        ? { $or: [{ subscriptionId: q.subscriptionId }, { subscriptionId: null }] }
+        : { subscriptionId: null }),
+    },
+    { refresh: true },
+  );
   let chosen: Discount | null = null;
   if (q.subscriptionId) {
     const own = found.find((d) => d.subscriptionId === q.subscriptionId);
@@ -107,7 +131,10 @@ export async function discountForInvoice(
  * An invoice applied the discount (called in the invoice's transaction): the first invoice is
  * remembered, and a `once` discount ends there (customer.discount.deleted). Idempotent per invoice.
  */
-export async function recordDiscountApplied(tx: EntityManager, q: { discountId: string; invoiceId: string; at: Date }): Promise<void> {
+export async function recordDiscountApplied(
+  tx: EntityManager,
+  q: { discountId: string; invoiceId: string; at: Date },
+): Promise<void> {
   const discount = await tx.findOne(Discount, { id: q.discountId }, writeLock);
   if (!discount) throw new Error(`No such discount: ${q.discountId}.`);
   if (discount.firstInvoiceId === q.invoiceId) return;
@@ -121,7 +148,12 @@ export async function recordDiscountApplied(tx: EntityManager, q: { discountId: 
 }
 
 /** The coupon of the caller's account and mode named `id` (deleted ones too when `deleted`), or not_found. */
-export async function findOwnCoupon(em: EntityManager, id: string, scope: Scope, options: { lock?: boolean } = {}): Promise<Coupon> {
+export async function findOwnCoupon(
+  em: EntityManager,
+  id: string,
+  scope: Scope,
+  options: { lock?: boolean } = {},
+): Promise<Coupon> {
   const found = await em.findOne(Coupon, { id, accountId: scope.accountId, livemode: scope.livemode, deletedAt: null });
   const coupon = found && options.lock ? await em.findOne(Coupon, { key: found.key }, writeLock) : found;
   if (!coupon || coupon.deletedAt) throw new ApiError('not_found', `No such coupon: ${id}.`);
@@ -129,7 +161,12 @@ export async function findOwnCoupon(em: EntityManager, id: string, scope: Scope,
 }
 
 /** The promotion code of the caller's account and mode, by its id (promo_…), or not_found. */
-export async function findOwnPromotionCode(em: EntityManager, id: string, scope: Scope, options: { lock?: boolean } = {}): Promise<PromotionCode> {
+export async function findOwnPromotionCode(
+  em: EntityManager,
+  id: string,
+  scope: Scope,
+  options: { lock?: boolean } = {},
+): Promise<PromotionCode> {
   const found = await em.findOne(PromotionCode, { id, accountId: scope.accountId, livemode: scope.livemode });
   const code = found && options.lock ? await em.findOne(PromotionCode, { id: found.id }, writeLock) : found;
   if (!code) throw new ApiError('not_found', `No such promotion code: ${id}.`);
@@ -137,10 +174,16 @@ export async function findOwnPromotionCode(em: EntityManager, id: string, scope:
 }
 
 /** A promotion code by what the customer typed (any case), or null. */
-export async function findPromotionCodeByCode(em: EntityManager, code: string, scope: Scope): Promise<PromotionCode | null> {
+export async function findPromotionCodeByCode(
+  em: EntityManager,
+  code: string,
+  scope: Scope,
+): Promise<PromotionCode | null> {
   const [row] = await em
     .getConnection()
-    .execute<{ id: string }[]>(`select id from promotion_codes where account_id = ? and livemode = ? and lower(code) = lower(?)`, [scope.accountId, scope.livemode, code], 'all', em.getTransactionContext());
+    .execute<
+      { id: string }[]
+    >(`select id from promotion_codes where account_id = ? and livemode = ? and lower(code) = lower(?)`, [scope.accountId, scope.livemode, code], 'all', em.getTransactionContext());
   return row ? em.findOne(PromotionCode, { id: row.id }) : null;
 }
 
@@ -183,52 +226,86 @@ export interface RedeemInput {
  * in force (if any) replaced, and customer.discount.created (or .updated when it replaced one)
  * recorded. A refusal is 400 (404 for an unknown coupon or code) and changes nothing.
  */
-export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Promise<{ discount: Discount; coupon: Coupon }> {
+export async function redeemDiscount(
+  tx: EntityManager,
+  input: RedeemInput,
+): Promise<{ discount: Discount; coupon: Coupon }> {
   const { scope, customer, now } = input;
   let promotion: PromotionCode | null = null;
   let coupon: Coupon;
   if (input.promotionCode || input.code) {
     const found = input.promotionCode?.startsWith('promo_')
-      ? await tx.findOne(PromotionCode, { id: input.promotionCode, accountId: scope.accountId, livemode: scope.livemode })
+      ? await tx.findOne(PromotionCode, {
+          id: input.promotionCode,
+          accountId: scope.accountId,
+          livemode: scope.livemode,
+        })
       : await findPromotionCodeByCode(tx, (input.code ?? input.promotionCode)!, scope);
     if (!found) throw new ApiError('not_found', `No such promotion code: ${input.code ?? input.promotionCode}.`);
     // Lock order everywhere: the coupon, then the code.
     const lockedCoupon = await tx.findOne(Coupon, { key: found.couponKey }, writeLock);
     promotion = (await tx.findOne(PromotionCode, { id: found.id }, writeLock))!;
-    if (!lockedCoupon || lockedCoupon.deletedAt) throw new ApiError('invalid_request', `Promotion code ${promotion.code}: its coupon was deleted.`);
+    if (!lockedCoupon || lockedCoupon.deletedAt)
+      throw new ApiError('invalid_request', `Promotion code ${promotion.code}: its coupon was deleted.`);
     coupon = lockedCoupon;
     const what = `Promotion code ${promotion.code}`;
     if (!promotion.active) throw new ApiError('invalid_request', `${what} is not active.`);
-    if (promotion.expiresAt && promotion.expiresAt.getTime() <= now.getTime()) throw new ApiError('invalid_request', `${what} expired at ${promotion.expiresAt.toISOString()}.`);
+    if (promotion.expiresAt && promotion.expiresAt.getTime() <= now.getTime())
+      throw new ApiError('invalid_request', `${what} expired at ${promotion.expiresAt.toISOString()}.`);
     if (promotion.maxRedemptions != null && promotion.timesRedeemed >= promotion.maxRedemptions) {
-      throw new ApiError('invalid_request', `${what} has been redeemed its maximum of ${promotion.maxRedemptions} times.`);
+      throw new ApiError(
+        'invalid_request',
+        `${what} has been redeemed its maximum of ${promotion.maxRedemptions} times.`,
+      );
     }
-    if (promotion.customerId && promotion.customerId !== customer.id) throw new ApiError('invalid_request', `${what} is for another customer.`);
-    if (promotion.firstTimeTransaction && (await hasPaidBefore(tx, customer))) throw new ApiError('invalid_request', `${what} is for a first purchase only, and customer ${customer.id} has paid before.`);
+    if (promotion.customerId && promotion.customerId !== customer.id)
+      throw new ApiError('invalid_request', `${what} is for another customer.`);
+    if (promotion.firstTimeTransaction && (await hasPaidBefore(tx, customer)))
+      throw new ApiError(
+        'invalid_request',
+        `${what} is for a first purchase only, and customer ${customer.id} has paid before.`,
+      );
     if (promotion.minimumAmount != null) {
       const currency = promotion.minimumAmountCurrency!;
       const minimum = formatMoney(promotion.minimumAmount, currency);
-      if (!input.purchase) throw new ApiError('invalid_request', `${what} needs a purchase of at least ${minimum}: apply it to a subscription or an invoice.`);
-      if (input.purchase.currency !== currency) throw new ApiError('invalid_request', `${what} needs a purchase of at least ${minimum}, and this one is in ${input.purchase.currency}.`);
+      if (!input.purchase)
+        throw new ApiError(
+          'invalid_request',
+          `${what} needs a purchase of at least ${minimum}: apply it to a subscription or an invoice.`,
+        );
+      if (input.purchase.currency !== currency)
+        throw new ApiError(
+          'invalid_request',
+          `${what} needs a purchase of at least ${minimum}, and this one is in ${input.purchase.currency}.`,
+        );
       if (input.purchase.amount < promotion.minimumAmount) {
-        throw new ApiError('invalid_request', `${what} needs a purchase of at least ${minimum}; this one is ${formatMoney(input.purchase.amount, currency)}.`);
+        throw new ApiError(
+          'invalid_request',
+          `${what} needs a purchase of at least ${minimum}; this one is ${formatMoney(input.purchase.amount, currency)}.`,
+        );
       }
     }
   } else {
     coupon = await findOwnCoupon(tx, input.coupon!, scope, { lock: true });
   }
   const name = `Coupon ${coupon.id}`;
-  if (coupon.redeemBy && coupon.redeemBy.getTime() < now.getTime()) throw new ApiError('invalid_request', `${name} could be redeemed until ${coupon.redeemBy.toISOString()}.`);
+  if (coupon.redeemBy && coupon.redeemBy.getTime() < now.getTime())
+    throw new ApiError('invalid_request', `${name} could be redeemed until ${coupon.redeemBy.toISOString()}.`);
   if (coupon.maxRedemptions != null && coupon.timesRedeemed >= coupon.maxRedemptions) {
     throw new ApiError('invalid_request', `${name} has been redeemed its maximum of ${coupon.maxRedemptions} times.`);
   }
   if (!couponValid(coupon, now)) throw new ApiError('invalid_request', `${name} is no longer valid.`);
   if (coupon.amountOff != null && input.currency && coupon.currency !== input.currency) {
-    throw new ApiError('invalid_request', `${name} takes ${formatMoney(coupon.amountOff, coupon.currency!)} off, and the ${input.invoice ? 'invoice is' : 'subscription bills'} in ${input.currency}.`);
+    throw new ApiError(
+      'invalid_request',
+      `${name} takes ${formatMoney(coupon.amountOff, coupon.currency!)} off, and the ${input.invoice ? 'invoice is' : 'subscription bills'} in ${input.currency}.`,
+    );
   }
 
   // The target's discount in force is replaced (as Stripe); an invoice's own discount replaces nothing.
-  const previous = input.invoice ? null : await lockedInForce(tx, { customerId: customer.id, subscriptionId: input.subscriptionId });
+  const previous = input.invoice
+    ? null
+    : await lockedInForce(tx, { customerId: customer.id, subscriptionId: input.subscriptionId });
   if (previous) previous.endedAt = now;
   coupon.timesRedeemed += 1;
   coupon.updatedAt = now;
@@ -248,7 +325,10 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
     subscriptionId: input.subscriptionId,
     invoiceId: input.invoice?.id ?? null,
     start: now,
-    end: !input.invoice && coupon.duration === 'repeating' ? addIntervals(now, { unit: 'month', count: coupon.durationInMonths! }, 1) : null,
+    end:
+      !input.invoice && coupon.duration === 'repeating'
+        ? addIntervals(now, { unit: 'month', count: coupon.durationInMonths! }, 1)
+        : null,
     // An invoice's own discount is used by it at once: never in force for the customer or a subscription.
     endedAt: input.invoice ? now : null,
     firstInvoiceId: input.invoice?.id ?? null,
@@ -260,14 +340,25 @@ export async function redeemDiscount(tx: EntityManager, input: RedeemInput): Pro
 }
 
 /** The target's discount in force (not ended), locked; null if none. */
-async function lockedInForce(tx: EntityManager, target: { customerId: string; subscriptionId: string | null }): Promise<Discount | null> {
-  const found = await tx.findOne(Discount, { customerId: target.customerId, subscriptionId: target.subscriptionId, endedAt: null }, { refresh: true });
+async function lockedInForce(
+  tx: EntityManager,
+  target: { customerId: string; subscriptionId: string | null },
+): Promise<Discount | null> {
+  const found = await tx.findOne(
+    Discount,
+    { customerId: target.customerId, subscriptionId: target.subscriptionId, endedAt: null },
+    { refresh: true },
+  );
   const locked = found ? await tx.findOne(Discount, { id: found.id }, writeLock) : null;
   return locked && !locked.endedAt ? locked : null;
 }
 
 /** Ends the discount in force of a customer (subscriptionId null) or a subscription now: customer.discount.deleted. Null when it had none. */
-export async function removeDiscount(tx: EntityManager, target: { customerId: string; subscriptionId: string | null }, now: Date): Promise<{ discount: Discount; coupon: Coupon } | null> {
+export async function removeDiscount(
+  tx: EntityManager,
+  target: { customerId: string; subscriptionId: string | null },
+  now: Date,
+): Promise<{ discount: Discount; coupon: Coupon } | null> {
   const discount = await lockedInForce(tx, target);
   if (!discount) return null;
   await endDiscountRow(tx, discount, discount.end && discount.end.getTime() <= now.getTime() ? discount.end : now);
@@ -286,30 +377,55 @@ export async function endDiscountAtEnd(tx: EntityManager, discountId: string): P
 }
 
 /** The discount in force of a customer (subscriptionId null) or a subscription, with its coupon; null if none (or past its end). */
-export async function discountInForce(em: EntityManager, target: { customerId: string; subscriptionId: string | null }, now: Date): Promise<{ discount: Discount; coupon: Coupon } | null> {
-  const discount = await em.findOne(Discount, { customerId: target.customerId, subscriptionId: target.subscriptionId, endedAt: null });
+export async function discountInForce(
+  em: EntityManager,
+  target: { customerId: string; subscriptionId: string | null },
+  now: Date,
+): Promise<{ discount: Discount; coupon: Coupon } | null> {
+  const discount = await em.findOne(Discount, {
+    customerId: target.customerId,
+    subscriptionId: target.subscriptionId,
+    endedAt: null,
+  });
   if (!discount || !discountActiveAt(discount, now)) return null;
   return { discount, coupon: await em.findOneOrFail(Coupon, { key: discount.couponKey }) };
 }
 
 /** The discounts in force of several subscriptions (for a list), keyed by subscription id. */
-export async function subscriptionDiscounts(em: EntityManager, subscriptionIds: string[], now: Date): Promise<Map<string, { discount: Discount; coupon: Coupon }>> {
+export async function subscriptionDiscounts(
+  em: EntityManager,
+  subscriptionIds: string[],
+  now: Date,
+): Promise<Map<string, { discount: Discount; coupon: Coupon }>> {
   const result = new Map<string, { discount: Discount; coupon: Coupon }>();
   if (subscriptionIds.length === 0) return result;
-  const discounts = (await em.find(Discount, { subscriptionId: { $in: subscriptionIds }, endedAt: null })).filter((d) => discountActiveAt(d, now));
+  const discounts = (await em.find(Discount, { subscriptionId: { $in: subscriptionIds }, endedAt: null })).filter((d) =>
+    discountActiveAt(d, now),
+  );
   if (discounts.length === 0) return result;
   const coupons = await em.find(Coupon, { key: { $in: [...new Set(discounts.map((d) => d.couponKey))] } });
-  for (const discount of discounts) result.set(discount.subscriptionId!, { discount, coupon: coupons.find((c) => c.key === discount.couponKey)! });
+  for (const discount of discounts)
+    result.set(discount.subscriptionId!, { discount, coupon: coupons.find((c) => c.key === discount.couponKey)! });
   return result;
 }
 
 /** The `discount` field of customers' answers: each customer's own discount in force (serialized), by customer id; absent: none. */
-export async function customerDiscountObjects(em: EntityManager, customerIds: string[], now = new Date()): Promise<Map<string, ReturnType<typeof serializeDiscount>>> {
+export async function customerDiscountObjects(
+  em: EntityManager,
+  customerIds: string[],
+  now = new Date(),
+): Promise<Map<string, ReturnType<typeof serializeDiscount>>> {
   const result = new Map<string, ReturnType<typeof serializeDiscount>>();
   if (customerIds.length === 0) return result;
-  const discounts = (await em.find(Discount, { customerId: { $in: customerIds }, subscriptionId: null, endedAt: null })).filter((d) => discountActiveAt(d, now));
+  const discounts = (
+    await em.find(Discount, { customerId: { $in: customerIds }, subscriptionId: null, endedAt: null })
+  ).filter((d) => discountActiveAt(d, now));
   if (discounts.length === 0) return result;
   const coupons = await em.find(Coupon, { key: { $in: [...new Set(discounts.map((d) => d.couponKey))] } });
-  for (const discount of discounts) result.set(discount.customerId, serializeDiscount(discount, coupons.find((c) => c.key === discount.couponKey)!, now));
+  for (const discount of discounts)
+    result.set(
+      discount.customerId,
+      serializeDiscount(discount, coupons.find((c) => c.key === discount.couponKey)!, now),
+    );
   return result;
 }

@@ -1,7 +1,9 @@
-import { currentTime } from './clock-context.ts';
 import { createHash } from 'node:crypto';
+
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { SentEmail } from '../db/entities/index.ts';
+import { currentTime } from './clock-context.ts';
 import type { Mailer } from './mailer.ts';
 
 export interface EmailInput {
@@ -48,7 +50,12 @@ export class EmailBeingSentError extends Error {
  * accepted the message but before the row says so) resends with the same
  * Message-ID, which receiving systems use to drop duplicates.
  */
-export async function sendEmailOnce(em: EntityManager, mailer: Mailer, email: EmailInput, modes?: TestModes): Promise<{ sent: boolean; messageId: string }> {
+export async function sendEmailOnce(
+  em: EntityManager,
+  mailer: Mailer,
+  email: EmailInput,
+  modes?: TestModes,
+): Promise<{ sent: boolean; messageId: string }> {
   const input = { ...email, subject: emailSubject(email, modes) };
   const messageId = `<${createHash('sha256').update(input.dedupeKey).digest('hex').slice(0, 32)}@billing-engine>`;
   const now = new Date();
@@ -73,11 +80,22 @@ export async function sendEmailOnce(em: EntityManager, mailer: Mailer, email: Em
   if (inserted.affectedRows === 0) {
     const row = await em.findOneOrFail(SentEmail, { dedupeKey: input.dedupeKey });
     if (row.status === 'sent') return { sent: false, messageId: row.messageId };
-    const takenOver = await em.nativeUpdate(SentEmail, { id: row.id, status: 'sending', claimedAt: { $lt: new Date(now.getTime() - staleClaimMs) } }, { claimedAt: now });
+    const takenOver = await em.nativeUpdate(
+      SentEmail,
+      { id: row.id, status: 'sending', claimedAt: { $lt: new Date(now.getTime() - staleClaimMs) } },
+      { claimedAt: now },
+    );
     // Retryable: the activity comes back after the other attempt finished or went stale.
     if (takenOver === 0) throw new EmailBeingSentError(input.dedupeKey);
   }
-  await mailer.send({ fromName: input.fromName, to: input.to, subject: input.subject, text: input.text, html: input.html, messageId });
+  await mailer.send({
+    fromName: input.fromName,
+    to: input.to,
+    subject: input.subject,
+    text: input.text,
+    html: input.html,
+    messageId,
+  });
   await em.nativeUpdate(SentEmail, { dedupeKey: input.dedupeKey }, { status: 'sent', sentAt: currentTime() });
   return { sent: true, messageId };
 }

@@ -1,8 +1,9 @@
-import { currentTestClock, currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Event } from '../db/entities/event.ts';
 import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
+import { currentTestClock, currentTime } from './clock-context.ts';
 import { transactionBatch } from './transaction-batch.ts';
 
 export interface EventInput {
@@ -39,7 +40,9 @@ export async function recordEvents(em: EntityManager, inputs: EventInput[]): Pro
     transactionId: input.transactionId ?? null,
     data: {
       object: JSON.parse(JSON.stringify(input.object)) as Record<string, unknown>,
-      ...(input.previousAttributes ? { previous_attributes: JSON.parse(JSON.stringify(input.previousAttributes)) as Record<string, unknown> } : {}),
+      ...(input.previousAttributes
+        ? { previous_attributes: JSON.parse(JSON.stringify(input.previousAttributes)) as Record<string, unknown> }
+        : {}),
     },
     createdAt,
     testClockId: currentTestClock()?.id ?? null,
@@ -53,7 +56,10 @@ export async function recordEvents(em: EntityManager, inputs: EventInput[]): Pro
 
 type EventRow = Parameters<typeof insertEvents>[1][number];
 
-async function insertEvents(em: EntityManager, rows: (Omit<Event, 'data'> & { data: Record<string, unknown> })[]): Promise<void> {
+async function insertEvents(
+  em: EntityManager,
+  rows: (Omit<Event, 'data'> & { data: Record<string, unknown> })[],
+): Promise<void> {
   if (rows.length === 1) await em.insert(Event, rows[0]!);
   else if (rows.length > 1) await em.insertMany(Event, rows);
 }

@@ -14,7 +14,11 @@ import { PassThrough, type Readable, type Writable } from 'node:stream';
  */
 export interface ExportStorage {
   /** A stream to a new temporary object; `commit` publishes it under `key`, `abort` drops it. */
-  create(key: string): { stream: Writable; commit(): Promise<{ size: number; sha256: string }>; abort(): Promise<void> };
+  create(key: string): {
+    stream: Writable;
+    commit(): Promise<{ size: number; sha256: string }>;
+    abort(): Promise<void>;
+  };
   open(key: string): Readable;
   remove(key: string): Promise<void>;
   /**

@@ -1,32 +1,34 @@
+import type { Writable } from 'node:stream';
+
 import type { EntityManager } from '@mikro-orm/postgresql';
 import archiver from 'archiver';
 import ExcelJS from 'exceljs';
 import PDFDocument from 'pdfkit';
-import type { Writable } from 'node:stream';
+
 import {
   balanceTransactionStatuses,
   balanceTransactionTypes,
-  Export,
-  Invoice,
-  invoiceStatuses,
   couponDurations,
   creditNoteReasons,
   creditNoteStatuses,
+  Export,
+  type ExportFormat,
+  type ExportResource,
+  Invoice,
+  invoiceStatuses,
   payoutMethods,
   payoutStatuses,
   transactionStatuses,
   transactionTypes,
-  type ExportFormat,
-  type ExportResource,
 } from '../db/entities/index.ts';
-import { subscriptionStatuses } from '../domain/subscription.ts';
+import { dateTimeFormat } from '../domain/intl-formats.ts';
 import { currencyExponent } from '../domain/money.ts';
 import { planTypes, pricingSchemes } from '../domain/pricing.ts';
-import { dateTimeFormat } from '../domain/intl-formats.ts';
 import { parseSearchQuery } from '../domain/search-query.ts';
+import { subscriptionStatuses } from '../domain/subscription.ts';
 import { serializeExport } from '../objects/export.ts';
-import type { ExportStorage } from './export-storage.ts';
 import { recordEvent } from './events.ts';
+import type { ExportStorage } from './export-storage.ts';
 import { invoicePdf } from './invoice-pdf.ts';
 import { compileSearch, searchTables } from './search.ts';
 
@@ -98,7 +100,11 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'period_end', sql: 't.period_end', kind: 'time' },
     { name: 'paid_at', sql: 't.paid_at', kind: 'time' },
     // Each line's plan, quantity, unit amount (null when the amount is not a whole unit amount × quantity) and amount, in order.
-    { name: 'lines', sql: "(select coalesce(jsonb_agg(jsonb_build_object('description', l->>'description', 'plan', l->'plan', 'quantity', (l->>'quantity')::int, 'unit_amount', l->'amount', 'amount', coalesce((l->>'total')::bigint, (l->>'amount')::bigint * (l->>'quantity')::int), 'proration', coalesce((l->>'proration')::boolean, false)) order by n), '[]'::jsonb) from jsonb_array_elements(t.lines) with ordinality as x(l, n))", kind: 'json' },
+    {
+      name: 'lines',
+      sql: "(select coalesce(jsonb_agg(jsonb_build_object('description', l->>'description', 'plan', l->'plan', 'quantity', (l->>'quantity')::int, 'unit_amount', l->'amount', 'amount', coalesce((l->>'total')::bigint, (l->>'amount')::bigint * (l->>'quantity')::int), 'proration', coalesce((l->>'proration')::boolean, false)) order by n), '[]'::jsonb) from jsonb_array_elements(t.lines) with ordinality as x(l, n))",
+      kind: 'json',
+    },
     // How it adds up (docs/discounts-and-taxes.md): subtotal − discount + exclusive tax = total; the balance it used.
     { name: 'subtotal', sql: 't.subtotal', kind: 'int' },
     { name: 'discount', sql: 't.discount', kind: 'int' },
@@ -117,9 +123,17 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'plan', sql: 't.plan_id', kind: 'text' },
     { name: 'quantity', sql: 'coalesce(t.quantity, 1)', kind: 'int' },
     { name: 'pending_plan', sql: 't.pending_plan_id', kind: 'text' },
-    { name: 'pending_quantity', sql: 'case when t.pending_plan_id is null then null else coalesce(t.pending_quantity, t.quantity, 1) end', kind: 'int' },
+    {
+      name: 'pending_quantity',
+      sql: 'case when t.pending_plan_id is null then null else coalesce(t.pending_quantity, t.quantity, 1) end',
+      kind: 'int',
+    },
     // What it bills in: its own currency, or (made before subscriptions had one) its plan's.
-    { name: 'currency', sql: '(coalesce(t.currency, (select p.currency from plans p where p.id = t.plan_id)))', kind: 'text' },
+    {
+      name: 'currency',
+      sql: '(coalesce(t.currency, (select p.currency from plans p where p.id = t.plan_id)))',
+      kind: 'text',
+    },
     { name: 'current_period_start', sql: 't.current_period_start', kind: 'time' },
     { name: 'current_period_end', sql: 't.current_period_end', kind: 'time' },
     { name: 'cancel_at_period_end', sql: 't.cancel_at_period_end', kind: 'text' },
@@ -228,14 +242,24 @@ export const exportColumns: Record<ExportResource, Column[]> = {
  * equalities on a column; those with a closed set of values are checked against it.
  */
 export const exportFilters: Record<ExportResource, Record<string, { sql: string; values?: readonly string[] }>> = {
-  transactions: { status: { sql: 't.status', values: transactionStatuses }, type: { sql: 't.type', values: transactionTypes }, currency: { sql: 't.currency' }, customer: { sql: 't.customer_id' } },
+  transactions: {
+    status: { sql: 't.status', values: transactionStatuses },
+    type: { sql: 't.type', values: transactionTypes },
+    currency: { sql: 't.currency' },
+    customer: { sql: 't.customer_id' },
+  },
   balance_transactions: {
     type: { sql: 't.type', values: balanceTransactionTypes },
     status: { sql: 't.status', values: balanceTransactionStatuses },
     source: { sql: 't.source' },
     currency: { sql: 't.currency' },
   },
-  invoices: { status: { sql: 't.status', values: invoiceStatuses }, customer: { sql: 't.customer_id' }, subscription: { sql: 't.subscription_id' }, currency: { sql: 't.currency' } },
+  invoices: {
+    status: { sql: 't.status', values: invoiceStatuses },
+    customer: { sql: 't.customer_id' },
+    subscription: { sql: 't.subscription_id' },
+    currency: { sql: 't.currency' },
+  },
   customers: { email: { sql: 't.email' } },
   subscriptions: {
     status: { sql: 't.status', values: subscriptionStatuses },
@@ -249,7 +273,11 @@ export const exportFilters: Record<ExportResource, Record<string, { sql: string;
     currency: { sql: 't.currency' },
     active: { sql: 't.active::text', values: ['true', 'false'] },
   },
-  payouts: { status: { sql: 't.status', values: payoutStatuses }, method: { sql: 't.method', values: payoutMethods }, currency: { sql: 't.currency' } },
+  payouts: {
+    status: { sql: 't.status', values: payoutStatuses },
+    method: { sql: 't.method', values: payoutMethods },
+    currency: { sql: 't.currency' },
+  },
   credit_notes: {
     status: { sql: 't.status', values: creditNoteStatuses },
     reason: { sql: 't.reason', values: creditNoteReasons },
@@ -278,7 +306,10 @@ export const exportFilters: Record<ExportResource, Record<string, { sql: string;
  * A filter of a resource by its name: an own key of exportFilters only, so a name such as
  * `constructor`, `toString` or `__proto__` (inherited from Object.prototype) is unknown.
  */
-export function exportFilterOf(resource: ExportResource, name: string): { sql: string; values?: readonly string[] } | undefined {
+export function exportFilterOf(
+  resource: ExportResource,
+  name: string,
+): { sql: string; values?: readonly string[] } | undefined {
   const known = exportFilters[resource];
   return Object.hasOwn(known, name) ? known[name] : undefined;
 }
@@ -318,10 +349,14 @@ export const contentTypes: Record<ExportFormat, string> = {
 export const pageSize = 500;
 
 /** Invoices as `pdf` are a zip of their own PDFs (one per invoice); everything else is one file of its format. */
-export const isInvoiceZip = (exp: { resource: ExportResource; format: ExportFormat }) => exp.resource === 'invoices' && exp.format === 'pdf';
-export const fileExtension = (exp: { resource: ExportResource; format: ExportFormat }) => (isInvoiceZip(exp) ? 'zip' : exp.format);
-export const contentTypeOf = (exp: { resource: ExportResource; format: ExportFormat }) => (isInvoiceZip(exp) ? 'application/zip' : contentTypes[exp.format]);
-export const storageKey = (exp: { id: string; resource: ExportResource; format: ExportFormat }) => `${exp.id}.${fileExtension(exp)}`;
+export const isInvoiceZip = (exp: { resource: ExportResource; format: ExportFormat }) =>
+  exp.resource === 'invoices' && exp.format === 'pdf';
+export const fileExtension = (exp: { resource: ExportResource; format: ExportFormat }) =>
+  isInvoiceZip(exp) ? 'zip' : exp.format;
+export const contentTypeOf = (exp: { resource: ExportResource; format: ExportFormat }) =>
+  isInvoiceZip(exp) ? 'application/zip' : contentTypes[exp.format];
+export const storageKey = (exp: { id: string; resource: ExportResource; format: ExportFormat }) =>
+  `${exp.id}.${fileExtension(exp)}`;
 
 /** The columns an export writes: its `columns` (validated by the API) in resource order, or all. */
 export function selectedColumns(resource: ExportResource, columns: string[] | null | undefined): Column[] {
@@ -333,7 +368,17 @@ export function selectedColumns(resource: ExportResource, columns: string[] | nu
 export function formatTime(date: Date, timeZone: string): string {
   const formatter = dateTimeFormat(
     'en-US',
-    { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'longOffset' },
+    {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      timeZoneName: 'longOffset',
+    },
     `export-time|${timeZone}`,
   );
   const parts = Object.fromEntries(formatter.formatToParts(date).map((p) => [p.type, p.value]));
@@ -440,7 +485,10 @@ function writerFor(format: ExportFormat, stream: Writable, title: string): Write
         await write(stream, '[');
       },
       row: async (values) => {
-        await write(stream, `${first ? '\n' : ',\n'}${JSON.stringify(Object.fromEntries(names.map((n, i) => [n, values[i]])))}`);
+        await write(
+          stream,
+          `${first ? '\n' : ',\n'}${JSON.stringify(Object.fromEntries(names.map((n, i) => [n, values[i]])))}`,
+        );
         first = false;
       },
       end: async () => {
@@ -530,27 +578,45 @@ export const exportRetentionMs = 7 * 24 * 3600 * 1000;
  * Writes an export's file. `progress` is called after each page with the rows written
  * (the activity heartbeats it). Returns the final status; a finished export is left as it is.
  */
-export async function runExport(em: EntityManager, storage: ExportStorage, exportId: string, progress: (rows: number) => void = () => {}, options: ExportOptions = {}): Promise<string> {
+export async function runExport(
+  em: EntityManager,
+  storage: ExportStorage,
+  exportId: string,
+  progress: (rows: number) => void = () => {},
+  options: ExportOptions = {},
+): Promise<string> {
   const exp = await em.findOneOrFail(Export, { id: exportId });
   if (exp.status !== 'pending' && exp.status !== 'running') return exp.status;
   const { from, params } = pageQuery(exp);
   const connection = em.getConnection();
   const [counted] = await connection.execute<{ n: string }[]>(`select count(*) as n ${from}`, params);
-  await em.nativeUpdate(Export, { id: exp.id }, { status: 'running', rowsWritten: 0, rowsExpected: Number(counted!.n), updatedAt: new Date() });
+  await em.nativeUpdate(
+    Export,
+    { id: exp.id },
+    { status: 'running', rowsWritten: 0, rowsExpected: Number(counted!.n), updatedAt: new Date() },
+  );
 
   const columns = selectedColumns(exp.resource, exp.columns);
   // The row carries what cellsOf needs even when a column is not selected (x_formatted needs x and currency).
-  const sources = new Set(['currency', ...columns.filter((c) => c.name.endsWith('_formatted')).map((c) => c.name.slice(0, -'_formatted'.length))]);
+  const sources = new Set([
+    'currency',
+    ...columns.filter((c) => c.name.endsWith('_formatted')).map((c) => c.name.slice(0, -'_formatted'.length)),
+  ]);
   const needed = [...columns, ...exportColumns[exp.resource].filter((c) => sources.has(c.name))].filter((c) => c.sql);
   const select = [...new Map(needed.map((c) => [c.name, `${c.sql} as "${c.name}"`])).values()].join(', ');
   const file = storage.create(storageKey(exp));
-  const writer = isInvoiceZip(exp) ? invoiceZipWriter(em, file.stream, options.isTestMode?.(exp.livemode) ?? !exp.livemode) : writerFor(exp.format, file.stream, `${exp.resource} ${exp.id}`);
+  const writer = isInvoiceZip(exp)
+    ? invoiceZipWriter(em, file.stream, options.isTestMode?.(exp.livemode) ?? !exp.livemode)
+    : writerFor(exp.format, file.stream, `${exp.resource} ${exp.id}`);
   let rows = 0;
   try {
     await writer.header(columns.map((c) => c.name));
     let after = '';
     for (;;) {
-      const page = await connection.execute<Record<string, unknown>[]>(`select t.id as "__id", ${select} ${from} and t.id > ? order by t.id limit ?`, [...params, after, pageSize]);
+      const page = await connection.execute<Record<string, unknown>[]>(
+        `select t.id as "__id", ${select} ${from} and t.id > ? order by t.id limit ?`,
+        [...params, after, pageSize],
+      );
       for (const row of page) await writer.row(cellsOf(row, columns, exp.timeZone), String(row.__id));
       rows += page.length;
       if (page.length) {
@@ -571,9 +637,24 @@ export async function runExport(em: EntityManager, storage: ExportStorage, expor
     const changed = await tx.nativeUpdate(
       Export,
       { id: exp.id, status: 'running' },
-      { status: 'succeeded', rowsWritten: rows, rowCount: rows, fileSize: size, fileSha256: sha256, fileContentType: contentTypeOf(exp), expiresAt: new Date(now.getTime() + exportRetentionMs), updatedAt: now },
+      {
+        status: 'succeeded',
+        rowsWritten: rows,
+        rowCount: rows,
+        fileSize: size,
+        fileSha256: sha256,
+        fileContentType: contentTypeOf(exp),
+        expiresAt: new Date(now.getTime() + exportRetentionMs),
+        updatedAt: now,
+      },
     );
-    if (changed) await recordEvent(tx, { accountId: exp.accountId, livemode: exp.livemode, type: 'export.succeeded', object: serializeExport(await tx.findOneOrFail(Export, { id: exp.id }, { refresh: true })) });
+    if (changed)
+      await recordEvent(tx, {
+        accountId: exp.accountId,
+        livemode: exp.livemode,
+        type: 'export.succeeded',
+        object: serializeExport(await tx.findOneOrFail(Export, { id: exp.id }, { refresh: true })),
+      });
   });
   return 'succeeded';
 }
@@ -587,7 +668,12 @@ export async function failExport(em: EntityManager, exportId: string, message: s
     exp.error = message.slice(0, 1000);
     exp.updatedAt = new Date();
     await tx.flush();
-    await recordEvent(tx, { accountId: exp.accountId, livemode: exp.livemode, type: 'export.failed', object: serializeExport(exp) });
+    await recordEvent(tx, {
+      accountId: exp.accountId,
+      livemode: exp.livemode,
+      type: 'export.failed',
+      object: serializeExport(exp),
+    });
   });
 }
 
@@ -608,13 +694,26 @@ export interface ExportPruneResult {
  * (past expiry, so it already reads `expired` and serves nothing) that the next run deletes
  * again (deleting a missing file is no error).
  */
-export async function pruneExpiredExports(em: EntityManager, storage: ExportStorage, batchSize = 100, now = new Date()): Promise<ExportPruneResult> {
+export async function pruneExpiredExports(
+  em: EntityManager,
+  storage: ExportStorage,
+  batchSize = 100,
+  now = new Date(),
+): Promise<ExportPruneResult> {
   let files = 0;
   for (;;) {
-    const due = await em.fork().find(Export, { status: 'succeeded', expiresAt: { $lte: now } }, { fields: ['id', 'resource', 'format'], orderBy: { expiresAt: 'asc', id: 'asc' }, limit: batchSize });
+    const due = await em
+      .fork()
+      .find(
+        Export,
+        { status: 'succeeded', expiresAt: { $lte: now } },
+        { fields: ['id', 'resource', 'format'], orderBy: { expiresAt: 'asc', id: 'asc' }, limit: batchSize },
+      );
     for (const exp of due) {
       await storage.remove(storageKey(exp));
-      files += await em.fork().nativeUpdate(Export, { id: exp.id, status: 'succeeded' }, { status: 'expired', updatedAt: new Date() });
+      files += await em
+        .fork()
+        .nativeUpdate(Export, { id: exp.id, status: 'succeeded' }, { status: 'expired', updatedAt: new Date() });
     }
     if (due.length < batchSize) break;
   }

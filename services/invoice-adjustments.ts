@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Plan, type Invoice, type InvoiceLine } from '../db/entities/index.ts';
+
+import { type Invoice, type InvoiceLine, Plan } from '../db/entities/index.ts';
 import { lineAmount } from '../domain/invoice-lines.ts';
 import { computeInvoiceTotals, type InvoiceTotals, type TotalsDiscount } from '../domain/invoice-totals.ts';
 import { customerBalances, lockBalanceForInvoice, recordBalanceTransaction } from './customer-balance.ts';
@@ -48,7 +49,10 @@ export interface Adjusted {
 }
 
 /** The products of the lines' plans (a coupon may apply to a product), one query. */
-export async function productsOf(em: EntityManager, lines: readonly InvoiceLine[]): Promise<Map<string, string | null>> {
+export async function productsOf(
+  em: EntityManager,
+  lines: readonly InvoiceLine[],
+): Promise<Map<string, string | null>> {
   const planIds = [...new Set(lines.map((line) => line.plan).filter((id): id is string => !!id))];
   if (planIds.length === 0) return new Map();
   const plans = await em.find(Plan, { id: { $in: planIds } }, { fields: ['id', 'productId'] });
@@ -59,28 +63,49 @@ export async function productsOf(em: EntityManager, lines: readonly InvoiceLine[
  * The lines' discounts and taxes and the invoice's totals. `startingBalance`: the customer's
  * balance the invoice starts from (0 to leave the balance out, as a draft does).
  */
-export async function adjustLines(em: EntityManager, parties: InvoiceParties, lines: readonly InvoiceLine[], startingBalance: number): Promise<Adjusted> {
+export async function adjustLines(
+  em: EntityManager,
+  parties: InvoiceParties,
+  lines: readonly InvoiceLine[],
+  startingBalance: number,
+): Promise<Adjusted> {
   const discount = await discountForInvoice(em, parties);
   // The lines' products matter only to a coupon that names products: read only then.
-  const products = discount?.coupon.applies_to_products?.length ? await productsOf(em, lines) : new Map<string, string | null>();
+  const products = discount?.coupon.applies_to_products?.length
+    ? await productsOf(em, lines)
+    : new Map<string, string | null>();
   const base = lines.map((line) => {
     const { discount_amounts: _d, tax_amounts: _t, ...rest } = line;
-    const product = line.plan ? products.get(line.plan) ?? null : null;
+    const product = line.plan ? (products.get(line.plan) ?? null) : null;
     return { ...rest, ...(product ? { product } : {}) } as InvoiceLine;
   });
   const tax = await taxCalculator.calculate(em, {
     ...parties,
-    lines: base.map((line) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null, ...(line.item_tax_rates ? { tax_rates: line.item_tax_rates } : {}) })),
+    lines: base.map((line) => ({
+      amount: lineAmount(line),
+      plan: line.plan ?? null,
+      product: line.product ?? null,
+      ...(line.item_tax_rates ? { tax_rates: line.item_tax_rates } : {}),
+    })),
   });
   const totals = computeInvoiceTotals({
-    lines: base.map((line, i) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null, tax_rates: tax.line_tax_rates[i] ?? [] })),
+    lines: base.map((line, i) => ({
+      amount: lineAmount(line),
+      plan: line.plan ?? null,
+      product: line.product ?? null,
+      tax_rates: tax.line_tax_rates[i] ?? [],
+    })),
     discount,
     tax_exempt: tax.tax_exempt,
     starting_balance: startingBalance,
   });
   const adjusted = base.map((line, i) => {
     const { discount_amounts, tax_amounts } = totals.lines[i]!;
-    return { ...line, ...(discount_amounts.length ? { discount_amounts } : {}), ...(tax_amounts.length ? { tax_amounts } : {}) };
+    return {
+      ...line,
+      ...(discount_amounts.length ? { discount_amounts } : {}),
+      ...(tax_amounts.length ? { tax_amounts } : {}),
+    };
   });
   return { lines: adjusted, totals, discount, tax };
 }
@@ -94,7 +119,10 @@ export function invoiceFields(adjusted: Adjusted) {
     discountId: discount && totals.discount !== 0 ? discount.id : null,
     discount: totals.discount,
     // The coupon's name and id kept with the amount, for the PDF and emails ("Launch (LAUNCH20)"); the API shows discount and amount.
-    totalDiscountAmounts: totals.total_discount_amounts.map((d) => ({ ...d, ...(discount ? { coupon: discount.coupon.id, name: discount.coupon.name } : {}) })),
+    totalDiscountAmounts: totals.total_discount_amounts.map((d) => ({
+      ...d,
+      ...(discount ? { coupon: discount.coupon.id, name: discount.coupon.name } : {}),
+    })),
     totalExcludingTax: totals.total_excluding_tax,
     tax: totals.tax,
     totalTaxAmounts: totals.total_tax_amounts,
@@ -134,7 +162,11 @@ export interface Issue {
  * it was used (a `once` coupon ends there). Called before the invoice row is written, so a
  * new invoice is inserted once with its totals (services/invoices.ts: every renewal).
  */
-export async function decideIssue(tx: EntityManager, parties: InvoiceParties, lines: readonly InvoiceLine[]): Promise<Issue> {
+export async function decideIssue(
+  tx: EntityManager,
+  parties: InvoiceParties,
+  lines: readonly InvoiceLine[],
+): Promise<Issue> {
   const starting = await lockBalanceForInvoice(tx, parties);
   const adjusted = await adjustLines(tx, parties, lines, starting);
   return {
@@ -142,9 +174,17 @@ export async function decideIssue(tx: EntityManager, parties: InvoiceParties, li
     async record(invoiceId) {
       const moved = adjusted.totals.ending_balance - adjusted.totals.starting_balance;
       if (moved !== 0) {
-        await recordBalanceTransaction(tx, { ...parties, type: 'applied_to_invoice', amount: moved, invoiceId, description: `Applied to invoice ${invoiceId}`, createdAt: parties.at });
+        await recordBalanceTransaction(tx, {
+          ...parties,
+          type: 'applied_to_invoice',
+          amount: moved,
+          invoiceId,
+          description: `Applied to invoice ${invoiceId}`,
+          createdAt: parties.at,
+        });
       }
-      if (adjusted.discount && adjusted.totals.discount !== 0) await recordDiscountApplied(tx, { discountId: adjusted.discount.id, invoiceId, at: parties.at });
+      if (adjusted.discount && adjusted.totals.discount !== 0)
+        await recordDiscountApplied(tx, { discountId: adjusted.discount.id, invoiceId, at: parties.at });
     },
   };
 }
@@ -158,8 +198,15 @@ export async function issueWithAdjustments(tx: EntityManager, invoice: Invoice, 
 }
 
 /** A draft's or a preview's adjustments: discounts and taxes, and the balance as it stands (read, not locked, not applied). */
-export async function previewAdjustments(em: EntityManager, parties: InvoiceParties, lines: readonly InvoiceLine[], withBalance: boolean): Promise<Adjusted> {
-  const starting = withBalance ? ((await customerBalances(em, parties.customerId))[parties.currency.toUpperCase()] ?? 0) : 0;
+export async function previewAdjustments(
+  em: EntityManager,
+  parties: InvoiceParties,
+  lines: readonly InvoiceLine[],
+  withBalance: boolean,
+): Promise<Adjusted> {
+  const starting = withBalance
+    ? ((await customerBalances(em, parties.customerId))[parties.currency.toUpperCase()] ?? 0)
+    : 0;
   return adjustLines(em, parties, lines, starting);
 }
 
@@ -170,5 +217,12 @@ export async function previewAdjustments(em: EntityManager, parties: InvoicePart
 export async function unapplyBalance(tx: EntityManager, invoice: Invoice, at: Date): Promise<void> {
   const applied = Number(invoice.endingBalance ?? 0) - Number(invoice.startingBalance ?? 0);
   if (applied === 0) return;
-  await recordBalanceTransaction(tx, { ...partiesOf(invoice, at), type: 'unapplied_from_invoice', amount: -applied, invoiceId: invoice.id, description: `Invoice ${invoice.number} voided`, createdAt: at });
+  await recordBalanceTransaction(tx, {
+    ...partiesOf(invoice, at),
+    type: 'unapplied_from_invoice',
+    amount: -applied,
+    invoiceId: invoice.id,
+    description: `Invoice ${invoice.number} voided`,
+    createdAt: at,
+  });
 }

@@ -14,6 +14,7 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { CreditNote, Customer, Discount, Invoice } from '../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../domain/errors.ts';
 import { lineAmount } from '../domain/invoice-lines.ts';
@@ -23,7 +24,7 @@ import { currentTime } from './clock-context.ts';
 import { recordBalanceTransaction } from './customer-balance.ts';
 import { redeemDiscount, totalsCoupon } from './discounts.ts';
 import { invoiceFields, productsOf } from './invoice-adjustments.ts';
-import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
+import { type InvoiceLinks, recordInvoiceEvents } from './invoice-events.ts';
 
 export interface InvoiceDiscountRequest {
   invoiceId: string;
@@ -36,12 +37,19 @@ export interface InvoiceDiscountRequest {
   code?: string;
 }
 
-export type InvoiceDiscountResult = { discountId: string; amountDue: number } | { refused: { type: string; message: string } };
+export type InvoiceDiscountResult =
+  | { discountId: string; amountDue: number }
+  | { refused: { type: string; message: string } };
 
 const writeLock = { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true } as const;
 
 /** Applies the discount to the open invoice in one transaction (see the top of this file); a refusal throws ApiError and changes nothing. */
-export async function discountOpenInvoice(em: EntityManager, links: InvoiceLinks, request: InvoiceDiscountRequest, at?: string): Promise<{ discountId: string; amountDue: number }> {
+export async function discountOpenInvoice(
+  em: EntityManager,
+  links: InvoiceLinks,
+  request: InvoiceDiscountRequest,
+  at?: string,
+): Promise<{ discountId: string; amountDue: number }> {
   return em.transactional(async (tx) => {
     const now = at ? new Date(at) : currentTime();
     const made = await tx.findOne(Discount, { id: request.discountId });
@@ -50,14 +58,30 @@ export async function discountOpenInvoice(em: EntityManager, links: InvoiceLinks
       const invoice = await tx.findOneOrFail(Invoice, { id: made.invoiceId! }, { refresh: true });
       return { discountId: made.id, amountDue: Number(invoice.amountDue) - Number(invoice.amountPaid) };
     }
-    const invoice = await tx.findOne(Invoice, { id: request.invoiceId, accountId: request.scope.accountId, livemode: request.scope.livemode }, writeLock);
+    const invoice = await tx.findOne(
+      Invoice,
+      { id: request.invoiceId, accountId: request.scope.accountId, livemode: request.scope.livemode },
+      writeLock,
+    );
     if (!invoice) throw new ApiError('not_found', `No such invoice: ${request.invoiceId}.`);
     const name = invoice.number ?? invoice.id;
-    if (invoice.subscriptionId) throw new ApiError('invalid_request', `Invoice ${name} is a subscription's: apply the discount to the subscription (POST /v1/subscriptions/{id}/discount), from its next invoice.`);
-    if (invoice.status !== 'open') throw new ApiError('invalid_state', `Invoice ${name} is ${invoice.status}: only an open invoice takes a promotion code.`);
-    if (invoice.discountId || Number(invoice.discount) > 0) throw new ApiError('invalid_request', `Invoice ${name} already has a discount: an invoice takes one.`);
+    if (invoice.subscriptionId)
+      throw new ApiError(
+        'invalid_request',
+        `Invoice ${name} is a subscription's: apply the discount to the subscription (POST /v1/subscriptions/{id}/discount), from its next invoice.`,
+      );
+    if (invoice.status !== 'open')
+      throw new ApiError(
+        'invalid_state',
+        `Invoice ${name} is ${invoice.status}: only an open invoice takes a promotion code.`,
+      );
+    if (invoice.discountId || Number(invoice.discount) > 0)
+      throw new ApiError('invalid_request', `Invoice ${name} already has a discount: an invoice takes one.`);
     if ((await tx.count(CreditNote, { invoiceId: invoice.id })) > 0) {
-      throw new ApiError('invalid_request', `Invoice ${name} has a credit note: its amount due was lowered already, so it takes no discount.`);
+      throw new ApiError(
+        'invalid_request',
+        `Invoice ${name} has a credit note: its amount due was lowered already, so it takes no discount.`,
+      );
     }
     const customer = await tx.findOneOrFail(Customer, { id: invoice.customerId });
     const subtotal = Number(invoice.subtotal);
@@ -76,28 +100,45 @@ export async function discountOpenInvoice(em: EntityManager, links: InvoiceLinks
 
     // The totals again, from what the invoice was issued with: its lines, their tax rates, the customer's tax status and starting balance.
     const discount: TotalsDiscount = { id: row.id, coupon: totalsCoupon(coupon) };
-    const products = discount.coupon.applies_to_products?.length ? await productsOf(tx, invoice.lines) : new Map<string, string | null>();
+    const products = discount.coupon.applies_to_products?.length
+      ? await productsOf(tx, invoice.lines)
+      : new Map<string, string | null>();
     const lines = invoice.lines.map((line) => {
       const { discount_amounts: _d, tax_amounts: _t, ...rest } = line;
-      const product = line.product ?? (line.plan ? products.get(line.plan) ?? null : null);
+      const product = line.product ?? (line.plan ? (products.get(line.plan) ?? null) : null);
       return { ...rest, ...(product ? { product } : {}) };
     });
     const lineRates = invoice.lines.map((line): TotalsTaxRate[] =>
-      (line.tax_amounts ?? []).map((t) => ({ id: t.tax_rate, display_name: t.display_name, percentage: t.percentage, inclusive: t.inclusive })),
+      (line.tax_amounts ?? []).map((t) => ({
+        id: t.tax_rate,
+        display_name: t.display_name,
+        percentage: t.percentage,
+        inclusive: t.inclusive,
+      })),
     );
     const startingBalance = Number(invoice.startingBalance);
     const totals = computeInvoiceTotals({
-      lines: lines.map((line, i) => ({ amount: lineAmount(line), plan: line.plan ?? null, product: line.product ?? null, tax_rates: lineRates[i]! })),
+      lines: lines.map((line, i) => ({
+        amount: lineAmount(line),
+        plan: line.plan ?? null,
+        product: line.product ?? null,
+        tax_rates: lineRates[i]!,
+      })),
       discount,
       tax_exempt: invoice.customerTaxExempt,
       starting_balance: startingBalance,
     });
-    if (totals.discount === 0) throw new ApiError('invalid_request', `Coupon ${coupon.id} applies to none of the lines of invoice ${name}.`);
+    if (totals.discount === 0)
+      throw new ApiError('invalid_request', `Coupon ${coupon.id} applies to none of the lines of invoice ${name}.`);
 
     const fields = invoiceFields({
       lines: lines.map((line, i) => {
         const { discount_amounts, tax_amounts } = totals.lines[i]!;
-        return { ...line, ...(discount_amounts.length ? { discount_amounts } : {}), ...(tax_amounts.length ? { tax_amounts } : {}) };
+        return {
+          ...line,
+          ...(discount_amounts.length ? { discount_amounts } : {}),
+          ...(tax_amounts.length ? { tax_amounts } : {}),
+        };
       }),
       totals,
       discount,
@@ -144,7 +185,12 @@ export async function discountOpenInvoice(em: EntityManager, links: InvoiceLinks
 }
 
 /** discountOpenInvoice for the workflow's activity: a refusal is answered, not thrown (the workflow refuses the update with it). */
-export async function discountOpenInvoiceAnswer(em: EntityManager, links: InvoiceLinks, request: InvoiceDiscountRequest, at?: string): Promise<InvoiceDiscountResult> {
+export async function discountOpenInvoiceAnswer(
+  em: EntityManager,
+  links: InvoiceLinks,
+  request: InvoiceDiscountRequest,
+  at?: string,
+): Promise<InvoiceDiscountResult> {
   try {
     return await discountOpenInvoice(em, links, request, at);
   } catch (error) {

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import type { Event, Invoice } from '../db/entities/index.ts';
 import type { EventType } from '../domain/events.ts';
 import { serializeInvoice } from '../objects/invoice.ts';
@@ -15,9 +16,23 @@ export interface InvoiceLinks {
  * transaction the event is about: by default the one that paid the invoice (null
  * before it is paid); a failed attempt's events pass the failed transaction.
  */
-export async function recordInvoiceEvents(em: EntityManager, links: InvoiceLinks, invoice: Invoice, types: EventType[], transactionId?: string | null): Promise<Event[]> {
+export async function recordInvoiceEvents(
+  em: EntityManager,
+  links: InvoiceLinks,
+  invoice: Invoice,
+  types: EventType[],
+  transactionId?: string | null,
+): Promise<Event[]> {
   const object = serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
-  const about = { accountId: invoice.accountId, livemode: invoice.livemode, object, transactionId: transactionId === undefined ? (invoice.transactionId ?? null) : transactionId };
+  const about = {
+    accountId: invoice.accountId,
+    livemode: invoice.livemode,
+    object,
+    transactionId: transactionId === undefined ? (invoice.transactionId ?? null) : transactionId,
+  };
   // One insert for all of them.
-  return recordEvents(em, types.map((type) => ({ ...about, type })));
+  return recordEvents(
+    em,
+    types.map((type) => ({ ...about, type })),
+  );
 }

@@ -14,19 +14,20 @@ import { LockMode } from '@mikro-orm/core';
  * under an invoice being finalized.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Customer, Invoice, InvoiceItem, Plan, type InvoiceLine } from '../db/entities/index.ts';
+
+import { Customer, Invoice, InvoiceItem, type InvoiceLine, Plan } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
+import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import { lineAmount } from '../domain/invoice-lines.ts';
-import { priceFor, PricingError, type PriceRow } from '../domain/pricing.ts';
+import { type DateStyle, humanizeInstants } from '../domain/locale.ts';
+import { priceFor, type PriceRow, PricingError } from '../domain/pricing.ts';
 import { serializeInvoiceItem } from '../objects/invoice-item.ts';
-import type { EventType } from '../domain/events.ts';
 import { planPricing } from './catalog.ts';
-import { chosenCurrency } from './subscription-terms.ts';
 import { recordEvents } from './events.ts';
-import { clockTimeOf } from './test-clocks.ts';
+import { chosenCurrency } from './subscription-terms.ts';
 import { assignableTaxRates } from './tax-rates.ts';
-import { humanizeInstants, type DateStyle } from '../domain/locale.ts';
+import { clockTimeOf } from './test-clocks.ts';
 
 type Scope = { accountId: string; livemode: boolean };
 
@@ -55,15 +56,29 @@ const maxAmount = 99_999_999;
  * What an item charges: its amount, unit amount and breakdown, from the body (validated here; 400 names the field). A plan's
  * price is in `currency`, else the customer's (`customer`, when given; 400 when the plan has none in it), else the plan's own.
  */
-export async function priceItem(em: EntityManager, scope: Scope, input: ItemPriceInput, customer: Pick<Customer, 'id' | 'currency'> | null = null): Promise<ItemPrice> {
+export async function priceItem(
+  em: EntityManager,
+  scope: Scope,
+  input: ItemPriceInput,
+  customer: Pick<Customer, 'id' | 'currency'> | null = null,
+): Promise<ItemPrice> {
   const given = (['amount', 'unit_amount', 'plan'] as const).filter((key) => input[key] !== undefined);
-  if (given.length !== 1) throw new ApiError('invalid_request', 'Give exactly one of amount, unit_amount (with quantity) or plan (with quantity).');
+  if (given.length !== 1)
+    throw new ApiError(
+      'invalid_request',
+      'Give exactly one of amount, unit_amount (with quantity) or plan (with quantity).',
+    );
   const quantity = input.quantity ?? 1;
-  if (input.amount !== undefined && input.quantity !== undefined && input.quantity !== 1) throw new ApiError('invalid_request', 'quantity: with amount (the whole line) the quantity is 1; use unit_amount with quantity.');
+  if (input.amount !== undefined && input.quantity !== undefined && input.quantity !== 1)
+    throw new ApiError(
+      'invalid_request',
+      'quantity: with amount (the whole line) the quantity is 1; use unit_amount with quantity.',
+    );
   if (input.plan !== undefined) {
     const plan = await em.findOne(Plan, { id: input.plan, ...scope });
     if (!plan) throw new ApiError('not_found', `No such plan: ${input.plan}.`);
-    if (!plan.active) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new invoice items cannot use it.`);
+    if (!plan.active)
+      throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new invoice items cannot use it.`);
     const currency = chosenCurrency([plan], input.currency, customer);
     const priced = planPricing(plan, currency);
     if (!priced) throw new ApiError('currency_mismatch', `Plan ${plan.id} has no price in ${currency}.`);
@@ -75,7 +90,11 @@ export async function priceItem(em: EntityManager, scope: Scope, input: ItemPric
       if (error instanceof PricingError) throw new ApiError('invalid_request', `quantity: ${error.message}`);
       throw error;
     }
-    if (amount > maxAmount) throw new ApiError('invalid_request', `The item would charge ${amount} (minor units), above the largest charge of ${maxAmount}.`);
+    if (amount > maxAmount)
+      throw new ApiError(
+        'invalid_request',
+        `The item would charge ${amount} (minor units), above the largest charge of ${maxAmount}.`,
+      );
     const whole = quantity > 0 && amount % quantity === 0;
     return {
       currency,
@@ -88,11 +107,27 @@ export async function priceItem(em: EntityManager, scope: Scope, input: ItemPric
     };
   }
   if (!input.currency) throw new ApiError('invalid_request', 'currency: required with amount or unit_amount.');
-  if (!input.description) throw new ApiError('invalid_request', 'description: required with amount or unit_amount (what the customer reads on the invoice).');
+  if (!input.description)
+    throw new ApiError(
+      'invalid_request',
+      'description: required with amount or unit_amount (what the customer reads on the invoice).',
+    );
   const unit = input.amount ?? input.unit_amount!;
   const amount = unit * quantity;
-  if (Math.abs(amount) > maxAmount) throw new ApiError('invalid_request', `The item would charge ${amount} (minor units); at most ${maxAmount} either way.`);
-  return { currency: input.currency, planId: null, quantity, unitAmount: unit, amount, breakdown: null, description: input.description };
+  if (Math.abs(amount) > maxAmount)
+    throw new ApiError(
+      'invalid_request',
+      `The item would charge ${amount} (minor units); at most ${maxAmount} either way.`,
+    );
+  return {
+    currency: input.currency,
+    planId: null,
+    quantity,
+    unitAmount: unit,
+    amount,
+    breakdown: null,
+    description: input.description,
+  };
 }
 
 /** The invoice line an item becomes: the same amount, unit amount, quantity and breakdown. */
@@ -114,7 +149,15 @@ export function itemLine(item: InvoiceItem): InvoiceLine {
 }
 
 async function recordItemEvent(tx: EntityManager, item: InvoiceItem, type: EventType): Promise<void> {
-  await recordEvents(tx, [{ accountId: item.accountId, livemode: item.livemode, type, object: serializeInvoiceItem(item), transactionId: null }]);
+  await recordEvents(tx, [
+    {
+      accountId: item.accountId,
+      livemode: item.livemode,
+      type,
+      object: serializeInvoiceItem(item),
+      transactionId: null,
+    },
+  ]);
 }
 
 /** A customer of the scope, or 404. */
@@ -131,12 +174,26 @@ export async function customerNow(em: EntityManager, customer: Customer): Promis
 }
 
 /** Locks a draft invoice of the customer in `tx` (for an item to attach to or leave), or 400/404/409. */
-async function lockDraft(tx: EntityManager, scope: Scope, invoiceId: string, item: { customerId: string; currency: string }): Promise<Invoice> {
+async function lockDraft(
+  tx: EntityManager,
+  scope: Scope,
+  invoiceId: string,
+  item: { customerId: string; currency: string },
+): Promise<Invoice> {
   const invoice = await tx.findOne(Invoice, { id: invoiceId, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!invoice) throw new ApiError('not_found', `No such invoice: ${invoiceId}.`);
-  if (invoice.status !== 'draft') throw new ApiError('invalid_state', `Invoice ${invoice.id} is ${invoice.status}: items attach to draft invoices only.`);
-  if (invoice.customerId !== item.customerId) throw new ApiError('invalid_request', `invoice: ${invoice.id} is another customer's invoice.`);
-  if (invoice.currency !== item.currency) throw new ApiError('currency_mismatch', `invoice: ${invoice.id} is in ${invoice.currency}, the item in ${item.currency}.`);
+  if (invoice.status !== 'draft')
+    throw new ApiError(
+      'invalid_state',
+      `Invoice ${invoice.id} is ${invoice.status}: items attach to draft invoices only.`,
+    );
+  if (invoice.customerId !== item.customerId)
+    throw new ApiError('invalid_request', `invoice: ${invoice.id} is another customer's invoice.`);
+  if (invoice.currency !== item.currency)
+    throw new ApiError(
+      'currency_mismatch',
+      `invoice: ${invoice.id} is in ${invoice.currency}, the item in ${item.currency}.`,
+    );
   return invoice;
 }
 
@@ -152,7 +209,9 @@ export async function createInvoiceItem(em: EntityManager, scope: Scope, input: 
   const customer = await ownCustomer(em, scope, input.customer);
   const price = await priceItem(em, scope, input, customer);
   const now = await customerNow(em, customer);
-  const period = input.period ? { start: new Date(input.period.start), end: new Date(input.period.end) } : { start: now, end: now };
+  const period = input.period
+    ? { start: new Date(input.period.start), end: new Date(input.period.end) }
+    : { start: now, end: now };
   if (period.end < period.start) throw new ApiError('invalid_request', 'period: end is before start.');
   const taxRates = input.tax_rates?.length ? await assignableTaxRates(em, scope, input.tax_rates, 'tax_rates') : null;
   return em.transactional(async (tx) => {
@@ -189,27 +248,56 @@ async function lockEditable(tx: EntityManager, scope: Scope, id: string): Promis
   // The invoice first (finalize's order: invoice, then its items), then the item.
   if (seen.invoiceId) {
     const invoice = await tx.findOne(Invoice, { id: seen.invoiceId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-    if (invoice && invoice.status !== 'draft') throw new ApiError('invalid_state', `Invoice item ${id} was billed on invoice ${invoice.number} (${invoice.status}); it can no longer change.`);
+    if (invoice && invoice.status !== 'draft')
+      throw new ApiError(
+        'invalid_state',
+        `Invoice item ${id} was billed on invoice ${invoice.number} (${invoice.status}); it can no longer change.`,
+      );
   }
   const item = await tx.findOneOrFail(InvoiceItem, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-  if (item.invoiceId !== seen.invoiceId) throw new ApiError('invalid_state', `Invoice item ${id} was just taken by invoice ${item.invoiceId}; it can no longer change.`);
+  if (item.invoiceId !== seen.invoiceId)
+    throw new ApiError(
+      'invalid_state',
+      `Invoice item ${id} was just taken by invoice ${item.invoiceId}; it can no longer change.`,
+    );
   return item;
 }
 
-export async function updateInvoiceItem(em: EntityManager, scope: Scope, id: string, input: ItemPriceInput & { invoice?: string | null; tax_rates?: string[] }): Promise<InvoiceItem> {
-  const taxRates = input.tax_rates === undefined ? undefined : await assignableTaxRates(em, scope, input.tax_rates, 'tax_rates');
+export async function updateInvoiceItem(
+  em: EntityManager,
+  scope: Scope,
+  id: string,
+  input: ItemPriceInput & { invoice?: string | null; tax_rates?: string[] },
+): Promise<InvoiceItem> {
+  const taxRates =
+    input.tax_rates === undefined ? undefined : await assignableTaxRates(em, scope, input.tax_rates, 'tax_rates');
   return em.transactional(async (tx) => {
     const item = await lockEditable(tx, scope, id);
     if (taxRates !== undefined) item.taxRates = taxRates.length > 0 ? taxRates : null;
-    const repriced = input.amount !== undefined || input.unit_amount !== undefined || input.plan !== undefined || input.quantity !== undefined || input.currency !== undefined;
+    const repriced =
+      input.amount !== undefined ||
+      input.unit_amount !== undefined ||
+      input.plan !== undefined ||
+      input.quantity !== undefined ||
+      input.currency !== undefined;
     if (repriced) {
       // Unnamed parts keep the item's: a new quantity reprices its plan or unit amount.
       const base: ItemPriceInput =
         input.amount !== undefined || input.unit_amount !== undefined || input.plan !== undefined
           ? { currency: item.currency, ...input, description: input.description ?? item.description }
           : item.planId
-            ? { plan: item.planId, currency: item.currency, quantity: input.quantity, description: input.description ?? item.description }
-            : { unit_amount: Number(item.unitAmount ?? item.amount), currency: input.currency ?? item.currency, quantity: input.quantity, description: input.description ?? item.description };
+            ? {
+                plan: item.planId,
+                currency: item.currency,
+                quantity: input.quantity,
+                description: input.description ?? item.description,
+              }
+            : {
+                unit_amount: Number(item.unitAmount ?? item.amount),
+                currency: input.currency ?? item.currency,
+                quantity: input.quantity,
+                description: input.description ?? item.description,
+              };
       Object.assign(item, await priceItem(tx, scope, base));
     } else if (input.description !== undefined) item.description = input.description;
     const left = item.invoiceId;
@@ -241,15 +329,15 @@ export async function deleteInvoiceItem(em: EntityManager, scope: Scope, id: str
  * one UPDATE whose WHERE requires them pending, so an item is taken by exactly one invoice.
  * Answers them oldest first.
  */
-export async function claimPendingItems(tx: EntityManager, input: { accountId: string; livemode: boolean; customerId: string; currency: string; invoiceId: string }): Promise<InvoiceItem[]> {
+export async function claimPendingItems(
+  tx: EntityManager,
+  input: { accountId: string; livemode: boolean; customerId: string; currency: string; invoiceId: string },
+): Promise<InvoiceItem[]> {
   const rows = await tx
     .getConnection()
-    .execute<Record<string, unknown>[]>(
-      `update invoice_items set invoice_id = ? where account_id = ? and livemode = ? and customer_id = ? and currency = ? and invoice_id is null returning *`,
-      [input.invoiceId, input.accountId, input.livemode, input.customerId, input.currency],
-      'all',
-      tx.getTransactionContext(),
-    );
+    .execute<
+      Record<string, unknown>[]
+    >(`update invoice_items set invoice_id = ? where account_id = ? and livemode = ? and customer_id = ? and currency = ? and invoice_id is null returning *`, [input.invoiceId, input.accountId, input.livemode, input.customerId, input.currency], 'all', tx.getTransactionContext());
   return rows.map((row) => tx.map(InvoiceItem, row)).sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 

@@ -3,12 +3,13 @@
  * (api/routes/invoices.ts) and the invoice-PDF zip export (services/exports.ts).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Account, Customer, type Invoice } from '../db/entities/index.ts';
 import { brandOf } from '../domain/branding.ts';
 import { breakdownText, lineAmount } from '../domain/invoice-lines.ts';
 import { renderInvoicePdf } from '../domain/invoice-pdf.ts';
-import { loadLogo } from './branding.ts';
 import { amountRemaining } from '../objects/invoice.ts';
+import { loadLogo } from './branding.ts';
 
 /** The PDF of an invoice: its account as seller, the customer as billed (falling back to the customer now for invoices issued before names were kept). */
 export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: boolean): Promise<Buffer> {
@@ -63,15 +64,25 @@ export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: 
   });
 }
 
-
 /** The discount, taxes and balance rows of an invoice's totals, as the PDF and emails print them. */
 export function pdfAdjustments(invoice: Invoice) {
   const discounts = invoice.totalDiscountAmounts ?? [];
   const first = discounts[0];
   return {
-    discount: first ? { label: first.name ?? (first.coupon ? `Discount (${first.coupon})` : 'Discount'), amount: discounts.reduce((sum, d) => sum + d.amount, 0) } : null,
-    taxes: (invoice.totalTaxAmounts ?? []).map((tax) => ({ label: `${tax.display_name} ${tax.percentage}%`, amount: tax.amount, inclusive: tax.inclusive })),
-    ...(invoice.totalExcludingTax !== null && invoice.totalExcludingTax !== undefined ? { totalExcludingTax: Number(invoice.totalExcludingTax) } : {}),
+    discount: first
+      ? {
+          label: first.name ?? (first.coupon ? `Discount (${first.coupon})` : 'Discount'),
+          amount: discounts.reduce((sum, d) => sum + d.amount, 0),
+        }
+      : null,
+    taxes: (invoice.totalTaxAmounts ?? []).map((tax) => ({
+      label: `${tax.display_name} ${tax.percentage}%`,
+      amount: tax.amount,
+      inclusive: tax.inclusive,
+    })),
+    ...(invoice.totalExcludingTax !== null && invoice.totalExcludingTax !== undefined
+      ? { totalExcludingTax: Number(invoice.totalExcludingTax) }
+      : {}),
     startingBalance: Number(invoice.startingBalance ?? 0),
     endingBalance: Number(invoice.endingBalance ?? 0),
     reverseCharge: invoice.reverseCharge ?? false,

@@ -14,6 +14,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
+
 import { Invoice, Subscription } from '../db/entities/index.ts';
 import { endedStatuses } from '../domain/subscription.ts';
 import { voidOneOffInvoiceUpdate } from '../workflows/invoice.ts';
@@ -34,14 +35,19 @@ export async function voidInvoiceThroughOwner(
   scope: { accountId: string; livemode: boolean },
   direct: () => Promise<TransitionResult>,
 ): Promise<TransitionResult> {
-  const invoice = await em.findOne(Invoice, { id: invoiceId, ...scope }, { fields: ['subscriptionId', 'status', 'finalizedAt'] });
+  const invoice = await em.findOne(
+    Invoice,
+    { id: invoiceId, ...scope },
+    { fields: ['subscriptionId', 'status', 'finalizedAt'] },
+  );
   if (!invoice) return { outcome: 'not_found' };
   if (invoice.status !== 'open' && invoice.status !== 'uncollectible') return direct();
   let send: (() => Promise<unknown>) | null = null;
   if (invoice.subscriptionId) {
     const subscription = await em.findOne(Subscription, { id: invoice.subscriptionId }, { fields: ['status'] });
     if (subscription && !endedStatuses.includes(subscription.status)) {
-      send = () => client.workflow.getHandle(subscription.id).executeUpdate(voidInvoiceUpdate, { args: [{ invoiceId }] });
+      send = () =>
+        client.workflow.getHandle(subscription.id).executeUpdate(voidInvoiceUpdate, { args: [{ invoiceId }] });
     }
   } else if (invoice.finalizedAt) {
     send = () => client.workflow.getHandle(invoiceId).executeUpdate(voidOneOffInvoiceUpdate, { args: [] });

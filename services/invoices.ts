@@ -1,13 +1,14 @@
-import { currentTime } from './clock-context.ts';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { invoicePrefix } from '../domain/invoice-number.ts';
 import { humanizeInstants } from '../domain/locale.ts';
 import type { ChargeOutcome } from './charges.ts';
-import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
+import { currentTime } from './clock-context.ts';
 import { decideIssue, unapplyBalance } from './invoice-adjustments.ts';
+import { type InvoiceLinks, recordInvoiceEvents } from './invoice-events.ts';
 import { pendingItemLines, takesPendingItems } from './invoice-items.ts';
 
 export interface OpenInvoiceInput {
@@ -43,7 +44,11 @@ export interface InvoiceState {
   attemptCount: number;
 }
 
-const opened = (invoice: Invoice): OpenedInvoice => ({ invoiceId: invoice.id, number: invoice.number, amountDue: invoice.amountDue });
+const opened = (invoice: Invoice): OpenedInvoice => ({
+  invoiceId: invoice.id,
+  number: invoice.number,
+  amountDue: invoice.amountDue,
+});
 
 /**
  * Records an open invoice for a billing cycle, or returns the one already recorded for it.
@@ -62,7 +67,12 @@ const opened = (invoice: Invoice): OpenedInvoice => ({ invoiceId: invoice.id, nu
  * invoice's and the event's inserts, and a wave of one account's renewals queued on it
  * (docs/scaling.md); now each holds it for one statement and the commit.
  */
-export async function openInvoice(em: EntityManager, links: InvoiceLinks, input: OpenInvoiceInput, loaded?: { account: Account; customer: Customer | null }): Promise<OpenedInvoice> {
+export async function openInvoice(
+  em: EntityManager,
+  links: InvoiceLinks,
+  input: OpenInvoiceInput,
+  loaded?: { account: Account; customer: Customer | null },
+): Promise<OpenedInvoice> {
   return (await openOrCreateInvoice(em, links, input, loaded)).invoice;
 }
 
@@ -72,7 +82,10 @@ export async function openInvoice(em: EntityManager, links: InvoiceLinks, input:
  * invoice id in its place: one statement, the last before the commit (openOrCreateInvoice).
  * The number is formatted as domain/invoice-number.ts formatInvoiceNumber does (at least four digits).
  */
-export async function numberInvoice(tx: EntityManager, ids: { invoiceId: string; eventId: string; accountId: string; livemode: boolean; prefix: string }): Promise<string> {
+export async function numberInvoice(
+  tx: EntityManager,
+  ids: { invoiceId: string; eventId: string; accountId: string; livemode: boolean; prefix: string },
+): Promise<string> {
   const [row] = await tx.execute<{ number: string }[]>(
     `with counter as (
        insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)
@@ -87,7 +100,8 @@ export async function numberInvoice(tx: EntityManager, ids: { invoiceId: string;
     [ids.accountId, ids.livemode, ids.prefix, ids.invoiceId, ids.eventId],
   );
   // No row: the event was not written yet (held back in a batch?); the transaction must not commit half-numbered.
-  if (!row) throw new Error(`Invoice ${ids.invoiceId}: its invoice.created event ${ids.eventId} was not found to number.`);
+  if (!row)
+    throw new Error(`Invoice ${ids.invoiceId}: its invoice.created event ${ids.eventId} was not found to number.`);
   return row.number;
 }
 
@@ -101,23 +115,39 @@ export async function openOrCreateInvoice(
   // No lookup first: the billing key's unique index tells a repeat, whose insert (and number) rolls back.
   const [account, customer] = loaded
     ? [loaded.account, loaded.customer]
-    : await Promise.all([em.findOneOrFail(Account, { id: input.accountId }), em.findOne(Customer, { id: input.customerId, accountId: input.accountId })]);
+    : await Promise.all([
+        em.findOneOrFail(Account, { id: input.accountId }),
+        em.findOne(Customer, { id: input.customerId, accountId: input.accountId }),
+      ]);
   // Lines as customers read them, here (the API), in emails and PDFs alike: an instant in a description
   // (an upgrade's "Unused time on Pro after 2027-01-31T…", domain/subscription-decisions.ts) becomes a
   // date in the account's language and time zone; period_start and period_end keep the exact instants.
   const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
-  const lines = input.lines.map((line) => ({ ...line, description: humanizeInstants(line.description, dateStyle), proration: line.proration ?? false }));
+  const lines = input.lines.map((line) => ({
+    ...line,
+    description: humanizeInstants(line.description, dateStyle),
+    proration: line.proration ?? false,
+  }));
   try {
     return await em.transactional(async (tx) => {
       const id = newId('invoice');
       // A billing cycle's invoice takes the customer's pending invoice items, claimed for it in this transaction: an insert
       // that loses the race on the billing key gives them back, so an item is billed exactly once (services/invoice-items.ts).
-      const items = takesPendingItems(input.billingKey) ? await pendingItemLines(tx, { ...input, invoiceId: id }, dateStyle) : [];
+      const items = takesPendingItems(input.billingKey)
+        ? await pendingItemLines(tx, { ...input, invoiceId: id }, dateStyle)
+        : [];
       // Discounts, taxes and the customer's balance (locked from here to the commit), on the final lines: the row is
       // inserted once, with its totals.
       const issue = await decideIssue(
         tx,
-        { accountId: input.accountId, livemode: input.livemode, customerId: input.customerId, subscriptionId: input.subscriptionId, currency: input.currency, at: new Date(input.issuedAt) },
+        {
+          accountId: input.accountId,
+          livemode: input.livemode,
+          customerId: input.customerId,
+          subscriptionId: input.subscriptionId,
+          currency: input.currency,
+          at: new Date(input.issuedAt),
+        },
         [...lines, ...items],
       );
       const invoice = tx.create(Invoice, {
@@ -149,7 +179,13 @@ export async function openOrCreateInvoice(
       await tx.flush();
       await issue.record(id);
       const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
-      const number = await numberInvoice(tx, { invoiceId: id, eventId: created!.id, accountId: input.accountId, livemode: input.livemode, prefix: invoicePrefix(account.name, account.id) });
+      const number = await numberInvoice(tx, {
+        invoiceId: id,
+        eventId: created!.id,
+        accountId: input.accountId,
+        livemode: input.livemode,
+        prefix: invoicePrefix(account.name, account.id),
+      });
       const result = { invoice: { ...opened(invoice), number }, created: true };
       // The managed entity still holds the placeholder: detached, it is neither flushed nor merged into the caller's EntityManager.
       tx.clear();
@@ -172,11 +208,20 @@ export async function openOrCreateInvoice(
  * time and now. `transaction` becomes the charge's payment transaction. The change
  * records `invoice.paid` and `payment.succeeded`, with that transaction's id.
  */
-export async function settleInvoice(em: EntityManager, links: InvoiceLinks, invoiceId: string, charge: ChargeOutcome, paidAt?: string): Promise<void> {
+export async function settleInvoice(
+  em: EntityManager,
+  links: InvoiceLinks,
+  invoiceId: string,
+  charge: ChargeOutcome,
+  paidAt?: string,
+): Promise<void> {
   if (charge.status !== 'succeeded') return;
   // An outcome recorded before charges had transactions carries no id: the charge row knows it.
-  const transactionId = charge.transactionId ?? (await em.findOne(Charge, { id: charge.chargeId }))?.transactionId ?? null;
-  await em.transactional((tx) => markInvoicePaid(tx, links, invoiceId, { chargeId: charge.chargeId, transactionId }, paidAt));
+  const transactionId =
+    charge.transactionId ?? (await em.findOne(Charge, { id: charge.chargeId }))?.transactionId ?? null;
+  await em.transactional((tx) =>
+    markInvoicePaid(tx, links, invoiceId, { chargeId: charge.chargeId, transactionId }, paidAt),
+  );
 }
 
 /**
@@ -197,12 +242,9 @@ export async function markInvoicePaid(
   const at = paidAt ? '?' : 'greatest(?, created_at)';
   const rows = await tx
     .getConnection()
-    .execute<Record<string, unknown>[]>(
-      `update ${table} set status = 'paid', amount_paid = amount_due, charge_id = ?, transaction_id = ?, paid_at = ${at}, attempt_count = greatest(attempt_count, ?) where id = ? and status in ('open', 'uncollectible') returning *`,
-      [paid.chargeId, paid.transactionId, paidAt ? new Date(paidAt) : currentTime(), paid.attempt ?? 0, invoiceId],
-      'all',
-      tx.getTransactionContext(),
-    );
+    .execute<
+      Record<string, unknown>[]
+    >(`update ${table} set status = 'paid', amount_paid = amount_due, charge_id = ?, transaction_id = ?, paid_at = ${at}, attempt_count = greatest(attempt_count, ?) where id = ? and status in ('open', 'uncollectible') returning *`, [paid.chargeId, paid.transactionId, paidAt ? new Date(paidAt) : currentTime(), paid.attempt ?? 0, invoiceId], 'all', tx.getTransactionContext());
   if (rows.length === 0) return null;
   const invoice = tx.map(Invoice, rows[0]!);
   await recordInvoiceEvents(tx, links, invoice, ['invoice.paid', 'payment.succeeded']);
@@ -216,7 +258,10 @@ export const invoiceTransitions = {
 } as const satisfies Record<string, readonly InvoiceStatus[]>;
 export type InvoiceTransition = keyof typeof invoiceTransitions;
 
-export type TransitionResult = { outcome: 'changed'; invoice: Invoice } | { outcome: 'refused'; invoice: Invoice } | { outcome: 'not_found' };
+export type TransitionResult =
+  | { outcome: 'changed'; invoice: Invoice }
+  | { outcome: 'refused'; invoice: Invoice }
+  | { outcome: 'not_found' };
 
 /**
  * Voids an invoice or marks it uncollectible, with the status check in the UPDATE's
@@ -234,13 +279,19 @@ export async function transitionInvoice(
   scope?: { accountId: string; livemode: boolean },
 ): Promise<TransitionResult> {
   const where = { id: invoiceId, ...(scope ?? {}) };
-  const changes = to === 'void' ? { status: 'void' as const, voidedAt: at } : { status: 'uncollectible' as const, markedUncollectibleAt: at };
+  const changes =
+    to === 'void'
+      ? { status: 'void' as const, voidedAt: at }
+      : { status: 'uncollectible' as const, markedUncollectibleAt: at };
   return em.transactional(async (tx) => {
     const changed = await tx.nativeUpdate(Invoice, { ...where, status: { $in: [...invoiceTransitions[to]] } }, changes);
     const invoice = await tx.findOne(Invoice, where, { refresh: true });
     if (!invoice) return { outcome: 'not_found' as const };
     if (changed > 0 && to === 'void') await unapplyBalance(tx, invoice, at);
-    if (changed > 0) await recordInvoiceEvents(tx, links, invoice, [to === 'void' ? 'invoice.voided' : 'invoice.marked_uncollectible']);
+    if (changed > 0)
+      await recordInvoiceEvents(tx, links, invoice, [
+        to === 'void' ? 'invoice.voided' : 'invoice.marked_uncollectible',
+      ]);
     return { outcome: changed > 0 ? ('changed' as const) : ('refused' as const), invoice };
   });
 }
@@ -264,7 +315,11 @@ export async function invoiceState(em: EntityManager, invoiceId: string): Promis
  * `em`'s transaction.
  */
 export async function recordInvoiceAttempt(em: EntityManager, invoiceId: string, attempt: number): Promise<boolean> {
-  const changed = await em.nativeUpdate(Invoice, { id: invoiceId, attemptCount: { $lt: attempt } }, { attemptCount: attempt });
+  const changed = await em.nativeUpdate(
+    Invoice,
+    { id: invoiceId, attemptCount: { $lt: attempt } },
+    { attemptCount: attempt },
+  );
   return changed > 0;
 }
 
@@ -273,7 +328,13 @@ export async function recordInvoiceAttempt(em: EntityManager, invoiceId: string,
  * `payment.failed`, with the invoice), on `em`'s transaction. Charges that pay no
  * invoice record nothing.
  */
-export async function recordInvoicePaymentFailed(em: EntityManager, links: InvoiceLinks, invoiceId: string, transactionId: string | null = null): Promise<void> {
+export async function recordInvoicePaymentFailed(
+  em: EntityManager,
+  links: InvoiceLinks,
+  invoiceId: string,
+  transactionId: string | null = null,
+): Promise<void> {
   const invoice = await em.findOne(Invoice, { id: invoiceId }, { refresh: true });
-  if (invoice) await recordInvoiceEvents(em, links, invoice, ['invoice.payment_failed', 'payment.failed'], transactionId);
+  if (invoice)
+    await recordInvoiceEvents(em, links, invoice, ['invoice.payment_failed', 'payment.failed'], transactionId);
 }

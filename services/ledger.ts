@@ -1,8 +1,15 @@
-import { currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { BalanceTransaction, LedgerEntry, type BalanceTransactionType, type Payout, type Transaction } from '../db/entities/index.ts';
+
+import {
+  BalanceTransaction,
+  type BalanceTransactionType,
+  LedgerEntry,
+  type Payout,
+  type Transaction,
+} from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
+import { currentTime } from './clock-context.ts';
 import { transactionBatch } from './transaction-batch.ts';
 
 /*
@@ -93,7 +100,12 @@ async function addToBalance(tx: EntityManager, increment: HeldIncrement): Promis
 }
 
 /** The balance row of (account, mode, currency), created at 0 when missing, locked until the caller's transaction ends. */
-export async function lockBalance(tx: EntityManager, accountId: string, livemode: boolean, currency: string): Promise<{ available: number; pending: number }> {
+export async function lockBalance(
+  tx: EntityManager,
+  accountId: string,
+  livemode: boolean,
+  currency: string,
+): Promise<{ available: number; pending: number }> {
   await applyHeld(tx, { accountId, livemode, currency });
   const connection = tx.getConnection();
   const ctx = tx.getTransactionContext();
@@ -132,11 +144,23 @@ async function applyLegs(tx: EntityManager, m: Movement): Promise<void> {
   if (available >= 0 && pending >= 0) {
     const held = heldIncrements.heldOn(tx);
     if (!held) {
-      await addToBalance(tx, { accountId: m.accountId, livemode: m.livemode, currency: m.currency, available, pending });
+      await addToBalance(tx, {
+        accountId: m.accountId,
+        livemode: m.livemode,
+        currency: m.currency,
+        available,
+        pending,
+      });
       return;
     }
     const key = balanceKey(m);
-    const before = held.get(key) ?? { accountId: m.accountId, livemode: m.livemode, currency: m.currency, available: 0, pending: 0 };
+    const before = held.get(key) ?? {
+      accountId: m.accountId,
+      livemode: m.livemode,
+      currency: m.currency,
+      available: 0,
+      pending: 0,
+    };
     held.set(key, { ...before, available: before.available + available, pending: before.pending + pending });
     return;
   }
@@ -155,7 +179,10 @@ async function applyLegs(tx: EntityManager, m: Movement): Promise<void> {
   const balance = await lockBalance(tx, m.accountId, m.livemode, m.currency);
   const after = { available: balance.available + available, pending: balance.pending + pending };
   if (after.available < 0) {
-    throw new ApiError('insufficient_funds', `The available balance (${balance.available} ${m.currency}) does not cover ${-available}.`);
+    throw new ApiError(
+      'insufficient_funds',
+      `The available balance (${balance.available} ${m.currency}) does not cover ${-available}.`,
+    );
   }
   if (after.pending < 0) throw new Error(`Ledger bug: the pending balance of ${m.accountId} would go below zero.`);
   await connection.execute(
@@ -168,7 +195,13 @@ async function applyLegs(tx: EntityManager, m: Movement): Promise<void> {
 
 async function move(tx: EntityManager, m: Movement): Promise<void> {
   await applyLegs(tx, m);
-  const entry = { accountId: m.accountId, livemode: m.livemode, transactionId: m.transactionId, balanceTransactionId: m.balanceTransactionId, currency: m.currency };
+  const entry = {
+    accountId: m.accountId,
+    livemode: m.livemode,
+    transactionId: m.transactionId,
+    balanceTransactionId: m.balanceTransactionId,
+    currency: m.currency,
+  };
   let external = 0;
   for (const ledgerAccount of ['available', 'pending'] as const) {
     const amount = m.legs[ledgerAccount] ?? 0;
@@ -182,7 +215,16 @@ async function move(tx: EntityManager, m: Movement): Promise<void> {
 
 function newBalanceTransaction(
   tx: EntityManager,
-  input: { accountId: string; livemode: boolean; currency: string; type: BalanceTransactionType; source: string; amount: number; delayMs?: number; ownedByWorkflow?: boolean },
+  input: {
+    accountId: string;
+    livemode: boolean;
+    currency: string;
+    type: BalanceTransactionType;
+    source: string;
+    amount: number;
+    delayMs?: number;
+    ownedByWorkflow?: boolean;
+  },
 ): BalanceTransaction {
   const now = currentTime();
   const delayMs = input.delayMs ?? 0;
@@ -206,18 +248,45 @@ function newBalanceTransaction(
 }
 
 /** A succeeded payment: its money arrives pending (external → pending), available `delayMs` from now. */
-export async function postPayment(tx: EntityManager, payment: Transaction, delayMs: number, options: { ownedByWorkflow?: boolean } = {}): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(payment), type: 'payment', source: payment.id, amount: payment.amount, delayMs, ownedByWorkflow: options.ownedByWorkflow });
+export async function postPayment(
+  tx: EntityManager,
+  payment: Transaction,
+  delayMs: number,
+  options: { ownedByWorkflow?: boolean } = {},
+): Promise<BalanceTransaction> {
+  const btxn = newBalanceTransaction(tx, {
+    ...scopeOf(payment),
+    type: 'payment',
+    source: payment.id,
+    amount: payment.amount,
+    delayMs,
+    ownedByWorkflow: options.ownedByWorkflow,
+  });
   await tx.flush();
-  await move(tx, { ...scopeOf(payment), transactionId: payment.id, balanceTransactionId: btxn.id, legs: delayMs > 0 ? { pending: btxn.net } : { available: btxn.net } });
+  await move(tx, {
+    ...scopeOf(payment),
+    transactionId: payment.id,
+    balanceTransactionId: btxn.id,
+    legs: delayMs > 0 ? { pending: btxn.net } : { available: btxn.net },
+  });
   return btxn;
 }
 
 /** A credit: external → available, at once. */
 export async function postCredit(tx: EntityManager, credit: Transaction): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(credit), type: 'credit', source: credit.id, amount: credit.amount });
+  const btxn = newBalanceTransaction(tx, {
+    ...scopeOf(credit),
+    type: 'credit',
+    source: credit.id,
+    amount: credit.amount,
+  });
   await tx.flush();
-  await move(tx, { ...scopeOf(credit), transactionId: credit.id, balanceTransactionId: btxn.id, legs: { available: btxn.net } });
+  await move(tx, {
+    ...scopeOf(credit),
+    transactionId: credit.id,
+    balanceTransactionId: btxn.id,
+    legs: { available: btxn.net },
+  });
   return btxn;
 }
 
@@ -226,11 +295,17 @@ export async function postCredit(tx: EntityManager, credit: Transaction): Promis
  * (insufficient_funds when it does not cover it). Of a charge: first from what is
  * still pending of that charge's own payment movement (locked), then from available.
  */
-export async function postRefund(tx: EntityManager, refund: Transaction, source: Transaction | null): Promise<BalanceTransaction> {
+export async function postRefund(
+  tx: EntityManager,
+  refund: Transaction,
+  source: Transaction | null,
+): Promise<BalanceTransaction> {
   let fromPending = 0;
   if (source) {
     const connection = tx.getConnection();
-    const [payment] = await connection.execute<{ id: string; net: string | number; refunded_from_pending: string | number }[]>(
+    const [payment] = await connection.execute<
+      { id: string; net: string | number; refunded_from_pending: string | number }[]
+    >(
       `select id, net, refunded_from_pending from balance_transactions where source = ? and type = 'payment' and status = 'pending' for update`,
       [source.id],
       'all',
@@ -239,37 +314,80 @@ export async function postRefund(tx: EntityManager, refund: Transaction, source:
     if (payment) {
       fromPending = Math.min(refund.amount, Number(payment.net) - Number(payment.refunded_from_pending));
       if (fromPending > 0) {
-        await connection.execute(`update balance_transactions set refunded_from_pending = refunded_from_pending + ? where id = ?`, [fromPending, payment.id], 'run', tx.getTransactionContext());
+        await connection.execute(
+          `update balance_transactions set refunded_from_pending = refunded_from_pending + ? where id = ?`,
+          [fromPending, payment.id],
+          'run',
+          tx.getTransactionContext(),
+        );
       }
     }
   }
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(refund), type: 'refund', source: refund.id, amount: -refund.amount });
+  const btxn = newBalanceTransaction(tx, {
+    ...scopeOf(refund),
+    type: 'refund',
+    source: refund.id,
+    amount: -refund.amount,
+  });
   await tx.flush();
-  await move(tx, { ...scopeOf(refund), transactionId: refund.id, balanceTransactionId: btxn.id, legs: { pending: -fromPending, available: -(refund.amount - fromPending) } });
+  await move(tx, {
+    ...scopeOf(refund),
+    transactionId: refund.id,
+    balanceTransactionId: btxn.id,
+    legs: { pending: -fromPending, available: -(refund.amount - fromPending) },
+  });
   return btxn;
 }
 
 /** A payout: available → external (insufficient_funds when the available balance does not cover it). */
 export async function postPayout(tx: EntityManager, payout: Payout): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type: 'payout', source: payout.id, amount: -payout.amount });
+  const btxn = newBalanceTransaction(tx, {
+    ...scopeOf(payout),
+    type: 'payout',
+    source: payout.id,
+    amount: -payout.amount,
+  });
   await tx.flush();
-  await move(tx, { ...scopeOf(payout), transactionId: payout.id, balanceTransactionId: btxn.id, legs: { available: -payout.amount } });
+  await move(tx, {
+    ...scopeOf(payout),
+    transactionId: payout.id,
+    balanceTransactionId: btxn.id,
+    legs: { available: -payout.amount },
+  });
   return btxn;
 }
 
 /** A failed (`payout_failure`) or canceled (`payout_cancel`) payout gives its amount back: external → available. */
-export async function postPayoutFailure(tx: EntityManager, payout: Payout, type: 'payout_failure' | 'payout_cancel' = 'payout_failure'): Promise<BalanceTransaction> {
+export async function postPayoutFailure(
+  tx: EntityManager,
+  payout: Payout,
+  type: 'payout_failure' | 'payout_cancel' = 'payout_failure',
+): Promise<BalanceTransaction> {
   const btxn = newBalanceTransaction(tx, { ...scopeOf(payout), type, source: payout.id, amount: payout.amount });
   await tx.flush();
-  await move(tx, { ...scopeOf(payout), transactionId: payout.id, balanceTransactionId: btxn.id, legs: { available: payout.amount } });
+  await move(tx, {
+    ...scopeOf(payout),
+    transactionId: payout.id,
+    balanceTransactionId: btxn.id,
+    legs: { available: payout.amount },
+  });
   return btxn;
 }
 
 /** A correction: `amount` (signed) into the available balance from outside, e.g. a refund the processor refused gives its money back. */
-export async function postAdjustment(tx: EntityManager, source: Transaction, amount: number): Promise<BalanceTransaction> {
+export async function postAdjustment(
+  tx: EntityManager,
+  source: Transaction,
+  amount: number,
+): Promise<BalanceTransaction> {
   const btxn = newBalanceTransaction(tx, { ...scopeOf(source), type: 'adjustment', source: source.id, amount });
   await tx.flush();
-  await move(tx, { ...scopeOf(source), transactionId: source.id, balanceTransactionId: btxn.id, legs: { available: btxn.net } });
+  await move(tx, {
+    ...scopeOf(source),
+    transactionId: source.id,
+    balanceTransactionId: btxn.id,
+    legs: { available: btxn.net },
+  });
   return btxn;
 }
 
@@ -280,20 +398,38 @@ export async function postAdjustment(tx: EntityManager, source: Transaction, amo
  */
 export async function makeFundsAvailable(em: EntityManager, balanceTransactionId: string): Promise<boolean> {
   return em.transactional(async (tx) => {
-    const [row] = await tx
-      .getConnection()
-      .execute<{ id: string; status: string; net: string | number; refunded_from_pending: string | number; source: string; account_id: string; livemode: boolean; currency: string }[]>(
-        `select * from balance_transactions where id = ? for update`,
-        [balanceTransactionId],
-        'all',
-        tx.getTransactionContext(),
-      );
+    const [row] = await tx.getConnection().execute<
+      {
+        id: string;
+        status: string;
+        net: string | number;
+        refunded_from_pending: string | number;
+        source: string;
+        account_id: string;
+        livemode: boolean;
+        currency: string;
+      }[]
+    >(`select * from balance_transactions where id = ? for update`, [balanceTransactionId], 'all', tx.getTransactionContext());
     if (!row) throw new Error(`No balance transaction ${balanceTransactionId}.`);
     if (row.status !== 'pending') return false;
     const amount = Number(row.net) - Number(row.refunded_from_pending);
-    await tx.getConnection().execute(`update balance_transactions set status = 'available' where id = ?`, [row.id], 'run', tx.getTransactionContext());
+    await tx
+      .getConnection()
+      .execute(
+        `update balance_transactions set status = 'available' where id = ?`,
+        [row.id],
+        'run',
+        tx.getTransactionContext(),
+      );
     if (amount > 0) {
-      await move(tx, { accountId: row.account_id, livemode: row.livemode, currency: row.currency, transactionId: row.source, balanceTransactionId: row.id, legs: { pending: -amount, available: amount } });
+      await move(tx, {
+        accountId: row.account_id,
+        livemode: row.livemode,
+        currency: row.currency,
+        transactionId: row.source,
+        balanceTransactionId: row.id,
+        legs: { pending: -amount, available: amount },
+      });
     }
     return true;
   });

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+
 import nodemailer, { type Transporter } from 'nodemailer';
 
 export interface OutgoingMail {
@@ -42,7 +43,14 @@ export function createFileMailer(dir: string, from: string): Mailer {
   const transport: Transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async send(mail) {
-      const info = await transport.sendMail({ from: fromHeader(from, mail.fromName), to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: mail.messageId });
+      const info = await transport.sendMail({
+        from: fromHeader(from, mail.fromName),
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        messageId: mail.messageId,
+      });
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^a-zA-Z0-9._-]/g, '')}.eml`;
       fs.writeFileSync(path.join(dir, name), info.message as Buffer);
       return { messageId: info.messageId };
@@ -54,7 +62,14 @@ export function createFileMailer(dir: string, from: string): Mailer {
 function fromTransport(transport: Transporter, from: string): Mailer {
   return {
     async send(mail) {
-      const info = await transport.sendMail({ from: fromHeader(from, mail.fromName), to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, messageId: mail.messageId });
+      const info = await transport.sendMail({
+        from: fromHeader(from, mail.fromName),
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        messageId: mail.messageId,
+      });
       return { messageId: info.messageId };
     },
     close: () => transport.close(),
@@ -63,5 +78,7 @@ function fromTransport(transport: Transporter, from: string): Mailer {
 
 /** SMTP when SMTP_URL is set, else .eml files under DATA_DIR/mail. */
 export function createMailer(config: { smtpUrl: string | undefined; mailFrom: string; dataDir: string }): Mailer {
-  return config.smtpUrl ? createSmtpMailer(config.smtpUrl, config.mailFrom) : createFileMailer(path.join(config.dataDir, 'mail'), config.mailFrom);
+  return config.smtpUrl
+    ? createSmtpMailer(config.smtpUrl, config.mailFrom)
+    : createFileMailer(path.join(config.dataDir, 'mail'), config.mailFrom);
 }

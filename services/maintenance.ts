@@ -17,21 +17,30 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
-import { BalanceTransaction, Customer, Discount, IdempotencyKey, LoginAttempt, Payout, Transaction } from '../db/entities/index.ts';
-import { startDiscountEndTimer } from './customer-discount-end.ts';
+import { encodeTime } from 'ulidx';
+
+import {
+  BalanceTransaction,
+  Customer,
+  Discount,
+  IdempotencyKey,
+  LoginAttempt,
+  Payout,
+  Transaction,
+} from '../db/entities/index.ts';
+import { idPrefixes } from '../domain/ids.ts';
+import { payoutPendingMs } from '../domain/payouts.ts';
+import { discountEndWorkflowId } from '../workflows/discount-end.ts';
+import { type MaintenanceSettings, maintenanceSettingsSignal, maintenanceWorkflow } from '../workflows/maintenance.ts';
 import { startFundsAvailability } from './balances.ts';
-import { maintenanceSettingsSignal, maintenanceWorkflow, type MaintenanceSettings } from '../workflows/maintenance.ts';
+import { onTestClock } from './clock-context.ts';
+import { startDiscountEndTimer } from './customer-discount-end.ts';
+import { makeFundsAvailable } from './ledger.ts';
 import { continuePayment, paymentChargeRequest } from './payments.ts';
 import { startPayoutWorkflow } from './payouts.ts';
-import { payoutPendingMs } from '../domain/payouts.ts';
-import { idPrefixes } from '../domain/ids.ts';
-import { encodeTime } from 'ulidx';
-import { clockTimeOf } from './test-clocks.ts';
-import { onTestClock } from './clock-context.ts';
-import { makeFundsAvailable } from './ledger.ts';
 import type { Processors } from './processors/index.ts';
 import { completeRefund } from './refunds.ts';
-import { discountEndWorkflowId } from '../workflows/discount-end.ts';
+import { clockTimeOf } from './test-clocks.ts';
 
 /** Defaults of the maintenance workflow (its input can change them). */
 export const maintenanceDefaults = {
@@ -55,7 +64,11 @@ export async function ensureMaintenanceWorkflow(
   taskQueue: string,
   settings: Pick<MaintenanceSettings, 'loginThrottleWindowSeconds'> & Partial<MaintenanceSettings>,
 ): Promise<{ workflowId: string; runId: string }> {
-  const full: MaintenanceSettings = { intervalMs: maintenanceDefaults.intervalMs, stuckAfterMs: maintenanceDefaults.stuckAfterMs, ...settings };
+  const full: MaintenanceSettings = {
+    intervalMs: maintenanceDefaults.intervalMs,
+    stuckAfterMs: maintenanceDefaults.stuckAfterMs,
+    ...settings,
+  };
   const signalWithStart = () =>
     client.workflow.signalWithStart(maintenanceWorkflow, {
       workflowId: maintenanceWorkflowId(taskQueue),
@@ -132,7 +145,12 @@ export async function reconcileStuckPayments(
 ): Promise<ReconcileResult> {
   const rows = await em.find(
     Transaction,
-    { status: 'pending', type: 'payment', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
+    {
+      status: 'pending',
+      type: 'payment',
+      workflowConfirmedAt: null,
+      createdAt: { $lt: new Date(Date.now() - olderThanMs) },
+    },
     { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize },
   );
   const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
@@ -142,7 +160,11 @@ export async function reconcileStuckPayments(
         const outcome = await processors.forMode(row.livemode).charge(paymentChargeRequest(row));
         const after = await continuePayment(em.fork(), client, taskQueue, row, outcome);
         result.reconciled++;
-        log?.info('reconciled a stuck payment', { transactionId: row.id, outcome: outcome.status, status: after.status });
+        log?.info('reconciled a stuck payment', {
+          transactionId: row.id,
+          outcome: outcome.status,
+          status: after.status,
+        });
       }
       // A payment recorded final just now leaves the partial index by its status; one still pending is marked.
       await em.nativeUpdate(Transaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });
@@ -155,7 +177,13 @@ export async function reconcileStuckPayments(
   // refund again with the same key (`<refund id>:refund`: the first answer comes back), then recorded (services/refunds.ts).
   const refunds = await em.find(
     Transaction,
-    { status: 'pending', type: 'refund', sourceTransactionId: { $ne: null }, workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
+    {
+      status: 'pending',
+      type: 'refund',
+      sourceTransactionId: { $ne: null },
+      workflowConfirmedAt: null,
+      createdAt: { $lt: new Date(Date.now() - olderThanMs) },
+    },
     { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize },
   );
   result.checked += refunds.length;
@@ -183,7 +211,13 @@ export async function reconcileStuckPayments(
  * clock's: a clock advanced past it meanwhile sends it at once; one not yet past waits on the clock for the rest.
  * (A deleted clock canceled its payouts: none are left pending.)
  */
-export async function reconcileStuckPayouts(em: EntityManager, client: Client, taskQueue: string, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+export async function reconcileStuckPayouts(
+  em: EntityManager,
+  client: Client,
+  taskQueue: string,
+  olderThanMs: number,
+  log?: Log,
+): Promise<ReconcileResult> {
   const cutoff = Date.now() - olderThanMs;
   const rows = await em.find(
     Payout,
@@ -192,7 +226,10 @@ export async function reconcileStuckPayouts(em: EntityManager, client: Client, t
       workflowConfirmedAt: null,
       $or: [
         { testClockId: null, createdAt: { $lt: new Date(cutoff) } },
-        { testClockId: { $ne: null }, id: { $lt: `${idPrefixes.payout}_${encodeTime(Math.max(cutoff, 0), 10).toLowerCase()}` } },
+        {
+          testClockId: { $ne: null },
+          id: { $lt: `${idPrefixes.payout}_${encodeTime(Math.max(cutoff, 0), 10).toLowerCase()}` },
+        },
       ],
     },
     { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'testClockId', 'createdAt'] },
@@ -203,7 +240,13 @@ export async function reconcileStuckPayouts(em: EntityManager, client: Client, t
       if (!(await workflowExists(client, row.id))) {
         const testClock = await clockTimeOf(em, row.testClockId);
         const now = testClock ? Date.parse(testClock.now) : Date.now();
-        await startPayoutWorkflow(client, taskQueue, row.id, testClock, Math.max(0, row.createdAt.getTime() + payoutPendingMs - now));
+        await startPayoutWorkflow(
+          client,
+          taskQueue,
+          row.id,
+          testClock,
+          Math.max(0, row.createdAt.getTime() + payoutPendingMs - now),
+        );
         result.reconciled++;
         log?.info('reconciled a stuck payout', { payoutId: row.id });
       }
@@ -223,7 +266,13 @@ export async function reconcileStuckPayouts(em: EntityManager, client: Client, t
  * (idempotently, REJECT_DUPLICATE), sleeping only what is left until available_on.
  * Each row is then marked `workflow_confirmed_at`, so it costs one lookup, once.
  */
-export async function reconcileMissingAvailability(em: EntityManager, client: Client, taskQueue: string, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+export async function reconcileMissingAvailability(
+  em: EntityManager,
+  client: Client,
+  taskQueue: string,
+  olderThanMs: number,
+  log?: Log,
+): Promise<ReconcileResult> {
   const rows = await em.find(
     BalanceTransaction,
     { status: 'pending', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
@@ -240,7 +289,10 @@ export async function reconcileMissingAvailability(em: EntityManager, client: Cl
       await em.nativeUpdate(BalanceTransaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });
     } catch (error) {
       result.failed++;
-      log?.warn('could not reconcile a pending balance transaction', { balanceTransactionId: row.id, error: String(error) });
+      log?.warn('could not reconcile a pending balance transaction', {
+        balanceTransactionId: row.id,
+        error: String(error),
+      });
     }
   }
   return result;
@@ -263,11 +315,18 @@ export async function reconcileMissingAvailability(em: EntityManager, client: Cl
  * changes nothing. Money on a test clock is moved on the clock's time. Money that is not yet due stays pending
  * until a run after its available_on.
  */
-export async function reconcileOrphanedFunds(em: EntityManager, client: Client, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+export async function reconcileOrphanedFunds(
+  em: EntityManager,
+  client: Client,
+  olderThanMs: number,
+  log?: Log,
+): Promise<ReconcileResult> {
   // Money off clocks, due by the wall clock (a range of the partial index); money on a clock, due by the clock's
   // time (a clock's account's sandbox rows, through the account's index: clocks are few and small).
-  const rows = await em.getConnection().execute<{ id: string; subscription_id: string | null; test_clock_id: string | null }[]>(
-    `(select b.id, t.subscription_id, null::text as test_clock_id
+  const rows = await em
+    .getConnection()
+    .execute<{ id: string; subscription_id: string | null; test_clock_id: string | null }[]>(
+      `(select b.id, t.subscription_id, null::text as test_clock_id
         from balance_transactions b
         left join transactions t on t.id = b.source
         left join customers c on c.id = t.customer_id
@@ -283,8 +342,8 @@ export async function reconcileOrphanedFunds(em: EntityManager, client: Client, 
        where b.status = 'pending' and b.workflow_confirmed_at is not null and b.available_on <= k.frozen_time
        order by b.available_on, b.id
        limit ?)`,
-    [new Date(Date.now() - olderThanMs), reconcileBatchSize, reconcileBatchSize],
-  );
+      [new Date(Date.now() - olderThanMs), reconcileBatchSize, reconcileBatchSize],
+    );
   const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
   // A subscription's rows share its workflow: described once per run.
   const running = new Map<string, Promise<boolean>>();
@@ -296,14 +355,22 @@ export async function reconcileOrphanedFunds(em: EntityManager, client: Client, 
     try {
       if (await isRunning(row.id)) continue;
       if (row.subscription_id && (await isRunning(row.subscription_id))) continue;
-      const moved = await onTestClock(await clockTimeOf(em, row.test_clock_id), () => makeFundsAvailable(em.fork(), row.id));
+      const moved = await onTestClock(await clockTimeOf(em, row.test_clock_id), () =>
+        makeFundsAvailable(em.fork(), row.id),
+      );
       if (moved) {
         result.reconciled++;
-        log?.warn('made pending money available: the workflow that owned it is no longer running', { balanceTransactionId: row.id, subscriptionId: row.subscription_id });
+        log?.warn('made pending money available: the workflow that owned it is no longer running', {
+          balanceTransactionId: row.id,
+          subscriptionId: row.subscription_id,
+        });
       }
     } catch (error) {
       result.failed++;
-      log?.warn('could not reconcile pending money of a closed workflow', { balanceTransactionId: row.id, error: String(error) });
+      log?.warn('could not reconcile pending money of a closed workflow', {
+        balanceTransactionId: row.id,
+        error: String(error),
+      });
     }
   }
   return result;
@@ -326,7 +393,13 @@ export const discountTimerRunLimit = 2_000;
  * discount older than the window whose timer is missing is still ended, lazily, by its next invoice at or
  * after its end (services/discounts.ts discountForInvoice).
  */
-export async function reconcileMissingDiscountTimers(em: EntityManager, client: Client, taskQueue: string, olderThanMs: number, log?: Log): Promise<ReconcileResult> {
+export async function reconcileMissingDiscountTimers(
+  em: EntityManager,
+  client: Client,
+  taskQueue: string,
+  olderThanMs: number,
+  log?: Log,
+): Promise<ReconcileResult> {
   const now = Date.now();
   const idAt = (ms: number) => `${idPrefixes.discount}_${encodeTime(Math.max(ms, 0), 10).toLowerCase()}`;
   const result: ReconcileResult = { checked: 0, reconciled: 0, failed: 0 };
@@ -337,13 +410,21 @@ export async function reconcileMissingDiscountTimers(em: EntityManager, client: 
     const rows = await em.find(
       Discount,
       { id: { $gt: after, $lt: before }, end: { $ne: null }, endedAt: null, subscriptionId: null, invoiceId: null },
-      { orderBy: { id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'accountId', 'livemode', 'customerId', 'end', 'subscriptionId', 'invoiceId'] },
+      {
+        orderBy: { id: 'asc' },
+        limit: reconcileBatchSize,
+        fields: ['id', 'accountId', 'livemode', 'customerId', 'end', 'subscriptionId', 'invoiceId'],
+      },
     );
     if (rows.length === 0) break;
     for (const row of rows) {
       result.checked++;
       try {
-        const customer = await em.findOne(Customer, { id: row.customerId, accountId: row.accountId, livemode: row.livemode }, { fields: ['id', 'testClockId'] });
+        const customer = await em.findOne(
+          Customer,
+          { id: row.customerId, accountId: row.accountId, livemode: row.livemode },
+          { fields: ['id', 'testClockId'] },
+        );
         const testClock = await clockTimeOf(em, customer?.testClockId);
         // Looked up first: a start refused as a duplicate would unbind the existing timer from its test clock.
         if (await workflowExists(client, discountEndWorkflowId(row.id))) continue;
@@ -379,7 +460,11 @@ async function workflowRunning(client: Client, workflowId: string): Promise<bool
  * request renewed meanwhile (PostgreSQL re-evaluates it on the newer row version),
  * so a key reused at that moment is kept.
  */
-export async function pruneExpiredRows(em: EntityManager, loginThrottleWindowSeconds: number, batchSize = pruneBatchSize): Promise<PruneResult> {
+export async function pruneExpiredRows(
+  em: EntityManager,
+  loginThrottleWindowSeconds: number,
+  batchSize = pruneBatchSize,
+): Promise<PruneResult> {
   const connection = em.getConnection();
   const deleteAll = async (sql: string, params: unknown[]) => {
     let total = 0;
@@ -393,7 +478,10 @@ export async function pruneExpiredRows(em: EntityManager, loginThrottleWindowSec
   const keys = em.getMetadata(IdempotencyKey).tableName;
   const attempts = em.getMetadata(LoginAttempt).tableName;
   return {
-    idempotencyKeys: await deleteAll(`delete from ${keys} where id in (select id from ${keys} where expires_at < ? limit ?) and expires_at < ?`, [now]),
+    idempotencyKeys: await deleteAll(
+      `delete from ${keys} where id in (select id from ${keys} where expires_at < ? limit ?) and expires_at < ?`,
+      [now],
+    ),
     loginAttempts: await deleteAll(
       `delete from ${attempts} where id in (select id from ${attempts} where created_at < ? limit ?) and created_at < ?`,
       [new Date(now.getTime() - loginThrottleWindowSeconds * 1000)],

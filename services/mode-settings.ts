@@ -1,8 +1,9 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { AccountModeSettings } from '../db/entities/index.ts';
 import { defaultGracePeriodDays, defaultRetryPolicy, type RetryPolicy } from '../domain/dunning.ts';
-import { notificationPreferences, type NotificationPreferences } from '../domain/notifications.ts';
+import { type NotificationPreferences, notificationPreferences } from '../domain/notifications.ts';
 import type { DunningFinalAction } from '../domain/subscription.ts';
 
 /**
@@ -50,17 +51,27 @@ export interface ModeSettingsChange {
  * created if missing, then locked, so concurrent changes of the same mode queue
  * and notification keys merge one by one. Returns the settings after the change.
  */
-export async function changeModeSettings(tx: EntityManager, accountId: string, livemode: boolean, change: ModeSettingsChange): Promise<ModeSettings> {
+export async function changeModeSettings(
+  tx: EntityManager,
+  accountId: string,
+  livemode: boolean,
+  change: ModeSettingsChange,
+): Promise<ModeSettings> {
   await tx.execute(
     `insert into "account_mode_settings" ("account_id", "livemode", "notifications", "updated_at") values (?, ?, '{}', now()) on conflict do nothing`,
     [accountId, livemode],
     'run',
   );
-  const row = await tx.findOneOrFail(AccountModeSettings, { accountId, livemode }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  const row = await tx.findOneOrFail(
+    AccountModeSettings,
+    { accountId, livemode },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+  );
   if (change.gracePeriodDays !== undefined) row.gracePeriodDays = change.gracePeriodDays;
   if (change.retryPolicy !== undefined) row.retryPolicy = change.retryPolicy;
   if (change.finalAction !== undefined) row.dunningFinalAction = change.finalAction;
-  if (change.notifications !== undefined) row.notifications = { ...notificationPreferences({ notifications: row.notifications }), ...change.notifications };
+  if (change.notifications !== undefined)
+    row.notifications = { ...notificationPreferences({ notifications: row.notifications }), ...change.notifications };
   await tx.flush();
   return withDefaults(row);
 }

@@ -10,22 +10,30 @@ import { LockMode } from '@mikro-orm/core';
  * draft's deletion do, so the lines it bills are the items attached at that instant.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Customer, Invoice, InvoiceItem, type CollectionMethod, type InvoiceStatus } from '../db/entities/index.ts';
+
+import {
+  Account,
+  type CollectionMethod,
+  Customer,
+  Invoice,
+  InvoiceItem,
+  type InvoiceStatus,
+} from '../db/entities/index.ts';
+import { brandOf } from '../domain/branding.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { invoicePrefix } from '../domain/invoice-number.ts';
-import { dueDateOf, invoiceEmail, type InvoiceEmailKind } from '../domain/one-off-invoices.ts';
-import { brandOf } from '../domain/branding.ts';
 import { humanizeInstants } from '../domain/locale.ts';
-import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
-import { issueWithAdjustments } from './invoice-adjustments.ts';
-import { pdfAdjustments } from './invoice-pdf.ts';
-import { claimPendingItems, customerNow, itemsOf, ownCustomer, totalsOf } from './invoice-items.ts';
-import { numberInvoice } from './invoices.ts';
-import { sendEmailOnce, type TestModes } from './email.ts';
-import type { Mailer } from './mailer.ts';
-import { recordEvents } from './events.ts';
+import { dueDateOf, invoiceEmail, type InvoiceEmailKind } from '../domain/one-off-invoices.ts';
 import { serializeInvoice } from '../objects/invoice.ts';
+import { sendEmailOnce, type TestModes } from './email.ts';
+import { recordEvents } from './events.ts';
+import { issueWithAdjustments } from './invoice-adjustments.ts';
+import { type InvoiceLinks, recordInvoiceEvents } from './invoice-events.ts';
+import { claimPendingItems, customerNow, itemsOf, ownCustomer, totalsOf } from './invoice-items.ts';
+import { pdfAdjustments } from './invoice-pdf.ts';
+import { numberInvoice } from './invoices.ts';
+import type { Mailer } from './mailer.ts';
 
 type Scope = { accountId: string; livemode: boolean };
 
@@ -40,16 +48,33 @@ export interface CreateDraftInput {
 
 export async function createDraftInvoice(em: EntityManager, scope: Scope, input: CreateDraftInput): Promise<Invoice> {
   const customer = await ownCustomer(em, scope, input.customer);
-  if (input.collection_method === 'send_invoice' && input.days_until_due === undefined) throw new ApiError('invalid_request', 'days_until_due: required when collection_method is send_invoice.');
-  if (input.collection_method === 'charge_automatically' && input.days_until_due !== undefined) throw new ApiError('invalid_request', 'days_until_due: only with collection_method send_invoice (charge_automatically charges at finalize).');
-  if (input.collection_method === 'send_invoice' && !customer.email) throw new ApiError('invalid_request', `customer: ${customer.id} has no email to send the invoice to.`);
+  if (input.collection_method === 'send_invoice' && input.days_until_due === undefined)
+    throw new ApiError('invalid_request', 'days_until_due: required when collection_method is send_invoice.');
+  if (input.collection_method === 'charge_automatically' && input.days_until_due !== undefined)
+    throw new ApiError(
+      'invalid_request',
+      'days_until_due: only with collection_method send_invoice (charge_automatically charges at finalize).',
+    );
+  if (input.collection_method === 'send_invoice' && !customer.email)
+    throw new ApiError('invalid_request', `customer: ${customer.id} has no email to send the invoice to.`);
   const now = await customerNow(em, customer);
   let currency = input.currency;
   if (!currency) {
-    const oldest = input.pending_invoice_items_behavior === 'include' ? await em.findOne(InvoiceItem, { customerId: customer.id, ...scope, invoiceId: null }, { orderBy: { id: 'asc' } }) : null;
+    const oldest =
+      input.pending_invoice_items_behavior === 'include'
+        ? await em.findOne(
+            InvoiceItem,
+            { customerId: customer.id, ...scope, invoiceId: null },
+            { orderBy: { id: 'asc' } },
+          )
+        : null;
     // Else the customer's own currency (docs/pricing.md#currencies).
     currency = oldest?.currency ?? customer.currency ?? undefined;
-    if (!currency) throw new ApiError('invalid_request', 'currency: required when no pending invoice item of the customer gives it and the customer has no currency.');
+    if (!currency)
+      throw new ApiError(
+        'invalid_request',
+        'currency: required when no pending invoice item of the customer gives it and the customer has no currency.',
+      );
   }
   return em.transactional(async (tx) => {
     const id = newId('invoice');
@@ -88,8 +113,17 @@ export async function createDraftInvoice(em: EntityManager, scope: Scope, input:
     });
     await tx.flush();
     if (input.pending_invoice_items_behavior === 'include') {
-      const items = await claimPendingItems(tx, { ...scope, customerId: customer.id, currency: currency!, invoiceId: id });
-      if (items.length > 0) Object.assign(invoice, totalsOf(items), { periodStart: minDate(items.map((i) => i.periodStart)), periodEnd: maxDate(items.map((i) => i.periodEnd)) });
+      const items = await claimPendingItems(tx, {
+        ...scope,
+        customerId: customer.id,
+        currency: currency!,
+        invoiceId: id,
+      });
+      if (items.length > 0)
+        Object.assign(invoice, totalsOf(items), {
+          periodStart: minDate(items.map((i) => i.periodStart)),
+          periodEnd: maxDate(items.map((i) => i.periodEnd)),
+        });
       await tx.flush();
     }
     return invoice;
@@ -104,7 +138,11 @@ export async function deleteDraftInvoice(em: EntityManager, scope: Scope, id: st
   return em.transactional(async (tx) => {
     const invoice = await tx.findOne(Invoice, { id, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!invoice) throw new ApiError('not_found', `No such invoice: ${id}.`);
-    if (invoice.status !== 'draft') throw new ApiError('invalid_state', `Invoice ${invoice.number} is ${invoice.status}: only a draft can be deleted (void it instead).`);
+    if (invoice.status !== 'draft')
+      throw new ApiError(
+        'invalid_state',
+        `Invoice ${invoice.number} is ${invoice.status}: only a draft can be deleted (void it instead).`,
+      );
     await tx.nativeUpdate(InvoiceItem, { invoiceId: id }, { invoiceId: null });
     await tx.nativeDelete(Invoice, { id });
     return invoice;
@@ -148,13 +186,21 @@ const finalizedView = (invoice: Invoice): FinalizedInvoice => ({
  * Idempotent: an invoice finalized already answers as it is (a retried activity); null for an invoice that
  * is gone (the draft was deleted) or empty (no item: nothing to bill).
  */
-export async function finalizeOneOffInvoice(em: EntityManager, links: InvoiceLinks, invoiceId: string, at: string): Promise<FinalizedInvoice | { refused: string }> {
+export async function finalizeOneOffInvoice(
+  em: EntityManager,
+  links: InvoiceLinks,
+  invoiceId: string,
+  at: string,
+): Promise<FinalizedInvoice | { refused: string }> {
   return em.transactional(async (tx) => {
     const invoice = await tx.findOne(Invoice, { id: invoiceId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!invoice) return { refused: `No such invoice: ${invoiceId} (a draft deleted before it was finalized).` };
     if (invoice.status !== 'draft') return finalizedView(invoice);
     const items = await itemsOf(tx, invoiceId);
-    if (items.length === 0) return { refused: `Invoice ${invoiceId} has no invoice items: attach some (POST /v1/invoice_items with invoice) before finalizing.` };
+    if (items.length === 0)
+      return {
+        refused: `Invoice ${invoiceId} has no invoice items: attach some (POST /v1/invoice_items with invoice) before finalizing.`,
+      };
     const account = await tx.findOneOrFail(Account, { id: invoice.accountId });
     const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
     const totals = totalsOf(items);
@@ -172,7 +218,13 @@ export async function finalizeOneOffInvoice(em: EntityManager, links: InvoiceLin
     // Discounts, taxes and the customer's balance (locked from here to the commit), as every invoice's when issued.
     await issueWithAdjustments(tx, invoice, when);
     const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
-    invoice.number = await numberInvoice(tx, { invoiceId, eventId: created!.id, accountId: invoice.accountId, livemode: invoice.livemode, prefix: invoicePrefix(account.name, account.id) });
+    invoice.number = await numberInvoice(tx, {
+      invoiceId,
+      eventId: created!.id,
+      accountId: invoice.accountId,
+      livemode: invoice.livemode,
+      prefix: invoicePrefix(account.name, account.id),
+    });
     await recordInvoiceEvents(tx, links, invoice, ['invoice.finalized']);
     const view = finalizedView(invoice);
     // The managed entity's number was set by SQL: detached, so no flush writes it again.
@@ -182,10 +234,22 @@ export async function finalizeOneOffInvoice(em: EntityManager, links: InvoiceLin
 }
 
 /** `paid_out_of_band`: the customer paid outside the engine (a bank transfer, cash). No charge, no money on the ledger: `invoice.paid` only. */
-export async function markPaidOutOfBand(em: EntityManager, links: InvoiceLinks, invoiceId: string, at: string): Promise<boolean> {
+export async function markPaidOutOfBand(
+  em: EntityManager,
+  links: InvoiceLinks,
+  invoiceId: string,
+  at: string,
+): Promise<boolean> {
   return em.transactional(async (tx) => {
-    const changed = await tx.nativeUpdate(Invoice, { id: invoiceId, status: { $in: ['open', 'uncollectible'] } }, { status: 'paid', paidAt: new Date(at) });
-    if (changed > 0) await recordInvoiceEvents(tx, links, await tx.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }), ['invoice.paid']);
+    const changed = await tx.nativeUpdate(
+      Invoice,
+      { id: invoiceId, status: { $in: ['open', 'uncollectible'] } },
+      { status: 'paid', paidAt: new Date(at) },
+    );
+    if (changed > 0)
+      await recordInvoiceEvents(tx, links, await tx.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }), [
+        'invoice.paid',
+      ]);
     return changed > 0;
   });
 }
@@ -200,9 +264,16 @@ export interface InvoiceEmailDeps {
  * Emails a send_invoice invoice (its finalize email or a reminder) to the customer, once per
  * (invoice, kind). A reminder also records `invoice.reminder_sent`, in the same call as the send.
  */
-export async function sendOneOffInvoiceEmail(em: EntityManager, deps: InvoiceEmailDeps, input: { invoiceId: string; kind: InvoiceEmailKind; payUrl: string }): Promise<boolean> {
+export async function sendOneOffInvoiceEmail(
+  em: EntityManager,
+  deps: InvoiceEmailDeps,
+  input: { invoiceId: string; kind: InvoiceEmailKind; payUrl: string },
+): Promise<boolean> {
   const invoice = await em.findOneOrFail(Invoice, { id: input.invoiceId });
-  const [account, customer] = await Promise.all([em.findOneOrFail(Account, { id: invoice.accountId }), em.findOne(Customer, { id: invoice.customerId })]);
+  const [account, customer] = await Promise.all([
+    em.findOneOrFail(Account, { id: invoice.accountId }),
+    em.findOne(Customer, { id: invoice.customerId }),
+  ]);
   const to = invoice.customerEmail ?? customer?.email;
   if (!to) return false;
   const brand = brandOf(account, '');
@@ -221,10 +292,32 @@ export async function sendOneOffInvoiceEmail(em: EntityManager, deps: InvoiceEma
     pdfUrl: deps.links.invoicePdfUrl(invoice.id),
     style: { timeZone: account.settings.timezone, locale: account.settings.language },
   });
-  const sent = await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:email:${input.kind}`, accountId: account.id, fromName: brand.name, to, livemode: invoice.livemode, ...email }, deps.processors);
+  const sent = await sendEmailOnce(
+    em,
+    deps.mailer,
+    {
+      dedupeKey: `${invoice.id}:email:${input.kind}`,
+      accountId: account.id,
+      fromName: brand.name,
+      to,
+      livemode: invoice.livemode,
+      ...email,
+    },
+    deps.processors,
+  );
   // A reminder is an event too, recorded by the call that sent it.
   if (input.kind !== 'finalized' && sent.sent) {
-    await em.transactional((tx) => recordEvents(tx, [{ accountId: invoice.accountId, livemode: invoice.livemode, type: 'invoice.reminder_sent', object: serializeInvoice(invoice, deps.links.invoicePdfUrl(invoice.id)), transactionId: null }]));
+    await em.transactional((tx) =>
+      recordEvents(tx, [
+        {
+          accountId: invoice.accountId,
+          livemode: invoice.livemode,
+          type: 'invoice.reminder_sent',
+          object: serializeInvoice(invoice, deps.links.invoicePdfUrl(invoice.id)),
+          transactionId: null,
+        },
+      ]),
+    );
   }
   return sent.sent;
 }

@@ -4,20 +4,36 @@
  * with its recorded state.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
+
 import { PaymentRequest, type RecurringPaymentRequest } from '../db/entities/index.ts';
+import type { BillingInterval } from '../domain/billing-calendar.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
-import type { BillingInterval } from '../domain/billing-calendar.ts';
-import { initialPaymentRequestSnapshot, initialRecurringPaymentRequestSnapshot, type CancellationReason, type PaymentRequestSnapshot, type RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
-import { cancelPaymentRequestUpdate, checkoutPaidUpdate, paymentRequestCreatedUpdate, paymentRequestWorkflow } from '../workflows/payment-request.ts';
-import { cancelRecurringPaymentRequestUpdate, recurringPaymentRequestCreatedUpdate, recurringPaymentRequestWorkflow } from '../workflows/recurring-payment-request.ts';
+import {
+  type CancellationReason,
+  initialPaymentRequestSnapshot,
+  initialRecurringPaymentRequestSnapshot,
+  type PaymentRequestSnapshot,
+  type RecurringPaymentRequestSnapshot,
+} from '../domain/payment-requests.ts';
+import type { ClockBinding } from '../workflows/clock-sleep.ts';
+import {
+  cancelPaymentRequestUpdate,
+  checkoutPaidUpdate,
+  paymentRequestCreatedUpdate,
+  paymentRequestWorkflow,
+} from '../workflows/payment-request.ts';
+import {
+  cancelRecurringPaymentRequestUpdate,
+  recurringPaymentRequestCreatedUpdate,
+  recurringPaymentRequestWorkflow,
+} from '../workflows/recurring-payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
-import { allocatePaymentRequest, recordCheckoutPayment, type CheckoutPaymentInput } from './payment-requests.ts';
+import { allocatePaymentRequest, type CheckoutPaymentInput, recordCheckoutPayment } from './payment-requests.ts';
 import type { Processors } from './processors/index.ts';
 import { bindToClock, taskQueueFor } from './test-clocks.ts';
-import type { ClockBinding } from '../workflows/clock-sleep.ts';
 
 /** What a command needs: Temporal to start or message workflows, the task queue, the public URL for links, the database to re-read. */
 export interface WorkflowCommandDeps {
@@ -45,7 +61,10 @@ export interface StartPaymentRequest {
 }
 
 /** Starts a payment request's workflow and answers with its first recorded state (update-with-start). */
-export async function startPaymentRequest(deps: WorkflowCommandDeps, request: StartPaymentRequest): Promise<PaymentRequestSnapshot> {
+export async function startPaymentRequest(
+  deps: WorkflowCommandDeps,
+  request: StartPaymentRequest,
+): Promise<PaymentRequestSnapshot> {
   const allocated = allocatePaymentRequest();
   const id = request.id ?? allocated.id;
   const token = allocated.token;
@@ -112,7 +131,15 @@ export async function startRecurringPaymentRequest(
     startWorkflowOperation: new WithStartWorkflowOperation(recurringPaymentRequestWorkflow, {
       workflowId: snapshot.id,
       taskQueue: taskQueueFor(deps.config.taskQueue, request.testClock),
-      args: [{ snapshot, accountName: request.account.name, locale: request.account.language, publicUrl: deps.config.publicUrl, ...(request.testClock ? { testClock: request.testClock } : {}) }],
+      args: [
+        {
+          snapshot,
+          accountName: request.account.name,
+          locale: request.account.language,
+          publicUrl: deps.config.publicUrl,
+          ...(request.testClock ? { testClock: request.testClock } : {}),
+        },
+      ],
       workflowIdConflictPolicy: 'FAIL',
       staticSummary: `Recurring request of ${formatMoney(request.amount, request.currency)} to ${request.customerEmail} every ${interval.count} ${interval.unit}(s)`,
       typedSearchAttributes: [
@@ -127,22 +154,37 @@ export async function startRecurringPaymentRequest(
  * Cancels a pending request through its workflow, which refuses (`invalid_state`)
  * one that is no longer pending; the answer comes after the projection says canceled.
  */
-export async function cancelPaymentRequest(deps: WorkflowCommandDeps, request: PaymentRequest, reason: CancellationReason): Promise<PaymentRequestSnapshot> {
-  if (request.status !== 'pending') throw new ApiError('invalid_state', `This payment request is already ${request.status}.`);
+export async function cancelPaymentRequest(
+  deps: WorkflowCommandDeps,
+  request: PaymentRequest,
+  reason: CancellationReason,
+): Promise<PaymentRequestSnapshot> {
+  if (request.status !== 'pending')
+    throw new ApiError('invalid_state', `This payment request is already ${request.status}.`);
   try {
-    return await deps.temporal.workflow.getHandle(request.id).executeUpdate(cancelPaymentRequestUpdate, { args: [{ reason }] });
+    return await deps.temporal.workflow
+      .getHandle(request.id)
+      .executeUpdate(cancelPaymentRequestUpdate, { args: [{ reason }] });
   } catch (error) {
     // The workflow may have ended (paid, expired) after the projection was read.
     const now = await deps.orm.em.fork().findOne(PaymentRequest, { id: request.id });
-    if (now && now.status !== 'pending') throw new ApiError('invalid_state', `This payment request is already ${now.status}.`);
+    if (now && now.status !== 'pending')
+      throw new ApiError('invalid_state', `This payment request is already ${now.status}.`);
     throw error;
   }
 }
 
 /** Stops a recurring request through its workflow; `invalid_state` when already canceled. */
-export async function cancelRecurringPaymentRequest(deps: WorkflowCommandDeps, row: RecurringPaymentRequest, reason: CancellationReason): Promise<RecurringPaymentRequestSnapshot> {
-  if (row.status !== 'active') throw new ApiError('invalid_state', 'This recurring payment request is already canceled.');
-  return deps.temporal.workflow.getHandle(row.id).executeUpdate(cancelRecurringPaymentRequestUpdate, { args: [{ reason }] });
+export async function cancelRecurringPaymentRequest(
+  deps: WorkflowCommandDeps,
+  row: RecurringPaymentRequest,
+  reason: CancellationReason,
+): Promise<RecurringPaymentRequestSnapshot> {
+  if (row.status !== 'active')
+    throw new ApiError('invalid_state', 'This recurring payment request is already canceled.');
+  return deps.temporal.workflow
+    .getHandle(row.id)
+    .executeUpdate(cancelRecurringPaymentRequestUpdate, { args: [{ reason }] });
 }
 
 /**
@@ -154,18 +196,28 @@ export async function cancelRecurringPaymentRequest(deps: WorkflowCommandDeps, r
  * payment linked to the request, which keeps its status (`paid: false`). Safe to repeat:
  * every path finds the transaction of the same processor charge.
  */
-export async function settleCheckoutPayment(deps: WorkflowCommandDeps & { processors: Processors }, input: CheckoutPaymentInput): Promise<{ transactionId: string; paid: boolean }> {
+export async function settleCheckoutPayment(
+  deps: WorkflowCommandDeps & { processors: Processors },
+  input: CheckoutPaymentInput,
+): Promise<{ transactionId: string; paid: boolean }> {
   try {
-    const result = await deps.temporal.workflow
-      .getHandle(input.paymentRequestId)
-      .executeUpdate(checkoutPaidUpdate, { args: [{ processorChargeId: input.processorChargeId, paymentMethod: input.paymentMethod }] });
-    if (result.outcome === 'succeeded' && result.request.transactionId) return { transactionId: result.request.transactionId, paid: true };
+    const result = await deps.temporal.workflow.getHandle(input.paymentRequestId).executeUpdate(checkoutPaidUpdate, {
+      args: [{ processorChargeId: input.processorChargeId, paymentMethod: input.paymentMethod }],
+    });
+    if (result.outcome === 'succeeded' && result.request.transactionId)
+      return { transactionId: result.request.transactionId, paid: true };
   } catch (error) {
     // The workflow ended (expired, canceled, paid and done) after the request stopped being pending.
     const now = await deps.orm.em.fork().findOne(PaymentRequest, { id: input.paymentRequestId });
     if (!now || now.status === 'pending') throw error;
   }
-  const transactionId = await recordCheckoutPayment(deps.orm.em.fork(), deps.processors, input, { markPaid: false }, { client: deps.temporal, taskQueue: deps.config.taskQueue });
+  const transactionId = await recordCheckoutPayment(
+    deps.orm.em.fork(),
+    deps.processors,
+    input,
+    { markPaid: false },
+    { client: deps.temporal, taskQueue: deps.config.taskQueue },
+  );
   const request = await deps.orm.em.fork().findOneOrFail(PaymentRequest, { id: input.paymentRequestId });
   return { transactionId, paid: request.transactionId === transactionId };
 }

@@ -1,23 +1,29 @@
-import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
-import { currentTestClock } from './clock-context.ts';
 import { randomBytes } from 'node:crypto';
+
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+
 import { PaymentRequest, RecurringPaymentRequest, Transaction } from '../db/entities/index.ts';
-import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { paymentRequestEventTypes, recurringPaymentRequestEventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
-import { paymentRequestEventTypes, recurringPaymentRequestEventType } from '../domain/events.ts';
 import { serializePaymentRequest, serializeRecurringPaymentRequest } from '../objects/payment-request.ts';
-import { recordEvent } from './events.ts';
-import { writeVersioned } from './versioned-write.ts';
-import { paymentRequestCreatedUpdate, paymentRequestWorkflow, type PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
+import {
+  paymentRequestCreatedUpdate,
+  paymentRequestWorkflow,
+  type PaymentRequestWorkflowInput,
+} from '../workflows/payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../workflows/search-attributes.ts';
-import type { Processors } from './processors/index.ts';
-import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
+import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { currentTestClock } from './clock-context.ts';
+import { recordEvent } from './events.ts';
 import { charges } from './observability/metrics.ts';
+import type { Processors } from './processors/index.ts';
+import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
+import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
+import { writeVersioned } from './versioned-write.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
 
@@ -32,7 +38,11 @@ export function allocatePaymentRequest(): { id: string; token: string } {
  * changes the row records its events (domain/events.ts paymentRequestEventTypes) in
  * the same database transaction; `links.publicUrl` builds the payment_url they show.
  */
-export async function projectPaymentRequest(em: EntityManager, s: PaymentRequestSnapshot, links: { publicUrl: string }): Promise<void> {
+export async function projectPaymentRequest(
+  em: EntityManager,
+  s: PaymentRequestSnapshot,
+  links: { publicUrl: string },
+): Promise<void> {
   const row = {
     id: s.id,
     accountId: s.accountId,
@@ -62,19 +72,34 @@ export async function projectPaymentRequest(em: EntityManager, s: PaymentRequest
   };
   await em.transactional(async (tx) => {
     // The row as it was names the events; a write that changes nothing (a retry) records none.
-    const { written, previous } = await writeVersioned<typeof row, { status: string; attempts: number }>(tx, PaymentRequest, 'payment_requests', row, {
-      insertOnly: ['accountId', 'testClockId', 'token', 'createdAt'],
-      previousColumns: ['status', 'attempts'],
-    });
+    const { written, previous } = await writeVersioned<typeof row, { status: string; attempts: number }>(
+      tx,
+      PaymentRequest,
+      'payment_requests',
+      row,
+      {
+        insertOnly: ['accountId', 'testClockId', 'token', 'createdAt'],
+        previousColumns: ['status', 'attempts'],
+      },
+    );
     if (!written) return;
     const object = serializePaymentRequest(s, links.publicUrl);
     for (const type of paymentRequestEventTypes(previous ?? null, s)) {
-      await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object, transactionId: s.transactionId });
+      await recordEvent(tx, {
+        accountId: s.accountId,
+        livemode: s.livemode,
+        type,
+        object,
+        transactionId: s.transactionId,
+      });
     }
   });
 }
 
-export async function projectRecurringPaymentRequest(em: EntityManager, s: RecurringPaymentRequestSnapshot): Promise<void> {
+export async function projectRecurringPaymentRequest(
+  em: EntityManager,
+  s: RecurringPaymentRequestSnapshot,
+): Promise<void> {
   const row = {
     id: s.id,
     accountId: s.accountId,
@@ -100,13 +125,25 @@ export async function projectRecurringPaymentRequest(em: EntityManager, s: Recur
     updatedAt: new Date(s.updatedAt),
   };
   await em.transactional(async (tx) => {
-    const { written, previous } = await writeVersioned<typeof row, { status: string }>(tx, RecurringPaymentRequest, 'recurring_payment_requests', row, {
-      insertOnly: ['accountId', 'testClockId', 'createdAt'],
-      previousColumns: ['status'],
-    });
+    const { written, previous } = await writeVersioned<typeof row, { status: string }>(
+      tx,
+      RecurringPaymentRequest,
+      'recurring_payment_requests',
+      row,
+      {
+        insertOnly: ['accountId', 'testClockId', 'createdAt'],
+        previousColumns: ['status'],
+      },
+    );
     if (!written) return;
     const type = recurringPaymentRequestEventType(previous ?? null, s);
-    await recordEvent(tx, { accountId: s.accountId, livemode: s.livemode, type, object: serializeRecurringPaymentRequest(s), transactionId: null });
+    await recordEvent(tx, {
+      accountId: s.accountId,
+      livemode: s.livemode,
+      type,
+      object: serializeRecurringPaymentRequest(s),
+      transactionId: null,
+    });
   });
 }
 
@@ -157,11 +194,18 @@ export async function chargePaymentRequest(
   // The pay page offers only methods that answer at once; a processor that leaves one pending is not settled here.
   const result =
     answer.status === 'pending'
-      ? { status: 'failed' as const, failureCode: 'payment_method_unsupported', failureMessage: 'This payment method settles later; pay with a card.' }
+      ? {
+          status: 'failed' as const,
+          failureCode: 'payment_method_unsupported',
+          failureMessage: 'This payment method settles later; pay with a card.',
+        }
       : answer;
-  const transactionId = await recordPaymentRequestPayment(em, processor.name, input, answer.processorChargeId, result, { markPaid: true });
+  const transactionId = await recordPaymentRequestPayment(em, processor.name, input, answer.processorChargeId, result, {
+    markPaid: true,
+  });
   charges.inc({ kind: 'payment_request', outcome: result.status, livemode: String(input.livemode) });
-  if (result.status === 'failed') return { status: 'failed', failureCode: result.failureCode, failureMessage: result.failureMessage };
+  if (result.status === 'failed')
+    return { status: 'failed', failureCode: result.failureCode, failureMessage: result.failureMessage };
   await startAvailabilityOf(em.fork(), starter, transactionId);
   return { status: 'succeeded', transactionId, processorChargeId: answer.processorChargeId };
 }
@@ -177,7 +221,10 @@ export async function chargePaymentRequest(
 export async function recordPaymentRequestPayment(
   em: EntityManager,
   processorName: 'sandbox' | 'stripe',
-  input: Pick<PaymentRequestChargeInput, 'paymentRequestId' | 'accountId' | 'livemode' | 'amount' | 'currency' | 'paymentMethod' | 'reference' | 'metadata'>,
+  input: Pick<
+    PaymentRequestChargeInput,
+    'paymentRequestId' | 'accountId' | 'livemode' | 'amount' | 'currency' | 'paymentMethod' | 'reference' | 'metadata'
+  >,
   processorChargeId: string,
   result: { status: 'succeeded' } | { status: 'failed'; failureCode: string; failureMessage: string },
   options: { markPaid: boolean },
@@ -185,12 +232,15 @@ export async function recordPaymentRequestPayment(
   return em.transactional(async (tx) => {
     const [locked] = await tx
       .getConnection()
-      .execute<{ transaction_id: string | null }[]>(`select transaction_id from payment_requests where id = ? for update`, [input.paymentRequestId], 'all', tx.getTransactionContext());
+      .execute<
+        { transaction_id: string | null }[]
+      >(`select transaction_id from payment_requests where id = ? for update`, [input.paymentRequestId], 'all', tx.getTransactionContext());
     if (!locked) throw new Error(`payment request ${input.paymentRequestId} has no projection row`);
     if (options.markPaid && result.status === 'succeeded' && locked.transaction_id) return locked.transaction_id;
     const recorded = await tx.findOne(Transaction, { processorChargeId, type: 'payment', livemode: input.livemode });
     if (recorded) {
-      if (options.markPaid && result.status === 'succeeded' && recorded.status === 'succeeded') await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: recorded.id });
+      if (options.markPaid && result.status === 'succeeded' && recorded.status === 'succeeded')
+        await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: recorded.id });
       return recorded.id;
     }
     const fields = await newTransactionFields(tx, {
@@ -205,8 +255,11 @@ export async function recordPaymentRequestPayment(
       links: { paymentRequestId: input.paymentRequestId, processorChargeId },
     });
     if (result.status === 'failed') return (await recordFailedPayment(tx, fields, result, { paymentEvents: false })).id;
-    const { transaction } = await recordSucceededTransaction(tx, fields, { delayMs: paymentAvailabilityDelayMs(processorName, input.livemode) });
-    if (options.markPaid) await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: transaction.id });
+    const { transaction } = await recordSucceededTransaction(tx, fields, {
+      delayMs: paymentAvailabilityDelayMs(processorName, input.livemode),
+    });
+    if (options.markPaid)
+      await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: transaction.id });
     return transaction.id;
   });
 }
@@ -224,13 +277,28 @@ export interface CheckoutPaymentInput {
  * transaction, succeeded with its ledger entries, once per processor charge however
  * often this runs (the webhook redelivered, an activity retried). `markPaid` as above.
  */
-export async function recordCheckoutPayment(em: EntityManager, processors: Processors, input: CheckoutPaymentInput, options: { markPaid: boolean }, starter?: WorkflowStarter): Promise<string> {
+export async function recordCheckoutPayment(
+  em: EntityManager,
+  processors: Processors,
+  input: CheckoutPaymentInput,
+  options: { markPaid: boolean },
+  starter?: WorkflowStarter,
+): Promise<string> {
   const request = await em.findOneOrFail(PaymentRequest, { id: input.paymentRequestId });
   const processor = processors.forMode(request.livemode);
   const transactionId = await recordPaymentRequestPayment(
     em,
     processor.name,
-    { paymentRequestId: request.id, accountId: request.accountId, livemode: request.livemode, amount: request.amount, currency: request.currency, paymentMethod: input.paymentMethod, reference: request.reference ?? null, metadata: request.metadata },
+    {
+      paymentRequestId: request.id,
+      accountId: request.accountId,
+      livemode: request.livemode,
+      amount: request.amount,
+      currency: request.currency,
+      paymentMethod: input.paymentMethod,
+      reference: request.reference ?? null,
+      metadata: request.metadata,
+    },
     input.processorChargeId,
     { status: 'succeeded' },
     options,
@@ -247,7 +315,12 @@ export async function recordCheckoutPayment(em: EntityManager, processors: Proce
  * own. Safe to run again: the id is fixed by the caller and a second start of it
  * is refused (REJECT_DUPLICATE), which means it is already there.
  */
-export async function issuePaymentRequest(em: EntityManager, client: Client, taskQueue: string, input: PaymentRequestWorkflowInput): Promise<void> {
+export async function issuePaymentRequest(
+  em: EntityManager,
+  client: Client,
+  taskQueue: string,
+  input: PaymentRequestWorkflowInput,
+): Promise<void> {
   const { request } = input;
   // Issued by a recurring request on a test clock: the clock waits for it too.
   if (input.testClock) await bindToClock(client, input.testClock, request.id);

@@ -1,18 +1,19 @@
-import { currentTestClock, currentTime } from './clock-context.ts';
-import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+
 import { Transaction, type TransactionStatus } from '../db/entities/index.ts';
-import { paymentSettlementWorkflow } from '../workflows/payment-settlement.ts';
 import type { ProcessorName } from '../domain/balance-availability.ts';
+import { paymentSettlementWorkflow } from '../workflows/payment-settlement.ts';
 import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { currentTestClock, currentTime } from './clock-context.ts';
 import { postPayment } from './ledger.ts';
-import { recordTransactionEvents } from './transaction-events.ts';
 import type { Processors } from './processors/index.ts';
 import { sandboxSettlementDelayMs } from './processors/sandbox.ts';
 import type { ProcessorChargeRequest, ProcessorChargeResult, ProcessorSettlement } from './processors/types.ts';
+import { bindToClock, taskQueueFor, unbindFromClock } from './test-clocks.ts';
+import { recordTransactionEvents } from './transaction-events.ts';
 import type { TransactionFields } from './transactions.ts';
 
 /*
@@ -37,7 +38,9 @@ export async function recordPendingPayment(em: EntityManager, fields: Transactio
 }
 
 /** Step 2's request: the same for the API and the reconciler, so the processor sees one charge. */
-export function paymentChargeRequest(transaction: Pick<Transaction, 'id' | 'amount' | 'currency' | 'paymentMethod' | 'reference'>): ProcessorChargeRequest {
+export function paymentChargeRequest(
+  transaction: Pick<Transaction, 'id' | 'amount' | 'currency' | 'paymentMethod' | 'reference'>,
+): ProcessorChargeRequest {
   if (!transaction.paymentMethod) throw new Error(`Payment ${transaction.id} has no payment method.`);
   return {
     idempotencyKey: `${transaction.id}:payment`,
@@ -55,7 +58,12 @@ export function paymentChargeRequest(transaction: Pick<Transaction, 'id' | 'amou
  * id = transaction id). Idempotent: when a workflow with that id exists, running or
  * closed, it is left alone (`false`).
  */
-export async function startPaymentSettlement(client: Client, taskQueue: string, transactionId: string, processorChargeId: string): Promise<boolean> {
+export async function startPaymentSettlement(
+  client: Client,
+  taskQueue: string,
+  transactionId: string,
+  processorChargeId: string,
+): Promise<boolean> {
   // A payment of an object on a test clock settles on the clock's time.
   const testClock = currentTestClock();
   if (testClock) await bindToClock(client, testClock, transactionId);
@@ -63,7 +71,14 @@ export async function startPaymentSettlement(client: Client, taskQueue: string, 
     await client.workflow.start(paymentSettlementWorkflow, {
       workflowId: transactionId,
       taskQueue: taskQueueFor(taskQueue, testClock),
-      args: [{ transactionId, processorChargeId, settleAfterMs: sandboxSettlementDelayMs, ...(testClock ? { testClock } : {}) }],
+      args: [
+        {
+          transactionId,
+          processorChargeId,
+          settleAfterMs: sandboxSettlementDelayMs,
+          ...(testClock ? { testClock } : {}),
+        },
+      ],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       staticSummary: `Settlement of ${transactionId}`,
     });
@@ -99,10 +114,15 @@ export async function recordPaymentOutcome(
   options: PaymentOutcomeOptions = {},
 ): Promise<Transaction> {
   const result = await em.transactional(async (tx) => {
-    const transaction = await tx.findOneOrFail(Transaction, { id: transactionId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const transaction = await tx.findOneOrFail(
+      Transaction,
+      { id: transactionId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    );
     if (transaction.status !== 'pending') return transaction;
     transaction.updatedAt = currentTime();
-    if (options.processorChargeId && !transaction.processorChargeId) transaction.processorChargeId = options.processorChargeId;
+    if (options.processorChargeId && !transaction.processorChargeId)
+      transaction.processorChargeId = options.processorChargeId;
     if (outcome.status === 'succeeded') {
       transaction.status = 'succeeded';
       await tx.flush();
@@ -127,12 +147,21 @@ export async function recordPaymentOutcome(
  * takes over and the row is returned as it is; final: recorded now. Returns the
  * transaction as it stands afterwards.
  */
-export async function continuePayment(em: EntityManager, client: Client, taskQueue: string, transaction: Transaction, outcome: ProcessorChargeResult): Promise<Transaction> {
+export async function continuePayment(
+  em: EntityManager,
+  client: Client,
+  taskQueue: string,
+  transaction: Transaction,
+  outcome: ProcessorChargeResult,
+): Promise<Transaction> {
   if (outcome.status === 'pending') {
     await startPaymentSettlement(client, taskQueue, transaction.id, outcome.processorChargeId);
     return transaction;
   }
-  return recordPaymentOutcome(em, transaction.id, outcome, { processorChargeId: outcome.processorChargeId, starter: { client, taskQueue } });
+  return recordPaymentOutcome(em, transaction.id, outcome, {
+    processorChargeId: outcome.processorChargeId,
+    starter: { client, taskQueue },
+  });
 }
 
 /**
@@ -148,9 +177,14 @@ export async function settlePendingPayment(
   processorChargeId: string,
   starter?: WorkflowStarter,
 ): Promise<TransactionStatus> {
-  const processor = processors.forMode((await em.findOneOrFail(Transaction, { id: transactionId }, { fields: ['livemode'] })).livemode);
+  const processor = processors.forMode(
+    (await em.findOneOrFail(Transaction, { id: transactionId }, { fields: ['livemode'] })).livemode,
+  );
   const outcome = await processor.settlement(processorChargeId);
   // Still pending at the processor (a slow bank debit): thrown, so the activity retries later.
-  if (outcome.status === 'pending') throw new Error(`Charge ${processorChargeId} of ${transactionId} is still pending at the processor.`);
-  return (await recordPaymentOutcome(em, transactionId, outcome, { processorChargeId, starter, processor: processor.name })).status;
+  if (outcome.status === 'pending')
+    throw new Error(`Charge ${processorChargeId} of ${transactionId} is still pending at the processor.`);
+  return (
+    await recordPaymentOutcome(em, transactionId, outcome, { processorChargeId, starter, processor: processor.name })
+  ).status;
 }

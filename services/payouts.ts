@@ -2,21 +2,28 @@ import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+
 import { Account, BankAccount, Payout, PayoutHold, type PayoutStatus } from '../db/entities/index.ts';
-import { methodOf, type DestinationType } from '../domain/bank-accounts.ts';
+import { type DestinationType, methodOf } from '../domain/bank-accounts.ts';
+import { payoutFailedEmail, payoutPaidEmail } from '../domain/email-templates.ts';
 import { ApiError } from '../domain/errors.ts';
 import type { EventType } from '../domain/events.ts';
 import { newId } from '../domain/ids.ts';
 import { formatMoney } from '../domain/money.ts';
-import { payoutCurrencyProblem, payoutFailures, payoutPendingMs, sandboxOutcome, type PayoutFailureCode } from '../domain/payouts.ts';
+import {
+  payoutCurrencyProblem,
+  type PayoutFailureCode,
+  payoutFailures,
+  payoutPendingMs,
+  sandboxOutcome,
+} from '../domain/payouts.ts';
+import { serializePayout } from '../objects/payout.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { payoutWorkflow } from '../workflows/payout.ts';
+import { setBankAccountStatus } from './bank-accounts.ts';
 import { bindToClock, taskQueueFor, unbindFromClock } from './clock-binding.ts';
 import { currentTime } from './clock-context.ts';
 import { sendEmailOnce, type TestModes } from './email.ts';
-import { payoutFailedEmail, payoutPaidEmail } from '../domain/email-templates.ts';
-import { serializePayout } from '../objects/payout.ts';
-import { setBankAccountStatus } from './bank-accounts.ts';
 import { recordEvent } from './events.ts';
 import { postPayout, postPayoutFailure } from './ledger.ts';
 import type { Mailer } from './mailer.ts';
@@ -39,7 +46,9 @@ export interface RailPayout {
  */
 export interface PayoutRail {
   send(payout: RailPayout): Promise<{ transitMs: number }>;
-  outcome(payout: RailPayout): Promise<{ status: 'paid' } | { status: 'failed'; failureCode: PayoutFailureCode; failureMessage: string }>;
+  outcome(
+    payout: RailPayout,
+  ): Promise<{ status: 'paid' } | { status: 'failed'; failureCode: PayoutFailureCode; failureMessage: string }>;
 }
 
 /** The sandbox rail: records each payout it is sent once (sandbox_payout_transfers, keyed by the payout id); outcomes by test account numbers. */
@@ -48,12 +57,15 @@ export function createSandboxPayoutRail(em: EntityManager): PayoutRail {
     async send(payout) {
       await em
         .getConnection()
-        .execute(`insert into sandbox_payout_transfers (idempotency_key, amount, currency, destination, created_at) values (?, ?, ?, ?, now()) on conflict (idempotency_key) do nothing`, [
-          payout.idempotencyKey,
-          payout.amount,
-          payout.currency,
-          payout.destination ? `${payout.destination.type}:${payout.destination.last4}` : null,
-        ]);
+        .execute(
+          `insert into sandbox_payout_transfers (idempotency_key, amount, currency, destination, created_at) values (?, ?, ?, ?, now()) on conflict (idempotency_key) do nothing`,
+          [
+            payout.idempotencyKey,
+            payout.amount,
+            payout.currency,
+            payout.destination ? `${payout.destination.type}:${payout.destination.last4}` : null,
+          ],
+        );
       return { transitMs: sandboxOutcome(payout.destination?.last4 ?? '', payout.livemode).transitMs };
     },
     outcome: sandboxPayoutRail.outcome,
@@ -67,20 +79,38 @@ export const sandboxPayoutRail: PayoutRail = {
   },
   async outcome(payout) {
     const outcome = sandboxOutcome(payout.destination?.last4 ?? '', payout.livemode);
-    return outcome.kind === 'paid' ? { status: 'paid' } : { status: 'failed', failureCode: outcome.code, failureMessage: payoutFailures[outcome.code] };
+    return outcome.kind === 'paid'
+      ? { status: 'paid' }
+      : { status: 'failed', failureCode: outcome.code, failureMessage: payoutFailures[outcome.code] };
   },
 };
 
 /** Failure codes that say the destination itself is wrong: it becomes `errored`. */
-const destinationErrors = new Set<string>(['account_closed', 'account_frozen', 'bank_ownership_changed', 'invalid_account_number', 'no_account', 'bank_account_restricted']);
+const destinationErrors = new Set<string>([
+  'account_closed',
+  'account_frozen',
+  'bank_ownership_changed',
+  'invalid_account_number',
+  'no_account',
+  'bank_account_restricted',
+]);
 
 /**
  * A payout's events carry `transaction_id`: its balance transaction (the `payout`
  * one; for payout.failed and payout.canceled the one that gave the money back).
  */
 export async function recordPayoutEvent(em: EntityManager, payout: Payout, type: EventType): Promise<void> {
-  const transactionId = type === 'payout.failed' || type === 'payout.canceled' ? payout.failureBalanceTransactionId : payout.balanceTransactionId;
-  await recordEvent(em, { accountId: payout.accountId, livemode: payout.livemode, type, object: serializePayout(payout), transactionId: transactionId ?? null });
+  const transactionId =
+    type === 'payout.failed' || type === 'payout.canceled'
+      ? payout.failureBalanceTransactionId
+      : payout.balanceTransactionId;
+  await recordEvent(em, {
+    accountId: payout.accountId,
+    livemode: payout.livemode,
+    type,
+    object: serializePayout(payout),
+    transactionId: transactionId ?? null,
+  });
 }
 
 export interface NewPayout {
@@ -98,23 +128,45 @@ export interface NewPayout {
 }
 
 /** The destination a payout goes to: the named one, or the default of its currency (errors in the API's words). */
-export async function payoutDestination(em: EntityManager, scope: { accountId: string; livemode: boolean }, currency: string, destinationId?: string | null): Promise<BankAccount> {
+export async function payoutDestination(
+  em: EntityManager,
+  scope: { accountId: string; livemode: boolean },
+  currency: string,
+  destinationId?: string | null,
+): Promise<BankAccount> {
   if (destinationId) {
     const named = await em.findOne(BankAccount, { id: destinationId, ...scope, deletedAt: null });
     if (!named) throw new ApiError('not_found', `No such destination: ${destinationId}.`);
-    if (named.currency !== currency) throw new ApiError('currency_mismatch', `${named.id} takes ${named.currency}, not ${currency}.`);
+    if (named.currency !== currency)
+      throw new ApiError('currency_mismatch', `${named.id} takes ${named.currency}, not ${currency}.`);
     return named;
   }
   const fallback = await em.findOne(BankAccount, { ...scope, currency, defaultForCurrency: true, deletedAt: null });
-  if (!fallback) throw new ApiError('invalid_request', `destination: there is no default destination for ${currency}; add one with POST /v1/bank_accounts or name one.`);
+  if (!fallback)
+    throw new ApiError(
+      'invalid_request',
+      `destination: there is no default destination for ${currency}; add one with POST /v1/bank_accounts or name one.`,
+    );
   return fallback;
 }
 
 /** The hold that applies to a payout at `at`: one on the payout, or on its account and mode; null when none. */
-export async function activeHold(em: EntityManager, payout: { id: string; accountId: string; livemode: boolean }, at: Date): Promise<PayoutHold | null> {
+export async function activeHold(
+  em: EntityManager,
+  payout: { id: string; accountId: string; livemode: boolean },
+  at: Date,
+): Promise<PayoutHold | null> {
   return em.findOne(
     PayoutHold,
-    { accountId: payout.accountId, livemode: payout.livemode, releasedAt: null, $and: [{ $or: [{ until: null }, { until: { $gt: at } }] }, { $or: [{ payoutId: null }, { payoutId: payout.id }] }] },
+    {
+      accountId: payout.accountId,
+      livemode: payout.livemode,
+      releasedAt: null,
+      $and: [
+        { $or: [{ until: null }, { until: { $gt: at } }] },
+        { $or: [{ payoutId: null }, { payoutId: payout.id }] },
+      ],
+    },
     { orderBy: { id: 'asc' } },
   );
 }
@@ -179,7 +231,13 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
  * id exists, running or closed, it is left alone (`false`). `pendingMs`: how long it stays
  * pending from now (the reconciler passes what is left of its window, in its own time).
  */
-export async function startPayoutWorkflow(client: Client, taskQueue: string, payoutId: string, testClock?: ClockBinding, pendingMs: number = payoutPendingMs): Promise<boolean> {
+export async function startPayoutWorkflow(
+  client: Client,
+  taskQueue: string,
+  payoutId: string,
+  testClock?: ClockBinding,
+  pendingMs: number = payoutPendingMs,
+): Promise<boolean> {
   // A payout on a test clock is registered on it first, so the clock waits for it (workflows/clock-sleep.ts).
   if (testClock) await bindToClock(client, testClock, payoutId);
   try {
@@ -240,7 +298,11 @@ type Claim = { status: 'claimed'; payout: Payout } | SubmitResult;
  */
 async function claimForRail(em: EntityManager, payoutId: string, at: Date, notBefore?: Date): Promise<Claim> {
   return em.transactional(async (tx) => {
-    const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const row = await tx.findOneOrFail(
+      Payout,
+      { id: payoutId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    );
     if (row.status === 'in_transit') return { status: 'in_transit' as const, arrivalMs: row.arrivalDate!.getTime() };
     if (row.status !== 'pending') return { status: row.status as Exclude<PayoutStatus, 'in_transit' | 'pending'> };
     if (row.submittedAt) return { status: 'claimed' as const, payout: row };
@@ -272,12 +334,22 @@ async function claimForRail(em: EntityManager, payoutId: string, at: Date, notBe
  * stays pending. Anything but pending is answered as it is, so a retried activity
  * changes nothing.
  */
-export async function submitPayout(em: EntityManager, rail: PayoutRail, payoutId: string, at = new Date(), notBefore?: Date): Promise<SubmitResult> {
+export async function submitPayout(
+  em: EntityManager,
+  rail: PayoutRail,
+  payoutId: string,
+  at = new Date(),
+  notBefore?: Date,
+): Promise<SubmitResult> {
   const claim = await claimForRail(em, payoutId, at, notBefore);
   if (claim.status !== 'claimed') return claim;
   const sent = await rail.send(await railPayout(em, claim.payout));
   return em.transactional(async (tx) => {
-    const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const row = await tx.findOneOrFail(
+      Payout,
+      { id: payoutId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    );
     if (row.status === 'in_transit') return { status: 'in_transit' as const, arrivalMs: row.arrivalDate!.getTime() };
     // Only a deleted test clock ends a claimed payout otherwise (cancelClockPayouts).
     if (row.status !== 'pending') return { status: row.status as Exclude<PayoutStatus, 'in_transit' | 'pending'> };
@@ -299,12 +371,21 @@ export async function submitPayout(em: EntityManager, rail: PayoutRail, payoutId
  * transaction; a destination that does not exist or was closed becomes `errored`).
  * Under a row lock: a retried activity changes nothing.
  */
-export async function settlePayout(em: EntityManager, rail: PayoutRail, payoutId: string, at = new Date()): Promise<PayoutStatus> {
+export async function settlePayout(
+  em: EntityManager,
+  rail: PayoutRail,
+  payoutId: string,
+  at = new Date(),
+): Promise<PayoutStatus> {
   const current = await em.findOneOrFail(Payout, { id: payoutId });
   if (current.status !== 'in_transit') return current.status;
   const outcome = await rail.outcome(await railPayout(em, current));
   return em.transactional(async (tx) => {
-    const row = await tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const row = await tx.findOneOrFail(
+      Payout,
+      { id: payoutId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    );
     if (row.status !== 'in_transit') return row.status;
     row.updatedAt = currentTime();
     if (outcome.status === 'paid') {
@@ -320,7 +401,8 @@ export async function settlePayout(em: EntityManager, rail: PayoutRail, payoutId
     await recordPayoutEvent(tx, row, row.status === 'paid' ? 'payout.paid' : 'payout.failed');
     if (row.destinationId) {
       if (row.status === 'paid') await setBankAccountStatus(tx, row.destinationId, 'verified');
-      else if (destinationErrors.has(row.failureCode ?? '')) await setBankAccountStatus(tx, row.destinationId, 'errored');
+      else if (destinationErrors.has(row.failureCode ?? ''))
+        await setBankAccountStatus(tx, row.destinationId, 'errored');
     }
     return row.status;
   });
@@ -330,7 +412,12 @@ export async function settlePayout(em: EntityManager, rail: PayoutRail, payoutId
  * Workflows started before payouts had states (histories recorded then): from
  * pending straight to how it ended. Kept for those histories' replay.
  */
-export async function completePayout(em: EntityManager, rail: PayoutRail, payoutId: string, at = new Date()): Promise<PayoutStatus> {
+export async function completePayout(
+  em: EntityManager,
+  rail: PayoutRail,
+  payoutId: string,
+  at = new Date(),
+): Promise<PayoutStatus> {
   const submitted = await submitPayout(em, rail, payoutId, at);
   if (submitted.status !== 'in_transit') return submitted.status === 'held' ? 'pending' : submitted.status;
   return settlePayout(em, rail, payoutId, at);
@@ -343,13 +430,22 @@ export async function completePayout(em: EntityManager, rail: PayoutRail, payout
  * transaction, and payout.canceled, in one database transaction; a hold placed on
  * this payout is released with it.
  */
-export async function cancelPayout(em: EntityManager, scope: { accountId: string; livemode: boolean }, payoutId: string): Promise<Payout | null> {
+export async function cancelPayout(
+  em: EntityManager,
+  scope: { accountId: string; livemode: boolean },
+  payoutId: string,
+): Promise<Payout | null> {
   return em.transactional(async (tx) => {
     const row = await tx.findOne(Payout, { id: payoutId, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!row) return null;
-    if (row.status !== 'pending') throw new ApiError('not_cancellable', `The payout is ${row.status}; only a pending payout can be canceled.`);
+    if (row.status !== 'pending')
+      throw new ApiError('not_cancellable', `The payout is ${row.status}; only a pending payout can be canceled.`);
     // Claimed for the rail under this same lock (claimForRail): it is being sent, and the money with it.
-    if (row.submittedAt) throw new ApiError('not_cancellable', 'The payout is being handed to its bank rail; it can no longer be canceled.');
+    if (row.submittedAt)
+      throw new ApiError(
+        'not_cancellable',
+        'The payout is being handed to its bank rail; it can no longer be canceled.',
+      );
     row.status = 'canceled';
     row.canceledAt = currentTime();
     row.updatedAt = row.canceledAt;
@@ -369,7 +465,11 @@ export async function cancelPayout(em: EntityManager, scope: { accountId: string
  * money records they are. Their workflows were ended with the clock. Returns how many.
  */
 export async function cancelClockPayouts(em: EntityManager, clockId: string): Promise<number> {
-  const open = await em.find(Payout, { testClockId: clockId, status: { $in: ['pending', 'in_transit'] } }, { fields: ['id'] });
+  const open = await em.find(
+    Payout,
+    { testClockId: clockId, status: { $in: ['pending', 'in_transit'] } },
+    { fields: ['id'] },
+  );
   let canceled = 0;
   for (const { id } of open) {
     await em.transactional(async (tx) => {
@@ -393,7 +493,12 @@ export async function cancelClockPayouts(em: EntityManager, clockId: string): Pr
  * confirmation when paid, the failure with its reason when failed; neither when
  * it turned `payout_confirmations` off in the payout's mode.
  */
-export async function notifyPayoutPaid(em: EntityManager, mailer: Mailer, payoutId: string, modes?: TestModes): Promise<void> {
+export async function notifyPayoutPaid(
+  em: EntityManager,
+  mailer: Mailer,
+  payoutId: string,
+  modes?: TestModes,
+): Promise<void> {
   const payout = await em.findOneOrFail(Payout, { id: payoutId });
   if (payout.status !== 'paid' && payout.status !== 'failed') return;
   const account = await em.findOneOrFail(Account, { id: payout.accountId });
@@ -403,12 +508,25 @@ export async function notifyPayoutPaid(em: EntityManager, mailer: Mailer, payout
     const email = payoutFailedEmail({
       accountName: account.name,
       amount: formatMoney(payout.amount, payout.currency),
-      destination: destination ? `${destination.type === 'paypal' ? 'PayPal' : 'the account'} ending in ${destination.last4} (${destination.id})` : 'its destination',
+      destination: destination
+        ? `${destination.type === 'paypal' ? 'PayPal' : 'the account'} ending in ${destination.last4} (${destination.id})`
+        : 'its destination',
       payoutId: payout.id,
       failureCode: payout.failureCode ?? 'could_not_process',
       failureMessage: payout.failureMessage ?? payoutFailures.could_not_process,
     });
-    await sendEmailOnce(em, mailer, { dedupeKey: `${payout.id}:payout_failed`, accountId: account.id, to: account.email, livemode: payout.livemode, ...email }, modes);
+    await sendEmailOnce(
+      em,
+      mailer,
+      {
+        dedupeKey: `${payout.id}:payout_failed`,
+        accountId: account.id,
+        to: account.email,
+        livemode: payout.livemode,
+        ...email,
+      },
+      modes,
+    );
     return;
   }
   const email = payoutPaidEmail({
@@ -419,5 +537,16 @@ export async function notifyPayoutPaid(em: EntityManager, mailer: Mailer, payout
     paidAt: payout.paidAt ?? payout.updatedAt,
     description: payout.description ?? null,
   });
-  await sendEmailOnce(em, mailer, { dedupeKey: `${payout.id}:payout_paid`, accountId: account.id, to: account.email, livemode: payout.livemode, ...email }, modes);
+  await sendEmailOnce(
+    em,
+    mailer,
+    {
+      dedupeKey: `${payout.id}:payout_paid`,
+      accountId: account.id,
+      to: account.email,
+      livemode: payout.livemode,
+      ...email,
+    },
+    modes,
+  );
 }

@@ -6,7 +6,9 @@
  * customers: nothing is stored.
  */
 import { createHash } from 'node:crypto';
+
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Customer } from '../db/entities/index.ts';
 import type { Processors } from './processors/index.ts';
 
@@ -27,14 +29,27 @@ export async function upsertProcessorCustomer(
   const sent = [customer.email, customer.name ?? null, customer.paymentMethod ?? null];
   const key = `${customer.id}:customer:${createHash('sha256').update(JSON.stringify(sent)).digest('hex').slice(0, 24)}`;
   try {
-    return await processor.upsertCustomer({ customerId: customer.id, email: customer.email, name: customer.name ?? null, paymentMethod: customer.paymentMethod ?? null, idempotencyKey: key });
+    return await processor.upsertCustomer({
+      customerId: customer.id,
+      email: customer.email,
+      name: customer.name ?? null,
+      paymentMethod: customer.paymentMethod ?? null,
+      idempotencyKey: key,
+    });
   } catch (error) {
-    throw new ProcessorCustomerError(`The ${processor.name} processor did not take the customer: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new ProcessorCustomerError(
+      `The ${processor.name} processor did not take the customer: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
 }
 
 /** The processor customer id of a customer about to be charged: the stored one, else made now and stored. */
-export async function ensureProcessorCustomer(em: EntityManager, processors: Processors, customer: Customer): Promise<string | null> {
+export async function ensureProcessorCustomer(
+  em: EntityManager,
+  processors: Processors,
+  customer: Customer,
+): Promise<string | null> {
   if (customer.processorCustomerId) return customer.processorCustomerId;
   const id = await upsertProcessorCustomer(processors, customer);
   if (id) await em.fork().nativeUpdate(Customer, { id: customer.id }, { processorCustomerId: id });

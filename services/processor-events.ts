@@ -9,17 +9,18 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Customer, PaymentRequest, ProcessorEvent as ProcessorEventRow, Transaction } from '../db/entities/index.ts';
+import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { serializeCustomer } from '../objects/customer.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
+import { customerBalances } from './customer-balance.ts';
 import { recordEvent } from './events.ts';
 import { recordPaymentOutcome } from './payments.ts';
-import { customerBalances } from './customer-balance.ts';
+import type { ProcessorEvent } from './processors/types.ts';
 import { finishRefund, reserveRefund } from './refunds.ts';
 import { newTransactionFields } from './transactions.ts';
-import { ApiError } from '../domain/errors.ts';
-import type { ProcessorEvent } from './processors/types.ts';
 
 export interface IncomingProcessorEvent {
   processor: 'sandbox' | 'stripe';
@@ -38,7 +39,11 @@ export interface IncomingProcessorEvent {
 /** What acting on an event needs beyond the database (the API passes them; see api/routes/processor-webhooks.ts). */
 export interface ProcessorEventActions {
   /** A hosted checkout paid a payment request: pays it (services/payment-request-commands.ts settleCheckoutPayment). */
-  settleCheckout?(input: { paymentRequestId: string; processorChargeId: string; paymentMethod: string }): Promise<{ transactionId: string; paid: boolean }>;
+  settleCheckout?(input: {
+    paymentRequestId: string;
+    processorChargeId: string;
+    paymentMethod: string;
+  }): Promise<{ transactionId: string; paid: boolean }>;
 }
 
 export type ProcessorEventAction =
@@ -78,14 +83,23 @@ async function findPayment(tx: EntityManager, incoming: IncomingProcessorEvent):
   if (!transactionId && chargeId) {
     const earlier = await tx.findOne(
       ProcessorEventRow,
-      { processor: incoming.processor, processorChargeId: chargeId, livemode: incoming.livemode, transactionId: { $ne: null } },
+      {
+        processor: incoming.processor,
+        processorChargeId: chargeId,
+        livemode: incoming.livemode,
+        transactionId: { $ne: null },
+      },
       { fields: ['transactionId'] },
     );
     transactionId = earlier?.transactionId ?? null;
   }
   if (!transactionId && chargeId) {
     // The payment's own processor charge id (card payments, checkouts, subscription charges).
-    const byCharge = await tx.findOne(Transaction, { processorChargeId: chargeId, livemode: incoming.livemode, type: 'payment' }, { fields: ['id'] });
+    const byCharge = await tx.findOne(
+      Transaction,
+      { processorChargeId: chargeId, livemode: incoming.livemode, type: 'payment' },
+      { fields: ['id'] },
+    );
     transactionId = byCharge?.id ?? null;
   }
   if (!transactionId) return null;
@@ -93,7 +107,11 @@ async function findPayment(tx: EntityManager, incoming: IncomingProcessorEvent):
   return tx.findOne(Transaction, { id: transactionId, livemode: incoming.livemode, type: 'payment' });
 }
 
-export async function handleProcessorEvent(em: EntityManager, incoming: IncomingProcessorEvent, actions: ProcessorEventActions = {}): Promise<ProcessorEventResult> {
+export async function handleProcessorEvent(
+  em: EntityManager,
+  incoming: IncomingProcessorEvent,
+  actions: ProcessorEventActions = {},
+): Promise<ProcessorEventResult> {
   return em.transactional(async (tx) => {
     await tx
       .createQueryBuilder(ProcessorEventRow)
@@ -113,12 +131,25 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
       .ignore()
       .execute();
     // Locked: a racing delivery of the same event waits here and then finds it processed.
-    const row = await tx.findOneOrFail(ProcessorEventRow, { processor: incoming.processor, processorEventId: incoming.eventId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-    if (row.processedAt) return { duplicate: true, action: 'recorded' as const, transactionId: row.transactionId ?? null };
+    const row = await tx.findOneOrFail(
+      ProcessorEventRow,
+      { processor: incoming.processor, processorEventId: incoming.eventId },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    );
+    if (row.processedAt)
+      return { duplicate: true, action: 'recorded' as const, transactionId: row.transactionId ?? null };
 
     const event = incoming.event;
-    const done = async (action: ProcessorEventAction, transactionId: string | null, processed: boolean): Promise<ProcessorEventResult> => {
-      await tx.nativeUpdate(ProcessorEventRow, { id: row.id }, { transactionId, ...(processed && { processedAt: new Date() }) });
+    const done = async (
+      action: ProcessorEventAction,
+      transactionId: string | null,
+      processed: boolean,
+    ): Promise<ProcessorEventResult> => {
+      await tx.nativeUpdate(
+        ProcessorEventRow,
+        { id: row.id },
+        { transactionId, ...(processed && { processedAt: new Date() }) },
+      );
       return { duplicate: false, action, transactionId };
     };
     switch (event.type) {
@@ -133,7 +164,11 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
           payment.id,
           event.type === 'charge.succeeded'
             ? { status: 'succeeded' }
-            : { status: 'failed', failureCode: event.failureCode ?? 'payment_failed', failureMessage: event.failureMessage ?? 'The payment failed at the processor.' },
+            : {
+                status: 'failed',
+                failureCode: event.failureCode ?? 'payment_failed',
+                failureMessage: event.failureMessage ?? 'The payment failed at the processor.',
+              },
           // The processor's charge id goes on the payment (refunds and disputes find it by it); its money's delay is the processor's.
           { processorChargeId: event.processorChargeId, processor: incoming.processor },
         );
@@ -142,7 +177,13 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
       case 'dispute.created': {
         const payment = await findPayment(tx, incoming);
         if (!payment) return done('recorded', null, false);
-        await recordEvent(tx, { accountId: payment.accountId, livemode: payment.livemode, type: 'payment.disputed', object: serializeTransaction(payment), transactionId: payment.id });
+        await recordEvent(tx, {
+          accountId: payment.accountId,
+          livemode: payment.livemode,
+          type: 'payment.disputed',
+          object: serializeTransaction(payment),
+          transactionId: payment.id,
+        });
         return done('disputed', payment.id, true);
       }
       case 'refund.created': {
@@ -154,12 +195,9 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
         // The same Stripe refund under another event id: once.
         const [existing] = await tx
           .getConnection()
-          .execute<{ id: string }[]>(
-            `select id from transactions where type = 'refund' and source_transaction_id = ? and metadata ->> 'processor_refund_id' = ?`,
-            [payment.id, event.processorRefundId],
-            'all',
-            tx.getTransactionContext(),
-          );
+          .execute<
+            { id: string }[]
+          >(`select id from transactions where type = 'refund' and source_transaction_id = ? and metadata ->> 'processor_refund_id' = ?`, [payment.id, event.processorRefundId], 'all', tx.getTransactionContext());
         if (existing) return done('recorded', existing.id, true);
         // Made in Stripe's dashboard: the money has left; it goes on the ledger as a succeeded refund of the payment.
         const fields = await newTransactionFields(tx, {
@@ -173,7 +211,10 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
           paymentMethod: null,
         });
         try {
-          const refund = await reserveRefund(tx, fields, { sourceTransactionId: payment.id, scope: { accountId: payment.accountId, livemode: payment.livemode } });
+          const refund = await reserveRefund(tx, fields, {
+            sourceTransactionId: payment.id,
+            scope: { accountId: payment.accountId, livemode: payment.livemode },
+          });
           await finishRefund(tx, refund.id, { status: 'succeeded' });
           return done('refunded', refund.id, true);
         } catch (error) {
@@ -189,11 +230,18 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
         if (!paymentRequestId && event.metadata.customer_id && event.paymentMethod) {
           const customer = await tx.findOne(Customer, { id: event.metadata.customer_id, livemode: incoming.livemode });
           if (!customer) return done('recorded', null, true);
-          if (customer.paymentMethod === event.paymentMethod) return { ...(await done('recorded', null, true)), customerId: customer.id };
+          if (customer.paymentMethod === event.paymentMethod)
+            return { ...(await done('recorded', null, true)), customerId: customer.id };
           customer.paymentMethod = event.paymentMethod;
           customer.updatedAt = new Date();
           await tx.flush();
-          await recordEvent(tx, { accountId: customer.accountId, livemode: customer.livemode, type: 'customer.updated', object: serializeCustomer(customer, await customerBalances(tx, customer.id)), transactionId: null });
+          await recordEvent(tx, {
+            accountId: customer.accountId,
+            livemode: customer.livemode,
+            type: 'customer.updated',
+            object: serializeCustomer(customer, await customerBalances(tx, customer.id)),
+            transactionId: null,
+          });
           return { ...(await done('payment_method_saved', null, true)), customerId: customer.id };
         }
         // A checkout made outside the engine: kept.
@@ -203,12 +251,18 @@ export async function handleProcessorEvent(em: EntityManager, incoming: Incoming
         // Paid later (a bank debit at the checkout): its payment_intent.succeeded does not name the request; kept until then.
         if (event.paymentStatus !== 'paid' || !event.processorChargeId) return done('recorded', null, false);
         if (event.amount !== null && (event.amount !== request.amount || event.currency !== request.currency)) {
-          throw new Error(`checkout ${event.checkoutId} paid ${event.amount} ${event.currency} for payment request ${request.id} of ${request.amount} ${request.currency}`);
+          throw new Error(
+            `checkout ${event.checkoutId} paid ${event.amount} ${event.currency} for payment request ${request.id} of ${request.amount} ${request.currency}`,
+          );
         }
         if (!actions.settleCheckout) throw new Error('settling a checkout needs the settleCheckout action');
         // Under the event row's lock: a racing redelivery waits, then finds it processed. The workflow and
         // the ledger write are idempotent on their own too (one transaction per processor charge).
-        const settled = await actions.settleCheckout({ paymentRequestId: request.id, processorChargeId: event.processorChargeId, paymentMethod: event.paymentMethod ?? event.checkoutId });
+        const settled = await actions.settleCheckout({
+          paymentRequestId: request.id,
+          processorChargeId: event.processorChargeId,
+          paymentMethod: event.paymentMethod ?? event.checkoutId,
+        });
         return done(settled.paid ? 'paid' : 'recorded', settled.transactionId, true);
       }
       default:

@@ -1,10 +1,11 @@
-import { raw, type EntityManager } from '@mikro-orm/postgresql';
+import { type EntityManager, raw } from '@mikro-orm/postgresql';
+
 import { Subscription } from '../db/entities/index.ts';
 import { subscriptionEventType } from '../domain/events.ts';
 import type { SubscriptionItemSnapshot, SubscriptionSnapshot } from '../domain/subscription.ts';
+import { serializeSubscription } from '../objects/subscription.ts';
 import { recordEvent } from './events.ts';
 import { writeVersioned } from './versioned-write.ts';
-import { serializeSubscription } from '../objects/subscription.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
 
@@ -46,7 +47,9 @@ export async function projectSubscriptionOn(tx: EntityManager, snapshot: Subscri
     quantity: snapshot.quantity ?? 1,
     pendingQuantity: snapshot.pendingQuantity ?? null,
     // As jsonb from JSON text: the query builder would send a bare array as a PostgreSQL array (and a string as a JSON string).
-    items: snapshot.items ? (raw('?::jsonb', [JSON.stringify(snapshot.items)]) as unknown as SubscriptionSnapshot['items']) : null,
+    items: snapshot.items
+      ? (raw('?::jsonb', [JSON.stringify(snapshot.items)]) as unknown as SubscriptionSnapshot['items'])
+      : null,
     // Snapshots of workflows started before currencies were recorded have none: the column keeps what the migration filled in.
     ...(snapshot.currency ? { currency: snapshot.currency } : {}),
     gracePeriodDays: snapshot.gracePeriodDays,
@@ -56,7 +59,10 @@ export async function projectSubscriptionOn(tx: EntityManager, snapshot: Subscri
     createdAt: new Date(snapshot.createdAt),
     updatedAt: new Date(snapshot.updatedAt),
   };
-  const { written, previous } = await writeVersioned<typeof row, { status: string; plan_id: string; quantity: number; items: SubscriptionItemSnapshot[] | null }>(tx, Subscription, 'subscriptions', row, {
+  const { written, previous } = await writeVersioned<
+    typeof row,
+    { status: string; plan_id: string; quantity: number; items: SubscriptionItemSnapshot[] | null }
+  >(tx, Subscription, 'subscriptions', row, {
     insertOnly: ['accountId', 'createdAt'],
     previousColumns: ['status', 'plan_id', 'quantity', 'items'],
   });
@@ -64,7 +70,14 @@ export async function projectSubscriptionOn(tx: EntityManager, snapshot: Subscri
   if (!written) return;
   const object = serializeSubscription(snapshot);
   // The items' previous values when they changed (an item added, changed or removed; a plan or quantity change).
-  const before = previous ? serializeSubscription({ ...snapshot, planId: previous.plan_id, quantity: previous.quantity, items: previous.items ?? undefined }) : null;
+  const before = previous
+    ? serializeSubscription({
+        ...snapshot,
+        planId: previous.plan_id,
+        quantity: previous.quantity,
+        items: previous.items ?? undefined,
+      })
+    : null;
   const itemsChanged = before !== null && JSON.stringify(before.items) !== JSON.stringify(object.items);
   await recordEvent(tx, {
     accountId: snapshot.accountId,

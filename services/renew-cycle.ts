@@ -34,16 +34,23 @@
  * invoice and outcome this call returns.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Account, Customer, type Invoice } from '../db/entities/index.ts';
-import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
-import { claimPendingFunds, pendingFunds, type PendingFunds, type WorkflowStarter } from './balances.ts';
+import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import { claimPendingFunds, type PendingFunds, pendingFunds, type WorkflowStarter } from './balances.ts';
 import { chargeCustomer, type ChargeOutcome } from './charges.ts';
-import { markInvoicePaid, openOrCreateInvoice, settleInvoice, type OpenInvoiceInput, type OpenedInvoice } from './invoices.ts';
+import {
+  markInvoicePaid,
+  type OpenedInvoice,
+  type OpenInvoiceInput,
+  openOrCreateInvoice,
+  settleInvoice,
+} from './invoices.ts';
+import { renewals } from './observability/metrics.ts';
 import type { Processors } from './processors/index.ts';
 import { projectSubscription, projectSubscriptionOn } from './projections.ts';
-import { sendInvoiceReceipt, settleInvoiceWithoutCharge, type NotifyDeps } from './subscription-billing.ts';
-import { renewals } from './observability/metrics.ts';
+import { type NotifyDeps, sendInvoiceReceipt, settleInvoiceWithoutCharge } from './subscription-billing.ts';
 
 export interface RenewCycleInput {
   invoice: OpenInvoiceInput;
@@ -81,7 +88,11 @@ export interface RenewCycleDeps {
  * row's unique key guards them all); the account and customer are read once for every step.
  * A retry that finds the charge recorded settles and projects again, each a no-op when done.
  */
-export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, input: RenewCycleInput): Promise<RenewCycleResult> {
+export async function renewCycle(
+  em: () => EntityManager,
+  deps: RenewCycleDeps,
+  input: RenewCycleInput,
+): Promise<RenewCycleResult> {
   const reads = em();
   const [account, customer] = await Promise.all([
     reads.findOneOrFail(Account, { id: input.invoice.accountId }),
@@ -89,7 +100,8 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
   ]);
   const { invoice, created } = await openOrCreateInvoice(em(), deps.links, input.invoice, { account, customer });
   // Counted once per cycle: by the call that made its invoice (a retried activity finds it made).
-  const counted = (outcome: 'paid' | 'free' | 'unpaid') => created && renewals.inc({ cycle: input.invoice.billingKey.endsWith(':cycle:0') ? 'first' : 'renewal', outcome });
+  const counted = (outcome: 'paid' | 'free' | 'unpaid') =>
+    created && renewals.inc({ cycle: input.invoice.billingKey.endsWith(':cycle:0') ? 'first' : 'renewal', outcome });
   if (invoice.amountDue === 0) {
     await settleInvoiceWithoutCharge(em(), deps.links, invoice.invoiceId, input.paidAt);
     const snapshot = { ...input.free, latestInvoiceId: invoice.invoiceId };
@@ -102,7 +114,13 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
   const outcome = await chargeCustomer(
     em(),
     deps.processors,
-    { ...input.charge, invoiceId: invoice.invoiceId, attempt: 1, amount: invoice.amountDue, description: `Invoice ${invoice.number}` },
+    {
+      ...input.charge,
+      invoiceId: invoice.invoiceId,
+      attempt: 1,
+      amount: invoice.amountDue,
+      description: `Invoice ${invoice.number}`,
+    },
     deps.links,
     deps.starter,
     {
@@ -116,7 +134,10 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
       onRecorded: async (tx, charge) => {
         const settled = await markInvoicePaid(tx, deps.links, invoice.invoiceId, charge, input.paidAt);
         await projectSubscriptionOn(tx, snapshot);
-        paid = { invoice: settled, ...(input.ownFunds ? { funds: pendingFunds(charge.pending ? [charge.pending] : []) } : {}) };
+        paid = {
+          invoice: settled,
+          ...(input.ownFunds ? { funds: pendingFunds(charge.pending ? [charge.pending] : []) } : {}),
+        };
       },
     },
   );
@@ -129,9 +150,19 @@ export async function renewCycle(em: () => EntityManager, deps: RenewCycleDeps, 
     // A retry (or a race lost): the charge was recorded before; each of these is a no-op once done.
     await settleInvoice(em(), deps.links, invoice.invoiceId, outcome, input.paidAt);
     await projectSubscription(em(), snapshot);
-    paid = { invoice: null, ...(input.ownFunds && outcome.transactionId ? { funds: await claimPendingFunds(em(), outcome.transactionId) } : {}) };
+    paid = {
+      invoice: null,
+      ...(input.ownFunds && outcome.transactionId
+        ? { funds: await claimPendingFunds(em(), outcome.transactionId) }
+        : {}),
+    };
   }
   // The receipt goes last: the money and the projection are recorded even when the mail server is down (a retry sends it once).
-  await sendInvoiceReceipt(em(), deps.notify, invoice.invoiceId, paid.invoice ? { invoice: paid.invoice, account, customer } : undefined);
+  await sendInvoiceReceipt(
+    em(),
+    deps.notify,
+    invoice.invoiceId,
+    paid.invoice ? { invoice: paid.invoice, account, customer } : undefined,
+  );
   return { status: 'paid', invoice, snapshot, ...(paid.funds ? { funds: paid.funds } : {}) };
 }

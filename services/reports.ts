@@ -13,6 +13,7 @@
  * nothing happened). Objects of customers on a test clock are left out, as lists leave them.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Plan } from '../db/entities/index.ts';
 import { priceFor } from '../domain/pricing.ts';
 import { planPricing } from './catalog.ts';
@@ -33,7 +34,9 @@ export const maxReportBuckets = { day: 400, month: 120 } as const;
 
 /** The start of the UTC bucket holding `at`. */
 export function bucketStart(at: Date, interval: ReportInterval): Date {
-  return interval === 'day' ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate())) : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+  return interval === 'day'
+    ? new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
+    : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
 }
 
 /** Bucket starts from the one holding `from` to the one holding the instant before `to`. */
@@ -42,7 +45,10 @@ export function bucketStarts({ interval, from, to }: ReportRange): Date[] {
   const last = new Date(to.getTime() - 1);
   for (let at = bucketStart(from, interval); at <= last; ) {
     starts.push(at);
-    at = interval === 'day' ? new Date(at.getTime() + 86_400_000) : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
+    at =
+      interval === 'day'
+        ? new Date(at.getTime() + 86_400_000)
+        : new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
     if (starts.length > maxReportBuckets[interval]) break;
   }
   return starts;
@@ -71,7 +77,11 @@ export interface CurrencySeries<P> {
 const iso = (d: Date | string) => new Date(d).toISOString();
 
 /** Fills every bucket of every currency seen, zero where nothing was. */
-function densify<P extends { period_start: string }>(starts: Date[], rows: (P & { currency: string })[], zero: (start: Date) => P): CurrencySeries<P>[] {
+function densify<P extends { period_start: string }>(
+  starts: Date[],
+  rows: (P & { currency: string })[],
+  zero: (start: Date) => P,
+): CurrencySeries<P>[] {
   const currencies = [...new Set(rows.map((r) => r.currency))].sort();
   return currencies.map((currency) => {
     const byStart = new Map(rows.filter((r) => r.currency === currency).map((r) => [r.period_start, r]));
@@ -87,11 +97,23 @@ function densify<P extends { period_start: string }>(starts: Date[], rows: (P & 
   });
 }
 
-const notOnClock = (customerIdColumn: string) => `not exists (select 1 from customers c where c.id = ${customerIdColumn} and c.test_clock_id is not null)`;
+const notOnClock = (customerIdColumn: string) =>
+  `not exists (select 1 from customers c where c.id = ${customerIdColumn} and c.test_clock_id is not null)`;
 
-export async function revenueReport(em: EntityManager, scope: ReportScope, range: ReportRange): Promise<CurrencySeries<RevenuePoint>[]> {
+export async function revenueReport(
+  em: EntityManager,
+  scope: ReportScope,
+  range: ReportRange,
+): Promise<CurrencySeries<RevenuePoint>[]> {
   const starts = bucketStarts(range);
-  const rows: { period_start: Date; currency: string; gross: string; refunded: string; fees: string; payments: string }[] = await em.getConnection().execute(
+  const rows: {
+    period_start: Date;
+    currency: string;
+    gross: string;
+    refunded: string;
+    fees: string;
+    payments: string;
+  }[] = await em.getConnection().execute(
     `select date_trunc(?, bt.created_at at time zone 'UTC') at time zone 'UTC' as period_start,
             bt.currency,
             coalesce(sum(bt.amount) filter (where bt.type = 'payment'), 0) as gross,
@@ -112,7 +134,15 @@ export async function revenueReport(em: EntityManager, scope: ReportScope, range
       const gross = Number(r.gross);
       const refunded = Number(r.refunded);
       const fees = Number(r.fees);
-      return { currency: r.currency, period_start: iso(r.period_start), gross, refunded, fees, net: gross - refunded - fees, payments: Number(r.payments) };
+      return {
+        currency: r.currency,
+        period_start: iso(r.period_start),
+        gross,
+        refunded,
+        fees,
+        net: gross - refunded - fees,
+        payments: Number(r.payments),
+      };
     }),
     (start) => ({ period_start: start.toISOString(), gross: 0, refunded: 0, fees: 0, net: 0, payments: 0 }),
   );
@@ -142,11 +172,23 @@ export interface InvoicedPoint {
  * `net_revenue` = Σ total excluding tax − Σ credit notes. A credit note carries no tax of its own, so it is taken
  * off whole. Customers on a test clock are left out.
  */
-export async function invoicedReport(em: EntityManager, scope: ReportScope, range: ReportRange): Promise<CurrencySeries<InvoicedPoint>[]> {
+export async function invoicedReport(
+  em: EntityManager,
+  scope: ReportScope,
+  range: ReportRange,
+): Promise<CurrencySeries<InvoicedPoint>[]> {
   const starts = bucketStarts(range);
   const from = starts[0] ?? range.from;
   const sql = em.getConnection();
-  const invoiceRows: { period_start: Date; currency: string; invoices: string; subtotal: string; discounts: string; tax: string; excluding_tax: string }[] = await sql.execute(
+  const invoiceRows: {
+    period_start: Date;
+    currency: string;
+    invoices: string;
+    subtotal: string;
+    discounts: string;
+    tax: string;
+    excluding_tax: string;
+  }[] = await sql.execute(
     `select date_trunc(?, i.created_at at time zone 'UTC') at time zone 'UTC' as period_start, i.currency,
             count(*) as invoices, coalesce(sum(i.subtotal), 0) as subtotal, coalesce(sum(i.discount), 0) as discounts,
             coalesce(sum(i.tax), 0) as tax, coalesce(sum(coalesce(i.total_excluding_tax, i.total)), 0) as excluding_tax
@@ -156,7 +198,15 @@ export async function invoicedReport(em: EntityManager, scope: ReportScope, rang
       group by 1, 2`,
     [range.interval, scope.accountId, scope.livemode, from, range.to],
   );
-  const taxRows: { period_start: Date; currency: string; tax_rate: string; display_name: string; percentage: string; inclusive: boolean; amount: string }[] = await sql.execute(
+  const taxRows: {
+    period_start: Date;
+    currency: string;
+    tax_rate: string;
+    display_name: string;
+    percentage: string;
+    inclusive: boolean;
+    amount: string;
+  }[] = await sql.execute(
     `select date_trunc(?, i.created_at at time zone 'UTC') at time zone 'UTC' as period_start, i.currency,
             t->>'tax_rate' as tax_rate, max(t->>'display_name') as display_name, max(t->>'percentage') as percentage,
             bool_or((t->>'inclusive')::boolean) as inclusive, sum((t->>'amount')::bigint) as amount
@@ -180,25 +230,63 @@ export async function invoicedReport(em: EntityManager, scope: ReportScope, rang
     const k = key(start, currency);
     let p = points.get(k);
     if (!p) {
-      p = { currency, period_start: iso(start), invoices: 0, subtotal: 0, discounts: 0, tax: 0, tax_by_rate: [], credit_notes: 0, net_revenue: 0, excluding: 0 };
+      p = {
+        currency,
+        period_start: iso(start),
+        invoices: 0,
+        subtotal: 0,
+        discounts: 0,
+        tax: 0,
+        tax_by_rate: [],
+        credit_notes: 0,
+        net_revenue: 0,
+        excluding: 0,
+      };
       points.set(k, p);
     }
     return p;
   };
-  for (const r of invoiceRows) Object.assign(point(r.period_start, r.currency), { invoices: Number(r.invoices), subtotal: Number(r.subtotal), discounts: Number(r.discounts), tax: Number(r.tax), excluding: Number(r.excluding_tax) });
-  for (const r of taxRows) point(r.period_start, r.currency).tax_by_rate.push({ tax_rate: r.tax_rate, display_name: r.display_name, percentage: r.percentage, inclusive: r.inclusive, amount: Number(r.amount) });
+  for (const r of invoiceRows)
+    Object.assign(point(r.period_start, r.currency), {
+      invoices: Number(r.invoices),
+      subtotal: Number(r.subtotal),
+      discounts: Number(r.discounts),
+      tax: Number(r.tax),
+      excluding: Number(r.excluding_tax),
+    });
+  for (const r of taxRows)
+    point(r.period_start, r.currency).tax_by_rate.push({
+      tax_rate: r.tax_rate,
+      display_name: r.display_name,
+      percentage: r.percentage,
+      inclusive: r.inclusive,
+      amount: Number(r.amount),
+    });
   for (const r of noteRows) point(r.period_start, r.currency).credit_notes = Number(r.credit_notes);
   return densify<InvoicedPoint>(
     starts,
     [...points.values()].map(({ excluding, ...p }) => ({ ...p, net_revenue: excluding - p.credit_notes })),
-    (start) => ({ period_start: start.toISOString(), invoices: 0, subtotal: 0, discounts: 0, tax: 0, tax_by_rate: [], credit_notes: 0, net_revenue: 0 }),
+    (start) => ({
+      period_start: start.toISOString(),
+      invoices: 0,
+      subtotal: 0,
+      discounts: 0,
+      tax: 0,
+      tax_by_rate: [],
+      credit_notes: 0,
+      net_revenue: 0,
+    }),
   );
 }
 
 /** A subscription row's items as rows (plan_id, quantity): its items, or its one item of plan × quantity. */
 const subscriptionItemRows = `(select x."planId", x.quantity from jsonb_to_recordset(coalesce(s.items, jsonb_build_array(jsonb_build_object('planId', s.plan_id, 'quantity', s.quantity)))) as x("planId" text, quantity int))`;
 
-export async function mrrReport(em: EntityManager, scope: ReportScope, range: ReportRange): Promise<CurrencySeries<MrrPoint>[]> {
+export async function mrrReport(
+  em: EntityManager,
+  scope: ReportScope,
+  range: ReportRange,
+): Promise<CurrencySeries<MrrPoint>[]> {
   const starts = bucketStarts(range);
   if (starts.length === 0) return [];
   const step = range.interval === 'day' ? '1 day' : '1 month';
@@ -212,15 +300,22 @@ export async function mrrReport(em: EntityManager, scope: ReportScope, range: Re
       where s.account_id = ? and s.livemode = ? and s.status <> 'expired' and ${notOnClock('s.customer_id')}`,
     [scope.accountId, scope.livemode],
   );
-  const plans = new Map((inUse.length > 0 ? await em.fork().find(Plan, { id: { $in: [...new Set(inUse.map((u) => u.plan_id))] } }) : []).map((p) => [p.id, p]));
+  const plans = new Map(
+    (inUse.length > 0
+      ? await em.fork().find(Plan, { id: { $in: [...new Set(inUse.map((u) => u.plan_id))] } })
+      : []
+    ).map((p) => [p.id, p]),
+  );
   const prices = inUse.flatMap((use) => {
     const plan = plans.get(use.plan_id);
     const price = plan ? planPricing(plan, use.currency) : null;
     return price ? [{ ...use, amount: priceFor(price.pricing, use.quantity).amount }] : [];
   });
   const list = (values: (string | number)[]) => `{${values.join(',')}}`;
-  const rows: { period_start: Date; at: Date; currency: string; mrr: string; subscriptions: string }[] = await em.getConnection().execute(
-    `with points as (
+  const rows: { period_start: Date; at: Date; currency: string; mrr: string; subscriptions: string }[] = await em
+    .getConnection()
+    .execute(
+      `with points as (
        select s as period_start, least(s + interval '${step}', ?::timestamptz) as at
          from unnest(?::timestamptz[]) as s
      )
@@ -239,21 +334,37 @@ export async function mrrReport(em: EntityManager, scope: ReportScope, range: Re
        join unnest(?::text[], ?::int[], ?::text[], ?::bigint[]) as pr(plan_id, quantity, currency, amount)
          on pr.plan_id = it.plan_id and pr.quantity = it.quantity and pr.currency = coalesce(s.currency, p.currency)
       group by 1, 2, 3`,
-    [
-      range.to,
-      `{${starts.map((s) => s.toISOString()).join(',')}}`,
-      scope.accountId,
-      scope.livemode,
-      list(prices.map((p) => p.plan_id)),
-      list(prices.map((p) => p.quantity)),
-      list(prices.map((p) => p.currency)),
-      list(prices.map((p) => p.amount)),
-    ],
+      [
+        range.to,
+        `{${starts.map((s) => s.toISOString()).join(',')}}`,
+        scope.accountId,
+        scope.livemode,
+        list(prices.map((p) => p.plan_id)),
+        list(prices.map((p) => p.quantity)),
+        list(prices.map((p) => p.currency)),
+        list(prices.map((p) => p.amount)),
+      ],
+    );
+  const ends = new Map(
+    starts.map((s, i) => [
+      s.toISOString(),
+      new Date(Math.min((starts[i + 1] ?? range.to).getTime(), range.to.getTime())),
+    ]),
   );
-  const ends = new Map(starts.map((s, i) => [s.toISOString(), new Date(Math.min((starts[i + 1] ?? range.to).getTime(), range.to.getTime()))]));
   return densify(
     starts,
-    rows.map((r) => ({ currency: r.currency, period_start: iso(r.period_start), at: iso(r.at), mrr: Number(r.mrr), subscriptions: Number(r.subscriptions) })),
-    (start) => ({ period_start: start.toISOString(), at: ends.get(start.toISOString())!.toISOString(), mrr: 0, subscriptions: 0 }),
+    rows.map((r) => ({
+      currency: r.currency,
+      period_start: iso(r.period_start),
+      at: iso(r.at),
+      mrr: Number(r.mrr),
+      subscriptions: Number(r.subscriptions),
+    })),
+    (start) => ({
+      period_start: start.toISOString(),
+      at: ends.get(start.toISOString())!.toISOString(),
+      mrr: 0,
+      subscriptions: 0,
+    }),
   );
 }

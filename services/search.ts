@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { CreditNote, Customer, Invoice, Transaction } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import {
@@ -6,11 +7,11 @@ import {
   customerSearchSchema,
   invoiceSearchSchema,
   parseSearchQuery,
-  SearchQueryError,
-  transactionSearchSchema,
   type SearchClause,
   type SearchQuery,
+  SearchQueryError,
   type SearchSchema,
+  transactionSearchSchema,
 } from '../domain/search-query.ts';
 
 /**
@@ -84,14 +85,24 @@ export const invoiceSearch: SearchTable = {
     period_end: 't.period_end',
     paid_at: 't.paid_at',
   },
-  elements: { array: 't.lines', columns: { plan: "(e.line ->> 'plan')", quantity: "((e.line ->> 'quantity')::bigint)" } },
+  elements: {
+    array: 't.lines',
+    columns: { plan: "(e.line ->> 'plan')", quantity: "((e.line ->> 'quantity')::bigint)" },
+  },
 };
 
 export const customerSearch: SearchTable = {
   schema: customerSearchSchema,
   table: 'customers',
   idPattern: /^cus_[0-9a-z]{26}$/,
-  columns: { id: 't.id', email: 't.email', name: 't.name', created: 't.created_at', country: "(t.address ->> 'country')", tax_exempt: 't.tax_exempt' },
+  columns: {
+    id: 't.id',
+    email: 't.email',
+    name: 't.name',
+    created: 't.created_at',
+    country: "(t.address ->> 'country')",
+    tax_exempt: 't.tax_exempt',
+  },
 };
 
 export const creditNoteSearch: SearchTable = {
@@ -119,7 +130,12 @@ export const creditNoteSearch: SearchTable = {
 };
 
 /** The resources with a search, by name (exports of these take a `query` too). */
-export const searchTables: Readonly<Partial<Record<string, SearchTable>>> = { transactions: transactionSearch, invoices: invoiceSearch, customers: customerSearch, credit_notes: creditNoteSearch };
+export const searchTables: Readonly<Partial<Record<string, SearchTable>>> = {
+  transactions: transactionSearch,
+  invoices: invoiceSearch,
+  customers: customerSearch,
+  credit_notes: creditNoteSearch,
+};
 
 const comparisons = { '>': '>', '<': '<', '>=': '>=', '<=': '<=' } as const;
 
@@ -133,7 +149,10 @@ function clauseSql(table: SearchTable, clause: SearchClause, params: unknown[]):
     params.push(clause.key, (value as { value: string }).value);
     sql = `(${table.metadata} ->> ?) = ?`;
   } else {
-    const element = table.elements && Object.hasOwn(table.elements.columns, clause.field) ? table.elements.columns[clause.field] : undefined;
+    const element =
+      table.elements && Object.hasOwn(table.elements.columns, clause.field)
+        ? table.elements.columns[clause.field]
+        : undefined;
     const column = element ?? table.columns[clause.field];
     // The parser only lets the schema's fields through; a table missing one is a programming error.
     if (!column) throw new Error(`search: no column for ${table.table}.${clause.field}`);
@@ -160,18 +179,26 @@ function clauseSql(table: SearchTable, clause: SearchClause, params: unknown[]):
       params.push(value.value);
       sql = `${column} ${comparisons[clause.op]} ?`;
     }
-    if (element && table.elements) sql = `exists (select 1 from jsonb_array_elements(${table.elements.array}) as e(line) where ${sql})`;
+    if (element && table.elements)
+      sql = `exists (select 1 from jsonb_array_elements(${table.elements.array}) as e(line) where ${sql})`;
   }
   // A negation matches the rows where the clause is false or unknown (a null column).
   return clause.negated ? `not coalesce(${sql}, false)` : sql;
 }
 
 /** The WHERE condition of a parsed query, its parameters, and whether it needs the customers join. */
-export function compileSearch(query: SearchQuery, table: SearchTable = transactionSearch): { sql: string; params: unknown[]; joinCustomers: boolean } {
+export function compileSearch(
+  query: SearchQuery,
+  table: SearchTable = transactionSearch,
+): { sql: string; params: unknown[]; joinCustomers: boolean } {
   const params: unknown[] = [];
   const parts = query.clauses.map((clause) => clauseSql(table, clause, params));
   const join = table.join;
-  return { sql: `(${parts.join(query.combinator === 'or' ? ' or ' : ' and ')})`, params, joinCustomers: !!join && query.clauses.some((c) => join.fields.includes(c.field)) };
+  return {
+    sql: `(${parts.join(query.combinator === 'or' ? ' or ' : ' and ')})`,
+    params,
+    joinCustomers: !!join && query.clauses.some((c) => join.fields.includes(c.field)),
+  };
 }
 
 /** The opaque `next_page` cursor: the last id of the page, so the next page starts below it (ids sort by time). */
@@ -194,7 +221,11 @@ export function parseForApi(query: string, schema: SearchSchema = transactionSea
   try {
     return parseSearchQuery(query, schema);
   } catch (error) {
-    if (error instanceof SearchQueryError) throw new ApiError('invalid_request', `query: ${error.message}`, { position: error.position, expected: error.expected });
+    if (error instanceof SearchQueryError)
+      throw new ApiError('invalid_request', `query: ${error.message}`, {
+        position: error.position,
+        expected: error.expected,
+      });
     throw error;
   }
 }
@@ -223,7 +254,11 @@ async function searchRows(
 
 type SearchPage<T> = { rows: T[]; hasMore: boolean; nextPage: string | null };
 
-function page<T extends { id: string }>(raw: Record<string, unknown>[], limit: number, map: (row: Record<string, unknown>) => T): SearchPage<T> {
+function page<T extends { id: string }>(
+  raw: Record<string, unknown>[],
+  limit: number,
+  map: (row: Record<string, unknown>) => T,
+): SearchPage<T> {
   const hasMore = raw.length > limit;
   const rows = raw.slice(0, limit).map(map);
   return { rows, hasMore, nextPage: hasMore && rows.length ? encodeSearchPage(rows[rows.length - 1]!.id) : null };
@@ -240,7 +275,9 @@ export async function searchTransactions(
   query: SearchQuery,
   options: { limit: number; after?: string | undefined },
 ): Promise<SearchPage<Transaction>> {
-  return page(await searchRows(em, transactionSearch, scope, query, options), options.limit, (row) => em.map(Transaction, row));
+  return page(await searchRows(em, transactionSearch, scope, query, options), options.limit, (row) =>
+    em.map(Transaction, row),
+  );
 }
 
 /** The same for invoices (invoiceSearchSchema's fields). */
@@ -260,7 +297,9 @@ export async function searchCustomers(
   query: SearchQuery,
   options: { limit: number; after?: string | undefined },
 ): Promise<SearchPage<Customer>> {
-  return page(await searchRows(em, customerSearch, scope, query, options), options.limit, (row) => em.map(Customer, row));
+  return page(await searchRows(em, customerSearch, scope, query, options), options.limit, (row) =>
+    em.map(Customer, row),
+  );
 }
 
 /** The same for credit notes (creditNoteSearchSchema's fields). */
@@ -270,5 +309,7 @@ export async function searchCreditNotes(
   query: SearchQuery,
   options: { limit: number; after?: string | undefined },
 ): Promise<SearchPage<CreditNote>> {
-  return page(await searchRows(em, creditNoteSearch, scope, query, options), options.limit, (row) => em.map(CreditNote, row));
+  return page(await searchRows(em, creditNoteSearch, scope, query, options), options.limit, (row) =>
+    em.map(CreditNote, row),
+  );
 }

@@ -1,18 +1,24 @@
-import { brandOf } from '../domain/branding.ts';
-import { currentTime } from './clock-context.ts';
-import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Account, Customer, Invoice, Plan } from '../db/entities/index.ts';
+import { brandOf } from '../domain/branding.ts';
 import type { CustomerLinks } from '../domain/customer-links.ts';
+import {
+  invoiceReceiptEmail,
+  paymentFailedEmail,
+  paymentRecoveredEmail,
+  subscriptionEndedEmail,
+} from '../domain/email-templates.ts';
 import { adjustmentRows, lineAmount, reverseChargeNote } from '../domain/invoice-lines.ts';
-import { pdfAdjustments } from './invoice-pdf.ts';
+import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
 import { formatMoney } from '../domain/money.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import { currentTime } from './clock-context.ts';
 import { sendEmailOnce, type TestModes } from './email.ts';
-import { invoiceReceiptEmail, paymentFailedEmail, paymentRecoveredEmail, subscriptionEndedEmail } from '../domain/email-templates.ts';
-import { recordInvoiceEvents, type InvoiceLinks } from './invoice-events.ts';
+import { type InvoiceLinks, recordInvoiceEvents } from './invoice-events.ts';
+import { pdfAdjustments } from './invoice-pdf.ts';
 import type { Mailer } from './mailer.ts';
-import { loadModeSettings, type BillingSettings } from './mode-settings.ts';
+import { type BillingSettings, loadModeSettings } from './mode-settings.ts';
 import { dunningSteps } from './observability/metrics.ts';
 
 export type { BillingSettings } from './mode-settings.ts';
@@ -21,15 +27,31 @@ export type { BillingSettings } from './mode-settings.ts';
  * The dunning settings of the account in the subscription's mode (live or sandbox), with
  * SPEC.md's defaults where it set none. Read when dunning starts.
  */
-export async function loadBillingSettings(em: EntityManager, accountId: string, livemode: boolean): Promise<BillingSettings> {
+export async function loadBillingSettings(
+  em: EntityManager,
+  accountId: string,
+  livemode: boolean,
+): Promise<BillingSettings> {
   return (await loadModeSettings(em, accountId, livemode)).billing;
 }
 
 /** Marks an invoice with nothing to pay (a credit covered it) as paid, with its `invoice.paid` event (once). */
-export async function settleInvoiceWithoutCharge(em: EntityManager, links: InvoiceLinks, invoiceId: string, paidAt: string): Promise<void> {
+export async function settleInvoiceWithoutCharge(
+  em: EntityManager,
+  links: InvoiceLinks,
+  invoiceId: string,
+  paidAt: string,
+): Promise<void> {
   await em.transactional(async (tx) => {
-    const changed = await tx.nativeUpdate(Invoice, { id: invoiceId, status: 'open', amountDue: 0 }, { status: 'paid', paidAt: new Date(paidAt) });
-    if (changed > 0) await recordInvoiceEvents(tx, links, await tx.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }), ['invoice.paid']);
+    const changed = await tx.nativeUpdate(
+      Invoice,
+      { id: invoiceId, status: 'open', amountDue: 0 },
+      { status: 'paid', paidAt: new Date(paidAt) },
+    );
+    if (changed > 0)
+      await recordInvoiceEvents(tx, links, await tx.findOneOrFail(Invoice, { id: invoiceId }, { refresh: true }), [
+        'invoice.paid',
+      ]);
   });
 }
 
@@ -61,13 +83,22 @@ function sender(account: Account, deps: NotifyDeps) {
  * (or when the grace period ends). Sent once per (invoice, attempt), unless the
  * account turned `failed_payments` notifications off in the subscription's mode.
  */
-export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, attempt: number): Promise<void> {
+export async function notifyPaymentFailed(
+  em: EntityManager,
+  deps: NotifyDeps,
+  subscription: SubscriptionSnapshot,
+  attempt: number,
+): Promise<void> {
   const dunning = subscription.dunning;
   if (!dunning) return;
   dunningSteps.inc({ step: attempt <= 1 ? 'started' : 'retry_failed' });
   const { account, customer, planName } = await parties(em, subscription);
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.failed_payments) return;
-  const updateUrl = await deps.links.billingDetailsUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode });
+  const updateUrl = await deps.links.billingDetailsUrl({
+    customerId: customer.id,
+    accountId: account.id,
+    livemode: subscription.livemode,
+  });
   const email = paymentFailedEmail({
     ...sender(account, deps),
     customerName: customer.name ?? null,
@@ -77,30 +108,91 @@ export async function notifyPaymentFailed(em: EntityManager, deps: NotifyDeps, s
     reason: dunning.lastFailureMessage,
     attempt,
     updateUrl,
-    portalUrl: (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode })).url,
+    portalUrl: (
+      await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode })
+    ).url,
     nextRetryAt: dunning.nextRetryAt ? new Date(dunning.nextRetryAt) : null,
     graceEndsAt: dunning.graceEndsAt ? new Date(dunning.graceEndsAt) : null,
     finalAction: dunning.finalAction,
   });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`, accountId: account.id, fromName: brandOf(account, '').name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  await sendEmailOnce(
+    em,
+    deps.mailer,
+    {
+      dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`,
+      accountId: account.id,
+      fromName: brandOf(account, '').name,
+      to: customer.email,
+      livemode: subscription.livemode,
+      ...email,
+    },
+    deps.processors,
+  );
 }
 
-export async function notifyPaymentRecovered(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, invoiceId: string): Promise<void> {
+export async function notifyPaymentRecovered(
+  em: EntityManager,
+  deps: NotifyDeps,
+  subscription: SubscriptionSnapshot,
+  invoiceId: string,
+): Promise<void> {
   dunningSteps.inc({ step: 'recovered' });
   const { account, customer } = await parties(em, subscription);
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
-  const email = paymentRecoveredEmail({ ...sender(account, deps), customerName: customer.name ?? null, amount: formatMoney(invoice.amountPaid, invoice.currency), invoiceNumber: invoice.number, pdfUrl: deps.links.invoicePdfUrl(invoice.id) });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoiceId}:payment_recovered`, accountId: account.id, fromName: brandOf(account, '').name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  const email = paymentRecoveredEmail({
+    ...sender(account, deps),
+    customerName: customer.name ?? null,
+    amount: formatMoney(invoice.amountPaid, invoice.currency),
+    invoiceNumber: invoice.number,
+    pdfUrl: deps.links.invoicePdfUrl(invoice.id),
+  });
+  await sendEmailOnce(
+    em,
+    deps.mailer,
+    {
+      dedupeKey: `${invoiceId}:payment_recovered`,
+      accountId: account.id,
+      fromName: brandOf(account, '').name,
+      to: customer.email,
+      livemode: subscription.livemode,
+      ...email,
+    },
+    deps.processors,
+  );
 }
 
 /** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off in the subscription's mode. */
-export async function notifySubscriptionEnded(em: EntityManager, deps: NotifyDeps, subscription: SubscriptionSnapshot, kind: 'canceled' | 'paused'): Promise<void> {
-  if ((kind === 'canceled' ? subscription.endedReason : subscription.pauseReason) === 'payment_failed') dunningSteps.inc({ step: `ended_${kind}` });
+export async function notifySubscriptionEnded(
+  em: EntityManager,
+  deps: NotifyDeps,
+  subscription: SubscriptionSnapshot,
+  kind: 'canceled' | 'paused',
+): Promise<void> {
+  if ((kind === 'canceled' ? subscription.endedReason : subscription.pauseReason) === 'payment_failed')
+    dunningSteps.inc({ step: `ended_${kind}` });
   const { account, customer, planName } = await parties(em, subscription);
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.subscription_cancellations) return;
   const reason = kind === 'canceled' ? subscription.endedReason : subscription.pauseReason;
-  const email = subscriptionEndedEmail({ ...sender(account, deps), customerName: customer.name ?? null, planName, kind, reason });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`, accountId: account.id, fromName: brandOf(account, '').name, to: customer.email, livemode: subscription.livemode, ...email }, deps.processors);
+  const email = subscriptionEndedEmail({
+    ...sender(account, deps),
+    customerName: customer.name ?? null,
+    planName,
+    kind,
+    reason,
+  });
+  await sendEmailOnce(
+    em,
+    deps.mailer,
+    {
+      dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`,
+      accountId: account.id,
+      fromName: brandOf(account, '').name,
+      to: customer.email,
+      livemode: subscription.livemode,
+      ...email,
+    },
+    deps.processors,
+  );
 }
 
 /**
@@ -120,7 +212,10 @@ export async function sendInvoiceReceipt(
   if (invoice.status !== 'paid' || invoice.amountPaid <= 0 || invoice.attemptCount > 1) return;
   const [account, customer] = loaded
     ? [loaded.account, loaded.customer]
-    : await Promise.all([em.findOneOrFail(Account, { id: invoice.accountId }), em.findOne(Customer, { id: invoice.customerId })]);
+    : await Promise.all([
+        em.findOneOrFail(Account, { id: invoice.accountId }),
+        em.findOne(Customer, { id: invoice.customerId }),
+      ]);
   const to = invoice.customerEmail ?? customer?.email;
   if (!to) return;
   const money = (amount: number) => formatMoney(amount, invoice.currency);
@@ -138,9 +233,23 @@ export async function sendInvoiceReceipt(
     })),
     totals: receiptTotals(invoice, money),
     pdfUrl: deps.links.invoicePdfUrl(invoice.id),
-    portalUrl: customer ? (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: invoice.livemode })).url : undefined,
+    portalUrl: customer
+      ? (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: invoice.livemode })).url
+      : undefined,
   });
-  await sendEmailOnce(em, deps.mailer, { dedupeKey: `${invoice.id}:receipt`, accountId: account.id, fromName: brandOf(account, '').name, to, livemode: invoice.livemode, ...email }, deps.processors);
+  await sendEmailOnce(
+    em,
+    deps.mailer,
+    {
+      dedupeKey: `${invoice.id}:receipt`,
+      accountId: account.id,
+      fromName: brandOf(account, '').name,
+      to,
+      livemode: invoice.livemode,
+      ...email,
+    },
+    deps.processors,
+  );
 }
 
 /** The receipt's rows after the lines: discount, taxes, the total and the balance applied, as the PDF prints them. */

@@ -17,6 +17,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
+
 import { Subscription } from '../db/entities/index.ts';
 import { endedStatuses } from '../domain/subscription.ts';
 import { serializeSubscription } from '../objects/subscription.ts';
@@ -62,7 +63,11 @@ export async function sweepOrphanedSubscriptions(
     if (!reason) continue;
     if (await markEnded(em.fork(), row.id, row.version, reason)) {
       marked++;
-      log?.warn('subscription workflow closed while the subscription was live; marked canceled', { subscriptionId: row.id, workflowStatus: status, endedReason: reason });
+      log?.warn('subscription workflow closed while the subscription was live; marked canceled', {
+        subscriptionId: row.id,
+        workflowStatus: status,
+        endedReason: reason,
+      });
     }
   }
   return { checked: rows.length, marked, nextCursor: rows.length < limit ? null : rows.at(-1)!.id };
@@ -75,11 +80,25 @@ async function markEnded(em: EntityManager, id: string, version: number, reason:
     const changed = await tx.nativeUpdate(
       Subscription,
       { id, version },
-      { status: 'canceled', endedReason: reason, canceledAt: now, cancelAtPeriodEnd: false, dunning: null, version: version + 1, updatedAt: now },
+      {
+        status: 'canceled',
+        endedReason: reason,
+        canceledAt: now,
+        cancelAtPeriodEnd: false,
+        dunning: null,
+        version: version + 1,
+        updatedAt: now,
+      },
     );
     if (changed === 0) return false;
     const row = await tx.findOneOrFail(Subscription, { id }, { refresh: true });
-    await recordEvent(tx, { accountId: row.accountId, livemode: row.livemode, type: 'subscription.canceled', object: serializeSubscription(row), transactionId: null });
+    await recordEvent(tx, {
+      accountId: row.accountId,
+      livemode: row.livemode,
+      type: 'subscription.canceled',
+      object: serializeSubscription(row),
+      transactionId: null,
+    });
     return true;
   });
 }

@@ -6,6 +6,7 @@
  * database transaction: it must only read, and answer quickly.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Subscription, SubscriptionTaxRates, TaxRate } from '../db/entities/index.ts';
 import type { TaxExempt, TotalsTaxRate } from '../domain/invoice-totals.ts';
 import { subscriptionItemId } from '../domain/subscription.ts';
@@ -65,10 +66,16 @@ export const asTaxRateRecord = (row: TaxRate): TaxRateRecord => ({
  * plan of the first invoice, an item since removed, whose proration credit is taxed as it was), and
  * over them its projection row's items as they are now (an item whose plan changed bills the new one).
  */
-function itemsByPlan(subscription: SubscriptionItems | null, settings: SubscriptionRates | null, subscriptionId: string): Map<string, string> {
+function itemsByPlan(
+  subscription: SubscriptionItems | null,
+  settings: SubscriptionRates | null,
+  subscriptionId: string,
+): Map<string, string> {
   const byPlan = new Map(Object.entries(settings?.itemTaxRates ?? {}).map(([itemId, { plan }]) => [plan, itemId]));
   if (subscription) {
-    const items = subscription.items ?? [{ id: subscriptionItemId(subscriptionId), planId: subscription.planId, quantity: subscription.quantity }];
+    const items = subscription.items ?? [
+      { id: subscriptionItemId(subscriptionId), planId: subscription.planId, quantity: subscription.quantity },
+    ];
     const current = new Set(items.map((item) => item.id));
     for (const [plan, itemId] of [...byPlan]) if (current.has(itemId)) byPlan.delete(plan);
     for (const item of items) byPlan.set(item.planId, item.id);
@@ -92,7 +99,10 @@ async function readTaxContext(tx: EntityManager, input: TaxCalculationInput) {
       address: { country?: string | null; state?: string | null } | null;
       tax_ids: { type: string; value: string }[];
       default_tax_rates: string[] | null;
-      subscription_rates: { default_tax_rates: string[] | null; item_tax_rates: SubscriptionRates['itemTaxRates'] | null } | null;
+      subscription_rates: {
+        default_tax_rates: string[] | null;
+        item_tax_rates: SubscriptionRates['itemTaxRates'] | null;
+      } | null;
       subscription: { plan_id: string; quantity: number | null; items: Subscription['items'] } | null;
     }[]
   >(
@@ -105,14 +115,31 @@ async function readTaxContext(tx: EntityManager, input: TaxCalculationInput) {
        (select jsonb_build_object('plan_id', s.plan_id, 'quantity', s.quantity, 'items', s.items)
           from subscriptions s where s.id = ? and s.account_id = ? and s.livemode = ?) as subscription
      from (select 1) one left join customers c on c.id = ? and c.account_id = ? and c.livemode = ?`,
-    [input.customerId, ...scope, ...scope, input.subscriptionId, ...scope, input.subscriptionId, ...scope, input.customerId, ...scope],
+    [
+      input.customerId,
+      ...scope,
+      ...scope,
+      input.subscriptionId,
+      ...scope,
+      input.subscriptionId,
+      ...scope,
+      input.customerId,
+      ...scope,
+    ],
   );
   return {
     customer: row?.tax_exempt ? { taxExempt: row.tax_exempt, address: row.address } : null,
     taxIds: row?.tax_ids ?? [],
     modeSettings: row ? { defaultTaxRates: row.default_tax_rates } : null,
-    subscriptionSettings: row?.subscription_rates ? { defaultTaxRates: row.subscription_rates.default_tax_rates ?? [], itemTaxRates: row.subscription_rates.item_tax_rates ?? {} } : null,
-    subscription: row?.subscription ? { planId: row.subscription.plan_id, quantity: row.subscription.quantity ?? 1, items: row.subscription.items } : null,
+    subscriptionSettings: row?.subscription_rates
+      ? {
+          defaultTaxRates: row.subscription_rates.default_tax_rates ?? [],
+          itemTaxRates: row.subscription_rates.item_tax_rates ?? {},
+        }
+      : null,
+    subscription: row?.subscription
+      ? { planId: row.subscription.plan_id, quantity: row.subscription.quantity ?? 1, items: row.subscription.items }
+      : null,
   };
 }
 
@@ -126,7 +153,9 @@ export const builtInTaxCalculator: TaxCalculator = {
     const { customer, taxIds, modeSettings, subscriptionSettings, subscription } = await readTaxContext(tx, input);
     const address = { country: customer?.address?.country ?? null, state: customer?.address?.state ?? null };
     const taxExempt: TaxExempt = customer?.taxExempt ?? 'none';
-    const byPlan = input.subscriptionId ? itemsByPlan(subscription, subscriptionSettings, input.subscriptionId) : new Map<string, string>();
+    const byPlan = input.subscriptionId
+      ? itemsByPlan(subscription, subscriptionSettings, input.subscriptionId)
+      : new Map<string, string>();
     const itemRates = (plan: string | null) => {
       const itemId = plan === null ? undefined : byPlan.get(plan);
       return itemId ? subscriptionSettings?.itemTaxRates[itemId]?.tax_rates : undefined;
@@ -137,8 +166,15 @@ export const builtInTaxCalculator: TaxCalculator = {
       subscription: subscriptionSettings?.defaultTaxRates,
       account: modeSettings?.defaultTaxRates,
     }));
-    const ids = [...new Set(sources.flatMap((s) => [...(s.line ?? []), ...(s.item ?? []), ...(s.subscription ?? []), ...(s.account ?? [])]))];
-    const rows = ids.length === 0 ? [] : await tx.find(TaxRate, { id: { $in: ids }, accountId: input.accountId, livemode: input.livemode });
+    const ids = [
+      ...new Set(
+        sources.flatMap((s) => [...(s.line ?? []), ...(s.item ?? []), ...(s.subscription ?? []), ...(s.account ?? [])]),
+      ),
+    ];
+    const rows =
+      ids.length === 0
+        ? []
+        : await tx.find(TaxRate, { id: { $in: ids }, accountId: input.accountId, livemode: input.livemode });
     const rates = new Map(rows.map((row) => [row.id, asTaxRateRecord(row)]));
     const customerTax = { ...address, tax_exempt: taxExempt };
     return {

@@ -5,6 +5,7 @@
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { AccountModeSettings, SubscriptionTaxRates, TaxRate } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
@@ -19,7 +20,20 @@ export const maxTaxRatesPerLine = 5;
 /** The account's default rates in a mode (one per jurisdiction, say). */
 export const maxDefaultTaxRates = 25;
 
-export const taxTypes = ['vat', 'gst', 'hst', 'pst', 'qst', 'rst', 'jct', 'sales_tax', 'service_tax', 'lease_tax', 'amusement_tax', 'communications_tax'] as const;
+export const taxTypes = [
+  'vat',
+  'gst',
+  'hst',
+  'pst',
+  'qst',
+  'rst',
+  'jct',
+  'sales_tax',
+  'service_tax',
+  'lease_tax',
+  'amusement_tax',
+  'communications_tax',
+] as const;
 
 export interface TaxRateInput {
   display_name: string;
@@ -45,8 +59,13 @@ export async function findOwnTaxRate(em: EntityManager, scope: Scope, id: string
 
 export async function createTaxRate(em: EntityManager, scope: Scope, input: TaxRateInput): Promise<TaxRate> {
   const percentage = normalizePercentage(input.percentage);
-  if (percentage === null) throw new ApiError('invalid_request', 'percentage: must be a number from 0 to 100 with at most 4 decimal places (e.g. 19 or "8.875").');
-  if (input.state && !input.country) throw new ApiError('invalid_request', 'state: give the country too (a state is within a country).');
+  if (percentage === null)
+    throw new ApiError(
+      'invalid_request',
+      'percentage: must be a number from 0 to 100 with at most 4 decimal places (e.g. 19 or "8.875").',
+    );
+  if (input.state && !input.country)
+    throw new ApiError('invalid_request', 'state: give the country too (a state is within a country).');
   const now = new Date();
   const rate = em.create(TaxRate, {
     id: newId('taxRate'),
@@ -71,12 +90,26 @@ export async function createTaxRate(em: EntityManager, scope: Scope, input: TaxR
   return rate;
 }
 
-export type TaxRateChange = Partial<Pick<TaxRateInput, 'display_name' | 'description' | 'country' | 'state' | 'jurisdiction' | 'tax_type' | 'active' | 'metadata'>>;
+export type TaxRateChange = Partial<
+  Pick<
+    TaxRateInput,
+    'display_name' | 'description' | 'country' | 'state' | 'jurisdiction' | 'tax_type' | 'active' | 'metadata'
+  >
+>;
 
-export async function updateTaxRate(em: EntityManager, scope: Scope, id: string, change: TaxRateChange): Promise<TaxRate> {
+export async function updateTaxRate(
+  em: EntityManager,
+  scope: Scope,
+  id: string,
+  change: TaxRateChange,
+): Promise<TaxRate> {
   return em.transactional(async (tx) => {
     await findOwnTaxRate(tx, scope, id);
-    const rate = await tx.findOneOrFail(TaxRate, { id, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const rate = await tx.findOneOrFail(
+      TaxRate,
+      { id, ...scope },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    );
     const before = serializeTaxRate(rate);
     if (change.display_name !== undefined) rate.displayName = change.display_name;
     if (change.description !== undefined) rate.description = change.description;
@@ -86,13 +119,24 @@ export async function updateTaxRate(em: EntityManager, scope: Scope, id: string,
     if (change.tax_type !== undefined) rate.taxType = change.tax_type;
     if (change.active !== undefined) rate.active = change.active;
     if (change.metadata !== undefined) rate.metadata = change.metadata;
-    if (rate.state && !rate.country) throw new ApiError('invalid_request', 'state: give the country too (a state is within a country).');
+    if (rate.state && !rate.country)
+      throw new ApiError('invalid_request', 'state: give the country too (a state is within a country).');
     const after = serializeTaxRate(rate);
-    const previous = Object.fromEntries(Object.entries(before).filter(([key, value]) => JSON.stringify(value) !== JSON.stringify(after[key as keyof typeof after])));
+    const previous = Object.fromEntries(
+      Object.entries(before).filter(
+        ([key, value]) => JSON.stringify(value) !== JSON.stringify(after[key as keyof typeof after]),
+      ),
+    );
     if (Object.keys(previous).length === 0) return rate;
     rate.updatedAt = new Date();
     await tx.flush();
-    await recordEvent(tx, { ...scope, type: 'tax_rate.updated', object: after, previousAttributes: previous, transactionId: null });
+    await recordEvent(tx, {
+      ...scope,
+      type: 'tax_rate.updated',
+      object: after,
+      previousAttributes: previous,
+      transactionId: null,
+    });
     return rate;
   });
 }
@@ -101,7 +145,13 @@ export async function updateTaxRate(em: EntityManager, scope: Scope, id: string,
  * The ids as assignable rates, in the order given: each of the caller's account and mode and active,
  * none twice, at most `max` (400 `invalid_request` naming `field` otherwise).
  */
-export async function assignableTaxRates(em: EntityManager, scope: Scope, ids: readonly string[], field: string, max = maxTaxRatesPerLine): Promise<string[]> {
+export async function assignableTaxRates(
+  em: EntityManager,
+  scope: Scope,
+  ids: readonly string[],
+  field: string,
+  max = maxTaxRatesPerLine,
+): Promise<string[]> {
   if (ids.length > max) throw new ApiError('invalid_request', `${field}: at most ${max} tax rates.`);
   const repeated = ids.find((id, i) => ids.indexOf(id) !== i);
   if (repeated) throw new ApiError('invalid_request', `${field}: ${repeated} is given twice.`);
@@ -110,7 +160,8 @@ export async function assignableTaxRates(em: EntityManager, scope: Scope, ids: r
   for (const id of ids) {
     const rate = found.find((r) => r.id === id);
     if (!rate) throw new ApiError('invalid_request', `${field}: no such tax rate in this account and mode: ${id}.`);
-    if (!rate.active) throw new ApiError('invalid_request', `${field}: tax rate ${id} is inactive; only active rates can be assigned.`);
+    if (!rate.active)
+      throw new ApiError('invalid_request', `${field}: tax rate ${id} is inactive; only active rates can be assigned.`);
   }
   return [...ids];
 }
@@ -130,7 +181,10 @@ export async function setDefaultTaxRates(em: EntityManager, scope: Scope, ids: r
       [scope.accountId, scope.livemode],
       'run',
     );
-    const row = await tx.findOneOrFail(AccountModeSettings, scope, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const row = await tx.findOneOrFail(AccountModeSettings, scope, {
+      lockMode: LockMode.PESSIMISTIC_WRITE,
+      refresh: true,
+    });
     row.defaultTaxRates = checked;
     await tx.flush();
     return checked;
@@ -145,7 +199,10 @@ export interface SubscriptionTaxRatesBody {
   items: { id: string; tax_rates: string[] }[];
 }
 
-export function serializeSubscriptionTaxRates(subscriptionId: string, row: SubscriptionTaxRates | null): SubscriptionTaxRatesBody {
+export function serializeSubscriptionTaxRates(
+  subscriptionId: string,
+  row: SubscriptionTaxRates | null,
+): SubscriptionTaxRatesBody {
   return {
     object: 'subscription_tax_rates',
     subscription: subscriptionId,
@@ -171,7 +228,11 @@ export async function writeSubscriptionTaxRates(
     [subscriptionId, scope.accountId, scope.livemode],
     'run',
   );
-  const row = await tx.findOneOrFail(SubscriptionTaxRates, { subscriptionId, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  const row = await tx.findOneOrFail(
+    SubscriptionTaxRates,
+    { subscriptionId, ...scope },
+    { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+  );
   if (change.defaultTaxRates !== undefined) row.defaultTaxRates = change.defaultTaxRates;
   if (change.items) {
     const items = { ...row.itemTaxRates };
@@ -184,7 +245,14 @@ export async function writeSubscriptionTaxRates(
 }
 
 /** A subscription's items' tax rates by item id (none set: {}). */
-export async function subscriptionItemTaxRates(em: EntityManager, subscription: { id: string; accountId: string; livemode: boolean }): Promise<Record<string, string[]>> {
-  const row = await em.findOne(SubscriptionTaxRates, { subscriptionId: subscription.id, accountId: subscription.accountId, livemode: subscription.livemode });
+export async function subscriptionItemTaxRates(
+  em: EntityManager,
+  subscription: { id: string; accountId: string; livemode: boolean },
+): Promise<Record<string, string[]>> {
+  const row = await em.findOne(SubscriptionTaxRates, {
+    subscriptionId: subscription.id,
+    accountId: subscription.accountId,
+    livemode: subscription.livemode,
+  });
   return Object.fromEntries(Object.entries(row?.itemTaxRates ?? {}).map(([id, item]) => [id, item.tax_rates]));
 }

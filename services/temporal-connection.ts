@@ -7,7 +7,7 @@
  *
  * Workers keep the SDK's defaults: their activities and the maintenance reconciler retry on their own terms.
  */
-import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type GrpcRetryOptions } from '@temporalio/client';
+import { defaultGrpcRetryOptions, type GrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 
 /** A gRPC client interceptor (@grpc/grpc-js's Interceptor, as the Temporal client takes them). */
 type Interceptor = ReturnType<typeof makeGrpcRetryInterceptor>;
@@ -55,7 +55,12 @@ export function requestPathTemporalInterceptors(observe?: (delayMs: number) => v
   return [
     (options, nextCall) => {
       const method = options.method_definition.path.split('/').pop() ?? '';
-      return retrying(quickMethods.has(method) && options.deadline === undefined ? { ...options, deadline: Date.now() + quickCallDeadlineMs } : options, nextCall);
+      return retrying(
+        quickMethods.has(method) && options.deadline === undefined
+          ? { ...options, deadline: Date.now() + quickCallDeadlineMs }
+          : options,
+        nextCall,
+      );
     },
   ];
 }

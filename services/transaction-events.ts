@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import type { Transaction } from '../db/entities/index.ts';
 import type { EventType } from '../domain/events.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
@@ -28,12 +29,20 @@ export async function recordTransactionEvents(
   if (change === 'updated') types.push('transaction.updated');
   else if (transaction.status !== 'pending') {
     types.push(`transaction.${transaction.status}`);
-    if (paymentEvents && transaction.type === 'payment' && transaction.status === 'succeeded') types.push('payment.succeeded');
-    if (paymentEvents && transaction.type === 'payment' && transaction.status === 'failed') types.push('payment.failed');
+    if (paymentEvents && transaction.type === 'payment' && transaction.status === 'succeeded')
+      types.push('payment.succeeded');
+    if (paymentEvents && transaction.type === 'payment' && transaction.status === 'failed')
+      types.push('payment.failed');
   }
   const object = serializeTransaction(transaction);
   await recordEvents(
     em,
-    types.map((type) => ({ accountId: transaction.accountId, livemode: transaction.livemode, type, object, transactionId: transaction.id })),
+    types.map((type) => ({
+      accountId: transaction.accountId,
+      livemode: transaction.livemode,
+      type,
+      object,
+      transactionId: transaction.id,
+    })),
   );
 }

@@ -1,9 +1,10 @@
-import { currentTime } from './clock-context.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Transaction, type BalanceTransaction, type TransactionType } from '../db/entities/index.ts';
+
+import { Account, type BalanceTransaction, Transaction, type TransactionType } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { scoreRisk, velocityCountCap } from '../domain/risk.ts';
 import { paymentAvailabilityDelayMs } from './balances.ts';
+import { currentTime } from './clock-context.ts';
 import { postCredit, postPayment, postRefund, withBalanceUpdatesLast } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
 
@@ -64,20 +65,27 @@ function fieldsOf(input: NewTransaction, risk: { score: number; level: 'low' | '
  * scored from the amount, the account's age and its transactions of the past hour
  * (domain/risk.ts). Used by POST /v1/transactions and by paid payment requests.
  */
-export async function newTransactionFields(em: EntityManager, input: NewTransaction, account?: Pick<Account, 'createdAt'>): Promise<TransactionFields> {
+export async function newTransactionFields(
+  em: EntityManager,
+  input: NewTransaction,
+  account?: Pick<Account, 'createdAt'>,
+): Promise<TransactionFields> {
   const owner = account ?? (await em.findOneOrFail(Account, { id: input.accountId }, { fields: ['createdAt'] }));
   const now = currentTime();
   // The scorer stops counting at velocityCountCap, so the query does too: constant cost however busy the account.
   const [row] = await em
     .getConnection()
-    .execute<{ n: number }[]>(
-      `select count(*)::int as n from (select 1 from transactions where account_id = ? and created_at > ? limit ${velocityCountCap}) recent`,
-      [input.accountId, new Date(now.getTime() - 3_600_000)],
-      'all',
-      em.getTransactionContext(),
-    );
+    .execute<
+      { n: number }[]
+    >(`select count(*)::int as n from (select 1 from transactions where account_id = ? and created_at > ? limit ${velocityCountCap}) recent`, [input.accountId, new Date(now.getTime() - 3_600_000)], 'all', em.getTransactionContext());
   const recent = row!.n;
-  const risk = scoreRisk({ amount: input.amount, currency: input.currency, type: input.type, accountAgeMs: now.getTime() - owner.createdAt.getTime(), transactionsLastHour: recent });
+  const risk = scoreRisk({
+    amount: input.amount,
+    currency: input.currency,
+    type: input.type,
+    accountAgeMs: now.getTime() - owner.createdAt.getTime(),
+    transactionsLastHour: recent,
+  });
   return fieldsOf(input, risk, now);
 }
 
@@ -105,7 +113,9 @@ export async function recordSucceededTransaction(
     await tx.flush();
     const balanceTransaction =
       fields.type === 'payment'
-        ? await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode), { ownedByWorkflow: options.fundsOwnedByWorkflow })
+        ? await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode), {
+            ownedByWorkflow: options.fundsOwnedByWorkflow,
+          })
         : fields.type === 'credit'
           ? await postCredit(tx, row)
           : await postRefund(tx, row, null);
@@ -121,7 +131,12 @@ export async function recordFailedPayment(
   failure: { failureCode: string; failureMessage: string },
   options: { paymentEvents?: boolean } = {},
 ): Promise<Transaction> {
-  const row = tx.create(Transaction, { ...fields, status: 'failed', failureCode: failure.failureCode, failureMessage: failure.failureMessage });
+  const row = tx.create(Transaction, {
+    ...fields,
+    status: 'failed',
+    failureCode: failure.failureCode,
+    failureMessage: failure.failureMessage,
+  });
   await tx.flush();
   await recordTransactionEvents(tx, row, 'created', { paymentEvents: options.paymentEvents });
   return row;

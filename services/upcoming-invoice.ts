@@ -4,8 +4,9 @@
  * the lines from the domain's functions, then the invoice's descriptions, discounts, taxes and
  * balance as the invoice will have them when it is made.
  */
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+
 import { Account, type Subscription } from '../db/entities/index.ts';
 import { ApiError } from '../domain/errors.ts';
 import { humanizeInstants } from '../domain/locale.ts';
@@ -19,7 +20,8 @@ export async function billingStateOf(temporal: Client, subscription: Pick<Subscr
   try {
     return await temporal.workflow.getHandle(subscription.id).query(billingStateQuery);
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) throw new ApiError('invalid_state', 'The subscription has ended: no invoice is coming.');
+    if (error instanceof WorkflowNotFoundError)
+      throw new ApiError('invalid_state', 'The subscription has ended: no invoice is coming.');
     throw error;
   }
 }
@@ -29,8 +31,18 @@ export async function presentUpcomingInvoice(orm: MikroORM, subscription: Subscr
   const account = await orm.em.fork().findOneOrFail(Account, { id: subscription.accountId });
   // As the invoice will read (services/invoices.ts openInvoice): instants in descriptions as dates in the account's language and time zone.
   const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
-  const parties = { accountId: subscription.accountId, livemode: subscription.livemode, customerId: subscription.customerId, subscriptionId: subscription.id, currency: invoice.currency, at: new Date(invoice.issuedAt) };
-  const described = invoice.lines.map((line) => ({ ...line, description: humanizeInstants(line.description, dateStyle) }));
+  const parties = {
+    accountId: subscription.accountId,
+    livemode: subscription.livemode,
+    customerId: subscription.customerId,
+    subscriptionId: subscription.id,
+    currency: invoice.currency,
+    at: new Date(invoice.issuedAt),
+  };
+  const described = invoice.lines.map((line) => ({
+    ...line,
+    description: humanizeInstants(line.description, dateStyle),
+  }));
   // Discounts, taxes and the customer's balance as they stand now: the invoice applies them as they stand when it is made.
   const adjusted = await previewAdjustments(orm.em.fork(), parties, described, true);
   return {

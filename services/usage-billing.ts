@@ -5,10 +5,11 @@
  * never the meter_events table itself; the pricing is domain/usage-pricing.ts.
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+
 import { AccountModeSettings, Meter, Plan } from '../db/entities/index.ts';
-import type { InvoiceLineInput } from '../domain/subscription-decisions.ts';
 import type { PriceTerms } from '../domain/subscription.ts';
-import { defaultUsageGraceSeconds, metersToClose, usageLines, type MeterClosing } from '../domain/usage-billing.ts';
+import type { InvoiceLineInput } from '../domain/subscription-decisions.ts';
+import { defaultUsageGraceSeconds, type MeterClosing, metersToClose, usageLines } from '../domain/usage-billing.ts';
 import { usageStoreFor } from './usage/postgres-store.ts';
 import type { MeterRef, UsageStore } from './usage/store.ts';
 
@@ -29,12 +30,26 @@ export interface CloseUsageResult {
   usageGraceSeconds: number;
 }
 
-const meterRef = (meter: Meter): MeterRef => ({ id: meter.id, eventName: meter.eventName, aggregation: meter.aggregation, valueProperty: meter.valueProperty, groupBy: meter.groupBy });
+const meterRef = (meter: Meter): MeterRef => ({
+  id: meter.id,
+  eventName: meter.eventName,
+  aggregation: meter.aggregation,
+  valueProperty: meter.valueProperty,
+  groupBy: meter.groupBy,
+});
 
 /** The meters of the caller's account and mode by id, whatever their status: a meter deactivated mid-period still bills what it counted. */
-async function metersById(em: EntityManager, scope: { accountId: string; livemode: boolean }, ids: readonly string[]): Promise<Map<string, MeterRef>> {
+async function metersById(
+  em: EntityManager,
+  scope: { accountId: string; livemode: boolean },
+  ids: readonly string[],
+): Promise<Map<string, MeterRef>> {
   if (ids.length === 0) return new Map();
-  const rows = await em.find(Meter, { id: { $in: [...new Set(ids)] }, accountId: scope.accountId, livemode: scope.livemode });
+  const rows = await em.find(Meter, {
+    id: { $in: [...new Set(ids)] },
+    accountId: scope.accountId,
+    livemode: scope.livemode,
+  });
   return new Map(rows.map((row) => [row.id, meterRef(row)]));
 }
 
@@ -45,7 +60,12 @@ export async function usageGraceSeconds(em: EntityManager, accountId: string, li
 }
 
 /** Sets the mode's usage grace window (its settings row made if missing); answers the seconds set. */
-export async function setUsageGraceSeconds(em: EntityManager, accountId: string, livemode: boolean, seconds: number): Promise<number> {
+export async function setUsageGraceSeconds(
+  em: EntityManager,
+  accountId: string,
+  livemode: boolean,
+  seconds: number,
+): Promise<number> {
   await em.execute(
     `insert into "account_mode_settings" ("account_id", "livemode", "notifications", "usage_grace_period_seconds", "updated_at") values (?, ?, '{}', ?, now())
      on conflict ("account_id", "livemode") do update set "usage_grace_period_seconds" = excluded."usage_grace_period_seconds", "updated_at" = now()`,
@@ -60,9 +80,17 @@ export async function setUsageGraceSeconds(em: EntityManager, accountId: string,
  * before `end` are refused period_invoiced from then on) and aggregates every meter, once per (subscription, start):
  * a retried activity gets the stored result back, so the invoice it makes is the same.
  */
-export async function closeUsagePeriod(orm: MikroORM, input: CloseUsageInput, store: UsageStore = usageStoreFor(orm)): Promise<CloseUsageResult> {
+export async function closeUsagePeriod(
+  orm: MikroORM,
+  input: CloseUsageInput,
+  store: UsageStore = usageStoreFor(orm),
+): Promise<CloseUsageResult> {
   const em = orm.em.fork();
-  const meters = await metersById(em, input, input.meters.map((m) => m.meterId));
+  const meters = await metersById(
+    em,
+    input,
+    input.meters.map((m) => m.meterId),
+  );
   const wanted = input.meters.filter((m) => meters.has(m.meterId));
   const closed = await store.closePeriod({
     accountId: input.accountId,
@@ -74,7 +102,11 @@ export async function closeUsagePeriod(orm: MikroORM, input: CloseUsageInput, st
     meters: wanted.map((m) => ({ meter: meters.get(m.meterId)!, ...(m.groupBy ? { groupBy: m.groupBy } : {}) })),
   });
   // closePeriod answers in the order asked; a meter asked twice (two groupings) is told apart by position.
-  const closing = closed.map((result, index) => ({ meterId: result.meterId, aggregates: result.aggregates, ...(wanted[index]?.groupBy ? { groupBy: wanted[index]!.groupBy } : {}) }));
+  const closing = closed.map((result, index) => ({
+    meterId: result.meterId,
+    aggregates: result.aggregates,
+    ...(wanted[index]?.groupBy ? { groupBy: wanted[index]!.groupBy } : {}),
+  }));
   return { closing, usageGraceSeconds: await usageGraceSeconds(em, input.accountId, input.livemode) };
 }
 
@@ -84,19 +116,39 @@ export async function closeUsagePeriod(orm: MikroORM, input: CloseUsageInput, st
  */
 export async function usageSoFar(
   orm: MikroORM,
-  q: { accountId: string; livemode: boolean; customerId: string; items: readonly PriceTerms[]; start: Date; end: Date; periodEnd?: Date },
+  q: {
+    accountId: string;
+    livemode: boolean;
+    customerId: string;
+    items: readonly PriceTerms[];
+    start: Date;
+    end: Date;
+    periodEnd?: Date;
+  },
   store: UsageStore = usageStoreFor(orm),
 ): Promise<InvoiceLineInput[]> {
   const wanted = metersToClose(q.items);
   if (wanted.length === 0) return [];
-  const meters = await metersById(orm.em.fork(), q, wanted.map((m) => m.meterId));
+  const meters = await metersById(
+    orm.em.fork(),
+    q,
+    wanted.map((m) => m.meterId),
+  );
   const closing = await Promise.all(
     wanted
       .filter((m) => meters.has(m.meterId))
       .map(async (m) => ({
         meterId: m.meterId,
         ...(m.groupBy ? { groupBy: m.groupBy } : {}),
-        aggregates: await store.aggregate({ accountId: q.accountId, livemode: q.livemode, customerId: q.customerId, meter: meters.get(m.meterId)!, start: q.start, end: q.end, ...(m.groupBy ? { groupBy: m.groupBy } : {}) }),
+        aggregates: await store.aggregate({
+          accountId: q.accountId,
+          livemode: q.livemode,
+          customerId: q.customerId,
+          meter: meters.get(m.meterId)!,
+          start: q.start,
+          end: q.end,
+          ...(m.groupBy ? { groupBy: m.groupBy } : {}),
+        }),
       })),
   );
   return usageLines(q.items, closing, { start: q.start, end: q.periodEnd ?? q.end });
@@ -118,11 +170,24 @@ export interface ItemUsage {
  */
 export async function itemsUsageSoFar(
   orm: MikroORM,
-  q: { accountId: string; livemode: boolean; customerId: string; items: readonly { id: string; planId: string }[]; periodStart: Date; periodEnd: Date; now: () => Promise<Date> },
+  q: {
+    accountId: string;
+    livemode: boolean;
+    customerId: string;
+    items: readonly { id: string; planId: string }[];
+    periodStart: Date;
+    periodEnd: Date;
+    now: () => Promise<Date>;
+  },
   store: UsageStore = usageStoreFor(orm),
 ): Promise<Map<string, ItemUsage>> {
   const em = orm.em.fork();
-  const plans = await em.find(Plan, { id: { $in: [...new Set(q.items.map((i) => i.planId))] }, accountId: q.accountId, livemode: q.livemode, usageType: 'metered' });
+  const plans = await em.find(Plan, {
+    id: { $in: [...new Set(q.items.map((i) => i.planId))] },
+    accountId: q.accountId,
+    livemode: q.livemode,
+    usageType: 'metered',
+  });
   const meterOf = new Map(plans.filter((p) => p.meterId).map((p) => [p.id, p.meterId!]));
   const metered = q.items.filter((i) => meterOf.has(i.planId));
   if (metered.length === 0) return new Map();
@@ -134,8 +199,23 @@ export async function itemsUsageSoFar(
     metered.map(async (item): Promise<[string, ItemUsage] | null> => {
       const meter = meters.get(meterOf.get(item.planId)!);
       if (!meter) return null;
-      const [row] = await store.aggregate({ accountId: q.accountId, livemode: q.livemode, customerId: q.customerId, meter, start: q.periodStart, end });
-      return [item.id, { meter: meter.id, quantity: row?.value ?? '0', period_start: q.periodStart.toISOString(), period_end: q.periodEnd.toISOString() }];
+      const [row] = await store.aggregate({
+        accountId: q.accountId,
+        livemode: q.livemode,
+        customerId: q.customerId,
+        meter,
+        start: q.periodStart,
+        end,
+      });
+      return [
+        item.id,
+        {
+          meter: meter.id,
+          quantity: row?.value ?? '0',
+          period_start: q.periodStart.toISOString(),
+          period_end: q.periodEnd.toISOString(),
+        },
+      ];
     }),
   );
   return new Map(answers.filter((a): a is [string, ItemUsage] => a !== null));

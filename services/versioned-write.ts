@@ -12,13 +12,19 @@ import type { EntityManager, EntityName } from '@mikro-orm/postgresql';
 export async function writeVersioned<Row extends { id: string; version: number }, Previous>(
   tx: EntityManager,
   // The row is the entity's data; MikroORM's entity types are too deep to relate them here.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
   entity: EntityName<any>,
   table: string,
   row: Row,
   options: { insertOnly: (keyof Row)[]; previousColumns: string[] },
 ): Promise<{ written: boolean; previous: Previous | null }> {
-  const [previous] = await tx.execute<Previous[]>(`select ${options.previousColumns.join(', ')} from ${table} where id = ? for update`, [row.id]);
-  const changes = Object.fromEntries(Object.entries(row).filter(([key]) => key !== 'id' && !options.insertOnly.includes(key as keyof Row)));
+  const [previous] = await tx.execute<Previous[]>(
+    `select ${options.previousColumns.join(', ')} from ${table} where id = ? for update`,
+    [row.id],
+  );
+  const changes = Object.fromEntries(
+    Object.entries(row).filter(([key]) => key !== 'id' && !options.insertOnly.includes(key as keyof Row)),
+  );
   const result = await tx
     .createQueryBuilder(entity)
     .insert(row)

@@ -8,6 +8,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
+
 import type { CheckedUrl } from '../domain/webhook-url.ts';
 import { deliveryTimeoutMs, responseBodyLimitBytes } from '../domain/webhooks.ts';
 
@@ -26,7 +27,11 @@ function pinnedLookup(addresses: CheckedUrl['addresses']): LookupFunction {
   return ((_hostname: string, options: { all?: boolean } | number, callback: (...args: unknown[]) => void) => {
     const cb = typeof options === 'function' ? (options as unknown as (...args: unknown[]) => void) : callback;
     const all = typeof options === 'object' && options !== null && options.all;
-    if (all) cb(null, addresses.map((a) => ({ address: a.address, family: a.family })));
+    if (all)
+      cb(
+        null,
+        addresses.map((a) => ({ address: a.address, family: a.family })),
+      );
     else cb(null, addresses[0]!.address, addresses[0]!.family);
   }) as unknown as LookupFunction;
 }
@@ -95,7 +100,11 @@ export function postWebhook(
         const chunks: Buffer[] = [];
         let kept = 0;
         const done = () => {
-          finish({ statusCode: response.statusCode ?? null, body: Buffer.concat(chunks).toString('utf8'), error: null });
+          finish({
+            statusCode: response.statusCode ?? null,
+            body: Buffer.concat(chunks).toString('utf8'),
+            error: null,
+          });
         };
         response.on('data', (chunk: Buffer) => {
           if (kept < responseBodyLimitBytes) {

@@ -13,6 +13,7 @@
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
+
 import { wakeEventDispatch } from './webhooks.ts';
 
 export interface DispatchWaker {
@@ -49,7 +50,11 @@ export function createDispatchWaker({ orm, client, taskQueue, onError }: Dispatc
     if (hit && hit.until > Date.now()) return hit.has;
     const began = generation;
     const rows = scope
-      ? await orm.em.getConnection().execute<unknown[]>('select 1 from webhook_endpoints where account_id = ? and livemode = ? and enabled limit 1', [scope.accountId, scope.livemode])
+      ? await orm.em
+          .getConnection()
+          .execute<
+            unknown[]
+          >('select 1 from webhook_endpoints where account_id = ? and livemode = ? and enabled limit 1', [scope.accountId, scope.livemode])
       : await orm.em.getConnection().execute<unknown[]>('select 1 from webhook_endpoints where enabled limit 1');
     if (cache.size > 10_000) cache.clear();
     if (began === generation) cache.set(key, { has: rows.length > 0, until: Date.now() + cacheMs });

@@ -31,23 +31,51 @@
  * lost send has no attempt row. So every event reaches every endpoint that
  * wanted it at the time, and each delivery has at most one workflow.
  */
-import { CancelledFailure, Context } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { ClockBinding } from '../workflows/clock-sleep.ts';
-import { bindToClock, mainTaskQueueOf, taskQueueFor, unbindFromClock } from './test-clocks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Account, Event, Transaction, User, WebhookAttempt, WebhookDelivery, WebhookEndpoint, type WebhookDeliveryStatus } from '../db/entities/index.ts';
+import { CancelledFailure, Context } from '@temporalio/activity';
+import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+
+import { webhookUrlPolicyFromEnv } from '../config.ts';
+import {
+  Account,
+  Event,
+  Transaction,
+  User,
+  WebhookAttempt,
+  WebhookDelivery,
+  type WebhookDeliveryStatus,
+  WebhookEndpoint,
+} from '../db/entities/index.ts';
+import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
 import { idCreatedAt, newId } from '../domain/ids.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
-import { checkWebhookUrl, systemResolver, UrlNotAllowedError, type Resolver, type WebhookUrlPolicy } from '../domain/webhook-url.ts';
-import { webhookUrlPolicyFromEnv } from '../config.ts';
-import { deliveryId, disableWindowMs, endpointWants, retrySchedule, riskScoreHeader, signWebhook } from '../domain/webhooks.ts';
-import type { EmailInput } from './email.ts';
-import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
-import { postWebhook, type WebhookResponse } from './webhook-http.ts';
+import {
+  checkWebhookUrl,
+  type Resolver,
+  systemResolver,
+  UrlNotAllowedError,
+  type WebhookUrlPolicy,
+} from '../domain/webhook-url.ts';
+import {
+  deliveryId,
+  disableWindowMs,
+  endpointWants,
+  retrySchedule,
+  riskScoreHeader,
+  signWebhook,
+} from '../domain/webhooks.ts';
 import { serializeEvent } from '../objects/event.ts';
-import { eventDispatchWorkflow, wakeSignal, webhookDeliveryWorkflow, type WebhookDeliveryInput } from '../workflows/webhooks.ts';
+import type { ClockBinding } from '../workflows/clock-sleep.ts';
+import {
+  eventDispatchWorkflow,
+  wakeSignal,
+  type WebhookDeliveryInput,
+  webhookDeliveryWorkflow,
+} from '../workflows/webhooks.ts';
+import type { EmailInput } from './email.ts';
 import { webhookDeliveries, webhookDeliveryLag } from './observability/metrics.ts';
+import { bindToClock, mainTaskQueueOf, taskQueueFor, unbindFromClock } from './test-clocks.ts';
+import { postWebhook, type WebhookResponse } from './webhook-http.ts';
 
 /** The dispatcher's workflow id on a task queue (one dispatcher per deployment, on the live queue: a clock queue's is its live queue's). */
 export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${mainTaskQueueOf(taskQueue)}`;
@@ -73,7 +101,13 @@ export async function wakeEventDispatch(client: Client, taskQueue: string): Prom
  * 2 s), so their failed deliveries are registered on the clock before it moves on.
  * Returns how many are left after `timeoutMs` (0: all dispatched).
  */
-export async function awaitClockEventsDispatched(em: EntityManager, client: Client, taskQueue: string, clockId: string, timeoutMs: number): Promise<number> {
+export async function awaitClockEventsDispatched(
+  em: EntityManager,
+  client: Client,
+  taskQueue: string,
+  clockId: string,
+  timeoutMs: number,
+): Promise<number> {
   const started = Date.now();
   let pause = 50;
   let lastWake = 0;
@@ -115,9 +149,14 @@ export interface AttemptMade {
   disabled?: { endpointId: string; disabledAt: string };
 }
 
-
 /** Starts a delivery's workflow; a start of an id Temporal already has counts as done. Returns whether it started one. */
-export async function startDelivery(client: Client, taskQueue: string, delivery: { id: string; livemode: boolean }, after?: AttemptMade, testClock?: ClockBinding): Promise<boolean> {
+export async function startDelivery(
+  client: Client,
+  taskQueue: string,
+  delivery: { id: string; livemode: boolean },
+  after?: AttemptMade,
+  testClock?: ClockBinding,
+): Promise<boolean> {
   // A delivery of an event on a test clock retries on the clock: registered first, so the clock waits for it (a clock deleted meanwhile: on the wall clock).
   let binding = testClock;
   if (binding) {
@@ -132,7 +171,14 @@ export async function startDelivery(client: Client, taskQueue: string, delivery:
     await client.workflow.start(webhookDeliveryWorkflow, {
       workflowId: delivery.id,
       taskQueue: taskQueueFor(taskQueue, binding),
-      args: [{ deliveryId: delivery.id, livemode: delivery.livemode, ...(after ? { after } : {}), ...(binding ? { testClock: binding } : {}) } satisfies WebhookDeliveryInput],
+      args: [
+        {
+          deliveryId: delivery.id,
+          livemode: delivery.livemode,
+          ...(after ? { after } : {}),
+          ...(binding ? { testClock: binding } : {}),
+        } satisfies WebhookDeliveryInput,
+      ],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
     return true;
@@ -199,7 +245,11 @@ async function inParallel<T>(items: T[], width: number, task: (item: T) => Promi
  * once `stop()` is true (what is still queued stays in `groups`). Rejects with
  * the first error, after the tasks already running have ended.
  */
-function runGrouped<T>(groups: Map<string, T[]>, limits: { width: number; perGroup: number; stop: () => boolean }, task: (item: T) => Promise<void>): Promise<void> {
+function runGrouped<T>(
+  groups: Map<string, T[]>,
+  limits: { width: number; perGroup: number; stop: () => boolean },
+  task: (item: T) => Promise<void>,
+): Promise<void> {
   const keys = [...groups.keys()];
   const running = new Map<string, number>();
   let cursor = 0;
@@ -226,7 +276,10 @@ function runGrouped<T>(groups: Map<string, T[]>, limits: { width: number; perGro
         running.set(key, (running.get(key) ?? 0) + 1);
         task(item)
           .catch((error: unknown) => {
-            if (!failed) (failed = true), (failure = error);
+            if (!failed) {
+              failed = true;
+              failure = error;
+            }
           })
           .finally(() => {
             active--;
@@ -266,13 +319,30 @@ export interface DispatchOptions {
 
 export const inlineAttempts = { width: 20, perEndpoint: 4, windowMs: 15_000 } as const;
 
-type DeliveryRow = Pick<WebhookDelivery, 'id' | 'livemode' | 'endpointId' | 'eventId' | 'status' | 'attemptCount' | 'lastAttemptAt'>;
+type DeliveryRow = Pick<
+  WebhookDelivery,
+  'id' | 'livemode' | 'endpointId' | 'eventId' | 'status' | 'attemptCount' | 'lastAttemptAt'
+>;
 
 /** One pass of the dispatcher over the oldest `limit` undispatched events (see the comment at the top). */
-export async function dispatchEvents(em: EntityManager, client: Client, taskQueue: string, deps: WebhookDeliveryDeps, options: DispatchOptions): Promise<DispatchResult> {
+export async function dispatchEvents(
+  em: EntityManager,
+  client: Client,
+  taskQueue: string,
+  deps: WebhookDeliveryDeps,
+  options: DispatchOptions,
+): Promise<DispatchResult> {
   const began = Date.now();
   const now = options.now ?? (() => new Date());
-  const result: DispatchResult = { events: 0, dispatched: 0, deliveries: 0, inline: 0, inlineSucceeded: 0, workflows: 0, more: false };
+  const result: DispatchResult = {
+    events: 0,
+    dispatched: 0,
+    deliveries: 0,
+    inline: 0,
+    inlineSucceeded: 0,
+    workflows: 0,
+    more: false,
+  };
   const events = await em.find(Event, { dispatchedAt: null }, { orderBy: { id: 'asc' }, limit: options.limit });
   if (events.length === 0) return result;
   result.events = events.length;
@@ -282,7 +352,11 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
   const endpointById = new Map(endpoints.map((e) => [e.id, e]));
 
   // 1. The delivery rows: those a pass that died already made, and the missing ones.
-  const existing = await em.find(WebhookDelivery, { eventId: { $in: eventIds }, redelivery: false }, { fields: ['id', 'livemode', 'endpointId', 'eventId', 'status', 'attemptCount', 'lastAttemptAt'] });
+  const existing = await em.find(
+    WebhookDelivery,
+    { eventId: { $in: eventIds }, redelivery: false },
+    { fields: ['id', 'livemode', 'endpointId', 'eventId', 'status', 'attemptCount', 'lastAttemptAt'] },
+  );
   const rows: DeliveryRow[] = [...existing];
   const known = new Set(existing.map((d) => d.id));
   const created: WebhookDelivery[] = [];
@@ -291,7 +365,12 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
     for (const endpoint of endpoints) {
       // An endpoint gets the events of its account and mode recorded after it was made, in the real order of
       // creation: an event on a test clock carries the clock's time (2027, say), so its id's time decides.
-      if (endpoint.accountId !== event.accountId || endpoint.livemode !== event.livemode || endpoint.createdAt > recordedAt(event)) continue;
+      if (
+        endpoint.accountId !== event.accountId ||
+        endpoint.livemode !== event.livemode ||
+        endpoint.createdAt > recordedAt(event)
+      )
+        continue;
       if (!endpointWants(endpoint.events, event.type)) continue;
       const id = deliveryId(event.id, endpoint.id);
       if (known.has(id)) continue;
@@ -312,7 +391,8 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
       } as WebhookDelivery);
     }
   }
-  if (created.length > 0) await em.createQueryBuilder(WebhookDelivery).insert(created).onConflict('id').ignore().execute('run');
+  if (created.length > 0)
+    await em.createQueryBuilder(WebhookDelivery).insert(created).onConflict('id').ignore().execute('run');
   rows.push(...created);
   result.deliveries = created.length;
 
@@ -331,7 +411,11 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
       // A pass that died recorded a failed first attempt but may not have started the workflow. A failed
       // (not pending) row after one attempt means that attempt disabled the endpoint: the workflow sends the email.
       const attemptedAt = new Date(row.lastAttemptAt).toISOString();
-      const after: AttemptMade = { attempt: row.attemptCount, attemptedAt, ...(row.status === 'failed' ? { disabled: { endpointId: row.endpointId, disabledAt: attemptedAt } } : {}) };
+      const after: AttemptMade = {
+        attempt: row.attemptCount,
+        attemptedAt,
+        ...(row.status === 'failed' ? { disabled: { endpointId: row.endpointId, disabledAt: attemptedAt } } : {}),
+      };
       handOffs.push({ row, after });
     } else if (row.status !== 'pending') {
       continue; // ended by a workflow (finishWebhookDelivery): it exists
@@ -348,7 +432,11 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
     unsettled.set(row.eventId, unsettled.get(row.eventId)! + 1);
   }
   if (canceled.length > 0) {
-    await em.nativeUpdate(WebhookDelivery, { id: { $in: canceled }, status: 'pending' }, { status: 'canceled', nextAttemptAt: null, completedAt: now() });
+    await em.nativeUpdate(
+      WebhookDelivery,
+      { id: { $in: canceled }, status: 'pending' },
+      { status: 'canceled', nextAttemptAt: null, completedAt: now() },
+    );
   }
 
   // 3. Inline first attempts; workflows for what failed. Event bodies, risk scores and secrets once per pass.
@@ -359,7 +447,10 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
     if (text === undefined) bodies.set(event.id, (text = JSON.stringify(serializeEvent(event))));
     return text;
   };
-  const scores = await riskScores(em, events.map((e) => e.transactionId).filter((id): id is string => id !== null));
+  const scores = await riskScores(
+    em,
+    events.map((e) => e.transactionId).filter((id): id is string => id !== null),
+  );
   const failingNow = new Set<string>();
   const opened: OpenedSecrets = new Map();
   const start = async (row: DeliveryRow, after?: AttemptMade) => {
@@ -370,38 +461,70 @@ export async function dispatchEvents(em: EntityManager, client: Client, taskQueu
   const stop = () => options.signal?.aborted === true || Date.now() - began > windowMs;
   const phases = await Promise.allSettled([
     inParallel(handOffs, 16, ({ row, after }) => start(row, after)),
-    runGrouped(inline, { width: options.width ?? inlineAttempts.width, perGroup: options.perEndpoint ?? inlineAttempts.perEndpoint, stop }, async (row) => {
-      const endpoint = endpointById.get(row.endpointId)!;
-      if (failingNow.has(endpoint.id)) return start(row);
-      const event = eventById.get(row.eventId)!;
-      // An event on a test clock is sent at its own (the clock's) time: the retries count from there.
-      const attemptedAt = event.testClockId ? new Date(event.createdAt) : now();
-      const prepared: Prepared = { deliveryId: row.id, endpoint, event, body: body(event), riskScore: event.transactionId ? (scores.get(event.transactionId) ?? null) : null };
-      const input = { attempt: 1, attemptedAt, nextAttemptAt: new Date(attemptedAt.getTime() + retrySchedule(endpoint.livemode)[0]!) };
-      let outcome: AttemptOutcome;
-      try {
-        outcome = await record(em, prepared, input, await send(deps, prepared, attemptedAt, opened), event.testClockId ? now() : attemptedAt);
-      } catch (error) {
-        // Not an HTTP failure (those are recorded): the attempt could not be recorded. Its workflow makes attempt 1
-        // again (a copy may have gone: at least once), so one delivery's trouble does not hold up the others.
-        options.log?.warn('inline webhook attempt failed; its delivery workflow takes over', { deliveryId: row.id, error: String(error) });
-        return start(row);
-      }
-      result.inline++;
-      if (outcome.outcome !== 'failed') {
-        if (outcome.outcome === 'succeeded') result.inlineSucceeded++;
-        return settle(row);
-      }
-      failingNow.add(endpoint.id);
-      await start(row, { attempt: 1, attemptedAt: attemptedAt.toISOString(), ...(outcome.disabled ? { disabled: outcome.disabled } : {}) });
-    }),
+    runGrouped(
+      inline,
+      {
+        width: options.width ?? inlineAttempts.width,
+        perGroup: options.perEndpoint ?? inlineAttempts.perEndpoint,
+        stop,
+      },
+      async (row) => {
+        const endpoint = endpointById.get(row.endpointId)!;
+        if (failingNow.has(endpoint.id)) return start(row);
+        const event = eventById.get(row.eventId)!;
+        // An event on a test clock is sent at its own (the clock's) time: the retries count from there.
+        const attemptedAt = event.testClockId ? new Date(event.createdAt) : now();
+        const prepared: Prepared = {
+          deliveryId: row.id,
+          endpoint,
+          event,
+          body: body(event),
+          riskScore: event.transactionId ? (scores.get(event.transactionId) ?? null) : null,
+        };
+        const input = {
+          attempt: 1,
+          attemptedAt,
+          nextAttemptAt: new Date(attemptedAt.getTime() + retrySchedule(endpoint.livemode)[0]!),
+        };
+        let outcome: AttemptOutcome;
+        try {
+          outcome = await record(
+            em,
+            prepared,
+            input,
+            await send(deps, prepared, attemptedAt, opened),
+            event.testClockId ? now() : attemptedAt,
+          );
+        } catch (error) {
+          // Not an HTTP failure (those are recorded): the attempt could not be recorded. Its workflow makes attempt 1
+          // again (a copy may have gone: at least once), so one delivery's trouble does not hold up the others.
+          options.log?.warn('inline webhook attempt failed; its delivery workflow takes over', {
+            deliveryId: row.id,
+            error: String(error),
+          });
+          return start(row);
+        }
+        result.inline++;
+        if (outcome.outcome !== 'failed') {
+          if (outcome.outcome === 'succeeded') result.inlineSucceeded++;
+          return settle(row);
+        }
+        failingNow.add(endpoint.id);
+        await start(row, {
+          attempt: 1,
+          attemptedAt: attemptedAt.toISOString(),
+          ...(outcome.disabled ? { disabled: outcome.disabled } : {}),
+        });
+      },
+    ),
   ]);
   for (const phase of phases) if (phase.status === 'rejected') throw phase.reason;
   if (options.signal?.aborted) throw new CancelledFailure('the dispatcher pass was cancelled');
 
   // 4. Only now: the events all of whose deliveries are settled.
   const done = eventIds.filter((id) => unsettled.get(id) === 0);
-  if (done.length > 0) await em.nativeUpdate(Event, { id: { $in: done }, dispatchedAt: null }, { dispatchedAt: new Date() });
+  if (done.length > 0)
+    await em.nativeUpdate(Event, { id: { $in: done }, dispatchedAt: null }, { dispatchedAt: new Date() });
   result.dispatched = done.length;
   result.more = events.length === options.limit || done.length < events.length;
   return result;
@@ -450,7 +573,11 @@ interface Prepared {
 /** Risk scores of transactions, by id (x-risk-score). */
 async function riskScores(em: EntityManager, transactionIds: string[]): Promise<Map<string, number>> {
   if (transactionIds.length === 0) return new Map();
-  const rows = await em.find(Transaction, { id: { $in: [...new Set(transactionIds)] } }, { fields: ['id', 'riskScore'] });
+  const rows = await em.find(
+    Transaction,
+    { id: { $in: [...new Set(transactionIds)] } },
+    { fields: ['id', 'riskScore'] },
+  );
   return new Map(rows.map((r) => [r.id, r.riskScore]));
 }
 
@@ -458,7 +585,11 @@ async function riskScores(em: EntityManager, transactionIds: string[]): Promise<
 type OpenedSecrets = Map<string, string | null>;
 
 /** The secrets that sign now: the current one, and the previous one during a rotation's overlap; or why they cannot be opened. */
-function signingSecrets(deps: WebhookDeliveryDeps, endpoint: WebhookEndpoint, opened: OpenedSecrets): { secrets: string[] } | { error: string } {
+function signingSecrets(
+  deps: WebhookDeliveryDeps,
+  endpoint: WebhookEndpoint,
+  opened: OpenedSecrets,
+): { secrets: string[] } | { error: string } {
   const box = deps.secretBox;
   if (!box) throw new Error('This worker has no secret box (createActivities needs secretBox to sign webhooks).');
   const open = (sealed: string) => {
@@ -474,9 +605,15 @@ function signingSecrets(deps: WebhookDeliveryDeps, endpoint: WebhookEndpoint, op
   const secrets: (string | null)[] = [open(endpoint.secret)];
   // The overlap is judged on the wall clock, the clock the API stamped the rotation with
   // (in production it and the workflow's clock agree; a time-skipping test server runs ahead).
-  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > Date.now()) secrets.push(open(endpoint.previousSecret));
+  if (
+    endpoint.previousSecret &&
+    endpoint.previousSecretExpiresAt &&
+    endpoint.previousSecretExpiresAt.getTime() > Date.now()
+  )
+    secrets.push(open(endpoint.previousSecret));
   // Recorded as the attempt's error; rotating the secret fixes it.
-  if (secrets.includes(null)) return { error: 'the signing secret cannot be opened (was AUTH_SECRET changed?); rotate the secret' };
+  if (secrets.includes(null))
+    return { error: 'the signing secret cannot be opened (was AUTH_SECRET changed?); rotate the secret' };
   return { secrets: secrets as string[] };
 }
 
@@ -485,7 +622,12 @@ function signingSecrets(deps: WebhookDeliveryDeps, endpoint: WebhookEndpoint, op
  * answers), signs with the current secret (and the previous one during a
  * rotation's overlap at `at`), POSTs once. Never throws for an HTTP failure.
  */
-async function send(deps: WebhookDeliveryDeps, p: Prepared, at: Date, opened: OpenedSecrets = new Map()): Promise<WebhookResponse> {
+async function send(
+  deps: WebhookDeliveryDeps,
+  p: Prepared,
+  at: Date,
+  opened: OpenedSecrets = new Map(),
+): Promise<WebhookResponse> {
   const { endpoint, event, body } = p;
   const secrets = signingSecrets(deps, endpoint, opened);
   if ('error' in secrets) return { statusCode: null, latencyMs: 0, body: null, error: secrets.error };
@@ -500,7 +642,12 @@ async function send(deps: WebhookDeliveryDeps, p: Prepared, at: Date, opened: Op
     'x-risk-score': riskScoreHeader(p.riskScore),
   };
   try {
-    const target = await checkWebhookUrl(endpoint.url, endpoint.livemode, deps.resolver ?? systemResolver, deps.urlPolicy ?? webhookUrlPolicyFromEnv());
+    const target = await checkWebhookUrl(
+      endpoint.url,
+      endpoint.livemode,
+      deps.resolver ?? systemResolver,
+      deps.urlPolicy ?? webhookUrlPolicyFromEnv(),
+    );
     return await postWebhook(target, headers, body);
   } catch (error) {
     if (!(error instanceof UrlNotAllowedError)) throw error;
@@ -519,7 +666,13 @@ async function send(deps: WebhookDeliveryDeps, p: Prepared, at: Date, opened: Op
  * not set `failing_since`, so an endpoint that live (not clock) deliveries keep healthy is never disabled by
  * them; it ends a run only that live failures began a whole window ago.
  */
-async function record(em: EntityManager, p: Prepared, input: { attempt: number; attemptedAt: Date; nextAttemptAt: Date | null }, response: WebhookResponse, judgedAt: Date = input.attemptedAt): Promise<AttemptOutcome> {
+async function record(
+  em: EntityManager,
+  p: Prepared,
+  input: { attempt: number; attemptedAt: Date; nextAttemptAt: Date | null },
+  response: WebhookResponse,
+  judgedAt: Date = input.attemptedAt,
+): Promise<AttemptOutcome> {
   const { endpoint, event, deliveryId: id } = p;
   const { attemptedAt } = input;
   const succeeded = response.statusCode !== null && response.statusCode >= 200 && response.statusCode < 300;
@@ -550,17 +703,37 @@ async function record(em: EntityManager, p: Prepared, input: { attempt: number; 
          update webhook_endpoints set failing_since = null where id = ? and failing_since is not null
        )
        update webhook_deliveries set status = 'succeeded', attempt_count = ?, last_attempt_at = ?, next_attempt_at = null, completed_at = ? where id = ?`,
-      [attempt.id, id, endpoint.id, event.id, event.accountId, event.livemode, input.attempt, attemptedAt, endpoint.url, attempt.statusCode, attempt.latencyMs, attempt.responseBody, endpoint.id, input.attempt, attemptedAt, attemptedAt, id],
+      [
+        attempt.id,
+        id,
+        endpoint.id,
+        event.id,
+        event.accountId,
+        event.livemode,
+        input.attempt,
+        attemptedAt,
+        endpoint.url,
+        attempt.statusCode,
+        attempt.latencyMs,
+        attempt.responseBody,
+        endpoint.id,
+        input.attempt,
+        attemptedAt,
+        attemptedAt,
+        id,
+      ],
       'run',
     );
     webhookDeliveries.inc({ outcome: 'succeeded' });
-    if (!event.testClockId) webhookDeliveryLag.observe(Math.max(0, Date.now() - new Date(event.createdAt).getTime()) / 1000);
+    if (!event.testClockId)
+      webhookDeliveryLag.observe(Math.max(0, Date.now() - new Date(event.createdAt).getTime()) / 1000);
     return { outcome: 'succeeded' };
   }
   webhookDeliveries.inc({ outcome: 'failed' });
   return em.fork().transactional(async (tx) => {
     tx.create(WebhookAttempt, attempt);
-    if (!event.testClockId) await tx.nativeUpdate(WebhookEndpoint, { id: endpoint.id, failingSince: null }, { failingSince: judgedAt });
+    if (!event.testClockId)
+      await tx.nativeUpdate(WebhookEndpoint, { id: endpoint.id, failingSince: null }, { failingSince: judgedAt });
     const windowStart = new Date(judgedAt.getTime() - disableWindowMs(endpoint.livemode));
     const disabled = await tx.nativeUpdate(
       WebhookEndpoint,
@@ -582,7 +755,10 @@ async function record(em: EntityManager, p: Prepared, input: { attempt: number; 
       },
     );
     await tx.flush();
-    return { outcome: 'failed', ...(disabledAt ? { disabled: { endpointId: endpoint.id, disabledAt: disabledAt.toISOString() } } : {}) };
+    return {
+      outcome: 'failed',
+      ...(disabledAt ? { disabled: { endpointId: endpoint.id, disabledAt: disabledAt.toISOString() } } : {}),
+    };
   });
 }
 
@@ -592,7 +768,11 @@ async function record(em: EntityManager, p: Prepared, input: { attempt: number; 
  * records the attempt as the dispatcher's inline attempt does. Never throws for
  * an HTTP failure: the workflow owns the retries.
  */
-export async function attemptWebhookDelivery(em: EntityManager, deps: WebhookDeliveryDeps, input: AttemptInput): Promise<AttemptOutcome> {
+export async function attemptWebhookDelivery(
+  em: EntityManager,
+  deps: WebhookDeliveryDeps,
+  input: AttemptInput,
+): Promise<AttemptOutcome> {
   const delivery = await em.findOne(WebhookDelivery, { id: input.deliveryId });
   if (!delivery) return { outcome: 'canceled' };
   if (delivery.status === 'succeeded' || delivery.status === 'canceled') return { outcome: delivery.status };
@@ -600,28 +780,66 @@ export async function attemptWebhookDelivery(em: EntityManager, deps: WebhookDel
   const endpoint = await em.findOne(WebhookEndpoint, { id: delivery.endpointId });
   const event = await em.findOne(Event, { id: delivery.eventId });
   if (!endpoint || !endpoint.enabled || !event) {
-    await em.nativeUpdate(WebhookDelivery, { id: delivery.id, status: 'pending' }, { status: 'canceled', nextAttemptAt: null, completedAt: attemptedAt });
+    await em.nativeUpdate(
+      WebhookDelivery,
+      { id: delivery.id, status: 'pending' },
+      { status: 'canceled', nextAttemptAt: null, completedAt: attemptedAt },
+    );
     return { outcome: 'canceled' };
   }
   const scores = await riskScores(em, event.transactionId ? [event.transactionId] : []);
-  const prepared: Prepared = { deliveryId: delivery.id, endpoint, event, body: JSON.stringify(serializeEvent(event)), riskScore: event.transactionId ? (scores.get(event.transactionId) ?? null) : null };
+  const prepared: Prepared = {
+    deliveryId: delivery.id,
+    endpoint,
+    event,
+    body: JSON.stringify(serializeEvent(event)),
+    riskScore: event.transactionId ? (scores.get(event.transactionId) ?? null) : null,
+  };
   const response = await send(deps, prepared, attemptedAt);
-  return record(em, prepared, { attempt: input.attempt, attemptedAt, nextAttemptAt: input.nextAttemptAt === null ? null : new Date(input.nextAttemptAt) }, response, event.testClockId ? judgedNow() : attemptedAt);
+  return record(
+    em,
+    prepared,
+    {
+      attempt: input.attempt,
+      attemptedAt,
+      nextAttemptAt: input.nextAttemptAt === null ? null : new Date(input.nextAttemptAt),
+    },
+    response,
+    event.testClockId ? judgedNow() : attemptedAt,
+  );
 }
 
 /** Marks a delivery that ended without its last attempt being recorded (the attempt activity itself failed). */
-export async function finishWebhookDelivery(em: EntityManager, input: { deliveryId: string; at: string }): Promise<void> {
-  await em.nativeUpdate(WebhookDelivery, { id: input.deliveryId, status: 'pending' }, { status: 'failed', nextAttemptAt: null, completedAt: new Date(input.at) });
+export async function finishWebhookDelivery(
+  em: EntityManager,
+  input: { deliveryId: string; at: string },
+): Promise<void> {
+  await em.nativeUpdate(
+    WebhookDelivery,
+    { id: input.deliveryId, status: 'pending' },
+    { status: 'failed', nextAttemptAt: null, completedAt: new Date(input.at) },
+  );
 }
 
 /** The email to the account's owner about an endpoint this delivery disabled; null if the endpoint is gone, enabled again, or disabled since at another time. */
-export async function webhookDisabledEmail(em: EntityManager, input: { endpointId: string; disabledAt: string }): Promise<EmailInput | null> {
+export async function webhookDisabledEmail(
+  em: EntityManager,
+  input: { endpointId: string; disabledAt: string },
+): Promise<EmailInput | null> {
   const endpoint = await em.findOne(WebhookEndpoint, { id: input.endpointId });
   if (!endpoint || endpoint.enabled || endpoint.disabledAt?.getTime() !== Date.parse(input.disabledAt)) return null;
   const account = await em.findOne(Account, { id: endpoint.accountId });
   if (!account) return null;
-  const owner = await em.findOne(User, { accountId: account.id, role: 'owner', status: 'active' }, { orderBy: { createdAt: 'asc' } });
-  const [last] = await em.find(WebhookAttempt, { endpointId: endpoint.id }, { orderBy: { attemptedAt: 'desc' }, limit: 1 });
+  const owner = await em.findOne(
+    User,
+    { accountId: account.id, role: 'owner', status: 'active' },
+    { orderBy: { createdAt: 'asc' } },
+  );
+  const [last] = await em.find(
+    WebhookAttempt,
+    { endpointId: endpoint.id },
+    { orderBy: { attemptedAt: 'desc' }, limit: 1 },
+  );
   const rendered = webhookEndpointDisabledEmail({
     accountName: account.name,
     endpointId: endpoint.id,
@@ -650,7 +868,11 @@ export async function webhookDisabledEmail(em: EntityManager, input: { endpointI
  * wall clock (the max below picks it); under the time-skipping test server,
  * whose clock runs ahead, it keeps attempt times and timers on one clock.
  */
-export async function dispatchEventsActivity(em: EntityManager, deps: WebhookDeliveryDeps, limit: number): Promise<DispatchResult> {
+export async function dispatchEventsActivity(
+  em: EntityManager,
+  deps: WebhookDeliveryDeps,
+  limit: number,
+): Promise<DispatchResult> {
   const context = Context.current();
   const scheduledAt = context.info.currentAttemptScheduledTimestampMs;
   const startedAt = Date.now();
@@ -666,7 +888,13 @@ export async function dispatchEventsActivity(em: EntityManager, deps: WebhookDel
     context.heartbeat();
   };
   try {
-    return await dispatchEvents(em, context.client, context.info.taskQueue, deps, { limit, now, progress, signal: context.cancellationSignal, log: context.log });
+    return await dispatchEvents(em, context.client, context.info.taskQueue, deps, {
+      limit,
+      now,
+      progress,
+      signal: context.cancellationSignal,
+      log: context.log,
+    });
   } finally {
     clearInterval(ticker);
   }

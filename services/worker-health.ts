@@ -9,9 +9,11 @@
  * docker-compose.yml's health checks of `worker` and `exports-worker` call it.
  */
 import http from 'node:http';
-import { listenHttp, type RunningListener } from './http-listener.ts';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NativeConnection, Worker } from '@temporalio/worker';
+
+import { listenHttp, type RunningListener } from './http-listener.ts';
 
 export interface WorkerHealthTarget {
   /** The name the answer reports it under (e.g. its task queue's role: `billing`, `clocks`, `exports`). */
@@ -44,10 +46,19 @@ async function check(probe: () => Promise<unknown>, timeoutMs = 3_000): Promise<
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([probe(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs)))]);
+    await Promise.race([
+      probe(),
+      new Promise(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs)),
+      ),
+    ]);
     return { ok: true, latency_ms: Math.round(performance.now() - started) };
   } catch (error) {
-    return { ok: false, latency_ms: Math.round(performance.now() - started), error: (error as Error).message.split('\n')[0] };
+    return {
+      ok: false,
+      latency_ms: Math.round(performance.now() - started),
+      error: (error as Error).message.split('\n')[0],
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -80,13 +91,18 @@ export async function workerHealth(deps: WorkerHealthDeps): Promise<WorkerHealth
 export type RunningWorkerHealthServer = RunningListener;
 
 /** Serves `GET /health` (and nothing else) on `port`. */
-export async function startWorkerHealthServer(deps: WorkerHealthDeps, port: number, hostname = '0.0.0.0'): Promise<RunningWorkerHealthServer> {
+export async function startWorkerHealthServer(
+  deps: WorkerHealthDeps,
+  port: number,
+  hostname = '0.0.0.0',
+): Promise<RunningWorkerHealthServer> {
   const server = http.createServer((req, res) => {
     const send = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/health') return send(404, { error: 'not_found', message: 'Only GET /health is served here.' });
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/health')
+      return send(404, { error: 'not_found', message: 'Only GET /health is served here.' });
     workerHealth(deps).then(
       (health) => send(health.status === 'ok' ? 200 : 503, health),
       (error: Error) => send(503, { status: 'degraded', error: error.message }),

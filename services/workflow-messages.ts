@@ -6,11 +6,15 @@
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+
 import { ApiError } from '../domain/errors.ts';
 
 /** The workflow the message was for no longer runs (or never did). */
 export function workflowGone(error: unknown): boolean {
-  return error instanceof WorkflowNotFoundError || (error instanceof Error && /already completed|not found/i.test(error.message));
+  return (
+    error instanceof WorkflowNotFoundError ||
+    (error instanceof Error && /already completed|not found/i.test(error.message))
+  );
 }
 
 /** The workflow's refusal of an update (its ApplicationFailure: `type` and `message`), or null. */

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestEngine, type TestEngine, seedCustomerAndPlan } from './helpers/engine.ts';
-import { Customer, Subscription } from '../db/entities/index.ts';
+
 import { createApp } from '../api/app.ts';
+import { Customer, Subscription } from '../db/entities/index.ts';
 import { openOrm } from '../db/orm.ts';
 import { freePort } from '../dev/processes.ts';
+import { type ErrorCode, errorStatus } from '../domain/errors.ts';
 import { createLogger } from '../logger.ts';
-import { errorStatus, type ErrorCode } from '../domain/errors.ts';
+import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 /** The cross-cutting behaviour of the HTTP edge: every refusal in the one error shape, nothing written. */
 describe('HTTP edge', () => {
@@ -30,14 +31,26 @@ describe('HTTP edge', () => {
   });
 
   it('a body that is not JSON is unsupported_media_type (415)', async () => {
-    expectError(await engine.call('POST', '/v1/customers', 'email=a@example.com', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type');
+    expectError(
+      await engine.call('POST', '/v1/customers', 'email=a@example.com', { 'content-type': 'text/plain' }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('NUL characters and absurdly nested JSON are invalid_request, found by the fuzz test', async () => {
     const before = await customers();
-    expectError(await engine.call('POST', '/v1/customers', { email: 'a@example.com', name: 'a\u0000b' }), 400, 'invalid_request');
+    expectError(
+      await engine.call('POST', '/v1/customers', { email: 'a@example.com', name: 'a\u0000b' }),
+      400,
+      'invalid_request',
+    );
     expectError(await engine.call('GET', '/v1/customers/cus_%00'), 400, 'invalid_request');
-    expectError(await engine.call('POST', '/v1/customers', '['.repeat(20_000) + ']'.repeat(20_000)), 400, 'invalid_request');
+    expectError(
+      await engine.call('POST', '/v1/customers', '['.repeat(20_000) + ']'.repeat(20_000)),
+      400,
+      'invalid_request',
+    );
     expect(await customers()).toBe(before);
   });
 
@@ -54,18 +67,39 @@ describe('HTTP edge', () => {
   });
 
   it('fields that fail validation are invalid_request naming the field', async () => {
-    const response = await engine.call('POST', '/v1/plans', { name: 'P', amount: -5, currency: 'XYZ', interval: 'fortnight' });
+    const response = await engine.call('POST', '/v1/plans', {
+      name: 'P',
+      amount: -5,
+      currency: 'XYZ',
+      interval: 'fortnight',
+    });
     expectError(response, 400, 'invalid_request');
     expect(response.body.message).toMatch(/amount/);
-    expectError(await engine.call('POST', '/v1/plans', { name: 'P', amount: 10.5, currency: 'USD', interval: 'month' }), 400, 'invalid_request');
+    expectError(
+      await engine.call('POST', '/v1/plans', { name: 'P', amount: 10.5, currency: 'USD', interval: 'month' }),
+      400,
+      'invalid_request',
+    );
     expectError(await engine.call('POST', '/v1/customers', { email: 'not-an-email' }), 400, 'invalid_request');
-    expectError(await engine.call('POST', '/v1/customers', { email: 'a@example.com', surprise: true }), 400, 'invalid_request');
+    expectError(
+      await engine.call('POST', '/v1/customers', { email: 'a@example.com', surprise: true }),
+      400,
+      'invalid_request',
+    );
   });
 
   it('a subscription for an unknown customer or plan is not_found and starts nothing', async () => {
     const { customerId, planId } = await seedCustomerAndPlan(engine);
-    expectError(await engine.call('POST', '/v1/subscriptions', { customer_id: 'cus_missing', plan: planId }), 404, 'not_found');
-    expectError(await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: 'plan_missing' }), 404, 'not_found');
+    expectError(
+      await engine.call('POST', '/v1/subscriptions', { customer_id: 'cus_missing', plan: planId }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: 'plan_missing' }),
+      404,
+      'not_found',
+    );
     expectError(await engine.call('GET', '/v1/subscriptions/sub_missing'), 404, 'not_found');
     expect(await engine.db.orm.em.fork().count(Subscription, { customerId })).toBe(0);
   });
@@ -79,7 +113,9 @@ describe('HTTP edge', () => {
     const doc = await engine.call('GET', '/openapi.json');
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/v1/subscriptions', '/v1/subscriptions/{id}', '/v1/customers', '/v1/plans', '/health']));
+    expect(Object.keys(doc.body.paths)).toEqual(
+      expect.arrayContaining(['/v1/subscriptions', '/v1/subscriptions/{id}', '/v1/customers', '/v1/plans', '/health']),
+    );
     expect(doc.body.components.schemas).toHaveProperty('Subscription');
     expect(doc.body.components.schemas).toHaveProperty('Error');
     const docs = await engine.app.request('/docs');
@@ -106,8 +142,12 @@ describe('HTTP edge', () => {
       if (path.startsWith('/v1/')) expect(statuses, where).toEqual(expect.arrayContaining(['401']));
       expect(statuses, where).toContain('431');
       if (path.includes('{')) expect(statuses, where).toEqual(expect.arrayContaining(['404']));
-      if (method === 'post' || method === 'patch') expect(statuses, where).toEqual(expect.arrayContaining(['413', '415']));
-      if (method === 'post' && operation.parameters?.some((p: any) => p.$ref === '#/components/parameters/IdempotencyKey')) {
+      if (method === 'post' || method === 'patch')
+        expect(statuses, where).toEqual(expect.arrayContaining(['413', '415']));
+      if (
+        method === 'post' &&
+        operation.parameters?.some((p: any) => p.$ref === '#/components/parameters/IdempotencyKey')
+      ) {
         expect(statuses, where).toEqual(expect.arrayContaining(['409', '422']));
       }
       for (const [status, response] of Object.entries<any>(operation.responses)) {
@@ -121,7 +161,8 @@ describe('HTTP edge', () => {
         }
         expect(example, `${where} ${status}`).toMatchObject({ error: expect.any(String), message: expect.any(String) });
         // A dependency outage says when to retry.
-        if (status === '503') expect(response.headers?.['Retry-After'], `${where} 503`).toMatchObject({ schema: { type: 'integer' } });
+        if (status === '503')
+          expect(response.headers?.['Retry-After'], `${where} 503`).toMatchObject({ schema: { type: 'integer' } });
         expect(errorStatus[example.error as ErrorCode], `${where} ${status}: ${example.error}`).toBe(Number(status));
       }
     }
@@ -130,7 +171,9 @@ describe('HTTP edge', () => {
     // Members may not change billing settings (403 forbidden).
     expect(Object.keys(doc.paths['/v1/settings'].patch.responses)).toContain('403');
     expect(Object.keys(doc.paths['/v1/settings/grace_period'].post.responses)).toContain('403');
-    expect(doc.paths['/v1/subscriptions/{id}'].get.responses['404'].content['application/json'].example.error).toBe('not_found');
+    expect(doc.paths['/v1/subscriptions/{id}'].get.responses['404'].content['application/json'].example.error).toBe(
+      'not_found',
+    );
   });
 
   it('health reports database and Temporal reachability', async () => {
@@ -145,10 +188,19 @@ describe('HTTP edge when a dependency is down', () => {
     const engine = await startTestEngine({ startWorker: false });
     // An ORM pointed at a port where no database listens.
     const deadOrm = await openOrm(`postgres://postgres:postgres@127.0.0.1:${await freePort()}/nothing`);
-    const app = createApp({ orm: deadOrm, temporal: engine.env.client, config: engine.config, logger: createLogger('silent') });
+    const app = createApp({
+      orm: deadOrm,
+      temporal: engine.env.client,
+      config: engine.config,
+      logger: createLogger('silent'),
+    });
     const call = async (path: string) => {
       const response = await app.request(path, { headers: engine.tenant.headers });
-      return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after') };
+      return {
+        status: response.status,
+        body: (await response.json()) as any,
+        retryAfter: response.headers.get('retry-after'),
+      };
     };
     try {
       const response = await call('/v1/customers/cus_anything');

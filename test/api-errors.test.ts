@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Subscription } from '../db/entities/index.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
@@ -14,9 +15,20 @@ describe('api errors and subscription create edges', () => {
   let withoutCard: string;
   beforeAll(async () => {
     engine = await startTestEngine();
-    plan = (await engine.call('POST', '/v1/plans', { name: 'Now', amount: 1500, currency: 'USD', interval: 'month' })).body.id;
-    trialPlan = (await engine.call('POST', '/v1/plans', { name: 'Trial', amount: 1500, currency: 'USD', interval: 'month', trial_period_days: 14 })).body.id;
-    withCard = (await engine.call('POST', '/v1/customers', { email: 'card@example.com', payment_method: 'pm_card_visa' })).body.id;
+    plan = (await engine.call('POST', '/v1/plans', { name: 'Now', amount: 1500, currency: 'USD', interval: 'month' }))
+      .body.id;
+    trialPlan = (
+      await engine.call('POST', '/v1/plans', {
+        name: 'Trial',
+        amount: 1500,
+        currency: 'USD',
+        interval: 'month',
+        trial_period_days: 14,
+      })
+    ).body.id;
+    withCard = (
+      await engine.call('POST', '/v1/customers', { email: 'card@example.com', payment_method: 'pm_card_visa' })
+    ).body.id;
     withoutCard = (await engine.call('POST', '/v1/customers', { email: 'nocard@example.com' })).body.id;
   });
   afterAll(() => engine?.close());
@@ -25,7 +37,10 @@ describe('api errors and subscription create edges', () => {
 
   describe('a subscription that cannot be charged', () => {
     it('without a trial, for a customer with no payment method: 402 payment_method_required, nothing created', async () => {
-      for (const body of [{ customer_id: withoutCard, plan }, { customer_id: withoutCard, plan: trialPlan, trial_period_days: 0 }]) {
+      for (const body of [
+        { customer_id: withoutCard, plan },
+        { customer_id: withoutCard, plan: trialPlan, trial_period_days: 0 },
+      ]) {
         const refused = await engine.call('POST', '/v1/subscriptions', body);
         expect(refused.status, JSON.stringify(body)).toBe(402);
         expect(refused.body.error).toBe('payment_method_required');
@@ -36,7 +51,11 @@ describe('api errors and subscription create edges', () => {
     });
 
     it("with a trial (the body's or the plan's) it is still created, trialing", async () => {
-      const own = await engine.call('POST', '/v1/subscriptions', { customer_id: withoutCard, plan, trial_period_days: 7 });
+      const own = await engine.call('POST', '/v1/subscriptions', {
+        customer_id: withoutCard,
+        plan,
+        trial_period_days: 7,
+      });
       expect(own.status).toBe(201);
       expect(own.body.status).toBe('trialing');
       const plans = await engine.call('POST', '/v1/subscriptions', { customer_id: withoutCard, plan: trialPlan });
@@ -51,7 +70,10 @@ describe('api errors and subscription create edges', () => {
       expect(byCustomer.body).toMatchObject({ customer_id: withCard, status: 'active' });
       const both = await engine.call('POST', '/v1/subscriptions', { customer: withCard, customer_id: withCard, plan });
       expect(both.status).toBe(400);
-      expect(both.body).toEqual({ error: 'invalid_request', message: 'body: customer and customer_id name the same thing: give one of them, not both' });
+      expect(both.body).toEqual({
+        error: 'invalid_request',
+        message: 'body: customer and customer_id name the same thing: give one of them, not both',
+      });
       const neither = await engine.call('POST', '/v1/subscriptions', { plan });
       expect(neither.body).toEqual({ error: 'invalid_request', message: 'customer_id: required' });
     });
@@ -63,7 +85,10 @@ describe('api errors and subscription create edges', () => {
       expect(byCustomer.every((s: { customer_id: string }) => s.customer_id === withCard)).toBe(true);
       expect(byCustomerId).toEqual(byCustomer);
       const both = await engine.call('GET', `/v1/subscriptions?customer=${withCard}&customer_id=${withCard}`);
-      expect(both.body).toEqual({ error: 'invalid_request', message: 'query: customer and customer_id name the same thing: give one of them, not both' });
+      expect(both.body).toEqual({
+        error: 'invalid_request',
+        message: 'query: customer and customer_id name the same thing: give one of them, not both',
+      });
     });
   });
 
@@ -82,8 +107,15 @@ describe('api errors and subscription create edges', () => {
     });
 
     it('a bad date shows an example', async () => {
-      const response = await engine.call('POST', '/v1/subscriptions', { customer_id: withCard, plan, pause_until: 'next tuesday' });
-      expect(response.body).toEqual({ error: 'invalid_request', message: 'pause_until: must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z' });
+      const response = await engine.call('POST', '/v1/subscriptions', {
+        customer_id: withCard,
+        plan,
+        pause_until: 'next tuesday',
+      });
+      expect(response.body).toEqual({
+        error: 'invalid_request',
+        message: 'pause_until: must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z',
+      });
     });
 
     it('a missing field says required', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { BalanceTransaction, LedgerEntry } from '../db/entities/index.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants, expectOnePaymentPerPaidInvoice } from './helpers/ledger.ts';
@@ -20,7 +21,8 @@ describe('subscription payments on the balance, in skipped time', () => {
   afterAll(() => engine?.close());
 
   const em = () => engine.db.orm.em.fork();
-  const call = (tenant: Tenant, method: string, path: string, body?: unknown) => engine.call(method, path, body, tenant.headers);
+  const call = (tenant: Tenant, method: string, path: string, body?: unknown) =>
+    engine.call(method, path, body, tenant.headers);
   async function skipTo(instant: number) {
     const ahead = instant - (await engine.env.currentTimeMs());
     if (ahead > 0) await engine.env.sleep(ahead);
@@ -32,20 +34,40 @@ describe('subscription payments on the balance, in skipped time', () => {
     return { available: of(body.available), pending: of(body.pending) };
   };
   async function subscribe(tenant: Tenant, paymentMethod: string, trialDays: number) {
-    const customer = await call(tenant, 'POST', '/v1/customers', { email: `c-${trialDays}@example.com`, name: 'Ada', payment_method: paymentMethod });
-    const plan = await call(tenant, 'POST', '/v1/plans', { name: 'Team', amount: 4900, currency: 'USD', interval: 'month' });
-    const sub = await call(tenant, 'POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id, trial_period_days: trialDays });
+    const customer = await call(tenant, 'POST', '/v1/customers', {
+      email: `c-${trialDays}@example.com`,
+      name: 'Ada',
+      payment_method: paymentMethod,
+    });
+    const plan = await call(tenant, 'POST', '/v1/plans', {
+      name: 'Team',
+      amount: 4900,
+      currency: 'USD',
+      interval: 'month',
+    });
+    const sub = await call(tenant, 'POST', '/v1/subscriptions', {
+      customer_id: customer.body.id,
+      plan: plan.body.id,
+      trial_period_days: trialDays,
+    });
     expect(sub.status).toBe(201);
     return { sub: sub.body, customerId: customer.body.id as string };
   }
-  const eventsOf = async (tenant: Tenant, type: string) => (await call(tenant, 'GET', `/v1/events?type=${type}`)).body.data as { transaction_id: string | null; data: { object: { id: string } } }[];
+  const eventsOf = async (tenant: Tenant, type: string) =>
+    (await call(tenant, 'GET', `/v1/events?type=${type}`)).body.data as {
+      transaction_id: string | null;
+      data: { object: { id: string } };
+    }[];
 
   it('a trial converts: one succeeded payment linked to its invoice, pending, then available two days later; refunds of it', async () => {
     const tenant = await engine.signUp();
     const { sub, customerId } = await subscribe(tenant, 'pm_card_visa', 1);
     expect(sub.status).toBe('trialing');
     await skipTo(Date.parse(sub.trial_end) + minute);
-    await eventually(() => engine.subscription(sub.id), (s) => s?.status === 'active');
+    await eventually(
+      () => engine.subscription(sub.id),
+      (s) => s?.status === 'active',
+    );
     const [invoice] = await engine.invoices(sub.id);
     expect(invoice).toMatchObject({ status: 'paid' });
 
@@ -63,11 +85,18 @@ describe('subscription payments on the balance, in skipped time', () => {
       amount_refunded: 0,
       refunded: false,
     });
-    expect((await call(tenant, 'GET', `/v1/invoices/${invoice!.id}`)).body).toMatchObject({ transaction: payment.id, amount_paid: 4900, amount_refunded: 0 });
+    expect((await call(tenant, 'GET', `/v1/invoices/${invoice!.id}`)).body).toMatchObject({
+      transaction: payment.id,
+      amount_paid: 4900,
+      amount_refunded: 0,
+    });
     // The charge's events name the transaction.
     for (const type of ['invoice.paid', 'payment.succeeded', 'transaction.created', 'transaction.succeeded']) {
       const events = await eventsOf(tenant, type);
-      expect(events.map((e) => e.transaction_id), type).toEqual([payment.id]);
+      expect(
+        events.map((e) => e.transaction_id),
+        type,
+      ).toEqual([payment.id]);
     }
     // payment.succeeded of a subscription charge stays one event, with the invoice.
     expect((await eventsOf(tenant, 'payment.succeeded'))[0]!.data.object.id).toBe(invoice!.id);
@@ -78,7 +107,13 @@ describe('subscription payments on the balance, in skipped time', () => {
     expect(Date.parse(btxn.available_on) - Date.parse(btxn.created_at)).toBe(2 * day);
 
     // A refund before it is available draws on its own pending money.
-    const partial = await call(tenant, 'POST', '/v1/transactions', { account_id: tenant.accountId, amount: 900, currency: 'USD', type: 'refund', source_transaction: payment.id });
+    const partial = await call(tenant, 'POST', '/v1/transactions', {
+      account_id: tenant.accountId,
+      amount: 900,
+      currency: 'USD',
+      type: 'refund',
+      source_transaction: payment.id,
+    });
     expect(partial.body).toMatchObject({ status: 'succeeded', source_transaction: payment.id, invoice: invoice!.id });
     expect(await balance(tenant)).toEqual({ available: 0, pending: 4000 });
 
@@ -87,19 +122,42 @@ describe('subscription payments on the balance, in skipped time', () => {
     expect(await balance(tenant)).toEqual({ available: 0, pending: 4000 });
     await engine.env.sleep(day + minute);
     // (Polled, not awaited through the workflow's result: awaiting a result lets the test server skip on to the renewal.)
-    expect(await eventually(() => balance(tenant), (b) => b.available === 4000)).toEqual({ available: 4000, pending: 0 });
+    expect(
+      await eventually(
+        () => balance(tenant),
+        (b) => b.available === 4000,
+      ),
+    ).toEqual({ available: 4000, pending: 0 });
     // The subscription's own timer made it available (funds-in-subscription): no workflow was started for the payment.
     await expect(engine.env.client.workflow.getHandle(btxn.id).describe()).rejects.toThrow(/not found/i);
     expect(await em().count(BalanceTransaction, { id: btxn.id, workflowConfirmedAt: { $ne: null } })).toBe(1);
     expect((await call(tenant, 'GET', `/v1/balance_transactions/${btxn.id}`)).body.status).toBe('available');
 
-    const over = await call(tenant, 'POST', '/v1/transactions', { account_id: tenant.accountId, amount: 4001, currency: 'USD', type: 'refund', source_transaction: payment.id });
+    const over = await call(tenant, 'POST', '/v1/transactions', {
+      account_id: tenant.accountId,
+      amount: 4001,
+      currency: 'USD',
+      type: 'refund',
+      source_transaction: payment.id,
+    });
     expect(over.status).toBe(400);
     expect(over.body.message).toContain(': 4000 ');
-    const full = await call(tenant, 'POST', '/v1/transactions', { account_id: tenant.accountId, amount: 4000, currency: 'USD', type: 'refund', source_transaction: payment.id });
+    const full = await call(tenant, 'POST', '/v1/transactions', {
+      account_id: tenant.accountId,
+      amount: 4000,
+      currency: 'USD',
+      type: 'refund',
+      source_transaction: payment.id,
+    });
     expect(full.body.status).toBe('succeeded');
-    expect((await call(tenant, 'GET', `/v1/transactions/${payment.id}`)).body).toMatchObject({ amount_refunded: 4900, refunded: true });
-    expect((await call(tenant, 'GET', `/v1/invoices/${invoice!.id}`)).body).toMatchObject({ transaction: payment.id, amount_refunded: 4900 });
+    expect((await call(tenant, 'GET', `/v1/transactions/${payment.id}`)).body).toMatchObject({
+      amount_refunded: 4900,
+      refunded: true,
+    });
+    expect((await call(tenant, 'GET', `/v1/invoices/${invoice!.id}`)).body).toMatchObject({
+      transaction: payment.id,
+      amount_refunded: 4900,
+    });
     expect(await balance(tenant)).toEqual({ available: 0, pending: 0 });
 
     expect(await expectOnePaymentPerPaidInvoice(em(), { subscriptionId: sub.id })).toBe(1);
@@ -111,9 +169,14 @@ describe('subscription payments on the balance, in skipped time', () => {
     const { sub, customerId } = await subscribe(tenant, 'pm_card_visa', 0);
     expect(sub.status).toBe('active');
     expect(await balance(tenant)).toEqual({ available: 0, pending: 4900 });
-    expect((await call(tenant, 'PATCH', `/v1/customers/${customerId}`, { payment_method: 'pm_card_chargeDeclined' })).status).toBe(200);
+    expect(
+      (await call(tenant, 'PATCH', `/v1/customers/${customerId}`, { payment_method: 'pm_card_chargeDeclined' })).status,
+    ).toBe(200);
     await skipTo(Date.parse(sub.current_period_end) + minute);
-    await eventually(() => engine.subscription(sub.id), (s) => s?.status === 'past_due');
+    await eventually(
+      () => engine.subscription(sub.id),
+      (s) => s?.status === 'past_due',
+    );
     const invoices = await engine.invoices(sub.id);
     const renewal = invoices.find((i) => i.status === 'open')!;
 
@@ -130,7 +193,10 @@ describe('subscription payments on the balance, in skipped time', () => {
     });
     expect(await em().count(LedgerEntry, { transactionId: failed[0].id })).toBe(0);
     for (const type of ['invoice.payment_failed', 'payment.failed', 'transaction.failed']) {
-      expect((await eventsOf(tenant, type)).map((e) => e.transaction_id), type).toEqual([failed[0].id]);
+      expect(
+        (await eventsOf(tenant, type)).map((e) => e.transaction_id),
+        type,
+      ).toEqual([failed[0].id]);
     }
     expect((await call(tenant, 'GET', `/v1/invoices/${renewal.id}`)).body.transaction).toBeNull();
     // The first payment became available meanwhile (two days after it); the decline moved nothing.
@@ -149,8 +215,20 @@ describe('subscription payments on the balance, in skipped time', () => {
     await engine.env.sleep(day);
     expect(await balance(tenant)).toEqual({ available: 0, pending: 4900 });
     await engine.env.sleep(day + minute);
-    expect(await eventually(() => balance(tenant), (b) => b.available === 4900)).toEqual({ available: 4900, pending: 0 });
-    expect((await eventually(() => handle.describe(), (d) => d.status.name === 'COMPLETED')).status.name).toBe('COMPLETED');
+    expect(
+      await eventually(
+        () => balance(tenant),
+        (b) => b.available === 4900,
+      ),
+    ).toEqual({ available: 4900, pending: 0 });
+    expect(
+      (
+        await eventually(
+          () => handle.describe(),
+          (d) => d.status.name === 'COMPLETED',
+        )
+      ).status.name,
+    ).toBe('COMPLETED');
     await expectLedgerInvariants(em(), tenant.accountId);
   });
 });

@@ -1,6 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { abaRoutingProblem, bicProblem, checkDestination, ibanOf, ibanProblem, normalizeIban, sortCodeProblem, destinationFingerprint } from '../domain/bank-accounts.ts';
-import { isRunAt, nextRunAfter, earliestRun, scheduleProblem, defaultScheduleSettings } from '../domain/payout-schedule.ts';
+
+import {
+  abaRoutingProblem,
+  bicProblem,
+  checkDestination,
+  destinationFingerprint,
+  ibanOf,
+  ibanProblem,
+  normalizeIban,
+  sortCodeProblem,
+} from '../domain/bank-accounts.ts';
+import {
+  defaultScheduleSettings,
+  earliestRun,
+  isRunAt,
+  nextRunAfter,
+  scheduleProblem,
+} from '../domain/payout-schedule.ts';
 import { sandboxOutcome } from '../domain/payouts.ts';
 
 /** Pure checks of payout destinations and schedules (no database). */
@@ -70,34 +86,115 @@ describe('sort codes and BICs', () => {
 describe('checkDestination', () => {
   const base = { account_holder_name: 'Ada' };
   it('US ACH: normalized, last4, routing kept', () => {
-    const r = checkDestination({ ...base, type: 'us_ach', currency: 'usd', routing_number: '110000000', account_number: '000123456789' });
-    expect(r).toMatchObject({ ok: true, value: { country: 'US', currency: 'USD', last4: '6789', routingNumber: '110000000', secret: '000123456789' } });
+    const r = checkDestination({
+      ...base,
+      type: 'us_ach',
+      currency: 'usd',
+      routing_number: '110000000',
+      account_number: '000123456789',
+    });
+    expect(r).toMatchObject({
+      ok: true,
+      value: { country: 'US', currency: 'USD', last4: '6789', routingNumber: '110000000', secret: '000123456789' },
+    });
   });
   it('names the failed check', () => {
-    expect(checkDestination({ ...base, type: 'us_ach', currency: 'USD', routing_number: '110000001', account_number: '000123456789' })).toEqual({ ok: false, message: 'routing_number: the ABA checksum (3-7-1) fails for 110000001' });
-    expect(checkDestination({ ...base, type: 'us_ach', currency: 'USD', account_number: '000123456789' })).toEqual({ ok: false, message: 'routing_number: required for a us_ach destination' });
-    expect(checkDestination({ ...base, type: 'us_ach', currency: 'USD', routing_number: '110000000', account_number: '12' })).toEqual({ ok: false, message: 'account_number: a US account number has 4 to 17 digits' });
-    expect(checkDestination({ ...base, type: 'us_ach', currency: 'EUR', routing_number: '110000000', account_number: '000123456789' })).toEqual({
+    expect(
+      checkDestination({
+        ...base,
+        type: 'us_ach',
+        currency: 'USD',
+        routing_number: '110000001',
+        account_number: '000123456789',
+      }),
+    ).toEqual({ ok: false, message: 'routing_number: the ABA checksum (3-7-1) fails for 110000001' });
+    expect(checkDestination({ ...base, type: 'us_ach', currency: 'USD', account_number: '000123456789' })).toEqual({
       ok: false,
-      message: 'currency: a us_ach destination takes USD, not EUR (EUR requires an IBAN: use sepa, or wire with an iban)',
+      message: 'routing_number: required for a us_ach destination',
     });
-    expect(checkDestination({ ...base, type: 'sepa', currency: 'EUR', iban: 'DE89370400440532013001' })).toEqual({ ok: false, message: 'iban: the IBAN check digits (ISO 7064 mod 97-10) do not match' });
-    expect(checkDestination({ ...base, type: 'sepa', currency: 'EUR', iban: 'DE89370400440532013000', bic: 'XX' })).toMatchObject({ ok: false, message: expect.stringMatching(/^bic: must be 8 or 11/) });
-    expect(checkDestination({ ...base, type: 'sepa', currency: 'EUR', iban: 'DE89370400440532013000', routing_number: '110000000' })).toEqual({ ok: false, message: 'routing_number: a sepa destination does not take it (it takes iban, bic)' });
-    expect(checkDestination({ ...base, type: 'uk', currency: 'GBP', sort_code: '10880', account_number: '00012345' })).toEqual({ ok: false, message: 'sort_code: must be 6 digits (got "10880")' });
-    expect(checkDestination({ ...base, type: 'uk', currency: 'GBP', sort_code: '108800', account_number: '0001234' })).toEqual({ ok: false, message: 'account_number: a UK account number has 8 digits (got 7)' });
-    expect(checkDestination({ ...base, type: 'wire', currency: 'EUR', bic: 'DEUTDEFF', account_number: '12345678' })).toEqual({ ok: false, message: 'account_number: a wire with an iban takes no account_number' });
-    expect(checkDestination({ ...base, type: 'wire', currency: 'EUR', bic: 'DEUTDEFF' })).toEqual({ ok: false, message: 'iban: required: EUR payouts go to an IBAN' });
-    expect(checkDestination({ ...base, type: 'wire', currency: 'USD', account_number: '12345678' })).toEqual({ ok: false, message: 'bic: required for a wire destination' });
-    expect(checkDestination({ ...base, type: 'paypal', currency: 'USD', email: 'not-an-email' })).toEqual({ ok: false, message: 'email: not an email address: "not-an-email"' });
-    expect(checkDestination({ ...base, type: 'uk', currency: 'JPY', sort_code: '108800', account_number: '00012345' })).toEqual({ ok: false, message: 'currency: a uk destination takes GBP, not JPY' });
+    expect(
+      checkDestination({ ...base, type: 'us_ach', currency: 'USD', routing_number: '110000000', account_number: '12' }),
+    ).toEqual({ ok: false, message: 'account_number: a US account number has 4 to 17 digits' });
+    expect(
+      checkDestination({
+        ...base,
+        type: 'us_ach',
+        currency: 'EUR',
+        routing_number: '110000000',
+        account_number: '000123456789',
+      }),
+    ).toEqual({
+      ok: false,
+      message:
+        'currency: a us_ach destination takes USD, not EUR (EUR requires an IBAN: use sepa, or wire with an iban)',
+    });
+    expect(checkDestination({ ...base, type: 'sepa', currency: 'EUR', iban: 'DE89370400440532013001' })).toEqual({
+      ok: false,
+      message: 'iban: the IBAN check digits (ISO 7064 mod 97-10) do not match',
+    });
+    expect(
+      checkDestination({ ...base, type: 'sepa', currency: 'EUR', iban: 'DE89370400440532013000', bic: 'XX' }),
+    ).toMatchObject({ ok: false, message: expect.stringMatching(/^bic: must be 8 or 11/) });
+    expect(
+      checkDestination({
+        ...base,
+        type: 'sepa',
+        currency: 'EUR',
+        iban: 'DE89370400440532013000',
+        routing_number: '110000000',
+      }),
+    ).toEqual({ ok: false, message: 'routing_number: a sepa destination does not take it (it takes iban, bic)' });
+    expect(
+      checkDestination({ ...base, type: 'uk', currency: 'GBP', sort_code: '10880', account_number: '00012345' }),
+    ).toEqual({ ok: false, message: 'sort_code: must be 6 digits (got "10880")' });
+    expect(
+      checkDestination({ ...base, type: 'uk', currency: 'GBP', sort_code: '108800', account_number: '0001234' }),
+    ).toEqual({ ok: false, message: 'account_number: a UK account number has 8 digits (got 7)' });
+    expect(
+      checkDestination({ ...base, type: 'wire', currency: 'EUR', bic: 'DEUTDEFF', account_number: '12345678' }),
+    ).toEqual({ ok: false, message: 'account_number: a wire with an iban takes no account_number' });
+    expect(checkDestination({ ...base, type: 'wire', currency: 'EUR', bic: 'DEUTDEFF' })).toEqual({
+      ok: false,
+      message: 'iban: required: EUR payouts go to an IBAN',
+    });
+    expect(checkDestination({ ...base, type: 'wire', currency: 'USD', account_number: '12345678' })).toEqual({
+      ok: false,
+      message: 'bic: required for a wire destination',
+    });
+    expect(checkDestination({ ...base, type: 'paypal', currency: 'USD', email: 'not-an-email' })).toEqual({
+      ok: false,
+      message: 'email: not an email address: "not-an-email"',
+    });
+    expect(
+      checkDestination({ ...base, type: 'uk', currency: 'JPY', sort_code: '108800', account_number: '00012345' }),
+    ).toEqual({ ok: false, message: 'currency: a uk destination takes GBP, not JPY' });
   });
   it('SEPA, UK, wire and PayPal accepted', () => {
-    expect(checkDestination({ ...base, type: 'sepa', currency: 'EUR', iban: 'fr14 2004 1010 0505 0001 3M02 606', bic: 'psstfrpp' })).toMatchObject({ ok: true, value: { country: 'FR', secret: 'FR1420041010050500013M02606', last4: '2606', bic: 'PSSTFRPP' } });
-    expect(checkDestination({ ...base, type: 'uk', currency: 'GBP', sort_code: '10-88-00', account_number: '00012345' })).toMatchObject({ ok: true, value: { country: 'GB', sortCode: '108800', last4: '2345' } });
-    expect(checkDestination({ ...base, type: 'wire', currency: 'GBP', bic: 'NWBKGB2L', account_number: '31926819' })).toMatchObject({ ok: true, value: { country: 'GB', bic: 'NWBKGB2L' } });
-    expect(checkDestination({ ...base, type: 'wire', currency: 'EUR', bic: 'DEUTDEFF', iban: 'DE89370400440532013000' })).toMatchObject({ ok: true, value: { secret: 'DE89370400440532013000' } });
-    expect(checkDestination({ ...base, type: 'paypal', currency: 'EUR', email: 'Ada@Example.com' })).toMatchObject({ ok: true, value: { secret: 'ada@example.com', emailMasked: 'a***@example.com' } });
+    expect(
+      checkDestination({
+        ...base,
+        type: 'sepa',
+        currency: 'EUR',
+        iban: 'fr14 2004 1010 0505 0001 3M02 606',
+        bic: 'psstfrpp',
+      }),
+    ).toMatchObject({
+      ok: true,
+      value: { country: 'FR', secret: 'FR1420041010050500013M02606', last4: '2606', bic: 'PSSTFRPP' },
+    });
+    expect(
+      checkDestination({ ...base, type: 'uk', currency: 'GBP', sort_code: '10-88-00', account_number: '00012345' }),
+    ).toMatchObject({ ok: true, value: { country: 'GB', sortCode: '108800', last4: '2345' } });
+    expect(
+      checkDestination({ ...base, type: 'wire', currency: 'GBP', bic: 'NWBKGB2L', account_number: '31926819' }),
+    ).toMatchObject({ ok: true, value: { country: 'GB', bic: 'NWBKGB2L' } });
+    expect(
+      checkDestination({ ...base, type: 'wire', currency: 'EUR', bic: 'DEUTDEFF', iban: 'DE89370400440532013000' }),
+    ).toMatchObject({ ok: true, value: { secret: 'DE89370400440532013000' } });
+    expect(checkDestination({ ...base, type: 'paypal', currency: 'EUR', email: 'Ada@Example.com' })).toMatchObject({
+      ok: true,
+      value: { secret: 'ada@example.com', emailMasked: 'a***@example.com' },
+    });
   });
   it('fingerprints: equal for the same account, different otherwise and per secret', () => {
     expect(destinationFingerprint('s1', 'iban:DE89')).toBe(destinationFingerprint('s1', 'iban:DE89'));
@@ -118,13 +215,27 @@ describe('sandbox rail outcomes', () => {
 describe('payout schedules', () => {
   const d = (iso: string) => new Date(iso);
   it('daily: the next UTC midnight', () => {
-    expect(nextRunAfter({ ...defaultScheduleSettings, interval: 'daily' }, d('2027-01-30T10:00:00Z'))).toEqual(d('2027-01-31T00:00:00Z'));
-    expect(nextRunAfter({ ...defaultScheduleSettings, interval: 'daily' }, d('2027-01-31T00:00:00Z'))).toEqual(d('2027-02-01T00:00:00Z'));
+    expect(nextRunAfter({ ...defaultScheduleSettings, interval: 'daily' }, d('2027-01-30T10:00:00Z'))).toEqual(
+      d('2027-01-31T00:00:00Z'),
+    );
+    expect(nextRunAfter({ ...defaultScheduleSettings, interval: 'daily' }, d('2027-01-31T00:00:00Z'))).toEqual(
+      d('2027-02-01T00:00:00Z'),
+    );
   });
   it('weekly: the next anchor day', () => {
     // 2027-01-01 is a Friday.
-    expect(nextRunAfter({ ...defaultScheduleSettings, interval: 'weekly', weeklyAnchor: 'monday' }, d('2027-01-01T12:00:00Z'))).toEqual(d('2027-01-04T00:00:00Z'));
-    expect(nextRunAfter({ ...defaultScheduleSettings, interval: 'weekly', weeklyAnchor: 'friday' }, d('2027-01-01T00:00:00Z'))).toEqual(d('2027-01-08T00:00:00Z'));
+    expect(
+      nextRunAfter(
+        { ...defaultScheduleSettings, interval: 'weekly', weeklyAnchor: 'monday' },
+        d('2027-01-01T12:00:00Z'),
+      ),
+    ).toEqual(d('2027-01-04T00:00:00Z'));
+    expect(
+      nextRunAfter(
+        { ...defaultScheduleSettings, interval: 'weekly', weeklyAnchor: 'friday' },
+        d('2027-01-01T00:00:00Z'),
+      ),
+    ).toEqual(d('2027-01-08T00:00:00Z'));
   });
   it('monthly: clamped to the end of a short month', () => {
     const s = { ...defaultScheduleSettings, interval: 'monthly' as const, monthlyAnchor: 31 };
@@ -138,8 +249,17 @@ describe('payout schedules', () => {
   });
   it('manual never runs; the earliest of several; bad combinations named', () => {
     expect(nextRunAfter(defaultScheduleSettings, d('2027-01-01T00:00:00Z'))).toBeNull();
-    expect(earliestRun([defaultScheduleSettings, { ...defaultScheduleSettings, interval: 'weekly', weeklyAnchor: 'monday' }], d('2027-01-01T12:00:00Z'))).toEqual(d('2027-01-04T00:00:00Z'));
-    expect(scheduleProblem({ ...defaultScheduleSettings, interval: 'weekly' })).toBe('weekly_anchor: required for a weekly schedule');
-    expect(scheduleProblem({ ...defaultScheduleSettings, interval: 'daily', monthlyAnchor: 3 })).toBe('monthly_anchor: only a monthly schedule takes one (interval is daily)');
+    expect(
+      earliestRun(
+        [defaultScheduleSettings, { ...defaultScheduleSettings, interval: 'weekly', weeklyAnchor: 'monday' }],
+        d('2027-01-01T12:00:00Z'),
+      ),
+    ).toEqual(d('2027-01-04T00:00:00Z'));
+    expect(scheduleProblem({ ...defaultScheduleSettings, interval: 'weekly' })).toBe(
+      'weekly_anchor: required for a weekly schedule',
+    );
+    expect(scheduleProblem({ ...defaultScheduleSettings, interval: 'daily', monthlyAnchor: 3 })).toBe(
+      'monthly_anchor: only a monthly schedule takes one (interval is daily)',
+    );
   });
 });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { BankAccount, Event } from '../db/entities/index.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
-import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
+import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 
 /**
  * /v1/bank_accounts over the real app and PostgreSQL: every rail, every refusal
@@ -17,10 +18,30 @@ describe('bank accounts', () => {
     tenant = engine.tenant;
   });
   afterAll(() => engine?.close());
-  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => engine.call(method, path, body, headers);
-  const ach = { type: 'us_ach', account_holder_name: 'Ada Lovelace', currency: 'USD', routing_number: '110000000', account_number: '000123456789' };
-  const sepa = { type: 'sepa', account_holder_name: 'Ada GmbH', account_holder_type: 'company', currency: 'EUR', iban: 'DE89 3704 0044 0532 0130 00', bic: 'COBADEFFXXX' };
-  const uk = { type: 'uk', account_holder_name: 'Ada Ltd', currency: 'GBP', sort_code: '10-88-00', account_number: '00012345' };
+  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    engine.call(method, path, body, headers);
+  const ach = {
+    type: 'us_ach',
+    account_holder_name: 'Ada Lovelace',
+    currency: 'USD',
+    routing_number: '110000000',
+    account_number: '000123456789',
+  };
+  const sepa = {
+    type: 'sepa',
+    account_holder_name: 'Ada GmbH',
+    account_holder_type: 'company',
+    currency: 'EUR',
+    iban: 'DE89 3704 0044 0532 0130 00',
+    bic: 'COBADEFFXXX',
+  };
+  const uk = {
+    type: 'uk',
+    account_holder_name: 'Ada Ltd',
+    currency: 'GBP',
+    sort_code: '10-88-00',
+    account_number: '00012345',
+  };
   const rows = () => engine.db.orm.em.fork().count(BankAccount, {});
   const events = (type: string) => engine.db.orm.em.fork().count(Event, { type });
 
@@ -29,14 +50,26 @@ describe('bank accounts', () => {
       [{ ...ach, routing_number: '110000001' }, 'routing_number: the ABA checksum (3-7-1) fails for 110000001'],
       [{ ...ach, routing_number: '1100000' }, 'routing_number: must be exactly 9 digits (got "1100000")'],
       [{ ...ach, account_number: '12' }, 'account_number: a US account number has 4 to 17 digits'],
-      [{ ...ach, currency: 'EUR' }, 'currency: a us_ach destination takes USD, not EUR (EUR requires an IBAN: use sepa, or wire with an iban)'],
+      [
+        { ...ach, currency: 'EUR' },
+        'currency: a us_ach destination takes USD, not EUR (EUR requires an IBAN: use sepa, or wire with an iban)',
+      ],
       [{ ...sepa, iban: 'DE89370400440532013001' }, 'iban: the IBAN check digits (ISO 7064 mod 97-10) do not match'],
       [{ ...sepa, iban: 'FR142004101005050001302606' }, 'iban: an IBAN of FR has 27 characters, not 26'],
-      [{ ...sepa, bic: 'COBA' }, 'bic: must be 8 or 11 characters: 4 letters (bank), 2 letters (country), 2 letters or digits (location), optionally 3 more (branch); got "COBA"'],
+      [
+        { ...sepa, bic: 'COBA' },
+        'bic: must be 8 or 11 characters: 4 letters (bank), 2 letters (country), 2 letters or digits (location), optionally 3 more (branch); got "COBA"',
+      ],
       [{ ...uk, sort_code: '1088' }, 'sort_code: must be 6 digits (got "1088")'],
       [{ ...uk, account_number: '123' }, 'account_number: a UK account number has 8 digits (got 3)'],
-      [{ type: 'wire', account_holder_name: 'A', currency: 'EUR', bic: 'DEUTDEFF' }, 'iban: required: EUR payouts go to an IBAN'],
-      [{ type: 'paypal', account_holder_name: 'A', currency: 'USD', email: 'nope' }, 'email: not an email address: "nope"'],
+      [
+        { type: 'wire', account_holder_name: 'A', currency: 'EUR', bic: 'DEUTDEFF' },
+        'iban: required: EUR payouts go to an IBAN',
+      ],
+      [
+        { type: 'paypal', account_holder_name: 'A', currency: 'USD', email: 'nope' },
+        'email: not an email address: "nope"',
+      ],
       [{ ...ach, currency: 'JPY' }, 'currency: a us_ach destination takes USD, not JPY'],
     ];
     for (const [body, message] of cases) {
@@ -75,20 +108,53 @@ describe('bank accounts', () => {
     expect(createSecretBox(engine.config.auth.secret, 'bank-accounts').open(row.secret)).toBe('000123456789');
 
     const s = await call('POST', '/v1/bank_accounts', sepa);
-    expect(s.body).toMatchObject({ type: 'sepa', country: 'DE', currency: 'EUR', last4: '3000', bic: 'COBADEFFXXX', default_for_currency: true, account_holder_type: 'company' });
+    expect(s.body).toMatchObject({
+      type: 'sepa',
+      country: 'DE',
+      currency: 'EUR',
+      last4: '3000',
+      bic: 'COBADEFFXXX',
+      default_for_currency: true,
+      account_holder_type: 'company',
+    });
     const u = await call('POST', '/v1/bank_accounts', uk);
     expect(u.body).toMatchObject({ type: 'uk', country: 'GB', sort_code: '108800', last4: '2345' });
-    const w = await call('POST', '/v1/bank_accounts', { type: 'wire', account_holder_name: 'Ada', currency: 'USD', bic: 'CHASUS33', account_number: '987654321' });
-    expect(w.body).toMatchObject({ type: 'wire', payout_method: 'wire', country: 'US', default_for_currency: false, last4: '4321' });
-    const p = await call('POST', '/v1/bank_accounts', { type: 'paypal', account_holder_name: 'Ada', currency: 'GBP', email: 'ada@example.com' });
-    expect(p.body).toMatchObject({ object: 'paypal_account', payout_method: 'paypal', email: 'a***@example.com', default_for_currency: false });
+    const w = await call('POST', '/v1/bank_accounts', {
+      type: 'wire',
+      account_holder_name: 'Ada',
+      currency: 'USD',
+      bic: 'CHASUS33',
+      account_number: '987654321',
+    });
+    expect(w.body).toMatchObject({
+      type: 'wire',
+      payout_method: 'wire',
+      country: 'US',
+      default_for_currency: false,
+      last4: '4321',
+    });
+    const p = await call('POST', '/v1/bank_accounts', {
+      type: 'paypal',
+      account_holder_name: 'Ada',
+      currency: 'GBP',
+      email: 'ada@example.com',
+    });
+    expect(p.body).toMatchObject({
+      object: 'paypal_account',
+      payout_method: 'paypal',
+      email: 'a***@example.com',
+      default_for_currency: false,
+    });
     expect(JSON.stringify(p.body)).not.toContain('ada@example.com');
     expect(await events('bank_account.created')).toBe(5);
 
     // The same account twice is found by its fingerprint.
     const again = await call('POST', '/v1/bank_accounts', { ...ach, account_holder_name: 'Someone else' });
     expect(again.status).toBe(409);
-    expect(again.body).toEqual({ error: 'conflict', message: `This account is already a destination: ${a.body.id} (same fingerprint ${a.body.fingerprint}).` });
+    expect(again.body).toEqual({
+      error: 'conflict',
+      message: `This account is already a destination: ${a.body.id} (same fingerprint ${a.body.fingerprint}).`,
+    });
     // The same number in the sandbox is its own destination, with the same fingerprint.
     const sandbox = await call('POST', '/v1/bank_accounts', ach, { 'x-sandbox-mode': 'true' });
     expect(sandbox.status).toBe(201);
@@ -97,16 +163,37 @@ describe('bank accounts', () => {
 
     // List, filters, get.
     const list = await call('GET', '/v1/bank_accounts');
-    expect(list.body.data.map((b: { id: string }) => b.id)).toEqual([p.body.id, w.body.id, u.body.id, s.body.id, a.body.id]);
-    expect((await call('GET', '/v1/bank_accounts?currency=usd')).body.data.map((b: { id: string }) => b.id)).toEqual([w.body.id, a.body.id]);
-    expect((await call('GET', '/v1/bank_accounts?currency=USD&default_for_currency=true')).body.data.map((b: { id: string }) => b.id)).toEqual([a.body.id]);
+    expect(list.body.data.map((b: { id: string }) => b.id)).toEqual([
+      p.body.id,
+      w.body.id,
+      u.body.id,
+      s.body.id,
+      a.body.id,
+    ]);
+    expect((await call('GET', '/v1/bank_accounts?currency=usd')).body.data.map((b: { id: string }) => b.id)).toEqual([
+      w.body.id,
+      a.body.id,
+    ]);
+    expect(
+      (await call('GET', '/v1/bank_accounts?currency=USD&default_for_currency=true')).body.data.map(
+        (b: { id: string }) => b.id,
+      ),
+    ).toEqual([a.body.id]);
     expect((await call('GET', '/v1/bank_accounts?limit=2')).body).toMatchObject({ has_more: true });
     expect((await call('GET', `/v1/bank_accounts/${a.body.id}`)).body).toEqual(a.body);
 
     // PATCH: a new default takes over; the old one stops being it.
-    const patched = await call('PATCH', `/v1/bank_accounts/${w.body.id}`, { default_for_currency: true, account_holder_name: 'Ada L.', metadata: { ref: 'x' } });
+    const patched = await call('PATCH', `/v1/bank_accounts/${w.body.id}`, {
+      default_for_currency: true,
+      account_holder_name: 'Ada L.',
+      metadata: { ref: 'x' },
+    });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ default_for_currency: true, account_holder_name: 'Ada L.', metadata: { ref: 'x' } });
+    expect(patched.body).toMatchObject({
+      default_for_currency: true,
+      account_holder_name: 'Ada L.',
+      metadata: { ref: 'x' },
+    });
     expect((await call('GET', `/v1/bank_accounts/${a.body.id}`)).body.default_for_currency).toBe(false);
     const off = await call('PATCH', `/v1/bank_accounts/${w.body.id}`, { default_for_currency: false });
     expect(off.status).toBe(400);
@@ -117,7 +204,9 @@ describe('bank accounts', () => {
     // DELETE: not the default while others of its currency exist.
     const refused = await call('DELETE', `/v1/bank_accounts/${w.body.id}`);
     expect(refused.status).toBe(409);
-    expect(refused.body.message).toBe(`${w.body.id} is the default for USD; make another USD destination the default first.`);
+    expect(refused.body.message).toBe(
+      `${w.body.id} is the default for USD; make another USD destination the default first.`,
+    );
     const deleted = await call('DELETE', `/v1/bank_accounts/${a.body.id}`);
     expect(deleted.body).toEqual({ id: a.body.id, object: 'bank_account', deleted: true });
     expect((await call('GET', `/v1/bank_accounts/${a.body.id}`)).status).toBe(404);
@@ -129,10 +218,17 @@ describe('bank accounts', () => {
   });
 
   it('isolates accounts and modes; members read but do not write; admins act with x-account-id', async () => {
-    const mine = await call('POST', '/v1/bank_accounts', { type: 'paypal', account_holder_name: 'Iso', currency: 'USD', email: 'iso@example.com' });
+    const mine = await call('POST', '/v1/bank_accounts', {
+      type: 'paypal',
+      account_holder_name: 'Iso',
+      currency: 'USD',
+      email: 'iso@example.com',
+    });
     const other = await engine.signUp();
     expect((await call('GET', `/v1/bank_accounts/${mine.body.id}`, undefined, other.headers)).status).toBe(404);
-    expect((await call('PATCH', `/v1/bank_accounts/${mine.body.id}`, { account_holder_name: 'x' }, other.headers)).status).toBe(404);
+    expect(
+      (await call('PATCH', `/v1/bank_accounts/${mine.body.id}`, { account_holder_name: 'x' }, other.headers)).status,
+    ).toBe(404);
     expect((await call('DELETE', `/v1/bank_accounts/${mine.body.id}`, undefined, other.headers)).status).toBe(404);
     expect((await call('GET', '/v1/bank_accounts', undefined, other.headers)).body.data).toEqual([]);
     const sandboxed = await call('GET', `/v1/bank_accounts/${mine.body.id}`, undefined, { 'x-sandbox-mode': 'true' });
@@ -142,7 +238,11 @@ describe('bank accounts', () => {
     const theirs = await call('POST', '/v1/bank_accounts', ach, other.headers);
     expect(theirs.status).toBe(201);
 
-    const member = await call('POST', '/v1/users', { email: `m-${Date.now()}@example.com`, password: 'Member!pass1', name: 'M' });
+    const member = await call('POST', '/v1/users', {
+      email: `m-${Date.now()}@example.com`,
+      password: 'Member!pass1',
+      name: 'M',
+    });
     const session = await engine.login(member.body.email, 'Member!pass1');
     expect((await call('POST', '/v1/bank_accounts', uk, session.headers)).status).toBe(403);
     expect((await call('GET', '/v1/bank_accounts', undefined, session.headers)).status).toBe(200);
@@ -155,7 +255,13 @@ describe('bank accounts', () => {
   });
 
   it('honours Idempotency-Key', async () => {
-    const body = { type: 'uk', account_holder_name: 'Idem', currency: 'GBP', sort_code: '200000', account_number: '55779911' };
+    const body = {
+      type: 'uk',
+      account_holder_name: 'Idem',
+      currency: 'GBP',
+      sort_code: '200000',
+      account_number: '55779911',
+    };
     const first = await call('POST', '/v1/bank_accounts', body, { 'idempotency-key': 'ba-1' });
     const second = await call('POST', '/v1/bank_accounts', body, { 'idempotency-key': 'ba-1' });
     expect(first.status).toBe(201);

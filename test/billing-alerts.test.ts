@@ -5,6 +5,7 @@
  * activate/archive; tenant isolation; bad input refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Event } from '../db/entities/index.ts';
 import { reaches } from '../services/usage/alerts.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -15,31 +16,78 @@ describe('usage alerts', () => {
   let seq = 0;
   beforeAll(async () => {
     engine = await startTestEngine({ startWorker: false });
-    meter = (await engine.call('POST', '/v1/meters', { display_name: 'Calls', event_name: 'alert_calls', aggregation: 'sum', value_property: 'n' })).body.id;
+    meter = (
+      await engine.call('POST', '/v1/meters', {
+        display_name: 'Calls',
+        event_name: 'alert_calls',
+        aggregation: 'sum',
+        value_property: 'n',
+      })
+    ).body.id;
   });
   afterAll(() => engine?.close());
 
-  const customer = async () => (await engine.call('POST', '/v1/customers', { email: `alert${++seq}@example.com` })).body.id as string;
+  const customer = async () =>
+    (await engine.call('POST', '/v1/customers', { email: `alert${++seq}@example.com` })).body.id as string;
   const batch = async (customerId: string, values: number[], headers?: Record<string, string>) => {
-    const answer = await engine.call('POST', '/v1/meter_events/batch', { events: values.map((n) => ({ event_name: 'alert_calls', customer: customerId, identifier: `e${++seq}`, payload: { n } })) }, headers);
+    const answer = await engine.call(
+      'POST',
+      '/v1/meter_events/batch',
+      {
+        events: values.map((n) => ({
+          event_name: 'alert_calls',
+          customer: customerId,
+          identifier: `e${++seq}`,
+          payload: { n },
+        })),
+      },
+      headers,
+    );
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     expect(answer.body.accepted).toBe(values.length);
   };
   const triggered = async (accountId = engine.tenant.accountId) =>
-    (await engine.db.orm.em.fork().find(Event, { accountId, type: 'billing.alert.triggered' }, { orderBy: { id: 'asc' } })).map((e) => e.data.object as { alert: { id: string }; customer: string; value: string });
+    (
+      await engine.db.orm.em
+        .fork()
+        .find(Event, { accountId, type: 'billing.alert.triggered' }, { orderBy: { id: 'asc' } })
+    ).map((e) => e.data.object as { alert: { id: string }; customer: string; value: string });
   const createAlert = async (body: Record<string, unknown>, headers?: Record<string, string>) =>
-    engine.call('POST', '/v1/billing/alerts', { title: 'Calls 100', alert_type: 'usage_threshold', usage_threshold: { gte: 100, meter, recurrence: 'one_time' }, ...body }, headers);
+    engine.call(
+      'POST',
+      '/v1/billing/alerts',
+      {
+        title: 'Calls 100',
+        alert_type: 'usage_threshold',
+        usage_threshold: { gte: 100, meter, recurrence: 'one_time' },
+        ...body,
+      },
+      headers,
+    );
 
   it('fires once per customer when concurrent batches push it past gte; not below; filter; deactivated', async () => {
     const created = await createAlert({});
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const alert = created.body;
-    expect(alert).toMatchObject({ object: 'billing.alert', alert_type: 'usage_threshold', usage_threshold: { gte: 100, meter, recurrence: 'one_time' }, filter: null, status: 'active', livemode: true });
+    expect(alert).toMatchObject({
+      object: 'billing.alert',
+      alert_type: 'usage_threshold',
+      usage_threshold: { gte: 100, meter, recurrence: 'one_time' },
+      filter: null,
+      status: 'active',
+      livemode: true,
+    });
     expect(alert.id).toMatch(/^alrt_[0-9a-z]{26}$/);
 
     const [ada, bob, cy] = [await customer(), await customer(), await customer()];
     // A filtered alert for cy only, at 10; and a deactivated one for everybody at 1.
-    const forCy = (await createAlert({ title: 'Cy 10', usage_threshold: { gte: 10, meter, recurrence: 'one_time' }, filter: { customer: cy } })).body;
+    const forCy = (
+      await createAlert({
+        title: 'Cy 10',
+        usage_threshold: { gte: 10, meter, recurrence: 'one_time' },
+        filter: { customer: cy },
+      })
+    ).body;
     const off = (await createAlert({ title: 'Off', usage_threshold: { gte: 1, meter, recurrence: 'one_time' } })).body;
     expect((await engine.call('POST', `/v1/billing/alerts/${off.id}/deactivate`)).body.status).toBe('inactive');
 
@@ -55,7 +103,10 @@ describe('usage alerts', () => {
     await batch(cy, [1]);
     await batch(bob, [5]); // bob: 95, still below
     fired = await triggered();
-    expect(fired.map((f) => [f.alert.id, f.customer])).toEqual([[alert.id, ada], [forCy.id, cy]]);
+    expect(fired.map((f) => [f.alert.id, f.customer])).toEqual([
+      [alert.id, ada],
+      [forCy.id, cy],
+    ]);
     expect(fired[1]!.value).toBe('10');
 
     // Activated again, the 1-unit alert fires for the next batch's customers (once each).
@@ -69,7 +120,10 @@ describe('usage alerts', () => {
     expect((await engine.call('POST', `/v1/billing/alerts/${off.id}/activate`)).status).toBe(409);
     const list = await engine.call('GET', '/v1/billing/alerts');
     expect(list.body.data.map((a: { id: string }) => a.id)).toEqual([forCy.id, alert.id]);
-    expect((await engine.call('GET', `/v1/billing/alerts?limit=1`)).body).toMatchObject({ has_more: true, data: [{ id: forCy.id }] });
+    expect((await engine.call('GET', `/v1/billing/alerts?limit=1`)).body).toMatchObject({
+      has_more: true,
+      data: [{ id: forCy.id }],
+    });
     expect((await engine.call('GET', `/v1/billing/alerts/${off.id}`)).body.status).toBe('archived');
   });
 
@@ -77,7 +131,9 @@ describe('usage alerts', () => {
     expect((await createAlert({ usage_threshold: { gte: 0, meter, recurrence: 'one_time' } })).status).toBe(400);
     expect((await createAlert({ usage_threshold: { gte: 5, meter, recurrence: 'forever' } })).status).toBe(400);
     expect((await createAlert({ alert_type: 'spend' })).status).toBe(400);
-    const noMeter = await createAlert({ usage_threshold: { gte: 5, meter: 'mtr_01jd5a2b3c4d5e6f7g8h9j0k1m', recurrence: 'one_time' } });
+    const noMeter = await createAlert({
+      usage_threshold: { gte: 5, meter: 'mtr_01jd5a2b3c4d5e6f7g8h9j0k1m', recurrence: 'one_time' },
+    });
     expect(noMeter.status).toBe(400);
     expect(noMeter.body.error).toBe('invalid_request');
 
@@ -86,11 +142,29 @@ describe('usage alerts', () => {
     expect((await engine.call('GET', '/v1/billing/alerts', undefined, other.headers)).body.data).toEqual([]);
     const ours = (await engine.call('GET', '/v1/billing/alerts')).body.data[0];
     expect((await engine.call('GET', `/v1/billing/alerts/${ours.id}`, undefined, other.headers)).status).toBe(404);
-    expect((await engine.call('POST', `/v1/billing/alerts/${ours.id}/deactivate`, undefined, other.headers)).status).toBe(404);
+    expect(
+      (await engine.call('POST', `/v1/billing/alerts/${ours.id}/deactivate`, undefined, other.headers)).status,
+    ).toBe(404);
     expect((await createAlert({}, other.headers)).status).toBe(400);
     // Its own meter and alert with the same event_name: usage on our side does not fire its alert.
-    const theirMeter = (await engine.call('POST', '/v1/meters', { display_name: 'Calls', event_name: 'alert_calls', aggregation: 'sum', value_property: 'n' }, other.headers)).body.id;
-    const theirs = await engine.call('POST', '/v1/billing/alerts', { title: 't', alert_type: 'usage_threshold', usage_threshold: { gte: 1, meter: theirMeter, recurrence: 'one_time' } }, other.headers);
+    const theirMeter = (
+      await engine.call(
+        'POST',
+        '/v1/meters',
+        { display_name: 'Calls', event_name: 'alert_calls', aggregation: 'sum', value_property: 'n' },
+        other.headers,
+      )
+    ).body.id;
+    const theirs = await engine.call(
+      'POST',
+      '/v1/billing/alerts',
+      {
+        title: 't',
+        alert_type: 'usage_threshold',
+        usage_threshold: { gte: 1, meter: theirMeter, recurrence: 'one_time' },
+      },
+      other.headers,
+    );
     expect(theirs.status).toBe(201);
     await batch(await customer(), [50]);
     expect(await triggered(other.accountId)).toEqual([]);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+
 import { addIntervals, billingPeriod } from '../domain/billing-calendar.ts';
 
 const at = (iso: string) => new Date(iso);
@@ -15,17 +16,30 @@ describe('billing calendar', () => {
   });
 
   it('yearly from Feb 29 bills Feb 28 in common years and Feb 29 in leap years', () => {
-    expect(dates('2028-02-29T00:00:00Z', 'year', 5)).toEqual(['2028-02-29', '2029-02-28', '2030-02-28', '2031-02-28', '2032-02-29']);
+    expect(dates('2028-02-29T00:00:00Z', 'year', 5)).toEqual([
+      '2028-02-29',
+      '2029-02-28',
+      '2030-02-28',
+      '2031-02-28',
+      '2032-02-29',
+    ]);
   });
 
   it('keeps the time of day, in UTC', () => {
-    expect(addIntervals(at('2027-01-31T23:59:59.500Z'), { unit: 'month', count: 1 }, 1).toISOString()).toBe('2027-02-28T23:59:59.500Z');
+    expect(addIntervals(at('2027-01-31T23:59:59.500Z'), { unit: 'month', count: 1 }, 1).toISOString()).toBe(
+      '2027-02-28T23:59:59.500Z',
+    );
   });
 
   it('counts every period from the anchor, so a short month does not shift later ones', () => {
     const anchor = at('2027-08-31T00:00:00Z');
     const periods = [0, 1, 2, 3].map((i) => billingPeriod(anchor, { unit: 'month', count: 1 }, i));
-    expect(periods.map((p) => p.start.toISOString().slice(0, 10))).toEqual(['2027-08-31', '2027-09-30', '2027-10-31', '2027-11-30']);
+    expect(periods.map((p) => p.start.toISOString().slice(0, 10))).toEqual([
+      '2027-08-31',
+      '2027-09-30',
+      '2027-10-31',
+      '2027-11-30',
+    ]);
     for (let i = 1; i < periods.length; i++) expect(periods[i].start).toEqual(periods[i - 1].end);
   });
 

@@ -7,9 +7,10 @@
  */
 import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { seedCustomerAndPlan, startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
-import { eventually } from './helpers/temporal.ts';
 import { solidPng } from './helpers/png.ts';
+import { eventually } from './helpers/temporal.ts';
 
 describe('branding', () => {
   let engine: TestEngine;
@@ -26,13 +27,21 @@ describe('branding', () => {
   it('starts from the account name and the default colour, with no logo', async () => {
     const answer = await branding();
     expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ object: 'branding', business_name: null, brand_color: null, logo_url: null, effective: { color: '#1a56db', logo_url: null } });
+    expect(answer.body).toMatchObject({
+      object: 'branding',
+      business_name: null,
+      brand_color: null,
+      logo_url: null,
+      effective: { color: '#1a56db', logo_url: null },
+    });
     expect(answer.body.effective.name).toBeTruthy();
   });
 
   it('refuses a bad colour, an SVG, a GIF, bytes that are no image, a lying data URL and an oversized logo, and changes nothing', async () => {
     const before = (await branding()).body;
-    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>').toString('base64');
+    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>').toString(
+      'base64',
+    );
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ brand_color: 'red' }, /brand_color/],
       [{ brand_color: '#12345' }, /brand_color/],
@@ -58,19 +67,40 @@ describe('branding', () => {
 
   it('owners set name, colour and logo; the logo is served as uploaded; another account sees its own', async () => {
     const key = await engine.call('POST', '/v1/api_keys', { name: 'k' });
-    const byKey = await engine.call('PATCH', '/v1/settings/branding', { brand_color: '#000000' }, { authorization: `Bearer ${key.body.secret}` });
+    const byKey = await engine.call(
+      'PATCH',
+      '/v1/settings/branding',
+      { brand_color: '#000000' },
+      { authorization: `Bearer ${key.body.secret}` },
+    );
     expect(byKey.status).toBe(403);
-    const member = await engine.call('POST', '/v1/users', { email: 'member@example.com', password: 'Member!2345-secret', role: 'member' });
+    const member = await engine.call('POST', '/v1/users', {
+      email: 'member@example.com',
+      password: 'Member!2345-secret',
+      role: 'member',
+    });
     expect(member.status).toBe(201);
     const memberSession = await engine.login('member@example.com', 'Member!2345-secret');
-    expect((await engine.call('PATCH', '/v1/settings/branding', { brand_color: '#000000' }, memberSession.headers)).status).toBe(403);
+    expect(
+      (await engine.call('PATCH', '/v1/settings/branding', { brand_color: '#000000' }, memberSession.headers)).status,
+    ).toBe(403);
     expect((await engine.call('GET', '/v1/settings/branding', undefined, memberSession.headers)).status).toBe(200);
 
-    const saved = await engine.call('PATCH', '/v1/settings/branding', { business_name: 'Acme Rockets', brand_color: '#C2185B', logo: png.toString('base64') });
+    const saved = await engine.call('PATCH', '/v1/settings/branding', {
+      business_name: 'Acme Rockets',
+      brand_color: '#C2185B',
+      logo: png.toString('base64'),
+    });
     expect(saved.status).toBe(200);
-    expect(saved.body).toMatchObject({ business_name: 'Acme Rockets', brand_color: '#c2185b', effective: { name: 'Acme Rockets', color: '#c2185b' } });
+    expect(saved.body).toMatchObject({
+      business_name: 'Acme Rockets',
+      brand_color: '#c2185b',
+      effective: { name: 'Acme Rockets', color: '#c2185b' },
+    });
     const logoUrl: string = saved.body.logo_url;
-    expect(logoUrl).toMatch(new RegExp(`^${engine.config.publicUrl}/branding/${engine.tenant.accountId}/logo/[0-9a-f]{16}$`));
+    expect(logoUrl).toMatch(
+      new RegExp(`^${engine.config.publicUrl}/branding/${engine.tenant.accountId}/logo/[0-9a-f]{16}$`),
+    );
     const served = await engine.app.request(logoUrl.replace(engine.config.publicUrl, ''));
     expect(served.status).toBe(200);
     expect(served.headers.get('content-type')).toBe('image/png');
@@ -79,12 +109,23 @@ describe('branding', () => {
     expect(Buffer.from(await served.arrayBuffer()).equals(png)).toBe(true);
 
     const events = (await engine.call('GET', '/v1/events?type=account.updated')).body.data;
-    expect(events[0].data.object.settings.branding).toMatchObject({ business_name: 'Acme Rockets', brand_color: '#c2185b', logo: { content_type: 'image/png', size: png.length } });
+    expect(events[0].data.object.settings.branding).toMatchObject({
+      business_name: 'Acme Rockets',
+      brand_color: '#c2185b',
+      logo: { content_type: 'image/png', size: png.length },
+    });
 
     // Omitted fields stay; another account's branding and logo are its own.
-    expect((await engine.call('PATCH', '/v1/settings/branding', { business_name: 'Acme Rockets Ltd' })).body).toMatchObject({ brand_color: '#c2185b', logo_url: logoUrl });
+    expect(
+      (await engine.call('PATCH', '/v1/settings/branding', { business_name: 'Acme Rockets Ltd' })).body,
+    ).toMatchObject({ brand_color: '#c2185b', logo_url: logoUrl });
     const theirs = await branding(other);
-    expect(theirs.body).toMatchObject({ business_name: null, brand_color: null, logo_url: null, effective: { name: 'Other Co', color: '#1a56db' } });
+    expect(theirs.body).toMatchObject({
+      business_name: null,
+      brand_color: null,
+      logo_url: null,
+      effective: { name: 'Other Co', color: '#1a56db' },
+    });
     expect((await engine.app.request(`/branding/${other.accountId}/logo/0000000000000000`)).status).toBe(404);
     expect((await engine.call('PATCH', '/v1/settings/branding', { logo: null }, other.headers)).status).toBe(200);
     expect((await engine.app.request(logoUrl.replace(engine.config.publicUrl, ''))).status).toBe(200);
@@ -103,9 +144,15 @@ describe('branding', () => {
     expect(receipt!.parsed.from?.value[0]?.name).toBe('Acme Rockets Ltd');
     expect(receipt!.parsed.text).toContain('to Acme Rockets Ltd on');
     expect(html).toContain('background:#c2185b');
-    expect(html).toMatch(new RegExp(`<img src="${engine.config.publicUrl}/branding/${engine.tenant.accountId}/logo/[0-9a-f]{16}" alt="Acme Rockets Ltd"`));
+    expect(html).toMatch(
+      new RegExp(
+        `<img src="${engine.config.publicUrl}/branding/${engine.tenant.accountId}/logo/[0-9a-f]{16}" alt="Acme Rockets Ltd"`,
+      ),
+    );
 
-    const invoice = (await engine.call('GET', `/v1/invoices?subscription=${created.body.id}`)).body.data?.[0] ?? (await engine.call('GET', '/v1/invoices')).body.data[0];
+    const invoice =
+      (await engine.call('GET', `/v1/invoices?subscription=${created.body.id}`)).body.data?.[0] ??
+      (await engine.call('GET', '/v1/invoices')).body.data[0];
     const pdf = await engine.app.request(String(invoice.pdf).replace(engine.config.publicUrl, ''));
     expect(pdf.status).toBe(200);
     const bytes = new Uint8Array(await pdf.arrayBuffer());
@@ -116,22 +163,41 @@ describe('branding', () => {
     expect(raw).toMatch(/\/Subtype \/Image/);
 
     const link = await engine.call('POST', `/v1/customers/${customerId}/portal_link`, {});
-    const portal = await engine.call('GET', '/v1/portal', undefined, { authorization: '', 'x-portal-token': link.body.url.split('#')[1] });
-    expect(portal.body.account).toEqual({ name: 'Acme Rockets Ltd', brand_color: '#c2185b', brand_text_color: '#ffffff', logo_url: expect.stringMatching(/^\/branding\/.+\/logo\/[0-9a-f]{16}$/) });
+    const portal = await engine.call('GET', '/v1/portal', undefined, {
+      authorization: '',
+      'x-portal-token': link.body.url.split('#')[1],
+    });
+    expect(portal.body.account).toEqual({
+      name: 'Acme Rockets Ltd',
+      brand_color: '#c2185b',
+      brand_text_color: '#ffffff',
+      logo_url: expect.stringMatching(/^\/branding\/.+\/logo\/[0-9a-f]{16}$/),
+    });
   });
 
   it('the pay page shows the name, the colour and the logo from its own origin', async () => {
-    const request = await engine.call('POST', '/v1/payments', { account_id: engine.tenant.accountId, amount: 1500, currency: 'USD', customer_email: 'payer@example.com' });
+    const request = await engine.call('POST', '/v1/payments', {
+      account_id: engine.tenant.accountId,
+      amount: 1500,
+      currency: 'USD',
+      customer_email: 'payer@example.com',
+    });
     expect(request.status).toBe(201);
     const page = await engine.app.request(String(request.body.payment_url).replace(engine.config.publicUrl, ''));
     expect(page.status).toBe(200);
     const body = await page.text();
     expect(body).toContain('<strong>Acme Rockets Ltd</strong> requests');
     expect(body).toContain('button{background:#c2185b;color:#ffffff}');
-    expect(body).toMatch(/<header class="brand" data-brand-color="#c2185b"><img src="\/branding\/[^"]+\/logo\/[0-9a-f]{16}" alt="Acme Rockets Ltd logo">/);
+    expect(body).toMatch(
+      /<header class="brand" data-brand-color="#c2185b"><img src="\/branding\/[^"]+\/logo\/[0-9a-f]{16}" alt="Acme Rockets Ltd logo">/,
+    );
     expect(page.headers.get('content-security-policy')).toContain("img-src 'self'");
     // The request's email names the business too.
-    const mail = await eventually(async () => engine.mail.messages.find((m) => m.envelopeTo.includes('payer@example.com')), (m) => m !== undefined, 15_000);
+    const mail = await eventually(
+      async () => engine.mail.messages.find((m) => m.envelopeTo.includes('payer@example.com')),
+      (m) => m !== undefined,
+      15_000,
+    );
     expect(mail!.parsed.subject).toContain('Acme Rockets Ltd requests');
   });
 });

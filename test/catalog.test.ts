@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Customer, Plan, Product } from '../db/entities/index.ts';
-import { eventually } from './helpers/temporal.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
+import { eventually } from './helpers/temporal.ts';
 
 const day = 86_400_000;
 const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -27,11 +28,16 @@ describe('catalog and customers', () => {
     expect(Object.keys(response.body).sort()).toEqual(['error', 'message']);
     expect(response.body.error).toBe(code);
   };
-  const count = (entity: typeof Product | typeof Plan | typeof Customer) => engine.db.orm.em.fork().count(entity as typeof Product);
+  const count = (entity: typeof Product | typeof Plan | typeof Customer) =>
+    engine.db.orm.em.fork().count(entity as typeof Product);
 
   describe('products', () => {
     it('creates, reads and updates a product field by field', async () => {
-      const created = await engine.call('POST', '/v1/products', { name: 'Pro', description: 'For teams', metadata: { tier: 'gold' } });
+      const created = await engine.call('POST', '/v1/products', {
+        name: 'Pro',
+        description: 'For teams',
+        metadata: { tier: 'gold' },
+      });
       expect(created.status).toBe(201);
       expect(created.body).toEqual({
         id: expect.stringMatching(/^prod_[0-9a-z]{26}$/),
@@ -47,9 +53,19 @@ describe('catalog and customers', () => {
       const id = created.body.id;
       expect((await engine.call('GET', `/v1/products/${id}`)).body).toEqual(created.body);
 
-      const patched = await engine.call('PATCH', `/v1/products/${id}`, { name: 'Pro+', description: null, metadata: { tier: '', color: 'red' } });
+      const patched = await engine.call('PATCH', `/v1/products/${id}`, {
+        name: 'Pro+',
+        description: null,
+        metadata: { tier: '', color: 'red' },
+      });
       expect(patched.status).toBe(200);
-      expect(patched.body).toMatchObject({ id, name: 'Pro+', description: null, active: true, metadata: { color: 'red' } });
+      expect(patched.body).toMatchObject({
+        id,
+        name: 'Pro+',
+        description: null,
+        active: true,
+        metadata: { color: 'red' },
+      });
       // POST does the same, as Stripe's clients expect.
       const archived = await engine.call('POST', `/v1/products/${id}`, { active: false });
       expect(archived.status).toBe(200);
@@ -69,8 +85,17 @@ describe('catalog and customers', () => {
       expectError(await engine.call('POST', '/v1/products', { name: 'X', metadata: tooMany }), 400, 'invalid_request');
       expectError(await engine.call('POST', '/v1/products', { name: 'X', metadata: { k: 1 } }), 400, 'invalid_request');
       expect(await count(Product)).toBe(before);
-      const id = (await engine.call('POST', '/v1/products', { name: 'Y', metadata: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v'])) })).body.id;
-      expectError(await engine.call('PATCH', `/v1/products/${id}`, { metadata: { extra: 'v' } }), 400, 'invalid_request');
+      const id = (
+        await engine.call('POST', '/v1/products', {
+          name: 'Y',
+          metadata: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v'])),
+        })
+      ).body.id;
+      expectError(
+        await engine.call('PATCH', `/v1/products/${id}`, { metadata: { extra: 'v' } }),
+        400,
+        'invalid_request',
+      );
       expectError(await engine.call('PATCH', `/v1/products/${id}`, { name: null }), 400, 'invalid_request');
       expectError(await engine.call('PATCH', `/v1/products/${id}`, { id: 'prod_x' }), 400, 'invalid_request');
       expect(Object.keys((await engine.call('GET', `/v1/products/${id}`)).body.metadata)).toHaveLength(50);
@@ -126,7 +151,11 @@ describe('catalog and customers', () => {
       const account = await engine.signUp({ name: 'Many' });
       const h = account.headers;
       const made: string[] = [];
-      for (let i = 0; i < 22; i++) made.push((await engine.call('POST', '/v1/customers', { email: i % 2 ? `odd@example.com` : `c${i}@example.com` }, h)).body.id);
+      for (let i = 0; i < 22; i++)
+        made.push(
+          (await engine.call('POST', '/v1/customers', { email: i % 2 ? `odd@example.com` : `c${i}@example.com` }, h))
+            .body.id,
+        );
       const page = await engine.call('GET', '/v1/customers', undefined, h);
       expect(ids(page)).toEqual(made.slice(2).reverse());
       expect(page.body.has_more).toBe(true);
@@ -148,11 +177,19 @@ describe('catalog and customers', () => {
         expectError(await engine.call('GET', `${path}?limit=101`), 400, 'invalid_request');
         expectError(await engine.call('GET', `${path}?limit=abc`), 400, 'invalid_request');
         expectError(await engine.call('GET', `${path}?starting_after=nope`), 400, 'invalid_request');
-        expectError(await engine.call('GET', `${path}?starting_after=txn_01jd3x5k8q0m2v7c9r4t6y1w3e`), 400, 'invalid_request');
+        expectError(
+          await engine.call('GET', `${path}?starting_after=txn_01jd3x5k8q0m2v7c9r4t6y1w3e`),
+          400,
+          'invalid_request',
+        );
         expectError(await engine.call('GET', `${path}?unknown=1`), 400, 'invalid_request');
       }
       const p = 'prod_01jd3x5k8q0m2v7c9r4t6y1w3e';
-      expectError(await engine.call('GET', `/v1/products?starting_after=${p}&ending_before=${p}`), 400, 'invalid_request');
+      expectError(
+        await engine.call('GET', `/v1/products?starting_after=${p}&ending_before=${p}`),
+        400,
+        'invalid_request',
+      );
       expectError(await engine.call('GET', '/v1/products?active=yes'), 400, 'invalid_request');
       expectError(await engine.call('GET', '/v1/plans?active=1'), 400, 'invalid_request');
       expect((await engine.call('GET', '/v1/products?limit=100')).status).toBe(200);
@@ -162,7 +199,15 @@ describe('catalog and customers', () => {
   describe('plans', () => {
     it('belong to a product of the same account and mode, or to none', async () => {
       const product = (await engine.call('POST', '/v1/products', { name: 'Suite' })).body.id;
-      const created = await engine.call('POST', '/v1/plans', { name: 'Monthly', product, amount: 1500, currency: 'usd', interval: 'month', interval_count: 3, trial_period_days: 14 });
+      const created = await engine.call('POST', '/v1/plans', {
+        name: 'Monthly',
+        product,
+        amount: 1500,
+        currency: 'usd',
+        interval: 'month',
+        interval_count: 3,
+        trial_period_days: 14,
+      });
       expect(created.status).toBe(201);
       expect(created.body).toEqual({
         id: expect.stringMatching(/^plan_[0-9a-z]{26}$/),
@@ -193,7 +238,12 @@ describe('catalog and customers', () => {
         livemode: true,
         created_at: iso,
       });
-      const alone = await engine.call('POST', '/v1/plans', { name: 'Alone', amount: 100, currency: 'USD', interval: 'week' });
+      const alone = await engine.call('POST', '/v1/plans', {
+        name: 'Alone',
+        amount: 100,
+        currency: 'USD',
+        interval: 'week',
+      });
       expect(alone.body).toMatchObject({ product: null, interval_count: 1, trial_period_days: 0 });
 
       const before = await count(Plan);
@@ -209,7 +259,9 @@ describe('catalog and customers', () => {
       expectError(await engine.call('POST', '/v1/plans', { ...body, amount: 100_000_000 }), 400, 'invalid_request');
       expect(await count(Plan)).toBe(before);
       // In the sandbox, the sandbox product is the one that exists.
-      expect((await engine.call('POST', '/v1/plans', { ...body, product: sandboxProduct }, sandbox())).body).toMatchObject({ product: sandboxProduct, livemode: false });
+      expect(
+        (await engine.call('POST', '/v1/plans', { ...body, product: sandboxProduct }, sandbox())).body,
+      ).toMatchObject({ product: sandboxProduct, livemode: false });
     });
 
     it('lists filtered by product and active', async () => {
@@ -221,7 +273,8 @@ describe('catalog and customers', () => {
       const b = (await engine.call('POST', '/v1/plans', { ...body, name: 'b' }, h)).body.id;
       const c = (await engine.call('POST', '/v1/plans', { ...body, name: 'c', product }, h)).body.id;
       await engine.call('DELETE', `/v1/plans/${a}`, undefined, h);
-      const list = async (query: string) => (await engine.call('GET', `/v1/plans${query}`, undefined, h)).body.data.map((p: { id: string }) => p.id);
+      const list = async (query: string) =>
+        (await engine.call('GET', `/v1/plans${query}`, undefined, h)).body.data.map((p: { id: string }) => p.id);
       expect(await list('')).toEqual([c, b, a]);
       expect(await list(`?product=${product}`)).toEqual([c, a]);
       expect(await list(`?product=${product}&active=true`)).toEqual([c]);
@@ -231,8 +284,18 @@ describe('catalog and customers', () => {
     });
 
     it('are archived, never deleted: readable, still billing their subscriptions, refusing new ones', async () => {
-      const customer = (await engine.call('POST', '/v1/customers', { email: 'arch@example.com', payment_method: 'pm_card_visa' })).body.id;
-      const plan = (await engine.call('POST', '/v1/plans', { name: 'Old', amount: 700, currency: 'USD', interval: 'month', trial_period_days: 3 })).body.id;
+      const customer = (
+        await engine.call('POST', '/v1/customers', { email: 'arch@example.com', payment_method: 'pm_card_visa' })
+      ).body.id;
+      const plan = (
+        await engine.call('POST', '/v1/plans', {
+          name: 'Old',
+          amount: 700,
+          currency: 'USD',
+          interval: 'month',
+          trial_period_days: 3,
+        })
+      ).body.id;
       const existing = await engine.call('POST', '/v1/subscriptions', { customer_id: customer, plan });
       expect(existing.status).toBe(201);
 
@@ -249,7 +312,10 @@ describe('catalog and customers', () => {
 
       // The subscription made before the archive bills on it when its trial ends.
       await engine.env.sleep(4 * day);
-      const billed = await eventually(() => engine.subscription(existing.body.id), (s) => s?.status === 'active');
+      const billed = await eventually(
+        () => engine.subscription(existing.body.id),
+        (s) => s?.status === 'active',
+      );
       expect(billed!.planId).toBe(plan);
       const charges = await engine.charges(existing.body.id);
       expect(charges.map((c) => [c.amount, c.status])).toEqual([[700, 'succeeded']]);
@@ -262,11 +328,25 @@ describe('catalog and customers', () => {
     });
 
     it('only name and active change', async () => {
-      const plan = (await engine.call('POST', '/v1/plans', { name: 'Fixed', amount: 100, currency: 'USD', interval: 'month' })).body.id;
-      for (const body of [{ amount: 200 }, { currency: 'EUR' }, { interval: 'year' }, { active: 'false' }, { name: '' }]) {
+      const plan = (
+        await engine.call('POST', '/v1/plans', { name: 'Fixed', amount: 100, currency: 'USD', interval: 'month' })
+      ).body.id;
+      for (const body of [
+        { amount: 200 },
+        { currency: 'EUR' },
+        { interval: 'year' },
+        { active: 'false' },
+        { name: '' },
+      ]) {
         expectError(await engine.call('PATCH', `/v1/plans/${plan}`, body), 400, 'invalid_request');
       }
-      expect((await engine.call('GET', `/v1/plans/${plan}`)).body).toMatchObject({ amount: 100, currency: 'USD', interval: 'month', active: true, name: 'Fixed' });
+      expect((await engine.call('GET', `/v1/plans/${plan}`)).body).toMatchObject({
+        amount: 100,
+        currency: 'USD',
+        interval: 'month',
+        active: true,
+        name: 'Fixed',
+      });
       expectError(await engine.call('PATCH', '/v1/plans/plan_missing', { name: 'x' }), 404, 'not_found');
       expectError(await engine.call('DELETE', '/v1/plans/plan_missing'), 404, 'not_found');
     });
@@ -276,32 +356,56 @@ describe('catalog and customers', () => {
     it('updates email, name and payment method; null removes', async () => {
       const created = await engine.call('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada' });
       const id = created.body.id;
-      const patched = await engine.call('PATCH', `/v1/customers/${id}`, { email: 'ada@lovelace.example', payment_method: 'pm_card_mastercard' });
+      const patched = await engine.call('PATCH', `/v1/customers/${id}`, {
+        email: 'ada@lovelace.example',
+        payment_method: 'pm_card_mastercard',
+      });
       expect(patched.status).toBe(200);
-      expect(patched.body).toEqual({ ...created.body, email: 'ada@lovelace.example', payment_method: 'pm_card_mastercard', updated_at: iso });
+      expect(patched.body).toEqual({
+        ...created.body,
+        email: 'ada@lovelace.example',
+        payment_method: 'pm_card_mastercard',
+        updated_at: iso,
+      });
       expect(Date.parse(patched.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(created.body.updated_at));
       // The same method again is accepted (it is how a customer asks for a retry).
-      expect((await engine.call('PATCH', `/v1/customers/${id}`, { payment_method: 'pm_card_mastercard' })).status).toBe(200);
+      expect((await engine.call('PATCH', `/v1/customers/${id}`, { payment_method: 'pm_card_mastercard' })).status).toBe(
+        200,
+      );
       const cleared = await engine.call('POST', `/v1/customers/${id}`, { name: null, payment_method: null });
       expect(cleared.body).toMatchObject({ email: 'ada@lovelace.example', name: null, payment_method: null });
       expect((await engine.call('GET', `/v1/customers/${id}`)).body).toEqual(cleared.body);
-      expect((await engine.call('PATCH', `/v1/customers/${id}`, {})).body).toMatchObject({ email: 'ada@lovelace.example' });
+      expect((await engine.call('PATCH', `/v1/customers/${id}`, {})).body).toMatchObject({
+        email: 'ada@lovelace.example',
+      });
     });
 
     it('takes only the sandbox test methods, in every mode', async () => {
-      const id = (await engine.call('POST', '/v1/customers', { email: 'pm@example.com', payment_method: 'pm_card_visa' })).body.id;
+      const id = (
+        await engine.call('POST', '/v1/customers', { email: 'pm@example.com', payment_method: 'pm_card_visa' })
+      ).body.id;
       const before = await count(Customer);
       for (const method of ['pm_card_unknown', 'tok_visa', '']) {
         const response = await engine.call('PATCH', `/v1/customers/${id}`, { payment_method: method });
         expectError(response, 400, 'invalid_request');
         expect(response.body.message).toMatch(/payment_method/);
-        expectError(await engine.call('POST', '/v1/customers', { email: 'x@example.com', payment_method: method }), 400, 'invalid_request');
-        expectError(await engine.call('POST', '/v1/customers', { email: 'x@example.com', payment_method: method }, sandbox()), 400, 'invalid_request');
+        expectError(
+          await engine.call('POST', '/v1/customers', { email: 'x@example.com', payment_method: method }),
+          400,
+          'invalid_request',
+        );
+        expectError(
+          await engine.call('POST', '/v1/customers', { email: 'x@example.com', payment_method: method }, sandbox()),
+          400,
+          'invalid_request',
+        );
       }
       expect(await count(Customer)).toBe(before);
       expect((await engine.call('GET', `/v1/customers/${id}`)).body.payment_method).toBe('pm_card_visa');
       for (const method of ['pm_card_chargeDeclined', 'pm_bank_pendingSettles', 'pm_card_expired']) {
-        expect((await engine.call('PATCH', `/v1/customers/${id}`, { payment_method: method })).body.payment_method).toBe(method);
+        expect(
+          (await engine.call('PATCH', `/v1/customers/${id}`, { payment_method: method })).body.payment_method,
+        ).toBe(method);
       }
       expectError(await engine.call('PATCH', `/v1/customers/${id}`, { email: 'not-an-email' }), 400, 'invalid_request');
       expectError(await engine.call('PATCH', `/v1/customers/${id}`, { email: null }), 400, 'invalid_request');
@@ -313,10 +417,22 @@ describe('catalog and customers', () => {
   describe('isolation', () => {
     it("another account's products, plans and customers are not_found everywhere, and never listed", async () => {
       const product = (await engine.call('POST', '/v1/products', { name: 'Mine' })).body.id;
-      const plan = (await engine.call('POST', '/v1/plans', { name: 'Mine', product, amount: 100, currency: 'USD', interval: 'month' })).body.id;
+      const plan = (
+        await engine.call('POST', '/v1/plans', {
+          name: 'Mine',
+          product,
+          amount: 100,
+          currency: 'USD',
+          interval: 'month',
+        })
+      ).body.id;
       const customer = (await engine.call('POST', '/v1/customers', { email: 'mine@example.com' })).body.id;
       const key = (await engine.call('POST', '/v1/api_keys', { mode: 'live' }, other.headers)).body.secret;
-      for (const headers of [other.headers, { ...other.headers, 'x-sandbox-mode': 'true' }, { authorization: `Bearer ${key}` }]) {
+      for (const headers of [
+        other.headers,
+        { ...other.headers, 'x-sandbox-mode': 'true' },
+        { authorization: `Bearer ${key}` },
+      ]) {
         for (const [method, path, body] of [
           ['GET', `/v1/products/${product}`],
           ['PATCH', `/v1/products/${product}`, { name: 'pwned' }],
@@ -331,7 +447,12 @@ describe('catalog and customers', () => {
         ] as [string, string, unknown?][]) {
           expectError(await engine.call(method, path, body, headers), 404, 'not_found');
         }
-        for (const [path, id] of [['/v1/products?limit=100', product], ['/v1/plans?limit=100', plan], ['/v1/customers?limit=100', customer], [`/v1/plans?product=${product}`, plan]]) {
+        for (const [path, id] of [
+          ['/v1/products?limit=100', product],
+          ['/v1/plans?limit=100', plan],
+          ['/v1/customers?limit=100', customer],
+          [`/v1/plans?product=${product}`, plan],
+        ]) {
           const listed = await engine.call('GET', path!, undefined, headers);
           expect(listed.status).toBe(200);
           expect(listed.body.data.map((row: { id: string }) => row.id)).not.toContain(id);
@@ -348,7 +469,14 @@ describe('catalog and customers', () => {
       const test = { ...account.headers, 'x-sandbox-mode': 'true' };
       const rows = async (headers: Record<string, string>) => {
         const product = (await engine.call('POST', '/v1/products', { name: 'P' }, headers)).body;
-        const plan = (await engine.call('POST', '/v1/plans', { name: 'P', product: product.id, amount: 100, currency: 'USD', interval: 'month' }, headers)).body;
+        const plan = (
+          await engine.call(
+            'POST',
+            '/v1/plans',
+            { name: 'P', product: product.id, amount: 100, currency: 'USD', interval: 'month' },
+            headers,
+          )
+        ).body;
         const customer = (await engine.call('POST', '/v1/customers', { email: 'm@example.com' }, headers)).body;
         return { product, plan, customer };
       };
@@ -356,17 +484,32 @@ describe('catalog and customers', () => {
       const t = await rows(test);
       expect([l.product.livemode, l.plan.livemode, l.customer.livemode]).toEqual([true, true, true]);
       expect([t.product.livemode, t.plan.livemode, t.customer.livemode]).toEqual([false, false, false]);
-      for (const [headers, own] of [[live, l], [test, t]] as const) {
-        expect((await engine.call('GET', '/v1/products', undefined, headers)).body.data.map((r: { id: string }) => r.id)).toEqual([own.product.id]);
-        expect((await engine.call('GET', '/v1/plans', undefined, headers)).body.data.map((r: { id: string }) => r.id)).toEqual([own.plan.id]);
-        expect((await engine.call('GET', '/v1/customers?email=m@example.com', undefined, headers)).body.data.map((r: { id: string }) => r.id)).toEqual([own.customer.id]);
+      for (const [headers, own] of [
+        [live, l],
+        [test, t],
+      ] as const) {
+        expect(
+          (await engine.call('GET', '/v1/products', undefined, headers)).body.data.map((r: { id: string }) => r.id),
+        ).toEqual([own.product.id]);
+        expect(
+          (await engine.call('GET', '/v1/plans', undefined, headers)).body.data.map((r: { id: string }) => r.id),
+        ).toEqual([own.plan.id]);
+        expect(
+          (await engine.call('GET', '/v1/customers?email=m@example.com', undefined, headers)).body.data.map(
+            (r: { id: string }) => r.id,
+          ),
+        ).toEqual([own.customer.id]);
       }
       expectError(await engine.call('GET', `/v1/products/${t.product.id}`, undefined, live), 404, 'not_found');
       expectError(await engine.call('PATCH', `/v1/customers/${t.customer.id}`, { name: 'x' }, live), 404, 'not_found');
       expectError(await engine.call('DELETE', `/v1/plans/${l.plan.id}`, undefined, test), 404, 'not_found');
       // A test key is the sandbox too.
       const testKey = (await engine.call('POST', '/v1/api_keys', { mode: 'test' }, live)).body.secret;
-      expect((await engine.call('GET', '/v1/plans', undefined, { authorization: `Bearer ${testKey}` })).body.data.map((r: { id: string }) => r.id)).toEqual([t.plan.id]);
+      expect(
+        (await engine.call('GET', '/v1/plans', undefined, { authorization: `Bearer ${testKey}` })).body.data.map(
+          (r: { id: string }) => r.id,
+        ),
+      ).toEqual([t.plan.id]);
     });
   });
 });

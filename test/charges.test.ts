@@ -1,13 +1,14 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { createActivities } from '../activities/index.ts';
-import type { ChargeOutcome } from '../services/charges.ts';
 import { Account, Charge, Customer, SandboxProcessorCharge } from '../db/entities/index.ts';
-import { createSmtpMailer, type Mailer } from '../services/mailer.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
+import type { ChargeOutcome } from '../services/charges.ts';
+import { createSmtpMailer, type Mailer } from '../services/mailer.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSmtpCapture, type SmtpCapture } from './helpers/smtp.ts';
+import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
 
 describe('charge activity', () => {
   let db: TestDatabase;
@@ -20,13 +21,29 @@ describe('charge activity', () => {
     db = await createTestDatabase();
     smtp = await startSmtpCapture();
     mailer = createSmtpMailer(smtp.url, 'Billing <billing@test.example>');
-    activities = createActivities({ orm: db.orm, mailer, links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' }) });
+    activities = createActivities({
+      orm: db.orm,
+      mailer,
+      links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' }),
+    });
     const em = db.orm.em.fork();
     const tenant = { accountId: 'acct_test', livemode: false };
     // Every charge attempt is a payment transaction of the account: the account exists.
-    em.create(Account, { id: 'acct_test', email: 'owner@example.com', name: 'Test', type: 'business', status: 'active', settings: { currency: 'USD', timezone: 'UTC', language: 'en' } });
+    em.create(Account, {
+      id: 'acct_test',
+      email: 'owner@example.com',
+      name: 'Test',
+      type: 'business',
+      status: 'active',
+      settings: { currency: 'USD', timezone: 'UTC', language: 'en' },
+    });
     em.create(Customer, { id: 'cus_visa', email: 'a@example.com', paymentMethod: 'pm_card_visa', ...tenant });
-    em.create(Customer, { id: 'cus_declined', email: 'b@example.com', paymentMethod: 'pm_card_chargeDeclined', ...tenant });
+    em.create(Customer, {
+      id: 'cus_declined',
+      email: 'b@example.com',
+      paymentMethod: 'pm_card_chargeDeclined',
+      ...tenant,
+    });
     em.create(Customer, { id: 'cus_none', email: 'c@example.com', paymentMethod: null, ...tenant });
     await em.flush();
   });
@@ -37,7 +54,17 @@ describe('charge activity', () => {
   });
 
   const charge = (key: string, customerId = 'cus_visa', amount = 1500) =>
-    activityEnv.run(activities.charge, { idempotencyKey: key, invoiceId: 'in_none', attempt: 1, accountId: 'acct_test', customerId, amount, currency: 'USD', description: 'test', livemode: false }) as Promise<ChargeOutcome>;
+    activityEnv.run(activities.charge, {
+      idempotencyKey: key,
+      invoiceId: 'in_none',
+      attempt: 1,
+      accountId: 'acct_test',
+      customerId,
+      amount,
+      currency: 'USD',
+      description: 'test',
+      livemode: false,
+    }) as Promise<ChargeOutcome>;
   const count = async (key: string) => ({
     ours: await db.orm.em.fork().count(Charge, { idempotencyKey: key }),
     processor: await db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: key }),
@@ -64,7 +91,11 @@ describe('charge activity', () => {
 
   it('a declined card is an outcome with its reason, not an error', async () => {
     const result = await charge('sub_d:cycle:0:attempt:1', 'cus_declined');
-    expect(result).toMatchObject({ status: 'failed', failureCode: 'card_declined', failureMessage: 'Your card was declined.' });
+    expect(result).toMatchObject({
+      status: 'failed',
+      failureCode: 'card_declined',
+      failureMessage: 'Your card was declined.',
+    });
   });
 
   it('no payment method fails without reaching the processor', async () => {
@@ -74,10 +105,24 @@ describe('charge activity', () => {
   });
 
   it('refuses to reuse a key for a different amount', async () => {
-    const processorOnly = createActivities({ orm: db.orm, mailer, links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' }) });
+    const processorOnly = createActivities({
+      orm: db.orm,
+      mailer,
+      links: createCustomerLinks({ publicUrl: 'http://localhost', secret: 'test' }),
+    });
     await db.orm.em.fork().nativeDelete(Charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1' });
     await expect(
-      activityEnv.run(processorOnly.charge, { idempotencyKey: 'sub_x:cycle:0:attempt:1', invoiceId: 'in_none', attempt: 1, accountId: 'acct_test', customerId: 'cus_visa', amount: 9999, currency: 'USD', description: 't', livemode: false }),
+      activityEnv.run(processorOnly.charge, {
+        idempotencyKey: 'sub_x:cycle:0:attempt:1',
+        invoiceId: 'in_none',
+        attempt: 1,
+        accountId: 'acct_test',
+        customerId: 'cus_visa',
+        amount: 9999,
+        currency: 'USD',
+        description: 't',
+        livemode: false,
+      }),
     ).rejects.toThrow(/already used for a different charge/);
   });
 
@@ -88,7 +133,8 @@ describe('charge activity', () => {
     const runs = await Promise.allSettled([send(), send(), send()]);
     const sent = runs.filter((r) => r.status === 'fulfilled' && r.value.sent);
     expect(sent).toHaveLength(1);
-    for (const r of runs) if (r.status === 'rejected') expect(String(r.reason)).toMatch(/being sent by another attempt/);
+    for (const r of runs)
+      if (r.status === 'rejected') expect(String(r.reason)).toMatch(/being sent by another attempt/);
     await smtp.waitFor(1);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(smtp.messages).toHaveLength(1);

@@ -1,13 +1,15 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+
 import { serve, type ServerType } from '@hono/node-server';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ulid } from 'ulidx';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { createApp } from '../api/app.ts';
 import { deriveOperations } from '../cli/operations.ts';
 import { createLogger } from '../logger.ts';
@@ -50,12 +52,25 @@ describe('the billing CLI against the real engine', () => {
   }
 
   const childEnv = (home: string, extra: Record<string, string> = {}) => {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), BILLING_API_BASE: base, ...extra };
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      XDG_CONFIG_HOME: path.join(home, 'config'),
+      BILLING_API_BASE: base,
+      ...extra,
+    };
     return env;
   };
 
-  function start(home: string, args: string[], extra: Record<string, string> = {}): ChildProcess & { out: () => string; err: () => string; done: Promise<Run> } {
-    const child = spawn(process.execPath, [cliEntry, ...args], { env: childEnv(home, extra), stdio: ['ignore', 'pipe', 'pipe'] });
+  function start(
+    home: string,
+    args: string[],
+    extra: Record<string, string> = {},
+  ): ChildProcess & { out: () => string; err: () => string; done: Promise<Run> } {
+    const child = spawn(process.execPath, [cliEntry, ...args], {
+      env: childEnv(home, extra),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d) => (stdout += d));
@@ -66,7 +81,11 @@ describe('the billing CLI against the real engine', () => {
 
   const run = (home: string, args: string[], extra: Record<string, string> = {}) => start(home, args, extra).done;
 
-  async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  async function until<T>(
+    what: string,
+    probe: () => T | undefined | Promise<T | undefined>,
+    timeoutMs = 15_000,
+  ): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const value = await probe();
@@ -76,12 +95,16 @@ describe('the billing CLI against the real engine', () => {
     }
   }
 
-  const configOf = (home: string) => JSON.parse(fs.readFileSync(path.join(home, 'config', 'billing', 'config.json'), 'utf8'));
+  const configOf = (home: string) =>
+    JSON.parse(fs.readFileSync(path.join(home, 'config', 'billing', 'config.json'), 'utf8'));
 
   /** A home logged in with the device flow, approved through the API by the owner (test mode). */
   async function deviceLogin(home: string): Promise<Run> {
     const login = start(home, ['login', '--name', 'ci-laptop']);
-    const code = await until('the login code and link', () => /login code is ([A-Z]{4}-[A-Z]{4})\nOpen \S+\/cli\/approve\?code=\1 /.exec(login.err())?.[1]);
+    const code = await until(
+      'the login code and link',
+      () => /login code is ([A-Z]{4}-[A-Z]{4})\nOpen \S+\/cli\/approve\?code=\1 /.exec(login.err())?.[1],
+    );
     const approved = await engine.call('POST', '/v1/cli/device/approve', { user_code: code, livemode: false });
     expect(approved.status).toBe(200);
     return login.done;
@@ -94,18 +117,37 @@ describe('the billing CLI against the real engine', () => {
     const snapshot = JSON.parse(fs.readFileSync('cli/operations.json', 'utf8'));
     expect(snapshot).toEqual(deriveOperations(doc));
     expect(snapshot.map((op: { resource: string; action: string }) => `${op.resource} ${op.action}`)).toEqual(
-      expect.arrayContaining(['customers list', 'customers get', 'customers create', 'subscriptions cancel', 'invoices void', 'transactions delete', 'events list']),
+      expect.arrayContaining([
+        'customers list',
+        'customers get',
+        'customers create',
+        'subscriptions cancel',
+        'invoices void',
+        'transactions delete',
+        'events list',
+      ]),
     );
   });
 
   it('device login: pending until the owner approves, then one CLI key stored with mode 0600', async () => {
     const sql = engine.db.orm.em.getConnection();
-    await sql.execute(`insert into cli_device_codes (id, device_code_hash, user_code, device_name, created_at, expires_at) values ('dev_stale', 'stale', 'BBBB-BBBB', 'old', now() - interval '3 days', now() - interval '2 days')`);
+    await sql.execute(
+      `insert into cli_device_codes (id, device_code_hash, user_code, device_name, created_at, expires_at) values ('dev_stale', 'stale', 'BBBB-BBBB', 'old', now() - interval '3 days', now() - interval '2 days')`,
+    );
     const pending = await engine.call('POST', '/v1/cli/device', { name: 'probe' }, { authorization: '' });
     expect(pending.status).toBe(201);
     expect(await sql.execute(`select id from cli_device_codes where id = 'dev_stale'`)).toEqual([]);
-    expect(pending.body).toMatchObject({ user_code: expect.stringMatching(/^[A-Z]{4}-[A-Z]{4}$/), expires_in: 600, interval: 2 });
-    const poll = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    expect(pending.body).toMatchObject({
+      user_code: expect.stringMatching(/^[A-Z]{4}-[A-Z]{4}$/),
+      expires_in: 600,
+      interval: 2,
+    });
+    const poll = await engine.call(
+      'POST',
+      '/v1/cli/token',
+      { device_code: pending.body.device_code },
+      { authorization: '' },
+    );
     expect(poll).toMatchObject({ status: 400, body: { error: 'authorization_pending' } });
 
     home = newHome();
@@ -121,24 +163,55 @@ describe('the billing CLI against the real engine', () => {
 
     const who = await run(home, ['whoami', '--json']);
     expect(who.code).toBe(0);
-    expect(JSON.parse(who.stdout)).toMatchObject({ account: { id: engine.tenant.accountId }, livemode: false, kind: 'cli_key', user: { email: engine.tenant.email } });
+    expect(JSON.parse(who.stdout)).toMatchObject({
+      account: { id: engine.tenant.accountId },
+      livemode: false,
+      kind: 'cli_key',
+      user: { email: engine.tenant.email },
+    });
   });
 
   it('a device code gives its key once', async () => {
     const pending = await engine.call('POST', '/v1/cli/device', {}, { authorization: '' });
-    await engine.call('POST', '/v1/cli/device/approve', { user_code: pending.body.user_code.toLowerCase(), livemode: false });
-    const first = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    await engine.call('POST', '/v1/cli/device/approve', {
+      user_code: pending.body.user_code.toLowerCase(),
+      livemode: false,
+    });
+    const first = await engine.call(
+      'POST',
+      '/v1/cli/token',
+      { device_code: pending.body.device_code },
+      { authorization: '' },
+    );
     expect(first.status).toBe(200);
     expect(first.body.secret).toMatch(/^ck_test_/);
-    const again = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    const again = await engine.call(
+      'POST',
+      '/v1/cli/token',
+      { device_code: pending.body.device_code },
+      { authorization: '' },
+    );
     expect(again).toMatchObject({ status: 400, body: { error: 'expired_token' } });
   });
 
   it('resource commands: create, get and list with --json, body fields as --field and -d key=value', async () => {
-    const created = await run(home, ['customers', 'create', '--email', 'cli@example.com', '-d', 'name=From the CLI', '--json']);
+    const created = await run(home, [
+      'customers',
+      'create',
+      '--email',
+      'cli@example.com',
+      '-d',
+      'name=From the CLI',
+      '--json',
+    ]);
     expect(created.code).toBe(0);
     const customer = JSON.parse(created.stdout);
-    expect(customer).toMatchObject({ id: expect.stringMatching(/^cus_/), email: 'cli@example.com', name: 'From the CLI', livemode: false });
+    expect(customer).toMatchObject({
+      id: expect.stringMatching(/^cus_/),
+      email: 'cli@example.com',
+      name: 'From the CLI',
+      livemode: false,
+    });
     const got = await run(home, ['customers', 'get', customer.id, '--json']);
     expect(got.code).toBe(0);
     expect(JSON.parse(got.stdout)).toEqual(customer);
@@ -176,7 +249,10 @@ describe('the billing CLI against the real engine', () => {
     expect(viaBrowser.code).toBe(0);
     expect(viaBrowser.stdout.trim()).toBe(`${base}/docs`);
     expect(viaBrowser.stderr).toContain('Opened');
-    await until('the browser to be launched', () => fs.existsSync(opened) && fs.readFileSync(opened, 'utf8').includes(`${base}/docs`));
+    await until(
+      'the browser to be launched',
+      () => fs.existsSync(opened) && fs.readFileSync(opened, 'utf8').includes(`${base}/docs`),
+    );
 
     // No $BROWSER: xdg-open found on PATH.
     const xdg = path.join(bin, 'xdg-open');
@@ -188,7 +264,10 @@ describe('the billing CLI against the real engine', () => {
     await until('xdg-open to be launched', () => fs.readFileSync(opened, 'utf8').includes(`${base}/openapi.json`));
 
     // Neither: the link is printed, with a hint, and it is no error.
-    const none = await run(home, ['open', 'temporal'], { PATH: path.dirname(process.execPath), TEMPORAL_UI_URL: 'http://127.0.0.1:8233' });
+    const none = await run(home, ['open', 'temporal'], {
+      PATH: path.dirname(process.execPath),
+      TEMPORAL_UI_URL: 'http://127.0.0.1:8233',
+    });
     expect(none.code).toBe(0);
     expect(none.stdout.trim()).toBe('http://127.0.0.1:8233');
     expect(none.stderr).toContain('No browser to open');
@@ -206,11 +285,31 @@ describe('the billing CLI against the real engine', () => {
     await engine.db.orm.em.getConnection().execute(
       `insert into invoices (id, number, billing_key, subscription_id, customer_id, customer_email, customer_name, status, currency, subtotal, total, amount_due, amount_paid, attempt_count, lines, period_start, period_end, account_id, livemode, created_at, amount_refunded)
        values (?, 'CLI-0001', ?, 'sub_cli', 'cus_cli', 'cli@example.com', 'Cli Buyer', 'open', 'USD', 4200, 4200, 4200, 0, 0, ?, ?, ?, ?, false, ?, 0)`,
-      [id, `cli-${id}`, JSON.stringify([{ description: 'CLI plan', quantity: 1, amount: 4200, period_start: at.toISOString(), period_end: at.toISOString() }]), at, at, engine.tenant.accountId, at],
+      [
+        id,
+        `cli-${id}`,
+        JSON.stringify([
+          {
+            description: 'CLI plan',
+            quantity: 1,
+            amount: 4200,
+            period_start: at.toISOString(),
+            period_end: at.toISOString(),
+          },
+        ]),
+        at,
+        at,
+        engine.tenant.accountId,
+        at,
+      ],
     );
     const folder = newHome();
     const saved = await new Promise<Run>((resolve) => {
-      const child = spawn(process.execPath, [cliEntry, 'invoices', 'pdf', id], { cwd: folder, env: childEnv(home), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [cliEntry, 'invoices', 'pdf', id], {
+        cwd: folder,
+        env: childEnv(home),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d) => (stdout += d));
@@ -225,13 +324,23 @@ describe('the billing CLI against the real engine', () => {
     const chosen = path.join(folder, 'chosen.pdf');
     const explicit = await run(home, ['invoices', 'pdf', id, '-o', chosen, '--json']);
     expect(explicit.code).toBe(0);
-    expect(JSON.parse(explicit.stdout)).toMatchObject({ file: chosen, content_type: 'application/pdf', bytes: fs.statSync(chosen).size });
+    expect(JSON.parse(explicit.stdout)).toMatchObject({
+      file: chosen,
+      content_type: 'application/pdf',
+      bytes: fs.statSync(chosen).size,
+    });
     // (Not execFileSync: it would block this process, which serves the API.)
     const piped = await run(home, ['invoices', 'pdf', id, '-o', '-']);
     expect(piped.code).toBe(0);
     expect(piped.stdout.startsWith('%PDF-')).toBe(true);
     // Another account's (or no) invoice: not found, exit 4, no file.
-    const missing = await run(home, ['invoices', 'pdf', 'inv_00000000000000000000000000', '-o', path.join(folder, 'missing.pdf')]);
+    const missing = await run(home, [
+      'invoices',
+      'pdf',
+      'inv_00000000000000000000000000',
+      '-o',
+      path.join(folder, 'missing.pdf'),
+    ]);
     expect(missing.code).toBe(4);
     expect(fs.existsSync(path.join(folder, 'missing.pdf'))).toBe(false);
   });
@@ -244,14 +353,28 @@ describe('the billing CLI against the real engine', () => {
     expect(refused.stderr).toContain('[LIVE]');
     expect(refused.stderr).toContain('test-mode key but the mode is live');
     // The flag beats the environment.
-    expect((await run(home, ['customers', 'list', '--env', 'live', '--api-base', closed], { FINTECH_ENV: 'test' })).code).toBe(3);
-    expect((await run(home, ['customers', 'list', '--env', 'test', '--api-base', closed], { FINTECH_ENV: 'live' })).code).toBe(8);
+    expect(
+      (await run(home, ['customers', 'list', '--env', 'live', '--api-base', closed], { FINTECH_ENV: 'test' })).code,
+    ).toBe(3);
+    expect(
+      (await run(home, ['customers', 'list', '--env', 'test', '--api-base', closed], { FINTECH_ENV: 'live' })).code,
+    ).toBe(8);
     expect((await run(home, ['customers', 'list'], { FINTECH_ENV: 'staging' })).code).toBe(2);
   });
 
   it('live mode: login with email and password, [LIVE] on stderr, destructive commands need --confirm <id>', async () => {
     const liveHome = newHome();
-    const login = await run(liveHome, ['login', '--email', engine.tenant.email, '--password', engine.tenant.password, '--name', 'ci-live', '--env', 'live']);
+    const login = await run(liveHome, [
+      'login',
+      '--email',
+      engine.tenant.email,
+      '--password',
+      engine.tenant.password,
+      '--name',
+      'ci-live',
+      '--env',
+      'live',
+    ]);
     expect(login.code).toBe(0);
     expect(configOf(liveHome).key.secret).toMatch(/^ck_live_/);
     const id = 'sub_00000000000000000000000000';
@@ -272,7 +395,14 @@ describe('the billing CLI against the real engine', () => {
     expect((await engine.call('POST', '/v1/api_keys', {}, asCli)).status).toBe(403);
     expect((await engine.call('POST', '/v1/cli_keys', { name: 'x' }, asCli)).status).toBe(403);
     expect((await engine.call('GET', '/v1/customers', undefined, asCli)).status).toBe(200);
-    expect((await engine.call('GET', '/v1/payouts', undefined, { authorization: '', 'x-cli-key': configOf(home).key.secret })).status).toBe(200);
+    expect(
+      (
+        await engine.call('GET', '/v1/payouts', undefined, {
+          authorization: '',
+          'x-cli-key': configOf(home).key.secret,
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('listen forwards each event of the account and mode, signed with the stable local secret, within a second', async () => {
@@ -297,13 +427,21 @@ describe('the billing CLI against the real engine', () => {
       await engine.call('POST', '/v1/customers', { email: 'live@example.com' });
       const other = await engine.signUp();
       await engine.call('POST', '/v1/customers', { email: 'other@example.com' }, { ...other.headers, ...sandbox });
-      await engine.call('POST', '/v1/plans', { name: 'Noise', amount: 100, currency: 'USD', interval: 'month' }, sandbox);
+      await engine.call(
+        'POST',
+        '/v1/plans',
+        { name: 'Noise', amount: 100, currency: 'USD', interval: 'month' },
+        sandbox,
+      );
       const t0 = Date.now();
       const created = await engine.call('POST', '/v1/customers', { email: 'listened@example.com' }, sandbox);
       expect(created.status).toBe(201);
       const delivery = await until('the forwarded event', () => received[0], 5000);
       expect(delivery.at - t0).toBeLessThan(1000);
-      const event = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as { type: string; data: { object: { id: string } } };
+      const event = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as {
+        type: string;
+        data: { object: { id: string } };
+      };
       expect(event.type).toBe('customer.created');
       expect(event.data.object.id).toBe(created.body.id);
       await until('the forward line', () => listen.out().includes('[200]'));
@@ -336,7 +474,13 @@ describe('the billing CLI against the real engine', () => {
     const key = (await engine.call('POST', '/v1/cli_keys', { name: 'triggers', mode: 'test' })).body.secret as string;
     return async (method: string, apiPath: string, body?: unknown) => {
       const answer = await engine.call(method, apiPath, body, { authorization: '', 'x-cli-key': key });
-      if (answer.status >= 300) throw new CliError(exitCodeForStatus(answer.status), answer.body.error, `${method} ${apiPath}: ${answer.body.message}`, answer.body);
+      if (answer.status >= 300)
+        throw new CliError(
+          exitCodeForStatus(answer.status),
+          answer.body.error,
+          `${method} ${apiPath}: ${answer.body.message}`,
+          answer.body,
+        );
       return answer.body;
     };
   }
@@ -364,15 +508,22 @@ describe('the billing CLI against the real engine', () => {
     const since = Date.now() - 1000;
     const result = await run(home, ['trigger', 'customer.updated', '--json']);
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ triggered: 'customer.updated', events: ['customer.created', 'customer.updated'], created: { customer: expect.stringMatching(/^cus_/) } });
-    for (const type of ['customer.created', 'customer.updated']) expect(await recordedSince(type, since), type).toBe(true);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      triggered: 'customer.updated',
+      events: ['customer.created', 'customer.updated'],
+      created: { customer: expect.stringMatching(/^cus_/) },
+    });
+    for (const type of ['customer.created', 'customer.updated'])
+      expect(await recordedSince(type, since), type).toBe(true);
     // Every other recipe in-process, through the API with a test CLI key as the command sends it (its scope applies).
     const call = await cliKeyCall();
     for (const recipe of recipes.filter((r) => !r.needsWorker && r.events[0] !== 'customer.created')) {
       const start = Date.now() - 1000;
-      await recipe.run(call, `${Date.now().toString(36)}${recipe.events.length}`, engine.tenant.accountId).catch((error) => {
-        throw new Error(`recipe ${recipe.events.join(', ')}: ${error.message}`);
-      });
+      await recipe
+        .run(call, `${Date.now().toString(36)}${recipe.events.length}`, engine.tenant.accountId)
+        .catch((error) => {
+          throw new Error(`recipe ${recipe.events.join(', ')}: ${error.message}`);
+        });
       for (const type of recipe.events) expect(await recordedSince(type, start), type).toBe(true);
     }
     expect((await run(home, ['trigger', 'nothing.happened'])).code).toBe(2);
@@ -387,18 +538,35 @@ describe('the billing CLI against the real engine', () => {
       const result = await run(home, ['trigger', 'invoice.paid', '--json']);
       expect(result.code).toBe(0);
       const { created } = JSON.parse(result.stdout);
-      expect(created).toMatchObject({ customer: expect.stringMatching(/^cus_/), plan: expect.stringMatching(/^plan_/), subscription: expect.stringMatching(/^sub_/), invoice: expect.stringMatching(/^inv_/) });
+      expect(created).toMatchObject({
+        customer: expect.stringMatching(/^cus_/),
+        plan: expect.stringMatching(/^plan_/),
+        subscription: expect.stringMatching(/^sub_/),
+        invoice: expect.stringMatching(/^inv_/),
+      });
       const paid = await engine.call('GET', '/v1/events?type=invoice.paid', undefined, sandbox);
-      expect(paid.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(created.invoice);
+      expect(paid.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(
+        created.invoice,
+      );
       const subs = await engine.call('GET', '/v1/events?type=subscription.created', undefined, sandbox);
-      expect(subs.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(created.subscription);
+      expect(subs.body.data.map((e: { data: { object: { id: string } } }) => e.data.object.id)).toContain(
+        created.subscription,
+      );
       const since = Date.now() - 1000;
       const lifecycle = await run(home, ['trigger', 'subscription.paused', '--json']);
       expect(lifecycle.code, lifecycle.stderr).toBe(0);
-      for (const type of ['subscription.plan_changed', 'subscription.updated', 'subscription.paused', 'subscription.resumed', 'subscription.canceled']) expect(await recordedSince(type, since), type).toBe(true);
+      for (const type of [
+        'subscription.plan_changed',
+        'subscription.updated',
+        'subscription.paused',
+        'subscription.resumed',
+        'subscription.canceled',
+      ])
+        expect(await recordedSince(type, since), type).toBe(true);
       const clock = await run(home, ['trigger', 'test_clock.deleted', '--json']);
       expect(clock.code, clock.stderr).toBe(0);
-      for (const type of ['test_clock.created', 'test_clock.deleted']) expect(await recordedSince(type, since), type).toBe(true);
+      for (const type of ['test_clock.created', 'test_clock.deleted'])
+        expect(await recordedSince(type, since), type).toBe(true);
       // The other recipes that need the worker, in-process with a test CLI key.
       const { recipes } = await import('../cli/triggers.ts');
       const call = await cliKeyCall();
@@ -418,24 +586,66 @@ describe('the billing CLI against the real engine', () => {
     // The clock's own workflow needs the worker (started for this test, as trigger invoice.paid does).
     await engine.startWorker();
     try {
-      const created = await run(home, ['test-clocks', 'create', '-d', 'frozen_time=2027-01-01T00:00:00Z', '-d', 'name=CLI clock', '--json']);
+      const created = await run(home, [
+        'test-clocks',
+        'create',
+        '-d',
+        'frozen_time=2027-01-01T00:00:00Z',
+        '-d',
+        'name=CLI clock',
+        '--json',
+      ]);
       expect(created.code, created.stderr).toBe(0);
       const clock = JSON.parse(created.stdout);
       expect(clock).toMatchObject({ id: expect.any(String), name: 'CLI clock', status: 'ready', livemode: false });
-      const customer = JSON.parse((await run(home, ['customers', 'create', '--email', 'clock@example.com', '-d', `test_clock=${clock.id}`, '--json'])).stdout);
+      const customer = JSON.parse(
+        (
+          await run(home, [
+            'customers',
+            'create',
+            '--email',
+            'clock@example.com',
+            '-d',
+            `test_clock=${clock.id}`,
+            '--json',
+          ])
+        ).stdout,
+      );
       expect(customer.test_clock).toBe(clock.id);
       // --wait: progress on stderr until the clock is ready, then the clock on stdout.
-      const advanced = await run(home, ['test-clocks', 'advance', clock.id, '-d', 'frozen_time=2027-02-01T00:00:00Z', '--wait', '--json']);
+      const advanced = await run(home, [
+        'test-clocks',
+        'advance',
+        clock.id,
+        '-d',
+        'frozen_time=2027-02-01T00:00:00Z',
+        '--wait',
+        '--json',
+      ]);
       expect(advanced.code, advanced.stderr).toBe(0);
       expect(advanced.stderr).toContain(`test clock ${clock.id} advancing to 2027-02-01T00:00:00.000Z`);
       expect(JSON.parse(advanced.stdout)).toMatchObject({ status: 'ready', frozen_time: '2027-02-01T00:00:00.000Z' });
-      expect(JSON.parse((await run(home, ['test-clocks', 'get', clock.id, '--json'])).stdout)).toMatchObject({ status: 'ready', frozen_time: '2027-02-01T00:00:00.000Z' });
+      expect(JSON.parse((await run(home, ['test-clocks', 'get', clock.id, '--json'])).stdout)).toMatchObject({
+        status: 'ready',
+        frozen_time: '2027-02-01T00:00:00.000Z',
+      });
       // An export waited for the same way, its rows counted on stderr.
-      const exported = await run(home, ['exports', 'create', '-d', 'resource=customers', '-d', 'format=csv', '--wait', '--json']);
+      const exported = await run(home, [
+        'exports',
+        'create',
+        '-d',
+        'resource=customers',
+        '-d',
+        'format=csv',
+        '--wait',
+        '--json',
+      ]);
       expect(exported.code, exported.stderr).toBe(0);
       expect(exported.stderr).toMatch(/export exp_\w+ succeeded: \d+ of \d+ rows/);
       expect(JSON.parse(exported.stdout)).toMatchObject({ status: 'succeeded', row_count: expect.any(Number) });
-      expect(JSON.parse((await run(home, ['test-clocks', 'list', '--json'])).stdout).data.map((c: { id: string }) => c.id)).toContain(clock.id);
+      expect(
+        JSON.parse((await run(home, ['test-clocks', 'list', '--json'])).stdout).data.map((c: { id: string }) => c.id),
+      ).toContain(clock.id);
       expect((await run(home, ['test-clocks', 'delete', clock.id, '--json'])).code).toBe(0);
       expect((await run(home, ['test-clocks', 'get', clock.id, '--json'])).code).toBe(4);
     } finally {
@@ -443,14 +653,19 @@ describe('the billing CLI against the real engine', () => {
     }
   });
 
-  it('logs tail streams the account\'s requests with their source, filtered', async () => {
+  it("logs tail streams the account's requests with their source, filtered", async () => {
     const tail = start(home, ['logs', 'tail', '--path', '/v1/customers', '--status', '2xx']);
     try {
       await until('the tail to start', () => tail.err().includes('Tailing'));
       await engine.call('GET', '/v1/plans', undefined, sandbox);
       await engine.call('GET', '/v1/customers/cus_00000000000000000000000000', undefined, sandbox);
       expect((await run(home, ['customers', 'list'])).code).toBe(0);
-      const line = await until('a request line', () => tail.out().split('\n').find((l) => l.includes('/v1/customers')));
+      const line = await until('a request line', () =>
+        tail
+          .out()
+          .split('\n')
+          .find((l) => l.includes('/v1/customers')),
+      );
       expect(line).toMatch(/ 200 {2}GET +\/v1\/customers {2}\S+ {2}\d+ ms {2}\[cli\]/);
       await new Promise((r) => setTimeout(r, 200));
       expect(tail.out()).not.toContain('/v1/plans');
@@ -464,7 +679,14 @@ describe('the billing CLI against the real engine', () => {
   it('the CLI key is listed with the API keys and revocable there; logout revokes its own key', async () => {
     const keyId = configOf(home).key.id as string;
     const listed = await engine.call('GET', '/v1/api_keys');
-    expect(listed.body.data).toContainEqual(expect.objectContaining({ id: keyId, type: 'cli', name: `${engine.tenant.email} on ci-laptop`, redacted_secret: expect.stringMatching(/^ck_test_…/) }));
+    expect(listed.body.data).toContainEqual(
+      expect.objectContaining({
+        id: keyId,
+        type: 'cli',
+        name: `${engine.tenant.email} on ci-laptop`,
+        redacted_secret: expect.stringMatching(/^ck_test_…/),
+      }),
+    );
     expect((await engine.call('DELETE', `/v1/api_keys/${keyId}`)).status).toBe(200);
     const after = await run(home, ['whoami']);
     expect(after.code).toBe(3);
@@ -475,14 +697,24 @@ describe('the billing CLI against the real engine', () => {
     const otherKey = configOf(other).key;
     expect((await run(other, ['logout'])).code).toBe(0);
     expect(configOf(other).key).toBeUndefined();
-    expect((await engine.call('GET', '/v1/customers', undefined, { authorization: '', 'x-cli-key': otherKey.secret })).status).toBe(401);
+    expect(
+      (await engine.call('GET', '/v1/customers', undefined, { authorization: '', 'x-cli-key': otherKey.secret }))
+        .status,
+    ).toBe(401);
   });
 
   /** The dashboard's session cookies of a sign-in (POST /v1/auth/browser_session), as a Cookie header. */
   async function dashboardCookies(email: string, password: string): Promise<string> {
-    const signIn = await engine.app.request('/v1/auth/browser_session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    const signIn = await engine.app.request('/v1/auth/browser_session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    });
     expect(signIn.status).toBe(200);
-    return signIn.headers.getSetCookie().map((cookie) => cookie.split(';')[0]).join('; ');
+    return signIn.headers
+      .getSetCookie()
+      .map((cookie) => cookie.split(';')[0])
+      .join('; ');
   }
 
   it('the approve page: one click for an owner signed in to the dashboard (its session cookie and CSRF token), same origin only', async () => {
@@ -506,27 +738,71 @@ describe('the billing CLI against the real engine', () => {
     expect(page).toContain('<dd>page</dd>');
     const csrf = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!;
     const post = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
-      engine.app.request('/cli/approve', { method: 'POST', body: new URLSearchParams(fields), headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+      engine.app.request('/cli/approve', {
+        method: 'POST',
+        body: new URLSearchParams(fields),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      });
     expect((await post({ user_code: code, mode: 'test', csrf_token: csrf })).status).toBe(401);
     expect((await post({ user_code: code, mode: 'test', csrf_token: 'forged' }, { cookie: owner })).status).toBe(403);
-    expect((await post({ user_code: code, mode: 'test', csrf_token: csrf }, { cookie: owner, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
-    const member = await engine.call('POST', '/v1/users', { email: `member-${Date.now()}@example.com`, password: 'Member!pass1', role: 'member' });
+    expect(
+      (
+        await post(
+          { user_code: code, mode: 'test', csrf_token: csrf },
+          { cookie: owner, 'sec-fetch-site': 'cross-site' },
+        )
+      ).status,
+    ).toBe(403);
+    const member = await engine.call('POST', '/v1/users', {
+      email: `member-${Date.now()}@example.com`,
+      password: 'Member!pass1',
+      role: 'member',
+    });
     expect(member.status).toBe(201);
     const memberCookies = await dashboardCookies(member.body.email, 'Member!pass1');
-    expect((await engine.app.request(`/cli/approve?code=${code}`, { headers: { cookie: memberCookies } })).status).toBe(403);
-    expect((await post({ user_code: code, mode: 'test', csrf_token: csrf }, { cookie: memberCookies })).status).toBe(403);
-    expect((await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' })).body.error).toBe('authorization_pending');
-    const approved = await post({ user_code: code, mode: 'test', csrf_token: csrf }, { cookie: owner, 'sec-fetch-site': 'same-origin' });
+    expect((await engine.app.request(`/cli/approve?code=${code}`, { headers: { cookie: memberCookies } })).status).toBe(
+      403,
+    );
+    expect((await post({ user_code: code, mode: 'test', csrf_token: csrf }, { cookie: memberCookies })).status).toBe(
+      403,
+    );
+    expect(
+      (await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' }))
+        .body.error,
+    ).toBe('authorization_pending');
+    const approved = await post(
+      { user_code: code, mode: 'test', csrf_token: csrf },
+      { cookie: owner, 'sec-fetch-site': 'same-origin' },
+    );
     expect(approved.status).toBe(200);
     expect(await approved.text()).toContain('CLI login approved');
-    const key = await engine.call('POST', '/v1/cli/token', { device_code: pending.body.device_code }, { authorization: '' });
+    const key = await engine.call(
+      'POST',
+      '/v1/cli/token',
+      { device_code: pending.body.device_code },
+      { authorization: '' },
+    );
     expect(key.status).toBe(200);
-    expect(key.body).toMatchObject({ type: 'cli', livemode: false, name: `${engine.tenant.email} on page`, secret: expect.stringMatching(/^ck_test_/) });
+    expect(key.body).toMatchObject({
+      type: 'cli',
+      livemode: false,
+      name: `${engine.tenant.email} on page`,
+      secret: expect.stringMatching(/^ck_test_/),
+    });
     // Approved once: the page says so instead of offering the form again.
     expect((await engine.app.request(`/cli/approve?code=${code}`, { headers: { cookie: owner } })).status).toBe(404);
     // A member may not approve through the API either.
     const again = await engine.call('POST', '/v1/cli/device', {}, { authorization: '' });
-    expect((await engine.call('POST', '/v1/cli/device/approve', { user_code: again.body.user_code }, (await engine.login(member.body.email, 'Member!pass1')).headers)).status).toBe(403);
+    expect(
+      (
+        await engine.call(
+          'POST',
+          '/v1/cli/device/approve',
+          { user_code: again.body.user_code },
+          (await engine.login(member.body.email, 'Member!pass1')).headers,
+        )
+      ).status,
+    ).toBe(403);
   });
 
   it('CLI keys: expired keys are refused, use is noted, sessions and settings are out of reach', async () => {
@@ -535,13 +811,27 @@ describe('the billing CLI against the real engine', () => {
     const asCli = { authorization: '', 'x-cli-key': minted.body.secret };
     expect((await engine.call('GET', '/v1/settings', undefined, asCli)).status).toBe(403);
     expect((await engine.call('DELETE', '/v1/auth/session', undefined, asCli)).status).toBe(403);
-    expect((await engine.call('GET', '/v1/customers', undefined, { ...asCli, 'x-sandbox-mode': 'false' })).status).toBe(400);
-    expect((await engine.call('GET', '/v1/customers', undefined, { ...asCli, authorization: engine.tenant.headers.authorization! })).status).toBe(400);
+    expect((await engine.call('GET', '/v1/customers', undefined, { ...asCli, 'x-sandbox-mode': 'false' })).status).toBe(
+      400,
+    );
+    expect(
+      (
+        await engine.call('GET', '/v1/customers', undefined, {
+          ...asCli,
+          authorization: engine.tenant.headers.authorization!,
+        })
+      ).status,
+    ).toBe(400);
     expect((await engine.call('GET', '/v1/customers', undefined, asCli)).status).toBe(200);
     const sql = engine.db.orm.em.fork().getConnection();
-    const [row] = await sql.execute(`select last_used_at, expires_at - created_at as lifetime from cli_keys where id = ?`, [minted.body.id]);
+    const [row] = await sql.execute(
+      `select last_used_at, expires_at - created_at as lifetime from cli_keys where id = ?`,
+      [minted.body.id],
+    );
     expect(row.last_used_at).not.toBeNull();
-    expect(new Date(minted.body.expires_at).getTime() - new Date(minted.body.created_at).getTime()).toBe(90 * 86_400_000);
+    expect(new Date(minted.body.expires_at).getTime() - new Date(minted.body.created_at).getTime()).toBe(
+      90 * 86_400_000,
+    );
     await sql.execute(`update cli_keys set expires_at = now() - interval '1 second' where id = ?`, [minted.body.id]);
     expect((await engine.call('GET', '/v1/customers', undefined, asCli)).status).toBe(401);
   });
@@ -588,9 +878,18 @@ describe('the billing CLI against the real engine', () => {
   it('the event stream sends an event committed late by another process once, and heartbeats while idle', async () => {
     const key = (await engine.call('POST', '/v1/cli_keys', { name: 'late', mode: 'test' })).body.secret as string;
     // The same engine, with a 100 ms heartbeat.
-    const app = createApp({ orm: engine.db.orm, temporal: engine.env.client, config: engine.config, logger: createLogger('silent'), sseHeartbeatMs: 100 });
+    const app = createApp({
+      orm: engine.db.orm,
+      temporal: engine.env.client,
+      config: engine.config,
+      logger: createLogger('silent'),
+      sseHeartbeatMs: 100,
+    });
     const controller = new AbortController();
-    const response = await app.request('/v1/events/stream', { headers: { 'x-cli-key': key }, signal: controller.signal });
+    const response = await app.request('/v1/events/stream', {
+      headers: { 'x-cli-key': key },
+      signal: controller.signal,
+    });
     const reader = response.body!.getReader();
     let text = '';
     const reading = (async () => {
@@ -603,16 +902,19 @@ describe('the billing CLI against the real engine', () => {
     try {
       await until('a heartbeat', () => text.includes(': heartbeat'));
       const created = await engine.call('POST', '/v1/customers', { email: 'late@example.com' }, sandbox);
-      const [first] = (await engine.call('GET', '/v1/events?type=customer.created&limit=1', undefined, sandbox)).body.data;
+      const [first] = (await engine.call('GET', '/v1/events?type=customer.created&limit=1', undefined, sandbox)).body
+        .data;
       expect(first.data.object.id).toBe(created.body.id);
       await until('the first event', () => text.includes(`id: ${first.id}`));
       // Stamped a second before the one sent, committed now (as a worker's event can be).
       const lateId = `evt_${ulid(Date.parse(first.created_at) - 1000).toLowerCase()}`;
       expect(lateId < first.id).toBe(true);
-      await engine.db.orm.em.getConnection().execute(
-        `insert into events (id, account_id, livemode, type, transaction_id, data, created_at) values (?, ?, false, 'customer.updated', null, ?, now())`,
-        [lateId, engine.tenant.accountId, JSON.stringify({ object: { ...created.body, name: 'Late' } })],
-      );
+      await engine.db.orm.em
+        .getConnection()
+        .execute(
+          `insert into events (id, account_id, livemode, type, transaction_id, data, created_at) values (?, ?, false, 'customer.updated', null, ?, now())`,
+          [lateId, engine.tenant.accountId, JSON.stringify({ object: { ...created.body, name: 'Late' } })],
+        );
       await until('the late event', () => text.includes(`id: ${lateId}`));
       await new Promise((r) => setTimeout(r, 600));
       expect(text.split(`id: ${lateId}`)).toHaveLength(2);
@@ -631,11 +933,16 @@ describe('the billing CLI against the real engine', () => {
     const tmuxHome = newHome();
     const session = `billing-cli-${process.pid}`;
     const env = childEnv(tmuxHome, { BILLING_API_BASE: baseUrl });
-    const command = `${Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ')} '${process.execPath}' '${cliEntry}' login; sleep 30`;
+    const command = `${Object.entries(env)
+      .map(([k, v]) => `${k}='${v}'`)
+      .join(' ')} '${process.execPath}' '${cliEntry}' login; sleep 30`;
     execFileSync('tmux', ['new-session', '-d', '-s', session, '-x', '160', '-y', '30', command]);
     try {
       const pane = () => execFileSync('tmux', ['capture-pane', '-p', '-t', session], { encoding: 'utf8' });
-      const shown = await until('the code and link on the pane', () => /login code is ([A-Z]{4}-[A-Z]{4})\s+Open (\S+\/cli\/approve\?code=[A-Z-]+)/.exec(pane()) ?? undefined).catch((error: Error) => {
+      const shown = await until(
+        'the code and link on the pane',
+        () => /login code is ([A-Z]{4}-[A-Z]{4})\s+Open (\S+\/cli\/approve\?code=[A-Z-]+)/.exec(pane()) ?? undefined,
+      ).catch((error: Error) => {
         throw new Error(`${error.message}; the pane:\n${pane()}`);
       });
       const [, code, link] = shown;

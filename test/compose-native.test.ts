@@ -1,16 +1,25 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { freePort } from '../dev/processes.ts';
-import { startTemporalDevServer, type RunningTemporal } from '../dev/temporal-dev-server.ts';
-import { durationMs, loadCompose, readDotenv, serviceEnvironment, type ComposeFile, type ComposeService } from './helpers/compose.ts';
+import { type RunningTemporal, startTemporalDevServer } from '../dev/temporal-dev-server.ts';
+import {
+  type ComposeFile,
+  type ComposeService,
+  durationMs,
+  loadCompose,
+  readDotenv,
+  serviceEnvironment,
+} from './helpers/compose.ts';
 import { apiClient } from './helpers/npm-start.ts';
-import { startSmtpCapture, type SmtpCapture } from './helpers/smtp.ts';
+import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
 import { eventually } from './helpers/temporal.ts';
 
 /**
@@ -51,13 +60,15 @@ function imageDefaults(): { env: Record<string, string>; workdir: string; nodeMa
   const text = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
   const lastStage = text.slice(text.lastIndexOf('\nFROM '));
   const env: Record<string, string> = {};
-  for (const [, pairs] of lastStage.matchAll(/^ENV\s+(.+)$/gm)) for (const [, key, value] of pairs!.matchAll(/(\w+)=(\S+)/g)) env[key!] = value!;
+  for (const [, pairs] of lastStage.matchAll(/^ENV\s+(.+)$/gm))
+    for (const [, key, value] of pairs!.matchAll(/(\w+)=(\S+)/g)) env[key!] = value!;
   const workdir = [...lastStage.matchAll(/^WORKDIR\s+(\S+)$/gm)].at(-1)![1]!;
   const nodeMajor = /^FROM node:(\d+)/m.exec(lastStage.trimStart())![1]!;
   return { env, workdir, nodeMajor };
 }
 
-const engineServices = (compose: ComposeFile) => Object.entries(compose.services).filter(([, service]) => service.build === '.');
+const engineServices = (compose: ComposeFile) =>
+  Object.entries(compose.services).filter(([, service]) => service.build === '.');
 
 /** The container's environment: the image's ENV, the service's `environment`, and the PATH and HOME a container has. */
 function containerEnv(service: ComposeService): Record<string, string> {
@@ -85,7 +96,11 @@ function startProcess(name: string, argv: string[], env: Record<string, string>)
 }
 
 /** Runs a command to its end (with a timeout, as Compose's health check `timeout`); its exit code and output. */
-async function runToEnd(argv: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; output: string }> {
+async function runToEnd(
+  argv: string[],
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ code: number | null; output: string }> {
   const run = startProcess('once', argv, env);
   const timer = setTimeout(() => run.child.kill('SIGKILL'), timeoutMs);
   const code = await run.exit;
@@ -94,7 +109,10 @@ async function runToEnd(argv: string[], env: Record<string, string>, timeoutMs: 
 }
 
 /** One run of a service's health check, as Compose runs it: its CMD in the service's environment, exit 0 = healthy. */
-async function healthCheck(service: ComposeService, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+async function healthCheck(
+  service: ComposeService,
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
   const [kind, ...argv] = service.healthcheck!.test;
   expect(kind, 'engine health checks are exec form (CMD), run without a shell').toBe('CMD');
   return runToEnd(argv, env, durationMs(service.healthcheck!.timeout, '30s'));
@@ -106,14 +124,29 @@ describe('docker compose up, natively: .env, health checks, and a subscription s
       const { errors } = loadCompose(vars);
       for (const [name] of engineServices(loadCompose(filledEnv()).value)) {
         for (const variable of required) {
-          const error = errors.find((e) => e.startsWith(`error while interpolating services.${name}.environment.`) && e.includes(`required variable ${variable} is missing a value`));
+          const error = errors.find(
+            (e) =>
+              e.startsWith(`error while interpolating services.${name}.environment.`) &&
+              e.includes(`required variable ${variable} is missing a value`),
+          );
           expect(error, `${name}: ${variable}`).toBeDefined();
           expect(error).toMatch(/ in \.env \(|\.env\.example/);
         }
       }
       // The database's password too: PostgreSQL and Temporal take it from .env.
-      expect(errors.some((e) => e.startsWith('error while interpolating services.postgres.environment.POSTGRES_PASSWORD') && e.includes('.env'))).toBe(true);
-      expect(errors.some((e) => e.startsWith('error while interpolating services.temporal.environment.POSTGRES_PWD') && e.includes('.env'))).toBe(true);
+      expect(
+        errors.some(
+          (e) =>
+            e.startsWith('error while interpolating services.postgres.environment.POSTGRES_PASSWORD') &&
+            e.includes('.env'),
+        ),
+      ).toBe(true);
+      expect(
+        errors.some(
+          (e) =>
+            e.startsWith('error while interpolating services.temporal.environment.POSTGRES_PWD') && e.includes('.env'),
+        ),
+      ).toBe(true);
     }
     expect(loadCompose(filledEnv()).errors).toEqual([]);
   });
@@ -127,8 +160,16 @@ describe('docker compose up, natively: .env, health checks, and a subscription s
       const withoutSecrets = { ...env };
       for (const key of ['AUTH_SECRET', 'ADMIN_EMAIL', 'ADMIN_PASSWORD']) delete withoutSecrets[key];
       return [
-        { name, env: withoutSecrets, says: 'AUTH_SECRET, ADMIN_EMAIL, ADMIN_PASSWORD must be set when NODE_ENV=production.' },
-        { name, env: { ...env, ALLOW_SANDBOX_LIVE: 'false' }, says: 'Live mode would charge through the sandbox processor' },
+        {
+          name,
+          env: withoutSecrets,
+          says: 'AUTH_SECRET, ADMIN_EMAIL, ADMIN_PASSWORD must be set when NODE_ENV=production.',
+        },
+        {
+          name,
+          env: { ...env, ALLOW_SANDBOX_LIVE: 'false' },
+          says: 'Live mode would charge through the sandbox processor',
+        },
       ].map((c) => ({ ...c, argv: service.command! }));
     });
     const results = await Promise.all(cases.map((c) => runToEnd(c.argv, c.env, 60_000)));
@@ -136,7 +177,9 @@ describe('docker compose up, natively: .env, health checks, and a subscription s
       const { code, output } = results[i]!;
       expect(code, `${c.name}: ${output}`).toBe(1);
       expect(output).toContain(`Configuration: ${c.says}`);
-      expect(output).toContain('set these in .env (cp .env.example .env, then fill it in; docs/operations.md#docker-compose)');
+      expect(output).toContain(
+        'set these in .env (cp .env.example .env, then fill it in; docs/operations.md#docker-compose)',
+      );
       // A message, not a stack trace.
       expect(output).not.toMatch(/\n\s+at /);
     }
@@ -165,27 +208,43 @@ describe('docker compose up, natively: .env, health checks, and a subscription s
       adminPool = new pg.Pool({ connectionString: adminUrl.href, max: 1 });
       const role = postgresEnv.POSTGRES_USER!;
       const database = postgresEnv.POSTGRES_DB!;
-      await adminPool.query(`do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} login superuser; end if; end $$`);
+      await adminPool.query(
+        `do $$ begin if not exists (select from pg_roles where rolname = '${role}') then create role ${role} login superuser; end if; end $$`,
+      );
       await adminPool.query(`alter role ${role} password '${postgresEnv.POSTGRES_PASSWORD}'`);
       await adminPool.query(`drop database if exists ${database} with (force)`);
       await adminPool.query(`create database ${database} owner ${role}`);
       const [temporalPort, uiPort] = [await freePort(), await freePort()];
       [temporal, smtp] = await Promise.all([
-        startTemporalDevServer({ dataDir: path.join(dataDir, 'temporal'), port: temporalPort, uiPort, namespace: 'default', log: () => undefined }),
+        startTemporalDevServer({
+          dataDir: path.join(dataDir, 'temporal'),
+          port: temporalPort,
+          uiPort,
+          namespace: 'default',
+          log: () => undefined,
+        }),
         startSmtpCapture(),
       ]);
-      hosts = { 'postgres:5432': `127.0.0.1:${adminUrl.port}`, 'temporal:7233': temporal.address, 'mailpit:1025': new URL(smtp.url).host };
+      hosts = {
+        'postgres:5432': `127.0.0.1:${adminUrl.port}`,
+        'temporal:7233': temporal.address,
+        'mailpit:1025': new URL(smtp.url).host,
+      };
       for (const [name, service] of engineServices(compose)) {
         const env = containerEnv(service);
-        for (const [key, value] of Object.entries(env)) env[key] = Object.entries(hosts).reduce((mapped, [host, local]) => mapped.replaceAll(host, local), value);
+        for (const [key, value] of Object.entries(env))
+          env[key] = Object.entries(hosts).reduce((mapped, [host, local]) => mapped.replaceAll(host, local), value);
         // Ports the service listens on inside its container.
         for (const key of ['PORT', 'WORKER_HEALTH_PORT']) if (env[key]) env[key] = String(await freePort());
         // The export-files volume is DATA_DIR/exports (DATA_DIR's default, data/, under the image's WORKDIR).
-        const volume = service.volumes?.find((v) => v.startsWith('export-files:'))!.split(':')[1]!;
+        const volume = service.volumes!.find((v) => v.startsWith('export-files:'))!.split(':')[1]!;
         expect(path.posix.relative(workdir, volume)).toBe('data/exports');
         env.DATA_DIR = path.join(dataDir, 'data');
         // Nothing left that only a container network resolves.
-        expect(Object.values(env).filter((v) => /\b(postgres|temporal|mailpit):\d+/.test(v)), name).toEqual([]);
+        expect(
+          Object.values(env).filter((v) => /\b(postgres|temporal|mailpit):\d+/.test(v)),
+          name,
+        ).toEqual([]);
         envs[name] = env;
       }
     }, 120_000);
@@ -214,93 +273,155 @@ describe('docker compose up, natively: .env, health checks, and a subscription s
       const started = Date.now();
       let last = { code: null as number | null, output: '' };
       while (Date.now() - started < allowedMs) {
-        if (run.child.exitCode !== null) throw new Error(`${name} exited (${run.child.exitCode}) before its health check passed:\n${run.output()}`);
+        if (run.child.exitCode !== null)
+          throw new Error(`${name} exited (${run.child.exitCode}) before its health check passed:\n${run.output()}`);
         last = await healthCheck(service, envs[name]!);
         if (last.code === 0) return Date.now() - started;
         await new Promise((resolve) => setTimeout(resolve, 1_000));
       }
-      throw new Error(`${name} not healthy within ${allowedMs} ms (last check: ${last.code} ${last.output}):\n${run.output()}`);
+      throw new Error(
+        `${name} not healthy within ${allowedMs} ms (last check: ${last.code} ${last.output}):\n${run.output()}`,
+      );
     }
 
-    it('the worker, the exports worker and the API start in depends_on order, pass their health checks, and serve a subscription and an export', { timeout: 300_000 }, async () => {
-      // Start order from depends_on: a service starts once its engine dependencies meet their conditions.
-      const pending = engineServices(compose).map(([name]) => name);
-      const timings: Record<string, number> = {};
-      while (pending.length) {
-        const ready = pending.filter((name) => Object.keys(compose.services[name]!.depends_on ?? {}).every((dep) => !pending.includes(dep)));
-        expect(ready.length, `a depends_on cycle among ${pending.join(', ')}`).toBeGreaterThan(0);
-        for (const name of ready) {
-          for (const [dep, { condition }] of Object.entries(compose.services[name]!.depends_on ?? {})) {
-            if (!runs.some((r) => r.name === dep)) continue; // postgres, temporal, temporal-search-attributes: played by this test
-            expect(condition, `${name} waits for ${dep}`).toBe('service_healthy');
-            timings[dep] ??= await waitHealthy(dep);
+    it(
+      'the worker, the exports worker and the API start in depends_on order, pass their health checks, and serve a subscription and an export',
+      { timeout: 300_000 },
+      async () => {
+        // Start order from depends_on: a service starts once its engine dependencies meet their conditions.
+        const pending = engineServices(compose).map(([name]) => name);
+        const timings: Record<string, number> = {};
+        while (pending.length) {
+          const ready = pending.filter((name) =>
+            Object.keys(compose.services[name]!.depends_on ?? {}).every((dep) => !pending.includes(dep)),
+          );
+          expect(ready.length, `a depends_on cycle among ${pending.join(', ')}`).toBeGreaterThan(0);
+          for (const name of ready) {
+            for (const [dep, { condition }] of Object.entries(compose.services[name]!.depends_on ?? {})) {
+              if (!runs.some((r) => r.name === dep)) continue; // postgres, temporal, temporal-search-attributes: played by this test
+              expect(condition, `${name} waits for ${dep}`).toBe('service_healthy');
+              timings[dep] ??= await waitHealthy(dep);
+            }
+            runs.push({ ...startProcess(name, compose.services[name]!.command!, envs[name]!), name });
+            pending.splice(pending.indexOf(name), 1);
           }
-          runs.push({ ...startProcess(name, compose.services[name]!.command!, envs[name]!), name });
-          pending.splice(pending.indexOf(name), 1);
         }
-      }
-      for (const run of runs) timings[run.name] ??= await waitHealthy(run.name);
-      console.log(`compose-native: ms waited for each health check to pass ${JSON.stringify(timings)}`);
+        for (const run of runs) timings[run.name] ??= await waitHealthy(run.name);
+        console.log(`compose-native: ms waited for each health check to pass ${JSON.stringify(timings)}`);
 
-      // The workers' health is a real signal: what polls, and what answers.
-      const health = async (name: string) => (await (await fetch(`http://127.0.0.1:${envs[name]!.WORKER_HEALTH_PORT}/health`)).json()) as { status: string; workers: Record<string, unknown> };
-      expect(await health('worker')).toMatchObject({
-        status: 'ok',
-        workers: { billing: { ok: true, state: 'RUNNING', workflow_poller: 'POLLING', activity_poller: 'POLLING' }, clocks: { ok: true, state: 'RUNNING' } },
-        database: { ok: true },
-        temporal: { ok: true },
-      });
-      // WORKER_EXPORTS=false: the worker leaves exports to the exports worker.
-      expect(Object.keys((await health('worker')).workers).sort()).toEqual(['billing', 'clocks']);
-      expect(await health('exports-worker')).toMatchObject({ status: 'ok', workers: { exports: { ok: true, state: 'RUNNING', activity_poller: 'POLLING' } } });
+        // The workers' health is a real signal: what polls, and what answers.
+        const health = async (name: string) =>
+          (await (await fetch(`http://127.0.0.1:${envs[name]!.WORKER_HEALTH_PORT}/health`)).json()) as {
+            status: string;
+            workers: Record<string, unknown>;
+          };
+        expect(await health('worker')).toMatchObject({
+          status: 'ok',
+          workers: {
+            billing: { ok: true, state: 'RUNNING', workflow_poller: 'POLLING', activity_poller: 'POLLING' },
+            clocks: { ok: true, state: 'RUNNING' },
+          },
+          database: { ok: true },
+          temporal: { ok: true },
+        });
+        // WORKER_EXPORTS=false: the worker leaves exports to the exports worker.
+        expect(Object.keys((await health('worker')).workers).sort()).toEqual(['billing', 'clocks']);
+        expect(await health('exports-worker')).toMatchObject({
+          status: 'ok',
+          workers: { exports: { ok: true, state: 'RUNNING', activity_poller: 'POLLING' } },
+        });
 
-      // Over real HTTP against the API process: the admin from .env, a merchant, a subscription the worker charges.
-      const client = apiClient(Number(envs.api!.PORT));
-      const admin = await client.call('POST', '/v1/auth/login', { email: vars.ADMIN_EMAIL, password: vars.ADMIN_PASSWORD });
-      expect(admin.status, JSON.stringify(admin.body)).toBe(200);
-      const signUp = await client.call('POST', '/v1/accounts', { email: 'owner@compose.example', name: 'Compose Ltd', type: 'business', password: 'Compose!2345' });
-      expect(signUp.status, JSON.stringify(signUp.body)).toBe(201);
-      await client.signIn('owner@compose.example', 'Compose!2345');
-      const customer = await client.call('POST', '/v1/customers', { email: 'ada@compose.example', payment_method: 'pm_card_visa' });
-      expect(customer.status, JSON.stringify(customer.body)).toBe(201);
-      const plan = await client.call('POST', '/v1/plans', { name: 'Pro', amount: 2500, currency: 'USD', interval: 'month' });
-      const trialPlan = await client.call('POST', '/v1/plans', { name: 'Trial', amount: 900, currency: 'USD', interval: 'month', trial_period_days: 14 });
-      const created = await client.call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
-      const trialing = await client.call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: trialPlan.body.id });
-      expect(trialing.status, JSON.stringify(trialing.body)).toBe(201);
-      expect(trialing.body.status).toBe('trialing');
-      // The worker process runs the workflow: the first invoice charged and paid, the subscription active.
-      const invoices = await eventually(
-        async () => (await client.call('GET', `/v1/invoices?subscription=${created.body.id}`)).body.data as { status: string; transaction: string | null; amount_paid?: number }[],
-        (list) => list.length === 1 && list[0]!.status === 'paid',
-        60_000,
-      );
-      expect(invoices[0]!.transaction).toMatch(/^txn_/);
-      expect((await client.call('GET', `/v1/subscriptions/${created.body.id}`)).body.status).toBe('active');
-      expect((await client.call('GET', `/v1/subscriptions/${trialing.body.id}`)).body.status).toBe('trialing');
+        // Over real HTTP against the API process: the admin from .env, a merchant, a subscription the worker charges.
+        const client = apiClient(Number(envs.api!.PORT));
+        const admin = await client.call('POST', '/v1/auth/login', {
+          email: vars.ADMIN_EMAIL,
+          password: vars.ADMIN_PASSWORD,
+        });
+        expect(admin.status, JSON.stringify(admin.body)).toBe(200);
+        const signUp = await client.call('POST', '/v1/accounts', {
+          email: 'owner@compose.example',
+          name: 'Compose Ltd',
+          type: 'business',
+          password: 'Compose!2345',
+        });
+        expect(signUp.status, JSON.stringify(signUp.body)).toBe(201);
+        await client.signIn('owner@compose.example', 'Compose!2345');
+        const customer = await client.call('POST', '/v1/customers', {
+          email: 'ada@compose.example',
+          payment_method: 'pm_card_visa',
+        });
+        expect(customer.status, JSON.stringify(customer.body)).toBe(201);
+        const plan = await client.call('POST', '/v1/plans', {
+          name: 'Pro',
+          amount: 2500,
+          currency: 'USD',
+          interval: 'month',
+        });
+        const trialPlan = await client.call('POST', '/v1/plans', {
+          name: 'Trial',
+          amount: 900,
+          currency: 'USD',
+          interval: 'month',
+          trial_period_days: 14,
+        });
+        const created = await client.call('POST', '/v1/subscriptions', {
+          customer_id: customer.body.id,
+          plan: plan.body.id,
+        });
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        const trialing = await client.call('POST', '/v1/subscriptions', {
+          customer_id: customer.body.id,
+          plan: trialPlan.body.id,
+        });
+        expect(trialing.status, JSON.stringify(trialing.body)).toBe(201);
+        expect(trialing.body.status).toBe('trialing');
+        // The worker process runs the workflow: the first invoice charged and paid, the subscription active.
+        const invoices = await eventually(
+          async () =>
+            (await client.call('GET', `/v1/invoices?subscription=${created.body.id}`)).body.data as {
+              status: string;
+              transaction: string | null;
+              amount_paid?: number;
+            }[],
+          (list) => list.length === 1 && list[0]!.status === 'paid',
+          60_000,
+        );
+        expect(invoices[0]!.transaction).toMatch(/^txn_/);
+        expect((await client.call('GET', `/v1/subscriptions/${created.body.id}`)).body.status).toBe('active');
+        expect((await client.call('GET', `/v1/subscriptions/${trialing.body.id}`)).body.status).toBe('trialing');
 
-      // An export: the workflow on the worker, its file written by the exports worker into the shared volume, served by the API.
-      const exported = await client.call('POST', '/v1/exports', { resource: 'transactions', format: 'csv', columns: ['id', 'amount'] });
-      expect(exported.status, JSON.stringify(exported.body)).toBe(202);
-      const done = await eventually(
-        async () => (await client.call('GET', `/v1/exports/${exported.body.id}`)).body,
-        (body) => body.status !== 'pending' && body.status !== 'running',
-        60_000,
-      );
-      expect(done.status, JSON.stringify(done)).toBe('succeeded');
-      const file = await client.api(`/v1/exports/${exported.body.id}/file`, { headers: { authorization: client.authorization() } });
-      expect(file.status).toBe(200);
-      expect(await file.text()).toContain(`${invoices[0]!.transaction},2500`);
-      expect(fs.readdirSync(path.join(dataDir, 'data', 'exports'), { recursive: true }).length).toBeGreaterThan(0);
-      expect(runs.find((r) => r.name === 'exports-worker')!.output()).toContain('exports worker running');
+        // An export: the workflow on the worker, its file written by the exports worker into the shared volume, served by the API.
+        const exported = await client.call('POST', '/v1/exports', {
+          resource: 'transactions',
+          format: 'csv',
+          columns: ['id', 'amount'],
+        });
+        expect(exported.status, JSON.stringify(exported.body)).toBe(202);
+        const done = await eventually(
+          async () => (await client.call('GET', `/v1/exports/${exported.body.id}`)).body,
+          (body) => body.status !== 'pending' && body.status !== 'running',
+          60_000,
+        );
+        expect(done.status, JSON.stringify(done)).toBe('succeeded');
+        const file = await client.api(`/v1/exports/${exported.body.id}/file`, {
+          headers: { authorization: client.authorization() },
+        });
+        expect(file.status).toBe(200);
+        expect(await file.text()).toContain(`${invoices[0]!.transaction},2500`);
+        expect(fs.readdirSync(path.join(dataDir, 'data', 'exports'), { recursive: true }).length).toBeGreaterThan(0);
+        expect(runs.find((r) => r.name === 'exports-worker')!.output()).toContain('exports worker running');
 
-      // The health checks say so when Temporal is gone: not a process-alive probe.
-      await temporal!.stop();
-      temporal = undefined;
-      for (const run of runs) {
-        await eventually(() => healthCheck(compose.services[run.name]!, envs[run.name]!), (result) => result.code !== 0, 30_000);
-      }
-    });
+        // The health checks say so when Temporal is gone: not a process-alive probe.
+        await temporal!.stop();
+        temporal = undefined;
+        for (const run of runs) {
+          await eventually(
+            () => healthCheck(compose.services[run.name]!, envs[run.name]!),
+            (result) => result.code !== 0,
+            30_000,
+          );
+        }
+      },
+    );
   });
 });

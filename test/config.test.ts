@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { createApp } from '../api/app.ts';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { User } from '../db/entities/index.ts';
 import { createLogger } from '../logger.ts';
-import { startTestEngine, testPassword, type TestEngine } from './helpers/engine.ts';
+import { startTestEngine, type TestEngine, testPassword } from './helpers/engine.ts';
 
 // Live mode on Stripe: production refuses a sandbox live mode (test/processors.test.ts).
 const production = {
@@ -31,13 +33,32 @@ describe('configuration of identity', () => {
 
   it('development has documented defaults', () => {
     const config = loadConfig({});
-    expect(config.auth).toMatchObject({ adminEmail: 'admin@example.com', adminPassword: 'Admin!2345', signupEnabled: true, accessTokenTtlSeconds: 900 });
+    expect(config.auth).toMatchObject({
+      adminEmail: 'admin@example.com',
+      adminPassword: 'Admin!2345',
+      signupEnabled: true,
+      accessTokenTtlSeconds: 900,
+    });
   });
 
   it('the API process exits with a message, not a stack trace, when production secrets are missing', () => {
-    const result = spawnSync(process.execPath, ['api/server.ts'], { env: { ...process.env, NODE_ENV: 'production', DATABASE_URL: 'postgres://x@127.0.0.1:1/x', TEMPORAL_ADDRESS: '127.0.0.1:1', AUTH_SECRET: '', ADMIN_EMAIL: '', ADMIN_PASSWORD: '' }, encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, ['api/server.ts'], {
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+        TEMPORAL_ADDRESS: '127.0.0.1:1',
+        AUTH_SECRET: '',
+        ADMIN_EMAIL: '',
+        ADMIN_PASSWORD: '',
+      },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(result.status).toBe(1);
-    expect(result.stderr).toContain('Configuration: AUTH_SECRET, ADMIN_EMAIL, ADMIN_PASSWORD must be set when NODE_ENV=production.');
+    expect(result.stderr).toContain(
+      'Configuration: AUTH_SECRET, ADMIN_EMAIL, ADMIN_PASSWORD must be set when NODE_ENV=production.',
+    );
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
@@ -49,7 +70,13 @@ describe('configuration of identity', () => {
     afterAll(() => engine?.close());
 
     it('refuses an admin password that fails the policy, and creates the admin once', async () => {
-      await expect(ensureAdmin(engine.db.orm, { ...engine.config.auth, adminEmail: 'weak@example.com', adminPassword: 'password' })).rejects.toThrow(/ADMIN_PASSWORD fails the password policy/);
+      await expect(
+        ensureAdmin(engine.db.orm, {
+          ...engine.config.auth,
+          adminEmail: 'weak@example.com',
+          adminPassword: 'password',
+        }),
+      ).rejects.toThrow(/ADMIN_PASSWORD fails the password policy/);
       expect(await engine.db.orm.em.fork().count(User, { email: 'weak@example.com' })).toBe(0);
       await ensureAdmin(engine.db.orm, engine.config.auth);
       expect(await engine.db.orm.em.fork().count(User, { role: 'admin' })).toBe(1);
@@ -57,13 +84,34 @@ describe('configuration of identity', () => {
 
     it('public sign-up can be switched off; admins can still create accounts', async () => {
       const closed = { ...engine.config, auth: { ...engine.config.auth, signupEnabled: false } };
-      const app = createApp({ orm: engine.db.orm, temporal: engine.env.client, config: closed, logger: createLogger('silent') });
-      const body = JSON.stringify({ email: 'late@example.com', name: 'Late', type: 'business', password: testPassword });
-      const anonymous = await app.request('/v1/accounts', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const app = createApp({
+        orm: engine.db.orm,
+        temporal: engine.env.client,
+        config: closed,
+        logger: createLogger('silent'),
+      });
+      const body = JSON.stringify({
+        email: 'late@example.com',
+        name: 'Late',
+        type: 'business',
+        password: testPassword,
+      });
+      const anonymous = await app.request('/v1/accounts', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
       expect(anonymous.status).toBe(401);
-      expect(await anonymous.json()).toEqual({ error: 'unauthorized', message: expect.stringContaining('Sign-up is closed') });
+      expect(await anonymous.json()).toEqual({
+        error: 'unauthorized',
+        message: expect.stringContaining('Sign-up is closed'),
+      });
       const admin = await engine.admin();
-      const byAdmin = await app.request('/v1/accounts', { method: 'POST', headers: { 'content-type': 'application/json', ...admin.headers }, body });
+      const byAdmin = await app.request('/v1/accounts', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...admin.headers },
+        body,
+      });
       expect(byAdmin.status).toBe(201);
     });
   });

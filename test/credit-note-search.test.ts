@@ -6,6 +6,7 @@
  * and an export of credit notes taking a query.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -24,7 +25,12 @@ describe('GET /v1/credit_notes/search', () => {
     return answer.body as any;
   }
   const search = (query: string, extra: Record<string, string | number> = {}, headers?: Record<string, string>) =>
-    engine.call('GET', `/v1/credit_notes/search?${new URLSearchParams({ query, ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, String(v)])) })}`, undefined, headers);
+    engine.call(
+      'GET',
+      `/v1/credit_notes/search?${new URLSearchParams({ query, ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, String(v)])) })}`,
+      undefined,
+      headers,
+    );
   const numbers = async (query: string) => {
     const answer = await search(query);
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
@@ -32,12 +38,25 @@ describe('GET /v1/credit_notes/search', () => {
   };
 
   it('finds credit notes by number, invoice, customer, email, status, reason, memo and amounts', async () => {
-    const customer = await call('POST', '/v1/customers', { email: 'refunds@lovelace.example', name: 'Ada', payment_method: 'pm_card_visa' });
-    await call('POST', '/v1/invoice_items', { customer: customer.id, amount: 9000, currency: 'USD', description: 'Audit' });
+    const customer = await call('POST', '/v1/customers', {
+      email: 'refunds@lovelace.example',
+      name: 'Ada',
+      payment_method: 'pm_card_visa',
+    });
+    await call('POST', '/v1/invoice_items', {
+      customer: customer.id,
+      amount: 9000,
+      currency: 'USD',
+      description: 'Audit',
+    });
     const draft = await call('POST', '/v1/invoices', { customer: customer.id });
     const invoice = await call('POST', `/v1/invoices/${draft.id}/finalize`);
-    await eventually(() => call('GET', `/v1/invoices/${invoice.id}`), (i) => i.status === 'paid');
-    const credit = (body: Record<string, unknown>) => call('POST', '/v1/credit_notes', { invoice: invoice.id, ...body });
+    await eventually(
+      () => call('GET', `/v1/invoices/${invoice.id}`),
+      (i) => i.status === 'paid',
+    );
+    const credit = (body: Record<string, unknown>) =>
+      call('POST', '/v1/credit_notes', { invoice: invoice.id, ...body });
     const first = await credit({ amount: 1000, reason: 'duplicate', memo: 'Charged twice for the audit' });
     const second = await credit({ amount: 2500, reason: 'order_change', out_of_band_amount: 2500 });
     const third = await credit({ amount: 500 });
@@ -71,12 +90,22 @@ describe('GET /v1/credit_notes/search', () => {
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ error: 'invalid_request' });
     expect(bad.body.message).toContain('plan');
-    const wrongCursor = await search('status:issued', { page: Buffer.from(JSON.stringify({ after: invoice.id })).toString('base64url') });
+    const wrongCursor = await search('status:issued', {
+      page: Buffer.from(JSON.stringify({ after: invoice.id })).toString('base64url'),
+    });
     expect(wrongCursor.status).toBe(400);
 
     // An export of credit notes takes the same query.
-    const exp = await call('POST', '/v1/exports', { resource: 'credit_notes', format: 'csv', query: 'reason:order_change' });
-    const done = await eventually(() => call('GET', `/v1/exports/${exp.id}`), (e) => e.status === 'succeeded', 30_000);
+    const exp = await call('POST', '/v1/exports', {
+      resource: 'credit_notes',
+      format: 'csv',
+      query: 'reason:order_change',
+    });
+    const done = await eventually(
+      () => call('GET', `/v1/exports/${exp.id}`),
+      (e) => e.status === 'succeeded',
+      30_000,
+    );
     expect(done.row_count).toBe(1);
   });
 });

@@ -7,6 +7,7 @@
  * one-off invoice with nothing else to take its currency from.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -24,11 +25,17 @@ describe('customer currency', () => {
     return created.body.id as string;
   }
   async function customer(currency?: string | null) {
-    const created = await post('/v1/customers', { email: 'mei@example.com', name: 'Mei', payment_method: 'pm_card_visa', ...(currency === undefined ? {} : { currency }) });
+    const created = await post('/v1/customers', {
+      email: 'mei@example.com',
+      name: 'Mei',
+      payment_method: 'pm_card_visa',
+      ...(currency === undefined ? {} : { currency }),
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     return created.body.id as string;
   }
-  const subscriptionsOf = async (customerId: string) => (await engine.call('GET', `/v1/subscriptions?customer=${customerId}`)).body.data as unknown[];
+  const subscriptionsOf = async (customerId: string) =>
+    (await engine.call('GET', `/v1/subscriptions?customer=${customerId}`)).body.data as unknown[];
 
   it('is set on create and update, upper-cased, removable, refused when not an ISO code, and shown everywhere', async () => {
     const created = await post('/v1/customers', { email: 'eu@example.com', currency: 'eur' });
@@ -36,16 +43,23 @@ describe('customer currency', () => {
     expect(created.body).toMatchObject({ object: 'customer', currency: 'EUR' });
     const id = created.body.id as string;
     expect((await engine.call('GET', `/v1/customers/${id}`)).body.currency).toBe('EUR');
-    expect((await engine.call('GET', '/v1/customers?limit=100')).body.data.find((c: { id: string }) => c.id === id).currency).toBe('EUR');
+    expect(
+      (await engine.call('GET', '/v1/customers?limit=100')).body.data.find((c: { id: string }) => c.id === id).currency,
+    ).toBe('EUR');
 
     const changed = await engine.call('PATCH', `/v1/customers/${id}`, { currency: 'gbp' });
     expect(changed.status).toBe(200);
     expect(changed.body.currency).toBe('GBP');
     // Fields left out stay; null removes it; a form body's empty value too.
-    expect((await engine.call('PATCH', `/v1/customers/${id}`, { name: 'Renamed' })).body).toMatchObject({ name: 'Renamed', currency: 'GBP' });
+    expect((await engine.call('PATCH', `/v1/customers/${id}`, { name: 'Renamed' })).body).toMatchObject({
+      name: 'Renamed',
+      currency: 'GBP',
+    });
     expect((await engine.call('PATCH', `/v1/customers/${id}`, { currency: null })).body.currency).toBeNull();
     await engine.call('PATCH', `/v1/customers/${id}`, { currency: 'JPY' });
-    const form = await engine.call('POST', `/v1/customers/${id}`, 'currency=', { 'content-type': 'application/x-www-form-urlencoded' });
+    const form = await engine.call('POST', `/v1/customers/${id}`, 'currency=', {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     expect(form.status, JSON.stringify(form.body)).toBe(200);
     expect(form.body.currency).toBeNull();
 
@@ -68,7 +82,10 @@ describe('customer currency', () => {
     const created = await post('/v1/subscriptions', { customer_id: eur, plan: seats, quantity: 2 });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     expect(created.body).toMatchObject({ status: 'active', currency: 'EUR', quantity: 2 });
-    await eventually(() => engine.invoices(created.body.id), (list) => list.length === 1 && list[0]!.status === 'paid');
+    await eventually(
+      () => engine.invoices(created.body.id),
+      (list) => list.length === 1 && list[0]!.status === 'paid',
+    );
     const [invoice] = (await engine.call('GET', `/v1/invoices?subscription=${created.body.id}`)).body.data;
     expect(invoice).toMatchObject({ currency: 'EUR', total: 3600 });
     expect((await engine.charges(created.body.id)).map((c) => [c.amount, c.currency])).toEqual([[3600, 'EUR']]);
@@ -84,12 +101,28 @@ describe('customer currency', () => {
     expect(plain.body.currency).toBe('USD');
 
     // Items: every plan must be priced in it, the setup fee too.
-    const support = await plan({ name: 'Support (USD, EUR)', amount: 4900, currency_options: { EUR: { amount: 4500 } } });
-    const setup = await plan({ name: 'Onboarding (USD, EUR)', type: 'one_time', interval: undefined, amount: 10000, currency_options: { EUR: { amount: 9000 } } });
-    const items = await post('/v1/subscriptions', { customer_id: await customer('eur'), items: [{ plan: seats, quantity: 3 }, { plan: support }, { plan: setup }] });
+    const support = await plan({
+      name: 'Support (USD, EUR)',
+      amount: 4900,
+      currency_options: { EUR: { amount: 4500 } },
+    });
+    const setup = await plan({
+      name: 'Onboarding (USD, EUR)',
+      type: 'one_time',
+      interval: undefined,
+      amount: 10000,
+      currency_options: { EUR: { amount: 9000 } },
+    });
+    const items = await post('/v1/subscriptions', {
+      customer_id: await customer('eur'),
+      items: [{ plan: seats, quantity: 3 }, { plan: support }, { plan: setup }],
+    });
     expect(items.status, JSON.stringify(items.body)).toBe(201);
     expect(items.body.currency).toBe('EUR');
-    await eventually(() => engine.invoices(items.body.id), (list) => list.length === 1 && list[0]!.status === 'paid');
+    await eventually(
+      () => engine.invoices(items.body.id),
+      (list) => list.length === 1 && list[0]!.status === 'paid',
+    );
     const [first] = (await engine.call('GET', `/v1/invoices?subscription=${items.body.id}`)).body.data;
     expect(first).toMatchObject({ currency: 'EUR', total: 3 * 1800 + 4500 + 9000 });
   });
@@ -119,11 +152,23 @@ describe('customer currency', () => {
   });
 
   it('prices an invoice item from a plan in the customer currency, and a one-off invoice takes it when nothing else gives one', async () => {
-    const workshop = await plan({ name: 'Workshop (USD, EUR)', type: 'one_time', interval: undefined, amount: 15000, currency_options: { EUR: { amount: 13500 } } });
+    const workshop = await plan({
+      name: 'Workshop (USD, EUR)',
+      type: 'one_time',
+      interval: undefined,
+      amount: 15000,
+      currency_options: { EUR: { amount: 13500 } },
+    });
     const eur = await customer('EUR');
     const item = await post('/v1/invoice_items', { customer: eur, plan: workshop, quantity: 2 });
     expect(item.status, JSON.stringify(item.body)).toBe(201);
-    expect(item.body).toMatchObject({ currency: 'EUR', amount: 27000, unit_amount: 13500, quantity: 2, plan: workshop });
+    expect(item.body).toMatchObject({
+      currency: 'EUR',
+      amount: 27000,
+      unit_amount: 13500,
+      quantity: 2,
+      plan: workshop,
+    });
     // An explicit currency wins; an amount still needs its own currency.
     const usd = await post('/v1/invoice_items', { customer: eur, plan: workshop, currency: 'USD' });
     expect(usd.body).toMatchObject({ currency: 'USD', amount: 15000 });
@@ -144,6 +189,8 @@ describe('customer currency', () => {
     expect(draft.body).toMatchObject({ status: 'draft', currency: 'CHF' });
     const none = await post('/v1/invoices', { customer: await customer() });
     expect(none.status).toBe(400);
-    expect(none.body.message).toBe('currency: required when no pending invoice item of the customer gives it and the customer has no currency.');
+    expect(none.body.message).toBe(
+      'currency: required when no pending invoice item of the customer gives it and the customer has no currency.',
+    );
   });
 });

@@ -12,6 +12,7 @@
  */
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { checkPageLayout, launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -41,7 +42,12 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     page.on('response', (response) => {
       const url = new URL(response.url());
       const key = `${response.request().method()} ${url.pathname} ${response.status()}`;
-      if (response.status() < 400 || (response.status() === 401 && url.pathname === '/v1/auth/browser_session') || expected.has(key)) return;
+      if (
+        response.status() < 400 ||
+        (response.status() === 401 && url.pathname === '/v1/auth/browser_session') ||
+        expected.has(key)
+      )
+        return;
       problems.push(key);
     });
     page.on('pageerror', (error) => problems.push(error.message));
@@ -51,7 +57,16 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     });
   });
   afterEach(async (ctx) => {
-    if (ctx.task.result?.state === 'fail') console.log('The page when the test failed:', page.url(), await page.locator('main').innerText().catch(() => ''), problems);
+    if (ctx.task.result?.state === 'fail')
+      console.log(
+        'The page when the test failed:',
+        page.url(),
+        await page
+          .locator('main')
+          .innerText()
+          .catch(() => ''),
+        problems,
+      );
   });
   afterAll(async () => {
     await browser?.close();
@@ -59,7 +74,8 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await engine?.close();
   });
 
-  const callApi = async (method: string, apiPath: string, body?: unknown) => (await engine.call(method, apiPath, body, { ...engine.tenant.headers, ...sandbox })).body as any;
+  const callApi = async (method: string, apiPath: string, body?: unknown) =>
+    (await engine.call(method, apiPath, body, { ...engine.tenant.headers, ...sandbox })).body as any;
 
   const check = (name: string) => checkPageLayout(page, 'dashboard-invoicing', name);
 
@@ -68,14 +84,23 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await page.getByRole('heading', { level: 1, name: label }).waitFor();
   };
   const actions = () => page.getByRole('region', { name: 'Invoice' }).getByRole('button');
-  const pending = async (customer: string) => (await callApi('GET', `/v1/invoice_items?customer=${customer}&pending=true`)).data as any[];
+  const pending = async (customer: string) =>
+    (await callApi('GET', `/v1/invoice_items?customer=${customer}&pending=true`)).data as any[];
 
   let customerId: string;
   let planId: string;
 
   it("creates and deletes a customer's pending invoice items on the customer's page", async () => {
-    customerId = (await callApi('POST', '/v1/customers', { email: 'grace@example.com', name: 'Grace', payment_method: 'pm_card_visa' })).id;
-    planId = (await callApi('POST', '/v1/plans', { name: 'Audit day', amount: 40000, currency: 'USD', interval: 'month' })).id;
+    customerId = (
+      await callApi('POST', '/v1/customers', {
+        email: 'grace@example.com',
+        name: 'Grace',
+        payment_method: 'pm_card_visa',
+      })
+    ).id;
+    planId = (
+      await callApi('POST', '/v1/plans', { name: 'Audit day', amount: 40000, currency: 'USD', interval: 'month' })
+    ).id;
 
     await page.goto(`${baseUrl}/dashboard`);
     await page.getByLabel('Email').fill(engine.tenant.email);
@@ -93,8 +118,21 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await form.getByLabel('Amount').fill('150.00');
     await form.getByLabel('Description').fill('Onboarding workshop');
     await form.getByRole('button', { name: 'Create invoice item' }).click();
-    await items.getByRole('row').filter({ hasText: 'Onboarding workshop' }).getByRole('cell', { name: '$150.00', exact: true }).waitFor();
-    expect(await pending(customerId)).toEqual([expect.objectContaining({ description: 'Onboarding workshop', amount: 15000, currency: 'USD', quantity: 1, plan: null, invoice: null })]);
+    await items
+      .getByRole('row')
+      .filter({ hasText: 'Onboarding workshop' })
+      .getByRole('cell', { name: '$150.00', exact: true })
+      .waitFor();
+    expect(await pending(customerId)).toEqual([
+      expect.objectContaining({
+        description: 'Onboarding workshop',
+        amount: 15000,
+        currency: 'USD',
+        quantity: 1,
+        plan: null,
+        invoice: null,
+      }),
+    ]);
 
     // The API's refusal is shown in the form, and nothing is created.
     await form.getByLabel('Amount').fill('10');
@@ -115,7 +153,11 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await form.getByLabel('Quantity').fill('3');
     await form.getByLabel('Description').fill('');
     await form.getByRole('button', { name: 'Create invoice item' }).click();
-    await items.getByRole('row').filter({ hasText: 'Audit day' }).getByRole('cell', { name: '3 × $400.00 = $1,200.00' }).waitFor();
+    await items
+      .getByRole('row')
+      .filter({ hasText: 'Audit day' })
+      .getByRole('cell', { name: '3 × $400.00 = $1,200.00' })
+      .waitFor();
     const audit = (await pending(customerId)).find((item) => item.plan === planId);
     expect(audit).toMatchObject({ quantity: 3, unit_amount: 40000, amount: 120000, description: 'Audit day' });
     await check('customer-items');
@@ -145,19 +187,33 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await add.getByRole('button', { name: 'Add item' }).click();
     await onDraft.getByRole('row').filter({ hasText: 'Travel' }).waitFor();
     await page.getByRole('region', { name: 'Totals' }).getByText('$175.50').first().waitFor();
-    expect(await callApi('GET', `/v1/invoices/${invoiceId}`)).toMatchObject({ status: 'draft', number: null, total: 17550, lines: [expect.objectContaining({ amount: 15000 }), expect.objectContaining({ description: 'Travel', amount: 2550, quantity: 1 })] });
+    expect(await callApi('GET', `/v1/invoices/${invoiceId}`)).toMatchObject({
+      status: 'draft',
+      number: null,
+      total: 17550,
+      lines: [
+        expect.objectContaining({ amount: 15000 }),
+        expect.objectContaining({ description: 'Travel', amount: 2550, quantity: 1 }),
+      ],
+    });
     await onDraft.getByRole('button', { name: 'Remove Travel' }).click();
-    await page.getByRole('region', { name: 'Pending items to add' }).getByRole('button', { name: 'Add Travel' }).waitFor();
+    await page
+      .getByRole('region', { name: 'Pending items to add' })
+      .getByRole('button', { name: 'Add Travel' })
+      .waitFor();
     expect((await pending(customerId)).map((item) => item.description)).toEqual(['Travel']);
     expect((await callApi('GET', `/v1/invoices/${invoiceId}`)).total).toBe(15000);
-    await page.getByRole('region', { name: 'Pending items to add' }).getByRole('button', { name: 'Add Travel' }).click();
+    await page
+      .getByRole('region', { name: 'Pending items to add' })
+      .getByRole('button', { name: 'Add Travel' })
+      .click();
     await onDraft.getByRole('row').filter({ hasText: 'Travel' }).waitFor();
     expect(await pending(customerId)).toEqual([]);
     await check('draft');
 
     await page.getByRole('button', { name: 'Finalize and charge' }).click();
     const paid = await expect
-      .poll(async () => (await callApi('GET', `/v1/invoices/${invoiceId}`)), { timeout: 20_000 })
+      .poll(async () => await callApi('GET', `/v1/invoices/${invoiceId}`), { timeout: 20_000 })
       .toMatchObject({ status: 'paid', amount_paid: 17550 });
     void paid;
     const invoice = await callApi('GET', `/v1/invoices/${invoiceId}`);
@@ -168,7 +224,12 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await page.getByRole('link', { name: `PDF of ${invoice.number}` }).waitFor();
     // Every line with its quantity, unit amount and period.
     const lines = page.getByRole('region', { name: `Lines of ${invoice.number}` });
-    expect(await lines.getByRole('row').filter({ hasText: 'Travel' }).getByRole('cell').allTextContents()).toEqual([expect.stringMatching(/^Travel.*On [A-Z][a-z]{2} \d{1,2}, \d{4}/), '1', '$25.50', '$25.50']);
+    expect(await lines.getByRole('row').filter({ hasText: 'Travel' }).getByRole('cell').allTextContents()).toEqual([
+      expect.stringMatching(/^Travel.*On [A-Z][a-z]{2} \d{1,2}, \d{4}/),
+      '1',
+      '$25.50',
+      '$25.50',
+    ]);
     await check('paid');
     expect(problems).toEqual([]);
   });
@@ -183,7 +244,10 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await form.getByRole('button', { name: 'Create draft invoice' }).click();
     await page.getByRole('heading', { level: 1, name: /^Draft invoice inv_/ }).waitFor();
     const invoiceId = page.url().split('/').at(-1)!;
-    await page.getByRole('region', { name: 'Items on this draft' }).getByText(/^No items yet/).waitFor();
+    await page
+      .getByRole('region', { name: 'Items on this draft' })
+      .getByText(/^No items yet/)
+      .waitFor();
     expected.add(`POST /v1/invoices/${invoiceId}/finalize 409`);
     await page.getByRole('button', { name: 'Finalize and send' }).click();
     const refusal = page.getByRole('region', { name: 'Invoice' }).getByRole('alert');
@@ -198,14 +262,28 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await add.getByLabel('Quantity').fill('4');
     await add.getByLabel('Description').fill('Consulting hours');
     await add.getByRole('button', { name: 'Add item' }).click();
-    await page.getByRole('region', { name: 'Items on this draft' }).getByRole('cell', { name: '4 × $90.00 = $360.00' }).waitFor();
+    await page
+      .getByRole('region', { name: 'Items on this draft' })
+      .getByRole('cell', { name: '4 × $90.00 = $360.00' })
+      .waitFor();
     await page.getByRole('button', { name: 'Finalize and send' }).click();
     await page.getByRole('heading', { level: 1, name: /^Invoice (?!inv_)/ }).waitFor();
     const open = await callApi('GET', `/v1/invoices/${invoiceId}`);
-    expect(open).toMatchObject({ status: 'open', collection_method: 'send_invoice', days_until_due: 14, total: 36000, amount_due: 36000 });
+    expect(open).toMatchObject({
+      status: 'open',
+      collection_method: 'send_invoice',
+      days_until_due: 14,
+      total: 36000,
+      amount_due: 36000,
+    });
     expect(open.due_date).not.toBeNull();
     await page.getByRole('definition').filter({ hasText: "the customer's pay link is in the invoice email" }).waitFor();
-    expect(await actions().allTextContents()).toEqual(['Charge now', 'Mark paid out of band', 'Void', 'Mark uncollectible']);
+    expect(await actions().allTextContents()).toEqual([
+      'Charge now',
+      'Mark paid out of band',
+      'Void',
+      'Mark uncollectible',
+    ]);
     await check('open');
 
     await page.getByRole('button', { name: 'Void' }).click();
@@ -217,8 +295,19 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
   });
 
   it('marks an invoice uncollectible, then paid out of band; the list shows lines and filters by status', async () => {
-    const draft = await callApi('POST', '/v1/invoices', { customer: customerId, collection_method: 'send_invoice', days_until_due: 7, currency: 'USD' });
-    await callApi('POST', '/v1/invoice_items', { customer: customerId, invoice: draft.id, amount: 9900, currency: 'USD', description: 'Support retainer' });
+    const draft = await callApi('POST', '/v1/invoices', {
+      customer: customerId,
+      collection_method: 'send_invoice',
+      days_until_due: 7,
+      currency: 'USD',
+    });
+    await callApi('POST', '/v1/invoice_items', {
+      customer: customerId,
+      invoice: draft.id,
+      amount: 9900,
+      currency: 'USD',
+      description: 'Support retainer',
+    });
     await go('Invoices');
     await page.getByLabel('Status').selectOption('draft');
     const row = page.getByRole('row').filter({ hasText: `Draft ${draft.id}` });
@@ -230,7 +319,11 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     const number = (await callApi('GET', `/v1/invoices/${draft.id}`)).number as string;
     const open = page.getByRole('row').filter({ hasText: number }).first();
     await open.getByText('1 line').click();
-    await open.getByRole('region', { name: `Lines of ${number}` }).getByRole('cell', { name: '$99.00' }).first().waitFor();
+    await open
+      .getByRole('region', { name: `Lines of ${number}` })
+      .getByRole('cell', { name: '$99.00' })
+      .first()
+      .waitFor();
     await open.getByRole('button', { name: `Mark uncollectible ${number}` }).click();
     await expect.poll(async () => (await callApi('GET', `/v1/invoices/${draft.id}`)).status).toBe('uncollectible');
     await page.getByRole('link', { name: number, exact: true }).first().waitFor({ state: 'detached' });
@@ -241,7 +334,11 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await page.getByRole('button', { name: 'Mark paid out of band' }).click();
     await page.getByRole('region', { name: 'Invoice' }).getByText('paid', { exact: true }).waitFor();
     // Paid out of band: marked paid, nothing charged.
-    expect(await callApi('GET', `/v1/invoices/${draft.id}`)).toMatchObject({ status: 'paid', transaction: null, attempt_count: 0 });
+    expect(await callApi('GET', `/v1/invoices/${draft.id}`)).toMatchObject({
+      status: 'paid',
+      transaction: null,
+      attempt_count: 0,
+    });
     expect(dialogs.at(-1)).toBe('Mark this invoice paid? Nothing is charged (the customer paid outside the engine).');
     await check('invoice-list');
     expect(problems).toEqual([]);
@@ -263,7 +360,11 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await form.getByLabel('Currency').fill('eur');
     await form.getByRole('button', { name: 'Save customer' }).click();
     await page.getByRole('region', { name: 'Customer' }).getByRole('definition').filter({ hasText: /^EUR$/ }).waitFor();
-    expect(await callApi('GET', `/v1/customers/${customerId}`)).toMatchObject({ currency: 'EUR', email: 'grace@example.com', name: 'Grace' });
+    expect(await callApi('GET', `/v1/customers/${customerId}`)).toMatchObject({
+      currency: 'EUR',
+      email: 'grace@example.com',
+      name: 'Grace',
+    });
     // The customer's currency is what a new invoice item starts in.
     expect(await page.getByRole('form', { name: 'New invoice item' }).getByLabel('Currency').inputValue()).toBe('EUR');
 
@@ -273,9 +374,19 @@ describe('invoice items and one-off invoices in the dashboard (chromium)', () =>
     await create.getByLabel('Email').fill('kenji@example.com');
     await create.getByLabel('Currency (optional)').fill('jpy');
     await create.getByRole('button', { name: 'Create customer' }).click();
-    await page.getByRole('row').filter({ hasText: 'kenji@example.com' }).getByRole('cell', { name: 'JPY', exact: true }).waitFor();
-    await page.getByRole('row').filter({ hasText: 'grace@example.com' }).getByRole('cell', { name: 'EUR', exact: true }).waitFor();
-    expect((await callApi('GET', '/v1/customers?email=kenji@example.com')).data).toEqual([expect.objectContaining({ currency: 'JPY' })]);
+    await page
+      .getByRole('row')
+      .filter({ hasText: 'kenji@example.com' })
+      .getByRole('cell', { name: 'JPY', exact: true })
+      .waitFor();
+    await page
+      .getByRole('row')
+      .filter({ hasText: 'grace@example.com' })
+      .getByRole('cell', { name: 'EUR', exact: true })
+      .waitFor();
+    expect((await callApi('GET', '/v1/customers?email=kenji@example.com')).data).toEqual([
+      expect.objectContaining({ currency: 'JPY' }),
+    ]);
     await check('customers');
     expect(problems).toEqual([]);
   });

@@ -12,6 +12,7 @@
  */
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { checkPageLayout, launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -40,19 +41,34 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
     page.on('console', (message) => {
-      if (message.type() === 'error' && !/status of (400|401|404|409)/.test(message.text())) problems.push(message.text());
+      if (message.type() === 'error' && !/status of (400|401|404|409)/.test(message.text()))
+        problems.push(message.text());
     });
     page.on('response', (response) => {
       const url = new URL(response.url());
       const key = `${response.request().method()} ${url.pathname} ${response.status()}`;
-      if (response.status() < 400 || (response.status() === 401 && url.pathname === '/v1/auth/browser_session') || expected.has(key)) return;
+      if (
+        response.status() < 400 ||
+        (response.status() === 401 && url.pathname === '/v1/auth/browser_session') ||
+        expected.has(key)
+      )
+        return;
       problems.push(key);
     });
     page.on('pageerror', (error) => problems.push(error.message));
     page.on('dialog', (dialog) => void dialog.accept());
   });
   afterEach(async (ctx) => {
-    if (ctx.task.result?.state === 'fail') console.log('The page when the test failed:', page.url(), await page.locator('main').innerText().catch(() => ''), problems);
+    if (ctx.task.result?.state === 'fail')
+      console.log(
+        'The page when the test failed:',
+        page.url(),
+        await page
+          .locator('main')
+          .innerText()
+          .catch(() => ''),
+        problems,
+      );
   });
   afterAll(async () => {
     await browser?.close();
@@ -60,7 +76,8 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     await engine?.close();
   });
 
-  const callApi = async (method: string, apiPath: string, body?: unknown) => (await engine.call(method, apiPath, body, { ...owner, ...sandbox })).body as any;
+  const callApi = async (method: string, apiPath: string, body?: unknown) =>
+    (await engine.call(method, apiPath, body, { ...owner, ...sandbox })).body as any;
   const check = (name: string) => checkPageLayout(page, 'dashboard-merchant-day', name);
   const go = async (label: string) => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).click();
@@ -112,7 +129,9 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     await page.getByLabel('New password again').fill(newPassword);
     await page.getByRole('button', { name: 'Set new password' }).click();
     await page.getByRole('status').filter({ hasText: 'Your new password is set' }).waitFor();
-    expect((await engine.call('POST', '/v1/auth/login', { email, password: firstPassword }, { authorization: '' })).status).toBe(401);
+    expect(
+      (await engine.call('POST', '/v1/auth/login', { email, password: firstPassword }, { authorization: '' })).status,
+    ).toBe(401);
     // The reset ended the API session too: sign in again for the checks that follow.
     owner = (await engine.login(email, newPassword)).headers;
     await page.getByRole('link', { name: 'Sign in' }).click();
@@ -125,7 +144,12 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     const form = page.getByRole('form', { name: 'New payment request' });
     await expect.poll(() => form.getByLabel('Currency').locator('option').allTextContents()).toEqual(['USD']);
     await go('Transactions');
-    expect(await page.getByLabel('Format').locator('option').allTextContents()).toEqual(['CSV', 'Excel (XLSX)', 'JSON', 'PDF']);
+    expect(await page.getByLabel('Format').locator('option').allTextContents()).toEqual([
+      'CSV',
+      'Excel (XLSX)',
+      'JSON',
+      'PDF',
+    ]);
     // A query the API refuses says so at once (no retries); emptying the box brings the list back.
     expected.add('GET /v1/transactions/search 400');
     const search = page.getByRole('searchbox', { name: 'Search' });
@@ -146,19 +170,36 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     const plan = await callApi('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month' });
     expect(plan, JSON.stringify(plan)).toHaveProperty('id');
     planId = plan.id;
-    customerId = (await callApi('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada Lovelace', payment_method: 'pm_card_visa' })).id;
-    await callApi('POST', '/v1/customers', { email: 'bob@example.com', name: 'Bob Builder', payment_method: 'pm_card_visa' });
+    customerId = (
+      await callApi('POST', '/v1/customers', {
+        email: 'ada@example.com',
+        name: 'Ada Lovelace',
+        payment_method: 'pm_card_visa',
+      })
+    ).id;
+    await callApi('POST', '/v1/customers', {
+      email: 'bob@example.com',
+      name: 'Bob Builder',
+      payment_method: 'pm_card_visa',
+    });
     await go('Subscriptions');
     const form = page.getByRole('form', { name: 'New subscription' });
     await form.getByRole('searchbox', { name: 'Search customer by name or email' }).fill('lovel');
     // The search leaves Ada alone among the options.
-    await expect.poll(() => form.getByLabel('Customer', { exact: true }).locator('option').allTextContents()).toEqual(['Choose a customer', 'Ada Lovelace (ada@example.com)']);
+    await expect
+      .poll(() => form.getByLabel('Customer', { exact: true }).locator('option').allTextContents())
+      .toEqual(['Choose a customer', 'Ada Lovelace (ada@example.com)']);
     await form.getByLabel('Customer', { exact: true }).selectOption(customerId);
-    await expect.poll(() => form.getByLabel('Plan', { exact: true }).locator('option').allTextContents()).toContain('Pro: $20.00 per unit, every month');
+    await expect
+      .poll(() => form.getByLabel('Plan', { exact: true }).locator('option').allTextContents())
+      .toContain('Pro: $20.00 per unit, every month');
     await form.getByLabel('Plan', { exact: true }).selectOption(planId);
     await form.getByRole('button', { name: 'Create subscription' }).click();
     // The list names the customer and the plan.
-    const row = page.getByRole('region', { name: 'Subscriptions table' }).getByRole('row').filter({ hasText: 'Ada Lovelace' });
+    const row = page
+      .getByRole('region', { name: 'Subscriptions table' })
+      .getByRole('row')
+      .filter({ hasText: 'Ada Lovelace' });
     await row.getByRole('cell', { name: 'Pro', exact: true }).waitFor();
     subscriptionId = (await row.getByRole('link', { name: /^sub_/ }).textContent())!;
     await eventually(
@@ -170,23 +211,34 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     await go('Customers');
     await page.getByRole('link', { name: 'ada@example.com' }).click();
     await page.getByRole('heading', { level: 1, name: 'Customer Ada Lovelace' }).waitFor();
-    await page.getByRole('region', { name: 'Subscriptions of the customer table' }).getByRole('link', { name: 'Pro' }).waitFor();
+    await page
+      .getByRole('region', { name: 'Subscriptions of the customer table' })
+      .getByRole('link', { name: 'Pro' })
+      .waitFor();
     const payments = page.getByRole('region', { name: 'Payments and refunds table' });
     const payment = payments.getByRole('row').filter({ hasText: '$20.00' });
     await payment.waitFor();
     const timeline = page.getByRole('region', { name: 'Customer timeline' });
-    await expect.poll(async () => (await timeline.textContent()) ?? '', { timeout: 10_000 }).toMatch(/customer\.created[\s\S]*|subscription\.created/);
+    await expect
+      .poll(async () => (await timeline.textContent()) ?? '', { timeout: 10_000 })
+      .toMatch(/customer\.created[\s\S]*|subscription\.created/);
     expect(await timeline.textContent()).toContain('invoice.paid');
     expect(await timeline.textContent()).toContain('subscription.created');
     const facts = page.getByRole('region', { name: 'Customer', exact: true });
     await facts.getByRole('button', { name: 'Portal link' }).click();
-    expect(await facts.getByRole('link', { name: `Open portal of ${customerId}` }).getAttribute('href')).toMatch(/\/dashboard\/portal#/);
+    expect(await facts.getByRole('link', { name: `Open portal of ${customerId}` }).getAttribute('href')).toMatch(
+      /\/dashboard\/portal#/,
+    );
 
-    const [charge] = (await callApi('GET', `/v1/transactions/search?query=${encodeURIComponent(`customer:${customerId}`)}`)).data;
+    const [charge] = (
+      await callApi('GET', `/v1/transactions/search?query=${encodeURIComponent(`customer:${customerId}`)}`)
+    ).data;
     await payment.getByRole('button', { name: `Refund ${charge.id}` }).click();
     await payment.getByLabel(/^Amount to refund/).fill('5.00');
     await payment.getByRole('button', { name: 'Refund $5.00' }).click();
-    await expect.poll(async () => (await callApi('GET', `/v1/transactions/${charge.id}`)).amount_refunded, { timeout: 20_000 }).toBe(500);
+    await expect
+      .poll(async () => (await callApi('GET', `/v1/transactions/${charge.id}`)).amount_refunded, { timeout: 20_000 })
+      .toBe(500);
     await payments.getByRole('row').filter({ hasText: '($5.00 refunded)' }).waitFor();
     await payments.getByRole('row', { name: /^\$5\.00 refund succeeded/ }).waitFor();
     expect((await callApi('GET', `/v1/transactions/${charge.id}`)).refunded).toBe(false);
@@ -195,7 +247,10 @@ describe("a merchant's day in the dashboard (chromium)", () => {
   });
 
   it("a subscription's page: its own timeline; once canceled, no pause, cancel or plan change", async () => {
-    await page.getByRole('region', { name: 'Subscriptions of the customer table' }).getByRole('link', { name: 'Pro' }).click();
+    await page
+      .getByRole('region', { name: 'Subscriptions of the customer table' })
+      .getByRole('link', { name: 'Pro' })
+      .click();
     await page.getByRole('heading', { name: `Subscription ${subscriptionId}` }).waitFor();
     const timeline = page.getByRole('region', { name: 'Timeline' });
     await expect.poll(async () => (await timeline.textContent()) ?? '').toContain('invoice.paid');
@@ -206,7 +261,8 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     await page.getByRole('button', { name: 'Cancel now' }).click();
     await page.getByText('This subscription has ended').waitFor();
     expect((await callApi('GET', `/v1/subscriptions/${subscriptionId}`)).status).toBe('canceled');
-    for (const name of ['Pause', 'Resume', 'Cancel now', 'Cancel at period end']) expect(await page.getByRole('button', { name, exact: true }).count(), name).toBe(0);
+    for (const name of ['Pause', 'Resume', 'Cancel now', 'Cancel at period end'])
+      expect(await page.getByRole('button', { name, exact: true }).count(), name).toBe(0);
     expect(await page.getByRole('form', { name: 'Change plan' }).count()).toBe(0);
     expect(await page.getByRole('form', { name: 'Change quantity' }).count()).toBe(0);
     expect(problems).toEqual([]);
@@ -249,7 +305,10 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     const card = page.getByRole('region', { name: 'Endpoint' });
     await card.getByRole('button', { name: 'Disable' }).click();
     await card.getByRole('button', { name: 'Enable' }).waitFor();
-    expect(await callApi('GET', `/v1/webhooks/${kept.id}`)).toMatchObject({ enabled: false, disabled_reason: 'manual' });
+    expect(await callApi('GET', `/v1/webhooks/${kept.id}`)).toMatchObject({
+      enabled: false,
+      disabled_reason: 'manual',
+    });
     await check('webhook-endpoint-disabled');
     await card.getByRole('button', { name: 'Enable' }).click();
     await card.getByRole('button', { name: 'Disable' }).waitFor();
@@ -277,10 +336,17 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     const subscription = page.getByRole('form', { name: 'New subscription on this clock' });
     await subscription.getByLabel('Plan').selectOption(planId);
     await subscription.getByRole('button', { name: 'Start subscription' }).click();
-    await objects.getByRole('listitem').filter({ hasText: 'for Clocky' }).filter({ hasText: 'active' }).waitFor({ timeout: 20_000 });
+    await objects
+      .getByRole('listitem')
+      .filter({ hasText: 'for Clocky' })
+      .filter({ hasText: 'active' })
+      .waitFor({ timeout: 20_000 });
 
     await page.getByRole('button', { name: 'Advance +1 month' }).click();
-    await page.getByRole('status').filter({ hasText: /^Ready at / }).waitFor({ timeout: 30_000 });
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^Ready at / })
+      .waitFor({ timeout: 30_000 });
     const clock = await callApi('GET', `/v1/test_clocks/${clockId}`);
     expect(clock.status).toBe('ready');
     const expectedTime = new Date(start);
@@ -293,7 +359,9 @@ describe("a merchant's day in the dashboard (chromium)", () => {
       (list) => list.length === 2 && list.every((i) => i.status === 'paid'),
       20_000,
     );
-    await expect.poll(() => objects.getByRole('listitem').filter({ hasText: '$20.00' }).count(), { timeout: 10_000 }).toBe(2);
+    await expect
+      .poll(() => objects.getByRole('listitem').filter({ hasText: '$20.00' }).count(), { timeout: 10_000 })
+      .toBe(2);
     await check('test-clock');
     expect(problems).toEqual([]);
   });

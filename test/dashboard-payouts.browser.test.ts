@@ -9,9 +9,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+
 import AxeBuilder from '@axe-core/playwright';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -63,7 +65,8 @@ describe('the Payouts page in chromium', () => {
     });
     return view;
   }
-  const callApi = async (method: string, apiPath: string, body?: unknown) => (await engine.call(method, apiPath, body, { ...engine.tenant.headers, ...sandbox })).body as any;
+  const callApi = async (method: string, apiPath: string, body?: unknown) =>
+    (await engine.call(method, apiPath, body, { ...engine.tenant.headers, ...sandbox })).body as any;
 
   /** A screenshot at desktop width and at 390 px (no sideways scroll), and axe-core with no serious or critical violation. */
   async function check(name: string, view: Page = page) {
@@ -76,7 +79,10 @@ describe('the Payouts page in chromium', () => {
     await view.setViewportSize({ width: 1280, height: 900 });
     const result = await new AxeBuilder({ page: view }).analyze();
     const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), name).toEqual([]);
+    expect(
+      serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+      name,
+    ).toEqual([]);
   }
   async function signIn(view: Page, email: string, password: string) {
     await view.goto(`${baseUrl}/dashboard`);
@@ -100,7 +106,10 @@ describe('the Payouts page in chromium', () => {
     await form.getByLabel('Account number').fill('000123456789');
     expectedRefusals.push('POST /v1/bank_accounts answered 400');
     await form.getByRole('button', { name: 'Add bank account' }).click();
-    await form.getByRole('alert').filter({ hasText: 'routing_number: the ABA checksum (3-7-1) fails for 110000001' }).waitFor();
+    await form
+      .getByRole('alert')
+      .filter({ hasText: 'routing_number: the ABA checksum (3-7-1) fails for 110000001' })
+      .waitFor();
     expect((await callApi('GET', '/v1/bank_accounts')).data).toEqual([]);
     // The form keeps what was typed: correct the routing number only.
     await form.getByLabel('Routing number').fill('110000000');
@@ -109,7 +118,14 @@ describe('the Payouts page in chromium', () => {
     await table.getByText('Ada Lovelace •••• 6789').waitFor();
     await table.getByText('Default for USD').waitFor();
     const [first] = (await callApi('GET', '/v1/bank_accounts')).data;
-    expect(first).toMatchObject({ type: 'us_ach', routing_number: '110000000', last4: '6789', currency: 'USD', default_for_currency: true, status: 'new' });
+    expect(first).toMatchObject({
+      type: 'us_ach',
+      routing_number: '110000000',
+      last4: '6789',
+      currency: 'USD',
+      default_for_currency: true,
+      status: 'new',
+    });
     firstId = first.id;
 
     // A second one (the slow test account) is made the default; the first is deleted after the confirmation.
@@ -132,7 +148,6 @@ describe('the Payouts page in chromium', () => {
     expect(dialogs).toEqual(['Delete the USD destination •••• 6789? Payouts keep naming it.']);
     expect((await callApi('GET', '/v1/bank_accounts')).data.map((a: any) => a.id)).toEqual([secondId]);
 
-
     // The rail decides the fields: SEPA asks for an IBAN (and BIC) and takes EUR only; a wrong check digit is refused with the API's words.
     await form.getByLabel('Rail').selectOption('sepa');
     expect(await form.getByLabel('Currency', { exact: true }).locator('option').allTextContents()).toEqual(['EUR']);
@@ -142,7 +157,10 @@ describe('the Payouts page in chromium', () => {
     await form.getByLabel('BIC (optional)').fill('COBADEFFXXX');
     expectedRefusals.push('POST /v1/bank_accounts answered 400');
     await form.getByRole('button', { name: 'Add bank account' }).click();
-    await form.getByRole('alert').filter({ hasText: 'iban: the IBAN check digits (ISO 7064 mod 97-10) do not match' }).waitFor();
+    await form
+      .getByRole('alert')
+      .filter({ hasText: 'iban: the IBAN check digits (ISO 7064 mod 97-10) do not match' })
+      .waitFor();
     await form.getByLabel('IBAN').fill('DE95370400440000006789');
     await form.getByRole('button', { name: 'Add bank account' }).click();
     await table.getByText('Ada GmbH •••• 6789').waitFor();
@@ -155,7 +173,9 @@ describe('the Payouts page in chromium', () => {
     await form.getByLabel('PayPal email').fill('ada@example.com');
     await form.getByRole('button', { name: 'Add bank account' }).click();
     await table.getByText('Ada a***@example.com').waitFor();
-    const byCurrency = Object.fromEntries(((await callApi('GET', '/v1/bank_accounts')).data as any[]).map((a) => [a.currency, a.type]));
+    const byCurrency = Object.fromEntries(
+      ((await callApi('GET', '/v1/bank_accounts')).data as any[]).map((a) => [a.currency, a.type]),
+    );
     expect(byCurrency).toEqual({ USD: 'us_ach', EUR: 'sepa', GBP: 'paypal' });
     await form.getByLabel('Rail').selectOption('us_ach');
   });
@@ -168,14 +188,22 @@ describe('the Payouts page in chromium', () => {
     await schedule.getByLabel('USD delay (days)').fill('2');
     await schedule.getByLabel('USD minimum').fill('50');
     await schedule.getByRole('button', { name: 'Save USD schedule' }).click();
-    await page.getByRole('form', { name: 'USD schedule' }).getByText(/^Next payout .+, 00:00 UTC$/).waitFor();
+    await page
+      .getByRole('form', { name: 'USD schedule' })
+      .getByText(/^Next payout .+, 00:00 UTC$/)
+      .waitFor();
     const usd = (await callApi('GET', '/v1/payout_settings')).schedules.find((s: any) => s.currency === 'USD');
     expect(usd).toMatchObject({ interval: 'weekly', weekly_anchor: 'friday', delay_days: 2, minimum_amount: 5000 });
     expect(new Date(usd.next_payout_at).getUTCDay()).toBe(5);
   });
 
   it('creates a payout to a chosen destination, holds it, cancels it while pending, and releases an account hold', async () => {
-    const credit = await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, { ...engine.tenant.headers, ...sandbox });
+    const credit = await engine.call(
+      'POST',
+      '/v1/transactions',
+      { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' },
+      { ...engine.tenant.headers, ...sandbox },
+    );
     expect(credit.status, JSON.stringify(credit.body)).toBe(201);
     const form = page.getByRole('form', { name: 'New payout' });
     await form.getByLabel('Payout amount').fill('40');
@@ -186,7 +214,13 @@ describe('the Payouts page in chromium', () => {
     const cancel = page.getByRole('button', { name: 'Cancel payout of $40.00' });
     await cancel.waitFor();
     const [payout] = (await callApi('GET', '/v1/payouts')).data;
-    expect(payout).toMatchObject({ amount: 4000, currency: 'USD', destination: secondId, description: 'November', status: 'pending' });
+    expect(payout).toMatchObject({
+      amount: 4000,
+      currency: 'USD',
+      destination: secondId,
+      description: 'November',
+      status: 'pending',
+    });
 
     // A hold on this payout keeps it pending (it would leave after 60 s otherwise).
     const holdForm = page.getByRole('form', { name: 'New hold' });
@@ -208,21 +242,32 @@ describe('the Payouts page in chromium', () => {
     await holdForm.getByRole('button', { name: 'Place hold' }).click();
     const release = page.getByRole('button', { name: 'Release hold: KYC review' });
     await release.waitFor();
-    expect((await callApi('GET', '/v1/payout_holds?active=true')).data.map((h: any) => h.reason)).toContain('KYC review');
+    expect((await callApi('GET', '/v1/payout_holds?active=true')).data.map((h: any) => h.reason)).toContain(
+      'KYC review',
+    );
     await release.click();
     await release.waitFor({ state: 'detached' });
-    expect((await callApi('GET', '/v1/payout_holds?active=true')).data.map((h: any) => h.reason)).not.toContain('KYC review');
+    expect((await callApi('GET', '/v1/payout_holds?active=true')).data.map((h: any) => h.reason)).not.toContain(
+      'KYC review',
+    );
     expect(problems).toEqual([]);
     expect(expectedRefusals).toEqual([]);
   });
 
   it('a member reads destinations, schedule, payouts and holds, and gets no form or action', async () => {
-    const member = await engine.call('POST', '/v1/users', { email: 'payout-member@example.com', password: 'Member!2345-secret', role: 'member' }, engine.tenant.headers);
+    const member = await engine.call(
+      'POST',
+      '/v1/users',
+      { email: 'payout-member@example.com', password: 'Member!2345-secret', role: 'member' },
+      engine.tenant.headers,
+    );
     expect(member.status).toBe(201);
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const view = await watched(await context.newPage());
     await signIn(view, 'payout-member@example.com', 'Member!2345-secret');
-    await view.getByText('Members can read payouts, destinations, schedules and holds; an owner or admin changes them.').waitFor();
+    await view
+      .getByText('Members can read payouts, destinations, schedules and holds; an owner or admin changes them.')
+      .waitFor();
     await view.getByRole('region', { name: 'Bank accounts table' }).getByText('Ada Ltd •••• 7777').waitFor();
     await view.getByRole('region', { name: 'USD schedule' }).getByText('friday').waitFor();
     await view.getByRole('region', { name: 'Holds table' }).getByText('KYC review').waitFor();

@@ -11,9 +11,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+
 import AxeBuilder from '@axe-core/playwright';
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -45,7 +47,12 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     page.on('response', (response) => {
       const url = new URL(response.url());
       const key = `${response.request().method()} ${url.pathname} ${response.status()}`;
-      if (response.status() < 400 || (response.status() === 401 && url.pathname === '/v1/auth/browser_session') || expected.has(key)) return;
+      if (
+        response.status() < 400 ||
+        (response.status() === 401 && url.pathname === '/v1/auth/browser_session') ||
+        expected.has(key)
+      )
+        return;
       problems.push(`${key}`);
     });
     page.on('pageerror', (error) => problems.push(error.message));
@@ -56,7 +63,8 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     await engine?.close();
   });
 
-  const callApi = async (method: string, apiPath: string, body?: unknown) => (await engine.call(method, apiPath, body, { ...engine.tenant.headers, ...sandbox })).body as any;
+  const callApi = async (method: string, apiPath: string, body?: unknown) =>
+    (await engine.call(method, apiPath, body, { ...engine.tenant.headers, ...sandbox })).body as any;
 
   async function check(name: string, on: Page = page) {
     await on.waitForLoadState('networkidle');
@@ -73,8 +81,13 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     }
     expect(overflow, `${name} scrolls sideways at 390 px`).toBeLessThanOrEqual(1);
     const wide = await new AxeBuilder({ page: on }).analyze();
-    const serious = [...narrow.violations, ...wide.violations].filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), name).toEqual([]);
+    const serious = [...narrow.violations, ...wide.violations].filter(
+      (v) => v.impact === 'serious' || v.impact === 'critical',
+    );
+    expect(
+      serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+      name,
+    ).toEqual([]);
   }
   const go = async (label: string) => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).click();
@@ -129,7 +142,10 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     };
     page.on('request', onRequest);
     await form.getByRole('button', { name: 'Create plan' }).click();
-    await form.getByRole('alert').filter({ hasText: "tiers[1].up_to: tiers must ascend; 5 is not above the previous tier's 10." }).waitFor();
+    await form
+      .getByRole('alert')
+      .filter({ hasText: "tiers[1].up_to: tiers must ascend; 5 is not above the previous tier's 10." })
+      .waitFor();
     expect(posts).toEqual([]);
     await check('plan-form-error');
     await form.getByRole('button', { name: 'Remove tier 2' }).click();
@@ -139,7 +155,10 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     await form.getByLabel('Name', { exact: true }).fill('');
     expected.add('POST /v1/plans 400');
     await form.getByRole('button', { name: 'Create plan' }).click();
-    await form.getByRole('alert').filter({ hasText: /^name: .*\(invalid_request\)$/ }).waitFor();
+    await form
+      .getByRole('alert')
+      .filter({ hasText: /^name: .*\(invalid_request\)$/ })
+      .waitFor();
     expect(posts.length).toBe(1);
     expected.delete('POST /v1/plans 400');
     page.off('request', onRequest);
@@ -161,7 +180,14 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
         { up_to: 10, unit_amount: 1000, unit_amount_decimal: null, flat_amount: null },
         { up_to: 'inf', unit_amount: 800, unit_amount_decimal: null, flat_amount: null },
       ],
-      currency_options: { EUR: { tiers: [expect.objectContaining({ up_to: 10, unit_amount: 900 }), expect.objectContaining({ up_to: 'inf', unit_amount_decimal: '700.5' })] } },
+      currency_options: {
+        EUR: {
+          tiers: [
+            expect.objectContaining({ up_to: 10, unit_amount: 900 }),
+            expect.objectContaining({ up_to: 'inf', unit_amount_decimal: '700.5' }),
+          ],
+        },
+      },
     });
     planId = plan.id;
 
@@ -183,13 +209,19 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     await form.getByLabel('Rounding').selectOption('down');
     await form.getByRole('button', { name: 'Create plan' }).click();
     await page.getByRole('cell', { name: '$5.00 per 100 units (rounded down)', exact: true }).waitFor();
-    expect((await callApi('GET', '/v1/plans')).data.find((p: any) => p.name === 'Onboarding')).toMatchObject({ type: 'one_time', interval: null, amount: 5000 });
+    expect((await callApi('GET', '/v1/plans')).data.find((p: any) => p.name === 'Onboarding')).toMatchObject({
+      type: 'one_time',
+      interval: null,
+      amount: 5000,
+    });
     await check('plans');
     expect(problems).toEqual([]);
   });
 
   it('subscribes a customer to 12 seats and shows the first invoice: quantity, unit amount and tier breakdown', async () => {
-    customerId = (await callApi('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada', payment_method: 'pm_card_visa' })).id;
+    customerId = (
+      await callApi('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada', payment_method: 'pm_card_visa' })
+    ).id;
     await go('Subscriptions');
     const form = page.getByRole('form', { name: 'New subscription' });
     await form.getByLabel('Customer', { exact: true }).selectOption(customerId);
@@ -214,7 +246,12 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     await until('Invoices of this subscription', 'Units 11 and up: 2 × $8.00 = $16.00');
     const lines = page.getByRole('region', { name: /^Lines of / }).first();
     const line = lines.getByRole('row').filter({ hasText: 'Seats' }).first();
-    expect(await line.getByRole('cell').allTextContents()).toEqual([expect.stringContaining('Units 1–10: 10 × $10.00 = $100.00'), '12', '—', '$116.00']);
+    expect(await line.getByRole('cell').allTextContents()).toEqual([
+      expect.stringContaining('Units 1–10: 10 × $10.00 = $100.00'),
+      '12',
+      '—',
+      '$116.00',
+    ]);
     await check('subscription');
     expect(problems).toEqual([]);
   });
@@ -223,7 +260,11 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     const form = page.getByRole('form', { name: 'Change quantity' });
     await form.getByLabel('New quantity').fill('15');
     const explained = form.getByTestId('proration');
-    await expect.poll(() => explained.textContent()).toMatch(/^More: takes effect now\. The unused \d+ days? of this period at 12 \(\$116\.00 a period\) are credited and the same days at 15 \(\$140\.00 a period\) charged, about \$\d+\.\d\d today/);
+    await expect
+      .poll(() => explained.textContent())
+      .toMatch(
+        /^More: takes effect now\. The unused \d+ days? of this period at 12 \(\$116\.00 a period\) are credited and the same days at 15 \(\$140\.00 a period\) charged, about \$\d+\.\d\d today/,
+      );
     await check('quantity-more');
     await form.getByRole('button', { name: 'Change quantity' }).click();
     await page.getByRole('definition').filter({ hasText: /^15$/ }).waitFor();
@@ -237,7 +278,10 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
     await expect.poll(() => explained.textContent()).toContain('Fewer: waits for the renewal on');
     await form.getByRole('button', { name: 'Change quantity' }).click();
     await page.getByRole('definition').filter({ hasText: '15 → 5 at the renewal (pending quantity)' }).waitFor();
-    expect((await callApi('GET', `/v1/subscriptions/${subscriptionId}`))).toMatchObject({ quantity: 15, pending_quantity: 5 });
+    expect(await callApi('GET', `/v1/subscriptions/${subscriptionId}`)).toMatchObject({
+      quantity: 15,
+      pending_quantity: 5,
+    });
     await check('quantity-fewer');
 
     // The invoice's own page: its lines, breakdown and total.
@@ -252,31 +296,45 @@ describe('pricing in the dashboard and the portal (chromium)', () => {
 
   it('the customer changes the quantity in the portal once the account allows it', async () => {
     // Back to 15 (drops the waiting 5), then allow quantity changes in the portal from Settings.
-    expect((await callApi('POST', `/v1/subscriptions/${subscriptionId}/update`, { quantity: 15 })).pending_quantity).toBeNull();
+    expect(
+      (await callApi('POST', `/v1/subscriptions/${subscriptionId}/update`, { quantity: 15 })).pending_quantity,
+    ).toBeNull();
     await go('Settings');
     const settings = page.getByRole('form', { name: 'Customer portal' });
     await settings.getByLabel('Customers may change quantities (seats)').check();
     await settings.getByRole('button', { name: 'Save portal settings' }).click();
     await expect.poll(async () => (await callApi('GET', '/v1/settings/customer_portal')).quantity_changes).toBe(true);
 
-    const link = (await callApi('POST', `/v1/customers/${customerId}/portal_link`, {})).url.replace(engine.config.publicUrl, baseUrl) as string;
+    const link = (await callApi('POST', `/v1/customers/${customerId}/portal_link`, {})).url.replace(
+      engine.config.publicUrl,
+      baseUrl,
+    ) as string;
     const customer = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const portal = await customer.newPage();
     portal.on('pageerror', (error) => problems.push(error.message));
     await portal.goto(link);
     const card = portal.getByRole('article', { name: 'Subscription to Seats' });
-    await card.getByRole('definition').filter({ hasText: 'Graduated: 1–10 at $10.00, 11+ at $8.00, every month' }).waitFor();
+    await card
+      .getByRole('definition')
+      .filter({ hasText: 'Graduated: 1–10 at $10.00, 11+ at $8.00, every month' })
+      .waitFor();
     await card.getByRole('definition').filter({ hasText: '$140.00' }).waitFor();
     await check('portal', portal);
     await card.getByRole('spinbutton', { name: 'Quantity' }).fill('20');
     await card.getByRole('button', { name: 'Update quantity' }).click();
     await card.getByRole('status').filter({ hasText: 'You now have 20' }).waitFor();
     await card.getByRole('definition').filter({ hasText: '$180.00' }).waitFor();
-    expect(await callApi('GET', `/v1/subscriptions/${subscriptionId}`)).toMatchObject({ quantity: 20, pending_quantity: null });
+    expect(await callApi('GET', `/v1/subscriptions/${subscriptionId}`)).toMatchObject({
+      quantity: 20,
+      pending_quantity: null,
+    });
     await card.getByRole('spinbutton', { name: 'Quantity' }).fill('3');
     await card.getByRole('button', { name: 'Update quantity' }).click();
     await card.getByRole('status').filter({ hasText: 'you will have 3' }).waitFor();
-    expect(await callApi('GET', `/v1/subscriptions/${subscriptionId}`)).toMatchObject({ quantity: 20, pending_quantity: 3 });
+    expect(await callApi('GET', `/v1/subscriptions/${subscriptionId}`)).toMatchObject({
+      quantity: 20,
+      pending_quantity: 3,
+    });
     await check('portal-changed', portal);
     await customer.close();
     expect(problems).toEqual([]);

@@ -6,6 +6,7 @@
  * /dashboard answers the built SPA with a CSP that allows no inline script.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 describe('dashboard cookie session and CSRF', () => {
@@ -25,13 +26,23 @@ describe('dashboard cookie session and CSRF', () => {
     const cookie = setCookies.map((c) => c.split(';')[0]).join('; ');
     return { response, body: (await response.json()) as any, setCookies, cookie };
   }
-  const customers = async () => (await engine.call('GET', '/v1/customers?limit=100', undefined, { ...engine.tenant.headers, 'x-sandbox-mode': 'true' })).body.data.length;
+  const customers = async () =>
+    (
+      await engine.call('GET', '/v1/customers?limit=100', undefined, {
+        ...engine.tenant.headers,
+        'x-sandbox-mode': 'true',
+      })
+    ).body.data.length;
 
   it('signs in with the login and sets httpOnly SameSite=Strict session and CSRF cookies, no token in the body', async () => {
     const { response, body, setCookies } = await signIn();
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
-    expect(body).toMatchObject({ user: { email: engine.tenant.email, role: 'owner' }, account: { id: engine.tenant.accountId }, csrf_token: expect.any(String) });
+    expect(body).toMatchObject({
+      user: { email: engine.tenant.email, role: 'owner' },
+      account: { id: engine.tenant.accountId },
+      csrf_token: expect.any(String),
+    });
     expect(JSON.stringify(body)).not.toMatch(/access_token|refresh_token/);
     const session = setCookies.find((c) => c.startsWith('billing_session='))!;
     const csrf = setCookies.find((c) => c.startsWith('billing_csrf='))!;
@@ -79,7 +90,10 @@ describe('dashboard cookie session and CSRF', () => {
   it('Bearer keeps working beside it, and signing out revokes the cookie session', async () => {
     const { cookie, body } = await signIn();
     expect((await engine.call('GET', '/v1/customers', undefined, engine.tenant.headers)).status).toBe(200);
-    const out = await engine.app.request('/v1/auth/browser_session', { method: 'DELETE', headers: { cookie, 'x-csrf-token': body.csrf_token } });
+    const out = await engine.app.request('/v1/auth/browser_session', {
+      method: 'DELETE',
+      headers: { cookie, 'x-csrf-token': body.csrf_token },
+    });
     expect(out.status).toBe(200);
     expect(out.headers.getSetCookie().join('\n')).toMatch(/billing_session=;/);
     const after = await engine.app.request('/v1/customers', { headers: { cookie } });

@@ -9,6 +9,7 @@
  */
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { checkPageLayout, launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -40,7 +41,16 @@ describe('meters and customer usage in the dashboard (chromium)', () => {
     page.on('dialog', (dialog) => void dialog.accept());
   });
   afterEach(async (ctx) => {
-    if (ctx.task.result?.state === 'fail') console.log('The page when the test failed:', page.url(), await page.locator('main').innerText().catch(() => ''), problems);
+    if (ctx.task.result?.state === 'fail')
+      console.log(
+        'The page when the test failed:',
+        page.url(),
+        await page
+          .locator('main')
+          .innerText()
+          .catch(() => ''),
+        problems,
+      );
   });
   afterAll(async () => {
     await browser?.close();
@@ -53,7 +63,8 @@ describe('meters and customer usage in the dashboard (chromium)', () => {
     expect(answer.status, `${method} ${apiPath}: ${JSON.stringify(answer.body)}`).toBeLessThan(300);
     return answer.body as any;
   };
-  const meterByEvent = async (eventName: string) => ((await callApi('GET', `/v1/meters?event_name=${eventName}`)).data as any[])[0];
+  const meterByEvent = async (eventName: string) =>
+    ((await callApi('GET', `/v1/meters?event_name=${eventName}`)).data as any[])[0];
 
   it('creates a meter, deactivates and reactivates another', { timeout: 60_000 }, async () => {
     await page.goto(`${baseUrl}/dashboard`);
@@ -74,7 +85,14 @@ describe('meters and customer usage in the dashboard (chromium)', () => {
     await form.getByLabel('Group by (comma-separated, up to 3)').fill('model, region');
     await form.getByRole('button', { name: 'Create meter' }).click();
     await table.getByText('sum of tokens by model, region').waitFor();
-    expect(await meterByEvent('api_tokens')).toMatchObject({ display_name: 'API tokens', aggregation: 'sum', value_property: 'tokens', group_by: ['model', 'region'], status: 'active', livemode: false });
+    expect(await meterByEvent('api_tokens')).toMatchObject({
+      display_name: 'API tokens',
+      aggregation: 'sum',
+      value_property: 'tokens',
+      group_by: ['model', 'region'],
+      status: 'active',
+      livemode: false,
+    });
 
     // A count meter takes no value property.
     await form.getByLabel('Aggregation').selectOption('count');
@@ -92,47 +110,105 @@ describe('meters and customer usage in the dashboard (chromium)', () => {
     expect(problems).toEqual([]);
   });
 
-  it("charts a customer's usage of the month per meter, says when there is none, and shows the upcoming invoice", { timeout: 60_000 }, async () => {
-    const customer = await callApi('POST', '/v1/customers', { email: 'usage@example.com', name: 'Usage Co', payment_method: 'pm_card_visa' });
-    const plan = await callApi('POST', '/v1/plans', { name: 'Base', amount: 1500, currency: 'USD', interval: 'month' });
-    const subscription = await callApi('POST', '/v1/subscriptions', { customer_id: customer.id, plan: plan.id, trial_period_days: 0 });
-    // A metered plan at 1 cent a token on the meter made in the page: its upcoming invoice carries the usage so far.
-    const metered = await callApi('POST', '/v1/plans', { name: 'Tokens', amount: 1, currency: 'USD', interval: 'month', usage_type: 'metered', meter: (await meterByEvent('api_tokens')).id });
-    const usageSubscription = await callApi('POST', '/v1/subscriptions', { customer_id: customer.id, plan: metered.id, trial_period_days: 0 });
+  it(
+    "charts a customer's usage of the month per meter, says when there is none, and shows the upcoming invoice",
+    { timeout: 60_000 },
+    async () => {
+      const customer = await callApi('POST', '/v1/customers', {
+        email: 'usage@example.com',
+        name: 'Usage Co',
+        payment_method: 'pm_card_visa',
+      });
+      const plan = await callApi('POST', '/v1/plans', {
+        name: 'Base',
+        amount: 1500,
+        currency: 'USD',
+        interval: 'month',
+      });
+      const subscription = await callApi('POST', '/v1/subscriptions', {
+        customer_id: customer.id,
+        plan: plan.id,
+        trial_period_days: 0,
+      });
+      // A metered plan at 1 cent a token on the meter made in the page: its upcoming invoice carries the usage so far.
+      const metered = await callApi('POST', '/v1/plans', {
+        name: 'Tokens',
+        amount: 1,
+        currency: 'USD',
+        interval: 'month',
+        usage_type: 'metered',
+        meter: (await meterByEvent('api_tokens')).id,
+      });
+      const usageSubscription = await callApi('POST', '/v1/subscriptions', {
+        customer_id: customer.id,
+        plan: metered.id,
+        trial_period_days: 0,
+      });
 
-    await page.goto(`${baseUrl}/dashboard/customers/${customer.id}`);
-    const usage = page.getByRole('region', { name: 'Usage' });
-    const tokens = usage.getByRole('figure', { name: 'Usage of API tokens' });
-    await tokens.getByText(/^No usage yet in /).waitFor();
-    await usage.getByRole('figure', { name: 'Usage of Calls' }).getByText(/^No usage yet in /).waitFor();
+      await page.goto(`${baseUrl}/dashboard/customers/${customer.id}`);
+      const usage = page.getByRole('region', { name: 'Usage' });
+      const tokens = usage.getByRole('figure', { name: 'Usage of API tokens' });
+      await tokens.getByText(/^No usage yet in /).waitFor();
+      await usage
+        .getByRole('figure', { name: 'Usage of Calls' })
+        .getByText(/^No usage yet in /)
+        .waitFor();
 
-    const now = Math.floor(Date.now() / 1000);
-    const sent = await callApi('POST', '/v1/meter_events/batch', {
-      events: [
-        { event_name: 'api_tokens', customer: customer.id, identifier: 'u-1', timestamp: now, payload: { tokens: '1000.5', model: 'small' } },
-        { event_name: 'api_tokens', customer: customer.id, identifier: 'u-2', timestamp: now, payload: { tokens: 250, model: 'large' } },
-      ],
-    });
-    expect(sent.accepted).toBe(2);
-    await page.reload();
-    await tokens.locator('.recharts-bar-rectangle').first().waitFor();
-    expect(await tokens.locator('figcaption').innerText()).toMatch(/: 1250\.5 in .+ \(2 events\)$/);
-    // One point per day of the month; today's holds the two events.
-    const points = (await tokens.getAttribute('data-points'))!.split(',').map(Number);
-    const today = new Date();
-    expect(points).toHaveLength(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 0)).getUTCDate());
-    expect(points[today.getUTCDate() - 1]).toBe(1250.5);
-    expect(points.reduce((a, b) => a + b, 0)).toBe(1250.5);
-    await usage.getByRole('figure', { name: 'Usage of Calls' }).getByText(/^No usage yet in /).waitFor();
+      const now = Math.floor(Date.now() / 1000);
+      const sent = await callApi('POST', '/v1/meter_events/batch', {
+        events: [
+          {
+            event_name: 'api_tokens',
+            customer: customer.id,
+            identifier: 'u-1',
+            timestamp: now,
+            payload: { tokens: '1000.5', model: 'small' },
+          },
+          {
+            event_name: 'api_tokens',
+            customer: customer.id,
+            identifier: 'u-2',
+            timestamp: now,
+            payload: { tokens: 250, model: 'large' },
+          },
+        ],
+      });
+      expect(sent.accepted).toBe(2);
+      await page.reload();
+      await tokens.locator('.recharts-bar-rectangle').first().waitFor();
+      expect(await tokens.locator('figcaption').innerText()).toMatch(/: 1250\.5 in .+ \(2 events\)$/);
+      // One point per day of the month; today's holds the two events.
+      const points = (await tokens.getAttribute('data-points'))!.split(',').map(Number);
+      const today = new Date();
+      expect(points).toHaveLength(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 0)).getUTCDate());
+      expect(points[today.getUTCDate() - 1]).toBe(1250.5);
+      expect(points.reduce((a, b) => a + b, 0)).toBe(1250.5);
+      await usage
+        .getByRole('figure', { name: 'Usage of Calls' })
+        .getByText(/^No usage yet in /)
+        .waitFor();
 
-    const upcoming = page.getByRole('region', { name: 'Upcoming invoices' });
-    await upcoming.getByRole('heading', { name: /^Next invoice of Base: \$15\.00 on / }).waitFor();
-    await upcoming.getByRole('region', { name: `Upcoming invoice of ${subscription.id}` }).getByText('$15.00').first().waitFor();
-    // The metered subscription's next invoice has its usage line: the events sent so far (1250.5 tokens at 1¢, $12.505 rounded half away from zero).
-    await upcoming.getByRole('heading', { name: /^Next invoice of Tokens: \$12\.51 on / }).waitFor();
-    const usageLine = upcoming.getByRole('region', { name: `Upcoming invoice of ${usageSubscription.id}` }).getByRole('row').nth(1);
-    expect(await usageLine.getByRole('cell').allInnerTexts()).toEqual([expect.stringMatching(/^Tokens: usage /), '1250.5', expect.any(String), '$12.51']);
-    await checkPageLayout(page, 'dashboard-usage', 'customer');
-    expect(problems).toEqual([]);
-  });
+      const upcoming = page.getByRole('region', { name: 'Upcoming invoices' });
+      await upcoming.getByRole('heading', { name: /^Next invoice of Base: \$15\.00 on / }).waitFor();
+      await upcoming
+        .getByRole('region', { name: `Upcoming invoice of ${subscription.id}` })
+        .getByText('$15.00')
+        .first()
+        .waitFor();
+      // The metered subscription's next invoice has its usage line: the events sent so far (1250.5 tokens at 1¢, $12.505 rounded half away from zero).
+      await upcoming.getByRole('heading', { name: /^Next invoice of Tokens: \$12\.51 on / }).waitFor();
+      const usageLine = upcoming
+        .getByRole('region', { name: `Upcoming invoice of ${usageSubscription.id}` })
+        .getByRole('row')
+        .nth(1);
+      expect(await usageLine.getByRole('cell').allInnerTexts()).toEqual([
+        expect.stringMatching(/^Tokens: usage /),
+        '1250.5',
+        expect.any(String),
+        '$12.51',
+      ]);
+      await checkPageLayout(page, 'dashboard-usage', 'customer');
+      expect(problems).toEqual([]);
+    },
+  );
 });

@@ -8,9 +8,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+
 import AxeBuilder from '@axe-core/playwright';
 import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -74,11 +76,16 @@ describe('the dashboard in chromium', () => {
     await page.setViewportSize({ width: 1280, height: 900 });
     const result = await new AxeBuilder({ page }).analyze();
     const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), name).toEqual([]);
+    expect(
+      serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+      name,
+    ).toEqual([]);
   }
   const go = async (label: string) => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).click();
-    await expect.poll(() => page.getByRole('heading', { level: 1 }).first().textContent()).toContain(label === 'Home' ? 'Home' : label);
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1 }).first().textContent())
+      .toContain(label === 'Home' ? 'Home' : label);
   };
 
   it('signs in at / with the existing login, and the sandbox is marked; live and sandbox switch', async () => {
@@ -140,7 +147,9 @@ describe('the dashboard in chromium', () => {
     await check('subscriptions');
     await link.click();
     await page.getByRole('heading', { name: `Subscription ${subscriptionId}` }).waitFor();
-    await expect.poll(async () => (await page.getByRole('region', { name: 'Timeline' }).textContent()) ?? '', { timeout: 15_000 }).toContain('subscription.created');
+    await expect
+      .poll(async () => (await page.getByRole('region', { name: 'Timeline' }).textContent()) ?? '', { timeout: 15_000 })
+      .toContain('subscription.created');
     await check('subscription');
   });
 
@@ -153,11 +162,15 @@ describe('the dashboard in chromium', () => {
       payment_method: 'pm_card_visa',
       reference: 'order-42',
     });
-    await expect.poll(async () => (await callApi('GET', `/v1/transactions/${charge.id}`)).status, { timeout: 20_000 }).toBe('succeeded');
+    await expect
+      .poll(async () => (await callApi('GET', `/v1/transactions/${charge.id}`)).status, { timeout: 20_000 })
+      .toBe('succeeded');
     await go('Transactions');
     await page.getByRole('button', { name: `Refund ${charge.id}` }).click();
     await page.getByRole('button', { name: 'Refund $42.00' }).click();
-    await expect.poll(async () => (await callApi('GET', `/v1/transactions/${charge.id}`)).amount_refunded, { timeout: 20_000 }).toBe(4_200);
+    await expect
+      .poll(async () => (await callApi('GET', `/v1/transactions/${charge.id}`)).amount_refunded, { timeout: 20_000 })
+      .toBe(4_200);
     await page.getByRole('button', { name: 'Refund $42.00' }).waitFor({ state: 'detached' });
     await check('transactions');
   });
@@ -183,7 +196,12 @@ describe('the dashboard in chromium', () => {
     await check('webhooks');
     await page.getByRole('link', { name: receiver.url('/dash-hook') }).click();
     const inspect = page.getByRole('button', { name: /^Inspect delivery of customer\.created/ });
-    await expect.poll(async () => (await inspect.count()) > 0 || (await page.reload(), false), { timeout: 20_000, interval: 1000 }).toBe(true);
+    await expect
+      .poll(async () => (await inspect.count()) > 0 || (await page.reload(), false), {
+        timeout: 20_000,
+        interval: 1000,
+      })
+      .toBe(true);
     await inspect.first().click();
     await page.getByRole('heading', { name: 'Request body' }).waitFor();
     // The body is fetched after the panel opens (it showed '…' for a moment once in CI): wait for it.
@@ -229,14 +247,19 @@ describe('the dashboard in chromium', () => {
     await portal.getByRole('heading', { name: 'Acme billing' }).waitFor();
     await portal.getByText('Test mode: no real money moves.').waitFor();
     await portal.getByRole('article', { name: 'Subscription to Pro' }).waitFor();
-    await portal.getByRole('link', { name: /^Receipt PDF/ }).first().waitFor();
+    await portal
+      .getByRole('link', { name: /^Receipt PDF/ })
+      .first()
+      .waitFor();
     await check('portal', portal);
 
     await portal.getByRole('link', { name: 'Update payment method' }).click();
     await portal.getByRole('heading', { name: 'Billing details' }).waitFor();
     await portal.check('input[value="pm_card_mastercard"]');
     await portal.getByRole('button', { name: /^Save/ }).click();
-    await expect.poll(async () => (await callApi('GET', `/v1/customers/${customerId}`)).payment_method, { timeout: 15_000 }).toBe('pm_card_mastercard');
+    await expect
+      .poll(async () => (await callApi('GET', `/v1/customers/${customerId}`)).payment_method, { timeout: 15_000 })
+      .toBe('pm_card_mastercard');
 
     await portal.goto(link.url);
     await portal.getByText('Mastercard •••• 4444').waitFor();
@@ -249,7 +272,12 @@ describe('the dashboard in chromium', () => {
   });
 
   it('a member signs in by keyboard alone and sees only what the access table lets members see', async () => {
-    const member = await engine.call('POST', '/v1/users', { email: 'member@example.com', password: 'Member!2345-secret', role: 'member' }, engine.tenant.headers);
+    const member = await engine.call(
+      'POST',
+      '/v1/users',
+      { email: 'member@example.com', password: 'Member!2345-secret', role: 'member' },
+      engine.tenant.headers,
+    );
     expect(member.status).toBe(201);
     const memberContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const view = await memberContext.newPage();
@@ -264,7 +292,21 @@ describe('the dashboard in chromium', () => {
     await view.keyboard.press('Enter');
     await view.getByRole('heading', { name: 'Home', level: 1 }).waitFor();
     const nav = view.getByRole('navigation', { name: 'Main' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Home', 'Customers', 'Plans', 'Coupons', 'Meters', 'Tax rates', 'Subscriptions', 'Invoices', 'Transactions', 'Payment requests', 'Payouts', 'Test clocks', 'Settings']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual([
+      'Home',
+      'Customers',
+      'Plans',
+      'Coupons',
+      'Meters',
+      'Tax rates',
+      'Subscriptions',
+      'Invoices',
+      'Transactions',
+      'Payment requests',
+      'Payouts',
+      'Test clocks',
+      'Settings',
+    ]);
     await nav.getByRole('link', { name: 'Settings' }).click();
     await view.getByText('Members can read the settings; an owner changes them.').waitFor();
     await check('member-settings', view);

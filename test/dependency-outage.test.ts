@@ -12,17 +12,19 @@
  * again on the same port. The servers themselves are shared (PostgreSQL with every other test
  * file), so they are not stopped. No fixed sleeps: recovery is polled with a deadline.
  */
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Writable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pino from 'pino';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client, Connection } from '@temporalio/client';
-import { createApp, type App } from '../api/app.ts';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { type App, createApp } from '../api/app.ts';
+import { Customer, Subscription } from '../db/entities/index.ts';
 import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
 import { requestPathTemporalInterceptors } from '../services/temporal-connection.ts';
-import { Customer, Subscription } from '../db/entities/index.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 /** A TCP proxy that can be taken down (listener closed, open connections reset) and brought back on the same port. */
@@ -123,7 +125,11 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const response = await app.request(path, {
       method,
-      headers: { ...engine.tenant.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: {
+        ...engine.tenant.headers,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: response.status, body: (await response.json()) as any, headers: response.headers };
@@ -146,13 +152,18 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
     dbUrl.hostname = '127.0.0.1';
     dbUrl.port = String(dbProxy.port);
     // The API's timeouts (api/server.ts), shortened so that a hung database answers within a few seconds here.
-    orm = await openOrm(dbUrl.toString(), { pool: { min: 0, max: 4 }, ...requestPathDatabaseOptions({ connectMs: 1_500, statementMs: 2_000, readMarginMs: 1_000 }) });
+    orm = await openOrm(dbUrl.toString(), {
+      pool: { min: 0, max: 4 },
+      ...requestPathDatabaseOptions({ connectMs: 1_500, statementMs: 2_000, readMarginMs: 1_000 }),
+    });
     const [temporalHost, temporalPort] = (engine.env.connection as Connection).options.address.split(':');
     temporalProxy = await startProxy(temporalHost === 'localhost' ? '127.0.0.1' : temporalHost!, Number(temporalPort));
     // The API's retry and deadlines (as api/server.ts connects), watched so that teardown can wait for its last scheduled retry.
     connection = await Connection.connect({
       address: `127.0.0.1:${temporalProxy.port}`,
-      interceptors: requestPathTemporalInterceptors((delay) => (lastRetryDue = Math.max(lastRetryDue, Date.now() + delay))),
+      interceptors: requestPathTemporalInterceptors(
+        (delay) => (lastRetryDue = Math.max(lastRetryDue, Date.now() + delay)),
+      ),
     });
     const temporal = new Client({ connection, namespace: 'default' });
     const sink = new Writable({
@@ -185,13 +196,22 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
     try {
       expectUnavailable(await call('GET', `/v1/customers/${customerId}`), /database/);
       expectUnavailable(await call('GET', '/v1/customers'), /database/);
-      expectUnavailable(await call('POST', '/v1/customers', { email, name: 'Outage' }, { 'idempotency-key': key }), /database/);
+      expectUnavailable(
+        await call('POST', '/v1/customers', { email, name: 'Outage' }, { 'idempotency-key': key }),
+        /database/,
+      );
       expectUnavailable(await call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }), /database/);
       expectUnavailable(await call('POST', `/v1/subscriptions/${subscriptionId}/cancel`, {}), /database/);
       const health = await call('GET', '/health');
       expect(health.status).toBe(503);
-      expect(health.body).toMatchObject({ status: 'degraded', database: { ok: false, error: expect.any(String) }, temporal: { ok: true } });
-      expect(logLines.filter((l) => l.msg === 'dependency unavailable' && l.dependency === 'database').length).toBeGreaterThanOrEqual(5);
+      expect(health.body).toMatchObject({
+        status: 'degraded',
+        database: { ok: false, error: expect.any(String) },
+        temporal: { ok: true },
+      });
+      expect(
+        logLines.filter((l) => l.msg === 'dependency unavailable' && l.dependency === 'database').length,
+      ).toBeGreaterThanOrEqual(5);
       expect(logLines.filter((l) => l.msg === 'unhandled error')).toEqual([]);
       // Nothing was written (read directly, not through the proxy).
       const em = engine.db.orm.em.fork();
@@ -202,75 +222,110 @@ describe('a dependency outage: 503 with Retry-After, nothing changed, health nam
       await dbProxy.up();
     }
     // Back: health ok, and the same requests go through (the Idempotency-Key's retry creates it once).
-    await until(() => call('GET', '/health'), (h) => h.status === 200, 30_000);
+    await until(
+      () => call('GET', '/health'),
+      (h) => h.status === 200,
+      30_000,
+    );
     expect((await call('GET', `/v1/customers/${customerId}`)).status).toBe(200);
     const retried = await call('POST', '/v1/customers', { email, name: 'Outage' }, { 'idempotency-key': key });
     expect(retried.status, JSON.stringify(retried.body)).toBe(201);
     expect(await engine.db.orm.em.fork().count(Customer, { email })).toBe(1);
   });
 
-  it('PostgreSQL hangs (stopped, connections open, nothing answered): requests answer 503 within the timeouts instead of hanging; nothing lost once it resumes', { timeout: 60_000 }, async () => {
-    const email = `hung-${randomBytes(3).toString('hex')}@example.com`;
-    const key = `hung-db-${randomBytes(4).toString('hex')}`;
-    // A pooled connection exists, so the first request meets a statement that gets no answer (the read timeout), the next a connect that does not complete.
-    expect((await call('GET', `/v1/customers/${customerId}`)).status).toBe(200);
-    dbProxy.stall();
-    try {
-      for (const request of [() => call('GET', `/v1/customers/${customerId}`), () => call('POST', '/v1/customers', { email, name: 'Hung' }, { 'idempotency-key': key }), () => call('GET', '/v1/customers')]) {
-        const asked = Date.now();
-        expectUnavailable(await request(), /database/);
-        // statement 2 s + read margin 1 s, or connect 1.5 s (and a pool wait of at most the same): well under 10 s on a loaded machine.
-        expect(Date.now() - asked).toBeLessThan(10_000);
-      }
-      const health = await call('GET', '/health');
-      expect(health.status).toBe(503);
-      expect(health.body).toMatchObject({ status: 'degraded', database: { ok: false }, temporal: { ok: true } });
-      expect(logLines.filter((l) => l.msg === 'unhandled error')).toEqual([]);
-    } finally {
-      dbProxy.resume();
-    }
-    await until(() => call('GET', '/health'), (h) => h.status === 200, 30_000);
-    // The refused create, retried with its key, is made once.
-    const retried = await call('POST', '/v1/customers', { email, name: 'Hung' }, { 'idempotency-key': key });
-    expect(retried.status, JSON.stringify(retried.body)).toBe(201);
-    expect(await engine.db.orm.em.fork().count(Customer, { email })).toBe(1);
-  });
-
-  it('Temporal down: a new subscription and a cancel answer 503 naming Temporal and change nothing; reads still work; health says temporal down; both go through once it is back', { timeout: 180_000 }, async () => {
-    const key = `outage-temporal-${randomBytes(4).toString('hex')}`;
-    const em = () => engine.db.orm.em.fork();
-    const subscriptionsBefore = await em().count(Subscription, { customerId });
-    await temporalProxy.down();
-    try {
-      // The API's client retries UNAVAILABLE for about a second (not the SDK's 20 s) before it gives up.
-      const asked = Date.now();
-      const [created, canceled] = await Promise.all([
-        call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }, { 'idempotency-key': key }),
-        call('POST', `/v1/subscriptions/${subscriptionId}/cancel`, {}),
-      ]);
-      expectUnavailable(created, /Temporal/);
-      expectUnavailable(canceled, /Temporal/);
-      expect(Date.now() - asked).toBeLessThan(8_000);
-      // What needs only the database still answers.
+  it(
+    'PostgreSQL hangs (stopped, connections open, nothing answered): requests answer 503 within the timeouts instead of hanging; nothing lost once it resumes',
+    { timeout: 60_000 },
+    async () => {
+      const email = `hung-${randomBytes(3).toString('hex')}@example.com`;
+      const key = `hung-db-${randomBytes(4).toString('hex')}`;
+      // A pooled connection exists, so the first request meets a statement that gets no answer (the read timeout), the next a connect that does not complete.
       expect((await call('GET', `/v1/customers/${customerId}`)).status).toBe(200);
-      expect((await call('GET', `/v1/subscriptions/${subscriptionId}`)).body.status).not.toBe('canceled');
-      const health = await call('GET', '/health');
-      expect(health.status).toBe(503);
-      expect(health.body).toMatchObject({ status: 'degraded', database: { ok: true }, temporal: { ok: false, error: expect.any(String) } });
-      expect(logLines.filter((l) => l.msg === 'dependency unavailable' && l.dependency === 'temporal').length).toBeGreaterThanOrEqual(2);
-      expect(logLines.filter((l) => l.msg === 'unhandled error')).toEqual([]);
-      expect(await em().count(Subscription, { customerId })).toBe(subscriptionsBefore);
-      expect((await em().findOneOrFail(Subscription, { id: subscriptionId })).status).not.toBe('canceled');
-    } finally {
-      await temporalProxy.up();
-    }
-    // Back (the gRPC channel reconnects after its backoff): health ok, and the same requests go through.
-    await until(() => call('GET', '/health'), (h) => h.status === 200, 90_000);
-    const created = await call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }, { 'idempotency-key': key });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const canceled = await call('POST', `/v1/subscriptions/${subscriptionId}/cancel`, {});
-    expect(canceled.status, JSON.stringify(canceled.body)).toBe(200);
-    expect(canceled.body.status).toBe('canceled');
-    expect(await em().count(Subscription, { customerId })).toBe(subscriptionsBefore + 1);
-  });
+      dbProxy.stall();
+      try {
+        for (const request of [
+          () => call('GET', `/v1/customers/${customerId}`),
+          () => call('POST', '/v1/customers', { email, name: 'Hung' }, { 'idempotency-key': key }),
+          () => call('GET', '/v1/customers'),
+        ]) {
+          const asked = Date.now();
+          expectUnavailable(await request(), /database/);
+          // statement 2 s + read margin 1 s, or connect 1.5 s (and a pool wait of at most the same): well under 10 s on a loaded machine.
+          expect(Date.now() - asked).toBeLessThan(10_000);
+        }
+        const health = await call('GET', '/health');
+        expect(health.status).toBe(503);
+        expect(health.body).toMatchObject({ status: 'degraded', database: { ok: false }, temporal: { ok: true } });
+        expect(logLines.filter((l) => l.msg === 'unhandled error')).toEqual([]);
+      } finally {
+        dbProxy.resume();
+      }
+      await until(
+        () => call('GET', '/health'),
+        (h) => h.status === 200,
+        30_000,
+      );
+      // The refused create, retried with its key, is made once.
+      const retried = await call('POST', '/v1/customers', { email, name: 'Hung' }, { 'idempotency-key': key });
+      expect(retried.status, JSON.stringify(retried.body)).toBe(201);
+      expect(await engine.db.orm.em.fork().count(Customer, { email })).toBe(1);
+    },
+  );
+
+  it(
+    'Temporal down: a new subscription and a cancel answer 503 naming Temporal and change nothing; reads still work; health says temporal down; both go through once it is back',
+    { timeout: 180_000 },
+    async () => {
+      const key = `outage-temporal-${randomBytes(4).toString('hex')}`;
+      const em = () => engine.db.orm.em.fork();
+      const subscriptionsBefore = await em().count(Subscription, { customerId });
+      await temporalProxy.down();
+      try {
+        // The API's client retries UNAVAILABLE for about a second (not the SDK's 20 s) before it gives up.
+        const asked = Date.now();
+        const [created, canceled] = await Promise.all([
+          call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }, { 'idempotency-key': key }),
+          call('POST', `/v1/subscriptions/${subscriptionId}/cancel`, {}),
+        ]);
+        expectUnavailable(created, /Temporal/);
+        expectUnavailable(canceled, /Temporal/);
+        expect(Date.now() - asked).toBeLessThan(8_000);
+        // What needs only the database still answers.
+        expect((await call('GET', `/v1/customers/${customerId}`)).status).toBe(200);
+        expect((await call('GET', `/v1/subscriptions/${subscriptionId}`)).body.status).not.toBe('canceled');
+        const health = await call('GET', '/health');
+        expect(health.status).toBe(503);
+        expect(health.body).toMatchObject({
+          status: 'degraded',
+          database: { ok: true },
+          temporal: { ok: false, error: expect.any(String) },
+        });
+        expect(
+          logLines.filter((l) => l.msg === 'dependency unavailable' && l.dependency === 'temporal').length,
+        ).toBeGreaterThanOrEqual(2);
+        expect(logLines.filter((l) => l.msg === 'unhandled error')).toEqual([]);
+        expect(await em().count(Subscription, { customerId })).toBe(subscriptionsBefore);
+        expect((await em().findOneOrFail(Subscription, { id: subscriptionId })).status).not.toBe('canceled');
+      } finally {
+        await temporalProxy.up();
+      }
+      // Back (the gRPC channel reconnects after its backoff): health ok, and the same requests go through.
+      await until(
+        () => call('GET', '/health'),
+        (h) => h.status === 200,
+        90_000,
+      );
+      const created = await call(
+        'POST',
+        '/v1/subscriptions',
+        { customer_id: customerId, plan: planId },
+        { 'idempotency-key': key },
+      );
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const canceled = await call('POST', `/v1/subscriptions/${subscriptionId}/cancel`, {});
+      expect(canceled.status, JSON.stringify(canceled.body)).toBe(200);
+      expect(canceled.body.status).toBe('canceled');
+      expect(await em().count(Subscription, { customerId })).toBe(subscriptionsBefore + 1);
+    },
+  );
 });

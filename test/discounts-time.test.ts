@@ -7,6 +7,7 @@
  */
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { Discount, Event } from '../db/entities/index.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -28,16 +29,24 @@ describe('discounts over time', () => {
   }
   /** A subscription's invoices through the API, oldest first, once there are `count`, all paid. */
   async function invoicesOf(subscriptionId: string, count: number, headers?: Record<string, string>) {
-    await eventually(() => engine.invoices(subscriptionId), (list) => list.length === count && list.every((i) => i.status === 'paid'));
+    await eventually(
+      () => engine.invoices(subscriptionId),
+      (list) => list.length === count && list.every((i) => i.status === 'paid'),
+    );
     const listed = await engine.call('GET', `/v1/invoices?subscription=${subscriptionId}`, undefined, headers);
     expect(listed.status).toBe(200);
     return [...listed.body.data].reverse() as any[];
   }
   const discountEvents = async (discountId: string) =>
-    (await engine.db.orm.em.fork().find(Event, { type: { $like: 'customer.discount.%' } }, { orderBy: { id: 'asc' } })).filter((e) => (e.data.object as { id: string }).id === discountId);
+    (
+      await engine.db.orm.em.fork().find(Event, { type: { $like: 'customer.discount.%' } }, { orderBy: { id: 'asc' } })
+    ).filter((e) => (e.data.object as { id: string }).id === discountId);
   async function replays(subscriptionId: string) {
     const history = await engine.env.client.workflow.getHandle(subscriptionId).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: subscriptionId }, history);
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: subscriptionId },
+      history,
+    );
   }
   async function advance(clockId: string, to: string) {
     const answer = await engine.call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: to }, sandbox());
@@ -52,7 +61,13 @@ describe('discounts over time', () => {
   it('a 20% coupon repeating for 3 months: three discounted renewals, then full price; its end recorded at end by the timer', async () => {
     const plan = await created('/v1/plans', { name: 'Pro', amount: 1000, currency: 'USD', interval: 'month' });
     const cus = await created('/v1/customers', { email: 'launch@example.com', payment_method: 'pm_card_visa' });
-    await created('/v1/coupons', { id: 'LAUNCH20', name: 'Launch', percent_off: 20, duration: 'repeating', duration_in_months: 3 });
+    await created('/v1/coupons', {
+      id: 'LAUNCH20',
+      name: 'Launch',
+      percent_off: 20,
+      duration: 'repeating',
+      duration_in_months: 3,
+    });
     const sub = await created('/v1/subscriptions', { customer: cus.id, plan: plan.id, coupon: 'LAUNCH20' });
     expect(sub.discount).toMatchObject({ coupon: { id: 'LAUNCH20' }, subscription: sub.id, ended_at: null });
     const end = sub.discount.end as string;
@@ -84,9 +99,21 @@ describe('discounts over time', () => {
 
   it('on a test clock: a repeating discount added mid-period ends at its end between two renewals, by the timer', async () => {
     const clock = await created('/v1/test_clocks', { frozen_time: '2027-01-01T00:00:00Z' }, sandbox());
-    const plan = await created('/v1/plans', { name: 'Clocked', amount: 3000, currency: 'USD', interval: 'month' }, sandbox());
-    const cus = await created('/v1/customers', { email: 'clocked@example.com', payment_method: 'pm_card_visa', test_clock: clock.id }, sandbox());
-    await created('/v1/coupons', { id: 'MONTH50', percent_off: 50, duration: 'repeating', duration_in_months: 1 }, sandbox());
+    const plan = await created(
+      '/v1/plans',
+      { name: 'Clocked', amount: 3000, currency: 'USD', interval: 'month' },
+      sandbox(),
+    );
+    const cus = await created(
+      '/v1/customers',
+      { email: 'clocked@example.com', payment_method: 'pm_card_visa', test_clock: clock.id },
+      sandbox(),
+    );
+    await created(
+      '/v1/coupons',
+      { id: 'MONTH50', percent_off: 50, duration: 'repeating', duration_in_months: 1 },
+      sandbox(),
+    );
     const sub = await created('/v1/subscriptions', { customer: cus.id, plan: plan.id }, sandbox());
     expect(sub.discount).toBeNull();
 
@@ -112,12 +139,28 @@ describe('discounts over time', () => {
 
   it('on a test clock: a forever coupon survives a plan change; a once coupon hits only the first invoice', async () => {
     const clock = await created('/v1/test_clocks', { frozen_time: '2027-06-01T00:00:00Z' }, sandbox());
-    const basic = await created('/v1/plans', { name: 'Basic', amount: 1000, currency: 'USD', interval: 'month' }, sandbox());
-    const pro = await created('/v1/plans', { name: 'Pro', amount: 3000, currency: 'USD', interval: 'month' }, sandbox());
-    const cus = await created('/v1/customers', { email: 'forever@example.com', payment_method: 'pm_card_visa', test_clock: clock.id }, sandbox());
+    const basic = await created(
+      '/v1/plans',
+      { name: 'Basic', amount: 1000, currency: 'USD', interval: 'month' },
+      sandbox(),
+    );
+    const pro = await created(
+      '/v1/plans',
+      { name: 'Pro', amount: 3000, currency: 'USD', interval: 'month' },
+      sandbox(),
+    );
+    const cus = await created(
+      '/v1/customers',
+      { email: 'forever@example.com', payment_method: 'pm_card_visa', test_clock: clock.id },
+      sandbox(),
+    );
     await created('/v1/coupons', { id: 'FOREVER10', percent_off: 10, duration: 'forever' }, sandbox());
     await created('/v1/coupons', { id: 'FIRST5', amount_off: 500, currency: 'USD', duration: 'once' }, sandbox());
-    const forever = await created('/v1/subscriptions', { customer: cus.id, plan: basic.id, coupon: 'FOREVER10' }, sandbox());
+    const forever = await created(
+      '/v1/subscriptions',
+      { customer: cus.id, plan: basic.id, coupon: 'FOREVER10' },
+      sandbox(),
+    );
     const once = await created('/v1/subscriptions', { customer: cus.id, plan: basic.id, coupon: 'FIRST5' }, sandbox());
     expect(forever.discount.end).toBeNull();
 
@@ -131,13 +174,19 @@ describe('discounts over time', () => {
     // First invoice 1000 − 10%; the upgrade's prorated invoice is discounted too; both renewals on Pro: 3000 − 10%.
     expect(foreverInvoices[0].total).toBe(900);
     // (a credit line is never discounted: 10% of the charged Pro line)
-    const charged = foreverInvoices[1].lines.filter((l: { amount: number }) => l.amount > 0).reduce((sum: number, l: { amount: number }) => sum + l.amount, 0);
-    expect(foreverInvoices[1].total_discount_amounts).toEqual([{ discount: forever.discount.id, amount: Math.round(charged / 10) }]);
+    const charged = foreverInvoices[1].lines
+      .filter((l: { amount: number }) => l.amount > 0)
+      .reduce((sum: number, l: { amount: number }) => sum + l.amount, 0);
+    expect(foreverInvoices[1].total_discount_amounts).toEqual([
+      { discount: forever.discount.id, amount: Math.round(charged / 10) },
+    ]);
     expect(foreverInvoices.slice(2).map((i) => [i.subtotal, i.total])).toEqual([
       [3000, 2700],
       [3000, 2700],
     ]);
-    expect((await engine.call('GET', `/v1/subscriptions/${forever.id}`, undefined, sandbox())).body.discount.id).toBe(forever.discount.id);
+    expect((await engine.call('GET', `/v1/subscriptions/${forever.id}`, undefined, sandbox())).body.discount.id).toBe(
+      forever.discount.id,
+    );
 
     const onceInvoices = await invoicesOf(once.id, 3, sandbox());
     expect(onceInvoices.map((i) => i.total)).toEqual([500, 1000, 1000]);
@@ -163,12 +212,19 @@ describe('discounts over time', () => {
     const events = await discountEvents(discount.id);
     expect(events.map((e) => e.type)).toEqual(['customer.discount.created', 'customer.discount.deleted']);
     expect((events[1]!.data.object as { ended_at: string }).ended_at).toBe(discount.end);
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: handle.workflowId }, await handle.fetchHistory());
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: handle.workflowId },
+      await handle.fetchHistory(),
+    );
 
     // On a test clock: not before its end; when the clock passes it, ended and recorded at the end, on the clock.
     const clock = await created('/v1/test_clocks', { frozen_time: '2029-01-11T00:00:00Z' }, sandbox());
     const clocked = await created('/v1/customers', { email: 'own-clock@example.com', test_clock: clock.id }, sandbox());
-    await created('/v1/coupons', { id: 'OWN3', percent_off: 15, duration: 'repeating', duration_in_months: 3 }, sandbox());
+    await created(
+      '/v1/coupons',
+      { id: 'OWN3', percent_off: 15, duration: 'repeating', duration_in_months: 3 },
+      sandbox(),
+    );
     const applied = (await created(`/v1/customers/${clocked.id}/discount`, { coupon: 'OWN3' }, sandbox())).discount;
     expect(applied).toMatchObject({ start: '2029-01-11T00:00:00.000Z', end: '2029-04-11T00:00:00.000Z' });
     await advance(clock.id, '2029-04-10T00:00:00Z');
@@ -184,8 +240,16 @@ describe('discounts over time', () => {
   it("a customer's discount replaced before its end: the old one's timer changes nothing", async () => {
     const clock = await created('/v1/test_clocks', { frozen_time: '2030-01-01T00:00:00Z' }, sandbox());
     const cus = await created('/v1/customers', { email: 'replaced@example.com', test_clock: clock.id }, sandbox());
-    await created('/v1/coupons', { id: 'FIRST1', percent_off: 10, duration: 'repeating', duration_in_months: 1 }, sandbox());
-    await created('/v1/coupons', { id: 'SECOND2', percent_off: 20, duration: 'repeating', duration_in_months: 2 }, sandbox());
+    await created(
+      '/v1/coupons',
+      { id: 'FIRST1', percent_off: 10, duration: 'repeating', duration_in_months: 1 },
+      sandbox(),
+    );
+    await created(
+      '/v1/coupons',
+      { id: 'SECOND2', percent_off: 20, duration: 'repeating', duration_in_months: 2 },
+      sandbox(),
+    );
     const first = (await created(`/v1/customers/${cus.id}/discount`, { coupon: 'FIRST1' }, sandbox())).discount;
     await advance(clock.id, '2030-01-15T00:00:00Z');
     const second = (await created(`/v1/customers/${cus.id}/discount`, { coupon: 'SECOND2' }, sandbox())).discount;
@@ -194,15 +258,32 @@ describe('discounts over time', () => {
     const firstEvents = await discountEvents(first.id);
     // Replaced on January 15th (customer.discount.updated carries the new one); nothing recorded at its own end.
     expect(firstEvents.map((e) => e.type)).toEqual(['customer.discount.created']);
-    expect((await engine.db.orm.em.fork().findOneOrFail(Discount, { id: first.id })).endedAt?.toISOString()).toBe('2030-01-15T00:00:00.000Z');
-    expect((await engine.call('GET', `/v1/customers/${cus.id}`, undefined, sandbox())).body.discount).toMatchObject({ id: second.id, ended_at: null });
+    expect((await engine.db.orm.em.fork().findOneOrFail(Discount, { id: first.id })).endedAt?.toISOString()).toBe(
+      '2030-01-15T00:00:00.000Z',
+    );
+    expect((await engine.call('GET', `/v1/customers/${cus.id}`, undefined, sandbox())).body.discount).toMatchObject({
+      id: second.id,
+      ended_at: null,
+    });
   });
 
   it("a customer's own repeating discount ends at its end (timer or the first invoice after it, once), its event dated at the end", async () => {
     const clock = await created('/v1/test_clocks', { frozen_time: '2028-01-01T00:00:00Z' }, sandbox());
-    const plan = await created('/v1/plans', { name: 'Team', amount: 2000, currency: 'USD', interval: 'month' }, sandbox());
-    const cus = await created('/v1/customers', { email: 'own@example.com', payment_method: 'pm_card_visa', test_clock: clock.id }, sandbox());
-    await created('/v1/coupons', { id: 'CUST25', percent_off: 25, duration: 'repeating', duration_in_months: 1 }, sandbox());
+    const plan = await created(
+      '/v1/plans',
+      { name: 'Team', amount: 2000, currency: 'USD', interval: 'month' },
+      sandbox(),
+    );
+    const cus = await created(
+      '/v1/customers',
+      { email: 'own@example.com', payment_method: 'pm_card_visa', test_clock: clock.id },
+      sandbox(),
+    );
+    await created(
+      '/v1/coupons',
+      { id: 'CUST25', percent_off: 25, duration: 'repeating', duration_in_months: 1 },
+      sandbox(),
+    );
     const applied = await created(`/v1/customers/${cus.id}/discount`, { coupon: 'CUST25' }, sandbox());
     expect(applied.discount).toMatchObject({ subscription: null, end: '2028-02-01T00:00:00.000Z' });
     const sub = await created('/v1/subscriptions', { customer: cus.id, plan: plan.id }, sandbox());

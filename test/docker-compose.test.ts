@@ -1,6 +1,8 @@
 import fs from 'node:fs';
+
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+
 import { customSearchAttributes } from '../workflows/search-attributes.ts';
 import { loadCompose, readDotenv } from './helpers/compose.ts';
 
@@ -15,17 +17,34 @@ import { loadCompose, readDotenv } from './helpers/compose.ts';
 describe('docker-compose.yml', () => {
   const raw = parse(fs.readFileSync('docker-compose.yml', 'utf8'), { merge: true });
   const envExample = readDotenv(fs.readFileSync('.env.example', 'utf8'));
-  const filled = { ...envExample, POSTGRES_PASSWORD: 'Pg0secret', AUTH_SECRET: 's'.repeat(40), ADMIN_EMAIL: 'ops@example.com', ADMIN_PASSWORD: 'Ops!23456', LIVE_PROCESSOR: 'stripe' };
+  const filled = {
+    ...envExample,
+    POSTGRES_PASSWORD: 'Pg0secret',
+    AUTH_SECRET: 's'.repeat(40),
+    ADMIN_EMAIL: 'ops@example.com',
+    ADMIN_PASSWORD: 'Ops!23456',
+    LIVE_PROCESSOR: 'stripe',
+  };
   const compose = loadCompose(filled).value;
   const services = compose.services as Record<string, any>;
 
   it('has every part of the engine', () => {
-    expect(Object.keys(services).sort()).toEqual(['api', 'exports-worker', 'mailpit', 'postgres', 'temporal', 'temporal-search-attributes', 'temporal-ui', 'worker']);
+    expect(Object.keys(services).sort()).toEqual([
+      'api',
+      'exports-worker',
+      'mailpit',
+      'postgres',
+      'temporal',
+      'temporal-search-attributes',
+      'temporal-ui',
+      'worker',
+    ]);
   });
 
   it('uses official images with pinned tags, and builds the engine from its Dockerfile', () => {
     const official = /^(postgres|temporalio\/(auto-setup|admin-tools|ui)|axllent\/mailpit):[\w.]+$/;
-    for (const name of ['postgres', 'temporal', 'temporal-search-attributes', 'temporal-ui', 'mailpit']) expect(services[name].image).toMatch(official);
+    for (const name of ['postgres', 'temporal', 'temporal-search-attributes', 'temporal-ui', 'mailpit'])
+      expect(services[name].image).toMatch(official);
     expect(services.api.build).toBe('.');
     expect(services.worker.build).toBe('.');
     expect(fs.readFileSync('Dockerfile', 'utf8')).toMatch(/^FROM node:24/m);
@@ -76,13 +95,21 @@ describe('docker-compose.yml', () => {
     for (const name of ['api', 'worker', 'exports-worker']) {
       const env = raw.services[name].environment;
       expect(env.DATABASE_URL).toMatch(/^postgres:\/\/billing:\$\{POSTGRES_PASSWORD:\?[^}]*\}@postgres:5432\/billing$/);
-      for (const secret of ['AUTH_SECRET', 'ADMIN_EMAIL', 'ADMIN_PASSWORD', 'LIVE_PROCESSOR']) expect(env[secret], `${name} ${secret}`).toMatch(reference(secret));
+      for (const secret of ['AUTH_SECRET', 'ADMIN_EMAIL', 'ADMIN_PASSWORD', 'LIVE_PROCESSOR'])
+        expect(env[secret], `${name} ${secret}`).toMatch(reference(secret));
       // Interpolated: the values of .env.
-      expect(services[name].environment).toMatchObject({ DATABASE_URL: 'postgres://billing:Pg0secret@postgres:5432/billing', AUTH_SECRET: filled.AUTH_SECRET, ADMIN_EMAIL: filled.ADMIN_EMAIL, LIVE_PROCESSOR: 'stripe', NODE_ENV: 'production' });
+      expect(services[name].environment).toMatchObject({
+        DATABASE_URL: 'postgres://billing:Pg0secret@postgres:5432/billing',
+        AUTH_SECRET: filled.AUTH_SECRET,
+        ADMIN_EMAIL: filled.ADMIN_EMAIL,
+        LIVE_PROCESSOR: 'stripe',
+        NODE_ENV: 'production',
+      });
     }
     expect(services.postgres.environment.POSTGRES_PASSWORD).toBe('Pg0secret');
     // .env.example ships no secret, and .env (the filled copy) reaches neither git nor the image.
-    for (const secret of ['POSTGRES_PASSWORD', 'AUTH_SECRET', 'ADMIN_EMAIL', 'ADMIN_PASSWORD', 'LIVE_PROCESSOR']) expect(envExample[secret], secret).toBe('');
+    for (const secret of ['POSTGRES_PASSWORD', 'AUTH_SECRET', 'ADMIN_EMAIL', 'ADMIN_PASSWORD', 'LIVE_PROCESSOR'])
+      expect(envExample[secret], secret).toBe('');
     expect(fs.readFileSync('.gitignore', 'utf8').split('\n')).toContain('.env');
     expect(fs.readFileSync('.dockerignore', 'utf8').split('\n')).toContain('.env');
   });
@@ -99,18 +126,24 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs exports on their own worker, as `npm run worker:exports` does, with the files shared with the API', () => {
-    const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<string, string>;
+    const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts as Record<
+      string,
+      string
+    >;
     expect(services['exports-worker'].command.join(' ')).toBe(scripts['worker:exports']);
     expect(services['exports-worker'].build).toBe('.');
     expect(services['exports-worker'].environment.EXPORTS_TASK_QUEUE).toBe('billing-exports');
     expect(services.worker.environment.WORKER_EXPORTS).toBe('false');
-    for (const name of ['api', 'worker', 'exports-worker']) expect(services[name].volumes).toContain('export-files:/app/data/exports');
+    for (const name of ['api', 'worker', 'exports-worker'])
+      expect(services[name].volumes).toContain('export-files:/app/data/exports');
     expect(Object.keys(compose.volumes as object)).toContain('export-files');
   });
 
   it('registers exactly the search attributes the workflows use', () => {
     const command: string = services['temporal-search-attributes'].command.join(' ');
     const registered = [...command.matchAll(/--name (\w+) --type (\w+)/g)].map(([, name, type]) => `${name}=${type}`);
-    expect(registered.sort()).toEqual(customSearchAttributes.map((k) => `${k.name}=${k.type === 'BOOL' ? 'Bool' : 'Keyword'}`).sort());
+    expect(registered.sort()).toEqual(
+      customSearchAttributes.map((k) => `${k.name}=${k.type === 'BOOL' ? 'Bool' : 'Keyword'}`).sort(),
+    );
   });
 });

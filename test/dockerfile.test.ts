@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
+
 import { describe, expect, it } from 'vitest';
-import { dashboardDir, dashboardDist } from '../dev/dashboard-build.ts';
+
 import { dashboardDistDir } from '../api/pages/dashboard.ts';
+import { dashboardDir, dashboardDist } from '../dev/dashboard-build.ts';
 
 /**
  * No Docker engine runs where the tests run, so the Dockerfile is checked as data (as
@@ -81,7 +83,9 @@ describe('Dockerfile', () => {
   });
 
   it('the build context holds everything the dashboard build reads, and no dist of the host', () => {
-    const inputs = ['index.html', 'vite.config.ts', 'package.json', 'tsconfig.json', 'src'].map((f) => path.relative(process.cwd(), path.join(dashboardDir, f)));
+    const inputs = ['index.html', 'vite.config.ts', 'package.json', 'tsconfig.json', 'src'].map((f) =>
+      path.relative(process.cwd(), path.join(dashboardDir, f)),
+    );
     for (const file of [...inputs, 'sdk/openapi.ts', 'dev/dashboard-build.ts', 'package-lock.json']) {
       expect(fs.existsSync(file), file).toBe(true);
       expect(ignored(dockerignore, file), `${file} reaches the image`).toBe(false);
@@ -95,16 +99,21 @@ describe('Dockerfile', () => {
     const stage = stages[1]!;
     const install = stage.steps.find((s) => s.op === 'RUN' && /\bnpm ci\b/.test(s.args));
     expect(install?.args).toMatch(/--omit=dev/);
-    for (const ws of workspaces) expect(stage.steps.some((s) => s.op === 'COPY' && s.args.split(/\s+/).includes(`${ws}/package.json`))).toBe(true);
+    for (const ws of workspaces)
+      expect(stage.steps.some((s) => s.op === 'COPY' && s.args.split(/\s+/).includes(`${ws}/package.json`))).toBe(true);
     const fromBuild = stage.steps.filter((s) => s.op === 'COPY' && s.args.startsWith('--from='));
     expect(fromBuild).toHaveLength(1);
     const [flag, source, target] = fromBuild[0]!.args.split(/\s+/);
     expect(flag).toBe(`--from=${stages[0]!.name}`);
     expect(source).toBe(path.posix.join(workdir(stages[0]!), 'dashboard/dist'));
     // The target, relative to the runtime's WORKDIR, is the directory api/pages/dashboard.ts serves.
-    expect(path.posix.join(workdir(stage), target!) + '/').toBe(path.posix.join(workdir(stage), path.relative(process.cwd(), dashboardDistDir)) + '/');
+    expect(path.posix.join(workdir(stage), target!) + '/').toBe(
+      path.posix.join(workdir(stage), path.relative(process.cwd(), dashboardDistDir)) + '/',
+    );
     // ...and it is copied after the sources, so nothing overwrites it.
-    expect(index(stage, (s) => s === fromBuild[0])).toBeGreaterThan(index(stage, (s) => s.op === 'COPY' && s.args === '. .'));
+    expect(index(stage, (s) => s === fromBuild[0])).toBeGreaterThan(
+      index(stage, (s) => s.op === 'COPY' && s.args === '. .'),
+    );
     expect(stage.steps.find((s) => s.op === 'ENV')?.args).toMatch(/NODE_ENV=production/);
     expect(stage.steps.find((s) => s.op === 'USER')?.args).toBe('node');
     expect(JSON.parse(stage.steps.find((s) => s.op === 'CMD')!.args)).toEqual(['node', 'api/server.ts']);
@@ -113,8 +122,10 @@ describe('Dockerfile', () => {
   it("the runtime needs none of the dashboard's packages: they are dev dependencies of the dashboard workspace", () => {
     const dashboardPackage = JSON.parse(fs.readFileSync('dashboard/package.json', 'utf8'));
     expect(dashboardPackage.dependencies ?? {}).toEqual({});
-    for (const name of ['react', 'vite', '@tanstack/react-router', 'recharts']) expect(dashboardPackage.devDependencies[name]).toBeDefined();
+    for (const name of ['react', 'vite', '@tanstack/react-router', 'recharts'])
+      expect(dashboardPackage.devDependencies[name]).toBeDefined();
     const root = JSON.parse(fs.readFileSync('package.json', 'utf8'));
-    for (const name of ['react', 'react-dom', 'recharts', '@tanstack/react-router']) expect(root.dependencies?.[name]).toBeUndefined();
+    for (const name of ['react', 'react-dom', 'recharts', '@tanstack/react-router'])
+      expect(root.dependencies?.[name]).toBeUndefined();
   });
 });

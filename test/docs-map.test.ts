@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -24,8 +25,17 @@ function trackedTopLevelFolders(): string[] {
     .map((entry) => entry.name);
   let tracked: Set<string>;
   try {
-    const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-    tracked = new Set(files.split('\n').filter((f) => f.includes('/')).map((f) => f.slice(0, f.indexOf('/'))));
+    const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
+      cwd: root,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    tracked = new Set(
+      files
+        .split('\n')
+        .filter((f) => f.includes('/'))
+        .map((f) => f.slice(0, f.indexOf('/'))),
+    );
   } catch {
     // No git (an exported tree, a Docker build context): every folder on disk but the ignored ones.
     const ignored = new Set(['data', 'test-results']);
@@ -95,7 +105,9 @@ describe('README.md map of the repository', () => {
 
   it('names every workflow file', () => {
     const map = mapSection();
-    const files = fs.readdirSync(path.join(root, 'workflows')).filter((name) => name.endsWith('.ts') && name !== 'index.ts');
+    const files = fs
+      .readdirSync(path.join(root, 'workflows'))
+      .filter((name) => name.endsWith('.ts') && name !== 'index.ts');
     expect(files.length).toBeGreaterThan(0);
     const missing = files.filter((file) => !map.includes(file));
     expect(missing, 'workflow files missing from README.md "Map of the repository"').toEqual([]);
@@ -129,7 +141,10 @@ describe('docs/', () => {
           continue;
         }
         const [filePart, anchor] = target.split('#') as [string, string | undefined];
-        const resolved = filePart === '' ? path.join(root, file) : path.resolve(path.join(root, path.dirname(file)), decodeURIComponent(filePart));
+        const resolved =
+          filePart === ''
+            ? path.join(root, file)
+            : path.resolve(path.join(root, path.dirname(file)), decodeURIComponent(filePart));
         const relative = path.relative(root, resolved);
         if (relative.startsWith('..') || path.isAbsolute(relative)) {
           problems.push(`${file}: ${target} points outside the repository`);

@@ -1,5 +1,6 @@
 import { extractText, getDocumentProxy } from 'unpdf';
 import { describe, expect, it } from 'vitest';
+
 import { invoiceReceiptEmail } from '../domain/email-templates.ts';
 import { renderInvoicePdf } from '../domain/invoice-pdf.ts';
 import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
@@ -7,21 +8,28 @@ import { fromHeader } from '../services/mailer.ts';
 
 /** What customers read: the merchant's name as sender, human dates instead of ISO timestamps. */
 describe('customer-facing emails and PDFs', () => {
-  it('From is the account name with MAIL_FROM\'s address, on one line', () => {
+  it("From is the account name with MAIL_FROM's address, on one line", () => {
     expect(fromHeader('Billing <billing@localhost>', 'Acme')).toEqual({ name: 'Acme', address: 'billing@localhost' });
     expect(fromHeader('billing@localhost', 'Acme')).toEqual({ name: 'Acme', address: 'billing@localhost' });
-    expect(fromHeader('Billing <billing@localhost>', 'Evil\r\nBcc: x@y')).toEqual({ name: 'Evil Bcc: x@y', address: 'billing@localhost' });
+    expect(fromHeader('Billing <billing@localhost>', 'Evil\r\nBcc: x@y')).toEqual({
+      name: 'Evil Bcc: x@y',
+      address: 'billing@localhost',
+    });
     expect(fromHeader('Billing <billing@localhost>')).toBe('Billing <billing@localhost>');
   });
 
-  it('periods and instants in line descriptions read as dates in the account\'s timezone and language', () => {
+  it("periods and instants in line descriptions read as dates in the account's timezone and language", () => {
     const start = new Date('2027-01-31T12:00:00.000Z');
     const end = new Date('2027-02-28T12:00:00.000Z');
     expect(formatPeriod(start, end)).toBe('Jan 31, 2027 – Feb 28, 2027');
     // Past midnight in Tokyo.
-    expect(formatPeriod(new Date('2027-01-31T20:00:00Z'), end, { timeZone: 'Asia/Tokyo' })).toBe('Feb 1, 2027 – Feb 28, 2027');
+    expect(formatPeriod(new Date('2027-01-31T20:00:00Z'), end, { timeZone: 'Asia/Tokyo' })).toBe(
+      'Feb 1, 2027 – Feb 28, 2027',
+    );
     expect(formatPeriod(start, end, { locale: 'fr' })).toBe('31 janv. 2027 – 28 févr. 2027');
-    expect(humanizeInstants('Unused time on Pro after 2027-01-31T00:00:00.000Z')).toBe('Unused time on Pro after Jan 31, 2027');
+    expect(humanizeInstants('Unused time on Pro after 2027-01-31T00:00:00.000Z')).toBe(
+      'Unused time on Pro after Jan 31, 2027',
+    );
     expect(humanizeInstants('No dates here')).toBe('No dates here');
   });
 
@@ -55,7 +63,17 @@ describe('customer-facing emails and PDFs', () => {
       periodStart: at,
       periodEnd: end,
       subscriptionId: null,
-      lines: [{ description: `Unused time on Pro after ${at.toISOString()}`, quantity: 1, unitAmount: -500, amount: -500, periodStart: at, periodEnd: end, proration: true }],
+      lines: [
+        {
+          description: `Unused time on Pro after ${at.toISOString()}`,
+          quantity: 1,
+          unitAmount: -500,
+          amount: -500,
+          periodStart: at,
+          periodEnd: end,
+          proration: true,
+        },
+      ],
       subtotal: -500,
       total: -500,
       amountDue: 0,

@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { AccountBalance, Event, Payout } from '../db/entities/index.ts';
 import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
+import { eventTypes, subscriptionEventType } from '../domain/events.ts';
+import { initialSnapshot, type SubscriptionSnapshot } from '../domain/subscription.ts';
+import { invoicePdfUrl } from '../objects/invoice.ts';
 import { recordEvent } from '../services/events.ts';
 import { openInvoice } from '../services/invoices.ts';
 import { projectSubscription } from '../services/projections.ts';
-import { AccountBalance, Event, Payout } from '../db/entities/index.ts';
-import { eventTypes, subscriptionEventType } from '../domain/events.ts';
-import { initialSnapshot, type SubscriptionSnapshot } from '../domain/subscription.ts';
-import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
+import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
-import { invoicePdfUrl } from '../objects/invoice.ts';
 
 const minute = 60_000;
 const hour = 60 * minute;
@@ -26,14 +27,17 @@ describe('events', () => {
   });
   afterAll(() => engine?.close());
 
-  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => engine.call(method, path, body, headers);
+  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    engine.call(method, path, body, headers);
   /** The platform admin acting on one account: the only caller that may make a live credit. */
   const adminFor = async (accountId: string) => ({ ...(await engine.admin()).headers, 'x-account-id': accountId });
   /** Every event about one resource (by data.object.id), oldest first, as the API shows them. */
   async function eventsAbout(objectId: string) {
     const rows = await engine.db.orm.em
       .getConnection()
-      .execute<{ id: string; account_id: string; livemode: boolean }[]>(`select id, account_id, livemode from events where data->'object'->>'id' = ? order by id`, [objectId]);
+      .execute<
+        { id: string; account_id: string; livemode: boolean }[]
+      >(`select id, account_id, livemode from events where data->'object'->>'id' = ? order by id`, [objectId]);
     return Promise.all(rows.map((row) => call('GET', `/v1/events/${row.id}`, undefined, headersOf(row))));
   }
   let tenantsById: Map<string, Tenant>;
@@ -71,19 +75,37 @@ describe('events', () => {
       const em = engine.db.orm.em.fork();
       const before = await em.count(Event, { accountId: 'acct_outbox' });
       const kept = await em.transactional((tx) =>
-        recordEvent(tx, { accountId: 'acct_outbox', livemode: false, type: 'customer.created', object: { id: 'cus_1', object: 'customer' }, transactionId: null }),
+        recordEvent(tx, {
+          accountId: 'acct_outbox',
+          livemode: false,
+          type: 'customer.created',
+          object: { id: 'cus_1', object: 'customer' },
+          transactionId: null,
+        }),
       );
       await expect(
         em.transactional(async (tx) => {
-          await recordEvent(tx, { accountId: 'acct_outbox', livemode: false, type: 'customer.updated', object: { id: 'cus_1' } });
+          await recordEvent(tx, {
+            accountId: 'acct_outbox',
+            livemode: false,
+            type: 'customer.updated',
+            object: { id: 'cus_1' },
+          });
           throw new Error('the change failed');
         }),
       ).rejects.toThrow('the change failed');
       const rows = await engine.db.orm.em.fork().find(Event, { accountId: 'acct_outbox' });
       expect(rows).toHaveLength(before + 1);
-      expect(rows[0]).toMatchObject({ id: kept.id, transactionId: null, dispatchedAt: null, data: { object: { id: 'cus_1', object: 'customer' } } });
+      expect(rows[0]).toMatchObject({
+        id: kept.id,
+        transactionId: null,
+        dispatchedAt: null,
+        data: { object: { id: 'cus_1', object: 'customer' } },
+      });
       expect(rows[0]!.id).toMatch(/^evt_[0-9a-z]{26}$/);
-      const [undispatched] = await engine.db.orm.em.getConnection().execute(`select indexdef from pg_indexes where indexname = 'events_undispatched_index'`);
+      const [undispatched] = await engine.db.orm.em
+        .getConnection()
+        .execute(`select indexdef from pg_indexes where indexname = 'events_undispatched_index'`);
       expect(undispatched.indexdef).toContain('WHERE (dispatched_at IS NULL)');
     });
   });
@@ -91,7 +113,12 @@ describe('events', () => {
   describe('transactions', () => {
     // In live mode only a platform admin may credit (docs/security.md).
     const create = async (body: Record<string, unknown>) =>
-      call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, currency: 'USD', ...body }, body.type === 'credit' ? await adminFor(engine.tenant.accountId) : undefined);
+      call(
+        'POST',
+        '/v1/transactions',
+        { account_id: engine.tenant.accountId, currency: 'USD', ...body },
+        body.type === 'credit' ? await adminFor(engine.tenant.accountId) : undefined,
+      );
 
     it('a credit records transaction.created and transaction.succeeded with the transaction as GET shows it', async () => {
       const credit = await create({ amount: 10_000, type: 'credit', reference: 'seed' });
@@ -102,7 +129,14 @@ describe('events', () => {
       for (const event of events) {
         expect(event.status).toBe(200);
         // Exactly what a webhook delivery carries (api/serializers.ts serializeEvent).
-        expect(Object.keys(event.body).sort()).toEqual(['created_at', 'data', 'id', 'livemode', 'transaction_id', 'type']);
+        expect(Object.keys(event.body).sort()).toEqual([
+          'created_at',
+          'data',
+          'id',
+          'livemode',
+          'transaction_id',
+          'type',
+        ]);
         expect(event.body).toMatchObject({ livemode: true, transaction_id: credit.body.id, data: { object: current } });
         expect(Date.parse(event.body.created_at)).toBeGreaterThan(Date.now() - minute);
       }
@@ -126,7 +160,11 @@ describe('events', () => {
       const conflict = await call('PATCH', `/v1/transactions/${credit.body.id}`, { amount: 1 });
       expect(conflict.status).toBe(409);
       const events = await eventsAbout(credit.body.id);
-      expect(events.map((e) => e.body.type)).toEqual(['transaction.created', 'transaction.succeeded', 'transaction.updated']);
+      expect(events.map((e) => e.body.type)).toEqual([
+        'transaction.created',
+        'transaction.succeeded',
+        'transaction.updated',
+      ]);
       expect(events[2]!.body.data.object).toEqual(patched.body);
     });
 
@@ -134,15 +172,26 @@ describe('events', () => {
       const paid = await create({ amount: 2500, type: 'payment', payment_method: 'pm_card_visa' });
       expect(paid.body.status).toBe('succeeded');
       const paidEvents = await eventsAbout(paid.body.id);
-      expect(paidEvents.map((e) => e.body.type)).toEqual(['transaction.created', 'transaction.succeeded', 'payment.succeeded']);
+      expect(paidEvents.map((e) => e.body.type)).toEqual([
+        'transaction.created',
+        'transaction.succeeded',
+        'payment.succeeded',
+      ]);
       expect(paidEvents[0]!.body.data.object.status).toBe('pending');
       expect(paidEvents[2]!.body.data.object).toMatchObject({ status: 'succeeded', amount: 2500 });
 
       const declined = await create({ amount: 2500, type: 'payment', payment_method: 'pm_card_chargeDeclined' });
       expect(declined.body.status).toBe('failed');
       const declinedEvents = await eventsAbout(declined.body.id);
-      expect(declinedEvents.map((e) => e.body.type)).toEqual(['transaction.created', 'transaction.failed', 'payment.failed']);
-      expect(declinedEvents[2]!.body).toMatchObject({ transaction_id: declined.body.id, data: { object: { failure_code: 'card_declined' } } });
+      expect(declinedEvents.map((e) => e.body.type)).toEqual([
+        'transaction.created',
+        'transaction.failed',
+        'payment.failed',
+      ]);
+      expect(declinedEvents[2]!.body).toMatchObject({
+        transaction_id: declined.body.id,
+        data: { object: { failure_code: 'card_declined' } },
+      });
     });
 
     it('a pending payment: canceled records transaction.canceled; settled by its workflow records the outcome', async () => {
@@ -159,8 +208,16 @@ describe('events', () => {
       // The canceled one's settlement changed nothing and recorded nothing.
       expect(await engine.env.client.workflow.getHandle(canceled.body.id).result()).toBe('canceled');
       expect(await typesAbout(canceled.body.id)).toEqual(['transaction.created', 'transaction.canceled']);
-      expect(await typesAbout(settling.body.id)).toEqual(['transaction.created', 'transaction.succeeded', 'payment.succeeded']);
-      expect(await typesAbout(failing.body.id)).toEqual(['transaction.created', 'transaction.failed', 'payment.failed']);
+      expect(await typesAbout(settling.body.id)).toEqual([
+        'transaction.created',
+        'transaction.succeeded',
+        'payment.succeeded',
+      ]);
+      expect(await typesAbout(failing.body.id)).toEqual([
+        'transaction.created',
+        'transaction.failed',
+        'payment.failed',
+      ]);
     });
   });
 
@@ -196,12 +253,26 @@ describe('events', () => {
       await project(v2);
       await project(v2);
       await project(v1); // late: older than the row
-      const v3 = snapshot({ version: 3, status: 'canceled', canceledAt: '2026-01-15T00:00:00.000Z', endedReason: 'requested' });
+      const v3 = snapshot({
+        version: 3,
+        status: 'canceled',
+        canceledAt: '2026-01-15T00:00:00.000Z',
+        endedReason: 'requested',
+      });
       await Promise.all([project(v3), project(v3), project(v2)]);
       const events = await eventsAbout(v1.id);
-      expect(events.map((e) => e.body.type)).toEqual(['subscription.created', 'subscription.updated', 'subscription.canceled']);
+      expect(events.map((e) => e.body.type)).toEqual([
+        'subscription.created',
+        'subscription.updated',
+        'subscription.canceled',
+      ]);
       expect(events.map((e) => e.body.transaction_id)).toEqual([null, null, null]);
-      expect(events[1]!.body.data.object).toMatchObject({ id: v1.id, object: 'subscription', cancel_at_period_end: true, status: 'trialing' });
+      expect(events[1]!.body.data.object).toMatchObject({
+        id: v1.id,
+        object: 'subscription',
+        cancel_at_period_end: true,
+        status: 'trialing',
+      });
       expect(events[2]!.body.data.object).toMatchObject({ status: 'canceled', ended_reason: 'requested' });
     });
 
@@ -221,9 +292,22 @@ describe('events', () => {
     });
 
     it('a paid first charge: invoice.created, invoice.paid, payment.succeeded, subscription.created, and a receipt with a working PDF link', async () => {
-      const customer = await call('POST', '/v1/customers', { email: 'receipt@example.com', name: 'Rita', payment_method: 'pm_card_visa' });
-      const plan = await call('POST', '/v1/plans', { name: 'Starter', amount: 1500, currency: 'USD', interval: 'month' });
-      const sub = await call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id, trial_period_days: 0 });
+      const customer = await call('POST', '/v1/customers', {
+        email: 'receipt@example.com',
+        name: 'Rita',
+        payment_method: 'pm_card_visa',
+      });
+      const plan = await call('POST', '/v1/plans', {
+        name: 'Starter',
+        amount: 1500,
+        currency: 'USD',
+        interval: 'month',
+      });
+      const sub = await call('POST', '/v1/subscriptions', {
+        customer_id: customer.body.id,
+        plan: plan.body.id,
+        trial_period_days: 0,
+      });
       expect(sub.body.status).toBe('active');
       const invoiceId = sub.body.latest_invoice as string;
       const invoice = (await call('GET', `/v1/invoices/${invoiceId}`)).body;
@@ -237,11 +321,16 @@ describe('events', () => {
       expect(await typesAbout(sub.body.id)).toEqual(['subscription.created']);
       expect(await typesAbout(customer.body.id)).toEqual(['customer.created']);
 
-      const [receipt] = await eventually(async () => mailTo('receipt@example.com'), (m) => m.length >= 1);
+      const [receipt] = await eventually(
+        async () => mailTo('receipt@example.com'),
+        (m) => m.length >= 1,
+      );
       expect(receipt!.parsed.subject).toBe(`[TEST] Receipt for invoice ${invoice.number} ($15.00)`);
       expect(receipt!.parsed.text).toContain('Thank you for your payment of $15.00 to Acme');
       // The line names its period in the account's language (human dates, issue #12).
-      expect(receipt!.parsed.text).toMatch(/Starter \([A-Z][a-z]{2} \d{1,2}, \d{4} – [A-Z][a-z]{2} \d{1,2}, \d{4}\): \$15\.00/);
+      expect(receipt!.parsed.text).toMatch(
+        /Starter \([A-Z][a-z]{2} \d{1,2}, \d{4} – [A-Z][a-z]{2} \d{1,2}, \d{4}\): \$15\.00/,
+      );
       const link = receipt!.parsed.text!.match(/http:\/\/\S+\/invoices\/\S+/)![0];
       expect(link).toBe(invoice.pdf);
       const pdf = await engine.app.request(new URL(link).pathname + new URL(link).search);
@@ -251,13 +340,29 @@ describe('events', () => {
     });
 
     it('trial, plan change, pause, resume and cancel: one subscription event per change', async () => {
-      const customer = await call('POST', '/v1/customers', { email: 'lifecycle@example.com', name: 'Lin', payment_method: 'pm_card_visa' });
-      const basic = await call('POST', '/v1/plans', { name: 'Basic', amount: 1000, currency: 'USD', interval: 'month' });
+      const customer = await call('POST', '/v1/customers', {
+        email: 'lifecycle@example.com',
+        name: 'Lin',
+        payment_method: 'pm_card_visa',
+      });
+      const basic = await call('POST', '/v1/plans', {
+        name: 'Basic',
+        amount: 1000,
+        currency: 'USD',
+        interval: 'month',
+      });
       const pro = await call('POST', '/v1/plans', { name: 'Pro', amount: 3000, currency: 'USD', interval: 'month' });
-      const sub = await call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: basic.body.id, trial_period_days: 7 });
+      const sub = await call('POST', '/v1/subscriptions', {
+        customer_id: customer.body.id,
+        plan: basic.body.id,
+        trial_period_days: 7,
+      });
       expect(sub.body.status).toBe('trialing');
       await skipTo(Date.parse(sub.body.trial_end) + hour);
-      await eventually(async () => (await call('GET', `/v1/subscriptions/${sub.body.id}`)).body, (s) => s.status === 'active');
+      await eventually(
+        async () => (await call('GET', `/v1/subscriptions/${sub.body.id}`)).body,
+        (s) => s.status === 'active',
+      );
       const upgraded = await call('POST', `/v1/subscriptions/${sub.body.id}/update`, { plan: pro.body.id });
       expect(upgraded.status).toBe(200);
       expect((await call('POST', `/v1/subscriptions/${sub.body.id}/pause`)).body.status).toBe('paused');
@@ -273,9 +378,16 @@ describe('events', () => {
         'subscription.canceled',
       ]);
       // The upgrade's prorated invoice: opened, paid.
-      expect(await typesAbout(upgraded.body.latest_invoice)).toEqual(['invoice.created', 'invoice.paid', 'payment.succeeded']);
+      expect(await typesAbout(upgraded.body.latest_invoice)).toEqual([
+        'invoice.created',
+        'invoice.paid',
+        'payment.succeeded',
+      ]);
       // The customer heard about the cancellation (preferences on by default).
-      await eventually(async () => mailTo('lifecycle@example.com'), (m) => m.some((mail) => mail.parsed.subject === '[TEST] Your subscription has been canceled'));
+      await eventually(
+        async () => mailTo('lifecycle@example.com'),
+        (m) => m.some((mail) => mail.parsed.subject === '[TEST] Your subscription has been canceled'),
+      );
     });
 
     it('void and mark_uncollectible through the API record invoice.voided / invoice.marked_uncollectible; a refused one nothing', async () => {
@@ -286,7 +398,15 @@ describe('events', () => {
         accountId: engine.tenant.accountId,
         customerId: 'cus_manual',
         currency: 'USD',
-        lines: [{ description: 'Manual', amount: 1200, quantity: 1, period_start: '2026-01-01T00:00:00.000Z', period_end: '2026-02-01T00:00:00.000Z' }],
+        lines: [
+          {
+            description: 'Manual',
+            amount: 1200,
+            quantity: 1,
+            period_start: '2026-01-01T00:00:00.000Z',
+            period_end: '2026-02-01T00:00:00.000Z',
+          },
+        ],
         periodStart: '2026-01-01T00:00:00.000Z',
         periodEnd: '2026-02-01T00:00:00.000Z',
         issuedAt: '2026-01-01T00:00:00.000Z',
@@ -301,7 +421,10 @@ describe('events', () => {
       expect((await call('POST', `/v1/invoices/${b.invoiceId}/mark_uncollectible`)).status).toBe(200);
       expect(await typesAbout(a.invoiceId)).toEqual(['invoice.created', 'invoice.voided']);
       expect(await typesAbout(b.invoiceId)).toEqual(['invoice.created', 'invoice.marked_uncollectible']);
-      expect((await eventsAbout(a.invoiceId))[1]!.body.data.object).toMatchObject({ status: 'void', amount_remaining: 0 });
+      expect((await eventsAbout(a.invoiceId))[1]!.body.data.object).toMatchObject({
+        status: 'void',
+        amount_remaining: 0,
+      });
     });
   });
 
@@ -321,48 +444,94 @@ describe('events', () => {
         failed_payments: true,
         subscription_cancellations: true,
       });
-      const patched = await as('PATCH', '/v1/settings/notifications', { failed_payments: false, subscription_cancellations: false });
-      expect(patched.body).toEqual({ object: 'notification_settings', payout_confirmations: true, failed_payments: false, subscription_cancellations: false });
+      const patched = await as('PATCH', '/v1/settings/notifications', {
+        failed_payments: false,
+        subscription_cancellations: false,
+      });
+      expect(patched.body).toEqual({
+        object: 'notification_settings',
+        payout_confirmations: true,
+        failed_payments: false,
+        subscription_cancellations: false,
+      });
       expect((await as('GET', '/v1/settings/notifications')).body).toEqual(patched.body);
       expect((await as('PATCH', '/v1/settings/notifications', { failed_payments: 'no' })).status).toBe(400);
       expect((await as('PATCH', '/v1/settings/notifications', { sms: true })).status).toBe(400);
       // Billing settings are untouched; the preferences are the live mode's (settings per mode), not the account's.
       expect((await as('GET', '/v1/settings')).body.grace_period_days).toBe(7);
-      expect((await as('GET', '/v1/account')).body.settings).toEqual({ currency: 'USD', timezone: 'UTC', language: 'en' });
+      expect((await as('GET', '/v1/account')).body.settings).toEqual({
+        currency: 'USD',
+        timezone: 'UTC',
+        language: 'en',
+      });
       const live = await as('GET', '/v1/events?type=account.updated');
-      const sandbox = await call('GET', '/v1/events?type=account.updated', undefined, { ...tenant.headers, 'x-sandbox-mode': 'true' });
+      const sandbox = await call('GET', '/v1/events?type=account.updated', undefined, {
+        ...tenant.headers,
+        'x-sandbox-mode': 'true',
+      });
       expect(live.body.data).toHaveLength(1);
       expect(sandbox.body.data).toHaveLength(0);
-      expect(live.body.data[0]).toMatchObject({ livemode: true, data: { object: { id: tenant.accountId, object: 'account' } } });
+      expect(live.body.data[0]).toMatchObject({
+        livemode: true,
+        data: { object: { id: tenant.accountId, object: 'account' } },
+      });
     });
 
     it('failed_payments off: dunning runs and records its events, but the customer gets no email until it is on again', async () => {
-      const customer = await as('POST', '/v1/customers', { email: 'quiet@example.com', name: 'Q', payment_method: 'pm_card_chargeDeclined' });
+      const customer = await as('POST', '/v1/customers', {
+        email: 'quiet@example.com',
+        name: 'Q',
+        payment_method: 'pm_card_chargeDeclined',
+      });
       const plan = await as('POST', '/v1/plans', { name: 'Team', amount: 4900, currency: 'USD', interval: 'month' });
-      const sub = await as('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id, trial_period_days: 0 });
+      const sub = await as('POST', '/v1/subscriptions', {
+        customer_id: customer.body.id,
+        plan: plan.body.id,
+        trial_period_days: 0,
+      });
       expect(sub.body).toMatchObject({ status: 'past_due', dunning: { attempt_count: 1 } });
       const invoiceId = sub.body.latest_invoice as string;
-      await eventually(() => activityCompletions(sub.body.id, 'notifyPaymentFailed'), (n) => n >= 1);
+      await eventually(
+        () => activityCompletions(sub.body.id, 'notifyPaymentFailed'),
+        (n) => n >= 1,
+      );
       expect(await typesAbout(invoiceId)).toEqual(['invoice.created', 'invoice.payment_failed', 'payment.failed']);
       const failed = (await eventsAbout(invoiceId))[2]!.body;
       // The declined attempt is a failed payment transaction, named by the events of the failure.
-      const [declined] = (await as('GET', '/v1/transactions?status=failed')).body.data.filter((t: { invoice: string }) => t.invoice === invoiceId);
+      const [declined] = (await as('GET', '/v1/transactions?status=failed')).body.data.filter(
+        (t: { invoice: string }) => t.invoice === invoiceId,
+      );
       expect(declined).toMatchObject({ type: 'payment', failure_code: 'card_declined' });
-      expect(failed).toMatchObject({ transaction_id: declined.id, data: { object: { id: invoiceId, status: 'open', attempt_count: 1 } } });
+      expect(failed).toMatchObject({
+        transaction_id: declined.id,
+        data: { object: { id: invoiceId, status: 'open', attempt_count: 1 } },
+      });
 
       // Attempt 2, 24 hours later: still declined, still no email.
       const firstFailedAt = Date.parse(sub.body.dunning.first_failed_at);
       await skipTo(firstFailedAt + day + minute);
-      await eventually(() => activityCompletions(sub.body.id, 'notifyPaymentFailed'), (n) => n >= 2);
+      await eventually(
+        () => activityCompletions(sub.body.id, 'notifyPaymentFailed'),
+        (n) => n >= 2,
+      );
       expect((await as('GET', `/v1/subscriptions/${sub.body.id}`)).body.dunning.attempt_count).toBe(2);
       expect(mailTo('quiet@example.com')).toHaveLength(0);
-      expect(await typesAbout(invoiceId)).toEqual(['invoice.created', 'invoice.payment_failed', 'payment.failed', 'invoice.payment_failed', 'payment.failed']);
+      expect(await typesAbout(invoiceId)).toEqual([
+        'invoice.created',
+        'invoice.payment_failed',
+        'payment.failed',
+        'invoice.payment_failed',
+        'payment.failed',
+      ]);
       expect(await typesAbout(sub.body.id)).toEqual(['subscription.created', 'subscription.updated']);
 
       // Back on: attempt 3 (3 days after the first failure) emails.
       await as('PATCH', '/v1/settings/notifications', { failed_payments: true });
       await skipTo(firstFailedAt + 3 * day + minute);
-      const [mail] = await eventually(async () => mailTo('quiet@example.com'), (m) => m.length >= 1);
+      const [mail] = await eventually(
+        async () => mailTo('quiet@example.com'),
+        (m) => m.length >= 1,
+      );
       expect(mail!.parsed.subject).toMatch(/^\[TEST\] Payment failed for invoice \S+ \(attempt 3\)$/);
       expect(mailTo('quiet@example.com')).toHaveLength(1);
 
@@ -380,12 +549,23 @@ describe('events', () => {
   describe('payouts', () => {
     let tenant: Tenant;
     const as = (method: string, path: string, body?: unknown) => call(method, path, body, tenant.headers);
-    const balance = async () => (await engine.db.orm.em.fork().findOne(AccountBalance, { accountId: tenant.accountId, livemode: true, currency: 'USD' }))?.available ?? 0;
+    const balance = async () =>
+      (
+        await engine.db.orm.em
+          .fork()
+          .findOne(AccountBalance, { accountId: tenant.accountId, livemode: true, currency: 'USD' })
+      )?.available ?? 0;
 
     beforeAll(async () => {
       tenant = await engine.signUp({ name: 'Payee Inc' });
       tenantsById.set(tenant.accountId, tenant);
-      const destination = await as('POST', '/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Payee Inc', currency: 'USD', routing_number: '110000000', account_number: '000123456789' });
+      const destination = await as('POST', '/v1/bank_accounts', {
+        type: 'us_ach',
+        account_holder_name: 'Payee Inc',
+        currency: 'USD',
+        routing_number: '110000000',
+        account_number: '000123456789',
+      });
       expect(destination.status).toBe(201);
     });
 
@@ -396,9 +576,16 @@ describe('events', () => {
       expect(uncovered.body.error).toBe('insufficient_funds');
       const jpy = await as('POST', '/v1/payouts', { amount: 100, currency: 'JPY' });
       expect(jpy.status).toBe(400);
-      expect(jpy.body).toEqual({ error: 'invalid_request', message: 'currency: Payouts go out in USD, EUR, GBP only, not JPY.' });
+      expect(jpy.body).toEqual({
+        error: 'invalid_request',
+        message: 'currency: Payouts go out in USD, EUR, GBP only, not JPY.',
+      });
       const eur = await as('POST', '/v1/payouts', { amount: 100, currency: 'EUR' });
-      expect(eur.body).toEqual({ error: 'invalid_request', message: 'destination: there is no default destination for EUR; add one with POST /v1/bank_accounts or name one.' });
+      expect(eur.body).toEqual({
+        error: 'invalid_request',
+        message:
+          'destination: there is no default destination for EUR; add one with POST /v1/bank_accounts or name one.',
+      });
       expect((await as('POST', '/v1/payouts', { amount: 100, currency: 'USD', method: 'cheque' })).status).toBe(400);
       expect((await as('POST', '/v1/payouts', { amount: -5, currency: 'USD' })).status).toBe(400);
       expect(await engine.db.orm.em.fork().count(Payout, { accountId: tenant.accountId })).toBe(0);
@@ -406,7 +593,12 @@ describe('events', () => {
     });
 
     it('takes the amount off the balance at once, is paid by its workflow, records payout.created and payout.paid, and emails a confirmation', async () => {
-      const credit = await call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, await adminFor(tenant.accountId));
+      const credit = await call(
+        'POST',
+        '/v1/transactions',
+        { account_id: tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' },
+        await adminFor(tenant.accountId),
+      );
       expect(credit.status).toBe(201);
       const created = await as('POST', '/v1/payouts', { amount: 4000, currency: 'USD', description: 'November' });
       expect(created.status).toBe(201);
@@ -436,12 +628,18 @@ describe('events', () => {
       expect(await balance()).toBe(6000);
       const events = await eventsAbout(created.body.id);
       expect(events.map((e) => e.body.type)).toEqual(['payout.created', 'payout.updated', 'payout.paid']);
-      expect(events[0]!.body).toMatchObject({ transaction_id: created.body.balance_transaction, data: { object: created.body } });
+      expect(events[0]!.body).toMatchObject({
+        transaction_id: created.body.balance_transaction,
+        data: { object: created.body },
+      });
       expect(events[1]!.body.data.object).toMatchObject({ status: 'in_transit' });
       expect(events[2]!.body.data.object).toEqual(paid);
       expect(events[2]!.body.transaction_id).toBe(created.body.balance_transaction);
 
-      const [mail] = await eventually(async () => mailTo(tenant.email), (m) => m.length >= 1);
+      const [mail] = await eventually(
+        async () => mailTo(tenant.email),
+        (m) => m.length >= 1,
+      );
       expect(mail!.parsed.subject).toBe('[TEST] Payout of $40.00 paid');
       expect(mail!.parsed.text).toContain('Your payout of $40.00 by bank transfer was paid on');
       expect(mail!.parsed.text).toContain('Description: November');
@@ -453,7 +651,14 @@ describe('events', () => {
       expect((await as('GET', '/v1/payouts?status=pending')).body.data).toEqual([]);
       // Another tenant and the sandbox see none of it.
       expect((await call('GET', `/v1/payouts/${created.body.id}`)).status).toBe(404);
-      expect((await call('GET', `/v1/payouts/${created.body.id}`, undefined, { ...tenant.headers, 'x-sandbox-mode': 'true' })).status).toBe(404);
+      expect(
+        (
+          await call('GET', `/v1/payouts/${created.body.id}`, undefined, {
+            ...tenant.headers,
+            'x-sandbox-mode': 'true',
+          })
+        ).status,
+      ).toBe(404);
     });
 
     it('payout_confirmations off: paid, with its events, and no email', async () => {
@@ -469,7 +674,11 @@ describe('events', () => {
     });
 
     it('members may not pay out', async () => {
-      const member = await as('POST', '/v1/users', { email: `member-${Date.now()}@example.com`, password: 'Member!pass1', name: 'M' });
+      const member = await as('POST', '/v1/users', {
+        email: `member-${Date.now()}@example.com`,
+        password: 'Member!pass1',
+        name: 'M',
+      });
       expect(member.status).toBe(201);
       const session = await engine.login(member.body.email, 'Member!pass1');
       const refused = await call('POST', '/v1/payouts', { amount: 100, currency: 'USD' }, session.headers);
@@ -491,7 +700,13 @@ describe('events', () => {
       return response.status;
     }
     const create = (body: Record<string, unknown> = {}) =>
-      call('POST', '/v1/payments', { account_id: engine.tenant.accountId, amount: 4250, currency: 'USD', customer_email: 'payer@example.com', ...body });
+      call('POST', '/v1/payments', {
+        account_id: engine.tenant.accountId,
+        amount: 4250,
+        currency: 'USD',
+        customer_email: 'payer@example.com',
+        ...body,
+      });
 
     it('created, a declined attempt (payment.failed), then paid: the payment as a transaction and the request with its transaction_id', async () => {
       const created = await create();
@@ -501,12 +716,25 @@ describe('events', () => {
       const paid = (await call('GET', `/v1/payments/${created.body.id}`)).body;
       expect(paid.status).toBe('succeeded');
       const events = await eventsAbout(created.body.id);
-      expect(events.map((e) => e.body.type)).toEqual(['payment_request.created', 'payment_request.updated', 'payment.failed', 'payment_request.succeeded']);
+      expect(events.map((e) => e.body.type)).toEqual([
+        'payment_request.created',
+        'payment_request.updated',
+        'payment.failed',
+        'payment_request.succeeded',
+      ]);
       expect(events.map((e) => e.body.transaction_id)).toEqual([null, null, null, paid.transaction_id]);
-      expect(events[0]!.body.data.object).toMatchObject({ object: 'payment_request', status: 'pending', payment_url: created.body.payment_url });
+      expect(events[0]!.body.data.object).toMatchObject({
+        object: 'payment_request',
+        status: 'pending',
+        payment_url: created.body.payment_url,
+      });
       expect(events[2]!.body.data.object).toMatchObject({ attempts: 1, last_payment_error: { code: 'card_declined' } });
       expect(events[3]!.body.data.object).toEqual(paid);
-      expect(await typesAbout(paid.transaction_id)).toEqual(['transaction.created', 'transaction.succeeded', 'payment.succeeded']);
+      expect(await typesAbout(paid.transaction_id)).toEqual([
+        'transaction.created',
+        'transaction.succeeded',
+        'payment.succeeded',
+      ]);
     });
 
     it('canceled and expired requests record payment_request.canceled and payment_request.failed', async () => {
@@ -514,7 +742,10 @@ describe('events', () => {
       expect((await call('POST', `/v1/payments/${canceled.body.id}/cancel`)).status).toBe(200);
       const expiring = await create({ expires_in: 3600 });
       await engine.env.sleep(61 * minute);
-      await eventually(async () => (await call('GET', `/v1/payments/${expiring.body.id}`)).body, (r) => r.status === 'failed');
+      await eventually(
+        async () => (await call('GET', `/v1/payments/${expiring.body.id}`)).body,
+        (r) => r.status === 'failed',
+      );
       expect(await typesAbout(canceled.body.id)).toEqual(['payment_request.created', 'payment_request.canceled']);
       expect(await typesAbout(expiring.body.id)).toEqual(['payment_request.created', 'payment_request.failed']);
     });
@@ -522,7 +753,8 @@ describe('events', () => {
 
   describe('the events API', () => {
     let tenant: Tenant;
-    const as = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => call(method, path, body, { ...tenant.headers, ...headers });
+    const as = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      call(method, path, body, { ...tenant.headers, ...headers });
 
     beforeAll(async () => {
       tenant = await engine.signUp({ name: 'Lister' });
@@ -531,7 +763,12 @@ describe('events', () => {
         const customer = await as('POST', '/v1/customers', { email: `c${n}@example.com` });
         await as('PATCH', `/v1/customers/${customer.body.id}`, { name: `Customer ${n}` });
       }
-      await call('POST', '/v1/transactions', { account_id: tenant.accountId, amount: 100, currency: 'USD', type: 'credit' }, await adminFor(tenant.accountId));
+      await call(
+        'POST',
+        '/v1/transactions',
+        { account_id: tenant.accountId, amount: 100, currency: 'USD', type: 'credit' },
+        await adminFor(tenant.accountId),
+      );
       await as('POST', '/v1/customers', { email: 'sandbox@example.com' }, { 'x-sandbox-mode': 'true' });
     });
 
@@ -559,7 +796,10 @@ describe('events', () => {
       const created = await as('GET', '/v1/events?type=customer.created');
       expect(created.body.data).toHaveLength(3);
       const family = await as('GET', '/v1/events?type=transaction.*');
-      expect(family.body.data.map((e: { type: string }) => e.type)).toEqual(['transaction.succeeded', 'transaction.created']);
+      expect(family.body.data.map((e: { type: string }) => e.type)).toEqual([
+        'transaction.succeeded',
+        'transaction.created',
+      ]);
       expect((await as('GET', '/v1/events?type=payout.*')).body.data).toEqual([]);
       for (const bad of ['nonsense', 'customer.', 'customer.*x', 'bogus.*']) {
         const refused = await as('GET', `/v1/events?type=${encodeURIComponent(bad)}`);
@@ -604,7 +844,9 @@ describe('events', () => {
       tenantsById.set(closing.accountId, closing);
       expect((await call('PATCH', '/v1/account', { name: 'Closing Limited' }, closing.headers)).status).toBe(200);
       expect((await call('DELETE', '/v1/account', undefined, closing.headers)).status).toBe(200);
-      const rows = await engine.db.orm.em.fork().find(Event, { accountId: closing.accountId }, { orderBy: { id: 'asc' } });
+      const rows = await engine.db.orm.em
+        .fork()
+        .find(Event, { accountId: closing.accountId }, { orderBy: { id: 'asc' } });
       expect(rows.map((r) => [r.type, r.livemode])).toEqual([
         ['account.created', true],
         ['account.created', false],
@@ -622,7 +864,14 @@ describe('events', () => {
       const doc = (await call('GET', '/openapi.json')).body;
       const listed = doc.components.schemas.Event.properties.type.enum as string[];
       expect(listed).toEqual([...eventTypes]);
-      for (const name of ['payout.created', 'payment.failed', 'transaction.created', 'subscription.past_due', 'invoice.paid', 'payment_request.succeeded']) {
+      for (const name of [
+        'payout.created',
+        'payment.failed',
+        'transaction.created',
+        'subscription.past_due',
+        'invoice.paid',
+        'payment_request.succeeded',
+      ]) {
         expect(listed).toContain(name);
       }
       expect(doc.paths['/v1/events'].get.description).toContain('`payout.created`');
@@ -640,7 +889,9 @@ describe('events', () => {
       livemode: true,
     });
     expect(email.subject).toBe('Webhook endpoint disabled: https://hooks.example.com/billing');
-    expect(email.text).toContain('Your live webhook endpoint https://hooks.example.com/billing (we_123) has failed every delivery since March 1, 2026');
+    expect(email.text).toContain(
+      'Your live webhook endpoint https://hooks.example.com/billing (we_123) has failed every delivery since March 1, 2026',
+    );
     expect(email.text).toContain('disabled on March 4, 2026');
     expect(email.text).toContain('Last error: HTTP 503');
     expect(email.text).toContain('PATCH /v1/webhooks/we_123 {"enabled": true}');

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { localExportStorage } from '../services/export-storage.ts';
@@ -64,7 +66,9 @@ describe('a worker killed mid-export', () => {
     expect(midway.status).toBe('running');
     expect(midway.progress.rows_written).toBeGreaterThan(0);
     expect(midway.progress.rows_written).toBeLessThan(total);
-    expect(readdirSync(exportsDir).filter((name) => name.startsWith(id))).toEqual([expect.stringMatching(new RegExp(`^${id}\\.csv\\.[0-9a-f]+\\.partial$`))]);
+    expect(readdirSync(exportsDir).filter((name) => name.startsWith(id))).toEqual([
+      expect.stringMatching(new RegExp(`^${id}\\.csv\\.[0-9a-f]+\\.partial$`)),
+    ]);
     expect((await engine.call('GET', `/v1/exports/${id}/file`)).status).toBe(409);
 
     // Another worker takes over once the dead one's heartbeat times out (20 s, in real time: the test server does
@@ -75,7 +79,11 @@ describe('a worker killed mid-export', () => {
       (body) => body.status !== 'running' && body.status !== 'pending',
       60_000,
     );
-    expect(done).toMatchObject({ status: 'succeeded', row_count: total, progress: { rows_written: total, rows_expected: total } });
+    expect(done).toMatchObject({
+      status: 'succeeded',
+      row_count: total,
+      progress: { rows_written: total, rows_expected: total },
+    });
     const published = readdirSync(exportsDir).filter((name) => name.startsWith(id) && !name.endsWith('.partial'));
     expect(published).toEqual([`${id}.csv`]);
     const file = readFileSync(path.join(exportsDir, `${id}.csv`));

@@ -1,8 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { loadConfig } from '../config.ts';
 import { Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
@@ -54,7 +56,11 @@ describe('exports on a task queue of their own', () => {
   });
 
   it('the engine worker leaves the file to the exports queue; an exports worker writes it', async () => {
-    const created = await engine.call('POST', '/v1/exports', { resource: 'transactions', format: 'csv', columns: ['id', 'amount'] });
+    const created = await engine.call('POST', '/v1/exports', {
+      resource: 'transactions',
+      format: 'csv',
+      columns: ['id', 'amount'],
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(202);
     const id = created.body.id as string;
     // The workflow ran on the engine's queue and scheduled its activity on the exports queue, where nobody polls yet.
@@ -62,7 +68,8 @@ describe('exports on a task queue of their own', () => {
     let scheduled: string | null | undefined;
     for (let i = 0; i < 100 && !scheduled; i++) {
       const history = await handle.fetchHistory();
-      scheduled = history.events?.find((e) => e.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes?.taskQueue?.name;
+      scheduled = history.events?.find((e) => e.activityTaskScheduledEventAttributes)
+        ?.activityTaskScheduledEventAttributes?.taskQueue?.name;
       if (!scheduled) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(scheduled).toBe(exportsQueue);
@@ -83,7 +90,11 @@ describe('exports on a task queue of their own', () => {
     exportsRun = exportsWorker.run();
     expect(await handle.result()).toBe('succeeded');
     const done = await engine.call('GET', `/v1/exports/${id}`);
-    expect(done.body).toMatchObject({ status: 'succeeded', row_count: 1203, progress: { rows_written: 1203, rows_expected: 1203 } });
+    expect(done.body).toMatchObject({
+      status: 'succeeded',
+      row_count: 1203,
+      progress: { rows_written: 1203, rows_expected: 1203 },
+    });
     const file = await engine.app.request(`/v1/exports/${id}/file`, { headers: engine.tenant.headers });
     const lines = (await file.text()).trimEnd().split('\r\n');
     expect(lines[0]).toBe('id,amount');
@@ -95,16 +106,25 @@ describe('exports on a task queue of their own', () => {
 
   it('EXPORTS_TASK_QUEUE and WORKER_EXPORTS in the configuration', () => {
     expect(loadConfig({ NODE_ENV: 'test' })).toMatchObject({ exportsTaskQueue: undefined, workerExports: true });
-    expect(loadConfig({ NODE_ENV: 'test', EXPORTS_TASK_QUEUE: 'billing-exports', WORKER_EXPORTS: 'false' })).toMatchObject({ exportsTaskQueue: 'billing-exports', workerExports: false });
+    expect(
+      loadConfig({ NODE_ENV: 'test', EXPORTS_TASK_QUEUE: 'billing-exports', WORKER_EXPORTS: 'false' }),
+    ).toMatchObject({ exportsTaskQueue: 'billing-exports', workerExports: false });
     // The workflows' own queue is no separate exports queue.
-    expect(loadConfig({ NODE_ENV: 'test', TEMPORAL_TASK_QUEUE: 'q', EXPORTS_TASK_QUEUE: 'q' }).exportsTaskQueue).toBeUndefined();
+    expect(
+      loadConfig({ NODE_ENV: 'test', TEMPORAL_TASK_QUEUE: 'q', EXPORTS_TASK_QUEUE: 'q' }).exportsTaskQueue,
+    ).toBeUndefined();
   });
 
   it('`npm run worker:exports` refuses to start without EXPORTS_TASK_QUEUE, saying what is missing', () => {
     const root = fileURLToPath(new URL('..', import.meta.url));
     const result = spawnSync(process.execPath, [path.join(root, 'export-worker.ts')], {
       cwd: root,
-      env: { PATH: process.env.PATH, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', TEMPORAL_ADDRESS: '127.0.0.1:1', LOG_LEVEL: 'info' },
+      env: {
+        PATH: process.env.PATH,
+        DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+        TEMPORAL_ADDRESS: '127.0.0.1:1',
+        LOG_LEVEL: 'info',
+      },
       encoding: 'utf8',
       timeout: 30_000,
     });

@@ -1,9 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import { serve, type ServerType } from '@hono/node-server';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Customer } from '../db/entities/index.ts';
 import { formatHumanDate } from '../domain/locale.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -38,9 +40,16 @@ describe('issue #24: left open from hardening', () => {
 
   /** A customer with a card and a subscription billed at once (so it has an invoice). */
   async function subscribedCustomer(email: string, planId: string) {
-    const customer = await engine.call('POST', '/v1/customers', { email, name: email.split('@')[0], payment_method: 'pm_card_visa' });
+    const customer = await engine.call('POST', '/v1/customers', {
+      email,
+      name: email.split('@')[0],
+      payment_method: 'pm_card_visa',
+    });
     expect(customer.status).toBe(201);
-    const subscription = await engine.call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: planId });
+    const subscription = await engine.call('POST', '/v1/subscriptions', {
+      customer_id: customer.body.id,
+      plan: planId,
+    });
     expect(subscription.status, JSON.stringify(subscription.body)).toBe(201);
     return { customerId: customer.body.id as string, subscriptionId: subscription.body.id as string };
   }
@@ -50,27 +59,58 @@ describe('issue #24: left open from hardening', () => {
     let ada: { customerId: string; subscriptionId: string };
     let bob: { customerId: string; subscriptionId: string };
     beforeAll(async () => {
-      const created = await engine.call('POST', '/v1/plans', { name: 'Filter plan', amount: 1500, currency: 'USD', interval: 'month' });
+      const created = await engine.call('POST', '/v1/plans', {
+        name: 'Filter plan',
+        amount: 1500,
+        currency: 'USD',
+        interval: 'month',
+      });
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       plan = created.body.id;
       ada = await subscribedCustomer('ada.filter@example.com', plan);
       bob = await subscribedCustomer('bob.filter@example.com', plan);
       // Each has its first invoice.
-      await eventually(async () => (await engine.call('GET', '/v1/invoices?limit=100')).body.data ?? [], (data: any[]) => data.filter((i) => i.subscription_id === ada.subscriptionId || i.subscription_id === bob.subscriptionId).length >= 2);
+      await eventually(
+        async () => (await engine.call('GET', '/v1/invoices?limit=100')).body.data ?? [],
+        (data: any[]) =>
+          data.filter((i) => i.subscription_id === ada.subscriptionId || i.subscription_id === bob.subscriptionId)
+            .length >= 2,
+      );
       // And an invoice item waiting for the next one; a credit note of the first invoice; a promotion code only for them.
       const coupon = await engine.call('POST', '/v1/coupons', { percent_off: 10, duration: 'once' });
       expect(coupon.status, JSON.stringify(coupon.body)).toBe(201);
       const invoices = (await engine.call('GET', '/v1/invoices?limit=100')).body.data;
       for (const customer of [ada.customerId, bob.customerId]) {
-        expect((await engine.call('POST', '/v1/invoice_items', { customer, amount: 500, currency: 'USD', description: 'Extra seat setup' })).status).toBe(201);
+        expect(
+          (
+            await engine.call('POST', '/v1/invoice_items', {
+              customer,
+              amount: 500,
+              currency: 'USD',
+              description: 'Extra seat setup',
+            })
+          ).status,
+        ).toBe(201);
         const first = invoices.find((i: any) => i.customer_id === customer);
-        expect((await engine.call('POST', '/v1/credit_notes', { invoice: first.id, amount: 100, out_of_band_amount: 100 })).status).toBe(201);
-        expect((await engine.call('POST', '/v1/promotion_codes', { coupon: coupon.body.id, customer })).status).toBe(201);
+        expect(
+          (await engine.call('POST', '/v1/credit_notes', { invoice: first.id, amount: 100, out_of_band_amount: 100 }))
+            .status,
+        ).toBe(201);
+        expect((await engine.call('POST', '/v1/promotion_codes', { coupon: coupon.body.id, customer })).status).toBe(
+          201,
+        );
       }
     });
 
     // Every list whose OpenAPI query takes a customer filter (checked against the document below).
-    const lists = ['/v1/invoices', '/invoices', '/v1/subscriptions', '/v1/invoice_items', '/v1/credit_notes', '/v1/promotion_codes'];
+    const lists = [
+      '/v1/invoices',
+      '/invoices',
+      '/v1/subscriptions',
+      '/v1/invoice_items',
+      '/v1/credit_notes',
+      '/v1/promotion_codes',
+    ];
     /** A row's customer: `customer_id` on invoices and subscriptions, `customer` on invoice items, credit notes and promotion codes (Stripe's name). */
     const customerOf = (row: any) => row.customer_id ?? row.customer;
 
@@ -78,7 +118,9 @@ describe('issue #24: left open from hardening', () => {
       const doc = (await engine.call('GET', '/openapi.json')).body;
       const withCustomer = Object.entries<any>(doc.paths)
         // A filter (optional); a meter's event_summaries names its one customer (required), as Stripe's does.
-        .filter(([, item]) => (item.get?.parameters ?? []).some((p: any) => p.in === 'query' && p.name === 'customer' && !p.required))
+        .filter(([, item]) =>
+          (item.get?.parameters ?? []).some((p: any) => p.in === 'query' && p.name === 'customer' && !p.required),
+        )
         .map(([path]) => path)
         .sort();
       expect(withCustomer).toEqual([...lists].sort());
@@ -114,7 +156,12 @@ describe('issue #24: left open from hardening', () => {
     it('the receipt (real SMTP) links a PDF of the receipt; the pay page links it too; an unpaid request has none', async () => {
       const tenant = await engine.signUp({ name: 'Initech' });
       const email = `receipt-pdf-${Date.now()}@example.com`;
-      const created = await engine.call('POST', '/v1/payments', { account_id: tenant.accountId, amount: 4250, currency: 'USD', customer_email: email, reference: 'ORDER-77' }, tenant.headers);
+      const created = await engine.call(
+        'POST',
+        '/v1/payments',
+        { account_id: tenant.accountId, amount: 4250, currency: 'USD', customer_email: email, reference: 'ORDER-77' },
+        tenant.headers,
+      );
       expect(created.status).toBe(201);
       const url = created.body.payment_url as string;
 
@@ -165,18 +212,54 @@ describe('issue #24: left open from hardening', () => {
   describe("an upgrade's proration lines read as people read them", () => {
     it("the lines name the plans and write the instant as a date in the account's language and time zone (API, PDF)", async () => {
       const tenant = await engine.signUp({ name: 'Proration SARL' });
-      const settings = await engine.call('PATCH', '/v1/account', { settings: { language: 'fr', timezone: 'Europe/Paris' } }, tenant.headers);
+      const settings = await engine.call(
+        'PATCH',
+        '/v1/account',
+        { settings: { language: 'fr', timezone: 'Europe/Paris' } },
+        tenant.headers,
+      );
       expect(settings.status).toBe(200);
-      const customer = await engine.call('POST', '/v1/customers', { email: 'upgrade@example.com', name: 'Up', payment_method: 'pm_card_visa' }, tenant.headers);
-      const pro = await engine.call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month' }, tenant.headers);
-      const max = await engine.call('POST', '/v1/plans', { name: 'Max', amount: 5000, currency: 'USD', interval: 'month' }, tenant.headers);
-      const subscription = await engine.call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: pro.body.id }, tenant.headers);
+      const customer = await engine.call(
+        'POST',
+        '/v1/customers',
+        { email: 'upgrade@example.com', name: 'Up', payment_method: 'pm_card_visa' },
+        tenant.headers,
+      );
+      const pro = await engine.call(
+        'POST',
+        '/v1/plans',
+        { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month' },
+        tenant.headers,
+      );
+      const max = await engine.call(
+        'POST',
+        '/v1/plans',
+        { name: 'Max', amount: 5000, currency: 'USD', interval: 'month' },
+        tenant.headers,
+      );
+      const subscription = await engine.call(
+        'POST',
+        '/v1/subscriptions',
+        { customer_id: customer.body.id, plan: pro.body.id },
+        tenant.headers,
+      );
       expect(subscription.status).toBe(201);
-      await eventually(async () => (await engine.call('GET', `/v1/subscriptions/${subscription.body.id}`, undefined, tenant.headers)).body, (s) => s.status === 'active');
+      await eventually(
+        async () =>
+          (await engine.call('GET', `/v1/subscriptions/${subscription.body.id}`, undefined, tenant.headers)).body,
+        (s) => s.status === 'active',
+      );
 
-      const upgraded = await engine.call('POST', `/v1/subscriptions/${subscription.body.id}/update`, { plan: max.body.id }, tenant.headers);
+      const upgraded = await engine.call(
+        'POST',
+        `/v1/subscriptions/${subscription.body.id}/update`,
+        { plan: max.body.id },
+        tenant.headers,
+      );
       expect(upgraded.status).toBe(200);
-      const invoice = (await engine.call('GET', `/v1/invoices/${upgraded.body.latest_invoice}`, undefined, tenant.headers)).body;
+      const invoice = (
+        await engine.call('GET', `/v1/invoices/${upgraded.body.latest_invoice}`, undefined, tenant.headers)
+      ).body;
       const [unused, remaining] = invoice.lines;
       expect(unused.proration).toBe(true);
       const at = new Date(unused.period_start);
@@ -252,7 +335,9 @@ describe('issue #24: left open from hardening', () => {
       const doc = (await engine.call('GET', '/openapi.json')).body;
       const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
       ajv.addSchema(doc, 'openapi.json');
-      const validate = ajv.compile({ $ref: 'openapi.json#/paths/~1v1~1cli~1whoami/get/responses/200/content/application~1json/schema' });
+      const validate = ajv.compile({
+        $ref: 'openapi.json#/paths/~1v1~1cli~1whoami/get/responses/200/content/application~1json/schema',
+      });
 
       const asUser = await engine.call('GET', '/v1/cli/whoami');
       expect(asUser.status).toBe(200);
@@ -261,7 +346,10 @@ describe('issue #24: left open from hardening', () => {
 
       const minted = await engine.call('POST', '/v1/cli_keys', { name: 'whoami check', mode: 'test' });
       expect(minted.status).toBe(201);
-      const asKey = await engine.call('GET', '/v1/cli/whoami', undefined, { authorization: '', 'x-cli-key': minted.body.secret });
+      const asKey = await engine.call('GET', '/v1/cli/whoami', undefined, {
+        authorization: '',
+        'x-cli-key': minted.body.secret,
+      });
       expect(asKey.status).toBe(200);
       expect(asKey.body.key).toMatchObject({ id: minted.body.id, type: 'cli' });
       expect(validate(asKey.body), ajv.errorsText(validate.errors)).toBe(true);
@@ -271,8 +359,15 @@ describe('issue #24: left open from hardening', () => {
       const customer = await engine.call('POST', '/v1/customers', { email: 'patch-body@example.com', name: 'Kept' });
       const path = `/v1/customers/${customer.body.id}`;
       const before = await engine.db.orm.em.fork().findOneOrFail(Customer, { id: customer.body.id });
-      for (const headers of [{}, { 'content-type': 'application/json' }, { 'content-type': 'application/x-www-form-urlencoded' }]) {
-        const response = await engine.app.request(path, { method: 'PATCH', headers: { ...engine.tenant.headers, ...headers } });
+      for (const headers of [
+        {},
+        { 'content-type': 'application/json' },
+        { 'content-type': 'application/x-www-form-urlencoded' },
+      ]) {
+        const response = await engine.app.request(path, {
+          method: 'PATCH',
+          headers: { ...engine.tenant.headers, ...headers },
+        });
         expect(response.status).toBe(400);
         const body = await response.json();
         expect(body).toEqual({ error: 'invalid_request', message: expect.stringMatching(/PATCH has no body/) });

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { userStatuses } from '../db/entities/index.ts';
 import { errorStatus } from '../domain/errors.ts';
 import { passwordPolicyProblem } from '../domain/passwords.ts';
-import { startTestEngine, testPassword, type TestEngine } from './helpers/engine.ts';
+import { startTestEngine, type TestEngine, testPassword } from './helpers/engine.ts';
 
 /**
  * Property-based fuzzing of the identity endpoints: malformed bodies, wrong
@@ -41,13 +43,46 @@ interface Req {
 
 const hugeString = fc.string({ minLength: 1000, maxLength: 2048, size: 'max' });
 /** Lengths at the edges of the columns (varchar(255)) and of the schemas (200, 254, 256), and strings that grow when lower-cased. */
-const edgeLengths = fc.constantFrom('f'.repeat(200), 'f'.repeat(201), 'f'.repeat(254), 'f'.repeat(255), 'f'.repeat(256), 'İ'.repeat(128), 'İ'.repeat(254), ` ${'x'.repeat(253)} `);
+const edgeLengths = fc.constantFrom(
+  'f'.repeat(200),
+  'f'.repeat(201),
+  'f'.repeat(254),
+  'f'.repeat(255),
+  'f'.repeat(256),
+  'İ'.repeat(128),
+  'İ'.repeat(254),
+  ` ${'x'.repeat(253)} `,
+);
 const unicodeString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
   // Control characters (NUL among them) inside otherwise ordinary text.
-  fc.tuple(fc.string({ maxLength: 10 }), fc.constantFrom('\u0000', '\u0001', '\u001f', '\u007f'), fc.string({ maxLength: 10 })).map((parts) => parts.join('')),
-  fc.constantFrom('\u0000', 'a\u0000b', '💥', 'e\u0301', '\uD800', '\uDFFF', '\u202Eevil', '\uFEFF', 'İ'.repeat(254), 'ß'.repeat(200), ' ', '\t\n\r', '\\', '"', "'; drop table users; --", '%', '_'),
+  fc
+    .tuple(
+      fc.string({ maxLength: 10 }),
+      fc.constantFrom('\u0000', '\u0001', '\u001f', '\u007f'),
+      fc.string({ maxLength: 10 }),
+    )
+    .map((parts) => parts.join('')),
+  fc.constantFrom(
+    '\u0000',
+    'a\u0000b',
+    '💥',
+    'e\u0301',
+    '\uD800',
+    '\uDFFF',
+    '\u202Eevil',
+    '\uFEFF',
+    'İ'.repeat(254),
+    'ß'.repeat(200),
+    ' ',
+    '\t\n\r',
+    '\\',
+    '"',
+    "'; drop table users; --",
+    '%',
+    '_',
+  ),
 );
 /** Anything but the right thing. */
 const junk: fc.Arbitrary<unknown> = fc.oneof(
@@ -65,19 +100,42 @@ const junk: fc.Arbitrary<unknown> = fc.oneof(
   fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
 );
 /** A field: sometimes a plausible value (so validation passes and deeper code runs), mostly junk. */
-const field = (...plausible: fc.Arbitrary<unknown>[]) => fc.oneof({ weight: 3, arbitrary: junk }, ...plausible.map((arbitrary) => ({ weight: 2, arbitrary })));
+const field = (...plausible: fc.Arbitrary<unknown>[]) =>
+  fc.oneof({ weight: 3, arbitrary: junk }, ...plausible.map((arbitrary) => ({ weight: 2, arbitrary })));
 
 const freshEmail = fc.integer({ min: 0, max: 1_000_000 }).map((n) => `fuzz${n}@example.com`);
 const emailish = fc.oneof(
   freshEmail,
-  fc.constantFrom('not-an-email', 'a@b', '@example.com', 'a@', ' A@EXAMPLE.COM ', 'a@@example.com', 'a\u0000@example.com', `${'a'.repeat(250)}@example.com`, 'ümlaut@exämple.com'),
+  fc.constantFrom(
+    'not-an-email',
+    'a@b',
+    '@example.com',
+    'a@',
+    ' A@EXAMPLE.COM ',
+    'a@@example.com',
+    'a\u0000@example.com',
+    `${'a'.repeat(250)}@example.com`,
+    'ümlaut@exämple.com',
+  ),
   edgeLengths,
 );
 /** Passwords that fail the policy (so no generated request ever changes a password we rely on). */
-const weakPassword = fc.oneof(fc.string({ maxLength: 12 }), unicodeString, hugeString).filter((p) => passwordPolicyProblem(p) !== null);
+const weakPassword = fc
+  .oneof(fc.string({ maxLength: 12 }), unicodeString, hugeString)
+  .filter((p) => passwordPolicyProblem(p) !== null);
 const strongPassword = fc.constantFrom(testPassword, 'Fuzz!pass9', `${'Aa1!'.repeat(64)}x`, 'Ünï¢ødé!1A');
-const name = fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), unicodeString, edgeLengths, fc.string({ minLength: 190, maxLength: 260, size: 'max' }));
-const someId = (prefix: string) => fc.oneof(fc.stringMatching(/^[a-z0-9]{0,30}$/).map((s) => `${prefix}_${s}`), fc.string({ maxLength: 70 }), unicodeString);
+const name = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 40 }),
+  unicodeString,
+  edgeLengths,
+  fc.string({ minLength: 190, maxLength: 260, size: 'max' }),
+);
+const someId = (prefix: string) =>
+  fc.oneof(
+    fc.stringMatching(/^[a-z0-9]{0,30}$/).map((s) => `${prefix}_${s}`),
+    fc.string({ maxLength: 70 }),
+    unicodeString,
+  );
 const settings = fc.oneof(
   junk,
   fc.record(
@@ -96,7 +154,11 @@ const sessionIdRef = fc.constantFrom('$SESSION_owner', '$SESSION_member', '$SESS
 const fields = {
   login: fc.oneof(
     fc.record(
-      { email: field(emailish), password: field(weakPassword, strongPassword), device_fingerprint: field(fc.string({ maxLength: 300, size: 'max' })) },
+      {
+        email: field(emailish),
+        password: field(weakPassword, strongPassword),
+        device_fingerprint: field(fc.string({ maxLength: 300, size: 'max' })),
+      },
       { requiredKeys: [] },
     ),
     // The member's real credentials (never a wrong password for a real email: that would throttle it)
@@ -138,8 +200,14 @@ const fields = {
     },
     { requiredKeys: [] },
   ),
-  patchAccount: fc.record({ name: field(name), email: field(emailish), settings: field(settings), status: field(fc.constantFrom('closed')) }, { requiredKeys: [] }),
-  createKey: fc.record({ name: field(name), mode: field(fc.constantFrom('test', 'live', 'LIVE', '')) }, { requiredKeys: [] }),
+  patchAccount: fc.record(
+    { name: field(name), email: field(emailish), settings: field(settings), status: field(fc.constantFrom('closed')) },
+    { requiredKeys: [] },
+  ),
+  createKey: fc.record(
+    { name: field(name), mode: field(fc.constantFrom('test', 'live', 'LIVE', '')) },
+    { requiredKeys: [] },
+  ),
   none: fc.constant({}),
 };
 
@@ -189,7 +257,7 @@ const notJson = fc.oneof(
     'email=a%40example.com&password=x',
     '<xml/>',
     '{'.repeat(2000),
-    '[' .repeat(5000) + ']'.repeat(5000),
+    '['.repeat(5000) + ']'.repeat(5000),
     '{"amount": 1e999}',
     '{"__proto__": {"role": "admin"}}',
     '{"constructor": {"prototype": {"role": "admin"}}}',
@@ -201,19 +269,56 @@ const notJson = fc.oneof(
 
 /** A body for an endpoint: its fields with wrong values, any JSON at all, not JSON, wrong content types, raw bytes, or none. */
 function bodyFor(structured: fc.Arbitrary<unknown>): fc.Arbitrary<Body | undefined> {
-  const withLength = fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) });
+  const withLength = fc.oneof(
+    { weight: 3, arbitrary: fc.constant(true) },
+    { weight: 1, arbitrary: fc.constant(false) },
+  );
   return fc.oneof(
-    { weight: 6, arbitrary: fc.record({ value: structured, withLength }).map(({ value, withLength }) => ({ kind: 'json' as const, value, contentType: 'application/json', withLength })) },
-    { weight: 3, arbitrary: fc.record({ value: fc.jsonValue(), withLength }).map(({ value, withLength }) => ({ kind: 'json' as const, value, contentType: 'application/json', withLength })) },
-    { weight: 2, arbitrary: fc.record({ text: notJson, withLength }).map(({ text, withLength }) => ({ kind: 'text' as const, text, contentType: 'application/json', withLength })) },
+    {
+      weight: 6,
+      arbitrary: fc.record({ value: structured, withLength }).map(({ value, withLength }) => ({
+        kind: 'json' as const,
+        value,
+        contentType: 'application/json',
+        withLength,
+      })),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({ value: fc.jsonValue(), withLength }).map(({ value, withLength }) => ({
+        kind: 'json' as const,
+        value,
+        contentType: 'application/json',
+        withLength,
+      })),
+    },
+    {
+      weight: 2,
+      arbitrary: fc
+        .record({ text: notJson, withLength })
+        .map(({ text, withLength }) => ({ kind: 'text' as const, text, contentType: 'application/json', withLength })),
+    },
     {
       weight: 2,
       arbitrary: fc
         .record({ value: fc.oneof(structured, fc.jsonValue()), contentType, withLength })
         .map(({ value, contentType, withLength }) => ({ kind: 'json' as const, value, contentType, withLength })),
     },
-    { weight: 1, arbitrary: fc.record({ bytes: fc.uint8Array({ maxLength: 64 }), contentType, withLength }).map((b) => ({ kind: 'bytes' as const, ...b })) },
-    { weight: 1, arbitrary: fc.constant({ kind: 'text' as const, text: JSON.stringify({ name: 'x'.repeat(110 * 1024) }), contentType: 'application/json', withLength: true }) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .record({ bytes: fc.uint8Array({ maxLength: 64 }), contentType, withLength })
+        .map((b) => ({ kind: 'bytes' as const, ...b })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constant({
+        kind: 'text' as const,
+        text: JSON.stringify({ name: 'x'.repeat(110 * 1024) }),
+        contentType: 'application/json',
+        withLength: true,
+      }),
+    },
     { weight: 1, arbitrary: fc.constant(undefined) },
   );
 }
@@ -225,19 +330,66 @@ const junkIdSegment = fc.oneof(
   fc.string({ unit: 'grapheme', maxLength: 30 }).map(encodeURIComponent),
   fc.string({ minLength: 65, maxLength: 120, size: 'max' }).map(encodeURIComponent),
   fc.constantFrom('%00', 'usr_%00', 'key_%00', '%01'),
-  fc.constantFrom('%ZZ', '%', '%E0%A4%A', '%C3%28', '%2F', '%2e%2e', 'null', 'undefined', '0', '-1', '%20', 'usr_1%3Bdrop', '%F0%9F%92%A5'),
+  fc.constantFrom(
+    '%ZZ',
+    '%',
+    '%E0%A4%A',
+    '%C3%28',
+    '%2F',
+    '%2e%2e',
+    'null',
+    'undefined',
+    '0',
+    '-1',
+    '%20',
+    'usr_1%3Bdrop',
+    '%F0%9F%92%A5',
+  ),
 );
 
 /** Query strings with the real parameter names, junk values, repeated keys and raw percent-encoding. */
 const queryValue = fc.oneof(
   fc
     .oneof(
-      fc.constantFrom('-1', '0', '1', '2', '100', '101', '1e3', '1.5', '99999999999999999999', '1000001', 'NaN', 'Infinity', '0x10', ' 1', '', 'abc', 'true', 'null'),
+      fc.constantFrom(
+        '-1',
+        '0',
+        '1',
+        '2',
+        '100',
+        '101',
+        '1e3',
+        '1.5',
+        '99999999999999999999',
+        '1000001',
+        'NaN',
+        'Infinity',
+        '0x10',
+        ' 1',
+        '',
+        'abc',
+        'true',
+        'null',
+      ),
       fc.constantFrom('active', 'suspended', 'closed', 'pending', 'individual', 'business', 'ACTIVE'),
-      fc.constantFrom('2024-01-01T00:00:00Z', '2024-02-30T00:00:00Z', '2024-01-01', '2024-01-01T00:00:00', '2024-01-01T00:00:00.123456789+05:30'),
+      fc.constantFrom(
+        '2024-01-01T00:00:00Z',
+        '2024-02-30T00:00:00Z',
+        '2024-01-01',
+        '2024-01-01T00:00:00',
+        '2024-01-01T00:00:00.123456789+05:30',
+      ),
       // The ends of the four-digit years the ISO format allows, shifted by extreme offsets.
-      fc.constantFrom('0000-01-01T00:00:00Z', '0000-01-01T00:00:00+23:59', '0001-01-01T00:00:00+23:59', '9999-12-31T23:59:59-23:59', '9999-12-31T23:59:59Z'),
-      fc.date({ min: new Date('0000-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }).map((d) => d.toISOString()),
+      fc.constantFrom(
+        '0000-01-01T00:00:00Z',
+        '0000-01-01T00:00:00+23:59',
+        '0001-01-01T00:00:00+23:59',
+        '9999-12-31T23:59:59-23:59',
+        '9999-12-31T23:59:59Z',
+      ),
+      fc
+        .date({ min: new Date('0000-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true })
+        .map((d) => d.toISOString()),
       fc.constantFrom('$ACCOUNT_ID', 'acct_missing'),
       fc.integer().map(String),
       fc.double().map(String),
@@ -251,12 +403,26 @@ const queryValue = fc.oneof(
   fc.constantFrom('%ZZ', '%', '%E0%A4%A', '%C3%28', '%25', 'a%26b%3Dc', '%2B1', '+1', 'a+b', '%5C', '%27%3B--'),
 );
 const queryKey = fc.oneof(
-  { weight: 9, arbitrary: fc.constantFrom('page', 'limit', 'status', 'search', 'type', 'created_after', 'created_before', 'account_id') },
+  {
+    weight: 9,
+    arbitrary: fc.constantFrom(
+      'page',
+      'limit',
+      'status',
+      'search',
+      'type',
+      'created_after',
+      'created_before',
+      'account_id',
+    ),
+  },
   { weight: 1, arbitrary: fc.constantFrom('foo', 'page[]', 'PAGE', '', 'limit%20', '%00') },
 );
 const queryString = fc
   .array(fc.tuple(queryKey, queryValue, fc.boolean()), { maxLength: 6 })
-  .map((pairs) => (pairs.length ? `?${pairs.map(([k, v, withValue]) => (withValue || v !== '' ? `${k}=${v}` : k)).join('&')}` : ''));
+  .map((pairs) =>
+    pairs.length ? `?${pairs.map(([k, v, withValue]) => (withValue || v !== '' ? `${k}=${v}` : k)).join('&')}` : '',
+  );
 
 const badTokens = fc.constantFrom(
   'Bearer',
@@ -272,61 +438,110 @@ const badTokens = fc.constantFrom(
 
 /** IDENTITY_FUZZ_SCALE=10 runs ten times as many cases (and prints the seed to replay with IDENTITY_FUZZ_SEED). */
 const runs = (n: number) => Math.round(n * Number(process.env.IDENTITY_FUZZ_SCALE ?? 1));
-const fuzzOptions = (n: number) => ({ numRuns: runs(n), ...(process.env.IDENTITY_FUZZ_SEED ? { seed: Number(process.env.IDENTITY_FUZZ_SEED) } : {}) });
+const fuzzOptions = (n: number) => ({
+  numRuns: runs(n),
+  ...(process.env.IDENTITY_FUZZ_SEED ? { seed: Number(process.env.IDENTITY_FUZZ_SEED) } : {}),
+});
 
 const role = (...roles: Role[]) => fc.constantFrom(...roles);
 
 /** The identity endpoints with bodies (every method that may carry one). */
-const bodyRequests: fc.Arbitrary<Req> = fc.oneof(
-  fc.record({ role: role(...everyone), body: bodyFor(fields.login) }).map((r) => ({ ...r, method: 'POST', path: '/v1/auth/login' })),
-  fc.record({ role: role(...everyone), body: bodyFor(fields.refresh) }).map((r) => ({ ...r, method: 'POST', path: '/v1/auth/refresh' })),
-  // The refresh token where the endpoint wants it: in Authorization and in the body (random, so never a stored one).
-  fc
-    .record({ token: fc.stringMatching(/^rt_[A-Za-z0-9_-]{1,60}$/), same: fc.boolean(), other: fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/) })
-    .map(({ token, same, other }) => ({
-      role: 'anonymous' as const,
-      method: 'POST',
-      path: '/v1/auth/refresh',
-      headers: { authorization: `Bearer ${token}` },
-      body: { kind: 'json' as const, value: { refresh_token: same ? token : other }, contentType: 'application/json', withLength: true },
-    })),
-  fc.record({ role: role(...everyone), body: bodyFor(fields.endSession) }).map((r) => ({ ...r, method: 'DELETE', path: '/v1/auth/session' })),
-  fc.record({ role: role(...everyone), body: bodyFor(fields.createUser), query: queryString }).map(({ query, ...r }) => ({ ...r, method: 'POST', path: `/v1/users${query}` })),
-  fc
-    .record({ role: role(...everyone), id: fc.oneof(fc.constantFrom('$OWN', '$MEMBER', '$ADMIN'), junkIdSegment), body: bodyFor(fields.patchUser) })
-    .map(({ id, ...r }) => ({ ...r, method: 'PATCH', path: `/v1/users/${id}` })),
-  // DELETE /v1/users/{id}: never the member (an owner or admin would really delete it) and never the
-  // owner as an admin (that succeeds); the owner by anyone else and the admin by anyone must be refused.
-  fc
-    .record({ role: role(...everyone), id: fc.oneof(fc.constant('$ADMIN'), junkIdSegment), body: bodyFor(fields.none) })
-    .map(({ id, ...r }) => ({ ...r, method: 'DELETE', path: `/v1/users/${id}`, mustRefuse: id === '$ADMIN' })),
-  fc
-    .record({ role: role('owner', 'member', 'bad_token', 'anonymous'), body: bodyFor(fields.none) })
-    .map((r) => ({ ...r, method: 'DELETE', path: '/v1/users/$OWN', mustRefuse: true })),
-  fc.record({ role: role(...everyone), body: bodyFor(fields.createAccount) }).map((r) => ({ ...r, method: 'POST', path: '/v1/accounts' })),
-  fc.record({ role: role(...everyone), body: bodyFor(fields.patchAccount) }).map((r) => ({ ...r, method: 'PATCH', path: '/v1/account' })),
-  // Closing the account: only callers that must be refused (a member, an admin naming no account, a bad token, nobody).
-  fc
-    .record({ role: role('member', 'admin', 'bad_token', 'anonymous'), body: bodyFor(fields.none) })
-    .map((r) => ({ ...r, method: 'DELETE', path: '/v1/account', mustRefuse: true })),
-  fc.record({ role: role(...everyone), body: bodyFor(fields.createKey) }).map((r) => ({ ...r, method: 'POST', path: '/v1/api_keys' })),
-  fc.record({ role: role(...everyone), id: junkIdSegment, body: bodyFor(fields.none) }).map(({ id, ...r }) => ({ ...r, method: 'DELETE', path: `/v1/api_keys/${id}` })),
-).filter((req) => {
-  // No generated request may change a password or a status we rely on (see fields.patchUser); belt and braces.
-  if (req.method !== 'PATCH' || !req.path.startsWith('/v1/users/') || req.body?.kind !== 'json') return true;
-  const value = req.body.value as Record<string, unknown> | null;
-  if (!value || typeof value !== 'object') return true;
-  const status = value.status;
-  const password = value.password;
-  return !(typeof status === 'string' && (userStatuses as readonly string[]).includes(status)) && !(typeof password === 'string' && passwordPolicyProblem(password) === null);
-});
+const bodyRequests: fc.Arbitrary<Req> = fc
+  .oneof(
+    fc
+      .record({ role: role(...everyone), body: bodyFor(fields.login) })
+      .map((r) => ({ ...r, method: 'POST', path: '/v1/auth/login' })),
+    fc
+      .record({ role: role(...everyone), body: bodyFor(fields.refresh) })
+      .map((r) => ({ ...r, method: 'POST', path: '/v1/auth/refresh' })),
+    // The refresh token where the endpoint wants it: in Authorization and in the body (random, so never a stored one).
+    fc
+      .record({
+        token: fc.stringMatching(/^rt_[A-Za-z0-9_-]{1,60}$/),
+        same: fc.boolean(),
+        other: fc.stringMatching(/^[A-Za-z0-9_-]{1,40}$/),
+      })
+      .map(({ token, same, other }) => ({
+        role: 'anonymous' as const,
+        method: 'POST',
+        path: '/v1/auth/refresh',
+        headers: { authorization: `Bearer ${token}` },
+        body: {
+          kind: 'json' as const,
+          value: { refresh_token: same ? token : other },
+          contentType: 'application/json',
+          withLength: true,
+        },
+      })),
+    fc
+      .record({ role: role(...everyone), body: bodyFor(fields.endSession) })
+      .map((r) => ({ ...r, method: 'DELETE', path: '/v1/auth/session' })),
+    fc
+      .record({ role: role(...everyone), body: bodyFor(fields.createUser), query: queryString })
+      .map(({ query, ...r }) => ({ ...r, method: 'POST', path: `/v1/users${query}` })),
+    fc
+      .record({
+        role: role(...everyone),
+        id: fc.oneof(fc.constantFrom('$OWN', '$MEMBER', '$ADMIN'), junkIdSegment),
+        body: bodyFor(fields.patchUser),
+      })
+      .map(({ id, ...r }) => ({ ...r, method: 'PATCH', path: `/v1/users/${id}` })),
+    // DELETE /v1/users/{id}: never the member (an owner or admin would really delete it) and never the
+    // owner as an admin (that succeeds); the owner by anyone else and the admin by anyone must be refused.
+    fc
+      .record({
+        role: role(...everyone),
+        id: fc.oneof(fc.constant('$ADMIN'), junkIdSegment),
+        body: bodyFor(fields.none),
+      })
+      .map(({ id, ...r }) => ({ ...r, method: 'DELETE', path: `/v1/users/${id}`, mustRefuse: id === '$ADMIN' })),
+    fc
+      .record({ role: role('owner', 'member', 'bad_token', 'anonymous'), body: bodyFor(fields.none) })
+      .map((r) => ({ ...r, method: 'DELETE', path: '/v1/users/$OWN', mustRefuse: true })),
+    fc
+      .record({ role: role(...everyone), body: bodyFor(fields.createAccount) })
+      .map((r) => ({ ...r, method: 'POST', path: '/v1/accounts' })),
+    fc
+      .record({ role: role(...everyone), body: bodyFor(fields.patchAccount) })
+      .map((r) => ({ ...r, method: 'PATCH', path: '/v1/account' })),
+    // Closing the account: only callers that must be refused (a member, an admin naming no account, a bad token, nobody).
+    fc
+      .record({ role: role('member', 'admin', 'bad_token', 'anonymous'), body: bodyFor(fields.none) })
+      .map((r) => ({ ...r, method: 'DELETE', path: '/v1/account', mustRefuse: true })),
+    fc
+      .record({ role: role(...everyone), body: bodyFor(fields.createKey) })
+      .map((r) => ({ ...r, method: 'POST', path: '/v1/api_keys' })),
+    fc
+      .record({ role: role(...everyone), id: junkIdSegment, body: bodyFor(fields.none) })
+      .map(({ id, ...r }) => ({ ...r, method: 'DELETE', path: `/v1/api_keys/${id}` })),
+  )
+  .filter((req) => {
+    // No generated request may change a password or a status we rely on (see fields.patchUser); belt and braces.
+    if (req.method !== 'PATCH' || !req.path.startsWith('/v1/users/') || req.body?.kind !== 'json') return true;
+    const value = req.body.value as Record<string, unknown> | null;
+    if (!value || typeof value !== 'object') return true;
+    const status = value.status;
+    const password = value.password;
+    return (
+      !(typeof status === 'string' && (userStatuses as readonly string[]).includes(status)) &&
+      !(typeof password === 'string' && passwordPolicyProblem(password) === null)
+    );
+  });
 
 /** The identity endpoints that read, with junk query strings and path ids. */
 const queryRequests: fc.Arbitrary<Req> = fc
   .record({
     role: role(...everyone),
     path: fc.oneof(
-      fc.constantFrom('/v1/users', '/v1/accounts', '/v1/account', '/v1/api_keys', '/v1/users/$OWN', '/v1/users/$MEMBER', '/v1/users/$ADMIN'),
+      fc.constantFrom(
+        '/v1/users',
+        '/v1/accounts',
+        '/v1/account',
+        '/v1/api_keys',
+        '/v1/users/$OWN',
+        '/v1/users/$MEMBER',
+        '/v1/users/$ADMIN',
+      ),
       junkIdSegment.map((id) => `/v1/users/${id}`),
     ),
     query: queryString,
@@ -352,7 +567,12 @@ describe('identity endpoints under malformed input', () => {
     sessions.owner = { token: engine.tenant.accessToken, sessionId: engine.tenant.sessionId };
 
     ids.memberEmail = `member-${randomBytes(3).toString('hex')}@example.com`;
-    const member = await engine.call('POST', '/v1/users', { email: ids.memberEmail, password: testPassword, name: 'Member', role: 'member' });
+    const member = await engine.call('POST', '/v1/users', {
+      email: ids.memberEmail,
+      password: testPassword,
+      name: 'Member',
+      role: 'member',
+    });
     expect(member.status).toBe(201);
     ids.member = member.body.id;
     credentials.member = { email: ids.memberEmail, password: testPassword };
@@ -371,7 +591,10 @@ describe('identity endpoints under malformed input', () => {
 
   afterAll(async () => {
     if (stats.requests) {
-      const refused = [...stats.refused.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
+      const refused = [...stats.refused.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([s, n]) => `${s}×${n}`)
+        .join(' ');
       console.log(`identity fuzz: ${stats.requests} requests, ${stats.success} accepted, refused: ${refused}`);
     }
     await engine?.close();
@@ -383,7 +606,8 @@ describe('identity endpoints under malformed input', () => {
 
   /** Row counts and a fingerprint of every mutable column of the identity tables (login_attempts excepted). */
   async function snapshot() {
-    const fingerprint = (table: string) => `(select md5(coalesce(string_agg(row_to_json(t)::text, ',' order by id), '')) from ${table} t)`;
+    const fingerprint = (table: string) =>
+      `(select md5(coalesce(string_agg(row_to_json(t)::text, ',' order by id), '')) from ${table} t)`;
     const [row] = await sql<Record<string, unknown>>(`
       select (select count(*)::int from accounts) as accounts,
              (select count(*)::int from users) as users,
@@ -409,7 +633,8 @@ describe('identity endpoints under malformed input', () => {
         .replaceAll('$SESSION_admin', sessions.admin.sessionId);
     }
     if (Array.isArray(value)) return value.map(resolve);
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]));
+    if (value && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]));
     return value;
   }
 
@@ -427,13 +652,20 @@ describe('identity endpoints under malformed input', () => {
   }
 
   async function send(req: Req) {
-    const path = req.path.replaceAll('$OWN', ids.own).replaceAll('$MEMBER', ids.member).replaceAll('$ADMIN', ids.admin).replaceAll('%24ACCOUNT_ID', ids.account);
+    const path = req.path
+      .replaceAll('$OWN', ids.own)
+      .replaceAll('$MEMBER', ids.member)
+      .replaceAll('$ADMIN', ids.admin)
+      .replaceAll('%24ACCOUNT_ID', ids.account);
     const headers: Record<string, string> = { ...headersFor(req.role), ...req.headers };
     const init: RequestInit = { method: req.method, headers };
     if (req.body) {
       const { body } = req;
       // Bytes, so that fetch adds no content type of its own; a real server would always see a length.
-      const bytes = body.kind === 'bytes' ? body.bytes : Buffer.from(body.kind === 'json' ? JSON.stringify(resolve(body.value)) ?? '' : body.text, 'utf8');
+      const bytes =
+        body.kind === 'bytes'
+          ? body.bytes
+          : Buffer.from(body.kind === 'json' ? (JSON.stringify(resolve(body.value)) ?? '') : body.text, 'utf8');
       init.body = bytes;
       if (body.contentType !== null) headers['content-type'] = body.contentType;
       if (body.withLength) headers['content-length'] = String(bytes.byteLength);
@@ -453,18 +685,24 @@ describe('identity endpoints under malformed input', () => {
     const body = !req.body
       ? 'no body'
       : `${req.body.contentType ?? '(no content-type)'}${req.body.withLength ? '' : ' (no content-length)'} ${
-          req.body.kind === 'json' ? JSON.stringify(req.body.value) : req.body.kind === 'text' ? JSON.stringify(req.body.text) : `bytes[${req.body.bytes.length}]`
+          req.body.kind === 'json'
+            ? JSON.stringify(req.body.value)
+            : req.body.kind === 'text'
+              ? JSON.stringify(req.body.text)
+              : `bytes[${req.body.bytes.length}]`
         }`;
-    return `${req.role} ${req.method} ${path} ${req.headers ? JSON.stringify(req.headers) + ' ' : ''}${body}`.slice(0, 1500);
+    return `${req.role} ${req.method} ${path} ${req.headers ? JSON.stringify(req.headers) + ' ' : ''}${body}`.slice(
+      0,
+      1500,
+    );
   }
 
   /** After an accepted request: log back in whoever's session it ended. */
   async function afterSuccess() {
-    const revoked = await sql<{ id: string }>(`select id from sessions where id in (?, ?, ?) and revoked_at is not null`, [
-      sessions.owner.sessionId,
-      sessions.member.sessionId,
-      sessions.admin.sessionId,
-    ]);
+    const revoked = await sql<{ id: string }>(
+      `select id from sessions where id in (?, ?, ?) and revoked_at is not null`,
+      [sessions.owner.sessionId, sessions.member.sessionId, sessions.admin.sessionId],
+    );
     for (const who of ['owner', 'member', 'admin'] as const) {
       if (!revoked.some((r) => r.id === sessions[who].sessionId)) continue;
       const session = await engine.login(credentials[who].email, credentials[who].password);
@@ -489,52 +727,77 @@ describe('identity endpoints under malformed input', () => {
       return;
     }
     stats.refused.set(response.status, (stats.refused.get(response.status) ?? 0) + 1);
-    expect(response.body !== null && typeof response.body === 'object' && !Array.isArray(response.body), label).toBe(true);
+    expect(response.body !== null && typeof response.body === 'object' && !Array.isArray(response.body), label).toBe(
+      true,
+    );
     expect(Object.keys(response.body).sort(), label).toEqual(['error', 'message']);
     expect(typeof response.body.error, label).toBe('string');
     expect(typeof response.body.message, label).toBe('string');
-    expect(errorStatus[response.body.error as keyof typeof errorStatus], `status of code "${response.body.error}": ${label}`).toBe(response.status);
+    expect(
+      errorStatus[response.body.error as keyof typeof errorStatus],
+      `status of code "${response.body.error}": ${label}`,
+    ).toBe(response.status);
     expect(after, `a refused request wrote: ${label}`).toEqual(before);
   }
 
-  it('bodies: malformed JSON, wrong types and values, wrong content types, as every caller', { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) }, async () => {
-    await fc.assert(
-      fc.asyncProperty(bodyRequests, badTokens, async (req, token) => {
-        badToken = token;
-        await check(req);
-      }),
-      fuzzOptions(100),
-    );
-  });
+  it(
+    'bodies: malformed JSON, wrong types and values, wrong content types, as every caller',
+    { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) },
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(bodyRequests, badTokens, async (req, token) => {
+          badToken = token;
+          await check(req);
+        }),
+        fuzzOptions(100),
+      );
+    },
+  );
 
-  it('query strings and path ids: junk values, repeated keys, percent-encoding, as every caller', { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) }, async () => {
-    await fc.assert(
-      fc.asyncProperty(queryRequests, badTokens, async (req, token) => {
-        badToken = token;
-        await check(req);
-      }),
-      fuzzOptions(50),
-    );
-  });
+  it(
+    'query strings and path ids: junk values, repeated keys, percent-encoding, as every caller',
+    { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) },
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(queryRequests, badTokens, async (req, token) => {
+          badToken = token;
+          await check(req);
+        }),
+        fuzzOptions(50),
+      );
+    },
+  );
 
-  it('the destructive calls stay refused for whoever may not make them', { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) }, async () => {
-    // Closing the account and deleting the owner, by every caller that may not, whatever the body.
-    const refused = fc.oneof(
-      fc.record({ role: role('member', 'admin', 'bad_token', 'anonymous'), body: bodyFor(fields.none) }).map((r) => ({ ...r, method: 'DELETE', path: '/v1/account', mustRefuse: true })),
-      fc.record({ role: role('owner', 'member', 'bad_token', 'anonymous'), body: bodyFor(fields.none) }).map((r) => ({ ...r, method: 'DELETE', path: '/v1/users/$OWN', mustRefuse: true })),
-    );
-    await fc.assert(
-      fc.asyncProperty(refused, badTokens, async (req, token) => {
-        badToken = token;
-        await check(req);
-      }),
-      fuzzOptions(20),
-    );
-    // And the tenant is whole afterwards.
-    const account = await engine.call('GET', '/v1/account', undefined, { authorization: `Bearer ${sessions.owner.token}` });
-    expect(account.status).toBe(200);
-    expect(account.body.status).toBe('active');
-    const own = await engine.call('GET', `/v1/users/${ids.own}`, undefined, { authorization: `Bearer ${sessions.owner.token}` });
-    expect(own.status).toBe(200);
-  });
+  it(
+    'the destructive calls stay refused for whoever may not make them',
+    { timeout: 120_000 * Math.max(1, Number(process.env.IDENTITY_FUZZ_SCALE ?? 1)) },
+    async () => {
+      // Closing the account and deleting the owner, by every caller that may not, whatever the body.
+      const refused = fc.oneof(
+        fc
+          .record({ role: role('member', 'admin', 'bad_token', 'anonymous'), body: bodyFor(fields.none) })
+          .map((r) => ({ ...r, method: 'DELETE', path: '/v1/account', mustRefuse: true })),
+        fc
+          .record({ role: role('owner', 'member', 'bad_token', 'anonymous'), body: bodyFor(fields.none) })
+          .map((r) => ({ ...r, method: 'DELETE', path: '/v1/users/$OWN', mustRefuse: true })),
+      );
+      await fc.assert(
+        fc.asyncProperty(refused, badTokens, async (req, token) => {
+          badToken = token;
+          await check(req);
+        }),
+        fuzzOptions(20),
+      );
+      // And the tenant is whole afterwards.
+      const account = await engine.call('GET', '/v1/account', undefined, {
+        authorization: `Bearer ${sessions.owner.token}`,
+      });
+      expect(account.status).toBe(200);
+      expect(account.body.status).toBe('active');
+      const own = await engine.call('GET', `/v1/users/${ids.own}`, undefined, {
+        authorization: `Bearer ${sessions.owner.token}`,
+      });
+      expect(own.status).toBe(200);
+    },
+  );
 });

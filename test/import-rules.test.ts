@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
 import { describe, expect, it } from 'vitest';
+
 import { checkImportRules } from '../dev/import-rules.ts';
 
 const repo = path.resolve(import.meta.dirname, '..');
@@ -26,7 +28,9 @@ describe('import rules (dev/import-rules.ts)', () => {
       'api/routes/a.ts': "import { b } from './b.ts';\nexport const a = b;\n",
       'api/routes/b.ts': 'export const b = 1;\n',
     });
-    expect(checkImportRules(root)).toEqual([expect.stringContaining('api/routes/a.ts imports api/routes/b.ts: a route file imports another route file')]);
+    expect(checkImportRules(root)).toEqual([
+      expect.stringContaining('api/routes/a.ts imports api/routes/b.ts: a route file imports another route file'),
+    ]);
   });
 
   it('refuse an activity or a service that imports api/', () => {
@@ -44,11 +48,16 @@ describe('import rules (dev/import-rules.ts)', () => {
 
   it('let workflows import activities for their types only', () => {
     const root = tree({
-      'workflows/w.ts': "import type { Activities } from '../activities/index.ts';\nimport { helper } from '../activities/helper.ts';\nexport type A = Activities;\nexport const h = helper;\n",
+      'workflows/w.ts':
+        "import type { Activities } from '../activities/index.ts';\nimport { helper } from '../activities/helper.ts';\nexport type A = Activities;\nexport const h = helper;\n",
       'activities/index.ts': 'export type Activities = {};\n',
       'activities/helper.ts': 'export const helper = 1;\n',
     });
-    expect(checkImportRules(root)).toEqual([expect.stringContaining('workflows/w.ts imports activities/helper.ts: workflows/ may not import activities/ except with `import type`')]);
+    expect(checkImportRules(root)).toEqual([
+      expect.stringContaining(
+        'workflows/w.ts imports activities/helper.ts: workflows/ may not import activities/ except with `import type`',
+      ),
+    ]);
   });
 
   it('find a cycle of value imports, and ignore one closed only by type imports', () => {
@@ -59,6 +68,8 @@ describe('import rules (dev/import-rules.ts)', () => {
       'domain/x.ts': "import type { Y } from './y.ts';\nexport type X = Y;\n",
       'domain/y.ts': "import type { X } from './x.ts';\nexport type Y = X | 1;\n",
     });
-    expect(checkImportRules(root)).toEqual(['import cycle: services/a.ts → services/b.ts → services/c.ts → services/a.ts']);
+    expect(checkImportRules(root)).toEqual([
+      'import cycle: services/a.ts → services/b.ts → services/c.ts → services/a.ts',
+    ]);
   });
 });

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSmtpMailer } from '../services/mailer.ts';
-import { createTimeSkippingEnv } from './helpers/temporal.ts';
-import { startSmtpCapture, type SmtpCapture } from './helpers/smtp.ts';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { createSmtpMailer } from '../services/mailer.ts';
+import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
+import { createTimeSkippingEnv } from './helpers/temporal.ts';
 
 describe('test infrastructure', () => {
   describe('time-skipping environment on our own test server', () => {
@@ -31,7 +32,13 @@ describe('test infrastructure', () => {
 
     it('receives what the mailer sends over real SMTP and parses it', async () => {
       const mailer = createSmtpMailer(smtp.url, 'Billing <billing@example.com>');
-      await mailer.send({ to: 'ada@example.com', subject: 'Your receipt', text: 'Paid $20.00', html: '<p>Paid <b>$20.00</b></p>', messageId: '<evt_1.receipt@billing.local>' });
+      await mailer.send({
+        to: 'ada@example.com',
+        subject: 'Your receipt',
+        text: 'Paid $20.00',
+        html: '<p>Paid <b>$20.00</b></p>',
+        messageId: '<evt_1.receipt@billing.local>',
+      });
       mailer.close();
       const [mail] = await smtp.waitFor(1);
       expect(mail.envelopeTo).toEqual(['ada@example.com']);

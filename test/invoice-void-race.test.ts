@@ -6,6 +6,7 @@
  * (services/invoice-void.ts), between the workflow's own steps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Invoice, Transaction } from '../db/entities/index.ts';
 import type { TestEngine } from './helpers/engine.ts';
 import { pastDueSubscription, startGatedEngine } from './helpers/gated-processor.ts';
@@ -23,39 +24,55 @@ describe('voiding an invoice its subscription is charging', () => {
 
   const pastDue = (email: string) => pastDueSubscription(engine, email);
 
-  it('a void arriving while the retry charges waits for the charge, then is refused: the invoice is paid, never paid and void', { timeout: 60_000 }, async () => {
-    const { id, customerId, invoiceId } = await pastDue('void-race@example.com');
-    const { inCharge, open } = hold();
-    // A new card retries the past-due invoice at once; its charge stops at the gate.
-    expect((await engine.call('PATCH', `/v1/customers/${customerId}`, { payment_method: 'pm_card_visa' })).status).toBe(200);
-    await inCharge;
+  it(
+    'a void arriving while the retry charges waits for the charge, then is refused: the invoice is paid, never paid and void',
+    { timeout: 60_000 },
+    async () => {
+      const { id, customerId, invoiceId } = await pastDue('void-race@example.com');
+      const { inCharge, open } = hold();
+      // A new card retries the past-due invoice at once; its charge stops at the gate.
+      expect(
+        (await engine.call('PATCH', `/v1/customers/${customerId}`, { payment_method: 'pm_card_visa' })).status,
+      ).toBe(200);
+      await inCharge;
 
-    let answered = false;
-    const voided = engine.call('POST', `/v1/invoices/${invoiceId}/void`).finally(() => (answered = true));
-    await sleep(1_500);
-    expect(answered).toBe(false);
-    open();
+      let answered = false;
+      const voided = engine.call('POST', `/v1/invoices/${invoiceId}/void`).finally(() => (answered = true));
+      await sleep(1_500);
+      expect(answered).toBe(false);
+      open();
 
-    const answer = await voided;
-    expect(answer.status).toBe(409);
-    expect(answer.body.error).toBe('invalid_state');
-    const invoice = await em().findOneOrFail(Invoice, { id: invoiceId });
-    expect(invoice.status).toBe('paid');
-    expect(await em().count(Transaction, { invoiceId, type: 'payment', status: 'succeeded' })).toBe(1);
-    expect((await engine.call('GET', `/v1/subscriptions/${id}`)).body).toMatchObject({ status: 'active', dunning: null });
-  });
+      const answer = await voided;
+      expect(answer.status).toBe(409);
+      expect(answer.body.error).toBe('invalid_state');
+      const invoice = await em().findOneOrFail(Invoice, { id: invoiceId });
+      expect(invoice.status).toBe('paid');
+      expect(await em().count(Transaction, { invoiceId, type: 'payment', status: 'succeeded' })).toBe(1);
+      expect((await engine.call('GET', `/v1/subscriptions/${id}`)).body).toMatchObject({
+        status: 'active',
+        dunning: null,
+      });
+    },
+  );
 
-  it('a past-due invoice voided with no charge in flight: void at once, its dunning ends, nothing charged', { timeout: 60_000 }, async () => {
-    const { id, invoiceId } = await pastDue('void-calm@example.com');
-    const answer = await engine.call('POST', `/v1/invoices/${invoiceId}/void`);
-    expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ id: invoiceId, status: 'void' });
-    expect((await engine.call('GET', `/v1/subscriptions/${id}`)).body).toMatchObject({ status: 'active', dunning: null });
-    expect(await em().count(Transaction, { invoiceId, type: 'payment', status: 'succeeded' })).toBe(0);
-    // Voiding twice is refused as before.
-    const again = await engine.call('POST', `/v1/invoices/${invoiceId}/void`);
-    expect([again.status, again.body.error]).toEqual([409, 'invalid_state']);
-  });
+  it(
+    'a past-due invoice voided with no charge in flight: void at once, its dunning ends, nothing charged',
+    { timeout: 60_000 },
+    async () => {
+      const { id, invoiceId } = await pastDue('void-calm@example.com');
+      const answer = await engine.call('POST', `/v1/invoices/${invoiceId}/void`);
+      expect(answer.status).toBe(200);
+      expect(answer.body).toMatchObject({ id: invoiceId, status: 'void' });
+      expect((await engine.call('GET', `/v1/subscriptions/${id}`)).body).toMatchObject({
+        status: 'active',
+        dunning: null,
+      });
+      expect(await em().count(Transaction, { invoiceId, type: 'payment', status: 'succeeded' })).toBe(0);
+      // Voiding twice is refused as before.
+      const again = await engine.call('POST', `/v1/invoices/${invoiceId}/void`);
+      expect([again.status, again.body.error]).toEqual([409, 'invalid_state']);
+    },
+  );
 
   it('an invoice of an ended subscription is voided directly', { timeout: 60_000 }, async () => {
     const { id, invoiceId } = await pastDue('void-ended@example.com');

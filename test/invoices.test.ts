@@ -1,13 +1,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+
 import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openInvoice, settleInvoice, type OpenInvoiceInput } from '../services/invoices.ts';
+
 import { Invoice, InvoiceNumberCounter } from '../db/entities/index.ts';
 import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
-import { oneMonthAfter } from './helpers/calendar.ts';
-import { eventually } from './helpers/temporal.ts';
-import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
 import { invoicePdfUrl } from '../objects/invoice.ts';
+import { openInvoice, type OpenInvoiceInput, settleInvoice } from '../services/invoices.ts';
+import { oneMonthAfter } from './helpers/calendar.ts';
+import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
+import { eventually } from './helpers/temporal.ts';
 
 const day = 86_400_000;
 /** What the invoice activities need to show an invoice in its events (the signed PDF link). */
@@ -15,8 +17,18 @@ const linksOf = (engine: TestEngine) => ({ invoicePdfUrl: (id: string) => invoic
 
 /** A customer (Ada) and a plan in the tenant and mode the headers name, through the API. */
 async function seed(engine: TestEngine, headers: Record<string, string> = {}, plan: Record<string, unknown> = {}) {
-  const customer = await engine.call('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada Lovelace', payment_method: 'pm_card_visa' }, headers);
-  const created = await engine.call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 0, ...plan }, headers);
+  const customer = await engine.call(
+    'POST',
+    '/v1/customers',
+    { email: 'ada@example.com', name: 'Ada Lovelace', payment_method: 'pm_card_visa' },
+    headers,
+  );
+  const created = await engine.call(
+    'POST',
+    '/v1/plans',
+    { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 0, ...plan },
+    headers,
+  );
   expect([customer.status, created.status]).toEqual([201, 201]);
   return { customerId: customer.body.id as string, planId: created.body.id as string };
 }
@@ -76,15 +88,28 @@ describe('invoices', () => {
     expect(afterStart.status).toBe(200);
     expect(afterStart.body.data.map((i: any) => i.number)).toEqual(['ACME-0002', 'ACME-0001']);
     await engine.env.sleep(62 * day);
-    await eventually(() => engine.db.orm.em.fork().count(Invoice, { accountId: engine.tenant.accountId }), (n) => n === 6);
-    await eventually(() => engine.db.orm.em.fork().count(Invoice, { accountId: engine.tenant.accountId, status: 'paid' }), (n) => n === 6);
+    await eventually(
+      () => engine.db.orm.em.fork().count(Invoice, { accountId: engine.tenant.accountId }),
+      (n) => n === 6,
+    );
+    await eventually(
+      () => engine.db.orm.em.fork().count(Invoice, { accountId: engine.tenant.accountId, status: 'paid' }),
+      (n) => n === 6,
+    );
 
     const list = await engine.call('GET', '/v1/invoices');
     expect(list.status).toBe(200);
     expect(list.body.object).toBe('list');
     expect(list.body.has_more).toBe(false);
     acme = list.body.data;
-    expect(acme.map((i) => i.number)).toEqual(['ACME-0006', 'ACME-0005', 'ACME-0004', 'ACME-0003', 'ACME-0002', 'ACME-0001']);
+    expect(acme.map((i) => i.number)).toEqual([
+      'ACME-0006',
+      'ACME-0005',
+      'ACME-0004',
+      'ACME-0003',
+      'ACME-0002',
+      'ACME-0001',
+    ]);
     // Two subscriptions renewing in turn: their invoices alternate.
     expect(acme.map((i) => i.subscription_id)).toEqual([1, 0, 1, 0, 1, 0].map((n) => acmeSubscriptions[n]));
 
@@ -142,7 +167,9 @@ describe('invoices', () => {
       paid_at: expect.any(String),
       voided_at: null,
       marked_uncollectible_at: null,
-      pdf: expect.stringMatching(new RegExp(`^${engine.config.publicUrl}/invoices/${oldest.id}/pdf\\?token=[A-Za-z0-9_-]{43}$`)),
+      pdf: expect.stringMatching(
+        new RegExp(`^${engine.config.publicUrl}/invoices/${oldest.id}/pdf\\?token=[A-Za-z0-9_-]{43}$`),
+      ),
       // A subscription's invoice is charged at once, open when issued (one-off invoices: test/one-off-invoices.test.ts).
       collection_method: 'charge_automatically',
       days_until_due: null,
@@ -167,7 +194,7 @@ describe('invoices', () => {
     expect(Date.now() - wallStart).toBeLessThan(20_000);
   });
 
-  it('GET /invoices (SPEC.md\'s name) is the same list with the same authentication', async () => {
+  it("GET /invoices (SPEC.md's name) is the same list with the same authentication", async () => {
     const alias = await engine.call('GET', '/invoices');
     expect(alias.status).toBe(200);
     expect(alias.body).toEqual({ object: 'list', data: acme, has_more: false });
@@ -209,14 +236,22 @@ describe('invoices', () => {
     expect(await page(`limit=2&ending_before=${ids[2]}`)).toEqual({ ids: ids.slice(0, 2), hasMore: false });
     expect(await page(`limit=100&starting_after=${ids[5]}`)).toEqual({ ids: [], hasMore: false });
     expect((await page('')).ids).toHaveLength(6);
-    for (const query of ['limit=0', 'limit=101', 'limit=two', 'starting_after=nope', `starting_after=${ids[0]}&ending_before=${ids[1]}`, 'status=pending', 'sort=asc']) {
+    for (const query of [
+      'limit=0',
+      'limit=101',
+      'limit=two',
+      'starting_after=nope',
+      `starting_after=${ids[0]}&ending_before=${ids[1]}`,
+      'status=pending',
+      'sort=asc',
+    ]) {
       const response = await engine.call('GET', `/v1/invoices?${query}`);
       expect(response.status, query).toBe(400);
       expect(response.body.error).toBe('invalid_request');
     }
   });
 
-  it('numbers per account and per mode; another tenant\'s invoice is not_found', async () => {
+  it("numbers per account and per mode; another tenant's invoice is not_found", async () => {
     const globex: Tenant = await engine.signUp({ name: 'Globex Corporation' });
     const { customerId, planId } = await seed(engine, globex.headers);
     const subscriptionId = await subscribe(engine, customerId, planId, globex.headers);
@@ -257,7 +292,15 @@ describe('invoices', () => {
       accountId: tenant.accountId,
       customerId: 'cus_concurrency',
       currency: 'USD',
-      lines: [{ description: 'Pro', amount: 1500, quantity: 2, period_start: '2026-01-31T00:00:00.000Z', period_end: '2026-02-28T00:00:00.000Z' }],
+      lines: [
+        {
+          description: 'Pro',
+          amount: 1500,
+          quantity: 2,
+          period_start: '2026-01-31T00:00:00.000Z',
+          period_end: '2026-02-28T00:00:00.000Z',
+        },
+      ],
       periodStart: '2026-01-31T00:00:00.000Z',
       periodEnd: '2026-02-28T00:00:00.000Z',
       issuedAt: '2026-01-31T00:00:00.000Z',
@@ -271,7 +314,9 @@ describe('invoices', () => {
 
     it('twelve concurrent invoices of one account get twelve consecutive numbers', async () => {
       const opened = await Promise.all(Array.from({ length: 12 }, (_, n) => open(`concurrent:${n}`)));
-      expect(opened.map((o) => o.number).sort()).toEqual(Array.from({ length: 12 }, (_, n) => formatInvoiceNumber('INITEC', n + 1)));
+      expect(opened.map((o) => o.number).sort()).toEqual(
+        Array.from({ length: 12 }, (_, n) => formatInvoiceNumber('INITEC', n + 1)),
+      );
       expect(new Set(opened.map((o) => o.invoiceId)).size).toBe(12);
       expect(opened.every((o) => o.amountDue === 3000)).toBe(true);
     });
@@ -285,24 +330,40 @@ describe('invoices', () => {
       expect((await open('after')).number).toBe('INITEC-0015');
       const em = engine.db.orm.em.fork();
       expect(await em.count(Invoice, { accountId: tenant.accountId })).toBe(15);
-      expect(await em.findOneOrFail(InvoiceNumberCounter, { accountId: tenant.accountId, livemode: true })).toMatchObject({ prefix: 'INITEC', lastNumber: 15 });
+      expect(
+        await em.findOneOrFail(InvoiceNumberCounter, { accountId: tenant.accountId, livemode: true }),
+      ).toMatchObject({ prefix: 'INITEC', lastNumber: 15 });
     });
 
     it('void and mark_uncollectible move an open invoice once; anything else is 409 invalid_state', async () => {
       const headers = tenant.headers;
       const [a, b, c] = await Promise.all(['transition:a', 'transition:b', 'transition:c'].map(open));
-      const post = (id: string, action: string, body?: unknown) => engine.call('POST', `/v1/invoices/${id}/${action}`, body, headers);
+      const post = (id: string, action: string, body?: unknown) =>
+        engine.call('POST', `/v1/invoices/${id}/${action}`, body, headers);
 
       const marked = await post(a!.invoiceId, 'mark_uncollectible');
       expect(marked.status).toBe(200);
-      expect(marked.body).toMatchObject({ id: a!.invoiceId, status: 'uncollectible', amount_due: 3000, amount_remaining: 3000, voided_at: null });
+      expect(marked.body).toMatchObject({
+        id: a!.invoiceId,
+        status: 'uncollectible',
+        amount_due: 3000,
+        amount_remaining: 3000,
+        voided_at: null,
+      });
       expect(Date.parse(marked.body.marked_uncollectible_at)).toBeGreaterThan(Date.now() - 60_000);
       const twice = await post(a!.invoiceId, 'mark_uncollectible');
       expect(twice.status).toBe(409);
-      expect(twice.body).toEqual({ error: 'invalid_state', message: `Invoice ${a!.number} is uncollectible and cannot be marked uncollectible.` });
+      expect(twice.body).toEqual({
+        error: 'invalid_state',
+        message: `Invoice ${a!.number} is uncollectible and cannot be marked uncollectible.`,
+      });
       const voided = await post(a!.invoiceId, 'void');
       expect(voided.status).toBe(200);
-      expect(voided.body).toMatchObject({ status: 'void', amount_remaining: 0, marked_uncollectible_at: marked.body.marked_uncollectible_at });
+      expect(voided.body).toMatchObject({
+        status: 'void',
+        amount_remaining: 0,
+        marked_uncollectible_at: marked.body.marked_uncollectible_at,
+      });
       expect(voided.body.voided_at).not.toBeNull();
       for (const action of ['void', 'mark_uncollectible']) {
         const refused = await post(a!.invoiceId, action);
@@ -310,14 +371,28 @@ describe('invoices', () => {
         expect(refused.body.error).toBe('invalid_state');
       }
       // A late payment does not revive a void invoice.
-      await settleInvoice(engine.db.orm.em.fork(), linksOf(engine), a!.invoiceId, { status: 'succeeded', chargeId: 'ch_late' });
+      await settleInvoice(engine.db.orm.em.fork(), linksOf(engine), a!.invoiceId, {
+        status: 'succeeded',
+        chargeId: 'ch_late',
+      });
       expect((await engine.call('GET', `/v1/invoices/${a!.invoiceId}`, undefined, headers)).body.status).toBe('void');
 
       // An uncollectible invoice that gets paid after all is paid; a paid one cannot be voided.
       expect((await post(b!.invoiceId, 'mark_uncollectible')).status).toBe(200);
-      await settleInvoice(engine.db.orm.em.fork(), linksOf(engine), b!.invoiceId, { status: 'succeeded', chargeId: 'ch_recovered' }, '2026-02-03T00:00:00.000Z');
+      await settleInvoice(
+        engine.db.orm.em.fork(),
+        linksOf(engine),
+        b!.invoiceId,
+        { status: 'succeeded', chargeId: 'ch_recovered' },
+        '2026-02-03T00:00:00.000Z',
+      );
       const paid = await engine.call('GET', `/v1/invoices/${b!.invoiceId}`, undefined, headers);
-      expect(paid.body).toMatchObject({ status: 'paid', amount_paid: 3000, amount_remaining: 0, paid_at: '2026-02-03T00:00:00.000Z' });
+      expect(paid.body).toMatchObject({
+        status: 'paid',
+        amount_paid: 3000,
+        amount_remaining: 0,
+        paid_at: '2026-02-03T00:00:00.000Z',
+      });
       for (const action of ['void', 'mark_uncollectible']) {
         const refused = await post(b!.invoiceId, action);
         expect(refused.status).toBe(409);
@@ -331,7 +406,10 @@ describe('invoices', () => {
       expect(unknownField.body.error).toBe('invalid_request');
       expect((await post('inv_does_not_exist', 'void')).status).toBe(404);
       expect((await engine.call('GET', `/v1/invoices/${c!.invoiceId}`, undefined, headers)).body.status).toBe('open');
-      const voidedC = await engine.call('POST', `/v1/invoices/${c!.invoiceId}/void`, '', { ...headers, 'content-type': 'application/x-www-form-urlencoded' });
+      const voidedC = await engine.call('POST', `/v1/invoices/${c!.invoiceId}/void`, '', {
+        ...headers,
+        'content-type': 'application/x-www-form-urlencoded',
+      });
       expect(voidedC.status).toBe(200);
       expect(voidedC.body.status).toBe('void');
       const statuses = await engine.call('GET', '/v1/invoices?status=void', undefined, headers);
@@ -341,22 +419,34 @@ describe('invoices', () => {
     it('numbers past 9999 grow a digit; the number is in the invoice, its invoice.created event and the API, never the placeholder', async () => {
       // The number is taken last, in SQL (services/invoices.ts numberInvoice): it must read as formatInvoiceNumber writes it.
       const em = engine.db.orm.em.fork();
-      await em.nativeUpdate(InvoiceNumberCounter, { accountId: tenant.accountId, livemode: true }, { lastNumber: 9998 });
+      await em.nativeUpdate(
+        InvoiceNumberCounter,
+        { accountId: tenant.accountId, livemode: true },
+        { lastNumber: 9998 },
+      );
       const [first, second] = [await open('digits:a'), await open('digits:b')];
-      expect([first.number, second.number]).toEqual([formatInvoiceNumber('INITEC', 9999), formatInvoiceNumber('INITEC', 10000)]);
+      expect([first.number, second.number]).toEqual([
+        formatInvoiceNumber('INITEC', 9999),
+        formatInvoiceNumber('INITEC', 10000),
+      ]);
       for (const opened of [first, second]) {
         expect((await em.fork().findOneOrFail(Invoice, { id: opened.invoiceId })).number).toBe(opened.number);
-        const [event] = await em.getConnection().execute<{ number: string }[]>(
-          `select data->'object'->>'number' as number from events where type = 'invoice.created' and data->'object'->>'id' = ?`,
-          [opened.invoiceId],
-        );
+        const [event] = await em
+          .getConnection()
+          .execute<
+            { number: string }[]
+          >(`select data->'object'->>'number' as number from events where type = 'invoice.created' and data->'object'->>'id' = ?`, [opened.invoiceId]);
         expect(event?.number).toBe(opened.number);
-        expect((await engine.call('GET', `/v1/invoices/${opened.invoiceId}`, undefined, tenant.headers)).body.number).toBe(opened.number);
+        expect(
+          (await engine.call('GET', `/v1/invoices/${opened.invoiceId}`, undefined, tenant.headers)).body.number,
+        ).toBe(opened.number);
       }
       // The EntityManager it was given does not keep the placeholder in its identity map.
       const shared = engine.db.orm.em.fork();
       const third = await openInvoice(shared, linksOf(engine), input('digits:c'));
-      expect((await shared.findOneOrFail(Invoice, { id: third.invoiceId })).number).toBe(formatInvoiceNumber('INITEC', 10001));
+      expect((await shared.findOneOrFail(Invoice, { id: third.invoiceId })).number).toBe(
+        formatInvoiceNumber('INITEC', 10001),
+      );
     });
   });
 
@@ -373,7 +463,8 @@ describe('invoices', () => {
 
       const text = await pdfText(signed.bytes);
       const account = await engine.call('GET', '/v1/account');
-      const date = (iso: string) => new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' }).format(new Date(iso));
+      const date = (iso: string) =>
+        new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' }).format(new Date(iso));
       for (const expected of [
         'Invoice',
         'PAID',
@@ -434,10 +525,15 @@ describe('invoices', () => {
       expect((await engine.call('GET', `/invoices/${oldest.id}/pdf`)).status).toBe(404);
     });
 
-    it('writes amounts in the currency\'s minor units (JPY has none) and marks test-mode and void invoices', async () => {
+    it("writes amounts in the currency's minor units (JPY has none) and marks test-mode and void invoices", async () => {
       const hooli = await engine.signUp({ name: 'Hooli' });
       const sandbox = { ...hooli.headers, 'x-sandbox-mode': 'true' };
-      const customer = await engine.call('POST', '/v1/customers', { email: 'gavin@example.jp', name: 'Gavin Belson', payment_method: 'pm_card_visa' }, sandbox);
+      const customer = await engine.call(
+        'POST',
+        '/v1/customers',
+        { email: 'gavin@example.jp', name: 'Gavin Belson', payment_method: 'pm_card_visa' },
+        sandbox,
+      );
       const opened = await openInvoice(engine.db.orm.em.fork(), linksOf(engine), {
         billingKey: 'jpy:1',
         subscriptionId: 'sub_jpy',
@@ -445,8 +541,21 @@ describe('invoices', () => {
         customerId: customer.body.id,
         currency: 'JPY',
         lines: [
-          { description: 'Team plan', amount: 12000, quantity: 3, period_start: '2026-03-01T00:00:00.000Z', period_end: '2026-04-01T00:00:00.000Z' },
-          { description: 'Unused time on Starter', amount: -1500, quantity: 1, period_start: '2026-03-15T00:00:00.000Z', period_end: '2026-04-01T00:00:00.000Z', proration: true },
+          {
+            description: 'Team plan',
+            amount: 12000,
+            quantity: 3,
+            period_start: '2026-03-01T00:00:00.000Z',
+            period_end: '2026-04-01T00:00:00.000Z',
+          },
+          {
+            description: 'Unused time on Starter',
+            amount: -1500,
+            quantity: 1,
+            period_start: '2026-03-15T00:00:00.000Z',
+            period_end: '2026-04-01T00:00:00.000Z',
+            proration: true,
+          },
         ],
         periodStart: '2026-03-01T00:00:00.000Z',
         periodEnd: '2026-04-01T00:00:00.000Z',
@@ -459,10 +568,31 @@ describe('invoices', () => {
         [36000, false],
         [-1500, true],
       ]);
-      expect(invoice).toMatchObject({ subtotal: 34500, total: 34500, amount_due: 34500, amount_paid: 0, amount_remaining: 34500, status: 'open', livemode: false });
+      expect(invoice).toMatchObject({
+        subtotal: 34500,
+        total: 34500,
+        amount_due: 34500,
+        amount_paid: 0,
+        amount_remaining: 34500,
+        status: 'open',
+        livemode: false,
+      });
 
       const text = await pdfText((await fetchRaw(engine, pathOf(invoice.pdf))).bytes);
-      for (const expected of ['OPEN', 'TEST MODE', 'HOOLI-0001', 'Gavin Belson', '¥34,500 due March 1, 2026', '¥12,000 ¥36,000', '-¥1,500', 'Proration', 'Subtotal ¥34,500', 'Amount paid ¥0', 'Amount due ¥34,500', 'Amounts in JPY']) {
+      for (const expected of [
+        'OPEN',
+        'TEST MODE',
+        'HOOLI-0001',
+        'Gavin Belson',
+        '¥34,500 due March 1, 2026',
+        '¥12,000 ¥36,000',
+        '-¥1,500',
+        'Proration',
+        'Subtotal ¥34,500',
+        'Amount paid ¥0',
+        'Amount due ¥34,500',
+        'Amounts in JPY',
+      ]) {
         expect(text, expected).toContain(expected);
       }
       expect(text).not.toMatch(/¥\d[\d,]*\.\d/);
@@ -477,7 +607,11 @@ describe('invoices', () => {
 
   it('the OpenAPI document lists the invoice endpoints', async () => {
     const doc = await engine.call('GET', '/openapi.json', undefined, { authorization: '' });
-    expect(Object.keys(doc.body.paths).filter((p) => p.includes('invoices')).sort()).toEqual([
+    expect(
+      Object.keys(doc.body.paths)
+        .filter((p) => p.includes('invoices'))
+        .sort(),
+    ).toEqual([
       '/invoices',
       '/invoices/{id}/pdf',
       '/v1/invoices',

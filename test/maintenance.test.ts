@@ -1,23 +1,38 @@
-import { MockActivityEnvironment } from '@temporalio/testing';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
 import { WorkflowNotFoundError } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { createActivities } from '../activities/index.ts';
-import { ensureMaintenanceWorkflow, maintenanceWorkflowId, pruneExpiredRows } from '../services/maintenance.ts';
+import {
+  AccountBalance,
+  BalanceTransaction,
+  Coupon,
+  Discount,
+  Event,
+  Export,
+  IdempotencyKey,
+  LedgerEntry,
+  LoginAttempt,
+  Payout,
+  SandboxProcessorCharge,
+  Transaction,
+} from '../db/entities/index.ts';
+import { createCustomerLinks } from '../domain/customer-links.ts';
+import { derivedId, newId } from '../domain/ids.ts';
+import { localExportStorage } from '../services/export-storage.ts';
+import { pruneExpiredExports } from '../services/exports.ts';
 import { createSmtpMailer, type Mailer } from '../services/mailer.ts';
+import { ensureMaintenanceWorkflow, maintenanceWorkflowId, pruneExpiredRows } from '../services/maintenance.ts';
 import { paymentChargeRequest, recordPaymentOutcome, recordPendingPayment } from '../services/payments.ts';
 import { createPayout } from '../services/payouts.ts';
 import { SandboxProcessor } from '../services/processors/sandbox.ts';
 import { newTransactionFields } from '../services/transactions.ts';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { derivedId, newId } from '../domain/ids.ts';
 import { discountEndWorkflowId } from '../workflows/discount-end.ts';
-import { localExportStorage } from '../services/export-storage.ts';
-import { pruneExpiredExports } from '../services/exports.ts';
-import { Coupon, Discount, Export, AccountBalance, BalanceTransaction, Event, IdempotencyKey, LedgerEntry, LoginAttempt, Payout, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
-import { createCustomerLinks } from '../domain/customer-links.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -40,9 +55,16 @@ describe('maintenance', () => {
   beforeAll(async () => {
     engine = await startTestEngine();
     mailer = createSmtpMailer(engine.mail.url, engine.config.mailFrom);
-    activities = createActivities({ orm: engine.db.orm, mailer, links: createCustomerLinks({ publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret }) });
+    activities = createActivities({
+      orm: engine.db.orm,
+      mailer,
+      links: createCustomerLinks({ publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret }),
+    });
     // The activities as the worker runs them: Context.current().client and the task queue come from the activity context.
-    activityEnv = new MockActivityEnvironment({ taskQueue: engine.taskQueue }, { client: engine.env.client, logger: new DefaultLogger('WARN') });
+    activityEnv = new MockActivityEnvironment(
+      { taskQueue: engine.taskQueue },
+      { client: engine.env.client, logger: new DefaultLogger('WARN') },
+    );
     processor = new SandboxProcessor(() => engine.db.orm.em.fork());
   });
   afterAll(async () => {
@@ -53,7 +75,12 @@ describe('maintenance', () => {
   const em = () => engine.db.orm.em.fork();
   /** The tenant's default USD payout destination (a PayPal receiver), added once. */
   const ensureDestination = async () => {
-    const added = await engine.call('POST', '/v1/bank_accounts', { type: 'paypal', account_holder_name: 'Maintenance', currency: 'USD', email: 'payouts@example.com' });
+    const added = await engine.call('POST', '/v1/bank_accounts', {
+      type: 'paypal',
+      account_holder_name: 'Maintenance',
+      currency: 'USD',
+      email: 'payouts@example.com',
+    });
     if (added.status !== 201 && added.status !== 409) throw new Error(JSON.stringify(added.body));
   };
   const reconcilePayments = () => activityEnv.run(activities.reconcileStuckPayments, stuckAfterMs);
@@ -69,9 +96,11 @@ describe('maintenance', () => {
    * move (two more entries, when skipped time reaches available_on) only changes which balance holds it, and is not counted.
    */
   const entries = async (id: string) =>
-    (await em().count(LedgerEntry, { transactionId: id })) - 2 * (await em().count(BalanceTransaction, { source: id, type: 'payment', status: 'available' }));
+    (await em().count(LedgerEntry, { transactionId: id })) -
+    2 * (await em().count(BalanceTransaction, { source: id, type: 'payment', status: 'available' }));
   const processorCharges = (id: string) => em().count(SandboxProcessorCharge, { idempotencyKey: `${id}:payment` });
-  const events = async (id: string) => (await em().find(Event, { transactionId: id }, { orderBy: { id: 'asc' } })).map((e) => e.type);
+  const events = async (id: string) =>
+    (await em().find(Event, { transactionId: id }, { orderBy: { id: 'asc' } })).map((e) => e.type);
   const workflowRun = async (id: string) => {
     try {
       const described = await engine.env.client.workflow.getHandle(id).describe();
@@ -86,7 +115,10 @@ describe('maintenance', () => {
    * POST /v1/transactions up to the crash: the pending row (as the API writes it), then
    * the processor charge with the API's key unless the crash came first. Then nothing more.
    */
-  async function crashedPayment(paymentMethod: string, options: { charged?: boolean; amount?: number } = {}): Promise<string> {
+  async function crashedPayment(
+    paymentMethod: string,
+    options: { charged?: boolean; amount?: number } = {},
+  ): Promise<string> {
     const fields = await newTransactionFields(em(), {
       accountId: engine.tenant.accountId,
       livemode: true,
@@ -143,7 +175,11 @@ describe('maintenance', () => {
   it('finalizes a card payment whose API died after the charge, with its ledger entries exactly once', async () => {
     // A payment's money arrives pending (available two days later): the balance here is available + pending.
     const balance = async () => {
-      const row = await em().findOne(AccountBalance, { accountId: engine.tenant.accountId, livemode: true, currency: 'USD' });
+      const row = await em().findOne(AccountBalance, {
+        accountId: engine.tenant.accountId,
+        livemode: true,
+        currency: 'USD',
+      });
       return (row?.available ?? 0) + (row?.pending ?? 0);
     };
     const before = await balance();
@@ -180,17 +216,27 @@ describe('maintenance', () => {
     expect(await entries(id)).toBe(2);
   });
 
-  it('records a declined card as failed with the processor\'s reason and no money moved', async () => {
+  it("records a declined card as failed with the processor's reason and no money moved", async () => {
     const id = await crashedPayment('pm_card_chargeDeclined');
     await backdate(Transaction, id, 3);
     expect(await reconcilePayments()).toEqual({ checked: 1, reconciled: 1, failed: 0 });
-    expect(await transaction(id)).toMatchObject({ status: 'failed', failure_code: 'card_declined', failure_message: 'Your card was declined.' });
+    expect(await transaction(id)).toMatchObject({
+      status: 'failed',
+      failure_code: 'card_declined',
+      failure_message: 'Your card was declined.',
+    });
     expect(await entries(id)).toBe(0);
     expect(await events(id)).toEqual(['transaction.created', 'transaction.failed', 'payment.failed']);
   });
 
   it('leaves alone a pending payment whose API started its workflow, and marks it so it is looked up once', async () => {
-    const created = await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 900, currency: 'USD', type: 'payment', payment_method: 'pm_bank_pendingFails' });
+    const created = await engine.call('POST', '/v1/transactions', {
+      account_id: engine.tenant.accountId,
+      amount: 900,
+      currency: 'USD',
+      type: 'payment',
+      payment_method: 'pm_bank_pendingFails',
+    });
     expect(created.status).toBe(201);
     const id: string = created.body.id;
     const started = await workflowRun(id);
@@ -208,10 +254,25 @@ describe('maintenance', () => {
 
   it('starts the payoutWorkflow of a payout whose API died after its commit, once; the payout is paid', async () => {
     const admin = { ...(await engine.admin()).headers, 'x-account-id': engine.tenant.accountId };
-    expect((await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, admin)).status).toBe(201);
+    expect(
+      (
+        await engine.call(
+          'POST',
+          '/v1/transactions',
+          { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' },
+          admin,
+        )
+      ).status,
+    ).toBe(201);
     await ensureDestination();
     // POST /v1/payouts up to the crash: the pending payout with its ledger posting, committed.
-    const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 2500, currency: 'USD', description: null });
+    const payout = await createPayout(em(), {
+      accountId: engine.tenant.accountId,
+      livemode: true,
+      amount: 2500,
+      currency: 'USD',
+      description: null,
+    });
     // One the API started normally, as old: found and left alone.
     const normal = await engine.call('POST', '/v1/payouts', { amount: 1500, currency: 'USD' });
     expect(normal.status).toBe(201);
@@ -244,7 +305,11 @@ describe('maintenance', () => {
 
   it('starts the end timer of a customer discount whose API died after its commit, once; the discount ends at its end', async () => {
     const customer = await engine.call('POST', '/v1/customers', { email: 'discount-timer@example.com' });
-    const coupon = await engine.call('POST', '/v1/coupons', { percent_off: 10, duration: 'repeating', duration_in_months: 1 });
+    const coupon = await engine.call('POST', '/v1/coupons', {
+      percent_off: 10,
+      duration: 'repeating',
+      duration_in_months: 1,
+    });
     expect([customer.status < 300, coupon.status < 300]).toEqual([true, true]);
     // POST /v1/customers/{id}/discount up to the crash: the row committed five minutes ago, no timer started.
     // Its end lies ahead of the test server's time (earlier cases skipped it on), so only the timer ends it.
@@ -252,7 +317,21 @@ describe('maintenance', () => {
     const end = new Date(Math.max(Date.now(), await engine.env.currentTimeMs()) + 40 * 24 * hour);
     const id = derivedId('discount', `maintenance-${Date.now()}`, created);
     const db = em();
-    db.create(Discount, { id, accountId: engine.tenant.accountId, livemode: true, couponKey: (await db.findOneOrFail(Coupon, { id: coupon.body.id, accountId: engine.tenant.accountId })).key, promotionCodeId: null, customerId: customer.body.id, subscriptionId: null, invoiceId: null, start: created, end, endedAt: null, firstInvoiceId: null, createdAt: created });
+    db.create(Discount, {
+      id,
+      accountId: engine.tenant.accountId,
+      livemode: true,
+      couponKey: (await db.findOneOrFail(Coupon, { id: coupon.body.id, accountId: engine.tenant.accountId })).key,
+      promotionCodeId: null,
+      customerId: customer.body.id,
+      subscriptionId: null,
+      invoiceId: null,
+      start: created,
+      end,
+      endedAt: null,
+      firstInvoiceId: null,
+      createdAt: created,
+    });
     await db.flush();
     const workflowId = discountEndWorkflowId(id);
     expect(await workflowRun(workflowId)).toBeNull();
@@ -277,11 +356,35 @@ describe('maintenance', () => {
     const windowSeconds = engine.config.auth.loginThrottleWindowSeconds;
     const now = Date.now();
     const keys = em();
-    for (const [n, expiresIn] of [[1, -hour], [2, -minute], [3, -1000], [4, hour]] as const) {
-      keys.create(IdempotencyKey, { scope: 'test:maintenance', key: `key-${n}`, requestHash: 'h', state: 'completed', responseStatus: 200, responseBody: '{}', createdAt: new Date(now - 25 * hour), expiresAt: new Date(now + expiresIn) });
+    for (const [n, expiresIn] of [
+      [1, -hour],
+      [2, -minute],
+      [3, -1000],
+      [4, hour],
+    ] as const) {
+      keys.create(IdempotencyKey, {
+        scope: 'test:maintenance',
+        key: `key-${n}`,
+        requestHash: 'h',
+        state: 'completed',
+        responseStatus: 200,
+        responseBody: '{}',
+        createdAt: new Date(now - 25 * hour),
+        expiresAt: new Date(now + expiresIn),
+      });
     }
-    for (const [n, age] of [[1, windowSeconds * 1000 + minute], [2, windowSeconds * 1000 + hour], [3, 30 * 24 * hour], [4, windowSeconds * 1000 - minute]] as const) {
-      keys.create(LoginAttempt, { email: `pruned-${n}@example.com`, ip: '203.0.113.9', succeeded: false, createdAt: new Date(now - age) });
+    for (const [n, age] of [
+      [1, windowSeconds * 1000 + minute],
+      [2, windowSeconds * 1000 + hour],
+      [3, 30 * 24 * hour],
+      [4, windowSeconds * 1000 - minute],
+    ] as const) {
+      keys.create(LoginAttempt, {
+        email: `pruned-${n}@example.com`,
+        ip: '203.0.113.9',
+        succeeded: false,
+        createdAt: new Date(now - age),
+      });
     }
     await keys.flush();
     const attemptsBefore = await em().count(LoginAttempt, {});
@@ -290,11 +393,16 @@ describe('maintenance', () => {
     // Two rows per statement: three expired rows take two statements each.
     expect(await pruneExpiredRows(em(), windowSeconds, 2)).toEqual({ idempotencyKeys: 3, loginAttempts: 3 });
     expect((await em().find(IdempotencyKey, { scope: 'test:maintenance' })).map((k) => k.key)).toEqual(['key-4']);
-    expect((await em().find(LoginAttempt, { email: { $like: 'pruned-%' } })).map((a) => a.email)).toEqual(['pruned-4@example.com']);
+    expect((await em().find(LoginAttempt, { email: { $like: 'pruned-%' } })).map((a) => a.email)).toEqual([
+      'pruned-4@example.com',
+    ]);
     expect(await em().count(LoginAttempt, {})).toBe(attemptsBefore - 3);
     expect(await em().count(IdempotencyKey, {})).toBe(keysBefore - 3);
     // The activity the workflow runs: nothing left to prune.
-    expect(await activityEnv.run(activities.pruneExpiredRows, windowSeconds)).toEqual({ idempotencyKeys: 0, loginAttempts: 0 });
+    expect(await activityEnv.run(activities.pruneExpiredRows, windowSeconds)).toEqual({
+      idempotencyKeys: 0,
+      loginAttempts: 0,
+    });
   });
 
   it('deletes the files of expired exports and abandoned temporary files, in batches, once', async () => {
@@ -321,12 +429,21 @@ describe('maintenance', () => {
     for (const row of rows) writeFileSync(path.join(root, `${row.id}.csv`), 'x\n');
     // A writer that died an hour and a half ago, and one writing now.
     writeFileSync(path.join(root, 'exp_dead.csv.abc.partial'), 'half');
-    utimesSync(path.join(root, 'exp_dead.csv.abc.partial'), new Date(now.getTime() - 90 * minute), new Date(now.getTime() - 90 * minute));
+    utimesSync(
+      path.join(root, 'exp_dead.csv.abc.partial'),
+      new Date(now.getTime() - 90 * minute),
+      new Date(now.getTime() - 90 * minute),
+    );
     writeFileSync(path.join(root, 'exp_live.csv.def.partial'), 'half');
     // Batches of 2: the loop goes on until none is due.
     expect(await pruneExpiredExports(em(), storage, 2, now)).toEqual({ files: 3, temporary: 1 });
-    expect(readdirSync(root).sort()).toEqual([...rows.slice(3).map((r) => `${r.id}.csv`), 'exp_live.csv.def.partial'].sort());
-    for (const row of rows) expect((await em().findOneOrFail(Export, { id: row.id })).status).toBe(rows.indexOf(row) < 3 ? 'expired' : 'succeeded');
+    expect(readdirSync(root).sort()).toEqual(
+      [...rows.slice(3).map((r) => `${r.id}.csv`), 'exp_live.csv.def.partial'].sort(),
+    );
+    for (const row of rows)
+      expect((await em().findOneOrFail(Export, { id: row.id })).status).toBe(
+        rows.indexOf(row) < 3 ? 'expired' : 'succeeded',
+      );
     const api = await engine.call('GET', `/v1/exports/${rows[0]!.id}`);
     expect(api.body).toMatchObject({ status: 'expired', file: null, url: null });
     expect((await engine.call('GET', `/v1/exports/${rows[0]!.id}/file`)).status).toBe(410);
@@ -336,38 +453,85 @@ describe('maintenance', () => {
 
   it('runs as one workflow per task queue, on its timer in skipped time, reconciles and prunes, and continues as new', async () => {
     const client = engine.env.client;
-    const settings = { loginThrottleWindowSeconds: engine.config.auth.loginThrottleWindowSeconds, intervalMs: 10 * minute, runsPerExecution: 2 };
+    const settings = {
+      loginThrottleWindowSeconds: engine.config.auth.loginThrottleWindowSeconds,
+      intervalMs: 10 * minute,
+      runsPerExecution: 2,
+    };
     // Three workers booting at once: one workflow.
     const boots = await Promise.all([1, 2, 3].map(() => ensureMaintenanceWorkflow(client, engine.taskQueue, settings)));
     expect(new Set(boots.map((b) => b.workflowId))).toEqual(new Set([maintenanceWorkflowId(engine.taskQueue)]));
     expect(new Set(boots.map((b) => b.runId)).size).toBe(1);
     const handle = client.workflow.getHandle(maintenanceWorkflowId(engine.taskQueue));
-    const details = async () => ((await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '');
+    const details = async () =>
+      (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
     const firstRun = boots[0]!.runId;
-    await eventually(details, (d) => /^Last run at \S+ \(run 1\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows/.test(d));
+    await eventually(details, (d) =>
+      /^Last run at \S+ \(run 1\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows/.test(d),
+    );
 
     // Crashes after that run: a payout without its workflow, a card payment never finalized, an expired key.
     await ensureDestination();
-    const payout = await createPayout(em(), { accountId: engine.tenant.accountId, livemode: true, amount: 300, currency: 'USD', description: null });
+    const payout = await createPayout(em(), {
+      accountId: engine.tenant.accountId,
+      livemode: true,
+      amount: 300,
+      currency: 'USD',
+      description: null,
+    });
     await backdate(Payout, payout.id, 5);
     const payment = await crashedPayment('pm_card_visa', { amount: 800 });
     await backdate(Transaction, payment, 5);
     const keys = em();
-    keys.create(IdempotencyKey, { scope: 'test:maintenance', key: 'timer', requestHash: 'h', state: 'completed', responseStatus: 200, responseBody: '{}', createdAt: new Date(Date.now() - 25 * hour), expiresAt: new Date(Date.now() - hour) });
+    keys.create(IdempotencyKey, {
+      scope: 'test:maintenance',
+      key: 'timer',
+      requestHash: 'h',
+      state: 'completed',
+      responseStatus: 200,
+      responseBody: '{}',
+      createdAt: new Date(Date.now() - 25 * hour),
+      expiresAt: new Date(Date.now() - hour),
+    });
     await keys.flush();
     // An export whose file has expired (and one that has not), with their files in the worker's storage.
     const exportsDir = path.join(engine.config.dataDir, 'exports');
     mkdirSync(exportsDir, { recursive: true });
-    const exportRow = (id: string, expiresAt: Date) => ({ id, accountId: engine.tenant.accountId, livemode: true, resource: 'transactions', format: 'csv', timeZone: 'UTC', status: 'succeeded', rowsWritten: 1, rowCount: 1, fileSize: 2, expiresAt, createdAt: new Date(), updatedAt: new Date() });
+    const exportRow = (id: string, expiresAt: Date) => ({
+      id,
+      accountId: engine.tenant.accountId,
+      livemode: true,
+      resource: 'transactions',
+      format: 'csv',
+      timeZone: 'UTC',
+      status: 'succeeded',
+      rowsWritten: 1,
+      rowCount: 1,
+      fileSize: 2,
+      expiresAt,
+      createdAt: new Date(),
+      updatedAt: new Date(),
+    });
     const [expiredExport, liveExport] = [newId('export'), newId('export')];
-    await em().insertMany(Export, [exportRow(expiredExport, new Date(Date.now() - 1000)), exportRow(liveExport, new Date(Date.now() + 7 * 24 * hour))] as never);
+    await em().insertMany(Export, [
+      exportRow(expiredExport, new Date(Date.now() - 1000)),
+      exportRow(liveExport, new Date(Date.now() + 7 * 24 * hour)),
+    ] as never);
     for (const id of [expiredExport, liveExport]) writeFileSync(path.join(exportsDir, `${id}.csv`), 'x\n');
 
     // Nothing happens before the timer; then the next run (on the timer, in skipped time) takes them over.
     expect(await workflowRun(payout.id)).toBeNull();
     await engine.env.sleep(10 * minute + 1000);
-    await eventually(() => workflowRun(payout.id), (run) => run !== null, 20_000);
-    await eventually(() => transaction(payment), (t) => t.status === 'succeeded', 20_000);
+    await eventually(
+      () => workflowRun(payout.id),
+      (run) => run !== null,
+      20_000,
+    );
+    await eventually(
+      () => transaction(payment),
+      (t) => t.status === 'succeeded',
+      20_000,
+    );
     expect(await entries(payment)).toBe(2);
     expect(await em().count(IdempotencyKey, { scope: 'test:maintenance', key: 'timer' })).toBe(0);
     expect(existsSync(path.join(exportsDir, `${expiredExport}.csv`))).toBe(false);
@@ -375,16 +539,35 @@ describe('maintenance', () => {
     expect((await em().findOneOrFail(Export, { id: expiredExport })).status).toBe('expired');
     expect((await em().findOneOrFail(Export, { id: liveExport })).status).toBe('succeeded');
     // The details are written once the run's last step is done (the export files go before it).
-    await eventually(details, (d) => /\(run 2\): .*deleted 1 expired export files, 0 abandoned temporary files; next at/.test(d), 20_000);
+    await eventually(
+      details,
+      (d) => /\(run 2\): .*deleted 1 expired export files, 0 abandoned temporary files; next at/.test(d),
+      20_000,
+    );
     expect((await handle.describe()).runId).toBe(firstRun);
 
     // runsPerExecution 2: after the second run's wait, the workflow continues as new and runs at once (run 3).
     await engine.env.sleep(10 * minute + 1000);
-    await eventually(async () => (await handle.describe()).runId, (runId) => runId !== firstRun, 20_000);
+    await eventually(
+      async () => (await handle.describe()).runId,
+      (runId) => runId !== firstRun,
+      20_000,
+    );
     expect((await handle.describe()).status.name).toBe('RUNNING');
-    await eventually(details, (d) => /\(run 3\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows \(0 idempotency keys, 0 login attempts\); checked \d+ subscriptions, 0 marked canceled \(workflow closed\); deleted 0 expired export files, 0 abandoned temporary files; next at /.test(d), 20_000);
+    await eventually(
+      details,
+      (d) =>
+        /\(run 3\): reconciled 0 payments, 0 payouts, 0 availability timers, pruned 0 rows \(0 idempotency keys, 0 login attempts\); checked \d+ subscriptions, 0 marked canceled \(workflow closed\); deleted 0 expired export files, 0 abandoned temporary files; next at /.test(
+          d,
+        ),
+      20_000,
+    );
     // The payout's own workflow ran meanwhile (pending 60 s, then sent: in transit for a day); the payment was charged once.
-    await eventually(async () => (await engine.call('GET', `/v1/payouts/${payout.id}`)).body.status, (status) => status === 'in_transit', 20_000);
+    await eventually(
+      async () => (await engine.call('GET', `/v1/payouts/${payout.id}`)).body.status,
+      (status) => status === 'in_transit',
+      20_000,
+    );
     expect(await processorCharges(payment)).toBe(1);
 
     // A worker booted with a changed configuration hands it over: a run at once, then the new interval.

@@ -6,7 +6,9 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -17,7 +19,9 @@ describe('an API process killed in the middle of a batch of meter events', () =>
   beforeAll(async () => {
     engine = await startTestEngine({ startWorker: false });
     customer = (await engine.call('POST', '/v1/customers', { email: 'crash-usage@example.com' })).body.id;
-    meter = (await engine.call('POST', '/v1/meters', { display_name: 'Calls', event_name: 'crash_calls', aggregation: 'sum' })).body.id;
+    meter = (
+      await engine.call('POST', '/v1/meters', { display_name: 'Calls', event_name: 'crash_calls', aggregation: 'sum' })
+    ).body.id;
   });
   afterAll(() => engine?.close());
 
@@ -29,23 +33,38 @@ describe('an API process killed in the middle of a batch of meter events', () =>
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     const exited = once(child, 'exit');
-    const port = await eventually(async () => /listening (\d+)/.exec(output)?.[1], (p) => p !== undefined, 30_000);
+    const port = await eventually(
+      async () => /listening (\d+)/.exec(output)?.[1],
+      (p) => p !== undefined,
+      30_000,
+    );
     const send = async (events: unknown[]) => {
       const response = await fetch(`http://127.0.0.1:${port}/v1/meter_events/batch`, {
         method: 'POST',
         headers: { ...engine.tenant.headers, 'content-type': 'application/json' },
         body: JSON.stringify({ events }),
       });
-      return { status: response.status, body: (await response.json()) as { accepted: number; duplicates: number; refused: number } };
+      return {
+        status: response.status,
+        body: (await response.json()) as { accepted: number; duplicates: number; refused: number },
+      };
     };
     return { send, exited, output: () => output, kill: () => child.kill('SIGKILL'), stop: () => child.kill('SIGTERM') };
   }
 
   const batch = (name: string, size: number) =>
-    Array.from({ length: size }, (_, i) => ({ event_name: 'crash_calls', customer, identifier: `${name}-${i}`, payload: { value: 1 } }));
+    Array.from({ length: size }, (_, i) => ({
+      event_name: 'crash_calls',
+      customer,
+      identifier: `${name}-${i}`,
+      payload: { value: 1 },
+    }));
   const total = async () => {
     const now = Math.floor(Date.now() / 1000);
-    const answer = await engine.call('GET', `/v1/meters/${meter}/event_summaries?customer=${customer}&start_time=${now - 3600}&end_time=${now + 600}`);
+    const answer = await engine.call(
+      'GET',
+      `/v1/meters/${meter}/event_summaries?customer=${customer}&start_time=${now - 3600}&end_time=${now + 600}`,
+    );
     return answer.body.data[0] as { aggregated_value: string; events: number };
   };
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { freePort } from '../dev/processes.ts';
-import { startMetricsServer, type RunningMetricsServer } from '../services/observability/metrics-server.ts';
 import { setOutboxProbe } from '../services/observability/metrics.ts';
+import { type RunningMetricsServer, startMetricsServer } from '../services/observability/metrics-server.ts';
 import { outboxProbe } from '../services/observability/outbox-probe.ts';
 import { installTemporalRuntime } from '../worker.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -13,7 +14,9 @@ export function sample(text: string, name: string, labels: Record<string, string
   for (const line of text.split('\n')) {
     const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match || match[1] !== name) continue;
-    const own = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    const own = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+    );
     if (Object.entries(labels).every(([key, value]) => own[key] === value)) sum += Number(match[3]);
   }
   return sum;
@@ -53,10 +56,14 @@ describe('metrics', () => {
     const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     await engine.env.sleep('32 days');
-    const invoices = await eventually(() => engine.invoices(created.body.id), (rows) => rows.length === 2 && rows.every((i) => i.status === 'paid'));
+    const invoices = await eventually(
+      () => engine.invoices(created.body.id),
+      (rows) => rows.length === 2 && rows.every((i) => i.status === 'paid'),
+    );
     expect(invoices).toHaveLength(2);
     const after = await scrape();
-    const delta = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      sample(after, name, labels) - sample(before, name, labels);
 
     expect(delta('billing_renewals_total', { cycle: 'first', outcome: 'paid' })).toBe(1);
     expect(delta('billing_renewals_total', { cycle: 'renewal', outcome: 'paid' })).toBe(1);
@@ -64,14 +71,24 @@ describe('metrics', () => {
     expect(delta('billing_charges_total', { outcome: 'failed' })).toBe(0);
     // Requests by route pattern and status, with their latency.
     expect(delta('billing_http_requests_total', { method: 'POST', route: '/v1/subscriptions', status: '201' })).toBe(1);
-    expect(delta('billing_http_request_duration_seconds_count', { method: 'POST', route: '/v1/subscriptions', status_class: '2xx' })).toBe(1);
-    expect(after).toMatch(/^billing_http_request_duration_seconds_bucket\{le="0\.1",method="POST",route="\/v1\/customers",status_class="2xx"\} \d+$/m);
+    expect(
+      delta('billing_http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/v1/subscriptions',
+        status_class: '2xx',
+      }),
+    ).toBe(1);
+    expect(after).toMatch(
+      /^billing_http_request_duration_seconds_bucket\{le="0\.1",method="POST",route="\/v1\/customers",status_class="2xx"\} \d+$/m,
+    );
     // The outbox gauges were read at the scrape (the renewal's events are there, dispatched or not).
     expect(after).toMatch(/^billing_outbox_backlog \d+$/m);
     expect(after).toMatch(/^billing_outbox_oldest_age_seconds [\d.e+-]+$/m);
     // Node's own, and the SDK's worker metrics from its runtime (temporal_ names, appended to ours).
     expect(after).toMatch(/^process_cpu_user_seconds_total /m);
-    expect(sample(after, 'temporal_workflow_task_queue_poll_succeed', { task_queue: engine.taskQueue })).toBeGreaterThan(0);
+    expect(
+      sample(after, 'temporal_workflow_task_queue_poll_succeed', { task_queue: engine.taskQueue }),
+    ).toBeGreaterThan(0);
     expect(sample(after, 'temporal_worker_task_slots_available', { worker_type: 'WorkflowWorker' })).toBeGreaterThan(0);
     expect(sample(after, 'temporal_local_activity_total', { activity_type: 'renewCycle' })).toBeGreaterThanOrEqual(2);
     expect(after).toMatch(/^temporal_workflow_task_execution_latency_bucket\{/m);
@@ -85,7 +102,8 @@ describe('metrics', () => {
     const reused = await engine.call('POST', '/v1/customers', { email: 'two@example.com' }, { 'idempotency-key': key });
     expect([first.status, reused.status]).toEqual([201, 422]);
     const after = await scrape();
-    const delta = (name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    const delta = (name: string, labels: Record<string, string>) =>
+      sample(after, name, labels) - sample(before, name, labels);
     expect(delta('billing_http_requests_total', { route: 'unmatched', status: '404' })).toBe(1);
     expect(after).not.toContain('no-such-thing-12345');
     expect(delta('billing_idempotency_conflicts_total', { reason: 'reused' })).toBe(1);

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -18,12 +19,21 @@ describe('missing tools', () => {
       cwd: process.cwd(),
       encoding: 'utf8',
       timeout: 60_000,
-      env: { PATH: nodeDir, HOME: emptyCache, BILLING_TOOLS_CACHE: emptyCache, TEMPORAL_SDK_DOWNLOAD: 'false', ...extraEnv },
+      env: {
+        PATH: nodeDir,
+        HOME: emptyCache,
+        BILLING_TOOLS_CACHE: emptyCache,
+        TEMPORAL_SDK_DOWNLOAD: 'false',
+        ...extraEnv,
+      },
     });
   }
 
   it('npm start names what to install for the Temporal CLI', () => {
-    const result = run('dev/start.ts', { DATABASE_URL: 'postgres://postgres:postgres@127.0.0.1:1/none', DATA_DIR: path.join(emptyCache, 'data') });
+    const result = run('dev/start.ts', {
+      DATABASE_URL: 'postgres://postgres:postgres@127.0.0.1:1/none',
+      DATA_DIR: path.join(emptyCache, 'data'),
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('No Temporal CLI could be found or built. Install Go 1.23 or newer');
     expect(result.stderr).toContain('TEMPORAL_CLI_PATH');

@@ -1,17 +1,18 @@
-import { MockActivityEnvironment } from '@temporalio/testing';
 import { WorkflowNotFoundError } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Worker } from '@temporalio/worker';
 import { encodeTime } from 'ulidx';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { createActivities } from '../activities/index.ts';
 import { BalanceTransaction, Charge, LedgerEntry, Payout, Transaction } from '../db/entities/index.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { onTestClock } from '../services/clock-context.ts';
 import { createSmtpMailer, type Mailer } from '../services/mailer.ts';
-import { createPayout } from '../services/payouts.ts';
 import type { ReconcileResult } from '../services/maintenance.ts';
+import { createPayout } from '../services/payouts.ts';
 import { clockTenant } from './helpers/clock-tenant.ts';
-import { startTestEngine, type TestEngine, type Tenant } from './helpers/engine.ts';
+import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
 const minute = 60_000;
@@ -38,9 +39,16 @@ describe('money left waiting', () => {
   beforeAll(async () => {
     engine = await startTestEngine();
     mailer = createSmtpMailer(engine.mail.url, engine.config.mailFrom);
-    activities = createActivities({ orm: engine.db.orm, mailer, links: createCustomerLinks({ publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret }) });
+    activities = createActivities({
+      orm: engine.db.orm,
+      mailer,
+      links: createCustomerLinks({ publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret }),
+    });
     // The maintenance activities as the worker runs them (Context.current().client and task queue).
-    activityEnv = new MockActivityEnvironment({ taskQueue: engine.taskQueue }, { client: engine.env.client, logger: new DefaultLogger('WARN') });
+    activityEnv = new MockActivityEnvironment(
+      { taskQueue: engine.taskQueue },
+      { client: engine.env.client, logger: new DefaultLogger('WARN') },
+    );
   });
   afterAll(async () => {
     await engine?.close();
@@ -64,8 +72,16 @@ describe('money left waiting', () => {
   };
   /** Every pending-money movement of the subscription's payments, with how many fundsAvailabilityWorkflows exist for them. */
   async function moneyOf(subscriptionId: string) {
-    const payments = await em().find(Transaction, { subscriptionId, type: 'payment', status: 'succeeded' }, { orderBy: { id: 'asc' } });
-    const btxns = await em().find(BalanceTransaction, { source: { $in: payments.map((p) => p.id) } }, { orderBy: { id: 'asc' } });
+    const payments = await em().find(
+      Transaction,
+      { subscriptionId, type: 'payment', status: 'succeeded' },
+      { orderBy: { id: 'asc' } },
+    );
+    const btxns = await em().find(
+      BalanceTransaction,
+      { source: { $in: payments.map((p) => p.id) } },
+      { orderBy: { id: 'asc' } },
+    );
     const workflows = await Promise.all(btxns.map((b) => workflowOf(b.id)));
     return {
       btxns,
@@ -86,28 +102,59 @@ describe('money left waiting', () => {
   /** Replays a workflow's whole history against this code (the new patches must replay too). */
   const replays = async (workflowId: string) => {
     const history = await engine.env.client.workflow.getHandle(workflowId).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: workflowId }, history);
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: workflowId },
+      history,
+    );
   };
 
   it('a dunning retry and an upgrade start no fundsAvailabilityWorkflow: the subscription makes their money available at available_on', async () => {
     const tenant = await engine.signUp({ name: 'Owned retries' });
-    const declining = await make(tenant, '/v1/customers', { email: 'retry@example.com', payment_method: 'pm_card_chargeDeclined' });
-    const paying = await make(tenant, '/v1/customers', { email: 'upgrade@example.com', payment_method: 'pm_card_visa' });
+    const declining = await make(tenant, '/v1/customers', {
+      email: 'retry@example.com',
+      payment_method: 'pm_card_chargeDeclined',
+    });
+    const paying = await make(tenant, '/v1/customers', {
+      email: 'upgrade@example.com',
+      payment_method: 'pm_card_visa',
+    });
     const team = await make(tenant, '/v1/plans', { name: 'Team', amount: 4900, currency: 'USD', interval: 'month' });
     const pro = await make(tenant, '/v1/plans', { name: 'Pro', amount: 9900, currency: 'USD', interval: 'month' });
 
     // Dunning: the first charge is declined; the card is replaced, so the subscription retries at once and recovers.
-    const dunned = await make(tenant, '/v1/subscriptions', { customer_id: declining.id, plan: team.id, trial_period_days: 0 });
+    const dunned = await make(tenant, '/v1/subscriptions', {
+      customer_id: declining.id,
+      plan: team.id,
+      trial_period_days: 0,
+    });
     expect(dunned.status).toBe('past_due');
-    const replaced = await engine.call('PATCH', `/v1/customers/${declining.id}`, { payment_method: 'pm_card_visa' }, tenant.headers);
+    const replaced = await engine.call(
+      'PATCH',
+      `/v1/customers/${declining.id}`,
+      { payment_method: 'pm_card_visa' },
+      tenant.headers,
+    );
     expect(replaced.status, JSON.stringify(replaced.body)).toBe(200);
-    await eventually(() => engine.subscription(dunned.id), (s) => s?.status === 'active', 20_000);
+    await eventually(
+      () => engine.subscription(dunned.id),
+      (s) => s?.status === 'active',
+      20_000,
+    );
     const retriedAt = await engine.env.currentTimeMs();
-    const retries = (await em().find(Charge, { idempotencyKey: { $like: `${dunned.id}:%` } }, { orderBy: { createdAt: 'asc' } })).map((c) => [c.idempotencyKey.split(':').at(-1), c.status]);
-    expect(retries).toEqual([['1', 'failed'], ['2', 'succeeded']]);
+    const retries = (
+      await em().find(Charge, { idempotencyKey: { $like: `${dunned.id}:%` } }, { orderBy: { createdAt: 'asc' } })
+    ).map((c) => [c.idempotencyKey.split(':').at(-1), c.status]);
+    expect(retries).toEqual([
+      ['1', 'failed'],
+      ['2', 'succeeded'],
+    ]);
 
     // Upgrade: the first cycle paid by the renewal (owned, as before), then the prorated difference charged now.
-    const upgraded = await make(tenant, '/v1/subscriptions', { customer_id: paying.id, plan: team.id, trial_period_days: 0 });
+    const upgraded = await make(tenant, '/v1/subscriptions', {
+      customer_id: paying.id,
+      plan: team.id,
+      trial_period_days: 0,
+    });
     expect(upgraded.status).toBe('active');
     const changed = await make(tenant, `/v1/subscriptions/${upgraded.id}/update`, { plan: pro.id });
     expect(changed).toMatchObject({ status: 'active', plan: pro.id });
@@ -117,17 +164,26 @@ describe('money left waiting', () => {
     const retryMoney = await moneyOf(dunned.id);
     const upgradeMoney = await moneyOf(upgraded.id);
     // One movement per successful payment, each pending, owned by its subscription's workflow, and no workflow started for any.
-    expect(retryMoney.btxns.map((b) => [b.status, b.amount, b.workflowConfirmedAt !== null])).toEqual([['pending', 4900, true]]);
+    expect(retryMoney.btxns.map((b) => [b.status, b.amount, b.workflowConfirmedAt !== null])).toEqual([
+      ['pending', 4900, true],
+    ]);
     expect(upgradeMoney.btxns).toHaveLength(2);
     const upgradeBtxn = upgradeMoney.byInvoice.get(upgradeInvoice)!;
     expect(upgradeBtxn.amount).toBeGreaterThan(0);
-    expect(upgradeMoney.btxns.map((b) => [b.status, b.workflowConfirmedAt !== null])).toEqual([['pending', true], ['pending', true]]);
+    expect(upgradeMoney.btxns.map((b) => [b.status, b.workflowConfirmedAt !== null])).toEqual([
+      ['pending', true],
+      ['pending', true],
+    ]);
     expect(retryMoney.fundsAvailabilityWorkflows).toBe(0);
     expect(upgradeMoney.fundsAvailabilityWorkflows).toBe(0);
     const all = [...retryMoney.btxns, ...upgradeMoney.btxns];
     const net = all.reduce((sum, b) => sum + b.net, 0);
     expect(await balanceOf(tenant)).toEqual({ available: 0, pending: net });
-    const entriesBefore = new Map(await Promise.all(all.map(async (b) => [b.id, await em().count(LedgerEntry, { balanceTransactionId: b.id })] as const)));
+    const entriesBefore = new Map(
+      await Promise.all(
+        all.map(async (b) => [b.id, await em().count(LedgerEntry, { balanceTransactionId: b.id })] as const),
+      ),
+    );
 
     // On time: pending an hour before available_on (two days in the sandbox), available an hour after, each once.
     const retryBtxn = retryMoney.btxns[0]!;
@@ -144,17 +200,29 @@ describe('money left waiting', () => {
       expect(after.btxns.every((b) => b.status === 'available')).toBe(true);
       expect(after.fundsAvailabilityWorkflows).toBe(0);
       // Each movement moved once: two more entries, pending → available.
-      for (const b of after.btxns) expect(await em().count(LedgerEntry, { balanceTransactionId: b.id })).toBe(entriesBefore.get(b.id)! + 2);
+      for (const b of after.btxns)
+        expect(await em().count(LedgerEntry, { balanceTransactionId: b.id })).toBe(entriesBefore.get(b.id)! + 2);
       await replays(id);
     }
   }, 60_000);
 
   it('money of a subscription an operator terminated is made available by the reconciler once due, once; a running owner keeps its own', async () => {
     const tenant = await engine.signUp({ name: 'Terminated' });
-    const customer = await make(tenant, '/v1/customers', { email: 'terminated@example.com', payment_method: 'pm_card_visa' });
+    const customer = await make(tenant, '/v1/customers', {
+      email: 'terminated@example.com',
+      payment_method: 'pm_card_visa',
+    });
     const plan = await make(tenant, '/v1/plans', { name: 'Team', amount: 3300, currency: 'USD', interval: 'month' });
-    const terminated = await make(tenant, '/v1/subscriptions', { customer_id: customer.id, plan: plan.id, trial_period_days: 0 });
-    const running = await make(tenant, '/v1/subscriptions', { customer_id: customer.id, plan: plan.id, trial_period_days: 0 });
+    const terminated = await make(tenant, '/v1/subscriptions', {
+      customer_id: customer.id,
+      plan: plan.id,
+      trial_period_days: 0,
+    });
+    const running = await make(tenant, '/v1/subscriptions', {
+      customer_id: customer.id,
+      plan: plan.id,
+      trial_period_days: 0,
+    });
     const [orphan] = (await moneyOf(terminated.id)).btxns;
     const [kept] = (await moneyOf(running.id)).btxns;
     expect([orphan!.status, kept!.status]).toEqual(['pending', 'pending']);
@@ -163,7 +231,8 @@ describe('money left waiting', () => {
     // `temporal workflow terminate`: the subscription's timer for its money goes with it.
     await engine.env.client.workflow.getHandle(terminated.id).terminate('operator: terminate');
     expect(await workflowOf(terminated.id)).toMatchObject({ status: 'TERMINATED' });
-    const reconcile = () => activityEnv.run(activities.reconcileOrphanedFunds, stuckAfterMs) as Promise<ReconcileResult>;
+    const reconcile = () =>
+      activityEnv.run(activities.reconcileOrphanedFunds, stuckAfterMs) as Promise<ReconcileResult>;
 
     // Not due yet: left pending (only money past its available_on is looked at).
     const early = await reconcile();
@@ -194,7 +263,11 @@ describe('money left waiting', () => {
 
     // The running subscription still makes its own money available on its timer, once.
     await skipTo((await engine.env.currentTimeMs()) + 2 * day + hour);
-    await eventually(() => balanceOf(tenant), (b) => b.pending === 0, 20_000);
+    await eventually(
+      () => balanceOf(tenant),
+      (b) => b.pending === 0,
+      20_000,
+    );
     expect(await balanceOf(tenant)).toEqual({ available: orphan!.net + kept!.net, pending: 0 });
     expect(await em().count(LedgerEntry, { balanceTransactionId: kept!.id })).toBe(entries);
   }, 60_000);
@@ -202,14 +275,19 @@ describe('money left waiting', () => {
   it("money of a terminated subscription on a test clock is due by the clock's time: available once the clock passes available_on, once", async () => {
     const { call, make: post, advance } = await clockTenant(engine, 'Terminated on a clock');
     const clock = await post('/v1/test_clocks', { frozen_time: '2036-02-10T08:00:00Z' });
-    const customer = await post('/v1/customers', { email: 'clocked-terminated@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const customer = await post('/v1/customers', {
+      email: 'clocked-terminated@example.com',
+      payment_method: 'pm_card_visa',
+      test_clock: clock.id,
+    });
     const plan = await post('/v1/plans', { name: 'Team', amount: 2100, currency: 'USD', interval: 'month' });
     const sub = await post('/v1/subscriptions', { customer_id: customer.id, plan: plan.id, trial_period_days: 0 });
     expect(sub.status).toBe('active');
     const [btxn] = (await moneyOf(sub.id)).btxns;
     expect(btxn).toMatchObject({ status: 'pending', availableOn: new Date('2036-02-12T08:00:00.000Z') });
     await engine.env.client.workflow.getHandle(sub.id).terminate('operator: terminate');
-    const reconcile = () => activityEnv.run(activities.reconcileOrphanedFunds, stuckAfterMs) as Promise<ReconcileResult>;
+    const reconcile = () =>
+      activityEnv.run(activities.reconcileOrphanedFunds, stuckAfterMs) as Promise<ReconcileResult>;
 
     // Due in 2036 by the clock, whatever the wall clock says: not yet.
     expect((await reconcile()).reconciled).toBe(0);
@@ -228,23 +306,46 @@ describe('money left waiting', () => {
   }, 60_000);
 
   describe('stuck payouts on test clocks', () => {
-    const reconcilePayouts = (olderThanMs: number) => activityEnv.run(activities.reconcileStuckPayouts, olderThanMs) as Promise<ReconcileResult>;
+    const reconcilePayouts = (olderThanMs: number) =>
+      activityEnv.run(activities.reconcileStuckPayouts, olderThanMs) as Promise<ReconcileResult>;
     /** A payout id made `agoMs` ago by the wall clock (ids are ULIDs): a payout the API recorded then, and died before starting its workflow. */
-    const idFrom = (agoMs: number) => `po_${encodeTime(Date.now() - agoMs, 10).toLowerCase()}${'0'.repeat(15)}${Math.floor(Math.random() * 10)}`;
+    const idFrom = (agoMs: number) =>
+      `po_${encodeTime(Date.now() - agoMs, 10).toLowerCase()}${'0'.repeat(15)}${Math.floor(Math.random() * 10)}`;
 
     it('a payout on a clock a year ahead is reconciled by its wall-clock age, on the clock, pending only for what is left of its window in clock time', async () => {
       const { call, make: post, advance, accountId } = await clockTenant(engine, 'Clocked payouts');
-      await post('/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Clocked', currency: 'USD', routing_number: '110000000', account_number: '000123456789' });
+      await post('/v1/bank_accounts', {
+        type: 'us_ach',
+        account_holder_name: 'Clocked',
+        currency: 'USD',
+        routing_number: '110000000',
+        account_number: '000123456789',
+      });
       await post('/v1/transactions', { account_id: accountId, amount: 5000, currency: 'USD', type: 'credit' });
       const clock = await post('/v1/test_clocks', { frozen_time: '2037-05-01T12:00:00Z' });
       // Created 5 minutes ago by the wall clock, at the clock's time (a year ahead), with no workflow: the API died.
       const payout = await onTestClock({ id: clock.id, now: clock.frozen_time }, () =>
-        createPayout(em(), { id: idFrom(5 * minute), accountId, livemode: false, amount: 1200, currency: 'USD', description: null, testClockId: clock.id }),
+        createPayout(em(), {
+          id: idFrom(5 * minute),
+          accountId,
+          livemode: false,
+          amount: 1200,
+          currency: 'USD',
+          description: null,
+          testClockId: clock.id,
+        }),
       );
       expect(payout.createdAt.toISOString()).toBe('2037-05-01T12:00:00.000Z');
       // A fresh one on the same clock (by the wall clock): not the reconciler's yet.
       const fresh = await onTestClock({ id: clock.id, now: clock.frozen_time }, () =>
-        createPayout(em(), { accountId, livemode: false, amount: 100, currency: 'USD', description: null, testClockId: clock.id }),
+        createPayout(em(), {
+          accountId,
+          livemode: false,
+          amount: 100,
+          currency: 'USD',
+          description: null,
+          testClockId: clock.id,
+        }),
       );
       // The clock moves on a day meanwhile: nothing waits for a payout with no workflow.
       await advance(clock.id, '2037-05-02T12:00:00Z');
@@ -255,11 +356,21 @@ describe('money left waiting', () => {
       expect(await workflowOf(payout.id)).toMatchObject({ type: 'payoutWorkflow' });
       expect(await workflowOf(fresh.id)).toBeNull();
       // Its cancelable minute ended a day ago on the clock: sent now, without the clock moving, in transit for a day of the clock.
-      await eventually(async () => (await call('GET', `/v1/payouts/${payout.id}`)).body, (p) => p.status === 'in_transit', 20_000);
-      expect((await call('GET', `/v1/payouts/${payout.id}`)).body).toMatchObject({ status: 'in_transit', arrival_date: '2037-05-03T12:00:00.000Z' });
+      await eventually(
+        async () => (await call('GET', `/v1/payouts/${payout.id}`)).body,
+        (p) => p.status === 'in_transit',
+        20_000,
+      );
+      expect((await call('GET', `/v1/payouts/${payout.id}`)).body).toMatchObject({
+        status: 'in_transit',
+        arrival_date: '2037-05-03T12:00:00.000Z',
+      });
       // Bound to its clock: an advance past its arrival pays it, at the clock's time.
       await advance(clock.id, '2037-05-04T00:00:00Z');
-      expect((await call('GET', `/v1/payouts/${payout.id}`)).body).toMatchObject({ status: 'paid', paid_at: '2037-05-03T12:00:00.000Z' });
+      expect((await call('GET', `/v1/payouts/${payout.id}`)).body).toMatchObject({
+        status: 'paid',
+        paid_at: '2037-05-03T12:00:00.000Z',
+      });
       // Once: a second run looks at it no more, and starts nothing.
       const second = await reconcilePayouts(stuckAfterMs);
       expect(second.reconciled).toBe(0);
@@ -268,12 +379,25 @@ describe('money left waiting', () => {
 
     it('a payout on a clock in the past is not taken from the API that is about to start it (young by the wall clock); a clock payout still inside its window waits for the rest on the clock', async () => {
       const { call, make: post, advance, accountId } = await clockTenant(engine, 'Past clocked payouts');
-      await post('/v1/bank_accounts', { type: 'us_ach', account_holder_name: 'Past', currency: 'USD', routing_number: '110000000', account_number: '000123456789' });
+      await post('/v1/bank_accounts', {
+        type: 'us_ach',
+        account_holder_name: 'Past',
+        currency: 'USD',
+        routing_number: '110000000',
+        account_number: '000123456789',
+      });
       await post('/v1/transactions', { account_id: accountId, amount: 5000, currency: 'USD', type: 'credit' });
       const clock = await post('/v1/test_clocks', { frozen_time: '2020-01-01T00:00:00Z' });
       // Just committed by an API that starts its workflow next: created "in 2020", but seconds old.
       const young = await onTestClock({ id: clock.id, now: clock.frozen_time }, () =>
-        createPayout(em(), { accountId, livemode: false, amount: 300, currency: 'USD', description: null, testClockId: clock.id }),
+        createPayout(em(), {
+          accountId,
+          livemode: false,
+          amount: 300,
+          currency: 'USD',
+          description: null,
+          testClockId: clock.id,
+        }),
       );
       const first = await reconcilePayouts(stuckAfterMs);
       expect(first.reconciled).toBe(0);
@@ -283,7 +407,15 @@ describe('money left waiting', () => {
       // Stuck (5 minutes by the wall clock) but still inside its cancelable minute on the clock (the clock has not moved):
       // started with the rest of its window, it stays pending until the clock passes it.
       const stuck = await onTestClock({ id: clock.id, now: clock.frozen_time }, () =>
-        createPayout(em(), { id: idFrom(5 * minute), accountId, livemode: false, amount: 400, currency: 'USD', description: null, testClockId: clock.id }),
+        createPayout(em(), {
+          id: idFrom(5 * minute),
+          accountId,
+          livemode: false,
+          amount: 400,
+          currency: 'USD',
+          description: null,
+          testClockId: clock.id,
+        }),
       );
       expect(await reconcilePayouts(stuckAfterMs)).toMatchObject({ checked: 1, reconciled: 1 });
       await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -291,7 +423,10 @@ describe('money left waiting', () => {
       await advance(clock.id, '2020-01-01T00:00:59Z');
       expect((await call('GET', `/v1/payouts/${stuck.id}`)).body.status).toBe('pending');
       await advance(clock.id, '2020-01-01T00:01:00Z');
-      expect((await call('GET', `/v1/payouts/${stuck.id}`)).body).toMatchObject({ status: 'in_transit', arrival_date: '2020-01-02T00:01:00.000Z' });
+      expect((await call('GET', `/v1/payouts/${stuck.id}`)).body).toMatchObject({
+        status: 'in_transit',
+        arrival_date: '2020-01-02T00:01:00.000Z',
+      });
     }, 60_000);
   });
 });

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
+
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+
 import { collectProcessMetrics, metricsRegistry } from '../services/observability/metrics.ts';
 
 /**
@@ -37,9 +39,22 @@ const known = (name: string) => exported.has(name) || sdkMetrics.has(name);
 
 describe('observability files for operators', () => {
   it('alerts.yml parses as Prometheus rule groups and its expressions name exported metrics', () => {
-    const doc = parse(read('docs/observability/alerts.yml')) as { groups: { name: string; rules: { alert: string; expr: string; for: string; labels: { severity: string }; annotations: { summary: string } }[] }[] };
+    const doc = parse(read('docs/observability/alerts.yml')) as {
+      groups: {
+        name: string;
+        rules: {
+          alert: string;
+          expr: string;
+          for: string;
+          labels: { severity: string };
+          annotations: { summary: string };
+        }[];
+      }[];
+    };
     const rules = doc.groups.flatMap((group) => group.rules);
-    expect(rules.map((rule) => rule.alert)).toEqual(expect.arrayContaining(['BillingChargeFailureRateHigh', 'BillingOutboxLagHigh', 'TemporalWorkflowTaskFailures']));
+    expect(rules.map((rule) => rule.alert)).toEqual(
+      expect.arrayContaining(['BillingChargeFailureRateHigh', 'BillingOutboxLagHigh', 'TemporalWorkflowTaskFailures']),
+    );
     for (const rule of rules) {
       expect(rule.expr, rule.alert).toEqual(expect.any(String));
       expect(rule.for, rule.alert).toMatch(/^\d+[smh]$/);
@@ -52,20 +67,25 @@ describe('observability files for operators', () => {
   });
 
   it('the Grafana dashboard is valid JSON whose panels query exported metrics', () => {
-    const dashboard = JSON.parse(read('docs/observability/grafana-dashboard.json')) as { uid: string; panels: { type: string; title: string; gridPos: object; targets?: { expr: string }[] }[] };
+    const dashboard = JSON.parse(read('docs/observability/grafana-dashboard.json')) as {
+      uid: string;
+      panels: { type: string; title: string; gridPos: object; targets?: { expr: string }[] }[];
+    };
     expect(dashboard.uid).toBe('billing-engine');
     const queried = new Set<string>();
     for (const panel of dashboard.panels) {
       expect(panel.gridPos, panel.title).toBeDefined();
       if (panel.type === 'row') continue;
       expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
-      for (const target of panel.targets!) for (const name of metricsIn(target.expr)) {
-        expect(known(name), `${panel.title} reads ${name}`).toBe(true);
-        queried.add(name);
-      }
+      for (const target of panel.targets!)
+        for (const name of metricsIn(target.expr)) {
+          expect(known(name), `${panel.title} reads ${name}`).toBe(true);
+          queried.add(name);
+        }
     }
     // Every metric of the engine's own has a panel.
-    for (const name of exported) if (name.startsWith('billing_')) expect(queried.has(name), `no panel shows ${name}`).toBe(true);
+    for (const name of exported)
+      if (name.startsWith('billing_')) expect(queried.has(name), `no panel shows ${name}`).toBe(true);
   });
 
   it('docs/operations.md lists every billing_ metric', () => {

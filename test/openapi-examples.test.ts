@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { z } from '@hono/zod-openapi';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import type { z } from '@hono/zod-openapi';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { createApp } from '../api/app.ts';
 import { loadConfig } from '../config.ts';
 import { createLogger } from '../logger.ts';
@@ -19,12 +20,30 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const methods = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 type Doc = {
-  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema?: Record<string, unknown>; example?: unknown; examples?: Record<string, { value?: unknown }> }> } }>>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        requestBody?: {
+          content: Record<
+            string,
+            { schema?: Record<string, unknown>; example?: unknown; examples?: Record<string, { value?: unknown }> }
+          >;
+        };
+      }
+    >
+  >;
   components: { schemas: Record<string, Record<string, unknown>> };
 };
 
 async function documentAndApp() {
-  const app = createApp({ orm: {} as never, temporal: {} as never, config: loadConfig({ NODE_ENV: 'test' }), logger: createLogger('silent') });
+  const app = createApp({
+    orm: {} as never,
+    temporal: {} as never,
+    config: loadConfig({ NODE_ENV: 'test' }),
+    logger: createLogger('silent'),
+  });
   const response = await app.request('/openapi.json');
   expect(response.status).toBe(200);
   return { app, doc: (await response.json()) as Doc };
@@ -37,9 +56,13 @@ function resolve(doc: Doc, schema: Record<string, unknown> | undefined): Record<
 }
 
 /** The example a reader of the document is shown: the media type's, its named examples', or the schema's. */
-function examplesOf(doc: Doc, media: { schema?: Record<string, unknown>; example?: unknown; examples?: Record<string, { value?: unknown }> }): unknown[] {
+function examplesOf(
+  doc: Doc,
+  media: { schema?: Record<string, unknown>; example?: unknown; examples?: Record<string, { value?: unknown }> },
+): unknown[] {
   if (media.example !== undefined) return [media.example];
-  if (media.examples && Object.keys(media.examples).length) return Object.values(media.examples).map((entry) => entry.value);
+  if (media.examples && Object.keys(media.examples).length)
+    return Object.values(media.examples).map((entry) => entry.value);
   const schema = resolve(doc, media.schema);
   if (schema?.example !== undefined) return [schema.example];
   if (Array.isArray(schema?.examples) && schema.examples.length) return schema.examples;
@@ -47,7 +70,14 @@ function examplesOf(doc: Doc, media: { schema?: Record<string, unknown>; example
 }
 
 function operationsWithBodies(doc: Doc) {
-  const found: { method: string; path: string; content: Record<string, { schema?: Record<string, unknown>; example?: unknown; examples?: Record<string, { value?: unknown }> }> }[] = [];
+  const found: {
+    method: string;
+    path: string;
+    content: Record<
+      string,
+      { schema?: Record<string, unknown>; example?: unknown; examples?: Record<string, { value?: unknown }> }
+    >;
+  }[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const method of methods) {
       const operation = item[method];
@@ -62,8 +92,10 @@ function zodBodies(app: Awaited<ReturnType<typeof documentAndApp>>['app']) {
   const bodies = new Map<string, z.ZodType>();
   for (const definition of app.openAPIRegistry.definitions) {
     if (definition.type !== 'route') continue;
-    const schema = (definition.route.request?.body?.content?.['application/json'] as { schema?: unknown } | undefined)?.schema;
-    if (schema && typeof schema === 'object' && '_zod' in schema) bodies.set(`${definition.route.method} ${definition.route.path}`, schema as z.ZodType);
+    const schema = (definition.route.request?.body?.content?.['application/json'] as { schema?: unknown } | undefined)
+      ?.schema;
+    if (schema && typeof schema === 'object' && '_zod' in schema)
+      bodies.set(`${definition.route.method} ${definition.route.path}`, schema as z.ZodType);
   }
   return bodies;
 }
@@ -93,7 +125,8 @@ describe('OpenAPI request body examples', () => {
         const pointer = `#/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/${method}/requestBody/content/${type.replaceAll('/', '~1')}/schema`;
         const validate = ajv.compile({ $ref: `openapi.json${pointer}` });
         for (const example of examplesOf(doc, media)) {
-          if (!validate(example)) refused.push(`${method.toUpperCase()} ${path} (${type}): ${ajv.errorsText(validate.errors)}`);
+          if (!validate(example))
+            refused.push(`${method.toUpperCase()} ${path} (${type}): ${ajv.errorsText(validate.errors)}`);
         }
       }
     }
@@ -111,7 +144,10 @@ describe('OpenAPI request body examples', () => {
       for (const example of examplesOf(doc, content['application/json']!)) {
         checked++;
         const parsed = schema!.safeParse(example);
-        if (!parsed.success) refused.push(`${method.toUpperCase()} ${path}: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`);
+        if (!parsed.success)
+          refused.push(
+            `${method.toUpperCase()} ${path}: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+          );
       }
     }
     expect(checked).toBe(operationsWithBodies(doc).length);
@@ -120,7 +156,10 @@ describe('OpenAPI request body examples', () => {
 
   it("the subscription's example is a plain subscription billed now: no trial, no pause", async () => {
     const { doc } = await documentAndApp();
-    const [example] = examplesOf(doc, doc.paths['/v1/subscriptions']!.post!.requestBody!.content['application/json']!) as Record<string, unknown>[];
+    const [example] = examplesOf(
+      doc,
+      doc.paths['/v1/subscriptions']!.post!.requestBody!.content['application/json']!,
+    ) as Record<string, unknown>[];
     expect(example).toBeDefined();
     expect(Object.keys(example!).sort()).toEqual(['customer_id', 'plan']);
     expect(example!.customer_id).toMatch(/^cus_[0-9a-z]{26}$/);
@@ -131,7 +170,9 @@ describe('OpenAPI request body examples', () => {
     const { app, doc } = await documentAndApp();
     const ajv = addFormats(new Ajv2020({ strict: false }));
     ajv.addSchema(doc as object, 'openapi.json');
-    const validate = ajv.compile({ $ref: 'openapi.json#/paths/~1v1~1plans/post/requestBody/content/application~1json/schema' });
+    const validate = ajv.compile({
+      $ref: 'openapi.json#/paths/~1v1~1plans/post/requestBody/content/application~1json/schema',
+    });
     const bad = { name: 'Pro monthly', amount: 20.5, currency: 'USD', interval: 'fortnight' };
     expect(validate(bad)).toBe(false);
     expect(zodBodies(app).get('post /v1/plans')!.safeParse(bad).success).toBe(false);
@@ -170,7 +211,8 @@ describe('OpenAPI request body examples', () => {
         // POST /v1/accounts signs up a new account: no credentials.
         const headers = path === '/v1/accounts' ? { authorization: '' } : sandbox;
         const response = await engine.call(method.toUpperCase(), path, example, headers);
-        if (response.status >= 300) refused.push(`${method.toUpperCase()} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
+        if (response.status >= 300)
+          refused.push(`${method.toUpperCase()} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
       }
       // Sanity: most bodies are tried this way (customers, products, webhooks, settings, bank accounts, exports, ...).
       expect(sent.length, sent.join(', ')).toBeGreaterThanOrEqual(15);

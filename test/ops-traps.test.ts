@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Event } from '../db/entities/index.ts';
 import { sweepOrphanedSubscriptions } from '../services/subscription-watch.ts';
+import { PlanIdKey } from '../workflows/search-attributes.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
-import { PlanIdKey } from '../workflows/search-attributes.ts';
 
 /**
  * What ops do to subscription workflows in the Temporal UI or CLI, and what the
@@ -31,11 +32,21 @@ describe('ops traps: subscription workflows handled from Temporal', () => {
   it('"Request Cancellation" ends the subscription as an immediate cancel by an operator; the API agrees', async () => {
     const sub = await subscribe();
     await engine.env.client.workflow.getHandle(sub.id).cancel();
-    const ended = await eventually(() => get(sub.id), (s) => s.status === 'canceled');
-    expect(ended).toMatchObject({ status: 'canceled', ended_reason: 'canceled_by_operator', cancel_at_period_end: false });
+    const ended = await eventually(
+      () => get(sub.id),
+      (s) => s.status === 'canceled',
+    );
+    expect(ended).toMatchObject({
+      status: 'canceled',
+      ended_reason: 'canceled_by_operator',
+      cancel_at_period_end: false,
+    });
     expect(ended.canceled_at).not.toBeNull();
     // The workflow closed normally (its subscription ended), and /cancel says so instead of hanging or claiming `active`.
-    await eventually(() => engine.env.client.workflow.getHandle(sub.id).describe(), (d) => d.status.name === 'COMPLETED');
+    await eventually(
+      () => engine.env.client.workflow.getHandle(sub.id).describe(),
+      (d) => d.status.name === 'COMPLETED',
+    );
     const again = await engine.call('POST', `/v1/subscriptions/${sub.id}/cancel`, {});
     expect(again.status).toBe(409);
     expect(again.body.error).toBe('invalid_state');
@@ -60,7 +71,13 @@ describe('ops traps: subscription workflows handled from Temporal', () => {
     expect(marked).toBe(1);
     expect(await get(terminated.id)).toMatchObject({ status: 'canceled', ended_reason: 'workflow_terminated' });
     expect(await get(live.id)).toMatchObject({ status: 'trialing', ended_reason: null });
-    expect(warnings).toEqual([expect.objectContaining({ subscriptionId: terminated.id, workflowStatus: 'TERMINATED', endedReason: 'workflow_terminated' })]);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        subscriptionId: terminated.id,
+        workflowStatus: 'TERMINATED',
+        endedReason: 'workflow_terminated',
+      }),
+    ]);
     expect(await events(terminated.id)).toEqual(['subscription.created', 'subscription.canceled']);
 
     // A second sweep finds nothing more to do.
@@ -87,22 +104,40 @@ describe('ops traps: subscription workflows handled from Temporal', () => {
   it('after a plan change the current details, the memo and the PlanId search attribute name the new plan; a renewal adds nothing to them', async () => {
     const sub = await subscribe(0);
     const handle = engine.env.client.workflow.getHandle(sub.id);
-    const currentDetails = async () => (await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata')).currentDetails;
+    const currentDetails = async () =>
+      (await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata')).currentDetails;
     expect(await currentDetails()).toMatch(/^On Pro \(\$25\.00 every month\)\.\n/);
-    const team = await engine.call('POST', '/v1/plans', { name: 'Team', amount: 6000, currency: 'USD', interval: 'month' });
-    const changed = await engine.call('POST', `/v1/subscriptions/${sub.id}/update`, { plan: team.body.id, quantity: 2 });
+    const team = await engine.call('POST', '/v1/plans', {
+      name: 'Team',
+      amount: 6000,
+      currency: 'USD',
+      interval: 'month',
+    });
+    const changed = await engine.call('POST', `/v1/subscriptions/${sub.id}/update`, {
+      plan: team.body.id,
+      quantity: 2,
+    });
     expect(changed.status, JSON.stringify(changed.body)).toBe(200);
     expect(await currentDetails()).toMatch(/^On Team × 2 \(\$120\.00 every month\)\.\n\nRenewal, cycle 1 /);
-    const described = await eventually(() => handle.describe(), (d) => (d.memo as { planId?: string }).planId === team.body.id);
+    const described = await eventually(
+      () => handle.describe(),
+      (d) => (d.memo as { planId?: string }).planId === team.body.id,
+    );
     expect(described.memo).toMatchObject({ customerEmail: 'ada@example.com', planName: 'Team', planId: team.body.id });
     expect(described.typedSearchAttributes.get(PlanIdKey)).toBe(team.body.id);
     // The summary stays what it was written as at the start, and says so.
     expect(await described.staticSummary()).toBe('Ada <ada@example.com>, started on Pro ($25.00 every month)');
     // A renewal on the same plan records no upsert of either.
-    const upserts = async () => (await handle.fetchHistory()).events!.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes || e.workflowPropertiesModifiedEventAttributes).length;
+    const upserts = async () =>
+      (await handle.fetchHistory()).events!.filter(
+        (e) => e.upsertWorkflowSearchAttributesEventAttributes || e.workflowPropertiesModifiedEventAttributes,
+      ).length;
     const before = await upserts();
     await engine.env.sleep('32 days');
-    await eventually(() => engine.invoices(sub.id), (rows) => rows.filter((i) => i.status === 'paid').length === 3);
+    await eventually(
+      () => engine.invoices(sub.id),
+      (rows) => rows.filter((i) => i.status === 'paid').length === 3,
+    );
     expect(await upserts()).toBe(before);
     expect(await currentDetails()).toMatch(/^On Team × 2 /);
   });

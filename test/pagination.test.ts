@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { QBFilterQuery } from '@mikro-orm/postgresql';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
 import { keysetPage } from '../api/pagination.ts';
 import { Customer, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
@@ -21,7 +22,16 @@ describe('keysetPage plain rows', () => {
     const base = Date.parse('2026-01-01T00:00:00Z');
     // Customers of the account: two on clock A, one on clock B, one on none; and one of another account on clock A.
     const customer = (id: string, testClockId: string | null, owner = accountId) =>
-      em.create(Customer, { id, email: `${id}@example.com`, name: null, paymentMethod: null, processorCustomerId: null, accountId: owner, livemode: false, testClockId });
+      em.create(Customer, {
+        id,
+        email: `${id}@example.com`,
+        name: null,
+        paymentMethod: null,
+        processorCustomerId: null,
+        accountId: owner,
+        livemode: false,
+        testClockId,
+      });
     customer('cus_a1', 'clock_a');
     customer('cus_a2', 'clock_a');
     customer('cus_b1', 'clock_b');
@@ -57,13 +67,24 @@ describe('keysetPage plain rows', () => {
   afterAll(() => db?.close());
 
   const viaQueryBuilder = async (where: Record<string, unknown>, order: 'asc' | 'desc', limit: number) =>
-    db.orm.em.fork().createQueryBuilder(Transaction).select('*').where(where as QBFilterQuery<Transaction>).orderBy({ id: order }).limit(limit).execute<Transaction[]>('all');
+    db.orm.em
+      .fork()
+      .createQueryBuilder(Transaction)
+      .select('*')
+      .where(where as QBFilterQuery<Transaction>)
+      .orderBy({ id: order })
+      .limit(limit)
+      .execute<Transaction[]>('all');
 
   it('pages like the query builder, in both directions, with every filter lists use', async () => {
     const filters: Record<string, unknown>[] = [
       { accountId, livemode: false },
       { accountId, livemode: false, status: 'succeeded', type: 'credit' },
-      { accountId, livemode: false, createdAt: { $gte: new Date('2026-01-01T05:00:00Z'), $lte: new Date('2026-01-01T20:00:00Z') } },
+      {
+        accountId,
+        livemode: false,
+        createdAt: { $gte: new Date('2026-01-01T05:00:00Z'), $lte: new Date('2026-01-01T20:00:00Z') },
+      },
       { accountId, livemode: true },
       { accountId, livemode: false, reference: null },
       { accountId: 'acct_01nobody0000000000000000000', livemode: false },
@@ -74,13 +95,33 @@ describe('keysetPage plain rows', () => {
       expect(first.page).toEqual(all.slice(0, 4));
       expect(first.hasMore).toBe(all.length > 4);
       if (all.length > 5) {
-        const next = await keysetPage(db.orm.em.fork(), Transaction, where, { limit: 4, starting_after: all[3]!.id }, { rows: 'plain' });
+        const next = await keysetPage(
+          db.orm.em.fork(),
+          Transaction,
+          where,
+          { limit: 4, starting_after: all[3]!.id },
+          { rows: 'plain' },
+        );
         expect(next.page).toEqual(all.slice(4, 8));
-        const back = await keysetPage(db.orm.em.fork(), Transaction, where, { limit: 4, ending_before: all[4]!.id }, { rows: 'plain' });
+        const back = await keysetPage(
+          db.orm.em.fork(),
+          Transaction,
+          where,
+          { limit: 4, ending_before: all[4]!.id },
+          { rows: 'plain' },
+        );
         expect(back.page).toEqual(all.slice(0, 4));
       }
     }
-    const sample = (await keysetPage(db.orm.em.fork(), Transaction, { accountId, livemode: false, reference: 'order-29' }, { limit: 1 }, { rows: 'plain' })).page[0]!;
+    const sample = (
+      await keysetPage(
+        db.orm.em.fork(),
+        Transaction,
+        { accountId, livemode: false, reference: 'order-29' },
+        { limit: 1 },
+        { rows: 'plain' },
+      )
+    ).page[0]!;
     // int8 beyond 2^53 / 1000 comes back exact (the serializer turns it into a number).
     expect(Number(sample.amount)).toBe(9_007_199_254_740 + 29);
     expect(sample.createdAt).toBeInstanceOf(Date);
@@ -89,7 +130,12 @@ describe('keysetPage plain rows', () => {
 
   it("compiles a list's test clock condition (a subquery) into its one statement, and pages like the query builder", async () => {
     const scope = { accountId, livemode: false };
-    const conditions = [clockCondition(scope, undefined), clockCondition(scope, 'clock_a'), clockCondition(scope, 'clock_b'), clockCondition(scope, 'clock_none')];
+    const conditions = [
+      clockCondition(scope, undefined),
+      clockCondition(scope, 'clock_a'),
+      clockCondition(scope, 'clock_b'),
+      clockCondition(scope, 'clock_none'),
+    ];
     const customersOf = async (condition: Record<symbol, unknown[]> | null) =>
       new Set((await viaQueryBuilder({ ...scope, ...condition }, 'desc', 100)).map((t) => t.customerId));
     // What each condition lets through: off clocks, objects of no customer stay; a clock lists its own customers' only.
@@ -105,7 +151,10 @@ describe('keysetPage plain rows', () => {
       const first = await keysetPage(em, Transaction, where, { limit: 2 }, { rows: 'plain' });
       expect(first.page).toEqual(all.slice(0, 2));
       expect(first.hasMore).toBe(all.length > 2);
-      if (all.length > 2) expect((await keysetPage(em, Transaction, where, { limit: 2, starting_after: all[1]!.id }, { rows: 'plain' })).page).toEqual(all.slice(2, 4));
+      if (all.length > 2)
+        expect(
+          (await keysetPage(em, Transaction, where, { limit: 2, starting_after: all[1]!.id }, { rows: 'plain' })).page,
+        ).toEqual(all.slice(2, 4));
       expect(builder).not.toHaveBeenCalled();
     }
     // Live mode has no clocks: nothing is on one, and no condition applies without test_clock.
@@ -113,7 +162,9 @@ describe('keysetPage plain rows', () => {
     const liveOnClock = { accountId, livemode: true, ...clockCondition({ accountId, livemode: true }, 'clock_a') };
     expect(await viaQueryBuilder({ accountId, livemode: true }, 'desc', 5)).not.toEqual([]);
     expect(await viaQueryBuilder(liveOnClock, 'desc', 5)).toEqual([]);
-    expect((await keysetPage(db.orm.em.fork(), Transaction, liveOnClock, { limit: 5 }, { rows: 'plain' })).page).toEqual([]);
+    expect(
+      (await keysetPage(db.orm.em.fork(), Transaction, liveOnClock, { limit: 5 }, { rows: 'plain' })).page,
+    ).toEqual([]);
   });
 
   it('a filter it does not compile ($in, $ne) goes through the query builder and answers the same', async () => {

@@ -5,8 +5,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { SandboxProcessorCharge } from '../db/entities/index.ts';
 import { launchChromium, servePublicApi } from './helpers/browser.ts';
@@ -42,9 +44,17 @@ describe('the pay page in chromium', () => {
     return { status: response.status, body: (await response.json()) as any };
   }
   const requestPayment = (amount: number, reference: string) =>
-    callApi('POST', '/v1/payments', { account_id: engine.tenant.accountId, amount, currency: 'USD', customer_email: 'grace@example.com', reference });
-  const processorCharges = (id: string) => engine.db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: { $like: `${id}:%` } });
-  const shot = (page: Page, name: string) => page.screenshot({ path: path.join(screenshots, `pay-page-${name}.png`), fullPage: true });
+    callApi('POST', '/v1/payments', {
+      account_id: engine.tenant.accountId,
+      amount,
+      currency: 'USD',
+      customer_email: 'grace@example.com',
+      reference,
+    });
+  const processorCharges = (id: string) =>
+    engine.db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: { $like: `${id}:%` } });
+  const shot = (page: Page, name: string) =>
+    page.screenshot({ path: path.join(screenshots, `pay-page-${name}.png`), fullPage: true });
 
   it('opens payment_url, pays with a test card, and the API then reports succeeded (a double click charges once)', async () => {
     const created = await requestPayment(12_900, 'Invoice 2026-114');
@@ -83,7 +93,10 @@ describe('the pay page in chromium', () => {
     await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
     expect(await page.textContent('[role="alert"]')).toContain('Your card was declined.');
     await shot(page, 'declined');
-    expect((await callApi('GET', `/v1/payments/${created.body.id}`)).body).toMatchObject({ status: 'pending', last_payment_error: { code: 'card_declined' } });
+    expect((await callApi('GET', `/v1/payments/${created.body.id}`)).body).toMatchObject({
+      status: 'pending',
+      last_payment_error: { code: 'card_declined' },
+    });
     await page.check('input[value="pm_card_visa"]');
     await Promise.all([page.waitForNavigation(), page.click('button[type="submit"]')]);
     expect(await page.textContent('h1')).toBe('Payment successful');

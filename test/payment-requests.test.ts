@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { LedgerEntry, SandboxProcessorCharge, Transaction } from '../db/entities/index.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -16,8 +17,17 @@ describe('payment requests', () => {
   });
   afterAll(() => engine?.close());
 
-  const create = (body: Record<string, unknown> = {}, tenant: Tenant = engine.tenant, headers: Record<string, string> = {}) =>
-    engine.call('POST', '/v1/payments', { account_id: tenant.accountId, amount: 4250, currency: 'USD', customer_email: customer(), ...body }, { ...tenant.headers, ...headers });
+  const create = (
+    body: Record<string, unknown> = {},
+    tenant: Tenant = engine.tenant,
+    headers: Record<string, string> = {},
+  ) =>
+    engine.call(
+      'POST',
+      '/v1/payments',
+      { account_id: tenant.accountId, amount: 4250, currency: 'USD', customer_email: customer(), ...body },
+      { ...tenant.headers, ...headers },
+    );
   const get = async (id: string) => (await engine.call('GET', `/v1/payments/${id}`)).body;
   const pathOf = (url: string) => new URL(url).pathname;
   async function open(url: string) {
@@ -43,12 +53,19 @@ describe('payment requests', () => {
       async () => engine.mail.messages.filter((m) => m.envelopeTo.includes(to)),
       (list) => list.length >= count,
     );
-  const processorCharges = (id: string) => engine.db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: { $like: `${id}:%` } });
-  const paymentsOf = (tenant: Tenant) => engine.db.orm.em.fork().find(Transaction, { accountId: tenant.accountId, type: 'payment' });
+  const processorCharges = (id: string) =>
+    engine.db.orm.em.fork().count(SandboxProcessorCharge, { idempotencyKey: { $like: `${id}:%` } });
+  const paymentsOf = (tenant: Tenant) =>
+    engine.db.orm.em.fork().find(Transaction, { accountId: tenant.accountId, type: 'payment' });
 
   it('creates a pending request with an unguessable link; the GET right after reads the same', async () => {
     const email = customer();
-    const created = await create({ amount: 4250, customer_email: email, reference: 'INV-1001', metadata: { order: '42' } });
+    const created = await create({
+      amount: 4250,
+      customer_email: email,
+      reference: 'INV-1001',
+      metadata: { order: '42' },
+    });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
       id: expect.stringMatching(/^pay_[0-9a-z]{26}$/),
@@ -78,7 +95,14 @@ describe('payment requests', () => {
     expect(Date.parse(created.body.expires_at) - Date.parse(created.body.created_at)).toBe(7 * day);
     expect(await get(created.body.id)).toEqual(created.body);
     const status = await engine.call('GET', `/v1/payments/${created.body.id}/status`);
-    expect(status.body).toEqual({ id: created.body.id, status: 'pending', amount: 4250, currency: 'USD', reference: 'INV-1001', updated_at: created.body.updated_at });
+    expect(status.body).toEqual({
+      id: created.body.id,
+      status: 'pending',
+      amount: 4250,
+      currency: 'USD',
+      reference: 'INV-1001',
+      updated_at: created.body.updated_at,
+    });
     // Two requests never share a link.
     const other = await create();
     expect(other.body.payment_url).not.toBe(created.body.payment_url);
@@ -103,7 +127,13 @@ describe('payment requests', () => {
     // User text is escaped on the page too.
     expect(page.html).toContain('Order &lt;77&gt; &amp; co');
     expect(page.html).not.toContain('Order <77>');
-    for (const method of ['pm_card_visa', 'pm_card_mastercard', 'pm_card_chargeDeclined', 'pm_card_insufficientFunds', 'pm_card_expired']) {
+    for (const method of [
+      'pm_card_visa',
+      'pm_card_mastercard',
+      'pm_card_chargeDeclined',
+      'pm_card_insufficientFunds',
+      'pm_card_expired',
+    ]) {
       expect(page.html).toContain(`value="${method}"`);
     }
     expect(page.headers.get('content-security-policy')).toContain("form-action 'self'");
@@ -119,17 +149,36 @@ describe('payment requests', () => {
     expect(paid.html).toContain('Payment successful');
     expect(paid.html).toContain('$9.90');
     const after = (await engine.call('GET', `/v1/payments/${created.body.id}`, undefined, tenant.headers)).body;
-    expect(after).toMatchObject({ status: 'succeeded', attempts: 1, transaction_id: expect.stringMatching(/^txn_/), paid_at: iso, last_payment_error: null });
+    expect(after).toMatchObject({
+      status: 'succeeded',
+      attempts: 1,
+      transaction_id: expect.stringMatching(/^txn_/),
+      paid_at: iso,
+      last_payment_error: null,
+    });
     const [transaction] = await paymentsOf(tenant);
-    expect(transaction).toMatchObject({ id: after.transaction_id, amount: 990, currency: 'USD', status: 'succeeded', reference: 'R-1', paymentMethod: 'pm_card_visa' });
+    expect(transaction).toMatchObject({
+      id: after.transaction_id,
+      amount: 990,
+      currency: 'USD',
+      status: 'succeeded',
+      reference: 'R-1',
+      paymentMethod: 'pm_card_visa',
+    });
     const entries = await engine.db.orm.em.fork().find(LedgerEntry, { transactionId: after.transaction_id });
     // The money arrives pending (available two days later, fundsAvailabilityWorkflow).
-    expect(entries.map((e) => [e.ledgerAccount, e.amount]).sort()).toEqual([['external', -990], ['pending', 990]]);
+    expect(entries.map((e) => [e.ledgerAccount, e.amount]).sort()).toEqual([
+      ['external', -990],
+      ['pending', 990],
+    ]);
     const txn = await engine.call('GET', `/v1/transactions/${after.transaction_id}`, undefined, tenant.headers);
     expect(txn.body).toMatchObject({ type: 'payment', amount: 990, status: 'succeeded' });
     expect(await processorCharges(created.body.id)).toBe(1);
     const mails = await mailTo(email, 2);
-    expect(mails.map((m) => m.parsed.subject)).toEqual(['[TEST] Globex requests $9.90', '[TEST] Receipt: $9.90 paid to Globex']);
+    expect(mails.map((m) => m.parsed.subject)).toEqual([
+      '[TEST] Globex requests $9.90',
+      '[TEST] Receipt: $9.90 paid to Globex',
+    ]);
     // From the merchant's name; the receipt names the request's reference, not an internal id.
     expect(mails.map((m) => m.parsed.from!.value[0]!.name)).toEqual(['Globex', 'Globex']);
     expect(mails[1]!.parsed.text).toContain('Reference: R-1');
@@ -138,7 +187,9 @@ describe('payment requests', () => {
     const again = await open(created.body.payment_url);
     expect(again.status).toBe(200);
     expect(again.html).toContain('This request has been paid');
-    expect((await submit(created.body.payment_url, { payment_method: 'pm_card_visa', attempt: 'x'.repeat(22) })).html).toContain('This request has been paid');
+    expect(
+      (await submit(created.body.payment_url, { payment_method: 'pm_card_visa', attempt: 'x'.repeat(22) })).html,
+    ).toContain('This request has been paid');
     expect(await processorCharges(created.body.id)).toBe(1);
     const status = await engine.call('GET', `/v1/payments/${created.body.id}/status`, undefined, tenant.headers);
     expect(status.body).toMatchObject({ status: 'succeeded', updated_at: after.updated_at });
@@ -155,7 +206,12 @@ describe('payment requests', () => {
       status: 'pending',
       attempts: 1,
       transaction_id: null,
-      last_payment_error: { code: 'card_declined', message: 'Your card was declined.', payment_method: 'pm_card_chargeDeclined', created_at: iso },
+      last_payment_error: {
+        code: 'card_declined',
+        message: 'Your card was declined.',
+        payment_method: 'pm_card_chargeDeclined',
+        created_at: iso,
+      },
     });
     const poor = await pay(created.body.payment_url, 'pm_card_insufficientFunds');
     expect(poor.status).toBe(402);
@@ -176,7 +232,9 @@ describe('payment requests', () => {
     expect(after).toMatchObject({ status: 'succeeded', attempts: 4, last_payment_error: { code: 'expired_card' } });
     expect(await processorCharges(created.body.id)).toBe(4);
     const payments = (await paymentsOf(tenant)).filter((p) => p.status === 'succeeded');
-    expect(payments.map((p) => [p.id, p.amount, p.paymentRequestId])).toEqual([[after.transaction_id, 2000, created.body.id]]);
+    expect(payments.map((p) => [p.id, p.amount, p.paymentRequestId])).toEqual([
+      [after.transaction_id, 2000, created.body.id],
+    ]);
   });
 
   it('ten parallel posts of the same form charge once; a replayed declined form is answered without a new charge', async () => {
@@ -195,8 +253,12 @@ describe('payment requests', () => {
     const [tabA, tabB] = await Promise.all([open(second.body.payment_url), open(second.body.payment_url)]);
     expect(attemptOf(tabA.html)).not.toBe(attemptOf(tabB.html));
     const both = await Promise.all([
-      ...Array.from({ length: 5 }, () => submit(second.body.payment_url, { payment_method: 'pm_card_visa', attempt: attemptOf(tabA.html) })),
-      ...Array.from({ length: 5 }, () => submit(second.body.payment_url, { payment_method: 'pm_card_mastercard', attempt: attemptOf(tabB.html) })),
+      ...Array.from({ length: 5 }, () =>
+        submit(second.body.payment_url, { payment_method: 'pm_card_visa', attempt: attemptOf(tabA.html) }),
+      ),
+      ...Array.from({ length: 5 }, () =>
+        submit(second.body.payment_url, { payment_method: 'pm_card_mastercard', attempt: attemptOf(tabB.html) }),
+      ),
     ]);
     expect(both.map((a) => a.status)).toEqual(Array(10).fill(200));
     expect(await processorCharges(second.body.id)).toBe(1);
@@ -209,7 +271,9 @@ describe('payment requests', () => {
     const declines = await Promise.all(Array.from({ length: 5 }, () => submit(third.body.payment_url, declinedForm)));
     expect(declines.map((a) => a.status)).toEqual(Array(5).fill(402));
     expect(await processorCharges(third.body.id)).toBe(1);
-    expect((await engine.call('GET', `/v1/payments/${third.body.id}`, undefined, tenant.headers)).body.attempts).toBe(1);
+    expect((await engine.call('GET', `/v1/payments/${third.body.id}`, undefined, tenant.headers)).body.attempts).toBe(
+      1,
+    );
   });
 
   it('the page refuses bank debits, unknown methods, stale forms and posts from other sites, charging nothing', async () => {
@@ -226,14 +290,26 @@ describe('payment requests', () => {
     const stale = await submit(url, { payment_method: 'pm_card_visa', attempt: 'short' });
     expect(stale.status).toBe(400);
     expect(stale.html).toContain('out of date');
-    const forged = await submit(url, { payment_method: 'pm_card_visa', attempt }, { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' });
+    const forged = await submit(
+      url,
+      { payment_method: 'pm_card_visa', attempt },
+      { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
+    );
     expect(forged.status).toBe(403);
-    const forgedOrigin = await submit(url, { payment_method: 'pm_card_visa', attempt }, { origin: 'https://evil.example' });
+    const forgedOrigin = await submit(
+      url,
+      { payment_method: 'pm_card_visa', attempt },
+      { origin: 'https://evil.example' },
+    );
     expect(forgedOrigin.status).toBe(403);
     expect(await processorCharges(id)).toBe(0);
     expect((await get(id)).status).toBe('pending');
     // Same-origin posts from a browser are fine.
-    const ok = await submit(url, { payment_method: 'pm_card_visa', attempt }, { 'sec-fetch-site': 'same-origin', origin: 'null' });
+    const ok = await submit(
+      url,
+      { payment_method: 'pm_card_visa', attempt },
+      { 'sec-fetch-site': 'same-origin', origin: 'null' },
+    );
     expect(ok.status).toBe(200);
     expect(await processorCharges(id)).toBe(1);
   });
@@ -246,7 +322,11 @@ describe('payment requests', () => {
       expect(response.headers.get('content-type')).toMatch(/^text\/html/);
       expect(body).toContain('Payment link not found');
       expect(body).not.toContain('<script>');
-      const posted = await engine.app.request(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'payment_method=pm_card_visa' });
+      const posted = await engine.app.request(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'payment_method=pm_card_visa',
+      });
       expect(posted.status).toBe(404);
     }
   });
@@ -278,12 +358,19 @@ describe('payment requests', () => {
     expect(refused.body).toEqual(errorShape('invalid_state'));
     expect((await get(paid.body.id)).status).toBe('succeeded');
     expect((await engine.call('POST', '/v1/payments/pay_01jd3x5k8q0m2v7c9r4t6y1w3e/cancel')).status).toBe(404);
-    expect((await engine.call('POST', `/v1/payments/${paid.body.id}/cancel`, { reason: 'x' })).body).toEqual(errorShape('invalid_request'));
+    expect((await engine.call('POST', `/v1/payments/${paid.body.id}/cancel`, { reason: 'x' })).body).toEqual(
+      errorShape('invalid_request'),
+    );
   });
 
-  it('refuses bad input with the spec\'s codes and writes nothing', async () => {
+  it("refuses bad input with the spec's codes and writes nothing", async () => {
     const other = await engine.signUp();
-    const count = () => engine.db.orm.em.fork().getConnection().execute(`select count(*)::int as n from payment_requests`).then((r) => r[0].n as number);
+    const count = () =>
+      engine.db.orm.em
+        .fork()
+        .getConnection()
+        .execute(`select count(*)::int as n from payment_requests`)
+        .then((r) => r[0].n as number);
     const before = await count();
     const cases: [Record<string, unknown>, string][] = [
       [{ amount: 0 }, 'invalid_request'],
@@ -317,7 +404,12 @@ describe('payment requests', () => {
       expect(response.status).toBe(code === 'account_not_found' ? 404 : 400);
     }
     expect((await engine.call('POST', '/v1/payments', 'not json')).status).toBe(400);
-    const anonymous = await engine.call('POST', '/v1/payments', { account_id: engine.tenant.accountId, amount: 100, currency: 'USD', customer_email: 'a@example.com' }, { authorization: '' });
+    const anonymous = await engine.call(
+      'POST',
+      '/v1/payments',
+      { account_id: engine.tenant.accountId, amount: 100, currency: 'USD', customer_email: 'a@example.com' },
+      { authorization: '' },
+    );
     expect(anonymous.status).toBe(401);
     expect(anonymous.body).toEqual(errorShape('unauthorized'));
     expect(await count()).toBe(before);
@@ -342,20 +434,36 @@ describe('payment requests', () => {
     const sandbox = await create({}, engine.tenant, { 'x-sandbox-mode': 'true' });
     expect(sandbox.status).toBe(201);
     expect(sandbox.body.livemode).toBe(false);
-    for (const path of [`/v1/payments/${theirs.body.id}`, `/v1/payments/${theirs.body.id}/status`, `/v1/payments/${sandbox.body.id}`, '/v1/payments/pay_01jd3x5k8q0m2v7c9r4t6y1w3e', '/v1/payments/pay_01jd3x5k8q0m2v7c9r4t6y1w3e/status']) {
+    for (const path of [
+      `/v1/payments/${theirs.body.id}`,
+      `/v1/payments/${theirs.body.id}/status`,
+      `/v1/payments/${sandbox.body.id}`,
+      '/v1/payments/pay_01jd3x5k8q0m2v7c9r4t6y1w3e',
+      '/v1/payments/pay_01jd3x5k8q0m2v7c9r4t6y1w3e/status',
+    ]) {
       const response = await engine.call('GET', path);
-      expect({ path, status: response.status, body: response.body }).toEqual({ path, status: 404, body: errorShape('not_found') });
+      expect({ path, status: response.status, body: response.body }).toEqual({
+        path,
+        status: 404,
+        body: errorShape('not_found'),
+      });
     }
     expect((await engine.call('POST', `/v1/payments/${theirs.body.id}/cancel`)).status).toBe(404);
     expect((await get(theirs.body.id)).error).toBe('not_found');
-    const inSandbox = await engine.call('GET', `/v1/payments/${sandbox.body.id}`, undefined, { 'x-sandbox-mode': 'true' });
+    const inSandbox = await engine.call('GET', `/v1/payments/${sandbox.body.id}`, undefined, {
+      'x-sandbox-mode': 'true',
+    });
     expect(inSandbox.body.id).toBe(sandbox.body.id);
-    expect((await engine.call('GET', `/v1/payments/${mine.body.id}`, undefined, { 'x-sandbox-mode': 'true' })).status).toBe(404);
+    expect(
+      (await engine.call('GET', `/v1/payments/${mine.body.id}`, undefined, { 'x-sandbox-mode': 'true' })).status,
+    ).toBe(404);
     const liveList = (await engine.call('GET', '/v1/payments?limit=100')).body.data.map((r: { id: string }) => r.id);
     expect(liveList).toContain(mine.body.id);
     expect(liveList).not.toContain(sandbox.body.id);
     expect(liveList).not.toContain(theirs.body.id);
-    const sandboxList = (await engine.call('GET', '/v1/payments?limit=100', undefined, { 'x-sandbox-mode': 'true' })).body.data.map((r: { id: string }) => r.id);
+    const sandboxList = (
+      await engine.call('GET', '/v1/payments?limit=100', undefined, { 'x-sandbox-mode': 'true' })
+    ).body.data.map((r: { id: string }) => r.id);
     expect(sandboxList).toEqual([sandbox.body.id]);
     for (const path of [`/v1/payments/${mine.body.id}`, `/v1/payments/${mine.body.id}/status`, '/v1/payments']) {
       const response = await engine.call('GET', path, undefined, { authorization: '' });
@@ -367,7 +475,8 @@ describe('payment requests', () => {
     const keyHeaders = { authorization: `Bearer ${key.body.secret}` };
     expect((await engine.call('GET', `/v1/payments/${sandbox.body.id}`, undefined, keyHeaders)).status).toBe(200);
     expect((await engine.call('GET', `/v1/payments/${mine.body.id}`, undefined, keyHeaders)).status).toBe(404);
-    for (const r of [mine, theirs]) await engine.call('POST', `/v1/payments/${r.body.id}/cancel`, undefined, r === theirs ? other.headers : {});
+    for (const r of [mine, theirs])
+      await engine.call('POST', `/v1/payments/${r.body.id}/cancel`, undefined, r === theirs ? other.headers : {});
     await engine.call('POST', `/v1/payments/${sandbox.body.id}/cancel`, undefined, { 'x-sandbox-mode': 'true' });
   });
 
@@ -398,7 +507,14 @@ describe('payment requests', () => {
     const canceled = await list('?status=canceled');
     expect(canceled.body.data.map((r: { id: string }) => r.id)).toEqual([ids[1]]);
     expect((await list('?status=pending')).body.data).toHaveLength(5);
-    for (const query of ['?limit=0', '?limit=101', '?status=paid', '?starting_after=txn_01jd3x5k8q0m2v7c9r4t6y1w3e', `?starting_after=${ids[0]}&ending_before=${ids[1]}`, '?colour=red']) {
+    for (const query of [
+      '?limit=0',
+      '?limit=101',
+      '?status=paid',
+      '?starting_after=txn_01jd3x5k8q0m2v7c9r4t6y1w3e',
+      `?starting_after=${ids[0]}&ending_before=${ids[1]}`,
+      '?colour=red',
+    ]) {
       expect((await list(query)).body).toEqual(errorShape('invalid_request'));
     }
     for (const id of ids) await engine.call('POST', `/v1/payments/${id}/cancel`, undefined, tenant.headers);
@@ -422,41 +538,122 @@ describe('payment requests', () => {
   it('POST /api/v1/payment-requests with type one_time behaves as /v1/payments', async () => {
     const tenant = await engine.signUp();
     const email = customer();
-    const created = await engine.call('POST', '/api/v1/payment-requests', { type: 'one_time', amount: 3300, currency: 'USD', customer_email: email, reference: 'api' }, tenant.headers);
+    const created = await engine.call(
+      'POST',
+      '/api/v1/payment-requests',
+      { type: 'one_time', amount: 3300, currency: 'USD', customer_email: email, reference: 'api' },
+      tenant.headers,
+    );
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ object: 'payment_request', account_id: tenant.accountId, amount: 3300, status: 'pending', reference: 'api', recurring_payment_request_id: null });
-    expect((await engine.call('GET', `/v1/payments/${created.body.id}`, undefined, tenant.headers)).body).toEqual(created.body);
-    expect((await engine.call('GET', `/api/v1/payment-requests/${created.body.id}`, undefined, tenant.headers)).body).toEqual(created.body);
+    expect(created.body).toMatchObject({
+      object: 'payment_request',
+      account_id: tenant.accountId,
+      amount: 3300,
+      status: 'pending',
+      reference: 'api',
+      recurring_payment_request_id: null,
+    });
+    expect((await engine.call('GET', `/v1/payments/${created.body.id}`, undefined, tenant.headers)).body).toEqual(
+      created.body,
+    );
+    expect(
+      (await engine.call('GET', `/api/v1/payment-requests/${created.body.id}`, undefined, tenant.headers)).body,
+    ).toEqual(created.body);
     await mailTo(email);
-    const withAccount = await engine.call('POST', '/api/v1/payment-requests', { type: 'one_time', account_id: tenant.accountId, amount: 100, currency: 'USD', customer_email: email }, tenant.headers);
+    const withAccount = await engine.call(
+      'POST',
+      '/api/v1/payment-requests',
+      { type: 'one_time', account_id: tenant.accountId, amount: 100, currency: 'USD', customer_email: email },
+      tenant.headers,
+    );
     expect(withAccount.status).toBe(201);
     // A form body, as everywhere in the API.
-    const form = await engine.call('POST', '/api/v1/payment-requests', `type=one_time&amount=250&currency=USD&customer_email=${encodeURIComponent(email)}&metadata[order]=9`, {
-      ...tenant.headers,
-      'content-type': 'application/x-www-form-urlencoded',
-    });
+    const form = await engine.call(
+      'POST',
+      '/api/v1/payment-requests',
+      `type=one_time&amount=250&currency=USD&customer_email=${encodeURIComponent(email)}&metadata[order]=9`,
+      {
+        ...tenant.headers,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+    );
     expect(form.status).toBe(201);
     expect(form.body).toMatchObject({ amount: 250, metadata: { order: '9' }, status: 'pending' });
     await engine.call('POST', `/api/v1/payment-requests/${form.body.id}/cancel`, undefined, tenant.headers);
     const cases: [Record<string, unknown>, string, number][] = [
       [{ amount: 100, currency: 'USD', customer_email: email }, 'invalid_request', 400],
       [{ type: 'weekly', amount: 100, currency: 'USD', customer_email: email }, 'invalid_request', 400],
-      [{ type: 'one_time', amount: 100, currency: 'USD', customer_email: email, interval: 'month' }, 'invalid_request', 400],
+      [
+        { type: 'one_time', amount: 100, currency: 'USD', customer_email: email, interval: 'month' },
+        'invalid_request',
+        400,
+      ],
       [{ type: 'recurring', amount: 100, currency: 'USD', customer_email: email }, 'invalid_request', 400],
-      [{ type: 'recurring', amount: 100, currency: 'USD', customer_email: email, interval: 'fortnight' }, 'invalid_request', 400],
-      [{ type: 'recurring', amount: 100, currency: 'USD', customer_email: email, interval: 'month', interval_count: 0 }, 'invalid_request', 400],
-      [{ type: 'recurring', amount: 100, currency: 'USD', customer_email: email, interval: 'month', expires_at: new Date(Date.now() + day).toISOString() }, 'invalid_request', 400],
+      [
+        { type: 'recurring', amount: 100, currency: 'USD', customer_email: email, interval: 'fortnight' },
+        'invalid_request',
+        400,
+      ],
+      [
+        {
+          type: 'recurring',
+          amount: 100,
+          currency: 'USD',
+          customer_email: email,
+          interval: 'month',
+          interval_count: 0,
+        },
+        'invalid_request',
+        400,
+      ],
+      [
+        {
+          type: 'recurring',
+          amount: 100,
+          currency: 'USD',
+          customer_email: email,
+          interval: 'month',
+          expires_at: new Date(Date.now() + day).toISOString(),
+        },
+        'invalid_request',
+        400,
+      ],
       [{ type: 'one_time', amount: 100, currency: 'GBP', customer_email: email }, 'currency_mismatch', 400],
-      [{ type: 'recurring', amount: 100, currency: 'USD', customer_email: email, interval: 'month', account_id: engine.tenant.accountId }, 'account_not_found', 404],
+      [
+        {
+          type: 'recurring',
+          amount: 100,
+          currency: 'USD',
+          customer_email: email,
+          interval: 'month',
+          account_id: engine.tenant.accountId,
+        },
+        'account_not_found',
+        404,
+      ],
     ];
     for (const [body, code, status] of cases) {
       const response = await engine.call('POST', '/api/v1/payment-requests', body, tenant.headers);
-      expect({ body, status: response.status, response: response.body }).toEqual({ body, status, response: errorShape(code) });
+      expect({ body, status: response.status, response: response.body }).toEqual({
+        body,
+        status,
+        response: errorShape(code),
+      });
     }
-    const anonymous = await engine.call('POST', '/api/v1/payment-requests', { type: 'one_time', amount: 100, currency: 'USD', customer_email: email }, { authorization: '' });
+    const anonymous = await engine.call(
+      'POST',
+      '/api/v1/payment-requests',
+      { type: 'one_time', amount: 100, currency: 'USD', customer_email: email },
+      { authorization: '' },
+    );
     expect(anonymous.status).toBe(401);
     expect((await engine.call('GET', `/api/v1/payment-requests/${created.body.id}`)).status).toBe(404);
-    const canceled = await engine.call('POST', `/api/v1/payment-requests/${created.body.id}/cancel`, undefined, tenant.headers);
+    const canceled = await engine.call(
+      'POST',
+      `/api/v1/payment-requests/${created.body.id}/cancel`,
+      undefined,
+      tenant.headers,
+    );
     expect(canceled.body).toMatchObject({ status: 'canceled' });
     await engine.call('POST', `/api/v1/payment-requests/${withAccount.body.id}/cancel`, undefined, tenant.headers);
   });
@@ -466,16 +663,27 @@ describe('payment requests', () => {
     const pending = await create({}, tenant);
     const paid = await create({}, tenant);
     await pay(paid.body.payment_url, 'pm_card_visa');
-    const recurring = await engine.call('POST', '/api/v1/payment-requests', { type: 'recurring', amount: 100, currency: 'USD', customer_email: customer(), interval: 'month' }, tenant.headers);
+    const recurring = await engine.call(
+      'POST',
+      '/api/v1/payment-requests',
+      { type: 'recurring', amount: 100, currency: 'USD', customer_email: customer(), interval: 'month' },
+      tenant.headers,
+    );
     expect(recurring.status).toBe(201);
     const closed = await engine.call('DELETE', '/v1/account', undefined, tenant.headers);
     expect(closed.status).toBe(200);
     const rows = engine.db.orm.em.fork().getConnection();
-    const [p] = await rows.execute(`select status, cancellation_reason from payment_requests where id = ?`, [pending.body.id]);
+    const [p] = await rows.execute(`select status, cancellation_reason from payment_requests where id = ?`, [
+      pending.body.id,
+    ]);
     expect(p).toEqual({ status: 'canceled', cancellation_reason: 'account_closed' });
-    const [child] = await rows.execute(`select status, cancellation_reason from payment_requests where id = ?`, [recurring.body.latest_payment_request_id]);
+    const [child] = await rows.execute(`select status, cancellation_reason from payment_requests where id = ?`, [
+      recurring.body.latest_payment_request_id,
+    ]);
     expect(child).toEqual({ status: 'canceled', cancellation_reason: 'account_closed' });
-    const [r] = await rows.execute(`select status, cancellation_reason from recurring_payment_requests where id = ?`, [recurring.body.id]);
+    const [r] = await rows.execute(`select status, cancellation_reason from recurring_payment_requests where id = ?`, [
+      recurring.body.id,
+    ]);
     expect(r).toEqual({ status: 'canceled', cancellation_reason: 'account_closed' });
     const [stillPaid] = await rows.execute(`select status from payment_requests where id = ?`, [paid.body.id]);
     expect(stillPaid.status).toBe('succeeded');
@@ -491,7 +699,10 @@ describe('payment requests', () => {
     await engine.env.sleep(30 * 60_000);
     expect((await get(created.body.id)).status).toBe('pending');
     await engine.env.sleep(31 * 60_000);
-    const expired = await eventually(() => get(created.body.id), (r) => r.status !== 'pending');
+    const expired = await eventually(
+      () => get(created.body.id),
+      (r) => r.status !== 'pending',
+    );
     expect(expired).toMatchObject({ status: 'failed', failure_reason: 'expired', transaction_id: null });
     expect((await engine.call('GET', `/v1/payments/${created.body.id}/status`)).body.status).toBe('failed');
     const page = await open(created.body.payment_url);
@@ -506,7 +717,10 @@ describe('payment requests', () => {
     await engine.env.sleep(7 * day - 60_000);
     expect((await get(defaulted.body.id)).status).toBe('pending');
     await engine.env.sleep(2 * 60_000);
-    await eventually(() => get(defaulted.body.id), (r) => r.status === 'failed');
+    await eventually(
+      () => get(defaulted.body.id),
+      (r) => r.status === 'failed',
+    );
   });
 
   it('recurring: one workflow issues a new pending request and email every period until canceled', async () => {
@@ -515,7 +729,16 @@ describe('payment requests', () => {
     const created = await engine.call(
       'POST',
       '/api/v1/payment-requests',
-      { type: 'recurring', amount: 1200, currency: 'USD', customer_email: email, interval: 'day', interval_count: 2, reference: 'rent', expires_in: 86_400 },
+      {
+        type: 'recurring',
+        amount: 1200,
+        currency: 'USD',
+        customer_email: email,
+        interval: 'day',
+        interval_count: 2,
+        reference: 'rent',
+        expires_in: 86_400,
+      },
       tenant.headers,
     );
     expect(created.status).toBe(201);
@@ -544,10 +767,20 @@ describe('payment requests', () => {
     });
     const id = created.body.id;
     expect(Date.parse(created.body.next_payment_request_at) - Date.parse(created.body.created_at)).toBe(2 * day);
-    expect((await engine.call('GET', `/api/v1/payment-requests/${id}`, undefined, tenant.headers)).body).toEqual(created.body);
-    const children = async () => (await engine.call('GET', `/v1/payments?recurring_payment_request_id=${id}`, undefined, tenant.headers)).body.data as any[];
+    expect((await engine.call('GET', `/api/v1/payment-requests/${id}`, undefined, tenant.headers)).body).toEqual(
+      created.body,
+    );
+    const children = async () =>
+      (await engine.call('GET', `/v1/payments?recurring_payment_request_id=${id}`, undefined, tenant.headers)).body
+        .data as any[];
     const firstChild = await eventually(children, (list) => list.length === 1);
-    expect(firstChild[0]).toMatchObject({ id: created.body.latest_payment_request_id, status: 'pending', amount: 1200, reference: 'rent', recurring_payment_request_id: id });
+    expect(firstChild[0]).toMatchObject({
+      id: created.body.latest_payment_request_id,
+      status: 'pending',
+      amount: 1200,
+      reference: 'rent',
+      recurring_payment_request_id: id,
+    });
     expect((await mailTo(email, 1))[0]!.parsed.subject).toBe('[TEST] Initech requests $12.00');
 
     // Period 1 and 2, two days apart each, each with its own request and email.
@@ -568,8 +801,16 @@ describe('payment requests', () => {
 
     const canceled = await engine.call('POST', `/api/v1/payment-requests/${id}/cancel`, undefined, tenant.headers);
     expect(canceled.status).toBe(200);
-    expect(canceled.body).toMatchObject({ status: 'canceled', canceled_at: iso, cancellation_reason: 'requested', next_payment_request_at: null, periods_issued: 3 });
-    expect((await engine.call('POST', `/api/v1/payment-requests/${id}/cancel`, undefined, tenant.headers)).body).toEqual(errorShape('invalid_state'));
+    expect(canceled.body).toMatchObject({
+      status: 'canceled',
+      canceled_at: iso,
+      cancellation_reason: 'requested',
+      next_payment_request_at: null,
+      periods_issued: 3,
+    });
+    expect(
+      (await engine.call('POST', `/api/v1/payment-requests/${id}/cancel`, undefined, tenant.headers)).body,
+    ).toEqual(errorShape('invalid_state'));
     await engine.env.sleep(6 * day);
     await new Promise((r) => setTimeout(r, 500));
     expect(await children()).toHaveLength(3);
@@ -577,6 +818,8 @@ describe('payment requests', () => {
     expect(await engine.env.client.workflow.getHandle(id).result()).toMatchObject({ status: 'canceled' });
     const other = await engine.signUp();
     expect((await engine.call('GET', `/api/v1/payment-requests/${id}`, undefined, other.headers)).status).toBe(404);
-    expect((await engine.call('POST', `/api/v1/payment-requests/${id}/cancel`, undefined, other.headers)).status).toBe(404);
+    expect((await engine.call('POST', `/api/v1/payment-requests/${id}/cancel`, undefined, other.headers)).status).toBe(
+      404,
+    );
   });
 });

@@ -8,6 +8,7 @@
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { checkPageLayout, launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -37,9 +38,23 @@ describe('a plan change in the portal, in chromium', () => {
 
   it('previews the upgrade, charges it only once confirmed, and links back from the payment page', async () => {
     const basic = await call('POST', '/v1/plans', { name: 'Basic', amount: 2000, currency: 'USD', interval: 'month' });
-    const premium = await call('POST', '/v1/plans', { name: 'Premium', amount: 5000, currency: 'USD', interval: 'month' });
-    const hidden = await call('POST', '/v1/plans', { name: 'Enterprise', amount: 9000, currency: 'USD', interval: 'month' });
-    const customer = await call('POST', '/v1/customers', { email: 'lin@example.com', name: 'Lin', payment_method: 'pm_card_visa' });
+    const premium = await call('POST', '/v1/plans', {
+      name: 'Premium',
+      amount: 5000,
+      currency: 'USD',
+      interval: 'month',
+    });
+    const hidden = await call('POST', '/v1/plans', {
+      name: 'Enterprise',
+      amount: 9000,
+      currency: 'USD',
+      interval: 'month',
+    });
+    const customer = await call('POST', '/v1/customers', {
+      email: 'lin@example.com',
+      name: 'Lin',
+      payment_method: 'pm_card_visa',
+    });
     const sub = await call('POST', '/v1/subscriptions', { customer: customer.id, plan: basic.id });
     await call('PATCH', '/v1/settings/customer_portal', { plan_changes: true, plans: [premium.id] });
     const link = (await call('POST', `/v1/customers/${customer.id}/portal_link`, {})) as { url: string };
@@ -55,7 +70,10 @@ describe('a plan change in the portal, in chromium', () => {
     await payment.getByText('Visa •••• 4242').waitFor();
     expect(await page.getByText('pm_card_visa').count()).toBe(0);
     const choice = card.getByRole('combobox', { name: 'Change plan' });
-    expect(await choice.locator('option').allTextContents()).toEqual(['Choose a plan', expect.stringMatching(/^Premium · \$50\.00/)]);
+    expect(await choice.locator('option').allTextContents()).toEqual([
+      'Choose a plan',
+      expect.stringMatching(/^Premium · \$50\.00/),
+    ]);
     expect(hidden.id).not.toBe(premium.id);
     await checkPageLayout(page, 'portal-plan-change', 'portal');
 
@@ -66,7 +84,11 @@ describe('a plan change in the portal, in chromium', () => {
     const now = preview.getByRole('region', { name: 'Charged now' });
     await now.getByText(/^Unused time on Basic/).waitFor();
     await now.getByText(/^Remaining time on Premium/).waitFor();
-    await preview.getByRole('region', { name: /^Next invoice, / }).getByText('$50.00').first().waitFor();
+    await preview
+      .getByRole('region', { name: /^Next invoice, / })
+      .getByText('$50.00')
+      .first()
+      .waitFor();
     const confirm = preview.getByRole('button', { name: /^Confirm and pay \$\d+\.\d\d$/ });
     const shown = Math.round(Number((await confirm.textContent())!.replace(/^Confirm and pay \$/, '')) * 100);
     expect(shown).toBeGreaterThan(2000);
@@ -76,7 +98,10 @@ describe('a plan change in the portal, in chromium', () => {
     expect((await call('GET', `/v1/subscriptions/${sub.id}`)).plan).toBe(basic.id);
 
     await confirm.click();
-    await page.getByRole('status').filter({ hasText: /^You are now on Premium; \$\d+\.\d\d was charged\.$/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^You are now on Premium; \$\d+\.\d\d was charged\.$/ })
+      .waitFor();
     const changed = await call('GET', `/v1/subscriptions/${sub.id}`);
     expect(changed.plan).toBe(premium.id);
     const invoice = await call('GET', `/v1/invoices/${changed.latest_invoice}`);

@@ -8,9 +8,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+
 import AxeBuilder from '@axe-core/playwright';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { RunningApi } from '../api/server.ts';
 import { launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -43,11 +45,25 @@ describe('promotion codes in the portal, in chromium', () => {
 
   it('a customer applies a promotion code to a subscription once the account allows it', async () => {
     const plan = await call('POST', '/v1/plans', { name: 'Studio', amount: 4000, currency: 'USD', interval: 'month' });
-    const customer = await call('POST', '/v1/customers', { email: 'promo@example.com', name: 'Pat', payment_method: 'pm_card_visa' });
+    const customer = await call('POST', '/v1/customers', {
+      email: 'promo@example.com',
+      name: 'Pat',
+      payment_method: 'pm_card_visa',
+    });
     const sub = await call('POST', '/v1/subscriptions', { customer: customer.id, plan: plan.id });
-    await call('POST', '/v1/coupons', { id: 'STUDIO25', name: 'Studio launch', percent_off: 25, duration: 'repeating', duration_in_months: 3 });
+    await call('POST', '/v1/coupons', {
+      id: 'STUDIO25',
+      name: 'Studio launch',
+      percent_off: 25,
+      duration: 'repeating',
+      duration_in_months: 3,
+    });
     const code = await call('POST', '/v1/promotion_codes', { coupon: 'STUDIO25', code: 'HELLO25' });
-    await call('POST', '/v1/promotion_codes', { coupon: 'STUDIO25', code: 'OTHERS', customer: (await call('POST', '/v1/customers', { email: 'x@example.com' })).id });
+    await call('POST', '/v1/promotion_codes', {
+      coupon: 'STUDIO25',
+      code: 'OTHERS',
+      customer: (await call('POST', '/v1/customers', { email: 'x@example.com' })).id,
+    });
     const link = (await call('POST', `/v1/customers/${customer.id}/portal_link`, {})) as { url: string };
     const url = `${baseUrl}/dashboard/portal#${link.url.split('#')[1]}`;
 
@@ -73,7 +89,10 @@ describe('promotion codes in the portal, in chromium', () => {
     await card.getByRole('textbox', { name: 'Promotion code' }).fill('hello25');
     await card.getByRole('button', { name: 'Apply code' }).click();
     await card.getByRole('status').filter({ hasText: 'Applied: Studio launch: 25% off until' }).waitFor();
-    await card.getByText(/^Studio launch: 25% off until/).first().waitFor();
+    await card
+      .getByText(/^Studio launch: 25% off until/)
+      .first()
+      .waitFor();
     const discount = (await call('GET', `/v1/subscriptions/${sub.id}`)).discount;
     expect(discount).toMatchObject({ coupon: { id: 'STUDIO25' }, promotion_code: code.id, subscription: sub.id });
 
@@ -87,9 +106,24 @@ describe('promotion codes in the portal, in chromium', () => {
   });
 
   it("a metered subscription's card shows the usage of the period so far", async () => {
-    const meter = await call('POST', '/v1/meters', { display_name: 'API tokens', event_name: 'tokens', aggregation: 'sum', value_property: 'tokens' });
-    const plan = await call('POST', '/v1/plans', { name: 'Tokens', currency: 'USD', interval: 'month', usage_type: 'metered', meter: meter.id, amount: 1 });
-    const customer = await call('POST', '/v1/customers', { email: 'usage@example.com', payment_method: 'pm_card_visa' });
+    const meter = await call('POST', '/v1/meters', {
+      display_name: 'API tokens',
+      event_name: 'tokens',
+      aggregation: 'sum',
+      value_property: 'tokens',
+    });
+    const plan = await call('POST', '/v1/plans', {
+      name: 'Tokens',
+      currency: 'USD',
+      interval: 'month',
+      usage_type: 'metered',
+      meter: meter.id,
+      amount: 1,
+    });
+    const customer = await call('POST', '/v1/customers', {
+      email: 'usage@example.com',
+      payment_method: 'pm_card_visa',
+    });
     const sub = await call('POST', '/v1/subscriptions', { customer: customer.id, plan: plan.id });
     const link = (await call('POST', `/v1/customers/${customer.id}/portal_link`, {})) as { url: string };
     const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
@@ -98,8 +132,17 @@ describe('promotion codes in the portal, in chromium', () => {
     const card = portal.getByRole('article', { name: 'Subscription to Tokens' });
     await card.getByText(/^No API tokens used yet \(.+ – .+\)$/).waitFor();
     const timestamp = new Date(Math.max(Date.now() - 1000, Date.parse(sub.current_period_start))).toISOString();
-    for (const [identifier, tokens] of [['ev-1', 1000.25], ['ev-2', 250.25]] as const) {
-      await call('POST', '/v1/meter_events', { event_name: 'tokens', customer: customer.id, identifier, timestamp, payload: { tokens } });
+    for (const [identifier, tokens] of [
+      ['ev-1', 1000.25],
+      ['ev-2', 250.25],
+    ] as const) {
+      await call('POST', '/v1/meter_events', {
+        event_name: 'tokens',
+        customer: customer.id,
+        identifier,
+        timestamp,
+        payload: { tokens },
+      });
     }
     await portal.reload();
     await card.getByText(/^1,250\.5 API tokens \(.+ – .+\)$/).waitFor();

@@ -9,24 +9,37 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+
 import { lineAmount } from '../domain/invoice-lines.ts';
 import type { Pricing } from '../domain/pricing.ts';
-import { applyItemChange, itemsOf, stripItemId, upcomingInvoice, type ItemChange, type ProrationBehavior, type SubscriptionState } from '../domain/subscription-decisions.ts';
 import { initialSnapshot, type ItemTerms } from '../domain/subscription.ts';
+import {
+  applyItemChange,
+  type ItemChange,
+  itemsOf,
+  type ProrationBehavior,
+  stripItemId,
+  type SubscriptionState,
+  upcomingInvoice,
+} from '../domain/subscription-decisions.ts';
 
 const start = Date.UTC(2027, 0, 10);
 const end = Date.UTC(2027, 1, 10);
 const periodMs = end - start;
 
 /** A price the reference prices by itself: per unit, or two graduated tiers of whole units and a flat fee. */
-type RefPrice = { kind: 'unit'; amount: number } | { kind: 'graduated'; first: number; upTo: number; rest: number; flat: number };
+type RefPrice =
+  | { kind: 'unit'; amount: number }
+  | { kind: 'graduated'; first: number; upTo: number; rest: number; flat: number };
 
 /** What a quantity of a price costs, computed here (not by domain/pricing.ts). */
 function refPrice(price: RefPrice, q: number): bigint {
   if (price.kind === 'unit') return BigInt(price.amount) * BigInt(q);
   const inFirst = Math.min(q, price.upTo);
   const inRest = Math.max(0, q - price.upTo);
-  return BigInt(price.first) * BigInt(inFirst) + (inRest > 0 ? BigInt(price.rest) * BigInt(inRest) + BigInt(price.flat) : 0n);
+  return (
+    BigInt(price.first) * BigInt(inFirst) + (inRest > 0 ? BigInt(price.rest) * BigInt(inRest) + BigInt(price.flat) : 0n)
+  );
 }
 
 /** round(n ÷ d) half away from zero, for d > 0. */
@@ -82,7 +95,17 @@ const terms = (catalog: RefPrice[], plan: number, quantity: number, itemId: stri
 
 function activeState(items: ItemTerms[]): SubscriptionState {
   const subscription = {
-    ...initialSnapshot({ id: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e', accountId: 'acct_1', customerId: 'cus_1', planId: items[0]!.planId, livemode: false, trialDays: 0, billingCycleMode: 'anniversary', pauseUntil: null, gracePeriodDays: null }),
+    ...initialSnapshot({
+      id: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e',
+      accountId: 'acct_1',
+      customerId: 'cus_1',
+      planId: items[0]!.planId,
+      livemode: false,
+      trialDays: 0,
+      billingCycleMode: 'anniversary',
+      pauseUntil: null,
+      gracePeriodDays: null,
+    }),
     status: 'active' as const,
     billingAnchor: new Date(start).toISOString(),
     currentPeriodStart: new Date(start).toISOString(),
@@ -97,7 +120,10 @@ describe('proration of item changes', () => {
     fc.assert(
       fc.property(
         catalogArb,
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 40 })), { minLength: 1, maxLength: 3 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 40 })), {
+          minLength: 1,
+          maxLength: 3,
+        }),
         fc.array(stepArb, { minLength: 1, maxLength: 8 }),
         fc.constantFrom<ProrationBehavior>('create_prorations', 'always_invoice'),
         (catalog, initial, rawSteps, behavior) => {
@@ -116,7 +142,8 @@ describe('proration of item changes', () => {
           for (const step of steps) {
             const at = start + step.at;
             const remaining = BigInt(end - at);
-            const prorate = (h: Held) => roundHalfAway(refPrice(catalog[h.plan]!, h.quantity) * remaining, BigInt(periodMs));
+            const prorate = (h: Held) =>
+              roundHalfAway(refPrice(catalog[h.plan]!, h.quantity) * remaining, BigInt(periodMs));
             let change: ItemChange | null = null;
             let next: Held[] = held;
             let reference: bigint[] = [];
@@ -126,7 +153,11 @@ describe('proration of item changes', () => {
               const id = `si_added${added++}`;
               const item = { id, plan: (freePlan + step.pick) % 5, quantity: step.quantity };
               if (held.some((h) => h.plan === item.plan)) item.plan = freePlan;
-              change = { action: 'add', item: terms(catalog, item.plan, item.quantity, id), prorationBehavior: behavior };
+              change = {
+                action: 'add',
+                item: terms(catalog, item.plan, item.quantity, id),
+                prorationBehavior: behavior,
+              };
               next = [...held, item];
               reference = [prorate(item)];
             } else if (step.op === 'remove' && held.length > 1) {
@@ -135,19 +166,34 @@ describe('proration of item changes', () => {
               reference = [-prorate(target)];
             } else if (step.op === 'plan' && freePlan !== undefined) {
               const moved = { ...target, plan: freePlan };
-              change = { action: 'update', item: terms(catalog, moved.plan, moved.quantity, target.id), prorationBehavior: behavior };
+              change = {
+                action: 'update',
+                item: terms(catalog, moved.plan, moved.quantity, target.id),
+                prorationBehavior: behavior,
+              };
               next = held.map((h) => (h.id === target.id ? moved : h));
               reference = [-prorate(target), prorate(moved)];
             } else if (target.quantity !== step.quantity) {
               const moved = { ...target, quantity: step.quantity };
-              change = { action: 'update', item: terms(catalog, moved.plan, moved.quantity, target.id), prorationBehavior: behavior };
+              change = {
+                action: 'update',
+                item: terms(catalog, moved.plan, moved.quantity, target.id),
+                prorationBehavior: behavior,
+              };
               next = held.map((h) => (h.id === target.id ? moved : h));
               reference = [-prorate(target), prorate(moved)];
             }
             if (!change) continue;
             const result = applyItemChange(state, change, new Date(at));
             expect(result.lines.map((l) => lineAmount(l))).toEqual(reference.map(Number));
-            expect(result.lines.every((l) => l.proration && l.period_end === new Date(end).toISOString() && l.period_start === new Date(at).toISOString())).toBe(true);
+            expect(
+              result.lines.every(
+                (l) =>
+                  l.proration &&
+                  l.period_end === new Date(end).toISOString() &&
+                  l.period_start === new Date(at).toISOString(),
+              ),
+            ).toBe(true);
             if (result.invoice) {
               // always_invoice: every waiting line and these, charged now; its total is the sum of its lines, and positive.
               const total = result.invoice.lines.reduce((sum, l) => sum + lineAmount(l), 0);
@@ -159,10 +205,18 @@ describe('proration of item changes', () => {
             }
             engineLines = [...engineLines, ...result.lines.map((l) => lineAmount(l))];
             expectedLines = [...expectedLines, ...reference];
-            state = { ...state, items: result.items, plan: stripItemId(result.items[0]!), pendingLines: result.pendingLines, subscription: { ...state.subscription, version: state.subscription.version + 1 } };
+            state = {
+              ...state,
+              items: result.items,
+              plan: stripItemId(result.items[0]!),
+              pendingLines: result.pendingLines,
+              subscription: { ...state.subscription, version: state.subscription.version + 1 },
+            };
             held = next;
             segments.push({ from: at, held });
-            expect(itemsOf(state).map((i) => [i.itemId, i.planId, i.quantity])).toEqual(held.map((h) => [h.id, `plan_${h.plan}`, h.quantity]));
+            expect(itemsOf(state).map((i) => [i.itemId, i.planId, i.quantity])).toEqual(
+              held.map((h) => [h.id, `plan_${h.plan}`, h.quantity]),
+            );
           }
           expect(engineLines).toEqual(expectedLines.map(Number));
           // The period in all: the first invoice (the first items, the whole period) and the prorated lines, against
@@ -177,11 +231,16 @@ describe('proration of item changes', () => {
           });
           const error = charged * BigInt(periodMs) - weighted;
           const bound = BigInt(expectedLines.length) * BigInt(periodMs);
-          expect(2n * (error < 0n ? -error : error) <= bound, `charged ${charged}, exact ${Number(weighted) / periodMs}`).toBe(true);
+          expect(
+            2n * (error < 0n ? -error : error) <= bound,
+            `charged ${charged}, exact ${Number(weighted) / periodMs}`,
+          ).toBe(true);
 
           // The next invoice: one line per item at its quantity and the lines still waiting; its total is the sum of its lines.
           const next = upcomingInvoice(state, 0)!;
-          expect(next.lines.slice(0, held.length).map((l) => lineAmount(l))).toEqual(held.map((h) => Number(refPrice(catalog[h.plan]!, h.quantity))));
+          expect(next.lines.slice(0, held.length).map((l) => lineAmount(l))).toEqual(
+            held.map((h) => Number(refPrice(catalog[h.plan]!, h.quantity))),
+          );
           expect(next.lines.slice(held.length)).toEqual(state.pendingLines ?? []);
           expect(next.lines.every((l) => Number.isInteger(lineAmount(l)))).toBe(true);
         },
@@ -191,11 +250,20 @@ describe('proration of item changes', () => {
   });
 
   it('in a trial, or with none, an item change makes no line', () => {
-    const catalog: RefPrice[] = [{ kind: 'unit', amount: 1000 }, { kind: 'unit', amount: 2500 }];
+    const catalog: RefPrice[] = [
+      { kind: 'unit', amount: 1000 },
+      { kind: 'unit', amount: 2500 },
+    ];
     const state = activeState([terms(catalog, 0, 2, 'si_0')]);
     const add: ItemChange = { action: 'add', item: terms(catalog, 1, 1, 'si_1'), prorationBehavior: 'none' };
-    expect(applyItemChange(state, add, new Date(start + 86_400_000))).toMatchObject({ lines: [], pendingLines: [], invoice: null });
+    expect(applyItemChange(state, add, new Date(start + 86_400_000))).toMatchObject({
+      lines: [],
+      pendingLines: [],
+      invoice: null,
+    });
     const trialing = { ...state, subscription: { ...state.subscription, status: 'trialing' as const } };
-    expect(applyItemChange(trialing, { ...add, prorationBehavior: 'always_invoice' }, new Date(start + 86_400_000))).toMatchObject({ lines: [], invoice: null });
+    expect(
+      applyItemChange(trialing, { ...add, prorationBehavior: 'always_invoice' }, new Date(start + 86_400_000)),
+    ).toMatchObject({ lines: [], invoice: null });
   });
 });

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+
 import { calendarBoundaryAtOrBefore, nextCalendarBoundary, subscriptionPeriod } from '../domain/billing-calendar.ts';
 import { parseRetryInterval, retryPolicyProblem, scheduledAttemptAt } from '../domain/dunning.ts';
 import { dailyRate, prorate } from '../domain/proration.ts';
@@ -21,15 +22,20 @@ describe('proration', () => {
 
   it('matches exact rational rounding for any amount and fraction', () => {
     fc.assert(
-      fc.property(fc.integer({ min: -99_999_999, max: 99_999_999 }), fc.integer({ min: 1, max: 31_622_400_000 }), fc.integer({ min: 0, max: 31_622_400_000 }), (amount, period, remaining) => {
-        const r = BigInt(Math.min(remaining, period));
-        const exact2 = 2n * BigInt(Math.abs(amount)) * r; // 2 x |amount| x r / period, compared in integers
-        const result = BigInt(Math.abs(prorate(amount, remaining, period)));
-        // |result - exact| <= 1/2, and exactly 1/2 only when rounding up.
-        const diff2 = 2n * result * BigInt(period) - exact2;
-        expect(diff2 <= BigInt(period) && diff2 > -BigInt(period)).toBe(true);
-        expect(Math.sign(prorate(amount, remaining, period)) * Math.sign(amount)).not.toBe(-1);
-      }),
+      fc.property(
+        fc.integer({ min: -99_999_999, max: 99_999_999 }),
+        fc.integer({ min: 1, max: 31_622_400_000 }),
+        fc.integer({ min: 0, max: 31_622_400_000 }),
+        (amount, period, remaining) => {
+          const r = BigInt(Math.min(remaining, period));
+          const exact2 = 2n * BigInt(Math.abs(amount)) * r; // 2 x |amount| x r / period, compared in integers
+          const result = BigInt(Math.abs(prorate(amount, remaining, period)));
+          // |result - exact| <= 1/2, and exactly 1/2 only when rounding up.
+          const diff2 = 2n * result * BigInt(period) - exact2;
+          expect(diff2 <= BigInt(period) && diff2 > -BigInt(period)).toBe(true);
+          expect(Math.sign(prorate(amount, remaining, period)) * Math.sign(amount)).not.toBe(-1);
+        },
+      ),
     );
   });
 
@@ -47,15 +53,25 @@ describe('calendar billing', () => {
     expect(nextCalendarBoundary(t, 'month').toISOString()).toBe('2027-04-01T00:00:00.000Z');
     expect(nextCalendarBoundary(t, 'year').toISOString()).toBe('2028-01-01T00:00:00.000Z');
     expect(calendarBoundaryAtOrBefore(t, 'week').toISOString()).toBe('2027-03-15T00:00:00.000Z');
-    expect(calendarBoundaryAtOrBefore(new Date('2027-03-15T00:00:00Z'), 'week').toISOString()).toBe('2027-03-15T00:00:00.000Z');
-    expect(nextCalendarBoundary(new Date('2027-03-21T23:00:00Z'), 'week').toISOString()).toBe('2027-03-22T00:00:00.000Z'); // Sunday
-    expect(nextCalendarBoundary(new Date('2027-12-31T12:00:00Z'), 'month').toISOString()).toBe('2028-01-01T00:00:00.000Z');
+    expect(calendarBoundaryAtOrBefore(new Date('2027-03-15T00:00:00Z'), 'week').toISOString()).toBe(
+      '2027-03-15T00:00:00.000Z',
+    );
+    expect(nextCalendarBoundary(new Date('2027-03-21T23:00:00Z'), 'week').toISOString()).toBe(
+      '2027-03-22T00:00:00.000Z',
+    ); // Sunday
+    expect(nextCalendarBoundary(new Date('2027-12-31T12:00:00Z'), 'month').toISOString()).toBe(
+      '2028-01-01T00:00:00.000Z',
+    );
   });
 
   it('counts periods from a moved anchor, with a stub before it', () => {
     const anchor = { billingAnchor: '2027-04-01T00:00:00.000Z', anchorCycle: 1, stubStart: '2027-03-17T15:30:00.000Z' };
     const month = { unit: 'month' as const, count: 1 };
-    expect(subscriptionPeriod(anchor, month, 0)).toEqual({ index: 0, start: new Date(anchor.stubStart), end: new Date(anchor.billingAnchor) });
+    expect(subscriptionPeriod(anchor, month, 0)).toEqual({
+      index: 0,
+      start: new Date(anchor.stubStart),
+      end: new Date(anchor.billingAnchor),
+    });
     expect(subscriptionPeriod(anchor, month, 1).end.toISOString()).toBe('2027-05-01T00:00:00.000Z');
     expect(subscriptionPeriod(anchor, month, 3).start.toISOString()).toBe('2027-06-01T00:00:00.000Z');
     // A resume re-anchors at cycle 5: cycle 5 starts at the new anchor.
@@ -69,7 +85,14 @@ describe('calendar billing', () => {
 describe('retry policy', () => {
   it('parses intervals and schedules attempts from the first failure', () => {
     expect(['immediate', '30m', '24h', '3d'].map(parseRetryInterval)).toEqual([0, 1_800_000, 86_400_000, 259_200_000]);
-    expect(['', '0h', '1w', '-1d', '24 h', '99999d'].map(parseRetryInterval)).toEqual([null, null, null, null, null, null]);
+    expect(['', '0h', '1w', '-1d', '24 h', '99999d'].map(parseRetryInterval)).toEqual([
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+    ]);
     const policy = { max_attempts: 4, intervals: ['immediate', '24h', '3d', '7d'] };
     expect(retryPolicyProblem(policy)).toBeNull();
     const first = new Date('2027-01-31T10:00:00Z');

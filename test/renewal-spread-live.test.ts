@@ -1,6 +1,7 @@
-import { Worker } from '@temporalio/worker';
 import type { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { renewalOffsetMs } from '../domain/renewal-spread.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -32,7 +33,8 @@ describe('renewal spreading picked up by running subscriptions', () => {
     return created.body;
   };
   const cycleOf = async (id: string) => (await engine.subscription(id))?.billingCycle;
-  const invoiceOf = async (id: string, periodStart: number) => (await engine.invoices(id)).find((i) => i.periodStart.getTime() === periodStart);
+  const invoiceOf = async (id: string, periodStart: number) =>
+    (await engine.invoices(id)).find((i) => i.periodStart.getTime() === periodStart);
   /** When the renewal of `boundary` was paid, relative to the boundary; its invoice is dated at the boundary either way. */
   const paidAfter = async (id: string, boundary: number) => {
     const invoice = (await invoiceOf(id, boundary))!;
@@ -54,31 +56,52 @@ describe('renewal spreading picked up by running subscriptions', () => {
     await skipTo(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 11));
     const start = new Date(await now());
     const boundary = (months: number) => Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + months, 1);
-    const plan = (await post('/v1/plans', { name: 'Monthly', amount: 2500, currency: 'USD', interval: 'month' })).id as string;
+    const plan = (await post('/v1/plans', { name: 'Monthly', amount: 2500, currency: 'USD', interval: 'month' }))
+      .id as string;
     // A subscription whose offset in a 60-minute window is well clear of the boundary (ids are random: a few tries at most).
     let id = '';
     for (let i = 0; i < 10 && (i === 0 || renewalOffsetMs(id, 60) < 5 * minute); i++) {
-      const customer = (await post('/v1/customers', { email: `live-spread${i}@example.com`, payment_method: 'pm_card_visa' })).id as string;
-      id = (await post('/v1/subscriptions', { customer_id: customer, plan, trial_period_days: 0, billing_cycle: 'calendar' })).id as string;
+      const customer = (
+        await post('/v1/customers', { email: `live-spread${i}@example.com`, payment_method: 'pm_card_visa' })
+      ).id as string;
+      id = (
+        await post('/v1/subscriptions', {
+          customer_id: customer,
+          plan,
+          trial_period_days: 0,
+          billing_cycle: 'calendar',
+        })
+      ).id as string;
     }
     const offset = renewalOffsetMs(id, 60);
     expect(offset).toBeGreaterThanOrEqual(5 * minute);
     const handle = engine.env.client.workflow.getHandle(id);
-    const startInput = async () => JSON.parse(Buffer.from((await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString('utf8'));
+    const startInput = async () =>
+      JSON.parse(
+        Buffer.from(
+          (await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!,
+        ).toString('utf8'),
+      );
     expect((await startInput()).renewalSpreadMinutes).toBeUndefined();
 
     // The deployment sets RENEWAL_SPREAD_MINUTES=60 (the API and the worker read it from now on).
     engine.config.renewalSpreadMinutes = 60;
     // Its next renewal was timed when it was created: at the boundary. It reads the setting.
     await skipTo(boundary(1) + 2 * minute);
-    await eventually(() => cycleOf(id), (c) => c === 1);
+    await eventually(
+      () => cycleOf(id),
+      (c) => c === 1,
+    );
     expect(await paidAfter(id, boundary(1))).toBeLessThan(30_000);
 
     // The one after: at the boundary plus its offset, invoiced at the boundary.
     await skipTo(boundary(2) + offset - 2 * minute);
     expect(await cycleOf(id)).toBe(1);
     await skipTo(boundary(2) + hour + minute);
-    await eventually(() => cycleOf(id), (c) => c === 2);
+    await eventually(
+      () => cycleOf(id),
+      (c) => c === 2,
+    );
     const late = await paidAfter(id, boundary(2));
     expect(late - offset).toBeGreaterThanOrEqual(0);
     expect(late - offset).toBeLessThan(30_000);
@@ -87,10 +110,16 @@ describe('renewal spreading picked up by running subscriptions', () => {
     // Unset again: the renewal already timed keeps its offset; the next is back at the boundary.
     engine.config.renewalSpreadMinutes = 0;
     await skipTo(boundary(3) + hour + minute);
-    await eventually(() => cycleOf(id), (c) => c === 3);
+    await eventually(
+      () => cycleOf(id),
+      (c) => c === 3,
+    );
     expect((await paidAfter(id, boundary(3))) - offset).toBeGreaterThanOrEqual(0);
     await skipTo(boundary(4) + 2 * minute);
-    await eventually(() => cycleOf(id), (c) => c === 4);
+    await eventually(
+      () => cycleOf(id),
+      (c) => c === 4,
+    );
     expect(await paidAfter(id, boundary(4))).toBeLessThan(30_000);
 
     // Set once more, past a continue-as-new (a run renews in place up to 12 billing dates): the new run starts with
@@ -98,7 +127,11 @@ describe('renewal spreading picked up by running subscriptions', () => {
     engine.config.renewalSpreadMinutes = 60;
     const firstRun = (await handle.describe()).runId;
     await skipTo(boundary(14) + hour + minute);
-    await eventually(() => cycleOf(id), (c) => c === 14, 30_000);
+    await eventually(
+      () => cycleOf(id),
+      (c) => c === 14,
+      30_000,
+    );
     expect((await handle.describe()).runId).not.toBe(firstRun);
     expect((await startInput()).renewalSpreadMinutes).toBe(60);
     const year = await paidAfter(id, boundary(14));
@@ -109,6 +142,9 @@ describe('renewal spreading picked up by running subscriptions', () => {
     // The first run's history (with the window changing twice) replays against this code.
     const history = await engine.env.client.workflow.getHandle(id, firstRun).fetchHistory();
     expect(patches(history)).toContain('renewal-spread-live');
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: id }, history);
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: inject('workflowBundlePath') }, replayName: id },
+      history,
+    );
   }, 120_000);
 });

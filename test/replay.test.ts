@@ -1,8 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { eventDispatchWorkflowId } from '../services/webhooks.ts';
 import { wakeSignal } from '../workflows/webhooks.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
@@ -20,7 +22,11 @@ const historiesDir = path.join(import.meta.dirname, 'histories');
 /** Runs dev/histories.ts, the same command a deploy check would run. The last argument may be extra environment. */
 function histories(...args: (string | Record<string, string>)[]) {
   const env = typeof args.at(-1) === 'object' ? (args.pop() as Record<string, string>) : {};
-  return spawnSync(process.execPath, ['dev/histories.ts', ...(args as string[])], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
+  return spawnSync(process.execPath, ['dev/histories.ts', ...(args as string[])], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { ...process.env, ...env },
+  });
 }
 const day = 86_400_000;
 
@@ -38,22 +44,41 @@ describe('workflow histories', () => {
       const now = new Date(await engine.env.currentTimeMs());
       const mid = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 11);
       await engine.env.sleep(mid - now.getTime());
-      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, billing_cycle: 'calendar' })).body.id;
+      const id: string = (
+        await engine.call('POST', '/v1/subscriptions', {
+          customer_id: customerId,
+          plan: planId,
+          billing_cycle: 'calendar',
+        })
+      ).body.id;
       const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(22 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === 1,
+      );
       record(id, run, 'subscription-calendar-renewal-spread');
     });
 
     it('records a subscription: the trial, its first charge, the money made available and a renewal, in one run', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine);
-      const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, trial_period_days: 30 });
+      const created = await engine.call('POST', '/v1/subscriptions', {
+        customer_id: customerId,
+        plan: planId,
+        trial_period_days: 30,
+      });
       const id: string = created.body.id;
       const firstRun = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(31 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 0 && s.status === 'active');
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === 0 && s.status === 'active',
+      );
       await engine.env.sleep(31 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === 1,
+      );
       // Renew in place: still the first run.
       expect((await engine.env.client.workflow.getHandle(id).describe()).runId).toBe(firstRun);
       record(id, firstRun, 'subscription-trial-to-renewals-in-place');
@@ -61,8 +86,14 @@ describe('workflow histories', () => {
 
     it('records a run with an upgrade, a downgrade, a pause and a resume', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
-      const bigger = await engine.call('POST', '/v1/plans', { name: 'Max', amount: 6000, currency: 'USD', interval: 'month' });
-      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
+      const bigger = await engine.call('POST', '/v1/plans', {
+        name: 'Max',
+        amount: 6000,
+        currency: 'USD',
+        interval: 'month',
+      });
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }))
+        .body.id;
       const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(5 * day);
       expect((await engine.call('POST', `/v1/subscriptions/${id}/update`, { plan: bigger.body.id })).status).toBe(200);
@@ -71,54 +102,104 @@ describe('workflow histories', () => {
       await engine.env.sleep(2 * day);
       expect((await engine.call('POST', `/v1/subscriptions/${id}/resume`)).status).toBe(200);
       await engine.env.sleep(30 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === 1,
+      );
       record(id, run, 'subscription-plan-changes-and-pause');
     });
 
     it('records a cancel at period end taken back, then the renewal', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
-      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }))
+        .body.id;
       const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(3 * day);
       expect((await engine.call('POST', `/v1/subscriptions/${id}/cancel`, { at_period_end: true })).status).toBe(200);
       expect((await engine.call('POST', `/v1/subscriptions/${id}/undo_cancel`)).status).toBe(200);
       await engine.env.sleep(30 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === 1,
+      );
       record(id, run, 'subscription-undo-cancel-at-period-end');
     });
 
     it('records dunning: four failed attempts, the grace period and the cancel', async () => {
-      const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 }, 'pm_card_chargeDeclined');
-      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
+      const { customerId, planId } = await seedCustomerAndPlan(
+        engine,
+        { trial_period_days: 0 },
+        'pm_card_chargeDeclined',
+      );
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }))
+        .body.id;
       const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(15 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.status === 'canceled');
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.status === 'canceled',
+      );
       record(id, run, 'subscription-dunning-to-cancel');
     });
 
     it('records an item subscription: two items, an add-on added (create_prorations), seats raised (always_invoice) and the add-on removed, then the renewal', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
-      const support = (await engine.call('POST', '/v1/plans', { name: 'Support', amount: 900, currency: 'USD', interval: 'month' })).body.id;
-      const addOn = (await engine.call('POST', '/v1/plans', { name: 'Add-on', amount: 3000, currency: 'USD', interval: 'month' })).body.id;
-      const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, items: [{ plan: planId, quantity: 3 }, { plan: support }] });
+      const support = (
+        await engine.call('POST', '/v1/plans', { name: 'Support', amount: 900, currency: 'USD', interval: 'month' })
+      ).body.id;
+      const addOn = (
+        await engine.call('POST', '/v1/plans', { name: 'Add-on', amount: 3000, currency: 'USD', interval: 'month' })
+      ).body.id;
+      const created = await engine.call('POST', '/v1/subscriptions', {
+        customer_id: customerId,
+        items: [{ plan: planId, quantity: 3 }, { plan: support }],
+      });
       expect(created.status).toBe(201);
       const id: string = created.body.id;
       const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(5 * day);
       const added = await engine.call('POST', '/v1/subscription_items', { subscription: id, plan: addOn });
       expect(added.status).toBe(201);
-      expect((await engine.call('PATCH', `/v1/subscription_items/${created.body.items[0].id}`, { quantity: 5, proration_behavior: 'always_invoice' })).status).toBe(200);
+      expect(
+        (
+          await engine.call('PATCH', `/v1/subscription_items/${created.body.items[0].id}`, {
+            quantity: 5,
+            proration_behavior: 'always_invoice',
+          })
+        ).status,
+      ).toBe(200);
       await engine.env.sleep(5 * day);
       expect((await engine.call('DELETE', `/v1/subscription_items/${added.body.id}`)).status).toBe(200);
       await engine.env.sleep(25 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === 1,
+      );
       record(id, run, 'subscription-items');
     });
 
     it('records a payout: pending, in transit, paid', async () => {
       const admin = { ...(await engine.admin()).headers, 'x-account-id': engine.tenant.accountId };
-      expect((await engine.call('POST', '/v1/transactions', { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' }, admin)).status).toBe(201);
-      expect((await engine.call('POST', '/v1/bank_accounts', { type: 'paypal', account_holder_name: 'Rec', currency: 'USD', email: 'rec@example.com' })).status).toBe(201);
+      expect(
+        (
+          await engine.call(
+            'POST',
+            '/v1/transactions',
+            { account_id: engine.tenant.accountId, amount: 10_000, currency: 'USD', type: 'credit' },
+            admin,
+          )
+        ).status,
+      ).toBe(201);
+      expect(
+        (
+          await engine.call('POST', '/v1/bank_accounts', {
+            type: 'paypal',
+            account_holder_name: 'Rec',
+            currency: 'USD',
+            email: 'rec@example.com',
+          })
+        ).status,
+      ).toBe(201);
       const id: string = (await engine.call('POST', '/v1/payouts', { amount: 4000, currency: 'USD' })).body.id;
       const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(61_000 + day);
@@ -127,38 +208,82 @@ describe('workflow histories', () => {
     });
 
     it('records the webhook dispatcher: passes, a wake-up during a wait, its timer firing while idle (patched dispatch-timer-kept)', async () => {
-      const handle = await engine.env.client.workflow.start('eventDispatchWorkflow', { workflowId: eventDispatchWorkflowId(engine.taskQueue), taskQueue: engine.taskQueue, args: [{ idleMs: 1_000, idleMaxMs: 2_000 }] });
+      const handle = await engine.env.client.workflow.start('eventDispatchWorkflow', {
+        workflowId: eventDispatchWorkflowId(engine.taskQueue),
+        taskQueue: engine.taskQueue,
+        args: [{ idleMs: 1_000, idleMaxMs: 2_000 }],
+      });
       const { EventType } = temporal.api.enums.v1;
-      const count = async (type: number) => ((await handle.fetchHistory()).events ?? []).filter((e) => e.eventType === type).length;
-      await eventually(() => count(EventType.EVENT_TYPE_TIMER_STARTED), (n) => n >= 1, 20_000);
+      const count = async (type: number) =>
+        ((await handle.fetchHistory()).events ?? []).filter((e) => e.eventType === type).length;
+      await eventually(
+        () => count(EventType.EVENT_TYPE_TIMER_STARTED),
+        (n) => n >= 1,
+        20_000,
+      );
       await handle.signal(wakeSignal);
-      await eventually(() => count(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED), (n) => n >= 2, 20_000);
-      await eventually(() => count(EventType.EVENT_TYPE_TIMER_FIRED), (n) => n >= 2, 20_000);
+      await eventually(
+        () => count(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED),
+        (n) => n >= 2,
+        20_000,
+      );
+      await eventually(
+        () => count(EventType.EVENT_TYPE_TIMER_FIRED),
+        (n) => n >= 2,
+        20_000,
+      );
       record(handle.workflowId, handle.firstExecutionRunId, 'webhook-dispatch');
     });
 
     it('records repeating discounts ended by the timer (patched discount-end-timer): one from creation (input), one added mid-period (signal)', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
-      expect((await engine.call('POST', '/v1/coupons', { id: 'REC1M', percent_off: 20, duration: 'repeating', duration_in_months: 1 })).status).toBe(201);
-      const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, coupon: 'REC1M' });
+      expect(
+        (
+          await engine.call('POST', '/v1/coupons', {
+            id: 'REC1M',
+            percent_off: 20,
+            duration: 'repeating',
+            duration_in_months: 1,
+          })
+        ).status,
+      ).toBe(201);
+      const created = await engine.call('POST', '/v1/subscriptions', {
+        customer_id: customerId,
+        plan: planId,
+        coupon: 'REC1M',
+      });
       const id: string = created.body.id;
       const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(40 * day);
       expect((await engine.call('POST', `/v1/subscriptions/${id}/discount`, { coupon: 'REC1M' })).status).toBe(200);
       await engine.env.sleep(35 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 2);
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === 2,
+      );
       record(id, run, 'subscription-discount-end-timer');
     });
 
     it('records an upgrade that the memo and the PlanId search attribute follow (patched plan-in-memo), then the renewal', async () => {
       const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 0 });
-      const bigger = await engine.call('POST', '/v1/plans', { name: 'Max', amount: 6000, currency: 'USD', interval: 'month' });
-      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId })).body.id;
+      const bigger = await engine.call('POST', '/v1/plans', {
+        name: 'Max',
+        amount: 6000,
+        currency: 'USD',
+        interval: 'month',
+      });
+      const id: string = (await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId }))
+        .body.id;
       const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
       await engine.env.sleep(5 * day);
-      expect((await engine.call('POST', `/v1/subscriptions/${id}/update`, { plan: bigger.body.id, quantity: 2 })).status).toBe(200);
+      expect(
+        (await engine.call('POST', `/v1/subscriptions/${id}/update`, { plan: bigger.body.id, quantity: 2 })).status,
+      ).toBe(200);
       await engine.env.sleep(30 * day);
-      await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+      await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === 1,
+      );
       record(id, run, 'subscription-plan-in-memo');
     });
 
@@ -169,7 +294,12 @@ describe('workflow histories', () => {
     }
   }
 
-  const files = () => fs.readdirSync(historiesDir).filter((f) => f.endsWith('.json')).sort().map((f) => path.join(historiesDir, f));
+  const files = () =>
+    fs
+      .readdirSync(historiesDir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+      .map((f) => path.join(historiesDir, f));
 
   // Each file is bundled and replayed in turn (27 of them): on two busy cores that passed 60 s; histories() allows 120 s.
   it('replay against the current workflow code', { timeout: 150_000 }, () => {
@@ -227,7 +357,9 @@ describe('workflow histories', () => {
   });
 
   it('fail against workflow code changed incompatibly without a patch', { timeout: 150_000 }, () => {
-    const replay = histories('replay', ...files(), { REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts') });
+    const replay = histories('replay', ...files(), {
+      REPLAY_WORKFLOWS_PATH: path.join(import.meta.dirname, 'fixtures', 'incompatible-workflows', 'index.ts'),
+    });
     expect(replay.status).toBe(1);
     // Every subscription history fails; the payout, export and invoice ones replay.
     expect(replay.stdout.match(/FAILED/g)).toHaveLength(17);

@@ -1,8 +1,14 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Customer, Invoice } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
-import { customerSearchSchema, invoiceSearchSchema, parseSearchQuery, SearchQueryError } from '../domain/search-query.ts';
+import {
+  customerSearchSchema,
+  invoiceSearchSchema,
+  parseSearchQuery,
+  SearchQueryError,
+} from '../domain/search-query.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 
 /**
@@ -45,8 +51,17 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
   const sandbox: { invoices: string[]; customers: string[] } = { invoices: [], customers: [] };
   const foreign: { invoices: string[]; customers: string[] } = { invoices: [], customers: [] };
 
-  const search = (resource: 'invoices' | 'customers', query: string, extra: Record<string, string | number> = {}, headers?: Record<string, string>) => {
-    const qs = new URLSearchParams({ query, limit: '100', ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, String(v)])) });
+  const search = (
+    resource: 'invoices' | 'customers',
+    query: string,
+    extra: Record<string, string | number> = {},
+    headers?: Record<string, string>,
+  ) => {
+    const qs = new URLSearchParams({
+      query,
+      limit: '100',
+      ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, String(v)])),
+    });
     return engine.call('GET', `/v1/${resource}/search?${qs}`, undefined, headers ?? owner.headers);
   };
   const ids = async (resource: 'invoices' | 'customers', query: string, headers?: Record<string, string>) => {
@@ -55,8 +70,16 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
     expect(res.body.has_more).toBe(false);
     return (res.body.data as { id: string }[]).map((t) => t.id).sort();
   };
-  const inv = (filter: (row: InvoiceRow) => boolean) => invoices.filter(filter).map((r) => r.id).sort();
-  const cus = (filter: (row: CustomerRow) => boolean) => customers.filter(filter).map((r) => r.id).sort();
+  const inv = (filter: (row: InvoiceRow) => boolean) =>
+    invoices
+      .filter(filter)
+      .map((r) => r.id)
+      .sort();
+  const cus = (filter: (row: CustomerRow) => boolean) =>
+    customers
+      .filter(filter)
+      .map((r) => r.id)
+      .sort();
 
   beforeAll(async () => {
     engine = await startTestEngine({ startWorker: false });
@@ -64,10 +87,24 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
     other = await engine.signUp();
     const em = engine.db.orm.em.fork();
     for (let i = 0; i < 20; i++) {
-      customers.push({ id: newId('customer'), email: emails[i % emails.length]!.replace('@', `+${i}@`), name: names[i % names.length]!, created: base + (i % 4) * day + i * 60_000 });
+      customers.push({
+        id: newId('customer'),
+        email: emails[i % emails.length]!.replace('@', `+${i}@`),
+        name: names[i % names.length]!,
+        created: base + (i % 4) * day + i * 60_000,
+      });
     }
     const customerEntity = (r: CustomerRow, accountId: string, livemode: boolean, id = r.id) =>
-      em.create(Customer, { id, email: r.email, name: r.name, paymentMethod: null, accountId, livemode, createdAt: new Date(r.created), updatedAt: new Date(r.created) });
+      em.create(Customer, {
+        id,
+        email: r.email,
+        name: r.name,
+        paymentMethod: null,
+        accountId,
+        livemode,
+        createdAt: new Date(r.created),
+        updatedAt: new Date(r.created),
+      });
     for (const r of customers) customerEntity(r, owner.accountId, true);
     const subscriptions = [newId('subscription'), newId('subscription')];
     const statuses = ['open', 'paid', 'void', 'uncollectible'] as const;
@@ -154,7 +191,9 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
     expect(await ids('invoices', `id:${foreign.invoices[0]}`)).toEqual([]);
     expect(await ids('customers', `id:${foreign.customers[0]}`)).toEqual([]);
     // Without a credential: 401.
-    expect((await engine.call('GET', '/v1/customers/search?query=name:null', undefined, { authorization: '' })).status).toBe(401);
+    expect(
+      (await engine.call('GET', '/v1/customers/search?query=name:null', undefined, { authorization: '' })).status,
+    ).toBe(401);
   });
 
   it('invoices: every field, comparisons, nulls, negation and OR', async () => {
@@ -164,22 +203,38 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
     expect(await ids('invoices', 'number~"acme-001"')).toEqual(inv((x) => x.number.startsWith('ACME-001')));
     expect(await ids('invoices', 'status:paid')).toEqual(inv((x) => x.status === 'paid'));
     expect(await ids('invoices', `customer:${r.customer}`)).toEqual(inv((x) => x.customer === r.customer));
-    expect(await ids('invoices', `subscription:${r.subscription}`)).toEqual(inv((x) => x.subscription === r.subscription));
-    expect(await ids('invoices', 'email~"EXAMPLE.com"')).toEqual(inv((x) => !!x.email?.toLowerCase().includes('example.com')));
+    expect(await ids('invoices', `subscription:${r.subscription}`)).toEqual(
+      inv((x) => x.subscription === r.subscription),
+    );
+    expect(await ids('invoices', 'email~"EXAMPLE.com"')).toEqual(
+      inv((x) => !!x.email?.toLowerCase().includes('example.com')),
+    );
     expect(await ids('invoices', 'email:null')).toEqual(inv((x) => x.email === null));
     expect(await ids('invoices', '-email:null')).toEqual(inv((x) => x.email !== null));
     expect(await ids('invoices', 'total>=1500')).toEqual(inv((x) => x.total >= 1500));
-    expect(await ids('invoices', 'amount_due<1000 AND status:open')).toEqual(inv((x) => x.amount_due < 1000 && x.status === 'open'));
+    expect(await ids('invoices', 'amount_due<1000 AND status:open')).toEqual(
+      inv((x) => x.amount_due < 1000 && x.status === 'open'),
+    );
     expect(await ids('invoices', 'amount_paid>0')).toEqual(inv((x) => x.amount_paid > 0));
-    expect(await ids('invoices', 'currency:eur OR status:void')).toEqual(inv((x) => x.currency === 'EUR' || x.status === 'void'));
+    expect(await ids('invoices', 'currency:eur OR status:void')).toEqual(
+      inv((x) => x.currency === 'EUR' || x.status === 'void'),
+    );
     const nov3 = Date.UTC(2026, 10, 3);
-    expect(await ids('invoices', 'created:2026-11-03')).toEqual(inv((x) => x.created >= nov3 && x.created < nov3 + day));
+    expect(await ids('invoices', 'created:2026-11-03')).toEqual(
+      inv((x) => x.created >= nov3 && x.created < nov3 + day),
+    );
     expect(await ids('invoices', 'period_end<2026-11-03')).toEqual(inv((x) => x.period_end < nov3));
-    expect(await ids('invoices', 'period_start>=2026-10-05')).toEqual(inv((x) => x.period_start >= Date.UTC(2026, 9, 5)));
+    expect(await ids('invoices', 'period_start>=2026-10-05')).toEqual(
+      inv((x) => x.period_start >= Date.UTC(2026, 9, 5)),
+    );
     expect(await ids('invoices', 'paid_at:null')).toEqual(inv((x) => x.paid_at === null));
-    expect(await ids('invoices', 'paid_at>2026-11-02')).toEqual(inv((x) => x.paid_at !== null && x.paid_at >= Date.UTC(2026, 10, 3)));
+    expect(await ids('invoices', 'paid_at>2026-11-02')).toEqual(
+      inv((x) => x.paid_at !== null && x.paid_at >= Date.UTC(2026, 10, 3)),
+    );
     // A negated comparison includes the rows without the field (unpaid invoices are not paid after the 2nd).
-    expect(await ids('invoices', '-paid_at>2026-11-02')).toEqual(inv((x) => !(x.paid_at !== null && x.paid_at >= Date.UTC(2026, 10, 3))));
+    expect(await ids('invoices', '-paid_at>2026-11-02')).toEqual(
+      inv((x) => !(x.paid_at !== null && x.paid_at >= Date.UTC(2026, 10, 3))),
+    );
   });
 
   it('customers: every field, substring case-insensitive with literal % and _, nulls, negation', async () => {
@@ -194,7 +249,9 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
     expect(await ids('customers', 'name:null')).toEqual(cus((x) => x.name === null));
     expect(await ids('customers', '-name~"grace"')).toEqual(cus((x) => !x.name?.toLowerCase().includes('grace')));
     expect(await ids('customers', 'name:"He said \\"hi\\""')).toEqual(cus((x) => x.name === 'He said "hi"'));
-    expect(await ids('customers', 'created<2026-11-02 OR name~"hopper"')).toEqual(cus((x) => x.created < Date.UTC(2026, 10, 2) || !!x.name?.includes('Hopper')));
+    expect(await ids('customers', 'created<2026-11-02 OR name~"hopper"')).toEqual(
+      cus((x) => x.created < Date.UTC(2026, 10, 2) || !!x.name?.includes('Hopper')),
+    );
   });
 
   it('injection attempts are values: matched as text, nothing changed', async () => {
@@ -216,7 +273,12 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
       seen.push(...res.body.data.map((r: { id: string }) => r.id));
       page = res.body.next_page ?? undefined;
     } while (page);
-    expect(seen).toEqual(invoices.map((r) => r.id).sort().reverse());
+    expect(seen).toEqual(
+      invoices
+        .map((r) => r.id)
+        .sort()
+        .reverse(),
+    );
     const first = await search('customers', 'created>2026-01-01', { limit: 3 });
     expect(first.body.has_more).toBe(true);
     // A customers cursor handed to the invoices search (and garbage) is invalid_request.
@@ -241,7 +303,10 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
     for (const [resource, query, position, text] of cases) {
       const res = await search(resource, query);
       expect(res.status, query).toBe(400);
-      expect(res.body, query).toEqual({ error: 'invalid_request', message: expect.stringContaining(`character ${position}: expected`) });
+      expect(res.body, query).toEqual({
+        error: 'invalid_request',
+        message: expect.stringContaining(`character ${position}: expected`),
+      });
       expect(res.body.message, query).toContain(text);
     }
   });
@@ -249,7 +314,9 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
   it('is in the OpenAPI document beside /{id}', async () => {
     const doc = await engine.call('GET', '/openapi.json', undefined, { authorization: '' });
     for (const resource of ['invoices', 'customers']) {
-      expect(doc.body.paths[`/v1/${resource}/search`].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['limit', 'page', 'query']);
+      expect(
+        doc.body.paths[`/v1/${resource}/search`].get.parameters.map((p: { name: string }) => p.name).sort(),
+      ).toEqual(['limit', 'page', 'query']);
       expect(doc.body.paths[`/v1/${resource}/{id}`]).toBeDefined();
     }
   });
@@ -260,27 +327,59 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
     const neg = (g: fc.Arbitrary<Gen>) =>
       fc.tuple(fc.boolean(), g).map(([n, c]): Gen => (n ? { text: `-${c.text}`, match: (r) => !c.match(r) } : c));
     const numOp = fc.constantFrom(':', '>', '>=', '<', '<=');
-    const cmp = (op: string, v: number, x: number) => (op === ':' ? v === x : op === '>' ? v > x : op === '>=' ? v >= x : op === '<' ? v < x : v <= x);
+    const cmp = (op: string, v: number, x: number) =>
+      op === ':' ? v === x : op === '>' ? v > x : op === '>=' ? v >= x : op === '<' ? v < x : v <= x;
     const joined = (clause: fc.Arbitrary<Gen>) =>
-      fc.tuple(fc.array(clause, { minLength: 1, maxLength: 4 }), fc.constantFrom('AND', 'OR', ' ')).map(([cs, j]): Gen => ({
-        text: cs.map((c) => c.text).join(j === ' ' ? ' ' : ` ${j} `),
-        match: (r) => (j === 'OR' ? cs.some((c) => c.match(r)) : cs.every((c) => c.match(r))),
-      }));
+      fc.tuple(fc.array(clause, { minLength: 1, maxLength: 4 }), fc.constantFrom('AND', 'OR', ' ')).map(
+        ([cs, j]): Gen => ({
+          text: cs.map((c) => c.text).join(j === ' ' ? ' ' : ` ${j} `),
+          match: (r) => (j === 'OR' ? cs.some((c) => c.match(r)) : cs.every((c) => c.match(r))),
+        }),
+      );
     const customerClause = neg(
       fc.oneof(
-        fc.constantFrom(...customers.map((c) => c.email)).map((v): Gen => ({ text: `email:${quote(v)}`, match: (r) => r.email === v })),
-        fc.constantFrom('example', 'NAVY', '_', '%', "o'b", '+1').map((v): Gen => ({ text: `email~${quote(v)}`, match: (r) => r.email.toLowerCase().includes(v.toLowerCase()) })),
-        fc.constantFrom(...names).map((v): Gen => ({ text: `name:${v === null ? 'null' : quote(v)}`, match: (r) => r.name === v })),
-        fc.constantFrom('ada', 'HOP', '%', '"', "'").map((v): Gen => ({ text: `name~${quote(v)}`, match: (r) => !!r.name?.toLowerCase().includes(v.toLowerCase()) })),
+        fc
+          .constantFrom(...customers.map((c) => c.email))
+          .map((v): Gen => ({ text: `email:${quote(v)}`, match: (r) => r.email === v })),
+        fc
+          .constantFrom('example', 'NAVY', '_', '%', "o'b", '+1')
+          .map(
+            (v): Gen => ({ text: `email~${quote(v)}`, match: (r) => r.email.toLowerCase().includes(v.toLowerCase()) }),
+          ),
+        fc
+          .constantFrom(...names)
+          .map((v): Gen => ({ text: `name:${v === null ? 'null' : quote(v)}`, match: (r) => r.name === v })),
+        fc
+          .constantFrom('ada', 'HOP', '%', '"', "'")
+          .map(
+            (v): Gen => ({ text: `name~${quote(v)}`, match: (r) => !!r.name?.toLowerCase().includes(v.toLowerCase()) }),
+          ),
       ),
     );
     const invoiceClause = neg(
       fc.oneof(
-        fc.constantFrom('open', 'paid', 'void', 'uncollectible').map((v): Gen => ({ text: `status:${v}`, match: (r) => r.status === v })),
-        fc.tuple(fc.constantFrom('total', 'amount_due', 'amount_paid'), numOp, fc.constantFrom(0, 500, 1001, 1500, 3000)).map(([f, op, v]): Gen => ({ text: `${f}${op}${v}`, match: (r) => cmp(op, r[f], v) })),
-        fc.constantFrom('USD', 'eur').map((v): Gen => ({ text: `currency:${v}`, match: (r) => r.currency === v.toUpperCase() })),
-        fc.constantFrom(...customers.slice(0, 5).map((c) => c.id)).map((v): Gen => ({ text: `customer:${v}`, match: (r) => r.customer === v })),
-        fc.constantFrom('example', '+1').map((v): Gen => ({ text: `email~${quote(v)}`, match: (r) => r.email !== null && r.email.toLowerCase().includes(v) })),
+        fc
+          .constantFrom('open', 'paid', 'void', 'uncollectible')
+          .map((v): Gen => ({ text: `status:${v}`, match: (r) => r.status === v })),
+        fc
+          .tuple(
+            fc.constantFrom('total', 'amount_due', 'amount_paid'),
+            numOp,
+            fc.constantFrom(0, 500, 1001, 1500, 3000),
+          )
+          .map(([f, op, v]): Gen => ({ text: `${f}${op}${v}`, match: (r) => cmp(op, r[f], v) })),
+        fc
+          .constantFrom('USD', 'eur')
+          .map((v): Gen => ({ text: `currency:${v}`, match: (r) => r.currency === v.toUpperCase() })),
+        fc
+          .constantFrom(...customers.slice(0, 5).map((c) => c.id))
+          .map((v): Gen => ({ text: `customer:${v}`, match: (r) => r.customer === v })),
+        fc.constantFrom('example', '+1').map(
+          (v): Gen => ({
+            text: `email~${quote(v)}`,
+            match: (r) => r.email !== null && r.email.toLowerCase().includes(v),
+          }),
+        ),
       ),
     );
     await fc.assert(
@@ -297,13 +396,17 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
     );
     // Garbage: either a query or a SearchQueryError, never anything else.
     fc.assert(
-      fc.property(fc.string({ maxLength: 60 }), fc.constantFrom(invoiceSearchSchema, customerSearchSchema), (text, schema) => {
-        try {
-          parseSearchQuery(text, schema);
-        } catch (error) {
-          if (!(error instanceof SearchQueryError)) throw error;
-        }
-      }),
+      fc.property(
+        fc.string({ maxLength: 60 }),
+        fc.constantFrom(invoiceSearchSchema, customerSearchSchema),
+        (text, schema) => {
+          try {
+            parseSearchQuery(text, schema);
+          } catch (error) {
+            if (!(error instanceof SearchQueryError)) throw error;
+          }
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -1,6 +1,8 @@
-import jpeg from 'jpeg-js';
 import { crc32, deflateSync } from 'node:zlib';
+
+import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { csvCell } from '../services/exports.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { solidPng } from './helpers/png.ts';
@@ -41,7 +43,12 @@ describe('issue #24: access', () => {
       const tenant = await engine.signUp({ name: 'Payout Owner' });
       const ownersAccount = await engine.call('POST', '/v1/bank_accounts', bankAccount('789'), tenant.headers);
       expect(ownersAccount.status, JSON.stringify(ownersAccount.body)).toBe(201);
-      const hold = await engine.call('POST', '/v1/payout_holds', { reason: 'Reviewing a disputed charge' }, tenant.headers);
+      const hold = await engine.call(
+        'POST',
+        '/v1/payout_holds',
+        { reason: 'Reviewing a disputed charge' },
+        tenant.headers,
+      );
       expect(hold.status, JSON.stringify(hold.body)).toBe(201);
       const before = {
         bankAccounts: (await engine.call('GET', '/v1/bank_accounts', undefined, tenant.headers)).body,
@@ -64,7 +71,11 @@ describe('issue #24: access', () => {
       ];
       for (const [method, path, body] of attempts) {
         const answer = await engine.call(method, path, body, live);
-        expect({ path, status: answer.status, body: answer.body }).toEqual({ path, status: 403, body: { error: 'forbidden', message: expect.stringMatching(/^CLI keys cannot be used for .*live/) } });
+        expect({ path, status: answer.status, body: answer.body }).toEqual({
+          path,
+          status: 403,
+          body: { error: 'forbidden', message: expect.stringMatching(/^CLI keys cannot be used for .*live/) },
+        });
       }
       expect({
         bankAccounts: (await engine.call('GET', '/v1/bank_accounts', undefined, tenant.headers)).body,
@@ -80,7 +91,9 @@ describe('issue #24: access', () => {
       const created = await engine.call('POST', '/v1/bank_accounts', bankAccount('222'), test);
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       expect(created.body.livemode).toBe(false);
-      expect((await engine.call('PATCH', '/v1/payout_settings', { currency: 'USD', interval: 'daily' }, test)).status).toBe(200);
+      expect(
+        (await engine.call('PATCH', '/v1/payout_settings', { currency: 'USD', interval: 'daily' }, test)).status,
+      ).toBe(200);
       const hold = await engine.call('POST', '/v1/payout_holds', { reason: 'sandbox' }, test);
       expect(hold.status).toBe(201);
       expect((await engine.call('DELETE', `/v1/payout_holds/${hold.body.id}`, undefined, test)).status).toBe(200);
@@ -91,15 +104,27 @@ describe('issue #24: access', () => {
   describe('login CSRF: POST /v1/auth/browser_session', () => {
     const form = (t: Tenant) => `email=${encodeURIComponent(t.email)}&password=${encodeURIComponent(t.password)}`;
     async function post(headers: Record<string, string>, body: string, contentType: string) {
-      const response = await engine.app.request('/v1/auth/browser_session', { method: 'POST', headers: { 'content-type': contentType, ...headers }, body });
-      return { status: response.status, cookies: response.headers.getSetCookie(), body: (await response.json()) as { error?: string; message?: string } };
+      const response = await engine.app.request('/v1/auth/browser_session', {
+        method: 'POST',
+        headers: { 'content-type': contentType, ...headers },
+        body,
+      });
+      return {
+        status: response.status,
+        cookies: response.headers.getSetCookie(),
+        body: (await response.json()) as { error?: string; message?: string },
+      };
     }
 
     it('refuses a cross-site form post and a foreign Origin, and sets no cookie', async () => {
       const victim = await engine.signUp({ name: 'Login CSRF' });
       const json = JSON.stringify({ email: victim.email, password: victim.password });
       const forged: [Record<string, string>, string, string][] = [
-        [{ 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' }, form(victim), 'application/x-www-form-urlencoded'],
+        [
+          { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
+          form(victim),
+          'application/x-www-form-urlencoded',
+        ],
         [{ 'sec-fetch-site': 'cross-site' }, json, 'application/json'],
         [{ 'sec-fetch-site': 'same-site' }, form(victim), 'application/x-www-form-urlencoded'],
         // An older browser without Sec-Fetch-Site still sends Origin on a cross-site post.
@@ -107,14 +132,23 @@ describe('issue #24: access', () => {
       ];
       for (const [headers, body, contentType] of forged) {
         const answer = await post(headers, body, contentType);
-        expect({ headers, status: answer.status, error: answer.body.error, cookies: answer.cookies }).toEqual({ headers, status: 403, error: 'forbidden', cookies: [] });
+        expect({ headers, status: answer.status, error: answer.body.error, cookies: answer.cookies }).toEqual({
+          headers,
+          status: 403,
+          error: 'forbidden',
+          cookies: [],
+        });
       }
     });
 
     it('the dashboard itself still signs in (same origin, or no fetch metadata at all)', async () => {
       const user = await engine.signUp({ name: 'Login OK' });
       const json = JSON.stringify({ email: user.email, password: user.password });
-      const allowedHeaders: Record<string, string>[] = [{ 'sec-fetch-site': 'same-origin', origin: new URL(engine.config.publicUrl).origin }, { 'sec-fetch-site': 'none' }, {}];
+      const allowedHeaders: Record<string, string>[] = [
+        { 'sec-fetch-site': 'same-origin', origin: new URL(engine.config.publicUrl).origin },
+        { 'sec-fetch-site': 'none' },
+        {},
+      ];
       for (const headers of allowedHeaders) {
         const answer = await post(headers, json, 'application/json');
         expect(answer.status, JSON.stringify(answer.body)).toBe(200);
@@ -132,7 +166,7 @@ describe('issue #24: access', () => {
     throw new Error(`export ${id} did not finish`);
   }
 
-  it("closing an account revokes its signed export links (410), which served the file until then", async () => {
+  it('closing an account revokes its signed export links (410), which served the file until then', async () => {
     const tenant = await engine.signUp({ name: 'Closing Co' });
     expect((await engine.call('POST', '/v1/customers', { email: 'ada@example.com' }, tenant.headers)).status).toBe(201);
     const created = await engine.call('POST', '/v1/exports', { resource: 'customers', format: 'csv' }, tenant.headers);
@@ -151,14 +185,21 @@ describe('issue #24: access', () => {
   });
 
   it('GET /v1/portal: the billing-details link minted from a portal session expires with it, not 30 days later', async () => {
-    const customer = await engine.call('POST', '/v1/customers', { email: 'portal@example.com', payment_method: 'pm_card_visa' });
+    const customer = await engine.call('POST', '/v1/customers', {
+      email: 'portal@example.com',
+      payment_method: 'pm_card_visa',
+    });
     const link = await engine.call('POST', `/v1/customers/${customer.body.id}/portal_link`, {});
     expect(link.status).toBe(201);
     const portalToken = (link.body.url as string).split('#')[1]!;
-    const portal = await engine.call('GET', '/v1/portal', undefined, { authorization: '', 'x-portal-token': portalToken });
+    const portal = await engine.call('GET', '/v1/portal', undefined, {
+      authorization: '',
+      'x-portal-token': portalToken,
+    });
     expect(portal.status).toBe(200);
     const billingToken = new URL(portal.body.payment_method_url as string).pathname.split('/').pop()!;
-    const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { exp: number };
+    const claims = (token: string) =>
+      JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { exp: number };
     expect(claims(billingToken).exp).toBeLessThanOrEqual(claims(portalToken).exp);
     expect(claims(billingToken).exp * 1000).toBeLessThanOrEqual(new Date(link.body.expires_at).getTime());
     // The link works (until then).
@@ -167,12 +208,27 @@ describe('issue #24: access', () => {
 
   it('export filters named after object built-ins are unknown filters: 400 naming the allowed ones, no export', async () => {
     const before = (await engine.call('GET', '/v1/exports?limit=100')).body.data.length;
-    for (const name of ['constructor', 'toString', 'hasOwnProperty', 'valueOf', '__proto__', '__defineGetter__', 'isPrototypeOf']) {
-      const answer = await engine.call('POST', '/v1/exports', `{"resource":"transactions","format":"csv","filters":{"${name}":"x"}}`);
+    for (const name of [
+      'constructor',
+      'toString',
+      'hasOwnProperty',
+      'valueOf',
+      '__proto__',
+      '__defineGetter__',
+      'isPrototypeOf',
+    ]) {
+      const answer = await engine.call(
+        'POST',
+        '/v1/exports',
+        `{"resource":"transactions","format":"csv","filters":{"${name}":"x"}}`,
+      );
       expect({ name, status: answer.status, body: answer.body }).toEqual({
         name,
         status: 400,
-        body: { error: 'invalid_request', message: expect.stringContaining('transactions exports take status, type, currency, customer') },
+        body: {
+          error: 'invalid_request',
+          message: expect.stringContaining('transactions exports take status, type, currency, customer'),
+        },
       });
     }
     expect((await engine.call('GET', '/v1/exports?limit=100')).body.data.length).toBe(before);
@@ -229,18 +285,24 @@ describe('issue #24: access', () => {
       for (let i = 0; i < line.length; i++) {
         const ch = line[i]!;
         if (quoted) {
-          if (ch === '"' && line[i + 1] === '"') (cell += '"'), i++;
-          else if (ch === '"') quoted = false;
+          if (ch === '"' && line[i + 1] === '"') {
+            cell += '"';
+            i++;
+          } else if (ch === '"') quoted = false;
           else cell += ch;
         } else if (ch === '"' && cell === '') quoted = true;
-        else if (ch === delimiter) cells.push(cell), (cell = '');
-        else cell += ch;
+        else if (ch === delimiter) {
+          cells.push(cell);
+          cell = '';
+        } else cell += ch;
       }
       cells.push(cell);
       return cells;
     }
     /** Whether a spreadsheet would evaluate the cell: after what it trims, and with full-width forms folded, it starts a formula. An apostrophe makes it text. */
-    const evaluated = (cell: string) => !cell.startsWith("'") && /^[=+\-@]/.test(cell.replace(/^[\s\u0000-\u001f\u200b-\u200f\u2060\ufeff]+/u, '').normalize('NFKC'));
+    const evaluated = (cell: string) =>
+      !cell.startsWith("'") &&
+      /^[=+\-@]/.test(cell.replace(/^[\s\u0000-\u001f\u200b-\u200f\u2060\ufeff]+/u, '').normalize('NFKC'));
 
     it('no payload starts a formula in any cell, whichever delimiter (, ; tab) splits the line', () => {
       const line = ['ok', ...payloads].map(csvCell).join(',');
@@ -259,18 +321,37 @@ describe('issue #24: access', () => {
         }
         return j === original.length;
       };
-      payloads.forEach((payload, i) => expect(apostrophesAdded(cells[i + 1]!, payload), JSON.stringify([payload, cells[i + 1]])).toBe(true));
+      payloads.forEach((payload, i) =>
+        expect(apostrophesAdded(cells[i + 1]!, payload), JSON.stringify([payload, cells[i + 1]])).toBe(true),
+      );
       // Plain text and numbers are left alone.
-      expect(['Ada Lovelace', 'a@b', 'x=1', 1250, -500, null].map(csvCell)).toEqual(['Ada Lovelace', 'a@b', 'x=1', '1250', '-500', '']);
+      expect(['Ada Lovelace', 'a@b', 'x=1', 1250, -500, null].map(csvCell)).toEqual([
+        'Ada Lovelace',
+        'a@b',
+        'x=1',
+        '1250',
+        '-500',
+        '',
+      ]);
     });
 
     it('an exported CSV of customers named with the payloads holds no formula', async () => {
       const tenant = await engine.signUp({ name: 'CSV Co' });
       for (const [i, name] of payloads.entries()) {
-        const created = await engine.call('POST', '/v1/customers', { email: `c${i}@example.com`, name }, tenant.headers);
+        const created = await engine.call(
+          'POST',
+          '/v1/customers',
+          { email: `c${i}@example.com`, name },
+          tenant.headers,
+        );
         expect(created.status, JSON.stringify({ name, body: created.body })).toBe(201);
       }
-      const created = await engine.call('POST', '/v1/exports', { resource: 'customers', format: 'csv' }, tenant.headers);
+      const created = await engine.call(
+        'POST',
+        '/v1/exports',
+        { resource: 'customers', format: 'csv' },
+        tenant.headers,
+      );
       const done = await finishedExport(created.body.id, tenant.headers);
       expect(done.status).toBe('succeeded');
       const file = await (await engine.app.request(`/v1/exports/${done.id}/file`, { headers: tenant.headers })).text();
@@ -281,7 +362,11 @@ describe('issue #24: access', () => {
       for (const piece of file.split('\r\n')) {
         current = current ? `${current}\r\n${piece}` : piece;
         quotes += (piece.match(/"/g) ?? []).length;
-        if (quotes % 2 === 0) records.push(current), (current = ''), (quotes = 0);
+        if (quotes % 2 === 0) {
+          records.push(current);
+          current = '';
+          quotes = 0;
+        }
       }
       for (const delimiter of [',', ';', '\t']) {
         const risky = records.flatMap((record) => cellsAsSpreadsheet(record, delimiter)).filter(evaluated);
@@ -307,39 +392,106 @@ describe('issue #24: access', () => {
       data.set([8, 2, 0, 0, 0], 8);
       return pngChunk('IHDR', data);
     };
-    const rows = (w: number, h: number) => Buffer.concat(Array.from({ length: h }, () => Buffer.concat([Buffer.from([0]), Buffer.alloc(w * 3, 0x7f)])));
+    const rows = (w: number, h: number) =>
+      Buffer.concat(Array.from({ length: h }, () => Buffer.concat([Buffer.from([0]), Buffer.alloc(w * 3, 0x7f)])));
     const good = solidPng(16, 8, [10, 20, 30]);
     const goodJpeg = jpeg.encode({ width: 16, height: 8, data: Buffer.alloc(16 * 8 * 4, 0x80) }, 80).data;
 
     const corrupt: [string, Buffer][] = [
       ['a signature and nothing else', signature],
-      ['a signature then junk', Buffer.concat([signature, Buffer.from('definitely not chunks, just text after the magic bytes')])],
-      ['a chunk whose CRC is wrong', Buffer.concat([signature, ihdr(16, 8), pngChunk('IDAT', deflateSync(rows(16, 8)), 0xdeadbeef), pngChunk('IEND', Buffer.alloc(0))])],
-      ['image data that does not inflate (CRC right)', Buffer.concat([signature, ihdr(16, 8), pngChunk('IDAT', Buffer.from('this is not a zlib stream at all')), pngChunk('IEND', Buffer.alloc(0))])],
-      ['fewer rows than the header declares', Buffer.concat([signature, ihdr(16, 8), pngChunk('IDAT', deflateSync(rows(16, 3))), pngChunk('IEND', Buffer.alloc(0))])],
-      ['a bad row filter type', Buffer.concat([signature, ihdr(2, 1), pngChunk('IDAT', deflateSync(Buffer.from([9, 1, 2, 3, 4, 5, 6]))), pngChunk('IEND', Buffer.alloc(0))])],
+      [
+        'a signature then junk',
+        Buffer.concat([signature, Buffer.from('definitely not chunks, just text after the magic bytes')]),
+      ],
+      [
+        'a chunk whose CRC is wrong',
+        Buffer.concat([
+          signature,
+          ihdr(16, 8),
+          pngChunk('IDAT', deflateSync(rows(16, 8)), 0xdeadbeef),
+          pngChunk('IEND', Buffer.alloc(0)),
+        ]),
+      ],
+      [
+        'image data that does not inflate (CRC right)',
+        Buffer.concat([
+          signature,
+          ihdr(16, 8),
+          pngChunk('IDAT', Buffer.from('this is not a zlib stream at all')),
+          pngChunk('IEND', Buffer.alloc(0)),
+        ]),
+      ],
+      [
+        'fewer rows than the header declares',
+        Buffer.concat([
+          signature,
+          ihdr(16, 8),
+          pngChunk('IDAT', deflateSync(rows(16, 3))),
+          pngChunk('IEND', Buffer.alloc(0)),
+        ]),
+      ],
+      [
+        'a bad row filter type',
+        Buffer.concat([
+          signature,
+          ihdr(2, 1),
+          pngChunk('IDAT', deflateSync(Buffer.from([9, 1, 2, 3, 4, 5, 6]))),
+          pngChunk('IEND', Buffer.alloc(0)),
+        ]),
+      ],
       ['no image data', Buffer.concat([signature, ihdr(16, 8), pngChunk('IEND', Buffer.alloc(0))])],
       ['cut short (no IEND)', good.subarray(0, good.length - 12)],
-      ['a 100000×100000 header (a decompression bomb)', Buffer.concat([signature, ihdr(100_000, 100_000), pngChunk('IDAT', deflateSync(Buffer.alloc(1024))), pngChunk('IEND', Buffer.alloc(0))])],
+      [
+        'a 100000×100000 header (a decompression bomb)',
+        Buffer.concat([
+          signature,
+          ihdr(100_000, 100_000),
+          pngChunk('IDAT', deflateSync(Buffer.alloc(1024))),
+          pngChunk('IEND', Buffer.alloc(0)),
+        ]),
+      ],
       ['a JPEG signature and nothing else', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10])],
       ['a JPEG cut in the middle of its scan', goodJpeg.subarray(0, Math.floor(goodJpeg.length * 0.6))],
-      ['a JPEG with its tables overwritten', Buffer.concat([goodJpeg.subarray(0, 40), Buffer.alloc(goodJpeg.length - 42, 0x55), goodJpeg.subarray(goodJpeg.length - 2)])],
+      [
+        'a JPEG with its tables overwritten',
+        Buffer.concat([
+          goodJpeg.subarray(0, 40),
+          Buffer.alloc(goodJpeg.length - 42, 0x55),
+          goodJpeg.subarray(goodJpeg.length - 2),
+        ]),
+      ],
     ];
 
     it('refuses files whose image does not decode, and keeps the logo it had', async () => {
       expect((await engine.call('PATCH', '/v1/settings/branding', { logo: good.toString('base64') })).status).toBe(200);
       const before = (await engine.call('GET', '/v1/settings/branding')).body;
       for (const [what, bytes] of corrupt) {
-        const answer = await engine.call('PATCH', '/v1/settings/branding', { logo: bytes.toString('base64'), business_name: 'Should not stick' });
-        expect({ what, status: answer.status, error: answer.body.error, message: answer.body.message }).toEqual({ what, status: 400, error: 'invalid_request', message: expect.stringMatching(/^logo: /) });
+        const answer = await engine.call('PATCH', '/v1/settings/branding', {
+          logo: bytes.toString('base64'),
+          business_name: 'Should not stick',
+        });
+        expect({ what, status: answer.status, error: answer.body.error, message: answer.body.message }).toEqual({
+          what,
+          status: 400,
+          error: 'invalid_request',
+          message: expect.stringMatching(/^logo: /),
+        });
       }
       expect((await engine.call('GET', '/v1/settings/branding')).body).toEqual(before);
       // Real images still pass: the PNG and a JPEG.
-      expect((await engine.call('PATCH', '/v1/settings/branding', { logo: `data:image/jpeg;base64,${goodJpeg.toString('base64')}` })).status).toBe(200);
+      expect(
+        (
+          await engine.call('PATCH', '/v1/settings/branding', {
+            logo: `data:image/jpeg;base64,${goodJpeg.toString('base64')}`,
+          })
+        ).status,
+      ).toBe(200);
     });
 
     it('/branding/{account}/logo/{version} serves only the version it names', async () => {
-      const first = await engine.call('PATCH', '/v1/settings/branding', { logo: solidPng(8, 8, [1, 2, 3]).toString('base64') });
+      const first = await engine.call('PATCH', '/v1/settings/branding', {
+        logo: solidPng(8, 8, [1, 2, 3]).toString('base64'),
+      });
       const firstPath = (first.body.logo_url as string).replace(engine.config.publicUrl, '');
       expect((await engine.app.request(firstPath)).status).toBe(200);
       const secondPng = solidPng(8, 8, [200, 100, 0]);
@@ -351,7 +503,12 @@ describe('issue #24: access', () => {
       expect(Buffer.from(await served.arrayBuffer()).equals(secondPng)).toBe(true);
       // The old version's address, a wrong version and a malformed one: 404, not the current logo.
       const base = `/branding/${owner.accountId}/logo`;
-      for (const path of [firstPath, `${base}/0123456789abcdef`, `${base}/${secondPath.split('/').pop()!.slice(0, 15)}`, `${base}/anything`]) {
+      for (const path of [
+        firstPath,
+        `${base}/0123456789abcdef`,
+        `${base}/${secondPath.split('/').pop()!.slice(0, 15)}`,
+        `${base}/anything`,
+      ]) {
         expect({ path, status: (await engine.app.request(path)).status }).toEqual({ path, status: 404 });
       }
     });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -23,12 +24,22 @@ describe('subscription lifecycle', () => {
     if (ahead > 0) await engine.env.sleep(ahead);
   }
   async function plan(amount: number, interval = 'month', extra: Record<string, unknown> = {}) {
-    const created = await post('/v1/plans', { name: `Plan ${amount}/${interval}`, amount, currency: 'USD', interval, ...extra });
+    const created = await post('/v1/plans', {
+      name: `Plan ${amount}/${interval}`,
+      amount,
+      currency: 'USD',
+      interval,
+      ...extra,
+    });
     expect(created.status).toBe(201);
     return created.body.id as string;
   }
   async function customer(paymentMethod: string | null = 'pm_card_visa') {
-    const created = await post('/v1/customers', { email: 'grace@example.com', name: 'Grace', ...(paymentMethod ? { payment_method: paymentMethod } : {}) });
+    const created = await post('/v1/customers', {
+      email: 'grace@example.com',
+      name: 'Grace',
+      ...(paymentMethod ? { payment_method: paymentMethod } : {}),
+    });
     return created.body.id as string;
   }
   async function subscribe(body: Record<string, unknown>) {
@@ -53,13 +64,27 @@ describe('subscription lifecycle', () => {
 
     // Just before the 13th billing date (January 31st a year later).
     await skipTo(Date.UTC(year + 1, 0, 30));
-    const s = await eventually(() => engine.subscription(sub.id), (r) => r?.billingCycle === 11);
+    const s = await eventually(
+      () => engine.subscription(sub.id),
+      (r) => r?.billingCycle === 11,
+    );
     const charges = await engine.charges(sub.id);
     expect(charges).toHaveLength(12);
     expect(charges.every((c) => c.amount === 1500 && c.status === 'succeeded')).toBe(true);
     const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
     const expectedStarts = [
-      [0, 31], [1, leap ? 29 : 28], [2, 31], [3, 30], [4, 31], [5, 30], [6, 31], [7, 31], [8, 30], [9, 31], [10, 30], [11, 31],
+      [0, 31],
+      [1, leap ? 29 : 28],
+      [2, 31],
+      [3, 30],
+      [4, 31],
+      [5, 30],
+      [6, 31],
+      [7, 31],
+      [8, 30],
+      [9, 31],
+      [10, 30],
+      [11, 31],
     ].map(([month, date]) => new Date(Date.UTC(year, month!, date) + timeOfDay).toISOString());
     const invoices = await engine.invoices(sub.id);
     expect(invoices.map((i) => i.periodStart.toISOString())).toEqual(expectedStarts);
@@ -76,7 +101,11 @@ describe('subscription lifecycle', () => {
     await engine.env.sleep(3 * day);
     const canceled = await post(`/v1/subscriptions/${sub.id}/cancel`);
     expect(canceled.status).toBe(200);
-    expect(canceled.body).toMatchObject({ status: 'canceled', ended_reason: 'requested', canceled_at: expect.any(String) });
+    expect(canceled.body).toMatchObject({
+      status: 'canceled',
+      ended_reason: 'requested',
+      canceled_at: expect.any(String),
+    });
     expect(await get(sub.id)).toEqual(canceled.body);
     await engine.env.sleep(20 * day);
     expect(await engine.charges(sub.id)).toHaveLength(0);
@@ -91,7 +120,10 @@ describe('subscription lifecycle', () => {
     const { customerId, planId } = await seedCustomerAndPlan(engine, { trial_period_days: 7 }, null);
     const sub = await subscribe({ customer_id: customerId, plan: planId });
     await engine.env.sleep(8 * day);
-    const expired = await eventually(() => get(sub.id), (s) => s.status === 'expired');
+    const expired = await eventually(
+      () => get(sub.id),
+      (s) => s.status === 'expired',
+    );
     expect(expired).toMatchObject({ ended_reason: 'trial_without_payment_method' });
     expect((await engine.charges(sub.id)).filter((c) => c.status === 'succeeded')).toHaveLength(0);
     expect((await engine.invoices(sub.id)).map((i) => i.status)).toEqual(['void']);
@@ -108,7 +140,12 @@ describe('subscription lifecycle', () => {
     const at = await now();
     const upgraded = await post(`/v1/subscriptions/${sub.id}/update`, { plan: pro });
     expect(upgraded.status, JSON.stringify(upgraded.body)).toBe(200);
-    expect(upgraded.body).toMatchObject({ status: 'active', plan: pro, pending_plan: null, current_period_end: sub.current_period_end });
+    expect(upgraded.body).toMatchObject({
+      status: 'active',
+      plan: pro,
+      pending_plan: null,
+      current_period_end: sub.current_period_end,
+    });
     // Rounded half up per line, from the test's own arithmetic.
     const fraction = (end - at) / (end - start);
     const credit = Math.round(3000 * fraction);
@@ -124,7 +161,10 @@ describe('subscription lifecycle', () => {
     expect(charges.find((c) => c.idempotencyKey.startsWith(`${sub.id}:plan_change:`))!.amount).toBe(charge - credit);
     // The next renewal bills the new plan in full.
     await skipTo(end + hour);
-    await eventually(() => engine.subscription(sub.id), (s) => s?.billingCycle === 1);
+    await eventually(
+      () => engine.subscription(sub.id),
+      (s) => s?.billingCycle === 1,
+    );
     expect((await engine.charges(sub.id)).at(-1)!.amount).toBe(9000);
   });
 
@@ -147,21 +187,31 @@ describe('subscription lifecycle', () => {
     const basic = await plan(3000);
     const sub = await subscribe({ customer_id: await customer(), plan: pro, trial_period_days: 0 });
     await engine.env.sleep(4 * day);
-    const changed = await engine.call('POST', `/v1/subscriptions/${sub.id}/update`, `plan=${basic}`, { 'content-type': 'application/x-www-form-urlencoded' });
+    const changed = await engine.call('POST', `/v1/subscriptions/${sub.id}/update`, `plan=${basic}`, {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     expect(changed.body).toMatchObject({ plan: pro, pending_plan: basic });
     expect(await engine.charges(sub.id)).toHaveLength(1);
     await skipTo(Date.parse(sub.current_period_end) + hour);
-    const renewed = await eventually(() => get(sub.id), (s) => s.billing_cycle === 1);
+    const renewed = await eventually(
+      () => get(sub.id),
+      (s) => s.billing_cycle === 1,
+    );
     expect(renewed).toMatchObject({ plan: basic, pending_plan: null });
     expect((await engine.charges(sub.id)).map((c) => c.amount)).toEqual([9000, 3000]);
-    expect((await post(`/v1/subscriptions/${sub.id}/update`, { plan: basic })).body).toEqual(errorShape('invalid_state'));
+    expect((await post(`/v1/subscriptions/${sub.id}/update`, { plan: basic })).body).toEqual(
+      errorShape('invalid_state'),
+    );
   });
 
   it('pause without pause_until stops billing; resume after the paid period starts a new one, charged at once', async () => {
     const sub = await subscribe({ customer_id: await customer(), plan: await plan(2500), trial_period_days: 0 });
     await engine.env.sleep(10 * day);
     const paused = await post(`/v1/subscriptions/${sub.id}/pause`);
-    expect(paused.body).toMatchObject({ status: 'paused', pause_collection: { resumes_at: null, reason: 'requested' } });
+    expect(paused.body).toMatchObject({
+      status: 'paused',
+      pause_collection: { resumes_at: null, reason: 'requested' },
+    });
     expect((await post(`/v1/subscriptions/${sub.id}/pause`)).body).toEqual(errorShape('invalid_state'));
     await engine.env.sleep(60 * day);
     expect(await engine.charges(sub.id)).toHaveLength(1);
@@ -181,11 +231,17 @@ describe('subscription lifecycle', () => {
     const paused = await post(`/v1/subscriptions/${sub.id}/pause`, { pause_until: until });
     expect(paused.body).toMatchObject({ status: 'paused', pause_collection: { resumes_at: until } });
     await engine.env.sleep(6 * day);
-    const resumed = await eventually(() => get(sub.id), (s) => s.status === 'active');
+    const resumed = await eventually(
+      () => get(sub.id),
+      (s) => s.status === 'active',
+    );
     expect(resumed).toMatchObject({ current_period_end: sub.current_period_end, billing_cycle: 0 });
     expect(await engine.charges(sub.id)).toHaveLength(1);
     await skipTo(Date.parse(sub.current_period_end) + hour);
-    await eventually(() => engine.subscription(sub.id), (s) => s?.billingCycle === 1);
+    await eventually(
+      () => engine.subscription(sub.id),
+      (s) => s?.billingCycle === 1,
+    );
     expect(await engine.charges(sub.id)).toHaveLength(2);
   });
 
@@ -193,15 +249,25 @@ describe('subscription lifecycle', () => {
     const sub = await subscribe({ customer_id: await customer(), plan: await plan(4000), trial_period_days: 0 });
     await engine.env.sleep(3 * day);
     // As SPEC shows it: key=value parameters.
-    const set = await engine.call('POST', `/v1/subscriptions/${sub.id}/cancel`, 'at_period_end=true', { 'content-type': 'application/x-www-form-urlencoded' });
+    const set = await engine.call('POST', `/v1/subscriptions/${sub.id}/cancel`, 'at_period_end=true', {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
     expect(set.body).toMatchObject({ status: 'active', cancel_at_period_end: true });
-    expect((await post(`/v1/subscriptions/${sub.id}/cancel`, { at_period_end: true })).body).toEqual(errorShape('invalid_state'));
+    expect((await post(`/v1/subscriptions/${sub.id}/cancel`, { at_period_end: true })).body).toEqual(
+      errorShape('invalid_state'),
+    );
     await skipTo(Date.parse(sub.current_period_end) + day);
-    const ended = await eventually(() => get(sub.id), (s) => s.status === 'canceled');
+    const ended = await eventually(
+      () => get(sub.id),
+      (s) => s.status === 'canceled',
+    );
     expect(Math.abs(Date.parse(ended.canceled_at) - Date.parse(sub.current_period_end))).toBeLessThan(60_000);
     expect(await engine.charges(sub.id)).toHaveLength(1);
     // The customer was told.
-    const mail = await eventually(async () => engine.mail.messages.filter((m) => m.parsed.subject === '[TEST] Your subscription has been canceled'), (m) => m.length > 0);
+    const mail = await eventually(
+      async () => engine.mail.messages.filter((m) => m.parsed.subject === '[TEST] Your subscription has been canceled'),
+      (m) => m.length > 0,
+    );
     expect(mail[0]!.parsed.text).toContain('has been canceled');
   });
 
@@ -211,22 +277,37 @@ describe('subscription lifecycle', () => {
     expect(canceled.body).toMatchObject({ status: 'canceled', cancel_at_period_end: false });
     await skipTo(Date.parse(sub.current_period_end) + day);
     expect(await engine.charges(sub.id)).toHaveLength(1);
-    for (const path of ['pause', 'resume', 'cancel']) expect((await post(`/v1/subscriptions/${sub.id}/${path}`)).status).toBe(409);
-    expect((await post(`/v1/subscriptions/${sub.id}/update`, { plan: sub.plan })).body).toEqual(errorShape('invalid_state'));
+    for (const path of ['pause', 'resume', 'cancel'])
+      expect((await post(`/v1/subscriptions/${sub.id}/${path}`)).status).toBe(409);
+    expect((await post(`/v1/subscriptions/${sub.id}/update`, { plan: sub.plan })).body).toEqual(
+      errorShape('invalid_state'),
+    );
   });
 
   it('calendar billing prorates the first partial month and renews on the 1st', async () => {
     const today = new Date(await now());
     await skipTo(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 11));
     const start = await now();
-    const sub = await subscribe({ customer_id: await customer(), plan: await plan(3100), trial_period_days: 0, billing_cycle: 'calendar' });
+    const sub = await subscribe({
+      customer_id: await customer(),
+      plan: await plan(3100),
+      trial_period_days: 0,
+      billing_cycle: 'calendar',
+    });
     const startDate = new Date(start);
     const first = Date.UTC(startDate.getUTCFullYear(), startDate.getUTCMonth() + 1, 1);
     const monthStart = Date.UTC(startDate.getUTCFullYear(), startDate.getUTCMonth(), 1);
-    expect(sub).toMatchObject({ status: 'active', billing_cycle_mode: 'calendar', current_period_end: new Date(first).toISOString() });
+    expect(sub).toMatchObject({
+      status: 'active',
+      billing_cycle_mode: 'calendar',
+      current_period_end: new Date(first).toISOString(),
+    });
     expect((await engine.charges(sub.id))[0]!.amount).toBe(Math.round((3100 * (first - start)) / (first - monthStart)));
     await skipTo(first + hour);
-    const renewed = await eventually(() => get(sub.id), (s) => s.billing_cycle === 1);
+    const renewed = await eventually(
+      () => get(sub.id),
+      (s) => s.billing_cycle === 1,
+    );
     expect(renewed.current_period_start).toBe(new Date(first).toISOString());
     expect((await engine.charges(sub.id)).at(-1)!.amount).toBe(3100);
   });
@@ -237,15 +318,30 @@ describe('subscription lifecycle', () => {
     expect(list.status).toBe(200);
     expect(list.body).toMatchObject({ object: 'list', has_more: true });
     expect(list.body.data.every((s: { status: string }) => s.status === 'canceled')).toBe(true);
-    const next = await engine.call('GET', `/v1/subscriptions?limit=2&status=canceled&starting_after=${list.body.data[1].id}`);
+    const next = await engine.call(
+      'GET',
+      `/v1/subscriptions?limit=2&status=canceled&starting_after=${list.body.data[1].id}`,
+    );
     expect(next.body.data[0].id < list.body.data[1].id).toBe(true);
     expect((await engine.call('GET', '/v1/subscriptions?status=sleeping')).body).toEqual(errorShape('invalid_request'));
     expect((await engine.call('GET', '/v1/subscriptions', undefined, other.headers)).body.data).toEqual([]);
-    expect((await engine.call('GET', `/v1/subscriptions/${list.body.data[0].id}`, undefined, other.headers)).status).toBe(404);
-    expect((await engine.call('POST', `/v1/subscriptions/${list.body.data[0].id}/cancel`, undefined, other.headers)).status).toBe(404);
-    expect((await post('/v1/subscriptions', { customer_id: 'cus_nope', plan: 'plan_nope' })).body).toEqual(errorShape('not_found'));
+    expect(
+      (await engine.call('GET', `/v1/subscriptions/${list.body.data[0].id}`, undefined, other.headers)).status,
+    ).toBe(404);
+    expect(
+      (await engine.call('POST', `/v1/subscriptions/${list.body.data[0].id}/cancel`, undefined, other.headers)).status,
+    ).toBe(404);
+    expect((await post('/v1/subscriptions', { customer_id: 'cus_nope', plan: 'plan_nope' })).body).toEqual(
+      errorShape('not_found'),
+    );
     const { customerId, planId } = await seedCustomerAndPlan(engine);
-    for (const body of [{ trial_period_days: -1 }, { billing_cycle: 'lunar' }, { grace_period_days: 61 }, { pause_until: '2001-01-01T00:00:00Z' }, { extra: 1 }]) {
+    for (const body of [
+      { trial_period_days: -1 },
+      { billing_cycle: 'lunar' },
+      { grace_period_days: 61 },
+      { pause_until: '2001-01-01T00:00:00Z' },
+      { extra: 1 },
+    ]) {
       const refused = await post('/v1/subscriptions', { customer_id: customerId, plan: planId, ...body });
       expect(refused.status, JSON.stringify(body)).toBe(400);
     }
@@ -255,9 +351,13 @@ describe('subscription lifecycle', () => {
     const tenant = await engine.signUp();
     const as = (method: string, path: string, body?: unknown) => engine.call(method, path, body, tenant.headers);
     const ok = (await as('POST', '/v1/customers', { email: 'c1@example.com', payment_method: 'pm_card_visa' })).body.id;
-    const declined = (await as('POST', '/v1/customers', { email: 'c2@example.com', payment_method: 'pm_card_chargeDeclined' })).body.id;
-    const monthly = (await as('POST', '/v1/plans', { name: 'M', amount: 1000, currency: 'USD', interval: 'month' })).body.id;
-    const trialing = (await as('POST', '/v1/subscriptions', { customer_id: ok, plan: monthly, trial_period_days: 5 })).body;
+    const declined = (
+      await as('POST', '/v1/customers', { email: 'c2@example.com', payment_method: 'pm_card_chargeDeclined' })
+    ).body.id;
+    const monthly = (await as('POST', '/v1/plans', { name: 'M', amount: 1000, currency: 'USD', interval: 'month' }))
+      .body.id;
+    const trialing = (await as('POST', '/v1/subscriptions', { customer_id: ok, plan: monthly, trial_period_days: 5 }))
+      .body;
     const active = (await as('POST', '/v1/subscriptions', { customer_id: ok, plan: monthly })).body;
     const pastDue = (await as('POST', '/v1/subscriptions', { customer_id: declined, plan: monthly })).body;
     expect([trialing.status, active.status, pastDue.status]).toEqual(['trialing', 'active', 'past_due']);
@@ -272,7 +372,10 @@ describe('subscription lifecycle', () => {
     const closed = await as('DELETE', '/v1/account');
     expect(closed.status).toBe(200);
     // The paused subscription ends with the account: its workflow cancels it.
-    const ended = await eventually(() => engine.subscription(active.id), (s) => s?.status === 'canceled');
+    const ended = await eventually(
+      () => engine.subscription(active.id),
+      (s) => s?.status === 'canceled',
+    );
     expect(ended!.endedReason).toBe('account_closed');
     await engine.env.sleep(60 * day);
     expect(await engine.charges(active.id)).toHaveLength(1);

@@ -5,6 +5,7 @@
  * found), together with the other filters and pages. A downgrade waiting in pending_plan is not "on" the plan yet.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -22,7 +23,11 @@ describe('the subscription list filtered by plan', () => {
     return created.body.id as string;
   }
   async function customer() {
-    const created = await post('/v1/customers', { email: 'noor@example.com', name: 'Noor', payment_method: 'pm_card_visa' });
+    const created = await post('/v1/customers', {
+      email: 'noor@example.com',
+      name: 'Noor',
+      payment_method: 'pm_card_visa',
+    });
     expect(created.status).toBe(201);
     return created.body.id as string;
   }
@@ -55,15 +60,26 @@ describe('the subscription list filtered by plan', () => {
     expect(await listed(`plan=${unused}`)).toEqual([]);
 
     // An item added later: the projection's items carry it.
-    const added = await post('/v1/subscription_items', { subscription: seatsOnly, plan: storage, quantity: 2, proration_behavior: 'none' });
+    const added = await post('/v1/subscription_items', {
+      subscription: seatsOnly,
+      plan: storage,
+      quantity: 2,
+      proration_behavior: 'none',
+    });
     expect(added.status, JSON.stringify(added.body)).toBe(201);
-    await eventually(() => listed(`plan=${storage}`), (ids) => ids.length === 1);
+    await eventually(
+      () => listed(`plan=${storage}`),
+      (ids) => ids.length === 1,
+    );
     expect(await listed(`plan=${storage}`)).toEqual([seatsOnly]);
 
     // An item removed: no longer on that plan.
     const removed = await engine.call('DELETE', `/v1/subscription_items/${added.body.id}?proration_behavior=none`);
     expect(removed.status, JSON.stringify(removed.body)).toBe(200);
-    await eventually(() => listed(`plan=${storage}`), (ids) => ids.length === 0);
+    await eventually(
+      () => listed(`plan=${storage}`),
+      (ids) => ids.length === 0,
+    );
     expect(await listed(`plan=${seats}`)).toEqual([seatsOnly, both]);
 
     // With the other filters, and paged.

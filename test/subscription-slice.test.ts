@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { CustomerIdKey, SubscriptionStatusKey } from '../workflows/search-attributes.ts';
 import { oneMonthAfter } from './helpers/calendar.ts';
-import { eventually } from './helpers/temporal.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { eventually } from './helpers/temporal.ts';
 
 const day = 86_400_000;
 
@@ -17,9 +18,19 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
     const wallStart = Date.now();
     const { customerId, planId } = await seedCustomerAndPlan(engine);
 
-    const created = await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: planId, trial_period_days: 30 });
+    const created = await engine.call('POST', '/v1/subscriptions', {
+      customer_id: customerId,
+      plan: planId,
+      trial_period_days: 30,
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ object: 'subscription', status: 'trialing', customer_id: customerId, plan: planId, billing_cycle: 0 });
+    expect(created.body).toMatchObject({
+      object: 'subscription',
+      status: 'trialing',
+      customer_id: customerId,
+      plan: planId,
+      billing_cycle: 0,
+    });
     const id: string = created.body.id;
     expect(id).toMatch(/^sub_/);
     const trialEnd = Date.parse(created.body.trial_end);
@@ -38,7 +49,9 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
     expect(description.typedSearchAttributes.get(CustomerIdKey)).toBe(customerId);
     const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
     // Its first line is the plan it bills by now (the Temporal UI's current details; test/ops-traps.test.ts), then what it waits for.
-    expect(metadata.currentDetails).toBe(`On Pro ($20.00 every month).\n\nTrial ends; first charge (at ${created.body.trial_end}).`);
+    expect(metadata.currentDetails).toBe(
+      `On Pro ($20.00 every month).\n\nTrial ends; first charge (at ${created.body.trial_end}).`,
+    );
 
     // Day 29 of the trial: nothing charged, nothing invoiced.
     await engine.env.sleep(29 * day);
@@ -48,7 +61,10 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
 
     // Trial end: the first charge, an invoice, active for one month.
     await engine.env.sleep(2 * day);
-    const first = await eventually(() => engine.subscription(id), (s) => s?.status === 'active');
+    const first = await eventually(
+      () => engine.subscription(id),
+      (s) => s?.status === 'active',
+    );
     expect(first!.currentPeriodStart!.getTime()).toBe(trialEnd);
     expect(first!.currentPeriodEnd!.getTime()).toBe(oneMonthAfter(trialEnd).getTime());
     expect(await engine.charges(id)).toHaveLength(1);
@@ -64,7 +80,10 @@ describe('the walking-skeleton slice: a trial that ends in its first charge', ()
       await engine.env.sleep(untilRenewal - day);
       expect(await engine.charges(id)).toHaveLength(cycle);
       await engine.env.sleep(2 * day);
-      const renewed = await eventually(() => engine.subscription(id), (s) => s?.billingCycle === cycle);
+      const renewed = await eventually(
+        () => engine.subscription(id),
+        (s) => s?.billingCycle === cycle,
+      );
       expect(renewed!.currentPeriodStart!.getTime()).toBe(current.currentPeriodEnd!.getTime());
       expect(await engine.charges(id)).toHaveLength(cycle + 1);
       expect(await engine.invoices(id)).toHaveLength(cycle + 1);

@@ -1,7 +1,23 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compactTaxId, gstinCheckCharacter, luhnValid, mod11_10Valid, taxIdDescriptions, taxIdTypes, validateTaxId, type TaxIdType } from '../domain/tax-ids.ts';
-import { isCountryCode, jurisdictionMatches, normalizePercentage, ratesForLine, type TaxRateRecord } from '../domain/tax-rules.ts';
+
+import {
+  compactTaxId,
+  gstinCheckCharacter,
+  luhnValid,
+  mod11_10Valid,
+  taxIdDescriptions,
+  type TaxIdType,
+  taxIdTypes,
+  validateTaxId,
+} from '../domain/tax-ids.ts';
+import {
+  isCountryCode,
+  jurisdictionMatches,
+  normalizePercentage,
+  ratesForLine,
+  type TaxRateRecord,
+} from '../domain/tax-rules.ts';
 
 /**
  * domain/tax-ids.ts: each type's format and check digits, with published example numbers (python-stdnum's
@@ -44,7 +60,29 @@ const valid: [TaxIdType, string, string, string][] = [
   ['us_ein', '041234567', '04-1234567', 'US'],
 ];
 /** The types whose last digits check the rest (the digit positions a corruption is tried on). */
-const checked: Partial<Record<string, true>> = { DE: true, IT: true, FR: true, NL: true, BE: true, AT: true, PL: true, DK: true, FI: true, SE: true, LU: true, PT: true, EL: true, HR: true, GB: true, XI: true, CH: true, NO: true, AU: true, CA: true, IN: true };
+const checked: Partial<Record<string, true>> = {
+  DE: true,
+  IT: true,
+  FR: true,
+  NL: true,
+  BE: true,
+  AT: true,
+  PL: true,
+  DK: true,
+  FI: true,
+  SE: true,
+  LU: true,
+  PT: true,
+  EL: true,
+  HR: true,
+  GB: true,
+  XI: true,
+  CH: true,
+  NO: true,
+  AU: true,
+  CA: true,
+  IN: true,
+};
 
 describe('tax ids', () => {
   it('published example numbers are valid, compacted, with their country', () => {
@@ -59,12 +97,30 @@ describe('tax ids', () => {
 
   it('one digit changed is caught by every check digit; GB and NL, which accept two residues, let through only the few that land on the other', () => {
     for (const [type, written, value] of valid) {
-      const key = type === 'eu_vat' ? value.slice(0, 2) : ({ gb_vat: 'GB', ch_vat: 'CH', no_vat: 'NO', au_abn: 'AU', ca_bn: 'CA', in_gst: 'IN', us_ein: 'US' } as const)[type as Exclude<TaxIdType, 'eu_vat'>];
+      const key =
+        type === 'eu_vat'
+          ? value.slice(0, 2)
+          : (
+              {
+                gb_vat: 'GB',
+                ch_vat: 'CH',
+                no_vat: 'NO',
+                au_abn: 'AU',
+                ca_bn: 'CA',
+                in_gst: 'IN',
+                us_ein: 'US',
+              } as const
+            )[type as Exclude<TaxIdType, 'eu_vat'>];
       if (!checked[key] || /GD\d{3}$/.test(value)) continue;
       const compact = compactTaxId(written);
       const positions = [...compact].map((c, i) => (/\d/.test(c) ? i : -1)).filter((i) => i >= 0);
       // The checked digits: not a CA program account, a GB branch, nor the NL B-suffix (outside the mod 11 of the RSIN).
-      const body = type === 'ca_bn' || key === 'NL' ? positions.slice(0, 9) : key === 'GB' || key === 'XI' ? positions.slice(0, 9) : positions;
+      const body =
+        type === 'ca_bn' || key === 'NL'
+          ? positions.slice(0, 9)
+          : key === 'GB' || key === 'XI'
+            ? positions.slice(0, 9)
+            : positions;
       let tried = 0;
       const accepted: string[] = [];
       for (const at of body) {
@@ -76,7 +132,8 @@ describe('tax ids', () => {
         }
       }
       // GB: the sum may be 0 or 42 mod 97 (the 9755 series); NL: mod 11 of the RSIN or mod 97 of the whole, so a sole proprietor's number changed still fits mod 11 about 1 time in 11.
-      if (key === 'GB' || key === 'XI') expect(accepted.length / tried, `${compact}: ${accepted.join(', ')}`).toBeLessThan(0.05);
+      if (key === 'GB' || key === 'XI')
+        expect(accepted.length / tried, `${compact}: ${accepted.join(', ')}`).toBeLessThan(0.05);
       else if (key === 'NL') expect(accepted.length / tried, `${compact}: ${accepted.join(', ')}`).toBeLessThan(0.1);
       else expect(accepted, `${type} ${compact}`).toEqual([]);
     }
@@ -88,19 +145,32 @@ describe('tax ids', () => {
     expect(validateTaxId('eu_vat', 'NL000099998B58').valid).toBe(false);
     expect(validateTaxId('au_abn', '38 914 571 673').valid).toBe(false);
     expect(validateTaxId('eu_vat', 'IT00743111057').valid).toBe(false);
-    expect(validateTaxId('in_gst', '27AAPFU0939F1ZW')).toMatchObject({ valid: false, reason: expect.stringContaining('check character') });
-    expect(validateTaxId('eu_vat', 'DE13669597')).toMatchObject({ valid: false, reason: expect.stringContaining('format') });
-    expect(validateTaxId('eu_vat', 'US136695976')).toMatchObject({ valid: false, reason: expect.stringContaining('prefix') });
+    expect(validateTaxId('in_gst', '27AAPFU0939F1ZW')).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('check character'),
+    });
+    expect(validateTaxId('eu_vat', 'DE13669597')).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('format'),
+    });
+    expect(validateTaxId('eu_vat', 'US136695976')).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('prefix'),
+    });
     expect(validateTaxId('gb_vat', 'GB98078068')).toMatchObject({ valid: false });
     expect(validateTaxId('gb_vat', 'GBHA001').valid).toBe(false); // HA numbers are 500 and up
     expect(validateTaxId('ch_vat', 'CHE-107.787.577 VAT').valid).toBe(false);
-    expect(validateTaxId('us_ein', '00-1234567')).toMatchObject({ valid: false, reason: expect.stringContaining('prefix 00') });
+    expect(validateTaxId('us_ein', '00-1234567')).toMatchObject({
+      valid: false,
+      reason: expect.stringContaining('prefix 00'),
+    });
     expect(validateTaxId('us_ein', '12-345678').valid).toBe(false);
     expect(validateTaxId('ca_bn', '123026635XX01').valid).toBe(false);
   });
 
   it('property: a random body with its computed check digit validates, and any other check digit does not', () => {
-    const digitsOf = (n: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: n, maxLength: n }).map((d) => d.join(''));
+    const digitsOf = (n: number) =>
+      fc.array(fc.integer({ min: 0, max: 9 }), { minLength: n, maxLength: n }).map((d) => d.join(''));
     fc.assert(
       fc.property(digitsOf(8), (body) => {
         // DE: ISO 7064 MOD 11,10 over a first digit 1-9.
@@ -116,18 +186,29 @@ describe('tax ids', () => {
     const alnum = fc.constantFrom(...'0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ');
     fc.assert(
       fc.property(fc.array(alnum, { minLength: 3, maxLength: 3 }), fc.integer({ min: 1, max: 37 }), (tail, state) => {
-        const first14 = `${String(state).padStart(2, '0')}AAPFU0939F${tail.join('').slice(0, 1).replace(/0/, '1')}Z`.slice(0, 14);
+        const first14 =
+          `${String(state).padStart(2, '0')}AAPFU0939F${tail.join('').slice(0, 1).replace(/0/, '1')}Z`.slice(0, 14);
         if (first14.length !== 14) return;
         const check = gstinCheckCharacter(first14);
         expect(validateTaxId('in_gst', first14 + check).valid).toBe(true);
-        for (const other of '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'.replace(check, '')) expect(validateTaxId('in_gst', first14 + other).valid).toBe(false);
+        for (const other of '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'.replace(check, ''))
+          expect(validateTaxId('in_gst', first14 + other).valid).toBe(false);
       }),
     );
   });
 });
 
 describe('tax rules', () => {
-  const rate = (id: string, over: Partial<TaxRateRecord> = {}): TaxRateRecord => ({ id, display_name: id, percentage: '10', inclusive: false, country: null, state: null, active: true, ...over });
+  const rate = (id: string, over: Partial<TaxRateRecord> = {}): TaxRateRecord => ({
+    id,
+    display_name: id,
+    percentage: '10',
+    inclusive: false,
+    country: null,
+    state: null,
+    active: true,
+    ...over,
+  });
 
   it('jurisdiction: no country matches all; a country its customers; a state only its own', () => {
     expect(jurisdictionMatches({ country: null, state: null }, { country: null, state: null })).toBe(true);
@@ -139,10 +220,20 @@ describe('tax rules', () => {
     expect(jurisdictionMatches({ country: 'US', state: 'CA' }, { country: 'CA', state: 'CA' })).toBe(false);
   });
 
-  it('a line takes the first of its own, its item\'s, its subscription\'s rates; else the active account defaults matching the customer', () => {
-    const rates = new Map([rate('own'), rate('item'), rate('sub'), rate('de', { country: 'DE' }), rate('all'), rate('off', { active: false })].map((r) => [r.id, r]));
+  it("a line takes the first of its own, its item's, its subscription's rates; else the active account defaults matching the customer", () => {
+    const rates = new Map(
+      [
+        rate('own'),
+        rate('item'),
+        rate('sub'),
+        rate('de', { country: 'DE' }),
+        rate('all'),
+        rate('off', { active: false }),
+      ].map((r) => [r.id, r]),
+    );
     const de = { country: 'DE', state: null, tax_exempt: 'none' as 'none' | 'exempt' | 'reverse' };
-    const ids = (sources: Parameters<typeof ratesForLine>[0], customer = de) => ratesForLine(sources, rates, customer).map((r) => r.id);
+    const ids = (sources: Parameters<typeof ratesForLine>[0], customer = de) =>
+      ratesForLine(sources, rates, customer).map((r) => r.id);
     const account = ['de', 'all', 'off'];
     expect(ids({ line: ['own'], item: ['item'], subscription: ['sub'], account })).toEqual(['own']);
     expect(ids({ line: [], item: ['item'], subscription: ['sub'], account })).toEqual(['item']);
@@ -158,8 +249,25 @@ describe('tax rules', () => {
 
   it('percentages: numbers and decimal strings, 0–100, at most 4 places, written once', () => {
     const cases: [number | string, string | null][] = [
-      [19, '19'], ['19', '19'], ['19.0', '19'], [8.875, '8.875'], ['08.8750', '8.875'], [0, '0'], ['0.0001', '0.0001'], [100, '100'], ['100.0000', '100'],
-      [100.0001, null], [-1, null], ['1e2', null], [1e-7, null], ['19.00001', null], ['', null], [' 7 ', '7'], ['1,5', null], [Number.NaN, null], [1000, null],
+      [19, '19'],
+      ['19', '19'],
+      ['19.0', '19'],
+      [8.875, '8.875'],
+      ['08.8750', '8.875'],
+      [0, '0'],
+      ['0.0001', '0.0001'],
+      [100, '100'],
+      ['100.0000', '100'],
+      [100.0001, null],
+      [-1, null],
+      ['1e2', null],
+      [1e-7, null],
+      ['19.00001', null],
+      ['', null],
+      [' 7 ', '7'],
+      ['1,5', null],
+      [Number.NaN, null],
+      [1000, null],
     ];
     for (const [input, expected] of cases) expect(normalizePercentage(input), String(input)).toBe(expected);
     fc.assert(

@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { TestClock } from '../db/entities/index.ts';
 import { deleteExpiredTestClocks, testClockLifetimeMs } from '../services/test-clocks.ts';
 import { clockTenant } from './helpers/clock-tenant.ts';
@@ -26,14 +27,18 @@ describe('test clocks (webhooks, ...)', () => {
 
   const tenant = (name: string) => clockTenant(engine, name);
 
-  it('retries a failed webhook delivery on the clock\'s time, and the clock waits for the retries', async () => {
+  it("retries a failed webhook delivery on the clock's time, and the clock waits for the retries", async () => {
     const { call, make, advance } = await tenant('Hooked on a clock');
     // The receiver fails the first three deliveries of this path, then takes them.
     let seen = 0;
     receiver.respond = (r) => (r.path === '/clocked' ? (++seen <= 3 ? 500 : 200) : 200);
     const endpoint = await make('/v1/webhooks', { url: receiver.url('/clocked'), events: ['invoice.paid'] });
     const clock = await make('/v1/test_clocks', { frozen_time: '2033-05-01T00:00:00Z' });
-    const customer = await make('/v1/customers', { email: 'hooked@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const customer = await make('/v1/customers', {
+      email: 'hooked@example.com',
+      payment_method: 'pm_card_visa',
+      test_clock: clock.id,
+    });
     const plan = await make('/v1/plans', { name: 'Hooked', amount: 1500, currency: 'USD', interval: 'month' });
     const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
     expect(sub).toMatchObject({ status: 'active', created_at: '2033-05-01T00:00:00.000Z' });
@@ -48,7 +53,10 @@ describe('test clocks (webhooks, ...)', () => {
     const got = receiver.received.filter((r) => r.path === '/clocked');
     expect(got.map((r) => r.status)).toEqual([500, 500, 500, 200]);
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(1);
-    const deliveries = (await call('GET', `/v1/webhooks/${endpoint.id}/deliveries`)).body.data as { status: string; attempts: { attempt: number; attempted_at: string; status_code: number | null }[] }[];
+    const deliveries = (await call('GET', `/v1/webhooks/${endpoint.id}/deliveries`)).body.data as {
+      status: string;
+      attempts: { attempt: number; attempted_at: string; status_code: number | null }[];
+    }[];
     expect(deliveries).toHaveLength(1);
     expect(deliveries[0]!.status).toBe('succeeded');
     expect(deliveries[0]!.attempts.map((a) => [a.attempt, a.attempted_at, a.status_code])).toEqual([
@@ -65,7 +73,11 @@ describe('test clocks (webhooks, ...)', () => {
   it('deletes a clock and everything on it once deletes_after has passed', async () => {
     const { call, make } = await tenant('Expiring clocks');
     const old = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z', name: 'old' });
-    const customer = await make('/v1/customers', { email: 'expiring@example.com', payment_method: 'pm_card_visa', test_clock: old.id });
+    const customer = await make('/v1/customers', {
+      email: 'expiring@example.com',
+      payment_method: 'pm_card_visa',
+      test_clock: old.id,
+    });
     const plan = await make('/v1/plans', { name: 'Expiring', amount: 700, currency: 'USD', interval: 'month' });
     const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
     // The documented period: 30 days of wall time after the clock was made.
@@ -73,32 +85,71 @@ describe('test clocks (webhooks, ...)', () => {
     expect(testClockLifetimeMs).toBe(30 * 86_400_000);
     // A second clock, made later, whose deletes_after has not come yet when the first one's has.
     const young = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z', name: 'young' });
-    await engine.db.orm.em.fork().nativeUpdate(TestClock, { id: young.id }, { deletesAfter: new Date(Date.parse(old.deletes_after) + 60_000) });
+    await engine.db.orm.em
+      .fork()
+      .nativeUpdate(TestClock, { id: young.id }, { deletesAfter: new Date(Date.parse(old.deletes_after) + 60_000) });
 
     // A second before, it stays (clocks of the earlier tests here, made before it, go).
-    await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) - 1_000));
+    await deleteExpiredTestClocks(
+      engine.db.orm.em.fork(),
+      engine.env.client,
+      new Date(Date.parse(old.deletes_after) - 1_000),
+    );
     expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(200);
     // Past it: the old clock goes with its customer, subscription (and its workflow); the young one stays.
-    expect(await deleteExpiredTestClocks(engine.db.orm.em.fork(), engine.env.client, new Date(Date.parse(old.deletes_after) + 1_000))).toBe(1);
+    expect(
+      await deleteExpiredTestClocks(
+        engine.db.orm.em.fork(),
+        engine.env.client,
+        new Date(Date.parse(old.deletes_after) + 1_000),
+      ),
+    ).toBe(1);
     expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(404);
     expect((await call('GET', `/v1/customers/${customer.id}`)).status).toBe(404);
     expect((await call('GET', `/v1/subscriptions/${sub.id}`)).status).toBe(404);
-    const described = await engine.env.client.workflow.getHandle(sub.id).describe().catch((error) => (error instanceof WorkflowNotFoundError ? null : Promise.reject(error)));
+    const described = await engine.env.client.workflow
+      .getHandle(sub.id)
+      .describe()
+      .catch((error) => (error instanceof WorkflowNotFoundError ? null : Promise.reject(error)));
     expect(described?.status.name).toBe('TERMINATED');
     expect((await call('GET', `/v1/test_clocks/${young.id}`)).body).toMatchObject({ id: young.id, status: 'ready' });
-    const events = (await call('GET', '/v1/events?limit=100')).body.data as { type: string; data: { object: { id: string } } }[];
+    const events = (await call('GET', '/v1/events?limit=100')).body.data as {
+      type: string;
+      data: { object: { id: string } };
+    }[];
     expect(events.some((e) => e.type === 'test_clock.deleted' && e.data.object.id === old.id)).toBe(true);
   }, 30_000);
 
   it('lists of payment requests and transactions leave clock objects out unless test_clock is given', async () => {
     const { call, make, accountId, liveHeaders } = await tenant('Listed on a clock');
     const clock = await make('/v1/test_clocks', { frozen_time: '2035-02-01T00:00:00Z' });
-    const customer = await make('/v1/customers', { email: 'listed@example.com', payment_method: 'pm_card_visa', test_clock: clock.id });
+    const customer = await make('/v1/customers', {
+      email: 'listed@example.com',
+      payment_method: 'pm_card_visa',
+      test_clock: clock.id,
+    });
     const plan = await make('/v1/plans', { name: 'Listed', amount: 1100, currency: 'USD', interval: 'month' });
     await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
-    const onClock = await make('/api/v1/payment-requests', { type: 'one_time', amount: 800, currency: 'USD', customer_email: 'clocked-payer@example.com', test_clock: clock.id });
-    const offClock = await make('/api/v1/payment-requests', { type: 'one_time', amount: 900, currency: 'USD', customer_email: 'payer@example.com' });
-    const payment = await make('/v1/transactions', { account_id: accountId, amount: 2500, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa' });
+    const onClock = await make('/api/v1/payment-requests', {
+      type: 'one_time',
+      amount: 800,
+      currency: 'USD',
+      customer_email: 'clocked-payer@example.com',
+      test_clock: clock.id,
+    });
+    const offClock = await make('/api/v1/payment-requests', {
+      type: 'one_time',
+      amount: 900,
+      currency: 'USD',
+      customer_email: 'payer@example.com',
+    });
+    const payment = await make('/v1/transactions', {
+      account_id: accountId,
+      amount: 2500,
+      currency: 'USD',
+      type: 'payment',
+      payment_method: 'pm_card_visa',
+    });
     const ids = async (path: string) => ((await call('GET', path)).body.data as { id: string }[]).map((x) => x.id);
 
     expect(await ids('/v1/payments')).toEqual([offClock.id]);
@@ -114,7 +165,7 @@ describe('test clocks (webhooks, ...)', () => {
     expect(live.body.data).toEqual([]);
   }, 30_000);
 
-  it('a payment made with POST /v1/transactions for a customer on a clock takes the clock\'s time', async () => {
+  it("a payment made with POST /v1/transactions for a customer on a clock takes the clock's time", async () => {
     const { call, make, advance, accountId } = await tenant('Paid on a clock');
     const clock = await make('/v1/test_clocks', { frozen_time: '2036-07-01T12:00:00Z' });
     const customer = await make('/v1/customers', { email: 'payer-on-clock@example.com', test_clock: clock.id });
@@ -123,9 +174,18 @@ describe('test clocks (webhooks, ...)', () => {
       const of = (list: { amount: number; currency: string }[]) => list.find((m) => m.currency === 'USD')?.amount ?? 0;
       return { available: of(body.available), pending: of(body.pending) };
     };
-    const payment = await make('/v1/transactions', { account_id: accountId, amount: 4200, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa', customer: customer.id });
+    const payment = await make('/v1/transactions', {
+      account_id: accountId,
+      amount: 4200,
+      currency: 'USD',
+      type: 'payment',
+      payment_method: 'pm_card_visa',
+      customer: customer.id,
+    });
     expect(payment).toMatchObject({ status: 'succeeded', created_at: '2036-07-01T12:00:00.000Z' });
-    expect((await call('GET', `/v1/transactions?test_clock=${clock.id}`)).body.data.map((t: { id: string }) => t.id)).toEqual([payment.id]);
+    expect(
+      (await call('GET', `/v1/transactions?test_clock=${clock.id}`)).body.data.map((t: { id: string }) => t.id),
+    ).toEqual([payment.id]);
     // Pending for two days of the clock, however long the wall clock runs.
     expect(await balance()).toEqual({ available: 0, pending: 4200 });
     await advance(clock.id, '2036-07-03T11:59:00Z');
@@ -134,11 +194,31 @@ describe('test clocks (webhooks, ...)', () => {
     expect(await balance()).toEqual({ available: 4200, pending: 0 });
     // Bad input changes nothing: another account's customer, a customer on a non-payment.
     const other = await engine.signUp({ name: 'Someone else' });
-    const theirs = (await engine.call('POST', '/v1/customers', { email: 'theirs@example.com' }, { ...other.headers, 'x-sandbox-mode': 'true' })).body;
-    const refused = await call('POST', '/v1/transactions', { account_id: accountId, amount: 100, currency: 'USD', type: 'payment', payment_method: 'pm_card_visa', customer: theirs.id });
+    const theirs = (
+      await engine.call(
+        'POST',
+        '/v1/customers',
+        { email: 'theirs@example.com' },
+        { ...other.headers, 'x-sandbox-mode': 'true' },
+      )
+    ).body;
+    const refused = await call('POST', '/v1/transactions', {
+      account_id: accountId,
+      amount: 100,
+      currency: 'USD',
+      type: 'payment',
+      payment_method: 'pm_card_visa',
+      customer: theirs.id,
+    });
     expect(refused.status).toBe(404);
     expect(refused.body.error).toBe('not_found');
-    const credit = await call('POST', '/v1/transactions', { account_id: accountId, amount: 100, currency: 'USD', type: 'credit', customer: customer.id });
+    const credit = await call('POST', '/v1/transactions', {
+      account_id: accountId,
+      amount: 100,
+      currency: 'USD',
+      type: 'credit',
+      customer: customer.id,
+    });
     expect(credit.status).toBe(400);
     expect(await balance()).toEqual({ available: 4200, pending: 0 });
   }, 40_000);

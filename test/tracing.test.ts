@@ -1,8 +1,10 @@
 import path from 'node:path';
+
+import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
-import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { createApp } from '../api/app.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
@@ -33,7 +35,10 @@ describe('tracing', () => {
   beforeAll(async () => {
     tracing = startTracing({ serviceName: 'billing-test', exporter })!;
     // The bundle with the tracing interceptors, built while the engine starts.
-    const [started, workflowBundle] = await Promise.all([startTestEngine({ startWorker: false }), bundleBillingWorkflows({ tracing: true })]);
+    const [started, workflowBundle] = await Promise.all([
+      startTestEngine({ startWorker: false }),
+      bundleBillingWorkflows({ tracing: true }),
+    ]);
     engine = started;
     const { config, db } = engine;
     mailer = createSmtpMailer(engine.mail.url, config.mailFrom);
@@ -52,7 +57,10 @@ describe('tracing', () => {
     });
     run = worker.run();
     // The API as api/server.ts builds it with tracing on: the client's interceptor and the request span.
-    const temporal = new Client({ connection: engine.env.connection, interceptors: { workflow: tracing.clientInterceptors } });
+    const temporal = new Client({
+      connection: engine.env.connection,
+      interceptors: { workflow: tracing.clientInterceptors },
+    });
     tracedApp = createApp({ orm: db.orm, temporal, config, logger: createLogger('silent'), tracer: tracing.tracer });
   });
   afterAll(async () => {
@@ -73,7 +81,13 @@ describe('tracing', () => {
     });
     expect(response.status).toBe(201);
     const root = exporter.getFinishedSpans().find((s) => s.name === 'POST /v1/subscriptions')!;
-    expect(root, exporter.getFinishedSpans().map((s) => s.name).join(', ')).toBeDefined();
+    expect(
+      root,
+      exporter
+        .getFinishedSpans()
+        .map((s) => s.name)
+        .join(', '),
+    ).toBeDefined();
     expect(root.attributes['http.route']).toBe('/v1/subscriptions');
     expect(root.attributes['http.response.status_code']).toBe(201);
     const traceId = root.spanContext().traceId;
@@ -83,11 +97,15 @@ describe('tracing', () => {
     const subscriptionId = ((await response.json()) as { id: string }).id;
     expect((await engine.call('POST', `/v1/subscriptions/${subscriptionId}/cancel`, {})).status).toBe(200);
     await engine.env.client.workflow.getHandle(subscriptionId).result();
-    const spans = await eventually(async () => inTrace(), (all) => all.some((s) => s.name === 'RunWorkflow:subscriptionWorkflow'));
+    const spans = await eventually(
+      async () => inTrace(),
+      (all) => all.some((s) => s.name === 'RunWorkflow:subscriptionWorkflow'),
+    );
     const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
     const ancestry = (span: ReadableSpan): string[] => {
       const names: string[] = [];
-      for (let at: ReadableSpan | undefined = span; at; at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined) names.push(at.name);
+      for (let at: ReadableSpan | undefined = span; at; at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined)
+        names.push(at.name);
       return names;
     };
     const activity = spans.find((s) => s.name.startsWith('RunActivity:'))!;
@@ -96,13 +114,16 @@ describe('tracing', () => {
     expect(chain).toContain('UpdateWithStartWorkflow:subscriptionCreated');
     expect(chain).toContain('RunWorkflow:subscriptionWorkflow');
     // The activity's statements are its children, with the text and never a value.
-    const statements = spans.filter((s) => s.name.startsWith('pg ') && s.parentSpanId === activity.spanContext().spanId);
+    const statements = spans.filter(
+      (s) => s.name.startsWith('pg ') && s.parentSpanId === activity.spanContext().spanId,
+    );
     expect(statements.length, spans.map((s) => s.name).join(', ')).toBeGreaterThan(0);
     expect(statements[0]!.attributes['db.system']).toBe('postgresql');
     // The request's own statements (authentication, the customer and plan reads) are children of its span too.
     expect(spans.some((s) => s.name.startsWith('pg ') && s.parentSpanId === root.spanContext().spanId)).toBe(true);
     // Nothing of the trace is left without its parent: one tree.
-    for (const span of spans) if (span !== root) expect(byId.has(span.parentSpanId!), `${span.name} has no parent in the trace`).toBe(true);
+    for (const span of spans)
+      if (span !== root) expect(byId.has(span.parentSpanId!), `${span.name} has no parent in the trace`).toBe(true);
   });
 
   it('SQL spans carry the statement with string literals blanked', () => {

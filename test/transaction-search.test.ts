@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Customer, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { parseSearchQuery, SearchQueryError } from '../domain/search-query.ts';
@@ -22,7 +23,16 @@ type Row = {
   metadata: Record<string, string>;
 };
 
-const references = [null, 'order-1001', 'Order-1002', 'x\' OR 1=1 --', '50% off_sale', 'He said "hi"', 'back\\slash', 'refund for order-1001'];
+const references = [
+  null,
+  'order-1001',
+  'Order-1002',
+  "x' OR 1=1 --",
+  '50% off_sale',
+  'He said "hi"',
+  'back\\slash',
+  'refund for order-1001',
+];
 const metadataKeys = ['order', 'plan', 'weird key'];
 const metadataValues = ['42', 'gold', 'silver', "x' OR '1'='1"];
 const day = 86_400_000;
@@ -37,7 +47,11 @@ describe('GET /v1/transactions/search', () => {
   const otherIds: string[] = [];
 
   const search = (query: string, extra: Record<string, string | number> = {}, headers?: Record<string, string>) => {
-    const qs = new URLSearchParams({ query, limit: '100', ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, String(v)])) });
+    const qs = new URLSearchParams({
+      query,
+      limit: '100',
+      ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, String(v)])),
+    });
     return engine.call('GET', `/v1/transactions/search?${qs}`, undefined, headers ?? owner.headers);
   };
   const ids = async (query: string, headers?: Record<string, string>) => {
@@ -46,7 +60,11 @@ describe('GET /v1/transactions/search', () => {
     expect(res.body.has_more).toBe(false);
     return (res.body.data as { id: string }[]).map((t) => t.id).sort();
   };
-  const expected = (filter: (row: Row) => boolean) => rows.filter(filter).map((r) => r.id).sort();
+  const expected = (filter: (row: Row) => boolean) =>
+    rows
+      .filter(filter)
+      .map((r) => r.id)
+      .sort();
 
   beforeAll(async () => {
     engine = await startTestEngine({ startWorker: false });
@@ -57,7 +75,8 @@ describe('GET /v1/transactions/search', () => {
       { id: newId('customer'), email: 'Alice@Example.com' },
       { id: newId('customer'), email: 'bob@shop.test' },
     ];
-    for (const c of customers) em.create(Customer, { ...c, name: null, paymentMethod: null, accountId: owner.accountId, livemode: true });
+    for (const c of customers)
+      em.create(Customer, { ...c, name: null, paymentMethod: null, accountId: owner.accountId, livemode: true });
     // A customer of another account sharing an id-shaped link must never join in.
     const statuses = ['pending', 'succeeded', 'failed', 'canceled'] as const;
     const types = ['payment', 'credit', 'refund'] as const;
@@ -126,7 +145,9 @@ describe('GET /v1/transactions/search', () => {
     expect(res.body.data[0]).toMatchObject({ object: 'transaction', account_id: owner.accountId, livemode: true });
     expect(res.body.data.map((t: { id: string }) => t.id).sort()).toEqual(expected((r) => r.currency === 'USD'));
     // The sandbox sees its own rows only; another account its own.
-    expect(await ids('currency:USD OR currency:EUR', { ...owner.headers, 'x-sandbox-mode': 'true' })).toEqual([...sandboxIds].sort());
+    expect(await ids('currency:USD OR currency:EUR', { ...owner.headers, 'x-sandbox-mode': 'true' })).toEqual(
+      [...sandboxIds].sort(),
+    );
     expect(await ids('currency:USD OR currency:EUR', other.headers)).toEqual([...otherIds].sort());
     // Another account's id is not found, even by exact id.
     expect(await ids(`id:${otherIds[0]}`)).toEqual([]);
@@ -136,7 +157,9 @@ describe('GET /v1/transactions/search', () => {
     const found = await engine.db.orm.em
       .fork()
       .getConnection()
-      .execute<{ indexname: string }[]>(`select indexname from pg_indexes where (tablename = 'transactions' and indexname like 'transactions_account_id_livemode_%') or indexname like '%trgm_index' order by indexname`);
+      .execute<
+        { indexname: string }[]
+      >(`select indexname from pg_indexes where (tablename = 'transactions' and indexname like 'transactions_account_id_livemode_%') or indexname like '%trgm_index' order by indexname`);
     expect(found.map((r) => r.indexname)).toEqual([
       'customers_email_trgm_index',
       'transactions_account_id_livemode_created_at_index',
@@ -147,7 +170,9 @@ describe('GET /v1/transactions/search', () => {
 
   it('is documented in the OpenAPI document, beside /v1/transactions/{id}', async () => {
     const doc = await engine.call('GET', '/openapi.json', undefined, { authorization: '' });
-    expect(doc.body.paths['/v1/transactions/search'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['limit', 'page', 'query']);
+    expect(
+      doc.body.paths['/v1/transactions/search'].get.parameters.map((p: { name: string }) => p.name).sort(),
+    ).toEqual(['limit', 'page', 'query']);
     expect(doc.body.paths['/v1/transactions/{id}']).toBeDefined();
   });
 
@@ -178,7 +203,9 @@ describe('GET /v1/transactions/search', () => {
     expect(await ids('created<2026-11-03')).toEqual(expected((x) => x.created < nov3));
     expect(await ids(`created<=${nov3 / 1000}`)).toEqual(expected((x) => x.created < nov3 + 1000));
     expect(await ids(`created>${nov3 / 1000}`)).toEqual(expected((x) => x.created >= nov3 + 1000));
-    expect(await ids('created>=2026-11-03T00:00:00Z AND created<2026-11-04T00:00:00Z')).toEqual(expected((x) => x.created >= nov3 && x.created < nov3 + day));
+    expect(await ids('created>=2026-11-03T00:00:00Z AND created<2026-11-04T00:00:00Z')).toEqual(
+      expected((x) => x.created >= nov3 && x.created < nov3 + day),
+    );
     expect(await ids('created:2026-11-01T09:30:15.250Z')).toEqual(expected((x) => x.created === base));
   });
 
@@ -186,25 +213,42 @@ describe('GET /v1/transactions/search', () => {
     expect(await ids('-status:succeeded')).toEqual(expected((x) => x.status !== 'succeeded'));
     // A negated clause matches rows where the field is missing.
     expect(await ids('-reference:"order-1001"')).toEqual(expected((x) => x.reference !== 'order-1001'));
-    expect(await ids('status:succeeded AND amount>500')).toEqual(expected((x) => x.status === 'succeeded' && x.amount > 500));
-    expect(await ids('status:succeeded amount>500')).toEqual(expected((x) => x.status === 'succeeded' && x.amount > 500));
-    expect(await ids('status:failed OR type:credit')).toEqual(expected((x) => x.status === 'failed' || x.type === 'credit'));
-    expect(await ids('status:failed or -type:credit')).toEqual(expected((x) => x.status === 'failed' || x.type !== 'credit'));
+    expect(await ids('status:succeeded AND amount>500')).toEqual(
+      expected((x) => x.status === 'succeeded' && x.amount > 500),
+    );
+    expect(await ids('status:succeeded amount>500')).toEqual(
+      expected((x) => x.status === 'succeeded' && x.amount > 500),
+    );
+    expect(await ids('status:failed OR type:credit')).toEqual(
+      expected((x) => x.status === 'failed' || x.type === 'credit'),
+    );
+    expect(await ids('status:failed or -type:credit')).toEqual(
+      expected((x) => x.status === 'failed' || x.type !== 'credit'),
+    );
     expect(await ids('metadata["order"]:"42"')).toEqual(expected((x) => x.metadata.order === '42'));
     expect(await ids('metadata["weird key"]:silver')).toEqual(expected((x) => x.metadata['weird key'] === 'silver'));
     expect(await ids('-metadata["plan"]:"gold"')).toEqual(expected((x) => x.metadata.plan !== 'gold'));
-    expect(await ids('reference~"order-100"')).toEqual(expected((x) => Boolean(x.reference?.toLowerCase().includes('order-100'))));
+    expect(await ids('reference~"order-100"')).toEqual(
+      expected((x) => Boolean(x.reference?.toLowerCase().includes('order-100'))),
+    );
     // % and _ are literal, not wildcards.
     expect(await ids('reference~"%"')).toEqual(expected((x) => Boolean(x.reference?.includes('%'))));
     expect(await ids('reference~"f_s"')).toEqual(expected((x) => Boolean(x.reference?.includes('f_s'))));
     expect(await ids('reference~"order_1001"')).toEqual([]);
     expect(await ids('reference~"order%sale"')).toEqual([]);
-    expect(await ids('email~"example.COM"')).toEqual(expected((x) => Boolean(x.email?.toLowerCase().includes('example.com'))));
+    expect(await ids('email~"example.COM"')).toEqual(
+      expected((x) => Boolean(x.email?.toLowerCase().includes('example.com'))),
+    );
     expect(await ids('email:"bob@shop.test"')).toEqual(expected((x) => x.email === 'bob@shop.test'));
   });
 
   it('injection attempts match nothing (or the literal text) and never error', async () => {
-    for (const query of [`reference:"x' OR 1=1 --"`, `reference:"' OR '1'='1"`, `metadata["order') or ('1'='1"]:"x"`, `reference~"'; drop table transactions; --"`]) {
+    for (const query of [
+      `reference:"x' OR 1=1 --"`,
+      `reference:"' OR '1'='1"`,
+      `metadata["order') or ('1'='1"]:"x"`,
+      `reference~"'; drop table transactions; --"`,
+    ]) {
       const res = await search(query);
       expect(res.status, query).toBe(200);
       for (const t of res.body.data) expect(t.reference ?? '').toContain("'");
@@ -253,7 +297,10 @@ describe('GET /v1/transactions/search', () => {
       let res = await search(query);
       if (query === '') res = await engine.call('GET', '/v1/transactions/search?query=%20', undefined, owner.headers);
       expect(res.status, query).toBe(400);
-      expect(res.body, query).toEqual({ error: 'invalid_request', message: expect.stringContaining(`character ${position}: expected`) });
+      expect(res.body, query).toEqual({
+        error: 'invalid_request',
+        message: expect.stringContaining(`character ${position}: expected`),
+      });
       expect(res.body.message, query).toContain(expectedText);
     }
   });
@@ -262,7 +309,12 @@ describe('GET /v1/transactions/search', () => {
     // A tenant of its own, so the fixture above stays as it is for the other tests.
     const fresh = await engine.signUp();
     const headers = { ...fresh.headers, 'x-sandbox-mode': 'true' };
-    const created = await engine.call('POST', '/v1/transactions', { account_id: fresh.accountId, currency: 'USD', amount: 100, type: 'credit', reference: 'just-now' }, headers);
+    const created = await engine.call(
+      'POST',
+      '/v1/transactions',
+      { account_id: fresh.accountId, currency: 'USD', amount: 100, type: 'credit', reference: 'just-now' },
+      headers,
+    );
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     expect(await ids('reference:"just-now"', headers)).toEqual([created.body.id]);
   });
@@ -270,7 +322,7 @@ describe('GET /v1/transactions/search', () => {
   describe('property: the parser and compiler agree with an in-memory filter', () => {
     type Gen = { text: string; match: (r: Row) => boolean };
     const quote = (s: string) => `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
-    const pick = <T,>(values: readonly T[]) => fc.constantFrom(...values);
+    const pick = <T>(values: readonly T[]) => fc.constantFrom(...values);
     const spanOf = (ms: number, format: 'date' | 'unix' | 'iso' | 'isoms'): [number, number, string] => {
       if (format === 'date') {
         const start = Math.floor(ms / day) * day;
@@ -287,44 +339,83 @@ describe('GET /v1/transactions/search', () => {
       return [ms, ms + 1, new Date(ms).toISOString()];
     };
     const compare = (op: string, value: number, lo: number, hi: number) =>
-      op === ':' ? lo <= value && value < hi : op === '>' ? value >= hi : op === '>=' ? value >= lo : op === '<' ? value < lo : value < hi;
+      op === ':'
+        ? lo <= value && value < hi
+        : op === '>'
+          ? value >= hi
+          : op === '>='
+            ? value >= lo
+            : op === '<'
+              ? value < lo
+              : value < hi;
     const eq = (field: keyof Row, values: readonly (string | null)[]) =>
-      pick(values).map((v): Gen => ({ text: `${field}:${v === null ? 'null' : quote(v)}`, match: (r) => r[field] === v }));
+      pick(values).map(
+        (v): Gen => ({ text: `${field}:${v === null ? 'null' : quote(v)}`, match: (r) => r[field] === v }),
+      );
     const numOp = pick([':', '>', '>=', '<', '<='] as const);
 
     // Built when the test runs: the fixture rows exist by then.
     const queries = () => {
-    const clauses = fc.oneof(
-      eq('id', rows.map((r) => r.id)),
-      eq('status', ['pending', 'succeeded', 'failed', 'canceled']),
-      eq('type', ['payment', 'credit', 'refund']),
-      eq('risk_level', ['low', 'medium', 'high']),
-      eq('reference', references),
-      pick(['USD', 'EUR', 'eur']).map((v): Gen => ({ text: `currency:${v}`, match: (r) => r.currency === v.toUpperCase() })),
-      fc.tuple(numOp, fc.oneof(fc.integer({ min: -5, max: 1300 }), fc.constantFrom(0, 100, 604, 1203))).map(([op, n]): Gen => ({
-        text: `amount${op}${n}`,
-        match: (r) => compare(op, r.amount, n, n + 1),
-      })),
-      fc.tuple(numOp, fc.nat({ max: 39 }), fc.integer({ min: -1, max: 1 }), pick(['date', 'unix', 'iso', 'isoms'] as const)).map(([op, i, shift, format]): Gen => {
-        const [lo, hi, text] = spanOf(base + (i % 5) * day + Math.floor(i / 5) * 3_600_000 + shift, format);
-        return { text: `created${op}${text}`, match: (r) => compare(op, r.created, lo, hi) };
-      }),
-      fc.tuple(pick(references.filter((r): r is string => r !== null)), fc.nat(), fc.nat()).map(([ref, a, b]): Gen => {
-        const from = a % ref.length;
-        const part = ref.slice(from, from + 1 + (b % (ref.length - from)));
-        return { text: `reference~${quote(part)}`, match: (r) => Boolean(r.reference?.toLowerCase().includes(part.toLowerCase())) };
-      }),
-      fc.tuple(pick(['alice', 'EXAMPLE', 'shop.test', '@', 'zzz'])).map(([part]): Gen => ({
-        text: `email~${quote(part)}`,
-        match: (r) => Boolean(r.email?.toLowerCase().includes(part.toLowerCase())),
-      })),
-      fc.tuple(pick(metadataKeys), pick(metadataValues)).map(([k, v]): Gen => ({ text: `metadata[${quote(k)}]:${quote(v)}`, match: (r) => r.metadata[k] === v })),
-    );
-    const negatable = fc.tuple(fc.boolean(), clauses).map(([neg, g]): Gen => (neg ? { text: `-${g.text}`, match: (r) => !g.match(r) } : g));
-    return fc.tuple(fc.array(negatable, { minLength: 1, maxLength: 4 }), pick(['AND', 'OR', 'and', ' '] as const)).map(([parts, joiner]): Gen => ({
-      text: parts.map((p) => p.text).join(joiner === ' ' ? ' ' : ` ${joiner} `),
-      match: joiner === 'OR' ? (r) => parts.some((p) => p.match(r)) : (r) => parts.every((p) => p.match(r)),
-    }));
+      const clauses = fc.oneof(
+        eq(
+          'id',
+          rows.map((r) => r.id),
+        ),
+        eq('status', ['pending', 'succeeded', 'failed', 'canceled']),
+        eq('type', ['payment', 'credit', 'refund']),
+        eq('risk_level', ['low', 'medium', 'high']),
+        eq('reference', references),
+        pick(['USD', 'EUR', 'eur']).map(
+          (v): Gen => ({ text: `currency:${v}`, match: (r) => r.currency === v.toUpperCase() }),
+        ),
+        fc.tuple(numOp, fc.oneof(fc.integer({ min: -5, max: 1300 }), fc.constantFrom(0, 100, 604, 1203))).map(
+          ([op, n]): Gen => ({
+            text: `amount${op}${n}`,
+            match: (r) => compare(op, r.amount, n, n + 1),
+          }),
+        ),
+        fc
+          .tuple(
+            numOp,
+            fc.nat({ max: 39 }),
+            fc.integer({ min: -1, max: 1 }),
+            pick(['date', 'unix', 'iso', 'isoms'] as const),
+          )
+          .map(([op, i, shift, format]): Gen => {
+            const [lo, hi, text] = spanOf(base + (i % 5) * day + Math.floor(i / 5) * 3_600_000 + shift, format);
+            return { text: `created${op}${text}`, match: (r) => compare(op, r.created, lo, hi) };
+          }),
+        fc
+          .tuple(pick(references.filter((r): r is string => r !== null)), fc.nat(), fc.nat())
+          .map(([ref, a, b]): Gen => {
+            const from = a % ref.length;
+            const part = ref.slice(from, from + 1 + (b % (ref.length - from)));
+            return {
+              text: `reference~${quote(part)}`,
+              match: (r) => Boolean(r.reference?.toLowerCase().includes(part.toLowerCase())),
+            };
+          }),
+        fc.tuple(pick(['alice', 'EXAMPLE', 'shop.test', '@', 'zzz'])).map(
+          ([part]): Gen => ({
+            text: `email~${quote(part)}`,
+            match: (r) => Boolean(r.email?.toLowerCase().includes(part.toLowerCase())),
+          }),
+        ),
+        fc
+          .tuple(pick(metadataKeys), pick(metadataValues))
+          .map(([k, v]): Gen => ({ text: `metadata[${quote(k)}]:${quote(v)}`, match: (r) => r.metadata[k] === v })),
+      );
+      const negatable = fc
+        .tuple(fc.boolean(), clauses)
+        .map(([neg, g]): Gen => (neg ? { text: `-${g.text}`, match: (r) => !g.match(r) } : g));
+      return fc
+        .tuple(fc.array(negatable, { minLength: 1, maxLength: 4 }), pick(['AND', 'OR', 'and', ' '] as const))
+        .map(
+          ([parts, joiner]): Gen => ({
+            text: parts.map((p) => p.text).join(joiner === ' ' ? ' ' : ` ${joiner} `),
+            match: joiner === 'OR' ? (r) => parts.some((p) => p.match(r)) : (r) => parts.every((p) => p.match(r)),
+          }),
+        );
     };
 
     it('random valid queries match the same rows over the API', async () => {
@@ -339,7 +430,9 @@ describe('GET /v1/transactions/search', () => {
   });
 
   it('property: garbage never throws past the error shape', async () => {
-    const alphabet = fc.constantFrom(...'status:amount>=<~-"\\[]metadata AND OR null 2026-11-01 \'; x_%é\u0000'.split(''));
+    const alphabet = fc.constantFrom(
+      ...'status:amount>=<~-"\\[]metadata AND OR null 2026-11-01 \'; x_%é\u0000'.split(''),
+    );
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.string({ unit: alphabet, maxLength: 60 })), (input) => {
         try {

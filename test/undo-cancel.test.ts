@@ -5,6 +5,7 @@
  * after the period ended (canceled) it is too late; nothing changes on a refusal.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -26,17 +27,24 @@ describe('undo cancel at period end', () => {
     return created.body.id as string;
   };
   const updatedEvents = async (id: string) =>
-    ((await engine.call('GET', '/v1/events?type=subscription.updated&limit=100')).body.data as { data: { object: { id: string; cancel_at_period_end: boolean } } }[]).filter(
-      (e) => e.data.object.id === id,
-    );
+    (
+      (await engine.call('GET', '/v1/events?type=subscription.updated&limit=100')).body.data as {
+        data: { object: { id: string; cancel_at_period_end: boolean } };
+      }[]
+    ).filter((e) => e.data.object.id === id);
 
   it('the API takes it back: cancel_at_period_end false, one subscription.updated, and the next period is charged', async () => {
     const id = await subscribe();
     const refusedEarly = await engine.call('POST', `/v1/subscriptions/${id}/undo_cancel`);
     expect(refusedEarly.status).toBe(409);
-    expect(refusedEarly.body).toMatchObject({ error: 'invalid_state', message: expect.stringContaining('not set to cancel at period end') });
+    expect(refusedEarly.body).toMatchObject({
+      error: 'invalid_state',
+      message: expect.stringContaining('not set to cancel at period end'),
+    });
 
-    expect((await engine.call('POST', `/v1/subscriptions/${id}/cancel`, { at_period_end: true })).body.cancel_at_period_end).toBe(true);
+    expect(
+      (await engine.call('POST', `/v1/subscriptions/${id}/cancel`, { at_period_end: true })).body.cancel_at_period_end,
+    ).toBe(true);
     const before = (await updatedEvents(id)).length;
     const undone = await engine.call('POST', `/v1/subscriptions/${id}/undo_cancel`);
     expect(undone.status).toBe(200);
@@ -50,7 +58,10 @@ describe('undo cancel at period end', () => {
 
     // The period ends: it renews instead of ending.
     await engine.env.sleep(32 * day);
-    const renewed = await eventually(() => engine.subscription(id), (s) => s?.billingCycle === 1);
+    const renewed = await eventually(
+      () => engine.subscription(id),
+      (s) => s?.billingCycle === 1,
+    );
     expect(renewed).toMatchObject({ status: 'active', cancelAtPeriodEnd: false, canceledAt: null });
     expect((await engine.charges(id)).filter((c) => c.status === 'succeeded')).toHaveLength(2);
   });
@@ -59,7 +70,10 @@ describe('undo cancel at period end', () => {
     const id = await subscribe();
     await engine.call('POST', `/v1/subscriptions/${id}/cancel`, { at_period_end: true });
     await engine.env.sleep(32 * day);
-    await eventually(() => engine.subscription(id), (s) => s?.status === 'canceled');
+    await eventually(
+      () => engine.subscription(id),
+      (s) => s?.status === 'canceled',
+    );
     const late = await engine.call('POST', `/v1/subscriptions/${id}/undo_cancel`);
     expect(late.status).toBe(409);
     expect(late.body.error).toBe('invalid_state');
@@ -79,12 +93,15 @@ describe('undo cancel at period end', () => {
     const id = await subscribe();
     const link = await engine.call('POST', `/v1/customers/${customerId}/portal_link`, {});
     const token = link.body.url.split('#')[1];
-    const portal = (method: string, path: string, portalToken = token) => engine.call(method, path, undefined, { authorization: '', 'x-portal-token': portalToken });
+    const portal = (method: string, path: string, portalToken = token) =>
+      engine.call(method, path, undefined, { authorization: '', 'x-portal-token': portalToken });
     expect((await portal('POST', `/v1/portal/subscriptions/${id}/cancel`)).body.cancel_at_period_end).toBe(true);
 
     // A customer of the same account with their own link does not reach it.
     const stranger = await engine.call('POST', '/v1/customers', { email: 'grace@example.com' });
-    const strangerToken = (await engine.call('POST', `/v1/customers/${stranger.body.id}/portal_link`, {})).body.url.split('#')[1];
+    const strangerToken = (
+      await engine.call('POST', `/v1/customers/${stranger.body.id}/portal_link`, {})
+    ).body.url.split('#')[1];
     expect((await portal('POST', `/v1/portal/subscriptions/${id}/undo_cancel`, strangerToken)).status).toBe(404);
 
     await engine.call('PATCH', '/v1/settings/customer_portal', { cancellation: false });
@@ -96,6 +113,9 @@ describe('undo cancel at period end', () => {
     const kept = await portal('POST', `/v1/portal/subscriptions/${id}/undo_cancel`);
     expect(kept.status).toBe(200);
     expect(kept.body).toMatchObject({ id, cancel_at_period_end: false, status: 'active' });
-    expect((await portal('GET', '/v1/portal')).body.subscriptions.find((s: { id: string }) => s.id === id).cancel_at_period_end).toBe(false);
+    expect(
+      (await portal('GET', '/v1/portal')).body.subscriptions.find((s: { id: string }) => s.id === id)
+        .cancel_at_period_end,
+    ).toBe(false);
   });
 });

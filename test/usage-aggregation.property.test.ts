@@ -7,14 +7,23 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+
 import { createUsagePool, PostgresUsageStore } from '../services/usage/postgres-store.ts';
 import type { Aggregation, MeterEventInput, MeterRef, UsageAggregate } from '../services/usage/store.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 const account = 'acct_usage_property';
 const kinds: Aggregation[] = ['count', 'sum', 'max', 'unique_count', 'last', 'weighted_sum'];
 const meters = Object.fromEntries(
-  kinds.map((aggregation) => [aggregation, { id: `mtr_p_${aggregation}`, eventName: `p_${aggregation}`, aggregation, valueProperty: aggregation === 'unique_count' ? 'user' : 'value' }]),
+  kinds.map((aggregation) => [
+    aggregation,
+    {
+      id: `mtr_p_${aggregation}`,
+      eventName: `p_${aggregation}`,
+      aggregation,
+      valueProperty: aggregation === 'unique_count' ? 'user' : 'value',
+    },
+  ]),
 ) as Record<Aggregation, MeterRef>;
 
 let db: TestDatabase;
@@ -69,7 +78,13 @@ interface ModelEvent {
   cancelled: boolean;
 }
 
-function reference(events: ModelEvent[], kind: Aggregation, start: number, end: number, grouped: boolean): UsageAggregate[] {
+function reference(
+  events: ModelEvent[],
+  kind: Aggregation,
+  start: number,
+  end: number,
+  grouped: boolean,
+): UsageAggregate[] {
   const mine = events.filter((e) => e.kind === kind && !e.cancelled);
   const keyOf = (e: ModelEvent) => (grouped ? (e.group ?? '') : '');
   const inPeriod = mine.filter((e) => e.at >= start && e.at < end);
@@ -97,7 +112,9 @@ function reference(events: ModelEvent[], kind: Aggregation, start: number, end: 
         value = here.length ? micros(here[here.length - 1]!.value) : 0n;
         break;
       case 'weighted_sum': {
-        const before = mine.filter((e) => keyOf(e) === key && e.at < start).sort((a, b) => a.at - b.at || a.seq - b.seq);
+        const before = mine
+          .filter((e) => keyOf(e) === key && e.at < start)
+          .sort((a, b) => a.at - b.at || a.seq - b.seq);
         let level = before.length ? micros(before[before.length - 1]!.value) : 0n;
         let from = start;
         let total = 0n;
@@ -118,13 +135,33 @@ function reference(events: ModelEvent[], kind: Aggregation, start: number, end: 
 
 // ---- the generator ----
 const valueText = fc
-  .tuple(fc.integer({ min: -999_999, max: 999_999 }), fc.integer({ min: 0, max: 999_999 }), fc.integer({ min: 0, max: 6 }))
+  .tuple(
+    fc.integer({ min: -999_999, max: 999_999 }),
+    fc.integer({ min: 0, max: 999_999 }),
+    fc.integer({ min: 0, max: 6 }),
+  )
   .map(([whole, fraction, places]) => {
     const digits = places ? `.${String(fraction).padStart(6, '0').slice(0, places)}` : '';
     return `${whole}${digits}`;
   });
 const op = fc.oneof(
-  { weight: 10, arbitrary: fc.record({ type: fc.constant('event' as const), kind: fc.constantFrom(...kinds), id: fc.integer({ min: 0, max: 40 }), offset: fc.oneof(fc.integer({ min: -7200, max: 14_400 }), fc.integer({ min: -12, max: 24 }).map((n) => n * 300)), value: valueText, asNumber: fc.boolean(), user: fc.constantFrom('ann', 'bob', 'cy', 'dee'), group: fc.constantFrom('a', 'b', undefined), batchBreak: fc.boolean() }) },
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      type: fc.constant('event' as const),
+      kind: fc.constantFrom(...kinds),
+      id: fc.integer({ min: 0, max: 40 }),
+      offset: fc.oneof(
+        fc.integer({ min: -7200, max: 14_400 }),
+        fc.integer({ min: -12, max: 24 }).map((n) => n * 300),
+      ),
+      value: valueText,
+      asNumber: fc.boolean(),
+      user: fc.constantFrom('ann', 'bob', 'cy', 'dee'),
+      group: fc.constantFrom('a', 'b', undefined),
+      batchBreak: fc.boolean(),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ type: fc.constant('cancel' as const), id: fc.integer({ min: 0, max: 40 }) }) },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('close' as const) }) },
 );
@@ -133,76 +170,131 @@ let run = 0;
 describe('usage aggregation (property)', () => {
   it('every aggregation equals the reference over the accepted events', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 70 }), fc.integer({ min: 2, max: 36 }).map((n) => n * 300 + (n % 3) * 7), async (ops, length) => {
-        run++;
-        const customer = `cus_prop_${run}`;
-        await db.orm.em.getConnection().execute(`insert into customers (id, email, account_id, livemode, created_at, updated_at) values (?, 'p@example.com', ?, false, now(), now())`, [customer, account]);
-        const start = Math.floor(Date.now() / 1000) - 3 * 86_400;
-        const end = start + length;
-        const prefix = `r${run}-`;
-        const model = new Map<string, ModelEvent>();
-        let seq = 0;
-        let closedAt: UsageAggregate[][] | null = null;
-        let pending: { input: MeterEventInput; model: ModelEvent }[] = [];
+      fc.asyncProperty(
+        fc.array(op, { minLength: 1, maxLength: 70 }),
+        fc.integer({ min: 2, max: 36 }).map((n) => n * 300 + (n % 3) * 7),
+        async (ops, length) => {
+          run++;
+          const customer = `cus_prop_${run}`;
+          await db.orm.em
+            .getConnection()
+            .execute(
+              `insert into customers (id, email, account_id, livemode, created_at, updated_at) values (?, 'p@example.com', ?, false, now(), now())`,
+              [customer, account],
+            );
+          const start = Math.floor(Date.now() / 1000) - 3 * 86_400;
+          const end = start + length;
+          const prefix = `r${run}-`;
+          const model = new Map<string, ModelEvent>();
+          let seq = 0;
+          let closedAt: UsageAggregate[][] | null = null;
+          let pending: { input: MeterEventInput; model: ModelEvent }[] = [];
 
-        const flush = async () => {
-          if (!pending.length) return;
-          const outcomes = await store.ingest({ accountId: account, livemode: false, events: pending.map((p) => p.input) });
-          pending.forEach((p, i) => {
-            const expected = closedAt && p.model.at < end ? 'refused' : model.has(p.model.identifier) ? 'duplicate' : 'accepted';
-            expect(outcomes[i]!.status, `${p.model.identifier}`).toBe(expected);
-            if (expected === 'accepted') model.set(p.model.identifier, { ...p.model, seq: seq++ });
-          });
-          pending = [];
-        };
-
-        for (const o of ops) {
-          if (o.type === 'event') {
-            const identifier = `${prefix}${o.id}`;
-            const at = start + o.offset;
-            const payload: Record<string, unknown> = {};
-            if (o.group) payload.g = o.group;
-            if (o.kind === 'unique_count') payload.user = o.user;
-            else if (o.kind !== 'count') payload.value = o.asNumber ? Number(o.value) : o.value;
-            pending.push({
-              input: { eventName: meters[o.kind].eventName, customerId: customer, identifier, timestamp: new Date(at * 1000), payload },
-              model: { kind: o.kind, identifier, at, value: o.kind === 'count' || o.kind === 'unique_count' ? '0' : o.value, user: o.user, group: o.group, seq: 0, cancelled: false },
+          const flush = async () => {
+            if (!pending.length) return;
+            const outcomes = await store.ingest({
+              accountId: account,
+              livemode: false,
+              events: pending.map((p) => p.input),
             });
-            if (o.batchBreak) await flush();
-          } else if (o.type === 'cancel') {
-            await flush();
-            const identifier = `${prefix}${o.id}`;
-            const outcome = await store.cancel({ accountId: account, livemode: false, identifier });
-            const known = model.get(identifier);
-            if (!known) expect(outcome.status).toBe('not_found');
-            else if (known.cancelled) expect(outcome.status).toBe('already_cancelled');
-            else if (closedAt && known.at < end) expect(outcome.status).toBe('period_invoiced');
-            else {
-              expect(outcome.status).toBe('cancelled');
-              known.cancelled = true;
+            pending.forEach((p, i) => {
+              const expected =
+                closedAt && p.model.at < end ? 'refused' : model.has(p.model.identifier) ? 'duplicate' : 'accepted';
+              expect(outcomes[i]!.status, `${p.model.identifier}`).toBe(expected);
+              if (expected === 'accepted') model.set(p.model.identifier, { ...p.model, seq: seq++ });
+            });
+            pending = [];
+          };
+
+          for (const o of ops) {
+            if (o.type === 'event') {
+              const identifier = `${prefix}${o.id}`;
+              const at = start + o.offset;
+              const payload: Record<string, unknown> = {};
+              if (o.group) payload.g = o.group;
+              if (o.kind === 'unique_count') payload.user = o.user;
+              else if (o.kind !== 'count') payload.value = o.asNumber ? Number(o.value) : o.value;
+              pending.push({
+                input: {
+                  eventName: meters[o.kind].eventName,
+                  customerId: customer,
+                  identifier,
+                  timestamp: new Date(at * 1000),
+                  payload,
+                },
+                model: {
+                  kind: o.kind,
+                  identifier,
+                  at,
+                  value: o.kind === 'count' || o.kind === 'unique_count' ? '0' : o.value,
+                  user: o.user,
+                  group: o.group,
+                  seq: 0,
+                  cancelled: false,
+                },
+              });
+              if (o.batchBreak) await flush();
+            } else if (o.type === 'cancel') {
+              await flush();
+              const identifier = `${prefix}${o.id}`;
+              const outcome = await store.cancel({ accountId: account, livemode: false, identifier });
+              const known = model.get(identifier);
+              if (!known) expect(outcome.status).toBe('not_found');
+              else if (known.cancelled) expect(outcome.status).toBe('already_cancelled');
+              else if (closedAt && known.at < end) expect(outcome.status).toBe('period_invoiced');
+              else {
+                expect(outcome.status).toBe('cancelled');
+                known.cancelled = true;
+              }
+            } else if (!closedAt) {
+              await flush();
+              const closing = await store.closePeriod({
+                accountId: account,
+                livemode: false,
+                subscriptionId: `sub_${customer}`,
+                customerId: customer,
+                start: new Date(start * 1000),
+                end: new Date(end * 1000),
+                meters: kinds.map((k) => ({ meter: meters[k] })),
+              });
+              const events = [...model.values()];
+              closedAt = kinds.map((k) => reference(events, k, start, end, false));
+              expect(closing.map((c) => c.aggregates)).toEqual(closedAt);
             }
-          } else if (!closedAt) {
-            await flush();
-            const closing = await store.closePeriod({ accountId: account, livemode: false, subscriptionId: `sub_${customer}`, customerId: customer, start: new Date(start * 1000), end: new Date(end * 1000), meters: kinds.map((k) => ({ meter: meters[k] })) });
-            const events = [...model.values()];
-            closedAt = kinds.map((k) => reference(events, k, start, end, false));
-            expect(closing.map((c) => c.aggregates)).toEqual(closedAt);
           }
-        }
-        await flush();
-        const events = [...model.values()];
-        for (const kind of kinds) {
-          for (const grouped of [false, true]) {
-            const q = { accountId: account, livemode: false, customerId: customer, meter: meters[kind], start: new Date(start * 1000), end: new Date(end * 1000), groupBy: grouped ? ['g'] : undefined };
-            expect(await store.aggregate(q), `${kind} grouped=${grouped}`).toEqual(reference(events, kind, start, end, grouped));
+          await flush();
+          const events = [...model.values()];
+          for (const kind of kinds) {
+            for (const grouped of [false, true]) {
+              const q = {
+                accountId: account,
+                livemode: false,
+                customerId: customer,
+                meter: meters[kind],
+                start: new Date(start * 1000),
+                end: new Date(end * 1000),
+                groupBy: grouped ? ['g'] : undefined,
+              };
+              expect(await store.aggregate(q), `${kind} grouped=${grouped}`).toEqual(
+                reference(events, kind, start, end, grouped),
+              );
+            }
+            // A window that cuts the period (a summary's hour, say).
+            const mid = start + Math.floor(length / 3);
+            expect(
+              await store.aggregate({
+                accountId: account,
+                livemode: false,
+                customerId: customer,
+                meter: meters[kind],
+                start: new Date(mid * 1000),
+                end: new Date(end * 1000),
+              }),
+              `${kind} from ${mid}`,
+            ).toEqual(reference(events, kind, mid, end, false));
           }
-          // A window that cuts the period (a summary's hour, say).
-          const mid = start + Math.floor(length / 3);
-          expect(await store.aggregate({ accountId: account, livemode: false, customerId: customer, meter: meters[kind], start: new Date(mid * 1000), end: new Date(end * 1000) }), `${kind} from ${mid}`).toEqual(
-            reference(events, kind, mid, end, false),
-          );
-        }
-      }),
+        },
+      ),
       { numRuns: 40 },
     );
   });

@@ -3,10 +3,11 @@
  * a small stream computed by hand, and closePeriod (once, the watermark, and the race with ingestion).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+
+import { maintainUsagePartitions, usageRetentionDays } from '../services/usage/partitions.ts';
 import { createUsagePool, PostgresUsageStore } from '../services/usage/postgres-store.ts';
 import type { Aggregation, MeterEventInput, MeterRef } from '../services/usage/store.ts';
-import { maintainUsagePartitions, usageRetentionDays } from '../services/usage/partitions.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let db: TestDatabase;
 let store: PostgresUsageStore;
@@ -25,9 +26,17 @@ beforeAll(async () => {
   db = await createTestDatabase();
   store = new PostgresUsageStore(createUsagePool(db.url, 8));
   for (const id of [customer, other])
-    await sql(`insert into customers (id, email, account_id, livemode, created_at, updated_at) values (?, 'u@example.com', ?, false, now(), now())`, [id, account]);
+    await sql(
+      `insert into customers (id, email, account_id, livemode, created_at, updated_at) values (?, 'u@example.com', ?, false, now(), now())`,
+      [id, account],
+    );
   for (const aggregation of ['count', 'sum', 'max', 'unique_count', 'last', 'weighted_sum'] as Aggregation[]) {
-    const meter: MeterRef = { id: `mtr_${aggregation}`, eventName: `e_${aggregation}`, aggregation, valueProperty: aggregation === 'unique_count' ? 'user' : 'value' };
+    const meter: MeterRef = {
+      id: `mtr_${aggregation}`,
+      eventName: `e_${aggregation}`,
+      aggregation,
+      valueProperty: aggregation === 'unique_count' ? 'user' : 'value',
+    };
     meters[aggregation] = meter;
     await sql(
       `insert into meters (id, account_id, livemode, display_name, event_name, aggregation, value_property, group_by, status, created_at, updated_at) values (?, ?, false, ?, ?, ?, ?, '["region"]', 'active', now(), now())`,
@@ -41,7 +50,13 @@ afterAll(async () => {
   await db?.close();
 });
 
-const event = (eventName: string, identifier: string, secondsAgo: number, payload: Record<string, unknown>, customerId = customer): MeterEventInput => ({
+const event = (
+  eventName: string,
+  identifier: string,
+  secondsAgo: number,
+  payload: Record<string, unknown>,
+  customerId = customer,
+): MeterEventInput => ({
   eventName,
   customerId,
   identifier,
@@ -79,10 +94,18 @@ describe('PostgresUsageStore', () => {
       'invalid_value',
       'accepted',
     ]);
-    const again = await store.ingest({ accountId: account, livemode: false, events: [event('e_sum', 'a1', 50, { value: 5 }), event('e_sum', 'a4', 100, { value: 3 })] });
+    const again = await store.ingest({
+      accountId: account,
+      livemode: false,
+      events: [event('e_sum', 'a1', 50, { value: 5 }), event('e_sum', 'a4', 100, { value: 3 })],
+    });
     expect(again.map((o) => o.status)).toEqual(['duplicate', 'accepted']);
     // Another account's mode does not see these identifiers, nor their customers.
-    const foreign = await store.ingest({ accountId: 'acct_other', livemode: false, events: [event('e_sum', 'a1', 50, { value: 5 })] });
+    const foreign = await store.ingest({
+      accountId: 'acct_other',
+      livemode: false,
+      events: [event('e_sum', 'a1', 50, { value: 5 })],
+    });
     expect(foreign[0]).toMatchObject({ status: 'refused', code: 'unknown_meter' });
   });
 
@@ -91,7 +114,8 @@ describe('PostgresUsageStore', () => {
     const start = t(1000);
     const end = t(0);
     const events: MeterEventInput[] = [];
-    const add = (agg: Aggregation, id: string, secondsAgo: number, payload: Record<string, unknown>) => events.push(event(`e_${agg}`, `${agg}-${id}`, secondsAgo, payload, other));
+    const add = (agg: Aggregation, id: string, secondsAgo: number, payload: Record<string, unknown>) =>
+      events.push(event(`e_${agg}`, `${agg}-${id}`, secondsAgo, payload, other));
     add('sum', '1', 900, { value: '1.5', region: 'eu' });
     add('sum', '2', 800, { value: 2, region: 'us' });
     add('sum', '3', 700, { value: '-0.25', region: 'eu' });
@@ -114,12 +138,26 @@ describe('PostgresUsageStore', () => {
     add('weighted_sum', '2', 200, { value: 0 });
     const outcomes = await store.ingest({ accountId: account, livemode: false, events });
     expect(outcomes.every((o) => o.status === 'accepted')).toBe(true);
-    await expect(store.cancel({ accountId: account, livemode: false, identifier: 'count-3' })).resolves.toMatchObject({ status: 'cancelled' });
-    await expect(store.cancel({ accountId: account, livemode: false, identifier: 'count-3' })).resolves.toMatchObject({ status: 'already_cancelled' });
-    await expect(store.cancel({ accountId: account, livemode: false, identifier: 'nothing' })).resolves.toEqual({ status: 'not_found' });
+    await expect(store.cancel({ accountId: account, livemode: false, identifier: 'count-3' })).resolves.toMatchObject({
+      status: 'cancelled',
+    });
+    await expect(store.cancel({ accountId: account, livemode: false, identifier: 'count-3' })).resolves.toMatchObject({
+      status: 'already_cancelled',
+    });
+    await expect(store.cancel({ accountId: account, livemode: false, identifier: 'nothing' })).resolves.toEqual({
+      status: 'not_found',
+    });
 
     const value = async (agg: Aggregation, groupBy?: string[]) =>
-      store.aggregate({ accountId: account, livemode: false, customerId: other, meter: meters[agg], start, end, groupBy });
+      store.aggregate({
+        accountId: account,
+        livemode: false,
+        customerId: other,
+        meter: meters[agg],
+        start,
+        end,
+        groupBy,
+      });
     expect(await value('sum')).toEqual([{ dimensions: {}, value: '3.25', events: 3 }]);
     expect(await value('sum', ['region'])).toEqual([
       { dimensions: { region: 'eu' }, value: '1.25', events: 2 },
@@ -131,30 +169,71 @@ describe('PostgresUsageStore', () => {
     expect(await value('last')).toEqual([{ dimensions: {}, value: '8', events: 4 }]);
     expect(await value('weighted_sum')).toEqual([{ dimensions: {}, value: '12', events: 2 }]);
     // A third of the period: rounded to 6 places, half away from zero.
-    const third = await store.aggregate({ accountId: account, livemode: false, customerId: other, meter: meters.weighted_sum, start: t(600), end: t(0) });
+    const third = await store.aggregate({
+      accountId: account,
+      livemode: false,
+      customerId: other,
+      meter: meters.weighted_sum,
+      start: t(600),
+      end: t(0),
+    });
     expect(third).toEqual([{ dimensions: {}, value: '13.333333', events: 2 }]);
     // Nothing in the window: "0" for every kind.
     for (const agg of Object.keys(meters) as Aggregation[]) {
-      const empty = await store.aggregate({ accountId: account, livemode: false, customerId: other, meter: meters[agg], start: t(100_000), end: t(90_000) });
+      const empty = await store.aggregate({
+        accountId: account,
+        livemode: false,
+        customerId: other,
+        meter: meters[agg],
+        start: t(100_000),
+        end: t(90_000),
+      });
       expect(empty).toEqual([{ dimensions: {}, value: '0', events: 0 }]);
     }
     // Another tenant reads nothing.
-    expect(await store.aggregate({ accountId: 'acct_other', livemode: false, customerId: other, meter: meters.sum, start, end })).toEqual([{ dimensions: {}, value: '0', events: 0 }]);
+    expect(
+      await store.aggregate({
+        accountId: 'acct_other',
+        livemode: false,
+        customerId: other,
+        meter: meters.sum,
+        start,
+        end,
+      }),
+    ).toEqual([{ dimensions: {}, value: '0', events: 0 }]);
   });
 
   it('closes a period once: the watermark refuses earlier events and cancels, a second call answers the stored result', async () => {
     const start = t(3000);
     const end = t(2000);
-    await store.ingest({ accountId: account, livemode: false, events: [event('e_sum', 'close-1', 2500, { value: 4 }), event('e_sum', 'close-2', 2400, { value: 6 })] });
-    const q = { accountId: account, livemode: false, subscriptionId: 'sub_close', customerId: customer, start, end, meters: [{ meter: meters.sum }, { meter: meters.count }] };
+    await store.ingest({
+      accountId: account,
+      livemode: false,
+      events: [event('e_sum', 'close-1', 2500, { value: 4 }), event('e_sum', 'close-2', 2400, { value: 6 })],
+    });
+    const q = {
+      accountId: account,
+      livemode: false,
+      subscriptionId: 'sub_close',
+      customerId: customer,
+      start,
+      end,
+      meters: [{ meter: meters.sum }, { meter: meters.count }],
+    };
     const first = await store.closePeriod(q);
     expect(first).toEqual([
       { meterId: 'mtr_sum', aggregates: [{ dimensions: {}, value: '10', events: 2 }] },
       { meterId: 'mtr_count', aggregates: [{ dimensions: {}, value: '0', events: 0 }] },
     ]);
-    const late = await store.ingest({ accountId: account, livemode: false, events: [event('e_sum', 'close-late', 2200, { value: 1 }), event('e_sum', 'close-after', 1000, { value: 1 })] });
+    const late = await store.ingest({
+      accountId: account,
+      livemode: false,
+      events: [event('e_sum', 'close-late', 2200, { value: 1 }), event('e_sum', 'close-after', 1000, { value: 1 })],
+    });
     expect(late.map((o) => (o.status === 'refused' ? o.code : o.status))).toEqual(['period_invoiced', 'accepted']);
-    await expect(store.cancel({ accountId: account, livemode: false, identifier: 'close-1' })).resolves.toMatchObject({ status: 'period_invoiced' });
+    await expect(store.cancel({ accountId: account, livemode: false, identifier: 'close-1' })).resolves.toMatchObject({
+      status: 'period_invoiced',
+    });
     // The same key again, even after more events: the stored result.
     expect(await store.closePeriod(q)).toEqual(first);
   });
@@ -164,8 +243,13 @@ describe('PostgresUsageStore', () => {
     // Half the batches in one order, half in the reverse, started together, three rounds.
     const results = [];
     for (let round = 0; round < 3; round++) {
-      const batch = (b: number) => (b % 2 ? [...ids].reverse() : ids).map((id) => event('e_count', `${round}-${id}`, 50, {}));
-      results.push(...(await Promise.all(Array.from({ length: 6 }, (_, b) => store.ingest({ accountId: account, livemode: false, events: batch(b) })))));
+      const batch = (b: number) =>
+        (b % 2 ? [...ids].reverse() : ids).map((id) => event('e_count', `${round}-${id}`, 50, {}));
+      results.push(
+        ...(await Promise.all(
+          Array.from({ length: 6 }, (_, b) => store.ingest({ accountId: account, livemode: false, events: batch(b) })),
+        )),
+      );
     }
     expect(results.flat().filter((o) => o.status === 'accepted').length).toBe(3000);
     expect(results.flat().filter((o) => o.status === 'duplicate').length).toBe(15_000);
@@ -180,7 +264,16 @@ describe('PostgresUsageStore', () => {
     let closing: Promise<{ meterId: string; aggregates: { value: string }[] }[]> | undefined;
     const results = await Promise.all(
       batches.map(async (events, b) => {
-        if (b === 12) closing = store.closePeriod({ accountId: account, livemode: false, subscriptionId: 'sub_race', customerId: other, start, end, meters: [{ meter: meters.count }] });
+        if (b === 12)
+          closing = store.closePeriod({
+            accountId: account,
+            livemode: false,
+            subscriptionId: 'sub_race',
+            customerId: other,
+            start,
+            end,
+            meters: [{ meter: meters.count }],
+          });
         return store.ingest({ accountId: account, livemode: false, events });
       }),
     );
@@ -200,25 +293,49 @@ describe('PostgresUsageStore', () => {
       `insert into meter_events (account_id, livemode, meter_id, customer_id, identifier, "timestamp", value, payload) values (?, false, 'mtr_sum', ?, 'future-1', '2030-01-20T00:00:00Z', 5, '{"value":5}')`,
       [account, customer],
     );
-    const where = async () => ((await sql(`select tableoid::regclass::text as part from meter_events where identifier = 'future-1'`)) as { part: string }[])[0]!.part;
+    const where = async () =>
+      (
+        (await sql(`select tableoid::regclass::text as part from meter_events where identifier = 'future-1'`)) as {
+          part: string;
+        }[]
+      )[0]!.part;
     expect(await where()).toBe('meter_events_default');
     const before = (await sql(`select count(*)::int as n from meter_event_identifiers`)) as { n: number }[];
     expect(before[0]!.n).toBeGreaterThan(0);
 
     const result = await maintainUsagePartitions(store.pool, new Date('2030-01-15T00:00:00Z'), 400);
-    expect(result.created).toEqual(['meter_events_2029_12', 'meter_events_2030_01', 'meter_events_2030_02', 'meter_events_2030_03']);
+    expect(result.created).toEqual([
+      'meter_events_2029_12',
+      'meter_events_2030_01',
+      'meter_events_2030_02',
+      'meter_events_2030_03',
+    ]);
     expect(await where()).toBe('meter_events_2030_01');
     // Every month of today's partitions ended before 2030-01-15 minus 400 days: dropped whole; their identifiers pruned.
     const thisMonth = new Date();
     const name = `meter_events_${thisMonth.getUTCFullYear()}_${String(thisMonth.getUTCMonth() + 1).padStart(2, '0')}`;
     expect(result.dropped).toContain(name);
     expect(result.identifiersPruned).toBe(before[0]!.n);
-    const left = (await sql(`select count(*)::int as n from meter_events where identifier <> 'future-1'`)) as { n: number }[];
+    const left = (await sql(`select count(*)::int as n from meter_events where identifier <> 'future-1'`)) as {
+      n: number;
+    }[];
     expect(left[0]!.n).toBe(0);
     expect(
-      await store.aggregate({ accountId: account, livemode: false, customerId: customer, meter: meters.sum, start: new Date('2030-01-01T00:00:00Z'), end: new Date('2030-02-01T00:00:00Z') }),
+      await store.aggregate({
+        accountId: account,
+        livemode: false,
+        customerId: customer,
+        meter: meters.sum,
+        start: new Date('2030-01-01T00:00:00Z'),
+        end: new Date('2030-02-01T00:00:00Z'),
+      }),
     ).toEqual([{ dimensions: {}, value: '5', events: 1 }]);
     // Again: nothing to do.
-    expect(await maintainUsagePartitions(store.pool, new Date('2030-01-15T00:00:00Z'), 400)).toEqual({ created: [], dropped: [], defaultRowsDeleted: 0, identifiersPruned: 0 });
+    expect(await maintainUsagePartitions(store.pool, new Date('2030-01-15T00:00:00Z'), 400)).toEqual({
+      created: [],
+      dropped: [],
+      defaultRowsDeleted: 0,
+      identifiersPruned: 0,
+    });
   });
 });

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { WebhookEndpoint } from '../db/entities/index.ts';
 import { createDispatchWaker } from '../services/webhook-wake.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -18,7 +19,12 @@ describe('the dispatch waker', () => {
 
   const recorder = () => {
     const signals: string[] = [];
-    const client = { workflow: { signalWithStart: async (_workflow: unknown, options: { workflowId: string }) => void signals.push(options.workflowId) } } as unknown as Client;
+    const client = {
+      workflow: {
+        signalWithStart: async (_workflow: unknown, options: { workflowId: string }) =>
+          void signals.push(options.workflowId),
+      },
+    } as unknown as Client;
     return { signals, client };
   };
   const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
@@ -26,7 +32,14 @@ describe('the dispatch waker', () => {
   it('does not cache a read that began before an endpoint was made: the first change after it wakes the dispatcher', async () => {
     const accountId = 'acct_01wakerace0000000000000000';
     const { signals, client } = recorder();
-    const waker = createDispatchWaker({ orm: db.orm, client: () => client, taskQueue: 'wake-test', onError: (error) => { throw error; } });
+    const waker = createDispatchWaker({
+      orm: db.orm,
+      client: () => client,
+      taskQueue: 'wake-test',
+      onError: (error) => {
+        throw error;
+      },
+    });
     // A change on an account with no endpoint: its read is in flight (it will find none)...
     waker.afterChange({ accountId, livemode: false });
     // ...when the account's first endpoint is made (the API forgets what it knew of the account).

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Event, SentEmail, WebhookEndpoint } from '../db/entities/index.ts';
 import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
-import { startWebhookReceiver, type Received, type WebhookReceiver } from './helpers/webhook-receiver.ts';
+import { type Received, startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
 /**
  * Issue #24, webhooks and test clocks as a new user met them: a sandbox endpoint created after a
@@ -32,17 +33,22 @@ describe('webhooks and test clocks (issue #24)', () => {
     if (!working) await engine.startWorker();
     working = true;
   };
-  const customerOf = (r: Pick<Received, 'body'>) => (JSON.parse(r.body) as { data: { object: { email?: string } } }).data.object.email;
+  const customerOf = (r: Pick<Received, 'body'>) =>
+    (JSON.parse(r.body) as { data: { object: { email?: string } } }).data.object.email;
   const endpointRow = (id: string) => engine.db.orm.em.fork().findOneOrFail(WebhookEndpoint, { id });
 
-  it('an endpoint gets only the events recorded after it, in the real order, not by the clock\'s time', async () => {
+  it("an endpoint gets only the events recorded after it, in the real order, not by the clock's time", async () => {
     const { make, accountId } = await clockTenant(engine, 'Late endpoint');
     const clock = await make('/v1/test_clocks', { frozen_time: '2027-01-01T00:00:00Z' });
     // A clock's events, recorded (at the clock's time, 2027) before the endpoint exists; the dispatcher has not handed them on yet.
     for (const n of [1, 2, 3]) await make('/v1/customers', { email: `before-${n}@example.com`, test_clock: clock.id });
     const endpoint = await make('/v1/webhooks', { url: receiver.url('/late'), events: ['customer.created'] });
     await make('/v1/customers', { email: 'after@example.com' });
-    expect(await engine.db.orm.em.fork().count(Event, { accountId, livemode: false, dispatchedAt: null, type: 'customer.created' })).toBe(4);
+    expect(
+      await engine.db.orm.em
+        .fork()
+        .count(Event, { accountId, livemode: false, dispatchedAt: null, type: 'customer.created' }),
+    ).toBe(4);
 
     await work();
     await receiver.waitFor(1, (r) => r.path === '/late' && customerOf(r) === 'after@example.com');
@@ -56,12 +62,15 @@ describe('webhooks and test clocks (issue #24)', () => {
     expect(await endpointRow(endpoint.id)).toMatchObject({ enabled: true, failingSince: null });
   });
 
-  it('a clock\'s failing deliveries never disable an endpoint live deliveries keep healthy, and never stamp it with the clock\'s time', async () => {
+  it("a clock's failing deliveries never disable an endpoint live deliveries keep healthy, and never stamp it with the clock's time", async () => {
     const { call, make, advance, t } = await clockTenant(engine, 'Healthy endpoint');
     await work();
     // The receiver takes live events and refuses those of the clock's customers.
     receiver.respond = (r) => (r.path === '/healthy' && customerOf(r)?.startsWith('clocked') ? 500 : 200);
-    const endpoint = await make('/v1/webhooks', { url: receiver.url('/healthy'), events: ['customer.created', 'customer.updated'] });
+    const endpoint = await make('/v1/webhooks', {
+      url: receiver.url('/healthy'),
+      events: ['customer.created', 'customer.updated'],
+    });
     await make('/v1/customers', { email: 'live-1@example.com' });
     await receiver.waitFor(1, (r) => r.path === '/healthy' && customerOf(r) === 'live-1@example.com');
 
@@ -73,21 +82,31 @@ describe('webhooks and test clocks (issue #24)', () => {
     // Advanced at once: the clock waits for the event's delivery and its retries (registered as the dispatcher hands it on).
     await make('/v1/customers', { email: 'clocked-2@example.com', test_clock: clock.id });
     await advance(clock.id, '2027-01-15T00:00:00Z');
-    const clockAttempts = receiver.received.filter((r) => r.path === '/healthy' && customerOf(r)?.startsWith('clocked'));
+    const clockAttempts = receiver.received.filter(
+      (r) => r.path === '/healthy' && customerOf(r)?.startsWith('clocked'),
+    );
     expect(clockAttempts.length).toBe(14);
     expect(clockAttempts.every((r) => r.status === 500)).toBe(true);
 
     const row = await endpointRow(endpoint.id);
     expect(row).toMatchObject({ enabled: true, disabledAt: null, failingSince: null });
-    expect((await call('GET', `/v1/webhooks/${endpoint.id}`)).body).toMatchObject({ enabled: true, disabled_at: null, failing_since: null });
-    expect(await engine.db.orm.em.fork().count(SentEmail, { accountId: t.accountId, dedupeKey: { $like: 'webhook_endpoint_disabled:%' } })).toBe(0);
+    expect((await call('GET', `/v1/webhooks/${endpoint.id}`)).body).toMatchObject({
+      enabled: true,
+      disabled_at: null,
+      failing_since: null,
+    });
+    expect(
+      await engine.db.orm.em
+        .fork()
+        .count(SentEmail, { accountId: t.accountId, dedupeKey: { $like: 'webhook_endpoint_disabled:%' } }),
+    ).toBe(0);
     // The live event that follows is delivered.
     await make('/v1/customers', { email: 'live-2@example.com' });
     await receiver.waitFor(1, (r) => r.path === '/healthy' && customerOf(r) === 'live-2@example.com');
     receiver.respond = () => 200;
   });
 
-  it('an endpoint\'s failure window is judged on the wall clock: a clock\'s 2027 does not end a run that began seconds ago', async () => {
+  it("an endpoint's failure window is judged on the wall clock: a clock's 2027 does not end a run that began seconds ago", async () => {
     const { call, make } = await clockTenant(engine, 'Failing endpoint');
     await work();
     receiver.respond = (r) => (r.path === '/failing' ? 503 : 200);

@@ -7,19 +7,31 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postWebhook } from '../services/webhook-http.ts';
-import { attemptWebhookDelivery } from '../services/webhooks.ts';
+
+import { createApp } from '../api/app.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../db/entities/index.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
-import { addressRefusal, checkWebhookUrl, classifyAddress, strictUrlPolicy, UrlNotAllowedError, type Resolver } from '../domain/webhook-url.ts';
-import { ConfigError, loadConfig } from '../config.ts';
-import { createApp } from '../api/app.ts';
-import { createLogger } from '../logger.ts';
+import {
+  addressRefusal,
+  checkWebhookUrl,
+  classifyAddress,
+  type Resolver,
+  strictUrlPolicy,
+  UrlNotAllowedError,
+} from '../domain/webhook-url.ts';
 import { attemptOffsets, deliveryId, disableAfterMs, newWebhookSecret, retrySchedules } from '../domain/webhooks.ts';
+import { createLogger } from '../logger.ts';
+import { postWebhook } from '../services/webhook-http.ts';
+import { attemptWebhookDelivery } from '../services/webhooks.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
-const resolvesTo = (...addresses: string[]): Resolver => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+const resolvesTo =
+  (...addresses: string[]): Resolver =>
+  async () =>
+    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
 describe('address rules', () => {
   it('classifies every special range, IPv4 inside IPv6 included', () => {
@@ -71,24 +83,42 @@ describe('address rules', () => {
       expect(error, url).toBeInstanceOf(UrlNotAllowedError);
       return (error as Error).message;
     };
-    expect(await refused('http://hooks.example.com/x', true, resolvesTo('93.184.215.14'))).toBe('live mode webhook urls must use https');
+    expect(await refused('http://hooks.example.com/x', true, resolvesTo('93.184.215.14'))).toBe(
+      'live mode webhook urls must use https',
+    );
     // What a name resolves to is never told (it would map the internal network).
-    expect(await refused('https://rebind.example/x', true, resolvesTo('10.0.0.7'))).toBe('rebind.example resolves to an address live mode webhooks may not target (loopback, private, link-local or reserved)');
+    expect(await refused('https://rebind.example/x', true, resolvesTo('10.0.0.7'))).toBe(
+      'rebind.example resolves to an address live mode webhooks may not target (loopback, private, link-local or reserved)',
+    );
     // One bad address among good ones is enough.
     const mixed = await refused('https://mixed.example/x', true, resolvesTo('93.184.215.14', '::1'));
     expect(mixed).toContain('mixed.example resolves to an address live mode webhooks may not target');
     expect(mixed).not.toContain('::1');
-    expect(await refused('https://nowhere.example/x', true, async () => Promise.reject(Object.assign(new Error('nx'), { code: 'ENOTFOUND' })))).toBe('nowhere.example does not resolve (ENOTFOUND)');
+    expect(
+      await refused('https://nowhere.example/x', true, async () =>
+        Promise.reject(Object.assign(new Error('nx'), { code: 'ENOTFOUND' })),
+      ),
+    ).toBe('nowhere.example does not resolve (ENOTFOUND)');
     expect(await refused('https://[::ffff:127.0.0.1]/x', true)).toContain('loopback');
     expect(await refused('https://user:pw@93.184.215.14/x', true)).toBe('url may not contain a user name or password');
     expect(await refused('ftp://93.184.215.14/x', false)).toBe('url must be http or https');
     const metadata = await refused('http://metadata.internal/x', false, resolvesTo('169.254.169.254'));
-    expect(metadata).toBe('metadata.internal resolves to an address sandbox webhooks may not target (loopback, private, link-local or reserved)');
+    expect(metadata).toBe(
+      'metadata.internal resolves to an address sandbox webhooks may not target (loopback, private, link-local or reserved)',
+    );
     expect(metadata).not.toContain('169.254');
-    const ok = await checkWebhookUrl('https://hooks.example.com:8443/in?x=1', true, resolvesTo('93.184.215.14', '2606:4700:4700::1111'));
+    const ok = await checkWebhookUrl(
+      'https://hooks.example.com:8443/in?x=1',
+      true,
+      resolvesTo('93.184.215.14', '2606:4700:4700::1111'),
+    );
     expect(ok.hostname).toBe('hooks.example.com');
     expect(ok.addresses.map((a) => a.address)).toEqual(['93.184.215.14', '2606:4700:4700::1111']);
-    expect((await checkWebhookUrl('http://localhost:9/x', false)).addresses.every((a) => classifyAddress(a.address) === 'loopback')).toBe(true);
+    expect(
+      (await checkWebhookUrl('http://localhost:9/x', false)).addresses.every(
+        (a) => classifyAddress(a.address) === 'loopback',
+      ),
+    ).toBe(true);
   });
 
   it('judges NAT64 local-use, every IPv4-mapped spelling and 6to4 with a private IPv4 inside', () => {
@@ -110,17 +140,27 @@ describe('address rules', () => {
     for (const [ip, kind] of table) expect(classifyAddress(ip), ip).toBe(kind);
   });
 
-  it('in production sandbox follows live\'s address rules, except the hosts and CIDRs the operator allows', async () => {
-    const outcome = (url: string, livemode: boolean, policy: Parameters<typeof checkWebhookUrl>[3], resolver?: Resolver) =>
+  it("in production sandbox follows live's address rules, except the hosts and CIDRs the operator allows", async () => {
+    const outcome = (
+      url: string,
+      livemode: boolean,
+      policy: Parameters<typeof checkWebhookUrl>[3],
+      resolver?: Resolver,
+    ) =>
       checkWebhookUrl(url, livemode, resolver, policy).then(
         () => 'ok',
         (e: Error) => e.message,
       );
-    expect(await outcome('http://127.0.0.1:9/x', false, strictUrlPolicy)).toBe('127.0.0.1 is a loopback address, which sandbox webhooks may not target');
+    expect(await outcome('http://127.0.0.1:9/x', false, strictUrlPolicy)).toBe(
+      '127.0.0.1 is a loopback address, which sandbox webhooks may not target',
+    );
     expect(await outcome('http://hooks.internal/x', false, strictUrlPolicy, resolvesTo('10.1.2.3'))).toBe(
       'hooks.internal resolves to an address sandbox webhooks may not target (loopback, private, link-local or reserved)',
     );
-    const allowed = { sandboxPrivateNetworks: false, allowedPrivateHosts: ['hooks.internal', '10.9.0.0/16', '127.0.0.1', 'fd00::/8', '169.254.0.0/16'] };
+    const allowed = {
+      sandboxPrivateNetworks: false,
+      allowedPrivateHosts: ['hooks.internal', '10.9.0.0/16', '127.0.0.1', 'fd00::/8', '169.254.0.0/16'],
+    };
     expect(await outcome('http://HOOKS.internal/x', false, allowed, resolvesTo('10.1.2.3'))).toBe('ok');
     expect(await outcome('http://other.internal/x', false, allowed, resolvesTo('10.9.8.7'))).toBe('ok');
     expect(await outcome('http://other.internal/x', false, allowed, resolvesTo('10.10.0.1'))).not.toBe('ok');
@@ -131,9 +171,17 @@ describe('address rules', () => {
     expect(await outcome('http://169.254.169.254/x', false, allowed)).not.toBe('ok');
     expect(await outcome('https://hooks.internal/x', true, allowed, resolvesTo('10.1.2.3'))).not.toBe('ok');
 
-    const production = { NODE_ENV: 'production', AUTH_SECRET: 'x'.repeat(32), ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'Admin!2345', ALLOW_SANDBOX_LIVE: 'true' };
+    const production = {
+      NODE_ENV: 'production',
+      AUTH_SECRET: 'x'.repeat(32),
+      ADMIN_EMAIL: 'a@example.com',
+      ADMIN_PASSWORD: 'Admin!2345',
+      ALLOW_SANDBOX_LIVE: 'true',
+    };
     expect(loadConfig(production).webhookUrlPolicy).toEqual({ sandboxPrivateNetworks: false, allowedPrivateHosts: [] });
-    expect(loadConfig({ ...production, WEBHOOK_ALLOWED_PRIVATE_HOSTS: ' hooks.internal, 10.0.0.0/8 ' }).webhookUrlPolicy).toEqual({
+    expect(
+      loadConfig({ ...production, WEBHOOK_ALLOWED_PRIVATE_HOSTS: ' hooks.internal, 10.0.0.0/8 ' }).webhookUrlPolicy,
+    ).toEqual({
       sandboxPrivateNetworks: false,
       allowedPrivateHosts: ['hooks.internal', '10.0.0.0/8'],
     });
@@ -144,8 +192,14 @@ describe('address rules', () => {
   });
 
   it('refuses control characters in urls instead of letting the parser drop them', async () => {
-    for (const url of ['https://93.184.215.14/ho\r\nok', 'https://93.184.215.14/a\tb', 'https://93.184.215.14/\u0000']) {
-      await expect(checkWebhookUrl(url, true), JSON.stringify(url)).rejects.toThrow('url may not contain control characters');
+    for (const url of [
+      'https://93.184.215.14/ho\r\nok',
+      'https://93.184.215.14/a\tb',
+      'https://93.184.215.14/\u0000',
+    ]) {
+      await expect(checkWebhookUrl(url, true), JSON.stringify(url)).rejects.toThrow(
+        'url may not contain control characters',
+      );
     }
   });
 
@@ -245,9 +299,15 @@ describe('through the engine', () => {
       expect(response.body.message, url).toMatch(/^url: /);
     }
     const localhost = await engine.call('POST', '/v1/webhooks', { url: 'https://localhost/hook', events: ['*'] });
-    expect(localhost.body.message).toBe('url: localhost resolves to an address live mode webhooks may not target (loopback, private, link-local or reserved).');
+    expect(localhost.body.message).toBe(
+      'url: localhost resolves to an address live mode webhooks may not target (loopback, private, link-local or reserved).',
+    );
     // A public address is accepted (left disabled: this test sends nothing anywhere).
-    const accepted = await engine.call('POST', '/v1/webhooks', { url: 'https://93.184.215.14/hook', events: ['*'], enabled: false });
+    const accepted = await engine.call('POST', '/v1/webhooks', {
+      url: 'https://93.184.215.14/hook',
+      events: ['*'],
+      enabled: false,
+    });
     expect(accepted.status).toBe(201);
     const moved = await engine.call('PATCH', `/v1/webhooks/${accepted.body.id}`, { url: 'https://192.168.0.10/hook' });
     expect(moved.status).toBe(400);
@@ -300,14 +360,37 @@ describe('through the engine', () => {
       dispatchedAt: now,
     });
     const id = deliveryId(event.id, endpoint.id);
-    em.create(WebhookDelivery, { id, accountId: event.accountId, livemode: true, endpointId: endpoint.id, eventId: event.id, eventType: event.type, redelivery: false, status: 'pending', attemptCount: 0, lastAttemptAt: null, nextAttemptAt: now, completedAt: null, createdAt: now });
+    em.create(WebhookDelivery, {
+      id,
+      accountId: event.accountId,
+      livemode: true,
+      endpointId: endpoint.id,
+      eventId: event.id,
+      eventType: event.type,
+      redelivery: false,
+      status: 'pending',
+      attemptCount: 0,
+      lastAttemptAt: null,
+      nextAttemptAt: now,
+      completedAt: null,
+      createdAt: now,
+    });
     await em.flush();
     let lookups = 0;
     const rebinding: Resolver = async () => {
       lookups++;
       return [{ address: '10.0.0.7', family: 4 }];
     };
-    const outcome = await attemptWebhookDelivery(engine.db.orm.em.fork(), { secretBox: box, resolver: rebinding }, { deliveryId: id, attempt: 1, attemptedAt: now.toISOString(), nextAttemptAt: new Date(now.getTime() + 5000).toISOString() });
+    const outcome = await attemptWebhookDelivery(
+      engine.db.orm.em.fork(),
+      { secretBox: box, resolver: rebinding },
+      {
+        deliveryId: id,
+        attempt: 1,
+        attemptedAt: now.toISOString(),
+        nextAttemptAt: new Date(now.getTime() + 5000).toISOString(),
+      },
+    );
     expect(outcome).toEqual({ outcome: 'failed' });
     expect(lookups).toBe(1);
     const [attempt] = await engine.db.orm.em.fork().find(WebhookAttempt, { deliveryId: id });
@@ -316,21 +399,49 @@ describe('through the engine', () => {
       succeeded: false,
       statusCode: null,
       latencyMs: 0,
-      error: 'url not allowed: rebind.example resolves to an address live mode webhooks may not target (loopback, private, link-local or reserved)',
+      error:
+        'url not allowed: rebind.example resolves to an address live mode webhooks may not target (loopback, private, link-local or reserved)',
     });
-    expect(await engine.db.orm.em.fork().findOneOrFail(WebhookDelivery, { id })).toMatchObject({ status: 'pending', attemptCount: 1 });
+    expect(await engine.db.orm.em.fork().findOneOrFail(WebhookDelivery, { id })).toMatchObject({
+      status: 'pending',
+      attemptCount: 1,
+    });
 
     // A secret sealed under another AUTH_SECRET cannot be opened: the attempt records why, and sends nothing.
-    await engine.db.orm.em.fork().nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { secret: createSecretBox('another-auth-secret').seal(newWebhookSecret()) });
-    const second = await attemptWebhookDelivery(engine.db.orm.em.fork(), { secretBox: box, resolver: rebinding }, { deliveryId: id, attempt: 2, attemptedAt: new Date(now.getTime() + 5000).toISOString(), nextAttemptAt: null });
+    await engine.db.orm.em
+      .fork()
+      .nativeUpdate(
+        WebhookEndpoint,
+        { id: endpoint.id },
+        { secret: createSecretBox('another-auth-secret').seal(newWebhookSecret()) },
+      );
+    const second = await attemptWebhookDelivery(
+      engine.db.orm.em.fork(),
+      { secretBox: box, resolver: rebinding },
+      { deliveryId: id, attempt: 2, attemptedAt: new Date(now.getTime() + 5000).toISOString(), nextAttemptAt: null },
+    );
     expect(second).toEqual({ outcome: 'failed' });
     expect(lookups).toBe(1);
-    const attempts = await engine.db.orm.em.fork().find(WebhookAttempt, { deliveryId: id }, { orderBy: { attempt: 'asc' } });
-    expect(attempts[1]).toMatchObject({ attempt: 2, statusCode: null, error: 'the signing secret cannot be opened (was AUTH_SECRET changed?); rotate the secret' });
-    expect(await engine.db.orm.em.fork().findOneOrFail(WebhookDelivery, { id })).toMatchObject({ status: 'failed', attemptCount: 2, nextAttemptAt: null });
+    const attempts = await engine.db.orm.em
+      .fork()
+      .find(WebhookAttempt, { deliveryId: id }, { orderBy: { attempt: 'asc' } });
+    expect(attempts[1]).toMatchObject({
+      attempt: 2,
+      statusCode: null,
+      error: 'the signing secret cannot be opened (was AUTH_SECRET changed?); rotate the secret',
+    });
+    expect(await engine.db.orm.em.fork().findOneOrFail(WebhookDelivery, { id })).toMatchObject({
+      status: 'failed',
+      attemptCount: 2,
+      nextAttemptAt: null,
+    });
   });
   it('stores the checked, normalized url, and refuses one with CR or LF', async () => {
-    const created = await engine.call('POST', '/v1/webhooks', { url: 'HTTPS://93.184.215.14:443/a/../hook', events: ['*'], enabled: false });
+    const created = await engine.call('POST', '/v1/webhooks', {
+      url: 'HTTPS://93.184.215.14:443/a/../hook',
+      events: ['*'],
+      enabled: false,
+    });
     expect(created.status).toBe(201);
     expect(created.body.url).toBe('https://93.184.215.14/hook');
     expect((await engine.call('GET', `/v1/webhooks/${created.body.id}`)).body.url).toBe('https://93.184.215.14/hook');
@@ -339,18 +450,34 @@ describe('through the engine', () => {
       expect(refused.status, url).toBe(400);
       expect(refused.body.error).toBe('url_not_allowed');
     }
-    const patched = await engine.call('PATCH', `/v1/webhooks/${created.body.id}`, { url: 'https://93.184.215.14/other\r' });
+    const patched = await engine.call('PATCH', `/v1/webhooks/${created.body.id}`, {
+      url: 'https://93.184.215.14/other\r',
+    });
     expect(patched.body.error).toBe('url_not_allowed');
     await engine.call('DELETE', `/v1/webhooks/${created.body.id}`);
   });
 
   it('with NODE_ENV=production rules, the sandbox may not register or deliver to this machine unless allowed', async () => {
     const app = (allowedPrivateHosts: string[]) =>
-      createApp({ orm: engine.db.orm, temporal: engine.env.client, config: { ...engine.config, webhookUrlPolicy: { sandboxPrivateNetworks: false, allowedPrivateHosts } }, logger: createLogger('silent') });
+      createApp({
+        orm: engine.db.orm,
+        temporal: engine.env.client,
+        config: { ...engine.config, webhookUrlPolicy: { sandboxPrivateNetworks: false, allowedPrivateHosts } },
+        logger: createLogger('silent'),
+      });
     const post = (a: ReturnType<typeof app>, url: string) =>
-      a.request('/v1/webhooks', { method: 'POST', headers: { ...engine.tenant.headers, 'x-sandbox-mode': 'true', 'content-type': 'application/json' }, body: JSON.stringify({ url, events: ['*'], enabled: false }) });
+      a.request('/v1/webhooks', {
+        method: 'POST',
+        headers: { ...engine.tenant.headers, 'x-sandbox-mode': 'true', 'content-type': 'application/json' },
+        body: JSON.stringify({ url, events: ['*'], enabled: false }),
+      });
     const strict = app([]);
-    for (const url of ['http://127.0.0.1:9/hook', 'http://localhost:9/hook', 'http://10.0.0.1/hook', 'http://[::ffff:127.0.0.1]:9/hook']) {
+    for (const url of [
+      'http://127.0.0.1:9/hook',
+      'http://localhost:9/hook',
+      'http://10.0.0.1/hook',
+      'http://[::ffff:127.0.0.1]:9/hook',
+    ]) {
       const response = await post(strict, url);
       expect(response.status, url).toBe(400);
       expect(((await response.json()) as { error: string }).error).toBe('url_not_allowed');
@@ -392,16 +519,57 @@ describe('through the engine', () => {
       dispatchedAt: now,
     });
     const id = deliveryId(event.id, endpoint.id);
-    em.create(WebhookDelivery, { id, accountId: event.accountId, livemode: false, endpointId: endpoint.id, eventId: event.id, eventType: event.type, redelivery: false, status: 'pending', attemptCount: 0, lastAttemptAt: null, nextAttemptAt: now, completedAt: null, createdAt: now });
+    em.create(WebhookDelivery, {
+      id,
+      accountId: event.accountId,
+      livemode: false,
+      endpointId: endpoint.id,
+      eventId: event.id,
+      eventType: event.type,
+      redelivery: false,
+      status: 'pending',
+      attemptCount: 0,
+      lastAttemptAt: null,
+      nextAttemptAt: now,
+      completedAt: null,
+      createdAt: now,
+    });
     await em.flush();
     const loopback = resolvesTo('127.0.0.1');
-    const input = (attempt: number) => ({ deliveryId: id, attempt, attemptedAt: new Date(now.getTime() + attempt).toISOString(), nextAttemptAt: new Date(now.getTime() + 60_000).toISOString() });
-    expect(await attemptWebhookDelivery(engine.db.orm.em.fork(), { secretBox: box, resolver: loopback, urlPolicy: strictUrlPolicy }, input(1))).toEqual({ outcome: 'failed' });
+    const input = (attempt: number) => ({
+      deliveryId: id,
+      attempt,
+      attemptedAt: new Date(now.getTime() + attempt).toISOString(),
+      nextAttemptAt: new Date(now.getTime() + 60_000).toISOString(),
+    });
+    expect(
+      await attemptWebhookDelivery(
+        engine.db.orm.em.fork(),
+        { secretBox: box, resolver: loopback, urlPolicy: strictUrlPolicy },
+        input(1),
+      ),
+    ).toEqual({ outcome: 'failed' });
     // Allowed by name: it connects (nothing listens on port 9), and the error names neither address nor port.
-    expect(await attemptWebhookDelivery(engine.db.orm.em.fork(), { secretBox: box, resolver: loopback, urlPolicy: { sandboxPrivateNetworks: false, allowedPrivateHosts: ['receiver.local'] } }, input(2))).toEqual({ outcome: 'failed' });
-    const attempts = await engine.db.orm.em.fork().find(WebhookAttempt, { deliveryId: id }, { orderBy: { attempt: 'asc' } });
+    expect(
+      await attemptWebhookDelivery(
+        engine.db.orm.em.fork(),
+        {
+          secretBox: box,
+          resolver: loopback,
+          urlPolicy: { sandboxPrivateNetworks: false, allowedPrivateHosts: ['receiver.local'] },
+        },
+        input(2),
+      ),
+    ).toEqual({ outcome: 'failed' });
+    const attempts = await engine.db.orm.em
+      .fork()
+      .find(WebhookAttempt, { deliveryId: id }, { orderBy: { attempt: 'asc' } });
     expect(attempts.map((a) => [a.statusCode, a.responseBody, a.error])).toEqual([
-      [null, null, 'url not allowed: receiver.local resolves to an address sandbox webhooks may not target (loopback, private, link-local or reserved)'],
+      [
+        null,
+        null,
+        'url not allowed: receiver.local resolves to an address sandbox webhooks may not target (loopback, private, link-local or reserved)',
+      ],
       [null, null, 'connection refused (ECONNREFUSED)'],
     ]);
   });

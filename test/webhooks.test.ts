@@ -4,17 +4,18 @@
  * signature checked with the `standardwebhooks` package (the Standard Webhooks
  * reference implementation), not with the engine's own signing code.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import pg from 'pg';
-import { Webhook } from 'standardwebhooks';
-import { eventDispatchWorkflowId } from '../services/webhooks.ts';
 // Through the package's export, as a receiver written in TypeScript would import it.
 import { verifyWebhook } from 'billing-engine/verify-webhook';
+import pg from 'pg';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { Event, WebhookDelivery, WebhookEndpoint } from '../db/entities/index.ts';
+import { eventDispatchWorkflowId } from '../services/webhooks.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
-import { startWebhookReceiver, type Received, type WebhookReceiver } from './helpers/webhook-receiver.ts';
+import { type Received, startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';
 
 let engine: TestEngine;
 let receiver: WebhookReceiver;
@@ -42,7 +43,15 @@ afterAll(async () => {
 
 const as = (t: Tenant, extra: Record<string, string> = sandbox) => ({ ...t.headers, ...extra });
 const at = (path: string) => (r: Received) => r.path === path;
-const payload = (r: Received) => JSON.parse(r.body) as { id: string; type: string; created_at: string; livemode: boolean; transaction_id: string | null; data: { object: Record<string, unknown> } };
+const payload = (r: Received) =>
+  JSON.parse(r.body) as {
+    id: string;
+    type: string;
+    created_at: string;
+    livemode: boolean;
+    transaction_id: string | null;
+    data: { object: Record<string, unknown> };
+  };
 /** The type of the workflow with this id, or null if there is none. */
 async function workflowType(id: string): Promise<string | null> {
   try {
@@ -69,7 +78,9 @@ async function dispatcherState(): Promise<string> {
   const database = new pg.Client({ connectionString: engine.db.url });
   await database.connect();
   try {
-    const undispatched = await database.query('select id, type from events where dispatched_at is null order by id limit 10');
+    const undispatched = await database.query(
+      'select id, type from events where dispatched_at is null order by id limit 10',
+    );
     const sessions = await database.query(
       `select state, wait_event_type, wait_event, round(extract(epoch from now() - xact_start)::numeric, 1) as xact_s, left(query, 120) as query
          from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state <> 'idle'`,
@@ -86,7 +97,8 @@ async function dispatcherState(): Promise<string> {
 }
 
 /** The independent check: the reference library, with its own HMAC and its 5-minute tolerance. */
-const verified = (secret: string, r: Received) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { id: string };
+const verified = (secret: string, r: Received) =>
+  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { id: string };
 
 async function register(t: Tenant, body: Record<string, unknown>, headers = as(t)) {
   const response = await engine.call('POST', '/v1/webhooks', body, headers);
@@ -95,7 +107,12 @@ async function register(t: Tenant, body: Record<string, unknown>, headers = as(t
 }
 
 async function credit(t: Tenant, amount: number, headers = as(t)) {
-  const response = await engine.call('POST', '/v1/transactions', { account_id: t.accountId, amount, currency: 'USD', type: 'credit' }, headers);
+  const response = await engine.call(
+    'POST',
+    '/v1/transactions',
+    { account_id: t.accountId, amount, currency: 'USD', type: 'credit' },
+    headers,
+  );
   expect(response.status).toBe(201);
   return response.body as { id: string };
 }
@@ -103,7 +120,12 @@ async function credit(t: Tenant, amount: number, headers = as(t)) {
 describe('webhook endpoints', () => {
   it('show the signing secret once, at creation, and never again; update and delete', async () => {
     const t = await engine.signUp();
-    const created = await engine.call('POST', '/v1/webhooks', { url: receiver.url('/crud'), events: ['transaction.succeeded', 'payment.failed'], description: 'Main' }, as(t));
+    const created = await engine.call(
+      'POST',
+      '/v1/webhooks',
+      { url: receiver.url('/crud'), events: ['transaction.succeeded', 'payment.failed'], description: 'Main' },
+      as(t),
+    );
     expect(created.status).toBe(201);
     const { secret, ...endpoint } = created.body;
     expect(endpoint).toEqual({
@@ -134,12 +156,33 @@ describe('webhook endpoints', () => {
     expect(row.secret).toMatch(/^v1\./);
     expect(row.secret).not.toContain(secret.slice(6, 20));
 
-    const patched = await engine.call('PATCH', `/v1/webhooks/${endpoint.id}`, { events: ['*'], description: null, enabled: false }, as(t));
+    const patched = await engine.call(
+      'PATCH',
+      `/v1/webhooks/${endpoint.id}`,
+      { events: ['*'], description: null, enabled: false },
+      as(t),
+    );
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ events: ['*'], description: null, enabled: false, disabled_reason: 'manual', disabled_at: expect.stringMatching(/Z$/) });
+    expect(patched.body).toMatchObject({
+      events: ['*'],
+      description: null,
+      enabled: false,
+      disabled_reason: 'manual',
+      disabled_at: expect.stringMatching(/Z$/),
+    });
     expect(patched.body).not.toHaveProperty('secret');
-    const reenabled = await engine.call('PATCH', `/v1/webhooks/${endpoint.id}`, { enabled: true, url: receiver.url('/crud2') }, as(t));
-    expect(reenabled.body).toMatchObject({ enabled: true, disabled_reason: null, disabled_at: null, url: receiver.url('/crud2') });
+    const reenabled = await engine.call(
+      'PATCH',
+      `/v1/webhooks/${endpoint.id}`,
+      { enabled: true, url: receiver.url('/crud2') },
+      as(t),
+    );
+    expect(reenabled.body).toMatchObject({
+      enabled: true,
+      disabled_reason: null,
+      disabled_at: null,
+      url: receiver.url('/crud2'),
+    });
 
     for (const [body, fragment] of [
       [{ url: receiver.url(), events: ['nope.happened'] }, 'nope.happened'],
@@ -154,7 +197,12 @@ describe('webhook endpoints', () => {
       expect(['invalid_request', 'url_not_allowed']).toContain(refused.body.error);
       expect(refused.body.message).toContain(fragment);
     }
-    const patchRefused = await engine.call('PATCH', `/v1/webhooks/${endpoint.id}`, { events: ['subscription.exploded'] }, as(t));
+    const patchRefused = await engine.call(
+      'PATCH',
+      `/v1/webhooks/${endpoint.id}`,
+      { events: ['subscription.exploded'] },
+      as(t),
+    );
     expect(patchRefused.status).toBe(400);
     expect(patchRefused.body.error).toBe('invalid_request');
     expect((await engine.call('GET', '/v1/webhooks', undefined, as(t))).body.data).toHaveLength(1);
@@ -199,7 +247,11 @@ describe('webhook endpoints', () => {
       () => em.fork().count(Event, { transactionId: { $in: [theirs.id, live.id] }, dispatchedAt: null }),
       (n) => n === 0,
     );
-    expect(await em.count(WebhookDelivery, { eventId: { $in: (await em.find(Event, { transactionId: { $in: [theirs.id, live.id] } })).map((e) => e.id) } })).toBe(0);
+    expect(
+      await em.count(WebhookDelivery, {
+        eventId: { $in: (await em.find(Event, { transactionId: { $in: [theirs.id, live.id] } })).map((e) => e.id) },
+      }),
+    ).toBe(0);
     expect(receiver.received.filter(at('/iso-a')).map((r) => payload(r).transaction_id)).toEqual([ours.id, ours.id]);
     expect(receipts.every((r) => payload(r).livemode === false)).toBe(true);
 
@@ -216,12 +268,27 @@ describe('delivery', () => {
     const all = await register(t, { url: receiver.url('/all'), events: ['*'] });
     const customersOnly = await register(t, { url: receiver.url('/customers'), events: ['customer.created'] });
 
-    const customer = await engine.call('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada', payment_method: 'pm_card_visa' }, as(t));
+    const customer = await engine.call(
+      'POST',
+      '/v1/customers',
+      { email: 'ada@example.com', name: 'Ada', payment_method: 'pm_card_visa' },
+      as(t),
+    );
     expect(customer.status).toBe(201);
     // 1,500.00 USD: ≥ 1,000 major units (+20) on an account younger than 24 h (+20) = 40, medium.
     const big = await credit(t, 150_000);
-    const plan = await engine.call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 30 }, as(t));
-    const subscription = await engine.call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id }, as(t));
+    const plan = await engine.call(
+      'POST',
+      '/v1/plans',
+      { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 30 },
+      as(t),
+    );
+    const subscription = await engine.call(
+      'POST',
+      '/v1/subscriptions',
+      { customer_id: customer.body.id, plan: plan.body.id },
+      as(t),
+    );
     expect(subscription.status).toBe(201);
 
     const wanted = ['customer.created', 'transaction.created', 'transaction.succeeded', 'subscription.created'];
@@ -232,7 +299,12 @@ describe('delivery', () => {
       expect(event.id).toBe(r.headers['webhook-id']);
       expect(verifyWebhook(all.secret, r.headers, r.body)).toEqual(event); // the package's own verifier agrees
       expect(() => verified(customersOnly.secret, r)).toThrow(); // another endpoint's secret does not verify
-      expect(() => new Webhook(all.secret).verify(r.body.replace('"livemode":false', '"livemode":true'), r.headers as Record<string, string>)).toThrow();
+      expect(() =>
+        new Webhook(all.secret).verify(
+          r.body.replace('"livemode":false', '"livemode":true'),
+          r.headers as Record<string, string>,
+        ),
+      ).toThrow();
       expect(r.headers['content-type']).toBe('application/json');
       expect(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
       const body = payload(r);
@@ -249,7 +321,10 @@ describe('delivery', () => {
       }
     }
     const onlyCustomers = await receiver.waitFor(1, at('/customers'));
-    expect(payload(onlyCustomers[0]!)).toMatchObject({ type: 'customer.created', data: { object: { id: customer.body.id, email: 'ada@example.com' } } });
+    expect(payload(onlyCustomers[0]!)).toMatchObject({
+      type: 'customer.created',
+      data: { object: { id: customer.body.id, email: 'ada@example.com' } },
+    });
     verified(customersOnly.secret, onlyCustomers[0]!);
     // By the time /all had all four, every event was dispatched: /customers got its one and nothing else.
     const deliveries = await engine.call('GET', `/v1/webhooks/${customersOnly.id}/deliveries`, undefined, as(t));
@@ -259,7 +334,10 @@ describe('delivery', () => {
 
   it('lists deliveries with their attempts, and redelivers an event with the same webhook-id', async () => {
     const t = await engine.signUp();
-    const endpoint = await register(t, { url: receiver.url('/redeliver'), events: ['transaction.created', 'transaction.succeeded'] });
+    const endpoint = await register(t, {
+      url: receiver.url('/redeliver'),
+      events: ['transaction.created', 'transaction.succeeded'],
+    });
     const txn = await credit(t, 1234);
     await receiver.waitFor(2, at('/redeliver'));
     const list = await eventually(
@@ -281,28 +359,66 @@ describe('delivery', () => {
       });
       expect(delivery.id).toBe(`whd_${delivery.event_id}_${endpoint.id}`);
       expect(delivery.attempts).toEqual([
-        { attempt: 1, attempted_at: delivery.last_attempt_at, url: receiver.url('/redeliver'), succeeded: true, status_code: 200, latency_ms: expect.any(Number), response_body: 'ok', error: null },
+        {
+          attempt: 1,
+          attempted_at: delivery.last_attempt_at,
+          url: receiver.url('/redeliver'),
+          succeeded: true,
+          status_code: 200,
+          latency_ms: expect.any(Number),
+          response_body: 'ok',
+          error: null,
+        },
       ]);
     }
-    expect(list.body.data.map((d: { event_type: string }) => d.event_type).sort()).toEqual(['transaction.created', 'transaction.succeeded']);
+    expect(list.body.data.map((d: { event_type: string }) => d.event_type).sort()).toEqual([
+      'transaction.created',
+      'transaction.succeeded',
+    ]);
     // Delivered by the dispatcher's own first attempt: no delivery workflow was needed.
     for (const delivery of list.body.data) expect(await workflowType(delivery.id)).toBeNull();
     // Cursors both ways.
     const first = await engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries?limit=1`, undefined, as(t));
     expect(first.body).toMatchObject({ data: [{ id: newer.id }], has_more: true });
-    const second = await engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries?limit=1&starting_after=${newer.id}`, undefined, as(t));
+    const second = await engine.call(
+      'GET',
+      `/v1/webhooks/${endpoint.id}/deliveries?limit=1&starting_after=${newer.id}`,
+      undefined,
+      as(t),
+    );
     expect(second.body).toMatchObject({ data: [{ id: older.id }], has_more: false });
-    const back = await engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries?limit=1&ending_before=${older.id}`, undefined, as(t));
+    const back = await engine.call(
+      'GET',
+      `/v1/webhooks/${endpoint.id}/deliveries?limit=1&ending_before=${older.id}`,
+      undefined,
+      as(t),
+    );
     expect(back.body).toMatchObject({ data: [{ id: newer.id }], has_more: false });
-    const failedOnly = await engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries?status=failed`, undefined, as(t));
+    const failedOnly = await engine.call(
+      'GET',
+      `/v1/webhooks/${endpoint.id}/deliveries?status=failed`,
+      undefined,
+      as(t),
+    );
     expect(failedOnly.body.data).toEqual([]);
-    expect((await engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries?starting_after=we_x`, undefined, as(t))).status).toBe(400);
+    expect(
+      (await engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries?starting_after=we_x`, undefined, as(t))).status,
+    ).toBe(400);
 
     const original = receiver.received.find((r) => at('/redeliver')(r) && payload(r).id === older.event_id)!;
-    const redelivered = await engine.call('POST', `/v1/events/${older.event_id}/redeliver`, { endpoint_id: endpoint.id }, as(t));
+    const redelivered = await engine.call(
+      'POST',
+      `/v1/events/${older.event_id}/redeliver`,
+      { endpoint_id: endpoint.id },
+      as(t),
+    );
     expect(redelivered.status).toBe(202);
     expect(redelivered.body.data).toHaveLength(1);
-    expect(redelivered.body.data[0]).toMatchObject({ id: expect.stringMatching(new RegExp(`^whd_${older.event_id}_${endpoint.id}_r[0-9a-z]{26}$`)), redelivery: true, status: 'pending' });
+    expect(redelivered.body.data[0]).toMatchObject({
+      id: expect.stringMatching(new RegExp(`^whd_${older.event_id}_${endpoint.id}_r[0-9a-z]{26}$`)),
+      redelivery: true,
+      status: 'pending',
+    });
     const again = await receiver.waitFor(3, at('/redeliver'));
     const copy = again[2]!;
     expect(copy.headers['webhook-id']).toBe(older.event_id);
@@ -325,7 +441,12 @@ describe('delivery', () => {
     const unknown = await engine.call('POST', '/v1/events/evt_01jd3x5k8q0m2v7c9r4t6y1w3e/redeliver', {}, as(t));
     expect(unknown.status).toBe(404);
     await engine.call('PATCH', `/v1/webhooks/${endpoint.id}`, { enabled: false }, as(t));
-    const disabled = await engine.call('POST', `/v1/events/${older.event_id}/redeliver`, { endpoint_id: endpoint.id }, as(t));
+    const disabled = await engine.call(
+      'POST',
+      `/v1/events/${older.event_id}/redeliver`,
+      { endpoint_id: endpoint.id },
+      as(t),
+    );
     expect(disabled.status).toBe(409);
     expect(disabled.body.error).toBe('invalid_state');
     const none = await engine.call('POST', `/v1/events/${older.event_id}/redeliver`, {}, as(t));
@@ -343,7 +464,9 @@ describe('delivery', () => {
     expect(newSecret).not.toBe(oldSecret);
     const overlapEnds = Date.parse(rotated.body.previous_secret_expires_at);
     expect(Math.abs(overlapEnds - (Date.now() + 24 * 3_600_000))).toBeLessThan(60_000);
-    expect((await engine.call('GET', `/v1/webhooks/${endpoint.id}`, undefined, as(t))).body).not.toHaveProperty('secret');
+    expect((await engine.call('GET', `/v1/webhooks/${endpoint.id}`, undefined, as(t))).body).not.toHaveProperty(
+      'secret',
+    );
 
     await engine.call('POST', '/v1/customers', { email: 'during@example.com' }, as(t));
     const [during] = await receiver.waitFor(1, at('/rotate'));
@@ -352,7 +475,9 @@ describe('delivery', () => {
     expect(verified(oldSecret, during!).id).toBe(during!.headers['webhook-id']);
 
     // The overlap ends (the API stamped it on the wall clock, which skipped time does not move).
-    await engine.db.orm.em.fork().nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { previousSecretExpiresAt: new Date(Date.now() - 1_000) });
+    await engine.db.orm.em
+      .fork()
+      .nativeUpdate(WebhookEndpoint, { id: endpoint.id }, { previousSecretExpiresAt: new Date(Date.now() - 1_000) });
     await engine.call('POST', '/v1/customers', { email: 'after@example.com' }, as(t));
     const receipts = await receiver.waitFor(2, at('/rotate'));
     const afterOverlap = receipts[1]!;
@@ -368,7 +493,10 @@ describe('retries in skipped time', () => {
 
   it('a receiver that fails for a while and recovers gets every event; duplicates carry the same id; attempts follow the sandbox schedule', async () => {
     const t = await engine.signUp();
-    const endpoint = await register(t, { url: receiver.url('/flaky'), events: ['transaction.created', 'transaction.succeeded'] });
+    const endpoint = await register(t, {
+      url: receiver.url('/flaky'),
+      events: ['transaction.created', 'transaction.succeeded'],
+    });
     // It takes the request and answers 500 (as a receiver that crashes after processing would):
     // every retry is a duplicate the receiver must recognise by its webhook-id.
     statusByPath.set('/flaky', 500);
@@ -408,7 +536,14 @@ describe('retries in skipped time', () => {
       expect(await engine.env.client.workflow.getHandle(delivery.id).result()).toBe('succeeded');
       expect(await workflowType(delivery.id)).toBe('webhookDeliveryWorkflow');
       expect(delivery.attempt_count).toBe(4);
-      const attempts = delivery.attempts as { attempt: number; attempted_at: string; status_code: number; succeeded: boolean; response_body: string; error: string | null }[];
+      const attempts = delivery.attempts as {
+        attempt: number;
+        attempted_at: string;
+        status_code: number;
+        succeeded: boolean;
+        response_body: string;
+        error: string | null;
+      }[];
       expect(attempts.map((a) => [a.attempt, a.status_code, a.succeeded, a.response_body, a.error])).toEqual([
         [1, 500, false, 'failing with 500', 'HTTP 500'],
         [2, 500, false, 'failing with 500', 'HTTP 500'],
@@ -436,7 +571,9 @@ describe('retries in skipped time', () => {
     await engine.env.sleep(60 * 60_000 + 1_000);
     const receipts = await receiver.waitFor(7, at('/down'));
     const [message] = await engine.mail.waitFor(mailBefore + 1).then((all) => all.slice(mailBefore));
-    expect(receipts.every((r) => r.status === 503 && r.headers['webhook-id'] === receipts[0]!.headers['webhook-id'])).toBe(true);
+    expect(
+      receipts.every((r) => r.status === 503 && r.headers['webhook-id'] === receipts[0]!.headers['webhook-id']),
+    ).toBe(true);
 
     const disabled = await engine.call('GET', `/v1/webhooks/${endpoint.id}`, undefined, as(t));
     const [delivery] = (await engine.call('GET', `/v1/webhooks/${endpoint.id}/deliveries`, undefined, as(t))).body.data;
@@ -448,13 +585,20 @@ describe('retries in skipped time', () => {
       expect(offsets[i]).toBeGreaterThanOrEqual(expected);
       expect(offsets[i]).toBeLessThan(expected + 5);
     });
-    expect(disabled.body).toMatchObject({ enabled: false, disabled_reason: 'failing', disabled_at: times[6], failing_since: times[0] });
+    expect(disabled.body).toMatchObject({
+      enabled: false,
+      disabled_reason: 'failing',
+      disabled_at: times[6],
+      failing_since: times[0],
+    });
 
     expect(message!.envelopeTo).toEqual([t.email]);
     expect(message!.parsed.subject).toBe(`Webhook endpoint disabled: ${receiver.url('/down')}`);
     const text = message!.parsed.text!;
     expect(text).toContain('Hello Down Co,');
-    expect(text).toContain(`Your sandbox webhook endpoint ${receiver.url('/down')} (${endpoint.id}) has failed every delivery since`);
+    expect(text).toContain(
+      `Your sandbox webhook endpoint ${receiver.url('/down')} (${endpoint.id}) has failed every delivery since`,
+    );
     expect(text).toContain('Last error: HTTP 503');
     expect(text).toContain(`PATCH /v1/webhooks/${endpoint.id} {"enabled": true}`);
     expect(message!.parsed.html).toContain('Webhook endpoint disabled');
@@ -465,7 +609,12 @@ describe('retries in skipped time', () => {
     expect(receiver.received.filter(at('/down'))).toHaveLength(7);
     statusByPath.set('/down', 200);
     const enabled = await engine.call('PATCH', `/v1/webhooks/${endpoint.id}`, { enabled: true }, as(t));
-    expect(enabled.body).toMatchObject({ enabled: true, disabled_reason: null, disabled_at: null, failing_since: null });
+    expect(enabled.body).toMatchObject({
+      enabled: true,
+      disabled_reason: null,
+      disabled_at: null,
+      failing_since: null,
+    });
     const latest = await credit(t, 2);
     const after = await receiver.waitFor(8, at('/down'));
     expect(payload(after[7]!).transaction_id).toBe(latest.id);

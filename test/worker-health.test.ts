@@ -1,10 +1,12 @@
 import path from 'node:path';
+
 import type { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { createExportsWorker } from '../export-worker.ts';
 import { localExportStorage } from '../services/export-storage.ts';
-import { startWorkerHealthServer, type RunningWorkerHealthServer } from '../services/worker-health.ts';
+import { type RunningWorkerHealthServer, startWorkerHealthServer } from '../services/worker-health.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -42,16 +44,35 @@ describe('worker health endpoint', () => {
       exportStorage: localExportStorage(path.join(engine.config.dataDir, 'exports')),
       processors: engine.config.processors,
     });
-    const server = await startWorkerHealthServer({ workers: [{ name: 'exports', worker, polls: ['activities'] }], orm: engine.db.orm, connection: engine.env.nativeConnection }, 0, '127.0.0.1');
+    const server = await startWorkerHealthServer(
+      {
+        workers: [{ name: 'exports', worker, polls: ['activities'] }],
+        orm: engine.db.orm,
+        connection: engine.env.nativeConnection,
+      },
+      0,
+      '127.0.0.1',
+    );
     servers.push(server);
 
     const before = await get(server);
     expect(before.status).toBe(503);
-    expect(before.body).toMatchObject({ status: 'degraded', workers: { exports: { ok: false, state: 'INITIALIZED' } }, database: { ok: true }, temporal: { ok: true } });
+    expect(before.body).toMatchObject({
+      status: 'degraded',
+      workers: { exports: { ok: false, state: 'INITIALIZED' } },
+      database: { ok: true },
+      temporal: { ok: true },
+    });
 
     const run = worker.run();
-    const running = await eventually(() => get(server), (r) => r.status === 200);
-    expect(running.body).toMatchObject({ status: 'ok', workers: { exports: { ok: true, state: 'RUNNING', activity_poller: 'POLLING' } } });
+    const running = await eventually(
+      () => get(server),
+      (r) => r.status === 200,
+    );
+    expect(running.body).toMatchObject({
+      status: 'ok',
+      workers: { exports: { ok: true, state: 'RUNNING', activity_poller: 'POLLING' } },
+    });
     // An activity-only worker has no workflow poller to report.
     expect(running.body.workers.exports.workflow_poller).toBeUndefined();
     expect((await get(server, '/metrics')).status).toBe(404);
@@ -63,16 +84,40 @@ describe('worker health endpoint', () => {
     expect(after.body.workers.exports).toMatchObject({ ok: false, state: 'STOPPED' });
   });
 
-  it("the billing worker: both pollers; 503 when the database does not answer, though the worker runs", async () => {
+  it('the billing worker: both pollers; 503 when the database does not answer, though the worker runs', async () => {
     const worker = await engine.startWorker({ clocks: false });
-    const server = await startWorkerHealthServer({ workers: [{ name: 'billing', worker, polls: ['workflows', 'activities'] }], orm: engine.db.orm, connection: engine.env.nativeConnection }, 0, '127.0.0.1');
+    const server = await startWorkerHealthServer(
+      {
+        workers: [{ name: 'billing', worker, polls: ['workflows', 'activities'] }],
+        orm: engine.db.orm,
+        connection: engine.env.nativeConnection,
+      },
+      0,
+      '127.0.0.1',
+    );
     servers.push(server);
-    const ok = await eventually(() => get(server), (r) => r.status === 200);
-    expect(ok.body.workers.billing).toEqual({ ok: true, state: 'RUNNING', workflow_poller: 'POLLING', activity_poller: 'POLLING' });
+    const ok = await eventually(
+      () => get(server),
+      (r) => r.status === 200,
+    );
+    expect(ok.body.workers.billing).toEqual({
+      ok: true,
+      state: 'RUNNING',
+      workflow_poller: 'POLLING',
+      activity_poller: 'POLLING',
+    });
 
     // The same worker, judged against a database that goes away (dropped, its connections ended): degraded, and it says why.
     const doomed = await createTestDatabase();
-    const noDatabase = await startWorkerHealthServer({ workers: [{ name: 'billing', worker, polls: ['workflows', 'activities'] }], orm: doomed.orm, connection: engine.env.nativeConnection }, 0, '127.0.0.1');
+    const noDatabase = await startWorkerHealthServer(
+      {
+        workers: [{ name: 'billing', worker, polls: ['workflows', 'activities'] }],
+        orm: doomed.orm,
+        connection: engine.env.nativeConnection,
+      },
+      0,
+      '127.0.0.1',
+    );
     servers.push(noDatabase);
     expect((await get(noDatabase)).status).toBe(200);
     const admin = new pg.Client({ connectionString: inject('postgresAdminUrl') });
@@ -82,7 +127,12 @@ describe('worker health endpoint', () => {
     const degraded = await get(noDatabase);
     await doomed.close().catch(() => undefined);
     expect(degraded.status).toBe(503);
-    expect(degraded.body).toMatchObject({ status: 'degraded', workers: { billing: { ok: true } }, database: { ok: false, error: expect.any(String) }, temporal: { ok: true } });
+    expect(degraded.body).toMatchObject({
+      status: 'degraded',
+      workers: { billing: { ok: true } },
+      database: { ok: false, error: expect.any(String) },
+      temporal: { ok: true },
+    });
     await engine.stopWorker();
   });
 });

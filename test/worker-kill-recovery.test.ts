@@ -13,23 +13,25 @@
  * has them). The requests are sent right after the kill, inside the server's 10 s, so their tasks go to the dead
  * worker's sticky queue; the clock is advanced just before it, so its renewals are under way.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
 import { Client, Connection } from '@temporalio/client';
-import { createApp, type App } from '../api/app.ts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+import { type App, createApp } from '../api/app.ts';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { type Config, loadConfig } from '../config.ts';
 import { Charge, Invoice } from '../db/entities/index.ts';
 import { freePort } from '../dev/processes.ts';
-import { startTemporalDevServer, type RunningTemporal } from '../dev/temporal-dev-server.ts';
+import { type RunningTemporal, startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { createLogger } from '../logger.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSmtpCapture, type SmtpCapture } from './helpers/smtp.ts';
+import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
 import { eventually } from './helpers/temporal.ts';
 
 const day = 86_400_000;
@@ -46,20 +48,35 @@ describe('a worker SIGKILLed with updates, cancels and renewals in flight', () =
   const workers: ChildProcess[] = [];
 
   const call = async (method: string, url: string, body?: unknown) => {
-    const response = await app.request(url, { method, headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const response = await app.request(url, {
+      method,
+      headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     return { status: response.status, body: (await response.json()) as any };
   };
 
   /** A worker process on the file's queues; resolves once it says ready. */
   const startWorker = async () => {
     const child = spawn(process.execPath, ['test/fixtures/production-worker.ts'], {
-      env: { ...process.env, DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporal.address, TASK_QUEUE: config.taskQueue, WORKFLOW_BUNDLE: inject('workflowBundlePath'), SMTP_URL: mail.url },
+      env: {
+        ...process.env,
+        DATABASE_URL: db.url,
+        TEMPORAL_ADDRESS: temporal.address,
+        TASK_QUEUE: config.taskQueue,
+        WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+        SMTP_URL: mail.url,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     workers.push(child);
     let output = '';
     child.stdout!.on('data', (chunk) => (output += chunk));
-    await eventually(async () => output, (o) => o.includes('ready'), 60_000);
+    await eventually(
+      async () => output,
+      (o) => o.includes('ready'),
+      60_000,
+    );
     return child;
   };
 
@@ -68,19 +85,47 @@ describe('a worker SIGKILLed with updates, cancels and renewals in flight', () =
     [db, mail, temporal] = await Promise.all([
       createTestDatabase(),
       startSmtpCapture(),
-      (async () => startTemporalDevServer({ dataDir, port: await freePort(), uiPort: await freePort(), namespace: 'default', log: () => {} }))(),
+      (async () =>
+        startTemporalDevServer({
+          dataDir,
+          port: await freePort(),
+          uiPort: await freePort(),
+          namespace: 'default',
+          log: () => {},
+        }))(),
     ]);
     connection = await Connection.connect({ address: temporal.address });
     const taskQueue = `kill-${randomBytes(4).toString('hex')}`;
-    config = { ...loadConfig({ NODE_ENV: 'test' }), taskQueue, clockTaskQueue: `${taskQueue}-clocks`, smtpUrl: mail.url };
+    config = {
+      ...loadConfig({ NODE_ENV: 'test' }),
+      taskQueue,
+      clockTaskQueue: `${taskQueue}-clocks`,
+      smtpUrl: mail.url,
+    };
     await ensureAdmin(db.orm, config.auth);
-    app = createApp({ orm: db.orm, temporal: new Client({ connection, namespace: 'default' }), config, logger: createLogger('silent') });
+    app = createApp({
+      orm: db.orm,
+      temporal: new Client({ connection, namespace: 'default' }),
+      config,
+      logger: createLogger('silent'),
+    });
     const email = `owner-${randomBytes(3).toString('hex')}@example.com`;
-    const signedUp = await app.request('/v1/accounts', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, name: 'Acme', type: 'business', password: 'Test!pass1' }) });
+    const signedUp = await app.request('/v1/accounts', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, name: 'Acme', type: 'business', password: 'Test!pass1' }),
+    });
     expect(signedUp.status).toBe(201);
-    const login = await app.request('/v1/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'Test!pass1' }) });
+    const login = await app.request('/v1/auth/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'Test!pass1' }),
+    });
     // All in the sandbox: test clocks live there.
-    headers = { authorization: `Bearer ${((await login.json()) as { access_token: string }).access_token}`, 'x-sandbox-mode': 'true' };
+    headers = {
+      authorization: `Bearer ${((await login.json()) as { access_token: string }).access_token}`,
+      'x-sandbox-mode': 'true',
+    };
   }, 120_000);
 
   afterAll(async () => {
@@ -92,64 +137,88 @@ describe('a worker SIGKILLed with updates, cancels and renewals in flight', () =
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('every request answers and every renewal is made once within 60 s of the new worker', { timeout: 180_000 }, async () => {
-    const first = await startWorker();
-    const plan = await call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month' });
-    expect(plan.status, JSON.stringify(plan.body)).toBe(201);
-    // Four live subscriptions, made through the first worker (so it holds them in its cache, on its sticky queue).
-    const customer = await call('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada', payment_method: 'pm_card_visa' });
-    const live: string[] = [];
-    for (let i = 0; i < 4; i++) {
-      const created = await call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
-      live.push(created.body.id);
-    }
-    // A clock with three subscriptions, a month from renewing.
-    const clock = await call('POST', '/v1/test_clocks', { frozen_time: '2027-01-01T00:00:00Z' });
-    expect(clock.status, JSON.stringify(clock.body)).toBe(201);
-    const onClock = await call('POST', '/v1/customers', { email: 'bo@example.com', name: 'Bo', payment_method: 'pm_card_visa', test_clock: clock.body.id });
-    const renewing: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const created = await call('POST', '/v1/subscriptions', { customer_id: onClock.body.id, plan: plan.body.id });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
-      renewing.push(created.body.id);
-    }
+  it(
+    'every request answers and every renewal is made once within 60 s of the new worker',
+    { timeout: 180_000 },
+    async () => {
+      const first = await startWorker();
+      const plan = await call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month' });
+      expect(plan.status, JSON.stringify(plan.body)).toBe(201);
+      // Four live subscriptions, made through the first worker (so it holds them in its cache, on its sticky queue).
+      const customer = await call('POST', '/v1/customers', {
+        email: 'ada@example.com',
+        name: 'Ada',
+        payment_method: 'pm_card_visa',
+      });
+      const live: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const created = await call('POST', '/v1/subscriptions', { customer_id: customer.body.id, plan: plan.body.id });
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        live.push(created.body.id);
+      }
+      // A clock with three subscriptions, a month from renewing.
+      const clock = await call('POST', '/v1/test_clocks', { frozen_time: '2027-01-01T00:00:00Z' });
+      expect(clock.status, JSON.stringify(clock.body)).toBe(201);
+      const onClock = await call('POST', '/v1/customers', {
+        email: 'bo@example.com',
+        name: 'Bo',
+        payment_method: 'pm_card_visa',
+        test_clock: clock.body.id,
+      });
+      const renewing: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const created = await call('POST', '/v1/subscriptions', { customer_id: onClock.body.id, plan: plan.body.id });
+        expect(created.status, JSON.stringify(created.body)).toBe(201);
+        renewing.push(created.body.id);
+      }
 
-    // The renewals under way, then the kill, then the requests (their tasks go to the dead worker's sticky queue).
-    const advanced = await call('POST', `/v1/test_clocks/${clock.body.id}/advance`, { frozen_time: new Date(Date.parse('2027-01-01T00:00:00Z') + 32 * day).toISOString() });
-    expect(advanced.status, JSON.stringify(advanced.body)).toBe(200);
-    first.kill('SIGKILL');
-    await once(first, 'exit');
-    const answered: number[] = [];
-    const requests = [
-      call('POST', `/v1/subscriptions/${live[0]}/update`, { quantity: 2 }),
-      call('POST', `/v1/subscriptions/${live[1]}/update`, { quantity: 3 }),
-      call('POST', `/v1/subscriptions/${live[2]}/cancel`, {}),
-      call('POST', `/v1/subscriptions/${live[3]}/cancel`, { at_period_end: true }),
-    ].map((request) => request.then((response) => (answered.push(Date.now()), response)));
+      // The renewals under way, then the kill, then the requests (their tasks go to the dead worker's sticky queue).
+      const advanced = await call('POST', `/v1/test_clocks/${clock.body.id}/advance`, {
+        frozen_time: new Date(Date.parse('2027-01-01T00:00:00Z') + 32 * day).toISOString(),
+      });
+      expect(advanced.status, JSON.stringify(advanced.body)).toBe(200);
+      first.kill('SIGKILL');
+      await once(first, 'exit');
+      const answered: number[] = [];
+      const requests = [
+        call('POST', `/v1/subscriptions/${live[0]}/update`, { quantity: 2 }),
+        call('POST', `/v1/subscriptions/${live[1]}/update`, { quantity: 3 }),
+        call('POST', `/v1/subscriptions/${live[2]}/cancel`, {}),
+        call('POST', `/v1/subscriptions/${live[3]}/cancel`, { at_period_end: true }),
+      ].map((request) => request.then((response) => (answered.push(Date.now()), response)));
 
-    await startWorker();
-    const restarted = Date.now();
-    // Not waited for beyond the 60 s: with a sticky timeout of minutes they would answer minutes later.
-    const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`requests not all answered within 60 s of the new worker (${answered.length} of 4)`)), 60_000).unref());
-    const responses = await Promise.race([Promise.all(requests), late]);
-    for (const response of responses) expect(response.status, JSON.stringify(response.body)).toBe(200);
-    expect(responses.map((r) => [r.body.quantity, r.body.status, r.body.cancel_at_period_end])).toEqual([
-      [2, 'active', false],
-      [3, 'active', false],
-      [1, 'canceled', false],
-      [1, 'active', true],
-    ]);
-    expect(Math.max(...answered) - restarted).toBeLessThan(60_000);
+      await startWorker();
+      const restarted = Date.now();
+      // Not waited for beyond the 60 s: with a sticky timeout of minutes they would answer minutes later.
+      const late = new Promise<never>((_, reject) =>
+        setTimeout(
+          () => reject(new Error(`requests not all answered within 60 s of the new worker (${answered.length} of 4)`)),
+          60_000,
+        ).unref(),
+      );
+      const responses = await Promise.race([Promise.all(requests), late]);
+      for (const response of responses) expect(response.status, JSON.stringify(response.body)).toBe(200);
+      expect(responses.map((r) => [r.body.quantity, r.body.status, r.body.cancel_at_period_end])).toEqual([
+        [2, 'active', false],
+        [3, 'active', false],
+        [1, 'canceled', false],
+        [1, 'active', true],
+      ]);
+      expect(Math.max(...answered) - restarted).toBeLessThan(60_000);
 
-    const ready = await eventually(() => call('GET', `/v1/test_clocks/${clock.body.id}`), (c) => c.body.status === 'ready', 60_000 - (Date.now() - restarted));
-    expect(ready.body.frozen_time).toBe('2027-02-02T00:00:00.000Z');
-    // Each clock subscription: its first invoice and one renewal, each paid by one charge.
-    const em = db.orm.em.fork();
-    for (const id of renewing) {
-      const invoices = await em.find(Invoice, { subscriptionId: id });
-      expect(invoices.map((i) => i.status)).toEqual(['paid', 'paid']);
-      expect(await em.count(Charge, { idempotencyKey: { $like: `${id}:%` } })).toBe(2);
-    }
-  });
+      const ready = await eventually(
+        () => call('GET', `/v1/test_clocks/${clock.body.id}`),
+        (c) => c.body.status === 'ready',
+        60_000 - (Date.now() - restarted),
+      );
+      expect(ready.body.frozen_time).toBe('2027-02-02T00:00:00.000Z');
+      // Each clock subscription: its first invoice and one renewal, each paid by one charge.
+      const em = db.orm.em.fork();
+      for (const id of renewing) {
+        const invoices = await em.find(Invoice, { subscriptionId: id });
+        expect(invoices.map((i) => i.status)).toEqual(['paid', 'paid']);
+        expect(await em.count(Charge, { idempotencyKey: { $like: `${id}:%` } })).toBe(2);
+      }
+    },
+  );
 });

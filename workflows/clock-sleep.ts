@@ -24,7 +24,17 @@
  * whoever starts it call services/test-clocks.ts `bindToClock` first (an activity on
  * a clock finds the binding in services/clock-context.ts `currentTestClock()`).
  */
-import { condition, defineSignal, getExternalWorkflowHandle, patched, proxyLocalActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  defineSignal,
+  getExternalWorkflowHandle,
+  patched,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
 
 /** A workflow's test clock: the clock's id (its workflow id) and its time when this run started. */
@@ -130,7 +140,12 @@ export function workflowClock(binding: ClockBinding | null | undefined): Workflo
 
   async function report(wakeAt: number | null, done = false): Promise<void> {
     ackWanted = false;
-    const message: ClockReport = { workflowId: workflowInfo().workflowId, wakeAt: wakeAt === null ? null : iso(wakeAt), known: iso(known), ...(done ? { done } : {}) };
+    const message: ClockReport = {
+      workflowId: workflowInfo().workflowId,
+      wakeAt: wakeAt === null ? null : iso(wakeAt),
+      known: iso(known),
+      ...(done ? { done } : {}),
+    };
     if (patched('test-clock-report-by-activity')) await clockActivities.reportToClock({ clockId, report: message });
     else await clock.signal(clockReportSignal, message);
   }

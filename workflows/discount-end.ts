@@ -16,8 +16,9 @@
  * Deterministic code only.
  */
 import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface DiscountEndInput {
   discountId: string;
@@ -39,7 +40,11 @@ export async function discountEndWorkflow(input: DiscountEndInput): Promise<{ en
   await clock.sleepUntil(new Date(input.end), () => false, { summary: 'Discount ends' });
   // Idempotent: a discount removed, replaced or already ended lazily is left as it is.
   const ended = await activities.endDiscountAtEnd(input.discountId);
-  setCurrentDetails(ended ? `Discount ${input.discountId} ended at ${input.end}.` : `Discount ${input.discountId} had ended before ${input.end}.`);
+  setCurrentDetails(
+    ended
+      ? `Discount ${input.discountId} ended at ${input.end}.`
+      : `Discount ${input.discountId} had ended before ${input.end}.`,
+  );
   await clock.finished();
   return { ended };
 }

@@ -6,6 +6,7 @@
  * spent the export is recorded failed. Deterministic code only.
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
 
 const writerOptions = {
@@ -28,14 +29,17 @@ const bookkeeping = proxyActivities<Activities>({
 export async function exportWorkflow(input: { exportId: string; taskQueue?: string }): Promise<string> {
   setCurrentDetails(`Export ${input.exportId}.`);
   try {
-    const write = input.taskQueue ? proxyActivities<Activities>({ ...writerOptions, taskQueue: input.taskQueue }) : writer;
+    const write = input.taskQueue
+      ? proxyActivities<Activities>({ ...writerOptions, taskQueue: input.taskQueue })
+      : writer;
     const status = await write.writeExport(input.exportId);
     setCurrentDetails(`Export ${status}.`);
     return status;
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     const cause = error.cause;
-    const message = cause instanceof ApplicationFailure || cause instanceof Error ? cause.message : 'the export could not be written';
+    const message =
+      cause instanceof ApplicationFailure || cause instanceof Error ? cause.message : 'the export could not be written';
     await bookkeeping.failExport(input.exportId, message);
     setCurrentDetails('Export failed.');
     return 'failed';

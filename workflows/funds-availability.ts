@@ -5,8 +5,9 @@
  * available. The activity is idempotent: it moves only a movement still pending.
  */
 import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface FundsAvailabilityInput {
   balanceTransactionId: string;

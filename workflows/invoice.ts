@@ -18,15 +18,26 @@
  *
  * Deterministic code only: time is workflow time (or a test clock's: workflows/clock-sleep.ts).
  */
-import { allHandlersFinished, ApplicationFailure, condition, defineQuery, defineUpdate, patched, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  defineQuery,
+  defineUpdate,
+  patched,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
+import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
 import { scheduledAttemptAt } from '../domain/dunning.ts';
 import { reminderSchedule, sendInvoiceGivesUpAt } from '../domain/one-off-invoices.ts';
-import type { FinalizedInvoice } from '../services/one-off-invoices.ts';
 import type { ChargeOutcome } from '../services/charges.ts';
-import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
 import type { InvoiceDiscountRequest } from '../services/invoice-discount.ts';
+import type { FinalizedInvoice } from '../services/one-off-invoices.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface InvoiceWorkflowInput {
   invoiceId: string;
@@ -61,16 +72,23 @@ export const voidOneOffInvoiceUpdate = defineUpdate<{ status: string }>('voidOne
  * A credit note on the open invoice (services/credit-note-owner.ts), run one at a time with its charges: the amount the next
  * charges ask for drops; credited to nothing due, the invoice is paid and the workflow ends. Refused once paid or void.
  */
-export const creditOneOffInvoiceUpdate = defineUpdate<{ creditNoteId: string; amountDue: number }, [OpenInvoiceCredit]>('creditOneOffInvoice');
+export const creditOneOffInvoiceUpdate = defineUpdate<{ creditNoteId: string; amountDue: number }, [OpenInvoiceCredit]>(
+  'creditOneOffInvoice',
+);
 /**
  * A promotion code (or coupon) on the open invoice (services/invoice-discount.ts), run one at a time with its charges:
  * its discount and amount_due change between charges, never while one is at the processor; discounted to nothing due,
  * the invoice is paid without a charge and the workflow ends. Refused unless open.
  */
-export const discountOneOffInvoiceUpdate = defineUpdate<{ discountId: string; amountDue: number }, [InvoiceDiscountRequest]>('discountOneOffInvoice');
+export const discountOneOffInvoiceUpdate = defineUpdate<
+  { discountId: string; amountDue: number },
+  [InvoiceDiscountRequest]
+>('discountOneOffInvoice');
 /** The update's activity runs behind this patch, so histories recorded before it replay unchanged. */
 export const invoicePromotionCodePatch = 'invoice-promotion-code';
-export const invoiceStatusQuery = defineQuery<{ status: LocalStatus | 'finalizing'; attempts: number }>('invoiceStatus');
+export const invoiceStatusQuery = defineQuery<{ status: LocalStatus | 'finalizing'; attempts: number }>(
+  'invoiceStatus',
+);
 
 const activities = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -157,7 +175,8 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
       serialized(async (): Promise<PayInvoiceResult> => {
         const earlier = pay.attemptKey ? answered.get(pay.attemptKey) : undefined;
         if (earlier) return earlier;
-        if (done() || status === 'finalizing') refuse('invalid_state', `Invoice ${invoice()?.number ?? input.invoiceId} is ${status}.`);
+        if (done() || status === 'finalizing')
+          refuse('invalid_state', `Invoice ${invoice()?.number ?? input.invoiceId} is ${status}.`);
         let result: PayInvoiceResult;
         if (pay.paidOutOfBand) {
           await activities.markInvoicePaidOutOfBand(input.invoiceId, iso(clock.now()));
@@ -165,7 +184,10 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
           result = { outcome: 'paid', error: null };
         } else {
           const outcome = await chargeOnce(pay.paymentMethod);
-          result = outcome.status === 'succeeded' ? { outcome: 'paid', error: null } : { outcome: 'declined', error: { code: outcome.failureCode, message: outcome.failureMessage } };
+          result =
+            outcome.status === 'succeeded'
+              ? { outcome: 'paid', error: null }
+              : { outcome: 'declined', error: { code: outcome.failureCode, message: outcome.failureMessage } };
         }
         if (pay.attemptKey) answered.set(pay.attemptKey, result);
         return result;
@@ -173,7 +195,8 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
     {
       validator: (pay) => {
         if (status === 'finalizing') refuse('invalid_state', 'This invoice is being finalized; try again in a moment.');
-        if (done() && !(pay?.attemptKey && answered.has(pay.attemptKey))) refuse('invalid_state', `Invoice ${invoice().number} is ${status}.`);
+        if (done() && !(pay?.attemptKey && answered.has(pay.attemptKey)))
+          refuse('invalid_state', `Invoice ${invoice().number} is ${status}.`);
       },
     },
   );
@@ -185,7 +208,8 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
         if (done()) refuse('invalid_state', `Invoice ${invoice().number} is ${status} and cannot be voided.`);
         const state = await activities.voidInvoice(input.invoiceId, iso(clock.now()));
         status = state.status as LocalStatus;
-        if (status !== 'void') refuse('invalid_state', `Invoice ${invoice().number} is ${status} and cannot be voided.`);
+        if (status !== 'void')
+          refuse('invalid_state', `Invoice ${invoice().number} is ${status} and cannot be voided.`);
         return { status };
       }),
     {
@@ -200,9 +224,14 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
     creditOneOffInvoiceUpdate,
     (credit: OpenInvoiceCredit) =>
       serialized(async (): Promise<{ creditNoteId: string; amountDue: number }> => {
-        if (status !== 'open') refuse('invalid_state', `Invoice ${invoice().number} is ${status}: only a paid or open invoice takes a credit note, and a paid one is credited by the API.`);
+        if (status !== 'open')
+          refuse(
+            'invalid_state',
+            `Invoice ${invoice().number} is ${status}: only a paid or open invoice takes a credit note, and a paid one is credited by the API.`,
+          );
         const result = await activities.creditOpenInvoice(credit, iso(clock.now()));
-        if ('refused' in result) refuse(result.refused.type === 'invalid_state' ? 'invalid_state' : 'invalid_request', result.refused.message);
+        if ('refused' in result)
+          refuse(result.refused.type === 'invalid_state' ? 'invalid_state' : 'invalid_request', result.refused.message);
         finalized = { ...invoice(), amountDue: result.amountDue };
         if (result.paid) status = 'paid';
         return { creditNoteId: result.creditNoteId, amountDue: result.amountDue };
@@ -219,11 +248,20 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
     discountOneOffInvoiceUpdate,
     (request: InvoiceDiscountRequest) =>
       serialized(async (): Promise<{ discountId: string; amountDue: number }> => {
-        if (status !== 'open') refuse('invalid_state', `Invoice ${invoice().number} is ${status}: only an open invoice takes a promotion code.`);
+        if (status !== 'open')
+          refuse(
+            'invalid_state',
+            `Invoice ${invoice().number} is ${status}: only an open invoice takes a promotion code.`,
+          );
         patched(invoicePromotionCodePatch);
         const result = await activities.discountOpenInvoice(request, iso(clock.now()));
         // The API's error code as is (not_found for an unknown code, invalid_request for a limit).
-        if ('refused' in result) throw ApplicationFailure.create({ type: result.refused.type, message: result.refused.message, nonRetryable: true });
+        if ('refused' in result)
+          throw ApplicationFailure.create({
+            type: result.refused.type,
+            message: result.refused.message,
+            nonRetryable: true,
+          });
         finalized = { ...invoice(), amountDue: result.amountDue };
         if (result.amountDue <= 0) {
           // Discounted to nothing due (a 100% coupon): paid without a charge, as at finalize.
@@ -235,7 +273,11 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
     {
       validator: (_request: InvoiceDiscountRequest) => {
         if (status === 'finalizing') refuse('invalid_state', 'This invoice is being finalized; try again in a moment.');
-        if (status !== 'open') refuse('invalid_state', `Invoice ${invoice().number} is ${status}: only an open invoice takes a promotion code.`);
+        if (status !== 'open')
+          refuse(
+            'invalid_state',
+            `Invoice ${invoice().number} is ${status}: only an open invoice takes a promotion code.`,
+          );
       },
     },
   );
@@ -282,13 +324,20 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
     await activities.sendOneOffInvoiceEmail({ invoiceId: input.invoiceId, kind: 'finalized', payUrl: input.payUrl });
     const due = new Date(result.dueDate);
     for (const reminder of reminderSchedule(due, new Date(result.finalizedAt))) {
-      setCurrentDetails(`Invoice ${result.number}: due ${result.dueDate}; next reminder (${reminder.kind}) at ${iso(reminder.at)}.`);
+      setCurrentDetails(
+        `Invoice ${result.number}: due ${result.dueDate}; next reminder (${reminder.kind}) at ${iso(reminder.at)}.`,
+      );
       if (await clock.sleepUntil(reminder.at, done, { summary: `Reminder ${reminder.kind}` })) break;
       await serialized(async () => {
         if (done()) return;
         const state = await activities.getInvoice(input.invoiceId);
         status = state.status as LocalStatus;
-        if (status === 'open') await activities.sendOneOffInvoiceEmail({ invoiceId: input.invoiceId, kind: reminder.kind, payUrl: input.payUrl });
+        if (status === 'open')
+          await activities.sendOneOffInvoiceEmail({
+            invoiceId: input.invoiceId,
+            kind: reminder.kind,
+            payUrl: input.payUrl,
+          });
       });
     }
     if (!done()) {

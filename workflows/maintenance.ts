@@ -28,7 +28,18 @@
  * activity is retried a few times, then reported in the details and tried again on
  * the next run: one broken step never stops the others. Deterministic code only.
  */
-import { ActivityFailure, condition, continueAsNew, defineSignal, patched, proxyActivities, setCurrentDetails, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  condition,
+  continueAsNew,
+  defineSignal,
+  patched,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
 
 export interface MaintenanceSettings {
@@ -90,42 +101,65 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     const pruned = await attempt(() => activities.pruneExpiredRows(settings.loginThrottleWindowSeconds));
     // Added after the first release of this workflow: runs recorded before it go on without the sweep.
     const swept = patched('sweep-orphaned-subscriptions')
-      ? await attempt(() => activities.sweepOrphanedSubscriptions({ after: subscriptionCursor, limit: subscriptionSweepBatch }))
+      ? await attempt(() =>
+          activities.sweepOrphanedSubscriptions({ after: subscriptionCursor, limit: subscriptionSweepBatch }),
+        )
       : null;
     if (swept && typeof swept !== 'string') subscriptionCursor = swept.nextCursor;
     // Pending balance movements whose availability workflow was never started (a crash after the commit): at most a minute old.
     const funds = patched('funds-availability-reconcile')
-      ? await attempt(() => activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)))
+      ? await attempt(() =>
+          activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)),
+        )
       : null;
     // Customers' repeating discounts whose end timer was never started (a crash after the commit); added with #27: runs recorded before go on without it.
     const discountTimers = patched('discount-end-timer-reconcile')
-      ? await attempt(() => activities.reconcileMissingDiscountTimers(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)))
+      ? await attempt(() =>
+          activities.reconcileMissingDiscountTimers(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)),
+        )
       : null;
     // Pending money whose owning workflow was terminated: made available once due (added later: runs recorded before go on without it).
-    const orphaned = patched('orphaned-funds-reconcile') ? await attempt(() => activities.reconcileOrphanedFunds(settings.stuckAfterMs)) : null;
+    const orphaned = patched('orphaned-funds-reconcile')
+      ? await attempt(() => activities.reconcileOrphanedFunds(settings.stuckAfterMs))
+      : null;
     // Added with export expiry: runs recorded before it go on without it.
     const exportFiles = patched('prune-expired-exports') ? await attempt(() => activities.pruneExpiredExports()) : null;
     // Added with test clocks' deletes_after: runs recorded before it go on without it.
-    const clocks = patched('delete-expired-test-clocks') ? await attempt(() => activities.deleteExpiredTestClocks()) : null;
+    const clocks = patched('delete-expired-test-clocks')
+      ? await attempt(() => activities.deleteExpiredTestClocks())
+      : null;
     // Added with usage billing (#28): the meter events' partitions and their retention; runs recorded before it go on without it.
     const usage = patched('usage-partitions') ? await attempt(() => activities.maintainUsagePartitions()) : null;
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
-    const part = <T>(value: T | string, text: (v: T) => string) => (typeof value === 'string' ? `FAILED (${value})` : text(value));
+    const part = <T>(value: T | string, text: (v: T) => string) =>
+      typeof value === 'string' ? `FAILED (${value})` : text(value);
     setCurrentDetails(
       `Last run at ${new Date(Date.now()).toISOString()} (run ${runs}): ` +
         `reconciled ${part(payments, (r) => `${r.reconciled} payments${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         `${part(payouts, (r) => `${r.reconciled} payouts${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
-        (funds === null ? '' : `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
-        (discountTimers === null || (typeof discountTimers !== 'string' && discountTimers.reconciled + discountTimers.failed === 0)
+        (funds === null
+          ? ''
+          : `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
+        (discountTimers === null ||
+        (typeof discountTimers !== 'string' && discountTimers.reconciled + discountTimers.failed === 0)
           ? ''
           : `${part(discountTimers, (r) => `${r.reconciled} discount end timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
-        (orphaned === null || (typeof orphaned !== 'string' && orphaned.reconciled + orphaned.failed === 0) ? '' : `${part(orphaned, (r) => `${r.reconciled} pending amounts of closed workflows${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
+        (orphaned === null || (typeof orphaned !== 'string' && orphaned.reconciled + orphaned.failed === 0)
+          ? ''
+          : `${part(orphaned, (r) => `${r.reconciled} pending amounts of closed workflows${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
-        (swept === null ? '' : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
-        (exportFiles === null ? '' : `deleted ${part(exportFiles, (e) => `${e.files} expired export files, ${e.temporary} abandoned temporary files`)}; `) +
-        (clocks === null || (typeof clocks !== 'string' && clocks.deleted === 0) ? '' : `deleted ${part(clocks, (c) => `${c.deleted} expired test clocks`)}; `) +
-        (usage === null || (typeof usage !== 'string' && usage.created.length + usage.dropped.length + usage.identifiersPruned === 0)
+        (swept === null
+          ? ''
+          : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
+        (exportFiles === null
+          ? ''
+          : `deleted ${part(exportFiles, (e) => `${e.files} expired export files, ${e.temporary} abandoned temporary files`)}; `) +
+        (clocks === null || (typeof clocks !== 'string' && clocks.deleted === 0)
+          ? ''
+          : `deleted ${part(clocks, (c) => `${c.deleted} expired test clocks`)}; `) +
+        (usage === null ||
+        (typeof usage !== 'string' && usage.created.length + usage.dropped.length + usage.identifiersPruned === 0)
           ? ''
           : `usage ${part(usage, (u) => `partitions +${u.created.length} −${u.dropped.length}, ${u.identifiersPruned} identifiers pruned`)}; `) +
         `next at ${next}.`,

@@ -16,20 +16,30 @@
  *
  * Deterministic code only: time is workflow time, every side effect is an activity.
  */
-import { allHandlersFinished, ApplicationFailure, condition, defineQuery, defineUpdate, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  defineQuery,
+  defineUpdate,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import { formatMoney } from '../domain/money.ts';
 import {
+  type CancellationReason,
   isPayPageMethod,
   maxPayAttempts,
+  type PaymentRequestSnapshot,
   paymentUrl,
+  type PayResult,
   receiptEmail,
   requestEmail,
-  type CancellationReason,
-  type PaymentRequestSnapshot,
-  type PayResult,
 } from '../domain/payment-requests.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface PaymentRequestWorkflowInput {
   /** Version 0: id, account, amount, customer, token set; times are placeholders the workflow fills in. */
@@ -60,7 +70,9 @@ export const paymentRequestCreatedUpdate = defineUpdate<PaymentRequestSnapshot>(
 /** Pays with a method from the pay page. Refused (`invalid_state`) once the request is no longer pending. */
 export const payUpdate = defineUpdate<PayResult, [PayInput]>('pay');
 /** Cancels a pending request. Refused (`invalid_state`) otherwise. */
-export const cancelPaymentRequestUpdate = defineUpdate<PaymentRequestSnapshot, [{ reason: CancellationReason }]>('cancelPaymentRequest');
+export const cancelPaymentRequestUpdate = defineUpdate<PaymentRequestSnapshot, [{ reason: CancellationReason }]>(
+  'cancelPaymentRequest',
+);
 /**
  * A hosted checkout (Stripe Checkout, docs/processors.md) took the payment: sent by the
  * processor webhook. Records the payment once and the request `succeeded`; a request
@@ -76,7 +88,12 @@ export const paymentRequestQuery = defineQuery<PaymentRequestSnapshot>('paymentR
 
 const activities = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['IdempotencyKeyReuseError'] },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['IdempotencyKeyReuseError'],
+  },
 });
 
 const iso = (instant: Date | number) => new Date(instant).toISOString();
@@ -158,9 +175,13 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
   });
   setHandler(payUpdate, (pay) => serialized(() => attempt(pay)), {
     validator: (pay) => {
-      if (typeof pay?.attemptKey !== 'string' || pay.attemptKey.length === 0 || pay.attemptKey.length > 200) refuse('invalid_request', 'attemptKey: 1 to 200 characters.');
+      if (typeof pay?.attemptKey !== 'string' || pay.attemptKey.length === 0 || pay.attemptKey.length > 200)
+        refuse('invalid_request', 'attemptKey: 1 to 200 characters.');
       if (typeof pay.paymentMethod !== 'string' || !isPayPageMethod(pay.paymentMethod)) {
-        refuse('invalid_request', 'Only the test cards of the pay page are accepted here; bank debits settle later and are not offered.');
+        refuse(
+          'invalid_request',
+          'Only the test cards of the pay page are accepted here; bank debits settle later and are not offered.',
+        );
       }
       if (!created) refuse('invalid_state', 'This payment request is being created; try again in a moment.');
       if (request.status !== 'pending') refuse('invalid_state', `This payment request is ${request.status}.`);
@@ -177,13 +198,22 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
         if (request.status === 'succeeded') return { outcome: 'already_paid', request, error: null };
         if (request.status !== 'pending') return { outcome: 'not_payable', request, error: null };
         setCurrentDetails(`Recording the checkout payment ${paid.processorChargeId}.`);
-        const transactionId = await activities.recordCheckoutPayment({ paymentRequestId: request.id, processorChargeId: paid.processorChargeId, paymentMethod: paid.paymentMethod });
+        const transactionId = await activities.recordCheckoutPayment({
+          paymentRequestId: request.id,
+          processorChargeId: paid.processorChargeId,
+          paymentMethod: paid.paymentMethod,
+        });
         await record({ status: 'succeeded', attempts: request.attempts + 1, transactionId, paidAt: iso(Date.now()) });
         return { outcome: 'succeeded', request, error: null };
       }),
     {
       validator: (paid: CheckoutPaid) => {
-        if (typeof paid?.processorChargeId !== 'string' || paid.processorChargeId.length === 0 || typeof paid.paymentMethod !== 'string') refuse('invalid_request', 'processorChargeId and paymentMethod are required.');
+        if (
+          typeof paid?.processorChargeId !== 'string' ||
+          paid.processorChargeId.length === 0 ||
+          typeof paid.paymentMethod !== 'string'
+        )
+          refuse('invalid_request', 'processorChargeId and paymentMethod are required.');
         if (!created) refuse('invalid_state', 'This payment request is being created; try again in a moment.');
       },
     },
@@ -219,7 +249,9 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
   });
 
   // Without a clock: condition(..., expiresAt - now, { summary }), as always.
-  const ended = await clock.sleepUntil(new Date(request.expiresAt), () => request.status !== 'pending', { summary: 'Link expires' });
+  const ended = await clock.sleepUntil(new Date(request.expiresAt), () => request.status !== 'pending', {
+    summary: 'Link expires',
+  });
   if (!ended) {
     // Behind any charge still in flight: a payment that lands first wins.
     await serialized(async () => {

@@ -5,8 +5,9 @@
  * canceled meanwhile stays canceled: the activity only settles a pending one.
  */
 import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface PaymentSettlementInput {
   transactionId: string;

@@ -9,10 +9,19 @@
  * under the minimum). After `runsPerExecution` runs it continues as new, so its
  * history stays short. Deterministic code only.
  */
-import { continueAsNew, defineSignal, proxyActivities, setCurrentDetails, setHandler, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import {
+  continueAsNew,
+  defineSignal,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
 // The schedule's only wait on time: a Temporal timer, or a test clock's time (the same commands without a clock).
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface PayoutScheduleInput {
   accountId: string;
@@ -56,5 +65,9 @@ export async function payoutScheduleWorkflow(input: PayoutScheduleInput): Promis
     lastRun = `${new Date(plan.nextMs).toISOString()}: ${results.length ? results.map((r) => (r.payoutId ? `${r.currency} ${r.amount} in ${r.payoutId}` : `${r.currency} skipped (${r.skipped})`)).join('; ') : 'nothing due'}`;
     runs++;
   }
-  await continueAsNew<typeof payoutScheduleWorkflow>({ ...input, lastRun, ...(input.testClock ? { testClock: clock.binding()! } : {}) });
+  await continueAsNew<typeof payoutScheduleWorkflow>({
+    ...input,
+    lastRun,
+    ...(input.testClock ? { testClock: clock.binding()! } : {}),
+  });
 }

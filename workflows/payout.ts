@@ -19,8 +19,9 @@
  * unchanged); on a clock (`testClock`), the clock's time.
  */
 import { defineSignal, patched, proxyActivities, setCurrentDetails, setHandler, sleep } from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface PayoutWorkflowInput {
   payoutId: string;
@@ -82,7 +83,9 @@ export async function payoutWorkflow(input: PayoutWorkflowInput): Promise<string
       await clock.finished();
       return submitted.status;
     }
-    setCurrentDetails(`Payout held by ${submitted.holdId}: ${submitted.reason}${submitted.untilMs ? ` (until ${new Date(submitted.untilMs).toISOString()})` : ' (until released)'}.`);
+    setCurrentDetails(
+      `Payout held by ${submitted.holdId}: ${submitted.reason}${submitted.untilMs ? ` (until ${new Date(submitted.untilMs).toISOString()})` : ' (until released)'}.`,
+    );
     await clock.sleepUntil(at(submitted.untilMs), woken);
   }
   setCurrentDetails(`Payout in transit, arrives at ${new Date(arrivalMs).toISOString()}.`);

@@ -14,12 +14,27 @@
  * can be canceled on its own). (Abandoned children are also where the Java
  * time-skipping test server stops skipping time: sdk-java #1540, #2392.)
  */
-import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, defineQuery, defineUpdate, proxyActivities, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineUpdate,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+} from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
 import { addIntervals } from '../domain/billing-calendar.ts';
 import { formatMoney } from '../domain/money.ts';
-import { initialPaymentRequestSnapshot, type CancellationReason, type RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
+import {
+  type CancellationReason,
+  initialPaymentRequestSnapshot,
+  type RecurringPaymentRequestSnapshot,
+} from '../domain/payment-requests.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface RecurringPaymentRequestWorkflowInput {
   /** On the first run: version 0 with the terms set. Later runs: the state carried over. */
@@ -32,9 +47,14 @@ export interface RecurringPaymentRequestWorkflowInput {
 }
 
 /** Resolves once the first period's request is issued and recorded: the API's read-your-write. */
-export const recurringPaymentRequestCreatedUpdate = defineUpdate<RecurringPaymentRequestSnapshot>('recurringPaymentRequestCreated');
+export const recurringPaymentRequestCreatedUpdate = defineUpdate<RecurringPaymentRequestSnapshot>(
+  'recurringPaymentRequestCreated',
+);
 /** Stops issuing requests. Refused (`invalid_state`) when already canceled. */
-export const cancelRecurringPaymentRequestUpdate = defineUpdate<RecurringPaymentRequestSnapshot, [{ reason: CancellationReason }]>('cancelRecurringPaymentRequest');
+export const cancelRecurringPaymentRequestUpdate = defineUpdate<
+  RecurringPaymentRequestSnapshot,
+  [{ reason: CancellationReason }]
+>('cancelRecurringPaymentRequest');
 export const recurringPaymentRequestQuery = defineQuery<RecurringPaymentRequestSnapshot>('recurringPaymentRequest');
 
 const activities = proxyActivities<Activities>({
@@ -44,7 +64,9 @@ const activities = proxyActivities<Activities>({
 
 const iso = (instant: Date | number) => new Date(instant).toISOString();
 
-export async function recurringPaymentRequestWorkflow(input: RecurringPaymentRequestWorkflowInput): Promise<RecurringPaymentRequestSnapshot> {
+export async function recurringPaymentRequestWorkflow(
+  input: RecurringPaymentRequestWorkflowInput,
+): Promise<RecurringPaymentRequestSnapshot> {
   let recurring = input.snapshot;
   /** Workflow time, or the test clock's (workflows/clock-sleep.ts). */
   const clock = workflowClock(input.testClock);
@@ -68,7 +90,11 @@ export async function recurringPaymentRequestWorkflow(input: RecurringPaymentReq
     {
       validator: (_cancel: { reason: CancellationReason }) => {
         if (recurring.status === 'canceled' || cancelReason !== null) {
-          throw ApplicationFailure.create({ type: 'invalid_state', message: 'This recurring payment request is already canceled.', nonRetryable: true });
+          throw ApplicationFailure.create({
+            type: 'invalid_state',
+            message: 'This recurring payment request is already canceled.',
+            nonRetryable: true,
+          });
         }
       },
     },
@@ -98,12 +124,25 @@ export async function recurringPaymentRequestWorkflow(input: RecurringPaymentReq
       recurringPaymentRequestId: recurring.id,
       period: n,
     });
-    await activities.issuePaymentRequest({ request, accountName: input.accountName, locale: input.locale, publicUrl: input.publicUrl, expiresInMs: recurring.expiresInMs, expiresAt: null, ...(input.testClock ? { testClock: clock.binding() } : {}) });
+    await activities.issuePaymentRequest({
+      request,
+      accountName: input.accountName,
+      locale: input.locale,
+      publicUrl: input.publicUrl,
+      expiresInMs: recurring.expiresInMs,
+      expiresAt: null,
+      ...(input.testClock ? { testClock: clock.binding() } : {}),
+    });
     await record({ issuedPeriods: n + 1, latestPaymentRequestId: id, nextPaymentRequestAt: iso(periodStart(n + 1)) });
   }
 
   async function cancelNow(): Promise<RecurringPaymentRequestSnapshot> {
-    await record({ status: 'canceled', canceledAt: iso(now()), cancellationReason: cancelReason, nextPaymentRequestAt: null });
+    await record({
+      status: 'canceled',
+      canceledAt: iso(now()),
+      cancellationReason: cancelReason,
+      nextPaymentRequestAt: null,
+    });
     setCurrentDetails(`Canceled (${cancelReason}); no more requests.`);
     await condition(allHandlersFinished);
     await clock.finished();
@@ -119,12 +158,18 @@ export async function recurringPaymentRequestWorkflow(input: RecurringPaymentReq
   if (cancelReason) return cancelNow();
 
   const next = periodStart(recurring.period + 1);
-  setCurrentDetails(`Sending ${amount} requests to ${recurring.customerEmail} every ${recurring.interval.count} ${recurring.interval.unit}(s); next at ${iso(next)}.`);
+  setCurrentDetails(
+    `Sending ${amount} requests to ${recurring.customerEmail} every ${recurring.interval.count} ${recurring.interval.unit}(s); next at ${iso(next)}.`,
+  );
   // Without a clock: condition(..., next - now, { summary }) when ahead, as always.
   await clock.sleepUntil(next, () => cancelReason !== null, { summary: `Period ${recurring.period + 1} starts` });
   if (cancelReason) return cancelNow();
 
   // One period per run: carry the state into a fresh history.
   await condition(allHandlersFinished);
-  return continueAsNew<typeof recurringPaymentRequestWorkflow>({ ...input, snapshot: { ...recurring, period: recurring.period + 1 }, ...(input.testClock ? { testClock: clock.binding() } : {}) });
+  return continueAsNew<typeof recurringPaymentRequestWorkflow>({
+    ...input,
+    snapshot: { ...recurring, period: recurring.period + 1 },
+    ...(input.testClock ? { testClock: clock.binding() } : {}),
+  });
 }

@@ -27,17 +27,18 @@
  * workflows/clock-sleep.ts) and runs its activities as local activities; without a
  * clock, every command is what it always was.
  */
+import type { ActivityOptions } from '@temporalio/common';
 import {
   allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
   condition,
   continueAsNew,
-  makeContinueAsNewFunc,
   defineQuery,
   defineSignal,
   defineUpdate,
   isCancellation,
+  makeContinueAsNewFunc,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -47,44 +48,44 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ActivityOptions } from '@temporalio/common';
+
 import type { Activities } from '../activities/index.ts';
-import type { ChargeOutcome } from '../services/charges.ts';
-import type { OpenedInvoice } from '../services/invoices.ts';
-import type { PendingFunds } from '../services/balances.ts';
 import { addDays } from '../domain/billing-calendar.ts';
+import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
+import type { DunningState, ItemTerms, PlanTerms, PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
 import {
   applyItemChange,
   billingAnchorFrom,
   billsUsage,
-  itemsOf,
   commandProblem,
-  itemSnapshots,
-  stateAtRenewal,
-  stripItemId,
   cycleInvoice,
   failedRetry,
+  type InvoiceLineInput,
   isEnded,
+  type ItemChange,
+  itemSnapshots,
+  itemsOf,
   nextWake,
   planChangeKind,
   refusal,
   renewalSpreads,
   resumeKind,
   startDunning,
-  upgradeInvoice,
-  waitingDetails,
-  type InvoiceLineInput,
-  type ItemChange,
+  stateAtRenewal,
+  stripItemId,
   type SubscriptionCommand,
   type SubscriptionState,
+  upgradeInvoice,
+  waitingDetails,
   type WakeAction,
 } from '../domain/subscription-decisions.ts';
-import type { DunningState, ItemTerms, PlanTerms, PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
-import { metersToClose, usageLines } from '../domain/usage-billing.ts';
-import { workflowClock, type ClockBinding } from './clock-sleep.ts';
-import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
-import { PlanIdKey, SubscriptionStatusKey } from './search-attributes.ts';
 import { planDetails, planMemo } from '../domain/subscription-details.ts';
+import { metersToClose, usageLines } from '../domain/usage-billing.ts';
+import type { PendingFunds } from '../services/balances.ts';
+import type { ChargeOutcome } from '../services/charges.ts';
+import type { OpenedInvoice } from '../services/invoices.ts';
+import { type ClockBinding, workflowClock } from './clock-sleep.ts';
+import { PlanIdKey, SubscriptionStatusKey } from './search-attributes.ts';
 
 export interface SubscriptionWorkflowInput {
   /** On the first run: version 0 with id, customer, plan, trialDays and livemode set. Later runs: the state carried over. */
@@ -195,7 +196,12 @@ export const subscriptionQuery = defineQuery<SubscriptionSnapshot>('subscription
 
 const activityOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['IdempotencyKeyReuseError'] },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['IdempotencyKeyReuseError'],
+  },
 };
 const remoteActivities = proxyActivities<Activities>(activityOptions);
 /** On a test clock: the same activities run as local activities, with no round trip through the server for each (an advance is waited for). */
@@ -285,7 +291,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** Prorated lines waiting for the next cycle invoice. */
   let pendingLines: InvoiceLineInput[] = input.pendingLines ?? [];
   // Snapshots from before currencies were recorded bill in their plan's currency.
-  let subscription = input.snapshot.currency === undefined ? { ...input.snapshot, currency: input.plan.currency } : input.snapshot;
+  let subscription =
+    input.snapshot.currency === undefined ? { ...input.snapshot, currency: input.plan.currency } : input.snapshot;
   /** Pending money of paid cycles, earliest first (only ever filled under funds-in-subscription). */
   let pendingFunds: DueFunds[] = input.pendingFunds ?? [];
   /** The repeating discount whose end this run wakes at (discountEndSignal); `discountSignalled` wakes the wait to take a new one. */
@@ -327,19 +334,26 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * (calendar billing, a window in the input), so older runs and anniversary subscriptions never record it.
    */
   let spreadWindow = input.renewalSpreadMinutes ?? 0;
-  const spread = (): number => (renewalSpreads(subscription, spreadWindow) && patched(renewalSpreadPatch) ? spreadWindow : 0);
+  const spread = (): number =>
+    renewalSpreads(subscription, spreadWindow) && patched(renewalSpreadPatch) ? spreadWindow : 0;
 
   // ---- Messages -----------------------------------------------------------
 
   function validated(command: SubscriptionCommand): void {
-    const refused = refusal(state(), queue.map((q) => q.command), command, clock.now());
+    const refused = refusal(
+      state(),
+      queue.map((q) => q.command),
+      command,
+      clock.now(),
+    );
     if (refused) throw ApplicationFailure.create({ type: refused.type, message: refused.message, nonRetryable: true });
   }
 
   /** Queues a command for the main loop and answers with the subscription once it is applied. */
   async function enqueue(command: SubscriptionCommand): Promise<SubscriptionSnapshot> {
     const outcome = await new Promise<Outcome>((done) => queue.push({ command, done }));
-    if (!outcome.ok) throw ApplicationFailure.create({ type: outcome.type, message: outcome.message, nonRetryable: true });
+    if (!outcome.ok)
+      throw ApplicationFailure.create({ type: outcome.type, message: outcome.message, nonRetryable: true });
     return subscription;
   }
 
@@ -349,14 +363,22 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     await condition(() => created);
     return subscription;
   });
-  setHandler(cancelSubscriptionUpdate, ({ atPeriodEnd }) => enqueue({ kind: 'cancel', atPeriodEnd, reason: 'requested' }), {
-    validator: ({ atPeriodEnd }) => validated({ kind: 'cancel', atPeriodEnd, reason: 'requested' }),
-  });
+  setHandler(
+    cancelSubscriptionUpdate,
+    ({ atPeriodEnd }) => enqueue({ kind: 'cancel', atPeriodEnd, reason: 'requested' }),
+    {
+      validator: ({ atPeriodEnd }) => validated({ kind: 'cancel', atPeriodEnd, reason: 'requested' }),
+    },
+  );
   setHandler(pauseSubscriptionUpdate, ({ pauseUntil }) => enqueue({ kind: 'pause', pauseUntil }), {
     validator: ({ pauseUntil }) => validated({ kind: 'pause', pauseUntil }),
   });
-  setHandler(resumeSubscriptionUpdate, () => enqueue({ kind: 'resume' }), { validator: () => validated({ kind: 'resume' }) });
-  setHandler(undoCancelAtPeriodEndUpdate, () => enqueue({ kind: 'undoCancel' }), { validator: () => validated({ kind: 'undoCancel' }) });
+  setHandler(resumeSubscriptionUpdate, () => enqueue({ kind: 'resume' }), {
+    validator: () => validated({ kind: 'resume' }),
+  });
+  setHandler(undoCancelAtPeriodEndUpdate, () => enqueue({ kind: 'undoCancel' }), {
+    validator: () => validated({ kind: 'undoCancel' }),
+  });
   setHandler(changePlanUpdate, ({ plan: next }) => enqueue({ kind: 'changePlan', plan: next }), {
     validator: ({ plan: next }) => validated({ kind: 'changePlan', plan: next }),
   });
@@ -367,13 +389,17 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   setHandler(voidInvoiceUpdate, ({ invoiceId }) => enqueue({ kind: 'voidInvoice', invoiceId }), {
     validator: ({ invoiceId }) => validated({ kind: 'voidInvoice', invoiceId }),
   });
-  setHandler(creditInvoiceUpdate, (credit) => enqueue({ kind: 'creditInvoice', credit }), { validator: (credit) => validated({ kind: 'creditInvoice', credit }) });
+  setHandler(creditInvoiceUpdate, (credit) => enqueue({ kind: 'creditInvoice', credit }), {
+    validator: (credit) => validated({ kind: 'creditInvoice', credit }),
+  });
   setHandler(paymentMethodUpdatedSignal, () => {
     const queued = queue.some((q) => q.command.kind === 'retryPayment');
-    if (subscription.status === 'past_due' && !queued) queue.push({ command: { kind: 'retryPayment' }, done: () => {} });
+    if (subscription.status === 'past_due' && !queued)
+      queue.push({ command: { kind: 'retryPayment' }, done: () => {} });
   });
   setHandler(accountClosedSignal, () => {
-    if (!isEnded(subscription)) queue.push({ command: { kind: 'cancel', atPeriodEnd: false, reason: 'account_closed' }, done: () => {} });
+    if (!isEnded(subscription))
+      queue.push({ command: { kind: 'cancel', atPeriodEnd: false, reason: 'account_closed' }, done: () => {} });
   });
   setHandler(discountEndSignal, (next) => {
     // One discount per subscription: a newer one replaces the one waited for (ending an already ended one does nothing).
@@ -385,16 +411,32 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Applies a change, bumps the version, and writes the projection and search attributes. */
   async function record(changes: Partial<SubscriptionSnapshot>): Promise<void> {
-    subscription = { ...subscription, ...itemFields(), ...changes, updatedAt: iso(clock.now()), version: subscription.version + 1 };
+    subscription = {
+      ...subscription,
+      ...itemFields(),
+      ...changes,
+      updatedAt: iso(clock.now()),
+      version: subscription.version + 1,
+    };
     upsertSearchAttributes([{ key: SubscriptionStatusKey, value: subscription.status }]);
     searchStatusStale = false;
     await activities.projectSubscription(subscription);
   }
 
   /** The snapshot `record(changes)` would write now, without writing it. */
-  const recorded = (changes: Partial<SubscriptionSnapshot>): SubscriptionSnapshot => ({ ...subscription, ...itemFields(), ...changes, updatedAt: iso(clock.now()), version: subscription.version + 1 });
+  const recorded = (changes: Partial<SubscriptionSnapshot>): SubscriptionSnapshot => ({
+    ...subscription,
+    ...itemFields(),
+    ...changes,
+    updatedAt: iso(clock.now()),
+    version: subscription.version + 1,
+  });
 
-  const customer = () => ({ accountId: subscription.accountId, customerId: subscription.customerId, livemode: subscription.livemode });
+  const customer = () => ({
+    accountId: subscription.accountId,
+    customerId: subscription.customerId,
+    livemode: subscription.livemode,
+  });
 
   // ---- Billing ------------------------------------------------------------
 
@@ -402,7 +444,14 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   async function start(): Promise<void> {
     const now = clock.now();
     if (subscription.trialDays > 0) {
-      await record({ status: 'trialing', trialStart: iso(now), trialEnd: iso(addDays(now, subscription.trialDays)), pausedAt: null, pauseUntil: null, pauseReason: null });
+      await record({
+        status: 'trialing',
+        trialStart: iso(now),
+        trialEnd: iso(addDays(now, subscription.trialDays)),
+        pausedAt: null,
+        pauseUntil: null,
+        pauseReason: null,
+      });
     } else {
       await beginBilling(now);
     }
@@ -419,9 +468,18 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * usage (one local activity, idempotent per period) with the items that billed it, before any pending plan applies.
    */
   async function closeUsage(until?: Date): Promise<InvoiceLineInput[]> {
-    if (!billsUsage(state()) || !subscription.currentPeriodStart || !subscription.currentPeriodEnd || !patched(usageBillingPatch)) return [];
+    if (
+      !billsUsage(state()) ||
+      !subscription.currentPeriodStart ||
+      !subscription.currentPeriodEnd ||
+      !patched(usageBillingPatch)
+    )
+      return [];
     const usageItems = itemsOf(state());
-    const period = { start: new Date(subscription.currentPeriodStart), end: until ?? new Date(subscription.currentPeriodEnd) };
+    const period = {
+      start: new Date(subscription.currentPeriodStart),
+      end: until ?? new Date(subscription.currentPeriodEnd),
+    };
     if (period.end.getTime() <= period.start.getTime()) return [];
     setCurrentDetails(`Closing the usage of ${iso(period.start)} to ${iso(period.end)}.`);
     const closed = await localActivities.closeUsagePeriod({
@@ -471,7 +529,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       });
       // The deployment's spread window now (RENEWAL_SPREAD_MINUTES): the next renewals wake with it.
       const latestWindow = result.renewalSpreadMinutes;
-      if (latestWindow !== undefined && latestWindow !== spreadWindow && patched(renewalSpreadLivePatch)) spreadWindow = latestWindow;
+      if (latestWindow !== undefined && latestWindow !== spreadWindow && patched(renewalSpreadLivePatch))
+        spreadWindow = latestWindow;
       if (result.status === 'paid') {
         if (result.snapshot.status !== subscription.status) searchStatusStale = true;
         subscription = result.snapshot;
@@ -506,12 +565,23 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     if (cycle === 0 && subscription.status === 'trialing' && outcome.failureCode === 'no_payment_method') {
       // A trial that ends with nothing to charge does not convert: it expires.
       await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
-      await record({ status: 'expired', endedReason: 'trial_without_payment_method', latestInvoiceId: invoice.invoiceId, canceledAt: iso(clock.now()) });
+      await record({
+        status: 'expired',
+        endedReason: 'trial_without_payment_method',
+        latestInvoiceId: invoice.invoiceId,
+        canceledAt: iso(clock.now()),
+      });
       return;
     }
     // Dunning starts: retries on the account's schedule, then the grace period.
     const settings = await activities.loadBillingSettings(subscription.accountId, subscription.livemode);
-    const dunning = startDunning(state(), { invoiceId: invoice.invoiceId, number: invoice.number, billingKey: key, amount: invoice.amountDue }, outcome, settings, clock.now());
+    const dunning = startDunning(
+      state(),
+      { invoiceId: invoice.invoiceId, number: invoice.number, billingKey: key, amount: invoice.amountDue },
+      outcome,
+      settings,
+      clock.now(),
+    );
     await recordFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
   }
 
@@ -569,7 +639,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     const dunning = subscription.dunning!;
     await activities.markInvoiceUncollectible(dunning.invoiceId, iso(clock.now()));
     if (dunning.finalAction === 'pause') {
-      await record({ status: 'paused', pausedAt: iso(clock.now()), pauseUntil: null, pauseReason: 'payment_failed', dunning: null });
+      await record({
+        status: 'paused',
+        pausedAt: iso(clock.now()),
+        pauseUntil: null,
+        pauseReason: 'payment_failed',
+        dunning: null,
+      });
       await activities.notifySubscriptionEnded({ subscription, kind: 'paused' });
     } else {
       await endNow('payment_failed');
@@ -590,7 +666,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     if (end.getTime() <= start.getTime()) return;
     const usageItems = itemsOf(state());
     setCurrentDetails(`Closing the usage of ${iso(start)} to ${iso(end)} for the final invoice.`);
-    const closed = await localActivities.closeUsagePeriod({ ...customer(), subscriptionId: subscription.id, start: iso(start), end: iso(end), meters: metersToClose(usageItems) });
+    const closed = await localActivities.closeUsagePeriod({
+      ...customer(),
+      subscriptionId: subscription.id,
+      start: iso(start),
+      end: iso(end),
+      meters: metersToClose(usageItems),
+    });
     const lines = usageLines(usageItems, closed.closing, { start, end });
     if (lines.every((line) => (line.total ?? 0) === 0)) return;
     const key = `${subscription.id}:final_usage`;
@@ -618,8 +700,16 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   async function endNow(reason: string): Promise<void> {
     await billFinalUsage();
     // An unpaid invoice stays payable, but nobody will ask for it any more.
-    if (subscription.dunning) await activities.markInvoiceUncollectible(subscription.dunning.invoiceId, iso(clock.now()));
-    await record({ status: 'canceled', canceledAt: iso(clock.now()), endedReason: reason, cancelAtPeriodEnd: false, pauseUntil: null, dunning: null });
+    if (subscription.dunning)
+      await activities.markInvoiceUncollectible(subscription.dunning.invoiceId, iso(clock.now()));
+    await record({
+      status: 'canceled',
+      canceledAt: iso(clock.now()),
+      endedReason: reason,
+      cancelAtPeriodEnd: false,
+      pauseUntil: null,
+      dunning: null,
+    });
     await activities.notifySubscriptionEnded({ subscription, kind: 'canceled' });
   }
 
@@ -634,7 +724,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         else await endNow(command.reason);
         return { ok: true };
       case 'pause':
-        await record({ status: 'paused', pausedAt: iso(clock.now()), pauseUntil: command.pauseUntil, pauseReason: 'requested' });
+        await record({
+          status: 'paused',
+          pausedAt: iso(clock.now()),
+          pauseUntil: command.pauseUntil,
+          pauseReason: 'requested',
+        });
         return { ok: true };
       case 'resume':
         await resume();
@@ -646,7 +741,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return { ok: true };
       case 'undoCancel':
         // New in this version: only runs that accepted this update (which older code never registered) reach here.
-        if (!patched('undo-cancel-at-period-end')) return refuse('invalid_state', 'This subscription cannot undo its cancel.');
+        if (!patched('undo-cancel-at-period-end'))
+          return refuse('invalid_state', 'This subscription cannot undo its cancel.');
         await record({ cancelAtPeriodEnd: false });
         return { ok: true };
       case 'voidInvoice':
@@ -657,7 +753,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return creditOwnInvoice(command.credit);
       case 'changeItems':
         // New in this version: only runs that accepted this update (which older code never registered) reach here.
-        if (!patched(subscriptionItemsPatch)) return refuse('invalid_state', 'This subscription cannot change its items.');
+        if (!patched(subscriptionItemsPatch))
+          return refuse('invalid_state', 'This subscription cannot change its items.');
         return changeItems(command.change);
     }
   }
@@ -667,7 +764,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * this workflow's), or settled without a charge when nothing is due. A declined charge voids it and refuses the
    * change (`payment_failed`): nothing changed. Null once it is paid.
    */
-  async function payNowOrVoid(invoice: OpenedInvoice, billingKey: string, what: string, change: string): Promise<Outcome | null> {
+  async function payNowOrVoid(
+    invoice: OpenedInvoice,
+    billingKey: string,
+    what: string,
+    change: string,
+  ): Promise<Outcome | null> {
     if (invoice.amountDue <= 0) {
       await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
       return null;
@@ -683,7 +785,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     });
     if (outcome.status === 'failed') {
       await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
-      return refuse('payment_failed', `${change} needs a payment of ${invoice.amountDue} now, and it failed: ${outcome.failureMessage} Nothing changed.`);
+      return refuse(
+        'payment_failed',
+        `${change} needs a payment of ${invoice.amountDue} now, and it failed: ${outcome.failureMessage} Nothing changed.`,
+      );
     }
     await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
     return null;
@@ -713,7 +818,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** The voidInvoice command: no charge of this workflow is in flight while it runs. */
   async function voidOwnInvoice(invoiceId: string): Promise<Outcome> {
     const before = await activities.getInvoice(invoiceId);
-    if (before.status !== 'open' && before.status !== 'uncollectible') return refuse('invalid_state', `Invoice ${before.number} is ${before.status} and cannot be voided.`);
+    if (before.status !== 'open' && before.status !== 'uncollectible')
+      return refuse('invalid_state', `Invoice ${before.number} is ${before.status} and cannot be voided.`);
     await activities.voidInvoice(invoiceId, iso(clock.now()));
     // Nothing left to collect, as a retry finding it void would decide (retryPayment).
     if (subscription.dunning?.invoiceId === invoiceId) await record({ status: 'active', dunning: null });
@@ -748,7 +854,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         // The usage of the period the pause interrupted, to the resume (the paused time included), goes on the resume's invoice.
         const usage = billsUsage(state()) && patched(usagePausePatch) ? await closeUsage(now) : [];
         const nextCycle = subscription.billingCycle + 1;
-        subscription = { ...subscription, ...resumed, billingAnchor: iso(now), anchorCycle: nextCycle, stubStart: null };
+        subscription = {
+          ...subscription,
+          ...resumed,
+          billingAnchor: iso(now),
+          anchorCycle: nextCycle,
+          stubStart: null,
+        };
         await bill(nextCycle, usage);
         return;
       }
@@ -786,7 +898,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     setPlan(next);
     pendingPlan = null;
     if (upgrade.sameInterval) {
-      await record({ planId: next.planId, pendingPlanId: null, quantity: next.quantity ?? 1, pendingQuantity: null, latestInvoiceId: invoice.invoiceId });
+      await record({
+        planId: next.planId,
+        pendingPlanId: null,
+        quantity: next.quantity ?? 1,
+        pendingQuantity: null,
+        latestInvoiceId: invoice.invoiceId,
+      });
     } else {
       await record({
         planId: next.planId,
@@ -841,7 +959,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   /** Takes money a charge left pending (relative to now) to make available at its time. */
   function holdFunds(funds: PendingFunds[] | undefined): void {
     const now = clock.now().getTime();
-    const due = (funds ?? []).map((f) => ({ balanceTransactionIds: f.balanceTransactionIds, at: iso(new Date(now + f.availableAfterMs)) }));
+    const due = (funds ?? []).map((f) => ({
+      balanceTransactionIds: f.balanceTransactionIds,
+      at: iso(new Date(now + f.availableAfterMs)),
+    }));
     if (due.length > 0) pendingFunds = [...pendingFunds, ...due].sort((a, b) => a.at.localeCompare(b.at));
   }
 
@@ -901,9 +1022,16 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       const discountDue = discountEnd ? new Date(discountEnd.end) : null;
       discountSignalled = false;
       let woken: boolean;
-      if (discountDue && (!wake || discountDue.getTime() <= Date.parse(wake.at)) && (!funds || discountDue.getTime() <= funds.getTime()) && patched(discountEndTimerPatch)) {
+      if (
+        discountDue &&
+        (!wake || discountDue.getTime() <= Date.parse(wake.at)) &&
+        (!funds || discountDue.getTime() <= funds.getTime()) &&
+        patched(discountEndTimerPatch)
+      ) {
         // A repeating discount ends before the next billing event: end it on time (customer.discount.deleted at its end).
-        woken = await clock.sleepUntil(discountDue, () => queue.length > 0 || discountSignalled, { summary: 'Until the discount ends' });
+        woken = await clock.sleepUntil(discountDue, () => queue.length > 0 || discountSignalled, {
+          summary: 'Until the discount ends',
+        });
         if (!woken) {
           await activities.endDiscountAtEnd(discountEnd!.discountId);
           discountEnd = null;
@@ -911,7 +1039,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         }
       } else if (funds && (!wake || funds.getTime() < Date.parse(wake.at))) {
         // Collected money comes due before the next billing event (funds-in-subscription).
-        woken = await clock.sleepUntil(funds, () => queue.length > 0 || discountSignalled, { summary: 'Until the collected money is available' });
+        woken = await clock.sleepUntil(funds, () => queue.length > 0 || discountSignalled, {
+          summary: 'Until the collected money is available',
+        });
         if (!woken) {
           await releaseDueFunds();
           continue;
@@ -921,7 +1051,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         woken = true;
       } else {
         // Without a clock: condition(..., wakeDelayMs(wake, now), { summary }), as always.
-        woken = await clock.sleepUntil(new Date(wake.at), () => queue.length > 0 || discountSignalled, { summary: wake.what });
+        woken = await clock.sleepUntil(new Date(wake.at), () => queue.length > 0 || discountSignalled, {
+          summary: wake.what,
+        });
       }
       // Woken by a discount to wait for (no message): wait again, now for it too.
       if (woken && queue.length === 0) continue;
@@ -950,7 +1082,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
           };
           if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.
-          const typedSearchAttributes = workflowInfo().typedSearchAttributes.updateCopy([{ key: SubscriptionStatusKey, value: subscription.status }]);
+          const typedSearchAttributes = workflowInfo().typedSearchAttributes.updateCopy([
+            { key: SubscriptionStatusKey, value: subscription.status },
+          ]);
           return makeContinueAsNewFunc<typeof subscriptionWorkflow>({ typedSearchAttributes })(args);
         }
       }
@@ -959,7 +1093,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Answers messages still queued (they find the subscription ended) before the run closes. */
   async function close(): Promise<SubscriptionSnapshot> {
-    const ended = subscription.status === 'expired' ? 'Expired' : subscription.endedReason === 'canceled_by_operator' ? 'Canceled by an operator through Temporal' : 'Canceled';
+    const ended =
+      subscription.status === 'expired'
+        ? 'Expired'
+        : subscription.endedReason === 'canceled_by_operator'
+          ? 'Canceled by an operator through Temporal'
+          : 'Canceled';
     setDetails(`${ended}. Nothing more to do.`);
     while (queue.length > 0) {
       const { command, done } = queue.shift()!;

@@ -6,6 +6,7 @@
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
+
 import { currentClockBinding, testClockHeader } from './clock-sleep.ts';
 
 export const interceptors: WorkflowInterceptorsFactory = () => ({
@@ -13,11 +14,19 @@ export const interceptors: WorkflowInterceptorsFactory = () => ({
     {
       scheduleActivity(input, next) {
         const binding = currentClockBinding();
-        return next(binding ? { ...input, headers: { ...input.headers, [testClockHeader]: defaultPayloadConverter.toPayload(binding) } } : input);
+        return next(
+          binding
+            ? { ...input, headers: { ...input.headers, [testClockHeader]: defaultPayloadConverter.toPayload(binding) } }
+            : input,
+        );
       },
       scheduleLocalActivity(input, next) {
         const binding = currentClockBinding();
-        return next(binding ? { ...input, headers: { ...input.headers, [testClockHeader]: defaultPayloadConverter.toPayload(binding) } } : input);
+        return next(
+          binding
+            ? { ...input, headers: { ...input.headers, [testClockHeader]: defaultPayloadConverter.toPayload(binding) } }
+            : input,
+        );
       },
     },
   ],

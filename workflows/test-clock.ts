@@ -19,9 +19,30 @@
  * The run continues as new between instants when Temporal suggests it (an advance over
  * many subscriptions or many months writes many signals), carrying its state.
  */
-import { condition, ContinueAsNew, continueAsNew, defineQuery, defineSignal, getExternalWorkflowHandle, patched, proxyLocalActivities, setCurrentDetails, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  ContinueAsNew,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  getExternalWorkflowHandle,
+  patched,
+  proxyLocalActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import { clockRegisterSignal, clockReportSignal, clockTickSignal, clockUnregisterSignal, type ClockRegistration, type ClockReport } from './clock-sleep.ts';
+import {
+  clockRegisterSignal,
+  type ClockRegistration,
+  type ClockReport,
+  clockReportSignal,
+  clockTickSignal,
+  clockUnregisterSignal,
+} from './clock-sleep.ts';
 
 export interface TestClockWorkflowInput {
   clockId: string;
@@ -155,21 +176,36 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
         waited += 30_000;
         if (reports !== heard && patched('test-clock-tick-by-activity')) waited = 0;
         heard = reports;
-        const again = [...entries].filter(([, e]) => e.busyAt !== null && e.wakeAt !== null && e.busyAt === time).map(([id]) => id);
+        const again = [...entries]
+          .filter(([, e]) => e.busyAt !== null && e.wakeAt !== null && e.busyAt === time)
+          .map(([id]) => id);
         if (again.length > 0) {
-          if (patched('test-clock-tick-by-activity')) await ticks.tickClockWorkflows({ ids: again, tick: { now: iso(time), ack: true } });
-          else await Promise.all(again.map((id) => getExternalWorkflowHandle(id).signal(clockTickSignal, { now: iso(time), ack: true }).catch(() => undefined)));
+          if (patched('test-clock-tick-by-activity'))
+            await ticks.tickClockWorkflows({ ids: again, tick: { now: iso(time), ack: true } });
+          else
+            await Promise.all(
+              again.map((id) =>
+                getExternalWorkflowHandle(id)
+                  .signal(clockTickSignal, { now: iso(time), ack: true })
+                  .catch(() => undefined),
+              ),
+            );
         }
       }
       if (!quiet()) {
         const stuck = busyIds();
-        throw new Error(`${stuck.length} workflow(s) did not finish the work due at ${iso(time)} within ${quietTimeoutMs / 1000} s: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', ...' : ''}.`);
+        throw new Error(
+          `${stuck.length} workflow(s) did not finish the work due at ${iso(time)} within ${quietTimeoutMs / 1000} s: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', ...' : ''}.`,
+        );
       }
       if (patched('test-clock-webhooks')) {
         // The events this instant's work recorded reach the webhook dispatcher first: a delivery that
         // failed is registered on the clock (its retries are due work), and the clock waits for it too.
         const left = await local.awaitClockEventsDispatched({ clockId: input.clockId, timeoutMs: quietTimeoutMs });
-        if (left > 0) throw new Error(`${left} event(s) recorded at ${iso(time)} were not handed to the webhook dispatcher within ${quietTimeoutMs / 1000} s.`);
+        if (left > 0)
+          throw new Error(
+            `${left} event(s) recorded at ${iso(time)} were not handed to the webhook dispatcher within ${quietTimeoutMs / 1000} s.`,
+          );
         // The dispatcher registered those deliveries (bindToClock) before marking their events handed on, but a
         // signal that arrives while this workflow task waits on the local activity is applied only in the next
         // task: end this one (a 1 ms timer) so the registrations are seen before `quiet()` is asked (issue #24:
@@ -178,10 +214,16 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
         if (!quiet()) continue;
       }
       let next: number | null = null;
-      for (const entry of entries.values()) if (entry.wakeAt !== null && entry.wakeAt <= to && (next === null || entry.wakeAt < next)) next = entry.wakeAt;
+      for (const entry of entries.values())
+        if (entry.wakeAt !== null && entry.wakeAt <= to && (next === null || entry.wakeAt < next)) next = entry.wakeAt;
       if (next === null) break;
       if (workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof testClockWorkflow>({ ...input, frozenTime: iso(time), entries: [...entries], target: iso(to) });
+        await continueAsNew<typeof testClockWorkflow>({
+          ...input,
+          frozenTime: iso(time),
+          entries: [...entries],
+          target: iso(to),
+        });
       }
       time = Math.max(time, next);
       const due: string[] = [];
@@ -202,7 +244,12 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
     await condition(() => target !== null || workflowInfo().continueAsNewSuggested);
     if (target === null) {
       // Idle, with a long history (many workflows joined or reported): carry the state into a fresh one.
-      await continueAsNew<typeof testClockWorkflow>({ ...input, frozenTime: iso(time), entries: [...entries], target: null });
+      await continueAsNew<typeof testClockWorkflow>({
+        ...input,
+        frozenTime: iso(time),
+        entries: [...entries],
+        target: null,
+      });
     }
     const to = target!;
     try {
@@ -210,11 +257,20 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
       await activities.testClockAdvanced({ clockId: input.clockId, frozenTime: iso(time), failure: null });
     } catch (error) {
       if (error instanceof ContinueAsNew) throw error;
-      await activities.testClockAdvanced({ clockId: input.clockId, frozenTime: iso(time), failure: error instanceof Error ? error.message : String(error) });
+      await activities.testClockAdvanced({
+        clockId: input.clockId,
+        frozenTime: iso(time),
+        failure: error instanceof Error ? error.message : String(error),
+      });
     }
     if (target === to) target = null;
     if (workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof testClockWorkflow>({ ...input, frozenTime: iso(time), entries: [...entries], target: target === null ? null : iso(target) });
+      await continueAsNew<typeof testClockWorkflow>({
+        ...input,
+        frozenTime: iso(time),
+        entries: [...entries],
+        target: target === null ? null : iso(target),
+      });
     }
   }
 }

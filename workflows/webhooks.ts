@@ -38,15 +38,16 @@ import {
   defineSignal,
   patched,
   proxyActivities,
-  setHandler,
   setCurrentDetails,
+  setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
+
 import type { Activities } from '../activities/index.ts';
-import type { AttemptMade, AttemptOutcome } from '../services/webhooks.ts';
 import { retrySchedule } from '../domain/webhook-schedule.ts';
-import { workflowClock, type ClockBinding, type WorkflowClock } from './clock-sleep.ts';
+import type { AttemptMade, AttemptOutcome } from '../services/webhooks.ts';
+import { type ClockBinding, type WorkflowClock, workflowClock } from './clock-sleep.ts';
 
 export const wakeSignal = defineSignal('wake');
 
@@ -109,7 +110,9 @@ export async function eventDispatchWorkflow(input: EventDispatchInput = {}): Pro
   for (let pass = 1; ; pass++) {
     const seen = wakeups;
     const result = await dispatch.dispatchWebhookEvents(dispatchBatchSize);
-    setCurrentDetails(`Last pass: ${result.dispatched} of ${result.events} events dispatched, ${result.inline} first attempts (${result.inlineSucceeded} succeeded), ${result.workflows} delivery workflows started.`);
+    setCurrentDetails(
+      `Last pass: ${result.dispatched} of ${result.events} events dispatched, ${result.inline} first attempts (${result.inlineSucceeded} succeeded), ${result.workflows} delivery workflows started.`,
+    );
     if (!result.more) {
       idleMs = result.events > 0 ? dispatchTimer.busyMs : Math.min(idleMs * 2, idleMaxMs);
       const woken = await idle(seen, idleMs);
@@ -151,7 +154,8 @@ async function deliver(input: WebhookDeliveryInput, clock: WorkflowClock): Promi
     first = made.attempt + 1;
     const due = Date.parse(made.attemptedAt) + wait;
     setCurrentDetails(`Attempt ${made.attempt} failed; attempt ${first} at ${new Date(due).toISOString()}.`);
-    if (due > clock.now().getTime()) await clock.sleepFor(due - clock.now().getTime(), { summary: `Backoff before attempt ${first}` });
+    if (due > clock.now().getTime())
+      await clock.sleepFor(due - clock.now().getTime(), { summary: `Backoff before attempt ${first}` });
   }
   for (let n = first; ; n++) {
     const now = clock.now().getTime();
@@ -159,12 +163,21 @@ async function deliver(input: WebhookDeliveryInput, clock: WorkflowClock): Promi
     const nextAttemptAt = wait === undefined ? null : new Date(now + wait).toISOString();
     let result: AttemptOutcome;
     try {
-      result = await attempt.attemptWebhookDelivery({ deliveryId: input.deliveryId, attempt: n, attemptedAt: new Date(now).toISOString(), nextAttemptAt });
+      result = await attempt.attemptWebhookDelivery({
+        deliveryId: input.deliveryId,
+        attempt: n,
+        attemptedAt: new Date(now).toISOString(),
+        nextAttemptAt,
+      });
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
       // The attempt itself broke (worker lost, database down): it counts as a failed attempt.
       result = { outcome: 'failed' };
-      if (nextAttemptAt === null) await bookkeeping.finishWebhookDelivery({ deliveryId: input.deliveryId, at: new Date(clock.now().getTime()).toISOString() });
+      if (nextAttemptAt === null)
+        await bookkeeping.finishWebhookDelivery({
+          deliveryId: input.deliveryId,
+          at: new Date(clock.now().getTime()).toISOString(),
+        });
     }
     if (result.outcome !== 'failed') return result.outcome;
     if (result.disabled) return notifyDisabled(result.disabled);

@@ -1,4 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
+
 import type { AuthConfig } from '../../config.ts';
 import { ConfigError } from '../../config.ts';
 import { User } from '../../db/entities/index.ts';

@@ -11,9 +11,11 @@
  * Sec-Fetch-Site says cross-site is refused as well.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { jwtVerify, SignJWT } from 'jose';
+
 import type { Context } from 'hono';
 import { deleteCookie, setCookie } from 'hono/cookie';
+import { jwtVerify, SignJWT } from 'jose';
+
 import type { AccessClaims } from './tokens.ts';
 
 export const sessionCookieName = 'billing_session';
@@ -56,7 +58,10 @@ export function csrfTokenMatches(secret: string, sessionId: string, presented: s
 
 export const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-export function setBrowserCookies(c: Context, options: { token: string; csrf: string; maxAgeSeconds: number; secure: boolean }): void {
+export function setBrowserCookies(
+  c: Context,
+  options: { token: string; csrf: string; maxAgeSeconds: number; secure: boolean },
+): void {
   const common = { path: '/', sameSite: 'Strict' as const, secure: options.secure, maxAge: options.maxAgeSeconds };
   setCookie(c, sessionCookieName, options.token, { ...common, httpOnly: true });
   setCookie(c, csrfCookieName, options.csrf, { ...common, httpOnly: false });

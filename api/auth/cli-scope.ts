@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
+
 import { ApiError } from '../../domain/errors.ts';
 
 /**
@@ -260,7 +261,9 @@ const matchers: Matcher[] = Object.entries(cliKeyScope)
   .map(([row, rule]) => {
     const [method, path] = row.split(' ') as [string, string];
     const segments = path.split('/').slice(1);
-    const pattern = new RegExp(`^/${segments.map((s) => (/^\{\w+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^$()|[\]\\-]/g, '\\$&'))).join('/')}$`);
+    const pattern = new RegExp(
+      `^/${segments.map((s) => (/^\{\w+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^$()|[\]\\-]/g, '\\$&'))).join('/')}$`,
+    );
     return { method, pattern, literals: segments.filter((s) => !s.startsWith('{')).length, row, rule };
   })
   .sort((a, b) => b.literals - a.literals);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+
 import { jwtVerify, SignJWT } from 'jose';
 
 /**
@@ -11,7 +12,8 @@ export const passwordResetTtlMinutes = 60;
 const issuer = 'billing-engine';
 const audience = 'password-reset';
 
-const fingerprint = (passwordHash: string) => createHash('sha256').update(passwordHash).digest('base64url').slice(0, 22);
+const fingerprint = (passwordHash: string) =>
+  createHash('sha256').update(passwordHash).digest('base64url').slice(0, 22);
 
 export function createPasswordResetTokens(secret: string) {
   const key = createHash('sha256').update(`password-reset:${secret}`).digest();

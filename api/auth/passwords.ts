@@ -1,4 +1,5 @@
 import argon2 from 'argon2';
+
 import { ApiError } from '../../domain/errors.ts';
 
 /** OWASP's argon2id recommendation: 19 MiB, 2 passes, 1 lane (about 20 ms here). */
@@ -30,6 +31,8 @@ export async function verifyPassword(hash: string | null, password: string): Pro
  * `current_password` must be sent and must match.
  */
 export async function requireCurrentPassword(hash: string | null, currentPassword: string | undefined): Promise<void> {
-  if (currentPassword === undefined) throw new ApiError('invalid_request', 'current_password: required to change your own password or email.');
-  if (!(await verifyPassword(hash, currentPassword))) throw new ApiError('invalid_credentials', 'current_password is wrong.');
+  if (currentPassword === undefined)
+    throw new ApiError('invalid_request', 'current_password: required to change your own password or email.');
+  if (!(await verifyPassword(hash, currentPassword)))
+    throw new ApiError('invalid_credentials', 'current_password is wrong.');
 }

@@ -1,13 +1,20 @@
-import type { AccountRow } from '../../objects/account.ts';
-import type { Context, MiddlewareHandler } from 'hono';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Context, MiddlewareHandler } from 'hono';
+import { getCookie } from 'hono/cookie';
+
 import type { AuthConfig } from '../../config.ts';
 import type { UserRole } from '../../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
-import { checkAccessToken, secretKey, sha256 } from './tokens.ts';
+import type { AccountRow } from '../../objects/account.ts';
 import { hashCliKey } from '../../services/cli-keys.ts';
-import { getCookie } from 'hono/cookie';
-import { csrfHeaderName, csrfTokenMatches, safeMethods, sessionCookieName, verifyBrowserToken } from './browser-session.ts';
+import {
+  csrfHeaderName,
+  csrfTokenMatches,
+  safeMethods,
+  sessionCookieName,
+  verifyBrowserToken,
+} from './browser-session.ts';
+import { checkAccessToken, secretKey, sha256 } from './tokens.ts';
 
 /** Who is calling. Set by `authenticate` on every request that carries credentials. */
 export type Principal =
@@ -78,11 +85,18 @@ export async function findLiveSession(orm: MikroORM, sessionId: string): Promise
 
 /** Endpoints whose Authorization header is not an access credential: login needs none, refresh carries a refresh token. */
 /** A password reset (api/routes/password-reset.ts) is asked for and confirmed signed out: a cookie sent along is ignored. */
-const credentialFreePaths = new Set(['/v1/auth/login', '/v1/auth/refresh', '/v1/auth/password_reset', '/v1/auth/password_reset/confirm']);
+const credentialFreePaths = new Set([
+  '/v1/auth/login',
+  '/v1/auth/refresh',
+  '/v1/auth/password_reset',
+  '/v1/auth/password_reset/confirm',
+]);
 /** Signing in to the dashboard (POST) needs no credential either; ending that session (DELETE) does. */
 /** The customer portal's calls carry the portal link's token (api/routes/customer-portal.ts), never the owner's credentials. */
 const isCredentialFree = (c: Context) =>
-  credentialFreePaths.has(c.req.path) || (c.req.path === '/v1/auth/browser_session' && c.req.method === 'POST') || /^\/v1\/portal(\/|$)/.test(c.req.path);
+  credentialFreePaths.has(c.req.path) ||
+  (c.req.path === '/v1/auth/browser_session' && c.req.method === 'POST') ||
+  /^\/v1\/portal(\/|$)/.test(c.req.path);
 
 /**
  * The credential in an Authorization header: `Bearer <token>`, or, as Stripe takes it,
@@ -98,9 +112,15 @@ function credentialOf(header: string): string {
     const user = colon === -1 ? decoded : decoded.slice(0, colon);
     const password = colon === -1 ? '' : decoded.slice(colon + 1);
     if ((user.startsWith('sk_test_') || user.startsWith('sk_live_')) && password === '') return user;
-    throw new ApiError('unauthorized', 'HTTP Basic takes an API key as the user name and an empty password (curl -u sk_test_...:).');
+    throw new ApiError(
+      'unauthorized',
+      'HTTP Basic takes an API key as the user name and an empty password (curl -u sk_test_...:).',
+    );
   }
-  throw new ApiError('unauthorized', 'Authorization must be "Bearer <token>" (or Basic with an API key as the user name).');
+  throw new ApiError(
+    'unauthorized',
+    'Authorization must be "Bearer <token>" (or Basic with an API key as the user name).',
+  );
 }
 
 export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler {
@@ -108,22 +128,35 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
   return async (c, next) => {
     const cliKey = c.req.header('x-cli-key');
     if (cliKey !== undefined && !isCredentialFree(c)) {
-      if (c.req.header('authorization')) throw new ApiError('invalid_request', 'Send either x-cli-key or Authorization, not both.');
-      if (!/^ck_(test|live)_/.test(cliKey)) throw new ApiError('unauthorized', 'x-cli-key must be a CLI key (ck_test_… or ck_live_…).');
+      if (c.req.header('authorization'))
+        throw new ApiError('invalid_request', 'Send either x-cli-key or Authorization, not both.');
+      if (!/^ck_(test|live)_/.test(cliKey))
+        throw new ApiError('unauthorized', 'x-cli-key must be a CLI key (ck_test_… or ck_live_…).');
       const sandboxHeader = c.req.header('x-sandbox-mode');
       // One statement checks the key (not revoked, not expired, its user active, its account open) and notes its use.
-      const [row] = await orm.em.getConnection().execute<({ id: string; account_id: string; user_id: string; livemode: boolean } & AccountColumns)[]>(
-        `update cli_keys k set last_used_at = now() from users u, accounts a
+      const [row] = await orm.em
+        .getConnection()
+        .execute<({ id: string; account_id: string; user_id: string; livemode: boolean } & AccountColumns)[]>(
+          `update cli_keys k set last_used_at = now() from users u, accounts a
           where k.secret_hash = ? and k.revoked_at is null and k.expires_at > now()
             and u.id = k.user_id and u.status = 'active' and a.id = k.account_id and a.status <> 'closed'
         returning k.id, k.account_id, k.user_id, k.livemode, ${accountColumns}`,
-        [hashCliKey(cliKey)],
-      );
+          [hashCliKey(cliKey)],
+        );
       if (!row) throw new ApiError('unauthorized', 'Invalid, expired or revoked CLI key; run `billing login`.');
       if (sandboxHeader !== undefined && (sandboxHeader === 'true') === row.livemode) {
-        throw new ApiError('invalid_request', `A ${row.livemode ? 'live' : 'test'} key cannot ${row.livemode ? 'use' : 'leave'} sandbox mode.`);
+        throw new ApiError(
+          'invalid_request',
+          `A ${row.livemode ? 'live' : 'test'} key cannot ${row.livemode ? 'use' : 'leave'} sandbox mode.`,
+        );
       }
-      c.set('principal', { kind: 'cli_key', cliKeyId: row.id, userId: row.user_id, accountId: row.account_id, livemode: row.livemode });
+      c.set('principal', {
+        kind: 'cli_key',
+        cliKeyId: row.id,
+        userId: row.user_id,
+        accountId: row.account_id,
+        livemode: row.livemode,
+      });
       c.set('callerAccount', callerAccount(row));
       return next();
     }
@@ -142,14 +175,26 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
       const claims = await verifyBrowserToken(key, cookie!);
       if (!claims) throw new ApiError('unauthorized', 'The dashboard session has expired; sign in again.');
       if (!safeMethods.has(c.req.method)) {
-        if (c.req.header('sec-fetch-site') === 'cross-site') throw new ApiError('forbidden', 'Cross-site requests cannot use the dashboard session.');
+        if (c.req.header('sec-fetch-site') === 'cross-site')
+          throw new ApiError('forbidden', 'Cross-site requests cannot use the dashboard session.');
         if (!csrfTokenMatches(auth.secret, claims.sessionId, c.req.header(csrfHeaderName))) {
-          throw new ApiError('forbidden', `A request with the dashboard's session cookie needs its ${csrfHeaderName} header.`);
+          throw new ApiError(
+            'forbidden',
+            `A request with the dashboard's session cookie needs its ${csrfHeaderName} header.`,
+          );
         }
       }
       const row = await findLiveSession(orm, claims.sessionId);
-      if (!row || row.user_id !== claims.userId) throw new ApiError('unauthorized', 'This session is no longer valid; sign in again.');
-      c.set('principal', { kind: 'user', userId: row.user_id, role: row.role, accountId: row.account_id, sessionId: claims.sessionId, livemode: sandboxHeader !== 'true' });
+      if (!row || row.user_id !== claims.userId)
+        throw new ApiError('unauthorized', 'This session is no longer valid; sign in again.');
+      c.set('principal', {
+        kind: 'user',
+        userId: row.user_id,
+        role: row.role,
+        accountId: row.account_id,
+        sessionId: claims.sessionId,
+        livemode: sandboxHeader !== 'true',
+      });
       c.set('callerAccount', callerAccount(row));
       return next();
     }
@@ -157,14 +202,19 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
     const connection = orm.em.getConnection();
 
     if (token.startsWith('sk_test_') || token.startsWith('sk_live_')) {
-      const [row] = await connection.execute<({ id: string; account_id: string; livemode: boolean } & AccountColumns)[]>(
+      const [row] = await connection.execute<
+        ({ id: string; account_id: string; livemode: boolean } & AccountColumns)[]
+      >(
         `select k.id, k.account_id, k.livemode, ${accountColumns} from api_keys k join accounts a on a.id = k.account_id
           where k.secret_hash = ? and k.revoked_at is null and a.status <> 'closed'`,
         [sha256(token)],
       );
       if (!row) throw new ApiError('unauthorized', 'Invalid or revoked API key.');
       if (sandboxHeader !== undefined && (sandboxHeader === 'true') === row.livemode) {
-        throw new ApiError('invalid_request', `A ${row.livemode ? 'live' : 'test'} key cannot ${row.livemode ? 'use' : 'leave'} sandbox mode.`);
+        throw new ApiError(
+          'invalid_request',
+          `A ${row.livemode ? 'live' : 'test'} key cannot ${row.livemode ? 'use' : 'leave'} sandbox mode.`,
+        );
       }
       c.set('principal', { kind: 'api_key', apiKeyId: row.id, accountId: row.account_id, livemode: row.livemode });
       c.set('callerAccount', callerAccount(row));
@@ -173,7 +223,10 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
 
     const claims = await checkAccessToken(key, token);
     if (claims === 'expired') {
-      throw new ApiError('unauthorized', 'The access token has expired: get a new one with POST /v1/auth/refresh (your refresh token in Authorization: Bearer and in the body).');
+      throw new ApiError(
+        'unauthorized',
+        'The access token has expired: get a new one with POST /v1/auth/refresh (your refresh token in Authorization: Bearer and in the body).',
+      );
     }
     if (!claims) throw new ApiError('unauthorized', 'Invalid access token.');
     const row = await findLiveSession(orm, claims.sessionId);
@@ -209,7 +262,12 @@ export function actorOf(principal: Principal): Actor {
 export function requireActor(c: Context, allowed: Actor[], code: ErrorCode = 'forbidden'): Principal {
   const principal = principalOf(c);
   if (!allowed.includes(actorOf(principal))) {
-    throw new ApiError(code, principal.kind !== 'user' ? 'API keys cannot call this endpoint.' : `The ${actorOf(principal)} role may not do this.`);
+    throw new ApiError(
+      code,
+      principal.kind !== 'user'
+        ? 'API keys cannot call this endpoint.'
+        : `The ${actorOf(principal)} role may not do this.`,
+    );
   }
   return principal;
 }
@@ -218,12 +276,18 @@ export function requireActor(c: Context, allowed: Actor[], code: ErrorCode = 'fo
  * The tenant a request works in: the caller's own account, or for a platform
  * admin the account named by the `x-account-id` header.
  */
-export async function accountScope(c: Context, orm: MikroORM): Promise<{ accountId: string; livemode: boolean; principal: Principal }> {
+export async function accountScope(
+  c: Context,
+  orm: MikroORM,
+): Promise<{ accountId: string; livemode: boolean; principal: Principal }> {
   const principal = principalOf(c);
   if (principal.accountId) return { accountId: principal.accountId, livemode: principal.livemode, principal };
   const named = c.req.header('x-account-id');
-  if (!named) throw new ApiError('invalid_request', 'Admin tokens name the account to act on with the x-account-id header.');
-  const [account] = await orm.em.getConnection().execute<{ id: string }[]>(`select id from accounts where id = ?`, [named]);
+  if (!named)
+    throw new ApiError('invalid_request', 'Admin tokens name the account to act on with the x-account-id header.');
+  const [account] = await orm.em
+    .getConnection()
+    .execute<{ id: string }[]>(`select id from accounts where id = ?`, [named]);
   if (!account) throw new ApiError('not_found', 'No such account.');
   return { accountId: named, livemode: principal.livemode, principal };
 }

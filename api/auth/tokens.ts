@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+
 import { jwtVerify, SignJWT } from 'jose';
 
 /**

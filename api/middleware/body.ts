@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
+
 import { ApiError } from '../../domain/errors.ts';
 
 declare module 'hono' {
@@ -32,11 +33,13 @@ function bodyProblem(root: unknown): string | null {
     if (typeof value === 'string') {
       if (value.includes('\u0000')) return 'Strings may not contain NUL characters.';
       // "\ud800" alone is valid JSON but not Unicode: PostgreSQL (UTF-8) cannot store it.
-      if (hasLoneSurrogate(value)) return 'Strings may not contain lone UTF-16 surrogates (\\ud800-\\udfff without their pair).';
+      if (hasLoneSurrogate(value))
+        return 'Strings may not contain lone UTF-16 surrogates (\\ud800-\\udfff without their pair).';
     } else if (value !== null && typeof value === 'object') {
       for (const [key, inner] of Object.entries(value)) {
         if (key.includes('\u0000')) return 'Strings may not contain NUL characters.';
-        if (hasLoneSurrogate(key)) return 'Strings may not contain lone UTF-16 surrogates (\\ud800-\\udfff without their pair).';
+        if (hasLoneSurrogate(key))
+          return 'Strings may not contain lone UTF-16 surrogates (\\ud800-\\udfff without their pair).';
         stack.push([inner, depth + 1]);
       }
     }
@@ -57,7 +60,11 @@ function decode(part: string): string {
 /** `metadata[order][x]` → ['metadata', 'order', 'x']; `events[]` → ['events', '']. */
 function keyPath(key: string): string[] {
   const match = /^([^[\]]+)((?:\[[^[\]]*\])*)$/.exec(key);
-  if (!match) throw new ApiError('invalid_request', `Malformed form body: bad key "${key.slice(0, 60)}" (use name, name[key] or name[]).`);
+  if (!match)
+    throw new ApiError(
+      'invalid_request',
+      `Malformed form body: bad key "${key.slice(0, 60)}" (use name, name[key] or name[]).`,
+    );
   const path = [match[1]!];
   for (const segment of match[2]!.matchAll(/\[([^[\]]*)\]/g)) path.push(segment[1]!);
   if (path.length > maxDepth) throw new ApiError('invalid_request', `Form keys nested deeper than ${maxDepth} levels.`);
@@ -86,23 +93,36 @@ export function parseForm(text: string): Record<string, FormValue> {
     for (let i = 0; i < path.length; i++) {
       const segment = path[i]!;
       const last = i === path.length - 1;
-      const conflict = () => new ApiError('invalid_request', `Malformed form body: "${key.slice(0, 60)}" conflicts with another key.`);
+      const conflict = () =>
+        new ApiError('invalid_request', `Malformed form body: "${key.slice(0, 60)}" conflicts with another key.`);
       let slot: string | number = segment;
       if (Array.isArray(container)) {
         if (segment === '') {
-          if (!last) throw new ApiError('invalid_request', `Malformed form body: "[]" must end the key "${key.slice(0, 60)}".`);
+          if (!last)
+            throw new ApiError('invalid_request', `Malformed form body: "[]" must end the key "${key.slice(0, 60)}".`);
           slot = container.length;
         } else if (/^\d{1,4}$/.test(segment) && Number(segment) <= container.length) {
           slot = Number(segment);
         } else {
-          throw new ApiError('invalid_request', `Malformed form body: "${key.slice(0, 60)}": array indexes count up from 0 without gaps.`);
+          throw new ApiError(
+            'invalid_request',
+            `Malformed form body: "${key.slice(0, 60)}": array indexes count up from 0 without gaps.`,
+          );
         }
       } else if (segment === '') {
         throw new ApiError('invalid_request', `Malformed form body: "${key.slice(0, 60)}": "[]" needs a list.`);
       }
-      const existing: FormValue | undefined = Array.isArray(container) ? container[slot as number] : Object.hasOwn(container, slot) ? container[slot as string] : undefined;
+      const existing: FormValue | undefined = Array.isArray(container)
+        ? container[slot as number]
+        : Object.hasOwn(container, slot)
+          ? container[slot as string]
+          : undefined;
       if (last) {
-        if (existing !== undefined) throw new ApiError('invalid_request', `Malformed form body: "${key.slice(0, 60)}" is given more than once (use name[] for a list).`);
+        if (existing !== undefined)
+          throw new ApiError(
+            'invalid_request',
+            `Malformed form body: "${key.slice(0, 60)}" is given more than once (use name[] for a list).`,
+          );
         (container as Record<string | number, FormValue>)[slot] = value;
         break;
       }
@@ -122,7 +142,7 @@ export function parseForm(text: string): Record<string, FormValue> {
   return root;
 }
 
-type Def = { type: string } & Record<string, any>;
+type Def = { type: string } & Record<string, unknown>;
 const defOf = (schema: unknown): Def | undefined => (schema as { _zod?: { def?: Def } } | undefined)?._zod?.def;
 
 /**
@@ -148,25 +168,34 @@ export function coerceFormValue(schema: unknown, value: unknown): unknown {
     case 'pipe':
       return coerceFormValue(def.in, value);
     case 'lazy':
-      return coerceFormValue(def.getter(), value);
+      return coerceFormValue((def.getter as () => unknown)(), value);
     case 'number':
       return typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
     case 'boolean':
       return value === 'true' ? true : value === 'false' ? false : value;
     case 'literal': {
-      const match = (def.values as unknown[]).find((literal) => typeof literal !== 'string' && String(literal) === value);
+      const match = (def.values as unknown[]).find(
+        (literal) => typeof literal !== 'string' && String(literal) === value,
+      );
       return match ?? value;
     }
     case 'object': {
       const object = asObject(value);
       if (!object) return value;
       const shape = def.shape as Record<string, unknown>;
-      return Object.fromEntries(Object.entries(object).map(([key, inner]) => [key, Object.hasOwn(shape, key) ? coerceFormValue(shape[key], inner) : inner]));
+      return Object.fromEntries(
+        Object.entries(object).map(([key, inner]) => [
+          key,
+          Object.hasOwn(shape, key) ? coerceFormValue(shape[key], inner) : inner,
+        ]),
+      );
     }
     case 'record': {
       const object = asObject(value);
       if (!object) return value;
-      return Object.fromEntries(Object.entries(object).map(([key, inner]) => [key, coerceFormValue(def.valueType, inner)]));
+      return Object.fromEntries(
+        Object.entries(object).map(([key, inner]) => [key, coerceFormValue(def.valueType, inner)]),
+      );
     }
     case 'array':
       return Array.isArray(value) ? value.map((item) => coerceFormValue(def.element, item)) : value;
@@ -224,18 +253,27 @@ export function jsonBodies(): MiddlewareHandler {
     if (/%00|\u0000/i.test(c.req.url)) throw new ApiError('invalid_request', 'The URL may not contain NUL characters.');
     if (!methodsWithBody.has(c.req.method)) return next();
     const text = await c.req.text();
-    const [essence, ...params] = (c.req.header('content-type') ?? '').split(';').map((part) => part.trim().toLowerCase());
+    const [essence, ...params] = (c.req.header('content-type') ?? '')
+      .split(';')
+      .map((part) => part.trim().toLowerCase());
     const type = essence!;
     // A PATCH changes what its body names: without one it would answer 200 having changed nothing, which reads as
     // success to a client that lost its body on the way. `{}` stays a valid (empty) update, as SPEC.md's bodies are all optional.
     if (c.req.method === 'PATCH' && text.trim() === '') {
-      throw new ApiError('invalid_request', 'This PATCH has no body: send a JSON object (or a form) with the fields to change; fields left out stay as they are.');
+      throw new ApiError(
+        'invalid_request',
+        'This PATCH has no body: send a JSON object (or a form) with the fields to change; fields left out stay as they are.',
+      );
     }
     if (text.trim() === '' && type !== 'application/x-www-form-urlencoded') return next();
     if (type === 'application/x-www-form-urlencoded') {
       // An empty form (curl -d '') is a form without fields: `{}` to the routes.
-      const charset = params.find((param) => param.startsWith('charset='))?.slice('charset='.length).replaceAll('"', '');
-      if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new ApiError('unsupported_media_type', `Form bodies must be UTF-8, got charset ${charset}.`);
+      const charset = params
+        .find((param) => param.startsWith('charset='))
+        ?.slice('charset='.length)
+        .replaceAll('"', '');
+      if (charset && charset !== 'utf-8' && charset !== 'utf8')
+        throw new ApiError('unsupported_media_type', `Form bodies must be UTF-8, got charset ${charset}.`);
       const form = parseForm(text.trim());
       const problem = bodyProblem(form);
       if (problem) throw new ApiError('invalid_request', problem);
@@ -244,7 +282,10 @@ export function jsonBodies(): MiddlewareHandler {
       return next();
     }
     if (type !== 'application/json' && !type.endsWith('+json')) {
-      throw new ApiError('unsupported_media_type', `Content-Type must be application/json or application/x-www-form-urlencoded, got "${type || 'none'}".`);
+      throw new ApiError(
+        'unsupported_media_type',
+        `Content-Type must be application/json or application/x-www-form-urlencoded, got "${type || 'none'}".`,
+      );
     }
     let parsed: unknown;
     try {

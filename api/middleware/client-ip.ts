@@ -1,5 +1,5 @@
-import type { Context } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context } from 'hono';
 
 /** The caller's IP: the first X-Forwarded-For hop only behind a proxy you run (TRUST_PROXY=true), else the socket's peer. */
 export function clientIp(c: Context, trustProxy: boolean): string | null {

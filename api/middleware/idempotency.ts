@@ -1,11 +1,12 @@
-import type { Context, MiddlewareHandler } from 'hono';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Context, MiddlewareHandler } from 'hono';
+
 import { IdempotencyKey } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { derivedId, newId, type IdKind } from '../../domain/ids.ts';
+import { derivedId, type IdKind, newId } from '../../domain/ids.ts';
+import { idempotencyConflicts } from '../../services/observability/metrics.ts';
 import { sha256 } from '../auth/tokens.ts';
 import { clientIp } from './client-ip.ts';
-import { idempotencyConflicts } from '../../services/observability/metrics.ts';
 
 /** Keys are kept this long; a retry within it replays the first response. */
 export const idempotencyKeyTtlMs = 24 * 3_600_000;
@@ -42,7 +43,9 @@ export function resourceId(c: Context, kind: IdKind, purpose = kind): string {
 /** A stable id for one operation under the request's Idempotency-Key (a workflow update id), or undefined without a key. */
 export function operationId(c: Context, purpose: string): string | undefined {
   const idem = c.get('idempotency');
-  return idem ? `idem-${sha256(`${idem.scope}\n${idem.key}\n${purpose}\n${idem.createdAt.toISOString()}`).slice(0, 40)}` : undefined;
+  return idem
+    ? `idem-${sha256(`${idem.scope}\n${idem.key}\n${purpose}\n${idem.createdAt.toISOString()}`).slice(0, 40)}`
+    : undefined;
 }
 
 /**
@@ -56,13 +59,16 @@ function scopeOf(c: Context, trustProxy: boolean): string {
   const principal = c.get('principal');
   if (!principal) {
     const ip = clientIp(c, trustProxy);
-    if (!ip) throw new ApiError('invalid_request', 'Idempotency-Key needs an authenticated caller or a known client address.');
+    if (!ip)
+      throw new ApiError('invalid_request', 'Idempotency-Key needs an authenticated caller or a known client address.');
     return `ip:${ip}`;
   }
   const account = principal.accountId ?? c.req.header('x-account-id') ?? '-';
   const mode = principal.livemode ? 'live' : 'test';
   if (principal.kind === 'cli_key') return `cli:${principal.cliKeyId}|${account}|${mode}`;
-  return principal.kind === 'api_key' ? `key:${principal.apiKeyId}|${account}|${mode}` : `user:${principal.userId}:${principal.role}|${account}|${mode}`;
+  return principal.kind === 'api_key'
+    ? `key:${principal.apiKeyId}|${account}|${mode}`
+    : `user:${principal.userId}:${principal.role}|${account}|${mode}`;
 }
 
 /**
@@ -76,13 +82,17 @@ function scopeOf(c: Context, trustProxy: boolean): string {
  * retry takes the key over and runs the route again, which finds what the first run
  * created through ids derived from the key (resourceId, operationId).
  */
-export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean; leaseMs?: number } = { trustProxy: false }): MiddlewareHandler {
+export function idempotencyKeys(
+  orm: MikroORM,
+  options: { trustProxy: boolean; leaseMs?: number } = { trustProxy: false },
+): MiddlewareHandler {
   return async (c, next) => {
     c.set('idempotency', undefined);
     const key = c.req.header('idempotency-key');
     // Session endpoints hand out fresh secrets: a replay must never give them out again.
     if (c.req.method !== 'POST' || key === undefined || c.req.path.startsWith('/v1/auth/')) return next();
-    if (key.length === 0 || key.length > 255) throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 characters.');
+    if (key.length === 0 || key.length > 255)
+      throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 characters.');
     const scope = scopeOf(c, options.trustProxy);
     const requestHash = sha256(`${c.req.method} ${c.req.path}\n${await c.req.text()}`);
     const connection = orm.em.getConnection();
@@ -98,21 +108,28 @@ export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean; l
     if (claim.length === 0) {
       // An expired key starts over; an abandoned one (lease lapsed) with this very request is taken over, keeping its start time.
       claim = await orm.em.fork().transactional(async (tx) => {
-        const run = <T extends object[]>(sql: string, params: unknown[]) => tx.getConnection().execute<T>(sql, params, 'all', tx.getTransactionContext());
-        const [row] = await run<{ id: string; state: string; request_hash: string; locked_until: Date | null; created_at: Date; expires_at: Date }[]>(
+        const run = <T extends object[]>(sql: string, params: unknown[]) =>
+          tx.getConnection().execute<T>(sql, params, 'all', tx.getTransactionContext());
+        const [row] = await run<
+          {
+            id: string;
+            state: string;
+            request_hash: string;
+            locked_until: Date | null;
+            created_at: Date;
+            expires_at: Date;
+          }[]
+        >(
           `select id, state, request_hash, locked_until, created_at, expires_at from idempotency_keys where scope = ? and key = ? for update`,
           [scope, key],
         );
         if (!row) return [];
         const at = Date.now();
         if (new Date(row.expires_at).getTime() < at) {
-          await run(`update idempotency_keys set request_hash = ?, state = 'in_progress', locked_until = ?, response_status = null, response_body = null, created_at = ?, expires_at = ? where id = ?`, [
-            requestHash,
-            leaseEnd(),
-            now,
-            new Date(now.getTime() + idempotencyKeyTtlMs),
-            row.id,
-          ]);
+          await run(
+            `update idempotency_keys set request_hash = ?, state = 'in_progress', locked_until = ?, response_status = null, response_body = null, created_at = ?, expires_at = ? where id = ?`,
+            [requestHash, leaseEnd(), now, new Date(now.getTime() + idempotencyKeyTtlMs), row.id],
+          );
           return [{ id: row.id, created_at: now, takeover: false }];
         }
         const lapsed = new Date(row.locked_until ?? row.created_at).getTime() < at;
@@ -125,17 +142,29 @@ export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean; l
       const existing = await orm.em.fork().findOne(IdempotencyKey, { scope, key });
       if (!existing) {
         idempotencyConflicts.inc({ reason: 'in_progress' });
-        throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry later.');
+        throw new ApiError(
+          'idempotency_in_progress',
+          'A request with this Idempotency-Key is still running; retry later.',
+        );
       }
       if (existing.requestHash !== requestHash) {
         idempotencyConflicts.inc({ reason: 'reused' });
-        throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request; use a new key.');
+        throw new ApiError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was used with a different request; use a new key.',
+        );
       }
       if (existing.state === 'in_progress') {
         idempotencyConflicts.inc({ reason: 'in_progress' });
-        throw new ApiError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry later.');
+        throw new ApiError(
+          'idempotency_in_progress',
+          'A request with this Idempotency-Key is still running; retry later.',
+        );
       }
-      return c.body(existing.responseBody ?? '', existing.responseStatus as 200, { 'content-type': 'application/json', 'idempotent-replayed': 'true' });
+      return c.body(existing.responseBody ?? '', existing.responseStatus as 200, {
+        'content-type': 'application/json',
+        'idempotent-replayed': 'true',
+      });
     }
 
     const { id, created_at, takeover } = claim[0]!;
@@ -159,6 +188,10 @@ export function idempotencyKeys(orm: MikroORM, options: { trustProxy: boolean; l
       await em.nativeUpdate(IdempotencyKey, { id }, { lockedUntil: new Date(0) });
       return;
     }
-    await em.nativeUpdate(IdempotencyKey, { id }, { state: 'completed', lockedUntil: null, responseStatus: c.res.status, responseBody: await c.res.clone().text() });
+    await em.nativeUpdate(
+      IdempotencyKey,
+      { id },
+      { state: 'completed', lockedUntil: null, responseStatus: c.res.status, responseBody: await c.res.clone().text() },
+    );
   };
 }

@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono';
+
 import type { Logger } from '../../logger.ts';
 import type { RequestLogBuffer, RequestLogLine } from '../request-log-buffer.ts';
 
@@ -19,7 +20,10 @@ export function requestLogging(logger: Logger, buffer?: RequestLogBuffer): Middl
     await next();
     const ms = Math.round(performance.now() - started);
     const source = requestSource(c);
-    logger.info({ requestId: c.get('requestId'), method: c.req.method, path: c.req.path, status: c.res.status, ms, source }, 'request');
+    logger.info(
+      { requestId: c.get('requestId'), method: c.req.method, path: c.req.path, status: c.res.status, ms, source },
+      'request',
+    );
     const principal = c.get('principal');
     if (buffer && principal?.accountId && !c.req.path.startsWith('/v1/logs/stream')) {
       buffer.record(principal.accountId, principal.livemode, {

@@ -1,6 +1,7 @@
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+
 import { httpRequestDuration, httpRequests } from '../../services/observability/metrics.ts';
 
 /**
@@ -23,7 +24,10 @@ export function httpMetrics(): MiddlewareHandler {
     const route = routeLabel(c);
     const status = c.res.status;
     httpRequests.inc({ method: c.req.method, route, status });
-    httpRequestDuration.observe({ method: c.req.method, route, status_class: `${Math.floor(status / 100)}xx` }, (performance.now() - started) / 1000);
+    httpRequestDuration.observe(
+      { method: c.req.method, route, status_class: `${Math.floor(status / 100)}xx` },
+      (performance.now() - started) / 1000,
+    );
   };
 }
 
@@ -38,7 +42,11 @@ export function httpTracing(tracer: Tracer): MiddlewareHandler {
       get: (headers, key) => headers.get(key) ?? undefined,
       keys: (headers) => [...headers.keys()],
     });
-    const span = tracer.startSpan(`${c.req.method} ${c.req.path}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': c.req.method, 'url.path': c.req.path } }, parent);
+    const span = tracer.startSpan(
+      `${c.req.method} ${c.req.path}`,
+      { kind: SpanKind.SERVER, attributes: { 'http.request.method': c.req.method, 'url.path': c.req.path } },
+      parent,
+    );
     try {
       await context.with(trace.setSpan(parent, span), () => next());
     } finally {

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
+
 import type { DispatchWaker } from '../../services/webhook-wake.ts';
 
 /** After each write on an account with enabled webhook endpoints: wake the event dispatcher (services/webhook-wake.ts). Not awaited. */

@@ -5,16 +5,17 @@
  * past-due subscription of theirs at once (api/customer-events.ts). Plain HTML
  * forms on the shared page layout; no JavaScript.
  */
-import { Hono, type Context } from 'hono';
+import { type Context, Hono } from 'hono';
 import { html } from 'hono/html';
-import { formatDate } from '../../domain/email-templates.ts';
+
 import { Account, Customer, Subscription } from '../../db/entities/index.ts';
 import { createCustomerLinks } from '../../domain/customer-links.ts';
+import { formatDate } from '../../domain/email-templates.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods } from '../../domain/payment-requests.ts';
 import { notifyPaymentMethodUpdated, saveCustomerUpdate } from '../../services/customer-events.ts';
-import { sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
+import { sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
 import type { ApiDeps } from '../deps.ts';
 import { isCrossSitePost, page, stateCard } from './layout.ts';
 
@@ -29,10 +30,18 @@ interface View {
 }
 
 /** The way back to the portal the page was opened from. */
-const backLink = (view: View) => (view.portalUrl ? html`<p><a class="back" href="${view.portalUrl}">← Back to your billing portal</a></p>` : '');
+const backLink = (view: View) =>
+  view.portalUrl ? html`<p><a class="back" href="${view.portalUrl}">← Back to your billing portal</a></p>` : '';
 
 function invalidLink(c: Context) {
-  return page(c, 404, 'Link not valid', stateCard('off', '?', 'This link is not valid', [html`It may have expired. The latest email about your payment has a fresh link.`]));
+  return page(
+    c,
+    404,
+    'Link not valid',
+    stateCard('off', '?', 'This link is not valid', [
+      html`It may have expired. The latest email about your payment has a fresh link.`,
+    ]),
+  );
 }
 
 function form(c: Context, view: View, status = 200, error: string | null = null) {
@@ -44,24 +53,37 @@ function form(c: Context, view: View, status = 200, error: string | null = null)
       const next = d.nextRetryAt
         ? `Next automatic retry: ${formatDate(new Date(d.nextRetryAt), true)}.`
         : `Unless it is paid by ${formatDate(new Date(d.graceEndsAt!), true)}, the subscription will be ${d.finalAction === 'pause' ? 'paused' : 'canceled'}.`;
-      return html`<div class="alert error" role="alert"><strong>${formatMoney(d.amount, d.currency)}</strong> due on invoice ${d.invoiceNumber}: ${d.lastFailureMessage} ${next}</div>`;
+      return html`<div class="alert error" role="alert">
+        <strong>${formatMoney(d.amount, d.currency)}</strong> due on invoice ${d.invoiceNumber}: ${d.lastFailureMessage}
+        ${next}
+      </div>`;
     });
   const body = html`${backLink(view)}
-<p class="from"><strong>${account.name}</strong>${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
-<h1>Billing details</h1>
-<p class="muted">${customer.email}</p>
-${due}
-${error ? html`<div class="alert error" role="alert">${error}</div>` : ''}
-<form method="post">
-<fieldset>
-<legend>Payment method (test cards)</legend>
-${payPageMethods.map(
-  (method) =>
-    html`<label class="method"><input type="radio" name="payment_method" value="${method.id}" required${method.id === customer.paymentMethod ? ' checked' : ''}><span class="name">${method.label}<span class="hint"><code>${method.id}</code> · ${method.outcome}</span></span></label>`,
-)}
-</fieldset>
-<button type="submit">${pastDue.length ? 'Save and pay now' : 'Save'}</button>
-</form>`;
+    <p class="from">
+      <strong>${account.name}</strong>${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}
+    </p>
+    <h1>Billing details</h1>
+    <p class="muted">${customer.email}</p>
+    ${due} ${error ? html`<div class="alert error" role="alert">${error}</div>` : ''}
+    <form method="post">
+      <fieldset>
+        <legend>Payment method (test cards)</legend>
+        ${payPageMethods.map(
+          (method) =>
+            html`<label class="method"
+              ><input
+                type="radio"
+                name="payment_method"
+                value="${method.id}"
+                required${method.id === customer.paymentMethod ? ' checked' : ''}
+              /><span class="name"
+                >${method.label}<span class="hint"><code>${method.id}</code> · ${method.outcome}</span></span
+              ></label
+            >`,
+        )}
+      </fieldset>
+      <button type="submit">${pastDue.length ? 'Save and pay now' : 'Save'}</button>
+    </form>`;
   return page(c, status, `Billing details for ${account.name}`, body, null, view.testMode);
 }
 
@@ -91,7 +113,16 @@ export function billingDetailsPage(deps: ApiDeps) {
       if (processor.name === 'sandbox') return form(c, view);
       // A processor with a hosted checkout (Stripe): its setup page collects the card (303 there).
       if (c.req.query('checkout') === 'success') {
-        return page(c, 200, 'Billing details saved', html`${stateCard('ok', '✓', 'Thank you', [html`Your new payment method is being confirmed.`])}${backLink(view)}`, null, view.testMode);
+        return page(
+          c,
+          200,
+          'Billing details saved',
+          html`${stateCard('ok', '✓', 'Thank you', [html`Your new payment method is being confirmed.`])}${backLink(
+            view,
+          )}`,
+          null,
+          view.testMode,
+        );
       }
       const here = `${deps.config.publicUrl}/billing/${c.req.param('token')}`;
       const session = await processor.createCheckout({
@@ -108,12 +139,20 @@ export function billingDetailsPage(deps: ApiDeps) {
     })
     .post('/:token', async (c) => {
       if (isCrossSitePost(c, deps.config.publicUrl)) {
-        return page(c, 403, 'Refused', stateCard('bad', '!', 'This form was sent from another site', [html`Open the link from your email and try again.`]));
+        return page(
+          c,
+          403,
+          'Refused',
+          stateCard('bad', '!', 'This form was sent from another site', [
+            html`Open the link from your email and try again.`,
+          ]),
+        );
       }
       const view = await load(c.req.param('token'));
       if (!view) return invalidLink(c);
       // The test cards are the sandbox's: a Stripe-backed mode collects the card on Stripe's page.
-      if (processors.forMode(view.customer.livemode).name !== 'sandbox') return c.redirect(`/billing/${c.req.param('token')}`, 303);
+      if (processors.forMode(view.customer.livemode).name !== 'sandbox')
+        return c.redirect(`/billing/${c.req.param('token')}`, 303);
       const body = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
       const method = typeof body.payment_method === 'string' ? body.payment_method : '';
       if (!isPayPageMethod(method)) return form(c, view, 400, 'Choose one of the payment methods below.');
@@ -123,7 +162,12 @@ export function billingDetailsPage(deps: ApiDeps) {
       const check = sandboxPaymentMethods[method];
       if (check.outcome === 'failed') {
         const label = payPageMethods.find((m) => m.id === method)!.label;
-        return form(c, view, 402, `${label} was declined: ${check.message} (${check.code}). It was not saved; choose another card.`);
+        return form(
+          c,
+          view,
+          402,
+          `${label} was declined: ${check.message} (${check.code}). It was not saved; choose another card.`,
+        );
       }
       const em = deps.orm.em.fork();
       const customer = await em.findOneOrFail(Customer, { id: view.customer.id });
@@ -133,7 +177,8 @@ export function billingDetailsPage(deps: ApiDeps) {
       await notifyPaymentMethodUpdated(deps, customer);
       const label = payPageMethods.find((m) => m.id === method)!.label;
       const lines = [html`Your payment method is now ${label}.`];
-      if (view.pastDue.length) lines.push(html`We are charging it for what is due now; you will receive an email with the result.`);
+      if (view.pastDue.length)
+        lines.push(html`We are charging it for what is due now; you will receive an email with the result.`);
       return page(c, 200, 'Billing details saved', html`${stateCard('ok', '✓', 'Saved', lines)}${backLink(view)}`);
     });
 }

@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { Hono } from 'hono';
 
 export const dashboardDistDir = fileURLToPath(new URL('../../dashboard/dist/', import.meta.url));
@@ -51,7 +52,10 @@ export function dashboardPage() {
       const type = types[path.extname(file)];
       const full = path.join(dashboardDistDir, 'assets', file);
       if (!type || file.includes('/') || file.includes('..') || !fs.existsSync(full)) return c.notFound();
-      return c.body(fs.readFileSync(full), 200, { 'content-type': type, 'cache-control': 'public, max-age=31536000, immutable' });
+      return c.body(fs.readFileSync(full), 200, {
+        'content-type': type,
+        'cache-control': 'public, max-age=31536000, immutable',
+      });
     })
     .get('*', (c) => {
       const index = path.join(dashboardDistDir, 'index.html');

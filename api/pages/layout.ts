@@ -5,8 +5,10 @@
  * per-response nonce for its style and script, `form-action 'self'` and no framing.
  */
 import { randomBytes } from 'node:crypto';
+
 import type { Context } from 'hono';
 import { html, raw } from 'hono/html';
+
 import type { Brand } from '../../domain/branding.ts';
 
 export type Html = ReturnType<typeof html>;
@@ -68,7 +70,16 @@ function brandStyles(brand: Brand): string {
 /** The footer of customer-facing pages; a page for account owners (the CLI's approval) says what it is instead. */
 export const paymentPageFooter = 'Secure payment page · Billing engine';
 
-export function page(c: Context, status: number, title: string, body: Html, script: string | null = null, testMode = false, brand?: Brand, footer = paymentPageFooter) {
+export function page(
+  c: Context,
+  status: number,
+  title: string,
+  body: Html,
+  script: string | null = null,
+  testMode = false,
+  brand?: Brand,
+  footer = paymentPageFooter,
+) {
   const nonce = randomBytes(16).toString('base64');
   c.header(
     'Content-Security-Policy',
@@ -79,34 +90,47 @@ export function page(c: Context, status: number, title: string, body: Html, scri
   c.header('X-Robots-Tag', 'noindex');
   return c.html(
     html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<link rel="icon" href="data:,">
-<title>${title}</title>
-<style nonce="${nonce}">${raw(styles)}${raw(brand ? brandStyles(brand) : '')}</style>
-</head>
-<body>
-${testMode ? html`<div class="test-mode" role="note">${testModeBanner}</div>` : ''}
-${brand ? html`<header class="brand" data-brand-color="${brand.color}">${brand.logoUrl ? html`<img src="${brand.logoUrl}" alt="${brand.name} logo">` : ''}<span>${brand.name}</span></header>` : ''}
-<main>
-${body}
-</main>
-<footer>${footer}</footer>
-${script ? html`<script nonce="${nonce}">${raw(script)}</script>` : ''}
-</body>
-</html>`,
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <meta name="robots" content="noindex" />
+          <link rel="icon" href="data:," />
+          <title>${title}</title>
+          <style nonce="${nonce}">
+            ${raw(styles)}${raw(brand ? brandStyles(brand) : '')}
+          </style>
+        </head>
+        <body>
+          ${testMode ? html`<div class="test-mode" role="note">${testModeBanner}</div>` : ''}
+          ${brand
+            ? html`<header class="brand" data-brand-color="${brand.color}">
+                ${brand.logoUrl ? html`<img src="${brand.logoUrl}" alt="${brand.name} logo" />` : ''}<span
+                  >${brand.name}</span
+                >
+              </header>`
+            : ''}
+          <main>${body}</main>
+          <footer>${footer}</footer>
+          ${script
+            ? html`<script nonce="${nonce}">
+                ${raw(script)};
+              </script>`
+            : ''}
+        </body>
+      </html>`,
     status as 200,
   );
 }
 
 /** A centred result: an icon, a title and lines of text. */
 export function stateCard(icon: 'ok' | 'off' | 'bad', mark: string, title: string, lines: Html[]) {
-  return html`<div class="state"><div class="icon ${icon}" aria-hidden="true">${mark}</div><h1>${title}</h1>${lines.map((line) => html`<p class="muted">${line}</p>`)}</div>`;
+  return html`<div class="state">
+    <div class="icon ${icon}" aria-hidden="true">${mark}</div>
+    <h1>${title}</h1>
+    ${lines.map((line) => html`<p class="muted">${line}</p>`)}
+  </div>`;
 }
-
 
 /** A form sent from another site (a forged post) is refused; the browser tells us where it came from. */
 export function isCrossSitePost(c: Context, publicUrl: string): boolean {
@@ -117,4 +141,3 @@ export function isCrossSitePost(c: Context, publicUrl: string): boolean {
   if (origin === undefined || origin === 'null') return false;
   return origin !== new URL(c.req.url).origin && origin !== new URL(publicUrl).origin;
 }
-

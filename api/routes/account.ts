@@ -2,28 +2,41 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { Account, ApiKey, PaymentRequest, RecurringPaymentRequest, Session, Subscription, User } from '../../db/entities/index.ts';
+
+import {
+  Account,
+  ApiKey,
+  PaymentRequest,
+  RecurringPaymentRequest,
+  Session,
+  Subscription,
+  User,
+} from '../../db/entities/index.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { AccountSchema, serializeAccount, serializeAccountRow, SettingsPatch } from '../../objects/account.ts';
+import { timestamp } from '../../objects/common.ts';
 import { recordAccountEvent } from '../../services/account-events.ts';
 import { lockAccount } from '../../services/account-lock.ts';
-import { ApiError } from '../../domain/errors.ts';
+import { cancelPaymentRequest, cancelRecurringPaymentRequest } from '../../services/payment-request-commands.ts';
+import { stopPayoutSchedules } from '../../services/payout-schedule.ts';
+import { accountClosedSignal } from '../../workflows/subscription.ts';
 import { requireCurrentPassword } from '../auth/passwords.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses } from '../schemas.ts';
-import { cancelPaymentRequest, cancelRecurringPaymentRequest } from '../../services/payment-request-commands.ts';
-import { stopPayoutSchedules } from '../../services/payout-schedule.ts';
-import { accountClosedSignal } from '../../workflows/subscription.ts';
-import { AccountSchema, SettingsPatch, serializeAccount, serializeAccountRow } from '../../objects/account.ts';
-import { timestamp } from '../../objects/common.ts';
-
 
 const PatchAccountBody = z
   .object({
     name: z.string().trim().min(1).max(200).optional(),
     email: emailField.optional(),
     settings: SettingsPatch.optional(),
-    current_password: z.string().min(1).max(256).optional().openapi({ description: "Required when an owner changes the account's email: the owner's password" }),
+    current_password: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .openapi({ description: "Required when an owner changes the account's email: the owner's password" }),
   })
   .strict()
   .openapi({ example: { name: 'Acme Studio', settings: { timezone: 'Europe/Paris', language: 'fr' } } });
@@ -34,7 +47,10 @@ const getAccount = createRoute({
   tags: ['Accounts'],
   summary: 'The account of the token',
   description: 'Admins name the account with x-account-id.',
-  responses: { 200: { description: 'The account', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(401, 403) },
+  responses: {
+    200: { description: 'The account', content: { 'application/json': { schema: AccountSchema } } },
+    ...errorResponses(401, 403),
+  },
 });
 
 const patchAccount = createRoute({
@@ -46,7 +62,10 @@ const patchAccount = createRoute({
     'Owner or admin. Omitted fields stay as they are; settings merge key by key. An owner changing the email sends their `current_password` ' +
     '(400 `invalid_request` without it, 401 `invalid_credentials` when wrong).',
   request: { body: { content: { 'application/json': { schema: PatchAccountBody } }, required: true } },
-  responses: { 200: { description: 'Updated', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(400, 401, 409) },
+  responses: {
+    200: { description: 'Updated', content: { 'application/json': { schema: AccountSchema } } },
+    ...errorResponses(400, 401, 409),
+  },
 });
 
 const closeAccount = createRoute({
@@ -59,7 +78,11 @@ const closeAccount = createRoute({
   responses: {
     200: {
       description: 'Closed',
-      content: { 'application/json': { schema: z.object({ id: z.string(), status: z.literal('closed'), closed_at: timestamp, message: z.string() }) } },
+      content: {
+        'application/json': {
+          schema: z.object({ id: z.string(), status: z.literal('closed'), closed_at: timestamp, message: z.string() }),
+        },
+      },
     },
     ...errorResponses(401, 403, 409),
   },
@@ -83,9 +106,15 @@ export function accountApp(deps: ApiDeps) {
       const body = c.req.valid('json');
       const em = orm.em.fork();
       const account = await em.findOneOrFail(Account, { id: accountId });
-      if (body.current_password !== undefined && body.email === undefined) throw new ApiError('invalid_request', 'current_password: only sent with a new email.');
+      if (body.current_password !== undefined && body.email === undefined)
+        throw new ApiError('invalid_request', 'current_password: only sent with a new email.');
       // The sign-in identity of the account: an owner re-authenticates to change it (a stolen access token alone cannot).
-      if (body.email !== undefined && body.email !== account.email && principal.kind === 'user' && principal.role === 'owner') {
+      if (
+        body.email !== undefined &&
+        body.email !== account.email &&
+        principal.kind === 'user' &&
+        principal.role === 'owner'
+      ) {
         const me = await em.findOneOrFail(User, { id: principal.userId });
         await requireCurrentPassword(me.passwordHash, body.current_password);
       }
@@ -98,7 +127,8 @@ export function accountApp(deps: ApiDeps) {
           await recordAccountEvent(tx, account, 'account.updated');
         });
       } catch (error) {
-        if (error instanceof UniqueConstraintViolationException) throw new ApiError('email_exists', 'Another account uses this email.');
+        if (error instanceof UniqueConstraintViolationException)
+          throw new ApiError('email_exists', 'Another account uses this email.');
         throw error;
       }
       return c.json(serializeAccount(account), 200);
@@ -112,26 +142,48 @@ export function accountApp(deps: ApiDeps) {
         // Serialized with subscription creates on the account's row (services/account-lock.ts): none slips in between the count and the close.
         await lockAccount(tx, accountId, 'update');
         const open = await tx.count(Subscription, { accountId, status: { $in: ['trialing', 'active', 'past_due'] } });
-        if (open > 0) throw new ApiError('active_subscriptions', `The account has ${open} active subscription(s); cancel them first.`);
+        if (open > 0)
+          throw new ApiError(
+            'active_subscriptions',
+            `The account has ${open} active subscription(s); cancel them first.`,
+          );
         await tx.nativeUpdate(Account, { id: accountId }, { status: 'closed', closedAt });
         await tx.nativeUpdate(ApiKey, { accountId, revokedAt: null }, { revokedAt: closedAt });
         await tx.nativeUpdate(User, { accountId }, { status: 'suspended' });
-        await tx.nativeUpdate(Session, { accountId, revokedAt: null }, { revokedAt: closedAt, revokedReason: 'account_closed' });
-        await recordAccountEvent(tx, await tx.findOneOrFail(Account, { id: accountId }, { refresh: true }), 'account.closed');
+        await tx.nativeUpdate(
+          Session,
+          { accountId, revokedAt: null },
+          { revokedAt: closedAt, revokedReason: 'account_closed' },
+        );
+        await recordAccountEvent(
+          tx,
+          await tx.findOneOrFail(Account, { id: accountId }, { refresh: true }),
+          'account.closed',
+        );
       });
       // Its payments end with it: every pending payment request and every recurring one is canceled (links then say so).
       await cancelOpenPaymentRequests(deps, accountId);
       // No payout is scheduled for a closed account (its balance stays on the ledger).
-      await stopPayoutSchedules(deps.temporal, accountId).catch((error: unknown) => deps.logger.warn({ err: error, accountId }, 'closing an account: its payout schedule could not be stopped'));
+      await stopPayoutSchedules(deps.temporal, accountId).catch((error: unknown) =>
+        deps.logger.warn({ err: error, accountId }, 'closing an account: its payout schedule could not be stopped'),
+      );
       // Paused subscriptions do not block closing; they end with the account (their workflows cancel them).
       const paused = await em.find(Subscription, { accountId, status: 'paused' }, { fields: ['id'] });
       await inBatches(paused, (s) =>
         deps.temporal.workflow
           .getHandle(s.id)
           .signal(accountClosedSignal)
-          .catch((error: unknown) => deps.logger.warn({ err: error, accountId, subscriptionId: s.id }, 'closing an account: a paused subscription could not be told')),
+          .catch((error: unknown) =>
+            deps.logger.warn(
+              { err: error, accountId, subscriptionId: s.id },
+              'closing an account: a paused subscription could not be told',
+            ),
+          ),
       );
-      return c.json({ id: accountId, status: 'closed' as const, closed_at: closedAt.toISOString(), message: 'Account closed.' }, 200);
+      return c.json(
+        { id: accountId, status: 'closed' as const, closed_at: closedAt.toISOString(), message: 'Account closed.' },
+        200,
+      );
     });
 }
 
@@ -145,8 +197,14 @@ async function cancelOpenPaymentRequests(deps: ApiDeps, accountId: string): Prom
   // The account is closed already, so the answer stays 200; a request whose cancel fails here is
   // still refused by the pay page, which takes no payment for a closed account.
   const ignoreEnded = (error: unknown) => {
-    const ended = error instanceof ApiError ? error.code === 'invalid_state' : error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === 'invalid_state';
-    if (!ended) deps.logger.warn({ err: error, accountId }, 'closing an account: a payment request could not be canceled');
+    const ended =
+      error instanceof ApiError
+        ? error.code === 'invalid_state'
+        : error instanceof WorkflowUpdateFailedError &&
+          error.cause instanceof ApplicationFailure &&
+          error.cause.type === 'invalid_state';
+    if (!ended)
+      deps.logger.warn({ err: error, accountId }, 'closing an account: a payment request could not be canceled');
   };
   const recurring = await em.find(RecurringPaymentRequest, { accountId, status: 'active' });
   await inBatches(recurring, (row) => cancelRecurringPaymentRequest(deps, row, 'account_closed').catch(ignoreEnded));

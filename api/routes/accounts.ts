@@ -1,17 +1,18 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import { type FilterQuery, UniqueConstraintViolationException } from '@mikro-orm/core';
+
 import { Account, accountTypes, User } from '../../db/entities/index.ts';
-import { SlidingWindowLimiter } from '../auth/rate-limit.ts';
-import { clientIp } from '../middleware/client-ip.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { AccountSchema, serializeAccount, SettingsPatch } from '../../objects/account.ts';
+import { recordAccountEvent } from '../../services/account-events.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { requireActor } from '../auth/principal.ts';
+import { SlidingWindowLimiter } from '../auth/rate-limit.ts';
 import type { ApiDeps } from '../deps.ts';
+import { clientIp } from '../middleware/client-ip.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses, isoInstant, pageQuery, passwordField } from '../schemas.ts';
-import { recordAccountEvent } from '../../services/account-events.ts';
-import { AccountSchema, SettingsPatch, serializeAccount } from '../../objects/account.ts';
 
 const CreateAccountBody = z
   .object({
@@ -23,7 +24,13 @@ const CreateAccountBody = z
   })
   .strict()
   .openapi({
-    example: { email: 'ada@example.com', name: 'Acme Studio', type: 'business', password: 'Correct-Horse-42!', settings: { currency: 'USD', timezone: 'America/New_York', language: 'en' } },
+    example: {
+      email: 'ada@example.com',
+      name: 'Acme Studio',
+      type: 'business',
+      password: 'Correct-Horse-42!',
+      settings: { currency: 'USD', timezone: 'America/New_York', language: 'en' },
+    },
   });
 
 /** An ISO 8601 instant within years 1970 to 9999 (PostgreSQL refuses year 0 and far offsets past 9999). */
@@ -43,13 +50,16 @@ const createAccount = createRoute({
   tags: ['Accounts'],
   summary: 'Create an account (sign up, or admin-created)',
   description:
-    'Without a token this is public sign-up (SIGNUP_ENABLED, on by default); with a token it must be an admin\'s. ' +
+    "Without a token this is public sign-up (SIGNUP_ENABLED, on by default); with a token it must be an admin's. " +
     "Creates the account and its owner login: the account's email and password work at POST /v1/auth/login at once. " +
     'Sign-ups without a token are limited per client IP (SIGNUPS_PER_IP_PER_HOUR, default 10, per API process): 429 `rate_limited` with Retry-After.',
   // Public: sign-up needs no credential (an admin may still send one).
   security: [],
   request: { body: { content: { 'application/json': { schema: CreateAccountBody } }, required: true } },
-  responses: { 201: { description: 'Created', content: { 'application/json': { schema: AccountSchema } } }, ...errorResponses(400, 401, 409, 429) },
+  responses: {
+    201: { description: 'Created', content: { 'application/json': { schema: AccountSchema } } },
+    ...errorResponses(400, 401, 409, 429),
+  },
 });
 
 const listAccounts = createRoute({
@@ -65,7 +75,12 @@ const listAccounts = createRoute({
         'application/json': {
           schema: z.object({
             data: z.array(AccountSchema),
-            pagination: z.object({ page: z.number().int(), limit: z.number().int(), total: z.number().int(), has_next: z.boolean() }),
+            pagination: z.object({
+              page: z.number().int(),
+              limit: z.number().int(),
+              total: z.number().int(),
+              has_next: z.boolean(),
+            }),
           }),
         },
       },
@@ -82,7 +97,8 @@ export function accountsApp({ orm, config }: ApiDeps) {
   return newOpenApiApp()
     .openapi(createAccount, async (c) => {
       if (c.get('principal')) requireActor(c, ['admin'], 'unauthorized');
-      else if (!config.auth.signupEnabled) throw new ApiError('unauthorized', 'Sign-up is closed: an admin token is required.');
+      else if (!config.auth.signupEnabled)
+        throw new ApiError('unauthorized', 'Sign-up is closed: an admin token is required.');
       else {
         const ip = clientIp(c, config.auth.trustProxy);
         const wait = ip === null ? 0 : signups.take(ip);
@@ -106,12 +122,21 @@ export function accountsApp({ orm, config }: ApiDeps) {
             settings: { ...defaultSettings, ...body.settings },
             closedAt: null,
           });
-          tx.create(User, { id: newId('user'), accountId: account.id, email: body.email, name: body.name, role: 'owner', status: 'active', passwordHash });
+          tx.create(User, {
+            id: newId('user'),
+            accountId: account.id,
+            email: body.email,
+            name: body.name,
+            role: 'owner',
+            status: 'active',
+            passwordHash,
+          });
           await tx.flush();
           await recordAccountEvent(tx, account, 'account.created');
         });
       } catch (error) {
-        if (error instanceof UniqueConstraintViolationException) throw new ApiError('email_exists', 'An account or user with this email already exists.');
+        if (error instanceof UniqueConstraintViolationException)
+          throw new ApiError('email_exists', 'An account or user with this email already exists.');
         throw error;
       }
       return c.json(serializeAccount(account!), 201);
@@ -123,7 +148,10 @@ export function accountsApp({ orm, config }: ApiDeps) {
       if (query.status) where.status = query.status;
       if (query.type) where.type = query.type;
       if (query.created_after || query.created_before) {
-        where.createdAt = { ...(query.created_after ? { $gt: query.created_after } : {}), ...(query.created_before ? { $lt: query.created_before } : {}) };
+        where.createdAt = {
+          ...(query.created_after ? { $gt: query.created_after } : {}),
+          ...(query.created_before ? { $lt: query.created_before } : {}),
+        };
       }
       const [accounts, total] = await orm.em.fork().findAndCount(Account, where as FilterQuery<Account>, {
         orderBy: { createdAt: 'asc', id: 'asc' },

@@ -1,16 +1,20 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { ApiKey } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { ApiKeySchema, serializeApiKey } from '../../objects/api-key.ts';
+import { listCliKeys, revokeCliKey, serializeCliKey } from '../../services/cli-keys.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import { newApiKeySecret, sha256 } from '../auth/tokens.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { ApiKeySchema, serializeApiKey } from '../../objects/api-key.ts';
-import { listCliKeys, revokeCliKey, serializeCliKey } from '../../services/cli-keys.ts';
 
-const CreateKeyBody = z.object({ name: z.string().trim().min(1).max(100).optional(), mode: z.enum(['test', 'live']).optional() }).strict().openapi({ example: { name: 'Production server', mode: 'live' } });
+const CreateKeyBody = z
+  .object({ name: z.string().trim().min(1).max(100).optional(), mode: z.enum(['test', 'live']).optional() })
+  .strict()
+  .openapi({ example: { name: 'Production server', mode: 'live' } });
 
 const createKey = createRoute({
   method: 'post',
@@ -26,7 +30,10 @@ const createKey = createRoute({
       required: false,
     },
   },
-  responses: { 201: { description: 'Issued', content: { 'application/json': { schema: ApiKeySchema } } }, ...errorResponses(400, 401, 403) },
+  responses: {
+    201: { description: 'Issued', content: { 'application/json': { schema: ApiKeySchema } } },
+    ...errorResponses(400, 401, 403),
+  },
 });
 const listKeys = createRoute({
   method: 'get',
@@ -35,7 +42,10 @@ const listKeys = createRoute({
   summary: 'List API keys, masked (owner)',
   description: 'Secret keys (`type: "secret"`) then CLI keys (`type: "cli"`, minted by `billing login`, docs/cli.md).',
   responses: {
-    200: { description: 'Keys', content: { 'application/json': { schema: z.object({ object: z.literal('list'), data: z.array(ApiKeySchema) }) } } },
+    200: {
+      description: 'Keys',
+      content: { 'application/json': { schema: z.object({ object: z.literal('list'), data: z.array(ApiKeySchema) }) } },
+    },
     ...errorResponses(401, 403),
   },
 });
@@ -46,7 +56,14 @@ const revokeKey = createRoute({
   summary: 'Revoke an API key or a CLI key (ck_…) (owner)',
   request: { params: idParam('key') },
   responses: {
-    200: { description: 'Revoked', content: { 'application/json': { schema: z.object({ id: z.string(), object: z.literal('api_key'), revoked: z.literal(true) }) } } },
+    200: {
+      description: 'Revoked',
+      content: {
+        'application/json': {
+          schema: z.object({ id: z.string(), object: z.literal('api_key'), revoked: z.literal(true) }),
+        },
+      },
+    },
     ...errorResponses(401, 403, 404),
   },
 });
@@ -77,9 +94,14 @@ export function apiKeysApp({ orm }: ApiDeps) {
     .openapi(listKeys, async (c) => {
       requireActor(c, ['admin', 'owner'], 'forbidden');
       const { accountId } = await accountScope(c, orm);
-      const keys = await orm.em.fork().find(ApiKey, { accountId, revokedAt: null }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+      const keys = await orm.em
+        .fork()
+        .find(ApiKey, { accountId, revokedAt: null }, { orderBy: { createdAt: 'asc', id: 'asc' } });
       const cliKeys = await listCliKeys(orm, accountId);
-      return c.json({ object: 'list' as const, data: [...keys.map(serializeApiKey), ...cliKeys.map(serializeCliKey)] }, 200);
+      return c.json(
+        { object: 'list' as const, data: [...keys.map(serializeApiKey), ...cliKeys.map(serializeCliKey)] },
+        200,
+      );
     })
     .openapi(revokeKey, async (c) => {
       requireActor(c, ['admin', 'owner'], 'forbidden');
@@ -89,7 +111,9 @@ export function apiKeysApp({ orm }: ApiDeps) {
         if (!(await revokeCliKey(orm, accountId, id))) throw new ApiError('not_found', 'No such API key.');
         return c.json({ id, object: 'api_key' as const, revoked: true as const }, 200);
       }
-      const revoked = await orm.em.fork().nativeUpdate(ApiKey, { id, accountId, revokedAt: null }, { revokedAt: new Date() });
+      const revoked = await orm.em
+        .fork()
+        .nativeUpdate(ApiKey, { id, accountId, revokedAt: null }, { revokedAt: new Date() });
       if (revoked === 0) throw new ApiError('not_found', 'No such API key.');
       return c.json({ id, object: 'api_key' as const, revoked: true as const }, 200);
     });

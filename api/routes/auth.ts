@@ -1,17 +1,18 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { clientIp } from '../middleware/client-ip.ts';
+import type { Context } from 'hono';
+
 import { RefreshToken, Session, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { clearBrowserCookies, csrfTokenFor, setBrowserCookies, signBrowserToken } from '../auth/browser-session.ts';
 import { verifyPassword, warmPasswordDecoy } from '../auth/passwords.ts';
 import { findLiveSession, principalOf } from '../auth/principal.ts';
 import { newRefreshToken, secretKey, sha256, signAccessToken } from '../auth/tokens.ts';
 import type { ApiDeps } from '../deps.ts';
+import { clientIp } from '../middleware/client-ip.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { errorResponses } from '../schemas.ts';
-import { clearBrowserCookies, csrfTokenFor, setBrowserCookies, signBrowserToken } from '../auth/browser-session.ts';
-import type { Context } from 'hono';
 import { isCrossSitePost } from '../pages/layout.ts';
+import { errorResponses } from '../schemas.ts';
 
 const TokenResponse = z
   .object({
@@ -24,16 +25,23 @@ const TokenResponse = z
   })
   .openapi('Tokens');
 
-const LoginBody = z.object({
-  // Lower-cased before the length check: some letters grow when lower-cased.
-  email: z.string().trim().toLowerCase().pipe(z.string().min(1).max(254)),
-  password: z.string().min(1).max(256),
-  device_fingerprint: z.string().max(255).optional(),
-}).openapi({ example: { email: 'ada@example.com', password: 'Correct-Horse-42!' } });
+const LoginBody = z
+  .object({
+    // Lower-cased before the length check: some letters grow when lower-cased.
+    email: z.string().trim().toLowerCase().pipe(z.string().min(1).max(254)),
+    password: z.string().min(1).max(256),
+    device_fingerprint: z.string().max(255).optional(),
+  })
+  .openapi({ example: { email: 'ada@example.com', password: 'Correct-Horse-42!' } });
 
 const BrowserSession = z
   .object({
-    user: z.object({ id: z.string(), email: z.string(), name: z.string().nullable(), role: z.enum(['admin', 'owner', 'member']) }),
+    user: z.object({
+      id: z.string(),
+      email: z.string(),
+      name: z.string().nullable(),
+      role: z.enum(['admin', 'owner', 'member']),
+    }),
     account: z.object({ id: z.string(), name: z.string() }).nullable(),
     csrf_token: z.string(),
     session_id: z.string(),
@@ -51,7 +59,10 @@ const startBrowserSession = createRoute({
     'A cross-site request (`Sec-Fetch-Site` other than same-origin or none, or a foreign `Origin`) answers 403 `forbidden` and sets no cookie (login CSRF).',
   request: { body: { content: { 'application/json': { schema: LoginBody } }, required: true } },
   security: [],
-  responses: { 200: { description: 'Signed in', content: { 'application/json': { schema: BrowserSession } } }, ...errorResponses(400, 401, 403, 429) },
+  responses: {
+    200: { description: 'Signed in', content: { 'application/json': { schema: BrowserSession } } },
+    ...errorResponses(400, 401, 403, 429),
+  },
 });
 
 const readBrowserSession = createRoute({
@@ -59,7 +70,10 @@ const readBrowserSession = createRoute({
   path: '/browser_session',
   tags: ['Authentication'],
   summary: 'The signed-in user, role, account and CSRF token',
-  responses: { 200: { description: 'The session', content: { 'application/json': { schema: BrowserSession } } }, ...errorResponses(401) },
+  responses: {
+    200: { description: 'The session', content: { 'application/json': { schema: BrowserSession } } },
+    ...errorResponses(401),
+  },
 });
 
 const endBrowserSession = createRoute({
@@ -68,7 +82,10 @@ const endBrowserSession = createRoute({
   tags: ['Authentication'],
   summary: 'Sign out of the dashboard',
   description: 'Revokes the session and clears its cookies.',
-  responses: { 200: { description: 'Signed out', content: { 'application/json': { schema: z.object({ message: z.string() }) } } }, ...errorResponses(401) },
+  responses: {
+    200: { description: 'Signed out', content: { 'application/json': { schema: z.object({ message: z.string() }) } } },
+    ...errorResponses(401),
+  },
 });
 
 const login = createRoute({
@@ -90,7 +107,10 @@ const login = createRoute({
   },
   // Public: no credential (no lock icon in the docs).
   security: [],
-  responses: { 200: { description: 'Logged in', content: { 'application/json': { schema: TokenResponse } } }, ...errorResponses(400, 401, 429) },
+  responses: {
+    200: { description: 'Logged in', content: { 'application/json': { schema: TokenResponse } } },
+    ...errorResponses(400, 401, 429),
+  },
 });
 
 const refresh = createRoute({
@@ -101,21 +121,42 @@ const refresh = createRoute({
   description:
     'The refresh token goes in `Authorization: Bearer` and in the body, and must match. Each refresh token works once: a new one comes back. ' +
     'Presenting one that was already used revokes the whole session (it was copied) and answers `invalid_grant`.',
-  request: { body: { content: { 'application/json': { schema: z.object({ refresh_token: z.string().min(1).max(512) }).openapi({ example: { refresh_token: 'rt_Yq3kV9xP2mT7wL5nB8cR1dF4gH6jK0sA3eU9iO2pZ7' } }) } }, required: true } },
-  responses: { 200: { description: 'New tokens', content: { 'application/json': { schema: TokenResponse } } }, ...errorResponses(400, 401) },
+  request: {
+    body: {
+      content: {
+        'application/json': {
+          schema: z
+            .object({ refresh_token: z.string().min(1).max(512) })
+            .openapi({ example: { refresh_token: 'rt_Yq3kV9xP2mT7wL5nB8cR1dF4gH6jK0sA3eU9iO2pZ7' } }),
+        },
+      },
+      required: true,
+    },
+  },
+  responses: {
+    200: { description: 'New tokens', content: { 'application/json': { schema: TokenResponse } } },
+    ...errorResponses(400, 401),
+  },
 });
 
-const EndSessionBody = z.object({ session_id: z.string().max(64).optional() }).strict().openapi({ example: { session_id: 'ses_01jd3x5k8q0m2v7c9r4t6y1w3e' } });
+const EndSessionBody = z
+  .object({ session_id: z.string().max(64).optional() })
+  .strict()
+  .openapi({ example: { session_id: 'ses_01jd3x5k8q0m2v7c9r4t6y1w3e' } });
 
 const endSession = createRoute({
   method: 'delete',
   path: '/session',
   tags: ['Authentication'],
   summary: 'Invalidate a session',
-  description: 'Without a body, the current session; with `session_id`, that session of the same user (an admin may end any).',
+  description:
+    'Without a body, the current session; with `session_id`, that session of the same user (an admin may end any).',
   request: { body: { content: { 'application/json': { schema: EndSessionBody } }, required: false } },
   responses: {
-    200: { description: 'Ended', content: { 'application/json': { schema: z.object({ message: z.string(), session_id: z.string() }) } } },
+    200: {
+      description: 'Ended',
+      content: { 'application/json': { schema: z.object({ message: z.string(), session_id: z.string() }) } },
+    },
     ...errorResponses(401, 404),
   },
 });
@@ -150,7 +191,8 @@ export function authApp({ orm, config }: ApiDeps) {
     const windowMs = auth.loginThrottleWindowSeconds * 1000;
     return orm.em.fork().transactional(async (tx) => {
       const ctx = tx.getTransactionContext();
-      const run = <T extends object[]>(sql: string, params: unknown[]) => tx.getConnection().execute<T>(sql, params as never[], 'all', ctx);
+      const run = <T extends object[]>(sql: string, params: unknown[]) =>
+        tx.getConnection().execute<T>(sql, params as never[], 'all', ctx);
       // Always the email first, then the IP: one order, so no two logins deadlock.
       await run(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`login:email:${email}`]);
       if (ip) await run(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`login:ip:${ip}`]);
@@ -172,7 +214,10 @@ export function authApp({ orm, config }: ApiDeps) {
         }
       }
       if (wait > 0) return { wait };
-      const [row] = await run<{ id: string }[]>(`insert into login_attempts (email, ip, succeeded, created_at) values (?, ?, false, now()) returning id`, [email, ip]);
+      const [row] = await run<{ id: string }[]>(
+        `insert into login_attempts (email, ip, succeeded, created_at) values (?, ?, false, now()) returning id`,
+        [email, ip],
+      );
       return { attemptId: String(row!.id) };
     });
   }
@@ -190,11 +235,16 @@ export function authApp({ orm, config }: ApiDeps) {
     const em = orm.em.fork();
     const user = await em.findOne(User, { email });
     const ok = await verifyPassword(user?.passwordHash ?? null, body.password);
-    if (ok) await em.getConnection().execute(`update login_attempts set succeeded = true where id = ?`, [reserved.attemptId], 'run');
+    if (ok)
+      await em
+        .getConnection()
+        .execute(`update login_attempts set succeeded = true where id = ?`, [reserved.attemptId], 'run');
     if (!user || !ok) throw new ApiError('invalid_credentials', 'Wrong email or password.');
     if (user.status !== 'active') throw new ApiError('unauthorized', `This user is ${user.status}.`);
     if (user.accountId) {
-      const [account] = await em.getConnection().execute<{ status: string }[]>('select status from accounts where id = ?', [user.accountId]);
+      const [account] = await em
+        .getConnection()
+        .execute<{ status: string }[]>('select status from accounts where id = ?', [user.accountId]);
       if (account?.status === 'closed') throw new ApiError('unauthorized', 'This account is closed.');
     }
     const session = em.create(Session, {
@@ -214,8 +264,13 @@ export function authApp({ orm, config }: ApiDeps) {
 
   async function browserSessionOf(sessionId: string, userId: string) {
     const row = await findLiveSession(orm, sessionId);
-    if (!row || row.user_id !== userId) throw new ApiError('unauthorized', 'This session is no longer valid; sign in again.');
-    const [user] = await orm.em.getConnection().execute<{ id: string; email: string; name: string | null }[]>(`select id, email, name from users where id = ?`, [userId]);
+    if (!row || row.user_id !== userId)
+      throw new ApiError('unauthorized', 'This session is no longer valid; sign in again.');
+    const [user] = await orm.em
+      .getConnection()
+      .execute<
+        { id: string; email: string; name: string | null }[]
+      >(`select id, email, name from users where id = ?`, [userId]);
     return {
       user: { id: user!.id, email: user!.email, name: user!.name ?? null, role: row.role },
       account: row.a_id ? { id: row.a_id, name: row.a_name! } : null,
@@ -232,16 +287,22 @@ export function authApp({ orm, config }: ApiDeps) {
     })
     .openapi(refresh, async (c) => {
       const header = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
-      if (!header) throw new ApiError('unauthorized', 'The refresh token goes in Authorization: Bearer <refresh_token>.');
+      if (!header)
+        throw new ApiError('unauthorized', 'The refresh token goes in Authorization: Bearer <refresh_token>.');
       const { refresh_token: presented } = c.req.valid('json');
-      if (header !== presented) throw new ApiError('invalid_request', 'The refresh token in the header and in the body differ.');
+      if (header !== presented)
+        throw new ApiError('invalid_request', 'The refresh token in the header and in the body differ.');
       const em = orm.em.fork();
       const stored = await em.findOne(RefreshToken, { tokenHash: sha256(presented) });
       if (!stored) throw new ApiError('invalid_grant', 'Unknown refresh token.');
       // Use it up atomically: of two concurrent refreshes with one token, one wins.
       const claimed = await em.nativeUpdate(RefreshToken, { id: stored.id, usedAt: null }, { usedAt: new Date() });
       if (claimed === 0) {
-        await em.nativeUpdate(Session, { id: stored.sessionId, revokedAt: null }, { revokedAt: new Date(), revokedReason: 'refresh_token_reuse' });
+        await em.nativeUpdate(
+          Session,
+          { id: stored.sessionId, revokedAt: null },
+          { revokedAt: new Date(), revokedReason: 'refresh_token_reuse' },
+        );
         throw new ApiError('invalid_grant', 'This refresh token was already used; the session has been revoked.');
       }
       const row = await findLiveSession(orm, stored.sessionId);
@@ -250,7 +311,8 @@ export function authApp({ orm, config }: ApiDeps) {
     })
     .openapi(endSession, async (c) => {
       const principal = principalOf(c);
-      if (principal.kind !== 'user') throw new ApiError('invalid_request', 'API keys have no session; delete the key instead.');
+      if (principal.kind !== 'user')
+        throw new ApiError('invalid_request', 'API keys have no session; delete the key instead.');
       const sessionId = (await optionalJsonBody(c, EndSessionBody)).session_id ?? principal.sessionId;
       const em = orm.em.fork();
       const session = await em.findOne(Session, { id: sessionId });
@@ -264,24 +326,41 @@ export function authApp({ orm, config }: ApiDeps) {
     .openapi(startBrowserSession, async (c) => {
       // Login CSRF: another site must not sign a browser into an account (its own, to watch what is typed there).
       // Refused as cookie-authenticated writes are, before the password is checked or an attempt is counted.
-      if (isCrossSitePost(c, config.publicUrl)) throw new ApiError('forbidden', 'Cross-site requests cannot start a dashboard session; sign in from the dashboard itself.');
+      if (isCrossSitePost(c, config.publicUrl))
+        throw new ApiError(
+          'forbidden',
+          'Cross-site requests cannot start a dashboard session; sign in from the dashboard itself.',
+        );
       const { session, user } = await startSession(c, c.req.valid('json'));
       const maxAgeSeconds = Math.max(1, Math.floor((session.expiresAt.getTime() - Date.now()) / 1000));
       const token = await signBrowserToken(key, { userId: user.id, sessionId: session.id }, maxAgeSeconds);
-      setBrowserCookies(c, { token, csrf: csrfTokenFor(auth.secret, session.id), maxAgeSeconds, secure: config.publicUrl.startsWith('https:') });
+      setBrowserCookies(c, {
+        token,
+        csrf: csrfTokenFor(auth.secret, session.id),
+        maxAgeSeconds,
+        secure: config.publicUrl.startsWith('https:'),
+      });
       c.header('Cache-Control', 'no-store');
       return c.json(await browserSessionOf(session.id, user.id), 200);
     })
     .openapi(readBrowserSession, async (c) => {
       const principal = principalOf(c);
-      if (principal.kind !== 'user') throw new ApiError('invalid_request', 'Only a signed-in user has a dashboard session.');
+      if (principal.kind !== 'user')
+        throw new ApiError('invalid_request', 'Only a signed-in user has a dashboard session.');
       c.header('Cache-Control', 'no-store');
       return c.json(await browserSessionOf(principal.sessionId, principal.userId), 200);
     })
     .openapi(endBrowserSession, async (c) => {
       const principal = principalOf(c);
-      if (principal.kind !== 'user') throw new ApiError('invalid_request', 'API keys have no session; delete the key instead.');
-      await orm.em.fork().nativeUpdate(Session, { id: principal.sessionId, revokedAt: null }, { revokedAt: new Date(), revokedReason: 'logout' });
+      if (principal.kind !== 'user')
+        throw new ApiError('invalid_request', 'API keys have no session; delete the key instead.');
+      await orm.em
+        .fork()
+        .nativeUpdate(
+          Session,
+          { id: principal.sessionId, revokedAt: null },
+          { revokedAt: new Date(), revokedReason: 'logout' },
+        );
       clearBrowserCookies(c);
       return c.json({ message: 'Signed out.' }, 200);
     });

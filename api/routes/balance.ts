@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { AccountBalance, BalanceTransaction, balanceTransactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { BalanceSchema, serializeBalance } from '../../objects/balance.ts';
@@ -41,7 +42,10 @@ const listBalanceTransactions = createRoute({
   tags: ['Balance'],
   summary: 'List balance transactions, newest first',
   request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(BalanceTransactionSchema)) }, ...errorResponses(400, 401) },
+  responses: {
+    200: { description: 'A page', ...json(listSchema(BalanceTransactionSchema)) },
+    ...errorResponses(400, 401),
+  },
 });
 const getBalanceTransaction = createRoute({
   method: 'get',
@@ -49,7 +53,10 @@ const getBalanceTransaction = createRoute({
   tags: ['Balance'],
   summary: 'Retrieve a balance transaction',
   request: { params: idParam('btxn') },
-  responses: { 200: { description: 'The balance transaction', ...json(BalanceTransactionSchema) }, ...errorResponses(401, 404) },
+  responses: {
+    200: { description: 'The balance transaction', ...json(BalanceTransactionSchema) },
+    ...errorResponses(401, 404),
+  },
 });
 
 /** GET /v1/balance. */
@@ -81,7 +88,11 @@ export function balanceTransactionsApp(deps: ApiDeps) {
     })
     .openapi(getBalanceTransaction, async (c) => {
       const scope = await accountScope(c, orm);
-      const row = await orm.em.fork().findOne(BalanceTransaction, { id: c.req.valid('param').id, accountId: scope.accountId, livemode: scope.livemode });
+      const row = await orm.em.fork().findOne(BalanceTransaction, {
+        id: c.req.valid('param').id,
+        accountId: scope.accountId,
+        livemode: scope.livemode,
+      });
       if (!row) throw new ApiError('not_found', 'No such balance transaction.');
       return c.json(serializeBalanceTransaction(row), 200);
     });

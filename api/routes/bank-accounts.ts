@@ -1,10 +1,16 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { BankAccount } from '../../db/entities/index.ts';
 import { accountHolderTypes, destinationTypes } from '../../domain/bank-accounts.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
-import { currency, metadata } from '../../objects/common.ts';
 import { BankAccountSchema, serializeBankAccount } from '../../objects/bank-account.ts';
-import { createBankAccount, deleteBankAccount, findBankAccount, updateBankAccount } from '../../services/bank-accounts.ts';
+import { currency, metadata } from '../../objects/common.ts';
+import {
+  createBankAccount,
+  deleteBankAccount,
+  findBankAccount,
+  updateBankAccount,
+} from '../../services/bank-accounts.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
@@ -18,13 +24,18 @@ const field = (max: number) => z.string().min(1).max(max);
 
 const CreateBody = z
   .object({
-    type: z.enum(destinationTypes).openapi({ description: 'us_ach (USD), sepa (EUR), uk (GBP), wire (USD, EUR, GBP; BIC required), paypal (USD, EUR, GBP)' }),
+    type: z.enum(destinationTypes).openapi({
+      description: 'us_ach (USD), sepa (EUR), uk (GBP), wire (USD, EUR, GBP; BIC required), paypal (USD, EUR, GBP)',
+    }),
     account_holder_name: field(200),
     account_holder_type: z.enum(accountHolderTypes).optional(),
     country: z.string().length(2).optional(),
     currency: currency.openapi({ description: 'USD, EUR (requires an IBAN) or GBP' }),
     routing_number: field(20).optional().openapi({ description: 'us_ach: 9-digit ABA routing number' }),
-    account_number: field(40).optional().openapi({ description: 'us_ach (4-17 digits), uk (8 digits), wire (4-34 letters and digits); stored encrypted, never shown again' }),
+    account_number: field(40).optional().openapi({
+      description:
+        'us_ach (4-17 digits), uk (8 digits), wire (4-34 letters and digits); stored encrypted, never shown again',
+    }),
     iban: field(50).optional().openapi({ description: 'sepa, or a wire in EUR; stored encrypted' }),
     bic: field(15).optional(),
     sort_code: field(10).optional().openapi({ description: 'uk: 6 digits' }),
@@ -34,7 +45,16 @@ const CreateBody = z
   })
   .strict()
   .openapi({
-    example: { type: 'us_ach', account_holder_name: 'Acme Studio LLC', account_holder_type: 'company', country: 'US', currency: 'USD', routing_number: '110000000', account_number: '000123456789', default_for_currency: true },
+    example: {
+      type: 'us_ach',
+      account_holder_name: 'Acme Studio LLC',
+      account_holder_type: 'company',
+      country: 'US',
+      currency: 'USD',
+      routing_number: '110000000',
+      account_number: '000123456789',
+      default_for_currency: true,
+    },
   });
 
 const UpdateBody = z
@@ -48,7 +68,15 @@ const UpdateBody = z
   .openapi({ example: { account_holder_name: 'Acme Studio LLC', default_for_currency: true } });
 
 const ListQuery = z
-  .object({ ...cursorQuery('bankAccount'), currency: z.string().length(3).transform((c) => c.toUpperCase()).optional(), default_for_currency: queryBoolean.optional() })
+  .object({
+    ...cursorQuery('bankAccount'),
+    currency: z
+      .string()
+      .length(3)
+      .transform((c) => c.toUpperCase())
+      .optional(),
+    default_for_currency: queryBoolean.optional(),
+  })
   .strict()
   .refine(...oneCursor);
 
@@ -85,7 +113,8 @@ const update = createRoute({
   path: '/{id}',
   tags,
   summary: 'Update a payout destination',
-  description: 'Holder name and type, metadata, `default_for_currency: true` (the previous default stops being one). Numbers cannot change: add a new destination. Event: bank_account.updated.',
+  description:
+    'Holder name and type, metadata, `default_for_currency: true` (the previous default stops being one). Numbers cannot change: add a new destination. Event: bank_account.updated.',
   request: { params: idParam('ba'), body: { ...json(UpdateBody), required: true } },
   responses: { 200: { description: 'Updated', ...json(BankAccountSchema) }, ...errorResponses(400, 401, 403, 404) },
 });
@@ -94,10 +123,16 @@ const remove = createRoute({
   path: '/{id}',
   tags,
   summary: 'Delete a payout destination',
-  description: 'Refused (`conflict`) while a payout to it is pending or in transit, or for the default of a currency with other destinations. Event: bank_account.deleted.',
+  description:
+    'Refused (`conflict`) while a payout to it is pending or in transit, or for the default of a currency with other destinations. Event: bank_account.deleted.',
   request: { params: idParam('ba') },
   responses: {
-    200: { description: 'Deleted', ...json(z.object({ id: z.string(), object: z.enum(['bank_account', 'paypal_account']), deleted: z.literal(true) })) },
+    200: {
+      description: 'Deleted',
+      ...json(
+        z.object({ id: z.string(), object: z.enum(['bank_account', 'paypal_account']), deleted: z.literal(true) }),
+      ),
+    },
     ...errorResponses(401, 403, 404, 409),
   },
 });
@@ -105,7 +140,8 @@ const remove = createRoute({
 export function bankAccountsApp(deps: ApiDeps) {
   const { orm } = deps;
   const keys = { box: createSecretBox(deps.config.auth.secret, 'bank-accounts'), authSecret: deps.config.auth.secret };
-  const notFound = (id: string, scope: { accountId: string; livemode: boolean }) => notFoundInMode(orm.em, BankAccount, id, scope, 'bank account');
+  const notFound = (id: string, scope: { accountId: string; livemode: boolean }) =>
+    notFoundInMode(orm.em, BankAccount, id, scope, 'bank account');
   return newOpenApiApp()
     .openapi(create, async (c) => {
       requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
@@ -140,7 +176,12 @@ export function bankAccountsApp(deps: ApiDeps) {
       requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
       const scope = await accountScope(c, orm);
       const id = c.req.valid('param').id;
-      const row = await updateBankAccount(orm.em.fork(), { accountId: scope.accountId, livemode: scope.livemode }, id, c.req.valid('json'));
+      const row = await updateBankAccount(
+        orm.em.fork(),
+        { accountId: scope.accountId, livemode: scope.livemode },
+        id,
+        c.req.valid('json'),
+      );
       if (!row) throw await notFound(id, scope);
       return c.json(serializeBankAccount(row), 200);
     })
@@ -150,6 +191,13 @@ export function bankAccountsApp(deps: ApiDeps) {
       const id = c.req.valid('param').id;
       const row = await deleteBankAccount(orm.em.fork(), { accountId: scope.accountId, livemode: scope.livemode }, id);
       if (!row) throw await notFound(id, scope);
-      return c.json({ id: row.id, object: row.type === 'paypal' ? ('paypal_account' as const) : ('bank_account' as const), deleted: true as const }, 200);
+      return c.json(
+        {
+          id: row.id,
+          object: row.type === 'paypal' ? ('paypal_account' as const) : ('bank_account' as const),
+          deleted: true as const,
+        },
+        200,
+      );
     });
 }

@@ -3,6 +3,7 @@
  * deactivate, archive. Detection runs after meter event batches (services/usage/alerts.ts).
  */
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { BillingAlertSchema, serializeBillingAlert } from '../../objects/billing-alert.ts';
 import { createAlert, findAlert, listAlerts, setAlertStatus } from '../../services/usage/alerts.ts';
 import { accountScope } from '../auth/principal.ts';
@@ -17,7 +18,9 @@ const CreateAlertBody = z
     alert_type: z.literal('usage_threshold'),
     usage_threshold: z
       .object({
-        gte: z.coerce.number().int().min(1).max(1e15).openapi({ description: "Fires when a customer's usage on the meter in the month reaches this (an integer ≥ 1)" }),
+        gte: z.coerce.number().int().min(1).max(1e15).openapi({
+          description: "Fires when a customer's usage on the meter in the month reaches this (an integer ≥ 1)",
+        }),
         meter: z.string().min(1).max(64).openapi({ description: 'The meter watched (mtr_…)' }),
         recurrence: z.literal('one_time').openapi({ description: 'one_time: at most once per customer' }),
       })
@@ -39,7 +42,10 @@ const CreateAlertBody = z
   });
 
 const ListQuery = z
-  .object({ meter: z.string().min(1).max(64).optional().openapi({ description: 'Only the alerts of this meter' }), ...cursorQuery('billingAlert') })
+  .object({
+    meter: z.string().min(1).max(64).optional().openapi({ description: 'Only the alerts of this meter' }),
+    ...cursorQuery('billingAlert'),
+  })
   .strict()
   .refine(...oneCursor);
 
@@ -82,9 +88,21 @@ const routes = {
     request: { params: idParam('alrt') },
     responses: { 200: { description: 'The alert', ...json(BillingAlertSchema) }, ...errorResponses(401, 404) },
   }),
-  activate: statusRoute('activate', 'Activate a usage alert', 'It fires again for customers it has not fired for. 409 `conflict` when archived.'),
-  deactivate: statusRoute('deactivate', 'Deactivate a usage alert', 'It stops firing until activated. 409 `conflict` when archived.'),
-  archive: statusRoute('archive', 'Archive a usage alert', 'For good: it never fires again and leaves the list (GET by id still reads it).'),
+  activate: statusRoute(
+    'activate',
+    'Activate a usage alert',
+    'It fires again for customers it has not fired for. 409 `conflict` when archived.',
+  ),
+  deactivate: statusRoute(
+    'deactivate',
+    'Deactivate a usage alert',
+    'It stops firing until activated. 409 `conflict` when archived.',
+  ),
+  archive: statusRoute(
+    'archive',
+    'Archive a usage alert',
+    'For good: it never fires again and leaves the list (GET by id still reads it).',
+  ),
 };
 
 export function billingAlertsApp(deps: ApiDeps) {
@@ -93,18 +111,26 @@ export function billingAlertsApp(deps: ApiDeps) {
     .openapi(routes.create, async (c) => {
       const scope = await accountScope(c, orm);
       const body = c.req.valid('json');
-      const alert = await createAlert(orm, { accountId: scope.accountId, livemode: scope.livemode }, {
-        title: body.title,
-        gte: body.usage_threshold.gte,
-        meterId: body.usage_threshold.meter,
-        customerId: body.filter?.customer ?? null,
-      });
+      const alert = await createAlert(
+        orm,
+        { accountId: scope.accountId, livemode: scope.livemode },
+        {
+          title: body.title,
+          gte: body.usage_threshold.gte,
+          meterId: body.usage_threshold.meter,
+          customerId: body.filter?.customer ?? null,
+        },
+      );
       return c.json(serializeBillingAlert(alert), 201);
     })
     .openapi(routes.list, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
       const q = c.req.valid('query');
-      const { page, hasMore } = await listAlerts(orm, { accountId, livemode }, { limit: q.limit, startingAfter: q.starting_after, endingBefore: q.ending_before, meterId: q.meter });
+      const { page, hasMore } = await listAlerts(
+        orm,
+        { accountId, livemode },
+        { limit: q.limit, startingAfter: q.starting_after, endingBefore: q.ending_before, meterId: q.meter },
+      );
       return c.json({ object: 'list' as const, data: page.map(serializeBillingAlert), has_more: hasMore }, 200);
     })
     .openapi(routes.get, async (c) => {
@@ -113,14 +139,23 @@ export function billingAlertsApp(deps: ApiDeps) {
     })
     .openapi(routes.activate, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
-      return c.json(serializeBillingAlert(await setAlertStatus(orm, { accountId, livemode }, c.req.valid('param').id, 'active')), 200);
+      return c.json(
+        serializeBillingAlert(await setAlertStatus(orm, { accountId, livemode }, c.req.valid('param').id, 'active')),
+        200,
+      );
     })
     .openapi(routes.deactivate, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
-      return c.json(serializeBillingAlert(await setAlertStatus(orm, { accountId, livemode }, c.req.valid('param').id, 'inactive')), 200);
+      return c.json(
+        serializeBillingAlert(await setAlertStatus(orm, { accountId, livemode }, c.req.valid('param').id, 'inactive')),
+        200,
+      );
     })
     .openapi(routes.archive, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
-      return c.json(serializeBillingAlert(await setAlertStatus(orm, { accountId, livemode }, c.req.valid('param').id, 'archived')), 200);
+      return c.json(
+        serializeBillingAlert(await setAlertStatus(orm, { accountId, livemode }, c.req.valid('param').id, 'archived')),
+        200,
+      );
     });
 }

@@ -5,6 +5,7 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import { Hono } from 'hono';
+
 import { Account } from '../../db/entities/index.ts';
 import { brandOf, logoPath } from '../../domain/branding.ts';
 import { changeBranding, loadLogo } from '../../services/branding.ts';
@@ -18,21 +19,29 @@ const BrandingSchema = z
     object: z.literal('branding'),
     business_name: z.string().nullable().openapi({ description: "Shown to customers; null: the account's name" }),
     brand_color: z.string().nullable().openapi({ description: '#rrggbb; null: the default' }),
-    logo_url: z.string().nullable().openapi({ description: 'Where the engine serves the uploaded logo (public), or null' }),
-    effective: z.object({ name: z.string(), color: z.string(), logo_url: z.string().nullable() }).openapi({ description: 'What customers see, defaults applied' }),
+    logo_url: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Where the engine serves the uploaded logo (public), or null' }),
+    effective: z
+      .object({ name: z.string(), color: z.string(), logo_url: z.string().nullable() })
+      .openapi({ description: 'What customers see, defaults applied' }),
   })
   .openapi('Branding');
 
 const PatchBody = z
   .object({
     business_name: z.string().trim().min(1).max(100).nullable().optional(),
-    brand_color: z.string().max(7).nullable().optional().openapi({ description: 'A hex colour like #1a56db; null: the default' }),
-    logo: z
+    brand_color: z
       .string()
-      .max(120_000)
+      .max(7)
       .nullable()
       .optional()
-      .openapi({ description: 'A PNG or JPEG of at most 64 KB and 2048×2048 pixels, in base64 or as a data: URL, that decodes whole (SVG is refused: it can carry scripts); null removes the logo' }),
+      .openapi({ description: 'A hex colour like #1a56db; null: the default' }),
+    logo: z.string().max(120_000).nullable().optional().openapi({
+      description:
+        'A PNG or JPEG of at most 64 KB and 2048×2048 pixels, in base64 or as a data: URL, that decodes whole (SVG is refused: it can carry scripts); null removes the logo',
+    }),
   })
   .strict()
   .openapi({ example: { business_name: 'Acme Studio', brand_color: '#1a56db' } });
@@ -50,7 +59,8 @@ const patchBranding = createRoute({
   path: '/',
   tags: ['Settings'],
   summary: 'Change the branding',
-  description: 'Owners and admins. Omitted fields stay as they are; null resets one. The logo is checked by its bytes (PNG or JPEG) and decoded whole (a corrupt file is 400), at most 64 KB and 2048×2048 pixels.',
+  description:
+    'Owners and admins. Omitted fields stay as they are; null resets one. The logo is checked by its bytes (PNG or JPEG) and decoded whole (a corrupt file is 400), at most 64 KB and 2048×2048 pixels.',
   request: { body: { ...json(PatchBody), required: true } },
   responses: { 200: { description: 'Branding', ...json(BrandingSchema) }, ...errorResponses(400, 401, 403) },
 });
@@ -90,9 +100,11 @@ export function brandingApp({ orm, config }: ApiDeps) {
 export function brandingPublicApp({ orm }: ApiDeps) {
   return new Hono().get('/:accountId/logo/:version', async (c) => {
     const accountId = c.req.param('accountId');
-    if (!/^[\w-]{1,64}$/.test(accountId) || !/^[0-9a-f]{16}$/.test(c.req.param('version'))) return c.text('Not found', 404);
+    if (!/^[\w-]{1,64}$/.test(accountId) || !/^[0-9a-f]{16}$/.test(c.req.param('version')))
+      return c.text('Not found', 404);
     const logo = await loadLogo(orm.em.fork(), accountId);
-    if (!logo || logoPath(accountId, logo.sha256) !== `/branding/${accountId}/logo/${c.req.param('version')}`) return c.text('Not found', 404);
+    if (!logo || logoPath(accountId, logo.sha256) !== `/branding/${accountId}/logo/${c.req.param('version')}`)
+      return c.text('Not found', 404);
     return c.body(new Uint8Array(logo.data), 200, {
       'content-type': logo.contentType,
       'x-content-type-options': 'nosniff',

@@ -1,9 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { ApiError } from '../../domain/errors.ts';
-import { accountScope, principalOf, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
-import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { errorResponses, idParam } from '../schemas.ts';
 import { CliKeySchema } from '../../objects/cli-key.ts';
 import {
   approveDeviceLogin,
@@ -16,25 +13,49 @@ import {
   serializeCliKey,
   startDeviceLogin,
 } from '../../services/cli-keys.ts';
+import { accountScope, principalOf, requireActor } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { errorResponses, idParam } from '../schemas.ts';
 
-
-const DeviceBody = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict().openapi({ example: { name: "Ada's laptop" } });
-const ApproveBody = z.object({ user_code: z.string().max(20), livemode: z.boolean().optional() }).strict().openapi({ example: { user_code: 'WDJB-MJHT', livemode: false } });
-const TokenBody = z.object({ device_code: z.string().min(1).max(200) }).strict().openapi({ example: { device_code: 'dc_Qm9yZ2V0LW1lLW5vdC1hLXJlYWwtZGV2aWNlLWNvZGU' } });
-const MintBody = z.object({ name: z.string().trim().min(1).max(200), mode: z.enum(['test', 'live']).optional() }).strict().openapi({ example: { name: 'CI pipeline', mode: 'test' } });
+const DeviceBody = z
+  .object({ name: z.string().trim().min(1).max(100).optional() })
+  .strict()
+  .openapi({ example: { name: "Ada's laptop" } });
+const ApproveBody = z
+  .object({ user_code: z.string().max(20), livemode: z.boolean().optional() })
+  .strict()
+  .openapi({ example: { user_code: 'WDJB-MJHT', livemode: false } });
+const TokenBody = z
+  .object({ device_code: z.string().min(1).max(200) })
+  .strict()
+  .openapi({ example: { device_code: 'dc_Qm9yZ2V0LW1lLW5vdC1hLXJlYWwtZGV2aWNlLWNvZGU' } });
+const MintBody = z
+  .object({ name: z.string().trim().min(1).max(200), mode: z.enum(['test', 'live']).optional() })
+  .strict()
+  .openapi({ example: { name: 'CI pipeline', mode: 'test' } });
 
 const startDevice = createRoute({
   method: 'post',
   path: '/cli/device',
   tags: ['CLI'],
   summary: 'Start a CLI device login (no credentials)',
-  description: 'The CLI shows `user_code` and `verification_url`; the owner approves; the CLI polls POST /v1/cli/token every `interval` seconds.',
+  description:
+    'The CLI shows `user_code` and `verification_url`; the owner approves; the CLI polls POST /v1/cli/token every `interval` seconds.',
   security: [],
   request: { body: { content: { 'application/json': { schema: DeviceBody } }, required: false } },
   responses: {
     201: {
       description: 'Pending',
-      ...json(z.object({ device_code: z.string(), user_code: z.string(), verification_url: z.string(), expires_in: z.number(), interval: z.number() })),
+      ...json(
+        z.object({
+          device_code: z.string(),
+          user_code: z.string(),
+          verification_url: z.string(),
+          expires_in: z.number(),
+          interval: z.number(),
+        }),
+      ),
     },
     ...errorResponses(400),
   },
@@ -46,14 +67,21 @@ const approveDevice = createRoute({
   summary: 'Approve a CLI device login (owner)',
   description: 'Binds the code to the owner, the account and a mode (`livemode`, by default the mode of the request).',
   request: { body: { content: { 'application/json': { schema: ApproveBody } }, required: true } },
-  responses: { 200: { description: 'Approved', ...json(z.object({ approved: z.literal(true), device_name: z.string(), livemode: z.boolean() })) }, ...errorResponses(400, 401, 403, 404) },
+  responses: {
+    200: {
+      description: 'Approved',
+      ...json(z.object({ approved: z.literal(true), device_name: z.string(), livemode: z.boolean() })),
+    },
+    ...errorResponses(400, 401, 403, 404),
+  },
 });
 const collectToken = createRoute({
   method: 'post',
   path: '/cli/token',
   tags: ['CLI'],
   summary: 'Collect the CLI key of an approved device login (no credentials)',
-  description: '`authorization_pending` (400) until approved; then the key, with its secret, once; `expired_token` (400) after.',
+  description:
+    '`authorization_pending` (400) until approved; then the key, with its secret, once; `expired_token` (400) after.',
   security: [],
   request: { body: { content: { 'application/json': { schema: TokenBody } }, required: true } },
   responses: { 200: { description: 'The key', ...json(CliKeySchema) }, ...errorResponses(400) },
@@ -71,14 +99,23 @@ const listKeys = createRoute({
   path: '/cli_keys',
   tags: ['CLI'],
   summary: 'List CLI keys, masked (owner)',
-  responses: { 200: { description: 'Keys', ...json(z.object({ object: z.literal('list'), data: z.array(CliKeySchema) })) }, ...errorResponses(401, 403) },
+  responses: {
+    200: { description: 'Keys', ...json(z.object({ object: z.literal('list'), data: z.array(CliKeySchema) })) },
+    ...errorResponses(401, 403),
+  },
 });
 const revokeCurrent = createRoute({
   method: 'delete',
   path: '/cli_keys/current',
   tags: ['CLI'],
   summary: 'Revoke the calling CLI key (billing logout)',
-  responses: { 200: { description: 'Revoked', ...json(z.object({ id: z.string(), object: z.literal('api_key'), revoked: z.literal(true) })) }, ...errorResponses(401, 403) },
+  responses: {
+    200: {
+      description: 'Revoked',
+      ...json(z.object({ id: z.string(), object: z.literal('api_key'), revoked: z.literal(true) })),
+    },
+    ...errorResponses(401, 403),
+  },
 });
 const revokeKey = createRoute({
   method: 'delete',
@@ -86,7 +123,13 @@ const revokeKey = createRoute({
   tags: ['CLI'],
   summary: 'Revoke a CLI key (owner)',
   request: { params: idParam('ck') },
-  responses: { 200: { description: 'Revoked', ...json(z.object({ id: z.string(), object: z.literal('api_key'), revoked: z.literal(true) })) }, ...errorResponses(401, 403, 404) },
+  responses: {
+    200: {
+      description: 'Revoked',
+      ...json(z.object({ id: z.string(), object: z.literal('api_key'), revoked: z.literal(true) })),
+    },
+    ...errorResponses(401, 403, 404),
+  },
 });
 const whoami = createRoute({
   method: 'get',
@@ -103,7 +146,9 @@ const whoami = createRoute({
           kind: z.string(),
           user: z.object({ id: z.string(), email: z.string() }).nullable(),
           // Not CliKeySchema.nullable(): on a $ref that became allOf [CliKey, object|null], which null fails.
-          key: z.union([CliKeySchema, z.null()]).openapi({ description: 'The CLI key of the call; null for other credentials' }),
+          key: z
+            .union([CliKeySchema, z.null()])
+            .openapi({ description: 'The CLI key of the call; null for other credentials' }),
         }),
       ),
     },
@@ -130,10 +175,16 @@ export function cliApp({ orm, config }: ApiDeps) {
     })
     .openapi(approveDevice, async (c) => {
       const principal = requireActor(c, ['owner'], 'forbidden');
-      if (principal.kind !== 'user' || !principal.accountId) throw new ApiError('forbidden', 'Only an account owner approves a CLI login.');
+      if (principal.kind !== 'user' || !principal.accountId)
+        throw new ApiError('forbidden', 'Only an account owner approves a CLI login.');
       const body = c.req.valid('json');
       const livemode = body.livemode ?? principal.livemode;
-      const { deviceName } = await approveDeviceLogin(orm, { userCode: body.user_code, accountId: principal.accountId, userId: principal.userId, livemode });
+      const { deviceName } = await approveDeviceLogin(orm, {
+        userCode: body.user_code,
+        accountId: principal.accountId,
+        userId: principal.userId,
+        livemode,
+      });
       return c.json({ approved: true as const, device_name: deviceName, livemode }, 200);
     })
     .openapi(collectToken, async (c) => {
@@ -142,11 +193,19 @@ export function cliApp({ orm, config }: ApiDeps) {
     })
     .openapi(mintKey, async (c) => {
       const principal = requireActor(c, ['owner'], 'forbidden');
-      if (principal.kind !== 'user' || !principal.accountId) throw new ApiError('forbidden', 'Only an account owner mints CLI keys.');
+      if (principal.kind !== 'user' || !principal.accountId)
+        throw new ApiError('forbidden', 'Only an account owner mints CLI keys.');
       const body = c.req.valid('json');
-      const [user] = await orm.em.getConnection().execute<{ email: string }[]>(`select email from users where id = ?`, [principal.userId]);
+      const [user] = await orm.em
+        .getConnection()
+        .execute<{ email: string }[]>(`select email from users where id = ?`, [principal.userId]);
       const livemode = body.mode ? body.mode === 'live' : principal.livemode;
-      const { row, secret } = await mintCliKey(orm, { accountId: principal.accountId, userId: principal.userId, livemode, name: `${user!.email} on ${body.name}` });
+      const { row, secret } = await mintCliKey(orm, {
+        accountId: principal.accountId,
+        userId: principal.userId,
+        livemode,
+        name: `${user!.email} on ${body.name}`,
+      });
       return c.json({ ...serializeCliKey(row), secret }, 201);
     })
     .openapi(listKeys, async (c) => {
@@ -172,9 +231,15 @@ export function cliApp({ orm, config }: ApiDeps) {
       const account = c.get('callerAccount');
       if (!account) throw new ApiError('invalid_request', 'This endpoint is for callers of an account.');
       const userId = principal.kind === 'user' || principal.kind === 'cli_key' ? principal.userId : null;
-      const [user] = userId ? await orm.em.getConnection().execute<{ id: string; email: string }[]>(`select id, email from users where id = ?`, [userId]) : [];
+      const [user] = userId
+        ? await orm.em
+            .getConnection()
+            .execute<{ id: string; email: string }[]>(`select id, email from users where id = ?`, [userId])
+        : [];
       const key =
-        principal.kind === 'cli_key' ? (await listCliKeys(orm, principal.accountId)).find((k) => k.id === principal.cliKeyId) : undefined;
+        principal.kind === 'cli_key'
+          ? (await listCliKeys(orm, principal.accountId)).find((k) => k.id === principal.cliKeyId)
+          : undefined;
       return c.json(
         {
           account: { id: account.id, name: account.name },

@@ -5,10 +5,14 @@
  * database transaction); credit notes and invoices move the balance through the same function.
  */
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { Customer, CustomerBalanceTransaction, customerBalanceTransactionTypes } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currency as currencyCode } from '../../objects/common.ts';
-import { CustomerBalanceTransactionSchema, serializeCustomerBalanceTransaction } from '../../objects/customer-balance-transaction.ts';
+import {
+  CustomerBalanceTransactionSchema,
+  serializeCustomerBalanceTransaction,
+} from '../../objects/customer-balance-transaction.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { recordBalanceTransaction } from '../../services/customer-balance.ts';
 import { clockTimeOf } from '../../services/test-clocks.ts';
@@ -20,9 +24,19 @@ import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts
 import { errorResponses } from '../schemas.ts';
 
 const tags = ['Customers'];
-const customerParam = z.object({ id: z.string().min(1).max(64).openapi({ param: { name: 'id', in: 'path' }, example: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e' }) });
+const customerParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'id', in: 'path' }, example: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+});
 const transactionParams = customerParam.extend({
-  txn: z.string().min(1).max(64).openapi({ param: { name: 'txn', in: 'path' }, example: 'cbtxn_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+  txn: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'txn', in: 'path' }, example: 'cbtxn_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
 });
 
 const CreateBody = z
@@ -33,7 +47,10 @@ const CreateBody = z
       .min(-99_999_999)
       .max(99_999_999)
       .refine((value) => value !== 0, { message: 'must not be 0' })
-      .openapi({ description: "Minor units, Stripe's sign: negative credits the customer (applied to its next invoices), positive is owed (added to its next invoice)" }),
+      .openapi({
+        description:
+          "Minor units, Stripe's sign: negative credits the customer (applied to its next invoices), positive is owed (added to its next invoice)",
+      }),
     currency: currencyCode,
     description: z.string().min(1).max(500).optional(),
   })
@@ -59,16 +76,23 @@ const routes = {
       "An `adjustment` of the customer's balance in `currency`: negative is credit (goodwill, a prepayment), which the customer's next invoices in that currency use " +
       'before charging; positive is owed and added to its next invoice. Records `customer_balance_transaction.created`.',
     request: { params: customerParam, body: { ...json(CreateBody), required: true } },
-    responses: { 201: { description: 'Created', ...json(CustomerBalanceTransactionSchema) }, ...errorResponses(400, 401, 404) },
+    responses: {
+      201: { description: 'Created', ...json(CustomerBalanceTransactionSchema) },
+      ...errorResponses(400, 401, 404),
+    },
   }),
   list: createRoute({
     method: 'get',
     path: '/{id}/balance_transactions',
     tags,
     summary: "List a customer's balance transactions, newest first",
-    description: 'Adjustments, credit notes\' credits, and balances applied to (or given back from) invoices; each with the balance after it (`ending_balance`).',
+    description:
+      "Adjustments, credit notes' credits, and balances applied to (or given back from) invoices; each with the balance after it (`ending_balance`).",
     request: { params: customerParam, query: ListQuery },
-    responses: { 200: { description: 'A page', ...json(listSchema(CustomerBalanceTransactionSchema)) }, ...errorResponses(400, 401, 404) },
+    responses: {
+      200: { description: 'A page', ...json(listSchema(CustomerBalanceTransactionSchema)) },
+      ...errorResponses(400, 401, 404),
+    },
   }),
   get: createRoute({
     method: 'get',
@@ -76,7 +100,10 @@ const routes = {
     tags,
     summary: 'Retrieve a customer balance transaction',
     request: { params: transactionParams },
-    responses: { 200: { description: 'The balance transaction', ...json(CustomerBalanceTransactionSchema) }, ...errorResponses(401, 404) },
+    responses: {
+      200: { description: 'The balance transaction', ...json(CustomerBalanceTransactionSchema) },
+      ...errorResponses(401, 404),
+    },
   }),
 };
 
@@ -115,17 +142,29 @@ export function customerBalanceApp(deps: ApiDeps) {
       const scope = await accountScope(c, orm);
       const customer = await findOwnCustomer(c.req.valid('param').id, scope);
       const query = c.req.valid('query');
-      const where: Record<string, unknown> = { customerId: customer.id, accountId: scope.accountId, livemode: scope.livemode };
+      const where: Record<string, unknown> = {
+        customerId: customer.id,
+        accountId: scope.accountId,
+        livemode: scope.livemode,
+      };
       if (query.currency) where.currency = query.currency;
       if (query.type) where.type = query.type;
       const { page, hasMore } = await keysetPage(orm.em.fork(), CustomerBalanceTransaction, where, query);
-      return c.json({ object: 'list' as const, data: page.map(serializeCustomerBalanceTransaction), has_more: hasMore }, 200);
+      return c.json(
+        { object: 'list' as const, data: page.map(serializeCustomerBalanceTransaction), has_more: hasMore },
+        200,
+      );
     })
     .openapi(routes.get, async (c) => {
       const scope = await accountScope(c, orm);
       const { id, txn } = c.req.valid('param');
       const customer = await findOwnCustomer(id, scope);
-      const row = await orm.em.fork().findOne(CustomerBalanceTransaction, { id: txn, customerId: customer.id, accountId: scope.accountId, livemode: scope.livemode });
+      const row = await orm.em.fork().findOne(CustomerBalanceTransaction, {
+        id: txn,
+        customerId: customer.id,
+        accountId: scope.accountId,
+        livemode: scope.livemode,
+      });
       if (!row) throw new ApiError('not_found', 'No such customer balance transaction.');
       return c.json(serializeCustomerBalanceTransaction(row), 200);
     });

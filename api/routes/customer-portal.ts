@@ -11,46 +11,62 @@
  *   only with `quantity_changes`, off by default).
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import { changedPlanTerms } from '../../services/subscription-terms.ts';
-import { sendToSubscription } from '../../services/workflow-messages.ts';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
-import { Account, Customer, Invoice, Meter, Plan, Subscription, type CustomerPortalPermissions } from '../../db/entities/index.ts';
-import { portalPermissionsOf } from '../portal-permissions.ts';
+
+import {
+  Account,
+  Customer,
+  type CustomerPortalPermissions,
+  Invoice,
+  Meter,
+  Plan,
+  Subscription,
+} from '../../db/entities/index.ts';
+import { brandOf } from '../../domain/branding.ts';
 import { createCustomerLinks, type CustomerLinkClaims } from '../../domain/customer-links.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { brandOf } from '../../domain/branding.ts';
-import { priceText, type PriceDescribed } from '../../domain/price-text.ts';
+import { paymentMethodDisplay } from '../../domain/payment-method-display.ts';
+import { previewPlanChange } from '../../domain/plan-change-preview.ts';
+import { type PriceDescribed, priceText } from '../../domain/price-text.ts';
 import { maxQuantity, priceFor } from '../../domain/pricing.ts';
-import { planPricing } from '../../services/catalog.ts';
 import { endedStatuses } from '../../domain/subscription.ts';
+import { timestamp } from '../../objects/common.ts';
+import { serializeDiscount } from '../../objects/discount.ts';
 import { serializeInvoice } from '../../objects/invoice.ts';
-import { SubscriptionSchema, serializeSubscription } from '../../objects/subscription.ts';
+import { serializeSubscription, SubscriptionSchema } from '../../objects/subscription.ts';
+import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
+import { planPricing } from '../../services/catalog.ts';
+import { redeemDiscount, subscriptionDiscounts } from '../../services/discounts.ts';
+import { customerNow } from '../../services/invoice-items.ts';
 import { createMailer } from '../../services/mailer.ts';
-import { cancelSubscriptionUpdate, changePlanUpdate, resumeSubscriptionUpdate, undoCancelAtPeriodEndUpdate } from '../../workflows/subscription.ts';
+import { subscriptionFirstInvoiceAmount, tellWorkflowOfDiscount } from '../../services/subscription-discounts.ts';
+import { changedPlanTerms } from '../../services/subscription-terms.ts';
+import { clockTimeOf } from '../../services/test-clocks.ts';
+import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
+import { itemsUsageSoFar } from '../../services/usage-billing.ts';
+import { sendToSubscription } from '../../services/workflow-messages.ts';
+import {
+  cancelSubscriptionUpdate,
+  changePlanUpdate,
+  resumeSubscriptionUpdate,
+  undoCancelAtPeriodEndUpdate,
+} from '../../workflows/subscription.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, oneCursor } from '../pagination.ts';
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { itemsUsageSoFar } from '../../services/usage-billing.ts';
-import { customerNow } from '../../services/invoice-items.ts';
-import { timestamp } from '../../objects/common.ts';
-import { serializeDiscount } from '../../objects/discount.ts';
-import { redeemDiscount, subscriptionDiscounts } from '../../services/discounts.ts';
-import { subscriptionFirstInvoiceAmount, tellWorkflowOfDiscount } from '../../services/subscription-discounts.ts';
-import { clockTimeOf } from '../../services/test-clocks.ts';
+import { portalPermissionsOf } from '../portal-permissions.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { previewPlanChange } from '../../domain/plan-change-preview.ts';
-import { paymentMethodDisplay } from '../../domain/payment-method-display.ts';
-import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
-import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
 
 /** Most plans the portal setting may list. */
 const maxPortalPlans = 50;
 
 const Permissions = z
   .object({
-    plan_changes: z.boolean().openapi({ description: 'Customers may switch their subscription to another active plan of the same currency' }),
+    plan_changes: z
+      .boolean()
+      .openapi({ description: 'Customers may switch their subscription to another active plan of the same currency' }),
     cancellation: z.boolean().openapi({ description: 'Customers may cancel at the end of the period' }),
     resume: z.boolean().openapi({ description: 'Customers may resume a paused subscription' }),
     quantity_changes: z.boolean().openapi({
@@ -58,7 +74,8 @@ const Permissions = z
         'Customers may change the quantity (seats) of their subscription: more takes effect at once, prorated and charged now; fewer at the renewal (as POST /v1/subscriptions/{id}/update with quantity). Off by default',
     }),
     promotion_codes: z.boolean().optional().openapi({
-      description: "Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default",
+      description:
+        "Customers may enter a promotion code in the portal, applied as their subscription's discount, and on the hosted pay page of an open one-off invoice, applied to that invoice; every restriction of the code is checked (docs/discounts-and-taxes.md#discounts). Off by default",
     }),
     plans: z
       .array(z.string().min(1).max(64))
@@ -86,11 +103,18 @@ const PortalPlan = z.object({
   interval: z.string(),
   interval_count: z.number().int(),
   pricing_scheme: z.enum(['per_unit', 'tiered', 'package', 'percentage']),
-  price: z.string().openapi({ description: 'The price in words, its scheme included: "$20.00 every month", "Graduated: 1–10 at $10.00, 11+ at $8.00, every month"' }),
+  price: z.string().openapi({
+    description:
+      'The price in words, its scheme included: "$20.00 every month", "Graduated: 1–10 at $10.00, 11+ at $8.00, every month"',
+  }),
 });
 const PortalSubscriptionPlan = PortalPlan.extend({
   price: z.string().openapi({ description: "The plan's price in words, in the subscription's currency" }),
-  amount_at_quantity: z.number().int().nullable().openapi({ description: "What the subscription's quantity costs each period, in minor units of its currency" }),
+  amount_at_quantity: z
+    .number()
+    .int()
+    .nullable()
+    .openapi({ description: "What the subscription's quantity costs each period, in minor units of its currency" }),
 });
 
 /** A metered item's usage so far, as GET /v1/subscriptions/{id} shows it, with the meter's name for the customer. */
@@ -98,7 +122,10 @@ const PortalItemUsage = z
   .object({
     meter: z.string().openapi({ example: 'mtr_01jd5c7e9g1j3l5n7q9s1u3w5y' }),
     meter_name: z.string().openapi({ description: "The meter's display_name", example: 'API tokens' }),
-    quantity: z.string().openapi({ description: "The meter's aggregate over the period so far (exact decimal, before free units)", example: '1250.5' }),
+    quantity: z.string().openapi({
+      description: "The meter's aggregate over the period so far (exact decimal, before free units)",
+      example: '1250.5',
+    }),
     period_start: timestamp.openapi({ example: '2026-11-01T00:00:00.000Z' }),
     period_end: timestamp.openapi({ example: '2026-12-01T00:00:00.000Z' }),
   })
@@ -112,7 +139,17 @@ const PortalItemUsage = z
 const PortalSession = z
   .object({
     object: z.literal('customer_portal'),
-    account: z.object({ name: z.string(), brand_color: z.string(), brand_text_color: z.string(), logo_url: z.string().nullable() }).openapi({ description: "The account as its customers know it: branding's business name, colour (and a text colour readable on it) and logo" }),
+    account: z
+      .object({
+        name: z.string(),
+        brand_color: z.string(),
+        brand_text_color: z.string(),
+        logo_url: z.string().nullable(),
+      })
+      .openapi({
+        description:
+          "The account as its customers know it: branding's business name, colour (and a text colour readable on it) and logo",
+      }),
     customer: z.object({
       id: z.string(),
       email: z.string(),
@@ -123,7 +160,10 @@ const PortalSession = z
           type: z.enum(['card', 'bank_account']),
           brand: z.string().nullable().openapi({ example: 'Visa' }),
           last4: z.string().nullable().openapi({ example: '4242' }),
-          label: z.string().openapi({ example: 'Visa •••• 4242', description: 'How the portal shows it; "Card on file" when the brand and digits are not known' }),
+          label: z.string().openapi({
+            example: 'Visa •••• 4242',
+            description: 'How the portal shows it; "Card on file" when the brand and digits are not known',
+          }),
         })
         .nullable()
         .openapi({ description: 'The payment method as the customer reads it (brand and last 4), never its id' }),
@@ -136,8 +176,13 @@ const PortalSession = z
         items: z.array(SubscriptionSchema.shape.items.element.extend({ usage: PortalItemUsage.optional() })),
       }),
     ),
-    plans: z.array(PortalPlan).openapi({ description: "Plans a subscription may change to: the setting's plans (or every active recurring plan), empty unless plan_changes is allowed" }),
-    payment_method_url: z.string().openapi({ description: "The mode's processor page where the customer updates the payment method" }),
+    plans: z.array(PortalPlan).openapi({
+      description:
+        "Plans a subscription may change to: the setting's plans (or every active recurring plan), empty unless plan_changes is allowed",
+    }),
+    payment_method_url: z
+      .string()
+      .openapi({ description: "The mode's processor page where the customer updates the payment method" }),
   })
   .openapi('CustomerPortal');
 
@@ -149,10 +194,21 @@ const createLink = createRoute({
   path: '/customers/{id}/portal_link',
   tags: ['Customers'],
   summary: "A signed link to the customer's portal",
-  description: 'Valid 7 days. With `send_email: true` the link is also emailed to the customer. Members may create links.',
+  description:
+    'Valid 7 days. With `send_email: true` the link is also emailed to the customer. Members may create links.',
   request: {
     params: idParam('cus'),
-    body: { content: { 'application/json': { schema: z.object({ send_email: z.boolean().default(false) }).strict().openapi({ example: { send_email: true } }) } }, required: false },
+    body: {
+      content: {
+        'application/json': {
+          schema: z
+            .object({ send_email: z.boolean().default(false) })
+            .strict()
+            .openapi({ example: { send_email: true } }),
+        },
+      },
+      required: false,
+    },
   },
   responses: { 201: { description: 'The link', ...json(PortalLink) }, ...errorResponses(400, 401, 404) },
 });
@@ -173,7 +229,21 @@ const patchPermissions = createRoute({
   description: 'Owners and admins. Omitted fields stay as they are.',
   request: {
     body: {
-      content: { 'application/json': { schema: Permissions.partial().strict().openapi({ example: { plan_changes: true, cancellation: true, resume: false, quantity_changes: true, plans: ['plan_01jd3x5k8q0m2v7c9r4t6y1w3e'] } }) } },
+      content: {
+        'application/json': {
+          schema: Permissions.partial()
+            .strict()
+            .openapi({
+              example: {
+                plan_changes: true,
+                cancellation: true,
+                resume: false,
+                quantity_changes: true,
+                plans: ['plan_01jd3x5k8q0m2v7c9r4t6y1w3e'],
+              },
+            }),
+        },
+      },
       required: true,
     },
   },
@@ -195,14 +265,29 @@ const portalInvoices = createRoute({
   tags: portalTag,
   summary: "The customer's invoices and receipts (paid invoices), newest first, with signed PDF links",
   security: portalSecurity,
-  request: { query: z.object({ ...cursorQuery('invoice'), status: z.enum(['open', 'paid', 'void', 'uncollectible']).optional() }).refine(...oneCursor) },
+  request: {
+    query: z
+      .object({ ...cursorQuery('invoice'), status: z.enum(['open', 'paid', 'void', 'uncollectible']).optional() })
+      .refine(...oneCursor),
+  },
   responses: {
     200: {
       description: 'A page of invoices',
       ...json(
         z.object({
           object: z.literal('list'),
-          data: z.array(z.object({ id: z.string(), number: z.string().nullable(), status: z.string(), total: z.number().int(), currency: z.string(), created_at: z.string(), paid_at: z.string().nullable(), pdf: z.string() })),
+          data: z.array(
+            z.object({
+              id: z.string(),
+              number: z.string().nullable(),
+              status: z.string(),
+              total: z.number().int(),
+              currency: z.string(),
+              created_at: z.string(),
+              paid_at: z.string().nullable(),
+              pdf: z.string(),
+            }),
+          ),
           has_more: z.boolean(),
         }),
       ),
@@ -211,19 +296,46 @@ const portalInvoices = createRoute({
   },
 });
 
-const subscriptionAnswers = { 200: { description: 'The subscription', ...json(SubscriptionSchema) }, ...errorResponses(400, 401, 403, 404, 409) };
+const subscriptionAnswers = {
+  200: { description: 'The subscription', ...json(SubscriptionSchema) },
+  ...errorResponses(400, 401, 403, 404, 409),
+};
 const subscriptionAction = <P extends string>(path: P, summary: string) =>
-  createRoute({ method: 'post', path, tags: portalTag, summary, security: portalSecurity, request: { params: idParam('sub') }, responses: subscriptionAnswers });
+  createRoute({
+    method: 'post',
+    path,
+    tags: portalTag,
+    summary,
+    security: portalSecurity,
+    request: { params: idParam('sub') },
+    responses: subscriptionAnswers,
+  });
 const portalCancel = subscriptionAction('/portal/subscriptions/{id}/cancel', 'Cancel at the end of the current period');
 const portalResume = subscriptionAction('/portal/subscriptions/{id}/resume', 'Resume a paused subscription');
-const portalUndoCancel = subscriptionAction('/portal/subscriptions/{id}/undo_cancel', 'Keep a subscription set to cancel at period end (when the account allows cancellation)');
+const portalUndoCancel = subscriptionAction(
+  '/portal/subscriptions/{id}/undo_cancel',
+  'Keep a subscription set to cancel at period end (when the account allows cancellation)',
+);
 const portalChangePlan = createRoute({
   method: 'post',
   path: '/portal/subscriptions/{id}/change_plan',
   tags: portalTag,
   summary: 'Switch to another plan (when the account allows plan changes)',
   security: portalSecurity,
-  request: { params: idParam('sub'), body: { content: { 'application/json': { schema: z.object({ plan: z.string().min(1).max(64) }).strict().openapi({ example: { plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } }) } }, required: true } },
+  request: {
+    params: idParam('sub'),
+    body: {
+      content: {
+        'application/json': {
+          schema: z
+            .object({ plan: z.string().min(1).max(64) })
+            .strict()
+            .openapi({ example: { plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } }),
+        },
+      },
+      required: true,
+    },
+  },
   responses: subscriptionAnswers,
 });
 
@@ -233,10 +345,16 @@ const PlanChangePreviewSchema = z
     subscription: z.string(),
     plan: z.string().openapi({ description: 'The plan it would change to' }),
     kind: z.enum(['upgrade', 'downgrade', 'trial', 'revert']).openapi({
-      description: 'upgrade: takes effect now, the rest of the period prorated and charged at once (due_now); downgrade: takes effect at the next renewal, nothing charged now; trial: the plan simply changes; revert: back to the current plan, a waiting change dropped',
+      description:
+        'upgrade: takes effect now, the rest of the period prorated and charged at once (due_now); downgrade: takes effect at the next renewal, nothing charged now; trial: the plan simply changes; revert: back to the current plan, a waiting change dropped',
     }),
-    due_now: UpcomingInvoiceSchema.nullable().openapi({ description: "The invoice charged on confirmation (an upgrade's proration), as GET /v1/invoices/upcoming shows invoices; null when nothing is charged now" }),
-    next_invoice: UpcomingInvoiceSchema.nullable().openapi({ description: 'The invoice the subscription makes next by itself after the change; null when none is coming' }),
+    due_now: UpcomingInvoiceSchema.nullable().openapi({
+      description:
+        "The invoice charged on confirmation (an upgrade's proration), as GET /v1/invoices/upcoming shows invoices; null when nothing is charged now",
+    }),
+    next_invoice: UpcomingInvoiceSchema.nullable().openapi({
+      description: 'The invoice the subscription makes next by itself after the change; null when none is coming',
+    }),
   })
   .openapi('PortalPlanChangePreview');
 
@@ -249,8 +367,16 @@ const portalPlanChangePreview = createRoute({
     "The subscription workflow's own state with the plan change applied as POST …/change_plan would apply it, priced by the functions of GET /v1/invoices/upcoming " +
     "(discounts, taxes and the customer's balance as they stand now). 403 unless plan_changes allows the plan; 409 when the change would be refused.",
   security: portalSecurity,
-  request: { params: idParam('sub'), query: z.object({ plan: z.string().min(1).max(64).openapi({ example: 'plan_01jd3x7n2p4r6t8v0x2z4b6d8f' }) }).strict() },
-  responses: { 200: { description: 'The preview', ...json(PlanChangePreviewSchema) }, ...errorResponses(400, 401, 403, 404, 409) },
+  request: {
+    params: idParam('sub'),
+    query: z
+      .object({ plan: z.string().min(1).max(64).openapi({ example: 'plan_01jd3x7n2p4r6t8v0x2z4b6d8f' }) })
+      .strict(),
+  },
+  responses: {
+    200: { description: 'The preview', ...json(PlanChangePreviewSchema) },
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
 });
 
 const portalPromotionCode = createRoute({
@@ -265,7 +391,17 @@ const portalPromotionCode = createRoute({
   security: portalSecurity,
   request: {
     params: idParam('sub'),
-    body: { content: { 'application/json': { schema: z.object({ code: z.string().min(1).max(64) }).strict().openapi({ example: { code: 'SPRING20' } }) } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: z
+            .object({ code: z.string().min(1).max(64) })
+            .strict()
+            .openapi({ example: { code: 'SPRING20' } }),
+        },
+      },
+      required: true,
+    },
   },
   responses: subscriptionAnswers,
 });
@@ -278,11 +414,21 @@ const portalQuantity = createRoute({
   description:
     'The same change as POST /v1/subscriptions/{id}/update with `quantity`: more (a higher price) takes effect at once, the rest of the period prorated and charged now ' +
     '(a decline answers 402 and changes nothing); fewer waits for the renewal and shows as `pending_quantity`; the current quantity again drops a waiting change. ' +
-    '403 forbidden unless the account\'s customer_portal setting has quantity_changes.',
+    "403 forbidden unless the account's customer_portal setting has quantity_changes.",
   security: portalSecurity,
   request: {
     params: idParam('sub'),
-    body: { content: { 'application/json': { schema: z.object({ quantity: z.number().int().min(1).max(maxQuantity) }).strict().openapi({ example: { quantity: 15 } }) } }, required: true },
+    body: {
+      content: {
+        'application/json': {
+          schema: z
+            .object({ quantity: z.number().int().min(1).max(maxQuantity) })
+            .strict()
+            .openapi({ example: { quantity: 15 } }),
+        },
+      },
+      required: true,
+    },
   },
   responses: { ...subscriptionAnswers, ...errorResponses(400, 401, 402, 403, 404, 409) },
 });
@@ -331,8 +477,16 @@ function subscriptionPlan(plan: Plan, subscription: Subscription) {
 }
 
 /** Portal subscriptions with their `discount` in force (or null). */
-async function portalDiscounts<T extends { id: string }>(em: EntityManager, subscriptions: T[], now = new Date()): Promise<(T & { discount: ReturnType<typeof serializeDiscount> | null })[]> {
-  const discounts = await subscriptionDiscounts(em, subscriptions.map((s) => s.id), now);
+async function portalDiscounts<T extends { id: string }>(
+  em: EntityManager,
+  subscriptions: T[],
+  now = new Date(),
+): Promise<(T & { discount: ReturnType<typeof serializeDiscount> | null })[]> {
+  const discounts = await subscriptionDiscounts(
+    em,
+    subscriptions.map((s) => s.id),
+    now,
+  );
   return subscriptions.map((s) => {
     const found = discounts.get(s.id);
     return { ...s, discount: found ? serializeDiscount(found.discount, found.coupon, now) : null };
@@ -349,15 +503,29 @@ type PortalUsage = z.infer<typeof PortalItemUsage>;
  * item id: itemsUsageSoFar, as the subscription read computes it, with the meter's name. Licensed subscriptions cost one plan
  * query in all; the clock time is read once.
  */
-async function portalUsage(orm: MikroORM, em: EntityManager, customer: Customer, subscriptions: Subscription[]): Promise<Map<string, Map<string, PortalUsage>>> {
+async function portalUsage(
+  orm: MikroORM,
+  em: EntityManager,
+  customer: Customer,
+  subscriptions: Subscription[],
+): Promise<Map<string, Map<string, PortalUsage>>> {
   const found = new Map<string, Map<string, PortalUsage>>();
   const active = subscriptions
     .filter((s) => s.status === 'active' && s.currentPeriodStart && s.currentPeriodEnd)
-    .map((s) => ({ subscription: s, items: serializeSubscription(s).items.map((item) => ({ id: item.id, planId: item.plan })) }));
+    .map((s) => ({
+      subscription: s,
+      items: serializeSubscription(s).items.map((item) => ({ id: item.id, planId: item.plan })),
+    }));
   const planIds = [...new Set(active.flatMap((s) => s.items.map((i) => i.planId)))];
   if (planIds.length === 0) return found;
   const metered = new Set(
-    (await em.find(Plan, { id: { $in: planIds }, accountId: customer.accountId, livemode: customer.livemode, usageType: 'metered' }, { fields: ['id'] })).map((p) => p.id),
+    (
+      await em.find(
+        Plan,
+        { id: { $in: planIds }, accountId: customer.accountId, livemode: customer.livemode, usageType: 'metered' },
+        { fields: ['id'] },
+      )
+    ).map((p) => p.id),
   );
   const withMeters = active.filter((s) => s.items.some((i) => metered.has(i.planId)));
   if (withMeters.length === 0) return found;
@@ -377,9 +545,15 @@ async function portalUsage(orm: MikroORM, em: EntityManager, customer: Customer,
     ),
   );
   const meterIds = [...new Set(usages.flatMap((byItem) => [...byItem.values()].map((u) => u.meter)))];
-  const names = new Map((await em.find(Meter, { id: { $in: meterIds }, accountId: customer.accountId, livemode: customer.livemode })).map((m) => [m.id, m.displayName]));
+  const names = new Map(
+    (await em.find(Meter, { id: { $in: meterIds }, accountId: customer.accountId, livemode: customer.livemode })).map(
+      (m) => [m.id, m.displayName],
+    ),
+  );
   withMeters.forEach(({ subscription }, i) => {
-    const byItem = new Map([...usages[i]!].map(([item, usage]) => [item, { ...usage, meter_name: names.get(usage.meter) ?? usage.meter }]));
+    const byItem = new Map(
+      [...usages[i]!].map(([item, usage]) => [item, { ...usage, meter_name: names.get(usage.meter) ?? usage.meter }]),
+    );
     if (byItem.size) found.set(subscription.id, byItem);
   });
   return found;
@@ -389,7 +563,9 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
   const links = createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret });
 
   /** The customer the portal token names; unauthorized when it is missing, forged, expired, or its customer or account is gone. */
-  async function portalCaller(c: Context): Promise<{ claims: CustomerLinkClaims; customer: Customer; account: Account }> {
+  async function portalCaller(
+    c: Context,
+  ): Promise<{ claims: CustomerLinkClaims; customer: Customer; account: Account }> {
     const token = c.req.header('x-portal-token');
     if (!token) throw new ApiError('unauthorized', 'The portal needs its link token in x-portal-token.');
     const claims = await links.verifyPortalToken(token);
@@ -399,29 +575,50 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       em.findOne(Customer, { id: claims.customerId, accountId: claims.accountId, livemode: claims.livemode }),
       em.findOne(Account, { id: claims.accountId }),
     ]);
-    if (!customer || !account || account.status === 'closed') throw new ApiError('unauthorized', 'This portal link is no longer valid.');
+    if (!customer || !account || account.status === 'closed')
+      throw new ApiError('unauthorized', 'This portal link is no longer valid.');
     return { claims, customer, account };
   }
 
   async function ownSubscription(c: Context, id: string) {
     const caller = await portalCaller(c);
-    const subscription = await orm.em.fork().findOne(Subscription, { id, customerId: caller.customer.id, accountId: caller.claims.accountId, livemode: caller.claims.livemode });
+    const subscription = await orm.em.fork().findOne(Subscription, {
+      id,
+      customerId: caller.customer.id,
+      accountId: caller.claims.accountId,
+      livemode: caller.claims.livemode,
+    });
     if (!subscription) throw new ApiError('not_found', `No such subscription: ${id}.`);
-    if (endedStatuses.includes(subscription.status)) throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
-    return { ...caller, subscription, permissions: portalPermissionsOf(caller.account), handle: temporal.workflow.getHandle(id) };
+    if (endedStatuses.includes(subscription.status))
+      throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
+    return {
+      ...caller,
+      subscription,
+      permissions: portalPermissionsOf(caller.account),
+      handle: temporal.workflow.getHandle(id),
+    };
   }
 
   const send = sendToSubscription;
 
   /** Whether the setting offers `plan` (its list, or every plan when it has none). */
-  const offers = (permissions: CustomerPortalPermissions, plan: Pick<Plan, 'id'>) => !permissions.plans || permissions.plans.includes(plan.id);
+  const offers = (permissions: CustomerPortalPermissions, plan: Pick<Plan, 'id'>) =>
+    !permissions.plans || permissions.plans.includes(plan.id);
 
   /** A plan the customer may switch `subscription` to: allowed by the setting, offered, active, of its account and mode (403/404 otherwise). */
-  async function offeredPlan(permissions: CustomerPortalPermissions, subscription: Subscription, planId: string): Promise<Plan> {
-    if (!permissions.plan_changes) throw new ApiError('forbidden', 'This account does not let customers change plans in the portal.');
-    const plan = await orm.em.fork().findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode, active: true });
+  async function offeredPlan(
+    permissions: CustomerPortalPermissions,
+    subscription: Subscription,
+    planId: string,
+  ): Promise<Plan> {
+    if (!permissions.plan_changes)
+      throw new ApiError('forbidden', 'This account does not let customers change plans in the portal.');
+    const plan = await orm.em
+      .fork()
+      .findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode, active: true });
     if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
-    if (!offers(permissions, plan)) throw new ApiError('forbidden', `This account does not offer ${plan.name} in the portal.`);
+    if (!offers(permissions, plan))
+      throw new ApiError('forbidden', `This account does not offer ${plan.name} in the portal.`);
     return plan;
   }
 
@@ -443,7 +640,15 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
           text: `Hello${customer.name ? ` ${customer.name}` : ''},\n\nManage your subscriptions, invoices and payment method here (the link works for 7 days):\n${link.url}\n`,
         });
       }
-      return c.json({ object: 'customer_portal_link' as const, url: link.url, expires_at: link.expiresAt.toISOString(), emailed: body.send_email }, 201);
+      return c.json(
+        {
+          object: 'customer_portal_link' as const,
+          url: link.url,
+          expires_at: link.expiresAt.toISOString(),
+          emailed: body.send_email,
+        },
+        201,
+      );
     })
     .openapi(getPermissions, async (c) => {
       const { accountId } = await accountScope(c, orm);
@@ -465,8 +670,16 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const { claims, customer, account } = await portalCaller(c);
       const em = orm.em.fork();
       const permissions = portalPermissionsOf(account);
-      const subscriptions = await em.find(Subscription, { customerId: customer.id, accountId: claims.accountId, livemode: claims.livemode }, { orderBy: { id: 'desc' }, limit: 50 });
-      const plans = await em.find(Plan, { accountId: claims.accountId, livemode: claims.livemode }, { orderBy: { id: 'desc' }, limit: 100 });
+      const subscriptions = await em.find(
+        Subscription,
+        { customerId: customer.id, accountId: claims.accountId, livemode: claims.livemode },
+        { orderBy: { id: 'desc' }, limit: 50 },
+      );
+      const plans = await em.find(
+        Plan,
+        { accountId: claims.accountId, livemode: claims.livemode },
+        { orderBy: { id: 'desc' }, limit: 100 },
+      );
       const byId = new Map(plans.map((p) => [p.id, p]));
       const missing = subscriptions.map((s) => s.planId).filter((id) => !byId.has(id));
       if (missing.length) for (const p of await em.find(Plan, { id: { $in: missing } })) byId.set(p.id, p);
@@ -474,7 +687,12 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       return c.json(
         {
           object: 'customer_portal' as const,
-          account: (({ name, color, onColor, logoUrl }) => ({ name, brand_color: color, brand_text_color: onColor, logo_url: logoUrl }))(brandOf(account, '')),
+          account: (({ name, color, onColor, logoUrl }) => ({
+            name,
+            brand_color: color,
+            brand_text_color: onColor,
+            logo_url: logoUrl,
+          }))(brandOf(account, '')),
           customer: {
             id: customer.id,
             email: customer.email,
@@ -489,10 +707,16 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
             subscriptions.map((s) => {
               const body = serializeSubscription(s);
               const byItem = usage.get(s.id);
-              return { ...body, items: body.items.map((item) => ({ ...item, usage: byItem?.get(item.id) })), plan_details: byId.has(s.planId) ? subscriptionPlan(byId.get(s.planId)!, s) : null };
+              return {
+                ...body,
+                items: body.items.map((item) => ({ ...item, usage: byItem?.get(item.id) })),
+                plan_details: byId.has(s.planId) ? subscriptionPlan(byId.get(s.planId)!, s) : null,
+              };
             }),
           ),
-          plans: permissions.plan_changes ? plans.filter((p) => p.active && p.type !== 'one_time' && offers(permissions, p)).map((p) => portalPlan(p)) : [],
+          plans: permissions.plan_changes
+            ? plans.filter((p) => p.active && p.type !== 'one_time' && offers(permissions, p)).map((p) => portalPlan(p))
+            : [],
           payment_method_url: await links.billingDetailsUrl({ ...claims, fromPortal: true }),
         },
         200,
@@ -501,31 +725,52 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
     .openapi(portalInvoices, async (c) => {
       const { claims, customer } = await portalCaller(c);
       const query = c.req.valid('query');
-      const where: Record<string, unknown> = { customerId: customer.id, accountId: claims.accountId, livemode: claims.livemode };
+      const where: Record<string, unknown> = {
+        customerId: customer.id,
+        accountId: claims.accountId,
+        livemode: claims.livemode,
+      };
       // A draft (a one-off invoice not finalized yet) is the merchant's: never shown to the customer.
       where.status = query.status ?? { $ne: 'draft' };
       const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, where, query);
       const data = page.map((invoice) => {
         const full = serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
-        return { id: full.id, number: full.number, status: full.status, total: full.total, currency: full.currency, created_at: full.created_at, paid_at: full.paid_at, pdf: full.pdf };
+        return {
+          id: full.id,
+          number: full.number,
+          status: full.status,
+          total: full.total,
+          currency: full.currency,
+          created_at: full.created_at,
+          paid_at: full.paid_at,
+          pdf: full.pdf,
+        };
       });
       return c.json({ object: 'list' as const, data, has_more: hasMore }, 200);
     })
     .openapi(portalCancel, async (c) => {
       const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
-      if (!permissions.cancellation) throw new ApiError('forbidden', 'This account does not let customers cancel in the portal.');
-      const snapshot = await send(() => handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: true }] }));
+      if (!permissions.cancellation)
+        throw new ApiError('forbidden', 'This account does not let customers cancel in the portal.');
+      const snapshot = await send(() =>
+        handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: true }] }),
+      );
       return c.json(serializeSubscription(snapshot), 200);
     })
     .openapi(portalResume, async (c) => {
       const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
-      if (!permissions.resume) throw new ApiError('forbidden', 'This account does not let customers resume in the portal.');
+      if (!permissions.resume)
+        throw new ApiError('forbidden', 'This account does not let customers resume in the portal.');
       const snapshot = await send(() => handle.executeUpdate(resumeSubscriptionUpdate));
       return c.json(serializeSubscription(snapshot), 200);
     })
     .openapi(portalUndoCancel, async (c) => {
       const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
-      if (!permissions.cancellation) throw new ApiError('forbidden', 'This account does not let customers cancel or keep subscriptions in the portal.');
+      if (!permissions.cancellation)
+        throw new ApiError(
+          'forbidden',
+          'This account does not let customers cancel or keep subscriptions in the portal.',
+        );
       const snapshot = await send(() => handle.executeUpdate(undoCancelAtPeriodEndUpdate));
       return c.json(serializeSubscription(snapshot), 200);
     })
@@ -541,7 +786,12 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
       const plan = await offeredPlan(permissions, subscription, c.req.valid('query').plan);
       const view = await billingStateOf(temporal, subscription);
-      const preview = previewPlanChange(view.state, changedPlanTerms(plan, subscription), new Date(view.now), view.spreadMinutes);
+      const preview = previewPlanChange(
+        view.state,
+        changedPlanTerms(plan, subscription),
+        new Date(view.now),
+        view.spreadMinutes,
+      );
       if ('problem' in preview) throw new ApiError('invalid_state', preview.problem);
       return c.json(
         {
@@ -557,14 +807,23 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
     })
     .openapi(portalPromotionCode, async (c) => {
       const { permissions, subscription, customer, claims } = await ownSubscription(c, c.req.valid('param').id);
-      if (!permissions.promotion_codes) throw new ApiError('forbidden', 'This account does not let customers enter promotion codes in the portal.');
+      if (!permissions.promotion_codes)
+        throw new ApiError('forbidden', 'This account does not let customers enter promotion codes in the portal.');
       const em = orm.em.fork();
       const clock = await clockTimeOf(em, customer.testClockId);
       const now = clock ? new Date(clock.now) : new Date();
       const currency = subscription.currency ?? null;
       const purchase = currency ? { amount: await subscriptionFirstInvoiceAmount(em, subscription), currency } : null;
       const { discount } = await em.transactional((tx) =>
-        redeemDiscount(tx, { scope: { accountId: claims.accountId, livemode: claims.livemode }, customer, subscriptionId: subscription.id, code: c.req.valid('json').code, currency, purchase, now }),
+        redeemDiscount(tx, {
+          scope: { accountId: claims.accountId, livemode: claims.livemode },
+          customer,
+          subscriptionId: subscription.id,
+          code: c.req.valid('json').code,
+          currency,
+          purchase,
+          now,
+        }),
       );
       await tellWorkflowOfDiscount(temporal, discount);
       const [answer] = await portalDiscounts(em, [serializeSubscription(subscription)], now);
@@ -572,9 +831,12 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
     })
     .openapi(portalQuantity, async (c) => {
       const { permissions, handle, subscription } = await ownSubscription(c, c.req.valid('param').id);
-      if (!permissions.quantity_changes) throw new ApiError('forbidden', 'This account does not let customers change quantities in the portal.');
+      if (!permissions.quantity_changes)
+        throw new ApiError('forbidden', 'This account does not let customers change quantities in the portal.');
       // The current plan (archived or not: the subscription stays on it) at the new quantity, in the subscription's currency.
-      const plan = await orm.em.fork().findOne(Plan, { id: subscription.planId, accountId: subscription.accountId, livemode: subscription.livemode });
+      const plan = await orm.em
+        .fork()
+        .findOne(Plan, { id: subscription.planId, accountId: subscription.accountId, livemode: subscription.livemode });
       if (!plan) throw new ApiError('not_found', `No such plan: ${subscription.planId}.`);
       const terms = changedPlanTerms(plan, subscription, c.req.valid('json').quantity);
       const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
@@ -589,7 +851,11 @@ async function checkedPortalPlans(em: EntityManager, accountId: string, ids: str
   for (const id of unique) {
     const plan = found.find((p) => p.id === id);
     if (!plan) throw new ApiError('invalid_request', `plans: no such plan: ${id}.`);
-    if (plan.type === 'one_time' || !plan.interval) throw new ApiError('invalid_request', `plans: ${id} is a one_time plan; a subscription changes only to a recurring plan.`);
+    if (plan.type === 'one_time' || !plan.interval)
+      throw new ApiError(
+        'invalid_request',
+        `plans: ${id} is a one_time plan; a subscription changes only to a recurring plan.`,
+      );
   }
   return unique;
 }

@@ -1,27 +1,28 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { isSandboxPaymentMethod, sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
-import { resolveProcessors } from '../../services/processors/index.ts';
-import { ProcessorCustomerError, upsertProcessorCustomer } from '../../services/processor-customers.ts';
+
 import { Customer } from '../../db/entities/index.ts';
-import { notFoundInMode } from '../not-found.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { accountScope } from '../auth/principal.ts';
+import { currency } from '../../objects/common.ts';
+import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
+import { AddressInput, taxExemptField, toAddress } from '../../objects/customer-address.ts';
+import { onTestClock } from '../../services/clock-context.ts';
+import { customerBalances } from '../../services/customer-balance.ts';
+import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
 import { notifyPaymentMethodUpdated, saveCustomerUpdate } from '../../services/customer-events.ts';
+import { customerDiscountObjects } from '../../services/discounts.ts';
+import { recordEvent } from '../../services/events.ts';
+import { ProcessorCustomerError, upsertProcessorCustomer } from '../../services/processor-customers.ts';
+import { resolveProcessors } from '../../services/processors/index.ts';
+import { isSandboxPaymentMethod, sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
+import { findOwnTestClock, reserveClockCustomer } from '../../services/test-clocks.ts';
+import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { currency } from '../../objects/common.ts';
-import { recordEvent } from '../../services/events.ts';
-import { onTestClock } from '../../services/clock-context.ts';
-import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
-import { AddressInput, taxExemptField, toAddress } from '../../objects/customer-address.ts';
-import { customerBalances } from '../../services/customer-balance.ts';
-import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
-import { findOwnTestClock, reserveClockCustomer } from '../../services/test-clocks.ts';
-import { customerDiscountObjects } from '../../services/discounts.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 
@@ -35,36 +36,84 @@ const paymentMethod = z
   .min(1)
   .max(100)
   .refine(isSandboxPaymentMethod, { message: `unknown payment method; the sandbox takes ${methods.join(', ')}` })
-  .openapi({ description: 'A sandbox test payment method (docs/money-and-ledger.md lists them)', example: 'pm_card_visa', enum: methods });
+  .openapi({
+    description: 'A sandbox test payment method (docs/money-and-ledger.md lists them)',
+    example: 'pm_card_visa',
+    enum: methods,
+  });
 
 const CreateCustomerBody = z
   .object({
     email: z.email().max(254),
     name: z.string().min(1).max(200).optional(),
     payment_method: paymentMethod.optional(),
-    address: AddressInput.optional().openapi({ description: "The billing address; its country (and state) choose the account's default tax rates" }),
-    tax_exempt: taxExemptField.optional().openapi({ description: 'Default none. exempt: no tax; reverse: reverse charge (no tax, the legal note on its invoices)' }),
-    currency: currency.optional().openapi({ description: "The currency it is billed in (ISO 4217): a subscription or plan-priced invoice item that names no currency is priced in it, among the plan's currency_options (docs/pricing.md#currencies)", example: 'EUR' }),
-    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond)' }),
+    address: AddressInput.optional().openapi({
+      description: "The billing address; its country (and state) choose the account's default tax rates",
+    }),
+    tax_exempt: taxExemptField.optional().openapi({
+      description: 'Default none. exempt: no tax; reverse: reverse charge (no tax, the legal note on its invoices)',
+    }),
+    currency: currency.optional().openapi({
+      description:
+        "The currency it is billed in (ISO 4217): a subscription or plan-priced invoice item that names no currency is priced in it, among the plan's currency_options (docs/pricing.md#currencies)",
+      example: 'EUR',
+    }),
+    test_clock: z
+      .string()
+      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
+      .optional()
+      .openapi({
+        description:
+          'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond)',
+      }),
   })
   .strict()
-  .openapi({ example: { email: 'jane.doe@example.com', name: 'Jane Doe', payment_method: 'pm_card_visa', currency: 'EUR' } });
+  .openapi({
+    example: { email: 'jane.doe@example.com', name: 'Jane Doe', payment_method: 'pm_card_visa', currency: 'EUR' },
+  });
 
 const UpdateCustomerBody = z
   .object({
     email: z.email().max(254).optional(),
-    name: z.string().min(1).max(200).nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
-    payment_method: paymentMethod.nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
-    address: AddressInput.nullable().optional().openapi({ description: 'Replaces the whole address (fields left out become null); null removes it. Invoices made from then on use it' }),
-    tax_exempt: taxExemptField.optional().openapi({ description: 'none, exempt or reverse; invoices made from then on follow it' }),
-    currency: currency.nullable().optional().openapi({ description: "The currency it is billed in from now on (existing subscriptions keep theirs); null (or an empty form value) removes it", example: 'EUR' }),
+    name: z
+      .string()
+      .min(1)
+      .max(200)
+      .nullable()
+      .optional()
+      .openapi({ description: 'null (or an empty form value) removes it' }),
+    payment_method: paymentMethod
+      .nullable()
+      .optional()
+      .openapi({ description: 'null (or an empty form value) removes it' }),
+    address: AddressInput.nullable().optional().openapi({
+      description:
+        'Replaces the whole address (fields left out become null); null removes it. Invoices made from then on use it',
+    }),
+    tax_exempt: taxExemptField
+      .optional()
+      .openapi({ description: 'none, exempt or reverse; invoices made from then on follow it' }),
+    currency: currency.nullable().optional().openapi({
+      description:
+        'The currency it is billed in from now on (existing subscriptions keep theirs); null (or an empty form value) removes it',
+      example: 'EUR',
+    }),
   })
   .strict()
   .openapi({ example: { name: 'Jane Smith', payment_method: 'pm_card_mastercard' } });
 
 const ListQuery = z
-  .object({ ...cursorQuery('customer'), email: z.string().min(1).max(254).optional().openapi({ description: 'Exact, case-sensitive (as Stripe)' }),
-    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: "Only the customers on this test clock; without it, customers on test clocks are left out (as Stripe)" }),
+  .object({
+    ...cursorQuery('customer'),
+    email: z.string().min(1).max(254).optional().openapi({ description: 'Exact, case-sensitive (as Stripe)' }),
+    test_clock: z
+      .string()
+      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
+      .optional()
+      .openapi({
+        description:
+          'Only the customers on this test clock; without it, customers on test clocks are left out (as Stripe)',
+      }),
   })
   .strict()
   .refine(...oneCursor);
@@ -129,7 +178,11 @@ export function customersApp(deps: ApiDeps) {
       throw error;
     }
   };
-  const update = async (id: string, body: z.infer<typeof UpdateCustomerBody>, scope: { accountId: string; livemode: boolean }) => {
+  const update = async (
+    id: string,
+    body: z.infer<typeof UpdateCustomerBody>,
+    scope: { accountId: string; livemode: boolean },
+  ) => {
     const em = orm.em.fork();
     const customer = await findOwnCustomer(em, id, scope);
     if (body.email !== undefined) customer.email = body.email;
@@ -145,7 +198,10 @@ export function customersApp(deps: ApiDeps) {
     await saveCustomerUpdate(em, customer);
     if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
     const discounts = await customerDiscountObjects(em, [customer.id]);
-    return { ...serializeCustomer(customer, await customerBalances(em, customer.id)), discount: discounts.get(customer.id) ?? null };
+    return {
+      ...serializeCustomer(customer, await customerBalances(em, customer.id)),
+      discount: discounts.get(customer.id) ?? null,
+    };
   };
 
   return newOpenApiApp()
@@ -176,7 +232,13 @@ export function customersApp(deps: ApiDeps) {
           // At most config.testClocks.customersPerClock on one clock (docs/testing-your-integration.md#limits): counted under the clock's row lock.
           if (clock) await reserveClockCustomer(tx, clock.id, customer.id, deps.config.testClocks);
           await tx.flush();
-          await recordEvent(tx, { accountId, livemode, type: 'customer.created', object: serializeCustomer(customer), transactionId: null });
+          await recordEvent(tx, {
+            accountId,
+            livemode,
+            type: 'customer.created',
+            object: serializeCustomer(customer),
+            transactionId: null,
+          });
         }),
       );
       // A new customer has no discount yet (its answer has the field, as retrieve, list and update do).
@@ -191,10 +253,23 @@ export function customersApp(deps: ApiDeps) {
       else if (!livemode) where.testClockId = null;
       const em = orm.em.fork();
       const { page, hasMore } = await keysetPage(em, Customer, where, query);
-      const balances = await customerBalancesOf(em, page.map((customer) => customer.id));
-      const discounts = await customerDiscountObjects(em, page.map((customer) => customer.id));
+      const balances = await customerBalancesOf(
+        em,
+        page.map((customer) => customer.id),
+      );
+      const discounts = await customerDiscountObjects(
+        em,
+        page.map((customer) => customer.id),
+      );
       return c.json(
-        { object: 'list' as const, data: page.map((customer) => ({ ...serializeCustomer(customer, balances.get(customer.id)), discount: discounts.get(customer.id) ?? null })), has_more: hasMore },
+        {
+          object: 'list' as const,
+          data: page.map((customer) => ({
+            ...serializeCustomer(customer, balances.get(customer.id)),
+            discount: discounts.get(customer.id) ?? null,
+          })),
+          has_more: hasMore,
+        },
         200,
       );
     })
@@ -203,8 +278,18 @@ export function customersApp(deps: ApiDeps) {
       const em = orm.em.fork();
       const customer = await findOwnCustomer(em, c.req.valid('param').id, scope);
       const discounts = await customerDiscountObjects(em, [customer.id]);
-      return c.json({ ...serializeCustomer(customer, await customerBalances(em, customer.id)), discount: discounts.get(customer.id) ?? null }, 200);
+      return c.json(
+        {
+          ...serializeCustomer(customer, await customerBalances(em, customer.id)),
+          discount: discounts.get(customer.id) ?? null,
+        },
+        200,
+      );
     })
-    .openapi(updateRoute('patch'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200))
-    .openapi(updateRoute('post'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200));
+    .openapi(updateRoute('patch'), async (c) =>
+      c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200),
+    )
+    .openapi(updateRoute('post'), async (c) =>
+      c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200),
+    );
 }

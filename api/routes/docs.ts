@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+
 import { Hono } from 'hono';
 
 /**
@@ -56,11 +57,16 @@ export function docsApp() {
       c.header('Content-Security-Policy', docsContentSecurityPolicy);
     })
     .get('/', (c) => c.html(page))
-    .get('/assets/init.js', (c) => c.body(init, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }))
+    .get('/assets/init.js', (c) =>
+      c.body(init, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }),
+    )
     .get('/assets/:file', (c) => {
       const file = c.req.param('file');
       const type = assets[file];
       if (!type) return c.notFound();
-      return c.body(fs.readFileSync(path.join(assetsDir, file)), 200, { 'content-type': type, 'cache-control': 'public, max-age=86400' });
+      return c.body(fs.readFileSync(path.join(assetsDir, file)), 200, {
+        'content-type': type,
+        'cache-control': 'public, max-age=86400',
+      });
     });
 }

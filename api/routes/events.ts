@@ -1,22 +1,28 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { raw } from '@mikro-orm/postgresql';
+
 import { Event } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
+import { catalogTable, EventSchema, serializeEvent } from '../../objects/event.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { EventSchema, catalogTable, serializeEvent } from '../../objects/event.ts';
-
 
 const typeFilter = z
   .string()
   .max(100)
-  .refine((value) => (value.endsWith('.*') ? eventTypes.some((t) => t.startsWith(value.slice(0, -1))) : (eventTypes as readonly string[]).includes(value)), {
-    message: 'must be an event type of the catalog, or a family such as subscription.*',
-  })
+  .refine(
+    (value) =>
+      value.endsWith('.*')
+        ? eventTypes.some((t) => t.startsWith(value.slice(0, -1)))
+        : (eventTypes as readonly string[]).includes(value),
+    {
+      message: 'must be an event type of the catalog, or a family such as subscription.*',
+    },
+  )
   .openapi({ description: 'An event type (`invoice.paid`) or a family (`invoice.*`)', example: 'subscription.*' });
 
 /**
@@ -26,15 +32,11 @@ const typeFilter = z
 const relatedIdsSql =
   "array[data->'object'->>'id', data->'object'->>'customer_id', data->'object'->>'customer', data->'object'->>'subscription_id', data->'object'->>'subscription', data->'object'->>'invoice']";
 
-const relatedObject = z
-  .string()
-  .min(1)
-  .max(255)
-  .openapi({
-    description:
-      "An object's id: the events about it and about the objects that name it (a subscription's invoices and payments; a customer's subscriptions, invoices and payments; an invoice's payments and credit notes). A subscription's or customer's timeline.",
-    example: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e',
-  });
+const relatedObject = z.string().min(1).max(255).openapi({
+  description:
+    "An object's id: the events about it and about the objects that name it (a subscription's invoices and payments; a customer's subscriptions, invoices and payments; an invoice's payments and credit notes). A subscription's or customer's timeline.",
+  example: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e',
+});
 
 const ListQuery = z
   .object({ ...cursorQuery('event'), type: typeFilter.optional(), related_object: relatedObject.optional() })
@@ -69,7 +71,8 @@ export function eventsApp({ orm }: ApiDeps) {
       const { accountId, livemode } = await accountScope(c, orm);
       const where: Record<string, unknown> = { accountId, livemode };
       if (query.type) where.type = query.type.endsWith('.*') ? { $like: `${query.type.slice(0, -1)}%` } : query.type;
-      if (query.related_object) Object.assign(where, { [raw(`${relatedIdsSql} @> array[?]::text[]`, [query.related_object])]: [] });
+      if (query.related_object)
+        Object.assign(where, { [raw(`${relatedIdsSql} @> array[?]::text[]`, [query.related_object])]: [] });
       const { page, hasMore } = await keysetPage(orm.em.fork(), Event, where, query);
       return c.json({ object: 'list' as const, data: page.map(serializeEvent), has_more: hasMore }, 200);
     })

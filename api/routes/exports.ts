@@ -1,34 +1,39 @@
-import { createRoute, z } from '@hono/zod-openapi';
-import type { Context } from 'hono';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+
 import { Account, Export, exportFormats, exportResources } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { checkExportFileSignature, signedExportFileUrl } from '../../domain/export-links.ts';
 import { newId } from '../../domain/ids.ts';
+import { ExportSchema, serializeExport } from '../../objects/export.ts';
 import { localExportStorage } from '../../services/export-storage.ts';
 import { exportColumns, fileExtension, filtersProblem, storageKey } from '../../services/exports.ts';
 import { parseForApi, searchTables } from '../../services/search.ts';
-import { ExportSchema, serializeExport } from '../../objects/export.ts';
 import { exportWorkflow } from '../../workflows/export.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
+import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
 
 const CreateBody = z
   .object({
     resource: z.enum(exportResources),
     format: z.enum(exportFormats),
-    query: z.string().min(1).max(2000).optional().openapi({ description: 'transactions, invoices, customers and credit_notes: a search query in the resource\'s fields (docs/exports-and-search.md)' }),
+    query: z.string().min(1).max(2000).optional().openapi({
+      description:
+        "transactions, invoices, customers and credit_notes: a search query in the resource's fields (docs/exports-and-search.md)",
+    }),
     created: z.object({ gte: isoInstant.optional(), lte: isoInstant.optional() }).strict().optional(),
     columns: z.array(z.string().min(1).max(64)).min(1).max(50).optional(),
-    filters: z
-      .record(z.string().max(64), z.string().min(1).max(255))
-      .optional()
-      .openapi({ description: "The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country" }),
+    filters: z.record(z.string().max(64), z.string().min(1).max(255)).optional().openapi({
+      description:
+        "The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country",
+    }),
     time_zone: z
       .string()
       .max(64)
@@ -44,7 +49,13 @@ const CreateBody = z
   })
   .strict()
   .openapi({
-    example: { resource: 'transactions', format: 'csv', query: 'status:succeeded AND amount>=1000', created: { gte: '2026-10-01T00:00:00Z', lte: '2026-10-31T23:59:59Z' }, time_zone: 'Europe/Paris' },
+    example: {
+      resource: 'transactions',
+      format: 'csv',
+      query: 'status:succeeded AND amount>=1000',
+      created: { gte: '2026-10-01T00:00:00Z', lte: '2026-10-31T23:59:59Z' },
+      time_zone: 'Europe/Paris',
+    },
   });
 
 const fileContent = { content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } } };
@@ -53,7 +64,8 @@ const createExport = createRoute({
   path: '/',
   tags: ['Exports'],
   summary: 'Start an export',
-  description: 'Answers 202 with the export, `pending`; a workflow writes the file. Poll GET /v1/exports/{id} or listen for export.succeeded / export.failed.',
+  description:
+    'Answers 202 with the export, `pending`; a workflow writes the file. Poll GET /v1/exports/{id} or listen for export.succeeded / export.failed.',
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 202: { description: 'Accepted', ...json(ExportSchema) }, ...errorResponses(400, 401) },
 });
@@ -62,7 +74,12 @@ const listExports = createRoute({
   path: '/',
   tags: ['Exports'],
   summary: 'List exports, newest first',
-  request: { query: z.object(cursorQuery('export')).strict().refine(...oneCursor) },
+  request: {
+    query: z
+      .object(cursorQuery('export'))
+      .strict()
+      .refine(...oneCursor),
+  },
   responses: { 200: { description: 'A page', ...json(listSchema(ExportSchema)) }, ...errorResponses(400, 401) },
 });
 const getExport = createRoute({
@@ -86,9 +103,13 @@ const publicFile = createRoute({
   path: '/{id}/file',
   tags: ['Exports'],
   summary: "An export's file, by its signed link",
-  description: 'The `url` of an export: no Authorization header, the signature in the link is the credential until `expires`. A wrong signature answers 404; an expired one, or one of a closed account, 410 `link_expired`.',
+  description:
+    'The `url` of an export: no Authorization header, the signature in the link is the credential until `expires`. A wrong signature answers 404; an expired one, or one of a closed account, 410 `link_expired`.',
   security: [],
-  request: { params: idParam('exp'), query: z.object({ expires: z.coerce.number().int().min(0), signature: z.string().max(200) }) },
+  request: {
+    params: idParam('exp'),
+    query: z.object({ expires: z.coerce.number().int().min(0), signature: z.string().max(200) }),
+  },
   responses: { 200: { description: 'The file', ...fileContent }, ...errorResponses(404, 409, 410) },
 });
 
@@ -96,13 +117,17 @@ export function exportsApps(deps: ApiDeps) {
   const { orm, config } = deps;
   const storage = deps.exportStorage ?? localExportStorage(path.join(config.dataDir, 'exports'));
   const urlOf = (e: Export) =>
-    e.status === 'succeeded' && e.expiresAt ? signedExportFileUrl(config.publicUrl, config.auth.secret, e.id, Math.floor(e.expiresAt.getTime() / 1000)) : null;
+    e.status === 'succeeded' && e.expiresAt
+      ? signedExportFileUrl(config.publicUrl, config.auth.secret, e.id, Math.floor(e.expiresAt.getTime() / 1000))
+      : null;
   const serialize = (e: Export) => serializeExport(e, urlOf(e));
 
   function fileResponse(c: Context, e: Export): Response {
     const current = serializeExport(e);
-    if (current.status === 'expired') throw new ApiError('link_expired', 'This export expired; its file was deleted. Start a new export.');
-    if (current.status !== 'succeeded') throw new ApiError('export_not_ready', `The export is ${current.status}; its file is ready once it succeeded.`);
+    if (current.status === 'expired')
+      throw new ApiError('link_expired', 'This export expired; its file was deleted. Start a new export.');
+    if (current.status !== 'succeeded')
+      throw new ApiError('export_not_ready', `The export is ${current.status}; its file is ready once it succeeded.`);
     const body = Readable.toWeb(storage.open(storageKey(e))) as ReadableStream;
     return c.body(body, 200, {
       'content-type': e.fileContentType!,
@@ -118,20 +143,34 @@ export function exportsApps(deps: ApiDeps) {
       const scope = await accountScope(c, orm);
       if (body.query !== undefined) {
         const table = Object.hasOwn(searchTables, body.resource) ? searchTables[body.resource] : undefined;
-        if (!table) throw new ApiError('invalid_request', 'query: only transactions, invoices, customers and credit_notes exports take a search query.');
+        if (!table)
+          throw new ApiError(
+            'invalid_request',
+            'query: only transactions, invoices, customers and credit_notes exports take a search query.',
+          );
         parseForApi(body.query, table.schema);
       }
       // zod's record drops a "__proto__" key silently: the raw body's own keys are checked too, so it is an unknown filter like any other.
       const raw = (await c.req.json().catch(() => null)) as { filters?: unknown } | null;
-      const rawNames = raw && typeof raw === 'object' && raw.filters && typeof raw.filters === 'object' ? Object.keys(raw.filters) : [];
+      const rawNames =
+        raw && typeof raw === 'object' && raw.filters && typeof raw.filters === 'object'
+          ? Object.keys(raw.filters)
+          : [];
       if (body.filters || rawNames.length) {
-        const problem = filtersProblem(body.resource, { ...Object.fromEntries(rawNames.map((name) => [name, ''])), ...body.filters });
+        const problem = filtersProblem(body.resource, {
+          ...Object.fromEntries(rawNames.map((name) => [name, ''])),
+          ...body.filters,
+        });
         if (problem) throw new ApiError('invalid_request', problem);
       }
       if (body.columns) {
         const known = exportColumns[body.resource].map((col) => col.name);
         const unknown = body.columns.filter((col) => !known.includes(col));
-        if (unknown.length) throw new ApiError('invalid_request', `columns: ${unknown.join(', ')} not among ${body.resource}'s columns (${known.join(', ')}).`);
+        if (unknown.length)
+          throw new ApiError(
+            'invalid_request',
+            `columns: ${unknown.join(', ')} not among ${body.resource}'s columns (${known.join(', ')}).`,
+          );
       }
       const now = new Date();
       const em = orm.em.fork();
@@ -164,7 +203,11 @@ export function exportsApps(deps: ApiDeps) {
         workflowId: e.id,
         taskQueue: config.taskQueue,
         // Dedicated exports workers (EXPORTS_TASK_QUEUE) write the file; otherwise the workflow's own queue does.
-        args: [config.exportsTaskQueue && config.exportsTaskQueue !== config.taskQueue ? { exportId: e.id, taskQueue: config.exportsTaskQueue } : { exportId: e.id }],
+        args: [
+          config.exportsTaskQueue && config.exportsTaskQueue !== config.taskQueue
+            ? { exportId: e.id, taskQueue: config.exportsTaskQueue }
+            : { exportId: e.id },
+        ],
         staticSummary: `Export ${e.id}`,
       });
       return c.json(serialize(e), 202);
@@ -172,7 +215,12 @@ export function exportsApps(deps: ApiDeps) {
     .openapi(listExports, async (c) => {
       const query = c.req.valid('query');
       const scope = await accountScope(c, orm);
-      const { page, hasMore } = await keysetPage(orm.em.fork(), Export, { accountId: scope.accountId, livemode: scope.livemode }, query);
+      const { page, hasMore } = await keysetPage(
+        orm.em.fork(),
+        Export,
+        { accountId: scope.accountId, livemode: scope.livemode },
+        query,
+      );
       return c.json({ object: 'list' as const, data: page.map(serialize), has_more: hasMore }, 200);
     })
     .openapi(getExport, async (c) => {
@@ -197,13 +245,15 @@ export function exportsApps(deps: ApiDeps) {
     const { expires, signature } = c.req.valid('query');
     const check = checkExportFileSignature(config.auth.secret, id, expires, signature, Date.now());
     if (check === 'invalid') throw new ApiError('not_found', 'No such export.');
-    if (check === 'expired') throw new ApiError('link_expired', 'This link expired; fetch the export again for a fresh one.');
+    if (check === 'expired')
+      throw new ApiError('link_expired', 'This link expired; fetch the export again for a fresh one.');
     const em = orm.em.fork();
     const e = await em.findOne(Export, { id });
     if (!e) throw new ApiError('not_found', 'No such export.');
     // Closing an account revokes its signed links, like its portal and pay links.
     const account = await em.findOne(Account, { id: e.accountId }, { fields: ['status'] });
-    if (!account || account.status === 'closed') throw new ApiError('link_expired', 'This link was revoked: the account that made the export is closed.');
+    if (!account || account.status === 'closed')
+      throw new ApiError('link_expired', 'This link was revoked: the account that made the export is closed.');
     return fileResponse(c, e) as never;
   });
   return { v1, root };

@@ -1,9 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 
 const Check = z.object({ ok: z.boolean(), latency_ms: z.number(), error: z.string().optional() });
-const HealthSchema = z.object({ status: z.enum(['ok', 'degraded']), database: Check, temporal: Check }).openapi('Health');
+const HealthSchema = z
+  .object({ status: z.enum(['ok', 'degraded']), database: Check, temporal: Check })
+  .openapi('Health');
 
 const health = createRoute({
   method: 'get',
@@ -19,7 +22,11 @@ const health = createRoute({
       content: {
         'application/json': {
           schema: HealthSchema,
-          example: { status: 'degraded', database: { ok: false, latency_ms: 2, error: 'connect ECONNREFUSED 10.0.0.5:5432' }, temporal: { ok: true, latency_ms: 3 } },
+          example: {
+            status: 'degraded',
+            database: { ok: false, latency_ms: 2, error: 'connect ECONNREFUSED 10.0.0.5:5432' },
+            temporal: { ok: true, latency_ms: 3 },
+          },
         },
       },
     },
@@ -29,10 +36,19 @@ const health = createRoute({
 async function check(probe: () => Promise<unknown>, timeoutMs = 3_000): Promise<z.infer<typeof Check>> {
   const started = performance.now();
   try {
-    await Promise.race([probe(), new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs).unref())]);
+    await Promise.race([
+      probe(),
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs).unref(),
+      ),
+    ]);
     return { ok: true, latency_ms: Math.round(performance.now() - started) };
   } catch (error) {
-    return { ok: false, latency_ms: Math.round(performance.now() - started), error: (error as Error).message.split('\n')[0] };
+    return {
+      ok: false,
+      latency_ms: Math.round(performance.now() - started),
+      error: (error as Error).message.split('\n')[0],
+    };
   }
 }
 
@@ -41,7 +57,11 @@ export function healthApp({ orm, temporal }: ApiDeps) {
     const [database, temporalCheck] = await Promise.all([
       check(() => orm.em.fork().execute('select 1')),
       // With the check's deadline: a Temporal that is down would otherwise keep the client retrying the call in the background for ~20 s.
-      check(() => temporal.connection.withDeadline(Date.now() + 3_000, () => temporal.connection.workflowService.getSystemInfo({}))),
+      check(() =>
+        temporal.connection.withDeadline(Date.now() + 3_000, () =>
+          temporal.connection.workflowService.getSystemInfo({}),
+        ),
+      ),
     ]);
     const ok = database.ok && temporalCheck.ok;
     return c.json({ status: ok ? 'ok' : 'degraded', database, temporal: temporalCheck } as const, ok ? 200 : 503);

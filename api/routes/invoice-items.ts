@@ -4,12 +4,13 @@
  * pending items), or attached to a draft invoice (`invoice`). Priced once through domain/pricing.ts.
  */
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { InvoiceItem } from '../../db/entities/index.ts';
 import { currency as currencyCode } from '../../objects/common.ts';
 import { InvoiceItemSchema, serializeInvoiceItem } from '../../objects/invoice-item.ts';
 import { createInvoiceItem, deleteInvoiceItem, findOwnItem, updateInvoiceItem } from '../../services/invoice-items.ts';
-import { accountScope } from '../auth/principal.ts';
 import { maxTaxRatesPerLine } from '../../services/tax-rates.ts';
+import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
@@ -17,28 +18,58 @@ import { errorResponses, idParam, oneCustomerName } from '../schemas.ts';
 
 const minor = z.number().int().min(-99_999_999).max(99_999_999);
 const quantity = z.number().int().min(1).max(1_000_000_000);
-const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what}`);
+const id = (prefix: string, what: string) =>
+  z.string().regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what}`);
 const isoInstant = z.string().datetime({ offset: true });
 const taxRates = z
   .array(z.string().min(1).max(64))
   .max(maxTaxRatesPerLine)
-  .openapi({ description: "Tax rate ids (of the caller's account and mode, active) its line is taxed at, instead of the subscription's or account's defaults (docs/discounts-and-taxes.md#taxes)", example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'] });
+  .openapi({
+    description:
+      "Tax rate ids (of the caller's account and mode, active) its line is taxed at, instead of the subscription's or account's defaults (docs/discounts-and-taxes.md#taxes)",
+    example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'],
+  });
 
 const CreateBody = z
   .object({
     customer: z.string().min(1).max(64),
-    amount: minor.optional().openapi({ description: 'The whole line in minor units (quantity 1); negative for a credit. Give amount, unit_amount or plan.' }),
+    amount: minor.optional().openapi({
+      description:
+        'The whole line in minor units (quantity 1); negative for a credit. Give amount, unit_amount or plan.',
+    }),
     unit_amount: minor.optional().openapi({ description: 'Per unit, in minor units, × quantity' }),
-    currency: currencyCode.optional().openapi({ description: 'Required with amount or unit_amount; with plan, one of its currency_options, by default the customer\'s currency when it has one (400 when the plan has no price in it), else the plan\'s own' }),
-    plan: z.string().min(1).max(64).optional().openapi({ description: 'A price (plan, recurring or one_time) priced at quantity through its scheme' }),
+    currency: currencyCode.optional().openapi({
+      description:
+        "Required with amount or unit_amount; with plan, one of its currency_options, by default the customer's currency when it has one (400 when the plan has no price in it), else the plan's own",
+    }),
+    plan: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .openapi({ description: 'A price (plan, recurring or one_time) priced at quantity through its scheme' }),
     quantity: quantity.optional().openapi({ description: 'Default 1' }),
-    description: z.string().min(1).max(500).optional().openapi({ description: 'What the customer reads on the invoice; required with amount or unit_amount, the plan\'s name by default' }),
-    invoice: id('inv', 'a draft invoice id').optional().openapi({ description: 'A draft invoice of the customer to attach the item to; without it the item is pending' }),
-    period: z.object({ start: isoInstant, end: isoInstant }).strict().optional().openapi({ description: 'The period the line covers (shown in human dates); default: the instant it is created' }),
+    description: z.string().min(1).max(500).optional().openapi({
+      description:
+        "What the customer reads on the invoice; required with amount or unit_amount, the plan's name by default",
+    }),
+    invoice: id('inv', 'a draft invoice id').optional().openapi({
+      description: 'A draft invoice of the customer to attach the item to; without it the item is pending',
+    }),
+    period: z.object({ start: isoInstant, end: isoInstant }).strict().optional().openapi({
+      description: 'The period the line covers (shown in human dates); default: the instant it is created',
+    }),
     tax_rates: taxRates.optional(),
   })
   .strict()
-  .openapi({ example: { customer: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e', amount: 15000, currency: 'USD', description: 'Onboarding workshop (2 hours)' } });
+  .openapi({
+    example: {
+      customer: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e',
+      amount: 15000,
+      currency: 'USD',
+      description: 'Onboarding workshop (2 hours)',
+    },
+  });
 const UpdateBody = z
   .object({
     amount: minor.optional(),
@@ -47,16 +78,23 @@ const UpdateBody = z
     plan: z.string().min(1).max(64).optional(),
     quantity: quantity.optional(),
     description: z.string().min(1).max(500).optional(),
-    invoice: id('inv', 'a draft invoice id').nullable().optional().openapi({ description: 'Attach to a draft invoice of the customer, or null to make it pending again' }),
+    invoice: id('inv', 'a draft invoice id')
+      .nullable()
+      .optional()
+      .openapi({ description: 'Attach to a draft invoice of the customer, or null to make it pending again' }),
     tax_rates: taxRates.optional().openapi({ description: 'Replaces its tax rates; [] removes them' }),
   })
   .strict()
   .openapi({ example: { quantity: 3, description: 'Onboarding workshop (3 hours)' } });
 const ListQuery = z
   .object({
-    customer: z.string().min(1).max(64).optional().openapi({ description: 'Only this customer; `customer_id` is accepted as the same filter (give one of the two)' }),
+    customer: z.string().min(1).max(64).optional().openapi({
+      description: 'Only this customer; `customer_id` is accepted as the same filter (give one of the two)',
+    }),
     customer_id: z.string().min(1).max(64).optional().openapi({ description: 'Same as `customer`' }),
-    pending: queryBoolean.optional().openapi({ description: 'true: only items no invoice took yet; false: only those an invoice took' }),
+    pending: queryBoolean
+      .optional()
+      .openapi({ description: 'true: only items no invoice took yet; false: only those an invoice took' }),
     invoice: id('inv', 'an invoice id').optional().openapi({ description: 'Only the items of this invoice' }),
     ...cursorQuery('invoiceItem'),
   })
@@ -64,7 +102,8 @@ const ListQuery = z
   .refine(...oneCursor)
   .refine(...oneCustomerName);
 
-const forms = 'Money in minor units. An item is pending until an invoice takes it; it changes or goes only while pending or attached to a draft (409 `invalid_state` after).';
+const forms =
+  'Money in minor units. An item is pending until an invoice takes it; it changes or goes only while pending or attached to a draft (409 `invalid_state` after).';
 const tags = ['Invoice items'];
 const routes = {
   create: createRoute({
@@ -108,7 +147,13 @@ const routes = {
     summary: 'Delete a pending invoice item',
     description: `${forms} Records \`invoiceitem.deleted\`.`,
     request: { params: idParam('ii') },
-    responses: { 200: { description: 'Deleted', ...json(z.object({ id: z.string(), object: z.literal('invoiceitem'), deleted: z.literal(true) })) }, ...errorResponses(401, 404, 409) },
+    responses: {
+      200: {
+        description: 'Deleted',
+        ...json(z.object({ id: z.string(), object: z.literal('invoiceitem'), deleted: z.literal(true) })),
+      },
+      ...errorResponses(401, 404, 409),
+    },
   }),
 };
 
@@ -141,7 +186,12 @@ export function invoiceItemsApp(deps: ApiDeps) {
     .openapi(routes.update, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
       const scope = { accountId, livemode };
-      return c.json(serializeInvoiceItem(await updateInvoiceItem(orm.em.fork(), scope, c.req.valid('param').id, c.req.valid('json'))), 200);
+      return c.json(
+        serializeInvoiceItem(
+          await updateInvoiceItem(orm.em.fork(), scope, c.req.valid('param').id, c.req.valid('json')),
+        ),
+        200,
+      );
     })
     .openapi(routes.remove, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);

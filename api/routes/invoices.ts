@@ -1,25 +1,25 @@
-import { clockCondition, clockTimeOf } from '../../services/test-clocks.ts';
-import { onTestClock } from '../../services/clock-context.ts';
 import { timingSafeEqual } from 'node:crypto';
+
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'hono';
-import { transitionInvoice, type InvoiceTransition } from '../../services/invoices.ts';
-import { voidInvoiceThroughOwner } from '../../services/invoice-void.ts';
+
 import { Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { notFoundInMode } from '../not-found.ts';
 import { invoicePdfToken } from '../../domain/invoice-links.ts';
+import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/invoice.ts';
+import { onTestClock } from '../../services/clock-context.ts';
 import { invoicePdf } from '../../services/invoice-pdf.ts';
-import { accountScope } from '../auth/principal.ts';
+import { voidInvoiceThroughOwner } from '../../services/invoice-void.ts';
+import { type InvoiceTransition, transitionInvoice } from '../../services/invoices.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
+import { clockCondition, clockTimeOf } from '../../services/test-clocks.ts';
+import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { keysetPage } from '../pagination.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { keysetPage } from '../pagination.ts';
 import { errorResponses, idParam, oneCustomerName } from '../schemas.ts';
-import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
-
-
 
 export { invoicePdfToken };
 
@@ -28,7 +28,6 @@ function tokenMatches(secret: string, invoiceId: string, token: string): boolean
   const given = Buffer.from(token);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
-
 
 function pdfResponse(c: Context, invoice: Invoice, pdf: Buffer): Response {
   return c.body(new Uint8Array(pdf), 200, {
@@ -41,11 +40,20 @@ function pdfResponse(c: Context, invoice: Invoice, pdf: Buffer): Response {
 const cursor = z.string().regex(/^inv_[0-9a-z]{26}$/, 'must be an invoice id');
 const ListQuery = z
   .object({
-    customer: z.string().min(1).max(64).optional().openapi({ description: 'Only this customer; `customer_id` is accepted as the same filter (give one of the two)' }),
+    customer: z.string().min(1).max(64).optional().openapi({
+      description: 'Only this customer; `customer_id` is accepted as the same filter (give one of the two)',
+    }),
     customer_id: z.string().min(1).max(64).optional().openapi({ description: 'Same as `customer`' }),
     subscription: z.string().min(1).max(64).optional().openapi({ description: 'Only this subscription' }),
     status: z.enum(invoiceStatuses).optional(),
-    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe)' }),
+    test_clock: z
+      .string()
+      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
+      .optional()
+      .openapi({
+        description:
+          'Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe)',
+      }),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     starting_after: cursor.optional(),
     ending_before: cursor.optional(),
@@ -110,7 +118,8 @@ const publicPdf = createRoute({
   path: '/{id}/pdf',
   tags: ['Invoices'],
   summary: 'The invoice as a PDF, by its signed link',
-  description: 'The `pdf` link of an invoice: no Authorization header, the `token` in the link is the credential. A wrong token answers 404 like an unknown invoice.',
+  description:
+    'The `pdf` link of an invoice: no Authorization header, the `token` in the link is the credential. A wrong token answers 404 like an unknown invoice.',
   security: [],
   request: { params: idParam('inv'), query: z.object({ token: z.string().max(200).optional() }) },
   responses: { 200: { description: 'application/pdf', ...pdfContent }, ...errorResponses(404) },
@@ -134,9 +143,17 @@ export function invoicesApps(deps: ApiDeps) {
     if (customer) where.customerId = customer;
     if (query.subscription) where.subscriptionId = query.subscription;
     if (query.status) where.status = query.status;
-    const onClocks = query.test_clock || (!customer && !query.subscription) ? clockCondition(scope, query.test_clock) : null;
+    const onClocks =
+      query.test_clock || (!customer && !query.subscription) ? clockCondition(scope, query.test_clock) : null;
     const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, { ...where, ...onClocks }, query);
-    return c.json({ object: 'list' as const, data: page.map((invoice) => serializeInvoice(invoice, pdfUrl(invoice.id))), has_more: hasMore }, 200);
+    return c.json(
+      {
+        object: 'list' as const,
+        data: page.map((invoice) => serializeInvoice(invoice, pdfUrl(invoice.id))),
+        has_more: hasMore,
+      },
+      200,
+    );
   }
 
   async function transition(c: Context, id: string, to: InvoiceTransition) {
@@ -144,17 +161,40 @@ export function invoicesApps(deps: ApiDeps) {
     const scope = await accountScope(c, orm);
     const em = orm.em.fork();
     // An invoice of a customer on a test clock changes at the clock's time, its event on the clock.
-    const invoice = await em.findOne(Invoice, { id, accountId: scope.accountId, livemode: scope.livemode }, { fields: ['customerId'] });
-    const customer = invoice?.customerId ? await em.findOne(Customer, { id: invoice.customerId }, { fields: ['testClockId'] }) : null;
+    const invoice = await em.findOne(
+      Invoice,
+      { id, accountId: scope.accountId, livemode: scope.livemode },
+      { fields: ['customerId'] },
+    );
+    const customer = invoice?.customerId
+      ? await em.findOne(Customer, { id: invoice.customerId }, { fields: ['testClockId'] })
+      : null;
     const testClock = await clockTimeOf(em, customer?.testClockId);
     const direct = () =>
-      onTestClock(testClock, () => transitionInvoice(em, { invoicePdfUrl: pdfUrl }, id, to, testClock ? new Date(testClock.now) : new Date(), { accountId: scope.accountId, livemode: scope.livemode }));
+      onTestClock(testClock, () =>
+        transitionInvoice(em, { invoicePdfUrl: pdfUrl }, id, to, testClock ? new Date(testClock.now) : new Date(), {
+          accountId: scope.accountId,
+          livemode: scope.livemode,
+        }),
+      );
     // A void goes through the workflow that may be charging the invoice: its subscription's, or a one-off invoice's own (services/invoice-void.ts).
-    const result = to === 'void' ? await voidInvoiceThroughOwner(deps.temporal, em, id, { accountId: scope.accountId, livemode: scope.livemode }, direct) : await direct();
+    const result =
+      to === 'void'
+        ? await voidInvoiceThroughOwner(
+            deps.temporal,
+            em,
+            id,
+            { accountId: scope.accountId, livemode: scope.livemode },
+            direct,
+          )
+        : await direct();
     if (result.outcome === 'not_found') throw new ApiError('not_found', 'No such invoice.');
     if (result.outcome === 'refused') {
       const verb = to === 'void' ? 'voided' : 'marked uncollectible';
-      throw new ApiError('invalid_state', `Invoice ${result.invoice.status === 'draft' ? result.invoice.id : result.invoice.number} is ${result.invoice.status} and cannot be ${verb}.${result.invoice.status === 'draft' ? ' Delete a draft instead.' : ''}`);
+      throw new ApiError(
+        'invalid_state',
+        `Invoice ${result.invoice.status === 'draft' ? result.invoice.id : result.invoice.number} is ${result.invoice.status} and cannot be ${verb}.${result.invoice.status === 'draft' ? ' Delete a draft instead.' : ''}`,
+      );
     }
     return c.json(serializeInvoice(result.invoice, pdfUrl(result.invoice.id)), 200);
   }
@@ -181,7 +221,9 @@ export function invoicesApps(deps: ApiDeps) {
    * authentication, which app.ts applies to that path) and the signed PDF links.
    */
   const root = newOpenApiApp()
-    .openapi(listRoute('/', 'List invoices (SPEC.md\'s name for GET /v1/invoices)'), (c) => list(c, c.req.valid('query')))
+    .openapi(listRoute('/', "List invoices (SPEC.md's name for GET /v1/invoices)"), (c) =>
+      list(c, c.req.valid('query')),
+    )
     .openapi(publicPdf, async (c) => {
       const { id } = c.req.valid('param');
       const { token } = c.req.valid('query');

@@ -1,25 +1,33 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { recordModeSettingsEvent } from '../../services/account-events.ts';
-import { changeModeSettings, loadModeSettings } from '../../services/mode-settings.ts';
+
 import { Account } from '../../db/entities/index.ts';
 import type { NotificationPreferences } from '../../domain/notifications.ts';
+import { recordModeSettingsEvent } from '../../services/account-events.ts';
+import { changeModeSettings, loadModeSettings } from '../../services/mode-settings.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
-
 const NotificationSettingsSchema = z
   .object({
     object: z.literal('notification_settings'),
     payout_confirmations: z.boolean().openapi({ description: 'Email the account when a payout is paid' }),
-    failed_payments: z.boolean().openapi({ description: 'Email customers at each failed subscription charge (reason, billing-details link, next retry)' }),
-    subscription_cancellations: z.boolean().openapi({ description: 'Email customers when their subscription is canceled (or paused when dunning ends)' }),
+    failed_payments: z.boolean().openapi({
+      description: 'Email customers at each failed subscription charge (reason, billing-details link, next retry)',
+    }),
+    subscription_cancellations: z
+      .boolean()
+      .openapi({ description: 'Email customers when their subscription is canceled (or paused when dunning ends)' }),
   })
   .openapi('NotificationSettings');
 
 const PatchBody = z
-  .object({ payout_confirmations: z.boolean().optional(), failed_payments: z.boolean().optional(), subscription_cancellations: z.boolean().optional() })
+  .object({
+    payout_confirmations: z.boolean().optional(),
+    failed_payments: z.boolean().optional(),
+    subscription_cancellations: z.boolean().optional(),
+  })
   .strict()
   .openapi({ example: { failed_payments: true, payout_confirmations: false } });
 
@@ -28,7 +36,8 @@ const getRoute = createRoute({
   path: '/',
   tags: ['Settings'],
   summary: "The account's email notification preferences in the caller's mode",
-  description: "Every key defaults to true. Live and sandbox each have their own: a sandbox key (or x-sandbox-mode: true) reads the sandbox ones, which govern emails about sandbox subscriptions and payouts.",
+  description:
+    'Every key defaults to true. Live and sandbox each have their own: a sandbox key (or x-sandbox-mode: true) reads the sandbox ones, which govern emails about sandbox subscriptions and payouts.',
   responses: { 200: { description: 'Preferences', ...json(NotificationSettingsSchema) }, ...errorResponses(401) },
 });
 const patchRoute = createRoute({
@@ -38,12 +47,18 @@ const patchRoute = createRoute({
   summary: 'Change email notification preferences',
   description:
     "Changes the caller's mode only (a sandbox change never changes live, and the reverse). Keys left out stay as they are. " +
-    "Every sender reads the preferences of the mode of what it is about to send about, so a change applies to the next email. Records `account.updated` in that mode.",
+    'Every sender reads the preferences of the mode of what it is about to send about, so a change applies to the next email. Records `account.updated` in that mode.',
   request: { body: { ...json(PatchBody), required: true } },
-  responses: { 200: { description: 'Preferences', ...json(NotificationSettingsSchema) }, ...errorResponses(400, 401, 403) },
+  responses: {
+    200: { description: 'Preferences', ...json(NotificationSettingsSchema) },
+    ...errorResponses(400, 401, 403),
+  },
 });
 
-const serialize = (prefs: NotificationPreferences): z.infer<typeof NotificationSettingsSchema> => ({ object: 'notification_settings', ...prefs });
+const serialize = (prefs: NotificationPreferences): z.infer<typeof NotificationSettingsSchema> => ({
+  object: 'notification_settings',
+  ...prefs,
+});
 
 /** GET/PATCH /v1/settings/notifications: the caller's mode's preferences (services/mode-settings.ts). */
 export function notificationSettingsApp({ orm }: ApiDeps) {

@@ -6,26 +6,39 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import { LockMode } from '@mikro-orm/core';
+
 import { Session, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { createMailer } from '../../services/mailer.ts';
-import { hashPassword } from '../auth/passwords.ts';
 import { createPasswordResetTokens, passwordResetTtlMinutes } from '../auth/password-reset.ts';
+import { hashPassword } from '../auth/passwords.ts';
 import { SlidingWindowLimiter } from '../auth/rate-limit.ts';
-import { clientIp } from '../middleware/client-ip.ts';
 import type { ApiDeps } from '../deps.ts';
+import { clientIp } from '../middleware/client-ip.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses, passwordField } from '../schemas.ts';
 
-const RequestBody = z.object({ email: emailField }).strict().openapi({ example: { email: 'ada@example.com' } });
+const RequestBody = z
+  .object({ email: emailField })
+  .strict()
+  .openapi({ example: { email: 'ada@example.com' } });
 const ConfirmBody = z
-  .object({ token: z.string().min(1).max(2000).openapi({ description: "The token of the emailed link (after `#token=` in the dashboard's reset page)" }), password: passwordField })
+  .object({
+    token: z
+      .string()
+      .min(1)
+      .max(2000)
+      .openapi({ description: "The token of the emailed link (after `#token=` in the dashboard's reset page)" }),
+    password: passwordField,
+  })
   .strict()
   .openapi({ example: { token: 'eyJhbGciOiJIUzI1NiJ9.eyJwaCI6Ii4uLiJ9.sig', password: 'Another-Horse-43!' } });
 
 const RequestAnswer = z
   .object({ object: z.literal('password_reset'), email: z.string(), expires_in_minutes: z.number().int() })
-  .openapi('PasswordResetRequested', { example: { object: 'password_reset', email: 'ada@example.com', expires_in_minutes: 60 } });
+  .openapi('PasswordResetRequested', {
+    example: { object: 'password_reset', email: 'ada@example.com', expires_in_minutes: 60 },
+  });
 const ConfirmAnswer = z
   .object({ object: z.literal('password_reset'), reset: z.literal(true), sessions_ended: z.number().int() })
   .openapi('PasswordResetDone', { example: { object: 'password_reset', reset: true, sessions_ended: 2 } });
@@ -41,7 +54,10 @@ const requestReset = createRoute({
     'The answer is the same whether or not the email is known. At most 5 requests per email and 20 per client IP an hour (per API process): 429 `rate_limited` with Retry-After.',
   security: [],
   request: { body: { ...json(RequestBody), required: true } },
-  responses: { 202: { description: 'Accepted (sent when the email is known)', ...json(RequestAnswer) }, ...errorResponses(400, 429) },
+  responses: {
+    202: { description: 'Accepted (sent when the email is known)', ...json(RequestAnswer) },
+    ...errorResponses(400, 429),
+  },
 });
 const confirmReset = createRoute({
   method: 'post',
@@ -93,11 +109,19 @@ export function passwordResetApp({ orm, config }: ApiDeps) {
       const newHash = await hashPassword(body.password);
       const ended = await orm.em.fork().transactional(async (em) => {
         // Locked: of two confirmations with one link, the second sees the new hash and is refused.
-        const user = await em.findOne(User, { id: claims.userId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+        const user = await em.findOne(
+          User,
+          { id: claims.userId },
+          { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+        );
         if (!user || user.status !== 'active' || !claims.matches(user.passwordHash)) throw invalid;
         user.passwordHash = newHash;
         await em.flush();
-        return em.nativeUpdate(Session, { userId: user.id, revokedAt: null }, { revokedAt: new Date(), revokedReason: 'password_reset' });
+        return em.nativeUpdate(
+          Session,
+          { userId: user.id, revokedAt: null },
+          { revokedAt: new Date(), revokedReason: 'password_reset' },
+        );
       });
       return c.json({ object: 'password_reset' as const, reset: true as const, sessions_ended: ended }, 200);
     });

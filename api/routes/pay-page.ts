@@ -15,18 +15,20 @@
  * script, `form-action 'self'` and no framing.
  */
 import { randomBytes } from 'node:crypto';
-import { Hono, type Context } from 'hono';
-import { html } from 'hono/html';
+
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { type Context, Hono } from 'hono';
+import { html } from 'hono/html';
+
 import { Account, PaymentRequest } from '../../db/entities/index.ts';
 import { brandOf } from '../../domain/branding.ts';
 import { formatMoney } from '../../domain/money.ts';
-import { isPayPageMethod, payPageMethods, tokenPattern, type PayResult } from '../../domain/payment-requests.ts';
-import { payUpdate } from '../../workflows/payment-request.ts';
+import { isPayPageMethod, payPageMethods, type PayResult, tokenPattern } from '../../domain/payment-requests.ts';
 import { renderReceiptPdf } from '../../domain/receipt-pdf.ts';
 import { loadLogo } from '../../services/branding.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
+import { payUpdate } from '../../workflows/payment-request.ts';
 import type { ApiDeps } from '../deps.ts';
 import { isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 
@@ -43,13 +45,22 @@ function when(view: View, instant: Date): string {
   const locale = view.account?.settings.language ?? 'en';
   const timeZone = view.account?.settings.timezone ?? 'UTC';
   try {
-    return new Intl.DateTimeFormat(locale, { year: 'numeric', month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', timeZone, timeZoneName: 'short' }).format(instant);
+    return new Intl.DateTimeFormat(locale, {
+      year: 'numeric',
+      month: 'short',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: '2-digit',
+      timeZone,
+      timeZoneName: 'short',
+    }).format(instant);
   } catch {
     return instant.toISOString();
   }
 }
 
-const amountOf = (view: View) => formatMoney(view.request.amount, view.request.currency, view.account?.settings.language ?? 'en');
+const amountOf = (view: View) =>
+  formatMoney(view.request.amount, view.request.currency, view.account?.settings.language ?? 'en');
 const nameOf = (view: View) => (view.account ? brandOf(view.account, '').name : 'The merchant');
 /** The account's branding when it set some (the logo from this origin: img-src 'self'). */
 const brandFor = (view: View) => (view.account?.settings.branding ? brandOf(view.account, '') : undefined);
@@ -77,42 +88,81 @@ function statusPage(c: Context, view: View) {
         brandFor(view),
       );
     case 'canceled':
-      return page(c, 410, 'Payment request canceled', stateCard('off', '×', 'This payment request was canceled', [html`${name} canceled this request for ${amount}.`, html`Nothing was charged. Contact ${name} if you think this is a mistake.`]), null, view.testMode, brandFor(view));
+      return page(
+        c,
+        410,
+        'Payment request canceled',
+        stateCard('off', '×', 'This payment request was canceled', [
+          html`${name} canceled this request for ${amount}.`,
+          html`Nothing was charged. Contact ${name} if you think this is a mistake.`,
+        ]),
+        null,
+        view.testMode,
+        brandFor(view),
+      );
     case 'failed':
-      return page(c, 410, 'Payment link expired', stateCard('off', '!', 'This payment link has expired', [html`It expired on ${when(view, request.expiresAt)}. Nothing was charged.`, html`Ask ${name} to send you a new one.`]), null, view.testMode, brandFor(view));
+      return page(
+        c,
+        410,
+        'Payment link expired',
+        stateCard('off', '!', 'This payment link has expired', [
+          html`It expired on ${when(view, request.expiresAt)}. Nothing was charged.`,
+          html`Ask ${name} to send you a new one.`,
+        ]),
+        null,
+        view.testMode,
+        brandFor(view),
+      );
     default:
       return payForm(c, view, null, 200);
   }
 }
 
 function notFoundPage(c: Context) {
-  return page(c, 404, 'Payment link not found', stateCard('off', '?', 'Payment link not found', [html`This link is not valid. Check that you opened the whole link from your email.`]));
+  return page(
+    c,
+    404,
+    'Payment link not found',
+    stateCard('off', '?', 'Payment link not found', [
+      html`This link is not valid. Check that you opened the whole link from your email.`,
+    ]),
+  );
 }
 
 function payForm(c: Context, view: View, error: string | null, status: number) {
   const { request } = view;
   const amount = amountOf(view);
   const attempt = randomBytes(18).toString('base64url');
-  const body = html`
-<p class="from"><strong>${nameOf(view)}</strong> requests${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
-<p class="amount">${amount}</p>
-<dl>
-${request.reference ? html`<dt>Reference</dt><dd>${request.reference}</dd>` : ''}
-<dt>Billed to</dt><dd>${request.customerEmail}</dd>
-<dt>Link expires</dt><dd>${when(view, request.expiresAt)}</dd>
-</dl>
-${error ? html`<div class="alert error" role="alert">${error}</div>` : ''}
-<form method="post" id="pay-form">
-<input type="hidden" name="attempt" value="${attempt}">
-<fieldset>
-<legend>Pay with a test card</legend>
-${payPageMethods.map(
-  (method) =>
-    html`<label class="method"><input type="radio" name="payment_method" value="${method.id}" required><span class="name">${method.label}<span class="hint"><code>${method.id}</code> · ${method.outcome}</span></span></label>`,
-)}
-</fieldset>
-<button type="submit">Pay ${amount}</button>
-</form>`;
+  const body = html` <p class="from">
+      <strong>${nameOf(view)}</strong> requests${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}
+    </p>
+    <p class="amount">${amount}</p>
+    <dl>
+      ${request.reference
+        ? html`<dt>Reference</dt>
+            <dd>${request.reference}</dd>`
+        : ''}
+      <dt>Billed to</dt>
+      <dd>${request.customerEmail}</dd>
+      <dt>Link expires</dt>
+      <dd>${when(view, request.expiresAt)}</dd>
+    </dl>
+    ${error ? html`<div class="alert error" role="alert">${error}</div>` : ''}
+    <form method="post" id="pay-form">
+      <input type="hidden" name="attempt" value="${attempt}" />
+      <fieldset>
+        <legend>Pay with a test card</legend>
+        ${payPageMethods.map(
+          (method) =>
+            html`<label class="method"
+              ><input type="radio" name="payment_method" value="${method.id}" required /><span class="name"
+                >${method.label}<span class="hint"><code>${method.id}</code> · ${method.outcome}</span></span
+              ></label
+            >`,
+        )}
+      </fieldset>
+      <button type="submit">Pay ${amount}</button>
+    </form>`;
   // Works without it; with it, a second click cannot send the form again while the first is on its way.
   const script = `document.getElementById('pay-form').addEventListener('submit',function(){var b=this.querySelector('button');setTimeout(function(){b.disabled=true;b.textContent='Processing…';},0);});`;
   return page(c, status, `Pay ${amount} to ${nameOf(view)}`, body, script, view.testMode, brandFor(view));
@@ -142,7 +192,10 @@ function checkoutReturnPage(c: Context, view: View) {
     c,
     200,
     'Payment processing',
-    stateCard('ok', '…', 'Your payment is being confirmed', [html`Thank you. ${nameOf(view)} will send a receipt to ${view.request.customerEmail} once it is confirmed.`, html`You can close this page.`]),
+    stateCard('ok', '…', 'Your payment is being confirmed', [
+      html`Thank you. ${nameOf(view)} will send a receipt to ${view.request.customerEmail} once it is confirmed.`,
+      html`You can close this page.`,
+    ]),
     null,
     view.testMode,
     brandFor(view),
@@ -157,7 +210,11 @@ export function payPageApp(deps: ApiDeps) {
     const em = orm.em.fork();
     const request = await em.findOne(PaymentRequest, { token });
     if (!request) return null;
-    const account = await em.findOne(Account, { id: request.accountId }, { fields: ['id', 'name', 'settings', 'status'] });
+    const account = await em.findOne(
+      Account,
+      { id: request.accountId },
+      { fields: ['id', 'name', 'settings', 'status'] },
+    );
     return { request, account, testMode: processors.isTestMode(request.livemode) };
   }
 
@@ -173,7 +230,8 @@ export function payPageApp(deps: ApiDeps) {
     if (c.req.method === 'GET' && c.req.query('checkout') === 'success') return checkoutReturnPage(c, view);
     if (c.req.method === 'GET' && c.req.query('checkout') === 'canceled') {
       // Back from the checkout without paying: offer it again rather than sending them straight back.
-      const again = html`${stateCard('off', '×', 'Payment not completed', [html`Nothing was charged.`])}<form method="post" action="/pay/${request.token}"><button type="submit">Pay ${amountOf(view)}</button></form>`;
+      const again = html`${stateCard('off', '×', 'Payment not completed', [html`Nothing was charged.`])}
+        <form method="post" action="/pay/${request.token}"><button type="submit">Pay ${amountOf(view)}</button></form>`;
       return page(c, 200, `Pay ${amountOf(view)} to ${nameOf(view)}`, again, null, view.testMode, brandFor(view));
     }
     const here = `${config.publicUrl}/pay/${request.token}`;
@@ -193,7 +251,17 @@ export function payPageApp(deps: ApiDeps) {
         return 'unavailable' as const;
       });
     if (session === 'unavailable') {
-      return page(c, 503, 'Try again', stateCard('bad', '!', 'We could not open the payment page just now', [html`Nothing was charged. Please try again in a minute.`]), null, view.testMode, brandFor(view));
+      return page(
+        c,
+        503,
+        'Try again',
+        stateCard('bad', '!', 'We could not open the payment page just now', [
+          html`Nothing was charged. Please try again in a minute.`,
+        ]),
+        null,
+        view.testMode,
+        brandFor(view),
+      );
     }
     return session ? c.redirect(session.url, 303) : null;
   }
@@ -210,9 +278,18 @@ export function payPageApp(deps: ApiDeps) {
     const view = await load(c.req.param('token'));
     if (!view) return notFoundPage(c);
     const { request } = view;
-    if (request.status !== 'succeeded') return page(c, 404, 'No receipt yet', stateCard('off', '?', 'No receipt yet', [html`This request has not been paid, so it has no receipt.`]));
+    if (request.status !== 'succeeded')
+      return page(
+        c,
+        404,
+        'No receipt yet',
+        stateCard('off', '?', 'No receipt yet', [html`This request has not been paid, so it has no receipt.`]),
+      );
     const em = orm.em.fork();
-    const [account, logo] = await Promise.all([em.findOne(Account, { id: request.accountId }), loadLogo(em, request.accountId)]);
+    const [account, logo] = await Promise.all([
+      em.findOne(Account, { id: request.accountId }),
+      loadLogo(em, request.accountId),
+    ]);
     const brand = account ? brandOf(account, '') : null;
     const pdf = await renderReceiptPdf({
       id: request.id,
@@ -222,7 +299,9 @@ export function payPageApp(deps: ApiDeps) {
       paidAt: request.paidAt ?? request.updatedAt,
       paidBy: request.customerEmail,
       seller: { name: brand?.name ?? 'The merchant', email: account?.email ?? null },
-      ...(account?.settings.branding && brand ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } } : {}),
+      ...(account?.settings.branding && brand
+        ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } }
+        : {}),
       testMode: view.testMode,
       timeZone: account?.settings.timezone || 'UTC',
       locale: account?.settings.language || 'en-US',
@@ -238,17 +317,26 @@ export function payPageApp(deps: ApiDeps) {
     const view = await load(c.req.param('token'));
     if (!view) return notFoundPage(c);
     if (isCrossSitePost(c, config.publicUrl)) {
-      return page(c, 403, 'Not allowed', stateCard('bad', '!', 'This form was sent from another site', [html`Open the payment link from your email and pay there.`]));
+      return page(
+        c,
+        403,
+        'Not allowed',
+        stateCard('bad', '!', 'This form was sent from another site', [
+          html`Open the payment link from your email and pay there.`,
+        ]),
+      );
     }
     if (view.request.status !== 'pending' || view.account?.status === 'closed') return statusPage(c, view);
     const hosted = await hostedCheckout(c, view);
     if (hosted) return hosted;
 
     const type = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-    const form = type === 'application/x-www-form-urlencoded' || type === 'multipart/form-data' ? await c.req.parseBody() : {};
+    const form =
+      type === 'application/x-www-form-urlencoded' || type === 'multipart/form-data' ? await c.req.parseBody() : {};
     const method = typeof form.payment_method === 'string' ? form.payment_method : '';
     const attempt = typeof form.attempt === 'string' ? form.attempt : '';
-    if (!attemptPattern.test(attempt)) return payForm(c, view, 'This form is out of date. Choose a card and pay again.', 400);
+    if (!attemptPattern.test(attempt))
+      return payForm(c, view, 'This form is out of date. Choose a card and pay again.', 400);
     if (method === '') return payForm(c, view, 'Choose a card to pay with.', 400);
     if (!isPayPageMethod(method)) {
       const why = method.startsWith('pm_bank_')
@@ -259,7 +347,9 @@ export function payPageApp(deps: ApiDeps) {
 
     let result: PayResult;
     try {
-      result = await temporal.workflow.getHandle(view.request.id).executeUpdate(payUpdate, { args: [{ paymentMethod: method, attemptKey: `${attempt}:${method}` }] });
+      result = await temporal.workflow
+        .getHandle(view.request.id)
+        .executeUpdate(payUpdate, { args: [{ paymentMethod: method, attemptKey: `${attempt}:${method}` }] });
     } catch (error) {
       // Refused (no longer pending, too many attempts) or the workflow has just ended: show what the request is now.
       const now = await load(c.req.param('token'));
@@ -267,13 +357,29 @@ export function payPageApp(deps: ApiDeps) {
       if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type) {
         return payForm(c, now ?? view, error.cause.message, error.cause.type === 'invalid_request' ? 400 : 409);
       }
-      logger.error({ err: error, paymentRequestId: view.request.id, requestId: c.get('requestId') }, 'pay page: update failed');
-      return page(c, 503, 'Try again', stateCard('bad', '!', 'We could not take the payment just now', [html`Nothing was charged. Please try again in a minute.`]));
+      logger.error(
+        { err: error, paymentRequestId: view.request.id, requestId: c.get('requestId') },
+        'pay page: update failed',
+      );
+      return page(
+        c,
+        503,
+        'Try again',
+        stateCard('bad', '!', 'We could not take the payment just now', [
+          html`Nothing was charged. Please try again in a minute.`,
+        ]),
+      );
     }
     const current = await load(c.req.param('token'));
     const shown = current ?? view;
     if (result.outcome === 'succeeded') return successPage(c, shown);
-    if (result.outcome === 'declined') return payForm(c, shown, `${result.error?.message ?? 'The payment was declined.'} Choose another card and try again.`, 402);
+    if (result.outcome === 'declined')
+      return payForm(
+        c,
+        shown,
+        `${result.error?.message ?? 'The payment was declined.'} Choose another card and try again.`,
+        402,
+      );
     return statusPage(c, shown);
   });
   return app;

@@ -4,26 +4,36 @@
  * long-lived recurringPaymentRequestWorkflow that issues a payment request every
  * interval until canceled.
  */
-import { brandOf } from '../../domain/branding.ts';
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { RecurringPaymentRequest } from '../../db/entities/index.ts';
 import { intervalUnits } from '../../domain/billing-calendar.ts';
-import { notFoundInMode } from '../not-found.ts';
+import { brandOf } from '../../domain/branding.ts';
 import { hasPrefix } from '../../domain/ids.ts';
 import { defaultExpiryMs } from '../../domain/payment-requests.ts';
-import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
-import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { errorResponses, idParam } from '../schemas.ts';
-import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields, requestingAccount, testClockOf } from '../payment-request-input.ts';
-import { cancelPaymentRequest, cancelRecurringPaymentRequest, startRecurringPaymentRequest } from '../../services/payment-request-commands.ts';
 import {
   PaymentRequestSchema,
   RecurringPaymentRequestSchema,
   serializePaymentRequest,
   serializeRecurringPaymentRequest,
 } from '../../objects/payment-request.ts';
-
+import {
+  cancelPaymentRequest,
+  cancelRecurringPaymentRequest,
+  startRecurringPaymentRequest,
+} from '../../services/payment-request-commands.ts';
+import { accountScope } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
+import { notFoundInMode } from '../not-found.ts';
+import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import {
+  createPaymentRequest,
+  findOwnPaymentRequest,
+  paymentRequestFields,
+  requestingAccount,
+  testClockOf,
+} from '../payment-request-input.ts';
+import { errorResponses, idParam } from '../schemas.ts';
 
 const CreateBody = z
   .object({
@@ -31,21 +41,44 @@ const CreateBody = z
     account_id: z.string().min(1).max(64).optional().openapi({ description: "Defaults to the caller's account" }),
     ...paymentRequestFields,
     interval: z.enum(intervalUnits).optional().openapi({ description: 'recurring: how often a new request is sent' }),
-    interval_count: z.number().int().min(1).max(365).optional().openapi({ description: 'recurring: intervals between requests (default 1)' }),
+    interval_count: z
+      .number()
+      .int()
+      .min(1)
+      .max(365)
+      .optional()
+      .openapi({ description: 'recurring: intervals between requests (default 1)' }),
   })
   .strict()
   .superRefine((body, ctx) => {
-    if (body.expires_at && body.expires_in !== undefined) ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'use expires_at or expires_in, not both' });
+    if (body.expires_at && body.expires_in !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'use expires_at or expires_in, not both' });
     if (body.type === 'recurring') {
-      if (!body.interval) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'required for a recurring request' });
-      if (body.expires_at) ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'a recurring request takes expires_in (per issued request)' });
+      if (!body.interval)
+        ctx.addIssue({ code: 'custom', path: ['interval'], message: 'required for a recurring request' });
+      if (body.expires_at)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['expires_at'],
+          message: 'a recurring request takes expires_in (per issued request)',
+        });
     } else {
       for (const field of ['interval', 'interval_count'] as const) {
-        if (body[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'only for type recurring' });
+        if (body[field] !== undefined)
+          ctx.addIssue({ code: 'custom', path: [field], message: 'only for type recurring' });
       }
     }
   })
-  .openapi({ example: { type: 'one_time', amount: 4900, currency: 'USD', customer_email: 'jane.doe@example.com', reference: 'order_1042', expires_in: 604800 } });
+  .openapi({
+    example: {
+      type: 'one_time',
+      amount: 4900,
+      currency: 'USD',
+      customer_email: 'jane.doe@example.com',
+      reference: 'order_1042',
+      expires_in: 604800,
+    },
+  });
 
 const Created = z.union([PaymentRequestSchema, RecurringPaymentRequestSchema]);
 
@@ -55,7 +88,7 @@ const createRequest = createRoute({
   tags: ['Payment requests'],
   summary: 'Create a one-time or recurring payment request',
   description:
-    '`one_time` behaves exactly as POST /v1/payments (account_id defaults to the caller\'s). `recurring` (with `interval` and ' +
+    "`one_time` behaves exactly as POST /v1/payments (account_id defaults to the caller's). `recurring` (with `interval` and " +
     '`interval_count`) sends a new payment request now and at the start of every later period, calendar-correct, until canceled.',
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Created', ...json(Created) }, ...errorResponses(400, 401, 404) },
@@ -73,17 +106,23 @@ const cancelRequest = createRoute({
   path: '/{id}/cancel',
   tags: ['Payment requests'],
   summary: 'Cancel a payment request, or stop a recurring one',
-  description: 'Canceling a recurring request stops further requests; one already sent stays payable until it is canceled itself or expires.',
+  description:
+    'Canceling a recurring request stops further requests; one already sent stays payable until it is canceled itself or expires.',
   request: { params: idParam('preq') },
   responses: { 200: { description: 'Canceled', ...json(Created) }, ...errorResponses(401, 404, 409) },
 });
 
-async function findOwnRecurring(deps: ApiDeps, scope: { accountId: string; livemode: boolean }, id: string): Promise<RecurringPaymentRequest> {
-  const row = await deps.orm.em.fork().findOne(RecurringPaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
+async function findOwnRecurring(
+  deps: ApiDeps,
+  scope: { accountId: string; livemode: boolean },
+  id: string,
+): Promise<RecurringPaymentRequest> {
+  const row = await deps.orm.em
+    .fork()
+    .findOne(RecurringPaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
   if (!row) throw await notFoundInMode(deps.orm.em, RecurringPaymentRequest, id, scope, 'payment request');
   return row;
 }
-
 
 export function paymentRequestsApp(deps: ApiDeps) {
   const { orm, config } = deps;
@@ -113,7 +152,10 @@ export function paymentRequestsApp(deps: ApiDeps) {
     .openapi(getRequest, async (c) => {
       const id = c.req.valid('param').id;
       if (hasPrefix(id, 'recurringPaymentRequest')) {
-        return c.json(serializeRecurringPaymentRequest(await findOwnRecurring(deps, await accountScope(c, orm), id)), 200);
+        return c.json(
+          serializeRecurringPaymentRequest(await findOwnRecurring(deps, await accountScope(c, orm), id)),
+          200,
+        );
       }
       return c.json(serializePaymentRequest(await findOwnPaymentRequest(deps, c, id), config.publicUrl), 200);
     })
@@ -122,9 +164,15 @@ export function paymentRequestsApp(deps: ApiDeps) {
       const id = c.req.valid('param').id;
       if (hasPrefix(id, 'recurringPaymentRequest')) {
         const row = await findOwnRecurring(deps, await accountScope(c, orm), id);
-        return c.json(serializeRecurringPaymentRequest(await cancelRecurringPaymentRequest(deps, row, 'requested')), 200);
+        return c.json(
+          serializeRecurringPaymentRequest(await cancelRecurringPaymentRequest(deps, row, 'requested')),
+          200,
+        );
       }
       const request = await findOwnPaymentRequest(deps, c, id);
-      return c.json(serializePaymentRequest(await cancelPaymentRequest(deps, request, 'requested'), config.publicUrl), 200);
+      return c.json(
+        serializePaymentRequest(await cancelPaymentRequest(deps, request, 'requested'), config.publicUrl),
+        200,
+      );
     });
 }

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { PaymentRequest } from '../../db/entities/index.ts';
 import { paymentRequestStatuses } from '../../domain/payment-requests.ts';
 import { timestamp } from '../../objects/common.ts';
@@ -6,18 +7,26 @@ import { PaymentRequestSchema, serializePaymentRequest } from '../../objects/pay
 import { cancelPaymentRequest } from '../../services/payment-request-commands.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
+import { keysetPage } from '../pagination.ts';
 import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields } from '../payment-request-input.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-
 
 const CreateBody = z
   .object({ account_id: z.string().min(1).max(64), ...paymentRequestFields })
   .strict()
-  .refine((body) => !(body.expires_at && body.expires_in !== undefined), { message: 'use expires_at or expires_in, not both' })
+  .refine((body) => !(body.expires_at && body.expires_in !== undefined), {
+    message: 'use expires_at or expires_in, not both',
+  })
   .openapi({
-    example: { account_id: 'acct_01jd3x5k8q0m2v7c9r4t6y1w3e', amount: 4900, currency: 'USD', customer_email: 'jane.doe@example.com', reference: 'order_1042', expires_in: 86400 },
+    example: {
+      account_id: 'acct_01jd3x5k8q0m2v7c9r4t6y1w3e',
+      amount: 4900,
+      currency: 'USD',
+      customer_email: 'jane.doe@example.com',
+      reference: 'order_1042',
+      expires_in: 86400,
+    },
   });
 
 const cursor = z.string().regex(/^pay_[0-9a-z]{26}$/, 'must be a payment request id');
@@ -25,7 +34,14 @@ const ListQuery = z
   .object({
     status: z.enum(paymentRequestStatuses).optional(),
     recurring_payment_request_id: z.string().min(1).max(64).optional(),
-    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only payment requests on this test clock; without it, those on test clocks are left out (as Stripe)' }),
+    test_clock: z
+      .string()
+      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
+      .optional()
+      .openapi({
+        description:
+          'Only payment requests on this test clock; without it, those on test clocks are left out (as Stripe)',
+      }),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     starting_after: cursor.optional(),
     ending_before: cursor.optional(),
@@ -34,7 +50,14 @@ const ListQuery = z
   .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
 
 const StatusSchema = z
-  .object({ id: z.string(), status: z.enum(paymentRequestStatuses), amount: z.number().int(), currency: z.string(), reference: z.string().nullable(), updated_at: timestamp })
+  .object({
+    id: z.string(),
+    status: z.enum(paymentRequestStatuses),
+    amount: z.number().int(),
+    currency: z.string(),
+    reference: z.string().nullable(),
+    updated_at: timestamp,
+  })
   .openapi('PaymentRequestStatus');
 
 const createRoutePayment = createRoute({
@@ -43,11 +66,14 @@ const createRoutePayment = createRoute({
   tags: ['Payment requests'],
   summary: 'Request a payment from a customer',
   description:
-    'Starts the request\'s workflow, which records it as `pending` and emails `customer_email` the `payment_url`. ' +
+    "Starts the request's workflow, which records it as `pending` and emails `customer_email` the `payment_url`. " +
     'The link stays payable for 7 days unless `expires_at` or `expires_in` says otherwise (at most 30 days). ' +
-    '`account_id` must be the caller\'s account (else account_not_found) and `currency` its currency (else currency_mismatch).',
+    "`account_id` must be the caller's account (else account_not_found) and `currency` its currency (else currency_mismatch).",
   request: { body: { ...json(CreateBody), required: true } },
-  responses: { 201: { description: 'Created, pending', ...json(PaymentRequestSchema) }, ...errorResponses(400, 401, 404) },
+  responses: {
+    201: { description: 'Created, pending', ...json(PaymentRequestSchema) },
+    ...errorResponses(400, 401, 404),
+  },
 });
 const listRoute = createRoute({
   method: 'get',
@@ -56,7 +82,10 @@ const listRoute = createRoute({
   summary: 'List payment requests, newest first',
   request: { query: ListQuery },
   responses: {
-    200: { description: 'A page', ...json(z.object({ object: z.literal('list'), data: z.array(PaymentRequestSchema), has_more: z.boolean() })) },
+    200: {
+      description: 'A page',
+      ...json(z.object({ object: z.literal('list'), data: z.array(PaymentRequestSchema), has_more: z.boolean() })),
+    },
     ...errorResponses(400, 401),
   },
 });
@@ -66,7 +95,10 @@ const getRoute = createRoute({
   tags: ['Payment requests'],
   summary: 'Retrieve a payment request',
   request: { params: idParam('pay') },
-  responses: { 200: { description: 'The payment request', ...json(PaymentRequestSchema) }, ...errorResponses(401, 404) },
+  responses: {
+    200: { description: 'The payment request', ...json(PaymentRequestSchema) },
+    ...errorResponses(401, 404),
+  },
 });
 const statusRoute = createRoute({
   method: 'get',
@@ -81,7 +113,8 @@ const cancelRoute = createRoute({
   path: '/{id}/cancel',
   tags: ['Payment requests'],
   summary: 'Cancel a pending payment request',
-  description: 'Its link then shows that the request was canceled. A request that is no longer pending answers invalid_state (409).',
+  description:
+    'Its link then shows that the request was canceled. A request that is no longer pending answers invalid_state (409).',
   request: { params: idParam('pay') },
   responses: { 200: { description: 'Canceled', ...json(PaymentRequestSchema) }, ...errorResponses(401, 404, 409) },
 });
@@ -102,7 +135,14 @@ export function paymentsApp(deps: ApiDeps) {
       // Requests on a test clock only when asked for (live mode has no clocks: none then).
       where.testClockId = query.test_clock ?? null;
       const { page, hasMore } = await keysetPage(orm.em.fork(), PaymentRequest, where, query);
-      return c.json({ object: 'list' as const, data: page.map((r) => serializePaymentRequest(r, config.publicUrl)), has_more: hasMore }, 200);
+      return c.json(
+        {
+          object: 'list' as const,
+          data: page.map((r) => serializePaymentRequest(r, config.publicUrl)),
+          has_more: hasMore,
+        },
+        200,
+      );
     })
     .openapi(getRoute, async (c) => {
       const request = await findOwnPaymentRequest(deps, c, c.req.valid('param').id);
@@ -110,11 +150,24 @@ export function paymentsApp(deps: ApiDeps) {
     })
     .openapi(statusRoute, async (c) => {
       const r = await findOwnPaymentRequest(deps, c, c.req.valid('param').id);
-      return c.json({ id: r.id, status: r.status, amount: r.amount, currency: r.currency, reference: r.reference ?? null, updated_at: r.updatedAt.toISOString() }, 200);
+      return c.json(
+        {
+          id: r.id,
+          status: r.status,
+          amount: r.amount,
+          currency: r.currency,
+          reference: r.reference ?? null,
+          updated_at: r.updatedAt.toISOString(),
+        },
+        200,
+      );
     })
     .openapi(cancelRoute, async (c) => {
       await optionalJsonBody(c, z.object({}).strict());
       const request = await findOwnPaymentRequest(deps, c, c.req.valid('param').id);
-      return c.json(serializePaymentRequest(await cancelPaymentRequest(deps, request, 'requested'), config.publicUrl), 200);
+      return c.json(
+        serializePaymentRequest(await cancelPaymentRequest(deps, request, 'requested'), config.publicUrl),
+        200,
+      );
     });
 }

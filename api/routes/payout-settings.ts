@@ -1,15 +1,25 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { payoutIntervals, weekdays } from '../../domain/payout-schedule.ts';
-import { ensurePayoutSchedule, loadSchedules, patchSchedule, withNextRuns, type CurrencySchedule } from '../../services/payout-schedule.ts';
-import { clockBindingOf, findOwnTestClock } from '../../services/test-clocks.ts';
 import { currency, timestamp } from '../../objects/common.ts';
+import {
+  type CurrencySchedule,
+  ensurePayoutSchedule,
+  loadSchedules,
+  patchSchedule,
+  withNextRuns,
+} from '../../services/payout-schedule.ts';
+import { clockBindingOf, findOwnTestClock } from '../../services/test-clocks.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
 const tags = ['Payouts'];
-const testClockField = z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional();
+const testClockField = z
+  .string()
+  .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
+  .optional();
 const ScheduleSchema = z.object({
   currency: z.string(),
   interval: z.enum(payoutIntervals),
@@ -17,13 +27,18 @@ const ScheduleSchema = z.object({
   monthly_anchor: z.number().int().nullable(),
   delay_days: z.number().int(),
   minimum_amount: z.number().int(),
-  next_payout_at: timestamp.nullable().openapi({ description: 'The next run (00:00 UTC of its day); null when manual' }),
+  next_payout_at: timestamp
+    .nullable()
+    .openapi({ description: 'The next run (00:00 UTC of its day); null when manual' }),
 });
 const SettingsSchema = z
   .object({
     object: z.literal('payout_settings'),
     livemode: z.boolean(),
-    test_clock: z.string().optional().openapi({ description: "The test clock whose own schedules these are (sandbox); absent for the account's" }),
+    test_clock: z
+      .string()
+      .optional()
+      .openapi({ description: "The test clock whose own schedules these are (sandbox); absent for the account's" }),
     schedules: z.array(ScheduleSchema),
   })
   .openapi('PayoutSettings');
@@ -33,20 +48,49 @@ const PatchBody = z
     currency,
     interval: z.enum(payoutIntervals).optional(),
     weekly_anchor: z.enum(weekdays).nullable().optional(),
-    monthly_anchor: z.number().int().min(1).max(31).nullable().optional().openapi({ description: '1-31; clamped to the last day of shorter months' }),
-    delay_days: z.number().int().min(0).max(365).optional().openapi({ description: 'Money credited within the last N days stays out of a scheduled payout' }),
-    minimum_amount: z.number().int().min(0).max(99_999_999).optional().openapi({ description: 'A run with less to pay out skips' }),
+    monthly_anchor: z
+      .number()
+      .int()
+      .min(1)
+      .max(31)
+      .nullable()
+      .optional()
+      .openapi({ description: '1-31; clamped to the last day of shorter months' }),
+    delay_days: z
+      .number()
+      .int()
+      .min(0)
+      .max(365)
+      .optional()
+      .openapi({ description: 'Money credited within the last N days stays out of a scheduled payout' }),
+    minimum_amount: z
+      .number()
+      .int()
+      .min(0)
+      .max(99_999_999)
+      .optional()
+      .openapi({ description: 'A run with less to pay out skips' }),
     test_clock: testClockField.openapi({
       description:
         "A test clock (sandbox only: live mode answers `livemode_not_allowed`): this changes the clock's own schedule, apart from the account's, run on the clock's time (each run when the clock is advanced past it; its payouts live on the clock)",
     }),
   })
   .strict()
-  .openapi({ example: { currency: 'USD', interval: 'weekly', weekly_anchor: 'friday', delay_days: 2, minimum_amount: 10000 } });
-const GetQuery = z.object({ test_clock: testClockField.openapi({ description: "A test clock's own schedules (sandbox); without it, the account's" }) });
+  .openapi({
+    example: { currency: 'USD', interval: 'weekly', weekly_anchor: 'friday', delay_days: 2, minimum_amount: 10000 },
+  });
+const GetQuery = z.object({
+  test_clock: testClockField.openapi({
+    description: "A test clock's own schedules (sandbox); without it, the account's",
+  }),
+});
 
 /** `clock`: a test clock's schedules, their next runs from the clock's time. */
-function serialize(schedules: CurrencySchedule[], livemode: boolean, clock?: { id: string; frozenTime: Date } | null): z.infer<typeof SettingsSchema> {
+function serialize(
+  schedules: CurrencySchedule[],
+  livemode: boolean,
+  clock?: { id: string; frozenTime: Date } | null,
+): z.infer<typeof SettingsSchema> {
   return {
     object: 'payout_settings',
     livemode,
@@ -92,7 +136,10 @@ export function payoutSettingsApp(deps: ApiDeps) {
       const em = orm.em.fork();
       const query = c.req.valid('query');
       const clock = query.test_clock ? await findOwnTestClock(em, query.test_clock, { accountId, livemode }) : null;
-      return c.json(serialize(await loadSchedules(em, { accountId, livemode, testClockId: clock?.id }), livemode, clock), 200);
+      return c.json(
+        serialize(await loadSchedules(em, { accountId, livemode, testClockId: clock?.id }), livemode, clock),
+        200,
+      );
     })
     .openapi(patch, async (c) => {
       requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');

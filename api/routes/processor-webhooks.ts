@@ -8,13 +8,14 @@
  * services/processor-events.ts); Stripe retries anything else.
  */
 import { Hono } from 'hono';
+
 import { Customer } from '../../db/entities/index.ts';
-import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
-import { handleProcessorEvent } from '../../services/processor-events.ts';
-import { settleCheckoutPayment } from '../../services/payment-request-commands.ts';
-import type { Processors } from '../../services/processors/index.ts';
-import { ProcessorSignatureError, type ProcessorEvent } from '../../services/processors/types.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
+import { settleCheckoutPayment } from '../../services/payment-request-commands.ts';
+import { handleProcessorEvent } from '../../services/processor-events.ts';
+import type { Processors } from '../../services/processors/index.ts';
+import { type ProcessorEvent, ProcessorSignatureError } from '../../services/processors/types.ts';
 import type { ApiDeps } from '../deps.ts';
 
 export function processorWebhooksApp(deps: ApiDeps & { processors: Processors }) {
@@ -37,25 +38,43 @@ export function processorWebhooksApp(deps: ApiDeps & { processors: Processors })
         if (!(error instanceof ProcessorSignatureError)) throw error;
       }
     }
-    if (!verified) throw new ApiError('invalid_signature', 'The Stripe-Signature header does not verify with the webhook signing secret of a Stripe-backed mode.');
+    if (!verified)
+      throw new ApiError(
+        'invalid_signature',
+        'The Stripe-Signature header does not verify with the webhook signing secret of a Stripe-backed mode.',
+      );
     const payload = JSON.parse(raw) as { id?: unknown; type?: unknown; livemode?: unknown };
     if (payload.livemode !== verified.livemode) {
-      throw new ApiError('invalid_signature', `A ${payload.livemode ? 'live' : 'test'} mode event signed with the ${verified.livemode ? 'live' : 'test'} mode secret.`);
+      throw new ApiError(
+        'invalid_signature',
+        `A ${payload.livemode ? 'live' : 'test'} mode event signed with the ${verified.livemode ? 'live' : 'test'} mode secret.`,
+      );
     }
-    if (typeof payload.id !== 'string' || typeof payload.type !== 'string') throw new ApiError('invalid_request', 'Not a Stripe event.');
+    if (typeof payload.id !== 'string' || typeof payload.type !== 'string')
+      throw new ApiError('invalid_request', 'Not a Stripe event.');
     let event = verified.event;
     // Webhook objects are not expanded: a setup session's card is read from its SetupIntent.
     if (event.type === 'checkout.completed' && !event.paymentMethod && event.setupIntentId) {
-      event = { ...event, paymentMethod: await processors.forMode(verified.livemode).setupPaymentMethod(event.setupIntentId) };
+      event = {
+        ...event,
+        paymentMethod: await processors.forMode(verified.livemode).setupPaymentMethod(event.setupIntentId),
+      };
     }
-    const result = await handleProcessorEvent(orm.em.fork(), {
-      processor: 'stripe',
-      eventId: payload.id,
-      type: payload.type,
-      livemode: verified.livemode,
-      payload: payload as Record<string, unknown>,
-      event,
-    }, { settleCheckout: (input) => settleCheckoutPayment({ orm, temporal: deps.temporal, config: deps.config, processors }, input) });
+    const result = await handleProcessorEvent(
+      orm.em.fork(),
+      {
+        processor: 'stripe',
+        eventId: payload.id,
+        type: payload.type,
+        livemode: verified.livemode,
+        payload: payload as Record<string, unknown>,
+        event,
+      },
+      {
+        settleCheckout: (input) =>
+          settleCheckoutPayment({ orm, temporal: deps.temporal, config: deps.config, processors }, input),
+      },
+    );
     logger.info({ eventId: payload.id, type: payload.type, livemode: verified.livemode, ...result }, 'stripe webhook');
     // A new card from the billing-details page: past-due invoices are retried with it now, as after PATCH /v1/customers.
     if (result.action === 'payment_method_saved' && result.customerId) {

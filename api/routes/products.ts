@@ -1,20 +1,23 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { Product } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { metadataLimits } from '../../objects/common.ts';
+import { ProductSchema, serializeProduct } from '../../objects/product.ts';
+import { findOwnProduct } from '../../services/catalog.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
-import { findOwnProduct } from '../../services/catalog.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { metadataLimits } from '../../objects/common.ts';
-import { ProductSchema, serializeProduct } from '../../objects/product.ts';
 
 const metadataKey = z.string().min(1).max(metadataLimits.keyLength);
 const metadataValue = z.string().max(metadataLimits.valueLength);
 const tooManyKeys = { message: `at most ${metadataLimits.keys} keys` };
-const metadata = z.record(metadataKey, metadataValue).refine((value) => Object.keys(value).length <= metadataLimits.keys, tooManyKeys);
+const metadata = z
+  .record(metadataKey, metadataValue)
+  .refine((value) => Object.keys(value).length <= metadataLimits.keys, tooManyKeys);
 
 const CreateBody = z
   .object({
@@ -29,15 +32,26 @@ const CreateBody = z
 const UpdateBody = z
   .object({
     name: z.string().min(1).max(200).optional(),
-    description: z.string().max(2000).nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
+    description: z
+      .string()
+      .max(2000)
+      .nullable()
+      .optional()
+      .openapi({ description: 'null (or an empty form value) removes it' }),
     active: z.boolean().optional().openapi({ description: 'false archives the product, true restores it' }),
-    metadata: z.record(metadataKey, metadataValue).optional().openapi({ description: 'Merged key by key; a key set to "" is removed' }),
+    metadata: z
+      .record(metadataKey, metadataValue)
+      .optional()
+      .openapi({ description: 'Merged key by key; a key set to "" is removed' }),
   })
   .strict()
   .openapi({ example: { name: 'Pro (2027)', metadata: { tier: 'pro' } } });
 
 const ListQuery = z
-  .object({ ...cursorQuery('product'), active: queryBoolean.optional().openapi({ type: 'string', enum: ['true', 'false'] }) })
+  .object({
+    ...cursorQuery('product'),
+    active: queryBoolean.optional().openapi({ type: 'string', enum: ['true', 'false'] }),
+  })
   .strict()
   .refine(...oneCursor);
 
@@ -79,9 +93,12 @@ const updateRoute = (method: 'post' | 'patch') =>
     responses: { 200: { description: 'Updated', ...json(ProductSchema) }, ...errorResponses(400, 401, 404) },
   });
 
-
 export function productsApp({ orm }: ApiDeps) {
-  const update = async (id: string, body: z.infer<typeof UpdateBody>, scope: { accountId: string; livemode: boolean }) => {
+  const update = async (
+    id: string,
+    body: z.infer<typeof UpdateBody>,
+    scope: { accountId: string; livemode: boolean },
+  ) => {
     const em = orm.em.fork();
     const product = await findOwnProduct(em, id, scope);
     if (body.name !== undefined) product.name = body.name;
@@ -93,7 +110,8 @@ export function productsApp({ orm }: ApiDeps) {
         if (value === '') delete merged[key];
         else merged[key] = value;
       }
-      if (Object.keys(merged).length > metadataLimits.keys) throw new ApiError('invalid_request', `metadata: ${tooManyKeys.message}.`);
+      if (Object.keys(merged).length > metadataLimits.keys)
+        throw new ApiError('invalid_request', `metadata: ${tooManyKeys.message}.`);
       product.metadata = merged;
     }
     product.updatedAt = new Date();
@@ -130,6 +148,10 @@ export function productsApp({ orm }: ApiDeps) {
       const scope = await accountScope(c, orm);
       return c.json(serializeProduct(await findOwnProduct(orm.em.fork(), c.req.valid('param').id, scope)), 200);
     })
-    .openapi(updateRoute('patch'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200))
-    .openapi(updateRoute('post'), async (c) => c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200));
+    .openapi(updateRoute('patch'), async (c) =>
+      c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200),
+    )
+    .openapi(updateRoute('post'), async (c) =>
+      c.json(await update(c.req.valid('param').id, c.req.valid('json'), await accountScope(c, orm)), 200),
+    );
 }

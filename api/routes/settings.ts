@@ -1,22 +1,26 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { defaultUsageGraceSeconds, maxUsageGraceSeconds } from '../../domain/usage-billing.ts';
-import { setUsageGraceSeconds, usageGraceSeconds } from '../../services/usage-billing.ts';
-import { recordModeSettingsEvent } from '../../services/account-events.ts';
-import { changeModeSettings, loadModeSettings, type BillingSettings } from '../../services/mode-settings.ts';
+
 import { Account } from '../../db/entities/index.ts';
 import { defaultGracePeriodDays, maxGracePeriodDays, retryPolicyProblem } from '../../domain/dunning.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { dunningFinalActions } from '../../domain/subscription.ts';
+import { defaultUsageGraceSeconds, maxUsageGraceSeconds } from '../../domain/usage-billing.ts';
+import { recordModeSettingsEvent } from '../../services/account-events.ts';
+import { type BillingSettings, changeModeSettings, loadModeSettings } from '../../services/mode-settings.ts';
+import { setUsageGraceSeconds, usageGraceSeconds } from '../../services/usage-billing.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
-
 const RetryPolicySchema = z
   .object({
     max_attempts: z.number().int().min(1).max(10),
-    intervals: z.array(z.string().max(10)).min(1).max(10).openapi({ description: '"immediate" first, then growing offsets from the first failure: 30m, 24h, 3d...' }),
+    intervals: z
+      .array(z.string().max(10))
+      .min(1)
+      .max(10)
+      .openapi({ description: '"immediate" first, then growing offsets from the first failure: 30m, 24h, 3d...' }),
   })
   .strict()
   .openapi('RetryPolicy');
@@ -38,14 +42,21 @@ const PatchBody = z
     dunning_final_action: z.enum(dunningFinalActions).optional(),
   })
   .strict()
-  .openapi({ example: { grace_period_days: 7, retry_policy: { max_attempts: 4, intervals: ['immediate', '24h', '3d', '7d'] }, dunning_final_action: 'cancel' } });
+  .openapi({
+    example: {
+      grace_period_days: 7,
+      retry_policy: { max_attempts: 4, intervals: ['immediate', '24h', '3d', '7d'] },
+      dunning_final_action: 'cancel',
+    },
+  });
 
 const getSettings = createRoute({
   method: 'get',
   path: '/',
   tags: ['Settings'],
   summary: "The account's billing settings in the caller's mode",
-  description: 'Live and sandbox each have their own: a sandbox key (or x-sandbox-mode: true) reads the sandbox settings.',
+  description:
+    'Live and sandbox each have their own: a sandbox key (or x-sandbox-mode: true) reads the sandbox settings.',
   responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(401) },
 });
 const patchSettings = createRoute({
@@ -66,14 +77,30 @@ const setGracePeriod = createRoute({
   tags: ['Settings'],
   summary: 'Set the grace period (days)',
   description: `In the caller's mode only. Days a subscription stays past due after its last failed retry before it is canceled or paused. 0 to ${maxGracePeriodDays}; SPEC recommends 3 to 7; default ${defaultGracePeriodDays}.`,
-  request: { body: { ...json(z.object({ days: gracePeriodDays }).strict().openapi({ example: { days: 7 } })), required: true } },
+  request: {
+    body: {
+      ...json(
+        z
+          .object({ days: gracePeriodDays })
+          .strict()
+          .openapi({ example: { days: 7 } }),
+      ),
+      required: true,
+    },
+  },
   responses: { 200: { description: 'Settings', ...json(BillingSettingsSchema) }, ...errorResponses(400, 401, 403) },
 });
 
 const UsageSettingsSchema = z
   .object({
     object: z.literal('usage_settings'),
-    usage_grace_period_seconds: z.number().int().openapi({ description: `Seconds after a period's end that late meter events still count before its usage is invoiced (default ${defaultUsageGraceSeconds})`, example: 3600 }),
+    usage_grace_period_seconds: z
+      .number()
+      .int()
+      .openapi({
+        description: `Seconds after a period's end that late meter events still count before its usage is invoiced (default ${defaultUsageGraceSeconds})`,
+        example: 3600,
+      }),
   })
   .openapi('UsageSettings');
 const getUsageSettings = createRoute({
@@ -92,7 +119,17 @@ const setUsageSettings = createRoute({
     `In the caller's mode only. A subscription with metered plans invoices a period's usage this long after the period ends, so late events still count; ` +
     `then the period is closed and later events in it are refused period_invoiced. 0 to ${maxUsageGraceSeconds}; default ${defaultUsageGraceSeconds} (Stripe's hour). ` +
     "A subscription takes a change from its next period's closing on (the closing it waits for was timed with the window it knew).",
-  request: { body: { ...json(z.object({ usage_grace_period_seconds: z.number().int().min(0).max(maxUsageGraceSeconds) }).strict().openapi({ example: { usage_grace_period_seconds: 600 } })), required: true } },
+  request: {
+    body: {
+      ...json(
+        z
+          .object({ usage_grace_period_seconds: z.number().int().min(0).max(maxUsageGraceSeconds) })
+          .strict()
+          .openapi({ example: { usage_grace_period_seconds: 600 } }),
+      ),
+      required: true,
+    },
+  },
   responses: { 200: { description: 'Usage settings', ...json(UsageSettingsSchema) }, ...errorResponses(400, 401, 403) },
 });
 
@@ -134,12 +171,23 @@ export function settingsApp({ orm }: ApiDeps) {
     .openapi(setGracePeriod, async (c) => c.json(await change(c, { grace_period_days: c.req.valid('json').days }), 200))
     .openapi(getUsageSettings, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
-      return c.json({ object: 'usage_settings' as const, usage_grace_period_seconds: await usageGraceSeconds(orm.em.fork(), accountId, livemode) }, 200);
+      return c.json(
+        {
+          object: 'usage_settings' as const,
+          usage_grace_period_seconds: await usageGraceSeconds(orm.em.fork(), accountId, livemode),
+        },
+        200,
+      );
     })
     .openapi(setUsageSettings, async (c) => {
       requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
       const { accountId, livemode } = await accountScope(c, orm);
-      const seconds = await setUsageGraceSeconds(orm.em.fork(), accountId, livemode, c.req.valid('json').usage_grace_period_seconds);
+      const seconds = await setUsageGraceSeconds(
+        orm.em.fork(),
+        accountId,
+        livemode,
+        c.req.valid('json').usage_grace_period_seconds,
+      );
       return c.json({ object: 'usage_settings' as const, usage_grace_period_seconds: seconds }, 200);
     });
 }

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { streamSSE } from 'hono/streaming';
 import { decodeTime, encodeTime } from 'ulidx';
+
 import { Event } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
@@ -22,10 +23,19 @@ const maxStreamsPerTenant = 10;
 
 function typeMatcher(raw: string | undefined): (type: string) => boolean {
   if (!raw) return () => true;
-  const wanted = raw.split(',').map((t) => t.trim()).filter(Boolean);
+  const wanted = raw
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
   for (const t of wanted) {
-    const known = t.endsWith('.*') ? eventTypes.some((e) => e.startsWith(t.slice(0, -1))) : (eventTypes as readonly string[]).includes(t);
-    if (!known) throw new ApiError('invalid_request', `types: ${t} is not an event type of the catalog, nor a family such as invoice.*`);
+    const known = t.endsWith('.*')
+      ? eventTypes.some((e) => e.startsWith(t.slice(0, -1)))
+      : (eventTypes as readonly string[]).includes(t);
+    if (!known)
+      throw new ApiError(
+        'invalid_request',
+        `types: ${t} is not an event type of the catalog, nor a family such as invoice.*`,
+      );
   }
   return (type) => wanted.some((t) => (t.endsWith('.*') ? type.startsWith(t.slice(0, -1)) : type === t));
 }
@@ -43,7 +53,14 @@ const sseDoc = (path: string, summary: string, description: string, query: z.Zod
       // The schema of one event of the stream (comment lines such as `: heartbeat` are not events).
       content: {
         'text/event-stream': {
-          schema: z.object({ event: z.string().optional(), id: z.string().optional(), data: z.string().openapi({ description: 'JSON text' }), retry: z.number().int().optional() }).openapi({ description: 'One server-sent event' }),
+          schema: z
+            .object({
+              event: z.string().optional(),
+              id: z.string().optional(),
+              data: z.string().openapi({ description: 'JSON text' }),
+              retry: z.number().int().optional(),
+            })
+            .openapi({ description: 'One server-sent event' }),
         },
       },
     },
@@ -59,7 +76,8 @@ export function streamsApp({ orm, sseHeartbeatMs }: ApiDeps, logs: RequestLogBuf
   const open = new Map<string, number>();
   const claim = (key: string) => {
     const n = open.get(key) ?? 0;
-    if (n >= maxStreamsPerTenant) throw new ApiError('rate_limited', `At most ${maxStreamsPerTenant} open streams per account and mode.`);
+    if (n >= maxStreamsPerTenant)
+      throw new ApiError('rate_limited', `At most ${maxStreamsPerTenant} open streams per account and mode.`);
     open.set(key, n + 1);
     return () => {
       const left = (open.get(key) ?? 1) - 1;
@@ -73,7 +91,7 @@ export function streamsApp({ orm, sseHeartbeatMs }: ApiDeps, logs: RequestLogBuf
     sseDoc(
       '/events/stream',
       'Stream events as they are recorded (server-sent events)',
-      'Each event of the caller\'s account and mode recorded after the stream opened is sent as `event: <type>`, `id: <event id>`, ' +
+      "Each event of the caller's account and mode recorded after the stream opened is sent as `event: <type>`, `id: <event id>`, " +
         '`data: <the event as GET /v1/events/{id} returns it>`, each once, also when another process commits it up to 5 s late. `types` filters (comma-separated types or families such as `invoice.*`). ' +
         'A comment line (`: heartbeat`) every 15 s. Used by `billing listen`.',
       z.object({ types: z.string().optional() }),
@@ -83,7 +101,7 @@ export function streamsApp({ orm, sseHeartbeatMs }: ApiDeps, logs: RequestLogBuf
     sseDoc(
       '/logs/stream',
       'Stream the API requests of the account (server-sent events)',
-      'Every request made in the caller\'s account and mode that this API process serves, once it is answered: ' +
+      "Every request made in the caller's account and mode that this API process serves, once it is answered: " +
         '`event: request`, data `{ request_id, method, path, status, duration_ms, source, created_at }` where source is `cli`, `api_key`, `session` or `anonymous`. ' +
         'Starts with the last requests kept in memory when `recent=true`. Used by `billing logs tail`.',
       z.object({ recent: z.enum(['true', 'false']).optional() }),
@@ -94,7 +112,9 @@ export function streamsApp({ orm, sseHeartbeatMs }: ApiDeps, logs: RequestLogBuf
     const { accountId, livemode } = await accountScope(c, orm);
     const matches = typeMatcher(c.req.query('types'));
     const release = claim(`${accountId}|${livemode}`);
-    const [latest] = await orm.em.fork().find(Event, { accountId, livemode }, { orderBy: { id: 'desc' }, limit: 1, fields: ['id'] });
+    const [latest] = await orm.em
+      .fork()
+      .find(Event, { accountId, livemode }, { orderBy: { id: 'desc' }, limit: 1, fields: ['id'] });
     // Events up to the latest one at connection time are not sent.
     const floor = latest?.id ?? '';
     return streamSSE(c, async (stream) => {
@@ -112,14 +132,17 @@ export function streamsApp({ orm, sseHeartbeatMs }: ApiDeps, logs: RequestLogBuf
           const windowStart = `evt_${encodeTime(Math.max(newest - lateEventWindowMs, 0), 10).toLowerCase()}`;
           let cursor = windowStart > floor ? windowStart : floor;
           for (;;) {
-            const batch = await orm.em.fork().find(Event, { accountId, livemode, id: { $gt: cursor } }, { orderBy: { id: 'asc' }, limit: 100 });
+            const batch = await orm.em
+              .fork()
+              .find(Event, { accountId, livemode, id: { $gt: cursor } }, { orderBy: { id: 'asc' }, limit: 100 });
             for (const event of batch) {
               cursor = event.id;
               if (sent.has(event.id)) continue;
               const time = decodeTime(event.id.slice(event.id.indexOf('_') + 1).toUpperCase());
               sent.set(event.id, time);
               newest = Math.max(newest, time);
-              if (matches(event.type)) await stream.writeSSE({ event: event.type, id: event.id, data: JSON.stringify(serializeEvent(event)) });
+              if (matches(event.type))
+                await stream.writeSSE({ event: event.type, id: event.id, data: JSON.stringify(serializeEvent(event)) });
             }
             if (batch.length < 100 || closed) break;
           }

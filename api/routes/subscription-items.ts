@@ -5,27 +5,46 @@
  * (billingStateQuery, then upcomingInvoice: the lines its next invoice will have).
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import { workflowGone } from '../../services/workflow-messages.ts';
 import type { Context } from 'hono';
+
 import { Customer, InvoiceItem, Plan, Subscription } from '../../db/entities/index.ts';
-import { customerNow, itemLine } from '../../services/invoice-items.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { maxQuantity } from '../../domain/pricing.ts';
-import { endedStatuses, subscriptionItemId, type ItemTerms, type SubscriptionItemSnapshot } from '../../domain/subscription.ts';
-import { billsUsage, itemsOf, prorationBehaviors, upcomingInvoice, type ItemChange, type ProrationBehavior, type SubscriptionState } from '../../domain/subscription-decisions.ts';
-import { usageSoFar } from '../../services/usage-billing.ts';
+import {
+  endedStatuses,
+  type ItemTerms,
+  subscriptionItemId,
+  type SubscriptionItemSnapshot,
+} from '../../domain/subscription.ts';
+import {
+  billsUsage,
+  type ItemChange,
+  itemsOf,
+  type ProrationBehavior,
+  prorationBehaviors,
+  type SubscriptionState,
+  upcomingInvoice,
+} from '../../domain/subscription-decisions.ts';
 import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
+import { customerNow, itemLine } from '../../services/invoice-items.ts';
+import { planTerms } from '../../services/subscription-terms.ts';
+import {
+  assignableTaxRates,
+  maxTaxRatesPerLine,
+  subscriptionItemTaxRates,
+  writeSubscriptionTaxRates,
+} from '../../services/tax-rates.ts';
+import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
+import { usageSoFar } from '../../services/usage-billing.ts';
+import { workflowGone } from '../../services/workflow-messages.ts';
 import { changeItemsUpdate } from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
-import { operationId } from '../middleware/idempotency.ts';
 import type { ApiDeps } from '../deps.ts';
+import { operationId } from '../middleware/idempotency.ts';
+import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { notFoundInMode } from '../not-found.ts';
-import { planTerms } from '../../services/subscription-terms.ts';
-import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
-import { assignableTaxRates, maxTaxRatesPerLine, subscriptionItemTaxRates, writeSubscriptionTaxRates } from '../../services/tax-rates.ts';
 
 export const SubscriptionItemSchema = z
   .object({
@@ -34,41 +53,73 @@ export const SubscriptionItemSchema = z
     subscription: z.string().openapi({ example: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
     plan: z.string(),
     quantity: z.number().int(),
-    tax_rates: z.array(z.string()).openapi({ description: "The item's own tax rates (instead of the subscription's default_tax_rates); [] for none (docs/discounts-and-taxes.md#taxes)", example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'] }),
+    tax_rates: z.array(z.string()).openapi({
+      description:
+        "The item's own tax rates (instead of the subscription's default_tax_rates); [] for none (docs/discounts-and-taxes.md#taxes)",
+      example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'],
+    }),
   })
   .openapi('SubscriptionItem');
 type ItemBody = z.infer<typeof SubscriptionItemSchema>;
 
-const prorationField = z.enum(prorationBehaviors).default('create_prorations').openapi({
-  description:
-    'create_prorations (default): prorated lines for the rest of the period on the next invoice; always_invoice: those lines (and any waiting) invoiced and charged now ' +
-    '(a decline is 402 and changes nothing; a net credit waits for the next invoice); none: no proration, the next renewal bills the new items',
-});
+const prorationField = z
+  .enum(prorationBehaviors)
+  .default('create_prorations')
+  .openapi({
+    description:
+      'create_prorations (default): prorated lines for the rest of the period on the next invoice; always_invoice: those lines (and any waiting) invoiced and charged now ' +
+      '(a decline is 402 and changes nothing; a net credit waits for the next invoice); none: no proration, the next renewal bills the new items',
+  });
 const quantityField = z.number().int().min(1).max(maxQuantity);
-const taxRatesField = z.array(z.string().min(1).max(64)).max(maxTaxRatesPerLine).openapi({ description: "Tax rate ids of the caller's account and mode, active, for the item's lines instead of the subscription's defaults; [] removes them", example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'] });
+const taxRatesField = z
+  .array(z.string().min(1).max(64))
+  .max(maxTaxRatesPerLine)
+  .openapi({
+    description:
+      "Tax rate ids of the caller's account and mode, active, for the item's lines instead of the subscription's defaults; [] removes them",
+    example: ['txr_01jd4a2b3c4d5e6f7g8h9j0k1m'],
+  });
 
 const CreateItemBody = z
   .object({
     subscription: z.string().min(1).max(64).openapi({ description: 'The subscription the item joins' }),
-    plan: z.string().min(1).max(64).openapi({ description: "A recurring plan of the subscription's interval, priced in its currency" }),
+    plan: z
+      .string()
+      .min(1)
+      .max(64)
+      .openapi({ description: "A recurring plan of the subscription's interval, priced in its currency" }),
     quantity: quantityField.default(1).openapi({ description: 'Default 1' }),
     proration_behavior: prorationField,
     tax_rates: taxRatesField.optional(),
   })
   .strict()
-  .openapi({ example: { subscription: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e', plan: 'plan_01jd3y0w2c5m8q1t4v7x9z3b6d', quantity: 2, proration_behavior: 'create_prorations' } });
+  .openapi({
+    example: {
+      subscription: 'sub_01jd3x5k8q0m2v7c9r4t6y1w3e',
+      plan: 'plan_01jd3y0w2c5m8q1t4v7x9z3b6d',
+      quantity: 2,
+      proration_behavior: 'create_prorations',
+    },
+  });
 const UpdateItemBody = z
   .object({
     plan: z.string().min(1).max(64).optional().openapi({ description: 'The new plan; left out: the current one' }),
     quantity: quantityField.optional().openapi({ description: 'The new quantity; left out: the current one' }),
     proration_behavior: prorationField,
-    tax_rates: taxRatesField.optional().openapi({ description: 'Alone, changes only the tax rates (no message to the workflow, no proration)' }),
+    tax_rates: taxRatesField
+      .optional()
+      .openapi({ description: 'Alone, changes only the tax rates (no message to the workflow, no proration)' }),
   })
   .strict()
-  .refine((value) => value.plan !== undefined || value.quantity !== undefined || value.tax_rates !== undefined, { message: 'required (or quantity, or tax_rates)', path: ['plan'] })
+  .refine((value) => value.plan !== undefined || value.quantity !== undefined || value.tax_rates !== undefined, {
+    message: 'required (or quantity, or tax_rates)',
+    path: ['plan'],
+  })
   .openapi({ example: { quantity: 15, proration_behavior: 'always_invoice' } });
 const DeleteItemQuery = z.object({ proration_behavior: prorationField }).strict();
-const ListItemsQuery = z.object({ subscription: z.string().min(1).max(64).openapi({ description: 'The subscription whose items to list' }) }).strict();
+const ListItemsQuery = z
+  .object({ subscription: z.string().min(1).max(64).openapi({ description: 'The subscription whose items to list' }) })
+  .strict();
 
 const ProposedItem = z
   .object({
@@ -81,24 +132,32 @@ const ProposedItem = z
 const UpcomingQuery = z
   .object({
     subscription: z.string().min(1).max(64),
-    subscription_items: z
-      .string()
-      .max(10_000)
-      .optional()
-      .openapi({
-        description:
-          'Proposed item changes, as JSON: `[{"id": "si_…", "quantity": 15}, {"plan": "plan_…", "quantity": 1}, {"id": "si_…", "deleted": true}]` (with an id: change or remove that item; without: add the plan)',
-      }),
+    subscription_items: z.string().max(10_000).optional().openapi({
+      description:
+        'Proposed item changes, as JSON: `[{"id": "si_…", "quantity": 15}, {"plan": "plan_…", "quantity": 1}, {"id": "si_…", "deleted": true}]` (with an id: change or remove that item; without: add the plan)',
+    }),
     subscription_proration_behavior: z.enum(prorationBehaviors).default('create_prorations'),
-    proration_date: z.coerce.number().int().positive().optional().openapi({ description: 'Unix seconds: when the proposed changes are made (default: now, the subscription\'s time)' }),
+    proration_date: z.coerce.number().int().positive().optional().openapi({
+      description: "Unix seconds: when the proposed changes are made (default: now, the subscription's time)",
+    }),
   })
   .strict();
-
 
 /** A subscription row's items: its items, or its one item of plan × quantity. */
 export const rowItems = (row: Pick<Subscription, 'id' | 'planId' | 'quantity' | 'items'>): SubscriptionItemSnapshot[] =>
   row.items ?? [{ id: subscriptionItemId(row.id), planId: row.planId, quantity: row.quantity ?? 1 }];
-const itemBody = (subscriptionId: string, item: SubscriptionItemSnapshot, taxRates: Record<string, string[]> = {}): ItemBody => ({ object: 'subscription_item', id: item.id, subscription: subscriptionId, plan: item.planId, quantity: item.quantity, tax_rates: taxRates[item.id] ?? [] });
+const itemBody = (
+  subscriptionId: string,
+  item: SubscriptionItemSnapshot,
+  taxRates: Record<string, string[]> = {},
+): ItemBody => ({
+  object: 'subscription_item',
+  id: item.id,
+  subscription: subscriptionId,
+  plan: item.planId,
+  quantity: item.quantity,
+  tax_rates: taxRates[item.id] ?? [],
+});
 
 const tags = ['Subscription items'];
 const itemAnswer = (description: string) => ({ description, ...json(SubscriptionItemSchema) });
@@ -120,7 +179,13 @@ const listItems = createRoute({
   tags,
   summary: "List a subscription's items",
   request: { query: ListItemsQuery },
-  responses: { 200: { description: 'Its items, in order (the first is the subscription\'s `plan`)', ...json(z.object({ object: z.literal('list'), data: z.array(SubscriptionItemSchema), has_more: z.boolean() })) }, ...errorResponses(400, 401, 404) },
+  responses: {
+    200: {
+      description: "Its items, in order (the first is the subscription's `plan`)",
+      ...json(z.object({ object: z.literal('list'), data: z.array(SubscriptionItemSchema), has_more: z.boolean() })),
+    },
+    ...errorResponses(400, 401, 404),
+  },
 });
 const getItem = createRoute({
   method: 'get',
@@ -135,7 +200,8 @@ const updateItem = createRoute({
   path: '/{id}',
   tags,
   summary: "Change an item's quantity or plan",
-  description: 'Takes effect now, a lower quantity or a cheaper plan too (as Stripe): with create_prorations the unused time is a credit line on the next invoice. The money follows proration_behavior.',
+  description:
+    'Takes effect now, a lower quantity or a cheaper plan too (as Stripe): with create_prorations the unused time is a credit line on the next invoice. The money follows proration_behavior.',
   request: { params: idParam('si'), body: { ...json(UpdateItemBody), required: true } },
   responses: { 200: itemAnswer('Changed'), ...errorResponses(400, 401, 402, 404, 409) },
 });
@@ -144,9 +210,16 @@ const deleteItem = createRoute({
   path: '/{id}',
   tags,
   summary: 'Remove an item',
-  description: "Removes it now; with create_prorations (default) its unused time is a credit line on the next invoice. The last recurring item cannot be removed (409): cancel the subscription instead.",
+  description:
+    'Removes it now; with create_prorations (default) its unused time is a credit line on the next invoice. The last recurring item cannot be removed (409): cancel the subscription instead.',
   request: { params: idParam('si'), query: DeleteItemQuery },
-  responses: { 200: { description: 'Removed', ...json(z.object({ object: z.literal('subscription_item'), id: z.string(), deleted: z.literal(true) })) }, ...errorResponses(400, 401, 404, 409) },
+  responses: {
+    200: {
+      description: 'Removed',
+      ...json(z.object({ object: z.literal('subscription_item'), id: z.string(), deleted: z.literal(true) })),
+    },
+    ...errorResponses(400, 401, 404, 409),
+  },
 });
 const upcoming = createRoute({
   method: 'get',
@@ -158,7 +231,10 @@ const upcoming = createRoute({
     'prorated lines waiting from item changes, a waiting downgrade applied. With `subscription_items`, proposed changes made at `proration_date` are applied first. 409 when no invoice is coming ' +
     '(past due, paused, canceling at period end, ended).',
   request: { query: UpcomingQuery },
-  responses: { 200: { description: 'The next invoice', ...json(UpcomingInvoiceSchema) }, ...errorResponses(400, 401, 404, 409) },
+  responses: {
+    200: { description: 'The next invoice', ...json(UpcomingInvoiceSchema) },
+    ...errorResponses(400, 401, 404, 409),
+  },
 });
 
 export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
@@ -170,17 +246,21 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
   }
 
   /** The item `id` of one of the caller's subscriptions (404 otherwise): a first item is found by its id, an added one in the projection's items. */
-  async function ownItem(c: Context, id: string): Promise<{ subscription: Subscription; item: SubscriptionItemSnapshot }> {
+  async function ownItem(
+    c: Context,
+    id: string,
+  ): Promise<{ subscription: Subscription; item: SubscriptionItemSnapshot }> {
     const { accountId, livemode } = await accountScope(c, orm);
     const em = orm.em.fork();
     const missing = new ApiError('not_found', `No such subscription item: ${id}.`);
     if (!/^si_[0-9a-z]{26}$/.test(id)) throw missing;
     let subscription = await em.findOne(Subscription, { id: `sub_${id.slice(3)}`, accountId, livemode });
     if (!subscription || !rowItems(subscription).some((i) => i.id === id)) {
-      const [row] = await em.getConnection().execute<{ id: string }[]>(
-        'select id from subscriptions where account_id = ? and livemode = ? and items is not null and items @> ?::jsonb limit 1',
-        [accountId, livemode, JSON.stringify([{ id }])],
-      );
+      const [row] = await em
+        .getConnection()
+        .execute<
+          { id: string }[]
+        >('select id from subscriptions where account_id = ? and livemode = ? and items is not null and items @> ?::jsonb limit 1', [accountId, livemode, JSON.stringify([{ id }])]);
       subscription = row ? await em.findOne(Subscription, { id: row.id }) : null;
     }
     const item = subscription ? rowItems(subscription).find((i) => i.id === id) : undefined;
@@ -189,11 +269,17 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
   }
 
   const live = (subscription: Subscription) => {
-    if (endedStatuses.includes(subscription.status)) throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
+    if (endedStatuses.includes(subscription.status))
+      throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
   };
 
   /** The terms of `planId` at `quantity` for `subscription`: its currency, its billing period (400 otherwise). */
-  async function itemTerms(subscription: Subscription, planId: string, quantity: number, itemId: string): Promise<ItemTerms> {
+  async function itemTerms(
+    subscription: Subscription,
+    planId: string,
+    quantity: number,
+    itemId: string,
+  ): Promise<ItemTerms> {
     const em = orm.em.fork();
     const [plan, current] = await Promise.all([
       em.findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode }),
@@ -216,7 +302,9 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     live(subscription);
     const updateId = operationId(c, `${purpose}:${subscription.id}`);
     try {
-      return await temporal.workflow.getHandle(subscription.id).executeUpdate(changeItemsUpdate, { args: [change], ...(updateId ? { updateId } : {}) });
+      return await temporal.workflow
+        .getHandle(subscription.id)
+        .executeUpdate(changeItemsUpdate, { args: [change], ...(updateId ? { updateId } : {}) });
     } catch (error) {
       if (workflowGone(error)) throw new ApiError('invalid_state', 'The subscription has ended.');
       throw error;
@@ -231,16 +319,39 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
       const item = await itemTerms(subscription, body.plan, body.quantity, newId('subscriptionItem'));
       // Its tax rates, checked and written before the change, so an invoice the change makes (always_invoice) applies them.
       const scope = { accountId: subscription.accountId, livemode: subscription.livemode };
-      const taxRates = body.tax_rates ? await assignableTaxRates(orm.em.fork(), scope, body.tax_rates, 'tax_rates') : null;
-      if (taxRates) await orm.em.fork().transactional((tx) => writeSubscriptionTaxRates(tx, scope, subscription.id, { items: [{ id: item.itemId, plan: item.planId, taxRates }] }));
-      const snapshot = await change(c, subscription, { action: 'add', item, prorationBehavior: body.proration_behavior }, `addItem:${body.plan}`);
-      const added = snapshot.items?.find((i) => i.planId === body.plan) ?? { id: item.itemId, planId: item.planId, quantity: body.quantity };
+      const taxRates = body.tax_rates
+        ? await assignableTaxRates(orm.em.fork(), scope, body.tax_rates, 'tax_rates')
+        : null;
+      if (taxRates)
+        await orm.em.fork().transactional((tx) =>
+          writeSubscriptionTaxRates(tx, scope, subscription.id, {
+            items: [{ id: item.itemId, plan: item.planId, taxRates }],
+          }),
+        );
+      const snapshot = await change(
+        c,
+        subscription,
+        { action: 'add', item, prorationBehavior: body.proration_behavior },
+        `addItem:${body.plan}`,
+      );
+      const added = snapshot.items?.find((i) => i.planId === body.plan) ?? {
+        id: item.itemId,
+        planId: item.planId,
+        quantity: body.quantity,
+      };
       return c.json(itemBody(subscription.id, added, await subscriptionItemTaxRates(orm.em.fork(), subscription)), 201);
     })
     .openapi(listItems, async (c) => {
       const subscription = await ownSubscription(c, c.req.valid('query').subscription);
       const taxRates = await subscriptionItemTaxRates(orm.em.fork(), subscription);
-      return c.json({ object: 'list' as const, data: rowItems(subscription).map((i) => itemBody(subscription.id, i, taxRates)), has_more: false }, 200);
+      return c.json(
+        {
+          object: 'list' as const,
+          data: rowItems(subscription).map((i) => itemBody(subscription.id, i, taxRates)),
+          has_more: false,
+        },
+        200,
+      );
     })
     .openapi(getItem, async (c) => {
       const { subscription, item } = await ownItem(c, c.req.valid('param').id);
@@ -255,17 +366,42 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
         const taxRates = await assignableTaxRates(orm.em.fork(), scope, body.tax_rates, 'tax_rates');
         // Checked before the plan or quantity change too, so a bad rate changes nothing.
         if (body.plan !== undefined) await itemTerms(subscription, body.plan, body.quantity ?? item.quantity, item.id);
-        await orm.em.fork().transactional((tx) => writeSubscriptionTaxRates(tx, scope, subscription.id, { items: [{ id: item.id, plan: body.plan ?? item.planId, taxRates }] }));
-        if (body.plan === undefined && body.quantity === undefined) return c.json(itemBody(subscription.id, item, await subscriptionItemTaxRates(orm.em.fork(), subscription)), 200);
+        await orm.em.fork().transactional((tx) =>
+          writeSubscriptionTaxRates(tx, scope, subscription.id, {
+            items: [{ id: item.id, plan: body.plan ?? item.planId, taxRates }],
+          }),
+        );
+        if (body.plan === undefined && body.quantity === undefined)
+          return c.json(
+            itemBody(subscription.id, item, await subscriptionItemTaxRates(orm.em.fork(), subscription)),
+            200,
+          );
       }
       const next = await itemTerms(subscription, body.plan ?? item.planId, body.quantity ?? item.quantity, item.id);
-      const snapshot = await change(c, subscription, { action: 'update', item: next, prorationBehavior: body.proration_behavior }, `updateItem:${item.id}`);
-      const changed = snapshot.items?.find((i) => i.id === item.id) ?? { id: item.id, planId: next.planId, quantity: next.quantity ?? 1 };
-      return c.json(itemBody(subscription.id, changed, await subscriptionItemTaxRates(orm.em.fork(), subscription)), 200);
+      const snapshot = await change(
+        c,
+        subscription,
+        { action: 'update', item: next, prorationBehavior: body.proration_behavior },
+        `updateItem:${item.id}`,
+      );
+      const changed = snapshot.items?.find((i) => i.id === item.id) ?? {
+        id: item.id,
+        planId: next.planId,
+        quantity: next.quantity ?? 1,
+      };
+      return c.json(
+        itemBody(subscription.id, changed, await subscriptionItemTaxRates(orm.em.fork(), subscription)),
+        200,
+      );
     })
     .openapi(deleteItem, async (c) => {
       const { subscription, item } = await ownItem(c, c.req.valid('param').id);
-      await change(c, subscription, { action: 'remove', itemId: item.id, prorationBehavior: c.req.valid('query').proration_behavior }, `removeItem:${item.id}`);
+      await change(
+        c,
+        subscription,
+        { action: 'remove', itemId: item.id, prorationBehavior: c.req.valid('query').proration_behavior },
+        `removeItem:${item.id}`,
+      );
       return c.json({ object: 'subscription_item' as const, id: item.id, deleted: true as const }, 200);
     });
 
@@ -279,35 +415,70 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     if (s.status !== 'active' || !billsUsage(view.state) || !s.currentPeriodStart || !s.currentPeriodEnd) return [];
     const start = new Date(s.currentPeriodStart);
     const em = orm.em.fork();
-    const now = await customerNow(em, await em.findOneOrFail(Customer, { id: s.customerId, accountId: s.accountId, livemode: s.livemode }));
+    const now = await customerNow(
+      em,
+      await em.findOneOrFail(Customer, { id: s.customerId, accountId: s.accountId, livemode: s.livemode }),
+    );
     const periodEnd = new Date(s.currentPeriodEnd);
-    return usageSoFar(orm, { accountId: s.accountId, livemode: s.livemode, customerId: s.customerId, items: itemsOf(view.state), start, end: new Date(Math.min(Math.max(now.getTime(), start.getTime()), periodEnd.getTime())), periodEnd });
+    return usageSoFar(orm, {
+      accountId: s.accountId,
+      livemode: s.livemode,
+      customerId: s.customerId,
+      items: itemsOf(view.state),
+      start,
+      end: new Date(Math.min(Math.max(now.getTime(), start.getTime()), periodEnd.getTime())),
+      periodEnd,
+    });
   }
 
   const upcomingInvoices = newOpenApiApp().openapi(upcoming, async (c) => {
     const query = c.req.valid('query');
     const subscription = await ownSubscription(c, query.subscription);
-    if (endedStatuses.includes(subscription.status)) throw new ApiError('invalid_state', `The subscription is ${subscription.status}: no invoice is coming.`);
+    if (endedStatuses.includes(subscription.status))
+      throw new ApiError('invalid_state', `The subscription is ${subscription.status}: no invoice is coming.`);
     const view = await billingStateOf(temporal, subscription);
     const at = query.proration_date !== undefined ? new Date(query.proration_date * 1000) : new Date(view.now);
-    const changes = await proposedChanges(subscription, query.subscription_items, query.subscription_proration_behavior, view.state);
+    const changes = await proposedChanges(
+      subscription,
+      query.subscription_items,
+      query.subscription_proration_behavior,
+      view.state,
+    );
     let invoice;
     try {
-      invoice = upcomingInvoice(view.state, view.spreadMinutes, changes, at, await pendingInvoiceItems(subscription), await currentUsage(view));
+      invoice = upcomingInvoice(
+        view.state,
+        view.spreadMinutes,
+        changes,
+        at,
+        await pendingInvoiceItems(subscription),
+        await currentUsage(view),
+      );
     } catch (error) {
       if (error instanceof RangeError) throw new ApiError('invalid_request', `subscription_items: ${error.message}`);
       throw error;
     }
-    if (!invoice) throw new ApiError('invalid_state', `The subscription is ${subscription.status}${subscription.cancelAtPeriodEnd ? ' and cancels at period end' : ''}: no invoice is coming.`);
+    if (!invoice)
+      throw new ApiError(
+        'invalid_state',
+        `The subscription is ${subscription.status}${subscription.cancelAtPeriodEnd ? ' and cancels at period end' : ''}: no invoice is coming.`,
+      );
     return c.json(await presentUpcomingInvoice(orm, subscription, invoice), 200);
   });
 
   /** The customer's pending invoice items in the subscription's currency, oldest first: the next cycle invoice takes them (services/invoice-items.ts). */
   async function pendingInvoiceItems(subscription: Subscription) {
-    const currency = subscription.currency ?? (await orm.em.fork().findOneOrFail(Plan, { id: subscription.planId })).currency;
+    const currency =
+      subscription.currency ?? (await orm.em.fork().findOneOrFail(Plan, { id: subscription.planId })).currency;
     const items = await orm.em.fork().find(
       InvoiceItem,
-      { accountId: subscription.accountId, livemode: subscription.livemode, customerId: subscription.customerId, currency, invoiceId: null },
+      {
+        accountId: subscription.accountId,
+        livemode: subscription.livemode,
+        customerId: subscription.customerId,
+        currency,
+        invoiceId: null,
+      },
       { orderBy: { id: 'asc' } },
     );
     return items.map((item) => ({ ...itemLine(item), proration: false }));
@@ -325,22 +496,39 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     try {
       parsed = JSON.parse(raw);
     } catch {
-      throw new ApiError('invalid_request', 'subscription_items: must be a JSON array of {id?, plan?, quantity?, deleted?}.');
+      throw new ApiError(
+        'invalid_request',
+        'subscription_items: must be a JSON array of {id?, plan?, quantity?, deleted?}.',
+      );
     }
     const proposed = z.array(ProposedItem).max(20).safeParse(parsed);
-    if (!proposed.success) throw new ApiError('invalid_request', `subscription_items: ${proposed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    if (!proposed.success)
+      throw new ApiError(
+        'invalid_request',
+        `subscription_items: ${proposed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      );
     const current = itemsOf(state);
     const changes: ItemChange[] = [];
     for (const [index, p] of proposed.data.entries()) {
       if (p.id === undefined) {
         if (!p.plan) throw new ApiError('invalid_request', `subscription_items[${index}]: a new item names its plan.`);
-        changes.push({ action: 'add', item: await itemTerms(subscription, p.plan, p.quantity ?? 1, `si_proposed${index}`), prorationBehavior });
+        changes.push({
+          action: 'add',
+          item: await itemTerms(subscription, p.plan, p.quantity ?? 1, `si_proposed${index}`),
+          prorationBehavior,
+        });
         continue;
       }
       const item = current.find((i) => i.itemId === p.id);
-      if (!item) throw new ApiError('invalid_request', `subscription_items[${index}].id: the subscription has no item ${p.id}.`);
+      if (!item)
+        throw new ApiError('invalid_request', `subscription_items[${index}].id: the subscription has no item ${p.id}.`);
       if (p.deleted) changes.push({ action: 'remove', itemId: item.itemId, prorationBehavior });
-      else changes.push({ action: 'update', item: await itemTerms(subscription, p.plan ?? item.planId, p.quantity ?? item.quantity ?? 1, item.itemId), prorationBehavior });
+      else
+        changes.push({
+          action: 'update',
+          item: await itemTerms(subscription, p.plan ?? item.planId, p.quantity ?? item.quantity ?? 1, item.itemId),
+          prorationBehavior,
+        });
     }
     return changes;
   }

@@ -1,7 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
+
 import { TestClock } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { TestClockSchema, serializeTestClock } from '../../objects/test-clock.ts';
+import { serializeTestClock, TestClockSchema } from '../../objects/test-clock.ts';
 import { advanceTestClock, createTestClock, deleteTestClock, findOwnTestClock } from '../../services/test-clocks.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -11,15 +12,29 @@ import { errorResponses, idParam, isoInstant } from '../schemas.ts';
 
 /** An instant: ISO 8601, or Unix seconds as Stripe takes it. */
 const instant = z
-  .union([isoInstant, z.number().int().min(0).max(253_402_300_799).transform((seconds) => new Date(seconds * 1000))])
+  .union([
+    isoInstant,
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(253_402_300_799)
+      .transform((seconds) => new Date(seconds * 1000)),
+  ])
   .openapi({ description: 'ISO 8601 (2027-01-01T00:00:00Z) or Unix seconds', example: '2027-01-01T00:00:00Z' });
 
 const CreateBody = z
   .object({ frozen_time: instant, name: z.string().min(1).max(300).optional() })
   .strict()
   .openapi({ example: { frozen_time: '2027-01-01T00:00:00Z', name: 'Monthly renewal, declined card' } });
-const AdvanceBody = z.object({ frozen_time: instant }).strict().openapi({ example: { frozen_time: '2027-02-01T00:00:00Z' } });
-const ListQuery = z.object({ ...cursorQuery('testClock') }).strict().refine(...oneCursor);
+const AdvanceBody = z
+  .object({ frozen_time: instant })
+  .strict()
+  .openapi({ example: { frozen_time: '2027-02-01T00:00:00Z' } });
+const ListQuery = z
+  .object({ ...cursorQuery('testClock') })
+  .strict()
+  .refine(...oneCursor);
 
 const tags = ['Test clocks'];
 const sandboxOnly = 'Sandbox only: in live mode it answers 400 `livemode_not_allowed`.';
@@ -67,10 +82,15 @@ const deleteClock = createRoute({
   path: '/{id}',
   tags,
   summary: 'Delete a test clock',
-  description: 'Deletes the clock and every object on it: its customers, their subscriptions and invoices; their workflows end. Money that moved stays on the sandbox ledger. ' + sandboxOnly,
+  description:
+    'Deletes the clock and every object on it: its customers, their subscriptions and invoices; their workflows end. Money that moved stays on the sandbox ledger. ' +
+    sandboxOnly,
   request: { params: idParam('clock') },
   responses: {
-    200: { description: 'Deleted', ...json(z.object({ id: z.string(), object: z.literal('test_clock'), deleted: z.literal(true) })) },
+    200: {
+      description: 'Deleted',
+      ...json(z.object({ id: z.string(), object: z.literal('test_clock'), deleted: z.literal(true) })),
+    },
     ...errorResponses(400, 401, 404),
   },
 });
@@ -81,13 +101,27 @@ export function testClocksApp({ orm, temporal, config }: ApiDeps) {
     .openapi(createClock, async (c) => {
       const body = c.req.valid('json');
       const { accountId, livemode } = await accountScope(c, orm);
-      const clock = await createTestClock(orm.em.fork(), starter, { accountId, livemode, frozenTime: body.frozen_time, name: body.name ?? null });
+      const clock = await createTestClock(orm.em.fork(), starter, {
+        accountId,
+        livemode,
+        frozenTime: body.frozen_time,
+        name: body.name ?? null,
+      });
       return c.json(serializeTestClock(clock), 201);
     })
     .openapi(listClocks, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
-      if (livemode) throw new ApiError('livemode_not_allowed', 'Test clocks exist only in the sandbox: send x-sandbox-mode: true, or use a test key.');
-      const { page, hasMore } = await keysetPage(orm.em.fork(), TestClock, { accountId, livemode: false }, c.req.valid('query'));
+      if (livemode)
+        throw new ApiError(
+          'livemode_not_allowed',
+          'Test clocks exist only in the sandbox: send x-sandbox-mode: true, or use a test key.',
+        );
+      const { page, hasMore } = await keysetPage(
+        orm.em.fork(),
+        TestClock,
+        { accountId, livemode: false },
+        c.req.valid('query'),
+      );
       return c.json({ object: 'list' as const, data: page.map(serializeTestClock), has_more: hasMore }, 200);
     })
     .openapi(getClock, async (c) => {
@@ -97,7 +131,10 @@ export function testClocksApp({ orm, temporal, config }: ApiDeps) {
     .openapi(advanceClock, async (c) => {
       const em = orm.em.fork();
       const clock = await findOwnTestClock(em, c.req.valid('param').id, await accountScope(c, orm));
-      return c.json(serializeTestClock(await advanceTestClock(em, starter, clock, c.req.valid('json').frozen_time)), 200);
+      return c.json(
+        serializeTestClock(await advanceTestClock(em, starter, clock, c.req.valid('json').frozen_time)),
+        200,
+      );
     })
     .openapi(deleteClock, async (c) => {
       const em = orm.em.fork();

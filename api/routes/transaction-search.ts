@@ -1,5 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
+
+import { CreditNoteSchema, serializeCreditNote } from '../../objects/credit-note.ts';
+import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
+import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/invoice.ts';
+import { serializeTransaction, TransactionSchema } from '../../objects/transaction.ts';
+import { signedCreditNotePdfUrl } from '../../services/credit-note-delivery.ts';
+import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
 import {
   creditNoteSearch,
   customerSearch,
@@ -9,20 +16,14 @@ import {
   searchCreditNotes,
   searchCustomers,
   searchInvoices,
+  type SearchTable,
   searchTransactions,
   transactionSearch,
-  type SearchTable,
 } from '../../services/search.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
-import { TransactionSchema, serializeTransaction } from '../../objects/transaction.ts';
-import { InvoiceSchema, invoicePdfUrl, serializeInvoice } from '../../objects/invoice.ts';
-import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
-import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
-import { CreditNoteSchema, serializeCreditNote } from '../../objects/credit-note.ts';
-import { signedCreditNotePdfUrl } from '../../services/credit-note-delivery.ts';
 
 /**
  * GET /v1/transactions/search, /v1/invoices/search, /v1/customers/search and /v1/credit_notes/search: one query
@@ -33,13 +34,23 @@ import { signedCreditNotePdfUrl } from '../../services/credit-note-delivery.ts';
 const SearchQuery = (example: string) =>
   z
     .object({
-      query: z.string().min(1).max(2000).openapi({ description: `The search language: docs/exports-and-search.md (e.g. \`${example}\`)` }),
+      query: z
+        .string()
+        .min(1)
+        .max(2000)
+        .openapi({ description: `The search language: docs/exports-and-search.md (e.g. \`${example}\`)` }),
       limit: z.coerce.number().int().min(1).max(100).default(20).openapi({ description: '1 to 100' }),
       page: z.string().min(1).max(200).optional().openapi({ description: 'The next_page of the previous result' }),
     })
     .strict();
 
-const searchRoute = <S extends z.ZodType>(tag: string, summary: string, description: string, example: string, item: S) =>
+const searchRoute = <S extends z.ZodType>(
+  tag: string,
+  summary: string,
+  description: string,
+  example: string,
+  item: S,
+) =>
   createRoute({
     method: 'get',
     path: '/',
@@ -50,7 +61,14 @@ const searchRoute = <S extends z.ZodType>(tag: string, summary: string, descript
     responses: {
       200: {
         description: 'A page of results',
-        ...json(z.object({ object: z.literal('search_result'), data: z.array(item), has_more: z.boolean(), next_page: z.string().nullable() })),
+        ...json(
+          z.object({
+            object: z.literal('search_result'),
+            data: z.array(item),
+            has_more: z.boolean(),
+            next_page: z.string().nullable(),
+          }),
+        ),
       },
       ...errorResponses(400, 401),
     },
@@ -88,7 +106,7 @@ const customersRoute = searchRoute(
 const creditNotesRoute = searchRoute(
   'Credit notes',
   'Search credit notes',
-  'The transactions search language with the credit note fields: id, number (`~` too), status (issued, void), invoice, customer, email (the customer\'s, `~` too), ' +
+  "The transactions search language with the credit note fields: id, number (`~` too), status (issued, void), invoice, customer, email (the customer's, `~` too), " +
     'reason (`reason:null`), memo (`~`), total, refund_amount, credit_amount, out_of_band_amount (compare with `>`, `<`, `>=`, `<=`), currency, created, voided_at (`voided_at:null`). ' +
     'Newest first, read-your-writes. A bad query is `invalid_request` naming the character position.',
   'number~"ACME-0007" AND status:issued',
@@ -96,7 +114,12 @@ const creditNotesRoute = searchRoute(
 );
 
 /** What every search handler starts with: the query parsed by the resource's field table, its page token read, the caller's scope. */
-async function searchRequest(c: Context, orm: ApiDeps['orm'], table: SearchTable, params: { query: string; limit: number; page?: string | undefined }) {
+async function searchRequest(
+  c: Context,
+  orm: ApiDeps['orm'],
+  table: SearchTable,
+  params: { query: string; limit: number; page?: string | undefined },
+) {
   const parsed = parseForApi(params.query, table.schema);
   const after = params.page === undefined ? undefined : decodeSearchPage(params.page, table);
   const scope = await accountScope(c, orm);
@@ -108,7 +131,15 @@ export function transactionSearchApp(deps: ApiDeps) {
   return newOpenApiApp().openapi(transactionsRoute, async (c) => {
     const { scope, parsed, options } = await searchRequest(c, orm, transactionSearch, c.req.valid('query'));
     const result = await searchTransactions(orm.em.fork(), scope, parsed, options);
-    return c.json({ object: 'search_result' as const, data: result.rows.map(serializeTransaction), has_more: result.hasMore, next_page: result.nextPage }, 200);
+    return c.json(
+      {
+        object: 'search_result' as const,
+        data: result.rows.map(serializeTransaction),
+        has_more: result.hasMore,
+        next_page: result.nextPage,
+      },
+      200,
+    );
   });
 }
 
@@ -118,7 +149,10 @@ export function invoiceSearchApp(deps: ApiDeps) {
     const { scope, parsed, options } = await searchRequest(c, orm, invoiceSearch, c.req.valid('query'));
     const result = await searchInvoices(orm.em.fork(), scope, parsed, options);
     const data = result.rows.map((invoice) => serializeInvoice(invoice, invoicePdfUrl(config, invoice.id)));
-    return c.json({ object: 'search_result' as const, data, has_more: result.hasMore, next_page: result.nextPage }, 200);
+    return c.json(
+      { object: 'search_result' as const, data, has_more: result.hasMore, next_page: result.nextPage },
+      200,
+    );
   });
 }
 
@@ -128,8 +162,19 @@ export function customerSearchApp(deps: ApiDeps) {
     const { scope, parsed, options } = await searchRequest(c, orm, customerSearch, c.req.valid('query'));
     const em = orm.em.fork();
     const result = await searchCustomers(em, scope, parsed, options);
-    const balances = await customerBalancesOf(em, result.rows.map((customer) => customer.id));
-    return c.json({ object: 'search_result' as const, data: result.rows.map((customer) => serializeCustomer(customer, balances.get(customer.id))), has_more: result.hasMore, next_page: result.nextPage }, 200);
+    const balances = await customerBalancesOf(
+      em,
+      result.rows.map((customer) => customer.id),
+    );
+    return c.json(
+      {
+        object: 'search_result' as const,
+        data: result.rows.map((customer) => serializeCustomer(customer, balances.get(customer.id))),
+        has_more: result.hasMore,
+        next_page: result.nextPage,
+      },
+      200,
+    );
   });
 }
 
@@ -139,6 +184,9 @@ export function creditNoteSearchApp(deps: ApiDeps) {
     const { scope, parsed, options } = await searchRequest(c, orm, creditNoteSearch, c.req.valid('query'));
     const result = await searchCreditNotes(orm.em.fork(), scope, parsed, options);
     const data = result.rows.map((note) => serializeCreditNote(note, signedCreditNotePdfUrl(config, note.id)));
-    return c.json({ object: 'search_result' as const, data, has_more: result.hasMore, next_page: result.nextPage }, 200);
+    return c.json(
+      { object: 'search_result' as const, data, has_more: result.hasMore, next_page: result.nextPage },
+      200,
+    );
   });
 }

@@ -1,25 +1,24 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { clockBindingOf, clockCondition } from '../../services/test-clocks.ts';
+
+import { Account, Customer, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { amount, currency, metadata, metadataLimits, timestamp } from '../../objects/common.ts';
+import { serializeTransaction, TransactionSchema } from '../../objects/transaction.ts';
 import { onTestClock } from '../../services/clock-context.ts';
 import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { completeRefund, reserveRefund } from '../../services/refunds.ts';
+import { clockBindingOf, clockCondition } from '../../services/test-clocks.ts';
 import { recordTransactionEvents } from '../../services/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../services/transactions.ts';
-import { Account, Customer, Transaction, transactionStatuses, transactionTypes } from '../../db/entities/index.ts';
-import { ApiError } from '../../domain/errors.ts';
+import { accountScope, type Actor, actorOf } from '../auth/principal.ts';
+import type { ApiDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
-import { accountScope, actorOf, type Actor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
-import { keysetPage } from '../pagination.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
+import { keysetPage } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
-import { amount, currency, metadata, metadataLimits, timestamp } from '../../objects/common.ts';
-import { TransactionSchema, serializeTransaction } from '../../objects/transaction.ts';
-
-
 
 const CreateBody = z
   .object({
@@ -29,21 +28,36 @@ const CreateBody = z
     type: z.enum(transactionTypes),
     reference: z.string().max(500).optional(),
     metadata: metadata.optional(),
-    payment_method: z.string().min(1).max(100).optional().openapi({ description: 'For payments: the sandbox test method to charge (docs/money-and-ledger.md lists them)' }),
+    payment_method: z.string().min(1).max(100).optional().openapi({
+      description: 'For payments: the sandbox test method to charge (docs/money-and-ledger.md lists them)',
+    }),
     customer: z
       .string()
       .regex(/^cus_[0-9a-z]{26}$/, 'must be a customer id')
       .optional()
-      .openapi({ description: "For payments: the paying customer. A customer on a test clock puts the payment on the clock: its timestamps are the clock's, and its pending settlement and funds availability wait for the clock's time (docs/testing-your-integration.md)" }),
+      .openapi({
+        description:
+          "For payments: the paying customer. A customer on a test clock puts the payment on the clock: its timestamps are the clock's, and its pending settlement and funds availability wait for the clock's time (docs/testing-your-integration.md)",
+      }),
     source_transaction: z
       .string()
       .regex(/^txn_[0-9a-z]{26}$/, 'must be a transaction id')
       .optional()
-      .openapi({ description: 'For refunds: the succeeded payment to refund, in part or in full (through the payment processor)' }),
+      .openapi({
+        description: 'For refunds: the succeeded payment to refund, in part or in full (through the payment processor)',
+      }),
   })
   .strict()
   .openapi({
-    example: { account_id: 'acct_01jd3x5k8q0m2v7c9r4t6y1w3e', amount: 2000, currency: 'USD', type: 'payment', reference: 'order_1042', payment_method: 'pm_card_visa', metadata: { order_id: '1042' } },
+    example: {
+      account_id: 'acct_01jd3x5k8q0m2v7c9r4t6y1w3e',
+      amount: 2000,
+      currency: 'USD',
+      type: 'payment',
+      reference: 'order_1042',
+      payment_method: 'pm_card_visa',
+      metadata: { order_id: '1042' },
+    },
   });
 
 const cursor = z.string().regex(/^txn_[0-9a-z]{26}$/, 'must be a transaction id');
@@ -56,7 +70,13 @@ const ListQuery = z
     ending_before: cursor.optional(),
     date_from: isoInstant.optional().openapi({ format: 'date-time' }),
     date_to: isoInstant.optional().openapi({ format: 'date-time' }),
-    test_clock: z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id').optional().openapi({ description: 'Only transactions of customers on this test clock; without it, those are left out (as Stripe)' }),
+    test_clock: z
+      .string()
+      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
+      .optional()
+      .openapi({
+        description: 'Only transactions of customers on this test clock; without it, those are left out (as Stripe)',
+      }),
   })
   .strict()
   .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
@@ -64,14 +84,15 @@ const ListQuery = z
 const PatchBody = z
   .object({
     reference: z.string().max(500).nullable().optional(),
-    metadata: z.record(z.string().min(1).max(metadataLimits.keyLength), z.string().max(metadataLimits.valueLength)).optional(),
+    metadata: z
+      .record(z.string().min(1).max(metadataLimits.keyLength), z.string().max(metadataLimits.valueLength))
+      .optional(),
     amount: z.unknown().optional(),
     currency: z.unknown().optional(),
     type: z.unknown().optional(),
   })
   .strict()
   .openapi({ example: { reference: 'order_1042', metadata: { note: 'paid by phone' } } });
-
 
 const createTransaction = createRoute({
   method: 'post',
@@ -80,13 +101,16 @@ const createTransaction = createRoute({
   summary: 'Create a payment, credit or refund',
   description:
     'credit adds to the balance; refund takes from it (insufficient_funds when it does not cover the amount); payment charges `payment_method` ' +
-    'through the payment processor and adds to the pending balance when it succeeds (available after the processor\'s delay). ' +
+    "through the payment processor and adds to the pending balance when it succeeds (available after the processor's delay). " +
     'A refund with `source_transaction` gives back part or all of that payment through the processor (several refunds up to the amount paid; ' +
-    'more is `invalid_request` naming what is left), taking the money from that payment\'s own pending funds first, then from available. ' +
-    'The currency must be the account\'s (settings.currency). ' +
+    "more is `invalid_request` naming what is left), taking the money from that payment's own pending funds first, then from available. " +
+    "The currency must be the account's (settings.currency). " +
     'In live mode only a platform admin may create a credit, and members may not refund (403 `forbidden`); sandbox credits and refunds are open to owners, members and API keys.',
   request: { body: { ...json(CreateBody), required: true } },
-  responses: { 201: { description: 'Created', ...json(TransactionSchema) }, ...errorResponses(400, 401, 402, 403, 404) },
+  responses: {
+    201: { description: 'Created', ...json(TransactionSchema) },
+    ...errorResponses(400, 401, 402, 403, 404),
+  },
 });
 const listTransactions = createRoute({
   method: 'get',
@@ -95,7 +119,10 @@ const listTransactions = createRoute({
   summary: 'List transactions, newest first',
   request: { query: ListQuery },
   responses: {
-    200: { description: 'A page', ...json(z.object({ object: z.literal('list'), data: z.array(TransactionSchema), has_more: z.boolean() })) },
+    200: {
+      description: 'A page',
+      ...json(z.object({ object: z.literal('list'), data: z.array(TransactionSchema), has_more: z.boolean() })),
+    },
     ...errorResponses(400, 401),
   },
 });
@@ -125,7 +152,10 @@ const cancelTransaction = createRoute({
   summary: 'Cancel a pending transaction',
   request: { params: idParam('txn') },
   responses: {
-    200: { description: 'Canceled', ...json(z.object({ id: z.string(), status: z.literal('canceled'), canceled_at: timestamp, message: z.string() })) },
+    200: {
+      description: 'Canceled',
+      ...json(z.object({ id: z.string(), status: z.literal('canceled'), canceled_at: timestamp, message: z.string() })),
+    },
     ...errorResponses(401, 404, 409),
   },
 });
@@ -144,7 +174,8 @@ function refuseLiveMoneyFromNothing(actor: Actor, livemode: boolean, type: (type
       'In live mode only a platform admin can create a credit: a credit adds payable balance without a payment. Use a sandbox credential to test credits.',
     );
   }
-  if (type === 'refund' && actor === 'member') throw new ApiError('forbidden', 'Members cannot refund in live mode; ask an owner.');
+  if (type === 'refund' && actor === 'member')
+    throw new ApiError('forbidden', 'Members cannot refund in live mode; ask an owner.');
 }
 
 export function transactionsApp(deps: ApiDeps) {
@@ -167,32 +198,61 @@ export function transactionsApp(deps: ApiDeps) {
       const em = orm.em.fork();
       // The caller's own account was read with the credential (api/auth/principal.ts); an admin's named account is read here.
       const own = c.get('callerAccount');
-      const account = own?.id === scope.accountId ? { settings: own.settings, createdAt: new Date(own.created_at) } : await em.findOneOrFail(Account, { id: scope.accountId });
+      const account =
+        own?.id === scope.accountId
+          ? { settings: own.settings, createdAt: new Date(own.created_at) }
+          : await em.findOneOrFail(Account, { id: scope.accountId });
       if (body.currency !== account.settings.currency) {
-        throw new ApiError('currency_mismatch', `The account's currency is ${account.settings.currency}, not ${body.currency}.`);
+        throw new ApiError(
+          'currency_mismatch',
+          `The account's currency is ${account.settings.currency}, not ${body.currency}.`,
+        );
       }
-      if (body.type === 'payment' && !body.payment_method) throw new ApiError('invalid_request', 'payment_method: required for a payment.');
-      if (body.type !== 'payment' && body.payment_method) throw new ApiError('invalid_request', 'payment_method: only payments take one.');
-      if (body.type !== 'refund' && body.source_transaction) throw new ApiError('invalid_request', 'source_transaction: only refunds take one.');
+      if (body.type === 'payment' && !body.payment_method)
+        throw new ApiError('invalid_request', 'payment_method: required for a payment.');
+      if (body.type !== 'payment' && body.payment_method)
+        throw new ApiError('invalid_request', 'payment_method: only payments take one.');
+      if (body.type !== 'refund' && body.source_transaction)
+        throw new ApiError('invalid_request', 'source_transaction: only refunds take one.');
 
-      if (body.customer && body.type !== 'payment') throw new ApiError('invalid_request', 'customer: only payments take one.');
-      const customer = body.customer ? await em.findOne(Customer, { id: body.customer, accountId: scope.accountId, livemode: scope.livemode }) : null;
+      if (body.customer && body.type !== 'payment')
+        throw new ApiError('invalid_request', 'customer: only payments take one.');
+      const customer = body.customer
+        ? await em.findOne(Customer, { id: body.customer, accountId: scope.accountId, livemode: scope.livemode })
+        : null;
       if (body.customer && !customer) throw new ApiError('not_found', `No such customer: ${body.customer}.`);
       // A refund of a payment of a customer on a test clock goes on that clock too (its events retry on the clock).
-      const refunded = body.type === 'refund' && body.source_transaction ? await em.findOne(Transaction, { id: body.source_transaction, accountId: scope.accountId, livemode: scope.livemode }, { fields: ['customerId'] }) : null;
-      const refundedCustomer = refunded?.customerId ? await em.findOne(Customer, { id: refunded.customerId }, { fields: ['testClockId'] }) : null;
+      const refunded =
+        body.type === 'refund' && body.source_transaction
+          ? await em.findOne(
+              Transaction,
+              { id: body.source_transaction, accountId: scope.accountId, livemode: scope.livemode },
+              { fields: ['customerId'] },
+            )
+          : null;
+      const refundedCustomer = refunded?.customerId
+        ? await em.findOne(Customer, { id: refunded.customerId }, { fields: ['testClockId'] })
+        : null;
       // A customer on a test clock: everything below runs on the clock's time (services/clock-context.ts).
-      const testClock = customer ? await clockBindingOf(em, customer) : refundedCustomer ? await clockBindingOf(em, refundedCustomer) : undefined;
+      const testClock = customer
+        ? await clockBindingOf(em, customer)
+        : refundedCustomer
+          ? await clockBindingOf(em, refundedCustomer)
+          : undefined;
       return onTestClock(testClock, async () => {
         // With an Idempotency-Key the id is derived from it: a retry that takes over the key after a crash finds the
         // transaction the first try recorded (and, for a payment, repeats its charge under the same processor key).
         const id = resourceId(c, 'transaction');
         if (c.get('idempotency')?.takeover) {
           const existing = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
-          if (existing && (existing.type !== 'payment' || existing.status !== 'pending')) return c.json(serializeTransaction(existing), 201);
+          if (existing && (existing.type !== 'payment' || existing.status !== 'pending'))
+            return c.json(serializeTransaction(existing), 201);
           if (existing) {
             const outcome = await processors.forMode(existing.livemode).charge(paymentChargeRequest(existing));
-            return c.json(serializeTransaction(await continuePayment(em, deps.temporal, deps.config.taskQueue, existing, outcome)), 201);
+            return c.json(
+              serializeTransaction(await continuePayment(em, deps.temporal, deps.config.taskQueue, existing, outcome)),
+              201,
+            );
           }
         }
         const computed = await newTransactionFields(
@@ -215,7 +275,10 @@ export function transactionsApp(deps: ApiDeps) {
         if (body.type === 'refund' && body.source_transaction) {
           // A refund of a charge: reserved under a lock on the payment, refunded by the processor, then recorded (services/refunds.ts).
           const reserved = await reserveRefund(em, fields, { sourceTransactionId: body.source_transaction, scope });
-          return c.json(serializeTransaction(await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), reserved.id)), 201);
+          return c.json(
+            serializeTransaction(await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), reserved.id)),
+            201,
+          );
         }
 
         if (body.type !== 'payment') {
@@ -238,9 +301,19 @@ export function transactionsApp(deps: ApiDeps) {
       const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };
       if (query.status) where.status = query.status;
       if (query.type) where.type = query.type;
-      if (query.date_from || query.date_to) where.createdAt = { ...(query.date_from ? { $gte: query.date_from } : {}), ...(query.date_to ? { $lte: query.date_to } : {}) };
+      if (query.date_from || query.date_to)
+        where.createdAt = {
+          ...(query.date_from ? { $gte: query.date_from } : {}),
+          ...(query.date_to ? { $lte: query.date_to } : {}),
+        };
       // Transactions of customers on test clocks only when asked for; those of no customer stay.
-      const { page, hasMore } = await keysetPage(orm.em.fork(), Transaction, { ...where, ...clockCondition(scope, query.test_clock) }, query, { rows: 'plain' });
+      const { page, hasMore } = await keysetPage(
+        orm.em.fork(),
+        Transaction,
+        { ...where, ...clockCondition(scope, query.test_clock) },
+        query,
+        { rows: 'plain' },
+      );
       return c.json({ object: 'list' as const, data: page.map(serializeTransaction), has_more: hasMore }, 200);
     })
     .openapi(getTransaction, async (c) => {
@@ -253,7 +326,11 @@ export function transactionsApp(deps: ApiDeps) {
       const em = orm.em.fork();
       const transaction = await findOwn(em, c.req.valid('param').id, scope);
       const restricted = (['amount', 'currency', 'type'] as const).filter((field) => field in body);
-      if (restricted.length) throw new ApiError('conflict', `${restricted.join(', ')} cannot be changed; use a refund or a new transaction.`);
+      if (restricted.length)
+        throw new ApiError(
+          'conflict',
+          `${restricted.join(', ')} cannot be changed; use a refund or a new transaction.`,
+        );
       if (body.reference !== undefined) transaction.reference = body.reference;
       if (body.metadata) {
         const merged = { ...transaction.metadata };
@@ -261,7 +338,8 @@ export function transactionsApp(deps: ApiDeps) {
           if (value === '') delete merged[key];
           else merged[key] = value;
         }
-        if (Object.keys(merged).length > metadataLimits.keys) throw new ApiError('invalid_request', `metadata: at most ${metadataLimits.keys} keys.`);
+        if (Object.keys(merged).length > metadataLimits.keys)
+          throw new ApiError('invalid_request', `metadata: at most ${metadataLimits.keys} keys.`);
         transaction.metadata = merged;
       }
       transaction.updatedAt = new Date();
@@ -280,10 +358,18 @@ export function transactionsApp(deps: ApiDeps) {
       // Only a pending transaction moves; the condition makes a racing settlement win cleanly.
       await em.transactional(async (tx) => {
         // A refund of a charge is pending only while the processor answers, its money already reserved: it cannot be canceled.
-        const changed = await tx.nativeUpdate(Transaction, { id, status: 'pending', type: 'payment' }, { status: 'canceled', canceledAt, updatedAt: canceledAt });
-        if (changed === 0) throw new ApiError('not_cancellable', 'Only a pending transaction can be canceled; refund it instead.');
+        const changed = await tx.nativeUpdate(
+          Transaction,
+          { id, status: 'pending', type: 'payment' },
+          { status: 'canceled', canceledAt, updatedAt: canceledAt },
+        );
+        if (changed === 0)
+          throw new ApiError('not_cancellable', 'Only a pending transaction can be canceled; refund it instead.');
         await recordTransactionEvents(tx, await tx.findOneOrFail(Transaction, { id }, { refresh: true }), 'status');
       });
-      return c.json({ id, status: 'canceled' as const, canceled_at: canceledAt.toISOString(), message: 'Transaction canceled.' }, 200);
+      return c.json(
+        { id, status: 'canceled' as const, canceled_at: canceledAt.toISOString(), message: 'Transaction canceled.' },
+        200,
+      );
     });
 }

@@ -1,15 +1,16 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { FilterQuery } from '@mikro-orm/core';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+
 import { Account, Session, User, userStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { serializeUser, UserSchema } from '../../objects/user.ts';
 import { hashPassword, requireCurrentPassword } from '../auth/passwords.ts';
-import { requireActor, type Principal } from '../auth/principal.ts';
+import { type Principal, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses, idParam, pageQuery, passwordField as password } from '../schemas.ts';
-import { UserSchema, serializeUser } from '../../objects/user.ts';
 
 const CreateUserBody = z
   .object({
@@ -20,7 +21,9 @@ const CreateUserBody = z
     account_id: z.string().max(64).optional().openapi({ description: 'Admins only: the account the user joins' }),
   })
   .strict()
-  .openapi({ example: { email: 'grace@example.com', password: 'Correct-Horse-42!', name: 'Grace Hopper', role: 'member' } });
+  .openapi({
+    example: { email: 'grace@example.com', password: 'Correct-Horse-42!', name: 'Grace Hopper', role: 'member' },
+  });
 
 const PatchUserBody = z
   .object({
@@ -46,7 +49,12 @@ const ListQuery = z
   })
   .strict();
 
-const Pagination = z.object({ page: z.number().int(), limit: z.number().int(), total_pages: z.number().int(), total_records: z.number().int() });
+const Pagination = z.object({
+  page: z.number().int(),
+  limit: z.number().int(),
+  total_pages: z.number().int(),
+  total_records: z.number().int(),
+});
 
 const listUsers = createRoute({
   method: 'get',
@@ -56,7 +64,10 @@ const listUsers = createRoute({
   description: 'Owners see their account; admins see every user (or one account with account_id). Members are refused.',
   request: { query: ListQuery },
   responses: {
-    200: { description: 'A page of users', content: { 'application/json': { schema: z.object({ data: z.array(UserSchema), pagination: Pagination }) } } },
+    200: {
+      description: 'A page of users',
+      content: { 'application/json': { schema: z.object({ data: z.array(UserSchema), pagination: Pagination }) } },
+    },
     ...errorResponses(400, 401, 403),
   },
 });
@@ -66,7 +77,10 @@ const createUser = createRoute({
   tags: ['Users'],
   summary: 'Create a user',
   request: { body: { content: { 'application/json': { schema: CreateUserBody } }, required: true } },
-  responses: { 201: { description: 'Created', content: { 'application/json': { schema: UserSchema } } }, ...errorResponses(400, 401, 409) },
+  responses: {
+    201: { description: 'Created', content: { 'application/json': { schema: UserSchema } } },
+    ...errorResponses(400, 401, 409),
+  },
 });
 const getUser = createRoute({
   method: 'get',
@@ -74,7 +88,10 @@ const getUser = createRoute({
   tags: ['Users'],
   summary: 'Retrieve a user',
   request: { params: idParam('usr') },
-  responses: { 200: { description: 'The user', content: { 'application/json': { schema: UserSchema } } }, ...errorResponses(401, 404) },
+  responses: {
+    200: { description: 'The user', content: { 'application/json': { schema: UserSchema } } },
+    ...errorResponses(401, 404),
+  },
 });
 const patchUser = createRoute({
   method: 'patch',
@@ -83,10 +100,16 @@ const patchUser = createRoute({
   summary: 'Update a user (partial)',
   description:
     'A member may change their own name and password. Changing your own password needs `current_password` (400 `invalid_request` without it, ' +
-    '401 `invalid_credentials` when it is wrong). Another owner\'s password or status can be changed only by a platform admin (403 `forbidden`). ' +
+    "401 `invalid_credentials` when it is wrong). Another owner's password or status can be changed only by a platform admin (403 `forbidden`). " +
     'A new password ends every other session of that user.',
-  request: { params: idParam('usr'), body: { content: { 'application/json': { schema: PatchUserBody } }, required: true } },
-  responses: { 200: { description: 'Updated', content: { 'application/json': { schema: UserSchema } } }, ...errorResponses(400, 401, 403, 404) },
+  request: {
+    params: idParam('usr'),
+    body: { content: { 'application/json': { schema: PatchUserBody } }, required: true },
+  },
+  responses: {
+    200: { description: 'Updated', content: { 'application/json': { schema: UserSchema } } },
+    ...errorResponses(400, 401, 403, 404),
+  },
 });
 const deleteUser = createRoute({
   method: 'delete',
@@ -95,7 +118,10 @@ const deleteUser = createRoute({
   summary: 'Delete a user permanently',
   request: { params: idParam('usr') },
   responses: {
-    200: { description: 'Deleted', content: { 'application/json': { schema: z.object({ message: z.string(), id: z.string() }) } } },
+    200: {
+      description: 'Deleted',
+      content: { 'application/json': { schema: z.object({ message: z.string(), id: z.string() }) } },
+    },
     ...errorResponses(401, 403, 404),
   },
 });
@@ -123,7 +149,8 @@ export function usersApp({ orm }: ApiDeps) {
       const query = c.req.valid('query');
       const where: Record<string, unknown> = { ...visibleUsers(principal) };
       if (query.account_id) {
-        if (principal.kind === 'user' && principal.role !== 'admin') throw new ApiError('invalid_request', 'account_id is for admin tokens.');
+        if (principal.kind === 'user' && principal.role !== 'admin')
+          throw new ApiError('invalid_request', 'account_id is for admin tokens.');
         Object.assign(where, { accountId: query.account_id });
       }
       if (query.status) Object.assign(where, { status: query.status });
@@ -139,7 +166,12 @@ export function usersApp({ orm }: ApiDeps) {
       return c.json(
         {
           data: users.map(serializeUser),
-          pagination: { page: query.page, limit: query.limit, total_pages: Math.ceil(total / query.limit), total_records: total },
+          pagination: {
+            page: query.page,
+            limit: query.limit,
+            total_pages: Math.ceil(total / query.limit),
+            total_records: total,
+          },
         },
         200,
       );
@@ -156,7 +188,8 @@ export function usersApp({ orm }: ApiDeps) {
       }
       const em = orm.em.fork();
       const account = await em.findOne(Account, { id: accountId! });
-      if (!account || account.status === 'closed') throw new ApiError('invalid_request', 'account_id: no such open account.');
+      if (!account || account.status === 'closed')
+        throw new ApiError('invalid_request', 'account_id: no such open account.');
       const user = em.create(User, {
         id: newId('user'),
         accountId: account.id,
@@ -169,7 +202,8 @@ export function usersApp({ orm }: ApiDeps) {
       try {
         await em.flush();
       } catch (error) {
-        if (error instanceof UniqueConstraintViolationException) throw new ApiError('email_exists', 'A user with this email already exists.');
+        if (error instanceof UniqueConstraintViolationException)
+          throw new ApiError('email_exists', 'A user with this email already exists.');
         throw error;
       }
       return c.json(serializeUser(user), 201);
@@ -189,7 +223,12 @@ export function usersApp({ orm }: ApiDeps) {
         throw new ApiError('invalid_request', 'current_password: only sent with a new password.');
       }
       // One owner cannot take over another: only a platform admin, or the owner themself, changes an owner's password or status.
-      if (!self && user.role === 'owner' && principal.role !== 'admin' && (body.password !== undefined || body.status !== undefined)) {
+      if (
+        !self &&
+        user.role === 'owner' &&
+        principal.role !== 'admin' &&
+        (body.password !== undefined || body.status !== undefined)
+      ) {
         throw new ApiError('forbidden', "Only a platform admin can change another owner's password or status.");
       }
       if (body.password !== undefined && self) await requireCurrentPassword(user.passwordHash, body.current_password);
@@ -204,19 +243,28 @@ export function usersApp({ orm }: ApiDeps) {
       if (body.password !== undefined || (body.status !== undefined && body.status !== 'active')) {
         // A new password or a suspension ends the user's other sessions now.
         const keep = self && principal.kind === 'user' ? principal.sessionId : '';
-        await em.nativeUpdate(Session, { userId: user.id, revokedAt: null, id: { $ne: keep } }, { revokedAt: new Date(), revokedReason: 'user_changed' });
+        await em.nativeUpdate(
+          Session,
+          { userId: user.id, revokedAt: null, id: { $ne: keep } },
+          { revokedAt: new Date(), revokedReason: 'user_changed' },
+        );
       }
       return c.json(serializeUser(user), 200);
     })
     .openapi(deleteUser, async (c) => {
       const principal = requireActor(c, ['admin', 'owner'], 'forbidden');
       const { em, user } = await findVisible(principal, c.req.valid('param').id);
-      if (principal.kind === 'user' && user.id === principal.userId) throw new ApiError('invalid_request', 'You cannot delete yourself.');
+      if (principal.kind === 'user' && user.id === principal.userId)
+        throw new ApiError('invalid_request', 'You cannot delete yourself.');
       if (user.role === 'owner' && principal.kind === 'user' && principal.role !== 'admin') {
         throw new ApiError('forbidden', 'Only an admin can delete an owner; close the account instead.');
       }
       await em.transactional(async (tx) => {
-        await tx.nativeUpdate(Session, { userId: user.id, revokedAt: null }, { revokedAt: new Date(), revokedReason: 'user_deleted' });
+        await tx.nativeUpdate(
+          Session,
+          { userId: user.id, revokedAt: null },
+          { revokedAt: new Date(), revokedReason: 'user_deleted' },
+        );
         await tx.nativeDelete(User, { id: user.id });
       });
       return c.json({ message: 'User deleted.', id: user.id }, 200);

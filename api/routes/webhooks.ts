@@ -8,21 +8,34 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ulid } from 'ulidx';
-import { startDelivery } from '../../services/webhooks.ts';
-import type { DispatchWaker } from '../../services/webhook-wake.ts';
+
 import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
 import { newId } from '../../domain/ids.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
-import { checkWebhookUrl, UrlNotAllowedError, type Resolver } from '../../domain/webhook-url.ts';
-import { deliveryId, deliveryIdPattern, endpointWants, newWebhookSecret, secretRotationOverlapMs } from '../../domain/webhooks.ts';
+import { checkWebhookUrl, type Resolver, UrlNotAllowedError } from '../../domain/webhook-url.ts';
+import {
+  deliveryId,
+  deliveryIdPattern,
+  endpointWants,
+  newWebhookSecret,
+  secretRotationOverlapMs,
+} from '../../domain/webhooks.ts';
+import {
+  DeliverySchema,
+  serializeDelivery,
+  serializeWebhookEndpoint,
+  WebhookEndpointSchema,
+  WithSecretSchema,
+} from '../../objects/webhook-endpoint.ts';
+import type { DispatchWaker } from '../../services/webhook-wake.ts';
+import { startDelivery } from '../../services/webhooks.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { DeliverySchema, WebhookEndpointSchema, WithSecretSchema, serializeDelivery, serializeWebhookEndpoint } from '../../objects/webhook-endpoint.ts';
 
 const known = new Set<string>(eventTypes);
 const eventsField = z
@@ -31,11 +44,19 @@ const eventsField = z
   .max(100)
   .superRefine((names, ctx) => {
     const unknown = names.filter((n) => n !== '*' && !known.has(n));
-    if (unknown.length) ctx.addIssue({ code: 'custom', message: `unknown event types: ${unknown.join(', ')} (GET /openapi.json and docs/events-and-webhooks.md list them)` });
-    if (names.includes('*') && names.length > 1) ctx.addIssue({ code: 'custom', message: 'use ["*"] alone for every event' });
+    if (unknown.length)
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown event types: ${unknown.join(', ')} (GET /openapi.json and docs/events-and-webhooks.md list them)`,
+      });
+    if (names.includes('*') && names.length > 1)
+      ctx.addIssue({ code: 'custom', message: 'use ["*"] alone for every event' });
   })
   .transform((names) => [...new Set(names)])
-  .openapi({ description: 'Event types to receive, or ["*"] for all', example: ['transaction.succeeded', 'payment.failed'] });
+  .openapi({
+    description: 'Event types to receive, or ["*"] for all',
+    example: ['transaction.succeeded', 'payment.failed'],
+  });
 
 const urlField = z.string().min(1).max(2048).openapi({ example: 'https://example.com/webhooks/billing' });
 
@@ -54,16 +75,23 @@ const UpdateBody = z
     url: urlField.optional(),
     events: eventsField.optional(),
     description: z.string().max(500).nullable().optional().openapi({ description: 'null or "" removes it' }),
-    enabled: z.boolean().optional().openapi({ description: 'true also clears disabled_reason and the run of failures' }),
+    enabled: z
+      .boolean()
+      .optional()
+      .openapi({ description: 'true also clears disabled_reason and the run of failures' }),
   })
   .strict()
   .openapi({ example: { events: ['invoice.paid', 'invoice.payment_failed', 'payment.failed'], enabled: true } });
 
 const RedeliverBody = z
-  .object({ endpoint_id: z.string().regex(/^we_[0-9a-z]{26}$/, 'must be a we_ id').optional() })
+  .object({
+    endpoint_id: z
+      .string()
+      .regex(/^we_[0-9a-z]{26}$/, 'must be a we_ id')
+      .optional(),
+  })
   .strict()
   .openapi({ example: { endpoint_id: 'we_01jd3x5k8q0m2v7c9r4t6y1w3e' } });
-
 
 const deliveryCursor = z.string().regex(deliveryIdPattern, 'must be a whd_ delivery id');
 const DeliveriesQuery = z
@@ -76,17 +104,29 @@ const DeliveriesQuery = z
   .strict()
   .refine(...oneCursor);
 
-const ListQuery = z.object(cursorQuery('webhookEndpoint')).strict().refine(...oneCursor);
+const ListQuery = z
+  .object(cursorQuery('webhookEndpoint'))
+  .strict()
+  .refine(...oneCursor);
 
 const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
 const tags = ['Webhooks'];
 const who = 'The account owner, an admin (x-account-id) or an API key; members get 403.';
 
-
-
 async function withAttempts(em: EntityManager, deliveries: WebhookDelivery[]) {
-  const attempts = deliveries.length ? await em.find(WebhookAttempt, { deliveryId: { $in: deliveries.map((d) => d.id) } }, { orderBy: { attempt: 'asc', attemptedAt: 'asc' } }) : [];
-  return deliveries.map((d) => serializeDelivery(d, attempts.filter((a) => a.deliveryId === d.id)));
+  const attempts = deliveries.length
+    ? await em.find(
+        WebhookAttempt,
+        { deliveryId: { $in: deliveries.map((d) => d.id) } },
+        { orderBy: { attempt: 'asc', attemptedAt: 'asc' } },
+      )
+    : [];
+  return deliveries.map((d) =>
+    serializeDelivery(
+      d,
+      attempts.filter((a) => a.deliveryId === d.id),
+    ),
+  );
 }
 
 const createRoute_ = createRoute({
@@ -104,7 +144,10 @@ const listRoute = createRoute({
   tags,
   summary: 'List webhook endpoints, newest first',
   request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(WebhookEndpointSchema)) }, ...errorResponses(400, 401, 403) },
+  responses: {
+    200: { description: 'A page', ...json(listSchema(WebhookEndpointSchema)) },
+    ...errorResponses(400, 401, 403),
+  },
 });
 const getRoute = createRoute({
   method: 'get',
@@ -119,7 +162,8 @@ const updateRoute = createRoute({
   path: '/{id}',
   tags,
   summary: 'Update a webhook endpoint',
-  description: 'url, events, description, enabled; fields left out stay as they are. A new url is checked like a new endpoint.',
+  description:
+    'url, events, description, enabled; fields left out stay as they are. A new url is checked like a new endpoint.',
   request: { params: idParam('we'), body: { ...json(UpdateBody), required: true } },
   responses: { 200: { description: 'Updated', ...json(WebhookEndpointSchema) }, ...errorResponses(400, 401, 403, 404) },
 });
@@ -131,7 +175,10 @@ const deleteRoute = createRoute({
   description: 'Deliveries still retrying stop at their next attempt (status canceled).',
   request: { params: idParam('we') },
   responses: {
-    200: { description: 'Deleted', ...json(z.object({ id: z.string(), object: z.literal('webhook_endpoint'), deleted: z.literal(true) })) },
+    200: {
+      description: 'Deleted',
+      ...json(z.object({ id: z.string(), object: z.literal('webhook_endpoint'), deleted: z.literal(true) })),
+    },
     ...errorResponses(401, 403, 404),
   },
 });
@@ -140,7 +187,8 @@ const rotateRoute = createRoute({
   path: '/{id}/rotate_secret',
   tags,
   summary: 'Rotate the signing secret',
-  description: 'Returns the new secret, shown only here. For 24 hours every webhook carries two signatures, by the new and the old secret, so receivers can switch without losing any.',
+  description:
+    'Returns the new secret, shown only here. For 24 hours every webhook carries two signatures, by the new and the old secret, so receivers can switch without losing any.',
   request: { params: idParam('we') },
   responses: { 200: { description: 'Rotated', ...json(WithSecretSchema) }, ...errorResponses(401, 403, 404) },
 });
@@ -150,7 +198,10 @@ const deliveriesRoute = createRoute({
   tags,
   summary: "An endpoint's deliveries with every attempt, newest event first",
   request: { params: idParam('we'), query: DeliveriesQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(DeliverySchema)) }, ...errorResponses(400, 401, 403, 404) },
+  responses: {
+    200: { description: 'A page', ...json(listSchema(DeliverySchema)) },
+    ...errorResponses(400, 401, 403, 404),
+  },
 });
 const redeliverRoute = createRoute({
   method: 'post',
@@ -160,7 +211,10 @@ const redeliverRoute = createRoute({
   description:
     'Starts a new delivery (with its own retries) of the event to `endpoint_id`, or to every enabled endpoint that subscribes to its type. The webhook carries the same event id (webhook-id). invalid_state (409) when the endpoint is disabled or no endpoint subscribes.',
   request: { params: idParam('evt'), body: { ...json(RedeliverBody), required: false } },
-  responses: { 202: { description: 'Deliveries started', ...json(listSchema(DeliverySchema)) }, ...errorResponses(400, 401, 403, 404, 409) },
+  responses: {
+    202: { description: 'Deliveries started', ...json(listSchema(DeliverySchema)) },
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
 });
 
 async function findOwnEndpoint(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
@@ -289,16 +343,31 @@ export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Reso
     const body = await optionalJsonBody(c, RedeliverBody);
     const s = await scope(c);
     const em = orm.em.fork();
-    const event = await em.findOne(Event, { id: c.req.valid('param').id, accountId: s.accountId, livemode: s.livemode });
+    const event = await em.findOne(Event, {
+      id: c.req.valid('param').id,
+      accountId: s.accountId,
+      livemode: s.livemode,
+    });
     if (!event) throw new ApiError('not_found', `No such event: ${c.req.valid('param').id}.`);
     let endpoints: WebhookEndpoint[];
     if (body.endpoint_id) {
       const endpoint = await findOwnEndpoint(em, body.endpoint_id, s);
-      if (!endpoint.enabled) throw new ApiError('invalid_state', `Webhook endpoint ${endpoint.id} is disabled; enable it first (PATCH enabled=true).`);
+      if (!endpoint.enabled)
+        throw new ApiError(
+          'invalid_state',
+          `Webhook endpoint ${endpoint.id} is disabled; enable it first (PATCH enabled=true).`,
+        );
       endpoints = [endpoint];
     } else {
-      endpoints = (await em.find(WebhookEndpoint, { accountId: s.accountId, livemode: s.livemode, enabled: true }, { orderBy: { id: 'asc' } })).filter((e) => endpointWants(e.events, event.type));
-      if (endpoints.length === 0) throw new ApiError('invalid_state', `No enabled webhook endpoint subscribes to ${event.type}.`);
+      endpoints = (
+        await em.find(
+          WebhookEndpoint,
+          { accountId: s.accountId, livemode: s.livemode, enabled: true },
+          { orderBy: { id: 'asc' } },
+        )
+      ).filter((e) => endpointWants(e.events, event.type));
+      if (endpoints.length === 0)
+        throw new ApiError('invalid_state', `No enabled webhook endpoint subscribes to ${event.type}.`);
     }
     const now = new Date();
     const deliveries = endpoints.map((endpoint) =>

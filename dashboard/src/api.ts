@@ -5,14 +5,17 @@
  * `billing_csrf` cookie. Nothing is kept in localStorage but the chosen mode.
  */
 import createClient from 'openapi-fetch';
-import type { components, paths } from '../../sdk/openapi.ts';
+
 import { currencyExponent } from '../../domain/money.ts';
+import type { components, paths } from '../../sdk/openapi.ts';
 
 export type Schemas = components['schemas'];
 export type Mode = 'live' | 'test';
 
 const modeKey = 'billing.mode';
-let mode: Mode = (typeof localStorage !== 'undefined' && localStorage.getItem(modeKey) === 'live' ? 'live' : 'test') as Mode;
+let mode: Mode = (
+  typeof localStorage !== 'undefined' && localStorage.getItem(modeKey) === 'live' ? 'live' : 'test'
+) as Mode;
 export const currentMode = () => mode;
 export function setMode(next: Mode) {
   mode = next;
@@ -53,14 +56,21 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
   const { data, error, response } = await call;
   if (error !== undefined || data === undefined) {
     const body = (error ?? {}) as { error?: string; message?: string };
-    throw new ApiFailure(response.status, body.error ?? 'error', body.message ?? `The request failed (${response.status}).`);
+    throw new ApiFailure(
+      response.status,
+      body.error ?? 'error',
+      body.message ?? `The request failed (${response.status}).`,
+    );
   }
   return data;
 }
 
 /** A binary answer (a PDF) fetched with the session and mode, as an object URL. */
 export async function blobUrl(path: string): Promise<string> {
-  const response = await fetch(path, { credentials: 'same-origin', headers: { 'x-sandbox-mode': String(mode === 'test') } });
+  const response = await fetch(path, {
+    credentials: 'same-origin',
+    headers: { 'x-sandbox-mode': String(mode === 'test') },
+  });
   if (!response.ok) throw new ApiFailure(response.status, 'error', `Could not fetch ${path} (${response.status}).`);
   return URL.createObjectURL(await response.blob());
 }
@@ -69,7 +79,12 @@ export async function blobUrl(path: string): Promise<string> {
 export function money(amount: number, currency: string): string {
   const exponent = currencyExponent(currency);
   try {
-    return new Intl.NumberFormat(undefined, { style: 'currency', currency, minimumFractionDigits: exponent, maximumFractionDigits: exponent }).format(amount / 10 ** exponent);
+    return new Intl.NumberFormat(undefined, {
+      style: 'currency',
+      currency,
+      minimumFractionDigits: exponent,
+      maximumFractionDigits: exponent,
+    }).format(amount / 10 ** exponent);
   } catch {
     return `${(amount / 10 ** exponent).toFixed(exponent)} ${currency}`;
   }
@@ -84,9 +99,14 @@ export function date(value: string | null | undefined): string {
  * release before the SDK is regenerated): the same credentials, mode and CSRF token as `api`,
  * and the same `{ error, message }` thrown as an ApiFailure. Its answer is typed by the caller.
  */
-export async function call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, options: { body?: unknown; query?: Record<string, string | number | boolean | undefined> } = {}): Promise<T> {
+export async function call<T>(
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  path: string,
+  options: { body?: unknown; query?: Record<string, string | number | boolean | undefined> } = {},
+): Promise<T> {
   const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined && value !== '') search.set(key, String(value));
+  for (const [key, value] of Object.entries(options.query ?? {}))
+    if (value !== undefined && value !== '') search.set(key, String(value));
   const headers: Record<string, string> = { 'x-sandbox-mode': String(mode === 'test') };
   if (method !== 'GET') {
     const csrf = readCookie('billing_csrf');
@@ -108,7 +128,11 @@ export async function call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path:
   }
   if (!response.ok) {
     const failure = (body ?? {}) as { error?: string; message?: string };
-    throw new ApiFailure(response.status, failure.error ?? 'error', failure.message ?? `The request failed (${response.status}).`);
+    throw new ApiFailure(
+      response.status,
+      failure.error ?? 'error',
+      failure.message ?? `The request failed (${response.status}).`,
+    );
   }
   return body as T;
 }

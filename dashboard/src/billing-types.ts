@@ -18,7 +18,20 @@ export type PromotionCode = Schemas['PromotionCode'];
 
 export type Discount = Schemas['Discount'];
 
-export const taxTypes = ['vat', 'gst', 'hst', 'pst', 'qst', 'rst', 'jct', 'sales_tax', 'service_tax', 'lease_tax', 'amusement_tax', 'communications_tax'] as const;
+export const taxTypes = [
+  'vat',
+  'gst',
+  'hst',
+  'pst',
+  'qst',
+  'rst',
+  'jct',
+  'sales_tax',
+  'service_tax',
+  'lease_tax',
+  'amusement_tax',
+  'communications_tax',
+] as const;
 
 export type TaxRate = Schemas['TaxRate'];
 
@@ -35,7 +48,13 @@ export const taxIdTypes = [
 
 export type TaxId = Schemas['TaxId'];
 
-export const balanceTransactionTypes = ['adjustment', 'applied_to_invoice', 'unapplied_from_invoice', 'credit_note', 'invoice_too_small'] as const;
+export const balanceTransactionTypes = [
+  'adjustment',
+  'applied_to_invoice',
+  'unapplied_from_invoice',
+  'credit_note',
+  'invoice_too_small',
+] as const;
 
 export type CustomerBalanceTransaction = Schemas['CustomerBalanceTransaction'];
 
@@ -49,7 +68,16 @@ export type TaxAmount = Schemas['TaxAmount'];
 export type InvoiceTotalsFields = Partial<
   Pick<
     Schemas['Invoice'],
-    'discounts' | 'total_discount_amounts' | 'total_excluding_tax' | 'tax' | 'total_tax_amounts' | 'starting_balance' | 'ending_balance' | 'customer_tax_exempt' | 'customer_tax_ids' | 'customer_address'
+    | 'discounts'
+    | 'total_discount_amounts'
+    | 'total_excluding_tax'
+    | 'tax'
+    | 'total_tax_amounts'
+    | 'starting_balance'
+    | 'ending_balance'
+    | 'customer_tax_exempt'
+    | 'customer_tax_ids'
+    | 'customer_address'
   >
 >;
 

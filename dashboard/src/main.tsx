@@ -1,30 +1,32 @@
+import './styles.css';
+
 import { QueryClient, QueryClientProvider, useQueryClient } from '@tanstack/react-query';
 import { createRootRoute, createRoute, createRouter, Link, Outlet, RouterProvider } from '@tanstack/react-router';
 import { StrictMode, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { api, currentMode, setMode, type Mode } from './api.ts';
-import { canManage, SessionContext, SignIn, useBrowserSession, useSession } from './session.tsx';
-import { ErrorNote } from './ui.tsx';
-import { Home } from './pages/home.tsx';
-import { Customers } from './pages/customers.tsx';
-import { CustomerDetail } from './pages/customer-detail.tsx';
-import { Plans } from './pages/plans.tsx';
+
+import { api, currentMode, type Mode, setMode } from './api.ts';
+import { ApiKeys } from './pages/api-keys.tsx';
+import { ForgotPassword, ResetPassword, SignUp } from './pages/auth-pages.tsx';
 import { Coupons } from './pages/coupons.tsx';
-import { Meters } from './pages/meters.tsx';
-import { TaxRates } from './pages/tax-rates.tsx';
-import { Subscriptions, SubscriptionDetail } from './pages/subscriptions.tsx';
+import { CustomerDetail } from './pages/customer-detail.tsx';
+import { Customers } from './pages/customers.tsx';
+import { Home } from './pages/home.tsx';
 import { InvoiceDetail, Invoices } from './pages/invoices.tsx';
-import { Transactions } from './pages/transactions.tsx';
+import { Meters } from './pages/meters.tsx';
 import { PaymentRequests } from './pages/payment-requests.tsx';
 import { Payouts } from './pages/payouts.tsx';
-import { Webhooks, WebhookDetail } from './pages/webhooks.tsx';
-import { ApiKeys } from './pages/api-keys.tsx';
+import { Plans } from './pages/plans.tsx';
 import { Settings } from './pages/settings.tsx';
+import { SubscriptionDetail, Subscriptions } from './pages/subscriptions.tsx';
+import { TaxRates } from './pages/tax-rates.tsx';
 import { Team } from './pages/team.tsx';
 import { TestClockDetail, TestClocks } from './pages/test-clocks.tsx';
+import { Transactions } from './pages/transactions.tsx';
+import { WebhookDetail, Webhooks } from './pages/webhooks.tsx';
 import { Portal } from './portal.tsx';
-import { ForgotPassword, ResetPassword, SignUp } from './pages/auth-pages.tsx';
-import './styles.css';
+import { canManage, SessionContext, SignIn, useBrowserSession, useSession } from './session.tsx';
+import { ErrorNote } from './ui.tsx';
 
 const nav: { to: string; label: string; manage?: boolean }[] = [
   { to: '/', label: 'Home' },
@@ -84,7 +86,13 @@ function Shell() {
         </div>
       ) : null}
       <header className="topbar">
-        <button type="button" className="menu-toggle" aria-expanded={menuOpen} aria-controls="main-nav" onClick={() => setMenuOpen(!menuOpen)}>
+        <button
+          type="button"
+          className="menu-toggle"
+          aria-expanded={menuOpen}
+          aria-controls="main-nav"
+          onClick={() => setMenuOpen(!menuOpen)}
+        >
           Menu
         </button>
         <span className="brand">{session.account?.name ?? 'Billing'}</span>
@@ -109,7 +117,12 @@ function Shell() {
               .filter((item) => !item.manage || canManage(session))
               .map((item) => (
                 <li key={item.to}>
-                  <Link to={item.to} activeOptions={{ exact: item.to === '/' }} activeProps={{ 'aria-current': 'page', className: 'active' }} onClick={() => setMenuOpen(false)}>
+                  <Link
+                    to={item.to}
+                    activeOptions={{ exact: item.to === '/' }}
+                    activeProps={{ 'aria-current': 'page', className: 'active' }}
+                    onClick={() => setMenuOpen(false)}
+                  >
                     {item.label}
                   </Link>
                 </li>
@@ -141,35 +154,37 @@ const rootRoute = createRootRoute({ component: Outlet });
 const appRoute = createRoute({ getParentRoute: () => rootRoute, id: 'app', component: Root });
 const portalRoute = createRoute({ getParentRoute: () => rootRoute, path: '/portal', component: Portal });
 // Signed out: sign-up, and the password reset the emailed link opens (/dashboard/reset-password#token=…).
-const signedOut = (path: '/sign-up' | '/forgot-password' | '/reset-password', component: () => React.ReactNode) => createRoute({ getParentRoute: () => rootRoute, path, component });
-const page = <P extends string>(path: P, component: () => React.ReactNode) => createRoute({ getParentRoute: () => appRoute, path, component });
+const signedOut = (path: '/sign-up' | '/forgot-password' | '/reset-password', component: () => React.ReactNode) =>
+  createRoute({ getParentRoute: () => rootRoute, path, component });
+const page = <P extends string>(path: P, component: () => React.ReactNode) =>
+  createRoute({ getParentRoute: () => appRoute, path, component });
 const routeTree = rootRoute.addChildren([
   portalRoute,
   signedOut('/sign-up', SignUp),
   signedOut('/forgot-password', ForgotPassword),
   signedOut('/reset-password', ResetPassword),
   appRoute.addChildren([
-  page('/', Home),
-  page('/customers', Customers),
-  page('/customers/$id', CustomerDetail),
-  page('/plans', Plans),
-  page('/coupons', Coupons),
-  page('/meters', Meters),
-  page('/tax-rates', TaxRates),
-  page('/subscriptions', Subscriptions),
-  page('/subscriptions/$id', SubscriptionDetail),
-  page('/invoices', Invoices),
-  page('/invoices/$id', InvoiceDetail),
-  page('/transactions', Transactions),
-  page('/payment-requests', PaymentRequests),
-  page('/payouts', Payouts),
-  page('/test-clocks', TestClocks),
-  page('/test-clocks/$id', TestClockDetail),
-  page('/webhooks', Webhooks),
-  page('/webhooks/$id', WebhookDetail),
-  page('/api-keys', ApiKeys),
-  page('/settings', Settings),
-  page('/team', Team),
+    page('/', Home),
+    page('/customers', Customers),
+    page('/customers/$id', CustomerDetail),
+    page('/plans', Plans),
+    page('/coupons', Coupons),
+    page('/meters', Meters),
+    page('/tax-rates', TaxRates),
+    page('/subscriptions', Subscriptions),
+    page('/subscriptions/$id', SubscriptionDetail),
+    page('/invoices', Invoices),
+    page('/invoices/$id', InvoiceDetail),
+    page('/transactions', Transactions),
+    page('/payment-requests', PaymentRequests),
+    page('/payouts', Payouts),
+    page('/test-clocks', TestClocks),
+    page('/test-clocks/$id', TestClockDetail),
+    page('/webhooks', Webhooks),
+    page('/webhooks/$id', WebhookDetail),
+    page('/api-keys', ApiKeys),
+    page('/settings', Settings),
+    page('/team', Team),
   ]),
 ]);
 const router = createRouter({ routeTree, basepath: '/dashboard' });

@@ -6,7 +6,8 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { useId, useState } from 'react';
-import { api, currentMode, unwrap, type Schemas } from './api.ts';
+
+import { api, currentMode, type Schemas, unwrap } from './api.ts';
 import { describePlan } from './pages/plans.tsx';
 
 type Customer = Schemas['Customer'];
@@ -21,7 +22,14 @@ const searchQueryFor = (text: string) => {
  * A customer chosen by searching their name or email: a search box and the matches in a select named
  * `name` (so an ActionForm reads the id), or controlled by `value` / `onChange` (filters, where "" is any).
  */
-export function CustomerPicker(props: { name?: string; label?: string; required?: boolean; value?: string; onChange?: (id: string) => void; anyLabel?: string }) {
+export function CustomerPicker(props: {
+  name?: string;
+  label?: string;
+  required?: boolean;
+  value?: string;
+  onChange?: (id: string) => void;
+  anyLabel?: string;
+}) {
   const id = useId();
   const [text, setText] = useState('');
   const query = searchQueryFor(text);
@@ -52,9 +60,14 @@ export function CustomerPicker(props: { name?: string; label?: string; required?
         required={props.required}
         {...(controlled ? { value: props.value ?? '', onChange: (e) => props.onChange!(e.target.value) } : {})}
       >
-        <option value="">{props.anyLabel ?? (matches.isLoading ? 'Loading…' : options.length ? 'Choose a customer' : 'No customer matches')}</option>
+        <option value="">
+          {props.anyLabel ??
+            (matches.isLoading ? 'Loading…' : options.length ? 'Choose a customer' : 'No customer matches')}
+        </option>
         {/* A chosen customer stays listed while the search shows others. */}
-        {controlled && props.value && !options.some((c) => c.id === props.value) ? <option value={props.value}>{props.value}</option> : null}
+        {controlled && props.value && !options.some((c) => c.id === props.value) ? (
+          <option value={props.value}>{props.value}</option>
+        ) : null}
         {options.map((c) => (
           <option key={c.id} value={c.id}>
             {customerLabel(c)}
@@ -66,19 +79,37 @@ export function CustomerPicker(props: { name?: string; label?: string; required?
 }
 
 export function useActivePlans() {
-  return useQuery({ queryKey: [currentMode(), 'plans', 'active'], queryFn: () => unwrap(api.GET('/v1/plans', { params: { query: { limit: 100, active: 'true' } } })) });
+  return useQuery({
+    queryKey: [currentMode(), 'plans', 'active'],
+    queryFn: () => unwrap(api.GET('/v1/plans', { params: { query: { limit: 100, active: 'true' } } })),
+  });
 }
 
 /** An active plan by name and price ("Pro: $20.00 per unit, every month"); `oneTime` chooses the one-time plans (setup fees), else the recurring ones. */
-export function PlanPicker(props: { name: string; label?: string; required?: boolean; oneTime?: boolean; exclude?: string; value?: string; onChange?: (id: string) => void }) {
+export function PlanPicker(props: {
+  name: string;
+  label?: string;
+  required?: boolean;
+  oneTime?: boolean;
+  exclude?: string;
+  value?: string;
+  onChange?: (id: string) => void;
+}) {
   const id = useId();
   const plans = useActivePlans();
-  const options = (plans.data?.data ?? []).filter((p) => (props.oneTime ? !p.interval : Boolean(p.interval)) && p.id !== props.exclude);
+  const options = (plans.data?.data ?? []).filter(
+    (p) => (props.oneTime ? !p.interval : Boolean(p.interval)) && p.id !== props.exclude,
+  );
   const controlled = props.onChange !== undefined;
   return (
     <div className="field">
       <label htmlFor={id}>{props.label ?? 'Plan'}</label>
-      <select id={id} name={props.name} required={props.required} {...(controlled ? { value: props.value ?? '', onChange: (e) => props.onChange!(e.target.value) } : {})}>
+      <select
+        id={id}
+        name={props.name}
+        required={props.required}
+        {...(controlled ? { value: props.value ?? '', onChange: (e) => props.onChange!(e.target.value) } : {})}
+      >
         <option value="">{props.required ? 'Choose a plan' : 'None'}</option>
         {options.map((p) => {
           const described = describePlan(p);
@@ -95,7 +126,11 @@ export function PlanPicker(props: { name: string; label?: string; required?: boo
 
 /** A customer's name (or email) linking to their page; the id while it loads or when it cannot be read. */
 export function CustomerName({ id }: { id: string }) {
-  const customer = useQuery({ queryKey: [currentMode(), 'customer', id], queryFn: () => unwrap(api.GET('/v1/customers/{id}', { params: { path: { id } } })), retry: false });
+  const customer = useQuery({
+    queryKey: [currentMode(), 'customer', id],
+    queryFn: () => unwrap(api.GET('/v1/customers/{id}', { params: { path: { id } } })),
+    retry: false,
+  });
   return (
     <Link to="/customers/$id" params={{ id }}>
       {customer.data ? (customer.data.name ?? customer.data.email) : <code>{id}</code>}
@@ -105,6 +140,10 @@ export function CustomerName({ id }: { id: string }) {
 
 /** A plan's name from the plan list (any plan, archived too), else its id. */
 export function PlanName({ id }: { id: string }) {
-  const plan = useQuery({ queryKey: [currentMode(), 'plan', id], queryFn: () => unwrap(api.GET('/v1/plans/{id}', { params: { path: { id } } })), retry: false });
+  const plan = useQuery({
+    queryKey: [currentMode(), 'plan', id],
+    queryFn: () => unwrap(api.GET('/v1/plans/{id}', { params: { path: { id } } })),
+    retry: false,
+  });
   return plan.data ? <span title={id}>{plan.data.name}</span> : <code>{id}</code>;
 }

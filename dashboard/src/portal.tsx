@@ -6,9 +6,10 @@
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import createClient from 'openapi-fetch';
-import { Fragment, useState, type CSSProperties } from 'react';
+import { type CSSProperties, Fragment, useState } from 'react';
+
 import type { paths } from '../../sdk/openapi.ts';
-import { date, money, unwrap, type Schemas } from './api.ts';
+import { date, money, type Schemas, unwrap } from './api.ts';
 import { ActionButton, ErrorNote, Status } from './ui.tsx';
 
 const token = typeof location !== 'undefined' ? decodeURIComponent(location.hash.replace(/^#/, '')) : '';
@@ -32,7 +33,12 @@ function QuantityForm({ s }: { s: PortalSubscription }) {
         setError(null);
         setDone(null);
         try {
-          const changed = await unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/quantity', { params: { path: { id: s.id } }, body: { quantity: wanted } }));
+          const changed = await unwrap(
+            portalApi.POST('/v1/portal/subscriptions/{id}/quantity', {
+              params: { path: { id: s.id } },
+              body: { quantity: wanted },
+            }),
+          );
           setDone(
             changed.pending_quantity !== null && changed.pending_quantity !== undefined
               ? `From ${date(changed.current_period_end)} you will have ${changed.pending_quantity}.`
@@ -46,10 +52,21 @@ function QuantityForm({ s }: { s: PortalSubscription }) {
     >
       <div className="field">
         <label htmlFor={`quantity-${s.id}`}>Quantity</label>
-        <input id={`quantity-${s.id}`} type="number" min={1} step={1} required value={quantity} onChange={(e) => setQuantity(e.target.value)} />
+        <input
+          id={`quantity-${s.id}`}
+          type="number"
+          min={1}
+          step={1}
+          required
+          value={quantity}
+          onChange={(e) => setQuantity(e.target.value)}
+        />
       </div>
       <button type="submit">Update quantity</button>
-      <p className="muted">More takes effect now: the rest of this period is charged today, prorated. Fewer takes effect at the next renewal.</p>
+      <p className="muted">
+        More takes effect now: the rest of this period is charged today, prorated. Fewer takes effect at the next
+        renewal.
+      </p>
       {done ? <p role="status">{done}</p> : null}
       <ErrorNote error={error} />
     </form>
@@ -58,15 +75,28 @@ function QuantityForm({ s }: { s: PortalSubscription }) {
 
 /** A subscription's discount as GET /v1/portal shows it (typed here until sdk/openapi.ts is regenerated). */
 interface PortalDiscount {
-  coupon: { id: string; name: string | null; percent_off: number | null; amount_off: number | null; currency: string | null; duration: string; duration_in_months: number | null };
+  coupon: {
+    id: string;
+    name: string | null;
+    percent_off: number | null;
+    amount_off: number | null;
+    currency: string | null;
+    duration: string;
+    duration_in_months: number | null;
+  };
   end: string | null;
 }
-const discountOf = (s: PortalSubscription): PortalDiscount | null => (s as PortalSubscription & { discount?: PortalDiscount | null }).discount ?? null;
-const promotionCodesAllowed = (portal: Schemas['CustomerPortal']): boolean => Boolean((portal.permissions as { promotion_codes?: boolean }).promotion_codes);
+const discountOf = (s: PortalSubscription): PortalDiscount | null =>
+  (s as PortalSubscription & { discount?: PortalDiscount | null }).discount ?? null;
+const promotionCodesAllowed = (portal: Schemas['CustomerPortal']): boolean =>
+  Boolean((portal.permissions as { promotion_codes?: boolean }).promotion_codes);
 
 /** "20% off until 11 Feb 2027", "$5.00 off, next invoice only", "10% off". */
 function discountText(d: PortalDiscount): string {
-  const off = d.coupon.percent_off !== null ? `${d.coupon.percent_off}% off` : `${money(d.coupon.amount_off ?? 0, d.coupon.currency ?? 'USD')} off`;
+  const off =
+    d.coupon.percent_off !== null
+      ? `${d.coupon.percent_off}% off`
+      : `${money(d.coupon.amount_off ?? 0, d.coupon.currency ?? 'USD')} off`;
   const label = d.coupon.name ? `${d.coupon.name}: ${off}` : off;
   if (d.end) return `${label} until ${date(d.end)}`;
   return d.coupon.duration === 'once' ? `${label}, next invoice only` : label;
@@ -105,7 +135,14 @@ function PromotionCodeForm({ s }: { s: PortalSubscription }) {
     >
       <div className="field">
         <label htmlFor={`promo-${s.id}`}>Promotion code</label>
-        <input id={`promo-${s.id}`} required maxLength={64} autoComplete="off" value={code} onChange={(e) => setCode(e.target.value)} />
+        <input
+          id={`promo-${s.id}`}
+          required
+          maxLength={64}
+          autoComplete="off"
+          value={code}
+          onChange={(e) => setCode(e.target.value)}
+        />
       </div>
       <button type="submit">Apply code</button>
       {done ? <p role="status">{done}</p> : null}
@@ -115,7 +152,8 @@ function PromotionCodeForm({ s }: { s: PortalSubscription }) {
 }
 
 /** What a change to `plan` would do (nothing changes): GET /v1/portal/subscriptions/{id}/change_plan. */
-const fetchPlanChangePreview = (id: string, plan: string) => unwrap(portalApi.GET('/v1/portal/subscriptions/{id}/change_plan', { params: { path: { id }, query: { plan } } }));
+const fetchPlanChangePreview = (id: string, plan: string) =>
+  unwrap(portalApi.GET('/v1/portal/subscriptions/{id}/change_plan', { params: { path: { id }, query: { plan } } }));
 type PlanChangePreview = Awaited<ReturnType<typeof fetchPlanChangePreview>>;
 type UpcomingInvoice = NonNullable<PlanChangePreview['next_invoice']>;
 
@@ -153,7 +191,15 @@ function InvoicePreview({ invoice, label }: { invoice: UpcomingInvoice; label: s
  * prorated invoice charged now, or nothing now for a downgrade, and the next invoice), then confirms; only the
  * confirmation changes the plan and charges.
  */
-function PlanChange({ s, plans, onDone }: { s: PortalSubscription; plans: Schemas['CustomerPortal']['plans']; onDone: (message: string) => void }) {
+function PlanChange({
+  s,
+  plans,
+  onDone,
+}: {
+  s: PortalSubscription;
+  plans: Schemas['CustomerPortal']['plans'];
+  onDone: (message: string) => void;
+}) {
   const client = useQueryClient();
   const [plan, setPlan] = useState('');
   const [preview, setPreview] = useState<PlanChangePreview | null>(null);
@@ -179,7 +225,9 @@ function PlanChange({ s, plans, onDone }: { s: PortalSubscription; plans: Schema
             setPreview(await fetchPlanChangePreview(s.id, plan));
             return;
           }
-          const changed = await unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/change_plan', { ...path, body: { plan } }));
+          const changed = await unwrap(
+            portalApi.POST('/v1/portal/subscriptions/{id}/change_plan', { ...path, body: { plan } }),
+          );
           // Told by the card: once on the new plan, this form (the plans other than the current one) may be gone.
           onDone(
             changed.pending_plan === plan
@@ -225,7 +273,12 @@ function PlanChange({ s, plans, onDone }: { s: PortalSubscription; plans: Schema
                 : `${chosen?.name ?? plan} replaces your current plan now. Nothing is charged now.`}
           </p>
           {preview.due_now ? <InvoicePreview invoice={preview.due_now} label="Charged now" /> : null}
-          {preview.next_invoice ? <InvoicePreview invoice={preview.next_invoice} label={`Next invoice, ${date(preview.next_invoice.created_at)}`} /> : null}
+          {preview.next_invoice ? (
+            <InvoicePreview
+              invoice={preview.next_invoice}
+              label={`Next invoice, ${date(preview.next_invoice.created_at)}`}
+            />
+          ) : null}
           <div className="actions">
             <button type="submit" disabled={busy}>
               {dueNow ? `Confirm and pay ${money(dueNow.amount_due, dueNow.currency)}` : 'Confirm plan change'}
@@ -247,7 +300,8 @@ function PlanChange({ s, plans, onDone }: { s: PortalSubscription; plans: Schema
 
 type ItemUsage = Schemas['CustomerPortalItemUsage'];
 /** The portal's items carry the meter's name in `usage` (the generated type intersects it with the subscription's own items, whose usage has none). */
-const portalItems = (s: PortalSubscription) => s.items as (Omit<PortalSubscription['items'][number], 'usage'> & { usage?: ItemUsage })[];
+const portalItems = (s: PortalSubscription) =>
+  s.items as (Omit<PortalSubscription['items'][number], 'usage'> & { usage?: ItemUsage })[];
 
 /** An exact decimal string with its thousands grouped ("1250.5" → "1,250.5"), never through a float. */
 export function groupedDecimal(value: string): string {
@@ -261,7 +315,9 @@ const dayMonth = (value: string) => new Date(value).toLocaleDateString(undefined
 /** A metered item's usage of the current period so far: "1,250.5 API tokens (1 Nov – 1 Dec)", or none yet. */
 function usageText(u: ItemUsage): string {
   const period = `${dayMonth(u.period_start)} – ${dayMonth(u.period_end)}`;
-  return /^0(\.0*)?$/.test(u.quantity) ? `No ${u.meter_name} used yet (${period})` : `${groupedDecimal(u.quantity)} ${u.meter_name} (${period})`;
+  return /^0(\.0*)?$/.test(u.quantity)
+    ? `No ${u.meter_name} used yet (${period})`
+    : `${groupedDecimal(u.quantity)} ${u.meter_name} (${period})`;
 }
 
 function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schemas['CustomerPortal'] }) {
@@ -274,7 +330,8 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
   return (
     <article className="card" aria-label={`Subscription to ${s.plan_details?.name ?? s.plan}`}>
       <h3>
-        {s.plan_details?.name ?? s.plan} <Status value={s.cancel_at_period_end && !ended ? 'cancels_at_period_end' : s.status} />
+        {s.plan_details?.name ?? s.plan}{' '}
+        <Status value={s.cancel_at_period_end && !ended ? 'cancels_at_period_end' : s.status} />
       </h3>
       <dl className="facts">
         <dt>Price</dt>
@@ -282,7 +339,9 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
         <dt>Quantity</dt>
         <dd>
           {s.quantity}
-          {s.pending_quantity !== null && s.pending_quantity !== undefined && s.pending_quantity !== s.quantity ? ` (${s.pending_quantity} from ${date(s.current_period_end)})` : ''}
+          {s.pending_quantity !== null && s.pending_quantity !== undefined && s.pending_quantity !== s.quantity
+            ? ` (${s.pending_quantity} from ${date(s.current_period_end)})`
+            : ''}
         </dd>
         {s.plan_details?.amount_at_quantity !== null && s.plan_details?.amount_at_quantity !== undefined ? (
           <>
@@ -314,19 +373,31 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
       {!ended ? (
         <div className="actions">
           {portal.permissions.cancellation && !s.cancel_at_period_end && s.status !== 'paused' ? (
-            <ActionButton label="Cancel at period end" confirm="Cancel at the end of the current period?" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/cancel', path))} />
+            <ActionButton
+              label="Cancel at period end"
+              confirm="Cancel at the end of the current period?"
+              action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/cancel', path))}
+            />
           ) : null}
           {portal.permissions.cancellation && s.cancel_at_period_end ? (
-            <ActionButton label="Resume" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/undo_cancel', path))} />
+            <ActionButton
+              label="Resume"
+              action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/undo_cancel', path))}
+            />
           ) : null}
           {portal.permissions.resume && s.status === 'paused' ? (
-            <ActionButton label="Resume subscription" action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/resume', path))} />
+            <ActionButton
+              label="Resume subscription"
+              action={() => unwrap(portalApi.POST('/v1/portal/subscriptions/{id}/resume', path))}
+            />
           ) : null}
         </div>
       ) : null}
       {!ended && portal.permissions.quantity_changes ? <QuantityForm key={s.id} s={s} /> : null}
       {!ended && promotionCodesAllowed(portal) ? <PromotionCodeForm key={`promo-${s.id}`} s={s} /> : null}
-      {!ended && portal.permissions.plan_changes && others.length > 0 ? <PlanChange key={`plan-${s.id}`} s={s} plans={others} onDone={setPlanChanged} /> : null}
+      {!ended && portal.permissions.plan_changes && others.length > 0 ? (
+        <PlanChange key={`plan-${s.id}`} s={s} plans={others} onDone={setPlanChanged} />
+      ) : null}
       {planChanged ? <p role="status">{planChanged}</p> : null}
     </article>
   );
@@ -336,7 +407,10 @@ function InvoiceTable({ label, status }: { label: string; status?: 'paid' }) {
   const [cursor, setCursor] = useState<string | undefined>(undefined);
   const invoices = useQuery({
     queryKey: ['portal-invoices', status, cursor],
-    queryFn: () => unwrap(portalApi.GET('/v1/portal/invoices', { params: { query: { limit: 10, status, starting_after: cursor } } })),
+    queryFn: () =>
+      unwrap(
+        portalApi.GET('/v1/portal/invoices', { params: { query: { limit: 10, status, starting_after: cursor } } }),
+      ),
   });
   const rows = invoices.data?.data ?? [];
   return (
@@ -347,9 +421,11 @@ function InvoiceTable({ label, status }: { label: string; status?: 'paid' }) {
       <ul className="plain">
         {rows.map((i) => (
           <li key={i.id}>
-            {i.number ?? i.id} · {money(i.total, i.currency)} · <Status value={i.status} /> · {date(status === 'paid' ? i.paid_at : i.created_at)} ·{' '}
+            {i.number ?? i.id} · {money(i.total, i.currency)} · <Status value={i.status} /> ·{' '}
+            {date(status === 'paid' ? i.paid_at : i.created_at)} ·{' '}
             <a href={i.pdf} target="_blank" rel="noopener">
-              {status === 'paid' ? 'Receipt' : 'Invoice'} PDF<span className="visually-hidden"> {i.number ?? i.id}</span>
+              {status === 'paid' ? 'Receipt' : 'Invoice'} PDF
+              <span className="visually-hidden"> {i.number ?? i.id}</span>
             </a>
           </li>
         ))}
@@ -375,7 +451,9 @@ export function Portal() {
   }
   const p = portal.data;
   // The account's branding (GET /v1/portal: business name, colour, a text colour readable on it, logo), set through CSSOM (CSP allows it).
-  const brand = p ? ({ '--brand': p.account.brand_color, '--brand-text': p.account.brand_text_color } as CSSProperties) : undefined;
+  const brand = p
+    ? ({ '--brand': p.account.brand_color, '--brand-text': p.account.brand_text_color } as CSSProperties)
+    : undefined;
   return (
     <div className={`${p && !p.livemode ? 'is-sandbox' : ''} ${p ? 'branded' : ''}`} style={brand}>
       {p && !p.livemode ? (

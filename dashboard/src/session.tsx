@@ -1,7 +1,8 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
-import { createContext, useContext, useState, type FormEvent } from 'react';
-import { api, ApiFailure, unwrap, type Schemas } from './api.ts';
+import { createContext, type FormEvent, useContext, useState } from 'react';
+
+import { api, ApiFailure, type Schemas, unwrap } from './api.ts';
 import { ErrorNote } from './ui.tsx';
 
 export type BrowserSession = Schemas['BrowserSession'];
@@ -39,7 +40,11 @@ export function SignIn() {
     const form = new FormData(event.currentTarget);
     setError(null);
     try {
-      const session = await unwrap(api.POST('/v1/auth/browser_session', { body: { email: String(form.get('email')), password: String(form.get('password')) } }));
+      const session = await unwrap(
+        api.POST('/v1/auth/browser_session', {
+          body: { email: String(form.get('email')), password: String(form.get('password')) },
+        }),
+      );
       // Sent here to sign in by the CLI's approval page (/dashboard/?next=/cli/approve?code=…): back to it, and only to it.
       const next = new URLSearchParams(location.search).get('next');
       if (next?.startsWith('/cli/approve?')) return location.assign(next);

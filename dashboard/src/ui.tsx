@@ -1,5 +1,6 @@
-import { useQuery, useQueryClient, type QueryKey } from '@tanstack/react-query';
-import { useId, useState, type FormEvent, type ReactNode } from 'react';
+import { type QueryKey, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, type ReactNode, useId, useState } from 'react';
+
 import { ApiFailure, currentMode } from './api.ts';
 
 /** Every list answers `{ data, has_more }` and pages with `starting_after` / `ending_before` ids. */
@@ -23,7 +24,10 @@ export function PagedTable<T extends { id: string }>(props: {
 }) {
   const [cursor, setCursor] = useState<{ starting_after?: string; ending_before?: string }>({});
   const [pageNumber, setPageNumber] = useState(1);
-  const query = useQuery({ queryKey: [currentMode(), ...props.queryKey, cursor], queryFn: () => props.fetchPage(cursor) });
+  const query = useQuery({
+    queryKey: [currentMode(), ...props.queryKey, cursor],
+    queryFn: () => props.fetchPage(cursor),
+  });
   const rows = query.data?.data ?? [];
   const hasNext = cursor.ending_before ? true : Boolean(query.data?.has_more);
   const hasPrevious = pageNumber > 1;
@@ -89,7 +93,12 @@ export function PagedTable<T extends { id: string }>(props: {
 
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null;
-  const message = error instanceof ApiFailure ? `${error.message} (${error.code})` : error instanceof Error ? error.message : String(error);
+  const message =
+    error instanceof ApiFailure
+      ? `${error.message} (${error.code})`
+      : error instanceof Error
+        ? error.message
+        : String(error);
   return (
     <p role="alert" className="error">
       {message}
@@ -97,7 +106,15 @@ export function ErrorNote({ error }: { error: unknown }) {
   );
 }
 
-export function Field(props: { label: string; name: string; type?: string; required?: boolean; defaultValue?: string | number; options?: string[]; placeholder?: string }) {
+export function Field(props: {
+  label: string;
+  name: string;
+  type?: string;
+  required?: boolean;
+  defaultValue?: string | number;
+  options?: string[];
+  placeholder?: string;
+}) {
   const id = useId();
   return (
     <div className="field">
@@ -109,7 +126,14 @@ export function Field(props: { label: string; name: string; type?: string; requi
           ))}
         </select>
       ) : (
-        <input id={id} name={props.name} type={props.type ?? 'text'} required={props.required} defaultValue={props.defaultValue} placeholder={props.placeholder} />
+        <input
+          id={id}
+          name={props.name}
+          type={props.type ?? 'text'}
+          required={props.required}
+          defaultValue={props.defaultValue}
+          placeholder={props.placeholder}
+        />
       )}
     </div>
   );
@@ -159,7 +183,13 @@ export function ActionForm(props: {
 }
 
 /** A button that runs one API action, then refreshes every query. */
-export function ActionButton(props: { label: string; action: () => Promise<unknown>; confirm?: string; className?: string; done?: (result: unknown) => void }) {
+export function ActionButton(props: {
+  label: string;
+  action: () => Promise<unknown>;
+  confirm?: string;
+  className?: string;
+  done?: (result: unknown) => void;
+}) {
   const client = useQueryClient();
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);

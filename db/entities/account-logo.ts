@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /** An account's uploaded logo (domain/branding.ts): one per account, PNG or JPEG, at most 64 KB. */
 export const AccountLogo = defineEntity({

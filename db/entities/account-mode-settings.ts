@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
 import type { RetryPolicy } from '../../domain/dunning.ts';
 import type { NotificationPreferences } from '../../domain/notifications.ts';
 import type { DunningFinalAction } from '../../domain/subscription.ts';
@@ -35,7 +36,10 @@ export const AccountModeSettings = defineEntity({
     defaultTaxRates: p.json<string[]>().nullable(),
     /** Seconds after a period's end that late meter events still count before its usage is invoiced (default 3600). */
     usageGracePeriodSeconds: p.integer().nullable(),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type AccountModeSettings = InferEntity<typeof AccountModeSettings>;

@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
 import type { BrandingSettings } from '../../domain/branding.ts';
 
 /**
@@ -43,8 +44,14 @@ export const Account = defineEntity({
     type: p.string().$type<AccountType>(),
     status: p.string().$type<AccountStatus>().index(),
     settings: p.json<AccountSettings>(),
-    createdAt: p.datetime().onCreate(() => new Date()).index(),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .index(),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
     closedAt: p.datetime().nullable(),
   },
 });

@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
 import type { AccountHolderType, DestinationType } from '../../domain/bank-accounts.ts';
 
 export const bankAccountStatuses = ['new', 'verified', 'verification_failed', 'errored'] as const;

@@ -1,7 +1,14 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
 import type { CreditNoteLine, CreditNoteReason, CreditNoteStatus } from '../../domain/credit-notes.ts';
 
-export { creditNoteReasons, creditNoteStatuses, type CreditNoteLine, type CreditNoteReason, type CreditNoteStatus } from '../../domain/credit-notes.ts';
+export {
+  type CreditNoteLine,
+  type CreditNoteReason,
+  creditNoteReasons,
+  type CreditNoteStatus,
+  creditNoteStatuses,
+} from '../../domain/credit-notes.ts';
 /**
  * A credit note (POST /v1/credit_notes): lowers what an invoice asked for after it was issued,
  * and says where the money goes on a paid invoice: back to the payment method (`refundAmount`,

@@ -1,7 +1,13 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /** Why a customer's balance moved (Stripe's customer balance transaction types). */
-export const customerBalanceTransactionTypes = ['adjustment', 'applied_to_invoice', 'unapplied_from_invoice', 'credit_note', 'invoice_too_small'] as const;
+export const customerBalanceTransactionTypes = [
+  'adjustment',
+  'applied_to_invoice',
+  'unapplied_from_invoice',
+  'credit_note',
+  'invoice_too_small',
+] as const;
 export type CustomerBalanceTransactionType = (typeof customerBalanceTransactionTypes)[number];
 
 /**

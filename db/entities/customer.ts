@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
 import type { TaxExempt } from '../../domain/invoice-totals.ts';
 
 /** A customer's address; every field optional, country upper case ISO 3166-1 alpha-2. */
@@ -15,7 +16,11 @@ export interface CustomerAddress {
 export const Customer = defineEntity({
   name: 'Customer',
   tableName: 'customers',
-  indexes: [{ properties: ['accountId', 'livemode', 'id'] }, { properties: ['accountId', 'livemode', 'email'] }, { properties: ['testClockId'] }],
+  indexes: [
+    { properties: ['accountId', 'livemode', 'id'] },
+    { properties: ['accountId', 'livemode', 'email'] },
+    { properties: ['testClockId'] },
+  ],
   properties: {
     id: p.string().primary(),
     email: p.string(),
@@ -34,7 +39,10 @@ export const Customer = defineEntity({
     /** none, exempt (no tax) or reverse (reverse charge: no tax, the legal note on the invoice). */
     taxExempt: p.string().$type<TaxExempt>().default('none'),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type Customer = InferEntity<typeof Customer>;

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /** How long a coupon's discount lasts (Stripe's): one invoice, `duration_in_months` months, or for good. */
 export const couponDurations = ['once', 'repeating', 'forever'] as const;
@@ -77,7 +77,11 @@ export type PromotionCode = InferEntity<typeof PromotionCode>;
 export const Discount = defineEntity({
   name: 'Discount',
   tableName: 'discounts',
-  indexes: [{ properties: ['accountId', 'livemode', 'id'] }, { properties: ['customerId'] }, { properties: ['subscriptionId'] }],
+  indexes: [
+    { properties: ['accountId', 'livemode', 'id'] },
+    { properties: ['customerId'] },
+    { properties: ['subscriptionId'] },
+  ],
   properties: {
     id: p.string().primary(),
     accountId: p.string(),

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /**
  * One state change of a resource, written in the same database transaction as the
@@ -13,7 +13,11 @@ export const Event = defineEntity({
   indexes: [
     { properties: ['accountId', 'livemode', 'id'] },
     { name: 'events_undispatched_index', properties: ['id'], where: 'dispatched_at is null' },
-    { name: 'events_clock_undispatched_index', properties: ['testClockId'], where: 'dispatched_at is null and test_clock_id is not null' },
+    {
+      name: 'events_clock_undispatched_index',
+      properties: ['testClockId'],
+      where: 'dispatched_at is null and test_clock_id is not null',
+    },
   ],
   properties: {
     id: p.string().primary(),

@@ -1,6 +1,18 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
-export const exportResources = ['transactions', 'balance_transactions', 'invoices', 'customers', 'subscriptions', 'payouts', 'plans', 'credit_notes', 'coupons', 'promotion_codes', 'tax_rates'] as const;
+export const exportResources = [
+  'transactions',
+  'balance_transactions',
+  'invoices',
+  'customers',
+  'subscriptions',
+  'payouts',
+  'plans',
+  'credit_notes',
+  'coupons',
+  'promotion_codes',
+  'tax_rates',
+] as const;
 export const exportFormats = ['csv', 'xlsx', 'json', 'pdf'] as const;
 export const exportStatuses = ['pending', 'running', 'succeeded', 'failed', 'expired'] as const;
 export type ExportResource = (typeof exportResources)[number];

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /**
  * Double-entry ledger. Every money movement writes entries that sum to zero:
@@ -52,7 +52,15 @@ export const AccountBalance = defineEntity({
 });
 export type AccountBalance = InferEntity<typeof AccountBalance>;
 
-export const balanceTransactionTypes = ['payment', 'refund', 'credit', 'payout', 'payout_failure', 'payout_cancel', 'adjustment'] as const;
+export const balanceTransactionTypes = [
+  'payment',
+  'refund',
+  'credit',
+  'payout',
+  'payout_failure',
+  'payout_cancel',
+  'adjustment',
+] as const;
 export type BalanceTransactionType = (typeof balanceTransactionTypes)[number];
 export const balanceTransactionStatuses = ['pending', 'available'] as const;
 export type BalanceTransactionStatus = (typeof balanceTransactionStatuses)[number];
@@ -70,9 +78,17 @@ export const BalanceTransaction = defineEntity({
   indexes: [
     { properties: ['accountId', 'livemode', 'id'] },
     { properties: ['source'] },
-    { name: 'balance_transactions_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" },
+    {
+      name: 'balance_transactions_unconfirmed_pending_index',
+      properties: ['createdAt'],
+      where: "status = 'pending' and workflow_confirmed_at is null",
+    },
     // Money owned by a workflow, past due: what the reconciler of orphaned money reads (services/maintenance.ts).
-    { name: 'balance_transactions_owned_pending_index', properties: ['availableOn'], where: "status = 'pending' and workflow_confirmed_at is not null" },
+    {
+      name: 'balance_transactions_owned_pending_index',
+      properties: ['availableOn'],
+      where: "status = 'pending' and workflow_confirmed_at is not null",
+    },
   ],
   properties: {
     id: p.string().primary(),

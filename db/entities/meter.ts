@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 export const meterAggregations = ['count', 'sum', 'max', 'unique_count', 'last', 'weighted_sum'] as const;
 export type MeterAggregation = (typeof meterAggregations)[number];

@@ -1,6 +1,12 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
 import type { IntervalUnit } from '../../domain/billing-calendar.ts';
-import type { CancellationReason, PaymentError, PaymentRequestStatus, RecurringStatus } from '../../domain/payment-requests.ts';
+import type {
+  CancellationReason,
+  PaymentError,
+  PaymentRequestStatus,
+  RecurringStatus,
+} from '../../domain/payment-requests.ts';
 
 /**
  * Projection of a paymentRequestWorkflow's state, written only by its activities.

@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
 import type { PayoutInterval, Weekday } from '../../domain/payout-schedule.ts';
 
 /** The schedule itself, the same for an account's settings and a test clock's own (fresh builders for each entity). */

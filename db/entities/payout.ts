@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /** SPEC.md's payout methods: bank transfer (ACH/SEPA), PayPal, wire transfer. */
 export const payoutMethods = ['bank_transfer', 'paypal', 'wire'] as const;
@@ -18,7 +18,11 @@ export const Payout = defineEntity({
   indexes: [
     { properties: ['accountId', 'livemode', 'id'] },
     { properties: ['testClockId'] },
-    { name: 'payouts_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" },
+    {
+      name: 'payouts_unconfirmed_pending_index',
+      properties: ['createdAt'],
+      where: "status = 'pending' and workflow_confirmed_at is null",
+    },
   ],
   properties: {
     id: p.string().primary(),

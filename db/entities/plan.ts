@@ -1,4 +1,5 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
 import type { IntervalUnit } from '../../domain/billing-calendar.ts';
 import type { PackageRounding, PlanType, Tier, TiersMode, UsagePricingSchemeName } from '../../domain/pricing.ts';
 import type { DimensionPrice } from '../../domain/usage-pricing.ts';

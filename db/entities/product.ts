@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /** What is sold; plans (prices) may belong to one. Archived with `active: false`, never deleted. */
 export const Product = defineEntity({
@@ -14,7 +14,10 @@ export const Product = defineEntity({
     active: p.boolean().default(true),
     metadata: p.json<Record<string, string>>(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type Product = InferEntity<typeof Product>;

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /** The sandbox processor's book of refunds, one per idempotency key, like its charges. */
 export const SandboxProcessorRefund = defineEntity({

@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 /** One login: what its access and refresh tokens hang on. Revoking it ends them all at once. */
 export const Session = defineEntity({
@@ -46,7 +46,10 @@ export const LoginAttempt = defineEntity({
     email: p.string().index(),
     ip: p.string().nullable().index(),
     succeeded: p.boolean(),
-    createdAt: p.datetime().onCreate(() => new Date()).index(),
+    createdAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .index(),
   },
 });
 export type LoginAttempt = InferEntity<typeof LoginAttempt>;

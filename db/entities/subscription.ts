@@ -1,5 +1,11 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { BillingCycleMode, DunningState, SubscriptionItemSnapshot, SubscriptionStatus } from '../../domain/subscription.ts';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
+
+import type {
+  BillingCycleMode,
+  DunningState,
+  SubscriptionItemSnapshot,
+  SubscriptionStatus,
+} from '../../domain/subscription.ts';
 
 /**
  * Projection of a subscriptionWorkflow's state, written only by its activities.

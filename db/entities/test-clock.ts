@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 export const testClockStatuses = ['ready', 'advancing', 'internal_failure'] as const;
 export type TestClockStatus = (typeof testClockStatuses)[number];

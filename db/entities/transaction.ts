@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 export const transactionTypes = ['payment', 'credit', 'refund'] as const;
 export const transactionStatuses = ['pending', 'succeeded', 'failed', 'canceled'] as const;
@@ -20,7 +20,11 @@ export const Transaction = defineEntity({
     // Search (services/search.ts): scoped to an account and mode, keyset by id or filtered by time.
     { properties: ['accountId', 'livemode', 'id'] },
     { properties: ['accountId', 'livemode', 'createdAt'] },
-    { name: 'transactions_unconfirmed_pending_index', properties: ['createdAt'], where: "status = 'pending' and workflow_confirmed_at is null" },
+    {
+      name: 'transactions_unconfirmed_pending_index',
+      properties: ['createdAt'],
+      where: "status = 'pending' and workflow_confirmed_at is null",
+    },
   ],
   properties: {
     id: p.string().primary(),

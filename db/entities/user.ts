@@ -1,4 +1,4 @@
-import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
 export const userRoles = ['admin', 'owner', 'member'] as const;
 export const userStatuses = ['active', 'suspended', 'pending'] as const;
@@ -21,7 +21,10 @@ export const User = defineEntity({
     status: p.string().$type<UserStatus>(),
     passwordHash: p.string().hidden(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
 });
 export type User = InferEntity<typeof User>;

@@ -6,7 +6,6 @@ import { Migration } from '@mikro-orm/migrations';
  * balance_transactions book, refunds of a charge, and every amount column int8.
  */
 export class Migration20261123100000_balances extends Migration {
-
   override name = 'Migration20261123100000_balances';
 
   override up(): void | Promise<void> {
@@ -37,17 +36,27 @@ export class Migration20261123100000_balances extends Migration {
     this.addSql(`create index "transactions_invoice_id_index" on "transactions" ("invoice_id");`);
     this.addSql(`create index "transactions_source_transaction_id_index" on "transactions" ("source_transaction_id");`);
     // One payment transaction per processor charge: a retried charge finds the transaction of its first answer.
-    this.addSql(`create unique index "transactions_processor_charge_unique" on "transactions" ("processor_charge_id") where type = 'payment' and processor_charge_id is not null;`);
-    this.addSql(`alter table "transactions" add constraint "transactions_amount_refunded_range" check (amount_refunded >= 0 and amount_refunded <= amount);`);
+    this.addSql(
+      `create unique index "transactions_processor_charge_unique" on "transactions" ("processor_charge_id") where type = 'payment' and processor_charge_id is not null;`,
+    );
+    this.addSql(
+      `alter table "transactions" add constraint "transactions_amount_refunded_range" check (amount_refunded >= 0 and amount_refunded <= amount);`,
+    );
 
     this.addSql(`alter table "charges" add column "transaction_id" varchar(255) null;`);
-    this.addSql(`alter table "invoices" add column "transaction_id" varchar(255) null, add column "amount_refunded" int8 not null default 0;`);
+    this.addSql(
+      `alter table "invoices" add column "transaction_id" varchar(255) null, add column "amount_refunded" int8 not null default 0;`,
+    );
     this.addSql(`alter table "payouts" add column "balance_transaction_id" varchar(255) null;`);
 
     this.addSql(`alter table "account_balances" add column "pending" int8 not null default 0;`);
-    this.addSql(`alter table "account_balances" add constraint "account_balances_pending_non_negative" check (pending >= 0);`);
+    this.addSql(
+      `alter table "account_balances" add constraint "account_balances_pending_non_negative" check (pending >= 0);`,
+    );
     this.addSql(`alter table "ledger_entries" add column "balance_transaction_id" varchar(255) null;`);
-    this.addSql(`create index "ledger_entries_balance_transaction_id_index" on "ledger_entries" ("balance_transaction_id");`);
+    this.addSql(
+      `create index "ledger_entries_balance_transaction_id_index" on "ledger_entries" ("balance_transaction_id");`,
+    );
 
     this.addSql(`create table "balance_transactions" (
       "id" varchar(255) not null,
@@ -66,9 +75,13 @@ export class Migration20261123100000_balances extends Migration {
       "created_at" timestamptz not null,
       primary key ("id"),
       constraint "balance_transactions_refunded_from_pending_range" check (refunded_from_pending >= 0 and (type <> 'payment' or refunded_from_pending <= net)));`);
-    this.addSql(`create index "balance_transactions_account_id_livemode_id_index" on "balance_transactions" ("account_id", "livemode", "id");`);
+    this.addSql(
+      `create index "balance_transactions_account_id_livemode_id_index" on "balance_transactions" ("account_id", "livemode", "id");`,
+    );
     this.addSql(`create index "balance_transactions_source_index" on "balance_transactions" ("source");`);
-    this.addSql(`create index "balance_transactions_unconfirmed_pending_index" on "balance_transactions" ("created_at") where status = 'pending' and workflow_confirmed_at is null;`);
+    this.addSql(
+      `create index "balance_transactions_unconfirmed_pending_index" on "balance_transactions" ("created_at") where status = 'pending' and workflow_confirmed_at is null;`,
+    );
 
     // The sandbox processor's refunds table comes with Migration20261123103000_processor.
   }
@@ -76,7 +89,9 @@ export class Migration20261123100000_balances extends Migration {
   override down(): void | Promise<void> {
     this.addSql(`drop table if exists "balance_transactions" cascade;`);
     this.addSql(`alter table "ledger_entries" drop column "balance_transaction_id";`);
-    this.addSql(`alter table "account_balances" drop constraint "account_balances_pending_non_negative", drop column "pending";`);
+    this.addSql(
+      `alter table "account_balances" drop constraint "account_balances_pending_non_negative", drop column "pending";`,
+    );
     this.addSql(`alter table "payouts" drop column "balance_transaction_id";`);
     this.addSql(`alter table "invoices" drop column "transaction_id", drop column "amount_refunded";`);
     this.addSql(`alter table "charges" drop column "transaction_id";`);
@@ -84,8 +99,9 @@ export class Migration20261123100000_balances extends Migration {
     this.addSql(`drop index "transactions_processor_charge_unique";`);
     this.addSql(`drop index "transactions_source_transaction_id_index";`);
     this.addSql(`drop index "transactions_invoice_id_index";`);
-    this.addSql(`alter table "transactions" drop column "invoice_id", drop column "subscription_id", drop column "payment_request_id", drop column "customer_id", drop column "processor_charge_id", drop column "source_transaction_id", drop column "amount_refunded";`);
+    this.addSql(
+      `alter table "transactions" drop column "invoice_id", drop column "subscription_id", drop column "payment_request_id", drop column "customer_id", drop column "processor_charge_id", drop column "source_transaction_id", drop column "amount_refunded";`,
+    );
     // Amount columns stay int8: narrowing could fail on stored values.
   }
-
 }

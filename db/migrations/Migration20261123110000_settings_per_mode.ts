@@ -10,17 +10,23 @@ import { Migration } from '@mikro-orm/migrations';
  * language. Down puts the live values back (sandbox changes are lost).
  */
 export class Migration20261123110000_settings_per_mode extends Migration {
-
   override name = 'Migration20261123110000_settings_per_mode';
 
   override up(): void | Promise<void> {
-    this.addSql(`create table "account_mode_settings" ("account_id" varchar(255) not null, "livemode" boolean not null, "grace_period_days" int null, "retry_policy" jsonb null, "dunning_final_action" varchar(255) null, "notifications" jsonb not null default '{}', "updated_at" timestamptz not null default now(), primary key ("account_id", "livemode"));`);
-    this.addSql(`alter table "account_mode_settings" add constraint "account_mode_settings_account_id_foreign" foreign key ("account_id") references "accounts" ("id") on update cascade on delete cascade;`);
-    this.addSql(`insert into "account_mode_settings" ("account_id", "livemode", "grace_period_days", "retry_policy", "dunning_final_action", "notifications", "updated_at")
+    this.addSql(
+      `create table "account_mode_settings" ("account_id" varchar(255) not null, "livemode" boolean not null, "grace_period_days" int null, "retry_policy" jsonb null, "dunning_final_action" varchar(255) null, "notifications" jsonb not null default '{}', "updated_at" timestamptz not null default now(), primary key ("account_id", "livemode"));`,
+    );
+    this.addSql(
+      `alter table "account_mode_settings" add constraint "account_mode_settings_account_id_foreign" foreign key ("account_id") references "accounts" ("id") on update cascade on delete cascade;`,
+    );
+    this
+      .addSql(`insert into "account_mode_settings" ("account_id", "livemode", "grace_period_days", "retry_policy", "dunning_final_action", "notifications", "updated_at")
       select a."id", m.livemode, (a."settings"->>'grace_period_days')::int, a."settings"->'retry_policy', a."settings"->>'dunning_final_action',
              coalesce(a."settings"->'notifications', '{}'::jsonb), a."updated_at"
       from "accounts" a cross join (values (true), (false)) as m(livemode);`);
-    this.addSql(`update "accounts" set "settings" = "settings" - 'grace_period_days' - 'retry_policy' - 'dunning_final_action' - 'notifications';`);
+    this.addSql(
+      `update "accounts" set "settings" = "settings" - 'grace_period_days' - 'retry_policy' - 'dunning_final_action' - 'notifications';`,
+    );
   }
 
   override down(): void | Promise<void> {
@@ -30,5 +36,4 @@ export class Migration20261123110000_settings_per_mode extends Migration {
       from "account_mode_settings" s where s."account_id" = a."id" and s."livemode";`);
     this.addSql(`drop table "account_mode_settings";`);
   }
-
 }

@@ -16,8 +16,12 @@ export class Migration20261123150000_exports extends Migration {
       `create table "exports" ("id" varchar(255) not null, "account_id" varchar(255) not null, "livemode" boolean not null, "resource" varchar(255) not null, "format" varchar(255) not null, "query" varchar(2000) null, "created_gte" timestamptz null, "created_lte" timestamptz null, "columns" jsonb null, "time_zone" varchar(255) not null, "status" varchar(255) not null, "rows_written" int not null default 0, "rows_expected" int null, "row_count" int null, "file_size" bigint null, "file_content_type" varchar(255) null, "file_sha256" varchar(255) null, "expires_at" timestamptz null, "error" varchar(1000) null, "created_at" timestamptz not null, "updated_at" timestamptz not null, primary key ("id"));`,
     );
     this.addSql(`create index "exports_account_id_livemode_id_index" on "exports" ("account_id", "livemode", "id");`);
-    this.addSql(`create index if not exists "transactions_account_id_livemode_id_index" on "transactions" ("account_id", "livemode", "id");`);
-    this.addSql(`create index if not exists "transactions_account_id_livemode_created_at_index" on "transactions" ("account_id", "livemode", "created_at");`);
+    this.addSql(
+      `create index if not exists "transactions_account_id_livemode_id_index" on "transactions" ("account_id", "livemode", "id");`,
+    );
+    this.addSql(
+      `create index if not exists "transactions_account_id_livemode_created_at_index" on "transactions" ("account_id", "livemode", "created_at");`,
+    );
     this.addSql(`do $$
 begin
   begin

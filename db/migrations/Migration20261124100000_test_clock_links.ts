@@ -10,7 +10,9 @@ export class Migration20261124100000_test_clock_links extends Migration {
 
   override up(): void | Promise<void> {
     this.addSql(`alter table "events" add column "test_clock_id" varchar(255) null;`);
-    this.addSql(`create index "events_clock_undispatched_index" on "events" ("test_clock_id") where dispatched_at is null and test_clock_id is not null;`);
+    this.addSql(
+      `create index "events_clock_undispatched_index" on "events" ("test_clock_id") where dispatched_at is null and test_clock_id is not null;`,
+    );
     this.addSql(`alter table "payment_requests" add column "test_clock_id" varchar(255) null;`);
     this.addSql(`alter table "recurring_payment_requests" add column "test_clock_id" varchar(255) null;`);
   }

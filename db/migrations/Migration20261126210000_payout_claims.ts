@@ -12,7 +12,9 @@ export class Migration20261126210000_payout_claims extends Migration {
   override up(): void | Promise<void> {
     this.addSql(`alter table "payouts" add column "submitted_at" timestamptz null;`);
     // Payouts already in transit or ended were handed over before claims existed.
-    this.addSql(`update "payouts" set "submitted_at" = "updated_at" where "status" in ('in_transit', 'paid', 'failed');`);
+    this.addSql(
+      `update "payouts" set "submitted_at" = "updated_at" where "status" in ('in_transit', 'paid', 'failed');`,
+    );
   }
 
   override down(): void | Promise<void> {

@@ -10,7 +10,9 @@ export class Migration20261126220000_owned_pending_funds extends Migration {
   override name = 'Migration20261126220000_owned_pending_funds';
 
   override up(): void | Promise<void> {
-    this.addSql(`create index "balance_transactions_owned_pending_index" on "balance_transactions" ("available_on") where status = 'pending' and workflow_confirmed_at is not null;`);
+    this.addSql(
+      `create index "balance_transactions_owned_pending_index" on "balance_transactions" ("available_on") where status = 'pending' and workflow_confirmed_at is not null;`,
+    );
   }
 
   override down(): void | Promise<void> {

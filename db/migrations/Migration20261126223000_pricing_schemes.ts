@@ -13,14 +13,20 @@ export class Migration20261126223000_pricing_schemes extends Migration {
       `alter table "plans" add column "type" varchar(255) not null default 'recurring', add column "pricing_scheme" varchar(255) not null default 'per_unit', add column "tiers_mode" varchar(255) null, add column "tiers" jsonb null, add column "package_size" int null, add column "package_round" varchar(255) null, add column "currency_options" jsonb null;`,
     );
     this.addSql(`alter table "plans" alter column "interval" drop not null;`);
-    this.addSql(`alter table "subscriptions" add column "quantity" int not null default 1, add column "currency" varchar(255) null;`);
-    this.addSql(`update "subscriptions" set "currency" = "plans"."currency" from "plans" where "plans"."id" = "subscriptions"."plan_id";`);
+    this.addSql(
+      `alter table "subscriptions" add column "quantity" int not null default 1, add column "currency" varchar(255) null;`,
+    );
+    this.addSql(
+      `update "subscriptions" set "currency" = "plans"."currency" from "plans" where "plans"."id" = "subscriptions"."plan_id";`,
+    );
   }
 
   override down(): void | Promise<void> {
     this.addSql(`alter table "subscriptions" drop column "quantity", drop column "currency";`);
     this.addSql(`update "plans" set "interval" = 'month' where "interval" is null;`);
     this.addSql(`alter table "plans" alter column "interval" set not null;`);
-    this.addSql(`alter table "plans" drop column "type", drop column "pricing_scheme", drop column "tiers_mode", drop column "tiers", drop column "package_size", drop column "package_round", drop column "currency_options";`);
+    this.addSql(
+      `alter table "plans" drop column "type", drop column "pricing_scheme", drop column "tiers_mode", drop column "tiers", drop column "package_size", drop column "package_round", drop column "currency_options";`,
+    );
   }
 }

@@ -7,7 +7,9 @@ export class Migration20261126231000_subscription_items extends Migration {
   override up(): void | Promise<void> {
     this.addSql(`alter table "subscriptions" add column "items" jsonb null;`);
     // GET /v1/subscription_items/{id} finds an added item's subscription by containment.
-    this.addSql(`create index "subscriptions_items_gin" on "subscriptions" using gin ("items" jsonb_path_ops) where "items" is not null;`);
+    this.addSql(
+      `create index "subscriptions_items_gin" on "subscriptions" using gin ("items" jsonb_path_ops) where "items" is not null;`,
+    );
   }
 
   override down(): void | Promise<void> {

@@ -17,8 +17,12 @@ export class Migration20261127010000_customer_balances extends Migration {
         `"currency" varchar(3) not null, "type" varchar(255) not null, "amount" bigint not null, "ending_balance" bigint not null, "invoice_id" varchar(255) null, ` +
         `"credit_note_id" varchar(255) null, "description" text null, "created_at" timestamptz not null, primary key ("id"));`,
     );
-    this.addSql(`create index "customer_balance_transactions_account_id_livemode_id_index" on "customer_balance_transactions" ("account_id", "livemode", "id");`);
-    this.addSql(`create index "customer_balance_transactions_customer_id_id_index" on "customer_balance_transactions" ("customer_id", "id");`);
+    this.addSql(
+      `create index "customer_balance_transactions_account_id_livemode_id_index" on "customer_balance_transactions" ("account_id", "livemode", "id");`,
+    );
+    this.addSql(
+      `create index "customer_balance_transactions_customer_id_id_index" on "customer_balance_transactions" ("customer_id", "id");`,
+    );
     this.addSql(
       `create unique index "customer_balance_transactions_invoice_once" on "customer_balance_transactions" ("invoice_id", "type") where "type" in ('applied_to_invoice', 'unapplied_from_invoice', 'invoice_too_small');`,
     );

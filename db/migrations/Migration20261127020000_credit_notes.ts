@@ -13,8 +13,12 @@ export class Migration20261127020000_credit_notes extends Migration {
         `"created_at" timestamptz not null, "voided_at" timestamptz null, primary key ("id"), ` +
         `constraint "credit_notes_amounts_check" check ("refund_amount" >= 0 and "credit_amount" >= 0 and "out_of_band_amount" >= 0 and "total" > 0));`,
     );
-    this.addSql(`create unique index "credit_notes_invoice_id_sequence_unique" on "credit_notes" ("invoice_id", "sequence");`);
-    this.addSql(`create index "credit_notes_account_id_livemode_id_index" on "credit_notes" ("account_id", "livemode", "id");`);
+    this.addSql(
+      `create unique index "credit_notes_invoice_id_sequence_unique" on "credit_notes" ("invoice_id", "sequence");`,
+    );
+    this.addSql(
+      `create index "credit_notes_account_id_livemode_id_index" on "credit_notes" ("account_id", "livemode", "id");`,
+    );
     this.addSql(`create index "credit_notes_invoice_id_index" on "credit_notes" ("invoice_id");`);
     this.addSql(`create index "credit_notes_customer_id_index" on "credit_notes" ("customer_id");`);
   }

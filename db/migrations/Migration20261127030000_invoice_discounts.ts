@@ -10,7 +10,9 @@ export class Migration20261127030000_invoice_discounts extends Migration {
 
   override up(): void | Promise<void> {
     this.addSql(`alter table "discounts" add column "invoice_id" varchar(255) null;`);
-    this.addSql(`create index "discounts_invoice_id_index" on "discounts" ("invoice_id") where "invoice_id" is not null;`);
+    this.addSql(
+      `create index "discounts_invoice_id_index" on "discounts" ("invoice_id") where "invoice_id" is not null;`,
+    );
   }
 
   override down(): void | Promise<void> {

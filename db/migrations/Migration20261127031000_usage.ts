@@ -19,7 +19,9 @@ export class Migration20261127031000_usage extends Migration {
     );
     this.addSql(`create index "meters_account_id_livemode_id_index" on "meters" ("account_id", "livemode", "id");`);
     // One active meter per event name in an account's mode: an event names its meter by event_name.
-    this.addSql(`create unique index "meters_active_event_name_unique" on "meters" ("account_id", "livemode", "event_name") where "status" = 'active';`);
+    this.addSql(
+      `create unique index "meters_active_event_name_unique" on "meters" ("account_id", "livemode", "event_name") where "status" = 'active';`,
+    );
 
     // The events: rows, one per accepted event, partitioned by month so retention drops whole partitions.
     // value: the meter's value property as an exact decimal (null for count and unique_count meters).
@@ -30,7 +32,9 @@ export class Migration20261127031000_usage extends Migration {
         `"payload" jsonb not null, "seq" bigint generated always as identity, "received_at" timestamptz not null default now(), ` +
         `"cancelled_at" timestamptz null) partition by range ("timestamp");`,
     );
-    this.addSql(`create index "meter_events_customer_meter_timestamp_index" on "meter_events" ("customer_id", "meter_id", "timestamp");`);
+    this.addSql(
+      `create index "meter_events_customer_meter_timestamp_index" on "meter_events" ("customer_id", "meter_id", "timestamp");`,
+    );
     // Events whose month has no partition (a test clock far ahead, say) land here; maintenance moves them out when it adds the month.
     this.addSql(`create table "meter_events_default" partition of "meter_events" default;`);
     // The months around now; services/usage/partitions.ts keeps two months ahead from then on (maintenance).
@@ -52,7 +56,9 @@ export class Migration20261127031000_usage extends Migration {
         `primary key ("account_id", "livemode", "identifier"));`,
     );
     // Pruning by age: BRIN (rows arrive in created_at order), nearly free on insert.
-    this.addSql(`create index "meter_event_identifiers_created_at_brin" on "meter_event_identifiers" using brin ("created_at");`);
+    this.addSql(
+      `create index "meter_event_identifiers_created_at_brin" on "meter_event_identifiers" using brin ("created_at");`,
+    );
 
     // Events before closed_through are refused (period_invoiced): their period was billed.
     this.addSql(

@@ -16,9 +16,13 @@ export class Migration20261127050000_billing_alerts extends Migration {
         `"created_at" timestamptz not null, "updated_at" timestamptz not null, constraint "billing_alerts_pkey" primary key ("id"), ` +
         `constraint "billing_alerts_status_check" check ("status" in ('active', 'inactive', 'archived')), constraint "billing_alerts_gte_check" check ("gte" > 0));`,
     );
-    this.addSql(`create index "billing_alerts_account_id_livemode_id_index" on "billing_alerts" ("account_id", "livemode", "id");`);
+    this.addSql(
+      `create index "billing_alerts_account_id_livemode_id_index" on "billing_alerts" ("account_id", "livemode", "id");`,
+    );
     // What ingestion asks after each batch: the active alerts of the batch's meters.
-    this.addSql(`create index "billing_alerts_active_meter_index" on "billing_alerts" ("account_id", "livemode", "meter_id") where "status" = 'active';`);
+    this.addSql(
+      `create index "billing_alerts_active_meter_index" on "billing_alerts" ("account_id", "livemode", "meter_id") where "status" = 'active';`,
+    );
     this.addSql(
       `create table "billing_alert_triggers" ("alert_id" varchar(255) not null, "customer_id" varchar(255) not null, "account_id" varchar(255) not null, ` +
         `"livemode" boolean not null, "value" numeric not null, "event_id" varchar(255) null, "triggered_at" timestamptz not null, ` +

@@ -7,6 +7,7 @@
  * per process (docs/operations.md#metrics).
  */
 import http from 'node:http';
+
 import { listenHttp, type RunningListener } from '../http-listener.ts';
 import { collectProcessMetrics, metricsRegistry, renderMetrics } from './metrics.ts';
 
@@ -29,7 +30,10 @@ async function temporalMetrics(address: string): Promise<string> {
   }
 }
 
-export async function startMetricsServer(port: number, options: MetricsServerOptions = {}): Promise<RunningMetricsServer> {
+export async function startMetricsServer(
+  port: number,
+  options: MetricsServerOptions = {},
+): Promise<RunningMetricsServer> {
   collectProcessMetrics();
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -37,9 +41,18 @@ export async function startMetricsServer(port: number, options: MetricsServerOpt
       res.writeHead(req.method === 'GET' ? 404 : 405, { 'content-type': 'text/plain' }).end('GET /metrics\n');
       return;
     }
-    void Promise.all([renderMetrics(), options.temporalMetricsAddress ? temporalMetrics(options.temporalMetricsAddress) : ''])
-      .then(([own, sdk]) => res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(own + (own.endsWith('\n') ? '' : '\n') + sdk))
-      .catch((error: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${error.message}\n`));
+    void Promise.all([
+      renderMetrics(),
+      options.temporalMetricsAddress ? temporalMetrics(options.temporalMetricsAddress) : '',
+    ])
+      .then(([own, sdk]) =>
+        res
+          .writeHead(200, { 'content-type': metricsRegistry.contentType })
+          .end(own + (own.endsWith('\n') ? '' : '\n') + sdk),
+      )
+      .catch((error: Error) =>
+        res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${error.message}\n`),
+      );
   });
   return listenHttp(server, port, options.hostname ?? '0.0.0.0');
 }

@@ -5,17 +5,24 @@
  * clock's, not the wall's).
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
+
 import type { OutboxState } from './metrics.ts';
 
 export const outboxBacklogCap = 100_000;
 
 export function outboxProbe(orm: MikroORM): () => Promise<OutboxState> {
   return async () => {
-    const [row] = await orm.em.fork().getConnection().execute<{ backlog: string | number; oldest: Date | string | null }[]>(
-      `select (select count(*) from (select 1 from events where dispatched_at is null limit ${outboxBacklogCap}) pending) as backlog,
+    const [row] = await orm.em
+      .fork()
+      .getConnection()
+      .execute<{ backlog: string | number; oldest: Date | string | null }[]>(
+        `select (select count(*) from (select 1 from events where dispatched_at is null limit ${outboxBacklogCap}) pending) as backlog,
               (select created_at from events where dispatched_at is null and test_clock_id is null order by id limit 1) as oldest`,
-    );
+      );
     const oldest = row?.oldest ? new Date(row.oldest).getTime() : null;
-    return { backlog: Number(row?.backlog ?? 0), oldestAgeSeconds: oldest === null ? 0 : Math.max(0, (Date.now() - oldest) / 1000) };
+    return {
+      backlog: Number(row?.backlog ?? 0),
+      oldestAgeSeconds: oldest === null ? 0 : Math.max(0, (Date.now() - oldest) / 1000),
+    };
   };
 }

@@ -12,22 +12,28 @@
  * when tracing is on, whose spans come out of the workflow sandbox through a sink); SQL spans by wrapping the `pg`
  * driver's Client.query, the one door MikroORM's statements go through.
  */
-import pg from 'pg';
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { context, propagation, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
-import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
 import {
   makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
-  OpenTelemetryWorkflowClientInterceptor,
   type OpenTelemetrySinks,
+  OpenTelemetryWorkflowClientInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
+import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
+import pg from 'pg';
 
 export interface TracingOptions {
   /** service.name of the spans: billing-api, billing-worker. */
@@ -74,7 +80,12 @@ export function startTracing(options: TracingOptions): Tracing | undefined {
     resource,
     spanProcessor,
     clientInterceptors: [new OpenTelemetryWorkflowClientInterceptor()],
-    activityInterceptors: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+    activityInterceptors: [
+      (ctx) => ({
+        inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+        outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+      }),
+    ],
     sinks: { exporter: makeWorkflowExporter(spanProcessor, resource) },
     shutdown: async () => {
       await provider.shutdown();
@@ -86,7 +97,11 @@ export function startTracing(options: TracingOptions): Tracing | undefined {
 /** What a statement's span says: its first keyword and the text with string literals blanked (values never leave). */
 export function sqlSpanAttributes(text: string): Record<string, string> {
   const statement = text.replace(/'(?:[^']|'')*'/g, "'?'").slice(0, 2000);
-  return { 'db.system': 'postgresql', 'db.operation': (/^\s*(\w+)/.exec(text)?.[1] ?? 'query').toLowerCase(), 'db.statement': statement };
+  return {
+    'db.system': 'postgresql',
+    'db.operation': (/^\s*(\w+)/.exec(text)?.[1] ?? 'query').toLowerCase(),
+    'db.statement': statement,
+  };
 }
 
 type QueryFn = (this: unknown, ...args: unknown[]) => unknown;
@@ -105,9 +120,14 @@ function traceSqlStatements(tracer: Tracer): void {
     if (!trace.getSpan(parent)) return original.apply(this, args);
     const config = args[0] as string | { text?: string; submit?: unknown } | undefined;
     const text = typeof config === 'string' ? config : (config?.text ?? '');
-    const span = tracer.startSpan(`pg ${(/^\s*(\w+)/.exec(text)?.[1] ?? 'query').toLowerCase()}`, { kind: SpanKind.CLIENT, attributes: sqlSpanAttributes(text) }, parent);
+    const span = tracer.startSpan(
+      `pg ${(/^\s*(\w+)/.exec(text)?.[1] ?? 'query').toLowerCase()}`,
+      { kind: SpanKind.CLIENT, attributes: sqlSpanAttributes(text) },
+      parent,
+    );
     const end = (error?: unknown) => {
-      if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      if (error)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
       span.end();
     };
     const callbackAt = args.findIndex((arg) => typeof arg === 'function');
@@ -119,7 +139,10 @@ function traceSqlStatements(tracer: Tracer): void {
       };
       return context.with(trace.setSpan(parent, span), () => original.apply(this, args));
     }
-    const result = context.with(trace.setSpan(parent, span), () => original.apply(this, args)) as { then?: unknown; once?: (event: string, listener: (error?: unknown) => void) => void };
+    const result = context.with(trace.setSpan(parent, span), () => original.apply(this, args)) as {
+      then?: unknown;
+      once?: (event: string, listener: (error?: unknown) => void) => void;
+    };
     if (result && typeof result.then === 'function') (result as Promise<unknown>).then(() => end(), end);
     else if (result && typeof result.once === 'function') {
       result.once('end', () => end());

@@ -5,6 +5,7 @@
  * and refund goes through `forMode(row.livemode)`.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import type { ProcessorsConfig } from '../../config.ts';
 import { SandboxProcessor } from './sandbox.ts';
 import { StripeProcessor } from './stripe.ts';
@@ -26,14 +27,22 @@ export interface ProcessorOverrides {
   both?: PaymentProcessor;
 }
 
-export function createProcessors(config: ProcessorsConfig, em: () => EntityManager, overrides: ProcessorOverrides = {}): Processors {
+export function createProcessors(
+  config: ProcessorsConfig,
+  em: () => EntityManager,
+  overrides: ProcessorOverrides = {},
+): Processors {
   let sandbox: SandboxProcessor | undefined;
   const build = (livemode: boolean): PaymentProcessor => {
     const name = livemode ? config.live : config.test;
     if (name === 'sandbox') return (sandbox ??= new SandboxProcessor(em));
     const keys = livemode ? config.stripe.live : config.stripe.test;
     if (!keys) throw new Error(`${livemode ? 'LIVE' : 'SANDBOX'}_PROCESSOR=stripe without Stripe keys for that mode.`);
-    return new StripeProcessor({ secretKey: keys.secretKey, webhookSecret: keys.webhookSecret, apiBase: config.stripe.apiBase });
+    return new StripeProcessor({
+      secretKey: keys.secretKey,
+      webhookSecret: keys.webhookSecret,
+      apiBase: config.stripe.apiBase,
+    });
   };
   const live = overrides.live ?? overrides.both ?? build(true);
   const test = overrides.test ?? overrides.both ?? build(false);
@@ -47,13 +56,22 @@ export function createProcessors(config: ProcessorsConfig, em: () => EntityManag
  * What an entry point was given: one processor for both modes (a test's override),
  * else the prebuilt `processors`, else built from the configuration now.
  */
-export function resolveProcessors(given: { processor?: PaymentProcessor; processors?: Processors }, config: ProcessorsConfig, em: () => EntityManager): Processors {
+export function resolveProcessors(
+  given: { processor?: PaymentProcessor; processors?: Processors },
+  config: ProcessorsConfig,
+  em: () => EntityManager,
+): Processors {
   if (given.processor) return createProcessors(sandboxOnlyConfig, em, { both: given.processor });
   return given.processors ?? createProcessors(config, em);
 }
 
 /** The development default: the sandbox for both modes. */
-export const sandboxOnlyConfig: ProcessorsConfig = { live: 'sandbox', test: 'sandbox', stripe: { live: null, test: null, apiBase: undefined }, allowSandboxLive: true };
+export const sandboxOnlyConfig: ProcessorsConfig = {
+  live: 'sandbox',
+  test: 'sandbox',
+  stripe: { live: null, test: null, apiBase: undefined },
+  allowSandboxLive: true,
+};
 
 /** The sandbox for both modes (the development default), on this database. */
 export function sandboxProcessors(em: () => EntityManager): Processors {

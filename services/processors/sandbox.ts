@@ -1,9 +1,9 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { SandboxProcessorCharge, SandboxProcessorRefund } from '../../db/entities/index.ts';
 import { newId } from '../../domain/ids.ts';
 import {
-  ProcessorSignatureError,
   type CheckoutRequest,
   type PaymentProcessor,
   type ProcessorChargeRequest,
@@ -13,6 +13,7 @@ import {
   type ProcessorRefundRequest,
   type ProcessorRefundResult,
   type ProcessorSettlement,
+  ProcessorSignatureError,
 } from './types.ts';
 
 /*
@@ -31,15 +32,26 @@ export const sandboxPaymentMethods = {
   pm_card_visa: { outcome: 'succeeded' },
   pm_card_mastercard: { outcome: 'succeeded' },
   pm_card_chargeDeclined: { outcome: 'failed', code: 'card_declined', message: 'Your card was declined.' },
-  pm_card_insufficientFunds: { outcome: 'failed', code: 'insufficient_funds', message: 'Your card has insufficient funds.' },
+  pm_card_insufficientFunds: {
+    outcome: 'failed',
+    code: 'insufficient_funds',
+    message: 'Your card has insufficient funds.',
+  },
   pm_card_expired: { outcome: 'failed', code: 'expired_card', message: 'Your card has expired.' },
   /** Pending for a day (like a bank debit), then succeeds. */
   pm_bank_pendingSettles: { outcome: 'pending', settles: 'succeeded' },
   /** Pending for a day, then fails as a bank debit does. */
-  pm_bank_pendingFails: { outcome: 'pending', settles: 'failed', code: 'debit_failed', message: 'The bank refused the debit.' },
+  pm_bank_pendingFails: {
+    outcome: 'pending',
+    settles: 'failed',
+    code: 'debit_failed',
+    message: 'The bank refused the debit.',
+  },
 } as const satisfies Record<
   string,
-  { outcome: 'succeeded' } | { outcome: 'failed'; code: string; message: string } | { outcome: 'pending'; settles: 'succeeded' | 'failed'; code?: string; message?: string }
+  | { outcome: 'succeeded' }
+  | { outcome: 'failed'; code: string; message: string }
+  | { outcome: 'pending'; settles: 'succeeded' | 'failed'; code?: string; message?: string }
 >;
 
 export type SandboxPaymentMethod = keyof typeof sandboxPaymentMethods;
@@ -66,14 +78,20 @@ export class SandboxProcessor implements PaymentProcessor {
 
   async charge(request: ProcessorChargeRequest): Promise<ProcessorChargeResult> {
     const em = this.em();
-    const method = isSandboxPaymentMethod(request.paymentMethod) ? sandboxPaymentMethods[request.paymentMethod] : undefined;
+    const method = isSandboxPaymentMethod(request.paymentMethod)
+      ? sandboxPaymentMethods[request.paymentMethod]
+      : undefined;
     const failure =
       method === undefined
         ? { code: 'invalid_payment_method', message: `Unknown sandbox payment method ${request.paymentMethod}.` }
         : method.outcome === 'failed'
           ? { code: method.code, message: method.message }
           : undefined;
-    const status: 'failed' | 'pending' | 'succeeded' = failure ? 'failed' : method!.outcome === 'pending' ? 'pending' : 'succeeded';
+    const status: 'failed' | 'pending' | 'succeeded' = failure
+      ? 'failed'
+      : method!.outcome === 'pending'
+        ? 'pending'
+        : 'succeeded';
     // Insert-or-keep on the key: concurrent or repeated calls all see the first row (read back only when it was there already).
     const id = newId('sandboxProcessorCharge');
     const inserted = await em
@@ -94,14 +112,26 @@ export class SandboxProcessor implements PaymentProcessor {
       .execute('run');
     const row =
       inserted.affectedRows > 0
-        ? { id, amount: request.amount, currency: request.currency, status, failureCode: failure?.code ?? null, failureMessage: failure?.message ?? null }
+        ? {
+            id,
+            amount: request.amount,
+            currency: request.currency,
+            status,
+            failureCode: failure?.code ?? null,
+            failureMessage: failure?.message ?? null,
+          }
         : await em.findOneOrFail(SandboxProcessorCharge, { idempotencyKey: request.idempotencyKey });
     if (row.amount !== request.amount || row.currency !== request.currency) {
       // Same key, different charge: a bug upstream. Refuse rather than guess which one is meant.
       throw new IdempotencyKeyReuseError(request.idempotencyKey);
     }
     if (row.status === 'failed') {
-      return { status: 'failed', processorChargeId: row.id, failureCode: row.failureCode ?? 'card_declined', failureMessage: row.failureMessage ?? 'Declined.' };
+      return {
+        status: 'failed',
+        processorChargeId: row.id,
+        failureCode: row.failureCode ?? 'card_declined',
+        failureMessage: row.failureMessage ?? 'Declined.',
+      };
     }
     return { status: row.status, processorChargeId: row.id };
   }
@@ -116,13 +146,19 @@ export class SandboxProcessor implements PaymentProcessor {
       await em.nativeUpdate(
         SandboxProcessorCharge,
         { id: row.id, status: 'pending' },
-        fails ? { status: 'failed', failureCode: method.code, failureMessage: method.message } : { status: 'succeeded' },
+        fails
+          ? { status: 'failed', failureCode: method.code, failureMessage: method.message }
+          : { status: 'succeeded' },
       );
       return this.settlement(processorChargeId);
     }
     return row.status === 'succeeded'
       ? { status: 'succeeded' }
-      : { status: 'failed', failureCode: row.failureCode ?? 'debit_failed', failureMessage: row.failureMessage ?? 'The charge failed.' };
+      : {
+          status: 'failed',
+          failureCode: row.failureCode ?? 'debit_failed',
+          failureMessage: row.failureMessage ?? 'The charge failed.',
+        };
   }
 
   /**
@@ -135,19 +171,36 @@ export class SandboxProcessor implements PaymentProcessor {
     const row = await this.em().transactional(async (tx) => {
       const existing = await tx.findOne(SandboxProcessorRefund, { idempotencyKey: request.idempotencyKey });
       if (existing) return existing;
-      const charge = await tx.findOne(SandboxProcessorCharge, { id: request.processorChargeId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const charge = await tx.findOne(
+        SandboxProcessorCharge,
+        { id: request.processorChargeId },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
       let failure: { code: string; message: string } | undefined;
       if (!charge || charge.status !== 'succeeded') {
-        failure = { code: 'charge_not_refundable', message: `Sandbox charge ${request.processorChargeId} does not exist or has not succeeded.` };
+        failure = {
+          code: 'charge_not_refundable',
+          message: `Sandbox charge ${request.processorChargeId} does not exist or has not succeeded.`,
+        };
       } else if (charge.currency !== request.currency) {
-        failure = { code: 'currency_mismatch', message: `The charge is in ${charge.currency}, not ${request.currency}.` };
+        failure = {
+          code: 'currency_mismatch',
+          message: `The charge is in ${charge.currency}, not ${request.currency}.`,
+        };
       } else if (!Number.isInteger(request.amount) || request.amount <= 0) {
         failure = { code: 'invalid_amount', message: 'A refund must be a positive amount.' };
       } else {
-        const earlier = await tx.find(SandboxProcessorRefund, { chargeId: charge.id, status: 'succeeded' }, { fields: ['amount'] });
+        const earlier = await tx.find(
+          SandboxProcessorRefund,
+          { chargeId: charge.id, status: 'succeeded' },
+          { fields: ['amount'] },
+        );
         const remaining = charge.amount - earlier.reduce((sum, refund) => sum + refund.amount, 0);
         if (request.amount > remaining) {
-          failure = { code: 'amount_too_large', message: `Refund of ${request.amount} exceeds the ${remaining} left to refund on the charge.` };
+          failure = {
+            code: 'amount_too_large',
+            message: `Refund of ${request.amount} exceeds the ${remaining} left to refund on the charge.`,
+          };
         }
       }
       await tx
@@ -168,12 +221,21 @@ export class SandboxProcessor implements PaymentProcessor {
         .execute();
       return tx.findOneOrFail(SandboxProcessorRefund, { idempotencyKey: request.idempotencyKey });
     });
-    if (row.chargeId !== request.processorChargeId || row.amount !== request.amount || row.currency !== request.currency) {
+    if (
+      row.chargeId !== request.processorChargeId ||
+      row.amount !== request.amount ||
+      row.currency !== request.currency
+    ) {
       throw new IdempotencyKeyReuseError(request.idempotencyKey);
     }
     return row.status === 'succeeded'
       ? { status: 'succeeded', processorRefundId: row.id }
-      : { status: 'failed', processorRefundId: row.id, failureCode: row.failureCode ?? 'refund_failed', failureMessage: row.failureMessage ?? 'The refund failed.' };
+      : {
+          status: 'failed',
+          processorRefundId: row.id,
+          failureCode: row.failureCode ?? 'refund_failed',
+          failureMessage: row.failureMessage ?? 'The refund failed.',
+        };
   }
 
   /** The sandbox keeps no customers of its own: payment methods live on the engine's customer. */

@@ -8,8 +8,8 @@
  * keeps keys for 24 hours; retries of one attempt must end well within that.
  */
 import Stripe from 'stripe';
+
 import {
-  ProcessorSignatureError,
   type CheckoutRequest,
   type PaymentProcessor,
   type ProcessorChargeRequest,
@@ -19,6 +19,7 @@ import {
   type ProcessorRefundRequest,
   type ProcessorRefundResult,
   type ProcessorSettlement,
+  ProcessorSignatureError,
 } from './types.ts';
 
 export interface StripeProcessorOptions {
@@ -37,7 +38,8 @@ const stripeScale: Record<string, number> = { ISK: 100, MGA: 0.01 };
 
 export function toStripeAmount(amount: number, currency: string): number {
   const scaled = amount * (stripeScale[currency.toUpperCase()] ?? 1);
-  if (!Number.isInteger(scaled)) throw new RangeError(`${amount} ${currency} has no exact amount in Stripe's minor unit.`);
+  if (!Number.isInteger(scaled))
+    throw new RangeError(`${amount} ${currency} has no exact amount in Stripe's minor unit.`);
   return scaled;
 }
 
@@ -48,7 +50,8 @@ export function fromStripeAmount(amount: number, currency: string): number {
 /** Stripe's `reason` takes only these; any other text goes to the refund's metadata. */
 const stripeRefundReasons = new Set(['duplicate', 'fraudulent', 'requested_by_customer']);
 
-const idOf = (value: string | { id: string } | null | undefined): string | null => (typeof value === 'string' ? value : (value?.id ?? null));
+const idOf = (value: string | { id: string } | null | undefined): string | null =>
+  typeof value === 'string' ? value : (value?.id ?? null);
 
 export class StripeProcessor implements PaymentProcessor {
   readonly name = 'stripe' as const;
@@ -58,7 +61,11 @@ export class StripeProcessor implements PaymentProcessor {
   constructor(options: StripeProcessorOptions) {
     const base = options.apiBase ? new URL(options.apiBase) : undefined;
     this.stripe = new Stripe(options.secretKey, {
-      ...(base && { host: base.hostname, port: base.port || (base.protocol === 'http:' ? 80 : 443), protocol: base.protocol === 'http:' ? 'http' : 'https' }),
+      ...(base && {
+        host: base.hostname,
+        port: base.port || (base.protocol === 'http:' ? 80 : 443),
+        protocol: base.protocol === 'http:' ? 'http' : 'https',
+      }),
       appInfo: { name: 'billing-engine' },
     });
     this.webhookSecret = options.webhookSecret;
@@ -114,13 +121,21 @@ export class StripeProcessor implements PaymentProcessor {
           payment_intent: request.processorChargeId,
           amount: toStripeAmount(request.amount, request.currency),
           reason,
-          metadata: request.metadata || (request.reason && !reason) ? { ...request.metadata, ...(request.reason && !reason && { reason: request.reason }) } : undefined,
+          metadata:
+            request.metadata || (request.reason && !reason)
+              ? { ...request.metadata, ...(request.reason && !reason && { reason: request.reason }) }
+              : undefined,
         },
         { idempotencyKey: request.idempotencyKey },
       );
       if (refund.status === 'succeeded') return { status: 'succeeded', processorRefundId: refund.id };
       if (refund.status === 'failed' || refund.status === 'canceled') {
-        return { status: 'failed', processorRefundId: refund.id, failureCode: refund.failure_reason ?? refund.status, failureMessage: `Stripe reports the refund as ${refund.status}.` };
+        return {
+          status: 'failed',
+          processorRefundId: refund.id,
+          failureCode: refund.failure_reason ?? refund.status,
+          failureMessage: `Stripe reports the refund as ${refund.status}.`,
+        };
       }
       return { status: 'pending', processorRefundId: refund.id }; // pending, requires_action
     } catch (error) {
@@ -140,11 +155,24 @@ export class StripeProcessor implements PaymentProcessor {
   async upsertCustomer(request: ProcessorCustomerRequest): Promise<string> {
     const key = request.idempotencyKey;
     const metadata = { billing_customer_id: request.customerId };
-    const found = await this.stripe.customers.search({ query: `metadata['billing_customer_id']:'${request.customerId.replace(/'/g, "\\'")}'`, limit: 1 });
+    const found = await this.stripe.customers.search({
+      query: `metadata['billing_customer_id']:'${request.customerId.replace(/'/g, "\\'")}'`,
+      limit: 1,
+    });
     const customerId =
-      found.data[0]?.id ?? (await this.stripe.customers.create({ email: request.email, name: request.name ?? undefined, metadata }, { idempotencyKey: `${key}:create` })).id;
+      found.data[0]?.id ??
+      (
+        await this.stripe.customers.create(
+          { email: request.email, name: request.name ?? undefined, metadata },
+          { idempotencyKey: `${key}:create` },
+        )
+      ).id;
     if (request.paymentMethod) {
-      await this.stripe.paymentMethods.attach(request.paymentMethod, { customer: customerId }, { idempotencyKey: `${key}:attach` });
+      await this.stripe.paymentMethods.attach(
+        request.paymentMethod,
+        { customer: customerId },
+        { idempotencyKey: `${key}:attach` },
+      );
     }
     await this.stripe.customers.update(
       customerId,
@@ -179,17 +207,34 @@ export class StripeProcessor implements PaymentProcessor {
             {
               ...common,
               mode: 'payment',
-              line_items: [{ quantity: 1, price_data: { currency: common.currency, unit_amount: toStripeAmount(request.amount, request.currency), product_data: { name: request.description } } }],
+              line_items: [
+                {
+                  quantity: 1,
+                  price_data: {
+                    currency: common.currency,
+                    unit_amount: toStripeAmount(request.amount, request.currency),
+                    product_data: { name: request.description },
+                  },
+                },
+              ],
               // The PaymentIntent gets the metadata too, so its payment_intent.* webhooks can be matched;
               // the card is kept for the renewals that follow, which need a Stripe customer to hold it.
-              payment_intent_data: { metadata: request.metadata, description: request.description, setup_future_usage: 'off_session' },
+              payment_intent_data: {
+                metadata: request.metadata,
+                description: request.description,
+                setup_future_usage: 'off_session',
+              },
               ...(!request.processorCustomerId && { customer_creation: 'always' as const }),
             },
             { idempotencyKey: request.idempotencyKey },
           )
         : await this.stripe.checkout.sessions.create(
             // Setup mode takes no amount; `currency` picks which payment methods are offered.
-            { ...common, mode: 'setup', setup_intent_data: { metadata: request.metadata, description: request.description } },
+            {
+              ...common,
+              mode: 'setup',
+              setup_intent_data: { metadata: request.metadata, description: request.description },
+            },
             { idempotencyKey: request.idempotencyKey },
           );
     if (!session.url) throw new Error(`Stripe returned Checkout Session ${session.id} without a url.`);
@@ -197,21 +242,33 @@ export class StripeProcessor implements PaymentProcessor {
   }
 
   parseWebhook(rawBody: string, headers: Record<string, string | undefined>): ProcessorEvent {
-    const signature = headers['stripe-signature'] ?? Object.entries(headers).find(([name]) => name.toLowerCase() === 'stripe-signature')?.[1];
+    const signature =
+      headers['stripe-signature'] ??
+      Object.entries(headers).find(([name]) => name.toLowerCase() === 'stripe-signature')?.[1];
     if (!signature) throw new ProcessorSignatureError('Missing Stripe-Signature header.');
     let event: Stripe.Event;
     try {
       // Checks the HMAC over the raw bytes and that the timestamp is within 5 minutes (replays).
       event = this.stripe.webhooks.constructEvent(rawBody, signature, this.webhookSecret);
     } catch (error) {
-      if (error instanceof Stripe.errors.StripeSignatureVerificationError) throw new ProcessorSignatureError(error.message);
+      if (error instanceof Stripe.errors.StripeSignatureVerificationError)
+        throw new ProcessorSignatureError(error.message);
       throw error;
     }
     switch (event.type) {
       case 'payment_intent.succeeded':
-        return { type: 'charge.succeeded', processorChargeId: event.data.object.id, metadata: event.data.object.metadata };
+        return {
+          type: 'charge.succeeded',
+          processorChargeId: event.data.object.id,
+          metadata: event.data.object.metadata,
+        };
       case 'payment_intent.payment_failed':
-        return { type: 'charge.failed', processorChargeId: event.data.object.id, ...intentFailure(event.data.object), metadata: event.data.object.metadata };
+        return {
+          type: 'charge.failed',
+          processorChargeId: event.data.object.id,
+          ...intentFailure(event.data.object),
+          metadata: event.data.object.metadata,
+        };
       // refund.created rather than charge.refunded: it names the refund (charge.refunded no longer
       // lists refunds since API version 2022-11-15) and fires once per refund, dashboard ones too.
       case 'refund.created': {
@@ -240,7 +297,8 @@ export class StripeProcessor implements PaymentProcessor {
         const session = event.data.object;
         // Webhook objects are never expanded: the payment method is known only if the session
         // carries an expanded intent; otherwise the engine asks Stripe for the intent.
-        const expanded = (value: string | Stripe.PaymentIntent | Stripe.SetupIntent | null) => (value && typeof value === 'object' ? value : null);
+        const expanded = (value: string | Stripe.PaymentIntent | Stripe.SetupIntent | null) =>
+          value && typeof value === 'object' ? value : null;
         const intent = expanded(session.payment_intent) ?? expanded(session.setup_intent);
         return {
           type: 'checkout.completed',
@@ -251,7 +309,10 @@ export class StripeProcessor implements PaymentProcessor {
           processorCustomerId: idOf(session.customer),
           metadata: session.metadata ?? {},
           paymentStatus: session.payment_status ?? null,
-          amount: session.amount_total !== null && session.currency ? fromStripeAmount(session.amount_total, session.currency) : null,
+          amount:
+            session.amount_total !== null && session.currency
+              ? fromStripeAmount(session.amount_total, session.currency)
+              : null,
           currency: session.currency ? session.currency.toUpperCase() : null,
         };
       }
@@ -265,7 +326,10 @@ export class StripeProcessor implements PaymentProcessor {
 function intentFailure(intent: Stripe.PaymentIntent): { failureCode: string; failureMessage: string } {
   const error = intent.last_payment_error;
   if (intent.status === 'requires_action') {
-    return { failureCode: 'authentication_required', failureMessage: 'The payment needs the customer to authenticate it (3-D Secure).' };
+    return {
+      failureCode: 'authentication_required',
+      failureMessage: 'The payment needs the customer to authenticate it (3-D Secure).',
+    };
   }
   return {
     failureCode: error?.decline_code ?? error?.code ?? (intent.status === 'canceled' ? 'canceled' : 'payment_failed'),

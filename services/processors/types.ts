@@ -19,7 +19,10 @@ export type ProcessorChargeResult =
   | { status: 'pending'; processorChargeId: string }
   | { status: 'failed'; processorChargeId: string; failureCode: string; failureMessage: string };
 
-export type ProcessorSettlement = { status: 'succeeded' } | { status: 'failed'; failureCode: string; failureMessage: string } | { status: 'pending' };
+export type ProcessorSettlement =
+  | { status: 'succeeded' }
+  | { status: 'failed'; failureCode: string; failureMessage: string }
+  | { status: 'pending' };
 
 export interface ProcessorRefundRequest {
   idempotencyKey: string;
@@ -58,9 +61,29 @@ export interface CheckoutRequest {
 
 /** A processor webhook turned into what the engine acts on. */
 export type ProcessorEvent =
-  | { type: 'charge.succeeded' | 'charge.failed'; processorChargeId: string; failureCode?: string; failureMessage?: string; metadata: Record<string, string> }
-  | { type: 'refund.created'; processorChargeId: string; processorRefundId: string; amount: number; currency: string; metadata: Record<string, string> }
-  | { type: 'dispute.created'; processorChargeId: string; processorDisputeId: string; amount: number; currency: string; reason: string }
+  | {
+      type: 'charge.succeeded' | 'charge.failed';
+      processorChargeId: string;
+      failureCode?: string;
+      failureMessage?: string;
+      metadata: Record<string, string>;
+    }
+  | {
+      type: 'refund.created';
+      processorChargeId: string;
+      processorRefundId: string;
+      amount: number;
+      currency: string;
+      metadata: Record<string, string>;
+    }
+  | {
+      type: 'dispute.created';
+      processorChargeId: string;
+      processorDisputeId: string;
+      amount: number;
+      currency: string;
+      reason: string;
+    }
   | {
       type: 'checkout.completed';
       checkoutId: string;

@@ -12,9 +12,10 @@
  * An account without active alerts costs nothing after the first look (cached for a few seconds).
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
+
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { serializeAlertTriggered, type BillingAlertRow } from '../../objects/billing-alert.ts';
+import { type BillingAlertRow, serializeAlertTriggered } from '../../objects/billing-alert.ts';
 import { recordEvent } from '../events.ts';
 import { usageStoreFor } from './postgres-store.ts';
 import type { Aggregation } from './store.ts';
@@ -35,24 +36,46 @@ export async function createAlert(
   input: { title: string; gte: number; meterId: string; customerId: string | null },
 ): Promise<BillingAlertRow> {
   const pool = usageStoreFor(orm).pool;
-  const meter = await pool.query(`select 1 from meters where id = $1 and account_id = $2 and livemode = $3`, [input.meterId, scope.accountId, scope.livemode]);
-  if (meter.rowCount === 0) throw new ApiError('invalid_request', `usage_threshold.meter: no such meter in this mode (${input.meterId}).`);
+  const meter = await pool.query(`select 1 from meters where id = $1 and account_id = $2 and livemode = $3`, [
+    input.meterId,
+    scope.accountId,
+    scope.livemode,
+  ]);
+  if (meter.rowCount === 0)
+    throw new ApiError('invalid_request', `usage_threshold.meter: no such meter in this mode (${input.meterId}).`);
   if (input.customerId) {
-    const customer = await pool.query(`select 1 from customers where id = $1 and account_id = $2 and livemode = $3`, [input.customerId, scope.accountId, scope.livemode]);
-    if (customer.rowCount === 0) throw new ApiError('invalid_request', `filter.customer: no such customer in this mode (${input.customerId}).`);
+    const customer = await pool.query(`select 1 from customers where id = $1 and account_id = $2 and livemode = $3`, [
+      input.customerId,
+      scope.accountId,
+      scope.livemode,
+    ]);
+    if (customer.rowCount === 0)
+      throw new ApiError('invalid_request', `filter.customer: no such customer in this mode (${input.customerId}).`);
   }
   const now = new Date();
   const { rows } = await pool.query(
     `insert into billing_alerts (id, account_id, livemode, title, meter_id, gte, customer_id, status, created_at, updated_at)
      values ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8) returning ${columns}`,
-    [newId('billingAlert'), scope.accountId, scope.livemode, input.title, input.meterId, input.gte, input.customerId, now],
+    [
+      newId('billingAlert'),
+      scope.accountId,
+      scope.livemode,
+      input.title,
+      input.meterId,
+      input.gte,
+      input.customerId,
+      now,
+    ],
   );
   hasAlertsCache.delete(cacheKey(scope));
   return rows[0] as BillingAlertRow;
 }
 
 export async function findAlert(orm: MikroORM, scope: Scope, id: string): Promise<BillingAlertRow> {
-  const { rows } = await usageStoreFor(orm).pool.query(`select ${columns} from billing_alerts where id = $1 and account_id = $2 and livemode = $3`, [id, scope.accountId, scope.livemode]);
+  const { rows } = await usageStoreFor(orm).pool.query(
+    `select ${columns} from billing_alerts where id = $1 and account_id = $2 and livemode = $3`,
+    [id, scope.accountId, scope.livemode],
+  );
   if (!rows[0]) throw new ApiError('not_found', 'No such billing alert.');
   return rows[0] as BillingAlertRow;
 }
@@ -61,7 +84,12 @@ export async function findAlert(orm: MikroORM, scope: Scope, id: string): Promis
 export async function listAlerts(
   orm: MikroORM,
   scope: Scope,
-  q: { limit: number; startingAfter?: string | undefined; endingBefore?: string | undefined; meterId?: string | undefined },
+  q: {
+    limit: number;
+    startingAfter?: string | undefined;
+    endingBefore?: string | undefined;
+    meterId?: string | undefined;
+  },
 ): Promise<{ page: BillingAlertRow[]; hasMore: boolean }> {
   const params: unknown[] = [scope.accountId, scope.livemode, q.limit + 1];
   let where = `account_id = $1 and livemode = $2 and status <> 'archived'`;
@@ -69,7 +97,10 @@ export async function listAlerts(
   if (q.startingAfter) where += ` and id < $${params.push(q.startingAfter)}`;
   if (q.endingBefore) where += ` and id > $${params.push(q.endingBefore)}`;
   const order = q.endingBefore ? 'asc' : 'desc';
-  const { rows } = await usageStoreFor(orm).pool.query(`select ${columns} from billing_alerts where ${where} order by id ${order} limit $3`, params);
+  const { rows } = await usageStoreFor(orm).pool.query(
+    `select ${columns} from billing_alerts where ${where} order by id ${order} limit $3`,
+    params,
+  );
   const hasMore = rows.length > q.limit;
   const page = (rows as BillingAlertRow[]).slice(0, q.limit);
   if (q.endingBefore) page.reverse();
@@ -77,9 +108,15 @@ export async function listAlerts(
 }
 
 /** activate / deactivate / archive. An archived alert stays archived (409); the same status again is a no-op. */
-export async function setAlertStatus(orm: MikroORM, scope: Scope, id: string, status: 'active' | 'inactive' | 'archived'): Promise<BillingAlertRow> {
+export async function setAlertStatus(
+  orm: MikroORM,
+  scope: Scope,
+  id: string,
+  status: 'active' | 'inactive' | 'archived',
+): Promise<BillingAlertRow> {
   const current = await findAlert(orm, scope, id);
-  if (current.status === 'archived' && status !== 'archived') throw new ApiError('conflict', 'This alert is archived: it can no longer be activated or deactivated.');
+  if (current.status === 'archived' && status !== 'archived')
+    throw new ApiError('conflict', 'This alert is archived: it can no longer be activated or deactivated.');
   const { rows } = await usageStoreFor(orm).pool.query(
     `update billing_alerts set status = $4, updated_at = case when status = $4 then updated_at else now() end
      where id = $1 and account_id = $2 and livemode = $3 and (status <> 'archived' or $4 = 'archived') returning ${columns}`,
@@ -92,7 +129,10 @@ export async function setAlertStatus(orm: MikroORM, scope: Scope, id: string, st
 
 /** The first instant of the UTC month of `at`, and of the next one. */
 export function monthWindow(at: Date): { start: Date; end: Date } {
-  return { start: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1)), end: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1)) };
+  return {
+    start: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1)),
+    end: new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1)),
+  };
 }
 
 /** value ≥ gte for an exact decimal value and an integer gte (floor(value) ≥ gte), without float rounding. */
@@ -103,20 +143,33 @@ export function reaches(value: string, gte: number): boolean {
   return floor >= BigInt(gte);
 }
 
-type Candidate = BillingAlertRow & { pairCustomer: string; aggregation: Aggregation; valueProperty: string; eventName: string; customerNow: Date };
+type Candidate = BillingAlertRow & {
+  pairCustomer: string;
+  aggregation: Aggregation;
+  valueProperty: string;
+  eventName: string;
+  customerNow: Date;
+};
 
 /**
  * After a committed batch: fires the alerts its (customer, meter) pairs reached. Returns how many fired.
  * A failure here never fails the batch (its events are committed): the caller logs it, and the
  * customer's next batch checks again.
  */
-export async function checkUsageAlerts(orm: MikroORM, scope: Scope, pairs: { customerId: string; meterId: string }[]): Promise<number> {
+export async function checkUsageAlerts(
+  orm: MikroORM,
+  scope: Scope,
+  pairs: { customerId: string; meterId: string }[],
+): Promise<number> {
   if (pairs.length === 0) return 0;
   const key = cacheKey(scope);
   const cached = hasAlertsCache.get(key);
   const store = usageStoreFor(orm);
   if (!cached || Date.now() - cached.at > alertCacheMs) {
-    const { rowCount } = await store.pool.query(`select 1 from billing_alerts where account_id = $1 and livemode = $2 and status = 'active' limit 1`, [scope.accountId, scope.livemode]);
+    const { rowCount } = await store.pool.query(
+      `select 1 from billing_alerts where account_id = $1 and livemode = $2 and status = 'active' limit 1`,
+      [scope.accountId, scope.livemode],
+    );
     hasAlertsCache.set(key, { has: (rowCount ?? 0) > 0, at: Date.now() });
     if (!rowCount) return 0;
   } else if (!cached.has) return 0;
@@ -141,21 +194,36 @@ export async function checkUsageAlerts(orm: MikroORM, scope: Scope, pairs: { cus
     const [aggregate] = await store.aggregate({
       ...scope,
       customerId: candidate.pairCustomer,
-      meter: { id: candidate.meterId, eventName: candidate.eventName, aggregation: candidate.aggregation, valueProperty: candidate.valueProperty },
+      meter: {
+        id: candidate.meterId,
+        eventName: candidate.eventName,
+        aggregation: candidate.aggregation,
+        valueProperty: candidate.valueProperty,
+      },
       ...window,
     });
     const value = aggregate?.value ?? '0';
     if (!reaches(value, candidate.gte)) continue;
     const now = new Date();
     const inserted = await orm.em.fork().transactional(async (tx) => {
-      const exec = <T extends object[]>(sql: string, params: unknown[]) => tx.getConnection().execute<T>(sql, params, 'all', tx.getTransactionContext());
+      const exec = <T extends object[]>(sql: string, params: unknown[]) =>
+        tx.getConnection().execute<T>(sql, params, 'all', tx.getTransactionContext());
       const claimed = await exec<{ alert_id: string }[]>(
         `insert into billing_alert_triggers (alert_id, customer_id, account_id, livemode, value, triggered_at) values (?, ?, ?, ?, ?, ?) on conflict do nothing returning alert_id`,
         [candidate.id, candidate.pairCustomer, scope.accountId, scope.livemode, value, now],
       );
       if (claimed.length === 0) return false;
-      const event = await recordEvent(tx, { ...scope, type: 'billing.alert.triggered', object: serializeAlertTriggered(candidate, candidate.pairCustomer, value, now), transactionId: null });
-      await exec<object[]>(`update billing_alert_triggers set event_id = ? where alert_id = ? and customer_id = ?`, [event.id, candidate.id, candidate.pairCustomer]);
+      const event = await recordEvent(tx, {
+        ...scope,
+        type: 'billing.alert.triggered',
+        object: serializeAlertTriggered(candidate, candidate.pairCustomer, value, now),
+        transactionId: null,
+      });
+      await exec<object[]>(`update billing_alert_triggers set event_id = ? where alert_id = ? and customer_id = ?`, [
+        event.id,
+        candidate.id,
+        candidate.pairCustomer,
+      ]);
       return true;
     });
     if (inserted) fired++;

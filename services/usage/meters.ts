@@ -5,6 +5,7 @@
  */
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+
 import { Meter, type MeterAggregation } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
@@ -24,11 +25,20 @@ export interface MeterInput {
 
 /** What the usage store needs of a meter. */
 export function meterRef(meter: Meter): MeterRef {
-  return { id: meter.id, eventName: meter.eventName, aggregation: meter.aggregation, valueProperty: meter.valueProperty, groupBy: meter.groupBy };
+  return {
+    id: meter.id,
+    eventName: meter.eventName,
+    aggregation: meter.aggregation,
+    valueProperty: meter.valueProperty,
+    groupBy: meter.groupBy,
+  };
 }
 
 function eventNameTaken(eventName: string): ApiError {
-  return new ApiError('conflict', `event_name: an active meter already counts "${eventName}"; deactivate it first, or choose another event_name.`);
+  return new ApiError(
+    'conflict',
+    `event_name: an active meter already counts "${eventName}"; deactivate it first, or choose another event_name.`,
+  );
 }
 
 export async function createMeter(em: EntityManager, scope: Scope, input: MeterInput): Promise<Meter> {
@@ -36,7 +46,10 @@ export async function createMeter(em: EntityManager, scope: Scope, input: MeterI
   if (new Set(groupBy).size !== groupBy.length) throw new ApiError('invalid_request', 'group_by: each property once.');
   const valueProperty = input.value_property ?? 'value';
   if (groupBy.includes(valueProperty) && input.aggregation !== 'count')
-    throw new ApiError('invalid_request', `group_by: "${valueProperty}" is the value_property; a meter groups by dimension properties, not by its value.`);
+    throw new ApiError(
+      'invalid_request',
+      `group_by: "${valueProperty}" is the value_property; a meter groups by dimension properties, not by its value.`,
+    );
   const now = new Date();
   const meter = em.create(Meter, {
     id: newId('meter'),
@@ -53,7 +66,12 @@ export async function createMeter(em: EntityManager, scope: Scope, input: MeterI
   try {
     await em.transactional(async (tx) => {
       await tx.flush();
-      await recordEvent(tx, { ...scope, type: 'billing.meter.created', object: serializeMeter(meter), transactionId: null });
+      await recordEvent(tx, {
+        ...scope,
+        type: 'billing.meter.created',
+        object: serializeMeter(meter),
+        transactionId: null,
+      });
     });
   } catch (error) {
     if (error instanceof UniqueConstraintViolationException) throw eventNameTaken(input.event_name);
@@ -75,32 +93,57 @@ export async function findOwnMeter(em: EntityManager, scope: Scope, id: string):
 export async function renameMeter(em: EntityManager, scope: Scope, id: string, displayName: string): Promise<Meter> {
   await findOwnMeter(em.fork(), scope, id);
   return em.transactional(async (tx) => {
-    const meter = await tx.findOneOrFail(Meter, { id, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const meter = await tx.findOneOrFail(
+      Meter,
+      { id, ...scope },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+    );
     if (meter.displayName === displayName) return meter;
     const before = meter.displayName;
     meter.displayName = displayName;
     meter.updatedAt = new Date();
     await tx.flush();
-    await recordEvent(tx, { ...scope, type: 'billing.meter.updated', object: serializeMeter(meter), transactionId: null, previousAttributes: { display_name: before } });
+    await recordEvent(tx, {
+      ...scope,
+      type: 'billing.meter.updated',
+      object: serializeMeter(meter),
+      transactionId: null,
+      previousAttributes: { display_name: before },
+    });
     return meter;
   });
 }
 
 /** Deactivates or reactivates a meter; a no-op (no event) when it already is. */
-export async function setMeterStatus(em: EntityManager, scope: Scope, id: string, status: 'active' | 'inactive'): Promise<Meter> {
+export async function setMeterStatus(
+  em: EntityManager,
+  scope: Scope,
+  id: string,
+  status: 'active' | 'inactive',
+): Promise<Meter> {
   await findOwnMeter(em.fork(), scope, id);
   try {
     return await em.transactional(async (tx) => {
-      const meter = await tx.findOneOrFail(Meter, { id, ...scope }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      const meter = await tx.findOneOrFail(
+        Meter,
+        { id, ...scope },
+        { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+      );
       if (meter.status === status) return meter;
       meter.status = status;
       meter.updatedAt = new Date();
       await tx.flush();
-      await recordEvent(tx, { ...scope, type: status === 'active' ? 'billing.meter.reactivated' : 'billing.meter.deactivated', object: serializeMeter(meter), transactionId: null });
+      await recordEvent(tx, {
+        ...scope,
+        type: status === 'active' ? 'billing.meter.reactivated' : 'billing.meter.deactivated',
+        object: serializeMeter(meter),
+        transactionId: null,
+      });
       return meter;
     });
   } catch (error) {
-    if (error instanceof UniqueConstraintViolationException) throw eventNameTaken((await findOwnMeter(em.fork(), scope, id)).eventName);
+    if (error instanceof UniqueConstraintViolationException)
+      throw eventNameTaken((await findOwnMeter(em.fork(), scope, id)).eventName);
     throw error;
   }
 }

@@ -17,12 +17,14 @@ export function usageRetentionDays(env: NodeJS.ProcessEnv = process.env): number
   const raw = env.USAGE_RETENTION_DAYS;
   if (raw === undefined || raw === '') return defaultRetentionDays;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < minRetentionDays || value > 36_500) throw new Error(`USAGE_RETENTION_DAYS must be an integer from ${minRetentionDays} to 36500, not ${raw}`);
+  if (!Number.isInteger(value) || value < minRetentionDays || value > 36_500)
+    throw new Error(`USAGE_RETENTION_DAYS must be an integer from ${minRetentionDays} to 36500, not ${raw}`);
   return value;
 }
 
 const monthStart = (year: number, month: number) => new Date(Date.UTC(year, month, 1));
-const partitionName = (start: Date) => `meter_events_${start.getUTCFullYear()}_${String(start.getUTCMonth() + 1).padStart(2, '0')}`;
+const partitionName = (start: Date) =>
+  `meter_events_${start.getUTCFullYear()}_${String(start.getUTCMonth() + 1).padStart(2, '0')}`;
 
 export interface PartitionMaintenance {
   created: string[];
@@ -38,13 +40,20 @@ async function addMonth(pool: pg.Pool, start: Date, end: Date): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query('begin');
-    const { rows } = await client.query(`select 1 from meter_events_default where "timestamp" >= $1 and "timestamp" < $2 limit 1`, [start, end]);
+    const { rows } = await client.query(
+      `select 1 from meter_events_default where "timestamp" >= $1 and "timestamp" < $2 limit 1`,
+      [start, end],
+    );
     if (rows.length === 0) {
-      await client.query(`create table if not exists "${name}" partition of meter_events for values from ('${start.toISOString()}') to ('${end.toISOString()}')`);
+      await client.query(
+        `create table if not exists "${name}" partition of meter_events for values from ('${start.toISOString()}') to ('${end.toISOString()}')`,
+      );
     } else {
       // A month whose rows sit in DEFAULT: PostgreSQL refuses the new partition while they are there.
       await client.query(`alter table meter_events detach partition meter_events_default`);
-      await client.query(`create table "${name}" partition of meter_events for values from ('${start.toISOString()}') to ('${end.toISOString()}')`);
+      await client.query(
+        `create table "${name}" partition of meter_events for values from ('${start.toISOString()}') to ('${end.toISOString()}')`,
+      );
       await client.query(
         `with moved as (delete from meter_events_default where "timestamp" >= $1 and "timestamp" < $2 returning *) insert into "${name}" overriding system value select * from moved`,
         [start, end],
@@ -60,9 +69,15 @@ async function addMonth(pool: pg.Pool, start: Date, end: Date): Promise<void> {
   }
 }
 
-export async function maintainUsagePartitions(pool: pg.Pool, now: Date = new Date(), retentionDays = usageRetentionDays()): Promise<PartitionMaintenance> {
+export async function maintainUsagePartitions(
+  pool: pg.Pool,
+  now: Date = new Date(),
+  retentionDays = usageRetentionDays(),
+): Promise<PartitionMaintenance> {
   const result: PartitionMaintenance = { created: [], dropped: [], defaultRowsDeleted: 0, identifiersPruned: 0 };
-  const { rows } = await pool.query(`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'meter_events'::regclass`);
+  const { rows } = await pool.query(
+    `select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'meter_events'::regclass`,
+  );
   const existing = new Set((rows as { name: string }[]).map((r) => r.name));
   for (let offset = -1; offset <= 2; offset++) {
     const start = monthStart(now.getUTCFullYear(), now.getUTCMonth() + offset);
@@ -82,7 +97,8 @@ export async function maintainUsagePartitions(pool: pg.Pool, now: Date = new Dat
       result.dropped.push(name);
     }
   }
-  result.defaultRowsDeleted = (await pool.query(`delete from meter_events_default where "timestamp" < $1`, [cutoff])).rowCount ?? 0;
+  result.defaultRowsDeleted =
+    (await pool.query(`delete from meter_events_default where "timestamp" < $1`, [cutoff])).rowCount ?? 0;
   // Identifiers: in slices, so no run holds a long transaction; what is left goes on the next run.
   const identifierCutoff = new Date(now.getTime() - Math.max(retentionDays, minRetentionDays) * 86_400_000);
   for (let slice = 0; slice < 20; slice++) {

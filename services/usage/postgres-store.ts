@@ -1,5 +1,6 @@
-import pg from 'pg';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
+
 import { databasePoolMax } from '../../db/orm.ts';
 import type {
   CancelOutcome,
@@ -114,7 +115,15 @@ function decimalText(value: string | null): string {
 }
 
 /** The SQL of one aggregation; params: $1 account, $2 livemode, $3 customer, $4 meter, $5 start, $6 end, then the group-by properties, then the value property. */
-function aggregateQuery(meter: MeterRef, groupBy: string[], start: Date, end: Date, accountId: string, livemode: boolean, customerId: string) {
+function aggregateQuery(
+  meter: MeterRef,
+  groupBy: string[],
+  start: Date,
+  end: Date,
+  accountId: string,
+  livemode: boolean,
+  customerId: string,
+) {
   const params: unknown[] = [accountId, livemode, customerId, meter.id, start, end];
   const dims = groupBy.length
     ? `jsonb_build_object(${groupBy.map((property) => {
@@ -209,9 +218,25 @@ export class PostgresUsageStore implements UsageStore {
       if (this.watermarked.size > 200_000) this.watermarked.clear();
       for (const id of ids) this.watermarked.add(id);
     }
-    const result = await this.pool.query(ingestSql, [q.accountId, q.livemode, idx, names, customers, timestamps, identifiers, payloads]);
+    const result = await this.pool.query(ingestSql, [
+      q.accountId,
+      q.livemode,
+      idx,
+      names,
+      customers,
+      timestamps,
+      identifiers,
+      payloads,
+    ]);
     const outcomes = new Array<IngestOutcome>(n);
-    for (const row of result.rows as { idx: number; refusal: RefusalCode | null; meter_id: string | null; ts: Date | null; received_at: Date; accepted: boolean }[]) {
+    for (const row of result.rows as {
+      idx: number;
+      refusal: RefusalCode | null;
+      meter_id: string | null;
+      ts: Date | null;
+      received_at: Date;
+      accepted: boolean;
+    }[]) {
       const identifier = identifiers[row.idx]!;
       outcomes[row.idx] = row.refusal
         ? { status: 'refused', identifier, code: row.refusal }
@@ -226,10 +251,22 @@ export class PostgresUsageStore implements UsageStore {
     return this.findWith(this.pool, q);
   }
 
-  private async findWith(db: Queryable, q: { accountId: string; livemode: boolean; identifier: string }): Promise<StoredMeterEvent | null> {
+  private async findWith(
+    db: Queryable,
+    q: { accountId: string; livemode: boolean; identifier: string },
+  ): Promise<StoredMeterEvent | null> {
     const { rows } = await db.query(storedEventSql, [q.accountId, q.livemode, q.identifier]);
     const row = rows[0] as
-      | { identifier: string; meter_id: string; event_name: string; customer_id: string; timestamp: Date; payload: Record<string, unknown>; received_at: Date; cancelled_at: Date | null }
+      | {
+          identifier: string;
+          meter_id: string;
+          event_name: string;
+          customer_id: string;
+          timestamp: Date;
+          payload: Record<string, unknown>;
+          received_at: Date;
+          cancelled_at: Date | null;
+        }
       | undefined;
     if (!row) return null;
     return {
@@ -257,7 +294,8 @@ export class PostgresUsageStore implements UsageStore {
          where w.customer_id = i.customer_id for share of w`,
         [q.accountId, q.livemode, q.identifier],
       );
-      if ((rows[0] as { invoiced: boolean } | undefined)?.invoiced) return { status: 'period_invoiced' as const, event };
+      if ((rows[0] as { invoiced: boolean } | undefined)?.invoiced)
+        return { status: 'period_invoiced' as const, event };
       const updated = await client.query(
         `update meter_events e set cancelled_at = now() from meter_event_identifiers i
          where i.account_id = $1 and i.livemode = $2 and i.identifier = $3
@@ -272,13 +310,29 @@ export class PostgresUsageStore implements UsageStore {
     });
   }
 
-  async aggregate(q: { accountId: string; livemode: boolean; customerId: string; meter: MeterRef; start: Date; end: Date; groupBy?: string[] }): Promise<UsageAggregate[]> {
+  async aggregate(q: {
+    accountId: string;
+    livemode: boolean;
+    customerId: string;
+    meter: MeterRef;
+    start: Date;
+    end: Date;
+    groupBy?: string[];
+  }): Promise<UsageAggregate[]> {
     return this.aggregateWith(this.pool, q);
   }
 
   private async aggregateWith(
     db: Queryable,
-    q: { accountId: string; livemode: boolean; customerId: string; meter: MeterRef; start: Date; end: Date; groupBy?: string[] },
+    q: {
+      accountId: string;
+      livemode: boolean;
+      customerId: string;
+      meter: MeterRef;
+      start: Date;
+      end: Date;
+      groupBy?: string[];
+    },
   ): Promise<UsageAggregate[]> {
     if (!(q.end.getTime() > q.start.getTime())) throw new RangeError('aggregate: end must be after start');
     const groupBy = q.groupBy ?? [];
@@ -320,13 +374,25 @@ export class PostgresUsageStore implements UsageStore {
          on conflict (customer_id) do update set closed_through = greatest(usage_watermarks.closed_through, excluded.closed_through), updated_at = now()`,
         [q.customerId, q.accountId, q.livemode, q.end],
       );
-      const stored = await client.query(`select result from usage_period_closings where subscription_id = $1 and period_start = $2`, [q.subscriptionId, q.start]);
-      if (stored.rows[0]) return (stored.rows[0] as { result: { meterId: string; aggregates: UsageAggregate[] }[] }).result;
+      const stored = await client.query(
+        `select result from usage_period_closings where subscription_id = $1 and period_start = $2`,
+        [q.subscriptionId, q.start],
+      );
+      if (stored.rows[0])
+        return (stored.rows[0] as { result: { meterId: string; aggregates: UsageAggregate[] }[] }).result;
       const result: { meterId: string; aggregates: UsageAggregate[] }[] = [];
       for (const { meter, groupBy } of q.meters) {
         result.push({
           meterId: meter.id,
-          aggregates: await this.aggregateWith(client, { accountId: q.accountId, livemode: q.livemode, customerId: q.customerId, meter, start: q.start, end: q.end, groupBy }),
+          aggregates: await this.aggregateWith(client, {
+            accountId: q.accountId,
+            livemode: q.livemode,
+            customerId: q.customerId,
+            meter,
+            start: q.start,
+            end: q.end,
+            groupBy,
+          }),
         });
       }
       await client.query(

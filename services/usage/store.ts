@@ -48,7 +48,12 @@ export interface MeterEventInput {
   payload: Record<string, unknown>;
 }
 
-export type RefusalCode = 'unknown_meter' | 'unknown_customer' | 'invalid_value' | 'timestamp_out_of_window' | 'period_invoiced';
+export type RefusalCode =
+  | 'unknown_meter'
+  | 'unknown_customer'
+  | 'invalid_value'
+  | 'timestamp_out_of_window'
+  | 'period_invoiced';
 
 /** What became of one event of a batch, in the batch's order. */
 export type IngestOutcome =
@@ -77,7 +82,15 @@ export interface UsageStore {
    * combination of those properties (missing property = ''), none when no event; else one row
    * (dimensions {}). Never throws for no events: every aggregation → "0".
    */
-  aggregate(q: { accountId: string; livemode: boolean; customerId: string; meter: MeterRef; start: Date; end: Date; groupBy?: string[] }): Promise<UsageAggregate[]>;
+  aggregate(q: {
+    accountId: string;
+    livemode: boolean;
+    customerId: string;
+    meter: MeterRef;
+    start: Date;
+    end: Date;
+    groupBy?: string[];
+  }): Promise<UsageAggregate[]>;
   /**
    * Aggregates in windows: [start, end) cut at every `window` boundary (UTC hour or day), one
    * list of aggregates per window (GET /v1/meters/{id}/event_summaries).

@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
+
 import AxeBuilder from '@axe-core/playwright';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
-import { startApiServer, type RunningApi } from '../../api/server.ts';
+
+import { type RunningApi, startApiServer } from '../../api/server.ts';
 import { freePort } from '../../dev/processes.ts';
 import { createLogger } from '../../logger.ts';
 import type { TestEngine } from './engine.ts';
@@ -21,7 +23,16 @@ export async function launchChromium(): Promise<Browser> {
   }
   return chromium.launch({
     executablePath: chromiumPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -32,7 +43,16 @@ export async function launchChromium(): Promise<Browser> {
 export async function servePublicApi(engine: TestEngine): Promise<{ api: RunningApi; baseUrl: string }> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const api = await startApiServer({ orm: engine.db.orm, temporal: engine.env.client, config: { ...engine.config, publicUrl: baseUrl }, logger: createLogger('silent') }, port, '127.0.0.1');
+  const api = await startApiServer(
+    {
+      orm: engine.db.orm,
+      temporal: engine.env.client,
+      config: { ...engine.config, publicUrl: baseUrl },
+      logger: createLogger('silent'),
+    },
+    port,
+    '127.0.0.1',
+  );
   return { api, baseUrl };
 }
 
@@ -58,6 +78,11 @@ export async function checkPageLayout(page: Page, prefix: string, name: string):
   }
   expect(overflow, `${name} scrolls sideways at 390 px`).toBeLessThanOrEqual(1);
   const wide = await new AxeBuilder({ page }).analyze();
-  const serious = [...narrow.violations, ...wide.violations].filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), name).toEqual([]);
+  const serious = [...narrow.violations, ...wide.violations].filter(
+    (v) => v.impact === 'serious' || v.impact === 'critical',
+  );
+  expect(
+    serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+    name,
+  ).toEqual([]);
 }

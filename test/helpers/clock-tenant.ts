@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+
 import type { TestEngine } from './engine.ts';
 
 /**

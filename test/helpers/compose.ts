@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+
 import { parse } from 'yaml';
 
 /**
@@ -36,25 +37,42 @@ export interface Interpolated<T> {
 
 const reference = /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g;
 
-function interpolateString(text: string, vars: Record<string, string | undefined>, where: string, errors: string[]): string {
-  return text.replace(reference, (_match, dollar: string | undefined, braced: string | undefined, colon: string | undefined, op: string | undefined, arg: string | undefined, bare: string | undefined) => {
-    if (dollar) return '$';
-    const name = (braced ?? bare)!;
-    const value = vars[name];
-    const missing = value === undefined || (colon === ':' && value === '');
-    switch (op) {
-      case '-':
-        return missing ? arg! : value!;
-      case '+':
-        return missing ? '' : arg!;
-      case '?':
-        if (missing) errors.push(`error while interpolating ${where}: required variable ${name} is missing a value: ${arg}`);
-        return value ?? '';
-      default:
-        // Compose warns ("The X variable is not set. Defaulting to a blank string.") and goes on.
-        return value ?? '';
-    }
-  });
+function interpolateString(
+  text: string,
+  vars: Record<string, string | undefined>,
+  where: string,
+  errors: string[],
+): string {
+  return text.replace(
+    reference,
+    (
+      _match,
+      dollar: string | undefined,
+      braced: string | undefined,
+      colon: string | undefined,
+      op: string | undefined,
+      arg: string | undefined,
+      bare: string | undefined,
+    ) => {
+      if (dollar) return '$';
+      const name = (braced ?? bare)!;
+      const value = vars[name];
+      const missing = value === undefined || (colon === ':' && value === '');
+      switch (op) {
+        case '-':
+          return missing ? arg! : value!;
+        case '+':
+          return missing ? '' : arg!;
+        case '?':
+          if (missing)
+            errors.push(`error while interpolating ${where}: required variable ${name} is missing a value: ${arg}`);
+          return value ?? '';
+        default:
+          // Compose warns ("The X variable is not set. Defaulting to a blank string.") and goes on.
+          return value ?? '';
+      }
+    },
+  );
 }
 
 /** Interpolates every string value (not the keys) of a parsed document. */
@@ -63,7 +81,10 @@ export function interpolate<T>(document: T, vars: Record<string, string | undefi
   const walk = (node: unknown, where: string): unknown => {
     if (typeof node === 'string') return interpolateString(node, vars, where, errors);
     if (Array.isArray(node)) return node.map((item, i) => walk(item, `${where}[${i}]`));
-    if (node && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, walk(value, where ? `${where}.${key}` : key)]));
+    if (node && typeof node === 'object')
+      return Object.fromEntries(
+        Object.entries(node).map(([key, value]) => [key, walk(value, where ? `${where}.${key}` : key)]),
+      );
     return node;
   };
   return { value: walk(document, '') as T, errors };
@@ -88,7 +109,10 @@ export interface ComposeFile {
 }
 
 /** docker-compose.yml as `docker compose up` sees it with these variables (the contents of `.env`). */
-export function loadCompose(vars: Record<string, string | undefined>, file = 'docker-compose.yml'): Interpolated<ComposeFile> {
+export function loadCompose(
+  vars: Record<string, string | undefined>,
+  file = 'docker-compose.yml',
+): Interpolated<ComposeFile> {
   return interpolate(parse(fs.readFileSync(file, 'utf8'), { merge: true }) as ComposeFile, vars);
 }
 
@@ -96,7 +120,8 @@ export function loadCompose(vars: Record<string, string | undefined>, file = 'do
 export function durationMs(text: string | undefined, fallback: string): number {
   const source = text ?? fallback;
   let total = 0;
-  for (const [, amount, unit] of source.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(amount) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit as 'ms' | 's' | 'm' | 'h'];
+  for (const [, amount, unit] of source.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g))
+    total += Number(amount) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit as 'ms' | 's' | 'm' | 'h'];
   if (!total && source !== '0s') throw new Error(`unreadable duration: ${source}`);
   return total;
 }

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+
 import { inject, onTestFinished } from 'vitest';
+
 import type { TestEngine } from './engine.ts';
 import { eventually } from './temporal.ts';
 
@@ -14,7 +16,14 @@ import { eventually } from './temporal.ts';
  */
 export async function startCrashingWorker(engine: TestEngine, fixture: string, env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [`test/fixtures/${fixture}`], {
-    env: { ...process.env, DATABASE_URL: engine.db.url, TEMPORAL_ADDRESS: engine.env.address, TASK_QUEUE: engine.taskQueue, WORKFLOW_BUNDLE: inject('workflowBundlePath'), ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: engine.db.url,
+      TEMPORAL_ADDRESS: engine.env.address,
+      TASK_QUEUE: engine.taskQueue,
+      WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   onTestFinished(() => {
@@ -23,6 +32,10 @@ export async function startCrashingWorker(engine: TestEngine, fixture: string, e
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  await eventually(async () => output, (o) => o.includes('ready'), 30_000);
+  await eventually(
+    async () => output,
+    (o) => o.includes('ready'),
+    30_000,
+  );
   return { child, exited, output: () => output };
 }

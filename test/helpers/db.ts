@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { inject } from 'vitest';
+
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { inject } from 'vitest';
+
 import { openOrm } from '../../db/orm.ts';
 import { ensureDatabase } from '../../dev/postgres.ts';
 

@@ -1,26 +1,33 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
+
+import { type App, createApp } from '../../api/app.ts';
+import { ensureAdmin } from '../../api/auth/bootstrap.ts';
+import { type Config, loadConfig, type ProcessorsConfig } from '../../config.ts';
+import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
+import { createCustomerLinks } from '../../domain/customer-links.ts';
+import { createSecretBox } from '../../domain/secret-box.ts';
+import { createLogger } from '../../logger.ts';
+import { localExportStorage } from '../../services/export-storage.ts';
 import { createSmtpMailer } from '../../services/mailer.ts';
 import { ensureMaintenanceWorkflow } from '../../services/maintenance.ts';
-import type { MaintenanceSettings } from '../../workflows/maintenance.ts';
-import { createSecretBox } from '../../domain/secret-box.ts';
-import { createCustomerLinks } from '../../domain/customer-links.ts';
+import { type Processors, resolveProcessors } from '../../services/processors/index.ts';
 import type { PaymentProcessor } from '../../services/processors/types.ts';
-import { resolveProcessors, type Processors } from '../../services/processors/index.ts';
-import { createApp, type App } from '../../api/app.ts';
-import { localExportStorage } from '../../services/export-storage.ts';
-import { ensureAdmin } from '../../api/auth/bootstrap.ts';
-import { loadConfig, type Config, type ProcessorsConfig } from '../../config.ts';
-import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
-import { createLogger } from '../../logger.ts';
-import { createBillingWorker, createClockWorker, installTemporalRuntime, type BillingWorkerDeps } from '../../worker.ts';
+import {
+  type BillingWorkerDeps,
+  createBillingWorker,
+  createClockWorker,
+  installTemporalRuntime,
+} from '../../worker.ts';
+import type { MaintenanceSettings } from '../../workflows/maintenance.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
-import { startSmtpCapture, type SmtpCapture } from './smtp.ts';
+import { type SmtpCapture, startSmtpCapture } from './smtp.ts';
 import { createTimeSkippingEnv } from './temporal.ts';
 
 let runtimeInstalled = false;
@@ -50,12 +57,26 @@ export interface TestEngine {
   /** The account every call acts in unless it sends its own Authorization header. */
   tenant: Tenant;
   /** Signs up an account and logs its owner in. */
-  signUp(options?: { email?: string; name?: string; password?: string; type?: 'individual' | 'business' }): Promise<Tenant>;
-  login(email: string, password: string, headers?: Record<string, string>): Promise<{ accessToken: string; refreshToken: string; sessionId: string; headers: Record<string, string> }>;
+  signUp(options?: {
+    email?: string;
+    name?: string;
+    password?: string;
+    type?: 'individual' | 'business';
+  }): Promise<Tenant>;
+  login(
+    email: string,
+    password: string,
+    headers?: Record<string, string>,
+  ): Promise<{ accessToken: string; refreshToken: string; sessionId: string; headers: Record<string, string> }>;
   /** Logs the platform admin in. */
   admin(): Promise<{ accessToken: string; headers: Record<string, string> }>;
   /** Calls the API in-process (Hono's app.request), JSON in and out, as `tenant` unless headers say otherwise. */
-  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** Starts the live queue's worker and (unless `clocks: false`) the test clock queue's (worker.ts createClockWorker). */
   startWorker(options?: { processor?: PaymentProcessor; clocks?: boolean }): Promise<Worker>;
   /** Starts the test clock queue's worker alone (after startWorker({ clocks: false })). */
@@ -97,7 +118,15 @@ export async function startTestEngine(
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const mail = await startSmtpCapture();
   const base = loadConfig({ ...options.env, NODE_ENV: 'test' });
-  const config: Config = { ...base, taskQueue, clockTaskQueue: `${taskQueue}-clocks`, smtpUrl: mail.url, mailFrom: 'Billing <billing@test.example>', processors: options.processorsConfig ?? base.processors, dataDir: mkdtempSync(path.join(tmpdir(), 'billing-data-')) };
+  const config: Config = {
+    ...base,
+    taskQueue,
+    clockTaskQueue: `${taskQueue}-clocks`,
+    smtpUrl: mail.url,
+    mailFrom: 'Billing <billing@test.example>',
+    processors: options.processorsConfig ?? base.processors,
+    dataDir: mkdtempSync(path.join(tmpdir(), 'billing-data-')),
+  };
   // Built once, like an entry point does, and shared by the API and the worker.
   const processors: Processors = resolveProcessors(options, config.processors, () => db.orm.em.fork());
   const mailer = createSmtpMailer(mail.url, config.mailFrom);
@@ -123,13 +152,23 @@ export async function startTestEngine(
       const n = ++tenantCounter;
       const email = options.email ?? `owner${n}-${randomBytes(3).toString('hex')}@example.com`;
       const password = options.password ?? testPassword;
-      const created = await engine.call('POST', '/v1/accounts', { email, name: options.name ?? `Tenant ${n}`, type: options.type ?? 'business', password }, { authorization: '' });
+      const created = await engine.call(
+        'POST',
+        '/v1/accounts',
+        { email, name: options.name ?? `Tenant ${n}`, type: options.type ?? 'business', password },
+        { authorization: '' },
+      );
       if (created.status !== 201) throw new Error(`sign-up failed: ${JSON.stringify(created.body)}`);
       const session = await engine.login(email, password);
       return { accountId: created.body.id, email, password, ...session };
     },
     async login(email, password, headers = {}) {
-      const response = await engine.call('POST', '/v1/auth/login', { email, password }, { authorization: '', ...headers });
+      const response = await engine.call(
+        'POST',
+        '/v1/auth/login',
+        { email, password },
+        { authorization: '', ...headers },
+      );
       if (response.status !== 200) throw new Error(`login failed: ${JSON.stringify(response.body)}`);
       const { access_token: accessToken, refresh_token: refreshToken, session_id: sessionId } = response.body;
       return { accessToken, refreshToken, sessionId, headers: { authorization: `Bearer ${accessToken}` } };
@@ -195,8 +234,11 @@ export async function startTestEngine(
       clockWorker = undefined;
     },
     charges: (subscriptionId) =>
-      db.orm.em.fork().find(Charge, subscriptionId ? { idempotencyKey: { $like: `${subscriptionId}:%` } } : {}, { orderBy: { createdAt: 'asc', id: 'asc' } }),
-    invoices: (subscriptionId) => db.orm.em.fork().find(Invoice, { subscriptionId }, { orderBy: { periodStart: 'asc' } }),
+      db.orm.em.fork().find(Charge, subscriptionId ? { idempotencyKey: { $like: `${subscriptionId}:%` } } : {}, {
+        orderBy: { createdAt: 'asc', id: 'asc' },
+      }),
+    invoices: (subscriptionId) =>
+      db.orm.em.fork().find(Invoice, { subscriptionId }, { orderBy: { periodStart: 'asc' } }),
     subscription: (id) => db.orm.em.fork().findOne(Subscription, { id }),
     async close() {
       // Workflows still running need no ending here: the file's test server stops with
@@ -213,7 +255,10 @@ export async function startTestEngine(
   if (options.startWorker !== false) await engine.startWorker();
   if (options.maintenance) {
     const settings = options.maintenance === true ? {} : options.maintenance;
-    await ensureMaintenanceWorkflow(env.client, taskQueue, { loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds, ...settings });
+    await ensureMaintenanceWorkflow(env.client, taskQueue, {
+      loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
+      ...settings,
+    });
   }
   return engine;
 }
@@ -224,8 +269,20 @@ export async function seedCustomerAndPlan(
   plan: { amount?: number; interval?: string; trial_period_days?: number } = {},
   paymentMethod: string | null = 'pm_card_visa',
 ): Promise<{ customerId: string; planId: string }> {
-  const customer = await engine.call('POST', '/v1/customers', { email: 'ada@example.com', name: 'Ada', ...(paymentMethod ? { payment_method: paymentMethod } : {}) });
-  const created = await engine.call('POST', '/v1/plans', { name: 'Pro', amount: 2000, currency: 'USD', interval: 'month', trial_period_days: 30, ...plan });
-  if (customer.status !== 201 || created.status !== 201) throw new Error(`seeding failed: ${JSON.stringify([customer.body, created.body])}`);
+  const customer = await engine.call('POST', '/v1/customers', {
+    email: 'ada@example.com',
+    name: 'Ada',
+    ...(paymentMethod ? { payment_method: paymentMethod } : {}),
+  });
+  const created = await engine.call('POST', '/v1/plans', {
+    name: 'Pro',
+    amount: 2000,
+    currency: 'USD',
+    interval: 'month',
+    trial_period_days: 30,
+    ...plan,
+  });
+  if (customer.status !== 201 || created.status !== 201)
+    throw new Error(`seeding failed: ${JSON.stringify([customer.body, created.body])}`);
   return { customerId: customer.body.id, planId: created.body.id };
 }

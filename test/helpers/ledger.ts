@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { expect } from 'vitest';
+
 import { Invoice, Transaction } from '../../db/entities/index.ts';
 
 /**
@@ -39,7 +40,10 @@ export async function expectLedgerInvariants(em: EntityManager, accountId: strin
 }
 
 /** Every paid invoice (with something to pay) of these invoices has exactly one succeeded payment, for amount_paid, which it names as its transaction. */
-export async function expectOnePaymentPerPaidInvoice(em: EntityManager, where: { subscriptionId?: string; accountId?: string }): Promise<number> {
+export async function expectOnePaymentPerPaidInvoice(
+  em: EntityManager,
+  where: { subscriptionId?: string; accountId?: string },
+): Promise<number> {
   const invoices = await em.find(Invoice, { ...where, status: 'paid', amountPaid: { $gt: 0 } });
   for (const invoice of invoices) {
     const payments = await em.find(Transaction, { invoiceId: invoice.id, type: 'payment', status: 'succeeded' });

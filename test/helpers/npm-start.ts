@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,7 +33,13 @@ export function npmStartSandbox(prefix: string): NpmStartSandbox {
   return {
     dataDir,
     start(extra) {
-      const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, NODE_ENV: 'development', LOG_LEVEL: 'warn', ...extra };
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        DATA_DIR: dataDir,
+        NODE_ENV: 'development',
+        LOG_LEVEL: 'warn',
+        ...extra,
+      };
       delete env.DATABASE_URL;
       delete env.TEMPORAL_ADDRESS;
       const child = spawn('npm', ['start', '--silent'], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -62,7 +68,10 @@ export function apiClient(port: number) {
   let authorization = '';
   const api = (p: string, init?: RequestInit) => fetch(`http://127.0.0.1:${port}${p}`, init);
   const call = async (method: string, p: string, body?: unknown) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      ...(authorization ? { authorization } : {}),
+    };
     const response = await api(p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     return { status: response.status, body: (await response.json()) as any };
   };
@@ -70,7 +79,11 @@ export function apiClient(port: number) {
     api,
     call,
     authorization: () => authorization,
-    healthy: async () => (await api('/health').then((r) => r.status, () => 0)) === 200,
+    healthy: async () =>
+      (await api('/health').then(
+        (r) => r.status,
+        () => 0,
+      )) === 200,
     /** Logs in and keeps the access token. */
     async signIn(email: string, password: string) {
       const login = await call('POST', '/v1/auth/login', { email, password });
@@ -81,4 +94,7 @@ export function apiClient(port: number) {
 }
 
 /** The Temporal CLI against the started server. */
-export const temporalCli = (cli: string, port: number) => (...args: string[]) => execFileSync(cli, [...args, '--address', `127.0.0.1:${port}`], { encoding: 'utf8' });
+export const temporalCli =
+  (cli: string, port: number) =>
+  (...args: string[]) =>
+    execFileSync(cli, [...args, '--address', `127.0.0.1:${port}`], { encoding: 'utf8' });

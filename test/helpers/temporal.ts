@@ -1,7 +1,9 @@
-import { TestWorkflowEnvironment } from '@temporalio/testing';
 import fs from 'node:fs';
 import path from 'node:path';
+
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { inject } from 'vitest';
+
 import { startTestServer } from '../../dev/test-server.ts';
 
 /**
@@ -32,8 +34,14 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
     fs.rmSync(pidFile, { force: true });
   };
   try {
-    const attach = (TestWorkflowEnvironment as unknown as { create(options: object): Promise<TestWorkflowEnvironment> }).create;
-    const env: TestWorkflowEnvironment = await attach.call(TestWorkflowEnvironment, { server: { type: 'existing' }, address: server.address, namespace: 'default', supportsTimeSkipping: true });
+    const attach = (TestWorkflowEnvironment as unknown as { create(options: object): Promise<TestWorkflowEnvironment> })
+      .create;
+    const env: TestWorkflowEnvironment = await attach.call(TestWorkflowEnvironment, {
+      server: { type: 'existing' },
+      address: server.address,
+      namespace: 'default',
+      supportsTimeSkipping: true,
+    });
     const teardown = env.teardown.bind(env);
     env.teardown = async () => {
       try {
@@ -50,12 +58,17 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
 }
 
 /** Polls `probe` until it returns a value that `done` accepts; for state that activities write after a timer fires. */
-export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -48,8 +48,12 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
         const matching = received.filter(filter);
         if (matching.length >= count) return matching;
         if (Date.now() > deadline) {
-          const state = receiver.diagnose ? await receiver.diagnose().catch((error: unknown) => `(diagnose failed: ${String(error)})`) : '';
-          throw new Error(`expected ${count} webhooks, got ${matching.length}: ${JSON.stringify(matching.map((m) => [m.path, m.body.slice(0, 120)]))}${state ? `\n${state}` : ''}`);
+          const state = receiver.diagnose
+            ? await receiver.diagnose().catch((error: unknown) => `(diagnose failed: ${String(error)})`)
+            : '';
+          throw new Error(
+            `expected ${count} webhooks, got ${matching.length}: ${JSON.stringify(matching.map((m) => [m.path, m.body.slice(0, 120)]))}${state ? `\n${state}` : ''}`,
+          );
         }
         await new Promise((r) => setTimeout(r, 25));
       }

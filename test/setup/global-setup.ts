@@ -13,14 +13,16 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
+
 import { migrate, openOrm } from '../../db/orm.ts';
-import { freePort, stopPid } from '../../dev/processes.ts';
+import { ensureDashboardBuilt } from '../../dev/dashboard-build.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../../dev/postgres.ts';
+import { freePort, stopPid } from '../../dev/processes.ts';
 import { MissingToolError, resolveTestServer, sdkDownloadAllowed, testServerHelp } from '../../dev/tools.ts';
 import { workflowInterceptorModules, workflowsPath } from '../../worker.ts';
-import { ensureDashboardBuilt } from '../../dev/dashboard-build.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -46,7 +48,11 @@ export default async function setup(project: TestProject) {
   const [postgres, launch, bundle] = await Promise.all([
     freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port })),
     resolveTestServer({ log }),
-    bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } as never }),
+    bundleWorkflowCode({
+      workflowsPath,
+      workflowInterceptorModules,
+      logger: { trace() {}, debug() {}, info() {}, warn: log, error: log, log() {} } as never,
+    }),
     // The dashboard the engine serves at /dashboard, rebuilt only when its sources changed (dev/dashboard-build.ts).
     ensureDashboardBuilt({ log }),
   ]);

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+
 import { api, currentMode, date, unwrap } from '../api.ts';
 import { ActionButton, ActionForm, Field, PagedTable, PageTitle } from '../ui.tsx';
 
@@ -34,7 +35,14 @@ export function ApiKeys() {
           { header: 'Created', cell: (k) => date(k.created_at) },
           {
             header: 'Actions',
-            cell: (k) => <ActionButton label="Revoke" className="danger" confirm="Revoke this key?" action={() => unwrap(api.DELETE('/v1/api_keys/{id}', { params: { path: { id: k.id } } }))} />,
+            cell: (k) => (
+              <ActionButton
+                label="Revoke"
+                className="danger"
+                confirm="Revoke this key?"
+                action={() => unwrap(api.DELETE('/v1/api_keys/{id}', { params: { path: { id: k.id } } }))}
+              />
+            ),
           },
         ]}
       />

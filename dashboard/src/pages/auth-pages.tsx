@@ -5,10 +5,11 @@
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
-import { useId, useState, type FormEvent, type ReactNode } from 'react';
+import { type FormEvent, type ReactNode, useId, useState } from 'react';
+
+import { passwordPolicyProblem } from '../../../domain/passwords.ts';
 import { api, unwrap } from '../api.ts';
 import { ErrorNote } from '../ui.tsx';
-import { passwordPolicyProblem } from '../../../domain/passwords.ts';
 
 /** The policy the API checks (domain/passwords.ts), said before typing and checked before sending. */
 const passwordHint = 'At least 8 characters, with an uppercase letter, a number and a symbol.';
@@ -17,7 +18,13 @@ function checkPassword(password: string) {
   if (problem) throw new Error(`The ${problem}.`);
 }
 
-function SignedOutForm(props: { title: string; submit: string; onSubmit: (form: FormData) => Promise<void>; children: ReactNode; footer?: ReactNode }) {
+function SignedOutForm(props: {
+  title: string;
+  submit: string;
+  onSubmit: (form: FormData) => Promise<void>;
+  children: ReactNode;
+  footer?: ReactNode;
+}) {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   async function submit(event: FormEvent<HTMLFormElement>) {
@@ -47,12 +54,27 @@ function SignedOutForm(props: { title: string; submit: string; onSubmit: (form: 
   );
 }
 
-function Input(props: { label: string; name: string; type?: string; autoComplete?: string; hint?: string; defaultValue?: string }) {
+function Input(props: {
+  label: string;
+  name: string;
+  type?: string;
+  autoComplete?: string;
+  hint?: string;
+  defaultValue?: string;
+}) {
   const id = useId();
   return (
     <div className="field">
       <label htmlFor={id}>{props.label}</label>
-      <input id={id} name={props.name} type={props.type ?? 'text'} autoComplete={props.autoComplete} required defaultValue={props.defaultValue} aria-describedby={props.hint ? `${id}-hint` : undefined} />
+      <input
+        id={id}
+        name={props.name}
+        type={props.type ?? 'text'}
+        autoComplete={props.autoComplete}
+        required
+        defaultValue={props.defaultValue}
+        aria-describedby={props.hint ? `${id}-hint` : undefined}
+      />
       {props.hint ? (
         <small id={`${id}-hint`} className="muted">
           {props.hint}
@@ -76,7 +98,12 @@ export function SignUp() {
         checkPassword(password);
         await unwrap(
           api.POST('/v1/accounts', {
-            body: { email, password, name: String(form.get('name')), type: form.get('type') === 'individual' ? 'individual' : 'business' },
+            body: {
+              email,
+              password,
+              name: String(form.get('name')),
+              type: form.get('type') === 'individual' ? 'individual' : 'business',
+            },
           }),
         );
         // The account's owner signs in at once: the dashboard opens in the sandbox.

@@ -5,21 +5,31 @@
  */
 import { useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
+
 import { call, currentMode, date, money, toMinor } from '../api.ts';
-import { couponDurations, type Coupon, type ListOf, type PromotionCode } from '../billing-types.ts';
-import { ActionButton, ActionForm, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
+import { type Coupon, couponDurations, type ListOf, type PromotionCode } from '../billing-types.ts';
 import { CustomerPicker } from '../pickers.tsx';
+import { ActionButton, ActionForm, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
 /** A coupon's terms in words: "20% off for 3 months", "$5.00 off once", "10% off forever". */
 export function couponText(coupon: Coupon): string {
-  const off = coupon.percent_off !== null ? `${coupon.percent_off}% off` : `${money(coupon.amount_off ?? 0, coupon.currency ?? 'USD')} off`;
-  const duration = coupon.duration === 'repeating' ? `for ${coupon.duration_in_months} month${coupon.duration_in_months === 1 ? '' : 's'}` : coupon.duration;
+  const off =
+    coupon.percent_off !== null
+      ? `${coupon.percent_off}% off`
+      : `${money(coupon.amount_off ?? 0, coupon.currency ?? 'USD')} off`;
+  const duration =
+    coupon.duration === 'repeating'
+      ? `for ${coupon.duration_in_months} month${coupon.duration_in_months === 1 ? '' : 's'}`
+      : coupon.duration;
   return `${off} ${duration}`;
 }
 
 /** The `coupon` field of a form: the coupons that can still be redeemed, by name and terms (the promotion code and discount forms). */
 export function CouponSelect({ id }: { id: string }) {
-  const coupons = useQuery({ queryKey: [currentMode(), 'coupons', 'all'], queryFn: () => call<ListOf<Coupon>>('GET', '/v1/coupons', { query: { limit: 100 } }) });
+  const coupons = useQuery({
+    queryKey: [currentMode(), 'coupons', 'all'],
+    queryFn: () => call<ListOf<Coupon>>('GET', '/v1/coupons', { query: { limit: 100 } }),
+  });
   return (
     <div className="field">
       <label htmlFor={id}>Coupon</label>
@@ -91,7 +101,9 @@ function CouponForm() {
           <option value="forever">Forever</option>
         </select>
       </div>
-      {duration === 'repeating' ? <Field label="Months" name="duration_in_months" type="number" required defaultValue={3} /> : null}
+      {duration === 'repeating' ? (
+        <Field label="Months" name="duration_in_months" type="number" required defaultValue={3} />
+      ) : null}
       <Field label="Max redemptions" name="max_redemptions" type="number" />
       <Field label="Redeem by" name="redeem_by" type="datetime-local" />
     </ActionForm>
@@ -115,7 +127,8 @@ function PromotionCodeForm() {
         if (v.minimum_amount) {
           const currency = (v.minimum_amount_currency || 'USD').toUpperCase();
           const minor = toMinor(v.minimum_amount, currency);
-          if (minor === null) throw new Error(`restrictions.minimum_amount: must be an amount in ${currency} like 50.00.`);
+          if (minor === null)
+            throw new Error(`restrictions.minimum_amount: must be an amount in ${currency} like 50.00.`);
           restrictions.minimum_amount = minor;
           restrictions.minimum_amount_currency = currency;
         }
@@ -152,7 +165,10 @@ export function Coupons() {
           { header: 'ID', cell: (c: Coupon) => <code>{c.id}</code> },
           { header: 'Name', cell: (c) => c.name ?? '—' },
           { header: 'Terms', cell: (c) => couponText(c) },
-          { header: 'Redeemed', cell: (c) => `${c.times_redeemed}${c.max_redemptions !== null ? ` of ${c.max_redemptions}` : ''}` },
+          {
+            header: 'Redeemed',
+            cell: (c) => `${c.times_redeemed}${c.max_redemptions !== null ? ` of ${c.max_redemptions}` : ''}`,
+          },
           { header: 'Redeem by', cell: (c) => date(c.redeem_by) },
           { header: 'Status', cell: (c) => <Status value={c.valid ? 'valid' : 'expired'} /> },
           {
@@ -174,7 +190,9 @@ export function Coupons() {
         label="Promotion codes"
         queryKey={['promotion-codes']}
         empty="No promotion codes yet."
-        fetchPage={(cursor) => call<ListOf<PromotionCode>>('GET', '/v1/promotion_codes', { query: { limit: 20, ...cursor } })}
+        fetchPage={(cursor) =>
+          call<ListOf<PromotionCode>>('GET', '/v1/promotion_codes', { query: { limit: 20, ...cursor } })
+        }
         columns={[
           { header: 'Code', cell: (p: PromotionCode) => <code>{p.code}</code> },
           { header: 'Coupon', cell: (p) => `${p.coupon.name ?? p.coupon.id}: ${couponText(p.coupon)}` },
@@ -183,22 +201,33 @@ export function Coupons() {
             cell: (p) =>
               [
                 p.restrictions.first_time_transaction ? 'first purchase only' : null,
-                p.restrictions.minimum_amount !== null ? `minimum ${money(p.restrictions.minimum_amount, p.restrictions.minimum_amount_currency ?? 'USD')}` : null,
+                p.restrictions.minimum_amount !== null
+                  ? `minimum ${money(p.restrictions.minimum_amount, p.restrictions.minimum_amount_currency ?? 'USD')}`
+                  : null,
                 p.customer ? `only ${p.customer}` : null,
                 p.expires_at ? `expires ${date(p.expires_at)}` : null,
               ]
                 .filter(Boolean)
                 .join('; ') || 'none',
           },
-          { header: 'Redeemed', cell: (p) => `${p.times_redeemed}${p.max_redemptions !== null ? ` of ${p.max_redemptions}` : ''}` },
+          {
+            header: 'Redeemed',
+            cell: (p) => `${p.times_redeemed}${p.max_redemptions !== null ? ` of ${p.max_redemptions}` : ''}`,
+          },
           { header: 'Status', cell: (p) => <Status value={p.active ? 'active' : 'inactive'} /> },
           {
             header: 'Actions',
             cell: (p) =>
               p.active ? (
-                <ActionButton label={`Deactivate ${p.code}`} action={() => call('PATCH', `/v1/promotion_codes/${p.id}`, { body: { active: false } })} />
+                <ActionButton
+                  label={`Deactivate ${p.code}`}
+                  action={() => call('PATCH', `/v1/promotion_codes/${p.id}`, { body: { active: false } })}
+                />
               ) : (
-                <ActionButton label={`Activate ${p.code}`} action={() => call('PATCH', `/v1/promotion_codes/${p.id}`, { body: { active: true } })} />
+                <ActionButton
+                  label={`Activate ${p.code}`}
+                  action={() => call('PATCH', `/v1/promotion_codes/${p.id}`, { body: { active: true } })}
+                />
               ),
           },
         ]}

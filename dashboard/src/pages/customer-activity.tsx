@@ -6,6 +6,7 @@
  */
 import { useQuery } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
+
 import { api, currentMode, date, money, unwrap } from '../api.ts';
 import { PlanName } from '../pickers.tsx';
 import { ErrorNote, PagedTable, Status } from '../ui.tsx';
@@ -18,7 +19,9 @@ export function CustomerSubscriptions({ customerId }: { customerId: string }) {
       <PagedTable
         label="Subscriptions of the customer"
         queryKey={['subscriptions', 'customer', customerId]}
-        fetchPage={(cursor) => unwrap(api.GET('/v1/subscriptions', { params: { query: { limit: 10, ...cursor, customer: customerId } } }))}
+        fetchPage={(cursor) =>
+          unwrap(api.GET('/v1/subscriptions', { params: { query: { limit: 10, ...cursor, customer: customerId } } }))
+        }
         empty="No subscriptions yet."
         columns={[
           {
@@ -30,7 +33,12 @@ export function CustomerSubscriptions({ customerId }: { customerId: string }) {
               </Link>
             ),
           },
-          { header: 'Status', cell: (s) => <Status value={s.cancel_at_period_end && s.status !== 'canceled' ? 'cancels_at_period_end' : s.status} /> },
+          {
+            header: 'Status',
+            cell: (s) => (
+              <Status value={s.cancel_at_period_end && s.status !== 'canceled' ? 'cancels_at_period_end' : s.status} />
+            ),
+          },
           { header: 'Period ends', cell: (s) => date(s.current_period_end) },
         ]}
       />
@@ -41,7 +49,8 @@ export function CustomerSubscriptions({ customerId }: { customerId: string }) {
 export function CustomerPayments({ customerId }: { customerId: string }) {
   const payments = useQuery({
     queryKey: [currentMode(), 'customer-transactions', customerId],
-    queryFn: () => unwrap(api.GET('/v1/transactions/search', { params: { query: { query: `customer:${customerId}`, limit: 20 } } })),
+    queryFn: () =>
+      unwrap(api.GET('/v1/transactions/search', { params: { query: { query: `customer:${customerId}`, limit: 20 } } })),
   });
   const rows = payments.data?.data ?? [];
   return (

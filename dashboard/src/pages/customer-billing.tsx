@@ -3,8 +3,15 @@
  * have them: a section whose fields the customer object does not carry is left out.
  */
 import { useId, useState } from 'react';
+
 import { call, date, money, toMinor } from '../api.ts';
-import { taxIdTypes, type CustomerBalanceTransaction, type Discount, type ListOf, type TaxId } from '../billing-types.ts';
+import {
+  type CustomerBalanceTransaction,
+  type Discount,
+  type ListOf,
+  type TaxId,
+  taxIdTypes,
+} from '../billing-types.ts';
 import { ActionButton, ActionForm, Field, PagedTable } from '../ui.tsx';
 import { CouponSelect, couponText } from './coupons.tsx';
 import type { CustomerView } from './customer-detail.tsx';
@@ -29,8 +36,17 @@ function TaxDetails({ customer }: { customer: Customer }) {
         const body: Record<string, unknown> = {};
         if ('tax_exempt' in customer) body.tax_exempt = v.tax_exempt;
         if ('address' in customer) {
-          const next = { country: v.country || null, state: v.state || null, postal_code: v.postal_code || null, city: v.city || null, line1: v.line1 || null, line2: v.line2 || null };
-          body.address = Object.values(next).some(Boolean) ? Object.fromEntries(Object.entries(next).filter(([, value]) => value !== null)) : null;
+          const next = {
+            country: v.country || null,
+            state: v.state || null,
+            postal_code: v.postal_code || null,
+            city: v.city || null,
+            line1: v.line1 || null,
+            line2: v.line2 || null,
+          };
+          body.address = Object.values(next).some(Boolean)
+            ? Object.fromEntries(Object.entries(next).filter(([, value]) => value !== null))
+            : null;
         }
         return call('PATCH', `/v1/customers/${customer.id}`, { body });
       }}
@@ -38,7 +54,12 @@ function TaxDetails({ customer }: { customer: Customer }) {
       {'tax_exempt' in customer ? (
         <div className="field">
           <label htmlFor={`${id}-exempt`}>Tax exempt</label>
-          <select id={`${id}-exempt`} name="tax_exempt" key={`exempt-${customer.updated_at}`} defaultValue={customer.tax_exempt ?? 'none'}>
+          <select
+            id={`${id}-exempt`}
+            name="tax_exempt"
+            key={`exempt-${customer.updated_at}`}
+            defaultValue={customer.tax_exempt ?? 'none'}
+          >
             <option value="none">None (taxed)</option>
             <option value="exempt">Exempt (no tax)</option>
             <option value="reverse">Reverse charge (no tax, the legal note)</option>
@@ -47,12 +68,39 @@ function TaxDetails({ customer }: { customer: Customer }) {
       ) : null}
       {'address' in customer ? (
         <>
-          <Field key={`country-${customer.updated_at}`} label="Country" name="country" defaultValue={address?.country ?? ''} placeholder="DE" />
-          <Field key={`state-${customer.updated_at}`} label="State" name="state" defaultValue={address?.state ?? ''} placeholder="CA" />
-          <Field key={`postal-${customer.updated_at}`} label="Postal code" name="postal_code" defaultValue={address?.postal_code ?? ''} />
+          <Field
+            key={`country-${customer.updated_at}`}
+            label="Country"
+            name="country"
+            defaultValue={address?.country ?? ''}
+            placeholder="DE"
+          />
+          <Field
+            key={`state-${customer.updated_at}`}
+            label="State"
+            name="state"
+            defaultValue={address?.state ?? ''}
+            placeholder="CA"
+          />
+          <Field
+            key={`postal-${customer.updated_at}`}
+            label="Postal code"
+            name="postal_code"
+            defaultValue={address?.postal_code ?? ''}
+          />
           <Field key={`city-${customer.updated_at}`} label="City" name="city" defaultValue={address?.city ?? ''} />
-          <Field key={`line1-${customer.updated_at}`} label="Address line 1" name="line1" defaultValue={address?.line1 ?? ''} />
-          <Field key={`line2-${customer.updated_at}`} label="Address line 2" name="line2" defaultValue={address?.line2 ?? ''} />
+          <Field
+            key={`line1-${customer.updated_at}`}
+            label="Address line 1"
+            name="line1"
+            defaultValue={address?.line1 ?? ''}
+          />
+          <Field
+            key={`line2-${customer.updated_at}`}
+            label="Address line 2"
+            name="line2"
+            defaultValue={address?.line2 ?? ''}
+          />
         </>
       ) : null}
     </ActionForm>
@@ -77,11 +125,22 @@ function TaxIds({ customer }: { customer: Customer }) {
           { header: 'Added', cell: (t) => date(t.created_at) },
           {
             header: 'Actions',
-            cell: (t) => <ActionButton label={`Delete ${t.value}`} className="danger" confirm={`Delete the tax ID ${t.value}?`} action={() => call('DELETE', `${path}/${t.id}`)} />,
+            cell: (t) => (
+              <ActionButton
+                label={`Delete ${t.value}`}
+                className="danger"
+                confirm={`Delete the tax ID ${t.value}?`}
+                action={() => call('DELETE', `${path}/${t.id}`)}
+              />
+            ),
           },
         ]}
       />
-      <ActionForm title="Add a tax ID" submit="Add tax ID" action={(v) => call('POST', path, { body: { type: v.type, value: v.value } })}>
+      <ActionForm
+        title="Add a tax ID"
+        submit="Add tax ID"
+        action={(v) => call('POST', path, { body: { type: v.type, value: v.value } })}
+      >
         <div className="field">
           <label htmlFor={`${id}-type`}>Type</label>
           <select id={`${id}-type`} name="type" defaultValue="eu_vat">
@@ -103,7 +162,15 @@ function TaxIds({ customer }: { customer: Customer }) {
  * subscription's (`/v1/subscriptions/{id}/discount`, which comes first). `known` is the discount the object carries, when it
  * carries one (undefined: the object has no such field, so the page shows what it last applied).
  */
-export function DiscountCard({ path, known, about }: { path: string; known: Discount | null | undefined; about: string }) {
+export function DiscountCard({
+  path,
+  known,
+  about,
+}: {
+  path: string;
+  known: Discount | null | undefined;
+  about: string;
+}) {
   const id = useId();
   const [by, setBy] = useState<'coupon' | 'promotion_code'>('coupon');
   const [applied, setApplied] = useState<Discount | null | undefined>(undefined);
@@ -124,7 +191,11 @@ export function DiscountCard({ path, known, about }: { path: string; known: Disc
       <ActionForm
         title="Apply a discount"
         submit="Apply discount"
-        action={(v) => call<{ discount: Discount | null }>('POST', path, { body: by === 'coupon' ? { coupon: v.coupon } : { promotion_code: v.promotion_code } })}
+        action={(v) =>
+          call<{ discount: Discount | null }>('POST', path, {
+            body: by === 'coupon' ? { coupon: v.coupon } : { promotion_code: v.promotion_code },
+          })
+        }
         done={(answer) => setApplied((answer as { discount: Discount | null }).discount)}
       >
         <div className="field">
@@ -141,7 +212,13 @@ export function DiscountCard({ path, known, about }: { path: string; known: Disc
         )}
       </ActionForm>
       {current !== null ? (
-        <ActionButton label="Remove discount" className="danger" confirm="Remove this discount? It stops applying now." action={() => call('DELETE', path)} done={() => setApplied(null)} />
+        <ActionButton
+          label="Remove discount"
+          className="danger"
+          confirm="Remove this discount? It stops applying now."
+          action={() => call('DELETE', path)}
+          done={() => setApplied(null)}
+        />
       ) : null}
     </section>
   );
@@ -156,17 +233,28 @@ function Balance({ customer }: { customer: Customer }) {
     <section aria-label="Balance">
       <h2>Balance</h2>
       <p data-testid="customer-balance">
-        {balances.length ? balances.map(([currency, amount]) => balanceText(amount, currency)).join(', ') : 'No balance.'}
+        {balances.length
+          ? balances.map(([currency, amount]) => balanceText(amount, currency)).join(', ')
+          : 'No balance.'}
       </p>
-      <p className="muted">Credit is used by the customer's next invoices in its currency before anything is charged; an amount owed is added to the next invoice.</p>
+      <p className="muted">
+        Credit is used by the customer's next invoices in its currency before anything is charged; an amount owed is
+        added to the next invoice.
+      </p>
       <PagedTable
         label="Balance transactions"
         queryKey={['balance-transactions', customer.id]}
         empty="No balance transactions."
-        fetchPage={(cursor) => call<ListOf<CustomerBalanceTransaction>>('GET', path, { query: { limit: 20, ...cursor } })}
+        fetchPage={(cursor) =>
+          call<ListOf<CustomerBalanceTransaction>>('GET', path, { query: { limit: 20, ...cursor } })
+        }
         columns={[
           { header: 'Type', cell: (t: CustomerBalanceTransaction) => t.type.replaceAll('_', ' ') },
-          { header: 'Amount', cell: (t) => (t.amount < 0 ? `${money(-t.amount, t.currency)} credit` : `${money(t.amount, t.currency)} debit`) },
+          {
+            header: 'Amount',
+            cell: (t) =>
+              t.amount < 0 ? `${money(-t.amount, t.currency)} credit` : `${money(t.amount, t.currency)} debit`,
+          },
           { header: 'Balance after', cell: (t) => balanceText(t.ending_balance, t.currency) },
           { header: 'Description', cell: (t) => t.description ?? t.invoice ?? t.credit_note ?? '—' },
           { header: 'Date', cell: (t) => date(t.created_at) },
@@ -178,13 +266,24 @@ function Balance({ customer }: { customer: Customer }) {
         action={(v) => {
           const currency = (v.currency || 'USD').toUpperCase();
           const minor = toMinor(v.amount ?? '', currency);
-          if (minor === null || minor <= 0) throw new Error(`amount: must be an amount above zero in ${currency}, like 25.00.`);
-          return call('POST', path, { body: { amount: direction === 'credit' ? -minor : minor, currency, description: v.description || undefined } });
+          if (minor === null || minor <= 0)
+            throw new Error(`amount: must be an amount above zero in ${currency}, like 25.00.`);
+          return call('POST', path, {
+            body: {
+              amount: direction === 'credit' ? -minor : minor,
+              currency,
+              description: v.description || undefined,
+            },
+          });
         }}
       >
         <div className="field">
           <label htmlFor={`${id}-direction`}>Adjustment</label>
-          <select id={`${id}-direction`} value={direction} onChange={(e) => setDirection(e.target.value as typeof direction)}>
+          <select
+            id={`${id}-direction`}
+            value={direction}
+            onChange={(e) => setDirection(e.target.value as typeof direction)}
+          >
             <option value="credit">Credit the customer</option>
             <option value="debit">Charge on the next invoice</option>
           </select>

@@ -7,30 +7,47 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from '@tanstack/react-router';
 import { useId, useState } from 'react';
-import { api, call, currentMode, date, money, unwrap, type Schemas } from '../api.ts';
+
+import { api, call, currentMode, date, money, type Schemas, unwrap } from '../api.ts';
+import { CustomerPicker } from '../pickers.tsx';
 import { ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
+import { CustomerPayments, CustomerSubscriptions, CustomerTimeline } from './customer-activity.tsx';
+import { CustomerBilling } from './customer-billing.tsx';
+import { CustomerUpcomingInvoices, CustomerUsage } from './customer-usage.tsx';
 import { PendingItems } from './invoice-items.tsx';
 import { PortalLinkButton } from './portal-link.tsx';
-import { CustomerBilling } from './customer-billing.tsx';
-import { CustomerPicker } from '../pickers.tsx';
-import { CustomerPayments, CustomerSubscriptions, CustomerTimeline } from './customer-activity.tsx';
-import { CustomerUpcomingInvoices, CustomerUsage } from './customer-usage.tsx';
 
 /** The customer as the API answers it; `currency` and the tax fields arrive in this release (the generated types may not name them yet). */
 export type CustomerView = Schemas['Customer'] & {
   currency?: string | null;
   balances?: Record<string, number>;
   tax_exempt?: 'none' | 'exempt' | 'reverse';
-  address?: { country?: string | null; state?: string | null; postal_code?: string | null; city?: string | null; line1?: string | null; line2?: string | null } | null;
+  address?: {
+    country?: string | null;
+    state?: string | null;
+    postal_code?: string | null;
+    city?: string | null;
+    line1?: string | null;
+    line2?: string | null;
+  } | null;
   discount?: unknown;
 };
 
 export function useCustomer(id: string) {
-  return useQuery({ queryKey: [currentMode(), 'customer', id], queryFn: () => unwrap(api.GET('/v1/customers/{id}', { params: { path: { id } } })) as Promise<CustomerView> });
+  return useQuery({
+    queryKey: [currentMode(), 'customer', id],
+    queryFn: () => unwrap(api.GET('/v1/customers/{id}', { params: { path: { id } } })) as Promise<CustomerView>,
+  });
 }
 
 /** A one-off invoice's draft for this customer; the page of the new draft opens. */
-export function NewInvoiceForm({ customerId, defaultCurrency }: { customerId?: string; defaultCurrency?: string | null }) {
+export function NewInvoiceForm({
+  customerId,
+  defaultCurrency,
+}: {
+  customerId?: string;
+  defaultCurrency?: string | null;
+}) {
   const navigate = useNavigate();
   const [method, setMethod] = useState<'charge_automatically' | 'send_invoice'>('charge_automatically');
   const id = useId();
@@ -62,8 +79,15 @@ export function NewInvoiceForm({ customerId, defaultCurrency }: { customerId?: s
           <option value="send_invoice">Email the invoice with a pay link</option>
         </select>
       </div>
-      {method === 'send_invoice' ? <Field label="Days until due" name="days_until_due" type="number" required defaultValue={30} /> : null}
-      <Field label="Currency" name="currency" defaultValue={defaultCurrency ?? ''} placeholder="from the pending items" />
+      {method === 'send_invoice' ? (
+        <Field label="Days until due" name="days_until_due" type="number" required defaultValue={30} />
+      ) : null}
+      <Field
+        label="Currency"
+        name="currency"
+        defaultValue={defaultCurrency ?? ''}
+        placeholder="from the pending items"
+      />
       <div className="field">
         <label htmlFor={`${id}-pending`}>Pending items</label>
         <select id={`${id}-pending`} name="pending" defaultValue="include">
@@ -86,13 +110,28 @@ function EditCustomer({ customer }: { customer: CustomerView }) {
         const body: Record<string, unknown> = {};
         if (v.email && v.email !== customer.email) body.email = v.email;
         if ((v.name ?? '') !== (customer.name ?? '')) body.name = v.name ? v.name : null;
-        if (hasCurrency && (v.currency ?? '').toUpperCase() !== (customer.currency ?? '')) body.currency = v.currency ? v.currency.toUpperCase() : null;
+        if (hasCurrency && (v.currency ?? '').toUpperCase() !== (customer.currency ?? ''))
+          body.currency = v.currency ? v.currency.toUpperCase() : null;
         return call('PATCH', `/v1/customers/${customer.id}`, { body });
       }}
     >
-      <Field key={`email-${customer.updated_at}`} label="Email" name="email" type="email" defaultValue={customer.email} />
+      <Field
+        key={`email-${customer.updated_at}`}
+        label="Email"
+        name="email"
+        type="email"
+        defaultValue={customer.email}
+      />
       <Field key={`name-${customer.updated_at}`} label="Name" name="name" defaultValue={customer.name ?? ''} />
-      {hasCurrency ? <Field key={`currency-${customer.updated_at}`} label="Currency" name="currency" defaultValue={customer.currency ?? ''} placeholder="USD" /> : null}
+      {hasCurrency ? (
+        <Field
+          key={`currency-${customer.updated_at}`}
+          label="Currency"
+          name="currency"
+          defaultValue={customer.currency ?? ''}
+          placeholder="USD"
+        />
+      ) : null}
     </ActionForm>
   );
 }
@@ -153,7 +192,9 @@ export function CustomerDetail() {
           <PagedTable
             label="Invoices of the customer"
             queryKey={['invoices', 'customer', c.id]}
-            fetchPage={(cursor) => unwrap(api.GET('/v1/invoices', { params: { query: { limit: 20, ...cursor, customer: c.id } } }))}
+            fetchPage={(cursor) =>
+              unwrap(api.GET('/v1/invoices', { params: { query: { limit: 20, ...cursor, customer: c.id } } }))
+            }
             empty="No invoices yet."
             columns={[
               {

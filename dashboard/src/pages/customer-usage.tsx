@@ -9,10 +9,11 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
-import { api, currentMode, dateOnly, money, unwrap, type Schemas } from '../api.ts';
+
+import { api, currentMode, dateOnly, money, type Schemas, unwrap } from '../api.ts';
 import { PlanName } from '../pickers.tsx';
 import { ErrorNote } from '../ui.tsx';
-import { meterText, type Meter } from './meters.tsx';
+import { type Meter, meterText } from './meters.tsx';
 
 /** [start, end) of the UTC month holding `now`, in unix seconds. */
 export function monthOf(now: Date): { start: number; end: number } {
@@ -21,30 +22,57 @@ export function monthOf(now: Date): { start: number; end: number } {
   return { start: start / 1000, end: end / 1000 };
 }
 
-const monthName = (start: number) => new Date(start * 1000).toLocaleDateString(undefined, { month: 'long', year: 'numeric', timeZone: 'UTC' });
+const monthName = (start: number) =>
+  new Date(start * 1000).toLocaleDateString(undefined, { month: 'long', year: 'numeric', timeZone: 'UTC' });
 
-function MeterUsage({ meter, customerId, month }: { meter: Meter; customerId: string; month: { start: number; end: number } }) {
+function MeterUsage({
+  meter,
+  customerId,
+  month,
+}: {
+  meter: Meter;
+  customerId: string;
+  month: { start: number; end: number };
+}) {
   const query = (window?: 'day') => ({
     queryKey: [currentMode(), 'usage', meter.id, customerId, month.start, window ?? 'total'],
     queryFn: () =>
       unwrap(
         api.GET('/v1/meters/{id}/event_summaries', {
-          params: { path: { id: meter.id }, query: { customer: customerId, start_time: month.start, end_time: month.end, ...(window ? { value_grouping_window: window } : {}) } },
+          params: {
+            path: { id: meter.id },
+            query: {
+              customer: customerId,
+              start_time: month.start,
+              end_time: month.end,
+              ...(window ? { value_grouping_window: window } : {}),
+            },
+          },
         }),
       ),
   });
   const days = useQuery(query('day'));
   const total = useQuery(query());
-  const points = (days.data?.data ?? []).map((s) => ({ day: new Date(s.start_time * 1000).toISOString().slice(5, 10), value: Number(s.aggregated_value), events: s.events }));
+  const points = (days.data?.data ?? []).map((s) => ({
+    day: new Date(s.start_time * 1000).toISOString().slice(5, 10),
+    value: Number(s.aggregated_value),
+    events: s.events,
+  }));
   const events = points.reduce((n, p) => n + p.events, 0);
   const overall = total.data?.data[0];
   return (
-    <figure className="card chart" aria-label={`Usage of ${meter.display_name}`} data-points={points.map((p) => p.value).join(',')}>
+    <figure
+      className="card chart"
+      aria-label={`Usage of ${meter.display_name}`}
+      data-points={points.map((p) => p.value).join(',')}
+    >
       <figcaption style={{ overflowWrap: 'anywhere' }}>
-        {meter.display_name} <code>{meter.event_name}</code> ({meterText(meter)}){meter.status === 'inactive' ? ', inactive' : ''}
+        {meter.display_name} <code>{meter.event_name}</code> ({meterText(meter)})
+        {meter.status === 'inactive' ? ', inactive' : ''}
         {overall && events > 0 ? (
           <>
-            : <strong>{overall.aggregated_value}</strong> in {monthName(month.start)} ({events} event{events === 1 ? '' : 's'})
+            : <strong>{overall.aggregated_value}</strong> in {monthName(month.start)} ({events} event
+            {events === 1 ? '' : 's'})
           </>
         ) : null}
       </figcaption>
@@ -60,7 +88,12 @@ function MeterUsage({ meter, customerId, month }: { meter: Meter; customerId: st
             <XAxis dataKey="day" />
             <YAxis />
             <Tooltip />
-            <Bar dataKey="value" fill="#4f46e5" name={`${meter.aggregation.replace('_', ' ')} per day`} isAnimationActive={false} />
+            <Bar
+              dataKey="value"
+              fill="#4f46e5"
+              name={`${meter.aggregation.replace('_', ' ')} per day`}
+              isAnimationActive={false}
+            />
           </BarChart>
         </ResponsiveContainer>
       )}
@@ -70,7 +103,10 @@ function MeterUsage({ meter, customerId, month }: { meter: Meter; customerId: st
 
 export function CustomerUsage({ customerId, testClock }: { customerId: string; testClock?: string | null }) {
   const mode = currentMode();
-  const meters = useQuery({ queryKey: [mode, 'meters', 'all'], queryFn: () => unwrap(api.GET('/v1/meters', { params: { query: { limit: 100 } } })) });
+  const meters = useQuery({
+    queryKey: [mode, 'meters', 'all'],
+    queryFn: () => unwrap(api.GET('/v1/meters', { params: { query: { limit: 100 } } })),
+  });
   const clock = useQuery({
     queryKey: [mode, 'test-clock', testClock],
     enabled: Boolean(testClock),
@@ -104,12 +140,16 @@ type Subscription = Schemas['Subscription'];
 type Upcoming = NonNullable<Schemas['UpcomingInvoice']>;
 
 /** Whether the subscription will make its next invoice by itself (GET /v1/invoices/upcoming answers 409 otherwise). */
-const invoicesNext = (s: Subscription) => (s.status === 'active' || s.status === 'trialing') && !s.cancel_at_period_end && !s.pause_collection;
+const invoicesNext = (s: Subscription) =>
+  (s.status === 'active' || s.status === 'trialing') && !s.cancel_at_period_end && !s.pause_collection;
 
 function UpcomingInvoice({ subscription }: { subscription: Subscription }) {
   const upcoming = useQuery({
     queryKey: [currentMode(), 'upcoming-invoice', subscription.id],
-    queryFn: () => unwrap(api.GET('/v1/invoices/upcoming', { params: { query: { subscription: subscription.id } } })) as Promise<Upcoming | null>,
+    queryFn: () =>
+      unwrap(
+        api.GET('/v1/invoices/upcoming', { params: { query: { subscription: subscription.id } } }),
+      ) as Promise<Upcoming | null>,
   });
   const invoice = upcoming.data;
   return (

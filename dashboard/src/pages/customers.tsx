@@ -1,8 +1,9 @@
 import { Link } from '@tanstack/react-router';
+
 import { api, call, currentMode, date, unwrap } from '../api.ts';
+import { ActionForm, Field, PagedTable, PageTitle } from '../ui.tsx';
 import { balanceText } from './customer-billing.tsx';
 import type { CustomerView } from './customer-detail.tsx';
-import { ActionForm, Field, PagedTable, PageTitle } from '../ui.tsx';
 import { PortalLinkButton } from './portal-link.tsx';
 
 export function Customers() {
@@ -27,7 +28,13 @@ export function Customers() {
         <Field label="Email" name="email" type="email" required />
         <Field label="Name" name="name" />
         <Field label="Currency (optional)" name="currency" placeholder="USD" />
-        {currentMode() === 'test' ? <Field label="Test payment method" name="payment_method" options={['pm_card_visa', 'pm_card_mastercard', 'pm_card_chargeDeclined', '']} /> : null}
+        {currentMode() === 'test' ? (
+          <Field
+            label="Test payment method"
+            name="payment_method"
+            options={['pm_card_visa', 'pm_card_mastercard', 'pm_card_chargeDeclined', '']}
+          />
+        ) : null}
       </ActionForm>
       <PagedTable
         label="Customers"

@@ -1,12 +1,17 @@
 import { useQuery } from '@tanstack/react-query';
-import { useState } from 'react';
 import { Link } from '@tanstack/react-router';
+import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+
 import { api, currentMode, date, money, unwrap } from '../api.ts';
 import { ErrorNote, PageTitle, Status } from '../ui.tsx';
 
 /** The chart of one currency: its series from a report of the API (GET /v1/reports/revenue, /v1/reports/mrr: aggregated in SQL), in major units. */
-function seriesOf<P extends { period_start: string }, K extends keyof P>(report: { data: { currency: string; points: P[] }[] } | undefined, currency: string, key: K) {
+function seriesOf<P extends { period_start: string }, K extends keyof P>(
+  report: { data: { currency: string; points: P[] }[] } | undefined,
+  currency: string,
+  key: K,
+) {
   const series = report?.data.find((d) => d.currency === currency);
   return (series?.points ?? []).map((p) => ({ day: p.period_start.slice(0, 10), value: Number(p[key]) / 100 }));
 }
@@ -19,15 +24,32 @@ function NoDataYet({ loading, what }: { loading: boolean; what: string }) {
 export function Home() {
   const mode = currentMode();
   const balance = useQuery({ queryKey: [mode, 'balance'], queryFn: () => unwrap(api.GET('/v1/balance')) });
-  const transactions = useQuery({ queryKey: [mode, 'home-transactions'], queryFn: () => unwrap(api.GET('/v1/transactions', { params: { query: { limit: 100 } } })) });
-  const subscriptions = useQuery({ queryKey: [mode, 'home-subscriptions'], queryFn: () => unwrap(api.GET('/v1/subscriptions', { params: { query: { limit: 100 } } })) });
+  const transactions = useQuery({
+    queryKey: [mode, 'home-transactions'],
+    queryFn: () => unwrap(api.GET('/v1/transactions', { params: { query: { limit: 100 } } })),
+  });
+  const subscriptions = useQuery({
+    queryKey: [mode, 'home-subscriptions'],
+    queryFn: () => unwrap(api.GET('/v1/subscriptions', { params: { query: { limit: 100 } } })),
+  });
   const [interval, setChartInterval] = useState<'day' | 'month'>('day');
-  const revenueReport = useQuery({ queryKey: [mode, 'report-revenue', interval], queryFn: () => unwrap(api.GET('/v1/reports/revenue', { params: { query: { interval } } })) });
-  const mrrReport = useQuery({ queryKey: [mode, 'report-mrr', interval], queryFn: () => unwrap(api.GET('/v1/reports/mrr', { params: { query: { interval } } })) });
-  const currencies = [...new Set([...(revenueReport.data?.data ?? []), ...(mrrReport.data?.data ?? [])].map((d) => d.currency))].sort();
+  const revenueReport = useQuery({
+    queryKey: [mode, 'report-revenue', interval],
+    queryFn: () => unwrap(api.GET('/v1/reports/revenue', { params: { query: { interval } } })),
+  });
+  const mrrReport = useQuery({
+    queryKey: [mode, 'report-mrr', interval],
+    queryFn: () => unwrap(api.GET('/v1/reports/mrr', { params: { query: { interval } } })),
+  });
+  const currencies = [
+    ...new Set([...(revenueReport.data?.data ?? []), ...(mrrReport.data?.data ?? [])].map((d) => d.currency)),
+  ].sort();
   const [chosen, setChosen] = useState('');
   const currency = currencies.includes(chosen) ? chosen : (currencies[0] ?? '');
-  const payouts = useQuery({ queryKey: [mode, 'home-payouts'], queryFn: () => unwrap(api.GET('/v1/payouts', { params: { query: { limit: 5 } } })) });
+  const payouts = useQuery({
+    queryKey: [mode, 'home-payouts'],
+    queryFn: () => unwrap(api.GET('/v1/payouts', { params: { query: { limit: 5 } } })),
+  });
   const failed = (transactions.data?.data ?? []).filter((t) => t.status === 'failed').slice(0, 5);
   const dunning = (subscriptions.data?.data ?? []).filter((s) => s.status === 'past_due' || s.dunning);
   const revenue = seriesOf(revenueReport.data, currency, 'net');
@@ -49,12 +71,18 @@ export function Home() {
             <p className="figure">{money(b.amount, b.currency)}</p>
           </div>
         ))}
-        {balance.data && balance.data.available.length + balance.data.pending.length === 0 ? <p className="card">No balance yet.</p> : null}
+        {balance.data && balance.data.available.length + balance.data.pending.length === 0 ? (
+          <p className="card">No balance yet.</p>
+        ) : null}
       </section>
       <form className="filters" aria-label="Charts" onSubmit={(e) => e.preventDefault()}>
         <div className="field">
           <label htmlFor="chart-interval">Per</label>
-          <select id="chart-interval" value={interval} onChange={(e) => setChartInterval(e.target.value as 'day' | 'month')}>
+          <select
+            id="chart-interval"
+            value={interval}
+            onChange={(e) => setChartInterval(e.target.value as 'day' | 'month')}
+          >
             <option value="day">Day (last 30 days)</option>
             <option value="month">Month (last 12 months)</option>
           </select>
@@ -72,7 +100,12 @@ export function Home() {
       </form>
       <ErrorNote error={revenueReport.error ?? mrrReport.error} />
       <section className="charts">
-        <figure className="card chart" aria-label={`Net revenue per ${interval}`} data-currency={currency} data-points={revenue.map((p) => p.value).join(',')}>
+        <figure
+          className="card chart"
+          aria-label={`Net revenue per ${interval}`}
+          data-currency={currency}
+          data-points={revenue.map((p) => p.value).join(',')}
+        >
           <figcaption>
             Net revenue per {interval}
             {currency ? ` (${currency})` : ''}
@@ -80,31 +113,36 @@ export function Home() {
           {revenue.every((p) => p.value === 0) ? (
             <NoDataYet loading={revenueReport.isLoading} what="No revenue yet: payments show here per day or month." />
           ) : (
-          <ResponsiveContainer width="100%" height={220}>
-            <BarChart data={revenue}>
-              <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="day" />
-              <YAxis />
-              <Tooltip />
-              <Bar dataKey="value" fill="#4f46e5" name="Net revenue" isAnimationActive={false} />
-            </BarChart>
-          </ResponsiveContainer>
+            <ResponsiveContainer width="100%" height={220}>
+              <BarChart data={revenue}>
+                <CartesianGrid strokeDasharray="3 3" />
+                <XAxis dataKey="day" />
+                <YAxis />
+                <Tooltip />
+                <Bar dataKey="value" fill="#4f46e5" name="Net revenue" isAnimationActive={false} />
+              </BarChart>
+            </ResponsiveContainer>
           )}
         </figure>
-        <figure className="card chart" aria-label="Monthly recurring revenue" data-currency={currency} data-points={mrr.map((p) => p.value).join(',')}>
+        <figure
+          className="card chart"
+          aria-label="Monthly recurring revenue"
+          data-currency={currency}
+          data-points={mrr.map((p) => p.value).join(',')}
+        >
           <figcaption>Monthly recurring revenue{currency ? ` (${currency})` : ''}</figcaption>
           {mrr.every((p) => p.value === 0) ? (
             <NoDataYet loading={mrrReport.isLoading} what="No recurring revenue yet: active subscriptions show here." />
           ) : (
-          <ResponsiveContainer width="100%" height={220}>
-            <LineChart data={mrr}>
-              <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="day" />
-              <YAxis />
-              <Tooltip />
-              <Line dataKey="value" stroke="#0f766e" name="MRR" isAnimationActive={false} />
-            </LineChart>
-          </ResponsiveContainer>
+            <ResponsiveContainer width="100%" height={220}>
+              <LineChart data={mrr}>
+                <CartesianGrid strokeDasharray="3 3" />
+                <XAxis dataKey="day" />
+                <YAxis />
+                <Tooltip />
+                <Line dataKey="value" stroke="#0f766e" name="MRR" isAnimationActive={false} />
+              </LineChart>
+            </ResponsiveContainer>
           )}
         </figure>
       </section>

@@ -5,8 +5,9 @@
  */
 import { useQuery } from '@tanstack/react-query';
 import { Fragment, useId, useState } from 'react';
-import { call, currentMode, date, money, toMinor, type Schemas } from '../api.ts';
-import { creditNoteReasons, type CreditNote, type InvoiceTotalsFields, type ListOf } from '../billing-types.ts';
+
+import { call, currentMode, date, money, type Schemas, toMinor } from '../api.ts';
+import { type CreditNote, creditNoteReasons, type InvoiceTotalsFields, type ListOf } from '../billing-types.ts';
 import { ActionButton, ActionForm, ErrorNote, Field, Status } from '../ui.tsx';
 
 type Invoice = Schemas['Invoice'] & InvoiceTotalsFields;
@@ -15,17 +16,38 @@ type Invoice = Schemas['Invoice'] & InvoiceTotalsFields;
 export function totalsRows(invoice: Invoice): [string, string][] {
   const m = (amount: number) => money(amount, invoice.currency);
   const rows: [string, string][] = [['Subtotal', m(invoice.subtotal)]];
-  for (const discount of invoice.total_discount_amounts ?? []) if (discount.amount) rows.push([discount.discount.startsWith('di_') ? 'Discount' : `Discount (${discount.discount})`, m(-discount.amount)]);
+  for (const discount of invoice.total_discount_amounts ?? [])
+    if (discount.amount)
+      rows.push([
+        discount.discount.startsWith('di_') ? 'Discount' : `Discount (${discount.discount})`,
+        m(-discount.amount),
+      ]);
   const taxes = invoice.total_tax_amounts ?? [];
   if (taxes.length) rows.push(['Total excluding tax', m(invoice.total_excluding_tax ?? invoice.total)]);
-  for (const tax of taxes) rows.push([`${tax.display_name} ${tax.percentage}%${tax.inclusive ? ' (included)' : ''} on ${m(tax.taxable_amount)}`, m(tax.amount)]);
+  for (const tax of taxes)
+    rows.push([
+      `${tax.display_name} ${tax.percentage}%${tax.inclusive ? ' (included)' : ''} on ${m(tax.taxable_amount)}`,
+      m(tax.amount),
+    ]);
   rows.push(['Total', m(invoice.total)]);
   // amount_due = total + (starting_balance − ending_balance) − what credit notes took off an open invoice.
   const applied = (invoice.starting_balance ?? 0) - (invoice.ending_balance ?? 0);
-  if (applied !== 0) rows.push([invoice.total < 0 ? "Added to the customer's balance" : applied < 0 ? 'Credit balance applied' : 'Previous balance owed', m(invoice.total < 0 ? -applied : applied)]);
+  if (applied !== 0)
+    rows.push([
+      invoice.total < 0
+        ? "Added to the customer's balance"
+        : applied < 0
+          ? 'Credit balance applied'
+          : 'Previous balance owed',
+      m(invoice.total < 0 ? -applied : applied),
+    ]);
   const credited = invoice.status === 'draft' ? 0 : invoice.total + applied - invoice.amount_due;
   if (invoice.total >= 0 && credited > 0) rows.push(['Credit notes', m(-credited)]);
-  rows.push(['Amount due', m(invoice.amount_due)], ['Amount paid', m(invoice.amount_paid)], ['Amount remaining', m(invoice.amount_remaining)]);
+  rows.push(
+    ['Amount due', m(invoice.amount_due)],
+    ['Amount paid', m(invoice.amount_paid)],
+    ['Amount remaining', m(invoice.amount_remaining)],
+  );
   if (invoice.amount_refunded) rows.push(['Refunded', m(invoice.amount_refunded)]);
   return rows;
 }
@@ -42,8 +64,12 @@ export function InvoiceTotals({ invoice }: { invoice: Schemas['Invoice'] }) {
           </Fragment>
         ))}
       </dl>
-      {i.customer_tax_exempt === 'reverse' ? <p className="muted">Reverse charge: the customer accounts for the tax.</p> : null}
-      {i.customer_tax_ids?.length ? <p className="muted">Customer tax IDs: {i.customer_tax_ids.map((t) => `${t.type} ${t.value}`).join(', ')}</p> : null}
+      {i.customer_tax_exempt === 'reverse' ? (
+        <p className="muted">Reverse charge: the customer accounts for the tax.</p>
+      ) : null}
+      {i.customer_tax_ids?.length ? (
+        <p className="muted">Customer tax IDs: {i.customer_tax_ids.map((t) => `${t.type} ${t.value}`).join(', ')}</p>
+      ) : null}
     </>
   );
 }
@@ -62,7 +88,8 @@ function CreditNoteForm({ invoice }: { invoice: Invoice }) {
       action={(v) => {
         const minor = (text: string, field: string) => {
           const value = toMinor(text, invoice.currency);
-          if (value === null || value <= 0) throw new Error(`${field}: must be an amount above zero in ${invoice.currency}, like 10.00.`);
+          if (value === null || value <= 0)
+            throw new Error(`${field}: must be an amount above zero in ${invoice.currency}, like 10.00.`);
           return value;
         };
         const body: Record<string, unknown> = { invoice: invoice.id };
@@ -85,7 +112,8 @@ function CreditNoteForm({ invoice }: { invoice: Invoice }) {
         if (v.memo) body.memo = v.memo;
         // An open invoice's credit note lowers what is due: no money goes anywhere.
         if (invoice.status === 'paid') {
-          body[outcome === 'refund' ? 'refund_amount' : outcome === 'credit' ? 'credit_amount' : 'out_of_band_amount'] = total;
+          body[outcome === 'refund' ? 'refund_amount' : outcome === 'credit' ? 'credit_amount' : 'out_of_band_amount'] =
+            total;
           if (outcome !== 'credit') body.credit_amount = 0;
         }
         return call('POST', '/v1/credit_notes', { body });
@@ -101,7 +129,14 @@ function CreditNoteForm({ invoice }: { invoice: Invoice }) {
       {by === 'amount' ? (
         <Field label="Amount to credit" name="amount" required placeholder="10.00" />
       ) : (
-        invoice.lines.map((line, index) => <Field key={index} label={`Credit on line ${index + 1}: ${line.description} (${money(line.amount, invoice.currency)})`} name={`line_${index}`} placeholder="0.00" />)
+        invoice.lines.map((line, index) => (
+          <Field
+            key={index}
+            label={`Credit on line ${index + 1}: ${line.description} (${money(line.amount, invoice.currency)})`}
+            name={`line_${index}`}
+            placeholder="0.00"
+          />
+        ))
       )}
       <div className="field">
         <label htmlFor={`${id}-reason`}>Reason</label>
@@ -124,7 +159,10 @@ function CreditNoteForm({ invoice }: { invoice: Invoice }) {
           </select>
         </div>
       ) : (
-        <p className="muted">The invoice is open: the credit note lowers what is left to pay (an invoice credited to nothing due is paid without a charge).</p>
+        <p className="muted">
+          The invoice is open: the credit note lowers what is left to pay (an invoice credited to nothing due is paid
+          without a charge).
+        </p>
       )}
       <Field label="Memo to the customer" name="memo" />
     </ActionForm>
@@ -166,65 +204,74 @@ export function InvoiceExtras({ invoice }: { invoice: Schemas['Invoice'] }) {
   const label = `Credit notes of ${i.number ?? i.id}`;
   return (
     <>
-    {i.status === 'open' && !i.subscription_id && !i.discounts?.length ? <PromotionCodeForm invoice={i} /> : null}
-    <section className="card" aria-label="Credit notes">
-      <h2>Credit notes</h2>
-      <ErrorNote error={notes.error} />
-      <div className="table-wrap" tabIndex={0} role="region" aria-label={label}>
-        <table>
-          <caption className="visually-hidden">{label}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Number</th>
-              <th scope="col">Total</th>
-              <th scope="col">Where it went</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Status</th>
-              <th scope="col">Date</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((note) => (
-              <tr key={note.id}>
-                <td data-label="Number">{note.number}</td>
-                <td data-label="Total">{money(note.total, note.currency)}</td>
-                <td data-label="Where it went">
-                  {[
-                    note.refund_amount ? `${money(note.refund_amount, note.currency)} refunded` : null,
-                    note.credit_amount ? `${money(note.credit_amount, note.currency)} to the balance` : null,
-                    note.out_of_band_amount ? `${money(note.out_of_band_amount, note.currency)} out of band` : null,
-                  ]
-                    .filter(Boolean)
-                    .join(', ') || 'lowered the amount due'}
-                </td>
-                <td data-label="Reason">{note.reason?.replaceAll('_', ' ') ?? '—'}</td>
-                <td data-label="Status">
-                  <Status value={note.status} />
-                </td>
-                <td data-label="Date">{date(note.created_at)}</td>
-                <td data-label="Actions">
-                  <div className="actions">
-                    <a href={note.pdf} target="_blank" rel="noopener">
-                      PDF of {note.number}
-                    </a>
-                    {note.status === 'issued' && !note.refund ? (
-                      <ActionButton label={`Void ${note.number}`} className="danger" confirm={`Void credit note ${note.number}? Its credit to the balance is taken back.`} action={() => call('POST', `/v1/credit_notes/${note.id}/void`)} />
-                    ) : null}
-                  </div>
-                </td>
-              </tr>
-            ))}
-            {!notes.isLoading && rows.length === 0 ? (
+      {i.status === 'open' && !i.subscription_id && !i.discounts?.length ? <PromotionCodeForm invoice={i} /> : null}
+      <section className="card" aria-label="Credit notes">
+        <h2>Credit notes</h2>
+        <ErrorNote error={notes.error} />
+        <div className="table-wrap" tabIndex={0} role="region" aria-label={label}>
+          <table>
+            <caption className="visually-hidden">{label}</caption>
+            <thead>
               <tr>
-                <td colSpan={7}>No credit notes.</td>
+                <th scope="col">Number</th>
+                <th scope="col">Total</th>
+                <th scope="col">Where it went</th>
+                <th scope="col">Reason</th>
+                <th scope="col">Status</th>
+                <th scope="col">Date</th>
+                <th scope="col">Actions</th>
               </tr>
-            ) : null}
-          </tbody>
-        </table>
-      </div>
-      {i.status === 'paid' || i.status === 'open' ? <CreditNoteForm invoice={i} /> : <p className="muted">Credit notes are issued on paid and open invoices.</p>}
-    </section>
+            </thead>
+            <tbody>
+              {rows.map((note) => (
+                <tr key={note.id}>
+                  <td data-label="Number">{note.number}</td>
+                  <td data-label="Total">{money(note.total, note.currency)}</td>
+                  <td data-label="Where it went">
+                    {[
+                      note.refund_amount ? `${money(note.refund_amount, note.currency)} refunded` : null,
+                      note.credit_amount ? `${money(note.credit_amount, note.currency)} to the balance` : null,
+                      note.out_of_band_amount ? `${money(note.out_of_band_amount, note.currency)} out of band` : null,
+                    ]
+                      .filter(Boolean)
+                      .join(', ') || 'lowered the amount due'}
+                  </td>
+                  <td data-label="Reason">{note.reason?.replaceAll('_', ' ') ?? '—'}</td>
+                  <td data-label="Status">
+                    <Status value={note.status} />
+                  </td>
+                  <td data-label="Date">{date(note.created_at)}</td>
+                  <td data-label="Actions">
+                    <div className="actions">
+                      <a href={note.pdf} target="_blank" rel="noopener">
+                        PDF of {note.number}
+                      </a>
+                      {note.status === 'issued' && !note.refund ? (
+                        <ActionButton
+                          label={`Void ${note.number}`}
+                          className="danger"
+                          confirm={`Void credit note ${note.number}? Its credit to the balance is taken back.`}
+                          action={() => call('POST', `/v1/credit_notes/${note.id}/void`)}
+                        />
+                      ) : null}
+                    </div>
+                  </td>
+                </tr>
+              ))}
+              {!notes.isLoading && rows.length === 0 ? (
+                <tr>
+                  <td colSpan={7}>No credit notes.</td>
+                </tr>
+              ) : null}
+            </tbody>
+          </table>
+        </div>
+        {i.status === 'paid' || i.status === 'open' ? (
+          <CreditNoteForm invoice={i} />
+        ) : (
+          <p className="muted">Credit notes are issued on paid and open invoices.</p>
+        )}
+      </section>
     </>
   );
 }

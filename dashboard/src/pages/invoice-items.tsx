@@ -4,8 +4,9 @@
  * and on a draft invoice's page (attached ones, and the pending ones it can take).
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useId, useState, type FormEvent } from 'react';
-import { api, currentMode, date, money, toMinor, unwrap, type Schemas } from '../api.ts';
+import { type FormEvent, useId, useState } from 'react';
+
+import { api, currentMode, date, money, type Schemas, toMinor, unwrap } from '../api.ts';
 import { ActionButton, ErrorNote } from '../ui.tsx';
 
 export type InvoiceItem = Schemas['InvoiceItem'];
@@ -19,8 +20,10 @@ export function useActivePlans() {
 
 /** The amount of an item in words: "3 × $50.00 = $150.00", or the amount alone. */
 export function itemAmount(item: Pick<InvoiceItem, 'quantity' | 'unit_amount' | 'amount' | 'currency'>): string {
-  if (item.unit_amount !== null && item.quantity !== 1) return `${item.quantity} × ${money(item.unit_amount, item.currency)} = ${money(item.amount, item.currency)}`;
-  if (item.unit_amount === null && item.quantity !== 1) return `${item.quantity} units = ${money(item.amount, item.currency)}`;
+  if (item.unit_amount !== null && item.quantity !== 1)
+    return `${item.quantity} × ${money(item.unit_amount, item.currency)} = ${money(item.amount, item.currency)}`;
+  if (item.unit_amount === null && item.quantity !== 1)
+    return `${item.quantity} units = ${money(item.amount, item.currency)}`;
   return money(item.amount, item.currency);
 }
 
@@ -30,7 +33,11 @@ type PriceBy = 'amount' | 'unit_amount' | 'plan';
  * Creates an invoice item: a whole amount, a unit amount × quantity, or a plan × quantity priced by
  * its scheme. With `invoice` the item is attached to that draft (in its currency); without, pending.
  */
-export function InvoiceItemForm(props: { customerId: string; invoice?: { id: string; currency: string }; defaultCurrency?: string }) {
+export function InvoiceItemForm(props: {
+  customerId: string;
+  invoice?: { id: string; currency: string };
+  defaultCurrency?: string;
+}) {
   const client = useQueryClient();
   const plans = useActivePlans();
   const [priceBy, setPriceBy] = useState<PriceBy>('amount');
@@ -46,7 +53,10 @@ export function InvoiceItemForm(props: { customerId: string; invoice?: { id: str
     const v = Object.fromEntries([...new FormData(form).entries()].map(([k, value]) => [k, String(value).trim()]));
     const currency = fixedCurrency ?? v.currency ?? 'USD';
     const quantity = v.quantity ? Number(v.quantity) : undefined;
-    const body: Record<string, unknown> = { customer: props.customerId, ...(props.invoice ? { invoice: props.invoice.id } : {}) };
+    const body: Record<string, unknown> = {
+      customer: props.customerId,
+      ...(props.invoice ? { invoice: props.invoice.id } : {}),
+    };
     if (v.description) body.description = v.description;
     setError(null);
     if (priceBy === 'plan') {
@@ -113,12 +123,24 @@ export function InvoiceItemForm(props: { customerId: string; invoice?: { id: str
       {priceBy !== 'plan' && !fixedCurrency ? (
         <div className="field">
           <label htmlFor={`${id}-currency`}>Currency</label>
-          <input id={`${id}-currency`} name="currency" required defaultValue={props.defaultCurrency ?? 'USD'} maxLength={3} size={4} />
+          <input
+            id={`${id}-currency`}
+            name="currency"
+            required
+            defaultValue={props.defaultCurrency ?? 'USD'}
+            maxLength={3}
+            size={4}
+          />
         </div>
       ) : null}
       <div className="field grow">
         <label htmlFor={`${id}-description`}>Description</label>
-        <input id={`${id}-description`} name="description" required={priceBy !== 'plan'} placeholder={priceBy === 'plan' ? "The plan's name" : 'Onboarding workshop (2 hours)'} />
+        <input
+          id={`${id}-description`}
+          name="description"
+          required={priceBy !== 'plan'}
+          placeholder={priceBy === 'plan' ? "The plan's name" : 'Onboarding workshop (2 hours)'}
+        />
       </div>
       {fixedCurrency ? <p className="muted">In {fixedCurrency}, the invoice's currency.</p> : null}
       <ErrorNote error={error} />
@@ -130,7 +152,12 @@ export function InvoiceItemForm(props: { customerId: string; invoice?: { id: str
 }
 
 /** A table of invoice items with the actions their state allows (`actions` per row). */
-export function InvoiceItemsTable(props: { label: string; items: InvoiceItem[]; empty: string; actions: (item: InvoiceItem) => React.ReactNode }) {
+export function InvoiceItemsTable(props: {
+  label: string;
+  items: InvoiceItem[];
+  empty: string;
+  actions: (item: InvoiceItem) => React.ReactNode;
+}) {
   return (
     <div className="table-wrap" tabIndex={0} role="region" aria-label={props.label}>
       <table>
@@ -150,10 +177,20 @@ export function InvoiceItemsTable(props: { label: string; items: InvoiceItem[]; 
               <td data-label="Description">
                 {item.description} <code>{item.id}</code>
               </td>
-              <td data-label="Price">{item.plan ? <code>{item.plan}</code> : item.unit_amount !== null && item.quantity !== 1 ? 'Unit amount' : 'Amount'}</td>
+              <td data-label="Price">
+                {item.plan ? (
+                  <code>{item.plan}</code>
+                ) : item.unit_amount !== null && item.quantity !== 1 ? (
+                  'Unit amount'
+                ) : (
+                  'Amount'
+                )}
+              </td>
               <td data-label="Amount">{itemAmount(item)}</td>
               <td data-label="Period">
-                {item.period_start === item.period_end ? date(item.period_start) : `${date(item.period_start)} – ${date(item.period_end)}`}
+                {item.period_start === item.period_end
+                  ? date(item.period_start)
+                  : `${date(item.period_start)} – ${date(item.period_end)}`}
               </td>
               <td data-label="Actions">
                 <div className="actions">{props.actions(item)}</div>
@@ -175,12 +212,18 @@ export function InvoiceItemsTable(props: { label: string; items: InvoiceItem[]; 
 export function PendingItems({ customerId, defaultCurrency }: { customerId: string; defaultCurrency?: string }) {
   const items = useQuery({
     queryKey: [currentMode(), 'invoice-items', customerId, 'pending'],
-    queryFn: () => unwrap(api.GET('/v1/invoice_items', { params: { query: { customer: customerId, pending: 'true', limit: 100 } } })),
+    queryFn: () =>
+      unwrap(
+        api.GET('/v1/invoice_items', { params: { query: { customer: customerId, pending: 'true', limit: 100 } } }),
+      ),
   });
   return (
     <section aria-label="Pending invoice items">
       <h2>Pending invoice items</h2>
-      <p className="muted">One-off charges the customer's next invoice bills (a renewal of a subscription in their currency, or a one-off invoice).</p>
+      <p className="muted">
+        One-off charges the customer's next invoice bills (a renewal of a subscription in their currency, or a one-off
+        invoice).
+      </p>
       <ErrorNote error={items.error} />
       <InvoiceItemsTable
         label="Pending invoice items of the customer"

@@ -1,28 +1,40 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
+
 import { formatMinor } from '../../../domain/price-text.ts';
-import { api, blobUrl, currentMode, date, dateOnly, money, unwrap, type Schemas } from '../api.ts';
+import { api, blobUrl, currentMode, date, dateOnly, money, type Schemas, unwrap } from '../api.ts';
+import type { InvoiceLineTotalsFields } from '../billing-types.ts';
 import { ActionButton, ErrorNote, PagedTable, PageTitle, Status } from '../ui.tsx';
 import { NewInvoiceForm } from './customer-detail.tsx';
-import { InvoiceItemForm, InvoiceItemsTable } from './invoice-items.tsx';
 import { InvoiceExtras, InvoiceTotals } from './invoice-extras.tsx';
-import type { InvoiceLineTotalsFields } from '../billing-types.ts';
+import { InvoiceItemForm, InvoiceItemsTable } from './invoice-items.tsx';
 
 /** A breakdown row in words: "Units 11 and up: 5 × $7.505 + $5.00 flat" (a package row: "3 packages × $5.00"). */
 function breakdownText(row: Schemas['PriceRow'], currency: string, packaged: boolean): string {
-  const units = row.up_to === null ? `Units ${row.from_unit} and up` : row.up_to === row.from_unit ? `Unit ${row.from_unit}` : `Units ${row.from_unit}–${row.up_to}`;
+  const units =
+    row.up_to === null
+      ? `Units ${row.from_unit} and up`
+      : row.up_to === row.from_unit
+        ? `Unit ${row.from_unit}`
+        : `Units ${row.from_unit}–${row.up_to}`;
   const each = `${row.quantity} × ${formatMinor(row.unit_amount_decimal, currency)}`;
   const flat = row.flat_amount ? ` + ${formatMinor(row.flat_amount, currency)} flat` : '';
-  if (packaged) return `${units}: ${row.quantity} package${row.quantity === 1 ? '' : 's'} × ${formatMinor(row.unit_amount_decimal, currency)}`;
+  if (packaged)
+    return `${units}: ${row.quantity} package${row.quantity === 1 ? '' : 's'} × ${formatMinor(row.unit_amount_decimal, currency)}`;
   return `${units}: ${each}${flat} = ${formatMinor(row.amount_decimal, currency)}`;
 }
 
 /** A line's share of the discount and its taxes, in words: " · discount −$20.00 · VAT 19% $15.20". */
-function lineAdjustments(line: Schemas['Invoice']['lines'][number] & InvoiceLineTotalsFields, currency: string): string {
+function lineAdjustments(
+  line: Schemas['Invoice']['lines'][number] & InvoiceLineTotalsFields,
+  currency: string,
+): string {
   const parts = [
     ...(line.discount_amounts ?? []).filter((d) => d.amount).map((d) => `discount ${money(-d.amount, currency)}`),
-    ...(line.tax_amounts ?? []).map((t) => `${t.display_name} ${t.percentage}%${t.inclusive ? ' included' : ''} ${money(t.amount, currency)}`),
+    ...(line.tax_amounts ?? []).map(
+      (t) => `${t.display_name} ${t.percentage}%${t.inclusive ? ' included' : ''} ${money(t.amount, currency)}`,
+    ),
   ];
   return parts.map((part) => ` · ${part}`).join('');
 }
@@ -47,10 +59,17 @@ export function InvoiceLines({ invoice }: { invoice: Schemas['Invoice'] }) {
             <tr key={index}>
               <td data-label="Description">
                 {line.description}
-                {line.proration ? <span className="muted"> (prorated {date(line.period_start)} – {date(line.period_end)})</span> : null}
+                {line.proration ? (
+                  <span className="muted">
+                    {' '}
+                    (prorated {date(line.period_start)} – {date(line.period_end)})
+                  </span>
+                ) : null}
                 <br />
                 <span className="muted line-period">
-                  {line.period_start === line.period_end ? `On ${dateOnly(line.period_start)}` : `Period ${dateOnly(line.period_start)} – ${dateOnly(line.period_end)}`}
+                  {line.period_start === line.period_end
+                    ? `On ${dateOnly(line.period_start)}`
+                    : `Period ${dateOnly(line.period_start)} – ${dateOnly(line.period_end)}`}
                   {line.proration ? ' · proration' : ''}
                   {lineAdjustments(line, invoice.currency)}
                 </span>
@@ -63,13 +82,17 @@ export function InvoiceLines({ invoice }: { invoice: Schemas['Invoice'] }) {
                 {line.breakdown?.length ? (
                   <ul className="breakdown" aria-label="Tier breakdown">
                     {line.breakdown.map((row, r) => (
-                      <li key={r}>{breakdownText(row, invoice.currency, line.breakdown!.length === 1 && row.tier === null)}</li>
+                      <li key={r}>
+                        {breakdownText(row, invoice.currency, line.breakdown!.length === 1 && row.tier === null)}
+                      </li>
                     ))}
                   </ul>
                 ) : null}
               </td>
               <td data-label="Quantity">{line.quantity}</td>
-              <td data-label="Unit amount">{line.unit_amount === null ? '—' : money(line.unit_amount, invoice.currency)}</td>
+              <td data-label="Unit amount">
+                {line.unit_amount === null ? '—' : money(line.unit_amount, invoice.currency)}
+              </td>
               <td data-label="Amount">{money(line.amount, invoice.currency)}</td>
             </tr>
           ))}
@@ -93,7 +116,6 @@ export function InvoiceLines({ invoice }: { invoice: Schemas['Invoice'] }) {
   );
 }
 
-
 type Invoice = Schemas['Invoice'];
 const oneOff = (invoice: Invoice) => !invoice.subscription_id;
 const invoiceName = (invoice: Invoice) => invoice.number ?? `draft ${invoice.id}`;
@@ -104,7 +126,15 @@ const invoiceName = (invoice: Invoice) => invoice.number ?? `draft ${invoice.id}
  * voided or marked uncollectible; an uncollectible one paid or voided. A subscription's invoice is
  * collected by its subscription: voided or marked uncollectible only.
  */
-export function InvoiceActions({ invoice, compact, onDeleted }: { invoice: Invoice; compact?: boolean; onDeleted?: () => void }) {
+export function InvoiceActions({
+  invoice,
+  compact,
+  onDeleted,
+}: {
+  invoice: Invoice;
+  compact?: boolean;
+  onDeleted?: () => void;
+}) {
   const id = invoice.id;
   const name = invoiceName(invoice);
   const path = { params: { path: { id } } };
@@ -117,12 +147,23 @@ export function InvoiceActions({ invoice, compact, onDeleted }: { invoice: Invoi
         label={`${invoice.collection_method === 'send_invoice' ? 'Finalize and send' : 'Finalize and charge'}${suffix}`}
         action={() => unwrap(api.POST('/v1/invoices/{id}/finalize', path))}
       />,
-      <ActionButton key="delete" label={`Delete draft${suffix}`} className="danger" confirm="Delete this draft? Its items become pending again." action={() => unwrap(api.DELETE('/v1/invoices/{id}', path))} done={onDeleted} />,
+      <ActionButton
+        key="delete"
+        label={`Delete draft${suffix}`}
+        className="danger"
+        confirm="Delete this draft? Its items become pending again."
+        action={() => unwrap(api.DELETE('/v1/invoices/{id}', path))}
+        done={onDeleted}
+      />,
     );
   }
   if ((invoice.status === 'open' || invoice.status === 'uncollectible') && oneOff(invoice)) {
     buttons.push(
-      <ActionButton key="pay" label={`Charge now${suffix}`} action={() => unwrap(api.POST('/v1/invoices/{id}/pay', { ...path, body: { paid_out_of_band: false } }))} />,
+      <ActionButton
+        key="pay"
+        label={`Charge now${suffix}`}
+        action={() => unwrap(api.POST('/v1/invoices/{id}/pay', { ...path, body: { paid_out_of_band: false } }))}
+      />,
       <ActionButton
         key="oob"
         label={`Mark paid out of band${suffix}`}
@@ -132,10 +173,24 @@ export function InvoiceActions({ invoice, compact, onDeleted }: { invoice: Invoi
     );
   }
   if (invoice.status === 'open' || invoice.status === 'uncollectible') {
-    buttons.push(<ActionButton key="void" label={`Void${suffix}`} className="danger" confirm="Void this invoice? Nothing will be due." action={() => unwrap(api.POST('/v1/invoices/{id}/void', path))} />);
+    buttons.push(
+      <ActionButton
+        key="void"
+        label={`Void${suffix}`}
+        className="danger"
+        confirm="Void this invoice? Nothing will be due."
+        action={() => unwrap(api.POST('/v1/invoices/{id}/void', path))}
+      />,
+    );
   }
   if (invoice.status === 'open') {
-    buttons.push(<ActionButton key="uncollectible" label={`Mark uncollectible${suffix}`} action={() => unwrap(api.POST('/v1/invoices/{id}/mark_uncollectible', path))} />);
+    buttons.push(
+      <ActionButton
+        key="uncollectible"
+        label={`Mark uncollectible${suffix}`}
+        action={() => unwrap(api.POST('/v1/invoices/{id}/mark_uncollectible', path))}
+      />,
+    );
   }
   return <div className="actions">{buttons}</div>;
 }
@@ -149,10 +204,16 @@ function DraftItems({ invoice }: { invoice: Invoice }) {
   });
   const pending = useQuery({
     queryKey: [mode, 'invoice-items', invoice.customer_id, 'pending'],
-    queryFn: () => unwrap(api.GET('/v1/invoice_items', { params: { query: { customer: invoice.customer_id, pending: 'true', limit: 100 } } })),
+    queryFn: () =>
+      unwrap(
+        api.GET('/v1/invoice_items', {
+          params: { query: { customer: invoice.customer_id, pending: 'true', limit: 100 } },
+        }),
+      ),
   });
   const takeable = (pending.data?.data ?? []).filter((item) => item.currency === invoice.currency);
-  const patch = (itemId: string, to: string | null) => unwrap(api.PATCH('/v1/invoice_items/{id}', { params: { path: { id: itemId } }, body: { invoice: to } }));
+  const patch = (itemId: string, to: string | null) =>
+    unwrap(api.PATCH('/v1/invoice_items/{id}', { params: { path: { id: itemId } }, body: { invoice: to } }));
   return (
     <section className="card" aria-label="Items of the draft">
       <h2>Items</h2>
@@ -161,18 +222,34 @@ function DraftItems({ invoice }: { invoice: Invoice }) {
       <InvoiceItemsTable
         label="Items on this draft"
         items={attached.data?.data ?? []}
-        empty={attached.isLoading ? 'Loading…' : 'No items yet: add one below, or take a pending one. A draft without items cannot be finalized.'}
+        empty={
+          attached.isLoading
+            ? 'Loading…'
+            : 'No items yet: add one below, or take a pending one. A draft without items cannot be finalized.'
+        }
         actions={(item) => (
           <>
             <ActionButton label={`Remove ${item.description}`} action={() => patch(item.id, null)} />
-            <ActionButton label={`Delete ${item.description}`} className="danger" confirm={`Delete the item "${item.description}"?`} action={() => unwrap(api.DELETE('/v1/invoice_items/{id}', { params: { path: { id: item.id } } }))} />
+            <ActionButton
+              label={`Delete ${item.description}`}
+              className="danger"
+              confirm={`Delete the item "${item.description}"?`}
+              action={() => unwrap(api.DELETE('/v1/invoice_items/{id}', { params: { path: { id: item.id } } }))}
+            />
           </>
         )}
       />
       {takeable.length ? (
         <>
           <h3>Pending items of the customer in {invoice.currency}</h3>
-          <InvoiceItemsTable label="Pending items to add" items={takeable} empty="" actions={(item) => <ActionButton label={`Add ${item.description}`} action={() => patch(item.id, invoice.id)} />} />
+          <InvoiceItemsTable
+            label="Pending items to add"
+            items={takeable}
+            empty=""
+            actions={(item) => (
+              <ActionButton label={`Add ${item.description}`} action={() => patch(item.id, invoice.id)} />
+            )}
+          />
         </>
       ) : null}
       <InvoiceItemForm customerId={invoice.customer_id} invoice={{ id: invoice.id, currency: invoice.currency }} />
@@ -190,7 +267,13 @@ export function InvoiceDetail() {
     // A one-off invoice's workflow charges it a moment after finalize: follow it until it settles.
     refetchInterval: (query) => {
       const i = query.state.data;
-      return i && oneOff(i) && i.status === 'open' && i.collection_method === 'charge_automatically' && i.attempt_count === 0 ? 1000 : false;
+      return i &&
+        oneOff(i) &&
+        i.status === 'open' &&
+        i.collection_method === 'charge_automatically' &&
+        i.attempt_count === 0
+        ? 1000
+        : false;
     },
   });
   const i = invoice.data;
@@ -229,7 +312,11 @@ export function InvoiceDetail() {
               ) : (
                 <>
                   <dt>Collection</dt>
-                  <dd>{i.collection_method === 'send_invoice' ? `Emailed with a pay link, due ${i.days_until_due} days after finalize` : "Charged to the customer's payment method"}</dd>
+                  <dd>
+                    {i.collection_method === 'send_invoice'
+                      ? `Emailed with a pay link, due ${i.days_until_due} days after finalize`
+                      : "Charged to the customer's payment method"}
+                  </dd>
                 </>
               )}
               {i.description ? (
@@ -330,8 +417,14 @@ export function Invoices() {
         key={status}
         label="Invoices"
         queryKey={['invoices', status]}
-        empty={status ? `No ${status} invoices.` : 'No invoices yet: a subscription issues them, or create a one-off invoice above.'}
-        fetchPage={(cursor) => unwrap(api.GET('/v1/invoices', { params: { query: { limit: 20, ...cursor, status: status || undefined } } }))}
+        empty={
+          status
+            ? `No ${status} invoices.`
+            : 'No invoices yet: a subscription issues them, or create a one-off invoice above.'
+        }
+        fetchPage={(cursor) =>
+          unwrap(api.GET('/v1/invoices', { params: { query: { limit: 20, ...cursor, status: status || undefined } } }))
+        }
         columns={[
           {
             header: 'Number',
@@ -360,7 +453,10 @@ export function Invoices() {
             header: 'Actions',
             cell: (i) => (
               <div className="actions">
-                <ActionButton label={`PDF ${i.number ?? ''}`.trim()} action={async () => window.open(await blobUrl(`/v1/invoices/${i.id}/pdf`), '_blank')} />
+                <ActionButton
+                  label={`PDF ${i.number ?? ''}`.trim()}
+                  action={async () => window.open(await blobUrl(`/v1/invoices/${i.id}/pdf`), '_blank')}
+                />
                 <InvoiceActions invoice={i} compact />
               </div>
             ),

@@ -5,7 +5,8 @@
  * (reactivate: 409 while another active meter has its event name).
  */
 import { useId, useState } from 'react';
-import { api, date, unwrap, type Schemas } from '../api.ts';
+
+import { api, date, type Schemas, unwrap } from '../api.ts';
 import { ActionButton, ActionForm, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
 export type Meter = Schemas['Meter'];
@@ -21,7 +22,10 @@ export const aggregations: { value: Meter['aggregation']; label: string }[] = [
 
 /** "sum of tokens by model": a meter's aggregation in words. */
 export function meterText(meter: Pick<Meter, 'aggregation' | 'value_property' | 'group_by'>): string {
-  const what = meter.aggregation === 'count' ? 'count of events' : `${meter.aggregation.replace('_', ' ')} of ${meter.value_property}`;
+  const what =
+    meter.aggregation === 'count'
+      ? 'count of events'
+      : `${meter.aggregation.replace('_', ' ')} of ${meter.value_property}`;
   return meter.group_by.length ? `${what} by ${meter.group_by.join(', ')}` : what;
 }
 
@@ -55,7 +59,11 @@ function MeterForm() {
       <Field label="Event name" name="event_name" required placeholder="api_tokens" />
       <div className="field">
         <label htmlFor={`${id}-aggregation`}>Aggregation</label>
-        <select id={`${id}-aggregation`} value={aggregation} onChange={(e) => setAggregation(e.target.value as Meter['aggregation'])}>
+        <select
+          id={`${id}-aggregation`}
+          value={aggregation}
+          onChange={(e) => setAggregation(e.target.value as Meter['aggregation'])}
+        >
           {aggregations.map((a) => (
             <option key={a.value} value={a.value}>
               {a.label}
@@ -63,7 +71,9 @@ function MeterForm() {
           ))}
         </select>
       </div>
-      {aggregation === 'count' ? null : <Field label="Value property" name="value_property" defaultValue="value" placeholder="tokens" />}
+      {aggregation === 'count' ? null : (
+        <Field label="Value property" name="value_property" defaultValue="value" placeholder="tokens" />
+      )}
       <Field label="Group by (comma-separated, up to 3)" name="group_by" placeholder="model, region" />
     </ActionForm>
   );
@@ -74,8 +84,9 @@ export function Meters() {
     <>
       <PageTitle>Meters</PageTitle>
       <p>
-        A meter counts the usage events whose event name it names (POST /v1/meter_events, <code>billing meter-events send</code>); a metered plan bills it
-        at the end of each period. A customer&apos;s page charts their usage of the month.
+        A meter counts the usage events whose event name it names (POST /v1/meter_events,{' '}
+        <code>billing meter-events send</code>); a metered plan bills it at the end of each period. A customer&apos;s
+        page charts their usage of the month.
       </p>
       <MeterForm />
       <PagedTable
@@ -101,7 +112,10 @@ export function Meters() {
                   action={() => unwrap(api.POST('/v1/meters/{id}/deactivate', { params: { path: { id: m.id } } }))}
                 />
               ) : (
-                <ActionButton label={`Reactivate ${m.event_name}`} action={() => unwrap(api.POST('/v1/meters/{id}/reactivate', { params: { path: { id: m.id } } }))} />
+                <ActionButton
+                  label={`Reactivate ${m.event_name}`}
+                  action={() => unwrap(api.POST('/v1/meters/{id}/reactivate', { params: { path: { id: m.id } } }))}
+                />
               ),
           },
         ]}

@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
+
 import { api, currentMode, date, money, toMinor, unwrap } from '../api.ts';
 import { useSession } from '../session.tsx';
 import { ActionButton, ActionForm, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
@@ -33,7 +34,8 @@ export function PaymentRequests() {
         submit="Create payment request"
         action={(v) => {
           const amount = toMinor(v.amount ?? '', v.currency!);
-          if (amount === null || amount <= 0) return Promise.reject(new Error(`Type an amount in ${v.currency}, like 49.00.`));
+          if (amount === null || amount <= 0)
+            return Promise.reject(new Error(`Type an amount in ${v.currency}, like 49.00.`));
           return unwrap(
             api.POST('/v1/payments', {
               body: {
@@ -48,7 +50,11 @@ export function PaymentRequests() {
         }}
       >
         <Field label="Amount" name="amount" required placeholder="49.00" />
-        {currency ? <Field key={currency} label="Currency" name="currency" options={[currency]} defaultValue={currency} /> : <p>Loading the account's currency…</p>}
+        {currency ? (
+          <Field key={currency} label="Currency" name="currency" options={[currency]} defaultValue={currency} />
+        ) : (
+          <p>Loading the account's currency…</p>
+        )}
         <Field label="Customer email" name="customer_email" type="email" required />
         <Field label="Reference" name="reference" />
       </ActionForm>
@@ -67,7 +73,11 @@ export function PaymentRequests() {
               <div className="actions">
                 {p.payment_url ? <CopyLink url={p.payment_url} /> : null}
                 {p.status === 'pending' ? (
-                  <ActionButton label="Cancel" confirm="Cancel this payment request?" action={() => unwrap(api.POST('/v1/payments/{id}/cancel', { params: { path: { id: p.id } } }))} />
+                  <ActionButton
+                    label="Cancel"
+                    confirm="Cancel this payment request?"
+                    action={() => unwrap(api.POST('/v1/payments/{id}/cancel', { params: { path: { id: p.id } } }))}
+                  />
                 ) : null}
               </div>
             ),

@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { api, currentMode, date, money, unwrap, type Schemas } from '../api.ts';
+
+import { api, currentMode, date, money, type Schemas, unwrap } from '../api.ts';
 import { canManage, useSession } from '../session.tsx';
 import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
@@ -21,7 +22,14 @@ const weekdays = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'satur
 const describeAccount = (b: BankAccount) => `${b.type === 'paypal' ? (b.email ?? 'PayPal') : `•••• ${b.last4}`}`;
 /** Minor units from a typed amount ("49.00" → 4900). */
 /** A run's day: runs are at 00:00 UTC, so the day is read in UTC. */
-const utcDay = (value: string) => new Date(value).toLocaleDateString(undefined, { timeZone: 'UTC', weekday: 'short', day: 'numeric', month: 'short', year: 'numeric' });
+const utcDay = (value: string) =>
+  new Date(value).toLocaleDateString(undefined, {
+    timeZone: 'UTC',
+    weekday: 'short',
+    day: 'numeric',
+    month: 'short',
+    year: 'numeric',
+  });
 const minor = (value: string | undefined) => Math.round(Number(value ?? 0) * 100);
 
 export function Payouts() {
@@ -35,7 +43,11 @@ export function Payouts() {
   return (
     <>
       <PageTitle>Payouts</PageTitle>
-      {readOnly ? <p className="card">Members can read payouts, destinations, schedules and holds; an owner or admin changes them.</p> : null}
+      {readOnly ? (
+        <p className="card">
+          Members can read payouts, destinations, schedules and holds; an owner or admin changes them.
+        </p>
+      ) : null}
 
       <section aria-labelledby="bank-accounts-title" id="bank-accounts">
         <h2 id="bank-accounts-title">Bank accounts</h2>
@@ -60,14 +72,23 @@ export function Payouts() {
                         {b.default_for_currency ? null : (
                           <ActionButton
                             label={`Make ${describeAccount(b)} the ${b.currency} default`}
-                            action={() => unwrap(api.PATCH('/v1/bank_accounts/{id}', { params: { path: { id: b.id } }, body: { default_for_currency: true } }))}
+                            action={() =>
+                              unwrap(
+                                api.PATCH('/v1/bank_accounts/{id}', {
+                                  params: { path: { id: b.id } },
+                                  body: { default_for_currency: true },
+                                }),
+                              )
+                            }
                           />
                         )}
                         <ActionButton
                           className="danger"
                           label={`Delete ${describeAccount(b)}`}
                           confirm={`Delete the ${b.currency} destination ${describeAccount(b)}? Payouts keep naming it.`}
-                          action={() => unwrap(api.DELETE('/v1/bank_accounts/{id}', { params: { path: { id: b.id } } }))}
+                          action={() =>
+                            unwrap(api.DELETE('/v1/bank_accounts/{id}', { params: { path: { id: b.id } } }))
+                          }
                         />
                       </div>
                     ),
@@ -174,7 +195,12 @@ function AddBankAccount() {
       </div>
       <div className="field">
         <label htmlFor={currencyId}>Currency</label>
-        <select id={currencyId} name="currency" value={chosenCurrency} onChange={(event) => setCurrency(event.target.value)}>
+        <select
+          id={currencyId}
+          name="currency"
+          value={chosenCurrency}
+          onChange={(event) => setCurrency(event.target.value)}
+        >
           {allowed.map((c) => (
             <option key={c}>{c}</option>
           ))}
@@ -182,7 +208,11 @@ function AddBankAccount() {
       </div>
       <Field label="Holder name" name="account_holder_name" required />
       <Field label="Holder type" name="account_holder_type" options={['individual', 'company']} />
-      <Field label="Country (optional, 2 letters)" name="country" placeholder={rail === 'us_ach' ? 'US' : rail === 'uk' ? 'GB' : 'DE'} />
+      <Field
+        label="Country (optional, 2 letters)"
+        name="country"
+        placeholder={rail === 'us_ach' ? 'US' : rail === 'uk' ? 'GB' : 'DE'}
+      />
       {rail === 'us_ach' ? (
         <>
           <Field key="routing" label="Routing number" name="routing_number" required placeholder="110000000" />
@@ -204,7 +234,11 @@ function AddBankAccount() {
       {rail === 'wire' ? (
         <>
           <Field key="wire-bic" label="BIC/SWIFT" name="bic" required />
-          {chosenCurrency === 'EUR' ? <Field key="wire-iban" label="IBAN" name="iban" required /> : <Field key="wire-account" label="Account number" name="account_number" required />}
+          {chosenCurrency === 'EUR' ? (
+            <Field key="wire-iban" label="IBAN" name="iban" required />
+          ) : (
+            <Field key="wire-account" label="Account number" name="account_number" required />
+          )}
         </>
       ) : null}
       {rail === 'paypal' ? <Field key="paypal" label="PayPal email" name="email" type="email" required /> : null}
@@ -218,7 +252,10 @@ function AddBankAccount() {
 
 function Schedules({ readOnly }: { readOnly: boolean }) {
   const mode = currentMode();
-  const settings = useQuery({ queryKey: [mode, 'payout-settings'], queryFn: () => unwrap(api.GET('/v1/payout_settings')) });
+  const settings = useQuery({
+    queryKey: [mode, 'payout-settings'],
+    queryFn: () => unwrap(api.GET('/v1/payout_settings')),
+  });
   return (
     <section aria-labelledby="schedule-title">
       <h2 id="schedule-title">Payout schedule</h2>
@@ -235,7 +272,9 @@ function Schedules({ readOnly }: { readOnly: boolean }) {
 function ScheduleForm({ schedule, readOnly }: { schedule: Schedule; readOnly: boolean }) {
   const [interval, setInterval] = useState(schedule.interval);
   const intervalId = useId();
-  const next = schedule.next_payout_at ? `Next payout ${utcDay(schedule.next_payout_at)}, 00:00 UTC` : 'Manual: payouts only when you make them';
+  const next = schedule.next_payout_at
+    ? `Next payout ${utcDay(schedule.next_payout_at)}, 00:00 UTC`
+    : 'Manual: payouts only when you make them';
   if (readOnly) {
     return (
       <section className="card schedule-card" aria-label={`${schedule.currency} schedule`}>
@@ -288,16 +327,46 @@ function ScheduleForm({ schedule, readOnly }: { schedule: Schedule; readOnly: bo
       </p>
       <div className="field">
         <label htmlFor={intervalId}>{`${schedule.currency} interval`}</label>
-        <select id={intervalId} name="interval" value={interval} onChange={(event) => setInterval(event.target.value as Schedule['interval'])}>
+        <select
+          id={intervalId}
+          name="interval"
+          value={interval}
+          onChange={(event) => setInterval(event.target.value as Schedule['interval'])}
+        >
           {['manual', 'daily', 'weekly', 'monthly'].map((i) => (
             <option key={i}>{i}</option>
           ))}
         </select>
       </div>
-      {interval === 'weekly' ? <Field label={`${schedule.currency} weekday`} name="weekly_anchor" options={[...weekdays]} defaultValue={schedule.weekly_anchor ?? 'monday'} /> : null}
-      {interval === 'monthly' ? <Field label={`${schedule.currency} day of month`} name="monthly_anchor" type="number" required defaultValue={schedule.monthly_anchor ?? 1} /> : null}
-      <Field label={`${schedule.currency} delay (days)`} name="delay_days" type="number" defaultValue={schedule.delay_days} />
-      <Field label={`${schedule.currency} minimum`} name="minimum_amount" type="number" defaultValue={(schedule.minimum_amount / 100).toFixed(2)} />
+      {interval === 'weekly' ? (
+        <Field
+          label={`${schedule.currency} weekday`}
+          name="weekly_anchor"
+          options={[...weekdays]}
+          defaultValue={schedule.weekly_anchor ?? 'monday'}
+        />
+      ) : null}
+      {interval === 'monthly' ? (
+        <Field
+          label={`${schedule.currency} day of month`}
+          name="monthly_anchor"
+          type="number"
+          required
+          defaultValue={schedule.monthly_anchor ?? 1}
+        />
+      ) : null}
+      <Field
+        label={`${schedule.currency} delay (days)`}
+        name="delay_days"
+        type="number"
+        defaultValue={schedule.delay_days}
+      />
+      <Field
+        label={`${schedule.currency} minimum`}
+        name="minimum_amount"
+        type="number"
+        defaultValue={(schedule.minimum_amount / 100).toFixed(2)}
+      />
     </ActionForm>
   );
 }
@@ -315,7 +384,12 @@ function NewPayout({ destinations }: { destinations: BankAccount[] }) {
         unwrap(
           api.POST('/v1/payouts', {
             params: { header: { 'Idempotency-Key': crypto.randomUUID() } },
-            body: { amount: minor(v.amount), currency, destination: v.destination || undefined, description: v.description || undefined },
+            body: {
+              amount: minor(v.amount),
+              currency,
+              destination: v.destination || undefined,
+              description: v.description || undefined,
+            },
           }),
         )
       }
@@ -356,7 +430,11 @@ function Holds({ readOnly }: { readOnly: boolean }) {
           action={(v) =>
             unwrap(
               api.POST('/v1/payout_holds', {
-                body: { reason: v.reason!, payout: v.payout?.trim() || undefined, until: v.until ? new Date(v.until).toISOString() : undefined },
+                body: {
+                  reason: v.reason!,
+                  payout: v.payout?.trim() || undefined,
+                  until: v.until ? new Date(v.until).toISOString() : undefined,
+                },
               }),
             )
           }
@@ -376,7 +454,11 @@ function Holds({ readOnly }: { readOnly: boolean }) {
           { header: 'On', cell: (h) => h.payout ?? 'The whole account' },
           { header: 'State', cell: (h) => <Status value={h.active ? 'active' : 'released'} /> },
           { header: 'Placed by', cell: (h) => h.created_by },
-          { header: 'Until', cell: (h) => (h.released_at ? `Released ${date(h.released_at)}` : h.until ? date(h.until) : 'Until released') },
+          {
+            header: 'Until',
+            cell: (h) =>
+              h.released_at ? `Released ${date(h.released_at)}` : h.until ? date(h.until) : 'Until released',
+          },
           ...(readOnly
             ? []
             : [

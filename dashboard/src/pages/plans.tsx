@@ -1,9 +1,10 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { useId, useState, type FormEvent } from 'react';
+import { type FormEvent, useId, useState } from 'react';
+
 import { currencyExponent } from '../../../domain/money.ts';
-import { intervalText, majorToMinor, schemeText, type PriceDescribed } from '../../../domain/price-text.ts';
-import { pricingProblems, type Pricing, type Tier } from '../../../domain/pricing.ts';
-import { api, ApiFailure, date, unwrap, type Schemas } from '../api.ts';
+import { intervalText, majorToMinor, type PriceDescribed, schemeText } from '../../../domain/price-text.ts';
+import { type Pricing, pricingProblems, type Tier } from '../../../domain/pricing.ts';
+import { api, ApiFailure, date, type Schemas, unwrap } from '../api.ts';
 import { ErrorNote, PagedTable, PageTitle } from '../ui.tsx';
 
 type Scheme = 'per_unit' | 'package' | 'tiered';
@@ -43,7 +44,8 @@ function tierAmounts(at: string, unit: string, flat: string, exponent: number, p
   else out.unit_amount_decimal = parsedUnit.decimal;
   if (flat.trim()) {
     const parsedFlat = majorToMinor(flat, exponent);
-    if (!parsedFlat || !('minor' in parsedFlat)) problems.push(`${at}.flat_amount: must be an amount in whole minor units, like 5.00.`);
+    if (!parsedFlat || !('minor' in parsedFlat))
+      problems.push(`${at}.flat_amount: must be an amount in whole minor units, like 5.00.`);
     else out.flat_amount = parsedFlat.minor;
   }
   return out;
@@ -54,10 +56,29 @@ function tierAmounts(at: string, unit: string, flat: string, exponent: number, p
  * (domain/pricing.ts pricingProblems: the API's messages). Problems come back as one
  * message, as the API's 400 would say them; what only the API knows it answers itself.
  */
-function planBody(form: { name: string; type: PlanType; scheme: Scheme; amount: string; currency: string; interval: string; intervalCount: string; trial: string; tiersMode: 'graduated' | 'volume'; tiers: TierRow[]; packageSize: string; packageRound: 'up' | 'down'; options: OptionRow[] }) {
+function planBody(form: {
+  name: string;
+  type: PlanType;
+  scheme: Scheme;
+  amount: string;
+  currency: string;
+  interval: string;
+  intervalCount: string;
+  trial: string;
+  tiersMode: 'graduated' | 'volume';
+  tiers: TierRow[];
+  packageSize: string;
+  packageRound: 'up' | 'down';
+  options: OptionRow[];
+}) {
   const problems: string[] = [];
   const exponent = currencyExponent(form.currency);
-  const body: Record<string, unknown> = { name: form.name, currency: form.currency, type: form.type, pricing_scheme: form.scheme };
+  const body: Record<string, unknown> = {
+    name: form.name,
+    currency: form.currency,
+    type: form.type,
+    pricing_scheme: form.scheme,
+  };
   if (form.type === 'recurring') {
     body.interval = form.interval;
     if (form.intervalCount.trim() && form.intervalCount !== '1') body.interval_count = Number(form.intervalCount);
@@ -75,7 +96,10 @@ function planBody(form: { name: string; type: PlanType; scheme: Scheme; amount: 
           upTo = row.upTo.trim() ? Number.NaN : 0;
         }
       }
-      return { up_to: upTo, ...tierAmounts(at, amounts[index]?.unit ?? '', amounts[index]?.flat ?? '', exp, problems) } as Tier;
+      return {
+        up_to: upTo,
+        ...tierAmounts(at, amounts[index]?.unit ?? '', amounts[index]?.flat ?? '', exp, problems),
+      } as Tier;
     });
   if (form.scheme === 'tiered') {
     const tiers = tiersOf(form.tiers, '', exponent);
@@ -99,15 +123,19 @@ function planBody(form: { name: string; type: PlanType; scheme: Scheme; amount: 
     for (const option of form.options) {
       const at = `currency_options.${option.currency}`;
       const exp = currencyExponent(option.currency);
-      if (option.currency === form.currency) problems.push(`${at}: the plan's own currency is priced by the plan itself.`);
+      if (option.currency === form.currency)
+        problems.push(`${at}: the plan's own currency is priced by the plan itself.`);
       else if (options[option.currency]) problems.push(`${at}: ${option.currency} is given twice.`);
       if (form.scheme === 'tiered') {
         const tiers = tiersOf(option.tiers, `${at}.`, exp);
-        problems.push(...pricingProblems({ scheme: 'tiered', tiers_mode: form.tiersMode, tiers }).map((p) => `${at}.${p}`));
+        problems.push(
+          ...pricingProblems({ scheme: 'tiered', tiers_mode: form.tiersMode, tiers }).map((p) => `${at}.${p}`),
+        );
         options[option.currency] = { tiers };
       } else {
         const parsed = majorToMinor(option.amount, exp);
-        if (!parsed || !('minor' in parsed) || parsed.minor < 1) problems.push(`${at}.amount: must be an amount above zero in whole minor units.`);
+        if (!parsed || !('minor' in parsed) || parsed.minor < 1)
+          problems.push(`${at}.amount: must be an amount above zero in whole minor units.`);
         options[option.currency] = { amount: parsed && 'minor' in parsed ? parsed.minor : 0 };
       }
     }
@@ -118,7 +146,8 @@ function planBody(form: { name: string; type: PlanType; scheme: Scheme; amount: 
 
 function TierEditor(props: { tiers: TierRow[]; currency: string; onChange: (tiers: TierRow[]) => void }) {
   const { tiers } = props;
-  const set = (index: number, change: Partial<TierRow>) => props.onChange(tiers.map((t, i) => (i === index ? { ...t, ...change } : t)));
+  const set = (index: number, change: Partial<TierRow>) =>
+    props.onChange(tiers.map((t, i) => (i === index ? { ...t, ...change } : t)));
   let from = 1;
   return (
     <div className="tier-editor" role="group" aria-label="Tiers">
@@ -134,21 +163,52 @@ function TierEditor(props: { tiers: TierRow[]; currency: string; onChange: (tier
             </legend>
             <div className="field">
               <label htmlFor={`${id}-up`}>Up to</label>
-              <input id={`${id}-up`} type="number" min={1} step={1} inputMode="numeric" value={tier.above ? '' : tier.upTo} disabled={tier.above} onChange={(e) => set(index, { upTo: e.target.value })} />
+              <input
+                id={`${id}-up`}
+                type="number"
+                min={1}
+                step={1}
+                inputMode="numeric"
+                value={tier.above ? '' : tier.upTo}
+                disabled={tier.above}
+                onChange={(e) => set(index, { upTo: e.target.value })}
+              />
             </div>
             <div className="field checkbox-inline">
-              <input id={`${id}-above`} type="checkbox" checked={tier.above} onChange={(e) => set(index, { above: e.target.checked })} />
+              <input
+                id={`${id}-above`}
+                type="checkbox"
+                checked={tier.above}
+                onChange={(e) => set(index, { above: e.target.checked })}
+              />
               <label htmlFor={`${id}-above`}>and above</label>
             </div>
             <div className="field">
               <label htmlFor={`${id}-unit`}>Unit amount ({props.currency})</label>
-              <input id={`${id}-unit`} inputMode="decimal" value={tier.unit} placeholder="8.00" onChange={(e) => set(index, { unit: e.target.value })} />
+              <input
+                id={`${id}-unit`}
+                inputMode="decimal"
+                value={tier.unit}
+                placeholder="8.00"
+                onChange={(e) => set(index, { unit: e.target.value })}
+              />
             </div>
             <div className="field">
               <label htmlFor={`${id}-flat`}>Flat amount ({props.currency})</label>
-              <input id={`${id}-flat`} inputMode="decimal" value={tier.flat} placeholder="optional" onChange={(e) => set(index, { flat: e.target.value })} />
+              <input
+                id={`${id}-flat`}
+                inputMode="decimal"
+                value={tier.flat}
+                placeholder="optional"
+                onChange={(e) => set(index, { flat: e.target.value })}
+              />
             </div>
-            <button type="button" className="link-button" disabled={tiers.length === 1} onClick={() => props.onChange(tiers.filter((_, i) => i !== index))}>
+            <button
+              type="button"
+              className="link-button"
+              disabled={tiers.length === 1}
+              onClick={() => props.onChange(tiers.filter((_, i) => i !== index))}
+            >
               Remove tier {index + 1}
             </button>
           </fieldset>
@@ -192,7 +252,21 @@ function PlanForm() {
     event.preventDefault();
     setError(null);
     setCreated(null);
-    const { body, problems } = planBody({ name, type, scheme, amount, currency, interval, intervalCount, trial, tiersMode, tiers, packageSize, packageRound, options });
+    const { body, problems } = planBody({
+      name,
+      type,
+      scheme,
+      amount,
+      currency,
+      interval,
+      intervalCount,
+      trial,
+      tiersMode,
+      tiers,
+      packageSize,
+      packageRound,
+      options,
+    });
     if (problems.length) {
       setError(new ApiFailure(400, 'invalid_request', problems.join(' ')));
       return;
@@ -246,18 +320,38 @@ function PlanForm() {
       {scheme !== 'tiered' ? (
         <div className="field">
           <label htmlFor={f('amount')}>{scheme === 'package' ? 'Price per package' : 'Price'}</label>
-          <input id={f('amount')} name="amount" inputMode="decimal" required placeholder="20.00" value={amount} onChange={(e) => setAmount(e.target.value)} />
+          <input
+            id={f('amount')}
+            name="amount"
+            inputMode="decimal"
+            required
+            placeholder="20.00"
+            value={amount}
+            onChange={(e) => setAmount(e.target.value)}
+          />
         </div>
       ) : null}
       {scheme === 'package' ? (
         <>
           <div className="field">
             <label htmlFor={f('size')}>Package size (units)</label>
-            <input id={f('size')} type="number" min={1} step={1} value={packageSize} onChange={(e) => setPackageSize(e.target.value)} placeholder="100" />
+            <input
+              id={f('size')}
+              type="number"
+              min={1}
+              step={1}
+              value={packageSize}
+              onChange={(e) => setPackageSize(e.target.value)}
+              placeholder="100"
+            />
           </div>
           <div className="field">
             <label htmlFor={f('round')}>Rounding</label>
-            <select id={f('round')} value={packageRound} onChange={(e) => setPackageRound(e.target.value as 'up' | 'down')}>
+            <select
+              id={f('round')}
+              value={packageRound}
+              onChange={(e) => setPackageRound(e.target.value as 'up' | 'down')}
+            >
               <option value="up">up (a started package is paid)</option>
               <option value="down">down</option>
             </select>
@@ -276,7 +370,14 @@ function PlanForm() {
           </div>
           <div className="field">
             <label htmlFor={f('count')}>Every (intervals)</label>
-            <input id={f('count')} type="number" min={1} step={1} value={intervalCount} onChange={(e) => setIntervalCount(e.target.value)} />
+            <input
+              id={f('count')}
+              type="number"
+              min={1}
+              step={1}
+              value={intervalCount}
+              onChange={(e) => setIntervalCount(e.target.value)}
+            />
           </div>
           <div className="field">
             <label htmlFor={f('trial')}>Trial days</label>
@@ -284,19 +385,27 @@ function PlanForm() {
           </div>
         </>
       ) : (
-        <p className="muted">A one-time plan is charged once, on a subscription&apos;s first invoice: it has no interval and no trial.</p>
+        <p className="muted">
+          A one-time plan is charged once, on a subscription&apos;s first invoice: it has no interval and no trial.
+        </p>
       )}
       {scheme === 'tiered' ? (
         <>
           <div className="field">
             <label htmlFor={f('mode')}>Tiers mode</label>
-            <select id={f('mode')} value={tiersMode} onChange={(e) => setTiersMode(e.target.value as 'graduated' | 'volume')}>
+            <select
+              id={f('mode')}
+              value={tiersMode}
+              onChange={(e) => setTiersMode(e.target.value as 'graduated' | 'volume')}
+            >
               <option value="graduated">Graduated</option>
               <option value="volume">Volume</option>
             </select>
           </div>
           <p className="muted">
-            {tiersMode === 'graduated' ? 'Graduated: each unit is priced by the tier it falls in, plus the flat amount of every tier reached.' : 'Volume: every unit is priced by the one tier the whole quantity falls in, plus its flat amount.'}
+            {tiersMode === 'graduated'
+              ? 'Graduated: each unit is priced by the tier it falls in, plus the flat amount of every tier reached.'
+              : 'Volume: every unit is priced by the one tier the whole quantity falls in, plus its flat amount.'}
           </p>
           <TierEditor tiers={tiers} currency={currency} onChange={setTiers} />
         </>
@@ -304,7 +413,8 @@ function PlanForm() {
       <fieldset className="currency-options">
         <legend>Other currencies</legend>
         {options.map((option, index) => {
-          const set = (change: Partial<OptionRow>) => setOptions(options.map((o, i) => (i === index ? { ...o, ...change } : o)));
+          const set = (change: Partial<OptionRow>) =>
+            setOptions(options.map((o, i) => (i === index ? { ...o, ...change } : o)));
           const oid = `${id}-opt-${option.key}`;
           return (
             <div className="option-row" key={option.key} role="group" aria-label={`Price in ${option.currency}`}>
@@ -319,22 +429,41 @@ function PlanForm() {
               {scheme === 'tiered' ? (
                 tiers.map((tier, t) => (
                   <div className="field" key={tier.key}>
-                    <label htmlFor={`${oid}-t${t}`}>Tier {t + 1} unit amount ({option.currency})</label>
+                    <label htmlFor={`${oid}-t${t}`}>
+                      Tier {t + 1} unit amount ({option.currency})
+                    </label>
                     <input
                       id={`${oid}-t${t}`}
                       inputMode="decimal"
                       value={option.tiers[t]?.unit ?? ''}
-                      onChange={(e) => set({ tiers: tiers.map((_, k) => (k === t ? { unit: e.target.value, flat: option.tiers[k]?.flat ?? '' } : (option.tiers[k] ?? { unit: '', flat: '' }))) })}
+                      onChange={(e) =>
+                        set({
+                          tiers: tiers.map((_, k) =>
+                            k === t
+                              ? { unit: e.target.value, flat: option.tiers[k]?.flat ?? '' }
+                              : (option.tiers[k] ?? { unit: '', flat: '' }),
+                          ),
+                        })
+                      }
                     />
                   </div>
                 ))
               ) : (
                 <div className="field">
                   <label htmlFor={`${oid}-amount`}>Amount in {option.currency}</label>
-                  <input id={`${oid}-amount`} inputMode="decimal" value={option.amount} onChange={(e) => set({ amount: e.target.value })} />
+                  <input
+                    id={`${oid}-amount`}
+                    inputMode="decimal"
+                    value={option.amount}
+                    onChange={(e) => set({ amount: e.target.value })}
+                  />
                 </div>
               )}
-              <button type="button" className="link-button" onClick={() => setOptions(options.filter((_, i) => i !== index))}>
+              <button
+                type="button"
+                className="link-button"
+                onClick={() => setOptions(options.filter((_, i) => i !== index))}
+              >
                 Remove {option.currency}
               </button>
             </div>
@@ -342,7 +471,17 @@ function PlanForm() {
         })}
         <button
           type="button"
-          onClick={() => setOptions([...options, { key: nextKey++, currency: currencies.find((c) => c !== currency && !options.some((o) => o.currency === c)) ?? 'EUR', amount: '', tiers: [] }])}
+          onClick={() =>
+            setOptions([
+              ...options,
+              {
+                key: nextKey++,
+                currency: currencies.find((c) => c !== currency && !options.some((o) => o.currency === c)) ?? 'EUR',
+                amount: '',
+                tiers: [],
+              },
+            ])
+          }
         >
           Add a currency
         </button>
@@ -378,7 +517,14 @@ export function Plans() {
             cell: (p) =>
               Object.keys(p.currency_options ?? {}).length
                 ? Object.entries(p.currency_options)
-                    .map(([code, option]) => schemeText({ ...p, currency: code, amount: option.amount, tiers: (option.tiers ?? p.tiers) as Tier[] | null }))
+                    .map(([code, option]) =>
+                      schemeText({
+                        ...p,
+                        currency: code,
+                        amount: option.amount,
+                        tiers: (option.tiers ?? p.tiers) as Tier[] | null,
+                      }),
+                    )
                     .join('; ')
                 : '—',
           },

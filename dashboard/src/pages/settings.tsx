@@ -1,6 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { api, call, currentMode, unwrap, type Schemas } from '../api.ts';
+import { type FormEvent, useState } from 'react';
+
+import { api, call, currentMode, type Schemas, unwrap } from '../api.ts';
 import { canManage, useSession } from '../session.tsx';
 import { ActionForm, ErrorNote, Field, PageTitle } from '../ui.tsx';
 
@@ -8,8 +9,14 @@ export function Settings() {
   const mode = currentMode();
   const session = useSession();
   const billing = useQuery({ queryKey: [mode, 'settings'], queryFn: () => unwrap(api.GET('/v1/settings')) });
-  const notifications = useQuery({ queryKey: [mode, 'notification-settings'], queryFn: () => unwrap(api.GET('/v1/settings/notifications')) });
-  const portal = useQuery({ queryKey: [mode, 'portal-settings'], queryFn: () => unwrap(api.GET('/v1/settings/customer_portal')) });
+  const notifications = useQuery({
+    queryKey: [mode, 'notification-settings'],
+    queryFn: () => unwrap(api.GET('/v1/settings/notifications')),
+  });
+  const portal = useQuery({
+    queryKey: [mode, 'portal-settings'],
+    queryFn: () => unwrap(api.GET('/v1/settings/customer_portal')),
+  });
   const branding = useQuery({ queryKey: ['branding'], queryFn: () => unwrap(api.GET('/v1/settings/branding')) });
   const readOnly = !canManage(session);
   return (
@@ -23,11 +30,28 @@ export function Settings() {
           title={`Billing (${mode === 'test' ? 'sandbox' : 'live'})`}
           submit="Save billing settings"
           action={(v) =>
-            unwrap(api.PATCH('/v1/settings', { body: { grace_period_days: Number(v.grace_period_days), dunning_final_action: v.dunning_final_action as 'cancel' | 'pause' } }))
+            unwrap(
+              api.PATCH('/v1/settings', {
+                body: {
+                  grace_period_days: Number(v.grace_period_days),
+                  dunning_final_action: v.dunning_final_action as 'cancel' | 'pause',
+                },
+              }),
+            )
           }
         >
-          <Field label="Grace period (days)" name="grace_period_days" type="number" defaultValue={billing.data.grace_period_days} />
-          <Field label="After the last failed retry" name="dunning_final_action" options={['cancel', 'pause']} defaultValue={billing.data.dunning_final_action} />
+          <Field
+            label="Grace period (days)"
+            name="grace_period_days"
+            type="number"
+            defaultValue={billing.data.grace_period_days}
+          />
+          <Field
+            label="After the last failed retry"
+            name="dunning_final_action"
+            options={['cancel', 'pause']}
+            defaultValue={billing.data.dunning_final_action}
+          />
         </ActionForm>
       ) : null}
       {notifications.data ? (
@@ -38,7 +62,11 @@ export function Settings() {
           action={(v) =>
             unwrap(
               api.PATCH('/v1/settings/notifications', {
-                body: { payout_confirmations: v.payout_confirmations === 'on', failed_payments: v.failed_payments === 'on', subscription_cancellations: v.subscription_cancellations === 'on' },
+                body: {
+                  payout_confirmations: v.payout_confirmations === 'on',
+                  failed_payments: v.failed_payments === 'on',
+                  subscription_cancellations: v.subscription_cancellations === 'on',
+                },
               }),
             )
           }
@@ -57,7 +85,12 @@ export function Settings() {
           title="Customer portal"
           submit="Save portal settings"
           action={(v) => {
-            const body: Record<string, boolean> = { plan_changes: v.plan_changes === 'on', cancellation: v.cancellation === 'on', resume: v.resume === 'on', quantity_changes: v.quantity_changes === 'on' };
+            const body: Record<string, boolean> = {
+              plan_changes: v.plan_changes === 'on',
+              cancellation: v.cancellation === 'on',
+              resume: v.resume === 'on',
+              quantity_changes: v.quantity_changes === 'on',
+            };
             // promotion_codes (issue #27) is newer than the generated SDK types: sent when the engine shows it.
             if ('promotion_codes' in portal.data!) body.promotion_codes = v.promotion_codes === 'on';
             return call('PATCH', '/v1/settings/customer_portal', { body });
@@ -71,12 +104,19 @@ export function Settings() {
               ['quantity_changes', 'Customers may change quantities (seats)'],
               ['promotion_codes', 'Customers may enter promotion codes'],
             ] as const
-          ).filter(([name]) => name in portal.data!).map(([name, label]) => (
-            <div className="field checkbox" key={name}>
-              <input id={`p-${name}`} type="checkbox" name={name} defaultChecked={(portal.data as unknown as Record<string, boolean>)[name]} />
-              <label htmlFor={`p-${name}`}>{label}</label>
-            </div>
-          ))}
+          )
+            .filter(([name]) => name in portal.data!)
+            .map(([name, label]) => (
+              <div className="field checkbox" key={name}>
+                <input
+                  id={`p-${name}`}
+                  type="checkbox"
+                  name={name}
+                  defaultChecked={(portal.data as unknown as Record<string, boolean>)[name]}
+                />
+                <label htmlFor={`p-${name}`}>{label}</label>
+              </div>
+            ))}
         </ActionForm>
       ) : null}
       {branding.data ? <BrandingForm branding={branding.data} readOnly={readOnly} /> : null}
@@ -107,7 +147,10 @@ function BrandingForm({ branding, readOnly }: { branding: Schemas['Branding']; r
     setSaved(false);
     try {
       const name = String(form.get('business_name') ?? '').trim();
-      const body: { business_name: string | null; brand_color: string; logo?: string | null } = { business_name: name || null, brand_color: String(form.get('brand_color')) };
+      const body: { business_name: string | null; brand_color: string; logo?: string | null } = {
+        business_name: name || null,
+        brand_color: String(form.get('brand_color')),
+      };
       if (form.get('remove_logo') === 'on') body.logo = null;
       else if (file instanceof File && file.size > 0) body.logo = await readAsDataUrl(file);
       await unwrap(api.PATCH('/v1/settings/branding', { body }));
@@ -130,7 +173,13 @@ function BrandingForm({ branding, readOnly }: { branding: Schemas['Branding']; r
       <fieldset className="plain-fieldset" disabled={readOnly || busy}>
         <div className="field">
           <label htmlFor="brand-name">Business name</label>
-          <input id="brand-name" name="business_name" maxLength={100} defaultValue={branding.business_name ?? ''} placeholder={branding.effective.name} />
+          <input
+            id="brand-name"
+            name="business_name"
+            maxLength={100}
+            defaultValue={branding.business_name ?? ''}
+            placeholder={branding.effective.name}
+          />
         </div>
         <div className="field">
           <label htmlFor="brand-color">Brand colour</label>

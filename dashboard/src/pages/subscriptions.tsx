@@ -1,23 +1,30 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
+
 import { priceFor, type Pricing, type Tier } from '../../../domain/pricing.ts';
-import { api, currentMode, date, money, unwrap, type Schemas } from '../api.ts';
-import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
-import { InvoiceLines } from './invoices.tsx';
-import { describePlan } from './plans.tsx';
-import { DiscountCard } from './customer-billing.tsx';
-import { SubscriptionTaxRatesCard } from './tax-rates.tsx';
+import { api, currentMode, date, money, type Schemas, unwrap } from '../api.ts';
 import type { Discount } from '../billing-types.ts';
 import { CustomerName, CustomerPicker, PlanName, PlanPicker } from '../pickers.tsx';
+import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
+import { DiscountCard } from './customer-billing.tsx';
+import { InvoiceLines } from './invoices.tsx';
+import { describePlan } from './plans.tsx';
+import { SubscriptionTaxRatesCard } from './tax-rates.tsx';
 
 /** A plan's price in `currency` (its own, or one of its currency_options), as domain/pricing.ts computes it; null when it has none there. */
 function pricingOf(plan: Schemas['Plan'], currency: string): Pricing | null {
   const option = currency === plan.currency ? null : plan.currency_options?.[currency];
   if (currency !== plan.currency && !option) return null;
   const amount = option ? option.amount : plan.amount;
-  if (plan.pricing_scheme === 'tiered') return { scheme: 'tiered', tiers_mode: plan.tiers_mode ?? 'graduated', tiers: ((option?.tiers ?? plan.tiers) ?? []) as Tier[] };
-  if (plan.pricing_scheme === 'package') return { scheme: 'package', amount, package_size: plan.package_size ?? 1, round: plan.package_round ?? 'up' };
+  if (plan.pricing_scheme === 'tiered')
+    return {
+      scheme: 'tiered',
+      tiers_mode: plan.tiers_mode ?? 'graduated',
+      tiers: (option?.tiers ?? plan.tiers ?? []) as Tier[],
+    };
+  if (plan.pricing_scheme === 'package')
+    return { scheme: 'package', amount, package_size: plan.package_size ?? 1, round: plan.package_round ?? 'up' };
   return { scheme: 'per_unit', amount };
 }
 
@@ -33,18 +40,26 @@ const amountAt = (pricing: Pricing | null, quantity: number) => {
  * What a quantity change will do, before it is sent (the rules of POST /v1/subscriptions/{id}/update,
  * docs/pricing.md): more now, prorated; fewer at the renewal; in a trial, at once without a charge.
  */
-export function quantityChangeText(s: Schemas['Subscription'], plan: Schemas['Plan'] | undefined, quantity: number, now = Date.now()): string {
+export function quantityChangeText(
+  s: Schemas['Subscription'],
+  plan: Schemas['Plan'] | undefined,
+  quantity: number,
+  now = Date.now(),
+): string {
   if (!Number.isSafeInteger(quantity) || quantity < 1) return 'A quantity is a whole number from 1.';
   const currency = s.currency ?? plan?.currency ?? 'USD';
   const pricing = plan ? pricingOf(plan, currency) : null;
   const current = amountAt(pricing, s.quantity);
   const next = amountAt(pricing, quantity);
-  const per = (amount: number | null, q: number) => (amount === null ? `${q}` : `${q} (${money(amount, currency)} a period)`);
+  const per = (amount: number | null, q: number) =>
+    amount === null ? `${q}` : `${q} (${money(amount, currency)} a period)`;
   if (quantity === s.quantity && !s.pending_plan) return `${quantity} is the current quantity: nothing to change.`;
   if (quantity === s.quantity) return `Back to ${quantity}: drops the change waiting for the renewal.`;
-  if (s.status === 'trialing') return `In the trial the quantity changes at once, with no charge: the first invoice bills ${per(next, quantity)}.`;
+  if (s.status === 'trialing')
+    return `In the trial the quantity changes at once, with no charge: the first invoice bills ${per(next, quantity)}.`;
   if (current !== null && next !== null && next > current) {
-    if (!s.current_period_start || !s.current_period_end) return `More: takes effect now, the rest of the period prorated and charged now; then ${per(next, quantity)}.`;
+    if (!s.current_period_start || !s.current_period_end)
+      return `More: takes effect now, the rest of the period prorated and charged now; then ${per(next, quantity)}.`;
     const start = Date.parse(s.current_period_start);
     const end = Date.parse(s.current_period_end);
     const left = Math.min(1, Math.max(0, (end - now) / (end - start)));
@@ -65,12 +80,25 @@ function QuantityChange({ s, plan }: { s: Schemas['Subscription']; plan: Schemas
     <ActionForm
       title="Change quantity"
       submit="Change quantity"
-      action={() => unwrap(api.POST('/v1/subscriptions/{id}/update', { params: { path: { id: s.id } }, body: { quantity: wanted } }))}
+      action={() =>
+        unwrap(
+          api.POST('/v1/subscriptions/{id}/update', { params: { path: { id: s.id } }, body: { quantity: wanted } }),
+        )
+      }
       done={() => setQuantity(String(wanted))}
     >
       <div className="field">
         <label htmlFor="new-quantity">New quantity</label>
-        <input id="new-quantity" name="quantity" type="number" min={1} step={1} required value={quantity} onChange={(e) => setQuantity(e.target.value)} />
+        <input
+          id="new-quantity"
+          name="quantity"
+          type="number"
+          min={1}
+          step={1}
+          required
+          value={quantity}
+          onChange={(e) => setQuantity(e.target.value)}
+        />
       </div>
       <p className="muted" aria-live="polite" data-testid="proration">
         {quantityChangeText(s, plan, wanted)}
@@ -132,7 +160,13 @@ export function Subscriptions() {
         label="Subscriptions"
         queryKey={['subscriptions', status, customer]}
         fetchPage={(cursor) =>
-          unwrap(api.GET('/v1/subscriptions', { params: { query: { limit: 20, ...cursor, status: status || undefined, customer_id: customer || undefined } } }))
+          unwrap(
+            api.GET('/v1/subscriptions', {
+              params: {
+                query: { limit: 20, ...cursor, status: status || undefined, customer_id: customer || undefined },
+              },
+            }),
+          )
         }
         columns={[
           {
@@ -165,7 +199,10 @@ export function Subscriptions() {
 export function SubscriptionDetail() {
   const { id } = useParams({ strict: false }) as { id: string };
   const mode = currentMode();
-  const subscription = useQuery({ queryKey: [mode, 'subscription', id], queryFn: () => unwrap(api.GET('/v1/subscriptions/{id}', { params: { path: { id } } })) });
+  const subscription = useQuery({
+    queryKey: [mode, 'subscription', id],
+    queryFn: () => unwrap(api.GET('/v1/subscriptions/{id}', { params: { path: { id } } })),
+  });
   // Its own events and its invoices' and payments' (GET /v1/events?related_object=), newest first.
   const events = useQuery({
     queryKey: [mode, 'subscription-events', id],
@@ -211,7 +248,9 @@ export function SubscriptionDetail() {
             <dt>Quantity</dt>
             <dd>
               {s.quantity}
-              {s.pending_quantity !== null && s.pending_quantity !== undefined ? ` → ${s.pending_quantity} at the renewal (pending quantity)` : ''}
+              {s.pending_quantity !== null && s.pending_quantity !== undefined
+                ? ` → ${s.pending_quantity} at the renewal (pending quantity)`
+                : ''}
             </dd>
             <dt>Currency</dt>
             <dd>{currency ?? '—'}</dd>
@@ -237,21 +276,50 @@ export function SubscriptionDetail() {
           ) : (
             <div className="actions">
               {/* Only an active subscription pauses and only a paused one resumes (the API answers 409 otherwise). */}
-              {s.status === 'paused' ? <ActionButton label="Resume" action={() => unwrap(api.POST('/v1/subscriptions/{id}/resume', { params: { path: { id } } }))} /> : null}
-              {s.status === 'active' ? <ActionButton label="Pause" action={() => unwrap(api.POST('/v1/subscriptions/{id}/pause', { params: { path: { id } }, body: {} }))} /> : null}
+              {s.status === 'paused' ? (
+                <ActionButton
+                  label="Resume"
+                  action={() => unwrap(api.POST('/v1/subscriptions/{id}/resume', { params: { path: { id } } }))}
+                />
+              ) : null}
+              {s.status === 'active' ? (
+                <ActionButton
+                  label="Pause"
+                  action={() =>
+                    unwrap(api.POST('/v1/subscriptions/{id}/pause', { params: { path: { id } }, body: {} }))
+                  }
+                />
+              ) : null}
               {s.cancel_at_period_end ? (
-                <ActionButton label="Keep subscription (undo cancel)" action={() => unwrap(api.POST('/v1/subscriptions/{id}/undo_cancel', { params: { path: { id } } }))} />
+                <ActionButton
+                  label="Keep subscription (undo cancel)"
+                  action={() => unwrap(api.POST('/v1/subscriptions/{id}/undo_cancel', { params: { path: { id } } }))}
+                />
               ) : (
                 <ActionButton
                   label="Cancel at period end"
-                  action={() => unwrap(api.POST('/v1/subscriptions/{id}/cancel', { params: { path: { id } }, body: { at_period_end: true } }))}
+                  action={() =>
+                    unwrap(
+                      api.POST('/v1/subscriptions/{id}/cancel', {
+                        params: { path: { id } },
+                        body: { at_period_end: true },
+                      }),
+                    )
+                  }
                 />
               )}
               <ActionButton
                 label="Cancel now"
                 className="danger"
                 confirm="Cancel this subscription now?"
-                action={() => unwrap(api.POST('/v1/subscriptions/{id}/cancel', { params: { path: { id } }, body: { at_period_end: false } }))}
+                action={() =>
+                  unwrap(
+                    api.POST('/v1/subscriptions/{id}/cancel', {
+                      params: { path: { id } },
+                      body: { at_period_end: false },
+                    }),
+                  )
+                }
               />
             </div>
           )}
@@ -260,7 +328,13 @@ export function SubscriptionDetail() {
       {s && !ended ? <QuantityChange key={`${s.quantity}:${s.pending_quantity}`} s={s} plan={p} /> : null}
       {/* Several items change through their own page (the API answers 409 to a plan change here). */}
       {s && !ended && s.items.length <= 1 ? (
-        <ActionForm title="Change plan" submit="Change plan" action={(v) => unwrap(api.POST('/v1/subscriptions/{id}/update', { params: { path: { id } }, body: { plan: v.plan! } }))}>
+        <ActionForm
+          title="Change plan"
+          submit="Change plan"
+          action={(v) =>
+            unwrap(api.POST('/v1/subscriptions/{id}/update', { params: { path: { id } }, body: { plan: v.plan! } }))
+          }
+        >
           <PlanPicker name="plan" label="New plan" required exclude={s.plan} />
         </ActionForm>
       ) : null}

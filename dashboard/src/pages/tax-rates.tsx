@@ -4,12 +4,15 @@
  */
 import { useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
+
 import { call, currentMode, date } from '../api.ts';
-import { taxTypes, type ListOf, type TaxRate } from '../billing-types.ts';
+import { type ListOf, type TaxRate, taxTypes } from '../billing-types.ts';
 import { ActionButton, ActionForm, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
 /** "VAT 19% (exclusive), DE". */
-export function taxRateText(rate: Pick<TaxRate, 'display_name' | 'percentage' | 'inclusive'> & { country?: string | null; state?: string | null }): string {
+export function taxRateText(
+  rate: Pick<TaxRate, 'display_name' | 'percentage' | 'inclusive'> & { country?: string | null; state?: string | null },
+): string {
   const where = [rate.country, rate.state].filter(Boolean).join('-');
   return `${rate.display_name} ${rate.percentage}% (${rate.inclusive ? 'inclusive' : 'exclusive'})${where ? `, ${where}` : ''}`;
 }
@@ -21,7 +24,10 @@ interface TaxSettings {
 
 export function TaxRates() {
   const id = useId();
-  const settings = useQuery({ queryKey: [currentMode(), 'tax-settings'], queryFn: () => call<TaxSettings>('GET', '/v1/settings/tax') });
+  const settings = useQuery({
+    queryKey: [currentMode(), 'tax-settings'],
+    queryFn: () => call<TaxSettings>('GET', '/v1/settings/tax'),
+  });
   const defaults = settings.data?.default_tax_rates ?? [];
   const setDefaults = (next: string[]) => call('PATCH', '/v1/settings/tax', { body: { default_tax_rates: next } });
   return (
@@ -31,7 +37,11 @@ export function TaxRates() {
         title="New tax rate"
         submit="Create tax rate"
         action={(v) => {
-          const body: Record<string, unknown> = { display_name: v.display_name, percentage: v.percentage, inclusive: v.inclusive === 'inclusive' };
+          const body: Record<string, unknown> = {
+            display_name: v.display_name,
+            percentage: v.percentage,
+            inclusive: v.inclusive === 'inclusive',
+          };
           if (v.description) body.description = v.description;
           if (v.country) body.country = v.country;
           if (v.state) body.state = v.state;
@@ -66,8 +76,8 @@ export function TaxRates() {
         <Field label="Description (internal)" name="description" />
       </ActionForm>
       <p className="muted">
-        Account defaults apply to invoice lines that have no rates of their own (nor their subscription's), when the rate's country and state match the customer's address (a rate without a country
-        matches every customer).
+        Account defaults apply to invoice lines that have no rates of their own (nor their subscription's), when the
+        rate's country and state match the customer's address (a rate without a country matches every customer).
       </p>
       <PagedTable
         label="Tax rates"
@@ -88,14 +98,26 @@ export function TaxRates() {
             cell: (r) => (
               <div className="actions">
                 {r.active ? (
-                  <ActionButton label={`Deactivate ${taxRateText(r)}`} action={() => call('PATCH', `/v1/tax_rates/${r.id}`, { body: { active: false } })} />
+                  <ActionButton
+                    label={`Deactivate ${taxRateText(r)}`}
+                    action={() => call('PATCH', `/v1/tax_rates/${r.id}`, { body: { active: false } })}
+                  />
                 ) : (
-                  <ActionButton label={`Activate ${taxRateText(r)}`} action={() => call('PATCH', `/v1/tax_rates/${r.id}`, { body: { active: true } })} />
+                  <ActionButton
+                    label={`Activate ${taxRateText(r)}`}
+                    action={() => call('PATCH', `/v1/tax_rates/${r.id}`, { body: { active: true } })}
+                  />
                 )}
                 {defaults.includes(r.id) ? (
-                  <ActionButton label={`Remove default ${taxRateText(r)}`} action={() => setDefaults(defaults.filter((d) => d !== r.id))} />
+                  <ActionButton
+                    label={`Remove default ${taxRateText(r)}`}
+                    action={() => setDefaults(defaults.filter((d) => d !== r.id))}
+                  />
                 ) : r.active ? (
-                  <ActionButton label={`Make default ${taxRateText(r)}`} action={() => setDefaults([...defaults, r.id])} />
+                  <ActionButton
+                    label={`Make default ${taxRateText(r)}`}
+                    action={() => setDefaults([...defaults, r.id])}
+                  />
                 ) : null}
               </div>
             ),
@@ -117,8 +139,14 @@ interface SubscriptionTaxRates {
 export function SubscriptionTaxRatesCard({ subscriptionId }: { subscriptionId: string }) {
   const mode = currentMode();
   const path = `/v1/subscriptions/${subscriptionId}/tax_rates`;
-  const current = useQuery({ queryKey: [mode, 'subscription-tax-rates', subscriptionId], queryFn: () => call<SubscriptionTaxRates>('GET', path) });
-  const rates = useQuery({ queryKey: [mode, 'tax-rates', 'active'], queryFn: () => call<ListOf<TaxRate>>('GET', '/v1/tax_rates', { query: { limit: 100, active: 'true' } }) });
+  const current = useQuery({
+    queryKey: [mode, 'subscription-tax-rates', subscriptionId],
+    queryFn: () => call<SubscriptionTaxRates>('GET', path),
+  });
+  const rates = useQuery({
+    queryKey: [mode, 'tax-rates', 'active'],
+    queryFn: () => call<ListOf<TaxRate>>('GET', '/v1/tax_rates', { query: { limit: 100, active: 'true' } }),
+  });
   const chosen = current.data?.default_tax_rates ?? [];
   const choices = [...(rates.data?.data ?? [])];
   if (!current.data || !rates.data) return null;
@@ -127,13 +155,25 @@ export function SubscriptionTaxRatesCard({ subscriptionId }: { subscriptionId: s
       key={chosen.join(',')}
       title="Tax rates of this subscription"
       submit="Save tax rates"
-      action={(v) => call('POST', path, { body: { default_tax_rates: choices.map((rate) => rate.id).filter((rateId) => v[`rate-${rateId}`] === 'on') } })}
+      action={(v) =>
+        call('POST', path, {
+          body: { default_tax_rates: choices.map((rate) => rate.id).filter((rateId) => v[`rate-${rateId}`] === 'on') },
+        })
+      }
     >
-      <p className="muted">Applied to its invoices from the next one on, to lines without rates of their own; none ticked: the account's default rates apply.</p>
+      <p className="muted">
+        Applied to its invoices from the next one on, to lines without rates of their own; none ticked: the account's
+        default rates apply.
+      </p>
       {choices.length === 0 ? <p>No active tax rates.</p> : null}
       {choices.map((rate) => (
         <div className="field checkbox" key={rate.id}>
-          <input id={`sub-rate-${rate.id}`} type="checkbox" name={`rate-${rate.id}`} defaultChecked={chosen.includes(rate.id)} />
+          <input
+            id={`sub-rate-${rate.id}`}
+            type="checkbox"
+            name={`rate-${rate.id}`}
+            defaultChecked={chosen.includes(rate.id)}
+          />
           <label htmlFor={`sub-rate-${rate.id}`}>{taxRateText(rate)}</label>
         </div>
       ))}

@@ -10,7 +10,18 @@ export function Team() {
       <ActionForm
         title="Add a user"
         submit="Add user"
-        action={(v) => unwrap(api.POST('/v1/users', { body: { email: v.email!, password: v.password!, name: v.name || undefined, role: v.role as 'member' | 'owner' } }))}
+        action={(v) =>
+          unwrap(
+            api.POST('/v1/users', {
+              body: {
+                email: v.email!,
+                password: v.password!,
+                name: v.name || undefined,
+                role: v.role as 'member' | 'owner',
+              },
+            }),
+          )
+        }
       >
         <Field label="Email" name="email" type="email" required />
         <Field label="Name" name="name" />
@@ -35,7 +46,12 @@ export function Team() {
             header: 'Actions',
             cell: (u) =>
               u.id === session.user.id || u.role !== 'member' ? null : (
-                <ActionButton label="Remove" className="danger" confirm={`Remove ${u.email}?`} action={() => unwrap(api.DELETE('/v1/users/{id}', { params: { path: { id: u.id } } }))} />
+                <ActionButton
+                  label="Remove"
+                  className="danger"
+                  confirm={`Remove ${u.email}?`}
+                  action={() => unwrap(api.DELETE('/v1/users/{id}', { params: { path: { id: u.id } } }))}
+                />
               ),
           },
         ]}

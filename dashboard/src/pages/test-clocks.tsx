@@ -6,7 +6,8 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from '@tanstack/react-router';
 import { useId, useState } from 'react';
-import { api, currentMode, date, money, unwrap, type Schemas } from '../api.ts';
+
+import { api, currentMode, date, money, type Schemas, unwrap } from '../api.ts';
 import { PlanName, PlanPicker } from '../pickers.tsx';
 import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
@@ -36,15 +37,29 @@ export function TestClocks() {
   return (
     <>
       <PageTitle>Test clocks</PageTitle>
-      <p className="muted">A clock's customers, subscriptions and invoices take its time and move only when you advance it.</p>
+      <p className="muted">
+        A clock's customers, subscriptions and invoices take its time and move only when you advance it.
+      </p>
       <ActionForm
         title="New test clock"
         submit="Create test clock"
-        action={(v) => unwrap(api.POST('/v1/test_clocks', { body: { name: v.name || undefined, frozen_time: new Date(v.frozen_time!).toISOString() } }))}
+        action={(v) =>
+          unwrap(
+            api.POST('/v1/test_clocks', {
+              body: { name: v.name || undefined, frozen_time: new Date(v.frozen_time!).toISOString() },
+            }),
+          )
+        }
         done={(clock) => void navigate({ to: '/test-clocks/$id', params: { id: (clock as Clock).id } })}
       >
         <Field label="Name" name="name" placeholder="Monthly renewal, declined card" />
-        <Field label="Start time (your time zone)" name="frozen_time" type="datetime-local" required defaultValue={localInputValue(new Date())} />
+        <Field
+          label="Start time (your time zone)"
+          name="frozen_time"
+          type="datetime-local"
+          required
+          defaultValue={localInputValue(new Date())}
+        />
       </ActionForm>
       <PagedTable
         label="Test clocks"
@@ -94,10 +109,17 @@ interface Advance {
 
 function AdvanceClock({ clock, onStarted }: { clock: Clock; onStarted: (advance: Advance) => void }) {
   const id = useId();
-  const [target, setTarget] = useState(() => localInputValue(new Date(new Date(clock.frozen_time).getTime() + 86_400_000)));
+  const [target, setTarget] = useState(() =>
+    localInputValue(new Date(new Date(clock.frozen_time).getTime() + 86_400_000)),
+  );
   const advance = async (to: Date) => {
     const from = clock.frozen_time;
-    const advancing = await unwrap(api.POST('/v1/test_clocks/{id}/advance', { params: { path: { id: clock.id } }, body: { frozen_time: to.toISOString() } }));
+    const advancing = await unwrap(
+      api.POST('/v1/test_clocks/{id}/advance', {
+        params: { path: { id: clock.id } },
+        body: { frozen_time: to.toISOString() },
+      }),
+    );
     onStarted({ from, to: to.toISOString() });
     return advancing;
   };
@@ -107,7 +129,15 @@ function AdvanceClock({ clock, onStarted }: { clock: Clock; onStarted: (advance:
       <h2>Advance</h2>
       <div className="actions">
         {steps.map((step) => (
-          <ActionButton key={step.label} label={`Advance ${step.label}`} action={() => (busy ? Promise.reject(new Error('The clock is still advancing.')) : advance(after(new Date(clock.frozen_time), step)))} />
+          <ActionButton
+            key={step.label}
+            label={`Advance ${step.label}`}
+            action={() =>
+              busy
+                ? Promise.reject(new Error('The clock is still advancing.'))
+                : advance(after(new Date(clock.frozen_time), step))
+            }
+          />
         ))}
       </div>
       <div className="filters">
@@ -123,17 +153,20 @@ function AdvanceClock({ clock, onStarted }: { clock: Clock; onStarted: (advance:
 
 /** How far the clock is between where it started and where it is going (its frozen time moves as the work due runs). */
 function AdvanceProgress({ clock, advance }: { clock: Clock; advance: Advance | null }) {
-  if (clock.status === 'internal_failure') return <p className="error">The clock failed to advance: {clock.status_details.internal_failure?.message}</p>;
+  if (clock.status === 'internal_failure')
+    return <p className="error">The clock failed to advance: {clock.status_details.internal_failure?.message}</p>;
   // Ready once the clock has reached the time asked for (until the next read, the clock may still show the time before).
   const arrived = advance === null || Date.parse(clock.frozen_time) >= Date.parse(advance.to);
-  if (clock.status !== 'advancing' && arrived) return advance ? <p role="status">Ready at {date(clock.frozen_time)}: everything due up to then has run.</p> : null;
+  if (clock.status !== 'advancing' && arrived)
+    return advance ? <p role="status">Ready at {date(clock.frozen_time)}: everything due up to then has run.</p> : null;
   const to = clock.status_details.advancing?.target_frozen_time ?? advance?.to;
   const start = advance ? Date.parse(advance.from) : Date.parse(clock.frozen_time);
   const end = to ? Date.parse(to) : start;
   const done = end > start ? Math.min(1, Math.max(0, (Date.parse(clock.frozen_time) - start) / (end - start))) : 0;
   return (
     <p role="status">
-      <progress max={100} value={Math.round(done * 100)} aria-label="Advance progress" /> Advancing to {date(to)}… ({date(clock.frozen_time)} so far)
+      <progress max={100} value={Math.round(done * 100)} aria-label="Advance progress" /> Advancing to {date(to)}… (
+      {date(clock.frozen_time)} so far)
     </p>
   );
 }
@@ -147,7 +180,11 @@ export function TestClockDetail() {
     queryKey: [mode, 'test-clock', id],
     queryFn: () => unwrap(api.GET('/v1/test_clocks/{id}', { params: { path: { id } } })),
     // Followed every half second while advancing, and until it shows the time an advance asked for.
-    refetchInterval: (q) => (q.state.data?.status === 'advancing' || (advance && q.state.data && Date.parse(q.state.data.frozen_time) < Date.parse(advance.to)) ? 500 : false),
+    refetchInterval: (q) =>
+      q.state.data?.status === 'advancing' ||
+      (advance && q.state.data && Date.parse(q.state.data.frozen_time) < Date.parse(advance.to))
+        ? 500
+        : false,
   });
   const c = clock.data;
   const customers = useQuery({
@@ -192,7 +229,16 @@ export function TestClockDetail() {
             title="New customer on this clock"
             submit="Add customer"
             action={(v) =>
-              unwrap(api.POST('/v1/customers', { body: { email: v.email!, name: v.name || undefined, payment_method: testCards.find((card) => card === v.payment_method), test_clock: id } }))
+              unwrap(
+                api.POST('/v1/customers', {
+                  body: {
+                    email: v.email!,
+                    name: v.name || undefined,
+                    payment_method: testCards.find((card) => card === v.payment_method),
+                    test_clock: id,
+                  },
+                }),
+              )
             }
           >
             <Field label="Email" name="email" type="email" required />
@@ -203,7 +249,9 @@ export function TestClockDetail() {
             <ActionForm
               title="New subscription on this clock"
               submit="Start subscription"
-              action={(v) => unwrap(api.POST('/v1/subscriptions', { body: { customer_id: v.customer_id!, plan: v.plan! } }))}
+              action={(v) =>
+                unwrap(api.POST('/v1/subscriptions', { body: { customer_id: v.customer_id!, plan: v.plan! } }))
+              }
             >
               <ClockCustomerSelect customers={clockCustomers} />
               <PlanPicker name="plan" required />
@@ -233,7 +281,15 @@ function ClockCustomerSelect({ customers }: { customers: Schemas['Customer'][] }
 }
 
 /** The customers on the clock, their subscriptions and invoices, read again whenever the clock's time moves. */
-function ClockObjects({ clockId, frozenTime, customers }: { clockId: string; frozenTime: string; customers: Schemas['Customer'][] }) {
+function ClockObjects({
+  clockId,
+  frozenTime,
+  customers,
+}: {
+  clockId: string;
+  frozenTime: string;
+  customers: Schemas['Customer'][];
+}) {
   const mode = currentMode();
   const subscriptions = useQuery({
     queryKey: [mode, 'test-clock-subscriptions', clockId, frozenTime],
@@ -243,7 +299,11 @@ function ClockObjects({ clockId, frozenTime, customers }: { clockId: string; fro
     queryKey: [mode, 'test-clock-invoices', clockId, frozenTime, customers.map((c) => c.id).join()],
     enabled: customers.length > 0,
     queryFn: async () =>
-      (await Promise.all(customers.map((c) => unwrap(api.GET('/v1/invoices', { params: { query: { limit: 20, customer: c.id } } }))))).flatMap((page) => page.data),
+      (
+        await Promise.all(
+          customers.map((c) => unwrap(api.GET('/v1/invoices', { params: { query: { limit: 20, customer: c.id } } }))),
+        )
+      ).flatMap((page) => page.data),
   });
   const name = (customerId: string) => {
     const c = customers.find((x) => x.id === customerId);

@@ -1,8 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useId, useState } from 'react';
+
 import { currencyExponent } from '../../../domain/money.ts';
-import { api, currentMode, date, money, toMinor, unwrap, type Schemas } from '../api.ts';
-import { ActionButton, ErrorNote, PagedTable, PageTitle, Status, type Column } from '../ui.tsx';
+import { api, currentMode, date, money, type Schemas, toMinor, unwrap } from '../api.ts';
+import { ActionButton, type Column, ErrorNote, PagedTable, PageTitle, Status } from '../ui.tsx';
 
 /**
  * Refund a payment in full or in part: *Refund…* opens an amount (what is left to refund, by default);
@@ -25,8 +26,16 @@ export function RefundControl({ t }: { t: Schemas['Transaction'] }) {
   const minor = toMinor(amount || String(left / 10 ** currencyExponent(t.currency)), t.currency);
   return (
     <span className="refund-form" role="group" aria-label={`Refund of ${t.id}`}>
-      <label htmlFor={id}>Amount to refund ({t.currency}, up to {money(left, t.currency)})</label>
-      <input id={id} inputMode="decimal" value={amount} placeholder={(left / 10 ** currencyExponent(t.currency)).toFixed(currencyExponent(t.currency))} onChange={(e) => setAmount(e.target.value)} />
+      <label htmlFor={id}>
+        Amount to refund ({t.currency}, up to {money(left, t.currency)})
+      </label>
+      <input
+        id={id}
+        inputMode="decimal"
+        value={amount}
+        placeholder={(left / 10 ** currencyExponent(t.currency)).toFixed(currencyExponent(t.currency))}
+        onChange={(e) => setAmount(e.target.value)}
+      />
       <ActionButton
         label={minor !== null && minor > 0 ? `Refund ${money(minor, t.currency)}` : 'Refund'}
         action={async () => {
@@ -34,7 +43,13 @@ export function RefundControl({ t }: { t: Schemas['Transaction'] }) {
           if (minor > left) throw new Error(`At most ${money(left, t.currency)} is left to refund.`);
           return unwrap(
             api.POST('/v1/transactions', {
-              body: { account_id: t.account_id, type: 'refund', amount: minor, currency: t.currency, source_transaction: t.id },
+              body: {
+                account_id: t.account_id,
+                type: 'refund',
+                amount: minor,
+                currency: t.currency,
+                source_transaction: t.id,
+              },
               headers: { 'Idempotency-Key': `refund-${t.id}-${t.amount_refunded}-${minor}` },
             }),
           );
@@ -86,7 +101,8 @@ function ExportPanel({ query }: { query: string }) {
     queryKey: [mode, 'export', exportId],
     enabled: exportId !== null,
     queryFn: () => unwrap(api.GET('/v1/exports/{id}', { params: { path: { id: exportId! } } })),
-    refetchInterval: (q) => (q.state.data && ['succeeded', 'failed', 'expired'].includes(q.state.data.status) ? false : 500),
+    refetchInterval: (q) =>
+      q.state.data && ['succeeded', 'failed', 'expired'].includes(q.state.data.status) ? false : 500,
   });
   useEffect(() => setExportId(null), [query]);
   const e = current.data;
@@ -111,7 +127,9 @@ function ExportPanel({ query }: { query: string }) {
           onClick={async () => {
             setError(null);
             try {
-              const started = await unwrap(api.POST('/v1/exports', { body: { resource: 'transactions', format, query: query || undefined } }));
+              const started = await unwrap(
+                api.POST('/v1/exports', { body: { resource: 'transactions', format, query: query || undefined } }),
+              );
               setExportId(started.id);
             } catch (failure) {
               setError(failure);
@@ -124,7 +142,11 @@ function ExportPanel({ query }: { query: string }) {
       <ErrorNote error={error ?? current.error} />
       {e ? (
         <div className="export-status" aria-live="polite">
-          <progress max={expected ?? undefined} value={e.status === 'succeeded' ? (expected ?? written) : written} aria-label="Export progress" />{' '}
+          <progress
+            max={expected ?? undefined}
+            value={e.status === 'succeeded' ? (expected ?? written) : written}
+            aria-label="Export progress"
+          />{' '}
           <span>
             {e.status} · {written}
             {expected !== null ? ` of ${expected}` : ''} rows
@@ -233,13 +255,22 @@ export function Transactions() {
             </table>
           </div>
           <nav className="pager" aria-label="Search result pages">
-            <button type="button" disabled={!search.data?.next_page} onClick={() => setPage(search.data?.next_page ?? undefined)}>
+            <button
+              type="button"
+              disabled={!search.data?.next_page}
+              onClick={() => setPage(search.data?.next_page ?? undefined)}
+            >
               Next page
             </button>
           </nav>
         </section>
       ) : (
-        <PagedTable label="Transactions" queryKey={['transactions']} fetchPage={(cursor) => unwrap(api.GET('/v1/transactions', { params: { query: { limit: 20, ...cursor } } }))} columns={columns} />
+        <PagedTable
+          label="Transactions"
+          queryKey={['transactions']}
+          fetchPage={(cursor) => unwrap(api.GET('/v1/transactions', { params: { query: { limit: 20, ...cursor } } }))}
+          columns={columns}
+        />
       )}
     </>
   );

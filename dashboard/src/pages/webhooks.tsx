@@ -1,8 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useNavigate, useParams } from '@tanstack/react-router';
 import { useId, useState } from 'react';
+
 import { eventTypes } from '../../../domain/events.ts';
-import { api, currentMode, date, unwrap, type Schemas } from '../api.ts';
+import { api, currentMode, date, type Schemas, unwrap } from '../api.ts';
 import { ActionButton, ActionForm, ErrorNote, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
 function SecretNote({ secret }: { secret: string | null }) {
@@ -33,9 +34,15 @@ function EndpointActions({ endpoint, onDeleted }: { endpoint: Endpoint; onDelete
   return (
     <div className="actions">
       {endpoint.enabled ? (
-        <ActionButton label="Disable" action={() => unwrap(api.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled: false } }))} />
+        <ActionButton
+          label="Disable"
+          action={() => unwrap(api.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled: false } }))}
+        />
       ) : (
-        <ActionButton label="Enable" action={() => unwrap(api.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled: true } }))} />
+        <ActionButton
+          label="Enable"
+          action={() => unwrap(api.PATCH('/v1/webhooks/{id}', { ...path, body: { enabled: true } }))}
+        />
       )}
       <ActionButton
         label="Delete"
@@ -59,7 +66,8 @@ function EventsChoice() {
         <input type="radio" name="events_mode" value="all" checked={all} onChange={() => setAll(true)} /> Every event
       </label>
       <label>
-        <input type="radio" name="events_mode" value="chosen" checked={!all} onChange={() => setAll(false)} /> Chosen event types
+        <input type="radio" name="events_mode" value="chosen" checked={!all} onChange={() => setAll(false)} /> Chosen
+        event types
       </label>
       {all ? null : (
         <>
@@ -89,7 +97,15 @@ export function Webhooks() {
         action={(_v, form) => {
           const chosen = form.getAll('events').map(String);
           const events = form.get('events_mode') === 'chosen' ? chosen : ['*'];
-          return unwrap(api.POST('/v1/webhooks', { body: { url: String(form.get('url')), events, description: String(form.get('description') ?? '') || undefined } }));
+          return unwrap(
+            api.POST('/v1/webhooks', {
+              body: {
+                url: String(form.get('url')),
+                events,
+                description: String(form.get('description') ?? '') || undefined,
+              },
+            }),
+          );
         }}
         done={(created) => setSecret((created as { secret?: string }).secret ?? null)}
       >
@@ -115,7 +131,9 @@ export function Webhooks() {
         // An account has few endpoints: a page of 100 filtered here by the type each one receives ("*" receives all).
         fetchPage={async (cursor) => {
           const page = await unwrap(api.GET('/v1/webhooks', { params: { query: { limit: 100, ...cursor } } }));
-          return eventType ? { ...page, data: page.data.filter((w) => w.events.includes('*') || w.events.includes(eventType)) } : page;
+          return eventType
+            ? { ...page, data: page.data.filter((w) => w.events.includes('*') || w.events.includes(eventType)) }
+            : page;
         }}
         empty={eventType ? `No endpoint receives ${eventType}.` : 'No endpoints yet.'}
         columns={[
@@ -151,16 +169,21 @@ function DeliveryDetail({ delivery, onClose }: { delivery: Schemas['WebhookDeliv
         Close delivery
       </button>
       <h3>Request body</h3>
-      <pre className="code" tabIndex={0} aria-label="Request body">{event.data ? JSON.stringify(event.data, null, 2) : '…'}</pre>
+      <pre className="code" tabIndex={0} aria-label="Request body">
+        {event.data ? JSON.stringify(event.data, null, 2) : '…'}
+      </pre>
       <h3>Attempts</h3>
       <ol>
         {delivery.attempts.map((a) => (
           <li key={a.attempt}>
-            {date(a.attempted_at)} → {a.status_code ?? 'no answer'} {a.latency_ms !== null ? `in ${a.latency_ms} ms` : ''} {a.error ?? ''}
+            {date(a.attempted_at)} → {a.status_code ?? 'no answer'}{' '}
+            {a.latency_ms !== null ? `in ${a.latency_ms} ms` : ''} {a.error ?? ''}
             {a.response_body ? (
               <>
                 <h4>Response body</h4>
-                <pre className="code" tabIndex={0} aria-label={`Response body of attempt ${a.attempt}`}>{a.response_body}</pre>
+                <pre className="code" tabIndex={0} aria-label={`Response body of attempt ${a.attempt}`}>
+                  {a.response_body}
+                </pre>
               </>
             ) : null}
           </li>
@@ -168,7 +191,14 @@ function DeliveryDetail({ delivery, onClose }: { delivery: Schemas['WebhookDeliv
       </ol>
       <ActionButton
         label="Redeliver"
-        action={() => unwrap(api.POST('/v1/events/{id}/redeliver', { params: { path: { id: delivery.event_id } }, body: { endpoint_id: delivery.endpoint_id } }))}
+        action={() =>
+          unwrap(
+            api.POST('/v1/events/{id}/redeliver', {
+              params: { path: { id: delivery.event_id } },
+              body: { endpoint_id: delivery.endpoint_id },
+            }),
+          )
+        }
       />
     </section>
   );
@@ -179,7 +209,10 @@ export function WebhookDetail() {
   const [secret, setSecret] = useState<string | null>(null);
   const [open, setOpen] = useState<Schemas['WebhookDelivery'] | null>(null);
   const navigate = useNavigate();
-  const endpoint = useQuery({ queryKey: [currentMode(), 'webhook', id], queryFn: () => unwrap(api.GET('/v1/webhooks/{id}', { params: { path: { id } } })) });
+  const endpoint = useQuery({
+    queryKey: [currentMode(), 'webhook', id],
+    queryFn: () => unwrap(api.GET('/v1/webhooks/{id}', { params: { path: { id } } })),
+  });
   const e = endpoint.data;
   return (
     <>
@@ -217,7 +250,9 @@ export function WebhookDetail() {
       <PagedTable
         label="Deliveries"
         queryKey={['deliveries', id]}
-        fetchPage={(cursor) => unwrap(api.GET('/v1/webhooks/{id}/deliveries', { params: { path: { id }, query: { limit: 20, ...cursor } } }))}
+        fetchPage={(cursor) =>
+          unwrap(api.GET('/v1/webhooks/{id}/deliveries', { params: { path: { id }, query: { limit: 20, ...cursor } } }))
+        }
         columns={[
           { header: 'Event', cell: (d) => d.event_type },
           { header: 'Status', cell: (d) => <Status value={d.status} /> },
@@ -226,7 +261,11 @@ export function WebhookDetail() {
           {
             header: 'Details',
             cell: (d) => (
-              <button type="button" onClick={() => setOpen(d)} aria-label={`Inspect delivery of ${d.event_type} ${d.id}`}>
+              <button
+                type="button"
+                onClick={() => setOpen(d)}
+                aria-label={`Inspect delivery of ${d.event_type} ${d.id}`}
+              >
                 Inspect
               </button>
             ),
