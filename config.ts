@@ -62,7 +62,7 @@ export interface Config {
   renewalSpreadMinutes: number;
   /**
    * WORKER_HEALTH_PORT: the port of a worker process's `GET /health` (worker.ts, export-worker.ts;
-   * services/worker-health.ts). Unset: none is served.
+   * services/platform/worker-health.ts). Unset: none is served.
    */
   workerHealthPort: number | undefined;
   /**

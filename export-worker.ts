@@ -22,9 +22,9 @@ import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
 import { ConfigError, loadConfig, type ProcessorsConfig } from './config.ts';
 import { openOrm } from './db/orm.ts';
 import { createLogger } from './logger.ts';
-import { type ExportStorage, localExportStorage } from './services/export-storage.ts';
+import { type ExportStorage, localExportStorage } from './services/exports/storage.ts';
 import { startMetricsServer } from './services/observability/metrics-server.ts';
-import { startWorkerHealthServer } from './services/worker-health.ts';
+import { startWorkerHealthServer } from './services/platform/worker-health.ts';
 
 export interface ExportsWorkerDeps {
   connection: NativeConnection;
@@ -113,7 +113,7 @@ async function main(): Promise<void> {
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
   logger.info({ taskQueue: config.exportsTaskQueue, temporal: config.temporalAddress }, 'exports worker running');
-  // WORKER_HEALTH_PORT: GET /health, 200 while the activity poller polls and the database and Temporal answer (services/worker-health.ts).
+  // WORKER_HEALTH_PORT: GET /health, 200 while the activity poller polls and the database and Temporal answer (services/platform/worker-health.ts).
   const health =
     config.workerHealthPort === undefined
       ? undefined

@@ -21,20 +21,20 @@ import { createSecretBox, type SecretBox } from './domain/secret-box.ts';
 import type { WebhookUrlPolicy } from './domain/webhook-url.ts';
 import { createExportsWorker, installTemporalRuntime } from './export-worker.ts';
 import { createLogger } from './logger.ts';
-import { registerClockTaskQueue } from './services/clock-binding.ts';
-import { type ExportStorage, localExportStorage } from './services/export-storage.ts';
-import { useTaxCalculator } from './services/invoice-adjustments.ts';
-import { createMailer, type Mailer } from './services/mailer.ts';
-import { ensureMaintenanceWorkflow } from './services/maintenance.ts';
+import { createMailer, type Mailer } from './services/email/mailer.ts';
+import { type ExportStorage, localExportStorage } from './services/exports/storage.ts';
+import { useTaxCalculator } from './services/invoices/adjustments.ts';
+import { ensureMaintenanceWorkflow } from './services/maintenance/sweeps.ts';
 import { setOutboxProbe } from './services/observability/metrics.ts';
 import { startMetricsServer } from './services/observability/metrics-server.ts';
 import { outboxProbe } from './services/observability/outbox-probe.ts';
 import { startTracing, type Tracing } from './services/observability/tracing.ts';
-import type { PayoutRail } from './services/payouts.ts';
+import type { PayoutRail } from './services/payouts/rail.ts';
+import { startWorkerHealthServer, type WorkerHealthTarget } from './services/platform/worker-health.ts';
 import { createProcessors, type Processors } from './services/processors/index.ts';
 import type { PaymentProcessor } from './services/processors/types.ts';
-import type { TaxCalculator } from './services/tax-calculator.ts';
-import { startWorkerHealthServer, type WorkerHealthTarget } from './services/worker-health.ts';
+import type { TaxCalculator } from './services/taxes/calculator.ts';
+import { registerClockTaskQueue } from './services/test-clocks/binding.ts';
 
 export { installTemporalRuntime };
 
@@ -58,7 +58,7 @@ export interface BillingWorkerDeps {
   taskQueue: string;
   /**
    * The queue of test clock work (config.clockTaskQueue): workflows started with a clock binding go there
-   * (services/clock-binding.ts taskQueueFor), served by createClockWorker. Default `<taskQueue>-clocks`.
+   * (services/test-clocks/binding.ts taskQueueFor), served by createClockWorker. Default `<taskQueue>-clocks`.
    */
   clockTaskQueue?: string;
   orm: MikroORM;
@@ -75,11 +75,11 @@ export interface BillingWorkerDeps {
   /** A prebuilt workflow bundle (tests build it once per run; with workflowInterceptorModules); else the worker bundles `workflows/`. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   identity?: string;
-  /** Where export files are written (services/export-storage.ts): DATA_DIR/exports by default. */
+  /** Where export files are written (services/exports/storage.ts): DATA_DIR/exports by default. */
   exportStorage?: ExportStorage;
-  /** Where payouts go: the sandbox rail (services/payouts.ts) when unset. */
+  /** Where payouts go: the sandbox rail (services/payouts/rail.ts) when unset. */
   payoutRail?: PayoutRail;
-  /** What invoices are taxed at (services/tax-calculator.ts): the built-in rates when unset; a merchant's tax service plugs in here. */
+  /** What invoices are taxed at (services/taxes/calculator.ts): the built-in rates when unset; a merchant's tax service plugs in here. */
   taxCalculator?: TaxCalculator;
   /** RENEWAL_SPREAD_MINUTES now (config.renewalSpreadMinutes): handed to each renewing subscription (activities/index.ts). */
   renewalSpreadMinutes?: () => number;
@@ -164,7 +164,7 @@ export async function bundleBillingWorkflows(
 }
 
 function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): WorkerOptions {
-  // The tax calculator every invoice this worker issues asks (services/invoice-adjustments.ts).
+  // The tax calculator every invoice this worker issues asks (services/invoices/adjustments.ts).
   useTaxCalculator(deps.taxCalculator);
   registerClockTaskQueue(deps.taskQueue, deps.clockTaskQueue ?? `${deps.taskQueue}-clocks`);
   return {
@@ -185,7 +185,7 @@ function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): Worke
       renewalSpreadMinutes: deps.renewalSpreadMinutes,
     }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
-    // Activities of workflows on a test clock run on its time (services/clock-context.ts).
+    // Activities of workflows on a test clock run on its time (services/test-clocks/now.ts).
     // With tracing, its activity interceptor first: the span covers the others' work too.
     interceptors: {
       activity: [
@@ -291,7 +291,7 @@ async function main(): Promise<void> {
     'worker running',
   );
   // WORKER_HEALTH_PORT: GET /health answers 200 while every worker here polls and the database and Temporal answer
-  // (services/worker-health.ts; docker-compose.yml's health check). Up before run(): 503 until the workers run.
+  // (services/platform/worker-health.ts; docker-compose.yml's health check). Up before run(): 503 until the workers run.
   const healthTargets: WorkerHealthTarget[] = [
     { name: 'billing', worker, polls: ['workflows', 'activities'] },
     { name: 'clocks', worker: clockWorker, polls: ['workflows', 'activities'] },

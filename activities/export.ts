@@ -2,17 +2,17 @@
  * The export-writing activity on its own: what a dedicated exports worker registers
  * (export-worker.ts, EXPORTS_TASK_QUEUE) without the rest of the engine's activities and
  * their libraries, and what createActivities (activities/index.ts) includes for the
- * all-in-one worker. Thin: services/exports.ts does the work.
+ * all-in-one worker. Thin: services/exports/run.ts does the work.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 
-import type { ExportStorage } from '../services/export-storage.ts';
-import { runExport } from '../services/exports.ts';
+import { runExport } from '../services/exports/run.ts';
+import type { ExportStorage } from '../services/exports/storage.ts';
 
 export interface ExportActivityDeps {
   orm: MikroORM;
-  /** Where export files are written (services/export-storage.ts); exports fail without it. */
+  /** Where export files are written (services/exports/storage.ts); exports fail without it. */
   exportStorage?: ExportStorage | undefined;
   /** Processors.isTestMode: invoice PDFs in a zip say TEST for a mode that moves no real money. */
   isTestMode: (livemode: boolean) => boolean;
@@ -20,7 +20,7 @@ export interface ExportActivityDeps {
 
 export function createExportActivities(deps: ExportActivityDeps) {
   return {
-    /** Writes an export's file from its first row, heartbeating the rows written (services/exports.ts). */
+    /** Writes an export's file from its first row, heartbeating the rows written (services/exports/run.ts). */
     async writeExport(exportId: string): Promise<string> {
       if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
       const context = Context.current();

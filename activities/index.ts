@@ -8,19 +8,12 @@ import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '..
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { Resolver, WebhookUrlPolicy } from '../domain/webhook-url.ts';
-import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/balances.ts';
-import { chargeCustomer, type ChargeInput, type ChargeOutcome } from '../services/charges.ts';
-import { currentTestClock } from '../services/clock-context.ts';
-import { creditOpenInvoice } from '../services/credit-note-owner.ts';
-import { endDiscountAtEnd } from '../services/discounts.ts';
-import { type EmailInput, sendEmailOnce } from '../services/email.ts';
-import type { ExportStorage } from '../services/export-storage.ts';
-import { type ExportPruneResult, failExport, pruneExpiredExports } from '../services/exports.ts';
-import {
-  discountOpenInvoiceAnswer,
-  type InvoiceDiscountRequest,
-  type InvoiceDiscountResult,
-} from '../services/invoice-discount.ts';
+import { creditOpenInvoice } from '../services/credit-notes/owner.ts';
+import { endDiscountAtEnd } from '../services/discounts/redemptions.ts';
+import type { Mailer } from '../services/email/mailer.ts';
+import { type EmailInput, sendEmailOnce } from '../services/email/send-once.ts';
+import { type ExportPruneResult, failExport, pruneExpiredExports } from '../services/exports/run.ts';
+import type { ExportStorage } from '../services/exports/storage.ts';
 import {
   type InvoiceState,
   invoiceState,
@@ -29,9 +22,18 @@ import {
   type OpenInvoiceInput,
   settleInvoice,
   transitionInvoice,
-} from '../services/invoices.ts';
-import { makeFundsAvailable } from '../services/ledger.ts';
-import type { Mailer } from '../services/mailer.ts';
+} from '../services/invoices/cycle-invoices.ts';
+import {
+  type FinalizedInvoice,
+  finalizeOneOffInvoice,
+  markPaidOutOfBand,
+  sendOneOffInvoiceEmail,
+} from '../services/invoices/one-off.ts';
+import {
+  discountOpenInvoiceAnswer,
+  type InvoiceDiscountRequest,
+  type InvoiceDiscountResult,
+} from '../services/invoices/promotion-codes.ts';
 import {
   pruneExpiredRows,
   type PruneResult,
@@ -41,13 +43,11 @@ import {
   type ReconcileResult,
   reconcileStuckPayments,
   reconcileStuckPayouts,
-} from '../services/maintenance.ts';
-import {
-  type FinalizedInvoice,
-  finalizeOneOffInvoice,
-  markPaidOutOfBand,
-  sendOneOffInvoiceEmail,
-} from '../services/one-off-invoices.ts';
+} from '../services/maintenance/sweeps.ts';
+import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/money/balances.ts';
+import { chargeCustomer, type ChargeInput, type ChargeOutcome } from '../services/money/charges.ts';
+import { makeFundsAvailable } from '../services/money/ledger.ts';
+import { settlePendingPayment } from '../services/money/payments.ts';
 import {
   allocatePaymentRequest,
   chargePaymentRequest,
@@ -58,9 +58,7 @@ import {
   projectPaymentRequest,
   projectRecurringPaymentRequest,
   recordCheckoutPayment,
-} from '../services/payment-requests.ts';
-import { settlePendingPayment } from '../services/payments.ts';
-import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payout-schedule.ts';
+} from '../services/payment-requests/projection.ts';
 import {
   completePayout,
   createSandboxPayoutRail,
@@ -69,7 +67,8 @@ import {
   settlePayout,
   submitPayout,
   type SubmitResult,
-} from '../services/payouts.ts';
+} from '../services/payouts/rail.ts';
+import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payouts/schedule.ts';
 import {
   createProcessors,
   type Processors,
@@ -77,8 +76,6 @@ import {
   sandboxProcessors,
 } from '../services/processors/index.ts';
 import type { PaymentProcessor } from '../services/processors/types.ts';
-import { projectSubscription } from '../services/projections.ts';
-import { renewCycle, type RenewCycleInput, type RenewCycleResult } from '../services/renew-cycle.ts';
 import {
   type BillingSettings,
   loadBillingSettings,
@@ -87,14 +84,17 @@ import {
   notifySubscriptionEnded,
   sendInvoiceReceipt,
   settleInvoiceWithoutCharge,
-} from '../services/subscription-billing.ts';
-import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscription-watch.ts';
+} from '../services/subscriptions/billing-notices.ts';
+import { projectSubscription } from '../services/subscriptions/projection.ts';
+import { renewCycle, type RenewCycleInput, type RenewCycleResult } from '../services/subscriptions/renew-cycle.ts';
+import { sweepOrphanedSubscriptions, type SweepResult } from '../services/subscriptions/watch.ts';
 import {
   deleteExpiredTestClocks,
   recordTestClockAdvanced,
   reportToClock,
   tickClockWorkflows,
-} from '../services/test-clocks.ts';
+} from '../services/test-clocks/clocks.ts';
+import { currentTestClock } from '../services/test-clocks/now.ts';
 import { maintainUsagePartitions, type PartitionMaintenance } from '../services/usage/partitions.ts';
 import { usageStoreFor } from '../services/usage/postgres-store.ts';
 import {
@@ -106,7 +106,7 @@ import {
   type DispatchResult,
   finishWebhookDelivery,
   webhookDisabledEmail,
-} from '../services/webhooks.ts';
+} from '../services/webhooks/dispatch.ts';
 import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
 import type { PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { createExportActivities } from './export.ts';
@@ -130,7 +130,7 @@ export interface ActivityDeps {
   links: CustomerLinks;
   /** Where payouts go; defaults to the sandbox rail (activities/payouts.ts). */
   payoutRail?: PayoutRail;
-  /** Where export files are written (services/export-storage.ts); exports fail without it. */
+  /** Where export files are written (services/exports/storage.ts); exports fail without it. */
   exportStorage?: ExportStorage;
   /**
    * RENEWAL_SPREAD_MINUTES as this worker has it now (config.ts): each renewal hands it to its
@@ -150,7 +150,7 @@ export function createActivities(deps: ActivityDeps) {
   const processors: Processors = deps.processor
     ? createProcessors(sandboxOnlyConfig, em, { both: deps.processor })
     : (deps.processors ?? sandboxProcessors(em));
-  // Emails of a mode that moves no real money say [TEST] (services/email.ts).
+  // Emails of a mode that moves no real money say [TEST] (services/email/send-once.ts).
   const notify = { mailer: deps.mailer, links: deps.links, processors };
   /** The running activity's Temporal client and task queue: availability workflows of the money it records start there. */
   const starter = (): WorkflowStarter | undefined => {
@@ -188,7 +188,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     /**
      * A due billing cycle in one call (run as a local activity): invoice, first charge, settle,
-     * projection and receipt, each step idempotent (services/renew-cycle.ts). A decline comes back
+     * projection and receipt, each step idempotent (services/subscriptions/renew-cycle.ts). A decline comes back
      * unpaid, with nothing projected.
      */
     async renewCycle(input: RenewCycleInput): Promise<RenewCycleResult & { renewalSpreadMinutes?: number }> {
@@ -238,11 +238,11 @@ export function createActivities(deps: ActivityDeps) {
       await transitionInvoice(em(), deps.links, invoiceId, 'void', new Date(at));
       return invoiceState(em(), invoiceId);
     },
-    /** A credit note on an open invoice, by the workflow that owns it (services/credit-note-owner.ts); a refusal is answered, not retried. */
+    /** A credit note on an open invoice, by the workflow that owns it (services/credit-notes/owner.ts); a refusal is answered, not retried. */
     async creditOpenInvoice(credit: OpenInvoiceCredit, at: string): Promise<OpenInvoiceCreditResult> {
       return creditOpenInvoice(em(), deps.links, credit, at);
     },
-    /** A promotion code or coupon on an open one-off invoice (services/invoice-discount.ts), from its invoice workflow; idempotent by the discount id. */
+    /** A promotion code or coupon on an open one-off invoice (services/invoices/promotion-codes.ts), from its invoice workflow; idempotent by the discount id. */
     async discountOpenInvoice(request: InvoiceDiscountRequest, at: string): Promise<InvoiceDiscountResult> {
       return discountOpenInvoiceAnswer(em(), deps.links, request, at);
     },
@@ -428,12 +428,12 @@ export function createActivities(deps: ActivityDeps) {
       const context = Context.current();
       return reconcileOrphanedFunds(em(), context.client, olderThanMs, context.log);
     },
-    /** Maintenance: the next batch of live subscriptions whose workflow closed without ending them (services/subscription-watch.ts). */
+    /** Maintenance: the next batch of live subscriptions whose workflow closed without ending them (services/subscriptions/watch.ts). */
     async sweepOrphanedSubscriptions(input: { after: string | null; limit: number }): Promise<SweepResult> {
       const context = Context.current();
       return sweepOrphanedSubscriptions(em(), context.client, input.after, input.limit, context.log);
     },
-    /** Maintenance: the files of expired exports, and temporary files of writers that died (services/exports.ts). */
+    /** Maintenance: the files of expired exports, and temporary files of writers that died (services/exports/run.ts). */
     async pruneExpiredExports(): Promise<ExportPruneResult> {
       if (!deps.exportStorage) return { files: 0, temporary: 0 };
       return pruneExpiredExports(em(), deps.exportStorage);

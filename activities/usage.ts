@@ -5,7 +5,7 @@
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
 
-import { type CloseUsageInput, closeUsagePeriod, type CloseUsageResult } from '../services/usage-billing.ts';
+import { type CloseUsageInput, closeUsagePeriod, type CloseUsageResult } from '../services/usage/billing.ts';
 
 export function createUsageActivities(deps: { orm: MikroORM }) {
   return {

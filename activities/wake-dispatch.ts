@@ -7,7 +7,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 
-import { createDispatchWaker, type DispatchWaker } from '../services/webhook-wake.ts';
+import { createDispatchWaker, type DispatchWaker } from '../services/webhooks/wake.ts';
 
 const webhookActivities = new Set([
   'dispatchWebhookEvents',

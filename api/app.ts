@@ -3,10 +3,10 @@ import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
 
 import { batchBodyLimitBytes } from '../domain/meter-events.ts';
-import { registerClockTaskQueue } from '../services/clock-binding.ts';
-import { useTaxCalculator } from '../services/invoice-adjustments.ts';
+import { useTaxCalculator } from '../services/invoices/adjustments.ts';
 import { resolveProcessors } from '../services/processors/index.ts';
-import { createDispatchWaker } from '../services/webhook-wake.ts';
+import { registerClockTaskQueue } from '../services/test-clocks/binding.ts';
+import { createDispatchWaker } from '../services/webhooks/wake.ts';
 import { restrictCliKeys } from './auth/cli-scope.ts';
 import { authenticate } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';
@@ -132,9 +132,9 @@ export function allowedMethods(routes: readonly { path: string; method: string }
 
 /** The whole HTTP API: one sub-app per resource, one error handler, one OpenAPI document. */
 export function createApp(given: ApiDeps) {
-  // Workflows this API starts on a test clock go to the clock queue (services/clock-binding.ts).
+  // Workflows this API starts on a test clock go to the clock queue (services/test-clocks/binding.ts).
   if (given.config.clockTaskQueue) registerClockTaskQueue(given.config.taskQueue, given.config.clockTaskQueue);
-  // The tax calculator the upcoming invoice and one-off invoices' finalize ask (services/invoice-adjustments.ts).
+  // The tax calculator the upcoming invoice and one-off invoices' finalize ask (services/invoices/adjustments.ts).
   useTaxCalculator(given.taxCalculator);
   // Each mode's processor, once for every route (services/processors/index.ts).
   const deps = { ...given, processors: resolveProcessors(given, given.config.processors, () => given.orm.em.fork()) };
@@ -186,7 +186,7 @@ export function createApp(given: ApiDeps) {
     '/v1/*',
     idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }),
   );
-  // After each write on an account with webhook endpoints: wake the event dispatcher (services/webhook-wake.ts).
+  // After each write on an account with webhook endpoints: wake the event dispatcher (services/webhooks/wake.ts).
   const wake = createDispatchWaker({
     orm: deps.orm,
     client: () => deps.temporal,

@@ -4,10 +4,10 @@ import type { Client } from '@temporalio/client';
 
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import type { ExportStorage } from '../services/export-storage.ts';
+import type { ExportStorage } from '../services/exports/storage.ts';
 import type { Processors } from '../services/processors/index.ts';
 import type { PaymentProcessor } from '../services/processors/types.ts';
-import type { TaxCalculator } from '../services/tax-calculator.ts';
+import type { TaxCalculator } from '../services/taxes/calculator.ts';
 
 /** What the HTTP edge needs: projections to read, Temporal to command, configuration and a logger. */
 export interface ApiDeps {
@@ -23,7 +23,7 @@ export interface ApiDeps {
   processor?: PaymentProcessor;
   /** Where export files are read from; DATA_DIR/exports when unset. */
   exportStorage?: ExportStorage;
-  /** The tax calculator invoices and previews ask (services/tax-calculator.ts); the built-in rates when unset. */
+  /** The tax calculator invoices and previews ask (services/taxes/calculator.ts); the built-in rates when unset. */
   taxCalculator?: TaxCalculator;
   /** Tracing is on (services/observability/tracing.ts): a span per request. Unset: no tracing middleware at all. */
   tracer?: Tracer;

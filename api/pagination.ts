@@ -126,7 +126,7 @@ async function plainRows<T>(
       }
     } else return undefined;
   }
-  // Raw SQL fragments keyed into the filter (services/test-clocks.ts clockCondition): as the query builder takes them.
+  // Raw SQL fragments keyed into the filter (services/test-clocks/clocks.ts clockCondition): as the query builder takes them.
   for (const key of Object.getOwnPropertySymbols(filter)) {
     const fragment = Raw.getKnownFragment(key);
     const value = (filter as Record<symbol, unknown>)[key];

@@ -1,7 +1,7 @@
 /**
  * What POST /v1/payments and POST /api/v1/payment-requests (one_time) share: the
  * body fields, the requesting account's checks, and reading a request the caller
- * owns. The workflow commands themselves are in services/payment-request-commands.ts.
+ * owns. The workflow commands themselves are in services/payment-requests/commands.ts.
  */
 import { z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
@@ -11,8 +11,8 @@ import { brandOf } from '../domain/branding.ts';
 import { ApiError } from '../domain/errors.ts';
 import { defaultExpiryMs, maxExpiryMs, minExpiryMs, type PaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import { amount, currency, metadata } from '../objects/common.ts';
-import { startPaymentRequest } from '../services/payment-request-commands.ts';
-import { checkClockPaymentRequestRoom, clockBindingOf, findOwnTestClock } from '../services/test-clocks.ts';
+import { startPaymentRequest } from '../services/payment-requests/commands.ts';
+import { checkClockPaymentRequestRoom, clockBindingOf, findOwnTestClock } from '../services/test-clocks/clocks.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { accountScope } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';

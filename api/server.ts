@@ -14,8 +14,8 @@ import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { startTracing } from '../services/observability/tracing.ts';
+import { requestPathTemporalInterceptors } from '../services/platform/temporal-connection.ts';
 import { createProcessors } from '../services/processors/index.ts';
-import { requestPathTemporalInterceptors } from '../services/temporal-connection.ts';
 import { createApp } from './app.ts';
 import { ensureAdmin } from './auth/bootstrap.ts';
 import type { ApiDeps } from './deps.ts';
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   await ensureAdmin(orm, config.auth);
   // OTEL_EXPORTER_OTLP_ENDPOINT: a span per request, carried into the workflows the request starts (docs/operations.md#traces).
   const tracing = startTracing({ serviceName: 'billing-api', otlpEndpoint: config.otlpEndpoint });
-  // A second of retries and deadlines on quick calls: a Temporal outage answers 503 promptly (services/temporal-connection.ts).
+  // A second of retries and deadlines on quick calls: a Temporal outage answers 503 promptly (services/platform/temporal-connection.ts).
   const connection = await Connection.connect({
     address: config.temporalAddress,
     interceptors: requestPathTemporalInterceptors(),

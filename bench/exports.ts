@@ -35,7 +35,7 @@ import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { newId } from '../domain/ids.ts';
 import { installTemporalRuntime } from '../export-worker.ts';
-import { failExport } from '../services/exports.ts';
+import { failExport } from '../services/exports/run.ts';
 import { exportWorkflow } from '../workflows/export.ts';
 import { resultsFile, writeSection } from './harness.ts';
 

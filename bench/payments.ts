@@ -14,8 +14,8 @@
  * production.
  *
  * The bare payment route is not hand-written SQL: it calls the same service functions
- * as the engine's route (services/transactions.ts newTransactionFields for the fields
- * and risk score, services/payments.ts recordPendingPayment, the sandbox processor's
+ * as the engine's route (services/money/transactions.ts newTransactionFields for the fields
+ * and risk score, services/money/payments.ts recordPendingPayment, the sandbox processor's
  * charge, continuePayment), so both run the same statements; what the ratio measures is
  * the HTTP layer around them (middleware, authentication, idempotency pass-through, zod
  * validation, OpenAPI routing). The bare balance route runs the credential query and
@@ -39,9 +39,9 @@ import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { serializeBalance } from '../objects/balance.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
-import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../services/payments.ts';
+import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../services/money/payments.ts';
+import { newTransactionFields } from '../services/money/transactions.ts';
 import { sandboxProcessors } from '../services/processors/index.ts';
-import { newTransactionFields } from '../services/transactions.ts';
 import {
   allSucceeded,
   bareCaller,

@@ -31,7 +31,7 @@ import {
   type SubscriptionSnapshot,
 } from '../domain/subscription.ts';
 import { itemSnapshots, termsPrice } from '../domain/subscription-decisions.ts';
-import { priceTerms } from '../services/subscription-terms.ts';
+import { priceTerms } from '../services/subscriptions/terms.ts';
 import { openBenchDatabase, type Say, sleep, type Stops } from './harness.ts';
 import type { FromWorker, ToWorker, WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 
@@ -455,7 +455,7 @@ export interface ItemsSeed extends EngineSeed {
  * `renewalInterval`. `items` 1: each subscription is 12 seats of a per_unit plan (one item); 3: the same seats, a
  * graduated tiered API plan at 25 units (10 × 10.00, then 5.00 each, with a 20.00 flat fee on the second tier) and a
  * flat 5.00 add-on: three lines on every renewal invoice. The item terms come from the plans through priceTerms
- * (services/subscription-terms.ts), as POST /v1/subscriptions makes them.
+ * (services/subscriptions/terms.ts), as POST /v1/subscriptions makes them.
  */
 export async function seedItemsEngine(orm: MikroORM, n: number, round: number, itemCount: 1 | 3): Promise<ItemsSeed> {
   const seed = await seedEngine(orm, n, round, renewalInterval);

@@ -17,7 +17,7 @@ import pg from 'pg';
 import { createActivities } from '../activities/index.ts';
 import { openOrm } from '../db/orm.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
-import { createFileMailer } from '../services/mailer.ts';
+import { createFileMailer } from '../services/email/mailer.ts';
 import { installTemporalRuntime, workerDefaults } from '../worker.ts';
 
 export interface WorkerProcessOptions {

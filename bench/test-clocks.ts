@@ -40,7 +40,7 @@ import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createLogger } from '../logger.ts';
-import { createFileMailer } from '../services/mailer.ts';
+import { createFileMailer } from '../services/email/mailer.ts';
 import { bundleBillingWorkflows, createBillingWorker, createClockWorker, installTemporalRuntime } from '../worker.ts';
 import { openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection } from './harness.ts';
 

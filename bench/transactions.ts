@@ -45,28 +45,28 @@ const sectionHeading = '## Transactions: POST /v1/transactions (credit) and GET 
 const seeded = 1_000;
 const creditAmount = 100;
 
-/** The statements the engine's credit runs in its database transaction (services/transactions.ts recordSucceededTransaction, services/ledger.ts, services/events.ts). */
+/** The statements the engine's credit runs in its database transaction (services/money/transactions.ts recordSucceededTransaction, services/money/ledger.ts, services/events/record.ts). */
 const creditSql = {
   insertTransaction: `insert into transactions (id, account_id, livemode, amount, currency, type, status, reference, metadata, risk_level, risk_score,
       payment_method, failure_code, failure_message, created_at, updated_at, canceled_at)
     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertBalanceTransaction: `insert into balance_transactions (id, account_id, livemode, type, source, amount, fee, net, currency, status, available_on, created_at)
     values (?, ?, ?, 'credit', ?, ?, 0, ?, ?, 'available', ?, ?)`,
-  /** Money in: the balance row created or added to, and locked, in one statement (services/ledger.ts applyLegs). */
+  /** Money in: the balance row created or added to, and locked, in one statement (services/money/ledger.ts applyLegs). */
   moveBalance: `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, ?, 0, now())
     on conflict (account_id, livemode, currency) do update
       set available = account_balances.available + excluded.available, pending = account_balances.pending + excluded.pending, updated_at = now()
     returning available, pending`,
   insertEntries: `insert into ledger_entries (account_id, livemode, transaction_id, balance_transaction_id, ledger_account, amount, currency, created_at)
     values (?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?) returning id`,
-  /** transaction.created and transaction.succeeded, in one insert (the outbox: services/events.ts recordEvents). */
+  /** transaction.created and transaction.succeeded, in one insert (the outbox: services/events/record.ts recordEvents). */
   insertEvents: `insert into events (id, account_id, livemode, type, transaction_id, data, created_at, dispatched_at)
     values (?, ?, ?, 'transaction.created', ?, ?, ?, null), (?, ?, ?, 'transaction.succeeded', ?, ?, ?, null)`,
 };
 
 /**
  * The engine's list statement for one sandbox page, newest first, limit + 1 to know has_more (api/pagination.ts
- * plainRows), with the condition that leaves out transactions of customers on test clocks (services/test-clocks.ts).
+ * plainRows), with the condition that leaves out transactions of customers on test clocks (services/test-clocks/clocks.ts).
  */
 const listSql = `select * from "transactions" where "account_id" = ? and "livemode" = ?
     and ((customer_id is null or customer_id not in (select c.id from customers as c where c.account_id = ? and c.livemode = false and c.test_clock_id is not null)))

@@ -56,10 +56,10 @@ import { type CheckedUrl, checkWebhookUrl } from '../domain/webhook-url.ts';
 import { riskScoreHeader, signWebhook } from '../domain/webhooks.ts';
 import { createLogger } from '../logger.ts';
 import { serializeEvent } from '../objects/event.ts';
-import { recordEvent } from '../services/events.ts';
-import { createFileMailer } from '../services/mailer.ts';
-import { postWebhook } from '../services/webhook-http.ts';
-import { eventDispatchWorkflowId, inlineAttempts, wakeEventDispatch } from '../services/webhooks.ts';
+import { createFileMailer } from '../services/email/mailer.ts';
+import { recordEvent } from '../services/events/record.ts';
+import { eventDispatchWorkflowId, inlineAttempts, wakeEventDispatch } from '../services/webhooks/dispatch.ts';
+import { postWebhook } from '../services/webhooks/http-post.ts';
 import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
 import {
   mean,

@@ -1,7 +1,7 @@
 /**
  * Credit notes (docs/discounts-and-taxes.md#credit-notes-and-customer-balance), the pure part:
  * a request's lines priced against the invoice's lines, the split of the total between refund,
- * customer balance and out of band, and the number. services/credit-notes.ts loads the rows,
+ * customer balance and out of band, and the number. services/credit-notes/issue.ts loads the rows,
  * takes the locks and moves the money.
  */
 import { lineAmount, type LineAmounts } from './invoice-lines.ts';

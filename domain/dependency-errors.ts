@@ -16,7 +16,7 @@
  *   timeout` when a server that hangs did not answer at all (db/orm.ts requestPathDatabaseOptions).
  * - Temporal through @temporalio/client: a `ServiceError` whose cause is a gRPC error with code
  *   14 UNAVAILABLE or 4 DEADLINE_EXCEEDED (the API's client retries it for about a second first,
- *   services/temporal-connection.ts);
+ *   services/platform/temporal-connection.ts);
  *   `Failed to connect before the deadline` from `Connection.connect`.
  * The chain is followed through `cause` and an AggregateError's `errors` (Node's connect to
  * `localhost` tries both addresses and fails with both).

@@ -309,7 +309,7 @@ export function paymentRequestReceiptEmail(e: {
   };
 }
 
-/** To the customer: a credit note was issued for one of its invoices (services/credit-note-delivery.ts). */
+/** To the customer: a credit note was issued for one of its invoices (services/credit-notes/delivery.ts). */
 export function creditNoteEmail(e: {
   accountName: string;
   brand?: Brand;

@@ -51,7 +51,7 @@ export function breakdownText(rows: readonly PriceRow[], currency: string, local
   });
 }
 
-/** An invoice's discount, taxes and balance, as its PDF and emails print them (services/invoice-pdf.ts pdfAdjustments makes it). */
+/** An invoice's discount, taxes and balance, as its PDF and emails print them (services/invoices/pdf.ts pdfAdjustments makes it). */
 export interface AdjustmentView {
   total: number;
   discount?: { label: string; amount: number } | null;

@@ -1,7 +1,7 @@
 /**
  * An invoice's totals from its lines: discounts, taxes and the customer's balance, each
  * with one rounding rule (docs/discounts-and-taxes.md). Pure: the caller loads the
- * discount, the tax rates and the balance (services/invoice-adjustments.ts) and stores
+ * discount, the tax rates and the balance (services/invoices/adjustments.ts) and stores
  * what this answers.
  *
  *   subtotal            = Σ line amounts (already rounded by domain/pricing.ts)

@@ -54,7 +54,7 @@ const isoInstant = /\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-
 /**
  * Text stored with ISO instants in it (an invoice line's "Unused time on Pro after
  * 2027-01-31T00:00:00.000Z") as customers read it: each instant as a human date.
- * A new invoice stores its lines this way (services/invoices.ts openOrCreateInvoice), so the
+ * A new invoice stores its lines this way (services/invoices/cycle-invoices.ts openOrCreateInvoice), so the
  * API, emails and PDFs read the same; emails and PDFs apply it too, for lines stored before.
  */
 export function humanizeInstants(text: string, style: DateStyle = {}): string {

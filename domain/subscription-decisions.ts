@@ -93,11 +93,11 @@ export type SubscriptionCommand =
   | { kind: 'retryPayment' }
   /** Take back a cancel at period end before the period ends. */
   | { kind: 'undoCancel' }
-  /** Void one of its invoices between the workflow's own steps, so no charge of it is in flight (services/invoice-void.ts). */
+  /** Void one of its invoices between the workflow's own steps, so no charge of it is in flight (services/invoices/void.ts). */
   | { kind: 'voidInvoice'; invoiceId: string }
   /** Add, change or remove a recurring item (/v1/subscription_items; patched('subscription-items')). */
   | { kind: 'changeItems'; change: ItemChange }
-  /** A credit note on one of its open invoices, between the workflow's own steps (its amount due drops; services/credit-note-owner.ts). */
+  /** A credit note on one of its open invoices, between the workflow's own steps (its amount due drops; services/credit-notes/owner.ts). */
   | { kind: 'creditInvoice'; credit: OpenInvoiceCredit };
 
 /** Why `command` cannot be applied now, or null. Asked by the update validators and again when the command runs. */
@@ -759,7 +759,7 @@ export function stateAtRenewal(state: SubscriptionState): SubscriptionState {
  * `at` are applied first (applyItemChange, each as its proration_behavior says; an always_invoice change's
  * invoice is made at once, so it is not part of the next one). Null: no invoice is coming (a cancel at period
  * end, past due, paused, ended). Its `issuedAt` is the instant the period starts. `pendingItems`: the customer's
- * pending invoice items in its currency, which that invoice takes (services/invoice-items.ts pendingItemLines appends
+ * pending invoice items in its currency, which that invoice takes (services/invoices/items.ts pendingItemLines appends
  * them after the subscription's own lines, as renewalLines does).
  */
 export function upcomingInvoice(
@@ -791,7 +791,7 @@ export function upcomingInvoice(
   const renewing = stateAtRenewal(next);
   const cycle = s.billingCycle + 1;
   const start = periodOf(s, renewing.plan, cycle).start;
-  // `usage`: the current period's usage so far (services/usage-billing.ts usageSoFar), which the renewal bills in arrears.
+  // `usage`: the current period's usage so far (services/usage/billing.ts usageSoFar), which the renewal bills in arrears.
   return cycleInvoice(renewing, cycle, start, spreadMinutes, pendingItems, usage).invoice;
 }
 

@@ -1,6 +1,6 @@
 /**
  * Which tax rates apply to an invoice line, as the built-in tax calculator decides it
- * (services/tax-calculator.ts, docs/discounts-and-taxes.md#taxes). Pure: the caller loads the
+ * (services/taxes/calculator.ts, docs/discounts-and-taxes.md#taxes). Pure: the caller loads the
  * rates, the subscription's and the account's defaults and the customer.
  *
  * For each line, the first that names any rate:

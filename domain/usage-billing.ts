@@ -3,7 +3,7 @@
  * workflow and the upcoming-invoice preview share. Stripe's way: the cycle invoice that starts period c
  * carries the usage lines of period c−1 (the first invoice none), issued once the account's usage grace
  * window past the boundary is over, so late events of c−1 still count. The workflow closes c−1 through
- * ONE local activity (services/usage-billing.ts → UsageStore.closePeriod, idempotent per period) and
+ * ONE local activity (services/usage/billing.ts → UsageStore.closePeriod, idempotent per period) and
  * these functions turn the closing's aggregates into invoice lines.
  */
 import type { PriceTerms } from './subscription.ts';

@@ -43,7 +43,7 @@ export const CustomerSchema = z
   })
   .openapi('Customer');
 
-/** `balances`: the customer's balances by currency (services/customer-balance.ts customerBalances); {} for a customer that never had one. */
+/** `balances`: the customer's balances by currency (services/customers/balance.ts customerBalances); {} for a customer that never had one. */
 export function serializeCustomer(
   customer: Customer,
   balances: Record<string, number> = {},

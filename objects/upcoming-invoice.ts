@@ -1,6 +1,6 @@
 /**
  * An invoice not made yet (GET /v1/invoices/upcoming, the customer portal's plan-change preview):
- * the lines and totals an invoice will have, with no id (services/upcoming-invoice.ts makes it).
+ * the lines and totals an invoice will have, with no id (services/invoices/upcoming.ts makes it).
  */
 import { z } from '@hono/zod-openapi';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Account, Subscription } from '../db/entities/index.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
-import { chargeCustomer } from '../services/charges.ts';
+import { chargeCustomer } from '../services/money/charges.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 

@@ -1,5 +1,5 @@
 /**
- * Branding (domain/branding.ts, services/branding.ts, api/routes/branding.ts): business
+ * Branding (domain/branding.ts, services/accounts/branding.ts, api/routes/branding.ts): business
  * name, brand colour and logo are validated (a refusal changes nothing), one account's
  * branding is its own, the logo is served as uploaded, and the branding is what customers
  * see: the receipt email captured by the test SMTP server (From name, colour, logo), the

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../activities/index.ts';
 import { Account, Charge, Customer, SandboxProcessorCharge } from '../db/entities/index.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
-import type { ChargeOutcome } from '../services/charges.ts';
-import { createSmtpMailer, type Mailer } from '../services/mailer.ts';
+import { createSmtpMailer, type Mailer } from '../services/email/mailer.ts';
+import type { ChargeOutcome } from '../services/money/charges.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Coupon, Discount, Event, PromotionCode } from '../db/entities/index.ts';
-import { discountForInvoice, recordDiscountApplied } from '../services/discounts.ts';
+import { discountForInvoice, recordDiscountApplied } from '../services/discounts/redemptions.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 
 /**

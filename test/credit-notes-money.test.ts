@@ -10,8 +10,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { CreditNote, CustomerBalance, CustomerBalanceTransaction, Invoice, Transaction } from '../db/entities/index.ts';
-import { chargeCustomer } from '../services/charges.ts';
-import { openInvoice, settleInvoice } from '../services/invoices.ts';
+import { openInvoice, settleInvoice } from '../services/invoices/cycle-invoices.ts';
+import { chargeCustomer } from '../services/money/charges.ts';
 import { sandboxProcessors } from '../services/processors/index.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
@@ -46,7 +46,7 @@ describe('credit notes never give back more than was collected', () => {
       issuedAt: now,
       livemode: true,
     });
-    // The customer's balance may pay part of it (services/invoice-adjustments.ts): the card pays what is due.
+    // The customer's balance may pay part of it (services/invoices/adjustments.ts): the card pays what is due.
     expect(opened.amountDue).toBeGreaterThan(0);
     const outcome = await chargeCustomer(
       em(),

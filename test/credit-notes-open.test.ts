@@ -1,6 +1,6 @@
 /**
  * Credit notes on OPEN invoices (issue #27): the amount due drops, through the workflow that
- * charges the invoice (services/credit-note-owner.ts), so a charge in flight and a credit note are
+ * charges the invoice (services/credit-notes/owner.ts), so a charge in flight and a credit note are
  * one decision: a credit note sent while a dunning retry's charge is at the processor waits for it
  * and is refused once the charge paid the invoice. The retries after a credit note charge what is
  * left; an invoice credited to nothing due is paid without a charge and its dunning ends. The same

@@ -10,8 +10,8 @@ import { extractText, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Charge, CustomerBalanceTransaction, Invoice } from '../db/entities/index.ts';
-import { recordBalanceTransaction } from '../services/customer-balance.ts';
-import { issueWithAdjustments } from '../services/invoice-adjustments.ts';
+import { recordBalanceTransaction } from '../services/customers/balance.ts';
+import { issueWithAdjustments } from '../services/invoices/adjustments.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';
 import { eventually } from './helpers/temporal.ts';

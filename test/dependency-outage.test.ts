@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type App, createApp } from '../api/app.ts';
 import { Customer, Subscription } from '../db/entities/index.ts';
 import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
-import { requestPathTemporalInterceptors } from '../services/temporal-connection.ts';
+import { requestPathTemporalInterceptors } from '../services/platform/temporal-connection.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 /** A TCP proxy that can be taken down (listener closed, open connections reset) and brought back on the same port. */

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { invoiceReceiptEmail } from '../domain/email-templates.ts';
 import { renderInvoicePdf } from '../domain/invoice-pdf.ts';
 import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
-import { fromHeader } from '../services/mailer.ts';
+import { fromHeader } from '../services/email/mailer.ts';
 
 /** What customers read: the merchant's name as sender, human dates instead of ISO timestamps. */
 describe('customer-facing emails and PDFs', () => {

@@ -5,9 +5,9 @@ import { webhookEndpointDisabledEmail } from '../domain/email-templates.ts';
 import { eventTypes, subscriptionEventType } from '../domain/events.ts';
 import { initialSnapshot, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import { invoicePdfUrl } from '../objects/invoice.ts';
-import { recordEvent } from '../services/events.ts';
-import { openInvoice } from '../services/invoices.ts';
-import { projectSubscription } from '../services/projections.ts';
+import { recordEvent } from '../services/events/record.ts';
+import { openInvoice } from '../services/invoices/cycle-invoices.ts';
+import { projectSubscription } from '../services/subscriptions/projection.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
-import { localExportStorage } from '../services/export-storage.ts';
-import { pageSize } from '../services/exports.ts';
+import { pageSize } from '../services/exports/run.ts';
+import { localExportStorage } from '../services/exports/storage.ts';
 import { startCrashingWorker } from './helpers/crashing-worker.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';

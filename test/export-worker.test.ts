@@ -9,7 +9,7 @@ import { loadConfig } from '../config.ts';
 import { Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
 import { createExportsWorker } from '../export-worker.ts';
-import { localExportStorage } from '../services/export-storage.ts';
+import { localExportStorage } from '../services/exports/storage.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 /**

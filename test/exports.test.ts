@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Event, Export, Invoice, Payout, Transaction } from '../db/entities/index.ts';
 import { exportFileSignature } from '../domain/export-links.ts';
 import { newId } from '../domain/ids.ts';
-import { type ExportStorage, localExportStorage } from '../services/export-storage.ts';
-import { csvCell, failExport, formatTime, pageSize, runExport } from '../services/exports.ts';
+import { csvCell, failExport, formatTime, pageSize, runExport } from '../services/exports/run.ts';
+import { type ExportStorage, localExportStorage } from '../services/exports/storage.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 
 const references = ['=HYPERLINK("http://evil")', '+1+2', '-2+3', '@SUM(A1)', 'plain, with "quotes"'];

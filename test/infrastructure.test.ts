@@ -1,7 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { createSmtpMailer } from '../services/mailer.ts';
+import { createSmtpMailer } from '../services/email/mailer.ts';
 import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
 import { createTimeSkippingEnv } from './helpers/temporal.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Charge, Event, InvoiceItem } from '../db/entities/index.ts';
-import { claimPendingItems } from '../services/invoice-items.ts';
+import { claimPendingItems } from '../services/invoices/items.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 

@@ -3,7 +3,7 @@
  * subscription's dunning retry is charging it. The retry read the invoice open and
  * charged; a void landing meanwhile succeeded, and the customer paid a void invoice.
  * A void of a running subscription's invoice now goes through its workflow
- * (services/invoice-void.ts), between the workflow's own steps.
+ * (services/invoices/void.ts), between the workflow's own steps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Invoice, InvoiceNumberCounter } from '../db/entities/index.ts';
 import { formatInvoiceNumber, invoicePrefix } from '../domain/invoice-number.ts';
 import { invoicePdfUrl } from '../objects/invoice.ts';
-import { openInvoice, type OpenInvoiceInput, settleInvoice } from '../services/invoices.ts';
+import { openInvoice, type OpenInvoiceInput, settleInvoice } from '../services/invoices/cycle-invoices.ts';
 import { oneMonthAfter } from './helpers/calendar.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -417,7 +417,7 @@ describe('invoices', () => {
     });
 
     it('numbers past 9999 grow a digit; the number is in the invoice, its invoice.created event and the API, never the placeholder', async () => {
-      // The number is taken last, in SQL (services/invoices.ts numberInvoice): it must read as formatInvoiceNumber writes it.
+      // The number is taken last, in SQL (services/invoices/cycle-invoices.ts numberInvoice): it must read as formatInvoiceNumber writes it.
       const em = engine.db.orm.em.fork();
       await em.nativeUpdate(
         InvoiceNumberCounter,

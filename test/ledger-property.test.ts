@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BalanceTransaction, Transaction } from '../db/entities/index.ts';
-import { chargeCustomer } from '../services/charges.ts';
-import { openInvoice, settleInvoice } from '../services/invoices.ts';
-import { makeFundsAvailable } from '../services/ledger.ts';
+import { openInvoice, settleInvoice } from '../services/invoices/cycle-invoices.ts';
+import { chargeCustomer } from '../services/money/charges.ts';
+import { makeFundsAvailable } from '../services/money/ledger.ts';
 import { sandboxProcessors } from '../services/processors/index.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants, expectOnePaymentPerPaidInvoice } from './helpers/ledger.ts';

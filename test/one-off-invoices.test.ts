@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Charge, Event, InvoiceItem } from '../db/entities/index.ts';
 import { reminderSchedule } from '../domain/one-off-invoices.ts';
-import { totalsOf } from '../services/invoice-items.ts';
+import { totalsOf } from '../services/invoices/items.ts';
 import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { expectLedgerInvariants } from './helpers/ledger.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Event } from '../db/entities/index.ts';
-import { sweepOrphanedSubscriptions } from '../services/subscription-watch.ts';
+import { sweepOrphanedSubscriptions } from '../services/subscriptions/watch.ts';
 import { PlanIdKey } from '../workflows/search-attributes.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';

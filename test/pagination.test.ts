@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keysetPage } from '../api/pagination.ts';
 import { Customer, Transaction } from '../db/entities/index.ts';
 import { newId } from '../domain/ids.ts';
-import { clockCondition } from '../services/test-clocks.ts';
+import { clockCondition } from '../services/test-clocks/clocks.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Issue #24: a cancel landing as the rail takes a payout both paid it and gave its
- * money back. The claim (services/payouts.ts claimForRail) and the cancel are now
+ * money back. The claim (services/payouts/rail.ts claimForRail) and the cancel are now
  * one decision under the payout's row lock. These tests cancel at many offsets
  * around the hand-off, inside the rail's own call, and after a worker died between
  * the claim and the rail; every payout must end either canceled with no transfer,
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BalanceTransaction, Payout, SandboxPayoutTransfer } from '../db/entities/index.ts';
 import { payoutPendingMs } from '../domain/payouts.ts';
-import { createPayout, createSandboxPayoutRail, type PayoutRail, submitPayout } from '../services/payouts.ts';
+import { createPayout, createSandboxPayoutRail, type PayoutRail, submitPayout } from '../services/payouts/rail.ts';
 import { startCrashingWorker } from './helpers/crashing-worker.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { Payout } from '../db/entities/index.ts';
 import { defaultScheduleSettings, nextRunAfter, type ScheduleSettings } from '../domain/payout-schedule.ts';
-import { patchSchedule, payoutScheduleWorkflowId, runScheduledPayouts } from '../services/payout-schedule.ts';
+import { patchSchedule, payoutScheduleWorkflowId, runScheduledPayouts } from '../services/payouts/schedule.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 

@@ -7,12 +7,12 @@ import { ConfigError, loadConfig, type ProcessorsConfig } from '../config.ts';
 import { Event, LedgerEntry, ProcessorEvent, SandboxProcessorRefund, Transaction } from '../db/entities/index.ts';
 import { type RunningStripeMock, startStripeMock } from '../dev/stripe-mock.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
-import { emailSubject } from '../services/email.ts';
-import { paymentChargeRequest, recordPendingPayment } from '../services/payments.ts';
+import { emailSubject } from '../services/email/send-once.ts';
+import { paymentChargeRequest, recordPendingPayment } from '../services/money/payments.ts';
+import { newTransactionFields } from '../services/money/transactions.ts';
 import { createProcessors, sandboxOnlyConfig } from '../services/processors/index.ts';
 import { IdempotencyKeyReuseError, SandboxProcessor } from '../services/processors/sandbox.ts';
 import { ProcessorSignatureError } from '../services/processors/types.ts';
-import { newTransactionFields } from '../services/transactions.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 

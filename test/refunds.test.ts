@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { BalanceTransaction, SandboxProcessorRefund, Transaction } from '../db/entities/index.ts';
-import { makeFundsAvailable, withBalanceUpdatesLast } from '../services/ledger.ts';
-import { reconcileMissingAvailability, reconcileStuckPayments } from '../services/maintenance.ts';
+import { reconcileMissingAvailability, reconcileStuckPayments } from '../services/maintenance/sweeps.ts';
+import { makeFundsAvailable, withBalanceUpdatesLast } from '../services/money/ledger.ts';
+import { reserveRefund } from '../services/money/refunds.ts';
+import { newTransactionFields, recordSucceededTransaction } from '../services/money/transactions.ts';
 import { sandboxProcessors } from '../services/processors/index.ts';
 import { SandboxProcessor } from '../services/processors/sandbox.ts';
-import { reserveRefund } from '../services/refunds.ts';
-import { newTransactionFields, recordSucceededTransaction } from '../services/transactions.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 
 /**

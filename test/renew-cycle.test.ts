@@ -17,13 +17,13 @@ import {
 } from '../db/entities/index.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { initialSnapshot, type SubscriptionSnapshot } from '../domain/subscription.ts';
-import { createSmtpMailer, type Mailer } from '../services/mailer.ts';
-import type { RenewCycleInput, RenewCycleResult } from '../services/renew-cycle.ts';
+import { createSmtpMailer, type Mailer } from '../services/email/mailer.ts';
+import type { RenewCycleInput, RenewCycleResult } from '../services/subscriptions/renew-cycle.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
 
 /**
- * renewCycle, the one local activity of a due billing cycle (services/renew-cycle.ts), on a
+ * renewCycle, the one local activity of a due billing cycle (services/subscriptions/renew-cycle.ts), on a
  * real PostgreSQL, the sandbox processor and a real SMTP server. A local activity runs again
  * after a crash or a timed-out workflow task, and may even overlap the run it replaces: run
  * again, and run concurrently, it must invoice, charge, record and email exactly once.

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { eventDispatchWorkflowId } from '../services/webhooks.ts';
+import { eventDispatchWorkflowId } from '../services/webhooks/dispatch.ts';
 import { wakeSignal } from '../workflows/webhooks.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';

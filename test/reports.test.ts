@@ -1,5 +1,5 @@
 /**
- * GET /v1/reports/revenue and /v1/reports/mrr (services/reports.ts): aggregates in SQL
+ * GET /v1/reports/revenue and /v1/reports/mrr (services/reports/dashboard-charts.ts): aggregates in SQL
  * checked against known rows (ledger balance transactions, plans and subscriptions written
  * with fixed dates), against real payments and a real subscription made through the API,
  * per currency and mode, one account only, and refusing bad ranges.

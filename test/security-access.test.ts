@@ -3,7 +3,7 @@ import { crc32, deflateSync } from 'node:zlib';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { csvCell } from '../services/exports.ts';
+import { csvCell } from '../services/exports/run.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { solidPng } from './helpers/png.ts';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { AccountModeSettings, Subscription } from '../db/entities/index.ts';
 import { defaultRetryPolicy } from '../domain/dunning.ts';
-import { loadModeSettings } from '../services/mode-settings.ts';
+import { loadModeSettings } from '../services/accounts/mode-settings.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';

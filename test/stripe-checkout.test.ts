@@ -5,7 +5,7 @@ import type { ProcessorsConfig } from '../config.ts';
 import { Customer, Event, LedgerEntry, PaymentRequest, ProcessorEvent, Transaction } from '../db/entities/index.ts';
 import { type RunningStripeMock, startStripeMock } from '../dev/stripe-mock.ts';
 import { newId } from '../domain/ids.ts';
-import { chargeCustomer } from '../services/charges.ts';
+import { chargeCustomer } from '../services/money/charges.ts';
 import { createProcessors } from '../services/processors/index.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';

@@ -384,7 +384,7 @@ describe('subscription items', () => {
     const now = await get(`/v1/subscriptions/${sub.id}`);
     expect(now.items.map((i: any) => i.quantity)).toEqual([9, 12]);
 
-    // A pending invoice item of the customer: the renewal takes it, after the subscription's own lines (services/invoice-items.ts).
+    // A pending invoice item of the customer: the renewal takes it, after the subscription's own lines (services/invoices/items.ts).
     const workshop = await post('/v1/invoice_items', {
       customer: customerId,
       amount: 15000,

@@ -9,7 +9,7 @@ import { defaultRetryPolicy } from '../domain/dunning.ts';
 import { prorate } from '../domain/proration.ts';
 import { initialSnapshot, type PlanTerms, type SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { InvoiceInput } from '../domain/subscription-decisions.ts';
-import type { ChargeInput, ChargeOutcome } from '../services/charges.ts';
+import type { ChargeInput, ChargeOutcome } from '../services/money/charges.ts';
 import { installTemporalRuntime } from '../worker.ts';
 import { SubscriptionStatusKey } from '../workflows/search-attributes.ts';
 import {
@@ -156,7 +156,7 @@ const activities: Used = {
   async notifySubscriptionEnded({ subscription, kind }) {
     fake(subscription.id).calls.push(`notifySubscriptionEnded ${kind}`);
   },
-  /** The engine's renewCycle (services/renew-cycle.ts) over these fakes: the same steps, recorded as the separate calls they replace. */
+  /** The engine's renewCycle (services/subscriptions/renew-cycle.ts) over these fakes: the same steps, recorded as the separate calls they replace. */
   async renewCycle(input) {
     const invoice = await activities.openInvoice(input.invoice);
     if (invoice.amountDue === 0) {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { CustomerTaxId, Event, type InvoiceLine, TaxRate } from '../db/entities/index.ts';
-import { previewAdjustments, useTaxCalculator } from '../services/invoice-adjustments.ts';
-import { builtInTaxCalculator, type TaxCalculator } from '../services/tax-calculator.ts';
-import { writeSubscriptionTaxRates } from '../services/tax-rates.ts';
+import { previewAdjustments, useTaxCalculator } from '../services/invoices/adjustments.ts';
+import { builtInTaxCalculator, type TaxCalculator } from '../services/taxes/calculator.ts';
+import { writeSubscriptionTaxRates } from '../services/taxes/rates.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
@@ -461,7 +461,7 @@ describe('tax rates', () => {
         return { ...base, line_tax_rates: input.lines.map(() => [rate]) };
       },
     };
-    // What every invoice issued and every preview asks (services/invoice-adjustments.ts adjustLines), on the real database.
+    // What every invoice issued and every preview asks (services/invoices/adjustments.ts adjustLines), on the real database.
     const parties = {
       accountId: engine.tenant.accountId,
       livemode: true,
@@ -501,7 +501,7 @@ describe('tax rates', () => {
 });
 
 /**
- * Taxes on real invoices (the lead's wiring: services/invoice-adjustments.ts asks the tax calculator):
+ * Taxes on real invoices (the lead's wiring: services/invoices/adjustments.ts asks the tax calculator):
  * a German customer's subscription invoice with a 19% exclusive DE rate shows the tax; a
  * reverse-charge customer's shows none and its receipt carries the legal note; a subscription's own
  * default and item rates win over the account's; a change through /v1/subscriptions/{id}/tax_rates

@@ -2,7 +2,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TestClock } from '../db/entities/index.ts';
-import { deleteExpiredTestClocks, testClockLifetimeMs } from '../services/test-clocks.ts';
+import { deleteExpiredTestClocks, testClockLifetimeMs } from '../services/test-clocks/clocks.ts';
 import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';

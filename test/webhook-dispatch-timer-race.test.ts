@@ -17,7 +17,7 @@ import { execFileSync } from 'node:child_process';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { eventDispatchWorkflowId } from '../services/webhooks.ts';
+import { eventDispatchWorkflowId } from '../services/webhooks/dispatch.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';

@@ -2,11 +2,11 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { WebhookEndpoint } from '../db/entities/index.ts';
-import { createDispatchWaker } from '../services/webhook-wake.ts';
+import { createDispatchWaker } from '../services/webhooks/wake.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 /**
- * The dispatcher's wake-up (services/webhook-wake.ts) against a real database. The Temporal
+ * The dispatcher's wake-up (services/webhooks/wake.ts) against a real database. The Temporal
  * client is a recorder of the signals it would send: what is checked here is when the waker
  * decides to send one, not Temporal (test/webhooks.test.ts covers the whole path).
  */

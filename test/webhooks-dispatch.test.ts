@@ -15,8 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../db/entities/index.ts';
 import { deliveryId } from '../domain/webhooks.ts';
-import { recordEvent } from '../services/events.ts';
-import { wakeEventDispatch } from '../services/webhooks.ts';
+import { recordEvent } from '../services/events/record.ts';
+import { wakeEventDispatch } from '../services/webhooks/dispatch.ts';
 import { startCrashingWorker } from './helpers/crashing-worker.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';

@@ -24,8 +24,8 @@ import {
 } from '../domain/webhook-url.ts';
 import { attemptOffsets, deliveryId, disableAfterMs, newWebhookSecret, retrySchedules } from '../domain/webhooks.ts';
 import { createLogger } from '../logger.ts';
-import { postWebhook } from '../services/webhook-http.ts';
-import { attemptWebhookDelivery } from '../services/webhooks.ts';
+import { attemptWebhookDelivery } from '../services/webhooks/dispatch.ts';
+import { postWebhook } from '../services/webhooks/http-post.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 const resolvesTo =

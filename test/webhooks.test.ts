@@ -12,7 +12,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Event, WebhookDelivery, WebhookEndpoint } from '../db/entities/index.ts';
-import { eventDispatchWorkflowId } from '../services/webhooks.ts';
+import { eventDispatchWorkflowId } from '../services/webhooks/dispatch.ts';
 import { startTestEngine, type Tenant, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 import { type Received, startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.ts';

@@ -5,14 +5,14 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 import { createExportsWorker } from '../export-worker.ts';
-import { localExportStorage } from '../services/export-storage.ts';
-import { type RunningWorkerHealthServer, startWorkerHealthServer } from '../services/worker-health.ts';
+import { localExportStorage } from '../services/exports/storage.ts';
+import { type RunningWorkerHealthServer, startWorkerHealthServer } from '../services/platform/worker-health.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
 
 /**
- * The worker processes' GET /health (services/worker-health.ts, WORKER_HEALTH_PORT; docker-compose.yml's
+ * The worker processes' GET /health (services/platform/worker-health.ts, WORKER_HEALTH_PORT; docker-compose.yml's
  * health checks of worker and exports-worker): a real signal, not "the process exists". It says 200 only
  * while each worker RUNs with its pollers POLLING and the database and Temporal answer; 503 before the
  * workers run, after they stop, and when the database does not answer. Real Temporal (time-skipping

@@ -21,8 +21,8 @@
  * give its input an optional `testClock: ClockBinding`, replace its `sleep`/`condition`
  * timers and `Date.now()` by this helper's (same commands without a clock), call
  * `finished()` before it returns, carry `binding()` into a continue-as-new, and have
- * whoever starts it call services/test-clocks.ts `bindToClock` first (an activity on
- * a clock finds the binding in services/clock-context.ts `currentTestClock()`).
+ * whoever starts it call services/test-clocks/clocks.ts `bindToClock` first (an activity on
+ * a clock finds the binding in services/test-clocks/now.ts `currentTestClock()`).
  */
 import {
   condition,
@@ -91,7 +91,7 @@ export interface WorkflowClock {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Reports go to the clock by a local activity (a direct signal), not a signal-external command (services/test-clocks.ts tickClockWorkflows says why). */
+/** Reports go to the clock by a local activity (a direct signal), not a signal-external command (services/test-clocks/clocks.ts tickClockWorkflows says why). */
 const clockActivities = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },

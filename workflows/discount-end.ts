@@ -1,16 +1,16 @@
 /**
  * discountEndWorkflow: one per customer's own repeating discount (workflow id
  * `discount-end-<di_…>`, discountEndWorkflowId), started by the API right after the discount is
- * committed (services/customer-discount-end.ts). It sleeps until the discount's `end` — on the
+ * committed (services/discounts/customer-discount-end.ts). It sleeps until the discount's `end` — on the
  * customer's test clock when it has one (workflows/clock-sleep.ts) — and runs one activity that
  * ends it (customer.discount.deleted, dated at `end`) unless it was removed or replaced before:
  * then the activity changes nothing. A subscription's discount needs none of this: its
  * subscription workflow keeps that timer (workflows/subscription.ts discountEndSignal).
  *
  * If the API died between the commit and the start, nothing is lost: the maintenance workflow starts
- * it on a later run (services/maintenance.ts reconcileMissingDiscountTimers, discounts of the last
+ * it on a later run (services/maintenance/sweeps.ts reconcileMissingDiscountTimers, discounts of the last
  * hour), and failing that the customer's next invoice (or upcoming preview) at or after the end ends
- * it lazily, dated at the end (services/discounts.ts discountForInvoice); the customer's `discount`
+ * it lazily, dated at the end (services/discounts/redemptions.ts discountForInvoice); the customer's `discount`
  * hides it once past.
  *
  * Deterministic code only.

@@ -2,7 +2,7 @@
  * exportWorkflow: one per export, workflow id = export id (`exp_...`). Its activity
  * writes the whole file, heartbeating the rows written; a worker that dies mid-file
  * lets the heartbeat time out and the retry write a fresh file from the first row
- * (services/exports.ts publishes a file only once complete). When the retries are
+ * (services/exports/run.ts publishes a file only once complete). When the retries are
  * spent the export is recorded failed. Deterministic code only.
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';

@@ -34,9 +34,9 @@ import type { Activities } from '../activities/index.ts';
 import type { OpenInvoiceCredit } from '../domain/credit-notes.ts';
 import { scheduledAttemptAt } from '../domain/dunning.ts';
 import { reminderSchedule, sendInvoiceGivesUpAt } from '../domain/one-off-invoices.ts';
-import type { ChargeOutcome } from '../services/charges.ts';
-import type { InvoiceDiscountRequest } from '../services/invoice-discount.ts';
-import type { FinalizedInvoice } from '../services/one-off-invoices.ts';
+import type { FinalizedInvoice } from '../services/invoices/one-off.ts';
+import type { InvoiceDiscountRequest } from '../services/invoices/promotion-codes.ts';
+import type { ChargeOutcome } from '../services/money/charges.ts';
 import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 
 export interface InvoiceWorkflowInput {
@@ -69,14 +69,14 @@ export const payInvoiceUpdate = defineUpdate<PayInvoiceResult, [PayInvoiceInput]
 /** Voids the invoice: nothing is due, the workflow ends. Refused once paid or void. */
 export const voidOneOffInvoiceUpdate = defineUpdate<{ status: string }>('voidOneOffInvoice');
 /**
- * A credit note on the open invoice (services/credit-note-owner.ts), run one at a time with its charges: the amount the next
+ * A credit note on the open invoice (services/credit-notes/owner.ts), run one at a time with its charges: the amount the next
  * charges ask for drops; credited to nothing due, the invoice is paid and the workflow ends. Refused once paid or void.
  */
 export const creditOneOffInvoiceUpdate = defineUpdate<{ creditNoteId: string; amountDue: number }, [OpenInvoiceCredit]>(
   'creditOneOffInvoice',
 );
 /**
- * A promotion code (or coupon) on the open invoice (services/invoice-discount.ts), run one at a time with its charges:
+ * A promotion code (or coupon) on the open invoice (services/invoices/promotion-codes.ts), run one at a time with its charges:
  * its discount and amount_due change between charges, never while one is at the processor; discounted to nothing due,
  * the invoice is paid without a charge and the workflow ends. Refused unless open.
  */

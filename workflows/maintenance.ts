@@ -18,11 +18,11 @@
  * - pruneExpiredRows: expired idempotency keys and login attempts older than the
  *   login throttle window are deleted;
  * - sweepOrphanedSubscriptions: the next batch of live subscriptions whose workflow
- *   was terminated, failed or timed out are marked canceled (services/subscription-watch.ts);
+ *   was terminated, failed or timed out are marked canceled (services/subscriptions/watch.ts);
  * - pruneExpiredExports: the files of exports past their expiry are deleted from storage
  *   (the export becomes `expired`), and temporary files of writers that died are dropped;
  * - deleteExpiredTestClocks: test clocks past their `deletes_after` are deleted with
- *   everything on them (services/test-clocks.ts).
+ *   everything on them (services/test-clocks/clocks.ts).
  * Its current details (Temporal UI) say what the last run did and when the next is.
  * It continues as new every 100 runs (or when Temporal suggests it). A failing
  * activity is retried a few times, then reported in the details and tried again on

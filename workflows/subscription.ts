@@ -81,9 +81,9 @@ import {
 } from '../domain/subscription-decisions.ts';
 import { planDetails, planMemo } from '../domain/subscription-details.ts';
 import { metersToClose, usageLines } from '../domain/usage-billing.ts';
-import type { PendingFunds } from '../services/balances.ts';
-import type { ChargeOutcome } from '../services/charges.ts';
-import type { OpenedInvoice } from '../services/invoices.ts';
+import type { OpenedInvoice } from '../services/invoices/cycle-invoices.ts';
+import type { PendingFunds } from '../services/money/balances.ts';
+import type { ChargeOutcome } from '../services/money/charges.ts';
 import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 import { PlanIdKey, SubscriptionStatusKey } from './search-attributes.ts';
 
@@ -175,7 +175,7 @@ export const billingStateQuery = defineQuery<BillingStateView>('billingState');
 export const subscriptionItemsPatch = 'subscription-items';
 export const voidInvoiceUpdate = defineUpdate<SubscriptionSnapshot, [{ invoiceId: string }]>('voidInvoice');
 /**
- * A credit note on one of its open invoices (services/credit-note-owner.ts), applied between the workflow's own steps so no
+ * A credit note on one of its open invoices (services/credit-notes/owner.ts), applied between the workflow's own steps so no
  * charge of the invoice is in flight: its amount due drops, a dunning retry charges what is left, and an invoice credited to
  * nothing due is paid without a charge. Only runs that accepted one (which older code never registered) record patched('credit-notes').
  */
@@ -514,7 +514,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     let invoice: OpenedInvoice;
     let outcome: ChargeOutcome;
     if (patched(renewCyclePatch)) {
-      // One local activity; each of its steps is idempotent, so a retry never doubles money (services/renew-cycle.ts).
+      // One local activity; each of its steps is idempotent, so a retry never doubles money (services/subscriptions/renew-cycle.ts).
       const unset = { ...cycleFields, latestInvoiceId: null };
       // Asked here, with renew-cycle's, so a run records both patches in the same workflow task (runIsLong asks again).
       const inPlace = patched(renewInPlacePatch);

@@ -1,7 +1,7 @@
 /**
  * Workflow interceptors (registered in worker.ts and the test bundle): an activity
  * scheduled by a workflow on a test clock carries the clock's id and time in a header,
- * so the services it calls take the clock's time (services/clock-context.ts). A workflow
+ * so the services it calls take the clock's time (services/test-clocks/now.ts). A workflow
  * not on a clock schedules exactly as before: no header.
  */
 import { defaultPayloadConverter } from '@temporalio/common';

@@ -88,7 +88,7 @@ const local = proxyLocalActivities<Activities>({
 });
 
 /**
- * Ticks go out by a local activity sending direct signals, many at a time (services/test-clocks.ts
+ * Ticks go out by a local activity sending direct signals, many at a time (services/test-clocks/clocks.ts
  * tickClockWorkflows): as signal-external commands they were transfer tasks answered one by
  * one with an event and a workflow task of the clock each (~1 per second on a loaded dev
  * server), and over 2,000 pending ones fail the clock's workflow task for good.

@@ -46,7 +46,7 @@ import {
 
 import type { Activities } from '../activities/index.ts';
 import { retrySchedule } from '../domain/webhook-schedule.ts';
-import type { AttemptMade, AttemptOutcome } from '../services/webhooks.ts';
+import type { AttemptMade, AttemptOutcome } from '../services/webhooks/dispatch.ts';
 import { type ClockBinding, type WorkflowClock, workflowClock } from './clock-sleep.ts';
 
 export const wakeSignal = defineSignal('wake');

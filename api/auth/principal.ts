@@ -6,7 +6,7 @@ import type { AuthConfig } from '../../config.ts';
 import type { UserRole } from '../../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
 import type { AccountRow } from '../../objects/account.ts';
-import { hashCliKey } from '../../services/cli-keys.ts';
+import { hashCliKey } from '../../services/accounts/cli-keys.ts';
 import {
   csrfHeaderName,
   csrfTokenMatches,

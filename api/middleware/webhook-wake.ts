@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
 
-import type { DispatchWaker } from '../../services/webhook-wake.ts';
+import type { DispatchWaker } from '../../services/webhooks/wake.ts';
 
-/** After each write on an account with enabled webhook endpoints: wake the event dispatcher (services/webhook-wake.ts). Not awaited. */
+/** After each write on an account with enabled webhook endpoints: wake the event dispatcher (services/webhooks/wake.ts). Not awaited. */
 export function wakeDispatchAfterWrites(waker: DispatchWaker): MiddlewareHandler {
   return async (c, next) => {
     await next();

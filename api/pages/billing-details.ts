@@ -13,7 +13,7 @@ import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { formatDate } from '../../domain/email-templates.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods } from '../../domain/payment-requests.ts';
-import { notifyPaymentMethodUpdated, saveCustomerUpdate } from '../../services/customer-events.ts';
+import { notifyPaymentMethodUpdated, saveCustomerUpdate } from '../../services/customers/events.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
 import type { ApiDeps } from '../deps.ts';

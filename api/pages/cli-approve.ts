@@ -4,7 +4,7 @@ import { getCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 
 import { ApiError } from '../../domain/errors.ts';
-import { approveDeviceLogin, normalizeUserCode, pendingDeviceLogin } from '../../services/cli-keys.ts';
+import { approveDeviceLogin, normalizeUserCode, pendingDeviceLogin } from '../../services/accounts/cli-keys.ts';
 import { csrfTokenFor, csrfTokenMatches, sessionCookieName, verifyBrowserToken } from '../auth/browser-session.ts';
 import { findLiveSession } from '../auth/principal.ts';
 import { secretKey } from '../auth/tokens.ts';

@@ -15,10 +15,10 @@ import {
 import { ApiError } from '../../domain/errors.ts';
 import { AccountSchema, serializeAccount, serializeAccountRow, SettingsPatch } from '../../objects/account.ts';
 import { timestamp } from '../../objects/common.ts';
-import { recordAccountEvent } from '../../services/account-events.ts';
-import { lockAccount } from '../../services/account-lock.ts';
-import { cancelPaymentRequest, cancelRecurringPaymentRequest } from '../../services/payment-request-commands.ts';
-import { stopPayoutSchedules } from '../../services/payout-schedule.ts';
+import { recordAccountEvent } from '../../services/accounts/events.ts';
+import { lockAccount } from '../../services/accounts/lock.ts';
+import { cancelPaymentRequest, cancelRecurringPaymentRequest } from '../../services/payment-requests/commands.ts';
+import { stopPayoutSchedules } from '../../services/payouts/schedule.ts';
 import { accountClosedSignal } from '../../workflows/subscription.ts';
 import { requireCurrentPassword } from '../auth/passwords.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
@@ -139,7 +139,7 @@ export function accountApp(deps: ApiDeps) {
       const em = orm.em.fork();
       const closedAt = new Date();
       await em.transactional(async (tx) => {
-        // Serialized with subscription creates on the account's row (services/account-lock.ts): none slips in between the count and the close.
+        // Serialized with subscription creates on the account's row (services/accounts/lock.ts): none slips in between the count and the close.
         await lockAccount(tx, accountId, 'update');
         const open = await tx.count(Subscription, { accountId, status: { $in: ['trialing', 'active', 'past_due'] } });
         if (open > 0)

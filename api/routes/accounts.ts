@@ -5,7 +5,7 @@ import { Account, accountTypes, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { AccountSchema, serializeAccount, SettingsPatch } from '../../objects/account.ts';
-import { recordAccountEvent } from '../../services/account-events.ts';
+import { recordAccountEvent } from '../../services/accounts/events.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { requireActor } from '../auth/principal.ts';
 import { SlidingWindowLimiter } from '../auth/rate-limit.ts';

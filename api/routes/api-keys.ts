@@ -4,7 +4,7 @@ import { ApiKey } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { ApiKeySchema, serializeApiKey } from '../../objects/api-key.ts';
-import { listCliKeys, revokeCliKey, serializeCliKey } from '../../services/cli-keys.ts';
+import { listCliKeys, revokeCliKey, serializeCliKey } from '../../services/accounts/cli-keys.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import { newApiKeySecret, sha256 } from '../auth/tokens.ts';
 import type { ApiDeps } from '../deps.ts';

@@ -10,7 +10,7 @@ import {
   deleteBankAccount,
   findBankAccount,
   updateBankAccount,
-} from '../../services/bank-accounts.ts';
+} from '../../services/payouts/bank-accounts.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';

@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 
 import { Account } from '../../db/entities/index.ts';
 import { brandOf, logoPath } from '../../domain/branding.ts';
-import { changeBranding, loadLogo } from '../../services/branding.ts';
+import { changeBranding, loadLogo } from '../../services/accounts/branding.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';

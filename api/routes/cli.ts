@@ -12,7 +12,7 @@ import {
   revokeCliKey,
   serializeCliKey,
   startDeviceLogin,
-} from '../../services/cli-keys.ts';
+} from '../../services/accounts/cli-keys.ts';
 import { accountScope, principalOf, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';

@@ -18,7 +18,7 @@ import {
   serializeDiscount,
   serializePromotionCode,
 } from '../../objects/discount.ts';
-import { startDiscountEndTimer } from '../../services/customer-discount-end.ts';
+import { startDiscountEndTimer } from '../../services/discounts/customer-discount-end.ts';
 import {
   discountInForce,
   findOwnCoupon,
@@ -26,10 +26,13 @@ import {
   findPromotionCodeByCode,
   redeemDiscount,
   removeDiscount,
-} from '../../services/discounts.ts';
-import { recordEvent } from '../../services/events.ts';
-import { subscriptionFirstInvoiceAmount, tellWorkflowOfDiscount } from '../../services/subscription-discounts.ts';
-import { clockBindingOf, clockTimeOf } from '../../services/test-clocks.ts';
+} from '../../services/discounts/redemptions.ts';
+import {
+  subscriptionFirstInvoiceAmount,
+  tellWorkflowOfDiscount,
+} from '../../services/discounts/subscription-discounts.ts';
+import { recordEvent } from '../../services/events/record.ts';
+import { clockBindingOf, clockTimeOf } from '../../services/test-clocks/clocks.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';

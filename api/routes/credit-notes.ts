@@ -1,6 +1,6 @@
 /**
  * Credit notes (docs/discounts-and-taxes.md#credit-notes-and-customer-balance): issue one on a paid
- * invoice (services/credit-notes.ts decides it under the payment's and the invoice's locks), preview,
+ * invoice (services/credit-notes/issue.ts decides it under the payment's and the invoice's locks), preview,
  * list, retrieve, its PDF (authenticated, and by a signed link for the email) and void.
  */
 import { timingSafeEqual } from 'node:crypto';
@@ -14,24 +14,24 @@ import { newId } from '../../domain/ids.ts';
 import { currency as currencyCode } from '../../objects/common.ts';
 import { CreditNoteSchema, serializeCreditNote } from '../../objects/credit-note.ts';
 import { invoicePdfUrl } from '../../objects/invoice.ts';
-import { onTestClock } from '../../services/clock-context.ts';
 import {
   creditNotePdf,
   creditNotePdfToken,
   emailCreditNote,
   signedCreditNotePdfUrl,
-} from '../../services/credit-note-delivery.ts';
-import { creditOpenInvoiceThroughOwner } from '../../services/credit-note-owner.ts';
+} from '../../services/credit-notes/delivery.ts';
 import {
   createCreditNote,
   type CreditNoteRequest,
   previewCreditNote,
   voidCreditNote,
-} from '../../services/credit-notes.ts';
-import { createMailer } from '../../services/mailer.ts';
+} from '../../services/credit-notes/issue.ts';
+import { creditOpenInvoiceThroughOwner } from '../../services/credit-notes/owner.ts';
+import { createMailer } from '../../services/email/mailer.ts';
+import { completeRefund } from '../../services/money/refunds.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
-import { completeRefund } from '../../services/refunds.ts';
-import { clockTimeOf } from '../../services/test-clocks.ts';
+import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
+import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';

@@ -1,6 +1,6 @@
 /**
  * A customer's balance transactions (Stripe's customer balance API): list, retrieve, and an
- * `adjustment` made by the merchant. Every movement goes through services/customer-balance.ts
+ * `adjustment` made by the merchant. Every movement goes through services/customers/balance.ts
  * (the balance row's lock, the transaction and its customer_balance_transaction.created event in one
  * database transaction); credit notes and invoices move the balance through the same function.
  */
@@ -13,9 +13,9 @@ import {
   CustomerBalanceTransactionSchema,
   serializeCustomerBalanceTransaction,
 } from '../../objects/customer-balance-transaction.ts';
-import { onTestClock } from '../../services/clock-context.ts';
-import { recordBalanceTransaction } from '../../services/customer-balance.ts';
-import { clockTimeOf } from '../../services/test-clocks.ts';
+import { recordBalanceTransaction } from '../../services/customers/balance.ts';
+import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
+import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';

@@ -36,16 +36,19 @@ import { serializeDiscount } from '../../objects/discount.ts';
 import { serializeInvoice } from '../../objects/invoice.ts';
 import { serializeSubscription, SubscriptionSchema } from '../../objects/subscription.ts';
 import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
-import { planPricing } from '../../services/catalog.ts';
-import { redeemDiscount, subscriptionDiscounts } from '../../services/discounts.ts';
-import { customerNow } from '../../services/invoice-items.ts';
-import { createMailer } from '../../services/mailer.ts';
-import { subscriptionFirstInvoiceAmount, tellWorkflowOfDiscount } from '../../services/subscription-discounts.ts';
-import { changedPlanTerms } from '../../services/subscription-terms.ts';
-import { clockTimeOf } from '../../services/test-clocks.ts';
-import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
-import { itemsUsageSoFar } from '../../services/usage-billing.ts';
-import { sendToSubscription } from '../../services/workflow-messages.ts';
+import { planPricing } from '../../services/catalog/plan-prices.ts';
+import { redeemDiscount, subscriptionDiscounts } from '../../services/discounts/redemptions.ts';
+import {
+  subscriptionFirstInvoiceAmount,
+  tellWorkflowOfDiscount,
+} from '../../services/discounts/subscription-discounts.ts';
+import { createMailer } from '../../services/email/mailer.ts';
+import { customerNow } from '../../services/invoices/items.ts';
+import { billingStateOf, presentUpcomingInvoice } from '../../services/invoices/upcoming.ts';
+import { sendToSubscription } from '../../services/platform/workflow-messages.ts';
+import { changedPlanTerms } from '../../services/subscriptions/terms.ts';
+import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
+import { itemsUsageSoFar } from '../../services/usage/billing.ts';
 import {
   cancelSubscriptionUpdate,
   changePlanUpdate,

@@ -8,12 +8,12 @@ import { Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { invoicePdfToken } from '../../domain/invoice-links.ts';
 import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/invoice.ts';
-import { onTestClock } from '../../services/clock-context.ts';
-import { invoicePdf } from '../../services/invoice-pdf.ts';
-import { voidInvoiceThroughOwner } from '../../services/invoice-void.ts';
-import { type InvoiceTransition, transitionInvoice } from '../../services/invoices.ts';
+import { type InvoiceTransition, transitionInvoice } from '../../services/invoices/cycle-invoices.ts';
+import { invoicePdf } from '../../services/invoices/pdf.ts';
+import { voidInvoiceThroughOwner } from '../../services/invoices/void.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
-import { clockCondition, clockTimeOf } from '../../services/test-clocks.ts';
+import { clockCondition, clockTimeOf } from '../../services/test-clocks/clocks.ts';
+import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
@@ -177,7 +177,7 @@ export function invoicesApps(deps: ApiDeps) {
           livemode: scope.livemode,
         }),
       );
-    // A void goes through the workflow that may be charging the invoice: its subscription's, or a one-off invoice's own (services/invoice-void.ts).
+    // A void goes through the workflow that may be charging the invoice: its subscription's, or a one-off invoice's own (services/invoices/void.ts).
     const result =
       to === 'void'
         ? await voidInvoiceThroughOwner(

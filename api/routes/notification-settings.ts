@@ -2,8 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 
 import { Account } from '../../db/entities/index.ts';
 import type { NotificationPreferences } from '../../domain/notifications.ts';
-import { recordModeSettingsEvent } from '../../services/account-events.ts';
-import { changeModeSettings, loadModeSettings } from '../../services/mode-settings.ts';
+import { recordModeSettingsEvent } from '../../services/accounts/events.ts';
+import { changeModeSettings, loadModeSettings } from '../../services/accounts/mode-settings.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -60,7 +60,7 @@ const serialize = (prefs: NotificationPreferences): z.infer<typeof NotificationS
   ...prefs,
 });
 
-/** GET/PATCH /v1/settings/notifications: the caller's mode's preferences (services/mode-settings.ts). */
+/** GET/PATCH /v1/settings/notifications: the caller's mode's preferences (services/accounts/mode-settings.ts). */
 export function notificationSettingsApp({ orm }: ApiDeps) {
   return newOpenApiApp()
     .openapi(getRoute, async (c) => {

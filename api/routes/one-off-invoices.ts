@@ -25,11 +25,11 @@ import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods } from '../../domain/payment-requests.ts';
 import { currency as currencyCode } from '../../objects/common.ts';
 import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/invoice.ts';
-import type { InvoiceDiscountRequest } from '../../services/invoice-discount.ts';
-import { createDraftInvoice, deleteDraftInvoice } from '../../services/one-off-invoices.ts';
+import { createDraftInvoice, deleteDraftInvoice } from '../../services/invoices/one-off.ts';
+import type { InvoiceDiscountRequest } from '../../services/invoices/promotion-codes.ts';
+import { updateRefusal, workflowGone } from '../../services/platform/workflow-messages.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
-import { bindToClock, clockBindingOf, taskQueueFor } from '../../services/test-clocks.ts';
-import { updateRefusal, workflowGone } from '../../services/workflow-messages.ts';
+import { bindToClock, clockBindingOf, taskQueueFor } from '../../services/test-clocks/clocks.ts';
 import {
   discountOneOffInvoiceUpdate,
   invoiceFinalizedUpdate,

@@ -9,7 +9,7 @@ import { LockMode } from '@mikro-orm/core';
 
 import { Session, User } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { createMailer } from '../../services/mailer.ts';
+import { createMailer } from '../../services/email/mailer.ts';
 import { createPasswordResetTokens, passwordResetTtlMinutes } from '../auth/password-reset.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { SlidingWindowLimiter } from '../auth/rate-limit.ts';

@@ -26,7 +26,7 @@ import { brandOf } from '../../domain/branding.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods, type PayResult, tokenPattern } from '../../domain/payment-requests.ts';
 import { renderReceiptPdf } from '../../domain/receipt-pdf.ts';
-import { loadLogo } from '../../services/branding.ts';
+import { loadLogo } from '../../services/accounts/branding.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { payUpdate } from '../../workflows/payment-request.ts';
 import type { ApiDeps } from '../deps.ts';

@@ -21,7 +21,7 @@ import {
   cancelPaymentRequest,
   cancelRecurringPaymentRequest,
   startRecurringPaymentRequest,
-} from '../../services/payment-request-commands.ts';
+} from '../../services/payment-requests/commands.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';

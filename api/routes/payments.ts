@@ -4,7 +4,7 @@ import { PaymentRequest } from '../../db/entities/index.ts';
 import { paymentRequestStatuses } from '../../domain/payment-requests.ts';
 import { timestamp } from '../../objects/common.ts';
 import { PaymentRequestSchema, serializePaymentRequest } from '../../objects/payment-request.ts';
-import { cancelPaymentRequest } from '../../services/payment-request-commands.ts';
+import { cancelPaymentRequest } from '../../services/payment-requests/commands.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';

@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 
 import { PayoutHold } from '../../db/entities/index.ts';
 import { PayoutHoldSchema, serializePayoutHold } from '../../objects/payout-hold.ts';
-import { placeHold, releaseHold } from '../../services/payout-holds.ts';
+import { placeHold, releaseHold } from '../../services/payouts/holds.ts';
 import { accountScope, actorOf, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';

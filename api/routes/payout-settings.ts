@@ -8,8 +8,8 @@ import {
   loadSchedules,
   patchSchedule,
   withNextRuns,
-} from '../../services/payout-schedule.ts';
-import { clockBindingOf, findOwnTestClock } from '../../services/test-clocks.ts';
+} from '../../services/payouts/schedule.ts';
+import { clockBindingOf, findOwnTestClock } from '../../services/test-clocks/clocks.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';

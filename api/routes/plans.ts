@@ -27,7 +27,7 @@ import {
 import type { DimensionPrice } from '../../domain/usage-pricing.ts';
 import { amount, currency } from '../../objects/common.ts';
 import { PlanSchema, serializePlan } from '../../objects/plan.ts';
-import { findOwnProduct } from '../../services/catalog.ts';
+import { findOwnProduct } from '../../services/catalog/plan-prices.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { describeZodError } from '../errors.ts';

@@ -5,15 +5,15 @@
  * processor is Stripe); the event's own `livemode` must be the mode whose secret
  * verified it. 400 `invalid_signature` otherwise, and nothing is recorded.
  * A verified event answers 200 once it is recorded (and acted on:
- * services/processor-events.ts); Stripe retries anything else.
+ * services/money/processor-events.ts); Stripe retries anything else.
  */
 import { Hono } from 'hono';
 
 import { Customer } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { notifyPaymentMethodUpdated } from '../../services/customer-events.ts';
-import { settleCheckoutPayment } from '../../services/payment-request-commands.ts';
-import { handleProcessorEvent } from '../../services/processor-events.ts';
+import { notifyPaymentMethodUpdated } from '../../services/customers/events.ts';
+import { handleProcessorEvent } from '../../services/money/processor-events.ts';
+import { settleCheckoutPayment } from '../../services/payment-requests/commands.ts';
 import type { Processors } from '../../services/processors/index.ts';
 import { type ProcessorEvent, ProcessorSignatureError } from '../../services/processors/types.ts';
 import type { ApiDeps } from '../deps.ts';

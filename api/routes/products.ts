@@ -5,7 +5,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { metadataLimits } from '../../objects/common.ts';
 import { ProductSchema, serializeProduct } from '../../objects/product.ts';
-import { findOwnProduct } from '../../services/catalog.ts';
+import { findOwnProduct } from '../../services/catalog/plan-prices.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';

@@ -1,6 +1,6 @@
 /**
  * GET /v1/reports/revenue, /v1/reports/mrr and /v1/reports/invoiced: the home page's charts, aggregated in
- * PostgreSQL (services/reports.ts) instead of from the latest rows in the browser.
+ * PostgreSQL (services/reports/dashboard-charts.ts) instead of from the latest rows in the browser.
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -13,7 +13,7 @@ import {
   mrrReport,
   type ReportRange,
   revenueReport,
-} from '../../services/reports.ts';
+} from '../../services/reports/dashboard-charts.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';

@@ -5,9 +5,9 @@ import { defaultGracePeriodDays, maxGracePeriodDays, retryPolicyProblem } from '
 import { ApiError } from '../../domain/errors.ts';
 import { dunningFinalActions } from '../../domain/subscription.ts';
 import { defaultUsageGraceSeconds, maxUsageGraceSeconds } from '../../domain/usage-billing.ts';
-import { recordModeSettingsEvent } from '../../services/account-events.ts';
-import { type BillingSettings, changeModeSettings, loadModeSettings } from '../../services/mode-settings.ts';
-import { setUsageGraceSeconds, usageGraceSeconds } from '../../services/usage-billing.ts';
+import { recordModeSettingsEvent } from '../../services/accounts/events.ts';
+import { type BillingSettings, changeModeSettings, loadModeSettings } from '../../services/accounts/mode-settings.ts';
+import { setUsageGraceSeconds, usageGraceSeconds } from '../../services/usage/billing.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';

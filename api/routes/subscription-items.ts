@@ -27,17 +27,17 @@ import {
   upcomingInvoice,
 } from '../../domain/subscription-decisions.ts';
 import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
-import { customerNow, itemLine } from '../../services/invoice-items.ts';
-import { planTerms } from '../../services/subscription-terms.ts';
+import { customerNow, itemLine } from '../../services/invoices/items.ts';
+import { billingStateOf, presentUpcomingInvoice } from '../../services/invoices/upcoming.ts';
+import { workflowGone } from '../../services/platform/workflow-messages.ts';
+import { planTerms } from '../../services/subscriptions/terms.ts';
 import {
   assignableTaxRates,
   maxTaxRatesPerLine,
   subscriptionItemTaxRates,
   writeSubscriptionTaxRates,
-} from '../../services/tax-rates.ts';
-import { billingStateOf, presentUpcomingInvoice } from '../../services/upcoming-invoice.ts';
-import { usageSoFar } from '../../services/usage-billing.ts';
-import { workflowGone } from '../../services/workflow-messages.ts';
+} from '../../services/taxes/rates.ts';
+import { usageSoFar } from '../../services/usage/billing.ts';
 import { changeItemsUpdate } from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -466,7 +466,7 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     return c.json(await presentUpcomingInvoice(orm, subscription, invoice), 200);
   });
 
-  /** The customer's pending invoice items in the subscription's currency, oldest first: the next cycle invoice takes them (services/invoice-items.ts). */
+  /** The customer's pending invoice items in the subscription's currency, oldest first: the next cycle invoice takes them (services/invoices/items.ts). */
   async function pendingInvoiceItems(subscription: Subscription) {
     const currency =
       subscription.currency ?? (await orm.em.fork().findOneOrFail(Plan, { id: subscription.planId })).currency;

@@ -24,20 +24,20 @@ import { isMetered } from '../../domain/usage-billing.ts';
 import { currency } from '../../objects/common.ts';
 import { serializeDiscount } from '../../objects/discount.ts';
 import { serializeSubscription, SubscriptionSchema } from '../../objects/subscription.ts';
-import { lockAccount } from '../../services/account-lock.ts';
-import { redeemDiscount, removeDiscount, subscriptionDiscounts } from '../../services/discounts.ts';
-import { customerNow } from '../../services/invoice-items.ts';
-import { changedPlanTerms, chosenCurrency, planTerms, priceTerms } from '../../services/subscription-terms.ts';
-import { assignableTaxRates, maxTaxRatesPerLine, writeSubscriptionTaxRates } from '../../services/tax-rates.ts';
+import { lockAccount } from '../../services/accounts/lock.ts';
+import { redeemDiscount, removeDiscount, subscriptionDiscounts } from '../../services/discounts/redemptions.ts';
+import { customerNow } from '../../services/invoices/items.ts';
+import { sendToSubscription, updateRefusal } from '../../services/platform/workflow-messages.ts';
+import { changedPlanTerms, chosenCurrency, planTerms, priceTerms } from '../../services/subscriptions/terms.ts';
+import { assignableTaxRates, maxTaxRatesPerLine, writeSubscriptionTaxRates } from '../../services/taxes/rates.ts';
 import {
   bindToClock,
   checkClockSubscriptionRoom,
   clockBindingOf,
   clockCondition,
   taskQueueFor,
-} from '../../services/test-clocks.ts';
-import { itemsUsageSoFar, usageGraceSeconds } from '../../services/usage-billing.ts';
-import { sendToSubscription, updateRefusal } from '../../services/workflow-messages.ts';
+} from '../../services/test-clocks/clocks.ts';
+import { itemsUsageSoFar, usageGraceSeconds } from '../../services/usage/billing.ts';
 import {
   AccountIdKey,
   CustomerIdKey,
@@ -417,7 +417,7 @@ async function withDiscounts<T extends { id: string }>(
     return { ...o, discount: found ? serializeDiscount(found.discount, found.coupon, now) : null };
   });
 }
-/** The subscription read: each metered item of an active subscription carries its usage of the current period so far (services/usage-billing.ts). */
+/** The subscription read: each metered item of an active subscription carries its usage of the current period so far (services/usage/billing.ts). */
 async function withUsageSoFar(
   orm: MikroORM,
   em: EntityManager,
@@ -551,11 +551,11 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       };
       // Update-with-start: one round trip starts the workflow and waits for its
       // first recorded state, so the 201 carries what a GET will read next.
-      // The account is checked open under its row lock (services/account-lock.ts), before and after.
+      // The account is checked open under its row lock (services/accounts/lock.ts), before and after.
       await em.transactional(async (tx) => {
         if ((await lockAccount(tx, accountId, 'share')) === 'closed')
           throw new ApiError('account_closed', 'The account is closed.');
-        // Its tax rates, before the workflow bills its first invoice (services/tax-calculator.ts reads them); keyed by the subscription id, so a retry writes the same.
+        // Its tax rates, before the workflow bills its first invoice (services/taxes/calculator.ts reads them); keyed by the subscription id, so a retry writes the same.
         if (defaultTaxRates.length > 0 || itemTaxRates.length > 0) {
           const itemIds = new Map([
             ...(input.items ?? [{ ...terms, itemId: subscriptionItemId(id) }]).map(

@@ -2,7 +2,7 @@
  * Taxes (docs/discounts-and-taxes.md#taxes): tax rates (/v1/tax_rates), the mode's default tax rates
  * (/v1/settings/tax), a subscription's default and item tax rates (/v1/subscriptions/{id}/tax_rates)
  * and customers' tax ids (/v1/customers/{id}/tax_ids). Invoices apply them through the TaxCalculator
- * seam (services/tax-calculator.ts).
+ * seam (services/taxes/calculator.ts).
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -15,8 +15,7 @@ import { taxIdDescriptions, taxIdTypes, validateTaxId } from '../../domain/tax-i
 import { metadata } from '../../objects/common.ts';
 import { countryCode, stateCode } from '../../objects/customer-address.ts';
 import { serializeTaxId, serializeTaxRate, TaxIdSchema, TaxRateSchema } from '../../objects/tax-rate.ts';
-import { onTestClock } from '../../services/clock-context.ts';
-import { recordEvent } from '../../services/events.ts';
+import { recordEvent } from '../../services/events/record.ts';
 import {
   assignableTaxRates,
   createTaxRate,
@@ -29,8 +28,9 @@ import {
   taxTypes,
   updateTaxRate,
   writeSubscriptionTaxRates,
-} from '../../services/tax-rates.ts';
-import { clockTimeOf } from '../../services/test-clocks.ts';
+} from '../../services/taxes/rates.ts';
+import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
+import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';

@@ -3,7 +3,12 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { TestClock } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { serializeTestClock, TestClockSchema } from '../../objects/test-clock.ts';
-import { advanceTestClock, createTestClock, deleteTestClock, findOwnTestClock } from '../../services/test-clocks.ts';
+import {
+  advanceTestClock,
+  createTestClock,
+  deleteTestClock,
+  findOwnTestClock,
+} from '../../services/test-clocks/clocks.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';

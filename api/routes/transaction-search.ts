@@ -5,8 +5,8 @@ import { CreditNoteSchema, serializeCreditNote } from '../../objects/credit-note
 import { CustomerSchema, serializeCustomer } from '../../objects/customer.ts';
 import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/invoice.ts';
 import { serializeTransaction, TransactionSchema } from '../../objects/transaction.ts';
-import { signedCreditNotePdfUrl } from '../../services/credit-note-delivery.ts';
-import { customerBalancesOf } from '../../services/customer-balance-reads.ts';
+import { signedCreditNotePdfUrl } from '../../services/credit-notes/delivery.ts';
+import { customerBalancesOf } from '../../services/customers/balance-reads.ts';
 import {
   creditNoteSearch,
   customerSearch,
@@ -19,7 +19,7 @@ import {
   type SearchTable,
   searchTransactions,
   transactionSearch,
-} from '../../services/search.ts';
+} from '../../services/search/query.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';

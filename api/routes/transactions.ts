@@ -5,13 +5,13 @@ import { Account, Customer, Transaction, transactionStatuses, transactionTypes }
 import { ApiError } from '../../domain/errors.ts';
 import { amount, currency, metadata, metadataLimits, timestamp } from '../../objects/common.ts';
 import { serializeTransaction, TransactionSchema } from '../../objects/transaction.ts';
-import { onTestClock } from '../../services/clock-context.ts';
-import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/payments.ts';
+import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/money/payments.ts';
+import { completeRefund, reserveRefund } from '../../services/money/refunds.ts';
+import { recordTransactionEvents } from '../../services/money/transaction-events.ts';
+import { newTransactionFields, recordSucceededTransaction } from '../../services/money/transactions.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
-import { completeRefund, reserveRefund } from '../../services/refunds.ts';
-import { clockBindingOf, clockCondition } from '../../services/test-clocks.ts';
-import { recordTransactionEvents } from '../../services/transaction-events.ts';
-import { newTransactionFields, recordSucceededTransaction } from '../../services/transactions.ts';
+import { clockBindingOf, clockCondition } from '../../services/test-clocks/clocks.ts';
+import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope, type Actor, actorOf } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
@@ -233,7 +233,7 @@ export function transactionsApp(deps: ApiDeps) {
       const refundedCustomer = refunded?.customerId
         ? await em.findOne(Customer, { id: refunded.customerId }, { fields: ['testClockId'] })
         : null;
-      // A customer on a test clock: everything below runs on the clock's time (services/clock-context.ts).
+      // A customer on a test clock: everything below runs on the clock's time (services/test-clocks/now.ts).
       const testClock = customer
         ? await clockBindingOf(em, customer)
         : refundedCustomer
@@ -273,7 +273,7 @@ export function transactionsApp(deps: ApiDeps) {
         const fields = { ...computed, id };
 
         if (body.type === 'refund' && body.source_transaction) {
-          // A refund of a charge: reserved under a lock on the payment, refunded by the processor, then recorded (services/refunds.ts).
+          // A refund of a charge: reserved under a lock on the payment, refunded by the processor, then recorded (services/money/refunds.ts).
           const reserved = await reserveRefund(em, fields, { sourceTransactionId: body.source_transaction, scope });
           return c.json(
             serializeTransaction(await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), reserved.id)),

@@ -29,8 +29,8 @@ import {
   WebhookEndpointSchema,
   WithSecretSchema,
 } from '../../objects/webhook-endpoint.ts';
-import type { DispatchWaker } from '../../services/webhook-wake.ts';
-import { startDelivery } from '../../services/webhooks.ts';
+import { startDelivery } from '../../services/webhooks/dispatch.ts';
+import type { DispatchWaker } from '../../services/webhooks/wake.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';

@@ -12,7 +12,7 @@ export {
 /**
  * A credit note (POST /v1/credit_notes): lowers what an invoice asked for after it was issued,
  * and says where the money goes on a paid invoice: back to the payment method (`refundAmount`,
- * through services/refunds.ts: `refundTransactionId`), to the customer's balance
+ * through services/money/refunds.ts: `refundTransactionId`), to the customer's balance
  * (`creditAmount`: the customer balance transaction `customerBalanceTransactionId`), or out of
  * band (`outOfBandAmount`, recorded only). Numbered `<invoice number>-CN-<nn>` per invoice
  * (`sequence` 1, 2, …; unique per invoice, taken under the invoice's row lock: no gaps).

@@ -12,7 +12,7 @@ export type CustomerBalanceTransactionType = (typeof customerBalanceTransactionT
 
 /**
  * A customer's balance in one currency, the sum of its balance transactions, kept so that
- * one row lock decides every movement (services/customer-balance.ts). Stripe's sign:
+ * one row lock decides every movement (services/customers/balance.ts). Stripe's sign:
  * negative is credit the customer holds (applied to its next invoices), positive is what it
  * owes beyond its invoices (added to the next one).
  */

@@ -28,7 +28,7 @@ export const Customer = defineEntity({
     paymentMethod: p.string().nullable(),
     /** The currency it is billed in (ISO 4217), or null: it chooses among a plan's currency_options when a subscription or invoice item names none (docs/pricing.md#currencies). */
     currency: p.string().length(3).nullable(),
-    /** The customer at its mode's processor (Stripe: cus_…); null on the sandbox (services/processor-customers.ts). */
+    /** The customer at its mode's processor (Stripe: cus_…); null on the sandbox (services/customers/processor-twins.ts). */
     processorCustomerId: p.string().nullable(),
     accountId: p.string().index(),
     livemode: p.boolean(),

@@ -27,7 +27,7 @@ export const Event = defineEntity({
     transactionId: p.string().nullable(),
     data: p.json<{ object: Record<string, unknown>; previous_attributes?: Record<string, unknown> }>(),
     createdAt: p.datetime(),
-    /** The test clock whose work recorded it (services/clock-context.ts), or null. */
+    /** The test clock whose work recorded it (services/test-clocks/now.ts), or null. */
     testClockId: p.string().nullable(),
     dispatchedAt: p.datetime().nullable(),
   },

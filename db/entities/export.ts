@@ -35,7 +35,7 @@ export const Export = defineEntity({
     createdGte: p.datetime().nullable(),
     createdLte: p.datetime().nullable(),
     columns: p.json<string[]>().nullable(),
-    /** Equality filters of the resource's list (exportFilters in services/exports.ts). */
+    /** Equality filters of the resource's list (exportFilters in services/exports/run.ts). */
     filters: p.json<Record<string, string>>().nullable(),
     timeZone: p.string(),
     status: p.string().$type<ExportStatus>(),

@@ -77,7 +77,7 @@ export const Invoice = defineEntity({
     totalExcludingTax: p.bigint('number').nullable(),
     tax: p.bigint('number').default(0),
     totalTaxAmounts: p.json<TaxAmount[]>().nullable(),
-    /** The customer's balance before and after the invoice (negative: credit; services/customer-balance.ts). */
+    /** The customer's balance before and after the invoice (negative: credit; services/customers/balance.ts). */
     startingBalance: p.bigint('number').default(0),
     endingBalance: p.bigint('number').default(0),
     /** The customer was tax-exempt by reverse charge: no tax, and the invoice carries the legal note. */

@@ -83,7 +83,7 @@ export const BalanceTransaction = defineEntity({
       properties: ['createdAt'],
       where: "status = 'pending' and workflow_confirmed_at is null",
     },
-    // Money owned by a workflow, past due: what the reconciler of orphaned money reads (services/maintenance.ts).
+    // Money owned by a workflow, past due: what the reconciler of orphaned money reads (services/maintenance/sweeps.ts).
     {
       name: 'balance_transactions_owned_pending_index',
       properties: ['availableOn'],

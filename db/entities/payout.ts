@@ -48,7 +48,7 @@ export const Payout = defineEntity({
     arrivalDate: p.datetime().nullable(),
     canceledAt: p.datetime().nullable(),
     /**
-     * When the payout was claimed for its rail (services/payouts.ts submitPayout), under its row lock and
+     * When the payout was claimed for its rail (services/payouts/rail.ts submitPayout), under its row lock and
      * before the rail saw it: from then on it cannot be canceled or held. Still `pending` until the rail
      * answered (`in_transit`).
      */

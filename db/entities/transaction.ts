@@ -17,7 +17,7 @@ export const Transaction = defineEntity({
   indexes: [
     { properties: ['invoiceId'] },
     { properties: ['sourceTransactionId'] },
-    // Search (services/search.ts): scoped to an account and mode, keyset by id or filtered by time.
+    // Search (services/search/query.ts): scoped to an account and mode, keyset by id or filtered by time.
     { properties: ['accountId', 'livemode', 'id'] },
     { properties: ['accountId', 'livemode', 'createdAt'] },
     {

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Exports (table `exports`, services/exports.ts). Transactions search (services/search.ts): every search is scoped to an account and
+ * Exports (table `exports`, services/exports/run.ts). Transactions search (services/search/query.ts): every search is scoped to an account and
  * mode and walks newest first by id (keyset pages), or filters on the creation time;
  * these two indexes serve both. Substring search (`~`, ILIKE '%text%') gets trigram
  * indexes when the pg_trgm extension can be created (it ships with PostgreSQL's contrib,

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-/** Test clocks (table `test_clocks`, services/test-clocks.ts) and the clock a customer lives on. */
+/** Test clocks (table `test_clocks`, services/test-clocks/clocks.ts) and the clock a customer lives on. */
 export class Migration20261123170000_test_clocks extends Migration {
   override name = 'Migration20261123170000_test_clocks';
 

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * A payout's claim for its rail (services/payouts.ts submitPayout): `submitted_at` is set, under the
+ * A payout's claim for its rail (services/payouts/rail.ts submitPayout): `submitted_at` is set, under the
  * payout's row lock, before the rail sees the payout; from then on it cannot be canceled or held.
  * Cancel and the claim were two decisions before, and a cancel landing between the rail's hand-off
  * and `in_transit` both paid the payout and gave its money back (issue #24).

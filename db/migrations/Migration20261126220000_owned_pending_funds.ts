@@ -3,7 +3,7 @@ import { Migration } from '@mikro-orm/migrations';
 /**
  * Pending money owned by a workflow (`workflow_confirmed_at` set: a subscription's renewal, dunning retry or
  * upgrade, or an availability workflow the reconciler started), by `available_on`: the maintenance reconciler
- * (services/maintenance.ts reconcileOrphanedFunds) reads only the rows already past due, so a million such rows
+ * (services/maintenance/sweeps.ts reconcileOrphanedFunds) reads only the rows already past due, so a million such rows
  * waiting for their day cost it nothing.
  */
 export class Migration20261126220000_owned_pending_funds extends Migration {

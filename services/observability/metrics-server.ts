@@ -8,7 +8,7 @@
  */
 import http from 'node:http';
 
-import { listenHttp, type RunningListener } from '../http-listener.ts';
+import { listenHttp, type RunningListener } from '../platform/http-listener.ts';
 import { collectProcessMetrics, metricsRegistry, renderMetrics } from './metrics.ts';
 
 export interface MetricsServerOptions {

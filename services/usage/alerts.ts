@@ -16,7 +16,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { type BillingAlertRow, serializeAlertTriggered } from '../../objects/billing-alert.ts';
-import { recordEvent } from '../events.ts';
+import { recordEvent } from '../events/record.ts';
 import { usageStoreFor } from './postgres-store.ts';
 import type { Aggregation } from './store.ts';
 

@@ -10,7 +10,7 @@ import { Meter, type MeterAggregation } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { serializeMeter } from '../../objects/meter.ts';
-import { recordEvent } from '../events.ts';
+import { recordEvent } from '../events/record.ts';
 import type { MeterRef } from './store.ts';
 
 type Scope = { accountId: string; livemode: boolean };

@@ -14,9 +14,9 @@ import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
 import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
 import { createLogger } from '../../logger.ts';
-import { localExportStorage } from '../../services/export-storage.ts';
-import { createSmtpMailer } from '../../services/mailer.ts';
-import { ensureMaintenanceWorkflow } from '../../services/maintenance.ts';
+import { createSmtpMailer } from '../../services/email/mailer.ts';
+import { localExportStorage } from '../../services/exports/storage.ts';
+import { ensureMaintenanceWorkflow } from '../../services/maintenance/sweeps.ts';
 import { type Processors, resolveProcessors } from '../../services/processors/index.ts';
 import type { PaymentProcessor } from '../../services/processors/types.ts';
 import {

@@ -1,0 +1,121 @@
+/**
+ * What the customer gets of a credit note: its PDF (domain/credit-note-pdf.ts) and one email with
+ * the signed PDF link (sendEmailOnce keyed `<credit note id>:email`, so a retry never sends twice).
+ */
+import { createHmac } from 'node:crypto';
+
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+import type { CreditNote } from '../../db/entities/index.ts';
+import { brandOf } from '../../domain/branding.ts';
+import { renderCreditNotePdf } from '../../domain/credit-note-pdf.ts';
+import { creditNoteEmail } from '../../domain/email-templates.ts';
+import { formatMoney } from '../../domain/money.ts';
+import { loadLogo } from '../accounts/branding.ts';
+import type { Mailer } from '../email/mailer.ts';
+import { sendEmailOnce, type TestModes } from '../email/send-once.ts';
+import { creditNoteContext } from './issue.ts';
+
+/** HMAC of the credit note id under a key of its own (derived from AUTH_SECRET), as invoice PDF links are signed. */
+export function creditNotePdfToken(secret: string, creditNoteId: string): string {
+  const key = createHmac('sha256', secret).update('credit-note-pdf-links').digest();
+  return createHmac('sha256', key).update(creditNoteId).digest('base64url');
+}
+
+export function signedCreditNotePdfUrl(
+  config: { publicUrl: string; auth: { secret: string } },
+  creditNoteId: string,
+): string {
+  return `${config.publicUrl}/credit_notes/${creditNoteId}/pdf?token=${creditNotePdfToken(config.auth.secret, creditNoteId)}`;
+}
+
+export async function creditNotePdf(em: EntityManager, note: CreditNote, testMode: boolean): Promise<Buffer> {
+  const { invoice, account, customer } = await creditNoteContext(em, note);
+  const logo = account.settings.branding ? await loadLogo(em, account.id) : null;
+  const brand = brandOf(account, '');
+  return renderCreditNotePdf({
+    id: note.id,
+    number: note.number,
+    status: note.status,
+    invoiceNumber: invoice.number,
+    currency: note.currency,
+    issuedAt: note.createdAt,
+    reason: note.reason ?? null,
+    memo: note.memo ?? null,
+    lines: note.lines.map((line) => ({
+      description: line.description,
+      quantity: line.quantity,
+      unitAmount: line.unit_amount,
+      amount: line.amount,
+    })),
+    total: Number(note.total),
+    refundAmount: Number(note.refundAmount),
+    creditAmount: Number(note.creditAmount),
+    outOfBandAmount: Number(note.outOfBandAmount),
+    seller: { name: brand.name, email: account.email },
+    ...(account.settings.branding ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } } : {}),
+    billTo: {
+      name: invoice.customerName ?? customer?.name ?? null,
+      email: invoice.customerEmail ?? customer?.email ?? null,
+    },
+    testMode,
+    timeZone: account.settings.timezone || 'UTC',
+  });
+}
+
+/** Emails the customer the credit note once (to the address its invoice was issued to). */
+export async function emailCreditNote(
+  em: EntityManager,
+  mailer: Mailer,
+  modes: TestModes,
+  note: CreditNote,
+  pdfUrl: string,
+  publicUrl: string,
+): Promise<boolean> {
+  const { invoice, account, customer } = await creditNoteContext(em, note);
+  const to = invoice.customerEmail ?? customer?.email;
+  if (!to) return false;
+  const money = (amount: number) => formatMoney(amount, note.currency);
+  const brand = brandOf(account, publicUrl);
+  const outcomes = [
+    ...(Number(note.refundAmount) > 0
+      ? [
+          `${money(Number(note.refundAmount))} is refunded to the payment method that paid the invoice; it can take a few days to appear.`,
+        ]
+      : []),
+    ...(Number(note.creditAmount) > 0
+      ? [`${money(Number(note.creditAmount))} is credited to your balance and will be used for your next invoices.`]
+      : []),
+    ...(Number(note.outOfBandAmount) > 0
+      ? [`${money(Number(note.outOfBandAmount))} is settled with you directly.`]
+      : []),
+  ];
+  // A credit note of an open invoice: what is due went down.
+  if (outcomes.length === 0)
+    outcomes.push(`${money(Number(note.total))} is taken off what is due on invoice ${invoice.number}.`);
+  const email = creditNoteEmail({
+    accountName: brand.name,
+    ...(account.settings.branding ? { brand } : {}),
+    customerName: invoice.customerName ?? customer?.name ?? null,
+    number: note.number,
+    invoiceNumber: invoice.number,
+    total: money(Number(note.total)),
+    outcomes,
+    memo: note.memo ?? null,
+    pdfUrl,
+  });
+  const sent = await sendEmailOnce(
+    em,
+    mailer,
+    {
+      dedupeKey: `${note.id}:email`,
+      accountId: account.id,
+      fromName: brand.name,
+      to,
+      livemode: note.livemode,
+      ...email,
+    },
+    modes,
+  );
+  return sent.sent;
+}
