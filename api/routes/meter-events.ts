@@ -14,6 +14,7 @@ import { ApiError, type ErrorCode } from '../../domain/errors.ts';
 import { maxBatchEvents, type ParsedMeterEvent, parseMeterEvent } from '../../domain/meter-events.ts';
 import { MeterEventSchema, serializeMeterEvent } from '../../objects/meter.ts';
 import { checkUsageAlerts } from '../../services/usage/alerts.ts';
+import { singleEventCommitterFor } from '../../services/usage/group-commit.ts';
 import { usageStoreFor } from '../../services/usage/postgres-store.ts';
 import type { IngestOutcome, RefusalCode } from '../../services/usage/store.ts';
 import { accountScope } from '../auth/principal.ts';
@@ -306,11 +307,12 @@ export function meterEventsApp(deps: ApiDeps) {
     const parsed = parseMeterEvent(await readJson(c));
     if (typeof parsed === 'string') throw new ApiError('invalid_request', parsed);
     const store = usageStoreFor(orm);
-    const [outcome] = await store.ingest({ accountId, livemode, events: [parsed] });
-    if (outcome!.status === 'refused') throw refusal(outcome!);
-    await checkAlerts(deps, { accountId, livemode }, [parsed], [outcome!]);
-    if (outcome!.status === 'accepted') {
-      const { meterId, timestamp, receivedAt } = outcome!;
+    // Coalesced with the other single events of the moment into one statement and commit (group commit); answered after that commit.
+    const outcome = await singleEventCommitterFor(store).ingestOne({ accountId, livemode, event: parsed });
+    if (outcome.status === 'refused') throw refusal(outcome);
+    await checkAlerts(deps, { accountId, livemode }, [parsed], [outcome]);
+    if (outcome.status === 'accepted') {
+      const { meterId, timestamp, receivedAt } = outcome;
       const event = {
         identifier: parsed.identifier,
         meterId,
