@@ -15,7 +15,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
 import { type RunningApi, startApiServer } from '../api/server.ts';
 import { ConfigError, loadConfig } from '../config.ts';
-import { migrate, openOrm } from '../db/orm.ts';
+import { migrate, openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { createExportsWorker } from '../export-worker.ts';
@@ -26,6 +26,7 @@ import { ensureMaintenanceWorkflow } from '../services/maintenance/sweeps.ts';
 import { setOutboxProbe } from '../services/observability/metrics.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { outboxProbe } from '../services/observability/outbox-probe.ts';
+import { requestPathTemporalInterceptors } from '../services/platform/temporal-connection.ts';
 import { createProcessors } from '../services/processors/index.ts';
 import {
   type BillingWorkerDeps,
@@ -154,7 +155,7 @@ async function main(): Promise<void> {
   stops.push({ name: 'worker connection', stop: () => nativeConnection.close() });
   const mailer = createMailer(config);
   stops.push({ name: 'mailer', stop: async () => mailer.close() });
-  // Each mode's processor, once for the worker and the API (LIVE_PROCESSOR, SANDBOX_PROCESSOR; docs/processors.md).
+  // Each mode's processor for the workers (LIVE_PROCESSOR, SANDBOX_PROCESSOR; docs/processors.md); the API builds its own on its pool, as in production.
   const processors = createProcessors(config.processors, () => orm.em.fork());
   // Export files in DATA_DIR/exports, where the API serves them from.
   const exportStorage = localExportStorage(path.join(config.dataDir, 'exports'));
@@ -225,14 +226,24 @@ async function main(): Promise<void> {
     });
   }
 
-  const connection = await Connection.connect({ address: temporalAddress });
+  // The API's own database pool and Temporal connection, with api/server.ts's timeouts: a PostgreSQL or Temporal
+  // that hangs answers requests 503 promptly, not after minutes (the workers keep their defaults, as worker.ts).
+  const apiOrm = await openOrm(databaseUrl, requestPathDatabaseOptions());
+  stops.push({ name: 'api orm', stop: () => apiOrm.close() });
+  const connection = await Connection.connect({
+    address: temporalAddress,
+    interceptors: requestPathTemporalInterceptors(),
+  });
   stops.push({ name: 'client connection', stop: () => connection.close() });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   // The worker's maintenance workflow (stuck payments and payouts, expired rows), started once per task queue.
   await ensureMaintenanceWorkflow(temporal, config.taskQueue, {
     loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
   });
-  const api: RunningApi = await startApiServer({ orm, temporal, config, logger, processors }, config.port);
+  const api: RunningApi = await startApiServer(
+    { orm: apiOrm, temporal, config, logger, processors: createProcessors(config.processors, () => apiOrm.em.fork()) },
+    config.port,
+  );
   stops.push({ name: 'api', stop: () => api.close() });
   // METRICS_PORT: one GET /metrics for the API and the workers of this process (docs/operations.md#metrics).
   if (config.metricsPort !== undefined) {
