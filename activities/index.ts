@@ -128,7 +128,7 @@ export interface ActivityDeps {
   urlPolicy?: WebhookUrlPolicy;
   /** Signs the links customers follow from emails (billing details page, invoice PDFs). */
   links: CustomerLinks;
-  /** Where payouts go; defaults to the sandbox rail (activities/payouts.ts). */
+  /** Where payouts go; defaults to the sandbox rail (services/payouts/rail.ts). */
   payoutRail?: PayoutRail;
   /** Where export files are written (services/exports/storage.ts); exports fail without it. */
   exportStorage?: ExportStorage;
@@ -291,7 +291,7 @@ export function createActivities(deps: ActivityDeps) {
     async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
       return sendEmailOnce(em(), deps.mailer, input, processors);
     },
-    /** The webhook dispatcher's pass: undispatched events → first attempts, and delivery workflows for those that failed (activities/webhooks.ts). */
+    /** The webhook dispatcher's pass: undispatched events → first attempts, and delivery workflows for those that failed (services/webhooks/dispatch.ts). */
     async dispatchWebhookEvents(limit: number): Promise<DispatchResult> {
       return dispatchEventsActivity(
         em(),

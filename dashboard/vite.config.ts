@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vite';
 
-// Built by dev/dashboard-build.ts (npm start / npm test, when the sources changed); served by api/routes/dashboard.ts.
+// Built by dev/dashboard-build.ts (npm start / npm test, when the sources changed); served by api/pages/dashboard.ts.
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: '/dashboard/',

@@ -7,7 +7,7 @@ import { timestamp } from './common.ts';
 
 export const catalogTable = eventCatalog.map((entry) => `- \`${entry.type}\`: ${entry.description}`).join('\n');
 
-/** The event as GET /v1/events shows it; a webhook delivery's body is the same (api/serializers.ts serializeEvent). */
+/** The event as GET /v1/events shows it; a webhook delivery's body is the same (serializeEvent below). */
 export const EventSchema = z
   .object({
     id: z.string().openapi({ example: 'evt_01jd3x5k8q0m2v7c9r4t6y1w3e' }),

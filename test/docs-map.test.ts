@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -11,7 +12,9 @@ import { describe, expect, it } from 'vitest';
  *   time, so it checks whatever exists) and every workflow file;
  * - README.md links every page in docs/;
  * - no markdown link in README.md or docs/ leaves the repository: relative links
- *   resolve to files that exist inside it (and anchors to headings that exist).
+ *   resolve to files that exist inside it (and anchors to headings that exist);
+ * - every repository path a code comment names (services/..., workflows/..., domain/...,
+ *   api/..., activities/..., db/..., docs/..., objects/...) exists.
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const read = (file: string) => fs.readFileSync(path.join(root, file), 'utf8');
@@ -160,5 +163,140 @@ describe('docs/', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+});
+
+/** The repository's TypeScript and JavaScript sources (git's list; without git, a walk of the tree). */
+function sourceFiles(): string[] {
+  const isSource = (file: string) => /\.(ts|tsx|js|mjs)$/.test(file) && !file.endsWith('.d.ts');
+  try {
+    return execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
+      cwd: root,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    })
+      .split('\n')
+      .filter((file) => isSource(file) && fs.existsSync(path.join(root, file)));
+  } catch {
+    const skipped = new Set(['node_modules', 'data', 'test-results', 'dist']);
+    const walk = (dir: string): string[] =>
+      fs.readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+        const file = path.posix.join(dir, entry.name);
+        if (entry.isDirectory()) return entry.name.startsWith('.') || skipped.has(entry.name) ? [] : walk(file);
+        return isSource(file) ? [file] : [];
+      });
+    return walk('.');
+  }
+}
+
+/** Tokens after which a `/` divides; after any other, it starts a regular expression. */
+const endsAnOperand = new Set([
+  ts.SyntaxKind.Identifier,
+  ts.SyntaxKind.PrivateIdentifier,
+  ts.SyntaxKind.NumericLiteral,
+  ts.SyntaxKind.BigIntLiteral,
+  ts.SyntaxKind.StringLiteral,
+  ts.SyntaxKind.RegularExpressionLiteral,
+  ts.SyntaxKind.NoSubstitutionTemplateLiteral,
+  ts.SyntaxKind.TemplateTail,
+  ts.SyntaxKind.CloseParenToken,
+  ts.SyntaxKind.CloseBracketToken,
+  ts.SyntaxKind.CloseBraceToken,
+  ts.SyntaxKind.PlusPlusToken,
+  ts.SyntaxKind.MinusMinusToken,
+  ts.SyntaxKind.ThisKeyword,
+  ts.SyntaxKind.SuperKeyword,
+  ts.SyntaxKind.TrueKeyword,
+  ts.SyntaxKind.FalseKeyword,
+  ts.SyntaxKind.NullKeyword,
+]);
+
+/**
+ * The text of every comment in a source file, so `//` inside a string, a template or a regular expression is not
+ * one. TypeScript's scanner alone (a full parse of every file took seconds): template literals and regular
+ * expressions are rescanned where the parser would; .tsx files (JSX text) are parsed.
+ */
+function commentsOf(file: string, text: string): { pos: number; text: string }[] {
+  if (file.endsWith('.tsx')) return parsedCommentsOf(file, text);
+  const scanner = ts.createScanner(ts.ScriptTarget.Latest, false, ts.LanguageVariant.Standard, text);
+  const found: { pos: number; text: string }[] = [];
+  const templateBraces: boolean[] = []; // one per open brace: true when it is a template's `${`
+  let previous = ts.SyntaxKind.Unknown;
+  for (let kind = scanner.scan(); kind !== ts.SyntaxKind.EndOfFileToken; kind = scanner.scan()) {
+    if (kind === ts.SyntaxKind.SingleLineCommentTrivia || kind === ts.SyntaxKind.MultiLineCommentTrivia) {
+      found.push({ pos: scanner.getTokenStart(), text: scanner.getTokenText() });
+      continue;
+    }
+    if (kind === ts.SyntaxKind.WhitespaceTrivia || kind === ts.SyntaxKind.NewLineTrivia) continue;
+    if (kind === ts.SyntaxKind.OpenBraceToken || kind === ts.SyntaxKind.DollarBraceToken) templateBraces.push(false);
+    else if (kind === ts.SyntaxKind.TemplateHead) templateBraces.push(true);
+    else if (kind === ts.SyntaxKind.CloseBraceToken && templateBraces.pop()) {
+      kind = scanner.reScanTemplateToken(false);
+      if (kind === ts.SyntaxKind.TemplateMiddle) templateBraces.push(true);
+    } else if (
+      (kind === ts.SyntaxKind.SlashToken || kind === ts.SyntaxKind.SlashEqualsToken) &&
+      !endsAnOperand.has(previous)
+    )
+      kind = scanner.reScanSlashToken();
+    previous = kind;
+  }
+  return found;
+}
+
+function parsedCommentsOf(file: string, text: string) {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TSX);
+  const starts = new Set<number>();
+  const found: { pos: number; text: string }[] = [];
+  const take = (ranges: ts.CommentRange[] | undefined) => {
+    for (const range of ranges ?? []) {
+      if (starts.has(range.pos)) continue;
+      starts.add(range.pos);
+      found.push({ pos: range.pos, text: text.slice(range.pos, range.end) });
+    }
+  };
+  const visit = (node: ts.Node) => {
+    take(ts.getLeadingCommentRanges(text, node.pos));
+    take(ts.getTrailingCommentRanges(text, node.end));
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  take(ts.getLeadingCommentRanges(text, source.endOfFileToken.pos));
+  return found;
+}
+
+/** Paths a comment names under the folders a reader would open (not inside a longer path or URL, no globs or placeholders). */
+const namedPath = /(?<![\w./<*-])((?:services|workflows|domain|api|activities|db|docs|objects)\/[\w./-]*\w)(?![\w<*])/g;
+
+function missingPathsInComments(file: string, text: string): string[] {
+  const problems: string[] = [];
+  for (const comment of commentsOf(file, text))
+    for (const match of comment.text.matchAll(namedPath)) {
+      const named = match[1]!;
+      const line = text.slice(0, comment.pos).split('\n').length;
+      if (!fs.existsSync(path.join(root, named))) problems.push(`${file}:${line}: ${named} does not exist`);
+    }
+  return problems;
+}
+
+describe('code comments', () => {
+  it('find what a comment names, and only in comments', () => {
+    const text = [
+      '// see services/nowhere/gone.ts and workflows/subscription.ts',
+      "const url = 'http://example.com/api/not-a-comment.ts'; // services/<room>/<module>.ts is a placeholder",
+      'const re = /"\\/\\/ services\\/in-a-regex.ts/; const t = `${re.source} // services/in-a-template.ts ${`api/x.ts`}`;',
+      '/** docs/missing.md, then api/routes/*.ts (a glob) */',
+      'export const x = 1;',
+    ].join('\n');
+    expect(missingPathsInComments('example.ts', text)).toEqual([
+      'example.ts:1: services/nowhere/gone.ts does not exist',
+      'example.ts:4: docs/missing.md does not exist',
+    ]);
+  });
+
+  it('every repository path a comment names exists', () => {
+    const files = sourceFiles();
+    expect(files.length).toBeGreaterThan(100);
+    const problems = files.flatMap((file) => missingPathsInComments(file, read(file)));
+    expect(problems, 'comments naming files that do not exist').toEqual([]);
   });
 });

@@ -128,7 +128,7 @@ describe('events', () => {
       const current = (await call('GET', `/v1/transactions/${credit.body.id}`)).body;
       for (const event of events) {
         expect(event.status).toBe(200);
-        // Exactly what a webhook delivery carries (api/serializers.ts serializeEvent).
+        // Exactly what a webhook delivery carries (objects/event.ts serializeEvent).
         expect(Object.keys(event.body).sort()).toEqual([
           'created_at',
           'data',

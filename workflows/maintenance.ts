@@ -1,10 +1,10 @@
 /**
  * maintenanceWorkflow: one per namespace and task queue (workflow id
  * `maintenance-<task queue>`), started by every worker process at boot with
- * signal-with-start (ensureMaintenanceWorkflow in activities/maintenance.ts):
+ * signal-with-start (ensureMaintenanceWorkflow in services/maintenance/sweeps.ts):
  * the first boot starts it, later boots only hand it their current settings. Every
  * `intervalMs` (5 minutes by default) it runs three activities (see
- * activities/maintenance.ts):
+ * services/maintenance/sweeps.ts):
  * - reconcileStuckPayments: payments left pending with no settlement workflow (the
  *   API died between its commit and the workflow start) are charged again with the
  *   same idempotency key and carried on exactly as the API would have;
@@ -43,7 +43,7 @@ import {
 import type { Activities } from '../activities/index.ts';
 
 export interface MaintenanceSettings {
-  /** Time between runs; default 5 minutes (maintenanceDefaults in activities/maintenance.ts). */
+  /** Time between runs; default 5 minutes (maintenanceDefaults in services/maintenance/sweeps.ts). */
   intervalMs: number;
   /** A pending payment or payout younger than this is left to the API; default 2 minutes. */
   stuckAfterMs: number;

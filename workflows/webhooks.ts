@@ -6,10 +6,10 @@
  * living on (continue-as-new keeps its history short). Each pass runs the
  * dispatchWebhookEvents activity over the oldest undispatched events: it makes
  * each delivery's first attempt itself and starts a delivery workflow only for
- * what failed (see activities/webhooks.ts for why that loses nothing). Woken by
+ * what failed (see services/webhooks/dispatch.ts for why that loses nothing). Woken by
  * the `wake` signal (signal-with-start) that the API sends after each write and
  * a worker interceptor sends after each activity (the fast paths:
- * api/routes/webhooks.ts, activities/webhook-wake.ts); wake-ups that arrive
+ * api/middleware/webhook-wake.ts, activities/wake-dispatch.ts); wake-ups that arrive
  * during a pass make one more pass. Its own timer is the safety net against a
  * lost wake-up: 5 s after a pass that found events, doubling while idle up to 60 s.
  * A wake-up does not cancel that timer (patch `dispatch-timer-kept`): it fires

@@ -2,7 +2,7 @@
  * The billing-details page a failed-payment email links to: `/billing/<signed token>`
  * (domain/customer-links.ts; the token is the credential, valid 30 days). The
  * customer sees what is due and picks a payment method; saving it retries every
- * past-due subscription of theirs at once (api/customer-events.ts). Plain HTML
+ * past-due subscription of theirs at once (services/customers/events.ts). Plain HTML
  * forms on the shared page layout; no JavaScript.
  */
 import { type Context, Hono } from 'hono';

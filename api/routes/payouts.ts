@@ -143,7 +143,7 @@ export function payoutsApp(deps: ApiDeps) {
             testClockId: testClock?.id ?? null,
           }),
         ));
-      // A crash before this start leaves the payout pending: the maintenance workflow starts it (activities/maintenance.ts).
+      // A crash before this start leaves the payout pending: the maintenance workflow starts it (services/maintenance/sweeps.ts).
       await startPayoutWorkflow(deps.temporal, deps.config.taskQueue, payout.id, testClock);
       return c.json(serializePayout(payout), 201);
     })

@@ -287,8 +287,8 @@ export function transactionsApp(deps: ApiDeps) {
         }
 
         // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled:
-        // at once, or by a workflow when the processor answers pending (activities/payments.ts). If this process
-        // dies in between, the maintenance workflow finishes the job (activities/maintenance.ts).
+        // at once, or by a workflow when the processor answers pending (services/money/payments.ts, workflows/payment-settlement.ts). If this process
+        // dies in between, the maintenance workflow finishes the job (services/maintenance/sweeps.ts).
         const pending = await recordPendingPayment(em, fields);
         const outcome = await processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
         const result = await continuePayment(em, deps.temporal, deps.config.taskQueue, pending, outcome);

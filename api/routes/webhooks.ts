@@ -2,7 +2,7 @@
  * Webhook endpoints (POST/GET/PATCH/DELETE /v1/webhooks, rotate_secret), their
  * deliveries (GET /v1/webhooks/{id}/deliveries), redelivery of an event
  * (POST /v1/events/{id}/redeliver), and the middleware that wakes the
- * dispatcher after a change. Delivery itself: activities/webhooks.ts and
+ * dispatcher after a change. Delivery itself: services/webhooks/dispatch.ts and
  * workflows/webhooks.ts.
  */
 import { createRoute, z } from '@hono/zod-openapi';

@@ -12,7 +12,7 @@ export interface CustomerAddress {
   country: string | null;
 }
 
-/** A person or business that is billed. `paymentMethod` is a sandbox test method (see activities/processor). */
+/** A person or business that is billed. `paymentMethod` is a sandbox test method (see services/processors/sandbox.ts). */
 export const Customer = defineEntity({
   name: 'Customer',
   tableName: 'customers',

@@ -8,8 +8,8 @@
  * has not been checked yet is looked up in Temporal by its workflow id (= its own
  * id). A workflow that exists (running or closed) is left alone; none means the
  * API died between its commit and its workflow start, and the reconciler does what
- * the API would have done next, with the API's own code (activities/payments.ts,
- * activities/payouts.ts). Either way the row is then marked `workflow_confirmed_at`,
+ * the API would have done next, with the API's own code (services/money/payments.ts,
+ * services/payouts/rail.ts). Either way the row is then marked `workflow_confirmed_at`,
  * so each pending row costs one lookup, once, however long it stays pending (a bank
  * debit: a day). A row that fails is logged, left unmarked and tried again on the
  * next run.

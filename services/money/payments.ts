@@ -18,7 +18,7 @@ import type { TransactionFields } from './transactions.ts';
 
 /*
  * A direct payment (POST /v1/transactions, type payment) in three steps, shared by
- * the API and the maintenance workflow's reconciler (activities/maintenance.ts):
+ * the API and the maintenance workflow's reconciler (services/maintenance/sweeps.ts):
  * 1. recordPendingPayment: the row, `pending`, with its transaction.created event;
  * 2. the processor charge, keyed `<transaction id>:payment` (paymentChargeRequest);
  * 3. continuePayment: a pending outcome starts paymentSettlementWorkflow, a final

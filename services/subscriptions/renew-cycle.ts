@@ -10,8 +10,8 @@
  * back); then, after the processor answered, ONE transaction records the charge, the
  * payment with its ledger entries and its pending money owned by the workflow, the paid
  * invoice with the attempt counted, the projection, and all their events in one insert
- * (chargeCustomer's `onRecorded`, withEventBatch); then the receipt. 22 statements where
- * the four activities sent 35 and a first version of this call 46 (docs/scaling.md).
+ * (chargeCustomer's `onRecorded`, withEventBatch); then the receipt: 22 statements in all
+ * (docs/scaling.md lists them, and how the count came down).
  *
  * Every step is idempotent on its own key, so a retried local activity (a worker that
  * died mid-way, a workflow task that timed out and is replayed) never doubles money:
