@@ -25,18 +25,17 @@ if (command === 'record') {
 } else if (command === 'replay') {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const path = process.env.REPLAY_WORKFLOWS_PATH ?? workflowsPath;
+  // One bundle of the workflow code for all the files (a bundle per file took most of the replay's time).
+  const histories = args.map((file) => ({
+    workflowId: file,
+    history: historyFromJSON(JSON.parse(fs.readFileSync(file, 'utf8'))),
+  }));
   let failed = 0;
-  for (const file of args) {
-    try {
-      await Worker.runReplayHistory(
-        { workflowsPath: path, replayName: file },
-        historyFromJSON(JSON.parse(fs.readFileSync(file, 'utf8'))),
-      );
-      console.log(`replayed ${file}`);
-    } catch (error) {
+  for await (const result of Worker.runReplayHistories({ workflowsPath: path, replayName: 'histories' }, histories)) {
+    if (result.error) {
       failed++;
-      console.log(`FAILED ${file}: ${(error as Error).message.split('\n')[0]}`);
-    }
+      console.log(`FAILED ${result.workflowId}: ${result.error.message.split('\n')[0]}`);
+    } else console.log(`replayed ${result.workflowId}`);
   }
   process.exit(failed ? 1 : 0);
 } else {

@@ -301,7 +301,7 @@ describe('workflow histories', () => {
       .sort()
       .map((f) => path.join(historiesDir, f));
 
-  // Each file is bundled and replayed in turn (27 of them): on two busy cores that passed 60 s; histories() allows 120 s.
+  // The workflow code is bundled once and every file replayed against it (~17 s on a loaded machine; histories() allows 120 s).
   it('replay against the current workflow code', { timeout: 150_000 }, () => {
     expect(files().map((f) => path.basename(f))).toEqual([
       // Recorded with the exportWorkflow of before EXPORTS_TASK_QUEUE (stand-in activities on a dev server): the activity's queue is now an input.
