@@ -44,10 +44,13 @@ export class SingleEventCommitter {
   batches = 0;
   events = 0;
 
-  constructor(
-    private readonly store: Pick<UsageStore, 'ingest'>,
-    private readonly options: GroupCommitOptions = defaultGroupCommit,
-  ) {}
+  private readonly store: Pick<UsageStore, 'ingest'>;
+  private readonly options: GroupCommitOptions;
+
+  constructor(store: Pick<UsageStore, 'ingest'>, options: GroupCommitOptions = defaultGroupCommit) {
+    this.store = store;
+    this.options = options;
+  }
 
   /** Ingests one event with whatever others arrive in the window; resolves after the commit holding it. */
   ingestOne(q: { accountId: string; livemode: boolean; event: MeterEventInput }): Promise<IngestOutcome> {
