@@ -53,37 +53,24 @@ function form(c: Context, view: View, status = 200, error: string | null = null)
       const next = d.nextRetryAt
         ? `Next automatic retry: ${formatDate(new Date(d.nextRetryAt), true)}.`
         : `Unless it is paid by ${formatDate(new Date(d.graceEndsAt!), true)}, the subscription will be ${d.finalAction === 'pause' ? 'paused' : 'canceled'}.`;
-      return html`<div class="alert error" role="alert">
-        <strong>${formatMoney(d.amount, d.currency)}</strong> due on invoice ${d.invoiceNumber}: ${d.lastFailureMessage}
-        ${next}
-      </div>`;
+      return html`<div class="alert error" role="alert"><strong>${formatMoney(d.amount, d.currency)}</strong> due on invoice ${d.invoiceNumber}: ${d.lastFailureMessage} ${next}</div>`;
     });
   const body = html`${backLink(view)}
-    <p class="from">
-      <strong>${account.name}</strong>${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}
-    </p>
-    <h1>Billing details</h1>
-    <p class="muted">${customer.email}</p>
-    ${due} ${error ? html`<div class="alert error" role="alert">${error}</div>` : ''}
-    <form method="post">
-      <fieldset>
-        <legend>Payment method (test cards)</legend>
-        ${payPageMethods.map(
-          (method) =>
-            html`<label class="method"
-              ><input
-                type="radio"
-                name="payment_method"
-                value="${method.id}"
-                required${method.id === customer.paymentMethod ? ' checked' : ''}
-              /><span class="name"
-                >${method.label}<span class="hint"><code>${method.id}</code> · ${method.outcome}</span></span
-              ></label
-            >`,
-        )}
-      </fieldset>
-      <button type="submit">${pastDue.length ? 'Save and pay now' : 'Save'}</button>
-    </form>`;
+<p class="from"><strong>${account.name}</strong>${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
+<h1>Billing details</h1>
+<p class="muted">${customer.email}</p>
+${due}
+${error ? html`<div class="alert error" role="alert">${error}</div>` : ''}
+<form method="post">
+<fieldset>
+<legend>Payment method (test cards)</legend>
+${payPageMethods.map(
+  (method) =>
+    html`<label class="method"><input type="radio" name="payment_method" value="${method.id}" required${method.id === customer.paymentMethod ? ' checked' : ''}><span class="name">${method.label}<span class="hint"><code>${method.id}</code> · ${method.outcome}</span></span></label>`,
+)}
+</fieldset>
+<button type="submit">${pastDue.length ? 'Save and pay now' : 'Save'}</button>
+</form>`;
   return page(c, status, `Billing details for ${account.name}`, body, null, view.testMode);
 }
 
@@ -117,9 +104,7 @@ export function billingDetailsPage(deps: ApiDeps) {
           c,
           200,
           'Billing details saved',
-          html`${stateCard('ok', '✓', 'Thank you', [html`Your new payment method is being confirmed.`])}${backLink(
-            view,
-          )}`,
+          html`${stateCard('ok', '✓', 'Thank you', [html`Your new payment method is being confirmed.`])}${backLink(view)}`,
           null,
           view.testMode,
         );

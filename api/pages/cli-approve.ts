@@ -50,24 +50,19 @@ export function cliApprovePage({ orm, config }: ApiDeps) {
   const show = (c: Context, status: number, body: Html) => page(c, status, title, body, null, false, undefined, footer);
 
   async function approvalForm(c: Context, code: string, signer: Signer, problem?: string, status = 200) {
-    const head = html`<h1>${title}</h1>
-      ${problem ? html`<div class="alert error" role="alert">${problem}</div>` : ''}`;
+    const head = html`<h1>${title}</h1>${problem ? html`<div class="alert error" role="alert">${problem}</div>` : ''}`;
     if (!signer.ok) {
       const signIn = `/dashboard/?next=${encodeURIComponent(here(code))}`;
       const why =
         signer.reason === 'not_owner'
-          ? html`<p class="muted">
-              You are signed in, but only the account's owner approves a CLI login. Sign in as the owner.
-            </p>`
-          : html`<p class="muted">
-              Sign in to the dashboard in this browser as the account's owner, then come back to this page to approve.
-            </p>`;
+          ? html`<p class="muted">You are signed in, but only the account's owner approves a CLI login. Sign in as the owner.</p>`
+          : html`<p class="muted">Sign in to the dashboard in this browser as the account's owner, then come back to this page to approve.</p>`;
       return show(
         c,
         signer.reason === 'not_owner' ? 403 : status,
         html`${head}${code ? html`<p class="code" aria-label="Login code">${code}</p>` : ''}${why}
-          <p><a class="button" href="${signIn}">Sign in to the dashboard</a></p>
-          <p><a class="back" href="${here(code)}">I have signed in: reload</a></p>`,
+<p><a class="button" href="${signIn}">Sign in to the dashboard</a></p>
+<p><a class="back" href="${here(code)}">I have signed in: reload</a></p>`,
       );
     }
     const pending = code ? await pendingDeviceLogin(orm, code) : null;
@@ -75,42 +70,23 @@ export function cliApprovePage({ orm, config }: ApiDeps) {
       return show(
         c,
         problem ? status : 404,
-        html`${head}
-          <p class="muted">
-            ${code
-              ? `No login is waiting under ${code}: it may have expired or been approved already.`
-              : 'The link has no login code.'}
-            Run <code>billing login</code> again for a new one.
-          </p>`,
+        html`${head}<p class="muted">${code ? `No login is waiting under ${code}: it may have expired or been approved already.` : 'The link has no login code.'} Run <code>billing login</code> again for a new one.</p>`,
       );
     }
     return show(
       c,
       status,
       html`${head}
-        <p class="muted">Check that this code matches the one your terminal shows.</p>
-        <p class="code" aria-label="Login code">${code}</p>
-        <dl>
-          <dt>Device</dt>
-          <dd>${pending.deviceName}</dd>
-          <dt>Account</dt>
-          <dd>${signer.accountName}</dd>
-          <dt>Signed in as</dt>
-          <dd>${signer.email}</dd>
-        </dl>
-        <form method="post" action="/cli/approve">
-          <input type="hidden" name="user_code" value="${code}" />
-          <input type="hidden" name="csrf_token" value="${csrfTokenFor(config.auth.secret, signer.sessionId)}" />
-          <label class="field"
-            >Mode
-            <select name="mode">
-              <option value="test">Test (sandbox): no real money</option>
-              <option value="live">Live</option>
-            </select></label
-          >
-          <button type="submit">Approve</button>
-        </form>
-        <p><a class="back" href="/dashboard/">← Back to the dashboard</a></p>`,
+<p class="muted">Check that this code matches the one your terminal shows.</p>
+<p class="code" aria-label="Login code">${code}</p>
+<dl><dt>Device</dt><dd>${pending.deviceName}</dd><dt>Account</dt><dd>${signer.accountName}</dd><dt>Signed in as</dt><dd>${signer.email}</dd></dl>
+<form method="post" action="/cli/approve">
+<input type="hidden" name="user_code" value="${code}">
+<input type="hidden" name="csrf_token" value="${csrfTokenFor(config.auth.secret, signer.sessionId)}">
+<label class="field">Mode <select name="mode"><option value="test">Test (sandbox): no real money</option><option value="live">Live</option></select></label>
+<button type="submit">Approve</button>
+</form>
+<p><a class="back" href="/dashboard/">← Back to the dashboard</a></p>`,
     );
   }
 
@@ -148,11 +124,8 @@ export function cliApprovePage({ orm, config }: ApiDeps) {
         return show(
           c,
           200,
-          html`${stateCard('ok', '✓', 'CLI login approved', [
-              html`${deviceName} is logged in to ${signer.accountName} in ${mode} mode; you can close this page and go
-              back to your terminal.`,
-            ])}
-            <p><a class="back" href="/dashboard/">← Back to the dashboard</a></p>`,
+          html`${stateCard('ok', '✓', 'CLI login approved', [html`${deviceName} is logged in to ${signer.accountName} in ${mode} mode; you can close this page and go back to your terminal.`])}
+<p><a class="back" href="/dashboard/">← Back to the dashboard</a></p>`,
         );
       } catch (error) {
         if (error instanceof ApiError) return approvalForm(c, code, signer, error.message, error.status);

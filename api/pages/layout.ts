@@ -90,46 +90,32 @@ export function page(
   c.header('X-Robots-Tag', 'noindex');
   return c.html(
     html`<!doctype html>
-      <html lang="en">
-        <head>
-          <meta charset="utf-8" />
-          <meta name="viewport" content="width=device-width, initial-scale=1" />
-          <meta name="robots" content="noindex" />
-          <link rel="icon" href="data:," />
-          <title>${title}</title>
-          <style nonce="${nonce}">
-            ${raw(styles)}${raw(brand ? brandStyles(brand) : '')}
-          </style>
-        </head>
-        <body>
-          ${testMode ? html`<div class="test-mode" role="note">${testModeBanner}</div>` : ''}
-          ${brand
-            ? html`<header class="brand" data-brand-color="${brand.color}">
-                ${brand.logoUrl ? html`<img src="${brand.logoUrl}" alt="${brand.name} logo" />` : ''}<span
-                  >${brand.name}</span
-                >
-              </header>`
-            : ''}
-          <main>${body}</main>
-          <footer>${footer}</footer>
-          ${script
-            ? html`<script nonce="${nonce}">
-                ${raw(script)};
-              </script>`
-            : ''}
-        </body>
-      </html>`,
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<link rel="icon" href="data:,">
+<title>${title}</title>
+<style nonce="${nonce}">${raw(styles)}${raw(brand ? brandStyles(brand) : '')}</style>
+</head>
+<body>
+${testMode ? html`<div class="test-mode" role="note">${testModeBanner}</div>` : ''}
+${brand ? html`<header class="brand" data-brand-color="${brand.color}">${brand.logoUrl ? html`<img src="${brand.logoUrl}" alt="${brand.name} logo">` : ''}<span>${brand.name}</span></header>` : ''}
+<main>
+${body}
+</main>
+<footer>${footer}</footer>
+${script ? html`<script nonce="${nonce}">${raw(script)}</script>` : ''}
+</body>
+</html>`,
     status as 200,
   );
 }
 
 /** A centred result: an icon, a title and lines of text. */
 export function stateCard(icon: 'ok' | 'off' | 'bad', mark: string, title: string, lines: Html[]) {
-  return html`<div class="state">
-    <div class="icon ${icon}" aria-hidden="true">${mark}</div>
-    <h1>${title}</h1>
-    ${lines.map((line) => html`<p class="muted">${line}</p>`)}
-  </div>`;
+  return html`<div class="state"><div class="icon ${icon}" aria-hidden="true">${mark}</div><h1>${title}</h1>${lines.map((line) => html`<p class="muted">${line}</p>`)}</div>`;
 }
 
 /** A form sent from another site (a forged post) is refused; the browser tells us where it came from. */

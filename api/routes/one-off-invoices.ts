@@ -391,8 +391,7 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
         200,
         'Invoice paid',
         stateCard('ok', '✓', `Invoice ${invoice.number} is paid`, [
-          html`${money(Number(invoice.amountPaid || invoice.amountDue))} was paid to
-          ${name}${invoice.paidAt ? html` on ${formatHumanDate(invoice.paidAt, style)}` : ''}.`,
+          html`${money(Number(invoice.amountPaid || invoice.amountDue))} was paid to ${name}${invoice.paidAt ? html` on ${formatHumanDate(invoice.paidAt, style)}` : ''}.`,
           html`<a href="${pdf}">Download the invoice (PDF)</a>`,
         ]),
         null,
@@ -435,66 +434,40 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
     }
     const attempt = randomBytes(18).toString('base64url');
     const lines = invoice.lines.map(
-      (line) =>
-        html`<dt>${line.description} × ${line.quantity}</dt>
-          <dd>${money(lineAmount(line))}</dd>`,
+      (line) => html`<dt>${line.description} × ${line.quantity}</dt><dd>${money(lineAmount(line))}</dd>`,
     );
     const discounted = (invoice.totalDiscountAmounts ?? [])[0];
     const discountRow =
       Number(invoice.discount) > 0
-        ? html`<dt>${discounted?.name ?? (discounted?.coupon ? `Discount (${discounted.coupon})` : 'Discount')}</dt>
-            <dd>−${money(Number(invoice.discount))}</dd>`
+        ? html`<dt>${discounted?.name ?? (discounted?.coupon ? `Discount (${discounted.coupon})` : 'Discount')}</dt><dd>−${money(Number(invoice.discount))}</dd>`
         : '';
-    const taxRow =
-      Number(invoice.tax) > 0
-        ? html`<dt>Tax</dt>
-            <dd>${money(Number(invoice.tax))}</dd>`
-        : '';
+    const taxRow = Number(invoice.tax) > 0 ? html`<dt>Tax</dt><dd>${money(Number(invoice.tax))}</dd>` : '';
     // Only an open invoice without a discount (one per invoice) offers the field.
     const codeForm =
       takesCodes(account) && invoice.status === 'open' && !invoice.discountId
         ? html`<form method="post" class="promotion-code">
-            <input type="hidden" name="action" value="promotion_code" />
-            <label for="promotion_code">Promotion code</label>
-            <input
-              id="promotion_code"
-              name="promotion_code"
-              maxlength="64"
-              autocomplete="off"
-              autocapitalize="characters"
-              required
-            />
-            <button type="submit" class="secondary">Apply</button>
-          </form>`
+<input type="hidden" name="action" value="promotion_code">
+<label for="promotion_code">Promotion code</label>
+<input id="promotion_code" name="promotion_code" maxlength="64" autocomplete="off" autocapitalize="characters" required>
+<button type="submit" class="secondary">Apply</button>
+</form>`
         : '';
-    const body = html` <p class="from">
-        <strong>${name}</strong> · invoice
-        ${invoice.number}${v.testMode ? html`<span class="badge">TEST MODE</span>` : ''}
-      </p>
-      <p class="amount">${money(owed)}</p>
-      <p class="muted">Due ${formatHumanDate(invoice.dueDate ?? invoice.createdAt, style)}</p>
-      <dl>
-        ${lines}${discountRow}${taxRow}
-        <dt>Total</dt>
-        <dd>${money(Number(invoice.total))}</dd>
-      </dl>
-      ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
-      ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''} ${codeForm}
-      <form method="post">
-        <input type="hidden" name="attempt" value="${attempt}" />
-        <fieldset>
-          <legend>Pay with a test card</legend>
-          ${payPageMethods.map(
-            (method, index) =>
-              html`<label
-                ><input type="radio" name="payment_method" value="${method.id}" ${index === 0 ? 'checked' : ''} />
-                ${method.label}</label
-              >`,
-          )}
-        </fieldset>
-        <button type="submit">Pay ${money(owed)}</button>
-      </form>
-      <p><a href="${pdf}">The invoice as a PDF</a></p>`;
+    const body = html`
+<p class="from"><strong>${name}</strong> · invoice ${invoice.number}${v.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
+<p class="amount">${money(owed)}</p>
+<p class="muted">Due ${formatHumanDate(invoice.dueDate ?? invoice.createdAt, style)}</p>
+<dl>${lines}${discountRow}${taxRow}<dt>Total</dt><dd>${money(Number(invoice.total))}</dd></dl>
+${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+${codeForm}
+<form method="post">
+<input type="hidden" name="attempt" value="${attempt}">
+<fieldset><legend>Pay with a test card</legend>
+${payPageMethods.map((method, index) => html`<label><input type="radio" name="payment_method" value="${method.id}" ${index === 0 ? 'checked' : ''}> ${method.label}</label>`)}
+</fieldset>
+<button type="submit">Pay ${money(owed)}</button>
+</form>
+<p><a href="${pdf}">The invoice as a PDF</a></p>`;
     return page(c, status, `Invoice ${invoice.number}`, body, null, v.testMode, brand);
   }
 

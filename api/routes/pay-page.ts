@@ -133,36 +133,26 @@ function payForm(c: Context, view: View, error: string | null, status: number) {
   const { request } = view;
   const amount = amountOf(view);
   const attempt = randomBytes(18).toString('base64url');
-  const body = html` <p class="from">
-      <strong>${nameOf(view)}</strong> requests${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}
-    </p>
-    <p class="amount">${amount}</p>
-    <dl>
-      ${request.reference
-        ? html`<dt>Reference</dt>
-            <dd>${request.reference}</dd>`
-        : ''}
-      <dt>Billed to</dt>
-      <dd>${request.customerEmail}</dd>
-      <dt>Link expires</dt>
-      <dd>${when(view, request.expiresAt)}</dd>
-    </dl>
-    ${error ? html`<div class="alert error" role="alert">${error}</div>` : ''}
-    <form method="post" id="pay-form">
-      <input type="hidden" name="attempt" value="${attempt}" />
-      <fieldset>
-        <legend>Pay with a test card</legend>
-        ${payPageMethods.map(
-          (method) =>
-            html`<label class="method"
-              ><input type="radio" name="payment_method" value="${method.id}" required /><span class="name"
-                >${method.label}<span class="hint"><code>${method.id}</code> · ${method.outcome}</span></span
-              ></label
-            >`,
-        )}
-      </fieldset>
-      <button type="submit">Pay ${amount}</button>
-    </form>`;
+  const body = html`
+<p class="from"><strong>${nameOf(view)}</strong> requests${view.testMode ? html`<span class="badge">TEST MODE</span>` : ''}</p>
+<p class="amount">${amount}</p>
+<dl>
+${request.reference ? html`<dt>Reference</dt><dd>${request.reference}</dd>` : ''}
+<dt>Billed to</dt><dd>${request.customerEmail}</dd>
+<dt>Link expires</dt><dd>${when(view, request.expiresAt)}</dd>
+</dl>
+${error ? html`<div class="alert error" role="alert">${error}</div>` : ''}
+<form method="post" id="pay-form">
+<input type="hidden" name="attempt" value="${attempt}">
+<fieldset>
+<legend>Pay with a test card</legend>
+${payPageMethods.map(
+  (method) =>
+    html`<label class="method"><input type="radio" name="payment_method" value="${method.id}" required><span class="name">${method.label}<span class="hint"><code>${method.id}</code> · ${method.outcome}</span></span></label>`,
+)}
+</fieldset>
+<button type="submit">Pay ${amount}</button>
+</form>`;
   // Works without it; with it, a second click cannot send the form again while the first is on its way.
   const script = `document.getElementById('pay-form').addEventListener('submit',function(){var b=this.querySelector('button');setTimeout(function(){b.disabled=true;b.textContent='Processing…';},0);});`;
   return page(c, status, `Pay ${amount} to ${nameOf(view)}`, body, script, view.testMode, brandFor(view));
@@ -230,8 +220,7 @@ export function payPageApp(deps: ApiDeps) {
     if (c.req.method === 'GET' && c.req.query('checkout') === 'success') return checkoutReturnPage(c, view);
     if (c.req.method === 'GET' && c.req.query('checkout') === 'canceled') {
       // Back from the checkout without paying: offer it again rather than sending them straight back.
-      const again = html`${stateCard('off', '×', 'Payment not completed', [html`Nothing was charged.`])}
-        <form method="post" action="/pay/${request.token}"><button type="submit">Pay ${amountOf(view)}</button></form>`;
+      const again = html`${stateCard('off', '×', 'Payment not completed', [html`Nothing was charged.`])}<form method="post" action="/pay/${request.token}"><button type="submit">Pay ${amountOf(view)}</button></form>`;
       return page(c, 200, `Pay ${amountOf(view)} to ${nameOf(view)}`, again, null, view.testMode, brandFor(view));
     }
     const here = `${config.publicUrl}/pay/${request.token}`;
