@@ -12,6 +12,11 @@ export const CustomerSchema = z
     id: z.string(),
     object: z.literal('customer'),
     email: z.string(),
+    external_id: z.string().nullable().openapi({
+      description:
+        "The merchant's own id for this customer (unique in the account and mode), or null. Meter events may name the customer by it",
+      example: 'user_4821',
+    }),
     name: z.string().nullable(),
     payment_method: z.string().nullable(),
     currency: z.string().nullable().openapi({
@@ -52,6 +57,7 @@ export function serializeCustomer(
     id: customer.id,
     object: 'customer',
     email: customer.email,
+    external_id: customer.externalId ?? null,
     name: customer.name ?? null,
     payment_method: customer.paymentMethod ?? null,
     currency: customer.currency ?? null,

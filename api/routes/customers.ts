@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 import { Customer } from '../../db/entities/index.ts';
@@ -42,9 +43,22 @@ const paymentMethod = z
     enum: methods,
   });
 
+/** The merchant's own id for a customer (Stripe's stripe_customer_id in a meter event's payload, Lago's external_customer_id). */
+const externalId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+  .openapi({
+    description:
+      "The merchant's own id for the customer: unique in the account and mode (409 `conflict` when taken). Meter events may name the customer by it instead of its cus_ id (docs/usage.md#events)",
+    example: 'user_4821',
+  });
+
 const CreateCustomerBody = z
   .object({
     email: z.email().max(254),
+    external_id: externalId.optional(),
     name: z.string().min(1).max(200).optional(),
     payment_method: paymentMethod.optional(),
     address: AddressInput.optional().openapi({
@@ -69,12 +83,19 @@ const CreateCustomerBody = z
   })
   .strict()
   .openapi({
-    example: { email: 'jane.doe@example.com', name: 'Jane Doe', payment_method: 'pm_card_visa', currency: 'EUR' },
+    example: {
+      email: 'jane.doe@example.com',
+      external_id: 'user_4821',
+      name: 'Jane Doe',
+      payment_method: 'pm_card_visa',
+      currency: 'EUR',
+    },
   });
 
 const UpdateCustomerBody = z
   .object({
     email: z.email().max(254).optional(),
+    external_id: externalId.nullable().optional().openapi({ description: 'null (or an empty form value) removes it' }),
     name: z
       .string()
       .min(1)
@@ -106,6 +127,12 @@ const ListQuery = z
   .object({
     ...cursorQuery('customer'),
     email: z.string().min(1).max(254).optional().openapi({ description: 'Exact, case-sensitive (as Stripe)' }),
+    external_id: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .openapi({ description: 'The customer with this external_id (exact)', example: 'user_4821' }),
     test_clock: z
       .string()
       .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
@@ -155,11 +182,21 @@ const updateRoute = (method: 'post' | 'patch') =>
     tags: ['Customers'],
     summary: method === 'patch' ? 'Update a customer' : 'Update a customer (POST, as Stripe does)',
     description:
-      'email, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) ' +
+      'email, external_id, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) ' +
       `retries the customer's past-due subscriptions at once. PATCH and POST do the same. ${forms}`,
     request: { params: idParam('cus'), body: { ...json(UpdateCustomerBody), required: true } },
     responses: { 200: { description: 'Updated', ...json(CustomerSchema) }, ...errorResponses(400, 401, 404) },
   });
+
+/** The partial unique index on (account, mode, external_id) refused the write: another customer has it. */
+function externalIdTaken(error: unknown): never {
+  if (
+    error instanceof UniqueConstraintViolationException &&
+    String(error.message).includes('customers_external_id_unique')
+  )
+    throw new ApiError('conflict', 'external_id: another customer of this account and mode has it.');
+  throw error;
+}
 
 async function findOwnCustomer(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
   const customer = await em.findOne(Customer, { id, accountId: scope.accountId, livemode: scope.livemode });
@@ -186,6 +223,7 @@ export function customersApp(deps: ApiDeps) {
     const em = orm.em.fork();
     const customer = await findOwnCustomer(em, id, scope);
     if (body.email !== undefined) customer.email = body.email;
+    if (body.external_id !== undefined) customer.externalId = body.external_id;
     if (body.name !== undefined) customer.name = body.name;
     if (body.payment_method !== undefined) customer.paymentMethod = body.payment_method;
     if (body.address !== undefined) customer.address = body.address === null ? null : toAddress(body.address);
@@ -195,7 +233,7 @@ export function customersApp(deps: ApiDeps) {
     if (customer.paymentMethod && (customer.processorCustomerId || body.payment_method !== undefined)) {
       customer.processorCustomerId = (await toProcessor(customer)) ?? customer.processorCustomerId ?? null;
     }
-    await saveCustomerUpdate(em, customer);
+    await saveCustomerUpdate(em, customer).catch(externalIdTaken);
     if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
     const discounts = await customerDiscountObjects(em, [customer.id]);
     return {
@@ -216,6 +254,7 @@ export function customersApp(deps: ApiDeps) {
         testClockId: clock?.id ?? null,
         ...(clock ? { createdAt: clock.frozenTime, updatedAt: clock.frozenTime } : {}),
         email: body.email,
+        externalId: body.external_id ?? null,
         name: body.name ?? null,
         paymentMethod: body.payment_method ?? null,
         address: body.address ? toAddress(body.address) : null,
@@ -240,7 +279,7 @@ export function customersApp(deps: ApiDeps) {
             transactionId: null,
           });
         }),
-      );
+      ).catch(externalIdTaken);
       // A new customer has no discount yet (its answer has the field, as retrieve, list and update do).
       return c.json({ ...serializeCustomer(customer), discount: null }, 201);
     })
@@ -249,6 +288,7 @@ export function customersApp(deps: ApiDeps) {
       const { accountId, livemode } = await accountScope(c, orm);
       const where: Record<string, unknown> = { accountId, livemode };
       if (query.email !== undefined) where.email = query.email;
+      if (query.external_id !== undefined) where.externalId = query.external_id;
       if (query.test_clock) where.testClockId = query.test_clock;
       else if (!livemode) where.testClockId = null;
       const em = orm.em.fork();

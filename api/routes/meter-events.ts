@@ -16,6 +16,7 @@ import { MeterEventSchema, serializeMeterEvent } from '../../objects/meter.ts';
 import { checkUsageAlerts } from '../../services/usage/alerts.ts';
 import { singleEventCommitterFor } from '../../services/usage/group-commit.ts';
 import { usageStoreFor } from '../../services/usage/postgres-store.ts';
+import { checkUsageThresholds } from '../../services/usage/thresholds.ts';
 import type { IngestOutcome, RefusalCode } from '../../services/usage/store.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -38,11 +39,11 @@ const eventFields = {
     .min(1)
     .max(100)
     .openapi({ description: 'The event_name of an active meter', example: 'api_tokens' }),
-  customer: z
-    .string()
-    .min(1)
-    .max(64)
-    .openapi({ description: 'The customer (cus_…)', example: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+  customer: z.string().min(1).max(64).openapi({
+    description:
+      "The customer: its id (cus_…) or its external_id (the merchant's own id, set on the customer); an id wins over another customer's equal external_id",
+    example: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e',
+  }),
   timestamp: z.union([z.number(), z.string()]).optional().openapi({
     description:
       "When it happened: unix seconds or an ISO 8601 instant; default now (the customer's test clock time on a clock). At most 35 days back and 5 minutes ahead",
@@ -209,13 +210,12 @@ async function readJson(c: Context): Promise<unknown> {
 async function checkAlerts(
   deps: ApiDeps,
   scope: { accountId: string; livemode: boolean },
-  events: ParsedMeterEvent[],
   outcomes: IngestOutcome[],
 ): Promise<void> {
   const pairs: { customerId: string; meterId: string }[] = [];
   for (let i = 0; i < outcomes.length; i++) {
     const outcome = outcomes[i]!;
-    if (outcome.status === 'accepted') pairs.push({ customerId: events[i]!.customerId, meterId: outcome.meterId });
+    if (outcome.status === 'accepted') pairs.push({ customerId: outcome.customerId, meterId: outcome.meterId });
   }
   try {
     await checkUsageAlerts(deps.orm, scope, pairs);
@@ -223,6 +223,19 @@ async function checkAlerts(
     deps.logger.warn(
       { err: error, accountId: scope.accountId },
       'usage alerts: the check after a committed batch failed',
+    );
+  }
+  // The same pass: progressive billing's thresholds of the batch's customers (one signal per crossing).
+  try {
+    await checkUsageThresholds(
+      deps,
+      scope,
+      pairs.map((p) => p.customerId),
+    );
+  } catch (error) {
+    deps.logger.warn(
+      { err: error, accountId: scope.accountId },
+      'usage thresholds: the check after a committed batch failed',
     );
   }
 }
@@ -271,7 +284,7 @@ export function meterEventsApp(deps: ApiDeps) {
       }
     }
     const outcomes = await usageStoreFor(orm).ingest({ accountId, livemode, events: valid });
-    await checkAlerts(deps, { accountId, livemode }, valid, outcomes);
+    await checkAlerts(deps, { accountId, livemode }, outcomes);
     let accepted = 0;
     let duplicates = 0;
     for (let i = 0; i < outcomes.length; i++) {
@@ -310,14 +323,14 @@ export function meterEventsApp(deps: ApiDeps) {
     // Coalesced with the other single events of the moment into one statement and commit (group commit); answered after that commit.
     const outcome = await singleEventCommitterFor(store).ingestOne({ accountId, livemode, event: parsed });
     if (outcome.status === 'refused') throw refusal(outcome);
-    await checkAlerts(deps, { accountId, livemode }, [parsed], [outcome]);
+    await checkAlerts(deps, { accountId, livemode }, [outcome]);
     if (outcome.status === 'accepted') {
-      const { meterId, timestamp, receivedAt } = outcome;
+      const { meterId, customerId, timestamp, receivedAt } = outcome;
       const event = {
         identifier: parsed.identifier,
         meterId,
         eventName: parsed.eventName,
-        customerId: parsed.customerId,
+        customerId,
         timestamp,
         payload: parsed.payload,
         createdAt: receivedAt,

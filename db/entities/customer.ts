@@ -24,6 +24,8 @@ export const Customer = defineEntity({
   properties: {
     id: p.string().primary(),
     email: p.string(),
+    /** The merchant's own id for it (unique per account and mode when set; a partial unique index in the migration): meter events may name the customer by it. */
+    externalId: p.string().nullable(),
     name: p.string().nullable(),
     paymentMethod: p.string().nullable(),
     /** The currency it is billed in (ISO 4217), or null: it chooses among a plan's currency_options when a subscription or invoice item names none (docs/pricing.md#currencies). */

@@ -42,15 +42,16 @@ m as (
   where account_id = $1 and livemode = $2 and status = 'active' and event_name in (select event_name from input)
 ),
 c as (
-  select cu.id, coalesce(tc.frozen_time, now()) as now_at
+  select cu.id, cu.external_id, coalesce(tc.frozen_time, now()) as now_at
   from customers cu left join test_clocks tc on tc.id = cu.test_clock_id
-  where cu.account_id = $1 and cu.livemode = $2 and cu.id in (select customer_id from input)
+  where cu.account_id = $1 and cu.livemode = $2
+    and (cu.id in (select customer_id from input) or cu.external_id in (select customer_id from input))
 ),
 w as (
   select customer_id, closed_through from usage_watermarks where customer_id in (select id from c) for share
 ),
 checked as (
-  select i.idx, i.identifier, i.customer_id, m.id as meter_id, m.aggregation, i.payload_text::jsonb as payload,
+  select i.idx, i.identifier, c.id as customer_id, m.id as meter_id, m.aggregation, i.payload_text::jsonb as payload,
     coalesce(i.ts, c.now_at) as ts, i.payload_text::jsonb ->> m.value_property as raw,
     case
       when m.id is null then 'unknown_meter'
@@ -63,8 +64,11 @@ checked as (
     end as refusal
   from input i
   left join m on m.event_name = i.event_name
-  left join c on c.id = i.customer_id
-  left join w on w.customer_id = i.customer_id
+  -- The customer: its id, else the customer whose external_id it is (an id wins over another customer's external_id).
+  left join lateral (
+    select * from c where c.id = i.customer_id or c.external_id = i.customer_id order by c.id = i.customer_id desc limit 1
+  ) c on true
+  left join w on w.customer_id = c.id
 ),
 first as (
   select distinct on (identifier) * from checked where refusal is null order by identifier, idx
@@ -81,7 +85,7 @@ ev as (
     case when f.aggregation in ('count', 'unique_count') then null else f.raw::numeric end, f.payload
   from first f join ids using (identifier) order by f.idx
 )
-select ch.idx, ch.refusal, ch.meter_id, ch.ts, now() as received_at, (ids.identifier is not null and f.idx = ch.idx) as accepted
+select ch.idx, ch.refusal, ch.meter_id, ch.customer_id, ch.ts, now() as received_at, (ids.identifier is not null and f.idx = ch.idx) as accepted
 from checked ch left join first f on f.identifier = ch.identifier left join ids on ids.identifier = ch.identifier`;
 
 /**
@@ -90,9 +94,12 @@ from checked ch left join first f on f.identifier = ch.identifier left join ids 
  * a no-op (an index probe) for rows that exist, and skipped for customers this process already saw.
  */
 const ensureWatermarksSql = `
-insert into usage_watermarks (customer_id, account_id, livemode)
-select id, account_id, livemode from customers where account_id = $1 and livemode = $2 and id = any($3::text[])
-on conflict do nothing`;
+with r as (
+  select id, account_id, livemode from customers
+  where account_id = $1 and livemode = $2 and (id = any($3::text[]) or external_id = any($3::text[]))
+),
+ins as (insert into usage_watermarks (customer_id, account_id, livemode) select id, account_id, livemode from r on conflict do nothing)
+select id from r`;
 
 const storedEventSql = `
 select e.identifier, e.meter_id, m.event_name, e.customer_id, e."timestamp", e.payload, e.received_at, e.cancelled_at
@@ -213,10 +220,10 @@ export class PostgresUsageStore implements UsageStore {
       if (!this.watermarked.has(event.customerId)) unseen.add(event.customerId);
     }
     if (unseen.size > 0) {
-      const ids = [...unseen];
-      await this.pool.query(ensureWatermarksSql, [q.accountId, q.livemode, ids]);
+      const { rows } = await this.pool.query(ensureWatermarksSql, [q.accountId, q.livemode, [...unseen]]);
       if (this.watermarked.size > 200_000) this.watermarked.clear();
-      for (const id of ids) this.watermarked.add(id);
+      // Only customer ids are remembered: an external id may move to another customer, whose row must then be made.
+      for (const row of rows as { id: string }[]) if (unseen.has(row.id)) this.watermarked.add(row.id);
     }
     const result = await this.pool.query(ingestSql, [
       q.accountId,
@@ -233,6 +240,7 @@ export class PostgresUsageStore implements UsageStore {
       idx: number;
       refusal: RefusalCode | null;
       meter_id: string | null;
+      customer_id: string | null;
       ts: Date | null;
       received_at: Date;
       accepted: boolean;
@@ -241,7 +249,14 @@ export class PostgresUsageStore implements UsageStore {
       outcomes[row.idx] = row.refusal
         ? { status: 'refused', identifier, code: row.refusal }
         : row.accepted
-          ? { status: 'accepted', identifier, meterId: row.meter_id!, timestamp: row.ts!, receivedAt: row.received_at }
+          ? {
+              status: 'accepted',
+              identifier,
+              meterId: row.meter_id!,
+              customerId: row.customer_id!,
+              timestamp: row.ts!,
+              receivedAt: row.received_at,
+            }
           : { status: 'duplicate', identifier };
     }
     return outcomes;

@@ -40,6 +40,7 @@ export interface MeterRef {
 /** One event to ingest, already checked for shape (api/routes/meter-events.ts); the store checks the rest. */
 export interface MeterEventInput {
   eventName: string;
+  /** The customer's id, or its external_id (the accepted outcome names the customer's id). */
   customerId: string;
   /** null: now (the customer's test clock time when it is on a clock). */
   timestamp: Date | null;
@@ -57,7 +58,7 @@ export type RefusalCode =
 
 /** What became of one event of a batch, in the batch's order. */
 export type IngestOutcome =
-  | { status: 'accepted'; identifier: string; meterId: string; timestamp: Date; receivedAt: Date }
+  | { status: 'accepted'; identifier: string; meterId: string; customerId: string; timestamp: Date; receivedAt: Date }
   | { status: 'duplicate'; identifier: string }
   | { status: 'refused'; identifier: string; code: RefusalCode };
 
