@@ -7,14 +7,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { serve, type ServerType } from '@hono/node-server';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 
 import { ConfigError, loadConfig } from '../config.ts';
 import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { startTracing } from '../services/observability/tracing.ts';
-import { requestPathTemporalInterceptors } from '../services/platform/temporal-connection.ts';
+import { connectForRequests } from '../services/platform/temporal-connection.ts';
 import { createProcessors } from '../services/processors/index.ts';
 import { createApp } from './app.ts';
 import { ensureAdmin } from './auth/bootstrap.ts';
@@ -84,11 +84,8 @@ async function main(): Promise<void> {
   await ensureAdmin(orm, config.auth);
   // OTEL_EXPORTER_OTLP_ENDPOINT: a span per request, carried into the workflows the request starts (docs/operations.md#traces).
   const tracing = startTracing({ serviceName: 'billing-api', otlpEndpoint: config.otlpEndpoint });
-  // A second of retries and deadlines on quick calls: a Temporal outage answers 503 promptly (services/platform/temporal-connection.ts).
-  const connection = await Connection.connect({
-    address: config.temporalAddress,
-    interceptors: requestPathTemporalInterceptors(),
-  });
+  // A second of retries, deadlines on quick calls and a watch on waiting ones: a Temporal outage or hang answers 503 promptly (services/platform/temporal-connection.ts).
+  const connection = await connectForRequests(config.temporalAddress);
   const temporal = new Client({
     connection,
     namespace: config.temporalNamespace,

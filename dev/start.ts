@@ -9,7 +9,7 @@
  */
 import path from 'node:path';
 
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
@@ -26,7 +26,7 @@ import { ensureMaintenanceWorkflow } from '../services/maintenance/sweeps.ts';
 import { setOutboxProbe } from '../services/observability/metrics.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { outboxProbe } from '../services/observability/outbox-probe.ts';
-import { requestPathTemporalInterceptors } from '../services/platform/temporal-connection.ts';
+import { connectForRequests } from '../services/platform/temporal-connection.ts';
 import { createProcessors } from '../services/processors/index.ts';
 import {
   type BillingWorkerDeps,
@@ -230,10 +230,7 @@ async function main(): Promise<void> {
   // that hangs answers requests 503 promptly, not after minutes (the workers keep their defaults, as worker.ts).
   const apiOrm = await openOrm(databaseUrl, requestPathDatabaseOptions());
   stops.push({ name: 'api orm', stop: () => apiOrm.close() });
-  const connection = await Connection.connect({
-    address: temporalAddress,
-    interceptors: requestPathTemporalInterceptors(),
-  });
+  const connection = await connectForRequests(temporalAddress);
   stops.push({ name: 'client connection', stop: () => connection.close() });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   // The worker's maintenance workflow (stuck payments and payouts, expired rows), started once per task queue.

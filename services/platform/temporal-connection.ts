@@ -5,12 +5,19 @@
  * DEADLINE_EXCEEDED, which api/errors.ts answers with 503 `service_unavailable` and `Retry-After`
  * (domain/dependency-errors.ts): the caller retries, with the same Idempotency-Key.
  *
+ * A call that waits for a worker (an update, a query) has no deadline; instead, while it waits, Temporal itself is
+ * probed (livenessWatch): a Temporal that accepts connections but answers nothing ends the call in a few seconds,
+ * not after the channel's keepalive (about 45 s), and a busy worker is waited for as long as it takes.
+ *
  * Workers keep the SDK's defaults: their activities and the maintenance reconciler retry on their own terms.
  */
-import { defaultGrpcRetryOptions, type GrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
-
-/** A gRPC client interceptor (@grpc/grpc-js's Interceptor, as the Temporal client takes them). */
-type Interceptor = ReturnType<typeof makeGrpcRetryInterceptor>;
+import { InterceptingCall, type Interceptor, status as GrpcStatus } from '@grpc/grpc-js';
+import {
+  Connection,
+  defaultGrpcRetryOptions,
+  type GrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+} from '@temporalio/client';
 
 /** Attempts of one call while Temporal cannot be reached: 100, 170 and 290 ms apart (with jitter), about 0.6 s in all. */
 export const requestPathGrpcAttempts = 4;
@@ -42,7 +49,10 @@ const quickMethods = new Set([
  * the caller set one (withDeadline), the same for all its attempts. `observe` sees each retry's delay (tests wait for
  * the last one before closing the channel).
  */
-export function requestPathTemporalInterceptors(observe?: (delayMs: number) => void): Interceptor[] {
+export function requestPathTemporalInterceptors(
+  observe?: (delayMs: number) => void,
+  liveness?: LivenessTarget,
+): Interceptor[] {
   const retry: GrpcRetryOptions = defaultGrpcRetryOptions({ maxAttempts: requestPathGrpcAttempts });
   const retrying = makeGrpcRetryInterceptor({
     retryableDecider: retry.retryableDecider,
@@ -53,6 +63,7 @@ export function requestPathTemporalInterceptors(observe?: (delayMs: number) => v
     },
   });
   return [
+    ...(liveness ? [livenessWatch(liveness)] : []),
     (options, nextCall) => {
       const method = options.method_definition.path.split('/').pop() ?? '';
       return retrying(
@@ -63,4 +74,90 @@ export function requestPathTemporalInterceptors(observe?: (delayMs: number) => v
       );
     },
   ];
+}
+
+/** Calls that wait for a worker (or for a workflow to get somewhere), for as long as it takes: watched, not given a deadline. */
+const waitingMethods = new Set([
+  'UpdateWorkflowExecution',
+  'PollWorkflowExecutionUpdate',
+  'ExecuteMultiOperation',
+  'QueryWorkflow',
+  'GetWorkflowExecutionHistory',
+]);
+
+/** A waiting call probes Temporal after this long without an answer, and again as often while it waits. */
+export const livenessProbeAfterMs = 3_000;
+/** A probe (GetSystemInfo, answered by the frontend alone) not answered within this is a Temporal that hangs. */
+export const livenessProbeDeadlineMs = 2_000;
+
+/** The connection a liveness watch probes: set once it is connected (the interceptors are made before it). */
+export interface LivenessTarget {
+  connection?: Connection;
+}
+
+/**
+ * Ends a waiting call with DEADLINE_EXCEEDED (api/errors.ts: 503 with Retry-After) when Temporal does not answer a
+ * probe while the call waits. One probe at a time serves every waiting call of the connection.
+ */
+function livenessWatch(target: LivenessTarget): Interceptor {
+  let probing: Promise<boolean> | undefined;
+  const probe = (): Promise<boolean> => {
+    const connection = target.connection;
+    if (!connection) return Promise.resolve(true);
+    probing ??= connection
+      .withDeadline(Date.now() + livenessProbeDeadlineMs, () => connection.workflowService.getSystemInfo({}))
+      .then(
+        () => true,
+        () => false,
+      )
+      .finally(() => (probing = undefined));
+    return probing;
+  };
+  return (options, nextCall) => {
+    const method = options.method_definition.path.split('/').pop() ?? '';
+    if (!waitingMethods.has(method)) return new InterceptingCall(nextCall(options));
+    const call: InterceptingCall = new InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        let ended = false;
+        let timer: NodeJS.Timeout | undefined;
+        const watch = () => {
+          timer = setTimeout(() => {
+            void probe().then((alive) => {
+              if (ended) return;
+              if (alive) return watch();
+              ended = true;
+              call.cancelWithStatus(
+                GrpcStatus.DEADLINE_EXCEEDED,
+                `Temporal did not answer a probe within ${livenessProbeDeadlineMs} ms while ${method} waited`,
+              );
+            });
+          }, livenessProbeAfterMs);
+          timer.unref();
+        };
+        watch();
+        next(metadata, {
+          ...listener,
+          onReceiveStatus(status, nextStatus) {
+            ended = true;
+            clearTimeout(timer);
+            nextStatus(status);
+          },
+        });
+      },
+    });
+    return call;
+  };
+}
+
+/**
+ * The API's connection to Temporal: requestPathTemporalInterceptors with its liveness watch (api/server.ts, npm start).
+ * `observe` as requestPathTemporalInterceptors's.
+ */
+export async function connectForRequests(address: string, observe?: (delayMs: number) => void): Promise<Connection> {
+  const liveness: LivenessTarget = {};
+  liveness.connection = await Connection.connect({
+    address,
+    interceptors: requestPathTemporalInterceptors(observe, liveness),
+  });
+  return liveness.connection;
 }
