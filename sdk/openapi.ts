@@ -10063,6 +10063,8 @@ export interface paths {
                     email?: string;
                     /** @description An id from the current page: the page of newer items before it */
                     ending_before?: string;
+                    /** @description The customer with this external_id (exact) */
+                    external_id?: string;
                     /** @description 1 to 100 */
                     limit?: number;
                     /** @description An id from the previous page: the page of older items after it */
@@ -10241,6 +10243,11 @@ export interface paths {
                         currency?: string;
                         /** Format: email */
                         email: string;
+                        /**
+                         * @description The merchant's own id for the customer: unique in the account and mode (409 `conflict` when taken). Meter events may name the customer by it instead of its cus_ id (docs/usage.md#events)
+                         * @example user_4821
+                         */
+                        external_id?: string;
                         name?: string;
                         /**
                          * @description A sandbox test payment method (docs/money-and-ledger.md lists them)
@@ -10290,6 +10297,11 @@ export interface paths {
                         currency?: string;
                         /** Format: email */
                         email: string;
+                        /**
+                         * @description The merchant's own id for the customer: unique in the account and mode (409 `conflict` when taken). Meter events may name the customer by it instead of its cus_ id (docs/usage.md#events)
+                         * @example user_4821
+                         */
+                        external_id?: string;
                         name?: string;
                         /**
                          * @description A sandbox test payment method (docs/money-and-ledger.md lists them)
@@ -10617,7 +10629,7 @@ export interface paths {
         put?: never;
         /**
          * Update a customer (POST, as Stripe does)
-         * @description email, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) retries the customer's past-due subscriptions at once. PATCH and POST do the same. Takes JSON or an `application/x-www-form-urlencoded` body.
+         * @description email, external_id, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) retries the customer's past-due subscriptions at once. PATCH and POST do the same. Takes JSON or an `application/x-www-form-urlencoded` body.
          */
         post: {
             parameters: {
@@ -10666,6 +10678,11 @@ export interface paths {
                         currency?: string | null;
                         /** Format: email */
                         email?: string;
+                        /**
+                         * @description null (or an empty form value) removes it
+                         * @example user_4821
+                         */
+                        external_id?: string | null;
                         /** @description null (or an empty form value) removes it */
                         name?: string | null;
                         /**
@@ -10714,6 +10731,11 @@ export interface paths {
                         currency?: string | null;
                         /** Format: email */
                         email?: string;
+                        /**
+                         * @description null (or an empty form value) removes it
+                         * @example user_4821
+                         */
+                        external_id?: string | null;
                         /** @description null (or an empty form value) removes it */
                         name?: string | null;
                         /**
@@ -10907,7 +10929,7 @@ export interface paths {
         head?: never;
         /**
          * Update a customer
-         * @description email, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) retries the customer's past-due subscriptions at once. PATCH and POST do the same. Takes JSON or an `application/x-www-form-urlencoded` body.
+         * @description email, external_id, name, payment_method, currency; fields left out stay as they are. A new currency applies to subscriptions and invoice items made from then on; existing subscriptions keep theirs. Setting payment_method (even to the same one) retries the customer's past-due subscriptions at once. PATCH and POST do the same. Takes JSON or an `application/x-www-form-urlencoded` body.
          */
         patch: {
             parameters: {
@@ -10953,6 +10975,11 @@ export interface paths {
                         currency?: string | null;
                         /** Format: email */
                         email?: string;
+                        /**
+                         * @description null (or an empty form value) removes it
+                         * @example user_4821
+                         */
+                        external_id?: string | null;
                         /** @description null (or an empty form value) removes it */
                         name?: string | null;
                         /**
@@ -11001,6 +11028,11 @@ export interface paths {
                         currency?: string | null;
                         /** Format: email */
                         email?: string;
+                        /**
+                         * @description null (or an empty form value) removes it
+                         * @example user_4821
+                         */
+                        external_id?: string | null;
                         /** @description null (or an empty form value) removes it */
                         name?: string | null;
                         /**
@@ -37969,6 +38001,11 @@ export interface components {
                 subscription: string | null;
             } | null;
             email: string;
+            /**
+             * @description The merchant's own id for this customer (unique in the account and mode), or null. Meter events may name the customer by it
+             * @example user_4821
+             */
+            external_id: string | null;
             id: string;
             livemode: boolean;
             name: string | null;
@@ -38766,7 +38803,7 @@ export interface components {
          */
         MeterEventInput: {
             /**
-             * @description The customer (cus_…)
+             * @description The customer: its id (cus_…) or its external_id (the merchant's own id, set on the customer); an id wins over another customer's equal external_id
              * @example cus_01jd3x5k8q0m2v7c9r4t6y1w3e
              */
             customer: string;
