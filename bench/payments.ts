@@ -13,10 +13,10 @@
  * worker; the measured request ends once Temporal has accepted the start, as in
  * production.
  *
- * The bare payment route is not hand-written SQL: it calls the same service functions
- * as the engine's route (services/money/transactions.ts newTransactionFields for the fields
- * and risk score, services/money/payments.ts recordPendingPayment, the sandbox processor's
- * charge, continuePayment), so both run the same statements; what the ratio measures is
+ * The bare payment route is not hand-written SQL: it calls the same service function
+ * as the engine's route (services/money/payments.ts payByCard: the attempt recorded
+ * pending with its risk score, the sandbox processor's charge, its outcome recorded),
+ * so both run the same statements; what the ratio measures is
  * the HTTP layer around them (middleware, authentication, idempotency pass-through, zod
  * validation, OpenAPI routing). The bare balance route runs the credential query and
  * one `select … from account_balances`, serialized by the same serializer.
@@ -39,8 +39,7 @@ import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { serializeBalance } from '../objects/balance.ts';
 import { serializeTransaction } from '../objects/transaction.ts';
-import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../services/money/payments.ts';
-import { newTransactionFields } from '../services/money/transactions.ts';
+import { payByCard } from '../services/money/payments.ts';
 import { sandboxProcessors } from '../services/processors/index.ts';
 import {
   allSucceeded,
@@ -67,6 +66,7 @@ const balanceSql = `select currency, available, pending from account_balances wh
 function bareApp(orm: MikroORM, config: Config, temporal: Client): Hono {
   const app = new Hono();
   const processors = sandboxProcessors(() => orm.em.fork());
+  const payments = { orm, processors, temporal: { client: temporal, taskQueue: config.taskQueue } };
   const caller = (c: Context) => bareCaller(orm, c);
   const unauthorized = (c: Context) => c.json({ error: 'unauthorized', message: 'Invalid or revoked API key.' }, 401);
 
@@ -92,24 +92,19 @@ function bareApp(orm: MikroORM, config: Config, temporal: Client): Hono {
         400,
       );
     }
-    const em = orm.em.fork();
-    const fields = await newTransactionFields(
-      em,
+    const result = await payByCard(
+      payments,
       {
         accountId: key.account_id,
         livemode: key.livemode,
         amount: body.amount,
         currency: body.currency,
-        type: 'payment',
         reference: null,
         metadata: {},
         paymentMethod: body.payment_method,
       },
-      { createdAt: new Date(key.created_at) },
+      { owner: { createdAt: new Date(key.created_at) } },
     );
-    const pending = await recordPendingPayment(em, fields);
-    const outcome = await processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
-    const result = await continuePayment(em, temporal, config.taskQueue, pending, outcome);
     return c.json(serializeTransaction(result), 201);
   });
 

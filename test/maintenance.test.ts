@@ -28,8 +28,8 @@ import { createSmtpMailer, type Mailer } from '../services/email/mailer.ts';
 import { pruneExpiredExports } from '../services/exports/run.ts';
 import { localExportStorage } from '../services/exports/storage.ts';
 import { ensureMaintenanceWorkflow, maintenanceWorkflowId, pruneExpiredRows } from '../services/maintenance/sweeps.ts';
-import { paymentChargeRequest, recordPaymentOutcome, recordPendingPayment } from '../services/money/payments.ts';
-import { newTransactionFields } from '../services/money/transactions.ts';
+import { paymentChargeRequest } from '../services/money/payments.ts';
+import { recordPaymentAttempt, settlePaymentAttempt } from '../services/money/record-payment-attempt.ts';
 import { createPayout } from '../services/payouts/rail.ts';
 import { SandboxProcessor } from '../services/processors/sandbox.ts';
 import { discountEndWorkflowId } from '../workflows/discount-end.ts';
@@ -119,17 +119,18 @@ describe('maintenance', () => {
     paymentMethod: string,
     options: { charged?: boolean; amount?: number } = {},
   ): Promise<string> {
-    const fields = await newTransactionFields(em(), {
+    const attempt = {
       accountId: engine.tenant.accountId,
       livemode: true,
       amount: options.amount ?? 4200,
       currency: 'USD',
-      type: 'payment',
       reference: null,
       metadata: {},
       paymentMethod,
-    });
-    const pending = await recordPendingPayment(em(), fields);
+    };
+    const { transaction: pending } = await em().transactional((tx) =>
+      recordPaymentAttempt(tx, attempt, { status: 'pending' }),
+    );
     if (options.charged !== false) await processor.charge(paymentChargeRequest(pending));
     return pending.id;
   }
@@ -197,7 +198,7 @@ describe('maintenance', () => {
 
     expect(await reconcilePayments()).toEqual({ checked: 0, reconciled: 0, failed: 0 });
     // The API and the reconciler racing to record the same outcome: the second changes nothing.
-    const again = await recordPaymentOutcome(em(), id, { status: 'succeeded' });
+    const again = await settlePaymentAttempt(em(), id, { status: 'succeeded' });
     expect(again.status).toBe('succeeded');
     expect(await processorCharges(id)).toBe(1);
     expect(await entries(id)).toBe(2);

@@ -8,8 +8,8 @@ import { Event, LedgerEntry, ProcessorEvent, SandboxProcessorRefund, Transaction
 import { type RunningStripeMock, startStripeMock } from '../dev/stripe-mock.ts';
 import { createCustomerLinks } from '../domain/customer-links.ts';
 import { emailSubject } from '../services/email/send-once.ts';
-import { paymentChargeRequest, recordPendingPayment } from '../services/money/payments.ts';
-import { newTransactionFields } from '../services/money/transactions.ts';
+import { paymentChargeRequest } from '../services/money/payments.ts';
+import { recordPaymentAttempt } from '../services/money/record-payment-attempt.ts';
 import { createProcessors, sandboxOnlyConfig } from '../services/processors/index.ts';
 import { IdempotencyKeyReuseError, SandboxProcessor } from '../services/processors/sandbox.ts';
 import { ProcessorSignatureError } from '../services/processors/types.ts';
@@ -232,17 +232,19 @@ describe('processors in the engine (test mode on Stripe through stripe-mock, liv
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
     async function pendingTestPayment(amount: number) {
-      const fields = await newTransactionFields(em(), {
+      const attempt = {
         accountId: engine.tenant.accountId,
         livemode: false,
         amount,
         currency: 'USD',
-        type: 'payment',
         reference: null,
         metadata: {},
         paymentMethod: 'pm_card_visa',
-      });
-      return recordPendingPayment(em(), fields);
+      };
+      const { transaction } = await em().transactional((tx) =>
+        recordPaymentAttempt(tx, attempt, { status: 'pending' }),
+      );
+      return transaction;
     }
     const intent = (id: string, transactionId: string, extra: object = {}) => ({
       id,

@@ -5,7 +5,7 @@ import { Account, Customer, Transaction, transactionStatuses, transactionTypes }
 import { ApiError } from '../../domain/errors.ts';
 import { amount, currency, metadata, metadataLimits, timestamp } from '../../objects/common.ts';
 import { serializeTransaction, TransactionSchema } from '../../objects/transaction.ts';
-import { continuePayment, paymentChargeRequest, recordPendingPayment } from '../../services/money/payments.ts';
+import { chargePendingPayment, payByCard } from '../../services/money/payments.ts';
 import { completeRefund, reserveRefund } from '../../services/money/refunds.ts';
 import { recordTransactionEvents } from '../../services/money/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../services/money/transactions.ts';
@@ -181,6 +181,7 @@ function refuseLiveMoneyFromNothing(actor: Actor, livemode: boolean, type: (type
 export function transactionsApp(deps: ApiDeps) {
   const { orm } = deps;
   const processors = resolveProcessors(deps, deps.config.processors, () => orm.em.fork());
+  const payments = { orm, processors, temporal: { client: deps.temporal, taskQueue: deps.config.taskQueue } };
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
     const transaction = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
@@ -247,30 +248,25 @@ export function transactionsApp(deps: ApiDeps) {
           const existing = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
           if (existing && (existing.type !== 'payment' || existing.status !== 'pending'))
             return c.json(serializeTransaction(existing), 201);
-          if (existing) {
-            const outcome = await processors.forMode(existing.livemode).charge(paymentChargeRequest(existing));
-            return c.json(
-              serializeTransaction(await continuePayment(em, deps.temporal, deps.config.taskQueue, existing, outcome)),
-              201,
-            );
-          }
+          if (existing) return c.json(serializeTransaction(await chargePendingPayment(payments, existing, em)), 201);
         }
-        const computed = await newTransactionFields(
-          em,
-          {
-            accountId: scope.accountId,
-            livemode: scope.livemode,
-            amount: body.amount,
-            currency: body.currency,
-            type: body.type,
-            reference: body.reference ?? null,
-            metadata: body.metadata ?? {},
-            paymentMethod: body.payment_method ?? null,
-            ...(customer ? { links: { customerId: customer.id } } : {}),
-          },
-          account,
-        );
-        const fields = { ...computed, id };
+        const details = {
+          accountId: scope.accountId,
+          livemode: scope.livemode,
+          amount: body.amount,
+          currency: body.currency,
+          reference: body.reference ?? null,
+          metadata: body.metadata ?? {},
+          paymentMethod: body.payment_method ?? null,
+          ...(customer ? { links: { customerId: customer.id } } : {}),
+        };
+        // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled: at once,
+        // or by a workflow when the processor answers pending (services/money/payments.ts payByCard). If this
+        // process dies in between, the maintenance workflow finishes the job (services/maintenance/sweeps.ts).
+        if (body.type === 'payment')
+          return c.json(serializeTransaction(await payByCard(payments, { ...details, id }, { owner: account })), 201);
+
+        const fields = { ...(await newTransactionFields(em, { ...details, type: body.type }, account)), id };
 
         if (body.type === 'refund' && body.source_transaction) {
           // A refund of a charge: reserved under a lock on the payment, refunded by the processor, then recorded (services/money/refunds.ts).
@@ -281,18 +277,9 @@ export function transactionsApp(deps: ApiDeps) {
           );
         }
 
-        if (body.type !== 'payment') {
-          const { transaction } = await em.transactional((tx) => recordSucceededTransaction(tx, fields));
-          return c.json(serializeTransaction(transaction), 201);
-        }
-
-        // A payment: recorded as pending, charged once (the transaction id keys the charge), then settled:
-        // at once, or by a workflow when the processor answers pending (services/money/payments.ts, workflows/payment-settlement.ts). If this process
-        // dies in between, the maintenance workflow finishes the job (services/maintenance/sweeps.ts).
-        const pending = await recordPendingPayment(em, fields);
-        const outcome = await processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
-        const result = await continuePayment(em, deps.temporal, deps.config.taskQueue, pending, outcome);
-        return c.json(serializeTransaction(result), 201);
+        // A credit, or a refund of no charge: money on the ledger at once.
+        const { transaction } = await em.transactional((tx) => recordSucceededTransaction(tx, fields));
+        return c.json(serializeTransaction(transaction), 201);
       });
     })
     .openapi(listTransactions, async (c) => {

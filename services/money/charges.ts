@@ -9,9 +9,9 @@ import type { InvoiceLinks } from '../invoices/events.ts';
 import { charges as chargeAttempts } from '../observability/metrics.ts';
 import type { Processors } from '../processors/index.ts';
 import { currentTime } from '../test-clocks/now.ts';
-import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { startAvailabilityOf, type WorkflowStarter } from './balances.ts';
 import { withBalanceUpdatesLast } from './ledger.ts';
-import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from './transactions.ts';
+import { recordPaymentAttempt } from './record-payment-attempt.ts';
 
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
@@ -109,35 +109,14 @@ export async function chargeCustomer(
 
   // A closed account is charged no more (a subscription may still be winding down): refused, with no processor call.
   const account = context.account ?? (await em.findOne(Account, { id: input.accountId }, { fields: ['status'] }));
-  if (account?.status === 'closed') {
-    await em.transactional(async (tx) => {
-      if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt))
-        await recordInvoicePaymentFailed(tx, links, input.invoiceId);
-    });
-    return {
-      status: 'failed',
-      chargeId: null,
-      failureCode: 'account_closed',
-      failureMessage: 'The account is closed.',
-    };
-  }
+  if (account?.status === 'closed')
+    return refusedWithoutCharge(em, input, links, 'account_closed', 'The account is closed.');
   const customer =
     context.customer !== undefined
       ? context.customer
       : await em.findOne(Customer, { id: input.customerId, accountId: input.accountId });
-  if (!customer?.paymentMethod && !input.paymentMethod) {
-    // No charge row is written, so the attempt count tells a first call from a retry: only the first records the failure's events.
-    await em.transactional(async (tx) => {
-      if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt))
-        await recordInvoicePaymentFailed(tx, links, input.invoiceId);
-    });
-    return {
-      status: 'failed',
-      chargeId: null,
-      failureCode: 'no_payment_method',
-      failureMessage: 'The customer has no payment method.',
-    };
-  }
+  if (!customer?.paymentMethod && !input.paymentMethod)
+    return refusedWithoutCharge(em, input, links, 'no_payment_method', 'The customer has no payment method.');
   const paymentMethod = input.paymentMethod ?? customer!.paymentMethod!;
   // On Stripe the card is charged through its Stripe customer (made now for customers from before there was one).
   const processorCustomerId = await ensureProcessorCustomer(em, processors, customer!);
@@ -194,14 +173,14 @@ export async function chargeCustomer(
             ? context.subscriptionId
             : ((await tx.findOne(Invoice, { id: input.invoiceId }))?.subscriptionId ?? null);
         const owner = context.account?.createdAt ? context.account : undefined;
-        const fields = await newTransactionFields(
+        const { transaction, balanceTransaction } = await recordPaymentAttempt(
           tx,
           {
+            id: transactionId,
             accountId: input.accountId,
             livemode: input.livemode,
             amount: input.amount,
             currency: input.currency,
-            type: 'payment',
             reference: input.description.slice(0, 500),
             metadata: {},
             paymentMethod,
@@ -212,11 +191,16 @@ export async function chargeCustomer(
               processorChargeId: answer.processorChargeId,
             },
           },
-          owner,
+          result,
+          // payment.succeeded/failed are the invoice's (with the invoice), not the transaction's.
+          {
+            processor: processor.name,
+            owner,
+            paymentEvents: false,
+            fundsOwnedByWorkflow: context.fundsOwnedByWorkflow,
+          },
         );
-        fields.id = transactionId;
         if (result.status === 'failed') {
-          const transaction = await recordFailedPayment(tx, fields, result, { paymentEvents: false });
           await recordInvoiceAttempt(tx, input.invoiceId, input.attempt);
           await recordInvoicePaymentFailed(tx, links, input.invoiceId, transaction.id);
           recorded = {
@@ -228,19 +212,13 @@ export async function chargeCustomer(
           };
           return;
         }
-        const delayMs = paymentAvailabilityDelayMs(processor.name, input.livemode);
-        const { transaction, balanceTransaction } = await recordSucceededTransaction(tx, fields, {
-          delayMs,
-          paymentEvents: false,
-          fundsOwnedByWorkflow: context.fundsOwnedByWorkflow,
-        });
         // The attempt is counted with its charge (by onRecorded's markInvoicePaid when there is one).
         if (context.onRecorded)
           await context.onRecorded(tx, {
             chargeId,
             transactionId: transaction.id,
             attempt: input.attempt,
-            pending: balanceTransaction.status === 'pending' ? balanceTransaction : null,
+            pending: balanceTransaction?.status === 'pending' ? balanceTransaction : null,
           });
         else await recordInvoiceAttempt(tx, input.invoiceId, input.attempt);
         recorded = { status: 'succeeded', chargeId, transactionId: transaction.id };
@@ -254,6 +232,25 @@ export async function chargeCustomer(
   if (outcome.status === 'succeeded' && outcome.transactionId && !context.fundsOwnedByWorkflow)
     await startAvailabilityOf(em.fork(), starter, outcome.transactionId);
   return outcome;
+}
+
+/**
+ * An attempt refused before the processor (closed account, no payment method): no charge row is
+ * written, so the invoice's attempt count tells a first call from a retry, and only the first
+ * records invoice.payment_failed.
+ */
+async function refusedWithoutCharge(
+  em: EntityManager,
+  input: ChargeInput,
+  links: InvoiceLinks,
+  failureCode: string,
+  failureMessage: string,
+): Promise<ChargeOutcome> {
+  await em.transactional(async (tx) => {
+    if (await recordInvoiceAttempt(tx, input.invoiceId, input.attempt))
+      await recordInvoicePaymentFailed(tx, links, input.invoiceId);
+  });
+  return { status: 'failed', chargeId: null, failureCode, failureMessage };
 }
 
 function toOutcome(charge: Charge): ChargeOutcome {

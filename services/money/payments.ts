@@ -1,43 +1,67 @@
-import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
 import { Transaction, type TransactionStatus } from '../../db/entities/index.ts';
-import type { ProcessorName } from '../../domain/balance-availability.ts';
 import { paymentSettlementWorkflow } from '../../workflows/payment-settlement.ts';
+import type { ServiceContext, TemporalContext } from '../context.ts';
 import type { Processors } from '../processors/index.ts';
 import { sandboxSettlementDelayMs } from '../processors/sandbox.ts';
-import type { ProcessorChargeRequest, ProcessorChargeResult, ProcessorSettlement } from '../processors/types.ts';
+import type { ProcessorChargeRequest, ProcessorChargeResult } from '../processors/types.ts';
 import { bindToClock, taskQueueFor, unbindFromClock } from '../test-clocks/clocks.ts';
-import { currentTestClock, currentTime } from '../test-clocks/now.ts';
-import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
-import { postPayment } from './ledger.ts';
-import { recordTransactionEvents } from './transaction-events.ts';
-import type { TransactionFields } from './transactions.ts';
+import { currentTestClock } from '../test-clocks/now.ts';
+import type { WorkflowStarter } from './balances.ts';
+import {
+  type PaymentAttempt,
+  type PaymentAttemptOptions,
+  recordPaymentAttempt,
+  settlePaymentAttempt,
+} from './record-payment-attempt.ts';
 
 /*
- * A direct payment (POST /v1/transactions, type payment) in three steps, shared by
- * the API and the maintenance workflow's reconciler (services/maintenance/sweeps.ts):
- * 1. recordPendingPayment: the row, `pending`, with its transaction.created event;
- * 2. the processor charge, keyed `<transaction id>:payment` (paymentChargeRequest);
- * 3. continuePayment: a pending outcome starts paymentSettlementWorkflow, a final
- *    one is recorded at once (recordPaymentOutcome).
- * A process that dies between 1 and 3 leaves the row pending; the reconciler
- * repeats 2 (the repeated key returns the first outcome) and 3.
+ * A direct card payment (POST /v1/transactions, type payment) reads downhill: payByCard
+ * records the attempt `pending` (services/money/record-payment-attempt.ts, with its
+ * transaction.created event), asks the processor once, keyed `<transaction id>:payment`
+ * (paymentChargeRequest), then continuePayment: a pending answer starts
+ * paymentSettlementWorkflow, a final one is recorded at once (settlePaymentAttempt).
+ * A process that dies in between leaves the row pending; chargePendingPayment (a
+ * retry taking over the Idempotency-Key) and the maintenance reconciler
+ * (services/maintenance/sweeps.ts) ask again under the same key (the processor answers
+ * with its first outcome) and continue.
  */
 
-/** Step 1: the pending row of a payment and its transaction.created event, in one database transaction. */
-export async function recordPendingPayment(em: EntityManager, fields: TransactionFields): Promise<Transaction> {
-  return em.transactional(async (tx) => {
-    const row = tx.create(Transaction, { ...fields, status: 'pending' });
-    await tx.flush();
-    await recordTransactionEvents(tx, row, 'created');
-    return row;
-  });
+/** What a direct card payment reaches: the database, each mode's processor, Temporal's client and live queue. */
+export type CardPaymentContext = Pick<ServiceContext, 'orm' | 'processors'> & {
+  temporal: Pick<TemporalContext, 'client' | 'taskQueue'>;
+};
+
+/**
+ * A card payment made now: its attempt recorded pending (so a crash after the charge leaves a row
+ * to reconcile), charged once, then settled. Returns the transaction as it stands afterwards.
+ */
+export async function payByCard(
+  ctx: CardPaymentContext,
+  attempt: PaymentAttempt,
+  options: Pick<PaymentAttemptOptions, 'owner'> = {},
+): Promise<Transaction> {
+  const em = ctx.orm.em.fork();
+  const { transaction } = await em.transactional((tx) =>
+    recordPaymentAttempt(tx, attempt, { status: 'pending' }, { owner: options.owner }),
+  );
+  return chargePendingPayment(ctx, transaction, em);
 }
 
-/** Step 2's request: the same for the API and the reconciler, so the processor sees one charge. */
+/** Charges a pending card payment (again: the same key answers with the processor's first outcome) and continues it. */
+export async function chargePendingPayment(
+  ctx: CardPaymentContext,
+  pending: Transaction,
+  em: EntityManager = ctx.orm.em.fork(),
+): Promise<Transaction> {
+  const outcome = await ctx.processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
+  return continuePayment(em, ctx.temporal.client, ctx.temporal.taskQueue, pending, outcome);
+}
+
+/** The processor charge of a card payment: the same for the API and the reconciler, so the processor sees one charge. */
 export function paymentChargeRequest(
   transaction: Pick<Transaction, 'id' | 'amount' | 'currency' | 'paymentMethod' | 'reference'>,
 ): ProcessorChargeRequest {
@@ -90,60 +114,8 @@ export async function startPaymentSettlement(
   }
 }
 
-/** Optional context of recordPaymentOutcome (its first three parameters are the seam the processor webhooks call). */
-export interface PaymentOutcomeOptions {
-  /** Which processor settled it: sets how long its money stays pending (domain/balance-availability.ts). Default sandbox. */
-  processor?: ProcessorName;
-  /** The processor's charge id, recorded on the transaction when not already. */
-  processorChargeId?: string;
-  /** Starts the availability workflow of its pending money after the commit; without it the maintenance reconciler does. */
-  starter?: WorkflowStarter;
-}
-
 /**
- * Records how a payment ended (succeeded: the money posted to the pending balance,
- * available after the processor's delay; failed: the processor's reason) with its
- * events, under a row lock, and only if the transaction is still pending: a second
- * call (a racing reconciler, a retried activity) or a payment canceled meanwhile
- * changes nothing. Returns the row.
- */
-export async function recordPaymentOutcome(
-  em: EntityManager,
-  transactionId: string,
-  outcome: Exclude<ProcessorSettlement, { status: 'pending' }>,
-  options: PaymentOutcomeOptions = {},
-): Promise<Transaction> {
-  const result = await em.transactional(async (tx) => {
-    const transaction = await tx.findOneOrFail(
-      Transaction,
-      { id: transactionId },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
-    );
-    if (transaction.status !== 'pending') return transaction;
-    transaction.updatedAt = currentTime();
-    if (options.processorChargeId && !transaction.processorChargeId)
-      transaction.processorChargeId = options.processorChargeId;
-    if (outcome.status === 'succeeded') {
-      transaction.status = 'succeeded';
-      await tx.flush();
-      await postPayment(tx, transaction, paymentAvailabilityDelayMs(options.processor, transaction.livemode));
-    } else if (outcome.status === 'failed') {
-      transaction.status = 'failed';
-      transaction.failureCode = outcome.failureCode;
-      transaction.failureMessage = outcome.failureMessage;
-    } else {
-      return transaction;
-    }
-    await tx.flush();
-    await recordTransactionEvents(tx, transaction, 'status');
-    return transaction;
-  });
-  if (result.status === 'succeeded') await startAvailabilityOf(em, options.starter, result.id);
-  return result;
-}
-
-/**
- * Step 3: what follows the processor's answer. Pending: the settlement workflow
+ * What follows the processor's answer. Pending: the settlement workflow
  * takes over and the row is returned as it is; final: recorded now. Returns the
  * transaction as it stands afterwards.
  */
@@ -158,7 +130,7 @@ export async function continuePayment(
     await startPaymentSettlement(client, taskQueue, transaction.id, outcome.processorChargeId);
     return transaction;
   }
-  return recordPaymentOutcome(em, transaction.id, outcome, {
+  return settlePaymentAttempt(em, transaction.id, outcome, {
     processorChargeId: outcome.processorChargeId,
     starter: { client, taskQueue },
   });
@@ -185,6 +157,6 @@ export async function settlePendingPayment(
   if (outcome.status === 'pending')
     throw new Error(`Charge ${processorChargeId} of ${transactionId} is still pending at the processor.`);
   return (
-    await recordPaymentOutcome(em, transactionId, outcome, { processorChargeId, starter, processor: processor.name })
+    await settlePaymentAttempt(em, transactionId, outcome, { processorChargeId, starter, processor: processor.name })
   ).status;
 }

@@ -18,7 +18,7 @@ import { serializeTransaction } from '../../objects/transaction.ts';
 import { customerBalances } from '../customers/balance.ts';
 import { recordEvent } from '../events/record.ts';
 import type { ProcessorEvent } from '../processors/types.ts';
-import { recordPaymentOutcome } from './payments.ts';
+import { settlePaymentAttempt } from './record-payment-attempt.ts';
 import { finishRefund, reserveRefund } from './refunds.ts';
 import { newTransactionFields } from './transactions.ts';
 
@@ -159,7 +159,7 @@ export async function handleProcessorEvent(
         // Not ours (a charge made outside the engine) or not known yet: kept, a redelivery tries again.
         if (!payment) return done('recorded', null, false);
         if (payment.status !== 'pending') return done('recorded', payment.id, true);
-        await recordPaymentOutcome(
+        await settlePaymentAttempt(
           tx,
           payment.id,
           event.type === 'charge.succeeded'

@@ -17,8 +17,8 @@ import {
 } from '../../workflows/payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { recordEvent } from '../events/record.ts';
-import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from '../money/balances.ts';
-import { newTransactionFields, recordFailedPayment, recordSucceededTransaction } from '../money/transactions.ts';
+import { startAvailabilityOf, type WorkflowStarter } from '../money/balances.ts';
+import { recordPaymentAttempt } from '../money/record-payment-attempt.ts';
 import { charges } from '../observability/metrics.ts';
 import { writeVersioned } from '../platform/versioned-write.ts';
 import type { Processors } from '../processors/index.ts';
@@ -243,22 +243,23 @@ export async function recordPaymentRequestPayment(
         await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: recorded.id });
       return recorded.id;
     }
-    const fields = await newTransactionFields(tx, {
-      accountId: input.accountId,
-      livemode: input.livemode,
-      amount: input.amount,
-      currency: input.currency,
-      type: 'payment',
-      reference: input.reference,
-      metadata: input.metadata,
-      paymentMethod: input.paymentMethod,
-      links: { paymentRequestId: input.paymentRequestId, processorChargeId },
-    });
-    if (result.status === 'failed') return (await recordFailedPayment(tx, fields, result, { paymentEvents: false })).id;
-    const { transaction } = await recordSucceededTransaction(tx, fields, {
-      delayMs: paymentAvailabilityDelayMs(processorName, input.livemode),
-    });
-    if (options.markPaid)
+    const { transaction } = await recordPaymentAttempt(
+      tx,
+      {
+        accountId: input.accountId,
+        livemode: input.livemode,
+        amount: input.amount,
+        currency: input.currency,
+        reference: input.reference,
+        metadata: input.metadata,
+        paymentMethod: input.paymentMethod,
+        links: { paymentRequestId: input.paymentRequestId, processorChargeId },
+      },
+      result,
+      // A failed attempt's payment.failed comes with the payment request (its projection); a succeeded one's is the transaction's.
+      { processor: processorName, paymentEvents: result.status === 'succeeded' },
+    );
+    if (options.markPaid && result.status === 'succeeded')
       await tx.nativeUpdate(PaymentRequest, { id: input.paymentRequestId }, { transactionId: transaction.id });
     return transaction.id;
   });
