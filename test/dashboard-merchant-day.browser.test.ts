@@ -14,6 +14,7 @@ import { type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import type { RunningApi } from '../api/server.ts';
+import { exportFormats, exportResources } from '../db/entities/export.ts';
 import { checkPageLayout, launchChromium, servePublicApi } from './helpers/browser.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 import { eventually } from './helpers/temporal.ts';
@@ -363,6 +364,91 @@ describe("a merchant's day in the dashboard (chromium)", () => {
       .poll(() => objects.getByRole('listitem').filter({ hasText: '$20.00' }).count(), { timeout: 10_000 })
       .toBe(2);
     await check('test-clock');
+    expect(problems).toEqual([]);
+  });
+
+  it('lists name the customer (email under it); the portal offers only the plans chosen in Settings', async () => {
+    await go('Invoices');
+    const invoiceRow = page
+      .getByRole('region', { name: 'Invoices table' })
+      .getByRole('row')
+      .filter({ hasText: '$20.00' });
+    await invoiceRow.first().getByRole('link', { name: 'Ada Lovelace' }).waitFor();
+    expect(await invoiceRow.first().textContent()).toContain('ada@example.com');
+    await go('Transactions');
+    const paymentRow = page
+      .getByRole('region', { name: 'Transactions table' })
+      .getByRole('row')
+      .filter({ hasText: 'Ada Lovelace' });
+    await paymentRow.first().waitFor();
+    expect(await paymentRow.first().textContent()).toContain('ada@example.com');
+    await go('Subscriptions');
+    await page
+      .getByRole('region', { name: 'Subscriptions table' })
+      .getByRole('row')
+      .filter({ hasText: 'Ada Lovelace' })
+      .filter({ hasText: 'ada@example.com' })
+      .first()
+      .waitFor();
+
+    const team = await callApi('POST', '/v1/plans', { name: 'Team', amount: 5000, currency: 'USD', interval: 'month' });
+    await go('Settings');
+    const portal = page.getByRole('form', { name: 'Customer portal' });
+    await portal.getByLabel('Customers may change plans').check();
+    await portal.getByLabel('Only these plans').check();
+    await portal.getByLabel('Team: $50.00 per unit, every month').check();
+    await check('settings-portal-plans');
+    await portal.getByRole('button', { name: 'Save portal settings' }).click();
+    await expect.poll(async () => (await callApi('GET', '/v1/settings/customer_portal')).plans).toEqual([team.id]);
+    expect((await callApi('GET', '/v1/settings/customer_portal')).plan_changes).toBe(true);
+    // What the portal then offers Ada: Team, not Pro.
+    const link = await callApi('POST', `/v1/customers/${customerId}/portal_link`);
+    const offered = await fetch(`${baseUrl}/v1/portal`, { headers: { 'x-portal-token': link.url.split('#')[1] } });
+    expect(offered.status).toBe(200);
+    const body = (await offered.json()) as { plans: { id: string }[] };
+    expect(body.plans.map((p) => p.id)).toEqual([team.id]);
+    // The page shows the choice it saved; back to every plan.
+    await portal.getByLabel('Team: $50.00 per unit, every month').waitFor();
+    expect(await portal.getByLabel('Only these plans').isChecked()).toBe(true);
+    expect(await portal.getByLabel('Team: $50.00 per unit, every month').isChecked()).toBe(true);
+    await portal.getByLabel('Every active recurring plan').check();
+    await portal.getByRole('button', { name: 'Save portal settings' }).click();
+    await expect.poll(async () => (await callApi('GET', '/v1/settings/customer_portal')).plans).toBeNull();
+    expect(problems).toEqual([]);
+  });
+
+  it('the exports page offers every resource and format of the API and downloads the file', async () => {
+    await go('Exports');
+    const form = page.getByRole('form', { name: 'New export' });
+    expect(
+      await form
+        .getByLabel('What')
+        .locator('option')
+        .evaluateAll((o) => o.map((x) => (x as HTMLOptionElement).value)),
+    ).toEqual([...exportResources]);
+    expect(
+      await form
+        .getByLabel('Format')
+        .locator('option')
+        .evaluateAll((o) => o.map((x) => (x as HTMLOptionElement).value)),
+    ).toEqual([...exportFormats]);
+    await form.getByLabel('What').selectOption('invoices');
+    await form.getByLabel('Format').selectOption('json');
+    await form.getByRole('button', { name: 'Export', exact: true }).click();
+    const download = form.getByRole('link', { name: 'Download JSON' });
+    await download.waitFor({ timeout: 30_000 });
+    const file = await fetch(new URL((await download.getAttribute('href'))!, baseUrl));
+    expect(file.status).toBe(200);
+    const rows = JSON.parse(await file.text()) as { number: string; customer_email: string }[];
+    expect(rows.map((r) => r.customer_email)).toContain('ada@example.com');
+    expect(rows.map((r) => r.number)).toContain('HOPPER-0001');
+    await page
+      .getByRole('region', { name: 'Exports table' })
+      .getByRole('row')
+      .filter({ hasText: 'Invoices' })
+      .getByRole('link', { name: 'Download JSON' })
+      .waitFor();
+    await check('exports');
     expect(problems).toEqual([]);
   });
 });

@@ -304,6 +304,7 @@ describe('the dashboard in chromium', () => {
       'Transactions',
       'Payment requests',
       'Payouts',
+      'Exports',
       'Test clocks',
       'Settings',
     ]);

@@ -11,6 +11,7 @@ import { ForgotPassword, ResetPassword, SignUp } from './pages/auth-pages.tsx';
 import { Coupons } from './pages/coupons.tsx';
 import { CustomerDetail } from './pages/customer-detail.tsx';
 import { Customers } from './pages/customers.tsx';
+import { Exports } from './pages/exports.tsx';
 import { Home } from './pages/home.tsx';
 import { InvoiceDetail, Invoices } from './pages/invoices.tsx';
 import { Meters } from './pages/meters.tsx';
@@ -40,6 +41,7 @@ const nav: { to: string; label: string; manage?: boolean }[] = [
   { to: '/transactions', label: 'Transactions' },
   { to: '/payment-requests', label: 'Payment requests' },
   { to: '/payouts', label: 'Payouts' },
+  { to: '/exports', label: 'Exports' },
   { to: '/test-clocks', label: 'Test clocks' },
   { to: '/webhooks', label: 'Webhooks', manage: true },
   { to: '/api-keys', label: 'API keys', manage: true },
@@ -178,6 +180,7 @@ const routeTree = rootRoute.addChildren([
     page('/transactions', Transactions),
     page('/payment-requests', PaymentRequests),
     page('/payouts', Payouts),
+    page('/exports', Exports),
     page('/test-clocks', TestClocks),
     page('/test-clocks/$id', TestClockDetail),
     page('/webhooks', Webhooks),

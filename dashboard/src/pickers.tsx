@@ -78,10 +78,12 @@ export function CustomerPicker(props: {
   );
 }
 
-export function useActivePlans() {
+/** `fresh`: read again on every mount (a settings page must not miss a plan made a moment ago). */
+export function useActivePlans(fresh = false) {
   return useQuery({
     queryKey: [currentMode(), 'plans', 'active'],
     queryFn: () => unwrap(api.GET('/v1/plans', { params: { query: { limit: 100, active: 'true' } } })),
+    ...(fresh ? { staleTime: 0 } : {}),
   });
 }
 
@@ -124,17 +126,34 @@ export function PlanPicker(props: {
   );
 }
 
-/** A customer's name (or email) linking to their page; the id while it loads or when it cannot be read. */
-export function CustomerName({ id }: { id: string }) {
+/**
+ * A customer's name (or email) linking to their page; the id while it loads or when it cannot be read.
+ * `withEmail`: a list's cell, the email under the name.
+ */
+export function CustomerName({ id, withEmail }: { id: string; withEmail?: boolean }) {
   const customer = useQuery({
     queryKey: [currentMode(), 'customer', id],
     queryFn: () => unwrap(api.GET('/v1/customers/{id}', { params: { path: { id } } })),
     retry: false,
   });
+  if (withEmail && customer.data)
+    return <CustomerCell id={id} name={customer.data.name ?? null} email={customer.data.email ?? null} />;
   return (
     <Link to="/customers/$id" params={{ id }}>
       {customer.data ? (customer.data.name ?? customer.data.email) : <code>{id}</code>}
     </Link>
+  );
+}
+
+/** A list's customer cell from what the row already holds: the name linking to the customer, the email under it. */
+export function CustomerCell({ id, name, email }: { id: string; name: string | null; email: string | null }) {
+  return (
+    <>
+      <Link to="/customers/$id" params={{ id }}>
+        {name ?? email ?? <code>{id}</code>}
+      </Link>
+      {name && email ? <div className="muted small">{email}</div> : null}
+    </>
   );
 }
 

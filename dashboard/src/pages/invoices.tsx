@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { formatMinor } from '../../../domain/price-text.ts';
 import { api, blobUrl, currentMode, date, dateOnly, money, type Schemas, unwrap } from '../api.ts';
 import type { InvoiceLineTotalsFields } from '../billing-types.ts';
+import { CustomerCell } from '../pickers.tsx';
 import { ActionButton, ErrorNote, PagedTable, PageTitle, Status } from '../ui.tsx';
 import { NewInvoiceForm } from './customer-detail.tsx';
 import { InvoiceExtras, InvoiceTotals } from './invoice-extras.tsx';
@@ -434,7 +435,10 @@ export function Invoices() {
               </Link>
             ),
           },
-          { header: 'Customer', cell: (i) => i.customer_email ?? i.customer_id },
+          {
+            header: 'Customer',
+            cell: (i) => <CustomerCell id={i.customer_id} name={i.customer_name} email={i.customer_email} />,
+          },
           { header: 'Total', cell: (i) => money(i.total, i.currency) },
           { header: 'Status', cell: (i) => <Status value={i.status} /> },
           {

@@ -2,8 +2,10 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 
 import { api, call, currentMode, type Schemas, unwrap } from '../api.ts';
+import { useActivePlans } from '../pickers.tsx';
 import { canManage, useSession } from '../session.tsx';
 import { ActionForm, ErrorNote, Field, PageTitle } from '../ui.tsx';
+import { describePlan } from './plans.tsx';
 
 export function Settings() {
   const mode = currentMode();
@@ -84,8 +86,8 @@ export function Settings() {
           key={JSON.stringify(portal.data)}
           title="Customer portal"
           submit="Save portal settings"
-          action={(v) => {
-            const body: Record<string, boolean> = {
+          action={(v, form) => {
+            const body: Record<string, boolean | string[] | null> = {
               plan_changes: v.plan_changes === 'on',
               cancellation: v.cancellation === 'on',
               resume: v.resume === 'on',
@@ -93,6 +95,7 @@ export function Settings() {
             };
             // promotion_codes (issue #27) is newer than the generated SDK types: sent when the engine shows it.
             if ('promotion_codes' in portal.data!) body.promotion_codes = v.promotion_codes === 'on';
+            body.plans = v.portal_plans === 'some' ? form.getAll('portal_plan').map(String) : null;
             return call('PATCH', '/v1/settings/customer_portal', { body });
           }}
         >
@@ -117,10 +120,80 @@ export function Settings() {
                 <label htmlFor={`p-${name}`}>{label}</label>
               </div>
             ))}
+          <PortalPlans chosen={(portal.data as { plans?: string[] | null }).plans ?? null} />
         </ActionForm>
       ) : null}
       {branding.data ? <BrandingForm branding={branding.data} readOnly={readOnly} /> : null}
     </>
+  );
+}
+
+/**
+ * Which plans a customer may switch to in the portal (the setting's `plans`): every active recurring
+ * plan (null), or only those ticked. A chosen plan that was archived since is still listed, marked.
+ */
+function PortalPlans({ chosen }: { chosen: string[] | null }) {
+  const plans = useActivePlans(true);
+  const [only, setOnly] = useState(chosen !== null);
+  const recurring = (plans.data?.data ?? []).filter((p) => Boolean(p.interval));
+  const archived = plans.data ? (chosen ?? []).filter((id) => !recurring.some((p) => p.id === id)) : [];
+  return (
+    <fieldset className="field plain-fieldset">
+      <legend>Plans customers may switch to (with plan changes on)</legend>
+      <div className="field checkbox">
+        <input
+          id="portal-plans-all"
+          type="radio"
+          name="portal_plans"
+          value="all"
+          checked={!only}
+          onChange={() => setOnly(false)}
+        />
+        <label htmlFor="portal-plans-all">Every active recurring plan</label>
+      </div>
+      <div className="field checkbox">
+        <input
+          id="portal-plans-some"
+          type="radio"
+          name="portal_plans"
+          value="some"
+          checked={only}
+          onChange={() => setOnly(true)}
+        />
+        <label htmlFor="portal-plans-some">Only these plans</label>
+      </div>
+      {only ? (
+        recurring.length === 0 && archived.length === 0 ? (
+          <p className="muted">No recurring plans yet: create one on the Plans page.</p>
+        ) : (
+          <ul className="plain">
+            {recurring.map((p) => {
+              const described = describePlan(p);
+              return (
+                <li key={p.id} className="field checkbox">
+                  <input
+                    id={`portal-plan-${p.id}`}
+                    type="checkbox"
+                    name="portal_plan"
+                    value={p.id}
+                    defaultChecked={chosen?.includes(p.id) ?? false}
+                  />
+                  <label htmlFor={`portal-plan-${p.id}`}>
+                    {p.name}: {described.price}, {described.billing}
+                  </label>
+                </li>
+              );
+            })}
+            {archived.map((id) => (
+              <li key={id} className="field checkbox">
+                <input id={`portal-plan-${id}`} type="checkbox" name="portal_plan" value={id} defaultChecked />
+                <label htmlFor={`portal-plan-${id}`}>{id} (archived or not found: not offered)</label>
+              </li>
+            ))}
+          </ul>
+        )
+      ) : null}
+    </fieldset>
   );
 }
 

@@ -177,7 +177,7 @@ export function Subscriptions() {
               </Link>
             ),
           },
-          { header: 'Customer', cell: (s) => <CustomerName id={s.customer_id} /> },
+          { header: 'Customer', cell: (s) => <CustomerName id={s.customer_id} withEmail /> },
           {
             header: 'Plan',
             cell: (s) => (

@@ -3,6 +3,7 @@ import { useEffect, useId, useState } from 'react';
 
 import { currencyExponent } from '../../../domain/money.ts';
 import { api, currentMode, date, money, type Schemas, toMinor, unwrap } from '../api.ts';
+import { CustomerName } from '../pickers.tsx';
 import { ActionButton, type Column, ErrorNote, PagedTable, PageTitle, Status } from '../ui.tsx';
 
 /**
@@ -80,6 +81,7 @@ export function statusOf(t: Schemas['Transaction']) {
 const columns: Column<Schemas['Transaction']>[] = [
   { header: 'Amount', cell: (t) => money(t.amount, t.currency) },
   { header: 'Type', cell: (t) => t.type },
+  { header: 'Customer', cell: (t) => (t.customer ? <CustomerName id={t.customer} withEmail /> : '—') },
   { header: 'Status', cell: (t) => statusOf(t) },
   { header: 'Reference', cell: (t) => t.reference ?? '—' },
   { header: 'Created', cell: (t) => date(t.created_at) },
