@@ -66,14 +66,15 @@ export interface Config {
    */
   workerHealthPort: number | undefined;
   /**
-   * METRICS_PORT: the port of this process's Prometheus `GET /metrics` (the API, the worker and the exports worker
-   * each serve their own; services/observability/metrics-server.ts). Unset: none is served.
+   * METRICS_PORT: the port of `npm start`'s Prometheus `GET /metrics`; the API, the worker and the exports worker
+   * each take their own port from it or from their own setting (services/observability/metrics-ports.ts). Unset: none is served.
    */
   metricsPort: number | undefined;
   /**
    * TEMPORAL_METRICS_ADDRESS (host:port): where a worker process's Temporal SDK serves its own worker metrics
    * (its runtime's Prometheus exporter), appended to the worker's /metrics. Default with METRICS_PORT set:
-   * 127.0.0.1:<METRICS_PORT + 1>. Unset without METRICS_PORT: the SDK exports no metrics.
+   * 127.0.0.1:<METRICS_PORT + 1> for `npm start` (a worker process: its own metrics port + 1, metrics-ports.ts).
+   * Unset without METRICS_PORT: the SDK exports no metrics.
    */
   temporalMetricsAddress: string | undefined;
   /**

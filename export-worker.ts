@@ -23,6 +23,7 @@ import { ConfigError, loadConfig, type ProcessorsConfig } from './config.ts';
 import { openOrm } from './db/orm.ts';
 import { createLogger } from './logger.ts';
 import { type ExportStorage, localExportStorage } from './services/exports/storage.ts';
+import { metricsListenersOf } from './services/observability/metrics-ports.ts';
 import { startMetricsServer } from './services/observability/metrics-server.ts';
 import { startWorkerHealthServer } from './services/platform/worker-health.ts';
 
@@ -98,7 +99,9 @@ async function main(): Promise<void> {
     );
     process.exit(1);
   }
-  installTemporalRuntime(config.logLevel, { metricsAddress: config.temporalMetricsAddress });
+  // EXPORTS_WORKER_METRICS_PORT (else METRICS_PORT + 3), the SDK's own worker metrics on the next port.
+  const metricsPorts = metricsListenersOf('exports-worker', process.env);
+  installTemporalRuntime(config.logLevel, { metricsAddress: metricsPorts.temporalMetricsAddress });
   // No migration here: the API and `npm run worker` migrate; this process only reads rows and updates exports.
   const orm = await openOrm(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
@@ -124,9 +127,9 @@ async function main(): Promise<void> {
   if (health) logger.info({ port: health.port }, 'exports worker health on GET /health');
   // METRICS_PORT: GET /metrics, with the SDK's worker metrics (docs/operations.md#metrics).
   const metrics =
-    config.metricsPort === undefined
+    metricsPorts.port === undefined
       ? undefined
-      : await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
+      : await startMetricsServer(metricsPorts.port, { temporalMetricsAddress: metricsPorts.temporalMetricsAddress });
   await worker.run();
   await health?.close();
   await metrics?.close();

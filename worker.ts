@@ -26,6 +26,7 @@ import { type ExportStorage, localExportStorage } from './services/exports/stora
 import { useTaxCalculator } from './services/invoices/adjustments.ts';
 import { ensureMaintenanceWorkflow } from './services/maintenance/sweeps.ts';
 import { setOutboxProbe } from './services/observability/metrics.ts';
+import { metricsListenersOf } from './services/observability/metrics-ports.ts';
 import { startMetricsServer } from './services/observability/metrics-server.ts';
 import { outboxProbe } from './services/observability/outbox-probe.ts';
 import { startTracing, type Tracing } from './services/observability/tracing.ts';
@@ -228,8 +229,9 @@ async function main(): Promise<void> {
     );
     process.exit(1);
   }
-  // TEMPORAL_METRICS_ADDRESS (or METRICS_PORT + 1): the SDK's own worker metrics, appended to /metrics.
-  installTemporalRuntime(config.logLevel, { metricsAddress: config.temporalMetricsAddress });
+  // WORKER_METRICS_PORT (else METRICS_PORT + 1), the SDK's own worker metrics on the next port, appended to /metrics.
+  const metricsPorts = metricsListenersOf('worker', process.env);
+  installTemporalRuntime(config.logLevel, { metricsAddress: metricsPorts.temporalMetricsAddress });
   // OTEL_EXPORTER_OTLP_ENDPOINT: workflow, activity and SQL spans (docs/operations.md#traces).
   const tracing = startTracing({ serviceName: 'billing-worker', otlpEndpoint: config.otlpEndpoint });
   const orm = await openOrm(config.databaseUrl);
@@ -307,9 +309,9 @@ async function main(): Promise<void> {
   // METRICS_PORT: GET /metrics with the outbox backlog (read when scraped) and the SDK's worker metrics (docs/operations.md#metrics).
   setOutboxProbe(outboxProbe(orm));
   const metrics =
-    config.metricsPort === undefined
+    metricsPorts.port === undefined
       ? undefined
-      : await startMetricsServer(config.metricsPort, { temporalMetricsAddress: config.temporalMetricsAddress });
+      : await startMetricsServer(metricsPorts.port, { temporalMetricsAddress: metricsPorts.temporalMetricsAddress });
   if (metrics) logger.info({ port: metrics.port }, 'metrics on GET /metrics');
   await Promise.all([worker.run(), clockWorker.run(), exportsWorker?.run()]);
   await health?.close();

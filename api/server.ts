@@ -12,6 +12,7 @@ import { Client } from '@temporalio/client';
 import { ConfigError, loadConfig } from '../config.ts';
 import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
+import { metricsListenersOf } from '../services/observability/metrics-ports.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { startTracing } from '../services/observability/tracing.ts';
 import { connectForRequests } from '../services/platform/temporal-connection.ts';
@@ -103,8 +104,9 @@ async function main(): Promise<void> {
     config.port,
   );
   logger.info({ port: api.port, tracing: Boolean(tracing) }, 'api listening');
-  // METRICS_PORT: GET /metrics on a port of its own (docs/operations.md#metrics).
-  const metrics = config.metricsPort === undefined ? undefined : await startMetricsServer(config.metricsPort);
+  // API_METRICS_PORT, else METRICS_PORT: GET /metrics on a port of its own (docs/operations.md#metrics).
+  const metricsPort = metricsListenersOf('api', process.env).port;
+  const metrics = metricsPort === undefined ? undefined : await startMetricsServer(metricsPort);
   if (metrics) logger.info({ port: metrics.port }, 'metrics on GET /metrics');
   // Graceful: stop accepting, let requests in flight finish (up to 25 s), then close Temporal and the database.
   // Every failure on the way is logged, never thrown: a signal must not end in an uncaught error.
