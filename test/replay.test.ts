@@ -287,6 +287,54 @@ describe('workflow histories', () => {
       record(id, run, 'subscription-plan-in-memo');
     });
 
+    it('records a metered subscription (patched usage-billing, usage-pause): usage, a pause past its period, the resume billing the interrupted period, a renewal', async () => {
+      const customerId: string = (
+        await engine.call('POST', '/v1/customers', { email: 'usage@example.com', payment_method: 'pm_card_visa' })
+      ).body.id;
+      const meter = await engine.call('POST', '/v1/meters', {
+        display_name: 'Calls',
+        event_name: 'history_calls',
+        aggregation: 'sum',
+        value_property: 'n',
+      });
+      const plan = await engine.call('POST', '/v1/plans', {
+        name: 'Calls',
+        currency: 'USD',
+        interval: 'month',
+        usage_type: 'metered',
+        meter: meter.body.id,
+        amount: 3,
+      });
+      expect(plan.status, JSON.stringify(plan.body)).toBe(201);
+      const id: string = (
+        await engine.call('POST', '/v1/subscriptions', { customer_id: customerId, plan: plan.body.id })
+      ).body.id;
+      const run = (await engine.env.client.workflow.getHandle(id).describe()).runId;
+      // Events are stamped in the database's time (no test clock), inside the first period.
+      const sent = await engine.call('POST', '/v1/meter_events', {
+        event_name: 'history_calls',
+        customer: customerId,
+        payload: { n: 40 },
+      });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(201);
+      await engine.env.sleep(5 * day);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/pause`)).status).toBe(200);
+      // Past the period's end: the resume starts a new period and bills the interrupted one's usage (usage-pause).
+      await engine.env.sleep(30 * day);
+      expect((await engine.call('POST', `/v1/subscriptions/${id}/resume`)).status).toBe(200);
+      await eventually(
+        () => engine.invoices(id),
+        (invoices) => invoices.some((invoice) => invoice.total === 120),
+      );
+      // The next renewal closes the new period for usage after the grace window (usage-billing).
+      await engine.env.sleep(32 * day);
+      await eventually(
+        () => engine.subscription(id),
+        (s) => (s?.billingCycle ?? 0) >= 2,
+      );
+      record(id, run, 'subscription-usage-pause-renewal');
+    });
+
     function record(id: string, runId: string, name: string) {
       fs.mkdirSync(historiesDir, { recursive: true });
       const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
@@ -345,6 +393,9 @@ describe('workflow histories', () => {
       // Recorded with patched('undo-cancel-at-period-end'): the cancel at period end taken back, then the renewal.
       'subscription-undo-cancel-at-period-end-before-renew-in-place.json',
       'subscription-undo-cancel-at-period-end.json',
+      // Recorded with patched('usage-billing') and patched('usage-pause'): a metered subscription's usage billed by the resume
+      // after a pause past its period, then a renewal closing the next period for usage.
+      'subscription-usage-pause-renewal.json',
       // Recorded with the eventDispatchWorkflow of before patched('dispatch-timer-kept') (main at 9796dcd): a wake-up during a wait
       // cancelled its timer (TimerCanceled), idle timers fired, wake-ups during a pass.
       'webhook-dispatch-before-timer-kept.json',
@@ -362,6 +413,6 @@ describe('workflow histories', () => {
     });
     expect(replay.status).toBe(1);
     // Every subscription history fails; the payout, export and invoice ones replay.
-    expect(replay.stdout.match(/FAILED/g)).toHaveLength(17);
+    expect(replay.stdout.match(/FAILED/g)).toHaveLength(18);
   });
 });
