@@ -1,8 +1,9 @@
 /**
  * The exports worker: a Temporal worker for the heavy part of exports only (docs/exports-and-search.md,
  * "Where exports run"). It polls EXPORTS_TASK_QUEUE with one activity, `writeExport` (activities/export.ts),
- * and registers no workflows: no workflow bundle, no V8 isolates, none of the other activities' libraries
- * (Stripe, nodemailer...). Run it as its own process beside the workers of TEMPORAL_TASK_QUEUE:
+ * and registers no workflows: no workflow bundle, no V8 isolates, none of the other activities (its services come from
+ * the same composition as every process's, services/compose.ts, of which it uses the database, the queues and the
+ * processors' test-mode rule). Run it as its own process beside the workers of TEMPORAL_TASK_QUEUE:
  *
  *   EXPORTS_TASK_QUEUE=billing-exports npm run worker:exports
  *
@@ -14,14 +15,16 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import type { MikroORM } from '@mikro-orm/postgresql';
+import { Client } from '@temporalio/client';
 import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 
 import { createExportActivities } from './activities/export.ts';
 import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
-import { ConfigError, loadConfig, type ProcessorsConfig } from './config.ts';
+import { ConfigError, loadConfig } from './config.ts';
 import { openOrm } from './db/orm.ts';
 import { createLogger } from './logger.ts';
+import { composeServiceContext } from './services/compose.ts';
+import type { ServiceContext } from './services/context.ts';
 import { type ExportStorage, localExportStorage } from './services/exports/storage.ts';
 import { metricsListenersOf } from './services/observability/metrics-ports.ts';
 import { startMetricsServer } from './services/observability/metrics-server.ts';
@@ -32,11 +35,12 @@ export interface ExportsWorkerDeps {
   namespace: string;
   /** EXPORTS_TASK_QUEUE: where exportWorkflow schedules writeExport. */
   exportsTaskQueue: string;
-  /** TEMPORAL_TASK_QUEUE: the workflows' queue, where the webhook dispatcher is woken after an export is recorded. */
-  taskQueue: string;
-  orm: MikroORM;
+  /**
+   * The process's services (services/compose.ts): the database, the workflows' queue (TEMPORAL_TASK_QUEUE, where the
+   * webhook dispatcher is woken after an export is recorded) and the processors (live on the sandbox: PDFs say TEST).
+   */
+  context: Pick<ServiceContext, 'orm' | 'temporal' | 'processors'>;
   exportStorage: ExportStorage;
-  processors: Pick<ProcessorsConfig, 'live'>;
   identity?: string;
   /** Exports written at once by this worker (each streams one file; default 2). */
   maxConcurrentExports?: number;
@@ -44,17 +48,18 @@ export interface ExportsWorkerDeps {
 
 /** An activity-only worker on the exports queue. */
 export async function createExportsWorker(deps: ExportsWorkerDeps): Promise<Worker> {
+  const { orm, temporal, processors } = deps.context;
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.exportsTaskQueue,
     // Live mode on the sandbox processor moves no real money (Processors.isTestMode): invoice PDFs say TEST.
     activities: createExportActivities({
-      orm: deps.orm,
+      orm,
       exportStorage: deps.exportStorage,
-      isTestMode: (livemode) => !livemode || deps.processors.live === 'sandbox',
+      isTestMode: (livemode) => processors.isTestMode(livemode),
     }),
-    interceptors: { activity: [wakeDispatchAfterActivities(deps.orm, deps.taskQueue)] },
+    interceptors: { activity: [wakeDispatchAfterActivities(orm, temporal.taskQueue)] },
     maxConcurrentActivityTaskExecutions: deps.maxConcurrentExports ?? 2,
     ...(deps.identity ? { identity: deps.identity } : {}),
   });
@@ -105,14 +110,15 @@ async function main(): Promise<void> {
   // No migration here: the API and `npm run worker` migrate; this process only reads rows and updates exports.
   const orm = await openOrm(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  // The process's services, composed as every entry point does (services/compose.ts).
+  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const context = composeServiceContext(config, { orm, client, logger });
   const worker = await createExportsWorker({
     connection,
     namespace: config.temporalNamespace,
     exportsTaskQueue: config.exportsTaskQueue,
-    taskQueue: config.taskQueue,
-    orm,
+    context,
     exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
-    processors: config.processors,
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => worker.shutdown());
   logger.info({ taskQueue: config.exportsTaskQueue, temporal: config.temporalAddress }, 'exports worker running');

@@ -7,7 +7,6 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import type { MikroORM } from '@mikro-orm/postgresql';
 import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 
@@ -16,12 +15,12 @@ import { testClockContext } from './activities/test-clock-context.ts';
 import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { migrate, openOrm } from './db/orm.ts';
-import { createCustomerLinks, type CustomerLinks } from './domain/customer-links.ts';
 import { createSecretBox, type SecretBox } from './domain/secret-box.ts';
 import type { WebhookUrlPolicy } from './domain/webhook-url.ts';
 import { createExportsWorker, installTemporalRuntime } from './export-worker.ts';
 import { createLogger } from './logger.ts';
-import { createMailer, type Mailer } from './services/email/mailer.ts';
+import { composeServiceContext } from './services/compose.ts';
+import type { ServiceContext } from './services/context.ts';
 import { type ExportStorage, localExportStorage } from './services/exports/storage.ts';
 import { useTaxCalculator } from './services/invoices/adjustments.ts';
 import { ensureMaintenanceWorkflow } from './services/maintenance/sweeps.ts';
@@ -32,8 +31,6 @@ import { outboxProbe } from './services/observability/outbox-probe.ts';
 import { startTracing, type Tracing } from './services/observability/tracing.ts';
 import type { PayoutRail } from './services/payouts/rail.ts';
 import { startWorkerHealthServer, type WorkerHealthTarget } from './services/platform/worker-health.ts';
-import { createProcessors, type Processors } from './services/processors/index.ts';
-import type { PaymentProcessor } from './services/processors/types.ts';
 import type { TaxCalculator } from './services/taxes/calculator.ts';
 import { registerClockTaskQueue } from './services/test-clocks/binding.ts';
 
@@ -56,21 +53,14 @@ export const tracingWorkflowInterceptorModules = [
 export interface BillingWorkerDeps {
   connection: NativeConnection;
   namespace: string;
-  taskQueue: string;
   /**
-   * The queue of test clock work (config.clockTaskQueue): workflows started with a clock binding go there
-   * (services/test-clocks/binding.ts taskQueueFor), served by createClockWorker. Default `<taskQueue>-clocks`.
+   * The process's services (services/compose.ts composeServiceContext): the database, the task queues (the live one,
+   * and the test clocks' one served by createClockWorker: services/test-clocks/binding.ts taskQueueFor), each mode's
+   * processor, the mailer and the customer links. Tests compose one with the processors they want.
    */
-  clockTaskQueue?: string;
-  orm: MikroORM;
+  context: ServiceContext;
   /** Where sandbox webhook endpoints may point (config.webhookUrlPolicy): the rule the API checked at creation. */
   urlPolicy?: WebhookUrlPolicy;
-  /** Each mode's processor, built once from the configuration (services/processors/index.ts); the sandbox for both when unset. */
-  processors?: Processors;
-  /** One processor for both modes, over `processors` (tests). */
-  processor?: PaymentProcessor;
-  mailer: Mailer;
-  links: CustomerLinks;
   /** Opens webhook signing secrets: createSecretBox(AUTH_SECRET), the same key the API seals them with. */
   secretBox?: SecretBox;
   /** A prebuilt workflow bundle (tests build it once per run; with workflowInterceptorModules); else the worker bundles `workflows/`. */
@@ -167,18 +157,18 @@ export async function bundleBillingWorkflows(
 function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): WorkerOptions {
   // The tax calculator every invoice this worker issues asks (services/invoices/adjustments.ts).
   useTaxCalculator(deps.taxCalculator);
-  registerClockTaskQueue(deps.taskQueue, deps.clockTaskQueue ?? `${deps.taskQueue}-clocks`);
+  const { context } = deps;
+  registerClockTaskQueue(context.temporal.taskQueue, context.temporal.clockTaskQueue);
   return {
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
     activities: createActivities({
-      orm: deps.orm,
-      processors: deps.processors,
-      processor: deps.processor,
-      mailer: deps.mailer,
-      links: deps.links,
+      orm: context.orm,
+      processors: context.processors,
+      mailer: context.mailer,
+      links: context.links,
       secretBox: deps.secretBox,
       exportStorage: deps.exportStorage,
       payoutRail: deps.payoutRail,
@@ -192,7 +182,7 @@ function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): Worke
       activity: [
         ...(deps.tracing?.activityInterceptors ?? []),
         testClockContext,
-        wakeDispatchAfterActivities(deps.orm),
+        wakeDispatchAfterActivities(context.orm),
       ],
       ...(deps.workflowBundle
         ? {}
@@ -205,17 +195,21 @@ function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): Worke
 
 /** The live queue's worker: every workflow not on a test clock, and its activities. */
 export async function createBillingWorker(deps: BillingWorkerDeps): Promise<Worker> {
-  return Worker.create({ ...billingWorkerOptions(deps, deps.taskQueue), ...workerDefaults, ...deps.overrides });
+  return Worker.create({
+    ...billingWorkerOptions(deps, deps.context.temporal.taskQueue),
+    ...workerDefaults,
+    ...deps.overrides,
+  });
 }
 
 /**
- * The test clock queue's worker (deps.clockTaskQueue): the clocks' workflows, every workflow bound to a
+ * The test clock queue's worker (deps.context.temporal.clockTaskQueue): the clocks' workflows, every workflow bound to a
  * clock, and their activities, with clockWorkerDefaults' limits. The worker process, `npm start` and the
  * tests' engine run it beside createBillingWorker's.
  */
 export async function createClockWorker(deps: BillingWorkerDeps): Promise<Worker> {
   return Worker.create({
-    ...billingWorkerOptions(deps, deps.clockTaskQueue ?? `${deps.taskQueue}-clocks`),
+    ...billingWorkerOptions(deps, deps.context.temporal.clockTaskQueue),
     ...clockWorkerDefaults,
   });
 }
@@ -237,18 +231,14 @@ async function main(): Promise<void> {
   const orm = await openOrm(config.databaseUrl);
   await migrate(orm, config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const mailer = createMailer(config);
-  const processors = createProcessors(config.processors, () => orm.em.fork());
+  // The process's services, composed once (services/compose.ts): the worker's and the test clock worker's.
+  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const context = composeServiceContext(config, { orm, client, logger });
   // One bundle for both workers: the live queue's and the test clocks' (docs/scaling.md#test-clocks).
   const workerDeps: BillingWorkerDeps = {
     connection,
     namespace: config.temporalNamespace,
-    taskQueue: config.taskQueue,
-    clockTaskQueue: config.clockTaskQueue,
-    orm,
-    mailer,
-    processors,
-    links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+    context,
     secretBox: createSecretBox(config.auth.secret),
     urlPolicy: config.webhookUrlPolicy,
     exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
@@ -266,10 +256,8 @@ async function main(): Promise<void> {
           connection,
           namespace: config.temporalNamespace,
           exportsTaskQueue: config.exportsTaskQueue,
-          taskQueue: config.taskQueue,
-          orm,
+          context,
           exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
-          processors: config.processors,
         })
       : undefined;
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
@@ -279,7 +267,6 @@ async function main(): Promise<void> {
       exportsWorker?.shutdown();
     });
   // One maintenance workflow per task queue (workflows/maintenance.ts): the first worker starts it, the others find it.
-  const client = new Client({ connection, namespace: config.temporalNamespace });
   const maintenance = await ensureMaintenanceWorkflow(client, config.taskQueue, {
     loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
   });
@@ -318,7 +305,7 @@ async function main(): Promise<void> {
   await metrics?.close();
   await tracing?.shutdown();
   await connection.close();
-  mailer.close();
+  context.mailer.close();
   await orm.close();
   logger.info('worker stopped');
 }

@@ -69,13 +69,7 @@ import {
   type SubmitResult,
 } from '../services/payouts/rail.ts';
 import { nextScheduledPayout, runScheduledPayouts, type ScheduledRunResult } from '../services/payouts/schedule.ts';
-import {
-  createProcessors,
-  type Processors,
-  sandboxOnlyConfig,
-  sandboxProcessors,
-} from '../services/processors/index.ts';
-import type { PaymentProcessor } from '../services/processors/types.ts';
+import { type Processors, sandboxProcessors } from '../services/processors/index.ts';
 import {
   type BillingSettings,
   loadBillingSettings,
@@ -114,10 +108,8 @@ import { createUsageActivities } from './usage.ts';
 
 export interface ActivityDeps {
   orm: MikroORM;
-  /** Each mode's processor (built once by the worker from the configuration); the sandbox for both when unset. */
+  /** Each mode's processor (the worker's ServiceContext's, services/compose.ts); the sandbox for both when unset (tests give their own). */
   processors?: Processors;
-  /** One processor for both modes, over `processors` (tests: a crashing processor, say). */
-  processor?: PaymentProcessor;
   /** Where customer emails go (SMTP, or .eml files in development). */
   mailer: Mailer;
   /** Opens webhook signing secrets (sealed with a key from AUTH_SECRET); without it webhook attempts fail. */
@@ -147,9 +139,7 @@ export interface ActivityDeps {
  */
 export function createActivities(deps: ActivityDeps) {
   const em = () => deps.orm.em.fork();
-  const processors: Processors = deps.processor
-    ? createProcessors(sandboxOnlyConfig, em, { both: deps.processor })
-    : (deps.processors ?? sandboxProcessors(em));
+  const processors: Processors = deps.processors ?? sandboxProcessors(em);
   // Emails of a mode that moves no real money say [TEST] (services/email/send-once.ts).
   const notify = { mailer: deps.mailer, links: deps.links, processors };
   /** The running activity's Temporal client and task queue: availability workflows of the money it records start there. */

@@ -3,13 +3,13 @@ import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
 
 import { batchBodyLimitBytes } from '../domain/meter-events.ts';
+import { composeServiceContext } from '../services/compose.ts';
 import { useTaxCalculator } from '../services/invoices/adjustments.ts';
-import { resolveProcessors } from '../services/processors/index.ts';
 import { registerClockTaskQueue } from '../services/test-clocks/binding.ts';
 import { createDispatchWaker } from '../services/webhooks/wake.ts';
 import { restrictCliKeys } from './auth/cli-scope.ts';
 import { authenticate } from './auth/principal.ts';
-import type { ApiDeps } from './deps.ts';
+import type { ApiDeps, AppDeps } from './deps.ts';
 import { handleError, sendError } from './errors.ts';
 import { jsonBodies, urlGuard } from './middleware/body.ts';
 import { idempotencyKeys } from './middleware/idempotency.ts';
@@ -136,8 +136,16 @@ export function createApp(given: ApiDeps) {
   if (given.config.clockTaskQueue) registerClockTaskQueue(given.config.taskQueue, given.config.clockTaskQueue);
   // The tax calculator the upcoming invoice and one-off invoices' finalize ask (services/invoices/adjustments.ts).
   useTaxCalculator(given.taxCalculator);
-  // Each mode's processor, once for every route (services/processors/index.ts).
-  const deps = { ...given, processors: resolveProcessors(given, given.config.processors, () => given.orm.em.fork()) };
+  // The process's services, composed once (services/compose.ts): the entry point's, or composed here (tests).
+  const context =
+    given.context ??
+    composeServiceContext(given.config, {
+      orm: given.orm,
+      client: given.temporal,
+      logger: given.logger,
+      ...(given.processors ? { processors: given.processors } : {}),
+    });
+  const deps: AppDeps = { ...given, context, processors: context.processors };
   const app = newOpenApiApp();
   // The last requests of each account and mode, for GET /v1/logs/stream (billing logs tail).
   const requestLogs = new RequestLogBuffer();

@@ -12,14 +12,14 @@ import { Client } from '@temporalio/client';
 import { ConfigError, loadConfig } from '../config.ts';
 import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
+import { composeServiceContext } from '../services/compose.ts';
 import { metricsListenersOf } from '../services/observability/metrics-ports.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { startTracing } from '../services/observability/tracing.ts';
 import { connectForRequests } from '../services/platform/temporal-connection.ts';
-import { createProcessors } from '../services/processors/index.ts';
 import { createApp } from './app.ts';
 import { ensureAdmin } from './auth/bootstrap.ts';
-import type { ApiDeps } from './deps.ts';
+import { type ApiDeps, apiDepsOf } from './deps.ts';
 
 export interface RunningApi {
   port: number;
@@ -92,17 +92,9 @@ async function main(): Promise<void> {
     namespace: config.temporalNamespace,
     ...(tracing ? { interceptors: { workflow: tracing.clientInterceptors } } : {}),
   });
-  const api = await startApiServer(
-    {
-      orm,
-      temporal,
-      config,
-      logger,
-      processors: createProcessors(config.processors, () => orm.em.fork()),
-      ...(tracing ? { tracer: tracing.tracer } : {}),
-    },
-    config.port,
-  );
+  // The process's services (services/compose.ts): the pool, the client, each mode's processor, links, mailer.
+  const context = composeServiceContext(config, { orm, client: temporal, logger });
+  const api = await startApiServer(apiDepsOf(context, config, tracing ? { tracer: tracing.tracer } : {}), config.port);
   logger.info({ port: api.port, tracing: Boolean(tracing) }, 'api listening');
   // API_METRICS_PORT, else METRICS_PORT: GET /metrics on a port of its own (docs/operations.md#metrics).
   const metricsPort = metricsListenersOf('api', process.env).port;
@@ -121,6 +113,7 @@ async function main(): Promise<void> {
       ['metrics server', async () => metrics?.close()],
       ['tracing', async () => tracing?.shutdown()],
       ['temporal connection', () => connection.close()],
+      ['mailer', async () => context.mailer.close()],
       ['database', () => orm.close()],
     ] as const) {
       try {

@@ -38,8 +38,8 @@ import { Invoice, Subscription } from '../db/entities/index.ts';
 import { startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort } from '../dev/processes.ts';
 import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
-import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createLogger } from '../logger.ts';
+import { composeServiceContext } from '../services/compose.ts';
 import { createFileMailer } from '../services/email/mailer.ts';
 import { bundleBillingWorkflows, createBillingWorker, createClockWorker, installTemporalRuntime } from '../worker.ts';
 import { openBenchDatabase, resultsFile, round1, runBenchmark, sleep, writeSection } from './harness.ts';
@@ -94,11 +94,12 @@ await runBenchmark('bench:test-clocks', async (stops, say) => {
   const workerDeps = {
     connection: workerConnection,
     namespace,
-    taskQueue: config.taskQueue,
-    clockTaskQueue: config.clockTaskQueue,
-    orm,
-    mailer: createFileMailer(path.join(tmpDir, 'mail'), config.mailFrom),
-    links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+    context: composeServiceContext(config, {
+      orm,
+      client,
+      logger: createLogger('silent'),
+      mailer: createFileMailer(path.join(tmpDir, 'mail'), config.mailFrom),
+    }),
     workflowBundle: await bundleBillingWorkflows(),
   };
   const worker = await createBillingWorker(workerDeps);

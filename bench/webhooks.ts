@@ -50,12 +50,12 @@ import { startEmbeddedPostgres } from '../dev/postgres.ts';
 import { freePort, stopPid } from '../dev/processes.ts';
 import { searchAttributeArgs, startTemporalDevServer, waitUntilServing } from '../dev/temporal-dev-server.ts';
 import { resolveTemporalCli } from '../dev/tools.ts';
-import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { type CheckedUrl, checkWebhookUrl } from '../domain/webhook-url.ts';
 import { riskScoreHeader, signWebhook } from '../domain/webhooks.ts';
 import { createLogger } from '../logger.ts';
 import { serializeEvent } from '../objects/event.ts';
+import { composeServiceContext } from '../services/compose.ts';
 import { createFileMailer } from '../services/email/mailer.ts';
 import { recordEvent } from '../services/events/record.ts';
 import { eventDispatchWorkflowId, inlineAttempts, wakeEventDispatch } from '../services/webhooks/dispatch.ts';
@@ -288,10 +288,7 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
   const worker = await createBillingWorker({
     connection: nativeConnection,
     namespace,
-    taskQueue,
-    orm,
-    mailer,
-    links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+    context: composeServiceContext(config, { orm, client, logger: createLogger('silent'), mailer }),
     secretBox,
   });
   const workerRun = worker.run();

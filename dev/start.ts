@@ -13,21 +13,20 @@ import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 
 import { ensureAdmin } from '../api/auth/bootstrap.ts';
+import { apiDepsOf } from '../api/deps.ts';
 import { type RunningApi, startApiServer } from '../api/server.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
-import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { createExportsWorker } from '../export-worker.ts';
 import { createLogger } from '../logger.ts';
-import { createMailer } from '../services/email/mailer.ts';
+import { composeServiceContext } from '../services/compose.ts';
 import { localExportStorage } from '../services/exports/storage.ts';
 import { ensureMaintenanceWorkflow } from '../services/maintenance/sweeps.ts';
 import { setOutboxProbe } from '../services/observability/metrics.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { outboxProbe } from '../services/observability/outbox-probe.ts';
 import { connectForRequests } from '../services/platform/temporal-connection.ts';
-import { createProcessors } from '../services/processors/index.ts';
 import {
   type BillingWorkerDeps,
   bundleBillingWorkflows,
@@ -153,22 +152,22 @@ async function main(): Promise<void> {
 
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   stops.push({ name: 'worker connection', stop: () => nativeConnection.close() });
-  const mailer = createMailer(config);
+  // The workers' services (services/compose.ts): their pool, a client on their connection, each mode's processor
+  // (LIVE_PROCESSOR, SANDBOX_PROCESSOR; docs/processors.md), the mailer. The API composes its own on its pool below.
+  const workerContext = composeServiceContext(config, {
+    orm,
+    client: new Client({ connection: nativeConnection, namespace: config.temporalNamespace }),
+    logger,
+  });
+  const { mailer } = workerContext;
   stops.push({ name: 'mailer', stop: async () => mailer.close() });
-  // Each mode's processor for the workers (LIVE_PROCESSOR, SANDBOX_PROCESSOR; docs/processors.md); the API builds its own on its pool, as in production.
-  const processors = createProcessors(config.processors, () => orm.em.fork());
   // Export files in DATA_DIR/exports, where the API serves them from.
   const exportStorage = localExportStorage(path.join(config.dataDir, 'exports'));
   // Two workers on one bundle: the live queue's, and the test clocks' with its own modest limits (docs/scaling.md#test-clocks).
   const workerDeps: BillingWorkerDeps = {
     connection: nativeConnection,
     namespace: config.temporalNamespace,
-    taskQueue: config.taskQueue,
-    clockTaskQueue: config.clockTaskQueue,
-    orm,
-    mailer,
-    processors,
-    links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+    context: workerContext,
     secretBox: createSecretBox(config.auth.secret),
     urlPolicy: config.webhookUrlPolicy,
     exportStorage,
@@ -207,10 +206,8 @@ async function main(): Promise<void> {
       connection: nativeConnection,
       namespace: config.temporalNamespace,
       exportsTaskQueue: config.exportsTaskQueue,
-      taskQueue: config.taskQueue,
-      orm,
+      context: workerContext,
       exportStorage,
-      processors: config.processors,
     });
     const exportsRun = exportsWorker.run();
     stops.push({
@@ -237,10 +234,8 @@ async function main(): Promise<void> {
   await ensureMaintenanceWorkflow(temporal, config.taskQueue, {
     loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
   });
-  const api: RunningApi = await startApiServer(
-    { orm: apiOrm, temporal, config, logger, processors: createProcessors(config.processors, () => apiOrm.em.fork()) },
-    config.port,
-  );
+  const apiContext = composeServiceContext(config, { orm: apiOrm, client: temporal, logger, mailer });
+  const api: RunningApi = await startApiServer(apiDepsOf(apiContext, config), config.port);
   stops.push({ name: 'api', stop: () => api.close() });
   // METRICS_PORT: one GET /metrics for the API and the workers of this process (docs/operations.md#metrics).
   if (config.metricsPort !== undefined) {

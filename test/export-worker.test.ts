@@ -82,10 +82,8 @@ describe('exports on a task queue of their own', () => {
       connection: engine.env.nativeConnection,
       namespace: 'default',
       exportsTaskQueue: exportsQueue,
-      taskQueue: engine.taskQueue,
-      orm: engine.db.orm,
+      context: engine.context,
       exportStorage: localExportStorage(path.join(engine.config.dataDir, 'exports')),
-      processors: engine.config.processors,
     });
     exportsRun = exportsWorker.run();
     expect(await handle.result()).toBe('succeeded');

@@ -6,10 +6,8 @@ import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createApp } from '../api/app.ts';
-import { createCustomerLinks } from '../domain/customer-links.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
 import { createLogger } from '../logger.ts';
-import { createSmtpMailer, type Mailer } from '../services/email/mailer.ts';
 import { localExportStorage } from '../services/exports/storage.ts';
 import { sqlSpanAttributes, startTracing, type Tracing } from '../services/observability/tracing.ts';
 import { bundleBillingWorkflows, createBillingWorker } from '../worker.ts';
@@ -29,7 +27,6 @@ describe('tracing', () => {
   let engine: TestEngine;
   let worker: Worker;
   let run: Promise<void>;
-  let mailer: Mailer;
   let tracedApp: ReturnType<typeof createApp>;
 
   beforeAll(async () => {
@@ -41,15 +38,10 @@ describe('tracing', () => {
     ]);
     engine = started;
     const { config, db } = engine;
-    mailer = createSmtpMailer(engine.mail.url, config.mailFrom);
     worker = await createBillingWorker({
       connection: engine.env.nativeConnection,
       namespace: 'default',
-      taskQueue: engine.taskQueue,
-      clockTaskQueue: config.clockTaskQueue,
-      orm: db.orm,
-      mailer,
-      links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
+      context: engine.context,
       secretBox: createSecretBox(config.auth.secret),
       exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
       workflowBundle,
@@ -66,7 +58,6 @@ describe('tracing', () => {
   afterAll(async () => {
     if (worker?.getState() === 'RUNNING') worker.shutdown();
     await run;
-    mailer?.close();
     await engine?.close();
     await tracing?.shutdown();
   });

@@ -39,10 +39,8 @@ describe('worker health endpoint', () => {
       connection: engine.env.nativeConnection,
       namespace: 'default',
       exportsTaskQueue: `${engine.taskQueue}-exports`,
-      taskQueue: engine.taskQueue,
-      orm: engine.db.orm,
+      context: engine.context,
       exportStorage: localExportStorage(path.join(engine.config.dataDir, 'exports')),
-      processors: engine.config.processors,
     });
     const server = await startWorkerHealthServer(
       {

@@ -24,7 +24,7 @@ import {
   Subscription,
 } from '../../db/entities/index.ts';
 import { brandOf } from '../../domain/branding.ts';
-import { createCustomerLinks, type CustomerLinkClaims } from '../../domain/customer-links.ts';
+import type { CustomerLinkClaims } from '../../domain/customer-links.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { paymentMethodDisplay } from '../../domain/payment-method-display.ts';
 import { previewPlanChange } from '../../domain/plan-change-preview.ts';
@@ -42,7 +42,6 @@ import {
   subscriptionFirstInvoiceAmount,
   tellWorkflowOfDiscount,
 } from '../../services/discounts/subscription-discounts.ts';
-import { createMailer } from '../../services/email/mailer.ts';
 import { customerNow } from '../../services/invoices/items.ts';
 import { billingStateOf, presentUpcomingInvoice } from '../../services/invoices/upcoming.ts';
 import { sendToSubscription } from '../../services/platform/workflow-messages.ts';
@@ -56,7 +55,7 @@ import {
   undoCancelAtPeriodEndUpdate,
 } from '../../workflows/subscription.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, oneCursor } from '../pagination.ts';
 import { portalPermissionsOf } from '../portal-permissions.ts';
@@ -562,8 +561,9 @@ async function portalUsage(
   return found;
 }
 
-export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
-  const links = createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret });
+export function customerPortalApp({ orm, temporal, context }: AppDeps) {
+  // The process's links and mailer (services/compose.ts), not ones built here.
+  const { links, mailer } = context;
 
   /** The customer the portal token names; unauthorized when it is missing, forged, expired, or its customer or account is gone. */
   async function portalCaller(
@@ -636,7 +636,7 @@ export function customerPortalApp({ orm, temporal, config }: ApiDeps) {
       const link = await links.portalUrl({ customerId: customer.id, accountId, livemode });
       if (body.send_email) {
         const name = account ? brandOf(account, '').name : undefined;
-        await createMailer(config).send({
+        await mailer.send({
           to: customer.email,
           fromName: name,
           subject: `Manage your ${name ?? ''} subscription`.replace('  ', ' '),

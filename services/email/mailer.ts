@@ -39,7 +39,8 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
  * text). Nothing leaves the machine.
  */
 export function createFileMailer(dir: string, from: string): Mailer {
-  fs.mkdirSync(dir, { recursive: true });
+  // The folder is made at the first email, not here: a process that sends none (the API, an exports worker) writes nothing.
+  let made = false;
   const transport: Transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async send(mail) {
@@ -51,6 +52,8 @@ export function createFileMailer(dir: string, from: string): Mailer {
         html: mail.html,
         messageId: mail.messageId,
       });
+      if (!made) fs.mkdirSync(dir, { recursive: true });
+      made = true;
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^a-zA-Z0-9._-]/g, '')}.eml`;
       fs.writeFileSync(path.join(dir, name), info.message as Buffer);
       return { messageId: info.messageId };

@@ -52,16 +52,12 @@ export function createProcessors(
   };
 }
 
-/**
- * What an entry point was given: one processor for both modes (a test's override),
- * else the prebuilt `processors`, else built from the configuration now.
- */
+/** The prebuilt `processors` (the process's ServiceContext has them), else built from the configuration now. */
 export function resolveProcessors(
-  given: { processor?: PaymentProcessor; processors?: Processors },
+  given: { processors?: Processors },
   config: ProcessorsConfig,
   em: () => EntityManager,
 ): Processors {
-  if (given.processor) return createProcessors(sandboxOnlyConfig, em, { both: given.processor });
   return given.processors ?? createProcessors(config, em);
 }
 

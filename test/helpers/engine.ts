@@ -9,15 +9,14 @@ import { inject } from 'vitest';
 
 import { type App, createApp } from '../../api/app.ts';
 import { ensureAdmin } from '../../api/auth/bootstrap.ts';
+import { apiDepsOf } from '../../api/deps.ts';
 import { type Config, loadConfig, type ProcessorsConfig } from '../../config.ts';
 import { Charge, Invoice, Subscription } from '../../db/entities/index.ts';
-import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
-import { createLogger } from '../../logger.ts';
+import type { ServiceContext } from '../../services/context.ts';
 import { createSmtpMailer } from '../../services/email/mailer.ts';
 import { localExportStorage } from '../../services/exports/storage.ts';
 import { ensureMaintenanceWorkflow } from '../../services/maintenance/sweeps.ts';
-import { type Processors, resolveProcessors } from '../../services/processors/index.ts';
 import type { PaymentProcessor } from '../../services/processors/types.ts';
 import {
   type BillingWorkerDeps,
@@ -27,6 +26,7 @@ import {
 } from '../../worker.ts';
 import type { MaintenanceSettings } from '../../workflows/maintenance.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
+import { testServiceContext } from './service-context.ts';
 import { type SmtpCapture, startSmtpCapture } from './smtp.ts';
 import { createTimeSkippingEnv } from './temporal.ts';
 
@@ -51,6 +51,8 @@ export interface TestEngine {
   env: TestWorkflowEnvironment;
   app: App;
   config: Config;
+  /** The engine's services (services/context.ts), shared by its API and worker: for a test's own workers. */
+  context: ServiceContext;
   taskQueue: string;
   /** A real SMTP server in this process: every email the worker sends arrives here, parsed. */
   mail: SmtpCapture;
@@ -128,11 +130,18 @@ export async function startTestEngine(
     dataDir: mkdtempSync(path.join(tmpdir(), 'billing-data-')),
   };
   // Built once, like an entry point does, and shared by the API and the worker.
-  const processors: Processors = resolveProcessors(options, config.processors, () => db.orm.em.fork());
   const mailer = createSmtpMailer(mail.url, config.mailFrom);
   await ensureAdmin(db.orm, config.auth);
-  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-  const app = createApp({ orm: db.orm, temporal: env.client, config, logger, processors });
+  // The engine's services, composed as an entry point does (services/compose.ts), with the test's processor.
+  const context = testServiceContext({
+    orm: db.orm,
+    client: env.client,
+    taskQueue,
+    mailer,
+    config,
+    ...(options.processor ? { processor: options.processor } : {}),
+  });
+  const app = createApp(apiDepsOf(context, config));
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
   // The test clock queue's worker (worker.ts createClockWorker), started and stopped with the live one.
@@ -145,6 +154,7 @@ export async function startTestEngine(
     env,
     app,
     config,
+    context,
     taskQueue,
     mail,
     tenant: undefined as unknown as Tenant,
@@ -200,14 +210,18 @@ export async function startTestEngine(
       const deps: BillingWorkerDeps = {
         connection: env.nativeConnection,
         namespace: 'default',
-        taskQueue,
-        clockTaskQueue: config.clockTaskQueue,
+        // A processor of the worker's own (a gated or crashing one) over the engine's.
+        context: workerOptions.processor
+          ? testServiceContext({
+              orm: db.orm,
+              client: env.client,
+              taskQueue,
+              mailer,
+              config,
+              processor: workerOptions.processor,
+            })
+          : context,
         urlPolicy: config.webhookUrlPolicy,
-        orm: db.orm,
-        processor: workerOptions.processor,
-        processors,
-        mailer,
-        links: createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
         secretBox: createSecretBox(config.auth.secret),
         exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
         // Read at each renewal, as a worker has its configuration: a test may change engine.config meanwhile.
