@@ -27,8 +27,7 @@
 import {
   condition,
   defineSignal,
-  getExternalWorkflowHandle,
-  patched,
+  deprecatePatch,
   proxyLocalActivities,
   setHandler,
   sleep,
@@ -136,7 +135,6 @@ export function workflowClock(binding: ClockBinding | null | undefined): Workflo
     known = Math.max(known, Date.parse(tick.now));
     if (tick.ack) ackWanted = true;
   });
-  const clock = getExternalWorkflowHandle(clockId);
 
   async function report(wakeAt: number | null, done = false): Promise<void> {
     ackWanted = false;
@@ -146,8 +144,8 @@ export function workflowClock(binding: ClockBinding | null | undefined): Workflo
       known: iso(known),
       ...(done ? { done } : {}),
     };
-    if (patched('test-clock-report-by-activity')) await clockActivities.reportToClock({ clockId, report: message });
-    else await clock.signal(clockReportSignal, message);
+    deprecatePatch('test-clock-report-by-activity');
+    await clockActivities.reportToClock({ clockId, report: message });
   }
 
   async function sleepUntil(instant: Date | null, wake: () => boolean): Promise<boolean> {

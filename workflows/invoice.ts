@@ -24,7 +24,7 @@ import {
   condition,
   defineQuery,
   defineUpdate,
-  patched,
+  deprecatePatch,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -84,7 +84,7 @@ export const discountOneOffInvoiceUpdate = defineUpdate<
   { discountId: string; amountDue: number },
   [InvoiceDiscountRequest]
 >('discountOneOffInvoice');
-/** The update's activity runs behind this patch, so histories recorded before it replay unchanged. */
+/** Marks the update's activity; deprecated (docs/development.md, "Retiring a patch"): only runs that accepted the update reach it. */
 export const invoicePromotionCodePatch = 'invoice-promotion-code';
 export const invoiceStatusQuery = defineQuery<{ status: LocalStatus | 'finalizing'; attempts: number }>(
   'invoiceStatus',
@@ -253,7 +253,7 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
             'invalid_state',
             `Invoice ${invoice().number} is ${status}: only an open invoice takes a promotion code.`,
           );
-        patched(invoicePromotionCodePatch);
+        deprecatePatch(invoicePromotionCodePatch);
         const result = await activities.discountOpenInvoice(request, iso(clock.now()));
         // The API's error code as is (not_found for an unknown code, invalid_request for a limit).
         if ('refused' in result)

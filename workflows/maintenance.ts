@@ -33,7 +33,7 @@ import {
   condition,
   continueAsNew,
   defineSignal,
-  patched,
+  deprecatePatch,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -99,37 +99,35 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     const payments = await attempt(() => activities.reconcileStuckPayments(settings.stuckAfterMs));
     const payouts = await attempt(() => activities.reconcileStuckPayouts(settings.stuckAfterMs));
     const pruned = await attempt(() => activities.pruneExpiredRows(settings.loginThrottleWindowSeconds));
-    // Added after the first release of this workflow: runs recorded before it go on without the sweep.
-    const swept = patched('sweep-orphaned-subscriptions')
-      ? await attempt(() =>
-          activities.sweepOrphanedSubscriptions({ after: subscriptionCursor, limit: subscriptionSweepBatch }),
-        )
-      : null;
-    if (swept && typeof swept !== 'string') subscriptionCursor = swept.nextCursor;
+    // The steps added after the first release each had a patch; they are deprecated (docs/development.md, "Retiring a
+    // patch"): every run continues as new within runsPerExecution, so none started before them is open.
+    deprecatePatch('sweep-orphaned-subscriptions');
+    const swept = await attempt(() =>
+      activities.sweepOrphanedSubscriptions({ after: subscriptionCursor, limit: subscriptionSweepBatch }),
+    );
+    if (typeof swept !== 'string') subscriptionCursor = swept.nextCursor;
     // Pending balance movements whose availability workflow was never started (a crash after the commit): at most a minute old.
-    const funds = patched('funds-availability-reconcile')
-      ? await attempt(() =>
-          activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)),
-        )
-      : null;
-    // Customers' repeating discounts whose end timer was never started (a crash after the commit); added with #27: runs recorded before go on without it.
-    const discountTimers = patched('discount-end-timer-reconcile')
-      ? await attempt(() =>
-          activities.reconcileMissingDiscountTimers(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)),
-        )
-      : null;
-    // Pending money whose owning workflow was terminated: made available once due (added later: runs recorded before go on without it).
-    const orphaned = patched('orphaned-funds-reconcile')
-      ? await attempt(() => activities.reconcileOrphanedFunds(settings.stuckAfterMs))
-      : null;
-    // Added with export expiry: runs recorded before it go on without it.
-    const exportFiles = patched('prune-expired-exports') ? await attempt(() => activities.pruneExpiredExports()) : null;
-    // Added with test clocks' deletes_after: runs recorded before it go on without it.
-    const clocks = patched('delete-expired-test-clocks')
-      ? await attempt(() => activities.deleteExpiredTestClocks())
-      : null;
-    // Added with usage billing (#28): the meter events' partitions and their retention; runs recorded before it go on without it.
-    const usage = patched('usage-partitions') ? await attempt(() => activities.maintainUsagePartitions()) : null;
+    deprecatePatch('funds-availability-reconcile');
+    const funds = await attempt(() =>
+      activities.reconcileMissingAvailability(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)),
+    );
+    // Customers' repeating discounts whose end timer was never started (a crash after the commit).
+    deprecatePatch('discount-end-timer-reconcile');
+    const discountTimers = await attempt(() =>
+      activities.reconcileMissingDiscountTimers(Math.min(settings.stuckAfterMs, availabilityStuckAfterMs)),
+    );
+    // Pending money whose owning workflow was terminated: made available once due.
+    deprecatePatch('orphaned-funds-reconcile');
+    const orphaned = await attempt(() => activities.reconcileOrphanedFunds(settings.stuckAfterMs));
+    // Expired export files.
+    deprecatePatch('prune-expired-exports');
+    const exportFiles = await attempt(() => activities.pruneExpiredExports());
+    // Test clocks past their deletes_after.
+    deprecatePatch('delete-expired-test-clocks');
+    const clocks = await attempt(() => activities.deleteExpiredTestClocks());
+    // The meter events' partitions and their retention (#28).
+    deprecatePatch('usage-partitions');
+    const usage = await attempt(() => activities.maintainUsagePartitions());
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
     const part = <T>(value: T | string, text: (v: T) => string) =>
@@ -138,28 +136,20 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
       `Last run at ${new Date(Date.now()).toISOString()} (run ${runs}): ` +
         `reconciled ${part(payments, (r) => `${r.reconciled} payments${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
         `${part(payouts, (r) => `${r.reconciled} payouts${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
-        (funds === null
-          ? ''
-          : `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
-        (discountTimers === null ||
-        (typeof discountTimers !== 'string' && discountTimers.reconciled + discountTimers.failed === 0)
+        `${part(funds, (r) => `${r.reconciled} availability timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, ` +
+        (typeof discountTimers !== 'string' && discountTimers.reconciled + discountTimers.failed === 0
           ? ''
           : `${part(discountTimers, (r) => `${r.reconciled} discount end timers${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
-        (orphaned === null || (typeof orphaned !== 'string' && orphaned.reconciled + orphaned.failed === 0)
+        (typeof orphaned !== 'string' && orphaned.reconciled + orphaned.failed === 0
           ? ''
           : `${part(orphaned, (r) => `${r.reconciled} pending amounts of closed workflows${r.failed ? ` (${r.failed} failed)` : ''}`)}, `) +
         `pruned ${part(pruned, (p) => `${p.idempotencyKeys + p.loginAttempts} rows (${p.idempotencyKeys} idempotency keys, ${p.loginAttempts} login attempts)`)}; ` +
-        (swept === null
-          ? ''
-          : `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; `) +
-        (exportFiles === null
-          ? ''
-          : `deleted ${part(exportFiles, (e) => `${e.files} expired export files, ${e.temporary} abandoned temporary files`)}; `) +
-        (clocks === null || (typeof clocks !== 'string' && clocks.deleted === 0)
+        `checked ${part(swept, (s) => `${s.checked} subscriptions, ${s.marked} marked canceled (workflow closed)`)}; ` +
+        `deleted ${part(exportFiles, (e) => `${e.files} expired export files, ${e.temporary} abandoned temporary files`)}; ` +
+        (typeof clocks !== 'string' && clocks.deleted === 0
           ? ''
           : `deleted ${part(clocks, (c) => `${c.deleted} expired test clocks`)}; `) +
-        (usage === null ||
-        (typeof usage !== 'string' && usage.created.length + usage.dropped.length + usage.identifiersPruned === 0)
+        (typeof usage !== 'string' && usage.created.length + usage.dropped.length + usage.identifiersPruned === 0
           ? ''
           : `usage ${part(usage, (u) => `partitions +${u.created.length} −${u.dropped.length}, ${u.identifiersPruned} identifiers pruned`)}; `) +
         `next at ${next}.`,

@@ -37,6 +37,7 @@ import {
   defineQuery,
   defineSignal,
   defineUpdate,
+  deprecatePatch,
   isCancellation,
   makeContinueAsNewFunc,
   patched,
@@ -102,8 +103,8 @@ export interface SubscriptionWorkflowInput {
   /**
    * RENEWAL_SPREAD_MINUTES as the API read it at creation (unset or 0: off), carried by every continue-as-new:
    * a calendar renewal wakes at the boundary plus this subscription's offset in the window and is invoiced at
-   * the boundary (domain/renewal-spread.ts; patched('renewal-spread')). Each renewal brings the worker's current
-   * setting (renewCycle's result), which the next renewals use (patched('renewal-spread-live')); carried on as
+   * the boundary (domain/renewal-spread.ts; patch `renewal-spread`). Each renewal brings the worker's current
+   * setting (renewCycle's result), which the next renewals use (patch `renewal-spread-live`); carried on as
    * the run's latest.
    */
   renewalSpreadMinutes?: number;
@@ -148,8 +149,10 @@ export const subscriptionCreatedUpdate = defineUpdate<SubscriptionSnapshot>('sub
 export const cancelSubscriptionUpdate = defineUpdate<SubscriptionSnapshot, [CancelRequest]>('cancelSubscription');
 export const pauseSubscriptionUpdate = defineUpdate<SubscriptionSnapshot, [PauseRequest]>('pauseSubscription');
 export const resumeSubscriptionUpdate = defineUpdate<SubscriptionSnapshot>('resumeSubscription');
-/** Takes back a cancel at period end before the period ends: the subscription renews as before (patched('undo-cancel-at-period-end')). */
+/** Takes back a cancel at period end before the period ends: the subscription renews as before. */
 export const undoCancelAtPeriodEndUpdate = defineUpdate<SubscriptionSnapshot>('undoCancelAtPeriodEnd');
+/** Marks the undo's command: only runs that accepted the update reach it (deprecated, as the patches below that say so). */
+export const undoCancelPatch = 'undo-cancel-at-period-end';
 /** Upgrade now (prorated charge; a decline refuses it with type `payment_failed`) or downgrade at the next renewal. */
 export const changePlanUpdate = defineUpdate<SubscriptionSnapshot, [ChangePlanRequest]>('changePlan');
 /**
@@ -171,13 +174,13 @@ export interface BillingStateView {
   now: string;
 }
 export const billingStateQuery = defineQuery<BillingStateView>('billingState');
-/** Item changes through the workflow's queue (changeItemsUpdate): only runs that accepted one (which older code never registered) command anything for it. */
+/** Item changes through the workflow's queue (changeItemsUpdate): only runs that accepted one reach it. Deprecated. */
 export const subscriptionItemsPatch = 'subscription-items';
 export const voidInvoiceUpdate = defineUpdate<SubscriptionSnapshot, [{ invoiceId: string }]>('voidInvoice');
 /**
  * A credit note on one of its open invoices (services/credit-notes/owner.ts), applied between the workflow's own steps so no
  * charge of the invoice is in flight: its amount due drops, a dunning retry charges what is left, and an invoice credited to
- * nothing due is paid without a charge. Only runs that accepted one (which older code never registered) record patched('credit-notes').
+ * nothing due is paid without a charge. Only runs that accepted one reach its patch, `credit-notes` (deprecated).
  */
 export const creditInvoiceUpdate = defineUpdate<SubscriptionSnapshot, [OpenInvoiceCredit]>('creditInvoice');
 export const creditNotesPatch = 'credit-notes';
@@ -188,7 +191,7 @@ export const accountClosedSignal = defineSignal('accountClosed');
 /**
  * A repeating discount was applied to the subscription (POST /v1/subscriptions/{id}/discount, or a coupon at creation): the
  * workflow wakes at its end and ends it (customer.discount.deleted) on time, on a test clock too. Only runs that received it
- * ever wait for a discount (patched('discount-end-timer')), so older histories replay unchanged.
+ * ever wait for a discount (patch `discount-end-timer`, deprecated: no run without it could reach it).
  */
 export const discountEndSignal = defineSignal<[DiscountEnd]>('discountEnd');
 export const discountEndTimerPatch = 'discount-end-timer';
@@ -232,13 +235,17 @@ export const maxRunHistory = 1000;
  */
 export const fundsInSubscriptionPatch = 'funds-in-subscription';
 
-/** Calendar renewals wake at the boundary plus the subscription's offset (input.renewalSpreadMinutes): a changed timer. */
+/**
+ * Calendar renewals wake at the boundary plus the subscription's offset (input.renewalSpreadMinutes): a changed timer.
+ * Deprecated: asked only by runs with a window in their input, which no run from before it had.
+ */
 export const renewalSpreadPatch = 'renewal-spread';
 
 /**
  * A renewal's result carries the worker's RENEWAL_SPREAD_MINUTES now; when it differs from the window this run
  * has, the next renewals wake with the new one (a changed timer). Asked only on such a change, so a run whose
- * setting never changes records nothing.
+ * setting never changes records nothing. Deprecated: a renewal's result carries the setting only since this patch, so
+ * no history from before reaches it.
  */
 export const renewalSpreadLivePatch = 'renewal-spread-live';
 
@@ -260,14 +267,15 @@ export const planInMemoPatch = 'plan-in-memo';
  * Usage billed in arrears (#28): a renewal of a subscription with metered items waits the usage grace window past
  * the boundary (nextWake), closes the period just ended through ONE local activity (closeUsagePeriod: the
  * customer's watermark moves, the aggregates are stored once per period) and puts its usage lines on the cycle
- * invoice. Asked only by runs that bill usage, which no recorded history does.
+ * invoice. Asked only by runs that bill usage, and none did before it (metered items came with it): deprecated.
  */
 export const usageBillingPatch = 'usage-billing';
 
 /**
  * A resume that starts a new period (after the paused one ended, or from a payment_failed pause) closes the usage of
  * the interrupted period from its start to the resume and bills it on the resume's invoice; before, that usage was
- * never billed. Asked only by metered subscriptions' resumes, which no recorded history has.
+ * never billed. Asked only by metered subscriptions' resumes; deprecated: it shipped with usage billing (#28, the same
+ * day, before any release), so no run resumed a metered period without it.
  */
 export const usagePausePatch = 'usage-pause';
 
@@ -334,8 +342,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * (calendar billing, a window in the input), so older runs and anniversary subscriptions never record it.
    */
   let spreadWindow = input.renewalSpreadMinutes ?? 0;
-  const spread = (): number =>
-    renewalSpreads(subscription, spreadWindow) && patched(renewalSpreadPatch) ? spreadWindow : 0;
+  const spread = (): number => {
+    if (!renewalSpreads(subscription, spreadWindow)) return 0;
+    deprecatePatch(renewalSpreadPatch);
+    return spreadWindow;
+  };
 
   // ---- Messages -----------------------------------------------------------
 
@@ -468,13 +479,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * usage (one local activity, idempotent per period) with the items that billed it, before any pending plan applies.
    */
   async function closeUsage(until?: Date): Promise<InvoiceLineInput[]> {
-    if (
-      !billsUsage(state()) ||
-      !subscription.currentPeriodStart ||
-      !subscription.currentPeriodEnd ||
-      !patched(usageBillingPatch)
-    )
-      return [];
+    if (!billsUsage(state()) || !subscription.currentPeriodStart || !subscription.currentPeriodEnd) return [];
+    deprecatePatch(usageBillingPatch);
     const usageItems = itemsOf(state());
     const period = {
       start: new Date(subscription.currentPeriodStart),
@@ -529,8 +535,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       });
       // The deployment's spread window now (RENEWAL_SPREAD_MINUTES): the next renewals wake with it.
       const latestWindow = result.renewalSpreadMinutes;
-      if (latestWindow !== undefined && latestWindow !== spreadWindow && patched(renewalSpreadLivePatch))
+      if (latestWindow !== undefined && latestWindow !== spreadWindow) {
+        deprecatePatch(renewalSpreadLivePatch);
         spreadWindow = latestWindow;
+      }
       if (result.status === 'paid') {
         if (result.snapshot.status !== subscription.status) searchStatusStale = true;
         subscription = result.snapshot;
@@ -658,7 +666,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * final invoice, charged once; a declined charge leaves that invoice open, with no dunning (the subscription ends).
    */
   async function billFinalUsage(): Promise<void> {
-    if (!billsUsage(state()) || !subscription.currentPeriodStart || !patched(usageBillingPatch)) return;
+    if (!billsUsage(state()) || !subscription.currentPeriodStart) return;
+    deprecatePatch(usageBillingPatch);
     const now = clock.now();
     const start = new Date(subscription.currentPeriodStart);
     const periodEnd = subscription.currentPeriodEnd ? new Date(subscription.currentPeriodEnd) : now;
@@ -740,21 +749,17 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         await retryPayment(false);
         return { ok: true };
       case 'undoCancel':
-        // New in this version: only runs that accepted this update (which older code never registered) reach here.
-        if (!patched('undo-cancel-at-period-end'))
-          return refuse('invalid_state', 'This subscription cannot undo its cancel.');
+        // Only runs that accepted this update (which older code never registered) reach here.
+        deprecatePatch(undoCancelPatch);
         await record({ cancelAtPeriodEnd: false });
         return { ok: true };
       case 'voidInvoice':
         return voidOwnInvoice(command.invoiceId);
       case 'creditInvoice':
-        // New in this version: only runs that accepted this update (which older code never registered) reach here.
-        if (!patched(creditNotesPatch)) return refuse('invalid_state', 'This subscription cannot credit its invoices.');
+        deprecatePatch(creditNotesPatch);
         return creditOwnInvoice(command.credit);
       case 'changeItems':
-        // New in this version: only runs that accepted this update (which older code never registered) reach here.
-        if (!patched(subscriptionItemsPatch))
-          return refuse('invalid_state', 'This subscription cannot change its items.');
+        deprecatePatch(subscriptionItemsPatch);
         return changeItems(command.change);
     }
   }
@@ -852,7 +857,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return;
       case 'newPeriod': {
         // The usage of the period the pause interrupted, to the resume (the paused time included), goes on the resume's invoice.
-        const usage = billsUsage(state()) && patched(usagePausePatch) ? await closeUsage(now) : [];
+        let usage: InvoiceLineInput[] = [];
+        if (billsUsage(state())) {
+          deprecatePatch(usagePausePatch);
+          usage = await closeUsage(now);
+        }
         const nextCycle = subscription.billingCycle + 1;
         subscription = {
           ...subscription,
@@ -1025,9 +1034,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       if (
         discountDue &&
         (!wake || discountDue.getTime() <= Date.parse(wake.at)) &&
-        (!funds || discountDue.getTime() <= funds.getTime()) &&
-        patched(discountEndTimerPatch)
+        (!funds || discountDue.getTime() <= funds.getTime())
       ) {
+        deprecatePatch(discountEndTimerPatch);
         // A repeating discount ends before the next billing event: end it on time (customer.discount.deleted at its end).
         woken = await clock.sleepUntil(discountDue, () => queue.length > 0 || discountSignalled, {
           summary: 'Until the discount ends',
@@ -1120,7 +1129,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   // replaying a history that recorded them later, these answer false and command nothing.
   for (const patch of [renewCyclePatch, renewInPlacePatch, fundsInSubscriptionPatch]) patched(patch);
   // renewal-spread, after them, only where it can move a timer (a calendar subscription with a window).
-  if (renewalSpreads(input.snapshot, input.renewalSpreadMinutes ?? 0)) patched(renewalSpreadPatch);
+  if (renewalSpreads(input.snapshot, input.renewalSpreadMinutes ?? 0)) deprecatePatch(renewalSpreadPatch);
 
   try {
     await live();

@@ -25,8 +25,7 @@ import {
   continueAsNew,
   defineQuery,
   defineSignal,
-  getExternalWorkflowHandle,
-  patched,
+  deprecatePatch,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
@@ -40,7 +39,6 @@ import {
   type ClockRegistration,
   type ClockReport,
   clockReportSignal,
-  clockTickSignal,
   clockUnregisterSignal,
 } from './clock-sleep.ts';
 
@@ -100,6 +98,9 @@ const ticks = proxyLocalActivities<Activities>({
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** Ticks go out through one local activity (tickClockWorkflows) instead of a signal per workflow; deprecated. */
+const tickByActivityPatch = 'test-clock-tick-by-activity';
+
 export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
   let time = Date.parse(input.frozenTime);
   let target: number | null = input.target ? Date.parse(input.target) : null;
@@ -145,20 +146,9 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
   /** Signals each workflow; one that no longer exists leaves the clock. */
   async function tell(ids: string[], ack: boolean): Promise<void> {
     if (ids.length === 0) return;
-    if (patched('test-clock-tick-by-activity')) {
-      const gone = await ticks.tickClockWorkflows({ ids, tick: { now: iso(time), ack } });
-      for (const id of gone) entries.delete(id);
-      return;
-    }
-    await Promise.all(
-      ids.map((id) =>
-        getExternalWorkflowHandle(id)
-          .signal(clockTickSignal, { now: iso(time), ack })
-          .catch(() => {
-            entries.delete(id);
-          }),
-      ),
-    );
+    deprecatePatch(tickByActivityPatch);
+    const gone = await ticks.tickClockWorkflows({ ids, tick: { now: iso(time), ack } });
+    for (const id of gone) entries.delete(id);
   }
 
   /** One advance to `to`, instant by instant (it may continue as new between instants, carrying the advance). */
@@ -174,22 +164,17 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
       while (!quiet() && waited < quietTimeoutMs) {
         if (await condition(quiet, 30_000)) break;
         waited += 30_000;
-        if (reports !== heard && patched('test-clock-tick-by-activity')) waited = 0;
+        if (reports !== heard) {
+          deprecatePatch(tickByActivityPatch);
+          waited = 0;
+        }
         heard = reports;
         const again = [...entries]
           .filter(([, e]) => e.busyAt !== null && e.wakeAt !== null && e.busyAt === time)
           .map(([id]) => id);
         if (again.length > 0) {
-          if (patched('test-clock-tick-by-activity'))
-            await ticks.tickClockWorkflows({ ids: again, tick: { now: iso(time), ack: true } });
-          else
-            await Promise.all(
-              again.map((id) =>
-                getExternalWorkflowHandle(id)
-                  .signal(clockTickSignal, { now: iso(time), ack: true })
-                  .catch(() => undefined),
-              ),
-            );
+          deprecatePatch(tickByActivityPatch);
+          await ticks.tickClockWorkflows({ ids: again, tick: { now: iso(time), ack: true } });
         }
       }
       if (!quiet()) {
@@ -198,21 +183,21 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
           `${stuck.length} workflow(s) did not finish the work due at ${iso(time)} within ${quietTimeoutMs / 1000} s: ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', ...' : ''}.`,
         );
       }
-      if (patched('test-clock-webhooks')) {
-        // The events this instant's work recorded reach the webhook dispatcher first: a delivery that
-        // failed is registered on the clock (its retries are due work), and the clock waits for it too.
-        const left = await local.awaitClockEventsDispatched({ clockId: input.clockId, timeoutMs: quietTimeoutMs });
-        if (left > 0)
-          throw new Error(
-            `${left} event(s) recorded at ${iso(time)} were not handed to the webhook dispatcher within ${quietTimeoutMs / 1000} s.`,
-          );
-        // The dispatcher registered those deliveries (bindToClock) before marking their events handed on, but a
-        // signal that arrives while this workflow task waits on the local activity is applied only in the next
-        // task: end this one (a 1 ms timer) so the registrations are seen before `quiet()` is asked (issue #24:
-        // an event recorded just before an advance had its retries skipped by it).
-        if (patched('test-clock-registrations-after-dispatch')) await sleep(1);
-        if (!quiet()) continue;
-      }
+      deprecatePatch('test-clock-webhooks');
+      // The events this instant's work recorded reach the webhook dispatcher first: a delivery that
+      // failed is registered on the clock (its retries are due work), and the clock waits for it too.
+      const left = await local.awaitClockEventsDispatched({ clockId: input.clockId, timeoutMs: quietTimeoutMs });
+      if (left > 0)
+        throw new Error(
+          `${left} event(s) recorded at ${iso(time)} were not handed to the webhook dispatcher within ${quietTimeoutMs / 1000} s.`,
+        );
+      // The dispatcher registered those deliveries (bindToClock) before marking their events handed on, but a
+      // signal that arrives while this workflow task waits on the local activity is applied only in the next
+      // task: end this one (a 1 ms timer) so the registrations are seen before `quiet()` is asked (issue #24:
+      // an event recorded just before an advance had its retries skipped by it).
+      deprecatePatch('test-clock-registrations-after-dispatch');
+      await sleep(1);
+      if (!quiet()) continue;
       let next: number | null = null;
       for (const entry of entries.values())
         if (entry.wakeAt !== null && entry.wakeAt <= to && (next === null || entry.wakeAt < next)) next = entry.wakeAt;
