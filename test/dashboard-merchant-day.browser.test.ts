@@ -424,13 +424,13 @@ describe("a merchant's day in the dashboard (chromium)", () => {
       await form
         .getByLabel('What')
         .locator('option')
-        .evaluateAll((o) => o.map((x) => (x as HTMLOptionElement).value)),
+        .evaluateAll((o) => o.map((x) => x.getAttribute('value'))),
     ).toEqual([...exportResources]);
     expect(
       await form
         .getByLabel('Format')
         .locator('option')
-        .evaluateAll((o) => o.map((x) => (x as HTMLOptionElement).value)),
+        .evaluateAll((o) => o.map((x) => x.getAttribute('value'))),
     ).toEqual([...exportFormats]);
     await form.getByLabel('What').selectOption('invoices');
     await form.getByLabel('Format').selectOption('json');
