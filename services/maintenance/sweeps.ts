@@ -136,7 +136,7 @@ async function workflowExists(client: Client, workflowId: string): Promise<boole
  * died right after its commit) is made now: that is exactly what the API would have
  * done next. Then, like the API: a pending outcome starts paymentSettlementWorkflow
  * (idempotently), a final one is recorded (money posted once, under a row lock).
- * Every pending payment row comes from that one path (recordPendingPayment: payment
+ * Every pending payment row comes from that one path (services/money/payments.ts payByCard: payment
  * requests and subscriptions record only final outcomes), so the key is always right.
  */
 export async function reconcileStuckPayments(
