@@ -634,6 +634,9 @@ async function trigger(event: string, cmd: Command): Promise<void> {
       (method, apiPath, body) => request(client, method, apiPath, body),
       Date.now().toString(36),
       client.accountId,
+      async (pagePath, form) =>
+        // A page's form as a browser posts it (no key: the page's link is its credential).
+        (await fetch(new URL(pagePath, ctx.apiBase), { method: 'POST', body: new URLSearchParams(form) })).status,
     );
   } finally {
     spin.stop();

@@ -2,24 +2,28 @@
  * `billing trigger <event>`: sandbox objects made through the public API so that the engine
  * records the real event (no event is forged). Each recipe makes the objects one flow needs and
  * names every event type that flow records; `trigger <event>` runs the recipe that records it.
- * The engine's catalog (domain/events.ts) has more types than these: the ones that need time to
- * pass (renewals, dunning, payouts arriving), another party (a dispute, a sign-up) or what a CLI
- * key may not do (account management) are in `notTriggered` below, with why, and in
- * docs/cli.md#trigger. Recipes marked `needsWorker` wait on a workflow (an invoice's, a payment
- * request's, an export's): they need the engine's worker running.
+ * Time that has to pass (a trial ending, a link expiring, a payout arriving) passes on a test clock;
+ * what the customer does (paying on the pay page) the CLI does as the customer's browser would.
+ * The few catalog types (domain/events.ts) no recipe records, faults and account management that a
+ * CLI key may not do, are in `notTriggered` below, with why, and in docs/cli.md#trigger. Recipes
+ * marked `needsWorker` wait on a workflow (an invoice's, a payment request's, a clock's, an export's):
+ * they need the engine's worker running.
  */
 import { CliError, exitCodes } from './exit-codes.ts';
 
 /** One API call in the sandbox, as the caller's CLI key. */
 export type Call = (method: string, path: string, body?: unknown) => Promise<any>;
 
+/** A form posted to one of the engine's pages (a pay page, as the customer's browser posts it): its status. */
+export type PostForm = (path: string, form: Record<string, string>) => Promise<number>;
+
 export interface Recipe {
   /** The event types the flow records, in the order it records them. */
   events: readonly string[];
   /** A subscription's first invoice is paid by the engine's worker: the recipe waits for it. */
   needsWorker?: boolean;
-  /** `accountId`: the CLI key's account (a payment names the account it is for). */
-  run(call: Call, stamp: string, accountId: string): Promise<Record<string, string>>;
+  /** `accountId`: the CLI key's account (a payment names the account it is for); `postForm`: a page's form, as a browser sends it. */
+  run(call: Call, stamp: string, accountId: string, postForm: PostForm): Promise<Record<string, string>>;
 }
 
 const customer = (call: Call, stamp: string, paymentMethod?: string) =>
@@ -53,6 +57,7 @@ async function oneOffInvoice(
   call: Call,
   customerId: string,
   collection: 'send_invoice' | 'charge_automatically' = 'send_invoice',
+  daysUntilDue = 14,
 ) {
   await call('POST', '/v1/invoice_items', {
     customer: customerId,
@@ -62,7 +67,7 @@ async function oneOffInvoice(
   });
   const terms =
     collection === 'send_invoice'
-      ? { collection_method: collection, days_until_due: 14 }
+      ? { collection_method: collection, days_until_due: daysUntilDue }
       : { collection_method: collection };
   const draft = await call('POST', '/v1/invoices', { customer: customerId, ...terms, description: 'billing trigger' });
   return call('POST', `/v1/invoices/${draft.id}/finalize`);
@@ -81,6 +86,39 @@ async function paid(call: Call, invoiceId: string) {
   );
 }
 
+/** Polls `check` every 500 ms for up to `seconds`; the CLI error names `what` when it never holds. */
+async function waitFor<T>(what: string, seconds: number, check: () => Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < seconds * 2; i++) {
+    const value = await check();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new CliError(
+    exitCodes.refused,
+    'timeout',
+    `${what} did not happen in ${seconds} s (is the engine's worker running?)`,
+  );
+}
+
+/** Advances a test clock to `to` and waits until every piece of work due on it has run. */
+async function advanced(call: Call, clockId: string, to: number) {
+  await call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: new Date(to).toISOString() });
+  return waitFor(`test clock ${clockId} advancing`, 180, async () => {
+    const now = await call('GET', `/v1/test_clocks/${clockId}`);
+    if (now.status === 'internal_failure')
+      throw new CliError(exitCodes.refused, 'internal_failure', `test clock ${clockId} failed to advance`);
+    return now.status === 'ready' ? now : undefined;
+  });
+}
+
+/** Whether the sandbox has recorded an event of `type` about the object `objectId`. */
+async function recordedFor(call: Call, type: string, objectId: string): Promise<true | undefined> {
+  const events = await call('GET', `/v1/events?type=${type}&limit=20`);
+  const about = (e: { data: { object: { id?: string; alert?: { id: string } } } }) =>
+    e.data.object.id === objectId || e.data.object.alert?.id === objectId;
+  return events.data.some(about) ? true : undefined;
+}
+
 /** A declined payment: the failed transaction, or (when the API answers 402) the id its error names, if any. */
 async function declined(call: Call, accountId: string): Promise<string> {
   try {
@@ -92,7 +130,7 @@ async function declined(call: Call, accountId: string): Promise<string> {
   }
 }
 
-export const recipes: readonly Recipe[] = [
+const recipesNow: readonly Recipe[] = [
   {
     events: ['customer.created', 'customer.updated'],
     async run(call, stamp) {
@@ -477,29 +515,184 @@ export const recipes: readonly Recipe[] = [
 ];
 
 /**
+ * Recipes on a test clock: the events that need time to pass (a trial ending, a link expiring, a
+ * payout arriving, a reminder, a recurring request's next period) happen when the clock is advanced.
+ */
+const onAClock: readonly Recipe[] = [
+  {
+    events: [
+      'subscription.expired',
+      'invoice.reminder_sent',
+      'payment_request.failed',
+      'recurring_payment_request.updated',
+      'payout.updated',
+      'payout.paid',
+      'payout.failed',
+    ],
+    needsWorker: true,
+    async run(call, stamp, accountId) {
+      const start = Date.UTC(2030, 0, 1);
+      const day = 86_400_000;
+      const clock = await call('POST', '/v1/test_clocks', {
+        frozen_time: new Date(start).toISOString(),
+        name: `billing trigger ${stamp} (time passes)`,
+      });
+      const onClock = (suffix: string) =>
+        call('POST', '/v1/customers', {
+          email: `trigger-${stamp}${suffix}@example.com`,
+          name: 'Triggered customer',
+          test_clock: clock.id,
+        });
+      // A 3-day trial with no payment method: it expires when the trial ends.
+      const trialing = await onClock('t');
+      const plan = await call('POST', '/v1/plans', {
+        name: `Triggered plan ${stamp}`,
+        amount: 1500,
+        currency: 'USD',
+        interval: 'month',
+      });
+      const sub = await call('POST', '/v1/subscriptions', {
+        customer: trialing.id,
+        plan: plan.id,
+        trial_period_days: 3,
+      });
+      // An invoice due in 2 days: its reminder goes on the due date.
+      const billed = await onClock('i');
+      const invoice = await oneOffInvoice(call, billed.id, 'send_invoice', 2);
+      // A link that expires after a day, and a monthly request that issues its next one a month on.
+      const expiring = await call('POST', '/api/v1/payment-requests', {
+        type: 'one_time',
+        amount: 1500,
+        currency: 'USD',
+        customer_email: `trigger-${stamp}@example.com`,
+        reference: `billing trigger ${stamp} (expires)`,
+        expires_at: new Date(start + day).toISOString(),
+        test_clock: clock.id,
+      });
+      const recurring = await call('POST', '/api/v1/payment-requests', {
+        type: 'recurring',
+        interval: 'month',
+        amount: 1500,
+        currency: 'USD',
+        customer_email: `trigger-${stamp}@example.com`,
+        reference: `billing trigger ${stamp} (monthly)`,
+        test_clock: clock.id,
+      });
+      // Two payouts on the clock, funded by a sandbox credit: one to a destination that is paid, one to a
+      // test account number ending 1116 (no_account), which fails when it arrives.
+      await call('POST', '/v1/transactions', {
+        account_id: accountId,
+        amount: 2000,
+        currency: 'USD',
+        type: 'credit',
+        reference: 'billing trigger payout funds',
+      });
+      const payoutTo = async (accountNumber: string) => {
+        const destination = await call('POST', '/v1/bank_accounts', {
+          type: 'us_ach',
+          account_holder_name: 'Triggered payee',
+          currency: 'USD',
+          routing_number: '110000000',
+          account_number: accountNumber,
+        });
+        return call('POST', '/v1/payouts', {
+          amount: 1000,
+          currency: 'USD',
+          destination: destination.id,
+          description: 'billing trigger',
+          test_clock: clock.id,
+        });
+      };
+      const paidPayout = await payoutTo(accountNumber(`${stamp}c`));
+      const failedPayout = await payoutTo(`${accountNumber(`${stamp}f`).slice(0, 8)}1116`);
+      await advanced(call, clock.id, start + 35 * day);
+      return {
+        test_clock: clock.id,
+        subscription: sub.id,
+        invoice: invoice.id,
+        payment_request: expiring.id,
+        recurring_payment_request: recurring.id,
+        payout: paidPayout.id,
+        failed_payout: failedPayout.id,
+      };
+    },
+  },
+];
+
+/** Recipes where the customer acts: the CLI does what the customer's browser would. */
+const asTheCustomer: readonly Recipe[] = [
+  {
+    events: ['payment_request.updated', 'payment_request.succeeded'],
+    // The request's workflow takes the pay page's attempts.
+    needsWorker: true,
+    async run(call, stamp, _accountId, postForm) {
+      const request = await call('POST', '/api/v1/payment-requests', {
+        type: 'one_time',
+        amount: 1500,
+        currency: 'USD',
+        customer_email: `trigger-${stamp}@example.com`,
+        reference: `billing trigger ${stamp} (paid on its page)`,
+      });
+      // The pay page's form as the customer sends it: a declined card first, then one that pays.
+      const page = new URL(request.payment_url as string).pathname;
+      const attempt = `trigger${stamp}`.replace(/[^A-Za-z0-9_-]/g, '').padEnd(16, '0');
+      await postForm(page, { payment_method: 'pm_card_chargeDeclined', attempt });
+      await postForm(page, { payment_method: 'pm_card_visa', attempt });
+      await waitFor(`payment request ${request.id} paid`, 60, async () =>
+        (await call('GET', `/api/v1/payment-requests/${request.id}`)).status === 'succeeded' ? true : undefined,
+      );
+      return { payment_request: request.id };
+    },
+  },
+];
+
+/** Recipes about usage. */
+const onUsage: readonly Recipe[] = [
+  {
+    events: ['billing.alert.triggered'],
+    async run(call, stamp) {
+      const eventName = `trigger_alert_${stamp}`;
+      const meter = await call('POST', '/v1/meters', {
+        display_name: 'Triggered meter (alert)',
+        event_name: eventName,
+        aggregation: 'sum',
+        value_property: 'value',
+      });
+      const c = await customer(call, stamp);
+      const alert = await call('POST', '/v1/billing/alerts', {
+        title: `billing trigger ${stamp}`,
+        alert_type: 'usage_threshold',
+        usage_threshold: { gte: 10, meter: meter.id, recurrence: 'one_time' },
+        filter: { customer: c.id },
+      });
+      // The customer's usage this month reaches the alert's 10: the engine checks after the batch commits.
+      await call('POST', '/v1/meter_events/batch', {
+        events: [{ event_name: eventName, customer: c.id, identifier: `trigger-${stamp}`, payload: { value: 12 } }],
+      });
+      await waitFor(`alert ${alert.id} triggering`, 20, () => recordedFor(call, 'billing.alert.triggered', alert.id));
+      return { meter: meter.id, customer: c.id, billing_alert: alert.id };
+    },
+  },
+];
+
+/**
  * The catalog's event types no recipe records, each with why: test/cli.test.ts fails on a type
  * that is neither here nor in a recipe, and docs/cli.md#trigger lists these.
  */
 export const notTriggered: Readonly<Record<string, string>> = {
-  'subscription.expired': 'a trial that ends without a payment method: time has to pass (a test clock)',
-  'invoice.reminder_sent': 'a reminder before or after the due date: time has to pass (a test clock)',
-  'payout.updated': "the payout's workflow sends it after its pending minute: time has to pass",
-  'payout.paid': 'the payout arrives a day later: time has to pass',
-  'payout.failed': 'a payout to a failing destination, a day later: time has to pass',
   'test_clock.internal_failure': 'a clock that fails to advance: an engine fault, not something to ask for',
-  'payment.disputed': "another party: the customer's bank opens a dispute at the processor",
-  'account.created': 'account management: refused to CLI keys (a sign-up or an admin)',
-  'account.updated': 'account settings: refused to CLI keys',
-  'account.closed': 'account management: refused to CLI keys',
-  'payment_request.updated': "the customer's declined attempt on the pay page (another party)",
-  'payment_request.succeeded': 'the customer pays on the pay page (another party)',
-  'payment_request.failed': 'the link expires: time has to pass',
-  'recurring_payment_request.updated':
-    'a recurring request issues its next payment request a period later: time has to pass',
   'export.failed': 'an export the engine fails to write: a fault, not something to ask for',
-  'billing.alert.triggered':
-    "a customer's usage reaching a usage alert: no recipe yet (it needs a meter, a metered subscription and usage)",
+  'payment.disputed':
+    "the customer's bank opens a dispute at the processor: the sandbox processor has none; on Stripe's test mode a payment with the dispute test card (4000 0000 0000 0259) records it",
+  'account.created':
+    'a new account (sign-up or an admin): its event is in the new account, not the one the CLI key is for',
+  'account.updated':
+    "account settings are refused to CLI keys (api/auth/cli-scope.ts): change the profile in the dashboard's Settings, or PATCH /v1/account with the owner's session",
+  'account.closed':
+    "closing the account the CLI is logged in to: never done by a trigger (the owner's DELETE /v1/account)",
 };
+
+export const recipes: readonly Recipe[] = [...recipesNow, ...onAClock, ...asTheCustomer, ...onUsage];
 
 /** Every event type some recipe records. */
 export const triggerableEvents: readonly string[] = recipes.flatMap((recipe) => recipe.events);
