@@ -85,6 +85,8 @@ export const customerSearchSchema: SearchSchema = {
     id: { type: 'id' },
     email: { type: 'text', substring: true },
     name: { type: 'text', substring: true, nullable: true },
+    // The merchant's own id for the customer (exact: external_id:"user_4821").
+    external_id: { type: 'text', nullable: true },
     created: { type: 'time' },
     // The address's ISO country (upper case: country:DE) and none, exempt or reverse (docs/discounts-and-taxes.md#taxes).
     country: { type: 'text', nullable: true },

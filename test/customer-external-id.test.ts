@@ -32,7 +32,12 @@ describe('customer external_id', () => {
 
     // The sandbox is another mode: the same external_id is free there.
     const sandbox = { ...engine.tenant.headers, 'x-sandbox-mode': 'true' };
-    const other = await engine.call('POST', '/v1/customers', { email: 'a@example.com', external_id: 'user_1' }, sandbox);
+    const other = await engine.call(
+      'POST',
+      '/v1/customers',
+      { email: 'a@example.com', external_id: 'user_1' },
+      sandbox,
+    );
     expect(other.status, JSON.stringify(other.body)).toBe(201);
 
     const listed = await engine.call('GET', '/v1/customers?external_id=user_1');
@@ -83,6 +88,13 @@ describe('customer external_id', () => {
       `/v1/meters/${meter.id}/event_summaries?customer=${customer.id}&start_time=${now - 3600}&end_time=${now + 600}`,
     );
     expect(summary.body.data[0].aggregated_value).toBe('23');
+
+    // The customers search finds it by external_id, exactly.
+    const found = await engine.call('GET', `/v1/customers/search?query=${encodeURIComponent('external_id:"acct-77"')}`);
+    expect(found.status, JSON.stringify(found.body)).toBe(200);
+    expect(found.body.data.map((c: { id: string }) => c.id)).toEqual([customer.id]);
+    const partial = await engine.call('GET', `/v1/customers/search?query=${encodeURIComponent('external_id:"acct"')}`);
+    expect(partial.body.data).toEqual([]);
 
     // Another account's customer with the same external_id is not ours; nor is our sandbox's.
     const sandbox = { ...engine.tenant.headers, 'x-sandbox-mode': 'true' };

@@ -296,7 +296,7 @@ describe('GET /v1/invoices/search and /v1/customers/search', () => {
       ['invoices', 'status>open', 7, ': after status'],
       ['invoices', 'customer~"cus"', 9, ': after customer'],
       ['invoices', 'paid_at:yesterday', 9, 'a date'],
-      ['customers', 'amount>5', 1, 'a field (id, email, name, created, country, tax_exempt)'],
+      ['customers', 'amount>5', 1, 'a field (id, email, name, external_id, created, country, tax_exempt)'],
       ['customers', 'name:"x" AND email~"y" OR id:z', 24, 'cannot be mixed'],
       ['customers', 'email~""', 7, 'some text'],
     ];

@@ -99,6 +99,7 @@ export const customerSearch: SearchTable = {
     id: 't.id',
     email: 't.email',
     name: 't.name',
+    external_id: 't.external_id',
     created: 't.created_at',
     country: "(t.address ->> 'country')",
     tax_exempt: 't.tax_exempt',
