@@ -117,7 +117,7 @@ function livenessWatch(target: LivenessTarget): Interceptor {
     const method = options.method_definition.path.split('/').pop() ?? '';
     if (!waitingMethods.has(method)) return new InterceptingCall(nextCall(options));
     const call: InterceptingCall = new InterceptingCall(nextCall(options), {
-      start(metadata, listener, next) {
+      start(metadata, _listener, next) {
         let ended = false;
         let timer: NodeJS.Timeout | undefined;
         const watch = () => {
@@ -136,7 +136,8 @@ function livenessWatch(target: LivenessTarget): Interceptor {
         };
         watch();
         next(metadata, {
-          ...listener,
+          onReceiveMetadata: (received, nextMetadata) => nextMetadata(received),
+          onReceiveMessage: (message, nextMessage) => nextMessage(message),
           onReceiveStatus(status, nextStatus) {
             ended = true;
             clearTimeout(timer);
