@@ -9,11 +9,10 @@ import { chargePendingPayment, payByCard } from '../../services/money/payments.t
 import { completeRefund, reserveRefund } from '../../services/money/refunds.ts';
 import { recordTransactionEvents } from '../../services/money/transaction-events.ts';
 import { newTransactionFields, recordSucceededTransaction } from '../../services/money/transactions.ts';
-import { resolveProcessors } from '../../services/processors/index.ts';
 import { clockBindingOf, clockCondition } from '../../services/test-clocks/clocks.ts';
 import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope, type Actor, actorOf } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -178,10 +177,10 @@ function refuseLiveMoneyFromNothing(actor: Actor, livemode: boolean, type: (type
     throw new ApiError('forbidden', 'Members cannot refund in live mode; ask an owner.');
 }
 
-export function transactionsApp(deps: ApiDeps) {
-  const { orm } = deps;
-  const processors = resolveProcessors(deps, deps.config.processors, () => orm.em.fork());
-  const payments = { orm, processors, temporal: { client: deps.temporal, taskQueue: deps.config.taskQueue } };
+export function transactionsApp(deps: AppDeps) {
+  // The process's services (services/context.ts): card payments take them whole (services/money/payments.ts payByCard).
+  const { orm, context } = deps;
+  const { processors } = context;
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
     const transaction = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
@@ -248,7 +247,7 @@ export function transactionsApp(deps: ApiDeps) {
           const existing = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });
           if (existing && (existing.type !== 'payment' || existing.status !== 'pending'))
             return c.json(serializeTransaction(existing), 201);
-          if (existing) return c.json(serializeTransaction(await chargePendingPayment(payments, existing, em)), 201);
+          if (existing) return c.json(serializeTransaction(await chargePendingPayment(context, existing, em)), 201);
         }
         const details = {
           accountId: scope.accountId,
@@ -264,7 +263,7 @@ export function transactionsApp(deps: ApiDeps) {
         // or by a workflow when the processor answers pending (services/money/payments.ts payByCard). If this
         // process dies in between, the maintenance workflow finishes the job (services/maintenance/sweeps.ts).
         if (body.type === 'payment')
-          return c.json(serializeTransaction(await payByCard(payments, { ...details, id }, { owner: account })), 201);
+          return c.json(serializeTransaction(await payByCard(context, { ...details, id }, { owner: account })), 201);
 
         const fields = { ...(await newTransactionFields(em, { ...details, type: body.type }, account)), id };
 
