@@ -95,16 +95,15 @@ import {
   type AttemptInput,
   type AttemptOutcome,
   attemptWebhookDelivery,
-  awaitClockEventsDispatched,
-  dispatchEventsActivity,
-  type DispatchResult,
   finishWebhookDelivery,
   webhookDisabledEmail,
-} from '../services/webhooks/dispatch.ts';
+} from '../services/webhooks/delivery.ts';
+import { awaitClockEventsDispatched, type DispatchResult } from '../services/webhooks/dispatch.ts';
 import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
 import type { PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { createExportActivities } from './export.ts';
 import { createUsageActivities } from './usage.ts';
+import { dispatchEventsActivity, temporalNow } from './webhooks.ts';
 
 export interface ActivityDeps {
   orm: MikroORM;
@@ -281,7 +280,7 @@ export function createActivities(deps: ActivityDeps) {
     async sendEmail(input: EmailInput): Promise<{ sent: boolean; messageId: string }> {
       return sendEmailOnce(em(), deps.mailer, input, processors);
     },
-    /** The webhook dispatcher's pass: undispatched events → first attempts, and delivery workflows for those that failed (services/webhooks/dispatch.ts). */
+    /** The webhook dispatcher's pass: undispatched events → first attempts, and delivery workflows for those that failed (activities/webhooks.ts). */
     async dispatchWebhookEvents(limit: number): Promise<DispatchResult> {
       return dispatchEventsActivity(
         em(),
@@ -293,7 +292,7 @@ export function createActivities(deps: ActivityDeps) {
     async attemptWebhookDelivery(input: AttemptInput): Promise<AttemptOutcome> {
       return attemptWebhookDelivery(
         em(),
-        { secretBox: deps.secretBox, resolver: deps.webhookResolver, urlPolicy: deps.urlPolicy },
+        { secretBox: deps.secretBox, resolver: deps.webhookResolver, urlPolicy: deps.urlPolicy, temporalNow },
         input,
       );
     },

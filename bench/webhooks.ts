@@ -51,7 +51,7 @@ import { freePort, stopPid } from '../dev/processes.ts';
 import { searchAttributeArgs, startTemporalDevServer, waitUntilServing } from '../dev/temporal-dev-server.ts';
 import { resolveTemporalCli } from '../dev/tools.ts';
 import { createSecretBox } from '../domain/secret-box.ts';
-import { type CheckedUrl, checkWebhookUrl } from '../domain/webhook-url.ts';
+import type { CheckedUrl } from '../domain/webhook-url.ts';
 import { riskScoreHeader, signWebhook } from '../domain/webhooks.ts';
 import { createLogger } from '../logger.ts';
 import { serializeEvent } from '../objects/event.ts';
@@ -60,6 +60,7 @@ import { createFileMailer } from '../services/email/mailer.ts';
 import { recordEvent } from '../services/events/record.ts';
 import { eventDispatchWorkflowId, inlineAttempts, wakeEventDispatch } from '../services/webhooks/dispatch.ts';
 import { postWebhook } from '../services/webhooks/http-post.ts';
+import { checkWebhookUrl } from '../services/webhooks/url-check.ts';
 import { createBillingWorker, installTemporalRuntime } from '../worker.ts';
 import {
   mean,

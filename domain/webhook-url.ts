@@ -19,8 +19,10 @@
  * link-local, unspecified, multicast or reserved).
  * Both: no user:password, no control characters in the url, at most 2048 characters.
  * Refusals never say what a name resolves to.
+ *
+ * The rules only: no I/O here. Resolving the name and checking what it resolves to is
+ * services/webhooks/url-check.ts (checkWebhookUrl).
  */
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 
 export type AddressKind = 'loopback' | 'private' | 'link-local' | 'unspecified' | 'multicast' | 'reserved';
@@ -30,14 +32,8 @@ export interface ResolvedAddress {
   family: 4 | 6;
 }
 
-/** Name → addresses. The system's resolver by default; tests inject their own. */
+/** Name → addresses (services/webhooks/url-check.ts systemResolver; tests inject their own). */
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
-
-export const systemResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((a) => ({
-    address: a.address,
-    family: a.family === 6 ? 6 : 4,
-  }));
 
 export class UrlNotAllowedError extends Error {
   constructor(message: string) {
@@ -225,13 +221,17 @@ export interface CheckedUrl {
   addresses: ResolvedAddress[];
 }
 
-/** Throws UrlNotAllowedError with the reason, or returns the url and the addresses that were checked. */
-export async function checkWebhookUrl(
-  raw: string,
-  livemode: boolean,
-  resolve: Resolver = systemResolver,
-  policy: WebhookUrlPolicy = developmentUrlPolicy,
-): Promise<CheckedUrl> {
+/** A url's shape, before its name is resolved: what the checks of the url itself let through. */
+export interface ParsedWebhookUrl {
+  url: URL;
+  /** The host without IPv6 brackets. */
+  hostname: string;
+  /** The address when the host is an IP literal (nothing to resolve), else null. */
+  literal: ResolvedAddress | null;
+}
+
+/** The checks of the url itself (length, characters, scheme, credentials): throws UrlNotAllowedError with the reason. */
+export function parseWebhookUrl(raw: string, livemode: boolean): ParsedWebhookUrl {
   if (raw.length > 2048) throw new UrlNotAllowedError('url is longer than 2048 characters');
   // The URL parser would drop tabs and newlines silently; a url is stored as sent, so refuse them.
   if (/[\u0000-\u001f\u007f]/.test(raw))
@@ -246,20 +246,25 @@ export async function checkWebhookUrl(
   if (livemode && url.protocol !== 'https:') throw new UrlNotAllowedError('live mode webhook urls must use https');
   if (url.username || url.password) throw new UrlNotAllowedError('url may not contain a user name or password');
   const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  const mode = livemode ? 'live mode' : 'sandbox';
   const literal = isIP(hostname);
-  let addresses: ResolvedAddress[];
-  if (literal) {
-    addresses = [{ address: hostname, family: literal === 6 ? 6 : 4 }];
-  } else {
-    try {
-      addresses = await resolve(hostname);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      throw new UrlNotAllowedError(`${hostname} does not resolve${code && /^[A-Z_]+$/.test(code) ? ` (${code})` : ''}`);
-    }
-    if (addresses.length === 0) throw new UrlNotAllowedError(`${hostname} does not resolve`);
-  }
+  return { url, hostname, literal: literal ? { address: hostname, family: literal === 6 ? 6 : 4 } : null };
+}
+
+/** Why a url with no address, or a name that did not resolve, is refused. */
+export function unresolvedRefusal(hostname: string, code?: string): UrlNotAllowedError {
+  return new UrlNotAllowedError(`${hostname} does not resolve${code && /^[A-Z_]+$/.test(code) ? ` (${code})` : ''}`);
+}
+
+/** Throws UrlNotAllowedError when any address the url's host has may not receive webhooks in this mode. */
+export function checkAddresses(
+  parsed: ParsedWebhookUrl,
+  addresses: ResolvedAddress[],
+  livemode: boolean,
+  policy: WebhookUrlPolicy = developmentUrlPolicy,
+): CheckedUrl {
+  const { url, hostname, literal } = parsed;
+  if (addresses.length === 0) throw unresolvedRefusal(hostname);
+  const mode = livemode ? 'live mode' : 'sandbox';
   for (const { address } of addresses) {
     const kind = addressKindRefused(address, livemode, policy, hostname);
     if (kind === null) continue;

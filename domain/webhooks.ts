@@ -1,7 +1,7 @@
 /**
  * Webhooks as pure logic: the retry schedules, the Standard Webhooks signature,
  * signing secrets, and which endpoints an event goes to. No I/O here; the
- * delivery activity (services/webhooks/dispatch.ts) and the API use these.
+ * dispatcher and the delivery (services/webhooks/dispatch.ts, delivery.ts) and the API use these.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 

@@ -16,7 +16,6 @@ import { Event, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../db/e
 import { createSecretBox } from '../domain/secret-box.ts';
 import {
   addressRefusal,
-  checkWebhookUrl,
   classifyAddress,
   type Resolver,
   strictUrlPolicy,
@@ -24,8 +23,9 @@ import {
 } from '../domain/webhook-url.ts';
 import { attemptOffsets, deliveryId, disableAfterMs, newWebhookSecret, retrySchedules } from '../domain/webhooks.ts';
 import { createLogger } from '../logger.ts';
-import { attemptWebhookDelivery } from '../services/webhooks/dispatch.ts';
+import { attemptWebhookDelivery } from '../services/webhooks/delivery.ts';
 import { postWebhook } from '../services/webhooks/http-post.ts';
+import { checkWebhookUrl } from '../services/webhooks/url-check.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 const resolvesTo =

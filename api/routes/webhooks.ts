@@ -2,8 +2,8 @@
  * Webhook endpoints (POST/GET/PATCH/DELETE /v1/webhooks, rotate_secret), their
  * deliveries (GET /v1/webhooks/{id}/deliveries), redelivery of an event
  * (POST /v1/events/{id}/redeliver), and the middleware that wakes the
- * dispatcher after a change. Delivery itself: services/webhooks/dispatch.ts and
- * workflows/webhooks.ts.
+ * dispatcher after a change. Delivery itself: services/webhooks/dispatch.ts,
+ * services/webhooks/delivery.ts and workflows/webhooks.ts.
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -14,7 +14,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
 import { newId } from '../../domain/ids.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
-import { checkWebhookUrl, type Resolver, UrlNotAllowedError } from '../../domain/webhook-url.ts';
+import { type Resolver, UrlNotAllowedError } from '../../domain/webhook-url.ts';
 import {
   deliveryId,
   deliveryIdPattern,
@@ -30,6 +30,7 @@ import {
   WithSecretSchema,
 } from '../../objects/webhook-endpoint.ts';
 import { startDelivery } from '../../services/webhooks/dispatch.ts';
+import { checkWebhookUrl } from '../../services/webhooks/url-check.ts';
 import type { DispatchWaker } from '../../services/webhooks/wake.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
