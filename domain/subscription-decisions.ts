@@ -98,7 +98,9 @@ export type SubscriptionCommand =
   /** Add, change or remove a recurring item (/v1/subscription_items; patched('subscription-items')). */
   | { kind: 'changeItems'; change: ItemChange }
   /** A credit note on one of its open invoices, between the workflow's own steps (its amount due drops; services/credit-notes/owner.ts). */
-  | { kind: 'creditInvoice'; credit: OpenInvoiceCredit };
+  | { kind: 'creditInvoice'; credit: OpenInvoiceCredit }
+  /** Ingestion saw the period's unbilled usage reach billing_thresholds (workflows/subscription-usage-thresholds.ts). */
+  | { kind: 'billUsageThreshold' };
 
 /** Why `command` cannot be applied now, or null. Asked by the update validators and again when the command runs. */
 export function commandProblem(state: SubscriptionState, command: SubscriptionCommand): string | null {
@@ -139,6 +141,8 @@ export function commandProblem(state: SubscriptionState, command: SubscriptionCo
       return null;
     case 'changeItems':
       return itemChangeProblem(state, command.change);
+    case 'billUsageThreshold':
+      return s === 'active' || s === 'past_due' ? null : `A ${s} subscription bills no usage threshold.`;
   }
 }
 

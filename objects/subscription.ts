@@ -12,6 +12,22 @@ import { DiscountSchema } from './discount.ts';
 
 /** A subscription, from its projection row or from the workflow's own snapshot. */
 
+/** Stripe's subscription billing_thresholds (usage amounts in minor units). */
+export const BillingThresholdsSchema = z
+  .object({
+    amount_gte: z.number().int().min(1).max(99_999_999).openapi({
+      description:
+        "Bill early once the period's usage amount not yet billed (metered items after free units and tiers, before tax and discounts) reaches this, in minor units",
+      example: 50000,
+    }),
+    reset_billing_cycle_anchor: z
+      .boolean()
+      .optional()
+      .openapi({ description: 'Only false is supported (the default): the period goes on after a threshold invoice' }),
+  })
+  .strict()
+  .openapi('BillingThresholds', { example: { amount_gte: 50000, reset_billing_cycle_anchor: false } });
+
 export const SubscriptionSchema = z
   .object({
     id: z.string(),
@@ -99,6 +115,10 @@ export const SubscriptionSchema = z
     discount: DiscountSchema.nullable().optional().openapi({
       description:
         "Its own discount in force (a coupon or promotion code applied to it), or null; on every answer of the subscriptions routes (events' data.object and portal answers leave it out). The customer's own discount applies when it has none",
+    }),
+    billing_thresholds: BillingThresholdsSchema.nullable().optional().openapi({
+      description:
+        'Progressive billing (docs/usage.md#billing-thresholds): the usage amount of the period not yet billed that bills early, on an invoice with billing_reason `subscription_threshold`; null: none. On every answer of the subscriptions routes',
     }),
     created_at: timestamp,
     updated_at: timestamp,

@@ -82,11 +82,17 @@ import {
 } from '../domain/subscription-decisions.ts';
 import { planDetails, planMemo } from '../domain/subscription-details.ts';
 import { metersToClose, usageLines } from '../domain/usage-billing.ts';
+import { unbilledLines } from '../domain/usage-thresholds.ts';
 import type { OpenedInvoice } from '../services/invoices/cycle-invoices.ts';
 import type { PendingFunds } from '../services/money/balances.ts';
 import type { ChargeOutcome } from '../services/money/charges.ts';
 import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 import { PlanIdKey, SubscriptionStatusKey } from './search-attributes.ts';
+import {
+  billUsageThreshold,
+  usageThresholdReachedSignal,
+  usageThresholdsPatch,
+} from './subscription-usage-thresholds.ts';
 
 export interface SubscriptionWorkflowInput {
   /** On the first run: version 0 with id, customer, plan, trialDays and livemode set. Later runs: the state carried over. */
@@ -412,6 +418,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     if (!isEnded(subscription))
       queue.push({ command: { kind: 'cancel', atPeriodEnd: false, reason: 'account_closed' }, done: () => {} });
   });
+  // Progressive billing (#28): one signal per crossing, queued once (workflows/subscription-usage-thresholds.ts).
+  setHandler(usageThresholdReachedSignal, () => {
+    if (!isEnded(subscription) && !queue.some((q) => q.command.kind === 'billUsageThreshold'))
+      queue.push({ command: { kind: 'billUsageThreshold' }, done: () => {} });
+  });
   setHandler(discountEndSignal, (next) => {
     // One discount per subscription: a newer one replaces the one waited for (ending an already ended one does nothing).
     discountEnd = next;
@@ -496,7 +507,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       meters: metersToClose(usageItems),
     });
     usageGraceSeconds = closed.usageGraceSeconds;
-    return usageLines(usageItems, closed.closing, period);
+    // Less what threshold invoices of the period billed already (none recorded before usage-thresholds).
+    return unbilledLines(usageLines(usageItems, closed.closing, period), closed.thresholdBilled, period);
   }
 
   /** Invoices and charges billing cycle `cycle` (with `usage`: the last period's usage lines); a decline starts dunning. */
@@ -682,7 +694,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       end: iso(end),
       meters: metersToClose(usageItems),
     });
-    const lines = usageLines(usageItems, closed.closing, { start, end });
+    const lines = unbilledLines(usageLines(usageItems, closed.closing, { start, end }), closed.thresholdBilled, {
+      start,
+      end,
+    });
     if (lines.every((line) => (line.total ?? 0) === 0)) return;
     const key = `${subscription.id}:final_usage`;
     const result = await localActivities.renewCycle({
@@ -761,6 +776,20 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       case 'changeItems':
         deprecatePatch(subscriptionItemsPatch);
         return changeItems(command.change);
+      case 'billUsageThreshold': {
+        // Only runs that received the signal (no recorded history did) reach here.
+        if (!patched(usageThresholdsPatch) || !billsUsage(state())) return { ok: true };
+        setDetails('Billing the usage that reached the billing threshold.');
+        const paid = await billUsageThreshold(localActivities, {
+          subscription,
+          items: itemsOf(state()),
+          now: clock.now(),
+          currency: plan.currency,
+          recorded,
+        });
+        if (paid) subscription = paid;
+        return { ok: true };
+      }
     }
   }
 

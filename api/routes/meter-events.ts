@@ -16,6 +16,7 @@ import { MeterEventSchema, serializeMeterEvent } from '../../objects/meter.ts';
 import { checkUsageAlerts } from '../../services/usage/alerts.ts';
 import { singleEventCommitterFor } from '../../services/usage/group-commit.ts';
 import { usageStoreFor } from '../../services/usage/postgres-store.ts';
+import { checkUsageThresholds } from '../../services/usage/thresholds.ts';
 import type { IngestOutcome, RefusalCode } from '../../services/usage/store.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -222,6 +223,19 @@ async function checkAlerts(
     deps.logger.warn(
       { err: error, accountId: scope.accountId },
       'usage alerts: the check after a committed batch failed',
+    );
+  }
+  // The same pass: progressive billing's thresholds of the batch's customers (one signal per crossing).
+  try {
+    await checkUsageThresholds(
+      deps,
+      scope,
+      pairs.map((p) => p.customerId),
+    );
+  } catch (error) {
+    deps.logger.warn(
+      { err: error, accountId: scope.accountId },
+      'usage thresholds: the check after a committed batch failed',
     );
   }
 }

@@ -41,6 +41,7 @@ import { Migration20261127032000_metered_plans } from './Migration20261127032000
 import { Migration20261127036000_events_related_object } from './Migration20261127036000_events_related_object.ts';
 import { Migration20261127043000_customer_external_id } from './Migration20261127043000_customer_external_id.ts';
 import { Migration20261127050000_billing_alerts } from './Migration20261127050000_billing_alerts.ts';
+import { Migration20261127042000_usage_thresholds } from './Migration20261127042000_usage_thresholds.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -86,5 +87,6 @@ export const migrations = [
   { name: 'Migration20261127032000_metered_plans', class: Migration20261127032000_metered_plans },
   { name: 'Migration20261127036000_events_related_object', class: Migration20261127036000_events_related_object },
   { name: 'Migration20261127050000_billing_alerts', class: Migration20261127050000_billing_alerts },
+  { name: 'Migration20261127042000_usage_thresholds', class: Migration20261127042000_usage_thresholds },
   { name: 'Migration20261127043000_customer_external_id', class: Migration20261127043000_customer_external_id },
 ];

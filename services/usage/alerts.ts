@@ -2,7 +2,8 @@
  * Usage alerts (docs/usage.md#usage-alerts; Stripe's billing alerts, alert_type usage_threshold,
  * recurrence one_time): an alert watches a meter for every customer (or the one of its filter) and
  * records `billing.alert.triggered` ONCE per (alert, customer) when the customer's usage on the meter
- * in the current UTC calendar month of the customer's time (its test clock's on a clock) reaches gte.
+ * in the current billing period of its subscription that bills that meter (alertWindow), or without one in
+ * the current UTC calendar month of the customer's time (its test clock's on a clock), reaches gte.
  *
  * Detection runs after an ingestion batch committed (checkUsageAlerts), never per event nor through
  * Temporal: one indexed query finds the active alerts of the batch's (customer, meter) pairs not yet
@@ -149,7 +150,23 @@ type Candidate = BillingAlertRow & {
   valueProperty: string;
   eventName: string;
   customerNow: Date;
+  /** The current period of the customer's subscription that bills the alert's meter, if it has one. */
+  periodStart: Date | null;
+  periodEnd: Date | null;
 };
+
+/**
+ * The usage an alert counts: the current billing period of the customer's subscription that bills the alert's
+ * meter (a metered item on it; the newest such active or past_due one), else the UTC calendar month of the
+ * customer's time.
+ */
+export function alertWindow(c: Pick<Candidate, 'customerNow' | 'periodStart' | 'periodEnd'>): {
+  start: Date;
+  end: Date;
+} {
+  if (c.periodStart && c.periodEnd) return { start: new Date(c.periodStart), end: new Date(c.periodEnd) };
+  return monthWindow(new Date(c.customerNow));
+}
 
 /**
  * After a committed batch: fires the alerts its (customer, meter) pairs reached. Returns how many fired.
@@ -179,18 +196,27 @@ export async function checkUsageAlerts(
   const meters = [...unique.values()].map((p) => p.meterId);
   const { rows } = await store.pool.query(
     `select a.id, a.livemode, a.title, a.meter_id as "meterId", a.gte::float8 as gte, a.customer_id as "customerId", a.status, a.created_at as "createdAt", a.updated_at as "updatedAt",
-       p.customer_id as "pairCustomer", m.aggregation, m.value_property as "valueProperty", m.event_name as "eventName", coalesce(tc.frozen_time, now()) as "customerNow"
+       p.customer_id as "pairCustomer", m.aggregation, m.value_property as "valueProperty", m.event_name as "eventName", coalesce(tc.frozen_time, now()) as "customerNow",
+       sub.current_period_start as "periodStart", sub.current_period_end as "periodEnd"
      from unnest($3::text[], $4::text[]) as p(customer_id, meter_id)
      join billing_alerts a on a.account_id = $1 and a.livemode = $2 and a.status = 'active' and a.meter_id = p.meter_id and (a.customer_id is null or a.customer_id = p.customer_id)
      join meters m on m.id = a.meter_id
      join customers cu on cu.id = p.customer_id and cu.account_id = $1 and cu.livemode = $2
      left join test_clocks tc on tc.id = cu.test_clock_id
+     left join lateral (
+       select s.current_period_start, s.current_period_end from subscriptions s
+       where s.account_id = $1 and s.livemode = $2 and s.customer_id = p.customer_id and s.status in ('active', 'past_due')
+         and s.current_period_start is not null and s.current_period_end is not null
+         and exists (select 1 from plans pl where pl.account_id = $1 and pl.livemode = $2 and pl.usage_type = 'metered' and pl.meter_id = a.meter_id
+                     and (pl.id = s.plan_id or (s.items is not null and s.items @> jsonb_build_array(jsonb_build_object('planId', pl.id)))))
+       order by s.created_at desc limit 1
+     ) sub on true
      where not exists (select 1 from billing_alert_triggers t where t.alert_id = a.id and t.customer_id = p.customer_id)`,
     [scope.accountId, scope.livemode, customers, meters],
   );
   let fired = 0;
   for (const candidate of rows as Candidate[]) {
-    const window = monthWindow(new Date(candidate.customerNow));
+    const window = alertWindow(candidate);
     const [aggregate] = await store.aggregate({
       ...scope,
       customerId: candidate.pairCustomer,

@@ -10,6 +10,7 @@ import { AccountModeSettings, Meter, Plan } from '../../db/entities/index.ts';
 import type { PriceTerms } from '../../domain/subscription.ts';
 import type { InvoiceLineInput } from '../../domain/subscription-decisions.ts';
 import { defaultUsageGraceSeconds, type MeterClosing, metersToClose, usageLines } from '../../domain/usage-billing.ts';
+import type { BilledByLine } from '../../domain/usage-thresholds.ts';
 import { usageStoreFor } from './postgres-store.ts';
 import type { MeterRef, UsageStore } from './store.ts';
 
@@ -28,6 +29,8 @@ export interface CloseUsageResult {
   closing: (MeterClosing & { groupBy?: string[] })[];
   /** The mode's usage grace window now: the workflow's next renewals wait it. */
   usageGraceSeconds: number;
+  /** What threshold invoices of the period billed per usage line (domain/usage-thresholds.ts); absent: none. */
+  thresholdBilled?: BilledByLine;
 }
 
 const meterRef = (meter: Meter): MeterRef => ({
@@ -199,14 +202,18 @@ export async function itemsUsageSoFar(
     metered.map(async (item): Promise<[string, ItemUsage] | null> => {
       const meter = meters.get(meterOf.get(item.planId)!);
       if (!meter) return null;
-      const [row] = await store.aggregate({
-        accountId: q.accountId,
-        livemode: q.livemode,
-        customerId: q.customerId,
-        meter,
-        start: q.periodStart,
-        end,
-      });
+      // At the period's very start (a test clock's subscription read at once) nothing was used yet; the store refuses an empty span.
+      const [row] =
+        end <= q.periodStart
+          ? []
+          : await store.aggregate({
+              accountId: q.accountId,
+              livemode: q.livemode,
+              customerId: q.customerId,
+              meter,
+              start: q.periodStart,
+              end,
+            });
       return [
         item.id,
         {
