@@ -367,7 +367,7 @@ describe("a merchant's day in the dashboard (chromium)", () => {
     expect(problems).toEqual([]);
   });
 
-  it('lists name the customer (email under it); the portal offers only the plans chosen in Settings', async () => {
+  it('lists name the customer (email under it), payment requests too; the portal offers only the plans chosen in Settings', async () => {
     await go('Invoices');
     const invoiceRow = page
       .getByRole('region', { name: 'Invoices table' })
@@ -389,6 +389,24 @@ describe("a merchant's day in the dashboard (chromium)", () => {
       .filter({ hasText: 'Ada Lovelace' })
       .filter({ hasText: 'ada@example.com' })
       .first()
+      .waitFor();
+
+    // A payment request names an email: the customer with it is named.
+    const request = await callApi('POST', '/api/v1/payment-requests', {
+      type: 'one_time',
+      amount: 1200,
+      currency: 'USD',
+      customer_email: 'ada@example.com',
+      reference: 'Workshop',
+    });
+    expect(request, JSON.stringify(request)).toHaveProperty('id');
+    await go('Payment requests');
+    await page
+      .getByRole('region', { name: 'Payment requests table' })
+      .getByRole('row')
+      .filter({ hasText: '$12.00' })
+      .filter({ hasText: 'ada@example.com' })
+      .getByRole('link', { name: 'Ada Lovelace' })
       .waitFor();
 
     const team = await callApi('POST', '/v1/plans', { name: 'Team', amount: 5000, currency: 'USD', interval: 'month' });

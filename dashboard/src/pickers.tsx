@@ -145,6 +145,20 @@ export function CustomerName({ id, withEmail }: { id: string; withEmail?: boolea
   );
 }
 
+/**
+ * A payment request's payer: it names an email, not a customer; the account's customer with that email,
+ * when there is one, by name (the email under it), else the email alone.
+ */
+export function CustomerByEmail({ email }: { email: string }) {
+  const found = useQuery({
+    queryKey: [currentMode(), 'customer-by-email', email],
+    queryFn: () => unwrap(api.GET('/v1/customers', { params: { query: { email, limit: 1 } } })),
+    retry: false,
+  });
+  const customer = found.data?.data[0];
+  return customer ? <CustomerCell id={customer.id} name={customer.name ?? null} email={email} /> : <>{email}</>;
+}
+
 /** A list's customer cell from what the row already holds: the name linking to the customer, the email under it. */
 export function CustomerCell({ id, name, email }: { id: string; name: string | null; email: string | null }) {
   return (

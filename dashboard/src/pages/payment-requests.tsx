@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 
 import { api, currentMode, date, money, toMinor, unwrap } from '../api.ts';
+import { CustomerByEmail } from '../pickers.tsx';
 import { useSession } from '../session.tsx';
 import { ActionButton, ActionForm, Field, PagedTable, PageTitle, Status } from '../ui.tsx';
 
@@ -64,7 +65,7 @@ export function PaymentRequests() {
         fetchPage={(cursor) => unwrap(api.GET('/v1/payments', { params: { query: { limit: 20, ...cursor } } }))}
         columns={[
           { header: 'Amount', cell: (p) => money(p.amount, p.currency) },
-          { header: 'Customer', cell: (p) => p.customer_email },
+          { header: 'Customer', cell: (p) => <CustomerByEmail email={p.customer_email} /> },
           { header: 'Status', cell: (p) => <Status value={p.status} /> },
           { header: 'Expires', cell: (p) => date(p.expires_at) },
           {
