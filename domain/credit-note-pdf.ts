@@ -5,7 +5,7 @@
  */
 import { dateTimeFormat } from './intl-formats.ts';
 import { formatMoney } from './money.ts';
-import { drawPdfHeader, ink, muted, pageMargin as margin, rule, startPdf } from './pdf-page.ts';
+import { drawPdfHeader, ink, muted, pageMargin as margin, type PdfFonts, rule, startPdf } from './pdf-page.ts';
 
 export interface CreditNotePdfInput {
   id: string;
@@ -43,13 +43,16 @@ function dateFormat(timeZone: string): Intl.DateTimeFormat {
   }
 }
 
-export function renderCreditNotePdf(note: CreditNotePdfInput): Promise<Buffer> {
-  const { doc, finished } = startPdf({
-    Title: `Credit note ${note.number}`,
-    Author: note.seller.name,
-    Subject: `Credit note ${note.number} from ${note.seller.name}`,
-    CreationDate: note.issuedAt,
-  });
+export function renderCreditNotePdf(note: CreditNotePdfInput, fonts: PdfFonts): Promise<Buffer> {
+  const { doc, finished } = startPdf(
+    {
+      Title: `Credit note ${note.number}`,
+      Author: note.seller.name,
+      Subject: `Credit note ${note.number} from ${note.seller.name}`,
+      CreationDate: note.issuedAt,
+    },
+    fonts,
+  );
   const money = (amount: number) => formatMoney(amount, note.currency);
   const left = margin;
   const width = doc.page.width - 2 * margin;

@@ -8,7 +8,7 @@ import { dateTimeFormat } from './intl-formats.ts';
 import { adjustmentRows, type AdjustmentView, reverseChargeNote } from './invoice-lines.ts';
 import { formatPeriod, humanizeInstants } from './locale.ts';
 import { formatMoney } from './money.ts';
-import { drawPdfHeader, ink, muted, pageMargin, rule, startPdf } from './pdf-page.ts';
+import { drawPdfHeader, ink, muted, pageMargin, type PdfFonts, rule, startPdf } from './pdf-page.ts';
 
 export interface InvoicePdfLine {
   description: string;
@@ -79,7 +79,7 @@ const statusStyle = {
   uncollectible: { label: 'UNCOLLECTIBLE', color: '#b91c1c' },
 } as const;
 
-export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
+export function renderInvoicePdf(invoice: InvoicePdfInput, fonts: PdfFonts): Promise<Buffer> {
   const margin = pageMargin;
   const { doc, finished } = startPdf(
     {
@@ -88,6 +88,7 @@ export function renderInvoicePdf(invoice: InvoicePdfInput): Promise<Buffer> {
       Subject: `Invoice ${invoice.number} from ${invoice.seller.name}`,
       CreationDate: invoice.issuedAt,
     },
+    fonts,
     { bufferPages: true },
   );
 

@@ -4,9 +4,6 @@
  * bytes when it ends, and the header: the brand's colour bar, the title with its badges, and the
  * seller's name as a letterhead under its logo.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-
 import PDFDocument from 'pdfkit';
 
 export const ink = '#1a1a1a';
@@ -14,18 +11,18 @@ export const muted = '#6b6b6b';
 export const rule = '#d9d9d9';
 export const pageMargin = 50;
 
-const require = createRequire(import.meta.url);
-let fonts: { regular: Buffer; bold: Buffer } | undefined;
+/** The font files' bytes, read by the caller (services/invoices/pdf.ts pdfFonts): no file is read here. */
+export interface PdfFonts {
+  regular: Buffer;
+  bold: Buffer;
+}
 
-/** An A4 document with the fonts registered as 'Regular' and 'Bold', and its bytes once `doc.end()` is called. */
+/** An A4 document with `fonts` registered as 'Regular' and 'Bold', and its bytes once `doc.end()` is called. */
 export function startPdf(
   info: PDFKit.DocumentInfo,
+  fonts: PdfFonts,
   options: { bufferPages?: boolean } = {},
 ): { doc: PDFKit.PDFDocument; finished: Promise<Buffer> } {
-  fonts ??= {
-    regular: readFileSync(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf')),
-    bold: readFileSync(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans-Bold.ttf')),
-  };
   const doc = new PDFDocument({
     size: 'A4',
     margins: { top: pageMargin, bottom: pageMargin, left: pageMargin, right: pageMargin },

@@ -6,7 +6,7 @@
  */
 import { dateTimeFormat } from './intl-formats.ts';
 import { formatMoney } from './money.ts';
-import { drawPdfHeader, ink, muted, pageMargin as margin, rule, startPdf } from './pdf-page.ts';
+import { drawPdfHeader, ink, muted, pageMargin as margin, type PdfFonts, rule, startPdf } from './pdf-page.ts';
 
 export interface ReceiptPdfInput {
   /** The payment request (preq_…). */
@@ -33,13 +33,16 @@ function dateFormat(locale: string, timeZone: string): Intl.DateTimeFormat {
   }
 }
 
-export function renderReceiptPdf(receipt: ReceiptPdfInput): Promise<Buffer> {
-  const { doc, finished } = startPdf({
-    Title: `Receipt ${receipt.id}`,
-    Author: receipt.seller.name,
-    Subject: `Receipt from ${receipt.seller.name}`,
-    CreationDate: receipt.paidAt,
-  });
+export function renderReceiptPdf(receipt: ReceiptPdfInput, fonts: PdfFonts): Promise<Buffer> {
+  const { doc, finished } = startPdf(
+    {
+      Title: `Receipt ${receipt.id}`,
+      Author: receipt.seller.name,
+      Subject: `Receipt from ${receipt.seller.name}`,
+      CreationDate: receipt.paidAt,
+    },
+    fonts,
+  );
   const amount = formatMoney(receipt.amount, receipt.currency, receipt.locale);
   const paidOn = dateFormat(receipt.locale, receipt.timeZone).format(receipt.paidAt);
   const left = margin;

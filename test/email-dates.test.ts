@@ -5,6 +5,7 @@ import { invoiceReceiptEmail } from '../domain/email-templates.ts';
 import { renderInvoicePdf } from '../domain/invoice-pdf.ts';
 import { formatPeriod, humanizeInstants } from '../domain/locale.ts';
 import { fromHeader } from '../services/email/mailer.ts';
+import { pdfFonts } from '../services/invoices/pdf.ts';
 
 /** What customers read: the merchant's name as sender, human dates instead of ISO timestamps. */
 describe('customer-facing emails and PDFs', () => {
@@ -50,39 +51,42 @@ describe('customer-facing emails and PDFs', () => {
   it('the invoice PDF shows human dates for the line period and inside descriptions', async () => {
     const at = new Date('2027-01-31T00:00:00.000Z');
     const end = new Date('2027-02-28T00:00:00.000Z');
-    const pdf = await renderInvoicePdf({
-      id: 'inv_1',
-      number: 'ACME-0001',
-      status: 'paid',
-      currency: 'USD',
-      livemode: true,
-      issuedAt: at,
-      paidAt: at,
-      voidedAt: null,
-      markedUncollectibleAt: null,
-      periodStart: at,
-      periodEnd: end,
-      subscriptionId: null,
-      lines: [
-        {
-          description: `Unused time on Pro after ${at.toISOString()}`,
-          quantity: 1,
-          unitAmount: -500,
-          amount: -500,
-          periodStart: at,
-          periodEnd: end,
-          proration: true,
-        },
-      ],
-      subtotal: -500,
-      total: -500,
-      amountDue: 0,
-      amountPaid: 0,
-      amountRemaining: 0,
-      seller: { name: 'Acme', email: null },
-      billTo: { name: 'Ada', email: null },
-      timeZone: 'UTC',
-    });
+    const pdf = await renderInvoicePdf(
+      {
+        id: 'inv_1',
+        number: 'ACME-0001',
+        status: 'paid',
+        currency: 'USD',
+        livemode: true,
+        issuedAt: at,
+        paidAt: at,
+        voidedAt: null,
+        markedUncollectibleAt: null,
+        periodStart: at,
+        periodEnd: end,
+        subscriptionId: null,
+        lines: [
+          {
+            description: `Unused time on Pro after ${at.toISOString()}`,
+            quantity: 1,
+            unitAmount: -500,
+            amount: -500,
+            periodStart: at,
+            periodEnd: end,
+            proration: true,
+          },
+        ],
+        subtotal: -500,
+        total: -500,
+        amountDue: 0,
+        amountPaid: 0,
+        amountRemaining: 0,
+        seller: { name: 'Acme', email: null },
+        billTo: { name: 'Ada', email: null },
+        timeZone: 'UTC',
+      },
+      pdfFonts(),
+    );
     const { text } = await extractText(await getDocumentProxy(new Uint8Array(pdf)), { mergePages: true });
     const flat = text.replace(/\s+/g, ' ');
     expect(flat).toContain('Unused time on Pro after Jan 31, 2027');

@@ -27,6 +27,7 @@ import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods, type PayResult, tokenPattern } from '../../domain/payment-requests.ts';
 import { renderReceiptPdf } from '../../domain/receipt-pdf.ts';
 import { loadLogo } from '../../services/accounts/branding.ts';
+import { pdfFonts } from '../../services/invoices/pdf.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { payUpdate } from '../../workflows/payment-request.ts';
 import type { ApiDeps } from '../deps.ts';
@@ -280,21 +281,24 @@ export function payPageApp(deps: ApiDeps) {
       loadLogo(em, request.accountId),
     ]);
     const brand = account ? brandOf(account, '') : null;
-    const pdf = await renderReceiptPdf({
-      id: request.id,
-      amount: request.amount,
-      currency: request.currency,
-      reference: request.reference ?? null,
-      paidAt: request.paidAt ?? request.updatedAt,
-      paidBy: request.customerEmail,
-      seller: { name: brand?.name ?? 'The merchant', email: account?.email ?? null },
-      ...(account?.settings.branding && brand
-        ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } }
-        : {}),
-      testMode: view.testMode,
-      timeZone: account?.settings.timezone || 'UTC',
-      locale: account?.settings.language || 'en-US',
-    });
+    const pdf = await renderReceiptPdf(
+      {
+        id: request.id,
+        amount: request.amount,
+        currency: request.currency,
+        reference: request.reference ?? null,
+        paidAt: request.paidAt ?? request.updatedAt,
+        paidBy: request.customerEmail,
+        seller: { name: brand?.name ?? 'The merchant', email: account?.email ?? null },
+        ...(account?.settings.branding && brand
+          ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } }
+          : {}),
+        testMode: view.testMode,
+        timeZone: account?.settings.timezone || 'UTC',
+        locale: account?.settings.language || 'en-US',
+      },
+      pdfFonts(),
+    );
     return c.body(new Uint8Array(pdf), 200, {
       'content-type': 'application/pdf',
       'content-disposition': `inline; filename="receipt-${request.id}.pdf"`,

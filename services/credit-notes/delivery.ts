@@ -14,6 +14,7 @@ import { formatMoney } from '../../domain/money.ts';
 import { loadLogo } from '../accounts/branding.ts';
 import type { Mailer } from '../email/mailer.ts';
 import { sendEmailOnce, type TestModes } from '../email/send-once.ts';
+import { pdfFonts } from '../invoices/pdf.ts';
 import { creditNoteContext } from './issue.ts';
 
 /** HMAC of the credit note id under a key of its own (derived from AUTH_SECRET), as invoice PDF links are signed. */
@@ -33,34 +34,39 @@ export async function creditNotePdf(em: EntityManager, note: CreditNote, testMod
   const { invoice, account, customer } = await creditNoteContext(em, note);
   const logo = account.settings.branding ? await loadLogo(em, account.id) : null;
   const brand = brandOf(account, '');
-  return renderCreditNotePdf({
-    id: note.id,
-    number: note.number,
-    status: note.status,
-    invoiceNumber: invoice.number,
-    currency: note.currency,
-    issuedAt: note.createdAt,
-    reason: note.reason ?? null,
-    memo: note.memo ?? null,
-    lines: note.lines.map((line) => ({
-      description: line.description,
-      quantity: line.quantity,
-      unitAmount: line.unit_amount,
-      amount: line.amount,
-    })),
-    total: Number(note.total),
-    refundAmount: Number(note.refundAmount),
-    creditAmount: Number(note.creditAmount),
-    outOfBandAmount: Number(note.outOfBandAmount),
-    seller: { name: brand.name, email: account.email },
-    ...(account.settings.branding ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } } : {}),
-    billTo: {
-      name: invoice.customerName ?? customer?.name ?? null,
-      email: invoice.customerEmail ?? customer?.email ?? null,
+  return renderCreditNotePdf(
+    {
+      id: note.id,
+      number: note.number,
+      status: note.status,
+      invoiceNumber: invoice.number,
+      currency: note.currency,
+      issuedAt: note.createdAt,
+      reason: note.reason ?? null,
+      memo: note.memo ?? null,
+      lines: note.lines.map((line) => ({
+        description: line.description,
+        quantity: line.quantity,
+        unitAmount: line.unit_amount,
+        amount: line.amount,
+      })),
+      total: Number(note.total),
+      refundAmount: Number(note.refundAmount),
+      creditAmount: Number(note.creditAmount),
+      outOfBandAmount: Number(note.outOfBandAmount),
+      seller: { name: brand.name, email: account.email },
+      ...(account.settings.branding
+        ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } }
+        : {}),
+      billTo: {
+        name: invoice.customerName ?? customer?.name ?? null,
+        email: invoice.customerEmail ?? customer?.email ?? null,
+      },
+      testMode,
+      timeZone: account.settings.timezone || 'UTC',
     },
-    testMode,
-    timeZone: account.settings.timezone || 'UTC',
-  });
+    pdfFonts(),
+  );
 }
 
 /** Emails the customer the credit note once (to the address its invoice was issued to). */
