@@ -30,7 +30,6 @@ import { paymentMethodDisplay } from '../../domain/payment-method-display.ts';
 import { previewPlanChange } from '../../domain/plan-change-preview.ts';
 import { type PriceDescribed, priceText } from '../../domain/price-text.ts';
 import { maxQuantity, priceFor } from '../../domain/pricing.ts';
-import { endedStatuses } from '../../domain/subscription.ts';
 import { timestamp } from '../../objects/common.ts';
 import { serializeDiscount } from '../../objects/discount.ts';
 import { serializeInvoice } from '../../objects/invoice.ts';
@@ -44,17 +43,13 @@ import {
 } from '../../services/discounts/subscription-discounts.ts';
 import { customerNow } from '../../services/invoices/items.ts';
 import { billingStateOf, presentUpcomingInvoice } from '../../services/invoices/upcoming.ts';
-import { sendToSubscription } from '../../services/platform/workflow-messages.ts';
+import * as commands from '../../services/subscriptions/commands.ts';
+import { planToChangeTo } from '../../services/subscriptions/plans.ts';
 import { changedPlanTerms } from '../../services/subscriptions/terms.ts';
 import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
 import { itemsUsageSoFar } from '../../services/usage/billing.ts';
-import {
-  cancelSubscriptionUpdate,
-  changePlanUpdate,
-  resumeSubscriptionUpdate,
-  undoCancelAtPeriodEndUpdate,
-} from '../../workflows/subscription.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
+import { commandRetry } from '../command-retry.ts';
 import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, oneCursor } from '../pagination.ts';
@@ -583,26 +578,18 @@ export function customerPortalApp({ orm, temporal, context }: AppDeps) {
     return { claims, customer, account };
   }
 
+  /** One of the token's customer's subscriptions, to message (services/subscriptions/commands.ts): 404 otherwise, 409 when ended. */
   async function ownSubscription(c: Context, id: string) {
     const caller = await portalCaller(c);
-    const subscription = await orm.em.fork().findOne(Subscription, {
+    const { accountId, livemode } = caller.claims;
+    const subscription = await commands.liveSubscription(
+      context,
+      { accountId, livemode, customerId: caller.customer.id },
       id,
-      customerId: caller.customer.id,
-      accountId: caller.claims.accountId,
-      livemode: caller.claims.livemode,
-    });
+    );
     if (!subscription) throw new ApiError('not_found', `No such subscription: ${id}.`);
-    if (endedStatuses.includes(subscription.status))
-      throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
-    return {
-      ...caller,
-      subscription,
-      permissions: portalPermissionsOf(caller.account),
-      handle: temporal.workflow.getHandle(id),
-    };
+    return { ...caller, subscription, permissions: portalPermissionsOf(caller.account) };
   }
-
-  const send = sendToSubscription;
 
   /** Whether the setting offers `plan` (its list, or every plan when it has none). */
   const offers = (permissions: CustomerPortalPermissions, plan: Pick<Plan, 'id'>) =>
@@ -752,38 +739,37 @@ export function customerPortalApp({ orm, temporal, context }: AppDeps) {
       return c.json({ object: 'list' as const, data, has_more: hasMore }, 200);
     })
     .openapi(portalCancel, async (c) => {
-      const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
+      const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
       if (!permissions.cancellation)
         throw new ApiError('forbidden', 'This account does not let customers cancel in the portal.');
-      const snapshot = await send(() =>
-        handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: true }] }),
-      );
-      return c.json(serializeSubscription(snapshot), 200);
+      const canceled = await commands.cancelSubscription(context, subscription, { atPeriodEnd: true }, commandRetry(c));
+      return c.json(serializeSubscription(canceled), 200);
     })
     .openapi(portalResume, async (c) => {
-      const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
+      const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
       if (!permissions.resume)
         throw new ApiError('forbidden', 'This account does not let customers resume in the portal.');
-      const snapshot = await send(() => handle.executeUpdate(resumeSubscriptionUpdate));
-      return c.json(serializeSubscription(snapshot), 200);
+      return c.json(
+        serializeSubscription(await commands.resumeSubscription(context, subscription, commandRetry(c))),
+        200,
+      );
     })
     .openapi(portalUndoCancel, async (c) => {
-      const { permissions, handle } = await ownSubscription(c, c.req.valid('param').id);
+      const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
       if (!permissions.cancellation)
         throw new ApiError(
           'forbidden',
           'This account does not let customers cancel or keep subscriptions in the portal.',
         );
-      const snapshot = await send(() => handle.executeUpdate(undoCancelAtPeriodEndUpdate));
-      return c.json(serializeSubscription(snapshot), 200);
+      return c.json(serializeSubscription(await commands.undoCancel(context, subscription, commandRetry(c))), 200);
     })
     .openapi(portalChangePlan, async (c) => {
-      const { permissions, handle, subscription } = await ownSubscription(c, c.req.valid('param').id);
+      const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
       const plan = await offeredPlan(permissions, subscription, c.req.valid('json').plan);
-      // The new plan in the subscription's currency at its quantity (a one_time plan is refused: 400).
-      const terms = changedPlanTerms(plan, subscription);
-      const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
-      return c.json(serializeSubscription(snapshot), 200);
+      // The new plan in the subscription's currency at its quantity (a one_time plan is refused: 400), sent as the API's
+      // plan change is: under the Idempotency-Key's update id, so a retried request does not change twice.
+      const changed = await commands.changePlan(context, subscription, { plan }, commandRetry(c));
+      return c.json(serializeSubscription(changed), 200);
     })
     .openapi(portalPlanChangePreview, async (c) => {
       const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
@@ -833,17 +819,14 @@ export function customerPortalApp({ orm, temporal, context }: AppDeps) {
       return c.json(answer!, 200);
     })
     .openapi(portalQuantity, async (c) => {
-      const { permissions, handle, subscription } = await ownSubscription(c, c.req.valid('param').id);
+      const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
       if (!permissions.quantity_changes)
         throw new ApiError('forbidden', 'This account does not let customers change quantities in the portal.');
       // The current plan (archived or not: the subscription stays on it) at the new quantity, in the subscription's currency.
-      const plan = await orm.em
-        .fork()
-        .findOne(Plan, { id: subscription.planId, accountId: subscription.accountId, livemode: subscription.livemode });
-      if (!plan) throw new ApiError('not_found', `No such plan: ${subscription.planId}.`);
-      const terms = changedPlanTerms(plan, subscription, c.req.valid('json').quantity);
-      const snapshot = await send(() => handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }] }));
-      return c.json(serializeSubscription(snapshot), 200);
+      const plan = await planToChangeTo(orm.em.fork(), subscription, subscription.planId);
+      const quantity = c.req.valid('json').quantity;
+      const changed = await commands.changePlan(context, subscription, { plan, quantity }, commandRetry(c));
+      return c.json(serializeSubscription(changed), 200);
     });
 }
 

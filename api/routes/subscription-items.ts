@@ -11,12 +11,7 @@ import { Customer, InvoiceItem, Plan, Subscription } from '../../db/entities/ind
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { maxQuantity } from '../../domain/pricing.ts';
-import {
-  endedStatuses,
-  type ItemTerms,
-  subscriptionItemId,
-  type SubscriptionItemSnapshot,
-} from '../../domain/subscription.ts';
+import { endedStatuses, type SubscriptionItemSnapshot } from '../../domain/subscription.ts';
 import {
   billsUsage,
   type ItemChange,
@@ -29,8 +24,8 @@ import {
 import { UpcomingInvoiceSchema } from '../../objects/upcoming-invoice.ts';
 import { customerNow, itemLine } from '../../services/invoices/items.ts';
 import { billingStateOf, presentUpcomingInvoice } from '../../services/invoices/upcoming.ts';
-import { workflowGone } from '../../services/platform/workflow-messages.ts';
-import { planTerms } from '../../services/subscriptions/terms.ts';
+import { changeItems, refuseEnded } from '../../services/subscriptions/commands.ts';
+import { itemTerms, rowItems } from '../../services/subscriptions/plans.ts';
 import {
   assignableTaxRates,
   maxTaxRatesPerLine,
@@ -38,10 +33,9 @@ import {
   writeSubscriptionTaxRates,
 } from '../../services/taxes/rates.ts';
 import { usageSoFar } from '../../services/usage/billing.ts';
-import { changeItemsUpdate } from '../../workflows/subscription.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
-import { operationId } from '../middleware/idempotency.ts';
+import { commandRetry } from '../command-retry.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
@@ -143,9 +137,6 @@ const UpcomingQuery = z
   })
   .strict();
 
-/** A subscription row's items: its items, or its one item of plan × quantity. */
-export const rowItems = (row: Pick<Subscription, 'id' | 'planId' | 'quantity' | 'items'>): SubscriptionItemSnapshot[] =>
-  row.items ?? [{ id: subscriptionItemId(row.id), planId: row.planId, quantity: row.quantity ?? 1 }];
 const itemBody = (
   subscriptionId: string,
   item: SubscriptionItemSnapshot,
@@ -237,7 +228,7 @@ const upcoming = createRoute({
   },
 });
 
-export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
+export function subscriptionItemsApps({ orm, temporal, context: ctx }: AppDeps) {
   async function ownSubscription(c: Context, id: string): Promise<Subscription> {
     const { accountId, livemode } = await accountScope(c, orm);
     const subscription = await orm.em.fork().findOne(Subscription, { id, accountId, livemode });
@@ -268,55 +259,16 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     return { subscription, item };
   }
 
-  const live = (subscription: Subscription) => {
-    if (endedStatuses.includes(subscription.status))
-      throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
-  };
-
-  /** The terms of `planId` at `quantity` for `subscription`: its currency, its billing period (400 otherwise). */
-  async function itemTerms(
-    subscription: Subscription,
-    planId: string,
-    quantity: number,
-    itemId: string,
-  ): Promise<ItemTerms> {
-    const em = orm.em.fork();
-    const [plan, current] = await Promise.all([
-      em.findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode }),
-      em.findOne(Plan, { id: subscription.planId }),
-    ]);
-    if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
-    const onIt = rowItems(subscription).some((i) => i.planId === plan.id);
-    if (!plan.active && !onIt) throw new ApiError('plan_archived', `Plan ${plan.id} is archived; it cannot be added.`);
-    const terms = planTerms(plan, { quantity, currency: subscription.currency ?? plan.currency });
-    if (current && (current.interval !== plan.interval || current.intervalCount !== plan.intervalCount)) {
-      throw new ApiError(
-        'invalid_request',
-        `plan: ${plan.id} bills every ${plan.intervalCount} ${plan.interval}(s) and the subscription every ${current.intervalCount} ${current.interval}(s): every item shares the subscription's billing period.`,
-      );
-    }
-    return { ...terms, itemId };
-  }
-
-  async function change(c: Context, subscription: Subscription, change: ItemChange, purpose: string) {
-    live(subscription);
-    const updateId = operationId(c, `${purpose}:${subscription.id}`);
-    try {
-      return await temporal.workflow
-        .getHandle(subscription.id)
-        .executeUpdate(changeItemsUpdate, { args: [change], ...(updateId ? { updateId } : {}) });
-    } catch (error) {
-      if (workflowGone(error)) throw new ApiError('invalid_state', 'The subscription has ended.');
-      throw error;
-    }
-  }
+  /** The terms of `planId` at `quantity` for item `itemId` of `subscription` (services/subscriptions/plans.ts). */
+  const termsOf = (subscription: Subscription, planId: string, quantity: number, itemId: string) =>
+    itemTerms(orm.em.fork(), subscription, { planId, quantity, itemId });
 
   const items = newOpenApiApp()
     .openapi(createItem, async (c) => {
       const body = c.req.valid('json');
       const subscription = await ownSubscription(c, body.subscription);
-      live(subscription);
-      const item = await itemTerms(subscription, body.plan, body.quantity, newId('subscriptionItem'));
+      refuseEnded(subscription);
+      const item = await termsOf(subscription, body.plan, body.quantity, newId('subscriptionItem'));
       // Its tax rates, checked and written before the change, so an invoice the change makes (always_invoice) applies them.
       const scope = { accountId: subscription.accountId, livemode: subscription.livemode };
       const taxRates = body.tax_rates
@@ -328,11 +280,11 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
             items: [{ id: item.itemId, plan: item.planId, taxRates }],
           }),
         );
-      const snapshot = await change(
-        c,
+      const snapshot = await changeItems(
+        ctx,
         subscription,
         { action: 'add', item, prorationBehavior: body.proration_behavior },
-        `addItem:${body.plan}`,
+        commandRetry(c),
       );
       const added = snapshot.items?.find((i) => i.planId === body.plan) ?? {
         id: item.itemId,
@@ -360,12 +312,12 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     .openapi(updateItem, async (c) => {
       const body = c.req.valid('json');
       const { subscription, item } = await ownItem(c, c.req.valid('param').id);
-      live(subscription);
+      refuseEnded(subscription);
       if (body.tax_rates !== undefined) {
         const scope = { accountId: subscription.accountId, livemode: subscription.livemode };
         const taxRates = await assignableTaxRates(orm.em.fork(), scope, body.tax_rates, 'tax_rates');
         // Checked before the plan or quantity change too, so a bad rate changes nothing.
-        if (body.plan !== undefined) await itemTerms(subscription, body.plan, body.quantity ?? item.quantity, item.id);
+        if (body.plan !== undefined) await termsOf(subscription, body.plan, body.quantity ?? item.quantity, item.id);
         await orm.em.fork().transactional((tx) =>
           writeSubscriptionTaxRates(tx, scope, subscription.id, {
             items: [{ id: item.id, plan: body.plan ?? item.planId, taxRates }],
@@ -377,12 +329,12 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
             200,
           );
       }
-      const next = await itemTerms(subscription, body.plan ?? item.planId, body.quantity ?? item.quantity, item.id);
-      const snapshot = await change(
-        c,
+      const next = await termsOf(subscription, body.plan ?? item.planId, body.quantity ?? item.quantity, item.id);
+      const snapshot = await changeItems(
+        ctx,
         subscription,
         { action: 'update', item: next, prorationBehavior: body.proration_behavior },
-        `updateItem:${item.id}`,
+        commandRetry(c),
       );
       const changed = snapshot.items?.find((i) => i.id === item.id) ?? {
         id: item.id,
@@ -396,11 +348,11 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
     })
     .openapi(deleteItem, async (c) => {
       const { subscription, item } = await ownItem(c, c.req.valid('param').id);
-      await change(
-        c,
+      await changeItems(
+        ctx,
         subscription,
         { action: 'remove', itemId: item.id, prorationBehavior: c.req.valid('query').proration_behavior },
-        `removeItem:${item.id}`,
+        commandRetry(c),
       );
       return c.json({ object: 'subscription_item' as const, id: item.id, deleted: true as const }, 200);
     });
@@ -514,7 +466,7 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
         if (!p.plan) throw new ApiError('invalid_request', `subscription_items[${index}]: a new item names its plan.`);
         changes.push({
           action: 'add',
-          item: await itemTerms(subscription, p.plan, p.quantity ?? 1, `si_proposed${index}`),
+          item: await termsOf(subscription, p.plan, p.quantity ?? 1, `si_proposed${index}`),
           prorationBehavior,
         });
         continue;
@@ -526,7 +478,7 @@ export function subscriptionItemsApps({ orm, temporal }: ApiDeps) {
       else
         changes.push({
           action: 'update',
-          item: await itemTerms(subscription, p.plan ?? item.planId, p.quantity ?? item.quantity ?? 1, item.itemId),
+          item: await termsOf(subscription, p.plan ?? item.planId, p.quantity ?? item.quantity ?? 1, item.itemId),
           prorationBehavior,
         });
     }

@@ -1,64 +1,25 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { type EntityManager, type MikroORM, raw } from '@mikro-orm/postgresql';
-import { WithStartWorkflowOperation, type WorkflowHandle } from '@temporalio/client';
 import type { Context } from 'hono';
 
-import { Account, Customer, Discount, Plan, Subscription } from '../../db/entities/index.ts';
+import { Customer, Subscription } from '../../db/entities/index.ts';
 import { maxGracePeriodDays } from '../../domain/dunning.ts';
-import { ApiError } from '../../domain/errors.ts';
-import { newId } from '../../domain/ids.ts';
-import { formatMoney } from '../../domain/money.ts';
-import { maxPriceAmount, maxQuantity } from '../../domain/pricing.ts';
-import {
-  billingCycleModes,
-  endedStatuses,
-  initialSnapshot,
-  type PlanTerms,
-  type PriceTerms,
-  subscriptionItemId,
-  subscriptionStatuses,
-} from '../../domain/subscription.ts';
-import { termsPrice } from '../../domain/subscription-decisions.ts';
-import { everyInterval, planMemo } from '../../domain/subscription-details.ts';
-import { isMetered } from '../../domain/usage-billing.ts';
+import { maxQuantity } from '../../domain/pricing.ts';
+import { billingCycleModes, subscriptionStatuses } from '../../domain/subscription.ts';
 import { currency } from '../../objects/common.ts';
 import { serializeDiscount } from '../../objects/discount.ts';
 import { serializeSubscription, SubscriptionSchema } from '../../objects/subscription.ts';
-import { lockAccount } from '../../services/accounts/lock.ts';
-import { redeemDiscount, removeDiscount, subscriptionDiscounts } from '../../services/discounts/redemptions.ts';
+import { subscriptionDiscounts } from '../../services/discounts/redemptions.ts';
 import { customerNow } from '../../services/invoices/items.ts';
-import { sendToSubscription, updateRefusal } from '../../services/platform/workflow-messages.ts';
-import { changedPlanTerms, chosenCurrency, planTerms, priceTerms } from '../../services/subscriptions/terms.ts';
-import { assignableTaxRates, maxTaxRatesPerLine, writeSubscriptionTaxRates } from '../../services/taxes/rates.ts';
-import {
-  bindToClock,
-  checkClockSubscriptionRoom,
-  clockBindingOf,
-  clockCondition,
-  taskQueueFor,
-} from '../../services/test-clocks/clocks.ts';
-import { itemsUsageSoFar, usageGraceSeconds } from '../../services/usage/billing.ts';
-import {
-  AccountIdKey,
-  CustomerIdKey,
-  LivemodeKey,
-  PlanIdKey,
-  SubscriptionStatusKey,
-} from '../../workflows/search-attributes.ts';
-import {
-  accountClosedSignal,
-  cancelSubscriptionUpdate,
-  changePlanUpdate,
-  pauseSubscriptionUpdate,
-  resumeSubscriptionUpdate,
-  subscriptionCreatedUpdate,
-  subscriptionWorkflow,
-  type SubscriptionWorkflowInput,
-  undoCancelAtPeriodEndUpdate,
-} from '../../workflows/subscription.ts';
+import * as commands from '../../services/subscriptions/commands.ts';
+import { planToChangeTo } from '../../services/subscriptions/plans.ts';
+import { maxTaxRatesPerLine } from '../../services/taxes/rates.ts';
+import { clockCondition } from '../../services/test-clocks/clocks.ts';
+import { itemsUsageSoFar } from '../../services/usage/billing.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
-import { operationId, resourceId } from '../middleware/idempotency.ts';
+import { commandRetry } from '../command-retry.ts';
+import type { AppDeps } from '../deps.ts';
+import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
@@ -331,76 +292,6 @@ const undoCancelSubscription = createRoute({
   responses: { 200: subscriptionAnswer('No longer cancels at period end'), ...errorResponses(401, 404, 409) },
 });
 
-/** A workflow update refused because of the subscription's state (or an ApiError saying so). */
-function isInvalidState(error: unknown): boolean {
-  if (error instanceof ApiError) return error.code === 'invalid_state';
-  return updateRefusal(error)?.type === 'invalid_state';
-}
-
-/**
- * What a create body subscribes to: `plan` (and `quantity`), or `items`: recurring plans with their quantities
- * (`terms`, the first, and `others`, all of one interval: the subscription's billing period), and one_time plans
- * (setup fees) for the first invoice. Every plan of the caller's account and mode
- * (404), active (409 plan_archived), priced in the subscription's currency (400): `currency`, else the customer's
- * (read while the plans are), else the main plan's own (chosenCurrency).
- */
-async function subscriptionItems(
-  em: EntityManager,
-  body: { plan?: string; quantity?: number; items?: { plan: string; quantity: number }[]; currency?: string },
-  scope: { accountId: string; livemode: boolean },
-  customer: Promise<{ id: string; currency?: string | null } | null>,
-): Promise<{ plan: Plan; terms: PlanTerms; others: PlanTerms[]; firstInvoiceItems: PriceTerms[] }> {
-  const wanted = body.items ?? [{ plan: body.plan!, quantity: body.quantity ?? 1 }];
-  const ids = wanted.map((item) => item.plan);
-  const repeated = ids.find((id, index) => ids.indexOf(id) !== index);
-  if (repeated)
-    throw new ApiError('invalid_request', `items: plan ${repeated} is given twice; give it once with its quantity.`);
-  const found = await em.find(Plan, { id: { $in: ids }, accountId: scope.accountId, livemode: scope.livemode });
-  const plans = wanted.map((item) => {
-    const plan = found.find((p) => p.id === item.plan);
-    if (!plan) throw new ApiError('not_found', `No such plan: ${item.plan}.`);
-    if (!plan.active)
-      throw new ApiError('plan_archived', `Plan ${plan.id} is archived; new subscriptions cannot use it.`);
-    return { plan, quantity: item.quantity };
-  });
-  const recurring = plans.filter(({ plan }) => plan.type !== 'one_time');
-  if (recurring.length === 0)
-    throw new ApiError(
-      'invalid_request',
-      `${body.items ? 'items' : 'plan'}: a subscription needs one recurring plan; ${ids.join(', ')} ${ids.length === 1 ? 'is' : 'are'} one_time.`,
-    );
-  const [main] = recurring;
-  // Every item shares the subscription's one billing period: the first recurring plan's interval.
-  const apart = recurring.filter(
-    ({ plan }) => plan.interval !== main!.plan.interval || plan.intervalCount !== main!.plan.intervalCount,
-  );
-  if (apart.length > 0) {
-    const every = (plan: Plan) => `every ${plan.intervalCount} ${plan.interval}${plan.intervalCount === 1 ? '' : 's'}`;
-    throw new ApiError(
-      'invalid_request',
-      `items: every recurring item shares the subscription's billing period, and ${apart.map(({ plan }) => `${plan.id} bills ${every(plan)}`).join(', ')} while ${main!.plan.id} bills ${every(main!.plan)}. Make a subscription per interval.`,
-    );
-  }
-  const currency = chosenCurrency(
-    [main!.plan, ...plans.filter(({ plan }) => plan !== main!.plan).map(({ plan }) => plan)],
-    body.currency,
-    await customer,
-  );
-  const terms = planTerms(main!.plan, { quantity: main!.quantity, currency });
-  const others = recurring.slice(1).map(({ plan, quantity }) => planTerms(plan, { quantity, currency }));
-  const firstInvoiceItems = plans
-    .filter(({ plan }) => plan.type === 'one_time')
-    .map(({ plan, quantity }) => priceTerms(plan, { quantity, currency }));
-  const first = [terms, ...others, ...firstInvoiceItems].reduce((sum, item) => sum + termsPrice(item).amount, 0);
-  if (first > maxPriceAmount) {
-    throw new ApiError(
-      'invalid_request',
-      `items: the first invoice would be ${formatMoney(first, currency)}, above the largest charge (${formatMoney(maxPriceAmount, currency)}).`,
-    );
-  }
-  return { plan: main!.plan, terms, others, firstInvoiceItems };
-}
-
 /** Subscription answers with their `discount` (the one in force, or null): every answer of these routes carries it (events' data.object does not). */
 async function withDiscounts<T extends { id: string }>(
   em: EntityManager,
@@ -452,203 +343,48 @@ async function withUsageSoFar(
 const withDiscount = async <T extends { id: string }>(em: EntityManager, object: T) =>
   (await withDiscounts(em, [object]))[0]!;
 
-export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
-  /** The caller's subscription (404 otherwise) and a handle on its workflow; an ended one takes no messages. */
-  async function ownLiveSubscription(
-    c: Context,
-    id: string,
-  ): Promise<{ subscription: Subscription; handle: WorkflowHandle }> {
-    const { accountId, livemode } = await accountScope(c, orm);
-    const subscription = await orm.em.fork().findOne(Subscription, { id, accountId, livemode });
-    if (!subscription) throw await notFoundInMode(orm.em, Subscription, id, { accountId, livemode }, 'subscription');
-    if (endedStatuses.includes(subscription.status))
-      throw new ApiError('invalid_state', `The subscription is ${subscription.status}.`);
-    return { subscription, handle: temporal.workflow.getHandle(id) };
+export function subscriptionsApp({ orm, context, config }: AppDeps) {
+  // A create also reads the configuration (the object itself, at each create: a test may change it meanwhile).
+  const ctx = { ...context, settings: config };
+
+  /** The caller's subscription, to message (services/subscriptions/commands.ts): 404 when it has none, 409 when it has ended. */
+  async function ownLiveSubscription(c: Context, id: string): Promise<Subscription> {
+    const scope = await accountScope(c, orm);
+    const subscription = await commands.liveSubscription(ctx, scope, id);
+    if (!subscription) throw await notFoundInMode(orm.em, Subscription, id, scope, 'subscription');
+    return subscription;
   }
 
-  const send = sendToSubscription;
+  /** Serializes a command's answer with its discount. */
+  const answer = async (subscription: commands.CommandAnswer) =>
+    withDiscount(orm.em.fork(), serializeSubscription(subscription));
 
   return newOpenApiApp()
     .openapi(createSubscription, async (c) => {
       const body = c.req.valid('json');
       const { accountId, livemode } = await accountScope(c, orm);
-      const em = orm.em.fork();
-      const customerId = (body.customer_id ?? body.customer)!;
-      const customerRead = em.findOne(Customer, { id: customerId, accountId, livemode });
-      const [customer, items, account] = await Promise.all([
-        customerRead,
-        subscriptionItems(em, body, { accountId, livemode }, customerRead),
-        em.findOne(Account, { id: accountId }, { fields: ['name', 'email'] }),
-      ]);
-      if (!customer) throw new ApiError('not_found', `No such customer: ${customerId}.`);
-      const { plan, terms, others, firstInvoiceItems } = items;
-      // Tax rates: each of the account and mode and active (400 before anything starts).
-      const defaultTaxRates = body.default_tax_rates
-        ? await assignableTaxRates(em, { accountId, livemode }, body.default_tax_rates, 'default_tax_rates')
-        : [];
-      const itemTaxRates: { plan: string; taxRates: string[] }[] = [];
-      for (const [i, item] of (body.items ?? []).entries()) {
-        if (item.tax_rates?.length)
-          itemTaxRates.push({
-            plan: item.plan,
-            taxRates: await assignableTaxRates(em, { accountId, livemode }, item.tax_rates, `items[${i}].tax_rates`),
-          });
-      }
-      // A customer on a test clock: the subscription lives on the clock's time.
-      const testClock = await clockBindingOf(em, customer);
-      if (body.pause_until && body.pause_until.getTime() <= (testClock ? Date.parse(testClock.now) : Date.now()))
-        throw new ApiError('invalid_request', 'pause_until: must be in the future.');
-      const trialDays = body.trial_period_days ?? plan.trialPeriodDays;
-      // Without a trial or a paused start the workflow charges at once: a customer with nothing to charge is refused before anything starts.
-      if (trialDays === 0 && !body.pause_until && !customer.paymentMethod) {
-        throw new ApiError(
-          'payment_method_required',
-          `Customer ${customer.id} has no payment method, and without a trial the first charge is made at once: add a payment method first, or give trial_period_days.`,
-        );
-      }
-
-      // With an Idempotency-Key the id (and so the workflow id) is derived from it: a retry after a crash finds the workflow the first try started.
-      const idem = c.get('idempotency');
-      const id = resourceId(c, 'subscription');
-      if (idem?.takeover) {
-        // A retry whose subscription exists answers with it (its workflow may have ended since).
-        const existing = await em.findOne(Subscription, { id, accountId, livemode });
-        if (existing) return c.json(await withDiscount(orm.em.fork(), serializeSubscription(existing)), 201);
-      }
-      // A customer on a test clock has at most config.testClocks.subscriptionsPerCustomer not ended (docs/testing-your-integration.md#limits).
-      await checkClockSubscriptionRoom(em, customer, config.testClocks);
-      const input: SubscriptionWorkflowInput = {
-        snapshot: initialSnapshot(
-          {
-            id,
-            accountId,
-            customerId: customer.id,
-            planId: plan.id,
-            livemode,
-            quantity: terms.quantity!,
-            currency: terms.currency,
-            trialDays,
-            billingCycleMode: body.billing_cycle,
-            pauseUntil: body.pause_until?.toISOString() ?? null,
-            gracePeriodDays: body.grace_period_days ?? null,
-          },
-          testClock ? new Date(testClock.now) : new Date(),
-        ),
-        plan: terms,
-        // Several recurring items: each with an id, the first's is the subscription's own (as a one-item subscription's).
-        ...(others.length > 0
-          ? {
-              items: [
-                { ...terms, itemId: subscriptionItemId(id) },
-                ...others.map((other) => ({ ...other, itemId: newId('subscriptionItem') })),
-              ],
-            }
-          : {}),
-        ...(firstInvoiceItems.length > 0 ? { firstInvoiceItems } : {}),
-        ...(testClock ? { testClock } : {}),
-        // RENEWAL_SPREAD_MINUTES: workflow code cannot read the environment, so the window travels in the input.
-        ...(config.renewalSpreadMinutes > 0 ? { renewalSpreadMinutes: config.renewalSpreadMinutes } : {}),
-      };
-      // Update-with-start: one round trip starts the workflow and waits for its
-      // first recorded state, so the 201 carries what a GET will read next.
-      // The account is checked open under its row lock (services/accounts/lock.ts), before and after.
-      await em.transactional(async (tx) => {
-        if ((await lockAccount(tx, accountId, 'share')) === 'closed')
-          throw new ApiError('account_closed', 'The account is closed.');
-        // Its tax rates, before the workflow bills its first invoice (services/taxes/calculator.ts reads them); keyed by the subscription id, so a retry writes the same.
-        if (defaultTaxRates.length > 0 || itemTaxRates.length > 0) {
-          const itemIds = new Map([
-            ...(input.items ?? [{ ...terms, itemId: subscriptionItemId(id) }]).map(
-              (item) => [item.planId, item.itemId] as const,
-            ),
-          ]);
-          await writeSubscriptionTaxRates(tx, { accountId, livemode }, id, {
-            defaultTaxRates,
-            items: itemTaxRates.map((item) => ({
-              id: itemIds.get(item.plan) ?? `once_${item.plan}`,
-              plan: item.plan,
-              taxRates: item.taxRates,
-            })),
-          });
-        }
-      });
-      // A coupon or promotion code: redeemed now (one decision under the coupon's lock), so the first invoice applies it.
-      const redeemed =
-        (body.coupon || body.promotion_code) &&
-        !(idem?.takeover && (await em.count(Discount, { subscriptionId: id })) > 0)
-          ? await em.transactional((tx) =>
-              redeemDiscount(tx, {
-                scope: { accountId, livemode },
-                customer,
-                subscriptionId: id,
-                coupon: body.coupon,
-                promotionCode: body.promotion_code,
-                currency: terms.currency,
-                purchase: {
-                  amount: [terms, ...others, ...firstInvoiceItems].reduce(
-                    (sum, item) => sum + termsPrice(item).amount,
-                    0,
-                  ),
-                  currency: terms.currency,
-                },
-                now: testClock ? new Date(testClock.now) : new Date(),
-              }),
-            )
-          : null;
-      // A repeating discount ends on time by the workflow's timer (workflows/subscription.ts discountEnd).
-      // Metered items wait the mode's usage grace window from the first renewal on (the workflow reads it from its input; later closings refresh it).
-      if ([terms, ...others].some(isMetered))
-        input.usageGraceSeconds = await usageGraceSeconds(em, accountId, livemode);
-      if (redeemed?.discount.end)
-        input.discountEnd = { discountId: redeemed.discount.id, end: redeemed.discount.end.toISOString() };
-      if (testClock) await bindToClock(temporal, testClock, id);
-      let snapshot;
-      try {
-        snapshot = await temporal.workflow.executeUpdateWithStart(subscriptionCreatedUpdate, {
-          startWorkflowOperation: new WithStartWorkflowOperation(subscriptionWorkflow, {
-            workflowId: id,
-            taskQueue: taskQueueFor(config.taskQueue, testClock),
-            args: [input],
-            // A retried key reaches the workflow its first try started; a closed one is never started again.
-            workflowIdConflictPolicy: idem ? 'USE_EXISTING' : 'FAIL',
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            // What ops read in the Temporal UI: who and what, not only ids. The summary never changes, so it says what the
-            // subscription started on; the current plan is the first line of its current details and in its memo
-            // (domain/subscription-details.ts).
-            staticSummary: `${customer.name ? `${customer.name} <${customer.email}>` : customer.email}, started on ${plan.name}${terms.quantity! > 1 ? ` × ${terms.quantity}` : ''} (${formatMoney(termsPrice(terms).amount, terms.currency)} ${everyInterval(input.plan.interval)})`,
-            memo: {
-              account: account ? `${account.name} <${account.email}>` : accountId,
-              customerEmail: customer.email,
-              ...planMemo(input.plan),
-            },
-            typedSearchAttributes: [
-              { key: SubscriptionStatusKey, value: input.snapshot.status },
-              { key: AccountIdKey, value: accountId },
-              { key: CustomerIdKey, value: customer.id },
-              { key: PlanIdKey, value: plan.id },
-              { key: LivemodeKey, value: livemode },
-            ],
-          }),
-        });
-      } catch (error) {
-        const ended = idem ? await orm.em.fork().findOne(Subscription, { id, accountId, livemode }) : null;
-        if (ended) return c.json(await withDiscount(orm.em.fork(), serializeSubscription(ended)), 201);
-        // No subscription: its discount ends with it.
-        if (redeemed)
-          await orm.em
-            .fork()
-            .transactional((tx) =>
-              removeDiscount(tx, { customerId: customer.id, subscriptionId: id }, redeemed.discount.start),
-            );
-        throw error;
-      }
-      const closed = await em.transactional(async (tx) => (await lockAccount(tx, accountId, 'share')) === 'closed');
-      if (closed) {
-        // The account closed while the workflow started: the subscription ends with it.
-        await temporal.workflow.getHandle(id).signal(accountClosedSignal);
-        throw new ApiError('account_closed', 'The account was closed; the subscription was canceled.');
-      }
-      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 201);
+      const subscription = await commands.createSubscription(
+        ctx,
+        { accountId, livemode },
+        {
+          // With an Idempotency-Key the id (and so the workflow id) is derived from it: a retry after a crash finds the workflow the first try started.
+          id: resourceId(c, 'subscription'),
+          customerId: (body.customer_id ?? body.customer)!,
+          plan: body.plan,
+          quantity: body.quantity,
+          items: body.items?.map((item) => ({ plan: item.plan, quantity: item.quantity, taxRates: item.tax_rates })),
+          currency: body.currency,
+          trialPeriodDays: body.trial_period_days,
+          pauseUntil: body.pause_until,
+          billingCycle: body.billing_cycle,
+          gracePeriodDays: body.grace_period_days,
+          defaultTaxRates: body.default_tax_rates,
+          coupon: body.coupon,
+          promotionCode: body.promotion_code,
+        },
+        commandRetry(c),
+      );
+      return c.json(await answer(subscription), 201);
     })
     .openapi(listSubscriptions, async (c) => {
       const query = c.req.valid('query');
@@ -701,72 +437,41 @@ export function subscriptionsApp({ orm, temporal, config }: ApiDeps) {
       );
     })
     .openapi(changePlan, async (c) => {
-      const { subscription, handle } = await ownLiveSubscription(c, c.req.valid('param').id);
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
       const body = c.req.valid('json');
-      const planId = body.plan ?? subscription.planId;
-      const plan = await orm.em
-        .fork()
-        .findOne(Plan, { id: planId, accountId: subscription.accountId, livemode: subscription.livemode });
-      if (!plan) throw new ApiError('not_found', `No such plan: ${planId}.`);
-      if (!plan.active && plan.id !== subscription.planId)
-        throw new ApiError('plan_archived', `Plan ${plan.id} is archived.`);
-      // Keyed by the Idempotency-Key: a retry after a crash gets the first change's answer from Temporal instead of changing again.
-      const updateId = operationId(c, `changePlan:${subscription.id}`);
-      const terms = changedPlanTerms(plan, subscription, body.quantity);
-      try {
-        const snapshot = await send(() =>
-          handle.executeUpdate(changePlanUpdate, { args: [{ plan: terms }], ...(updateId ? { updateId } : {}) }),
-        );
-        return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
-      } catch (error) {
-        // A retry of a change that already happened (its run has since continued as new, so Temporal no longer knows the update id):
-        // the subscription is on the plan (or has it pending) as the first try left it, and that is the answer.
-        if (c.get('idempotency')?.takeover && isInvalidState(error)) {
-          const now = await orm.em.fork().findOne(Subscription, { id: subscription.id });
-          const quantity = terms.quantity ?? 1;
-          if (
-            now &&
-            ((now.planId === plan.id && now.quantity === quantity) ||
-              (now.pendingPlanId === plan.id && (now.pendingQuantity ?? now.quantity) === quantity))
-          ) {
-            return c.json(await withDiscount(orm.em.fork(), serializeSubscription(now)), 200);
-          }
-        }
-        throw error;
-      }
+      const plan = await planToChangeTo(orm.em.fork(), subscription, body.plan ?? subscription.planId);
+      // Keyed by the Idempotency-Key: a retry after a crash gets the first change's answer instead of changing again.
+      const changed = await commands.changePlan(ctx, subscription, { plan, quantity: body.quantity }, commandRetry(c));
+      return c.json(await answer(changed), 200);
     })
     .openapi(pauseSubscription, async (c) => {
       const body = await optionalJsonBody(c, PauseBody);
-      const { subscription, handle } = await ownLiveSubscription(c, c.req.valid('param').id);
-      // On a test clock, "the future" is the clock's (its workflow's validator checks it).
-      const onClock =
-        !subscription.livemode &&
-        (await orm.em.fork().count(Customer, { id: subscription.customerId, testClockId: { $ne: null } })) > 0;
-      if (!onClock && body.pause_until && body.pause_until.getTime() <= Date.now())
-        throw new ApiError('invalid_request', 'pause_until: must be in the future.');
-      const snapshot = await send(() =>
-        handle.executeUpdate(pauseSubscriptionUpdate, {
-          args: [{ pauseUntil: body.pause_until?.toISOString() ?? null }],
-        }),
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
+      const paused = await commands.pauseSubscription(
+        ctx,
+        subscription,
+        { pauseUntil: body.pause_until },
+        commandRetry(c),
       );
-      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
+      return c.json(await answer(paused), 200);
     })
     .openapi(resumeSubscription, async (c) => {
-      const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
-      const snapshot = await send(() => handle.executeUpdate(resumeSubscriptionUpdate));
-      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
+      return c.json(await answer(await commands.resumeSubscription(ctx, subscription, commandRetry(c))), 200);
     })
     .openapi(cancelSubscription, async (c) => {
       const body = await optionalJsonBody(c, CancelBody);
-      const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
-      const snapshot = await send(() =>
-        handle.executeUpdate(cancelSubscriptionUpdate, { args: [{ atPeriodEnd: body.at_period_end }] }),
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
+      const canceled = await commands.cancelSubscription(
+        ctx,
+        subscription,
+        { atPeriodEnd: body.at_period_end },
+        commandRetry(c),
       );
-      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
+      return c.json(await answer(canceled), 200);
     })
     .openapi(undoCancelSubscription, async (c) => {
-      const { handle } = await ownLiveSubscription(c, c.req.valid('param').id);
-      const snapshot = await send(() => handle.executeUpdate(undoCancelAtPeriodEndUpdate));
-      return c.json(await withDiscount(orm.em.fork(), serializeSubscription(snapshot)), 200);
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
+      return c.json(await answer(await commands.undoCancel(ctx, subscription, commandRetry(c))), 200);
     });
 }
