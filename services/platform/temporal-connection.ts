@@ -88,7 +88,7 @@ const waitingMethods = new Set([
 /** A waiting call probes Temporal after this long without an answer, and again as often while it waits. */
 export const livenessProbeAfterMs = 3_000;
 /** A probe (GetSystemInfo, answered by the frontend alone) not answered within this is a Temporal that hangs. */
-export const livenessProbeDeadlineMs = 2_000;
+export const livenessProbeDeadlineMs = 4_000;
 
 /** The connection a liveness watch probes: set once it is connected (the interceptors are made before it). */
 export interface LivenessTarget {

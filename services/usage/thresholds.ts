@@ -107,11 +107,10 @@ export async function billingThresholdsOf(
 
 /**
  * The `billing_thresholds` of subscription answers (each null when none), for the subscriptions routes. The
- * objects come from the caller's scoped reads; the scope is asked again all the same.
+ * objects come from the caller's scoped reads (a subscription id is the primary key here), so only their ids are asked.
  */
 export async function withBillingThresholds<T extends { id: string }>(
   em: EntityManager,
-  scope: Scope,
   objects: T[],
 ): Promise<(T & { billing_thresholds: BillingThresholds | null })[]> {
   const ids = objects.map((o) => o.id);
@@ -120,8 +119,8 @@ export async function withBillingThresholds<T extends { id: string }>(
       ? []
       : await em.getConnection().execute<{ id: string; amount: string; reset: boolean }[]>(
           `select subscription_id as id, amount_gte as amount, reset_billing_cycle_anchor as reset from subscription_billing_thresholds
-           where account_id = ? and livemode = ? and subscription_id = any(?::text[])`,
-          [scope.accountId, scope.livemode, `{${ids.join(',')}}`],
+           where subscription_id = any(?::text[])`,
+          [`{${ids.join(',')}}`],
         );
   const byId = new Map(rows.map((r) => [r.id, { amount_gte: Number(r.amount), reset_billing_cycle_anchor: r.reset }]));
   return objects.map((o) => ({ ...o, billing_thresholds: byId.get(o.id) ?? null }));

@@ -196,6 +196,17 @@ export function Subscriptions() {
   );
 }
 
+/**
+ * Progressive billing (docs/usage.md#billing-thresholds): the usage amount that bills early. Threshold invoices are
+ * among the subscription's invoices below, each with its period ending when it billed.
+ */
+function BillingThreshold({ subscription, currency }: { subscription: object; currency: string | undefined }) {
+  const thresholds = (subscription as { billing_thresholds?: { amount_gte: number } | null }).billing_thresholds;
+  if (!thresholds) return <span className="muted">None</span>;
+  const amount = currency ? money(thresholds.amount_gte, currency) : String(thresholds.amount_gte);
+  return <>Usage not yet billed is invoiced at once when it reaches {amount} (a threshold invoice)</>;
+}
+
 export function SubscriptionDetail() {
   const { id } = useParams({ strict: false }) as { id: string };
   const mode = currentMode();
@@ -269,6 +280,10 @@ export function SubscriptionDetail() {
             <dt>Current period</dt>
             <dd>
               {date(s.current_period_start)} – {date(s.current_period_end)}
+            </dd>
+            <dt>Billing threshold</dt>
+            <dd>
+              <BillingThreshold subscription={s} currency={currency} />
             </dd>
           </dl>
           {ended ? (
