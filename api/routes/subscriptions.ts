@@ -8,7 +8,7 @@ import { maxQuantity } from '../../domain/pricing.ts';
 import { billingCycleModes, subscriptionStatuses } from '../../domain/subscription.ts';
 import { currency } from '../../objects/common.ts';
 import { serializeDiscount } from '../../objects/discount.ts';
-import { serializeSubscription, SubscriptionSchema } from '../../objects/subscription.ts';
+import { BillingThresholdsSchema, serializeSubscription, SubscriptionSchema } from '../../objects/subscription.ts';
 import { subscriptionDiscounts } from '../../services/discounts/redemptions.ts';
 import { customerNow } from '../../services/invoices/items.ts';
 import * as commands from '../../services/subscriptions/commands.ts';
@@ -16,6 +16,11 @@ import { planToChangeTo } from '../../services/subscriptions/plans.ts';
 import { maxTaxRatesPerLine } from '../../services/taxes/rates.ts';
 import { clockCondition } from '../../services/test-clocks/clocks.ts';
 import { itemsUsageSoFar } from '../../services/usage/billing.ts';
+import {
+  parseBillingThresholds,
+  setBillingThresholds,
+  withBillingThresholds,
+} from '../../services/usage/thresholds.ts';
 import { accountScope } from '../auth/principal.ts';
 import { commandRetry } from '../command-retry.ts';
 import type { AppDeps } from '../deps.ts';
@@ -102,6 +107,14 @@ const CreateSubscriptionBody = z
       description:
         'A coupon applied to the subscription from its first invoice on (its `discount`); or give promotion_code',
     }),
+    billing_thresholds: z
+      .union([BillingThresholdsSchema, z.literal('')])
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          'Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it',
+      }),
     promotion_code: z.string().min(1).max(64).optional().openapi({
       description:
         "A promotion code (its promo_ id, or the code itself in any case) applied as the subscription's discount; its minimum_amount is checked against the first invoice",
@@ -141,12 +154,23 @@ const ChangePlanBody = z
       .max(maxQuantity)
       .optional()
       .openapi({ description: 'The new quantity; left out: the current one' }),
+    billing_thresholds: z
+      .union([BillingThresholdsSchema, z.literal('')])
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          'Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it',
+      }),
   })
   .strict()
-  .refine((value) => value.plan !== undefined || value.quantity !== undefined, {
-    message: 'required (or quantity)',
-    path: ['plan'],
-  })
+  .refine(
+    (value) => value.plan !== undefined || value.quantity !== undefined || value.billing_thresholds !== undefined,
+    {
+      message: 'required (or quantity, or billing_thresholds)',
+      path: ['plan'],
+    },
+  )
   .openapi({ example: { plan: 'plan_01jd3y0w2c5m8q1t4v7x9z3b6d' } });
 const PauseBody = z
   .object({
@@ -303,10 +327,12 @@ async function withDiscounts<T extends { id: string }>(
     objects.map((o) => o.id),
     now,
   );
-  return objects.map((o) => {
+  const answers = objects.map((o) => {
     const found = discounts.get(o.id);
     return { ...o, discount: found ? serializeDiscount(found.discount, found.coupon, now) : null };
   });
+  // And their billing_thresholds (progressive billing, docs/usage.md#billing-thresholds).
+  return withBillingThresholds(em, answers);
 }
 /** The subscription read: each metered item of an active subscription carries its usage of the current period so far (services/usage/billing.ts). */
 async function withUsageSoFar(
@@ -355,15 +381,6 @@ export function subscriptionsApp({ orm, context, config }: AppDeps) {
     return subscription;
   }
 
-  /** A message to the caller's live subscription `id`: `send` is its command; answered with its discount. */
-  async function messaged(
-    c: Context,
-    id: string,
-    send: (subscription: Subscription, retry: commands.CommandRetry) => Promise<commands.CommandAnswer>,
-  ) {
-    return answer(await send(await ownLiveSubscription(c, id), commandRetry(c)));
-  }
-
   /** Serializes a command's answer with its discount. */
   const answer = async (subscription: commands.CommandAnswer) =>
     withDiscount(orm.em.fork(), serializeSubscription(subscription));
@@ -372,6 +389,7 @@ export function subscriptionsApp({ orm, context, config }: AppDeps) {
     .openapi(createSubscription, async (c) => {
       const body = c.req.valid('json');
       const { accountId, livemode } = await accountScope(c, orm);
+      const thresholds = body.billing_thresholds ? parseBillingThresholds(body.billing_thresholds) : null;
       const subscription = await commands.createSubscription(
         ctx,
         { accountId, livemode },
@@ -393,6 +411,7 @@ export function subscriptionsApp({ orm, context, config }: AppDeps) {
         },
         commandRetry(c),
       );
+      if (thresholds) await setBillingThresholds(orm, { accountId, livemode }, subscription, thresholds);
       return c.json(await answer(subscription), 201);
     })
     .openapi(listSubscriptions, async (c) => {
@@ -448,29 +467,46 @@ export function subscriptionsApp({ orm, context, config }: AppDeps) {
     .openapi(changePlan, async (c) => {
       const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
       const body = c.req.valid('json');
-      const plan = await planToChangeTo(orm.em.fork(), subscription, body.plan ?? subscription.planId);
-      // Keyed by the Idempotency-Key: a retry after a crash gets the first change's answer instead of changing again.
-      const changed = await commands.changePlan(ctx, subscription, { plan, quantity: body.quantity }, commandRetry(c));
+      const thresholds =
+        body.billing_thresholds === undefined ? undefined : parseBillingThresholds(body.billing_thresholds);
+      let changed: commands.CommandAnswer = subscription;
+      if (body.plan !== undefined || body.quantity !== undefined) {
+        const plan = await planToChangeTo(orm.em.fork(), subscription, body.plan ?? subscription.planId);
+        // Keyed by the Idempotency-Key: a retry after a crash gets the first change's answer instead of changing again.
+        changed = await commands.changePlan(ctx, subscription, { plan, quantity: body.quantity }, commandRetry(c));
+      }
+      // After the plan change, so a refused change leaves the thresholds as they were.
+      if (thresholds !== undefined) await setBillingThresholds(orm, subscription, subscription, thresholds);
       return c.json(await answer(changed), 200);
     })
     .openapi(pauseSubscription, async (c) => {
-      const { pause_until: pauseUntil } = await optionalJsonBody(c, PauseBody);
-      const pause = (s: Subscription, retry: commands.CommandRetry) =>
-        commands.pauseSubscription(ctx, s, { pauseUntil }, retry);
-      return c.json(await messaged(c, c.req.valid('param').id, pause), 200);
+      const body = await optionalJsonBody(c, PauseBody);
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
+      const paused = await commands.pauseSubscription(
+        ctx,
+        subscription,
+        { pauseUntil: body.pause_until },
+        commandRetry(c),
+      );
+      return c.json(await answer(paused), 200);
     })
     .openapi(resumeSubscription, async (c) => {
-      const resume = (s: Subscription, retry: commands.CommandRetry) => commands.resumeSubscription(ctx, s, retry);
-      return c.json(await messaged(c, c.req.valid('param').id, resume), 200);
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
+      return c.json(await answer(await commands.resumeSubscription(ctx, subscription, commandRetry(c))), 200);
     })
     .openapi(cancelSubscription, async (c) => {
-      const { at_period_end: atPeriodEnd } = await optionalJsonBody(c, CancelBody);
-      const cancel = (s: Subscription, retry: commands.CommandRetry) =>
-        commands.cancelSubscription(ctx, s, { atPeriodEnd }, retry);
-      return c.json(await messaged(c, c.req.valid('param').id, cancel), 200);
+      const body = await optionalJsonBody(c, CancelBody);
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
+      const canceled = await commands.cancelSubscription(
+        ctx,
+        subscription,
+        { atPeriodEnd: body.at_period_end },
+        commandRetry(c),
+      );
+      return c.json(await answer(canceled), 200);
     })
     .openapi(undoCancelSubscription, async (c) => {
-      const undo = (s: Subscription, retry: commands.CommandRetry) => commands.undoCancel(ctx, s, retry);
-      return c.json(await messaged(c, c.req.valid('param').id, undo), 200);
+      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
+      return c.json(await answer(await commands.undoCancel(ctx, subscription, commandRetry(c))), 200);
     });
 }
