@@ -381,6 +381,15 @@ export function subscriptionsApp({ orm, context, config }: AppDeps) {
     return subscription;
   }
 
+  /** A message to the caller's live subscription `id`: `send` is its command; answered with its discount. */
+  async function messaged(
+    c: Context,
+    id: string,
+    send: (subscription: Subscription, retry: commands.CommandRetry) => Promise<commands.CommandAnswer>,
+  ) {
+    return answer(await send(await ownLiveSubscription(c, id), commandRetry(c)));
+  }
+
   /** Serializes a command's answer with its discount. */
   const answer = async (subscription: commands.CommandAnswer) =>
     withDiscount(orm.em.fork(), serializeSubscription(subscription));
@@ -480,33 +489,23 @@ export function subscriptionsApp({ orm, context, config }: AppDeps) {
       return c.json(await answer(changed), 200);
     })
     .openapi(pauseSubscription, async (c) => {
-      const body = await optionalJsonBody(c, PauseBody);
-      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
-      const paused = await commands.pauseSubscription(
-        ctx,
-        subscription,
-        { pauseUntil: body.pause_until },
-        commandRetry(c),
-      );
-      return c.json(await answer(paused), 200);
+      const { pause_until: pauseUntil } = await optionalJsonBody(c, PauseBody);
+      const pause = (s: Subscription, retry: commands.CommandRetry) =>
+        commands.pauseSubscription(ctx, s, { pauseUntil }, retry);
+      return c.json(await messaged(c, c.req.valid('param').id, pause), 200);
     })
     .openapi(resumeSubscription, async (c) => {
-      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
-      return c.json(await answer(await commands.resumeSubscription(ctx, subscription, commandRetry(c))), 200);
+      const resume = (s: Subscription, retry: commands.CommandRetry) => commands.resumeSubscription(ctx, s, retry);
+      return c.json(await messaged(c, c.req.valid('param').id, resume), 200);
     })
     .openapi(cancelSubscription, async (c) => {
-      const body = await optionalJsonBody(c, CancelBody);
-      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
-      const canceled = await commands.cancelSubscription(
-        ctx,
-        subscription,
-        { atPeriodEnd: body.at_period_end },
-        commandRetry(c),
-      );
-      return c.json(await answer(canceled), 200);
+      const { at_period_end: atPeriodEnd } = await optionalJsonBody(c, CancelBody);
+      const cancel = (s: Subscription, retry: commands.CommandRetry) =>
+        commands.cancelSubscription(ctx, s, { atPeriodEnd }, retry);
+      return c.json(await messaged(c, c.req.valid('param').id, cancel), 200);
     })
     .openapi(undoCancelSubscription, async (c) => {
-      const subscription = await ownLiveSubscription(c, c.req.valid('param').id);
-      return c.json(await answer(await commands.undoCancel(ctx, subscription, commandRetry(c))), 200);
+      const undo = (s: Subscription, retry: commands.CommandRetry) => commands.undoCancel(ctx, s, retry);
+      return c.json(await messaged(c, c.req.valid('param').id, undo), 200);
     });
 }
