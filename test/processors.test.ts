@@ -10,6 +10,7 @@ import { createCustomerLinks } from '../domain/customer-links.ts';
 import { emailSubject } from '../services/email/send-once.ts';
 import { paymentChargeRequest } from '../services/money/payments.ts';
 import { recordPaymentAttempt } from '../services/money/record-payment-attempt.ts';
+import { raiseSandboxDispute } from '../services/money/sandbox-disputes.ts';
 import { createProcessors, sandboxOnlyConfig } from '../services/processors/index.ts';
 import { IdempotencyKeyReuseError, SandboxProcessor } from '../services/processors/sandbox.ts';
 import { ProcessorSignatureError } from '../services/processors/types.ts';
@@ -209,6 +210,45 @@ describe('processors in the engine (test mode on Stripe through stripe-mock, liv
         }),
       ).toBeNull();
       expect(() => sandbox.parseWebhook('{}', {})).toThrow(ProcessorSignatureError);
+    });
+
+    it("the dispute test card: the payment succeeds, then the sandbox's dispute.created records payment.disputed once", async () => {
+      // Live mode runs on the sandbox in this engine.
+      const pay = (paymentMethod: string) =>
+        engine.call(
+          'POST',
+          '/v1/transactions',
+          {
+            account_id: engine.tenant.accountId,
+            currency: 'USD',
+            amount: 2500,
+            type: 'payment',
+            payment_method: paymentMethod,
+          },
+          engine.tenant.headers,
+        );
+      const disputed = await pay('pm_card_createDispute');
+      expect(disputed.status).toBe(201);
+      expect(disputed.body).toMatchObject({ status: 'succeeded', livemode: true });
+      const payment = await em().findOneOrFail(Transaction, { id: disputed.body.id });
+      const events = () => em().find(Event, { type: 'payment.disputed', transactionId: payment.id });
+      expect(await events()).toHaveLength(1);
+      expect((await events())[0]).toMatchObject({
+        accountId: engine.tenant.accountId,
+        livemode: true,
+        data: { object: { id: payment.id, status: 'succeeded', amount: 2500 } },
+      });
+      expect(
+        await em().find(ProcessorEvent, { processor: 'sandbox', processorChargeId: payment.processorChargeId }),
+      ).toMatchObject([{ type: 'dispute.created', transactionId: payment.id, processedAt: expect.any(Date) }]);
+      // Asked again (a retried request, the reconciler): the same event id, once.
+      expect(await raiseSandboxDispute(em(), payment)).toMatchObject({ duplicate: true });
+      expect(await events()).toHaveLength(1);
+      // Any other card is not disputed.
+      const plain = await pay('pm_card_visa');
+      expect(plain.body).toMatchObject({ status: 'succeeded' });
+      expect(await raiseSandboxDispute(em(), await em().findOneOrFail(Transaction, { id: plain.body.id }))).toBeNull();
+      expect(await em().count(Event, { type: 'payment.disputed', transactionId: plain.body.id })).toBe(0);
     });
   });
 

@@ -17,6 +17,7 @@ import {
   recordPaymentAttempt,
   settlePaymentAttempt,
 } from './record-payment-attempt.ts';
+import { raiseSandboxDispute } from './sandbox-disputes.ts';
 
 /*
  * A direct card payment (POST /v1/transactions, type payment) reads downhill: payByCard
@@ -130,10 +131,13 @@ export async function continuePayment(
     await startPaymentSettlement(client, taskQueue, transaction.id, outcome.processorChargeId);
     return transaction;
   }
-  return settlePaymentAttempt(em, transaction.id, outcome, {
+  const settled = await settlePaymentAttempt(em, transaction.id, outcome, {
     processorChargeId: outcome.processorChargeId,
     starter: { client, taskQueue },
   });
+  // The sandbox's dispute test card: disputed once its success has committed (services/money/sandbox-disputes.ts).
+  await raiseSandboxDispute(em, settled);
+  return settled;
 }
 
 /**

@@ -31,6 +31,11 @@ export const sandboxSettlementDelayMs = 24 * 3_600_000;
 export const sandboxPaymentMethods = {
   pm_card_visa: { outcome: 'succeeded' },
   pm_card_mastercard: { outcome: 'succeeded' },
+  /**
+   * Succeeds, then the customer's bank disputes it (Stripe's pm_card_createDispute, card 4000 0000 0000 0259):
+   * the sandbox raises `dispute.created` for the charge once its payment is recorded (services/money/sandbox-disputes.ts).
+   */
+  pm_card_createDispute: { outcome: 'succeeded', disputes: true },
   pm_card_chargeDeclined: { outcome: 'failed', code: 'card_declined', message: 'Your card was declined.' },
   pm_card_insufficientFunds: {
     outcome: 'failed',
@@ -49,7 +54,7 @@ export const sandboxPaymentMethods = {
   },
 } as const satisfies Record<
   string,
-  | { outcome: 'succeeded' }
+  | { outcome: 'succeeded'; disputes?: true }
   | { outcome: 'failed'; code: string; message: string }
   | { outcome: 'pending'; settles: 'succeeded' | 'failed'; code?: string; message?: string }
 >;
@@ -253,7 +258,7 @@ export class SandboxProcessor implements PaymentProcessor {
     return null;
   }
 
-  /** The sandbox sends no webhooks, so none can verify. */
+  /** The sandbox sends no webhooks, so none can verify (its disputes take the webhook's path in-process: services/money/sandbox-disputes.ts). */
   parseWebhook(_rawBody: string, _headers: Record<string, string | undefined>): ProcessorEvent {
     throw new ProcessorSignatureError('The sandbox processor sends no webhooks.');
   }
