@@ -118,7 +118,7 @@ export const SubscriptionSchema = z
     }),
     billing_thresholds: BillingThresholdsSchema.nullable().optional().openapi({
       description:
-        'Progressive billing (docs/usage.md#billing-thresholds): the usage amount of the period not yet billed that bills early, on an invoice with billing_reason `subscription_threshold`; null: none. On every answer of the subscriptions routes',
+        'Progressive billing (docs/usage.md#billing-thresholds): the usage amount of the period not yet billed that bills early, on a threshold invoice; null: none. On every answer of the subscriptions routes',
     }),
     created_at: timestamp,
     updated_at: timestamp,
