@@ -10254,7 +10254,7 @@ export interface paths {
                          * @example pm_card_visa
                          * @enum {string}
                          */
-                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
+                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_createDispute" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
                         /**
                          * @description Default none. exempt: no tax; reverse: reverse charge (no tax, the legal note on its invoices)
                          * @example none
@@ -10308,7 +10308,7 @@ export interface paths {
                          * @example pm_card_visa
                          * @enum {string}
                          */
-                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
+                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_createDispute" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails";
                         /**
                          * @description Default none. exempt: no tax; reverse: reverse charge (no tax, the legal note on its invoices)
                          * @example none
@@ -10690,7 +10690,7 @@ export interface paths {
                          * @example pm_card_visa
                          * @enum {string|null}
                          */
-                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
+                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_createDispute" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
                         /**
                          * @description none, exempt or reverse; invoices made from then on follow it
                          * @example none
@@ -10743,7 +10743,7 @@ export interface paths {
                          * @example pm_card_visa
                          * @enum {string|null}
                          */
-                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
+                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_createDispute" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
                         /**
                          * @description none, exempt or reverse; invoices made from then on follow it
                          * @example none
@@ -10987,7 +10987,7 @@ export interface paths {
                          * @example pm_card_visa
                          * @enum {string|null}
                          */
-                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
+                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_createDispute" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
                         /**
                          * @description none, exempt or reverse; invoices made from then on follow it
                          * @example none
@@ -11040,7 +11040,7 @@ export interface paths {
                          * @example pm_card_visa
                          * @enum {string|null}
                          */
-                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
+                        payment_method?: "pm_card_visa" | "pm_card_mastercard" | "pm_card_createDispute" | "pm_card_chargeDeclined" | "pm_card_insufficientFunds" | "pm_card_expired" | "pm_bank_pendingSettles" | "pm_bank_pendingFails" | null;
                         /**
                          * @description none, exempt or reverse; invoices made from then on follow it
                          * @example none
@@ -30505,6 +30505,8 @@ export interface paths {
                          * @enum {string}
                          */
                         billing_cycle?: "anniversary" | "calendar";
+                        /** @description Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it */
+                        billing_thresholds?: components["schemas"]["BillingThresholds"] | "" | null;
                         /** @description A coupon applied to the subscription from its first invoice on (its `discount`); or give promotion_code */
                         coupon?: string;
                         /**
@@ -30563,6 +30565,8 @@ export interface paths {
                          * @enum {string}
                          */
                         billing_cycle?: "anniversary" | "calendar";
+                        /** @description Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it */
+                        billing_thresholds?: components["schemas"]["BillingThresholds"] | "" | null;
                         /** @description A coupon applied to the subscription from its first invoice on (its `discount`); or give promotion_code */
                         coupon?: string;
                         /**
@@ -32543,12 +32547,16 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        /** @description Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it */
+                        billing_thresholds?: components["schemas"]["BillingThresholds"] | "" | null;
                         /** @description The new plan; left out: the current one (to change the quantity alone) */
                         plan?: string;
                         /** @description The new quantity; left out: the current one */
                         quantity?: number;
                     };
                     "application/x-www-form-urlencoded": {
+                        /** @description Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it */
+                        billing_thresholds?: components["schemas"]["BillingThresholds"] | "" | null;
                         /** @description The new plan; left out: the current one (to change the quantity alone) */
                         plan?: string;
                         /** @description The new quantity; left out: the current one */
@@ -37721,6 +37729,21 @@ export interface components {
             object: "billing_settings";
             retry_policy: components["schemas"]["RetryPolicy"];
         };
+        /**
+         * @example {
+         *       "amount_gte": 50000,
+         *       "reset_billing_cycle_anchor": false
+         *     }
+         */
+        BillingThresholds: {
+            /**
+             * @description Bill early once the period's usage amount not yet billed (metered items after free units and tiers, before tax and discounts) reaches this, in minor units
+             * @example 50000
+             */
+            amount_gte: number;
+            /** @description Only false is supported (the default): the period goes on after a threshold invoice */
+            reset_billing_cycle_anchor?: boolean;
+        };
         Branding: {
             /** @description #rrggbb; null: the default */
             brand_color: string | null;
@@ -39487,6 +39510,22 @@ export interface components {
             billing_cycle_anchor: string | null;
             /** @enum {string} */
             billing_cycle_mode: "anniversary" | "calendar";
+            /**
+             * @description Progressive billing (docs/usage.md#billing-thresholds): the usage amount of the period not yet billed that bills early, on a threshold invoice; null: none. On every answer of the subscriptions routes
+             * @example {
+             *       "amount_gte": 50000,
+             *       "reset_billing_cycle_anchor": false
+             *     }
+             */
+            billing_thresholds?: {
+                /**
+                 * @description Bill early once the period's usage amount not yet billed (metered items after free units and tiers, before tax and discounts) reaches this, in minor units
+                 * @example 50000
+                 */
+                amount_gte: number;
+                /** @description Only false is supported (the default): the period goes on after a threshold invoice */
+                reset_billing_cycle_anchor?: boolean;
+            } | null;
             cancel_at_period_end: boolean;
             /**
              * Format: date-time
