@@ -19,7 +19,8 @@
  * The decisions (which message is allowed, what to wait for next, what each
  * invoice holds, what follows a failed charge) are pure functions in
  * domain/subscription-decisions.ts; this file handles messages, timers,
- * activities and state.
+ * activities and state. SubscriptionRun holds one run's state, with a method per
+ * message and timer; subscriptionWorkflow registers the messages and runs its loop.
  *
  * Deterministic code only: time is workflow time (`Date.now()` is replay-safe
  * here), every side effect is an activity. A subscription of a customer on a test
@@ -295,239 +296,222 @@ interface Queued {
 const iso = (instant: Date) => instant.toISOString();
 const refuse = (type: string, message: string): Outcome => ({ ok: false, type, message });
 
-export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Promise<SubscriptionSnapshot> {
-  let plan = input.plan;
-  let pendingPlan = input.pendingPlan ?? null;
+/**
+ * One run of a subscription: its state (what it bills by, what it owes, what it waits for) and what it does with each
+ * message and timer, as the samples' ClusterManager holds a cluster's. subscriptionWorkflow below registers the
+ * messages and runs `live()`, the loop; everything here is deterministic workflow code.
+ */
+class SubscriptionRun {
+  plan: PlanTerms;
+  pendingPlan: PlanTerms | null;
   /** Setup fees for the first cycle invoice (pricing schemes; runs started before have none). */
-  let firstInvoiceItems = input.firstInvoiceItems ?? [];
+  firstInvoiceItems: PriceTerms[];
   /** Several items (phase 2 of #26); null: the one item `plan`. */
-  let items: ItemTerms[] | null = input.items ?? null;
+  items: ItemTerms[] | null;
   /** Prorated lines waiting for the next cycle invoice. */
-  let pendingLines: InvoiceLineInput[] = input.pendingLines ?? [];
-  // Snapshots from before currencies were recorded bill in their plan's currency.
-  let subscription =
-    input.snapshot.currency === undefined ? { ...input.snapshot, currency: input.plan.currency } : input.snapshot;
+  pendingLines: InvoiceLineInput[];
+  subscription: SubscriptionSnapshot;
   /** Pending money of paid cycles, earliest first (only ever filled under funds-in-subscription). */
-  let pendingFunds: DueFunds[] = input.pendingFunds ?? [];
+  pendingFunds: DueFunds[];
   /** The repeating discount whose end this run wakes at (discountEndSignal); `discountSignalled` wakes the wait to take a new one. */
-  let discountEnd: DiscountEnd | null = input.discountEnd ?? null;
-  let discountSignalled = false;
-  let created = subscription.version > 0;
-  const queue: Queued[] = [];
+  discountEnd: DiscountEnd | null;
+  discountSignalled = false;
+  created: boolean;
+  /** Messages waiting for the loop, applied one at a time between timers. */
+  readonly queue: Queued[] = [];
   /** Billing dates (trial end or renewal) this run has handled; each used to end the run (before renew-in-place). */
-  let billingDates = 0;
+  billingDates = 0;
   /** The usage grace window the renewals of metered items wait (the latest closing's setting); undefined: the default. */
-  let usageGraceSeconds: number | undefined = input.usageGraceSeconds;
-  const state = (): SubscriptionState => ({
-    subscription,
-    plan,
-    pendingPlan,
-    firstInvoiceItems,
-    ...(items ? { items } : {}),
-    ...(pendingLines.length > 0 ? { pendingLines } : {}),
-    ...(usageGraceSeconds !== undefined ? { usageGraceSeconds } : {}),
-  });
+  usageGraceSeconds: number | undefined;
   /** The plan the memo and the PlanId search attribute show (the start's; planInMemoPatch moves them along). */
-  let shownPlanId = input.plan.planId;
-  /** The current details (Temporal UI): the plan it bills by now above what it does or waits for (domain/subscription-details.ts). */
-  const setDetails = (text: string) => setCurrentDetails(`${planDetails(plan, pendingPlan, items)}\n\n${text}`);
-  /** The terms the subscription bills by now: its plan, and its items follow when it has them (a plan change of a one-item subscription). */
-  function setPlan(next: PlanTerms): void {
-    plan = next;
-    if (items) items = [{ ...next, itemId: items[0]!.itemId }];
-  }
-  /** The snapshot's items, when the run has items (absent otherwise, as before). */
-  const itemFields = (): Partial<SubscriptionSnapshot> => (items ? { items: itemSnapshots(items) } : {});
+  shownPlanId: string;
   /** Workflow time, or the test clock's (workflows/clock-sleep.ts). */
-  const clock = workflowClock(input.testClock);
-  const activities = input.testClock ? localActivities : remoteActivities;
+  readonly clock: ReturnType<typeof workflowClock>;
+  readonly activities: typeof remoteActivities;
   /** The status changed without an upsert of its search attribute (renew-cycle): sent with the continue-as-new, or upserted before the next wait. */
-  let searchStatusStale = false;
+  searchStatusStale = false;
   /**
    * The renewal spread window in minutes, 0 when off. The patch is asked only when the window would move a renewal
    * (calendar billing, a window in the input), so older runs and anniversary subscriptions never record it.
    */
-  let spreadWindow = input.renewalSpreadMinutes ?? 0;
-  const spread = (): number => {
-    if (!renewalSpreads(subscription, spreadWindow)) return 0;
+  spreadWindow: number;
+
+  readonly input: SubscriptionWorkflowInput;
+
+  constructor(input: SubscriptionWorkflowInput) {
+    this.input = input;
+    this.plan = input.plan;
+    this.pendingPlan = input.pendingPlan ?? null;
+    this.firstInvoiceItems = input.firstInvoiceItems ?? [];
+    this.items = input.items ?? null;
+    this.pendingLines = input.pendingLines ?? [];
+    // Snapshots from before currencies were recorded bill in their plan's currency.
+    this.subscription =
+      input.snapshot.currency === undefined ? { ...input.snapshot, currency: input.plan.currency } : input.snapshot;
+    this.pendingFunds = input.pendingFunds ?? [];
+    this.discountEnd = input.discountEnd ?? null;
+    this.created = this.subscription.version > 0;
+    this.usageGraceSeconds = input.usageGraceSeconds;
+    this.shownPlanId = input.plan.planId;
+    this.clock = workflowClock(input.testClock);
+    this.activities = input.testClock ? localActivities : remoteActivities;
+    this.spreadWindow = input.renewalSpreadMinutes ?? 0;
+  }
+  readonly state = (): SubscriptionState => ({
+    subscription: this.subscription,
+    plan: this.plan,
+    pendingPlan: this.pendingPlan,
+    firstInvoiceItems: this.firstInvoiceItems,
+    ...(this.items ? { items: this.items } : {}),
+    ...(this.pendingLines.length > 0 ? { pendingLines: this.pendingLines } : {}),
+    ...(this.usageGraceSeconds !== undefined ? { usageGraceSeconds: this.usageGraceSeconds } : {}),
+  });
+  /** The current details (Temporal UI): the plan it bills by now above what it does or waits for (domain/subscription-details.ts). */
+  readonly setDetails = (text: string) =>
+    setCurrentDetails(`${planDetails(this.plan, this.pendingPlan, this.items)}\n\n${text}`);
+  /** The terms the subscription bills by now: its plan, and its items follow when it has them (a plan change of a one-item subscription). */
+  setPlan(next: PlanTerms): void {
+    this.plan = next;
+    if (this.items) this.items = [{ ...next, itemId: this.items[0]!.itemId }];
+  }
+  /** The snapshot's items, when the run has items (absent otherwise, as before). */
+  readonly itemFields = (): Partial<SubscriptionSnapshot> => (this.items ? { items: itemSnapshots(this.items) } : {});
+  readonly spread = (): number => {
+    if (!renewalSpreads(this.subscription, this.spreadWindow)) return 0;
     deprecatePatch(renewalSpreadPatch);
-    return spreadWindow;
+    return this.spreadWindow;
   };
 
   // ---- Messages -----------------------------------------------------------
 
-  function validated(command: SubscriptionCommand): void {
+  validated(command: SubscriptionCommand): void {
     const refused = refusal(
-      state(),
-      queue.map((q) => q.command),
+      this.state(),
+      this.queue.map((q) => q.command),
       command,
-      clock.now(),
+      this.clock.now(),
     );
     if (refused) throw ApplicationFailure.create({ type: refused.type, message: refused.message, nonRetryable: true });
   }
 
   /** Queues a command for the main loop and answers with the subscription once it is applied. */
-  async function enqueue(command: SubscriptionCommand): Promise<SubscriptionSnapshot> {
-    const outcome = await new Promise<Outcome>((done) => queue.push({ command, done }));
+  async enqueue(command: SubscriptionCommand): Promise<SubscriptionSnapshot> {
+    const outcome = await new Promise<Outcome>((done) => this.queue.push({ command, done }));
     if (!outcome.ok)
       throw ApplicationFailure.create({ type: outcome.type, message: outcome.message, nonRetryable: true });
-    return subscription;
+    return this.subscription;
   }
-
-  setHandler(subscriptionQuery, () => subscription);
-  setHandler(billingStateQuery, () => ({ state: state(), spreadMinutes: spread(), now: iso(clock.now()) }));
-  setHandler(subscriptionCreatedUpdate, async () => {
-    await condition(() => created);
-    return subscription;
-  });
-  setHandler(
-    cancelSubscriptionUpdate,
-    ({ atPeriodEnd }) => enqueue({ kind: 'cancel', atPeriodEnd, reason: 'requested' }),
-    {
-      validator: ({ atPeriodEnd }) => validated({ kind: 'cancel', atPeriodEnd, reason: 'requested' }),
-    },
-  );
-  setHandler(pauseSubscriptionUpdate, ({ pauseUntil }) => enqueue({ kind: 'pause', pauseUntil }), {
-    validator: ({ pauseUntil }) => validated({ kind: 'pause', pauseUntil }),
-  });
-  setHandler(resumeSubscriptionUpdate, () => enqueue({ kind: 'resume' }), {
-    validator: () => validated({ kind: 'resume' }),
-  });
-  setHandler(undoCancelAtPeriodEndUpdate, () => enqueue({ kind: 'undoCancel' }), {
-    validator: () => validated({ kind: 'undoCancel' }),
-  });
-  setHandler(changePlanUpdate, ({ plan: next }) => enqueue({ kind: 'changePlan', plan: next }), {
-    validator: ({ plan: next }) => validated({ kind: 'changePlan', plan: next }),
-  });
-  setHandler(changeItemsUpdate, (change) => enqueue({ kind: 'changeItems', change }), {
-    validator: (change) => validated({ kind: 'changeItems', change }),
-  });
-  // Added with invoice voids through the workflow: only new histories carry this update, so older ones replay unchanged.
-  setHandler(voidInvoiceUpdate, ({ invoiceId }) => enqueue({ kind: 'voidInvoice', invoiceId }), {
-    validator: ({ invoiceId }) => validated({ kind: 'voidInvoice', invoiceId }),
-  });
-  setHandler(creditInvoiceUpdate, (credit) => enqueue({ kind: 'creditInvoice', credit }), {
-    validator: (credit) => validated({ kind: 'creditInvoice', credit }),
-  });
-  setHandler(paymentMethodUpdatedSignal, () => {
-    const queued = queue.some((q) => q.command.kind === 'retryPayment');
-    if (subscription.status === 'past_due' && !queued)
-      queue.push({ command: { kind: 'retryPayment' }, done: () => {} });
-  });
-  setHandler(accountClosedSignal, () => {
-    if (!isEnded(subscription))
-      queue.push({ command: { kind: 'cancel', atPeriodEnd: false, reason: 'account_closed' }, done: () => {} });
-  });
-  // Progressive billing (#28): one signal per crossing, queued once (workflows/subscription-usage-thresholds.ts).
-  setHandler(usageThresholdReachedSignal, () => {
-    if (!isEnded(subscription) && !queue.some((q) => q.command.kind === 'billUsageThreshold'))
-      queue.push({ command: { kind: 'billUsageThreshold' }, done: () => {} });
-  });
-  setHandler(discountEndSignal, (next) => {
-    // One discount per subscription: a newer one replaces the one waited for (ending an already ended one does nothing).
-    discountEnd = next;
-    discountSignalled = true;
-  });
 
   // ---- Recording ----------------------------------------------------------
 
   /** Applies a change, bumps the version, and writes the projection and search attributes. */
-  async function record(changes: Partial<SubscriptionSnapshot>): Promise<void> {
-    subscription = {
-      ...subscription,
-      ...itemFields(),
+  async record(changes: Partial<SubscriptionSnapshot>): Promise<void> {
+    this.subscription = {
+      ...this.subscription,
+      ...this.itemFields(),
       ...changes,
-      updatedAt: iso(clock.now()),
-      version: subscription.version + 1,
+      updatedAt: iso(this.clock.now()),
+      version: this.subscription.version + 1,
     };
-    upsertSearchAttributes([{ key: SubscriptionStatusKey, value: subscription.status }]);
-    searchStatusStale = false;
-    await activities.projectSubscription(subscription);
+    upsertSearchAttributes([{ key: SubscriptionStatusKey, value: this.subscription.status }]);
+    this.searchStatusStale = false;
+    await this.activities.projectSubscription(this.subscription);
   }
 
   /** The snapshot `record(changes)` would write now, without writing it. */
-  const recorded = (changes: Partial<SubscriptionSnapshot>): SubscriptionSnapshot => ({
-    ...subscription,
-    ...itemFields(),
+  readonly recorded = (changes: Partial<SubscriptionSnapshot>): SubscriptionSnapshot => ({
+    ...this.subscription,
+    ...this.itemFields(),
     ...changes,
-    updatedAt: iso(clock.now()),
-    version: subscription.version + 1,
+    updatedAt: iso(this.clock.now()),
+    version: this.subscription.version + 1,
   });
 
-  const customer = () => ({
-    accountId: subscription.accountId,
-    customerId: subscription.customerId,
-    livemode: subscription.livemode,
+  readonly customer = () => ({
+    accountId: this.subscription.accountId,
+    customerId: this.subscription.customerId,
+    livemode: this.subscription.livemode,
   });
 
   // ---- Billing ------------------------------------------------------------
 
   /** Starts billing now: a trial if one was asked for, else the first charge. */
-  async function start(): Promise<void> {
-    const now = clock.now();
-    if (subscription.trialDays > 0) {
-      await record({
+  async start(): Promise<void> {
+    const now = this.clock.now();
+    if (this.subscription.trialDays > 0) {
+      await this.record({
         status: 'trialing',
         trialStart: iso(now),
-        trialEnd: iso(addDays(now, subscription.trialDays)),
+        trialEnd: iso(addDays(now, this.subscription.trialDays)),
         pausedAt: null,
         pauseUntil: null,
         pauseReason: null,
       });
     } else {
-      await beginBilling(now);
+      await this.beginBilling(now);
     }
   }
 
   /** Anchors the periods at `from` (or its next calendar boundary) and bills the first one. */
-  async function beginBilling(from: Date): Promise<void> {
-    subscription = { ...subscription, ...billingAnchorFrom(subscription.billingCycleMode, from, plan.interval.unit) };
-    await bill(0);
+  async beginBilling(from: Date): Promise<void> {
+    this.subscription = {
+      ...this.subscription,
+      ...billingAnchorFrom(this.subscription.billingCycleMode, from, this.plan.interval.unit),
+    };
+    await this.bill(0);
   }
 
   /**
    * The usage lines of the period that just ended, for the renewal that starts the next: closes that period for
    * usage (one local activity, idempotent per period) with the items that billed it, before any pending plan applies.
    */
-  async function closeUsage(until?: Date): Promise<InvoiceLineInput[]> {
-    if (!billsUsage(state()) || !subscription.currentPeriodStart || !subscription.currentPeriodEnd) return [];
+  async closeUsage(until?: Date): Promise<InvoiceLineInput[]> {
+    if (!billsUsage(this.state()) || !this.subscription.currentPeriodStart || !this.subscription.currentPeriodEnd)
+      return [];
     deprecatePatch(usageBillingPatch);
-    const usageItems = itemsOf(state());
+    const usageItems = itemsOf(this.state());
     const period = {
-      start: new Date(subscription.currentPeriodStart),
-      end: until ?? new Date(subscription.currentPeriodEnd),
+      start: new Date(this.subscription.currentPeriodStart),
+      end: until ?? new Date(this.subscription.currentPeriodEnd),
     };
     if (period.end.getTime() <= period.start.getTime()) return [];
     setCurrentDetails(`Closing the usage of ${iso(period.start)} to ${iso(period.end)}.`);
     const closed = await localActivities.closeUsagePeriod({
-      ...customer(),
-      subscriptionId: subscription.id,
+      ...this.customer(),
+      subscriptionId: this.subscription.id,
       start: iso(period.start),
       end: iso(period.end),
       meters: metersToClose(usageItems),
     });
-    usageGraceSeconds = closed.usageGraceSeconds;
+    this.usageGraceSeconds = closed.usageGraceSeconds;
     // Less what threshold invoices of the period billed already (none recorded before usage-thresholds).
     return unbilledLines(usageLines(usageItems, closed.closing, period), closed.thresholdBilled, period);
   }
 
   /** Invoices and charges billing cycle `cycle` (with `usage`: the last period's usage lines); a decline starts dunning. */
-  async function bill(cycle: number, usage: InvoiceLineInput[] = []): Promise<void> {
-    const { period, invoice: invoiceInput } = cycleInvoice(state(), cycle, clock.now(), spread(), [], usage);
+  async bill(cycle: number, usage: InvoiceLineInput[] = []): Promise<void> {
+    const { period, invoice: invoiceInput } = cycleInvoice(
+      this.state(),
+      cycle,
+      this.clock.now(),
+      this.spread(),
+      [],
+      usage,
+    );
     // The setup fees are on this invoice (a retried activity makes the same one); no later invoice carries them.
-    firstInvoiceItems = [];
+    this.firstInvoiceItems = [];
     // So are the prorated lines item changes left for it.
-    pendingLines = [];
+    this.pendingLines = [];
     const key = invoiceInput.billingKey;
-    setDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
+    this.setDetails(`Billing cycle ${cycle} (${iso(period.start)} to ${iso(period.end)}).`);
     const cycleFields = {
       billingCycle: cycle,
       currentPeriodStart: iso(period.start),
       currentPeriodEnd: iso(period.end),
-      planId: plan.planId,
-      pendingPlanId: pendingPlan?.planId ?? null,
-      quantity: plan.quantity ?? 1,
-      pendingQuantity: pendingPlan ? (pendingPlan.quantity ?? 1) : null,
+      planId: this.plan.planId,
+      pendingPlanId: this.pendingPlan?.planId ?? null,
+      quantity: this.plan.quantity ?? 1,
+      pendingQuantity: this.pendingPlan ? (this.pendingPlan.quantity ?? 1) : null,
     };
     let invoice: OpenedInvoice;
     let outcome: ChargeOutcome;
@@ -539,70 +523,70 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       const ownFunds = inPlace && patched(fundsInSubscriptionPatch);
       const result = await localActivities.renewCycle({
         invoice: invoiceInput,
-        charge: { idempotencyKey: `${key}:attempt:1`, ...customer(), currency: plan.currency },
-        paidAt: iso(clock.now()),
-        paid: recorded({ status: 'active', ...unset, dunning: null }),
-        free: recorded({ status: 'active', ...unset }),
+        charge: { idempotencyKey: `${key}:attempt:1`, ...this.customer(), currency: this.plan.currency },
+        paidAt: iso(this.clock.now()),
+        paid: this.recorded({ status: 'active', ...unset, dunning: null }),
+        free: this.recorded({ status: 'active', ...unset }),
         ...(ownFunds ? { ownFunds } : {}),
       });
       // The deployment's spread window now (RENEWAL_SPREAD_MINUTES): the next renewals wake with it.
       const latestWindow = result.renewalSpreadMinutes;
-      if (latestWindow !== undefined && latestWindow !== spreadWindow) {
+      if (latestWindow !== undefined && latestWindow !== this.spreadWindow) {
         deprecatePatch(renewalSpreadLivePatch);
-        spreadWindow = latestWindow;
+        this.spreadWindow = latestWindow;
       }
       if (result.status === 'paid') {
-        if (result.snapshot.status !== subscription.status) searchStatusStale = true;
-        subscription = result.snapshot;
-        holdFunds(result.funds);
+        if (result.snapshot.status !== this.subscription.status) this.searchStatusStale = true;
+        this.subscription = result.snapshot;
+        this.holdFunds(result.funds);
         return;
       }
       invoice = result.invoice;
       outcome = result.outcome;
     } else {
-      invoice = await activities.openInvoice(invoiceInput);
+      invoice = await this.activities.openInvoice(invoiceInput);
       if (invoice.amountDue === 0) {
-        await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
-        await record({ status: 'active', ...cycleFields, latestInvoiceId: invoice.invoiceId });
+        await this.activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(this.clock.now()));
+        await this.record({ status: 'active', ...cycleFields, latestInvoiceId: invoice.invoiceId });
         return;
       }
-      outcome = await activities.charge({
+      outcome = await this.activities.charge({
         idempotencyKey: `${key}:attempt:1`,
         invoiceId: invoice.invoiceId,
         attempt: 1,
-        ...customer(),
+        ...this.customer(),
         amount: invoice.amountDue,
-        currency: plan.currency,
+        currency: this.plan.currency,
         description: `Invoice ${invoice.number}`,
       });
       if (outcome.status === 'succeeded') {
-        await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
-        await record({ status: 'active', ...cycleFields, latestInvoiceId: invoice.invoiceId, dunning: null });
+        await this.activities.settleInvoice(invoice.invoiceId, outcome, iso(this.clock.now()));
+        await this.record({ status: 'active', ...cycleFields, latestInvoiceId: invoice.invoiceId, dunning: null });
         return;
       }
     }
     const periodFields = { ...cycleFields, latestInvoiceId: invoice.invoiceId };
-    if (cycle === 0 && subscription.status === 'trialing' && outcome.failureCode === 'no_payment_method') {
+    if (cycle === 0 && this.subscription.status === 'trialing' && outcome.failureCode === 'no_payment_method') {
       // A trial that ends with nothing to charge does not convert: it expires.
-      await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
-      await record({
+      await this.activities.voidInvoice(invoice.invoiceId, iso(this.clock.now()));
+      await this.record({
         status: 'expired',
         endedReason: 'trial_without_payment_method',
         latestInvoiceId: invoice.invoiceId,
-        canceledAt: iso(clock.now()),
+        canceledAt: iso(this.clock.now()),
       });
       return;
     }
     // Dunning starts: retries on the account's schedule, then the grace period.
-    const settings = await activities.loadBillingSettings(subscription.accountId, subscription.livemode);
+    const settings = await this.activities.loadBillingSettings(this.subscription.accountId, this.subscription.livemode);
     const dunning = startDunning(
-      state(),
+      this.state(),
       { invoiceId: invoice.invoiceId, number: invoice.number, billingKey: key, amount: invoice.amountDue },
       outcome,
       settings,
-      clock.now(),
+      this.clock.now(),
     );
-    await recordFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
+    await this.recordFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
   }
 
   /**
@@ -610,65 +594,65 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * this workflow's (held until its available_on, as a renewal's); before it, the activity started a
    * fundsAvailabilityWorkflow. Answers the outcome without the funds.
    */
-  async function chargeOwningFunds(input: Parameters<Activities['charge']>[0]): Promise<ChargeOutcome> {
-    if (!patched(fundsOfChargesPatch)) return activities.charge(input);
-    const { funds, ...outcome } = await activities.charge(input, { ownFunds: true });
-    holdFunds(funds);
+  async chargeOwningFunds(request: Parameters<Activities['charge']>[0]): Promise<ChargeOutcome> {
+    if (!patched(fundsOfChargesPatch)) return this.activities.charge(request);
+    const { funds, ...outcome } = await this.activities.charge(request, { ownFunds: true });
+    this.holdFunds(funds);
     return outcome;
   }
 
   // ---- Dunning ------------------------------------------------------------
 
   /** Records a failed attempt with what follows it scheduled, and emails the customer. */
-  async function recordFailedAttempt(changes: Partial<SubscriptionSnapshot>, dunning: DunningState): Promise<void> {
-    await record({ ...changes, dunning });
-    await activities.notifyPaymentFailed({ subscription, attempt: dunning.attempts });
+  async recordFailedAttempt(changes: Partial<SubscriptionSnapshot>, dunning: DunningState): Promise<void> {
+    await this.record({ ...changes, dunning });
+    await this.activities.notifyPaymentFailed({ subscription: this.subscription, attempt: dunning.attempts });
   }
 
   /** One more charge of the unpaid invoice: scheduled, or because the payment method changed. */
-  async function retryPayment(scheduled: boolean): Promise<void> {
-    const dunning = subscription.dunning!;
+  async retryPayment(scheduled: boolean): Promise<void> {
+    const dunning = this.subscription.dunning!;
     const attempt = dunning.attempts + 1;
     // Someone may have settled the invoice another way (voided it, say): nothing left to collect.
-    const invoice = await activities.getInvoice(dunning.invoiceId);
+    const invoice = await this.activities.getInvoice(dunning.invoiceId);
     if (invoice.status === 'paid' || invoice.status === 'void') {
-      await record({ status: 'active', dunning: null });
+      await this.record({ status: 'active', dunning: null });
       return;
     }
-    setDetails(`Payment retry ${attempt} for invoice ${dunning.invoiceNumber}.`);
-    const outcome = await chargeOwningFunds({
+    this.setDetails(`Payment retry ${attempt} for invoice ${dunning.invoiceNumber}.`);
+    const outcome = await this.chargeOwningFunds({
       idempotencyKey: `${dunning.billingKey}:attempt:${attempt}`,
       invoiceId: dunning.invoiceId,
       attempt,
-      ...customer(),
+      ...this.customer(),
       amount: dunning.amount,
       currency: dunning.currency,
       description: `Invoice ${dunning.invoiceNumber} (attempt ${attempt})`,
     });
     if (outcome.status === 'succeeded') {
-      await activities.settleInvoice(dunning.invoiceId, outcome, iso(clock.now()));
-      await record({ status: 'active', dunning: null });
-      await activities.notifyPaymentRecovered({ subscription, invoiceId: dunning.invoiceId });
+      await this.activities.settleInvoice(dunning.invoiceId, outcome, iso(this.clock.now()));
+      await this.record({ status: 'active', dunning: null });
+      await this.activities.notifyPaymentRecovered({ subscription: this.subscription, invoiceId: dunning.invoiceId });
       return;
     }
-    await recordFailedAttempt({}, failedRetry(dunning, scheduled, outcome, clock.now()));
+    await this.recordFailedAttempt({}, failedRetry(dunning, scheduled, outcome, this.clock.now()));
   }
 
   /** Retries and grace are spent: cancel or pause, as the account's settings say. */
-  async function endDunning(): Promise<void> {
-    const dunning = subscription.dunning!;
-    await activities.markInvoiceUncollectible(dunning.invoiceId, iso(clock.now()));
+  async endDunning(): Promise<void> {
+    const dunning = this.subscription.dunning!;
+    await this.activities.markInvoiceUncollectible(dunning.invoiceId, iso(this.clock.now()));
     if (dunning.finalAction === 'pause') {
-      await record({
+      await this.record({
         status: 'paused',
-        pausedAt: iso(clock.now()),
+        pausedAt: iso(this.clock.now()),
         pauseUntil: null,
         pauseReason: 'payment_failed',
         dunning: null,
       });
-      await activities.notifySubscriptionEnded({ subscription, kind: 'paused' });
+      await this.activities.notifySubscriptionEnded({ subscription: this.subscription, kind: 'paused' });
     } else {
-      await endNow('payment_failed');
+      await this.endNow('payment_failed');
     }
   }
 
@@ -677,117 +661,118 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * last period so far, closed like a renewal's (so later events in it are refused period_invoiced) and billed on a
    * final invoice, charged once; a declined charge leaves that invoice open, with no dunning (the subscription ends).
    */
-  async function billFinalUsage(): Promise<void> {
-    if (!billsUsage(state()) || !subscription.currentPeriodStart) return;
+  async billFinalUsage(): Promise<void> {
+    if (!billsUsage(this.state()) || !this.subscription.currentPeriodStart) return;
     deprecatePatch(usageBillingPatch);
-    const now = clock.now();
-    const start = new Date(subscription.currentPeriodStart);
-    const periodEnd = subscription.currentPeriodEnd ? new Date(subscription.currentPeriodEnd) : now;
+    const now = this.clock.now();
+    const periodStart = new Date(this.subscription.currentPeriodStart);
+    const periodEnd = this.subscription.currentPeriodEnd ? new Date(this.subscription.currentPeriodEnd) : now;
     const end = now.getTime() < periodEnd.getTime() ? now : periodEnd;
-    if (end.getTime() <= start.getTime()) return;
-    const usageItems = itemsOf(state());
-    setCurrentDetails(`Closing the usage of ${iso(start)} to ${iso(end)} for the final invoice.`);
+    if (end.getTime() <= periodStart.getTime()) return;
+    const usageItems = itemsOf(this.state());
+    setCurrentDetails(`Closing the usage of ${iso(periodStart)} to ${iso(end)} for the final invoice.`);
     const closed = await localActivities.closeUsagePeriod({
-      ...customer(),
-      subscriptionId: subscription.id,
-      start: iso(start),
+      ...this.customer(),
+      subscriptionId: this.subscription.id,
+      start: iso(periodStart),
       end: iso(end),
       meters: metersToClose(usageItems),
     });
-    const lines = unbilledLines(usageLines(usageItems, closed.closing, { start, end }), closed.thresholdBilled, {
-      start,
-      end,
-    });
+    const lines = unbilledLines(
+      usageLines(usageItems, closed.closing, { start: periodStart, end }),
+      closed.thresholdBilled,
+      { start: periodStart, end },
+    );
     if (lines.every((line) => (line.total ?? 0) === 0)) return;
-    const key = `${subscription.id}:final_usage`;
+    const key = `${this.subscription.id}:final_usage`;
     const result = await localActivities.renewCycle({
       invoice: {
         billingKey: key,
-        subscriptionId: subscription.id,
-        accountId: subscription.accountId,
-        customerId: subscription.customerId,
-        currency: plan.currency,
+        subscriptionId: this.subscription.id,
+        accountId: this.subscription.accountId,
+        customerId: this.subscription.customerId,
+        currency: this.plan.currency,
         lines,
-        periodStart: iso(start),
+        periodStart: iso(periodStart),
         periodEnd: iso(end),
         issuedAt: iso(now),
-        livemode: subscription.livemode,
+        livemode: this.subscription.livemode,
       },
-      charge: { idempotencyKey: `${key}:attempt:1`, ...customer(), currency: plan.currency },
+      charge: { idempotencyKey: `${key}:attempt:1`, ...this.customer(), currency: this.plan.currency },
       paidAt: iso(now),
-      paid: recorded({}),
-      free: recorded({}),
+      paid: this.recorded({}),
+      free: this.recorded({}),
     });
-    if (result.status === 'paid') subscription = result.snapshot;
+    if (result.status === 'paid') this.subscription = result.snapshot;
   }
 
-  async function endNow(reason: string): Promise<void> {
-    await billFinalUsage();
+  async endNow(reason: string): Promise<void> {
+    await this.billFinalUsage();
     // An unpaid invoice stays payable, but nobody will ask for it any more.
-    if (subscription.dunning)
-      await activities.markInvoiceUncollectible(subscription.dunning.invoiceId, iso(clock.now()));
-    await record({
+    if (this.subscription.dunning)
+      await this.activities.markInvoiceUncollectible(this.subscription.dunning.invoiceId, iso(this.clock.now()));
+    await this.record({
       status: 'canceled',
-      canceledAt: iso(clock.now()),
+      canceledAt: iso(this.clock.now()),
       endedReason: reason,
       cancelAtPeriodEnd: false,
       pauseUntil: null,
       dunning: null,
     });
-    await activities.notifySubscriptionEnded({ subscription, kind: 'canceled' });
+    await this.activities.notifySubscriptionEnded({ subscription: this.subscription, kind: 'canceled' });
   }
 
   // ---- Commands -----------------------------------------------------------
 
-  async function apply(command: SubscriptionCommand): Promise<Outcome> {
-    const reason = commandProblem(state(), command);
+  async apply(command: SubscriptionCommand): Promise<Outcome> {
+    const reason = commandProblem(this.state(), command);
     if (reason) return refuse('invalid_state', reason);
     switch (command.kind) {
       case 'cancel':
-        if (command.atPeriodEnd) await record({ cancelAtPeriodEnd: true });
-        else await endNow(command.reason);
+        if (command.atPeriodEnd) await this.record({ cancelAtPeriodEnd: true });
+        else await this.endNow(command.reason);
         return { ok: true };
       case 'pause':
-        await record({
+        await this.record({
           status: 'paused',
-          pausedAt: iso(clock.now()),
+          pausedAt: iso(this.clock.now()),
           pauseUntil: command.pauseUntil,
           pauseReason: 'requested',
         });
         return { ok: true };
       case 'resume':
-        await resume();
+        await this.resume();
         return { ok: true };
       case 'changePlan':
-        return changePlan(command.plan);
+        return this.changePlan(command.plan);
       case 'retryPayment':
-        await retryPayment(false);
+        await this.retryPayment(false);
         return { ok: true };
       case 'undoCancel':
         // Only runs that accepted this update (which older code never registered) reach here.
         deprecatePatch(undoCancelPatch);
-        await record({ cancelAtPeriodEnd: false });
+        await this.record({ cancelAtPeriodEnd: false });
         return { ok: true };
       case 'voidInvoice':
-        return voidOwnInvoice(command.invoiceId);
+        return this.voidOwnInvoice(command.invoiceId);
       case 'creditInvoice':
         deprecatePatch(creditNotesPatch);
-        return creditOwnInvoice(command.credit);
+        return this.creditOwnInvoice(command.credit);
       case 'changeItems':
         deprecatePatch(subscriptionItemsPatch);
-        return changeItems(command.change);
+        return this.changeItems(command.change);
       case 'billUsageThreshold': {
         // Only runs that received the signal (no recorded history did) reach here.
-        if (!patched(usageThresholdsPatch) || !billsUsage(state())) return { ok: true };
-        setDetails('Billing the usage that reached the billing threshold.');
+        if (!patched(usageThresholdsPatch) || !billsUsage(this.state())) return { ok: true };
+        this.setDetails('Billing the usage that reached the billing threshold.');
         const paid = await billUsageThreshold(localActivities, {
-          subscription,
-          items: itemsOf(state()),
-          now: clock.now(),
-          currency: plan.currency,
-          recorded,
+          subscription: this.subscription,
+          items: itemsOf(this.state()),
+          now: this.clock.now(),
+          currency: this.plan.currency,
+          recorded: this.recorded,
         });
-        if (paid) subscription = paid;
+        if (paid) this.subscription = paid;
         return { ok: true };
       }
     }
@@ -798,33 +783,33 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * this workflow's), or settled without a charge when nothing is due. A declined charge voids it and refuses the
    * change (`payment_failed`): nothing changed. Null once it is paid.
    */
-  async function payNowOrVoid(
+  async payNowOrVoid(
     invoice: OpenedInvoice,
     billingKey: string,
     what: string,
     change: string,
   ): Promise<Outcome | null> {
     if (invoice.amountDue <= 0) {
-      await activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(clock.now()));
+      await this.activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(this.clock.now()));
       return null;
     }
-    const outcome = await chargeOwningFunds({
+    const outcome = await this.chargeOwningFunds({
       idempotencyKey: `${billingKey}:attempt:1`,
       invoiceId: invoice.invoiceId,
       attempt: 1,
-      ...customer(),
+      ...this.customer(),
       amount: invoice.amountDue,
-      currency: plan.currency,
+      currency: this.plan.currency,
       description: `Invoice ${invoice.number} (${what})`,
     });
     if (outcome.status === 'failed') {
-      await activities.voidInvoice(invoice.invoiceId, iso(clock.now()));
+      await this.activities.voidInvoice(invoice.invoiceId, iso(this.clock.now()));
       return refuse(
         'payment_failed',
         `${change} needs a payment of ${invoice.amountDue} now, and it failed: ${outcome.failureMessage} Nothing changed.`,
       );
     }
-    await activities.settleInvoice(invoice.invoiceId, outcome, iso(clock.now()));
+    await this.activities.settleInvoice(invoice.invoiceId, outcome, iso(this.clock.now()));
     return null;
   }
 
@@ -833,73 +818,73 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * (create_prorations), are invoiced and charged now (always_invoice; a decline refuses it and changes nothing),
    * or are not made (none).
    */
-  async function changeItems(change: ItemChange): Promise<Outcome> {
-    const result = applyItemChange(state(), change, clock.now());
-    let latestInvoiceId = subscription.latestInvoiceId;
+  async changeItems(change: ItemChange): Promise<Outcome> {
+    const result = applyItemChange(this.state(), change, this.clock.now());
+    let latestInvoiceId = this.subscription.latestInvoiceId;
     if (result.invoice) {
-      const invoice = await activities.openInvoice(result.invoice);
-      const refused = await payNowOrVoid(invoice, result.invoice.billingKey, 'subscription items', 'The change');
+      const invoice = await this.activities.openInvoice(result.invoice);
+      const refused = await this.payNowOrVoid(invoice, result.invoice.billingKey, 'subscription items', 'The change');
       if (refused) return refused;
       latestInvoiceId = invoice.invoiceId;
     }
-    items = result.items;
-    plan = stripItemId(result.items[0]!);
-    pendingLines = result.pendingLines;
-    await record({ planId: plan.planId, quantity: plan.quantity ?? 1, latestInvoiceId });
+    this.items = result.items;
+    this.plan = stripItemId(result.items[0]!);
+    this.pendingLines = result.pendingLines;
+    await this.record({ planId: this.plan.planId, quantity: this.plan.quantity ?? 1, latestInvoiceId });
     return { ok: true };
   }
 
   /** The voidInvoice command: no charge of this workflow is in flight while it runs. */
-  async function voidOwnInvoice(invoiceId: string): Promise<Outcome> {
-    const before = await activities.getInvoice(invoiceId);
+  async voidOwnInvoice(invoiceId: string): Promise<Outcome> {
+    const before = await this.activities.getInvoice(invoiceId);
     if (before.status !== 'open' && before.status !== 'uncollectible')
       return refuse('invalid_state', `Invoice ${before.number} is ${before.status} and cannot be voided.`);
-    await activities.voidInvoice(invoiceId, iso(clock.now()));
+    await this.activities.voidInvoice(invoiceId, iso(this.clock.now()));
     // Nothing left to collect, as a retry finding it void would decide (retryPayment).
-    if (subscription.dunning?.invoiceId === invoiceId) await record({ status: 'active', dunning: null });
+    if (this.subscription.dunning?.invoiceId === invoiceId) await this.record({ status: 'active', dunning: null });
     return { ok: true };
   }
 
   /** The creditInvoice command: no charge of this workflow is in flight; the dunning invoice's retries charge what is left, or end once nothing is. */
-  async function creditOwnInvoice(credit: OpenInvoiceCredit): Promise<Outcome> {
-    const result = await activities.creditOpenInvoice(credit, iso(clock.now()));
+  async creditOwnInvoice(credit: OpenInvoiceCredit): Promise<Outcome> {
+    const result = await this.activities.creditOpenInvoice(credit, iso(this.clock.now()));
     if ('refused' in result) return refuse(result.refused.type, result.refused.message);
-    const dunning = subscription.dunning;
+    const dunning = this.subscription.dunning;
     if (dunning?.invoiceId === credit.request.invoice) {
-      if (result.paid) await record({ status: 'active', dunning: null });
-      else await record({ dunning: { ...dunning, amount: result.amountDue } });
+      if (result.paid) await this.record({ status: 'active', dunning: null });
+      else await this.record({ dunning: { ...dunning, amount: result.amountDue } });
     }
     return { ok: true };
   }
 
   /** Back to billing: the paid period goes on, or a new one starts now and is charged at once (domain: resumeKind). */
-  async function resume(): Promise<void> {
-    const now = clock.now();
+  async resume(): Promise<void> {
+    const now = this.clock.now();
     const resumed = { pausedAt: null, pauseUntil: null, pauseReason: null };
-    switch (resumeKind(subscription, now)) {
+    switch (resumeKind(this.subscription, now)) {
       case 'start':
-        subscription = { ...subscription, ...resumed };
-        await start();
+        this.subscription = { ...this.subscription, ...resumed };
+        await this.start();
         return;
       case 'continue':
-        await record({ status: 'active', ...resumed });
+        await this.record({ status: 'active', ...resumed });
         return;
       case 'newPeriod': {
         // The usage of the period the pause interrupted, to the resume (the paused time included), goes on the resume's invoice.
         let usage: InvoiceLineInput[] = [];
-        if (billsUsage(state())) {
+        if (billsUsage(this.state())) {
           deprecatePatch(usagePausePatch);
-          usage = await closeUsage(now);
+          usage = await this.closeUsage(now);
         }
-        const nextCycle = subscription.billingCycle + 1;
-        subscription = {
-          ...subscription,
+        const nextCycle = this.subscription.billingCycle + 1;
+        this.subscription = {
+          ...this.subscription,
           ...resumed,
           billingAnchor: iso(now),
           anchorCycle: nextCycle,
           stubStart: null,
         };
-        await bill(nextCycle, usage);
+        await this.bill(nextCycle, usage);
         return;
       }
     }
@@ -910,33 +895,38 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
    * leaves everything as it was. A downgrade waits for the next renewal; in a trial
    * the plan simply changes (domain: planChangeKind, upgradeInvoice).
    */
-  async function changePlan(next: PlanTerms): Promise<Outcome> {
-    switch (planChangeKind(state(), next)) {
+  async changePlan(next: PlanTerms): Promise<Outcome> {
+    switch (planChangeKind(this.state(), next)) {
       case 'revert':
         // Back to the current plan: drop the pending downgrade.
-        pendingPlan = null;
-        await record({ pendingPlanId: null, pendingQuantity: null });
+        this.pendingPlan = null;
+        await this.record({ pendingPlanId: null, pendingQuantity: null });
         return { ok: true };
       case 'trial':
-        setPlan(next);
-        pendingPlan = null;
-        await record({ planId: next.planId, pendingPlanId: null, quantity: next.quantity ?? 1, pendingQuantity: null });
+        this.setPlan(next);
+        this.pendingPlan = null;
+        await this.record({
+          planId: next.planId,
+          pendingPlanId: null,
+          quantity: next.quantity ?? 1,
+          pendingQuantity: null,
+        });
         return { ok: true };
       case 'downgrade':
-        pendingPlan = next;
-        await record({ pendingPlanId: next.planId, pendingQuantity: next.quantity ?? 1 });
+        this.pendingPlan = next;
+        await this.record({ pendingPlanId: next.planId, pendingQuantity: next.quantity ?? 1 });
         return { ok: true };
       case 'upgrade':
         break;
     }
-    const upgrade = upgradeInvoice(state(), next, clock.now());
-    const invoice = await activities.openInvoice(upgrade.invoice);
-    const refused = await payNowOrVoid(invoice, upgrade.billingKey, 'plan change', 'The upgrade');
+    const upgrade = upgradeInvoice(this.state(), next, this.clock.now());
+    const invoice = await this.activities.openInvoice(upgrade.invoice);
+    const refused = await this.payNowOrVoid(invoice, upgrade.billingKey, 'plan change', 'The upgrade');
     if (refused) return refused;
-    setPlan(next);
-    pendingPlan = null;
+    this.setPlan(next);
+    this.pendingPlan = null;
     if (upgrade.sameInterval) {
-      await record({
+      await this.record({
         planId: next.planId,
         pendingPlanId: null,
         quantity: next.quantity ?? 1,
@@ -944,14 +934,14 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         latestInvoiceId: invoice.invoiceId,
       });
     } else {
-      await record({
+      await this.record({
         planId: next.planId,
         pendingPlanId: null,
         quantity: next.quantity ?? 1,
         pendingQuantity: null,
         latestInvoiceId: invoice.invoiceId,
         billingAnchor: upgrade.periodStart,
-        anchorCycle: subscription.billingCycle,
+        anchorCycle: this.subscription.billingCycle,
         stubStart: null,
         currentPeriodStart: upgrade.periodStart,
         currentPeriodEnd: upgrade.periodEnd,
@@ -963,102 +953,102 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   // ---- Time ---------------------------------------------------------------
 
   /** What a wake-up's timer firing does (domain: nextWake decides which). */
-  async function run(action: WakeAction): Promise<void> {
+  async onTimer(action: WakeAction): Promise<void> {
     switch (action.kind) {
       case 'endAtPeriodEnd':
-        return endNow('requested');
+        return this.endNow('requested');
       case 'endTrial':
-        await beginBilling(new Date(action.billingFrom));
-        billingDates++;
+        await this.beginBilling(new Date(action.billingFrom));
+        this.billingDates++;
         return;
       case 'renew': {
-        const usage = await closeUsage();
-        if (pendingPlan) {
-          const renewing = stateAtRenewal(state());
-          plan = renewing.plan;
-          items = renewing.items ?? null;
-          pendingPlan = null;
+        const usage = await this.closeUsage();
+        if (this.pendingPlan) {
+          const renewing = stateAtRenewal(this.state());
+          this.plan = renewing.plan;
+          this.items = renewing.items ?? null;
+          this.pendingPlan = null;
         }
-        await bill(action.cycle, usage);
-        billingDates++;
+        await this.bill(action.cycle, usage);
+        this.billingDates++;
         return;
       }
       case 'retryPayment':
-        return retryPayment(true);
+        return this.retryPayment(true);
       case 'endDunning':
-        return endDunning();
+        return this.endDunning();
       case 'resume':
-        return resume();
+        return this.resume();
     }
   }
 
   // ---- Pending money --------------------------------------------------------
 
   /** Takes money a charge left pending (relative to now) to make available at its time. */
-  function holdFunds(funds: PendingFunds[] | undefined): void {
-    const now = clock.now().getTime();
+  holdFunds(funds: PendingFunds[] | undefined): void {
+    const now = this.clock.now().getTime();
     const due = (funds ?? []).map((f) => ({
       balanceTransactionIds: f.balanceTransactionIds,
       at: iso(new Date(now + f.availableAfterMs)),
     }));
-    if (due.length > 0) pendingFunds = [...pendingFunds, ...due].sort((a, b) => a.at.localeCompare(b.at));
+    if (due.length > 0) this.pendingFunds = [...this.pendingFunds, ...due].sort((a, b) => a.at.localeCompare(b.at));
   }
 
   /** When the earliest pending money becomes available, if any. */
-  const fundsDue = (): Date | null => (pendingFunds.length > 0 ? new Date(pendingFunds[0]!.at) : null);
+  readonly fundsDue = (): Date | null => (this.pendingFunds.length > 0 ? new Date(this.pendingFunds[0]!.at) : null);
 
   /** Makes the money due by now available (a local activity per balance transaction; each moves it once). */
-  async function releaseDueFunds(): Promise<void> {
-    const now = clock.now().getTime();
-    while (pendingFunds.length > 0 && Date.parse(pendingFunds[0]!.at) <= now) {
-      for (const id of pendingFunds[0]!.balanceTransactionIds) await localActivities.makeFundsAvailable(id);
-      pendingFunds = pendingFunds.slice(1);
+  async releaseDueFunds(): Promise<void> {
+    const now = this.clock.now().getTime();
+    while (this.pendingFunds.length > 0 && Date.parse(this.pendingFunds[0]!.at) <= now) {
+      for (const id of this.pendingFunds[0]!.balanceTransactionIds) await localActivities.makeFundsAvailable(id);
+      this.pendingFunds = this.pendingFunds.slice(1);
     }
   }
 
   // ---- The life -----------------------------------------------------------
 
   /** Time to carry the state into a new run: after each billing date before renew-in-place; now after many, or a long history. */
-  function runIsLong(): boolean {
+  runIsLong(): boolean {
     const info = workflowInfo();
     if (info.continueAsNewSuggested) return true;
-    if (billingDates === 0 && info.historyLength <= maxRunHistory) return false;
+    if (this.billingDates === 0 && info.historyLength <= maxRunHistory) return false;
     // A run recorded before renew-in-place decides as it did then: after every billing date.
-    if (!patched(renewInPlacePatch)) return billingDates > 0;
-    return billingDates >= renewalsPerRun || info.historyLength > maxRunHistory;
+    if (!patched(renewInPlacePatch)) return this.billingDates > 0;
+    return this.billingDates >= renewalsPerRun || info.historyLength > maxRunHistory;
   }
 
   /** From creation to the end (or to continue-as-new, which throws out of it). */
-  async function live(): Promise<void> {
-    if (subscription.version === 0) {
-      const now = clock.now();
-      subscription = { ...subscription, createdAt: iso(now) };
-      if (subscription.pauseUntil) {
+  async live(): Promise<void> {
+    if (this.subscription.version === 0) {
+      const now = this.clock.now();
+      this.subscription = { ...this.subscription, createdAt: iso(now) };
+      if (this.subscription.pauseUntil) {
         // Created paused: billing (and any trial) starts when the pause ends.
-        await record({ status: 'paused', pausedAt: iso(now), pauseReason: 'requested' });
+        await this.record({ status: 'paused', pausedAt: iso(now), pauseReason: 'requested' });
       } else {
-        await start();
+        await this.start();
       }
-      created = true;
+      this.created = true;
     }
 
-    while (!isEnded(subscription)) {
-      if (searchStatusStale) {
+    while (!isEnded(this.subscription)) {
+      if (this.searchStatusStale) {
         // A renewal changed the status and this run goes on (a message came meanwhile): the upsert it skipped.
-        upsertSearchAttributes([{ key: SubscriptionStatusKey, value: subscription.status }]);
-        searchStatusStale = false;
+        upsertSearchAttributes([{ key: SubscriptionStatusKey, value: this.subscription.status }]);
+        this.searchStatusStale = false;
       }
-      if (plan.planId !== shownPlanId && patched(planInMemoPatch)) {
+      if (this.plan.planId !== this.shownPlanId && patched(planInMemoPatch)) {
         // The plan changed: the memo and the search attribute say so, before the next wait (the details below already do).
-        upsertMemo(planMemo(plan));
-        upsertSearchAttributes([{ key: PlanIdKey, value: plan.planId }]);
-        shownPlanId = plan.planId;
+        upsertMemo(planMemo(this.plan));
+        upsertSearchAttributes([{ key: PlanIdKey, value: this.plan.planId }]);
+        this.shownPlanId = this.plan.planId;
       }
-      const wake = nextWake(state(), spread());
-      setDetails(waitingDetails(wake, subscription));
-      const funds = fundsDue();
-      const discountDue = discountEnd ? new Date(discountEnd.end) : null;
-      discountSignalled = false;
+      const wake = nextWake(this.state(), this.spread());
+      this.setDetails(waitingDetails(wake, this.subscription));
+      const funds = this.fundsDue();
+      const discountDue = this.discountEnd ? new Date(this.discountEnd.end) : null;
+      this.discountSignalled = false;
       let woken: boolean;
       if (
         discountDue &&
@@ -1067,61 +1057,61 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       ) {
         deprecatePatch(discountEndTimerPatch);
         // A repeating discount ends before the next billing event: end it on time (customer.discount.deleted at its end).
-        woken = await clock.sleepUntil(discountDue, () => queue.length > 0 || discountSignalled, {
+        woken = await this.clock.sleepUntil(discountDue, () => this.queue.length > 0 || this.discountSignalled, {
           summary: 'Until the discount ends',
         });
         if (!woken) {
-          await activities.endDiscountAtEnd(discountEnd!.discountId);
-          discountEnd = null;
+          await this.activities.endDiscountAtEnd(this.discountEnd!.discountId);
+          this.discountEnd = null;
           continue;
         }
       } else if (funds && (!wake || funds.getTime() < Date.parse(wake.at))) {
         // Collected money comes due before the next billing event (funds-in-subscription).
-        woken = await clock.sleepUntil(funds, () => queue.length > 0 || discountSignalled, {
+        woken = await this.clock.sleepUntil(funds, () => this.queue.length > 0 || this.discountSignalled, {
           summary: 'Until the collected money is available',
         });
         if (!woken) {
-          await releaseDueFunds();
+          await this.releaseDueFunds();
           continue;
         }
       } else if (!wake) {
-        await clock.sleepUntil(null, () => queue.length > 0 || discountSignalled);
+        await this.clock.sleepUntil(null, () => this.queue.length > 0 || this.discountSignalled);
         woken = true;
       } else {
         // Without a clock: condition(..., wakeDelayMs(wake, now), { summary }), as always.
-        woken = await clock.sleepUntil(new Date(wake.at), () => queue.length > 0 || discountSignalled, {
+        woken = await this.clock.sleepUntil(new Date(wake.at), () => this.queue.length > 0 || this.discountSignalled, {
           summary: wake.what,
         });
       }
       // Woken by a discount to wait for (no message): wait again, now for it too.
-      if (woken && queue.length === 0) continue;
+      if (woken && this.queue.length === 0) continue;
       if (woken) {
-        const { command, done } = queue.shift()!;
-        done(await apply(command));
+        const { command, done } = this.queue.shift()!;
+        done(await this.apply(command));
       } else {
-        await run(wake!.action);
+        await this.onTimer(wake!.action);
       }
-      if (runIsLong() && !isEnded(subscription)) {
+      if (this.runIsLong() && !isEnded(this.subscription)) {
         // Let accepted messages finish first; one that arrives meanwhile is applied in this run.
-        await condition(() => queue.length > 0 || allHandlersFinished());
-        if (queue.length === 0) {
+        await condition(() => this.queue.length > 0 || allHandlersFinished());
+        if (this.queue.length === 0) {
           const args = {
-            snapshot: subscription,
-            plan,
-            pendingPlan,
-            ...(firstInvoiceItems.length > 0 ? { firstInvoiceItems } : {}),
-            ...(input.testClock ? { testClock: clock.binding() } : {}),
-            ...(pendingFunds.length > 0 ? { pendingFunds } : {}),
-            ...(spreadWindow ? { renewalSpreadMinutes: spreadWindow } : {}),
-            ...(items ? { items } : {}),
-            ...(pendingLines.length > 0 ? { pendingLines } : {}),
-            ...(discountEnd ? { discountEnd } : {}),
-            ...(usageGraceSeconds !== undefined ? { usageGraceSeconds } : {}),
+            snapshot: this.subscription,
+            plan: this.plan,
+            pendingPlan: this.pendingPlan,
+            ...(this.firstInvoiceItems.length > 0 ? { firstInvoiceItems: this.firstInvoiceItems } : {}),
+            ...(this.input.testClock ? { testClock: this.clock.binding() } : {}),
+            ...(this.pendingFunds.length > 0 ? { pendingFunds: this.pendingFunds } : {}),
+            ...(this.spreadWindow ? { renewalSpreadMinutes: this.spreadWindow } : {}),
+            ...(this.items ? { items: this.items } : {}),
+            ...(this.pendingLines.length > 0 ? { pendingLines: this.pendingLines } : {}),
+            ...(this.discountEnd ? { discountEnd: this.discountEnd } : {}),
+            ...(this.usageGraceSeconds !== undefined ? { usageGraceSeconds: this.usageGraceSeconds } : {}),
           };
-          if (!searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
+          if (!this.searchStatusStale) return continueAsNew<typeof subscriptionWorkflow>(args);
           // The new run starts with the new status: one visibility write instead of an upsert and a start.
           const typedSearchAttributes = workflowInfo().typedSearchAttributes.updateCopy([
-            { key: SubscriptionStatusKey, value: subscription.status },
+            { key: SubscriptionStatusKey, value: this.subscription.status },
           ]);
           return makeContinueAsNewFunc<typeof subscriptionWorkflow>({ typedSearchAttributes })(args);
         }
@@ -1130,28 +1120,88 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   }
 
   /** Answers messages still queued (they find the subscription ended) before the run closes. */
-  async function close(): Promise<SubscriptionSnapshot> {
+  async close(): Promise<SubscriptionSnapshot> {
     const ended =
-      subscription.status === 'expired'
+      this.subscription.status === 'expired'
         ? 'Expired'
-        : subscription.endedReason === 'canceled_by_operator'
+        : this.subscription.endedReason === 'canceled_by_operator'
           ? 'Canceled by an operator through Temporal'
           : 'Canceled';
-    setDetails(`${ended}. Nothing more to do.`);
-    while (queue.length > 0) {
-      const { command, done } = queue.shift()!;
-      done(await apply(command));
+    this.setDetails(`${ended}. Nothing more to do.`);
+    while (this.queue.length > 0) {
+      const { command, done } = this.queue.shift()!;
+      done(await this.apply(command));
     }
     await condition(allHandlersFinished);
     // The money already collected still becomes available on time, after the end too.
-    for (let funds = fundsDue(); funds; funds = fundsDue()) {
-      setDetails(`${ended}. The money collected becomes available at ${funds.toISOString()}.`);
-      await clock.sleepUntil(funds, () => false, { summary: 'Until the collected money is available' });
-      await releaseDueFunds();
+    for (let funds = this.fundsDue(); funds; funds = this.fundsDue()) {
+      this.setDetails(`${ended}. The money collected becomes available at ${funds.toISOString()}.`);
+      await this.clock.sleepUntil(funds, () => false, { summary: 'Until the collected money is available' });
+      await this.releaseDueFunds();
     }
-    await clock.finished();
-    return subscription;
+    await this.clock.finished();
+    return this.subscription;
   }
+}
+
+export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Promise<SubscriptionSnapshot> {
+  const run = new SubscriptionRun(input);
+
+  // ---- Messages: updates are validated against the run's state, then queued for its loop (run.live) ----
+  setHandler(subscriptionQuery, () => run.subscription);
+  setHandler(billingStateQuery, () => ({ state: run.state(), spreadMinutes: run.spread(), now: iso(run.clock.now()) }));
+  setHandler(subscriptionCreatedUpdate, async () => {
+    await condition(() => run.created);
+    return run.subscription;
+  });
+  setHandler(
+    cancelSubscriptionUpdate,
+    ({ atPeriodEnd }) => run.enqueue({ kind: 'cancel', atPeriodEnd, reason: 'requested' }),
+    {
+      validator: ({ atPeriodEnd }) => run.validated({ kind: 'cancel', atPeriodEnd, reason: 'requested' }),
+    },
+  );
+  setHandler(pauseSubscriptionUpdate, ({ pauseUntil }) => run.enqueue({ kind: 'pause', pauseUntil }), {
+    validator: ({ pauseUntil }) => run.validated({ kind: 'pause', pauseUntil }),
+  });
+  setHandler(resumeSubscriptionUpdate, () => run.enqueue({ kind: 'resume' }), {
+    validator: () => run.validated({ kind: 'resume' }),
+  });
+  setHandler(undoCancelAtPeriodEndUpdate, () => run.enqueue({ kind: 'undoCancel' }), {
+    validator: () => run.validated({ kind: 'undoCancel' }),
+  });
+  setHandler(changePlanUpdate, ({ plan: next }) => run.enqueue({ kind: 'changePlan', plan: next }), {
+    validator: ({ plan: next }) => run.validated({ kind: 'changePlan', plan: next }),
+  });
+  setHandler(changeItemsUpdate, (change) => run.enqueue({ kind: 'changeItems', change }), {
+    validator: (change) => run.validated({ kind: 'changeItems', change }),
+  });
+  // Added with invoice voids through the workflow: only new histories carry this update, so older ones replay unchanged.
+  setHandler(voidInvoiceUpdate, ({ invoiceId }) => run.enqueue({ kind: 'voidInvoice', invoiceId }), {
+    validator: ({ invoiceId }) => run.validated({ kind: 'voidInvoice', invoiceId }),
+  });
+  setHandler(creditInvoiceUpdate, (credit) => run.enqueue({ kind: 'creditInvoice', credit }), {
+    validator: (credit) => run.validated({ kind: 'creditInvoice', credit }),
+  });
+  setHandler(paymentMethodUpdatedSignal, () => {
+    const queued = run.queue.some((q) => q.command.kind === 'retryPayment');
+    if (run.subscription.status === 'past_due' && !queued)
+      run.queue.push({ command: { kind: 'retryPayment' }, done: () => {} });
+  });
+  setHandler(accountClosedSignal, () => {
+    if (!isEnded(run.subscription))
+      run.queue.push({ command: { kind: 'cancel', atPeriodEnd: false, reason: 'account_closed' }, done: () => {} });
+  });
+  // Progressive billing (#28): one signal per crossing, queued once (workflows/subscription-usage-thresholds.ts).
+  setHandler(usageThresholdReachedSignal, () => {
+    if (!isEnded(run.subscription) && !run.queue.some((q) => q.command.kind === 'billUsageThreshold'))
+      run.queue.push({ command: { kind: 'billUsageThreshold' }, done: () => {} });
+  });
+  setHandler(discountEndSignal, (next) => {
+    // One discount per subscription: a newer one replaces the one waited for (ending an already ended one does nothing).
+    run.discountEnd = next;
+    run.discountSignalled = true;
+  });
 
   // The run's patch markers (each with an upsert of TemporalChangeVersion) go into its first workflow
   // task, not into a billing date's: a wave of renewals carries none. Replay-safe either way: while
@@ -1161,16 +1211,16 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   if (renewalSpreads(input.snapshot, input.renewalSpreadMinutes ?? 0)) deprecatePatch(renewalSpreadPatch);
 
   try {
-    await live();
+    await run.live();
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // An operator asked Temporal to cancel this workflow (Temporal UI "Request Cancellation",
     // `temporal workflow cancel`): end the subscription now, as an immediate cancel that says
     // who did it, so the API and the projection agree. Cleanup runs outside the canceled scope.
     return CancellationScope.nonCancellable(async () => {
-      if (!isEnded(subscription)) await endNow('canceled_by_operator');
-      return close();
+      if (!isEnded(run.subscription)) await run.endNow('canceled_by_operator');
+      return run.close();
     });
   }
-  return close();
+  return run.close();
 }
