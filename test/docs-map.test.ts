@@ -228,7 +228,7 @@ function commentsOf(file: string, text: string): { pos: number; text: string }[]
       continue;
     }
     if (kind === ts.SyntaxKind.WhitespaceTrivia || kind === ts.SyntaxKind.NewLineTrivia) continue;
-    if (kind === ts.SyntaxKind.OpenBraceToken || kind === ts.SyntaxKind.DollarBraceToken) templateBraces.push(false);
+    if (kind === ts.SyntaxKind.OpenBraceToken) templateBraces.push(false);
     else if (kind === ts.SyntaxKind.TemplateHead) templateBraces.push(true);
     else if (kind === ts.SyntaxKind.CloseBraceToken && templateBraces.pop()) {
       kind = scanner.reScanTemplateToken(false);
