@@ -166,7 +166,12 @@ export function createActivities(deps: ActivityDeps) {
     /** Between two instants of a test clock: the events recorded on it handed to the webhook dispatcher (returns how many are left after `timeoutMs`). */
     async awaitClockEventsDispatched(input: { clockId: string; timeoutMs: number }): Promise<number> {
       const context = Context.current();
-      return awaitClockEventsDispatched(em(), context.client, context.info.taskQueue, input.clockId, input.timeoutMs);
+      return awaitClockEventsDispatched(
+        em(),
+        { client: context.client, taskQueue: context.info.taskQueue },
+        input.clockId,
+        input.timeoutMs,
+      );
     },
     /** Maintenance: test clocks past their `deletes_after` are deleted with everything on them. */
     async deleteExpiredTestClocks(): Promise<{ deleted: number }> {
@@ -374,8 +379,7 @@ export function createActivities(deps: ActivityDeps) {
       const context = Context.current();
       return runScheduledPayouts(
         em(),
-        context.client,
-        context.info.taskQueue,
+        { client: context.client, taskQueue: context.info.taskQueue },
         { accountId, livemode, testClockId: currentTestClock()?.id },
         runAtMs,
       );

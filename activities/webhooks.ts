@@ -55,8 +55,7 @@ export async function dispatchEventsActivity(
   try {
     return await dispatchEvents(
       em,
-      context.client,
-      context.info.taskQueue,
+      { client: context.client, taskQueue: context.info.taskQueue },
       { ...deps, temporalNow },
       {
         limit,

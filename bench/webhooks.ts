@@ -384,7 +384,7 @@ await runBenchmark('bench:webhooks', async (stops, say) => {
     }
     const writeSeconds = (performance.now() - started) / 1000;
     const workflowsBefore = await deliveryWorkflows();
-    await wakeEventDispatch(client, taskQueue);
+    await wakeEventDispatch({ client, taskQueue });
     let dispatchSeconds: number | undefined;
     const expected = settings.events * endpointCount;
     const deadline = Date.now() + 600_000;

@@ -378,8 +378,7 @@ describe('payout schedules', () => {
       const d = new Date();
       return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + daysAhead);
     };
-    const run = (at: number) =>
-      runScheduledPayouts(engine.db.orm.em.fork(), engine.env.client, engine.taskQueue, scope, at);
+    const run = (at: number) => runScheduledPayouts(engine.db.orm.em.fork(), engine.context.temporal, scope, at);
     // Tomorrow's run: the credit became available today, within the 2-day delay.
     expect(await run(midnight(1))).toEqual([{ currency: 'USD', skipped: '$0.00 to pay out' }]);
     // Three days on it is old enough: paid out whole, once however often the run is retried.

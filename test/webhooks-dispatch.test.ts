@@ -239,7 +239,7 @@ describe('a worker killed in the middle of a dispatcher pass', () => {
     const id = deliveryId(event.id, endpoint.id);
     const mailBefore = engine.mail.messages.length;
 
-    await wakeEventDispatch(engine.env.client, engine.taskQueue);
+    await wakeEventDispatch(engine.context.temporal);
     await eventually(
       () => engine.db.orm.em.fork().findOneOrFail(Event, { id: event.id }),
       (e) => e.dispatchedAt !== null,
@@ -251,7 +251,7 @@ describe('a worker killed in the middle of a dispatcher pass', () => {
     expect(receiver.received.filter(at('/gone'))).toHaveLength(0);
     // Repeating the pass again sends no second email (the workflow id is taken, and the email is sent once).
     await em.nativeUpdate(Event, { id: event.id }, { dispatchedAt: null });
-    await wakeEventDispatch(engine.env.client, engine.taskQueue);
+    await wakeEventDispatch(engine.context.temporal);
     await eventually(
       () => engine.db.orm.em.fork().findOneOrFail(Event, { id: event.id }),
       (e) => e.dispatchedAt !== null,

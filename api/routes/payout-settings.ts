@@ -150,7 +150,11 @@ export function payoutSettingsApp(deps: ApiDeps) {
       const clock = clockId ? await findOwnTestClock(em, clockId, { accountId, livemode }) : null;
       const testClock = clock ? await clockBindingOf(em, { testClockId: clock.id }) : undefined;
       const schedules = await patchSchedule(em, { accountId, livemode, testClockId: clock?.id }, body);
-      await ensurePayoutSchedule(deps.temporal, deps.config.taskQueue, { accountId, livemode }, testClock);
+      await ensurePayoutSchedule(
+        { client: deps.temporal, taskQueue: deps.config.taskQueue },
+        { accountId, livemode },
+        testClock,
+      );
       return c.json(serialize(schedules, livemode, clock), 200);
     });
 }

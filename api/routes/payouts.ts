@@ -144,7 +144,7 @@ export function payoutsApp(deps: ApiDeps) {
           }),
         ));
       // A crash before this start leaves the payout pending: the maintenance workflow starts it (services/maintenance/sweeps.ts).
-      await startPayoutWorkflow(deps.temporal, deps.config.taskQueue, payout.id, testClock);
+      await startPayoutWorkflow({ client: deps.temporal, taskQueue: deps.config.taskQueue }, payout.id, testClock);
       return c.json(serializePayout(payout), 201);
     })
     .openapi(listPayouts, async (c) => {

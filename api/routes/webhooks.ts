@@ -389,7 +389,7 @@ export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Reso
       }),
     );
     await em.flush();
-    for (const delivery of deliveries) await startDelivery(temporal, config.taskQueue, delivery);
+    for (const delivery of deliveries) await startDelivery({ client: temporal, taskQueue: config.taskQueue }, delivery);
     return c.json({ object: 'list' as const, data: await withAttempts(em, deliveries), has_more: false }, 202);
   });
 

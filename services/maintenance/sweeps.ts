@@ -245,8 +245,7 @@ export async function reconcileStuckPayouts(
         const testClock = await clockTimeOf(em, row.testClockId);
         const now = testClock ? Date.parse(testClock.now) : Date.now();
         await startPayoutWorkflow(
-          client,
-          taskQueue,
+          { client, taskQueue },
           row.id,
           testClock,
           Math.max(0, row.createdAt.getTime() + payoutPendingMs - now),

@@ -21,6 +21,7 @@ import { serializePayout } from '../../objects/payout.ts';
 import type { ClockBinding } from '../../workflows/clock-sleep.ts';
 import { payoutWorkflow } from '../../workflows/payout.ts';
 import { loadModeSettings } from '../accounts/mode-settings.ts';
+import type { TemporalContext } from '../context.ts';
 import type { Mailer } from '../email/mailer.ts';
 import { sendEmailOnce, type TestModes } from '../email/send-once.ts';
 import { recordEvent } from '../events/record.ts';
@@ -232,8 +233,7 @@ export async function createPayout(em: EntityManager, input: NewPayout): Promise
  * pending from now (the reconciler passes what is left of its window, in its own time).
  */
 export async function startPayoutWorkflow(
-  client: Client,
-  taskQueue: string,
+  { client, taskQueue }: Pick<TemporalContext, 'client' | 'taskQueue'>,
   payoutId: string,
   testClock?: ClockBinding,
   pendingMs: number = payoutPendingMs,

@@ -25,6 +25,7 @@ import { payoutCurrencies } from '../../domain/payouts.ts';
 import type { ClockBinding } from '../../workflows/clock-sleep.ts';
 import { payoutScheduleSettingsSignal, payoutScheduleWorkflow } from '../../workflows/payout-schedule.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
+import type { TemporalContext } from '../context.ts';
 import { bindToClock, taskQueueFor } from '../test-clocks/binding.ts';
 import { currentTestClock } from '../test-clocks/now.ts';
 import type { Scope } from './bank-accounts.ts';
@@ -129,8 +130,7 @@ export function payoutScheduleWorkflowId(scope: ScheduleScope): string {
  * and tells it the settings changed (signal-with-start: one per account and mode).
  */
 export async function ensurePayoutSchedule(
-  client: Client,
-  taskQueue: string,
+  { client, taskQueue }: Pick<TemporalContext, 'client' | 'taskQueue'>,
   scope: Scope,
   testClock?: ClockBinding,
 ): Promise<void> {
@@ -197,8 +197,7 @@ export interface ScheduledRunResult {
  */
 export async function runScheduledPayouts(
   em: EntityManager,
-  client: Client,
-  taskQueue: string,
+  temporal: Pick<TemporalContext, 'client' | 'taskQueue'>,
   scopeAndClock: ScheduleScope,
   runAtMs: number,
 ): Promise<ScheduledRunResult[]> {
@@ -218,7 +217,7 @@ export async function runScheduledPayouts(
     );
     const existing = await em.findOne(Payout, { id });
     if (existing) {
-      await startPayoutWorkflow(client, taskQueue, existing.id, binding);
+      await startPayoutWorkflow(temporal, existing.id, binding);
       results.push({ currency, payoutId: existing.id, amount: existing.amount });
       continue;
     }
@@ -268,7 +267,7 @@ export async function runScheduledPayouts(
         automatic: true,
         testClockId,
       });
-      await startPayoutWorkflow(client, taskQueue, payout.id, binding);
+      await startPayoutWorkflow(temporal, payout.id, binding);
       results.push({ currency, payoutId: payout.id, amount });
     } catch (error) {
       // The balance moved between the read and the debit (a refund, a manual payout): the next run pays what is left.

@@ -34,7 +34,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { CancelledFailure } from '@temporalio/activity';
-import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 
 import { Event, WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
 import { idCreatedAt } from '../../domain/ids.ts';
@@ -47,6 +47,7 @@ import {
   type WebhookDeliveryInput,
   webhookDeliveryWorkflow,
 } from '../../workflows/webhooks.ts';
+import type { TemporalContext } from '../context.ts';
 import { bindToClock, mainTaskQueueOf, taskQueueFor, unbindFromClock } from '../test-clocks/clocks.ts';
 import {
   type AttemptOutcome,
@@ -69,7 +70,10 @@ export const eventDispatchWorkflowId = (taskQueue: string) => `event-dispatch-${
  * after a change committed. Best effort: a lost wake-up only delays delivery
  * until the dispatcher's own timer (see workflows/webhooks.ts).
  */
-export async function wakeEventDispatch(client: Client, taskQueue: string): Promise<void> {
+export async function wakeEventDispatch({
+  client,
+  taskQueue,
+}: Pick<TemporalContext, 'client' | 'taskQueue'>): Promise<void> {
   await client.workflow.signalWithStart(eventDispatchWorkflow, {
     workflowId: eventDispatchWorkflowId(taskQueue),
     taskQueue: mainTaskQueueOf(taskQueue),
@@ -87,8 +91,7 @@ export async function wakeEventDispatch(client: Client, taskQueue: string): Prom
  */
 export async function awaitClockEventsDispatched(
   em: EntityManager,
-  client: Client,
-  taskQueue: string,
+  temporal: Pick<TemporalContext, 'client' | 'taskQueue'>,
   clockId: string,
   timeoutMs: number,
 ): Promise<number> {
@@ -99,7 +102,7 @@ export async function awaitClockEventsDispatched(
     const left = await undispatchedClockEvents(em, clockId);
     if (left === 0 || Date.now() - started > timeoutMs) return left;
     if (Date.now() - lastWake > 2_000) {
-      await wakeEventDispatch(client, taskQueue);
+      await wakeEventDispatch(temporal);
       lastWake = Date.now();
     }
     await new Promise((resolve) => setTimeout(resolve, pause));
@@ -135,8 +138,7 @@ export interface AttemptMade {
 
 /** Starts a delivery's workflow; a start of an id Temporal already has counts as done. Returns whether it started one. */
 export async function startDelivery(
-  client: Client,
-  taskQueue: string,
+  { client, taskQueue }: Pick<TemporalContext, 'client' | 'taskQueue'>,
   delivery: { id: string; livemode: boolean },
   after?: AttemptMade,
   testClock?: ClockBinding,
@@ -297,8 +299,7 @@ type DeliveryRow = Pick<
 /** One pass of the dispatcher over the oldest `limit` undispatched events (see the comment at the top). */
 export async function dispatchEvents(
   em: EntityManager,
-  client: Client,
-  taskQueue: string,
+  temporal: Pick<TemporalContext, 'client' | 'taskQueue'>,
   deps: WebhookDeliveryDeps,
   options: DispatchOptions,
 ): Promise<DispatchResult> {
@@ -424,7 +425,7 @@ export async function dispatchEvents(
   const failingNow = new Set<string>();
   const opened: OpenedSecrets = new Map();
   const start = async (row: DeliveryRow, after?: AttemptMade) => {
-    if (await startDelivery(client, taskQueue, row, after, eventClock(eventById.get(row.eventId)!))) result.workflows++;
+    if (await startDelivery(temporal, row, after, eventClock(eventById.get(row.eventId)!))) result.workflows++;
     settle(row);
   };
   const windowMs = options.inlineWindowMs ?? inlineAttempts.windowMs;

@@ -63,7 +63,7 @@ export function createDispatchWaker({ orm, client, taskQueue, onError }: Dispatc
 
   const wake = async () => {
     lastWake = Date.now();
-    await wakeEventDispatch(client(), taskQueue).catch(onError);
+    await wakeEventDispatch({ client: client(), taskQueue }).catch(onError);
   };
 
   const throttledWake = () => {
