@@ -167,6 +167,24 @@ const recipesNow: readonly Recipe[] = [
     },
   },
   {
+    // The dispute test card: the sandbox processor raises dispute.created for the charge once the payment
+    // has succeeded, through the Stripe webhook's handler (docs/processors.md#the-sandboxs-dispute-card).
+    events: ['payment.disputed'],
+    async run(call, _stamp, accountId) {
+      return { transaction: (await payment(call, accountId, 'pm_card_createDispute')).id };
+    },
+  },
+  {
+    // The sandbox's notification settings saved as they are: the one account setting a test CLI key may change
+    // (api/auth/cli-scope.ts); account.updated in the sandbox only, nothing changed.
+    events: ['account.updated'],
+    async run(call) {
+      const current = await call('GET', '/v1/settings/notifications');
+      await call('PATCH', '/v1/settings/notifications', { payout_confirmations: current.payout_confirmations });
+      return {};
+    },
+  },
+  {
     events: ['coupon.created', 'coupon.updated', 'coupon.deleted'],
     async run(call, stamp) {
       const made = await coupon(call, stamp);
@@ -682,12 +700,8 @@ const onUsage: readonly Recipe[] = [
 export const notTriggered: Readonly<Record<string, string>> = {
   'test_clock.internal_failure': 'a clock that fails to advance: an engine fault, not something to ask for',
   'export.failed': 'an export the engine fails to write: a fault, not something to ask for',
-  'payment.disputed':
-    "the customer's bank opens a dispute at the processor: the sandbox processor has none; on Stripe's test mode a payment with the dispute test card (4000 0000 0000 0259) records it",
   'account.created':
     'a new account (sign-up or an admin): its event is in the new account, not the one the CLI key is for',
-  'account.updated':
-    "account settings are refused to CLI keys (api/auth/cli-scope.ts): change the profile in the dashboard's Settings, or PATCH /v1/account with the owner's session",
   'account.closed':
     "closing the account the CLI is logged in to: never done by a trigger (the owner's DELETE /v1/account)",
 };

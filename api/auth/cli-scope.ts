@@ -9,7 +9,7 @@ import { ApiError } from '../../domain/errors.ts';
  * - `allowed`: what an API key of the same mode may do;
  * - `test_only`: allowed with a `ck_test_` key, refused with a `ck_live_` key: everything
  *   that decides where or when live money goes (payouts, their destinations, holds and
- *   schedule);
+ *   schedule), and the sandbox's own email notification settings;
  * - `denied`: refused in both modes (users, account, keys, settings, sessions).
  *
  * test/access-matrix.test.ts checks that the rows are exactly the document's operations
@@ -33,6 +33,9 @@ const payouts = testOnly('live payouts');
 const bankAccounts = testOnly('live payout bank accounts (where live money goes)');
 const payoutHolds = testOnly('live payout holds (when live money goes)');
 const payoutSettings = testOnly('the live payout schedule (when live money goes)');
+// The sandbox's own email preferences: what a sk_test API key may change already, per mode (never live's),
+// and not the account's identity; `billing trigger account.updated` saves them unchanged.
+const notificationSettings = testOnly("the live mode's email notifications");
 
 export const cliKeyScope: Record<string, CliScope> = {
   'GET /health': allowed,
@@ -168,8 +171,8 @@ export const cliKeyScope: Record<string, CliScope> = {
   'GET /v1/test_clocks/{id}': allowed,
   'DELETE /v1/test_clocks/{id}': allowed,
   'POST /v1/test_clocks/{id}/advance': allowed,
-  'GET /v1/settings/notifications': settings,
-  'PATCH /v1/settings/notifications': settings,
+  'GET /v1/settings/notifications': notificationSettings,
+  'PATCH /v1/settings/notifications': notificationSettings,
   'GET /v1/settings/tax': settings,
   'PATCH /v1/settings/tax': settings,
   'GET /v1/settings/branding': settings,
