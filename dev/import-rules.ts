@@ -12,7 +12,8 @@
  *
  * Route files (api/routes/) do not import each other. Nothing but entry points
  * (dev/, bench/, test/, sdk/) imports api/. Type-only imports count for the
- * direction rules, not for cycles (they vanish at run time).
+ * direction rules, not for cycles (they vanish at run time). The adapter boundary: domain/ imports no
+ * I/O module (fs, dns, child_process, http), and only activities/ calls Context.current().
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -96,6 +97,40 @@ export function checkImportRules(root: string): string[] {
   }
   for (const cycle of findCycles(edges.filter((e) => !e.typeOnly)))
     problems.push(`import cycle: ${cycle.join(' → ')} → ${cycle[0]}`);
+  return [...problems, ...adapterLeaks(root)];
+}
+
+/** Node modules that do I/O: domain/ imports none of them (a service does the I/O and hands domain/ the result). */
+const ioModules = /^(node:)?(fs|fs\/promises|dns|dns\/promises|child_process|http|https|net\/promises)$/;
+const moduleImport = /(?:^|\n)\s*import\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/g;
+
+/**
+ * The adapter boundary: no I/O module imported in domain/, and `Context.current()` (the running Temporal activity)
+ * only in activities/.
+ */
+function adapterLeaks(root: string): string[] {
+  const problems: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name.startsWith('.') || skipDirs.has(entry.name)) continue;
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (/\.tsx?$/.test(entry.name)) {
+        const file = path.relative(root, full);
+        const room = roomOf(file);
+        const text = fs.readFileSync(full, 'utf8');
+        if (room === 'domain')
+          for (const m of text.matchAll(moduleImport))
+            if (ioModules.test(m[1]!)) problems.push(`${file} imports ${m[1]}: domain/ does no I/O`);
+        if (
+          ['services', 'api', 'domain', 'workflows', 'objects', 'db'].includes(room) &&
+          text.includes('Context.current(')
+        )
+          problems.push(`${file} calls Context.current(): only activities/ runs as a Temporal activity`);
+      }
+    }
+  };
+  walk(root);
   return problems;
 }
 

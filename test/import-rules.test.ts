@@ -23,6 +23,19 @@ describe('import rules (dev/import-rules.ts)', () => {
     expect(checkImportRules(repo)).toEqual([]);
   });
 
+  it('refuse I/O in domain/ and Context.current() outside activities/', () => {
+    const root = tree({
+      'domain/a.ts': "import { lookup } from 'node:dns/promises';\nexport const a = lookup;\n",
+      'domain/b.ts': "import { isIP } from 'node:net';\nexport const b = isIP;\n",
+      'services/c.ts': "import { Context } from '@temporalio/activity';\nexport const c = () => Context.current();\n",
+      'activities/d.ts': "import { Context } from '@temporalio/activity';\nexport const d = () => Context.current();\n",
+    });
+    expect(checkImportRules(root).sort()).toEqual([
+      'domain/a.ts imports node:dns/promises: domain/ does no I/O',
+      'services/c.ts calls Context.current(): only activities/ runs as a Temporal activity',
+    ]);
+  });
+
   it('refuse a route that imports another route', () => {
     const root = tree({
       'api/routes/a.ts': "import { b } from './b.ts';\nexport const a = b;\n",
