@@ -344,7 +344,10 @@ describe('pricing schemes on subscriptions', () => {
       items: [{ quantity: 5 }],
     });
     const refused = await post(`/v1/subscriptions/${sub.id}/update`, {});
-    expect(refused.body).toEqual({ error: 'invalid_request', message: 'plan: required (or quantity, or billing_thresholds)' });
+    expect(refused.body).toEqual({
+      error: 'invalid_request',
+      message: 'plan: required (or quantity, or billing_thresholds)',
+    });
     await expectLedgerInvariants(engine.db.orm.em.fork(), engine.tenant.accountId);
     await replays(sub.id);
   });

@@ -39,9 +39,9 @@ import { Migration20261127030000_invoice_discounts } from './Migration2026112703
 import { Migration20261127031000_usage } from './Migration20261127031000_usage.ts';
 import { Migration20261127032000_metered_plans } from './Migration20261127032000_metered_plans.ts';
 import { Migration20261127036000_events_related_object } from './Migration20261127036000_events_related_object.ts';
+import { Migration20261127042000_usage_thresholds } from './Migration20261127042000_usage_thresholds.ts';
 import { Migration20261127043000_customer_external_id } from './Migration20261127043000_customer_external_id.ts';
 import { Migration20261127050000_billing_alerts } from './Migration20261127050000_billing_alerts.ts';
-import { Migration20261127042000_usage_thresholds } from './Migration20261127042000_usage_thresholds.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
