@@ -445,7 +445,7 @@ describe('exports', () => {
     await bad({ resource: 'transactions', format: 'csv', query: 'status:nope' }, 'character 8');
     await bad(
       { resource: 'customers', format: 'csv', query: 'status:failed' },
-      'character 1: expected a field (id, email, name, created, country, tax_exempt)',
+      'character 1: expected a field (id, email, name, external_id, created, country, tax_exempt)',
     );
     await bad(
       { resource: 'payouts', format: 'csv', query: 'status:paid' },
