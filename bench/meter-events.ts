@@ -203,7 +203,7 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
         singlesHeading,
         '',
         `Written by \`BENCH_ONLY=singles npm run bench:meter-events\` on ${new Date().toISOString().slice(0, 10)}: ${cpus.length} cores, Node ${process.version}, ` +
-          `load average ${env.loadAtStart.toFixed(2)} at the start and ${os.loadavg()[0]!.toFixed(2)} at the end (other agents were working on the machine). ` +
+          `load average ${env.loadAtStart.toFixed(2)} at the start and ${os.loadavg()[0]!.toFixed(2)} at the end (above 2 means other work shared the machine). ` +
           `${settings.warmupSeconds} s warm-up per target, ${settings.rounds} round(s) of ${settings.durationSeconds} s, alternating. ` +
           'The engine coalesces concurrent single events into one statement and commit (group commit, ~1 ms window); the bare route commits each request alone.',
         '',
