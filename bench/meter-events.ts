@@ -355,7 +355,7 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
     '',
     `Written by \`npm run bench:meter-events\` (bench/meter-events.ts) on ${new Date().toISOString().slice(0, 10)}. Machine: ${cpus.length} cores (${cpus[0]?.model.trim()}), ` +
       `Node ${process.version}, embedded PostgreSQL ${env.pgVersion} on the same machine; load average ${env.loadAtStart.toFixed(2)} at the start and ${os.loadavg()[0]!.toFixed(2)} at the end ` +
-      '(other agents were working on the machine: the absolute numbers are noisy, the ratios of one run less so). The load generator is a worker thread of the same process ' +
+      '(above 2 means other work shared the machine: the absolute numbers are then noisy, the ratios of one run less so). The load generator is a worker thread of the same process ' +
       `(node:http, keep-alive); ${settings.warmupSeconds} s warm-up per target, then ${settings.rounds} round(s) of ${settings.durationSeconds} s per target, alternating. 1% of identifiers are duplicates of earlier ones. ` +
       'The bare route authenticates the same API key and runs the same one-statement insert (services/usage/postgres-store.ts ingestSql), with no validation and no middleware.',
     '',
