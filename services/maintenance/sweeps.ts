@@ -39,7 +39,7 @@ import {
 import { startDiscountEndTimer } from '../discounts/customer-discount-end.ts';
 import { startFundsAvailability } from '../money/balances.ts';
 import { makeFundsAvailable } from '../money/ledger.ts';
-import { continuePayment, paymentChargeRequest } from '../money/payments.ts';
+import { chargePendingPayment } from '../money/payments.ts';
 import { completeRefund } from '../money/refunds.ts';
 import { startPayoutWorkflow } from '../payouts/rail.ts';
 import type { Processors } from '../processors/index.ts';
@@ -161,14 +161,10 @@ export async function reconcileStuckPayments(
   for (const row of rows) {
     try {
       if (!(await workflowExists(client, row.id))) {
-        const outcome = await processors.forMode(row.livemode).charge(paymentChargeRequest(row));
-        const after = await continuePayment(em.fork(), client, taskQueue, row, outcome);
+        // The same charge (same idempotency key) and settlement as the API's takeover of a pending payment.
+        const after = await chargePendingPayment({ processors, temporal: { client, taskQueue } }, row, em.fork());
         result.reconciled++;
-        log?.info('reconciled a stuck payment', {
-          transactionId: row.id,
-          outcome: outcome.status,
-          status: after.status,
-        });
+        log?.info('reconciled a stuck payment', { transactionId: row.id, status: after.status });
       }
       // A payment recorded final just now leaves the partial index by its status; one still pending is marked.
       await em.nativeUpdate(Transaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });

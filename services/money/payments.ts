@@ -54,9 +54,9 @@ export async function payByCard(
 
 /** Charges a pending card payment (again: the same key answers with the processor's first outcome) and continues it. */
 export async function chargePendingPayment(
-  ctx: CardPaymentContext,
+  ctx: Pick<CardPaymentContext, 'processors' | 'temporal'>,
   pending: Transaction,
-  em: EntityManager = ctx.orm.em.fork(),
+  em: EntityManager,
 ): Promise<Transaction> {
   const outcome = await ctx.processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
   return continuePayment(em, ctx.temporal.client, ctx.temporal.taskQueue, pending, outcome);
