@@ -4,6 +4,7 @@
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Context } from 'hono';
 
 import { ApiError } from '../../domain/errors.ts';
 import {
@@ -12,6 +13,7 @@ import {
   maxReportBuckets,
   mrrReport,
   type ReportRange,
+  type ReportScope,
   revenueReport,
 } from '../../services/reports/dashboard-charts.ts';
 import { accountScope } from '../auth/principal.ts';
@@ -152,57 +154,38 @@ function range(query: z.infer<typeof ReportQuery>): ReportRange {
   return r;
 }
 
+/**
+ * One report route's answer: the range from the query, the caller's account and mode, the series `build`
+ * aggregates, in the envelope `report()` describes.
+ */
+async function answerReport<K extends 'revenue' | 'mrr' | 'invoiced', D>(
+  c: Context,
+  orm: ApiDeps['orm'],
+  query: z.infer<typeof ReportQuery>,
+  kind: K,
+  build: (em: EntityManager, scope: ReportScope, range: ReportRange) => Promise<D>,
+) {
+  const r = range(query);
+  const scope = await accountScope(c, orm);
+  const data = await build(orm.em.fork() as EntityManager, scope, r);
+  return {
+    object: 'report' as const,
+    report: kind,
+    interval: r.interval,
+    from: r.from.toISOString(),
+    to: r.to.toISOString(),
+    livemode: scope.livemode,
+    data,
+  };
+}
+
 export function reportsApp({ orm }: ApiDeps) {
   return newOpenApiApp()
-    .openapi(revenueRoute, async (c) => {
-      const r = range(c.req.valid('query'));
-      const scope = await accountScope(c, orm);
-      const data = await revenueReport(orm.em.fork() as EntityManager, scope, r);
-      return c.json(
-        {
-          object: 'report' as const,
-          report: 'revenue' as const,
-          interval: r.interval,
-          from: r.from.toISOString(),
-          to: r.to.toISOString(),
-          livemode: scope.livemode,
-          data,
-        },
-        200,
-      );
-    })
-    .openapi(invoicedRoute, async (c) => {
-      const r = range(c.req.valid('query'));
-      const scope = await accountScope(c, orm);
-      const data = await invoicedReport(orm.em.fork() as EntityManager, scope, r);
-      return c.json(
-        {
-          object: 'report' as const,
-          report: 'invoiced' as const,
-          interval: r.interval,
-          from: r.from.toISOString(),
-          to: r.to.toISOString(),
-          livemode: scope.livemode,
-          data,
-        },
-        200,
-      );
-    })
-    .openapi(mrrRoute, async (c) => {
-      const r = range(c.req.valid('query'));
-      const scope = await accountScope(c, orm);
-      const data = await mrrReport(orm.em.fork() as EntityManager, scope, r);
-      return c.json(
-        {
-          object: 'report' as const,
-          report: 'mrr' as const,
-          interval: r.interval,
-          from: r.from.toISOString(),
-          to: r.to.toISOString(),
-          livemode: scope.livemode,
-          data,
-        },
-        200,
-      );
-    });
+    .openapi(revenueRoute, async (c) =>
+      c.json(await answerReport(c, orm, c.req.valid('query'), 'revenue', revenueReport), 200),
+    )
+    .openapi(invoicedRoute, async (c) =>
+      c.json(await answerReport(c, orm, c.req.valid('query'), 'invoiced', invoicedReport), 200),
+    )
+    .openapi(mrrRoute, async (c) => c.json(await answerReport(c, orm, c.req.valid('query'), 'mrr', mrrReport), 200));
 }
