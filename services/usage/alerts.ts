@@ -16,6 +16,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { usageWindow } from '../../domain/usage-window.ts';
 import { type BillingAlertRow, serializeAlertTriggered } from '../../objects/billing-alert.ts';
 import { recordEvent } from '../events/record.ts';
 import { usageStoreFor } from './postgres-store.ts';
@@ -157,14 +158,14 @@ type Candidate = BillingAlertRow & {
 
 /**
  * The usage an alert counts: the current billing period of the customer's subscription that bills the alert's
- * meter (a metered item on it; the newest such active or past_due one), else the UTC calendar month of the
- * customer's time.
+ * meter (a metered item on it; the newest such active or past_due one), as its invoice counts it (its usage
+ * window, domain/usage-window.ts), else the UTC calendar month of the customer's time.
  */
 export function alertWindow(c: Pick<Candidate, 'customerNow' | 'periodStart' | 'periodEnd'>): {
   start: Date;
   end: Date;
 } {
-  if (c.periodStart && c.periodEnd) return { start: new Date(c.periodStart), end: new Date(c.periodEnd) };
+  if (c.periodStart && c.periodEnd) return usageWindow({ start: new Date(c.periodStart), end: new Date(c.periodEnd) });
   return monthWindow(new Date(c.customerNow));
 }
 

@@ -11,6 +11,7 @@ import type { PriceTerms } from '../../domain/subscription.ts';
 import type { InvoiceLineInput } from '../../domain/subscription-decisions.ts';
 import { defaultUsageGraceSeconds, type MeterClosing, metersToClose, usageLines } from '../../domain/usage-billing.ts';
 import type { BilledByLine } from '../../domain/usage-thresholds.ts';
+import { usageWindow } from '../../domain/usage-window.ts';
 import { usageStoreFor } from './postgres-store.ts';
 import type { MeterRef, UsageStore } from './store.ts';
 
@@ -80,8 +81,9 @@ export async function setUsageGraceSeconds(
 
 /**
  * Closes [start, end) of a subscription for usage: UsageStore.closePeriod raises the customer's watermark (events
- * before `end` are refused period_invoiced from then on) and aggregates every meter, once per (subscription, start):
- * a retried activity gets the stored result back, so the invoice it makes is the same.
+ * before the end's whole second are refused period_invoiced from then on) and aggregates every meter over the
+ * period's usage window (domain/usage-window.ts), once per (subscription, start): a retried activity gets the
+ * stored result back, so the invoice it makes is the same.
  */
 export async function closeUsagePeriod(
   orm: MikroORM,
@@ -114,8 +116,10 @@ export async function closeUsagePeriod(
 }
 
 /**
- * The usage lines of `items` from `start` to `end` (now, for the current period): what the next invoice would
- * carry if the period closed now. Read-only (UsageStore.aggregate); the watermark does not move.
+ * The usage lines of `items` of the period from `start` (to `periodEnd`) so far, up to `end` (now, for the current
+ * period): what the next invoice would carry if the period closed now. The events counted are those of the period's
+ * usage window up to `end` (domain/usage-window.ts), as the closing counts them. Read-only (UsageStore.aggregate);
+ * the watermark does not move.
  */
 export async function usageSoFar(
   orm: MikroORM,
@@ -137,6 +141,7 @@ export async function usageSoFar(
     q,
     wanted.map((m) => m.meterId),
   );
+  const window = usageWindow({ start: q.start, end: q.periodEnd ?? q.end }, q.end);
   const closing = await Promise.all(
     wanted
       .filter((m) => meters.has(m.meterId))
@@ -148,8 +153,7 @@ export async function usageSoFar(
           livemode: q.livemode,
           customerId: q.customerId,
           meter: meters.get(m.meterId)!,
-          start: q.start,
-          end: q.end,
+          ...window,
           ...(m.groupBy ? { groupBy: m.groupBy } : {}),
         }),
       })),
@@ -160,7 +164,7 @@ export async function usageSoFar(
 /** One metered item's usage of the current period so far, as GET /v1/subscriptions/{id} shows it. */
 export interface ItemUsage {
   meter: string;
-  /** The meter's aggregate over [period_start, now), an exact decimal string, before free units. */
+  /** The meter's aggregate of the period so far (its usage window up to now), an exact decimal string, before free units. */
   quantity: string;
   period_start: string;
   period_end: string;
@@ -168,7 +172,8 @@ export interface ItemUsage {
 
 /**
  * The current period's usage so far of each metered item of an active subscription, by item id: the meter's
- * aggregate (no group_by: one value) from the period's start to `now()` (capped at the period's end). Read-only (UsageStore.aggregate).
+ * aggregate (no group_by: one value) over the period's usage window up to `now()` (domain/usage-window.ts, as the
+ * closing counts). Read-only (UsageStore.aggregate).
  * A subscription's single read only: one aggregate per metered item, so lists never call it.
  */
 export async function itemsUsageSoFar(
@@ -197,23 +202,19 @@ export async function itemsUsageSoFar(
   const meters = await metersById(em, q, [...meterOf.values()]);
   // Asked only now that a metered item exists (a test clock's time is one more read).
   const now = await q.now();
-  const end = now > q.periodStart ? (now < q.periodEnd ? now : q.periodEnd) : q.periodStart;
+  const window = usageWindow({ start: q.periodStart, end: q.periodEnd }, now);
   const answers = await Promise.all(
     metered.map(async (item): Promise<[string, ItemUsage] | null> => {
       const meter = meters.get(meterOf.get(item.planId)!);
       if (!meter) return null;
-      // At the period's very start (a test clock's subscription read at once) nothing was used yet; the store refuses an empty span.
-      const [row] =
-        end <= q.periodStart
-          ? []
-          : await store.aggregate({
-              accountId: q.accountId,
-              livemode: q.livemode,
-              customerId: q.customerId,
-              meter,
-              start: q.periodStart,
-              end,
-            });
+      // An empty window (now at the start of the period's first second) counts nothing: the store answers "0".
+      const [row] = await store.aggregate({
+        accountId: q.accountId,
+        livemode: q.livemode,
+        customerId: q.customerId,
+        meter,
+        ...window,
+      });
       return [
         item.id,
         {

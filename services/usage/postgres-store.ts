@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 
 import { databasePoolMax } from '../../db/orm.ts';
+import { usageWindow } from '../../domain/usage-window.ts';
 import type {
   CancelOutcome,
   IngestOutcome,
@@ -349,8 +350,11 @@ export class PostgresUsageStore implements UsageStore {
       groupBy?: string[];
     },
   ): Promise<UsageAggregate[]> {
-    if (!(q.end.getTime() > q.start.getTime())) throw new RangeError('aggregate: end must be after start');
+    if (q.end.getTime() < q.start.getTime()) throw new RangeError('aggregate: end must not be before start');
     const groupBy = q.groupBy ?? [];
+    // An empty window (a usage window at its period's start, domain/usage-window.ts) counts no event.
+    if (q.end.getTime() === q.start.getTime())
+      return groupBy.length === 0 ? [{ dimensions: {}, value: '0', events: 0 }] : [];
     const { sql, params } = aggregateQuery(q.meter, groupBy, q.start, q.end, q.accountId, q.livemode, q.customerId);
     const { rows } = await db.query(sql, params);
     const aggregates = (rows as { dimensions: Record<string, string>; value: string | null; events: number }[])
@@ -381,13 +385,16 @@ export class PostgresUsageStore implements UsageStore {
     end: Date;
     meters: { meter: MeterRef; groupBy?: string[] }[];
   }): Promise<{ meterId: string; aggregates: UsageAggregate[] }[]> {
+    // The events the period bills, on whole seconds (domain/usage-window.ts): the watermark rises to the window's
+    // end, not the period's, so an event of the next period's first second (before its millisecond) is still accepted.
+    const window = usageWindow({ start: q.start, end: q.end });
     return this.transaction(async (client) => {
       // Raise the watermark first: the row lock waits for every ingesting transaction holding it FOR SHARE
       // (their events are then committed and counted below); later ones see the raised value and refuse.
       await client.query(
         `insert into usage_watermarks (customer_id, account_id, livemode, closed_through) values ($1, $2, $3, $4)
          on conflict (customer_id) do update set closed_through = greatest(usage_watermarks.closed_through, excluded.closed_through), updated_at = now()`,
-        [q.customerId, q.accountId, q.livemode, q.end],
+        [q.customerId, q.accountId, q.livemode, window.end],
       );
       const stored = await client.query(
         `select result from usage_period_closings where subscription_id = $1 and period_start = $2`,
@@ -404,8 +411,7 @@ export class PostgresUsageStore implements UsageStore {
             livemode: q.livemode,
             customerId: q.customerId,
             meter,
-            start: q.start,
-            end: q.end,
+            ...window,
             groupBy,
           }),
         });

@@ -81,7 +81,8 @@ export interface UsageStore {
   /**
    * The aggregate of one customer's events on a meter in [start, end). groupBy: one row per distinct
    * combination of those properties (missing property = ''), none when no event; else one row
-   * (dimensions {}). Never throws for no events: every aggregation → "0".
+   * (dimensions {}). Never throws for no events: every aggregation → "0". An empty span (end = start)
+   * counts no event; end before start is a RangeError.
    */
   aggregate(q: {
     accountId: string;
@@ -98,11 +99,12 @@ export interface UsageStore {
    */
   summaries(q: SummariesQuery): Promise<UsageSummary[]>;
   /**
-   * Close a subscription's period for usage, ONCE: in one transaction, raise the customer's watermark
-   * (closed_through = greatest(current, end)) — which makes ingestion refuse events before it with
-   * `period_invoiced` — then aggregate every meter and store the result keyed by (subscriptionId,
-   * periodStart). A second call for the same key returns the stored result unchanged (idempotent
-   * activity). Events committed before the watermark moved are all counted; none after.
+   * Close a subscription's period [start, end) for usage, ONCE: its events are those of its usage window
+   * (usageWindow, domain/usage-window.ts: both bounds cut to the whole second). In one transaction, raise
+   * the customer's watermark (closed_through = greatest(current, the window's end)) — which makes ingestion
+   * refuse events before it with `period_invoiced` — then aggregate every meter over the window and store
+   * the result keyed by (subscriptionId, periodStart). A second call for the same key returns the stored
+   * result unchanged (idempotent activity). Events committed before the watermark moved are all counted; none after.
    */
   closePeriod(q: {
     accountId: string;

@@ -29,6 +29,7 @@ import {
   thresholdReached,
   unbilledLines,
 } from '../../domain/usage-thresholds.ts';
+import { isEmptyWindow, usageWindow } from '../../domain/usage-window.ts';
 import { usageThresholdReachedSignal } from '../../workflows/subscription-usage-thresholds.ts';
 import { priceTerms } from '../subscriptions/terms.ts';
 import { usageSoFar } from './billing.ts';
@@ -203,7 +204,8 @@ export async function prepareThresholdInvoice(
   const periodEnd = new Date(input.periodEnd);
   // In the grace window after the period's end (not closed yet), the usage to its end.
   const asOf = new Date(Math.min(Date.parse(input.asOf), periodEnd.getTime()));
-  if (!thresholds || asOf <= periodStart) {
+  // Nothing counted yet (domain/usage-window.ts: the usage so far starts at the period's first whole second).
+  if (!thresholds || isEmptyWindow(usageWindow({ start: periodStart, end: periodEnd }, asOf))) {
     await giveBack();
     return null;
   }
@@ -314,7 +316,7 @@ export async function checkUsageThresholds(
     const now = new Date(candidate.customerNow);
     const start = new Date(candidate.periodStart);
     const end = new Date(candidate.periodEnd);
-    if (now <= start) continue;
+    if (isEmptyWindow(usageWindow({ start, end }, now))) continue;
     const items = await meteredTerms(deps.orm, scope, candidate);
     if (items.length === 0) continue;
     const cumulative = await usageSoFar(deps.orm, {
