@@ -1,5 +1,6 @@
 import path from 'node:path';
 
+import { availabilityOverrideSeconds } from './domain/balance-availability.ts';
 import { maxRenewalSpreadMinutes } from './domain/renewal-spread.ts';
 import { allowEntryProblem, type WebhookUrlPolicy } from './domain/webhook-url.ts';
 
@@ -82,6 +83,33 @@ export interface Config {
    * (services/observability/tracing.ts). Unset: tracing is off and costs nothing.
    */
   otlpEndpoint: string | undefined;
+  /**
+   * METRICS_PORT, each process's own port setting (API_METRICS_PORT, WORKER_METRICS_PORT,
+   * EXPORTS_WORKER_METRICS_PORT) and TEMPORAL_METRICS_ADDRESS as set, from which
+   * services/observability/metrics-ports.ts places each process's listeners.
+   */
+  metricsPortSettings: MetricsPortSettings;
+  /**
+   * BALANCE_AVAILABILITY_DELAY_SECONDS: how long every payment's money stays pending, over the processors' own
+   * delays (domain/balance-availability.ts). Unset: null, each processor's delay.
+   */
+  balanceAvailabilityDelaySeconds: number | null;
+  /** USAGE_RETENTION_DAYS (default 400, at least 35): how long meter events are kept (services/usage/partitions.ts). */
+  usageRetentionDays: number;
+}
+
+/** The metrics port settings as set (services/observability/metrics-ports.ts reads them). */
+export interface MetricsPortSettings {
+  /** METRICS_PORT. */
+  metricsPort: number | undefined;
+  /** API_METRICS_PORT. */
+  api: number | undefined;
+  /** WORKER_METRICS_PORT. */
+  worker: number | undefined;
+  /** EXPORTS_WORKER_METRICS_PORT. */
+  'exports-worker': number | undefined;
+  /** TEMPORAL_METRICS_ADDRESS as set (unlike Config.temporalMetricsAddress, no default from METRICS_PORT). */
+  temporalMetricsAddress: string | undefined;
 }
 
 export type ProcessorName = 'sandbox' | 'stripe';
@@ -232,6 +260,20 @@ export function webhookUrlPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): W
   return { sandboxPrivateNetworks: env.NODE_ENV !== 'production', allowedPrivateHosts };
 }
 
+/** The longest an event can be late (35 days): its identifier must be remembered at least that long. */
+export const minUsageRetentionDays = 35;
+export const defaultUsageRetentionDays = 400;
+
+/** USAGE_RETENTION_DAYS: how long meter events are kept, in days (default 400, at least 35). */
+export function usageRetentionDays(env: NodeJS.ProcessEnv): number {
+  const raw = env.USAGE_RETENTION_DAYS;
+  if (raw === undefined || raw === '') return defaultUsageRetentionDays;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < minUsageRetentionDays || value > 36_500)
+    throw new Error(`USAGE_RETENTION_DAYS must be an integer from ${minUsageRetentionDays} to 36500, not ${raw}`);
+  return value;
+}
+
 /** RENEWAL_SPREAD_MINUTES: an integer from 0 (off, the default) to maxRenewalSpreadMinutes. */
 function renewalSpreadMinutes(env: NodeJS.ProcessEnv): number {
   const raw = env.RENEWAL_SPREAD_MINUTES;
@@ -243,6 +285,26 @@ function renewalSpreadMinutes(env: NodeJS.ProcessEnv): number {
     );
   }
   return value;
+}
+
+function portSetting(name: string, env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new ConfigError(`${name} must be a port (0-65535), got "${raw}".`);
+  return port;
+}
+
+/** The metrics port settings of an environment (each a port from 0 to 65535 when set). */
+export function readMetricsPortSettings(env: NodeJS.ProcessEnv): MetricsPortSettings {
+  return {
+    metricsPort: portSetting('METRICS_PORT', env),
+    api: portSetting('API_METRICS_PORT', env),
+    worker: portSetting('WORKER_METRICS_PORT', env),
+    'exports-worker': portSetting('EXPORTS_WORKER_METRICS_PORT', env),
+    temporalMetricsAddress: env.TEMPORAL_METRICS_ADDRESS?.trim() || undefined,
+  };
 }
 
 /** METRICS_PORT, TEMPORAL_METRICS_ADDRESS and OTEL_EXPORTER_OTLP_ENDPOINT (docs/operations.md#metrics, #traces). */
@@ -299,6 +361,9 @@ export function loadConfig(env = process.env): Config {
     renewalSpreadMinutes: renewalSpreadMinutes(env),
     workerHealthPort: env.WORKER_HEALTH_PORT ? integer('WORKER_HEALTH_PORT', 0, env) : undefined,
     ...observabilityConfig(env),
+    metricsPortSettings: readMetricsPortSettings(env),
+    balanceAvailabilityDelaySeconds: availabilityOverrideSeconds(env),
+    usageRetentionDays: usageRetentionDays(env),
     auth: {
       secret: env.AUTH_SECRET ?? developmentAuthDefaults.secret,
       accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL_SECONDS', 15 * 60, env),

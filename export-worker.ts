@@ -26,7 +26,7 @@ import { createLogger } from './logger.ts';
 import { composeServiceContext } from './services/compose.ts';
 import type { ServiceContext } from './services/context.ts';
 import { type ExportStorage, localExportStorage } from './services/exports/storage.ts';
-import { metricsListenersOf } from './services/observability/metrics-ports.ts';
+import { metricsListeners } from './services/observability/metrics-ports.ts';
 import { startMetricsServer } from './services/observability/metrics-server.ts';
 import { startWorkerHealthServer } from './services/platform/worker-health.ts';
 
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   // EXPORTS_WORKER_METRICS_PORT (else METRICS_PORT + 3), the SDK's own worker metrics on the next port.
-  const metricsPorts = metricsListenersOf('exports-worker', process.env);
+  const metricsPorts = metricsListeners('exports-worker', config.metricsPortSettings);
   installTemporalRuntime(config.logLevel, { metricsAddress: metricsPorts.temporalMetricsAddress });
   // No migration here: the API and `npm run worker` migrate; this process only reads rows and updates exports.
   const orm = await openOrm(config.databaseUrl);

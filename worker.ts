@@ -25,7 +25,7 @@ import { type ExportStorage, localExportStorage } from './services/exports/stora
 import { useTaxCalculator } from './services/invoices/adjustments.ts';
 import { ensureMaintenanceWorkflow } from './services/maintenance/sweeps.ts';
 import { setOutboxProbe } from './services/observability/metrics.ts';
-import { metricsListenersOf } from './services/observability/metrics-ports.ts';
+import { metricsListeners } from './services/observability/metrics-ports.ts';
 import { startMetricsServer } from './services/observability/metrics-server.ts';
 import { outboxProbe } from './services/observability/outbox-probe.ts';
 import { startTracing, type Tracing } from './services/observability/tracing.ts';
@@ -74,6 +74,8 @@ export interface BillingWorkerDeps {
   taxCalculator?: TaxCalculator;
   /** RENEWAL_SPREAD_MINUTES now (config.renewalSpreadMinutes): handed to each renewing subscription (activities/index.ts). */
   renewalSpreadMinutes?: () => number;
+  /** USAGE_RETENTION_DAYS (config.usageRetentionDays): how long the maintenance keeps meter events (default 400). */
+  usageRetentionDays?: number;
   /**
    * Tracing is on (services/observability/tracing.ts): activity spans and the workflow sandbox's span sink. The
    * workflow bundle must then be built with tracingWorkflowInterceptorModules (bundleBillingWorkflows({ tracing: true })).
@@ -174,6 +176,7 @@ function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): Worke
       payoutRail: deps.payoutRail,
       urlPolicy: deps.urlPolicy,
       renewalSpreadMinutes: deps.renewalSpreadMinutes,
+      usageRetentionDays: deps.usageRetentionDays,
     }),
     // After each activity: wake the webhook dispatcher (events recorded by workflow-driven changes).
     // Activities of workflows on a test clock run on its time (services/test-clocks/now.ts).
@@ -224,7 +227,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   // WORKER_METRICS_PORT (else METRICS_PORT + 1), the SDK's own worker metrics on the next port, appended to /metrics.
-  const metricsPorts = metricsListenersOf('worker', process.env);
+  const metricsPorts = metricsListeners('worker', config.metricsPortSettings);
   installTemporalRuntime(config.logLevel, { metricsAddress: metricsPorts.temporalMetricsAddress });
   // OTEL_EXPORTER_OTLP_ENDPOINT: workflow, activity and SQL spans (docs/operations.md#traces).
   const tracing = startTracing({ serviceName: 'billing-worker', otlpEndpoint: config.otlpEndpoint });
@@ -244,6 +247,7 @@ async function main(): Promise<void> {
     exportStorage: localExportStorage(path.join(config.dataDir, 'exports')),
     workflowBundle: await bundleBillingWorkflows({ tracing: Boolean(tracing) }),
     renewalSpreadMinutes: () => config.renewalSpreadMinutes,
+    usageRetentionDays: config.usageRetentionDays,
     ...(tracing ? { tracing } : {}),
   };
   const worker = await createBillingWorker(workerDeps);

@@ -129,6 +129,8 @@ export interface ActivityDeps {
    * Unset: renewals hand nothing, and a subscription keeps the window it was created with.
    */
   renewalSpreadMinutes?: () => number;
+  /** USAGE_RETENTION_DAYS (config.usageRetentionDays): how long the maintenance keeps meter events (default 400). */
+  usageRetentionDays?: number;
 }
 
 /**
@@ -433,7 +435,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** Maintenance: the meter events' monthly partitions, and dropping months past USAGE_RETENTION_DAYS (services/usage/partitions.ts). */
     async maintainUsagePartitions(): Promise<PartitionMaintenance> {
-      return maintainUsagePartitions(usageStoreFor(deps.orm).pool);
+      return maintainUsagePartitions(usageStoreFor(deps.orm).pool, undefined, deps.usageRetentionDays);
     },
     /** Maintenance: expired idempotency keys, and login attempts older than the throttle window. */
     async pruneExpiredRows(loginThrottleWindowSeconds: number): Promise<PruneResult> {

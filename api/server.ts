@@ -13,7 +13,7 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { openOrm, requestPathDatabaseOptions } from '../db/orm.ts';
 import { createLogger } from '../logger.ts';
 import { composeServiceContext } from '../services/compose.ts';
-import { metricsListenersOf } from '../services/observability/metrics-ports.ts';
+import { metricsListeners } from '../services/observability/metrics-ports.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
 import { startTracing } from '../services/observability/tracing.ts';
 import { connectForRequests } from '../services/platform/temporal-connection.ts';
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   const api = await startApiServer(apiDepsOf(context, config, tracing ? { tracer: tracing.tracer } : {}), config.port);
   logger.info({ port: api.port, tracing: Boolean(tracing) }, 'api listening');
   // API_METRICS_PORT, else METRICS_PORT: GET /metrics on a port of its own (docs/operations.md#metrics).
-  const metricsPort = metricsListenersOf('api', process.env).port;
+  const metricsPort = metricsListeners('api', config.metricsPortSettings).port;
   const metrics = metricsPort === undefined ? undefined : await startMetricsServer(metricsPort);
   if (metrics) logger.info({ port: metrics.port }, 'metrics on GET /metrics');
   // Graceful: stop accepting, let requests in flight finish (up to 25 s), then close Temporal and the database.

@@ -13,7 +13,8 @@
  * Route files (api/routes/) do not import each other. Nothing but entry points
  * (dev/, bench/, test/, sdk/) imports api/. Type-only imports count for the
  * direction rules, not for cycles (they vanish at run time). The adapter boundary: domain/ imports no
- * I/O module (fs, dns, child_process, http), and only activities/ calls Context.current().
+ * I/O module (fs, dns, child_process, http), only activities/ calls Context.current(), and only config.ts reads
+ * process.env (services/, api/, activities/, workflows/ and domain/ get their settings from it).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -104,9 +105,12 @@ export function checkImportRules(root: string): string[] {
 const ioModules = /^(node:)?(fs|fs\/promises|dns|dns\/promises|child_process|http|https|net\/promises)$/;
 const moduleImport = /(?:^|\n)\s*import\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/g;
 
+/** The rooms that get their settings from config.ts (loadConfig), never from the environment. */
+const configuredRooms = ['services', 'api', 'activities', 'workflows', 'domain'];
+
 /**
- * The adapter boundary: no I/O module imported in domain/, and `Context.current()` (the running Temporal activity)
- * only in activities/.
+ * The adapter boundary: no I/O module imported in domain/, `Context.current()` (the running Temporal activity)
+ * only in activities/, and no `process.env` in the configured rooms.
  */
 function adapterLeaks(root: string): string[] {
   const problems: string[] = [];
@@ -127,6 +131,8 @@ function adapterLeaks(root: string): string[] {
           text.includes('Context.current(')
         )
           problems.push(`${file} calls Context.current(): only activities/ runs as a Temporal activity`);
+        if (configuredRooms.includes(room) && /\bprocess\.env\b/.test(text))
+          problems.push(`${file} reads process.env: settings come from config.ts (a Config field passed down)`);
       }
     }
   };

@@ -173,6 +173,7 @@ async function main(): Promise<void> {
     exportStorage,
     workflowBundle: await bundleBillingWorkflows(),
     renewalSpreadMinutes: () => config.renewalSpreadMinutes,
+    usageRetentionDays: config.usageRetentionDays,
   };
   const worker = await createBillingWorker(workerDeps);
   const workerRun = worker.run();

@@ -11,13 +11,22 @@ import { createCustomerLinks, type CustomerLinks } from '../domain/customer-link
 import type { Logger } from '../logger.ts';
 import type { ServiceClock, ServiceContext } from './context.ts';
 import { createMailer, type Mailer } from './email/mailer.ts';
+import { useAvailabilityOverride } from './money/availability-delay.ts';
 import { createProcessors, type Processors } from './processors/index.ts';
 import { currentTime } from './test-clocks/now.ts';
 
 /** The configuration the composition reads. */
 export type ComposeConfig = Pick<
   Config,
-  'taskQueue' | 'clockTaskQueue' | 'processors' | 'publicUrl' | 'auth' | 'smtpUrl' | 'mailFrom' | 'dataDir'
+  | 'taskQueue'
+  | 'clockTaskQueue'
+  | 'processors'
+  | 'publicUrl'
+  | 'auth'
+  | 'smtpUrl'
+  | 'mailFrom'
+  | 'dataDir'
+  | 'balanceAvailabilityDelaySeconds'
 >;
 
 export interface ComposeParts {
@@ -38,6 +47,8 @@ export const serviceClock: ServiceClock = { now: currentTime };
 
 export function composeServiceContext(config: ComposeConfig, parts: ComposeParts): ServiceContext {
   const { orm } = parts;
+  // The ledger's pending delay over the processors' (BALANCE_AVAILABILITY_DELAY_SECONDS), for the whole process.
+  useAvailabilityOverride(config.balanceAvailabilityDelaySeconds);
   return {
     orm,
     temporal: { client: parts.client, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue },

@@ -36,6 +36,20 @@ describe('import rules (dev/import-rules.ts)', () => {
     ]);
   });
 
+  it('refuse process.env outside config.ts and the entry points', () => {
+    const root = tree({
+      'services/a.ts': 'export const a = () => process.env.SOME_SETTING;\n',
+      'api/b.ts': "export const b = process.env['PORT'];\n",
+      'domain/c.ts': 'export const c = (env: NodeJS.ProcessEnv) => env.X;\n',
+      'config.ts': 'export const d = process.env.PORT;\n',
+      'dev/e.ts': 'export const e = process.env.PORT;\n',
+    });
+    expect(checkImportRules(root).sort()).toEqual([
+      'api/b.ts reads process.env: settings come from config.ts (a Config field passed down)',
+      'services/a.ts reads process.env: settings come from config.ts (a Config field passed down)',
+    ]);
+  });
+
   it('refuse a route that imports another route', () => {
     const root = tree({
       'api/routes/a.ts': "import { b } from './b.ts';\nexport const a = b;\n",

@@ -3,19 +3,9 @@ import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
 import { BalanceTransaction } from '../../db/entities/index.ts';
-import {
-  availabilityDelayMs,
-  availabilityOverrideSeconds,
-  type ProcessorName,
-} from '../../domain/balance-availability.ts';
 import { fundsAvailabilityWorkflow } from '../../workflows/funds-availability.ts';
 import { bindToClock, taskQueueFor, unbindFromClock } from '../test-clocks/clocks.ts';
 import { currentTestClock, currentTime } from '../test-clocks/now.ts';
-
-/** How long a payment through `processor` stays pending in this mode (BALANCE_AVAILABILITY_DELAY_SECONDS overrides). */
-export function paymentAvailabilityDelayMs(processor: ProcessorName | undefined, livemode: boolean): number {
-  return availabilityDelayMs(processor ?? 'sandbox', livemode, availabilityOverrideSeconds(process.env));
-}
 
 /** Where availability workflows are started from: the API's client, or an activity's. */
 export interface WorkflowStarter {

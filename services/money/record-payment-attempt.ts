@@ -20,7 +20,8 @@ import { type Account, type BalanceTransaction, Transaction } from '../../db/ent
 import type { ProcessorName } from '../../domain/balance-availability.ts';
 import type { ProcessorSettlement } from '../processors/types.ts';
 import { currentTime } from '../test-clocks/now.ts';
-import { paymentAvailabilityDelayMs, startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { paymentAvailabilityDelayMs } from './availability-delay.ts';
+import { startAvailabilityOf, type WorkflowStarter } from './balances.ts';
 import { postPayment } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
 import {

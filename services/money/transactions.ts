@@ -4,7 +4,7 @@ import { Account, type BalanceTransaction, Transaction, type TransactionType } f
 import { newId } from '../../domain/ids.ts';
 import { scoreRisk, velocityCountCap } from '../../domain/risk.ts';
 import { currentTime } from '../test-clocks/now.ts';
-import { paymentAvailabilityDelayMs } from './balances.ts';
+import { paymentAvailabilityDelayMs } from './availability-delay.ts';
 import { postCredit, postPayment, postRefund, withBalanceUpdatesLast } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
 

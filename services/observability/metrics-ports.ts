@@ -15,16 +15,10 @@
  * TEMPORAL_METRICS_ADDRESS (host:port) still places a worker's SDK exporter anywhere (one per process).
  * With none of these set, nothing listens.
  */
-import { ConfigError } from '../../config.ts';
+import { ConfigError, type MetricsPortSettings, readMetricsPortSettings } from '../../config.ts';
 
 export type MetricsProcess = 'start' | 'api' | 'worker' | 'exports-worker';
 
-/** Each process's own setting; `start` uses METRICS_PORT itself. */
-export const metricsPortSettings: Record<Exclude<MetricsProcess, 'start'>, string> = {
-  api: 'API_METRICS_PORT',
-  worker: 'WORKER_METRICS_PORT',
-  'exports-worker': 'EXPORTS_WORKER_METRICS_PORT',
-};
 /** Where each process's default sits from METRICS_PORT: the worker's SDK takes +2, the exports worker's +4. */
 const offsets: Record<MetricsProcess, number> = { start: 0, api: 0, worker: 1, 'exports-worker': 3 };
 /** The processes that run a Temporal SDK worker, whose runtime exports its own metrics. */
@@ -37,27 +31,23 @@ export interface MetricsListeners {
   temporalMetricsAddress: string | undefined;
 }
 
-function portSetting(name: string, env: NodeJS.ProcessEnv): number | undefined {
-  const raw = env[name]?.trim();
-  if (!raw) return undefined;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535)
-    throw new ConfigError(`${name} must be a port (0-65535), got "${raw}".`);
-  return port;
-}
-
-/** The metrics ports of `process` in this environment (see the table above). */
-export function metricsListenersOf(process: MetricsProcess, env: NodeJS.ProcessEnv): MetricsListeners {
-  const base = portSetting('METRICS_PORT', env);
-  const own = process === 'start' ? undefined : portSetting(metricsPortSettings[process], env);
+/** The metrics ports of `process` from the settings (config.metricsPortSettings; see the table above). */
+export function metricsListeners(process: MetricsProcess, settings: MetricsPortSettings): MetricsListeners {
+  const base = settings.metricsPort;
+  const own = process === 'start' ? undefined : settings[process];
   // Port 0 (any free port, in tests) stays 0: an offset from it would name a fixed port.
   const port = own ?? (base === undefined ? undefined : base === 0 ? 0 : base + offsets[process]);
   if (port !== undefined && port > 65_535)
     throw new ConfigError(`METRICS_PORT ${base} leaves no room for the ${process}'s metrics port (${port}).`);
-  const explicit = env.TEMPORAL_METRICS_ADDRESS?.trim() || undefined;
+  const explicit = settings.temporalMetricsAddress;
   const sdk =
     !runsSdkWorker.has(process) || (port === undefined && !explicit)
       ? undefined
       : (explicit ?? (port ? `127.0.0.1:${port + 1}` : undefined));
   return { port, temporalMetricsAddress: sdk };
+}
+
+/** The metrics ports of `process` in this environment (the settings read as config.ts reads them). */
+export function metricsListenersOf(process: MetricsProcess, env: NodeJS.ProcessEnv): MetricsListeners {
+  return metricsListeners(process, readMetricsPortSettings(env));
 }

@@ -8,19 +8,10 @@
  */
 import type pg from 'pg';
 
-export const defaultRetentionDays = 400;
-/** The longest an event can be late (35 days): its identifier must be remembered at least that long. */
-export const minRetentionDays = 35;
+import { defaultUsageRetentionDays, minUsageRetentionDays, usageRetentionDays } from '../../config.ts';
 
-/** USAGE_RETENTION_DAYS: how long meter events are kept, in days (default 400, at least 35). */
-export function usageRetentionDays(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.USAGE_RETENTION_DAYS;
-  if (raw === undefined || raw === '') return defaultRetentionDays;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < minRetentionDays || value > 36_500)
-    throw new Error(`USAGE_RETENTION_DAYS must be an integer from ${minRetentionDays} to 36500, not ${raw}`);
-  return value;
-}
+/** USAGE_RETENTION_DAYS is read in config.ts (config.usageRetentionDays). */
+export { usageRetentionDays };
 
 const monthStart = (year: number, month: number) => new Date(Date.UTC(year, month, 1));
 const partitionName = (start: Date) =>
@@ -72,7 +63,8 @@ async function addMonth(pool: pg.Pool, start: Date, end: Date): Promise<void> {
 export async function maintainUsagePartitions(
   pool: pg.Pool,
   now: Date = new Date(),
-  retentionDays = usageRetentionDays(),
+  /** config.usageRetentionDays (USAGE_RETENTION_DAYS). */
+  retentionDays: number = defaultUsageRetentionDays,
 ): Promise<PartitionMaintenance> {
   const result: PartitionMaintenance = { created: [], dropped: [], defaultRowsDeleted: 0, identifiersPruned: 0 };
   const { rows } = await pool.query(
@@ -100,7 +92,7 @@ export async function maintainUsagePartitions(
   result.defaultRowsDeleted =
     (await pool.query(`delete from meter_events_default where "timestamp" < $1`, [cutoff])).rowCount ?? 0;
   // Identifiers: in slices, so no run holds a long transaction; what is left goes on the next run.
-  const identifierCutoff = new Date(now.getTime() - Math.max(retentionDays, minRetentionDays) * 86_400_000);
+  const identifierCutoff = new Date(now.getTime() - Math.max(retentionDays, minUsageRetentionDays) * 86_400_000);
   for (let slice = 0; slice < 20; slice++) {
     const pruned = await pool.query(
       `delete from meter_event_identifiers where ctid in (select ctid from meter_event_identifiers where created_at < $1 limit 10000)`,
