@@ -154,12 +154,9 @@ describe('meters and customer usage in the dashboard (chromium)', () => {
         .getByText(/^No usage yet in /)
         .waitFor();
 
-      // Event timestamps are whole seconds and the period starts at the subscription's millisecond: an event stamped
-      // in the second the period began (before its millisecond) falls before the period (a known edge, see
-      // docs/usage.md#timestamps); stamp these in a later second.
-      const periodStart = Date.parse(usageSubscription.current_period_start);
-      while (Math.floor(Date.now() / 1000) * 1000 <= periodStart) await new Promise((r) => setTimeout(r, 100));
-      const now = Math.floor(Date.now() / 1000);
+      // Stamped in the second the period began, before its millisecond: a period's usage is counted on whole seconds
+      // (docs/usage.md#timestamps), so the upcoming invoice carries them.
+      const now = Math.floor(Date.parse(usageSubscription.current_period_start) / 1000);
       const sent = await callApi('POST', '/v1/meter_events/batch', {
         events: [
           {
