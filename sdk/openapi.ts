@@ -19333,12 +19333,12 @@ export interface paths {
         };
         /**
          * A customer's usage on a meter
-         * @description The meter's aggregation of the customer's events (cancelled ones excluded) over [start_time, end_time): one summary, or one per UTC hour or day with value_grouping_window, and per combination of the group_by values. An event is visible here once its POST answered.
+         * @description The meter's aggregation of the customer's events (cancelled ones excluded) over [start_time, end_time): one summary, or one per UTC hour or day with value_grouping_window, and per combination of the group_by values. `customer` is its id or its external_id; the summaries name its id. An event is visible here once its POST answered.
          */
         get: {
             parameters: {
                 query: {
-                    /** @description The customer (cus_…) */
+                    /** @description The customer: its id (cus_…) or its external_id (the merchant's own id, set on the customer), as in meter events; an id wins over another customer's equal external_id */
                     customer: string;
                     /** @description Unix seconds, exclusive; after start_time */
                     end_time?: number | null;

@@ -1,6 +1,6 @@
 /**
  * Customers' external_id (issue #28): set on create and update, unique per account and mode, a list
- * filter, and meter events (single and batch) naming the customer by it.
+ * filter, and meter events (single and batch) and usage summaries naming the customer by it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -105,5 +105,48 @@ describe('customer external_id', () => {
       payload: { n: 1 },
     });
     expect(foreign.body.error).toBe('unknown_customer');
+  });
+
+  it('names the customer of usage summaries, an id winning over an equal external_id', async () => {
+    const meter = (
+      await engine.call('POST', '/v1/meters', {
+        display_name: 'Summed',
+        event_name: 'ext_summed',
+        aggregation: 'sum',
+        value_property: 'n',
+      })
+    ).body;
+    const named = (await engine.call('POST', '/v1/customers', { email: 'n@example.com', external_id: 'acct-88' })).body;
+    // Another customer whose external_id is the first one's id: the id names the first one.
+    const shadow = (await engine.call('POST', '/v1/customers', { email: 'o@example.com', external_id: named.id })).body;
+    const sent = await engine.call('POST', '/v1/meter_events/batch', {
+      events: [
+        { event_name: 'ext_summed', customer: 'acct-88', payload: { n: 3 } },
+        { event_name: 'ext_summed', customer: shadow.id, payload: { n: 40 } },
+      ],
+    });
+    expect(sent.body.accepted, JSON.stringify(sent.body)).toBe(2);
+    const now = Math.floor(Date.now() / 1000);
+    const summaries = (customer: string) =>
+      engine.call(
+        'GET',
+        `/v1/meters/${meter.id}/event_summaries?customer=${encodeURIComponent(customer)}&start_time=${now - 3600}&end_time=${now + 600}`,
+      );
+    const byExternal = await summaries('acct-88');
+    expect(byExternal.status, JSON.stringify(byExternal.body)).toBe(200);
+    expect(
+      byExternal.body.data.map((d: { customer: string; aggregated_value: string }) => [d.customer, d.aggregated_value]),
+    ).toEqual([[named.id, '3']]);
+    expect((await summaries(named.id)).body.data[0]).toMatchObject({ customer: named.id, aggregated_value: '3' });
+    expect((await summaries(shadow.id)).body.data[0]).toMatchObject({ customer: shadow.id, aggregated_value: '40' });
+
+    // Unknown, and another mode's external_id: not found.
+    const sandbox = { ...engine.tenant.headers, 'x-sandbox-mode': 'true' };
+    await engine.call('POST', '/v1/customers', { email: 't@example.com', external_id: 'sbx-88' }, sandbox);
+    for (const customer of ['nobody-88', 'sbx-88']) {
+      const missing = await summaries(customer);
+      expect(missing.status).toBe(404);
+      expect(missing.body.error).toBe('not_found');
+    }
   });
 });

@@ -70,11 +70,11 @@ const ListQuery = z
 const unixSeconds = z.coerce.number().int().min(0).max(253402300799);
 const SummaryQuery = z
   .object({
-    customer: z
-      .string()
-      .min(1)
-      .max(64)
-      .openapi({ description: 'The customer (cus_…)', example: 'cus_01jd3x5k8q0m2v7c9r4t6y1w3e' }),
+    customer: z.string().min(1).max(64).openapi({
+      description:
+        "The customer: its id (cus_…) or its external_id (the merchant's own id, set on the customer), as in meter events; an id wins over another customer's equal external_id",
+      example: 'user_4821',
+    }),
     start_time: unixSeconds.openapi({ description: 'Unix seconds, inclusive', example: 1795392000 }),
     end_time: unixSeconds.openapi({ description: 'Unix seconds, exclusive; after start_time', example: 1798070400 }),
     group_by: z.string().max(310).optional().openapi({
@@ -155,7 +155,7 @@ const routes = {
     summary: "A customer's usage on a meter",
     description:
       "The meter's aggregation of the customer's events (cancelled ones excluded) over [start_time, end_time): one summary, or one per UTC hour or day with value_grouping_window, " +
-      'and per combination of the group_by values. An event is visible here once its POST answered.',
+      'and per combination of the group_by values. `customer` is its id or its external_id; the summaries name its id. An event is visible here once its POST answered.',
     request: { params: idParam('mtr'), query: SummaryQuery },
     responses: {
       200: { description: 'The summaries, oldest window first', ...json(listSchema(MeterEventSummarySchema)) },
@@ -235,7 +235,10 @@ export function metersApp(deps: ApiDeps) {
           );
       if (new Set(groupBy).size !== groupBy.length)
         throw new ApiError('invalid_request', 'group_by: each property once.');
-      const customer = await em.findOne(Customer, { id: query.customer, accountId, livemode }, { fields: ['id'] });
+      // The customer's id, else the customer whose external_id it is (an id wins, as POST /v1/meter_events resolves it).
+      const customer =
+        (await em.findOne(Customer, { id: query.customer, accountId, livemode }, { fields: ['id'] })) ??
+        (await em.findOne(Customer, { externalId: query.customer, accountId, livemode }, { fields: ['id'] }));
       if (!customer) throw await notFoundInMode(em, Customer, query.customer, { accountId, livemode }, 'customer');
       const start = new Date(query.start_time * 1000);
       const end = new Date(query.end_time * 1000);
