@@ -307,34 +307,39 @@ const subscriptionAction = <P extends string>(path: P, summary: string) =>
     request: { params: idParam('sub') },
     responses: subscriptionAnswers,
   });
+/** A portal change to one subscription that takes a JSON `body` and answers the subscription. */
+const subscriptionChange = <P extends string, B extends z.ZodType>(
+  path: P,
+  summary: string,
+  description: string | undefined,
+  body: B,
+  responses = subscriptionAnswers,
+) =>
+  createRoute({
+    method: 'post',
+    path,
+    tags: portalTag,
+    summary,
+    ...(description === undefined ? {} : { description }),
+    security: portalSecurity,
+    request: { params: idParam('sub'), body: { ...json(body), required: true } },
+    responses,
+  });
 const portalCancel = subscriptionAction('/portal/subscriptions/{id}/cancel', 'Cancel at the end of the current period');
 const portalResume = subscriptionAction('/portal/subscriptions/{id}/resume', 'Resume a paused subscription');
 const portalUndoCancel = subscriptionAction(
   '/portal/subscriptions/{id}/undo_cancel',
   'Keep a subscription set to cancel at period end (when the account allows cancellation)',
 );
-const portalChangePlan = createRoute({
-  method: 'post',
-  path: '/portal/subscriptions/{id}/change_plan',
-  tags: portalTag,
-  summary: 'Switch to another plan (when the account allows plan changes)',
-  security: portalSecurity,
-  request: {
-    params: idParam('sub'),
-    body: {
-      content: {
-        'application/json': {
-          schema: z
-            .object({ plan: z.string().min(1).max(64) })
-            .strict()
-            .openapi({ example: { plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } }),
-        },
-      },
-      required: true,
-    },
-  },
-  responses: subscriptionAnswers,
-});
+const portalChangePlan = subscriptionChange(
+  '/portal/subscriptions/{id}/change_plan',
+  'Switch to another plan (when the account allows plan changes)',
+  undefined,
+  z
+    .object({ plan: z.string().min(1).max(64) })
+    .strict()
+    .openapi({ example: { plan: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e' } }),
+);
 
 const PlanChangePreviewSchema = z
   .object({
@@ -376,59 +381,30 @@ const portalPlanChangePreview = createRoute({
   },
 });
 
-const portalPromotionCode = createRoute({
-  method: 'post',
-  path: '/portal/subscriptions/{id}/promotion_code',
-  tags: portalTag,
-  summary: 'Apply a promotion code to the subscription (when the account allows promotion codes)',
-  description:
-    "The code the customer typed (any case) becomes the subscription's discount from its next invoice on, replacing the one it had, as POST /v1/subscriptions/{id}/discount " +
+const portalPromotionCode = subscriptionChange(
+  '/portal/subscriptions/{id}/promotion_code',
+  'Apply a promotion code to the subscription (when the account allows promotion codes)',
+  "The code the customer typed (any case) becomes the subscription's discount from its next invoice on, replacing the one it had, as POST /v1/subscriptions/{id}/discount " +
     "with `promotion_code`: the code's active, expires_at, max_redemptions, customer, first_time_transaction and minimum_amount are checked (400, nothing changed). " +
     "An unknown code is 404. 403 forbidden unless the account's customer_portal setting has promotion_codes.",
-  security: portalSecurity,
-  request: {
-    params: idParam('sub'),
-    body: {
-      content: {
-        'application/json': {
-          schema: z
-            .object({ code: z.string().min(1).max(64) })
-            .strict()
-            .openapi({ example: { code: 'SPRING20' } }),
-        },
-      },
-      required: true,
-    },
-  },
-  responses: subscriptionAnswers,
-});
+  z
+    .object({ code: z.string().min(1).max(64) })
+    .strict()
+    .openapi({ example: { code: 'SPRING20' } }),
+);
 
-const portalQuantity = createRoute({
-  method: 'post',
-  path: '/portal/subscriptions/{id}/quantity',
-  tags: portalTag,
-  summary: 'Change the quantity (when the account allows quantity changes)',
-  description:
-    'The same change as POST /v1/subscriptions/{id}/update with `quantity`: more (a higher price) takes effect at once, the rest of the period prorated and charged now ' +
+const portalQuantity = subscriptionChange(
+  '/portal/subscriptions/{id}/quantity',
+  'Change the quantity (when the account allows quantity changes)',
+  'The same change as POST /v1/subscriptions/{id}/update with `quantity`: more (a higher price) takes effect at once, the rest of the period prorated and charged now ' +
     '(a decline answers 402 and changes nothing); fewer waits for the renewal and shows as `pending_quantity`; the current quantity again drops a waiting change. ' +
     "403 forbidden unless the account's customer_portal setting has quantity_changes.",
-  security: portalSecurity,
-  request: {
-    params: idParam('sub'),
-    body: {
-      content: {
-        'application/json': {
-          schema: z
-            .object({ quantity: z.number().int().min(1).max(maxQuantity) })
-            .strict()
-            .openapi({ example: { quantity: 15 } }),
-        },
-      },
-      required: true,
-    },
-  },
-  responses: { ...subscriptionAnswers, ...errorResponses(400, 401, 402, 403, 404, 409) },
-});
+  z
+    .object({ quantity: z.number().int().min(1).max(maxQuantity) })
+    .strict()
+    .openapi({ example: { quantity: 15 } }),
+  { ...subscriptionAnswers, ...errorResponses(400, 401, 402, 403, 404, 409) },
+);
 
 /** A plan as the portal shows it, in `currency` (the plan's own, or one of its currency_options) and for a subscription's `quantity`. */
 function portalPlan(plan: Plan, currency = plan.currency) {
