@@ -23,4 +23,6 @@ export interface StoredMeterEvent {
   payload: Record<string, unknown>;
   createdAt: Date;
   cancelledAt: Date | null;
+  /** Accepted after its period was invoiced (late_events = bill_next_invoice); invoiceId: the invoice that billed it, null until one did. */
+  late?: { invoiceId: string | null };
 }

@@ -77,6 +77,15 @@ export const MeterEventSchema = z
     cancelled_at: timestamp
       .nullable()
       .openapi({ description: 'Set once cancelled: it no longer counts', example: null }),
+    billed_in: z.literal('next_invoice').optional().openapi({
+      description:
+        "Only on a late event: stamped before a period already invoiced and accepted under the mode's late_events = bill_next_invoice; the subscription's next invoice bills it as a usage adjustment",
+      example: 'next_invoice',
+    }),
+    adjustment_invoice: z.string().nullable().optional().openapi({
+      description: 'Only on a late event: the invoice whose usage adjustment billed it; null until one did',
+      example: null,
+    }),
     livemode: z.boolean(),
   })
   .openapi('MeterEvent');
@@ -93,6 +102,7 @@ export function serializeMeterEvent(event: StoredMeterEvent, livemode: boolean):
     payload: event.payload,
     created_at: event.createdAt.toISOString(),
     cancelled_at: event.cancelledAt ? event.cancelledAt.toISOString() : null,
+    ...(event.late ? { billed_in: 'next_invoice' as const, adjustment_invoice: event.late.invoiceId } : {}),
     livemode,
   };
 }

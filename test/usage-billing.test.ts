@@ -136,10 +136,12 @@ describe('usage billing', () => {
     expect((await call('GET', '/v1/settings/usage')).body).toEqual({
       object: 'usage_settings',
       usage_grace_period_seconds: 3600,
+      late_events: 'refuse',
     });
     expect((await call('POST', '/v1/settings/usage', { usage_grace_period_seconds: 600 })).body).toEqual({
       object: 'usage_settings',
       usage_grace_period_seconds: 600,
+      late_events: 'refuse',
     });
     expect((await call('GET', '/v1/settings/usage')).body.usage_grace_period_seconds).toBe(600);
     expect((await call('POST', '/v1/settings/usage', { usage_grace_period_seconds: 8 * 86_400 })).status).toBe(400);

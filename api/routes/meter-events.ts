@@ -112,6 +112,11 @@ const BatchResultSchema = z
             'accepted: stored and counted; duplicate: its identifier was already stored (counted once); refused: see error',
           example: 'accepted',
         }),
+        billed_in: z.literal('next_invoice').optional().openapi({
+          description:
+            "Only on an accepted late event (stamped before a period already invoiced, the mode's late_events = bill_next_invoice): the subscription's next invoice bills it as a usage adjustment",
+          example: 'next_invoice',
+        }),
         error: z
           .object({
             code: z.enum([
@@ -149,7 +154,8 @@ const routes = {
     summary: 'Report usage: one meter event',
     description:
       'Committed when it answers 201. The same identifier again answers 200 with the stored event, counted once. Refused with 400 `unknown_meter`, `unknown_customer`, `invalid_value`, ' +
-      '`timestamp_out_of_window` or `invalid_request`, and 409 `period_invoiced` when the usage up to its timestamp was already invoiced. For volume, POST /v1/meter_events/batch.',
+      '`timestamp_out_of_window` or `invalid_request`, and 409 `period_invoiced` when the usage up to its timestamp was already invoiced, ' +
+      "unless the mode's late_events is bill_next_invoice: then it is accepted with `billed_in: next_invoice`, billed on the subscription's next invoice as a usage adjustment. For volume, POST /v1/meter_events/batch.",
     request: { body: { ...json(MeterEventBody), required: true } },
     responses: {
       200: { description: 'A duplicate: the event stored first', ...json(MeterEventSchema) },
@@ -186,7 +192,7 @@ const routes = {
     tags,
     summary: 'Cancel a meter event',
     description:
-      'It stops counting (cancelled_at is set). Idempotent. 409 `period_invoiced` once the usage up to its timestamp was invoiced.',
+      'It stops counting (cancelled_at is set). Idempotent. 409 `period_invoiced` once the usage up to its timestamp was invoiced (a late event: once an invoice billed it).',
     request: { params: identifierParam },
     responses: {
       200: { description: 'The cancelled event', ...json(MeterEventSchema) },
@@ -263,6 +269,7 @@ export function meterEventsApp(deps: ApiDeps) {
       index: number;
       identifier: string | null;
       status: 'accepted' | 'duplicate' | 'refused';
+      billed_in?: 'next_invoice';
       error?: { code: string; message: string };
     };
     const data = new Array<Result>(events.length);
@@ -300,7 +307,12 @@ export function meterEventsApp(deps: ApiDeps) {
       else {
         if (outcome.status === 'accepted') accepted++;
         else duplicates++;
-        data[index] = { index, identifier: outcome.identifier, status: outcome.status };
+        data[index] = {
+          index,
+          identifier: outcome.identifier,
+          status: outcome.status,
+          ...(outcome.status === 'accepted' && outcome.late ? { billed_in: 'next_invoice' as const } : {}),
+        };
       }
     }
     return c.json(
@@ -335,6 +347,7 @@ export function meterEventsApp(deps: ApiDeps) {
         payload: parsed.payload,
         createdAt: receivedAt,
         cancelledAt: null,
+        ...(outcome.late ? { late: { invoiceId: null } } : {}),
       };
       return c.json(serializeMeterEvent(event, livemode), 201);
     }

@@ -5,9 +5,11 @@ import { defaultGracePeriodDays, maxGracePeriodDays, retryPolicyProblem } from '
 import { ApiError } from '../../domain/errors.ts';
 import { dunningFinalActions } from '../../domain/subscription.ts';
 import { defaultUsageGraceSeconds, maxUsageGraceSeconds } from '../../domain/usage-billing.ts';
+import { lateEventsPolicies } from '../../domain/usage-late-events.ts';
 import { recordModeSettingsEvent } from '../../services/accounts/events.ts';
 import { type BillingSettings, changeModeSettings, loadModeSettings } from '../../services/accounts/mode-settings.ts';
 import { setUsageGraceSeconds, usageGraceSeconds } from '../../services/usage/billing.ts';
+import { lateEventsPolicy, setLateEventsPolicy } from '../../services/usage/late-events.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -101,6 +103,11 @@ const UsageSettingsSchema = z
         description: `Seconds after a period's end that late meter events still count before its usage is invoiced (default ${defaultUsageGraceSeconds})`,
         example: 3600,
       }),
+    late_events: z.enum(lateEventsPolicies).openapi({
+      description:
+        "Meter events stamped before a period already invoiced: `refuse` (default: 409 period_invoiced) or `bill_next_invoice` (accepted; the subscription's next invoice bills them as a usage adjustment line, priced on the old period's tiers)",
+      example: 'bill_next_invoice',
+    }),
   })
   .openapi('UsageSettings');
 const getUsageSettings = createRoute({
@@ -114,18 +121,26 @@ const setUsageSettings = createRoute({
   method: 'post',
   path: '/usage',
   tags: ['Settings'],
-  summary: 'Set the usage grace window (seconds)',
+  summary: 'Set the usage grace window (seconds) and what becomes of late meter events',
   description:
     `In the caller's mode only. A subscription with metered plans invoices a period's usage this long after the period ends, so late events still count; ` +
     `then the period is closed and later events in it are refused period_invoiced. 0 to ${maxUsageGraceSeconds}; default ${defaultUsageGraceSeconds} (Stripe's hour). ` +
-    "A subscription takes a change from its next period's closing on (the closing it waits for was timed with the window it knew).",
+    "A subscription takes a change from its next period's closing on (the closing it waits for was timed with the window it knew). " +
+    '`late_events`: `refuse` (default) or `bill_next_invoice`: events after the closing are then accepted and billed on the next invoice as a usage adjustment (docs/usage.md#late-events); it applies to events ingested from then on. ' +
+    'At least one field; a field left out is unchanged.',
   request: {
     body: {
       ...json(
         z
-          .object({ usage_grace_period_seconds: z.number().int().min(0).max(maxUsageGraceSeconds) })
+          .object({
+            usage_grace_period_seconds: z.number().int().min(0).max(maxUsageGraceSeconds).optional(),
+            late_events: z.enum(lateEventsPolicies).optional(),
+          })
           .strict()
-          .openapi({ example: { usage_grace_period_seconds: 600 } }),
+          .refine((body) => body.usage_grace_period_seconds !== undefined || body.late_events !== undefined, {
+            message: 'usage_grace_period_seconds or late_events: at least one',
+          })
+          .openapi({ example: { usage_grace_period_seconds: 600, late_events: 'bill_next_invoice' } }),
       ),
       required: true,
     },
@@ -162,6 +177,15 @@ export function settingsApp({ orm }: ApiDeps) {
     });
   }
 
+  async function usageSettings(accountId: string, livemode: boolean) {
+    const em = orm.em.fork();
+    return {
+      object: 'usage_settings' as const,
+      usage_grace_period_seconds: await usageGraceSeconds(em, accountId, livemode),
+      late_events: await lateEventsPolicy(em, accountId, livemode),
+    };
+  }
+
   return newOpenApiApp()
     .openapi(getSettings, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
@@ -171,23 +195,19 @@ export function settingsApp({ orm }: ApiDeps) {
     .openapi(setGracePeriod, async (c) => c.json(await change(c, { grace_period_days: c.req.valid('json').days }), 200))
     .openapi(getUsageSettings, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
-      return c.json(
-        {
-          object: 'usage_settings' as const,
-          usage_grace_period_seconds: await usageGraceSeconds(orm.em.fork(), accountId, livemode),
-        },
-        200,
-      );
+      return c.json(await usageSettings(accountId, livemode), 200);
     })
     .openapi(setUsageSettings, async (c) => {
       requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
       const { accountId, livemode } = await accountScope(c, orm);
-      const seconds = await setUsageGraceSeconds(
-        orm.em.fork(),
-        accountId,
-        livemode,
-        c.req.valid('json').usage_grace_period_seconds,
-      );
-      return c.json({ object: 'usage_settings' as const, usage_grace_period_seconds: seconds }, 200);
+      const body = c.req.valid('json');
+      // One transaction with its account.updated event (in this mode only), as the billing settings'.
+      await orm.em.fork().transactional(async (tx) => {
+        if (body.usage_grace_period_seconds !== undefined)
+          await setUsageGraceSeconds(tx, accountId, livemode, body.usage_grace_period_seconds);
+        if (body.late_events !== undefined) await setLateEventsPolicy(tx, accountId, livemode, body.late_events);
+        await recordModeSettingsEvent(tx, await tx.findOneOrFail(Account, { id: accountId }), livemode);
+      });
+      return c.json(await usageSettings(accountId, livemode), 200);
     });
 }

@@ -33,6 +33,7 @@ import {
   writeSubscriptionTaxRates,
 } from '../../services/taxes/rates.ts';
 import { usageSoFar } from '../../services/usage/billing.ts';
+import { pendingUsageAdjustmentLines } from '../../services/usage/late-events.ts';
 import { accountScope } from '../auth/principal.ts';
 import { commandRetry } from '../command-retry.ts';
 import type { AppDeps } from '../deps.ts';
@@ -372,7 +373,7 @@ export function subscriptionItemsApps({ orm, temporal, context: ctx }: AppDeps) 
       await em.findOneOrFail(Customer, { id: s.customerId, accountId: s.accountId, livemode: s.livemode }),
     );
     const periodEnd = new Date(s.currentPeriodEnd);
-    return usageSoFar(orm, {
+    const usage = await usageSoFar(orm, {
       accountId: s.accountId,
       livemode: s.livemode,
       customerId: s.customerId,
@@ -381,6 +382,15 @@ export function subscriptionItemsApps({ orm, temporal, context: ctx }: AppDeps) 
       end: new Date(Math.min(Math.max(now.getTime(), start.getTime()), periodEnd.getTime())),
       periodEnd,
     });
+    // And the late events of earlier periods the next invoice will bill as usage adjustments (docs/usage.md#late-events).
+    const adjustments = await pendingUsageAdjustmentLines(orm, {
+      accountId: s.accountId,
+      livemode: s.livemode,
+      customerId: s.customerId,
+      subscriptionId: s.id,
+      currency: view.state.plan.currency,
+    });
+    return [...usage, ...adjustments];
   }
 
   const upcomingInvoices = newOpenApiApp().openapi(upcoming, async (c) => {

@@ -36,6 +36,8 @@ export const AccountModeSettings = defineEntity({
     defaultTaxRates: p.json<string[]>().nullable(),
     /** Seconds after a period's end that late meter events still count before its usage is invoiced (default 3600). */
     usageGracePeriodSeconds: p.integer().nullable(),
+    /** Meter events stamped before a period already invoiced: refused (null, 'refuse') or billed on the next invoice as an adjustment. */
+    usageLateEvents: p.string().$type<'refuse' | 'bill_next_invoice'>().nullable(),
     updatedAt: p
       .datetime()
       .onCreate(() => new Date())

@@ -7,6 +7,7 @@ import { invoicePrefix } from '../../domain/invoice-number.ts';
 import { humanizeInstants } from '../../domain/locale.ts';
 import type { ChargeOutcome } from '../money/charges.ts';
 import { currentTime } from '../test-clocks/now.ts';
+import { claimUsageAdjustmentLines, takesUsageAdjustments } from '../usage/late-events.ts';
 import { decideIssue, unapplyBalance } from './adjustments.ts';
 import { type InvoiceLinks, recordInvoiceEvents } from './events.ts';
 import { pendingItemLines, takesPendingItems } from './items.ts';
@@ -136,6 +137,11 @@ export async function openOrCreateInvoice(
       const items = takesPendingItems(input.billingKey)
         ? await pendingItemLines(tx, { ...input, invoiceId: id }, dateStyle)
         : [];
+      // So does it take the subscription's late meter events (late_events = bill_next_invoice) as usage adjustment
+      // lines, claimed in this transaction: a rolled-back insert gives them back (services/usage/late-events.ts).
+      const adjustments = takesUsageAdjustments(input.billingKey)
+        ? await claimUsageAdjustmentLines(tx, { ...input, invoiceId: id }, dateStyle)
+        : [];
       // Discounts, taxes and the customer's balance (locked from here to the commit), on the final lines: the row is
       // inserted once, with its totals.
       const issue = await decideIssue(
@@ -148,7 +154,7 @@ export async function openOrCreateInvoice(
           currency: input.currency,
           at: new Date(input.issuedAt),
         },
-        [...lines, ...items],
+        [...lines, ...items, ...adjustments],
       );
       const invoice = tx.create(Invoice, {
         id,

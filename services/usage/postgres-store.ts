@@ -51,6 +51,10 @@ c as (
 w as (
   select customer_id, closed_through from usage_watermarks where customer_id in (select id from c) for share
 ),
+-- The mode's late_events setting (services/usage/late-events.ts): bill_next_invoice accepts events before the watermark.
+s as (
+  select usage_late_events = 'bill_next_invoice' as bill_late from account_mode_settings where account_id = $1 and livemode = $2
+),
 checked as (
   select i.idx, i.identifier, c.id as customer_id, m.id as meter_id, m.aggregation, i.payload_text::jsonb as payload,
     coalesce(i.ts, c.now_at) as ts, i.payload_text::jsonb ->> m.value_property as raw,
@@ -61,8 +65,9 @@ checked as (
       when m.aggregation not in ('count', 'unique_count') and (i.payload_text::jsonb ->> m.value_property) !~ '${valuePattern}' then 'invalid_value'
       when coalesce(i.ts, c.now_at) < c.now_at - interval '${eventWindow.backSeconds} seconds'
         or coalesce(i.ts, c.now_at) > c.now_at + interval '${eventWindow.aheadSeconds} seconds' then 'timestamp_out_of_window'
-      when coalesce(i.ts, c.now_at) < w.closed_through then 'period_invoiced'
-    end as refusal
+      when coalesce(i.ts, c.now_at) < w.closed_through and not coalesce((select bill_late from s), false) then 'period_invoiced'
+    end as refusal,
+    coalesce(coalesce(i.ts, c.now_at) < w.closed_through, false) as late
   from input i
   left join m on m.event_name = i.event_name
   -- The customer: its id, else the customer whose external_id it is (an id wins over another customer's external_id).
@@ -85,8 +90,12 @@ ev as (
   select $1, $2, f.meter_id, f.customer_id, f.identifier, f.ts,
     case when f.aggregation in ('count', 'unique_count') then null else f.raw::numeric end, f.payload
   from first f join ids using (identifier) order by f.idx
+),
+late as (
+  insert into usage_late_events (account_id, livemode, identifier, customer_id, meter_id, "timestamp")
+  select $1, $2, f.identifier, f.customer_id, f.meter_id, f.ts from first f join ids using (identifier) where f.late
 )
-select ch.idx, ch.refusal, ch.meter_id, ch.customer_id, ch.ts, now() as received_at, (ids.identifier is not null and f.idx = ch.idx) as accepted
+select ch.idx, ch.refusal, ch.meter_id, ch.customer_id, ch.ts, now() as received_at, (ids.identifier is not null and f.idx = ch.idx) as accepted, ch.late
 from checked ch left join first f on f.identifier = ch.identifier left join ids on ids.identifier = ch.identifier`;
 
 /**
@@ -103,11 +112,13 @@ ins as (insert into usage_watermarks (customer_id, account_id, livemode) select 
 select id from r`;
 
 const storedEventSql = `
-select e.identifier, e.meter_id, m.event_name, e.customer_id, e."timestamp", e.payload, e.received_at, e.cancelled_at
+select e.identifier, e.meter_id, m.event_name, e.customer_id, e."timestamp", e.payload, e.received_at, e.cancelled_at,
+  l.identifier is not null as late, l.invoice_id as late_invoice_id
 from meter_event_identifiers i
 join meter_events e on e.customer_id = i.customer_id and e.meter_id = i.meter_id and e."timestamp" = i."timestamp"
   and e.account_id = i.account_id and e.livemode = i.livemode and e.identifier = i.identifier
 join meters m on m.id = e.meter_id
+left join usage_late_events l on l.account_id = i.account_id and l.livemode = i.livemode and l.identifier = i.identifier
 where i.account_id = $1 and i.livemode = $2 and i.identifier = $3`;
 
 interface Queryable {
@@ -115,15 +126,19 @@ interface Queryable {
 }
 
 /** PostgreSQL's decimal text without trailing zeros: "12.500" → "12.5", "0.000" → "0". */
-function decimalText(value: string | null): string {
+export function decimalText(value: string | null): string {
   if (value === null) return '0';
   if (!value.includes('.')) return value === '-0' ? '0' : value;
   const trimmed = value.replace(/0+$/, '').replace(/\.$/, '');
   return trimmed === '-0' || trimmed === '' ? '0' : trimmed;
 }
 
-/** The SQL of one aggregation; params: $1 account, $2 livemode, $3 customer, $4 meter, $5 start, $6 end, then the group-by properties, then the value property. */
-function aggregateQuery(
+/**
+ * The SQL of one aggregation; params: $1 account, $2 livemode, $3 customer, $4 meter, $5 start, $6 end, then the group-by
+ * properties, then the value property. `where`: one more condition on the events (`meter_events.` names their columns),
+ * made with `param` (which adds a parameter and answers its placeholder): late events' adjustments (services/usage/late-events.ts).
+ */
+export function aggregateQuery(
   meter: MeterRef,
   groupBy: string[],
   start: Date,
@@ -131,15 +146,22 @@ function aggregateQuery(
   accountId: string,
   livemode: boolean,
   customerId: string,
+  where?: (param: (value: unknown) => string) => string,
 ) {
   const params: unknown[] = [accountId, livemode, customerId, meter.id, start, end];
+  const extra = where
+    ? ` and ${where((value) => {
+        params.push(value);
+        return `$${params.length}`;
+      })}`
+    : '';
   const dims = groupBy.length
     ? `jsonb_build_object(${groupBy.map((property) => {
         params.push(property);
         return `$${params.length}::text, coalesce(payload ->> $${params.length}::text, '')`;
       })})`
     : `'{}'::jsonb`;
-  const scope = `account_id = $1 and livemode = $2 and customer_id = $3 and meter_id = $4 and cancelled_at is null`;
+  const scope = `account_id = $1 and livemode = $2 and customer_id = $3 and meter_id = $4 and cancelled_at is null${extra}`;
   const inPeriod = `${scope} and "timestamp" >= $5 and "timestamp" < $6`;
   let sql: string;
   switch (meter.aggregation) {
@@ -245,6 +267,7 @@ export class PostgresUsageStore implements UsageStore {
       ts: Date | null;
       received_at: Date;
       accepted: boolean;
+      late: boolean;
     }[]) {
       const identifier = identifiers[row.idx]!;
       outcomes[row.idx] = row.refusal
@@ -257,6 +280,8 @@ export class PostgresUsageStore implements UsageStore {
               customerId: row.customer_id!,
               timestamp: row.ts!,
               receivedAt: row.received_at,
+              // Before its period's watermark, accepted under late_events = bill_next_invoice: the next invoice bills it.
+              ...(row.late ? { late: true as const } : {}),
             }
           : { status: 'duplicate', identifier };
     }
@@ -282,6 +307,8 @@ export class PostgresUsageStore implements UsageStore {
           payload: Record<string, unknown>;
           received_at: Date;
           cancelled_at: Date | null;
+          late: boolean;
+          late_invoice_id: string | null;
         }
       | undefined;
     if (!row) return null;
@@ -294,6 +321,7 @@ export class PostgresUsageStore implements UsageStore {
       payload: row.payload,
       createdAt: row.received_at,
       cancelledAt: row.cancelled_at,
+      ...(row.late ? { late: { invoiceId: row.late_invoice_id } } : {}),
     };
   }
 
@@ -310,8 +338,16 @@ export class PostgresUsageStore implements UsageStore {
          where w.customer_id = i.customer_id for share of w`,
         [q.accountId, q.livemode, q.identifier],
       );
-      if ((rows[0] as { invoiced: boolean } | undefined)?.invoiced)
-        return { status: 'period_invoiced' as const, event };
+      if ((rows[0] as { invoiced: boolean } | undefined)?.invoiced) {
+        // A late event (late_events = bill_next_invoice) no invoice took yet is not billed: it may still be cancelled.
+        // Its row locked, so the next invoice's claim (services/usage/late-events.ts) waits for this cancel, or this waits for it.
+        const late = await client.query(
+          `select invoice_id from usage_late_events where account_id = $1 and livemode = $2 and identifier = $3 for update`,
+          [q.accountId, q.livemode, q.identifier],
+        );
+        const pending = late.rows[0] as { invoice_id: string | null } | undefined;
+        if (!pending || pending.invoice_id !== null) return { status: 'period_invoiced' as const, event };
+      }
       const updated = await client.query(
         `update meter_events e set cancelled_at = now() from meter_event_identifiers i
          where i.account_id = $1 and i.livemode = $2 and i.identifier = $3

@@ -58,7 +58,16 @@ export type RefusalCode =
 
 /** What became of one event of a batch, in the batch's order. */
 export type IngestOutcome =
-  | { status: 'accepted'; identifier: string; meterId: string; customerId: string; timestamp: Date; receivedAt: Date }
+  | {
+      status: 'accepted';
+      identifier: string;
+      meterId: string;
+      customerId: string;
+      timestamp: Date;
+      receivedAt: Date;
+      /** Stamped before a period already invoiced, accepted under late_events = bill_next_invoice: the next invoice bills it. */
+      late?: true;
+    }
   | { status: 'duplicate'; identifier: string }
   | { status: 'refused'; identifier: string; code: RefusalCode };
 
