@@ -17673,7 +17673,7 @@ export interface paths {
         put?: never;
         /**
          * Report usage: one meter event
-         * @description Committed when it answers 201. The same identifier again answers 200 with the stored event, counted once. Refused with 400 `unknown_meter`, `unknown_customer`, `invalid_value`, `timestamp_out_of_window` or `invalid_request`, and 409 `period_invoiced` when the usage up to its timestamp was already invoiced. For volume, POST /v1/meter_events/batch.
+         * @description Committed when it answers 201. The same identifier again answers 200 with the stored event, counted once. Refused with 400 `unknown_meter`, `unknown_customer`, `invalid_value`, `timestamp_out_of_window` or `invalid_request`, and 409 `period_invoiced` when the usage up to its timestamp was already invoiced, unless the mode's late_events is bill_next_invoice: then it is accepted with `billed_in: next_invoice`, billed on the subscription's next invoice as a usage adjustment. For volume, POST /v1/meter_events/batch.
          */
         post: {
             parameters: {
@@ -18024,7 +18024,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a meter event
-         * @description It stops counting (cancelled_at is set). Idempotent. 409 `period_invoiced` once the usage up to its timestamp was invoiced.
+         * @description It stops counting (cancelled_at is set). Idempotent. 409 `period_invoiced` once the usage up to its timestamp was invoiced (a late event: once an invoice billed it).
          */
         post: {
             parameters: {
@@ -29211,8 +29211,8 @@ export interface paths {
         };
         put?: never;
         /**
-         * Set the usage grace window (seconds)
-         * @description In the caller's mode only. A subscription with metered plans invoices a period's usage this long after the period ends, so late events still count; then the period is closed and later events in it are refused period_invoiced. 0 to 604800; default 3600 (Stripe's hour). A subscription takes a change from its next period's closing on (the closing it waits for was timed with the window it knew).
+         * Set the usage grace window (seconds) and what becomes of late meter events
+         * @description In the caller's mode only. A subscription with metered plans invoices a period's usage this long after the period ends, so late events still count; then the period is closed and later events in it are refused period_invoiced. 0 to 604800; default 3600 (Stripe's hour). A subscription takes a change from its next period's closing on (the closing it waits for was timed with the window it knew). `late_events`: `refuse` (default) or `bill_next_invoice`: events after the closing are then accepted and billed on the next invoice as a usage adjustment (docs/usage.md#late-events); it applies to events ingested from then on. At least one field; a field left out is unchanged.
          */
         post: {
             parameters: {
@@ -29227,10 +29227,14 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        usage_grace_period_seconds: number;
+                        /** @enum {string} */
+                        late_events?: "refuse" | "bill_next_invoice";
+                        usage_grace_period_seconds?: number;
                     };
                     "application/x-www-form-urlencoded": {
-                        usage_grace_period_seconds: number;
+                        /** @enum {string} */
+                        late_events?: "refuse" | "bill_next_invoice";
+                        usage_grace_period_seconds?: number;
                     };
                 };
             };
@@ -38737,6 +38741,17 @@ export interface components {
         };
         MeterEvent: {
             /**
+             * @description Only on a late event: the invoice whose usage adjustment billed it; null until one did
+             * @example null
+             */
+            adjustment_invoice?: string | null;
+            /**
+             * @description Only on a late event: stamped before a period already invoiced and accepted under the mode's late_events = bill_next_invoice; the subscription's next invoice bills it as a usage adjustment
+             * @example next_invoice
+             * @enum {string}
+             */
+            billed_in?: "next_invoice";
+            /**
              * Format: date-time
              * @description Set once cancelled: it no longer counts
              * @example null
@@ -38783,6 +38798,12 @@ export interface components {
             /** @example 2 */
             accepted: number;
             data: {
+                /**
+                 * @description Only on an accepted late event (stamped before a period already invoiced, the mode's late_events = bill_next_invoice): the subscription's next invoice bills it as a usage adjustment
+                 * @example next_invoice
+                 * @enum {string}
+                 */
+                billed_in?: "next_invoice";
                 error?: {
                     /** @enum {string} */
                     code: "invalid_request" | "unknown_meter" | "unknown_customer" | "invalid_value" | "timestamp_out_of_window" | "period_invoiced";
@@ -40019,6 +40040,12 @@ export interface components {
             total_tax_amounts: components["schemas"]["TaxAmount"][];
         } | null;
         UsageSettings: {
+            /**
+             * @description Meter events stamped before a period already invoiced: `refuse` (default: 409 period_invoiced) or `bill_next_invoice` (accepted; the subscription's next invoice bills them as a usage adjustment line, priced on the old period's tiers)
+             * @example bill_next_invoice
+             * @enum {string}
+             */
+            late_events: "refuse" | "bill_next_invoice";
             /** @enum {string} */
             object: "usage_settings";
             /**
