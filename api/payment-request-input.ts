@@ -18,7 +18,7 @@ import { accountScope } from './auth/principal.ts';
 import type { ApiDeps } from './deps.ts';
 import { resourceId } from './middleware/idempotency.ts';
 import { notFoundInMode } from './not-found.ts';
-import { emailField, isoInstant } from './schemas.ts';
+import { emailField, isoInstant, testClockId } from './schemas.ts';
 
 /** Body fields both POST /v1/payments and POST /api/v1/payment-requests take. */
 export const paymentRequestFields = {
@@ -37,13 +37,9 @@ export const paymentRequestFields = {
     .max(maxExpiryMs / 1000)
     .optional()
     .openapi({ description: 'Seconds the link stays payable (60 to 2592000); default 604800 (7 days)' }),
-  test_clock: z
-    .string()
-    .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-    .optional()
-    .openapi({
-      description: 'A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md)',
-    }),
+  test_clock: testClockId.optional().openapi({
+    description: 'A test clock (sandbox): the request lives on its time (docs/testing-your-integration.md)',
+  }),
 };
 
 export interface NewPaymentRequest {

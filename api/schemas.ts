@@ -31,6 +31,9 @@ export const oneCustomerName = [
   { message: 'customer and customer_id name the same thing: give one of them, not both' },
 ] as const;
 
+/** A test clock's id (`clock_…`), as the `test_clock` body and query fields take it. */
+export const testClockId = z.string().regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id');
+
 /** Page-number query parameters: out-of-range values are refused, never clamped. */
 export const pageQuery = {
   page: z.coerce.number().int().min(1).max(1_000_000).default(1),

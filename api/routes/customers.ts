@@ -23,7 +23,7 @@ import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { errorResponses, idParam } from '../schemas.ts';
+import { errorResponses, idParam, testClockId } from '../schemas.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
 
@@ -72,14 +72,10 @@ const CreateCustomerBody = z
         "The currency it is billed in (ISO 4217): a subscription or plan-priced invoice item that names no currency is priced in it, among the plan's currency_options (docs/pricing.md#currencies)",
       example: 'EUR',
     }),
-    test_clock: z
-      .string()
-      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-      .optional()
-      .openapi({
-        description:
-          'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond)',
-      }),
+    test_clock: testClockId.optional().openapi({
+      description:
+        'A test clock (sandbox): the customer and everything billed to it live on its time (docs/testing-your-integration.md). A clock holds at most 3 customers (400 `invalid_request` beyond)',
+    }),
   })
   .strict()
   .openapi({
@@ -133,14 +129,10 @@ const ListQuery = z
       .max(64)
       .optional()
       .openapi({ description: 'The customer with this external_id (exact)', example: 'user_4821' }),
-    test_clock: z
-      .string()
-      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-      .optional()
-      .openapi({
-        description:
-          'Only the customers on this test clock; without it, customers on test clocks are left out (as Stripe)',
-      }),
+    test_clock: testClockId.optional().openapi({
+      description:
+        'Only the customers on this test clock; without it, customers on test clocks are left out (as Stripe)',
+    }),
   })
   .strict()
   .refine(...oneCursor);

@@ -10,7 +10,7 @@ import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { keysetPage } from '../pagination.ts';
 import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields } from '../payment-request-input.ts';
-import { errorResponses, idParam } from '../schemas.ts';
+import { errorResponses, idParam, testClockId } from '../schemas.ts';
 
 const CreateBody = z
   .object({ account_id: z.string().min(1).max(64), ...paymentRequestFields })
@@ -34,14 +34,10 @@ const ListQuery = z
   .object({
     status: z.enum(paymentRequestStatuses).optional(),
     recurring_payment_request_id: z.string().min(1).max(64).optional(),
-    test_clock: z
-      .string()
-      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-      .optional()
-      .openapi({
-        description:
-          'Only payment requests on this test clock; without it, those on test clocks are left out (as Stripe)',
-      }),
+    test_clock: testClockId.optional().openapi({
+      description:
+        'Only payment requests on this test clock; without it, those on test clocks are left out (as Stripe)',
+    }),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     starting_after: cursor.optional(),
     ending_before: cursor.optional(),

@@ -13,13 +13,10 @@ import { clockBindingOf, findOwnTestClock } from '../../services/test-clocks/clo
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { errorResponses } from '../schemas.ts';
+import { errorResponses, testClockId } from '../schemas.ts';
 
 const tags = ['Payouts'];
-const testClockField = z
-  .string()
-  .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-  .optional();
+const testClockField = testClockId.optional();
 const ScheduleSchema = z.object({
   currency: z.string(),
   interval: z.enum(payoutIntervals),

@@ -13,7 +13,7 @@ import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { errorResponses, idParam } from '../schemas.ts';
+import { errorResponses, idParam, testClockId } from '../schemas.ts';
 
 const CreateBody = z
   .object({
@@ -24,14 +24,10 @@ const CreateBody = z
         'A bank account or PayPal destination (ba_…) in this currency; omitted: the default destination of the currency',
     }),
     description: z.string().min(1).max(500).optional(),
-    test_clock: z
-      .string()
-      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-      .optional()
-      .openapi({
-        description:
-          "A test clock (sandbox only: live mode answers `livemode_not_allowed`): the payout is created at the clock's time and goes in_transit and paid (or failed) when the clock is advanced past those times (docs/testing-your-integration.md)",
-      }),
+    test_clock: testClockId.optional().openapi({
+      description:
+        "A test clock (sandbox only: live mode answers `livemode_not_allowed`): the payout is created at the clock's time and goes in_transit and paid (or failed) when the clock is advanced past those times (docs/testing-your-integration.md)",
+    }),
   })
   .strict()
   .openapi({
@@ -53,13 +49,9 @@ const ListQuery = z
       .length(3)
       .transform((c) => c.toUpperCase())
       .optional(),
-    test_clock: z
-      .string()
-      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-      .optional()
-      .openapi({
-        description: 'Only payouts on this test clock; without it, payouts on test clocks are left out (as Stripe)',
-      }),
+    test_clock: testClockId.optional().openapi({
+      description: 'Only payouts on this test clock; without it, payouts on test clocks are left out (as Stripe)',
+    }),
   })
   .strict()
   .refine(...oneCursor);

@@ -28,7 +28,7 @@ import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
-import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas.ts';
+import { errorResponses, idParam, isoInstant, oneCustomerName, testClockId } from '../schemas.ts';
 
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
 /** Plans one create names in `items` (one recurring, the rest one_time). */
@@ -204,14 +204,10 @@ const ListQuery = z
         'Plan id: subscriptions billing this plan on any of their recurring items (not a downgrade waiting in `pending_plan`)',
       example: 'plan_01jd3x5k8q0m2v7c9r4t6y1w3e',
     }),
-    test_clock: z
-      .string()
-      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-      .optional()
-      .openapi({
-        description:
-          'Only subscriptions on this test clock; without it (and without a customer), those on test clocks are left out (as Stripe)',
-      }),
+    test_clock: testClockId.optional().openapi({
+      description:
+        'Only subscriptions on this test clock; without it (and without a customer), those on test clocks are left out (as Stripe)',
+    }),
     ...cursorQuery('subscription'),
   })
   .strict()

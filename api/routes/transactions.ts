@@ -17,7 +17,7 @@ import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { keysetPage } from '../pagination.ts';
-import { errorResponses, idParam, isoInstant } from '../schemas.ts';
+import { errorResponses, idParam, isoInstant, testClockId } from '../schemas.ts';
 
 const CreateBody = z
   .object({
@@ -69,13 +69,9 @@ const ListQuery = z
     ending_before: cursor.optional(),
     date_from: isoInstant.optional().openapi({ format: 'date-time' }),
     date_to: isoInstant.optional().openapi({ format: 'date-time' }),
-    test_clock: z
-      .string()
-      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-      .optional()
-      .openapi({
-        description: 'Only transactions of customers on this test clock; without it, those are left out (as Stripe)',
-      }),
+    test_clock: testClockId.optional().openapi({
+      description: 'Only transactions of customers on this test clock; without it, those are left out (as Stripe)',
+    }),
   })
   .strict()
   .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
