@@ -11,6 +11,7 @@ export function Settings() {
   const mode = currentMode();
   const session = useSession();
   const billing = useQuery({ queryKey: [mode, 'settings'], queryFn: () => unwrap(api.GET('/v1/settings')) });
+  const usage = useQuery({ queryKey: [mode, 'usage-settings'], queryFn: () => unwrap(api.GET('/v1/settings/usage')) });
   const notifications = useQuery({
     queryKey: [mode, 'notification-settings'],
     queryFn: () => unwrap(api.GET('/v1/settings/notifications')),
@@ -53,6 +54,36 @@ export function Settings() {
             name="dunning_final_action"
             options={['cancel', 'pause']}
             defaultValue={billing.data.dunning_final_action}
+          />
+        </ActionForm>
+      ) : null}
+      {usage.data ? (
+        <ActionForm
+          key={JSON.stringify(usage.data)}
+          title="Usage billing"
+          submit="Save usage settings"
+          action={(v) =>
+            unwrap(
+              api.POST('/v1/settings/usage', {
+                body: {
+                  usage_grace_period_seconds: Number(v.usage_grace_period_seconds),
+                  late_events: v.late_events as 'refuse' | 'bill_next_invoice',
+                },
+              }),
+            )
+          }
+        >
+          <Field
+            label="Grace window after a period ends (seconds)"
+            name="usage_grace_period_seconds"
+            type="number"
+            defaultValue={usage.data.usage_grace_period_seconds}
+          />
+          <Field
+            label="Events after their period was invoiced"
+            name="late_events"
+            options={['refuse', 'bill_next_invoice']}
+            defaultValue={usage.data.late_events}
           />
         </ActionForm>
       ) : null}
