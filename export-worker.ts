@@ -48,16 +48,17 @@ export interface ExportsWorkerDeps {
 
 /** An activity-only worker on the exports queue. */
 export async function createExportsWorker(deps: ExportsWorkerDeps): Promise<Worker> {
-  const { orm, temporal, processors } = deps.context;
+  const { orm, temporal } = deps.context;
   return Worker.create({
     connection: deps.connection,
     namespace: deps.namespace,
     taskQueue: deps.exportsTaskQueue,
-    // Live mode on the sandbox processor moves no real money (Processors.isTestMode): invoice PDFs say TEST.
+    // Live mode on the sandbox processor moves no real money (Processors.isTestMode): invoice PDFs say TEST. The
+    // processors are built at the first export that asks (services/compose.ts), not when the worker starts.
     activities: createExportActivities({
       orm,
       exportStorage: deps.exportStorage,
-      isTestMode: (livemode) => processors.isTestMode(livemode),
+      isTestMode: (livemode) => deps.context.processors.isTestMode(livemode),
     }),
     interceptors: { activity: [wakeDispatchAfterActivities(orm, temporal.taskQueue)] },
     maxConcurrentActivityTaskExecutions: deps.maxConcurrentExports ?? 2,

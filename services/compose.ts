@@ -49,12 +49,20 @@ export function composeServiceContext(config: ComposeConfig, parts: ComposeParts
   const { orm } = parts;
   // The ledger's pending delay over the processors' (BALANCE_AVAILABILITY_DELAY_SECONDS), for the whole process.
   useAvailabilityOverride(config.balanceAvailabilityDelaySeconds);
+  // The processors and the mailer are built at their first use: a process that never charges nor mails (an exports
+  // worker) builds neither, and loads neither Stripe's SDK nor nodemailer (services/processors/stripe.ts, services/email/mailer.ts).
+  let processors = parts.processors;
+  let mailer = parts.mailer;
   return {
     orm,
     temporal: { client: parts.client, taskQueue: config.taskQueue, clockTaskQueue: config.clockTaskQueue },
-    processors: parts.processors ?? createProcessors(config.processors, () => orm.em.fork()),
+    get processors() {
+      return (processors ??= createProcessors(config.processors, () => orm.em.fork()));
+    },
     links: parts.links ?? createCustomerLinks({ publicUrl: config.publicUrl, secret: config.auth.secret }),
-    mailer: parts.mailer ?? createMailer(config),
+    get mailer() {
+      return (mailer ??= createMailer(config));
+    },
     clock: parts.clock ?? serviceClock,
     logger: parts.logger,
   };

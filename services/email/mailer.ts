@@ -1,7 +1,13 @@
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 
-import nodemailer, { type Transporter } from 'nodemailer';
+import type * as Nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
+
+/** nodemailer, loaded when the first mailer is built rather than with this module (a process that builds none: an exports worker). */
+let nodemailerModule: typeof Nodemailer | undefined;
+const nodemailer = () => (nodemailerModule ??= createRequire(import.meta.url)('nodemailer') as typeof Nodemailer);
 
 export interface OutgoingMail {
   to: string;
@@ -29,7 +35,7 @@ export interface Mailer {
 
 /** nodemailer over SMTP_URL (smtp://user:pass@host:port, or smtps://...). */
 export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
-  const transport: Transporter = nodemailer.createTransport(smtpUrl);
+  const transport: Transporter = nodemailer().createTransport(smtpUrl);
   return fromTransport(transport, from);
 }
 
@@ -41,7 +47,7 @@ export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
 export function createFileMailer(dir: string, from: string): Mailer {
   // The folder is made at the first email, not here: a process that sends none (the API, an exports worker) writes nothing.
   let made = false;
-  const transport: Transporter = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  const transport: Transporter = nodemailer().createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async send(mail) {
       const info = await transport.sendMail({

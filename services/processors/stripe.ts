@@ -7,7 +7,9 @@
  * Stripe's first answer (success or decline) instead of a second charge. Stripe
  * keeps keys for 24 hours; retries of one attempt must end well within that.
  */
-import Stripe from 'stripe';
+import { createRequire } from 'node:module';
+
+import type Stripe from 'stripe';
 
 import {
   type CheckoutRequest,
@@ -21,6 +23,13 @@ import {
   type ProcessorSettlement,
   ProcessorSignatureError,
 } from './types.ts';
+
+/**
+ * Stripe's SDK, loaded when the first StripeProcessor is built rather than with this module: a process whose modes
+ * both run on the sandbox (or that never builds its processors, an exports worker) does not load it.
+ */
+let stripeSdk: typeof Stripe | undefined;
+const loadStripe = (): typeof Stripe => (stripeSdk ??= createRequire(import.meta.url)('stripe') as typeof Stripe);
 
 export interface StripeProcessorOptions {
   secretKey: string;
@@ -60,7 +69,8 @@ export class StripeProcessor implements PaymentProcessor {
 
   constructor(options: StripeProcessorOptions) {
     const base = options.apiBase ? new URL(options.apiBase) : undefined;
-    this.stripe = new Stripe(options.secretKey, {
+    const StripeSdk = loadStripe();
+    this.stripe = new StripeSdk(options.secretKey, {
       ...(base && {
         host: base.hostname,
         port: base.port || (base.protocol === 'http:' ? 80 : 443),
@@ -93,7 +103,7 @@ export class StripeProcessor implements PaymentProcessor {
     } catch (error) {
       // A decline is an answer, not an error: Stripe sends 402 with the failed PaymentIntent
       // (and replays that same 402 for the same key). Anything else is thrown for a retry.
-      if (error instanceof Stripe.errors.StripeCardError) {
+      if (error instanceof loadStripe().errors.StripeCardError) {
         return {
           status: 'failed',
           processorChargeId: error.payment_intent?.id ?? error.requestId ?? 'unknown',
@@ -140,7 +150,7 @@ export class StripeProcessor implements PaymentProcessor {
       return { status: 'pending', processorRefundId: refund.id }; // pending, requires_action
     } catch (error) {
       // Refused outright (charge_already_refunded, amount_too_large...): no refund exists.
-      if (error instanceof Stripe.errors.StripeInvalidRequestError && error.code) {
+      if (error instanceof loadStripe().errors.StripeInvalidRequestError && error.code) {
         return { status: 'failed', processorRefundId: null, failureCode: error.code, failureMessage: error.message };
       }
       throw error;
@@ -251,7 +261,7 @@ export class StripeProcessor implements PaymentProcessor {
       // Checks the HMAC over the raw bytes and that the timestamp is within 5 minutes (replays).
       event = this.stripe.webhooks.constructEvent(rawBody, signature, this.webhookSecret);
     } catch (error) {
-      if (error instanceof Stripe.errors.StripeSignatureVerificationError)
+      if (error instanceof loadStripe().errors.StripeSignatureVerificationError)
         throw new ProcessorSignatureError(error.message);
       throw error;
     }
