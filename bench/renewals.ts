@@ -56,6 +56,11 @@
  * settings in one run, the rounds alternating them (parseVariants: sticky, polls, ratio, slots, cache,
  * pool), e.g. BENCH_VARIANTS='before:sticky=300;after:sticky=5'.
  *
+ * `--usage` (bench/renewals-usage.ts): N subscriptions to a metered plan (a `sum` meter, graduated tiers; each customer's
+ * events sent through POST /v1/meter_events/batch of the engine's API, in this process, before the wave) against N flat
+ * ones, rounds alternating which goes first; every usage invoice is checked against the customer's own events. Default
+ * N 1,000; a section of its own (issue #28's goal: the usage wave within 1.5× the flat one's time).
+ *
  * `--black-box` (bench/renewals-black-box.ts): the same kind of wave as a user of the public API makes it,
  * customers and 30-day trials created over HTTP on test clocks, the clocks advanced over the API, against the
  * engine's own API and worker processes; a section of its own.
@@ -74,9 +79,13 @@ import path from 'node:path';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Client } from '@temporalio/client';
 
+import { startApiServer } from '../api/server.ts';
+import { loadConfig } from '../config.ts';
+import { freePort } from '../dev/processes.ts';
 import { defaultHistoryShards } from '../dev/temporal-server.ts';
 import { resolveTemporalCli, temporalServerVersion } from '../dev/tools.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
+import { createLogger } from '../logger.ts';
 import { workerDefaults } from '../worker.ts';
 import {
   AccountIdKey,
@@ -107,11 +116,23 @@ import {
   trialingSnapshot,
   WorkerProcess,
 } from './renewals-setup.ts';
+import {
+  checkUsageMoney,
+  customerEvents,
+  expectedUsageTotal,
+  renewingUsageSnapshot,
+  seedUsageEngine,
+  usageTiers,
+} from './renewals-usage.ts';
 import type { WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
 import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
 
-/** `items` (--items): the engine's subscriptions with three items; `engine` then has one (the same seats), bench/renewals-setup.ts seedItemsEngine. */
-type Target = 'baseline' | 'engine' | 'items';
+/**
+ * `items` (--items): the engine's subscriptions with three items; `engine` then has one (the same seats), bench/renewals-setup.ts
+ * seedItemsEngine. `usage` (--usage): subscriptions to a metered plan billing their period's usage (bench/renewals-usage.ts);
+ * `engine` then is the flat plan of the default wave.
+ */
+type Target = 'baseline' | 'engine' | 'items' | 'usage';
 const mb = (bytes: number) => bytes / 1024 / 1024;
 /** Per-second rates: one decimal below 100. */
 const rate = (perSecond: number) => (perSecond < 100 ? perSecond.toFixed(1) : String(Math.round(perSecond)));
@@ -168,9 +189,12 @@ function parseVariants(raw: string | undefined): Variant[] {
 
 /** --items (npm run bench:renewal-items): one-item against three-item subscriptions, no baseline, into a section of its own. */
 const itemsMode = process.argv.includes('--items');
+/** --usage: flat against metered subscriptions (their usage sent through the batch endpoint first), no baseline, into a section of its own. */
+const usageMode = process.argv.includes('--usage');
 const settings = {
   items: itemsMode,
-  n: positive('BENCH_N') ?? (itemsMode ? 300 : 2000),
+  usage: usageMode,
+  n: positive('BENCH_N') ?? (itemsMode ? 300 : usageMode ? 1000 : 2000),
   rounds: positive('BENCH_ROUNDS') ?? 2,
   // A fresh Temporal server (and PostgreSQL) is slower on its first wave than on the next ones;
   // the baseline, always first, paid for it alone. A small unmeasured wave of each target warms them.
@@ -372,6 +396,8 @@ interface RoundResult {
   /** Of the workflow tasks sampled, the share that timed out (a sticky task not picked up in time, then scheduled again). */
   timedOutTasks: number;
   loadAtStart: number;
+  /** --usage: the meter events the round's customers sent through the batch endpoint before the wave, and how long that took. */
+  ingest?: { events: number; seconds: number };
 }
 
 interface Context {
@@ -384,6 +410,8 @@ interface Context {
   pids: Omit<Pids, 'worker'>;
   /** The dev server's SQLite rollback journal: it exists while a write transaction is open. */
   serverJournal: string;
+  /** --usage: the engine's API (in this process), through which the usage waves send their events. */
+  apiBase?: string;
   say: Say;
   stops: Stops;
 }
@@ -451,20 +479,27 @@ async function runRound(
   const taskQueue = `bench-renewals-${target}-${round}-${randomBytes(3).toString('hex')}`;
 
   const isEngine = target !== 'baseline';
-  const seed: ItemsSeed | undefined = settings.items
-    ? await seedItemsEngine(orm, n, round, target === 'items' ? 3 : 1)
-    : isEngine
-      ? {
-          ...(await seedEngine(
-            orm,
-            n,
-            round,
-            settings.scenario === 'renewal' ? renewalInterval : { unit: 'month', count: 1 },
-          )),
-          items: null,
-          perRenewal: planAmount,
-        }
-      : undefined;
+  const usageSeed = target === 'usage' ? await seedUsageEngine(orm, n, round, ctx.apiBase!) : undefined;
+  if (usageSeed)
+    say(
+      `${label}: sent ${usageSeed.events} meter events for ${n} customers through the batch endpoint in ${usageSeed.ingestSeconds.toFixed(1)} s`,
+    );
+  const seed: ItemsSeed | undefined = usageSeed
+    ? usageSeed
+    : settings.items
+      ? await seedItemsEngine(orm, n, round, target === 'items' ? 3 : 1)
+      : isEngine
+        ? {
+            ...(await seedEngine(
+              orm,
+              n,
+              round,
+              settings.scenario === 'renewal' ? renewalInterval : { unit: 'month', count: 1 },
+            )),
+            items: null,
+            perRenewal: planAmount,
+          }
+        : undefined;
 
   const worker = new WorkerProcess({
     databaseUrl: ctx.databaseUrl,
@@ -501,7 +536,9 @@ async function runRound(
       const carried = seed!.customers.map((customerId) =>
         settings.items
           ? renewingItemsSnapshot(seed!, customerId, at)
-          : { snapshot: carriedSnapshot(seed!, customerId, at), items: undefined },
+          : usageSeed
+            ? { snapshot: renewingUsageSnapshot(usageSeed, customerId, at), items: undefined }
+            : { snapshot: carriedSnapshot(seed!, customerId, at), items: undefined },
       );
       const snapshots = carried.map((c) => c.snapshot);
       await insertProjections(orm, snapshots);
@@ -663,7 +700,10 @@ async function runRound(
     if (diff > 0) activities[name] = diff;
   }
 
-  if (isEngine) await checkEngineMoney(orm, seed!.accountId, n, seed!.perRenewal);
+  if (usageSeed) {
+    await checkEngineMoney(orm, usageSeed.accountId, n, 0, expectedUsageTotal(usageSeed));
+    await checkUsageMoney(orm, usageSeed);
+  } else if (isEngine) await checkEngineMoney(orm, seed!.accountId, n, seed!.perRenewal);
 
   const wallSeconds = (doneAt - at.getTime()) / 1000;
   const result: RoundResult = {
@@ -706,6 +746,7 @@ async function runRound(
     historyEvents,
     timedOutTasks,
     loadAtStart,
+    ...(usageSeed ? { ingest: { events: usageSeed.events, seconds: usageSeed.ingestSeconds } } : {}),
   };
   say(`${label}: ${describeRound(result)}`);
   return result;
@@ -891,13 +932,22 @@ const names: Record<Target, string> = settings.items
   ? {
       engine: 'one item (12 seats, per_unit)',
       items: 'three items (12 seats, graduated tiers × 25, flat add-on)',
+      usage: 'usage',
       baseline: 'baseline (no-op workflow + no-op activity)',
     }
-  : {
-      engine: 'engine (subscriptionWorkflow)',
-      items: 'engine, three items',
-      baseline: 'baseline (no-op workflow + no-op activity)',
-    };
+  : settings.usage
+    ? {
+        engine: 'flat (one plan at 15.00)',
+        usage: 'usage (metered plan, graduated tiers)',
+        items: 'items',
+        baseline: 'baseline (no-op workflow + no-op activity)',
+      }
+    : {
+        engine: 'engine (subscriptionWorkflow)',
+        items: 'engine, three items',
+        usage: 'engine, usage',
+        baseline: 'baseline (no-op workflow + no-op activity)',
+      };
 
 function table(results: RoundResult[], summaries: TargetSummary[]): string[] {
   const cpu = (c: CpuSpent) =>
@@ -1077,16 +1127,29 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   // what the previous rounds needed to start their workflows, with room to spare.
   // Starting workflows is the part most slowed by a busy machine, hence the generous margins.
   const firstLead = (n: number) => 15 + n * 0.04;
-  if (settings.items && (settings.engineOnly || settings.scenario !== 'renewal'))
+  if ((settings.items || settings.usage) && (settings.engineOnly || settings.scenario !== 'renewal'))
     throw new Error(
-      '--items measures the renewal scenario of one-item against three-item subscriptions: leave BENCH_TARGETS and BENCH_SCENARIO unset',
+      '--items and --usage measure the renewal scenario against flat one-item subscriptions: leave BENCH_TARGETS and BENCH_SCENARIO unset',
     );
+  if (settings.items && settings.usage) throw new Error('--items or --usage, not both');
+  if (settings.usage) {
+    // The usage waves send their events through the engine's API (POST /v1/meter_events/batch), here in this process.
+    const api = await startApiServer(
+      { orm, temporal: client, config: loadConfig({ NODE_ENV: 'test' }), logger: createLogger('silent') },
+      await freePort(),
+      '127.0.0.1',
+    );
+    stops.add('API server', () => api.close());
+    ctx.apiBase = `http://127.0.0.1:${api.port}`;
+  }
   const targets: readonly Target[] = settings.items
     ? ['engine', 'items']
-    : settings.engineOnly
-      ? ['engine']
-      : ['baseline', 'engine'];
-  if (settings.variants.length > 0 && (settings.items || !settings.engineOnly))
+    : settings.usage
+      ? ['engine', 'usage']
+      : settings.engineOnly
+        ? ['engine']
+        : ['baseline', 'engine'];
+  if (settings.variants.length > 0 && (settings.items || settings.usage || !settings.engineOnly))
     throw new Error(
       'BENCH_VARIANTS compares worker settings on the engine alone: set BENCH_TARGETS=engine, without --items',
     );
@@ -1119,17 +1182,30 @@ await runBenchmark('bench:renewals', async (stops, say) => {
   }
   const results: RoundResult[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
-    // --items: the order alternates (one item first in odd rounds, three items first in even ones), so neither always meets the warmer server.
-    for (const target of settings.items && round % 2 === 0 ? [...targets].reverse() : targets) {
+    // --items, --usage: the order alternates (flat first in odd rounds, the other in even ones), so neither always meets the warmer server.
+    for (const target of (settings.items || settings.usage) && round % 2 === 0 ? [...targets].reverse() : targets) {
       results.push(await runRoundAdapting(ctx, target, round, settings.rounds, lead));
-      // --items: the three-item wave settles slower than the one-item one before it, and a loaded machine varies more: a wider margin.
-      lead = settings.items
-        ? Math.max(...results.map((r) => r.settleSeconds)) * 2 + 20
-        : Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
+      // --items, --usage: the other wave settles slower than the flat one before it, and a loaded machine varies more: a wider margin.
+      lead =
+        settings.items || settings.usage
+          ? Math.max(...results.map((r) => r.settleSeconds)) * 2 + 20
+          : Math.max(...results.map((r) => r.settleSeconds)) * 1.5 + 10;
     }
   }
 
   const engine = summarize('engine', results);
+  if (settings.usage)
+    return usageSection(
+      engine,
+      summarize('usage', results),
+      results,
+      code,
+      loadAtStart,
+      cores,
+      serverVersion,
+      pgVersion,
+      say,
+    );
   if (settings.items)
     return itemsSection(
       engine,
@@ -1368,6 +1444,87 @@ function itemsSection(
   say(
     `three items / one item: wall ${x(wallRatio)}, CPU ${x(cpuRatio)}, worker CPU ${x(workerRatio)}, SQL ${x(queryRatio)}`,
   );
+  console.log(text);
+  return 0;
+}
+
+/**
+ * --usage (npm run bench:renewals -- --usage): N flat subscriptions against N metered ones renewing at one instant, in the
+ * same run, rounds alternating which goes first. The goal of issue #28: a usage renewal's wave takes at most 1.5× a flat one's.
+ */
+function usageSection(
+  flat: TargetSummary,
+  usage: TargetSummary,
+  results: RoundResult[],
+  code: string,
+  loadAtStart: number,
+  cores: number,
+  serverVersion: string,
+  pgVersion: string,
+  say: Say,
+): number {
+  const goal = 1.5;
+  const own = (s: TargetSummary) => s.cpu.worker + s.cpu.server + s.cpu.postgres;
+  const ms = (seconds: number) => `${((1000 * seconds) / settings.n).toFixed(1)} ms`;
+  const x = (value: number) => `${value.toFixed(2)}×`;
+  const wallRatio = usage.wall / flat.wall;
+  const cpuRatio = own(usage) / own(flat);
+  const workerRatio = usage.cpu.worker / flat.cpu.worker;
+  const postgresRatio = usage.cpu.postgres / flat.cpu.postgres;
+  const queryRatio = usage.queries / flat.queries;
+  const pct = (v: number) => `${Math.round(100 * v)}%`;
+  const busyElsewhere = (s: TargetSummary) => (s.cpu.others + s.cpu.bench) / (cores * s.wall);
+  const ingests = results.filter((r) => r.ingest).map((r) => r.ingest!);
+  const eventsPerWave = mean(ingests.map((i) => i.events));
+  const ingestRate = mean(ingests.map((i) => i.events / i.seconds));
+  const sums = Array.from({ length: settings.n }, (_, i) => customerEvents(i).reduce((a, b) => a + b, 0));
+  const crossing = sums.filter((q) => q > 100).length;
+  const heading = `## Renewals: ${settings.n.toLocaleString('en')} usage against ${settings.n.toLocaleString('en')} flat subscriptions renewing at one instant${tunings.length > 0 ? ` (tuned: ${tunings.join(' ')})` : ''}`;
+  const cpus = os.cpus();
+  const loadAtEnd = os.loadavg()[0]!;
+  const section = [
+    heading,
+    '',
+    `Written by \`npm run bench:renewals -- --usage\` (bench/renewals.ts, bench/renewals-usage.ts) on ${new Date().toISOString()}, measuring ${code}.`,
+    '',
+    `Machine: ${cores} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${os.type()} ${os.release()}, Node ${process.version}; the Temporal CLI's dev server ` +
+      `(\`temporal server start-dev\`, ${serverVersion}, SQLite in a temporary folder${settings.sqlitePragmas.length > 0 ? `, with --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), ` +
+      `embedded PostgreSQL ${pgVersion}, the worker, the engine's API and this script all on the same machine, **load average ${loadAtStart.toFixed(2)} at the start and ${loadAtEnd.toFixed(2)} at the end** ` +
+      `(other agents' work shared the machine, see "other" CPU below: the absolute rates are low and noisy; the ratio of the two waves, measured in the same run with the rounds alternating, is what this section is for). ` +
+      `Worker: one fresh process per round, ${workerSettings()}, the same for both waves. N = ${settings.n} per wave, ${settings.rounds} rounds per wave, each on a fresh task queue and its own account, ` +
+      `${warmupText().replace('which the baseline, always first, used to pay for alone', 'here the wave that goes first would pay for it alone')}; ` +
+      'the rounds alternate which wave goes first (flat in odd rounds, usage in even ones). ' +
+      `Flat: a plan at ${planAmount} every 30 days, one line per renewal (bench:renewals' wave). Usage: a metered plan on a \`sum\` meter, graduated tiers ` +
+      `(${usageTiers.map((t) => `up to ${t.up_to}: ${t.unit_amount} a unit${'flat_amount' in t ? ` + ${t.flat_amount} flat` : ''}`).join('; ')}), billed in arrears: ` +
+      `before each usage wave, the meter and the plan are made through the API and its ${settings.n} customers send 3 to 7 events each (${Math.round(eventsPerWave)} in all) ` +
+      `through POST /v1/meter_events/batch in batches of 1,000 (${Math.round(ingestRate)} events/s), stamped in the period that ended an hour (the default usage grace window) before T; ` +
+      `${crossing} of the ${settings.n} customers' sums cross into the second tier. At T each usage renewal closes its period (the closeUsagePeriod local activity: ` +
+      'the watermark moves, the meter aggregates once), then opens the invoice with its usage line, charges the sandbox processor, settles and projects (renewCycle), ' +
+      'as a flat renewal does. "wall s" is T to the last renewal (a database count of paid latest invoices, polled every 200 ms); CPU is from /proc, from T to the last renewal.',
+    '',
+    ...table(results, [flat, usage]),
+    '',
+    `**A usage renewal wave takes ${x(wallRatio)} a flat one** (goal of issue #28: within ${goal}×; ${wallRatio <= goal ? 'met' : 'NOT met'}): ` +
+      `${rate(usage.perSecond)} renewals/s against ${rate(flat.perSecond)}/s. CPU of the worker, the Temporal server and PostgreSQL together per renewal ${x(cpuRatio)} ` +
+      `(${ms(own(usage))} against ${ms(own(flat))}; worker ${x(workerRatio)}, PostgreSQL ${x(postgresRatio)}), ` +
+      `SQL statements ${x(queryRatio)} (${round1(usage.queries)} against ${round1(flat.queries)}: ${activityList(usage.queryKinds)} against ${activityList(flat.queryKinds)}).`,
+    '',
+    `Activities per renewal: usage ${round1(Object.values(usage.activities).reduce((a, b) => a + b, 0))} (${activityList(usage.activities)}), ` +
+      `flat ${round1(Object.values(flat.activities).reduce((a, b) => a + b, 0))} (${activityList(flat.activities)}); workflow tasks ${round1(usage.workflowTasks)} and ${round1(flat.workflowTasks)}, ` +
+      `history events ${round1(usage.historyEvents)} and ${round1(flat.historyEvents)}.`,
+    '',
+    `**The machine.** Work outside the benchmark's processes (other agents', and this script's polling) took ${pct(busyElsewhere(usage))} of the ${cores} cores ` +
+      `during the usage waves and ${pct(busyElsewhere(flat))} during the flat ones (the table's "other" CPU).`,
+    '',
+    `**Money, checked after every round.** Flat: ${settings.n} paid invoices numbered 1 to ${settings.n}, ${settings.n} succeeded charges of ${planAmount}. ` +
+      `Usage: ${settings.n} paid invoices numbered 1 to ${settings.n}, and per customer exactly one invoice whose one usage line has the quantity its events sum to and whose total is ` +
+      "what the tiers charge for it (computed by the bench on its own, not by the engine's pricing), and exactly one succeeded charge of that total; the wave's charges sum to the expected total. " +
+      'A round that found anything else would have failed the run.',
+    '',
+  ];
+  const text = section.join('\n');
+  writeSection(resultsFile, heading, text);
+  say(`usage / flat: wall ${x(wallRatio)}, CPU ${x(cpuRatio)}, worker CPU ${x(workerRatio)}, SQL ${x(queryRatio)}`);
   console.log(text);
   return 0;
 }
