@@ -7,8 +7,9 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 
+import { Export } from '../db/entities/index.ts';
 import { runExport } from '../services/exports/run.ts';
-import type { ExportStorage } from '../services/exports/storage.ts';
+import { type ExportStorage, failingToPublish } from '../services/exports/storage.ts';
 
 export interface ExportActivityDeps {
   orm: MikroORM;
@@ -20,13 +21,23 @@ export interface ExportActivityDeps {
 
 export function createExportActivities(deps: ExportActivityDeps) {
   return {
-    /** Writes an export's file from its first row, heartbeating the rows written (services/exports/run.ts). */
-    async writeExport(exportId: string): Promise<string> {
+    /**
+     * Writes an export's file from its first row, heartbeating the rows written (services/exports/run.ts).
+     * `failWrites` (a sandbox export of POST /v1/test_helpers/exports): the storage refuses each finished file.
+     */
+    async writeExport(exportId: string, options: { failWrites?: boolean } = {}): Promise<string> {
       if (!deps.exportStorage) throw ApplicationFailure.nonRetryable('No export storage is configured on this worker.');
       const context = Context.current();
-      return runExport(deps.orm.em.fork(), deps.exportStorage, exportId, (rows) => context.heartbeat(rows), {
-        isTestMode: deps.isTestMode,
-      });
+      const em = deps.orm.em.fork();
+      let storage = deps.exportStorage;
+      if (options.failWrites) {
+        // The API makes such exports in the sandbox only; a live one is never failed on purpose.
+        const { livemode } = await em.findOneOrFail(Export, { id: exportId }, { fields: ['livemode'] });
+        if (livemode)
+          throw ApplicationFailure.nonRetryable(`export ${exportId} is live: writes are failed in the sandbox only.`);
+        storage = failingToPublish(storage);
+      }
+      return runExport(em, storage, exportId, (rows) => context.heartbeat(rows), { isTestMode: deps.isTestMode });
     },
   };
 }

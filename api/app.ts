@@ -62,6 +62,7 @@ import { subscriptionItemsApps } from './routes/subscription-items.ts';
 import { subscriptionsApp } from './routes/subscriptions.ts';
 import { customerTaxIdsApp, subscriptionTaxRatesApp, taxRatesApp, taxSettingsApp } from './routes/tax-rates.ts';
 import { testClocksApp } from './routes/test-clocks.ts';
+import { testHelpersApp } from './routes/test-helpers.ts';
 import {
   creditNoteSearchApp,
   customerSearchApp,
@@ -246,6 +247,8 @@ export function createApp(given: ApiDeps) {
   const subscriptionItems = subscriptionItemsApps(deps);
   app.route('/v1/subscription_items', subscriptionItems.items);
   app.route('/v1/test_clocks', testClocksApp(deps));
+  // Sandbox test helpers: an export that fails, a clock whose next advance fails (`billing trigger`).
+  app.route('/v1/test_helpers', testHelpersApp(deps));
   // Before /v1/settings, whose sub-app answers unknown paths under it.
   app.route('/v1/settings/notifications', notificationSettingsApp(deps));
   app.route('/v1/settings/branding', brandingApp(deps));

@@ -4,6 +4,8 @@ export interface ClientOptions {
   apiBase: string;
   cliKey?: string;
   bearer?: string;
+  /** With `bearer`: the sandbox (x-sandbox-mode: true); a CLI key carries its mode itself. */
+  sandbox?: boolean;
 }
 
 const userAgent = 'billing-cli/0.1';
@@ -21,6 +23,7 @@ export async function request(
   const headers: Record<string, string> = { 'user-agent': userAgent, accept: 'application/json' };
   if (options.cliKey) headers['x-cli-key'] = options.cliKey;
   if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
+  if (options.sandbox) headers['x-sandbox-mode'] = 'true';
   if (body !== undefined) headers['content-type'] = 'application/json';
   let response: Response;
   try {

@@ -637,14 +637,33 @@ async function trigger(event: string, cmd: Command): Promise<void> {
       async (pagePath, form) =>
         // A page's form as a browser posts it (no key: the page's link is its credential).
         (await fetch(new URL(pagePath, ctx.apiBase), { method: 'POST', body: new URLSearchParams(form) })).status,
+      // Another account's user (its access token, in the sandbox), or no credential (sign-up, login).
+      (accessToken) => (method, apiPath, body) =>
+        request(
+          accessToken === null
+            ? { apiBase: ctx.apiBase }
+            : { apiBase: ctx.apiBase, bearer: accessToken, sandbox: true },
+          method,
+          apiPath,
+          body,
+        ),
     );
   } finally {
     spin.stop();
   }
-  if (ctx.json) return out(JSON.stringify({ triggered: event, events: recipe.events, created }, null, 2));
+  if (ctx.json)
+    return out(
+      JSON.stringify(
+        { triggered: event, events: recipe.events, created, ...(recipe.note ? { note: recipe.note } : {}) },
+        null,
+        2,
+      ),
+    );
   for (const [kind, id] of Object.entries(created)) if (id) out(`Created ${kind} ${id}`);
   out(
-    `Trigger succeeded: ${recipe.events.join(', ')}${recipe.needsWorker ? ' (the worker pays the invoice)' : ''}. See them with \`billing events list --type ${event}\`.`,
+    recipe.note
+      ? `Trigger succeeded: ${recipe.events.join(', ')}. ${recipe.note}`
+      : `Trigger succeeded: ${recipe.events.join(', ')}${recipe.needsWorker ? " (the engine's worker ran the workflows)" : ''}. See them with \`billing events list --type ${event}\`.`,
   );
 }
 

@@ -4,10 +4,12 @@
  * names every event type that flow records; `trigger <event>` runs the recipe that records it.
  * Time that has to pass (a trial ending, a link expiring, a payout arriving) passes on a test clock;
  * what the customer does (paying on the pay page) the CLI does as the customer's browser would.
- * The few catalog types (domain/events.ts) no recipe records, faults and account management that a
- * CLI key may not do, are in `notTriggered` below, with why, and in docs/cli.md#trigger. Recipes
- * marked `needsWorker` wait on a workflow (an invoice's, a payment request's, a clock's, an export's):
- * they need the engine's worker running.
+ * Every catalog type (domain/events.ts) has a recipe: `notTriggered` below stays empty. Faults come
+ * from the sandbox test helpers (POST /v1/test_helpers/..., api/routes/test-helpers.ts), which send an
+ * export or a clock down the engine's real failure path; the account events from a throwaway account
+ * signed up (and closed) for the purpose, in which they are recorded. Recipes marked `needsWorker`
+ * wait on a workflow (an invoice's, a payment request's, a clock's, an export's): they need the
+ * engine's worker running.
  */
 import { CliError, exitCodes } from './exit-codes.ts';
 
@@ -17,13 +19,27 @@ export type Call = (method: string, path: string, body?: unknown) => Promise<any
 /** A form posted to one of the engine's pages (a pay page, as the customer's browser posts it): its status. */
 export type PostForm = (path: string, form: Record<string, string>) => Promise<number>;
 
+/** API calls with another credential: a user's access token, in the sandbox; `null`, none (sign-up, login). */
+export type CallAs = (accessToken: string | null) => Call;
+
 export interface Recipe {
   /** The event types the flow records, in the order it records them. */
   events: readonly string[];
   /** A subscription's first invoice is paid by the engine's worker: the recipe waits for it. */
   needsWorker?: boolean;
-  /** `accountId`: the CLI key's account (a payment names the account it is for); `postForm`: a page's form, as a browser sends it. */
-  run(call: Call, stamp: string, accountId: string, postForm: PostForm): Promise<Record<string, string>>;
+  /** Where the events are, said after the objects made, when not in the CLI key's sandbox. */
+  note?: string;
+  /**
+   * `accountId`: the CLI key's account (a payment names the account it is for); `postForm`: a page's form, as a
+   * browser sends it; `callAs`: calls as another account's user (the throwaway account of the account events).
+   */
+  run(
+    call: Call,
+    stamp: string,
+    accountId: string,
+    postForm: PostForm,
+    callAs: CallAs,
+  ): Promise<Record<string, string>>;
 }
 
 const customer = (call: Call, stamp: string, paymentMethod?: string) =>
@@ -694,19 +710,99 @@ const onUsage: readonly Recipe[] = [
 ];
 
 /**
- * The catalog's event types no recipe records, each with why: test/cli.test.ts fails on a type
- * that is neither here nor in a recipe, and docs/cli.md#trigger lists these.
+ * Faults, through the sandbox test helpers (api/routes/test-helpers.ts): the engine's own failure
+ * path runs (the export's writer fails until its retries are spent; the clock's advance waits for a
+ * workflow that never reports), so the event is the one a real fault records.
  */
-export const notTriggered: Readonly<Record<string, string>> = {
-  'test_clock.internal_failure': 'a clock that fails to advance: an engine fault, not something to ask for',
-  'export.failed': 'an export the engine fails to write: a fault, not something to ask for',
-  'account.created':
-    'a new account (sign-up or an admin): its event is in the new account, not the one the CLI key is for',
-  'account.closed':
-    "closing the account the CLI is logged in to: never done by a trigger (the owner's DELETE /v1/account)",
-};
+const faults: readonly Recipe[] = [
+  {
+    events: ['export.failed'],
+    // The export's workflow runs its writer three times (about 6 s of retries), then records the failure.
+    needsWorker: true,
+    async run(call) {
+      const made = await call('POST', '/v1/test_helpers/exports', { resource: 'customers', format: 'csv' });
+      await waitFor(`export ${made.id} failing`, 90, async () => {
+        const e = await call('GET', `/v1/exports/${made.id}`);
+        if (e.status === 'succeeded')
+          throw new CliError(exitCodes.refused, 'export_succeeded', `export ${made.id} succeeded: it was to fail`);
+        return e.status === 'failed' ? true : undefined;
+      });
+      return { export: made.id };
+    },
+  },
+  {
+    events: ['test_clock.created', 'test_clock.advancing', 'test_clock.internal_failure'],
+    // The clock's workflow waits 2 s for the stalled stand-in, then records the failure.
+    needsWorker: true,
+    async run(call, stamp) {
+      const start = Date.UTC(2030, 0, 1);
+      const clock = await call('POST', '/v1/test_clocks', {
+        frozen_time: new Date(start).toISOString(),
+        name: `billing trigger ${stamp} (stalled)`,
+      });
+      await call('POST', `/v1/test_helpers/test_clocks/${clock.id}/stall`, { quiet_timeout: 2 });
+      await call('POST', `/v1/test_clocks/${clock.id}/advance`, {
+        frozen_time: new Date(start + 86_400_000).toISOString(),
+      });
+      await waitFor(`test clock ${clock.id} failing`, 90, async () => {
+        const now = await call('GET', `/v1/test_clocks/${clock.id}`);
+        if (now.status === 'ready')
+          throw new CliError(exitCodes.refused, 'test_clock_ready', `test clock ${clock.id} advanced: it was to fail`);
+        return now.status === 'internal_failure' ? true : undefined;
+      });
+      return { test_clock: clock.id };
+    },
+  },
+];
 
-export const recipes: readonly Recipe[] = [...recipesNow, ...onAClock, ...asTheCustomer, ...onUsage];
+/**
+ * The account events: a throwaway account signed up (public sign-up, as anyone may), then closed by
+ * its owner. They are recorded in that account, not in the one the CLI is logged in to.
+ */
+const aThrowawayAccount: readonly Recipe[] = [
+  {
+    events: ['account.created', 'account.closed'],
+    note:
+      'account.created and account.closed are in the new throwaway account above, not in the account this CLI is logged in to ' +
+      '(`billing events list` and `billing listen` do not show them). Its account.created was read with its own token; ' +
+      'closing it revoked every credential it had, so its account.closed is visible to a platform admin only ' +
+      '(GET /v1/events?type=account.closed with x-account-id). See docs/cli.md#trigger.',
+    async run(_call, stamp, _accountId, _postForm, callAs) {
+      const anyone = callAs(null);
+      const email = `trigger-${stamp}@example.com`;
+      // Random, and within the password policy (an uppercase letter, a digit: a v4 UUID has its 4, a symbol).
+      const password = `Trigger-${globalThis.crypto.randomUUID()}`;
+      const account = await anyone('POST', '/v1/accounts', {
+        email,
+        name: `billing trigger ${stamp}`,
+        type: 'individual',
+        password,
+      });
+      const session = await anyone('POST', '/v1/auth/login', { email, password });
+      const owner = callAs(session.access_token as string);
+      const created = await owner('GET', '/v1/events?type=account.created&limit=1');
+      const closed = await owner('DELETE', '/v1/account');
+      if (closed.status !== 'closed')
+        throw new CliError(exitCodes.refused, 'not_closed', `account ${account.id} was not closed`);
+      return { account: account.id, account_created_event: created.data[0]?.id ?? '' };
+    },
+  },
+];
+
+/**
+ * The catalog's event types no recipe records, each with why: test/cli.test.ts fails on a type
+ * that is neither here nor in a recipe, and docs/cli.md#trigger lists these. Empty: every type has one.
+ */
+export const notTriggered: Readonly<Record<string, string>> = {};
+
+export const recipes: readonly Recipe[] = [
+  ...recipesNow,
+  ...onAClock,
+  ...asTheCustomer,
+  ...onUsage,
+  ...faults,
+  ...aThrowawayAccount,
+];
 
 /** Every event type some recipe records. */
 export const triggerableEvents: readonly string[] = recipes.flatMap((recipe) => recipe.events);

@@ -34348,6 +34348,442 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/test_helpers/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a sandbox export that fails
+         * @description Starts an export of `resource` in `format` as POST /v1/exports does, except that the export storage refuses each finished file as a full disk would (ENOSPC). The writer runs and fails three times (about 6 s of retries), then the export is recorded `failed` with that `error`, and export.failed is sent. Sandbox only: in live mode it answers 400 `livemode_not_allowed`, nothing made.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        format: "csv" | "xlsx" | "json" | "pdf";
+                        /** @enum {string} */
+                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes" | "coupons" | "promotion_codes" | "tax_rates";
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /** @enum {string} */
+                        format: "csv" | "xlsx" | "json" | "pdf";
+                        /** @enum {string} */
+                        resource: "transactions" | "balance_transactions" | "invoices" | "customers" | "subscriptions" | "payouts" | "plans" | "credit_notes" | "coupons" | "promotion_codes" | "tax_rates";
+                    };
+                };
+            };
+            responses: {
+                /** @description Accepted */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Export"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test_helpers/test_clocks/{id}/stall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stall a sandbox test clock: its next advance fails
+         * @description Adds to a `ready` clock a stand-in for a workflow that never reports having done its work, and shortens the clock's quiet timeout to `quiet_timeout` seconds. The next POST /v1/test_clocks/{id}/advance then waits that long and ends as one held up by a stuck workflow: status `internal_failure`, `status_details.internal_failure.message` naming `stalled_by_test_helper`, and test_clock.internal_failure. A failed clock cannot advance again: delete it. A clock not `ready` answers 409 `invalid_state`. Sandbox only: in live mode it answers 400 `livemode_not_allowed`, nothing made.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Optional, any unique string (a UUID): a retry with the same key and body replays the first answer and changes nothing again (24 hours). */
+                    "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Seconds the clock's next advance waits for its due work to go quiet before it fails (default 2; at most 60). A clock not stalled waits 5 minutes.
+                         * @default 2
+                         */
+                        quiet_timeout?: number;
+                    };
+                    "application/x-www-form-urlencoded": {
+                        /**
+                         * @description Seconds the clock's next advance waits for its due work to go quiet before it fails (default 2; at most 60). A clock not stalled waits 5 minutes.
+                         * @default 2
+                         */
+                        quiet_timeout?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description Stalled */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TestClock"];
+                    };
+                };
+                /** @description Invalid request (a body, query or path parameter the schema refuses) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "invalid_request",
+                         *       "message": "limit: must be at most 100"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description No, an invalid or an expired credential */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unauthorized",
+                         *       "message": "This endpoint needs Authorization: Bearer <token>."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found (also an id of the other mode) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "not_found",
+                         *       "message": "No such resource."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflict with the current state (or a retry while the first request with its Idempotency-Key runs) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "conflict",
+                         *       "message": "The resource changed; retry."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "payload_too_large",
+                         *       "message": "Request bodies are limited to 1048576 bytes."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body neither JSON nor a form */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "unsupported_media_type",
+                         *       "message": "Content-Type must be application/json or application/x-www-form-urlencoded, got \"text/plain\"."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Idempotency-Key reused with another body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "idempotency_key_reused",
+                         *       "message": "This Idempotency-Key was used with another request."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Throttled (Retry-After says when to retry) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "rate_limited",
+                         *       "message": "Too many requests. Try again in 60 seconds."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Request header fields too large: the request line and headers exceed 16 KB (answered by the HTTP server, empty body) */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Internal error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "internal_error",
+                         *       "message": "Something went wrong on our side."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A dependency (the database, Temporal) cannot be reached: the request did not complete; retry it (with the same Idempotency-Key) after Retry-After seconds */
+                503: {
+                    headers: {
+                        /** @description Seconds to wait before retrying */
+                        "Retry-After"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": "service_unavailable",
+                         *       "message": "The database is unavailable right now. Retry in 5 seconds (with the same Idempotency-Key, if the request had one)."
+                         *     }
+                         */
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/transactions": {
         parameters: {
             query?: never;

@@ -5,7 +5,7 @@
  * (services/exports/run.ts publishes a file only once complete). When the retries are
  * spent the export is recorded failed. Deterministic code only.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 
 import type { Activities } from '../activities/index.ts';
 
@@ -25,14 +25,23 @@ const bookkeeping = proxyActivities<Activities>({
  * `taskQueue`: where the file-writing activity runs when it is not the workflow's own queue
  * (EXPORTS_TASK_QUEUE: dedicated exports workers, export-worker.ts). Exports started without
  * it (all recorded histories) schedule the activity exactly as before.
+ * `failWrites`: a sandbox export made by POST /v1/test_helpers/exports (api/routes/test-helpers.ts):
+ * every attempt's file fails to be stored, so the retries are spent and the export fails as any would.
  */
-export async function exportWorkflow(input: { exportId: string; taskQueue?: string }): Promise<string> {
+export async function exportWorkflow(input: {
+  exportId: string;
+  taskQueue?: string;
+  failWrites?: boolean;
+}): Promise<string> {
   setCurrentDetails(`Export ${input.exportId}.`);
   try {
     const write = input.taskQueue
       ? proxyActivities<Activities>({ ...writerOptions, taskQueue: input.taskQueue })
       : writer;
-    const status = await write.writeExport(input.exportId);
+    const status =
+      input.failWrites && patched('export-test-helper-fail-writes')
+        ? await write.writeExport(input.exportId, { failWrites: true })
+        : await write.writeExport(input.exportId);
     setCurrentDetails(`Export ${status}.`);
     return status;
   } catch (error) {

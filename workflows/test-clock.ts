@@ -26,6 +26,7 @@ import {
   defineQuery,
   defineSignal,
   deprecatePatch,
+  patched,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
@@ -73,6 +74,14 @@ export interface TestClockState {
 }
 
 export const advanceClockSignal = defineSignal<[AdvanceRequest]>('advanceTestClock');
+/**
+ * The sandbox test helper POST /v1/test_helpers/test_clocks/{id}/stall (services/test-clocks/stall.ts):
+ * a stand-in for a workflow on the clock that never reports its work, and a quiet timeout this short,
+ * so the next advance ends in internal_failure through the same path as a real stuck workflow.
+ */
+export const stallClockSignal = defineSignal<[{ quietTimeoutMs: number }]>('stallTestClock');
+/** The stand-in's id among the clock's workflows (named in the failure). */
+export const stalledEntryId = 'stalled_by_test_helper';
 export const testClockQuery = defineQuery<TestClockState>('testClock');
 
 const activities = proxyLocalActivities<Activities>({
@@ -100,12 +109,14 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Ticks go out through one local activity (tickClockWorkflows) instead of a signal per workflow; deprecated. */
 const tickByActivityPatch = 'test-clock-tick-by-activity';
+/** A quiet timeout under 30 s (only a stalled sandbox clock's) is waited for in one step, not 30 s ones. */
+const shortQuietTimeoutPatch = 'test-clock-short-quiet-timeout';
 
 export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
   let time = Date.parse(input.frozenTime);
   let target: number | null = input.target ? Date.parse(input.target) : null;
   const entries = new Map<string, ClockEntry>(input.entries ?? []);
-  const quietTimeoutMs = input.quietTimeoutMs ?? 5 * 60_000;
+  let quietTimeoutMs = input.quietTimeoutMs ?? 5 * 60_000;
 
   setHandler(testClockQuery, () => ({
     frozenTime: iso(time),
@@ -135,6 +146,13 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
     if (entry.busyAt !== null && Date.parse(report.known) >= entry.busyAt) entry.busyAt = null;
     entries.set(report.workflowId, entry);
   });
+  setHandler(stallClockSignal, ({ quietTimeoutMs: timeout }) => {
+    quietTimeoutMs = Math.min(quietTimeoutMs, timeout);
+    // Carried over a continue-as-new with the entries.
+    input.quietTimeoutMs = quietTimeoutMs;
+    // Busy since now and waking for nothing: no tick reaches it, so it never reports.
+    entries.set(stalledEntryId, { wakeAt: null, busyAt: time });
+  });
   setHandler(advanceClockSignal, ({ frozenTime }: AdvanceRequest) => {
     const at = Date.parse(frozenTime);
     if (at > (target ?? time)) target = at;
@@ -162,8 +180,9 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
       let waited = 0;
       let heard = reports;
       while (!quiet() && waited < quietTimeoutMs) {
-        if (await condition(quiet, 30_000)) break;
-        waited += 30_000;
+        const step = quietTimeoutMs < 30_000 && patched(shortQuietTimeoutPatch) ? quietTimeoutMs : 30_000;
+        if (await condition(quiet, step)) break;
+        waited += step;
         if (reports !== heard) {
           deprecatePatch(tickByActivityPatch);
           waited = 0;

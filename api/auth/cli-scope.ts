@@ -171,6 +171,9 @@ export const cliKeyScope: Record<string, CliScope> = {
   'GET /v1/test_clocks/{id}': allowed,
   'DELETE /v1/test_clocks/{id}': allowed,
   'POST /v1/test_clocks/{id}/advance': allowed,
+  // Sandbox only (live mode answers livemode_not_allowed): `billing trigger export.failed` and `test_clock.internal_failure`.
+  'POST /v1/test_helpers/exports': allowed,
+  'POST /v1/test_helpers/test_clocks/{id}/stall': allowed,
   'GET /v1/settings/notifications': notificationSettings,
   'PATCH /v1/settings/notifications': notificationSettings,
   'GET /v1/settings/tax': settings,

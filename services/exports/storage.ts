@@ -92,3 +92,27 @@ export function localExportStorage(root: string): ExportStorage {
     },
   };
 }
+
+/**
+ * The storage as a full disk answers it: each file is written whole, then refused when it is
+ * published (ENOSPC), its temporary object dropped. Only for a sandbox export made by
+ * POST /v1/test_helpers/exports (activities/export.ts): every attempt of its writer fails.
+ */
+export function failingToPublish(storage: ExportStorage): ExportStorage {
+  return {
+    ...storage,
+    create(key) {
+      const file = storage.create(key);
+      return {
+        ...file,
+        async commit() {
+          await file.abort();
+          throw Object.assign(
+            new Error(`export file ${key}: no space left on device (sandbox test helper: the storage refuses it)`),
+            { code: 'ENOSPC' },
+          );
+        },
+      };
+    },
+  };
+}
