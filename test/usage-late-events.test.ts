@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { openOrCreateInvoice } from '../services/invoices/cycle-invoices.ts';
 import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
@@ -175,6 +176,26 @@ describe('late meter events billed on the next invoice', () => {
 
     // A late event of period 2 is billed by the invoice after; period 1's are not billed again.
     expect((await call('POST', '/v1/meter_events', event('late-4', '2034-03-10T00:00:00Z', 100))).status).toBe(201);
+    // The invoice activity retried for period 2's invoice (same billing key) finds its invoice and claims nothing more.
+    const stored = (await engine.invoices(sub.id)).find((i) => i.id === third.id)!;
+    const retried = await openOrCreateInvoice(
+      engine.db.orm.em.fork(),
+      { invoicePdfUrl: (id) => `/v1/invoices/${id}/pdf` },
+      {
+        billingKey: stored.billingKey!,
+        subscriptionId: sub.id,
+        accountId: stored.accountId,
+        customerId: customer.id,
+        currency: stored.currency,
+        lines: stored.lines.slice(0, 1),
+        periodStart: stored.periodStart.toISOString(),
+        periodEnd: stored.periodEnd.toISOString(),
+        issuedAt: stored.createdAt.toISOString(),
+        livemode: false,
+      },
+    );
+    expect(retried).toMatchObject({ created: false, invoice: { invoiceId: third.id } });
+    expect((await call('GET', '/v1/meter_events/late-4')).body.adjustment_invoice).toBeNull();
     await advance(clock.id, '2034-04-15T01:00:00Z');
     all = await invoicesUntil(4);
     const fourth = all[3].lines.filter((l: any) => l.description.startsWith('Usage adjustment'));
