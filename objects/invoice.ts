@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 
 import { collectionMethods, type Invoice, type InvoiceLine, invoiceStatuses } from '../db/entities/index.ts';
+import { billingReasonOf, billingReasons } from '../domain/invoice-billing-reason.ts';
 import { lineAmount } from '../domain/invoice-lines.ts';
 import { signedInvoicePdfUrl } from '../domain/invoice-links.ts';
 import { type TaxExempt, taxExemptions } from '../domain/invoice-totals.ts';
@@ -126,6 +127,13 @@ export const InvoiceSchema = z
     customer_email: z.string().nullable().openapi({ description: "The customer's email when the invoice was issued" }),
     customer_name: z.string().nullable(),
     subscription_id: z.string().nullable(),
+    billing_reason: z.enum(billingReasons).openapi({
+      description:
+        "Why the invoice was made (Stripe's values): subscription_create (a subscription's first invoice), subscription_cycle (a renewal), " +
+        'subscription_update (a plan or item change invoiced at once, or the final usage of a subscription that ends), ' +
+        "subscription_threshold (usage that reached the subscription's billing_thresholds, billed early), manual (a one-off invoice)",
+      example: 'subscription_threshold',
+    }),
     status: z.enum(invoiceStatuses),
     currency: z.string(),
     lines: z.array(InvoiceLineSchema),
@@ -201,6 +209,7 @@ export function serializeInvoice(invoice: Invoice, pdf: string): InvoiceBody {
     customer_email: invoice.customerEmail ?? null,
     customer_name: invoice.customerName ?? null,
     subscription_id: invoice.subscriptionId ?? null,
+    billing_reason: invoice.billingReason ?? billingReasonOf(invoice.billingKey, invoice.subscriptionId),
     status: invoice.status,
     currency: invoice.currency,
     lines: invoice.lines.map(serializeInvoiceLine),

@@ -1021,6 +1021,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only invoices made for this reason (subscription_threshold: the early usage invoices) */
+                    billing_reason?: "subscription_create" | "subscription_cycle" | "subscription_update" | "subscription_threshold" | "manual";
                     /** @description Only this customer; `customer_id` is accepted as the same filter (give one of the two) */
                     customer?: string;
                     /** @description Same as `customer` */
@@ -13935,7 +13937,7 @@ export interface paths {
                             /** Format: date-time */
                             lte?: string;
                         };
-                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country */
+                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency, billing_reason; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country */
                         filters?: {
                             [key: string]: string;
                         };
@@ -13956,7 +13958,7 @@ export interface paths {
                             /** Format: date-time */
                             lte?: string;
                         };
-                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country */
+                        /** @description The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency, billing_reason; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country */
                         filters?: {
                             [key: string]: string;
                         };
@@ -15352,6 +15354,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
+                    /** @description Only invoices made for this reason (subscription_threshold: the early usage invoices) */
+                    billing_reason?: "subscription_create" | "subscription_cycle" | "subscription_update" | "subscription_threshold" | "manual";
                     /** @description Only this customer; `customer_id` is accepted as the same filter (give one of the two) */
                     customer?: string;
                     /** @description Same as `customer` */
@@ -38895,6 +38899,12 @@ export interface components {
             amount_remaining: number;
             /** @description Payment attempts made */
             attempt_count: number;
+            /**
+             * @description Why the invoice was made (Stripe's values): subscription_create (a subscription's first invoice), subscription_cycle (a renewal), subscription_update (a plan or item change invoiced at once, or the final usage of a subscription that ends), subscription_threshold (usage that reached the subscription's billing_thresholds, billed early), manual (a one-off invoice)
+             * @example subscription_threshold
+             * @enum {string}
+             */
+            billing_reason: "subscription_create" | "subscription_cycle" | "subscription_update" | "subscription_threshold" | "manual";
             /**
              * @description charge_automatically (the customer's payment method is charged, retried as dunning says; every subscription invoice) or send_invoice (emailed with a pay link and a due date)
              * @enum {string}

@@ -168,7 +168,7 @@ describe('exports', () => {
     expect(customers.bytes.toString('utf8').split('\r\n')[0]).toBe('id,created,email,name,currency,country,tax_exempt');
     const invoices = await exportOf({ resource: 'invoices', format: 'csv' });
     expect(invoices.bytes.toString('utf8')).toBe(
-      'id,created,number,status,customer,customer_email,subscription,total,amount_paid,amount_due,currency,total_formatted,period_start,period_end,paid_at,lines,subtotal,discount,total_excluding_tax,tax,tax_by_rate,starting_balance,ending_balance,customer_tax_exempt\r\n',
+      'id,created,number,status,customer,customer_email,subscription,total,amount_paid,amount_due,currency,total_formatted,period_start,period_end,paid_at,lines,subtotal,discount,total_excluding_tax,tax,tax_by_rate,starting_balance,ending_balance,customer_tax_exempt,billing_reason\r\n',
     );
     const subscriptions = await exportOf({ resource: 'subscriptions', format: 'csv' });
     expect(subscriptions.bytes.toString('utf8')).toBe(

@@ -124,6 +124,7 @@ describe('invoices', () => {
       customer_email: 'ada@example.com',
       customer_name: 'Ada Lovelace',
       subscription_id: acmeSubscriptions[0],
+      billing_reason: 'subscription_create',
       status: 'paid',
       currency: 'USD',
       lines: [

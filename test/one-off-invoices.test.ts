@@ -75,6 +75,7 @@ describe('one-off invoices', () => {
       status: 'draft',
       number: null,
       subscription_id: null,
+      billing_reason: 'manual',
       subtotal: 52500,
       total: 52500,
     });

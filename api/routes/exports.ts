@@ -32,7 +32,7 @@ const CreateBody = z
     columns: z.array(z.string().min(1).max(64)).min(1).max(50).optional(),
     filters: z.record(z.string().max(64), z.string().min(1).max(255)).optional().openapi({
       description:
-        "The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country",
+        "The resource's list filters, as equalities (docs/exports-and-search.md): transactions status, type, currency, customer; balance_transactions type, status, source, currency; invoices status, customer, subscription, currency, billing_reason; customers email; subscriptions status, customer, plan, currency; payouts status, method, currency; plans type, pricing_scheme, currency, active (true or false); coupons duration, currency, deleted (true or false); promotion_codes active, coupon, customer; tax_rates active, inclusive, country",
     }),
     time_zone: z
       .string()

@@ -6,6 +6,7 @@ import type { Context } from 'hono';
 
 import { Customer, Invoice, invoiceStatuses } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { billingReasons } from '../../domain/invoice-billing-reason.ts';
 import { invoicePdfToken } from '../../domain/invoice-links.ts';
 import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/invoice.ts';
 import { type InvoiceTransition, transitionInvoice } from '../../services/invoices/cycle-invoices.ts';
@@ -46,6 +47,12 @@ const ListQuery = z
     customer_id: z.string().min(1).max(64).optional().openapi({ description: 'Same as `customer`' }),
     subscription: z.string().min(1).max(64).optional().openapi({ description: 'Only this subscription' }),
     status: z.enum(invoiceStatuses).optional(),
+    billing_reason: z
+      .enum(billingReasons)
+      .optional()
+      .openapi({
+        description: 'Only invoices made for this reason (subscription_threshold: the early usage invoices)',
+      }),
     test_clock: z
       .string()
       .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
@@ -143,6 +150,7 @@ export function invoicesApps(deps: ApiDeps) {
     if (customer) where.customerId = customer;
     if (query.subscription) where.subscriptionId = query.subscription;
     if (query.status) where.status = query.status;
+    if (query.billing_reason) where.billingReason = query.billing_reason;
     const onClocks =
       query.test_clock || (!customer && !query.subscription) ? clockCondition(scope, query.test_clock) : null;
     const { page, hasMore } = await keysetPage(orm.em.fork(), Invoice, { ...where, ...onClocks }, query);

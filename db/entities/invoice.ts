@@ -1,5 +1,6 @@
 import { defineEntity, type InferEntity, p } from '@mikro-orm/core';
 
+import type { BillingReason } from '../../domain/invoice-billing-reason.ts';
 import type { DiscountAmount, TaxAmount, TaxExempt } from '../../domain/invoice-totals.ts';
 import type { PriceRow } from '../../domain/pricing.ts';
 
@@ -55,6 +56,8 @@ export const Invoice = defineEntity({
     id: p.string().primary(),
     number: p.string(),
     billingKey: p.string().unique(),
+    /** Why it was made (Stripe's billing_reason), from its billing key (domain/invoice-billing-reason.ts); null only on rows inserted by hand. */
+    billingReason: p.string().$type<BillingReason>().nullable(),
     /** Null for a one-off invoice (POST /v1/invoices). */
     subscriptionId: p.string().nullable().index(),
     customerId: p.string().index(),

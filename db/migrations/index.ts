@@ -43,6 +43,7 @@ import { Migration20261127042000_usage_thresholds } from './Migration20261127042
 import { Migration20261127043000_customer_external_id } from './Migration20261127043000_customer_external_id.ts';
 import { Migration20261127050000_billing_alerts } from './Migration20261127050000_billing_alerts.ts';
 import { Migration20261127101000_usage_late_events } from './Migration20261127101000_usage_late_events.ts';
+import { Migration20261127102000_invoice_billing_reason } from './Migration20261127102000_invoice_billing_reason.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -91,4 +92,5 @@ export const migrations = [
   { name: 'Migration20261127042000_usage_thresholds', class: Migration20261127042000_usage_thresholds },
   { name: 'Migration20261127043000_customer_external_id', class: Migration20261127043000_customer_external_id },
   { name: 'Migration20261127101000_usage_late_events', class: Migration20261127101000_usage_late_events },
+  { name: 'Migration20261127102000_invoice_billing_reason', class: Migration20261127102000_invoice_billing_reason },
 ];

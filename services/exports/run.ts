@@ -22,6 +22,7 @@ import {
   transactionTypes,
 } from '../../db/entities/index.ts';
 import { dateTimeFormat } from '../../domain/intl-formats.ts';
+import { billingReasons } from '../../domain/invoice-billing-reason.ts';
 import { currencyExponent } from '../../domain/money.ts';
 import { planTypes, pricingSchemes } from '../../domain/pricing.ts';
 import { parseSearchQuery } from '../../domain/search-query.ts';
@@ -114,6 +115,8 @@ export const exportColumns: Record<ExportResource, Column[]> = {
     { name: 'starting_balance', sql: 't.starting_balance', kind: 'int' },
     { name: 'ending_balance', sql: 't.ending_balance', kind: 'int' },
     { name: 'customer_tax_exempt', sql: 't.customer_tax_exempt', kind: 'text' },
+    // Why it was made (domain/invoice-billing-reason.ts); null only on rows inserted by hand.
+    { name: 'billing_reason', sql: 't.billing_reason', kind: 'text' },
   ],
   subscriptions: [
     { name: 'id', sql: 't.id', kind: 'text' },
@@ -259,6 +262,7 @@ export const exportFilters: Record<ExportResource, Record<string, { sql: string;
     customer: { sql: 't.customer_id' },
     subscription: { sql: 't.subscription_id' },
     currency: { sql: 't.currency' },
+    billing_reason: { sql: 't.billing_reason', values: billingReasons },
   },
   customers: { email: { sql: 't.email' } },
   subscriptions: {

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 
 import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../../db/entities/index.ts';
 import { newId } from '../../domain/ids.ts';
+import { billingReasonOf } from '../../domain/invoice-billing-reason.ts';
 import { invoicePrefix } from '../../domain/invoice-number.ts';
 import { humanizeInstants } from '../../domain/locale.ts';
 import type { ChargeOutcome } from '../money/charges.ts';
@@ -161,6 +162,7 @@ export async function openOrCreateInvoice(
         // Unique until numberInvoice gives the real number, before the commit: nobody sees it.
         number: id,
         billingKey: input.billingKey,
+        billingReason: billingReasonOf(input.billingKey, input.subscriptionId),
         subscriptionId: input.subscriptionId,
         accountId: input.accountId,
         customerId: input.customerId,

@@ -82,6 +82,7 @@ export async function createDraftInvoice(em: EntityManager, scope: Scope, input:
       id,
       number: id,
       billingKey: `invoice:${id}`,
+      billingReason: 'manual',
       subscriptionId: null,
       accountId: scope.accountId,
       customerId: customer.id,

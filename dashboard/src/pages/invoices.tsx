@@ -291,8 +291,10 @@ export function InvoiceDetail() {
             <dl className="facts">
               <dt>Status</dt>
               <dd>
-                <Status value={i.status} />
+                <Status value={i.status} /> <ThresholdBadge invoice={i} />
               </dd>
+              <dt>Billing reason</dt>
+              <dd>{i.billing_reason.replaceAll('_', ' ')}</dd>
               <dt>Number</dt>
               <dd>{i.number ?? 'none yet: numbered at finalize'}</dd>
               <dt>Customer</dt>
@@ -397,8 +399,21 @@ export function InvoiceDetail() {
 
 const statuses = ['draft', 'open', 'paid', 'void', 'uncollectible'] as const;
 
+/** A threshold invoice (billing_reason subscription_threshold): usage billed early (docs/usage.md "Billing thresholds"). */
+function ThresholdBadge({ invoice }: { invoice: Pick<Schemas['Invoice'], 'billing_reason'> }) {
+  return invoice.billing_reason === 'subscription_threshold' ? (
+    <span
+      className="status status-threshold"
+      title="Usage that reached the subscription's billing threshold, billed early"
+    >
+      Threshold
+    </span>
+  ) : null;
+}
+
 export function Invoices() {
   const [status, setStatus] = useState<(typeof statuses)[number] | ''>('');
+  const [thresholdOnly, setThresholdOnly] = useState(false);
   return (
     <>
       <PageTitle>Invoices</PageTitle>
@@ -413,18 +428,35 @@ export function Invoices() {
             ))}
           </select>
         </div>
+        <div className="field">
+          <label>
+            <input type="checkbox" checked={thresholdOnly} onChange={(e) => setThresholdOnly(e.target.checked)} />{' '}
+            Threshold invoices only
+          </label>
+        </div>
       </div>
       <PagedTable
-        key={status}
+        key={`${status}:${thresholdOnly}`}
         label="Invoices"
-        queryKey={['invoices', status]}
+        queryKey={['invoices', status, thresholdOnly]}
         empty={
           status
             ? `No ${status} invoices.`
             : 'No invoices yet: a subscription issues them, or create a one-off invoice above.'
         }
         fetchPage={(cursor) =>
-          unwrap(api.GET('/v1/invoices', { params: { query: { limit: 20, ...cursor, status: status || undefined } } }))
+          unwrap(
+            api.GET('/v1/invoices', {
+              params: {
+                query: {
+                  limit: 20,
+                  ...cursor,
+                  status: status || undefined,
+                  billing_reason: thresholdOnly ? 'subscription_threshold' : undefined,
+                },
+              },
+            }),
+          )
         }
         columns={[
           {
@@ -440,7 +472,14 @@ export function Invoices() {
             cell: (i) => <CustomerCell id={i.customer_id} name={i.customer_name} email={i.customer_email} />,
           },
           { header: 'Total', cell: (i) => money(i.total, i.currency) },
-          { header: 'Status', cell: (i) => <Status value={i.status} /> },
+          {
+            header: 'Status',
+            cell: (i) => (
+              <>
+                <Status value={i.status} /> <ThresholdBadge invoice={i} />
+              </>
+            ),
+          },
           {
             header: 'Lines',
             cell: (i) => (
