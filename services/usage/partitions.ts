@@ -101,5 +101,7 @@ export async function maintainUsagePartitions(
     result.identifiersPruned += pruned.rowCount ?? 0;
     if ((pruned.rowCount ?? 0) < 10000) break;
   }
+  // Late events' claims (services/usage/late-events.ts) go with their identifiers: rare rows, one statement.
+  await pool.query(`delete from usage_late_events where created_at < $1`, [identifierCutoff]);
   return result;
 }
