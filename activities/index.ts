@@ -8,6 +8,7 @@ import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '..
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { Resolver, WebhookUrlPolicy } from '../domain/webhook-url.ts';
+import type { WorkflowStartContext } from '../services/context.ts';
 import { creditOpenInvoice } from '../services/credit-notes/owner.ts';
 import { endDiscountAtEnd } from '../services/discounts/redemptions.ts';
 import type { Mailer } from '../services/email/mailer.ts';
@@ -44,7 +45,7 @@ import {
   reconcileStuckPayments,
   reconcileStuckPayouts,
 } from '../services/maintenance/sweeps.ts';
-import { claimPendingFunds, type PendingFunds, type WorkflowStarter } from '../services/money/balances.ts';
+import { claimPendingFunds, type PendingFunds } from '../services/money/balances.ts';
 import { chargeCustomer, type ChargeInput, type ChargeOutcome } from '../services/money/charges.ts';
 import { makeFundsAvailable } from '../services/money/ledger.ts';
 import { settlePendingPayment } from '../services/money/payments.ts';
@@ -144,7 +145,7 @@ export function createActivities(deps: ActivityDeps) {
   // Emails of a mode that moves no real money say [TEST] (services/email/send-once.ts).
   const notify = { mailer: deps.mailer, links: deps.links, processors };
   /** The running activity's Temporal client and task queue: availability workflows of the money it records start there. */
-  const starter = (): WorkflowStarter | undefined => {
+  const activityTemporal = (): WorkflowStartContext['temporal'] | undefined => {
     try {
       const context = Context.current();
       return context.client ? { client: context.client, taskQueue: context.info.taskQueue } : undefined;
@@ -188,7 +189,11 @@ export function createActivities(deps: ActivityDeps) {
      * unpaid, with nothing projected.
      */
     async renewCycle(input: RenewCycleInput): Promise<RenewCycleResult & { renewalSpreadMinutes?: number }> {
-      const result = await renewCycle(em, { processors, links: deps.links, notify, starter: starter() }, input);
+      const result = await renewCycle(
+        em,
+        { processors, links: deps.links, notify, temporal: activityTemporal() },
+        input,
+      );
       // The deployment's window now, for the workflow's next renewals (it may differ from the one it was created with).
       return deps.renewalSpreadMinutes ? { ...result, renewalSpreadMinutes: deps.renewalSpreadMinutes() } : result;
     },
@@ -209,8 +214,9 @@ export function createActivities(deps: ActivityDeps) {
         amount: input.amount,
         currency: input.currency,
       });
-      if (!options.ownFunds) return chargeCustomer(em(), processors, input, deps.links, starter());
-      const outcome = await chargeCustomer(em(), processors, input, deps.links, starter(), {
+      const charging = { processors, links: deps.links, temporal: activityTemporal() };
+      if (!options.ownFunds) return chargeCustomer(charging, em(), input);
+      const outcome = await chargeCustomer(charging, em(), input, {
         fundsOwnedByWorkflow: true,
       });
       if (outcome.status !== 'succeeded' || !outcome.transactionId) return outcome;
@@ -330,14 +336,14 @@ export function createActivities(deps: ActivityDeps) {
         amount: input.amount,
         currency: input.currency,
       });
-      return chargePaymentRequest(em(), processors, input, starter());
+      return chargePaymentRequest({ processors, temporal: activityTemporal() }, em(), input);
     },
     /** A hosted checkout paid a request: its payment transaction, once per processor charge. */
     async recordCheckoutPayment(input: CheckoutPaymentInput): Promise<string> {
-      return recordCheckoutPayment(em(), processors, input, { markPaid: true }, starter());
+      return recordCheckoutPayment({ processors, temporal: activityTemporal() }, em(), input, { markPaid: true });
     },
     async settlePendingPayment(transactionId: string, processorChargeId: string): Promise<string> {
-      return settlePendingPayment(em(), processors, transactionId, processorChargeId, starter());
+      return settlePendingPayment({ processors, temporal: activityTemporal() }, em(), transactionId, processorChargeId);
     },
     // writeExport: also what a dedicated exports worker runs alone (export-worker.ts).
     ...createExportActivities({ orm: deps.orm, exportStorage: deps.exportStorage, isTestMode: processors.isTestMode }),

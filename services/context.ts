@@ -23,6 +23,15 @@ export interface TemporalContext {
   clockTaskQueue: string;
 }
 
+/**
+ * Where a service starts a workflow: the process's client and live queue (`context.temporal`), or a running activity's
+ * own (activities/index.ts; the queue maps to the clock queue for work on a test clock, services/test-clocks/binding.ts).
+ * `Pick<ServiceContext, 'temporal'>` is one.
+ */
+export interface WorkflowStartContext {
+  temporal: Pick<TemporalContext, 'client' | 'taskQueue'>;
+}
+
 /** "Now" for services: the wall clock, or a test clock's time inside an activity on one (services/test-clocks/now.ts). */
 export interface ServiceClock {
   now(): Date;

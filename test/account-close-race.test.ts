@@ -87,10 +87,9 @@ describe('a charge of a closed account', () => {
       .fork()
       .nativeUpdate(Account, { id: engine.tenant.accountId }, { status: 'closed', closedAt: new Date() });
     const outcome = await chargeCustomer(
+      { processors: { forMode: () => processor, isTestMode: () => true } as never, links },
       engine.db.orm.em.fork(),
-      { forMode: () => processor, isTestMode: () => true } as never,
       input,
-      links,
     );
     expect(outcome).toMatchObject({ status: 'failed', failureCode: 'account_closed' });
     expect(processor.calls).toBe(0);

@@ -48,22 +48,17 @@ describe('credit notes never give back more than was collected', () => {
     });
     // The customer's balance may pay part of it (services/invoices/adjustments.ts): the card pays what is due.
     expect(opened.amountDue).toBeGreaterThan(0);
-    const outcome = await chargeCustomer(
-      em(),
-      processors,
-      {
-        idempotencyKey: `${billingKey}:attempt:1`,
-        invoiceId: opened.invoiceId,
-        attempt: 1,
-        accountId: tenant.accountId,
-        customerId,
-        amount: opened.amountDue,
-        currency: 'USD',
-        description: 'Plan',
-        livemode: true,
-      },
-      links,
-    );
+    const outcome = await chargeCustomer({ processors, links }, em(), {
+      idempotencyKey: `${billingKey}:attempt:1`,
+      invoiceId: opened.invoiceId,
+      attempt: 1,
+      accountId: tenant.accountId,
+      customerId,
+      amount: opened.amountDue,
+      currency: 'USD',
+      description: 'Plan',
+      livemode: true,
+    });
     expect(outcome.status).toBe('succeeded');
     await settleInvoice(em(), links, opened.invoiceId, outcome);
     return em().findOneOrFail(Invoice, { id: opened.invoiceId });

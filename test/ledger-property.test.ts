@@ -154,7 +154,7 @@ describe('property: the ledger adds up under concurrent charges, declines, refun
                     };
                     // The same attempt twice at once (a retried activity racing the first): one charge, one transaction.
                     const outcomes = await Promise.all(
-                      [0, 1].map(() => chargeCustomer(engine.db.orm.em.fork(), processors, input, links)),
+                      [0, 1].map(() => chargeCustomer({ processors, links }, engine.db.orm.em.fork(), input)),
                     );
                     expect(outcomes[0]).toEqual(outcomes[1]);
                     await Promise.all(

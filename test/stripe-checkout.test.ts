@@ -285,8 +285,11 @@ describe('Stripe Checkout pays a payment request (checkout.session.completed)', 
       } as never);
       const processors = createProcessors(engine.config.processors, em);
       const outcome = await chargeCustomer(
+        {
+          processors,
+          links: { publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret } as never,
+        },
         em(),
-        processors,
         {
           idempotencyKey: `${id}:charge-test`,
           invoiceId: 'in_none',
@@ -298,7 +301,6 @@ describe('Stripe Checkout pays a payment request (checkout.session.completed)', 
           description: 'test charge',
           livemode: false,
         },
-        { publicUrl: engine.config.publicUrl, secret: engine.config.auth.secret } as never,
       );
       const stored = (await em().findOneOrFail(Customer, { id })).processorCustomerId;
       expect(stored).toMatch(/^cus_/);

@@ -281,7 +281,7 @@ export async function reconcileMissingAvailability(
   for (const row of rows) {
     try {
       if (!(await workflowExists(client, row.id))) {
-        await startFundsAvailability({ client, taskQueue }, row);
+        await startFundsAvailability({ temporal: { client, taskQueue } }, row);
         result.reconciled++;
         log?.info('started a missing availability workflow', { balanceTransactionId: row.id });
       }

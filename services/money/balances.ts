@@ -1,17 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
 import { BalanceTransaction } from '../../db/entities/index.ts';
 import { fundsAvailabilityWorkflow } from '../../workflows/funds-availability.ts';
+import type { WorkflowStartContext } from '../context.ts';
 import { bindToClock, taskQueueFor, unbindFromClock } from '../test-clocks/clocks.ts';
 import { currentTestClock, currentTime } from '../test-clocks/now.ts';
-
-/** Where availability workflows are started from: the API's client, or an activity's. */
-export interface WorkflowStarter {
-  client: Client;
-  taskQueue: string;
-}
 
 /**
  * Starts the availability workflow of a pending balance transaction (workflow id
@@ -19,16 +13,17 @@ export interface WorkflowStarter {
  * running or closed, is left alone (`false`).
  */
 export async function startFundsAvailability(
-  starter: WorkflowStarter,
+  ctx: WorkflowStartContext,
   btxn: Pick<BalanceTransaction, 'id' | 'availableOn'>,
 ): Promise<boolean> {
+  const { client, taskQueue } = ctx.temporal;
   // Money of an object on a test clock becomes available on the clock's time.
   const testClock = currentTestClock();
-  if (testClock) await bindToClock(starter.client, testClock, btxn.id);
+  if (testClock) await bindToClock(client, testClock, btxn.id);
   try {
-    await starter.client.workflow.start(fundsAvailabilityWorkflow, {
+    await client.workflow.start(fundsAvailabilityWorkflow, {
       workflowId: btxn.id,
-      taskQueue: taskQueueFor(starter.taskQueue, testClock),
+      taskQueue: taskQueueFor(taskQueue, testClock),
       args: [
         {
           balanceTransactionId: btxn.id,
@@ -41,7 +36,7 @@ export async function startFundsAvailability(
     });
     return true;
   } catch (error) {
-    if (testClock) await unbindFromClock(starter.client, testClock, btxn.id);
+    if (testClock) await unbindFromClock(client, testClock, btxn.id);
     if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
     throw error;
   }
@@ -54,16 +49,16 @@ export async function startFundsAvailability(
  */
 export async function startAvailabilityOf(
   em: EntityManager,
-  starter: WorkflowStarter | undefined,
+  ctx: Partial<WorkflowStartContext>,
   sourceId: string,
 ): Promise<void> {
-  if (!starter) return;
+  if (!ctx.temporal) return;
   const pending = await em.find(
     BalanceTransaction,
     { source: sourceId, status: 'pending' },
     { fields: ['id', 'availableOn'] },
   );
-  for (const btxn of pending) await startFundsAvailability(starter, btxn);
+  for (const btxn of pending) await startFundsAvailability({ temporal: ctx.temporal }, btxn);
 }
 
 /**

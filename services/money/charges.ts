@@ -2,14 +2,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 
 import { Account, type BalanceTransaction, Charge, Customer, Invoice } from '../../db/entities/index.ts';
 import { newId } from '../../domain/ids.ts';
+import type { ServiceContext, WorkflowStartContext } from '../context.ts';
 import { ensureProcessorCustomer } from '../customers/processor-twins.ts';
 import { withEventBatch } from '../events/record.ts';
 import { recordInvoiceAttempt, recordInvoicePaymentFailed } from '../invoices/cycle-invoices.ts';
 import type { InvoiceLinks } from '../invoices/events.ts';
 import { charges as chargeAttempts } from '../observability/metrics.ts';
-import type { Processors } from '../processors/index.ts';
 import { currentTime } from '../test-clocks/now.ts';
-import { startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { startAvailabilityOf } from './balances.ts';
 import { withBalanceUpdatesLast } from './ledger.ts';
 import { recordPaymentAttempt } from './record-payment-attempt.ts';
 
@@ -58,8 +58,16 @@ export type ChargeOutcome =
  * transaction; a racing second insert writes neither. A declined charge of an
  * invoice records `invoice.payment_failed` and `payment.failed` (with the
  * invoice, and the failed transaction's id) once, in that same transaction.
- * After the commit, `starter` starts the availability workflow of the money.
+ * After the commit, `ctx.temporal` starts the availability workflow of the money.
  */
+/**
+ * What a charge reaches: each mode's processor, the links its invoice events carry, and where the availability
+ * workflow of its money starts (none: the maintenance reconciler starts it).
+ */
+export type ChargeServices = Pick<ServiceContext, 'processors'> & {
+  links: InvoiceLinks;
+} & Partial<WorkflowStartContext>;
+
 /**
  * What a caller that has them already can pass chargeCustomer, to spare it the reads
  * (renewCycle: services/subscriptions/renew-cycle.ts), and what it runs inside the charge's database
@@ -91,19 +99,18 @@ export interface RecordedPayment {
 }
 
 export async function chargeCustomer(
+  ctx: ChargeServices,
   em: EntityManager,
-  processors: Processors,
   input: ChargeInput,
-  links: InvoiceLinks,
-  starter?: WorkflowStarter,
   context: ChargeContext = {},
 ): Promise<ChargeOutcome> {
+  const { processors, links } = ctx;
   const processor = processors.forMode(input.livemode);
   const existing = context.newInvoice ? null : await em.findOne(Charge, { idempotencyKey: input.idempotencyKey });
   if (existing) {
     await recordInvoiceAttempt(em, input.invoiceId, input.attempt);
     if (existing.status === 'succeeded' && existing.transactionId && !context.fundsOwnedByWorkflow)
-      await startAvailabilityOf(em, starter, existing.transactionId);
+      await startAvailabilityOf(em, ctx, existing.transactionId);
     return toOutcome(existing);
   }
 
@@ -230,7 +237,7 @@ export async function chargeCustomer(
     recorded ?? toOutcome(await em.fork().findOneOrFail(Charge, { idempotencyKey: input.idempotencyKey }));
   if (recorded) chargeAttempts.inc({ kind: 'invoice', outcome: recorded.status, livemode: String(input.livemode) });
   if (outcome.status === 'succeeded' && outcome.transactionId && !context.fundsOwnedByWorkflow)
-    await startAvailabilityOf(em.fork(), starter, outcome.transactionId);
+    await startAvailabilityOf(em.fork(), ctx, outcome.transactionId);
   return outcome;
 }
 

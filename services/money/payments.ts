@@ -1,16 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
 import { Transaction, type TransactionStatus } from '../../db/entities/index.ts';
 import { paymentSettlementWorkflow } from '../../workflows/payment-settlement.ts';
-import type { ServiceContext, TemporalContext } from '../context.ts';
-import type { Processors } from '../processors/index.ts';
+import type { ServiceContext, WorkflowStartContext } from '../context.ts';
 import { sandboxSettlementDelayMs } from '../processors/sandbox.ts';
 import type { ProcessorChargeRequest, ProcessorChargeResult } from '../processors/types.ts';
 import { bindToClock, taskQueueFor, unbindFromClock } from '../test-clocks/clocks.ts';
 import { currentTestClock } from '../test-clocks/now.ts';
-import type { WorkflowStarter } from './balances.ts';
 import {
   type PaymentAttempt,
   type PaymentAttemptOptions,
@@ -32,9 +29,7 @@ import { raiseSandboxDispute } from './sandbox-disputes.ts';
  */
 
 /** What a direct card payment reaches: the database, each mode's processor, Temporal's client and live queue. */
-export type CardPaymentContext = Pick<ServiceContext, 'orm' | 'processors'> & {
-  temporal: Pick<TemporalContext, 'client' | 'taskQueue'>;
-};
+export type CardPaymentContext = Pick<ServiceContext, 'orm' | 'processors'> & WorkflowStartContext;
 
 /**
  * A card payment made now: its attempt recorded pending (so a crash after the charge leaves a row
@@ -59,7 +54,7 @@ export async function chargePendingPayment(
   em: EntityManager,
 ): Promise<Transaction> {
   const outcome = await ctx.processors.forMode(pending.livemode).charge(paymentChargeRequest(pending));
-  return continuePayment(em, ctx.temporal.client, ctx.temporal.taskQueue, pending, outcome);
+  return continuePayment(ctx, em, pending, outcome);
 }
 
 /** The processor charge of a card payment: the same for the API and the reconciler, so the processor sees one charge. */
@@ -84,11 +79,11 @@ export function paymentChargeRequest(
  * closed, it is left alone (`false`).
  */
 export async function startPaymentSettlement(
-  client: Client,
-  taskQueue: string,
+  ctx: WorkflowStartContext,
   transactionId: string,
   processorChargeId: string,
 ): Promise<boolean> {
+  const { client, taskQueue } = ctx.temporal;
   // A payment of an object on a test clock settles on the clock's time.
   const testClock = currentTestClock();
   if (testClock) await bindToClock(client, testClock, transactionId);
@@ -121,19 +116,18 @@ export async function startPaymentSettlement(
  * transaction as it stands afterwards.
  */
 export async function continuePayment(
+  ctx: WorkflowStartContext,
   em: EntityManager,
-  client: Client,
-  taskQueue: string,
   transaction: Transaction,
   outcome: ProcessorChargeResult,
 ): Promise<Transaction> {
   if (outcome.status === 'pending') {
-    await startPaymentSettlement(client, taskQueue, transaction.id, outcome.processorChargeId);
+    await startPaymentSettlement(ctx, transaction.id, outcome.processorChargeId);
     return transaction;
   }
   const settled = await settlePaymentAttempt(em, transaction.id, outcome, {
     processorChargeId: outcome.processorChargeId,
-    starter: { client, taskQueue },
+    temporal: ctx.temporal,
   });
   // The sandbox's dispute test card: disputed once its success has committed (services/money/sandbox-disputes.ts).
   await raiseSandboxDispute(em, settled);
@@ -147,13 +141,12 @@ export async function continuePayment(
  * changes nothing the second time. Its events are recorded with the outcome.
  */
 export async function settlePendingPayment(
+  ctx: Pick<ServiceContext, 'processors'> & Partial<WorkflowStartContext>,
   em: EntityManager,
-  processors: Processors,
   transactionId: string,
   processorChargeId: string,
-  starter?: WorkflowStarter,
 ): Promise<TransactionStatus> {
-  const processor = processors.forMode(
+  const processor = ctx.processors.forMode(
     (await em.findOneOrFail(Transaction, { id: transactionId }, { fields: ['livemode'] })).livemode,
   );
   const outcome = await processor.settlement(processorChargeId);
@@ -161,6 +154,10 @@ export async function settlePendingPayment(
   if (outcome.status === 'pending')
     throw new Error(`Charge ${processorChargeId} of ${transactionId} is still pending at the processor.`);
   return (
-    await settlePaymentAttempt(em, transactionId, outcome, { processorChargeId, starter, processor: processor.name })
+    await settlePaymentAttempt(em, transactionId, outcome, {
+      processorChargeId,
+      temporal: ctx.temporal,
+      processor: processor.name,
+    })
   ).status;
 }

@@ -18,10 +18,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 
 import { type Account, type BalanceTransaction, Transaction } from '../../db/entities/index.ts';
 import type { ProcessorName } from '../../domain/balance-availability.ts';
+import type { WorkflowStartContext } from '../context.ts';
 import type { ProcessorSettlement } from '../processors/types.ts';
 import { currentTime } from '../test-clocks/now.ts';
 import { paymentAvailabilityDelayMs } from './availability-delay.ts';
-import { startAvailabilityOf, type WorkflowStarter } from './balances.ts';
+import { startAvailabilityOf } from './balances.ts';
 import { postPayment } from './ledger.ts';
 import { recordTransactionEvents } from './transaction-events.ts';
 import {
@@ -99,7 +100,7 @@ export interface SettleOptions {
   /** The processor's charge id, recorded on the transaction when not already. */
   processorChargeId?: string;
   /** Starts the availability workflow of its pending money after the commit; without it the maintenance reconciler does. */
-  starter?: WorkflowStarter;
+  temporal?: WorkflowStartContext['temporal'];
 }
 
 /**
@@ -140,6 +141,6 @@ export async function settlePaymentAttempt(
     await recordTransactionEvents(tx, transaction, 'status');
     return transaction;
   });
-  if (result.status === 'succeeded') await startAvailabilityOf(em, options.starter, result.id);
+  if (result.status === 'succeeded') await startAvailabilityOf(em, options, result.id);
   return result;
 }

@@ -212,11 +212,10 @@ export async function settleCheckoutPayment(
     if (!now || now.status === 'pending') throw error;
   }
   const transactionId = await recordCheckoutPayment(
+    { processors: deps.processors, temporal: { client: deps.temporal, taskQueue: deps.config.taskQueue } },
     deps.orm.em.fork(),
-    deps.processors,
     input,
     { markPaid: false },
-    { client: deps.temporal, taskQueue: deps.config.taskQueue },
   );
   const request = await deps.orm.em.fork().findOneOrFail(PaymentRequest, { id: input.paymentRequestId });
   return { transactionId, paid: request.transactionId === transactionId };

@@ -16,18 +16,24 @@ import {
   type PaymentRequestWorkflowInput,
 } from '../../workflows/payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
+import type { ServiceContext, WorkflowStartContext } from '../context.ts';
 import { recordEvent } from '../events/record.ts';
-import { startAvailabilityOf, type WorkflowStarter } from '../money/balances.ts';
+import { startAvailabilityOf } from '../money/balances.ts';
 import { recordPaymentAttempt } from '../money/record-payment-attempt.ts';
 import { charges } from '../observability/metrics.ts';
 import { writeVersioned } from '../platform/versioned-write.ts';
-import type { Processors } from '../processors/index.ts';
 import { bindToClock, taskQueueFor, unbindFromClock } from '../test-clocks/clocks.ts';
 import { currentTestClock } from '../test-clocks/now.ts';
 
 const toDate = (iso: string | null) => (iso === null ? null : new Date(iso));
 
 /** A new payment request's id and the secret of its link: 32 random bytes, base64url (256 bits). */
+/**
+ * What paying a request reaches: each mode's processor, and where the availability workflow of its money starts
+ * (none: the maintenance reconciler starts it).
+ */
+export type PaymentServices = Pick<ServiceContext, 'processors'> & Partial<WorkflowStartContext>;
+
 export function allocatePaymentRequest(): { id: string; token: string } {
   return { id: newId('paymentRequest'), token: randomBytes(32).toString('base64url') };
 }
@@ -178,12 +184,11 @@ export type PaymentRequestChargeOutcome =
  * payment request (its projection).
  */
 export async function chargePaymentRequest(
+  ctx: PaymentServices,
   em: EntityManager,
-  processors: Processors,
   input: PaymentRequestChargeInput,
-  starter?: WorkflowStarter,
 ): Promise<PaymentRequestChargeOutcome> {
-  const processor = processors.forMode(input.livemode);
+  const processor = ctx.processors.forMode(input.livemode);
   const answer = await processor.charge({
     idempotencyKey: input.idempotencyKey,
     amount: input.amount,
@@ -206,7 +211,7 @@ export async function chargePaymentRequest(
   charges.inc({ kind: 'payment_request', outcome: result.status, livemode: String(input.livemode) });
   if (result.status === 'failed')
     return { status: 'failed', failureCode: result.failureCode, failureMessage: result.failureMessage };
-  await startAvailabilityOf(em.fork(), starter, transactionId);
+  await startAvailabilityOf(em.fork(), ctx, transactionId);
   return { status: 'succeeded', transactionId, processorChargeId: answer.processorChargeId };
 }
 
@@ -279,14 +284,13 @@ export interface CheckoutPaymentInput {
  * often this runs (the webhook redelivered, an activity retried). `markPaid` as above.
  */
 export async function recordCheckoutPayment(
+  ctx: PaymentServices,
   em: EntityManager,
-  processors: Processors,
   input: CheckoutPaymentInput,
   options: { markPaid: boolean },
-  starter?: WorkflowStarter,
 ): Promise<string> {
   const request = await em.findOneOrFail(PaymentRequest, { id: input.paymentRequestId });
-  const processor = processors.forMode(request.livemode);
+  const processor = ctx.processors.forMode(request.livemode);
   const transactionId = await recordPaymentRequestPayment(
     em,
     processor.name,
@@ -304,7 +308,7 @@ export async function recordCheckoutPayment(
     { status: 'succeeded' },
     options,
   );
-  await startAvailabilityOf(em.fork(), starter, transactionId);
+  await startAvailabilityOf(em.fork(), ctx, transactionId);
   return transactionId;
 }
 

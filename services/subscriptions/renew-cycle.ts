@@ -38,6 +38,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, Customer, type Invoice } from '../../db/entities/index.ts';
 import type { CustomerLinks } from '../../domain/customer-links.ts';
 import type { SubscriptionSnapshot } from '../../domain/subscription.ts';
+import type { WorkflowStartContext } from '../context.ts';
 import {
   markInvoicePaid,
   type OpenedInvoice,
@@ -45,7 +46,7 @@ import {
   openOrCreateInvoice,
   settleInvoice,
 } from '../invoices/cycle-invoices.ts';
-import { claimPendingFunds, type PendingFunds, pendingFunds, type WorkflowStarter } from '../money/balances.ts';
+import { claimPendingFunds, type PendingFunds, pendingFunds } from '../money/balances.ts';
 import { chargeCustomer, type ChargeOutcome } from '../money/charges.ts';
 import { renewals } from '../observability/metrics.ts';
 import type { Processors } from '../processors/index.ts';
@@ -74,11 +75,10 @@ export type RenewCycleResult =
   /** Not paid: nothing projected; the workflow decides what follows (dunning, or the trial expires). */
   | { status: 'unpaid'; invoice: OpenedInvoice; outcome: Extract<ChargeOutcome, { status: 'failed' }> };
 
-export interface RenewCycleDeps {
+export interface RenewCycleDeps extends Partial<WorkflowStartContext> {
   processors: Processors;
   links: CustomerLinks;
   notify: NotifyDeps;
-  starter?: WorkflowStarter;
 }
 
 /**
@@ -112,8 +112,8 @@ export async function renewCycle(
   const snapshot = { ...input.paid, latestInvoiceId: invoice.invoiceId };
   let paid: { invoice: Invoice | null; funds?: PendingFunds[] } | undefined;
   const outcome = await chargeCustomer(
+    deps,
     em(),
-    deps.processors,
     {
       ...input.charge,
       invoiceId: invoice.invoiceId,
@@ -121,8 +121,6 @@ export async function renewCycle(
       amount: invoice.amountDue,
       description: `Invoice ${invoice.number}`,
     },
-    deps.links,
-    deps.starter,
     {
       account,
       customer,
