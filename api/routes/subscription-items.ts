@@ -365,7 +365,17 @@ export function subscriptionItemsApps({ orm, temporal, context: ctx }: AppDeps) 
    */
   async function currentUsage(view: { state: SubscriptionState }) {
     const s = view.state.subscription;
-    if (s.status !== 'active' || !billsUsage(view.state) || !s.currentPeriodStart || !s.currentPeriodEnd) return [];
+    if (s.status !== 'active') return [];
+    // The late events of earlier periods the next invoice will bill as usage adjustments (docs/usage.md#late-events),
+    // also when no item is metered any more.
+    const adjustments = await pendingUsageAdjustmentLines(orm, {
+      accountId: s.accountId,
+      livemode: s.livemode,
+      customerId: s.customerId,
+      subscriptionId: s.id,
+      currency: view.state.plan.currency,
+    });
+    if (!billsUsage(view.state) || !s.currentPeriodStart || !s.currentPeriodEnd) return adjustments;
     const start = new Date(s.currentPeriodStart);
     const em = orm.em.fork();
     const now = await customerNow(
@@ -381,14 +391,6 @@ export function subscriptionItemsApps({ orm, temporal, context: ctx }: AppDeps) 
       start,
       end: new Date(Math.min(Math.max(now.getTime(), start.getTime()), periodEnd.getTime())),
       periodEnd,
-    });
-    // And the late events of earlier periods the next invoice will bill as usage adjustments (docs/usage.md#late-events).
-    const adjustments = await pendingUsageAdjustmentLines(orm, {
-      accountId: s.accountId,
-      livemode: s.livemode,
-      customerId: s.customerId,
-      subscriptionId: s.id,
-      currency: view.state.plan.currency,
     });
     return [...usage, ...adjustments];
   }
