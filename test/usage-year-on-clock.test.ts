@@ -6,23 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
-
-/** Graduated tiers by hand: quantity in micro-units, unit prices in minor units; rounded half away from zero. */
-function graduated(quantity: number, tiers: { upTo: number | null; unit: number }[]): number {
-  let left = Math.round(quantity * 1e6);
-  let previous = 0;
-  let exact = 0;
-  for (const tier of tiers) {
-    const room = tier.upTo === null ? left : Math.min(left, tier.upTo * 1e6 - previous);
-    exact += (room * tier.unit) / 1e6;
-    left -= room;
-    if (tier.upTo !== null) previous = tier.upTo * 1e6;
-    if (left <= 0) break;
-  }
-  return Math.round(exact + 1e-9);
-}
+import { graduatedReference, usageSetup } from './helpers/usage.ts';
 
 describe('a year of usage on a test clock', () => {
   let engine: TestEngine;
@@ -32,35 +17,23 @@ describe('a year of usage on a test clock', () => {
   afterAll(() => engine?.close());
 
   it('bills 12 months of usage on 12 invoices, each at its reference amount', async () => {
-    const { call, make, advance } = await clockTenant(engine, 'A year of usage');
-    const clock = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z' });
-    const customer = await make('/v1/customers', {
-      email: 'year@example.com',
-      payment_method: 'pm_card_visa',
-      test_clock: clock.id,
-    });
-    const meter = await make('/v1/meters', {
-      display_name: 'Requests',
-      event_name: 'requests',
-      aggregation: 'sum',
-      value_property: 'n',
-    });
     const tiers = [
       { upTo: 1000, unit: 0.5 },
       { upTo: null, unit: 0.25 },
     ];
-    const plan = await make('/v1/plans', {
-      name: 'Requests',
-      currency: 'USD',
-      interval: 'month',
-      usage_type: 'metered',
-      meter: meter.id,
-      pricing_scheme: 'tiered',
-      tiers_mode: 'graduated',
-      tiers: [
-        { up_to: 1000, unit_amount_decimal: '0.5' },
-        { up_to: 'inf', unit_amount_decimal: '0.25' },
-      ],
+    const { call, make, advance, clock, customer, plan, invoicesOf } = await usageSetup(engine, 'A year of usage', {
+      frozenTime: '2034-01-01T00:00:00Z',
+      email: 'year@example.com',
+      meter: { display_name: 'Requests', event_name: 'requests', aggregation: 'sum', value_property: 'n' },
+      plan: {
+        name: 'Requests',
+        pricing_scheme: 'tiered',
+        tiers_mode: 'graduated',
+        tiers: [
+          { up_to: 1000, unit_amount_decimal: '0.5' },
+          { up_to: 'inf', unit_amount_decimal: '0.25' },
+        ],
+      },
     });
     const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
 
@@ -86,11 +59,15 @@ describe('a year of usage on a test clock', () => {
         payload: { n: String(b) },
       });
       expect(second.status, JSON.stringify(second.body)).toBe(201);
-      expected.push({ quantity: String(a + b), amount: graduated(a + b, tiers), start: start.toISOString() });
+      expected.push({
+        quantity: String(a + b),
+        amount: graduatedReference(a + b, tiers).amount,
+        start: start.toISOString(),
+      });
     }
     await advance(clock.id, '2035-01-01T02:00:00Z');
 
-    const invoices = [...(await call('GET', `/v1/invoices?subscription=${sub.id}&limit=100`)).body.data].reverse();
+    const invoices = await invoicesOf(sub.id);
     // The first invoice (January 1st) bills nothing in arrears; then one per month's usage.
     expect(invoices).toHaveLength(13);
     expect(invoices[0].total).toBe(0);

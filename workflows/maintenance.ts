@@ -22,7 +22,9 @@
  * - pruneExpiredExports: the files of exports past their expiry are deleted from storage
  *   (the export becomes `expired`), and temporary files of writers that died are dropped;
  * - deleteExpiredTestClocks: test clocks past their `deletes_after` are deleted with
- *   everything on them (services/test-clocks/clocks.ts).
+ *   everything on them (services/test-clocks/clocks.ts);
+ * - resignalThresholdCrossings: threshold crossings claimed but not acknowledged by their subscription's
+ *   workflow (a crash between the claim and the signal) are signalled again (services/usage/threshold-signals.ts).
  * Its current details (Temporal UI) say what the last run did and when the next is.
  * It continues as new every 100 runs (or when Temporal suggests it). A failing
  * activity is retried a few times, then reported in the details and tried again on
@@ -34,6 +36,7 @@ import {
   continueAsNew,
   defineSignal,
   deprecatePatch,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -128,6 +131,10 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
     // The meter events' partitions and their retention (#28).
     deprecatePatch('usage-partitions');
     const usage = await attempt(() => activities.maintainUsagePartitions());
+    // Threshold crossings claimed but never signalled (a crash between the two): signalled again once a minute old (#28).
+    const crossings = patched('usage-threshold-resignal')
+      ? await attempt(() => activities.resignalThresholdCrossings(availabilityStuckAfterMs))
+      : { resent: 0, dropped: 0, failed: 0 };
     runs++;
     const next = new Date(Date.now() + settings.intervalMs).toISOString();
     const part = <T>(value: T | string, text: (v: T) => string) =>
@@ -152,6 +159,9 @@ export async function maintenanceWorkflow(input: MaintenanceInput): Promise<neve
         (typeof usage !== 'string' && usage.created.length + usage.dropped.length + usage.identifiersPruned === 0
           ? ''
           : `usage ${part(usage, (u) => `partitions +${u.created.length} −${u.dropped.length}, ${u.identifiersPruned} identifiers pruned`)}; `) +
+        (typeof crossings !== 'string' && crossings.resent + crossings.dropped + crossings.failed === 0
+          ? ''
+          : `threshold crossings ${part(crossings, (c) => `${c.resent} re-signalled, ${c.dropped} dropped${c.failed ? `, ${c.failed} failed` : ''}`)}; `) +
         `next at ${next}.`,
     );
     const seen = changes;

@@ -9,13 +9,21 @@
  * and renewCycle (invoice keyed `${subscription}:threshold:${period start}:${sequence}`, charge, settle),
  * the same step billFinalUsage uses. New behaviour behind patched('usage-thresholds'): no recorded history
  * ever received the signal.
+ *
+ * A declined threshold invoice goes into the subscription's dunning, as a declined renewal does (Stripe retries
+ * threshold invoices with the subscription's retry rules): behind patched('usage-threshold-dunning'); before it, the
+ * invoice stayed open with no retries. While another invoice is already in dunning, the threshold invoice stays
+ * open (one invoice in dunning at a time; docs/usage.md "Billing thresholds").
  */
 import { defineSignal, workflowInfo } from '@temporalio/workflow';
 
 import type { Activities } from '../activities/index.ts';
 import type { PriceTerms, SubscriptionSnapshot } from '../domain/subscription.ts';
+import type { RenewCycleResult } from '../services/subscriptions/renew-cycle.ts';
 
 export const usageThresholdsPatch = 'usage-thresholds';
+/** A declined threshold invoice starts the subscription's dunning (workflows/subscription.ts, the billUsageThreshold command). */
+export const usageThresholdDunningPatch = 'usage-threshold-dunning';
 
 /** Sent by ingestion when a subscription's unbilled usage of its current period reached its threshold. */
 export const usageThresholdReachedSignal = defineSignal('usageThresholdReached');
@@ -23,9 +31,9 @@ export const usageThresholdReachedSignal = defineSignal('usageThresholdReached')
 type Local = Pick<Activities, 'prepareUsageThreshold' | 'renewCycle'>;
 
 /**
- * Bills the current period's usage not yet billed, if it (still) reaches the threshold: answers the snapshot
- * the renewCycle activity recorded when the invoice was paid, else null (nothing to bill, or a declined charge:
- * the threshold invoice stays open, and the period's usage is not billed twice).
+ * Bills the current period's usage not yet billed, if it (still) reaches the threshold: answers renewCycle's
+ * result (paid: the snapshot it recorded; unpaid: the open invoice and the declined charge, for the caller's
+ * dunning — the period's usage is not billed twice either way), or null when there was nothing to bill.
  */
 export async function billUsageThreshold(
   activities: Local,
@@ -36,7 +44,7 @@ export async function billUsageThreshold(
     currency: string;
     recorded: (changes: Partial<SubscriptionSnapshot>) => SubscriptionSnapshot;
   },
-): Promise<SubscriptionSnapshot | null> {
+): Promise<(RenewCycleResult & { billingKey: string }) | null> {
   const s = ctx.subscription;
   if (!s.currentPeriodStart || !s.currentPeriodEnd) return null;
   const customer = { accountId: s.accountId, customerId: s.customerId, livemode: s.livemode };
@@ -69,5 +77,5 @@ export async function billUsageThreshold(
     paid: ctx.recorded({}),
     free: ctx.recorded({}),
   });
-  return result.status === 'paid' ? result.snapshot : null;
+  return { ...result, billingKey: prepared.billingKey };
 }

@@ -91,6 +91,7 @@ import { type ClockBinding, workflowClock } from './clock-sleep.ts';
 import { PlanIdKey, SubscriptionStatusKey } from './search-attributes.ts';
 import {
   billUsageThreshold,
+  usageThresholdDunningPatch,
   usageThresholdReachedSignal,
   usageThresholdsPatch,
 } from './subscription-usage-thresholds.ts';
@@ -638,6 +639,23 @@ class SubscriptionRun {
     await this.recordFailedAttempt({}, failedRetry(dunning, scheduled, outcome, this.clock.now()));
   }
 
+  /** A declined threshold invoice: dunning starts on it, with the account's retries and grace (as bill() does for a renewal). */
+  async dunThresholdInvoice(
+    invoice: OpenedInvoice,
+    billingKey: string,
+    outcome: { failureCode: string; failureMessage: string },
+  ): Promise<void> {
+    const settings = await this.activities.loadBillingSettings(this.subscription.accountId, this.subscription.livemode);
+    const dunning = startDunning(
+      this.state(),
+      { invoiceId: invoice.invoiceId, number: invoice.number, billingKey, amount: invoice.amountDue },
+      outcome,
+      settings,
+      this.clock.now(),
+    );
+    await this.recordFailedAttempt({ status: 'past_due', latestInvoiceId: invoice.invoiceId }, dunning);
+  }
+
   /** Retries and grace are spent: cancel or pause, as the account's settings say. */
   async endDunning(): Promise<void> {
     const dunning = this.subscription.dunning!;
@@ -765,14 +783,17 @@ class SubscriptionRun {
         // Only runs that received the signal (no recorded history did) reach here.
         if (!patched(usageThresholdsPatch) || !billsUsage(this.state())) return { ok: true };
         this.setDetails('Billing the usage that reached the billing threshold.');
-        const paid = await billUsageThreshold(localActivities, {
+        const billed = await billUsageThreshold(localActivities, {
           subscription: this.subscription,
           items: itemsOf(this.state()),
           now: this.clock.now(),
           currency: this.plan.currency,
           recorded: this.recorded,
         });
-        if (paid) this.subscription = paid;
+        if (billed?.status === 'paid') this.subscription = billed.snapshot;
+        // Declined: the subscription's dunning retries it, as a renewal's (unless another invoice is in dunning already).
+        else if (billed?.status === 'unpaid' && !this.subscription.dunning && patched(usageThresholdDunningPatch))
+          await this.dunThresholdInvoice(billed.invoice, billed.billingKey, billed.outcome);
         return { ok: true };
       }
     }
