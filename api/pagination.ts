@@ -1,4 +1,4 @@
-import { z } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
 import {
   ALIAS_REPLACEMENT,
   type EntityMetadata,
@@ -10,6 +10,8 @@ import {
 import type { EntityManager, QBFilterQuery } from '@mikro-orm/postgresql';
 
 import { type IdKind, idPrefixes } from '../domain/ids.ts';
+import { json } from './openapi-app.ts';
+import { errorResponses } from './schemas.ts';
 
 /**
  * Cursor lists as GET /v1/transactions has them: newest first, keyset pages on the
@@ -43,6 +45,31 @@ export const queryBoolean = z.enum(['true', 'false']).transform((value) => value
 
 export const listSchema = <T extends z.ZodType>(item: T) =>
   z.object({ object: z.literal('list'), data: z.array(item), has_more: z.boolean() });
+
+/**
+ * GET / of a cursor list: `query` in, one page of `item`s in the list envelope out (200 "A page"), and
+ * the error answers `errors` (400 for a bad query and 401 unless said otherwise).
+ */
+export const listRoute = <Q extends z.ZodObject | z.ZodPipe, T extends z.ZodType>(route: {
+  tags: string[];
+  summary: string;
+  description?: string;
+  query: Q;
+  item: T;
+  errors?: number[];
+}) =>
+  createRoute({
+    method: 'get',
+    path: '/',
+    tags: route.tags,
+    summary: route.summary,
+    ...(route.description === undefined ? {} : { description: route.description }),
+    request: { query: route.query },
+    responses: {
+      200: { description: 'A page', ...json(listSchema(route.item)) },
+      ...errorResponses(...(route.errors ?? [400, 401])),
+    },
+  });
 
 /**
  * One page of `entity` matching `where`, newest first, keyset on the time-sortable

@@ -8,7 +8,7 @@ import { currency } from '../../objects/common.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
 
 const getBalance = createRoute({
@@ -36,16 +36,11 @@ const ListQuery = z
   .strict()
   .refine(...oneCursor);
 
-const listBalanceTransactions = createRoute({
-  method: 'get',
-  path: '/',
+const listBalanceTransactions = listRoute({
   tags: ['Balance'],
   summary: 'List balance transactions, newest first',
-  request: { query: ListQuery },
-  responses: {
-    200: { description: 'A page', ...json(listSchema(BalanceTransactionSchema)) },
-    ...errorResponses(400, 401),
-  },
+  query: ListQuery,
+  item: BalanceTransactionSchema,
 });
 const getBalanceTransaction = createRoute({
   method: 'get',

@@ -16,7 +16,7 @@ import type { ApiDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 const tags = ['Bank accounts'];
@@ -92,13 +92,11 @@ const create = createRoute({
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Created', ...json(BankAccountSchema) }, ...errorResponses(400, 401, 403, 409) },
 });
-const list = createRoute({
-  method: 'get',
-  path: '/',
+const list = listRoute({
   tags,
   summary: 'List payout destinations, newest first',
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(BankAccountSchema)) }, ...errorResponses(400, 401) },
+  query: ListQuery,
+  item: BankAccountSchema,
 });
 const get = createRoute({
   method: 'get',

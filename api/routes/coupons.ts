@@ -36,7 +36,7 @@ import { clockBindingOf, clockTimeOf } from '../../services/test-clocks/clocks.t
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { listSchema, queryBoolean } from '../pagination.ts';
+import { listRoute, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas.ts';
 
 /**
@@ -287,14 +287,12 @@ const routes = {
     request: { body: { ...json(CreateCouponBody), required: true } },
     responses: { 201: { description: 'Created', ...json(CouponSchema) }, ...errorResponses(400, 401) },
   }),
-  listCoupons: createRoute({
-    method: 'get',
-    path: '/',
+  listCoupons: listRoute({
     tags: tags.coupons,
     summary: 'List coupons, newest first',
     description: 'Deleted coupons are left out.',
-    request: { query: CouponListQuery },
-    responses: { 200: { description: 'A page', ...json(listSchema(CouponSchema)) }, ...errorResponses(400, 401) },
+    query: CouponListQuery,
+    item: CouponSchema,
   }),
   getCoupon: createRoute({
     method: 'get',
@@ -332,16 +330,11 @@ const routes = {
     request: { body: { ...json(CreatePromotionCodeBody), required: true } },
     responses: { 201: { description: 'Created', ...json(PromotionCodeSchema) }, ...errorResponses(400, 401, 404) },
   }),
-  listCodes: createRoute({
-    method: 'get',
-    path: '/',
+  listCodes: listRoute({
     tags: tags.codes,
     summary: 'List promotion codes, newest first',
-    request: { query: PromotionCodeListQuery },
-    responses: {
-      200: { description: 'A page', ...json(listSchema(PromotionCodeSchema)) },
-      ...errorResponses(400, 401),
-    },
+    query: PromotionCodeListQuery,
+    item: PromotionCodeSchema,
   }),
   getCode: createRoute({
     method: 'get',

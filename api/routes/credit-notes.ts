@@ -36,7 +36,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, oneCustomerName } from '../schemas.ts';
 
 const tags = ['Credit notes'];
@@ -190,14 +190,7 @@ const routes = {
       ...errorResponses(400, 401, 404, 409),
     },
   }),
-  list: createRoute({
-    method: 'get',
-    path: '/',
-    tags,
-    summary: 'List credit notes, newest first',
-    request: { query: ListQuery },
-    responses: { 200: { description: 'A page', ...json(listSchema(CreditNoteSchema)) }, ...errorResponses(400, 401) },
-  }),
+  list: listRoute({ tags, summary: 'List credit notes, newest first', query: ListQuery, item: CreditNoteSchema }),
   get: createRoute({
     method: 'get',
     path: '/{id}',

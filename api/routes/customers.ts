@@ -22,7 +22,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, testClockId } from '../schemas.ts';
 
 const methods = Object.keys(sandboxPaymentMethods);
@@ -149,13 +149,11 @@ const createCustomer = createRoute({
   responses: { 201: { description: 'Created', ...json(CustomerSchema) }, ...errorResponses(400, 401) },
 });
 
-const listCustomers = createRoute({
-  method: 'get',
-  path: '/',
+const listCustomers = listRoute({
   tags: ['Customers'],
   summary: 'List customers, newest first',
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(CustomerSchema)) }, ...errorResponses(400, 401) },
+  query: ListQuery,
+  item: CustomerSchema,
 });
 
 const getCustomer = createRoute({

@@ -8,7 +8,7 @@ import { catalogTable, EventSchema, serializeEvent } from '../../objects/event.t
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 const typeFilter = z
@@ -43,16 +43,14 @@ const ListQuery = z
   .strict()
   .refine(...oneCursor);
 
-const listEvents = createRoute({
-  method: 'get',
-  path: '/',
+const listEvents = listRoute({
   tags: ['Events'],
   summary: 'List events, newest first',
   description:
     'Every state change of a transaction, payment, payment request, subscription, invoice, customer, account and payout, ' +
     `recorded in the same database transaction as the change. Cursor pages on the time-sortable ids.\n\nThe catalog:\n\n${catalogTable}`,
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(EventSchema)) }, ...errorResponses(400, 401) },
+  query: ListQuery,
+  item: EventSchema,
 });
 
 const getEvent = createRoute({

@@ -13,7 +13,7 @@ import { maxTaxRatesPerLine } from '../../services/taxes/rates.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam, oneCustomerName } from '../schemas.ts';
 
 const minor = z.number().int().min(-99_999_999).max(99_999_999);
@@ -115,14 +115,7 @@ const routes = {
     request: { body: { ...json(CreateBody), required: true } },
     responses: { 201: { description: 'Created', ...json(InvoiceItemSchema) }, ...errorResponses(400, 401, 404, 409) },
   }),
-  list: createRoute({
-    method: 'get',
-    path: '/',
-    tags,
-    summary: 'List invoice items, newest first',
-    request: { query: ListQuery },
-    responses: { 200: { description: 'A page', ...json(listSchema(InvoiceItemSchema)) }, ...errorResponses(400, 401) },
-  }),
+  list: listRoute({ tags, summary: 'List invoice items, newest first', query: ListQuery, item: InvoiceItemSchema }),
   get: createRoute({
     method: 'get',
     path: '/{id}',

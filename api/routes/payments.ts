@@ -8,7 +8,7 @@ import { cancelPaymentRequest } from '../../services/payment-requests/commands.t
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { keysetPage } from '../pagination.ts';
+import { keysetPage, listRoute } from '../pagination.ts';
 import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields } from '../payment-request-input.ts';
 import { errorResponses, idParam, testClockId } from '../schemas.ts';
 
@@ -71,19 +71,11 @@ const createRoutePayment = createRoute({
     ...errorResponses(400, 401, 404),
   },
 });
-const listRoute = createRoute({
-  method: 'get',
-  path: '/',
+const listPaymentRequests = listRoute({
   tags: ['Payment requests'],
   summary: 'List payment requests, newest first',
-  request: { query: ListQuery },
-  responses: {
-    200: {
-      description: 'A page',
-      ...json(z.object({ object: z.literal('list'), data: z.array(PaymentRequestSchema), has_more: z.boolean() })),
-    },
-    ...errorResponses(400, 401),
-  },
+  query: ListQuery,
+  item: PaymentRequestSchema,
 });
 const getRoute = createRoute({
   method: 'get',
@@ -122,7 +114,7 @@ export function paymentsApp(deps: ApiDeps) {
       const request = await createPaymentRequest(deps, c, c.req.valid('json'));
       return c.json(serializePaymentRequest(request, config.publicUrl), 201);
     })
-    .openapi(listRoute, async (c) => {
+    .openapi(listPaymentRequests, async (c) => {
       const query = c.req.valid('query');
       const scope = await accountScope(c, orm);
       const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode };

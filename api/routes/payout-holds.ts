@@ -8,7 +8,7 @@ import type { ApiDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
 
 const tags = ['Payouts'];
@@ -41,14 +41,7 @@ const create = createRoute({
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Placed', ...json(PayoutHoldSchema) }, ...errorResponses(400, 401, 403, 404, 409) },
 });
-const list = createRoute({
-  method: 'get',
-  path: '/',
-  tags,
-  summary: 'List payout holds, newest first',
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(PayoutHoldSchema)) }, ...errorResponses(400, 401) },
-});
+const list = listRoute({ tags, summary: 'List payout holds, newest first', query: ListQuery, item: PayoutHoldSchema });
 const release = createRoute({
   method: 'delete',
   path: '/{id}',

@@ -12,7 +12,7 @@ import type { ApiDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, testClockId } from '../schemas.ts';
 
 const CreateBody = z
@@ -74,14 +74,7 @@ const createPayoutRoute = createRoute({
     ...errorResponses(400, 401, 402, 403, 404, 409),
   },
 });
-const listPayouts = createRoute({
-  method: 'get',
-  path: '/',
-  tags,
-  summary: 'List payouts, newest first',
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(PayoutSchema)) }, ...errorResponses(400, 401) },
-});
+const listPayouts = listRoute({ tags, summary: 'List payouts, newest first', query: ListQuery, item: PayoutSchema });
 const getPayout = createRoute({
   method: 'get',
   path: '/{id}',

@@ -32,7 +32,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { describeZodError } from '../errors.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 const TierBody = z
@@ -452,13 +452,11 @@ const createPlan = createRoute({
   responses: { 201: { description: 'Created', ...json(PlanSchema) }, ...errorResponses(400, 401, 404) },
 });
 
-const listPlans = createRoute({
-  method: 'get',
-  path: '/',
+const listPlans = listRoute({
   tags: ['Plans'],
   summary: 'List plans, newest first',
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(PlanSchema)) }, ...errorResponses(400, 401) },
+  query: ListQuery,
+  item: PlanSchema,
 });
 
 const getPlan = createRoute({

@@ -9,7 +9,7 @@ import { findOwnProduct } from '../../services/catalog/plan-prices.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 const metadataKey = z.string().min(1).max(metadataLimits.keyLength);
@@ -66,13 +66,11 @@ const createProduct = createRoute({
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Created', ...json(ProductSchema) }, ...errorResponses(400, 401) },
 });
-const listProducts = createRoute({
-  method: 'get',
-  path: '/',
+const listProducts = listRoute({
   tags: ['Products'],
   summary: 'List products, newest first',
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(ProductSchema)) }, ...errorResponses(400, 401) },
+  query: ListQuery,
+  item: ProductSchema,
 });
 const getProduct = createRoute({
   method: 'get',

@@ -27,7 +27,7 @@ import type { AppDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant, oneCustomerName, testClockId } from '../schemas.ts';
 
 const planField = z.string().min(1).max(64).openapi({ description: 'Plan id' });
@@ -234,16 +234,14 @@ const createSubscription = createRoute({
   request: { body: { ...json(CreateSubscriptionBody), required: true } },
   responses: { 201: subscriptionAnswer('Created'), ...errorResponses(400, 401, 402, 404, 409) },
 });
-const listSubscriptions = createRoute({
-  method: 'get',
-  path: '/',
+const listSubscriptions = listRoute({
   tags: ['Subscriptions'],
   summary: 'List subscriptions, newest first',
   description:
     '`plan` matches a subscription with that plan on any of its recurring items: the main one (`plan`) or any other in `items`. ' +
     "(The Temporal search attribute PlanId is narrower: the main item's plan when the subscription started, never updated; docs/subscriptions-and-dunning.md.)",
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(SubscriptionSchema)) }, ...errorResponses(400, 401) },
+  query: ListQuery,
+  item: SubscriptionSchema,
 });
 const getSubscription = createRoute({
   method: 'get',

@@ -35,7 +35,7 @@ import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 type Scope = { accountId: string; livemode: boolean };
@@ -225,14 +225,7 @@ const routes = {
     request: { body: { ...json(CreateTaxRateBody), required: true } },
     responses: { 201: { description: 'Created', ...json(TaxRateSchema) }, ...errorResponses(400, 401) },
   }),
-  list: createRoute({
-    method: 'get',
-    path: '/',
-    tags,
-    summary: 'List tax rates, newest first',
-    request: { query: ListQuery },
-    responses: { 200: { description: 'A page', ...json(listSchema(TaxRateSchema)) }, ...errorResponses(400, 401) },
-  }),
+  list: listRoute({ tags, summary: 'List tax rates, newest first', query: ListQuery, item: TaxRateSchema }),
   get: createRoute({
     method: 'get',
     path: '/{id}',

@@ -12,7 +12,7 @@ import {
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
 
 /** An instant: ISO 8601, or Unix seconds as Stripe takes it. */
@@ -53,14 +53,12 @@ const createClock = createRoute({
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Created', ...json(TestClockSchema) }, ...errorResponses(400, 401) },
 });
-const listClocks = createRoute({
-  method: 'get',
-  path: '/',
+const listClocks = listRoute({
   tags,
   summary: 'List test clocks, newest first',
   description: sandboxOnly,
-  request: { query: ListQuery },
-  responses: { 200: { description: 'A page', ...json(listSchema(TestClockSchema)) }, ...errorResponses(400, 401) },
+  query: ListQuery,
+  item: TestClockSchema,
 });
 const getClock = createRoute({
   method: 'get',

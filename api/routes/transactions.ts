@@ -16,7 +16,7 @@ import type { AppDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { keysetPage } from '../pagination.ts';
+import { keysetPage, listRoute } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant, testClockId } from '../schemas.ts';
 
 const CreateBody = z
@@ -107,19 +107,11 @@ const createTransaction = createRoute({
     ...errorResponses(400, 401, 402, 403, 404),
   },
 });
-const listTransactions = createRoute({
-  method: 'get',
-  path: '/',
+const listTransactions = listRoute({
   tags: ['Transactions'],
   summary: 'List transactions, newest first',
-  request: { query: ListQuery },
-  responses: {
-    200: {
-      description: 'A page',
-      ...json(z.object({ object: z.literal('list'), data: z.array(TransactionSchema), has_more: z.boolean() })),
-    },
-    ...errorResponses(400, 401),
-  },
+  query: ListQuery,
+  item: TransactionSchema,
 });
 const getTransaction = createRoute({
   method: 'get',

@@ -35,7 +35,7 @@ import type { DispatchWaker } from '../../services/webhooks/wake.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 const known = new Set<string>(eventTypes);
@@ -139,16 +139,12 @@ const createRoute_ = createRoute({
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 201: { description: 'Created', ...json(WithSecretSchema) }, ...errorResponses(400, 401, 403) },
 });
-const listRoute = createRoute({
-  method: 'get',
-  path: '/',
+const listEndpoints = listRoute({
   tags,
   summary: 'List webhook endpoints, newest first',
-  request: { query: ListQuery },
-  responses: {
-    200: { description: 'A page', ...json(listSchema(WebhookEndpointSchema)) },
-    ...errorResponses(400, 401, 403),
-  },
+  query: ListQuery,
+  item: WebhookEndpointSchema,
+  errors: [400, 401, 403],
 });
 const getRoute = createRoute({
   method: 'get',
@@ -272,7 +268,7 @@ export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Reso
       await wake.wake();
       return c.json({ ...serializeWebhookEndpoint(endpoint), secret }, 201);
     })
-    .openapi(listRoute, async (c) => {
+    .openapi(listEndpoints, async (c) => {
       const query = c.req.valid('query');
       const { accountId, livemode } = await scope(c);
       const { page, hasMore } = await keysetPage(orm.em.fork(), WebhookEndpoint, { accountId, livemode }, query);
