@@ -74,6 +74,7 @@ import { type Processors, sandboxProcessors } from '../services/processors/index
 import {
   type BillingSettings,
   loadBillingSettings,
+  type NotifyContext,
   notifyPaymentFailed,
   notifyPaymentRecovered,
   notifySubscriptionEnded,
@@ -144,7 +145,7 @@ export function createActivities(deps: ActivityDeps) {
   const em = () => deps.orm.em.fork();
   const processors: Processors = deps.processors ?? sandboxProcessors(em);
   // Emails of a mode that moves no real money say [TEST] (services/email/send-once.ts).
-  const notify = { mailer: deps.mailer, links: deps.links, processors };
+  const notify: NotifyContext = { mailer: deps.mailer, links: deps.links, processors };
   /** The running activity's Temporal client and task queue: availability workflows of the money it records start there. */
   const activityTemporal = (): WorkflowStartContext['temporal'] | undefined => {
     try {
@@ -190,11 +191,7 @@ export function createActivities(deps: ActivityDeps) {
      * unpaid, with nothing projected.
      */
     async renewCycle(input: RenewCycleInput): Promise<RenewCycleResult & { renewalSpreadMinutes?: number }> {
-      const result = await renewCycle(
-        em,
-        { processors, links: deps.links, notify, temporal: activityTemporal() },
-        input,
-      );
+      const result = await renewCycle(em, { ...notify, temporal: activityTemporal() }, input);
       // The deployment's window now, for the workflow's next renewals (it may differ from the one it was created with).
       return deps.renewalSpreadMinutes ? { ...result, renewalSpreadMinutes: deps.renewalSpreadMinutes() } : result;
     },

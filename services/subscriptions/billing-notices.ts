@@ -2,7 +2,6 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 
 import { Account, Customer, Invoice, Plan } from '../../db/entities/index.ts';
 import { brandOf } from '../../domain/branding.ts';
-import type { CustomerLinks } from '../../domain/customer-links.ts';
 import {
   invoiceReceiptEmail,
   paymentFailedEmail,
@@ -14,8 +13,8 @@ import { formatPeriod, humanizeInstants } from '../../domain/locale.ts';
 import { formatMoney } from '../../domain/money.ts';
 import type { SubscriptionSnapshot } from '../../domain/subscription.ts';
 import { type BillingSettings, loadModeSettings } from '../accounts/mode-settings.ts';
-import type { Mailer } from '../email/mailer.ts';
-import { sendEmailOnce, type TestModes } from '../email/send-once.ts';
+import type { ServiceContext } from '../context.ts';
+import { sendEmailOnce } from '../email/send-once.ts';
 import { type InvoiceLinks, recordInvoiceEvents } from '../invoices/events.ts';
 import { pdfAdjustments } from '../invoices/pdf.ts';
 import { dunningSteps } from '../observability/metrics.ts';
@@ -55,12 +54,11 @@ export async function settleInvoiceWithoutCharge(
   });
 }
 
-export interface NotifyDeps {
-  mailer: Mailer;
-  links: CustomerLinks;
-  /** Marks emails of a mode that moves no real money with [TEST]; without it only test mode is marked. */
-  processors?: TestModes;
-}
+/**
+ * What a customer email of a subscription reaches: the mailer, the links it carries, and the processors, whose
+ * test-mode rule marks emails of a mode that moves no real money with [TEST] (services/email/send-once.ts).
+ */
+export type NotifyContext = Pick<ServiceContext, 'mailer' | 'links' | 'processors'>;
 
 async function parties(em: EntityManager, subscription: SubscriptionSnapshot) {
   const [account, customer, plan] = await Promise.all([
@@ -72,8 +70,8 @@ async function parties(em: EntityManager, subscription: SubscriptionSnapshot) {
 }
 
 /** The name customers know the account by, and its branding for the email's layout (domain/branding.ts). */
-function sender(account: Account, deps: NotifyDeps) {
-  const brand = brandOf(account, deps.links.publicUrl);
+function sender(account: Account, ctx: NotifyContext) {
+  const brand = brandOf(account, ctx.links.publicUrl);
   return { accountName: brand.name, ...(account.settings.branding ? { brand } : {}) };
 }
 
@@ -85,7 +83,7 @@ function sender(account: Account, deps: NotifyDeps) {
  */
 export async function notifyPaymentFailed(
   em: EntityManager,
-  deps: NotifyDeps,
+  ctx: NotifyContext,
   subscription: SubscriptionSnapshot,
   attempt: number,
 ): Promise<void> {
@@ -94,13 +92,13 @@ export async function notifyPaymentFailed(
   dunningSteps.inc({ step: attempt <= 1 ? 'started' : 'retry_failed' });
   const { account, customer, planName } = await parties(em, subscription);
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.failed_payments) return;
-  const updateUrl = await deps.links.billingDetailsUrl({
+  const updateUrl = await ctx.links.billingDetailsUrl({
     customerId: customer.id,
     accountId: account.id,
     livemode: subscription.livemode,
   });
   const email = paymentFailedEmail({
-    ...sender(account, deps),
+    ...sender(account, ctx),
     customerName: customer.name ?? null,
     amount: formatMoney(dunning.amount, dunning.currency),
     invoiceNumber: dunning.invoiceNumber,
@@ -109,7 +107,7 @@ export async function notifyPaymentFailed(
     attempt,
     updateUrl,
     portalUrl: (
-      await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode })
+      await ctx.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: subscription.livemode })
     ).url,
     nextRetryAt: dunning.nextRetryAt ? new Date(dunning.nextRetryAt) : null,
     graceEndsAt: dunning.graceEndsAt ? new Date(dunning.graceEndsAt) : null,
@@ -117,7 +115,7 @@ export async function notifyPaymentFailed(
   });
   await sendEmailOnce(
     em,
-    deps.mailer,
+    ctx.mailer,
     {
       dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`,
       accountId: account.id,
@@ -126,13 +124,13 @@ export async function notifyPaymentFailed(
       livemode: subscription.livemode,
       ...email,
     },
-    deps.processors,
+    ctx.processors,
   );
 }
 
 export async function notifyPaymentRecovered(
   em: EntityManager,
-  deps: NotifyDeps,
+  ctx: NotifyContext,
   subscription: SubscriptionSnapshot,
   invoiceId: string,
 ): Promise<void> {
@@ -140,15 +138,15 @@ export async function notifyPaymentRecovered(
   const { account, customer } = await parties(em, subscription);
   const invoice = await em.findOneOrFail(Invoice, { id: invoiceId });
   const email = paymentRecoveredEmail({
-    ...sender(account, deps),
+    ...sender(account, ctx),
     customerName: customer.name ?? null,
     amount: formatMoney(invoice.amountPaid, invoice.currency),
     invoiceNumber: invoice.number,
-    pdfUrl: deps.links.invoicePdfUrl(invoice.id),
+    pdfUrl: ctx.links.invoicePdfUrl(invoice.id),
   });
   await sendEmailOnce(
     em,
-    deps.mailer,
+    ctx.mailer,
     {
       dedupeKey: `${invoiceId}:payment_recovered`,
       accountId: account.id,
@@ -157,14 +155,14 @@ export async function notifyPaymentRecovered(
       livemode: subscription.livemode,
       ...email,
     },
-    deps.processors,
+    ctx.processors,
   );
 }
 
 /** The subscription canceled (or paused by dunning) email, unless the account turned `subscription_cancellations` off in the subscription's mode. */
 export async function notifySubscriptionEnded(
   em: EntityManager,
-  deps: NotifyDeps,
+  ctx: NotifyContext,
   subscription: SubscriptionSnapshot,
   kind: 'canceled' | 'paused',
 ): Promise<void> {
@@ -174,7 +172,7 @@ export async function notifySubscriptionEnded(
   if (!(await loadModeSettings(em, account.id, subscription.livemode)).notifications.subscription_cancellations) return;
   const reason = kind === 'canceled' ? subscription.endedReason : subscription.pauseReason;
   const email = subscriptionEndedEmail({
-    ...sender(account, deps),
+    ...sender(account, ctx),
     customerName: customer.name ?? null,
     planName,
     kind,
@@ -182,7 +180,7 @@ export async function notifySubscriptionEnded(
   });
   await sendEmailOnce(
     em,
-    deps.mailer,
+    ctx.mailer,
     {
       dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`,
       accountId: account.id,
@@ -191,7 +189,7 @@ export async function notifySubscriptionEnded(
       livemode: subscription.livemode,
       ...email,
     },
-    deps.processors,
+    ctx.processors,
   );
 }
 
@@ -203,7 +201,7 @@ export async function notifySubscriptionEnded(
  */
 export async function sendInvoiceReceipt(
   em: EntityManager,
-  deps: NotifyDeps,
+  ctx: NotifyContext,
   invoiceId: string,
   /** The paid invoice, its account and customer, when the caller has just written or read them (renewCycle). */
   loaded?: { invoice: Invoice; account: Account; customer: Customer | null },
@@ -221,7 +219,7 @@ export async function sendInvoiceReceipt(
   const money = (amount: number) => formatMoney(amount, invoice.currency);
   const dateStyle = { timeZone: account.settings.timezone, locale: account.settings.language };
   const email = invoiceReceiptEmail({
-    ...sender(account, deps),
+    ...sender(account, ctx),
     customerName: invoice.customerName ?? customer?.name ?? null,
     amount: money(invoice.amountPaid),
     invoiceNumber: invoice.number,
@@ -232,14 +230,14 @@ export async function sendInvoiceReceipt(
       amount: money(lineAmount(line)),
     })),
     totals: receiptTotals(invoice, money),
-    pdfUrl: deps.links.invoicePdfUrl(invoice.id),
+    pdfUrl: ctx.links.invoicePdfUrl(invoice.id),
     portalUrl: customer
-      ? (await deps.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: invoice.livemode })).url
+      ? (await ctx.links.portalUrl({ customerId: customer.id, accountId: account.id, livemode: invoice.livemode })).url
       : undefined,
   });
   await sendEmailOnce(
     em,
-    deps.mailer,
+    ctx.mailer,
     {
       dedupeKey: `${invoice.id}:receipt`,
       accountId: account.id,
@@ -248,7 +246,7 @@ export async function sendInvoiceReceipt(
       livemode: invoice.livemode,
       ...email,
     },
-    deps.processors,
+    ctx.processors,
   );
 }
 

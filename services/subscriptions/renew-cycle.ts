@@ -36,7 +36,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 import { Account, Customer, type Invoice } from '../../db/entities/index.ts';
-import type { CustomerLinks } from '../../domain/customer-links.ts';
 import type { SubscriptionSnapshot } from '../../domain/subscription.ts';
 import type { WorkflowStartContext } from '../context.ts';
 import {
@@ -49,8 +48,7 @@ import {
 import { claimPendingFunds, type PendingFunds, pendingFunds } from '../money/balances.ts';
 import { chargeCustomer, type ChargeOutcome } from '../money/charges.ts';
 import { renewals } from '../observability/metrics.ts';
-import type { Processors } from '../processors/index.ts';
-import { type NotifyDeps, sendInvoiceReceipt, settleInvoiceWithoutCharge } from './billing-notices.ts';
+import { type NotifyContext, sendInvoiceReceipt, settleInvoiceWithoutCharge } from './billing-notices.ts';
 import { projectSubscription, projectSubscriptionOn } from './projection.ts';
 
 export interface RenewCycleInput {
@@ -75,11 +73,11 @@ export type RenewCycleResult =
   /** Not paid: nothing projected; the workflow decides what follows (dunning, or the trial expires). */
   | { status: 'unpaid'; invoice: OpenedInvoice; outcome: Extract<ChargeOutcome, { status: 'failed' }> };
 
-export interface RenewCycleDeps extends Partial<WorkflowStartContext> {
-  processors: Processors;
-  links: CustomerLinks;
-  notify: NotifyDeps;
-}
+/**
+ * What a renewal reaches: each mode's processor, the links its invoice and receipt carry, the mailer of the receipt,
+ * and where the availability workflow of its money starts (an activity's own client and queue).
+ */
+export type RenewCycleDeps = NotifyContext & Partial<WorkflowStartContext>;
 
 /**
  * `em`: a factory of entity managers; each step works on a fork of its own, as the separate
@@ -158,7 +156,7 @@ export async function renewCycle(
   // The receipt goes last: the money and the projection are recorded even when the mail server is down (a retry sends it once).
   await sendInvoiceReceipt(
     em(),
-    deps.notify,
+    deps,
     invoice.invoiceId,
     paid.invoice ? { invoice: paid.invoice, account, customer } : undefined,
   );
