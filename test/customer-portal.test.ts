@@ -203,7 +203,11 @@ describe('customer portal', () => {
       meter: meter.id,
       amount: 1,
     });
-    const sub = await make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    const sub = await make('/v1/subscriptions', {
+      customer_id: customer.id,
+      plan: plan.id,
+      billing_thresholds: { amount_gte: 50000 },
+    });
     const token = (await make(`/v1/customers/${customer.id}/portal_link`, {})).url.split('#')[1];
     const read = async () =>
       (await engine.call('GET', '/v1/portal', undefined, { authorization: '', 'x-portal-token': token })).body
@@ -237,5 +241,7 @@ describe('customer portal', () => {
     expect((await read()).items).toEqual([
       expect.objectContaining({ plan: plan.id, usage: { ...usage, quantity: '1250.5' } }),
     ]);
+    // What bills early (docs/usage.md#in-the-portal): far above this usage, so nothing did.
+    expect((await read()).billing_thresholds).toEqual({ amount_gte: 50000, reset_billing_cycle_anchor: false });
   }, 60_000);
 });

@@ -124,7 +124,12 @@ describe('promotion codes in the portal, in chromium', () => {
       email: 'usage@example.com',
       payment_method: 'pm_card_visa',
     });
-    const sub = await call('POST', '/v1/subscriptions', { customer: customer.id, plan: plan.id });
+    // A threshold far above the usage here: the card says what bills early, and nothing does.
+    const sub = await call('POST', '/v1/subscriptions', {
+      customer: customer.id,
+      plan: plan.id,
+      billing_thresholds: { amount_gte: 50000 },
+    });
     const link = (await call('POST', `/v1/customers/${customer.id}/portal_link`, {})) as { url: string };
     const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
     const portal = await context.newPage();
@@ -147,6 +152,7 @@ describe('promotion codes in the portal, in chromium', () => {
     await portal.reload();
     await card.getByText(/^1,250\.5 API tokens \(.+ – .+\)$/).waitFor();
     expect(await card.getByText('Usage this period').count()).toBe(1);
+    await card.getByText(/^\$500\.00 of usage: an invoice is made as soon as/).waitFor();
     await context.close();
   });
 });

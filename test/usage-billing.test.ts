@@ -14,26 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 import { clockTenant } from './helpers/clock-tenant.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
-
-/** Graduated tiers with free units, by hand: quantity and tiers in micro-units (10^-6), prices in minor units; the exact amount and its rounding. */
-function reference(
-  quantity: string,
-  free: number,
-  tiers: { upTo: number | null; unit: number }[],
-): { exact: number; amount: number } {
-  const micro = (text: string) => Math.round(Number(text) * 1e6);
-  let left = Math.max(0, micro(quantity) - free * 1e6);
-  let previous = 0;
-  let exact = 0;
-  for (const tier of tiers) {
-    const room = tier.upTo === null ? left : Math.min(left, tier.upTo * 1e6 - previous);
-    exact += (room * tier.unit) / 1e6;
-    left -= room;
-    previous = tier.upTo === null ? previous : tier.upTo * 1e6;
-    if (left <= 0) break;
-  }
-  return { exact, amount: Math.round(exact + 1e-9) };
-}
+import { graduatedReference } from './helpers/usage.ts';
 
 describe('usage billing', () => {
   let engine: TestEngine;
@@ -236,8 +217,8 @@ describe('usage billing', () => {
     await advance(clock.id, '2033-02-01T01:00:00Z');
     const [, february] = await invoices();
     const jan = { start: '2033-01-01T00:00:00.000Z', end: '2033-02-01T00:00:00.000Z' };
-    const smallJan = reference('1310.5', 100, smallTiers); // 1210.5 billed: 1000 × 0.5 + 210.5 × 0.25 = 552.625
-    const largeJan = reference('1500', 100, largeTiers); // 1400 billed: 1000 × 2 + 400 × 1 = 2400
+    const smallJan = graduatedReference('1310.5', smallTiers, 100); // 1210.5 billed: 1000 × 0.5 + 210.5 × 0.25 = 552.625
+    const largeJan = graduatedReference('1500', largeTiers, 100); // 1400 billed: 1000 × 2 + 400 × 1 = 2400
     expect([smallJan, largeJan]).toEqual([
       { exact: 552.625, amount: 553 },
       { exact: 2400, amount: 2400 },
@@ -308,7 +289,7 @@ describe('usage billing', () => {
       [
         meter.id,
         '2000.25',
-        reference('2000.25', 100, smallTiers).amount,
+        graduatedReference('2000.25', smallTiers, 100).amount,
         '2033-02-01T00:00:00.000Z',
         '2033-03-01T00:00:00.000Z',
       ],
@@ -318,8 +299,8 @@ describe('usage billing', () => {
     await send('2033-03-03T00:00:00Z', '1000.75', 'large');
     await advance(clock.id, '2033-04-01T01:00:00Z');
     const [, , march, april] = await invoices();
-    const smallFeb = reference('2000.25', 100, smallTiers); // 1900.25 billed: 500 + 900.25 × 0.25 = 725.0625 → 725
-    const largeMar = reference('1000.75', 100, largeTiers); // 900.75 × 2 = 1801.5 → 1802, half away from zero
+    const smallFeb = graduatedReference('2000.25', smallTiers, 100); // 1900.25 billed: 500 + 900.25 × 0.25 = 725.0625 → 725
+    const largeMar = graduatedReference('1000.75', largeTiers, 100); // 900.75 × 2 = 1801.5 → 1802, half away from zero
     expect(usageOf(march).map((l: unknown[]) => l.slice(1, 3))).toEqual([
       ['1', 0],
       ['2000.25', smallFeb.amount],

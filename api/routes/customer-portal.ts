@@ -48,6 +48,7 @@ import { planToChangeTo } from '../../services/subscriptions/plans.ts';
 import { changedPlanTerms } from '../../services/subscriptions/terms.ts';
 import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
 import { itemsUsageSoFar } from '../../services/usage/billing.ts';
+import { withBillingThresholds } from '../../services/usage/thresholds.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import { commandRetry } from '../command-retry.ts';
 import type { AppDeps } from '../deps.ts';
@@ -466,6 +467,10 @@ async function portalDiscounts<T extends { id: string }>(
   });
 }
 
+/** portalDiscounts, and each subscription's billing_thresholds (null: none), for the portal's read. */
+const portalSubscriptionsWithThresholds = async <T extends { id: string }>(em: EntityManager, subscriptions: T[]) =>
+  withBillingThresholds(em, await portalDiscounts(em, subscriptions));
+
 /**
  * Portal subscriptions whose active metered items carry their usage of the current period so far (itemsUsageSoFar, as the
  * subscription read does) and the meter's name. Licensed subscriptions cost one plan query in all; the clock time is read once.
@@ -668,7 +673,8 @@ export function customerPortalApp({ orm, temporal, context }: AppDeps) {
           },
           livemode: claims.livemode,
           permissions,
-          subscriptions: await portalDiscounts(
+          // With their billing_thresholds: the usage section says what amount bills early (docs/usage.md#in-the-portal).
+          subscriptions: await portalSubscriptionsWithThresholds(
             em,
             subscriptions.map((s) => {
               const body = serializeSubscription(s);

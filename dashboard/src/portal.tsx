@@ -357,6 +357,15 @@ function SubscriptionCard({ s, portal }: { s: PortalSubscription; portal: Schema
             </Fragment>
           ) : null,
         )}
+        {s.billing_thresholds && !ended ? (
+          <>
+            <dt>Billed early at</dt>
+            <dd>
+              {money(s.billing_thresholds.amount_gte, s.currency ?? s.plan_details?.currency ?? 'USD')} of usage: an
+              invoice is made as soon as this period's usage not yet billed reaches it
+            </dd>
+          </>
+        ) : null}
         {discountOf(s) ? (
           <>
             <dt>Discount</dt>
