@@ -551,6 +551,29 @@ describe('the billing CLI against the real engine', () => {
     const liveStall = await engine.call('POST', '/v1/test_helpers/test_clocks/clock_00000000000000000000000000/stall');
     expect(liveStall.status).toBe(400);
     expect(liveStall.body.error).toBe('livemode_not_allowed');
+    // A quiet timeout out of its range, or a clock of no one, is refused in the spec's shape (the clock stays:
+    // deleting it asks its workflow, which needs the worker).
+    const clock = await call('POST', '/v1/test_clocks', { frozen_time: '2030-01-01T00:00:00Z' });
+    for (const quiet_timeout of [0, 61, 1.5]) {
+      const refused = await engine.call(
+        'POST',
+        `/v1/test_helpers/test_clocks/${clock.id}/stall`,
+        { quiet_timeout },
+        sandbox,
+      );
+      expect(refused.status, String(quiet_timeout)).toBe(400);
+      expect(refused.body).toMatchObject({
+        error: 'invalid_request',
+        message: expect.stringContaining('quiet_timeout'),
+      });
+    }
+    const other = await engine.call(
+      'POST',
+      '/v1/test_helpers/test_clocks/clock_00000000000000000000000000/stall',
+      {},
+      sandbox,
+    );
+    expect(other.status).toBe(404);
   });
 
   it("trigger account.closed: a throwaway account signed up and closed, its events in it and not in the CLI key's", async () => {
