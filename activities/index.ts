@@ -136,6 +136,11 @@ export interface ActivityDeps {
   usageRetentionDays?: number;
 }
 
+/** The running activity's Temporal client and task queue, as a service takes them (services/context.ts). */
+const activityContext = (context: Context): WorkflowStartContext => ({
+  temporal: { client: context.client, taskQueue: context.info.taskQueue },
+});
+
 /**
  * Every side effect the workflows can ask for. Built by a factory so the worker
  * wires real dependencies and tests can wrap them (a crashing processor, say).
@@ -397,7 +402,7 @@ export function createActivities(deps: ActivityDeps) {
     /** Maintenance (workflows/maintenance.ts): pending payments with no settlement workflow, carried on as the API would have. */
     async reconcileStuckPayments(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
-      return reconcileStuckPayments(em(), processors, context.client, context.info.taskQueue, olderThanMs, context.log);
+      return reconcileStuckPayments({ processors, ...activityContext(context) }, em(), olderThanMs, context.log);
     },
     /** fundsAvailabilityWorkflow: a pending balance transaction's money becomes available (once; false when it no longer was pending). */
     async makeFundsAvailable(balanceTransactionId: string): Promise<boolean> {
@@ -410,22 +415,22 @@ export function createActivities(deps: ActivityDeps) {
     /** Maintenance: pending balance transactions with no availability workflow get one. */
     async reconcileMissingAvailability(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
-      return reconcileMissingAvailability(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
+      return reconcileMissingAvailability(activityContext(context), em(), olderThanMs, context.log);
     },
     /** Maintenance: customers' repeating discounts of the last hour whose end timer never started get one. */
     async reconcileMissingDiscountTimers(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
-      return reconcileMissingDiscountTimers(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
+      return reconcileMissingDiscountTimers(activityContext(context), em(), olderThanMs, context.log);
     },
     /** Maintenance: pending payouts with no payoutWorkflow get one. */
     async reconcileStuckPayouts(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
-      return reconcileStuckPayouts(em(), context.client, context.info.taskQueue, olderThanMs, context.log);
+      return reconcileStuckPayouts(activityContext(context), em(), olderThanMs, context.log);
     },
     /** Maintenance: pending money owned by a workflow that no longer runs (terminated), made available once due. */
     async reconcileOrphanedFunds(olderThanMs: number): Promise<ReconcileResult> {
       const context = Context.current();
-      return reconcileOrphanedFunds(em(), context.client, olderThanMs, context.log);
+      return reconcileOrphanedFunds(activityContext(context), em(), olderThanMs, context.log);
     },
     /** Maintenance: the next batch of live subscriptions whose workflow closed without ending them (services/subscriptions/watch.ts). */
     async sweepOrphanedSubscriptions(input: { after: string | null; limit: number }): Promise<SweepResult> {

@@ -341,19 +341,33 @@ describe('refunds of a charge and balances', () => {
     );
     const btxn = await paymentBtxn(payment.id);
     const client = engine.env.client;
-    const none = await reconcileMissingAvailability(engine.db.orm.em.fork(), client, engine.taskQueue, 60_000);
+    const none = await reconcileMissingAvailability(
+      { temporal: { client, taskQueue: engine.taskQueue } },
+      engine.db.orm.em.fork(),
+      60_000,
+    );
     expect(none.reconciled).toBe(0); // not a minute old yet
     await em
       .getConnection()
       .execute(`update balance_transactions set created_at = created_at - interval '2 minutes' where id = ?`, [
         btxn.id,
       ]);
-    const result = await reconcileMissingAvailability(engine.db.orm.em.fork(), client, engine.taskQueue, 60_000);
+    const result = await reconcileMissingAvailability(
+      { temporal: { client, taskQueue: engine.taskQueue } },
+      engine.db.orm.em.fork(),
+      60_000,
+    );
     expect(result).toMatchObject({ reconciled: 1, failed: 0 });
     const described = await client.workflow.getHandle(btxn.id).describe();
     expect(described.type).toBe('fundsAvailabilityWorkflow');
     expect(
-      (await reconcileMissingAvailability(engine.db.orm.em.fork(), client, engine.taskQueue, 60_000)).checked,
+      (
+        await reconcileMissingAvailability(
+          { temporal: { client, taskQueue: engine.taskQueue } },
+          engine.db.orm.em.fork(),
+          60_000,
+        )
+      ).checked,
     ).toBe(0);
   });
 });
@@ -400,10 +414,8 @@ describe('a refund left pending by a crash', () => {
       .execute(`update transactions set created_at = created_at - interval '5 minutes' where id = ?`, [reserved.id]);
     const processors = sandboxProcessors(() => engine.db.orm.em.fork());
     const result = await reconcileStuckPayments(
+      { processors, temporal: { client: engine.env.client, taskQueue: engine.taskQueue } },
       engine.db.orm.em.fork(),
-      processors,
-      engine.env.client,
-      engine.taskQueue,
       60_000,
     );
     expect(result).toMatchObject({ reconciled: 1, failed: 0 });
@@ -415,8 +427,13 @@ describe('a refund left pending by a crash', () => {
       await engine.db.orm.em.fork().count(SandboxProcessorRefund, { idempotencyKey: `${reserved.id}:refund` }),
     ).toBe(1);
     expect(
-      (await reconcileStuckPayments(engine.db.orm.em.fork(), processors, engine.env.client, engine.taskQueue, 60_000))
-        .checked,
+      (
+        await reconcileStuckPayments(
+          { processors, temporal: { client: engine.env.client, taskQueue: engine.taskQueue } },
+          engine.db.orm.em.fork(),
+          60_000,
+        )
+      ).checked,
     ).toBe(0);
     expect((await engine.call('GET', `/v1/transactions/${payment.id}`)).body.amount_refunded).toBe(1200);
   });

@@ -36,13 +36,13 @@ import {
   maintenanceSettingsSignal,
   maintenanceWorkflow,
 } from '../../workflows/maintenance.ts';
+import type { ServiceContext, TemporalContext, WorkflowStartContext } from '../context.ts';
 import { startDiscountEndTimer } from '../discounts/customer-discount-end.ts';
 import { startFundsAvailability } from '../money/balances.ts';
 import { makeFundsAvailable } from '../money/ledger.ts';
 import { chargePendingPayment } from '../money/payments.ts';
 import { completeRefund } from '../money/refunds.ts';
 import { startPayoutWorkflow } from '../payouts/rail.ts';
-import type { Processors } from '../processors/index.ts';
 import { clockTimeOf } from '../test-clocks/clocks.ts';
 import { onTestClock } from '../test-clocks/now.ts';
 
@@ -140,13 +140,13 @@ async function workflowExists(client: Client, workflowId: string): Promise<boole
  * requests and subscriptions record only final outcomes), so the key is always right.
  */
 export async function reconcileStuckPayments(
+  ctx: Pick<ServiceContext, 'processors'> & WorkflowStartContext,
   em: EntityManager,
-  processors: Processors,
-  client: Client,
-  taskQueue: string,
   olderThanMs: number,
   log?: Log,
 ): Promise<ReconcileResult> {
+  const { processors } = ctx;
+  const { client } = ctx.temporal;
   const rows = await em.find(
     Transaction,
     {
@@ -162,7 +162,7 @@ export async function reconcileStuckPayments(
     try {
       if (!(await workflowExists(client, row.id))) {
         // The same charge (same idempotency key) and settlement as the API's takeover of a pending payment.
-        const after = await chargePendingPayment({ processors, temporal: { client, taskQueue } }, row, em.fork());
+        const after = await chargePendingPayment(ctx, row, em.fork());
         result.reconciled++;
         log?.info('reconciled a stuck payment', { transactionId: row.id, status: after.status });
       }
@@ -212,12 +212,12 @@ export async function reconcileStuckPayments(
  * (A deleted clock canceled its payouts: none are left pending.)
  */
 export async function reconcileStuckPayouts(
+  ctx: WorkflowStartContext,
   em: EntityManager,
-  client: Client,
-  taskQueue: string,
   olderThanMs: number,
   log?: Log,
 ): Promise<ReconcileResult> {
+  const { client } = ctx.temporal;
   const cutoff = Date.now() - olderThanMs;
   const rows = await em.find(
     Payout,
@@ -241,7 +241,7 @@ export async function reconcileStuckPayouts(
         const testClock = await clockTimeOf(em, row.testClockId);
         const now = testClock ? Date.parse(testClock.now) : Date.now();
         await startPayoutWorkflow(
-          { client, taskQueue },
+          ctx.temporal,
           row.id,
           testClock,
           Math.max(0, row.createdAt.getTime() + payoutPendingMs - now),
@@ -266,12 +266,12 @@ export async function reconcileStuckPayouts(
  * Each row is then marked `workflow_confirmed_at`, so it costs one lookup, once.
  */
 export async function reconcileMissingAvailability(
+  ctx: WorkflowStartContext,
   em: EntityManager,
-  client: Client,
-  taskQueue: string,
   olderThanMs: number,
   log?: Log,
 ): Promise<ReconcileResult> {
+  const { client } = ctx.temporal;
   const rows = await em.find(
     BalanceTransaction,
     { status: 'pending', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
@@ -281,7 +281,7 @@ export async function reconcileMissingAvailability(
   for (const row of rows) {
     try {
       if (!(await workflowExists(client, row.id))) {
-        await startFundsAvailability({ temporal: { client, taskQueue } }, row);
+        await startFundsAvailability(ctx, row);
         result.reconciled++;
         log?.info('started a missing availability workflow', { balanceTransactionId: row.id });
       }
@@ -315,11 +315,12 @@ export async function reconcileMissingAvailability(
  * until a run after its available_on.
  */
 export async function reconcileOrphanedFunds(
+  ctx: { temporal: Pick<TemporalContext, 'client'> },
   em: EntityManager,
-  client: Client,
   olderThanMs: number,
   log?: Log,
 ): Promise<ReconcileResult> {
+  const { client } = ctx.temporal;
   // Money off clocks, due by the wall clock (a range of the partial index); money on a clock, due by the clock's
   // time (a clock's account's sandbox rows, through the account's index: clocks are few and small).
   const rows = await em
@@ -393,12 +394,12 @@ export const discountTimerRunLimit = 2_000;
  * after its end (services/discounts/redemptions.ts discountForInvoice).
  */
 export async function reconcileMissingDiscountTimers(
+  ctx: WorkflowStartContext,
   em: EntityManager,
-  client: Client,
-  taskQueue: string,
   olderThanMs: number,
   log?: Log,
 ): Promise<ReconcileResult> {
+  const { client, taskQueue } = ctx.temporal;
   const now = Date.now();
   const idAt = (ms: number) => `${idPrefixes.discount}_${encodeTime(Math.max(ms, 0), 10).toLowerCase()}`;
   const result: ReconcileResult = { checked: 0, reconciled: 0, failed: 0 };
