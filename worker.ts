@@ -271,7 +271,7 @@ async function main(): Promise<void> {
       exportsWorker?.shutdown();
     });
   // One maintenance workflow per task queue (workflows/maintenance.ts): the first worker starts it, the others find it.
-  const maintenance = await ensureMaintenanceWorkflow(client, config.taskQueue, {
+  const maintenance = await ensureMaintenanceWorkflow(context, {
     loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
   });
   logger.info(

@@ -232,9 +232,12 @@ async function main(): Promise<void> {
   stops.push({ name: 'client connection', stop: () => connection.close() });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   // The worker's maintenance workflow (stuck payments and payouts, expired rows), started once per task queue.
-  await ensureMaintenanceWorkflow(temporal, config.taskQueue, {
-    loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
-  });
+  await ensureMaintenanceWorkflow(
+    { temporal: { client: temporal, taskQueue: config.taskQueue } },
+    {
+      loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
+    },
+  );
   const apiContext = composeServiceContext(config, { orm: apiOrm, client: temporal, logger, mailer });
   const api: RunningApi = await startApiServer(apiDepsOf(apiContext, config), config.port);
   stops.push({ name: 'api', stop: () => api.close() });

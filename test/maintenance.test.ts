@@ -460,7 +460,9 @@ describe('maintenance', () => {
       runsPerExecution: 2,
     };
     // Three workers booting at once: one workflow.
-    const boots = await Promise.all([1, 2, 3].map(() => ensureMaintenanceWorkflow(client, engine.taskQueue, settings)));
+    const boots = await Promise.all(
+      [1, 2, 3].map(() => ensureMaintenanceWorkflow({ temporal: { client, taskQueue: engine.taskQueue } }, settings)),
+    );
     expect(new Set(boots.map((b) => b.workflowId))).toEqual(new Set([maintenanceWorkflowId(engine.taskQueue)]));
     expect(new Set(boots.map((b) => b.runId)).size).toBe(1);
     const handle = client.workflow.getHandle(maintenanceWorkflowId(engine.taskQueue));
@@ -572,7 +574,10 @@ describe('maintenance', () => {
     expect(await processorCharges(payment)).toBe(1);
 
     // A worker booted with a changed configuration hands it over: a run at once, then the new interval.
-    const third = await ensureMaintenanceWorkflow(client, engine.taskQueue, { ...settings, intervalMs: 30 * minute });
+    const third = await ensureMaintenanceWorkflow(
+      { temporal: { client, taskQueue: engine.taskQueue } },
+      { ...settings, intervalMs: 30 * minute },
+    );
     expect(third.runId).toBe((await handle.describe()).runId);
     const latest = await eventually(details, (d) => /\(run 4\)/.test(d), 20_000);
     const [, lastAt, nextAt] = /^Last run at (\S+) .*; next at (\S+)\.$/.exec(latest)!;

@@ -64,10 +64,10 @@ export const maintenanceWorkflowId = (taskQueue: string) => `maintenance-${taskQ
  * worker process at boot (worker.ts, dev/start.ts).
  */
 export async function ensureMaintenanceWorkflow(
-  client: Client,
-  taskQueue: string,
+  ctx: WorkflowStartContext,
   settings: Pick<MaintenanceSettings, 'loginThrottleWindowSeconds'> & Partial<MaintenanceSettings>,
 ): Promise<{ workflowId: string; runId: string }> {
+  const { client, taskQueue } = ctx.temporal;
   const full: MaintenanceSettings = {
     intervalMs: maintenanceDefaults.intervalMs,
     stuckAfterMs: maintenanceDefaults.stuckAfterMs,

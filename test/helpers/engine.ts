@@ -269,10 +269,13 @@ export async function startTestEngine(
   if (options.startWorker !== false) await engine.startWorker();
   if (options.maintenance) {
     const settings = options.maintenance === true ? {} : options.maintenance;
-    await ensureMaintenanceWorkflow(env.client, taskQueue, {
-      loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
-      ...settings,
-    });
+    await ensureMaintenanceWorkflow(
+      { temporal: { client: env.client, taskQueue } },
+      {
+        loginThrottleWindowSeconds: config.auth.loginThrottleWindowSeconds,
+        ...settings,
+      },
+    );
   }
   return engine;
 }
