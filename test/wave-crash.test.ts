@@ -1,5 +1,5 @@
 /**
- * The fault matrix's worker kill during a renewal wave (issue #29): 150 trials on one test clock, made over the
+ * The fault matrix's worker kill during a renewal wave (issue #29): 100 trials on one test clock, made over the
  * public API, the clock advanced past their end, and the worker process SIGKILLed once the wave is part way through
  * (some trials invoiced, not all: read from the database, not timed). Three requests on live subscriptions (two
  * quantity changes and a cancel) are sent right after the kill. A new worker then finishes the wave: every
@@ -15,31 +15,18 @@
  * the server stops sending there, about 15 s), the workflow task timeout of tasks it had taken (10 s), and the 30 s
  * start-to-close timeout of the renewal activities it was running when it died.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 
-import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { type App, createApp } from '../api/app.ts';
-import { ensureAdmin } from '../api/auth/bootstrap.ts';
-import { type Config, loadConfig } from '../config.ts';
 import { Charge, Invoice, SandboxProcessorCharge, Subscription, Transaction } from '../db/entities/index.ts';
-import { freePort } from '../dev/processes.ts';
-import { type RunningTemporal, startTemporalDevServer } from '../dev/temporal-dev-server.ts';
-import { createLogger } from '../logger.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { expectLedgerInvariants, expectOnePaymentPerPaidInvoice } from './helpers/ledger.ts';
-import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
 import { eventually } from './helpers/temporal.ts';
+import { startWorkerProcessStack, type WorkerProcessStack } from './helpers/worker-process.ts';
 
 const day = 86_400_000;
-/** Trials on the clock: a wave long enough (several seconds on an idle 2-core machine) to be caught part way. */
-const N = 150;
+/** Trials on the clock: a wave long enough (many seconds on a loaded 2-core machine) to be caught part way. */
+const N = 100;
 /** The kill comes once this many are invoiced. */
 const killAfter = Math.floor(N / 5);
 const price = 1500;
@@ -47,112 +34,21 @@ const start = '2027-01-01T00:00:00.000Z';
 const pastTrials = new Date(Date.parse(start) + 31 * day).toISOString();
 
 describe('a worker SIGKILLed in the middle of a renewal wave', () => {
-  let db: TestDatabase;
-  let temporal: RunningTemporal;
-  let connection: Connection;
-  let mail: SmtpCapture;
-  let app: App;
-  let config: Config;
-  let headers: Record<string, string>;
-  let dataDir: string;
-  const workers: ChildProcess[] = [];
-
-  const call = async (method: string, url: string, body?: unknown) => {
-    const response = await app.request(url, {
-      method,
-      headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
-  const created = async (url: string, body: unknown) => {
-    const response = await call('POST', url, body);
-    expect(response.status, `${url}: ${JSON.stringify(response.body)}`).toBe(201);
-    return response.body.id as string;
-  };
-
-  /** A worker process on the file's queues (the live one and the clock one); resolves once it says ready. */
-  const startWorker = async () => {
-    const child = spawn(process.execPath, ['test/fixtures/production-worker.ts'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: db.url,
-        TEMPORAL_ADDRESS: temporal.address,
-        TASK_QUEUE: config.taskQueue,
-        WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-        SMTP_URL: mail.url,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    workers.push(child);
-    let output = '';
-    child.stdout!.on('data', (chunk) => (output += chunk));
-    await eventually(
-      async () => output,
-      (o) => o.includes('ready'),
-      60_000,
-    );
-    return child;
-  };
+  let stack: WorkerProcessStack;
+  const call = (method: string, url: string, body?: unknown) => stack.call(method, url, body);
+  const created = (url: string, body: unknown) => stack.created(url, body);
+  const startWorker = () => stack.startWorker();
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'wave-crash-'));
-    [db, mail, temporal] = await Promise.all([
-      createTestDatabase(),
-      startSmtpCapture(),
-      (async () =>
-        startTemporalDevServer({
-          dataDir,
-          port: await freePort(),
-          uiPort: await freePort(),
-          namespace: 'default',
-          log: () => {},
-        }))(),
-    ]);
-    connection = await Connection.connect({ address: temporal.address });
-    const taskQueue = `wave-${randomBytes(4).toString('hex')}`;
-    const defaults = loadConfig({ NODE_ENV: 'test' });
-    config = {
-      ...defaults,
-      taskQueue,
-      clockTaskQueue: `${taskQueue}-clocks`,
-      smtpUrl: mail.url,
-      // The whole wave on one clock, one customer per trial (as bench:renewals --black-box raises it).
-      testClocks: { ...defaults.testClocks, customersPerClock: N + 1 },
-    };
-    await ensureAdmin(db.orm, config.auth);
-    app = createApp({
-      orm: db.orm,
-      temporal: new Client({ connection, namespace: 'default' }),
-      config,
-      logger: createLogger('silent'),
+    // The whole wave on one clock, one customer per trial (as bench:renewals --black-box raises it).
+    stack = await startWorkerProcessStack({
+      name: 'wave',
+      configure: (config) => ({ ...config, testClocks: { ...config.testClocks, customersPerClock: N + 1 } }),
     });
-    const email = `owner-${randomBytes(3).toString('hex')}@example.com`;
-    const signedUp = await app.request('/v1/accounts', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, name: 'Acme', type: 'business', password: 'Test!pass1' }),
-    });
-    expect(signedUp.status).toBe(201);
-    const login = await app.request('/v1/auth/login', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password: 'Test!pass1' }),
-    });
-    // All in the sandbox: test clocks live there.
-    headers = {
-      authorization: `Bearer ${((await login.json()) as { access_token: string }).access_token}`,
-      'x-sandbox-mode': 'true',
-    };
   }, 120_000);
 
   afterAll(async () => {
-    for (const worker of workers) if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGKILL');
-    await connection?.close();
-    await temporal?.stop();
-    await mail?.close();
-    await db?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await stack?.stop();
   });
 
   it(
@@ -196,7 +92,7 @@ describe('a worker SIGKILLed in the middle of a renewal wave', () => {
       );
       expect(wave).toHaveLength(N);
       say(`${N} customers and trials created on the clock`);
-      const em = () => db.orm.em.fork();
+      const em = () => stack.db.orm.em.fork();
       const invoiced = () => em().count(Invoice, { subscriptionId: { $in: wave } });
       const paid = () => em().count(Invoice, { subscriptionId: { $in: wave }, status: 'paid' });
       expect(await invoiced()).toBe(0);

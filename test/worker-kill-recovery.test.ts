@@ -13,128 +13,27 @@
  * has them). The requests are sent right after the kill, inside the server's 10 s, so their tasks go to the dead
  * worker's sticky queue; the clock is advanced just before it, so its renewals are under way.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 
-import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { type App, createApp } from '../api/app.ts';
-import { ensureAdmin } from '../api/auth/bootstrap.ts';
-import { type Config, loadConfig } from '../config.ts';
 import { Charge, Invoice } from '../db/entities/index.ts';
-import { freePort } from '../dev/processes.ts';
-import { type RunningTemporal, startTemporalDevServer } from '../dev/temporal-dev-server.ts';
-import { createLogger } from '../logger.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { type SmtpCapture, startSmtpCapture } from './helpers/smtp.ts';
 import { eventually } from './helpers/temporal.ts';
+import { startWorkerProcessStack, type WorkerProcessStack } from './helpers/worker-process.ts';
 
 const day = 86_400_000;
 
 describe('a worker SIGKILLed with updates, cancels and renewals in flight', () => {
-  let db: TestDatabase;
-  let temporal: RunningTemporal;
-  let connection: Connection;
-  let mail: SmtpCapture;
-  let app: App;
-  let config: Config;
-  let headers: Record<string, string>;
-  let dataDir: string;
-  const workers: ChildProcess[] = [];
-
-  const call = async (method: string, url: string, body?: unknown) => {
-    const response = await app.request(url, {
-      method,
-      headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
-
-  /** A worker process on the file's queues; resolves once it says ready. */
-  const startWorker = async () => {
-    const child = spawn(process.execPath, ['test/fixtures/production-worker.ts'], {
-      env: {
-        ...process.env,
-        DATABASE_URL: db.url,
-        TEMPORAL_ADDRESS: temporal.address,
-        TASK_QUEUE: config.taskQueue,
-        WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-        SMTP_URL: mail.url,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    workers.push(child);
-    let output = '';
-    child.stdout!.on('data', (chunk) => (output += chunk));
-    await eventually(
-      async () => output,
-      (o) => o.includes('ready'),
-      60_000,
-    );
-    return child;
-  };
+  let stack: WorkerProcessStack;
+  const call = (method: string, url: string, body?: unknown) => stack.call(method, url, body);
+  const startWorker = () => stack.startWorker();
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(path.join(tmpdir(), 'worker-kill-'));
-    [db, mail, temporal] = await Promise.all([
-      createTestDatabase(),
-      startSmtpCapture(),
-      (async () =>
-        startTemporalDevServer({
-          dataDir,
-          port: await freePort(),
-          uiPort: await freePort(),
-          namespace: 'default',
-          log: () => {},
-        }))(),
-    ]);
-    connection = await Connection.connect({ address: temporal.address });
-    const taskQueue = `kill-${randomBytes(4).toString('hex')}`;
-    config = {
-      ...loadConfig({ NODE_ENV: 'test' }),
-      taskQueue,
-      clockTaskQueue: `${taskQueue}-clocks`,
-      smtpUrl: mail.url,
-    };
-    await ensureAdmin(db.orm, config.auth);
-    app = createApp({
-      orm: db.orm,
-      temporal: new Client({ connection, namespace: 'default' }),
-      config,
-      logger: createLogger('silent'),
-    });
-    const email = `owner-${randomBytes(3).toString('hex')}@example.com`;
-    const signedUp = await app.request('/v1/accounts', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, name: 'Acme', type: 'business', password: 'Test!pass1' }),
-    });
-    expect(signedUp.status).toBe(201);
-    const login = await app.request('/v1/auth/login', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password: 'Test!pass1' }),
-    });
-    // All in the sandbox: test clocks live there.
-    headers = {
-      authorization: `Bearer ${((await login.json()) as { access_token: string }).access_token}`,
-      'x-sandbox-mode': 'true',
-    };
+    stack = await startWorkerProcessStack({ name: 'kill' });
   }, 120_000);
 
   afterAll(async () => {
-    for (const worker of workers) if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGKILL');
-    await connection?.close();
-    await temporal?.stop();
-    await mail?.close();
-    await db?.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await stack?.stop();
   });
 
   it(
@@ -213,7 +112,7 @@ describe('a worker SIGKILLed with updates, cancels and renewals in flight', () =
       );
       expect(ready.body.frozen_time).toBe('2027-02-02T00:00:00.000Z');
       // Each clock subscription: its first invoice and one renewal, each paid by one charge.
-      const em = db.orm.em.fork();
+      const em = stack.db.orm.em.fork();
       for (const id of renewing) {
         const invoices = await em.find(Invoice, { subscriptionId: id });
         expect(invoices.map((i) => i.status)).toEqual(['paid', 'paid']);
