@@ -462,6 +462,17 @@ class SubscriptionRun {
     await this.bill(0);
   }
 
+  /** Closes [start, end) for usage on the meters of `usageItems`: one local activity, idempotent per period. */
+  closeUsagePeriod(usageItems: Parameters<typeof metersToClose>[0], start: Date, end: Date) {
+    return localActivities.closeUsagePeriod({
+      ...this.customer(),
+      subscriptionId: this.subscription.id,
+      start: iso(start),
+      end: iso(end),
+      meters: metersToClose(usageItems),
+    });
+  }
+
   /**
    * The usage lines of the period that just ended, for the renewal that starts the next: closes that period for
    * usage (one local activity, idempotent per period) with the items that billed it, before any pending plan applies.
@@ -477,13 +488,7 @@ class SubscriptionRun {
     };
     if (period.end.getTime() <= period.start.getTime()) return [];
     setCurrentDetails(`Closing the usage of ${iso(period.start)} to ${iso(period.end)}.`);
-    const closed = await localActivities.closeUsagePeriod({
-      ...this.customer(),
-      subscriptionId: this.subscription.id,
-      start: iso(period.start),
-      end: iso(period.end),
-      meters: metersToClose(usageItems),
-    });
+    const closed = await this.closeUsagePeriod(usageItems, period.start, period.end);
     this.usageGraceSeconds = closed.usageGraceSeconds;
     // Less what threshold invoices of the period billed already (none recorded before usage-thresholds).
     return unbilledLines(usageLines(usageItems, closed.closing, period), closed.thresholdBilled, period);
@@ -551,15 +556,7 @@ class SubscriptionRun {
         await this.record({ status: 'active', ...cycleFields, latestInvoiceId: invoice.invoiceId });
         return;
       }
-      outcome = await this.activities.charge({
-        idempotencyKey: `${key}:attempt:1`,
-        invoiceId: invoice.invoiceId,
-        attempt: 1,
-        ...this.customer(),
-        amount: invoice.amountDue,
-        currency: this.plan.currency,
-        description: `Invoice ${invoice.number}`,
-      });
+      outcome = await this.activities.charge(this.firstChargeOf(invoice, key, `Invoice ${invoice.number}`));
       if (outcome.status === 'succeeded') {
         await this.activities.settleInvoice(invoice.invoiceId, outcome, iso(this.clock.now()));
         await this.record({ status: 'active', ...cycleFields, latestInvoiceId: invoice.invoiceId, dunning: null });
@@ -588,6 +585,19 @@ class SubscriptionRun {
       this.clock.now(),
     );
     await this.recordFailedAttempt({ ...periodFields, status: 'past_due' }, dunning);
+  }
+
+  /** The first charge of an opened invoice: attempt 1 of what it is due, keyed `<billingKey>:attempt:1`. */
+  firstChargeOf(invoice: OpenedInvoice, billingKey: string, description: string): Parameters<Activities['charge']>[0] {
+    return {
+      idempotencyKey: `${billingKey}:attempt:1`,
+      invoiceId: invoice.invoiceId,
+      attempt: 1,
+      ...this.customer(),
+      amount: invoice.amountDue,
+      currency: this.plan.currency,
+      description,
+    };
   }
 
   /**
@@ -689,13 +699,7 @@ class SubscriptionRun {
     if (end.getTime() <= periodStart.getTime()) return;
     const usageItems = itemsOf(this.state());
     setCurrentDetails(`Closing the usage of ${iso(periodStart)} to ${iso(end)} for the final invoice.`);
-    const closed = await localActivities.closeUsagePeriod({
-      ...this.customer(),
-      subscriptionId: this.subscription.id,
-      start: iso(periodStart),
-      end: iso(end),
-      meters: metersToClose(usageItems),
-    });
+    const closed = await this.closeUsagePeriod(usageItems, periodStart, end);
     const lines = unbilledLines(
       usageLines(usageItems, closed.closing, { start: periodStart, end }),
       closed.thresholdBilled,
@@ -814,15 +818,9 @@ class SubscriptionRun {
       await this.activities.settleInvoiceWithoutCharge(invoice.invoiceId, iso(this.clock.now()));
       return null;
     }
-    const outcome = await this.chargeOwningFunds({
-      idempotencyKey: `${billingKey}:attempt:1`,
-      invoiceId: invoice.invoiceId,
-      attempt: 1,
-      ...this.customer(),
-      amount: invoice.amountDue,
-      currency: this.plan.currency,
-      description: `Invoice ${invoice.number} (${what})`,
-    });
+    const outcome = await this.chargeOwningFunds(
+      this.firstChargeOf(invoice, billingKey, `Invoice ${invoice.number} (${what})`),
+    );
     if (outcome.status === 'failed') {
       await this.activities.voidInvoice(invoice.invoiceId, iso(this.clock.now()));
       return refuse(
