@@ -166,6 +166,18 @@ export interface InvoicedPoint {
   net_revenue: number;
 }
 
+/** An invoiced bucket with nothing in it. */
+const emptyInvoicedPoint = (periodStart: string): InvoicedPoint => ({
+  period_start: periodStart,
+  invoices: 0,
+  subtotal: 0,
+  discounts: 0,
+  tax: 0,
+  tax_by_rate: [],
+  credit_notes: 0,
+  net_revenue: 0,
+});
+
 /**
  * Revenue as invoiced (accrual), per bucket and currency: the invoices issued in it (open, paid or uncollectible;
  * not drafts, not void) — subtotal, discounts, tax per rate — less the credit notes issued in it (not void):
@@ -230,18 +242,7 @@ export async function invoicedReport(
     const k = key(start, currency);
     let p = points.get(k);
     if (!p) {
-      p = {
-        currency,
-        period_start: iso(start),
-        invoices: 0,
-        subtotal: 0,
-        discounts: 0,
-        tax: 0,
-        tax_by_rate: [],
-        credit_notes: 0,
-        net_revenue: 0,
-        excluding: 0,
-      };
+      p = { currency, ...emptyInvoicedPoint(iso(start)), excluding: 0 };
       points.set(k, p);
     }
     return p;
@@ -266,16 +267,7 @@ export async function invoicedReport(
   return densify<InvoicedPoint>(
     starts,
     [...points.values()].map(({ excluding, ...p }) => ({ ...p, net_revenue: excluding - p.credit_notes })),
-    (start) => ({
-      period_start: start.toISOString(),
-      invoices: 0,
-      subtotal: 0,
-      discounts: 0,
-      tax: 0,
-      tax_by_rate: [],
-      credit_notes: 0,
-      net_revenue: 0,
-    }),
+    (start) => emptyInvoicedPoint(start.toISOString()),
   );
 }
 
