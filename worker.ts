@@ -127,6 +127,15 @@ export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 
  * of renewals queues its work on the clock queue, where at most these many tasks run at once in the
  * worker process; the live queue's worker (createBillingWorker) never waits behind them
  * (docs/scaling.md#test-clocks).
+ *
+ * 16 workflow tasks at once, as many as local activities: a due renewal's workflow task holds its slot while its
+ * renewal runs as a local activity, so with 4 (before issue #29) at most 4 renewals ran at once, and a tick to
+ * 150 due workflows left most of their tasks waiting past the sticky queue's 5 s: 118 to 189 sticky timeouts per
+ * wave of 150 (each task then replayed from the shared queue), and in 1 of 5 runs a minute with no workflow task
+ * started at all, every report to the clock late by that minute (the first 30 of 150 invoices 75 s after the
+ * advance instead of 9 to 20 s). With 16 the same waves took 33 and 39 s to their last invoice (2 runs, load 11
+ * to 15), against 54 to 122 s (5 runs, load 12 to 26), measured with the clock workflow's and the subscriptions'
+ * histories (docs/scaling.md#test-clocks).
  */
 export const clockWorkerDefaults: Partial<
   Pick<
@@ -139,7 +148,7 @@ export const clockWorkerDefaults: Partial<
   >
 > = {
   maxCachedWorkflows: 300,
-  maxConcurrentWorkflowTaskExecutions: 4,
+  maxConcurrentWorkflowTaskExecutions: 16,
   maxConcurrentActivityTaskExecutions: 8,
   maxConcurrentLocalActivityExecutions: 16,
   // As workerDefaults: a clock advance whose worker died goes on within seconds.
