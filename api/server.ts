@@ -15,7 +15,6 @@ import { createLogger } from '../logger.ts';
 import { composeServiceContext } from '../services/compose.ts';
 import { metricsListeners } from '../services/observability/metrics-ports.ts';
 import { startMetricsServer } from '../services/observability/metrics-server.ts';
-import { startTracing } from '../services/observability/tracing.ts';
 import { connectForRequests } from '../services/platform/temporal-connection.ts';
 import { createApp } from './app.ts';
 import { ensureAdmin } from './auth/bootstrap.ts';
@@ -84,7 +83,13 @@ async function main(): Promise<void> {
   const orm = await openOrm(config.databaseUrl, requestPathDatabaseOptions());
   await ensureAdmin(orm, config.auth);
   // OTEL_EXPORTER_OTLP_ENDPOINT: a span per request, carried into the workflows the request starts (docs/operations.md#traces).
-  const tracing = startTracing({ serviceName: 'billing-api', otlpEndpoint: config.otlpEndpoint });
+  // The OpenTelemetry SDK is imported only then: off, the process does not hold it (about 40 MB of code).
+  const tracing = config.otlpEndpoint
+    ? (await import('../services/observability/tracing.ts')).startTracing({
+        serviceName: 'billing-api',
+        otlpEndpoint: config.otlpEndpoint,
+      })
+    : undefined;
   // A second of retries, deadlines on quick calls and a watch on waiting ones: a Temporal outage or hang answers 503 promptly (services/platform/temporal-connection.ts).
   const connection = await connectForRequests(config.temporalAddress);
   const temporal = new Client({

@@ -43,8 +43,8 @@ function dateFormat(timeZone: string): Intl.DateTimeFormat {
   }
 }
 
-export function renderCreditNotePdf(note: CreditNotePdfInput, fonts: PdfFonts): Promise<Buffer> {
-  const { doc, finished } = startPdf(
+export async function renderCreditNotePdf(note: CreditNotePdfInput, fonts: PdfFonts): Promise<Buffer> {
+  const { doc, finished } = await startPdf(
     {
       Title: `Credit note ${note.number}`,
       Author: note.seller.name,

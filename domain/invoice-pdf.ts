@@ -79,9 +79,9 @@ const statusStyle = {
   uncollectible: { label: 'UNCOLLECTIBLE', color: '#b91c1c' },
 } as const;
 
-export function renderInvoicePdf(invoice: InvoicePdfInput, fonts: PdfFonts): Promise<Buffer> {
+export async function renderInvoicePdf(invoice: InvoicePdfInput, fonts: PdfFonts): Promise<Buffer> {
   const margin = pageMargin;
-  const { doc, finished } = startPdf(
+  const { doc, finished } = await startPdf(
     {
       Title: `Invoice ${invoice.number}`,
       Author: invoice.seller.name,

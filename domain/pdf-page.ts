@@ -4,7 +4,6 @@
  * bytes when it ends, and the header: the brand's colour bar, the title with its badges, and the
  * seller's name as a letterhead under its logo.
  */
-import PDFDocument from 'pdfkit';
 
 export const ink = '#1a1a1a';
 export const muted = '#6b6b6b';
@@ -17,12 +16,16 @@ export interface PdfFonts {
   bold: Buffer;
 }
 
-/** An A4 document with `fonts` registered as 'Regular' and 'Bold', and its bytes once `doc.end()` is called. */
-export function startPdf(
+/**
+ * An A4 document with `fonts` registered as 'Regular' and 'Bold', and its bytes once `doc.end()` is called.
+ * pdfkit is imported on the first PDF, not at start: the API process holds it only once it renders one.
+ */
+export async function startPdf(
   info: PDFKit.DocumentInfo,
   fonts: PdfFonts,
   options: { bufferPages?: boolean } = {},
-): { doc: PDFKit.PDFDocument; finished: Promise<Buffer> } {
+): Promise<{ doc: PDFKit.PDFDocument; finished: Promise<Buffer> }> {
+  const { default: PDFDocument } = await import('pdfkit');
   const doc = new PDFDocument({
     size: 'A4',
     margins: { top: pageMargin, bottom: pageMargin, left: pageMargin, right: pageMargin },

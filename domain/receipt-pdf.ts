@@ -33,8 +33,8 @@ function dateFormat(locale: string, timeZone: string): Intl.DateTimeFormat {
   }
 }
 
-export function renderReceiptPdf(receipt: ReceiptPdfInput, fonts: PdfFonts): Promise<Buffer> {
-  const { doc, finished } = startPdf(
+export async function renderReceiptPdf(receipt: ReceiptPdfInput, fonts: PdfFonts): Promise<Buffer> {
+  const { doc, finished } = await startPdf(
     {
       Title: `Receipt ${receipt.id}`,
       Author: receipt.seller.name,

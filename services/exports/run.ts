@@ -1,9 +1,6 @@
 import type { Writable } from 'node:stream';
 
 import type { EntityManager } from '@mikro-orm/postgresql';
-import archiver from 'archiver';
-import ExcelJS from 'exceljs';
-import PDFDocument from 'pdfkit';
 
 import {
   balanceTransactionStatuses,
@@ -442,7 +439,8 @@ export interface ExportOptions {
  * added as `<number>.pdf`, one at a time, waiting for the zip to take each entry before
  * the next is rendered, so memory holds one PDF whatever the count.
  */
-function invoiceZipWriter(em: EntityManager, stream: Writable, testMode: boolean): Writer {
+async function invoiceZipWriter(em: EntityManager, stream: Writable, testMode: boolean): Promise<Writer> {
+  const { default: archiver } = await import('archiver');
   const archive = archiver('zip', { zlib: { level: 6 } });
   archive.pipe(stream);
   const failed = new Promise<never>((_, reject) => archive.once('error', reject));
@@ -472,7 +470,8 @@ function write(stream: Writable, text: string): Promise<void> {
   return stream.write(text) ? Promise.resolve() : new Promise((resolve) => stream.once('drain', () => resolve()));
 }
 
-function writerFor(format: ExportFormat, stream: Writable, title: string): Writer {
+/** exceljs and pdfkit are imported on first use: the API process that never runs an export does not hold them. */
+async function writerFor(format: ExportFormat, stream: Writable, title: string): Promise<Writer> {
   if (format === 'csv') {
     return {
       header: (names) => write(stream, `${names.map(csvCell).join(',')}\r\n`),
@@ -503,6 +502,7 @@ function writerFor(format: ExportFormat, stream: Writable, title: string): Write
   }
   if (format === 'xlsx') {
     // The streaming writer commits each row to the zip as it goes (memory stays flat).
+    const { default: ExcelJS } = await import('exceljs');
     const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream, useStyles: false, useSharedStrings: false });
     const sheet = workbook.addWorksheet(title.slice(0, 31));
     return {
@@ -515,6 +515,7 @@ function writerFor(format: ExportFormat, stream: Writable, title: string): Write
     };
   }
   // pdf: one document listing the rows, a line per row.
+  const { default: PDFDocument } = await import('pdfkit');
   const doc = new PDFDocument({ size: 'A4', layout: 'landscape', margin: 30, compress: true });
   doc.pipe(stream);
   doc.fontSize(12).text(title).moveDown(0.5).fontSize(7);
@@ -610,8 +611,8 @@ export async function runExport(
   const select = [...new Map(needed.map((c) => [c.name, `${c.sql} as "${c.name}"`])).values()].join(', ');
   const file = storage.create(storageKey(exp));
   const writer = isInvoiceZip(exp)
-    ? invoiceZipWriter(em, file.stream, options.isTestMode?.(exp.livemode) ?? !exp.livemode)
-    : writerFor(exp.format, file.stream, `${exp.resource} ${exp.id}`);
+    ? await invoiceZipWriter(em, file.stream, options.isTestMode?.(exp.livemode) ?? !exp.livemode)
+    : await writerFor(exp.format, file.stream, `${exp.resource} ${exp.id}`);
   let rows = 0;
   try {
     await writer.header(columns.map((c) => c.name));
