@@ -7,12 +7,11 @@ import type { Context } from 'hono';
 import { Account, Export, exportFormats, exportResources } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { checkExportFileSignature, signedExportFileUrl } from '../../domain/export-links.ts';
-import { newId } from '../../domain/ids.ts';
 import { ExportSchema, serializeExport } from '../../objects/export.ts';
 import { exportColumns, fileExtension, filtersProblem, storageKey } from '../../services/exports/run.ts';
+import { startExport } from '../../services/exports/start.ts';
 import { localExportStorage } from '../../services/exports/storage.ts';
 import { parseForApi, searchTables } from '../../services/search/query.ts';
-import { exportWorkflow } from '../../workflows/export.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
@@ -113,62 +112,6 @@ const publicFile = createRoute({
   responses: { 200: { description: 'The file', ...fileContent }, ...errorResponses(404, 409, 410) },
 });
 
-/**
- * Records an export `pending` and starts its workflow (POST /v1/exports; POST /v1/test_helpers/exports
- * with `failWrites`, a sandbox export whose every write fails: api/routes/test-helpers.ts).
- */
-export async function startExport(
-  deps: ApiDeps,
-  scope: { accountId: string; livemode: boolean },
-  body: z.output<typeof CreateBody>,
-  options: { failWrites?: boolean } = {},
-): Promise<Export> {
-  const { orm, config } = deps;
-  const now = new Date();
-  const em = orm.em.fork();
-  const e = em.create(Export, {
-    id: newId('export'),
-    accountId: scope.accountId,
-    livemode: scope.livemode,
-    resource: body.resource,
-    format: body.format,
-    query: body.query ?? null,
-    createdGte: body.created?.gte ?? null,
-    createdLte: body.created?.lte ?? null,
-    columns: body.columns ?? null,
-    filters: body.filters && Object.keys(body.filters).length ? body.filters : null,
-    timeZone: body.time_zone,
-    status: 'pending',
-    rowsWritten: 0,
-    rowsExpected: null,
-    rowCount: null,
-    fileSize: null,
-    fileContentType: null,
-    fileSha256: null,
-    expiresAt: null,
-    error: null,
-    createdAt: now,
-    updatedAt: now,
-  });
-  await em.flush();
-  await deps.temporal.workflow.start(exportWorkflow, {
-    workflowId: e.id,
-    taskQueue: config.taskQueue,
-    // Dedicated exports workers (EXPORTS_TASK_QUEUE) write the file; otherwise the workflow's own queue does.
-    args: [
-      {
-        exportId: e.id,
-        ...(config.exportsTaskQueue && config.exportsTaskQueue !== config.taskQueue
-          ? { taskQueue: config.exportsTaskQueue }
-          : {}),
-        ...(options.failWrites ? { failWrites: true } : {}),
-      },
-    ],
-    staticSummary: `Export ${e.id}`,
-  });
-  return e;
-}
-
 export function exportsApps(deps: ApiDeps) {
   const { orm, config } = deps;
   const storage = deps.exportStorage ?? localExportStorage(path.join(config.dataDir, 'exports'));
@@ -228,7 +171,11 @@ export function exportsApps(deps: ApiDeps) {
             `columns: ${unknown.join(', ')} not among ${body.resource}'s columns (${known.join(', ')}).`,
           );
       }
-      const e = await startExport(deps, scope, body);
+      const e = await startExport(
+        { orm, client: deps.temporal, taskQueue: config.taskQueue, exportsTaskQueue: config.exportsTaskQueue },
+        scope,
+        body,
+      );
       return c.json(serialize(e), 202);
     })
     .openapi(listExports, async (c) => {

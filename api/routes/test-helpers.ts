@@ -4,13 +4,13 @@ import { exportFormats, exportResources } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { ExportSchema, serializeExport } from '../../objects/export.ts';
 import { serializeTestClock, TestClockSchema } from '../../objects/test-clock.ts';
+import { startExport } from '../../services/exports/start.ts';
 import { findOwnTestClock } from '../../services/test-clocks/clocks.ts';
 import { maxStallQuietTimeoutSeconds, stallTestClock } from '../../services/test-clocks/stall.ts';
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
-import { startExport } from './exports.ts';
 
 /**
  * Sandbox test helpers, as Stripe's /v1/test_helpers: they send a sandbox object down a failure
@@ -84,7 +84,12 @@ export function testHelpersApp(deps: ApiDeps) {
     .openapi(failingExport, async (c) => {
       const scope = await sandboxScope(c);
       const { resource, format } = c.req.valid('json');
-      const e = await startExport(deps, scope, { resource, format, time_zone: 'UTC' }, { failWrites: true });
+      const e = await startExport(
+        { orm, client: temporal, taskQueue: deps.config.taskQueue, exportsTaskQueue: deps.config.exportsTaskQueue },
+        scope,
+        { resource, format, time_zone: 'UTC' },
+        { failWrites: true },
+      );
       return c.json(serializeExport(e), 202);
     })
     .openapi(stallClock, async (c) => {
