@@ -93,8 +93,8 @@ import {
 import { currentTestClock } from '../services/test-clocks/now.ts';
 import { maintainUsagePartitions, type PartitionMaintenance } from '../services/usage/partitions.ts';
 import { usageStoreFor } from '../services/usage/postgres-store.ts';
-import {
 import { resignalThresholdCrossings, type ThresholdResignalResult } from '../services/usage/threshold-signals.ts';
+import {
   type AttemptInput,
   type AttemptOutcome,
   attemptWebhookDelivery,
@@ -443,13 +443,13 @@ export function createActivities(deps: ActivityDeps) {
       return pruneExpiredExports(em(), deps.exportStorage);
     },
     /** Maintenance: the meter events' monthly partitions, and dropping months past USAGE_RETENTION_DAYS (services/usage/partitions.ts). */
+    async maintainUsagePartitions(): Promise<PartitionMaintenance> {
+      return maintainUsagePartitions(usageStoreFor(deps.orm).pool, undefined, deps.usageRetentionDays);
+    },
     /** Maintenance: threshold crossings claimed but never acknowledged by their workflow (a crash before the signal), signalled again (services/usage/threshold-signals.ts). */
     async resignalThresholdCrossings(olderThanMs: number): Promise<ThresholdResignalResult> {
       const context = Context.current();
       return resignalThresholdCrossings({ orm: deps.orm, temporal: context.client }, olderThanMs, context.log);
-    },
-    async maintainUsagePartitions(): Promise<PartitionMaintenance> {
-      return maintainUsagePartitions(usageStoreFor(deps.orm).pool, undefined, deps.usageRetentionDays);
     },
     /** Maintenance: expired idempotency keys, and login attempts older than the throttle window. */
     async pruneExpiredRows(loginThrottleWindowSeconds: number): Promise<PruneResult> {
