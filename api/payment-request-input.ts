@@ -15,7 +15,7 @@ import { startPaymentRequest } from '../services/payment-requests/commands.ts';
 import { checkClockPaymentRequestRoom, clockBindingOf, findOwnTestClock } from '../services/test-clocks/clocks.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { accountScope } from './auth/principal.ts';
-import type { ApiDeps } from './deps.ts';
+import type { ApiDeps, AppDeps } from './deps.ts';
 import { resourceId } from './middleware/idempotency.ts';
 import { notFoundInMode } from './not-found.ts';
 import { emailField, isoInstant, testClockId } from './schemas.ts';
@@ -81,7 +81,7 @@ export async function requestingAccount(
 
 /** Checks the caller's account, works out the expiry, and starts the request's workflow. */
 export async function createPaymentRequest(
-  deps: ApiDeps,
+  deps: AppDeps,
   c: Context,
   body: NewPaymentRequest,
 ): Promise<PaymentRequestSnapshot> {
@@ -98,7 +98,7 @@ export async function createPaymentRequest(
   } else if (body.expires_in !== undefined) {
     expiresInMs = body.expires_in * 1000;
   }
-  return startPaymentRequest(deps, {
+  return startPaymentRequest(deps.context, {
     accountId: scope.accountId,
     livemode: scope.livemode,
     account: { name: brandOf(account, '').name, language: account.settings.language },

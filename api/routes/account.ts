@@ -22,7 +22,7 @@ import { stopPayoutSchedules } from '../../services/payouts/schedule.ts';
 import { accountClosedSignal } from '../../workflows/subscription.ts';
 import { requireCurrentPassword } from '../auth/passwords.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses } from '../schemas.ts';
 
@@ -88,7 +88,7 @@ const closeAccount = createRoute({
   },
 });
 
-export function accountApp(deps: ApiDeps) {
+export function accountApp(deps: AppDeps) {
   const { orm } = deps;
   return newOpenApiApp()
     .openapi(getAccount, async (c) => {
@@ -192,7 +192,7 @@ export function accountApp(deps: ApiDeps) {
  * then its pending payment requests, in both modes, a few at a time. A request that
  * ends meanwhile (paid, expired) is left as it ended.
  */
-async function cancelOpenPaymentRequests(deps: ApiDeps, accountId: string): Promise<void> {
+async function cancelOpenPaymentRequests(deps: AppDeps, accountId: string): Promise<void> {
   const em = deps.orm.em.fork();
   // The account is closed already, so the answer stays 200; a request whose cancel fails here is
   // still refused by the pay page, which takes no payment for a closed account.
@@ -207,9 +207,11 @@ async function cancelOpenPaymentRequests(deps: ApiDeps, accountId: string): Prom
       deps.logger.warn({ err: error, accountId }, 'closing an account: a payment request could not be canceled');
   };
   const recurring = await em.find(RecurringPaymentRequest, { accountId, status: 'active' });
-  await inBatches(recurring, (row) => cancelRecurringPaymentRequest(deps, row, 'account_closed').catch(ignoreEnded));
+  await inBatches(recurring, (row) =>
+    cancelRecurringPaymentRequest(deps.context, row, 'account_closed').catch(ignoreEnded),
+  );
   const pending = await em.find(PaymentRequest, { accountId, status: 'pending' });
-  await inBatches(pending, (row) => cancelPaymentRequest(deps, row, 'account_closed').catch(ignoreEnded));
+  await inBatches(pending, (row) => cancelPaymentRequest(deps.context, row, 'account_closed').catch(ignoreEnded));
 }
 
 async function inBatches<T>(items: T[], run: (item: T) => Promise<unknown>, size = 10): Promise<void> {

@@ -23,7 +23,7 @@ import {
   startRecurringPaymentRequest,
 } from '../../services/payment-requests/commands.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { ApiDeps, AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import {
@@ -124,7 +124,7 @@ async function findOwnRecurring(
   return row;
 }
 
-export function paymentRequestsApp(deps: ApiDeps) {
+export function paymentRequestsApp(deps: AppDeps) {
   const { orm, config } = deps;
   return newOpenApiApp()
     .openapi(createRequest, async (c) => {
@@ -134,7 +134,7 @@ export function paymentRequestsApp(deps: ApiDeps) {
       }
       const { scope, account } = await requestingAccount(deps, c, body);
       const testClock = await testClockOf(deps, scope, body.test_clock);
-      const created = await startRecurringPaymentRequest(deps, {
+      const created = await startRecurringPaymentRequest(deps.context, {
         ...(testClock ? { testClock } : {}),
         accountId: scope.accountId,
         livemode: scope.livemode,
@@ -165,13 +165,13 @@ export function paymentRequestsApp(deps: ApiDeps) {
       if (hasPrefix(id, 'recurringPaymentRequest')) {
         const row = await findOwnRecurring(deps, await accountScope(c, orm), id);
         return c.json(
-          serializeRecurringPaymentRequest(await cancelRecurringPaymentRequest(deps, row, 'requested')),
+          serializeRecurringPaymentRequest(await cancelRecurringPaymentRequest(deps.context, row, 'requested')),
           200,
         );
       }
       const request = await findOwnPaymentRequest(deps, c, id);
       return c.json(
-        serializePaymentRequest(await cancelPaymentRequest(deps, request, 'requested'), config.publicUrl),
+        serializePaymentRequest(await cancelPaymentRequest(deps.context, request, 'requested'), config.publicUrl),
         200,
       );
     });

@@ -6,7 +6,7 @@ import { timestamp } from '../../objects/common.ts';
 import { PaymentRequestSchema, serializePaymentRequest } from '../../objects/payment-request.ts';
 import { cancelPaymentRequest } from '../../services/payment-requests/commands.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { keysetPage, listRoute } from '../pagination.ts';
 import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields } from '../payment-request-input.ts';
@@ -107,7 +107,7 @@ const cancelRoute = createRoute({
   responses: { 200: { description: 'Canceled', ...json(PaymentRequestSchema) }, ...errorResponses(401, 404, 409) },
 });
 
-export function paymentsApp(deps: ApiDeps) {
+export function paymentsApp(deps: AppDeps) {
   const { orm, config } = deps;
   return newOpenApiApp()
     .openapi(createRoutePayment, async (c) => {
@@ -154,7 +154,7 @@ export function paymentsApp(deps: ApiDeps) {
       await optionalJsonBody(c, z.object({}).strict());
       const request = await findOwnPaymentRequest(deps, c, c.req.valid('param').id);
       return c.json(
-        serializePaymentRequest(await cancelPaymentRequest(deps, request, 'requested'), config.publicUrl),
+        serializePaymentRequest(await cancelPaymentRequest(deps.context, request, 'requested'), config.publicUrl),
         200,
       );
     });

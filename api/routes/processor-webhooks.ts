@@ -14,11 +14,10 @@ import { ApiError } from '../../domain/errors.ts';
 import { notifyPaymentMethodUpdated } from '../../services/customers/events.ts';
 import { handleProcessorEvent } from '../../services/money/processor-events.ts';
 import { settleCheckoutPayment } from '../../services/payment-requests/commands.ts';
-import type { Processors } from '../../services/processors/index.ts';
 import { type ProcessorEvent, ProcessorSignatureError } from '../../services/processors/types.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 
-export function processorWebhooksApp(deps: ApiDeps & { processors: Processors }) {
+export function processorWebhooksApp(deps: AppDeps) {
   const { orm, processors, logger } = deps;
   return new Hono().post('/stripe', async (c) => {
     // The exact bytes Stripe signed: read as text, never re-serialized.
@@ -71,8 +70,7 @@ export function processorWebhooksApp(deps: ApiDeps & { processors: Processors })
         event,
       },
       {
-        settleCheckout: (input) =>
-          settleCheckoutPayment({ orm, temporal: deps.temporal, config: deps.config, processors }, input),
+        settleCheckout: (input) => settleCheckoutPayment(deps.context, input),
       },
     );
     logger.info({ eventId: payload.id, type: payload.type, livemode: verified.livemode, ...result }, 'stripe webhook');

@@ -3,8 +3,7 @@
  * recurring one), and the account closure: start or update the workflow, answer
  * with its recorded state.
  */
-import type { MikroORM } from '@mikro-orm/postgresql';
-import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 
 import { PaymentRequest, type RecurringPaymentRequest } from '../../db/entities/index.ts';
 import type { BillingInterval } from '../../domain/billing-calendar.ts';
@@ -31,16 +30,15 @@ import {
   recurringPaymentRequestWorkflow,
 } from '../../workflows/recurring-payment-request.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
-import type { Processors } from '../processors/index.ts';
+import type { ServiceContext } from '../context.ts';
 import { bindToClock, taskQueueFor } from '../test-clocks/clocks.ts';
 import { allocatePaymentRequest, type CheckoutPaymentInput, recordCheckoutPayment } from './projection.ts';
 
-/** What a command needs: Temporal to start or message workflows, the task queue, the public URL for links, the database to re-read. */
-export interface WorkflowCommandDeps {
-  orm: MikroORM;
-  temporal: Client;
-  config: { taskQueue: string; publicUrl: string };
-}
+/**
+ * What a command reaches: Temporal (the client and the live queue) to start or message workflows, the links (their
+ * public URL) the request's pages use, the database to re-read.
+ */
+export type PaymentRequestCommandContext = Pick<ServiceContext, 'orm' | 'temporal' | 'links'>;
 
 export interface StartPaymentRequest {
   accountId: string;
@@ -62,7 +60,7 @@ export interface StartPaymentRequest {
 
 /** Starts a payment request's workflow and answers with its first recorded state (update-with-start). */
 export async function startPaymentRequest(
-  deps: WorkflowCommandDeps,
+  ctx: PaymentRequestCommandContext,
   request: StartPaymentRequest,
 ): Promise<PaymentRequestSnapshot> {
   const allocated = allocatePaymentRequest();
@@ -81,17 +79,17 @@ export async function startPaymentRequest(
     recurringPaymentRequestId: null,
     period: null,
   });
-  if (request.testClock) await bindToClock(deps.temporal, request.testClock, id);
-  return deps.temporal.workflow.executeUpdateWithStart(paymentRequestCreatedUpdate, {
+  if (request.testClock) await bindToClock(ctx.temporal.client, request.testClock, id);
+  return ctx.temporal.client.workflow.executeUpdateWithStart(paymentRequestCreatedUpdate, {
     startWorkflowOperation: new WithStartWorkflowOperation(paymentRequestWorkflow, {
       workflowId: id,
-      taskQueue: taskQueueFor(deps.config.taskQueue, request.testClock),
+      taskQueue: taskQueueFor(ctx.temporal.taskQueue, request.testClock),
       args: [
         {
           request: snapshot,
           accountName: request.account.name,
           locale: request.account.language,
-          publicUrl: deps.config.publicUrl,
+          publicUrl: ctx.links.publicUrl,
           expiresInMs: request.expiresInMs,
           expiresAt: request.expiresAt,
           ...(request.testClock ? { testClock: request.testClock } : {}),
@@ -110,7 +108,7 @@ export async function startPaymentRequest(
 
 /** Starts a recurring request's workflow (it sends the first request at once) and answers with its first recorded state. */
 export async function startRecurringPaymentRequest(
-  deps: WorkflowCommandDeps,
+  ctx: PaymentRequestCommandContext,
   request: Omit<StartPaymentRequest, 'expiresAt'> & { interval: BillingInterval },
 ): Promise<RecurringPaymentRequestSnapshot> {
   const snapshot = initialRecurringPaymentRequestSnapshot({
@@ -126,17 +124,17 @@ export async function startRecurringPaymentRequest(
     expiresInMs: request.expiresInMs,
   });
   const { interval } = request;
-  if (request.testClock) await bindToClock(deps.temporal, request.testClock, snapshot.id);
-  return deps.temporal.workflow.executeUpdateWithStart(recurringPaymentRequestCreatedUpdate, {
+  if (request.testClock) await bindToClock(ctx.temporal.client, request.testClock, snapshot.id);
+  return ctx.temporal.client.workflow.executeUpdateWithStart(recurringPaymentRequestCreatedUpdate, {
     startWorkflowOperation: new WithStartWorkflowOperation(recurringPaymentRequestWorkflow, {
       workflowId: snapshot.id,
-      taskQueue: taskQueueFor(deps.config.taskQueue, request.testClock),
+      taskQueue: taskQueueFor(ctx.temporal.taskQueue, request.testClock),
       args: [
         {
           snapshot,
           accountName: request.account.name,
           locale: request.account.language,
-          publicUrl: deps.config.publicUrl,
+          publicUrl: ctx.links.publicUrl,
           ...(request.testClock ? { testClock: request.testClock } : {}),
         },
       ],
@@ -155,19 +153,19 @@ export async function startRecurringPaymentRequest(
  * one that is no longer pending; the answer comes after the projection says canceled.
  */
 export async function cancelPaymentRequest(
-  deps: WorkflowCommandDeps,
+  ctx: PaymentRequestCommandContext,
   request: PaymentRequest,
   reason: CancellationReason,
 ): Promise<PaymentRequestSnapshot> {
   if (request.status !== 'pending')
     throw new ApiError('invalid_state', `This payment request is already ${request.status}.`);
   try {
-    return await deps.temporal.workflow
+    return await ctx.temporal.client.workflow
       .getHandle(request.id)
       .executeUpdate(cancelPaymentRequestUpdate, { args: [{ reason }] });
   } catch (error) {
     // The workflow may have ended (paid, expired) after the projection was read.
-    const now = await deps.orm.em.fork().findOne(PaymentRequest, { id: request.id });
+    const now = await ctx.orm.em.fork().findOne(PaymentRequest, { id: request.id });
     if (now && now.status !== 'pending')
       throw new ApiError('invalid_state', `This payment request is already ${now.status}.`);
     throw error;
@@ -176,13 +174,13 @@ export async function cancelPaymentRequest(
 
 /** Stops a recurring request through its workflow; `invalid_state` when already canceled. */
 export async function cancelRecurringPaymentRequest(
-  deps: WorkflowCommandDeps,
+  ctx: PaymentRequestCommandContext,
   row: RecurringPaymentRequest,
   reason: CancellationReason,
 ): Promise<RecurringPaymentRequestSnapshot> {
   if (row.status !== 'active')
     throw new ApiError('invalid_state', 'This recurring payment request is already canceled.');
-  return deps.temporal.workflow
+  return ctx.temporal.client.workflow
     .getHandle(row.id)
     .executeUpdate(cancelRecurringPaymentRequestUpdate, { args: [{ reason }] });
 }
@@ -197,26 +195,23 @@ export async function cancelRecurringPaymentRequest(
  * every path finds the transaction of the same processor charge.
  */
 export async function settleCheckoutPayment(
-  deps: WorkflowCommandDeps & { processors: Processors },
+  ctx: Pick<ServiceContext, 'orm' | 'temporal' | 'processors'>,
   input: CheckoutPaymentInput,
 ): Promise<{ transactionId: string; paid: boolean }> {
   try {
-    const result = await deps.temporal.workflow.getHandle(input.paymentRequestId).executeUpdate(checkoutPaidUpdate, {
-      args: [{ processorChargeId: input.processorChargeId, paymentMethod: input.paymentMethod }],
-    });
+    const result = await ctx.temporal.client.workflow
+      .getHandle(input.paymentRequestId)
+      .executeUpdate(checkoutPaidUpdate, {
+        args: [{ processorChargeId: input.processorChargeId, paymentMethod: input.paymentMethod }],
+      });
     if (result.outcome === 'succeeded' && result.request.transactionId)
       return { transactionId: result.request.transactionId, paid: true };
   } catch (error) {
     // The workflow ended (expired, canceled, paid and done) after the request stopped being pending.
-    const now = await deps.orm.em.fork().findOne(PaymentRequest, { id: input.paymentRequestId });
+    const now = await ctx.orm.em.fork().findOne(PaymentRequest, { id: input.paymentRequestId });
     if (!now || now.status === 'pending') throw error;
   }
-  const transactionId = await recordCheckoutPayment(
-    { processors: deps.processors, temporal: { client: deps.temporal, taskQueue: deps.config.taskQueue } },
-    deps.orm.em.fork(),
-    input,
-    { markPaid: false },
-  );
-  const request = await deps.orm.em.fork().findOneOrFail(PaymentRequest, { id: input.paymentRequestId });
+  const transactionId = await recordCheckoutPayment(ctx, ctx.orm.em.fork(), input, { markPaid: false });
+  const request = await ctx.orm.em.fork().findOneOrFail(PaymentRequest, { id: input.paymentRequestId });
   return { transactionId, paid: request.transactionId === transactionId };
 }
