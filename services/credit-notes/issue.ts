@@ -266,13 +266,7 @@ export async function createCreditNote(
     }
     const note = tx.create(CreditNote, buildNote(planned, scope, request, id, refundId, balanceTransactionId));
     await tx.flush();
-    await recordEvent(tx, {
-      accountId: scope.accountId,
-      livemode: scope.livemode,
-      type: 'credit_note.created',
-      object: serializeCreditNote(note, pdfUrl(note.id)),
-      transactionId: refundId,
-    });
+    await recordCreditNoteEvent(tx, scope, 'credit_note.created', note, pdfUrl, refundId);
     return { note, refundId };
   });
 }
@@ -323,13 +317,7 @@ export async function createOpenInvoiceCreditNote(
       invoice.paidAt = at;
     }
     await tx.flush();
-    await recordEvent(tx, {
-      accountId: input.scope.accountId,
-      livemode: input.scope.livemode,
-      type: 'credit_note.created',
-      object: serializeCreditNote(note, input.pdfUrl(note.id)),
-      transactionId: null,
-    });
+    await recordCreditNoteEvent(tx, input.scope, 'credit_note.created', note, input.pdfUrl, null);
     if (paid) await recordInvoiceEvents(tx, links, invoice, ['invoice.paid'], null);
     return { note, amountDue: Number(invoice.amountDue) - Number(invoice.amountPaid), paid };
   });
@@ -400,13 +388,7 @@ export async function voidCreditNote(
     note.status = 'void';
     note.voidedAt = currentTime();
     await tx.flush();
-    await recordEvent(tx, {
-      accountId: scope.accountId,
-      livemode: scope.livemode,
-      type: 'credit_note.voided',
-      object: serializeCreditNote(note, pdfUrl(note.id)),
-      transactionId: null,
-    });
+    await recordCreditNoteEvent(tx, scope, 'credit_note.voided', note, pdfUrl, null);
     return note;
   });
 }
@@ -422,4 +404,22 @@ export async function creditNoteContext(
     em.findOne(Customer, { id: note.customerId }),
   ]);
   return { invoice, account, customer };
+}
+
+/** Records `type` on a credit note, with the note as its object. */
+function recordCreditNoteEvent(
+  tx: EntityManager,
+  scope: { accountId: string; livemode: boolean },
+  type: 'credit_note.created' | 'credit_note.voided',
+  note: CreditNote,
+  pdfUrl: (id: string) => string,
+  transactionId: string | null,
+) {
+  return recordEvent(tx, {
+    accountId: scope.accountId,
+    livemode: scope.livemode,
+    type,
+    object: serializeCreditNote(note, pdfUrl(note.id)),
+    transactionId,
+  });
 }
