@@ -185,7 +185,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** Maintenance: test clocks past their `deletes_after` are deleted with everything on them. */
     async deleteExpiredTestClocks(): Promise<{ deleted: number }> {
-      return { deleted: await deleteExpiredTestClocks(em(), Context.current().client) };
+      return { deleted: await deleteExpiredTestClocks({ temporal: { client: Context.current().client } }, em()) };
     },
     async projectSubscription(snapshot: SubscriptionSnapshot): Promise<void> {
       await projectSubscription(em(), snapshot);

@@ -91,16 +91,16 @@ describe('test clocks (webhooks, ...)', () => {
 
     // A second before, it stays (clocks of the earlier tests here, made before it, go).
     await deleteExpiredTestClocks(
+      { temporal: { client: engine.env.client } },
       engine.db.orm.em.fork(),
-      engine.env.client,
       new Date(Date.parse(old.deletes_after) - 1_000),
     );
     expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(200);
     // Past it: the old clock goes with its customer, subscription (and its workflow); the young one stays.
     expect(
       await deleteExpiredTestClocks(
+        { temporal: { client: engine.env.client } },
         engine.db.orm.em.fork(),
-        engine.env.client,
         new Date(Date.parse(old.deletes_after) + 1_000),
       ),
     ).toBe(1);

@@ -10,7 +10,7 @@ import {
   findOwnTestClock,
 } from '../../services/test-clocks/clocks.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
@@ -98,13 +98,13 @@ const deleteClock = createRoute({
   },
 });
 
-export function testClocksApp({ orm, temporal, config }: ApiDeps) {
-  const starter = { client: temporal, taskQueue: config.taskQueue, limits: config.testClocks };
+export function testClocksApp({ orm, config, context }: AppDeps) {
+  const clocks = { temporal: context.temporal, limits: config.testClocks };
   return newOpenApiApp()
     .openapi(createClock, async (c) => {
       const body = c.req.valid('json');
       const { accountId, livemode } = await accountScope(c, orm);
-      const clock = await createTestClock(orm.em.fork(), starter, {
+      const clock = await createTestClock(clocks, orm.em.fork(), {
         accountId,
         livemode,
         frozenTime: body.frozen_time,
@@ -135,14 +135,14 @@ export function testClocksApp({ orm, temporal, config }: ApiDeps) {
       const em = orm.em.fork();
       const clock = await findOwnTestClock(em, c.req.valid('param').id, await accountScope(c, orm));
       return c.json(
-        serializeTestClock(await advanceTestClock(em, starter, clock, c.req.valid('json').frozen_time)),
+        serializeTestClock(await advanceTestClock(clocks, em, clock, c.req.valid('json').frozen_time)),
         200,
       );
     })
     .openapi(deleteClock, async (c) => {
       const em = orm.em.fork();
       const clock = await findOwnTestClock(em, c.req.valid('param').id, await accountScope(c, orm));
-      await deleteTestClock(em, temporal, clock);
+      await deleteTestClock(context, em, clock);
       return c.json({ id: clock.id, object: 'test_clock' as const, deleted: true as const }, 200);
     });
 }

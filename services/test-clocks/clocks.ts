@@ -38,6 +38,7 @@ import {
 import { discountEndWorkflowId } from '../../workflows/discount-end.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../../workflows/test-clock.ts';
+import type { TemporalContext, WorkflowStartContext } from '../context.ts';
 import { recordEvent } from '../events/record.ts';
 import { cancelClockPayouts } from '../payouts/rail.ts';
 import { clockTaskQueueOf } from './binding.ts';
@@ -45,9 +46,8 @@ import { clockTaskQueueOf } from './binding.ts';
 /** A clock and everything on it is deleted this long after its creation (as Stripe: 30 days). */
 export const testClockLifetimeMs = 30 * 86_400_000;
 
-export interface ClockStarter {
-  client: Client;
-  taskQueue: string;
+/** What creating and advancing a clock reach: Temporal (`Pick<ServiceContext, 'temporal'>` is one) and the limits. */
+export interface ClockContext extends WorkflowStartContext {
   /** config.testClocks; the defaults when unset. */
   limits?: TestClockLimits;
 }
@@ -58,7 +58,7 @@ export interface ClockStarter {
  * subscriptions, payment requests), and how far one advance goes (advanceSpanLimit). Each is
  * refused with 400 `invalid_request` naming the limit, and changes nothing.
  */
-const limitsOf = (starter: { limits?: TestClockLimits }) => starter.limits ?? defaultTestClockLimits;
+const limitsOf = (ctx: { limits?: TestClockLimits }) => ctx.limits ?? defaultTestClockLimits;
 
 /** Holds the clock's row for the rest of `tx`: objects joining a clock are counted one at a time. */
 async function lockClockRow(tx: EntityManager, clockId: string): Promise<void> {
@@ -190,8 +190,8 @@ export async function advanceSpanLimit(
 const describeInterval = (i: BillingInterval) => (i.count === 1 ? i.unit : `${i.count} ${i.unit}s`);
 
 export async function createTestClock(
+  ctx: ClockContext,
   em: EntityManager,
-  starter: ClockStarter,
   input: { accountId: string; livemode: boolean; frozenTime: Date; name: string | null },
 ): Promise<TestClock> {
   if (input.livemode)
@@ -199,7 +199,7 @@ export async function createTestClock(
       'livemode_not_allowed',
       'Test clocks exist only in the sandbox: send x-sandbox-mode: true, or use a test key.',
     );
-  const { perAccount } = limitsOf(starter);
+  const { perAccount } = limitsOf(ctx);
   const now = new Date();
   const clock = em.create(TestClock, {
     id: newId('testClock'),
@@ -240,10 +240,10 @@ export async function createTestClock(
       object: serializeTestClock(clock),
     });
   });
-  await starter.client.workflow.start(testClockWorkflow, {
+  await ctx.temporal.client.workflow.start(testClockWorkflow, {
     workflowId: clock.id,
     // The clock's own workflow runs with the work it moves, on the test clock queue (services/test-clocks/binding.ts).
-    taskQueue: clockTaskQueueOf(starter.taskQueue),
+    taskQueue: clockTaskQueueOf(ctx.temporal.taskQueue),
     args: [{ clockId: clock.id, accountId: clock.accountId, frozenTime: clock.frozenTime.toISOString() }],
     staticSummary: `Test clock${clock.name ? ` "${clock.name}"` : ''}`,
     typedSearchAttributes: [
@@ -271,8 +271,8 @@ export async function findOwnTestClock(
 
 /** Moves a ready clock forward: recorded `advancing` (with its event), then the clock workflow walks the work due. */
 export async function advanceTestClock(
+  ctx: ClockContext,
   em: EntityManager,
-  starter: ClockStarter,
   clock: TestClock,
   to: Date,
 ): Promise<TestClock> {
@@ -311,7 +311,7 @@ export async function advanceTestClock(
     });
     Object.assign(clock, row);
   });
-  await starter.client.workflow.getHandle(clock.id).signal(advanceClockSignal, { frozenTime: to.toISOString() });
+  await ctx.temporal.client.workflow.getHandle(clock.id).signal(advanceClockSignal, { frozenTime: to.toISOString() });
   return clock;
 }
 
@@ -422,7 +422,12 @@ export function clockCondition(
  * Deletes the clock and every object on it: its workflows end, its customers, subscriptions and invoices go,
  * its payouts not yet ended are canceled and its payout schedules deleted (the sandbox ledger keeps the money that moved).
  */
-export async function deleteTestClock(em: EntityManager, client: Client, clock: TestClock): Promise<void> {
+export async function deleteTestClock(
+  ctx: { temporal: Pick<TemporalContext, 'client'> },
+  em: EntityManager,
+  clock: TestClock,
+): Promise<void> {
+  const { client } = ctx.temporal;
   const handle = client.workflow.getHandle(clock.id);
   let workflowIds: string[] = [];
   try {
@@ -548,12 +553,12 @@ export async function reportToClock(client: Client, clockId: string, report: Clo
  * clocks per call, oldest first. Returns how many were deleted.
  */
 export async function deleteExpiredTestClocks(
+  ctx: { temporal: Pick<TemporalContext, 'client'> },
   em: EntityManager,
-  client: Client,
   now = new Date(),
   limit = 20,
 ): Promise<number> {
   const expired = await em.find(TestClock, { deletesAfter: { $lt: now } }, { orderBy: { deletesAfter: 'asc' }, limit });
-  for (const clock of expired) await deleteTestClock(em.fork(), client, clock);
+  for (const clock of expired) await deleteTestClock(ctx, em.fork(), clock);
   return expired.length;
 }
