@@ -287,6 +287,17 @@ export type SubmitResult =
 /** The claim's answer: the payout is ours to send (`claimed`), or why it is not sent now. */
 type Claim = { status: 'claimed'; payout: Payout } | SubmitResult;
 
+/** The payout's row under its write lock, read afresh: claims, hand-overs and outcomes of one payout take turns on it. */
+const lockPayout = (tx: EntityManager, payoutId: string) =>
+  tx.findOneOrFail(Payout, { id: payoutId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+
+/** The answer for a payout already with its rail (in transit) or ended; undefined while it is pending. */
+function decidedAnswer(row: Payout): SubmitResult | undefined {
+  if (row.status === 'in_transit') return { status: 'in_transit', arrivalMs: row.arrivalDate!.getTime() };
+  if (row.status !== 'pending') return { status: row.status as Exclude<PayoutStatus, 'in_transit' | 'pending'> };
+  return undefined;
+}
+
 /**
  * The one decision between sending a payout and canceling or holding it: under the
  * payout's row lock, a pending payout with no hold in force is claimed for its rail
@@ -298,13 +309,9 @@ type Claim = { status: 'claimed'; payout: Payout } | SubmitResult;
  */
 async function claimForRail(em: EntityManager, payoutId: string, at: Date, notBefore?: Date): Promise<Claim> {
   return em.transactional(async (tx) => {
-    const row = await tx.findOneOrFail(
-      Payout,
-      { id: payoutId },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
-    );
-    if (row.status === 'in_transit') return { status: 'in_transit' as const, arrivalMs: row.arrivalDate!.getTime() };
-    if (row.status !== 'pending') return { status: row.status as Exclude<PayoutStatus, 'in_transit' | 'pending'> };
+    const row = await lockPayout(tx, payoutId);
+    const decided = decidedAnswer(row);
+    if (decided) return decided;
     if (row.submittedAt) return { status: 'claimed' as const, payout: row };
     if (notBefore && at < notBefore) return { status: 'pending' as const, untilMs: notBefore.getTime() };
     // Read after the lock: a hold whose transaction locked this row first is seen (placeHold).
@@ -345,14 +352,10 @@ export async function submitPayout(
   if (claim.status !== 'claimed') return claim;
   const sent = await rail.send(await railPayout(em, claim.payout));
   return em.transactional(async (tx) => {
-    const row = await tx.findOneOrFail(
-      Payout,
-      { id: payoutId },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
-    );
-    if (row.status === 'in_transit') return { status: 'in_transit' as const, arrivalMs: row.arrivalDate!.getTime() };
+    const row = await lockPayout(tx, payoutId);
     // Only a deleted test clock ends a claimed payout otherwise (cancelClockPayouts).
-    if (row.status !== 'pending') return { status: row.status as Exclude<PayoutStatus, 'in_transit' | 'pending'> };
+    const decided = decidedAnswer(row);
+    if (decided) return decided;
     row.status = 'in_transit';
     row.arrivalDate = new Date(at.getTime() + sent.transitMs);
     row.holdId = null;
@@ -381,11 +384,7 @@ export async function settlePayout(
   if (current.status !== 'in_transit') return current.status;
   const outcome = await rail.outcome(await railPayout(em, current));
   return em.transactional(async (tx) => {
-    const row = await tx.findOneOrFail(
-      Payout,
-      { id: payoutId },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
-    );
+    const row = await lockPayout(tx, payoutId);
     if (row.status !== 'in_transit') return row.status;
     row.updatedAt = currentTime();
     if (outcome.status === 'paid') {
