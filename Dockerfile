@@ -11,6 +11,10 @@ RUN node dev/dashboard-build.ts --force
 FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# Two glibc malloc arenas instead of eight per core: memory freed by native code (argon2's 19 MiB per password hash,
+# TLS, zlib) is reused instead of held per thread: the API peaked at 265 MB under load with it, 278 and 312 MB without
+# (docs/usage.md#measured).
+ENV MALLOC_ARENA_MAX=2
 COPY package.json package-lock.json ./
 COPY dashboard/package.json dashboard/
 RUN npm ci --omit=dev && npm cache clean --force
@@ -20,4 +24,6 @@ COPY --from=dashboard /app/dashboard/dist dashboard/dist
 RUN mkdir -p data/exports && chown -R node:node data
 USER node
 EXPOSE 3000
-CMD ["node", "api/server.ts"]
+# 16 MB semi-spaces: V8 would size the young generation from the host's memory (128 MB on a 23 GB machine); the API
+# stays under 300 MB under load with them (bench/RESULTS.md, docs/usage.md#measured). Same flags as `npm run api`.
+CMD ["node", "--max-semi-space-size=16", "api/server.ts"]

@@ -289,6 +289,14 @@ export async function startEnvironment(
   };
 }
 
+/** The flags between `node` and `api/server.ts` in package.json's `api` script. */
+function apiScriptFlags(): string {
+  const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  return String(pkg.scripts.api)
+    .replace(/^node\s*/, '')
+    .replace(/\s*api\/server\.ts$/, '');
+}
+
 /**
  * The engine's API as production runs it: `node api/server.ts` in a process of its own, on `databaseUrl` and a
  * Temporal dev server started here (in `dataDir`; the entry point connects to Temporal at start), NODE_ENV=production
@@ -312,12 +320,15 @@ export async function startApiProcess(
   });
   stops.add('Temporal dev server', () => temporal.stop());
   const entry = fileURLToPath(new URL('../api/server.ts', import.meta.url));
-  // BENCH_API_NODE_FLAGS (e.g. --max-semi-space-size=16): Node/V8 flags of the API process, to compare their memory.
-  const flags = (process.env.BENCH_API_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  // The Node/V8 flags of `npm run api` (package.json), as production runs it; BENCH_API_NODE_FLAGS replaces them
+  // (BENCH_API_NODE_FLAGS= for none, or e.g. --max-semi-space-size=32), to compare their memory and throughput.
+  const flags = (process.env.BENCH_API_NODE_FLAGS ?? apiScriptFlags()).split(/\s+/).filter(Boolean);
   const child = spawn(process.execPath, [...flags, entry], {
     env: {
       ...process.env,
       NODE_ENV: 'production',
+      // As the image sets it (Dockerfile): two malloc arenas.
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
       PORT: String(port),
       DATABASE_URL: options.databaseUrl,
       TEMPORAL_ADDRESS: temporal.address,

@@ -121,7 +121,10 @@ describe('docker-compose.yml', () => {
       expect(env.TEMPORAL_ADDRESS).toBe('temporal:7233');
       expect(env.SMTP_URL).toBe('smtp://mailpit:1025');
     }
-    expect(services.api.command).toEqual(['node', 'api/server.ts']);
+    // The API runs as `npm run api` does (its V8 flags included: docs/usage.md#measured).
+    const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts;
+    expect(services.api.command.join(' ')).toBe(scripts.api);
+    expect(services.api.command.at(-1)).toBe('api/server.ts');
     expect(services.worker.command).toEqual(['node', 'worker.ts']);
   });
 
