@@ -20,7 +20,7 @@ import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { keysetPage } from '../pagination.ts';
-import { errorResponses, idParam, oneCustomerName } from '../schemas.ts';
+import { errorResponses, idParam, oneCustomerName, testClockId } from '../schemas.ts';
 
 export { invoicePdfToken };
 
@@ -47,20 +47,13 @@ const ListQuery = z
     customer_id: z.string().min(1).max(64).optional().openapi({ description: 'Same as `customer`' }),
     subscription: z.string().min(1).max(64).optional().openapi({ description: 'Only this subscription' }),
     status: z.enum(invoiceStatuses).optional(),
-    billing_reason: z
-      .enum(billingReasons)
-      .optional()
-      .openapi({
-        description: 'Only invoices made for this reason (subscription_threshold: the early usage invoices)',
-      }),
-    test_clock: z
-      .string()
-      .regex(/^clock_[0-9a-z]{26}$/, 'must be a clock_ id')
-      .optional()
-      .openapi({
-        description:
-          'Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe)',
-      }),
+    billing_reason: z.enum(billingReasons).optional().openapi({
+      description: 'Only invoices made for this reason (subscription_threshold: the early usage invoices)',
+    }),
+    test_clock: testClockId.optional().openapi({
+      description:
+        'Only invoices of customers on this test clock; without it (and without a customer or subscription), those on test clocks are left out (as Stripe)',
+    }),
     limit: z.coerce.number().int().min(1).max(100).default(20),
     starting_after: cursor.optional(),
     ending_before: cursor.optional(),
