@@ -38,6 +38,23 @@ export function allocatePaymentRequest(): { id: string; token: string } {
   return { id: newId('paymentRequest'), token: randomBytes(32).toString('base64url') };
 }
 
+/** The columns a one-time and a recurring payment request's rows share, from its workflow's snapshot. */
+function requestFields<S extends PaymentRequestSnapshot | RecurringPaymentRequestSnapshot>(s: S) {
+  return {
+    id: s.id,
+    accountId: s.accountId,
+    livemode: s.livemode,
+    // Projections are written by the request's workflow, on its clock if it has one (services/test-clocks/now.ts).
+    testClockId: currentTestClock()?.id ?? null,
+    amount: s.amount,
+    currency: s.currency,
+    status: s.status as S['status'],
+    customerEmail: s.customerEmail,
+    reference: s.reference,
+    metadata: s.metadata,
+  };
+}
+
 /**
  * Writes a payment request's projection row. Idempotent and ordered: the row only
  * changes when the snapshot's version is newer than the stored one. A write that
@@ -50,17 +67,7 @@ export async function projectPaymentRequest(
   links: { publicUrl: string },
 ): Promise<void> {
   const row = {
-    id: s.id,
-    accountId: s.accountId,
-    livemode: s.livemode,
-    // Projections are written by the request's workflow, on its clock if it has one (services/test-clocks/now.ts).
-    testClockId: currentTestClock()?.id ?? null,
-    amount: s.amount,
-    currency: s.currency,
-    status: s.status,
-    customerEmail: s.customerEmail,
-    reference: s.reference,
-    metadata: s.metadata,
+    ...requestFields(s),
     token: s.token,
     expiresAt: new Date(s.expiresAt),
     transactionId: s.transactionId,
@@ -107,16 +114,7 @@ export async function projectRecurringPaymentRequest(
   s: RecurringPaymentRequestSnapshot,
 ): Promise<void> {
   const row = {
-    id: s.id,
-    accountId: s.accountId,
-    livemode: s.livemode,
-    testClockId: currentTestClock()?.id ?? null,
-    amount: s.amount,
-    currency: s.currency,
-    status: s.status,
-    customerEmail: s.customerEmail,
-    reference: s.reference,
-    metadata: s.metadata,
+    ...requestFields(s),
     interval: s.interval.unit,
     intervalCount: s.interval.count,
     expiresInMs: s.expiresInMs,
