@@ -79,6 +79,24 @@ export async function requestingAccount(
   return { scope, account };
 }
 
+/** What a one-off and a recurring request start with: the caller's account and mode, its name and language, and the body's money and payer. */
+export function requestStartFields(
+  scope: { accountId: string; livemode: boolean },
+  account: Account,
+  body: Pick<NewPaymentRequest, 'amount' | 'currency' | 'customer_email' | 'reference' | 'metadata'>,
+) {
+  return {
+    accountId: scope.accountId,
+    livemode: scope.livemode,
+    account: { name: brandOf(account, '').name, language: account.settings.language },
+    amount: body.amount,
+    currency: body.currency,
+    customerEmail: body.customer_email,
+    reference: body.reference ?? null,
+    metadata: body.metadata ?? {},
+  };
+}
+
 /** Checks the caller's account, works out the expiry, and starts the request's workflow. */
 export async function createPaymentRequest(
   deps: AppDeps,
@@ -99,14 +117,7 @@ export async function createPaymentRequest(
     expiresInMs = body.expires_in * 1000;
   }
   return startPaymentRequest(deps.context, {
-    accountId: scope.accountId,
-    livemode: scope.livemode,
-    account: { name: brandOf(account, '').name, language: account.settings.language },
-    amount: body.amount,
-    currency: body.currency,
-    customerEmail: body.customer_email,
-    reference: body.reference ?? null,
-    metadata: body.metadata ?? {},
+    ...requestStartFields(scope, account, body),
     expiresAt,
     expiresInMs,
     ...(testClock ? { testClock } : {}),

@@ -8,7 +8,6 @@ import { createRoute, z } from '@hono/zod-openapi';
 
 import { RecurringPaymentRequest } from '../../db/entities/index.ts';
 import { intervalUnits } from '../../domain/billing-calendar.ts';
-import { brandOf } from '../../domain/branding.ts';
 import { hasPrefix } from '../../domain/ids.ts';
 import { defaultExpiryMs } from '../../domain/payment-requests.ts';
 import {
@@ -31,6 +30,7 @@ import {
   findOwnPaymentRequest,
   paymentRequestFields,
   requestingAccount,
+  requestStartFields,
   testClockOf,
 } from '../payment-request-input.ts';
 import { errorResponses, idParam } from '../schemas.ts';
@@ -136,14 +136,7 @@ export function paymentRequestsApp(deps: AppDeps) {
       const testClock = await testClockOf(deps, scope, body.test_clock);
       const created = await startRecurringPaymentRequest(deps.context, {
         ...(testClock ? { testClock } : {}),
-        accountId: scope.accountId,
-        livemode: scope.livemode,
-        account: { name: brandOf(account, '').name, language: account.settings.language },
-        amount: body.amount,
-        currency: body.currency,
-        customerEmail: body.customer_email,
-        reference: body.reference ?? null,
-        metadata: body.metadata ?? {},
+        ...requestStartFields(scope, account, body),
         interval: { unit: body.interval!, count: body.interval_count ?? 1 },
         expiresInMs: body.expires_in !== undefined ? body.expires_in * 1000 : defaultExpiryMs,
       });
