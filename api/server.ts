@@ -1,7 +1,7 @@
 /**
  * The HTTP API process. Production runs it on its own (`npm run api`:
- * `node --max-semi-space-size=16 api/server.ts`, the image's CMD too, 16 MB
- * semi-spaces keeping it under 300 MB: docs/usage.md#measured) with
+ * `node --max-semi-space-size=16 --max-old-space-size=256 api/server.ts`, the image's CMD too: 16 MB
+ * semi-spaces and a 256 MB old generation keep it under 300 MB, docs/usage.md#measured) with
  * DATABASE_URL and TEMPORAL_ADDRESS; `npm start` runs it in-process beside the
  * worker for development.
  */
