@@ -18,7 +18,9 @@
  * reported per phase (the issue's goal: under 300 MB under this load).
  *
  * BENCH_ONLY=singles runs only the single events (16 and 64 connections) into a section of its own, with the
- * engine's API in this process (it counts the events per statement on the engine's group committer).
+ * engine's API in this process (it counts the events per statement on the engine's group committer), or with
+ * BENCH_SINGLES_API=process in its own process as production runs it (the load generator then has a core to itself
+ * less often than the API; events per statement are not counted).
  * BENCH_DURATION, BENCH_WARMUP (seconds), BENCH_ROUNDS, BENCH_METER_EVENTS shorten or lengthen a run.
  */
 import os from 'node:os';
@@ -120,6 +122,7 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
   const settings = settingsFromEnv();
   let bare: ReturnType<typeof bareApp> | undefined;
   const singlesOnly = process.env.BENCH_ONLY === 'singles';
+  const singlesApi = process.env.BENCH_SINGLES_API === 'process' ? 'process' : 'inline';
   const env = await startEnvironment(
     stops,
     say,
@@ -128,7 +131,7 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
       bare = bareApp(orm, orm.config.get('clientUrl')!);
       return bare.app;
     },
-    { api: singlesOnly ? 'inline' : 'process' },
+    { api: singlesOnly ? singlesApi : 'process' },
   );
   stops.add('bare pool', () => bare!.close());
   const { orm, engineBase, bareBase } = env;
@@ -201,12 +204,14 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
     // Single events alone (group commit, services/usage/group-commit.ts), in a section of their own.
     say('ingestion: single events only');
     // How many events each statement carried: the group committer of the engine's store (same process).
-    const committer = singleEventCommitterFor(usageStoreFor(orm));
+    const committer = singlesApi === 'inline' ? singleEventCommitterFor(usageStoreFor(orm)) : undefined;
     const coalescing = async (run: () => Promise<{ engine: number; bare: number; ratio: number }>) => {
-      const before = { batches: committer.batches, events: committer.events };
+      const before = { batches: committer?.batches ?? 0, events: committer?.events ?? 0 };
       const rates = await run();
+      if (!committer) return { ...rates, perStatement: undefined };
       return { ...rates, perStatement: (committer.events - before.events) / (committer.batches - before.batches || 1) };
     };
+    const perStatement = (value: number | undefined) => (value === undefined ? 'not counted' : value.toFixed(1));
     const at16 = await coalescing(() => measure('single events (16 connections)', 1, 16, true));
     const at64 = await coalescing(() => measure('single events (64 connections)', 1, 64, true));
     const cpus = os.cpus();
@@ -219,13 +224,16 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
         `Written by \`BENCH_ONLY=singles npm run bench:meter-events\` on ${new Date().toISOString().slice(0, 10)}: ${cpus.length} cores, Node ${process.version}, ` +
           `load average ${env.loadAtStart.toFixed(2)} at the start and ${os.loadavg()[0]!.toFixed(2)} at the end (above 2 means other work shared the machine). ` +
           `${settings.warmupSeconds} s warm-up per target, ${settings.rounds} round(s) of ${settings.durationSeconds} s, alternating. ` +
+          (singlesApi === 'process'
+            ? "The engine's API runs in its own process as `npm run api` starts it (BENCH_SINGLES_API=process); the bare route runs in this one. "
+            : "The engine's API runs in this process, beside the bare route. ") +
           'The engine coalesces concurrent single events into one statement and commit (group commit, ~1 ms window); the bare route commits each request alone.',
         '',
         '| ingestion | engine events/s | engine p99 ms | bare events/s | bare p99 ms | engine/bare |',
         '|---|---:|---:|---:|---:|---:|',
         ...lines,
         '',
-        `Events per ingestion statement on the engine (warm-up included): ${at16.perStatement.toFixed(1)} at 16 connections, ${at64.perStatement.toFixed(1)} at 64.`,
+        `Events per ingestion statement on the engine (warm-up included): ${perStatement(at16.perStatement)} at 16 connections, ${perStatement(at64.perStatement)} at 64.`,
         '',
         `Goal of issue #28: single events ≥ 2,000/s (16 connections: ${Math.round(at16.engine)}, 64: ${Math.round(at64.engine)}).`,
       ].join('\n'),
