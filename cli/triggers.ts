@@ -66,8 +66,13 @@ const payment = (call: Call, accountId: string, paymentMethod: string, amount = 
   });
 
 /** A us_ach account number (4-17 digits) unique to the run, so each recipe adds its own destination. */
+/**
+ * A test account number of its own per stamp. It ends in 8: no sandbox outcome suffix does (domain/payouts.ts
+ * sandboxOutcomeBySuffix), so a payout to it is paid; a number taken from the stamp alone ended in one of them about
+ * once in 900 runs, and that payout failed.
+ */
 const accountNumber = (stamp: string) =>
-  `0${parseInt(stamp.replace(/[^0-9a-z]/g, '').slice(-8) || '1', 36)}`.slice(0, 17).padStart(8, '0');
+  `${`0${parseInt(stamp.replace(/[^0-9a-z]/g, '').slice(-8) || '1', 36)}`.slice(0, 16).padStart(7, '0')}8`;
 /** A finalized send_invoice one-off invoice of $20.00 for the customer (its pending item attached). */
 async function oneOffInvoice(
   call: Call,
