@@ -47,33 +47,39 @@ const skipDirs = new Set(['node_modules', '.git', 'dashboard', 'test-results']);
 const importPattern =
   /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
 
-/** Every relative import of every .ts file under `root` (paths relative to root). */
-export function readImports(root: string): ImportEdge[] {
-  const edges: ImportEdge[] = [];
+/** Every .ts/.tsx file under `root` (path relative to root) with its text: read once, for both checks. */
+function sourceFiles(root: string): Array<{ file: string; text: string }> {
+  const files: Array<{ file: string; text: string }> = [];
   const walk = (dir: string) => {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       if (entry.name.startsWith('.') || skipDirs.has(entry.name)) continue;
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (/\.tsx?$/.test(entry.name)) {
-        const from = path.relative(root, full);
-        for (const m of fs.readFileSync(full, 'utf8').matchAll(importPattern)) {
-          const spec = m[3] ?? m[4]!;
-          const to = path.normalize(path.join(path.dirname(from), spec));
-          edges.push({ from, to, typeOnly: Boolean(m[2]) });
-        }
-      }
+      else if (/\.tsx?$/.test(entry.name))
+        files.push({ file: path.relative(root, full), text: fs.readFileSync(full, 'utf8') });
     }
   };
   walk(root);
-  return edges;
+  return files;
+}
+
+/** Every relative import of the files (paths relative to root). */
+function importsOf(files: Array<{ file: string; text: string }>): ImportEdge[] {
+  return files.flatMap(({ file: from, text }) =>
+    [...text.matchAll(importPattern)].map((m) => ({
+      from,
+      to: path.normalize(path.join(path.dirname(from), m[3] ?? m[4]!)),
+      typeOnly: Boolean(m[2]),
+    })),
+  );
 }
 
 const roomOf = (file: string) => file.split(path.sep)[0]!;
 
 /** What breaks the rules: one line per offending import, and one per cycle. */
 export function checkImportRules(root: string): string[] {
-  const edges = readImports(root);
+  const files = sourceFiles(root);
+  const edges = importsOf(files);
   const problems: string[] = [];
   for (const { from, to, typeOnly } of edges) {
     const source = roomOf(from);
@@ -98,7 +104,7 @@ export function checkImportRules(root: string): string[] {
   }
   for (const cycle of findCycles(edges.filter((e) => !e.typeOnly)))
     problems.push(`import cycle: ${cycle.join(' → ')} → ${cycle[0]}`);
-  return [...problems, ...adapterLeaks(root)];
+  return [...problems, ...adapterLeaks(files)];
 }
 
 /** Node modules that do I/O: domain/ imports none of them (a service does the I/O and hands domain/ the result). */
@@ -112,31 +118,18 @@ const configuredRooms = ['services', 'api', 'activities', 'workflows', 'domain']
  * The adapter boundary: no I/O module imported in domain/, `Context.current()` (the running Temporal activity)
  * only in activities/, and no `process.env` in the configured rooms.
  */
-function adapterLeaks(root: string): string[] {
+function adapterLeaks(files: Array<{ file: string; text: string }>): string[] {
   const problems: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name.startsWith('.') || skipDirs.has(entry.name)) continue;
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (/\.tsx?$/.test(entry.name)) {
-        const file = path.relative(root, full);
-        const room = roomOf(file);
-        const text = fs.readFileSync(full, 'utf8');
-        if (room === 'domain')
-          for (const m of text.matchAll(moduleImport))
-            if (ioModules.test(m[1]!)) problems.push(`${file} imports ${m[1]}: domain/ does no I/O`);
-        if (
-          ['services', 'api', 'domain', 'workflows', 'objects', 'db'].includes(room) &&
-          text.includes('Context.current(')
-        )
-          problems.push(`${file} calls Context.current(): only activities/ runs as a Temporal activity`);
-        if (configuredRooms.includes(room) && /\bprocess\.env\b/.test(text))
-          problems.push(`${file} reads process.env: settings come from config.ts (a Config field passed down)`);
-      }
-    }
-  };
-  walk(root);
+  for (const { file, text } of files) {
+    const room = roomOf(file);
+    if (room === 'domain')
+      for (const m of text.matchAll(moduleImport))
+        if (ioModules.test(m[1]!)) problems.push(`${file} imports ${m[1]}: domain/ does no I/O`);
+    if (['services', 'api', 'domain', 'workflows', 'objects', 'db'].includes(room) && text.includes('Context.current('))
+      problems.push(`${file} calls Context.current(): only activities/ runs as a Temporal activity`);
+    if (configuredRooms.includes(room) && /\bprocess\.env\b/.test(text))
+      problems.push(`${file} reads process.env: settings come from config.ts (a Config field passed down)`);
+  }
   return problems;
 }
 

@@ -8,8 +8,7 @@ import { defaultUsageGraceSeconds, maxUsageGraceSeconds } from '../../domain/usa
 import { lateEventsPolicies } from '../../domain/usage-late-events.ts';
 import { recordModeSettingsEvent } from '../../services/accounts/events.ts';
 import { type BillingSettings, changeModeSettings, loadModeSettings } from '../../services/accounts/mode-settings.ts';
-import { setUsageGraceSeconds, usageGraceSeconds } from '../../services/usage/billing.ts';
-import { lateEventsPolicy, setLateEventsPolicy } from '../../services/usage/late-events.ts';
+import { setUsageSettings as saveUsageSettings, usageSettingsOf } from '../../services/usage/settings.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -178,11 +177,11 @@ export function settingsApp({ orm }: ApiDeps) {
   }
 
   async function usageSettings(accountId: string, livemode: boolean) {
-    const em = orm.em.fork();
+    const settings = await usageSettingsOf(orm.em.fork(), accountId, livemode);
     return {
       object: 'usage_settings' as const,
-      usage_grace_period_seconds: await usageGraceSeconds(em, accountId, livemode),
-      late_events: await lateEventsPolicy(em, accountId, livemode),
+      usage_grace_period_seconds: settings.graceSeconds,
+      late_events: settings.lateEvents,
     };
   }
 
@@ -203,9 +202,10 @@ export function settingsApp({ orm }: ApiDeps) {
       const body = c.req.valid('json');
       // One transaction with its account.updated event (in this mode only), as the billing settings'.
       await orm.em.fork().transactional(async (tx) => {
-        if (body.usage_grace_period_seconds !== undefined)
-          await setUsageGraceSeconds(tx, accountId, livemode, body.usage_grace_period_seconds);
-        if (body.late_events !== undefined) await setLateEventsPolicy(tx, accountId, livemode, body.late_events);
+        await saveUsageSettings(tx, accountId, livemode, {
+          graceSeconds: body.usage_grace_period_seconds,
+          lateEvents: body.late_events,
+        });
         await recordModeSettingsEvent(tx, await tx.findOneOrFail(Account, { id: accountId }), livemode);
       });
       return c.json(await usageSettings(accountId, livemode), 200);

@@ -63,22 +63,6 @@ export async function usageGraceSeconds(em: EntityManager, accountId: string, li
   return row?.usageGracePeriodSeconds ?? defaultUsageGraceSeconds;
 }
 
-/** Sets the mode's usage grace window (its settings row made if missing); answers the seconds set. */
-export async function setUsageGraceSeconds(
-  em: EntityManager,
-  accountId: string,
-  livemode: boolean,
-  seconds: number,
-): Promise<number> {
-  await em.execute(
-    `insert into "account_mode_settings" ("account_id", "livemode", "notifications", "usage_grace_period_seconds", "updated_at") values (?, ?, '{}', ?, now())
-     on conflict ("account_id", "livemode") do update set "usage_grace_period_seconds" = excluded."usage_grace_period_seconds", "updated_at" = now()`,
-    [accountId, livemode, seconds],
-    'run',
-  );
-  return seconds;
-}
-
 /**
  * Closes [start, end) of a subscription for usage: UsageStore.closePeriod raises the customer's watermark (events
  * before the end's whole second are refused period_invoiced from then on) and aggregates every meter over the

@@ -18,45 +18,15 @@
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 
-import { AccountModeSettings, Meter, Plan } from '../../db/entities/index.ts';
+import { Meter, Plan } from '../../db/entities/index.ts';
 import { humanizeInstants } from '../../domain/locale.ts';
 import type { InvoiceLineInput } from '../../domain/subscription-decisions.ts';
-import {
-  defaultLateEventsPolicy,
-  type LateEventsPolicy,
-  usageAdjustmentLines,
-} from '../../domain/usage-late-events.ts';
+import { usageAdjustmentLines } from '../../domain/usage-late-events.ts';
 import type { UsageAggregateInput } from '../../domain/usage-pricing.ts';
 import { isEmptyWindow, usageWindow } from '../../domain/usage-window.ts';
 import { priceTerms } from '../subscriptions/terms.ts';
 import { aggregateQuery, decimalText } from './postgres-store.ts';
 import type { MeterRef } from './store.ts';
-
-/** The mode's late_events setting (default refuse). */
-export async function lateEventsPolicy(
-  em: EntityManager,
-  accountId: string,
-  livemode: boolean,
-): Promise<LateEventsPolicy> {
-  const row = await em.findOne(AccountModeSettings, { accountId, livemode }, { refresh: true });
-  return row?.usageLateEvents ?? defaultLateEventsPolicy;
-}
-
-/** Sets the mode's late_events (its settings row made if missing); answers the policy set. Ingestion reads it in its statement. */
-export async function setLateEventsPolicy(
-  em: EntityManager,
-  accountId: string,
-  livemode: boolean,
-  policy: LateEventsPolicy,
-): Promise<LateEventsPolicy> {
-  await em.execute(
-    `insert into "account_mode_settings" ("account_id", "livemode", "notifications", "usage_late_events", "updated_at") values (?, ?, '{}', ?, now())
-     on conflict ("account_id", "livemode") do update set "usage_late_events" = excluded."usage_late_events", "updated_at" = now()`,
-    [accountId, livemode, policy],
-    'run',
-  );
-  return policy;
-}
 
 /** Who the adjustment is for: a subscription's invoice (or its preview) in a currency. */
 export interface AdjustmentScope {

@@ -26,7 +26,7 @@ export function Settings() {
     <>
       <PageTitle>Settings</PageTitle>
       {readOnly ? <p className="card">Members can read the settings; an owner changes them.</p> : null}
-      <ErrorNote error={billing.error ?? notifications.error} />
+      <ErrorNote error={billing.error ?? usage.error ?? notifications.error} />
       {billing.data ? (
         <ActionForm
           key={JSON.stringify(billing.data)}
