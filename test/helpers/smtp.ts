@@ -35,6 +35,11 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
         .catch(callback);
     },
   });
+  // A client that dies mid-message (a worker SIGKILLed while it sends, as test/wave-crash does) resets its
+  // connection; smtp-server emits that as 'error' on the server, which with no listener is an uncaught exception
+  // in the test process. A real mail server logs it and goes on serving: the message was never accepted, and the
+  // sender's retry is what the tests check.
+  server.on('error', () => {});
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.server.address() as { port: number };
   return {
