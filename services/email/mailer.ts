@@ -28,6 +28,18 @@ export function fromHeader(mailFrom: string, name?: string): string | { name: st
   return { name: name.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim(), address };
 }
 
+/** What nodemailer sends for a mail, from MAIL_FROM (`from`) under the mail's own From name when it has one. */
+function messageOf(mail: OutgoingMail, from: string): Nodemailer.SendMailOptions {
+  return {
+    from: fromHeader(from, mail.fromName),
+    to: mail.to,
+    subject: mail.subject,
+    text: mail.text,
+    html: mail.html,
+    messageId: mail.messageId,
+  };
+}
+
 export interface Mailer {
   send(mail: OutgoingMail): Promise<{ messageId: string }>;
   close(): void;
@@ -50,14 +62,7 @@ export function createFileMailer(dir: string, from: string): Mailer {
   const transport: Transporter = nodemailer().createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async send(mail) {
-      const info = await transport.sendMail({
-        from: fromHeader(from, mail.fromName),
-        to: mail.to,
-        subject: mail.subject,
-        text: mail.text,
-        html: mail.html,
-        messageId: mail.messageId,
-      });
+      const info = await transport.sendMail(messageOf(mail, from));
       if (!made) fs.mkdirSync(dir, { recursive: true });
       made = true;
       const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^a-zA-Z0-9._-]/g, '')}.eml`;
@@ -71,14 +76,7 @@ export function createFileMailer(dir: string, from: string): Mailer {
 function fromTransport(transport: Transporter, from: string): Mailer {
   return {
     async send(mail) {
-      const info = await transport.sendMail({
-        from: fromHeader(from, mail.fromName),
-        to: mail.to,
-        subject: mail.subject,
-        text: mail.text,
-        html: mail.html,
-        messageId: mail.messageId,
-      });
+      const info = await transport.sendMail(messageOf(mail, from));
       return { messageId: info.messageId };
     },
     close: () => transport.close(),
