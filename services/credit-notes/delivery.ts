@@ -14,7 +14,7 @@ import { formatMoney } from '../../domain/money.ts';
 import { loadLogo } from '../accounts/branding.ts';
 import type { Mailer } from '../email/mailer.ts';
 import { sendEmailOnce, type TestModes } from '../email/send-once.ts';
-import { pdfFonts } from '../invoices/pdf.ts';
+import { billedTo, pdfFonts, pdfSeller } from '../invoices/pdf.ts';
 import { creditNoteContext } from './issue.ts';
 
 /** HMAC of the credit note id under a key of its own (derived from AUTH_SECRET), as invoice PDF links are signed. */
@@ -33,7 +33,6 @@ export function signedCreditNotePdfUrl(
 export async function creditNotePdf(em: EntityManager, note: CreditNote, testMode: boolean): Promise<Buffer> {
   const { invoice, account, customer } = await creditNoteContext(em, note);
   const logo = account.settings.branding ? await loadLogo(em, account.id) : null;
-  const brand = brandOf(account, '');
   return renderCreditNotePdf(
     {
       id: note.id,
@@ -54,14 +53,8 @@ export async function creditNotePdf(em: EntityManager, note: CreditNote, testMod
       refundAmount: Number(note.refundAmount),
       creditAmount: Number(note.creditAmount),
       outOfBandAmount: Number(note.outOfBandAmount),
-      seller: { name: brand.name, email: account.email },
-      ...(account.settings.branding
-        ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } }
-        : {}),
-      billTo: {
-        name: invoice.customerName ?? customer?.name ?? null,
-        email: invoice.customerEmail ?? customer?.email ?? null,
-      },
+      ...pdfSeller(account, logo),
+      billTo: billedTo(invoice, customer),
       testMode,
       timeZone: account.settings.timezone || 'UTC',
     },
@@ -79,7 +72,7 @@ export async function emailCreditNote(
   publicUrl: string,
 ): Promise<boolean> {
   const { invoice, account, customer } = await creditNoteContext(em, note);
-  const to = invoice.customerEmail ?? customer?.email;
+  const { name: customerName, email: to } = billedTo(invoice, customer);
   if (!to) return false;
   const money = (amount: number) => formatMoney(amount, note.currency);
   const brand = brandOf(account, publicUrl);
@@ -102,7 +95,7 @@ export async function emailCreditNote(
   const email = creditNoteEmail({
     accountName: brand.name,
     ...(account.settings.branding ? { brand } : {}),
-    customerName: invoice.customerName ?? customer?.name ?? null,
+    customerName,
     number: note.number,
     invoiceNumber: invoice.number,
     total: money(Number(note.total)),

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 
 import type { EntityManager } from '@mikro-orm/postgresql';
 
-import { Account, Customer, type Invoice } from '../../db/entities/index.ts';
+import { Account, type AccountLogo, Customer, type Invoice } from '../../db/entities/index.ts';
 import { brandOf } from '../../domain/branding.ts';
 import { breakdownText, lineAmount } from '../../domain/invoice-lines.ts';
 import { renderInvoicePdf } from '../../domain/invoice-pdf.ts';
@@ -28,6 +28,29 @@ export function pdfFonts(): PdfFonts {
   return fonts;
 }
 
+/** What every PDF of the engine prints of the merchant: its account as seller, and its color and logo when it set branding. */
+export function pdfSeller(account: Account, logo: Pick<AccountLogo, 'data'> | null) {
+  const brand = brandOf(account, '');
+  return {
+    seller: { name: brand.name, email: account.email },
+    ...(account.settings.branding ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } } : {}),
+  };
+}
+
+/**
+ * Whom an invoice (and a credit note of it) bills: the customer as billed, falling back to the customer now for
+ * invoices issued before names were kept.
+ */
+export function billedTo(
+  invoice: Pick<Invoice, 'customerName' | 'customerEmail'>,
+  customer: Pick<Customer, 'name' | 'email'> | null,
+): { name: string | null; email: string | null } {
+  return {
+    name: invoice.customerName ?? customer?.name ?? null,
+    email: invoice.customerEmail ?? customer?.email ?? null,
+  };
+}
+
 /** The PDF of an invoice: its account as seller, the customer as billed (falling back to the customer now for invoices issued before names were kept). */
 export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: boolean): Promise<Buffer> {
   const [account, customer, logo] = await Promise.all([
@@ -35,7 +58,6 @@ export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: 
     invoice.customerEmail ? null : em.findOne(Customer, { id: invoice.customerId }),
     loadLogo(em, invoice.accountId),
   ]);
-  const brand = brandOf(account, '');
   return renderInvoicePdf(
     {
       id: invoice.id,
@@ -69,13 +91,9 @@ export async function invoicePdf(em: EntityManager, invoice: Invoice, testMode: 
       amountDue: invoice.amountDue,
       amountPaid: invoice.amountPaid,
       amountRemaining: amountRemaining(invoice),
-      seller: { name: brand.name, email: account.email },
-      ...(account.settings.branding
-        ? { brand: { color: brand.color, logo: logo ? Buffer.from(logo.data) : null } }
-        : {}),
+      ...pdfSeller(account, logo),
       billTo: {
-        name: invoice.customerName ?? customer?.name ?? null,
-        email: invoice.customerEmail ?? customer?.email ?? null,
+        ...billedTo(invoice, customer),
         taxIds: invoice.customerTaxIds ?? [],
         country: invoice.customerAddress?.country ?? null,
       },
