@@ -9,7 +9,7 @@ import { createAlert, findAlert, listAlerts, setAlertStatus } from '../../servic
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 const CreateAlertBody = z
@@ -72,13 +72,11 @@ const routes = {
     request: { body: { ...json(CreateAlertBody), required: true } },
     responses: { 201: { description: 'Created', ...json(BillingAlertSchema) }, ...errorResponses(400, 401) },
   }),
-  list: createRoute({
-    method: 'get',
-    path: '/',
+  list: listRoute({
     tags,
     summary: 'List usage alerts (active and inactive), newest first',
-    request: { query: ListQuery },
-    responses: { 200: { description: 'A page', ...json(listSchema(BillingAlertSchema)) }, ...errorResponses(400, 401) },
+    query: ListQuery,
+    item: BillingAlertSchema,
   }),
   get: createRoute({
     method: 'get',

@@ -16,7 +16,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
 
 const CreateBody = z
@@ -68,18 +68,14 @@ const createExport = createRoute({
   request: { body: { ...json(CreateBody), required: true } },
   responses: { 202: { description: 'Accepted', ...json(ExportSchema) }, ...errorResponses(400, 401) },
 });
-const listExports = createRoute({
-  method: 'get',
-  path: '/',
+const listExports = listRoute({
   tags: ['Exports'],
   summary: 'List exports, newest first',
-  request: {
-    query: z
-      .object(cursorQuery('export'))
-      .strict()
-      .refine(...oneCursor),
-  },
-  responses: { 200: { description: 'A page', ...json(listSchema(ExportSchema)) }, ...errorResponses(400, 401) },
+  query: z
+    .object(cursorQuery('export'))
+    .strict()
+    .refine(...oneCursor),
+  item: ExportSchema,
 });
 const getExport = createRoute({
   method: 'get',

@@ -19,7 +19,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { keysetPage } from '../pagination.ts';
+import { keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, oneCustomerName, testClockId } from '../schemas.ts';
 
 export { invoicePdfToken };
@@ -59,24 +59,15 @@ const ListQuery = z
     ending_before: cursor.optional(),
   })
   .strict()
-  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' })
+  .refine(...oneCursor)
   .refine(...oneCustomerName);
-const InvoiceList = z.object({ object: z.literal('list'), data: z.array(InvoiceSchema), has_more: z.boolean() });
 const pdfContent = { content: { 'application/pdf': { schema: z.string().openapi({ format: 'binary' }) } } };
 
 const listDescription =
   'Newest first. Cursor pages on the time-sortable ids (`starting_after` the last id of a page for the next, `ending_before` the first for the previous), ' +
   'so invoices issued between calls never shift a page.';
-const listRoute = (path: string, summary: string) =>
-  createRoute({
-    method: 'get',
-    path,
-    tags: ['Invoices'],
-    summary,
-    description: listDescription,
-    request: { query: ListQuery },
-    responses: { 200: { description: 'A page', ...json(InvoiceList) }, ...errorResponses(400, 401) },
-  });
+const listInvoices = (summary: string) =>
+  listRoute({ tags: ['Invoices'], summary, description: listDescription, query: ListQuery, item: InvoiceSchema });
 const getInvoice = createRoute({
   method: 'get',
   path: '/{id}',
@@ -202,7 +193,7 @@ export function invoicesApps(deps: ApiDeps) {
 
   /** Mounted at /v1/invoices, behind the API's authentication. */
   const v1 = newOpenApiApp()
-    .openapi(listRoute('/', 'List invoices, newest first'), (c) => list(c, c.req.valid('query')))
+    .openapi(listInvoices('List invoices, newest first'), (c) => list(c, c.req.valid('query')))
     .openapi(getInvoice, async (c) => {
       const scope = await accountScope(c, orm);
       const invoice = await findOwn(orm.em.fork(), c.req.valid('param').id, scope);
@@ -222,9 +213,7 @@ export function invoicesApps(deps: ApiDeps) {
    * authentication, which app.ts applies to that path) and the signed PDF links.
    */
   const root = newOpenApiApp()
-    .openapi(listRoute('/', "List invoices (SPEC.md's name for GET /v1/invoices)"), (c) =>
-      list(c, c.req.valid('query')),
-    )
+    .openapi(listInvoices("List invoices (SPEC.md's name for GET /v1/invoices)"), (c) => list(c, c.req.valid('query')))
     .openapi(publicPdf, async (c) => {
       const { id } = c.req.valid('param');
       const { token } = c.req.valid('query');

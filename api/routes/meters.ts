@@ -14,7 +14,7 @@ import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
+import { cursorQuery, keysetPage, listRoute, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 /** A payload property name: what event payloads carry (letters, digits, _ - . ; at most 100). */
@@ -103,14 +103,7 @@ const routes = {
     request: { body: { ...json(CreateMeterBody), required: true } },
     responses: { 201: { description: 'Created', ...json(MeterSchema) }, ...errorResponses(400, 401, 409) },
   }),
-  list: createRoute({
-    method: 'get',
-    path: '/',
-    tags,
-    summary: 'List meters, newest first',
-    request: { query: ListQuery },
-    responses: { 200: { description: 'A page', ...json(listSchema(MeterSchema)) }, ...errorResponses(400, 401) },
-  }),
+  list: listRoute({ tags, summary: 'List meters, newest first', query: ListQuery, item: MeterSchema }),
   get: createRoute({
     method: 'get',
     path: '/{id}',

@@ -39,6 +39,7 @@ import { commandRetry } from '../command-retry.ts';
 import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
+import { listSchema } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
 export const SubscriptionItemSchema = z
@@ -174,7 +175,7 @@ const listItems = createRoute({
   responses: {
     200: {
       description: "Its items, in order (the first is the subscription's `plan`)",
-      ...json(z.object({ object: z.literal('list'), data: z.array(SubscriptionItemSchema), has_more: z.boolean() })),
+      ...json(listSchema(SubscriptionItemSchema)),
     },
     ...errorResponses(400, 401, 404),
   },
