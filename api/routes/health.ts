@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 
+import { healthCheck } from '../../services/platform/health-check.ts';
 import type { ApiDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 
@@ -33,31 +34,12 @@ const health = createRoute({
   },
 });
 
-async function check(probe: () => Promise<unknown>, timeoutMs = 3_000): Promise<z.infer<typeof Check>> {
-  const started = performance.now();
-  try {
-    await Promise.race([
-      probe(),
-      new Promise((_, reject) =>
-        setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs).unref(),
-      ),
-    ]);
-    return { ok: true, latency_ms: Math.round(performance.now() - started) };
-  } catch (error) {
-    return {
-      ok: false,
-      latency_ms: Math.round(performance.now() - started),
-      error: (error as Error).message.split('\n')[0],
-    };
-  }
-}
-
 export function healthApp({ orm, temporal }: ApiDeps) {
   return newOpenApiApp().openapi(health, async (c) => {
     const [database, temporalCheck] = await Promise.all([
-      check(() => orm.em.fork().execute('select 1')),
+      healthCheck(() => orm.em.fork().execute('select 1')),
       // With the check's deadline: a Temporal that is down would otherwise keep the client retrying the call in the background for ~20 s.
-      check(() =>
+      healthCheck(() =>
         temporal.connection.withDeadline(Date.now() + 3_000, () =>
           temporal.connection.workflowService.getSystemInfo({}),
         ),

@@ -13,6 +13,7 @@ import http from 'node:http';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 
+import { type HealthCheck, healthCheck } from './health-check.ts';
 import { listenHttp, type RunningListener } from './http-listener.ts';
 
 export interface WorkerHealthTarget {
@@ -29,39 +30,11 @@ export interface WorkerHealthDeps {
   connection: NativeConnection;
 }
 
-interface Check {
-  ok: boolean;
-  latency_ms: number;
-  error?: string;
-}
-
 export interface WorkerHealth {
   status: 'ok' | 'degraded';
   workers: Record<string, { ok: boolean; state: string; workflow_poller?: string; activity_poller?: string }>;
-  database: Check;
-  temporal: Check;
-}
-
-async function check(probe: () => Promise<unknown>, timeoutMs = 3_000): Promise<Check> {
-  const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      probe(),
-      new Promise(
-        (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs)),
-      ),
-    ]);
-    return { ok: true, latency_ms: Math.round(performance.now() - started) };
-  } catch (error) {
-    return {
-      ok: false,
-      latency_ms: Math.round(performance.now() - started),
-      error: (error as Error).message.split('\n')[0],
-    };
-  } finally {
-    clearTimeout(timer);
-  }
+  database: HealthCheck;
+  temporal: HealthCheck;
 }
 
 /** The process's health now: its workers' states and pollers, the database and Temporal. */
@@ -81,8 +54,8 @@ export async function workerHealth(deps: WorkerHealthDeps): Promise<WorkerHealth
     workers[name] = entry;
   }
   const [database, temporal] = await Promise.all([
-    check(() => deps.orm.em.fork().execute('select 1')),
-    check(() => deps.connection.workflowService.getSystemInfo({})),
+    healthCheck(() => deps.orm.em.fork().execute('select 1')),
+    healthCheck(() => deps.connection.workflowService.getSystemInfo({})),
   ]);
   const ok = Object.values(workers).every((w) => w.ok) && database.ok && temporal.ok;
   return { status: ok ? 'ok' : 'degraded', workers, database, temporal };
