@@ -6,6 +6,7 @@ import {
   invoiceReceiptEmail,
   paymentFailedEmail,
   paymentRecoveredEmail,
+  type RenderedEmail,
   subscriptionEndedEmail,
 } from '../../domain/email-templates.ts';
 import { adjustmentRows, lineAmount, reverseChargeNote } from '../../domain/invoice-lines.ts';
@@ -76,6 +77,25 @@ function sender(account: Account, ctx: NotifyContext) {
 }
 
 /**
+ * Sends `email` once (keyed `mail.dedupeKey`) from the account: under the name customers know it by, marked [TEST]
+ * when `mail.livemode`'s mode moves no real money (services/email/send-once.ts).
+ */
+async function emailFromAccountOnce(
+  em: EntityManager,
+  ctx: NotifyContext,
+  account: Account,
+  mail: { dedupeKey: string; to: string; livemode: boolean },
+  email: RenderedEmail,
+): Promise<void> {
+  await sendEmailOnce(
+    em,
+    ctx.mailer,
+    { ...mail, accountId: account.id, fromName: brandOf(account, '').name, ...email },
+    ctx.processors,
+  );
+}
+
+/**
  * Emails the customer about failed attempt `attempt` of the subscription's unpaid
  * invoice: the reason, a link to update billing details, and the next retry date
  * (or when the grace period ends). Sent once per (invoice, attempt), unless the
@@ -113,18 +133,16 @@ export async function notifyPaymentFailed(
     graceEndsAt: dunning.graceEndsAt ? new Date(dunning.graceEndsAt) : null,
     finalAction: dunning.finalAction,
   });
-  await sendEmailOnce(
+  await emailFromAccountOnce(
     em,
-    ctx.mailer,
+    ctx,
+    account,
     {
       dedupeKey: `${dunning.invoiceId}:payment_failed:attempt:${attempt}`,
-      accountId: account.id,
-      fromName: brandOf(account, '').name,
       to: customer.email,
       livemode: subscription.livemode,
-      ...email,
     },
-    ctx.processors,
+    email,
   );
 }
 
@@ -144,18 +162,12 @@ export async function notifyPaymentRecovered(
     invoiceNumber: invoice.number,
     pdfUrl: ctx.links.invoicePdfUrl(invoice.id),
   });
-  await sendEmailOnce(
+  await emailFromAccountOnce(
     em,
-    ctx.mailer,
-    {
-      dedupeKey: `${invoiceId}:payment_recovered`,
-      accountId: account.id,
-      fromName: brandOf(account, '').name,
-      to: customer.email,
-      livemode: subscription.livemode,
-      ...email,
-    },
-    ctx.processors,
+    ctx,
+    account,
+    { dedupeKey: `${invoiceId}:payment_recovered`, to: customer.email, livemode: subscription.livemode },
+    email,
   );
 }
 
@@ -178,18 +190,16 @@ export async function notifySubscriptionEnded(
     kind,
     reason,
   });
-  await sendEmailOnce(
+  await emailFromAccountOnce(
     em,
-    ctx.mailer,
+    ctx,
+    account,
     {
       dedupeKey: `${subscription.id}:${kind}:v${subscription.version}`,
-      accountId: account.id,
-      fromName: brandOf(account, '').name,
       to: customer.email,
       livemode: subscription.livemode,
-      ...email,
     },
-    ctx.processors,
+    email,
   );
 }
 
