@@ -15,7 +15,7 @@ import { startPaymentRequest } from '../services/payment-requests/commands.ts';
 import { checkClockPaymentRequestRoom, clockBindingOf, findOwnTestClock } from '../services/test-clocks/clocks.ts';
 import type { ClockBinding } from '../workflows/clock-sleep.ts';
 import { accountScope } from './auth/principal.ts';
-import type { ApiDeps, AppDeps } from './deps.ts';
+import type { AppDeps } from './deps.ts';
 import { resourceId } from './middleware/idempotency.ts';
 import { notFoundInMode } from './not-found.ts';
 import { emailField, isoInstant, testClockId } from './schemas.ts';
@@ -61,14 +61,15 @@ export interface NewPaymentRequest {
  * because the payment lands on its ledger as a transaction.
  */
 export async function requestingAccount(
-  deps: ApiDeps,
+  deps: AppDeps,
   c: Context,
   body: Pick<NewPaymentRequest, 'account_id' | 'currency'>,
 ) {
-  const scope = await accountScope(c, deps.orm);
+  const { orm } = deps.context;
+  const scope = await accountScope(c, orm);
   if (body.account_id !== undefined && body.account_id !== scope.accountId)
     throw new ApiError('account_not_found', `No such account: ${body.account_id}.`);
-  const account = await deps.orm.em.fork().findOne(Account, { id: scope.accountId });
+  const account = await orm.em.fork().findOne(Account, { id: scope.accountId });
   if (!account) throw new ApiError('account_not_found', `No such account: ${scope.accountId}.`);
   if (body.currency !== account.settings.currency) {
     throw new ApiError(
@@ -127,12 +128,12 @@ export async function createPaymentRequest(
 
 /** The binding of a new request to the caller's test clock `id` (sandbox only), or undefined. */
 export async function testClockOf(
-  deps: ApiDeps,
+  deps: AppDeps,
   scope: { accountId: string; livemode: boolean },
   id: string | undefined,
 ): Promise<ClockBinding | undefined> {
   if (!id) return undefined;
-  const em = deps.orm.em.fork();
+  const em = deps.context.orm.em.fork();
   const clock = await findOwnTestClock(em, id, scope);
   const binding = await clockBindingOf(em, { testClockId: clock.id });
   // At most config.testClocks.paymentRequestsPerClock on one clock (docs/testing-your-integration.md#limits).
@@ -140,11 +141,12 @@ export async function testClockOf(
   return binding;
 }
 
-export async function findOwnPaymentRequest(deps: ApiDeps, c: Context, id: string): Promise<PaymentRequest> {
-  const scope = await accountScope(c, deps.orm);
-  const request = await deps.orm.em
+export async function findOwnPaymentRequest(deps: AppDeps, c: Context, id: string): Promise<PaymentRequest> {
+  const { orm } = deps.context;
+  const scope = await accountScope(c, orm);
+  const request = await orm.em
     .fork()
     .findOne(PaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
-  if (!request) throw await notFoundInMode(deps.orm.em, PaymentRequest, id, scope, 'payment request');
+  if (!request) throw await notFoundInMode(orm.em, PaymentRequest, id, scope, 'payment request');
   return request;
 }

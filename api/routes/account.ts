@@ -17,6 +17,7 @@ import { AccountSchema, serializeAccount, serializeAccountRow, SettingsPatch } f
 import { timestamp } from '../../objects/common.ts';
 import { recordAccountEvent } from '../../services/accounts/events.ts';
 import { lockAccount } from '../../services/accounts/lock.ts';
+import type { ServiceContext } from '../../services/context.ts';
 import { cancelPaymentRequest, cancelRecurringPaymentRequest } from '../../services/payment-requests/commands.ts';
 import { stopPayoutSchedules } from '../../services/payouts/schedule.ts';
 import { accountClosedSignal } from '../../workflows/subscription.ts';
@@ -89,7 +90,8 @@ const closeAccount = createRoute({
 });
 
 export function accountApp(deps: AppDeps) {
-  const { orm } = deps;
+  const { context } = deps;
+  const { orm, temporal, logger } = context;
   return newOpenApiApp()
     .openapi(getAccount, async (c) => {
       const { accountId } = await accountScope(c, orm);
@@ -162,19 +164,19 @@ export function accountApp(deps: AppDeps) {
         );
       });
       // Its payments end with it: every pending payment request and every recurring one is canceled (links then say so).
-      await cancelOpenPaymentRequests(deps, accountId);
+      await cancelOpenPaymentRequests(context, accountId);
       // No payout is scheduled for a closed account (its balance stays on the ledger).
-      await stopPayoutSchedules(deps.temporal, accountId).catch((error: unknown) =>
-        deps.logger.warn({ err: error, accountId }, 'closing an account: its payout schedule could not be stopped'),
+      await stopPayoutSchedules(temporal.client, accountId).catch((error: unknown) =>
+        logger.warn({ err: error, accountId }, 'closing an account: its payout schedule could not be stopped'),
       );
       // Paused subscriptions do not block closing; they end with the account (their workflows cancel them).
       const paused = await em.find(Subscription, { accountId, status: 'paused' }, { fields: ['id'] });
       await inBatches(paused, (s) =>
-        deps.temporal.workflow
+        temporal.client.workflow
           .getHandle(s.id)
           .signal(accountClosedSignal)
           .catch((error: unknown) =>
-            deps.logger.warn(
+            logger.warn(
               { err: error, accountId, subscriptionId: s.id },
               'closing an account: a paused subscription could not be told',
             ),
@@ -192,8 +194,8 @@ export function accountApp(deps: AppDeps) {
  * then its pending payment requests, in both modes, a few at a time. A request that
  * ends meanwhile (paid, expired) is left as it ended.
  */
-async function cancelOpenPaymentRequests(deps: AppDeps, accountId: string): Promise<void> {
-  const em = deps.orm.em.fork();
+async function cancelOpenPaymentRequests(context: ServiceContext, accountId: string): Promise<void> {
+  const em = context.orm.em.fork();
   // The account is closed already, so the answer stays 200; a request whose cancel fails here is
   // still refused by the pay page, which takes no payment for a closed account.
   const ignoreEnded = (error: unknown) => {
@@ -204,14 +206,12 @@ async function cancelOpenPaymentRequests(deps: AppDeps, accountId: string): Prom
           error.cause instanceof ApplicationFailure &&
           error.cause.type === 'invalid_state';
     if (!ended)
-      deps.logger.warn({ err: error, accountId }, 'closing an account: a payment request could not be canceled');
+      context.logger.warn({ err: error, accountId }, 'closing an account: a payment request could not be canceled');
   };
   const recurring = await em.find(RecurringPaymentRequest, { accountId, status: 'active' });
-  await inBatches(recurring, (row) =>
-    cancelRecurringPaymentRequest(deps.context, row, 'account_closed').catch(ignoreEnded),
-  );
+  await inBatches(recurring, (row) => cancelRecurringPaymentRequest(context, row, 'account_closed').catch(ignoreEnded));
   const pending = await em.find(PaymentRequest, { accountId, status: 'pending' });
-  await inBatches(pending, (row) => cancelPaymentRequest(deps.context, row, 'account_closed').catch(ignoreEnded));
+  await inBatches(pending, (row) => cancelPaymentRequest(context, row, 'account_closed').catch(ignoreEnded));
 }
 
 async function inBatches<T>(items: T[], run: (item: T) => Promise<unknown>, size = 10): Promise<void> {

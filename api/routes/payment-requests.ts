@@ -16,13 +16,14 @@ import {
   serializePaymentRequest,
   serializeRecurringPaymentRequest,
 } from '../../objects/payment-request.ts';
+import type { ServiceContext } from '../../services/context.ts';
 import {
   cancelPaymentRequest,
   cancelRecurringPaymentRequest,
   startRecurringPaymentRequest,
 } from '../../services/payment-requests/commands.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps, AppDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import {
@@ -113,28 +114,29 @@ const cancelRequest = createRoute({
 });
 
 async function findOwnRecurring(
-  deps: ApiDeps,
+  { orm }: Pick<ServiceContext, 'orm'>,
   scope: { accountId: string; livemode: boolean },
   id: string,
 ): Promise<RecurringPaymentRequest> {
-  const row = await deps.orm.em
+  const row = await orm.em
     .fork()
     .findOne(RecurringPaymentRequest, { id, accountId: scope.accountId, livemode: scope.livemode });
-  if (!row) throw await notFoundInMode(deps.orm.em, RecurringPaymentRequest, id, scope, 'payment request');
+  if (!row) throw await notFoundInMode(orm.em, RecurringPaymentRequest, id, scope, 'payment request');
   return row;
 }
 
 export function paymentRequestsApp(deps: AppDeps) {
-  const { orm, config } = deps;
+  const { context } = deps;
+  const { orm, links } = context;
   return newOpenApiApp()
     .openapi(createRequest, async (c) => {
       const body = c.req.valid('json');
       if (body.type === 'one_time') {
-        return c.json(serializePaymentRequest(await createPaymentRequest(deps, c, body), config.publicUrl), 201);
+        return c.json(serializePaymentRequest(await createPaymentRequest(deps, c, body), links.publicUrl), 201);
       }
       const { scope, account } = await requestingAccount(deps, c, body);
       const testClock = await testClockOf(deps, scope, body.test_clock);
-      const created = await startRecurringPaymentRequest(deps.context, {
+      const created = await startRecurringPaymentRequest(context, {
         ...(testClock ? { testClock } : {}),
         ...requestStartFields(scope, account, body),
         interval: { unit: body.interval!, count: body.interval_count ?? 1 },
@@ -146,25 +148,25 @@ export function paymentRequestsApp(deps: AppDeps) {
       const id = c.req.valid('param').id;
       if (hasPrefix(id, 'recurringPaymentRequest')) {
         return c.json(
-          serializeRecurringPaymentRequest(await findOwnRecurring(deps, await accountScope(c, orm), id)),
+          serializeRecurringPaymentRequest(await findOwnRecurring(context, await accountScope(c, orm), id)),
           200,
         );
       }
-      return c.json(serializePaymentRequest(await findOwnPaymentRequest(deps, c, id), config.publicUrl), 200);
+      return c.json(serializePaymentRequest(await findOwnPaymentRequest(deps, c, id), links.publicUrl), 200);
     })
     .openapi(cancelRequest, async (c) => {
       await optionalJsonBody(c, z.object({}).strict());
       const id = c.req.valid('param').id;
       if (hasPrefix(id, 'recurringPaymentRequest')) {
-        const row = await findOwnRecurring(deps, await accountScope(c, orm), id);
+        const row = await findOwnRecurring(context, await accountScope(c, orm), id);
         return c.json(
-          serializeRecurringPaymentRequest(await cancelRecurringPaymentRequest(deps.context, row, 'requested')),
+          serializeRecurringPaymentRequest(await cancelRecurringPaymentRequest(context, row, 'requested')),
           200,
         );
       }
       const request = await findOwnPaymentRequest(deps, c, id);
       return c.json(
-        serializePaymentRequest(await cancelPaymentRequest(deps.context, request, 'requested'), config.publicUrl),
+        serializePaymentRequest(await cancelPaymentRequest(context, request, 'requested'), links.publicUrl),
         200,
       );
     });

@@ -108,11 +108,11 @@ const cancelRoute = createRoute({
 });
 
 export function paymentsApp(deps: AppDeps) {
-  const { orm, config } = deps;
+  const { orm, links } = deps.context;
   return newOpenApiApp()
     .openapi(createRoutePayment, async (c) => {
       const request = await createPaymentRequest(deps, c, c.req.valid('json'));
-      return c.json(serializePaymentRequest(request, config.publicUrl), 201);
+      return c.json(serializePaymentRequest(request, links.publicUrl), 201);
     })
     .openapi(listPaymentRequests, async (c) => {
       const query = c.req.valid('query');
@@ -126,7 +126,7 @@ export function paymentsApp(deps: AppDeps) {
       return c.json(
         {
           object: 'list' as const,
-          data: page.map((r) => serializePaymentRequest(r, config.publicUrl)),
+          data: page.map((r) => serializePaymentRequest(r, links.publicUrl)),
           has_more: hasMore,
         },
         200,
@@ -134,7 +134,7 @@ export function paymentsApp(deps: AppDeps) {
     })
     .openapi(getRoute, async (c) => {
       const request = await findOwnPaymentRequest(deps, c, c.req.valid('param').id);
-      return c.json(serializePaymentRequest(request, config.publicUrl), 200);
+      return c.json(serializePaymentRequest(request, links.publicUrl), 200);
     })
     .openapi(statusRoute, async (c) => {
       const r = await findOwnPaymentRequest(deps, c, c.req.valid('param').id);
@@ -154,7 +154,7 @@ export function paymentsApp(deps: AppDeps) {
       await optionalJsonBody(c, z.object({}).strict());
       const request = await findOwnPaymentRequest(deps, c, c.req.valid('param').id);
       return c.json(
-        serializePaymentRequest(await cancelPaymentRequest(deps.context, request, 'requested'), config.publicUrl),
+        serializePaymentRequest(await cancelPaymentRequest(deps.context, request, 'requested'), links.publicUrl),
         200,
       );
     });

@@ -98,7 +98,8 @@ const deleteClock = createRoute({
   },
 });
 
-export function testClocksApp({ orm, config, context }: AppDeps) {
+export function testClocksApp({ config, context }: AppDeps) {
+  const { orm } = context;
   const clocks = { temporal: context.temporal, limits: config.testClocks };
   return newOpenApiApp()
     .openapi(createClock, async (c) => {
