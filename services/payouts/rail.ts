@@ -502,45 +502,31 @@ export async function notifyPayoutPaid(
   if (payout.status !== 'paid' && payout.status !== 'failed') return;
   const account = await em.findOneOrFail(Account, { id: payout.accountId });
   if (!(await loadModeSettings(em, account.id, payout.livemode)).notifications.payout_confirmations) return;
-  if (payout.status === 'failed') {
-    const destination = payout.destinationId ? await em.findOne(BankAccount, { id: payout.destinationId }) : null;
-    const email = payoutFailedEmail({
-      accountName: account.name,
-      amount: formatMoney(payout.amount, payout.currency),
-      destination: destination
-        ? `${destination.type === 'paypal' ? 'PayPal' : 'the account'} ending in ${destination.last4} (${destination.id})`
-        : 'its destination',
-      payoutId: payout.id,
-      failureCode: payout.failureCode ?? 'could_not_process',
-      failureMessage: payout.failureMessage ?? payoutFailures.could_not_process,
-    });
-    await sendEmailOnce(
-      em,
-      mailer,
-      {
-        dedupeKey: `${payout.id}:payout_failed`,
-        accountId: account.id,
-        to: account.email,
-        livemode: payout.livemode,
-        ...email,
-      },
-      modes,
-    );
-    return;
-  }
-  const email = payoutPaidEmail({
-    accountName: account.name,
-    amount: formatMoney(payout.amount, payout.currency),
-    method: payout.method,
-    payoutId: payout.id,
-    paidAt: payout.paidAt ?? payout.updatedAt,
-    description: payout.description ?? null,
-  });
+  const amount = formatMoney(payout.amount, payout.currency);
+  const email =
+    payout.status === 'failed'
+      ? payoutFailedEmail({
+          accountName: account.name,
+          amount,
+          destination: await destinationText(em, payout.destinationId),
+          payoutId: payout.id,
+          failureCode: payout.failureCode ?? 'could_not_process',
+          failureMessage: payout.failureMessage ?? payoutFailures.could_not_process,
+        })
+      : payoutPaidEmail({
+          accountName: account.name,
+          amount,
+          method: payout.method,
+          payoutId: payout.id,
+          paidAt: payout.paidAt ?? payout.updatedAt,
+          description: payout.description ?? null,
+        });
   await sendEmailOnce(
     em,
     mailer,
     {
-      dedupeKey: `${payout.id}:payout_paid`,
+      // `<payout id>:payout_paid` or `:payout_failed`: one email per payout and outcome.
+      dedupeKey: `${payout.id}:payout_${payout.status}`,
       accountId: account.id,
       to: account.email,
       livemode: payout.livemode,
@@ -548,4 +534,12 @@ export async function notifyPayoutPaid(
     },
     modes,
   );
+}
+
+/** How a failed payout's email names where it was going: the bank account or PayPal and its last four. */
+async function destinationText(em: EntityManager, destinationId: string | null | undefined): Promise<string> {
+  const destination = destinationId ? await em.findOne(BankAccount, { id: destinationId }) : null;
+  return destination
+    ? `${destination.type === 'paypal' ? 'PayPal' : 'the account'} ending in ${destination.last4} (${destination.id})`
+    : 'its destination';
 }
