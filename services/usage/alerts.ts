@@ -13,6 +13,7 @@
  * An account without active alerts costs nothing after the first look (cached for a few seconds).
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
+import type pg from 'pg';
 
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
@@ -32,28 +33,26 @@ const hasAlertsCache = new Map<string, { has: boolean; at: number }>();
 export const alertCacheMs = 5_000;
 const cacheKey = (scope: Scope) => `${scope.accountId}:${scope.livemode}`;
 
+/** Whether the account's mode has the row `id` of `table` (another account's, or the other mode's, is none). */
+async function existsInMode(pool: pg.Pool, table: 'meters' | 'customers', id: string, scope: Scope): Promise<boolean> {
+  const found = await pool.query(`select 1 from ${table} where id = $1 and account_id = $2 and livemode = $3`, [
+    id,
+    scope.accountId,
+    scope.livemode,
+  ]);
+  return found.rowCount !== 0;
+}
+
 export async function createAlert(
   orm: MikroORM,
   scope: Scope,
   input: { title: string; gte: number; meterId: string; customerId: string | null },
 ): Promise<BillingAlertRow> {
   const pool = usageStoreFor(orm).pool;
-  const meter = await pool.query(`select 1 from meters where id = $1 and account_id = $2 and livemode = $3`, [
-    input.meterId,
-    scope.accountId,
-    scope.livemode,
-  ]);
-  if (meter.rowCount === 0)
+  if (!(await existsInMode(pool, 'meters', input.meterId, scope)))
     throw new ApiError('invalid_request', `usage_threshold.meter: no such meter in this mode (${input.meterId}).`);
-  if (input.customerId) {
-    const customer = await pool.query(`select 1 from customers where id = $1 and account_id = $2 and livemode = $3`, [
-      input.customerId,
-      scope.accountId,
-      scope.livemode,
-    ]);
-    if (customer.rowCount === 0)
-      throw new ApiError('invalid_request', `filter.customer: no such customer in this mode (${input.customerId}).`);
-  }
+  if (input.customerId && !(await existsInMode(pool, 'customers', input.customerId, scope)))
+    throw new ApiError('invalid_request', `filter.customer: no such customer in this mode (${input.customerId}).`);
   const now = new Date();
   const { rows } = await pool.query(
     `insert into billing_alerts (id, account_id, livemode, title, meter_id, gte, customer_id, status, created_at, updated_at)
