@@ -41,7 +41,7 @@ import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts'
 import { accountScope } from '../auth/principal.ts';
 import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { isCrossSitePost, page, stateCard } from '../pages/layout.ts';
+import { type Html, isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 import { portalPermissionsOf } from '../portal-permissions.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
@@ -383,39 +383,33 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
     const money = (amount: number) => formatMoney(amount, invoice.currency, locale);
     const name = brandOf(account, '').name;
     const brand = account.settings.branding ? brandOf(account, '') : undefined;
+    /** A page about this invoice: in its mode (the TEST MODE badge) and in the account's branding. */
+    const invoicePage = (status: number, title: string, body: Html) =>
+      page(c, status, title, body, null, v.testMode, brand);
     const owed = Number(invoice.amountDue) - Number(invoice.amountPaid);
     const pdf = pdfUrl(invoice.id);
     if (invoice.status === 'paid') {
-      return page(
-        c,
+      return invoicePage(
         200,
         'Invoice paid',
         stateCard('ok', '✓', `Invoice ${invoice.number} is paid`, [
           html`${money(Number(invoice.amountPaid || invoice.amountDue))} was paid to ${name}${invoice.paidAt ? html` on ${formatHumanDate(invoice.paidAt, style)}` : ''}.`,
           html`<a href="${pdf}">Download the invoice (PDF)</a>`,
         ]),
-        null,
-        v.testMode,
-        brand,
       );
     }
     if (invoice.status === 'void') {
-      return page(
-        c,
+      return invoicePage(
         410,
         'Invoice void',
         stateCard('off', '×', `Invoice ${invoice.number} was voided`, [
           html`Nothing is due. Contact ${name} if you think this is a mistake.`,
         ]),
-        null,
-        v.testMode,
-        brand,
       );
     }
     if (!v.testMode) {
       // A mode on a real processor: the test cards of this page move no real money there, and no hosted checkout for invoices exists yet.
-      return page(
-        c,
+      return invoicePage(
         200,
         `Invoice ${invoice.number}`,
         stateCard(
@@ -427,9 +421,6 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
             html`<a href="${pdf}">The invoice as a PDF</a>`,
           ],
         ),
-        null,
-        v.testMode,
-        brand,
       );
     }
     const attempt = randomBytes(18).toString('base64url');
@@ -468,7 +459,7 @@ ${payPageMethods.map((method, index) => html`<label><input type="radio" name="pa
 <button type="submit">Pay ${money(owed)}</button>
 </form>
 <p><a href="${pdf}">The invoice as a PDF</a></p>`;
-    return page(c, status, `Invoice ${invoice.number}`, body, null, v.testMode, brand);
+    return invoicePage(status, `Invoice ${invoice.number}`, body);
   }
 
   /** The pay page's promotion code form: applied through the invoice's workflow, the page shown again with the new amount or the refusal. */

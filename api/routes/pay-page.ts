@@ -31,7 +31,7 @@ import { pdfFonts } from '../../services/invoices/pdf.ts';
 import { resolveProcessors } from '../../services/processors/index.ts';
 import { payUpdate } from '../../workflows/payment-request.ts';
 import type { ApiDeps } from '../deps.ts';
-import { isCrossSitePost, page, stateCard } from '../pages/layout.ts';
+import { type Html, isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 
 interface View {
   request: PaymentRequest;
@@ -65,6 +65,9 @@ const amountOf = (view: View) =>
 const nameOf = (view: View) => (view.account ? brandOf(view.account, '').name : 'The merchant');
 /** The account's branding when it set some (the logo from this origin: img-src 'self'). */
 const brandFor = (view: View) => (view.account?.settings.branding ? brandOf(view.account, '') : undefined);
+/** A page about the request: in its mode (the TEST MODE badge) and in the account's branding. */
+const requestPage = (c: Context, view: View, status: number, title: string, body: Html, script: string | null = null) =>
+  page(c, status, title, body, script, view.testMode, brandFor(view));
 
 /** The page for a request that cannot be paid (any more), with its HTTP status. */
 function statusPage(c: Context, view: View) {
@@ -75,8 +78,9 @@ function statusPage(c: Context, view: View) {
   const status = request.status === 'pending' && view.account?.status === 'closed' ? 'canceled' : request.status;
   switch (status) {
     case 'succeeded':
-      return page(
+      return requestPage(
         c,
+        view,
         200,
         'Already paid',
         stateCard('ok', '✓', 'This request has been paid', [
@@ -84,35 +88,28 @@ function statusPage(c: Context, view: View) {
           html`There is nothing more to do.`,
           html`<a href="/pay/${request.token}/receipt.pdf">Download the receipt (PDF)</a>`,
         ]),
-        null,
-        view.testMode,
-        brandFor(view),
       );
     case 'canceled':
-      return page(
+      return requestPage(
         c,
+        view,
         410,
         'Payment request canceled',
         stateCard('off', '×', 'This payment request was canceled', [
           html`${name} canceled this request for ${amount}.`,
           html`Nothing was charged. Contact ${name} if you think this is a mistake.`,
         ]),
-        null,
-        view.testMode,
-        brandFor(view),
       );
     case 'failed':
-      return page(
+      return requestPage(
         c,
+        view,
         410,
         'Payment link expired',
         stateCard('off', '!', 'This payment link has expired', [
           html`It expired on ${when(view, request.expiresAt)}. Nothing was charged.`,
           html`Ask ${name} to send you a new one.`,
         ]),
-        null,
-        view.testMode,
-        brandFor(view),
       );
     default:
       return payForm(c, view, null, 200);
@@ -156,13 +153,14 @@ ${payPageMethods.map(
 </form>`;
   // Works without it; with it, a second click cannot send the form again while the first is on its way.
   const script = `document.getElementById('pay-form').addEventListener('submit',function(){var b=this.querySelector('button');setTimeout(function(){b.disabled=true;b.textContent='Processing…';},0);});`;
-  return page(c, status, `Pay ${amount} to ${nameOf(view)}`, body, script, view.testMode, brandFor(view));
+  return requestPage(c, view, status, `Pay ${amount} to ${nameOf(view)}`, body, script);
 }
 
 function successPage(c: Context, view: View) {
   const { request } = view;
-  return page(
+  return requestPage(
     c,
+    view,
     200,
     'Payment successful',
     stateCard('ok', '✓', 'Payment successful', [
@@ -171,25 +169,20 @@ function successPage(c: Context, view: View) {
       ...(request.reference ? [html`Reference: ${request.reference}`] : []),
       html`<a href="/pay/${request.token}/receipt.pdf">Download the receipt (PDF)</a>`,
     ]),
-    null,
-    view.testMode,
-    brandFor(view),
   );
 }
 
 /** Back from a hosted checkout that took the payment: the processor's webhook settles the request shortly. */
 function checkoutReturnPage(c: Context, view: View) {
-  return page(
+  return requestPage(
     c,
+    view,
     200,
     'Payment processing',
     stateCard('ok', '…', 'Your payment is being confirmed', [
       html`Thank you. ${nameOf(view)} will send a receipt to ${view.request.customerEmail} once it is confirmed.`,
       html`You can close this page.`,
     ]),
-    null,
-    view.testMode,
-    brandFor(view),
   );
 }
 
@@ -222,7 +215,7 @@ export function payPageApp(deps: ApiDeps) {
     if (c.req.method === 'GET' && c.req.query('checkout') === 'canceled') {
       // Back from the checkout without paying: offer it again rather than sending them straight back.
       const again = html`${stateCard('off', '×', 'Payment not completed', [html`Nothing was charged.`])}<form method="post" action="/pay/${request.token}"><button type="submit">Pay ${amountOf(view)}</button></form>`;
-      return page(c, 200, `Pay ${amountOf(view)} to ${nameOf(view)}`, again, null, view.testMode, brandFor(view));
+      return requestPage(c, view, 200, `Pay ${amountOf(view)} to ${nameOf(view)}`, again);
     }
     const here = `${config.publicUrl}/pay/${request.token}`;
     const session = await processor
@@ -241,16 +234,14 @@ export function payPageApp(deps: ApiDeps) {
         return 'unavailable' as const;
       });
     if (session === 'unavailable') {
-      return page(
+      return requestPage(
         c,
+        view,
         503,
         'Try again',
         stateCard('bad', '!', 'We could not open the payment page just now', [
           html`Nothing was charged. Please try again in a minute.`,
         ]),
-        null,
-        view.testMode,
-        brandFor(view),
       );
     }
     return session ? c.redirect(session.url, 303) : null;
