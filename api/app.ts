@@ -1,3 +1,4 @@
+import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
@@ -162,25 +163,26 @@ export function createApp(given: ApiDeps) {
     c.res.headers.set('cross-origin-resource-policy', 'cross-origin');
   });
   app.use(secureHeaders({ contentSecurityPolicy: undefined }));
-  const limitBodies = bodyLimit({
-    maxSize: deps.config.bodyLimitBytes,
-    onError: (c) =>
-      sendError(c, 'payload_too_large', `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`),
-  });
+  const tooLarge = (c: Context) =>
+    sendError(c, 'payload_too_large', `Request bodies are limited to ${deps.config.bodyLimitBytes} bytes.`);
+  const batchTooLarge = (c: Context) =>
+    sendError(c, 'payload_too_large', `A batch of meter events is limited to ${batchBodyLimitBytes} bytes.`);
+  const limitBodies = bodyLimit({ maxSize: deps.config.bodyLimitBytes, onError: tooLarge });
   // A batch of meter events (up to 1,000) has its own, larger limit (docs/usage.md#events).
-  const limitBatches = bodyLimit({
-    maxSize: batchBodyLimitBytes,
-    onError: (c) =>
-      sendError(c, 'payload_too_large', `A batch of meter events is limited to ${batchBodyLimitBytes} bytes.`),
-  });
+  const limitBatches = bodyLimit({ maxSize: batchBodyLimitBytes, onError: batchTooLarge });
   // GET and HEAD requests carry no body (the Node adapter drops one); asking for it would build a whole Request object per read.
-  app.use((c, next) =>
-    c.req.method === 'GET' || c.req.method === 'HEAD'
-      ? next()
-      : c.req.path === '/v1/meter_events/batch'
-        ? limitBatches(c, next)
-        : limitBodies(c, next),
-  );
+  // A declared Content-Length (not chunked) is checked from the header, as bodyLimit does, but without opening the body as
+  // a stream: the Node adapter then reads it straight from the socket (jsonBodies), ~10% of a single meter event's CPU.
+  app.use(async (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
+    const batch = c.req.path === '/v1/meter_events/batch';
+    const length = c.req.header('content-length');
+    if (length === undefined || c.req.header('transfer-encoding') !== undefined)
+      return batch ? limitBatches(c, next) : limitBodies(c, next);
+    if (parseInt(length, 10) > (batch ? batchBodyLimitBytes : deps.config.bodyLimitBytes))
+      return batch ? batchTooLarge(c) : tooLarge(c);
+    return next();
+  });
   // Answers that carry secrets (tokens, API key and webhook secrets) are never stored by a cache.
   app.use('/v1/*', async (c, next) => {
     await next();
