@@ -45,9 +45,17 @@ export interface Mailer {
   close(): void;
 }
 
+/**
+ * How long each step of an SMTP session may wait (connecting, the greeting, then any silence): a server that hangs
+ * fails the send in seconds, not nodemailer's default 2 minutes to connect and 10 of silence. A send holds a
+ * database connection and its claim (services/email/send-once.ts), which PostgreSQL frees after `silentOwnerMs` of
+ * it. Query parameters of SMTP_URL (`?socketTimeout=60000`) override them.
+ */
+export const smtpTimeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 };
+
 /** nodemailer over SMTP_URL (smtp://user:pass@host:port, or smtps://...). */
 export function createSmtpMailer(smtpUrl: string, from: string): Mailer {
-  const transport: Transporter = nodemailer().createTransport(smtpUrl);
+  const transport: Transporter = nodemailer().createTransport({ url: smtpUrl, ...smtpTimeouts });
   return fromTransport(transport, from);
 }
 

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 
 import type { EntityManager } from '@mikro-orm/postgresql';
 
-import { SentEmail } from '../../db/entities/index.ts';
 import { currentTime } from '../test-clocks/now.ts';
 import type { Mailer } from './mailer.ts';
 
@@ -32,8 +31,19 @@ export function emailSubject(input: Pick<EmailInput, 'subject' | 'livemode'>, mo
   return test ? `[TEST] ${input.subject}` : input.subject;
 }
 
-/** Longer than the email activity's start-to-close timeout: a claim this old belongs to a dead attempt. */
-const staleClaimMs = 60_000;
+/**
+ * How long an attempt's connection may sit silent in its claim's transaction (PostgreSQL's
+ * `idle_in_transaction_session_timeout`, for that transaction only) before PostgreSQL ends its session and so frees
+ * the claim: the owner is hung rather than dead (a frozen process, a network cut that resets nothing). Longer than
+ * a send takes with the SMTP mailer's timeouts (services/email/mailer.ts `smtpTimeouts`), so a live sender keeps it.
+ */
+export const silentOwnerMs = 60_000;
+
+/**
+ * A claim written by a version before the claim lock, which holds no lock: taken over only once this old. Needed
+ * while a worker of that version may still run (a rolling deploy), and for rows it left behind.
+ */
+const unlockedClaimStaleMs = 60_000;
 
 export class EmailBeingSentError extends Error {
   constructor(key: string) {
@@ -43,12 +53,22 @@ export class EmailBeingSentError extends Error {
 }
 
 /**
- * Sends one email once per dedupe key. An attempt first claims the key (insert,
- * or take over a claim older than `staleClaimMs`), sends, then marks it `sent`;
- * a retried activity, a replay or a second worker finds it sent or claimed and
- * sends nothing. The one window left (the process dies after the SMTP server
- * accepted the message but before the row says so) resends with the same
- * Message-ID, which receiving systems use to drop duplicates.
+ * Sends one email once per dedupe key; a retried activity, a replay or a second worker sends nothing more.
+ *
+ * The claim is a PostgreSQL transaction that lives for the send: it takes a transaction advisory lock on the key
+ * (`pg_try_advisory_xact_lock(hashtextextended(key, 0))`), inserts the `sending` row, sends, marks the row `sent`
+ * and commits. The lock dies with its owner: a process that is killed closes its connection and PostgreSQL frees
+ * the lock and rolls the row back at once, so the next attempt claims the key straight away. While the owner lives
+ * the lock is held and another attempt fails with EmailBeingSentError (retryable: it comes back to find it `sent`).
+ * A send that fails rolls back too, so its retry does not wait either.
+ *
+ * The one window left: the SMTP server accepted the message and the process died (or lost its connection, or was
+ * silent for `silentOwnerMs`) before the commit. The next attempt resends with the same Message-ID, which
+ * receiving systems use to drop duplicates.
+ *
+ * Cost: each email in flight holds one of the pool's connections for its SMTP session (a few ms to a local relay;
+ * at most the mailer's timeouts, and PostgreSQL ends the session after `silentOwnerMs`). Call it with no
+ * transaction of the caller's open, or the send holds two connections.
  */
 export async function sendEmailOnce(
   em: EntityManager,
@@ -58,44 +78,81 @@ export async function sendEmailOnce(
 ): Promise<{ sent: boolean; messageId: string }> {
   const input = { ...email, subject: emailSubject(email, modes) };
   const messageId = `<${createHash('sha256').update(input.dedupeKey).digest('hex').slice(0, 32)}@billing-engine>`;
-  const now = new Date();
-  const at = currentTime();
-  const inserted = await em
-    .createQueryBuilder(SentEmail)
-    .insert({
-      dedupeKey: input.dedupeKey,
-      accountId: input.accountId ?? null,
-      to: input.to,
-      subject: input.subject.slice(0, 300),
-      status: 'sending',
-      messageId,
-      createdAt: at,
-      claimedAt: now,
-      sentAt: null,
-    })
-    .onConflict('dedupeKey')
-    .ignore()
-    .execute('run');
-  // Inserted: the claim is this call's (no need to read the row back). Otherwise someone claimed it first.
-  if (inserted.affectedRows === 0) {
-    const row = await em.findOneOrFail(SentEmail, { dedupeKey: input.dedupeKey });
-    if (row.status === 'sent') return { sent: false, messageId: row.messageId };
-    const takenOver = await em.nativeUpdate(
-      SentEmail,
-      { id: row.id, status: 'sending', claimedAt: { $lt: new Date(now.getTime() - staleClaimMs) } },
-      { claimedAt: now },
+  return withClaimTransaction(em, async (sql) => {
+    const [{ held }] = await sql<{ held: boolean }>(
+      `select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as held, set_config('idle_in_transaction_session_timeout', $2, true)`,
+      [claimLockKey(input.dedupeKey), String(silentOwnerMs)],
     );
-    // Retryable: the activity comes back after the other attempt finished or went stale.
-    if (takenOver === 0) throw new EmailBeingSentError(input.dedupeKey);
-  }
-  await mailer.send({
-    fromName: input.fromName,
-    to: input.to,
-    subject: input.subject,
-    text: input.text,
-    html: input.html,
-    messageId,
+    const recorded = () =>
+      sql<{ status: 'sending' | 'sent'; message_id: string; stale: boolean }>(
+        `select status, message_id, claimed_at < now() - make_interval(secs => $2::int / 1000.0) as stale from sent_emails where dedupe_key = $1`,
+        [input.dedupeKey, unlockedClaimStaleMs],
+      );
+    if (!held) {
+      // A live attempt holds the claim; it may be committing the `sent` row right now.
+      const [row] = await recorded();
+      if (row?.status === 'sent') return { sent: false, messageId: row.message_id };
+      throw new EmailBeingSentError(input.dedupeKey);
+    }
+    const inserted = await sql(
+      `insert into sent_emails (dedupe_key, account_id, "to", subject, status, message_id, created_at, claimed_at)
+       values ($1, $2, $3, $4, 'sending', $5, $6, now())
+       on conflict (dedupe_key) do nothing returning id`,
+      [input.dedupeKey, input.accountId ?? null, input.to, input.subject.slice(0, 300), messageId, currentTime()],
+    );
+    if (inserted.length === 0) {
+      const [row] = await recorded();
+      if (row.status === 'sent') return { sent: false, messageId: row.message_id };
+      // Claims under the lock are never committed as `sending`: this one was written without it (unlockedClaimStaleMs).
+      if (!row.stale) throw new EmailBeingSentError(input.dedupeKey);
+      await sql(`update sent_emails set claimed_at = now() where dedupe_key = $1`, [input.dedupeKey]);
+    }
+    await mailer.send({
+      fromName: input.fromName,
+      to: input.to,
+      subject: input.subject,
+      text: input.text,
+      html: input.html,
+      messageId,
+    });
+    await sql(`update sent_emails set status = 'sent', sent_at = $2 where dedupe_key = $1`, [
+      input.dedupeKey,
+      currentTime(),
+    ]);
+    return { sent: true, messageId };
   });
-  await em.nativeUpdate(SentEmail, { dedupeKey: input.dedupeKey }, { status: 'sent', sentAt: currentTime() });
-  return { sent: true, messageId };
+}
+
+type Sql = <Row = Record<string, unknown>>(text: string, values: unknown[]) => Promise<Row[]>;
+
+/**
+ * One transaction on a connection of the ORM's pool, taken straight from pg: a connection that died under it (the
+ * point of the claim) goes back to the pool destroyed. Through MikroORM's em.transactional, whose rollback on a
+ * dead connection throws before it releases it, each one would be a pool slot lost for good (MikroORM 7.2.1, Kysely
+ * 0.29.6: ControlledTransaction.rollback releases only after the ROLLBACK succeeded).
+ */
+async function withClaimTransaction<T>(em: EntityManager, work: (sql: Sql) => Promise<T>): Promise<T> {
+  const pool = await em.getConnection().getNativeClient();
+  const client = await pool.connect();
+  const sql: Sql = async <Row>(text: string, values: unknown[]) => (await client.query(text, values)).rows as Row[];
+  let broken: Error | undefined;
+  try {
+    await client.query('begin');
+    const result = await work(sql);
+    await client.query('commit');
+    return result;
+  } catch (error) {
+    await client.query('rollback').catch((rollbackError: Error) => (broken = rollbackError));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
+ * The text whose hash is the claim's lock. Prefixed, as other advisory lock users hash theirs (services/test-clocks/clocks.ts);
+ * two keys with one hash only make one of them wait its turn.
+ */
+export function claimLockKey(dedupeKey: string): string {
+  return `sent_emails:${dedupeKey}`;
 }
