@@ -449,7 +449,11 @@ export function createActivities(deps: ActivityDeps) {
     /** Maintenance: threshold crossings claimed but never acknowledged by their workflow (a crash before the signal), signalled again (services/usage/threshold-signals.ts). */
     async resignalThresholdCrossings(olderThanMs: number): Promise<ThresholdResignalResult> {
       const context = Context.current();
-      return resignalThresholdCrossings({ orm: deps.orm, temporal: context.client }, olderThanMs, context.log);
+      return resignalThresholdCrossings(
+        { orm: deps.orm, temporal: { client: context.client } },
+        olderThanMs,
+        context.log,
+      );
     },
     /** Maintenance: expired idempotency keys, and login attempts older than the throttle window. */
     async pruneExpiredRows(loginThrottleWindowSeconds: number): Promise<PruneResult> {

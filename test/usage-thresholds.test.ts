@@ -323,7 +323,10 @@ describe('usage thresholds (progressive billing) and alerts on the billing perio
     // The usage reaches the threshold, but the claim is taken: no signal, nothing billed early.
     for (let i = 0; i < 3; i++) await send({ timestamp: '2036-01-01T12:00:00Z' });
     expect(await invoicesOf(sub.id)).toHaveLength(1);
-    const swept = await resignalThresholdCrossings({ orm: engine.db.orm, temporal: engine.env.client }, 60_000);
+    const swept = await resignalThresholdCrossings(
+      { orm: engine.db.orm, temporal: { client: engine.env.client } },
+      60_000,
+    );
     expect(swept.failed).toBe(0);
     const all = await invoicesUntil(sub.id, 2);
     expect(all[1]).toMatchObject({ billing_reason: 'subscription_threshold', status: 'paid', total: 30 });

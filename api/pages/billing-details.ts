@@ -9,14 +9,12 @@ import { type Context, Hono } from 'hono';
 import { html } from 'hono/html';
 
 import { Account, Customer, Subscription } from '../../db/entities/index.ts';
-import { createCustomerLinks } from '../../domain/customer-links.ts';
 import { formatDate } from '../../domain/email-templates.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { isPayPageMethod, payPageMethods } from '../../domain/payment-requests.ts';
 import { notifyPaymentMethodUpdated, saveCustomerUpdate } from '../../services/customers/events.ts';
-import { resolveProcessors } from '../../services/processors/index.ts';
 import { sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { isCrossSitePost, page, stateCard } from './layout.ts';
 
 interface View {
@@ -74,14 +72,13 @@ ${payPageMethods.map(
   return page(c, status, `Billing details for ${account.name}`, body, null, view.testMode);
 }
 
-export function billingDetailsPage(deps: ApiDeps) {
-  const links = createCustomerLinks({ publicUrl: deps.config.publicUrl, secret: deps.config.auth.secret });
-  const processors = resolveProcessors(deps, deps.config.processors, () => deps.orm.em.fork());
+export function billingDetailsPage({ context }: AppDeps) {
+  const { orm, links, processors } = context;
 
   async function load(token: string): Promise<View | null> {
     const claims = await links.verifyBillingDetailsToken(token);
     if (!claims) return null;
-    const em = deps.orm.em.fork();
+    const em = orm.em.fork();
     const [customer, account] = await Promise.all([
       em.findOne(Customer, { id: claims.customerId, accountId: claims.accountId, livemode: claims.livemode }),
       em.findOne(Account, { id: claims.accountId, status: 'active' }),
@@ -109,7 +106,7 @@ export function billingDetailsPage(deps: ApiDeps) {
           view.testMode,
         );
       }
-      const here = `${deps.config.publicUrl}/billing/${c.req.param('token')}`;
+      const here = `${links.publicUrl}/billing/${c.req.param('token')}`;
       const session = await processor.createCheckout({
         idempotencyKey: `${view.customer.id}:setup:${new Date().toISOString().slice(0, 10)}`,
         amount: 0,
@@ -123,7 +120,7 @@ export function billingDetailsPage(deps: ApiDeps) {
       return session ? c.redirect(session.url, 303) : form(c, view);
     })
     .post('/:token', async (c) => {
-      if (isCrossSitePost(c, deps.config.publicUrl)) {
+      if (isCrossSitePost(c, links.publicUrl)) {
         return page(
           c,
           403,
@@ -154,12 +151,12 @@ export function billingDetailsPage(deps: ApiDeps) {
           `${label} was declined: ${check.message} (${check.code}). It was not saved; choose another card.`,
         );
       }
-      const em = deps.orm.em.fork();
+      const em = orm.em.fork();
       const customer = await em.findOneOrFail(Customer, { id: view.customer.id });
       customer.paymentMethod = method;
       // The same save and event as PATCH /v1/customers/{id} (on the customer's test clock, if any).
       await saveCustomerUpdate(em, customer);
-      await notifyPaymentMethodUpdated(deps, customer);
+      await notifyPaymentMethodUpdated(context, customer);
       const label = payPageMethods.find((m) => m.id === method)!.label;
       const lines = [html`Your payment method is now ${label}.`];
       if (view.pastDue.length)

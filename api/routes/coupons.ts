@@ -34,7 +34,7 @@ import {
 import { recordEvent } from '../../services/events/record.ts';
 import { clockBindingOf, clockTimeOf } from '../../services/test-clocks/clocks.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { listRoute, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas.ts';
@@ -453,7 +453,8 @@ async function checkAppliesTo(
   }
 }
 
-export function discountsApps({ orm, temporal, config }: ApiDeps) {
+export function discountsApps({ context }: AppDeps) {
+  const { orm, temporal } = context;
   async function couponPage(scope: Scope, query: z.infer<typeof CouponListQuery>) {
     const em = orm.em.fork();
     const where: Record<string, unknown> = { accountId: scope.accountId, livemode: scope.livemode, deletedAt: null };
@@ -759,7 +760,7 @@ export function discountsApps({ orm, temporal, config }: ApiDeps) {
         }),
       );
       // After the commit: its end timer (a repeating discount). Should this process die first, its next invoice ends it lazily.
-      await startDiscountEndTimer(temporal, config.taskQueue, discount, testClock);
+      await startDiscountEndTimer(context, discount, testClock);
       return c.json({ discount: serializeDiscount(discount, coupon, now) }, 200);
     })
     .openapi(routes.removeFromCustomer, async (c) => {
@@ -796,7 +797,7 @@ export function discountsApps({ orm, temporal, config }: ApiDeps) {
           now,
         }),
       );
-      await tellWorkflowOfDiscount(temporal, discount);
+      await tellWorkflowOfDiscount(temporal.client, discount);
       return c.json({ discount: serializeDiscount(discount, coupon, now) }, 200);
     })
     .openapi(routes.removeFromSubscription, async (c) => {

@@ -14,12 +14,11 @@ import { notifyPaymentMethodUpdated, saveCustomerUpdate } from '../../services/c
 import { ProcessorCustomerError, upsertProcessorCustomer } from '../../services/customers/processor-twins.ts';
 import { customerDiscountObjects } from '../../services/discounts/redemptions.ts';
 import { recordEvent } from '../../services/events/record.ts';
-import { resolveProcessors } from '../../services/processors/index.ts';
 import { isSandboxPaymentMethod, sandboxPaymentMethods } from '../../services/processors/sandbox.ts';
 import { findOwnTestClock, reserveClockCustomer } from '../../services/test-clocks/clocks.ts';
 import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
@@ -194,9 +193,8 @@ async function findOwnCustomer(em: EntityManager, id: string, scope: { accountId
   return customer;
 }
 
-export function customersApp(deps: ApiDeps) {
-  const { orm } = deps;
-  const processors = resolveProcessors(deps, deps.config.processors, () => orm.em.fork());
+export function customersApp({ config, context }: AppDeps) {
+  const { orm, processors } = context;
   const toProcessor = async (customer: Customer) => {
     try {
       return await upsertProcessorCustomer(processors, customer);
@@ -224,7 +222,7 @@ export function customersApp(deps: ApiDeps) {
       customer.processorCustomerId = (await toProcessor(customer)) ?? customer.processorCustomerId ?? null;
     }
     await saveCustomerUpdate(em, customer).catch(externalIdTaken);
-    if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(deps, customer);
+    if (body.payment_method !== undefined) await notifyPaymentMethodUpdated(context, customer);
     const discounts = await customerDiscountObjects(em, [customer.id]);
     return {
       ...serializeCustomer(customer, await customerBalances(em, customer.id)),
@@ -259,7 +257,7 @@ export function customersApp(deps: ApiDeps) {
       await onTestClock(clock ? { id: clock.id, now: clock.frozenTime.toISOString() } : undefined, () =>
         em.transactional(async (tx) => {
           // At most config.testClocks.customersPerClock on one clock (docs/testing-your-integration.md#limits): counted under the clock's row lock.
-          if (clock) await reserveClockCustomer(tx, clock.id, customer.id, deps.config.testClocks);
+          if (clock) await reserveClockCustomer(tx, clock.id, customer.id, config.testClocks);
           await tx.flush();
           await recordEvent(tx, {
             accountId,

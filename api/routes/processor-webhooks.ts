@@ -17,8 +17,8 @@ import { settleCheckoutPayment } from '../../services/payment-requests/commands.
 import { type ProcessorEvent, ProcessorSignatureError } from '../../services/processors/types.ts';
 import type { AppDeps } from '../deps.ts';
 
-export function processorWebhooksApp(deps: AppDeps) {
-  const { orm, processors, logger } = deps;
+export function processorWebhooksApp({ context }: AppDeps) {
+  const { orm, processors, logger } = context;
   return new Hono().post('/stripe', async (c) => {
     // The exact bytes Stripe signed: read as text, never re-serialized.
     const raw = await c.req.text();
@@ -70,14 +70,14 @@ export function processorWebhooksApp(deps: AppDeps) {
         event,
       },
       {
-        settleCheckout: (input) => settleCheckoutPayment(deps.context, input),
+        settleCheckout: (input) => settleCheckoutPayment(context, input),
       },
     );
     logger.info({ eventId: payload.id, type: payload.type, livemode: verified.livemode, ...result }, 'stripe webhook');
     // A new card from the billing-details page: past-due invoices are retried with it now, as after PATCH /v1/customers.
     if (result.action === 'payment_method_saved' && result.customerId) {
       const customer = await orm.em.fork().findOne(Customer, { id: result.customerId });
-      if (customer) await notifyPaymentMethodUpdated({ orm, temporal: deps.temporal }, customer);
+      if (customer) await notifyPaymentMethodUpdated(context, customer);
     }
     return c.json({ received: true, duplicate: result.duplicate, action: result.action }, 200);
   });

@@ -1,9 +1,9 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
+import type { EntityManager } from '@mikro-orm/postgresql';
 
 import { type Customer, Subscription } from '../../db/entities/index.ts';
 import { serializeCustomer } from '../../objects/customer.ts';
 import { paymentMethodUpdatedSignal } from '../../workflows/subscription.ts';
+import type { ServiceContext, TemporalContext } from '../context.ts';
 import { recordEvent } from '../events/record.ts';
 import { clockTimeOf, stampClockTime } from '../test-clocks/clocks.ts';
 import { onTestClock } from '../test-clocks/now.ts';
@@ -25,18 +25,20 @@ import { customerBalances } from './balance.ts';
  * is saved (a retry of the same PATCH calls it again, see above).
  */
 export async function notifyPaymentMethodUpdated(
-  deps: { orm: MikroORM; temporal: Client },
+  ctx: Pick<ServiceContext, 'orm'> & { temporal: Pick<TemporalContext, 'client'> },
   customer: Customer,
 ): Promise<void> {
   if (!customer.paymentMethod) return;
-  const pastDue = await deps.orm.em
+  const pastDue = await ctx.orm.em
     .fork()
     .find(
       Subscription,
       { customerId: customer.id, accountId: customer.accountId, status: 'past_due' },
       { fields: ['id'] },
     );
-  await Promise.all(pastDue.map((s) => deps.temporal.workflow.getHandle(s.id).signal(paymentMethodUpdatedSignal)));
+  await Promise.all(
+    pastDue.map((s) => ctx.temporal.client.workflow.getHandle(s.id).signal(paymentMethodUpdatedSignal)),
+  );
 }
 
 /**

@@ -3,13 +3,13 @@
  * started by the API right after the discount's transaction commits. The workflow id is derived
  * from the discount's id, so a start repeated for one discount starts nothing more.
  */
-import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
 import type { Discount } from '../../db/entities/index.ts';
 import type { ClockBinding } from '../../workflows/clock-sleep.ts';
 import { discountEndWorkflow, discountEndWorkflowId } from '../../workflows/discount-end.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
+import type { WorkflowStartContext } from '../context.ts';
 import { bindToClock, taskQueueFor, unbindFromClock } from '../test-clocks/binding.ts';
 
 /**
@@ -18,12 +18,12 @@ import { bindToClock, taskQueueFor, unbindFromClock } from '../test-clocks/bindi
  * discount without an end (once, forever), a subscription's or an invoice's needs none.
  */
 export async function startDiscountEndTimer(
-  client: Client,
-  taskQueue: string,
+  ctx: WorkflowStartContext,
   discount: Pick<Discount, 'id' | 'accountId' | 'livemode' | 'end' | 'subscriptionId' | 'invoiceId'>,
   testClock: ClockBinding | undefined,
 ): Promise<void> {
   if (!discount.end || discount.subscriptionId || discount.invoiceId) return;
+  const { client, taskQueue } = ctx.temporal;
   const workflowId = discountEndWorkflowId(discount.id);
   if (testClock) await bindToClock(client, testClock, workflowId);
   try {

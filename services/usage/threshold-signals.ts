@@ -9,10 +9,8 @@
  * A claim of a period that is no longer the subscription's current one, or of a subscription no longer billing,
  * is dropped: the period's closing billed that usage.
  */
-import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
-
 import { usageThresholdReachedSignal } from '../../workflows/subscription-usage-thresholds.ts';
+import type { ServiceContext, TemporalContext } from '../context.ts';
 import { usageStoreFor } from './postgres-store.ts';
 
 export interface ThresholdResignalResult {
@@ -25,11 +23,11 @@ export interface ThresholdResignalResult {
 const batch = 500;
 
 export async function resignalThresholdCrossings(
-  deps: { orm: MikroORM; temporal: Client },
+  ctx: Pick<ServiceContext, 'orm'> & { temporal: Pick<TemporalContext, 'client'> },
   olderThanMs: number,
   log?: { warn: (message: string, meta?: Record<string, unknown>) => void },
 ): Promise<ThresholdResignalResult> {
-  const db = usageStoreFor(deps.orm).pool;
+  const db = usageStoreFor(ctx.orm).pool;
   const { rows } = await db.query<{ subscriptionId: string; periodStart: Date; sequence: number; current: boolean }>(
     `select c.subscription_id as "subscriptionId", c.period_start as "periodStart", c.sequence,
        (s.status in ('active', 'past_due') and s.current_period_start = c.period_start) as current
@@ -59,7 +57,7 @@ export async function resignalThresholdCrossings(
         `update usage_threshold_crossings set signalled_at = now() where subscription_id = $1 and period_start = $2 and sequence = $3`,
         key,
       );
-      await deps.temporal.workflow.getHandle(row.subscriptionId).signal(usageThresholdReachedSignal);
+      await ctx.temporal.client.workflow.getHandle(row.subscriptionId).signal(usageThresholdReachedSignal);
       result.resent++;
     } catch (error) {
       result.failed++;
