@@ -128,6 +128,38 @@ async function workflowExists(client: Client, workflowId: string): Promise<boole
 }
 
 /**
+ * The reconcile loop of every "committed, but its workflow never started" sweep (payments, payouts, pending
+ * money): each row's workflow (id = the row's id) is looked up; none means the process died between its commit
+ * and its start, and `takeOver` does what it would have done next (and logs it). Either way `confirm` then marks
+ * the row (`workflow_confirmed_at`), so it costs one lookup, once. A row that throws is counted, logged by
+ * `failure`, left unmarked and tried again on the next run.
+ */
+async function takeOverRowsWithoutWorkflow<Row extends { id: string }>(
+  client: Client,
+  rows: readonly Row[],
+  step: {
+    takeOver(row: Row): Promise<void>;
+    confirm(row: Row): Promise<unknown>;
+    failure(row: Row, error: unknown): void;
+  },
+): Promise<ReconcileResult> {
+  const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
+  for (const row of rows) {
+    try {
+      if (!(await workflowExists(client, row.id))) {
+        await step.takeOver(row);
+        result.reconciled++;
+      }
+      await step.confirm(row);
+    } catch (error) {
+      result.failed++;
+      step.failure(row, error);
+    }
+  }
+  return result;
+}
+
+/**
  * Payments (`type payment`) still pending after `olderThanMs` with no settlement
  * workflow. The charge is made again with the SAME idempotency key
  * (`<transaction id>:payment`): the PaymentProcessor contract returns the first
@@ -157,22 +189,18 @@ export async function reconcileStuckPayments(
     },
     { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize },
   );
-  const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
-  for (const row of rows) {
-    try {
-      if (!(await workflowExists(client, row.id))) {
-        // The same charge (same idempotency key) and settlement as the API's takeover of a pending payment.
-        const after = await chargePendingPayment(ctx, row, em.fork());
-        result.reconciled++;
-        log?.info('reconciled a stuck payment', { transactionId: row.id, status: after.status });
-      }
-      // A payment recorded final just now leaves the partial index by its status; one still pending is marked.
-      await em.nativeUpdate(Transaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });
-    } catch (error) {
-      result.failed++;
-      log?.warn('could not reconcile a stuck payment', { transactionId: row.id, error: String(error) });
-    }
-  }
+  const result = await takeOverRowsWithoutWorkflow(client, rows, {
+    async takeOver(row) {
+      // The same charge (same idempotency key) and settlement as the API's takeover of a pending payment.
+      const after = await chargePendingPayment(ctx, row, em.fork());
+      log?.info('reconciled a stuck payment', { transactionId: row.id, status: after.status });
+    },
+    // A payment recorded final just now leaves the partial index by its status; one still pending is marked.
+    confirm: (row) =>
+      em.nativeUpdate(Transaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() }),
+    failure: (row, error) =>
+      log?.warn('could not reconcile a stuck payment', { transactionId: row.id, error: String(error) }),
+  });
   // Refunds of a charge left pending (the process died between reserving and recording them): the processor's
   // refund again with the same key (`<refund id>:refund`: the first answer comes back), then recorded (services/money/refunds.ts).
   const refunds = await em.find(
@@ -234,28 +262,22 @@ export async function reconcileStuckPayouts(
     },
     { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'testClockId', 'createdAt'] },
   );
-  const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
-  for (const row of rows) {
-    try {
-      if (!(await workflowExists(client, row.id))) {
-        const testClock = await clockTimeOf(em, row.testClockId);
-        const now = testClock ? Date.parse(testClock.now) : Date.now();
-        await startPayoutWorkflow(
-          ctx.temporal,
-          row.id,
-          testClock,
-          Math.max(0, row.createdAt.getTime() + payoutPendingMs - now),
-        );
-        result.reconciled++;
-        log?.info('reconciled a stuck payout', { payoutId: row.id });
-      }
-      await em.nativeUpdate(Payout, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });
-    } catch (error) {
-      result.failed++;
-      log?.warn('could not reconcile a stuck payout', { payoutId: row.id, error: String(error) });
-    }
-  }
-  return result;
+  return takeOverRowsWithoutWorkflow(client, rows, {
+    async takeOver(row) {
+      const testClock = await clockTimeOf(em, row.testClockId);
+      const now = testClock ? Date.parse(testClock.now) : Date.now();
+      await startPayoutWorkflow(
+        ctx.temporal,
+        row.id,
+        testClock,
+        Math.max(0, row.createdAt.getTime() + payoutPendingMs - now),
+      );
+      log?.info('reconciled a stuck payout', { payoutId: row.id });
+    },
+    confirm: (row) => em.nativeUpdate(Payout, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() }),
+    failure: (row, error) =>
+      log?.warn('could not reconcile a stuck payout', { payoutId: row.id, error: String(error) }),
+  });
 }
 
 /**
@@ -277,24 +299,19 @@ export async function reconcileMissingAvailability(
     { status: 'pending', workflowConfirmedAt: null, createdAt: { $lt: new Date(Date.now() - olderThanMs) } },
     { orderBy: { createdAt: 'asc', id: 'asc' }, limit: reconcileBatchSize, fields: ['id', 'availableOn'] },
   );
-  const result: ReconcileResult = { checked: rows.length, reconciled: 0, failed: 0 };
-  for (const row of rows) {
-    try {
-      if (!(await workflowExists(client, row.id))) {
-        await startFundsAvailability(ctx, row);
-        result.reconciled++;
-        log?.info('started a missing availability workflow', { balanceTransactionId: row.id });
-      }
-      await em.nativeUpdate(BalanceTransaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() });
-    } catch (error) {
-      result.failed++;
+  return takeOverRowsWithoutWorkflow(client, rows, {
+    async takeOver(row) {
+      await startFundsAvailability(ctx, row);
+      log?.info('started a missing availability workflow', { balanceTransactionId: row.id });
+    },
+    confirm: (row) =>
+      em.nativeUpdate(BalanceTransaction, { id: row.id, status: 'pending' }, { workflowConfirmedAt: new Date() }),
+    failure: (row, error) =>
       log?.warn('could not reconcile a pending balance transaction', {
         balanceTransactionId: row.id,
         error: String(error),
-      });
-    }
-  }
-  return result;
+      }),
+  });
 }
 
 /**
