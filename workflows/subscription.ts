@@ -922,14 +922,7 @@ class SubscriptionRun {
         await this.record({ pendingPlanId: null, pendingQuantity: null });
         return { ok: true };
       case 'trial':
-        this.setPlan(next);
-        this.pendingPlan = null;
-        await this.record({
-          planId: next.planId,
-          pendingPlanId: null,
-          quantity: next.quantity ?? 1,
-          pendingQuantity: null,
-        });
+        await this.takePlan(next);
         return { ok: true };
       case 'downgrade':
         this.pendingPlan = next;
@@ -942,31 +935,33 @@ class SubscriptionRun {
     const invoice = await this.activities.openInvoice(upgrade.invoice);
     const refused = await this.payNowOrVoid(invoice, upgrade.billingKey, 'plan change', 'The upgrade');
     if (refused) return refused;
+    await this.takePlan(next, {
+      latestInvoiceId: invoice.invoiceId,
+      // An upgrade to another interval starts a new period from now.
+      ...(upgrade.sameInterval
+        ? {}
+        : {
+            billingAnchor: upgrade.periodStart,
+            anchorCycle: this.subscription.billingCycle,
+            stubStart: null,
+            currentPeriodStart: upgrade.periodStart,
+            currentPeriodEnd: upgrade.periodEnd,
+          }),
+    });
+    return { ok: true };
+  }
+
+  /** `next` is the plan from now on (a change in a trial, a paid upgrade): no plan waits for the renewal any more. */
+  async takePlan(next: PlanTerms, changes: Partial<SubscriptionSnapshot> = {}): Promise<void> {
     this.setPlan(next);
     this.pendingPlan = null;
-    if (upgrade.sameInterval) {
-      await this.record({
-        planId: next.planId,
-        pendingPlanId: null,
-        quantity: next.quantity ?? 1,
-        pendingQuantity: null,
-        latestInvoiceId: invoice.invoiceId,
-      });
-    } else {
-      await this.record({
-        planId: next.planId,
-        pendingPlanId: null,
-        quantity: next.quantity ?? 1,
-        pendingQuantity: null,
-        latestInvoiceId: invoice.invoiceId,
-        billingAnchor: upgrade.periodStart,
-        anchorCycle: this.subscription.billingCycle,
-        stubStart: null,
-        currentPeriodStart: upgrade.periodStart,
-        currentPeriodEnd: upgrade.periodEnd,
-      });
-    }
-    return { ok: true };
+    await this.record({
+      planId: next.planId,
+      pendingPlanId: null,
+      quantity: next.quantity ?? 1,
+      pendingQuantity: null,
+      ...changes,
+    });
   }
 
   // ---- Time ---------------------------------------------------------------
