@@ -7,6 +7,7 @@ import type { UserRole } from '../../db/entities/index.ts';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
 import type { AccountRow } from '../../objects/account.ts';
 import { hashCliKey } from '../../services/accounts/cli-keys.ts';
+import { coalescedApiKeyLookups } from './api-key-lookups.ts';
 import {
   csrfHeaderName,
   csrfTokenMatches,
@@ -125,6 +126,13 @@ function credentialOf(header: string): string {
 
 export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler {
   const key = secretKey(auth.secret);
+  const lookupApiKey = coalescedApiKeyLookups<
+    { id: string; account_id: string; livemode: boolean; secret_hash: string } & AccountColumns
+  >(
+    orm,
+    `select k.id, k.account_id, k.livemode, k.secret_hash, ${accountColumns} from api_keys k join accounts a on a.id = k.account_id
+      where k.revoked_at is null and a.status <> 'closed' and k.secret_hash = any(?::text[])`,
+  );
   return async (c, next) => {
     const cliKey = c.req.header('x-cli-key');
     if (cliKey !== undefined && !isCredentialFree(c)) {
@@ -199,16 +207,10 @@ export function authenticate(orm: MikroORM, auth: AuthConfig): MiddlewareHandler
       return next();
     }
     const token = credentialOf(header);
-    const connection = orm.em.getConnection();
 
     if (token.startsWith('sk_test_') || token.startsWith('sk_live_')) {
-      const [row] = await connection.execute<
-        ({ id: string; account_id: string; livemode: boolean } & AccountColumns)[]
-      >(
-        `select k.id, k.account_id, k.livemode, ${accountColumns} from api_keys k join accounts a on a.id = k.account_id
-          where k.secret_hash = ? and k.revoked_at is null and a.status <> 'closed'`,
-        [sha256(token)],
-      );
+      // One query for the API key requests of the moment (api/auth/api-key-lookups.ts), sent after this one arrived.
+      const row = await lookupApiKey(sha256(token));
       if (!row) throw new ApiError('unauthorized', 'Invalid or revoked API key.');
       if (sandboxHeader !== undefined && (sandboxHeader === 'true') === row.livemode) {
         throw new ApiError(
