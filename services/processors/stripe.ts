@@ -62,6 +62,16 @@ const stripeRefundReasons = new Set(['duplicate', 'fraudulent', 'requested_by_cu
 const idOf = (value: string | { id: string } | null | undefined): string | null =>
   typeof value === 'string' ? value : (value?.id ?? null);
 
+/**
+ * What a refund or a dispute is about, as the engine knows it: the charge's id (its PaymentIntent, which the
+ * engine's charges are; the bare charge of one made without) and the amount in the engine's units.
+ */
+const chargeMoneyOf = (object: Stripe.Refund | Stripe.Dispute) => ({
+  processorChargeId: idOf(object.payment_intent) ?? idOf(object.charge) ?? '',
+  amount: fromStripeAmount(object.amount, object.currency),
+  currency: object.currency.toUpperCase(),
+});
+
 export class StripeProcessor implements PaymentProcessor {
   readonly name = 'stripe' as const;
   readonly stripe: Stripe;
@@ -285,10 +295,8 @@ export class StripeProcessor implements PaymentProcessor {
         const refund = event.data.object;
         return {
           type: 'refund.created',
-          processorChargeId: idOf(refund.payment_intent) ?? idOf(refund.charge) ?? '',
+          ...chargeMoneyOf(refund),
           processorRefundId: refund.id,
-          amount: fromStripeAmount(refund.amount, refund.currency),
-          currency: refund.currency.toUpperCase(),
           metadata: refund.metadata ?? {},
         };
       }
@@ -296,10 +304,8 @@ export class StripeProcessor implements PaymentProcessor {
         const dispute = event.data.object;
         return {
           type: 'dispute.created',
-          processorChargeId: idOf(dispute.payment_intent) ?? idOf(dispute.charge) ?? '',
+          ...chargeMoneyOf(dispute),
           processorDisputeId: dispute.id,
-          amount: fromStripeAmount(dispute.amount, dispute.currency),
-          currency: dispute.currency.toUpperCase(),
           reason: dispute.reason,
         };
       }
