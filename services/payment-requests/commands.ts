@@ -58,6 +58,19 @@ export interface StartPaymentRequest {
   id?: string;
 }
 
+/** The terms a request is made with (one-off or recurring), as its first snapshot records them. */
+function termsOf(request: Omit<StartPaymentRequest, 'expiresAt'>) {
+  return {
+    accountId: request.accountId,
+    livemode: request.livemode,
+    amount: request.amount,
+    currency: request.currency,
+    customerEmail: request.customerEmail,
+    reference: request.reference,
+    metadata: request.metadata,
+  };
+}
+
 /** Starts a payment request's workflow and answers with its first recorded state (update-with-start). */
 export async function startPaymentRequest(
   ctx: PaymentRequestCommandContext,
@@ -68,13 +81,7 @@ export async function startPaymentRequest(
   const token = allocated.token;
   const snapshot = initialPaymentRequestSnapshot({
     id,
-    accountId: request.accountId,
-    livemode: request.livemode,
-    amount: request.amount,
-    currency: request.currency,
-    customerEmail: request.customerEmail,
-    reference: request.reference,
-    metadata: request.metadata,
+    ...termsOf(request),
     token,
     recurringPaymentRequestId: null,
     period: null,
@@ -113,13 +120,7 @@ export async function startRecurringPaymentRequest(
 ): Promise<RecurringPaymentRequestSnapshot> {
   const snapshot = initialRecurringPaymentRequestSnapshot({
     id: newId('recurringPaymentRequest'),
-    accountId: request.accountId,
-    livemode: request.livemode,
-    amount: request.amount,
-    currency: request.currency,
-    customerEmail: request.customerEmail,
-    reference: request.reference,
-    metadata: request.metadata,
+    ...termsOf(request),
     interval: request.interval,
     expiresInMs: request.expiresInMs,
   });
