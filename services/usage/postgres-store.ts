@@ -4,7 +4,9 @@ import pg from 'pg';
 import { databasePoolMax } from '../../db/orm.ts';
 import { usageWindow } from '../../domain/usage-window.ts';
 import type {
+  AggregateQuery,
   CancelOutcome,
+  ClosePeriodQuery,
   IngestOutcome,
   MeterEventInput,
   MeterRef,
@@ -362,30 +364,11 @@ export class PostgresUsageStore implements UsageStore {
     });
   }
 
-  async aggregate(q: {
-    accountId: string;
-    livemode: boolean;
-    customerId: string;
-    meter: MeterRef;
-    start: Date;
-    end: Date;
-    groupBy?: string[];
-  }): Promise<UsageAggregate[]> {
+  async aggregate(q: AggregateQuery): Promise<UsageAggregate[]> {
     return this.aggregateWith(this.pool, q);
   }
 
-  private async aggregateWith(
-    db: Queryable,
-    q: {
-      accountId: string;
-      livemode: boolean;
-      customerId: string;
-      meter: MeterRef;
-      start: Date;
-      end: Date;
-      groupBy?: string[];
-    },
-  ): Promise<UsageAggregate[]> {
+  private async aggregateWith(db: Queryable, q: AggregateQuery): Promise<UsageAggregate[]> {
     if (q.end.getTime() < q.start.getTime()) throw new RangeError('aggregate: end must not be before start');
     const groupBy = q.groupBy ?? [];
     // An empty window (a usage window at its period's start, domain/usage-window.ts) counts no event.
@@ -412,15 +395,7 @@ export class PostgresUsageStore implements UsageStore {
     return results;
   }
 
-  async closePeriod(q: {
-    accountId: string;
-    livemode: boolean;
-    subscriptionId: string;
-    customerId: string;
-    start: Date;
-    end: Date;
-    meters: { meter: MeterRef; groupBy?: string[] }[];
-  }): Promise<{ meterId: string; aggregates: UsageAggregate[] }[]> {
+  async closePeriod(q: ClosePeriodQuery): Promise<{ meterId: string; aggregates: UsageAggregate[] }[]> {
     // The events the period bills, on whole seconds (domain/usage-window.ts): the watermark rises to the window's
     // end, not the period's, so an event of the next period's first second (before its millisecond) is still accepted.
     const window = usageWindow({ start: q.start, end: q.end });

@@ -10,8 +10,8 @@
 import type { Aggregation, StoredMeterEvent, UsageAggregate } from '../../domain/usage-events.ts';
 export type { Aggregation, StoredMeterEvent, UsageAggregate };
 
-/** What GET /v1/meters/{id}/event_summaries asks the store: one customer's events on a meter in [start, end), cut in windows. */
-export interface SummariesQuery {
+/** What an aggregate is of: one customer's events on a meter in [start, end), grouped by `groupBy`'s properties. */
+export interface AggregateQuery {
   accountId: string;
   livemode: boolean;
   customerId: string;
@@ -19,7 +19,22 @@ export interface SummariesQuery {
   start: Date;
   end: Date;
   groupBy?: string[];
+}
+
+/** What GET /v1/meters/{id}/event_summaries asks the store: an aggregate cut in windows. */
+export interface SummariesQuery extends AggregateQuery {
   window?: 'hour' | 'day';
+}
+
+/** What closing a subscription's period for usage names: the period [start, end) and the meters it bills. */
+export interface ClosePeriodQuery {
+  accountId: string;
+  livemode: boolean;
+  subscriptionId: string;
+  customerId: string;
+  start: Date;
+  end: Date;
+  meters: { meter: MeterRef; groupBy?: string[] }[];
 }
 
 /** One window's aggregates. */
@@ -93,15 +108,7 @@ export interface UsageStore {
    * (dimensions {}). Never throws for no events: every aggregation → "0". An empty span (end = start)
    * counts no event; end before start is a RangeError.
    */
-  aggregate(q: {
-    accountId: string;
-    livemode: boolean;
-    customerId: string;
-    meter: MeterRef;
-    start: Date;
-    end: Date;
-    groupBy?: string[];
-  }): Promise<UsageAggregate[]>;
+  aggregate(q: AggregateQuery): Promise<UsageAggregate[]>;
   /**
    * Aggregates in windows: [start, end) cut at every `window` boundary (UTC hour or day), one
    * list of aggregates per window (GET /v1/meters/{id}/event_summaries).
@@ -115,13 +122,5 @@ export interface UsageStore {
    * the result keyed by (subscriptionId, periodStart). A second call for the same key returns the stored
    * result unchanged (idempotent activity). Events committed before the watermark moved are all counted; none after.
    */
-  closePeriod(q: {
-    accountId: string;
-    livemode: boolean;
-    subscriptionId: string;
-    customerId: string;
-    start: Date;
-    end: Date;
-    meters: { meter: MeterRef; groupBy?: string[] }[];
-  }): Promise<{ meterId: string; aggregates: UsageAggregate[] }[]>;
+  closePeriod(q: ClosePeriodQuery): Promise<{ meterId: string; aggregates: UsageAggregate[] }[]>;
 }
