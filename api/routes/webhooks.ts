@@ -15,13 +15,7 @@ import { eventTypes } from '../../domain/events.ts';
 import { newId } from '../../domain/ids.ts';
 import { createSecretBox } from '../../domain/secret-box.ts';
 import { type Resolver, UrlNotAllowedError } from '../../domain/webhook-url.ts';
-import {
-  deliveryId,
-  deliveryIdPattern,
-  endpointWants,
-  newWebhookSecret,
-  secretRotationOverlapMs,
-} from '../../domain/webhooks.ts';
+import { deliveryIdPattern, endpointWants, newWebhookSecret, secretRotationOverlapMs } from '../../domain/webhooks.ts';
 import {
   DeliverySchema,
   serializeDelivery,
@@ -30,6 +24,7 @@ import {
   WithSecretSchema,
 } from '../../objects/webhook-endpoint.ts';
 import { startDelivery } from '../../services/webhooks/dispatch.ts';
+import { pendingDelivery } from '../../services/webhooks/pending-delivery.ts';
 import { checkWebhookUrl } from '../../services/webhooks/url-check.ts';
 import type { DispatchWaker } from '../../services/webhooks/wake.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
@@ -368,21 +363,7 @@ export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Reso
     }
     const now = new Date();
     const deliveries = endpoints.map((endpoint) =>
-      em.create(WebhookDelivery, {
-        id: deliveryId(event.id, endpoint.id, ulid().toLowerCase()),
-        accountId: s.accountId,
-        livemode: s.livemode,
-        endpointId: endpoint.id,
-        eventId: event.id,
-        eventType: event.type,
-        redelivery: true,
-        status: 'pending',
-        attemptCount: 0,
-        lastAttemptAt: null,
-        nextAttemptAt: now,
-        completedAt: null,
-        createdAt: now,
-      }),
+      em.create(WebhookDelivery, pendingDelivery(event, endpoint.id, now, ulid().toLowerCase())),
     );
     await em.flush();
     for (const delivery of deliveries) await startDelivery({ client: temporal, taskQueue: config.taskQueue }, delivery);

@@ -38,7 +38,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 
 import { Event, WebhookDelivery, WebhookEndpoint } from '../../db/entities/index.ts';
 import { idCreatedAt } from '../../domain/ids.ts';
-import { deliveryId, endpointWants, retrySchedule } from '../../domain/webhooks.ts';
+import { endpointWants, retrySchedule } from '../../domain/webhooks.ts';
 import { serializeEvent } from '../../objects/event.ts';
 import type { ClockBinding } from '../../workflows/clock-sleep.ts';
 import {
@@ -58,6 +58,7 @@ import {
   sendAttempt,
   type WebhookDeliveryDeps,
 } from './delivery.ts';
+import { pendingDelivery } from './pending-delivery.ts';
 
 // A delivery's attempt and outcome live in delivery.ts; these names stay importable from here for the workflows.
 export type { AttemptInput, AttemptOutcome, WebhookDeliveryDeps } from './delivery.ts';
@@ -343,23 +344,8 @@ export async function dispatchEvents(
       )
         continue;
       if (!endpointWants(endpoint.events, event.type)) continue;
-      const id = deliveryId(event.id, endpoint.id);
-      if (known.has(id)) continue;
-      created.push({
-        id,
-        accountId: event.accountId,
-        livemode: event.livemode,
-        endpointId: endpoint.id,
-        eventId: event.id,
-        eventType: event.type,
-        redelivery: false,
-        status: 'pending',
-        attemptCount: 0,
-        lastAttemptAt: null,
-        nextAttemptAt: createdAt,
-        completedAt: null,
-        createdAt,
-      } as WebhookDelivery);
+      const delivery = pendingDelivery(event, endpoint.id, createdAt);
+      if (!known.has(delivery.id)) created.push(delivery);
     }
   }
   if (created.length > 0)
