@@ -4,30 +4,24 @@
  * so the services it calls take the clock's time (services/test-clocks/now.ts). A workflow
  * not on a clock schedules exactly as before: no header.
  */
-import { defaultPayloadConverter } from '@temporalio/common';
+import { defaultPayloadConverter, type Headers } from '@temporalio/common';
 import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
 
 import { currentClockBinding, testClockHeader } from './clock-sleep.ts';
 
+/** The activity's input with the clock's header when the workflow is on a test clock, else as it was. */
+function withClockHeader<I extends { headers: Headers }>(input: I): I {
+  const binding = currentClockBinding();
+  return binding
+    ? { ...input, headers: { ...input.headers, [testClockHeader]: defaultPayloadConverter.toPayload(binding) } }
+    : input;
+}
+
 export const interceptors: WorkflowInterceptorsFactory = () => ({
   outbound: [
     {
-      scheduleActivity(input, next) {
-        const binding = currentClockBinding();
-        return next(
-          binding
-            ? { ...input, headers: { ...input.headers, [testClockHeader]: defaultPayloadConverter.toPayload(binding) } }
-            : input,
-        );
-      },
-      scheduleLocalActivity(input, next) {
-        const binding = currentClockBinding();
-        return next(
-          binding
-            ? { ...input, headers: { ...input.headers, [testClockHeader]: defaultPayloadConverter.toPayload(binding) } }
-            : input,
-        );
-      },
+      scheduleActivity: (input, next) => next(withClockHeader(input)),
+      scheduleLocalActivity: (input, next) => next(withClockHeader(input)),
     },
   ],
 });
