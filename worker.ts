@@ -175,11 +175,10 @@ function billingWorkerOptions(deps: BillingWorkerDeps, taskQueue: string): Worke
     namespace: deps.namespace,
     taskQueue,
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath }),
+    // The composed services as they are (ActivityDeps picks orm, processors, mailer and links; activities message
+    // Temporal with their own client and queue), and the worker's own options.
     activities: createActivities({
-      orm: context.orm,
-      processors: context.processors,
-      mailer: context.mailer,
-      links: context.links,
+      ...context,
       secretBox: deps.secretBox,
       exportStorage: deps.exportStorage,
       payoutRail: deps.payoutRail,

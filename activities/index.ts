@@ -1,17 +1,14 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
 import { Context } from '@temporalio/activity';
 
 import type { OpenInvoiceCredit, OpenInvoiceCreditResult } from '../domain/credit-notes.ts';
-import type { CustomerLinks } from '../domain/customer-links.ts';
 import type { InvoiceEmailKind } from '../domain/one-off-invoices.ts';
 import type { PaymentRequestSnapshot, RecurringPaymentRequestSnapshot } from '../domain/payment-requests.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { SubscriptionSnapshot } from '../domain/subscription.ts';
 import type { Resolver, WebhookUrlPolicy } from '../domain/webhook-url.ts';
-import type { WorkflowStartContext } from '../services/context.ts';
+import type { ServiceContext, WorkflowStartContext } from '../services/context.ts';
 import { creditOpenInvoice } from '../services/credit-notes/owner.ts';
 import { endDiscountAtEnd } from '../services/discounts/redemptions.ts';
-import type { Mailer } from '../services/email/mailer.ts';
 import { type EmailInput, sendEmailOnce } from '../services/email/send-once.ts';
 import { type ExportPruneResult, failExport, pruneExpiredExports } from '../services/exports/run.ts';
 import type { ExportStorage } from '../services/exports/storage.ts';
@@ -108,20 +105,21 @@ import { createExportActivities } from './export.ts';
 import { createUsageActivities } from './usage.ts';
 import { dispatchEventsActivity, temporalNow } from './webhooks.ts';
 
-export interface ActivityDeps {
-  orm: MikroORM;
-  /** Each mode's processor (the worker's ServiceContext's, services/compose.ts); the sandbox for both when unset (tests give their own). */
-  processors?: Processors;
-  /** Where customer emails go (SMTP, or .eml files in development). */
-  mailer: Mailer;
+/**
+ * What the activities reach. The services are the worker's ServiceContext's (services/compose.ts, the one composition
+ * worker.ts makes): its database, mailer and customer links, and its processors (the sandbox for both modes when unset:
+ * tests that build activities without a context). Not its Temporal part: an activity starts and signals work with its
+ * own client and task queue (Context.current()), so that work of a workflow on the test clock queue stays on it
+ * (services/test-clocks/binding.ts). The rest are the worker's options the context does not hold.
+ */
+export interface ActivityDeps
+  extends Pick<ServiceContext, 'orm' | 'mailer' | 'links'>, Partial<Pick<ServiceContext, 'processors'>> {
   /** Opens webhook signing secrets (sealed with a key from AUTH_SECRET); without it webhook attempts fail. */
   secretBox?: SecretBox;
   /** DNS for webhook urls; the system's by default. */
   webhookResolver?: Resolver;
   /** Where sandbox webhook endpoints may point: the configuration's (config.webhookUrlPolicy), the rule the API checks at creation. */
   urlPolicy?: WebhookUrlPolicy;
-  /** Signs the links customers follow from emails (billing details page, invoice PDFs). */
-  links: CustomerLinks;
   /** Where payouts go; defaults to the sandbox rail (services/payouts/rail.ts). */
   payoutRail?: PayoutRail;
   /** Where export files are written (services/exports/storage.ts); exports fail without it. */
