@@ -23,6 +23,7 @@ import type { TotalsCoupon, TotalsDiscount } from '../../domain/invoice-totals.t
 import { formatMoney } from '../../domain/money.ts';
 import { couponValid, serializeDiscount } from '../../objects/discount.ts';
 import { recordEvent } from '../events/record.ts';
+import type { InvoiceParties } from '../invoices/adjustments.ts';
 import { currentTime } from '../test-clocks/now.ts';
 
 type Scope = { accountId: string; livemode: boolean };
@@ -83,17 +84,7 @@ async function recordDiscountEvent(tx: EntityManager, type: EventType, discount:
  * the customer's own; null if none, ended (end ≤ at), or an amount_off coupon in another
  * currency than the invoice's. A discount found past its end is ended here (with its event).
  */
-export async function discountForInvoice(
-  tx: EntityManager,
-  q: {
-    accountId: string;
-    livemode: boolean;
-    customerId: string;
-    subscriptionId: string | null;
-    currency: string;
-    at: Date;
-  },
-): Promise<TotalsDiscount | null> {
+export async function discountForInvoice(tx: EntityManager, q: InvoiceParties): Promise<TotalsDiscount | null> {
   const scope = { accountId: q.accountId, livemode: q.livemode, customerId: q.customerId, endedAt: null };
   // The subscription's and the customer's own in one read (every renewal asks; most find none).
   const found = await tx.find(
