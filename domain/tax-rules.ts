@@ -15,6 +15,22 @@
  */
 import { parsePercentage, type TaxExempt, type TotalsTaxRate } from './invoice-totals.ts';
 
+/** The kinds of tax a rate may name (its `tax_type`, as Stripe's): the API's choices and the dashboard's. */
+export const taxTypes = [
+  'vat',
+  'gst',
+  'hst',
+  'pst',
+  'qst',
+  'rst',
+  'jct',
+  'sales_tax',
+  'service_tax',
+  'lease_tax',
+  'amusement_tax',
+  'communications_tax',
+] as const;
+
 /** A stored tax rate as the rules read it. */
 export interface TaxRateRecord extends TotalsTaxRate {
   active: boolean;

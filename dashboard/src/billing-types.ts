@@ -18,20 +18,8 @@ export type PromotionCode = Schemas['PromotionCode'];
 
 export type Discount = Schemas['Discount'];
 
-export const taxTypes = [
-  'vat',
-  'gst',
-  'hst',
-  'pst',
-  'qst',
-  'rst',
-  'jct',
-  'sales_tax',
-  'service_tax',
-  'lease_tax',
-  'amusement_tax',
-  'communications_tax',
-] as const;
+// The API's choices (domain/tax-rules.ts), one list for both.
+export { taxTypes } from '../../domain/tax-rules.ts';
 
 export type TaxRate = Schemas['TaxRate'];
 

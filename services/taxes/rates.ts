@@ -9,7 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AccountModeSettings, SubscriptionTaxRates, TaxRate } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
-import { normalizePercentage } from '../../domain/tax-rules.ts';
+import { normalizePercentage, taxTypes } from '../../domain/tax-rules.ts';
 import { serializeTaxRate } from '../../objects/tax-rate.ts';
 import { recordEvent } from '../events/record.ts';
 
@@ -20,20 +20,7 @@ export const maxTaxRatesPerLine = 5;
 /** The account's default rates in a mode (one per jurisdiction, say). */
 export const maxDefaultTaxRates = 25;
 
-export const taxTypes = [
-  'vat',
-  'gst',
-  'hst',
-  'pst',
-  'qst',
-  'rst',
-  'jct',
-  'sales_tax',
-  'service_tax',
-  'lease_tax',
-  'amusement_tax',
-  'communications_tax',
-] as const;
+export { taxTypes };
 
 export interface TaxRateInput {
   display_name: string;
