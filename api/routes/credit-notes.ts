@@ -27,13 +27,11 @@ import {
   voidCreditNote,
 } from '../../services/credit-notes/issue.ts';
 import { creditOpenInvoiceThroughOwner } from '../../services/credit-notes/owner.ts';
-import { createMailer } from '../../services/email/mailer.ts';
 import { completeRefund } from '../../services/money/refunds.ts';
-import { resolveProcessors } from '../../services/processors/index.ts';
 import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
 import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
@@ -239,11 +237,9 @@ function pdfResponse(c: Context, note: CreditNote, pdf: Buffer): Response {
   });
 }
 
-export function creditNotesApps(deps: ApiDeps) {
-  const { orm, config } = deps;
-  const processors = resolveProcessors(deps, config.processors, () => orm.em.fork());
+export function creditNotesApps({ config, context }: AppDeps) {
+  const { orm, temporal, processors, logger } = context;
   const pdfUrl = (id: string) => signedCreditNotePdfUrl(config, id);
-  let mailer: ReturnType<typeof createMailer> | undefined;
 
   async function findOwn(id: string, scope: { accountId: string; livemode: boolean }) {
     const em = orm.em.fork();
@@ -283,7 +279,7 @@ export function creditNotesApps(deps: ApiDeps) {
         const id = newId('creditNote');
         note = await onTestClock(clock, () =>
           creditOpenInvoiceThroughOwner(
-            deps.temporal,
+            temporal.client,
             orm.em.fork(),
             { invoicePdfUrl: (invoiceId) => invoicePdfUrl(config, invoiceId) },
             { creditNoteId: id, pdfUrl: pdfUrl(id), scope, request },
@@ -296,12 +292,11 @@ export function creditNotesApps(deps: ApiDeps) {
         if (made.refundId) await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), made.refundId);
       }
       try {
-        mailer ??= createMailer(config);
         await onTestClock(clock, () =>
-          emailCreditNote(orm.em.fork(), mailer!, processors, note, pdfUrl(note.id), config.publicUrl),
+          emailCreditNote(orm.em.fork(), context.mailer, processors, note, pdfUrl(note.id), config.publicUrl),
         );
       } catch (error) {
-        deps.logger.warn({ err: error, creditNote: note.id }, 'could not email the credit note; it is issued');
+        logger.warn({ err: error, creditNote: note.id }, 'could not email the credit note; it is issued');
       }
       return c.json(serializeCreditNote(note, pdfUrl(note.id)), 201);
     })

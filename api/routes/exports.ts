@@ -13,7 +13,7 @@ import { startExport } from '../../services/exports/start.ts';
 import { localExportStorage } from '../../services/exports/storage.ts';
 import { parseForApi, searchTables } from '../../services/search/query.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
@@ -108,9 +108,9 @@ const publicFile = createRoute({
   responses: { 200: { description: 'The file', ...fileContent }, ...errorResponses(404, 409, 410) },
 });
 
-export function exportsApps(deps: ApiDeps) {
-  const { orm, config } = deps;
-  const storage = deps.exportStorage ?? localExportStorage(path.join(config.dataDir, 'exports'));
+export function exportsApps({ config, context, exportStorage }: AppDeps) {
+  const { orm, temporal } = context;
+  const storage = exportStorage ?? localExportStorage(path.join(config.dataDir, 'exports'));
   const urlOf = (e: Export) =>
     e.status === 'succeeded' && e.expiresAt
       ? signedExportFileUrl(config.publicUrl, config.auth.secret, e.id, Math.floor(e.expiresAt.getTime() / 1000))
@@ -168,7 +168,7 @@ export function exportsApps(deps: ApiDeps) {
           );
       }
       const e = await startExport(
-        { orm, client: deps.temporal, taskQueue: config.taskQueue, exportsTaskQueue: config.exportsTaskQueue },
+        { orm, client: temporal.client, taskQueue: temporal.taskQueue, exportsTaskQueue: config.exportsTaskQueue },
         scope,
         body,
       );

@@ -12,11 +12,10 @@ import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/in
 import { type InvoiceTransition, transitionInvoice } from '../../services/invoices/cycle-invoices.ts';
 import { invoicePdf } from '../../services/invoices/pdf.ts';
 import { voidInvoiceThroughOwner } from '../../services/invoices/void.ts';
-import { resolveProcessors } from '../../services/processors/index.ts';
 import { clockCondition, clockTimeOf } from '../../services/test-clocks/clocks.ts';
 import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { keysetPage, listRoute, oneCursor } from '../pagination.ts';
@@ -116,9 +115,8 @@ const publicPdf = createRoute({
   responses: { 200: { description: 'application/pdf', ...pdfContent }, ...errorResponses(404) },
 });
 
-export function invoicesApps(deps: ApiDeps) {
-  const { orm, config } = deps;
-  const processors = resolveProcessors(deps, config.processors, () => orm.em.fork());
+export function invoicesApps({ config, context }: AppDeps) {
+  const { orm, temporal, processors } = context;
   const pdfUrl = (id: string) => invoicePdfUrl(config, id);
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
@@ -173,7 +171,7 @@ export function invoicesApps(deps: ApiDeps) {
     const result =
       to === 'void'
         ? await voidInvoiceThroughOwner(
-            deps.temporal,
+            temporal.client,
             em,
             id,
             { accountId: scope.accountId, livemode: scope.livemode },

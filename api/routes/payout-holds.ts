@@ -4,7 +4,7 @@ import { PayoutHold } from '../../db/entities/index.ts';
 import { PayoutHoldSchema, serializePayoutHold } from '../../objects/payout-hold.ts';
 import { placeHold, releaseHold } from '../../services/payouts/holds.ts';
 import { accountScope, actorOf, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -53,8 +53,8 @@ const release = createRoute({
   responses: { 200: { description: 'Released', ...json(PayoutHoldSchema) }, ...errorResponses(401, 403, 404, 409) },
 });
 
-export function payoutHoldsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function payoutHoldsApp({ context }: AppDeps) {
+  const { orm, temporal } = context;
   return newOpenApiApp()
     .openapi(create, async (c) => {
       const principal = requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
@@ -90,7 +90,7 @@ export function payoutHoldsApp(deps: ApiDeps) {
       const id = c.req.valid('param').id;
       const hold = await releaseHold(
         orm.em.fork(),
-        deps.temporal,
+        temporal.client,
         { accountId: scope.accountId, livemode: scope.livemode },
         id,
         actorOf(principal),

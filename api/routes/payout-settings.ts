@@ -11,7 +11,7 @@ import {
 } from '../../services/payouts/schedule.ts';
 import { clockBindingOf, findOwnTestClock } from '../../services/test-clocks/clocks.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses, testClockId } from '../schemas.ts';
 
@@ -125,8 +125,8 @@ const patch = createRoute({
   responses: { 200: { description: 'Settings', ...json(SettingsSchema) }, ...errorResponses(400, 401, 403, 404, 409) },
 });
 
-export function payoutSettingsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function payoutSettingsApp({ context }: AppDeps) {
+  const { orm, temporal } = context;
   return newOpenApiApp()
     .openapi(get, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);
@@ -147,11 +147,7 @@ export function payoutSettingsApp(deps: ApiDeps) {
       const clock = clockId ? await findOwnTestClock(em, clockId, { accountId, livemode }) : null;
       const testClock = clock ? await clockBindingOf(em, { testClockId: clock.id }) : undefined;
       const schedules = await patchSchedule(em, { accountId, livemode, testClockId: clock?.id }, body);
-      await ensurePayoutSchedule(
-        { client: deps.temporal, taskQueue: deps.config.taskQueue },
-        { accountId, livemode },
-        testClock,
-      );
+      await ensurePayoutSchedule(temporal, { accountId, livemode }, testClock);
       return c.json(serialize(schedules, livemode, clock), 200);
     });
 }

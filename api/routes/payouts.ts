@@ -8,7 +8,7 @@ import { cancelPayout, createPayout, startPayoutWorkflow, wakePayoutWorkflow } f
 import { clockBindingOf, clockTimeOf, findOwnTestClock } from '../../services/test-clocks/clocks.ts';
 import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -94,8 +94,8 @@ const cancelRoute = createRoute({
   responses: { 200: { description: 'Canceled', ...json(PayoutSchema) }, ...errorResponses(401, 403, 404, 409) },
 });
 
-export function payoutsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function payoutsApp({ context }: AppDeps) {
+  const { orm, temporal } = context;
   return newOpenApiApp()
     .openapi(createPayoutRoute, async (c) => {
       requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
@@ -129,7 +129,7 @@ export function payoutsApp(deps: ApiDeps) {
           }),
         ));
       // A crash before this start leaves the payout pending: the maintenance workflow starts it (services/maintenance/sweeps.ts).
-      await startPayoutWorkflow({ client: deps.temporal, taskQueue: deps.config.taskQueue }, payout.id, testClock);
+      await startPayoutWorkflow(temporal, payout.id, testClock);
       return c.json(serializePayout(payout), 201);
     })
     .openapi(listPayouts, async (c) => {
@@ -166,7 +166,7 @@ export function payoutsApp(deps: ApiDeps) {
         cancelPayout(em, { accountId: scope.accountId, livemode: scope.livemode }, id),
       );
       if (!payout) throw await notFoundInMode(orm.em, Payout, id, scope, 'payout');
-      await wakePayoutWorkflow(deps.temporal, payout.id);
+      await wakePayoutWorkflow(temporal.client, payout.id);
       return c.json(serializePayout(payout), 200);
     });
 }

@@ -8,7 +8,7 @@ import { startExport } from '../../services/exports/start.ts';
 import { findOwnTestClock } from '../../services/test-clocks/clocks.ts';
 import { maxStallQuietTimeoutSeconds, stallTestClock } from '../../services/test-clocks/stall.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
@@ -69,8 +69,8 @@ const stallClock = createRoute({
   responses: { 200: { description: 'Stalled', ...json(TestClockSchema) }, ...errorResponses(400, 401, 404, 409) },
 });
 
-export function testHelpersApp(deps: ApiDeps) {
-  const { orm, temporal } = deps;
+export function testHelpersApp({ config, context }: AppDeps) {
+  const { orm, temporal } = context;
   const sandboxScope = async (c: Parameters<typeof accountScope>[0]) => {
     const scope = await accountScope(c, orm);
     if (scope.livemode)
@@ -85,7 +85,7 @@ export function testHelpersApp(deps: ApiDeps) {
       const scope = await sandboxScope(c);
       const { resource, format } = c.req.valid('json');
       const e = await startExport(
-        { orm, client: temporal, taskQueue: deps.config.taskQueue, exportsTaskQueue: deps.config.exportsTaskQueue },
+        { orm, client: temporal.client, taskQueue: temporal.taskQueue, exportsTaskQueue: config.exportsTaskQueue },
         scope,
         { resource, format, time_zone: 'UTC' },
         { failWrites: true },
@@ -97,6 +97,6 @@ export function testHelpersApp(deps: ApiDeps) {
       const clock = await findOwnTestClock(orm.em.fork(), c.req.valid('param').id, scope);
       // An absent body takes the default quiet timeout.
       const body = await optionalJsonBody(c, StallBody);
-      return c.json(serializeTestClock(await stallTestClock(temporal, clock, body.quiet_timeout)), 200);
+      return c.json(serializeTestClock(await stallTestClock(temporal.client, clock, body.quiet_timeout)), 200);
     });
 }
