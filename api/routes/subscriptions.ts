@@ -46,6 +46,16 @@ const customerField = z
   .max(64)
   .openapi({ description: 'Customer id; `customer` is accepted as the same field (give one of the two)' });
 
+/** `billing_thresholds` as a create or a plan change takes it. */
+const BillingThresholdsField = z
+  .union([BillingThresholdsSchema, z.literal('')])
+  .nullable()
+  .optional()
+  .openapi({
+    description:
+      'Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it',
+  });
+
 const CreateSubscriptionBody = z
   .object({
     customer_id: customerField.optional(),
@@ -107,14 +117,7 @@ const CreateSubscriptionBody = z
       description:
         'A coupon applied to the subscription from its first invoice on (its `discount`); or give promotion_code',
     }),
-    billing_thresholds: z
-      .union([BillingThresholdsSchema, z.literal('')])
-      .nullable()
-      .optional()
-      .openapi({
-        description:
-          'Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it',
-      }),
+    billing_thresholds: BillingThresholdsField,
     promotion_code: z.string().min(1).max(64).optional().openapi({
       description:
         "A promotion code (its promo_ id, or the code itself in any case) applied as the subscription's discount; its minimum_amount is checked against the first invoice",
@@ -154,14 +157,7 @@ const ChangePlanBody = z
       .max(maxQuantity)
       .optional()
       .openapi({ description: 'The new quantity; left out: the current one' }),
-    billing_thresholds: z
-      .union([BillingThresholdsSchema, z.literal('')])
-      .nullable()
-      .optional()
-      .openapi({
-        description:
-          'Progressive billing (docs/usage.md#billing-thresholds): bill the usage early once its amount reaches amount_gte; "" or null removes it',
-      }),
+    billing_thresholds: BillingThresholdsField,
   })
   .strict()
   .refine(
