@@ -8,7 +8,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 
 import { createRoute, z } from '@hono/zod-openapi';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { type Context, Hono } from 'hono';
 import { html } from 'hono/html';
@@ -28,6 +27,7 @@ import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/in
 import { createDraftInvoice, deleteDraftInvoice } from '../../services/invoices/one-off.ts';
 import type { InvoiceDiscountRequest } from '../../services/invoices/promotion-codes.ts';
 import { updateRefusal, workflowGone } from '../../services/platform/workflow-messages.ts';
+import { resolveProcessors } from '../../services/processors/index.ts';
 import { bindToClock, clockBindingOf, taskQueueFor } from '../../services/test-clocks/clocks.ts';
 import {
   discountOneOffInvoiceUpdate,
@@ -38,7 +38,7 @@ import {
 } from '../../workflows/invoice.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { AppDeps } from '../deps.ts';
+import type { ApiDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { type Html, isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 import { portalPermissionsOf } from '../portal-permissions.ts';
@@ -179,19 +179,24 @@ const routes = {
   }),
 };
 
-export function oneOffInvoicesApps({ config, context }: AppDeps) {
-  const { orm, temporal, processors } = context;
+export function oneOffInvoicesApps(deps: ApiDeps) {
+  const { orm, config } = deps;
   const pdfUrl = (id: string) => invoicePdfUrl(config, id);
+  const processors = resolveProcessors(deps, config.processors, () => orm.em.fork());
 
-  async function ownInvoice(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
+  /** The caller's invoice `id` in its account and mode (404 otherwise), with that scope and the em that read it. */
+  async function callerInvoice(c: Context, id: string) {
+    const { accountId, livemode } = await accountScope(c, orm);
+    const scope = { accountId, livemode };
+    const em = orm.em.fork();
     const invoice = await em.findOne(Invoice, { id, ...scope });
     if (!invoice) throw new ApiError('not_found', `No such invoice: ${id}.`);
-    return invoice;
+    return { scope, em, invoice };
   }
 
   async function pay(invoiceId: string, input: PayInvoiceInput) {
     try {
-      return await temporal.client.workflow.getHandle(invoiceId).executeUpdate(payInvoiceUpdate, { args: [input] });
+      return await deps.temporal.workflow.getHandle(invoiceId).executeUpdate(payInvoiceUpdate, { args: [input] });
     } catch (error) {
       const refusal = updateRefusal(error);
       if (refusal)
@@ -204,7 +209,7 @@ export function oneOffInvoicesApps({ config, context }: AppDeps) {
   /** Applies a discount to the open invoice through its workflow (workflows/invoice.ts discountOneOffInvoiceUpdate); a refusal is the ApiError the decision made. */
   async function discount(request: InvoiceDiscountRequest): Promise<void> {
     try {
-      await temporal.client.workflow
+      await deps.temporal.workflow
         .getHandle(request.invoiceId)
         .executeUpdate(discountOneOffInvoiceUpdate, { args: [request] });
     } catch (error) {
@@ -228,11 +233,8 @@ export function oneOffInvoicesApps({ config, context }: AppDeps) {
     })
     .openapi(routes.finalize, async (c) => {
       await optionalJsonBody(c, z.object({}).strict());
-      const { accountId, livemode } = await accountScope(c, orm);
-      const scope = { accountId, livemode };
-      const em = orm.em.fork();
       const { id } = c.req.valid('param');
-      const invoice = await ownInvoice(em, id, scope);
+      const { scope, em, invoice } = await callerInvoice(c, id);
       if (invoice.subscriptionId)
         throw new ApiError(
           'invalid_state',
@@ -246,12 +248,12 @@ export function oneOffInvoicesApps({ config, context }: AppDeps) {
       const customer = await em.findOneOrFail(Customer, { id: invoice.customerId });
       // A customer on a test clock: the invoice's workflow runs on the clock's queue and time.
       const testClock = await clockBindingOf(em, customer);
-      if (testClock) await bindToClock(temporal.client, testClock, id);
+      if (testClock) await bindToClock(deps.temporal, testClock, id);
       try {
-        await temporal.client.workflow.executeUpdateWithStart(invoiceFinalizedUpdate, {
+        await deps.temporal.workflow.executeUpdateWithStart(invoiceFinalizedUpdate, {
           startWorkflowOperation: new WithStartWorkflowOperation(invoiceWorkflow, {
             workflowId: id,
-            taskQueue: taskQueueFor(temporal.taskQueue, testClock),
+            taskQueue: taskQueueFor(config.taskQueue, testClock),
             args: [
               {
                 invoiceId: id,
@@ -279,11 +281,8 @@ export function oneOffInvoicesApps({ config, context }: AppDeps) {
     })
     .openapi(routes.pay, async (c) => {
       const body = await optionalJsonBody(c, PayBody);
-      const { accountId, livemode } = await accountScope(c, orm);
-      const scope = { accountId, livemode };
-      const em = orm.em.fork();
       const { id } = c.req.valid('param');
-      const invoice = await ownInvoice(em, id, scope);
+      const { em, invoice } = await callerInvoice(c, id);
       if (invoice.subscriptionId)
         throw new ApiError(
           'invalid_state',
@@ -304,11 +303,8 @@ export function oneOffInvoicesApps({ config, context }: AppDeps) {
     })
     .openapi(routes.discount, async (c) => {
       const body = c.req.valid('json');
-      const { accountId, livemode } = await accountScope(c, orm);
-      const scope = { accountId, livemode };
-      const em = orm.em.fork();
       const { id } = c.req.valid('param');
-      const invoice = await ownInvoice(em, id, scope);
+      const { scope, em, invoice } = await callerInvoice(c, id);
       if (invoice.subscriptionId)
         throw new ApiError(
           'invalid_request',
