@@ -27,7 +27,6 @@ import { invoicePdfUrl, InvoiceSchema, serializeInvoice } from '../../objects/in
 import { createDraftInvoice, deleteDraftInvoice } from '../../services/invoices/one-off.ts';
 import type { InvoiceDiscountRequest } from '../../services/invoices/promotion-codes.ts';
 import { updateRefusal, workflowGone } from '../../services/platform/workflow-messages.ts';
-import { resolveProcessors } from '../../services/processors/index.ts';
 import { bindToClock, clockBindingOf, taskQueueFor } from '../../services/test-clocks/clocks.ts';
 import {
   discountOneOffInvoiceUpdate,
@@ -38,7 +37,7 @@ import {
 } from '../../workflows/invoice.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { type Html, isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 import { portalPermissionsOf } from '../portal-permissions.ts';
@@ -179,10 +178,9 @@ const routes = {
   }),
 };
 
-export function oneOffInvoicesApps(deps: ApiDeps) {
-  const { orm, config } = deps;
+export function oneOffInvoicesApps({ config, context }: AppDeps) {
+  const { orm, temporal, processors } = context;
   const pdfUrl = (id: string) => invoicePdfUrl(config, id);
-  const processors = resolveProcessors(deps, config.processors, () => orm.em.fork());
 
   /** The caller's invoice `id` in its account and mode (404 otherwise), with that scope and the em that read it. */
   async function callerInvoice(c: Context, id: string) {
@@ -196,7 +194,7 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
 
   async function pay(invoiceId: string, input: PayInvoiceInput) {
     try {
-      return await deps.temporal.workflow.getHandle(invoiceId).executeUpdate(payInvoiceUpdate, { args: [input] });
+      return await temporal.client.workflow.getHandle(invoiceId).executeUpdate(payInvoiceUpdate, { args: [input] });
     } catch (error) {
       const refusal = updateRefusal(error);
       if (refusal)
@@ -209,7 +207,7 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
   /** Applies a discount to the open invoice through its workflow (workflows/invoice.ts discountOneOffInvoiceUpdate); a refusal is the ApiError the decision made. */
   async function discount(request: InvoiceDiscountRequest): Promise<void> {
     try {
-      await deps.temporal.workflow
+      await temporal.client.workflow
         .getHandle(request.invoiceId)
         .executeUpdate(discountOneOffInvoiceUpdate, { args: [request] });
     } catch (error) {
@@ -248,12 +246,12 @@ export function oneOffInvoicesApps(deps: ApiDeps) {
       const customer = await em.findOneOrFail(Customer, { id: invoice.customerId });
       // A customer on a test clock: the invoice's workflow runs on the clock's queue and time.
       const testClock = await clockBindingOf(em, customer);
-      if (testClock) await bindToClock(deps.temporal, testClock, id);
+      if (testClock) await bindToClock(temporal.client, testClock, id);
       try {
-        await deps.temporal.workflow.executeUpdateWithStart(invoiceFinalizedUpdate, {
+        await temporal.client.workflow.executeUpdateWithStart(invoiceFinalizedUpdate, {
           startWorkflowOperation: new WithStartWorkflowOperation(invoiceWorkflow, {
             workflowId: id,
-            taskQueue: taskQueueFor(config.taskQueue, testClock),
+            taskQueue: taskQueueFor(temporal.taskQueue, testClock),
             args: [
               {
                 invoiceId: id,
