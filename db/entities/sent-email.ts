@@ -15,11 +15,14 @@ export const SentEmail = defineEntity({
     accountId: p.string().nullable().index(),
     to: p.string().length(320),
     subject: p.string().length(300),
-    /** `sending` until the SMTP server accepted it. */
+    /**
+     * `sending` until the SMTP server accepted it. The claim's transaction (services/email/send-once.ts) commits the
+     * row `sent`, so a committed `sending` row is a claim written without the lock, by a version before it.
+     */
     status: p.string().$type<'sending' | 'sent'>(),
     messageId: p.string().length(300),
     createdAt: p.datetime(),
-    /** When the attempt that is sending it started; a stale claim (crashed sender) may be taken over. */
+    /** When the attempt that sent it claimed it; a committed `sending` claim (no lock) is taken over once 60 s old. */
     claimedAt: p.datetime(),
     sentAt: p.datetime().nullable(),
   },
