@@ -3,7 +3,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Event } from '../../db/entities/event.ts';
 import type { EventType } from '../../domain/events.ts';
 import { newId } from '../../domain/ids.ts';
+import { insertWithBalanceUpdates } from '../money/ledger.ts';
 import { transactionBatch } from '../money/transaction-batch.ts';
+import { insertRowsPart } from '../platform/row-inserts.ts';
 import { currentTestClock, currentTime } from '../test-clocks/now.ts';
 
 export interface EventInput {
@@ -31,8 +33,20 @@ export async function recordEvent(em: EntityManager, input: EventInput): Promise
 
 /** Records several events of one change in one statement (see recordEvent), in the order given. */
 export async function recordEvents(em: EntityManager, inputs: EventInput[]): Promise<Event[]> {
+  const rows = eventRows(inputs);
+  const batch = eventBatch.heldOn(em);
+  if (batch) batch.push(...rows);
+  else await insertEvents(em, rows);
+  return rows as Event[];
+}
+
+/**
+ * The rows recordEvents writes, for a caller that inserts them itself within a statement of its own (an invoice's
+ * `invoice.created`, written with the invoice and its number: services/invoices/cycle-invoices.ts numberInvoice).
+ */
+export function eventRows(inputs: EventInput[]) {
   const createdAt = currentTime();
-  const rows = inputs.map((input) => ({
+  return inputs.map((input) => ({
     id: newId('event'),
     accountId: input.accountId,
     livemode: input.livemode,
@@ -48,10 +62,6 @@ export async function recordEvents(em: EntityManager, inputs: EventInput[]): Pro
     testClockId: currentTestClock()?.id ?? null,
     dispatchedAt: null,
   }));
-  const batch = eventBatch.heldOn(em);
-  if (batch) batch.push(...rows);
-  else await insertEvents(em, rows);
-  return rows as Event[];
 }
 
 type EventRow = Parameters<typeof insertEvents>[1][number];
@@ -64,8 +74,17 @@ async function insertEvents(
   else if (rows.length > 1) await em.insertMany(Event, rows);
 }
 
-/** The events held back on a database transaction's EntityManager by withEventBatch. */
-const eventBatch = transactionBatch<EventRow[]>(() => [], insertEvents);
+/**
+ * The events held back on a database transaction's EntityManager by withEventBatch: inserted when it ends, in the
+ * statement that applies the money held by an enclosing withBalanceUpdatesLast when there is one (services/money/ledger.ts).
+ */
+const eventBatch = transactionBatch<EventRow[]>(
+  () => [],
+  async (em, rows) => {
+    if (rows.length > 0 && insertWithBalanceUpdates(em, insertRowsPart(em, Event, rows))) return;
+    await insertEvents(em, rows);
+  },
+);
 
 /**
  * Runs `work` on `tx` (a database transaction's EntityManager) with the events it

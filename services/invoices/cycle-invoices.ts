@@ -1,16 +1,25 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
-import { Account, Charge, Customer, Invoice, type InvoiceLine, type InvoiceStatus } from '../../db/entities/index.ts';
+import {
+  Account,
+  Charge,
+  Customer,
+  Event,
+  Invoice,
+  type InvoiceLine,
+  type InvoiceStatus,
+} from '../../db/entities/index.ts';
 import { newId } from '../../domain/ids.ts';
 import { billingReasonOf } from '../../domain/invoice-billing-reason.ts';
 import { invoicePrefix } from '../../domain/invoice-number.ts';
 import { humanizeInstants } from '../../domain/locale.ts';
 import type { ChargeOutcome } from '../money/charges.ts';
+import { insertRowsPart } from '../platform/row-inserts.ts';
 import { currentTime } from '../test-clocks/now.ts';
 import { claimUsageAdjustmentLines, takesUsageAdjustments } from '../usage/late-events.ts';
 import { decideIssue, unapplyBalance } from './adjustments.ts';
-import { type InvoiceLinks, recordInvoiceEvents } from './events.ts';
+import { invoiceEventRows, type InvoiceLinks, recordInvoiceEvents } from './events.ts';
 import { pendingItemLines, takesPendingItems } from './items.ts';
 
 export interface OpenInvoiceInput {
@@ -63,11 +72,11 @@ const opened = (invoice: Invoice): OpenedInvoice => ({
  * uses up a number and the sequence has no gaps. `invoice.created` is recorded in
  * that same transaction.
  *
- * The number is given last (numberInvoice): the invoice and its event are written first
- * with the invoice's id in its place, and one statement then takes the number and puts it
- * in both, just before the commit. Taken first, the counter's lock was held through the
- * invoice's and the event's inserts, and a wave of one account's renewals queued on it
- * (docs/scaling.md); now each holds it for one statement and the commit.
+ * The number is given last (insertNumberedInvoice): ONE statement, just before the commit, takes
+ * the number and inserts the invoice and its event with it (no unit of work: the invoice is
+ * only inserted). Taken first, the counter's lock was held through the invoice's and the
+ * event's inserts, and a wave of one account's renewals queued on it (docs/scaling.md); now
+ * each holds it for one statement and the commit.
  */
 export async function openInvoice(
   em: EntityManager,
@@ -81,7 +90,8 @@ export async function openInvoice(
 /**
  * Takes the invoice's number from the account's counter (which locks the counter row until
  * the commit) and writes it into the invoice and its `invoice.created` event, written with the
- * invoice id in its place: one statement, the last before the commit (openOrCreateInvoice).
+ * invoice id in its place: one statement, the last before the commit (a one-off invoice's finalization,
+ * services/invoices/one-off.ts; a cycle's invoice is written with its number: insertNumberedInvoice).
  * The number is formatted as domain/invoice-number.ts formatInvoiceNumber does (at least four digits).
  */
 export async function numberInvoice(
@@ -105,6 +115,42 @@ export async function numberInvoice(
   if (!row)
     throw new Error(`Invoice ${ids.invoiceId}: its invoice.created event ${ids.eventId} was not found to number.`);
   return row.number;
+}
+
+/**
+ * numberInvoice for an invoice not written yet, in ONE statement: takes the number from the account's counter (which
+ * locks the counter row until the commit), and inserts the invoice (`invoice`: its row, the number a placeholder) and
+ * its events (their rows, `data.object.number` a placeholder) with it. The last statement before the commit, as
+ * numberInvoice; an invoice that exists (its billing key's unique index) fails it, and the number is not used up.
+ */
+export async function insertNumberedInvoice(
+  tx: EntityManager,
+  input: {
+    accountId: string;
+    livemode: boolean;
+    prefix: string;
+    invoice: Record<string, unknown>;
+    events: Record<string, unknown>[];
+  },
+): Promise<string> {
+  const numbered = { from: 'numbered', set: { number: 'numbered.number' } };
+  const invoice = insertRowsPart(tx, Invoice, [input.invoice], numbered);
+  const events = insertRowsPart(tx, Event, input.events, {
+    from: 'numbered',
+    set: { data: `jsonb_set(r.data, '{object,number}', to_jsonb(numbered.number))` },
+  });
+  const [row] = await tx.execute<{ number: string }[]>(
+    `with counter as (
+       insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)
+       on conflict (account_id, livemode) do update set last_number = invoice_number_counters.last_number + 1
+       returning prefix, last_number::text as sequence
+     ), numbered as (
+       select counter.prefix || '-' || lpad(counter.sequence, greatest(4, length(counter.sequence)), '0') as number from counter
+     ), invoice as (${invoice.sql}), events as (${events.sql})
+     select number from numbered`,
+    [input.accountId, input.livemode, input.prefix, ...invoice.params, ...events.params],
+  );
+  return row!.number;
 }
 
 /** openInvoice, saying whether this call created the invoice (nothing can have been charged for it yet) or found it. */
@@ -157,9 +203,9 @@ export async function openOrCreateInvoice(
         },
         [...lines, ...items, ...adjustments],
       );
-      const invoice = tx.create(Invoice, {
+      const row = {
         id,
-        // Unique until numberInvoice gives the real number, before the commit: nobody sees it.
+        // A placeholder: insertNumberedInvoice writes the row with the number it takes.
         number: id,
         billingKey: input.billingKey,
         billingReason: billingReasonOf(input.billingKey, input.subscriptionId),
@@ -168,7 +214,7 @@ export async function openOrCreateInvoice(
         customerId: input.customerId,
         customerEmail: customer?.email ?? null,
         customerName: customer?.name ?? null,
-        status: 'open',
+        status: 'open' as const,
         currency: input.currency,
         ...issue.fields,
         amountPaid: 0,
@@ -183,19 +229,20 @@ export async function openOrCreateInvoice(
         paidAt: null,
         voidedAt: null,
         markedUncollectibleAt: null,
-      });
-      await tx.flush();
+      };
+      // Only inserted, with its event and number in one statement: no unit of work (services/platform/row-inserts.ts).
+      // The balance movement and the discount's use are written first (no foreign key waits for the invoice row).
+      const invoice = tx.create(Invoice, row, { persist: false });
       await issue.record(id);
-      const [created] = await recordInvoiceEvents(tx, links, invoice, ['invoice.created']);
-      const number = await numberInvoice(tx, {
-        invoiceId: id,
-        eventId: created!.id,
+      const number = await insertNumberedInvoice(tx, {
         accountId: input.accountId,
         livemode: input.livemode,
         prefix: invoicePrefix(account.name, account.id),
+        invoice: row,
+        events: invoiceEventRows(links, invoice, ['invoice.created']),
       });
       const result = { invoice: { ...opened(invoice), number }, created: true };
-      // The managed entity still holds the placeholder: detached, it is neither flushed nor merged into the caller's EntityManager.
+      // Nothing of the invoice is managed; what issue.record wrote is flushed: detached, nothing is merged into the caller's EntityManager.
       tx.clear();
       return result;
     });

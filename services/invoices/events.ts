@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Event, Invoice } from '../../db/entities/index.ts';
 import type { EventType } from '../../domain/events.ts';
 import { serializeInvoice } from '../../objects/invoice.ts';
-import { recordEvents } from '../events/record.ts';
+import { type EventInput, eventRows, recordEvents } from '../events/record.ts';
 
 /** What an invoice's events need to show it as the API does (its signed `pdf` link). */
 export interface InvoiceLinks {
@@ -23,6 +23,21 @@ export async function recordInvoiceEvents(
   types: EventType[],
   transactionId?: string | null,
 ): Promise<Event[]> {
+  // One insert for all of them.
+  return recordEvents(em, invoiceEventInputs(links, invoice, types, transactionId));
+}
+
+/** The rows of recordInvoiceEvents' events, for a caller that inserts them in a statement of its own (numberInvoice). */
+export function invoiceEventRows(links: InvoiceLinks, invoice: Invoice, types: EventType[]) {
+  return eventRows(invoiceEventInputs(links, invoice, types));
+}
+
+function invoiceEventInputs(
+  links: InvoiceLinks,
+  invoice: Invoice,
+  types: EventType[],
+  transactionId?: string | null,
+): EventInput[] {
   const object = serializeInvoice(invoice, links.invoicePdfUrl(invoice.id));
   const about = {
     accountId: invoice.accountId,
@@ -30,9 +45,5 @@ export async function recordInvoiceEvents(
     object,
     transactionId: transactionId === undefined ? (invoice.transactionId ?? null) : transactionId,
   };
-  // One insert for all of them.
-  return recordEvents(
-    em,
-    types.map((type) => ({ ...about, type })),
-  );
+  return types.map((type) => ({ ...about, type }));
 }

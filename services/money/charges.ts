@@ -12,6 +12,7 @@ import { currentTime } from '../test-clocks/now.ts';
 import { startAvailabilityOf } from './balances.ts';
 import { withBalanceUpdatesLast } from './ledger.ts';
 import { recordPaymentAttempt } from './record-payment-attempt.ts';
+import { recentTransactionsCount } from './transactions.ts';
 
 export interface ChargeInput {
   /** Deterministic: workflow id + purpose + cycle + attempt. The same key never charges twice. */
@@ -153,7 +154,7 @@ export async function chargeCustomer(
   await em.transactional((tx) =>
     withBalanceUpdatesLast(tx, () =>
       withEventBatch(tx, async () => {
-        const inserted = await tx
+        const insert = tx
           .createQueryBuilder(Charge)
           .insert({
             id: chargeId,
@@ -172,9 +173,16 @@ export async function chargeCustomer(
           })
           .onConflict('idempotencyKey')
           .ignore()
-          .execute('run');
+          .toQuery();
+        // In the same statement (one round trip): the risk score's count of the account's transactions of the past hour.
+        const velocity = recentTransactionsCount(input.accountId, currentTime());
+        const [claim] = await tx
+          .getConnection()
+          .execute<
+            { inserted: number; recent: number }[]
+          >(`with inserted as (${insert.sql} returning 1) select (select count(*) from inserted)::int as inserted, (${velocity.sql}) as recent`, [...insert.params, ...velocity.params], 'all', tx.getTransactionContext());
         // The charge row, its transaction and the events of a decline commit together; a racing second insert records none of them.
-        if (inserted.affectedRows === 0) return;
+        if (!claim || claim.inserted === 0) return;
         const subscriptionId =
           context.subscriptionId !== undefined
             ? context.subscriptionId
@@ -205,6 +213,7 @@ export async function chargeCustomer(
             owner,
             paymentEvents: false,
             fundsOwnedByWorkflow: context.fundsOwnedByWorkflow,
+            transactionsLastHour: claim.recent,
           },
         );
         if (result.status === 'failed') {

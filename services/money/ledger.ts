@@ -3,12 +3,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import {
   BalanceTransaction,
   type BalanceTransactionType,
+  type LedgerAccount,
   LedgerEntry,
   type Payout,
   type Transaction,
 } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
+import { type InsertPart, insertRowsPart, insertTogether } from '../platform/row-inserts.ts';
 import { currentTime } from '../test-clocks/now.ts';
 import { transactionBatch } from './transaction-batch.ts';
 
@@ -51,13 +53,34 @@ interface Movement {
 type BalanceKey = Pick<Movement, 'accountId' | 'livemode' | 'currency'>;
 type HeldIncrement = BalanceKey & { available: number; pending: number };
 
-/** Money in held back on a database transaction's EntityManager by withBalanceUpdatesLast, by balance row. */
-const heldIncrements = transactionBatch<Map<string, HeldIncrement>>(
-  () => new Map(),
+/**
+ * Money in held back on a database transaction's EntityManager by withBalanceUpdatesLast, by balance row, and the
+ * inserts that go out in the same statement as the first of those updates (insertWithBalanceUpdates).
+ */
+const heldIncrements = transactionBatch<{ increments: Map<string, HeldIncrement>; riders: InsertPart[] }>(
+  () => ({ increments: new Map(), riders: [] }),
   async (tx, held) => {
-    for (const increment of held.values()) await addToBalance(tx, increment);
+    let riders = held.riders;
+    for (const increment of held.increments.values()) {
+      await addToBalance(tx, increment, riders);
+      riders = [];
+    }
+    // Money out applied what was held before the end (applyHeld): the inserts go alone.
+    await insertTogether(tx, riders);
   },
 );
+
+/**
+ * Inside withBalanceUpdatesLast with money in held: `part` (an INSERT) is written in the same statement as the
+ * balance row's update at the end, one round trip fewer (a renewal's events: withEventBatch, services/events/record.ts),
+ * and true is answered. Otherwise false: the caller writes it itself. Only for rows nothing reads back before the commit.
+ */
+export function insertWithBalanceUpdates(tx: EntityManager, part: InsertPart): boolean {
+  const held = heldIncrements.heldOn(tx);
+  if (!held || held.increments.size === 0) return false;
+  held.riders.push(part);
+  return true;
+}
 const balanceKey = (b: BalanceKey) => `${b.accountId}:${b.livemode}:${b.currency}`;
 
 /**
@@ -81,22 +104,30 @@ export function withBalanceUpdatesLast<T>(tx: EntityManager, work: () => Promise
 /** Applies what withBalanceUpdatesLast holds for this row now: money out and reads of the row must see it. */
 async function applyHeld(tx: EntityManager, key: BalanceKey): Promise<void> {
   const held = heldIncrements.heldOn(tx);
-  const increment = held?.get(balanceKey(key));
+  const increment = held?.increments.get(balanceKey(key));
   if (!held || !increment) return;
-  held.delete(balanceKey(key));
+  held.increments.delete(balanceKey(key));
   await addToBalance(tx, increment);
 }
 
-/** Money in: one upsert (the row is created on the first movement), which locks the row until the transaction ends. */
-async function addToBalance(tx: EntityManager, increment: HeldIncrement): Promise<void> {
-  await tx.getConnection().execute(
-    `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, ?, ?, now())
+/**
+ * Money in: one upsert (the row is created on the first movement), which locks the row until the transaction ends;
+ * `with`: inserts written in the same statement (insertWithBalanceUpdates).
+ */
+async function addToBalance(
+  tx: EntityManager,
+  increment: HeldIncrement,
+  withInserts: InsertPart[] = [],
+): Promise<void> {
+  await insertTogether(tx, [
+    ...withInserts,
+    {
+      sql: `insert into account_balances (account_id, livemode, currency, available, pending, updated_at) values (?, ?, ?, ?, ?, now())
      on conflict (account_id, livemode, currency) do update
        set available = account_balances.available + excluded.available, pending = account_balances.pending + excluded.pending, updated_at = now()`,
-    [increment.accountId, increment.livemode, increment.currency, increment.available, increment.pending],
-    'run',
-    tx.getTransactionContext(),
-  );
+      params: [increment.accountId, increment.livemode, increment.currency, increment.available, increment.pending],
+    },
+  ]);
 }
 
 /** The balance row of (account, mode, currency), created at 0 when missing, locked until the caller's transaction ends. */
@@ -142,7 +173,7 @@ async function applyLegs(tx: EntityManager, m: Movement): Promise<void> {
   const pending = m.legs.pending ?? 0;
   type Row = { available: string | number; pending: string | number };
   if (available >= 0 && pending >= 0) {
-    const held = heldIncrements.heldOn(tx);
+    const held = heldIncrements.heldOn(tx)?.increments;
     if (!held) {
       await addToBalance(tx, {
         accountId: m.accountId,
@@ -195,6 +226,12 @@ async function applyLegs(tx: EntityManager, m: Movement): Promise<void> {
 
 async function move(tx: EntityManager, m: Movement): Promise<void> {
   await applyLegs(tx, m);
+  for (const entry of ledgerEntriesOf(m)) tx.create(LedgerEntry, entry);
+  await tx.flush();
+}
+
+/** A movement's ledger entries: one per leg, and the `external` one that makes them sum to zero. */
+function ledgerEntriesOf(m: Movement) {
   const entry = {
     accountId: m.accountId,
     livemode: m.livemode,
@@ -202,15 +239,16 @@ async function move(tx: EntityManager, m: Movement): Promise<void> {
     balanceTransactionId: m.balanceTransactionId,
     currency: m.currency,
   };
+  const entries: (typeof entry & { ledgerAccount: LedgerAccount; amount: number })[] = [];
   let external = 0;
   for (const ledgerAccount of ['available', 'pending'] as const) {
     const amount = m.legs[ledgerAccount] ?? 0;
     if (amount === 0) continue;
     external -= amount;
-    tx.create(LedgerEntry, { ...entry, ledgerAccount, amount });
+    entries.push({ ...entry, ledgerAccount, amount });
   }
-  if (external !== 0) tx.create(LedgerEntry, { ...entry, ledgerAccount: 'external', amount: external });
-  await tx.flush();
+  if (external !== 0) entries.push({ ...entry, ledgerAccount: 'external', amount: external });
+  return entries;
 }
 
 function newBalanceTransaction(
@@ -226,9 +264,14 @@ function newBalanceTransaction(
     ownedByWorkflow?: boolean;
   },
 ): BalanceTransaction {
+  return tx.create(BalanceTransaction, balanceTransactionRow(input));
+}
+
+/** The row of a new balance transaction: pending until `delayMs` from now (available at once without a delay). */
+function balanceTransactionRow(input: Parameters<typeof newBalanceTransaction>[1]) {
   const now = currentTime();
   const delayMs = input.delayMs ?? 0;
-  return tx.create(BalanceTransaction, {
+  return {
     id: newId('balanceTransaction'),
     accountId: input.accountId,
     livemode: input.livemode,
@@ -244,17 +287,23 @@ function newBalanceTransaction(
     // A workflow that waits for this money itself (the maintenance reconciler starts none for it).
     workflowConfirmedAt: input.ownedByWorkflow ? now : null,
     createdAt: now,
-  });
+  } satisfies Partial<BalanceTransaction> & { status: BalanceTransaction['status'] };
 }
 
-/** A succeeded payment: its money arrives pending (external → pending), available `delayMs` from now. */
+/**
+ * A succeeded payment: its money arrives pending (external → pending), available `delayMs` from now.
+ * The balance transaction and its ledger entries are written in ONE statement, with `insertWith` (the
+ * payment's own row, when the caller has not written it yet: recordSucceededTransaction), and no unit of
+ * work: they are only inserted (services/platform/row-inserts.ts). The balance row is updated first, or
+ * held for the end of the transaction inside withBalanceUpdatesLast.
+ */
 export async function postPayment(
   tx: EntityManager,
   payment: Transaction,
   delayMs: number,
-  options: { ownedByWorkflow?: boolean } = {},
+  options: { ownedByWorkflow?: boolean; insertWith?: InsertPart[] } = {},
 ): Promise<BalanceTransaction> {
-  const btxn = newBalanceTransaction(tx, {
+  const row = balanceTransactionRow({
     ...scopeOf(payment),
     type: 'payment',
     source: payment.id,
@@ -262,13 +311,24 @@ export async function postPayment(
     delayMs,
     ownedByWorkflow: options.ownedByWorkflow,
   });
-  await tx.flush();
-  await move(tx, {
+  const btxn = tx.create(BalanceTransaction, row, { persist: false });
+  const movement = {
     ...scopeOf(payment),
     transactionId: payment.id,
     balanceTransactionId: btxn.id,
     legs: delayMs > 0 ? { pending: btxn.net } : { available: btxn.net },
-  });
+  };
+  await applyLegs(tx, movement);
+  const createdAt = new Date();
+  await insertTogether(tx, [
+    ...(options.insertWith ?? []),
+    insertRowsPart(tx, BalanceTransaction, [row]),
+    insertRowsPart(
+      tx,
+      LedgerEntry,
+      ledgerEntriesOf(movement).map((entry) => ({ ...entry, createdAt })),
+    ),
+  ]);
   return btxn;
 }
 

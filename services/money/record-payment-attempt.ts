@@ -53,6 +53,8 @@ export interface PaymentAttemptOptions {
   paymentEvents?: boolean;
   /** The money's availability is the caller's workflow's: its balance transaction is written owned (renewCycle). */
   fundsOwnedByWorkflow?: boolean;
+  /** The risk score's count of the account's transactions of the past hour, when the caller counted it (chargeCustomer). */
+  transactionsLastHour?: number;
 }
 
 export interface RecordedAttempt {
@@ -74,7 +76,12 @@ export async function recordPaymentAttempt(
   options: PaymentAttemptOptions = {},
 ): Promise<RecordedAttempt> {
   const { id, ...input } = attempt;
-  const fields = await newTransactionFields(tx, { ...input, type: 'payment' }, options.owner);
+  const fields = await newTransactionFields(
+    tx,
+    { ...input, type: 'payment' },
+    options.owner,
+    options.transactionsLastHour,
+  );
   if (id) fields.id = id;
   if (outcome.status === 'pending') {
     const transaction = tx.create(Transaction, { ...fields, status: 'pending' });

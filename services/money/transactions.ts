@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Account, type BalanceTransaction, Transaction, type TransactionType } from '../../db/entities/index.ts';
 import { newId } from '../../domain/ids.ts';
 import { scoreRisk, velocityCountCap } from '../../domain/risk.ts';
+import { insertRowsPart } from '../platform/row-inserts.ts';
 import { currentTime } from '../test-clocks/now.ts';
 import { paymentAvailabilityDelayMs } from './availability-delay.ts';
 import { postCredit, postPayment, postRefund, withBalanceUpdatesLast } from './ledger.ts';
@@ -61,6 +62,17 @@ function fieldsOf(input: NewTransaction, risk: { score: number; level: 'low' | '
 }
 
 /**
+ * The risk score's count of an account's transactions of the hour before `now`, as a scalar subquery (`n`). The scorer
+ * stops counting at velocityCountCap, so the query does too: constant cost however busy the account.
+ */
+export function recentTransactionsCount(accountId: string, now: Date): { sql: string; params: unknown[] } {
+  return {
+    sql: `select count(*)::int as n from (select 1 from transactions where account_id = ? and created_at > ? limit ${velocityCountCap}) recent`,
+    params: [accountId, new Date(now.getTime() - 3_600_000)],
+  };
+}
+
+/**
  * The row of a new transaction: a fresh time-sortable id, and the risk level
  * scored from the amount, the account's age and its transactions of the past hour
  * (domain/risk.ts). Used by POST /v1/transactions and by paid payment requests.
@@ -69,16 +81,19 @@ export async function newTransactionFields(
   em: EntityManager,
   input: NewTransaction,
   account?: Pick<Account, 'createdAt'>,
+  /** The account's transactions of the past hour, when the caller counted them with a statement of its own (recentTransactionsCount). */
+  counted?: number,
 ): Promise<TransactionFields> {
   const owner = account ?? (await em.findOneOrFail(Account, { id: input.accountId }, { fields: ['createdAt'] }));
   const now = currentTime();
-  // The scorer stops counting at velocityCountCap, so the query does too: constant cost however busy the account.
-  const [row] = await em
-    .getConnection()
-    .execute<
-      { n: number }[]
-    >(`select count(*)::int as n from (select 1 from transactions where account_id = ? and created_at > ? limit ${velocityCountCap}) recent`, [input.accountId, new Date(now.getTime() - 3_600_000)], 'all', em.getTransactionContext());
-  const recent = row!.n;
+  let recent = counted;
+  if (recent === undefined) {
+    const count = recentTransactionsCount(input.accountId, now);
+    const [row] = await em
+      .getConnection()
+      .execute<{ n: number }[]>(count.sql, count.params, 'all', em.getTransactionContext());
+    recent = row!.n;
+  }
   const risk = scoreRisk({
     amount: input.amount,
     currency: input.currency,
@@ -109,16 +124,19 @@ export async function recordSucceededTransaction(
 ): Promise<{ transaction: Transaction; balanceTransaction: BalanceTransaction }> {
   // Money in reaches the balance row after the events (withBalanceUpdatesLast), or at the end of the caller's scope.
   return withBalanceUpdatesLast(tx, async () => {
-    const row = tx.create(Transaction, { ...fields, status: 'succeeded' });
-    await tx.flush();
-    const balanceTransaction =
-      fields.type === 'payment'
-        ? await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode), {
-            ownedByWorkflow: options.fundsOwnedByWorkflow,
-          })
-        : fields.type === 'credit'
-          ? await postCredit(tx, row)
-          : await postRefund(tx, row, null);
+    const data = { ...fields, status: 'succeeded' as const };
+    // A payment's row is only inserted: written by postPayment in one statement with its money (no unit of work).
+    const payment = fields.type === 'payment';
+    const row = tx.create(Transaction, data, { persist: !payment });
+    if (!payment) await tx.flush();
+    const balanceTransaction = payment
+      ? await postPayment(tx, row, options.delayMs ?? paymentAvailabilityDelayMs('sandbox', fields.livemode), {
+          ownedByWorkflow: options.fundsOwnedByWorkflow,
+          insertWith: [insertRowsPart(tx, Transaction, [data])],
+        })
+      : fields.type === 'credit'
+        ? await postCredit(tx, row)
+        : await postRefund(tx, row, null);
     await recordTransactionEvents(tx, row, 'created', { paymentEvents: options.paymentEvents });
     return { transaction: row, balanceTransaction };
   });

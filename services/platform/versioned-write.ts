@@ -18,19 +18,26 @@ export async function writeVersioned<Row extends { id: string; version: number }
   row: Row,
   options: { insertOnly: (keyof Row)[]; previousColumns: string[] },
 ): Promise<{ written: boolean; previous: Previous | null }> {
-  const [previous] = await tx.execute<Previous[]>(
-    `select ${options.previousColumns.join(', ')} from ${table} where id = ? for update`,
-    [row.id],
-  );
   const changes = Object.fromEntries(
     Object.entries(row).filter(([key]) => key !== 'id' && !options.insertOnly.includes(key as keyof Row)),
   );
-  const result = await tx
+  const upsert = tx
     .createQueryBuilder(entity)
     .insert(row)
     .onConflict('id')
     .merge(changes)
     .where({ version: { $lt: row.version } })
-    .execute('run');
-  return { written: result.affectedRows > 0, previous: previous ?? null };
+    .toQuery();
+  // ONE statement (one round trip): the row as it was, locked (read first: the main query joins it before it counts
+  // the upsert's rows), then the upsert, whose rows say whether it wrote.
+  const returning = /\sreturning\s/i.test(upsert.sql) ? '' : ' returning 1';
+  const [result] = await tx.execute<Record<string, unknown>[]>(
+    `with previous as (select true as found, ${options.previousColumns.join(', ')} from ${table} where id = ? for update),
+       upserted as (${upsert.sql}${returning})
+     select previous.*, (select count(*) from upserted)::int as written
+       from (select 1) as one left join previous on true`,
+    [row.id, ...upsert.params],
+  );
+  const { written, found, ...previous } = result as unknown as { written: number; found: boolean | null } & Previous;
+  return { written: written > 0, previous: found ? (previous as Previous) : null };
 }
