@@ -36,7 +36,7 @@ import { clockBindingOf, clockTimeOf } from '../../services/test-clocks/clocks.t
 import { accountScope } from '../auth/principal.ts';
 import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { listRoute, queryBoolean } from '../pagination.ts';
+import { listRoute, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant, oneCustomerName } from '../schemas.ts';
 
 /**
@@ -236,7 +236,7 @@ const CouponListQuery = z
       .openapi({ description: 'A coupon id from the current page: the page of newer coupons before it' }),
   })
   .strict()
-  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
+  .refine(...oneCursor);
 
 const promoCursor = z.string().regex(/^promo_[0-9a-z]{26}$/, 'must be a promo_ id');
 const PromotionCodeListQuery = z
@@ -256,7 +256,7 @@ const PromotionCodeListQuery = z
     active: queryBoolean.optional().openapi({ type: 'string', enum: ['true', 'false'] }),
   })
   .strict()
-  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' })
+  .refine(...oneCursor)
   .refine(...oneCustomerName);
 
 const couponParam = z.object({

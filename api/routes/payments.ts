@@ -8,7 +8,7 @@ import { cancelPaymentRequest } from '../../services/payment-requests/commands.t
 import { accountScope } from '../auth/principal.ts';
 import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
-import { keysetPage, listRoute } from '../pagination.ts';
+import { keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { createPaymentRequest, findOwnPaymentRequest, paymentRequestFields } from '../payment-request-input.ts';
 import { errorResponses, idParam, testClockId } from '../schemas.ts';
 
@@ -43,7 +43,7 @@ const ListQuery = z
     ending_before: cursor.optional(),
   })
   .strict()
-  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
+  .refine(...oneCursor);
 
 const StatusSchema = z
   .object({

@@ -16,7 +16,7 @@ import type { AppDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
-import { keysetPage, listRoute } from '../pagination.ts';
+import { keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant, testClockId } from '../schemas.ts';
 
 const CreateBody = z
@@ -74,7 +74,7 @@ const ListQuery = z
     }),
   })
   .strict()
-  .refine((q) => !(q.starting_after && q.ending_before), { message: 'use starting_after or ending_before, not both' });
+  .refine(...oneCursor);
 
 const PatchBody = z
   .object({
