@@ -8,7 +8,7 @@ import { approveDeviceLogin, normalizeUserCode, pendingDeviceLogin } from '../..
 import { csrfTokenFor, csrfTokenMatches, sessionCookieName, verifyBrowserToken } from '../auth/browser-session.ts';
 import { findLiveSession } from '../auth/principal.ts';
 import { secretKey } from '../auth/tokens.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { type Html, isCrossSitePost, page, stateCard } from './layout.ts';
 
 const footer = 'Billing engine · CLI login';
@@ -44,7 +44,7 @@ async function signedInOwner(c: Context, orm: MikroORM, key: Uint8Array): Promis
  * posted to the same path with the session's CSRF token; same origin only); anyone else is
  * sent to sign in first and brought back here. The API equivalent is POST /v1/cli/device/approve.
  */
-export function cliApprovePage({ orm, config }: ApiDeps) {
+export function cliApprovePage({ config, context: { orm } }: AppDeps) {
   const key = secretKey(config.auth.secret);
   const here = (code: string) => `/cli/approve${code ? `?code=${encodeURIComponent(code)}` : ''}`;
   const show = (c: Context, status: number, body: Html) => page(c, status, title, body, null, false, undefined, footer);

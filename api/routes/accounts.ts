@@ -9,7 +9,7 @@ import { recordAccountEvent } from '../../services/accounts/events.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { requireActor } from '../auth/principal.ts';
 import { SlidingWindowLimiter } from '../auth/rate-limit.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { clientIp } from '../middleware/client-ip.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses, isoInstant, pageQuery, passwordField } from '../schemas.ts';
@@ -91,7 +91,7 @@ const listAccounts = createRoute({
 
 export const defaultSettings = { currency: 'USD', timezone: 'UTC', language: 'en' };
 
-export function accountsApp({ orm, config }: ApiDeps) {
+export function accountsApp({ config, context: { orm } }: AppDeps) {
   // Unauthenticated sign-ups per client IP, in this process's memory (docs/security.md).
   const signups = new SlidingWindowLimiter(config.signupsPerIpPerHour, 3600_000);
   return newOpenApiApp()

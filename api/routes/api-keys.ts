@@ -7,7 +7,7 @@ import { ApiKeySchema, serializeApiKey } from '../../objects/api-key.ts';
 import { listCliKeys, revokeCliKey, serializeCliKey } from '../../services/accounts/cli-keys.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
 import { newApiKeySecret, sha256 } from '../auth/tokens.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
@@ -68,7 +68,7 @@ const revokeKey = createRoute({
   },
 });
 
-export function apiKeysApp({ orm }: ApiDeps) {
+export function apiKeysApp({ context: { orm } }: AppDeps) {
   return newOpenApiApp()
     .openapi(createKey, async (c) => {
       const principal = requireActor(c, ['admin', 'owner'], 'forbidden');

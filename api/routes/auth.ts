@@ -8,7 +8,7 @@ import { clearBrowserCookies, csrfTokenFor, setBrowserCookies, signBrowserToken 
 import { verifyPassword, warmPasswordDecoy } from '../auth/passwords.ts';
 import { findLiveSession, principalOf } from '../auth/principal.ts';
 import { newRefreshToken, secretKey, sha256, signAccessToken } from '../auth/tokens.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { clientIp } from '../middleware/client-ip.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { isCrossSitePost } from '../pages/layout.ts';
@@ -161,7 +161,7 @@ const endSession = createRoute({
   },
 });
 
-export function authApp({ orm, config }: ApiDeps) {
+export function authApp({ config, context: { orm } }: AppDeps) {
   const key = secretKey(config.auth.secret);
   const { auth } = config;
   void warmPasswordDecoy();

@@ -6,7 +6,7 @@ import { BalanceSchema, serializeBalance } from '../../objects/balance.ts';
 import { BalanceTransactionSchema, serializeBalanceTransaction } from '../../objects/balance-transaction.ts';
 import { currency } from '../../objects/common.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam, isoInstant } from '../schemas.ts';
@@ -55,8 +55,8 @@ const getBalanceTransaction = createRoute({
 });
 
 /** GET /v1/balance. */
-export function balanceApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function balanceApp(deps: AppDeps) {
+  const { orm } = deps.context;
   return newOpenApiApp().openapi(getBalance, async (c) => {
     const scope = await accountScope(c, orm);
     const rows = await orm.em.fork().find(AccountBalance, { accountId: scope.accountId, livemode: scope.livemode });
@@ -65,8 +65,8 @@ export function balanceApp(deps: ApiDeps) {
 }
 
 /** GET /v1/balance_transactions and /v1/balance_transactions/{id}. */
-export function balanceTransactionsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function balanceTransactionsApp(deps: AppDeps) {
+  const { orm } = deps.context;
   return newOpenApiApp()
     .openapi(listBalanceTransactions, async (c) => {
       const query = c.req.valid('query');

@@ -12,7 +12,7 @@ import {
   updateBankAccount,
 } from '../../services/payouts/bank-accounts.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { resourceId } from '../middleware/idempotency.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
@@ -135,8 +135,8 @@ const remove = createRoute({
   },
 });
 
-export function bankAccountsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function bankAccountsApp(deps: AppDeps) {
+  const { orm } = deps.context;
   const keys = { box: createSecretBox(deps.config.auth.secret, 'bank-accounts'), authSecret: deps.config.auth.secret };
   const notFound = (id: string, scope: { accountId: string; livemode: boolean }) =>
     notFoundInMode(orm.em, BankAccount, id, scope, 'bank account');

@@ -7,7 +7,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { BillingAlertSchema, serializeBillingAlert } from '../../objects/billing-alert.ts';
 import { createAlert, findAlert, listAlerts, setAlertStatus } from '../../services/usage/alerts.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
@@ -103,8 +103,8 @@ const routes = {
   ),
 };
 
-export function billingAlertsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function billingAlertsApp(deps: AppDeps) {
+  const { orm } = deps.context;
   return newOpenApiApp()
     .openapi(routes.create, async (c) => {
       const scope = await accountScope(c, orm);

@@ -10,7 +10,7 @@ import { Account } from '../../db/entities/index.ts';
 import { brandOf, logoPath } from '../../domain/branding.ts';
 import { changeBranding, loadLogo } from '../../services/accounts/branding.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
@@ -78,7 +78,7 @@ function serialize(account: Account, publicUrl: string): z.infer<typeof Branding
 }
 
 /** /v1/settings/branding. */
-export function brandingApp({ orm, config }: ApiDeps) {
+export function brandingApp({ config, context: { orm } }: AppDeps) {
   return newOpenApiApp()
     .openapi(getBranding, async (c) => {
       const { accountId } = await accountScope(c, orm);
@@ -97,7 +97,7 @@ export function brandingApp({ orm, config }: ApiDeps) {
  * under the version it names (the first 16 hex digits of its SHA-256): an old or wrong
  * version answers 404, so an address always shows the bytes it was made for.
  */
-export function brandingPublicApp({ orm }: ApiDeps) {
+export function brandingPublicApp({ context: { orm } }: AppDeps) {
   return new Hono().get('/:accountId/logo/:version', async (c) => {
     const accountId = c.req.param('accountId');
     if (!/^[\w-]{1,64}$/.test(accountId) || !/^[0-9a-f]{16}$/.test(c.req.param('version')))

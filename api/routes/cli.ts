@@ -14,7 +14,7 @@ import {
   startDeviceLogin,
 } from '../../services/accounts/cli-keys.ts';
 import { accountScope, principalOf, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { errorResponses, idParam } from '../schemas.ts';
 
@@ -157,7 +157,7 @@ const whoami = createRoute({
 });
 
 /** The CLI's endpoints under /v1 (docs/cli.md). */
-export function cliApp({ orm, config }: ApiDeps) {
+export function cliApp({ config, context: { orm } }: AppDeps) {
   return newOpenApiApp()
     .openapi(startDevice, async (c) => {
       const body = await optionalJsonBody(c, DeviceBody);

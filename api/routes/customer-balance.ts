@@ -17,7 +17,7 @@ import { recordBalanceTransaction } from '../../services/customers/balance.ts';
 import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
 import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listSchema, oneCursor } from '../pagination.ts';
@@ -107,8 +107,8 @@ const routes = {
   }),
 };
 
-export function customerBalanceApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function customerBalanceApp(deps: AppDeps) {
+  const { orm } = deps.context;
 
   async function findOwnCustomer(id: string, scope: { accountId: string; livemode: boolean }) {
     const em = orm.em.fork();

@@ -537,7 +537,8 @@ async function portalUsage(
   return found;
 }
 
-export function customerPortalApp({ orm, temporal, context }: AppDeps) {
+export function customerPortalApp({ context }: AppDeps) {
+  const { orm, temporal } = context;
   // The process's links and mailer (services/compose.ts), not ones built here.
   const { links, mailer } = context;
 
@@ -756,7 +757,7 @@ export function customerPortalApp({ orm, temporal, context }: AppDeps) {
     .openapi(portalPlanChangePreview, async (c) => {
       const { permissions, subscription } = await ownSubscription(c, c.req.valid('param').id);
       const plan = await offeredPlan(permissions, subscription, c.req.valid('query').plan);
-      const view = await billingStateOf(temporal, subscription);
+      const view = await billingStateOf(temporal.client, subscription);
       const preview = previewPlanChange(
         view.state,
         changedPlanTerms(plan, subscription),
@@ -796,7 +797,7 @@ export function customerPortalApp({ orm, temporal, context }: AppDeps) {
           now,
         }),
       );
-      await tellWorkflowOfDiscount(temporal, discount);
+      await tellWorkflowOfDiscount(temporal.client, discount);
       const [answer] = await portalDiscounts(em, [serializeSubscription(subscription)], now);
       return c.json(answer!, 200);
     })

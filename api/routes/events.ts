@@ -6,7 +6,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
 import { catalogTable, EventSchema, serializeEvent } from '../../objects/event.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
@@ -62,7 +62,7 @@ const getEvent = createRoute({
   responses: { 200: { description: 'The event', ...json(EventSchema) }, ...errorResponses(401, 404) },
 });
 
-export function eventsApp({ orm }: ApiDeps) {
+export function eventsApp({ context: { orm } }: AppDeps) {
   return newOpenApiApp()
     .openapi(listEvents, async (c) => {
       const query = c.req.valid('query');

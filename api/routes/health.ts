@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 
 import { healthCheck } from '../../services/platform/health-check.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 
 const Check = z.object({ ok: z.boolean(), latency_ms: z.number(), error: z.string().optional() });
@@ -34,7 +34,12 @@ const health = createRoute({
   },
 });
 
-export function healthApp({ orm, temporal }: ApiDeps) {
+export function healthApp({
+  context: {
+    orm,
+    temporal: { client: temporal },
+  },
+}: AppDeps) {
   return newOpenApiApp().openapi(health, async (c) => {
     const [database, temporalCheck] = await Promise.all([
       healthCheck(() => orm.em.fork().execute('select 1')),

@@ -11,7 +11,7 @@ import { InvoiceItemSchema, serializeInvoiceItem } from '../../objects/invoice-i
 import { createInvoiceItem, deleteInvoiceItem, findOwnItem, updateInvoiceItem } from '../../services/invoices/items.ts';
 import { maxTaxRatesPerLine } from '../../services/taxes/rates.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam, oneCustomerName } from '../schemas.ts';
@@ -150,8 +150,8 @@ const routes = {
   }),
 };
 
-export function invoiceItemsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function invoiceItemsApp(deps: AppDeps) {
+  const { orm } = deps.context;
   return newOpenApiApp()
     .openapi(routes.create, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);

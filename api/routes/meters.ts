@@ -11,7 +11,7 @@ import { MeterEventSummarySchema, MeterSchema, serializeMeter, serializeSummary 
 import { createMeter, findOwnMeter, meterRef, renameMeter, setMeterStatus } from '../../services/usage/meters.ts';
 import { summaryWindows, usageStoreFor } from '../../services/usage/postgres-store.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, listSchema, oneCursor } from '../pagination.ts';
@@ -157,8 +157,8 @@ const routes = {
   }),
 };
 
-export function metersApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function metersApp(deps: AppDeps) {
+  const { orm } = deps.context;
   return newOpenApiApp()
     .openapi(routes.create, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);

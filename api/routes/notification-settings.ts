@@ -5,7 +5,7 @@ import type { NotificationPreferences } from '../../domain/notifications.ts';
 import { recordModeSettingsEvent } from '../../services/accounts/events.ts';
 import { changeModeSettings, loadModeSettings } from '../../services/accounts/mode-settings.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
@@ -61,7 +61,7 @@ const serialize = (prefs: NotificationPreferences): z.infer<typeof NotificationS
 });
 
 /** GET/PATCH /v1/settings/notifications: the caller's mode's preferences (services/accounts/mode-settings.ts). */
-export function notificationSettingsApp({ orm }: ApiDeps) {
+export function notificationSettingsApp({ context: { orm } }: AppDeps) {
   return newOpenApiApp()
     .openapi(getRoute, async (c) => {
       const { accountId, livemode } = await accountScope(c, orm);

@@ -13,7 +13,7 @@ import { createMailer } from '../../services/email/mailer.ts';
 import { createPasswordResetTokens, passwordResetTtlMinutes } from '../auth/password-reset.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { SlidingWindowLimiter } from '../auth/rate-limit.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { clientIp } from '../middleware/client-ip.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses, passwordField } from '../schemas.ts';
@@ -72,7 +72,7 @@ const confirmReset = createRoute({
   responses: { 200: { description: 'The password is set', ...json(ConfirmAnswer) }, ...errorResponses(400) },
 });
 
-export function passwordResetApp({ orm, config }: ApiDeps) {
+export function passwordResetApp({ config, context: { orm } }: AppDeps) {
   const tokens = createPasswordResetTokens(config.auth.secret);
   const perEmail = new SlidingWindowLimiter(5, 3600_000);
   const perIp = new SlidingWindowLimiter(20, 3600_000);

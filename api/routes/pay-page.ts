@@ -28,9 +28,8 @@ import { isPayPageMethod, payPageMethods, type PayResult, tokenPattern } from '.
 import { renderReceiptPdf } from '../../domain/receipt-pdf.ts';
 import { loadLogo } from '../../services/accounts/branding.ts';
 import { pdfFonts } from '../../services/invoices/pdf.ts';
-import { resolveProcessors } from '../../services/processors/index.ts';
 import { payUpdate } from '../../workflows/payment-request.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { type Html, isCrossSitePost, page, stateCard } from '../pages/layout.ts';
 
 interface View {
@@ -186,9 +185,8 @@ function checkoutReturnPage(c: Context, view: View) {
   );
 }
 
-export function payPageApp(deps: ApiDeps) {
-  const { orm, temporal, config, logger } = deps;
-  const processors = resolveProcessors(deps, config.processors, () => orm.em.fork());
+export function payPageApp({ config, context }: AppDeps) {
+  const { orm, temporal, processors, logger } = context;
   async function load(token: string): Promise<View | null> {
     if (!tokenPattern.test(token)) return null;
     const em = orm.em.fork();
@@ -331,7 +329,7 @@ export function payPageApp(deps: ApiDeps) {
 
     let result: PayResult;
     try {
-      result = await temporal.workflow
+      result = await temporal.client.workflow
         .getHandle(view.request.id)
         .executeUpdate(payUpdate, { args: [{ paymentMethod: method, attemptKey: `${attempt}:${method}` }] });
     } catch (error) {

@@ -29,7 +29,7 @@ import { amount, currency } from '../../objects/common.ts';
 import { PlanSchema, serializePlan } from '../../objects/plan.ts';
 import { findOwnProduct } from '../../services/catalog/plan-prices.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { describeZodError } from '../errors.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor, queryBoolean } from '../pagination.ts';
@@ -568,7 +568,7 @@ async function findOwnPlan(em: EntityManager, id: string, scope: { accountId: st
   return plan;
 }
 
-export function plansApp({ orm }: ApiDeps) {
+export function plansApp({ context: { orm } }: AppDeps) {
   const update = async (
     id: string,
     body: z.infer<typeof UpdatePlanBody>,

@@ -7,7 +7,7 @@ import { metadataLimits } from '../../objects/common.ts';
 import { ProductSchema, serializeProduct } from '../../objects/product.ts';
 import { findOwnProduct } from '../../services/catalog/plan-prices.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, oneCursor, queryBoolean } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
@@ -91,7 +91,7 @@ const updateRoute = (method: 'post' | 'patch') =>
     responses: { 200: { description: 'Updated', ...json(ProductSchema) }, ...errorResponses(400, 401, 404) },
   });
 
-export function productsApp({ orm }: ApiDeps) {
+export function productsApp({ context: { orm } }: AppDeps) {
   const update = async (
     id: string,
     body: z.infer<typeof UpdateBody>,

@@ -17,7 +17,7 @@ import {
   revenueReport,
 } from '../../services/reports/dashboard-charts.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses, isoInstant } from '../schemas.ts';
 
@@ -160,7 +160,7 @@ function range(query: z.infer<typeof ReportQuery>): ReportRange {
  */
 async function answerReport<K extends 'revenue' | 'mrr' | 'invoiced', D>(
   c: Context,
-  orm: ApiDeps['orm'],
+  orm: AppDeps['context']['orm'],
   query: z.infer<typeof ReportQuery>,
   kind: K,
   build: (em: EntityManager, scope: ReportScope, range: ReportRange) => Promise<D>,
@@ -179,7 +179,7 @@ async function answerReport<K extends 'revenue' | 'mrr' | 'invoiced', D>(
   };
 }
 
-export function reportsApp({ orm }: ApiDeps) {
+export function reportsApp({ context: { orm } }: AppDeps) {
   return newOpenApiApp()
     .openapi(revenueRoute, async (c) =>
       c.json(await answerReport(c, orm, c.req.valid('query'), 'revenue', revenueReport), 200),

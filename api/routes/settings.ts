@@ -10,7 +10,7 @@ import { recordModeSettingsEvent } from '../../services/accounts/events.ts';
 import { type BillingSettings, changeModeSettings, loadModeSettings } from '../../services/accounts/mode-settings.ts';
 import { setUsageSettings as saveUsageSettings, usageSettingsOf } from '../../services/usage/settings.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
@@ -157,7 +157,7 @@ function serialize(settings: BillingSettings): z.infer<typeof BillingSettingsSch
 }
 
 /** Billing settings of the caller's mode (live and sandbox each have their own): grace period, retry policy, what ends dunning. */
-export function settingsApp({ orm }: ApiDeps) {
+export function settingsApp({ context: { orm } }: AppDeps) {
   async function change(c: Parameters<typeof accountScope>[0], changes: z.infer<typeof PatchBody>) {
     requireActor(c, ['admin', 'owner', 'api_key'], 'forbidden');
     if (changes.retry_policy) {

@@ -7,7 +7,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { eventTypes } from '../../domain/events.ts';
 import { serializeEvent } from '../../objects/event.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import type { RequestLogBuffer, RequestLogLine } from '../request-log-buffer.ts';
 
@@ -71,7 +71,7 @@ const sseDoc = (path: string, summary: string, description: string, query: z.Zod
  * GET /v1/events/stream and GET /v1/logs/stream: server-sent events for `billing listen`
  * and `billing logs tail`, in the caller's account and mode only.
  */
-export function streamsApp({ orm, sseHeartbeatMs }: ApiDeps, logs: RequestLogBuffer) {
+export function streamsApp({ sseHeartbeatMs, context: { orm } }: AppDeps, logs: RequestLogBuffer) {
   const heartbeatMs = sseHeartbeatMs ?? defaultHeartbeatMs;
   const open = new Map<string, number>();
   const claim = (key: string) => {

@@ -230,7 +230,8 @@ const upcoming = createRoute({
   },
 });
 
-export function subscriptionItemsApps({ orm, temporal, context: ctx }: AppDeps) {
+export function subscriptionItemsApps({ context: ctx }: AppDeps) {
+  const { orm, temporal } = ctx;
   async function ownSubscription(c: Context, id: string): Promise<Subscription> {
     const { accountId, livemode } = await accountScope(c, orm);
     const subscription = await orm.em.fork().findOne(Subscription, { id, accountId, livemode });
@@ -401,7 +402,7 @@ export function subscriptionItemsApps({ orm, temporal, context: ctx }: AppDeps) 
     const subscription = await ownSubscription(c, query.subscription);
     if (endedStatuses.includes(subscription.status))
       throw new ApiError('invalid_state', `The subscription is ${subscription.status}: no invoice is coming.`);
-    const view = await billingStateOf(temporal, subscription);
+    const view = await billingStateOf(temporal.client, subscription);
     const at = query.proration_date !== undefined ? new Date(query.proration_date * 1000) : new Date(view.now);
     const changes = await proposedChanges(
       subscription,

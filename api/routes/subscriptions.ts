@@ -359,7 +359,8 @@ async function withUsageSoFar(
 const withDiscount = async <T extends { id: string }>(em: EntityManager, object: T) =>
   (await withDiscounts(em, [object]))[0]!;
 
-export function subscriptionsApp({ orm, context, config }: AppDeps) {
+export function subscriptionsApp({ context, config }: AppDeps) {
+  const { orm } = context;
   // A create also reads the configuration (the object itself, at each create: a test may change it meanwhile).
   const ctx = { ...context, settings: config };
 

@@ -32,7 +32,7 @@ import {
 import { clockTimeOf } from '../../services/test-clocks/clocks.ts';
 import { onTestClock } from '../../services/test-clocks/now.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { notFoundInMode } from '../not-found.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, listSchema, oneCursor, queryBoolean } from '../pagination.ts';
@@ -348,8 +348,8 @@ async function findOwnCustomer(em: EntityManager, id: string, scope: Scope): Pro
   return customer;
 }
 
-export function taxRatesApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function taxRatesApp(deps: AppDeps) {
+  const { orm } = deps.context;
   return newOpenApiApp()
     .openapi(routes.create, async (c) => {
       const scope = await accountScope(c, orm);
@@ -385,8 +385,8 @@ export function taxRatesApp(deps: ApiDeps) {
     });
 }
 
-export function taxSettingsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function taxSettingsApp(deps: AppDeps) {
+  const { orm } = deps.context;
   const body = (scope: Scope, ids: string[]) => ({
     object: 'tax_settings' as const,
     livemode: scope.livemode,
@@ -420,8 +420,8 @@ export function subscriptionItemPlans(
   return new Map(items.map((item) => [item.id, item.planId]));
 }
 
-export function subscriptionTaxRatesApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function subscriptionTaxRatesApp(deps: AppDeps) {
+  const { orm } = deps.context;
   const own = async (em: EntityManager, id: string, scope: Scope) => {
     const subscription = await em.findOne(Subscription, { id, ...scope });
     if (!subscription) throw await notFoundInMode(em, Subscription, id, scope, 'subscription');
@@ -476,8 +476,8 @@ export function subscriptionTaxRatesApp(deps: ApiDeps) {
     });
 }
 
-export function customerTaxIdsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function customerTaxIdsApp(deps: AppDeps) {
+  const { orm } = deps.context;
   const withEvent = async (
     em: EntityManager,
     customer: Customer,

@@ -21,7 +21,7 @@ import {
   transactionSearch,
 } from '../../services/search/query.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
@@ -116,7 +116,7 @@ const creditNotesRoute = searchRoute(
 /** What every search handler starts with: the query parsed by the resource's field table, its page token read, the caller's scope. */
 async function searchRequest(
   c: Context,
-  orm: ApiDeps['orm'],
+  orm: AppDeps['context']['orm'],
   table: SearchTable,
   params: { query: string; limit: number; page?: string | undefined },
 ) {
@@ -126,8 +126,8 @@ async function searchRequest(
   return { scope, parsed, options: { limit: params.limit, after } };
 }
 
-export function transactionSearchApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function transactionSearchApp(deps: AppDeps) {
+  const { orm } = deps.context;
   return newOpenApiApp().openapi(transactionsRoute, async (c) => {
     const { scope, parsed, options } = await searchRequest(c, orm, transactionSearch, c.req.valid('query'));
     const result = await searchTransactions(orm.em.fork(), scope, parsed, options);
@@ -143,8 +143,7 @@ export function transactionSearchApp(deps: ApiDeps) {
   });
 }
 
-export function invoiceSearchApp(deps: ApiDeps) {
-  const { orm, config } = deps;
+export function invoiceSearchApp({ config, context: { orm } }: AppDeps) {
   return newOpenApiApp().openapi(invoicesRoute, async (c) => {
     const { scope, parsed, options } = await searchRequest(c, orm, invoiceSearch, c.req.valid('query'));
     const result = await searchInvoices(orm.em.fork(), scope, parsed, options);
@@ -156,8 +155,8 @@ export function invoiceSearchApp(deps: ApiDeps) {
   });
 }
 
-export function customerSearchApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function customerSearchApp(deps: AppDeps) {
+  const { orm } = deps.context;
   return newOpenApiApp().openapi(customersRoute, async (c) => {
     const { scope, parsed, options } = await searchRequest(c, orm, customerSearch, c.req.valid('query'));
     const em = orm.em.fork();
@@ -178,8 +177,7 @@ export function customerSearchApp(deps: ApiDeps) {
   });
 }
 
-export function creditNoteSearchApp(deps: ApiDeps) {
-  const { orm, config } = deps;
+export function creditNoteSearchApp({ config, context: { orm } }: AppDeps) {
   return newOpenApiApp().openapi(creditNotesRoute, async (c) => {
     const { scope, parsed, options } = await searchRequest(c, orm, creditNoteSearch, c.req.valid('query'));
     const result = await searchCreditNotes(orm.em.fork(), scope, parsed, options);

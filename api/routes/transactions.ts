@@ -167,8 +167,8 @@ function refuseLiveMoneyFromNothing(actor: Actor, livemode: boolean, type: (type
 
 export function transactionsApp(deps: AppDeps) {
   // The process's services (services/context.ts): card payments take them whole (services/money/payments.ts payByCard).
-  const { orm, context } = deps;
-  const { processors } = context;
+  const { context } = deps;
+  const { orm, processors } = context;
 
   async function findOwn(em: EntityManager, id: string, scope: { accountId: string; livemode: boolean }) {
     const transaction = await em.findOne(Transaction, { id, accountId: scope.accountId, livemode: scope.livemode });

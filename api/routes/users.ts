@@ -8,7 +8,7 @@ import { newId } from '../../domain/ids.ts';
 import { serializeUser, UserSchema } from '../../objects/user.ts';
 import { hashPassword, requireCurrentPassword } from '../auth/passwords.ts';
 import { type Principal, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { newOpenApiApp } from '../openapi-app.ts';
 import { emailField, errorResponses, idParam, pageQuery, passwordField as password } from '../schemas.ts';
 
@@ -132,7 +132,7 @@ function visibleUsers(principal: Principal): Record<string, unknown> {
   return { accountId: principal.accountId };
 }
 
-export function usersApp({ orm }: ApiDeps) {
+export function usersApp({ context: { orm } }: AppDeps) {
   async function findVisible(principal: Principal, id: string) {
     const em = orm.em.fork();
     const user = await em.findOne(User, { ...visibleUsers(principal), id } as FilterQuery<User>);

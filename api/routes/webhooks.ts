@@ -28,7 +28,7 @@ import { pendingDelivery } from '../../services/webhooks/pending-delivery.ts';
 import { checkWebhookUrl } from '../../services/webhooks/url-check.ts';
 import type { DispatchWaker } from '../../services/webhooks/wake.ts';
 import { accountScope, requireActor } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { newOpenApiApp, optionalJsonBody } from '../openapi-app.ts';
 import { cursorQuery, keysetPage, listRoute, listSchema, oneCursor } from '../pagination.ts';
 import { errorResponses, idParam } from '../schemas.ts';
@@ -215,8 +215,8 @@ async function findOwnEndpoint(em: EntityManager, id: string, scope: { accountId
   return endpoint;
 }
 
-export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Resolver) {
-  const { orm, temporal, config } = deps;
+export function webhooksApps({ config, context }: AppDeps, wake: DispatchWaker, resolver?: Resolver) {
+  const { orm, temporal } = context;
   const box = createSecretBox(config.auth.secret);
   /** The url as checked and normalized (what is stored), or url_not_allowed. */
   const checkUrl = async (url: string, livemode: boolean): Promise<string> => {
@@ -366,7 +366,7 @@ export function webhooksApps(deps: ApiDeps, wake: DispatchWaker, resolver?: Reso
       em.create(WebhookDelivery, pendingDelivery(event, endpoint.id, now, ulid().toLowerCase())),
     );
     await em.flush();
-    for (const delivery of deliveries) await startDelivery({ client: temporal, taskQueue: config.taskQueue }, delivery);
+    for (const delivery of deliveries) await startDelivery(temporal, delivery);
     return c.json({ object: 'list' as const, data: await withAttempts(em, deliveries), has_more: false }, 202);
   });
 

@@ -52,15 +52,6 @@ export function createProcessors(
   };
 }
 
-/** The prebuilt `processors` (the process's ServiceContext has them), else built from the configuration now. */
-export function resolveProcessors(
-  given: { processors?: Processors },
-  config: ProcessorsConfig,
-  em: () => EntityManager,
-): Processors {
-  return given.processors ?? createProcessors(config, em);
-}
-
 /** The development default: the sandbox for both modes. */
 export const sandboxOnlyConfig: ProcessorsConfig = {
   live: 'sandbox',
