@@ -21,9 +21,14 @@
  * engine's API in this process (it counts the events per statement on the engine's group committer), or with
  * BENCH_SINGLES_API=process in its own process as production runs it (the load generator then has a core to itself
  * less often than the API; events per statement are not counted).
+ * Each round also reports the CPU time per event of the API process (process mode), of PostgreSQL (its server and
+ * backends) and of this process (/proc), and BENCH_ONLY=singles ends with a VERDICT line on the 2,000/s goal;
+ * BENCH_RESULTS_FILE=<path> writes its section there instead of bench/RESULTS.md (a trial run).
  * BENCH_DURATION, BENCH_WARMUP (seconds), BENCH_ROUNDS, BENCH_METER_EVENTS shorten or lengthen a run.
  */
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -50,6 +55,8 @@ import type { LoadJob, LoadReport } from './meter-events-load.ts';
 
 const sectionHeading = '## Usage: meter event ingestion, visibility and aggregation';
 const singlesHeading = '## Usage: single meter events (group commit)';
+/** Where BENCH_ONLY=singles writes its section: bench/RESULTS.md, or BENCH_RESULTS_FILE (a trial run that must not replace it). */
+const singlesResultsFile = process.env.BENCH_RESULTS_FILE || resultsFile;
 const customerCount = 1_000;
 const bigEvents = Number(process.env.BENCH_METER_EVENTS ?? 2_000_000);
 const bigCustomers = 100_000;
@@ -57,6 +64,43 @@ const bigCustomers = 100_000;
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/** CPU seconds (user + system) of a process from /proc/<pid>/stat; with `children`, also its waited-for children's. */
+function processCpuSeconds(pid: number, children = false): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command (which may hold spaces): state is field 3, utime 14, stime 15, cutime 16, cstime 17.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]) + (children ? Number(fields[13]) + Number(fields[14]) : 0);
+    return ticks / clockTicks;
+  } catch {
+    return 0;
+  }
+}
+const clockTicks = 100; // USER_HZ on Linux (getconf CLK_TCK)
+
+/** The PostgreSQL server's CPU seconds: the postmaster, its live backends, and the ones that exited (its children's time). */
+function postgresCpuSeconds(postmasterPid: number): number {
+  let total = processCpuSeconds(postmasterPid, true);
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === postmasterPid) total += processCpuSeconds(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return total;
+}
+
+/** CPU seconds, now, of what serves a round: the API process (process mode), PostgreSQL, and this process (bare route, load generator). */
+interface CpuSnapshot {
+  api: number;
+  postgres: number;
+  bench: number;
 }
 
 function runLoad(job: LoadJob): Promise<LoadReport> {
@@ -162,6 +206,17 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
   );
   say(`tenant ${tenant.accountId}, meter ${meterId}, ${customerCount} customers`);
 
+  // CPU per event: the API process's, PostgreSQL's and this process's CPU time over each round (/proc, Linux).
+  const [{ data_directory: dataDirectory }] =
+    await connection.execute<{ data_directory: string }[]>('show data_directory');
+  const postmasterPid = Number(fs.readFileSync(`${dataDirectory}/postmaster.pid`, 'utf8').split('\n')[0]);
+  const cpuNow = (): CpuSnapshot => ({
+    api: env.apiPid === undefined ? 0 : processCpuSeconds(env.apiPid),
+    postgres: postgresCpuSeconds(postmasterPid),
+    bench: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
+  });
+  const cpuPerEvent: Record<string, { api: number; postgres: number; bench: number; events: number }> = {};
+
   const targets = { engine: engineBase, bare: bareBase } as const;
   const lines: string[] = [];
   let failed = false;
@@ -183,10 +238,20 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
     for (const base of Object.values(targets)) await runLoad(job(base, settings.warmupSeconds));
     for (let round = 0; round < settings.rounds; round++)
       for (const [name, base] of Object.entries(targets)) {
+        const cpuBefore = cpuNow();
         const report = await runLoad(job(base, settings.durationSeconds));
+        const cpuAfter = cpuNow();
         results[name]!.push(report);
+        const cpu = (cpuPerEvent[`${label}\u0000${name}`] ??= { api: 0, postgres: 0, bench: 0, events: 0 });
+        cpu.api += cpuAfter.api - cpuBefore.api;
+        cpu.postgres += cpuAfter.postgres - cpuBefore.postgres;
+        cpu.bench += cpuAfter.bench - cpuBefore.bench;
+        cpu.events += report.events;
+        const us = (seconds: number) => Math.round((seconds * 1e6) / report.events);
         say(
-          `${label}: ${name}: ${Math.round(report.events / report.seconds)} events/s (${Math.round(report.requests / report.seconds)} req/s), p99 ${round1(percentile(report.latenciesMs, 99))} ms, non-2xx ${report.non2xx}`,
+          `${label}: ${name}: ${Math.round(report.events / report.seconds)} events/s (${Math.round(report.requests / report.seconds)} req/s), p99 ${round1(percentile(report.latenciesMs, 99))} ms, non-2xx ${report.non2xx}; ` +
+            `CPU µs/event: API process ${env.apiPid === undefined ? 'n/a' : us(cpuAfter.api - cpuBefore.api)}, PostgreSQL ${us(cpuAfter.postgres - cpuBefore.postgres)}, ` +
+            `bench process ${us(cpuAfter.bench - cpuBefore.bench)}; load average ${os.loadavg()[0]!.toFixed(1)}`,
         );
         if (report.non2xx) failed = true;
       }
@@ -215,8 +280,18 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
     const at16 = await coalescing(() => measure('single events (16 connections)', 1, 16, true));
     const at64 = await coalescing(() => measure('single events (64 connections)', 1, 64, true));
     const cpus = os.cpus();
+    const cpuLines = Object.entries(cpuPerEvent).map(([key, cpu]) => {
+      const [label, name] = key.split('\u0000');
+      const us = (seconds: number) => Math.round((seconds * 1e6) / cpu.events);
+      return `| ${label} | ${name} | ${singlesApi === 'process' && name === 'engine' ? us(cpu.api) : 'n/a'} | ${us(cpu.postgres)} | ${us(cpu.bench)} |`;
+    });
+    const verdict = (rate: number) => `${Math.round(rate)}/s, ${rate >= 2000 ? 'met' : 'NOT met'}`;
+    say(
+      `VERDICT, issue #28's single events ≥ 2,000/s: 16 connections ${verdict(at16.engine)}; 64 connections ${verdict(at64.engine)} ` +
+        `(load average ${env.loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} now)`,
+    );
     writeSection(
-      resultsFile,
+      singlesResultsFile,
       singlesHeading,
       [
         singlesHeading,
@@ -227,7 +302,7 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
           (singlesApi === 'process'
             ? "The engine's API runs in its own process as `npm run api` starts it (BENCH_SINGLES_API=process); the bare route runs in this one. "
             : "The engine's API runs in this process, beside the bare route. ") +
-          'The engine coalesces concurrent single events into one statement and commit (group commit, ~1 ms window); the bare route commits each request alone.',
+          "The engine coalesces concurrent single events into one statement and commit (group commit: the events of a turn of the event loop, or those that arrived while the account's two statements ran); the bare route commits each request alone.",
         '',
         '| ingestion | engine events/s | engine p99 ms | bare events/s | bare p99 ms | engine/bare |',
         '|---|---:|---:|---:|---:|---:|',
@@ -235,10 +310,17 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
         '',
         `Events per ingestion statement on the engine (warm-up included): ${perStatement(at16.perStatement)} at 16 connections, ${perStatement(at64.perStatement)} at 64.`,
         '',
+        'CPU time per event over the measured rounds (/proc): the API process (BENCH_SINGLES_API=process only), PostgreSQL (the server and its backends), ' +
+          'and the bench process (the bare route when it is measured, the load generator always, the inline engine when BENCH_SINGLES_API is not process).',
+        '',
+        '| ingestion | target | API process µs/event | PostgreSQL µs/event | bench process µs/event |',
+        '|---|---|---:|---:|---:|',
+        ...cpuLines,
+        '',
         `Goal of issue #28: single events ≥ 2,000/s (16 connections: ${Math.round(at16.engine)}, 64: ${Math.round(at64.engine)}).`,
       ].join('\n'),
     );
-    say('results written to bench/RESULTS.md');
+    say(`results written to ${path.relative(process.cwd(), singlesResultsFile)}`);
     return failed ? 1 : 0;
   }
 
