@@ -328,8 +328,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** Starts a payment request's own workflow (for a recurring request) and waits until it has recorded itself. */
     async issuePaymentRequest(input: PaymentRequestWorkflowInput): Promise<void> {
-      const context = Context.current();
-      await issuePaymentRequest(em(), context.client, context.info.taskQueue, input);
+      await issuePaymentRequest(activityContext(Context.current()), em(), input);
     },
     async chargePaymentRequest(input: PaymentRequestChargeInput): Promise<PaymentRequestChargeOutcome> {
       Context.current().log.info('charging payment request', {

@@ -32,7 +32,10 @@ export interface ApiDeps {
   tracer?: Tracer;
 }
 
-/** What the routes get from createApp: the given dependencies with the process's services composed. */
+/**
+ * What the routes get from createApp: the given dependencies with the process's services composed. Routes read their
+ * database, Temporal, processors, links, mailer and logger from `context` (one source), and settings from `config`.
+ */
 export type AppDeps = ApiDeps & { context: ServiceContext; processors: Processors };
 
 /** An entry point's ApiDeps from the services it composed (services/compose.ts). */

@@ -167,11 +167,7 @@ export function exportsApps({ config, context, exportStorage }: AppDeps) {
             `columns: ${unknown.join(', ')} not among ${body.resource}'s columns (${known.join(', ')}).`,
           );
       }
-      const e = await startExport(
-        { orm, client: temporal.client, taskQueue: temporal.taskQueue, exportsTaskQueue: config.exportsTaskQueue },
-        scope,
-        body,
-      );
+      const e = await startExport({ orm, temporal, exportsTaskQueue: config.exportsTaskQueue }, scope, body);
       return c.json(serialize(e), 202);
     })
     .openapi(listExports, async (c) => {

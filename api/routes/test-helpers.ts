@@ -85,7 +85,7 @@ export function testHelpersApp({ config, context }: AppDeps) {
       const scope = await sandboxScope(c);
       const { resource, format } = c.req.valid('json');
       const e = await startExport(
-        { orm, client: temporal.client, taskQueue: temporal.taskQueue, exportsTaskQueue: config.exportsTaskQueue },
+        { orm, temporal, exportsTaskQueue: config.exportsTaskQueue },
         scope,
         { resource, format, time_zone: 'UTC' },
         { failWrites: true },

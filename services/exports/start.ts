@@ -2,20 +2,19 @@
  * Records an export `pending` and starts its workflow (POST /v1/exports; POST /v1/test_helpers/exports
  * with `failWrites`, a sandbox export whose every write fails: api/routes/test-helpers.ts).
  */
-import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
-
 import { Export, type ExportFormat, type ExportResource } from '../../db/entities/index.ts';
 import { newId } from '../../domain/ids.ts';
 import { exportWorkflow } from '../../workflows/export.ts';
+import type { ServiceContext, WorkflowStartContext } from '../context.ts';
 
-/** What starting an export needs: the database, Temporal, and the queues (EXPORTS_TASK_QUEUE: dedicated exports workers). */
-export interface ExportStarter {
-  orm: MikroORM;
-  client: Client;
-  taskQueue: string;
-  exportsTaskQueue?: string | undefined;
-}
+/**
+ * What starting an export needs: the context's database and Temporal (the workflow starts on its live queue), and the
+ * exports queue of the configuration (EXPORTS_TASK_QUEUE: dedicated exports workers write the file), read per request.
+ */
+export type ExportStarter = Pick<ServiceContext, 'orm'> &
+  WorkflowStartContext & {
+    exportsTaskQueue?: string | undefined;
+  };
 
 /** An export as asked for, already validated (api/routes/exports.ts CreateBody). */
 export interface ExportRequest {
@@ -34,7 +33,8 @@ export async function startExport(
   body: ExportRequest,
   options: { failWrites?: boolean } = {},
 ): Promise<Export> {
-  const { orm, taskQueue, exportsTaskQueue } = starter;
+  const { orm, exportsTaskQueue } = starter;
+  const { client, taskQueue } = starter.temporal;
   const now = new Date();
   const em = orm.em.fork();
   const e = em.create(Export, {
@@ -62,7 +62,7 @@ export async function startExport(
     updatedAt: now,
   });
   await em.flush();
-  await starter.client.workflow.start(exportWorkflow, {
+  await client.workflow.start(exportWorkflow, {
     workflowId: e.id,
     taskQueue,
     // Dedicated exports workers (EXPORTS_TASK_QUEUE) write the file; otherwise the workflow's own queue does.

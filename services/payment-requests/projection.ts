@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 
 import { PaymentRequest, RecurringPaymentRequest, Transaction } from '../../db/entities/index.ts';
@@ -319,11 +318,11 @@ export async function recordCheckoutPayment(
  * is refused (REJECT_DUPLICATE), which means it is already there.
  */
 export async function issuePaymentRequest(
+  ctx: WorkflowStartContext,
   em: EntityManager,
-  client: Client,
-  taskQueue: string,
   input: PaymentRequestWorkflowInput,
 ): Promise<void> {
+  const { client, taskQueue } = ctx.temporal;
   const { request } = input;
   // Issued by a recurring request on a test clock: the clock waits for it too.
   if (input.testClock) await bindToClock(client, input.testClock, request.id);
