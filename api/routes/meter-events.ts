@@ -201,9 +201,13 @@ const routes = {
   }),
 };
 
+/**
+ * The body as JSON. jsonBodies (api/middleware/body.ts) has read and checked it as text already; parsing that text
+ * here costs less than c.req.json(), which builds a Response around the cached text to parse it again.
+ */
 async function readJson(c: Context): Promise<unknown> {
   try {
-    return await c.req.json();
+    return JSON.parse(await c.req.text());
   } catch {
     throw new ApiError('invalid_request', 'The body must be a JSON object.');
   }
