@@ -394,7 +394,7 @@ export function createActivities(deps: ActivityDeps) {
     },
     /** The payout confirmation (paid) or failure email, once, if the account wants it. */
     async notifyPayoutPaid(payoutId: string): Promise<void> {
-      await notifyPayoutPaid(em(), deps.mailer, payoutId, processors);
+      await notifyPayoutPaid({ mailer: deps.mailer, processors }, em(), payoutId);
     },
     /** Maintenance (workflows/maintenance.ts): pending payments with no settlement workflow, carried on as the API would have. */
     async reconcileStuckPayments(olderThanMs: number): Promise<ReconcileResult> {

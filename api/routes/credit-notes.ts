@@ -292,9 +292,7 @@ export function creditNotesApps({ config, context }: AppDeps) {
         if (made.refundId) await completeRefund(orm.em.fork(), processors.forMode(scope.livemode), made.refundId);
       }
       try {
-        await onTestClock(clock, () =>
-          emailCreditNote(orm.em.fork(), context.mailer, processors, note, pdfUrl(note.id), config.publicUrl),
-        );
+        await onTestClock(clock, () => emailCreditNote(context, orm.em.fork(), note, pdfUrl(note.id)));
       } catch (error) {
         logger.warn({ err: error, creditNote: note.id }, 'could not email the credit note; it is issued');
       }

@@ -12,8 +12,8 @@ import { renderCreditNotePdf } from '../../domain/credit-note-pdf.ts';
 import { creditNoteEmail } from '../../domain/email-templates.ts';
 import { formatMoney } from '../../domain/money.ts';
 import { loadLogo } from '../accounts/branding.ts';
-import type { Mailer } from '../email/mailer.ts';
-import { sendEmailOnce, type TestModes } from '../email/send-once.ts';
+import type { ServiceContext } from '../context.ts';
+import { sendEmailOnce } from '../email/send-once.ts';
 import { billedTo, pdfFonts, pdfSeller } from '../invoices/pdf.ts';
 import { creditNoteContext } from './issue.ts';
 
@@ -62,20 +62,21 @@ export async function creditNotePdf(em: EntityManager, note: CreditNote, testMod
   );
 }
 
-/** Emails the customer the credit note once (to the address its invoice was issued to). */
+/**
+ * Emails the customer the credit note once (to the address its invoice was issued to), through the context's mailer,
+ * branded with its links' public URL, marked [TEST] when the note's mode moves no real money.
+ */
 export async function emailCreditNote(
+  ctx: Pick<ServiceContext, 'mailer' | 'links' | 'processors'>,
   em: EntityManager,
-  mailer: Mailer,
-  modes: TestModes,
   note: CreditNote,
   pdfUrl: string,
-  publicUrl: string,
 ): Promise<boolean> {
   const { invoice, account, customer } = await creditNoteContext(em, note);
   const { name: customerName, email: to } = billedTo(invoice, customer);
   if (!to) return false;
   const money = (amount: number) => formatMoney(amount, note.currency);
-  const brand = brandOf(account, publicUrl);
+  const brand = brandOf(account, ctx.links.publicUrl);
   const outcomes = [
     ...(Number(note.refundAmount) > 0
       ? [
@@ -105,7 +106,7 @@ export async function emailCreditNote(
   });
   const sent = await sendEmailOnce(
     em,
-    mailer,
+    ctx.mailer,
     {
       dedupeKey: `${note.id}:email`,
       accountId: account.id,
@@ -114,7 +115,7 @@ export async function emailCreditNote(
       livemode: note.livemode,
       ...email,
     },
-    modes,
+    ctx.processors,
   );
   return sent.sent;
 }

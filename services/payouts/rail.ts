@@ -21,9 +21,8 @@ import { serializePayout } from '../../objects/payout.ts';
 import type { ClockBinding } from '../../workflows/clock-sleep.ts';
 import { payoutWorkflow } from '../../workflows/payout.ts';
 import { loadModeSettings } from '../accounts/mode-settings.ts';
-import type { TemporalContext } from '../context.ts';
-import type { Mailer } from '../email/mailer.ts';
-import { sendEmailOnce, type TestModes } from '../email/send-once.ts';
+import type { ServiceContext, TemporalContext } from '../context.ts';
+import { sendEmailOnce } from '../email/send-once.ts';
 import { recordEvent } from '../events/record.ts';
 import { postPayout, postPayoutFailure } from '../money/ledger.ts';
 import { bindToClock, taskQueueFor, unbindFromClock } from '../test-clocks/binding.ts';
@@ -493,10 +492,9 @@ export async function cancelClockPayouts(em: EntityManager, clockId: string): Pr
  * it turned `payout_confirmations` off in the payout's mode.
  */
 export async function notifyPayoutPaid(
+  ctx: Pick<ServiceContext, 'mailer' | 'processors'>,
   em: EntityManager,
-  mailer: Mailer,
   payoutId: string,
-  modes?: TestModes,
 ): Promise<void> {
   const payout = await em.findOneOrFail(Payout, { id: payoutId });
   if (payout.status !== 'paid' && payout.status !== 'failed') return;
@@ -523,7 +521,7 @@ export async function notifyPayoutPaid(
         });
   await sendEmailOnce(
     em,
-    mailer,
+    ctx.mailer,
     {
       // `<payout id>:payout_paid` or `:payout_failed`: one email per payout and outcome.
       dedupeKey: `${payout.id}:payout_${payout.status}`,
@@ -532,7 +530,7 @@ export async function notifyPayoutPaid(
       livemode: payout.livemode,
       ...email,
     },
-    modes,
+    ctx.processors,
   );
 }
 
