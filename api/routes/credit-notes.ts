@@ -13,7 +13,6 @@ import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { currency as currencyCode } from '../../objects/common.ts';
 import { CreditNoteSchema, serializeCreditNote } from '../../objects/credit-note.ts';
-import { invoicePdfUrl } from '../../objects/invoice.ts';
 import {
   creditNotePdf,
   creditNotePdfToken,
@@ -238,7 +237,7 @@ function pdfResponse(c: Context, note: CreditNote, pdf: Buffer): Response {
 }
 
 export function creditNotesApps({ config, context }: AppDeps) {
-  const { orm, temporal, processors, logger } = context;
+  const { orm, processors, logger } = context;
   const pdfUrl = (id: string) => signedCreditNotePdfUrl(config, id);
 
   async function findOwn(id: string, scope: { accountId: string; livemode: boolean }) {
@@ -278,12 +277,12 @@ export function creditNotesApps({ config, context }: AppDeps) {
         await onTestClock(clock, () => previewCreditNote(orm.em.fork(), scope, request));
         const id = newId('creditNote');
         note = await onTestClock(clock, () =>
-          creditOpenInvoiceThroughOwner(
-            temporal.client,
-            orm.em.fork(),
-            { invoicePdfUrl: (invoiceId) => invoicePdfUrl(config, invoiceId) },
-            { creditNoteId: id, pdfUrl: pdfUrl(id), scope, request },
-          ),
+          creditOpenInvoiceThroughOwner(context, orm.em.fork(), {
+            creditNoteId: id,
+            pdfUrl: pdfUrl(id),
+            scope,
+            request,
+          }),
         );
       } else {
         const made = await onTestClock(clock, () => createCreditNote(orm.em.fork(), scope, request, pdfUrl));

@@ -12,7 +12,6 @@
  * invoice's row lock.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 
 import { CreditNote, Invoice, Subscription } from '../../db/entities/index.ts';
 import type { OpenInvoiceCredit, OpenInvoiceCreditResult } from '../../domain/credit-notes.ts';
@@ -20,6 +19,7 @@ import { ApiError, type ErrorCode, errorStatus } from '../../domain/errors.ts';
 import { endedStatuses } from '../../domain/subscription.ts';
 import { creditOneOffInvoiceUpdate } from '../../workflows/invoice.ts';
 import { creditInvoiceUpdate } from '../../workflows/subscription.ts';
+import type { TemporalContext } from '../context.ts';
 import type { InvoiceLinks } from '../invoices/events.ts';
 import { updateRefusal, workflowGone } from '../platform/workflow-messages.ts';
 import { createOpenInvoiceCreditNote } from './issue.ts';
@@ -49,13 +49,16 @@ export async function creditOpenInvoice(
 const asApiError = (type: string, message: string) =>
   new ApiError((type in errorStatus ? type : 'invalid_request') as ErrorCode, message);
 
-/** Credits the open invoice `credit.request.invoice` through its owner (above), and answers the credit note. */
+/**
+ * Credits the open invoice `credit.request.invoice` through its owner (above) with the context's Temporal client, or
+ * directly with its links (the invoice's events carry its PDF link), and answers the credit note.
+ */
 export async function creditOpenInvoiceThroughOwner(
-  client: Client,
+  ctx: { temporal: Pick<TemporalContext, 'client'>; links: InvoiceLinks },
   em: EntityManager,
-  links: InvoiceLinks,
   credit: OpenInvoiceCredit,
 ): Promise<CreditNote> {
+  const { client } = ctx.temporal;
   const invoice = await em.findOne(
     Invoice,
     { id: credit.request.invoice, accountId: credit.scope.accountId, livemode: credit.scope.livemode },
@@ -63,7 +66,7 @@ export async function creditOpenInvoiceThroughOwner(
   );
   if (!invoice) throw new ApiError('not_found', 'invoice: no such invoice.');
   const direct = async () => {
-    const result = await creditOpenInvoice(em.fork(), links, credit);
+    const result = await creditOpenInvoice(em.fork(), ctx.links, credit);
     if ('refused' in result) throw asApiError(result.refused.type, result.refused.message);
   };
   let send: (() => Promise<unknown>) | null = null;
