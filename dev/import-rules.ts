@@ -104,7 +104,28 @@ export function checkImportRules(root: string): string[] {
   }
   for (const cycle of findCycles(edges.filter((e) => !e.typeOnly)))
     problems.push(`import cycle: ${cycle.join(' → ')} → ${cycle[0]}`);
-  return [...problems, ...adapterLeaks(files)];
+  return [...problems, ...adapterLeaks(files), ...flatRouteDeps(files)];
+}
+
+/** What a route may not read beside its context: the flat fields createApp's input (ApiDeps) carries for composing it. */
+const flatDeps = /\bApiDeps\b|\bdeps\.(?:orm|temporal|logger|processors)\b/;
+/** Route files not moved to the context yet (the meter-events ingest path, another change's). */
+const flatDepsAllowed = new Set([path.join('api', 'routes', 'meter-events.ts')]);
+
+/**
+ * One source of services for the HTTP edge (#25): a route or page takes AppDeps and reads its database, Temporal,
+ * processors and logger from `deps.context` (services/compose.ts composed it), and only settings from `deps.config`.
+ */
+function flatRouteDeps(files: Array<{ file: string; text: string }>): string[] {
+  const problems: string[] = [];
+  for (const { file, text } of files) {
+    if (!file.startsWith(`api${path.sep}routes${path.sep}`) && !file.startsWith(`api${path.sep}pages${path.sep}`))
+      continue;
+    if (flatDepsAllowed.has(file)) continue;
+    const flat = flatDeps.exec(text);
+    if (flat) problems.push(`${file} reads ${flat[0]}: a route takes AppDeps and reads its services from deps.context`);
+  }
+  return problems;
 }
 
 /** Node modules that do I/O: domain/ imports none of them (a service does the I/O and hands domain/ the result). */

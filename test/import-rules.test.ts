@@ -60,6 +60,21 @@ describe('import rules (dev/import-rules.ts)', () => {
     ]);
   });
 
+  it('refuse a route that reads the flat ApiDeps fields instead of its context', () => {
+    const root = tree({
+      'api/routes/a.ts': "import type { ApiDeps } from '../deps.ts';\nexport const a = (deps: ApiDeps) => deps;\n",
+      'api/routes/b.ts': 'export const b = (deps: { orm: unknown }) => deps.orm;\n',
+      'api/pages/c.ts': 'export const c = (deps: { temporal: unknown }) => deps.temporal;\n',
+      'api/routes/d.ts':
+        'export const d = (deps: { context: { orm: unknown }; config: unknown }) => [deps.context.orm, deps.config];\n',
+    });
+    expect(checkImportRules(root).sort()).toEqual([
+      expect.stringContaining('api/pages/c.ts reads deps.temporal: a route takes AppDeps'),
+      expect.stringContaining('api/routes/a.ts reads ApiDeps: a route takes AppDeps'),
+      expect.stringContaining('api/routes/b.ts reads deps.orm: a route takes AppDeps'),
+    ]);
+  });
+
   it('refuse an activity or a service that imports api/', () => {
     const root = tree({
       'activities/index.ts': "import { x } from '../api/schemas.ts';\nexport const y = x;\n",
