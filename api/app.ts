@@ -155,7 +155,7 @@ export function createApp(given: ApiDeps) {
   app.use(httpMetrics());
   if (deps.tracer) app.use(httpTracing(deps.tracer));
   app.use(requestId());
-  app.use(requestLogging(deps.logger, requestLogs));
+  app.use(requestLogging(context.logger, requestLogs));
   app.use(urlGuard());
   // A logo is shown by pages and emails of other origins (webmail): it may be loaded cross-origin (set after secureHeaders' same-origin).
   app.use('/branding/*', async (c, next) => {
@@ -190,33 +190,33 @@ export function createApp(given: ApiDeps) {
       c.header('Cache-Control', 'no-store');
   });
   app.use('/v1/*', jsonBodies());
-  app.use('/v1/*', authenticate(deps.orm, deps.config.auth));
+  app.use('/v1/*', authenticate(context.orm, deps.config.auth));
   // What a CLI key (x-cli-key) may not do, in one place.
   app.use('/v1/*', restrictCliKeys());
   app.use(
     '/v1/*',
-    idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }),
+    idempotencyKeys(context.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }),
   );
   // After each write on an account with webhook endpoints: wake the event dispatcher (services/webhooks/wake.ts).
   const wake = createDispatchWaker({
-    orm: deps.orm,
-    client: () => deps.temporal,
-    taskQueue: deps.config.taskQueue,
+    orm: context.orm,
+    client: () => context.temporal.client,
+    taskQueue: context.temporal.taskQueue,
     onError: (error) =>
-      deps.logger.warn({ err: error }, 'could not wake the webhook dispatcher; its timer will pick the events up'),
+      context.logger.warn({ err: error }, 'could not wake the webhook dispatcher; its timer will pick the events up'),
   });
   app.use('/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's POST /api/v1/payment-requests: the same JSON bodies, credentials and Idempotency-Key as /v1.
   app.use('/api/v1/*', jsonBodies());
-  app.use('/api/v1/*', authenticate(deps.orm, deps.config.auth));
+  app.use('/api/v1/*', authenticate(context.orm, deps.config.auth));
   app.use('/api/v1/*', restrictCliKeys());
   app.use(
     '/api/v1/*',
-    idempotencyKeys(deps.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }),
+    idempotencyKeys(context.orm, { trustProxy: deps.config.auth.trustProxy, leaseMs: deps.config.idempotencyLeaseMs }),
   );
   app.use('/api/v1/*', wakeDispatchAfterWrites(wake));
   // SPEC.md's GET /invoices: the invoice list outside /v1, with the same authentication.
-  app.use('/invoices', authenticate(deps.orm, deps.config.auth));
+  app.use('/invoices', authenticate(context.orm, deps.config.auth));
 
   app.route('/health', healthApp(deps));
   app.route('/v1/auth', authApp(deps));
@@ -390,7 +390,7 @@ export function createApp(given: ApiDeps) {
       `${c.req.method} is not allowed on ${c.req.path}; it takes ${methods.join(', ')}.`,
     );
   });
-  app.onError((error, c) => handleError(error, c, deps.logger));
+  app.onError((error, c) => handleError(error, c, context.logger));
   return app;
 }
 
