@@ -302,7 +302,7 @@ await runBenchmark('meter-events', async (stops, say: Say) => {
           (singlesApi === 'process'
             ? "The engine's API runs in its own process as `npm run api` starts it (BENCH_SINGLES_API=process); the bare route runs in this one. "
             : "The engine's API runs in this process, beside the bare route. ") +
-          "The engine coalesces concurrent single events into one statement and commit (group commit: the events of a turn of the event loop, or those that arrived while the account's two statements ran); the bare route commits each request alone.",
+          "The engine coalesces concurrent single events into one statement and commit (group commit: the events of a turn of the event loop, or those that arrived while the account's four statements ran); the bare route commits each request alone.",
         '',
         '| ingestion | engine events/s | engine p99 ms | bare events/s | bare p99 ms | engine/bare |',
         '|---|---:|---:|---:|---:|---:|',

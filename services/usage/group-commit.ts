@@ -45,7 +45,7 @@ export interface GroupCommitOptions {
   maxInFlight: number;
 }
 
-export const defaultGroupCommit: GroupCommitOptions = { windowMs: 0, maxBatch: 500, maxInFlight: 2 };
+export const defaultGroupCommit: GroupCommitOptions = { windowMs: 0, maxBatch: 500, maxInFlight: 4 };
 
 export class SingleEventCommitter {
   private readonly groups = new Map<string, Group>();
