@@ -4,6 +4,7 @@ import pg from 'pg';
 
 import { entities } from './entities/index.ts';
 import { migrations } from './migrations/index.ts';
+import { withDeadConnectionRelease } from './pool-guard.ts';
 
 /** ORM options for a database URL. Migrations are listed explicitly (no folder scan), so they run the same from source and tests. */
 export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}): Options {
@@ -18,6 +19,8 @@ export function ormOptions(databaseUrl: string, overrides: Partial<Options> = {}
     // DATABASE_POOL_MAX: size it with the worker's activity slots (docs/scaling.md).
     pool: { min: 0, max: databasePoolMax() },
     ...overrides,
+    // A connection that dies while checked out goes back to the pool destroyed, whoever holds it (db/pool-guard.ts).
+    driverOptions: withDeadConnectionRelease(overrides.driverOptions),
   });
 }
 
