@@ -128,9 +128,10 @@ type Sql = <Row = Record<string, unknown>>(text: string, values: unknown[]) => P
 
 /**
  * One transaction on a connection of the ORM's pool, taken straight from pg: a connection that died under it (the
- * point of the claim) goes back to the pool destroyed. Through MikroORM's em.transactional, whose rollback on a
- * dead connection throws before it releases it, each one would be a pool slot lost for good (MikroORM 7.2.1, Kysely
- * 0.29.6: ControlledTransaction.rollback releases only after the ROLLBACK succeeded).
+ * point of the claim) goes back to the pool destroyed. It was written when MikroORM's em.transactional, whose rollback
+ * on a dead connection throws before it releases it, lost a pool slot for each (MikroORM 7.2.1, Kysely 0.29.6:
+ * ControlledTransaction.rollback releases only after the ROLLBACK succeeded); db/pool-guard.ts now gives such a
+ * connection back for every pool db/orm.ts builds, and its no-op release makes the `client.release` below harmless.
  */
 async function withClaimTransaction<T>(em: EntityManager, work: (sql: Sql) => Promise<T>): Promise<T> {
   const pool = await em.getConnection().getNativeClient();
