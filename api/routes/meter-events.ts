@@ -19,7 +19,7 @@ import { usageStoreFor } from '../../services/usage/postgres-store.ts';
 import type { IngestOutcome, RefusalCode } from '../../services/usage/store.ts';
 import { checkUsageThresholds } from '../../services/usage/thresholds.ts';
 import { accountScope } from '../auth/principal.ts';
-import type { ApiDeps } from '../deps.ts';
+import type { AppDeps } from '../deps.ts';
 import { json, newOpenApiApp } from '../openapi-app.ts';
 import { errorResponses } from '../schemas.ts';
 
@@ -218,7 +218,7 @@ async function readJson(c: Context): Promise<unknown> {
  * Its failure does not fail the request (the events are committed); the customer's next batch checks again.
  */
 async function checkAlerts(
-  deps: ApiDeps,
+  { context }: AppDeps,
   scope: { accountId: string; livemode: boolean },
   outcomes: IngestOutcome[],
 ): Promise<void> {
@@ -228,9 +228,9 @@ async function checkAlerts(
     if (outcome.status === 'accepted') pairs.push({ customerId: outcome.customerId, meterId: outcome.meterId });
   }
   try {
-    await checkUsageAlerts(deps.orm, scope, pairs);
+    await checkUsageAlerts(context.orm, scope, pairs);
   } catch (error) {
-    deps.logger.warn(
+    context.logger.warn(
       { err: error, accountId: scope.accountId },
       'usage alerts: the check after a committed batch failed',
     );
@@ -238,12 +238,12 @@ async function checkAlerts(
   // The same pass: progressive billing's thresholds of the batch's customers (one signal per crossing).
   try {
     await checkUsageThresholds(
-      deps,
+      context,
       scope,
       pairs.map((p) => p.customerId),
     );
   } catch (error) {
-    deps.logger.warn(
+    context.logger.warn(
       { err: error, accountId: scope.accountId },
       'usage thresholds: the check after a committed batch failed',
     );
@@ -254,8 +254,8 @@ function refusal(outcome: IngestOutcome & { status: 'refused' }): ApiError {
   return new ApiError(outcome.code as ErrorCode, refusalMessages[outcome.code]);
 }
 
-export function meterEventsApp(deps: ApiDeps) {
-  const { orm } = deps;
+export function meterEventsApp(deps: AppDeps) {
+  const { orm } = deps.context;
   const app = newOpenApiApp();
   for (const route of Object.values(routes)) app.openAPIRegistry.registerPath(route);
 

@@ -14,7 +14,6 @@
  * - The period's closing subtracts what the threshold invoices billed (thresholdBilledOf, domain/usage-thresholds.ts).
  */
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 
 import { Plan } from '../../db/entities/index.ts';
 import { ApiError } from '../../domain/errors.ts';
@@ -31,6 +30,7 @@ import {
 } from '../../domain/usage-thresholds.ts';
 import { isEmptyWindow, usageWindow } from '../../domain/usage-window.ts';
 import { usageThresholdReachedSignal } from '../../workflows/subscription-usage-thresholds.ts';
+import type { ServiceContext } from '../context.ts';
 import { priceTerms } from '../subscriptions/terms.ts';
 import { usageSoFar } from './billing.ts';
 import { usageStoreFor } from './postgres-store.ts';
@@ -280,7 +280,7 @@ type Candidate = {
  * reached their threshold, once per crossing. Answers how many were signalled. A failure never fails the batch.
  */
 export async function checkUsageThresholds(
-  deps: { orm: MikroORM; temporal: Client },
+  deps: Pick<ServiceContext, 'orm' | 'temporal'>,
   scope: Scope,
   customerIds: readonly string[],
 ): Promise<number> {
@@ -335,7 +335,7 @@ export async function checkUsageThresholds(
     );
     if (claimed.rowCount === 0) continue;
     try {
-      await deps.temporal.workflow.getHandle(candidate.subscriptionId).signal(usageThresholdReachedSignal);
+      await deps.temporal.client.workflow.getHandle(candidate.subscriptionId).signal(usageThresholdReachedSignal);
       signalled++;
     } catch (error) {
       // Not signalled: the claim goes back, so the customer's next batch signals again.
