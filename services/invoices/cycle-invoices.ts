@@ -88,6 +88,20 @@ export async function openInvoice(
 }
 
 /**
+ * The CTEs that take an account's next invoice number, for numberInvoice and insertNumberedInvoice: `counter` adds one
+ * to the account's counter of the mode (created at 1 with `prefix`; the row stays locked until the commit), and
+ * `next_number` is the number as domain/invoice-number.ts formatInvoiceNumber formats it (the prefix, a dash, the
+ * sequence in at least four digits). Its parameters, first in the statement: account id, livemode, prefix.
+ */
+const takeInvoiceNumber = `counter as (
+       insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)
+       on conflict (account_id, livemode) do update set last_number = invoice_number_counters.last_number + 1
+       returning prefix, last_number::text as sequence
+     ), next_number as (
+       select counter.prefix || '-' || lpad(counter.sequence, greatest(4, length(counter.sequence)), '0') as number from counter
+     )`;
+
+/**
  * Takes the invoice's number from the account's counter (which locks the counter row until
  * the commit) and writes it into the invoice and its `invoice.created` event, written with the
  * invoice id in its place: one statement, the last before the commit (a one-off invoice's finalization,
@@ -99,13 +113,8 @@ export async function numberInvoice(
   ids: { invoiceId: string; eventId: string; accountId: string; livemode: boolean; prefix: string },
 ): Promise<string> {
   const [row] = await tx.execute<{ number: string }[]>(
-    `with counter as (
-       insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)
-       on conflict (account_id, livemode) do update set last_number = invoice_number_counters.last_number + 1
-       returning prefix, last_number::text as sequence
-     ), numbered as (
-       update invoices set number = counter.prefix || '-' || lpad(counter.sequence, greatest(4, length(counter.sequence)), '0')
-       from counter where invoices.id = ? returning invoices.number
+    `with ${takeInvoiceNumber}, numbered as (
+       update invoices set number = next_number.number from next_number where invoices.id = ? returning invoices.number
      )
      update events set data = jsonb_set(events.data, '{object,number}', to_jsonb(numbered.number))
      from numbered where events.id = ? returning numbered.number`,
@@ -133,21 +142,17 @@ export async function insertNumberedInvoice(
     events: Record<string, unknown>[];
   },
 ): Promise<string> {
-  const numbered = { from: 'numbered', set: { number: 'numbered.number' } };
-  const invoice = insertRowsPart(tx, Invoice, [input.invoice], numbered);
+  const invoice = insertRowsPart(tx, Invoice, [input.invoice], {
+    from: 'next_number',
+    set: { number: 'next_number.number' },
+  });
   const events = insertRowsPart(tx, Event, input.events, {
-    from: 'numbered',
-    set: { data: `jsonb_set(r.data, '{object,number}', to_jsonb(numbered.number))` },
+    from: 'next_number',
+    set: { data: `jsonb_set(r.data, '{object,number}', to_jsonb(next_number.number))` },
   });
   const [row] = await tx.execute<{ number: string }[]>(
-    `with counter as (
-       insert into invoice_number_counters (account_id, livemode, prefix, last_number) values (?, ?, ?, 1)
-       on conflict (account_id, livemode) do update set last_number = invoice_number_counters.last_number + 1
-       returning prefix, last_number::text as sequence
-     ), numbered as (
-       select counter.prefix || '-' || lpad(counter.sequence, greatest(4, length(counter.sequence)), '0') as number from counter
-     ), invoice as (${invoice.sql}), events as (${events.sql})
-     select number from numbered`,
+    `with ${takeInvoiceNumber}, invoice as (${invoice.sql}), events as (${events.sql})
+     select number from next_number`,
     [input.accountId, input.livemode, input.prefix, ...invoice.params, ...events.params],
   );
   return row!.number;
