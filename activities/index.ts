@@ -164,15 +164,18 @@ export function createActivities(deps: ActivityDeps) {
       await recordTestClockAdvanced(em(), input);
     },
     /** The clock workflow's tick to the workflows on it (direct signals); returns the ids of workflows that no longer exist. */
-    async tickClockWorkflows(input: { ids: string[]; tick: ClockTick }): Promise<string[]> {
-      return tickClockWorkflows(Context.current().client, input.ids, input.tick);
+    async tickClockWorkflows(input: { ids: string[]; tick: ClockTick; concurrency?: number }): Promise<string[]> {
+      return tickClockWorkflows(Context.current().client, input.ids, input.tick, input.concurrency);
     },
     /** A workflow on a clock reports to it (a direct signal). */
     async reportToClock(input: { clockId: string; report: ClockReport }): Promise<void> {
       await reportToClock(Context.current().client, input.clockId, input.report);
     },
-    /** Between two instants of a test clock: the events recorded on it handed to the webhook dispatcher (returns how many are left after `timeoutMs`). */
-    async awaitClockEventsDispatched(input: { clockId: string; timeoutMs: number }): Promise<number> {
+    /** Between two instants of a test clock: the events recorded on it handed to the webhook dispatcher (returns how many are left after `timeoutMs`, and whether a delivery may have been registered on the clock). */
+    async awaitClockEventsDispatched(input: {
+      clockId: string;
+      timeoutMs: number;
+    }): Promise<{ left: number; bound: boolean }> {
       const context = Context.current();
       return awaitClockEventsDispatched(
         em(),

@@ -88,20 +88,23 @@ export async function wakeEventDispatch({
  * For a test clock between two instants: waits until the dispatcher has handled every
  * event recorded on `clockId` that an endpoint may want (waking it at once and every
  * 2 s), so their failed deliveries are registered on the clock before it moves on.
- * Returns how many are left after `timeoutMs` (0: all dispatched).
+ * Returns how many are left after `timeoutMs` (`left`, 0: all dispatched), and whether
+ * the dispatcher may have registered a delivery on the clock (`bound`, see clockDeliveriesUnsettled):
+ * only then must the clock's workflow end its task to see the registration (workflows/test-clock.ts).
  */
 export async function awaitClockEventsDispatched(
   em: EntityManager,
   temporal: Pick<TemporalContext, 'client' | 'taskQueue'>,
   clockId: string,
   timeoutMs: number,
-): Promise<number> {
+): Promise<{ left: number; bound: boolean }> {
   const started = Date.now();
   let pause = 50;
   let lastWake = 0;
   for (;;) {
     const left = await undispatchedClockEvents(em, clockId);
-    if (left === 0 || Date.now() - started > timeoutMs) return left;
+    if (left === 0 || Date.now() - started > timeoutMs)
+      return { left, bound: left > 0 || (await clockDeliveriesUnsettled(em, clockId)) };
     if (Date.now() - lastWake > 2_000) {
       await wakeEventDispatch(temporal);
       lastWake = Date.now();
@@ -201,6 +204,21 @@ export async function undispatchedClockEvents(em: EntityManager, clockId: string
     [clockId],
   );
   return Number(rows[0]?.count ?? 0);
+}
+
+/**
+ * Whether a delivery of an event on `clockId` is not settled (pending or failed): the dispatcher hands
+ * such a delivery to a workflow registered on the clock (bindToClock) before marking its event handed
+ * on. When none is, no registration can be in flight: one whose delivery already succeeded or was
+ * canceled has its "done" report after it, so the clock hears both or neither.
+ */
+export async function clockDeliveriesUnsettled(em: EntityManager, clockId: string): Promise<boolean> {
+  const rows = await em.getConnection().execute<{ unsettled: boolean }[]>(
+    `select exists (select 1 from events e join webhook_deliveries d on d.event_id = e.id
+       where e.test_clock_id = ? and d.status not in ('succeeded', 'canceled')) as unsettled`,
+    [clockId],
+  );
+  return rows[0]?.unsettled === true;
 }
 
 /** Runs `task` over `items`, `width` at a time. */
