@@ -126,6 +126,16 @@ describe('sendEmailOnce', () => {
     expect(received(key)).toBe(1);
   });
 
+  it('a key with quotes and backslashes (sent as literals with the begin and the commit) is claimed and marked sent', async () => {
+    const key = `${newKey()}:o'brien\\'; select 1; --`;
+    expect(await sendEmailOnce(em(), mailer, email(key))).toMatchObject({ sent: true });
+    const row = await em().findOneOrFail(SentEmail, { dedupeKey: key });
+    expect(row.status).toBe('sent');
+    expect(row.sentAt).toBeInstanceOf(Date);
+    expect(await sendEmailOnce(em(), mailer, email(key))).toMatchObject({ sent: false });
+    expect(received(key)).toBe(1);
+  });
+
   it('a claim written without the lock (a worker of the previous version) is taken over only once 60 s old', async () => {
     const key = newKey();
     const claim = (claimedAt: Date) =>

@@ -79,10 +79,10 @@ export async function sendEmailOnce(
 ): Promise<{ sent: boolean; messageId: string }> {
   const input = { ...email, subject: emailSubject(email, modes) };
   const messageId = `<${createHash('sha256').update(input.dedupeKey).digest('hex').slice(0, 32)}@billing-engine>`;
-  return withClaimTransaction(em, async (sql) => {
-    const [{ held }] = await sql<{ held: boolean }>(
-      `select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as held, set_config('idle_in_transaction_session_timeout', $2, true)`,
-      [claimLockKey(input.dedupeKey), String(silentOwnerMs)],
+  return withClaimTransaction(em, async ({ sql, begin, commitAfter, literal }) => {
+    // Sent with the `begin` (one round trip): the key and the timeout are literals, escaped by pg.
+    const [{ held }] = await begin<{ held: boolean }>(
+      `select pg_try_advisory_xact_lock(hashtextextended(${literal(claimLockKey(input.dedupeKey))}, 0)) as held, set_config('idle_in_transaction_session_timeout', ${literal(String(silentOwnerMs))}, true)`,
     );
     const recorded = () =>
       sql<{ status: 'sending' | 'sent'; message_id: string; stale: boolean }>(
@@ -116,10 +116,10 @@ export async function sendEmailOnce(
       html: input.html,
       messageId,
     });
-    await sql(`update sent_emails set status = 'sent', sent_at = $2 where dedupe_key = $1`, [
-      input.dedupeKey,
-      currentTime(),
-    ]);
+    // Sent with the `commit` (one round trip): a failed update skips the commit and the transaction rolls back.
+    await commitAfter(
+      `update sent_emails set status = 'sent', sent_at = ${literal(currentTime().toISOString())}::timestamptz where dedupe_key = ${literal(input.dedupeKey)}`,
+    );
     return { sent: true, messageId };
   });
 }
@@ -127,24 +127,57 @@ export async function sendEmailOnce(
 type Sql = <Row = Record<string, unknown>>(text: string, values: unknown[]) => Promise<Row[]>;
 
 /**
+ * The claim's transaction as the work sees it. `begin` and `commitAfter` save a round trip each: they send their
+ * statement in one simple-protocol query with the `begin` or the `commit` (several statements in one query string are
+ * allowed only without parameters, hence `literal`, pg's escapeLiteral). A successful send is 3 round trips: begin
+ * with the lock, the claim, the `sent` mark with the commit.
+ */
+interface ClaimTransaction {
+  sql: Sql;
+  /** `begin; <text>`: the rows of `text`. Called first, once. */
+  begin: <Row = Record<string, unknown>>(text: string) => Promise<Row[]>;
+  /** `<text>; commit`: the transaction is committed (else it is, after the work returns, with a plain `commit`). */
+  commitAfter: (text: string) => Promise<void>;
+  literal: (value: string) => string;
+}
+
+/**
  * One transaction on a connection of the ORM's pool, taken straight from pg: a connection that died under it (the
  * point of the claim) goes back to the pool destroyed. It was written when MikroORM's em.transactional, whose rollback
  * on a dead connection throws before it releases it, lost a pool slot for each (MikroORM 7.2.1, Kysely 0.29.6:
  * ControlledTransaction.rollback releases only after the ROLLBACK succeeded); db/pool-guard.ts now gives such a
  * connection back for every pool db/orm.ts builds, and its no-op release makes the `client.release` below harmless.
+ * An error anywhere (in a query string of several statements, the statements after the failed one are skipped, the
+ * `commit` among them) rolls the transaction back.
  */
-async function withClaimTransaction<T>(em: EntityManager, work: (sql: Sql) => Promise<T>): Promise<T> {
+async function withClaimTransaction<T>(em: EntityManager, work: (tx: ClaimTransaction) => Promise<T>): Promise<T> {
   const pool = await em.getConnection().getNativeClient();
   const client = await pool.connect();
   const sql: Sql = async <Row>(text: string, values: unknown[]) => (await client.query(text, values)).rows as Row[];
+  let begun = false;
+  let committed = false;
+  const tx: ClaimTransaction = {
+    sql,
+    begin: async <Row>(text: string) => {
+      begun = true;
+      // pg answers a query string of several statements with one result per statement.
+      const results = (await client.query(`begin; ${text}`)) as unknown as { rows: Row[] }[];
+      return results[1].rows;
+    },
+    commitAfter: async (text: string) => {
+      await client.query(`${text}; commit`);
+      committed = true;
+    },
+    literal: (value: string) => client.escapeLiteral(value),
+  };
   let broken: Error | undefined;
   try {
-    await client.query('begin');
-    const result = await work(sql);
-    await client.query('commit');
+    const result = await work(tx);
+    if (!begun) throw new Error('withClaimTransaction: the work must call begin first');
+    if (!committed) await client.query('commit');
     return result;
   } catch (error) {
-    await client.query('rollback').catch((rollbackError: Error) => (broken = rollbackError));
+    if (begun) await client.query('rollback').catch((rollbackError: Error) => (broken = rollbackError));
     throw error;
   } finally {
     client.release(broken);
