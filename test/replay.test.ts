@@ -396,6 +396,12 @@ describe('workflow histories', () => {
       // Recorded with patched('usage-billing') and patched('usage-pause'): a metered subscription's usage billed by the resume
       // after a pause past its period, then a renewal closing the next period for usage.
       'subscription-usage-pause-renewal.json',
+      // Test clocks' workflow, a trial end then a later advance. The current code: no 1 ms timer after an instant's webhook
+      // hand-off when no delivery is pending, the final tick only to workflows that had not reported the target.
+      'test-clock-advances.json',
+      // Recorded before patched('test-clock-sleep-only-if-bound') and patched('test-clock-final-tick-to-stale') (main at 8240f6a):
+      // a 1 ms timer after each hand-off (awaitClockEventsDispatched answered a bare count), the final tick to every workflow.
+      'test-clock-before-ready-sooner.json',
       // Recorded with the eventDispatchWorkflow of before patched('dispatch-timer-kept') (main at 9796dcd): a wake-up during a wait
       // cancelled its timer (TimerCanceled), idle timers fired, wake-ups during a pass.
       'webhook-dispatch-before-timer-kept.json',
