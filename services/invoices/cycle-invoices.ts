@@ -13,14 +13,19 @@ import {
 import { newId } from '../../domain/ids.ts';
 import { billingReasonOf } from '../../domain/invoice-billing-reason.ts';
 import { invoicePrefix } from '../../domain/invoice-number.ts';
-import { humanizeInstants } from '../../domain/locale.ts';
+import { type DateStyle, humanizeInstants } from '../../domain/locale.ts';
 import type { ChargeOutcome } from '../money/charges.ts';
 import { insertRowsPart } from '../platform/row-inserts.ts';
 import { currentTime } from '../test-clocks/now.ts';
-import { claimUsageAdjustmentLines, takesUsageAdjustments } from '../usage/late-events.ts';
+import {
+  type ClaimedLateEvent,
+  claimedUsageAdjustmentLines,
+  takesUsageAdjustments,
+  usageAdjustmentsClaim,
+} from '../usage/late-events.ts';
 import { decideIssue, unapplyBalance } from './adjustments.ts';
 import { invoiceEventRows, type InvoiceLinks, recordInvoiceEvents } from './events.ts';
-import { pendingItemLines, takesPendingItems } from './items.ts';
+import { claimedItems, itemLines, pendingItemsClaim, takesPendingItems } from './items.ts';
 
 export interface OpenInvoiceInput {
   /** subscription + cycle: one invoice per billing cycle, whatever happens to the activity. */
@@ -158,6 +163,35 @@ export async function insertNumberedInvoice(
   return row!.number;
 }
 
+/**
+ * What a new invoice of `input.billingKey` takes, claimed for `input.invoiceId` in `tx`: the customer's pending invoice
+ * items (a billing cycle's invoice) and the subscription's late meter events (a cycle's or the final usage invoice), as
+ * lines. Both claims are ONE statement (two data-modifying CTEs; each room writes its own UPDATE); none when it takes
+ * neither.
+ */
+async function claimCycleLines(
+  tx: EntityManager,
+  input: OpenInvoiceInput & { invoiceId: string },
+  dateStyle: DateStyle,
+): Promise<{ items: InvoiceLine[]; adjustments: Awaited<ReturnType<typeof claimedUsageAdjustmentLines>> }> {
+  const itemsClaim = takesPendingItems(input.billingKey) ? pendingItemsClaim(input) : null;
+  const lateClaim = takesUsageAdjustments(input.billingKey) ? usageAdjustmentsClaim(input) : null;
+  if (!itemsClaim && !lateClaim) return { items: [], adjustments: [] };
+  const parts = [itemsClaim && `items as (${itemsClaim.sql})`, lateClaim && `late as (${lateClaim.sql})`].filter(
+    Boolean,
+  );
+  const [row] = await tx.execute<{ items: Record<string, unknown>[]; late: ClaimedLateEvent[] }[]>(
+    `with ${parts.join(', ')}
+     select ${itemsClaim ? `(select coalesce(json_agg(i), '[]'::json) from items i)` : `'[]'::json`} as items,
+            ${lateClaim ? `(select coalesce(json_agg(l), '[]'::json) from late l)` : `'[]'::json`} as late`,
+    [...(itemsClaim?.bindings ?? []), ...(lateClaim?.bindings ?? [])],
+  );
+  return {
+    items: itemLines(claimedItems(tx, row!.items), dateStyle),
+    adjustments: await claimedUsageAdjustmentLines(tx, input, row!.late, dateStyle),
+  };
+}
+
 /** openInvoice, saying whether this call created the invoice (nothing can have been charged for it yet) or found it. */
 export async function openOrCreateInvoice(
   em: EntityManager,
@@ -186,14 +220,9 @@ export async function openOrCreateInvoice(
       const id = newId('invoice');
       // A billing cycle's invoice takes the customer's pending invoice items, claimed for it in this transaction: an insert
       // that loses the race on the billing key gives them back, so an item is billed exactly once (services/invoices/items.ts).
-      const items = takesPendingItems(input.billingKey)
-        ? await pendingItemLines(tx, { ...input, invoiceId: id }, dateStyle)
-        : [];
       // So does it take the subscription's late meter events (late_events = bill_next_invoice) as usage adjustment
       // lines, claimed in this transaction: a rolled-back insert gives them back (services/usage/late-events.ts).
-      const adjustments = takesUsageAdjustments(input.billingKey)
-        ? await claimUsageAdjustmentLines(tx, { ...input, invoiceId: id }, dateStyle)
-        : [];
+      const { items, adjustments } = await claimCycleLines(tx, { ...input, invoiceId: id }, dateStyle);
       // Discounts, taxes and the customer's balance (locked from here to the commit), on the final lines: the row is
       // inserted once, with its totals.
       const issue = await decideIssue(

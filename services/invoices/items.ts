@@ -333,11 +333,32 @@ export async function claimPendingItems(
   tx: EntityManager,
   input: { accountId: string; livemode: boolean; customerId: string; currency: string; invoiceId: string },
 ): Promise<InvoiceItem[]> {
+  const claim = pendingItemsClaim(input);
   const rows = await tx
     .getConnection()
-    .execute<
-      Record<string, unknown>[]
-    >(`update invoice_items set invoice_id = ? where account_id = ? and livemode = ? and customer_id = ? and currency = ? and invoice_id is null returning *`, [input.invoiceId, input.accountId, input.livemode, input.customerId, input.currency], 'all', tx.getTransactionContext());
+    .execute<Record<string, unknown>[]>(claim.sql, claim.bindings, 'all', tx.getTransactionContext());
+  return claimedItems(tx, rows);
+}
+
+/**
+ * claimPendingItems' UPDATE, to run as a part of a larger statement (services/invoices/cycle-invoices.ts runs it with the
+ * late usage's claim, one round trip): it returns the claimed invoice_items rows, which `claimedItems` maps.
+ */
+export function pendingItemsClaim(input: {
+  accountId: string;
+  livemode: boolean;
+  customerId: string;
+  currency: string;
+  invoiceId: string;
+}): { sql: string; bindings: unknown[] } {
+  return {
+    sql: `update invoice_items set invoice_id = ? where account_id = ? and livemode = ? and customer_id = ? and currency = ? and invoice_id is null returning *`,
+    bindings: [input.invoiceId, input.accountId, input.livemode, input.customerId, input.currency],
+  };
+}
+
+/** The items of claimed invoice_items rows (as selected, or as JSON), oldest first. */
+export function claimedItems(tx: EntityManager, rows: Record<string, unknown>[]): InvoiceItem[] {
   return rows.map((row) => tx.map(InvoiceItem, row)).sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
@@ -372,6 +393,10 @@ export async function pendingItemLines(
   input: { accountId: string; livemode: boolean; customerId: string; currency: string; invoiceId: string },
   dateStyle: DateStyle,
 ): Promise<InvoiceLine[]> {
-  const items = await claimPendingItems(tx, input);
+  return itemLines(await claimPendingItems(tx, input), dateStyle);
+}
+
+/** Claimed items as an invoice's lines, described in the account's words. */
+export function itemLines(items: InvoiceItem[], dateStyle: DateStyle): InvoiceLine[] {
   return items.map((item) => ({ ...itemLine(item), description: humanizeInstants(item.description, dateStyle) }));
 }

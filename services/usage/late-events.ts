@@ -181,15 +181,48 @@ export async function claimUsageAdjustmentLines(
   scope: AdjustmentScope & { invoiceId: string },
   dateStyle: Parameters<typeof humanizeInstants>[1],
 ): Promise<InvoiceLineInput[]> {
-  const claimed = await tx.execute<{ meter_id: string; period_start: Date; period_end: Date }[]>(
-    `update usage_late_events l set invoice_id = ?
+  const claim = usageAdjustmentsClaim(scope);
+  return claimedUsageAdjustmentLines(
+    tx,
+    scope,
+    await tx.execute<ClaimedLateEvent[]>(claim.sql, claim.bindings),
+    dateStyle,
+  );
+}
+
+/** A late event claimed for an invoice, with its period (period_start and period_end: Date, or ISO text from JSON). */
+export interface ClaimedLateEvent {
+  meter_id: string;
+  period_start: Date | string;
+  period_end: Date | string;
+}
+
+/**
+ * claimUsageAdjustmentLines' UPDATE, to run as a part of a larger statement (services/invoices/cycle-invoices.ts runs it
+ * with the pending items' claim, one round trip): it returns the claimed late events (ClaimedLateEvent).
+ */
+export function usageAdjustmentsClaim(scope: AdjustmentScope & { invoiceId: string }): {
+  sql: string;
+  bindings: unknown[];
+} {
+  return {
+    sql: `update usage_late_events l set invoice_id = ?
      from usage_period_closings c
      where l.account_id = ? and l.livemode = ? and l.customer_id = ? and l.invoice_id is null
        and c.subscription_id = ? and c.account_id = l.account_id and c.livemode = l.livemode and c.customer_id = l.customer_id
        and ${inClosedWindow}
      returning l.meter_id, c.period_start, c.period_end`,
-    [scope.invoiceId, scope.accountId, scope.livemode, scope.customerId, scope.subscriptionId],
-  );
+    bindings: [scope.invoiceId, scope.accountId, scope.livemode, scope.customerId, scope.subscriptionId],
+  };
+}
+
+/** The adjustment lines of the late events claimed for `scope.invoiceId` (usageAdjustmentsClaim's rows), in the account's words. */
+export async function claimedUsageAdjustmentLines(
+  tx: EntityManager,
+  scope: AdjustmentScope & { invoiceId: string },
+  claimed: ClaimedLateEvent[],
+  dateStyle: Parameters<typeof humanizeInstants>[1],
+): Promise<InvoiceLineInput[]> {
   const lines = await adjustmentLines(
     tx,
     scope,
