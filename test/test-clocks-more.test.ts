@@ -70,6 +70,67 @@ describe('test clocks (webhooks, ...)', () => {
     expect(receiver.received.filter((r) => r.path === '/clocked')).toHaveLength(4);
   }, 60_000);
 
+  /** The clock workflow's 1 ms timers (the wait, after an instant's webhook hand-off, for registrations made during it). */
+  async function oneMsTimers(clockId: string): Promise<number> {
+    const history = await engine.env.client.workflow.getHandle(clockId).fetchHistory();
+    return (history.events ?? []).filter((e) => {
+      const timeout = e.timerStartedEventAttributes?.startToFireTimeout;
+      // seconds: a Long (or unset), nanos: a number.
+      return timeout && String(timeout.seconds ?? 0) === '0' && timeout.nanos === 1_000_000;
+    }).length;
+  }
+
+  it('waits for the retries of a delivery failing during the hand-off of its instant (issue #24), and ends an instant with no delivery pending without a timer (issue #29)', async () => {
+    // A trial ends inside the advance: its invoice.paid is recorded by the instant's work and its delivery fails
+    // while the clock waits for the hand-off, so the clock hears of its retry workflow only after that wait.
+    const hooked = await tenant('Hooked at the trial end');
+    let seen = 0;
+    receiver.respond = (r) => (r.path === '/trial-end' ? (++seen <= 2 ? 500 : 200) : 200);
+    const clock = await hooked.make('/v1/test_clocks', { frozen_time: '2033-06-01T00:00:00Z' });
+    const customer = await hooked.make('/v1/customers', {
+      email: 'trial@example.com',
+      payment_method: 'pm_card_visa',
+      test_clock: clock.id,
+    });
+    const plan = await hooked.make('/v1/plans', {
+      name: 'Trial',
+      amount: 1200,
+      currency: 'USD',
+      interval: 'month',
+      trial_period_days: 10,
+    });
+    await hooked.make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    // Made after the subscription: only the events of the advance reach it.
+    await hooked.make('/v1/webhooks', { url: receiver.url('/trial-end'), events: ['invoice.paid'] });
+    await hooked.advance(clock.id, '2033-06-11T01:00:00Z');
+    // Attempts 1 (at the trial end), 2 (5 s later) and 3 (a minute after that), all before `ready`.
+    expect(receiver.received.filter((r) => r.path === '/trial-end').map((r) => r.status)).toEqual([500, 500, 200]);
+    expect(await oneMsTimers(clock.id)).toBeGreaterThan(0);
+
+    // The same advance on an account without endpoints: no delivery, so no timer after any instant's hand-off.
+    const quiet = await tenant('No endpoints');
+    const quietClock = await quiet.make('/v1/test_clocks', { frozen_time: '2033-06-01T00:00:00Z' });
+    const quietCustomer = await quiet.make('/v1/customers', {
+      email: 'quiet@example.com',
+      payment_method: 'pm_card_visa',
+      test_clock: quietClock.id,
+    });
+    const quietPlan = await quiet.make('/v1/plans', {
+      name: 'Trial',
+      amount: 1200,
+      currency: 'USD',
+      interval: 'month',
+      trial_period_days: 10,
+    });
+    await quiet.make('/v1/subscriptions', { customer_id: quietCustomer.id, plan: quietPlan.id });
+    await quiet.advance(quietClock.id, '2033-06-11T01:00:00Z');
+    const invoices = (await quiet.call('GET', `/v1/invoices?test_clock=${quietClock.id}`)).body.data as {
+      status: string;
+    }[];
+    expect(invoices.filter((i) => i.status === 'paid').length).toBeGreaterThan(0);
+    expect(await oneMsTimers(quietClock.id)).toBe(0);
+  }, 90_000);
+
   it('deletes a clock and everything on it once deletes_after has passed', async () => {
     const { call, make } = await tenant('Expiring clocks');
     const old = await make('/v1/test_clocks', { frozen_time: '2034-01-01T00:00:00Z', name: 'old' });
