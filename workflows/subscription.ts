@@ -368,8 +368,22 @@ class SubscriptionRun {
     ...(this.usageGraceSeconds !== undefined ? { usageGraceSeconds: this.usageGraceSeconds } : {}),
   });
   /** The current details (Temporal UI): the plan it bills by now above what it does or waits for (domain/subscription-details.ts). */
-  readonly setDetails = (text: string) =>
-    setCurrentDetails(`${planDetails(this.plan, this.pendingPlan, this.items)}\n\n${text}`);
+  readonly setDetails = (text: string) => setCurrentDetails(`${this.planText()}\n\n${text}`);
+  /**
+   * planDetails' text, made again only when the plan, the pending plan or the items are other objects (they are
+   * replaced, never changed in place). Its money formatting was the workflow code's largest cost in a renewal's
+   * activation (a CPU profile of the renewals benchmark's worker, Nov 27: each workflow builds its own Intl formatter in
+   * the sandbox); the text is the same, so no patch.
+   */
+  private shownPlan?: { plan: PlanTerms; pendingPlan: PlanTerms | null; items: ItemTerms[] | null; text: string };
+  planText(): string {
+    const shown = this.shownPlan;
+    if (shown && shown.plan === this.plan && shown.pendingPlan === this.pendingPlan && shown.items === this.items)
+      return shown.text;
+    const text = planDetails(this.plan, this.pendingPlan, this.items);
+    this.shownPlan = { plan: this.plan, pendingPlan: this.pendingPlan, items: this.items, text };
+    return text;
+  }
   /** The terms the subscription bills by now: its plan, and its items follow when it has them (a plan change of a one-item subscription). */
   setPlan(next: PlanTerms): void {
     this.plan = next;
