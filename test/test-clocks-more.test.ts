@@ -150,11 +150,12 @@ describe('test clocks (webhooks, ...)', () => {
       .fork()
       .nativeUpdate(TestClock, { id: young.id }, { deletesAfter: new Date(Date.parse(old.deletes_after) + 60_000) });
 
-    // A second before, it stays (clocks of the earlier tests here, made before it, go).
+    // At its deletes_after it stays (deleted only once that has passed); the clocks of the earlier tests here, made
+    // before it (some a few ms before), go now, so the count below is this clock's alone.
     await deleteExpiredTestClocks(
       { temporal: { client: engine.env.client } },
       engine.db.orm.em.fork(),
-      new Date(Date.parse(old.deletes_after) - 1_000),
+      new Date(Date.parse(old.deletes_after)),
     );
     expect((await call('GET', `/v1/test_clocks/${old.id}`)).status).toBe(200);
     // Past it: the old clock goes with its customer, subscription (and its workflow); the young one stays.
