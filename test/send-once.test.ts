@@ -94,10 +94,13 @@ describe('sendEmailOnce', () => {
     const owner = heldMailer();
     const first = sendEmailOnce(em(), owner.mailer, email(key));
     await owner.entered;
-    // The owner's process is gone: PostgreSQL ends its session (as when a SIGKILL closes the socket).
-    await em()
+    // The owner's process is gone: PostgreSQL ends its session (as when a SIGKILL closes the socket). With a timeout,
+    // pg_terminate_backend waits until the backend has exited (its locks freed); without one it only signals it,
+    // and the take-over below could come first (it failed so once in CI).
+    const [terminated] = await em()
       .getConnection()
-      .execute(`select pg_terminate_backend(?)`, [await claimBackend()]);
+      .execute<{ gone: boolean }[]>(`select pg_terminate_backend(?, 5000) as gone`, [await claimBackend()]);
+    expect(terminated!.gone).toBe(true);
     const started = Date.now();
     expect(await sendEmailOnce(em(), mailer, email(key))).toMatchObject({ sent: true });
     expect(Date.now() - started).toBeLessThan(10_000);
