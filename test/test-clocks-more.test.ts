@@ -80,26 +80,28 @@ describe('test clocks (webhooks, ...)', () => {
     }).length;
   }
 
-  it('waits for the retries of a delivery failing during the hand-off of its instant (issue #24), and ends an instant with no delivery pending without a timer (issue #29)', async () => {
-    // A trial ends inside the advance: its invoice.paid is recorded by the instant's work and its delivery fails
-    // while the clock waits for the hand-off, so the clock hears of its retry workflow only after that wait.
-    const hooked = await tenant('Hooked at the trial end');
-    let seen = 0;
-    receiver.respond = (r) => (r.path === '/trial-end' ? (++seen <= 2 ? 500 : 200) : 200);
-    const clock = await hooked.make('/v1/test_clocks', { frozen_time: '2033-06-01T00:00:00Z' });
-    const customer = await hooked.make('/v1/customers', {
-      email: 'trial@example.com',
-      payment_method: 'pm_card_visa',
-      test_clock: clock.id,
-    });
-    const plan = await hooked.make('/v1/plans', {
+  /** A clock at 2033-06-01 with one customer's 10-day trial of a 12.00 monthly plan on it. */
+  async function trialOnClock(t: { make: (url: string, body: unknown) => Promise<any> }, email: string) {
+    const clock = await t.make('/v1/test_clocks', { frozen_time: '2033-06-01T00:00:00Z' });
+    const customer = await t.make('/v1/customers', { email, payment_method: 'pm_card_visa', test_clock: clock.id });
+    const plan = await t.make('/v1/plans', {
       name: 'Trial',
       amount: 1200,
       currency: 'USD',
       interval: 'month',
       trial_period_days: 10,
     });
-    await hooked.make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    await t.make('/v1/subscriptions', { customer_id: customer.id, plan: plan.id });
+    return clock;
+  }
+
+  it('waits for the retries of a delivery failing during the hand-off of its instant (issue #24), and ends an instant with no delivery pending without a timer (issue #29)', async () => {
+    // A trial ends inside the advance: its invoice.paid is recorded by the instant's work and its delivery fails
+    // while the clock waits for the hand-off, so the clock hears of its retry workflow only after that wait.
+    const hooked = await tenant('Hooked at the trial end');
+    let seen = 0;
+    receiver.respond = (r) => (r.path === '/trial-end' ? (++seen <= 2 ? 500 : 200) : 200);
+    const clock = await trialOnClock(hooked, 'trial@example.com');
     // Made after the subscription: only the events of the advance reach it.
     await hooked.make('/v1/webhooks', { url: receiver.url('/trial-end'), events: ['invoice.paid'] });
     await hooked.advance(clock.id, '2033-06-11T01:00:00Z');
@@ -109,20 +111,7 @@ describe('test clocks (webhooks, ...)', () => {
 
     // The same advance on an account without endpoints: no delivery, so no timer after any instant's hand-off.
     const quiet = await tenant('No endpoints');
-    const quietClock = await quiet.make('/v1/test_clocks', { frozen_time: '2033-06-01T00:00:00Z' });
-    const quietCustomer = await quiet.make('/v1/customers', {
-      email: 'quiet@example.com',
-      payment_method: 'pm_card_visa',
-      test_clock: quietClock.id,
-    });
-    const quietPlan = await quiet.make('/v1/plans', {
-      name: 'Trial',
-      amount: 1200,
-      currency: 'USD',
-      interval: 'month',
-      trial_period_days: 10,
-    });
-    await quiet.make('/v1/subscriptions', { customer_id: quietCustomer.id, plan: quietPlan.id });
+    const quietClock = await trialOnClock(quiet, 'quiet@example.com');
     await quiet.advance(quietClock.id, '2033-06-11T01:00:00Z');
     const invoices = (await quiet.call('GET', `/v1/invoices?test_clock=${quietClock.id}`)).body.data as {
       status: string;
