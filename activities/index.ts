@@ -102,6 +102,7 @@ import { awaitClockEventsDispatched, type DispatchResult } from '../services/web
 import type { ClockReport, ClockTick } from '../workflows/clock-sleep.ts';
 import type { PaymentRequestWorkflowInput } from '../workflows/payment-request.ts';
 import { createExportActivities } from './export.ts';
+import { createTestClockActivities } from './test-clocks.ts';
 import { createUsageActivities } from './usage.ts';
 import { dispatchEventsActivity, temporalNow } from './webhooks.ts';
 
@@ -167,9 +168,9 @@ export function createActivities(deps: ActivityDeps) {
     async tickClockWorkflows(input: { ids: string[]; tick: ClockTick; concurrency?: number }): Promise<string[]> {
       return tickClockWorkflows(Context.current().client, input.ids, input.tick, input.concurrency);
     },
-    /** A workflow on a clock reports to it (a direct signal). */
+    /** A workflow on a clock reports to it (into the clock's table, or a direct signal to a clock without one). */
     async reportToClock(input: { clockId: string; report: ClockReport }): Promise<void> {
-      await reportToClock(Context.current().client, input.clockId, input.report);
+      await reportToClock(Context.current().client, input.clockId, input.report, em());
     },
     /** Between two instants of a test clock: the events recorded on it handed to the webhook dispatcher (returns how many are left after `timeoutMs`, and whether a delivery may have been registered on the clock). */
     async awaitClockEventsDispatched(input: {
@@ -351,6 +352,7 @@ export function createActivities(deps: ActivityDeps) {
     // writeExport: also what a dedicated exports worker runs alone (export-worker.ts).
     ...createExportActivities({ orm: deps.orm, exportStorage: deps.exportStorage, isTestMode: processors.isTestMode }),
     ...createUsageActivities({ orm: deps.orm }),
+    ...createTestClockActivities({ orm: deps.orm }),
     /** An export whose writing failed for good: status failed and its event. */
     async failExport(exportId: string, message: string): Promise<void> {
       await failExport(em(), exportId, message);

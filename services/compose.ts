@@ -14,6 +14,7 @@ import { createMailer, type Mailer } from './email/mailer.ts';
 import { useAvailabilityOverride } from './money/availability-delay.ts';
 import { createProcessors, type Processors } from './processors/index.ts';
 import { currentTime } from './test-clocks/now.ts';
+import { useClockRegistry } from './test-clocks/registry.ts';
 
 /** The configuration the composition reads. */
 export type ComposeConfig = Pick<
@@ -49,6 +50,8 @@ export function composeServiceContext(config: ComposeConfig, parts: ComposeParts
   const { orm } = parts;
   // The ledger's pending delay over the processors' (BALANCE_AVAILABILITY_DELAY_SECONDS), for the whole process.
   useAvailabilityOverride(config.balanceAvailabilityDelaySeconds);
+  // Test clocks' registry writes (bindToClock) go to this database (services/test-clocks/registry.ts).
+  useClockRegistry(orm);
   // The processors and the mailer are built at their first use: a process that never charges nor mails (an exports
   // worker) builds neither, and loads neither Stripe's SDK nor nodemailer (services/processors/stripe.ts, services/email/mailer.ts).
   let processors = parts.processors;

@@ -107,7 +107,10 @@ describe('test clocks (webhooks, ...)', () => {
     await hooked.advance(clock.id, '2033-06-11T01:00:00Z');
     // Attempts 1 (at the trial end), 2 (5 s later) and 3 (a minute after that), all before `ready`.
     expect(receiver.received.filter((r) => r.path === '/trial-end').map((r) => r.status)).toEqual([500, 500, 200]);
-    expect(await oneMsTimers(clock.id)).toBeGreaterThan(0);
+    // Without the 1 ms timer the clock of before the table needed (patch test-clock-sleep-only-if-bound): the retry's
+    // registration is a row in the clock's table, written before its event was marked handed on, so the clock's next
+    // step sees it (patch test-clock-registry-in-table, services/test-clocks/registry.ts).
+    expect(await oneMsTimers(clock.id)).toBe(0);
 
     // The same advance on an account without endpoints: no delivery, so no timer after any instant's hand-off.
     const quiet = await tenant('No endpoints');

@@ -35,6 +35,7 @@ import {
 } from '@temporalio/workflow';
 
 import type { Activities } from '../activities/index.ts';
+import type { ClockMessage } from '../services/test-clocks/registry.ts';
 import {
   clockRegisterSignal,
   type ClockRegistration,
@@ -53,6 +54,8 @@ export interface TestClockWorkflowInput {
   target?: string | null;
   /** How long (wall time) a due workflow may take to go quiet; default 5 minutes. */
   quietTimeoutMs?: number;
+  /** Carried over a continue-as-new of a clock reading its table: the last round it waited for (a "done" up to it is stale). */
+  round?: number;
 }
 
 export interface ClockEntry {
@@ -85,6 +88,11 @@ export const stallClockSignal = defineSignal<[{ quietTimeoutMs: number }]>('stal
 /** The stand-in's id among the clock's workflows (named in the failure). */
 export const stalledEntryId = 'stalled_by_test_helper';
 export const testClockQuery = defineQuery<TestClockState>('testClock');
+/**
+ * Registry in the table (patch test-clock-registry-in-table): the report that leaves nothing busy while the clock
+ * waits for round `round` (services/test-clocks/registry.ts) → clock, once per round; an old or repeated one is ignored.
+ */
+export const clockInstantDoneSignal = defineSignal<[{ round: number }]>('testClockInstantDone');
 
 const activities = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -124,7 +132,15 @@ const finalTickToStalePatch = 'test-clock-final-tick-to-stale';
  */
 const finalTickConcurrency = 256;
 
+/**
+ * The clock's registry lives in PostgreSQL, not in this workflow's state (issue #29, services/test-clocks/registry.ts):
+ * its history and task time no longer grow with the workflows on the clock. Runs started before it keep their state
+ * (and the writers signal them, finding no registry row); their next run (continue-as-new) moves it into the table.
+ */
+const registryPatch = 'test-clock-registry-in-table';
+
 export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
+  if (patched(registryPatch)) return registryClockWorkflow(input);
   let time = Date.parse(input.frozenTime);
   let target: number | null = input.target ? Date.parse(input.target) : null;
   const entries = new Map<string, ClockEntry>(input.entries ?? []);
@@ -308,5 +324,162 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
         target: target === null ? null : iso(target),
       });
     }
+  }
+}
+
+/** The clock's activities on its table (activities/test-clocks.ts), as local activities: a few per instant, whatever is on the clock. */
+const registry = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/**
+ * testClockWorkflow with its registry in the table (patch test-clock-registry-in-table). Per instant: one stepClock
+ * (the earliest wake-up up to the target; the due entries marked busy and ticked from the activity), ONE
+ * `testClockInstantDone` signal when the last of them has reported, and the webhook hand-off; whatever N is. Every
+ * guarantee of the header holds: time order, each instant finished before the next, work started meanwhile waited
+ * for (its starter wrote its row before starting it), the quiet timeout naming what is stuck, a last tick to what
+ * has not seen the target before `ready`, continue-as-new when suggested.
+ */
+async function registryClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
+  const { clockId, accountId } = input;
+  let time = Date.parse(input.frozenTime);
+  let target: number | null = input.target ? Date.parse(input.target) : null;
+  let quietTimeoutMs = input.quietTimeoutMs ?? 5 * 60_000;
+  let round = input.round ?? 0;
+  let doneRound = round;
+  /** Signals of the time before the table (a writer that found no registry row yet): written into the table by the clock. */
+  const late: ClockMessage[] = [];
+
+  setHandler(testClockQuery, () => ({
+    frozenTime: iso(time),
+    target: target === null ? null : iso(target),
+    // In the table (services/test-clocks/registry.ts clockEntryIds).
+    workflowIds: [],
+    busy: [],
+  }));
+  setHandler(clockRegisterSignal, ({ workflowId, known }: ClockRegistration) => {
+    late.push({ kind: 'register', workflowId, known });
+  });
+  setHandler(clockUnregisterSignal, ({ workflowId }: { workflowId: string }) => {
+    late.push({ kind: 'unregister', workflowId });
+  });
+  setHandler(clockReportSignal, (report: ClockReport) => {
+    late.push({ kind: 'report', report });
+  });
+  setHandler(stallClockSignal, ({ quietTimeoutMs: timeout }) => {
+    quietTimeoutMs = Math.min(quietTimeoutMs, timeout);
+    input.quietTimeoutMs = quietTimeoutMs;
+    // Busy since now and waking for nothing: no tick reaches it, so it never reports.
+    late.push({ kind: 'register', workflowId: stalledEntryId, known: iso(time) });
+  });
+  setHandler(advanceClockSignal, ({ frozenTime }: AdvanceRequest) => {
+    const at = Date.parse(frozenTime);
+    if (at > (target ?? time)) target = at;
+  });
+  setHandler(clockInstantDoneSignal, ({ round: done }) => {
+    // Only a round the clock has asked for (one it has not reached yet was never its own).
+    if (done > doneRound && done <= round) doneRound = done;
+  });
+
+  // The entries a run before the table carried (continue-as-new), and the registry row of a clock made before it.
+  await registry.adoptClockEntries({ clockId, accountId, entries: input.entries ?? [] });
+
+  async function flushLate(): Promise<void> {
+    while (late.length > 0) {
+      const ended = await registry.applyClockMessages({ clockId, messages: late.splice(0) });
+      if (ended !== null && ended > doneRound) doneRound = ended;
+    }
+  }
+
+  const carry = (to: number | null): TestClockWorkflowInput => ({
+    clockId,
+    accountId,
+    frozenTime: iso(time),
+    target: to === null ? null : iso(to),
+    round,
+    ...(input.quietTimeoutMs !== undefined ? { quietTimeoutMs: input.quietTimeoutMs } : {}),
+  });
+
+  /**
+   * Waits for round `waiting` to end: its "done" signal, or the table saying nothing is busy (checked every 30 s, or
+   * the quiet timeout when shorter, which also ticks the busy ones again). Fails after `quietTimeoutMs` of wall time
+   * without a single report on the clock, naming what is still busy.
+   */
+  async function waitForRound(waiting: number, reportedAt: string | null): Promise<void> {
+    let waited = 0;
+    let lastReport = reportedAt;
+    for (;;) {
+      await flushLate();
+      if (doneRound >= waiting) return;
+      const step = Math.min(quietTimeoutMs, 30_000);
+      if (await condition(() => doneRound >= waiting || late.length > 0, step)) {
+        if (doneRound >= waiting) return;
+        continue;
+      }
+      waited += step;
+      const check = await registry.checkClockBusy({ clockId, accountId });
+      if (check.busy === 0) return;
+      if (check.lastReportAt !== lastReport) waited = 0;
+      lastReport = check.lastReportAt;
+      if (waited >= quietTimeoutMs)
+        throw new Error(
+          `${check.busy} workflow(s) did not finish the work due at ${iso(time)} within ${quietTimeoutMs / 1000} s: ${check.sample.join(', ')}${check.busy > check.sample.length ? ', ...' : ''}.`,
+        );
+    }
+  }
+
+  /** One advance to `to`, instant by instant (it may continue as new between instants, carrying the advance). */
+  async function advance(to: number): Promise<void> {
+    await flushLate();
+    // Work bound before the advance that has not reported yet (or the stall helper's stand-in) is waited for first.
+    let step = await registry.stepClock({ clockId, accountId, round: ++round, time: iso(time), to: null });
+    for (;;) {
+      setCurrentDetails(`Advancing to ${iso(to)}: at ${iso(time)}, waiting for ${step.busy} workflow(s).`);
+      if (step.busy > 0) await waitForRound(round, step.lastReportAt);
+      // The events this instant's work recorded reach the webhook dispatcher: a delivery that failed was written into
+      // the table (bindToClock) before its event was marked handed on, so the next step sees it busy and waits for it.
+      const dispatched: { left: number; bound: boolean } = await local.awaitClockEventsDispatched({
+        clockId,
+        timeoutMs: quietTimeoutMs,
+      });
+      if (dispatched.left > 0)
+        throw new Error(
+          `${dispatched.left} event(s) recorded at ${iso(time)} were not handed to the webhook dispatcher within ${quietTimeoutMs / 1000} s.`,
+        );
+      await flushLate();
+      if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof testClockWorkflow>(carry(to));
+      step = await registry.stepClock({ clockId, accountId, round: ++round, time: iso(time), to: iso(to) });
+      if (step.next !== null) time = Math.max(time, Date.parse(step.next));
+      else if (step.busy === 0) break;
+    }
+    time = to;
+    // Every bound workflow hears the new time before `ready` (a command right after it computes with it), but only
+    // those that have not reported seeing it: the ones due at the target know it already.
+    await registry.finalTickClock({ clockId, accountId, to: iso(to) });
+  }
+
+  for (;;) {
+    setCurrentDetails(`At ${iso(time)}.`);
+    await condition(() => target !== null || late.length > 0 || workflowInfo().continueAsNewSuggested);
+    await flushLate();
+    if (target === null) {
+      if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof testClockWorkflow>(carry(null));
+      continue;
+    }
+    const to = target;
+    try {
+      await advance(to);
+      await activities.testClockAdvanced({ clockId, frozenTime: iso(time), failure: null });
+    } catch (error) {
+      if (error instanceof ContinueAsNew) throw error;
+      await activities.testClockAdvanced({
+        clockId,
+        frozenTime: iso(time),
+        failure: error instanceof Error ? error.message : String(error),
+      });
+    }
+    if (target === to) target = null;
+    if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof testClockWorkflow>(carry(target));
   }
 }

@@ -44,6 +44,7 @@ import { Migration20261127043000_customer_external_id } from './Migration2026112
 import { Migration20261127050000_billing_alerts } from './Migration20261127050000_billing_alerts.ts';
 import { Migration20261127101000_usage_late_events } from './Migration20261127101000_usage_late_events.ts';
 import { Migration20261127102000_invoice_billing_reason } from './Migration20261127102000_invoice_billing_reason.ts';
+import { Migration20261127150000_test_clock_entries } from './Migration20261127150000_test_clock_entries.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -93,4 +94,5 @@ export const migrations = [
   { name: 'Migration20261127043000_customer_external_id', class: Migration20261127043000_customer_external_id },
   { name: 'Migration20261127101000_usage_late_events', class: Migration20261127101000_usage_late_events },
   { name: 'Migration20261127102000_invoice_billing_reason', class: Migration20261127102000_invoice_billing_reason },
+  { name: 'Migration20261127150000_test_clock_entries', class: Migration20261127150000_test_clock_entries },
 ];

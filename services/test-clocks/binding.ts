@@ -6,12 +6,17 @@
 import type { Client } from '@temporalio/client';
 
 import { type ClockBinding, clockRegisterSignal, clockUnregisterSignal } from '../../workflows/clock-sleep.ts';
+import { clockRegistryEm, writeClockMessage } from './registry.ts';
 
 /**
  * Tells the clock that `workflowId` is about to start on it: the clock waits for it
  * to report before moving on. Call before starting the workflow.
  */
 export async function bindToClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
+  // Into the clock's table (services/test-clocks/registry.ts); a clock without one (started before it) hears a signal.
+  const em = clockRegistryEm();
+  if (em && (await writeClockMessage(em, client, binding.id, { kind: 'register', workflowId, known: binding.now })))
+    return;
   await client.workflow.getHandle(binding.id).signal(clockRegisterSignal, { workflowId, known: binding.now });
 }
 
@@ -23,6 +28,8 @@ export async function bindToClock(client: Client, binding: ClockBinding, workflo
  * becoming available in bench:test-clocks.)
  */
 export async function unbindFromClock(client: Client, binding: ClockBinding, workflowId: string): Promise<void> {
+  const em = clockRegistryEm();
+  if (em && (await writeClockMessage(em, client, binding.id, { kind: 'unregister', workflowId }))) return;
   await client.workflow.getHandle(binding.id).signal(clockUnregisterSignal, { workflowId });
 }
 

@@ -6,7 +6,6 @@ import { LockMode } from '@mikro-orm/core';
  * event. Workflows on a clock take their time from it (workflows/clock-sleep.ts).
  */
 import { type EntityManager, raw } from '@mikro-orm/postgresql';
-import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 
 import { defaultTestClockLimits, type TestClockLimits } from '../../config.ts';
@@ -28,13 +27,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { endedStatuses } from '../../domain/subscription.ts';
 import { serializeTestClock } from '../../objects/test-clock.ts';
-import {
-  type ClockBinding,
-  type ClockReport,
-  clockReportSignal,
-  type ClockTick,
-  clockTickSignal,
-} from '../../workflows/clock-sleep.ts';
+import type { ClockBinding } from '../../workflows/clock-sleep.ts';
 import { discountEndWorkflowId } from '../../workflows/discount-end.ts';
 import { AccountIdKey, LivemodeKey } from '../../workflows/search-attributes.ts';
 import { advanceClockSignal, testClockQuery, testClockWorkflow } from '../../workflows/test-clock.ts';
@@ -42,6 +35,7 @@ import type { TemporalContext, WorkflowStartContext } from '../context.ts';
 import { recordEvent } from '../events/record.ts';
 import { cancelClockPayouts } from '../payouts/rail.ts';
 import { clockTaskQueueOf } from './binding.ts';
+import { clockEntryIds, openClockRegistry } from './registry.ts';
 
 /** A clock and everything on it is deleted this long after its creation (as Stripe: 30 days). */
 export const testClockLifetimeMs = 30 * 86_400_000;
@@ -233,6 +227,8 @@ export async function createTestClock(
     }
     tx.persist(clock);
     await tx.flush();
+    // Its registry (services/test-clocks/registry.ts): work bound to it from now on is written there.
+    await openClockRegistry(tx, clock);
     await recordEvent(tx, {
       accountId: clock.accountId,
       livemode: false,
@@ -469,8 +465,15 @@ export async function deleteTestClock(
       ];
     }
   }
-  // The clock's payout schedule (workflows/payout-schedule.ts), whether or not the clock still knew it.
-  workflowIds = [...new Set([...workflowIds, `payout-schedule-${clock.id}`])];
+  // The workflows in the clock's table (a clock whose workflow reads it: services/test-clocks/registry.ts), and its
+  // payout schedule (workflows/payout-schedule.ts), whether or not the clock still knew it.
+  workflowIds = [
+    ...new Set([
+      ...workflowIds,
+      ...(await clockEntryIds(em, clock.id, clock.accountId)),
+      `payout-schedule-${clock.id}`,
+    ]),
+  ];
   await handle.terminate('test clock deleted').catch(() => undefined);
   await Promise.all(
     workflowIds.map((id) =>
@@ -506,46 +509,7 @@ export async function deleteTestClock(
   });
 }
 
-/**
- * The clock's "tick" to the workflows on it, sent by an activity of the clock workflow
- * as direct signals (not signal-external commands: each of those is a transfer task
- * on the server, answered by one more event and one more workflow task of the clock,
- * and a workflow may have only 2,000 of them pending, so an advance over 1,000
- * subscriptions and their availability workflows stalled). Returns the ids of the
- * workflows that no longer exist (they leave the clock).
- */
-export async function tickClockWorkflows(
-  client: Client,
-  ids: string[],
-  tick: ClockTick,
-  concurrency = 32,
-): Promise<string[]> {
-  const gone: string[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, ids.length) }, async () => {
-      while (next < ids.length) {
-        const id = ids[next++]!;
-        try {
-          await client.workflow.getHandle(id).signal(clockTickSignal, tick);
-        } catch (error) {
-          if (error instanceof WorkflowNotFoundError) gone.push(id);
-          else throw error;
-        }
-      }
-    }),
-  );
-  return gone;
-}
-
-/** A bound workflow's report to its clock (by a local activity, for the same reason); a clock deleted meanwhile hears nothing. */
-export async function reportToClock(client: Client, clockId: string, report: ClockReport): Promise<void> {
-  try {
-    await client.workflow.getHandle(clockId).signal(clockReportSignal, report);
-  } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
-  }
-}
+export { reportToClock, tickClockWorkflows } from './registry.ts';
 
 /**
  * Enforces `deletes_after` (the maintenance workflow, every run): each clock past it is

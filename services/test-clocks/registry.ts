@@ -1,0 +1,485 @@
+/**
+ * A test clock's registry in PostgreSQL (issue #29; tables `test_clock_registries` and `test_clock_entries`,
+ * db/migrations/Migration20261127150000_test_clock_entries.ts): the workflows bound to a clock, when each wants to
+ * wake (`wake_at`), the instant the clock waits for it to report having seen (`busy_at`), and the latest clock time
+ * it has seen (`known`).
+ *
+ * Before, these lived in the clock workflow's own state (workflows/test-clock.ts), fed by one signal per bound
+ * workflow per instant: its history and workflow-task time grew with what was on the clock (330 KB and 5-8 s tasks at
+ * 1,000 trial ends). Now a bound workflow's register, report and unregister write its row here, and the clock's
+ * workflow asks the table through a few activities (stepClock, checkClockBusy, finalTickClock) and hears ONE signal
+ * per instant (`testClockInstantDone`), sent by the report that leaves nothing busy.
+ *
+ * That check-then-signal is one decision under the clock's registry row lock: a report that clears a busy row takes
+ * the lock after its own write, so of two last reporters the second sees the first's commit, and it clears
+ * `awaiting_round` as it signals, so no other report signals that round again (and the clock ignores a round it has
+ * passed). A signal lost to a crash between commit and send costs at most the clock's 30 s check.
+ *
+ * A clock has a registry row once its workflow reads the table (patch `test-clock-registry-in-table`); for a clock
+ * without one (its workflow started before the change and still runs on its own state) the writers signal it as
+ * before. A signal that reaches a clock already reading the table (sent before the row appeared) is written into
+ * the table by the clock itself (applyClockMessages).
+ */
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+
+import { type ClockReport, clockReportSignal, type ClockTick, clockTickSignal } from '../../workflows/clock-sleep.ts';
+import { type ClockEntry, clockInstantDoneSignal } from '../../workflows/test-clock.ts';
+
+/** A message to a clock's registry: what the register, unregister and report signals carried. */
+export type ClockMessage =
+  | { kind: 'register'; workflowId: string; known: string }
+  | { kind: 'unregister'; workflowId: string }
+  | { kind: 'report'; report: ClockReport };
+
+/** The process's database for registry writes made outside an activity's entity manager (services/compose.ts sets it). */
+let registryOrm: MikroORM | undefined;
+
+/** The database the registry writes of this process go to (bindToClock, unbindFromClock); without one they signal the clock. */
+export function useClockRegistry(orm: MikroORM): void {
+  registryOrm = orm;
+}
+
+export function clockRegistryEm(): EntityManager | undefined {
+  return registryOrm?.em.fork();
+}
+
+type Row = Record<string, unknown>;
+
+async function exec<T extends Row = Row>(tx: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
+  return tx.getConnection().execute<T[]>(sql, params, 'all', tx.getTransactionContext());
+}
+
+const asDate = (value: unknown): Date | null =>
+  value === null || value === undefined ? null : new Date(value as string);
+
+/**
+ * Applies one message to the clock's table. Returns 'unregistered' when the clock has no registry row (the caller
+ * signals it instead), else the round to signal the clock as done, or null.
+ */
+async function applyInTx(
+  tx: EntityManager,
+  clockId: string,
+  message: ClockMessage,
+): Promise<'unregistered' | number | null> {
+  const [registry] = await exec<{ account_id: string; livemode: boolean }>(
+    tx,
+    `select account_id, livemode from test_clock_registries where clock_id = ?`,
+    [clockId],
+  );
+  if (!registry) return 'unregistered';
+  const scope = [clockId, registry.account_id, registry.livemode];
+  let cleared = false;
+  if (message.kind === 'register') {
+    // A workflow the clock knows already (its starter retried after a timeout) stays as it is: its start will be refused.
+    const known = new Date(message.known);
+    await exec(
+      tx,
+      `insert into test_clock_entries (clock_id, account_id, livemode, workflow_id, wake_at, busy_at, known)
+       values (?, ?, ?, ?, null, ?, ?) on conflict (clock_id, workflow_id) do nothing`,
+      [...scope, message.workflowId, known, known],
+    );
+  } else if (message.kind === 'unregister') {
+    // Only a registration that never became a workflow (no wake-up reported): one that has reported stays.
+    const gone = await exec<{ busy_at: unknown }>(
+      tx,
+      `delete from test_clock_entries where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ?
+       and wake_at is null returning busy_at`,
+      [...scope, message.workflowId],
+    );
+    cleared = gone.some((r) => r.busy_at !== null);
+  } else {
+    const { report } = message;
+    const [old] = await exec<{ busy_at: unknown }>(
+      tx,
+      `select busy_at from test_clock_entries where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ? for update`,
+      [...scope, report.workflowId],
+    );
+    const known = new Date(report.known);
+    const wakeAt = report.wakeAt === null ? null : new Date(report.wakeAt);
+    if (report.done) {
+      if (old)
+        await exec(
+          tx,
+          `delete from test_clock_entries where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ?`,
+          [...scope, report.workflowId],
+        );
+      cleared = !!old && old.busy_at !== null;
+    } else if (old) {
+      // Busy until it reports having seen the instant it is busy at; its known time only goes forward.
+      const [now] = await exec<{ busy_at: unknown }>(
+        tx,
+        `update test_clock_entries set wake_at = ?::timestamptz,
+           busy_at = case when busy_at is not null and ?::timestamptz >= busy_at then null else busy_at end,
+           known = greatest(coalesce(known, ?::timestamptz), ?::timestamptz), reported_at = now()
+         where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ? returning busy_at`,
+        [wakeAt, known, known, known, ...scope, report.workflowId],
+      );
+      cleared = old.busy_at !== null && now?.busy_at === null;
+    } else {
+      await exec(
+        tx,
+        `insert into test_clock_entries (clock_id, account_id, livemode, workflow_id, wake_at, busy_at, known)
+         values (?, ?, ?, ?, ?, null, ?)
+         on conflict (clock_id, workflow_id) do update set wake_at = excluded.wake_at,
+           known = greatest(coalesce(test_clock_entries.known, excluded.known), excluded.known), reported_at = now()`,
+        [...scope, report.workflowId, wakeAt, known],
+      );
+    }
+  }
+  if (!cleared) return null;
+  return finishRoundIfQuiet(tx, clockId);
+}
+
+/**
+ * Under the clock's registry row lock: when the clock waits for a round and nothing on it is busy any more, the
+ * round is over (cleared, so that it is decided once) and returned to be signalled; else null.
+ */
+async function finishRoundIfQuiet(tx: EntityManager, clockId: string): Promise<number | null> {
+  const [registry] = await exec<{ awaiting_round: number | null }>(
+    tx,
+    `select awaiting_round from test_clock_registries where clock_id = ? for update`,
+    [clockId],
+  );
+  if (!registry || registry.awaiting_round === null) return null;
+  const busy = await exec(tx, `select 1 from test_clock_entries where clock_id = ? and busy_at is not null limit 1`, [
+    clockId,
+  ]);
+  if (busy.length > 0) return null;
+  await exec(tx, `update test_clock_registries set awaiting_round = null where clock_id = ?`, [clockId]);
+  return registry.awaiting_round;
+}
+
+async function signalDone(client: Client, clockId: string, round: number): Promise<void> {
+  try {
+    await client.workflow.getHandle(clockId).signal(clockInstantDoneSignal, { round });
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+}
+
+/**
+ * A bound workflow's register, unregister or report, written into its clock's table; when that ends the round the
+ * clock waits for, the clock hears it (one signal). Returns false when the clock has no registry row: the caller
+ * signals the clock as before (a clock whose workflow started before the table).
+ */
+export async function writeClockMessage(
+  em: EntityManager,
+  client: Client,
+  clockId: string,
+  message: ClockMessage,
+): Promise<boolean> {
+  const outcome = await em.transactional((tx) => applyInTx(tx, clockId, message));
+  if (outcome === 'unregistered') return false;
+  if (outcome !== null) await signalDone(client, clockId, outcome);
+  return true;
+}
+
+/**
+ * Messages the clock's workflow heard as signals once it read the table (sent before its registry row existed).
+ * The clock itself asks, so the round they end (if any) is returned to it rather than signalled.
+ */
+export async function applyClockMessages(
+  em: EntityManager,
+  clockId: string,
+  messages: ClockMessage[],
+): Promise<number | null> {
+  return em.transactional(async (tx) => {
+    let ended: number | null = null;
+    for (const message of messages) {
+      const outcome = await applyInTx(tx, clockId, message);
+      if (typeof outcome === 'number') ended = Math.max(ended ?? outcome, outcome);
+    }
+    return ended;
+  });
+}
+
+/** A new clock's registry row, in the transaction that creates it: its workflow reads the table from its start. */
+export async function openClockRegistry(
+  tx: EntityManager,
+  clock: { id: string; accountId: string; livemode: boolean },
+): Promise<void> {
+  await exec(
+    tx,
+    `insert into test_clock_registries (clock_id, account_id, livemode) values (?, ?, ?) on conflict (clock_id) do nothing`,
+    [clock.id, clock.accountId, clock.livemode],
+  );
+}
+
+/**
+ * The clock's workflow starts reading the table: its registry row (if the clock still exists) and the entries it
+ * carried in its state from a run before the table (continue-as-new), none replacing a row written already.
+ * Returns whether the clock has its registry row.
+ */
+export async function adoptClockEntries(
+  em: EntityManager,
+  input: { clockId: string; accountId: string; entries: Array<[string, ClockEntry]> },
+): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    await exec(
+      tx,
+      `insert into test_clock_registries (clock_id, account_id, livemode)
+       select id, account_id, livemode from test_clocks where id = ? and account_id = ?
+       on conflict (clock_id) do nothing`,
+      [input.clockId, input.accountId],
+    );
+    const [registry] = await exec<{ livemode: boolean }>(
+      tx,
+      `select livemode from test_clock_registries where clock_id = ? and account_id = ?`,
+      [input.clockId, input.accountId],
+    );
+    if (!registry) return false;
+    if (input.entries.length > 0) {
+      const ms = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v).toISOString());
+      await exec(
+        tx,
+        `insert into test_clock_entries (clock_id, account_id, livemode, workflow_id, wake_at, busy_at, known)
+         select ?, ?, ?, e.workflow_id, e.wake_at, e.busy_at, e.known
+         from jsonb_to_recordset(?::jsonb) as e(workflow_id text, wake_at timestamptz, busy_at timestamptz, known timestamptz)
+         on conflict (clock_id, workflow_id) do nothing`,
+        [
+          input.clockId,
+          input.accountId,
+          registry.livemode,
+          JSON.stringify(
+            input.entries.map(([id, e]) => ({
+              workflow_id: id,
+              wake_at: ms(e.wakeAt),
+              busy_at: ms(e.busyAt),
+              known: ms(e.known),
+            })),
+          ),
+        ],
+      );
+    }
+    return true;
+  });
+}
+
+/** Where a round stands: how many entries are busy, and when the clock's entries were last reported (progress). */
+export interface ClockRound {
+  busy: number;
+  /** The instant the clock moved to (ISO), or null: nothing was due up to the target (or the round only waits). */
+  next: string | null;
+  lastReportAt: string | null;
+}
+
+async function lastReportAt(tx: EntityManager, clockId: string, accountId: string): Promise<string | null> {
+  const [row] = await exec<{ at: unknown }>(
+    tx,
+    `select max(reported_at) as at from test_clock_entries where clock_id = ? and account_id = ?`,
+    [clockId, accountId],
+  );
+  return asDate(row?.at)?.toISOString() ?? null;
+}
+
+/**
+ * One step of an advance, round `round`:
+ * - entries still busy (work started meanwhile, a webhook retry the dispatcher registered, the stall helper's
+ *   stand-in): the clock waits for them (`awaiting_round`), nothing moves;
+ * - else, without `to`, nothing to do; with it, the earliest wake-up at or before `to` (not before `time`): every
+ *   entry due by then is marked busy at that instant, the clock waits for the round, and each hears the tick (with
+ *   ack) from here, many signals at a time (tickClockWorkflows). Entries whose workflow no longer exists leave.
+ */
+export async function stepClock(
+  em: EntityManager,
+  client: Client,
+  input: { clockId: string; accountId: string; round: number; time: string; to: string | null },
+): Promise<ClockRound> {
+  const { clockId, accountId, round } = input;
+  const marked = await em.transactional(async (tx) => {
+    await exec(tx, `select 1 from test_clock_registries where clock_id = ? and account_id = ? for update`, [
+      clockId,
+      accountId,
+    ]);
+    const [{ busy } = { busy: 0 }] = await exec<{ busy: number }>(
+      tx,
+      `select count(*)::int as busy from test_clock_entries where clock_id = ? and account_id = ? and busy_at is not null`,
+      [clockId, accountId],
+    );
+    if (busy > 0) {
+      await exec(tx, `update test_clock_registries set awaiting_round = ? where clock_id = ?`, [round, clockId]);
+      return { busy, at: null, ids: [] as string[], lastReportAt: await lastReportAt(tx, clockId, accountId) };
+    }
+    if (input.to === null) return { busy: 0, at: null, ids: [] as string[], lastReportAt: null };
+    const [earliest] = await exec<{ at: unknown }>(
+      tx,
+      `select min(wake_at) as at from test_clock_entries where clock_id = ? and account_id = ? and wake_at is not null and wake_at <= ?`,
+      [clockId, accountId, new Date(input.to)],
+    );
+    const next = asDate(earliest?.at);
+    if (!next) return { busy: 0, at: null, ids: [] as string[], lastReportAt: null };
+    const at = new Date(Math.max(next.getTime(), Date.parse(input.time)));
+    const due = await exec<{ workflow_id: string }>(
+      tx,
+      `update test_clock_entries set busy_at = ? where clock_id = ? and account_id = ? and wake_at is not null and wake_at <= ?
+       returning workflow_id`,
+      [at, clockId, accountId, at],
+    );
+    await exec(tx, `update test_clock_registries set awaiting_round = ? where clock_id = ?`, [round, clockId]);
+    return {
+      busy: due.length,
+      at,
+      ids: due.map((r) => r.workflow_id),
+      lastReportAt: await lastReportAt(tx, clockId, accountId),
+    };
+  });
+  if (marked.at === null) return { busy: marked.busy, next: null, lastReportAt: marked.lastReportAt };
+  const gone = await tickClockWorkflows(client, marked.ids, { now: marked.at.toISOString(), ack: true });
+  let busy = marked.busy;
+  if (gone.length > 0) busy = await dropGone(em, clockId, accountId, gone);
+  return { busy, next: marked.at.toISOString(), lastReportAt: marked.lastReportAt };
+}
+
+/** Entries whose workflow no longer exists leave the clock; returns how many are still busy (the round ends here when none). */
+async function dropGone(em: EntityManager, clockId: string, accountId: string, gone: string[]): Promise<number> {
+  return em.transactional(async (tx) => {
+    await exec(tx, `select 1 from test_clock_registries where clock_id = ? for update`, [clockId]);
+    await exec(
+      tx,
+      `delete from test_clock_entries where clock_id = ? and account_id = ? and workflow_id in (select jsonb_array_elements_text(?::jsonb))`,
+      [clockId, accountId, JSON.stringify(gone)],
+    );
+    const [{ busy } = { busy: 0 }] = await exec<{ busy: number }>(
+      tx,
+      `select count(*)::int as busy from test_clock_entries where clock_id = ? and account_id = ? and busy_at is not null`,
+      [clockId, accountId],
+    );
+    if (busy === 0)
+      await exec(tx, `update test_clock_registries set awaiting_round = null where clock_id = ?`, [clockId]);
+    return busy;
+  });
+}
+
+/**
+ * The clock's check while it waits for a round (every 30 s, or its quiet timeout when shorter): how many entries
+ * are busy (a few of their ids, to name them), when the clock's entries were last reported, and each busy entry
+ * that waits for a wake-up hears its instant again (a tick only raises a workflow's known time, so a second one is
+ * harmless; one seen lost on a loaded dev server would leave the clock advancing for good). Nothing busy: the round
+ * is over (its signal was lost, or never needed).
+ */
+export async function checkClockBusy(
+  em: EntityManager,
+  client: Client,
+  input: { clockId: string; accountId: string },
+): Promise<{ busy: number; sample: string[]; lastReportAt: string | null }> {
+  const { clockId, accountId } = input;
+  const fork = em.fork();
+  const rows = await exec<{ workflow_id: string; busy_at: unknown; wake_at: unknown }>(
+    fork,
+    `select workflow_id, busy_at, wake_at from test_clock_entries where clock_id = ? and account_id = ? and busy_at is not null
+     order by workflow_id`,
+    [clockId, accountId],
+  );
+  const last = await lastReportAt(fork, clockId, accountId);
+  const again = new Map<string, string[]>();
+  for (const row of rows) {
+    if (row.wake_at === null) continue; // a registration, or the stall helper's stand-in: no tick wakes it
+    const at = asDate(row.busy_at)!.toISOString();
+    again.set(at, [...(again.get(at) ?? []), row.workflow_id]);
+  }
+  const gone: string[] = [];
+  for (const [at, ids] of again) gone.push(...(await tickClockWorkflows(client, ids, { now: at, ack: true })));
+  const busy = gone.length > 0 ? await dropGone(em, clockId, accountId, gone) : rows.length;
+  return {
+    busy,
+    sample: rows
+      .filter((r) => !gone.includes(r.workflow_id))
+      .slice(0, 5)
+      .map((r) => r.workflow_id),
+    lastReportAt: last,
+  };
+}
+
+/**
+ * The end of an advance: every entry that has not seen `to` hears it (no ack), 256 signals at a time (they only raise
+ * each workflow's known time), and is recorded as knowing it. Returns how many heard it.
+ */
+export async function finalTickClock(
+  em: EntityManager,
+  client: Client,
+  input: { clockId: string; accountId: string; to: string },
+): Promise<number> {
+  const { clockId, accountId } = input;
+  const to = new Date(input.to);
+  const stale = await exec<{ workflow_id: string }>(
+    em.fork(),
+    `select workflow_id from test_clock_entries where clock_id = ? and account_id = ? and (known is null or known < ?)`,
+    [clockId, accountId, to],
+  );
+  const ids = stale.map((r) => r.workflow_id);
+  if (ids.length === 0) return 0;
+  const gone = await tickClockWorkflows(client, ids, { now: to.toISOString(), ack: false }, 256);
+  const heard = ids.filter((id) => !gone.includes(id));
+  await em.transactional(async (tx) => {
+    if (gone.length > 0)
+      await exec(
+        tx,
+        `delete from test_clock_entries where clock_id = ? and account_id = ? and workflow_id in (select jsonb_array_elements_text(?::jsonb))`,
+        [clockId, accountId, JSON.stringify(gone)],
+      );
+    await exec(
+      tx,
+      `update test_clock_entries set known = greatest(coalesce(known, ?::timestamptz), ?::timestamptz)
+       where clock_id = ? and account_id = ? and workflow_id in (select jsonb_array_elements_text(?::jsonb))`,
+      [to, to, clockId, accountId, JSON.stringify(heard)],
+    );
+  });
+  return heard.length;
+}
+
+/** The ids of the workflows in the clock's table (what deleting the clock terminates). */
+export async function clockEntryIds(em: EntityManager, clockId: string, accountId: string): Promise<string[]> {
+  const rows = await exec<{ workflow_id: string }>(
+    em.fork(),
+    `select workflow_id from test_clock_entries where clock_id = ? and account_id = ?`,
+    [clockId, accountId],
+  );
+  return rows.map((r) => r.workflow_id);
+}
+
+/**
+ * The clock's "tick" to the workflows on it, as direct signals, `concurrency` at a time (not signal-external
+ * commands: each of those is a transfer task on the server, answered by one more event and one more workflow task
+ * of the clock, and a workflow may have only 2,000 of them pending). Returns the ids of the workflows that no longer
+ * exist (they leave the clock).
+ */
+export async function tickClockWorkflows(
+  client: Client,
+  ids: string[],
+  tick: ClockTick,
+  concurrency = 32,
+): Promise<string[]> {
+  const gone: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, ids.length) }, async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        try {
+          await client.workflow.getHandle(id).signal(clockTickSignal, tick);
+        } catch (error) {
+          if (error instanceof WorkflowNotFoundError) gone.push(id);
+          else throw error;
+        }
+      }
+    }),
+  );
+  return gone;
+}
+
+/** A bound workflow's report to its clock (a local activity): into the clock's table, or a signal to a clock without one; a clock deleted meanwhile hears nothing. */
+export async function reportToClock(
+  client: Client,
+  clockId: string,
+  report: ClockReport,
+  em: EntityManager | undefined = clockRegistryEm(),
+): Promise<void> {
+  if (em && (await writeClockMessage(em, client, clockId, { kind: 'report', report }))) return;
+  try {
+    await client.workflow.getHandle(clockId).signal(clockReportSignal, report);
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+}

@@ -1,0 +1,207 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { writeClockMessage } from '../services/test-clocks/registry.ts';
+import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+
+/**
+ * Issue #29: a test clock's registry lives in PostgreSQL (services/test-clocks/registry.ts), so the clock's own
+ * workflow history does not grow with what is on the clock, and the report that ends an instant signals the clock
+ * exactly once, however the last reports interleave.
+ */
+describe('test clock registry in the table', () => {
+  let engine: TestEngine;
+  let sandbox: Record<string, string>;
+  beforeAll(async () => {
+    engine = await startTestEngine({ env: { TEST_CLOCK_CUSTOMERS: '20' } });
+    sandbox = { ...engine.tenant.headers, 'x-sandbox-mode': 'true' };
+  });
+  afterAll(() => engine?.close());
+
+  const call = (method: string, url: string, body?: unknown) => engine.call(method, url, body, sandbox);
+  async function made(url: string, body: unknown) {
+    const response = await call('POST', url, body);
+    expect(response.status, JSON.stringify(response.body)).toBe(201);
+    return response.body;
+  }
+  const sql = <T = Record<string, unknown>>(query: string, params: unknown[] = []) =>
+    engine.context.orm.em.fork().getConnection().execute<T[]>(query, params);
+
+  async function advance(clockId: string, to: string): Promise<void> {
+    const answer = await call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: to });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    const started = Date.now();
+    for (;;) {
+      const clock = (await call('GET', `/v1/test_clocks/${clockId}`)).body;
+      if (clock.status === 'ready') return;
+      expect(clock.status, JSON.stringify(clock)).toBe('advancing');
+      if (Date.now() - started > 60_000) throw new Error(`clock ${clockId} still advancing after 60 s`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** A clock with `n` trials (3 per customer, the sandbox's limit) of a 10-day trial of a monthly plan. */
+  async function clockWithTrials(n: number, plan: string): Promise<string> {
+    const clock = await made('/v1/test_clocks', { frozen_time: '2031-03-01T00:00:00Z' });
+    const subscriptions: Promise<unknown>[] = [];
+    for (let i = 0; i < n; i += 3) {
+      const customer = await made('/v1/customers', {
+        email: `c${i}@registry.example`,
+        payment_method: 'pm_card_visa',
+        test_clock: clock.id,
+      });
+      for (let j = i; j < Math.min(n, i + 3); j++)
+        subscriptions.push(made('/v1/subscriptions', { customer_id: customer.id, plan }));
+    }
+    await Promise.all(subscriptions);
+    return clock.id;
+  }
+
+  const clockEvents = async (clockId: string) =>
+    (await engine.env.client.workflow.getHandle(clockId).fetchHistory()).events ?? [];
+
+  it(
+    'keeps the clock history the same size for 5 and for 40 trial ends at one instant',
+    { timeout: 150_000 },
+    async () => {
+      const plan = await made('/v1/plans', {
+        name: 'Trial',
+        amount: 900,
+        currency: 'USD',
+        interval: 'month',
+        trial_period_days: 10,
+      });
+      const small = await clockWithTrials(5, plan.id);
+      const large = await clockWithTrials(40, plan.id);
+      // Both advanced together: 5 and 40 trials end at 03-11, each paid.
+      await Promise.all([advance(small, '2031-03-12T00:00:00Z'), advance(large, '2031-03-12T00:00:00Z')]);
+      const paid = await sql<{ n: number }>(
+        `select count(*)::int as n from invoices i join customers c on c.id = i.customer_id
+       where c.test_clock_id = ? and i.status = 'paid'`,
+        [large],
+      );
+      expect(paid[0]!.n).toBe(40);
+      const [a, b] = await Promise.all([clockEvents(small), clockEvents(large)]);
+      // Before the table every due workflow sent the clock a register or report signal per instant (2+ events per
+      // subscription): 40 against 5 made 70+ events more. Now the difference is only how the one "done" signal and the
+      // local activities fell into workflow tasks.
+      const signals = (events: typeof a) =>
+        events
+          .filter((e) => e.workflowExecutionSignaledEventAttributes)
+          .map((e) => e.workflowExecutionSignaledEventAttributes!.signalName);
+      expect(signals(b).filter((s) => s !== 'advanceTestClock' && s !== 'testClockInstantDone')).toEqual([]);
+      expect(signals(b).filter((s) => s === 'testClockInstantDone').length).toBeLessThanOrEqual(1);
+      expect(Math.abs(b.length - a.length), `${a.length} events for 5, ${b.length} for 40`).toBeLessThanOrEqual(8);
+      // Every subscription on the large clock has seen the target (the final tick) and waits for its money (03-13).
+      const entries = await sql<{ busy: number; stale: number }>(
+        `select count(*) filter (where busy_at is not null)::int as busy,
+              count(*) filter (where known < '2031-03-12T00:00:00Z')::int as stale
+       from test_clock_entries where clock_id = ?`,
+        [large],
+      );
+      expect(entries[0]).toEqual({ busy: 0, stale: 0 });
+
+      if (process.env.RECORD_HISTORIES === '1') {
+        // The new path's history for test/replay.test.ts (patch test-clock-registry-in-table).
+        const run = (await engine.env.client.workflow.getHandle(small).describe()).runId;
+        const recorded = spawnSync(
+          process.execPath,
+          [
+            'dev/histories.ts',
+            'record',
+            engine.env.address,
+            small,
+            run,
+            path.join(import.meta.dirname, 'histories', 'test-clock-registry-in-table.json'),
+          ],
+          { encoding: 'utf8', timeout: 120_000 },
+        );
+        expect(recorded.status, recorded.stderr).toBe(0);
+      }
+    },
+  );
+
+  it(
+    'two last reports at once: exactly one "done" for the round, and the clock is left waiting for nothing',
+    { timeout: 60_000 },
+    async () => {
+      const clock = await made('/v1/test_clocks', { frozen_time: '2031-05-01T00:00:00Z' });
+      const at = new Date('2031-05-02T00:00:00Z');
+      /** The real client, counting the "done" signals it sends (each still reaches the clock, which ignores a round it never waited for). */
+      const sent: number[] = [];
+      const client = {
+        workflow: {
+          getHandle: (id: string) => ({
+            signal: async (definition: unknown, arg: { round: number }) => {
+              sent.push(arg.round);
+              await engine.env.client.workflow.getHandle(id).signal(definition as never, arg as never);
+            },
+          }),
+        },
+      } as unknown as Client;
+      const report = (workflowId: string) =>
+        writeClockMessage(engine.context.orm.em.fork(), client, clock.id, {
+          kind: 'report',
+          report: { workflowId, wakeAt: '2031-06-01T00:00:00.000Z', known: at.toISOString() },
+        });
+
+      for (let round = 1; round <= 12; round++) {
+        sent.length = 0;
+        // Two entries busy at the instant, the clock waiting for the round (as stepClock leaves it).
+        await sql(`delete from test_clock_entries where clock_id = ?`, [clock.id]);
+        await sql(
+          `insert into test_clock_entries (clock_id, account_id, livemode, workflow_id, wake_at, busy_at, known)
+         select ?, account_id, false, w, ?, ?, ? from test_clocks, unnest(array['wf_a', 'wf_b']) as w where id = ?`,
+          [clock.id, at, at, new Date('2031-05-01T00:00:00Z'), clock.id],
+        );
+        await sql(`update test_clock_registries set awaiting_round = ? where clock_id = ?`, [round, clock.id]);
+        if (round === 1) {
+          // The tightest interleaving: both reports have written their row and wait for the clock's lock together.
+          const em = engine.context.orm.em.fork();
+          let release!: () => void;
+          const held = new Promise<void>((r) => (release = r));
+          const holder = em.transactional(async (tx) => {
+            await tx
+              .getConnection()
+              .execute(
+                `select 1 from test_clock_registries where clock_id = ? for update`,
+                [clock.id],
+                'all',
+                tx.getTransactionContext(),
+              );
+            await held;
+          });
+          const reports = Promise.all([report('wf_a'), report('wf_b')]);
+          for (let i = 0; ; i++) {
+            const waiting = await sql<{ n: number }>(
+              `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%test_clock_registries%for update%'`,
+            );
+            if (waiting[0]!.n >= 2) break;
+            if (i > 400) throw new Error('the two reports never waited for the lock together');
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          release();
+          await Promise.all([holder, reports]);
+        } else {
+          await Promise.all([report('wf_a'), report('wf_b')]);
+        }
+        expect(sent, `round ${round}`).toEqual([round]);
+        const [registry] = await sql<{ awaiting_round: number | null }>(
+          `select awaiting_round from test_clock_registries where clock_id = ?`,
+          [clock.id],
+        );
+        expect(registry!.awaiting_round).toBeNull();
+        const busy = await sql(`select 1 from test_clock_entries where clock_id = ? and busy_at is not null`, [
+          clock.id,
+        ]);
+        expect(busy).toHaveLength(0);
+      }
+      // The clock heard 12 rounds it never waited for and ignored them: it still advances.
+      await sql(`delete from test_clock_entries where clock_id = ?`, [clock.id]);
+      await advance(clock.id, '2031-05-03T00:00:00Z');
+    },
+  );
+});
