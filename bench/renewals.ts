@@ -291,6 +291,52 @@ function treeCpu(stats: Map<number, ProcStat>, root: number): number {
   return total;
 }
 
+/**
+ * The worker's CPU by thread, from /proc/<pid>/task/<tid>/stat (thread names as Node and the SDK set them): `main`, the
+ * JavaScript main thread (activities, MikroORM and pg, the SDK's glue between its core and the workflow thread);
+ * `workflows`, the SDK's workflow thread (activations in the V8 sandbox); `gc`, V8's helper threads (concurrent marking,
+ * parallel scavenges, compilation); `core`, the SDK core's Rust threads (gRPC with the server, the workflow state machines).
+ */
+interface WorkerThreadCpu {
+  main: number;
+  workflows: number;
+  gc: number;
+  core: number;
+  other: number;
+}
+
+function workerThreads(pid: number): WorkerThreadCpu {
+  const cpu: WorkerThreadCpu = { main: 0, workflows: 0, gc: 0, core: 0, other: 0 };
+  let tids: string[] = [];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return cpu; // not started yet, or gone
+  }
+  for (const tid of tids) {
+    try {
+      const text = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const seconds = (Number(fields[11]) + Number(fields[12])) / clockTicks;
+      const group: keyof WorkerThreadCpu =
+        name === 'MainThread' || name === 'node'
+          ? 'main'
+          : name === 'WorkerThread'
+            ? 'workflows'
+            : name.startsWith('V8Worker')
+              ? 'gc'
+              : name.startsWith('tokio') || name.startsWith('workflow-proces') || name.startsWith('temporal')
+                ? 'core'
+                : 'other';
+      cpu[group] += seconds;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return cpu;
+}
+
 /** Busy CPU seconds of the whole machine (all cores), from /proc/stat. */
 function machineBusy(): number {
   const [cpuLine] = fs.readFileSync('/proc/stat', 'utf8').split('\n');
@@ -300,6 +346,8 @@ function machineBusy(): number {
 
 interface CpuSnapshot {
   worker: number;
+  /** The worker process's CPU by thread (workerThreads), in seconds. */
+  workerThreads: WorkerThreadCpu;
   server: number;
   postgres: number;
   bench: number;
@@ -317,6 +365,7 @@ function cpuSnapshot(pids: Pids): CpuSnapshot {
   const bench = process.cpuUsage();
   return {
     worker: treeCpu(stats, pids.worker),
+    workerThreads: workerThreads(pids.worker),
     server: treeCpu(stats, pids.server),
     postgres: treeCpu(stats, pids.postgres),
     bench: (bench.user + bench.system) / 1e6,
@@ -326,6 +375,7 @@ function cpuSnapshot(pids: Pids): CpuSnapshot {
 
 interface CpuSpent {
   worker: number;
+  workerThreads: WorkerThreadCpu;
   server: number;
   postgres: number;
   /** This process: starting workflows is over by T, so mostly the polling. */
@@ -336,10 +386,18 @@ interface CpuSpent {
 }
 
 function cpuSpent(before: CpuSnapshot, after: CpuSnapshot): CpuSpent {
-  const d = (k: keyof CpuSnapshot) => Math.max(0, after[k] - before[k]);
+  const d = (k: Exclude<keyof CpuSnapshot, 'workerThreads'>) => Math.max(0, after[k] - before[k]);
   const machine = d('machine');
+  const thread = (k: keyof WorkerThreadCpu) => Math.max(0, after.workerThreads[k] - before.workerThreads[k]);
   return {
     worker: d('worker'),
+    workerThreads: {
+      main: thread('main'),
+      workflows: thread('workflows'),
+      gc: thread('gc'),
+      core: thread('core'),
+      other: thread('other'),
+    },
     server: d('server'),
     postgres: d('postgres'),
     bench: d('bench'),
@@ -395,6 +453,8 @@ interface RoundResult {
   historyEvents: number;
   /** Of the workflow tasks sampled, the share that timed out (a sticky task not picked up in time, then scheduled again). */
   timedOutTasks: number;
+  /** Where the sampled renewals' time went (seconds, median and p90): see WaveTimings. */
+  timings: WaveTimings;
   loadAtStart: number;
   /** --usage: the meter events the round's customers sent through the batch endpoint before the wave, and how long that took. */
   ingest?: { events: number; seconds: number };
@@ -678,7 +738,7 @@ async function runRound(
   if (settings.statementStats) await sayStatementStats(ctx, label);
   // A moment for the worker to settle (and, for a subscription, its new run to set its next timer), then its memory at the end.
   await sleep(2000);
-  const { workflowTasks, historyEvents, timedOutTasks } = await sampleHistories(client, handles, at);
+  const { workflowTasks, historyEvents, timedOutTasks, timings } = await sampleHistories(client, handles, at);
   const { samples, queryTexts } = await worker.stop();
   for (const [text, count] of queryTexts) say(`${label}: ${count}× ${text}`);
   const afterT = samples.filter((s) => s.at >= at.getTime());
@@ -745,6 +805,7 @@ async function runRound(
     workflowTasks,
     historyEvents,
     timedOutTasks,
+    timings,
     loadAtStart,
     ...(usageSeed ? { ingest: { events: usageSeed.events, seconds: usageSeed.ingestSeconds } } : {}),
   };
@@ -789,40 +850,64 @@ async function runRoundAdapting(
 }
 
 /** How many workflows' histories are read per round (spread over the order they were started in). */
-const historySamples = 20;
+const historySamples = 40;
+
+/**
+ * Where a sampled renewal's time went, from its history's event times (seconds; median and p90 over the samples):
+ * `fired`, T to its TimerFired (the Temporal server's timer queue); `waited`, TimerFired to the WorkflowTaskStarted of
+ * the task that completed (the task queue: the sticky queue, and after a sticky timeout the shared one); `ran`, that
+ * start to WorkflowTaskCompleted (the worker: the activation and the renewCycle local activity).
+ */
+export interface WaveTimings {
+  fired: [number, number];
+  waited: [number, number];
+  ran: [number, number];
+}
 
 /**
  * Workflow tasks and history events from T on, per workflow, averaged over `historySamples`
  * workflows spread over the round (one that renewed first says little about the queue's
  * tail: a workflow task that waited past the sticky queue's timeout times out and is
- * scheduled again, with two more events); and the share of the sampled tasks that timed out.
+ * scheduled again, with two more events); the share of the sampled tasks that timed out; and where their time went.
  */
 async function sampleHistories(
   client: Client,
   handles: SampledRun[],
   at: Date,
-): Promise<{ workflowTasks: number; historyEvents: number; timedOutTasks: number }> {
+): Promise<{ workflowTasks: number; historyEvents: number; timedOutTasks: number; timings: WaveTimings }> {
   const step = Math.max(1, Math.floor(handles.length / historySamples));
   const sampled = handles.filter((_, i) => i % step === 0).slice(0, historySamples);
   const counts = await Promise.all(sampled.map((handle) => sampleHistory(client, handle, at)));
   const total = (key: 'workflowTasks' | 'historyEvents' | 'timedOut') => counts.reduce((sum, c) => sum + c[key], 0);
   const [tasks, timedOut] = [total('workflowTasks'), total('timedOut')];
+  const spread = (key: keyof WaveTimings): [number, number] => {
+    const values = counts.flatMap((c) => (c.timings ? [c.timings[key]] : [])).sort((a, b) => a - b);
+    const at = (q: number) => values[Math.min(values.length - 1, Math.floor(q * values.length))] ?? NaN;
+    return [at(0.5), at(0.9)];
+  };
   return {
     workflowTasks: tasks / counts.length,
     historyEvents: total('historyEvents') / counts.length,
     timedOutTasks: timedOut / Math.max(1, tasks + timedOut),
+    timings: { fired: spread('fired'), waited: spread('waited'), ran: spread('ran') },
   };
 }
 
 /**
  * Workflow tasks and history events from T on, in one workflow's history and, for
- * a subscription that continued as new, its next run's, once that run's first task (which sets its timer) is done.
+ * a subscription that continued as new, its next run's, once that run's first task (which sets its timer) is done;
+ * and the times of its first timer fired after T and of the workflow task that then completed.
  */
 async function sampleHistory(
   client: Client,
   handle: SampledRun,
   at: Date,
-): Promise<{ workflowTasks: number; historyEvents: number; timedOut: number }> {
+): Promise<{
+  workflowTasks: number;
+  historyEvents: number;
+  timedOut: number;
+  timings: { fired: number; waited: number; ran: number } | null;
+}> {
   const first = client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
   const latest = await client.workflow.getHandle(handle.workflowId).describe();
   const histories = [await first.fetchHistory()];
@@ -841,6 +926,7 @@ async function sampleHistory(
   let workflowTasks = 0;
   let historyEvents = 0;
   let timedOut = 0;
+  let [fired, started, completed] = [0, 0, 0];
   for (const history of histories) {
     for (const event of history.events ?? []) {
       const time = Number(event.eventTime?.seconds ?? 0) * 1000 + Math.floor((event.eventTime?.nanos ?? 0) / 1e6);
@@ -848,17 +934,38 @@ async function sampleHistory(
       historyEvents++;
       if (event.workflowTaskCompletedEventAttributes) workflowTasks++;
       if (event.workflowTaskTimedOutEventAttributes) timedOut++;
+      if (event.timerFiredEventAttributes && !fired) fired = time;
+      // The last start before the first completion after the timer: a task that timed out on the sticky queue was started again.
+      if (event.workflowTaskStartedEventAttributes && fired && !completed) started = time;
+      if (event.workflowTaskCompletedEventAttributes && started && !completed) completed = time;
     }
   }
-  return { workflowTasks, historyEvents, timedOut };
+  const t = at.getTime();
+  const timings = completed
+    ? { fired: (fired - t) / 1000, waited: (started - fired) / 1000, ran: (completed - started) / 1000 }
+    : null;
+  return { workflowTasks, historyEvents, timedOut, timings };
 }
 
 const describeRound = (r: RoundResult) =>
   `${r.n} in ${r.wallSeconds.toFixed(1)} s after T (${rate(r.perSecond)}/s; first ${r.firstSeconds.toFixed(1)} s, half ${r.medianSeconds.toFixed(1)} s` +
   `${r.closedSeconds === null ? '' : `, all recorded in Temporal ${r.closedSeconds.toFixed(1)} s`}); worker RSS ${Math.round(r.memory.rssAtT)} MB at T, ` +
-  `peak ${Math.round(r.memory.peakRss)} MB, heap peak ${Math.round(r.memory.peakHeap)} MB; CPU s worker ${r.cpu.worker.toFixed(1)}, ` +
+  `peak ${Math.round(r.memory.peakRss)} MB, heap peak ${Math.round(r.memory.peakHeap)} MB; CPU s worker ${r.cpu.worker.toFixed(1)} ` +
+  `(${threadSplit(r.cpu.workerThreads)}), ` +
   `server ${r.cpu.server.toFixed(1)}, postgres ${r.cpu.postgres.toFixed(1)}, bench ${r.cpu.bench.toFixed(1)}, others ${r.cpu.others.toFixed(1)}; ` +
-  `per workflow (${historySamples} sampled) ${round1(r.workflowTasks)} workflow tasks, ${round1(r.historyEvents)} history events, ${Math.round(r.timedOutTasks * 100)}% of tasks timed out`;
+  `per workflow (${historySamples} sampled) ${round1(r.workflowTasks)} workflow tasks, ${round1(r.historyEvents)} history events, ${Math.round(r.timedOutTasks * 100)}% of tasks timed out; ` +
+  `s p50/p90: timer fired ${pair(r.timings.fired)} after T, task waited ${pair(r.timings.waited)}, ran ${pair(r.timings.ran)}`;
+/** The mean over rounds of each thread's CPU, in ms per renewal. */
+const perRenewal = (rounds: RoundResult[], of: (r: RoundResult) => WorkerThreadCpu): WorkerThreadCpu =>
+  Object.fromEntries(
+    (['main', 'workflows', 'gc', 'core', 'other'] as const).map((k) => [
+      k,
+      mean(rounds.map((r) => (1000 * of(r)[k]) / r.n)),
+    ]),
+  ) as unknown as WorkerThreadCpu;
+const threadSplit = (t: WorkerThreadCpu) =>
+  `main ${t.main.toFixed(1)}, workflow thread ${t.workflows.toFixed(1)}, V8 helpers ${t.gc.toFixed(1)}, SDK core ${t.core.toFixed(1)}, other ${t.other.toFixed(1)}`;
+const pair = ([p50, p90]: [number, number]) => `${p50.toFixed(1)}/${p90.toFixed(1)}`;
 
 // ---- Report ------------------------------------------------------------------
 
@@ -905,7 +1012,12 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
     peakHeap: Math.max(...rounds.map((r) => r.memory.peakHeap)),
     rssAtT: per((r) => r.memory.rssAtT),
     rssAfter: per((r) => r.memory.rssAfter),
-    cpu: Object.fromEntries(cpuKeys.map((k) => [k, per((r) => r.cpu[k])])) as unknown as CpuSpent,
+    cpu: {
+      ...(Object.fromEntries(cpuKeys.map((k) => [k, per((r) => r.cpu[k])])) as Omit<CpuSpent, 'workerThreads'>),
+      workerThreads: Object.fromEntries(
+        (['main', 'workflows', 'gc', 'core', 'other'] as const).map((k) => [k, per((r) => r.cpu.workerThreads[k])]),
+      ) as unknown as WorkerThreadCpu,
+    },
     activities,
     queries: per((r) => r.queries / r.n),
     queryKinds,
@@ -1302,7 +1414,8 @@ function variantsSection(
       `load average ${loadAtStart.toFixed(2)} at the start (other agents' work shares the machine: "other" CPU below). Worker: one fresh process per round, ${workerSettings()}, ` +
       `each variant overriding: ${settings.variants.map((v) => `**${v.name}** ${v.spec || '(nothing)'}`).join('; ')} (sticky: stickyQueueScheduleToStartTimeout in seconds; polls: maxConcurrentWorkflowTaskPolls; ratio: nonStickyToStickyPollRatio; ` +
       `slots: maxConcurrentWorkflowTaskExecutions; cache: maxCachedWorkflows; pool: the MikroORM pool). ${warmupText()}. The variants' rounds alternate in one run, the order rotating each round; ` +
-      '"timed out" is the share of the workflow tasks of 20 sampled workflows per round that timed out and were scheduled again on the shared queue (most waited out the sticky queue\'s timeout; on a starved machine some ran past the 10 s a started task has); ' +
+      `"timed out" is the share of the workflow tasks of ${historySamples} sampled workflows per round` +
+      " that timed out and were scheduled again on the shared queue (most waited out the sticky queue's timeout; on a starved machine some ran past the 10 s a started task has); " +
       '"WFT / LA in flight" the worker\'s workflow activations and activities in hand (mean of the 200 ms polls), "pool waiting" the requests waiting for a database connection (mean).',
     '',
     '| variant | round | N | wall s | renewals/s | first / half done s | timed out | history events | WFT / LA in flight | pool waiting | CPU ms per renewal (worker+server+PostgreSQL) | CPU s worker / server / PostgreSQL / other | peak RSS MB |',
@@ -1318,7 +1431,9 @@ function variantsSection(
         `- **${v.name}** (${v.spec || 'defaults'}): ${rate(perSecond(v))} renewals/s (mean of ${of(v).length}), ${Math.round(mean(of(v).map((r) => r.timedOutTasks)) * 100)}% of tasks timed out` +
         (v === settings.variants[0]
           ? ''
-          : `; **${((perSecond(v) / first) * 100).toFixed(0)}%** of ${settings.variants[0]!.name}'s rate`),
+          : `; **${((perSecond(v) / first) * 100).toFixed(0)}%** of ${settings.variants[0]!.name}'s rate`) +
+        `; worker CPU ms per renewal by thread: ${threadSplit(perRenewal(of(v), (r) => r.cpu.workerThreads))}` +
+        `; s p50/p90 (its first round's samples): timer fired ${pair(of(v)[0]!.timings.fired)} after T, task waited ${pair(of(v)[0]!.timings.waited)}, ran ${pair(of(v)[0]!.timings.ran)}`,
     ),
     '',
     `Every round checked its money: ${settings.n} paid invoices, ${settings.n} succeeded charges.`,
