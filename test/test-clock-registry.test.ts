@@ -163,6 +163,8 @@ describe('test clock registry in the table', () => {
           const em = engine.context.orm.em.fork();
           let release!: () => void;
           const held = new Promise<void>((r) => (release = r));
+          let locked!: () => void;
+          const lockTaken = new Promise<void>((r) => (locked = r));
           const holder = em.transactional(async (tx) => {
             await tx
               .getConnection()
@@ -172,18 +174,23 @@ describe('test clock registry in the table', () => {
                 'all',
                 tx.getTransactionContext(),
               );
+            locked();
             await held;
           });
+          await lockTaken;
           const reports = Promise.all([report('wf_a'), report('wf_b')]);
-          for (let i = 0; ; i++) {
-            const waiting = await sql<{ n: number }>(
-              `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%test_clock_registries%for update%'`,
-            );
-            if (waiting[0]!.n >= 2) break;
-            if (i > 400) throw new Error('the two reports never waited for the lock together');
-            await new Promise((r) => setTimeout(r, 10));
+          try {
+            for (let i = 0; ; i++) {
+              const waiting = await sql<{ n: number }>(
+                `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%test_clock_report(%'`,
+              );
+              if (waiting[0]!.n >= 2) break;
+              if (i > 400) throw new Error('the two reports never waited for the lock together');
+              await new Promise((r) => setTimeout(r, 10));
+            }
+          } finally {
+            release();
           }
-          release();
           await Promise.all([holder, reports]);
         } else {
           await Promise.all([report('wf_a'), report('wf_b')]);

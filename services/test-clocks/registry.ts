@@ -90,46 +90,27 @@ async function applyInTx(
     );
     cleared = gone.some((r) => r.busy_at !== null);
   } else {
-    const { report } = message;
-    const [old] = await exec<{ busy_at: unknown }>(
-      tx,
-      `select busy_at from test_clock_entries where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ? for update`,
-      [...scope, report.workflowId],
-    );
-    const known = new Date(report.known);
-    const wakeAt = report.wakeAt === null ? null : new Date(report.wakeAt);
-    if (report.done) {
-      if (old)
-        await exec(
-          tx,
-          `delete from test_clock_entries where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ?`,
-          [...scope, report.workflowId],
-        );
-      cleared = !!old && old.busy_at !== null;
-    } else if (old) {
-      // Busy until it reports having seen the instant it is busy at; its known time only goes forward.
-      const [now] = await exec<{ busy_at: unknown }>(
-        tx,
-        `update test_clock_entries set wake_at = ?::timestamptz,
-           busy_at = case when busy_at is not null and ?::timestamptz >= busy_at then null else busy_at end,
-           known = greatest(coalesce(known, ?::timestamptz), ?::timestamptz), reported_at = now()
-         where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ? returning busy_at`,
-        [wakeAt, known, known, known, ...scope, report.workflowId],
-      );
-      cleared = old.busy_at !== null && now?.busy_at === null;
-    } else {
-      await exec(
-        tx,
-        `insert into test_clock_entries (clock_id, account_id, livemode, workflow_id, wake_at, busy_at, known)
-         values (?, ?, ?, ?, ?, null, ?)
-         on conflict (clock_id, workflow_id) do update set wake_at = excluded.wake_at,
-           known = greatest(coalesce(test_clock_entries.known, excluded.known), excluded.known), reported_at = now()`,
-        [...scope, report.workflowId, wakeAt, known],
-      );
-    }
+    const round = await applyReport(tx, clockId, message.report);
+    return round === -1 ? 'unregistered' : round === 0 ? null : round;
   }
   if (!cleared) return null;
   return finishRoundIfQuiet(tx, clockId);
+}
+
+/**
+ * A report in one statement (the function test_clock_report, db/migrations/Migration20261127151000_test_clock_report_function.ts):
+ * the workflow's row written and, when it cleared the last busy entry of the round the clock waits for, the round
+ * ended under the clock's lock. Returns -1 (the clock has no registry row), the round to signal, or 0.
+ */
+async function applyReport(em: EntityManager, clockId: string, report: ClockReport): Promise<number> {
+  const [row] = await exec<{ round: number }>(em, `select test_clock_report(?, ?, ?, ?, ?) as round`, [
+    clockId,
+    report.workflowId,
+    report.wakeAt === null ? null : new Date(report.wakeAt),
+    new Date(report.known),
+    report.done === true,
+  ]);
+  return row!.round;
 }
 
 /**
@@ -170,7 +151,11 @@ export async function writeClockMessage(
   clockId: string,
   message: ClockMessage,
 ): Promise<boolean> {
-  const outcome = await em.transactional((tx) => applyInTx(tx, clockId, message));
+  // A report (the hot path: one per due workflow per instant) is one statement, outside any transaction.
+  const outcome =
+    message.kind === 'report'
+      ? await applyReport(em, clockId, message.report).then((r) => (r === -1 ? 'unregistered' : r === 0 ? null : r))
+      : await em.transactional((tx) => applyInTx(tx, clockId, message));
   if (outcome === 'unregistered') return false;
   if (outcome !== null) await signalDone(client, clockId, outcome);
   return true;
