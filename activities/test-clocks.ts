@@ -15,6 +15,7 @@ import {
   type ClockRound,
   finalTickClock,
   stepClock,
+  tickClockInstant,
 } from '../services/test-clocks/registry.ts';
 import type { ClockEntry } from '../workflows/test-clock.ts';
 
@@ -33,7 +34,7 @@ export function createTestClockActivities(deps: { orm: MikroORM }) {
     async applyClockMessages(input: { clockId: string; messages: ClockMessage[] }): Promise<number | null> {
       return applyClockMessages(em(), input.clockId, input.messages);
     },
-    /** One step of an advance: wait for what is busy, or move to the next instant up to `to` and tick what is due. */
+    /** One step of an advance: wait for what is busy, or move to the next instant up to `to`, marking what is due busy. */
     async stepClock(input: {
       clockId: string;
       accountId: string;
@@ -41,7 +42,15 @@ export function createTestClockActivities(deps: { orm: MikroORM }) {
       time: string;
       to: string | null;
     }): Promise<ClockRound> {
-      return stepClock(em(), Context.current().client, input);
+      return stepClock(em(), input);
+    },
+    /** The ticks of instant `at` to what is due then and has not reported (an activity of its own: many signals). */
+    async tickClockInstant(input: {
+      clockId: string;
+      accountId: string;
+      at: string;
+    }): Promise<{ ticked: number; gone: number }> {
+      return tickClockInstant(em(), Context.current().client, input);
     },
     /** While the clock waits for a round: what is still busy (ticked again), and when its entries last reported. */
     async checkClockBusy(input: {

@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { writeClockMessage } from '../services/test-clocks/registry.ts';
+import { endRoundIfQuiet, writeClockMessage } from '../services/test-clocks/registry.ts';
+import { testClockWorkflow } from '../workflows/test-clock.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
 
 /**
@@ -159,7 +160,9 @@ describe('test clock registry in the table', () => {
         );
         await sql(`update test_clock_registries set awaiting_round = ? where clock_id = ?`, [round, clock.id]);
         if (round === 1) {
-          // The tightest interleaving: both reports have written their row and wait for the clock's lock together.
+          // The tightest interleaving: both reports have committed their row, both looked and saw nothing busy, and
+          // both wait for the clock's lock to end the round (endRoundIfQuiet, what each report does next).
+          await sql(`update test_clock_entries set busy_at = null, wake_at = ? where clock_id = ?`, [at, clock.id]);
           const em = engine.context.orm.em.fork();
           let release!: () => void;
           const held = new Promise<void>((r) => (release = r));
@@ -178,20 +181,25 @@ describe('test clock registry in the table', () => {
             await held;
           });
           await lockTaken;
-          const reports = Promise.all([report('wf_a'), report('wf_b')]);
+          const ends = Promise.all([
+            endRoundIfQuiet(engine.context.orm.em.fork(), clock.id),
+            endRoundIfQuiet(engine.context.orm.em.fork(), clock.id),
+          ]);
           try {
             for (let i = 0; ; i++) {
               const waiting = await sql<{ n: number }>(
-                `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%test_clock_report(%'`,
+                `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%awaiting_round from test_clock_registries%'`,
               );
               if (waiting[0]!.n >= 2) break;
-              if (i > 400) throw new Error('the two reports never waited for the lock together');
+              if (i > 400) throw new Error('the two last reports never waited for the lock together');
               await new Promise((r) => setTimeout(r, 10));
             }
           } finally {
             release();
           }
-          await Promise.all([holder, reports]);
+          const [, ended] = await Promise.all([holder, ends]);
+          expect(ended.filter((r) => r !== null)).toEqual([round]);
+          sent.push(round);
         } else {
           await Promise.all([report('wf_a'), report('wf_b')]);
         }
@@ -209,6 +217,63 @@ describe('test clock registry in the table', () => {
       // The clock heard 12 rounds it never waited for and ignored them: it still advances.
       await sql(`delete from test_clock_entries where clock_id = ?`, [clock.id]);
       await advance(clock.id, '2031-05-03T00:00:00Z');
+    },
+  );
+
+  it(
+    'a clock run from before the table hands its entries over on continue-as-new, and its workflows keep their wake-ups',
+    { timeout: 90_000 },
+    async () => {
+      const plan = await made('/v1/plans', {
+        name: 'Handed over',
+        amount: 700,
+        currency: 'USD',
+        interval: 'month',
+        trial_period_days: 5,
+      });
+      const clockId = await clockWithTrials(1, plan.id);
+      const [entry] = await sql<{ workflow_id: string; wake_ms: string; known_ms: string }>(
+        `select workflow_id, extract(epoch from wake_at) * 1000 as wake_ms, extract(epoch from known) * 1000 as known_ms
+       from test_clock_entries where clock_id = ?`,
+        [clockId],
+      );
+      expect(new Date(Number(entry!.wake_ms)).toISOString()).toBe('2031-03-06T00:00:00.000Z');
+      // As if the clock had run before the table: no registry row, its entries in its workflow's state. Its run is
+      // replaced by the one a continue-as-new of that run starts: the same input, `entries` carried.
+      const { client } = engine.env;
+      await client.workflow.getHandle(clockId).terminate('replaced by a run as a continue-as-new of an old one starts');
+      await sql(`delete from test_clock_registries where clock_id = ?`, [clockId]);
+      const account = (
+        await sql<{ account_id: string }>(`select account_id from test_clocks where id = ?`, [clockId])
+      )[0]!;
+      await client.workflow.start(testClockWorkflow, {
+        workflowId: clockId,
+        taskQueue: engine.config.clockTaskQueue,
+        args: [
+          {
+            clockId,
+            accountId: account.account_id,
+            frozenTime: '2031-03-01T00:00:00.000Z',
+            entries: [
+              [entry!.workflow_id, { wakeAt: Number(entry!.wake_ms), busyAt: null, known: Number(entry!.known_ms) }],
+            ],
+            target: null,
+          },
+        ],
+      });
+      await advance(clockId, '2031-03-07T00:00:00Z');
+      // The run moved the entry into the table, and the trial ended on the clock: invoiced and paid.
+      const rows = await sql<{ known_ms: string }>(
+        `select extract(epoch from known) * 1000 as known_ms from test_clock_entries where clock_id = ?`,
+        [clockId],
+      );
+      expect(rows.map((r) => new Date(Number(r.known_ms)).toISOString())).toEqual(['2031-03-07T00:00:00.000Z']);
+      const paid = await sql<{ n: number }>(
+        `select count(*)::int as n from invoices i join customers c on c.id = i.customer_id
+       where c.test_clock_id = ? and i.status = 'paid'`,
+        [clockId],
+      );
+      expect(paid[0]!.n).toBe(1);
     },
   );
 });

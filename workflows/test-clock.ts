@@ -27,6 +27,7 @@ import {
   defineSignal,
   deprecatePatch,
   patched,
+  proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
@@ -334,8 +335,18 @@ const registry = proxyLocalActivities<Activities>({
 });
 
 /**
+ * The ticks of an instant (activities/test-clocks.ts tickClockInstant): an activity, not a local one, so the clock's
+ * workflow task ends at once instead of lasting while N signals go out (its ScheduleToClose bounds nothing: a due
+ * workflow that never hears it is ticked again by checkClockBusy).
+ */
+const tickers = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/**
  * testClockWorkflow with its registry in the table (patch test-clock-registry-in-table). Per instant: one stepClock
- * (the earliest wake-up up to the target; the due entries marked busy and ticked from the activity), ONE
+ * (the earliest wake-up up to the target; the due entries marked busy), one tickClockInstant activity, ONE
  * `testClockInstantDone` signal when the last of them has reported, and the webhook hand-off; whatever N is. Every
  * guarantee of the header holds: time order, each instant finished before the next, work started meanwhile waited
  * for (its starter wrote its row before starting it), the quiet timeout naming what is stuck, a last tick to what
@@ -434,9 +445,13 @@ async function registryClockWorkflow(input: TestClockWorkflowInput): Promise<voi
     await flushLate();
     // Work bound before the advance that has not reported yet (or the stall helper's stand-in) is waited for first.
     let step = await registry.stepClock({ clockId, accountId, round: ++round, time: iso(time), to: null });
+    /** The ticks of the instant just marked, going out while the clock waits for its round. */
+    let ticking: Promise<unknown> | null = null;
     for (;;) {
       setCurrentDetails(`Advancing to ${iso(to)}: at ${iso(time)}, waiting for ${step.busy} workflow(s).`);
       if (step.busy > 0) await waitForRound(round, step.lastReportAt);
+      if (ticking) await ticking;
+      ticking = null;
       // The events this instant's work recorded reach the webhook dispatcher: a delivery that failed was written into
       // the table (bindToClock) before its event was marked handed on, so the next step sees it busy and waits for it.
       const dispatched: { left: number; bound: boolean } = await local.awaitClockEventsDispatched({
@@ -450,8 +465,11 @@ async function registryClockWorkflow(input: TestClockWorkflowInput): Promise<voi
       await flushLate();
       if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof testClockWorkflow>(carry(to));
       step = await registry.stepClock({ clockId, accountId, round: ++round, time: iso(time), to: iso(to) });
-      if (step.next !== null) time = Math.max(time, Date.parse(step.next));
-      else if (step.busy === 0) break;
+      if (step.next !== null) {
+        time = Math.max(time, Date.parse(step.next));
+        // Not failing the advance if it fails for good: checkClockBusy ticks what is still busy again.
+        ticking = tickers.tickClockInstant({ clockId, accountId, at: step.next }).catch(() => undefined);
+      } else if (step.busy === 0) break;
     }
     time = to;
     // Every bound workflow hears the new time before `ready` (a command right after it computes with it), but only

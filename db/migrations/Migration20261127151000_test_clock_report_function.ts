@@ -4,8 +4,8 @@ import { Migration } from '@mikro-orm/migrations';
  * A bound workflow's report to its test clock in one statement (services/test-clocks/registry.ts reportToClock): the
  * function writes the workflow's row and, when that cleared the last busy entry of the round the clock waits for,
  * ends the round under the clock's registry row lock. In one round trip, the lock is held for microseconds rather than
- * for the client's round trips of a transaction: at 200 renewals on one clock, 200 reports queued on it held 200 of
- * the worker's pooled connections' time (bench:test-clocks 7.5 s against 4.9 s before the table). Each statement of a
+ * across the client round trips of a transaction, during which every other report of the instant waits on it holding
+ * one of the worker's pooled connections (10 by default). Each statement of a
  * volatile PL/pgSQL function takes a fresh snapshot, so the check after the lock sees every report committed before.
  * Returns -1 when the clock has no registry row (its writers signal it), the round to signal, or 0.
  */

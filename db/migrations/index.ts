@@ -46,6 +46,7 @@ import { Migration20261127101000_usage_late_events } from './Migration2026112710
 import { Migration20261127102000_invoice_billing_reason } from './Migration20261127102000_invoice_billing_reason.ts';
 import { Migration20261127150000_test_clock_entries } from './Migration20261127150000_test_clock_entries.ts';
 import { Migration20261127151000_test_clock_report_function } from './Migration20261127151000_test_clock_report_function.ts';
+import { Migration20261127152000_test_clock_report_unlocked } from './Migration20261127152000_test_clock_report_unlocked.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
 export const migrations = [
@@ -99,5 +100,9 @@ export const migrations = [
   {
     name: 'Migration20261127151000_test_clock_report_function',
     class: Migration20261127151000_test_clock_report_function,
+  },
+  {
+    name: 'Migration20261127152000_test_clock_report_unlocked',
+    class: Migration20261127152000_test_clock_report_unlocked,
   },
 ];

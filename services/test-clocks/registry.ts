@@ -7,15 +7,17 @@
  * Before, these lived in the clock workflow's own state (workflows/test-clock.ts), fed by one signal per bound
  * workflow per instant: its history and workflow-task time grew with what was on the clock (330 KB and 5-8 s tasks at
  * 1,000 trial ends). Now a bound workflow's register, report and unregister write its row here, and the clock's
- * workflow asks the table through a few activities (stepClock, checkClockBusy, finalTickClock) and hears ONE signal
- * per instant (`testClockInstantDone`), sent by the report that leaves nothing busy.
+ * workflow asks the table through a few activities (stepClock, tickClockInstant, checkClockBusy, finalTickClock) and
+ * hears ONE signal per instant (`testClockInstantDone`), sent by the write that leaves nothing busy.
  *
- * That check-then-signal is one decision under the clock's registry row lock: a report that clears a busy row takes
- * the lock after its own write, so of two last reporters the second sees the first's commit, and it clears
- * `awaiting_round` as it signals, so no other report signals that round again (and the clock ignores a round it has
- * passed). A signal lost to a crash between commit and send costs at most the clock's 30 s check.
+ * That check-then-signal is decided once, under the clock's registry row lock (endRoundIfQuiet): each write that
+ * cleared a busy entry commits first, then looks whether anything is still busy; of the last two, the later look
+ * comes after both commits and sees nothing busy. Only then is the lock taken and the question asked again with a
+ * fresh snapshot, and the round cleared as it is signalled, so no other write signals it again (and the clock ignores
+ * a round it has passed or never asked for). A signal lost to a crash between commit and send costs at most the
+ * clock's 30 s check (checkClockBusy), which also ticks again what is still busy.
  *
- * A clock has a registry row once its workflow reads the table (patch `test-clock-registry-in-table`); for a clock
+ * A clock has a registry row from its creation, or once its workflow reads the table (patch `test-clock-registry-in-table`); for a clock
  * without one (its workflow started before the change and still runs on its own state) the writers signal it as
  * before. A signal that reaches a clock already reading the table (sent before the row appeared) is written into
  * the table by the clock itself (applyClockMessages).
@@ -55,52 +57,49 @@ const asDate = (value: unknown): Date | null =>
   value === null || value === undefined ? null : new Date(value as string);
 
 /**
- * Applies one message to the clock's table. Returns 'unregistered' when the clock has no registry row (the caller
- * signals it instead), else the round to signal the clock as done, or null.
+ * Writes one message into the clock's table. Returns 'unregistered' when the clock has no registry row (the caller
+ * signals it instead), else whether it cleared a busy entry (then, once committed, endRoundIfQuiet).
  */
-async function applyInTx(
-  tx: EntityManager,
+async function applyMessage(
+  em: EntityManager,
   clockId: string,
   message: ClockMessage,
-): Promise<'unregistered' | number | null> {
+): Promise<'unregistered' | boolean> {
+  if (message.kind === 'report') {
+    const outcome = await applyReport(em, clockId, message.report);
+    return outcome === -1 ? 'unregistered' : outcome === 1;
+  }
   const [registry] = await exec<{ account_id: string; livemode: boolean }>(
-    tx,
+    em,
     `select account_id, livemode from test_clock_registries where clock_id = ?`,
     [clockId],
   );
   if (!registry) return 'unregistered';
   const scope = [clockId, registry.account_id, registry.livemode];
-  let cleared = false;
   if (message.kind === 'register') {
     // A workflow the clock knows already (its starter retried after a timeout) stays as it is: its start will be refused.
     const known = new Date(message.known);
     await exec(
-      tx,
+      em,
       `insert into test_clock_entries (clock_id, account_id, livemode, workflow_id, wake_at, busy_at, known)
        values (?, ?, ?, ?, null, ?, ?) on conflict (clock_id, workflow_id) do nothing`,
       [...scope, message.workflowId, known, known],
     );
-  } else if (message.kind === 'unregister') {
-    // Only a registration that never became a workflow (no wake-up reported): one that has reported stays.
-    const gone = await exec<{ busy_at: unknown }>(
-      tx,
-      `delete from test_clock_entries where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ?
-       and wake_at is null returning busy_at`,
-      [...scope, message.workflowId],
-    );
-    cleared = gone.some((r) => r.busy_at !== null);
-  } else {
-    const round = await applyReport(tx, clockId, message.report);
-    return round === -1 ? 'unregistered' : round === 0 ? null : round;
+    return false;
   }
-  if (!cleared) return null;
-  return finishRoundIfQuiet(tx, clockId);
+  // Only a registration that never became a workflow (no wake-up reported): one that has reported stays.
+  const gone = await exec<{ busy_at: unknown }>(
+    em,
+    `delete from test_clock_entries where clock_id = ? and account_id = ? and livemode = ? and workflow_id = ?
+     and wake_at is null returning busy_at`,
+    [...scope, message.workflowId],
+  );
+  return gone.some((r) => r.busy_at !== null);
 }
 
 /**
- * A report in one statement (the function test_clock_report, db/migrations/Migration20261127151000_test_clock_report_function.ts):
- * the workflow's row written and, when it cleared the last busy entry of the round the clock waits for, the round
- * ended under the clock's lock. Returns -1 (the clock has no registry row), the round to signal, or 0.
+ * A report in one statement (the function test_clock_report, db/migrations/Migration20261127152000_test_clock_report_unlocked.ts):
+ * the workflow's row written. Returns -1 (the clock has no registry row), 1 (it cleared a busy entry) or 0.
  */
 async function applyReport(em: EntityManager, clockId: string, report: ClockReport): Promise<number> {
   const [row] = await exec<{ round: number }>(em, `select test_clock_report(?, ?, ?, ?, ?) as round`, [
@@ -114,9 +113,24 @@ async function applyReport(em: EntityManager, clockId: string, report: ClockRepo
 }
 
 /**
- * Under the clock's registry row lock: when the clock waits for a round and nothing on it is busy any more, the
- * round is over (cleared, so that it is decided once) and returned to be signalled; else null.
+ * After a write that cleared a busy entry has COMMITTED: when nothing on the clock is busy any more and the clock waits
+ * for a round, the round is over; returns it (to be signalled) or null. First a look without a lock (every report of
+ * an instant but the last few stops there); then, under the clock's registry row lock, the same question again with a
+ * fresh snapshot, and the round cleared, so that it is decided once.
+ *
+ * Why no report is missed: of the last two writers, the one whose look comes later looks after both commits, so it
+ * sees nothing busy; and under the lock the look sees every commit before it, including a step of the clock that
+ * marked the next instant's entries busy (stepClock holds the same lock), so a round is never ended early.
  */
+export async function endRoundIfQuiet(em: EntityManager, clockId: string): Promise<number | null> {
+  const busy = await exec(em, `select 1 from test_clock_entries where clock_id = ? and busy_at is not null limit 1`, [
+    clockId,
+  ]);
+  if (busy.length > 0) return null;
+  return em.transactional((tx) => finishRoundIfQuiet(tx, clockId));
+}
+
+/** Under the clock's registry row lock (in `tx`): the round the clock waits for, ended if nothing is busy. */
 async function finishRoundIfQuiet(tx: EntityManager, clockId: string): Promise<number | null> {
   const [registry] = await exec<{ awaiting_round: number | null }>(
     tx,
@@ -151,13 +165,11 @@ export async function writeClockMessage(
   clockId: string,
   message: ClockMessage,
 ): Promise<boolean> {
-  // A report (the hot path: one per due workflow per instant) is one statement, outside any transaction.
-  const outcome =
-    message.kind === 'report'
-      ? await applyReport(em, clockId, message.report).then((r) => (r === -1 ? 'unregistered' : r === 0 ? null : r))
-      : await em.transactional((tx) => applyInTx(tx, clockId, message));
-  if (outcome === 'unregistered') return false;
-  if (outcome !== null) await signalDone(client, clockId, outcome);
+  // Each write commits on its own (a report is one statement): the end of the round is asked after the commit.
+  const cleared = await applyMessage(em, clockId, message);
+  if (cleared === 'unregistered') return false;
+  const round = cleared ? await endRoundIfQuiet(em, clockId) : null;
+  if (round !== null) await signalDone(client, clockId, round);
   return true;
 }
 
@@ -170,14 +182,9 @@ export async function applyClockMessages(
   clockId: string,
   messages: ClockMessage[],
 ): Promise<number | null> {
-  return em.transactional(async (tx) => {
-    let ended: number | null = null;
-    for (const message of messages) {
-      const outcome = await applyInTx(tx, clockId, message);
-      if (typeof outcome === 'number') ended = Math.max(ended ?? outcome, outcome);
-    }
-    return ended;
-  });
+  let cleared = false;
+  for (const message of messages) if ((await applyMessage(em, clockId, message)) === true) cleared = true;
+  return cleared ? endRoundIfQuiet(em, clockId) : null;
 }
 
 /** A new clock's registry row, in the transaction that creates it: its workflow reads the table from its start. */
@@ -264,12 +271,11 @@ async function lastReportAt(tx: EntityManager, clockId: string, accountId: strin
  * - entries still busy (work started meanwhile, a webhook retry the dispatcher registered, the stall helper's
  *   stand-in): the clock waits for them (`awaiting_round`), nothing moves;
  * - else, without `to`, nothing to do; with it, the earliest wake-up at or before `to` (not before `time`): every
- *   entry due by then is marked busy at that instant, the clock waits for the round, and each hears the tick (with
- *   ack) from here, many signals at a time (tickClockWorkflows). Entries whose workflow no longer exists leave.
+ *   entry due by then is marked busy at that instant and the clock waits for the round; the ticks go out from
+ *   tickClockInstant.
  */
 export async function stepClock(
   em: EntityManager,
-  client: Client,
   input: { clockId: string; accountId: string; round: number; time: string; to: string | null },
 ): Promise<ClockRound> {
   const { clockId, accountId, round } = input;
@@ -285,56 +291,75 @@ export async function stepClock(
     );
     if (busy > 0) {
       await exec(tx, `update test_clock_registries set awaiting_round = ? where clock_id = ?`, [round, clockId]);
-      return { busy, at: null, ids: [] as string[], lastReportAt: await lastReportAt(tx, clockId, accountId) };
+      return { busy, at: null, lastReportAt: await lastReportAt(tx, clockId, accountId) };
     }
-    if (input.to === null) return { busy: 0, at: null, ids: [] as string[], lastReportAt: null };
+    if (input.to === null) return { busy: 0, at: null, lastReportAt: null };
     const [earliest] = await exec<{ at: unknown }>(
       tx,
       `select min(wake_at) as at from test_clock_entries where clock_id = ? and account_id = ? and wake_at is not null and wake_at <= ?`,
       [clockId, accountId, new Date(input.to)],
     );
     const next = asDate(earliest?.at);
-    if (!next) return { busy: 0, at: null, ids: [] as string[], lastReportAt: null };
+    if (!next) return { busy: 0, at: null, lastReportAt: null };
     const at = new Date(Math.max(next.getTime(), Date.parse(input.time)));
-    const due = await exec<{ workflow_id: string }>(
+    const due = await exec(
       tx,
       `update test_clock_entries set busy_at = ? where clock_id = ? and account_id = ? and wake_at is not null and wake_at <= ?
-       returning workflow_id`,
+       returning 1`,
       [at, clockId, accountId, at],
     );
     await exec(tx, `update test_clock_registries set awaiting_round = ? where clock_id = ?`, [round, clockId]);
-    return {
-      busy: due.length,
-      at,
-      ids: due.map((r) => r.workflow_id),
-      lastReportAt: await lastReportAt(tx, clockId, accountId),
-    };
+    return { busy: due.length, at, lastReportAt: await lastReportAt(tx, clockId, accountId) };
   });
-  if (marked.at === null) return { busy: marked.busy, next: null, lastReportAt: marked.lastReportAt };
-  const gone = await tickClockWorkflows(client, marked.ids, { now: marked.at.toISOString(), ack: true });
-  let busy = marked.busy;
-  if (gone.length > 0) busy = await dropGone(em, clockId, accountId, gone);
-  return { busy, next: marked.at.toISOString(), lastReportAt: marked.lastReportAt };
+  return { busy: marked.busy, next: marked.at?.toISOString() ?? null, lastReportAt: marked.lastReportAt };
 }
 
-/** Entries whose workflow no longer exists leave the clock; returns how many are still busy (the round ends here when none). */
-async function dropGone(em: EntityManager, clockId: string, accountId: string, gone: string[]): Promise<number> {
-  return em.transactional(async (tx) => {
-    await exec(tx, `select 1 from test_clock_registries where clock_id = ? for update`, [clockId]);
-    await exec(
-      tx,
-      `delete from test_clock_entries where clock_id = ? and account_id = ? and workflow_id in (select jsonb_array_elements_text(?::jsonb))`,
-      [clockId, accountId, JSON.stringify(gone)],
-    );
-    const [{ busy } = { busy: 0 }] = await exec<{ busy: number }>(
-      tx,
-      `select count(*)::int as busy from test_clock_entries where clock_id = ? and account_id = ? and busy_at is not null`,
-      [clockId, accountId],
-    );
-    if (busy === 0)
-      await exec(tx, `update test_clock_registries set awaiting_round = null where clock_id = ?`, [clockId]);
-    return busy;
-  });
+/**
+ * The tick (with ack) to every entry marked busy at instant `at` that has not reported yet, `concurrency` signals at
+ * a time: an activity of its own (not local), so that the clock's workflow task ends while a thousand signals go out.
+ * Entries whose workflow no longer exists leave; if that leaves nothing busy, the round is over and the clock hears it.
+ */
+export async function tickClockInstant(
+  em: EntityManager,
+  client: Client,
+  input: { clockId: string; accountId: string; at: string },
+): Promise<{ ticked: number; gone: number }> {
+  const { clockId, accountId } = input;
+  const due = await exec<{ workflow_id: string }>(
+    em.fork(),
+    `select workflow_id from test_clock_entries where clock_id = ? and account_id = ? and busy_at = ? and wake_at is not null`,
+    [clockId, accountId, new Date(input.at)],
+  );
+  const gone = await tickClockWorkflows(
+    client,
+    due.map((r) => r.workflow_id),
+    { now: input.at, ack: true },
+  );
+  if (gone.length > 0) await dropGone(em, client, clockId, accountId, gone);
+  return { ticked: due.length - gone.length, gone: gone.length };
+}
+
+/** Entries whose workflow no longer exists leave the clock; when that leaves nothing busy, the round the clock waits for is over (signalled). Returns how many are still busy. */
+async function dropGone(
+  em: EntityManager,
+  client: Client,
+  clockId: string,
+  accountId: string,
+  gone: string[],
+): Promise<number> {
+  await exec(
+    em,
+    `delete from test_clock_entries where clock_id = ? and account_id = ? and workflow_id in (select jsonb_array_elements_text(?::jsonb))`,
+    [clockId, accountId, JSON.stringify(gone)],
+  );
+  const round = await endRoundIfQuiet(em, clockId);
+  if (round !== null) await signalDone(client, clockId, round);
+  const [{ busy } = { busy: 0 }] = await exec<{ busy: number }>(
+    em,
+    `select count(*)::int as busy from test_clock_entries where clock_id = ? and account_id = ? and busy_at is not null`,
+    [clockId, accountId],
+  );
+  return busy;
 }
 
 /**
@@ -366,7 +391,7 @@ export async function checkClockBusy(
   }
   const gone: string[] = [];
   for (const [at, ids] of again) gone.push(...(await tickClockWorkflows(client, ids, { now: at, ack: true })));
-  const busy = gone.length > 0 ? await dropGone(em, clockId, accountId, gone) : rows.length;
+  const busy = gone.length > 0 ? await dropGone(em, client, clockId, accountId, gone) : rows.length;
   return {
     busy,
     sample: rows
