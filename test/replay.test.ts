@@ -402,6 +402,9 @@ describe('workflow histories', () => {
       // Recorded before patched('test-clock-sleep-only-if-bound') and patched('test-clock-final-tick-to-stale') (main at 8240f6a):
       // a 1 ms timer after each hand-off (awaitClockEventsDispatched answered a bare count), the final tick to every workflow.
       'test-clock-before-ready-sooner.json',
+      // Recorded with patched('test-clock-registry-in-table') by test/test-clock-registry.test.ts (RECORD_HISTORIES=1): the
+      // registry in PostgreSQL, one stepClock, one tickClockInstant and one "done" signal for 5 trial ends, no 1 ms timer.
+      'test-clock-registry-in-table.json',
       // Recorded with the eventDispatchWorkflow of before patched('dispatch-timer-kept') (main at 9796dcd): a wake-up during a wait
       // cancelled its timer (TimerCanceled), idle timers fired, wake-ups during a pass.
       'webhook-dispatch-before-timer-kept.json',
