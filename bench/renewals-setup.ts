@@ -144,10 +144,14 @@ export class WorkerProcess {
       // The worker's environment as the Dockerfile sets it: glibc's malloc arenas capped at 2 (unset, a process with the
       // SDK's threads keeps up to 8 per core of freed memory; the peak RSS of a 1,000 wave was about 15% higher).
       env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' },
-      // BENCH_WORKER_PROFILE=<folder>: a V8 CPU profile of each worker process (where its CPU per renewal goes).
-      ...(process.env.BENCH_WORKER_PROFILE
-        ? { execArgv: [...process.execArgv, '--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROFILE] }
-        : {}),
+      // The worker's heap cap as `npm run worker` and docker-compose.yml give it (worker.ts), unless the environment's
+      // NODE_OPTIONS sets one; BENCH_WORKER_PROFILE=<folder>: a V8 CPU profile of each worker process (where its CPU
+      // per renewal goes).
+      execArgv: [
+        ...process.execArgv,
+        ...(process.env.NODE_OPTIONS?.includes('--max-old-space-size') ? [] : ['--max-old-space-size=384']),
+        ...(process.env.BENCH_WORKER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROFILE] : []),
+      ],
     });
     this.child.on('message', (message: FromWorker) => {
       if (message.type === 'failed') this.#failure = message.error;
