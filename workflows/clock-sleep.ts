@@ -7,8 +7,9 @@
  *   exactly what the workflows did before test clocks: `now()` is workflow time,
  *   `sleepUntil` is `condition(wake, remaining)` and `sleepFor` is `sleep(ms)`, with
  *   the same commands, so recorded histories replay unchanged;
- * - with a binding, no timer is ever started: the workflow tells the clock workflow
- *   when it wants to wake ("report"), and waits for the clock's "tick" signal saying
+ * - with a binding, no timer is ever started: the workflow tells the clock when it
+ *   wants to wake ("report", a row in the clock's registry table since issue #29),
+ *   and waits for the clock's "tick" signal saying
  *   the clock's time has reached that instant. `now()` is the clock's time as this
  *   workflow last heard it. Each report carries the clock time the workflow had seen,
  *   so the clock knows the workflow has finished the work due at that time (it has
@@ -90,7 +91,10 @@ export interface WorkflowClock {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Reports go to the clock by a local activity (a direct signal), not a signal-external command (services/test-clocks/clocks.ts tickClockWorkflows says why). */
+/**
+ * Reports go to the clock by a local activity: into the clock's registry table (services/test-clocks/registry.ts), or a
+ * direct signal to a clock whose run started before it; never a signal-external command (registry.ts tickClockWorkflows says why).
+ */
 const clockActivities = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },

@@ -1,11 +1,13 @@
 /**
  * testClockWorkflow: one per test clock, workflow id = clock id (`clock_...`).
- * It holds the clock's time and the wake-ups of every workflow living on the clock
- * (workflows/clock-sleep.ts), and moves time only when advanced:
+ * It holds the clock's time; the wake-ups of every workflow living on the clock
+ * (workflows/clock-sleep.ts) are in the clock's registry, a table in PostgreSQL since
+ * patch test-clock-registry-in-table (services/test-clocks/registry.ts; runs started
+ * before it hold them in their own state, below). It moves time only when advanced:
  *
  * 1. take the earliest wake-up at or before the target; the clock's time becomes it;
  * 2. tell every workflow due by then ("tick" with ack) and wait until each has
- *    reported back, having seen that time: it has done its work and registered its
+ *    reported back (in the table: until the last report of the instant signals it once), having seen that time: it has done its work and registered its
  *    next wake-up, or finished. A workflow that work started meanwhile (a payment's
  *    settlement, a webhook retry) was registered by its starter and is waited for too;
  * 3. repeat until nothing is due up to the target; then the time becomes the target,
