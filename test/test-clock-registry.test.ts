@@ -62,8 +62,22 @@ describe('test clock registry in the table', () => {
     return clock.id;
   }
 
-  const clockEvents = async (clockId: string) =>
-    (await engine.env.client.workflow.getHandle(clockId).fetchHistory()).events ?? [];
+  /**
+   * The clock's history once its workflow task is over: `ready` is written by a local activity of the task whose
+   * completion then records that activity's markers, so a history read at `ready` may still lack them.
+   */
+  async function clockEvents(clockId: string) {
+    const { EventType } = temporal.api.enums.v1;
+    const open = [EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED];
+    let seen = -1;
+    for (let i = 0; i < 200; i++) {
+      const events = (await engine.env.client.workflow.getHandle(clockId).fetchHistory()).events ?? [];
+      if (events.length === seen && !open.includes(events.at(-1)!.eventType!)) return events;
+      seen = events.length;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`the history of ${clockId} did not settle`);
+  }
 
   it(
     'keeps the clock history the same size for 5 and for 40 trial ends at one instant',

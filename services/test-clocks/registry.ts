@@ -392,6 +392,8 @@ export async function checkClockBusy(
   const gone: string[] = [];
   for (const [at, ids] of again) gone.push(...(await tickClockWorkflows(client, ids, { now: at, ack: true })));
   const busy = gone.length > 0 ? await dropGone(em, client, clockId, accountId, gone) : rows.length;
+  // Nothing busy and no one ended the round (its signal lost): the clock moves on, and no later write signals it again.
+  if (busy === 0) await endRoundIfQuiet(em, clockId);
   return {
     busy,
     sample: rows
