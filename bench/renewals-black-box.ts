@@ -2,7 +2,7 @@
  * bench:renewals' black-box mode (`npm run bench:renewals -- --black-box`): the renewal wave as a user of the
  * public API sees it, beside the internal mode (bench/renewals.ts) that starts workflows with carried-over state.
  *
- * It runs the engine as deployed: `node api/server.ts` and `node worker.ts`, processes of their own, on an embedded
+ * It runs the engine as deployed: `npm run api` and `npm run worker`'s commands, processes of their own, on an embedded
  * PostgreSQL and the Temporal dev server (or, BENCH_TEMPORAL=postgres, the real server on PostgreSQL), and talks
  * to the API over HTTP only: a sandbox account and a test key; N customers (pm_card_visa), each with a
  * subscription to a plan with a 30-day trial, all on test clocks (BENCH_CLOCK_SIZE customers per clock, default
@@ -15,6 +15,7 @@
  * 16), BENCH_WRITE=0 (print the section instead of writing it).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,8 +66,19 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
     TEST_CLOCK_CUSTOMERS: String(clockSize),
     TEST_CLOCKS_PER_ACCOUNT: String(Math.ceil(n / clockSize) + 1),
   };
-  const spawnEngine = (file: string, name: string): ChildProcess => {
-    const child = spawn(process.execPath, [path.join(root, file)], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  // Each process with the node flags of its npm script (`npm run worker`, `npm run api`: their heap caps) and the image's
+  // MALLOC_ARENA_MAX=2 (Dockerfile), as deployed.
+  const scripts = (
+    JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+  ).scripts;
+  const spawnEngine = (script: 'worker' | 'api', name: string): ChildProcess => {
+    const [command, ...args] = scripts[script]!.split(/\s+/);
+    if (command !== 'node') throw new Error(`npm run ${script} is not a node command: ${scripts[script]}`);
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     stops.add(name, async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
@@ -76,10 +88,10 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
     return child;
   };
   // The worker migrates the schema first; the API then finds it ready.
-  say('starting the worker process (node worker.ts) and the API process (node api/server.ts)');
-  spawnEngine('worker.ts', 'worker process');
+  say(`starting the worker process (${scripts.worker}) and the API process (${scripts.api})`);
+  spawnEngine('worker', 'worker process');
   await sleep(3000);
-  spawnEngine('api/server.ts', 'API process');
+  spawnEngine('api', 'API process');
   await waitForPort(port, '127.0.0.1', 180_000);
   const base = `http://127.0.0.1:${port}`;
 
@@ -172,8 +184,8 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
     '',
     `Written by \`BENCH_N=${n} npm run bench:renewals -- --black-box\` (bench/renewals-black-box.ts) on ${new Date().toISOString()}, measuring ${codeState()}.`,
     '',
-    `Machine: ${cores} cores, Node ${process.version}, load average ${loadAtStart.toFixed(2)} at the start (shared with other work); the engine as deployed, \`node api/server.ts\` and ` +
-      `\`node worker.ts\` with their defaults, on ${temporalKind === 'postgres' ? 'the real Temporal server on PostgreSQL' : 'the Temporal dev server (WAL)'} and embedded PostgreSQL ${pgVersion}. ` +
+    `Machine: ${cores} cores, Node ${process.version}, load average ${loadAtStart.toFixed(2)} at the start (shared with other work); the engine as deployed, \`${scripts.api}\` and ` +
+      `\`${scripts.worker}\` (their npm scripts, with MALLOC_ARENA_MAX=2 as the Dockerfile sets it), on ${temporalKind === 'postgres' ? 'the real Temporal server on PostgreSQL' : 'the Temporal dev server (WAL)'} and embedded PostgreSQL ${pgVersion}. ` +
       `Over HTTP only: a test key, ${n} customers (pm_card_visa) with a subscription each to a plan with a 30-day trial, on ${clocks.length} test clocks of ${clockSize}, ` +
       `${concurrency} requests at once; then every clock advanced at once past the trial end.`,
     '',
