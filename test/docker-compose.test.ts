@@ -121,11 +121,13 @@ describe('docker-compose.yml', () => {
       expect(env.TEMPORAL_ADDRESS).toBe('temporal:7233');
       expect(env.SMTP_URL).toBe('smtp://mailpit:1025');
     }
-    // The API runs as `npm run api` does (its V8 flags included: docs/usage.md#measured).
+    // The API and the worker run as `npm run api` and `npm run worker` do (their V8 flags included: docs/usage.md#measured,
+    // docs/scaling.md#memory-the-workflow-cache).
     const scripts = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts;
     expect(services.api.command.join(' ')).toBe(scripts.api);
     expect(services.api.command.at(-1)).toBe('api/server.ts');
-    expect(services.worker.command).toEqual(['node', 'worker.ts']);
+    expect(services.worker.command.join(' ')).toBe(scripts.worker);
+    expect(services.worker.command.at(-1)).toBe('worker.ts');
   });
 
   it('runs exports on their own worker, as `npm run worker:exports` does, with the files shared with the API', () => {
