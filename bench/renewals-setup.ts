@@ -141,8 +141,9 @@ export class WorkerProcess {
   constructor(options: WorkerProcessOptions) {
     this.child = fork(fileURLToPath(new URL('./renewals-worker.ts', import.meta.url)), [JSON.stringify(options)], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      // The worker's environment as the Dockerfile sets it: glibc's malloc arenas capped at 2 (unset, a process with the
-      // SDK's threads keeps up to 8 per core of freed memory; the peak RSS of a 1,000 wave was about 15% higher).
+      // The worker's environment as the Dockerfile sets it: glibc's malloc arenas capped at 2 (unset, glibc gives the
+      // SDK's many threads up to 8 arenas per core, each keeping the memory freed in it; the peak RSS of a 1,000 wave was
+      // about 15% higher).
       env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' },
       // The worker's heap cap as `npm run worker` and docker-compose.yml give it (worker.ts), unless the environment's
       // NODE_OPTIONS sets one; BENCH_WORKER_PROFILE=<folder>: a V8 CPU profile of each worker process (where its CPU
