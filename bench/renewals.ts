@@ -882,8 +882,8 @@ async function sampleHistories(
   const [tasks, timedOut] = [total('workflowTasks'), total('timedOut')];
   const spread = (key: keyof WaveTimings): [number, number] => {
     const values = counts.flatMap((c) => (c.timings ? [c.timings[key]] : [])).sort((a, b) => a - b);
-    const at = (q: number) => values[Math.min(values.length - 1, Math.floor(q * values.length))] ?? NaN;
-    return [at(0.5), at(0.9)];
+    const quantile = (q: number) => values[Math.min(values.length - 1, Math.floor(q * values.length))] ?? NaN;
+    return [quantile(0.5), quantile(0.9)];
   };
   return {
     workflowTasks: tasks / counts.length,
