@@ -305,6 +305,8 @@ interface WorkerThreadCpu {
   other: number;
 }
 
+const threadGroups = ['main', 'workflows', 'gc', 'core', 'other'] as const;
+
 function workerThreads(pid: number): WorkerThreadCpu {
   const cpu: WorkerThreadCpu = { main: 0, workflows: 0, gc: 0, core: 0, other: 0 };
   let tids: string[] = [];
@@ -391,13 +393,7 @@ function cpuSpent(before: CpuSnapshot, after: CpuSnapshot): CpuSpent {
   const thread = (k: keyof WorkerThreadCpu) => Math.max(0, after.workerThreads[k] - before.workerThreads[k]);
   return {
     worker: d('worker'),
-    workerThreads: {
-      main: thread('main'),
-      workflows: thread('workflows'),
-      gc: thread('gc'),
-      core: thread('core'),
-      other: thread('other'),
-    },
+    workerThreads: Object.fromEntries(threadGroups.map((k) => [k, thread(k)])) as unknown as WorkerThreadCpu,
     server: d('server'),
     postgres: d('postgres'),
     bench: d('bench'),
@@ -958,10 +954,7 @@ const describeRound = (r: RoundResult) =>
 /** The mean over rounds of each thread's CPU, in ms per renewal. */
 const perRenewal = (rounds: RoundResult[], of: (r: RoundResult) => WorkerThreadCpu): WorkerThreadCpu =>
   Object.fromEntries(
-    (['main', 'workflows', 'gc', 'core', 'other'] as const).map((k) => [
-      k,
-      mean(rounds.map((r) => (1000 * of(r)[k]) / r.n)),
-    ]),
+    threadGroups.map((k) => [k, mean(rounds.map((r) => (1000 * of(r)[k]) / r.n))]),
   ) as unknown as WorkerThreadCpu;
 const threadSplit = (t: WorkerThreadCpu) =>
   `main ${t.main.toFixed(1)}, workflow thread ${t.workflows.toFixed(1)}, V8 helpers ${t.gc.toFixed(1)}, SDK core ${t.core.toFixed(1)}, other ${t.other.toFixed(1)}`;
@@ -1015,7 +1008,7 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
     cpu: {
       ...(Object.fromEntries(cpuKeys.map((k) => [k, per((r) => r.cpu[k])])) as Omit<CpuSpent, 'workerThreads'>),
       workerThreads: Object.fromEntries(
-        (['main', 'workflows', 'gc', 'core', 'other'] as const).map((k) => [k, per((r) => r.cpu.workerThreads[k])]),
+        threadGroups.map((k) => [k, per((r) => r.cpu.workerThreads[k])]),
       ) as unknown as WorkerThreadCpu,
     },
     activities,

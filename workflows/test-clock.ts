@@ -97,15 +97,19 @@ export const testClockQuery = defineQuery<TestClockState>('testClock');
  */
 export const clockInstantDoneSignal = defineSignal<[{ round: number }]>('testClockInstantDone');
 
+/** Every activity of the clock retries from 1 s, doubling, up to `maximumInterval`. */
+const retryUpTo = (maximumInterval: string) => ({
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval,
+});
+
 const activities = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  retry: retryUpTo('1 minute'),
 });
 /** Waits (polling the database) while the dispatcher hands the clock's events on: as long as the quiet timeout, and then some. */
-const local = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const local = proxyLocalActivities<Activities>({ startToCloseTimeout: '10 minutes', retry: retryUpTo('1 minute') });
 
 /**
  * Ticks go out by a local activity sending direct signals, many at a time (services/test-clocks/clocks.ts
@@ -331,20 +335,14 @@ export async function testClockWorkflow(input: TestClockWorkflowInput): Promise<
 }
 
 /** The clock's activities on its table (activities/test-clocks.ts), as local activities: a few per instant, whatever is on the clock. */
-const registry = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-});
+const registry = proxyLocalActivities<Activities>({ startToCloseTimeout: '5 minutes', retry: retryUpTo('30 seconds') });
 
 /**
  * The ticks of an instant (activities/test-clocks.ts tickClockInstant): an activity, not a local one, so the clock's
  * workflow task ends at once instead of lasting while N signals go out (its ScheduleToClose bounds nothing: a due
  * workflow that never hears it is ticked again by checkClockBusy).
  */
-const tickers = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-});
+const tickers = proxyActivities<Activities>({ startToCloseTimeout: '5 minutes', retry: retryUpTo('30 seconds') });
 
 /**
  * testClockWorkflow with its registry in the table (patch test-clock-registry-in-table). Per instant: one stepClock

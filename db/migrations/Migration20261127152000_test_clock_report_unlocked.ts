@@ -1,13 +1,13 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * test_clock_report (Migration20261127151000_test_clock_report_function.ts) without the clock's lock: it writes the
- * workflow's row and returns 1 when that cleared a busy entry (-1: the clock has no registry row, 0: nothing cleared).
- * The end of the round is then decided by statements of their own, after this one has committed
+ * test_clock_report(clock, workflow, wake, known, done): a bound workflow's report to its test clock's registry in ONE
+ * statement. It writes the workflow's row and returns 1 when that cleared a busy entry (-1: the clock has no registry
+ * row, 0: nothing cleared). The end of the round is decided by statements of their own, after this one has committed
  * (services/test-clocks/registry.ts endRoundIfQuiet): a look without a lock first, so only the last few reports of an
- * instant take the clock's registry row lock. With the lock in the function every report of an instant took it and
- * held it until its commit was flushed, so the reports queued on it, each holding one of the worker's pooled
- * connections (10 by default) that the renewals of the same instant wait for.
+ * instant take the clock's registry row lock. With the lock inside the function (a first version, never released)
+ * every report of an instant took it and held it until its commit was flushed, so the reports queued on it, each
+ * holding one of the worker's pooled connections (10 by default) that the renewals of the same instant wait for.
  */
 export class Migration20261127152000_test_clock_report_unlocked extends Migration {
   override name = 'Migration20261127152000_test_clock_report_unlocked';
@@ -51,7 +51,6 @@ end $$;`);
   }
 
   override down(): void | Promise<void> {
-    // The function as Migration20261127151000_test_clock_report_function made it comes back with that migration's down and up.
     this.addSql(`drop function if exists test_clock_report(varchar, varchar, timestamptz, timestamptz, boolean);`);
   }
 }

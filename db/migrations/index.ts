@@ -45,7 +45,6 @@ import { Migration20261127050000_billing_alerts } from './Migration2026112705000
 import { Migration20261127101000_usage_late_events } from './Migration20261127101000_usage_late_events.ts';
 import { Migration20261127102000_invoice_billing_reason } from './Migration20261127102000_invoice_billing_reason.ts';
 import { Migration20261127150000_test_clock_entries } from './Migration20261127150000_test_clock_entries.ts';
-import { Migration20261127151000_test_clock_report_function } from './Migration20261127151000_test_clock_report_function.ts';
 import { Migration20261127152000_test_clock_report_unlocked } from './Migration20261127152000_test_clock_report_unlocked.ts';
 
 /** Every migration, in order. A new one is written by `npm run migration:create -- <name>` and added here. */
@@ -97,10 +96,6 @@ export const migrations = [
   { name: 'Migration20261127101000_usage_late_events', class: Migration20261127101000_usage_late_events },
   { name: 'Migration20261127102000_invoice_billing_reason', class: Migration20261127102000_invoice_billing_reason },
   { name: 'Migration20261127150000_test_clock_entries', class: Migration20261127150000_test_clock_entries },
-  {
-    name: 'Migration20261127151000_test_clock_report_function',
-    class: Migration20261127151000_test_clock_report_function,
-  },
   {
     name: 'Migration20261127152000_test_clock_report_unlocked',
     class: Migration20261127152000_test_clock_report_unlocked,
