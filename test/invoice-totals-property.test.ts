@@ -28,11 +28,14 @@ const roundHalfAway = (x: Decimal): number => x.toDecimalPlaces(0, Decimal.ROUND
 function split(total: number, weights: number[]): number[] {
   const sum = weights.reduce((a, b) => a + b, 0);
   if (sum <= 0) return weights.map(() => 0);
-  const quotas = weights.map((w) => new D(total).times(w).dividedBy(sum));
-  const floors = quotas.map((q) => q.toDecimalPlaces(0, Decimal.ROUND_FLOOR).toNumber());
+  // total × weight is an exact integer; its quotient and remainder by the sum are taken exactly (a quotient divided
+  // out at Decimal's 20 significant digits rounds its fraction differently with the size of its integer part, which
+  // once ranked equal remainders apart: 32/12 against 8/12).
+  const products = weights.map((w) => new D(total).times(w));
+  const floors = products.map((p) => p.dividedToIntegerBy(sum).toNumber());
   let left = total - floors.reduce((a, b) => a + b, 0);
-  const order = quotas
-    .map((q, i) => ({ i, frac: q.minus(floors[i]!) }))
+  const order = products
+    .map((p, i) => ({ i, frac: p.mod(sum) }))
     .sort((a, b) => {
       const c = b.frac.comparedTo(a.frac);
       return c !== 0 ? c : a.i - b.i;
