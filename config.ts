@@ -27,6 +27,12 @@ export interface Config {
    * Worker with modest limits, so an advance never holds a slot live traffic waits for (docs/scaling.md#test-clocks).
    */
   clockTaskQueue: string;
+  /**
+   * TEST_CLOCK_WORKER_CACHE (default 1000, as the live queue's worker): the workflows the test clock queue's Worker keeps
+   * cached (worker.ts createClockWorker). Each costs about 0.3 MB of the worker process's RSS while cached; fewer make a
+   * large advance rebuild its workflows from their histories (docs/scaling.md#test-clocks).
+   */
+  clockWorkerCachedWorkflows: number;
   /** Test clock limits (docs/testing-your-integration.md#limits). */
   testClocks: TestClockLimits;
   /**
@@ -348,6 +354,7 @@ export function loadConfig(env = process.env): Config {
     temporalNamespace: env.TEMPORAL_NAMESPACE ?? 'default',
     taskQueue,
     clockTaskQueue: clockTaskQueue(env, taskQueue, exportsTaskQueue),
+    clockWorkerCachedWorkflows: integer('TEST_CLOCK_WORKER_CACHE', 1000, env),
     testClocks: testClockLimits(env),
     workerExports: env.WORKER_EXPORTS !== 'false',
     exportsTaskQueue,

@@ -83,6 +83,8 @@ export interface BillingWorkerDeps {
    * workflow bundle must then be built with tracingWorkflowInterceptorModules (bundleBillingWorkflows({ tracing: true })).
    */
   tracing?: Pick<Tracing, 'activityInterceptors' | 'sinks'>;
+  /** The test clock queue's Worker's cache (config.clockWorkerCachedWorkflows, TEST_CLOCK_WORKER_CACHE); unset: clockWorkerDefaults'. */
+  clockCachedWorkflows?: number;
   /** Worker tuning beyond the defaults (tests use maxCachedWorkflows). */
   overrides?: Partial<
     Pick<
@@ -125,19 +127,20 @@ export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 
   };
 
 /**
- * The test clock worker's limits (createClockWorker): modest, and its own. A clock advance over hundreds
- * of renewals queues its work on the clock queue, where at most these many tasks run at once in the
- * worker process; the live queue's worker (createBillingWorker) never waits behind them
- * (docs/scaling.md#test-clocks).
+ * The test clock worker's limits (createClockWorker): its own, so a clock advance never takes a slot of the live
+ * queue's worker (createBillingWorker) and live work never queues behind a clock (docs/scaling.md#test-clocks).
  *
- * 16 workflow tasks at once, as many as local activities: a due renewal's workflow task holds its slot while its
- * renewal runs as a local activity, so with 4 (before issue #29) at most 4 renewals ran at once, and a tick to
- * 150 due workflows left most of their tasks waiting past the sticky queue's 5 s: 118 to 189 sticky timeouts per
- * wave of 150 (each task then replayed from the shared queue), and in 1 of 5 runs a minute with no workflow task
- * started at all, every report to the clock late by that minute (the first 30 of 150 invoices 75 s after the
- * advance instead of 9 to 20 s). With 16 the same waves took 33 and 39 s to their last invoice (2 runs, load 11
- * to 15), against 54 to 122 s (5 runs, load 12 to 26), measured with the clock workflow's and the subscriptions'
- * histories (docs/scaling.md#test-clocks).
+ * 40 workflow tasks at once (the SDK's default, as the live worker), as many local activities: a due renewal's
+ * workflow task holds its slot while its renewal runs as a local activity, so the slots bound how many renewals of an
+ * advance run at once. With 4 (before issue #29) a tick to 150 due workflows left most of their tasks waiting past the
+ * sticky queue's 5 s (118 to 189 sticky timeouts per wave of 150, each task then replayed from the shared queue).
+ *
+ * 1,000 cached workflows, as the live worker: with 300, an advance of 1,000 subscriptions on ten clocks found most of
+ * them evicted, each rebuilt from its history (a fetch and a replay) before it could renew, and renewed 24.7 a second
+ * over the public API; with 1,000 cached, 32.7, and with 40 slots too, 34.3 (bench:renewals
+ * --black-box, one run each on the idle machine, Nov 27). Each Worker runs its workflows in a thread of its own, each
+ * under the heap cap; the process's RSS holds both caches, about 0.3 MB per cached workflow: the same run peaked at
+ * 1,126 MB against 807 MB with 300. TEST_CLOCK_WORKER_CACHE sets it (docs/scaling.md#test-clocks).
  */
 export const clockWorkerDefaults: Partial<
   Pick<
@@ -149,10 +152,10 @@ export const clockWorkerDefaults: Partial<
     | 'stickyQueueScheduleToStartTimeout'
   >
 > = {
-  maxCachedWorkflows: 300,
-  maxConcurrentWorkflowTaskExecutions: 16,
+  maxCachedWorkflows: 1000,
+  maxConcurrentWorkflowTaskExecutions: 40,
   maxConcurrentActivityTaskExecutions: 8,
-  maxConcurrentLocalActivityExecutions: 16,
+  maxConcurrentLocalActivityExecutions: 40,
   // As workerDefaults: a clock advance whose worker died goes on within seconds.
   stickyQueueScheduleToStartTimeout: '5s',
 };
@@ -224,6 +227,7 @@ export async function createClockWorker(deps: BillingWorkerDeps): Promise<Worker
   return Worker.create({
     ...billingWorkerOptions(deps, deps.context.temporal.clockTaskQueue),
     ...clockWorkerDefaults,
+    ...(deps.clockCachedWorkflows !== undefined ? { maxCachedWorkflows: deps.clockCachedWorkflows } : {}),
   });
 }
 
@@ -258,6 +262,7 @@ async function main(): Promise<void> {
     workflowBundle: await bundleBillingWorkflows({ tracing: Boolean(tracing) }),
     renewalSpreadMinutes: () => config.renewalSpreadMinutes,
     usageRetentionDays: config.usageRetentionDays,
+    clockCachedWorkflows: config.clockWorkerCachedWorkflows,
     ...(tracing ? { tracing } : {}),
   };
   const worker = await createBillingWorker(workerDeps);

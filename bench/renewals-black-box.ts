@@ -9,7 +9,8 @@
  * 100, TEST_CLOCK_CUSTOMERS raised to match); then every clock advanced at once past the trial end.
  * Measured: creating the customers and subscriptions (per second), and renewals per second from the first advance
  * call to the moment every trial's invoice is paid (the finish line is read from the database every 500 ms: N paid
- * invoices), and when the last clock said `ready`. Checked afterwards: N paid invoices, N succeeded charges.
+ * invoices), and when the last clock said `ready`; the worker process's peak RSS (/proc, every 500 ms) while creating and while
+ * advancing. Checked afterwards: N paid invoices, N succeeded charges.
  *
  * Settings: BENCH_N (default 1000), BENCH_CLOCK_SIZE, BENCH_CONCURRENCY (requests at once while creating, default
  * 16), BENCH_WRITE=0 (print the section instead of writing it).
@@ -89,7 +90,19 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
   };
   // The worker migrates the schema first; the API then finds it ready.
   say(`starting the worker process (${scripts.worker}) and the API process (${scripts.api})`);
-  spawnEngine('worker', 'worker process');
+  const workerProcess = spawnEngine('worker', 'worker process');
+  // The worker's RSS from /proc every 500 ms: the peak while the subscriptions are created, and during the advance.
+  const rssPeaks = { create: 0, advance: 0 };
+  let rssPhase: keyof typeof rssPeaks = 'create';
+  const rssSampler = setInterval(() => {
+    try {
+      const kb = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${workerProcess.pid}/status`, 'utf8'))?.[1] ?? 0);
+      rssPeaks[rssPhase] = Math.max(rssPeaks[rssPhase], kb / 1024);
+    } catch {
+      // The worker has exited (the bench is stopping).
+    }
+  }, 500);
+  stops.add('worker RSS sampler', async () => clearInterval(rssSampler));
   await sleep(3000);
   spawnEngine('api', 'API process');
   await waitForPort(port, '127.0.0.1', 180_000);
@@ -156,6 +169,7 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
 
   // Every clock advanced at once; renewals/s until every trial's invoice is paid.
   const paid = async () => orm.em.fork().count(Invoice, { status: 'paid' });
+  rssPhase = 'advance';
   const advanced = Date.now();
   await Promise.all(
     clocks.map((id) => call('POST', `/v1/test_clocks/${id}/advance`, { frozen_time: pastTrial.toISOString() })),
@@ -189,9 +203,9 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
       `Over HTTP only: a test key, ${n} customers (pm_card_visa) with a subscription each to a plan with a 30-day trial, on ${clocks.length} test clocks of ${clockSize}, ` +
       `${concurrency} requests at once; then every clock advanced at once past the trial end.`,
     '',
-    '| N | create customers + subscriptions s | created per s | advance → every invoice paid s | **renewals/s** | advance → every clock `ready` s | paid invoices | succeeded charges |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|',
-    `| ${n} | ${round1(createSeconds)} | ${round1(n / createSeconds)} | ${round1(wall)} | **${round1(n / wall)}** | ${round1((readyAt - advanced) / 1000)} | ${await paid()} | ${charges} |`,
+    '| N | create customers + subscriptions s | created per s | advance → every invoice paid s | **renewals/s** | advance → every clock `ready` s | worker peak RSS MB, creating / advancing | paid invoices | succeeded charges |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| ${n} | ${round1(createSeconds)} | ${round1(n / createSeconds)} | ${round1(wall)} | **${round1(n / wall)}** | ${round1((readyAt - advanced) / 1000)} | ${Math.round(rssPeaks.create)} / ${Math.round(rssPeaks.advance)} | ${await paid()} | ${charges} |`,
     '',
     ok
       ? `Every trial was invoiced, charged and paid once (${n} paid invoices, ${n} succeeded charges).`

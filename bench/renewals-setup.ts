@@ -81,7 +81,12 @@ export async function startRenewalsInfrastructure(
     `starting PostgreSQL and the Temporal ${onPostgres ? `server on PostgreSQL (${options.historyShards} history shards)` : 'dev server'}, bundling the workflows`,
   );
   const statementStats = options.statementStats
-    ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' }
+    ? {
+        shared_preload_libraries: 'pg_stat_statements',
+        'pg_stat_statements.track': 'all',
+        // Planning time too: every statement the engine sends is planned again (no prepared statements).
+        'pg_stat_statements.track_planning': 'on',
+      }
     : undefined;
   const startingPostgres = freePort().then((port) =>
     startEmbeddedPostgres({ dataDir: path.join(tmpDir, 'postgres'), port, settings: statementStats }),
@@ -151,6 +156,7 @@ export class WorkerProcess {
       execArgv: [
         ...process.execArgv,
         ...(process.env.NODE_OPTIONS?.includes('--max-old-space-size') ? [] : ['--max-old-space-size=384']),
+        ...(options.nodeFlags ?? []),
         ...(process.env.BENCH_WORKER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_WORKER_PROFILE] : []),
       ],
     });

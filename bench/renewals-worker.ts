@@ -35,12 +35,14 @@ export interface WorkerProcessOptions {
       | 'maxConcurrentActivityTaskExecutions'
       | 'maxConcurrentWorkflowTaskExecutions'
       | 'stickyQueueScheduleToStartTimeout'
-      | 'maxConcurrentWorkflowTaskPolls'
+      | 'workflowTaskPollerBehavior'
       | 'nonStickyToStickyPollRatio'
     >
   >;
   /** The MikroORM pool's size (BENCH_DB_POOL); undefined: db/orm.ts's default, as production. */
   dbPool: number | undefined;
+  /** Node flags of the worker process beyond npm run worker's (a BENCH_VARIANTS variant's `semi`). */
+  nodeFlags?: string[];
 }
 
 export interface MemorySample {

@@ -25,6 +25,9 @@
  *    its latest invoice is paid (a database count).
  *  - baseline: noopRenewalWorkflow, which sleeps until T, runs `benchNoop` and
  *    returns. Done = the workflow completed (a count of Temporal's visibility).
+ *    BENCH_BASELINE=local makes it the floor instead, noopLocalRenewalWorkflow: the
+ *    same with `benchNoop` as a local activity, a renewal's own shape (one workflow
+ *    task after the timer) with nothing in it, into a section of its own.
  * The engine's rows (one account, N customers with pm_card_visa, one plan, the
  * projection rows) are inserted directly; each engine round has its own
  * account. Afterwards the engine's money is checked: N paid invoices, N
@@ -54,7 +57,7 @@
  * for memory and wave time at large N, e.g. BENCH_N=10000 BENCH_ROUNDS=1), into a section
  * of its own. BENCH_TARGETS=engine with BENCH_VARIANTS='name:key=value,...;name:...' compares worker
  * settings in one run, the rounds alternating them (parseVariants: sticky, polls, ratio, slots, cache,
- * pool), e.g. BENCH_VARIANTS='before:sticky=300;after:sticky=5'.
+ * pool, semi, autoscale), e.g. BENCH_VARIANTS='before:sticky=300;after:sticky=5'.
  *
  * `--usage` (bench/renewals-usage.ts): N subscriptions to a metered plan (a `sum` meter, graduated tiers; each customer's
  * events sent through POST /v1/meter_events/batch of the engine's API, in this process, before the wave) against N flat
@@ -125,7 +128,7 @@ import {
   usageTiers,
 } from './renewals-usage.ts';
 import type { WorkerProcessOptions, WorkerStatusReport } from './renewals-worker.ts';
-import { noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
+import { noopLocalRenewalWorkflow, noopRenewalWorkflow, subscriptionWorkflow } from './workflows/index.ts';
 
 /**
  * `items` (--items): the engine's subscriptions with three items; `engine` then has one (the same seats), bench/renewals-setup.ts
@@ -147,8 +150,11 @@ const positive = (name: string): number | undefined => {
 
 /**
  * A worker setting compared in one run (BENCH_VARIANTS): `name:key=value,key=value;name:...`, keys `sticky` (seconds a
- * task may wait on the sticky queue), `polls` (maxConcurrentWorkflowTaskPolls), `ratio` (nonStickyToStickyPollRatio),
- * `slots` (maxConcurrentWorkflowTaskExecutions), `cache` (maxCachedWorkflows), `pool` (the MikroORM pool). The engine's
+ * task may wait on the sticky queue), `polls` (at most this many workflow task polls at once: workflowTaskPollerBehavior
+ * simple-maximum; the SDK's default is 10), `autoscale` (pollers the server's feedback scales, up to this many:
+ * workflowTaskPollerBehavior autoscaling), `ratio` (nonStickyToStickyPollRatio),
+ * `slots` (maxConcurrentWorkflowTaskExecutions), `cache` (maxCachedWorkflows), `pool` (the MikroORM pool), `semi` (the worker
+ * process's --max-semi-space-size in MB). The engine's
  * rounds alternate the variants (each on a fresh worker), so machine load falls on all of them alike; the section says
  * each one's renewals/s and its ratio to the first.
  */
@@ -157,6 +163,8 @@ interface Variant {
   spec: string;
   overrides: WorkerProcessOptions['overrides'];
   dbPool?: number;
+  /** Node flags of the worker process beyond npm run worker's (`semi`: --max-semi-space-size, V8's young generation in MB). */
+  nodeFlags?: string[];
 }
 
 function parseVariants(raw: string | undefined): Variant[] {
@@ -176,12 +184,20 @@ function parseVariants(raw: string | undefined): Variant[] {
         const number = Number(value);
         if (!Number.isFinite(number) || number <= 0) throw new Error(`BENCH_VARIANTS: ${pair} needs a positive number`);
         if (key === 'sticky') variant.overrides.stickyQueueScheduleToStartTimeout = `${number}s`;
-        else if (key === 'polls') variant.overrides.maxConcurrentWorkflowTaskPolls = number;
+        // The SDK (1.24) no longer reads maxConcurrentWorkflowTaskPolls: the pollers are workflowTaskPollerBehavior's.
+        else if (key === 'polls')
+          variant.overrides.workflowTaskPollerBehavior = { type: 'simple-maximum', maximum: number };
+        else if (key === 'autoscale')
+          variant.overrides.workflowTaskPollerBehavior = { type: 'autoscaling', maximum: number };
         else if (key === 'ratio') variant.overrides.nonStickyToStickyPollRatio = number;
         else if (key === 'slots') variant.overrides.maxConcurrentWorkflowTaskExecutions = number;
         else if (key === 'cache') variant.overrides.maxCachedWorkflows = number;
         else if (key === 'pool') variant.dbPool = number;
-        else throw new Error(`BENCH_VARIANTS: unknown key ${key} (sticky, polls, ratio, slots, cache, pool)`);
+        else if (key === 'semi') variant.nodeFlags = [...(variant.nodeFlags ?? []), `--max-semi-space-size=${number}`];
+        else
+          throw new Error(
+            `BENCH_VARIANTS: unknown key ${key} (sticky, polls, autoscale, ratio, slots, cache, pool, semi)`,
+          );
       }
       return variant;
     });
@@ -231,6 +247,15 @@ const settings = {
     .filter(Boolean),
   /** BENCH_PGSS=1: pg_stat_statements from T to the last renewal, the statements that took longest (lock waits included). */
   statementStats: process.env.BENCH_PGSS === '1',
+  /**
+   * BENCH_BASELINE=local: the baseline is the floor, a renewal's shape with nothing in it (noopLocalRenewalWorkflow: the
+   * timer, then ONE workflow task running a no-op local activity) instead of a no-op workflow with a remote activity.
+   */
+  localBaseline: ((): boolean => {
+    const kind = process.env.BENCH_BASELINE ?? 'remote';
+    if (kind !== 'remote' && kind !== 'local') throw new Error(`BENCH_BASELINE must be remote or local, not ${kind}`);
+    return kind === 'local';
+  })(),
   /** BENCH_VARIANTS: worker settings compared against each other in one run, engine only (parseVariants). */
   variants: parseVariants(process.env.BENCH_VARIANTS),
 };
@@ -241,6 +266,7 @@ const tunings = [
   settings.cachedWorkflows !== undefined && `BENCH_CACHED_WORKFLOWS=${settings.cachedWorkflows}`,
   settings.stickySeconds !== undefined && `BENCH_STICKY_SECONDS=${settings.stickySeconds}`,
   settings.sqlitePragmas.length > 0 && `BENCH_SQLITE_PRAGMAS=${settings.sqlitePragmas.join(',')}`,
+  settings.localBaseline && 'BENCH_BASELINE=local',
 ].filter((t): t is string => typeof t === 'string');
 /** The rollback journal shows when the server writes; in WAL mode it is not there to see. */
 const journalObservable =
@@ -487,13 +513,24 @@ async function sayStatementStats(ctx: Context, label: string): Promise<void> {
   const rows = await ctx.orm.em
     .fork()
     .getConnection()
-    .execute<{ db: string; calls: number; ms: number; query: string }[]>(
-      `select d.datname as db, s.calls::int as calls, round(s.total_exec_time)::int as ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 150) as query
-       from pg_stat_statements s join pg_database d on d.oid = s.dbid order by s.total_exec_time desc limit 12`,
+    .execute<{ db: string; calls: number; ms: number; planMs: number; query: string }[]>(
+      `select d.datname as db, s.calls::int as calls, round(s.total_exec_time)::int as ms, round(s.total_plan_time)::int as "planMs",
+              left(regexp_replace(s.query, '\\s+', ' ', 'g'), 150) as query
+       from pg_stat_statements s join pg_database d on d.oid = s.dbid order by s.total_exec_time + s.total_plan_time desc limit 16`,
+    );
+  const [total] = await ctx.orm.em
+    .fork()
+    .getConnection()
+    .execute<
+      { calls: number; ms: number; planMs: number }[]
+    >(`select sum(calls)::int as calls, round(sum(total_exec_time))::int as ms, round(sum(total_plan_time))::int as "planMs" from pg_stat_statements`);
+  if (total)
+    ctx.say(
+      `${label}: pg_stat_statements in all: ${total.calls} calls, ${total.ms} ms executing, ${total.planMs} ms planning`,
     );
   for (const row of rows)
     ctx.say(
-      `${label}: pg_stat_statements ${row.db}: ${row.calls} calls, ${row.ms} ms in all (${(row.ms / Math.max(1, row.calls)).toFixed(2)} ms each): ${row.query}`,
+      `${label}: pg_stat_statements ${row.db}: ${row.calls} calls, ${row.ms} ms in all (${(row.ms / Math.max(1, row.calls)).toFixed(2)} ms each), ${row.planMs} ms planning: ${row.query}`,
     );
 }
 
@@ -572,6 +609,7 @@ async function runRound(
       ...variant?.overrides,
     },
     dbPool: variant?.dbPool ?? settings.dbPool,
+    ...(variant?.nodeFlags ? { nodeFlags: variant.nodeFlags } : {}),
   });
   ctx.stops.add(`worker process (${label})`, () => worker.kill());
   const { pid: workerPid } = await worker.ready();
@@ -619,11 +657,14 @@ async function runRound(
     } else {
       const ids = Array.from({ length: n }, (_, i) => `${taskQueue}-${i}`);
       await inParallel(ids, 32, async (workflowId) => {
-        const handle = await client.workflow.start(noopRenewalWorkflow, {
-          workflowId,
-          taskQueue,
-          args: [at.toISOString()],
-        });
+        const handle = await client.workflow.start(
+          settings.localBaseline ? noopLocalRenewalWorkflow : noopRenewalWorkflow,
+          {
+            workflowId,
+            taskQueue,
+            args: [at.toISOString()],
+          },
+        );
         handles.push(handle);
         started++;
       });
@@ -1033,25 +1074,28 @@ function summarize(target: Target, results: RoundResult[]): TargetSummary {
   };
 }
 
+const baselineName = settings.localBaseline
+  ? 'floor (timer + no-op local activity)'
+  : 'baseline (no-op workflow + no-op activity)';
 const names: Record<Target, string> = settings.items
   ? {
       engine: 'one item (12 seats, per_unit)',
       items: 'three items (12 seats, graduated tiers × 25, flat add-on)',
       usage: 'usage',
-      baseline: 'baseline (no-op workflow + no-op activity)',
+      baseline: baselineName,
     }
   : settings.usage
     ? {
         engine: 'flat (one plan at 15.00)',
         usage: 'usage (metered plan, graduated tiers)',
         items: 'items',
-        baseline: 'baseline (no-op workflow + no-op activity)',
+        baseline: baselineName,
       }
     : {
         engine: 'engine (subscriptionWorkflow)',
         items: 'engine, three items',
         usage: 'engine, usage',
-        baseline: 'baseline (no-op workflow + no-op activity)',
+        baseline: baselineName,
       };
 
 function table(results: RoundResult[], summaries: TargetSummary[]): string[] {
@@ -1111,7 +1155,7 @@ function bounds(engine: TargetSummary, baseline: TargetSummary, cores: number): 
       `statements to PostgreSQL, each a round trip (${activityList(engine.queryKinds)}; counted on the worker's pg clients). The baseline ran ` +
       `${round1(activitiesPer(baseline.activities))} activity and ${round1(baseline.workflowTasks)} workflow tasks, ${round1(baseline.historyEvents)} ` +
       `history events, ${round1(baseline.queries)} statements. Every workflow task and (remote) activity is a round trip worker → Temporal server → its ` +
-      `persistence → worker, and each waits for the one before it: ${inPlace ? 'a renewal is one such hop, the baseline three' : local ? 'a renewal is a chain of two such hops and a workflow start (its new run), the baseline of three' : 'a renewal is a chain of about ten such hops, the baseline of three'}.`,
+      `persistence → worker, and each waits for the one before it: ${inPlace ? `a renewal is one such hop, the baseline ${settings.localBaseline ? 'one too' : 'three'}` : local ? 'a renewal is a chain of two such hops and a workflow start (its new run), the baseline of three' : 'a renewal is a chain of about ten such hops, the baseline of three'}.`,
     '',
     `**CPU.** From T to the last completion (mean of the rounds), per renewal: engine ${ms(engine.cpu.server)} of Temporal server, ` +
       `${ms(engine.cpu.worker)} of worker and ${ms(engine.cpu.postgres)} of PostgreSQL CPU (${ms(own(engine))} in all); baseline ` +
@@ -1405,8 +1449,8 @@ function variantsSection(
     '',
     `Machine: ${cores} cores, Node ${process.version}; ${onPostgres ? `the real Temporal server (${serverVersion}, ${settings.historyShards} history shards, on the same embedded PostgreSQL ${pgVersion})` : `the Temporal dev server (${serverVersion}${settings.sqlitePragmas.length > 0 ? `, --sqlite-pragma ${settings.sqlitePragmas.join(' --sqlite-pragma ')}` : ''}), embedded PostgreSQL ${pgVersion}`}, ` +
       `load average ${loadAtStart.toFixed(2)} at the start (other agents' work shares the machine: "other" CPU below). Worker: one fresh process per round, ${workerSettings()}, ` +
-      `each variant overriding: ${settings.variants.map((v) => `**${v.name}** ${v.spec || '(nothing)'}`).join('; ')} (sticky: stickyQueueScheduleToStartTimeout in seconds; polls: maxConcurrentWorkflowTaskPolls; ratio: nonStickyToStickyPollRatio; ` +
-      `slots: maxConcurrentWorkflowTaskExecutions; cache: maxCachedWorkflows; pool: the MikroORM pool). ${warmupText()}. The variants' rounds alternate in one run, the order rotating each round; ` +
+      `each variant overriding: ${settings.variants.map((v) => `**${v.name}** ${v.spec || '(nothing)'}`).join('; ')} (sticky: stickyQueueScheduleToStartTimeout in seconds; polls: at most this many workflow task polls at once; autoscale: pollers scaled by the server's feedback up to this many; ratio: nonStickyToStickyPollRatio; ` +
+      `slots: maxConcurrentWorkflowTaskExecutions; cache: maxCachedWorkflows; pool: the MikroORM pool; semi: the worker's --max-semi-space-size in MB). ${warmupText()}. The variants' rounds alternate in one run, the order rotating each round; ` +
       `"timed out" is the share of the workflow tasks of ${historySamples} sampled workflows per round` +
       " that timed out and were scheduled again on the shared queue (most waited out the sticky queue's timeout; on a starved machine some ran past the 10 s a started task has); " +
       '"WFT / LA in flight" the worker\'s workflow activations and activities in hand (mean of the 200 ms polls), "pool waiting" the requests waiting for a database connection (mean).',

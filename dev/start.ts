@@ -174,6 +174,7 @@ async function main(): Promise<void> {
     workflowBundle: await bundleBillingWorkflows(),
     renewalSpreadMinutes: () => config.renewalSpreadMinutes,
     usageRetentionDays: config.usageRetentionDays,
+    clockCachedWorkflows: config.clockWorkerCachedWorkflows,
   };
   const worker = await createBillingWorker(workerDeps);
   const workerRun = worker.run();

@@ -41,6 +41,13 @@ describe('configuration of identity', () => {
     });
   });
 
+  it("TEST_CLOCK_WORKER_CACHE sizes the test clock Worker's cache: 1000 unless set, a non-negative integer", () => {
+    expect(loadConfig({}).clockWorkerCachedWorkflows).toBe(1000);
+    expect(loadConfig({ TEST_CLOCK_WORKER_CACHE: '250' }).clockWorkerCachedWorkflows).toBe(250);
+    expect(() => loadConfig({ TEST_CLOCK_WORKER_CACHE: 'many' })).toThrow(/TEST_CLOCK_WORKER_CACHE/);
+    expect(() => loadConfig({ TEST_CLOCK_WORKER_CACHE: '-1' })).toThrow(/TEST_CLOCK_WORKER_CACHE/);
+  });
+
   it('the API process exits with a message, not a stack trace, when production secrets are missing', () => {
     const result = spawnSync(process.execPath, ['api/server.ts'], {
       env: {
