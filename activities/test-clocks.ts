@@ -52,11 +52,13 @@ export function createTestClockActivities(deps: { orm: MikroORM }) {
     }): Promise<{ ticked: number; gone: number }> {
       return tickClockInstant(em(), Context.current().client, input);
     },
-    /** While the clock waits for a round: what is still busy (ticked again), and when its entries last reported. */
+    /** While the clock waits for a round: what is still busy (ticked again if asked), when its entries last reported, how many wait their turn. */
     async checkClockBusy(input: {
       clockId: string;
       accountId: string;
-    }): Promise<{ busy: number; sample: string[]; lastReportAt: string | null }> {
+      retick?: boolean;
+      askQueued?: boolean;
+    }): Promise<{ busy: number; sample: string[]; lastReportAt: string | null; queued: number }> {
       return checkClockBusy(em(), Context.current().client, input);
     },
     /** The end of an advance: what has not seen the target hears it. */

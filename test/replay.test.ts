@@ -402,6 +402,9 @@ describe('workflow histories', () => {
       // Recorded before patched('test-clock-sleep-only-if-bound') and patched('test-clock-final-tick-to-stale') (main at 8240f6a):
       // a 1 ms timer after each hand-off (awaitClockEventsDispatched answered a bare count), the final tick to every workflow.
       'test-clock-before-ready-sooner.json',
+      // Recorded with patched('test-clock-queued-not-stuck') by test/test-clock-registry.test.ts (RECORD_HISTORIES=1): a clock
+      // whose quiet timeout (2 s) passed several times while its busy workflow's task waited in Temporal, then ready.
+      'test-clock-queued-not-stuck.json',
       // Recorded with patched('test-clock-registry-in-table') by test/test-clock-registry.test.ts (RECORD_HISTORIES=1): the
       // registry in PostgreSQL, one stepClock, one tickClockInstant and one "done" signal for 5 trial ends, no 1 ms timer.
       'test-clock-registry-in-table.json',

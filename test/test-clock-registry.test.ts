@@ -305,4 +305,91 @@ describe('test clock registry in the table', () => {
       expect(paid[0]!.n).toBe(1);
     },
   );
+  it(
+    'a busy workflow whose task waits in Temporal is not stuck: the quiet timeout waits for it; one with nothing pending fails the advance',
+    { timeout: 90_000 },
+    async () => {
+      /** A clock of its own whose next advance fails after 2 s without a report (the stall helper), its stand-in removed. */
+      async function quietClock(frozen: string): Promise<string> {
+        const clock = await made('/v1/test_clocks', { frozen_time: frozen });
+        const stalled = await call('POST', `/v1/test_helpers/test_clocks/${clock.id}/stall`, { quiet_timeout: 2 });
+        expect(stalled.status, JSON.stringify(stalled.body)).toBe(200);
+        for (let i = 0; ; i++) {
+          const [row] = await sql(`delete from test_clock_entries where clock_id = ? and workflow_id = ? returning 1`, [
+            clock.id,
+            'stalled_by_test_helper',
+          ]);
+          if (row) return clock.id;
+          if (i > 200) throw new Error("the stall helper's stand-in never reached the table");
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      /** A workflow whose first workflow task waits: nothing polls its queue. Busy on the clock from `known`. */
+      async function queuedOn(clockId: string, known: string): Promise<string> {
+        const workflowId = `queued-${clockId}`;
+        await engine.env.client.workflow.start('waitsForAWorker', {
+          workflowId,
+          taskQueue: `nobody-polls-${clockId}`,
+          args: [],
+        });
+        await writeClockMessage(engine.context.orm.em.fork(), engine.env.client, clockId, {
+          kind: 'register',
+          workflowId,
+          known,
+        });
+        return workflowId;
+      }
+      const status = async (clockId: string) => (await call('GET', `/v1/test_clocks/${clockId}`)).body;
+
+      const clockId = await quietClock('2031-07-01T00:00:00Z');
+      const workflowId = await queuedOn(clockId, '2031-07-01T00:00:00.000Z');
+      const answer = await call('POST', `/v1/test_clocks/${clockId}/advance`, { frozen_time: '2031-07-02T00:00:00Z' });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      // Five quiet timeouts and more: the workflow's task is still waiting, so the clock waits with it.
+      await new Promise((r) => setTimeout(r, 11_000));
+      expect(await status(clockId)).toMatchObject({ status: 'advancing' });
+      // Its turn comes: it reports, and the advance completes.
+      await writeClockMessage(engine.context.orm.em.fork(), engine.env.client, clockId, {
+        kind: 'report',
+        report: { workflowId, wakeAt: null, known: '2031-07-01T00:00:00.000Z' },
+      });
+      const deadline = Date.now() + 30_000;
+      while ((await status(clockId)).status === 'advancing' && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(await status(clockId)).toMatchObject({ status: 'ready', frozen_time: '2031-07-02T00:00:00.000Z' });
+      if (process.env.RECORD_HISTORIES === '1') {
+        // The quiet timeout's checks with patch test-clock-queued-not-stuck, for test/replay.test.ts.
+        const run = (await engine.env.client.workflow.getHandle(clockId).describe()).runId;
+        const recorded = spawnSync(
+          process.execPath,
+          [
+            'dev/histories.ts',
+            'record',
+            engine.env.address,
+            clockId,
+            run,
+            path.join(import.meta.dirname, 'histories', 'test-clock-queued-not-stuck.json'),
+          ],
+          { encoding: 'utf8', timeout: 120_000 },
+        );
+        expect(recorded.status, recorded.stderr).toBe(0);
+      }
+
+      // The same with a workflow that has nothing pending (terminated, as a stuck one would be idle): 2 s, then
+      // internal_failure naming it.
+      const stuckClock = await quietClock('2031-08-01T00:00:00Z');
+      const stuck = await queuedOn(stuckClock, '2031-08-01T00:00:00.000Z');
+      await engine.env.client.workflow.getHandle(stuck).terminate('stands for a workflow that never reports');
+      const advanced = await call('POST', `/v1/test_clocks/${stuckClock}/advance`, {
+        frozen_time: '2031-08-02T00:00:00Z',
+      });
+      expect(advanced.status, JSON.stringify(advanced.body)).toBe(200);
+      const failBy = Date.now() + 30_000;
+      while ((await status(stuckClock)).status === 'advancing' && Date.now() < failBy)
+        await new Promise((r) => setTimeout(r, 100));
+      const failed = await status(stuckClock);
+      expect(failed.status).toBe('internal_failure');
+      expect(JSON.stringify(failed)).toContain(stuck);
+    },
+  );
 });

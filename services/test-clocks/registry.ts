@@ -364,16 +364,21 @@ async function dropGone(
 
 /**
  * The clock's check while it waits for a round (every 30 s, or its quiet timeout when shorter): how many entries
- * are busy (a few of their ids, to name them), when the clock's entries were last reported, and each busy entry
- * that waits for a wake-up hears its instant again (a tick only raises a workflow's known time, so a second one is
- * harmless; one seen lost on a loaded dev server would leave the clock advancing for good). Nothing busy: the round
- * is over (its signal was lost, or never needed).
+ * are busy (a few of their ids, to name them), when the clock's entries were last reported, and, with `askQueued`
+ * (the clock asks when its quiet timeout is up), how many of those few have a workflow task waiting in Temporal
+ * (`queued`). Nothing busy: the round is over (its signal was lost, or never needed).
+ *
+ * `retick` (the default, as before patch `test-clock-queued-not-stuck`): each busy entry that waits for a wake-up
+ * hears its instant again (a tick only raises a workflow's known time, so a second one is harmless; one seen lost on a
+ * loaded dev server would leave the clock advancing for good). The clock asks for it only when the instant's ticks
+ * did not all go out: a wave of 10,000 on 100 clocks otherwise sent every still-queued workflow another signal, each a
+ * history write, every 30 s.
  */
 export async function checkClockBusy(
   em: EntityManager,
   client: Client,
-  input: { clockId: string; accountId: string },
-): Promise<{ busy: number; sample: string[]; lastReportAt: string | null }> {
+  input: { clockId: string; accountId: string; retick?: boolean; askQueued?: boolean },
+): Promise<{ busy: number; sample: string[]; lastReportAt: string | null; queued: number }> {
   const { clockId, accountId } = input;
   const fork = em.fork();
   const rows = await exec<{ workflow_id: string; busy_at: unknown; wake_at: unknown }>(
@@ -383,26 +388,71 @@ export async function checkClockBusy(
     [clockId, accountId],
   );
   const last = await lastReportAt(fork, clockId, accountId);
-  const again = new Map<string, string[]>();
-  for (const row of rows) {
-    if (row.wake_at === null) continue; // a registration, or the stall helper's stand-in: no tick wakes it
-    const at = asDate(row.busy_at)!.toISOString();
-    again.set(at, [...(again.get(at) ?? []), row.workflow_id]);
-  }
   const gone: string[] = [];
-  for (const [at, ids] of again) gone.push(...(await tickClockWorkflows(client, ids, { now: at, ack: true })));
+  if (input.retick ?? true) {
+    const again = new Map<string, string[]>();
+    for (const row of rows) {
+      if (row.wake_at === null) continue; // a registration, or the stall helper's stand-in: no tick wakes it
+      const at = asDate(row.busy_at)!.toISOString();
+      again.set(at, [...(again.get(at) ?? []), row.workflow_id]);
+    }
+    for (const [at, ids] of again) gone.push(...(await tickClockWorkflows(client, ids, { now: at, ack: true })));
+  }
   const busy = gone.length > 0 ? await dropGone(em, client, clockId, accountId, gone) : rows.length;
-  // Nothing busy and no one ended the round (its signal lost): the clock moves on, and no later write signals it again.
+  // Nothing busy and no one ended the round (its signal was lost): the clock moves on, and no later write signals it again.
   if (busy === 0) await endRoundIfQuiet(em, clockId);
-  return {
-    busy,
-    sample: rows
-      .filter((r) => !gone.includes(r.workflow_id))
-      .slice(0, 5)
-      .map((r) => r.workflow_id),
-    lastReportAt: last,
-  };
+  const sample = rows
+    .filter((r) => !gone.includes(r.workflow_id))
+    .slice(0, 5)
+    .map((r) => r.workflow_id);
+  const queued = busy > 0 && input.askQueued ? await countQueued(client, sample) : 0;
+  return { busy, sample, lastReportAt: last, queued };
 }
+
+/**
+ * How many of `workflowIds` have a workflow task waiting to run or running, other than one failing again and again:
+ * such a workflow is not stuck, its turn has not come (a worker with a backlog: 100 clocks advanced at once on one
+ * worker). A workflow with nothing pending that has not reported is stuck, and so is one whose task keeps failing.
+ *
+ * DescribeWorkflowExecution says so (`pendingWorkflowTask`); the Java test server leaves that out, so when it is absent
+ * the history says: its last workflow task event is a scheduled or started one.
+ */
+async function countQueued(client: Client, workflowIds: string[]): Promise<number> {
+  const queued = async (id: string): Promise<boolean> => {
+    const handle = client.workflow.getHandle(id);
+    const described = await handle.describe();
+    if (described.status.name !== 'RUNNING') return false;
+    const pending = described.raw.pendingWorkflowTask;
+    if (pending) return (pending.attempt ?? 1) <= maxQueuedTaskAttempt;
+    // The last workflow task event of the history (each kind carries its own attributes).
+    const last = ((await handle.fetchHistory()).events ?? []).findLast(
+      (e) =>
+        e.workflowTaskScheduledEventAttributes ||
+        e.workflowTaskStartedEventAttributes ||
+        e.workflowTaskCompletedEventAttributes ||
+        e.workflowTaskFailedEventAttributes ||
+        e.workflowTaskTimedOutEventAttributes,
+    );
+    if (last?.workflowTaskScheduledEventAttributes)
+      return (last.workflowTaskScheduledEventAttributes.attempt ?? 1) <= maxQueuedTaskAttempt;
+    return Boolean(last?.workflowTaskStartedEventAttributes);
+  };
+  const pending = await Promise.all(
+    workflowIds.map((id) =>
+      queued(id).catch((error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return false;
+        throw error;
+      }),
+    ),
+  );
+  return pending.filter(Boolean).length;
+}
+
+/**
+ * A pending workflow task's attempt above this is a task that fails (a bug, a nondeterminism error), not one waiting
+ * its turn; a task that waited out the sticky queue's timeout and was scheduled again may count 2.
+ */
+const maxQueuedTaskAttempt = 2;
 
 /**
  * The end of an advance: every entry that has not seen `to` hears it (no ack), 256 signals at a time (they only raise
