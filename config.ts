@@ -28,9 +28,10 @@ export interface Config {
    */
   clockTaskQueue: string;
   /**
-   * TEST_CLOCK_WORKER_CACHE (default 1000, as the live queue's worker): the workflows the test clock queue's Worker keeps
-   * cached (worker.ts createClockWorker). Each costs about 0.3 MB of the worker process's RSS while cached; fewer make a
-   * large advance rebuild its workflows from their histories (docs/scaling.md#test-clocks).
+   * TEST_CLOCK_WORKER_CACHE (default 300): the workflows the test clock queue's Worker keeps cached (worker.ts
+   * clockWorkerDefaults). Each costs about 0.3 MB of the worker process's RSS while cached; fewer make a large advance
+   * rebuild its workflows from their histories (1,000 made an advance of 1,000 trials about 45% faster;
+   * docs/scaling.md#test-clocks).
    */
   clockWorkerCachedWorkflows: number;
   /** Test clock limits (docs/testing-your-integration.md#limits). */
@@ -152,6 +153,9 @@ function testClockLimits(env: NodeJS.ProcessEnv): TestClockLimits {
     paymentRequestsPerClock: positive('TEST_CLOCK_PAYMENT_REQUESTS', defaultTestClockLimits.paymentRequestsPerClock),
   };
 }
+
+/** TEST_CLOCK_WORKER_CACHE's default (worker.ts clockWorkerDefaults says why). */
+export const clockWorkerCacheDefault = 300;
 
 /** TEMPORAL_CLOCK_TASK_QUEUE: a queue of its own, not the live or the exports queue. */
 function clockTaskQueue(env: NodeJS.ProcessEnv, taskQueue: string, exportsTaskQueue: string | undefined): string {
@@ -354,7 +358,7 @@ export function loadConfig(env = process.env): Config {
     temporalNamespace: env.TEMPORAL_NAMESPACE ?? 'default',
     taskQueue,
     clockTaskQueue: clockTaskQueue(env, taskQueue, exportsTaskQueue),
-    clockWorkerCachedWorkflows: integer('TEST_CLOCK_WORKER_CACHE', 1000, env),
+    clockWorkerCachedWorkflows: integer('TEST_CLOCK_WORKER_CACHE', clockWorkerCacheDefault, env),
     testClocks: testClockLimits(env),
     workerExports: env.WORKER_EXPORTS !== 'false',
     exportsTaskQueue,

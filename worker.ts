@@ -15,7 +15,7 @@ import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from
 import { createActivities } from './activities/index.ts';
 import { testClockContext } from './activities/test-clock-context.ts';
 import { wakeDispatchAfterActivities } from './activities/wake-dispatch.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { clockWorkerCacheDefault, ConfigError, loadConfig } from './config.ts';
 import { migrate, openOrm } from './db/orm.ts';
 import { createSecretBox, type SecretBox } from './domain/secret-box.ts';
 import type { WebhookUrlPolicy } from './domain/webhook-url.ts';
@@ -135,12 +135,12 @@ export const workerDefaults: Partial<Pick<WorkerOptions, 'maxCachedWorkflows' | 
  * advance run at once. With 4 (before issue #29) a tick to 150 due workflows left most of their tasks waiting past the
  * sticky queue's 5 s (118 to 189 sticky timeouts per wave of 150, each task then replayed from the shared queue).
  *
- * 1,000 cached workflows, as the live worker: with 300, an advance of 1,000 subscriptions on ten clocks found most of
- * them evicted, each rebuilt from its history (a fetch and a replay) before it could renew, and renewed 24.7 a second
- * over the public API; with 1,000 cached, 32.7, and with 40 slots too, 34.3 (bench:renewals
- * --black-box, one run each on the idle machine, Nov 27). Each Worker runs its workflows in a thread of its own, each
- * under the heap cap; the process's RSS holds both caches, about 0.3 MB per cached workflow: the same run peaked at
- * 1,126 MB against 807 MB with 300. TEST_CLOCK_WORKER_CACHE sets it (docs/scaling.md#test-clocks).
+ * 300 cached workflows (TEST_CLOCK_WORKER_CACHE sets it), fewer than the live worker's 1,000: sandbox work shares the
+ * process with live work, and each cached workflow holds about 0.3 MB of its RSS. A cache of 1,000 makes a large
+ * advance faster, each workflow beyond the cache being rebuilt from its history before it can renew: over the public
+ * API at 1,000 trials on ten clocks, 34.3 to 36.3 renewals a second against 26.3 with 300 (25.9 with 500), at 10,000
+ * on 100 clocks 22.8 against 19.2; and the worker's peak RSS 1,083 to 1,148 MB against 809 MB at 1,000 and 851 MB at
+ * 10,000 with 300 (bench:renewals --black-box, idle machine, Nov 27; docs/scaling.md#test-clocks).
  */
 export const clockWorkerDefaults: Partial<
   Pick<
@@ -152,7 +152,7 @@ export const clockWorkerDefaults: Partial<
     | 'stickyQueueScheduleToStartTimeout'
   >
 > = {
-  maxCachedWorkflows: 1000,
+  maxCachedWorkflows: clockWorkerCacheDefault,
   maxConcurrentWorkflowTaskExecutions: 40,
   maxConcurrentActivityTaskExecutions: 8,
   maxConcurrentLocalActivityExecutions: 40,

@@ -192,14 +192,16 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
   const em = orm.em.fork();
   const charges = await em.count(Charge, { status: 'succeeded' });
   const ok = (await paid()) === n && charges === n;
-  const heading = `## Renewals over the public API: ${n.toLocaleString('en')} trials ending on test clocks (black box)${temporalKind === 'postgres' ? ', Temporal server on PostgreSQL' : ''}`;
+  // The clock Worker's cache, when this run set it (TEST_CLOCK_WORKER_CACHE reaches the worker through the environment).
+  const clockCache = process.env.TEST_CLOCK_WORKER_CACHE;
+  const heading = `## Renewals over the public API: ${n.toLocaleString('en')} trials ending on test clocks (black box)${temporalKind === 'postgres' ? ', Temporal server on PostgreSQL' : ''}${clockCache ? ` (TEST_CLOCK_WORKER_CACHE=${clockCache})` : ''}`;
   const section = [
     heading,
     '',
     `Written by \`BENCH_N=${n} npm run bench:renewals -- --black-box\` (bench/renewals-black-box.ts) on ${new Date().toISOString()}, measuring ${codeState()}.`,
     '',
     `Machine: ${cores} cores, Node ${process.version}, load average ${loadAtStart.toFixed(2)} at the start (shared with other work); the engine as deployed, \`${scripts.api}\` and ` +
-      `\`${scripts.worker}\` (their npm scripts, with MALLOC_ARENA_MAX=2 as the Dockerfile sets it), on ${temporalKind === 'postgres' ? 'the real Temporal server on PostgreSQL' : 'the Temporal dev server (WAL)'} and embedded PostgreSQL ${pgVersion}. ` +
+      `\`${scripts.worker}\` (their npm scripts, with MALLOC_ARENA_MAX=2 as the Dockerfile sets it${clockCache ? `, and TEST_CLOCK_WORKER_CACHE=${clockCache}` : ''}), on ${temporalKind === 'postgres' ? 'the real Temporal server on PostgreSQL' : 'the Temporal dev server (WAL)'} and embedded PostgreSQL ${pgVersion}. ` +
       `Over HTTP only: a test key, ${n} customers (pm_card_visa) with a subscription each to a plan with a 30-day trial, on ${clocks.length} test clocks of ${clockSize}, ` +
       `${concurrency} requests at once; then every clock advanced at once past the trial end.`,
     '',

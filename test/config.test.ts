@@ -41,8 +41,8 @@ describe('configuration of identity', () => {
     });
   });
 
-  it("TEST_CLOCK_WORKER_CACHE sizes the test clock Worker's cache: 1000 unless set, a non-negative integer", () => {
-    expect(loadConfig({}).clockWorkerCachedWorkflows).toBe(1000);
+  it("TEST_CLOCK_WORKER_CACHE sizes the test clock Worker's cache: 300 unless set, a non-negative integer", () => {
+    expect(loadConfig({}).clockWorkerCachedWorkflows).toBe(300);
     expect(loadConfig({ TEST_CLOCK_WORKER_CACHE: '250' }).clockWorkerCachedWorkflows).toBe(250);
     expect(() => loadConfig({ TEST_CLOCK_WORKER_CACHE: 'many' })).toThrow(/TEST_CLOCK_WORKER_CACHE/);
     expect(() => loadConfig({ TEST_CLOCK_WORKER_CACHE: '-1' })).toThrow(/TEST_CLOCK_WORKER_CACHE/);

@@ -15,8 +15,10 @@
  *
  * So work runs in time order, each instant's work finished before the next starts.
  * When the due workflows stop reporting for `quietTimeoutMs` of wall time with some still
- * busy, the advance ends in `internal_failure`, naming them. No timer of the bound workflows is a
- * Temporal timer, so none of this needs the time-skipping test server.
+ * busy, and none of those is waiting its turn in Temporal (a workflow task scheduled or
+ * running: patch test-clock-queued-not-stuck), the advance ends in `internal_failure`, naming
+ * them. No timer of the bound workflows is a Temporal timer, so none of this needs the
+ * time-skipping test server.
  *
  * The run continues as new between instants when Temporal suggests it (an advance over
  * many subscriptions or many months writes many signals), carrying its state.
@@ -148,9 +150,9 @@ const registryPatch = 'test-clock-registry-in-table';
 /**
  * A busy workflow whose workflow task waits in Temporal is not stuck: when the quiet timeout is up, the clock asks
  * whether any of its busy ones (a sample of 5) is queued (checkClockBusy's `queued`) and, if so, starts it again; and
- * the busy ones are ticked again only when the instant's ticks did not all go out. Before it, 100 clocks advanced at once over 10,000 trials ended one clock in
- * internal_failure after 300 s without a report while its 100 renewals waited their turn on the worker, and each
- * 30 s check signalled every still-queued workflow again.
+ * the busy ones are ticked again only when the instant's ticks did not all go out. Before it, 100 clocks advanced at
+ * once over 10,000 trials ended one clock in internal_failure after 300 s without a report while its 100 renewals
+ * waited their turn on the worker, and each 30 s check signalled every still-queued workflow again.
  */
 const queuedNotStuckPatch = 'test-clock-queued-not-stuck';
 
@@ -352,6 +354,9 @@ const registry = proxyLocalActivities<Activities>({ startToCloseTimeout: '5 minu
  */
 const tickers = proxyActivities<Activities>({ startToCloseTimeout: '5 minutes', retry: retryUpTo('30 seconds') });
 
+/** The ticks of the instant a clock waits for: none sent (work bound before the advance), going out, all out, or failed for good. */
+type TickState = 'none' | 'sending' | 'sent' | 'failed';
+
 /**
  * testClockWorkflow with its registry in the table (patch test-clock-registry-in-table). Per instant: one stepClock
  * (the earliest wake-up up to the target; the due entries marked busy), one tickClockInstant activity, ONE
@@ -360,9 +365,6 @@ const tickers = proxyActivities<Activities>({ startToCloseTimeout: '5 minutes', 
  * for (its starter wrote its row before starting it), the quiet timeout naming what is stuck, a last tick to what
  * has not seen the target before `ready`, continue-as-new when suggested.
  */
-/** The ticks of the instant a clock waits for: none sent (work bound before the advance), going out, all out, or failed for good. */
-type TickState = 'none' | 'sending' | 'sent' | 'failed';
-
 async function registryClockWorkflow(input: TestClockWorkflowInput): Promise<void> {
   const { clockId, accountId } = input;
   let time = Date.parse(input.frozenTime);
@@ -425,8 +427,9 @@ async function registryClockWorkflow(input: TestClockWorkflowInput): Promise<voi
 
   /**
    * Waits for round `waiting` to end: its "done" signal, or the table saying nothing is busy (checked every 30 s, or
-   * the quiet timeout when shorter, which also ticks the busy ones again). Fails after `quietTimeoutMs` of wall time
-   * without a single report on the clock, naming what is still busy.
+   * the quiet timeout when shorter, which ticks the busy ones again if the instant's ticks did not all go out). Fails
+   * after `quietTimeoutMs` of wall time without a single report on the clock and with none of the busy ones waiting
+   * its turn in Temporal, naming what is still busy.
    */
   async function waitForRound(waiting: number, reportedAt: string | null, ticks: () => TickState): Promise<void> {
     let waited = 0;
@@ -492,7 +495,7 @@ async function registryClockWorkflow(input: TestClockWorkflowInput): Promise<voi
       step = await registry.stepClock({ clockId, accountId, round: ++round, time: iso(time), to: iso(to) });
       if (step.next !== null) {
         time = Math.max(time, Date.parse(step.next));
-        // Not failing the advance if it fails for good: checkClockBusy ticks what is still busy again.
+        // Not failing the advance if it fails for good: checkClockBusy then ticks what is still busy again.
         ticks = 'sending';
         ticking = tickers.tickClockInstant({ clockId, accountId, at: step.next }).then(
           () => (ticks = 'sent'),
