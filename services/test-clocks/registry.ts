@@ -415,7 +415,9 @@ export async function checkClockBusy(
  * worker). A workflow with nothing pending that has not reported is stuck, and so is one whose task keeps failing.
  *
  * DescribeWorkflowExecution says so (`pendingWorkflowTask`); the Java test server leaves that out, so when it is absent
- * the history says: its last workflow task event is a scheduled or started one.
+ * the history says: its last workflow task event is a scheduled or started one. A workflow whose local activity keeps
+ * failing holds its task while the retries are short, so it counts as queued until the SDK waits for the next retry on
+ * a timer instead: that delays the clock's failure, it does not prevent it.
  */
 async function countQueued(client: Client, workflowIds: string[]): Promise<number> {
   const queued = async (id: string): Promise<boolean> => {
