@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { Charge, Invoice } from '../db/entities/index.ts';
 import { freePort, waitForPort } from '../dev/processes.ts';
 import { defaultHistoryShards } from '../dev/temporal-server.ts';
-import { resultsFile, round1, runBenchmark, sleep, writeSection } from './harness.ts';
+import { resultsFile, round1, RssSampler, runBenchmark, sleep, writeSection } from './harness.ts';
 import { codeState, startRenewalsInfrastructure } from './renewals-setup.ts';
 
 const positive = (name: string, fallback: number): number => {
@@ -91,18 +91,10 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
   // The worker migrates the schema first; the API then finds it ready.
   say(`starting the worker process (${scripts.worker}) and the API process (${scripts.api})`);
   const workerProcess = spawnEngine('worker', 'worker process');
-  // The worker's RSS from /proc every 500 ms: the peak while the subscriptions are created, and during the advance.
-  const rssPeaks = { create: 0, advance: 0 };
-  let rssPhase: keyof typeof rssPeaks = 'create';
-  const rssSampler = setInterval(() => {
-    try {
-      const kb = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${workerProcess.pid}/status`, 'utf8'))?.[1] ?? 0);
-      rssPeaks[rssPhase] = Math.max(rssPeaks[rssPhase], kb / 1024);
-    } catch {
-      // The worker has exited (the bench is stopping).
-    }
-  }, 500);
-  stops.add('worker RSS sampler', async () => clearInterval(rssSampler));
+  // The worker's RSS from /proc: the peak while the subscriptions are created, and during the advance.
+  const workerRss = new RssSampler(workerProcess.pid!, 500);
+  workerRss.phase('create');
+  stops.add('worker RSS sampler', async () => workerRss.stop());
   await sleep(3000);
   spawnEngine('api', 'API process');
   await waitForPort(port, '127.0.0.1', 180_000);
@@ -169,7 +161,7 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
 
   // Every clock advanced at once; renewals/s until every trial's invoice is paid.
   const paid = async () => orm.em.fork().count(Invoice, { status: 'paid' });
-  rssPhase = 'advance';
+  workerRss.phase('advance');
   const advanced = Date.now();
   await Promise.all(
     clocks.map((id) => call('POST', `/v1/test_clocks/${id}/advance`, { frozen_time: pastTrial.toISOString() })),
@@ -207,7 +199,7 @@ await runBenchmark('bench:renewals --black-box', async (stops, say) => {
     '',
     '| N | create customers + subscriptions s | created per s | advance → every invoice paid s | **renewals/s** | advance → every clock `ready` s | worker peak RSS MB, creating / advancing | paid invoices | succeeded charges |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    `| ${n} | ${round1(createSeconds)} | ${round1(n / createSeconds)} | ${round1(wall)} | **${round1(n / wall)}** | ${round1((readyAt - advanced) / 1000)} | ${Math.round(rssPeaks.create)} / ${Math.round(rssPeaks.advance)} | ${await paid()} | ${charges} |`,
+    `| ${n} | ${round1(createSeconds)} | ${round1(n / createSeconds)} | ${round1(wall)} | **${round1(n / wall)}** | ${round1((readyAt - advanced) / 1000)} | ${Math.round(workerRss.peaks.get('create') ?? 0)} / ${Math.round(workerRss.peaks.get('advance') ?? 0)} | ${await paid()} | ${charges} |`,
     '',
     ok
       ? `Every trial was invoiced, charged and paid once (${n} paid invoices, ${n} succeeded charges).`

@@ -1,9 +1,7 @@
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { recordHistory } from './helpers/histories.ts';
 import { eventually } from './helpers/temporal.ts';
 
 /**
@@ -12,7 +10,6 @@ import { eventually } from './helpers/temporal.ts';
  * Only with RECORD_HISTORIES=1: RECORD_HISTORIES=1 npx vitest run test/one-off-invoice-histories.test.ts
  */
 const day = 86_400_000;
-const historiesDir = path.join(import.meta.dirname, 'histories');
 
 describe.runIf(process.env.RECORD_HISTORIES === '1')('invoice workflow histories (recording)', () => {
   let engine: TestEngine;
@@ -21,14 +18,7 @@ describe.runIf(process.env.RECORD_HISTORIES === '1')('invoice workflow histories
   });
   afterAll(() => engine?.close());
 
-  function record(id: string, runId: string, name: string) {
-    const recorded = spawnSync(
-      process.execPath,
-      ['dev/histories.ts', 'record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`)],
-      { encoding: 'utf8', timeout: 120_000 },
-    );
-    expect(recorded.status, recorded.stderr).toBe(0);
-  }
+  const record = (id: string, runId: string, name: string) => recordHistory(engine.env.address, id, runId, name);
   const status = async (id: string) => (await engine.env.client.workflow.getHandle(id).describe()).status.name;
 
   async function invoiceOf(email: string, paymentMethod: string, body: Record<string, unknown>) {

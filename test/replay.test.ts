@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -8,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventDispatchWorkflowId } from '../services/webhooks/dispatch.ts';
 import { wakeSignal } from '../workflows/webhooks.ts';
 import { seedCustomerAndPlan, startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { histories, historiesDir, recordHistory } from './helpers/histories.ts';
 import { eventually } from './helpers/temporal.ts';
 
 /**
@@ -17,17 +17,6 @@ import { eventually } from './helpers/temporal.ts';
  *
  * Re-record after an intended, patched change: RECORD_HISTORIES=1 npx vitest run test/replay.test.ts
  */
-const historiesDir = path.join(import.meta.dirname, 'histories');
-
-/** Runs dev/histories.ts, the same command a deploy check would run. The last argument may be extra environment. */
-function histories(...args: (string | Record<string, string>)[]) {
-  const env = typeof args.at(-1) === 'object' ? (args.pop() as Record<string, string>) : {};
-  return spawnSync(process.execPath, ['dev/histories.ts', ...(args as string[])], {
-    encoding: 'utf8',
-    timeout: 120_000,
-    env: { ...process.env, ...env },
-  });
-}
 const day = 86_400_000;
 
 describe('workflow histories', () => {
@@ -335,11 +324,7 @@ describe('workflow histories', () => {
       record(id, run, 'subscription-usage-pause-renewal');
     });
 
-    function record(id: string, runId: string, name: string) {
-      fs.mkdirSync(historiesDir, { recursive: true });
-      const recorded = histories('record', engine.env.address, id, runId, path.join(historiesDir, `${name}.json`));
-      expect(recorded.status, recorded.stderr).toBe(0);
-    }
+    const record = (id: string, runId: string, name: string) => recordHistory(engine.env.address, id, runId, name);
   }
 
   const files = () =>

@@ -1,6 +1,3 @@
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endRoundIfQuiet, writeClockMessage } from '../services/test-clocks/registry.ts';
 import { testClockWorkflow } from '../workflows/test-clock.ts';
 import { startTestEngine, type TestEngine } from './helpers/engine.ts';
+import { recordHistory } from './helpers/histories.ts';
 
 /**
  * Issue #29: a test clock's registry lives in PostgreSQL (services/test-clocks/registry.ts), so the clock's own
@@ -28,6 +26,11 @@ describe('test clock registry in the table', () => {
     const response = await call('POST', url, body);
     expect(response.status, JSON.stringify(response.body)).toBe(201);
     return response.body;
+  }
+  /** The clock's current run as test/histories/<name>.json, for test/replay.test.ts. */
+  async function recordClockHistory(clockId: string, name: string): Promise<void> {
+    const run = (await engine.env.client.workflow.getHandle(clockId).describe()).runId;
+    recordHistory(engine.env.address, clockId, run, name);
   }
   const sql = <T = Record<string, unknown>>(query: string, params: unknown[] = []) =>
     engine.context.orm.em.fork().getConnection().execute<T[]>(query, params);
@@ -136,20 +139,7 @@ describe('test clock registry in the table', () => {
 
       if (process.env.RECORD_HISTORIES === '1') {
         // The new path's history for test/replay.test.ts (patch test-clock-registry-in-table).
-        const run = (await engine.env.client.workflow.getHandle(small).describe()).runId;
-        const recorded = spawnSync(
-          process.execPath,
-          [
-            'dev/histories.ts',
-            'record',
-            engine.env.address,
-            small,
-            run,
-            path.join(import.meta.dirname, 'histories', 'test-clock-registry-in-table.json'),
-          ],
-          { encoding: 'utf8', timeout: 120_000 },
-        );
-        expect(recorded.status, recorded.stderr).toBe(0);
+        await recordClockHistory(small, 'test-clock-registry-in-table');
       }
     },
   );
@@ -359,20 +349,7 @@ describe('test clock registry in the table', () => {
       expect(await status(clockId)).toMatchObject({ status: 'ready', frozen_time: '2031-07-02T00:00:00.000Z' });
       if (process.env.RECORD_HISTORIES === '1') {
         // The quiet timeout's checks with patch test-clock-queued-not-stuck, for test/replay.test.ts.
-        const run = (await engine.env.client.workflow.getHandle(clockId).describe()).runId;
-        const recorded = spawnSync(
-          process.execPath,
-          [
-            'dev/histories.ts',
-            'record',
-            engine.env.address,
-            clockId,
-            run,
-            path.join(import.meta.dirname, 'histories', 'test-clock-queued-not-stuck.json'),
-          ],
-          { encoding: 'utf8', timeout: 120_000 },
-        );
-        expect(recorded.status, recorded.stderr).toBe(0);
+        await recordClockHistory(clockId, 'test-clock-queued-not-stuck');
       }
 
       // The same with a workflow that has nothing pending (terminated, as a stuck one would be idle): 2 s, then

@@ -450,7 +450,7 @@ async function registryClockWorkflow(input: TestClockWorkflowInput): Promise<voi
         ...(queuedNotStuck
           ? {
               // Ticked again only if the instant's ticks did not all go out (or there were none: work from before the advance).
-              retick: ticks() !== 'sent' && ticks() !== 'sending',
+              retick: ticks() === 'none' || ticks() === 'failed',
               // About to fail: are the busy ones stuck, or is their workflow task waiting its turn?
               askQueued: waited >= quietTimeoutMs,
             }
