@@ -370,9 +370,10 @@ async function dropGone(
  *
  * `retick` (the default, as before patch `test-clock-queued-not-stuck`): each busy entry that waits for a wake-up
  * hears its instant again (a tick only raises a workflow's known time, so a second one is harmless; one seen lost on a
- * loaded dev server would leave the clock advancing for good). The clock asks for it only when the instant's ticks
- * did not all go out: a wave of 10,000 on 100 clocks otherwise sent every still-queued workflow another signal, each a
- * history write, every 30 s.
+ * loaded dev server would leave the clock advancing for good). The clock asks for it until the instant's ticks have
+ * all gone out (tickClockInstant completed): a wave of 10,000 on 100 clocks otherwise sent every still-queued workflow
+ * another signal, each a history write, every 30 s. While the ticks are still going out it asks too: their activity
+ * may be on a worker that died, and would be retried only after its 5-minute timeout (test/wave-crash.test.ts).
  */
 export async function checkClockBusy(
   em: EntityManager,
